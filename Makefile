@@ -1,0 +1,39 @@
+# Every contributor and CI use these targets alike. `make test` builds a local
+# virtualenv from nothing but Python 3.11 and the package registries.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test lint format typecheck demo bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(BIN)/ruff check poolsplit_adapters tests benchmarks examples
+	$(BIN)/ruff format --check poolsplit_adapters tests benchmarks examples
+
+format: $(STAMP)
+	$(BIN)/ruff format poolsplit_adapters tests benchmarks examples
+	$(BIN)/ruff check --fix poolsplit_adapters tests benchmarks examples
+
+typecheck: $(STAMP)
+	$(BIN)/mypy poolsplit_adapters
+
+test: lint typecheck
+	$(BIN)/python -m pytest -q
+
+demo: $(STAMP)
+	$(BIN)/python -m poolsplit_adapters demo
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,48 @@
+"""poolsplit-adapters: pool-split memory retrieval for agents.
+
+Reserved token budgets per group of memory types ("pools") so low-priority
+kinds of memory still surface, and always-scope behavioural corrections that
+load on every call outside every budget. The core selector lives in
+:mod:`poolsplit_adapters.poolsplit` (stdlib only, vendorable as one file);
+the framework adapters live in :mod:`poolsplit_adapters.langchain` and
+:mod:`poolsplit_adapters.llama_index` and are imported on demand so that the
+core never pulls a framework in.
+"""
+
+from .poolsplit import (
+    Chosen,
+    Dropped,
+    EntryError,
+    Pool,
+    PoolStats,
+    Reason,
+    Selection,
+    UnadmittedCorrectionWarning,
+    check_entry,
+    default_is_active,
+    default_scorer,
+    default_token_counter,
+    retrieve,
+    retrieve_pools,
+    select,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Chosen",
+    "Dropped",
+    "EntryError",
+    "Pool",
+    "PoolStats",
+    "Reason",
+    "Selection",
+    "UnadmittedCorrectionWarning",
+    "check_entry",
+    "default_is_active",
+    "default_scorer",
+    "default_token_counter",
+    "retrieve",
+    "retrieve_pools",
+    "select",
+]

@@ -1,0 +1,136 @@
+"""Bad input gets a clear error naming the entry and the field."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+from conftest import NOW
+
+from poolsplit_adapters import EntryError, Pool, Reason, UnadmittedCorrectionWarning, retrieve, retrieve_pools, select
+
+POOL = Pool("p", 100, 10)
+
+
+@pytest.mark.parametrize(
+    ("entry", "field", "fragment"),
+    [
+        ({"id": "t1", "content": "x", "tags": "ops"}, "tags", "list or tuple"),
+        ({"id": "t1", "content": "x", "tags": ["ops", 3]}, "tags", "only strings"),
+        ({"id": "t1"}, "content", "missing"),
+        ({"id": "t1", "content": None}, "content", "must be a string"),
+        ({"id": "t1", "content": "x", "created": 20260101}, "created", "string or None"),
+        ({"id": "t1", "content": "x", "project": ["a"]}, "project", "string or None"),
+        ({"id": "t1", "content": "x", "type": None}, "type", "must be a string"),
+        ({"id": "t1", "content": "x", "base_priority": "high"}, "base_priority", "number"),
+        ({"id": "t1", "content": "x", "base_priority": True}, "base_priority", "number"),
+    ],
+)
+def test_malformed_field_names_entry_and_field(entry, field, fragment):
+    with pytest.raises(EntryError, match=fragment) as info:
+        retrieve_pools([{"content": "fine"}, entry], [POOL], now=NOW)
+    err = info.value
+    assert err.field == field and err.entry_id == "t1" and err.index == 1
+    assert "'t1'" in str(err) and repr(field) in str(err)
+
+
+def test_entry_without_id_is_named_by_index():
+    with pytest.raises(EntryError, match="entry at index 2: field 'tags'"):
+        retrieve([{"content": "a"}, {"content": "b"}, {"content": "c", "tags": "x"}], POOL, now=NOW)
+
+
+def test_non_mapping_entry():
+    with pytest.raises(EntryError, match="index 1.*not a mapping"):
+        retrieve([{"content": "a"}, "just text"], POOL, now=NOW)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "9", None, True])
+def test_scorer_must_return_a_finite_number(bad):
+    with pytest.raises(EntryError, match="scorer returned") as info:
+        retrieve([{"id": "e1", "content": "a"}], POOL, scorer=lambda e, c, now=None: bad, now=NOW)
+    assert info.value.entry_id == "e1"
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_non_finite_priority_is_refused(bad):
+    # NaN would make the default score NaN and break the total sort order.
+    with pytest.raises(EntryError, match="finite number") as info:
+        retrieve([{"id": "e1", "content": "a", "base_priority": bad}], POOL, now=NOW)
+    assert info.value.field == "base_priority"
+
+
+@pytest.mark.parametrize("bad", [0, -2, 1.5, None, True])
+def test_token_counter_must_return_a_positive_int(bad):
+    with pytest.raises(EntryError, match="token_counter returned") as info:
+        retrieve([{"id": "e1", "content": "a"}], POOL, token_counter=lambda t: bad, now=NOW)
+    assert info.value.field == "token_count"
+
+
+def test_pool_argument_errors():
+    with pytest.raises(TypeError, match=r"bare string 'skill' \(did you mean \('skill',\)\?\)"):
+        Pool("skills", 10, 2, types="skill")
+    with pytest.raises(ValueError, match="must not be empty"):
+        Pool("", 10, 2)
+    with pytest.raises(TypeError, match="name must be a string"):
+        Pool(3, 10, 2)
+    with pytest.raises(TypeError, match="max_tokens must be a number"):
+        Pool("p", "10", 2)
+    with pytest.raises(ValueError, match="NaN"):
+        Pool("p", math.nan, 2)
+    with pytest.raises(TypeError, match="every type must be a string"):
+        Pool("p", 1, 1, types=("a", None))
+    assert Pool("p", 1, 1, types=["b", "a"]).types == ("b", "a")
+    assert Pool("p", 1, 1, types={"b", "a"}).types == ("a", "b")
+    with pytest.raises(TypeError, match="single Pool"):
+        retrieve_pools([], POOL)
+    with pytest.raises(TypeError, match=r"pools\[1\] must be a Pool"):
+        retrieve_pools([], [POOL, ("q", 1, 1)])
+
+
+def test_context_errors():
+    with pytest.raises(TypeError, match="context\\['tags'\\]"):
+        retrieve([{"content": "a"}], POOL, {"tags": "ops"}, now=NOW)
+    with pytest.raises(TypeError, match="context\\['message'\\]"):
+        retrieve([{"content": "a"}], POOL, {"message": 12}, now=NOW)
+    with pytest.raises(TypeError, match="now must be a datetime"):
+        retrieve([{"content": "a"}], POOL, now="2026-07-07")
+
+
+def test_unadmitted_correction_is_warned_and_reported():
+    entries = [
+        {"id": "fix-1", "content": "Never force-push main.", "type": "correction", "scope": "always"},
+        {"id": "t1", "content": "ship it", "type": "task"},
+        {"id": "g1", "content": "grew", "type": "growth"},
+    ]
+    plan = [Pool("tasks", 100, 5, types=("task",))]
+    with pytest.warns(UnadmittedCorrectionWarning, match="'fix-1'.*'correction'.*no pool admits"):
+        sel = select(entries, plan, now=NOW)
+    reasons = {d.entry["id"]: d.reason for d in sel.dropped}
+    assert reasons == {"fix-1": Reason.ALWAYS_NO_POOL, "g1": Reason.NO_POOL}
+    with pytest.warns(UnadmittedCorrectionWarning):
+        retrieve_pools(entries, plan, now=NOW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        retrieve_pools(entries, [Pool("all", 100, 5)], now=NOW)
+
+
+def test_report_reasons_exact():
+    entries = [
+        {"id": "old", "content": "a", "status": "archived"},
+        {"id": "t1", "content": "a", "type": "task", "token_count": 6, "base_priority": 9},
+        {"id": "t2", "content": "a", "type": "task", "token_count": 6, "base_priority": 8},
+        {"id": "t3", "content": "a", "type": "task", "token_count": 1, "base_priority": 7},
+        {"id": "t4", "content": "a", "type": "task", "token_count": 1, "base_priority": 6},
+        {"id": "c1", "content": "a" * 40, "type": "task", "scope": "always"},
+    ]
+    sel = select(entries, [Pool("tasks", 10, 2, types=("task",))], now=NOW)
+    assert [c.entry["id"] for c in sel.chosen] == ["c1", "t1", "t3"]
+    assert [(d.entry["id"], d.reason, d.pool) for d in sel.dropped] == [
+        ("old", Reason.INACTIVE, None),
+        ("t2", Reason.TOKEN_BUDGET, "tasks"),
+        ("t4", Reason.ENTRY_CAP, "tasks"),
+    ]
+    stat = sel.stats["tasks"]
+    assert (stat.tokens_used, stat.entries_used, stat.always_count, stat.always_tokens) == (7, 2, 1, 10)
+    assert sel.dropped[1].cost == 6 and sel.dropped[1].score == pytest.approx(8 * 1.0)

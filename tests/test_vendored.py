@@ -1,0 +1,53 @@
+"""The core file works when copied alone into another project."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import poolsplit_adapters.poolsplit as core
+
+SCRIPT = """
+import sys
+sys.path.insert(0, %r)
+import datetime, poolsplit
+assert poolsplit.__file__.startswith(%r)
+entries = [
+    {"id": "c1", "type": "correction", "scope": "always", "content": "Never claim a write that did not happen."},
+    {"id": "t1", "type": "task", "base_priority": 7, "content": "Ship the refactor."},
+    {"id": "s1", "type": "skill", "base_priority": 2, "content": "grep to the symbol before reading the file."},
+]
+pools = [
+    poolsplit.Pool("corrections", 1, 8, ("correction",)),
+    poolsplit.Pool("content", 200, 15, ("task",)),
+    poolsplit.Pool("skill", 80, 2, ("skill",)),
+]
+got = poolsplit.retrieve_pools(entries, pools, now=datetime.datetime(2026, 7, 7))
+print(sorted((k, [e["id"] for e in v]) for k, v in got.items()))
+"""
+
+
+def test_copied_core_imports_without_site_packages(tmp_path: pathlib.Path):
+    shutil.copy(core.__file__, tmp_path / "poolsplit.py")
+    # -S: no site-packages, -I: isolated (no user site, no PYTHONPATH).
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", SCRIPT % (str(tmp_path), str(tmp_path))],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[('content', ['t1']), ('corrections', ['c1']), ('skill', ['s1'])]"
+
+
+def test_core_imports_only_the_standard_library():
+    source = pathlib.Path(core.__file__).read_text()
+    imported = {
+        line.split()[1].split(".")[0]
+        for line in source.splitlines()
+        if line.startswith(("import ", "from ")) and not line.startswith("from __future__")
+    }
+    assert imported <= set(sys.stdlib_module_names)
