@@ -196,7 +196,7 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
                 raise _fail(entry, index, "tags", "must contain only strings, %s" % _got(tag))
     if "base_priority" in entry:
         # NaN or an infinity would break the total order of scores.
-        priority = get("base_priority")
+        priority: Any = get("base_priority")
         if not _is_number(priority) or not math.isfinite(float(priority)):
             raise _fail(entry, index, "base_priority", "must be a finite number, %s" % _got(priority))
 

@@ -1,0 +1,150 @@
+"""Turn a selection into text a model can cite, and a report a person can read.
+
+Seed 004 (memorypipe) names what every memory injection needs whatever the
+host's policy: **provenance** (an entry without a source reads like the
+model's own guess), **per-entry markers** carrying id, source and time so the
+model can cite what it used, and **explicit truncation** (silent cutting
+makes the model believe "that is all there is"). :func:`render_context` does
+all three; :func:`explain` is the why-not table for people.
+
+Marker syntax cannot be forged from inside an entry: ``&``, ``<`` and ``>``
+in content are escaped, and attribute values are escaped including quotes and
+line breaks, so no content can close a marker or open one that parses as
+another entry.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence
+
+from .poolsplit import Reason, Selection
+
+BUDGET_REASONS = (Reason.TOKEN_BUDGET, Reason.ENTRY_CAP)
+_MARKER = re.compile(r'<memory((?:\s+[a-z]+="[^"]*")*)>\n(.*?)\n</memory>', re.S)
+_ATTR = re.compile(r'([a-z]+)="([^"]*)"')
+
+
+def _attr(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return html.escape(text, quote=True).replace("\n", "&#10;").replace("\r", "&#13;")
+
+
+def _body(text: str) -> str:
+    return html.escape(text, quote=False)
+
+
+@dataclass(frozen=True)
+class RenderedContext:
+    """Injectable text plus what the host needs to act on it.
+
+    Attributes:
+        text: the markers, always-scope first, then the omission line.
+        included_ids: ids of the rendered entries, in order.
+        omitted_ids: ids of the entries a budget cut (token budget or entry
+            cap), so a host can offer to fetch them.
+        omitted_by_pool: pool name -> how many entries its budget cut.
+    """
+
+    text: str
+    included_ids: List[Optional[str]]
+    omitted_ids: List[Optional[str]]
+    omitted_by_pool: Dict[str, int]
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def marker(entry: Mapping[str, Any], pool: Optional[str] = None) -> str:
+    """One entry as ``<memory id=".." source=".." at=".." pool="..">text</memory>``."""
+    attrs = [("id", entry.get("id")), ("source", entry.get("source")), ("at", entry.get("created"))]
+    if pool is not None:
+        attrs.append(("pool", pool))
+    if entry.get("scope") == "always":
+        attrs.append(("scope", "always"))
+    head = " ".join('%s="%s"' % (key, _attr(value)) for key, value in attrs)
+    return "<memory %s>\n%s\n</memory>" % (head, _body(str(entry.get("content", ""))))
+
+
+def render_context(selection: Selection, *, omission_line: bool = True) -> RenderedContext:
+    """Render ``selection`` as cite-able markers, always-scope entries first,
+    then one explicit line saying how many entries budgets left out and from
+    which pools ("7 more entries left out by budget: skills 3, content 4")."""
+    blocks = [marker(c.entry, c.pool) for c in selection.chosen]
+    cut = [d for d in selection.dropped if d.reason in BUDGET_REASONS]
+    by_pool: Dict[str, int] = {}
+    for item in cut:
+        by_pool[item.pool or "?"] = by_pool.get(item.pool or "?", 0) + 1
+    if cut and omission_line:
+        detail = ", ".join("%s %d" % (name, count) for name, count in by_pool.items())
+        noun = "entry" if len(cut) == 1 else "entries"
+        blocks.append("[%d more %s left out by budget: %s]" % (len(cut), noun, detail))
+    return RenderedContext(
+        text="\n".join(blocks),
+        included_ids=[c.entry.get("id") for c in selection.chosen],
+        omitted_ids=[d.entry.get("id") for d in cut],
+        omitted_by_pool=by_pool,
+    )
+
+
+def parse_markers(text: str) -> List[Dict[str, str]]:
+    """Read rendered markers back (attributes and unescaped content).
+
+    The inverse of :func:`marker`, used to check that what a model sees maps
+    to exactly the entries that were selected.
+    """
+    found = []
+    for match in _MARKER.finditer(text):
+        attrs = {k: html.unescape(v) for k, v in _ATTR.findall(match.group(1))}
+        attrs["content"] = html.unescape(match.group(2))
+        found.append(attrs)
+    return found
+
+
+def _fmt(value: Optional[float]) -> str:
+    return "-" if value is None else "%.3g" % value
+
+
+def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
+    """A readable why/why-not table: per pool, what loaded (score, cost) and
+    budget use; then what did not load and why, grouped by reason (at most
+    ``limit`` rows per reason; None for all)."""
+    lines: List[str] = []
+    header = "%-12s %-14s %-11s %8s %6s" % ("pool", "id", "type", "score", "tokens")
+    lines.append(header)
+    lines.append("-" * len(header))
+    for c in selection.chosen:
+        lines.append(
+            "%-12s %-14s %-11s %8s %6d"
+            % (c.pool, c.entry.get("id") or "#%d" % c.index, c.entry.get("type", "note"),
+               "always" if c.always else _fmt(c.score), c.cost)
+        )
+    lines.append("")
+    for name, stat in selection.stats.items():
+        lines.append(
+            "%-12s contextual %d/%s entries, %d/%s tokens; always-scope %d (%d tokens)"
+            % (name, stat.entries_used, _cap(stat.max_entries), stat.tokens_used, _cap(stat.max_tokens),
+               stat.always_count, stat.always_tokens)
+        )
+    grouped = selection.dropped_by_reason()
+    if grouped:
+        lines.append("")
+        lines.append("not loaded:")
+    for reason, items in grouped.items():
+        lines.append("  %s (%d)" % (reason, len(items)))
+        shown: Sequence[Any] = items if limit is None else items[:limit]
+        for d in shown:
+            lines.append(
+                "    %-14s %-11s pool=%-11s score=%-7s cost=%s"
+                % (d.entry.get("id") or "#%d" % d.index, d.entry.get("type", "note"), d.pool or "-",
+                   _fmt(d.score), "-" if d.cost is None else d.cost)
+            )
+        if limit is not None and len(items) > limit:
+            lines.append("    ... %d more" % (len(items) - limit))
+    return "\n".join(lines)
+
+
+def _cap(value: float) -> str:
+    return "%g" % value
