@@ -43,6 +43,7 @@ wrong ranking (a string ``tags`` would otherwise be read as a set of letters).
 from __future__ import annotations
 
 import datetime
+import heapq
 import math
 import numbers
 import re
@@ -53,6 +54,7 @@ from typing import (
     Callable,
     Dict,
     FrozenSet,
+    Iterator,
     List,
     Mapping,
     Optional,
@@ -166,6 +168,10 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+_STR_OR_NONE = (str, type(None))
+_SEQUENCES = (list, tuple)
+
+
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
     """Raise :class:`EntryError` if ``entry`` is not a well-formed entry.
 
@@ -174,6 +180,28 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
     them other meanings), and ``token_count`` follows the spec: anything but a
     positive int falls back to the token counter.
     """
+    # Fast path for the overwhelmingly common case, a plain dict of plain
+    # values: exact type tests only. Anything else (subclasses, mappings,
+    # errors) takes the full check below, which names the field at fault.
+    if type(entry) is dict:
+        get = entry.get
+        tags = get("tags")
+        priority = get("base_priority", 5)
+        if (
+            type(get("content")) is str
+            and type(get("id")) in _STR_OR_NONE
+            and type(get("scope")) in _STR_OR_NONE
+            and type(get("project")) in _STR_OR_NONE
+            and type(get("created")) in _STR_OR_NONE
+            and type(get("type", "")) is str
+            and (tags is None or (type(tags) in _SEQUENCES and all(type(t) is str for t in tags)))
+            and (type(priority) is int or (type(priority) is float and priority - priority == 0.0))
+        ):
+            return
+    _check_entry_fully(entry, index)
+
+
+def _check_entry_fully(entry: Any, index: Optional[int]) -> None:
     if not isinstance(entry, Mapping):
         raise _fail(entry, index, None, "is not a mapping (%s)" % _got(entry))
     get = entry.get
@@ -349,7 +377,7 @@ class ScoringContext:
     as intersecting word sets without building a set per entry.
     """
 
-    __slots__ = ("tags", "project", "words", "pattern", "ref")
+    __slots__ = ("tags", "project", "words", "nwords", "pattern", "ref")
 
     def __init__(self, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> None:
         if context is None:
@@ -374,6 +402,7 @@ class ScoringContext:
         self.tags: FrozenSet[str] = frozenset(tags)
         self.project: Optional[str] = project
         self.words: FrozenSet[str] = significant_words(message)
+        self.nwords = len(self.words)
         self.ref: datetime.datetime = _naive(now)
         self.pattern: Optional[re.Pattern[str]] = None
         if self.words:
@@ -386,23 +415,50 @@ class ScoringContext:
             return 0
         return len(set(self.pattern.findall(content.lower())))
 
-    def score(self, entry: Entry) -> float:
-        """The default score of a checked entry (see :func:`default_scorer`)."""
-        score = float(entry.get("base_priority", DEFAULT_PRIORITY))
-        score *= recency_factor(parse_created(entry.get("created")), self.ref)
-        tags = entry.get("tags")
+    def partial(self, entry: Entry) -> float:
+        """Every factor of the default score except the message overlap.
+
+        Written out flat (no helper calls) because it runs once per entry per
+        query on the stateless path; the factor order matches the spec's, so
+        ``partial * message_factor`` is bit-identical to the spec's score.
+        """
+        get = entry.get
+        score = float(get("base_priority", DEFAULT_PRIORITY))
+        created = get("created")
+        days = 0.0
+        if created:
+            try:
+                stamp = datetime.datetime.fromisoformat(created.rstrip("Z"))
+            except ValueError:
+                pass
+            else:
+                if stamp.tzinfo is not None:
+                    stamp = stamp.replace(tzinfo=None)
+                days = (self.ref - stamp).total_seconds() / 86400.0
+                if days < 0.0:
+                    days = 0.0
+        recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
+        score *= recency if recency > RECENCY_FLOOR else RECENCY_FLOOR
+        tags = get("tags")
         if tags:
             own = set(tags)
-            overlap = len(own & self.tags) / len(own)
-            score *= 1.0 + overlap * TAG_WEIGHT
-        project = entry.get("project")
+            score *= 1.0 + (len(own & self.tags) / len(own)) * TAG_WEIGHT
+        project = get("project")
         if project is not None:
             score *= PROJECT_SAME if project == self.project else PROJECT_OTHER
-        if self.pattern is not None:
-            overlap = self.shared_words(entry["content"]) / len(self.words)
-            if overlap > MESSAGE_THRESHOLD:
-                score *= 1.0 + overlap * MESSAGE_WEIGHT
         return score
+
+    def message_factor(self, content: str) -> float:
+        """``1 + 1.5 * f`` when the shared fraction ``f`` of the message's
+        significant words exceeds 0.15, else exactly 1.0 (so at most 2.5)."""
+        if self.pattern is None:
+            return 1.0
+        overlap = len(set(self.pattern.findall(content.lower()))) / self.nwords
+        return 1.0 + overlap * MESSAGE_WEIGHT if overlap > MESSAGE_THRESHOLD else 1.0
+
+    def score(self, entry: Entry) -> float:
+        """The default score of a checked entry (see :func:`default_scorer`)."""
+        return self.partial(entry) * self.message_factor(entry["content"])
 
 
 def default_scorer(
@@ -565,6 +621,9 @@ class Selection:
 # -- The algorithm ----------------------------------------------------------------
 
 
+MAX_MESSAGE_FACTOR = 1.0 + 1.0 * MESSAGE_WEIGHT
+
+
 def _run(
     entries: Sequence[Entry],
     pools: Sequence[Pool],
@@ -577,7 +636,6 @@ def _run(
     report: bool,
     warn: bool,
     cost_of: Optional[Callable[[int, Entry], int]] = None,
-    score_of: Optional[Callable[[int, Entry], float]] = None,
     checked: bool = False,
 ) -> Selection:
     """Fill ``pools`` from ``entries``; the single implementation behind
@@ -585,33 +643,80 @@ def _run(
     path of ``MemoryIndex``.
 
     Work the result does not need is not done: each entry is checked, tested
-    for activeness and scored at most once per call (not once per pool), costs
-    are measured only for entries the greedy scan reaches, and a pool with a
-    zero budget scores nothing.
+    for activeness and scored at most once per call (not once per pool);
+    costs are measured only for entries the greedy scan reaches; a pool with
+    a zero budget scores nothing; and with the default scorer the expensive
+    message-overlap factor is computed lazily, only for entries whose upper
+    bound (every other factor x 2.5) can still reach the ranks being filled.
     """
     pool_list = _check_pools(pools)
     items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
     if not checked:
         for index, entry in enumerate(items):
             check_entry(entry, index)
-    if score_of is None:
-        if scorer is default_scorer:
-            prepared = ScoringContext(context, now)
-            score_of = lambda index, entry: prepared.score(entry)  # noqa: E731
-        else:
-            score_of = lambda index, entry: _checked_score(scorer(entry, context, now=now), entry, index)  # noqa: E731
+    prepared: Optional[ScoringContext] = None
+    if scorer is default_scorer:
+        prepared = ScoringContext(context, now)
     if cost_of is None:
         cost_of = lambda index, entry: entry_cost(entry, token_counter, index)  # noqa: E731
 
     # 1. Filter to active entries, grouped by type, keeping input order.
-    active = [bool(is_active(entry)) for entry in items]
     by_type: Dict[str, List[int]] = {}
+    active: List[bool] = []
     for index, entry in enumerate(items):
-        if active[index]:
+        if is_active is default_is_active:
+            live = entry.get("status", "active") == "active" and not entry.get("superseded_by")
+        else:
+            live = bool(is_active(entry))
+        active.append(live)
+        if live:
             by_type.setdefault(entry.get("type", "note"), []).append(index)
     all_active = [i for i, flag in enumerate(active) if flag]
 
     scores: Dict[int, float] = {}
+    partials: Dict[int, float] = {}
+
+    def score_at(i: int) -> float:
+        score = scores.get(i)
+        if score is None:
+            if prepared is None:
+                score = _checked_score(scorer(items[i], context, now=now), items[i], i)
+            else:
+                part = partials.get(i)
+                if part is None:
+                    part = prepared.partial(items[i])
+                score = part * prepared.message_factor(items[i]["content"])
+            scores[i] = score
+        return score
+
+    def sort_key(i: int) -> Tuple[float, str, str, int]:
+        entry = items[i]
+        return (-score_at(i), entry.get("created") or "", entry.get("id") or "", i)
+
+    def ranked(positions: List[int]) -> Iterator[Tuple[float, str, str, int]]:
+        # 4. The total order (-score, created, id, input index). Sorting
+        # positions instead of the pool-local index the spec names gives the
+        # same order: both follow input order.
+        if prepared is None or prepared.pattern is None:
+            keyed = [sort_key(i) for i in positions]
+            keyed.sort()
+            yield from keyed
+            return
+        # Best-first: an entry's exact score is at most its upper bound, so
+        # the best scored entry is final once no unscored bound can reach it.
+        bounds = []
+        for i in positions:
+            part = partials.get(i)
+            if part is None:
+                part = partials[i] = prepared.partial(items[i])
+            bounds.append((-(part * MAX_MESSAGE_FACTOR if part > 0.0 else part), i))
+        heapq.heapify(bounds)
+        ready: List[Tuple[float, str, str, int]] = []
+        while bounds or ready:
+            while bounds and (not ready or bounds[0][0] <= ready[0][0]):
+                heapq.heappush(ready, sort_key(heapq.heappop(bounds)[1]))
+            yield heapq.heappop(ready)
+
     claimed: Set[int] = set()  # id() of every dict placed by an earlier pool
     result: Dict[str, List[Any]] = {}
     always_chosen: List[Chosen] = []
@@ -632,26 +737,16 @@ def _run(
         always = [i for i in positions if items[i].get("scope") == "always"]
         contextual = [i for i in positions if items[i].get("scope") != "always"]
 
-        # 4. Score and sort by the total key (-score, created, id, input index).
+        # 5. Greedy fill: skip what overflows the tokens (a smaller,
+        #    lower-ranked entry may still fit); stop at the entry cap, or
+        #    when not even a 1-token entry could fit.
         taken: List[Tuple[int, float, int]] = []
         used = 0
-        if pool.max_entries > 0 and pool.max_tokens > 0:
-            keyed = []
-            for i in contextual:
-                score = scores.get(i)
-                if score is None:
-                    score = scores[i] = score_of(i, items[i])
-                entry = items[i]
-                keyed.append((-score, entry.get("created") or "", entry.get("id") or "", i))
-            keyed.sort()
-            # 5. Greedy fill: skip what overflows the tokens (a smaller,
-            #    lower-ranked entry may still fit); stop at the entry cap.
-            for rank, (neg_score, _created, _id, i) in enumerate(keyed):
-                if len(taken) >= pool.max_entries:
-                    if report:
-                        for _, _, _, j in keyed[rank:]:
-                            last_word[j] = Dropped(items[j], j, Reason.ENTRY_CAP, pool.name, scores[j])
-                    break
+        stop = Reason.ENTRY_CAP if pool.max_entries <= 0 else Reason.TOKEN_BUDGET
+        seen: Set[int] = set()
+        if pool.max_entries > 0 and pool.max_tokens >= 1:
+            for neg_score, _created, _id, i in ranked(contextual):
+                seen.add(i)
                 cost = cost_of(i, items[i])
                 if used + cost > pool.max_tokens:
                     if report:
@@ -659,10 +754,15 @@ def _run(
                     continue
                 taken.append((i, -neg_score, cost))
                 used += cost
-        elif report:
-            code = Reason.ENTRY_CAP if pool.max_entries <= 0 else Reason.TOKEN_BUDGET
+                if len(taken) >= pool.max_entries:
+                    stop = Reason.ENTRY_CAP
+                    break
+                if used + 1 > pool.max_tokens:
+                    break
+        if report:
             for i in contextual:
-                last_word[i] = Dropped(items[i], i, code, pool.name)
+                if i not in seen:
+                    last_word[i] = Dropped(items[i], i, stop, pool.name, scores.get(i))
 
         result[pool.name] = [items[i] for i in always] + [items[i] for i, _, _ in taken]
         claimed.update(id(items[i]) for i in always)
@@ -688,11 +788,13 @@ def _run(
                 len(always) + len(contextual),
             )
 
-    admitted = set()
-    for entry_type in by_type:
-        if any(pool.admits(entry_type) for pool in pool_list):
-            admitted.add(entry_type)
-    lost = [i for t, run in by_type.items() if t not in admitted for i in run if items[i].get("scope") == "always"]
+    lost = [
+        i
+        for entry_type, run in by_type.items()
+        if not any(pool.admits(entry_type) for pool in pool_list)
+        for i in run
+        if items[i].get("scope") == "always"
+    ]
     if warn:
         for i in sorted(lost):
             warnings.warn(

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import contexts, nows, pools, stores
 
-from poolsplit_adapters import Reason, default_token_counter, retrieve, retrieve_pools, select
+from poolsplit_adapters import Reason, default_scorer, default_token_counter, retrieve, retrieve_pools, select
 
 settings.register_profile("ci", max_examples=300, deadline=None)
 settings.load_profile("ci")
@@ -71,18 +71,25 @@ def test_input_order_only_breaks_complete_ties(store, plan, context, now, rnd):
     shuffled = list(store)
     rnd.shuffle(shuffled)
 
-    def key(x):
-        # What the result may depend on besides the index: everything but identity.
-        return repr(sorted(x.items(), key=lambda kv: kv[0]))
+    def rank_key(x):
+        # Everything the order may depend on besides input position.
+        return (default_scorer(x, context, now=now), x.get("created") or "", x.get("id") or "")
 
     a = retrieve_pools(store, plan, context, now=now)
     b = retrieve_pools(shuffled, plan, context, now=now)
+    keys = [rank_key(x) for x in store if x.get("scope") != "always"]
+    unique = len(set(keys)) == len(keys)
     for pool in plan:
-        # Always-scope entries follow input order by design; compare as multisets.
-        assert sorted(key(x) for x in a[pool.name]) == sorted(key(x) for x in b[pool.name])
-        ctx_a = [key(x) for x in a[pool.name] if x.get("scope") != "always"]
-        ctx_b = [key(x) for x in b[pool.name] if x.get("scope") != "always"]
-        assert ctx_a == ctx_b
+        always_a = [x for x in a[pool.name] if x.get("scope") == "always"]
+        always_b = [x for x in b[pool.name] if x.get("scope") == "always"]
+        # Always-scope entries follow input order by design: same set, input order.
+        assert sorted(map(id, always_a)) == sorted(map(id, always_b))
+        assert always_b == [x for x in shuffled if any(x is y for y in always_a)]
+        ctx_a = [x for x in a[pool.name] if x.get("scope") != "always"]
+        ctx_b = [x for x in b[pool.name] if x.get("scope") != "always"]
+        assert [rank_key(x) for x in ctx_a] == [rank_key(x) for x in ctx_b]
+        if unique:  # no complete ties: the very same entries, in the same order
+            assert [id(x) for x in ctx_a] == [id(x) for x in ctx_b]
 
 
 @given(stores(), pools(), contexts, nows)
