@@ -16,16 +16,40 @@ OUT = pathlib.Path(__file__).with_name("memory.jsonl")
 NOW = datetime.datetime(2026, 11, 20, 9, 0, 0)
 
 CORRECTIONS = [
-    ("Never claim a file was written or a test passed without reading the tool output that proves it.", None, ["honesty", "tools"]),
+    (
+        "Never claim a file was written or a test passed without reading the tool output that proves it.",
+        None,
+        ["honesty", "tools"],
+    ),
     ("Do not force-push to main or any shared branch; open a pull request instead.", None, ["git"]),
-    ("Ask before running database migrations against staging; the user owns that step.", "checkout", ["db", "migrations"]),
-    ("Quote amounts in cents in the checkout code; floats for money caused the rounding incident.", "checkout", ["money", "payments"]),
+    (
+        "Ask before running database migrations against staging; the user owns that step.",
+        "checkout",
+        ["db", "migrations"],
+    ),
+    (
+        "Quote amounts in cents in the checkout code; floats for money caused the rounding incident.",
+        "checkout",
+        ["money", "payments"],
+    ),
     ("When a test is flaky, report it as flaky; never mark it skipped to get a green run.", None, ["tests"]),
     ("Keep pipeline jobs idempotent: re-running a day must not duplicate rows.", "pipeline", ["etl", "idempotency"]),
-    ("Do not paste secrets or tokens into chat, logs or commit messages, even redacted-looking ones.", None, ["security"]),
-    ("Answer in the user's language; they switched to German in October and asked to stay there.", None, ["communication"]),
+    (
+        "Do not paste secrets or tokens into chat, logs or commit messages, even redacted-looking ones.",
+        None,
+        ["security"],
+    ),
+    (
+        "Answer in the user's language; they switched to German in October and asked to stay there.",
+        None,
+        ["communication"],
+    ),
     ("Run the linter before proposing a diff; the user rejected three unlinted patches.", None, ["review", "lint"]),
-    ("Never delete a Parquet partition to fix a bad load; quarantine it under /quarantine first.", "pipeline", ["etl", "storage"]),
+    (
+        "Never delete a Parquet partition to fix a bad load; quarantine it under /quarantine first.",
+        "pipeline",
+        ["etl", "storage"],
+    ),
 ]
 
 TASKS = [
@@ -47,49 +71,117 @@ TASKS = [
 ]
 
 FACTS = [
-    ("The checkout service runs on Python 3.11 behind an nginx ingress with 4 replicas.", "checkout", ["deploy", "infra"]),
-    ("Staging database is Postgres 15; migrations use Alembic with one revision per PR.", "checkout", ["db", "migrations"]),
-    ("The payment provider rate-limits at 100 requests per second per merchant key.", "checkout", ["payments", "limits"]),
+    (
+        "The checkout service runs on Python 3.11 behind an nginx ingress with 4 replicas.",
+        "checkout",
+        ["deploy", "infra"],
+    ),
+    (
+        "Staging database is Postgres 15; migrations use Alembic with one revision per PR.",
+        "checkout",
+        ["db", "migrations"],
+    ),
+    (
+        "The payment provider rate-limits at 100 requests per second per merchant key.",
+        "checkout",
+        ["payments", "limits"],
+    ),
     ("Refunds are asynchronous: the provider calls our webhook within 24 hours.", "checkout", ["payments", "webhooks"]),
     ("Cart ids are UUIDv7, so they sort by creation time.", "checkout", ["cart"]),
     ("The user reviews pull requests in the morning, Berlin time.", None, ["communication", "review"]),
     ("CI for checkout takes about 11 minutes; the slowest job is the end-to-end suite.", "checkout", ["ci", "tests"]),
     ("Feature flags live in LaunchDarkly; flag names are kebab-case with a team prefix.", "checkout", ["flags"]),
-    ("The pipeline reads from Kafka topic events.v3 and writes Parquet to S3, partitioned by day.", "pipeline", ["etl", "storage"]),
+    (
+        "The pipeline reads from Kafka topic events.v3 and writes Parquet to S3, partitioned by day.",
+        "pipeline",
+        ["etl", "storage"],
+    ),
     ("Airflow DAGs are in the dags/ folder; one DAG per source system.", "pipeline", ["airflow"]),
     ("The warehouse is Snowflake; the loader role cannot create schemas.", "pipeline", ["warehouse", "permissions"]),
     ("Orders arrive up to 3 days late from the marketplace feed.", "pipeline", ["etl", "late-data"]),
-    ("The dedupe key for events is (source, event_id); event_id alone collides across sources.", "pipeline", ["etl", "dedupe"]),
+    (
+        "The dedupe key for events is (source, event_id); event_id alone collides across sources.",
+        "pipeline",
+        ["etl", "dedupe"],
+    ),
     ("On-call rotation for the pipeline changes every Monday at 10:00.", "pipeline", ["oncall"]),
     ("Both repositories use ruff and mypy in strict mode; pre-commit runs them.", None, ["lint", "tooling"]),
     ("The user prefers small pull requests under 300 changed lines.", None, ["review"]),
     ("Redis in production is a managed cluster with 3 shards and no persistence.", "checkout", ["redis", "infra"]),
     ("The staging environment is reset every Sunday night from an anonymised snapshot.", None, ["staging"]),
     ("Monetary amounts are stored as integer cents with an ISO currency code.", "checkout", ["money"]),
-    ("The events table holds about 2 billion rows; full scans take over an hour.", "pipeline", ["storage", "performance"]),
+    (
+        "The events table holds about 2 billion rows; full scans take over an hour.",
+        "pipeline",
+        ["storage", "performance"],
+    ),
 ]
 
 EPISODES = [
-    ("Tried upgrading SQLAlchemy to 2.0 in checkout; 14 tests failed on implicit autocommit. Reverted.", "checkout", ["db", "upgrade"]),
-    ("The October rounding incident: float multiplication lost a cent on 3% of orders with discounts.", "checkout", ["incident", "money"]),
+    (
+        "Tried upgrading SQLAlchemy to 2.0 in checkout; 14 tests failed on implicit autocommit. Reverted.",
+        "checkout",
+        ["db", "upgrade"],
+    ),
+    (
+        "The October rounding incident: float multiplication lost a cent on 3% of orders with discounts.",
+        "checkout",
+        ["incident", "money"],
+    ),
     ("Backoff with jitter fixed the provider 429 storm during the sale.", "checkout", ["payments", "retry"]),
-    ("A migration locked the orders table for 9 minutes on staging; we split it into batches.", "checkout", ["db", "migrations"]),
+    (
+        "A migration locked the orders table for 9 minutes on staging; we split it into batches.",
+        "checkout",
+        ["db", "migrations"],
+    ),
     ("The guest-cart race reproduced with two browser tabs and a 50 ms delay on merge.", "checkout", ["cart", "bug"]),
     ("Profiling /checkout/confirm showed 180 ms in synchronous tax lookup.", "checkout", ["performance"]),
-    ("The Monday dedupe job slowed because the late-data window scanned 30 days instead of 3.", "pipeline", ["etl", "performance"]),
-    ("A bad load on 12 September wrote duplicate rows; the quarantine procedure recovered it in an hour.", "pipeline", ["etl", "incident"]),
-    ("Airflow 2.9 upgrade broke the S3 sensor; pinned the provider package to fix it.", "pipeline", ["airflow", "upgrade"]),
+    (
+        "The Monday dedupe job slowed because the late-data window scanned 30 days instead of 3.",
+        "pipeline",
+        ["etl", "performance"],
+    ),
+    (
+        "A bad load on 12 September wrote duplicate rows; the quarantine procedure recovered it in an hour.",
+        "pipeline",
+        ["etl", "incident"],
+    ),
+    (
+        "Airflow 2.9 upgrade broke the S3 sensor; pinned the provider package to fix it.",
+        "pipeline",
+        ["airflow", "upgrade"],
+    ),
     ("Null customer ids came from the marketplace feed's test orders.", "pipeline", ["quality"]),
-    ("The user asked for German replies after a long English thread; they found the switch tiring.", None, ["communication"]),
-    ("A patch was rejected for formatting noise; running ruff format first fixed the review.", None, ["review", "lint"]),
-    ("Skipping a flaky end-to-end test hid a real bug in the refunds webhook for a week.", "checkout", ["tests", "incident"]),
+    (
+        "The user asked for German replies after a long English thread; they found the switch tiring.",
+        None,
+        ["communication"],
+    ),
+    (
+        "A patch was rejected for formatting noise; running ruff format first fixed the review.",
+        None,
+        ["review", "lint"],
+    ),
+    (
+        "Skipping a flaky end-to-end test hid a real bug in the refunds webhook for a week.",
+        "checkout",
+        ["tests", "incident"],
+    ),
 ]
 
 SKILLS = [
-    ("To reproduce a race, add a sleep at the suspected interleaving and run both paths concurrently.", None, ["debugging"]),
+    (
+        "To reproduce a race, add a sleep at the suspected interleaving and run both paths concurrently.",
+        None,
+        ["debugging"],
+    ),
     ("grep for the symbol before reading a large file; read only the functions that use it.", None, ["navigation"]),
     ("Bisect a regression with git bisect run and the failing test as the predicate.", None, ["git", "debugging"]),
-    ("Write Alembic migrations that add nullable columns first, backfill, then add constraints.", "checkout", ["db", "migrations"]),
+    (
+        "Write Alembic migrations that add nullable columns first, backfill, then add constraints.",
+        "checkout",
+        ["db", "migrations"],
+    ),
     ("Backfill a partitioned table one day at a time with an idempotent MERGE.", "pipeline", ["etl", "backfill"]),
     ("Use EXPLAIN ANALYZE with BUFFERS to find sequential scans in Postgres.", None, ["db", "performance"]),
     ("Profile a FastAPI endpoint with pyinstrument middleware on one request.", "checkout", ["performance", "api"]),
@@ -101,12 +193,32 @@ SKILLS = [
 ]
 
 GROWTH = [
-    ("I jump to code before asking what done looks like; asking first saved a day on the refunds work.", None, ["planning"]),
-    ("My estimates for migrations are low by about half; budget for the backfill step.", None, ["planning", "migrations"]),
+    (
+        "I jump to code before asking what done looks like; asking first saved a day on the refunds work.",
+        None,
+        ["planning"],
+    ),
+    (
+        "My estimates for migrations are low by about half; budget for the backfill step.",
+        None,
+        ["planning", "migrations"],
+    ),
     ("I over-explain in reviews; the user prefers three bullet points.", None, ["communication", "review"]),
-    ("When stuck for 20 minutes, writing down the hypothesis list unblocks me faster than reading more code.", None, ["debugging"]),
-    ("I forget late-arriving data in pipeline designs; check the 3-day window every time.", "pipeline", ["etl", "late-data"]),
-    ("Checking the tool output before reporting success has removed every false claim since August.", None, ["honesty", "tools"]),
+    (
+        "When stuck for 20 minutes, writing down the hypothesis list unblocks me faster than reading more code.",
+        None,
+        ["debugging"],
+    ),
+    (
+        "I forget late-arriving data in pipeline designs; check the 3-day window every time.",
+        "pipeline",
+        ["etl", "late-data"],
+    ),
+    (
+        "Checking the tool output before reporting success has removed every false claim since August.",
+        None,
+        ["honesty", "tools"],
+    ),
 ]
 
 
@@ -133,8 +245,18 @@ def main() -> None:
         )
 
     for n, (text, project, tags) in enumerate(CORRECTIONS, 1):
-        add("correction", "fix", n, text, project, tags, scope="always", base_priority=10, age=rnd.uniform(60, 200),
-            source="user-feedback")
+        add(
+            "correction",
+            "fix",
+            n,
+            text,
+            project,
+            tags,
+            scope="always",
+            base_priority=10,
+            age=rnd.uniform(60, 200),
+            source="user-feedback",
+        )
     for n, (text, project, tags, prio) in enumerate(TASKS, 1):
         add("task", "task", n, text, project, tags, base_priority=prio, age=rnd.uniform(0, 40))
     for n, (text, project, tags) in enumerate(FACTS, 1):
@@ -155,17 +277,50 @@ def main() -> None:
         ("pipeline", ["quality"], "Data-quality check on {r}: {n} null customer ids quarantined."),
         (None, ["review"], "Review note on PR {n}: {r} needs a docstring and a test."),
     ]
-    routes = ["/cart", "/cart/merge", "/checkout/confirm", "/refunds", "/orders", "/webhooks/provider", "/tax", "/health"]
+    routes = [
+        "/cart",
+        "/cart/merge",
+        "/checkout/confirm",
+        "/refunds",
+        "/orders",
+        "/webhooks/provider",
+        "/tax",
+        "/health",
+    ]
     for n in range(1, 101):
         project, tags, template = topics[n % len(topics)]
-        add("note", "note", n, template.format(r=rnd.choice(routes), n=rnd.randint(2, 90)), project, tags,
-            base_priority=7, age=rnd.uniform(0, 6))
+        add(
+            "note",
+            "note",
+            n,
+            template.format(r=rnd.choice(routes), n=rnd.randint(2, 90)),
+            project,
+            tags,
+            base_priority=7,
+            age=rnd.uniform(0, 6),
+        )
 
     # Retired entries: present in the store, never loaded.
-    add("fact", "fact", 90, "Checkout CI takes about 25 minutes.", "checkout", ["ci"], base_priority=6,
-        superseded_by="fact-007")
-    add("task", "task", 90, "Evaluate moving sessions to DynamoDB.", "checkout", ["cache"], base_priority=6,
-        status="abandoned")
+    add(
+        "fact",
+        "fact",
+        90,
+        "Checkout CI takes about 25 minutes.",
+        "checkout",
+        ["ci"],
+        base_priority=6,
+        superseded_by="fact-007",
+    )
+    add(
+        "task",
+        "task",
+        90,
+        "Evaluate moving sessions to DynamoDB.",
+        "checkout",
+        ["cache"],
+        base_priority=6,
+        status="abandoned",
+    )
 
     with OUT.open("w", encoding="utf-8") as handle:
         for row in rows:

@@ -41,13 +41,25 @@ def _parse_now(text: Optional[str]) -> Optional[datetime.datetime]:
 def _selection_json(selection: Selection) -> Dict[str, Any]:
     return {
         "chosen": [
-            {"pool": c.pool, "id": c.entry.get("id"), "type": c.entry.get("type", "note"),
-             "always": c.always, "score": c.score, "tokens": c.cost}
+            {
+                "pool": c.pool,
+                "id": c.entry.get("id"),
+                "type": c.entry.get("type", "note"),
+                "always": c.always,
+                "score": c.score,
+                "tokens": c.cost,
+            }
             for c in selection.chosen
         ],
         "dropped": [
-            {"id": d.entry.get("id"), "index": d.index, "reason": d.reason, "pool": d.pool,
-             "score": d.score, "tokens": d.cost}
+            {
+                "id": d.entry.get("id"),
+                "index": d.index,
+                "reason": d.reason,
+                "pool": d.pool,
+                "score": d.score,
+                "tokens": d.cost,
+            }
             for d in selection.dropped
         ],
         "stats": {name: vars(stat) for name, stat in selection.stats.items()},
@@ -92,8 +104,11 @@ def core_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: Any) -> Non
         print("\nloaded per type       one shared budget   pools", file=out)
         for kind in ["correction", "task", "fact", "note", "episode", "skill", "growth"]:
             print("  %-20s %8d %14d" % (kind, a.get(kind, 0), b.get(kind, 0)), file=out)
-        print("  corrections present: shared %d/%d, pools %d/%d"
-              % (a.get("correction", 0), len(corrections), b.get("correction", 0), len(corrections)), file=out)
+        print(
+            "  corrections present: shared %d/%d, pools %d/%d"
+            % (a.get("correction", 0), len(corrections), b.get("correction", 0), len(corrections)),
+            file=out,
+        )
     print("=" * 78, file=out)
     context = {"project": "checkout", "tags": ["money"], "message": DEMO_QUERIES[0][2]}
     rendered = render_context(select(entries, pools, context, now=DEMO_NOW))

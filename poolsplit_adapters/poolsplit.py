@@ -54,7 +54,6 @@ from typing import (
     Callable,
     Dict,
     FrozenSet,
-    Iterator,
     List,
     Mapping,
     Optional,
@@ -182,23 +181,48 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
     """
     # Fast path for the overwhelmingly common case, a plain dict of plain
     # values: exact type tests only. Anything else (subclasses, mappings,
-    # errors) takes the full check below, which names the field at fault.
+    # errors) takes the full check, which names the field at fault.
     if type(entry) is dict:
         get = entry.get
-        tags = get("tags")
-        priority = get("base_priority", 5)
-        if (
-            type(get("content")) is str
-            and type(get("id")) in _STR_OR_NONE
-            and type(get("scope")) in _STR_OR_NONE
-            and type(get("project")) in _STR_OR_NONE
-            and type(get("created")) in _STR_OR_NONE
-            and type(get("type", "")) is str
-            and (tags is None or (type(tags) in _SEQUENCES and all(type(t) is str for t in tags)))
-            and (type(priority) is int or (type(priority) is float and priority - priority == 0.0))
+        if _plain_values_ok(
+            get("content"),
+            get("id"),
+            get("scope"),
+            get("project"),
+            get("created"),
+            get("type", "note"),
+            get("tags"),
+            get("base_priority", DEFAULT_PRIORITY),
         ):
             return
     _check_entry_fully(entry, index)
+
+
+def _all_strings(values: Sequence[Any]) -> bool:
+    # str.join accepts only strings and runs in C: far cheaper than a
+    # generator over type() on the per-entry hot path.
+    try:
+        "".join(values)
+    except TypeError:
+        return False
+    return True
+
+
+def _plain_values_ok(
+    content: Any, entry_id: Any, scope: Any, project: Any, created: Any, entry_type: Any, tags: Any, priority: Any
+) -> bool:
+    """True when every checked value has exactly the expected built-in type."""
+    return (
+        type(content) is str
+        and type(entry_id) in _STR_OR_NONE
+        and type(scope) in _STR_OR_NONE
+        and type(project) in _STR_OR_NONE
+        and type(created) in _STR_OR_NONE
+        and type(entry_type) is str
+        and (tags is None or (type(tags) in _SEQUENCES and _all_strings(tags)))
+        # x - x == 0 rejects NaN and the infinities.
+        and (type(priority) is int or (type(priority) is float and priority - priority == 0.0))
+    )
 
 
 def _check_entry_fully(entry: Any, index: Optional[int]) -> None:
@@ -416,15 +440,19 @@ class ScoringContext:
         return len(set(self.pattern.findall(content.lower())))
 
     def partial(self, entry: Entry) -> float:
-        """Every factor of the default score except the message overlap.
-
-        Written out flat (no helper calls) because it runs once per entry per
-        query on the stateless path; the factor order matches the spec's, so
-        ``partial * message_factor`` is bit-identical to the spec's score.
-        """
+        """Every factor of the default score except the message overlap;
+        ``partial * message_factor`` is bit-identical to the spec's score
+        because the message factor is the spec's last multiplication."""
         get = entry.get
-        score = float(get("base_priority", DEFAULT_PRIORITY))
-        created = get("created")
+        return self.factors(get("base_priority", DEFAULT_PRIORITY), get("created"), get("tags"), get("project"))
+
+    def factors(
+        self, priority: float, created: Optional[str], tags: Optional[Sequence[str]], project: Optional[str]
+    ) -> float:
+        """:meth:`partial` from the entry's values (they are already at hand
+        on the stateless hot path). Written out flat, in the spec's factor
+        order, since it runs once per entry per query."""
+        score = float(priority)
         days = 0.0
         if created:
             try:
@@ -439,11 +467,10 @@ class ScoringContext:
                     days = 0.0
         recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
         score *= recency if recency > RECENCY_FLOOR else RECENCY_FLOOR
-        tags = get("tags")
-        if tags:
+        # With no context tags the factor is exactly 1.0: skip the set work.
+        if tags and self.tags:
             own = set(tags)
             score *= 1.0 + (len(own & self.tags) / len(own)) * TAG_WEIGHT
-        project = get("project")
         if project is not None:
             score *= PROJECT_SAME if project == self.project else PROJECT_OTHER
         return score
@@ -622,6 +649,44 @@ class Selection:
 
 
 MAX_MESSAGE_FACTOR = 1.0 + 1.0 * MESSAGE_WEIGHT
+PRUNE_AFTER_SKIPS = 8
+
+_Key = Tuple[float, str, str, int]
+
+
+class _Ranking:
+    """A pool's contextual candidates, handed out in exact rank order.
+
+    ``ready`` holds exact sort keys; ``bounds`` holds ``(-upper_bound,
+    position)`` for candidates not scored yet. The best ready key is final
+    once no pending bound can reach it, so entries far down the order are
+    never scored at all.
+    """
+
+    __slots__ = ("ready", "bounds", "exact")
+
+    def __init__(self, ready: List[_Key], bounds: List[Tuple[float, int]], exact: Callable[[int], _Key]) -> None:
+        heapq.heapify(ready)
+        heapq.heapify(bounds)
+        self.ready = ready
+        self.bounds = bounds
+        self.exact = exact
+
+    def pop(self) -> Optional[_Key]:
+        ready, bounds = self.ready, self.bounds
+        while bounds and (not ready or bounds[0][0] <= ready[0][0]):
+            heapq.heappush(ready, self.exact(heapq.heappop(bounds)[1]))
+        return heapq.heappop(ready) if ready else None
+
+    def prune(self, keep: Callable[[int], bool]) -> List[int]:
+        """Drop the candidates ``keep`` rejects; return their positions."""
+        gone = [i for _, i in self.bounds if not keep(i)] + [k[3] for k in self.ready if not keep(k[3])]
+        if gone:
+            self.bounds = [b for b in self.bounds if keep(b[1])]
+            self.ready = [k for k in self.ready if keep(k[3])]
+            heapq.heapify(self.bounds)
+            heapq.heapify(self.ready)
+        return gone
 
 
 def _run(
@@ -651,71 +716,96 @@ def _run(
     """
     pool_list = _check_pools(pools)
     items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
-    if not checked:
-        for index, entry in enumerate(items):
-            check_entry(entry, index)
     prepared: Optional[ScoringContext] = None
     if scorer is default_scorer:
         prepared = ScoringContext(context, now)
+    # Costs from a caller (MemoryIndex caches them) or from the default
+    # counter are cheap; a custom counter (a real tokenizer) is only asked
+    # about entries the greedy scan actually reaches.
+    cheap_costs = cost_of is not None or token_counter is default_token_counter
     if cost_of is None:
         cost_of = lambda index, entry: entry_cost(entry, token_counter, index)  # noqa: E731
 
-    # 1. Filter to active entries, grouped by type, keeping input order.
+    # 1. Filter to active entries, grouped by type, keeping input order. With
+    # the default scorer, every factor but the message overlap is computed in
+    # the same pass (the pools need it for every candidate anyway).
+    wanted: Optional[Set[str]] = None
+    if all(pool.types is not None for pool in pool_list):
+        wanted = {t for pool in pool_list for t in (pool.types or ())}
+    n = len(items)
     by_type: Dict[str, List[int]] = {}
-    active: List[bool] = []
+    active = [False] * n
+    is_always = [False] * n
+    partials: List[float] = [0.0] * n
+    default_active = is_active is default_is_active
+    factors = prepared.factors if prepared is not None else None
+    append_to = by_type.setdefault
     for index, entry in enumerate(items):
-        if is_active is default_is_active:
-            live = entry.get("status", "active") == "active" and not entry.get("superseded_by")
+        # Each value is read once and serves the check, the activeness test
+        # and the score: this loop is the stateless path's hot spot.
+        get = entry.get if type(entry) is dict else None
+        if get is None:
+            if not checked:
+                check_entry(entry, index)
+            get = entry.get
+        entry_type = get("type", "note")
+        priority = get("base_priority", DEFAULT_PRIORITY)
+        created = get("created")
+        tags = get("tags")
+        project = get("project")
+        scope = get("scope")
+        if (
+            not checked
+            and not _plain_values_ok(get("content"), get("id"), scope, project, created, entry_type, tags, priority)
+            and type(entry) is dict
+        ):
+            _check_entry_fully(entry, index)
+        if default_active:
+            live = get("status", "active") == "active" and not get("superseded_by")
         else:
             live = bool(is_active(entry))
-        active.append(live)
         if live:
-            by_type.setdefault(entry.get("type", "note"), []).append(index)
-    all_active = [i for i, flag in enumerate(active) if flag]
+            active[index] = True
+            is_always[index] = scope == "always"
+            append_to(entry_type, []).append(index)
+            if factors is not None and (wanted is None or entry_type in wanted):
+                partials[index] = factors(priority, created, tags, project)
+    all_active = [i for i in range(n) if active[i]]
 
-    scores: Dict[int, float] = {}
-    partials: Dict[int, float] = {}
+    scores: List[Optional[float]] = [None] * n
+    costs: List[int] = [0] * n  # 0: not measured yet (a real cost is >= 1)
 
     def score_at(i: int) -> float:
-        score = scores.get(i)
+        score = scores[i]
         if score is None:
             if prepared is None:
                 score = _checked_score(scorer(items[i], context, now=now), items[i], i)
             else:
-                part = partials.get(i)
-                if part is None:
-                    part = prepared.partial(items[i])
-                score = part * prepared.message_factor(items[i]["content"])
+                score = partials[i] * prepared.message_factor(items[i]["content"])
             scores[i] = score
         return score
 
-    def sort_key(i: int) -> Tuple[float, str, str, int]:
+    def cost_at(i: int) -> int:
+        cost = costs[i]
+        if not cost:
+            cost = costs[i] = cost_of(i, items[i])
+        return cost
+
+    def sort_key(i: int) -> _Key:
         entry = items[i]
         return (-score_at(i), entry.get("created") or "", entry.get("id") or "", i)
 
-    def ranked(positions: List[int]) -> Iterator[Tuple[float, str, str, int]]:
-        # 4. The total order (-score, created, id, input index). Sorting
+    def ranking(positions: List[int]) -> _Ranking:
+        # 4. The total order (-score, created, id, input index). Ranking
         # positions instead of the pool-local index the spec names gives the
         # same order: both follow input order.
         if prepared is None or prepared.pattern is None:
-            keyed = [sort_key(i) for i in positions]
-            keyed.sort()
-            yield from keyed
-            return
+            return _Ranking([sort_key(i) for i in positions], [], sort_key)
         # Best-first: an entry's exact score is at most its upper bound, so
         # the best scored entry is final once no unscored bound can reach it.
-        bounds = []
-        for i in positions:
-            part = partials.get(i)
-            if part is None:
-                part = partials[i] = prepared.partial(items[i])
-            bounds.append((-(part * MAX_MESSAGE_FACTOR if part > 0.0 else part), i))
-        heapq.heapify(bounds)
-        ready: List[Tuple[float, str, str, int]] = []
-        while bounds or ready:
-            while bounds and (not ready or bounds[0][0] <= ready[0][0]):
-                heapq.heappush(ready, sort_key(heapq.heappop(bounds)[1]))
-            yield heapq.heappop(ready)
+        top = MAX_MESSAGE_FACTOR
+        bounds = [(-(partials[i] * top) if partials[i] > 0.0 else -partials[i], i) for i in positions]
+        return _Ranking([], bounds, sort_key)
 
     claimed: Set[int] = set()  # id() of every dict placed by an earlier pool
     result: Dict[str, List[Any]] = {}
@@ -728,31 +818,48 @@ def _run(
         if pool.types is None:
             positions = all_active
         else:
-            runs = [by_type[t] for t in set(pool.types) if t in by_type]
-            positions = runs[0] if len(runs) == 1 else sorted(i for run in runs for i in run)
+            # Concatenated, not merged: only the always-scope list needs input
+            # order, and the contextual ranking is a total order of its own.
+            positions = [i for t in set(pool.types) for i in by_type.get(t, ())]
         if claimed:
             positions = [i for i in positions if id(items[i]) not in claimed]
 
         # 2-3. Always-scope entries load first, in input order, outside both caps.
-        always = [i for i in positions if items[i].get("scope") == "always"]
-        contextual = [i for i in positions if items[i].get("scope") != "always"]
+        always = sorted(i for i in positions if is_always[i])
+        contextual = [i for i in positions if not is_always[i]]
 
         # 5. Greedy fill: skip what overflows the tokens (a smaller,
         #    lower-ranked entry may still fit); stop at the entry cap, or
-        #    when not even a 1-token entry could fit.
+        #    when not even a 1-token entry could fit. When costs are cheap to
+        #    know, entries that can no longer fit are pruned in bulk instead
+        #    of being ranked one by one only to be skipped.
         taken: List[Tuple[int, float, int]] = []
         used = 0
         stop = Reason.ENTRY_CAP if pool.max_entries <= 0 else Reason.TOKEN_BUDGET
         seen: Set[int] = set()
         if pool.max_entries > 0 and pool.max_tokens >= 1:
-            for neg_score, _created, _id, i in ranked(contextual):
+            order = ranking(contextual)
+            skips = 0
+            while True:
+                key = order.pop()
+                if key is None:
+                    break
+                i = key[3]
                 seen.add(i)
-                cost = cost_of(i, items[i])
+                cost = cost_at(i)
                 if used + cost > pool.max_tokens:
                     if report:
-                        last_word[i] = Dropped(items[i], i, Reason.TOKEN_BUDGET, pool.name, -neg_score, cost)
+                        last_word[i] = Dropped(items[i], i, Reason.TOKEN_BUDGET, pool.name, -key[0], cost)
+                    skips += 1
+                    if cheap_costs and skips >= PRUNE_AFTER_SKIPS:
+                        skips = 0
+                        room = pool.max_tokens - used
+                        for j in order.prune(lambda j: cost_at(j) <= room):
+                            seen.add(j)
+                            if report:
+                                last_word[j] = Dropped(items[j], j, Reason.TOKEN_BUDGET, pool.name, scores[j], costs[j])
                     continue
-                taken.append((i, -neg_score, cost))
+                taken.append((i, -key[0], cost))
                 used += cost
                 if len(taken) >= pool.max_entries:
                     stop = Reason.ENTRY_CAP
@@ -762,7 +869,7 @@ def _run(
         if report:
             for i in contextual:
                 if i not in seen:
-                    last_word[i] = Dropped(items[i], i, stop, pool.name, scores.get(i))
+                    last_word[i] = Dropped(items[i], i, stop, pool.name, scores[i])
 
         result[pool.name] = [items[i] for i in always] + [items[i] for i, _, _ in taken]
         claimed.update(id(items[i]) for i in always)
@@ -770,7 +877,7 @@ def _run(
         if report:
             always_tokens = 0
             for i in always:
-                cost = cost_of(i, items[i])
+                cost = cost_at(i)
                 always_tokens += cost
                 always_chosen.append(Chosen(items[i], i, pool.name, True, None, cost))
                 last_word.pop(i, None)

@@ -118,15 +118,27 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     for c in selection.chosen:
         lines.append(
             "%-12s %-14s %-11s %8s %6d"
-            % (c.pool, c.entry.get("id") or "#%d" % c.index, c.entry.get("type", "note"),
-               "always" if c.always else _fmt(c.score), c.cost)
+            % (
+                c.pool,
+                c.entry.get("id") or "#%d" % c.index,
+                c.entry.get("type", "note"),
+                "always" if c.always else _fmt(c.score),
+                c.cost,
+            )
         )
     lines.append("")
     for name, stat in selection.stats.items():
         lines.append(
             "%-12s contextual %d/%s entries, %d/%s tokens; always-scope %d (%d tokens)"
-            % (name, stat.entries_used, _cap(stat.max_entries), stat.tokens_used, _cap(stat.max_tokens),
-               stat.always_count, stat.always_tokens)
+            % (
+                name,
+                stat.entries_used,
+                _cap(stat.max_entries),
+                stat.tokens_used,
+                _cap(stat.max_tokens),
+                stat.always_count,
+                stat.always_tokens,
+            )
         )
     grouped = selection.dropped_by_reason()
     if grouped:
@@ -138,8 +150,13 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
         for d in shown:
             lines.append(
                 "    %-14s %-11s pool=%-11s score=%-7s cost=%s"
-                % (d.entry.get("id") or "#%d" % d.index, d.entry.get("type", "note"), d.pool or "-",
-                   _fmt(d.score), "-" if d.cost is None else d.cost)
+                % (
+                    d.entry.get("id") or "#%d" % d.index,
+                    d.entry.get("type", "note"),
+                    d.pool or "-",
+                    _fmt(d.score),
+                    "-" if d.cost is None else d.cost,
+                )
             )
         if limit is not None and len(items) > limit:
             lines.append("    ... %d more" % (len(items) - limit))
