@@ -81,7 +81,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     return 0
 
 
-def _type_counts(entries: Sequence[Any]) -> Counter:
+def _type_counts(entries: Sequence[Any]) -> Counter[str]:
     return Counter(e.get("type", "note") for e in entries)
 
 
@@ -122,7 +122,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     print("store: %s (%d entries), pools: %s" % (args.store, len(entries), ", ".join(p.name for p in pools)))
     core_demo(entries, pools, sys.stdout)
     try:
-        from . import demo_frameworks
+        from . import demo_frameworks  # type: ignore[attr-defined]
     except ImportError as exc:  # frameworks are optional extras
         print("\n(framework demos skipped: %s; install poolsplit-adapters[all])" % exc)
         return 0

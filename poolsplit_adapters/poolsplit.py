@@ -743,11 +743,9 @@ def _run(
     for index, entry in enumerate(items):
         # Each value is read once and serves the check, the activeness test
         # and the score: this loop is the stateless path's hot spot.
-        get = entry.get if type(entry) is dict else None
-        if get is None:
-            if not checked:
-                check_entry(entry, index)
-            get = entry.get
+        if type(entry) is not dict and not checked:
+            check_entry(entry, index)
+        get = entry.get
         entry_type = get("type", "note")
         priority = get("base_priority", DEFAULT_PRIORITY)
         created = get("created")
@@ -854,7 +852,11 @@ def _run(
                     if cheap_costs and skips >= PRUNE_AFTER_SKIPS:
                         skips = 0
                         room = pool.max_tokens - used
-                        for j in order.prune(lambda j: cost_at(j) <= room):
+
+                        def fits(j: int, room: float = room) -> bool:
+                            return cost_at(j) <= room
+
+                        for j in order.prune(fits):
                             seen.add(j)
                             if report:
                                 last_word[j] = Dropped(items[j], j, Reason.TOKEN_BUDGET, pool.name, scores[j], costs[j])
