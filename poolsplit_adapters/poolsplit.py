@@ -562,8 +562,8 @@ class Reason:
     INACTIVE = "inactive"  #: ``is_active`` said no (status, superseded_by)
     NO_POOL = "no_pool"  #: no pool admits the entry's type
     ALWAYS_NO_POOL = "always_no_pool"  #: an always-scope entry no pool admits (also warned)
-    TOKEN_BUDGET = "token_budget"  #: did not fit the pool's remaining tokens
-    ENTRY_CAP = "entry_cap"  #: the pool's entry cap was reached before it
+    TOKEN_BUDGET = "token_budget"  #: its cost is more than the room its pool had left
+    ENTRY_CAP = "entry_cap"  #: it would have fitted, but its pool's entry cap came first
 
 
 @dataclass(frozen=True)
@@ -584,7 +584,9 @@ class Dropped:
     """One entry that did not load, with the one reason why.
 
     ``pool`` is the pool that last considered it (None for ``inactive`` and
-    ``no_pool``); ``score``/``cost`` are filled when they were computed.
+    ``no_pool``), and ``cost`` its token cost there. ``score`` is filled when
+    it was computed: the stateless path does not score entries that ranked
+    too low to matter.
     """
 
     entry: Entry
@@ -833,8 +835,6 @@ def _run(
         #    of being ranked one by one only to be skipped.
         taken: List[Tuple[int, float, int]] = []
         used = 0
-        stop = Reason.ENTRY_CAP if pool.max_entries <= 0 else Reason.TOKEN_BUDGET
-        seen: Set[int] = set()
         if pool.max_entries > 0 and pool.max_tokens >= 1:
             order = ranking(contextual)
             skips = 0
@@ -843,35 +843,34 @@ def _run(
                 if key is None:
                     break
                 i = key[3]
-                seen.add(i)
                 cost = cost_at(i)
                 if used + cost > pool.max_tokens:
-                    if report:
-                        last_word[i] = Dropped(items[i], i, Reason.TOKEN_BUDGET, pool.name, -key[0], cost)
                     skips += 1
                     if cheap_costs and skips >= PRUNE_AFTER_SKIPS:
                         skips = 0
-                        room = pool.max_tokens - used
 
-                        def fits(j: int, room: float = room) -> bool:
+                        def fits(j: int, room: float = pool.max_tokens - used) -> bool:
                             return cost_at(j) <= room
 
-                        for j in order.prune(fits):
-                            seen.add(j)
-                            if report:
-                                last_word[j] = Dropped(items[j], j, Reason.TOKEN_BUDGET, pool.name, scores[j], costs[j])
+                        order.prune(fits)
                     continue
                 taken.append((i, -key[0], cost))
                 used += cost
-                if len(taken) >= pool.max_entries:
-                    stop = Reason.ENTRY_CAP
-                    break
-                if used + 1 > pool.max_tokens:
+                if len(taken) >= pool.max_entries or used + 1 > pool.max_tokens:
                     break
         if report:
+            # Why each contextual candidate of this pool was left out: its
+            # cost is more than the room the pool had left (it could never
+            # have fitted), or it would have fitted but the entry cap came
+            # first. Decided from the final room, so the reason does not
+            # depend on how far the scan had to go.
+            room = pool.max_tokens - used
+            taken_at = {i for i, _, _ in taken}
             for i in contextual:
-                if i not in seen:
-                    last_word[i] = Dropped(items[i], i, stop, pool.name, scores[i])
+                if i not in taken_at:
+                    cost = cost_at(i)
+                    code = Reason.TOKEN_BUDGET if cost > room else Reason.ENTRY_CAP
+                    last_word[i] = Dropped(items[i], i, code, pool.name, scores[i], cost)
 
         result[pool.name] = [items[i] for i in always] + [items[i] for i, _, _ in taken]
         claimed.update(id(items[i]) for i in always)

@@ -106,9 +106,7 @@ def load_encoding(encoding: str = DEFAULT_ENCODING) -> Any:
         try:
             import tiktoken
         except ImportError:
-            raise TokenizerUnavailable(
-                "tiktoken is not installed: pip install 'poolsplit-adapters[tokens]'"
-            ) from None
+            raise TokenizerUnavailable("tiktoken is not installed: pip install 'poolsplit-adapters[tokens]'") from None
         urls = _blob_urls(encoding)
         if not urls:
             raise TokenizerUnavailable(

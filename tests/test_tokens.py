@@ -67,7 +67,10 @@ def _run_offline(encoding, env_extra):
     env.update(env_extra)
     return subprocess.run(
         [sys.executable, "-c", OFFLINE.format(encoding=encoding)],
-        capture_output=True, text=True, env=env, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
 
 
