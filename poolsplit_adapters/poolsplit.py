@@ -530,6 +530,15 @@ def _checked_score(value: Any, entry: Entry, index: Optional[int]) -> float:
     return score
 
 
+def given_token_count(entry: Entry) -> Optional[int]:
+    """The entry's own ``token_count`` when it is a positive int (bool is
+    not an int here), else None (the counter must measure the content)."""
+    count = entry.get("token_count")
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return count
+    return None
+
+
 def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] = None) -> int:
     """Token cost of an entry: a positive-int ``token_count`` (bool is not an
     int here), else ``token_counter(content)``.
@@ -538,8 +547,8 @@ def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] =
     entry from every budget. A counter that answers 0, a negative number or a
     non-integer is reported rather than trusted, for the same reason.
     """
-    count = entry.get("token_count")
-    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+    count = given_token_count(entry)
+    if count is not None:
         return count
     measured = token_counter(entry.get("content", ""))
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:

@@ -165,7 +165,7 @@ class TiktokenCounter:
     def __init__(self, encoding: str = DEFAULT_ENCODING, *, model: Optional[str] = None, cache_size: int = 100_000):
         self.encoding_name = encoding_for_model(model) if model else encoding
         self._encoding = load_encoding(self.encoding_name)
-        self._cache: "OrderedDict[str, int]" = OrderedDict()
+        self._cache: OrderedDict[str, int] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
         #: How many texts were actually tokenised (cache misses), for tests and tuning.

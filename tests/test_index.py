@@ -1,0 +1,168 @@
+"""MemoryIndex returns exactly what the stateless functions return."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+import reference
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import contexts, nows, pools, stores
+
+from poolsplit_adapters import EntryError, Pool, UnadmittedCorrectionWarning, select
+from poolsplit_adapters.index import MemoryIndex
+
+NOW = datetime.datetime(2026, 7, 7)
+
+
+def _same(a, b):
+    return {k: [id(x) for x in v] for k, v in a.items()} == {k: [id(x) for x in v] for k, v in b.items()}
+
+
+def _unique(store):
+    # The index holds each dict once; the stateless path allows repeats.
+    seen, out = set(), []
+    for entry in store:
+        if id(entry) not in seen:
+            seen.add(id(entry))
+            out.append(entry)
+    return out
+
+
+def _report(sel):
+    chosen = [(id(c.entry), c.index, c.pool, c.always, c.score, c.cost) for c in sel.chosen]
+    dropped = [(id(d.entry), d.index, d.reason, d.pool, d.cost) for d in sel.dropped]
+    return chosen, dropped, sel.stats
+
+
+@pytest.mark.parametrize("use_numpy", [True, False])
+@given(store=stores(), plan=pools(), context=contexts, now=nows)
+def test_index_equals_stateless_and_reference(use_numpy, store, plan, context, now):
+    store = _unique(store)
+    index = MemoryIndex(store, use_numpy=use_numpy)
+    expected = reference.fill_pools(store, plan, context, now)
+    assert _same(index.retrieve_pools(plan, context, now=now), expected)
+    assert _report(index.select(plan, context, now=now)) == _report(select(store, plan, context, now=now))
+
+
+@given(
+    store=stores(),
+    extra=stores(),
+    plan=pools(),
+    context=contexts,
+    now=nows,
+    ops=st.lists(st.tuples(st.sampled_from(["add", "remove", "replace", "mutate"]), st.integers(0, 50)), max_size=12),
+)
+def test_index_equals_stateless_after_add_remove_replace_refresh(store, extra, plan, context, now, ops):
+    index = MemoryIndex(_unique(store))
+    spare = [dict(x) for x in extra]
+    for op, n in ops:
+        live = index.entries
+        if op == "add" and spare:
+            index.add(spare.pop())
+        elif op == "remove" and live:
+            index.remove(live[n % len(live)])
+        elif op == "replace" and live and spare:
+            index.replace(live[n % len(live)], spare.pop())
+        elif op == "mutate" and live:
+            victim = live[n % len(live)]
+            victim["base_priority"] = n % 9
+            victim["content"] = victim["content"] + " deploy staging"
+            index.refresh(victim)
+        # Query between operations too: arrays grow by tails and shrink by
+        # tombstones between queries, and must stay exact either way.
+        assert _same(
+            index.retrieve_pools(plan, context, now=now), reference.fill_pools(index.entries, plan, context, now)
+        )
+    assert _same(index.retrieve_pools(plan, context, now=now), reference.fill_pools(index.entries, plan, context, now))
+    assert _report(index.select(plan, context, now=now)) == _report(select(index.entries, plan, context, now=now))
+
+
+def test_custom_scorer_uses_the_generic_path_with_cached_costs():
+    calls = []
+
+    def counter(text):
+        calls.append(text)
+        return 1 + len(text) // 3
+
+    entries = [{"id": "e%d" % n, "content": "word " * n, "type": "fact"} for n in range(1, 30)]
+    index = MemoryIndex(entries, token_counter=counter)
+    assert len(calls) == 29
+
+    def scorer(entry, context, now=None):
+        return float(len(entry["content"]) % 5)
+
+    plan = [Pool("facts", 40, 5)]
+    got = index.retrieve_pools(plan, {"message": "word"}, now=NOW, scorer=scorer)
+    want = select(entries, plan, {"message": "word"}, now=NOW, scorer=scorer, token_counter=counter).pools
+    assert _same(got, want)
+    calls.clear()
+    for _ in range(3):
+        index.retrieve_pools(plan, {"message": "word"}, now=NOW, scorer=scorer)
+        index.select(plan, {"message": "word deploy"}, now=NOW)
+    assert calls == []
+
+
+def test_repeated_queries_make_no_tokenizer_calls():
+    calls = []
+
+    def counter(text):
+        calls.append(text)
+        return max(1, len(text) // 4)
+
+    entries = [{"id": "n%d" % n, "content": "note number %d about staging" % n} for n in range(200)]
+    index = MemoryIndex(entries, token_counter=counter)
+    assert len(calls) == 200
+    calls.clear()
+    plan = [Pool("notes", 50, 5)]
+    for message in ["staging", "number about", "nothing"]:
+        index.retrieve_pools(plan, {"message": message}, now=NOW)
+        index.select(plan, {"message": message}, now=NOW)
+    assert calls == []
+    index.add({"id": "new", "content": "fresh note"})
+    assert calls == ["fresh note"]
+
+
+def test_index_rejects_bad_entries_and_duplicates():
+    with pytest.raises(EntryError, match="'b'.*'tags'"):
+        MemoryIndex([{"id": "a", "content": "x"}, {"id": "b", "content": "y", "tags": "ops"}])
+    entry = {"id": "a", "content": "x"}
+    index = MemoryIndex([entry])
+    with pytest.raises(ValueError, match="already in the index"):
+        index.add(entry)
+    with pytest.raises(KeyError):
+        index.remove({"content": "not indexed"})
+    assert index.remove_id("a") == [entry] and len(index) == 0
+
+
+def test_mutation_is_invisible_until_refresh():
+    low = {"id": "low", "content": "a", "base_priority": 1, "token_count": 1}
+    high = {"id": "high", "content": "b", "base_priority": 9, "token_count": 1}
+    index = MemoryIndex([low, high])
+    plan = [Pool("p", 10, 1)]
+    low["base_priority"] = 20
+    assert index.retrieve_pools(plan, now=NOW)["p"] == [high]
+    index.refresh(low)
+    assert index.retrieve_pools(plan, now=NOW)["p"] == [low]
+
+
+def test_index_warns_for_unadmitted_corrections():
+    index = MemoryIndex([{"id": "fix", "content": "never", "type": "correction", "scope": "always"}])
+    with pytest.warns(UnadmittedCorrectionWarning, match="'fix'"):
+        index.retrieve_pools([Pool("tasks", 10, 1, ("task",))], now=NOW)
+
+
+def test_larger_store_matches_reference_with_pruning_and_partition():
+    # Big enough that the top-slice partition and cost pruning both engage.
+    import sys
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "benchmarks"))
+    import synth
+
+    store = synth.make_store(4000, seed=5)
+    index = MemoryIndex(store)
+    for context in synth.make_queries(6, seed=9):
+        expected = reference.fill_pools(store, synth.POOLS, context, synth.NOW)
+        assert _same(index.retrieve_pools(synth.POOLS, context, now=synth.NOW), expected)
+        assert _same(select(store, synth.POOLS, context, now=synth.NOW).pools, expected)
