@@ -29,14 +29,31 @@ from .poolsplit import (
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # Imported on first use: MemoryIndex pulls in numpy, TiktokenCounter
+    # tiktoken; the core selector needs neither.
+    if name == "MemoryIndex":
+        from .index import MemoryIndex
+
+        return MemoryIndex
+    if name == "TiktokenCounter":
+        from .tokens import TiktokenCounter
+
+        return TiktokenCounter
+    raise AttributeError("module 'poolsplit_adapters' has no attribute %r" % name)
+
+
 __all__ = [
     "Chosen",
     "Dropped",
     "EntryError",
+    "MemoryIndex",
     "Pool",
     "PoolStats",
     "Reason",
     "Selection",
+    "TiktokenCounter",
     "UnadmittedCorrectionWarning",
     "check_entry",
     "default_is_active",

@@ -121,12 +121,6 @@ def cmd_demo(args: argparse.Namespace) -> int:
     pools = load_pools(args.pools)
     print("store: %s (%d entries), pools: %s" % (args.store, len(entries), ", ".join(p.name for p in pools)))
     core_demo(entries, pools, sys.stdout)
-    try:
-        from . import demo_frameworks  # type: ignore[attr-defined]
-    except ImportError as exc:  # frameworks are optional extras
-        print("\n(framework demos skipped: %s; install poolsplit-adapters[all])" % exc)
-        return 0
-    demo_frameworks.run(entries, pools, sys.stdout)
     return 0
 
 

@@ -691,13 +691,18 @@ class _Ranking:
 
     def prune(self, keep: Callable[[int], bool]) -> List[int]:
         """Drop the candidates ``keep`` rejects; return their positions."""
-        gone = [i for _, i in self.bounds if not keep(i)] + [k[3] for k in self.ready if not keep(k[3])]
+        gone: List[int] = []
+        bounds: List[Tuple[float, int]] = []
+        ready: List[_Key] = []
+        for bound in self.bounds:
+            (bounds if keep(bound[1]) else gone).append(bound)  # type: ignore[arg-type]
+        for key in self.ready:
+            (ready if keep(key[3]) else gone).append(key)  # type: ignore[arg-type]
         if gone:
-            self.bounds = [b for b in self.bounds if keep(b[1])]
-            self.ready = [k for k in self.ready if keep(k[3])]
-            heapq.heapify(self.bounds)
-            heapq.heapify(self.ready)
-        return gone
+            heapq.heapify(bounds)
+            heapq.heapify(ready)
+            self.bounds, self.ready = bounds, ready
+        return [item[-1] for item in gone]  # type: ignore[index]
 
 
 def _run(
