@@ -67,12 +67,12 @@ def bench_size(size: int, queries: int) -> None:
     identical = True
     for ctx in base_queries:
         expected = reference.fill_pools(store, synth.POOLS, ctx, synth.NOW)
-        t_base += best_of(lambda: reference.fill_pools(store, synth.POOLS, ctx, synth.NOW), rep_slow)
-        t_state += best_of(lambda: retrieve_pools(store, synth.POOLS, ctx, now=synth.NOW), rep_slow + 1)
+        t_base += best_of(lambda ctx=ctx: reference.fill_pools(store, synth.POOLS, ctx, synth.NOW), rep_slow)
+        t_state += best_of(lambda ctx=ctx: retrieve_pools(store, synth.POOLS, ctx, now=synth.NOW), rep_slow + 1)
         identical &= ids(retrieve_pools(store, synth.POOLS, ctx, now=synth.NOW)) == ids(expected)
         identical &= ids(index.retrieve_pools(synth.POOLS, ctx, now=synth.NOW)) == ids(expected)
     for ctx in contexts:
-        t_index += best_of(lambda: index.retrieve_pools(synth.POOLS, ctx, now=synth.NOW), 3)
+        t_index += best_of(lambda ctx=ctx: index.retrieve_pools(synth.POOLS, ctx, now=synth.NOW), 3)
     t_base /= len(base_queries)
     t_state /= len(base_queries)
     t_index /= len(contexts)
