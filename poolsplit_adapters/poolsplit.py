@@ -119,11 +119,15 @@ class EntryError(ValueError):
         index: Optional[int] = None,
         entry_id: Optional[str] = None,
         field: Optional[str] = None,
+        problem: Optional[str] = None,
     ) -> None:
         super().__init__(message)
         self.index = index
         self.entry_id = entry_id
         self.field = field
+        #: What is wrong, without the entry's name (adapters re-word it as
+        #: "document 'x': metadata field 'tags' ...").
+        self.problem = problem if problem is not None else message
 
 
 class UnadmittedCorrectionWarning(UserWarning):
@@ -153,6 +157,7 @@ def _fail(entry: Any, index: Optional[int], field: Optional[str], problem: str) 
         index=index,
         entry_id=entry_id if isinstance(entry_id, str) else None,
         field=field,
+        problem=problem,
     )
 
 

@@ -1,0 +1,78 @@
+"""Deterministic pieces for LangChain tests: a word-hashing embedding (similar
+texts get similar vectors, no model download) and a flooded memory."""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+from typing import List
+
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+
+DIMS = 256
+
+
+class WordHashEmbedding(Embeddings):
+    """Bag of words hashed into 256 dimensions, L2-normalised."""
+
+    def _one(self, text: str) -> List[float]:
+        vec = [0.0] * DIMS
+        for word in re.findall(r"[a-z0-9]+", text.lower()):
+            vec[zlib.crc32(word.encode()) % DIMS] += 1.0
+        norm = math.sqrt(sum(v * v for v in vec)) or 1.0
+        return [v / norm for v in vec]
+
+    def embed_documents(self, texts: List[str]) -> List[List[float]]:
+        return [self._one(t) for t in texts]
+
+    def embed_query(self, text: str) -> List[float]:
+        return self._one(text)
+
+
+CORRECTIONS = [
+    "Never force-push to the main branch; open a pull request instead.",
+    "Run the linter before proposing any diff.",
+    "Quote money amounts in integer cents, never floats.",
+]
+
+
+def flooded_memory(notes: int = 300) -> List[Document]:
+    """Three corrections, then a flood of fresh, high-priority notes that
+    match the demo query far better than the corrections do."""
+    docs = [
+        Document(
+            page_content=text,
+            id="fix-%d" % n,
+            metadata={
+                "type": "correction",
+                "scope": "always",
+                "created": "2026-03-01T00:00:00Z",
+                "source": "user-feedback",
+                "base_priority": 1,
+            },
+        )
+        for n, text in enumerate(CORRECTIONS)
+    ]
+    docs += [
+        Document(
+            page_content="Deploy log %d: deploy of checkout service to staging finished, deploy checks green." % n,
+            id="note-%03d" % n,
+            metadata={"type": "note", "created": "2026-07-06T00:00:00Z", "base_priority": 9, "source": "ci"},
+        )
+        for n in range(notes)
+    ]
+    docs += [
+        Document(
+            page_content="Skill: bisect a regression with git bisect run and the failing test.",
+            id="skill-bisect",
+            metadata={"type": "skill", "created": "2026-05-01T00:00:00Z", "base_priority": 2, "source": "notes"},
+        ),
+        Document(
+            page_content="Growth: ask what done looks like before writing code.",
+            id="grow-done",
+            metadata={"type": "growth", "created": "2026-04-01T00:00:00Z", "base_priority": 1, "source": "retro"},
+        ),
+    ]
+    return docs
