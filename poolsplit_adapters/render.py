@@ -23,7 +23,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from .poolsplit import Reason, Selection
 
 BUDGET_REASONS = (Reason.TOKEN_BUDGET, Reason.ENTRY_CAP)
-_MARKER = re.compile(r'<memory((?:\s+[a-z]+="[^"]*")*)>\n(.*?)\n</memory>', re.S)
+# At least one attribute: LlamaIndex's Memory wraps all blocks in a bare
+# <memory>...</memory>, which is not an entry marker.
+_MARKER = re.compile(r'<memory((?:\s+[a-z]+="[^"]*")+)>\n(.*?)\n</memory>', re.S)
 _ATTR = re.compile(r'([a-z]+)="([^"]*)"')
 
 
