@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime
 import warnings
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .poolsplit import (
     DEFAULT_PRIORITY,
@@ -47,6 +47,7 @@ from .poolsplit import (
     Pool,
     PoolStats,
     Reason,
+    Scope,
     Scorer,
     ScoringContext,
     Selection,
@@ -55,6 +56,7 @@ from .poolsplit import (
     _check_pools,
     _describe,
     _run,
+    as_scope,
     check_entry,
     default_is_active,
     default_scorer,
@@ -118,6 +120,8 @@ class MemoryIndex:
         self._priority: List[float] = []
         self._created: List[int] = []  # microseconds since year 1, or -1 when absent/unparseable
         self._project: List[Optional[str]] = []
+        self._namespace: List[Optional[str]] = []
+        self._has_source: List[bool] = []
         self._ntags: List[int] = []
         self._created_key: List[str] = []
         self._id_key: List[str] = []
@@ -130,6 +134,7 @@ class MemoryIndex:
         self._arrays: Optional[Dict[str, Any]] = None
         self._type_code: Dict[str, int] = {}
         self._project_code: Dict[str, int] = {}
+        self._namespace_code: Dict[str, int] = {}
         self.extend(entries)
 
     # -- contents ---------------------------------------------------------------
@@ -175,6 +180,8 @@ class MemoryIndex:
                 self._priority,
                 self._created,
                 self._project,
+                self._namespace,
+                self._has_source,
                 self._ntags,
                 self._created_key,
                 self._id_key,
@@ -203,6 +210,8 @@ class MemoryIndex:
         created = parse_created(get("created"))
         self._created[position] = -1 if created is None else _micros(created)
         self._project[position] = get("project")
+        self._namespace[position] = get("namespace")
+        self._has_source[position] = bool(get("source"))
         tags = set(get("tags") or ())
         self._ntags[position] = len(tags)
         self._created_key[position] = get("created") or ""
@@ -282,6 +291,8 @@ class MemoryIndex:
             "_priority",
             "_created",
             "_project",
+            "_namespace",
+            "_has_source",
             "_ntags",
             "_created_key",
             "_id_key",
@@ -305,9 +316,15 @@ class MemoryIndex:
         *,
         now: Optional[datetime.datetime] = None,
         scorer: Scorer = default_scorer,
+        scope: Optional[Scope] = None,
+        namespace: Union[None, str, Sequence[str]] = None,
+        require_tags: Sequence[str] = (),
+        require_source: bool = False,
     ) -> Dict[str, List[Any]]:
-        """Same result as ``retrieve_pools(index.entries, pools, context, now=now)``."""
-        return self._query(pools, context, now, scorer, report=False).pools
+        """Same result as ``retrieve_pools(index.entries, pools, context, ...)``
+        with the same keywords (``scope`` and its shortcuts included)."""
+        view = as_scope(scope, namespace=namespace, require_tags=require_tags, require_source=require_source)
+        return self._query(pools, context, now, scorer, view, report=False).pools
 
     def select(
         self,
@@ -316,10 +333,15 @@ class MemoryIndex:
         *,
         now: Optional[datetime.datetime] = None,
         scorer: Scorer = default_scorer,
+        scope: Optional[Scope] = None,
+        namespace: Union[None, str, Sequence[str]] = None,
+        require_tags: Sequence[str] = (),
+        require_source: bool = False,
     ) -> Selection:
-        """Same result as ``select(index.entries, pools, context, now=now)``
-        (scores of dropped entries are always filled here)."""
-        return self._query(pools, context, now, scorer, report=True)
+        """Same result as ``select(index.entries, pools, context, ...)`` with
+        the same keywords (scores of dropped entries are always filled here)."""
+        view = as_scope(scope, namespace=namespace, require_tags=require_tags, require_source=require_source)
+        return self._query(pools, context, now, scorer, view, report=True)
 
     def _query(
         self,
@@ -327,11 +349,12 @@ class MemoryIndex:
         context: Optional[Mapping[str, Any]],
         now: Optional[datetime.datetime],
         scorer: Scorer,
+        view: Optional[Scope],
         report: bool,
     ) -> Selection:
         if scorer is not default_scorer or not self._numpy:
-            return self._generic(pools, context, now, scorer, report)
-        return self._vectorised(_check_pools(pools), ScoringContext(context, now), report)
+            return self._generic(pools, context, now, scorer, view, report)
+        return self._vectorised(_check_pools(pools), ScoringContext(context, now), view, report)
 
     def _generic(
         self,
@@ -339,6 +362,7 @@ class MemoryIndex:
         context: Optional[Mapping[str, Any]],
         now: Optional[datetime.datetime],
         scorer: Scorer,
+        view: Optional[Scope],
         report: bool,
     ) -> Selection:
         alive = [p for p, e in enumerate(self._slots) if e is not None]
@@ -357,11 +381,24 @@ class MemoryIndex:
             warn=True,
             cost_of=lambda index, entry: cost[alive[index]],
             checked=True,
+            view=view,
         )
 
     # -- the vectorised path ------------------------------------------------------
 
-    _COLUMNS = ("alive", "active", "always", "type", "priority", "created", "project", "ntags", "cost")
+    _COLUMNS = (
+        "alive",
+        "active",
+        "always",
+        "type",
+        "priority",
+        "created",
+        "project",
+        "namespace",
+        "has_source",
+        "ntags",
+        "cost",
+    )
 
     def _columns(self, start: int) -> Dict[str, Any]:
         """Per-position arrays for positions ``start:`` (new type and project
@@ -373,6 +410,10 @@ class MemoryIndex:
         for p in self._project[start:]:
             if p is not None and p not in project_code:
                 project_code[p] = len(project_code)
+        namespace_code = self._namespace_code
+        for name in self._namespace[start:]:
+            if name is not None and name not in namespace_code:
+                namespace_code[name] = len(namespace_code)
         slots = self._slots[start:]
         return {
             "alive": np.array([e is not None for e in slots], dtype=bool),
@@ -382,6 +423,10 @@ class MemoryIndex:
             "priority": np.array(self._priority[start:], dtype=np.float64),
             "created": np.array(self._created[start:], dtype=np.int64),
             "project": np.array([-1 if p is None else project_code[p] for p in self._project[start:]], dtype=np.int32),
+            "namespace": np.array(
+                [-1 if n is None else namespace_code[n] for n in self._namespace[start:]], dtype=np.int32
+            ),
+            "has_source": np.array(self._has_source[start:], dtype=bool),
             "ntags": np.maximum(np.array(self._ntags[start:], dtype=np.float64), 1.0),
             "cost": np.array(self._cost[start:], dtype=np.int64),
         }
@@ -395,7 +440,7 @@ class MemoryIndex:
         if arrays is not None and arrays["size"] == size:
             return arrays
         if arrays is None:
-            self._type_code, self._project_code = {}, {}
+            self._type_code, self._project_code, self._namespace_code = {}, {}, {}
             arrays = self._columns(0)
         else:
             tail = self._columns(arrays["size"])
@@ -501,13 +546,50 @@ class MemoryIndex:
                     return taken, used
         return taken, used
 
-    def _vectorised(self, pools: List[Pool], ctx: ScoringContext, report: bool) -> Selection:
+    def _in_scope(self, arrays: Dict[str, Any], view: Scope, score: Any) -> Tuple[Any, Any, Any]:
+        """(visible mask, reason per position or "", scores with the chain
+        penalty): the vectorised form of :meth:`Scope.judge`, checks in the
+        same order (namespace, tags, source)."""
+        size = len(self._slots)
+        live = arrays["active"]
+        reason = np.full(size, "", dtype=object)
+        visible = live.copy()
+        if view.chain:
+            link = np.full(size, -1, dtype=np.int64)
+            for position, name in enumerate(view.chain):
+                code = self._namespace_code.get(name)
+                if code is not None:
+                    link[arrays["namespace"] == code] = position
+            outside = visible & (link < 0)
+            reason[outside] = Reason.NAMESPACE
+            visible &= ~outside
+            if len(view.chain) > 1:
+                factors = np.array([view.chain_penalty**n for n in range(len(view.chain))], dtype=np.float64)
+                penalty = np.where(link >= 0, factors[np.maximum(link, 0)], 1.0)
+                if (penalty[visible] != 1.0).any():
+                    score = score * penalty
+        if view.require_tags:
+            wanted = set(view.require_tags)
+            has_all = self._count("tag", wanted, size) == float(len(wanted))
+            lacking = visible & ~has_all
+            reason[lacking] = Reason.TAGS
+            visible &= ~lacking
+        if view.require_source:
+            unsourced = visible & ~arrays["has_source"]
+            reason[unsourced] = Reason.NO_SOURCE
+            visible &= ~unsourced
+        return visible, reason, score
+
+    def _vectorised(self, pools: List[Pool], ctx: ScoringContext, view: Optional[Scope], report: bool) -> Selection:
         arrays = self._build()
         size = len(self._slots)
         score = self._scores(arrays, ctx)
         cost = arrays["cost"]
         claimed = np.zeros(size, dtype=bool)
         live = arrays["active"]
+        scope_reason = None
+        if view is not None:
+            live, scope_reason, score = self._in_scope(arrays, view, score)
         result: Dict[str, List[Any]] = {}
         always_chosen: List[Chosen] = []
         contextual_chosen: List[Chosen] = []
@@ -580,7 +662,9 @@ class MemoryIndex:
         ):
             entry = slots[i]
             index = int(logical[i])
-            if not was_active:
+            if scope_reason is not None and scope_reason[i]:
+                dropped.append(Dropped(entry, index, scope_reason[i]))  # type: ignore[arg-type]
+            elif not was_active:
                 dropped.append(Dropped(entry, index, Reason.INACTIVE))  # type: ignore[arg-type]
             elif pool_no >= 0:
                 code = Reason.TOKEN_BUDGET if c > room else Reason.ENTRY_CAP

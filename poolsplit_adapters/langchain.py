@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import warnings
+from dataclasses import replace
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from langchain_core.callbacks import (
@@ -39,7 +40,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from ._frameworks import SELECTION_KEY, cap_round_robin, check_pools, entry_from, selection_metadata
 from .index import MemoryIndex
-from .poolsplit import Chosen, Pool, Scorer, Selection, TokenCounter, default_scorer, select
+from .poolsplit import Chosen, Pool, Scope, Scorer, Selection, TokenCounter, default_scorer, select
 from .render import explain, marker
 
 __all__ = [
@@ -201,9 +202,15 @@ class PoolSplitRetriever(BaseRetriever):
         scorer: ranking function (default: the spec's lexical scorer).
         project: default project context for scoring.
         now: fixed reference time (default: the time of each call).
+        scope: a :class:`~poolsplit_adapters.Scope`: exact namespace (or an
+            explicit chain), required tags (AND), required source. Default:
+            none. Provenance is not required by default: dropping an
+            unsourced correction would be worse than showing it with an
+            empty ``source``, which the rendered marker makes visible.
 
-    Per call, ``invoke(query, k=..., tags=[...], project=..., now=...)``
-    overrides the defaults. The selection report of the last call is
+    Per call, ``invoke(query, k=..., tags=[...], project=..., now=...,
+    namespace=...)`` overrides the defaults (``namespace`` replaces the
+    scope's namespace for that call). The selection report of the last call is
     :attr:`last_selection`; every call also emits a ``poolsplit_selection``
     custom callback event with a JSON-friendly digest, visible in tracing
     and in ``astream_events``.
@@ -223,6 +230,7 @@ class PoolSplitRetriever(BaseRetriever):
     scorer: Scorer = Field(default=default_scorer)
     project: Optional[str] = None
     now: Optional[datetime.datetime] = None
+    scope: Optional[Scope] = None
 
     _index: Optional[MemoryIndex] = PrivateAttr(default=None)
     _source: Dict[int, Document] = PrivateAttr(default_factory=dict)
@@ -323,19 +331,26 @@ class PoolSplitRetriever(BaseRetriever):
     def _context(self, query: str, tags: Optional[Sequence[str]], project: Optional[str]) -> Dict[str, Any]:
         return {"message": query, "tags": list(tags or ()), "project": project if project is not None else self.project}
 
+    def _view(self, namespace: Union[None, str, Sequence[str]]) -> Optional[Scope]:
+        if namespace is None:
+            return self.scope
+        base = self.scope or Scope()
+        chain = namespace if isinstance(namespace, str) else tuple(namespace)
+        return replace(base, namespace=chain)
+
     def _select(
-        self, candidates: Optional[List[Document]], context: Dict[str, Any], now: Any
+        self, candidates: Optional[List[Document]], context: Dict[str, Any], now: Any, view: Optional[Scope]
     ) -> Tuple[Selection, Dict[int, Document]]:
         moment = now if now is not None else self.now
         if candidates is None:
             assert self._index is not None
-            return self._index.select(self.pools, context, now=moment, scorer=self.scorer), self._source
+            return self._index.select(self.pools, context, now=moment, scorer=self.scorer, scope=view), self._source
         entries, source = _Selector.entries(candidates, recalled=self.vectorstore is not None)
         assert self.token_counter is not None
-        return (
-            select(entries, self.pools, context, scorer=self.scorer, token_counter=self.token_counter, now=moment),
-            source,
+        selection = select(
+            entries, self.pools, context, scorer=self.scorer, token_counter=self.token_counter, now=moment, scope=view
         )
+        return selection, source
 
     def _finish(self, selection: Selection, source: Dict[int, Document], k: Optional[int]) -> List[Document]:
         self._last = selection
@@ -350,6 +365,7 @@ class PoolSplitRetriever(BaseRetriever):
         tags: Optional[Sequence[str]] = None,
         project: Optional[str] = None,
         now: Optional[datetime.datetime] = None,
+        namespace: Union[None, str, Sequence[str]] = None,
     ) -> List[Document]:
         candidates: Optional[List[Document]] = None
         if self.vectorstore is not None:
@@ -360,7 +376,7 @@ class PoolSplitRetriever(BaseRetriever):
                 candidates += docs
         elif self.base_retriever is not None:
             candidates = self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child("base")})
-        selection, source = self._select(candidates, self._context(query, tags, project), now)
+        selection, source = self._select(candidates, self._context(query, tags, project), now, self._view(namespace))
         run_manager.get_child().on_custom_event(SELECTION_EVENT, _summary(selection), run_id=run_manager.run_id)
         return self._finish(selection, source, k)
 
@@ -373,6 +389,7 @@ class PoolSplitRetriever(BaseRetriever):
         tags: Optional[Sequence[str]] = None,
         project: Optional[str] = None,
         now: Optional[datetime.datetime] = None,
+        namespace: Union[None, str, Sequence[str]] = None,
     ) -> List[Document]:
         candidates: Optional[List[Document]] = None
         if self.vectorstore is not None:
@@ -389,7 +406,7 @@ class PoolSplitRetriever(BaseRetriever):
                 candidates += docs
         elif self.base_retriever is not None:
             candidates = await self.base_retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")})
-        selection, source = self._select(candidates, self._context(query, tags, project), now)
+        selection, source = self._select(candidates, self._context(query, tags, project), now, self._view(namespace))
         await run_manager.get_child().on_custom_event(SELECTION_EVENT, _summary(selection), run_id=run_manager.run_id)
         return self._finish(selection, source, k)
 
@@ -401,7 +418,7 @@ class PoolSplitCompressor(BaseDocumentCompressor):
     ``DocumentCompressorPipeline``; put it last, since a later filter could
     drop the corrections it puts first. Same arguments as the retriever's
     selection part (``pools``, ``k``, ``token_counter``, ``scorer``,
-    ``project``, ``now``); :attr:`last_selection` holds the last report.
+    ``project``, ``now``, ``scope``); :attr:`last_selection` holds the last report.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -412,6 +429,7 @@ class PoolSplitCompressor(BaseDocumentCompressor):
     scorer: Scorer = Field(default=default_scorer)
     project: Optional[str] = None
     now: Optional[datetime.datetime] = None
+    scope: Optional[Scope] = None
 
     _last: Optional[Selection] = PrivateAttr(default=None)
 
@@ -438,7 +456,13 @@ class PoolSplitCompressor(BaseDocumentCompressor):
         assert self.token_counter is not None
         context = {"message": query or "", "project": self.project}
         selection = select(
-            entries, self.pools, context, scorer=self.scorer, token_counter=self.token_counter, now=self.now
+            entries,
+            self.pools,
+            context,
+            scorer=self.scorer,
+            token_counter=self.token_counter,
+            now=self.now,
+            scope=self.scope,
         )
         self._last = selection
         return _Selector.to_documents(cap_round_robin(selection, self.k), source)

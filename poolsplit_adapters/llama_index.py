@@ -44,7 +44,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 
 from ._frameworks import SELECTION_KEY, cap_round_robin, check_pools, entry_from, selection_metadata
 from .index import MemoryIndex
-from .poolsplit import Chosen, Pool, Scorer, Selection, TokenCounter, default_scorer, select
+from .poolsplit import Chosen, Pool, Scope, Scorer, Selection, TokenCounter, default_scorer, select
 from .render import BUDGET_REASONS, explain, marker
 
 __all__ = [
@@ -173,6 +173,8 @@ class PoolSplitRetriever(BaseRetriever):
         scorer: ranking function (default: the spec's lexical scorer).
         tags / project: scoring context for every query.
         now: fixed reference time (default: each call's time).
+        scope: a :class:`~poolsplit_adapters.Scope` (exact namespace or
+            explicit chain, required tags, required source); default none.
         show_selection_to_llm: keep the ``poolsplit`` metadata in the LLM view.
 
     Use :meth:`from_vector_store_index` to recall per pool from an index.
@@ -189,6 +191,7 @@ class PoolSplitRetriever(BaseRetriever):
         tags: Sequence[str] = (),
         project: Optional[str] = None,
         now: Optional[datetime.datetime] = None,
+        scope: Optional[Scope] = None,
         show_selection_to_llm: bool = False,
         _recall: Optional[_Recall] = None,
         **kwargs: Any,
@@ -205,6 +208,7 @@ class PoolSplitRetriever(BaseRetriever):
         self.context_tags = list(tags)
         self.project = project
         self.now = now
+        self.scope = scope
         self._selector = _NodeSelector(show_selection_to_llm)
         self._recall = _recall
         self._index: Optional[MemoryIndex] = None
@@ -259,7 +263,9 @@ class PoolSplitRetriever(BaseRetriever):
     def _choose(self, candidates: Optional[List[NodeWithScore]], query: QueryBundle) -> List[NodeWithScore]:
         if candidates is None:
             assert self._index is not None
-            selection = self._index.select(self.pools, self._context(query), now=self.now, scorer=self.scorer)
+            selection = self._index.select(
+                self.pools, self._context(query), now=self.now, scorer=self.scorer, scope=self.scope
+            )
             source = self._source
         else:
             entries, source = _NodeSelector.entries(candidates, recalled=True)
@@ -270,6 +276,7 @@ class PoolSplitRetriever(BaseRetriever):
                 scorer=self.scorer,
                 token_counter=self.token_counter,
                 now=self.now,
+                scope=self.scope,
             )
         self.last_selection = selection
         _announce("retriever", selection)
@@ -321,6 +328,7 @@ class PoolSplitNodePostprocessor(BaseNodePostprocessor):
     project: Optional[str] = None
     now: Optional[datetime.datetime] = None
     always_nodes: List[BaseNode] = Field(default_factory=list)
+    scope: Optional[Scope] = None
     show_selection_to_llm: bool = False
 
     _last: Optional[Selection] = PrivateAttr(default=None)
@@ -350,7 +358,13 @@ class PoolSplitNodePostprocessor(BaseNodePostprocessor):
         context = {"message": query_bundle.query_str if query_bundle else "", "project": self.project}
         assert self.token_counter is not None
         selection = select(
-            entries, self.pools, context, scorer=self.scorer, token_counter=self.token_counter, now=self.now
+            entries,
+            self.pools,
+            context,
+            scorer=self.scorer,
+            token_counter=self.token_counter,
+            now=self.now,
+            scope=self.scope,
         )
         self._last = selection
         _announce("postprocessor", selection)
@@ -383,7 +397,10 @@ class PoolSplitMemoryStore:
         write_gate: which flushed messages become entries (default: user and
             assistant messages with text). Raw transcripts persisted
             indiscriminately pollute later recall.
-        scorer, project, now: as for the retriever.
+        scorer, project, now, scope: as for the retriever. Provenance is
+            not required by default (a dropped correction is worse than one
+            shown with an empty ``source``); flushed chat messages always get
+            ``source = "session:<id>"``.
     """
 
     def __init__(
@@ -397,8 +414,10 @@ class PoolSplitMemoryStore:
         scorer: Scorer = default_scorer,
         project: Optional[str] = None,
         now: Optional[datetime.datetime] = None,
+        scope: Optional[Scope] = None,
     ) -> None:
         self.pools = check_pools(pools)
+        self.scope = scope
         self.token_counter = token_counter or _llama_counter()
         self.index = MemoryIndex(entries, token_counter=self.token_counter)
         self.episode_type = episode_type
@@ -418,7 +437,7 @@ class PoolSplitMemoryStore:
         if self._memo is not None and self._memo[0] == key and (self.now is not None or clock - self._memo[2] < 1.0):
             return self._memo[1]
         context = {"message": message, "project": self.project}
-        selection = self.index.select(self.pools, context, now=self.now, scorer=self.scorer)
+        selection = self.index.select(self.pools, context, now=self.now, scorer=self.scorer, scope=self.scope)
         self._memo = (key, selection, clock)
         self.last_selection = selection
         _announce("memory", selection)

@@ -79,6 +79,7 @@ __all__ = [
     "retrieve_pools",
     "select",
     "check_entry",
+    "Scope",
 ]
 
 __version__ = "0.1.0"
@@ -198,6 +199,8 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
             get("type", "note"),
             get("tags"),
             get("base_priority", DEFAULT_PRIORITY),
+            get("namespace"),
+            get("source"),
         ):
             return
     _check_entry_fully(entry, index)
@@ -214,11 +217,22 @@ def _all_strings(values: Sequence[Any]) -> bool:
 
 
 def _plain_values_ok(
-    content: Any, entry_id: Any, scope: Any, project: Any, created: Any, entry_type: Any, tags: Any, priority: Any
+    content: Any,
+    entry_id: Any,
+    scope: Any,
+    project: Any,
+    created: Any,
+    entry_type: Any,
+    tags: Any,
+    priority: Any,
+    namespace: Any,
+    source: Any,
 ) -> bool:
     """True when every checked value has exactly the expected built-in type."""
     return (
         type(content) is str
+        and type(namespace) in _STR_OR_NONE
+        and type(source) in _STR_OR_NONE
         and type(entry_id) in _STR_OR_NONE
         and type(scope) in _STR_OR_NONE
         and type(project) in _STR_OR_NONE
@@ -238,7 +252,7 @@ def _check_entry_fully(entry: Any, index: Optional[int]) -> None:
         raise _fail(entry, index, "content", "is missing (every entry needs its text)")
     if not isinstance(get("content"), str):
         raise _fail(entry, index, "content", "must be a string, %s" % _got(get("content")))
-    for key in ("id", "scope", "project", "created"):
+    for key in ("id", "scope", "project", "created", "namespace", "source"):
         value = get(key)
         if value is not None and not isinstance(value, str):
             raise _fail(entry, index, key, "must be a string or None, %s" % _got(value))
@@ -567,6 +581,106 @@ def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] =
     return int(measured)
 
 
+# -- Scope filters ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Which entries a query may see at all, before any pool or budget.
+
+    Attributes:
+        namespace: None (no namespace filter), one namespace, or an explicit
+            ordered chain such as ``("project-a", "global")``. Matching is
+            exact: an entry is seen only if its ``namespace`` is the query's
+            or a link of the chain. There is no implicit fallback to a parent
+            or global namespace; widening happens only when the caller names
+            the chain, because a silent fallback makes a project-only memory
+            apply everywhere while every report looks normal.
+        chain_penalty: score factor per link after the first (link ``i``
+            scores ``x chain_penalty ** i``), so the query's own namespace
+            wins ties against inherited ones.
+        require_tags: an entry must carry every one of these tags (AND:
+            adding a tag narrows the result, never widens it).
+        require_source: drop entries without a non-empty ``source``: an
+            entry without provenance reads like the model's own guess.
+    """
+
+    namespace: Union[None, str, Tuple[str, ...]] = None
+    chain_penalty: float = 0.9
+    require_tags: Tuple[str, ...] = ()
+    require_source: bool = False
+
+    def __post_init__(self) -> None:
+        namespace = self.namespace
+        if isinstance(namespace, (list, tuple)):
+            if not namespace or not all(isinstance(n, str) and n for n in namespace):
+                raise TypeError("Scope namespace chain must be non-empty strings, got %r" % (namespace,))
+            if len(set(namespace)) != len(namespace):
+                raise ValueError("Scope namespace chain repeats a link: %r" % (namespace,))
+            object.__setattr__(self, "namespace", tuple(namespace))
+        elif namespace is not None and not (isinstance(namespace, str) and namespace):
+            raise TypeError(
+                "Scope namespace must be a non-empty string, a chain of them, or None, %s" % _got(namespace)
+            )
+        if not _is_number(self.chain_penalty) or not 0.0 < self.chain_penalty <= 1.0:
+            raise ValueError("Scope chain_penalty must be in (0, 1], got %r" % (self.chain_penalty,))
+        tags = self.require_tags
+        if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
+            raise TypeError("Scope require_tags must be a list of strings, %s" % _got(tags))
+        object.__setattr__(self, "require_tags", tuple(tags))
+
+    @property
+    def chain(self) -> Tuple[str, ...]:
+        """The namespaces in order (empty when there is no namespace filter)."""
+        if self.namespace is None:
+            return ()
+        return self.namespace if isinstance(self.namespace, tuple) else (self.namespace,)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.chain or self.require_tags or self.require_source)
+
+    def judge(self, entry: Entry) -> Tuple[Optional[str], float]:
+        """(reason code or None when the entry is in scope, score factor)."""
+        factor = 1.0
+        chain = self.chain
+        if chain:
+            link = chain.index(entry.get("namespace")) if entry.get("namespace") in chain else -1
+            if link < 0:
+                return Reason.NAMESPACE, factor
+            factor = self.chain_penalty**link
+        if self.require_tags:
+            own = entry.get("tags") or ()
+            if not all(tag in own for tag in self.require_tags):
+                return Reason.TAGS, factor
+        if self.require_source and not entry.get("source"):
+            return Reason.NO_SOURCE, factor
+        return None, factor
+
+
+def as_scope(
+    scope: Optional[Scope] = None,
+    *,
+    namespace: Union[None, str, Sequence[str]] = None,
+    require_tags: Sequence[str] = (),
+    require_source: bool = False,
+) -> Optional[Scope]:
+    """A :class:`Scope` from either a ready one or the keyword shortcuts."""
+    if scope is not None:
+        if namespace is not None or require_tags or require_source:
+            raise TypeError("give either scope= or the namespace/require_tags/require_source shortcuts, not both")
+        return scope if scope.active else None
+    chain: Union[None, str, Tuple[str, ...]] = (
+        namespace if namespace is None or isinstance(namespace, str) else tuple(namespace)
+    )
+    made = Scope(
+        namespace=chain,
+        require_tags=tuple(require_tags),
+        require_source=require_source,
+    )
+    return made if made.active else None
+
+
 # -- Selection report ------------------------------------------------------------
 
 
@@ -576,6 +690,9 @@ class Reason:
     INACTIVE = "inactive"  #: ``is_active`` said no (status, superseded_by)
     NO_POOL = "no_pool"  #: no pool admits the entry's type
     ALWAYS_NO_POOL = "always_no_pool"  #: an always-scope entry no pool admits (also warned)
+    NAMESPACE = "namespace"  #: its namespace is not the query's (nor in its chain)
+    TAGS = "tags"  #: it lacks one of the tags the query requires
+    NO_SOURCE = "no_source"  #: provenance required and it has no ``source``
     TOKEN_BUDGET = "token_budget"  #: its cost is more than the room its pool had left
     ENTRY_CAP = "entry_cap"  #: it would have fitted, but its pool's entry cap came first
 
@@ -723,6 +840,7 @@ def _run(
     warn: bool,
     cost_of: Optional[Callable[[int, Entry], int]] = None,
     checked: bool = False,
+    view: Optional[Scope] = None,
 ) -> Selection:
     """Fill ``pools`` from ``entries``; the single implementation behind
     :func:`retrieve`, :func:`retrieve_pools`, :func:`select` and the generic
@@ -756,6 +874,8 @@ def _run(
     n = len(items)
     by_type: Dict[str, List[int]] = {}
     active = [False] * n
+    out_of_scope: Dict[int, str] = {}  # position -> Reason.NAMESPACE / TAGS / NO_SOURCE
+    penalties: Dict[int, float] = {}  # position -> namespace-chain factor, when not 1
     is_always = [False] * n
     partials: List[float] = [0.0] * n
     default_active = is_active is default_is_active
@@ -775,7 +895,18 @@ def _run(
         scope = get("scope")
         if (
             not checked
-            and not _plain_values_ok(get("content"), get("id"), scope, project, created, entry_type, tags, priority)
+            and not _plain_values_ok(
+                get("content"),
+                get("id"),
+                scope,
+                project,
+                created,
+                entry_type,
+                tags,
+                priority,
+                get("namespace"),
+                get("source"),
+            )
             and type(entry) is dict
         ):
             _check_entry_fully(entry, index)
@@ -783,6 +914,13 @@ def _run(
             live = get("status", "active") == "active" and not get("superseded_by")
         else:
             live = bool(is_active(entry))
+        if live and view is not None:
+            reason, factor = view.judge(entry)
+            if reason is not None:
+                out_of_scope[index] = reason
+                continue
+            if factor != 1.0:
+                penalties[index] = factor
         if live:
             active[index] = True
             is_always[index] = scope == "always"
@@ -801,6 +939,8 @@ def _run(
                 score = _checked_score(scorer(items[i], context, now=now), items[i], i)
             else:
                 score = partials[i] * prepared.message_factor(items[i]["content"])
+            if penalties:
+                score *= penalties.get(i, 1.0)
             scores[i] = score
         return score
 
@@ -824,6 +964,8 @@ def _run(
         # the best scored entry is final once no unscored bound can reach it.
         top = MAX_MESSAGE_FACTOR
         bounds = [(-(partials[i] * top) if partials[i] > 0.0 else -partials[i], i) for i in positions]
+        if penalties:  # a chain factor is in (0, 1]: applying it keeps every bound a bound
+            bounds = [(b * penalties.get(i, 1.0), i) for b, i in bounds]
         return _Ranking([], bounds, sort_key)
 
     claimed: Set[int] = set()  # id() of every dict placed by an earlier pool
@@ -939,7 +1081,9 @@ def _run(
     for i, entry in enumerate(items):
         if i in chosen_at:
             continue
-        if not active[i]:
+        if i in out_of_scope:
+            dropped.append(Dropped(entry, i, out_of_scope[i]))
+        elif not active[i]:
             dropped.append(Dropped(entry, i, Reason.INACTIVE))
         elif i in last_word:
             dropped.append(last_word[i])
@@ -1007,6 +1151,10 @@ def retrieve_pools(
     token_counter: TokenCounter = default_token_counter,
     is_active: IsActive = default_is_active,
     now: Optional[datetime.datetime] = None,
+    scope: Optional[Scope] = None,
+    namespace: Union[None, str, Sequence[str]] = None,
+    require_tags: Sequence[str] = (),
+    require_source: bool = False,
 ) -> Dict[str, List[Any]]:
     """Fill several pools from one entry set, each entry in at most one pool.
 
@@ -1030,6 +1178,7 @@ def retrieve_pools(
         now=now,
         report=False,
         warn=True,
+        view=as_scope(scope, namespace=namespace, require_tags=require_tags, require_source=require_source),
     ).pools
 
 
@@ -1042,6 +1191,10 @@ def select(
     token_counter: TokenCounter = default_token_counter,
     is_active: IsActive = default_is_active,
     now: Optional[datetime.datetime] = None,
+    scope: Optional[Scope] = None,
+    namespace: Union[None, str, Sequence[str]] = None,
+    require_tags: Sequence[str] = (),
+    require_source: bool = False,
 ) -> Selection:
     """Like :func:`retrieve_pools`, plus the report: what loaded, what did
     not and why, and per-pool budget use.
@@ -1049,6 +1202,11 @@ def select(
     Silent truncation makes a model believe "that is all there is"; the
     report is what lets a host (and a person) see why an entry did or did not
     load. ``selection.pools`` equals ``retrieve_pools(...)`` exactly.
+
+    ``scope`` (or the shortcuts ``namespace``, ``require_tags``,
+    ``require_source``) limits which entries the query may see at all; the
+    entries it excludes are reported as ``namespace`` / ``tags`` /
+    ``no_source``. See :class:`Scope`. Both functions take these options.
     """
     return _run(
         entries,
@@ -1060,4 +1218,5 @@ def select(
         now=now,
         report=True,
         warn=True,
+        view=as_scope(scope, namespace=namespace, require_tags=require_tags, require_source=require_source),
     )

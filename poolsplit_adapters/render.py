@@ -76,9 +76,10 @@ def render_context(selection: Selection, *, omission_line: bool = True) -> Rende
     which pools ("7 more entries left out by budget: skills 3, content 4")."""
     blocks = [marker(c.entry, c.pool) for c in selection.chosen]
     cut = [d for d in selection.dropped if d.reason in BUDGET_REASONS]
-    by_pool: Dict[str, int] = {}
+    counts: Dict[str, int] = {}
     for item in cut:
-        by_pool[item.pool or "?"] = by_pool.get(item.pool or "?", 0) + 1
+        counts[item.pool or "?"] = counts.get(item.pool or "?", 0) + 1
+    by_pool = {name: counts[name] for name in selection.stats if name in counts}  # pool order
     if cut and omission_line:
         detail = ", ".join("%s %d" % (name, count) for name, count in by_pool.items())
         noun = "entry" if len(cut) == 1 else "entries"

@@ -11,7 +11,7 @@ import datetime
 
 from hypothesis import strategies as st
 
-from poolsplit_adapters import Pool
+from poolsplit_adapters import Pool, Scope
 
 TYPES = ["correction", "task", "fact", "episode", "skill", "growth", "note"]
 WORDS = ["deploy", "staging", "cluster", "review", "tests", "auth", "retry", "policy", "the", "db", "cache", "skill"]
@@ -45,6 +45,10 @@ def entries(draw, with_type_key=True):
         entry["base_priority"] = draw(st.sampled_from([1, 2, 5, 5.0, 7, 9.5, 0]))
     if draw(st.integers(0, 6)) == 0:
         entry["status"] = draw(st.sampled_from(["active", "archived"]))
+    if draw(st.booleans()):
+        entry["namespace"] = draw(st.sampled_from(["A", "B", "global", None]))
+    if draw(st.booleans()):
+        entry["source"] = draw(st.sampled_from(["user", "ci", ""]))
     if draw(st.integers(0, 8)) == 0:
         entry["superseded_by"] = "x"
     return entry
@@ -81,3 +85,14 @@ contexts = st.one_of(
     ),
 )
 nows = st.sampled_from(NOWS)
+
+
+scopes = st.one_of(
+    st.none(),
+    st.builds(
+        lambda ns, tags, src: Scope(namespace=ns, require_tags=tuple(tags), require_source=src),
+        st.sampled_from([None, "A", "B", ("A", "global"), ("global", "A", "B")]),
+        st.lists(st.sampled_from(["ops", "db", "ui", "auth"]), max_size=2),
+        st.booleans(),
+    ),
+)

@@ -6,14 +6,11 @@ from __future__ import annotations
 import copy
 
 import reference
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from strategies import contexts, nows, pools, stores
 
 from poolsplit_adapters import Reason, default_token_counter, retrieve, retrieve_pools, select
-
-settings.register_profile("ci", max_examples=300, deadline=None)
-settings.load_profile("ci")
 
 
 def _ids(result):
