@@ -13,20 +13,13 @@ import datetime
 import json
 import pathlib
 import sys
-from collections import Counter
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
-from .poolsplit import Pool, Selection, select
+from .poolsplit import Selection, select
 from .render import explain, render_context
 from .store import InputFileError, load_pools, load_store
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
-DEMO_NOW = datetime.datetime(2026, 11, 20, 9, 0, 0)
-DEMO_QUERIES = [
-    ("checkout", ["money"], "rounding bug in refunds"),
-    ("pipeline", ["etl"], "why is the Monday dedupe job slow"),
-    (None, ["review"], "prepare the pull request for review"),
-]
 
 
 def _parse_now(text: Optional[str]) -> Optional[datetime.datetime]:
@@ -81,46 +74,12 @@ def cmd_select(args: argparse.Namespace) -> int:
     return 0
 
 
-def _type_counts(entries: Sequence[Any]) -> Counter[str]:
-    return Counter(e.get("type", "note") for e in entries)
-
-
-def core_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: Any) -> None:
-    """Pools vs one shared budget of the same total size, on each demo query."""
-    total_tokens = sum(p.max_tokens for p in pools)
-    total_entries = sum(p.max_entries for p in pools)
-    single = [Pool("single", total_tokens, total_entries)]
-    corrections = [e for e in entries if e.get("scope") == "always"]
-    for project, tags, message in DEMO_QUERIES:
-        context = {"project": project, "tags": tags, "message": message}
-        pooled = select(entries, pools, context, now=DEMO_NOW)
-        # The usual retrieval: one budget, corrections ranked like everything else.
-        flat = [{k: v for k, v in e.items() if k != "scope"} for e in entries]
-        shared = select(flat, single, context, now=DEMO_NOW)
-        print("=" * 78, file=out)
-        print("query: %r  (project=%s, tags=%s)" % (message, project, tags), file=out)
-        print(explain(pooled, limit=3), file=out)
-        a, b = _type_counts(shared.entries()), _type_counts(pooled.entries())
-        print("\nloaded per type       one shared budget   pools", file=out)
-        for kind in ["correction", "task", "fact", "note", "episode", "skill", "growth"]:
-            print("  %-20s %8d %14d" % (kind, a.get(kind, 0), b.get(kind, 0)), file=out)
-        print(
-            "  corrections present: shared %d/%d, pools %d/%d"
-            % (a.get("correction", 0), len(corrections), b.get("correction", 0), len(corrections)),
-            file=out,
-        )
-    print("=" * 78, file=out)
-    context = {"project": "checkout", "tags": ["money"], "message": DEMO_QUERIES[0][2]}
-    rendered = render_context(select(entries, pools, context, now=DEMO_NOW))
-    print("what the model receives for the first query:\n", file=out)
-    print(rendered.text, file=out)
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     entries = load_store(args.store)
     pools = load_pools(args.pools)
-    print("store: %s (%d entries), pools: %s" % (args.store, len(entries), ", ".join(p.name for p in pools)))
-    core_demo(entries, pools, sys.stdout)
+    from .demo import run
+
+    run(entries, pools, sys.stdout, frameworks=not args.core_only)
     return 0
 
 
@@ -140,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the bundled example store")
     demo.add_argument("--store", default=str(EXAMPLES / "memory.jsonl"))
     demo.add_argument("--pools", default=str(EXAMPLES / "pools.toml"))
+    demo.add_argument("--core-only", action="store_true", help="skip the LangChain and LlamaIndex parts")
     demo.set_defaults(func=cmd_demo)
     return parser
 

@@ -1,0 +1,146 @@
+"""``poolsplit demo`` / ``make demo``: the bundled example store through the
+core selector, a LangChain LCEL chain and a LlamaIndex ``Memory``.
+
+Each part shows the two things pools change: every kind of memory gets its
+reserved room, and the behavioural corrections reach the model first,
+however much fresh content competes with them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from collections import Counter
+from typing import Any, Dict, List, Sequence, TextIO
+
+from .poolsplit import Pool, select
+from .render import explain, parse_markers, render_context
+
+DEMO_NOW = datetime.datetime(2026, 11, 20, 9, 0, 0)
+DEMO_QUERIES = [
+    ("checkout", ["money"], "rounding bug in refunds"),
+    ("pipeline", ["etl"], "why is the Monday dedupe job slow"),
+    (None, ["review"], "prepare the pull request for review"),
+]
+KINDS = ["correction", "task", "fact", "note", "episode", "skill", "growth"]
+
+
+def _type_counts(entries: Sequence[Any]) -> Counter[str]:
+    return Counter(e.get("type", "note") for e in entries)
+
+
+def _rule(out: TextIO, title: str) -> None:
+    print("\n" + "=" * 78 + "\n" + title + "\n" + "=" * 78, file=out)
+
+
+def core_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO) -> None:
+    """Pools vs one shared budget of the same total size, on each query."""
+    single = [Pool("single", sum(p.max_tokens for p in pools), sum(p.max_entries for p in pools))]
+    # The usual retrieval: one scorer, one budget, corrections ranked like the rest.
+    flat = [{k: v for k, v in e.items() if k != "scope"} for e in entries]
+    corrections = sum(1 for e in entries if e.get("scope") == "always")
+    for project, tags, message in DEMO_QUERIES:
+        context = {"project": project, "tags": tags, "message": message}
+        pooled = select(entries, pools, context, now=DEMO_NOW)
+        shared = select(flat, single, context, now=DEMO_NOW)
+        _rule(out, "core: %r  (project=%s, tags=%s)" % (message, project, tags))
+        print(explain(pooled, limit=3), file=out)
+        a, b = _type_counts(shared.entries()), _type_counts(pooled.entries())
+        print("\nloaded per type       one shared budget   pools", file=out)
+        for kind in KINDS:
+            print("  %-20s %8d %14d" % (kind, a.get(kind, 0), b.get(kind, 0)), file=out)
+        print(
+            "  corrections present: shared %d/%d, pools %d/%d"
+            % (a.get("correction", 0), corrections, b.get("correction", 0), corrections),
+            file=out,
+        )
+    context = {"project": "checkout", "tags": ["money"], "message": DEMO_QUERIES[0][2]}
+    rendered = render_context(select(entries, pools, context, now=DEMO_NOW))
+    _rule(out, "what the model receives for the first query (render_context)")
+    print(rendered.text, file=out)
+
+
+def langchain_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO) -> None:
+    """The retriever as a drop-in in an LCEL RAG chain with a fake chat model."""
+    from langchain_core.callbacks import BaseCallbackHandler
+    from langchain_core.documents import Document
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.prompts import ChatPromptTemplate
+    from langchain_core.runnables import RunnablePassthrough
+
+    from .langchain import PoolSplitRetriever, format_documents
+
+    class Spy(BaseCallbackHandler):
+        prompt = ""
+
+        def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+            Spy.prompt = "\n".join(str(m.content) for batch in messages for m in batch)
+
+    docs = [
+        Document(
+            page_content=e["content"], id=e["id"], metadata={k: v for k, v in e.items() if k not in ("content", "id")}
+        )
+        for e in entries
+    ]
+    retriever = PoolSplitRetriever(documents=docs, pools=pools, now=DEMO_NOW)
+    prompt = ChatPromptTemplate.from_messages([("system", "Memory:\n{context}"), ("human", "{question}")])
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="(fake model reply)")]))
+    chain = {"context": retriever | format_documents, "question": RunnablePassthrough()} | prompt | model
+    question = "fix the rounding bug in the refunds total"
+    reply = chain.invoke(question, config={"callbacks": [Spy()]})
+    _rule(out, "LangChain: retriever | format_documents | prompt | GenericFakeChatModel")
+    markers = parse_markers(Spy.prompt)
+    print("question: %r -> %d memories in the prompt, reply %r" % (question, len(markers), reply.content), file=out)
+    for m in markers:
+        print("  %-12s %-10s %s" % (m.get("pool"), m.get("id"), m["content"][:52]), file=out)
+    first = [m.get("scope") == "always" for m in markers]
+    print("corrections first in the prompt: %s" % (first == sorted(first, reverse=True) and any(first)), file=out)
+
+
+def llama_index_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO) -> None:
+    """Memory blocks inside llama_index.core.memory.Memory under a chat flood."""
+    from llama_index.core.base.llms.types import ChatMessage
+    from llama_index.core.memory import Memory
+
+    from .llama_index import poolsplit_memory_blocks
+
+    async def run() -> List[ChatMessage]:
+        blocks = poolsplit_memory_blocks(entries, pools, now=DEMO_NOW)
+        memory = Memory.from_defaults(session_id="demo", token_limit=1500, memory_blocks=blocks)
+        for n in range(150):
+            await memory.aput(
+                ChatMessage(role="user", content="Status %d: is the checkout deploy on staging done?" % n)
+            )
+            await memory.aput(ChatMessage(role="assistant", content="Deploy %d done; tests green, 2 warnings." % n))
+        await memory.aput(ChatMessage(role="user", content="the refunds total is off by a cent again"))
+        messages = await memory.aget()
+        episodes = sum(1 for e in blocks[1].store.index if e.get("type") == "episode")  # type: ignore[attr-defined]
+        print("300 chat messages later: %d flushed into long-term episodes" % episodes, file=out)
+        return messages
+
+    _rule(out, "LlamaIndex: Memory(memory_blocks=poolsplit_memory_blocks(...)), token_limit=1500")
+    messages = asyncio.run(run())
+    system = next(m for m in messages if m.role == "system")
+    markers = parse_markers(system.content or "")
+    always = sum(1 for m in markers if m.get("scope") == "always")
+    print(
+        "system message: %d memories, the first %d are the corrections (priority-0 block)" % (len(markers), always),
+        file=out,
+    )
+    for m in markers[: always + 4]:
+        print("  %-12s %-10s %s" % (m.get("pool"), m.get("id"), m["content"][:52]), file=out)
+    tail = (system.content or "").split("</long_term_memory>")[0].strip().splitlines()[-1]
+    print("  ...\n  %s" % tail, file=out)
+
+
+def run(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO, *, frameworks: bool = True) -> None:
+    print("store: %d entries, pools: %s" % (len(entries), ", ".join(p.name for p in pools)), file=out)
+    core_demo(entries, pools, out)
+    if not frameworks:
+        return
+    try:
+        langchain_demo(entries, pools, out)
+        llama_index_demo(entries, pools, out)
+    except ImportError as exc:  # frameworks are optional extras
+        print("\n(framework demos skipped: %s; pip install 'poolsplit-adapters[all]')" % exc, file=out)
