@@ -103,7 +103,7 @@ def llama_index_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: Text
     from llama_index.core.base.llms.types import ChatMessage
     from llama_index.core.memory import Memory
 
-    from .llama_index import poolsplit_memory_blocks
+    from .llama_index import PooledMemoryBlock, poolsplit_memory_blocks
 
     async def run() -> List[ChatMessage]:
         blocks = poolsplit_memory_blocks(entries, pools, now=DEMO_NOW)
@@ -115,7 +115,9 @@ def llama_index_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: Text
             await memory.aput(ChatMessage(role="assistant", content="Deploy %d done; tests green, 2 warnings." % n))
         await memory.aput(ChatMessage(role="user", content="the refunds total is off by a cent again"))
         messages = await memory.aget()
-        episodes = sum(1 for e in blocks[1].store.index if e.get("type") == "episode")  # type: ignore[attr-defined]
+        pooled = blocks[1]
+        assert isinstance(pooled, PooledMemoryBlock)
+        episodes = sum(1 for e in pooled.store.index if e.get("type") == "episode")
         print("300 chat messages later: %d flushed into long-term episodes" % episodes, file=out)
         return messages
 
