@@ -16,12 +16,12 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 lint: $(STAMP)
-	$(BIN)/ruff check poolsplit_adapters tests benchmarks examples
-	$(BIN)/ruff format --check poolsplit_adapters tests benchmarks examples
+	$(BIN)/ruff check poolsplit_adapters tests benchmarks examples notebooks
+	$(BIN)/ruff format --check poolsplit_adapters tests benchmarks examples notebooks
 
 format: $(STAMP)
-	$(BIN)/ruff format poolsplit_adapters tests benchmarks examples
-	$(BIN)/ruff check --fix poolsplit_adapters tests benchmarks examples
+	$(BIN)/ruff format poolsplit_adapters tests benchmarks examples notebooks
+	$(BIN)/ruff check --fix poolsplit_adapters tests benchmarks examples notebooks
 
 typecheck: $(STAMP)
 	$(BIN)/mypy poolsplit_adapters

@@ -1,0 +1,241 @@
+"""Write the notebooks (sources only: outputs are never committed).
+
+    python notebooks/build.py
+
+The notebooks are executed headless by ``make test`` (tests/test_notebooks.py),
+so every claim they plot is also checked by an ``assert`` in a cell.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+SETUP = """\
+import pathlib, sys
+ROOT = pathlib.Path.cwd().resolve().parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+%matplotlib inline"""
+
+STARVATION = [
+    new_markdown_cell(
+        "# Starvation: one shared budget vs pools\n\n"
+        "A synthetic 5,000-entry agent memory (notes, tasks, facts, episodes, skills, growth notes and a dozen "
+        "behavioural corrections) and 50 queries. The *one budget* retriever ranks everything with the spec's "
+        "scorer into one budget as large as all pools together; *pools* fills one reserved budget per group of "
+        "types and loads the corrections first, outside every budget. The numbers come from "
+        "`benchmarks/starvation.py`, which prints the same table."
+    ),
+    new_code_cell(SETUP),
+    new_code_cell(
+        "import starvation, synth\n"
+        "store = starvation.make_store()\n"
+        "queries = synth.make_queries(50, seed=8)\n"
+        "rates = starvation.load_rates(store, queries)\n"
+        "for kind in starvation.TYPES:\n"
+        "    print(f\"{kind:11s} one budget {rates['shared'][kind]:5.0%}   pools {rates['pools'][kind]:5.0%}\")"
+    ),
+    new_code_cell(
+        "fig, ax = plt.subplots(figsize=(8, 3.5))\n"
+        "x = range(len(starvation.TYPES))\n"
+        "ax.bar([i - 0.2 for i in x], [rates['shared'][t] for t in starvation.TYPES], 0.4, label='one shared budget')\n"
+        "ax.bar([i + 0.2 for i in x], [rates['pools'][t] for t in starvation.TYPES], 0.4, label='pools + always tier')\n"
+        "ax.set_xticks(list(x), starvation.TYPES)\n"
+        "ax.set_ylabel('share of queries loading the type')\n"
+        "ax.set_ylim(0, 1.05)\n"
+        "ax.legend()\n"
+        "plt.show()"
+    ),
+    new_markdown_cell(
+        "The seed's finding reproduces: under one budget the low-priority types (episodes, skills, growth) are "
+        "structurally absent and corrections load on a minority of queries; with pools each of them loads on "
+        "every query."
+    ),
+    new_code_cell(
+        "for kind in ('episode', 'skill', 'growth'):\n"
+        "    assert rates['shared'][kind] <= 0.1 and rates['pools'][kind] == 1.0, kind\n"
+        "assert rates['shared']['correction'] < 0.5 and rates['pools']['correction'] == 1.0"
+    ),
+    new_markdown_cell(
+        "Facts stay rare in both columns: in this pool plan they share the *content* pool with fresher, "
+        "higher-priority notes and tasks, and inside one pool the single-scorer rule applies. Giving facts a pool "
+        "of their own is the fix; the pool plan is the place where such priorities are decided."
+    ),
+    new_markdown_cell(
+        "## Corrections under a flood\n\nStarting from a quiet store, fresh high-priority notes that echo the "
+        "queries pour in. Under one budget the corrections that still loaded on quiet turns are pushed out; with "
+        "the always tier every correction loads at every flood size."
+    ),
+    new_code_cell(
+        "presence = starvation.correction_presence(store, queries)\n"
+        "fig, ax = plt.subplots(figsize=(6, 3.5))\n"
+        "ax.plot(starvation.FLOODS, presence['shared'], 'o-', label='one shared budget')\n"
+        "ax.plot(starvation.FLOODS, presence['pools'], 's-', label='pools + always tier')\n"
+        "ax.set_xscale('symlog', linthresh=100)\n"
+        "ax.set_xlabel('fresh entries flooding in')\n"
+        "ax.set_ylabel('share of corrections loaded')\n"
+        "ax.set_ylim(-0.05, 1.05)\n"
+        "ax.legend()\n"
+        "plt.show()\n"
+        "print(dict(zip(starvation.FLOODS, presence['shared'])))"
+    ),
+    new_code_cell(
+        "assert presence['pools'] == [1.0] * len(starvation.FLOODS)\n"
+        "assert presence['shared'][0] > presence['shared'][-1] == 0.0"
+    ),
+]
+
+LANGCHAIN = [
+    new_markdown_cell(
+        "# LangChain: a drop-in retriever\n\n"
+        "The bundled example store as LangChain documents, `PoolSplitRetriever` in an LCEL RAG chain with a fake "
+        "chat model, the why-not report, and per-pool recall over a vector store against a plain top-k."
+    ),
+    new_code_cell(SETUP),
+    new_code_cell(
+        "import datetime, math, re, zlib\n"
+        "from langchain_core.documents import Document\n"
+        "from langchain_core.embeddings import Embeddings\n"
+        "from langchain_core.language_models.fake_chat_models import GenericFakeChatModel\n"
+        "from langchain_core.messages import AIMessage\n"
+        "from langchain_core.prompts import ChatPromptTemplate\n"
+        "from langchain_core.runnables import RunnablePassthrough\n"
+        "from langchain_core.vectorstores import InMemoryVectorStore\n"
+        "from poolsplit_adapters.langchain import PoolSplitRetriever, format_documents\n"
+        "from poolsplit_adapters.store import load_pools, load_store\n"
+        "entries = load_store(ROOT / 'examples' / 'memory.jsonl')\n"
+        "pools = load_pools(ROOT / 'examples' / 'pools.toml')\n"
+        "NOW = datetime.datetime(2026, 11, 20, 9)\n"
+        "docs = [Document(page_content=e['content'], id=e['id'],\n"
+        "                 metadata={k: v for k, v in e.items() if k not in ('content', 'id')}) for e in entries]\n"
+        "len(docs), [p.name for p in pools]"
+    ),
+    new_code_cell(
+        "retriever = PoolSplitRetriever(documents=docs, pools=pools, now=NOW)\n"
+        "prompt = ChatPromptTemplate.from_messages([('system', 'Memory:\\n{context}'), ('human', '{question}')])\n"
+        "model = GenericFakeChatModel(messages=iter([AIMessage(content='ok')] * 10))\n"
+        "chain = {'context': retriever | format_documents, 'question': RunnablePassthrough()} | prompt\n"
+        "value = chain.invoke('rounding bug in refunds')\n"
+        "print(value.to_messages()[0].content[:1500])"
+    ),
+    new_code_cell("print(retriever.explain())"),
+    new_code_cell(
+        "class WordHashEmbedding(Embeddings):\n"
+        "    '''Bag of words hashed into 256 dimensions: similar texts, similar vectors; no model download.'''\n"
+        "    def _one(self, text):\n"
+        "        v = [0.0] * 256\n"
+        "        for w in re.findall(r'[a-z0-9]+', text.lower()):\n"
+        "            v[zlib.crc32(w.encode()) % 256] += 1\n"
+        "        n = math.sqrt(sum(x * x for x in v)) or 1.0\n"
+        "        return [x / n for x in v]\n"
+        "    def embed_documents(self, texts): return [self._one(t) for t in texts]\n"
+        "    def embed_query(self, text): return self._one(text)\n"
+        "store = InMemoryVectorStore(WordHashEmbedding())\n"
+        "store.add_documents(docs)\n"
+        "pooled = PoolSplitRetriever.from_vectorstore(store, pools, fetch_k=12, now=NOW)\n"
+        "plain = store.as_retriever(search_kwargs={'k': 24})\n"
+        "queries = ['rounding bug in refunds', 'why is the Monday dedupe job slow', 'prepare the pull request',\n"
+        "           'deploy checkout to staging', 'backfill September orders', 'retry the payment provider']\n"
+        "kinds = ['correction', 'episode', 'skill', 'growth']\n"
+        "rate = {name: {k: 0 for k in kinds} for name in ('plain top-k', 'per-pool recall')}\n"
+        "for q in queries:\n"
+        "    for name, r in (('plain top-k', plain), ('per-pool recall', pooled)):\n"
+        "        got = {d.metadata['type'] for d in r.invoke(q)}\n"
+        "        for k in kinds:\n"
+        "            rate[name][k] += k in got\n"
+        "rate"
+    ),
+    new_code_cell(
+        "fig, ax = plt.subplots(figsize=(7, 3.2))\n"
+        "for shift, name in ((-0.2, 'plain top-k'), (0.2, 'per-pool recall')):\n"
+        "    ax.bar([i + shift for i in range(len(kinds))], [rate[name][k] / len(queries) for k in kinds], 0.4, label=name)\n"
+        "ax.set_xticks(range(len(kinds)), kinds)\n"
+        "ax.set_ylabel('share of queries returning the type')\n"
+        "ax.legend()\n"
+        "plt.show()\n"
+        "assert all(rate['per-pool recall'][k] == len(queries) for k in kinds)"
+    ),
+]
+
+LLAMA = [
+    new_markdown_cell(
+        "# LlamaIndex: memory blocks inside `Memory`\n\n"
+        "The bundled store as the long-term memory of a `Memory`, through `poolsplit_memory_blocks`: a "
+        "priority-0 block with the corrections (never truncated) and a truncatable pooled block. A "
+        "`ContextChatEngine` with `MockLLM` runs a long conversation; LlamaIndex's own instrumentation captures "
+        "what the LLM receives on every turn, and the corrections must be in it every time."
+    ),
+    new_code_cell(SETUP),
+    new_code_cell(
+        "import datetime\n"
+        "from llama_index.core.chat_engine import ContextChatEngine\n"
+        "from llama_index.core.instrumentation import get_dispatcher\n"
+        "from llama_index.core.instrumentation.event_handlers import BaseEventHandler\n"
+        "from llama_index.core.instrumentation.events.llm import LLMChatStartEvent, LLMCompletionStartEvent\n"
+        "from llama_index.core.llms import MockLLM\n"
+        "from llama_index.core.memory import Memory\n"
+        "from poolsplit_adapters.llama_index import PoolSplitRetriever, nodes_from, poolsplit_memory_blocks\n"
+        "from poolsplit_adapters.render import parse_markers\n"
+        "from poolsplit_adapters.store import load_pools, load_store\n"
+        "from poolsplit_adapters import Pool\n"
+        "entries = load_store(ROOT / 'examples' / 'memory.jsonl')\n"
+        "pools = load_pools(ROOT / 'examples' / 'pools.toml')\n"
+        "NOW = datetime.datetime(2026, 11, 20, 9)\n"
+        "blocks = poolsplit_memory_blocks(entries, pools, now=NOW)\n"
+        "memory = Memory.from_defaults(session_id='notebook', token_limit=1500, memory_blocks=blocks)\n"
+        "facts = PoolSplitRetriever([Pool('facts', 100, 2, ('fact',))], nodes_from(entries), now=NOW)\n"
+        "engine = ContextChatEngine.from_defaults(retriever=facts, memory=memory, llm=MockLLM(max_tokens=12))\n"
+        "corrections = [e['content'] for e in entries if e.get('scope') == 'always']\n"
+        "\n"
+        "seen = []  # the text of every LLM input, in order\n"
+        "class LLMInput(BaseEventHandler):\n"
+        "    @classmethod\n"
+        "    def class_name(cls): return 'LLMInput'\n"
+        "    def handle(self, event, **kwargs):\n"
+        "        if isinstance(event, LLMChatStartEvent):\n"
+        "            seen.append('\\n'.join(str(m.content) for m in event.messages))\n"
+        "        elif isinstance(event, LLMCompletionStartEvent):\n"
+        "            seen.append(event.prompt)\n"
+        "get_dispatcher().add_event_handler(LLMInput())"
+    ),
+    new_code_cell(
+        "present, sizes, episodes = [], [], []\n"
+        "for turn in range(40):\n"
+        "    engine.chat(f'turn {turn}: the Monday dedupe job is slow again, what changed in the pipeline?')\n"
+        "    present.append(sum(c in seen[-1] for c in corrections))\n"
+        "    sizes.append(len(parse_markers(seen[-1])))\n"
+        "    episodes.append(sum(1 for e in blocks[1].store.index if e['type'] == 'episode'))\n"
+        "print('corrections seen by the LLM per turn:', set(present))\n"
+        "print('long-term episodes flushed from the chat:', episodes[-1])"
+    ),
+    new_code_cell(
+        "fig, ax = plt.subplots(figsize=(7, 3.2))\n"
+        "ax.plot(present, label='corrections in the LLM input')\n"
+        "ax.plot(sizes, label='memories in the LLM input')\n"
+        "ax.plot(episodes, label='episodes in long-term memory')\n"
+        "ax.set_xlabel('turn')\n"
+        "ax.legend()\n"
+        "plt.show()\n"
+        "assert present == [len(corrections)] * 40 and episodes[-1] > 0"
+    ),
+]
+
+
+def write(name: str, cells: list) -> None:
+    nb = new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(HERE / name))
+
+
+if __name__ == "__main__":
+    write("starvation.ipynb", STARVATION)
+    write("langchain.ipynb", LANGCHAIN)
+    write("llama_index.ipynb", LLAMA)
+    print("wrote 3 notebooks to", HERE)
