@@ -28,7 +28,6 @@ for another (the new one goes to the end, as with remove + add).
 from __future__ import annotations
 
 import datetime
-import warnings
 from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .poolsplit import (
@@ -52,7 +51,6 @@ from .poolsplit import (
     ScoringContext,
     Selection,
     TokenCounter,
-    UnadmittedCorrectionWarning,
     _check_pools,
     _describe,
     _run,
@@ -65,6 +63,7 @@ from .poolsplit import (
     given_token_count,
     parse_created,
     significant_words,
+    warn_unadmitted,
 )
 
 try:  # numpy is optional: without it the generic path serves every query.
@@ -637,12 +636,7 @@ class MemoryIndex:
             codes = [c for t, c in arrays["type_code"].items() if t not in admitted_types]
             lost = np.flatnonzero(live & arrays["always"] & np.isin(arrays["type"], codes)).tolist()
         for i in lost:
-            warnings.warn(
-                "%s is an always-scope correction of type %r, but no pool admits that type: "
-                "it will not load. Add the type to a pool." % (_describe(slots[i], int(logical[i])), self._type[i]),
-                UnadmittedCorrectionWarning,
-                stacklevel=4,
-            )
+            warn_unadmitted(slots[i], int(logical[i]), stacklevel=5)
         if not report:
             return Selection(result, [], [], {})
         assert last_pool is not None and last_room is not None

@@ -139,6 +139,16 @@ class UnadmittedCorrectionWarning(UserWarning):
     """
 
 
+def warn_unadmitted(entry: Any, index: Optional[int], stacklevel: int = 3) -> None:
+    """Emit :class:`UnadmittedCorrectionWarning` for ``entry``."""
+    warnings.warn(
+        "%s is an always-scope correction of type %r, but no pool admits that type: "
+        "it will not load. Add the type to a pool." % (_describe(entry, index), entry.get("type", "note")),
+        UnadmittedCorrectionWarning,
+        stacklevel=stacklevel,
+    )
+
+
 def _describe(entry: Any, index: Optional[int]) -> str:
     entry_id = entry.get("id") if isinstance(entry, Mapping) else None
     where = "" if index is None else " (index %d)" % index
@@ -1066,12 +1076,7 @@ def _run(
     ]
     if warn:
         for i in sorted(lost):
-            warnings.warn(
-                "%s is an always-scope correction of type %r, but no pool admits that type: "
-                "it will not load. Add the type to a pool." % (_describe(items[i], i), items[i].get("type", "note")),
-                UnadmittedCorrectionWarning,
-                stacklevel=3,
-            )
+            warn_unadmitted(items[i], i, stacklevel=4)
     if not report:
         return Selection(result, [], [], {})
 
