@@ -278,3 +278,18 @@ def test_report_explains_budget_cuts():
     retriever.invoke(QUERY)
     reasons = retriever.last_selection.dropped_by_reason()
     assert len(reasons[Reason.ENTRY_CAP]) + len(reasons.get(Reason.TOKEN_BUDGET, [])) == 30 - 6
+
+
+def test_compressor_inside_contextual_compression_retriever_and_pipeline():
+    from langchain_classic.retrievers import ContextualCompressionRetriever
+    from langchain_classic.retrievers.document_compressors import DocumentCompressorPipeline
+
+    store = _vector_store(flooded_memory(60))
+    compressor = PoolSplitCompressor(pools=POOLS, now=NOW)
+    wide = store.as_retriever(search_kwargs={"k": 65})
+    retriever = ContextualCompressionRetriever(base_compressor=compressor, base_retriever=wide)
+    docs = retriever.invoke(QUERY)
+    assert [d.id for d in docs[:3]] == ["fix-0", "fix-1", "fix-2"]
+    assert [d.metadata[SELECTION_KEY]["pool"] for d in docs].count("content") == 6
+    pipeline = DocumentCompressorPipeline(transformers=[compressor])
+    assert [d.id for d in pipeline.compress_documents(wide.invoke(QUERY), QUERY)] == [d.id for d in docs]
