@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .poolsplit import Chosen, EntryError, Pool, Selection, _check_pools, check_entry, given_token_count
+from .poolsplit import Chosen, EntryError, Pool, Reason, Selection, _check_pools, check_entry, given_token_count
 
 #: Metadata key under which returned documents/nodes carry what the selector
 #: decided: ``{"pool": name, "score": float | None, "always": bool}``. One
@@ -61,8 +61,31 @@ def entry_from(
     return entry
 
 
-def selection_metadata(chosen: Chosen) -> Dict[str, Any]:
-    return {"pool": chosen.pool, "score": chosen.score, "always": chosen.always}
+def selection_metadata(chosen: Chosen, omitted: Optional[Mapping[str, int]] = None) -> Dict[str, Any]:
+    """What a returned document/node carries under :data:`SELECTION_KEY`.
+
+    ``omitted`` (pool -> count of entries its budget, or ``k``, left out of
+    this call) travels with every document of the call, so that a formatter
+    downstream can say explicitly that more memory exists.
+    """
+    data: Dict[str, Any] = {"pool": chosen.pool, "score": chosen.score, "always": chosen.always}
+    if omitted:
+        data["omitted"] = dict(omitted)
+    return data
+
+
+def omitted_by_pool(selection: Selection, returned: Sequence[Chosen]) -> Dict[str, int]:
+    """Per pool (pool order), how many entries were left out by a budget or
+    by ``k``: what an explicit omission line must mention."""
+    counts: Dict[str, int] = {}
+    for item in selection.dropped:
+        if item.reason in (Reason.TOKEN_BUDGET, Reason.ENTRY_CAP) and item.pool is not None:
+            counts[item.pool] = counts.get(item.pool, 0) + 1
+    kept = {id(c) for c in returned}
+    for c in selection.chosen:
+        if id(c) not in kept:
+            counts[c.pool] = counts.get(c.pool, 0) + 1
+    return {name: counts[name] for name in selection.stats if name in counts}
 
 
 def cap_round_robin(selection: Selection, k: Optional[int]) -> List[Chosen]:

@@ -38,10 +38,17 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from ._frameworks import SELECTION_KEY, cap_round_robin, check_pools, entry_from, selection_metadata
+from ._frameworks import (
+    SELECTION_KEY,
+    cap_round_robin,
+    check_pools,
+    entry_from,
+    omitted_by_pool,
+    selection_metadata,
+)
 from .index import MemoryIndex
-from .poolsplit import Chosen, Pool, Scope, Scorer, Selection, TokenCounter, default_scorer, select
-from .render import explain, marker
+from .poolsplit import Pool, Scope, Scorer, Selection, TokenCounter, default_scorer, select
+from .render import explain, marker, omission_line
 
 __all__ = [
     "PoolSplitRetriever",
@@ -162,12 +169,14 @@ class _Selector:
         return entries, source
 
     @staticmethod
-    def to_documents(chosen: Sequence[Chosen], source: Mapping[int, Document]) -> List[Document]:
+    def to_documents(selection: Selection, k: Optional[int], source: Mapping[int, Document]) -> List[Document]:
+        chosen = cap_round_robin(selection, k)
+        omitted = omitted_by_pool(selection, chosen)
         out = []
         for c in chosen:
             original = source[id(c.entry)]
             metadata = dict(original.metadata)
-            metadata[SELECTION_KEY] = selection_metadata(c)
+            metadata[SELECTION_KEY] = selection_metadata(c, omitted)
             out.append(Document(page_content=original.page_content, metadata=metadata, id=original.id))
         return out
 
@@ -354,7 +363,7 @@ class PoolSplitRetriever(BaseRetriever):
 
     def _finish(self, selection: Selection, source: Dict[int, Document], k: Optional[int]) -> List[Document]:
         self._last = selection
-        return _Selector.to_documents(cap_round_robin(selection, k if k is not None else self.k), source)
+        return _Selector.to_documents(selection, k if k is not None else self.k, source)
 
     def _get_relevant_documents(
         self,
@@ -465,7 +474,7 @@ class PoolSplitCompressor(BaseDocumentCompressor):
             scope=self.scope,
         )
         self._last = selection
-        return _Selector.to_documents(cap_round_robin(selection, self.k), source)
+        return _Selector.to_documents(selection, self.k, source)
 
     def as_runnable(self) -> Runnable[Union[Sequence[Document], Mapping[str, Any]], List[Document]]:
         """This selection as an LCEL runnable.
@@ -487,13 +496,21 @@ class PoolSplitCompressor(BaseDocumentCompressor):
 def format_documents(documents: Sequence[Document]) -> str:
     """Render returned documents as cite-able ``<memory id source at pool>``
     markers (content escaped so it cannot forge a marker), for a prompt:
-    ``retriever | format_documents | prompt | model``."""
+    ``retriever | format_documents | prompt | model``.
+
+    When the documents come from this package's retriever or compressor,
+    the text ends with an explicit line saying how many more entries budgets
+    (or ``k``) left out, per pool: silent truncation makes a model believe
+    that is all there is."""
     blocks = []
+    omitted: Mapping[str, int] = {}
     for doc in documents:
         entry = dict(doc.metadata)
         entry["content"] = doc.page_content
         if doc.id:
             entry["id"] = doc.id
         chosen = doc.metadata.get(SELECTION_KEY) or {}
+        omitted = chosen.get("omitted") or omitted
         blocks.append(marker(entry, chosen.get("pool")))
-    return "\n".join(blocks)
+    line = omission_line(omitted, "by budget or k")
+    return "\n".join(blocks + ([line] if line else []))

@@ -1052,10 +1052,9 @@ def _run(
                 cost = cost_at(i)
                 always_tokens += cost
                 always_chosen.append(Chosen(items[i], i, pool.name, True, None, cost))
-                last_word.pop(i, None)
             for i, score, cost in taken:
                 contextual_chosen.append(Chosen(items[i], i, pool.name, False, score, cost))
-                last_word.pop(i, None)
+                last_word.pop(i, None)  # an earlier pool may have left it out
             stats[pool.name] = PoolStats(
                 pool.name,
                 pool.max_tokens,

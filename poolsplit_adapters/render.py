@@ -70,7 +70,18 @@ def marker(entry: Mapping[str, Any], pool: Optional[str] = None) -> str:
     return "<memory %s>\n%s\n</memory>" % (head, _body(str(entry.get("content", ""))))
 
 
-def render_context(selection: Selection, *, omission_line: bool = True) -> RenderedContext:
+def omission_line(omitted: Mapping[str, int], cause: str = "") -> str:
+    """``[7 more entries left out by budget: content 4, skills 3]`` for
+    ``omitted`` = pool -> count (empty string when nothing was left out)."""
+    total = sum(omitted.values())
+    if not total:
+        return ""
+    detail = ", ".join("%s %d" % (name, count) for name, count in omitted.items())
+    noun = "entry" if total == 1 else "entries"
+    return "[%d more %s left out%s: %s]" % (total, noun, " " + cause if cause else "", detail)
+
+
+def render_context(selection: Selection, *, with_omissions: bool = True) -> RenderedContext:
     """Render ``selection`` as cite-able markers, always-scope entries first,
     then one explicit line saying how many entries budgets left out and from
     which pools ("7 more entries left out by budget: skills 3, content 4")."""
@@ -80,10 +91,8 @@ def render_context(selection: Selection, *, omission_line: bool = True) -> Rende
     for item in cut:
         counts[item.pool or "?"] = counts.get(item.pool or "?", 0) + 1
     by_pool = {name: counts[name] for name in selection.stats if name in counts}  # pool order
-    if cut and omission_line:
-        detail = ", ".join("%s %d" % (name, count) for name, count in by_pool.items())
-        noun = "entry" if len(cut) == 1 else "entries"
-        blocks.append("[%d more %s left out by budget: %s]" % (len(cut), noun, detail))
+    if cut and with_omissions:
+        blocks.append(omission_line(by_pool, "by budget"))
     return RenderedContext(
         text="\n".join(blocks),
         included_ids=[c.entry.get("id") for c in selection.chosen],

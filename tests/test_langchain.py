@@ -124,6 +124,15 @@ def test_lcel_rag_chain_prompt_holds_every_correction_first_under_a_flood():
         assert [m["id"] for m in markers[:3]] == ["fix-0", "fix-1", "fix-2"]
         assert {m["pool"] for m in markers[3:]} == {"content", "skills", "growth"}
         assert all(text.index(c) < text.index("Deploy log") for c in CORRECTIONS)
+        # 300 notes competed for 6 slots: the prompt says so explicitly.
+        assert "[294 more entries left out by budget or k: content 294]" in text
+
+
+def test_formatter_counts_what_k_left_out():
+    retriever = PoolSplitRetriever(documents=flooded_memory(20), pools=POOLS, now=NOW)
+    text = format_documents(retriever.invoke(QUERY, k=1))
+    assert text.splitlines()[-1] == "[21 more entries left out by budget or k: content 19, skills 1, growth 1]"
+    assert len(parse_markers(text)) == 4
 
 
 def _vector_store(docs: List[Document]) -> InMemoryVectorStore:
