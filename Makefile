@@ -1,6 +1,6 @@
 # Every contributor and CI use these targets alike. `make test` builds a local
 # virtualenv from nothing but Python 3.11 and the package registries.
-PYTHON ?= python3.11
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed

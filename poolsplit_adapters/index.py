@@ -18,6 +18,10 @@ With a custom scorer, or without numpy, the index runs the core algorithm
 with its cached costs and checks (the generic path), so the tokenizer is
 still never asked twice about an unchanged entry.
 
+**Threads.** Queries and mutations take one lock, so a shared index can be
+queried from several threads (as LangChain's ``batch`` does); queries then
+run one at a time.
+
 **Mutation.** The index caches what it read from each dict when the dict was
 added. If you change an indexed dict in place, call :meth:`refresh` with it
 (or :meth:`refresh_all`); until then the index ranks it by the old values,
@@ -28,7 +32,23 @@ for another (the new one goes to the end, as with remove + add).
 from __future__ import annotations
 
 import datetime
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
+import functools
+import threading
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    TypeVar,
+    Union,
+)
 
 from .poolsplit import (
     DEFAULT_PRIORITY,
@@ -73,6 +93,21 @@ except ImportError:  # pragma: no cover - exercised only without numpy
 
 __all__ = ["MemoryIndex"]
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _locked(method: _F) -> _F:
+    """Run ``method`` under the index's lock: mutations and the lazy array
+    build must not interleave (LangChain's ``batch`` queries from threads)."""
+
+    @functools.wraps(method)
+    def wrapper(self: MemoryIndex, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 _EPOCH = datetime.datetime(1, 1, 1)
 _MICRO = datetime.timedelta(microseconds=1)
 
@@ -107,6 +142,7 @@ class MemoryIndex:
         is_active: IsActive = default_is_active,
         use_numpy: bool = True,
     ) -> None:
+        self._lock = threading.RLock()
         self._counter = token_counter
         self._is_active = is_active
         self._numpy = bool(use_numpy and np is not None)
@@ -157,6 +193,7 @@ class MemoryIndex:
         """Index one entry (appended at the end)."""
         self.extend([entry])
 
+    @_locked
     def extend(self, entries: Iterable[Mapping[str, Any]]) -> None:
         """Index several entries; their costs are counted in one batch."""
         batch = list(entries)
@@ -222,6 +259,7 @@ class MemoryIndex:
             for word in significant_words(entry["content"]):
                 pending.setdefault(("word", word), []).append(position)
 
+    @_locked
     def remove(self, entry: Mapping[str, Any]) -> None:
         """Remove an indexed entry (by identity). Raises KeyError if absent."""
         position = self._where.pop(id(entry), None)
@@ -260,6 +298,7 @@ class MemoryIndex:
             raise KeyError("%s is not in the index" % _describe(entry, None))
         self.refresh_all([entry])
 
+    @_locked
     def refresh_all(self, entries: Optional[Iterable[Mapping[str, Any]]] = None) -> None:
         """Re-read the given entries (default: every entry)."""
         targets = list(self if entries is None else entries)
@@ -342,6 +381,7 @@ class MemoryIndex:
         view = as_scope(scope, namespace=namespace, require_tags=require_tags, require_source=require_source)
         return self._query(pools, context, now, scorer, view, report=True)
 
+    @_locked
     def _query(
         self,
         pools: Sequence[Pool],

@@ -166,3 +166,24 @@ def test_larger_store_matches_reference_with_pruning_and_partition():
         expected = reference.fill_pools(store, synth.POOLS, context, synth.NOW)
         assert _same(index.retrieve_pools(synth.POOLS, context, now=synth.NOW), expected)
         assert _same(select(store, synth.POOLS, context, now=synth.NOW).pools, expected)
+
+
+def test_concurrent_queries_and_appends_stay_exact():
+    from concurrent.futures import ThreadPoolExecutor
+
+    import synth
+
+    store = synth.make_store(3000, seed=12)
+    index = MemoryIndex(store[:2000])
+    queries = synth.make_queries(8, seed=3)
+
+    def ask(ctx):
+        return index.retrieve_pools(synth.POOLS, ctx, now=synth.NOW)
+
+    with ThreadPoolExecutor(4) as pool:
+        futures = [pool.submit(ask, ctx) for ctx in queries * 3]
+        for entry in store[2000:]:
+            index.add(entry)
+        [f.result() for f in futures]
+    for ctx in queries:
+        assert _same(ask(ctx), reference.fill_pools(store, synth.POOLS, ctx, synth.NOW))
