@@ -394,6 +394,10 @@ class PoolSplitMemoryStore:
         token_counter: counts with the tokenizer ``Memory`` uses (default:
             LlamaIndex's global tokenizer, which is ``Memory``'s default).
         episode_type: ``type`` given to flushed chat messages.
+        episode_priority: their ``base_priority`` (default 2, below the
+            default 5): a raw transcript line is worth less than a curated
+            memory, and a long chat would otherwise flood its pool with
+            fresh lines that outrank every older, curated episode.
         write_gate: which flushed messages become entries (default: user and
             assistant messages with text). Raw transcripts persisted
             indiscriminately pollute later recall.
@@ -410,6 +414,7 @@ class PoolSplitMemoryStore:
         *,
         token_counter: Optional[TokenCounter] = None,
         episode_type: str = "episode",
+        episode_priority: float = 2,
         write_gate: Optional[Callable[[ChatMessage], bool]] = None,
         scorer: Scorer = default_scorer,
         project: Optional[str] = None,
@@ -421,6 +426,7 @@ class PoolSplitMemoryStore:
         self.token_counter = token_counter or _llama_counter()
         self.index = MemoryIndex(entries, token_counter=self.token_counter)
         self.episode_type = episode_type
+        self.episode_priority = episode_priority
         self.write_gate = write_gate or _default_gate
         self.scorer = scorer
         self.project = project
@@ -456,6 +462,7 @@ class PoolSplitMemoryStore:
                 {
                     "id": "%s-%d-%s" % (self.episode_type, next(self._serial), uuid.uuid4().hex[:8]),
                     "type": self.episode_type,
+                    "base_priority": self.episode_priority,
                     "content": "%s: %s" % (message.role.value, _text(message)),
                     "source": "session:%s" % session if session else "chat",
                     "created": stamp,
