@@ -10,7 +10,17 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
-from .poolsplit import Chosen, EntryError, Pool, Reason, Selection, _check_pools, check_entry, given_token_count
+from .poolsplit import (
+    Chosen,
+    EntryError,
+    Pool,
+    Reason,
+    Selection,
+    _check_pools,
+    check_entry,
+    given_token_count,
+    select,
+)
 
 #: Metadata key under which returned documents/nodes carry what the selector
 #: decided: ``{"pool": name, "score": float | None, "always": bool}``. One
@@ -113,6 +123,20 @@ def cap_round_robin(selection: Selection, k: Optional[int]) -> List[Chosen]:
                 keep[name] += 1
                 left -= 1
     return always + [c for name, ranked in per_pool.items() for c in ranked[: keep[name]]]
+
+
+def select_with(owner: Any, entries: Sequence[Mapping[str, Any]], context: Mapping[str, Any]) -> Selection:
+    """``select`` with an adapter's own settings (its ``pools``, ``scorer``,
+    ``token_counter``, ``now`` and ``scope``)."""
+    return select(
+        entries,
+        owner.pools,
+        context,
+        scorer=owner.scorer,
+        token_counter=owner.token_counter,
+        now=owner.now,
+        scope=owner.scope,
+    )
 
 
 def check_pools(pools: Sequence[Pool]) -> List[Pool]:

@@ -44,6 +44,7 @@ from ._frameworks import (
     check_pools,
     entry_from,
     omitted_by_pool,
+    select_with,
     selection_metadata,
 )
 from .index import MemoryIndex
@@ -464,15 +465,7 @@ class PoolSplitCompressor(BaseDocumentCompressor):
         entries, source = _Selector.entries(documents)
         assert self.token_counter is not None
         context = {"message": query or "", "project": self.project}
-        selection = select(
-            entries,
-            self.pools,
-            context,
-            scorer=self.scorer,
-            token_counter=self.token_counter,
-            now=self.now,
-            scope=self.scope,
-        )
+        selection = select_with(self, entries, context)
         self._last = selection
         return _Selector.to_documents(selection, self.k, source)
 

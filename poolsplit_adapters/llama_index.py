@@ -42,9 +42,9 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 from llama_index_instrumentation.base import BaseEvent
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from ._frameworks import SELECTION_KEY, cap_round_robin, check_pools, entry_from, selection_metadata
+from ._frameworks import SELECTION_KEY, cap_round_robin, check_pools, entry_from, select_with, selection_metadata
 from .index import MemoryIndex
-from .poolsplit import Chosen, Pool, Scope, Scorer, Selection, TokenCounter, default_scorer, select
+from .poolsplit import Chosen, Pool, Scope, Scorer, Selection, TokenCounter, default_scorer
 from .render import BUDGET_REASONS, explain, marker
 
 __all__ = [
@@ -269,15 +269,7 @@ class PoolSplitRetriever(BaseRetriever):
             source = self._source
         else:
             entries, source = _NodeSelector.entries(candidates, recalled=True)
-            selection = select(
-                entries,
-                self.pools,
-                self._context(query),
-                scorer=self.scorer,
-                token_counter=self.token_counter,
-                now=self.now,
-                scope=self.scope,
-            )
+            selection = select_with(self, entries, self._context(query))
         self.last_selection = selection
         _announce("retriever", selection)
         return self._selector.to_nodes(cap_round_robin(selection, self.k), source)
@@ -357,15 +349,7 @@ class PoolSplitNodePostprocessor(BaseNodePostprocessor):
         entries, source = _NodeSelector.entries([*restored, *nodes])
         context = {"message": query_bundle.query_str if query_bundle else "", "project": self.project}
         assert self.token_counter is not None
-        selection = select(
-            entries,
-            self.pools,
-            context,
-            scorer=self.scorer,
-            token_counter=self.token_counter,
-            now=self.now,
-            scope=self.scope,
-        )
+        selection = select_with(self, entries, context)
         self._last = selection
         _announce("postprocessor", selection)
         return _NodeSelector(self.show_selection_to_llm).to_nodes(cap_round_robin(selection, self.k), source)
