@@ -935,7 +935,8 @@ def _run(
             active[index] = True
             is_always[index] = scope == "always"
             append_to(entry_type, []).append(index)
-            if factors is not None and (wanted is None or entry_type in wanted):
+            # Always-scope entries are never scored: they load unconditionally.
+            if factors is not None and scope != "always" and (wanted is None or entry_type in wanted):
                 partials[index] = factors(priority, created, tags, project)
     all_active = [i for i in range(n) if active[i]]
 
