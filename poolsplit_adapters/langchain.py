@@ -64,7 +64,7 @@ __all__ = [
 #: Name of the custom callback event carrying each call's selection report.
 SELECTION_EVENT = "poolsplit_selection"
 
-FilterBuilder = Callable[[Optional[Tuple[str, ...]], Optional[str]], Any]
+FilterBuilder = Callable[..., Any]
 
 
 def document_to_entry(document: Document, position: int = 0) -> Dict[str, Any]:
@@ -84,19 +84,26 @@ def _default_counter() -> TokenCounter:
 
 
 def type_filter(store: VectorStore) -> FilterBuilder:
-    """The default filter builder for ``store``: ``(types, scope) -> filter``.
+    """The default filter builder for ``store``:
+    ``(types, scope, namespaces=None) -> filter``.
 
     ``InMemoryVectorStore`` takes a callable, which can apply the "note"
     default for documents without a ``type``. Other stores get the dict
     form most of them accept (``{"type": {"$in": [...]}}``,
-    ``{"scope": "always"}``); there, documents must carry ``type``
-    explicitly. Pass your own ``filter_builder`` for other filter dialects.
+    ``{"scope": "always"}``, ``{"namespace": {"$in": [...]}}``); there,
+    documents must carry ``type`` explicitly. Pass your own
+    ``filter_builder`` for other filter dialects; it is called with
+    ``namespaces=`` only when the query is scoped to namespaces.
     """
     if isinstance(store, InMemoryVectorStore):
 
-        def build_callable(types: Optional[Tuple[str, ...]], scope: Optional[str]) -> Any:
+        def build_callable(
+            types: Optional[Tuple[str, ...]], scope: Optional[str], namespaces: Optional[Tuple[str, ...]] = None
+        ) -> Any:
             def accept(doc: Document) -> bool:
                 if scope is not None and doc.metadata.get("scope") != scope:
+                    return False
+                if namespaces is not None and doc.metadata.get("namespace") not in namespaces:
                     return False
                 return types is None or doc.metadata.get("type", "note") in types
 
@@ -104,12 +111,16 @@ def type_filter(store: VectorStore) -> FilterBuilder:
 
         return build_callable
 
-    def build_dict(types: Optional[Tuple[str, ...]], scope: Optional[str]) -> Any:
+    def build_dict(
+        types: Optional[Tuple[str, ...]], scope: Optional[str], namespaces: Optional[Tuple[str, ...]] = None
+    ) -> Any:
         clauses: List[Dict[str, Any]] = []
         if types is not None:
             clauses.append({"type": {"$in": list(types)}})
         if scope is not None:
             clauses.append({"scope": scope})
+        if namespaces is not None:
+            clauses.append({"namespace": {"$in": list(namespaces)}})
         if not clauses:
             return None
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
@@ -308,20 +319,29 @@ class PoolSplitRetriever(BaseRetriever):
 
     # -- recall ---------------------------------------------------------------------
 
-    def _recall_plan(self) -> List[Tuple[str, Dict[str, Any]]]:
-        """(child tag, search kwargs) for every sub-retrieval in vectorstore mode."""
+    def _recall_plan(self, view: Optional[Scope]) -> List[Tuple[str, Dict[str, Any]]]:
+        """(child tag, search kwargs) for every sub-retrieval in vectorstore mode.
+
+        A namespace scope is pushed down too: filtered only after recall, a
+        small tenant in a large shared store would lose its candidates to the
+        others' top-k, the same starvation one stage earlier."""
         assert self.vectorstore is not None
         build = self.filter_builder or type_filter(self.vectorstore)
+        chain = view.chain if view is not None else ()
+
+        def make(types: Optional[Tuple[str, ...]], scope: Optional[str]) -> Any:
+            return build(types, scope, namespaces=chain) if chain else build(types, scope)
+
         plan = []
         for pool in self.pools:
             if pool.max_entries <= 0 or pool.max_tokens < 1:
                 continue  # nothing contextual can load: its always-scope docs come below
             search: Dict[str, Any] = {"k": self.fetch_k}
-            flt = build(pool.types, None)
+            flt = make(pool.types, None)
             if flt is not None:
                 search["filter"] = flt
             plan.append(("pool:%s" % pool.name, search))
-        plan.append(("always", {"k": self.always_k, "filter": build(None, "always")}))
+        plan.append(("always", {"k": self.always_k, "filter": make(None, "always")}))
         return plan
 
     def _sub_retriever(self, search: Dict[str, Any]) -> BaseRetriever:
@@ -377,16 +397,17 @@ class PoolSplitRetriever(BaseRetriever):
         now: Optional[datetime.datetime] = None,
         namespace: Union[None, str, Sequence[str]] = None,
     ) -> List[Document]:
+        view = self._view(namespace)
         candidates: Optional[List[Document]] = None
         if self.vectorstore is not None:
             candidates = []
-            for tag, search in self._recall_plan():
+            for tag, search in self._recall_plan(view):
                 docs = self._sub_retriever(search).invoke(query, config={"callbacks": run_manager.get_child(tag)})
                 self._check_always_fetch(tag, docs)
                 candidates += docs
         elif self.base_retriever is not None:
             candidates = self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child("base")})
-        selection, source = self._select(candidates, self._context(query, tags, project), now, self._view(namespace))
+        selection, source = self._select(candidates, self._context(query, tags, project), now, view)
         run_manager.get_child().on_custom_event(SELECTION_EVENT, _summary(selection), run_id=run_manager.run_id)
         return self._finish(selection, source, k)
 
@@ -401,9 +422,10 @@ class PoolSplitRetriever(BaseRetriever):
         now: Optional[datetime.datetime] = None,
         namespace: Union[None, str, Sequence[str]] = None,
     ) -> List[Document]:
+        view = self._view(namespace)
         candidates: Optional[List[Document]] = None
         if self.vectorstore is not None:
-            plan = self._recall_plan()
+            plan = self._recall_plan(view)
             results = await asyncio.gather(
                 *(
                     self._sub_retriever(search).ainvoke(query, config={"callbacks": run_manager.get_child(tag)})
@@ -416,7 +438,7 @@ class PoolSplitRetriever(BaseRetriever):
                 candidates += docs
         elif self.base_retriever is not None:
             candidates = await self.base_retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")})
-        selection, source = self._select(candidates, self._context(query, tags, project), now, self._view(namespace))
+        selection, source = self._select(candidates, self._context(query, tags, project), now, view)
         await run_manager.get_child().on_custom_event(SELECTION_EVENT, _summary(selection), run_id=run_manager.run_id)
         return self._finish(selection, source, k)
 

@@ -240,16 +240,25 @@ class PoolSplitRetriever(BaseRetriever):
         """
         plan = check_pools(pools)
         recalls: List[Tuple[str, BaseRetriever]] = []
+        scope = kwargs.get("scope")
+        # A namespace scope is pushed down as well: filtered only after
+        # recall, a small tenant would lose its candidates to the others.
+        tenant = (
+            [MetadataFilter(key="namespace", value=list(scope.chain), operator=FilterOperator.IN)]
+            if scope is not None and scope.chain
+            else []
+        )
         for pool in plan:
             if pool.max_entries <= 0 or pool.max_tokens < 1:
                 continue
-            filters = None
+            clauses: List[Union[MetadataFilter, MetadataFilters]] = list(tenant)
             if pool.types is not None:
-                filters = MetadataFilters(
-                    filters=[MetadataFilter(key=type_key, value=list(pool.types), operator=FilterOperator.IN)]
-                )
+                clauses.append(MetadataFilter(key=type_key, value=list(pool.types), operator=FilterOperator.IN))
+            filters = MetadataFilters(filters=clauses) if clauses else None
             recalls.append(("pool:%s" % pool.name, index.as_retriever(similarity_top_k=fetch_k, filters=filters)))
-        always = MetadataFilters(filters=[MetadataFilter(key="scope", value="always", operator=FilterOperator.EQ)])
+        always = MetadataFilters(
+            filters=[MetadataFilter(key="scope", value="always", operator=FilterOperator.EQ), *tenant]
+        )
         recalls.append(("always", index.as_retriever(similarity_top_k=always_k, filters=always)))
         return cls(plan, _recall=_Recall(recalls), **kwargs)
 

@@ -141,3 +141,27 @@ def test_tenant_isolation_through_both_adapters(rows, context):
         if d.metadata["namespace"] == "A" and d.metadata.get("scope") == "always" and d.metadata["type"] == kind
     ]
     assert [d.id for d in lc if d.metadata["poolsplit"]["always"]] == expected_always
+
+
+def test_namespace_is_pushed_down_into_vector_store_recall():
+    # Tenant B floods the store with skills that match the query better than
+    # tenant A's; filtering only after recall would leave A without skills.
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from lc_helpers import WordHashEmbedding
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    rows = [("b%03d" % n, "B", "Skill: deploy staging checkout fast, variant %d." % n) for n in range(200)]
+    rows += [("a1", "A", "Skill: bisect a failing deploy."), ("a2", "A", "Skill: read the deploy logs first.")]
+    plan = [Pool("skills", 500, 5, ("skill",))]
+    docs = [Document(page_content=t, id=i, metadata={"type": "skill", "namespace": ns}) for i, ns, t in rows]
+    store = InMemoryVectorStore(WordHashEmbedding())
+    store.add_documents(docs)
+    lc = LCRetriever.from_vectorstore(store, plan, fetch_k=5, now=NOW, scope=Scope(namespace="A"))
+    assert sorted(d.id for d in lc.invoke("deploy staging checkout")) == ["a1", "a2"]
+    per_call = LCRetriever.from_vectorstore(store, plan, fetch_k=5, now=NOW)
+    assert sorted(d.id for d in per_call.invoke("deploy staging checkout", namespace="A")) == ["a1", "a2"]
+    nodes = [TextNode(text=t, id_=i, metadata={"type": "skill", "namespace": ns}) for i, ns, t in rows]
+    index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+    li = LIRetriever.from_vector_store_index(index, plan, fetch_k=5, now=NOW, scope=Scope(namespace="A"))
+    assert sorted(n.node.node_id for n in li.retrieve("deploy staging checkout")) == ["a1", "a2"]
