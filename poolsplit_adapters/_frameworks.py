@@ -142,3 +142,26 @@ def select_with(owner: Any, entries: Sequence[Mapping[str, Any]], context: Mappi
 def check_pools(pools: Sequence[Pool]) -> List[Pool]:
     """Pools as a list, rejecting anything that is not a :class:`Pool`."""
     return _check_pools(pools)
+
+
+def selection_digest(selection: Selection) -> Dict[str, Any]:
+    """A JSON-friendly digest of a selection, for callback events (LangChain)
+    and instrumentation events (LlamaIndex)."""
+    return {
+        "chosen": [
+            {"id": c.entry.get("id"), "pool": c.pool, "always": c.always, "score": c.score, "tokens": c.cost}
+            for c in selection.chosen
+        ],
+        "dropped": [{"id": d.entry.get("id"), "reason": d.reason, "pool": d.pool} for d in selection.dropped],
+        "stats": {
+            name: {
+                "tokens_used": s.tokens_used,
+                "max_tokens": s.max_tokens,
+                "entries_used": s.entries_used,
+                "max_entries": s.max_entries,
+                "always_count": s.always_count,
+                "always_tokens": s.always_tokens,
+            }
+            for name, s in selection.stats.items()
+        },
+    }

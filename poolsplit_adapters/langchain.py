@@ -45,6 +45,7 @@ from ._frameworks import (
     entry_from,
     omitted_by_pool,
     select_with,
+    selection_digest,
     selection_metadata,
 )
 from .index import MemoryIndex
@@ -126,28 +127,6 @@ def type_filter(store: VectorStore) -> FilterBuilder:
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
     return build_dict
-
-
-def _summary(selection: Selection) -> Dict[str, Any]:
-    """A JSON-friendly digest of a selection for callbacks and traces."""
-    return {
-        "chosen": [
-            {"id": c.entry.get("id"), "pool": c.pool, "always": c.always, "score": c.score, "tokens": c.cost}
-            for c in selection.chosen
-        ],
-        "dropped": [{"id": d.entry.get("id"), "reason": d.reason, "pool": d.pool} for d in selection.dropped],
-        "stats": {
-            name: {
-                "tokens_used": s.tokens_used,
-                "max_tokens": s.max_tokens,
-                "entries_used": s.entries_used,
-                "max_entries": s.max_entries,
-                "always_count": s.always_count,
-                "always_tokens": s.always_tokens,
-            }
-            for name, s in selection.stats.items()
-        },
-    }
 
 
 class _Selector:
@@ -408,7 +387,7 @@ class PoolSplitRetriever(BaseRetriever):
         elif self.base_retriever is not None:
             candidates = self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child("base")})
         selection, source = self._select(candidates, self._context(query, tags, project), now, view)
-        run_manager.get_child().on_custom_event(SELECTION_EVENT, _summary(selection), run_id=run_manager.run_id)
+        run_manager.get_child().on_custom_event(SELECTION_EVENT, selection_digest(selection), run_id=run_manager.run_id)
         return self._finish(selection, source, k)
 
     async def _aget_relevant_documents(
@@ -439,7 +418,9 @@ class PoolSplitRetriever(BaseRetriever):
         elif self.base_retriever is not None:
             candidates = await self.base_retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")})
         selection, source = self._select(candidates, self._context(query, tags, project), now, view)
-        await run_manager.get_child().on_custom_event(SELECTION_EVENT, _summary(selection), run_id=run_manager.run_id)
+        await run_manager.get_child().on_custom_event(
+            SELECTION_EVENT, selection_digest(selection), run_id=run_manager.run_id
+        )
         return self._finish(selection, source, k)
 
 

@@ -42,7 +42,15 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 from llama_index_instrumentation.base import BaseEvent
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from ._frameworks import SELECTION_KEY, cap_round_robin, check_pools, entry_from, select_with, selection_metadata
+from ._frameworks import (
+    SELECTION_KEY,
+    cap_round_robin,
+    check_pools,
+    entry_from,
+    select_with,
+    selection_digest,
+    selection_metadata,
+)
 from .index import MemoryIndex
 from .poolsplit import Chosen, Pool, Scope, Scorer, Selection, TokenCounter, default_scorer
 from .render import BUDGET_REASONS, explain, marker
@@ -75,17 +83,8 @@ class PoolSplitSelectionEvent(BaseEvent):
         return "PoolSplitSelectionEvent"
 
 
-def _summary(selection: Selection) -> Dict[str, Any]:
-    return {
-        "chosen": [
-            {"id": c.entry.get("id"), "pool": c.pool, "always": c.always, "score": c.score} for c in selection.chosen
-        ],
-        "dropped": [{"id": d.entry.get("id"), "reason": d.reason, "pool": d.pool} for d in selection.dropped],
-    }
-
-
 def _announce(source: str, selection: Selection) -> None:
-    dispatcher.event(PoolSplitSelectionEvent(source=source, summary=_summary(selection)))
+    dispatcher.event(PoolSplitSelectionEvent(source=source, summary=selection_digest(selection)))
 
 
 def node_to_entry(node: AnyNode, position: int = 0) -> Dict[str, Any]:
