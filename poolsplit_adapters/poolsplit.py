@@ -33,7 +33,10 @@ optional):
     status         str            "active" (default) loads; anything else drops
     superseded_by  any            when truthy, the entry is retired and drops
     id             str | None     stable identifier (sort tiebreak, reports)
-    source         str            provenance (used by renderers, not here)
+    source         str | None     provenance: rendered into markers; required
+                                  only under ``Scope(require_source=True)``
+    namespace      str | None     tenant/project scope, matched exactly by
+                                  ``Scope(namespace=...)``; ignored otherwise
 
 A malformed value of one of the typed keys above raises :class:`EntryError`
 naming the entry (id or index) and the key, instead of producing a silently
