@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import functools
 import itertools
 import re
 import time
@@ -108,13 +109,12 @@ def _llama_counter() -> TokenCounter:
 
 
 def _counter_from(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
-    cache: Dict[str, int] = {}
+    """A never-0 counter over ``tokenizer_fn``, cached by text with a bound:
+    a long chat would otherwise grow the cache by every line it flushes."""
 
+    @functools.lru_cache(maxsize=100_000)
     def count(text: str) -> int:
-        value = cache.get(text)
-        if value is None:
-            value = cache[text] = max(1, len(tokenizer_fn(text)))
-        return value
+        return max(1, len(tokenizer_fn(text)))
 
     return count
 
