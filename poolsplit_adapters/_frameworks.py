@@ -135,7 +135,7 @@ def select_with(owner: Any, entries: Sequence[Mapping[str, Any]], context: Mappi
         scorer=owner.scorer,
         token_counter=owner.token_counter,
         now=owner.now,
-        scope=owner.scope,
+        visibility=owner.visibility,
     )
 
 

@@ -66,7 +66,7 @@ from .poolsplit import (
     Pool,
     PoolStats,
     Reason,
-    Scope,
+    Visibility,
     Scorer,
     ScoringContext,
     Selection,
@@ -74,7 +74,7 @@ from .poolsplit import (
     _check_pools,
     _describe,
     _run,
-    as_scope,
+    resolve_visibility,
     check_entry,
     default_is_active,
     default_scorer,
@@ -354,14 +354,12 @@ class MemoryIndex:
         *,
         now: Optional[datetime.datetime] = None,
         scorer: Scorer = default_scorer,
-        scope: Optional[Scope] = None,
-        namespace: Union[None, str, Sequence[str]] = None,
-        require_tags: Sequence[str] = (),
-        require_source: bool = False,
+        visibility: Optional[Visibility] = None,
+        scope: Optional[Visibility] = None,
     ) -> Dict[str, List[Any]]:
         """Same result as ``retrieve_pools(index.entries, pools, context, ...)``
-        with the same keywords (``scope`` and its shortcuts included)."""
-        view = as_scope(scope, namespace=namespace, require_tags=require_tags, require_source=require_source)
+        with the same keywords (``visibility`` included)."""
+        view = resolve_visibility(visibility, scope)
         return self._query(pools, context, now, scorer, view, report=False).pools
 
     def select(
@@ -371,14 +369,12 @@ class MemoryIndex:
         *,
         now: Optional[datetime.datetime] = None,
         scorer: Scorer = default_scorer,
-        scope: Optional[Scope] = None,
-        namespace: Union[None, str, Sequence[str]] = None,
-        require_tags: Sequence[str] = (),
-        require_source: bool = False,
+        visibility: Optional[Visibility] = None,
+        scope: Optional[Visibility] = None,
     ) -> Selection:
         """Same result as ``select(index.entries, pools, context, ...)`` with
         the same keywords (scores of dropped entries are always filled here)."""
-        view = as_scope(scope, namespace=namespace, require_tags=require_tags, require_source=require_source)
+        view = resolve_visibility(visibility, scope)
         return self._query(pools, context, now, scorer, view, report=True)
 
     @_locked
@@ -388,7 +384,7 @@ class MemoryIndex:
         context: Optional[Mapping[str, Any]],
         now: Optional[datetime.datetime],
         scorer: Scorer,
-        view: Optional[Scope],
+        view: Optional[Visibility],
         report: bool,
     ) -> Selection:
         if scorer is not default_scorer or not self._numpy:
@@ -401,7 +397,7 @@ class MemoryIndex:
         context: Optional[Mapping[str, Any]],
         now: Optional[datetime.datetime],
         scorer: Scorer,
-        view: Optional[Scope],
+        view: Optional[Visibility],
         report: bool,
     ) -> Selection:
         alive = [p for p, e in enumerate(self._slots) if e is not None]
@@ -585,9 +581,9 @@ class MemoryIndex:
                     return taken, used
         return taken, used
 
-    def _in_scope(self, arrays: Dict[str, Any], view: Scope, score: Any) -> Tuple[Any, Any, Any]:
+    def _in_scope(self, arrays: Dict[str, Any], view: Visibility, score: Any) -> Tuple[Any, Any, Any]:
         """(visible mask, reason per position or "", scores with the chain
-        penalty): the vectorised form of :meth:`Scope.judge`, checks in the
+        penalty): the vectorised form of :meth:`Visibility.judge`, checks in the
         same order (namespace, tags, source)."""
         size = len(self._slots)
         live = arrays["active"]
@@ -619,7 +615,7 @@ class MemoryIndex:
             visible &= ~unsourced
         return visible, reason, score
 
-    def _vectorised(self, pools: List[Pool], ctx: ScoringContext, view: Optional[Scope], report: bool) -> Selection:
+    def _vectorised(self, pools: List[Pool], ctx: ScoringContext, view: Optional[Visibility], report: bool) -> Selection:
         arrays = self._build()
         size = len(self._slots)
         score = self._scores(arrays, ctx)

@@ -49,7 +49,7 @@ from ._frameworks import (
     selection_metadata,
 )
 from .index import MemoryIndex
-from .poolsplit import Pool, Scope, Scorer, Selection, TokenCounter, default_scorer, select
+from .poolsplit import Pool, Visibility, Scorer, Selection, TokenCounter, default_scorer, select
 from .render import explain, marker, omission_line
 
 __all__ = [
@@ -202,7 +202,7 @@ class PoolSplitRetriever(BaseRetriever):
         scorer: ranking function (default: the spec's lexical scorer).
         project: default project context for scoring.
         now: fixed reference time (default: the time of each call).
-        scope: a :class:`~poolsplit_adapters.Scope`: exact namespace (or an
+        scope: a :class:`~poolsplit_adapters.Visibility`: exact namespace (or an
             explicit chain), required tags (AND), required source. Default:
             none. Provenance is not required by default: dropping an
             unsourced correction would be worse than showing it with an
@@ -230,7 +230,7 @@ class PoolSplitRetriever(BaseRetriever):
     scorer: Scorer = Field(default=default_scorer)
     project: Optional[str] = None
     now: Optional[datetime.datetime] = None
-    scope: Optional[Scope] = None
+    visibility: Optional[Visibility] = None
 
     _index: Optional[MemoryIndex] = PrivateAttr(default=None)
     _source: Dict[int, Document] = PrivateAttr(default_factory=dict)
@@ -298,7 +298,7 @@ class PoolSplitRetriever(BaseRetriever):
 
     # -- recall ---------------------------------------------------------------------
 
-    def _recall_plan(self, view: Optional[Scope]) -> List[Tuple[str, Dict[str, Any]]]:
+    def _recall_plan(self, view: Optional[Visibility]) -> List[Tuple[str, Dict[str, Any]]]:
         """(child tag, search kwargs) for every sub-retrieval in vectorstore mode.
 
         A namespace scope is pushed down too: filtered only after recall, a
@@ -340,24 +340,24 @@ class PoolSplitRetriever(BaseRetriever):
     def _context(self, query: str, tags: Optional[Sequence[str]], project: Optional[str]) -> Dict[str, Any]:
         return {"message": query, "tags": list(tags or ()), "project": project if project is not None else self.project}
 
-    def _view(self, namespace: Union[None, str, Sequence[str]]) -> Optional[Scope]:
+    def _view(self, namespace: Union[None, str, Sequence[str]]) -> Optional[Visibility]:
         if namespace is None:
-            return self.scope
-        base = self.scope or Scope()
+            return self.visibility
+        base = self.visibility or Visibility()
         chain = namespace if isinstance(namespace, str) else tuple(namespace)
         return replace(base, namespace=chain)
 
     def _select(
-        self, candidates: Optional[List[Document]], context: Dict[str, Any], now: Any, view: Optional[Scope]
+        self, candidates: Optional[List[Document]], context: Dict[str, Any], now: Any, view: Optional[Visibility]
     ) -> Tuple[Selection, Dict[int, Document]]:
         moment = now if now is not None else self.now
         if candidates is None:
             assert self._index is not None
-            return self._index.select(self.pools, context, now=moment, scorer=self.scorer, scope=view), self._source
+            return self._index.select(self.pools, context, now=moment, scorer=self.scorer, visibility=view), self._source
         entries, source = _Selector.entries(candidates, recalled=self.vectorstore is not None)
         assert self.token_counter is not None
         selection = select(
-            entries, self.pools, context, scorer=self.scorer, token_counter=self.token_counter, now=moment, scope=view
+            entries, self.pools, context, scorer=self.scorer, token_counter=self.token_counter, now=moment, visibility=view
         )
         return selection, source
 
@@ -442,7 +442,7 @@ class PoolSplitCompressor(BaseDocumentCompressor):
     scorer: Scorer = Field(default=default_scorer)
     project: Optional[str] = None
     now: Optional[datetime.datetime] = None
-    scope: Optional[Scope] = None
+    visibility: Optional[Visibility] = None
 
     _last: Optional[Selection] = PrivateAttr(default=None)
 

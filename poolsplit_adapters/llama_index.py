@@ -53,7 +53,7 @@ from ._frameworks import (
     selection_metadata,
 )
 from .index import MemoryIndex
-from .poolsplit import Chosen, Pool, Scope, Scorer, Selection, TokenCounter, default_scorer
+from .poolsplit import Chosen, Pool, Visibility, Scorer, Selection, TokenCounter, default_scorer
 from .render import BUDGET_REASONS, explain, marker
 
 __all__ = [
@@ -172,7 +172,7 @@ class PoolSplitRetriever(BaseRetriever):
         scorer: ranking function (default: the spec's lexical scorer).
         tags / project: scoring context for every query.
         now: fixed reference time (default: each call's time).
-        scope: a :class:`~poolsplit_adapters.Scope` (exact namespace or
+        scope: a :class:`~poolsplit_adapters.Visibility` (exact namespace or
             explicit chain, required tags, required source); default none.
         show_selection_to_llm: keep the ``poolsplit`` metadata in the LLM view.
 
@@ -190,7 +190,7 @@ class PoolSplitRetriever(BaseRetriever):
         tags: Sequence[str] = (),
         project: Optional[str] = None,
         now: Optional[datetime.datetime] = None,
-        scope: Optional[Scope] = None,
+        visibility: Optional[Visibility] = None,
         show_selection_to_llm: bool = False,
         _recall: Optional[_Recall] = None,
         **kwargs: Any,
@@ -207,7 +207,7 @@ class PoolSplitRetriever(BaseRetriever):
         self.context_tags = list(tags)
         self.project = project
         self.now = now
-        self.scope = scope
+        self.visibility = visibility
         self._selector = _NodeSelector(show_selection_to_llm)
         self._recall = _recall
         self._index: Optional[MemoryIndex] = None
@@ -239,7 +239,7 @@ class PoolSplitRetriever(BaseRetriever):
         """
         plan = check_pools(pools)
         recalls: List[Tuple[str, BaseRetriever]] = []
-        scope = kwargs.get("scope")
+        scope = kwargs.get("visibility")
         # A namespace scope is pushed down as well: filtered only after
         # recall, a small tenant would lose its candidates to the others.
         tenant = (
@@ -272,7 +272,7 @@ class PoolSplitRetriever(BaseRetriever):
         if candidates is None:
             assert self._index is not None
             selection = self._index.select(
-                self.pools, self._context(query), now=self.now, scorer=self.scorer, scope=self.scope
+                self.pools, self._context(query), now=self.now, scorer=self.scorer, visibility=self.visibility
             )
             source = self._source
         else:
@@ -328,7 +328,7 @@ class PoolSplitNodePostprocessor(BaseNodePostprocessor):
     project: Optional[str] = None
     now: Optional[datetime.datetime] = None
     always_nodes: List[BaseNode] = Field(default_factory=list)
-    scope: Optional[Scope] = None
+    visibility: Optional[Visibility] = None
     show_selection_to_llm: bool = False
 
     _last: Optional[Selection] = PrivateAttr(default=None)
@@ -411,10 +411,10 @@ class PoolSplitMemoryStore:
         scorer: Scorer = default_scorer,
         project: Optional[str] = None,
         now: Optional[datetime.datetime] = None,
-        scope: Optional[Scope] = None,
+        visibility: Optional[Visibility] = None,
     ) -> None:
         self.pools = check_pools(pools)
-        self.scope = scope
+        self.visibility = visibility
         self.token_counter = token_counter or _llama_counter()
         self.index = MemoryIndex(entries, token_counter=self.token_counter)
         self.episode_type = episode_type
@@ -435,7 +435,7 @@ class PoolSplitMemoryStore:
         if self._memo is not None and self._memo[0] == key and (self.now is not None or clock - self._memo[2] < 1.0):
             return self._memo[1]
         context = {"message": message, "project": self.project}
-        selection = self.index.select(self.pools, context, now=self.now, scorer=self.scorer, scope=self.scope)
+        selection = self.index.select(self.pools, context, now=self.now, scorer=self.scorer, visibility=self.visibility)
         self._memo = (key, selection, clock)
         self.last_selection = selection
         _announce("memory", selection)

@@ -34,9 +34,9 @@ optional):
     superseded_by  any            when truthy, the entry is retired and drops
     id             str | None     stable identifier (sort tiebreak, reports)
     source         str | None     provenance: rendered into markers; required
-                                  only under ``Scope(require_source=True)``
+                                  only under ``Visibility(require_source=True)``
     namespace      str | None     tenant/project scope, matched exactly by
-                                  ``Scope(namespace=...)``; ignored otherwise
+                                  ``Visibility(namespace=...)``; ignored otherwise
 
 A malformed value of one of the typed keys above raises :class:`EntryError`
 naming the entry (id or index) and the key, instead of producing a silently
@@ -82,6 +82,7 @@ __all__ = [
     "retrieve_pools",
     "select",
     "check_entry",
+    "Visibility",
     "Scope",
 ]
 
@@ -598,7 +599,7 @@ def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] =
 
 
 @dataclass(frozen=True)
-class Scope:
+class Visibility:
     """Which entries a query may see at all, before any pool or budget.
 
     Attributes:
@@ -627,19 +628,19 @@ class Scope:
         namespace = self.namespace
         if isinstance(namespace, (list, tuple)):
             if not namespace or not all(isinstance(n, str) and n for n in namespace):
-                raise TypeError("Scope namespace chain must be non-empty strings, got %r" % (namespace,))
+                raise TypeError("Visibility namespace chain must be non-empty strings, got %r" % (namespace,))
             if len(set(namespace)) != len(namespace):
-                raise ValueError("Scope namespace chain repeats a link: %r" % (namespace,))
+                raise ValueError("Visibility namespace chain repeats a link: %r" % (namespace,))
             object.__setattr__(self, "namespace", tuple(namespace))
         elif namespace is not None and not (isinstance(namespace, str) and namespace):
             raise TypeError(
-                "Scope namespace must be a non-empty string, a chain of them, or None, %s" % _got(namespace)
+                "Visibility namespace must be a non-empty string, a chain of them, or None, %s" % _got(namespace)
             )
         if not _is_number(self.chain_penalty) or not 0.0 < self.chain_penalty <= 1.0:
-            raise ValueError("Scope chain_penalty must be in (0, 1], got %r" % (self.chain_penalty,))
+            raise ValueError("Visibility chain_penalty must be in (0, 1], got %r" % (self.chain_penalty,))
         tags = self.require_tags
         if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
-            raise TypeError("Scope require_tags must be a list of strings, %s" % _got(tags))
+            raise TypeError("Visibility require_tags must be a list of strings, %s" % _got(tags))
         object.__setattr__(self, "require_tags", tuple(tags))
 
     @property
@@ -671,27 +672,32 @@ class Scope:
         return None, factor
 
 
-def as_scope(
-    scope: Optional[Scope] = None,
-    *,
-    namespace: Union[None, str, Sequence[str]] = None,
-    require_tags: Sequence[str] = (),
-    require_source: bool = False,
-) -> Optional[Scope]:
-    """A :class:`Scope` from either a ready one or the keyword shortcuts."""
+class Scope(Visibility):
+    """Deprecated alias of :class:`Visibility` (kept for one release).
+
+    ``scope`` also names an entry's load tier (``"always"``); one name with
+    two meanings is the kind of clash that hides bugs, so the filter was
+    renamed.
+    """
+
+    def __post_init__(self) -> None:
+        warnings.warn("Scope is deprecated; use Visibility", DeprecationWarning, stacklevel=3)
+        super().__post_init__()
+
+
+def resolve_visibility(visibility: Optional[Visibility], scope: Optional[Visibility] = None) -> Optional[Visibility]:
+    """The visibility filter a call asked for (``scope=`` is the deprecated
+    keyword), or None when it filters nothing."""
     if scope is not None:
-        if namespace is not None or require_tags or require_source:
-            raise TypeError("give either scope= or the namespace/require_tags/require_source shortcuts, not both")
-        return scope if scope.active else None
-    chain: Union[None, str, Tuple[str, ...]] = (
-        namespace if namespace is None or isinstance(namespace, str) else tuple(namespace)
-    )
-    made = Scope(
-        namespace=chain,
-        require_tags=tuple(require_tags),
-        require_source=require_source,
-    )
-    return made if made.active else None
+        warnings.warn("the scope= keyword is deprecated; use visibility=", DeprecationWarning, stacklevel=3)
+        if visibility is not None:
+            raise TypeError("give visibility= only (scope= is its deprecated name)")
+        visibility = scope
+    if visibility is None:
+        return None
+    if not isinstance(visibility, Visibility):
+        raise TypeError("visibility must be a Visibility, %s" % _got(visibility))
+    return visibility if visibility.active else None
 
 
 # -- Selection report ------------------------------------------------------------
@@ -853,7 +859,7 @@ def _run(
     warn: bool,
     cost_of: Optional[Callable[[int, Entry], int]] = None,
     checked: bool = False,
-    view: Optional[Scope] = None,
+    view: Optional[Visibility] = None,
 ) -> Selection:
     """Fill ``pools`` from ``entries``; the single implementation behind
     :func:`retrieve`, :func:`retrieve_pools`, :func:`select` and the generic
@@ -1159,10 +1165,8 @@ def retrieve_pools(
     token_counter: TokenCounter = default_token_counter,
     is_active: IsActive = default_is_active,
     now: Optional[datetime.datetime] = None,
-    scope: Optional[Scope] = None,
-    namespace: Union[None, str, Sequence[str]] = None,
-    require_tags: Sequence[str] = (),
-    require_source: bool = False,
+    visibility: Optional[Visibility] = None,
+    scope: Optional[Visibility] = None,
 ) -> Dict[str, List[Any]]:
     """Fill several pools from one entry set, each entry in at most one pool.
 
@@ -1186,7 +1190,7 @@ def retrieve_pools(
         now=now,
         report=False,
         warn=True,
-        view=as_scope(scope, namespace=namespace, require_tags=require_tags, require_source=require_source),
+        view=resolve_visibility(visibility, scope),
     ).pools
 
 
@@ -1199,10 +1203,8 @@ def select(
     token_counter: TokenCounter = default_token_counter,
     is_active: IsActive = default_is_active,
     now: Optional[datetime.datetime] = None,
-    scope: Optional[Scope] = None,
-    namespace: Union[None, str, Sequence[str]] = None,
-    require_tags: Sequence[str] = (),
-    require_source: bool = False,
+    visibility: Optional[Visibility] = None,
+    scope: Optional[Visibility] = None,
 ) -> Selection:
     """Like :func:`retrieve_pools`, plus the report: what loaded, what did
     not and why, and per-pool budget use.
@@ -1211,10 +1213,9 @@ def select(
     report is what lets a host (and a person) see why an entry did or did not
     load. ``selection.pools`` equals ``retrieve_pools(...)`` exactly.
 
-    ``scope`` (or the shortcuts ``namespace``, ``require_tags``,
-    ``require_source``) limits which entries the query may see at all; the
+    ``visibility`` limits which entries the query may see at all; the
     entries it excludes are reported as ``namespace`` / ``tags`` /
-    ``no_source``. See :class:`Scope`. Both functions take these options.
+    ``no_source``. See :class:`Visibility`. Both functions take it.
     """
     return _run(
         entries,
@@ -1226,5 +1227,5 @@ def select(
         now=now,
         report=True,
         warn=True,
-        view=as_scope(scope, namespace=namespace, require_tags=require_tags, require_source=require_source),
+        view=resolve_visibility(visibility, scope),
     )

@@ -11,7 +11,7 @@ import datetime
 
 from hypothesis import strategies as st
 
-from poolsplit_adapters import Pool, Scope
+from poolsplit_adapters import Pool, Visibility
 
 TYPES = ["correction", "task", "fact", "episode", "skill", "growth", "note"]
 WORDS = ["deploy", "staging", "cluster", "review", "tests", "auth", "retry", "policy", "the", "db", "cache", "skill"]
@@ -90,7 +90,7 @@ nows = st.sampled_from(NOWS)
 scopes = st.one_of(
     st.none(),
     st.builds(
-        lambda ns, tags, src: Scope(namespace=ns, require_tags=tuple(tags), require_source=src),
+        lambda ns, tags, src: Visibility(namespace=ns, require_tags=tuple(tags), require_source=src),
         st.sampled_from([None, "A", "B", ("A", "global"), ("global", "A", "B")]),
         st.lists(st.sampled_from(["ops", "db", "ui", "auth"]), max_size=2),
         st.booleans(),

@@ -11,7 +11,7 @@ from langchain_core.documents import Document
 from llama_index.core.schema import TextNode
 from strategies import contexts, nows, pools, scopes, stores
 
-from poolsplit_adapters import Pool, Reason, Scope, default_scorer, retrieve_pools, select
+from poolsplit_adapters import Pool, Reason, Visibility, default_scorer, retrieve_pools, select
 from poolsplit_adapters.index import MemoryIndex
 from poolsplit_adapters.langchain import PoolSplitRetriever as LCRetriever
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LIRetriever
@@ -40,9 +40,9 @@ def ids(entries):
 
 
 def test_namespace_is_an_exact_match_without_fallback():
-    got = retrieve_pools(STORE, ALL, now=NOW, namespace="A")["all"]
+    got = retrieve_pools(STORE, ALL, now=NOW, visibility=Visibility(namespace="A"))["all"]
     assert ids(got) == ["a1", "a2", "fix-a"]
-    sel = select(STORE, ALL, now=NOW, namespace="A")
+    sel = select(STORE, ALL, now=NOW, visibility=Visibility(namespace="A"))
     assert {d.entry["id"]: d.reason for d in sel.dropped} == {
         "b1": Reason.NAMESPACE,
         "g1": Reason.NAMESPACE,
@@ -52,37 +52,40 @@ def test_namespace_is_an_exact_match_without_fallback():
 
 
 def test_an_explicit_chain_widens_with_a_penalty_per_link():
-    sel = select(STORE, ALL, now=NOW, namespace=("A", "global"))
+    sel = select(STORE, ALL, now=NOW, visibility=Visibility(namespace=("A", "global")))
     assert ids(sel.entries()) == ["a1", "a2", "fix-a", "g1"]
     score = {c.entry["id"]: c.score for c in sel.chosen}
     assert score["g1"] == default_scorer(STORE[3], None, now=NOW) * 0.9
     assert score["a1"] == default_scorer(STORE[0], None, now=NOW)
-    strict = Scope(namespace=("A", "global"), chain_penalty=0.5)
-    assert select(STORE, ALL, now=NOW, scope=strict).chosen[-1].score == 2.5
+    strict = Visibility(namespace=("A", "global"), chain_penalty=0.5)
+    assert select(STORE, ALL, now=NOW, visibility=strict).chosen[-1].score == 2.5
 
 
 def test_required_tags_are_anded_and_narrow():
-    assert ids(retrieve_pools(STORE, ALL, now=NOW, require_tags=["ops"])["all"]) == ["a1", "a2", "b1"]
-    assert ids(retrieve_pools(STORE, ALL, now=NOW, require_tags=["ops", "db"])["all"]) == ["a1", "b1"]
-    sel = select(STORE, ALL, now=NOW, namespace="A", require_tags=["db"])
+    assert ids(retrieve_pools(STORE, ALL, now=NOW, visibility=Visibility(require_tags=["ops"]))["all"]) == ["a1", "a2", "b1"]
+    assert ids(retrieve_pools(STORE, ALL, now=NOW, visibility=Visibility(require_tags=["ops", "db"]))["all"]) == ["a1", "b1"]
+    sel = select(STORE, ALL, now=NOW, visibility=Visibility(namespace="A", require_tags=["db"]))
     assert {d.entry["id"]: d.reason for d in sel.dropped}["a2"] == Reason.TAGS
 
 
 def test_require_source_drops_unsourced_entries_with_a_reason():
-    sel = select(STORE, ALL, now=NOW, require_source=True)
+    sel = select(STORE, ALL, now=NOW, visibility=Visibility(require_source=True))
     assert ids(sel.entries()) == ["a1", "b1", "fix-a", "fix-b", "g1"]
     assert {d.entry["id"]: d.reason for d in sel.dropped} == {"a2": Reason.NO_SOURCE, "n1": Reason.NO_SOURCE}
 
 
 def test_scope_argument_errors():
-    with pytest.raises(TypeError, match="either scope= or"):
-        select(STORE, ALL, scope=Scope(namespace="A"), namespace="B")
+    with pytest.raises(TypeError, match="give visibility= only"):
+        with pytest.warns(DeprecationWarning, match="scope= keyword"):
+            select(STORE, ALL, visibility=Visibility(namespace="A"), scope=Visibility(namespace="B"))
+    with pytest.raises(TypeError, match="visibility must be a Visibility"):
+        select(STORE, ALL, visibility="A")
     with pytest.raises(ValueError, match="repeats a link"):
-        Scope(namespace=("A", "A"))
+        Visibility(namespace=("A", "A"))
     with pytest.raises(ValueError, match="chain_penalty"):
-        Scope(namespace=("A", "B"), chain_penalty=0)
+        Visibility(namespace=("A", "B"), chain_penalty=0)
     with pytest.raises(TypeError, match="require_tags"):
-        Scope(require_tags="ops")
+        Visibility(require_tags="ops")
     with pytest.raises(ValueError, match="field 'namespace'"):
         select([e("x", namespace=3)], ALL)
 
@@ -94,10 +97,10 @@ def _visible(entry, scope):
 @given(stores(), pools(), contexts, nows, scopes)
 def test_every_path_agrees_and_no_entry_outside_the_scope_is_returned(store, plan, context, now, scope):
     unique = list({id(x): x for x in store}.values())
-    stateless = retrieve_pools(unique, plan, context, now=now, scope=scope)
-    report = select(unique, plan, context, now=now, scope=scope)
-    vector = MemoryIndex(unique).select(plan, context, now=now, scope=scope)
-    generic = MemoryIndex(unique, use_numpy=False).select(plan, context, now=now, scope=scope)
+    stateless = retrieve_pools(unique, plan, context, now=now, visibility=scope)
+    report = select(unique, plan, context, now=now, visibility=scope)
+    vector = MemoryIndex(unique).select(plan, context, now=now, visibility=scope)
+    generic = MemoryIndex(unique, use_numpy=False).select(plan, context, now=now, visibility=scope)
     for result in (stateless, report.pools, vector.pools, generic.pools):
         assert {k: [id(x) for x in v] for k, v in result.items()} == {
             k: [id(x) for x in v] for k, v in stateless.items()
@@ -127,8 +130,8 @@ def test_tenant_isolation_through_both_adapters(rows, context):
         nodes.append(TextNode(text="memory %d of tenant %s" % (n, tenant), id_="d%d" % n, metadata=dict(metadata)))
     plan = [Pool("facts", 200, 5, ("fact",)), Pool("skills", 100, 2, ("skill",))]
     message = (context or {}).get("message") or "memory"
-    lc = LCRetriever(documents=docs, pools=plan, now=NOW, scope=Scope(namespace="A")).invoke(message)
-    li = LIRetriever(plan, nodes, now=NOW, scope=Scope(namespace="A")).retrieve(message)
+    lc = LCRetriever(documents=docs, pools=plan, now=NOW, visibility=Visibility(namespace="A")).invoke(message)
+    li = LIRetriever(plan, nodes, now=NOW, visibility=Visibility(namespace="A")).retrieve(message)
     per_call = LCRetriever(documents=docs, pools=plan, now=NOW).invoke(message, namespace="A")
     assert all(d.metadata["namespace"] == "A" for d in lc + per_call)
     assert all(n.node.metadata["namespace"] == "A" for n in li)
@@ -157,11 +160,11 @@ def test_namespace_is_pushed_down_into_vector_store_recall():
     docs = [Document(page_content=t, id=i, metadata={"type": "skill", "namespace": ns}) for i, ns, t in rows]
     store = InMemoryVectorStore(WordHashEmbedding())
     store.add_documents(docs)
-    lc = LCRetriever.from_vectorstore(store, plan, fetch_k=5, now=NOW, scope=Scope(namespace="A"))
+    lc = LCRetriever.from_vectorstore(store, plan, fetch_k=5, now=NOW, visibility=Visibility(namespace="A"))
     assert sorted(d.id for d in lc.invoke("deploy staging checkout")) == ["a1", "a2"]
     per_call = LCRetriever.from_vectorstore(store, plan, fetch_k=5, now=NOW)
     assert sorted(d.id for d in per_call.invoke("deploy staging checkout", namespace="A")) == ["a1", "a2"]
     nodes = [TextNode(text=t, id_=i, metadata={"type": "skill", "namespace": ns}) for i, ns, t in rows]
     index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
-    li = LIRetriever.from_vector_store_index(index, plan, fetch_k=5, now=NOW, scope=Scope(namespace="A"))
+    li = LIRetriever.from_vector_store_index(index, plan, fetch_k=5, now=NOW, visibility=Visibility(namespace="A"))
     assert sorted(n.node.node_id for n in li.retrieve("deploy staging checkout")) == ["a1", "a2"]
