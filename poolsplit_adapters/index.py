@@ -47,7 +47,6 @@ from typing import (
     Set,
     Tuple,
     TypeVar,
-    Union,
 )
 
 from .poolsplit import (
@@ -66,15 +65,14 @@ from .poolsplit import (
     Pool,
     PoolStats,
     Reason,
-    Visibility,
     Scorer,
     ScoringContext,
     Selection,
     TokenCounter,
+    Visibility,
     _check_pools,
     _describe,
     _run,
-    resolve_visibility,
     check_entry,
     default_is_active,
     default_scorer,
@@ -82,6 +80,7 @@ from .poolsplit import (
     entry_cost,
     given_token_count,
     parse_created,
+    resolve_visibility,
     significant_words,
     warn_unadmitted,
 )
@@ -615,7 +614,9 @@ class MemoryIndex:
             visible &= ~unsourced
         return visible, reason, score
 
-    def _vectorised(self, pools: List[Pool], ctx: ScoringContext, view: Optional[Visibility], report: bool) -> Selection:
+    def _vectorised(
+        self, pools: List[Pool], ctx: ScoringContext, view: Optional[Visibility], report: bool
+    ) -> Selection:
         arrays = self._build()
         size = len(self._slots)
         score = self._scores(arrays, ctx)

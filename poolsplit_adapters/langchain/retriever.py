@@ -1,23 +1,4 @@
-"""LangChain adapters: pool-split selection as a drop-in retriever,
-document compressor and LCEL runnable.
-
-Data flows one way: ``Document`` -> entry (metadata + ``content`` + ``id``)
--> core selector -> selection -> new ``Document`` objects, always-scope
-corrections first, then each pool's documents in pool order. The caller's
-documents are never mutated: returned documents are copies whose metadata
-gains one key, ``"poolsplit"`` (``{"pool", "score", "always"}``).
-
-Entry points:
-
-* :class:`PoolSplitRetriever` standalone over documents
-  (``PoolSplitRetriever(documents=..., pools=...)``), over a vector store with
-  per-pool recall (:meth:`PoolSplitRetriever.from_vectorstore`), or over any
-  retriever (``base_retriever=...``).
-* :class:`PoolSplitCompressor` for ``ContextualCompressionRetriever`` and
-  compressor pipelines, and :meth:`PoolSplitCompressor.as_runnable` for
-  ``retriever | selector`` in LCEL.
-* :func:`format_documents`: provenance-tagged text for a prompt.
-"""
+"""PoolSplitRetriever: pool-split selection as a LangChain retriever."""
 
 from __future__ import annotations
 
@@ -25,63 +6,28 @@ import asyncio
 import datetime
 import warnings
 from dataclasses import replace
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
     CallbackManagerForRetrieverRun,
-    Callbacks,
 )
-from langchain_core.documents import BaseDocumentCompressor, Document
+from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
-from ._frameworks import (
-    SELECTION_KEY,
-    cap_round_robin,
+from .._frameworks import (
     check_pools,
-    entry_from,
-    omitted_by_pool,
-    select_with,
     selection_digest,
-    selection_metadata,
 )
-from .index import MemoryIndex
-from .poolsplit import Pool, Visibility, Scorer, Selection, TokenCounter, default_scorer, select
-from .render import explain, marker, omission_line
-
-__all__ = [
-    "PoolSplitRetriever",
-    "PoolSplitCompressor",
-    "document_to_entry",
-    "format_documents",
-    "type_filter",
-    "SELECTION_KEY",
-    "SELECTION_EVENT",
-]
-
-#: Name of the custom callback event carrying each call's selection report.
-SELECTION_EVENT = "poolsplit_selection"
+from ..index import MemoryIndex
+from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer, select
+from ..render import explain
+from ..tokens import default_counter
+from .documents import SELECTION_EVENT, DocumentConverter
 
 FilterBuilder = Callable[..., Any]
-
-
-def document_to_entry(document: Document, position: int = 0) -> Dict[str, Any]:
-    """The entry for a document: its metadata, ``content`` = page content,
-    ``id`` = ``document.id`` (else ``metadata["id"]``).
-
-    Raises:
-        EntryError: malformed metadata, naming the document and the field.
-    """
-    return entry_from(document.page_content, document.metadata, document.id, kind="document", position=position)
-
-
-def _default_counter() -> TokenCounter:
-    from .tokens import default_counter
-
-    return default_counter()
 
 
 def type_filter(store: VectorStore) -> FilterBuilder:
@@ -127,49 +73,6 @@ def type_filter(store: VectorStore) -> FilterBuilder:
         return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
     return build_dict
-
-
-class _Selector:
-    """Selection over documents, shared by the retriever and the compressor."""
-
-    @staticmethod
-    def entries(
-        documents: Sequence[Document], *, recalled: bool = False
-    ) -> Tuple[List[Dict[str, Any]], Dict[int, Document]]:
-        """Entries for ``documents`` and the way back to each document.
-
-        ``recalled``: the documents come from several recalls of one store,
-        so the same id seen twice is the same document and is kept once, and
-        they are put in id order first (see below).
-        """
-        entries, source = [], {}
-        seen: Set[str] = set()
-        if recalled:
-            # Recall order is similarity order, which changes with every
-            # query; id order keeps corrections (and complete ties) stable.
-            documents = sorted(documents, key=lambda d: (d.id is None, d.id or ""))
-        for position, doc in enumerate(documents):
-            entry = document_to_entry(doc, position)
-            key = entry.get("id")
-            if recalled and key is not None:
-                if key in seen:
-                    continue
-                seen.add(key)
-            entries.append(entry)
-            source[id(entry)] = doc
-        return entries, source
-
-    @staticmethod
-    def to_documents(selection: Selection, k: Optional[int], source: Mapping[int, Document]) -> List[Document]:
-        chosen = cap_round_robin(selection, k)
-        omitted = omitted_by_pool(selection, chosen)
-        out = []
-        for c in chosen:
-            original = source[id(c.entry)]
-            metadata = dict(original.metadata)
-            metadata[SELECTION_KEY] = selection_metadata(c, omitted)
-            out.append(Document(page_content=original.page_content, metadata=metadata, id=original.id))
-        return out
 
 
 class PoolSplitRetriever(BaseRetriever):
@@ -248,7 +151,7 @@ class PoolSplitRetriever(BaseRetriever):
         if self.k is not None and self.k < 0:
             raise ValueError("k must be >= 0, got %r" % (self.k,))
         if self.token_counter is None:
-            self.token_counter = _default_counter()
+            self.token_counter = default_counter()
         return self
 
     def __init__(self, **data: Any) -> None:
@@ -256,8 +159,8 @@ class PoolSplitRetriever(BaseRetriever):
         # Built here rather than in the validator so that a malformed document
         # raises EntryError (naming it) instead of a wrapped validation error.
         if self.documents is not None:
-            entries, self._source = _Selector.entries(self.documents)
-            self._index = MemoryIndex(entries, token_counter=self.token_counter or _default_counter())
+            entries, self._source = DocumentConverter.entries(self.documents)
+            self._index = MemoryIndex(entries, token_counter=self.token_counter or default_counter())
 
     @classmethod
     def from_vectorstore(
@@ -353,17 +256,25 @@ class PoolSplitRetriever(BaseRetriever):
         moment = now if now is not None else self.now
         if candidates is None:
             assert self._index is not None
-            return self._index.select(self.pools, context, now=moment, scorer=self.scorer, visibility=view), self._source
-        entries, source = _Selector.entries(candidates, recalled=self.vectorstore is not None)
+            return self._index.select(
+                self.pools, context, now=moment, scorer=self.scorer, visibility=view
+            ), self._source
+        entries, source = DocumentConverter.entries(candidates, recalled=self.vectorstore is not None)
         assert self.token_counter is not None
         selection = select(
-            entries, self.pools, context, scorer=self.scorer, token_counter=self.token_counter, now=moment, visibility=view
+            entries,
+            self.pools,
+            context,
+            scorer=self.scorer,
+            token_counter=self.token_counter,
+            now=moment,
+            visibility=view,
         )
         return selection, source
 
     def _finish(self, selection: Selection, source: Dict[int, Document], k: Optional[int]) -> List[Document]:
         self._last = selection
-        return _Selector.to_documents(selection, k if k is not None else self.k, source)
+        return DocumentConverter.to_documents(selection, k if k is not None else self.k, source)
 
     def _get_relevant_documents(
         self,
@@ -422,91 +333,3 @@ class PoolSplitRetriever(BaseRetriever):
             SELECTION_EVENT, selection_digest(selection), run_id=run_manager.run_id
         )
         return self._finish(selection, source, k)
-
-
-class PoolSplitCompressor(BaseDocumentCompressor):
-    """Re-apply pool budgets to documents another stage produced.
-
-    Use it in ``ContextualCompressionRetriever(base_compressor=...)`` or a
-    ``DocumentCompressorPipeline``; put it last, since a later filter could
-    drop the corrections it puts first. Same arguments as the retriever's
-    selection part (``pools``, ``k``, ``token_counter``, ``scorer``,
-    ``project``, ``now``, ``scope``); :attr:`last_selection` holds the last report.
-    """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    pools: List[Pool]
-    k: Optional[int] = None
-    token_counter: Optional[TokenCounter] = None
-    scorer: Scorer = Field(default=default_scorer)
-    project: Optional[str] = None
-    now: Optional[datetime.datetime] = None
-    visibility: Optional[Visibility] = None
-
-    _last: Optional[Selection] = PrivateAttr(default=None)
-
-    @model_validator(mode="after")
-    def _prepare(self) -> PoolSplitCompressor:
-        self.pools = check_pools(self.pools)
-        if self.token_counter is None:
-            self.token_counter = _default_counter()
-        return self
-
-    @property
-    def last_selection(self) -> Optional[Selection]:
-        """The selection report of the most recent call."""
-        return self._last
-
-    def compress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Optional[Callbacks] = None,
-    ) -> List[Document]:
-        """Select from ``documents`` for ``query`` (new documents returned)."""
-        entries, source = _Selector.entries(documents)
-        assert self.token_counter is not None
-        context = {"message": query or "", "project": self.project}
-        selection = select_with(self, entries, context)
-        self._last = selection
-        return _Selector.to_documents(selection, self.k, source)
-
-    def as_runnable(self) -> Runnable[Union[Sequence[Document], Mapping[str, Any]], List[Document]]:
-        """This selection as an LCEL runnable.
-
-        Input: a list of documents (``retriever | selector``: no query, so
-        ranking uses priority, recency, tags and project only), or a mapping
-        ``{"documents": [...], "query": "..."}``, e.g.
-        ``{"documents": retriever, "query": RunnablePassthrough()} | selector``.
-        """
-
-        def run(value: Union[Sequence[Document], Mapping[str, Any]], config: RunnableConfig) -> List[Document]:
-            if isinstance(value, Mapping):
-                return self.compress_documents(value["documents"], value.get("query", ""))
-            return self.compress_documents(list(value), "")
-
-        return RunnableLambda(run, name="PoolSplitSelector")
-
-
-def format_documents(documents: Sequence[Document]) -> str:
-    """Render returned documents as cite-able ``<memory id source at pool>``
-    markers (content escaped so it cannot forge a marker), for a prompt:
-    ``retriever | format_documents | prompt | model``.
-
-    When the documents come from this package's retriever or compressor,
-    the text ends with an explicit line saying how many more entries budgets
-    (or ``k``) left out, per pool: silent truncation makes a model believe
-    that is all there is."""
-    blocks = []
-    omitted: Mapping[str, int] = {}
-    for doc in documents:
-        entry = dict(doc.metadata)
-        entry["content"] = doc.page_content
-        if doc.id:
-            entry["id"] = doc.id
-        chosen = doc.metadata.get(SELECTION_KEY) or {}
-        omitted = chosen.get("omitted") or omitted
-        blocks.append(marker(entry, chosen.get("pool")))
-    line = omission_line(omitted, "by budget or k")
-    return "\n".join(blocks + ([line] if line else []))

@@ -1,0 +1,101 @@
+"""LlamaIndex node <-> entry conversion and token counting, shared by the adapters."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+
+from .._frameworks import (
+    SELECTION_KEY,
+    entry_from,
+    selection_metadata,
+)
+from ..poolsplit import Chosen, TokenCounter
+
+AnyNode = Union[BaseNode, NodeWithScore]
+
+
+def node_to_entry(node: AnyNode, position: int = 0) -> Dict[str, Any]:
+    """The entry for a node: its metadata, ``content`` = its text (no
+    metadata), ``id`` = its node id.
+
+    Raises:
+        EntryError: malformed metadata, naming the node and the field.
+    """
+    base = node.node if isinstance(node, NodeWithScore) else node
+    text = base.get_content(metadata_mode=MetadataMode.NONE)
+    return entry_from(text, base.metadata, base.node_id, kind="node", position=position)
+
+
+def llama_counter() -> TokenCounter:
+    """Counts with LlamaIndex's global tokenizer, the one ``Memory`` uses by
+    default, so budgets and ``Memory``'s own arithmetic agree."""
+    from llama_index.core.utils import get_tokenizer
+
+    return counter_from(get_tokenizer())
+
+
+def counter_from(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
+    """A never-0 counter over ``tokenizer_fn``, cached by text with a bound:
+    a long chat would otherwise grow the cache by every line it flushes."""
+
+    @functools.lru_cache(maxsize=100_000)
+    def count(text: str) -> int:
+        return max(1, len(tokenizer_fn(text)))
+
+    return count
+
+
+class NodeConverter:
+    """Shared by the retriever and the postprocessor: nodes in, nodes out."""
+
+    def __init__(self, show_selection_to_llm: bool) -> None:
+        self.show = show_selection_to_llm
+
+    @staticmethod
+    def entries(
+        nodes: Sequence[AnyNode], *, recalled: bool = False
+    ) -> Tuple[List[Dict[str, Any]], Dict[int, BaseNode]]:
+        """Entries and the way back to each node. ``recalled``: nodes come
+        from several recalls of one index; one id is one node, and id order
+        replaces similarity order (which changes with every query)."""
+        items = [n.node if isinstance(n, NodeWithScore) else n for n in nodes]
+        if recalled:
+            items = sorted({n.node_id: n for n in items}.values(), key=lambda n: n.node_id)
+        entries, source = [], {}
+        for position, node in enumerate(items):
+            entry = node_to_entry(node, position)
+            entries.append(entry)
+            source[id(entry)] = node
+        return entries, source
+
+    def to_nodes(self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode]) -> List[NodeWithScore]:
+        scores = [c.score for c in chosen if c.score is not None]
+        # Never None: several postprocessors drop score=None. Always-scope
+        # nodes rank above everything returned with them.
+        always_score = (max(scores) if scores else 0.0) + 1.0
+        out = []
+        for c in chosen:
+            original = source[id(c.entry)]
+            node = original.model_copy()
+            node.metadata = {**original.metadata, SELECTION_KEY: selection_metadata(c)}
+            node.excluded_embed_metadata_keys = [*original.excluded_embed_metadata_keys, SELECTION_KEY]
+            if not self.show:
+                node.excluded_llm_metadata_keys = [*original.excluded_llm_metadata_keys, SELECTION_KEY]
+            out.append(NodeWithScore(node=node, score=always_score if c.always else float(c.score or 0.0)))
+        return out
+
+
+def nodes_from(entries: Iterable[Mapping[str, Any]]) -> List[TextNode]:
+    """Entries as ``TextNode``s (metadata = every key but content and id),
+    e.g. to build a ``VectorStoreIndex`` from a JSONL store."""
+    out = []
+    for entry in entries:
+        metadata = {k: v for k, v in entry.items() if k not in ("content", "id")}
+        node = TextNode(text=entry["content"], metadata=metadata)
+        if entry.get("id"):
+            node.id_ = entry["id"]
+        out.append(node)
+    return out
