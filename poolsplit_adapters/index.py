@@ -142,6 +142,7 @@ class MemoryIndex:
         use_numpy: bool = True,
     ) -> None:
         self._lock = threading.RLock()
+        self._version = 0
         self._counter = token_counter
         self._is_active = is_active
         self._numpy = bool(use_numpy and np is not None)
@@ -183,6 +184,12 @@ class MemoryIndex:
         return id(entry) in self._where
 
     @property
+    def version(self) -> int:
+        """Mutation counter: bumped by every ``add``, ``remove``, ``replace``
+        and ``refresh``, so a cache keyed on it is never stale."""
+        return self._version
+
+    @property
     def entries(self) -> List[Mapping[str, Any]]:
         """The indexed entries in index order (the order the stateless
         functions must be given to return identical results)."""
@@ -203,6 +210,7 @@ class MemoryIndex:
                 raise ValueError("%s is already in the index" % _describe(entry, len(self) + offset))
             seen.add(id(entry))
         costs = self._costs(batch)
+        self._version += 1
         for entry, cost in zip(batch, costs):
             position = len(self._slots)
             self._slots.append(entry)
@@ -264,6 +272,7 @@ class MemoryIndex:
         position = self._where.pop(id(entry), None)
         if position is None:
             raise KeyError("%s is not in the index" % _describe(entry, None))
+        self._version += 1
         self._slots[position] = None
         self._active[position] = False
         if self._arrays is not None and position < self._arrays["size"]:
@@ -304,6 +313,7 @@ class MemoryIndex:
         for entry in targets:
             check_entry(entry, self._where.get(id(entry)))
         costs = self._costs(targets)
+        self._version += 1
         for entry, cost in zip(targets, costs):
             self._cost[self._where[id(entry)]] = cost
         # Postings cannot be edited cheaply in place: re-read every entry
