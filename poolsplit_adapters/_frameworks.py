@@ -16,7 +16,7 @@ from .poolsplit import (
     Pool,
     Reason,
     Selection,
-    _check_pools,
+    check_pools as _core_check_pools,
     check_entry,
     given_token_count,
     select,
@@ -141,7 +141,7 @@ def select_with(owner: Any, entries: Sequence[Mapping[str, Any]], context: Mappi
 
 def check_pools(pools: Sequence[Pool]) -> List[Pool]:
     """Pools as a list, rejecting anything that is not a :class:`Pool`."""
-    return _check_pools(pools)
+    return _core_check_pools(pools)
 
 
 def selection_digest(selection: Selection) -> Dict[str, Any]:

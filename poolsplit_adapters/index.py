@@ -3,34 +3,41 @@
 An agent queries its memory on every turn, but most of what selection needs
 from an entry does not change between turns: its cost (a tokenizer call),
 its parsed creation time, its significant words, tags, project, type and
-activeness. :class:`MemoryIndex` computes those once, when an entry is
-added, and answers ``retrieve_pools`` / ``select`` with output identical to
-the stateless functions of :mod:`poolsplit_adapters.poolsplit` (same dict
-objects, same order) over ``index.entries``.
+activeness. :class:`MemoryIndex` reads those once, when an entry is added,
+into typed columns, and answers ``select`` / ``retrieve_pools`` with output
+identical to the stateless functions over ``index.entries``.
 
-With the default scorer and numpy installed, scoring is vectorised: the
+It holds no selection rule of its own. Per query it computes only what
+depends on the query — visibility, score and cost order — as columns, and
+hands them to the core's :func:`~poolsplit_adapters.poolsplit.fill_pools`
+through a candidate source; the fill and the report are the core's.
+
+With the default scorer and numpy installed, the score is vectorised: the
 spec's factors are applied element-wise in the spec's order, so every score
 is bit-identical to :func:`~poolsplit_adapters.poolsplit.default_scorer`;
-the message and tag factors come from inverted postings (word -> entries)
+the message and tag factors come from compact postings (word -> positions)
 instead of re-reading every text; and each pool ranks only the top slice of
-its candidates exactly, widening it only if the budget is not yet full.
-With a custom scorer, or without numpy, the index runs the core algorithm
-with its cached costs and checks (the generic path), so the tokenizer is
-still never asked twice about an unchanged entry.
+its candidates exactly, widening it only if the budget is not yet full. With
+a custom scorer, or without numpy, the core's own :class:`EntrySource` runs
+with the cached costs and activeness, so the tokenizer is still never asked
+twice about an unchanged entry.
 
-**Threads.** Queries and mutations take one lock, so a shared index can be
-queried from several threads (as LangChain's ``batch`` does); queries then
-run one at a time.
+**Threads.** Queries and mutations take one lock: every mutation
+(``add``, ``extend``, ``remove``, ``remove_id``, ``replace``, ``refresh``,
+``refresh_all``) is atomic, so a concurrent query sees the index before or
+after it, never in between.
 
 **Mutation.** The index caches what it read from each dict when the dict was
 added. If you change an indexed dict in place, call :meth:`refresh` with it
 (or :meth:`refresh_all`); until then the index ranks it by the old values,
 while returning the same, now changed, dict. :meth:`replace` swaps one entry
-for another (the new one goes to the end, as with remove + add).
+for another (the new one goes to the end, as with remove + add). Every
+mutation bumps :attr:`version`, so caches keyed on it are never stale.
 """
 
 from __future__ import annotations
 
+import array
 import datetime
 import functools
 import threading
@@ -38,6 +45,7 @@ from typing import (
     Any,
     Callable,
     Dict,
+    FrozenSet,
     Iterable,
     Iterator,
     List,
@@ -59,30 +67,28 @@ from .poolsplit import (
     RECENCY_FLOOR,
     RECENCY_HORIZON_DAYS,
     TAG_WEIGHT,
-    Chosen,
-    Dropped,
+    CandidateSource,
+    EntrySource,
     IsActive,
     Pool,
-    PoolStats,
     Reason,
     Scorer,
     ScoringContext,
     Selection,
     TokenCounter,
     Visibility,
-    _check_pools,
-    _describe,
-    _run,
     check_entry,
+    check_pools,
     default_is_active,
     default_scorer,
     default_token_counter,
+    describe_entry,
     entry_cost,
+    fill_pools,
     given_token_count,
     parse_created,
     resolve_visibility,
     significant_words,
-    warn_unadmitted,
 )
 
 try:  # numpy is optional: without it the generic path serves every query.
@@ -96,8 +102,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _locked(method: _F) -> _F:
-    """Run ``method`` under the index's lock: mutations and the lazy array
-    build must not interleave (LangChain's ``batch`` queries from threads)."""
+    """Run ``method`` under the index's lock."""
 
     @functools.wraps(method)
     def wrapper(self: MemoryIndex, *args: Any, **kwargs: Any) -> Any:
@@ -115,6 +120,113 @@ def _micros(moment: datetime.datetime) -> int:
     return (moment - _EPOCH) // _MICRO
 
 
+class _Codes:
+    """Names -> small ints (types, projects, namespaces, words, tags); None is -1."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self) -> None:
+        self.ids: Dict[str, int] = {}
+
+    def code(self, name: Optional[str]) -> int:
+        if name is None:
+            return -1
+        found = self.ids.get(name)
+        if found is None:
+            found = self.ids[name] = len(self.ids)
+        return found
+
+    def known(self, name: Optional[str]) -> Optional[int]:
+        return -1 if name is None else self.ids.get(name)
+
+
+#: The per-entry columns: name -> (array typecode, numpy dtype). One
+#: registry, so a new column is one line here and one in ``_row``.
+_COLUMNS: Dict[str, Tuple[str, str]] = {
+    "alive": ("b", "bool"),
+    "active": ("b", "bool"),
+    "always": ("b", "bool"),
+    "cost": ("q", "int64"),
+    "type": ("i", "int32"),
+    "priority": ("d", "float64"),
+    "created": ("q", "int64"),  # microseconds since year 1; -1 when absent or unparseable
+    "project": ("i", "int32"),
+    "namespace": ("i", "int32"),
+    "has_source": ("b", "bool"),
+    "ntags": ("d", "float64"),  # distinct tags, at least 1 (a divisor)
+}
+
+
+class _Postings:
+    """Key -> positions holding it, compactly: a sorted base (every position
+    of key ``k`` in ``positions[offsets[k]:offsets[k + 1]]``) plus a tail of
+    (key, position) pairs added since the last merge, and overrides for
+    positions re-read in place. Merged when the tail grows past a share of
+    the base, so appends stay O(1) amortised."""
+
+    def __init__(self) -> None:
+        self.codes = _Codes()
+        self.offsets = np.zeros(1, dtype=np.int64)
+        self.positions = np.zeros(0, dtype=np.int32)
+        self.tail_keys = array.array("i")
+        self.tail_positions = array.array("i")
+        self.overrides: Dict[int, FrozenSet[int]] = {}
+
+    def add(self, position: int, keys: Iterable[str]) -> None:
+        code = self.codes.code
+        ids = [code(k) for k in keys]
+        self.tail_keys.extend(ids)
+        self.tail_positions.extend([position] * len(ids))
+
+    def override(self, position: int, keys: Iterable[str]) -> None:
+        code = self.codes.code
+        self.overrides[position] = frozenset(code(k) for k in keys)
+
+    def merge(self) -> None:
+        nkeys = len(self.codes.ids)
+        base_keys = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.int64), np.diff(self.offsets))
+        keys = np.concatenate([base_keys, _np(self.tail_keys, "int32").astype(np.int64)])
+        positions = np.concatenate([self.positions, _np(self.tail_positions, "int32")])
+        # One int64 sort of (key, position) pairs: no int64 index array.
+        packed = (keys << 32) | positions.astype(np.int64)
+        packed.sort()
+        self.positions = (packed & 0xFFFFFFFF).astype(np.int32)
+        self.offsets = np.zeros(nkeys + 1, dtype=np.int64)
+        np.cumsum(np.bincount(packed >> 32, minlength=nkeys), out=self.offsets[1:])
+        self.tail_keys, self.tail_positions = array.array("i"), array.array("i")
+
+    def remap(self, keep: Any, new_position: Any) -> None:
+        """Drop removed positions and renumber the rest (compaction)."""
+        self.merge()
+        keys = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.int64), np.diff(self.offsets))
+        alive = keep[self.positions]
+        keys, positions = keys[alive], new_position[self.positions[alive]]
+        self.positions = positions.astype(np.int32)
+        self.offsets = np.zeros(len(self.codes.ids) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(keys, minlength=len(self.codes.ids)), out=self.offsets[1:])
+        self.overrides = {int(new_position[p]): ks for p, ks in self.overrides.items() if keep[p]}
+
+    def count(self, keys: Iterable[str], size: int) -> Any:
+        """How many of ``keys`` each position holds (each key at most once)."""
+        if len(self.tail_keys) > max(65536, len(self.positions) // 8):
+            self.merge()
+        wanted = [c for c in (self.codes.known(k) for k in set(keys)) if c is not None and c >= 0]
+        counts = np.zeros(size, dtype=np.float64)
+        for k in wanted:
+            if k + 1 < len(self.offsets):
+                counts[self.positions[self.offsets[k] : self.offsets[k + 1]]] += 1.0
+        if len(self.tail_keys) and wanted:
+            tail_keys = _np(self.tail_keys, "int32")
+            hit = _np(self.tail_positions, "int32")[np.isin(tail_keys, wanted)]
+            np.add.at(counts, hit, 1.0)
+        if self.overrides:
+            wanted_set = set(wanted)
+            for position, own in self.overrides.items():
+                if position < size:
+                    counts[position] = float(len(own & wanted_set))
+        return counts
+
+
 class MemoryIndex:
     """A prepared, mutable memory store answering pool-split queries fast.
 
@@ -127,6 +239,12 @@ class MemoryIndex:
         is_active: activeness predicate, evaluated when an entry is added or
             refreshed.
         use_numpy: set False to force the pure-Python generic path.
+
+    Example::
+
+        index = MemoryIndex(entries)
+        selection = index.select(pools, {"message": "deploy checkout"})
+        index.add({"id": "n9", "type": "note", "content": "..."})
 
     Raises:
         EntryError: a malformed entry (named by id and position).
@@ -148,28 +266,10 @@ class MemoryIndex:
         self._numpy = bool(use_numpy and np is not None)
         self._slots: List[Optional[Mapping[str, Any]]] = []  # position -> entry (None: removed)
         self._where: Dict[int, int] = {}  # id(entry) -> position
-        self._cost: List[int] = []
-        self._active: List[bool] = []
-        self._always: List[bool] = []
-        self._type: List[str] = []
-        self._priority: List[float] = []
-        self._created: List[int] = []  # microseconds since year 1, or -1 when absent/unparseable
-        self._project: List[Optional[str]] = []
-        self._namespace: List[Optional[str]] = []
-        self._has_source: List[bool] = []
-        self._ntags: List[int] = []
-        self._created_key: List[str] = []
-        self._id_key: List[str] = []
-        # Inverted postings (tag/word -> positions), only for the vectorised
-        # path: new positions wait in ``_pending`` until the next query merges
-        # them into ``_postings`` (int32 positions, or a dense 0/1 uint8 mask
-        # for words so common that a mask is cheaper to add than to scatter).
-        self._pending: Dict[Tuple[str, str], List[int]] = {}
-        self._postings: Dict[Tuple[str, str], Any] = {}
-        self._arrays: Optional[Dict[str, Any]] = None
-        self._type_code: Dict[str, int] = {}
-        self._project_code: Dict[str, int] = {}
-        self._namespace_code: Dict[str, int] = {}
+        self._columns = {name: array.array(code) for name, (code, _) in _COLUMNS.items()}
+        self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
+        self._words: Optional[_Postings] = _Postings() if self._numpy else None
+        self._tags: Optional[_Postings] = _Postings() if self._numpy else None
         self.extend(entries)
 
     # -- contents ---------------------------------------------------------------
@@ -178,22 +278,23 @@ class MemoryIndex:
         return len(self._where)
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
-        return (e for e in self._slots if e is not None)
+        return iter(self.entries)
 
     def __contains__(self, entry: object) -> bool:
         return id(entry) in self._where
 
     @property
     def version(self) -> int:
-        """Mutation counter: bumped by every ``add``, ``remove``, ``replace``
-        and ``refresh``, so a cache keyed on it is never stale."""
+        """Mutation counter: bumped by every mutation, so a cache keyed on it
+        is never stale."""
         return self._version
 
     @property
     def entries(self) -> List[Mapping[str, Any]]:
         """The indexed entries in index order (the order the stateless
         functions must be given to return identical results)."""
-        return [e for e in self._slots if e is not None]
+        with self._lock:
+            return [e for e in self._slots if e is not None]
 
     def add(self, entry: Mapping[str, Any]) -> None:
         """Index one entry (appended at the end)."""
@@ -201,38 +302,31 @@ class MemoryIndex:
 
     @_locked
     def extend(self, entries: Iterable[Mapping[str, Any]]) -> None:
-        """Index several entries; their costs are counted in one batch."""
+        """Index several entries; their costs are counted in one batch. All
+        or nothing: a bad entry leaves the index unchanged."""
         batch = list(entries)
         seen: Set[int] = set()
         for offset, entry in enumerate(batch):
             check_entry(entry, len(self) + offset)
             if id(entry) in self._where or id(entry) in seen:
-                raise ValueError("%s is already in the index" % _describe(entry, len(self) + offset))
+                raise ValueError("%s is already in the index" % describe_entry(entry, len(self) + offset))
             seen.add(id(entry))
-        costs = self._costs(batch)
+        costs = self._costs(batch, len(self))
+        if not batch:
+            return
         self._version += 1
+        rows: Dict[str, List[Any]] = {name: [] for name in _COLUMNS}
         for entry, cost in zip(batch, costs):
             position = len(self._slots)
             self._slots.append(entry)
             self._where[id(entry)] = position
-            self._cost.append(cost)
-            for store in (
-                self._active,
-                self._always,
-                self._type,
-                self._priority,
-                self._created,
-                self._project,
-                self._namespace,
-                self._has_source,
-                self._ntags,
-                self._created_key,
-                self._id_key,
-            ):
-                store.append(None)  # type: ignore[arg-type]
-            self._read(position, entry)
+            for name, value in self._row(entry, cost).items():
+                rows[name].append(value)
+            self._post(position, entry, fresh=True)
+        for name, values in rows.items():
+            self._columns[name].extend(values)
 
-    def _costs(self, batch: Sequence[Mapping[str, Any]]) -> List[int]:
+    def _costs(self, batch: Sequence[Mapping[str, Any]], start: int) -> List[int]:
         """Costs of a batch; a counter with ``count_many`` gets every text in
         one call (costs are still validated by the core's ``entry_cost``)."""
         counter: TokenCounter = self._counter
@@ -241,118 +335,115 @@ class MemoryIndex:
             texts = list(dict.fromkeys(e["content"] for e in batch if given_token_count(e) is None))
             if texts:
                 counter = dict(zip(texts, many(texts))).__getitem__
-        return [entry_cost(e, counter, len(self) + k) for k, e in enumerate(batch)]
+        return [entry_cost(e, counter, start + k) for k, e in enumerate(batch)]
 
-    def _read(self, position: int, entry: Mapping[str, Any]) -> None:
-        """Cache what selection reads from ``entry`` (its features)."""
+    def _row(self, entry: Mapping[str, Any], cost: int) -> Dict[str, Any]:
+        """The column values of one entry (what selection reads from it)."""
         get = entry.get
-        self._active[position] = bool(self._is_active(entry))
-        self._always[position] = get("scope") == "always"
-        self._type[position] = get("type", "note")
-        self._priority[position] = float(get("base_priority", DEFAULT_PRIORITY))
         created = parse_created(get("created"))
-        self._created[position] = -1 if created is None else _micros(created)
-        self._project[position] = get("project")
-        self._namespace[position] = get("namespace")
-        self._has_source[position] = bool(get("source"))
-        tags = set(get("tags") or ())
-        self._ntags[position] = len(tags)
-        self._created_key[position] = get("created") or ""
-        self._id_key[position] = get("id") or ""
-        if self._numpy:
-            pending = self._pending
-            for tag in tags:
-                pending.setdefault(("tag", tag), []).append(position)
-            for word in significant_words(entry["content"]):
-                pending.setdefault(("word", word), []).append(position)
+        return {
+            "alive": True,
+            "active": bool(self._is_active(entry)),
+            "always": get("scope") == "always",
+            "cost": cost,
+            "type": self._types.code(get("type", "note")),
+            "priority": float(get("base_priority", DEFAULT_PRIORITY)),
+            "created": -1 if created is None else _micros(created),
+            "project": self._projects.code(get("project")),
+            "namespace": self._namespaces.code(get("namespace")),
+            "has_source": bool(get("source")),
+            "ntags": float(max(1, len(set(get("tags") or ())))),
+        }
+
+    def _post(self, position: int, entry: Mapping[str, Any], fresh: bool) -> None:
+        if self._words is None or self._tags is None:
+            return
+        words, tags = significant_words(entry["content"]), set(entry.get("tags") or ())
+        if fresh:
+            self._words.add(position, words)
+            self._tags.add(position, tags)
+        else:
+            self._words.override(position, words)
+            self._tags.override(position, tags)
+
+    def _position(self, entry: Mapping[str, Any]) -> int:
+        position = self._where.get(id(entry))
+        if position is None:
+            raise KeyError("%s is not in the index" % describe_entry(entry, None))
+        return position
 
     @_locked
     def remove(self, entry: Mapping[str, Any]) -> None:
-        """Remove an indexed entry (by identity). Raises KeyError if absent."""
-        position = self._where.pop(id(entry), None)
-        if position is None:
-            raise KeyError("%s is not in the index" % _describe(entry, None))
+        """Remove an indexed entry (by identity). Raises KeyError, naming the
+        entry, if it is not in the index."""
+        position = self._position(entry)
         self._version += 1
+        del self._where[id(entry)]
         self._slots[position] = None
-        self._active[position] = False
-        if self._arrays is not None and position < self._arrays["size"]:
-            self._arrays["alive"][position] = False
-            self._arrays["active"][position] = False
-            self._arrays["logical"] = np.cumsum(self._arrays["alive"]) - 1
+        self._columns["alive"][position] = False
         if len(self._slots) > 64 and len(self._where) < len(self._slots) // 2:
             self._compact()
 
+    @_locked
     def remove_id(self, entry_id: str) -> List[Mapping[str, Any]]:
         """Remove every entry whose ``id`` is ``entry_id``; return them."""
-        gone = [e for e in self if e.get("id") == entry_id]
+        gone = [e for e in self._slots if e is not None and e.get("id") == entry_id]
         for entry in gone:
             self.remove(entry)
         return gone
 
+    @_locked
     def replace(self, old: Mapping[str, Any], new: Mapping[str, Any]) -> None:
-        """Swap ``old`` for ``new`` (``new`` goes to the end of the order)."""
-        if id(old) not in self._where:
-            raise KeyError("%s is not in the index" % _describe(old, None))
+        """Swap ``old`` for ``new`` atomically (``new`` goes to the end of the
+        order): a concurrent query sees one of the two, never neither."""
+        self._position(old)
         check_entry(new)
+        if id(new) in self._where:
+            raise ValueError("%s is already in the index" % describe_entry(new, None))
         self.remove(old)
         self.add(new)
 
     def refresh(self, entry: Mapping[str, Any]) -> None:
-        """Re-read an entry that was changed in place (keeps its position).
-
-        Costs O(size of the index) (postings are rebuilt), but only the
-        refreshed entry is re-counted."""
-        if id(entry) not in self._where:
-            raise KeyError("%s is not in the index" % _describe(entry, None))
+        """Re-read an entry that was changed in place (keeps its position)."""
         self.refresh_all([entry])
 
     @_locked
     def refresh_all(self, entries: Optional[Iterable[Mapping[str, Any]]] = None) -> None:
-        """Re-read the given entries (default: every entry)."""
-        targets = list(self if entries is None else entries)
-        for entry in targets:
-            check_entry(entry, self._where.get(id(entry)))
-        costs = self._costs(targets)
+        """Re-read the given entries (default: every entry); only these are
+        re-counted. Raises KeyError naming an entry that is not indexed."""
+        targets = [e for e in self._slots if e is not None] if entries is None else list(entries)
+        positions = [self._position(e) for e in targets]
+        for entry, position in zip(targets, positions):
+            check_entry(entry, position)
+        costs = self._costs(targets, 0)
         self._version += 1
-        for entry, cost in zip(targets, costs):
-            self._cost[self._where[id(entry)]] = cost
-        # Postings cannot be edited cheaply in place: re-read every entry
-        # (costs stay cached, so no tokenizer call but for the refreshed).
-        self._rebuild()
+        for entry, position, cost in zip(targets, positions, costs):
+            for name, value in self._row(entry, cost).items():
+                self._columns[name][position] = value
+            self._post(position, entry, fresh=False)
 
     def _compact(self) -> None:
-        alive = [e for e in self._slots if e is not None]
-        costs = [self._cost[self._where[id(e)]] for e in alive]
-        self._where = {id(e): n for n, e in enumerate(alive)}
-        self._slots = list(alive)
-        self._cost = costs
-        self._rebuild()
+        """Drop removed slots, keeping the order of the rest."""
+        alive = [p for p, e in enumerate(self._slots) if e is not None]
+        if self._words is not None and self._tags is not None:
+            keep = np.zeros(len(self._slots), dtype=bool)
+            keep[alive] = True
+            new_position = np.cumsum(keep) - 1
+            self._words.remap(keep, new_position)
+            self._tags.remap(keep, new_position)
+        for name, (code, _) in _COLUMNS.items():
+            old = self._columns[name]
+            self._columns[name] = array.array(code, (old[p] for p in alive))
+        self._slots = [self._slots[p] for p in alive]
+        self._where = {id(e): n for n, e in enumerate(self._slots)}
 
-    def _rebuild(self) -> None:
-        self._pending, self._postings = {}, {}
-        size = len(self._slots)
-        for store in (
-            "_active",
-            "_always",
-            "_type",
-            "_priority",
-            "_created",
-            "_project",
-            "_namespace",
-            "_has_source",
-            "_ntags",
-            "_created_key",
-            "_id_key",
-        ):
-            current = getattr(self, store)
-            if len(current) != size:
-                setattr(self, store, [None] * size)
-        for position, entry in enumerate(self._slots):
-            if entry is None:
-                self._active[position] = False
-                continue
-            self._read(position, entry)
-        self._arrays = None
+    def prepare(self) -> MemoryIndex:
+        """Merge pending postings now instead of on the first query."""
+        with self._lock:
+            if self._words is not None and self._tags is not None:
+                self._words.merge()
+                self._tags.merge()
+        return self
 
     # -- queries ----------------------------------------------------------------
 
@@ -366,8 +457,7 @@ class MemoryIndex:
         visibility: Optional[Visibility] = None,
         scope: Optional[Visibility] = None,
     ) -> Dict[str, List[Any]]:
-        """Same result as ``retrieve_pools(index.entries, pools, context, ...)``
-        with the same keywords (``visibility`` included)."""
+        """Same result as ``retrieve_pools(index.entries, pools, context, ...)``."""
         view = resolve_visibility(visibility, scope)
         return self._query(pools, context, now, scorer, view, report=False).pools
 
@@ -381,8 +471,7 @@ class MemoryIndex:
         visibility: Optional[Visibility] = None,
         scope: Optional[Visibility] = None,
     ) -> Selection:
-        """Same result as ``select(index.entries, pools, context, ...)`` with
-        the same keywords (scores of dropped entries are always filled here)."""
+        """Same result as ``select(index.entries, pools, context, ...)``."""
         view = resolve_visibility(visibility, scope)
         return self._query(pools, context, now, scorer, view, report=True)
 
@@ -396,182 +485,166 @@ class MemoryIndex:
         view: Optional[Visibility],
         report: bool,
     ) -> Selection:
-        if scorer is not default_scorer or not self._numpy:
-            return self._generic(pools, context, now, scorer, view, report)
-        return self._vectorised(_check_pools(pools), ScoringContext(context, now), view, report)
-
-    def _generic(
-        self,
-        pools: Sequence[Pool],
-        context: Optional[Mapping[str, Any]],
-        now: Optional[datetime.datetime],
-        scorer: Scorer,
-        view: Optional[Visibility],
-        report: bool,
-    ) -> Selection:
-        alive = [p for p, e in enumerate(self._slots) if e is not None]
-        items = [self._slots[p] for p in alive]
-        cost, active = self._cost, self._active
-        by_identity = {id(self._slots[p]): p for p in alive}
-        return _run(
-            items,  # type: ignore[arg-type]
-            pools,
-            context,
-            scorer=scorer,
-            token_counter=self._counter,
-            is_active=lambda entry: active[by_identity[id(entry)]],
-            now=now,
-            report=report,
-            warn=True,
-            cost_of=lambda index, entry: cost[alive[index]],
-            checked=True,
-            view=view,
-        )
-
-    # -- the vectorised path ------------------------------------------------------
-
-    _COLUMNS = (
-        "alive",
-        "active",
-        "always",
-        "type",
-        "priority",
-        "created",
-        "project",
-        "namespace",
-        "has_source",
-        "ntags",
-        "cost",
-    )
-
-    def _columns(self, start: int) -> Dict[str, Any]:
-        """Per-position arrays for positions ``start:`` (new type and project
-        names get the next free codes)."""
-        type_code, project_code = self._type_code, self._project_code
-        for t in self._type[start:]:
-            if t is not None and t not in type_code:
-                type_code[t] = len(type_code)
-        for p in self._project[start:]:
-            if p is not None and p not in project_code:
-                project_code[p] = len(project_code)
-        namespace_code = self._namespace_code
-        for name in self._namespace[start:]:
-            if name is not None and name not in namespace_code:
-                namespace_code[name] = len(namespace_code)
-        slots = self._slots[start:]
-        return {
-            "alive": np.array([e is not None for e in slots], dtype=bool),
-            "active": np.array(self._active[start:], dtype=bool) & np.array([e is not None for e in slots], dtype=bool),
-            "always": np.array(self._always[start:], dtype=bool),
-            "type": np.array([type_code.get(t, -1) for t in self._type[start:]], dtype=np.int32),
-            "priority": np.array(self._priority[start:], dtype=np.float64),
-            "created": np.array(self._created[start:], dtype=np.int64),
-            "project": np.array([-1 if p is None else project_code[p] for p in self._project[start:]], dtype=np.int32),
-            "namespace": np.array(
-                [-1 if n is None else namespace_code[n] for n in self._namespace[start:]], dtype=np.int32
-            ),
-            "has_source": np.array(self._has_source[start:], dtype=bool),
-            "ntags": np.maximum(np.array(self._ntags[start:], dtype=np.float64), 1.0),
-            "cost": np.array(self._cost[start:], dtype=np.int64),
-        }
-
-    def _build(self) -> Dict[str, Any]:
-        """The per-position arrays, brought up to date: appended entries are
-        added as a tail (no full rebuild for an agent adding a memory per
-        turn); a refresh or compaction rebuilds everything."""
-        size = len(self._slots)
-        arrays = self._arrays
-        if arrays is not None and arrays["size"] == size:
-            return arrays
-        if arrays is None:
-            self._type_code, self._project_code, self._namespace_code = {}, {}, {}
-            arrays = self._columns(0)
+        pool_list = check_pools(pools)
+        source: CandidateSource
+        if scorer is default_scorer and self._numpy:
+            source = _ColumnSource(self, ScoringContext(context, now), view, report)
         else:
-            tail = self._columns(arrays["size"])
-            arrays = {name: np.concatenate([arrays[name], tail[name]]) for name in self._COLUMNS}
-        arrays["size"] = size
-        arrays["type_code"] = self._type_code
-        arrays["project_code"] = self._project_code
-        arrays["has_created"] = arrays["created"] >= 0
-        arrays["logical"] = np.cumsum(arrays["alive"]) - 1
-        self._merge_postings(size)
-        self._arrays = arrays
-        return arrays
+            alive = [p for p, e in enumerate(self._slots) if e is not None]
+            active = {id(self._slots[p]): bool(self._columns["active"][p]) for p in alive}
+            cost = self._columns["cost"]
+            source = EntrySource(
+                [self._slots[p] for p in alive],  # type: ignore[misc]
+                context,
+                scorer=scorer,
+                now=now,
+                is_active=lambda entry: active[id(entry)],
+                visibility=view,
+                costs=[cost[p] for p in alive],
+            )
+        # Frames: caller -> select -> _locked wrapper -> _query -> fill_pools.
+        selection = fill_pools(pool_list, source, report=report, stacklevel=4)
+        if isinstance(source, _ColumnSource):
+            source.detach()
+        return selection
 
-    def prepare(self) -> MemoryIndex:
-        """Build the vectorised arrays now instead of on the first query."""
-        if self._numpy:
-            self._build()
-        return self
+    def _view(self, name: str) -> Any:
+        """A numpy view of a column (valid until the column next grows)."""
+        return _np(self._columns[name], _COLUMNS[name][1])
 
-    def _merge_postings(self, size: int) -> None:
-        dense_from = max(64, size // 8)
-        for key, positions in self._pending.items():
-            fresh = np.array(positions, dtype=np.int32)
-            known = self._postings.get(key)
-            if known is not None and known.dtype == np.uint8:
-                if len(known) < size:
-                    known = np.concatenate([known, np.zeros(size - len(known), dtype=np.uint8)])
-                known[fresh] = 1
-                merged = known
-            else:
-                merged = fresh if known is None else np.concatenate([known, fresh])
-                if len(merged) >= dense_from:
-                    mask = np.zeros(size, dtype=np.uint8)
-                    mask[merged] = 1
-                    merged = mask
-            self._postings[key] = merged
-        self._pending = {}
 
-    def _count(self, kind: str, keys: Iterable[str], size: int) -> Any:
-        """How many of ``keys`` each position has (each at most once)."""
-        counts = np.zeros(size, dtype=np.uint16)
-        for key in keys:
-            hits = self._postings.get((kind, key))
-            if hits is None:
-                continue
-            if hits.dtype == np.uint8:
-                counts[: len(hits)] += hits
-            else:
-                counts[hits] += 1
-        return counts.astype(np.float64)
+def _np(column: Any, dtype: str) -> Any:
+    return np.frombuffer(column, dtype=dtype) if len(column) else np.zeros(0, dtype=dtype)
 
-    def _scores(self, arrays: Dict[str, Any], ctx: ScoringContext) -> Any:
-        """Default scores of every position, bit-identical to the scalar
-        scorer: the same float64 operations in the same order."""
-        size = len(self._slots)
-        score = arrays["priority"].copy()
-        seconds = (_micros(ctx.ref) - arrays["created"]).astype(np.float64) / 1e6
-        days = np.where(arrays["has_created"], seconds / 86400.0, 0.0)
+
+class _ColumnSource(CandidateSource):
+    """The index's columns as the core's candidate source, for one query with
+    the default scorer: visibility and score vectorised over every position,
+    ranking by top slices. Built and used under the index's lock."""
+
+    def __init__(self, index: MemoryIndex, ctx: ScoringContext, view: Optional[Visibility], report: bool) -> None:
+        self.index = index
+        self.slots: Sequence[Optional[Mapping[str, Any]]] = index._slots
+        size = self.size = len(self.slots)
+        # Views of the index's columns, valid while the query holds the lock
+        # (see detach).
+        col = {name: index._view(name) for name in _COLUMNS}
+        self.col = col
+        self.ctx = ctx
+        self.visible = col["alive"] & col["active"]
+        self.why = np.zeros(size, dtype=np.int8)  # index into _WHY; 0: admitted (or removed)
+        self.claimed = np.zeros(size, dtype=bool)
+        self._logical: Optional[Any] = None
+        self._relevance: Optional[Any] = None
+        self.score_all = self._scores()
+        if view is not None:
+            self._judge(view)
+
+    def detach(self) -> None:
+        """Keep only private copies of what a lazy report reads, so the
+        selection stays exact after later mutations and the index's column
+        buffers are free to grow again."""
+        keep = ("alive", "active", "cost")
+        self.col = {name: self.col[name].copy() for name in keep}
+        self.slots = list(self.slots)
+        self.index = None  # type: ignore[assignment]
+
+    # Step 1: admit, vectorised (the checks of Visibility.judge, same order).
+
+    def _judge(self, view: Visibility) -> None:
+        col, visible = self.col, self.visible
+        chain = view.chain
+        if chain:
+            link = np.full(self.size, -1, dtype=np.int64)
+            for number, name in enumerate(chain):
+                code = self.index._namespaces.known(name)
+                if code is not None:
+                    link[col["namespace"] == code] = number
+            self._exclude(visible & (link < 0), Reason.NAMESPACE)
+            if len(chain) > 1:
+                factors = np.array([view.chain_penalty**n for n in range(len(chain))], dtype=np.float64)
+                penalty = np.where(link >= 0, factors[np.maximum(link, 0)], 1.0)
+                if (penalty[self.visible] != 1.0).any():
+                    self.score_all = self.score_all * penalty
+        if view.require_tags:
+            assert self.index._tags is not None
+            wanted = set(view.require_tags)
+            has_all = self.index._tags.count(wanted, self.size) == float(len(wanted))
+            self._exclude(self.visible & ~has_all, Reason.TAGS)
+        if view.require_source:
+            self._exclude(self.visible & ~col["has_source"], Reason.NO_SOURCE)
+        since, until = view.bounds
+        if since is not None or until is not None:
+            dated = col["created"] >= 0
+            contextual = self.visible & ~col["always"]
+            self._exclude(contextual & ~dated, Reason.UNDATED)
+            outside = np.zeros(self.size, dtype=bool)
+            if since is not None:
+                outside |= col["created"] < _micros(since)
+            if until is not None:
+                outside |= col["created"] > _micros(until)
+            self._exclude(self.visible & ~col["always"] & dated & outside, Reason.OUT_OF_TIME)
+
+    def _exclude(self, mask: Any, reason: Reason) -> None:
+        self.why[mask] = _WHY.index(reason)
+        self.visible &= ~mask
+
+    # Step 2: score, vectorised (bit-identical to ScoringContext.score).
+
+    def _scores(self) -> Any:
+        col, ctx, index = self.col, self.ctx, self.index
+        score = col["priority"].copy()
+        seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
+        days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
         days = np.where(days < 0.0, 0.0, days)
         recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
         score *= np.where(recency > RECENCY_FLOOR, recency, RECENCY_FLOOR)
         if ctx.tags:
-            shared = self._count("tag", ctx.tags, size)
-            score *= 1.0 + (shared / arrays["ntags"]) * TAG_WEIGHT
-        code = arrays["project_code"].get(ctx.project, -2) if ctx.project is not None else -2
-        project = arrays["project"]
-        score *= np.where(project < 0, 1.0, np.where(project == code, PROJECT_SAME, PROJECT_OTHER))
+            assert index._tags is not None
+            shared = index._tags.count(ctx.tags, self.size)
+            score *= 1.0 + (shared / col["ntags"]) * TAG_WEIGHT
+        code = index._projects.known(ctx.project) if ctx.project is not None else None
+        project = col["project"]
+        same = project == (code if code is not None else -2)
+        score *= np.where(project < 0, 1.0, np.where(same, PROJECT_SAME, PROJECT_OTHER))
         if ctx.pattern is not None:
-            overlap = self._count("word", ctx.words, size) / ctx.nwords
+            overlap = self._overlap()
             score *= np.where(overlap > MESSAGE_THRESHOLD, 1.0 + overlap * MESSAGE_WEIGHT, 1.0)
         return score
 
-    def _fill(self, cand: Any, pool: Pool, score: Any, cost: Any) -> Tuple[List[Tuple[int, float, int]], int]:
-        """Greedy fill of one pool over candidate positions, in exact rank
-        order, ranking only as much of the order as the budget can use."""
-        taken: List[Tuple[int, float, int]] = []
-        used = 0
-        if pool.max_entries <= 0 or pool.max_tokens < 1:
-            return taken, used
-        created_key, id_key = self._created_key, self._id_key
-        pending = cand
+    def _overlap(self) -> Any:
+        if self._relevance is None:
+            if self.ctx.pattern is None:
+                self._relevance = np.zeros(self.size, dtype=np.float64)
+            else:
+                assert self.index._words is not None
+                self._relevance = self.index._words.count(self.ctx.words, self.size) / self.ctx.nwords
+        return self._relevance
+
+    # Step 3: what each pool may take, and in what order.
+
+    def members(self, pool: Pool) -> Tuple[List[int], Any]:
+        admitted = self.visible & ~self.claimed
+        if pool.types is not None:
+            codes = [c for c in (self.index._types.known(t) for t in pool.types) if c is not None]
+            admitted &= np.isin(self.col["type"], codes)
+        always = self.col["always"]
+        return np.flatnonzero(admitted & always).tolist(), np.flatnonzero(admitted & ~always)
+
+    def split_below(self, group: Any, threshold: float) -> Tuple[Any, Any]:
+        keep = self._overlap()[group] >= threshold
+        return group[keep], group[~keep]
+
+    def ranked(self, group: Any, room: Any) -> Iterator[Tuple[int, float, int]]:
+        score, cost, slots = self.score_all, self.col["cost"], self.slots
+        pending = group
+        want = 32
         while pending.size:
             # Whatever costs more than the room left can never be taken.
-            pending = pending[cost[pending] <= pool.max_tokens - used]
+            pending = pending[cost[pending] <= room.left]
             if not pending.size:
-                break
-            want = max(32, 4 * int(min(pool.max_entries - len(taken), 1 << 20)))
+                return
+            want *= 2  # a slice twice the last: few partitions whatever the cap
             if want < pending.size:
                 values = score[pending]
                 cut = np.partition(values, pending.size - want)[pending.size - want]
@@ -579,139 +652,58 @@ class MemoryIndex:
                 top, pending = pending[top_mask], pending[~top_mask]
             else:
                 top, pending = pending, pending[:0]
-            keyed = sorted((-s, created_key[i], id_key[i], i) for s, i in zip(score[top].tolist(), top.tolist()))
+            keyed = sorted(
+                (-s, slots[i].get("created") or "", slots[i].get("id") or "", i)  # type: ignore[union-attr]
+                for s, i in zip(score[top].tolist(), top.tolist())
+            )
             for neg_score, _created, _id, i in keyed:
-                c = int(cost[i])
-                if used + c > pool.max_tokens:
-                    continue
-                taken.append((i, -neg_score, c))
-                used += c
-                if len(taken) >= pool.max_entries or used + 1 > pool.max_tokens:
-                    return taken, used
-        return taken, used
+                yield i, -neg_score, int(cost[i])
 
-    def _in_scope(self, arrays: Dict[str, Any], view: Visibility, score: Any) -> Tuple[Any, Any, Any]:
-        """(visible mask, reason per position or "", scores with the chain
-        penalty): the vectorised form of :meth:`Visibility.judge`, checks in the
-        same order (namespace, tags, source)."""
-        size = len(self._slots)
-        live = arrays["active"]
-        reason = np.full(size, "", dtype=object)
-        visible = live.copy()
-        if view.chain:
-            link = np.full(size, -1, dtype=np.int64)
-            for position, name in enumerate(view.chain):
-                code = self._namespace_code.get(name)
-                if code is not None:
-                    link[arrays["namespace"] == code] = position
-            outside = visible & (link < 0)
-            reason[outside] = Reason.NAMESPACE
-            visible &= ~outside
-            if len(view.chain) > 1:
-                factors = np.array([view.chain_penalty**n for n in range(len(view.chain))], dtype=np.float64)
-                penalty = np.where(link >= 0, factors[np.maximum(link, 0)], 1.0)
-                if (penalty[visible] != 1.0).any():
-                    score = score * penalty
-        if view.require_tags:
-            wanted = set(view.require_tags)
-            has_all = self._count("tag", wanted, size) == float(len(wanted))
-            lacking = visible & ~has_all
-            reason[lacking] = Reason.TAGS
-            visible &= ~lacking
-        if view.require_source:
-            unsourced = visible & ~arrays["has_source"]
-            reason[unsourced] = Reason.NO_SOURCE
-            visible &= ~unsourced
-        return visible, reason, score
+    def claim(self, positions: Iterable[int]) -> None:
+        self.claimed[list(positions)] = True
 
-    def _vectorised(
-        self, pools: List[Pool], ctx: ScoringContext, view: Optional[Visibility], report: bool
-    ) -> Selection:
-        arrays = self._build()
-        size = len(self._slots)
-        score = self._scores(arrays, ctx)
-        cost = arrays["cost"]
-        claimed = np.zeros(size, dtype=bool)
-        live = arrays["active"]
-        scope_reason = None
-        if view is not None:
-            live, scope_reason, score = self._in_scope(arrays, view, score)
-        result: Dict[str, List[Any]] = {}
-        always_chosen: List[Chosen] = []
-        contextual_chosen: List[Chosen] = []
-        stats: Dict[str, PoolStats] = {}
-        last_pool = np.full(size, -1, dtype=np.int32) if report else None
-        last_room = np.zeros(size, dtype=np.float64) if report else None
-        logical = arrays["logical"]
-        slots = self._slots
-        type_code = arrays["type_code"]
-        for number, pool in enumerate(pools):
-            admitted = live & ~claimed
-            if pool.types is not None:
-                allowed = np.zeros(len(type_code) + 1, dtype=bool)  # the extra slot is code -1
-                allowed[[type_code[t] for t in pool.types if t in type_code]] = True
-                admitted &= allowed[arrays["type"]]
-            always = np.flatnonzero(admitted & arrays["always"])
-            cand = np.flatnonzero(admitted & ~arrays["always"])
-            taken, used = self._fill(cand, pool, score, cost)
-            result[pool.name] = [slots[i] for i in always.tolist()] + [slots[i] for i, _, _ in taken]
-            claimed[always] = True
-            for i, _, _ in taken:
-                claimed[i] = True
-            if report:
-                assert last_pool is not None and last_room is not None
-                last_pool[cand] = number
-                last_room[cand] = pool.max_tokens - used
-                always_cost = cost[always]
-                for i, c in zip(always.tolist(), always_cost.tolist()):
-                    always_chosen.append(Chosen(slots[i], int(logical[i]), pool.name, True, None, c))  # type: ignore[arg-type]
-                for i, s, c in taken:
-                    contextual_chosen.append(Chosen(slots[i], int(logical[i]), pool.name, False, s, c))  # type: ignore[arg-type]
-                stats[pool.name] = PoolStats(
-                    pool.name,
-                    pool.max_tokens,
-                    pool.max_entries,
-                    used,
-                    len(taken),
-                    len(always),
-                    int(always_cost.sum()),
-                    len(always) + len(cand),
-                )
-        admitted_types = None if any(p.types is None for p in pools) else {t for p in pools for t in p.types or ()}
-        lost: List[int] = []
-        if admitted_types is not None:
-            codes = [c for t, c in arrays["type_code"].items() if t not in admitted_types]
-            lost = np.flatnonzero(live & arrays["always"] & np.isin(arrays["type"], codes)).tolist()
-        for i in lost:
-            warn_unadmitted(slots[i], int(logical[i]), stacklevel=5)
-        if not report:
-            return Selection(result, [], [], {})
-        assert last_pool is not None and last_room is not None
-        chosen = claimed
-        lost_mask = np.zeros(size, dtype=bool)
-        lost_mask[lost] = True
-        dropped: List[Dropped] = []
-        names = [p.name for p in pools]
-        rows = np.flatnonzero(arrays["alive"] & ~chosen)
-        for i, was_active, pool_no, room, s, c in zip(
-            rows.tolist(),
-            arrays["active"][rows].tolist(),
-            last_pool[rows].tolist(),
-            last_room[rows].tolist(),
-            score[rows].tolist(),
-            cost[rows].tolist(),
-        ):
-            entry = slots[i]
-            index = int(logical[i])
-            if scope_reason is not None and scope_reason[i]:
-                dropped.append(Dropped(entry, index, scope_reason[i]))  # type: ignore[arg-type]
-            elif not was_active:
-                dropped.append(Dropped(entry, index, Reason.INACTIVE))  # type: ignore[arg-type]
-            elif pool_no >= 0:
-                code = Reason.TOKEN_BUDGET if c > room else Reason.ENTRY_CAP
-                dropped.append(Dropped(entry, index, code, names[pool_no], s, c))  # type: ignore[arg-type]
-            elif lost_mask[i]:
-                dropped.append(Dropped(entry, index, Reason.ALWAYS_NO_POOL))  # type: ignore[arg-type]
-            else:
-                dropped.append(Dropped(entry, index, Reason.NO_POOL))  # type: ignore[arg-type]
-        return Selection(result, always_chosen + contextual_chosen, dropped, stats)
+    # Step 4: what the report needs.
+
+    def positions(self, group: Any) -> Iterable[int]:
+        return group.tolist()  # type: ignore[no-any-return]
+
+    def entry(self, position: int) -> Mapping[str, Any]:
+        return self.slots[position]  # type: ignore[return-value]
+
+    def input_index(self, position: int) -> int:
+        if self._logical is None:
+            self._logical = np.cumsum(self.col["alive"]) - 1
+        return int(self._logical[position])
+
+    def cost(self, position: int) -> int:
+        return int(self.col["cost"][position])
+
+    def score(self, position: int) -> float:
+        return float(self.score_all[position])
+
+    def not_admitted(self, position: int) -> Optional[Reason]:
+        if not self.col["active"][position]:
+            return Reason.INACTIVE
+        why = int(self.why[position])
+        return _WHY[why] if why else None
+
+    def all_positions(self) -> Iterable[int]:
+        return np.flatnonzero(self.col["alive"]).tolist()  # type: ignore[no-any-return]
+
+    def unadmitted_always(self, pools: Sequence[Pool]) -> List[int]:
+        if any(p.types is None for p in pools):
+            return []
+        admitted = {t for p in pools for t in p.types or ()}
+        codes = [c for t, c in self.index._types.ids.items() if t not in admitted]
+        return np.flatnonzero(self.visible & self.col["always"] & np.isin(self.col["type"], codes)).tolist()  # type: ignore[no-any-return]
+
+
+#: Visibility reasons by code in ``_ColumnSource.why`` (0: none).
+_WHY: List[Optional[Reason]] = [
+    None,
+    Reason.NAMESPACE,
+    Reason.TAGS,
+    Reason.NO_SOURCE,
+    Reason.UNDATED,
+    Reason.OUT_OF_TIME,
+]

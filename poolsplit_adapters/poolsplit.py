@@ -37,26 +37,48 @@ optional):
                                   only under ``Visibility(require_source=True)``
     namespace      str | None     tenant/project scope, matched exactly by
                                   ``Visibility(namespace=...)``; ignored otherwise
+    summary        str | None     a short form of ``content`` (used only by
+                                  progressive loading; never scored)
 
 A malformed value of one of the typed keys above raises :class:`EntryError`
 naming the entry (id or index) and the key, instead of producing a silently
 wrong ranking (a string ``tags`` would otherwise be read as a set of letters).
+
+The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve`
+are the same without the report), in the order the code below follows:
+
+1. **Admit**: keep the active entries (``is_active``) the query may see
+   (:class:`Visibility`), each entry checked and read once.
+2. **Score** every admitted contextual entry at most once per call.
+3. **Fill each pool** in order, from the admitted entries of its types that no
+   earlier pool took (identity, ``id()``):
+
+   a. every always-scope entry first, in input order, outside both caps;
+   b. contextual entries below the pool's ``min_relevance`` are set aside;
+   c. the rest in the total order ``(-score, created or "", id or "", input
+      index)``, taken greedily: an entry that overflows the tokens is skipped
+      and scanning goes on; the entry cap counts contextual entries only.
+4. **Report** what loaded and why each other entry did not.
 """
 
 from __future__ import annotations
 
 import datetime
+import enum
 import heapq
 import math
 import numbers
 import re
+import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import (
     Any,
     Callable,
     Dict,
     FrozenSet,
+    Iterable,
+    Iterator,
     List,
     Mapping,
     Optional,
@@ -68,6 +90,8 @@ from typing import (
 
 __all__ = [
     "Pool",
+    "Visibility",
+    "Scope",
     "Selection",
     "Chosen",
     "Dropped",
@@ -75,18 +99,23 @@ __all__ = [
     "Reason",
     "EntryError",
     "UnadmittedCorrectionWarning",
+    "ScoringContext",
+    "CandidateSource",
     "default_token_counter",
     "default_is_active",
     "default_scorer",
+    "prepare_scorer",
+    "check_entry",
+    "entry_cost",
+    "significant_words",
+    "parse_created",
+    "fill_pools",
     "retrieve",
     "retrieve_pools",
     "select",
-    "check_entry",
-    "Visibility",
-    "Scope",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 Entry = Mapping[str, Any]
 Scorer = Callable[..., float]
@@ -104,6 +133,8 @@ PROJECT_OTHER = 0.5
 MESSAGE_THRESHOLD = 0.15
 MESSAGE_WEIGHT = 1.5
 DEFAULT_PRIORITY = 5
+#: The message factor's largest value (every message word shared).
+MAX_MESSAGE_FACTOR = 1.0 + MESSAGE_WEIGHT
 
 
 # -- Errors and warnings -----------------------------------------------------
@@ -115,6 +146,13 @@ class EntryError(ValueError):
     Carries ``index`` (position in the caller's input, when known),
     ``entry_id`` (the entry's ``id``, when it has one) and ``field`` so that a
     host can point at the offending record, not just at a stack trace.
+
+    Example::
+
+        try:
+            select(entries, pools)
+        except EntryError as err:
+            print(err.entry_id, err.field, err.problem)
     """
 
     def __init__(
@@ -143,17 +181,8 @@ class UnadmittedCorrectionWarning(UserWarning):
     """
 
 
-def warn_unadmitted(entry: Any, index: Optional[int], stacklevel: int = 3) -> None:
-    """Emit :class:`UnadmittedCorrectionWarning` for ``entry``."""
-    warnings.warn(
-        "%s is an always-scope correction of type %r, but no pool admits that type: "
-        "it will not load. Add the type to a pool." % (_describe(entry, index), entry.get("type", "note")),
-        UnadmittedCorrectionWarning,
-        stacklevel=stacklevel,
-    )
-
-
-def _describe(entry: Any, index: Optional[int]) -> str:
+def describe_entry(entry: Any, index: Optional[int]) -> str:
+    """How messages name an entry: by id (and position) when it has one."""
     entry_id = entry.get("id") if isinstance(entry, Mapping) else None
     where = "" if index is None else " (index %d)" % index
     if isinstance(entry_id, str) and entry_id:
@@ -164,9 +193,9 @@ def _describe(entry: Any, index: Optional[int]) -> str:
 def _fail(entry: Any, index: Optional[int], field: Optional[str], problem: str) -> EntryError:
     entry_id = entry.get("id") if isinstance(entry, Mapping) else None
     if field is None:
-        message = "%s: %s" % (_describe(entry, index), problem)
+        message = "%s: %s" % (describe_entry(entry, index), problem)
     else:
-        message = "%s: field %r %s" % (_describe(entry, index), field, problem)
+        message = "%s: field %r %s" % (describe_entry(entry, index), field, problem)
     return EntryError(
         message,
         index=index,
@@ -177,7 +206,7 @@ def _fail(entry: Any, index: Optional[int], field: Optional[str], problem: str) 
 
 
 def _got(value: Any) -> str:
-    text = repr(value)
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10**50 else "<a %d-digit int>" % len(str(value))
     if len(text) > 60:
         text = text[:57] + "..."
     return "got %s %s" % (type(value).__name__, text)
@@ -187,8 +216,22 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _is_finite_number(value: Any) -> bool:
+    # float() of a huge int raises OverflowError; such a priority is as
+    # unusable as an infinity, so it is refused the same way.
+    if not _is_number(value):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
+# -- Entry checks ----------------------------------------------------------------
+
 _STR_OR_NONE = (str, type(None))
 _SEQUENCES = (list, tuple)
+_FLOAT_MAX = sys.float_info.max
 
 
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
@@ -202,21 +245,8 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
     # Fast path for the overwhelmingly common case, a plain dict of plain
     # values: exact type tests only. Anything else (subclasses, mappings,
     # errors) takes the full check, which names the field at fault.
-    if type(entry) is dict:
-        get = entry.get
-        if _plain_values_ok(
-            get("content"),
-            get("id"),
-            get("scope"),
-            get("project"),
-            get("created"),
-            get("type", "note"),
-            get("tags"),
-            get("base_priority", DEFAULT_PRIORITY),
-            get("namespace"),
-            get("source"),
-        ):
-            return
+    if type(entry) is dict and _plain_values_ok(entry):
+        return
     _check_entry_fully(entry, index)
 
 
@@ -230,31 +260,29 @@ def _all_strings(values: Sequence[Any]) -> bool:
     return True
 
 
-def _plain_values_ok(
-    content: Any,
-    entry_id: Any,
-    scope: Any,
-    project: Any,
-    created: Any,
-    entry_type: Any,
-    tags: Any,
-    priority: Any,
-    namespace: Any,
-    source: Any,
-) -> bool:
-    """True when every checked value has exactly the expected built-in type."""
+def _plain_values_ok(entry: Dict[str, Any]) -> bool:
+    """True when every checked value of a plain dict has exactly the expected
+    built-in type (the stateless path's per-entry hot spot)."""
+    get = entry.get
+    tags = get("tags")
+    priority = get("base_priority", DEFAULT_PRIORITY)
     return (
-        type(content) is str
-        and type(namespace) in _STR_OR_NONE
-        and type(source) in _STR_OR_NONE
-        and type(entry_id) in _STR_OR_NONE
-        and type(scope) in _STR_OR_NONE
-        and type(project) in _STR_OR_NONE
-        and type(created) in _STR_OR_NONE
-        and type(entry_type) is str
+        type(get("content")) is str
+        and type(get("type", "note")) is str
+        and type(get("id")) in _STR_OR_NONE
+        and type(get("scope")) in _STR_OR_NONE
+        and type(get("project")) in _STR_OR_NONE
+        and type(get("created")) in _STR_OR_NONE
+        and type(get("namespace")) in _STR_OR_NONE
+        and type(get("source")) in _STR_OR_NONE
+        and type(get("summary")) in _STR_OR_NONE
         and (tags is None or (type(tags) in _SEQUENCES and _all_strings(tags)))
-        # x - x == 0 rejects NaN and the infinities.
-        and (type(priority) is int or (type(priority) is float and priority - priority == 0.0))
+        # x - x == 0 rejects NaN and the infinities; the int bound, ints too
+        # large for a float.
+        and (
+            (type(priority) is int and -_FLOAT_MAX <= priority <= _FLOAT_MAX)
+            or (type(priority) is float and priority - priority == 0.0)
+        )
     )
 
 
@@ -266,7 +294,7 @@ def _check_entry_fully(entry: Any, index: Optional[int]) -> None:
         raise _fail(entry, index, "content", "is missing (every entry needs its text)")
     if not isinstance(get("content"), str):
         raise _fail(entry, index, "content", "must be a string, %s" % _got(get("content")))
-    for key in ("id", "scope", "project", "created", "namespace", "source"):
+    for key in ("id", "scope", "project", "created", "namespace", "source", "summary"):
         value = get(key)
         if value is not None and not isinstance(value, str):
             raise _fail(entry, index, key, "must be a string or None, %s" % _got(value))
@@ -279,14 +307,12 @@ def _check_entry_fully(entry: Any, index: Optional[int]) -> None:
         for tag in tags:
             if not isinstance(tag, str):
                 raise _fail(entry, index, "tags", "must contain only strings, %s" % _got(tag))
-    if "base_priority" in entry:
-        # NaN or an infinity would break the total order of scores.
-        priority: Any = get("base_priority")
-        if not _is_number(priority) or not math.isfinite(float(priority)):
-            raise _fail(entry, index, "base_priority", "must be a finite number, %s" % _got(priority))
+    # NaN or an infinity would break the total order of scores.
+    if "base_priority" in entry and not _is_finite_number(get("base_priority")):
+        raise _fail(entry, index, "base_priority", "must be a finite number, %s" % _got(get("base_priority")))
 
 
-# -- Pool ----------------------------------------------------------------------
+# -- Pool --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -301,6 +327,18 @@ class Pool:
             entries do not use these slots. 0 admits only always-scope entries.
         types: Entry types this pool draws from (a tuple; a list or set is
             normalised to a tuple). ``None`` accepts every type.
+        min_relevance: Optional threshold on the scorer's *relevance* (the
+            query-match part of the score: the lexical overlap fraction for
+            the default scorer, the cosine for an embedding scorer).
+            Contextual candidates below it are set aside before the greedy
+            fill and reported as ``below_relevance``: marginal memories cost
+            budget and distract the model, so "threshold, then truncate".
+            Always-scope entries are never subject to it.
+
+    Example::
+
+        plan = [Pool("corrections", 0, 0, ("correction",)),
+                Pool("content", 600, 10, ("note", "task", "fact"))]
 
     Raises:
         ValueError: negative or NaN budget, empty name.
@@ -313,6 +351,7 @@ class Pool:
     max_tokens: Union[int, float]
     max_entries: Union[int, float]
     types: Optional[Tuple[str, ...]] = None
+    min_relevance: Optional[float] = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
@@ -327,6 +366,10 @@ class Pool:
                 raise ValueError("Pool %r: %s must not be NaN" % (self.name, attr))
             if value < 0:
                 raise ValueError("Pool %r: %s must be >= 0, got %r" % (self.name, attr, value))
+        if self.min_relevance is not None and not _is_finite_number(self.min_relevance):
+            raise TypeError(
+                "Pool %r: min_relevance must be a finite number or None, %s" % (self.name, _got(self.min_relevance))
+            )
         types = self.types
         if types is None:
             return
@@ -351,9 +394,12 @@ class Pool:
         return self.types is None or entry_type in self.types
 
 
-def _check_pools(pools: Sequence[Pool]) -> List[Pool]:
+def check_pools(pools: Sequence[Pool]) -> List[Pool]:
+    """``pools`` as a list; raises for anything but distinct :class:`Pool` s."""
     if isinstance(pools, Pool):
         raise TypeError("pools must be a sequence of Pool objects, not a single Pool (wrap it in a list)")
+    if isinstance(pools, (str, bytes, Mapping)) or not isinstance(pools, Iterable):
+        raise TypeError("pools must be a sequence of Pool objects, %s" % _got(pools))
     checked = list(pools)
     seen: Set[str] = set()
     for position, pool in enumerate(checked):
@@ -363,6 +409,405 @@ def _check_pools(pools: Sequence[Pool]) -> List[Pool]:
             raise ValueError("duplicate pool name: %r" % (pool.name,))
         seen.add(pool.name)
     return checked
+
+
+# -- Why an entry did not load ------------------------------------------------------
+
+
+class Reason(str, enum.Enum):
+    """Reason codes in :attr:`Selection.dropped`; each names one cause.
+
+    A ``str`` enum: ``Reason.INACTIVE == "inactive"``, and it serialises as
+    its value.
+    """
+
+    #: ``is_active`` said no (status, superseded_by)
+    INACTIVE = "inactive"
+    #: its namespace is not the query's (nor in its explicit chain)
+    NAMESPACE = "namespace"
+    #: it lacks one of the tags the query requires
+    TAGS = "tags"
+    #: provenance required and it has no ``source``
+    NO_SOURCE = "no_source"
+    #: a time bound was given and its ``created`` is missing or unparseable
+    UNDATED = "undated"
+    #: its ``created`` is outside the query's time bound
+    OUT_OF_TIME = "out_of_time"
+    #: no pool admits the entry's type
+    NO_POOL = "no_pool"
+    #: an always-scope entry no pool admits (also warned)
+    ALWAYS_NO_POOL = "always_no_pool"
+    #: its relevance is below its pool's ``min_relevance``
+    BELOW_RELEVANCE = "below_relevance"
+    #: its cost is more than the room its pool had left
+    TOKEN_BUDGET = "token_budget"
+    #: it would have fitted, but its pool's entry cap came first
+    ENTRY_CAP = "entry_cap"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+#: The reasons that mean "a budget cut it" (what an omission line counts).
+BUDGET_REASONS = frozenset((Reason.TOKEN_BUDGET, Reason.ENTRY_CAP))
+
+
+# -- Time ---------------------------------------------------------------------------
+
+
+def _naive(moment: datetime.datetime) -> datetime.datetime:
+    # The spec compares naive to naive, dropping (not converting) any offset:
+    # stores are expected to hold UTC.
+    return moment.replace(tzinfo=None) if moment.tzinfo is not None else moment
+
+
+def parse_created(value: Optional[str]) -> Optional[datetime.datetime]:
+    """``created`` as a naive datetime, or None when empty or unparseable
+    (which the spec scores as age 0, i.e. brand new)."""
+    if not value:
+        return None
+    try:
+        return _naive(datetime.datetime.fromisoformat(value.rstrip("Z")))
+    except (ValueError, AttributeError):
+        return None
+
+
+def _time_bound(name: str, value: Any) -> Optional[datetime.datetime]:
+    if value is None or isinstance(value, datetime.datetime):
+        moment = value
+    elif isinstance(value, str):
+        moment = parse_created(value)
+        if moment is None:
+            raise ValueError("Visibility %s must be an ISO-8601 time, got %r" % (name, value))
+    else:
+        raise TypeError("Visibility %s must be a datetime, an ISO-8601 string or None, %s" % (name, _got(value)))
+    if moment is not None and moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return moment
+
+
+# -- Visibility ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Visibility:
+    """Which entries a query may see at all, before any pool or budget.
+
+    Attributes:
+        namespace: None (no namespace filter), one namespace, or an explicit
+            ordered chain such as ``("project-a", "global")``. Matching is
+            exact: an entry is seen only if its ``namespace`` is the query's
+            or a link of the chain. A ``None`` link names the entries without
+            a namespace (shared corrections usually have none), e.g.
+            ``("tenant-a", None)``. There is no implicit fallback to a parent
+            or global namespace; widening happens only when the caller names
+            the chain, because a silent fallback makes a project-only memory
+            apply everywhere while every report looks normal.
+        chain_penalty: score factor per link after the first (link ``i``
+            scores ``x chain_penalty ** i``), so the query's own namespace
+            wins ties against inherited ones.
+        require_tags: an entry must carry every one of these tags (AND:
+            adding a tag narrows the result, never widens it).
+        require_source: drop entries without a non-empty ``source``: an
+            entry without provenance reads like the model's own guess.
+        since / until: bound ``created`` (inclusive; datetimes or ISO-8601
+            strings, aware ones converted to UTC). A contextual entry without
+            a parseable ``created`` does not match a bound and is reported as
+            ``undated`` (never an error: a malformed timestamp must not
+            interrupt retrieval). Always-scope corrections are standing rules
+            and are never time-filtered.
+
+    Example::
+
+        select(entries, pools, {"message": "deploy"},
+               visibility=Visibility(namespace=("tenant-a", None), since="2026-11-01"))
+    """
+
+    namespace: Union[None, str, Tuple[Optional[str], ...]] = None
+    chain_penalty: float = 0.9
+    require_tags: Tuple[str, ...] = ()
+    require_source: bool = False
+    since: Union[None, str, datetime.datetime] = None
+    until: Union[None, str, datetime.datetime] = None
+    _bounds: Tuple[Optional[datetime.datetime], Optional[datetime.datetime]] = field(
+        default=(None, None), init=False, repr=False, compare=False
+    )
+
+    def __post_init__(self) -> None:
+        namespace = self.namespace
+        if isinstance(namespace, (list, tuple)):
+            if not namespace or not all(n is None or (isinstance(n, str) and n) for n in namespace):
+                raise TypeError(
+                    "Visibility namespace chain must be non-empty strings (or None for entries "
+                    "without a namespace), got %r" % (namespace,)
+                )
+            if len(set(namespace)) != len(namespace):
+                raise ValueError("Visibility namespace chain repeats a link: %r" % (namespace,))
+            object.__setattr__(self, "namespace", tuple(namespace))
+        elif namespace is not None and not (isinstance(namespace, str) and namespace):
+            raise TypeError(
+                "Visibility namespace must be a non-empty string, a chain of them, or None, %s" % _got(namespace)
+            )
+        if not _is_number(self.chain_penalty) or not 0.0 < self.chain_penalty <= 1.0:
+            raise ValueError("Visibility chain_penalty must be in (0, 1], got %r" % (self.chain_penalty,))
+        tags = self.require_tags
+        if isinstance(tags, str) or not isinstance(tags, Iterable) or not all(isinstance(t, str) for t in tags):
+            raise TypeError("Visibility require_tags must be a list of strings, %s" % _got(tags))
+        object.__setattr__(self, "require_tags", tuple(tags))
+        if not isinstance(self.require_source, bool):
+            raise TypeError("Visibility require_source must be a bool, %s" % _got(self.require_source))
+        since, until = _time_bound("since", self.since), _time_bound("until", self.until)
+        if since is not None and until is not None and since > until:
+            raise ValueError("Visibility since (%s) is after until (%s)" % (since, until))
+        object.__setattr__(self, "_bounds", (since, until))
+
+    @property
+    def chain(self) -> Tuple[Optional[str], ...]:
+        """The namespaces in order (empty when there is no namespace filter)."""
+        if self.namespace is None:
+            return ()
+        return self.namespace if isinstance(self.namespace, tuple) else (self.namespace,)
+
+    @property
+    def bounds(self) -> Tuple[Optional[datetime.datetime], Optional[datetime.datetime]]:
+        """``(since, until)`` as naive UTC datetimes (None: unbounded)."""
+        return self._bounds
+
+    @property
+    def active(self) -> bool:
+        """Whether it filters anything at all."""
+        return bool(self.chain or self.require_tags or self.require_source or self._bounds != (None, None))
+
+    def judge(self, entry: Entry) -> Tuple[Optional[Reason], float]:
+        """(reason the entry is not visible, or None; its score factor).
+
+        Checks in a fixed order: namespace, tags, source, time."""
+        factor = 1.0
+        chain = self.chain
+        if chain:
+            own = entry.get("namespace")
+            if own not in chain:
+                return Reason.NAMESPACE, factor
+            factor = self.chain_penalty ** chain.index(own)
+        if self.require_tags:
+            own_tags = entry.get("tags") or ()
+            if not all(tag in own_tags for tag in self.require_tags):
+                return Reason.TAGS, factor
+        if self.require_source and not entry.get("source"):
+            return Reason.NO_SOURCE, factor
+        since, until = self._bounds
+        if (since is not None or until is not None) and entry.get("scope") != "always":
+            created = parse_created(entry.get("created"))
+            if created is None:
+                return Reason.UNDATED, factor
+            if (since is not None and created < since) or (until is not None and created > until):
+                return Reason.OUT_OF_TIME, factor
+        return None, factor
+
+
+class Scope(Visibility):
+    """Deprecated alias of :class:`Visibility` (kept for one release).
+
+    ``scope`` also names an entry's load tier (``"always"``); one name with
+    two meanings is the kind of clash that hides bugs, so the filter was
+    renamed.
+    """
+
+    def __post_init__(self) -> None:
+        warnings.warn("Scope is deprecated; use Visibility", DeprecationWarning, stacklevel=3)
+        super().__post_init__()
+
+
+def resolve_visibility(visibility: Optional[Visibility], scope: Optional[Visibility] = None) -> Optional[Visibility]:
+    """The visibility filter a call asked for (``scope=`` is the deprecated
+    keyword), or None when it filters nothing."""
+    if scope is not None:
+        warnings.warn("the scope= keyword is deprecated; use visibility=", DeprecationWarning, stacklevel=3)
+        if visibility is not None:
+            raise TypeError("give visibility= only (scope= is its deprecated name)")
+        visibility = scope
+    if visibility is None:
+        return None
+    if not isinstance(visibility, Visibility):
+        raise TypeError("visibility must be a Visibility, %s" % _got(visibility))
+    return visibility if visibility.active else None
+
+
+# -- The report -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """One selected entry: which pool took it, its score (None for an
+    always-scope entry, which is never scored), its token cost, and which
+    layer of it loaded (``"full"`` unless progressive loading chose a
+    ``"summary"``)."""
+
+    entry: Entry
+    index: int
+    pool: str
+    always: bool
+    score: Optional[float]
+    cost: int
+    layer: str = "full"
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """One entry that did not load, with the one reason why.
+
+    ``pool`` is the pool that last considered it (None when no pool did),
+    ``score`` and ``cost`` its score and token cost there.
+    """
+
+    entry: Entry
+    index: int
+    reason: Reason
+    pool: Optional[str] = None
+    score: Optional[float] = None
+    cost: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class PoolStats:
+    """Budget use of one pool; contextual figures only in ``tokens_used`` and
+    ``entries_used`` (always-scope entries are outside the budget and counted
+    separately)."""
+
+    name: str
+    max_tokens: Union[int, float]
+    max_entries: Union[int, float]
+    tokens_used: int
+    entries_used: int
+    always_count: int
+    always_tokens: int
+    candidates: int
+
+
+class Selection:
+    """What :func:`select` chose and why the rest did not load.
+
+    Every input position is accounted for exactly once: in ``chosen`` or in
+    ``dropped``.
+
+    Attributes:
+        pools: pool name -> entries, exactly what :func:`retrieve_pools`
+            returns (same dict objects, same order).
+        chosen: every selected entry in render order: always-scope entries of
+            all pools first (pool order, then input order), then each pool's
+            contextual entries in pool order and rank order.
+        dropped: every entry that did not load, in input order. Built on
+            first access: a million-entry store's report costs nothing until
+            someone reads it.
+        stats: pool name -> :class:`PoolStats`.
+        notes: what else a host may want to show, e.g. ``task_type`` or
+            ``scorer_fallback`` (JSON-friendly values).
+
+    Example::
+
+        sel = select(entries, pools, {"message": "deploy"})
+        for d in sel.dropped:
+            print(d.entry.get("id"), d.reason, d.pool)
+        json.dumps(sel.to_dict())
+    """
+
+    __slots__ = ("pools", "chosen", "stats", "notes", "_dropped", "_build")
+
+    def __init__(
+        self,
+        pools: Dict[str, List[Any]],
+        chosen: List[Chosen],
+        dropped: Union[List[Dropped], Callable[[], List[Dropped]]],
+        stats: Dict[str, PoolStats],
+        notes: Optional[Dict[str, Any]] = None,
+    ) -> None:
+        self.pools = pools
+        self.chosen = chosen
+        self.stats = stats
+        self.notes: Dict[str, Any] = dict(notes or {})
+        if callable(dropped):
+            self._dropped: Optional[List[Dropped]] = None
+            self._build: Optional[Callable[[], List[Dropped]]] = dropped
+        else:
+            self._dropped, self._build = list(dropped), None
+
+    @property
+    def dropped(self) -> List[Dropped]:
+        if self._dropped is None:
+            assert self._build is not None
+            self._dropped, self._build = self._build(), None
+        return self._dropped
+
+    def __repr__(self) -> str:
+        return "Selection(pools=%r, chosen=%d, stats=%r)" % (
+            {name: len(got) for name, got in self.pools.items()},
+            len(self.chosen),
+            list(self.stats),
+        )
+
+    def entries(self) -> List[Any]:
+        """Selected entries in render order (always-scope first)."""
+        return [c.entry for c in self.chosen]
+
+    def dropped_by_reason(self) -> Dict[Reason, List[Dropped]]:
+        """Dropped entries grouped by reason code."""
+        grouped: Dict[Reason, List[Dropped]] = {}
+        for item in self.dropped:
+            grouped.setdefault(item.reason, []).append(item)
+        return grouped
+
+    def omitted_by_pool(self) -> Dict[str, int]:
+        """Pool name -> how many entries its budget cut (pool order): what an
+        explicit omission line must say."""
+        counts: Dict[str, int] = {}
+        for item in self.dropped:
+            if item.reason in BUDGET_REASONS and item.pool is not None:
+                counts[item.pool] = counts.get(item.pool, 0) + 1
+        return {name: counts[name] for name in self.stats if name in counts}
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The one JSON form of a selection (the CLI's ``--json`` and both
+        frameworks' selection events)."""
+        return {
+            "chosen": [
+                {
+                    "id": c.entry.get("id"),
+                    "type": c.entry.get("type", "note"),
+                    "index": c.index,
+                    "pool": c.pool,
+                    "always": c.always,
+                    "score": c.score,
+                    "tokens": c.cost,
+                    "layer": c.layer,
+                }
+                for c in self.chosen
+            ],
+            "dropped": [
+                {
+                    "id": d.entry.get("id"),
+                    "type": d.entry.get("type", "note"),
+                    "index": d.index,
+                    "reason": d.reason.value,
+                    "pool": d.pool,
+                    "score": d.score,
+                    "tokens": d.cost,
+                }
+                for d in self.dropped
+            ],
+            "stats": {
+                name: {
+                    "max_tokens": s.max_tokens,
+                    "max_entries": s.max_entries,
+                    "tokens_used": s.tokens_used,
+                    "entries_used": s.entries_used,
+                    "always_count": s.always_count,
+                    "always_tokens": s.always_tokens,
+                    "candidates": s.candidates,
+                }
+                for name, s in self.stats.items()
+            },
+            "notes": dict(self.notes),
+        }
 
 
 # -- Defaults: token counting, activeness, scoring -----------------------------
@@ -388,6 +833,38 @@ def default_is_active(entry: Entry) -> bool:
     return entry.get("status", "active") == "active" and not entry.get("superseded_by")
 
 
+def given_token_count(entry: Entry) -> Optional[int]:
+    """The entry's own ``token_count`` when it is a positive int (bool is
+    not an int here), else None (the counter must measure the content)."""
+    count = entry.get("token_count")
+    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+        return count
+    return None
+
+
+def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] = None) -> int:
+    """Token cost of an entry: a positive-int ``token_count``, else
+    ``token_counter(content)``.
+
+    Never 0 for a missing count: a zero default would silently exempt the
+    entry from every budget. A counter that answers 0, a negative number or a
+    non-integer is reported rather than trusted, for the same reason.
+    """
+    count = given_token_count(entry)
+    if count is not None:
+        return count
+    measured = token_counter(entry.get("content", ""))
+    if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
+        raise _fail(
+            entry,
+            index,
+            "token_count",
+            "is not a positive integer and token_counter returned %r for its content; costs must be "
+            "positive integers (0 would exempt the entry from every budget)" % (measured,),
+        )
+    return int(measured)
+
+
 _STOPWORDS = frozenset(
     """the and for are but not you all can her was one our out day has had his
     how man new now old see two way who did its let put say she too use that
@@ -403,35 +880,18 @@ def significant_words(text: str) -> FrozenSet[str]:
     return frozenset(w for w in _WORD_RE.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS)
 
 
-def _naive(moment: datetime.datetime) -> datetime.datetime:
-    # The spec compares naive to naive, dropping (not converting) any offset:
-    # stores are expected to hold UTC.
-    return moment.replace(tzinfo=None) if moment.tzinfo is not None else moment
-
-
-def parse_created(value: Optional[str]) -> Optional[datetime.datetime]:
-    """``created`` as a naive datetime, or None when empty or unparseable
-    (which the spec scores as age 0, i.e. brand new)."""
-    if not value:
-        return None
-    try:
-        return _naive(datetime.datetime.fromisoformat(value.rstrip("Z")))
-    except (ValueError, AttributeError):
-        return None
-
-
-def recency_factor(created: Optional[datetime.datetime], ref: datetime.datetime) -> float:
-    """Linear decay over 90 days, floored at 0.3; future timestamps count as 0 days."""
-    days = 0.0 if created is None else max(0.0, (ref - created).total_seconds() / 86400.0)
-    return max(RECENCY_FLOOR, 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP)
-
-
 class ScoringContext:
-    """A retrieval context checked and pre-digested once per call.
+    """The default scorer prepared for one call: the context is checked and
+    digested once, then :meth:`score` runs per entry.
 
     The message's significant words become one compiled pattern that finds
     exactly the entry-content words they share, which gives the same overlap
     as intersecting word sets without building a set per entry.
+
+    Example::
+
+        prepared = ScoringContext({"message": "deploy checkout"}, now)
+        prepared.score(entry), prepared.relevance(entry)
     """
 
     __slots__ = ("tags", "project", "words", "nwords", "pattern", "ref")
@@ -466,59 +926,43 @@ class ScoringContext:
             alternatives = "|".join(sorted(self.words, key=lambda w: (-len(w), w)))
             self.pattern = re.compile("(?<![a-z0-9])(?:%s)(?![a-z0-9])" % alternatives)
 
-    def shared_words(self, content: str) -> int:
-        """How many of the message's significant words occur in ``content``."""
-        if self.pattern is None:
-            return 0
-        return len(set(self.pattern.findall(content.lower())))
-
     def partial(self, entry: Entry) -> float:
-        """Every factor of the default score except the message overlap;
-        ``partial * message_factor`` is bit-identical to the spec's score
-        because the message factor is the spec's last multiplication."""
-        get = entry.get
-        return self.factors(get("base_priority", DEFAULT_PRIORITY), get("created"), get("tags"), get("project"))
-
-    def factors(
-        self, priority: float, created: Optional[str], tags: Optional[Sequence[str]], project: Optional[str]
-    ) -> float:
-        """:meth:`partial` from the entry's values (they are already at hand
-        on the stateless hot path). Written out flat, in the spec's factor
-        order, since it runs once per entry per query."""
-        score = float(priority)
+        """Every factor of the default score but the message overlap, in the
+        spec's order: ``partial * message_factor`` is bit-identical to the
+        spec's score because the message factor is its last multiplication."""
+        score = float(entry.get("base_priority", DEFAULT_PRIORITY))
         days = 0.0
-        if created:
-            try:
-                stamp = datetime.datetime.fromisoformat(created.rstrip("Z"))
-            except ValueError:
-                pass
-            else:
-                if stamp.tzinfo is not None:
-                    stamp = stamp.replace(tzinfo=None)
-                days = (self.ref - stamp).total_seconds() / 86400.0
-                if days < 0.0:
-                    days = 0.0
+        created = parse_created(entry.get("created"))
+        if created is not None:
+            days = max(0.0, (self.ref - created).total_seconds() / 86400.0)
         recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
         score *= recency if recency > RECENCY_FLOOR else RECENCY_FLOOR
+        tags = entry.get("tags")
         # With no context tags the factor is exactly 1.0: skip the set work.
         if tags and self.tags:
             own = set(tags)
             score *= 1.0 + (len(own & self.tags) / len(own)) * TAG_WEIGHT
+        project = entry.get("project")
         if project is not None:
             score *= PROJECT_SAME if project == self.project else PROJECT_OTHER
         return score
 
-    def message_factor(self, content: str) -> float:
-        """``1 + 1.5 * f`` when the shared fraction ``f`` of the message's
-        significant words exceeds 0.15, else exactly 1.0 (so at most 2.5)."""
+    def relevance(self, entry: Entry) -> float:
+        """The fraction of the message's significant words found in the
+        content (0 without a message): the query-match part of the score."""
         if self.pattern is None:
-            return 1.0
-        overlap = len(set(self.pattern.findall(content.lower()))) / self.nwords
+            return 0.0
+        return len(set(self.pattern.findall(entry["content"].lower()))) / self.nwords
+
+    def message_factor(self, entry: Entry) -> float:
+        """``1 + 1.5 * f`` when the shared fraction ``f`` exceeds 0.15, else
+        exactly 1.0 (so at most 2.5)."""
+        overlap = self.relevance(entry)
         return 1.0 + overlap * MESSAGE_WEIGHT if overlap > MESSAGE_THRESHOLD else 1.0
 
     def score(self, entry: Entry) -> float:
         """The default score of a checked entry (see :func:`default_scorer`)."""
-        return self.partial(entry) * self.message_factor(entry["content"])
+        return self.partial(entry) * self.message_factor(entry)
 
 
 def default_scorer(
@@ -552,646 +996,472 @@ def default_scorer(
     return ScoringContext(context, now).score(entry)
 
 
-def _checked_score(value: Any, entry: Entry, index: Optional[int]) -> float:
+class _PlainScorer:
+    """A spec-form scorer function, prepared: its scores are checked, and its
+    relevance is its score (it has no separate query-match part)."""
+
+    __slots__ = ("scorer", "context", "now")
+
+    def __init__(self, scorer: Scorer, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> None:
+        self.scorer, self.context, self.now = scorer, context, now
+
+    def score(self, entry: Entry) -> float:
+        return self.scorer(entry, self.context, now=self.now)
+
+    def relevance(self, entry: Entry) -> float:
+        return self.score(entry)
+
+
+def prepare_scorer(scorer: Scorer, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Any:
+    """The per-call form of ``scorer``: an object with ``score(entry)`` and
+    ``relevance(entry)``.
+
+    The default scorer becomes a :class:`ScoringContext`; a scorer object
+    with ``prepare(context, now)`` (e.g. an embedding scorer, which embeds the
+    query once per call) is asked for its own; a plain spec-form function is
+    wrapped."""
+    if scorer is default_scorer:
+        return ScoringContext(context, now)
+    prepare = getattr(scorer, "prepare", None)
+    if prepare is not None:
+        return prepare(context, now)
+    if not callable(scorer):
+        raise TypeError("scorer must be callable, %s" % _got(scorer))
+    return _PlainScorer(scorer, context, now)
+
+
+def _checked_score(value: Any, entry: Entry, index: Optional[int], what: str = "scorer") -> float:
     # NaN would break the total order the determinism guarantee rests on, and
     # an infinity makes every tie meaningless; a non-number cannot be sorted.
-    if not _is_number(value):
-        raise _fail(entry, index, None, "scorer returned %s; a score must be a finite number" % _got(value))
-    score = float(value)
-    if not math.isfinite(score):
-        raise _fail(entry, index, None, "scorer returned %r; a score must be a finite number" % (value,))
-    return score
+    if not _is_finite_number(value):
+        raise _fail(entry, index, None, "%s returned %s; it must be a finite number" % (what, _got(value)))
+    return float(value)
 
 
-def given_token_count(entry: Entry) -> Optional[int]:
-    """The entry's own ``token_count`` when it is a positive int (bool is
-    not an int here), else None (the counter must measure the content)."""
-    count = entry.get("token_count")
-    if isinstance(count, int) and not isinstance(count, bool) and count > 0:
-        return count
-    return None
+# -- The algorithm ------------------------------------------------------------------------
+#
+# select() = fill_pools(pools, EntrySource(entries, ...)). fill_pools holds
+# the rules of steps 3 and 4 once; a candidate source holds the entries and
+# answers the per-call questions (who is admitted, in what rank order, at
+# what cost). EntrySource below answers them for a plain list of entries;
+# poolsplit_adapters.index.MemoryIndex answers them from cached columns.
 
 
-def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] = None) -> int:
-    """Token cost of an entry: a positive-int ``token_count`` (bool is not an
-    int here), else ``token_counter(content)``.
+class CandidateSource:
+    """What :func:`fill_pools` asks of the entries (the interface
+    :class:`EntrySource` and ``MemoryIndex`` implement).
 
-    Never 0 for a missing count: a zero default would silently exempt the
-    entry from every budget. A counter that answers 0, a negative number or a
-    non-integer is reported rather than trusted, for the same reason.
-    """
-    count = given_token_count(entry)
-    if count is not None:
-        return count
-    measured = token_counter(entry.get("content", ""))
-    if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
-        raise _fail(
-            entry,
-            index,
-            "token_count",
-            "has no positive count and token_counter returned %s; costs must be "
-            "positive integers (0 would exempt the entry from every budget)" % _got(measured),
-        )
-    return int(measured)
-
-
-# -- Scope filters ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Visibility:
-    """Which entries a query may see at all, before any pool or budget.
-
-    Attributes:
-        namespace: None (no namespace filter), one namespace, or an explicit
-            ordered chain such as ``("project-a", "global")``. Matching is
-            exact: an entry is seen only if its ``namespace`` is the query's
-            or a link of the chain. There is no implicit fallback to a parent
-            or global namespace; widening happens only when the caller names
-            the chain, because a silent fallback makes a project-only memory
-            apply everywhere while every report looks normal.
-        chain_penalty: score factor per link after the first (link ``i``
-            scores ``x chain_penalty ** i``), so the query's own namespace
-            wins ties against inherited ones.
-        require_tags: an entry must carry every one of these tags (AND:
-            adding a tag narrows the result, never widens it).
-        require_source: drop entries without a non-empty ``source``: an
-            entry without provenance reads like the model's own guess.
+    Positions are the source's own handles for entries; a group of positions
+    (``members``' contextual part, ``split_below``'s parts) may be any object
+    :meth:`positions` can list.
     """
 
-    namespace: Union[None, str, Tuple[str, ...]] = None
-    chain_penalty: float = 0.9
-    require_tags: Tuple[str, ...] = ()
-    require_source: bool = False
+    def members(self, pool: Pool) -> Tuple[List[int], Any]:
+        """(always-scope positions in input order, contextual positions) of
+        the admitted entries of ``pool``'s types that no earlier pool took."""
+        raise NotImplementedError
 
-    def __post_init__(self) -> None:
-        namespace = self.namespace
-        if isinstance(namespace, (list, tuple)):
-            if not namespace or not all(isinstance(n, str) and n for n in namespace):
-                raise TypeError("Visibility namespace chain must be non-empty strings, got %r" % (namespace,))
-            if len(set(namespace)) != len(namespace):
-                raise ValueError("Visibility namespace chain repeats a link: %r" % (namespace,))
-            object.__setattr__(self, "namespace", tuple(namespace))
-        elif namespace is not None and not (isinstance(namespace, str) and namespace):
-            raise TypeError(
-                "Visibility namespace must be a non-empty string, a chain of them, or None, %s" % _got(namespace)
-            )
-        if not _is_number(self.chain_penalty) or not 0.0 < self.chain_penalty <= 1.0:
-            raise ValueError("Visibility chain_penalty must be in (0, 1], got %r" % (self.chain_penalty,))
-        tags = self.require_tags
-        if isinstance(tags, str) or not all(isinstance(t, str) for t in tags):
-            raise TypeError("Visibility require_tags must be a list of strings, %s" % _got(tags))
-        object.__setattr__(self, "require_tags", tuple(tags))
+    def split_below(self, group: Any, threshold: float) -> Tuple[Any, Any]:
+        """(positions whose relevance is >= threshold, the rest)."""
+        raise NotImplementedError
+
+    def ranked(self, group: Any, room: _Room) -> Iterator[Tuple[int, float, int]]:
+        """``(position, score, cost)`` in the total order ``(-score, created
+        or "", id or "", input index)``. May leave out an entry whose cost is
+        more than ``room.left`` (the fill would skip it anyway)."""
+        raise NotImplementedError
+
+    def claim(self, positions: Iterable[int]) -> None:
+        """Exclude these entries (by identity) from every later pool."""
+        raise NotImplementedError
+
+    def positions(self, group: Any) -> Iterable[int]:
+        raise NotImplementedError
+
+    def entry(self, position: int) -> Entry:
+        raise NotImplementedError
+
+    def input_index(self, position: int) -> int:
+        """The entry's index in the caller's order (what reports show)."""
+        raise NotImplementedError
+
+    def cost(self, position: int) -> int:
+        raise NotImplementedError
+
+    def score(self, position: int) -> float:
+        raise NotImplementedError
+
+    def not_admitted(self, position: int) -> Optional[Reason]:
+        """Why the entry was not admitted at all (inactive, not visible), or None."""
+        raise NotImplementedError
+
+    def all_positions(self) -> Iterable[int]:
+        """Every position, in input order."""
+        raise NotImplementedError
+
+    def unadmitted_always(self, pools: Sequence[Pool]) -> List[int]:
+        """Admitted always-scope entries whose type no pool admits."""
+        raise NotImplementedError
+
+
+class _Room:
+    """A pool's token room during its fill (read by a source's ranking to
+    skip entries that can no longer fit)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: Union[int, float]) -> None:
+        self.limit = limit
+        self.used = 0
 
     @property
-    def chain(self) -> Tuple[str, ...]:
-        """The namespaces in order (empty when there is no namespace filter)."""
-        if self.namespace is None:
-            return ()
-        return self.namespace if isinstance(self.namespace, tuple) else (self.namespace,)
+    def left(self) -> float:
+        return self.limit - self.used
 
-    @property
-    def active(self) -> bool:
-        return bool(self.chain or self.require_tags or self.require_source)
-
-    def judge(self, entry: Entry) -> Tuple[Optional[str], float]:
-        """(reason code or None when the entry is in scope, score factor)."""
-        factor = 1.0
-        chain = self.chain
-        if chain:
-            link = chain.index(entry.get("namespace")) if entry.get("namespace") in chain else -1
-            if link < 0:
-                return Reason.NAMESPACE, factor
-            factor = self.chain_penalty**link
-        if self.require_tags:
-            own = entry.get("tags") or ()
-            if not all(tag in own for tag in self.require_tags):
-                return Reason.TAGS, factor
-        if self.require_source and not entry.get("source"):
-            return Reason.NO_SOURCE, factor
-        return None, factor
-
-
-class Scope(Visibility):
-    """Deprecated alias of :class:`Visibility` (kept for one release).
-
-    ``scope`` also names an entry's load tier (``"always"``); one name with
-    two meanings is the kind of clash that hides bugs, so the filter was
-    renamed.
-    """
-
-    def __post_init__(self) -> None:
-        warnings.warn("Scope is deprecated; use Visibility", DeprecationWarning, stacklevel=3)
-        super().__post_init__()
-
-
-def resolve_visibility(visibility: Optional[Visibility], scope: Optional[Visibility] = None) -> Optional[Visibility]:
-    """The visibility filter a call asked for (``scope=`` is the deprecated
-    keyword), or None when it filters nothing."""
-    if scope is not None:
-        warnings.warn("the scope= keyword is deprecated; use visibility=", DeprecationWarning, stacklevel=3)
-        if visibility is not None:
-            raise TypeError("give visibility= only (scope= is its deprecated name)")
-        visibility = scope
-    if visibility is None:
-        return None
-    if not isinstance(visibility, Visibility):
-        raise TypeError("visibility must be a Visibility, %s" % _got(visibility))
-    return visibility if visibility.active else None
-
-
-# -- Selection report ------------------------------------------------------------
-
-
-class Reason:
-    """Reason codes in :attr:`Selection.dropped`; each names one cause."""
-
-    INACTIVE = "inactive"  #: ``is_active`` said no (status, superseded_by)
-    NO_POOL = "no_pool"  #: no pool admits the entry's type
-    ALWAYS_NO_POOL = "always_no_pool"  #: an always-scope entry no pool admits (also warned)
-    NAMESPACE = "namespace"  #: its namespace is not the query's (nor in its chain)
-    TAGS = "tags"  #: it lacks one of the tags the query requires
-    NO_SOURCE = "no_source"  #: provenance required and it has no ``source``
-    TOKEN_BUDGET = "token_budget"  #: its cost is more than the room its pool had left
-    ENTRY_CAP = "entry_cap"  #: it would have fitted, but its pool's entry cap came first
-
-
-@dataclass(frozen=True)
-class Chosen:
-    """One selected entry: which pool took it, its score (None for an
-    always-scope entry, which is never scored) and its token cost."""
-
-    entry: Entry
-    index: int
-    pool: str
-    always: bool
-    score: Optional[float]
-    cost: int
-
-
-@dataclass(frozen=True)
-class Dropped:
-    """One entry that did not load, with the one reason why.
-
-    ``pool`` is the pool that last considered it (None for ``inactive`` and
-    ``no_pool``), and ``cost`` its token cost there. ``score`` is filled when
-    it was computed: the stateless path does not score entries that ranked
-    too low to matter.
-    """
-
-    entry: Entry
-    index: int
-    reason: str
-    pool: Optional[str] = None
-    score: Optional[float] = None
-    cost: Optional[int] = None
-
-
-@dataclass(frozen=True)
-class PoolStats:
-    """Budget use of one pool; contextual figures only in ``tokens_used`` and
-    ``entries_used`` (always-scope entries are outside the budget and counted
-    separately)."""
-
-    name: str
-    max_tokens: Union[int, float]
-    max_entries: Union[int, float]
-    tokens_used: int
-    entries_used: int
-    always_count: int
-    always_tokens: int
-    candidates: int
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What :func:`select` chose and why the rest did not load.
-
-    Every input position is accounted for exactly once: in ``chosen`` or in
-    ``dropped``.
-
-    Attributes:
-        pools: pool name -> entries, exactly what :func:`retrieve_pools`
-            returns (same dict objects, same order).
-        chosen: every selected entry in render order: always-scope entries of
-            all pools first (pool order, then input order), then each pool's
-            contextual entries in pool order and rank order.
-        dropped: every entry that did not load, in input order.
-        stats: pool name -> :class:`PoolStats`.
-    """
-
-    pools: Dict[str, List[Any]]
-    chosen: List[Chosen]
-    dropped: List[Dropped]
-    stats: Dict[str, PoolStats]
-
-    def entries(self) -> List[Any]:
-        """Selected entries in render order (always-scope first)."""
-        return [c.entry for c in self.chosen]
-
-    def dropped_by_reason(self) -> Dict[str, List[Dropped]]:
-        """Dropped entries grouped by reason code."""
-        grouped: Dict[str, List[Dropped]] = {}
-        for item in self.dropped:
-            grouped.setdefault(item.reason, []).append(item)
-        return grouped
-
-
-# -- The algorithm ----------------------------------------------------------------
-
-
-MAX_MESSAGE_FACTOR = 1.0 + 1.0 * MESSAGE_WEIGHT
-PRUNE_AFTER_SKIPS = 8
 
 _Key = Tuple[float, str, str, int]
 
 
-class _Ranking:
-    """A pool's contextual candidates, handed out in exact rank order.
+class EntrySource(CandidateSource):
+    """Candidates from a sequence of entries, for one call (the stateless
+    path). Step 1 runs here: each entry is checked, tested for activeness and
+    visibility once; step 2 runs lazily: an entry is scored the first time a
+    ranking needs it, at most once.
 
-    ``ready`` holds exact sort keys; ``bounds`` holds ``(-upper_bound,
-    position)`` for candidates not scored yet. The best ready key is final
-    once no pending bound can reach it, so entries far down the order are
-    never scored at all.
+    Args:
+        entries: the entries (any iterable of mappings).
+        context, scorer, now: the scoring context (see :func:`select`).
+        token_counter: cost of an entry without a positive ``token_count``;
+            asked only about entries the fill reaches (a real tokenizer is
+            the expensive part of a call).
+        is_active: activeness predicate.
+        visibility: what the query may see (None: everything).
+        costs: known costs by position (``MemoryIndex`` caches them); when
+            given, entries are taken as already checked.
+
+    Example::
+
+        source = EntrySource(entries, {"message": "deploy"})
+        selection = fill_pools(pools, source)
     """
 
-    __slots__ = ("ready", "bounds", "exact")
+    def __init__(
+        self,
+        entries: Iterable[Entry],
+        context: Optional[Mapping[str, Any]] = None,
+        *,
+        scorer: Scorer = default_scorer,
+        token_counter: TokenCounter = default_token_counter,
+        is_active: IsActive = default_is_active,
+        now: Optional[datetime.datetime] = None,
+        visibility: Optional[Visibility] = None,
+        costs: Optional[Sequence[int]] = None,
+    ) -> None:
+        if entries is None or isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Iterable):
+            raise TypeError("entries must be a sequence of entry mappings, %s" % _got(entries))
+        items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
+        self.items = items
+        self.prepared = prepare_scorer(scorer, context, now)
+        # The default scorer ranks best-first against an upper bound (below).
+        self.lexical = self.prepared if isinstance(self.prepared, ScoringContext) else None
+        self.counter = token_counter
+        self.known_costs = costs
+        # Costs known without a tokenizer call let the ranking skip entries
+        # that can no longer fit before scoring them.
+        self.cheap_costs = costs is not None or token_counter is default_token_counter
+        self.reason: Dict[int, Reason] = {}  # position -> why not admitted
+        self.penalty: Dict[int, float] = {}  # position -> namespace-chain factor, when not 1
+        self.by_type: Dict[str, List[int]] = {}
+        self.always: Set[int] = set()
+        self.scores: Dict[int, float] = {}
+        self.partials: Dict[int, float] = {}
+        self.cost_cache: Dict[int, int] = {}
+        self.claimed: Set[int] = set()  # id() of every dict an earlier pool took
+        self._admit(is_active, visibility, checked=costs is not None)
 
-    def __init__(self, ready: List[_Key], bounds: List[Tuple[float, int]], exact: Callable[[int], _Key]) -> None:
-        heapq.heapify(ready)
-        heapq.heapify(bounds)
-        self.ready = ready
-        self.bounds = bounds
-        self.exact = exact
+    # 1. Admit ---------------------------------------------------------------------------
 
-    def pop(self) -> Optional[_Key]:
-        ready, bounds = self.ready, self.bounds
-        while bounds and (not ready or bounds[0][0] <= ready[0][0]):
-            heapq.heappush(ready, self.exact(heapq.heappop(bounds)[1]))
-        return heapq.heappop(ready) if ready else None
-
-    def prune(self, keep: Callable[[int], bool]) -> List[int]:
-        """Drop the candidates ``keep`` rejects; return their positions."""
-        gone: List[int] = []
-        bounds: List[Tuple[float, int]] = []
-        ready: List[_Key] = []
-        for bound in self.bounds:
-            (bounds if keep(bound[1]) else gone).append(bound)  # type: ignore[arg-type]
-        for key in self.ready:
-            (ready if keep(key[3]) else gone).append(key)  # type: ignore[arg-type]
-        if gone:
-            heapq.heapify(bounds)
-            heapq.heapify(ready)
-            self.bounds, self.ready = bounds, ready
-        return [item[-1] for item in gone]  # type: ignore[index]
-
-
-def _run(
-    entries: Sequence[Entry],
-    pools: Sequence[Pool],
-    context: Optional[Mapping[str, Any]],
-    *,
-    scorer: Scorer,
-    token_counter: TokenCounter,
-    is_active: IsActive,
-    now: Optional[datetime.datetime],
-    report: bool,
-    warn: bool,
-    cost_of: Optional[Callable[[int, Entry], int]] = None,
-    checked: bool = False,
-    view: Optional[Visibility] = None,
-) -> Selection:
-    """Fill ``pools`` from ``entries``; the single implementation behind
-    :func:`retrieve`, :func:`retrieve_pools`, :func:`select` and the generic
-    path of ``MemoryIndex``.
-
-    Work the result does not need is not done: each entry is checked, tested
-    for activeness and scored at most once per call (not once per pool);
-    costs are measured only for entries the greedy scan reaches; a pool with
-    a zero budget scores nothing; and with the default scorer the expensive
-    message-overlap factor is computed lazily, only for entries whose upper
-    bound (every other factor x 2.5) can still reach the ranks being filled.
-    """
-    pool_list = _check_pools(pools)
-    items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
-    prepared: Optional[ScoringContext] = None
-    if scorer is default_scorer:
-        prepared = ScoringContext(context, now)
-    # Costs from a caller (MemoryIndex caches them) or from the default
-    # counter are cheap; a custom counter (a real tokenizer) is only asked
-    # about entries the greedy scan actually reaches.
-    cheap_costs = cost_of is not None or token_counter is default_token_counter
-    if cost_of is None:
-        cost_of = lambda index, entry: entry_cost(entry, token_counter, index)  # noqa: E731
-
-    # 1. Filter to active entries, grouped by type, keeping input order. With
-    # the default scorer, every factor but the message overlap is computed in
-    # the same pass (the pools need it for every candidate anyway).
-    wanted: Optional[Set[str]] = None
-    if all(pool.types is not None for pool in pool_list):
-        wanted = {t for pool in pool_list for t in (pool.types or ())}
-    n = len(items)
-    by_type: Dict[str, List[int]] = {}
-    active = [False] * n
-    out_of_scope: Dict[int, str] = {}  # position -> Reason.NAMESPACE / TAGS / NO_SOURCE
-    penalties: Dict[int, float] = {}  # position -> namespace-chain factor, when not 1
-    is_always = [False] * n
-    partials: List[float] = [0.0] * n
-    default_active = is_active is default_is_active
-    factors = prepared.factors if prepared is not None else None
-    append_to = by_type.setdefault
-    for index, entry in enumerate(items):
-        # Each value is read once and serves the check, the activeness test
-        # and the score: this loop is the stateless path's hot spot.
-        if type(entry) is not dict and not checked:
-            check_entry(entry, index)
-        get = entry.get
-        entry_type = get("type", "note")
-        priority = get("base_priority", DEFAULT_PRIORITY)
-        created = get("created")
-        tags = get("tags")
-        project = get("project")
-        scope = get("scope")
-        if (
-            not checked
-            and not _plain_values_ok(
-                get("content"),
-                get("id"),
-                scope,
-                project,
-                created,
-                entry_type,
-                tags,
-                priority,
-                get("namespace"),
-                get("source"),
-            )
-            and type(entry) is dict
-        ):
-            _check_entry_fully(entry, index)
-        if default_active:
-            live = get("status", "active") == "active" and not get("superseded_by")
-        else:
-            live = bool(is_active(entry))
-        if live and view is not None:
-            reason, factor = view.judge(entry)
-            if reason is not None:
-                out_of_scope[index] = reason
-                continue
-            if factor != 1.0:
-                penalties[index] = factor
-        if live:
-            active[index] = True
-            is_always[index] = scope == "always"
-            append_to(entry_type, []).append(index)
-            # Always-scope entries are never scored: they load unconditionally.
-            if factors is not None and scope != "always" and (wanted is None or entry_type in wanted):
-                partials[index] = factors(priority, created, tags, project)
-    all_active = [i for i in range(n) if active[i]]
-
-    scores: List[Optional[float]] = [None] * n
-    costs: List[int] = [0] * n  # 0: not measured yet (a real cost is >= 1)
-
-    def score_at(i: int) -> float:
-        score = scores[i]
-        if score is None:
-            if prepared is None:
-                score = _checked_score(scorer(items[i], context, now=now), items[i], i)
+    def _admit(self, is_active: IsActive, view: Optional[Visibility], checked: bool) -> None:
+        default_active = is_active is default_is_active
+        reason, by_type, always = self.reason, self.by_type, self.always
+        for index, entry in enumerate(self.items):
+            if not checked and not (type(entry) is dict and _plain_values_ok(entry)):
+                _check_entry_fully(entry, index)
+            get = entry.get
+            if default_active:
+                live = get("status", "active") == "active" and not get("superseded_by")
             else:
-                score = partials[i] * prepared.message_factor(items[i]["content"])
-            if penalties:
-                score *= penalties.get(i, 1.0)
-            scores[i] = score
+                live = bool(is_active(entry))
+            if not live:
+                reason[index] = Reason.INACTIVE
+                continue
+            if view is not None:
+                why, factor = view.judge(entry)
+                if why is not None:
+                    reason[index] = why
+                    continue
+                if factor != 1.0:
+                    self.penalty[index] = factor
+            by_type.setdefault(get("type", "note"), []).append(index)
+            if get("scope") == "always":
+                always.add(index)
+
+    # 2. Score (lazily, at most once per entry) -------------------------------------------
+
+    def score(self, position: int) -> float:
+        score = self.scores.get(position)
+        if score is None:
+            entry = self.items[position]
+            if self.lexical is not None:
+                score = self._partial(position) * self.lexical.message_factor(entry)
+            else:
+                score = _checked_score(self.prepared.score(entry), entry, position)
+            score *= self.penalty.get(position, 1.0)
+            self.scores[position] = score
         return score
 
-    def cost_at(i: int) -> int:
-        cost = costs[i]
-        if not cost:
-            cost = costs[i] = cost_of(i, items[i])
+    def _partial(self, position: int) -> float:
+        partial = self.partials.get(position)
+        if partial is None:
+            assert self.lexical is not None
+            partial = self.partials[position] = self.lexical.partial(self.items[position])
+        return partial
+
+    def _key(self, position: int) -> _Key:
+        entry = self.items[position]
+        return (-self.score(position), entry.get("created") or "", entry.get("id") or "", position)
+
+    def cost(self, position: int) -> int:
+        cost = self.cost_cache.get(position)
+        if cost is None:
+            if self.known_costs is not None:
+                cost = self.known_costs[position]
+            else:
+                cost = entry_cost(self.items[position], self.counter, position)
+            self.cost_cache[position] = cost
         return cost
 
-    def sort_key(i: int) -> _Key:
-        entry = items[i]
-        return (-score_at(i), entry.get("created") or "", entry.get("id") or "", i)
+    def ranked(self, group: Any, room: _Room) -> Iterator[Tuple[int, float, int]]:
+        positions: List[int] = group
+        lexical = self.lexical
+        if lexical is None or lexical.pattern is None:
+            # Every score is needed to know the best one; a heap hands out
+            # only as many as the fill takes.
+            keys = [self._key(i) for i in positions]
+            heapq.heapify(keys)
+            while keys:
+                key = heapq.heappop(keys)
+                yield key[3], -key[0], self.cost(key[3])
+            return
+        # Best-first: the message factor is at most 2.5 (at least 1), so
+        # partial x 2.5 bounds an entry's score from above. The best exact
+        # key is final once no pending bound can reach it, so entries far
+        # down the order never have their content searched at all.
+        bounds: List[Tuple[float, int]] = []
+        for i in positions:
+            partial = self._partial(i) * self.penalty.get(i, 1.0)
+            bounds.append((-(partial * MAX_MESSAGE_FACTOR) if partial > 0.0 else -partial, i))
+        heapq.heapify(bounds)
+        ready: List[_Key] = []
+        while bounds or ready:
+            while bounds and (not ready or bounds[0][0] <= ready[0][0]):
+                i = heapq.heappop(bounds)[1]
+                if self.cheap_costs and self.cost(i) > room.left:
+                    continue  # cannot fit any more: the fill would skip it
+                heapq.heappush(ready, self._key(i))
+            if ready:
+                key = heapq.heappop(ready)
+                yield key[3], -key[0], self.cost(key[3])
 
-    def ranking(positions: List[int]) -> _Ranking:
-        # 4. The total order (-score, created, id, input index). Ranking
-        # positions instead of the pool-local index the spec names gives the
-        # same order: both follow input order.
-        if prepared is None or prepared.pattern is None:
-            return _Ranking([sort_key(i) for i in positions], [], sort_key)
-        # Best-first: an entry's exact score is at most its upper bound, so
-        # the best scored entry is final once no unscored bound can reach it.
-        top = MAX_MESSAGE_FACTOR
-        bounds = [(-(partials[i] * top) if partials[i] > 0.0 else -partials[i], i) for i in positions]
-        if penalties:  # a chain factor is in (0, 1]: applying it keeps every bound a bound
-            bounds = [(b * penalties.get(i, 1.0), i) for b, i in bounds]
-        return _Ranking([], bounds, sort_key)
+    # 3. What each pool may take -------------------------------------------------------------
 
-    claimed: Set[int] = set()  # id() of every dict placed by an earlier pool
+    def members(self, pool: Pool) -> Tuple[List[int], Any]:
+        if pool.types is None:
+            found = sorted(i for run in self.by_type.values() for i in run)
+        else:
+            # Concatenated, not merged: only the always-scope part needs
+            # input order, and the ranking is a total order of its own.
+            found = [i for t in dict.fromkeys(pool.types) for i in self.by_type.get(t, ())]
+        if self.claimed:
+            items, claimed = self.items, self.claimed
+            found = [i for i in found if id(items[i]) not in claimed]
+        always = self.always
+        return sorted(i for i in found if i in always), [i for i in found if i not in always]
+
+    def split_below(self, group: Any, threshold: float) -> Tuple[Any, Any]:
+        kept: List[int] = []
+        below: List[int] = []
+        for i in group:
+            entry = self.items[i]
+            relevance = _checked_score(self.prepared.relevance(entry), entry, i, "relevance")
+            (kept if relevance >= threshold else below).append(i)
+        return kept, below
+
+    def claim(self, positions: Iterable[int]) -> None:
+        self.claimed.update(id(self.items[i]) for i in positions)
+
+    # 4. What the report needs -----------------------------------------------------------------
+
+    def positions(self, group: Any) -> Iterable[int]:
+        return group  # type: ignore[no-any-return]
+
+    def entry(self, position: int) -> Entry:
+        return self.items[position]
+
+    def input_index(self, position: int) -> int:
+        return position
+
+    def not_admitted(self, position: int) -> Optional[Reason]:
+        return self.reason.get(position)
+
+    def all_positions(self) -> Iterable[int]:
+        return range(len(self.items))
+
+    def unadmitted_always(self, pools: Sequence[Pool]) -> List[int]:
+        return sorted(
+            i
+            for entry_type, run in self.by_type.items()
+            if not any(pool.admits(entry_type) for pool in pools)
+            for i in run
+            if i in self.always
+        )
+
+
+def fill_pools(
+    pools: Sequence[Pool],
+    source: CandidateSource,
+    *,
+    report: bool = True,
+    warn: bool = True,
+    notes: Optional[Dict[str, Any]] = None,
+    stacklevel: int = 2,
+) -> Selection:
+    """Steps 3 and 4: fill ``pools`` in order from ``source``, and report.
+
+    The one implementation of the fill rules, whatever the source: the
+    stateless functions (:class:`EntrySource`) and ``MemoryIndex`` (cached
+    columns) both end here. ``report=False`` skips the report (what
+    :func:`retrieve_pools` returns is ``selection.pools``).
+    """
+    pool_list = check_pools(pools)
     result: Dict[str, List[Any]] = {}
     always_chosen: List[Chosen] = []
     contextual_chosen: List[Chosen] = []
-    last_word: Dict[int, Dropped] = {}
     stats: Dict[str, PoolStats] = {}
-
+    considered: List[Tuple[str, Any, Any, float, Set[int]]] = []
+    chosen_at: Set[int] = set()
     for pool in pool_list:
-        if pool.types is None:
-            positions = all_active
-        else:
-            # Concatenated, not merged: only the always-scope list needs input
-            # order, and the contextual ranking is a total order of its own.
-            positions = [i for t in set(pool.types) for i in by_type.get(t, ())]
-        if claimed:
-            positions = [i for i in positions if id(items[i]) not in claimed]
-
-        # 2-3. Always-scope entries load first, in input order, outside both caps.
-        always = sorted(i for i in positions if is_always[i])
-        contextual = [i for i in positions if not is_always[i]]
-
-        # 5. Greedy fill: skip what overflows the tokens (a smaller,
-        #    lower-ranked entry may still fit); stop at the entry cap, or
-        #    when not even a 1-token entry could fit. When costs are cheap to
-        #    know, entries that can no longer fit are pruned in bulk instead
-        #    of being ranked one by one only to be skipped.
-        taken: List[Tuple[int, float, int]] = []
-        used = 0
-        if pool.max_entries > 0 and pool.max_tokens >= 1:
-            order = ranking(contextual)
-            skips = 0
-            while True:
-                key = order.pop()
-                if key is None:
-                    break
-                i = key[3]
-                cost = cost_at(i)
-                if used + cost > pool.max_tokens:
-                    skips += 1
-                    if cheap_costs and skips >= PRUNE_AFTER_SKIPS:
-                        skips = 0
-
-                        def fits(j: int, room: float = pool.max_tokens - used) -> bool:
-                            return cost_at(j) <= room
-
-                        order.prune(fits)
-                    continue
-                taken.append((i, -key[0], cost))
-                used += cost
-                if len(taken) >= pool.max_entries or used + 1 > pool.max_tokens:
-                    break
-        if report:
-            # Why each contextual candidate of this pool was left out: its
-            # cost is more than the room the pool had left (it could never
-            # have fitted), or it would have fitted but the entry cap came
-            # first. Decided from the final room, so the reason does not
-            # depend on how far the scan had to go.
-            room = pool.max_tokens - used
-            taken_at = {i for i, _, _ in taken}
-            for i in contextual:
-                if i not in taken_at:
-                    cost = cost_at(i)
-                    code = Reason.TOKEN_BUDGET if cost > room else Reason.ENTRY_CAP
-                    last_word[i] = Dropped(items[i], i, code, pool.name, scores[i], cost)
-
-        result[pool.name] = [items[i] for i in always] + [items[i] for i, _, _ in taken]
-        claimed.update(id(items[i]) for i in always)
-        claimed.update(id(items[i]) for i, _, _ in taken)
-        if report:
-            always_tokens = 0
-            for i in always:
-                cost = cost_at(i)
-                always_tokens += cost
-                always_chosen.append(Chosen(items[i], i, pool.name, True, None, cost))
-            for i, score, cost in taken:
-                contextual_chosen.append(Chosen(items[i], i, pool.name, False, score, cost))
-                last_word.pop(i, None)  # an earlier pool may have left it out
-            stats[pool.name] = PoolStats(
-                pool.name,
-                pool.max_tokens,
-                pool.max_entries,
-                used,
-                len(taken),
-                len(always),
-                always_tokens,
-                len(always) + len(contextual),
-            )
-
-    lost = [
-        i
-        for entry_type, run in by_type.items()
-        if not any(pool.admits(entry_type) for pool in pool_list)
-        for i in run
-        if items[i].get("scope") == "always"
-    ]
+        # 3a. Always-scope entries load first, in input order, outside both caps.
+        always, contextual = source.members(pool)
+        # 3b. Threshold, then budgets: marginal candidates are set aside first.
+        below = None
+        if pool.min_relevance is not None:
+            contextual, below = source.split_below(contextual, pool.min_relevance)
+        # 3c. The greedy fill.
+        taken, used = _greedy(pool, source, contextual)
+        result[pool.name] = [source.entry(i) for i in always] + [source.entry(i) for i, _, _ in taken]
+        source.claim(always)
+        source.claim(i for i, _, _ in taken)
+        if not report:
+            continue
+        always_tokens = 0
+        for i in always:
+            cost = source.cost(i)
+            always_tokens += cost
+            always_chosen.append(Chosen(source.entry(i), source.input_index(i), pool.name, True, None, cost))
+        for i, score, cost in taken:
+            contextual_chosen.append(Chosen(source.entry(i), source.input_index(i), pool.name, False, score, cost))
+        taken_at = {i for i, _, _ in taken}
+        chosen_at.update(always)
+        chosen_at.update(taken_at)
+        considered.append((pool.name, contextual, below, pool.max_tokens - used, taken_at))
+        n_contextual = sum(1 for _ in source.positions(contextual))
+        n_below = 0 if below is None else sum(1 for _ in source.positions(below))
+        stats[pool.name] = PoolStats(
+            pool.name,
+            pool.max_tokens,
+            pool.max_entries,
+            used,
+            len(taken),
+            len(always),
+            always_tokens,
+            len(always) + n_contextual + n_below,
+        )
+    lost = source.unadmitted_always(pool_list)
     if warn:
-        for i in sorted(lost):
-            warn_unadmitted(items[i], i, stacklevel=4)
+        for i in lost:
+            entry = source.entry(i)
+            warnings.warn(
+                "%s is an always-scope correction of type %r, but no pool admits that type: "
+                "it will not load. Add the type to a pool."
+                % (describe_entry(entry, source.input_index(i)), entry.get("type", "note")),
+                UnadmittedCorrectionWarning,
+                stacklevel=stacklevel + 1,
+            )
     if not report:
-        return Selection(result, [], [], {})
+        return Selection(result, [], [], {}, notes)
 
-    chosen_at = {c.index for c in always_chosen} | {c.index for c in contextual_chosen}
-    lost_at = set(lost)
-    dropped: List[Dropped] = []
-    for i, entry in enumerate(items):
+    def dropped() -> List[Dropped]:
+        return _dropped_rows(source, considered, chosen_at, set(lost))
+
+    return Selection(result, always_chosen + contextual_chosen, dropped, stats, notes)
+
+
+def _greedy(pool: Pool, source: CandidateSource, contextual: Any) -> Tuple[List[Tuple[int, float, int]], int]:
+    """3c: take entries in rank order while they fit; skip one that overflows
+    the tokens (a smaller, lower-ranked entry may still fit); stop at the
+    entry cap, or when not even a 1-token entry could fit."""
+    taken: List[Tuple[int, float, int]] = []
+    if pool.max_entries <= 0 or pool.max_tokens < 1:
+        return taken, 0  # nothing contextual can load: rank nothing
+    room = _Room(pool.max_tokens)
+    for i, score, cost in source.ranked(contextual, room):
+        if room.used + cost > pool.max_tokens:
+            continue
+        taken.append((i, score, cost))
+        room.used += cost
+        if len(taken) >= pool.max_entries or room.used + 1 > pool.max_tokens:
+            break
+    return taken, room.used
+
+
+def _dropped_rows(
+    source: CandidateSource,
+    considered: List[Tuple[str, Any, Any, float, Set[int]]],
+    chosen_at: Set[int],
+    lost: Set[int],
+) -> List[Dropped]:
+    """4. One row per entry that did not load, in input order, with one
+    reason. A candidate a pool left out was cut by the token budget when its
+    cost is more than the room the pool had left at the end (it could never
+    have fitted), else by the entry cap; decided from the final room, so the
+    reason does not depend on how far the fill had to scan. The last pool
+    that considered an entry has the last word."""
+    last: Dict[int, Tuple[str, Reason]] = {}
+    for name, contextual, below, room, taken_at in considered:
+        if below is not None:
+            for i in source.positions(below):
+                last[i] = (name, Reason.BELOW_RELEVANCE)
+        for i in source.positions(contextual):
+            if i not in taken_at:
+                last[i] = (name, Reason.TOKEN_BUDGET if source.cost(i) > room else Reason.ENTRY_CAP)
+    rows: List[Dropped] = []
+    for i in source.all_positions():
         if i in chosen_at:
             continue
-        if i in out_of_scope:
-            dropped.append(Dropped(entry, i, out_of_scope[i]))
-        elif not active[i]:
-            dropped.append(Dropped(entry, i, Reason.INACTIVE))
-        elif i in last_word:
-            dropped.append(last_word[i])
-        elif i in lost_at:
-            dropped.append(Dropped(entry, i, Reason.ALWAYS_NO_POOL))
+        entry, index = source.entry(i), source.input_index(i)
+        why = source.not_admitted(i)
+        if why is not None:
+            rows.append(Dropped(entry, index, why))
+        elif i in last:
+            name, code = last[i]
+            rows.append(Dropped(entry, index, code, name, source.score(i), source.cost(i)))
         else:
-            dropped.append(Dropped(entry, i, Reason.NO_POOL))
-    return Selection(result, always_chosen + contextual_chosen, dropped, stats)
+            rows.append(Dropped(entry, index, Reason.ALWAYS_NO_POOL if i in lost else Reason.NO_POOL))
+    return rows
 
 
-def retrieve(
-    entries: Sequence[Entry],
-    pool: Pool,
-    context: Optional[Mapping[str, Any]] = None,
-    *,
-    scorer: Scorer = default_scorer,
-    token_counter: TokenCounter = default_token_counter,
-    is_active: IsActive = default_is_active,
-    now: Optional[datetime.datetime] = None,
-) -> List[Any]:
-    """Fill one pool; return the admitted entries in render order.
-
-    The algorithm, in order:
-
-    1. **Filter** to active entries (``is_active``), then to the pool's types
-       (``pool.types is None`` accepts every type).
-    2. **Split** into always-scope entries (``scope == "always"``) and the
-       contextual rest.
-    3. **Load every always-scope entry first**, in input order, bypassing both
-       ``max_tokens`` and ``max_entries``: a correction is never crowded out.
-    4. **Score** the contextual entries and sort by the total key
-       ``(-score, created or "", id or "", input index)``, so input order only
-       ever breaks otherwise complete ties.
-    5. **Greedily fill**: an entry is taken when ``used + cost <= max_tokens``
-       and fewer than ``max_entries`` contextual entries are taken; one that
-       overflows the tokens is skipped and scanning continues.
-
-    Returns the same dict objects (no copies); never mutates an entry.
-
-    Raises:
-        EntryError: a malformed entry, a non-finite or non-numeric score, or a
-            token counter that returns a non-positive cost.
-    """
-    if not isinstance(pool, Pool):
-        raise TypeError("pool must be a Pool, %s" % _got(pool))
-    return _run(
-        entries,
-        [pool],
-        context,
-        scorer=scorer,
-        token_counter=token_counter,
-        is_active=is_active,
-        now=now,
-        report=False,
-        warn=False,
-    ).pools[pool.name]
-
-
-def retrieve_pools(
-    entries: Sequence[Entry],
-    pools: Sequence[Pool],
-    context: Optional[Mapping[str, Any]] = None,
-    *,
-    scorer: Scorer = default_scorer,
-    token_counter: TokenCounter = default_token_counter,
-    is_active: IsActive = default_is_active,
-    now: Optional[datetime.datetime] = None,
-    visibility: Optional[Visibility] = None,
-    scope: Optional[Visibility] = None,
-) -> Dict[str, List[Any]]:
-    """Fill several pools from one entry set, each entry in at most one pool.
-
-    Pools are filled in order; an entry taken by an earlier pool is excluded
-    from later ones. Dedupe is by object identity (``id()``), so entries
-    without an ``id`` key still dedupe. Emits
-    :class:`UnadmittedCorrectionWarning` for an active always-scope entry that
-    no pool admits.
-
-    Raises:
-        ValueError: two pools share a name (:class:`EntryError`, a subclass,
-            for a malformed entry; see :func:`retrieve`).
-    """
-    return _run(
-        entries,
-        pools,
-        context,
-        scorer=scorer,
-        token_counter=token_counter,
-        is_active=is_active,
-        now=now,
-        report=False,
-        warn=True,
-        view=resolve_visibility(visibility, scope),
-    ).pools
+# -- The entry points -------------------------------------------------------------------------
 
 
 def select(
@@ -1206,26 +1476,82 @@ def select(
     visibility: Optional[Visibility] = None,
     scope: Optional[Visibility] = None,
 ) -> Selection:
-    """Like :func:`retrieve_pools`, plus the report: what loaded, what did
-    not and why, and per-pool budget use.
+    """Fill several pools from one entry set and report what loaded, what did
+    not and why, and each pool's budget use.
 
-    Silent truncation makes a model believe "that is all there is"; the
-    report is what lets a host (and a person) see why an entry did or did not
-    load. ``selection.pools`` equals ``retrieve_pools(...)`` exactly.
+    Pools are filled in order; an entry taken by an earlier pool is excluded
+    from later ones (by identity, ``id()``, so entries without an ``id`` key
+    still dedupe). ``selection.pools`` equals :func:`retrieve_pools` exactly.
+    ``visibility`` limits which entries the query may see at all; see
+    :class:`Visibility` (``scope=`` is its deprecated keyword). Silent
+    truncation makes a model believe "that is all there is": the report is
+    what lets a host (and a person) see why an entry did or did not load.
 
-    ``visibility`` limits which entries the query may see at all; the
-    entries it excludes are reported as ``namespace`` / ``tags`` /
-    ``no_source``. See :class:`Visibility`. Both functions take it.
+    Emits :class:`UnadmittedCorrectionWarning` for an active always-scope
+    entry that no pool admits.
+
+    Raises:
+        EntryError: a malformed entry, a non-finite or non-numeric score, or
+            a token counter that returns a non-positive cost.
+        ValueError: two pools share a name.
+        TypeError: ``entries``, ``pools``, ``context`` or ``visibility`` of
+            the wrong kind.
     """
-    return _run(
+    pool_list = check_pools(pools)
+    source = EntrySource(
         entries,
-        pools,
         context,
         scorer=scorer,
         token_counter=token_counter,
         is_active=is_active,
         now=now,
-        report=True,
-        warn=True,
-        view=resolve_visibility(visibility, scope),
+        visibility=resolve_visibility(visibility, scope),
     )
+    return fill_pools(pool_list, source, stacklevel=2)
+
+
+def retrieve_pools(
+    entries: Sequence[Entry],
+    pools: Sequence[Pool],
+    context: Optional[Mapping[str, Any]] = None,
+    *,
+    scorer: Scorer = default_scorer,
+    token_counter: TokenCounter = default_token_counter,
+    is_active: IsActive = default_is_active,
+    now: Optional[datetime.datetime] = None,
+    visibility: Optional[Visibility] = None,
+    scope: Optional[Visibility] = None,
+) -> Dict[str, List[Any]]:
+    """:func:`select` without the report: pool name -> the same dict objects,
+    always-scope entries first (input order), then the pool's ranked rest."""
+    pool_list = check_pools(pools)
+    source = EntrySource(
+        entries,
+        context,
+        scorer=scorer,
+        token_counter=token_counter,
+        is_active=is_active,
+        now=now,
+        visibility=resolve_visibility(visibility, scope),
+    )
+    return fill_pools(pool_list, source, report=False, stacklevel=2).pools
+
+
+def retrieve(
+    entries: Sequence[Entry],
+    pool: Pool,
+    context: Optional[Mapping[str, Any]] = None,
+    *,
+    scorer: Scorer = default_scorer,
+    token_counter: TokenCounter = default_token_counter,
+    is_active: IsActive = default_is_active,
+    now: Optional[datetime.datetime] = None,
+) -> List[Any]:
+    """Fill one pool (the spec's ``retrieve``): active entries of the pool's
+    types; always-scope ones first in input order outside both caps; the rest
+    by ``(-score, created or "", id or "", input index)``, taken greedily.
+    Returns the same dict objects; never mutates an entry."""
+    if not isinstance(pool, Pool):
+        raise TypeError("pool must be a Pool, %s" % _got(pool))
+    source = EntrySource(entries, context, scorer=scorer, token_counter=token_counter, is_active=is_active, now=now)
+    return fill_pools([pool], source, report=False, warn=False).pools[pool.name]
