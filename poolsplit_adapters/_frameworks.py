@@ -16,10 +16,12 @@ from .poolsplit import (
     Pool,
     Reason,
     Selection,
-    check_pools as _core_check_pools,
     check_entry,
     given_token_count,
     select,
+)
+from .poolsplit import (
+    check_pools as _core_check_pools,
 )
 
 #: Metadata key under which returned documents/nodes carry what the selector

@@ -157,73 +157,99 @@ _COLUMNS: Dict[str, Tuple[str, str]] = {
 }
 
 
+class _Identities:
+    """id(entry) -> position, compactly: a sorted base of (id, position)
+    pairs (16 bytes an entry, binary search; numpy path) plus a dict of
+    recent additions, merged into the base once it grows. A plain dict of a
+    million int keys costs ~90 MB; this costs ~16 MB."""
+
+    def __init__(self, compact: bool) -> None:
+        self.compact = compact
+        self.ids = np.zeros(0, dtype=np.int64) if compact else None
+        self.where = np.zeros(0, dtype=np.int64) if compact else None
+        self.recent: Dict[int, int] = {}
+        self.gone: Set[int] = set()  # ids removed from the base, until the next rebuild
+        self.size = 0
+
+    def get(self, key: int) -> Optional[int]:
+        found = self.recent.get(key)
+        if found is not None or self.ids is None or not len(self.ids) or key in self.gone:
+            return found
+        at = int(np.searchsorted(self.ids, key))
+        if at < len(self.ids) and int(self.ids[at]) == key:
+            return int(self.where[at])  # type: ignore[index]
+        return None
+
+    def put(self, key: int, position: int) -> None:
+        self.recent[key] = position
+        self.size += 1
+        if self.compact and len(self.recent) > 65536:
+            self.rebuild(None)
+
+    def pop(self, key: int) -> None:
+        if self.recent.pop(key, None) is None:
+            self.gone.add(key)
+        self.size -= 1
+
+    def rebuild(self, slots: Optional[Sequence[Optional[Mapping[str, Any]]]]) -> None:
+        """Fold the recent additions into the base (or, given ``slots``,
+        rebuild from them after a compaction)."""
+        if slots is not None:
+            pairs = {id(e): n for n, e in enumerate(slots) if e is not None}
+            self.size = len(pairs)
+            self.gone = set()
+            if not self.compact:
+                self.recent = pairs
+                return
+            self.ids, self.where, self.recent = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), pairs
+        assert self.ids is not None and self.where is not None
+        keep = ~np.isin(self.ids, np.fromiter(self.gone, dtype=np.int64, count=len(self.gone)))
+        ids = np.concatenate([self.ids[keep], np.fromiter(self.recent.keys(), np.int64, len(self.recent))])
+        where = np.concatenate([self.where[keep], np.fromiter(self.recent.values(), np.int64, len(self.recent))])
+        order = np.argsort(ids, kind="stable")
+        self.ids, self.where, self.recent, self.gone = ids[order], where[order], {}, set()
+
+
 class _Postings:
-    """Key -> positions holding it, compactly: a sorted base (every position
-    of key ``k`` in ``positions[offsets[k]:offsets[k + 1]]``) plus a tail of
-    (key, position) pairs added since the last merge, and overrides for
-    positions re-read in place. Merged when the tail grows past a share of
-    the base, so appends stay O(1) amortised."""
+    """Key -> positions holding it, one typed array per key (4 bytes a
+    position, appended in position order: adding an entry is O(its keys),
+    with no merge step), plus overrides for positions re-read in place
+    (their arrays still list the old keys; the override wins)."""
 
     def __init__(self) -> None:
-        self.codes = _Codes()
-        self.offsets = np.zeros(1, dtype=np.int64)
-        self.positions = np.zeros(0, dtype=np.int32)
-        self.tail_keys = array.array("i")
-        self.tail_positions = array.array("i")
-        self.overrides: Dict[int, FrozenSet[int]] = {}
+        self.lists: Dict[str, array.array[int]] = {}
+        self.overrides: Dict[int, FrozenSet[str]] = {}
 
     def add(self, position: int, keys: Iterable[str]) -> None:
-        code = self.codes.code
-        ids = [code(k) for k in keys]
-        self.tail_keys.extend(ids)
-        self.tail_positions.extend([position] * len(ids))
+        lists = self.lists
+        for key in keys:
+            found = lists.get(key)
+            if found is None:
+                found = lists[key] = array.array("i")
+            found.append(position)
 
     def override(self, position: int, keys: Iterable[str]) -> None:
-        code = self.codes.code
-        self.overrides[position] = frozenset(code(k) for k in keys)
-
-    def merge(self) -> None:
-        nkeys = len(self.codes.ids)
-        base_keys = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.int64), np.diff(self.offsets))
-        keys = np.concatenate([base_keys, _np(self.tail_keys, "int32").astype(np.int64)])
-        positions = np.concatenate([self.positions, _np(self.tail_positions, "int32")])
-        # One int64 sort of (key, position) pairs: no int64 index array.
-        packed = (keys << 32) | positions.astype(np.int64)
-        packed.sort()
-        self.positions = (packed & 0xFFFFFFFF).astype(np.int32)
-        self.offsets = np.zeros(nkeys + 1, dtype=np.int64)
-        np.cumsum(np.bincount(packed >> 32, minlength=nkeys), out=self.offsets[1:])
-        self.tail_keys, self.tail_positions = array.array("i"), array.array("i")
+        self.overrides[position] = frozenset(keys)
 
     def remap(self, keep: Any, new_position: Any) -> None:
         """Drop removed positions and renumber the rest (compaction)."""
-        self.merge()
-        keys = np.repeat(np.arange(len(self.offsets) - 1, dtype=np.int64), np.diff(self.offsets))
-        alive = keep[self.positions]
-        keys, positions = keys[alive], new_position[self.positions[alive]]
-        self.positions = positions.astype(np.int32)
-        self.offsets = np.zeros(len(self.codes.ids) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys, minlength=len(self.codes.ids)), out=self.offsets[1:])
+        for key, found in list(self.lists.items()):
+            old = _np(found, "int32")
+            renumbered = new_position[old[keep[old]]].astype(np.int32)
+            self.lists[key] = array.array("i", renumbered.tobytes())
         self.overrides = {int(new_position[p]): ks for p, ks in self.overrides.items() if keep[p]}
 
     def count(self, keys: Iterable[str], size: int) -> Any:
         """How many of ``keys`` each position holds (each key at most once)."""
-        if len(self.tail_keys) > max(65536, len(self.positions) // 8):
-            self.merge()
-        wanted = [c for c in (self.codes.known(k) for k in set(keys)) if c is not None and c >= 0]
+        wanted = set(keys)
         counts = np.zeros(size, dtype=np.float64)
-        for k in wanted:
-            if k + 1 < len(self.offsets):
-                counts[self.positions[self.offsets[k] : self.offsets[k + 1]]] += 1.0
-        if len(self.tail_keys) and wanted:
-            tail_keys = _np(self.tail_keys, "int32")
-            hit = _np(self.tail_positions, "int32")[np.isin(tail_keys, wanted)]
-            np.add.at(counts, hit, 1.0)
-        if self.overrides:
-            wanted_set = set(wanted)
-            for position, own in self.overrides.items():
-                if position < size:
-                    counts[position] = float(len(own & wanted_set))
+        for key in wanted:
+            found = self.lists.get(key)
+            if found is not None:
+                counts[_np(found, "int32")] += 1.0
+        for position, own in self.overrides.items():
+            if position < size:
+                counts[position] = float(len(own & wanted))
         return counts
 
 
@@ -265,7 +291,7 @@ class MemoryIndex:
         self._is_active = is_active
         self._numpy = bool(use_numpy and np is not None)
         self._slots: List[Optional[Mapping[str, Any]]] = []  # position -> entry (None: removed)
-        self._where: Dict[int, int] = {}  # id(entry) -> position
+        self._where = _Identities(compact=self._numpy)
         self._columns = {name: array.array(code) for name, (code, _) in _COLUMNS.items()}
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
         self._words: Optional[_Postings] = _Postings() if self._numpy else None
@@ -275,13 +301,13 @@ class MemoryIndex:
     # -- contents ---------------------------------------------------------------
 
     def __len__(self) -> int:
-        return len(self._where)
+        return self._where.size
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
         return iter(self.entries)
 
     def __contains__(self, entry: object) -> bool:
-        return id(entry) in self._where
+        return self._where.get(id(entry)) is not None
 
     @property
     def version(self) -> int:
@@ -308,23 +334,22 @@ class MemoryIndex:
         seen: Set[int] = set()
         for offset, entry in enumerate(batch):
             check_entry(entry, len(self) + offset)
-            if id(entry) in self._where or id(entry) in seen:
+            if id(entry) in seen or self._where.get(id(entry)) is not None:
                 raise ValueError("%s is already in the index" % describe_entry(entry, len(self) + offset))
             seen.add(id(entry))
         costs = self._costs(batch, len(self))
         if not batch:
             return
         self._version += 1
+        start = len(self._slots)
         rows: Dict[str, List[Any]] = {name: [] for name in _COLUMNS}
         for entry, cost in zip(batch, costs):
-            position = len(self._slots)
+            self._where.put(id(entry), len(self._slots))
             self._slots.append(entry)
-            self._where[id(entry)] = position
-            for name, value in self._row(entry, cost).items():
-                rows[name].append(value)
-            self._post(position, entry, fresh=True)
+            self._row(entry, cost, rows)
         for name, values in rows.items():
             self._columns[name].extend(values)
+        self._post(start, batch)
 
     def _costs(self, batch: Sequence[Mapping[str, Any]], start: int) -> List[int]:
         """Costs of a batch; a counter with ``count_many`` gets every text in
@@ -337,34 +362,36 @@ class MemoryIndex:
                 counter = dict(zip(texts, many(texts))).__getitem__
         return [entry_cost(e, counter, start + k) for k, e in enumerate(batch)]
 
-    def _row(self, entry: Mapping[str, Any], cost: int) -> Dict[str, Any]:
-        """The column values of one entry (what selection reads from it)."""
+    def _row(self, entry: Mapping[str, Any], cost: int, rows: Dict[str, List[Any]]) -> None:
+        """Append the column values of one entry (what selection reads from
+        it) to ``rows``; every column of the registry gets one value."""
         get = entry.get
         created = parse_created(get("created"))
-        return {
-            "alive": True,
-            "active": bool(self._is_active(entry)),
-            "always": get("scope") == "always",
-            "cost": cost,
-            "type": self._types.code(get("type", "note")),
-            "priority": float(get("base_priority", DEFAULT_PRIORITY)),
-            "created": -1 if created is None else _micros(created),
-            "project": self._projects.code(get("project")),
-            "namespace": self._namespaces.code(get("namespace")),
-            "has_source": bool(get("source")),
-            "ntags": float(max(1, len(set(get("tags") or ())))),
-        }
+        rows["alive"].append(True)
+        rows["active"].append(bool(self._is_active(entry)))
+        rows["always"].append(get("scope") == "always")
+        rows["cost"].append(cost)
+        rows["type"].append(self._types.code(get("type", "note")))
+        rows["priority"].append(float(get("base_priority", DEFAULT_PRIORITY)))
+        rows["created"].append(-1 if created is None else _micros(created))
+        rows["project"].append(self._projects.code(get("project")))
+        rows["namespace"].append(self._namespaces.code(get("namespace")))
+        rows["has_source"].append(bool(get("source")))
+        rows["ntags"].append(float(max(1, len(set(get("tags") or ())))))
 
-    def _post(self, position: int, entry: Mapping[str, Any], fresh: bool) -> None:
+    def _post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> None:
+        """Record the words and tags of ``batch`` (at positions from ``start``)."""
         if self._words is None or self._tags is None:
             return
-        words, tags = significant_words(entry["content"]), set(entry.get("tags") or ())
-        if fresh:
-            self._words.add(position, words)
-            self._tags.add(position, tags)
-        else:
-            self._words.override(position, words)
-            self._tags.override(position, tags)
+        for offset, entry in enumerate(batch):
+            words, tags = significant_words(entry["content"]), entry.get("tags") or ()
+            if fresh:
+                self._words.add(start + offset, words)
+                if tags:
+                    self._tags.add(start + offset, set(tags))
+            else:
+                self._words.override(start + offset, words)
+                self._tags.override(start + offset, set(tags))
 
     def _position(self, entry: Mapping[str, Any]) -> int:
         position = self._where.get(id(entry))
@@ -378,10 +405,10 @@ class MemoryIndex:
         entry, if it is not in the index."""
         position = self._position(entry)
         self._version += 1
-        del self._where[id(entry)]
+        self._where.pop(id(entry))
         self._slots[position] = None
         self._columns["alive"][position] = False
-        if len(self._slots) > 64 and len(self._where) < len(self._slots) // 2:
+        if len(self._slots) > 64 and self._where.size < len(self._slots) // 2:
             self._compact()
 
     @_locked
@@ -398,7 +425,7 @@ class MemoryIndex:
         order): a concurrent query sees one of the two, never neither."""
         self._position(old)
         check_entry(new)
-        if id(new) in self._where:
+        if self._where.get(id(new)) is not None:
             raise ValueError("%s is already in the index" % describe_entry(new, None))
         self.remove(old)
         self.add(new)
@@ -418,9 +445,11 @@ class MemoryIndex:
         costs = self._costs(targets, 0)
         self._version += 1
         for entry, position, cost in zip(targets, positions, costs):
-            for name, value in self._row(entry, cost).items():
-                self._columns[name][position] = value
-            self._post(position, entry, fresh=False)
+            rows: Dict[str, List[Any]] = {name: [] for name in _COLUMNS}
+            self._row(entry, cost, rows)
+            for name, values in rows.items():
+                self._columns[name][position] = values[0]
+            self._post(position, [entry], fresh=False)
 
     def _compact(self) -> None:
         """Drop removed slots, keeping the order of the rest."""
@@ -435,14 +464,11 @@ class MemoryIndex:
             old = self._columns[name]
             self._columns[name] = array.array(code, (old[p] for p in alive))
         self._slots = [self._slots[p] for p in alive]
-        self._where = {id(e): n for n, e in enumerate(self._slots)}
+        self._where.rebuild(self._slots)
 
     def prepare(self) -> MemoryIndex:
-        """Merge pending postings now instead of on the first query."""
-        with self._lock:
-            if self._words is not None and self._tags is not None:
-                self._words.merge()
-                self._tags.merge()
+        """Nothing left to prepare (kept for 0.1 callers): the columns are
+        ready as entries are added."""
         return self
 
     # -- queries ----------------------------------------------------------------
@@ -504,7 +530,7 @@ class MemoryIndex:
             )
         # Frames: caller -> select -> _locked wrapper -> _query -> fill_pools.
         selection = fill_pools(pool_list, source, report=report, stacklevel=4)
-        if isinstance(source, _ColumnSource):
+        if report and isinstance(source, _ColumnSource):
             source.detach()
         return selection
 
@@ -626,10 +652,16 @@ class _ColumnSource(CandidateSource):
     def members(self, pool: Pool) -> Tuple[List[int], Any]:
         admitted = self.visible & ~self.claimed
         if pool.types is not None:
-            codes = [c for c in (self.index._types.known(t) for t in pool.types) if c is not None]
-            admitted &= np.isin(self.col["type"], codes)
+            admitted &= self._type_mask(pool.types)
         always = self.col["always"]
         return np.flatnonzero(admitted & always).tolist(), np.flatnonzero(admitted & ~always)
+
+    def _type_mask(self, types: Iterable[str]) -> Any:
+        """Positions whose type is one of ``types`` (a lookup table indexed
+        by type code; the extra last slot is for code -1, never allowed)."""
+        allowed = np.zeros(len(self.index._types.ids) + 1, dtype=bool)
+        allowed[[c for c in (self.index._types.known(t) for t in types) if c is not None and c >= 0]] = True
+        return allowed[self.col["type"]]
 
     def split_below(self, group: Any, threshold: float) -> Tuple[Any, Any]:
         keep = self._overlap()[group] >= threshold
@@ -694,8 +726,8 @@ class _ColumnSource(CandidateSource):
         if any(p.types is None for p in pools):
             return []
         admitted = {t for p in pools for t in p.types or ()}
-        codes = [c for t, c in self.index._types.ids.items() if t not in admitted]
-        return np.flatnonzero(self.visible & self.col["always"] & np.isin(self.col["type"], codes)).tolist()  # type: ignore[no-any-return]
+        unadmitted = self._type_mask(t for t in self.index._types.ids if t not in admitted)
+        return np.flatnonzero(self.visible & self.col["always"] & unadmitted).tolist()  # type: ignore[no-any-return]
 
 
 #: Visibility reasons by code in ``_ColumnSource.why`` (0: none).

@@ -871,13 +871,15 @@ _STOPWORDS = frozenset(
     this with from they them then than have will your what when were been into
     some more very just over only""".split()
 )
-_WORD_RE = re.compile(r"[a-z0-9]+")
+# Maximal runs of three or more: a shorter run never matches at any of its
+# positions, and a longer one matches whole from its first character.
+_WORD_RE = re.compile(r"[a-z0-9]{3,}")
 
 
 def significant_words(text: str) -> FrozenSet[str]:
     """Lower-cased ASCII alphanumeric runs longer than two characters, minus
     a short stopword list: the words the message-overlap factor compares."""
-    return frozenset(w for w in _WORD_RE.findall(text.lower()) if len(w) > 2 and w not in _STOPWORDS)
+    return frozenset(_WORD_RE.findall(text.lower())).difference(_STOPWORDS)
 
 
 class ScoringContext:
