@@ -57,6 +57,15 @@ def score(entry: Dict[str, Any], context: Optional[Dict[str, Any]], now: Optiona
     return value
 
 
+def relevance(entry: Dict[str, Any], context: Optional[Dict[str, Any]]) -> float:
+    """The share of the message's significant words in the content: what
+    ``Pool.min_relevance`` compares for the default scorer."""
+    asked = words((context or {}).get("message") or "")
+    if not asked:
+        return 0.0
+    return len(asked & words(str(entry.get("content", "")))) / len(asked)
+
+
 def cost(entry: Dict[str, Any]) -> int:
     count = entry.get("token_count")
     if isinstance(count, int) and not isinstance(count, bool) and count > 0:
@@ -71,12 +80,20 @@ def active(entry: Dict[str, Any]) -> bool:
 def fill(
     entries: Sequence[Dict[str, Any]], pool: Any, context: Any, now: Any, scorer: Any = None
 ) -> List[Dict[str, Any]]:
+    custom = scorer
     scorer = scorer or (lambda e, c, now=None: score(e, c, now))
     live = [e for e in entries if active(e)]
     if pool.types is not None:
         live = [e for e in live if e.get("type", "note") in pool.types]
     out = [e for e in live if e.get("scope") == "always"]
     rest = [e for e in live if e.get("scope") != "always"]
+    threshold = getattr(pool, "min_relevance", None)
+    if threshold is not None:
+        # A plain scorer function has no separate relevance: its score is.
+        if custom is None:
+            rest = [e for e in rest if relevance(e, context) >= threshold]
+        else:
+            rest = [e for e in rest if custom(e, context, now=now) >= threshold]
     ranked = sorted(
         (-scorer(e, context, now=now), e.get("created") or "", e.get("id") or "", n, e) for n, e in enumerate(rest)
     )

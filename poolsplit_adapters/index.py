@@ -427,8 +427,10 @@ class MemoryIndex:
         check_entry(new)
         if self._where.get(id(new)) is not None:
             raise ValueError("%s is already in the index" % describe_entry(new, None))
+        before = self._version
         self.remove(old)
         self.add(new)
+        self._version = before + 1  # one mutation, one version
 
     def refresh(self, entry: Mapping[str, Any]) -> None:
         """Re-read an entry that was changed in place (keeps its position)."""

@@ -69,7 +69,8 @@ def pools(draw):
     plan = []
     for n in range(count):
         types = draw(st.one_of(st.none(), st.lists(st.sampled_from(TYPES), min_size=1, max_size=3).map(tuple)))
-        plan.append(Pool("pool%d" % n, draw(st.integers(0, 40)), draw(st.integers(0, 5)), types))
+        threshold = draw(st.sampled_from([None, None, 0.0, 0.2, 0.5, 1.0]))
+        plan.append(Pool("pool%d" % n, draw(st.integers(0, 40)), draw(st.integers(0, 5)), types, threshold))
     return plan
 
 
@@ -90,9 +91,20 @@ nows = st.sampled_from(NOWS)
 scopes = st.one_of(
     st.none(),
     st.builds(
-        lambda ns, tags, src: Visibility(namespace=ns, require_tags=tuple(tags), require_source=src),
-        st.sampled_from([None, "A", "B", ("A", "global"), ("global", "A", "B")]),
+        lambda ns, tags, src, bounds: Visibility(
+            namespace=ns, require_tags=tuple(tags), require_source=src, since=bounds[0], until=bounds[1]
+        ),
+        st.sampled_from([None, "A", "B", ("A", "global"), ("global", "A", "B"), ("A", None), (None,)]),
         st.lists(st.sampled_from(["ops", "db", "ui", "auth"]), max_size=2),
         st.booleans(),
+        st.sampled_from(
+            [
+                (None, None),
+                (None, None),
+                ("2026-06-01", None),
+                (None, "2026-07-01T12:00:00"),
+                ("2025-06-01", "2026-07-06"),
+            ]
+        ),
     ),
 )

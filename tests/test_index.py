@@ -15,6 +15,10 @@ from poolsplit_adapters.index import MemoryIndex
 
 NOW = datetime.datetime(2026, 7, 7)
 
+# Random plans may leave a correction's type unadmitted: the warning is
+# expected there (its own tests pin it in test_core_errors).
+RANDOM_PLANS = pytest.mark.filterwarnings("ignore::poolsplit_adapters.UnadmittedCorrectionWarning")
+
 
 def _same(a, b):
     return {k: [id(x) for x in v] for k, v in a.items()} == {k: [id(x) for x in v] for k, v in b.items()}
@@ -37,6 +41,7 @@ def _report(sel):
 
 
 @pytest.mark.parametrize("use_numpy", [True, False])
+@RANDOM_PLANS
 @given(store=stores(), plan=pools(), context=contexts, now=nows)
 def test_index_equals_stateless_and_reference(use_numpy, store, plan, context, now):
     store = _unique(store)
@@ -46,6 +51,7 @@ def test_index_equals_stateless_and_reference(use_numpy, store, plan, context, n
     assert _report(index.select(plan, context, now=now)) == _report(select(store, plan, context, now=now))
 
 
+@RANDOM_PLANS
 @given(
     store=stores(),
     extra=stores(),

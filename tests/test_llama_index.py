@@ -273,7 +273,8 @@ async def test_session_id_is_used_per_call_without_mutating_the_block():
 def test_context_chat_engine_sends_corrections_every_turn():
     blocks = poolsplit_memory_blocks(memory_entries(), POOLS, now=NOW)
     memory = Memory.from_defaults(session_id="chat", token_limit=900, memory_blocks=blocks)
-    retriever = PoolSplitRetriever([Pool("facts", 100, 2, ("fact",))], _nodes(memory_entries()), now=NOW)
+    facts = [x for x in memory_entries() if x.get("type") == "fact"]
+    retriever = PoolSplitRetriever([Pool("facts", 100, 2, ("fact",))], _nodes(facts), now=NOW)
     engine = ContextChatEngine.from_defaults(retriever=retriever, memory=memory, llm=MockLLM())
     for turn in range(4):
         reply = engine.chat("turn %d: is the staging deploy healthy?" % turn)

@@ -19,6 +19,10 @@ from poolsplit_adapters.llama_index import PoolSplitRetriever as LIRetriever
 NOW = datetime.datetime(2026, 7, 7)
 ALL = [Pool("all", 1000, 50)]
 
+# Random plans may leave a correction's type unadmitted: the warning is
+# expected there (its own tests pin it in test_core_errors).
+RANDOM_PLANS = pytest.mark.filterwarnings("ignore::poolsplit_adapters.UnadmittedCorrectionWarning")
+
 
 def e(eid, **kw):
     return {"id": eid, "content": "deploy notes " + eid, "token_count": 1, **kw}
@@ -62,8 +66,15 @@ def test_an_explicit_chain_widens_with_a_penalty_per_link():
 
 
 def test_required_tags_are_anded_and_narrow():
-    assert ids(retrieve_pools(STORE, ALL, now=NOW, visibility=Visibility(require_tags=["ops"]))["all"]) == ["a1", "a2", "b1"]
-    assert ids(retrieve_pools(STORE, ALL, now=NOW, visibility=Visibility(require_tags=["ops", "db"]))["all"]) == ["a1", "b1"]
+    assert ids(retrieve_pools(STORE, ALL, now=NOW, visibility=Visibility(require_tags=["ops"]))["all"]) == [
+        "a1",
+        "a2",
+        "b1",
+    ]
+    assert ids(retrieve_pools(STORE, ALL, now=NOW, visibility=Visibility(require_tags=["ops", "db"]))["all"]) == [
+        "a1",
+        "b1",
+    ]
     sel = select(STORE, ALL, now=NOW, visibility=Visibility(namespace="A", require_tags=["db"]))
     assert {d.entry["id"]: d.reason for d in sel.dropped}["a2"] == Reason.TAGS
 
@@ -75,9 +86,11 @@ def test_require_source_drops_unsourced_entries_with_a_reason():
 
 
 def test_scope_argument_errors():
-    with pytest.raises(TypeError, match="give visibility= only"):
-        with pytest.warns(DeprecationWarning, match="scope= keyword"):
-            select(STORE, ALL, visibility=Visibility(namespace="A"), scope=Visibility(namespace="B"))
+    with (
+        pytest.raises(TypeError, match="give visibility= only"),
+        pytest.warns(DeprecationWarning, match="scope= keyword"),
+    ):
+        select(STORE, ALL, visibility=Visibility(namespace="A"), scope=Visibility(namespace="B"))
     with pytest.raises(TypeError, match="visibility must be a Visibility"):
         select(STORE, ALL, visibility="A")
     with pytest.raises(ValueError, match="repeats a link"):
@@ -94,6 +107,7 @@ def _visible(entry, scope):
     return scope is None or scope.judge(entry)[0] is None
 
 
+@RANDOM_PLANS
 @given(stores(), pools(), contexts, nows, scopes)
 def test_every_path_agrees_and_no_entry_outside_the_scope_is_returned(store, plan, context, now, scope):
     unique = list({id(x): x for x in store}.values())
@@ -112,6 +126,7 @@ def test_every_path_agrees_and_no_entry_outside_the_scope_is_returned(store, pla
         ]
 
 
+@RANDOM_PLANS
 @given(
     st.lists(
         st.tuples(st.sampled_from(["A", "B"]), st.booleans(), st.sampled_from(["fact", "skill"])),

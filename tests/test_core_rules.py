@@ -1,0 +1,207 @@
+"""Exact values for the rules added around the spec: the relevance
+threshold, time bounds, explicit unnamespaced links, the report's JSON form,
+and clear errors at the edges."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import threading
+
+import pytest
+from conftest import NOW
+
+from poolsplit_adapters import EntryError, MemoryIndex, Pool, Reason, Visibility, retrieve_pools, select
+
+
+def e(eid, content="x" * 40, **kw):
+    return {"id": eid, "content": content, **kw}
+
+
+STORE = [
+    e("deploy", "deploy the staging cluster", type="note", token_count=5, created="2026-07-01T00:00:00Z"),
+    e("half", "deploy notes for mobile", type="note", token_count=5, created="2026-06-01T00:00:00Z"),
+    e("other", "cafeteria menu", type="note", token_count=5, base_priority=9, created="2026-07-06T00:00:00Z"),
+    e("undated", "deploy staging cluster again", type="note", token_count=5),
+    e("fix", "never force-push", type="correction", scope="always", created="2020-01-01T00:00:00Z"),
+]
+PLAN = [Pool("corrections", 0, 0, ("correction",)), Pool("notes", 100, 10, ("note",), min_relevance=0.5)]
+ASK = {"message": "deploy staging cluster"}
+
+
+def test_min_relevance_sets_marginal_candidates_aside_before_the_budget():
+    sel = select(STORE, PLAN, ASK, now=NOW)
+    # deploy: 3/3 words, undated: 3/3 (and age 0: newest), half: 1/3 < 0.5, other: 0/3.
+    assert [c.entry["id"] for c in sel.chosen] == ["fix", "undated", "deploy"]
+    assert [(d.entry["id"], d.reason, d.pool) for d in sel.dropped] == [
+        ("half", Reason.BELOW_RELEVANCE, "notes"),
+        ("other", Reason.BELOW_RELEVANCE, "notes"),
+    ]
+    assert sel.stats["notes"].candidates == 4
+    # Without a threshold the high-priority but unrelated note wins a slot.
+    plain = select(STORE, [PLAN[0], Pool("notes", 100, 10, ("note",))], ASK, now=NOW)
+    # 12.5, 5 x (1 - 0.7 x 6.5 / 90) x 2.5, 9 x (1 - 0.7 x 1.5 / 90), 5 x (1 - 0.7 x 36.5 / 90) x 1.5
+    assert [c.entry["id"] for c in plain.chosen] == ["fix", "undated", "deploy", "other", "half"]
+
+
+def test_min_relevance_never_applies_to_corrections_and_is_the_same_on_the_index():
+    strict = [Pool("all", 100, 10, min_relevance=1.0)]
+    expected = ["fix", "undated", "deploy"]
+    assert [x["id"] for x in retrieve_pools(STORE, strict, ASK, now=NOW)["all"]] == expected
+    assert [x["id"] for x in MemoryIndex(STORE).retrieve_pools(strict, ASK, now=NOW)["all"]] == expected
+    generic = MemoryIndex(STORE, use_numpy=False).select(strict, ASK, now=NOW)
+    assert [c.entry["id"] for c in generic.chosen] == expected
+
+
+def test_a_plain_scorer_function_is_its_own_relevance():
+    def scorer(entry, context, now=None):
+        return float(len(entry["content"]))
+
+    got = retrieve_pools(STORE, [Pool("all", 100, 10, min_relevance=20)], ASK, now=NOW, scorer=scorer)
+    assert [x["id"] for x in got["all"]] == ["fix", "undated", "deploy", "half"]
+
+
+def test_time_bounds_filter_contextual_entries_and_report_undated_ones():
+    view = Visibility(since="2026-06-15", until=datetime.datetime(2026, 7, 2))
+    for sel in (
+        select(STORE, [Pool("all", 100, 10)], ASK, now=NOW, visibility=view),
+        MemoryIndex(STORE).select([Pool("all", 100, 10)], ASK, now=NOW, visibility=view),
+    ):
+        # The 2020 correction is a standing rule: never time-filtered.
+        assert [c.entry["id"] for c in sel.chosen] == ["fix", "deploy"]
+        assert [(d.entry["id"], d.reason) for d in sel.dropped] == [
+            ("half", Reason.OUT_OF_TIME),
+            ("other", Reason.OUT_OF_TIME),
+            ("undated", Reason.UNDATED),
+        ]
+
+
+def test_aware_bounds_are_converted_to_utc_and_bad_bounds_are_clear_errors():
+    plus2 = datetime.timezone(datetime.timedelta(hours=2))
+    assert Visibility(since=datetime.datetime(2026, 7, 1, 2, 0, tzinfo=plus2)).bounds[0] == datetime.datetime(
+        2026, 7, 1
+    )
+    with pytest.raises(ValueError, match="since must be an ISO-8601 time"):
+        Visibility(since="last tuesday")
+    with pytest.raises(TypeError, match="until must be a datetime"):
+        Visibility(until=20260701)
+    with pytest.raises(ValueError, match="is after until"):
+        Visibility(since="2026-07-02", until="2026-07-01")
+
+
+def test_a_none_link_names_entries_without_a_namespace_only_when_asked():
+    store = [e("mine", namespace="a"), e("shared-fix", type="correction", scope="always"), e("theirs", namespace="b")]
+    plan = [Pool("corrections", 0, 0, ("correction",)), Pool("notes", 100, 10, ("note",))]
+    strict = select(store, plan, now=NOW, visibility=Visibility(namespace="a"))
+    assert [c.entry["id"] for c in strict.chosen] == ["mine"]
+    widened = select(store, plan, now=NOW, visibility=Visibility(namespace=("a", None)))
+    assert [c.entry["id"] for c in widened.chosen] == ["shared-fix", "mine"]
+    assert [(d.entry["id"], d.reason) for d in widened.dropped] == [("theirs", Reason.NAMESPACE)]
+    index = MemoryIndex(store).select(plan, now=NOW, visibility=Visibility(namespace=("a", None)))
+    assert [c.entry["id"] for c in index.chosen] == ["shared-fix", "mine"]
+
+
+def test_reason_is_a_str_enum_and_to_dict_is_plain_json():
+    sel = select(STORE, PLAN, ASK, now=NOW)
+    assert Reason.BELOW_RELEVANCE == "below_relevance" and str(Reason.TOKEN_BUDGET) == "token_budget"
+    data = json.loads(json.dumps(sel.to_dict()))
+    assert [row["id"] for row in data["chosen"]] == ["fix", "undated", "deploy"]
+    assert data["chosen"][2] == {
+        "id": "deploy",
+        "type": "note",
+        "index": 0,
+        "pool": "notes",
+        "always": False,
+        "score": sel.chosen[2].score,
+        "tokens": 5,
+        "layer": "full",
+    }
+    assert [(row["id"], row["reason"]) for row in data["dropped"]] == [
+        ("half", "below_relevance"),
+        ("other", "below_relevance"),
+    ]
+    assert data["stats"]["notes"]["tokens_used"] == 10
+
+
+def test_a_lazy_report_stays_exact_after_the_index_changes():
+    store = [e("a", type="note", token_count=60), e("b", type="note", token_count=60), e("c", type="note")]
+    index = MemoryIndex(store)
+    sel = index.select([Pool("notes", 100, 1, ("note",))], now=NOW)
+    index.remove(store[1])
+    index.add(e("d"))
+    assert [(d.entry["id"], d.index, d.reason) for d in sel.dropped] == [
+        ("b", 1, Reason.TOKEN_BUDGET),
+        ("c", 2, Reason.ENTRY_CAP),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "field"),
+    [
+        ({"id": "big", "content": "x", "base_priority": 10**400}, "base_priority"),
+        ({"id": "big", "content": "x", "base_priority": -(10**309)}, "base_priority"),
+    ],
+)
+def test_priorities_too_large_for_a_float_are_refused_like_infinities(entry, field):
+    for call in (lambda: select([entry], [Pool("p", 10, 1)]), lambda: MemoryIndex([entry])):
+        with pytest.raises(
+            EntryError, match="must be a finite number, got int <a 401-digit int>|finite number"
+        ) as info:
+            call()
+        assert info.value.field == field and info.value.entry_id == "big"
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(TypeError, match="entries must be a sequence of entry mappings, got NoneType None"):
+        select(None, [Pool("p", 10, 1)])
+    with pytest.raises(TypeError, match="entries must be a sequence of entry mappings, got str"):
+        retrieve_pools("abc", [Pool("p", 10, 1)])
+    with pytest.raises(TypeError, match="pools must be a sequence of Pool objects, got NoneType"):
+        select([], None)
+    with pytest.raises(TypeError, match="Visibility namespace must be a non-empty string"):
+        Visibility(namespace=5)
+    with pytest.raises(TypeError, match="require_tags must be a list of strings"):
+        Visibility(require_tags="ops")
+    with pytest.raises(TypeError, match="min_relevance must be a finite number"):
+        Pool("p", 10, 1, min_relevance="high")
+    with pytest.raises(EntryError, match=r"token_counter returned 0 for its content"):
+        select([e("z")], [Pool("p", 10, 1)], token_counter=lambda text: 0)
+
+
+def test_index_mutations_name_the_missing_entry_and_bump_the_version():
+    index = MemoryIndex([e("a")])
+    version = index.version
+    with pytest.raises(KeyError, match="entry 'ghost' is not in the index"):
+        index.refresh_all([e("ghost")])
+    with pytest.raises(KeyError, match="entry 'ghost' is not in the index"):
+        index.remove(e("ghost"))
+    assert index.version == version
+    index.add(e("b"))
+    index.replace(index.entries[0], e("a2"))
+    assert index.version == version + 2
+    assert [x["id"] for x in index.entries] == ["b", "a2"]
+
+
+def test_replace_is_atomic_for_concurrent_queries():
+    fix = e("fix", "v0", type="correction", scope="always")
+    index = MemoryIndex([fix] + [e("n%d" % i, type="note") for i in range(200)])
+    plan = [Pool("corrections", 0, 0, ("correction",)), Pool("notes", 50, 3, ("note",))]
+    seen = []
+    stop = threading.Event()
+
+    def ask():
+        while not stop.is_set():
+            seen.append([x["content"] for x in index.retrieve_pools(plan, now=NOW)["corrections"]])
+
+    readers = [threading.Thread(target=ask) for _ in range(3)]
+    for t in readers:
+        t.start()
+    current = fix
+    for version in range(1, 150):
+        new = e("fix", "v%d" % version, type="correction", scope="always")
+        index.replace(current, new)
+        current = new
+    stop.set()
+    for t in readers:
+        t.join()
+    assert seen and all(len(got) == 1 for got in seen)
