@@ -298,8 +298,9 @@ class BaseStoreMemory:
             try:
                 check_entry(entry)
             except EntryError as err:
+                where = "field %r " % err.field if err.field else ""
                 raise EntryError(
-                    "store item %r in namespace %r: %s" % (item.key, entry["namespace"], err.problem),
+                    "store item %r in namespace %r: %s%s" % (item.key, entry["namespace"], where, err.problem),
                     entry_id=item.key,
                     field=err.field,
                     problem=err.problem,
