@@ -282,6 +282,22 @@ def test_gate_refusals_are_counted_in_the_selection_event():
     assert len(contents) == 3 and not any("very long" in c for c in contents)
 
 
+def test_a_pools_relevance_floor_passes_through_and_is_reported():
+    store = InMemoryStore()
+    seed_corrections(store, "u1", 1)
+    BaseStoreMemory(store, ("memories", "u1")).put_many(
+        [
+            {"id": "billing", "content": "Ana owns billing refunds", "type": "note"},
+            {"id": "deploy", "content": "staging deploy checklist", "type": "note"},
+        ]
+    )
+    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 300, 3, ("episode", "note"), min_relevance=0.5)]
+    agent, model = agent_for(middleware(pools=pools), store)
+    got = events(agent, "[u1] who owns billing refunds", "t")
+    assert [m["id"] for m in markers(model.requests[-1])] == ["u1-fix-0", "billing"]  # the correction never is cut
+    assert [(d["id"], d["reason"]) for d in got[0]["dropped"]] == [("deploy", "below_relevance")]
+
+
 def test_an_explicit_chain_adds_shared_corrections_after_the_users_own():
     store = InMemoryStore()
     seed_corrections(store, "u1", 2)

@@ -54,7 +54,7 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from .._frameworks import check_pools, selection_digest
+from .._frameworks import check_pools
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter, default_scorer
@@ -468,7 +468,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "namespace": [list(ns) for ns in call.chain],
             "reused": reused,
             "writes": report.to_dict(),
-            **selection_digest(promoted.selection),
+            **promoted.selection.to_dict(),
         }
         request.runtime.stream_writer({SELECTION_EVENT: event})
         goal = self._goal(request.runtime)
