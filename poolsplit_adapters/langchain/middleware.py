@@ -57,7 +57,7 @@ from pydantic import BaseModel, Field
 from .._frameworks import check_pools
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
-from ..poolsplit import Pool, Scorer, Selection, TokenCounter, default_scorer
+from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer
 from ..render import render_context
 from .documents import SELECTION_EVENT
 from .sources import Settings, Source, source_for
@@ -104,6 +104,11 @@ class _Promoted:
     version: Hashable
     selection: Selection
     text: str
+
+
+def _check_int(name: str, value: Any, why: str = "") -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("%s must be an int >= 1%s, got %r" % (name, " (%s)" % why if why else "", value))
 
 
 def _context_value(context: Any, key: str) -> Any:
@@ -251,21 +256,23 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         else:
             self._namespace_fn = None
             self._namespace = check_namespaces(namespace)
-        if isinstance(max_turns, bool) or not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError("max_turns must be an int >= 1 (the current turn always stays), got %r" % (max_turns,))
+        _check_int("max_turns", max_turns, "the current turn always stays")
+        _check_int("page_size", page_size)
+        if fetch_k is not None:
+            _check_int("fetch_k", fetch_k)
+        Visibility(namespace="-", chain_penalty=chain_penalty)  # the one check of chain_penalty
         if write_gate is not None and not isinstance(write_gate, WriteGate):
             raise TypeError("write_gate must be a WriteGate, got %s" % type(write_gate).__name__)
-        if not callable(scorer):
-            raise TypeError("scorer must be callable, got %r" % (scorer,))
-        if token_counter is not None and not callable(token_counter):
-            raise TypeError("token_counter must be callable, got %r" % (token_counter,))
+        for name, function in (("scorer", scorer), ("token_counter", token_counter)):
+            if function is not None and not callable(function):
+                raise TypeError("%s must be callable, got %r" % (name, function))
         if now is not None and not isinstance(now, datetime.datetime):
             raise TypeError("now must be a datetime or None, got %s" % type(now).__name__)
-        for name, text in (("heading", heading), ("episode_type", episode_type), ("note_type", note_type)):
-            if not isinstance(text, str) or (name != "heading" and not text):
-                raise TypeError(
-                    "%s must be a%s string, got %r" % (name, "" if name == "heading" else " non-empty", text)
-                )
+        if not isinstance(heading, str):
+            raise TypeError("heading must be a string, got %r" % (heading,))
+        for name, text in (("episode_type", episode_type), ("note_type", note_type)):
+            if not isinstance(text, str) or not text:
+                raise TypeError("%s must be a non-empty string, got %r" % (name, text))
         self.max_turns = max_turns
         self.write_gate = write_gate or WriteGate()
         self.now = now
@@ -281,15 +288,6 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             page_size=page_size,
             fetch_k=fetch_k,
         )
-        # Checks chain_penalty, page_size and fetch_k the way the stores do.
-        self.settings.visibility((("poolsplit",),))
-        for name, value in (("page_size", page_size), ("fetch_k", fetch_k)):
-            if value is None and name == "fetch_k":
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(
-                    "%s must be an int >= 1%s, got %r" % (name, " or None" if name == "fetch_k" else "", value)
-                )
         self._store = store
         self._fixed: Optional[Source] = None if store is None else source_for(store, self.settings)
         self._runtime_sources: OrderedDict[int, Tuple[Any, Source]] = OrderedDict()
@@ -419,31 +417,22 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- recall + promote -------------------------------------------------------------------
 
-    def _context(self, request: ModelRequest[Any]) -> Dict[str, Any]:
+    def _context(self, call: _Call, request: ModelRequest[Any]) -> Tuple[Dict[str, Any], Hashable]:
+        """The selection context, and the key of this agent step: the
+        thread's last human message (its id) under this namespace and context."""
         last = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
         ctx = getattr(request.runtime, "context", None)
         tags = _context_value(ctx, "tags")
-        if tags is not None and (isinstance(tags, str) or not all(isinstance(t, str) for t in tags)):
+        if tags is not None and (not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)):
             raise ValueError("runtime.context['tags'] must be a list of strings, got %r" % (tags,))
         project = _context_value(ctx, "project")
         if project is not None and not isinstance(project, str):
             raise ValueError("runtime.context['project'] must be a string, got %r" % (project,))
-        return {
-            "message": str(last.text) if last is not None else "",
-            "tags": list(tags or ()),
-            "project": project,
-            "_step": last.id if last is not None else None,
-        }
-
-    def _step(self, call: _Call, context: Mapping[str, Any]) -> Hashable:
-        return (
-            call.thread,
-            context["_step"],
-            call.chain,
-            context["message"],
-            tuple(context["tags"]),
-            context["project"],
-        )
+        message = str(last.text) if last is not None else ""
+        tag_list = [str(t) for t in tags or ()]
+        context: Dict[str, Any] = {"message": message, "tags": tag_list, "project": project}
+        step = (call.thread, call.chain, last.id if last is not None else None, message, tuple(tag_list), project)
+        return context, step
 
     def _reuse(self, step: Hashable, version: Hashable) -> Optional[_Promoted]:
         with self._lock:
@@ -485,14 +474,12 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Put this step's memory into the system message, then call the model."""
         call = self._call(request.runtime)
-        context = self._context(request)
-        step = self._step(call, context)
-        selection_context = {k: v for k, v in context.items() if not k.startswith("_")}
-        snap = call.source.snapshot(call.chain, selection_context)
+        context, step = self._context(call, request)
+        snap = call.source.snapshot(call.chain, context)
         promoted = self._reuse(step, snap.version)
         reused = promoted is not None
         if promoted is None:
-            promoted = self._keep(step, snap.version, call.source.select(snap, call.chain, selection_context))
+            promoted = self._keep(step, snap.version, call.source.select(snap, call.chain, context))
         return handler(self._inject(request, call, promoted, reused))
 
     async def awrap_model_call(
@@ -502,14 +489,12 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         call = self._call(request.runtime)
-        context = self._context(request)
-        step = self._step(call, context)
-        selection_context = {k: v for k, v in context.items() if not k.startswith("_")}
-        snap = await call.source.asnapshot(call.chain, selection_context)
+        context, step = self._context(call, request)
+        snap = await call.source.asnapshot(call.chain, context)
         promoted = self._reuse(step, snap.version)
         reused = promoted is not None
         if promoted is None:
-            selection = await call.source.aselect(snap, call.chain, selection_context)
+            selection = await call.source.aselect(snap, call.chain, context)
             promoted = self._keep(step, snap.version, selection)
         return await handler(self._inject(request, call, promoted, reused))
 

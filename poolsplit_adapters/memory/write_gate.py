@@ -84,7 +84,17 @@ class Proposal:
 @dataclass
 class GateReport:
     """What one or more passes through the gate did: ids written and
-    refusals counted by reason (reported with the selection events)."""
+    refusals counted by reason (reported with the selection events).
+
+    Example::
+
+        >>> gate = WriteGate(max_chars=10)
+        >>> report = GateReport()
+        >>> report.count([gate.propose("short", type="note", source="s", namespace="n"),
+        ...               gate.propose("far too long", type="note", source="s", namespace="n")])
+        >>> report.to_dict()
+        {'written': 1, 'refused': {'oversized': 1}}
+    """
 
     written: List[str] = field(default_factory=list)
     refused: Dict[str, int] = field(default_factory=dict)
