@@ -94,3 +94,13 @@ def test_utc_stamp_converts_to_utc():
     moment = datetime.datetime(2026, 5, 1, 12, 0, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
     assert utc_stamp(moment) == "2026-05-01T10:00:00Z"
     assert utc_stamp(datetime.datetime(2026, 5, 1, 12, 0, 7, 999)) == "2026-05-01T12:00:07Z"
+
+
+def test_the_memory_modules_docstring_examples_run():
+    import doctest
+
+    from poolsplit_adapters.memory import working_set, write_gate
+
+    for module in (working_set, write_gate):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
