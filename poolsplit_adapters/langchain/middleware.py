@@ -54,10 +54,9 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
-from .._frameworks import check_pools
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
-from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer
+from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, check_pools, default_scorer
 from ..render import render_context
 from .documents import SELECTION_EVENT
 from .sources import Settings, Source, source_for

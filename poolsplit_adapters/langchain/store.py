@@ -40,7 +40,6 @@ from typing import Any, Dict, Generator, Iterable, List, Mapping, Optional, Sequ
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 
-from .._frameworks import check_pools
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import (
     EntryError,
@@ -50,6 +49,7 @@ from ..poolsplit import (
     TokenCounter,
     Visibility,
     check_entry,
+    check_pools,
     default_scorer,
     given_token_count,
     select,
