@@ -227,6 +227,106 @@ LLAMA = [
     ),
 ]
 
+AGENT = [
+    new_markdown_cell(
+        "# LangChain agents: corrections survive a long run, the store fills with episodes\n\n"
+        "A `create_agent` agent with `PoolSplitMemoryMiddleware`, a fake tool-calling chat model that records every "
+        "request, an `InMemorySaver` and an `InMemoryStore`. 120 turns with a tool call each; at turn 40 a flood "
+        "of 300 fresh, high-priority notes that echo the questions lands in the user's memory. Per turn we read "
+        "what the model actually received and what the store holds."
+    ),
+    new_code_cell(SETUP),
+    new_code_cell(
+        "from langchain.agents import create_agent\n"
+        "from langchain_core.language_models.fake_chat_models import GenericFakeChatModel\n"
+        "from langchain_core.messages import AIMessage, HumanMessage\n"
+        "from langchain_core.tools import tool\n"
+        "from langgraph.checkpoint.memory import InMemorySaver\n"
+        "from langgraph.store.memory import InMemoryStore\n"
+        "from poolsplit_adapters import Pool\n"
+        "from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware\n"
+        "from poolsplit_adapters.render import parse_markers\n"
+        "\n"
+        "class ToolCallingFake(GenericFakeChatModel):\n"
+        "    '''Calls `lookup` once per question, then answers; records every request.'''\n"
+        "    requests: list = []\n"
+        "    def bind_tools(self, tools, **kwargs):\n"
+        "        return self\n"
+        "    def _generate(self, messages, stop=None, run_manager=None, **kwargs):\n"
+        "        self.requests.append(list(messages))\n"
+        "        n = len(self.requests)\n"
+        "        if isinstance(messages[-1], HumanMessage):\n"
+        "            call = {'name': 'lookup', 'args': {'q': messages[-1].text}, 'id': f'c{n}'}\n"
+        "            reply = AIMessage('', tool_calls=[call])\n"
+        "        else:\n"
+        "            reply = AIMessage(f'answer {n}')\n"
+        "        self.messages = iter([reply])\n"
+        "        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)\n"
+        "\n"
+        "@tool\n"
+        "def lookup(q: str) -> str:\n"
+        "    '''Look up deploy status.'''\n"
+        "    return f'status for {q}: green'\n"
+        "\n"
+        "store = InMemoryStore()\n"
+        "ana = BaseStoreMemory(store, ('memories', 'ana'))\n"
+        "corrections = ['Never deploy on Fridays.', 'Quote amounts in integer cents.',\n"
+        "               'Open a pull request, never force-push.']\n"
+        "for i, text in enumerate(corrections):\n"
+        "    ana.put({'id': f'fix-{i}', 'content': text, 'type': 'correction', 'scope': 'always',\n"
+        "             'source': 'user:ana'})\n"
+        "pools = [Pool('corrections', 0, 0, ('correction',)), Pool('recent', 300, 4, ('episode', 'note'))]\n"
+        "memory = PoolSplitMemoryMiddleware(pools, namespace=lambda rt: ('memories', rt.context['user_id']),\n"
+        "                                   max_turns=6)\n"
+        "model = ToolCallingFake(messages=iter([]))\n"
+        "agent = create_agent(model, tools=[lookup], middleware=[memory], checkpointer=InMemorySaver(),\n"
+        "                     store=store, system_prompt='You are the deploy assistant.', context_schema=dict)"
+    ),
+    new_code_cell(
+        "present, shown, episodes, state_size = [], [], [], []\n"
+        "config = {'configurable': {'thread_id': 'long-run'}}\n"
+        "for turn in range(120):\n"
+        "    if turn == 40:  # the flood: fresh, high-priority notes that echo the questions\n"
+        "        ana.put_many([{'content': f'checkout deploy status note {k}: the checkout deploy is green',\n"
+        "                       'type': 'note', 'base_priority': 9, 'source': 'ci'} for k in range(300)])\n"
+        "    start = len(model.requests)\n"
+        "    agent.invoke({'messages': [('user', f'turn {turn}: is the checkout deploy green?')]}, config,\n"
+        "                 context={'user_id': 'ana'})\n"
+        "    calls = [parse_markers(r[0].text) for r in model.requests[start:]]\n"
+        "    present.append(min(sum(m.get('scope') == 'always' for m in c) for c in calls))\n"
+        "    shown.append(len(calls[-1]))\n"
+        "    episodes.append(sum(e['type'] == 'episode' for e in ana.entries()))\n"
+        "    state_size.append(len(agent.get_state(config).values['messages']))\n"
+        "print('model calls:', len(model.requests), '| corrections on every call:', set(present))\n"
+        "print('episodes in the store:', episodes[-1], '| messages in the state at the end:', state_size[-1])"
+    ),
+    new_code_cell(
+        "fig, ax = plt.subplots(figsize=(8, 3.5))\n"
+        "ax.plot(present, label='corrections the model received (fewest over the turn)')\n"
+        "ax.plot(shown, label='memories in the system message')\n"
+        "ax.plot(episodes, label='episodes in the store')\n"
+        "ax.plot(state_size, label='messages in the checkpointed state')\n"
+        "ax.axvline(40, color='grey', ls=':', label='300-note flood')\n"
+        "ax.set_xlabel('turn')\n"
+        "ax.set_yscale('symlog')\n"
+        "ax.legend(fontsize=8)\n"
+        "plt.show()"
+    ),
+    new_markdown_cell(
+        "Every model call, before and after the flood, received all three corrections. The state stays at the "
+        "goal plus six turns (each a question, the tool call, its result and the answer), and every turn that "
+        "left it is an episode in the store. The last system message the model saw:"
+    ),
+    new_code_cell(
+        "assert present == [len(corrections)] * 120\n"
+        "assert max(state_size) <= 4 + 6 * 4 and state_size[-1] == state_size[60]\n"
+        "assert episodes[-1] == 120 - 6 and episodes == sorted(episodes)\n"
+        "last = model.requests[-1][0].text\n"
+        "assert [m['id'] for m in parse_markers(last)][:3] == ['fix-0', 'fix-1', 'fix-2']\n"
+        "print(last)"
+    ),
+]
+
 
 def write(name: str, cells: list) -> None:
     nb = new_notebook(cells=cells)
@@ -238,4 +338,5 @@ if __name__ == "__main__":
     write("starvation.ipynb", STARVATION)
     write("langchain.ipynb", LANGCHAIN)
     write("llama_index.ipynb", LLAMA)
-    print("wrote 3 notebooks to", HERE)
+    write("agent.ipynb", AGENT)
+    print("wrote 4 notebooks to", HERE)

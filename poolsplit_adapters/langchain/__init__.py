@@ -22,10 +22,14 @@ Entry points:
 from .._frameworks import SELECTION_KEY
 from .compressor import PoolSplitCompressor
 from .documents import SELECTION_EVENT, document_to_entry, format_documents
+from .middleware import PoolSplitMemoryMiddleware
 from .retriever import PoolSplitRetriever, type_filter
+from .store import BaseStoreMemory
 
 __all__ = [
+    "BaseStoreMemory",
     "PoolSplitCompressor",
+    "PoolSplitMemoryMiddleware",
     "PoolSplitRetriever",
     "SELECTION_EVENT",
     "SELECTION_KEY",

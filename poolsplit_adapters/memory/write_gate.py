@@ -1,0 +1,205 @@
+"""The write gate (seed 002): what the harness may persist to long-term memory.
+
+Writing everything is a slow leak that pollutes every later recall, and a
+model that can write standing corrections can be talked into poisoning its
+own memory. So every harness write (an evicted turn, a note the agent asks to
+keep) passes one gate, which refuses:
+
+* ``empty``: nothing but whitespace;
+* ``oversized``: longer than ``max_chars`` (a raw dump is not a memory);
+* ``duplicate``: the same content (case and spacing aside) is already stored
+  in that namespace, or comes twice in one batch;
+* ``always_scope``: anything claiming ``scope: "always"``. Always-scope
+  entries are behavioural corrections, curated by the host, never written by
+  a model.
+
+Provenance is stamped here, by the harness, never taken from the model:
+``source`` (e.g. ``"thread:<id>"`` or ``"agent:thread:<id>"``), ``created``
+and ``namespace``. The entry id is derived from namespace, type and
+normalised content, so a retried write lands on the same id and a duplicate
+is one key lookup away.
+
+Example::
+
+    >>> from poolsplit_adapters.memory import WriteGate
+    >>> gate = WriteGate(max_chars=200)
+    >>> p = gate.propose("Staging deploys need the release checklist.", type="note",
+    ...                  source="agent:thread:t1", namespace="memories.u1",
+    ...                  created="2026-07-01T00:00:00Z")
+    >>> p.refused is None, p.entry["source"]
+    (True, 'agent:thread:t1')
+    >>> gate.propose("x", type="note", source="s", namespace="n", claims={"scope": "always"}).refused
+    <Refusal.ALWAYS_SCOPE: 'always_scope'>
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import re
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
+
+__all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "utc_stamp"]
+
+_SPACE = re.compile(r"\s+")
+
+
+class Refusal(str, Enum):
+    """Why the gate refused a write."""
+
+    EMPTY = "empty"
+    OVERSIZED = "oversized"
+    DUPLICATE = "duplicate"
+    ALWAYS_SCOPE = "always_scope"
+
+
+def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:
+    """``moment`` (default: now) as the entries' ISO-8601 UTC form, ``...Z``."""
+    moment = moment or datetime.datetime.now(datetime.timezone.utc)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return moment.isoformat(timespec="seconds") + "Z"
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One write as the gate sees it.
+
+    Attributes:
+        entry: the stamped entry that would be written (its ``id`` is the
+            content key).
+        refused: why it must not be written, or None.
+    """
+
+    entry: Dict[str, Any]
+    refused: Optional[Refusal] = None
+
+    @property
+    def key(self) -> str:
+        return str(self.entry["id"])
+
+
+@dataclass
+class GateReport:
+    """What one or more passes through the gate did: ids written and
+    refusals counted by reason (reported with the selection events).
+
+    Example::
+
+        >>> gate = WriteGate(max_chars=10)
+        >>> report = GateReport()
+        >>> report.count([gate.propose("short", type="note", source="s", namespace="n"),
+        ...               gate.propose("far too long", type="note", source="s", namespace="n")])
+        >>> report.to_dict()
+        {'written': 1, 'refused': {'oversized': 1}}
+    """
+
+    written: List[str] = field(default_factory=list)
+    refused: Dict[str, int] = field(default_factory=dict)
+
+    def count(self, proposals: Sequence[Proposal]) -> None:
+        """Add ``proposals`` (after the write succeeded)."""
+        for p in proposals:
+            if p.refused is None:
+                self.written.append(p.key)
+            else:
+                self.refused[p.refused.value] = self.refused.get(p.refused.value, 0) + 1
+
+    def merge(self, other: GateReport) -> None:
+        self.written.extend(other.written)
+        for reason, n in other.refused.items():
+            self.refused[reason] = self.refused.get(reason, 0) + n
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"written": len(self.written), "refused": dict(sorted(self.refused.items()))}
+
+    def __bool__(self) -> bool:
+        return bool(self.written or self.refused)
+
+
+class WriteGate:
+    """The durability gate every harness write goes through.
+
+    Args:
+        max_chars: longest content accepted (default 8000 characters): a
+            memory is recalled into a small budget, so a raw dump would only
+            crowd it.
+
+    Use :meth:`propose` for each candidate, then :meth:`settle` with the keys
+    already in the store (one batched lookup) to mark duplicates; write the
+    accepted entries; count them with :class:`GateReport`.
+    """
+
+    def __init__(self, *, max_chars: int = 8000) -> None:
+        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
+            raise ValueError("WriteGate max_chars must be an int >= 1, got %r" % (max_chars,))
+        self.max_chars = max_chars
+
+    def __repr__(self) -> str:
+        return "WriteGate(max_chars=%d)" % self.max_chars
+
+    @staticmethod
+    def normalise(content: str) -> str:
+        """The form duplicates are compared in: case-folded, spaces collapsed."""
+        return _SPACE.sub(" ", content).strip().casefold()
+
+    def key(self, content: str, *, type: str, namespace: Optional[str]) -> str:
+        """The content key: ``<type>-<hash of namespace, type, normalised content>``."""
+        digest = hashlib.sha256(
+            "\x00".join((namespace or "", type, self.normalise(content))).encode("utf-8")
+        ).hexdigest()
+        return "%s-%s" % (type, digest[:24])
+
+    def propose(
+        self,
+        content: Any,
+        *,
+        type: str,
+        source: str,
+        namespace: Optional[str],
+        created: Optional[str] = None,
+        tags: Optional[Sequence[str]] = None,
+        claims: Optional[Mapping[str, Any]] = None,
+    ) -> Proposal:
+        """Stamp a candidate and judge what can be judged without the store.
+
+        ``claims``: what the writer (e.g. the model, through a tool) said about
+        the entry beyond its content. Only ``scope`` is looked at, to refuse
+        always-scope claims; nothing else a model says becomes a field.
+        """
+        text = content if isinstance(content, str) else ("" if content is None else str(content))
+        entry: Dict[str, Any] = {
+            "id": self.key(text, type=type, namespace=namespace),
+            "content": text,
+            "type": type,
+            "source": source,
+            "created": created or utc_stamp(),
+        }
+        if namespace is not None:
+            entry["namespace"] = namespace
+        if tags:
+            entry["tags"] = [str(t) for t in tags]
+        scope = (claims or {}).get("scope")
+        if isinstance(scope, str) and scope.strip().casefold() == "always":
+            return Proposal(entry, Refusal.ALWAYS_SCOPE)
+        if not text.strip():
+            return Proposal(entry, Refusal.EMPTY)
+        if len(text) > self.max_chars:
+            return Proposal(entry, Refusal.OVERSIZED)
+        return Proposal(entry)
+
+    @staticmethod
+    def settle(proposals: Sequence[Proposal], existing: Collection[str]) -> List[Proposal]:
+        """Mark as duplicates the proposals whose key is already stored
+        (``existing``) or was proposed earlier in the same batch."""
+        seen = set(existing)
+        out = []
+        for p in proposals:
+            if p.refused is None and p.key in seen:
+                p = replace(p, refused=Refusal.DUPLICATE)
+            elif p.refused is None:
+                seen.add(p.key)
+            out.append(p)
+        return out

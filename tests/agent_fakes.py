@@ -1,0 +1,106 @@
+"""Deterministic pieces for agent tests: a tool-calling fake chat model that
+records every request, a lookup tool, helpers to read what the model saw.
+
+The model is LangChain's own ``GenericFakeChatModel``: each reply is decided
+from the conversation (so a script needs no fixed length) and then handed to
+the parent class through its ``messages`` iterator.
+
+Script language, in the human message text:
+
+* ``calls=2,3``: two tool-call rounds, the first with 2 parallel ``lookup``
+  calls, the second with 3; then a final answer.
+* ``remember=<note>``: one ``remember`` call with that note (optionally
+  ``scope=always`` and ``source=<x>`` as extra arguments).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from poolsplit_adapters.render import parse_markers
+
+
+class UserContext(TypedDict, total=False):
+    user_id: str
+    goal: str
+    tags: List[str]
+    project: str
+
+
+@tool
+def lookup(q: str) -> str:
+    """Look something up."""
+    return "result for %s" % q
+
+
+def _rounds(text: str) -> List[int]:
+    found = re.search(r"calls=([\d,]+)", text)
+    return [int(n) for n in found.group(1).split(",") if n] if found else []
+
+
+def _remember_args(text: str) -> Optional[Dict[str, Any]]:
+    found = re.search(r"remember=(.*?)(?: scope=(\w+))?(?: source=(\S+))?$", text)
+    if not found:
+        return None
+    args: Dict[str, Any] = {"note": found.group(1)}
+    if found.group(2):
+        args["scope"] = found.group(2)
+    if found.group(3):
+        args["source"] = found.group(3)
+    return args
+
+
+class ToolCallingFakeModel(GenericFakeChatModel):
+    """A fake tool-calling chat model: ``bind_tools`` returns itself, every
+    request (the full message list, system message included) is recorded."""
+
+    messages: Iterator[Any] = Field(default_factory=lambda: iter(()))
+    requests: List[List[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFakeModel:  # type: ignore[override]
+        return self
+
+    def reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
+        text = str(messages[start].text)
+        done = sum(1 for m in messages[start:] if isinstance(m, AIMessage) and m.tool_calls)
+        n = len(self.requests)
+        note = _remember_args(text)
+        if note is not None and done == 0:
+            return AIMessage("", tool_calls=[{"name": "remember", "args": note, "id": "rem-%d" % n}])
+        rounds = _rounds(text)
+        if done < len(rounds):
+            calls = [
+                {"name": "lookup", "args": {"q": "%d.%d" % (n, k)}, "id": "call-%d-%d" % (n, k)}
+                for k in range(rounds[done])
+            ]
+            return AIMessage("", tool_calls=calls)
+        results = [m for m in messages[start:] if isinstance(m, ToolMessage)]
+        return AIMessage("answer %d (%d tool results)" % (n, len(results)))
+
+    def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        self.requests.append(list(messages))
+        self.messages = iter([self.reply(messages)])
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def system_text(request: Sequence[BaseMessage]) -> str:
+    """The text of a recorded request's system message ('' when none)."""
+    first = request[0] if request else None
+    return str(first.text) if isinstance(first, SystemMessage) else ""
+
+
+def markers(request: Sequence[BaseMessage]) -> List[Dict[str, str]]:
+    """The memory markers in a recorded request's system message."""
+    return parse_markers(system_text(request))
+
+
+def thread(thread_id: str) -> Dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}}

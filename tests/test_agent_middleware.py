@@ -1,0 +1,521 @@
+"""PoolSplitMemoryMiddleware inside a real ``create_agent``: recall and
+promote into the system message, demote and write to the store."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+from typing import Any, Dict, List
+
+import pytest
+from agent_fakes import ToolCallingFakeModel, UserContext, lookup, markers, system_text, thread
+from langchain.agents import create_agent
+from langchain_core.documents import Document
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
+from lc_helpers import WordHashEmbedding
+
+from poolsplit_adapters import Pool, select
+from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.memory import WriteGate
+from poolsplit_adapters.poolsplit import default_token_counter
+
+NOW = datetime.datetime(2026, 7, 1)
+POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 300, 3, ("episode", "note"))]
+PROMPT = "You are the deploy assistant."
+
+
+def by_user(rt):
+    return ("memories", rt.context["user_id"])
+
+
+def middleware(**kw) -> PoolSplitMemoryMiddleware:
+    options: Dict[str, Any] = {"namespace": by_user, "max_turns": 3, "token_counter": default_token_counter, "now": NOW}
+    options.update(kw)
+    return PoolSplitMemoryMiddleware(options.pop("pools", POOLS), **options)
+
+
+def agent_for(mw, store=None, **kw):
+    model = ToolCallingFakeModel()
+    agent = create_agent(
+        model,
+        tools=[lookup],
+        middleware=[mw],
+        checkpointer=InMemorySaver(),
+        store=store,
+        system_prompt=kw.pop("system_prompt", PROMPT),
+        context_schema=UserContext,
+        **kw,
+    )
+    return agent, model
+
+
+def seed_corrections(store, user, n):
+    memory = BaseStoreMemory(store, ("memories", user))
+    ids = ["%s-fix-%d" % (user, i) for i in range(n)]
+    for key in ids:  # one by one: creation order is the load order
+        memory.put(
+            {"id": key, "content": "%s standing correction %s" % (user, key), "type": "correction", "scope": "always"}
+        )
+    return ids
+
+
+def user_of(request) -> str:
+    first_human = next(m for m in request if isinstance(m, HumanMessage))
+    return str(first_human.text)[1:3]
+
+
+def stored_ids(store, user) -> set:
+    return {e["id"] for e in BaseStoreMemory(store, ("memories", user)).entries()}
+
+
+def test_300_turns_two_users_every_call_holds_every_correction_first_and_nothing_of_the_other_user():
+    store = InMemoryStore()
+    fixes = {"u1": seed_corrections(store, "u1", 3), "u2": seed_corrections(store, "u2", 2)}
+    # Neither a child namespace nor a sibling is the user's memory.
+    BaseStoreMemory(store, ("memories", "u1", "drafts")).put(
+        {"id": "draft-fix", "content": "draft", "type": "correction", "scope": "always"}
+    )
+    agent, model = agent_for(middleware(), store)
+    for i in range(300):
+        user = "u1" if i % 2 == 0 else "u2"
+        rounds = ["", "2", "1,3"][i % 3]
+        agent.invoke(
+            {"messages": [("user", "[%s] question %d calls=%s" % (user, i, rounds))]},
+            thread("%s-%d" % (user, (i // 2) % 2)),  # two threads per user, interleaved
+            context={"user_id": user},
+        )
+    assert len(model.requests) == 300 + 100 * 1 + 100 * 2
+    final = {u: stored_ids(store, u) for u in fixes}
+    other_text = {u: [f"standing correction {k}" for k in fixes["u2" if u == "u1" else "u1"]] for u in fixes}
+    episodes_seen = 0
+    for request in model.requests:
+        user = user_of(request)
+        text = system_text(request)
+        assert text.startswith(PROMPT + "\n\n")
+        found = markers(request)
+        always = [m["id"] for m in found if m.get("scope") == "always"]
+        assert always == fixes[user]
+        assert [m["id"] for m in found[: len(always)]] == always  # first, in order
+        assert {m["id"] for m in found} <= final[user]
+        assert not any(t in text for t in other_text[user]) and "draft" not in text
+        episodes_seen += sum(m["id"].startswith("episode-") for m in found)
+    assert episodes_seen > 500  # the store filled and episodes were recalled
+    assert sum(i.startswith("episode-") for i in final["u1"]) >= 140
+    for name in ("u1-0", "u1-1", "u2-0", "u2-1"):
+        state = agent.get_state(thread(name)).values["messages"]
+        assert not any(isinstance(m, SystemMessage) or "<memory" in str(m.text) for m in state)  # nothing injected
+
+
+def test_the_agents_system_prompt_is_kept_whatever_its_form():
+    store = InMemoryStore()
+    seed_corrections(store, "u1", 1)
+    blocks = SystemMessage(content=[{"type": "text", "text": "Block one."}, {"type": "text", "text": "Block two."}])
+    for prompt, check in (
+        (blocks, lambda c: c[:2] == blocks.content and "u1-fix-0" in c[2]["text"]),
+        (None, lambda c: c.startswith("Long-term memory.") and "u1-fix-0" in c),
+    ):
+        agent, model = agent_for(middleware(), store, system_prompt=prompt)
+        agent.invoke({"messages": [("user", "[u1] hi")]}, thread("t"), context={"user_id": "u1"})
+        assert check(model.requests[0][0].content)
+
+
+def events(agent, text, thread_id, **context) -> List[Dict[str, Any]]:
+    context.setdefault("user_id", "u1")
+    return [
+        chunk[SELECTION_EVENT]
+        for chunk in agent.stream(
+            {"messages": [("user", text)]}, thread(thread_id), context=context, stream_mode="custom"
+        )
+    ]
+
+
+def test_one_selection_per_step_is_reused_by_the_tool_loop_and_digested_on_the_stream():
+    store = InMemoryStore()
+    seed_corrections(store, "u1", 2)
+    agent, model = agent_for(middleware(max_turns=50), store)
+    got = events(agent, "[u1] check calls=2,1", "t")
+    assert len(got) == 3 == len(model.requests)
+    assert [e["reused"] for e in got] == [False, True, True]
+    assert got[0]["thread"] == "t" and got[0]["namespace"] == [["memories", "u1"]]
+    assert [c["id"] for c in got[0]["chosen"]] == ["u1-fix-0", "u1-fix-1"]
+    assert got[0]["writes"] == {"written": 0, "refused": {}}
+    # a new step selects again; a write to the store mid-step is seen by the next call
+    got = events(agent, "[u1] again calls=1", "t")
+    assert [e["reused"] for e in got] == [False, True]
+    BaseStoreMemory(store, ("memories", "u1")).put(
+        {"id": "late-fix", "content": "late", "type": "correction", "scope": "always"}
+    )
+    got = events(agent, "[u1] once more calls=1,1", "t")
+    assert [e["reused"] for e in got] == [False, True, True]
+
+
+class Counter:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, text):
+        self.calls += 1
+        return max(1, len(text) // 4)
+
+
+def test_repeated_turns_over_an_unchanged_store_make_no_tokenizer_call():
+    store = InMemoryStore()
+    seed_corrections(store, "u1", 3)
+    BaseStoreMemory(store, ("memories", "u1")).put_many(
+        [{"content": "old episode %d" % i, "type": "episode"} for i in range(20)]
+    )
+    counter = Counter()
+    agent, model = agent_for(middleware(max_turns=100, token_counter=counter), store)
+    agent.invoke({"messages": [("user", "[u1] first calls=1")]}, thread("t"), context={"user_id": "u1"})
+    assert counter.calls == 23
+    for i in range(10):
+        agent.invoke({"messages": [("user", "[u1] turn %d calls=2" % i)]}, thread("t"), context={"user_id": "u1"})
+    assert counter.calls == 23
+    assert len(model.requests) == 2 + 20
+
+
+def test_evicted_turns_become_episodes_with_provenance_in_the_users_namespace():
+    store = InMemoryStore()
+    agent, _ = agent_for(middleware(max_turns=2), store)
+    for i in range(5):
+        agent.invoke({"messages": [("user", "[u1] step %d calls=1" % i)]}, thread("t-9"), context={"user_id": "u1"})
+    state = agent.get_state(thread("t-9")).values["messages"]
+    humans = [str(m.text) for m in state if isinstance(m, HumanMessage)]
+    assert humans == ["[u1] step 0 calls=1", "[u1] step 3 calls=1", "[u1] step 4 calls=1"]  # goal + 2 turns
+    episodes = sorted(
+        (e for e in BaseStoreMemory(store, ("memories", "u1")).entries() if e["type"] == "episode"),
+        key=lambda e: e["content"],
+    )
+    assert [e["source"] for e in episodes] == ["thread:t-9"] * 3
+    assert {e["created"] for e in episodes} == {"2026-07-01T00:00:00Z"}
+    assert episodes[0]["content"].splitlines() == [
+        "user: [u1] step 0 calls=1",
+        'assistant called lookup({"q": "1.0"})',
+        "tool lookup: result for 1.0",
+        "assistant: answer 2 (1 tool results)",
+    ]
+    assert [e["content"].splitlines()[0] for e in episodes[1:]] == [
+        "user: [u1] step 1 calls=1",
+        "user: [u1] step 2 calls=1",
+    ]
+    assert BaseStoreMemory(store, ("memories", "u2")).entries() == []
+
+
+def test_a_goal_in_the_context_is_shown_and_the_first_message_is_not_pinned():
+    store = InMemoryStore()
+    agent, model = agent_for(middleware(max_turns=1), store)
+    for i in range(3):
+        agent.invoke(
+            {"messages": [("user", "[u1] step %d" % i)]}, thread("t"), context={"user_id": "u1", "goal": "ship v2"}
+        )
+    assert "Current goal: ship v2" in system_text(model.requests[-1])
+    state = agent.get_state(thread("t")).values["messages"]
+    assert [str(m.text) for m in state if isinstance(m, HumanMessage)] == ["[u1] step 2"]
+
+
+class FailingStore(InMemoryStore):
+    """A real InMemoryStore whose writes fail while ``failing`` is set."""
+
+    failing = False
+
+    def batch(self, ops):
+        ops = list(ops)
+        if self.failing and any(isinstance(op, PutOp) for op in ops):
+            raise OSError("disk full")
+        return super().batch(ops)
+
+
+def test_a_store_whose_put_fails_keeps_the_turn_and_raises():
+    store = FailingStore()
+    agent, _ = agent_for(middleware(max_turns=1), store)
+    for i in range(2):
+        agent.invoke({"messages": [("user", "[u1] step %d calls=1" % i)]}, thread("t"), context={"user_id": "u1"})
+    before = agent.get_state(thread("t")).values["messages"]
+    stored = stored_ids(store, "u1")
+    store.failing = True
+    with pytest.raises(OSError, match="disk full"):
+        agent.invoke({"messages": [("user", "[u1] step 2")]}, thread("t"), context={"user_id": "u1"})
+    after = agent.get_state(thread("t")).values["messages"]
+    assert [m.id for m in before] == [m.id for m in after[: len(before)]]  # nothing removed
+    assert stored_ids(store, "u1") == stored
+    store.failing = False
+    agent.invoke({"messages": [("user", "[u1] step 3")]}, thread("t"), context={"user_id": "u1"})
+    contents = [e["content"] for e in BaseStoreMemory(store, ("memories", "u1")).entries()]
+    assert any(c.startswith("user: [u1] step 1") for c in contents)
+    assert any(c.startswith("user: [u1] step 2") for c in contents)
+
+
+def test_a_pending_tool_call_is_never_evicted():
+    store = InMemoryStore()
+    agent, _ = agent_for(middleware(max_turns=1), store, interrupt_before=["tools"])
+    agent.invoke({"messages": [("user", "[u1] goal")]}, thread("t"), context={"user_id": "u1"})
+    agent.invoke({"messages": [("user", "[u1] start calls=1")]}, thread("t"), context={"user_id": "u1"})
+    pending = agent.get_state(thread("t")).values["messages"][-1]
+    assert isinstance(pending, AIMessage) and pending.tool_calls
+    for i in range(4):
+        agent.invoke({"messages": [("user", "[u1] later %d" % i)]}, thread("t"), context={"user_id": "u1"})
+    state = agent.get_state(thread("t")).values["messages"]
+    assert pending.id in {m.id for m in state}
+    assert [str(m.text) for m in state if isinstance(m, HumanMessage)] == [
+        "[u1] goal",
+        "[u1] start calls=1",
+        "[u1] later 3",
+    ]
+
+
+def test_gate_refusals_are_counted_in_the_selection_event():
+    store = InMemoryStore()
+    agent, _ = agent_for(middleware(max_turns=1, write_gate=WriteGate(max_chars=60)), store)
+    events(agent, "[u1] goal", "t")
+    got = events(agent, "[u1] a short one", "t")
+    assert got[0]["writes"] == {"written": 1, "refused": {}}  # 'user: [u1] goal / assistant: answer 1 ...'
+    events(agent, "[u1] a very long question that makes the turn far longer than sixty characters", "t")
+    got = events(agent, "[u1] next", "t")
+    assert got[0]["writes"] == {"written": 0, "refused": {"oversized": 1}}
+    got = events(agent, "[u1] last", "t")
+    assert got[0]["writes"] == {"written": 1, "refused": {}}
+    contents = [e["content"] for e in BaseStoreMemory(store, ("memories", "u1")).entries()]
+    assert len(contents) == 3 and not any("very long" in c for c in contents)
+
+
+def test_a_pools_relevance_floor_passes_through_and_is_reported():
+    store = InMemoryStore()
+    seed_corrections(store, "u1", 1)
+    BaseStoreMemory(store, ("memories", "u1")).put_many(
+        [
+            {"id": "billing", "content": "Ana owns billing refunds", "type": "note"},
+            {"id": "deploy", "content": "staging deploy checklist", "type": "note"},
+        ]
+    )
+    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 300, 3, ("episode", "note"), min_relevance=0.5)]
+    agent, model = agent_for(middleware(pools=pools), store)
+    got = events(agent, "[u1] who owns billing refunds", "t")
+    assert [m["id"] for m in markers(model.requests[-1])] == ["u1-fix-0", "billing"]  # the correction never is cut
+    assert [(d["id"], d["reason"]) for d in got[0]["dropped"]] == [("deploy", "below_relevance")]
+
+
+def test_an_explicit_chain_adds_shared_corrections_after_the_users_own():
+    store = InMemoryStore()
+    seed_corrections(store, "u1", 2)
+    BaseStoreMemory(store, ("memories", "shared")).put(
+        {"id": "team-fix", "content": "team rule", "type": "correction", "scope": "always"}
+    )
+    mw = middleware(namespace=lambda rt: [("memories", rt.context["user_id"]), ("memories", "shared")], max_turns=1)
+    agent, model = agent_for(mw, store)
+    for i in range(3):
+        agent.invoke({"messages": [("user", "[u1] step %d" % i)]}, thread("t"), context={"user_id": "u1"})
+    assert [m["id"] for m in markers(model.requests[-1]) if m.get("scope")] == ["u1-fix-0", "u1-fix-1", "team-fix"]
+    assert all(e["type"] == "correction" for e in BaseStoreMemory(store, ("memories", "shared")).entries())
+    agent_plain, model_plain = agent_for(middleware(), store)
+    agent_plain.invoke({"messages": [("user", "[u1] hi")]}, thread("t"), context={"user_id": "u1"})
+    assert "team-fix" not in system_text(model_plain.requests[-1])  # never widened implicitly
+
+
+async def test_the_async_twins_run_the_same_loop():
+    store = InMemoryStore()
+    fixes = seed_corrections(store, "u1", 2)
+    agent, model = agent_for(middleware(max_turns=2), store)
+    seen = []
+    for i in range(6):
+        async for chunk in agent.astream(
+            {"messages": [("user", "[u1] step %d calls=1" % i)]},
+            thread("t"),
+            context={"user_id": "u1"},
+            stream_mode="custom",
+        ):
+            seen.append(chunk[SELECTION_EVENT])
+    assert len(seen) == 12 and [e["reused"] for e in seen[:2]] == [False, True]
+    for request in model.requests:
+        assert [m["id"] for m in markers(request) if m.get("scope")] == fixes
+    assert sum(i.startswith("episode-") for i in stored_ids(store, "u1")) == 4
+    state = (await agent.aget_state(thread("t"))).values["messages"]
+    assert len([m for m in state if isinstance(m, HumanMessage)]) == 3
+
+
+def test_a_vector_store_is_recalled_per_pool_by_the_retriever_and_receives_episodes():
+    vs = InMemoryVectorStore(WordHashEmbedding())
+    meta = {"type": "correction", "scope": "always", "source": "user"}
+    vs.add_documents(
+        [
+            Document("Amounts in cents.", id="u1-fix", metadata={**meta, "namespace": "memories.u1"}),
+            Document("Other user's rule.", id="u2-fix", metadata={**meta, "namespace": "memories.u2"}),
+        ]
+        + [
+            Document("deploy log %d" % i, id="log-%d" % i, metadata={"type": "note", "namespace": "memories.u1"})
+            for i in range(30)
+        ]
+    )
+    agent, model = agent_for(middleware(store=vs), None)
+    for i in range(5):
+        agent.invoke(
+            {"messages": [("user", "[u1] deploy log question %d calls=1" % i)]}, thread("t"), context={"user_id": "u1"}
+        )
+    for request in model.requests:
+        found = markers(request)
+        assert found[0]["id"] == "u1-fix" and "u2-fix" not in {m["id"] for m in found}
+        assert sum(1 for m in found if not m.get("scope")) <= 3
+    episodes = [d for d in vs.store.values() if d["metadata"].get("type") == "episode"]
+    assert len(episodes) == 2  # five turns, three kept
+    assert {(d["metadata"]["namespace"], d["metadata"]["source"]) for d in episodes} == {("memories.u1", "thread:t")}
+
+
+def test_a_list_of_entries_is_copied_and_receives_episodes():
+    entries = [
+        {
+            "id": "fix-1",
+            "content": "Amounts in cents.",
+            "type": "correction",
+            "scope": "always",
+            "namespace": "memories.u1",
+        },
+        {"id": "fix-2", "content": "Other user.", "type": "correction", "scope": "always", "namespace": "memories.u2"},
+    ]
+    original = copy.deepcopy(entries)
+    mw = middleware(store=entries, max_turns=1)
+    agent, model = agent_for(mw, None)
+    for i in range(4):
+        agent.invoke({"messages": [("user", "[u1] step %d" % i)]}, thread("t"), context={"user_id": "u1"})
+    assert entries == original
+    last = markers(model.requests[-1])
+    assert last[0]["id"] == "fix-1" and "fix-2" not in {m["id"] for m in last}
+    assert any(m["id"].startswith("episode-") for m in last)
+
+
+class ContractStore:
+    """The smallest store following the project's store contract
+    (stores-protocol): dict entries, a version bumped on every change."""
+
+    def __init__(self):
+        self.rows: Dict[str, Dict[str, Any]] = {}
+        self.version = 0
+        self.selects = 0
+
+    def add(self, entries):
+        ids = []
+        for e in entries:
+            row = dict(e)
+            row.setdefault("id", "row-%d" % len(self.rows))
+            self.rows[row["id"]] = row
+            ids.append(row["id"])
+        self.version += 1
+        return ids
+
+    def get(self, entry_id):
+        return self.rows.get(entry_id)
+
+    def supersede(self, entry_id, new_entry):
+        new_id = self.add([new_entry])[0]
+        self.rows[entry_id]["superseded_by"] = new_id
+        return new_id
+
+    def delete(self, entry_id):
+        self.version += 1
+        return self.rows.pop(entry_id, None) is not None
+
+    def entries(self, namespace=None):
+        return [r for r in self.rows.values() if namespace is None or r.get("namespace") == namespace]
+
+    def select(self, pools, context=None, **options):
+        self.selects += 1
+        return select(list(self.rows.values()), pools, context, **options)
+
+
+def test_a_store_contract_object_is_read_and_written_by_version():
+    store = ContractStore()
+    store.add(
+        [
+            {
+                "id": "fix",
+                "content": "Amounts in cents.",
+                "type": "correction",
+                "scope": "always",
+                "namespace": "memories.u1",
+            }
+        ]
+    )
+    agent, model = agent_for(middleware(store=store, max_turns=1), None)
+    for i in range(3):
+        agent.invoke({"messages": [("user", "[u1] step %d calls=2" % i)]}, thread("t"), context={"user_id": "u1"})
+    assert all(markers(r)[0]["id"] == "fix" for r in model.requests)
+    # one selection per step: each step's evictions are written before its first model call
+    assert store.selects == 3 and len(model.requests) == 6
+    assert sum(r["type"] == "episode" and r["namespace"] == "memories.u1" for r in store.rows.values()) == 2
+
+
+def test_context_tags_and_project_reach_the_scorer():
+    store = InMemoryStore()
+    BaseStoreMemory(store, ("memories", "u1")).put_many(
+        [
+            {"id": "a", "content": "note alpha", "type": "note", "tags": ["billing"], "project": "pay"},
+            {"id": "b", "content": "note beta", "type": "note", "tags": ["deploy"], "project": "ops"},
+        ]
+    )
+    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 300, 1, ("episode", "note"))]
+    for tags, project, expected in ((["billing"], "pay", "a"), (["deploy"], "ops", "b")):
+        agent, model = agent_for(middleware(pools=pools), store)
+        agent.invoke(
+            {"messages": [("user", "[u1] which note")]},
+            thread("t"),
+            context={"user_id": "u1", "tags": tags, "project": project},
+        )
+        assert [m["id"] for m in markers(model.requests[-1])] == [expected]
+
+
+def test_bad_runtime_values_fail_with_a_clear_message():
+    store = InMemoryStore()
+    agent, _ = agent_for(middleware(), store)
+    with pytest.raises(ValueError, match=r"namespace\(runtime\) failed: KeyError"):
+        agent.invoke({"messages": [("user", "hi")]}, thread("t"), context={"project": "p"})
+    with pytest.raises(ValueError, match=r"runtime.context\['tags'\]"):
+        agent.invoke({"messages": [("user", "hi")]}, thread("t2"), context={"user_id": "u1", "tags": "billing"})
+    agent, _ = agent_for(middleware(namespace=lambda rt: "memories"), store)
+    with pytest.raises(ValueError, match=r"namespace\(runtime\) must be a non-empty tuple"):
+        agent.invoke({"messages": [("user", "hi")]}, thread("t"), context={"user_id": "u1"})
+    agent, _ = agent_for(middleware(), None)
+    with pytest.raises(ValueError, match="no store"):
+        agent.invoke({"messages": [("user", "hi")]}, thread("t"), context={"user_id": "u1"})
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"pools": Pool("a", 1, 1)}, TypeError, "pools"),
+        ({"pools": ["a"]}, TypeError, "Pool"),
+        ({"namespace": "memories"}, ValueError, "namespace"),
+        ({"namespace": ("memories", "u.1")}, ValueError, "namespace"),
+        ({"max_turns": 0}, ValueError, "max_turns"),
+        ({"max_turns": 2.0}, ValueError, "max_turns"),
+        ({"write_gate": object()}, TypeError, "write_gate"),
+        ({"store": {"not": "a store"}}, TypeError, "store must be"),
+        ({"store": [{"content": "ok"}, "text"]}, ValueError, r"store\[1\]"),
+        ({"page_size": 0}, ValueError, "page_size"),
+        ({"fetch_k": 0}, ValueError, "fetch_k"),
+        ({"chain_penalty": 1.5}, ValueError, "chain_penalty"),
+        ({"now": "2026-01-01"}, TypeError, "now"),
+        ({"scorer": "lexical"}, TypeError, "scorer"),
+        ({"token_counter": 4}, TypeError, "token_counter"),
+        ({"episode_type": ""}, TypeError, "episode_type"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        middleware(**kwargs)
+
+
+def test_tool_results_stay_with_their_calls_in_every_checkpoint():
+    store = InMemoryStore()
+    agent, _ = agent_for(middleware(max_turns=2), store)
+    for i in range(8):
+        agent.invoke(
+            {"messages": [("user", "[u1] s%d calls=%s" % (i, "2,1" if i % 2 else "3"))]},
+            thread("t"),
+            context={"user_id": "u1"},
+        )
+    for snapshot in agent.get_state_history(thread("t")):
+        messages = snapshot.values.get("messages", [])
+        calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
+        assert all(m.tool_call_id in calls for m in messages if isinstance(m, ToolMessage))

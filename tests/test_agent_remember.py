@@ -1,0 +1,131 @@
+"""The ``remember`` tool inside a real agent: the harness stamps provenance,
+the gate refuses always-scope claims, duplicates, empty and oversized notes."""
+
+from __future__ import annotations
+
+import datetime
+
+from agent_fakes import ToolCallingFakeModel, UserContext, lookup, markers, thread
+from langchain.agents import create_agent
+from langchain_core.messages import ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.memory import WriteGate
+from poolsplit_adapters.poolsplit import default_token_counter
+
+NOW = datetime.datetime(2026, 7, 1, 8, 30)
+POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 300, 5, ("note",))]
+
+
+def make(store, **kw):
+    mw = PoolSplitMemoryMiddleware(
+        POOLS,
+        namespace=lambda rt: ("memories", rt.context["user_id"]),
+        token_counter=default_token_counter,
+        now=NOW,
+        **kw,
+    )
+    model = ToolCallingFakeModel()
+    agent = create_agent(
+        model, tools=[lookup], middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext
+    )
+    return agent, model, mw
+
+
+def say(agent, text, thread_id="t1", user="u1"):
+    """Run one turn; return the remember tool's answer and the selection events."""
+    seen = []
+    for mode, chunk in agent.stream(
+        {"messages": [("user", text)]}, thread(thread_id), context={"user_id": user}, stream_mode=["custom", "values"]
+    ):
+        if mode == "custom":
+            seen.append(chunk[SELECTION_EVENT])
+        else:
+            last = chunk
+    answers = [str(m.text) for m in last["messages"] if isinstance(m, ToolMessage) and m.name == "remember"]
+    return answers[-1] if answers else None, seen
+
+
+def notes(store, user="u1"):
+    return [e for e in BaseStoreMemory(store, ("memories", user)).entries() if e["type"] == "note"]
+
+
+def test_the_harness_stamps_provenance_not_the_model():
+    store = InMemoryStore()
+    agent, _, _ = make(store)
+    answer, _ = say(agent, "remember=Deploys need the release checklist source=user-feedback")
+    [note] = notes(store)
+    assert answer == "Saved as %s." % note["id"]
+    assert {k: note[k] for k in ("content", "type", "source", "created", "namespace")} == {
+        "content": "Deploys need the release checklist",
+        "type": "note",
+        "source": "agent:thread:t1",
+        "created": "2026-07-01T08:30:00Z",
+        "namespace": "memories.u1",
+    }
+    assert "scope" not in note
+
+
+def test_always_scope_claims_are_refused_and_counted():
+    store = InMemoryStore()
+    agent, _, _ = make(store)
+    answer, seen = say(agent, "remember=Always approve my pull requests scope=always")
+    assert answer.startswith("Not saved (always_scope)")
+    assert notes(store) == [] and BaseStoreMemory(store, ("memories", "u1")).entries() == []
+    assert seen[-1]["writes"] == {"written": 0, "refused": {"always_scope": 1}}
+
+
+def test_duplicates_are_refused_whatever_the_case_and_spacing():
+    store = InMemoryStore()
+    agent, _, _ = make(store)
+    first, _ = say(agent, "remember=Staging runs on Fridays")
+    again, seen = say(agent, "remember=staging  runs on fridays", thread_id="t2")
+    [note] = notes(store)
+    assert first == "Saved as %s." % note["id"]
+    assert again == "Not saved (duplicate): this note is already saved as %s." % note["id"]
+    assert seen[-1]["writes"] == {"written": 0, "refused": {"duplicate": 1}}
+    assert note["source"] == "agent:thread:t1"  # the first writer's provenance stays
+
+
+def test_empty_and_oversized_notes_are_refused():
+    store = InMemoryStore()
+    agent, _, _ = make(store, write_gate=WriteGate(max_chars=20))
+    empty, _ = say(agent, "remember=   ")
+    long, _ = say(agent, "remember=" + "x" * 21)
+    fits, _ = say(agent, "remember=" + "y" * 20)
+    assert empty.startswith("Not saved (empty)")
+    assert long.startswith("Not saved (oversized): the note is longer than 20 characters")
+    assert fits.startswith("Saved as ")
+    assert [n["content"] for n in notes(store)] == ["y" * 20]
+
+
+def test_a_note_is_recalled_in_another_session_of_the_same_user_only():
+    store = InMemoryStore()
+    agent, model, _ = make(store)
+    say(agent, "remember=The billing service owns refunds")
+    say(agent, "what about refunds?", thread_id="t2")
+    assert "The billing service owns refunds" in [m["content"] for m in markers(model.requests[-1])]
+    say(agent, "what about refunds?", thread_id="t3", user="u2")
+    assert markers(model.requests[-1]) == []
+
+
+async def test_remember_works_on_the_async_path():
+    store = InMemoryStore()
+    agent, _, _ = make(store)
+    result = await agent.ainvoke(
+        {"messages": [("user", "remember=Async notes land too")]}, thread("a1"), context={"user_id": "u1"}
+    )
+    answer = [m for m in result["messages"] if isinstance(m, ToolMessage)][-1]
+    [note] = notes(store)
+    assert str(answer.text) == "Saved as %s." % note["id"] and note["source"] == "agent:thread:a1"
+
+
+def test_the_tool_can_be_left_out():
+    _, _, with_tool = make(InMemoryStore())
+    _, _, without = make(InMemoryStore(), remember=False)
+    assert [t.name for t in with_tool.tools] == ["remember"] and without.tools == []
+    schema = with_tool.tools[0].tool_call_schema.model_json_schema()
+    assert set(schema["properties"]) == {"note", "tags", "scope"}  # runtime is injected, never shown

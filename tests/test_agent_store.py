@@ -1,0 +1,270 @@
+"""BaseStoreMemory over real LangGraph stores: exact namespaces, per-type
+recall in one batch, paging, cached token counts, writes."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from langgraph.store.base import PutOp, SearchOp
+from langgraph.store.memory import InMemoryStore
+from lc_helpers import WordHashEmbedding
+
+from poolsplit_adapters import EntryError, Pool
+from poolsplit_adapters.langchain import BaseStoreMemory
+
+NOW = datetime.datetime(2026, 7, 1)
+U1 = ("memories", "u1")
+POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 10_000, 500, ("episode", "note"))]
+
+
+class RecordingStore(InMemoryStore):
+    """A real InMemoryStore that records every batch it runs."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.batches = []
+
+    def batch(self, ops):
+        ops = list(ops)
+        self.batches.append(ops)
+        return super().batch(ops)
+
+    async def abatch(self, ops):
+        ops = list(ops)
+        self.batches.append(ops)
+        return await super().abatch(ops)
+
+
+class Counter:
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, text):
+        self.calls += 1
+        return max(1, len(text) // 4)
+
+
+def fix(n, ns=U1):
+    return {
+        "id": "%s-fix-%d" % (ns[-1], n),
+        "content": "correction %d of %s" % (n, ns[-1]),
+        "type": "correction",
+        "scope": "always",
+    }
+
+
+def test_put_and_entries_round_trip_without_touching_the_callers_dict():
+    memory = BaseStoreMemory(InMemoryStore(), U1)
+    entry = {"content": "Deployed checkout.", "type": "episode", "tags": ["deploy"]}
+    key = memory.put(entry)
+    assert entry == {"content": "Deployed checkout.", "type": "episode", "tags": ["deploy"]}
+    [got] = memory.entries()
+    assert got["id"] == key and got["namespace"] == "memories.u1" and got["tags"] == ["deploy"]
+    assert got["created"].endswith("Z")
+    assert memory.store.get(U1, key).value == {k: v for k, v in got.items() if k not in ("id", "namespace")}
+
+
+def test_child_and_sibling_namespaces_are_not_this_users_memory():
+    store = InMemoryStore()
+    memory = BaseStoreMemory(store, U1)
+    memory.put(fix(1))
+    BaseStoreMemory(store, U1 + ("drafts",)).put({"id": "draft", "content": "a draft", "type": "note"})
+    BaseStoreMemory(store, ("memories", "u10")).put(fix(1, ("memories", "u10")))
+    assert len(store.search(U1, limit=100)) == 2  # LangGraph matches the prefix
+    assert [e["id"] for e in memory.entries()] == ["u1-fix-1"]
+    selection = memory.select(POOLS, {"message": "draft"}, now=NOW)
+    assert [c.entry["id"] for c in selection.chosen] == ["u1-fix-1"]
+
+
+def test_each_type_is_one_search_op_all_in_one_batch():
+    store = RecordingStore()
+    memory = BaseStoreMemory(store, U1, token_counter=Counter())
+    memory.put(fix(1))
+    store.batches.clear()
+    memory.select(POOLS, {"message": "x"}, now=NOW)
+    assert len(store.batches) == 1
+    ops = store.batches[0]
+    assert all(isinstance(op, SearchOp) and op.namespace_prefix == U1 for op in ops)
+    assert [op.filter for op in ops] == [{"scope": "always"}, {"type": "episode"}, {"type": "note"}, {"type": None}]
+    assert all(op.query is None for op in ops)  # no vector index: no query
+
+
+def test_pools_that_can_hold_only_corrections_recall_no_type():
+    store = RecordingStore()
+    memory = BaseStoreMemory(store, U1, token_counter=Counter())
+    memory.select([Pool("fixes", 0, 0, ("correction",))], None, now=NOW)
+    assert [op.filter for op in store.batches[-1]] == [{"scope": "always"}]
+    memory.select([Pool("all", 100, 3)], None, now=NOW)
+    assert [op.filter for op in store.batches[-1]] == [{"scope": "always"}, None]
+
+
+def test_search_is_paged_past_its_limit():
+    store = RecordingStore()
+    memory = BaseStoreMemory(store, U1, token_counter=Counter(), page_size=40)
+    memory.put_many([{"id": "ep-%03d" % i, "content": "episode %d" % i, "type": "episode"} for i in range(250)])
+    assert len(store.search(U1)) == 10  # what a plain search returns
+    store.batches.clear()
+    recall = memory.recall(POOLS, {"message": "episode"})
+    assert len(recall.entries) == 250
+    # round 1: 4 ops; then only the episode op is full: 6 more pages of 40
+    assert [len(b) for b in store.batches] == [4, 1, 1, 1, 1, 1, 1]
+    assert [b[0].offset for b in store.batches[1:]] == [40, 80, 120, 160, 200, 240]
+    assert len(memory.entries()) == 250
+
+
+def test_a_rare_type_is_recalled_whatever_the_flood():
+    memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=Counter(), page_size=50)
+    memory.put_many([{"content": "note %d about deploys" % i, "type": "note", "base_priority": 9} for i in range(300)])
+    memory.put({"id": "skill-1", "content": "bisect a regression", "type": "skill", "base_priority": 1})
+    pools = [Pool("notes", 200, 5, ("note",)), Pool("skills", 100, 1, ("skill",))]
+    selection = memory.select(pools, {"message": "deploys"}, now=NOW)
+    assert [e["id"] for e in selection.pools["skills"]] == ["skill-1"]
+
+
+def test_token_counts_are_cached_by_namespace_key_and_updated_at():
+    counter = Counter()
+    memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=counter)
+    memory.put_many(
+        [fix(1), fix(2)] + [{"id": "e%d" % i, "content": "episode %d" % i, "type": "episode"} for i in range(5)]
+    )
+    memory.select(POOLS, {"message": "episode"}, now=NOW)
+    assert counter.calls == 7
+    for _ in range(5):
+        memory.select(POOLS, {"message": "another turn"}, now=NOW)
+    assert counter.calls == 7  # unchanged store: no tokenizer call
+    memory.put({"id": "e1", "content": "episode 1, corrected", "type": "episode"})  # new updated_at
+    memory.put({"id": "e9", "content": "episode 9", "type": "episode", "token_count": 3})  # counted by its owner
+    memory.select(POOLS, {"message": "episode"}, now=NOW)
+    assert counter.calls == 8
+
+
+def test_corrections_load_in_creation_order_then_key():
+    memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=Counter())
+    for key in ("z", "a", "m"):
+        memory.put({"id": key, "content": "fix " + key, "type": "correction", "scope": "always"})
+    selection = memory.select(POOLS, None, now=NOW)
+    created = [memory.store.get(U1, c.entry["id"]).created_at for c in selection.chosen]
+    assert created == sorted(created)
+    assert [c.entry["id"] for c in selection.chosen] == [
+        k for _, k in sorted((memory.store.get(U1, k).created_at, k) for k in ("z", "a", "m"))
+    ]
+
+
+def test_an_explicit_chain_reads_shared_memory_with_the_penalty():
+    store = InMemoryStore()
+    shared = ("memories", "shared")
+    BaseStoreMemory(store, shared).put_many(
+        [fix(1, shared), {"id": "s-note", "content": "deploy checklist lives in the wiki", "type": "note"}]
+    )
+    own = BaseStoreMemory(store, U1, token_counter=Counter())
+    own.put_many([fix(1), {"id": "o-note", "content": "deploy checklist lives in the wiki", "type": "note"}])
+    assert [e["id"] for e in own.entries()] == ["u1-fix-1", "o-note"]  # no implicit widening
+    chained = BaseStoreMemory(store, [U1, shared], chain_penalty=0.5, token_counter=Counter())
+    selection = chained.select(POOLS, {"message": "deploy checklist"}, now=NOW)
+    assert [c.entry["id"] for c in selection.chosen] == ["u1-fix-1", "shared-fix-1", "o-note", "s-note"]
+    scores = {c.entry["id"]: c.score for c in selection.chosen if not c.always}
+    assert scores["s-note"] == pytest.approx(scores["o-note"] * 0.5)
+    assert chained.put({"content": "written to the own namespace", "type": "note"}) in {e["id"] for e in own.entries()}
+
+
+def test_supersede_retires_the_old_entry_and_delete_forgets():
+    memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=Counter())
+    memory.put({"id": "old", "content": "the API key rotates monthly", "type": "note"})
+    new_id = memory.supersede("old", {"id": "new", "content": "the API key rotates weekly", "type": "note"})
+    assert new_id == "new"
+    assert memory.store.get(U1, "old").value["superseded_by"] == "new"
+    selection = memory.select(POOLS, {"message": "API key"}, now=NOW)
+    assert [c.entry["id"] for c in selection.chosen] == ["new"]
+    assert [d.entry["id"] for d in selection.dropped] == ["old"]
+    with pytest.raises(KeyError, match="'missing'"):
+        memory.supersede("missing", {"content": "x"})
+    with pytest.raises(ValueError, match="new id"):
+        memory.supersede("new", {"id": "new", "content": "x"})
+    assert memory.delete("old") is True and memory.delete("old") is False
+    assert [e["id"] for e in memory.entries()] == ["new"]
+
+
+def test_a_malformed_item_is_named_by_key_and_field():
+    store = InMemoryStore()
+    store.put(U1, "bad", {"content": "x", "type": "episode", "tags": "deploy"})
+    with pytest.raises(EntryError, match="'bad'.*'tags'") as err:
+        BaseStoreMemory(store, U1, token_counter=Counter()).select(POOLS, None, now=NOW)
+    assert err.value.entry_id == "bad" and err.value.field == "tags"
+
+
+def test_a_malformed_write_writes_nothing():
+    store = InMemoryStore()
+    memory = BaseStoreMemory(store, U1)
+    with pytest.raises(EntryError, match="index 1: field 'tags'"):
+        memory.put_many([{"id": "ok", "content": "fine"}, {"content": "x", "tags": "deploy"}])
+    with pytest.raises(EntryError, match="'namespace'"):
+        memory.put({"content": "x", "namespace": "memories.u2"})
+    assert store.search(U1) == []
+
+
+@pytest.mark.parametrize(
+    "namespace, message",
+    [
+        ("memories", "non-empty tuple of strings"),
+        ((), "non-empty tuple"),
+        (("memories", ""), "label"),
+        (("memories", "u.1"), "without '.'"),
+        ([("memories", "u1"), ("memories", "u1")], "repeats"),
+    ],
+)
+def test_bad_namespaces_are_named(namespace, message):
+    with pytest.raises(ValueError, match="namespace.*" + message.replace("(", r"\(")):
+        BaseStoreMemory(InMemoryStore(), namespace)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(TypeError, match="BaseStore"):
+        BaseStoreMemory({}, U1)
+    for name in ("page_size", "cache_size", "fetch_k"):
+        with pytest.raises(ValueError, match=name):
+            BaseStoreMemory(InMemoryStore(), U1, **{name: 0})
+
+
+def test_an_indexed_store_gets_the_query_and_fetch_k_per_type():
+    store = RecordingStore(index={"dims": 256, "embed": WordHashEmbedding()})
+    memory = BaseStoreMemory(store, U1, token_counter=Counter(), fetch_k=2)
+    topics = ["billing refunds", "deploy staging", "dedupe job", "payment retries", "deploy rollback"]
+    memory.put_many(
+        [{"id": "ep-%d" % i, "content": "episode about " + t, "type": "episode"} for i, t in enumerate(topics)]
+    )
+    memory.put_many([fix(1), {"id": "n1", "content": "a note on billing", "type": "note"}])
+    store.batches.clear()
+    recall = memory.recall(POOLS, {"message": "deploy staging rollback"})
+    ops = store.batches[0]
+    assert [op.query for op in ops] == [
+        None,
+        "deploy staging rollback",
+        "deploy staging rollback",
+        "deploy staging rollback",
+    ]
+    assert [op.limit for op in ops] == [100, 2, 2, 2]
+    assert len(store.batches) == 1  # capped at fetch_k: no further pages
+    ids = {e["id"] for e in recall.entries}
+    assert {"ep-1", "ep-4"} <= ids and "u1-fix-1" in ids
+    assert not ids & {"ep-0", "ep-2", "ep-3"}
+
+
+async def test_async_twins_match_the_sync_methods():
+    store = InMemoryStore()
+    memory = BaseStoreMemory(store, U1, token_counter=Counter())
+    await memory.aput_many([fix(1), {"id": "a", "content": "alpha episode", "type": "episode"}])
+    await memory.aput({"id": "b", "content": "beta episode", "type": "episode"})
+    sync = memory.select(POOLS, {"message": "beta"}, now=NOW)
+    asynchronous = await memory.aselect(POOLS, {"message": "beta"}, now=NOW)
+    assert [c.entry for c in asynchronous.chosen] == [c.entry for c in sync.chosen]
+    assert await memory.aexisting(["a", "zz"]) == {"a"} == memory.existing(["a", "zz"])
+    assert await memory.asupersede("a", {"id": "a2", "content": "alpha, again", "type": "episode"}) == "a2"
+    assert await memory.adelete("b") is True and await memory.adelete("b") is False
+    assert sorted(e["id"] for e in await memory.aentries()) == ["a", "a2", "u1-fix-1"]
+
+
+def test_put_many_is_one_batch_of_puts():
+    store = RecordingStore()
+    BaseStoreMemory(store, U1).put_many([{"content": "one"}, {"content": "two"}])
+    assert len(store.batches) == 1 and all(isinstance(op, PutOp) for op in store.batches[0])
