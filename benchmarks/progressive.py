@@ -123,6 +123,7 @@ def run_one(entries: List[Dict[str, Any]], pools: List[Pool], context: Mapping[s
     return {
         "entries": sum(1 for c in picked.chosen if not c.always),
         "tokens": metrics.total_tokens,
+        "layers": metrics.tokens_by_layer(),
         "saved": metrics.savings_percent,
         "text": text,
         "ids": {c.entry.get("id") for c in picked.chosen},
@@ -141,11 +142,13 @@ def measure() -> Dict[str, Dict[str, Dict[str, Any]]]:
                 got = run_one(entries, pools, context, mode)
                 row = table.setdefault(plan_name, {}).setdefault(
                     mode,
-                    {"entries": 0, "tokens": 0, "saved": 0.0, "answered": 0, "reached": 0, "deepened": 0,
+                    {"entries": 0, "tokens": 0, "summary": 0, "timeline": 0, "full": 0, "saved": 0.0, "answered": 0, "reached": 0, "deepened": 0,
                      "answered_specific": 0, "answered_topical": 0, "which": set()},
                 )  # fmt: skip
                 row["entries"] += got["entries"]
                 row["tokens"] += got["tokens"]
+                for layer, spent in got["layers"].items():
+                    row[layer] += spent
                 row["saved"] += got["saved"]
                 answered = answer.lower() in got["text"].lower()
                 row["answered"] += answered
@@ -158,7 +161,8 @@ def measure() -> Dict[str, Dict[str, Dict[str, Any]]]:
     for modes in table.values():
         for row in modes.values():
             row["entries"] /= n
-            row["tokens"] /= n
+            for key in ("tokens", "summary", "timeline", "full"):
+                row[key] /= n
             row["saved"] /= n
     return table
 
@@ -168,38 +172,37 @@ def main() -> None:
     n = len(QUESTIONS)
     specific = sum(1 for q in QUESTIONS if q[4])
     print("%d questions (%d specific, %d topical); store %s" % (n, specific, n - specific, STORE.name))
-    print("same budget per plan: 570 tokens, 14 contextual entries (token-bound: entry caps lifted)\n")
-    header = "%-12s %-12s %8s %8s %7s %12s %10s %9s %9s" % (
-        "plan",
-        "mode",
-        "entries",
-        "tokens",
-        "saved",
-        "answered",
-        "specific",
-        "topical",
-        "reached",
+    print("same budget in every plan: 570 tokens, 14 contextual entries (token-bound: entry caps lifted)")
+    print("entries and tokens are means per question; tokens include the 10 corrections (always in full)\n")
+    print(
+        "| plan | mode | entries | tokens (summary / timeline / full) | saved | answered | specific | topical | reached |"
     )
-    print(header)
-    print("-" * len(header))
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for plan_name, modes in table.items():
         for mode, row in modes.items():
             print(
-                "%-12s %-12s %8.1f %8.0f %6.1f%% %8d/%-3d %6d/%-3d %5d/%-3d %5d/%-3d"
+                "| %s | %s | %.1f | %.0f (%.0f / %.0f / %.0f) | %.1f%% | %d/%d | %d/%d | %d/%d | %d/%d |"
                 % (
-                    plan_name, mode, row["entries"], row["tokens"], row["saved"], row["answered"], n,
-                    row["answered_specific"], specific, row["answered_topical"], n - specific, row["reached"], n,
+                    plan_name, mode, row["entries"], row["tokens"], row["summary"], row["timeline"], row["full"],
+                    row["saved"], row["answered"], n, row["answered_specific"], specific,
+                    row["answered_topical"], n - specific, row["reached"], n,
                 )
             )  # fmt: skip
-        rule = modes["progressive"]["deepened"]
-        print("%-12s progressive loaded full text on %d/%d questions (detail words or < 3 entries)" % ("", rule, n))
     print()
     for plan_name, modes in table.items():
         plain = modes["plain"]["which"]
         both = plain & modes["summaries"]["which"]
         print(
-            "%s: of the %d questions the plain context answers, summaries alone answer %d (%.0f%%)"
-            % (plan_name, len(plain), len(both), 100.0 * len(both) / len(plain) if plain else 0.0)
+            "%s: progressive loaded full text on %d/%d questions (a detail word, or < 3 entries); "
+            "of the %d questions the plain context answers, summaries alone answer %d (%.0f%%)"
+            % (
+                plan_name,
+                modes["progressive"]["deepened"],
+                n,
+                len(plain),
+                len(both),
+                100.0 * len(both) / len(plain) if plain else 0.0,
+            )
         )
 
 

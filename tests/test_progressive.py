@@ -322,9 +322,21 @@ def test_render_layers_adds_the_omission_and_expand_lines():
     rendered = render_layers(got)
     lines = rendered.text.splitlines()
     assert lines[-2] == "[2 more entries left out by budget: facts 2]"
-    assert lines[-1] == '[3 entries shown as a summary (layer="summary"/"timeline"); the full text is available by id]'
+    assert (
+        lines[-1]
+        == '[3 entries shown as summaries (layer="summary" or "timeline"); their full text is available by id]'
+    )
     assert [m["layer"] for m in parse_markers(rendered.text)] == ["summary"] * 3
     assert rendered.included_ids == ["e0", "e1", "e2"] and rendered.omitted_ids == ["e3", "e4"]
+    one = progressive_select(
+        entries[:1], [Pool("facts", 100, 3, ("fact",))], {"message": "word"}, now=NOW, detail=False
+    )
+    assert one.deepened  # a single entry is not sufficient context: it loads in full, and no hint follows
+    assert render_layers(one).text == layer_marker(entries[0], "facts", F)
+    short = progressive_select(entries[:1], [Pool("facts", 6, 3, ("fact",))], {"message": "word"}, now=NOW)
+    assert render_layers(short).text.splitlines()[-1] == (
+        '[1 entry shown as a summary (layer="summary" or "timeline"); its full text is available by id]'
+    )
 
 
 def test_token_metrics_exact():
@@ -352,3 +364,17 @@ def test_token_metrics_exact():
         "baseline_tokens": 66,
         "savings_percent": 65.15,
     }
+
+
+def test_the_benchmark_tables_hold_their_invariants():
+    import progressive as bench  # benchmarks/progressive.py (on sys.path via conftest)
+
+    table = bench.measure()
+    for plan_name, modes in table.items():
+        plain, layered, summaries = modes["plain"], modes["progressive"], modes["summaries"]
+        assert layered["tokens"] < plain["tokens"] and summaries["tokens"] <= layered["tokens"], plan_name
+        assert plain["saved"] == 0.0 and plain["summary"] == plain["timeline"] == 0
+        assert summaries["deepened"] == 0  # depth switched off
+        assert layered["entries"] >= plain["entries"] and layered["reached"] >= plain["reached"], plan_name
+        # Depth only ever adds answers: what summaries answer, progressive answers too.
+        assert summaries["which"] <= layered["which"], plan_name

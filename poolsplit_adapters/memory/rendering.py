@@ -18,7 +18,10 @@ from .progressive import summary_of
 
 __all__ = ["layer_marker", "render_layers"]
 
-EXPAND_HINT = '[%d %s shown as a summary (layer="summary"/"timeline"); the full text is available by id]'
+EXPAND_HINT = {
+    1: '[1 entry shown as a summary (layer="summary" or "timeline"); its full text is available by id]',
+    2: '[%d entries shown as summaries (layer="summary" or "timeline"); their full text is available by id]',
+}
 
 
 def _layer_name(layer: Any) -> str:
@@ -65,7 +68,7 @@ def render_layers(selection: Selection, *, with_omissions: bool = True, with_hin
         blocks.append(omission_line(by_pool, "by budget"))
     short = sum(1 for c in selection.chosen if _layer_name(getattr(c, "layer", "full")) != "full")
     if short and with_hint:
-        blocks.append(EXPAND_HINT % (short, "entry" if short == 1 else "entries"))
+        blocks.append(EXPAND_HINT[1] if short == 1 else EXPAND_HINT[2] % short)
     return RenderedContext(
         text="\n".join(blocks),
         included_ids=[c.entry.get("id") for c in selection.chosen],
