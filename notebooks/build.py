@@ -324,6 +324,88 @@ AGENT = [
         "last = model.requests[-1][0].text\n"
         "assert [m['id'] for m in parse_markers(last)][:3] == ['fix-0', 'fix-1', 'fix-2']\n"
         "print(last)"
+TASKS = [
+    new_markdown_cell(
+        "# Task-aware pool plans and progressive loading\n\n"
+        "One query, the bundled example store with summaries (`examples/memory_with_summaries.jsonl`) and one "
+        "total budget, planned five ways: one pool plan per task type (`plan_for_task`, weights from "
+        "`DEFAULT_PRESETS`). Each bar is what reaches the model, stacked by pool; the corrections load outside "
+        "every budget, so their segment is the same in every bar."
+    ),
+    new_code_cell(SETUP),
+    new_code_cell(
+        "import datetime\n"
+        "from poolsplit_adapters import select\n"
+        "from poolsplit_adapters.memory.tasks import TASK_TYPES, detect_task_type, plan_for_task\n"
+        "from poolsplit_adapters.memory.progressive import progressive_select\n"
+        "from poolsplit_adapters.store import load_store\n"
+        "entries = load_store(ROOT / 'examples' / 'memory_with_summaries.jsonl')\n"
+        "NOW = datetime.datetime(2026, 11, 20, 9)\n"
+        "TOTAL_TOKENS, TOTAL_ENTRIES = 570, 14\n"
+        "context = {'message': 'the Monday dedupe job is slow again, what changed?', 'project': 'pipeline'}\n"
+        "kinds = {e['type'] for e in entries}\n"
+        "found = detect_task_type(context)\n"
+        "print('detected:', found.type, [(m.field, m.signal, m.weight) for m in found.decided_by])\n"
+        "plans = {t: plan_for_task(t, total_tokens=TOTAL_TOKENS, total_entries=TOTAL_ENTRIES, entry_types=kinds)\n"
+        "         for t in TASK_TYPES}\n"
+        "runs = {t: select(entries, plan, context, now=NOW) for t, plan in plans.items()}\n"
+        "names = [p.name for p in plans['debugging']]\n"
+        "tokens = {t: {n: s.tokens_used + s.always_tokens for n, s in run.stats.items()} for t, run in runs.items()}\n"
+        "for t in TASK_TYPES:\n"
+        "    print(f'{t:15s}', '  '.join(f'{n} {tokens[t][n]:3d}' for n in names))"
+    ),
+    new_code_cell(
+        "fig, ax = plt.subplots(figsize=(8, 3.8))\n"
+        "bottom = [0] * len(TASK_TYPES)\n"
+        "for name in names:\n"
+        "    heights = [tokens[t][name] for t in TASK_TYPES]\n"
+        "    ax.bar(TASK_TYPES, heights, bottom=bottom, label=name)\n"
+        "    bottom = [b + h for b, h in zip(bottom, heights)]\n"
+        "ax.set_ylabel('tokens reaching the model')\n"
+        "ax.set_title('same query, same budget, five task types')\n"
+        "ax.legend(loc='upper left', bbox_to_anchor=(1, 1))\n"
+        "plt.tight_layout()\n"
+        "plt.show()"
+    ),
+    new_code_cell(
+        "for t, run in runs.items():\n"
+        "    for n, s in run.stats.items():\n"
+        "        assert s.tokens_used <= s.max_tokens and s.entries_used <= s.max_entries, (t, n)\n"
+        "    assert sum(p.max_tokens for p in plans[t]) == TOTAL_TOKENS\n"
+        "assert len({tokens[t]['corrections'] for t in TASK_TYPES}) == 1  # the always tier does not move\n"
+        "assert max(TASK_TYPES, key=lambda t: tokens[t]['episodic']) == 'debugging'\n"
+        "assert max(TASK_TYPES, key=lambda t: tokens[t]['semantic']) == 'exploration'\n"
+        "assert max(TASK_TYPES, key=lambda t: tokens[t]['anti_patterns']) == 'review'"
+    ),
+    new_markdown_cell(
+        "## Progressive loading under the detected plan\n\n"
+        "The same query under the detected type's plan, plain (every entry in full) and progressive (summaries "
+        "first; full text only when seed 003's rule asks for it), stacked by layer. The progressive bar's full "
+        "segment is the corrections, which always load in full. `benchmarks/progressive.py` measures what the "
+        "summaries cost in answers."
+    ),
+    new_code_cell(
+        "plan = plans[found.type]\n"
+        "plain = select(entries, plan, context, now=NOW)\n"
+        "layered = progressive_select(entries, plan, context, now=NOW)\n"
+        "rows = {'plain': {'summary': 0, 'timeline': 0, 'full': sum(c.cost for c in plain.chosen)},\n"
+        "        'progressive': layered.metrics.tokens_by_layer()}\n"
+        "fig, ax = plt.subplots(figsize=(6, 3.2))\n"
+        "left = [0, 0]\n"
+        "for layer in ('full', 'timeline', 'summary'):\n"
+        "    widths = [rows['plain'][layer], rows['progressive'][layer]]\n"
+        "    ax.barh(['plain', 'progressive'], widths, left=left, label=layer)\n"
+        "    left = [a + b for a, b in zip(left, widths)]\n"
+        "ax.set_xlabel('tokens reaching the model')\n"
+        "ax.legend()\n"
+        "plt.show()\n"
+        "print(layered.metrics)\n"
+        "print('entries reaching the model: plain', len(plain.chosen), '/ progressive', len(layered.chosen))"
+    ),
+    new_code_cell(
+        "assert layered.metrics.total_tokens < sum(c.cost for c in plain.chosen)\n"
+        "assert len(layered.chosen) >= len(plain.chosen)\n"
+        "assert not layered.deepened  # no detail word, and far more than 3 entries loaded"
     ),
 ]
 
@@ -339,4 +421,5 @@ if __name__ == "__main__":
     write("langchain.ipynb", LANGCHAIN)
     write("llama_index.ipynb", LLAMA)
     write("agent.ipynb", AGENT)
+    write("tasks.ipynb", TASKS)
     print("wrote 4 notebooks to", HERE)

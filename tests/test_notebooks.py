@@ -20,7 +20,9 @@ def test_notebook_sources_carry_no_outputs():
                 assert not cell.outputs and cell.execution_count is None, path.name
 
 
-@pytest.mark.parametrize("name", ["starvation.ipynb", "langchain.ipynb", "llama_index.ipynb", "agent.ipynb"])
+@pytest.mark.parametrize(
+    "name", ["starvation.ipynb", "langchain.ipynb", "llama_index.ipynb", "agent.ipynb", "tasks.ipynb"]
+)
 def test_notebook_executes(name):
     nb = nbformat.read(str(NOTEBOOKS / name), as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()

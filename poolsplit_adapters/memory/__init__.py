@@ -1,22 +1,41 @@
-"""The memory lifecycle around the selector (seed 002), framework-neutral.
+"""The memory lifecycle around the selector (seeds 002 and 003), framework-neutral.
 
-Recall and promote are the selector's job; this room holds the other half of
-the loop: which turns stay in the working set (:mod:`.working_set`) and what
-may be written to long-term memory (:mod:`.write_gate`).
+Recall and promote are the selector's job; this room holds the rest of the
+loop: which turns stay in the working set (:mod:`.working_set`), what may be
+written to long-term memory (:mod:`.write_gate`), task-aware pool plans
+(:mod:`.tasks`), progressive loading and its token metrics
+(:mod:`.progressive`, :mod:`.metrics`) and the expand lookup (:mod:`.expand`).
 """
 
+from .expand import UnknownEntryError, expand
+from .metrics import TokenMetrics, token_metrics
+from .progressive import Layer, progressive_fill, progressive_select, wants_detail
+from .tasks import DEFAULT_PRESETS, TaskDetection, detect_task_type, resolve_pools, task_pools
 from .working_set import Demotion, Turn, View, plan_demotion, split_turns
 from .write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 
 __all__ = [
+    "DEFAULT_PRESETS",
     "Demotion",
     "GateReport",
+    "Layer",
     "Proposal",
     "Refusal",
+    "TaskDetection",
+    "TokenMetrics",
     "Turn",
+    "UnknownEntryError",
     "View",
     "WriteGate",
+    "detect_task_type",
+    "expand",
     "plan_demotion",
+    "progressive_fill",
+    "progressive_select",
+    "resolve_pools",
     "split_turns",
+    "task_pools",
+    "token_metrics",
     "utc_stamp",
+    "wants_detail",
 ]

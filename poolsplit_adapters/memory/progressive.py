@@ -1,0 +1,497 @@
+"""Progressive loading: summaries for breadth, full text only where it pays
+(seed 003's three layers).
+
+Loading every selected entry in full spends most of a budget on detail the
+model does not need, and the budget then holds fewer entries. With
+progressive loading an entry may carry a ``summary`` (a string), and a pool
+is filled in layers:
+
+1. **Breadth (layer 1, "summary").** In rank order, each entry loads its
+   cheapest form: its summary when it has one that is cheaper than its
+   content, else its content ("full"; an entry without a summary loads
+   exactly as in plain selection). Greedy within ``max_tokens`` and
+   ``max_entries``, as the plain fill is.
+2. **Timeline (layer 2, "timeline").** The recent history of the best-ranked
+   entry's topic: the most recent other entries that share one of its
+   ``tags`` and have a summary. The layer holds at most
+   :data:`TIMELINE_SHARE` of the pool's entries, and the same share of its
+   tokens is held back from step 1 to make room for it; whatever the
+   timeline does not use goes back to breadth (step 1 resumes in rank
+   order). With no tags, or no such entry, there is no timeline and nothing
+   is held back.
+3. **Depth (layer 3, "full").** Only when the context is not yet
+   sufficient (:func:`needs_full_text`): loaded summaries are upgraded to
+   full content in rank order while the extra tokens fit; an upgrade that
+   does not fit is skipped (the entry keeps its summary: nothing is dropped
+   for being long) and the scan goes on.
+
+"Sufficient context" is seed 003's rule, decided once for the whole
+selection (not per pool): three or more loaded entries are enough, unless
+the query asks for detail (:func:`wants_detail`). A pool of two skills is
+not "insufficient" while ten other entries loaded beside it.
+
+Always-scope entries are outside all of this: they load in full, first, as
+in plain selection (a summarised correction could lose the instruction).
+Which layer loaded is rendered into the marker (``layer="summary"``) so the
+model knows there is more, and :func:`~poolsplit_adapters.memory.expand.expand`
+(an agent tool) fetches the full text by id.
+
+The fill (:func:`progressive_fill`) is pure: the core's selection calls it per
+pool. :func:`progressive_select` runs the whole selection on the core's
+public :func:`~poolsplit_adapters.poolsplit.select`.
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+from dataclasses import dataclass, replace
+from enum import Enum
+from typing import (
+    Any,
+    Callable,
+    Collection,
+    Dict,
+    FrozenSet,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+)
+
+from ..poolsplit import (
+    Chosen,
+    Dropped,
+    EntryError,
+    Pool,
+    PoolStats,
+    Reason,
+    Selection,
+    Visibility,
+    default_is_active,
+    default_scorer,
+    default_token_counter,
+    parse_created,
+    select,
+)
+from ._words import contains, words
+from .metrics import TokenMetrics, token_metrics
+
+__all__ = [
+    "DETAIL_WORDS",
+    "SUFFICIENT_ITEMS",
+    "TIMELINE_SHARE",
+    "Candidate",
+    "Layer",
+    "LayeredChosen",
+    "Pick",
+    "ProgressiveSelection",
+    "candidate",
+    "left_out",
+    "needs_full_text",
+    "progressive_fill",
+    "progressive_select",
+    "summary_of",
+    "wants_detail",
+]
+
+#: Seed 003's sufficiency threshold: this many loaded entries are enough
+#: context unless the query asks for detail.
+SUFFICIENT_ITEMS = 3
+#: The timeline layer's share of a pool (entries and tokens, rounded down):
+#: enough for the recent history of the top topic, never most of the pool.
+TIMELINE_SHARE = 0.25
+#: Words that ask for detail (whole words, case-insensitive, as task
+#: signals): a query that contains one gets full text even when summaries
+#: would count as sufficient.
+DETAIL_WORDS: FrozenSet[str] = frozenset(
+    {
+        "exact",
+        "exactly",
+        "precise",
+        "precisely",
+        "detail",
+        "details",
+        "detailed",
+        "full",
+        "fully",
+        "verbatim",
+        "complete",
+        "entire",
+        "specific",
+        "specifically",
+        "specifics",
+        "step by step",
+        "word for word",
+        "quote",
+    }
+)
+
+
+class Layer(str, Enum):
+    """Which form of an entry reached the model."""
+
+    SUMMARY = "summary"  #: layer 1: the entry's ``summary``
+    TIMELINE = "timeline"  #: layer 2: the summary, as recent history of the top topic
+    FULL = "full"  #: layer 3: the entry's ``content``
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Candidate(NamedTuple):
+    """One contextual candidate of a pool, as the core hands it to the fill.
+
+    Candidates come in the core's exact rank order, best first.
+
+    Attributes:
+        position: the entry's position in the caller's input.
+        entry: the entry itself.
+        score: its score (reported for entries left out).
+        full_cost: tokens of its ``content`` (the core's cost).
+        summary_cost: tokens of its ``summary``, None when it has none.
+        tags: its tags (the timeline layer's topics).
+    """
+
+    position: int
+    entry: Mapping[str, Any]
+    score: float
+    full_cost: int
+    summary_cost: Optional[int]
+    tags: Tuple[str, ...]
+
+    def cheapest(self) -> Tuple[Layer, int]:
+        """Layer 1's form: the summary when it is cheaper than the content."""
+        if self.summary_cost is not None and self.summary_cost < self.full_cost:
+            return Layer.SUMMARY, self.summary_cost
+        return Layer.FULL, self.full_cost
+
+
+class Pick(NamedTuple):
+    """One loaded candidate: its input position, the layer, and that layer's cost."""
+
+    position: int
+    layer: Layer
+    cost: int
+
+
+def wants_detail(message: Optional[str], detail_words: Collection[str] = DETAIL_WORDS) -> bool:
+    """Whether the query asks for detail: it contains one of ``detail_words``
+    as whole words, case-insensitively ("give me the *exact* command",
+    "*Full* text of the runbook"; not "fullscreen", not "details-page"... which
+    *does* match: ``-`` separates words)."""
+    if not message:
+        return False
+    if not isinstance(message, str):
+        raise TypeError("the message must be a string, got %s" % type(message).__name__)
+    haystack = words(message)
+    return any(contains(haystack, word) for word in detail_words)
+
+
+def needs_full_text(loaded: int, *, detail: bool, sufficient: int = SUFFICIENT_ITEMS) -> bool:
+    """Seed 003's sufficiency rule, the switch for the depth layer: full text
+    is loaded when the query asks for detail, or when fewer than
+    ``sufficient`` contextual entries loaded across all pools."""
+    return detail or loaded < sufficient
+
+
+def summary_of(entry: Mapping[str, Any], index: Optional[int] = None) -> Optional[str]:
+    """The entry's ``summary``, or None when it has none. An empty or
+    blank summary counts as none (it would tell the model nothing).
+
+    Raises:
+        EntryError: ``summary`` is present but not a string.
+    """
+    value = entry.get("summary")
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        entry_id = entry.get("id")
+        name = "entry %r" % entry_id if isinstance(entry_id, str) else "entry at index %s" % index
+        raise EntryError(
+            "%s: field 'summary' must be a string or None, got %s" % (name, type(value).__name__),
+            index=index,
+            entry_id=entry_id if isinstance(entry_id, str) else None,
+            field="summary",
+            problem="must be a string or None, got %s" % type(value).__name__,
+        )
+    return value if value.strip() else None
+
+
+def candidate(
+    position: int,
+    entry: Mapping[str, Any],
+    score: float,
+    full_cost: int,
+    token_counter: Callable[[str], int] = default_token_counter,
+) -> Candidate:
+    """Build a :class:`Candidate`, measuring the summary with ``token_counter``.
+
+    Raises:
+        EntryError: a malformed ``summary``, or a counter that returns a
+            non-positive cost for it.
+    """
+    summary = summary_of(entry, position)
+    summary_cost: Optional[int] = None
+    if summary is not None:
+        measured = token_counter(summary)
+        if isinstance(measured, bool) or not isinstance(measured, int) or measured < 1:
+            raise EntryError(
+                "entry at index %d: token_counter returned %r for its summary; costs must be positive ints"
+                % (position, measured),
+                index=position,
+                field="summary",
+            )
+        summary_cost = measured
+    return Candidate(position, entry, score, full_cost, summary_cost, tuple(entry.get("tags") or ()))
+
+
+def _recency_key(item: Candidate, rank: int) -> Tuple[int, float, int]:
+    # Most recent first; entries without a parseable ``created`` last; rank
+    # order breaks ties. Timestamps as seconds since year 1 (naive, as the
+    # core compares them).
+    stamp = parse_created(item.entry.get("created"))
+    if stamp is None:
+        return (1, 0.0, rank)
+    return (0, -(stamp - datetime.datetime.min).total_seconds(), rank)
+
+
+def progressive_fill(
+    candidates: Sequence[Candidate],
+    pool: Pool,
+    *,
+    deepen: bool,
+    timeline_share: float = TIMELINE_SHARE,
+) -> List[Pick]:
+    """Fill one pool progressively; return the picks in rank order.
+
+    ``candidates`` are the pool's contextual candidates in the core's rank
+    order (best first), always-scope entries excluded. The steps (module
+    docstring): breadth with each entry's cheapest layer, the timeline of the
+    top entry's topic within ``timeline_share`` of the pool, breadth resumed,
+    then, when ``deepen`` (:func:`needs_full_text` for the whole selection),
+    upgrades to full text in rank order while they fit.
+
+    Guarantees: the picks' costs add up to at most ``pool.max_tokens``; at
+    most ``pool.max_entries`` picks; which candidates are picked does not
+    depend on ``deepen`` (only their layers do), so a caller can decide
+    ``deepen`` after filling every pool; with no summaries among the
+    candidates the picks are exactly the plain greedy fill's, all "full".
+    """
+    if not 0.0 <= timeline_share <= 1.0:
+        raise ValueError("timeline_share must be in [0, 1], got %r" % (timeline_share,))
+    max_tokens, max_entries = pool.max_tokens, pool.max_entries
+    layers: Dict[int, Tuple[Layer, int]] = {}  # rank -> (layer, cost)
+    used = 0
+
+    def breadth(token_limit: float, entry_limit: float) -> None:
+        nonlocal used
+        for rank, item in enumerate(candidates):
+            if len(layers) >= entry_limit:
+                return
+            if rank in layers:
+                continue
+            layer, cost = item.cheapest()
+            if used + cost <= token_limit:
+                layers[rank] = (layer, cost)
+                used += cost
+
+    # Layer 2's candidates: the top entry's topic, recent first.
+    timeline: List[int] = []
+    if candidates and candidates[0].tags and timeline_share > 0:
+        topic = set(candidates[0].tags)
+        timeline = [
+            rank
+            for rank in range(1, len(candidates))
+            if candidates[rank].cheapest()[0] is Layer.SUMMARY and topic.intersection(candidates[rank].tags)
+        ]
+        timeline.sort(key=lambda rank: _recency_key(candidates[rank], rank))
+    slots = len(timeline) if math.isinf(max_entries) else min(int(max_entries * timeline_share), len(timeline))
+    held = 0.0 if not slots or math.isinf(max_tokens) else float(math.floor(max_tokens * timeline_share))
+
+    breadth(max_tokens - held, max_entries - slots)
+    if slots:
+        taken = 0
+        for rank in timeline:
+            if taken >= slots or len(layers) >= max_entries:
+                break
+            cost = candidates[rank].cheapest()[1]
+            if rank not in layers and used + cost <= max_tokens:
+                layers[rank] = (Layer.TIMELINE, cost)
+                used += cost
+                taken += 1
+        breadth(max_tokens, max_entries)  # what the timeline left goes back to breadth
+
+    if deepen:
+        for rank in sorted(layers):
+            layer, cost = layers[rank]
+            extra = candidates[rank].full_cost - cost
+            if layer is not Layer.FULL and used + extra <= max_tokens:
+                layers[rank] = (Layer.FULL, candidates[rank].full_cost)
+                used += extra
+    return [Pick(candidates[rank].position, *layers[rank]) for rank in sorted(layers)]
+
+
+def left_out(candidates: Sequence[Candidate], pool: Pool, picks: Sequence[Pick]) -> List[Tuple[int, str, int]]:
+    """``(position, reason, cost)`` for each candidate the fill did not pick.
+
+    ``cost`` is the cheapest layer's (what it would have needed); the reason
+    is ``token_budget`` when that is more than the room the pool had left,
+    else ``entry_cap``, decided from the final room as plain selection does.
+    """
+    picked = {p.position for p in picks}
+    room = pool.max_tokens - sum(p.cost for p in picks)
+    out = []
+    for item in candidates:
+        if item.position in picked:
+            continue
+        cost = item.cheapest()[1]
+        out.append((item.position, Reason.TOKEN_BUDGET if cost > room else Reason.ENTRY_CAP, cost))
+    return out
+
+
+# -- The whole selection on the core's public API ----------------------------------
+
+
+@dataclass(frozen=True)
+class LayeredChosen(Chosen):
+    """A selected entry with the layer that loaded: ``cost`` is that layer's
+    tokens, ``full_cost`` the content's."""
+
+    layer: Layer = Layer.FULL
+    full_cost: int = 0
+
+
+@dataclass(frozen=True)
+class ProgressiveSelection(Selection):
+    """A :class:`~poolsplit_adapters.poolsplit.Selection` whose ``chosen``
+    items carry their layer, plus the token metrics and the sufficiency
+    decision.
+
+    Attributes:
+        metrics: tokens per layer and savings against all in full.
+        detail: whether the query asked for detail.
+        deepened: whether the depth layer ran (:func:`needs_full_text`).
+
+    Example::
+
+        picked = progressive_select(entries, pools, {"message": "retry policy"}, now=NOW)
+        [(c.entry["id"], c.layer.value) for c in picked.chosen]
+        print(picked.metrics)   # tokens 212 (summary 120, timeline 30, full 62); ...
+    """
+
+    metrics: TokenMetrics = TokenMetrics()
+    detail: bool = False
+    deepened: bool = False
+
+
+_BUDGET = (Reason.TOKEN_BUDGET, Reason.ENTRY_CAP)
+
+
+def progressive_select(
+    entries: Sequence[Mapping[str, Any]],
+    pools: Sequence[Pool],
+    context: Optional[Mapping[str, Any]] = None,
+    *,
+    scorer: Callable[..., float] = default_scorer,
+    token_counter: Callable[[str], int] = default_token_counter,
+    is_active: Callable[[Mapping[str, Any]], bool] = default_is_active,
+    now: Optional[datetime.datetime] = None,
+    visibility: Optional[Visibility] = None,
+    detail: Optional[bool] = None,
+    sufficient: int = SUFFICIENT_ITEMS,
+    timeline_share: float = TIMELINE_SHARE,
+) -> ProgressiveSelection:
+    """:func:`~poolsplit_adapters.poolsplit.select` with progressive loading.
+
+    Admission, scoring, rank order, the always tier and the drop reasons are
+    the core's (two calls of its public ``select``: one with every pool's
+    budget at 0, which places the always-scope entries and gives every other
+    drop reason; one with a single unbounded pool, which gives the rank
+    order, scores and costs). Each pool is then filled with
+    :func:`progressive_fill`, in pool order, an entry taken by an earlier
+    pool not offered to a later one. ``detail`` defaults to
+    :func:`wants_detail` of ``context["message"]``.
+
+    On entries without a ``summary`` the result equals ``select``'s.
+    """
+    items = entries if isinstance(entries, (list, tuple)) else list(entries)
+    pool_list = list(pools)
+    common: Dict[str, Any] = dict(
+        scorer=scorer, token_counter=token_counter, is_active=is_active, now=now, visibility=visibility
+    )
+    base = select(items, [replace(p, max_tokens=0, max_entries=0) for p in pool_list], context, **common)
+    contextual = {d.index for d in base.dropped if d.reason in _BUDGET}
+    ranking = select(items, [Pool("ranking", math.inf, math.inf)], context, **common)
+    ranked = [
+        candidate(c.index, c.entry, c.score if c.score is not None else 0.0, c.cost, token_counter)
+        for c in ranking.chosen
+        if c.index in contextual
+    ]
+    if detail is None:
+        detail = wants_detail((context or {}).get("message"))
+
+    claimed: Set[int] = {id(c.entry) for c in base.chosen}
+    per_pool: List[Tuple[Pool, List[Candidate], List[Pick]]] = []
+    for pool in pool_list:
+        offered = [c for c in ranked if pool.admits(c.entry.get("type", "note")) and id(c.entry) not in claimed]
+        picks = progressive_fill(offered, pool, deepen=False, timeline_share=timeline_share)
+        claimed.update(id(items[p.position]) for p in picks)
+        per_pool.append((pool, offered, picks))
+    loaded = sum(len(picks) for _, _, picks in per_pool)
+    deepened = needs_full_text(loaded, detail=detail, sufficient=sufficient)
+    if deepened:  # same members, deeper layers
+        per_pool = [
+            (pool, offered, progressive_fill(offered, pool, deepen=True, timeline_share=timeline_share))
+            for pool, offered, _ in per_pool
+        ]
+
+    by_position = {c.position: c for c in ranked}
+    always = [LayeredChosen(c.entry, c.index, c.pool, True, None, c.cost, Layer.FULL, c.cost) for c in base.chosen]
+    chosen: List[Chosen] = list(always)
+    last_word: Dict[int, Dropped] = {}
+    stats: Dict[str, PoolStats] = {}
+    result: Dict[str, List[Any]] = {}
+    for pool, offered, picks in per_pool:
+        for position, reason, cost in left_out(offered, pool, picks):
+            last_word[position] = Dropped(
+                items[position], position, reason, pool.name, by_position[position].score, cost
+            )
+        own_always = [c for c in always if c.pool == pool.name]
+        taken = []
+        for pick in picks:
+            item = by_position[pick.position]
+            taken.append(
+                LayeredChosen(
+                    item.entry, pick.position, pool.name, False, item.score, pick.cost, pick.layer, item.full_cost
+                )
+            )
+            last_word.pop(pick.position, None)
+        chosen.extend(taken)
+        result[pool.name] = [c.entry for c in own_always] + [c.entry for c in taken]
+        stats[pool.name] = PoolStats(
+            pool.name,
+            pool.max_tokens,
+            pool.max_entries,
+            sum(p.cost for p in picks),
+            len(picks),
+            len(own_always),
+            sum(c.cost for c in own_always),
+            len(own_always) + len(offered),
+        )
+    chosen_at = {c.index for c in chosen}
+    dropped = [
+        last_word.get(d.index, d) if d.reason in _BUDGET else d for d in base.dropped if d.index not in chosen_at
+    ]
+    return ProgressiveSelection(
+        result,
+        chosen,
+        dropped,
+        stats,
+        metrics=token_metrics(chosen),
+        detail=detail,
+        deepened=deepened,
+    )

@@ -1,0 +1,586 @@
+"""Task-aware pool plans: detect what the agent is doing, then share the
+budget out accordingly (seed 003).
+
+What an agent needs from memory depends on the task: while debugging, past
+incidents and what failed before matter most; while implementing, facts and
+proven procedures. One fixed pool plan serves every task the same. Here:
+
+1. :func:`detect_task_type` reads three signals from the retrieval context,
+   keywords in ``goal`` (weight 2), ``action_type`` (weight 3) and ``phase``
+   (weight 4, the strongest: a phase is an explicit statement of the task),
+   scores the five task types and reports which signals decided. With no
+   match it falls back to ``implementation``, the type most tasks end in.
+2. :func:`task_pools` turns the detected type into a pool plan: a
+   corrections pool first, then one pool per collection (episodic, semantic,
+   skills, anti-patterns) and a catch-all, with the totals shared out by the
+   type's preset weights (:data:`DEFAULT_PRESETS`, one table, a why for each
+   row) so that the budgets add up exactly to the totals.
+
+Signals match whole words, case-insensitively (see ``_words``): ``fix``
+matches "Fix the login" but not "prefix" or "fixing"; a signal of several
+words (``"pull request"``, ``"run_test"``) matches those words in sequence,
+whatever separates them. Each distinct signal counts once per field, however
+often it occurs. Tables, weights, collections and presets are plain data:
+extend them with :func:`extend_signals` or pass your own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+
+from ..poolsplit import Pool
+from ._words import contains, words
+
+__all__ = [
+    "AUTO",
+    "CATCH_ALL",
+    "COLLECTIONS",
+    "CORRECTIONS_POOL",
+    "CORRECTION_TYPES",
+    "DEFAULT_PRESETS",
+    "DEFAULT_SIGNALS",
+    "FALLBACK_TYPE",
+    "SIGNAL_FIELDS",
+    "SIGNAL_WEIGHTS",
+    "TASK_TYPES",
+    "MatchedSignal",
+    "Preset",
+    "Signals",
+    "TaskDetection",
+    "detect_task_type",
+    "extend_signals",
+    "plan_for_task",
+    "resolve_pools",
+    "share_out",
+    "task_pools",
+]
+
+TASK_TYPES: Tuple[str, ...] = ("exploration", "implementation", "debugging", "review", "refactoring")
+#: With no signal at all: most tasks end in writing code, and the
+#: implementation plan is the balanced one.
+FALLBACK_TYPE = "implementation"
+#: The context keys read, in the order ties are broken (strongest first).
+SIGNAL_FIELDS: Tuple[str, ...] = ("phase", "action_type", "goal")
+#: Points per matching signal. A phase is a deliberate statement of what the
+#: agent is doing; an action type is what it is doing right now; a goal is
+#: free text that mentions many things.
+SIGNAL_WEIGHTS: Mapping[str, int] = MappingProxyType({"goal": 2, "action_type": 3, "phase": 4})
+#: Read as the goal when the context has none (a retriever's query).
+GOAL_STAND_IN = "message"
+#: ``pools="auto"``.
+AUTO = "auto"
+
+
+def _strings(value: Any, what: str) -> Tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise TypeError("%s must be a list of strings, got %s %r" % (what, type(value).__name__, value))
+    items = sorted(value) if isinstance(value, (set, frozenset)) else list(value)
+    for item in items:
+        if not isinstance(item, str):
+            raise TypeError("%s must contain only strings, got %s %r" % (what, type(item).__name__, item))
+    return tuple(items)
+
+
+@dataclass(frozen=True)
+class Signals:
+    """The words that point to one task type, per context field.
+
+    Example::
+
+        Signals(goal=("fix", "bug"), action_type=("run_test",), phase=("debugging",))
+    """
+
+    goal: Tuple[str, ...] = ()
+    action_type: Tuple[str, ...] = ()
+    phase: Tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in SIGNAL_FIELDS:
+            object.__setattr__(self, name, _strings(getattr(self, name), "Signals.%s" % name))
+
+    def of(self, field_name: str) -> Tuple[str, ...]:
+        """The signals for ``field_name`` ("goal", "action_type" or "phase")."""
+        value: Tuple[str, ...] = getattr(self, field_name)
+        return value
+
+    def plus(self, other: Signals) -> Signals:
+        """These signals followed by ``other``'s (duplicates dropped)."""
+        merged = {
+            name: tuple(dict.fromkeys(self.of(name) + other.of(name)))  # ordered, unique
+            for name in SIGNAL_FIELDS
+        }
+        return Signals(**merged)
+
+
+# The words are this project's own; the three-field shape and the weights are
+# seed 003's. No stemming: every form that should match is listed.
+DEFAULT_SIGNALS: Mapping[str, Signals] = MappingProxyType(
+    {
+        "exploration": Signals(
+            goal=(
+                "explore", "understand", "investigate", "learn", "overview", "architecture",
+                "how does", "where is", "where are", "find out", "map", "survey", "onboard",
+            ),
+            action_type=("read_file", "search_code", "list_files", "browse", "grep", "search"),
+            phase=("exploration", "discovery", "research", "onboarding", "planning"),
+        ),
+        "implementation": Signals(
+            goal=(
+                "implement", "add", "build", "create", "write", "feature", "support", "integrate",
+                "develop", "introduce", "new endpoint",
+            ),
+            action_type=("write_file", "edit_file", "create_file", "generate_code", "write_code"),
+            phase=("implementation", "development", "coding", "build"),
+        ),
+        "debugging": Signals(
+            goal=(
+                "fix", "bug", "debug", "error", "errors", "failing", "fails", "failed", "broken", "crash",
+                "crashes", "exception", "flaky", "regression", "traceback", "slow", "not working",
+            ),
+            action_type=("run_test", "run_tests", "debug", "read_logs", "inspect_logs", "reproduce", "bisect"),
+            phase=("debugging", "troubleshooting", "triage", "incident", "diagnosis"),
+        ),
+        "review": Signals(
+            goal=(
+                "review", "audit", "verify", "feedback", "approve", "critique", "assess",
+                "pull request", "code review",
+            ),
+            action_type=("review_code", "read_diff", "comment", "approve", "request_changes"),
+            phase=("review", "code_review", "qa", "verification", "approval"),
+        ),
+        "refactoring": Signals(
+            goal=(
+                "refactor", "restructure", "clean up", "cleanup", "simplify", "rename", "extract",
+                "reorganise", "reorganize", "deduplicate", "technical debt", "split",
+            ),
+            action_type=("rename_symbol", "move_file", "extract_function", "refactor"),
+            phase=("refactoring", "cleanup", "maintenance"),
+        ),
+    }
+)  # fmt: skip
+
+
+def extend_signals(base: Mapping[str, Signals], additions: Mapping[str, Signals]) -> Dict[str, Signals]:
+    """A new signal table: ``base`` with ``additions`` merged in.
+
+    Signals for an existing type are appended to its own; a new type is added
+    at the end (so it loses complete ties to the types before it). Neither
+    argument is modified.
+
+    Example::
+
+        table = extend_signals(DEFAULT_SIGNALS, {"debugging": Signals(goal=("oncall",))})
+        detect_task_type({"goal": "oncall page"}, signals=table).type  # "debugging"
+    """
+    table = dict(_check_table(base))
+    for name, extra in _check_table(additions).items():
+        table[name] = table[name].plus(extra) if name in table else extra
+    return table
+
+
+def _check_table(table: Mapping[str, Signals]) -> Mapping[str, Signals]:
+    if not isinstance(table, Mapping):
+        raise TypeError("a signal table must be a mapping of task type -> Signals, got %s" % type(table).__name__)
+    for name, signals in table.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError("signal table keys must be non-empty task type names, got %r" % (name,))
+        if not isinstance(signals, Signals):
+            raise TypeError("signal table[%r] must be a Signals, got %s" % (name, type(signals).__name__))
+    return table
+
+
+@dataclass(frozen=True)
+class MatchedSignal:
+    """One signal that matched: for which type, in which field, and its points.
+
+    ``field`` is the context key that was read: "goal", "action_type",
+    "phase", or "message" when the message stood in for a missing goal.
+    """
+
+    task_type: str
+    field: str
+    signal: str
+    weight: int
+
+
+@dataclass(frozen=True)
+class TaskDetection:
+    """What :func:`detect_task_type` decided, and why.
+
+    Attributes:
+        type: the detected task type.
+        scores: task type -> points, for every type of the table.
+        matched_signals: every signal that matched, table order then field
+            order (phase, action_type, goal).
+        fallback: True when nothing matched and ``type`` is the fallback.
+
+    Example::
+
+        found = detect_task_type({"goal": "fix the flaky login test", "phase": "debugging"})
+        found.type                 # "debugging"
+        found.scores["debugging"]  # 4 (phase) + 2 ("fix") + 2 ("flaky") = 8
+        [m.signal for m in found.decided_by]  # ["debugging", "fix", "flaky"]
+    """
+
+    type: str
+    scores: Mapping[str, int]
+    matched_signals: Tuple[MatchedSignal, ...]
+    fallback: bool = False
+
+    @property
+    def decided_by(self) -> Tuple[MatchedSignal, ...]:
+        """The matched signals of the detected type (empty for a fallback)."""
+        return tuple(m for m in self.matched_signals if m.task_type == self.type)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """A JSON-ready form, for selection reports and events."""
+        return {
+            "type": self.type,
+            "fallback": self.fallback,
+            "scores": dict(self.scores),
+            "matched_signals": [
+                {"task_type": m.task_type, "field": m.field, "signal": m.signal, "weight": m.weight}
+                for m in self.matched_signals
+            ],
+        }
+
+
+def _field_text(context: Mapping[str, Any], key: str) -> str:
+    value = context.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError("context[%r] must be a string or None, got %s %r" % (key, type(value).__name__, value))
+    return value
+
+
+def detect_task_type(
+    context: Optional[Mapping[str, Any]],
+    *,
+    signals: Mapping[str, Signals] = DEFAULT_SIGNALS,
+    fallback: str = FALLBACK_TYPE,
+    weights: Mapping[str, int] = SIGNAL_WEIGHTS,
+) -> TaskDetection:
+    """Detect the task type from ``context["goal"]``, ``["action_type"]`` and
+    ``["phase"]``.
+
+    Each distinct signal of a type that matches a field adds that field's
+    weight (goal 2, action_type 3, phase 4) to the type's score. When the
+    context has no goal, ``context["message"]`` is read in its place (a
+    retriever only has the query), with the goal's weight.
+
+    The highest score wins. **Ties** go to the type with more points from
+    the strongest field (phase, then action_type, then goal), then to the
+    type listed first in the table. With no match at all the result is
+    ``fallback`` (``implementation``) with ``fallback=True``.
+
+    Raises:
+        TypeError: the context is not a mapping, one of the three fields (or
+            the message) is not a string, or the table is malformed.
+    """
+    if context is None:
+        context = {}
+    if not isinstance(context, Mapping):
+        raise TypeError("context must be a mapping or None, got %s" % type(context).__name__)
+    _check_table(signals)
+    if not isinstance(fallback, str) or not fallback:
+        raise TypeError("fallback must be a task type name, got %r" % (fallback,))
+    texts: Dict[str, Tuple[str, Tuple[str, ...]]] = {}  # signal field -> (context key read, its words)
+    for key in SIGNAL_FIELDS:
+        texts[key] = (key, words(_field_text(context, key)))
+    if not texts["goal"][1]:
+        texts["goal"] = (GOAL_STAND_IN, words(_field_text(context, GOAL_STAND_IN)))
+
+    matched: List[MatchedSignal] = []
+    ranks: Dict[str, Tuple[int, ...]] = {}
+    for task_type, table in signals.items():
+        per_field = []
+        for key in SIGNAL_FIELDS:
+            read_as, haystack = texts[key]
+            points = 0
+            for signal in dict.fromkeys(table.of(key)):  # each distinct signal once
+                if haystack and contains(haystack, signal):
+                    weight = int(weights[key])
+                    matched.append(MatchedSignal(task_type, read_as, signal, weight))
+                    points += weight
+            per_field.append(points)
+        ranks[task_type] = (sum(per_field), *per_field)
+    scores = {task_type: rank[0] for task_type, rank in ranks.items()}
+    if not scores or max(scores.values()) == 0:
+        return TaskDetection(fallback, MappingProxyType(scores), tuple(matched), fallback=True)
+    # max() keeps the first of equal keys: table order breaks complete ties.
+    winner = max(ranks, key=lambda task_type: ranks[task_type])
+    return TaskDetection(winner, MappingProxyType(scores), tuple(matched))
+
+
+# -- Pool plans -------------------------------------------------------------------
+
+#: The seed's four collections, as the entry types that fill them.
+#: "anti_patterns" holds what-failed entries: ``anti_pattern`` and this
+#: project's ``growth`` notes (the agent's lessons from its own mistakes).
+COLLECTIONS: Mapping[str, Tuple[str, ...]] = MappingProxyType(
+    {
+        "episodic": ("episode",),
+        "semantic": ("fact", "note", "task"),
+        "skills": ("skill",),
+        "anti_patterns": ("anti_pattern", "growth"),
+    }
+)
+#: Entry types the corrections pool admits.
+CORRECTION_TYPES: Tuple[str, ...] = ("correction",)
+CORRECTIONS_POOL = "corrections"
+#: The pool for entry types no collection names, so that nothing starves.
+CATCH_ALL = "other"
+
+
+@dataclass(frozen=True)
+class Preset:
+    """How one task type shares the budget out over the collections.
+
+    ``weights`` maps a collection name (or :data:`CATCH_ALL`) to a
+    non-negative weight; a missing name weighs 0 (its pool is still in the
+    plan, with no room, so its entries are reported rather than silently
+    absent). Only ratios matter; the defaults sum to 100 to read as percent.
+
+    Example::
+
+        Preset({"episodic": 40, "semantic": 20, "skills": 20, "anti_patterns": 10, "other": 10},
+               why="incidents first")
+    """
+
+    weights: Mapping[str, Union[int, float]]
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.weights, Mapping):
+            raise TypeError("Preset weights must be a mapping of collection -> weight")
+        for name, weight in self.weights.items():
+            if not isinstance(name, str):
+                raise TypeError("Preset weight keys must be collection names, got %r" % (name,))
+            if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight != weight:
+                raise TypeError("Preset weight for %r must be a number, got %r" % (name, weight))
+            if weight < 0 or weight == float("inf"):
+                raise ValueError("Preset weight for %r must be finite and >= 0, got %r" % (name, weight))
+        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
+
+    def weight(self, name: str) -> Union[int, float]:
+        return self.weights.get(name, 0)
+
+
+# One table: task type -> collection weights, and why. Read a row as "of
+# the budget left after the always tier, this task gives X% to ...". The
+# catch-all gets a small constant share: types a host adds must never starve.
+DEFAULT_PRESETS: Mapping[str, Preset] = MappingProxyType(
+    {
+        "exploration": Preset(
+            {"episodic": 25, "semantic": 45, "skills": 10, "anti_patterns": 10, "other": 10},
+            why="Understanding comes first: facts and notes about the system (semantic) carry most of it, and past "
+            "episodes say what was already tried; procedures and failure lessons matter little before any change.",
+        ),
+        "implementation": Preset(
+            {"episodic": 15, "semantic": 35, "skills": 30, "anti_patterns": 10, "other": 10},
+            why="Building needs the facts and open tasks it must respect (semantic) and the proven procedures for "
+            "doing it (skills); episodes and known failures are a check, not the main input.",
+        ),
+        "debugging": Preset(
+            {"episodic": 35, "semantic": 15, "skills": 20, "anti_patterns": 20, "other": 10},
+            why="A bug is most often a repeat: past incidents and how they were resolved (episodic) and what failed "
+            "before (anti-patterns) lead, debugging techniques (skills) next; general facts matter least.",
+        ),
+        "review": Preset(
+            {"episodic": 15, "semantic": 30, "skills": 10, "anti_patterns": 35, "other": 10},
+            why="Reviewing checks a change against what went wrong before (anti-patterns) and against the "
+            "conventions and preferences on record (semantic); episodes and procedures support it.",
+        ),
+        "refactoring": Preset(
+            {"episodic": 15, "semantic": 25, "skills": 30, "anti_patterns": 20, "other": 10},
+            why="Restructuring safely relies on proven procedures (skills) and on what broke the last time code "
+            "was moved (anti-patterns); the system's structure (semantic) next, episodes least.",
+        ),
+    }
+)
+
+
+def share_out(total: int, weights: Sequence[Union[int, float]]) -> List[int]:
+    """Split ``total`` into integers proportional to ``weights`` that add up
+    to exactly ``total`` (largest remainder: each share is its exact quota
+    rounded down, and the units left over go to the largest fractional parts,
+    earlier positions first on a tie).
+
+    Exact arithmetic (fractions), so the result never depends on float
+    rounding. All weights 0 raises ``ValueError``.
+
+    Example::
+
+        share_out(10, [1, 1, 1])  # [4, 3, 3]
+    """
+    exact = [Fraction(w) for w in weights]
+    whole = sum(exact, Fraction(0))
+    if whole <= 0:
+        raise ValueError("cannot share a budget out over weights that are all 0")
+    quotas = [Fraction(total) * w / whole for w in exact]
+    shares = [int(q) for q in quotas]  # floor: quotas are >= 0
+    left = total - sum(shares)
+    by_remainder = sorted(range(len(quotas)), key=lambda i: (-(quotas[i] - shares[i]), i))
+    for i in by_remainder[:left]:
+        shares[i] += 1
+    return shares
+
+
+def _check_total(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError("%s must be an int, got %s %r" % (name, type(value).__name__, value))
+    if value < 0:
+        raise ValueError("%s must be >= 0, got %r" % (name, value))
+    return value
+
+
+def plan_for_task(
+    task_type: str,
+    *,
+    total_tokens: int,
+    total_entries: int,
+    presets: Mapping[str, Preset] = DEFAULT_PRESETS,
+    collections: Mapping[str, Sequence[str]] = COLLECTIONS,
+    entry_types: Optional[Iterable[str]] = None,
+) -> List[Pool]:
+    """The pool plan of ``task_type``'s preset.
+
+    The plan, in fill order:
+
+    1. ``corrections`` (:data:`CORRECTION_TYPES`) with no contextual room:
+       corrections are always-scope and load outside every budget, so room
+       reserved for them would sit unused on every call. (A correction that
+       is not always-scope is reported as cut by this pool's budget.)
+    2. one pool per collection, named after it, admitting its entry types;
+    3. the catch-all ``other`` for every type no collection names. Given
+       ``entry_types`` (the types present in the store), it admits exactly
+       the unnamed ones, and is left out, its weight unused, when there are
+       none. Without it, it admits every type (``types=None``) and, being
+       filled last, also takes what the collection pools' budgets cut.
+
+    ``total_tokens`` and ``total_entries`` are shared out by the preset's
+    weights with :func:`share_out`: the budgets add up exactly to them.
+
+    Raises:
+        ValueError: no preset for ``task_type``; a preset naming an unknown
+            collection or weighing everything 0; a collection named
+            ``corrections`` or ``other``; a negative total.
+        TypeError: a total that is not an int.
+    """
+    total_tokens = _check_total("total_tokens", total_tokens)
+    total_entries = _check_total("total_entries", total_entries)
+    if task_type not in presets:
+        raise ValueError("no preset for task type %r (presets: %s)" % (task_type, ", ".join(presets)))
+    preset = presets[task_type]
+    if not isinstance(preset, Preset):
+        raise TypeError("presets[%r] must be a Preset, got %s" % (task_type, type(preset).__name__))
+    names = list(collections)
+    for reserved in (CORRECTIONS_POOL, CATCH_ALL):
+        if reserved in names:
+            raise ValueError("a collection must not be named %r: the plan uses that pool name" % reserved)
+    unknown = sorted(set(preset.weights) - set(names) - {CATCH_ALL})
+    if unknown:
+        raise ValueError(
+            "preset %r weighs unknown collection(s) %s (collections: %s, plus %r)"
+            % (task_type, ", ".join(map(repr, unknown)), ", ".join(names), CATCH_ALL)
+        )
+    named = set(CORRECTION_TYPES).union(*(set(_strings(collections[n], "collection %r" % n)) for n in names))
+    catch_all: Optional[Tuple[str, ...]] = None
+    with_catch_all = True
+    if entry_types is not None:
+        catch_all = tuple(sorted(set(_strings(list(entry_types), "entry_types")) - named))
+        with_catch_all = bool(catch_all)
+    parts = names + ([CATCH_ALL] if with_catch_all else [])
+    weights = [preset.weight(name) for name in parts]
+    if not any(weights):
+        raise ValueError("preset %r gives every pool of this plan weight 0" % task_type)
+    tokens = share_out(total_tokens, weights)
+    entries = share_out(total_entries, weights)
+    plan = [Pool(CORRECTIONS_POOL, 0, 0, CORRECTION_TYPES)]
+    for i, name in enumerate(parts):
+        types = catch_all if name == CATCH_ALL else tuple(collections[name])
+        plan.append(Pool(name, tokens[i], entries[i], types))
+    return plan
+
+
+def task_pools(
+    context: Optional[Mapping[str, Any]],
+    *,
+    total_tokens: int,
+    total_entries: int,
+    presets: Mapping[str, Preset] = DEFAULT_PRESETS,
+    signals: Mapping[str, Signals] = DEFAULT_SIGNALS,
+    collections: Mapping[str, Sequence[str]] = COLLECTIONS,
+    entry_types: Optional[Iterable[str]] = None,
+) -> List[Pool]:
+    """The pool plan for the task ``context`` describes: :func:`detect_task_type`
+    then :func:`plan_for_task`.
+
+    Example::
+
+        pools = task_pools({"phase": "debugging"}, total_tokens=600, total_entries=12)
+        [(p.name, p.max_tokens, p.max_entries) for p in pools]
+        # [('corrections', 0, 0), ('episodic', 210, 4), ('semantic', 90, 2),
+        #  ('skills', 120, 3), ('anti_patterns', 120, 2), ('other', 60, 1)]
+    """
+    found = detect_task_type(context, signals=signals)
+    return plan_for_task(
+        found.type,
+        total_tokens=total_tokens,
+        total_entries=total_entries,
+        presets=presets,
+        collections=collections,
+        entry_types=entry_types,
+    )
+
+
+def resolve_pools(
+    pools_or_auto: Union[str, Sequence[Pool]],
+    context: Optional[Mapping[str, Any]],
+    *,
+    total_tokens: Optional[int] = None,
+    total_entries: Optional[int] = None,
+    entry_types: Optional[Iterable[str]] = None,
+    presets: Mapping[str, Preset] = DEFAULT_PRESETS,
+    signals: Mapping[str, Signals] = DEFAULT_SIGNALS,
+) -> Tuple[List[Pool], Optional[TaskDetection]]:
+    """The one call an adapter makes for its ``pools`` setting.
+
+    ``pools="auto"`` detects the task type from ``context`` and returns its
+    plan (:func:`plan_for_task`) with the detection, which the adapter puts
+    in its selection report. Explicit pools come back as a list, with
+    detection None.
+
+    Example::
+
+        pools, found = resolve_pools("auto", {"message": "why does the import crash"},
+                                     total_tokens=800, total_entries=16)
+        found.type  # "debugging" (the message stands in for the missing goal)
+
+    Raises:
+        ValueError: ``"auto"`` without both totals, totals with explicit
+            pools (they would be silently ignored), or another string.
+    """
+    if isinstance(pools_or_auto, str):
+        if pools_or_auto != AUTO:
+            raise ValueError("pools must be a sequence of Pool objects or %r, got %r" % (AUTO, pools_or_auto))
+        if total_tokens is None or total_entries is None:
+            raise ValueError("pools='auto' needs total_tokens and total_entries (the budget to share out)")
+        found = detect_task_type(context, signals=signals)
+        plan = plan_for_task(
+            found.type,
+            total_tokens=total_tokens,
+            total_entries=total_entries,
+            presets=presets,
+            entry_types=entry_types,
+        )
+        return plan, found
+    if total_tokens is not None or total_entries is not None:
+        raise ValueError("total_tokens/total_entries apply only to pools='auto'; explicit pools carry their budgets")
+    if isinstance(pools_or_auto, Pool):
+        raise TypeError("pools must be a sequence of Pool objects, not a single Pool (wrap it in a list)")
+    return list(pools_or_auto), None
