@@ -324,6 +324,9 @@ AGENT = [
         "last = model.requests[-1][0].text\n"
         "assert [m['id'] for m in parse_markers(last)][:3] == ['fix-0', 'fix-1', 'fix-2']\n"
         "print(last)"
+    ),
+]
+
 TASKS = [
     new_markdown_cell(
         "# Task-aware pool plans and progressive loading\n\n"

@@ -70,6 +70,7 @@ from .poolsplit import (
     CandidateSource,
     EntrySource,
     IsActive,
+    Layering,
     Pool,
     Reason,
     Scorer,
@@ -498,10 +499,11 @@ class MemoryIndex:
         scorer: Scorer = default_scorer,
         visibility: Optional[Visibility] = None,
         scope: Optional[Visibility] = None,
+        layering: Optional[Layering] = None,
     ) -> Selection:
         """Same result as ``select(index.entries, pools, context, ...)``."""
         view = resolve_visibility(visibility, scope)
-        return self._query(pools, context, now, scorer, view, report=True)
+        return self._query(pools, context, now, scorer, view, report=True, layering=layering)
 
     @_locked
     def _query(
@@ -512,6 +514,7 @@ class MemoryIndex:
         scorer: Scorer,
         view: Optional[Visibility],
         report: bool,
+        layering: Optional[Layering] = None,
     ) -> Selection:
         pool_list = check_pools(pools)
         source: CandidateSource
@@ -531,7 +534,7 @@ class MemoryIndex:
                 costs=[cost[p] for p in alive],
             )
         # Frames: caller -> select -> _locked wrapper -> _query -> fill_pools.
-        selection = fill_pools(pool_list, source, report=report, stacklevel=4)
+        selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4)
         if report and isinstance(source, _ColumnSource):
             source.detach()
         return selection

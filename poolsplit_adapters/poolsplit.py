@@ -110,6 +110,7 @@ __all__ = [
     "significant_words",
     "parse_created",
     "fill_pools",
+    "Layering",
     "retrieve",
     "retrieve_pools",
     "select",
@@ -650,6 +651,8 @@ class Chosen:
     score: Optional[float]
     cost: int
     layer: str = "full"
+    #: the full content's cost (equal to ``cost`` unless a lighter layer loaded)
+    full_cost: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -778,7 +781,7 @@ class Selection:
                     "always": c.always,
                     "score": c.score,
                     "tokens": c.cost,
-                    "layer": c.layer,
+                    "layer": str(c.layer),
                 }
                 for c in self.chosen
             ],
@@ -1329,6 +1332,31 @@ class EntrySource(CandidateSource):
         )
 
 
+class Layering:
+    """A fill that loads lighter layers of entries (progressive loading).
+
+    The core calls :meth:`fill` per pool instead of its greedy fill, with the
+    pool's candidates in exact rank order, then, once every pool is filled,
+    :meth:`deepen` with how many contextual entries loaded; when it says yes,
+    :meth:`fill` runs again per pool with ``deepen=True`` on the same
+    candidates (it must pick the same entries; only their layers may
+    change). ``poolsplit_adapters.memory.progressive.ProgressiveLayers`` is
+    the implementation; this class only states the contract.
+    """
+
+    def fill(self, pool: Pool, ranked: List[Tuple[int, Entry, float, int]], deepen: bool) -> List[Tuple[int, str, int]]:
+        """``(position, layer, cost)`` picks, in rank order, from ``ranked``
+        ``(position, entry, score, full cost)``, within the pool's caps."""
+        raise NotImplementedError
+
+    def deepen(self, loaded: int) -> bool:
+        """Whether the loaded context is not yet sufficient."""
+        raise NotImplementedError
+
+
+_Pick = Tuple[int, float, int, str]  # position, score, cost, layer
+
+
 def fill_pools(
     pools: Sequence[Pool],
     source: CandidateSource,
@@ -1336,6 +1364,7 @@ def fill_pools(
     report: bool = True,
     warn: bool = True,
     notes: Optional[Dict[str, Any]] = None,
+    layering: Optional[Layering] = None,
     stacklevel: int = 2,
 ) -> Selection:
     """Steps 3 and 4: fill ``pools`` in order from ``source``, and report.
@@ -1343,15 +1372,11 @@ def fill_pools(
     The one implementation of the fill rules, whatever the source: the
     stateless functions (:class:`EntrySource`) and ``MemoryIndex`` (cached
     columns) both end here. ``report=False`` skips the report (what
-    :func:`retrieve_pools` returns is ``selection.pools``).
+    :func:`retrieve_pools` returns is ``selection.pools``). ``layering``
+    replaces the greedy fill by a progressive one (see :class:`Layering`).
     """
     pool_list = check_pools(pools)
-    result: Dict[str, List[Any]] = {}
-    always_chosen: List[Chosen] = []
-    contextual_chosen: List[Chosen] = []
-    stats: Dict[str, PoolStats] = {}
-    considered: List[Tuple[str, Any, Any, float, Set[int]]] = []
-    chosen_at: Set[int] = set()
+    filled: List[Tuple[Pool, List[int], Any, Any, List[_Pick]]] = []
     for pool in pool_list:
         # 3a. Always-scope entries load first, in input order, outside both caps.
         always, contextual = source.members(pool)
@@ -1359,21 +1384,57 @@ def fill_pools(
         below = None
         if pool.min_relevance is not None:
             contextual, below = source.split_below(contextual, pool.min_relevance)
-        # 3c. The greedy fill.
-        taken, used = _greedy(pool, source, contextual)
-        result[pool.name] = [source.entry(i) for i in always] + [source.entry(i) for i, _, _ in taken]
+        # 3c. The greedy fill (or the layered one).
+        if layering is None:
+            taken = _greedy(pool, source, contextual)
+        else:
+            taken = _layered(pool, source, contextual, layering, deepen=False)
         source.claim(always)
-        source.claim(i for i, _, _ in taken)
-        if not report:
-            continue
+        source.claim(i for i, _, _, _ in taken)
+        filled.append((pool, always, contextual, below, taken))
+    if layering is not None and layering.deepen(sum(len(taken) for *_, taken in filled)):
+        filled = [
+            (pool, always, contextual, below, _layered(pool, source, contextual, layering, deepen=True))
+            for pool, always, contextual, below, _ in filled
+        ]
+    result = {
+        pool.name: [source.entry(i) for i in always] + [source.entry(i) for i, _, _, _ in taken]
+        for pool, always, _, _, taken in filled
+    }
+    lost = source.unadmitted_always(pool_list)
+    if warn:
+        for i in lost:
+            entry = source.entry(i)
+            warnings.warn(
+                "%s is an always-scope correction of type %r, but no pool admits that type: "
+                "it will not load. Add the type to a pool."
+                % (describe_entry(entry, source.input_index(i)), entry.get("type", "note")),
+                UnadmittedCorrectionWarning,
+                stacklevel=stacklevel + 1,
+            )
+    if not report:
+        return Selection(result, [], [], {}, notes)
+    # 4. The report: always-scope entries of every pool first, then each
+    # pool's contextual entries; every other entry once, with its reason.
+    always_chosen: List[Chosen] = []
+    contextual_chosen: List[Chosen] = []
+    stats: Dict[str, PoolStats] = {}
+    considered: List[Tuple[str, Any, Any, float, Set[int]]] = []
+    chosen_at: Set[int] = set()
+    for pool, always, contextual, below, taken in filled:
         always_tokens = 0
         for i in always:
             cost = source.cost(i)
             always_tokens += cost
-            always_chosen.append(Chosen(source.entry(i), source.input_index(i), pool.name, True, None, cost))
-        for i, score, cost in taken:
-            contextual_chosen.append(Chosen(source.entry(i), source.input_index(i), pool.name, False, score, cost))
-        taken_at = {i for i, _, _ in taken}
+            always_chosen.append(
+                Chosen(source.entry(i), source.input_index(i), pool.name, True, None, cost, "full", cost)
+            )
+        for i, score, cost, layer in taken:
+            contextual_chosen.append(
+                Chosen(source.entry(i), source.input_index(i), pool.name, False, score, cost, layer, source.cost(i))
+            )
+        used = sum(cost for _, _, cost, _ in taken)
+        taken_at = {i for i, _, _, _ in taken}
         chosen_at.update(always)
         chosen_at.update(taken_at)
         considered.append((pool.name, contextual, below, pool.max_tokens - used, taken_at))
@@ -1389,19 +1450,6 @@ def fill_pools(
             always_tokens,
             len(always) + n_contextual + n_below,
         )
-    lost = source.unadmitted_always(pool_list)
-    if warn:
-        for i in lost:
-            entry = source.entry(i)
-            warnings.warn(
-                "%s is an always-scope correction of type %r, but no pool admits that type: "
-                "it will not load. Add the type to a pool."
-                % (describe_entry(entry, source.input_index(i)), entry.get("type", "note")),
-                UnadmittedCorrectionWarning,
-                stacklevel=stacklevel + 1,
-            )
-    if not report:
-        return Selection(result, [], [], {}, notes)
 
     def dropped() -> List[Dropped]:
         return _dropped_rows(source, considered, chosen_at, set(lost))
@@ -1409,22 +1457,31 @@ def fill_pools(
     return Selection(result, always_chosen + contextual_chosen, dropped, stats, notes)
 
 
-def _greedy(pool: Pool, source: CandidateSource, contextual: Any) -> Tuple[List[Tuple[int, float, int]], int]:
+def _layered(pool: Pool, source: CandidateSource, contextual: Any, layering: Layering, deepen: bool) -> List[_Pick]:
+    """3c with a :class:`Layering`: every candidate in rank order to its fill."""
+    if pool.max_entries <= 0 or pool.max_tokens < 1:
+        return []
+    ranked = [(i, source.entry(i), score, cost) for i, score, cost in source.ranked(contextual, _Room(math.inf))]
+    score_at = {i: score for i, _, score, _ in ranked}
+    return [(i, score_at[i], cost, layer) for i, layer, cost in layering.fill(pool, ranked, deepen)]
+
+
+def _greedy(pool: Pool, source: CandidateSource, contextual: Any) -> List[_Pick]:
     """3c: take entries in rank order while they fit; skip one that overflows
     the tokens (a smaller, lower-ranked entry may still fit); stop at the
     entry cap, or when not even a 1-token entry could fit."""
-    taken: List[Tuple[int, float, int]] = []
+    taken: List[_Pick] = []
     if pool.max_entries <= 0 or pool.max_tokens < 1:
-        return taken, 0  # nothing contextual can load: rank nothing
+        return taken  # nothing contextual can load: rank nothing
     room = _Room(pool.max_tokens)
     for i, score, cost in source.ranked(contextual, room):
         if room.used + cost > pool.max_tokens:
             continue
-        taken.append((i, score, cost))
+        taken.append((i, score, cost, "full"))
         room.used += cost
         if len(taken) >= pool.max_entries or room.used + 1 > pool.max_tokens:
             break
-    return taken, room.used
+    return taken
 
 
 def _dropped_rows(
@@ -1477,6 +1534,7 @@ def select(
     now: Optional[datetime.datetime] = None,
     visibility: Optional[Visibility] = None,
     scope: Optional[Visibility] = None,
+    layering: Optional[Layering] = None,
 ) -> Selection:
     """Fill several pools from one entry set and report what loaded, what did
     not and why, and each pool's budget use.
@@ -1485,7 +1543,8 @@ def select(
     from later ones (by identity, ``id()``, so entries without an ``id`` key
     still dedupe). ``selection.pools`` equals :func:`retrieve_pools` exactly.
     ``visibility`` limits which entries the query may see at all; see
-    :class:`Visibility` (``scope=`` is its deprecated keyword). Silent
+    :class:`Visibility` (``scope=`` is its deprecated keyword). ``layering``
+    turns on progressive loading (off: exactly seed 001). Silent
     truncation makes a model believe "that is all there is": the report is
     what lets a host (and a person) see why an entry did or did not load.
 
@@ -1509,7 +1568,7 @@ def select(
         now=now,
         visibility=resolve_visibility(visibility, scope),
     )
-    return fill_pools(pool_list, source, stacklevel=2)
+    return fill_pools(pool_list, source, layering=layering, stacklevel=2)
 
 
 def retrieve_pools(

@@ -21,7 +21,6 @@ from poolsplit_adapters.memory.progressive import (
     Layer,
     Pick,
     candidate,
-    left_out,
     needs_full_text,
     progressive_fill,
     progressive_select,
@@ -75,12 +74,8 @@ def test_breadth_loads_summaries_then_depth_upgrades_in_rank_order_while_it_fits
     # Depth: c0 +15 fits (44); c1 +24 would not (68 > 50), so c1 keeps its summary instead of being dropped.
     deep = progressive_fill(cands, pool, deepen=True)
     assert deep == [Pick(0, F, 20), Pick(1, S, 6), Pick(2, F, 10), Pick(3, F, 8)]
-    assert left_out(cands, pool, deep) == [(4, Reason.ENTRY_CAP, 4)]
-    assert left_out(cands, Pool("p", 9, 4), progressive_fill(cands, Pool("p", 9, 4), deepen=False)) == [
-        (1, Reason.TOKEN_BUDGET, 6),
-        (2, Reason.TOKEN_BUDGET, 10),
-        (3, Reason.TOKEN_BUDGET, 8),
-    ]
+    # With 9 tokens only c0's summary fits, then c4's (5 + 4).
+    assert progressive_fill(cands, Pool("p", 9, 4), deepen=False) == [Pick(0, S, 5), Pick(4, S, 4)]
 
 
 def test_a_long_entry_loads_its_summary_where_plain_selection_drops_it():
@@ -182,9 +177,7 @@ def test_fill_invariants(cands, pool, deepen, share):
     assert [p.position for p in other] == [p.position for p in picks]
     shallow, deep = (other, picks) if deepen else (picks, other)
     assert sum(p.cost for p in deep) >= sum(p.cost for p in shallow)
-    # Every candidate is accounted for exactly once.
-    out = left_out(cands, pool, picks)
-    assert sorted([p.position for p in picks] + [o[0] for o in out]) == sorted(by_position)
+    assert {p.position for p in picks} <= set(by_position)
 
 
 @given(candidate_lists(), budget_pools, st.booleans(), shares)
@@ -196,6 +189,7 @@ def test_without_summaries_the_fill_is_seed_001s(cands, pool, deepen, share):
 # -- The whole selection -----------------------------------------------------------------------
 
 
+@pytest.mark.filterwarnings("ignore::poolsplit_adapters.UnadmittedCorrectionWarning")  # random plans
 @given(stores(), pools(), contexts, nows)
 def test_progressive_select_without_summaries_equals_select(entries, plan, context, now):
     plain = select(entries, plan, context, now=now)
@@ -209,7 +203,7 @@ def test_progressive_select_without_summaries_equals_select(entries, plan, conte
         (d.index, d.reason, d.pool, d.cost) for d in plain.dropped
     ]
     assert got.stats == plain.stats
-    assert all(c.layer is F for c in got.chosen)
+    assert all(c.layer == F for c in got.chosen)
     assert got.metrics.savings_percent == 0.0
 
 
@@ -224,6 +218,7 @@ def summarised_stores(draw):
     return out
 
 
+@pytest.mark.filterwarnings("ignore::poolsplit_adapters.UnadmittedCorrectionWarning")  # random plans
 @given(summarised_stores(), pools(), contexts, nows, st.sampled_from([None, True, False]))
 def test_progressive_select_invariants(entries, plan, context, now, detail):
     before = copy.deepcopy(entries)
@@ -274,7 +269,7 @@ def test_on_the_example_store_with_summaries():
     assert not got.deepened
     assert len(got.chosen) >= len(plain.chosen)
     assert got.metrics.total_tokens < sum(c.cost for c in plain.chosen)
-    assert all(c.layer is F for c in got.chosen if c.always)  # corrections always load in full
+    assert all(c.layer == F for c in got.chosen if c.always)  # corrections always load in full
     assert {c.layer for c in got.chosen if not c.always} <= {S, T}  # every curated entry has a summary
 
 

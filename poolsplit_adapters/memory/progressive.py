@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import datetime
 import math
-from dataclasses import dataclass, replace
 from enum import Enum
 from typing import (
     Any,
@@ -58,17 +57,13 @@ from typing import (
     NamedTuple,
     Optional,
     Sequence,
-    Set,
     Tuple,
 )
 
 from ..poolsplit import (
-    Chosen,
-    Dropped,
     EntryError,
+    Layering,
     Pool,
-    PoolStats,
-    Reason,
     Selection,
     Visibility,
     default_is_active,
@@ -78,7 +73,7 @@ from ..poolsplit import (
     select,
 )
 from ._words import contains, words
-from .metrics import TokenMetrics, token_metrics
+from .metrics import token_metrics
 
 __all__ = [
     "DETAIL_WORDS",
@@ -86,11 +81,9 @@ __all__ = [
     "TIMELINE_SHARE",
     "Candidate",
     "Layer",
-    "LayeredChosen",
     "Pick",
     "ProgressiveSelection",
     "candidate",
-    "left_out",
     "needs_full_text",
     "progressive_fill",
     "progressive_select",
@@ -335,41 +328,55 @@ def progressive_fill(
     return [Pick(candidates[rank].position, *layers[rank]) for rank in sorted(layers)]
 
 
-def left_out(candidates: Sequence[Candidate], pool: Pool, picks: Sequence[Pick]) -> List[Tuple[int, str, int]]:
-    """``(position, reason, cost)`` for each candidate the fill did not pick.
+# -- The whole selection: the core's, with this fill ---------------------------------
 
-    ``cost`` is the cheapest layer's (what it would have needed); the reason
-    is ``token_budget`` when that is more than the room the pool had left,
-    else ``entry_cap``, decided from the final room as plain selection does.
+
+class ProgressiveLayers(Layering):
+    """Progressive loading as the core's :class:`~poolsplit_adapters.poolsplit.Layering`:
+    give it to ``select(..., layering=...)`` (or ``MemoryIndex.select``).
+
+    Args:
+        token_counter: measures summaries (use the one that measures content).
+        detail: whether the query asks for detail (see :func:`wants_detail`).
+        sufficient: seed 003's "enough items" count.
+        timeline_share: the share of a pool held for the timeline layer.
+
+    Example::
+
+        layers = ProgressiveLayers(detail=wants_detail("retry policy"))
+        sel = select(entries, pools, {"message": "retry policy"}, layering=layers)
+        [(c.entry["id"], c.layer) for c in sel.chosen]
     """
-    picked = {p.position for p in picks}
-    room = pool.max_tokens - sum(p.cost for p in picks)
-    out = []
-    for item in candidates:
-        if item.position in picked:
-            continue
-        cost = item.cheapest()[1]
-        out.append((item.position, Reason.TOKEN_BUDGET if cost > room else Reason.ENTRY_CAP, cost))
-    return out
+
+    def __init__(
+        self,
+        token_counter: Callable[[str], int] = default_token_counter,
+        *,
+        detail: bool = False,
+        sufficient: int = SUFFICIENT_ITEMS,
+        timeline_share: float = TIMELINE_SHARE,
+    ) -> None:
+        self.token_counter = token_counter
+        self.detail = detail
+        self.sufficient = sufficient
+        self.timeline_share = timeline_share
+        self.deepened = False
+
+    def fill(
+        self, pool: Pool, ranked: List[Tuple[int, Mapping[str, Any], float, int]], deepen: bool
+    ) -> List[Tuple[int, str, int]]:
+        offered = [candidate(i, entry, score, cost, self.token_counter) for i, entry, score, cost in ranked]
+        picks = progressive_fill(offered, pool, deepen=deepen, timeline_share=self.timeline_share)
+        return [(pick.position, pick.layer.value, pick.cost) for pick in picks]
+
+    def deepen(self, loaded: int) -> bool:
+        self.deepened = needs_full_text(loaded, detail=self.detail, sufficient=self.sufficient)
+        return self.deepened
 
 
-# -- The whole selection on the core's public API ----------------------------------
-
-
-@dataclass(frozen=True)
-class LayeredChosen(Chosen):
-    """A selected entry with the layer that loaded: ``cost`` is that layer's
-    tokens, ``full_cost`` the content's."""
-
-    layer: Layer = Layer.FULL
-    full_cost: int = 0
-
-
-@dataclass(frozen=True)
 class ProgressiveSelection(Selection):
-    """A :class:`~poolsplit_adapters.poolsplit.Selection` whose ``chosen``
-    items carry their layer, plus the token metrics and the sufficiency
-    decision.
+    """A :class:`~poolsplit_adapters.poolsplit.Selection` with the token
+    metrics and the sufficiency decision (also in ``notes``).
 
     Attributes:
         metrics: tokens per layer and savings against all in full.
@@ -379,16 +386,19 @@ class ProgressiveSelection(Selection):
     Example::
 
         picked = progressive_select(entries, pools, {"message": "retry policy"}, now=NOW)
-        [(c.entry["id"], c.layer.value) for c in picked.chosen]
+        [(c.entry["id"], c.layer) for c in picked.chosen]
         print(picked.metrics)   # tokens 212 (summary 120, timeline 30, full 62); ...
     """
 
-    metrics: TokenMetrics = TokenMetrics()
-    detail: bool = False
-    deepened: bool = False
+    __slots__ = ("metrics", "detail", "deepened")
 
-
-_BUDGET = (Reason.TOKEN_BUDGET, Reason.ENTRY_CAP)
+    def __init__(self, selection: Selection, *, detail: bool, deepened: bool) -> None:
+        metrics = token_metrics(selection.chosen)
+        notes = dict(selection.notes, metrics=metrics.to_dict(), detail=detail, deepened=deepened)
+        super().__init__(selection.pools, selection.chosen, lambda: selection.dropped, selection.stats, notes)
+        self.metrics = metrics
+        self.detail = detail
+        self.deepened = deepened
 
 
 def progressive_select(
@@ -405,93 +415,23 @@ def progressive_select(
     sufficient: int = SUFFICIENT_ITEMS,
     timeline_share: float = TIMELINE_SHARE,
 ) -> ProgressiveSelection:
-    """:func:`~poolsplit_adapters.poolsplit.select` with progressive loading.
-
-    Admission, scoring, rank order, the always tier and the drop reasons are
-    the core's (two calls of its public ``select``: one with every pool's
-    budget at 0, which places the always-scope entries and gives every other
-    drop reason; one with a single unbounded pool, which gives the rank
-    order, scores and costs). Each pool is then filled with
-    :func:`progressive_fill`, in pool order, an entry taken by an earlier
-    pool not offered to a later one. ``detail`` defaults to
-    :func:`wants_detail` of ``context["message"]``.
-
-    On entries without a ``summary`` the result equals ``select``'s.
-    """
-    items = entries if isinstance(entries, (list, tuple)) else list(entries)
-    pool_list = list(pools)
-    common: Dict[str, Any] = dict(
-        scorer=scorer, token_counter=token_counter, is_active=is_active, now=now, visibility=visibility
-    )
-    base = select(items, [replace(p, max_tokens=0, max_entries=0) for p in pool_list], context, **common)
-    contextual = {d.index for d in base.dropped if d.reason in _BUDGET}
-    ranking = select(items, [Pool("ranking", math.inf, math.inf)], context, **common)
-    ranked = [
-        candidate(c.index, c.entry, c.score if c.score is not None else 0.0, c.cost, token_counter)
-        for c in ranking.chosen
-        if c.index in contextual
-    ]
+    """:func:`~poolsplit_adapters.poolsplit.select` with progressive loading
+    (:class:`ProgressiveLayers`): admission, scoring, rank order, the always
+    tier, thresholds and drop reasons are the core's; only the fill differs.
+    ``detail`` defaults to :func:`wants_detail` of ``context["message"]``.
+    On entries without a ``summary`` the result equals ``select``'s."""
     if detail is None:
         detail = wants_detail((context or {}).get("message"))
-
-    claimed: Set[int] = {id(c.entry) for c in base.chosen}
-    per_pool: List[Tuple[Pool, List[Candidate], List[Pick]]] = []
-    for pool in pool_list:
-        offered = [c for c in ranked if pool.admits(c.entry.get("type", "note")) and id(c.entry) not in claimed]
-        picks = progressive_fill(offered, pool, deepen=False, timeline_share=timeline_share)
-        claimed.update(id(items[p.position]) for p in picks)
-        per_pool.append((pool, offered, picks))
-    loaded = sum(len(picks) for _, _, picks in per_pool)
-    deepened = needs_full_text(loaded, detail=detail, sufficient=sufficient)
-    if deepened:  # same members, deeper layers
-        per_pool = [
-            (pool, offered, progressive_fill(offered, pool, deepen=True, timeline_share=timeline_share))
-            for pool, offered, _ in per_pool
-        ]
-
-    by_position = {c.position: c for c in ranked}
-    always = [LayeredChosen(c.entry, c.index, c.pool, True, None, c.cost, Layer.FULL, c.cost) for c in base.chosen]
-    chosen: List[Chosen] = list(always)
-    last_word: Dict[int, Dropped] = {}
-    stats: Dict[str, PoolStats] = {}
-    result: Dict[str, List[Any]] = {}
-    for pool, offered, picks in per_pool:
-        for position, reason, cost in left_out(offered, pool, picks):
-            last_word[position] = Dropped(
-                items[position], position, reason, pool.name, by_position[position].score, cost
-            )
-        own_always = [c for c in always if c.pool == pool.name]
-        taken = []
-        for pick in picks:
-            item = by_position[pick.position]
-            taken.append(
-                LayeredChosen(
-                    item.entry, pick.position, pool.name, False, item.score, pick.cost, pick.layer, item.full_cost
-                )
-            )
-            last_word.pop(pick.position, None)
-        chosen.extend(taken)
-        result[pool.name] = [c.entry for c in own_always] + [c.entry for c in taken]
-        stats[pool.name] = PoolStats(
-            pool.name,
-            pool.max_tokens,
-            pool.max_entries,
-            sum(p.cost for p in picks),
-            len(picks),
-            len(own_always),
-            sum(c.cost for c in own_always),
-            len(own_always) + len(offered),
-        )
-    chosen_at = {c.index for c in chosen}
-    dropped = [
-        last_word.get(d.index, d) if d.reason in _BUDGET else d for d in base.dropped if d.index not in chosen_at
-    ]
-    return ProgressiveSelection(
-        result,
-        chosen,
-        dropped,
-        stats,
-        metrics=token_metrics(chosen),
-        detail=detail,
-        deepened=deepened,
+    layers = ProgressiveLayers(token_counter, detail=detail, sufficient=sufficient, timeline_share=timeline_share)
+    selection = select(
+        entries,
+        pools,
+        context,
+        scorer=scorer,
+        token_counter=token_counter,
+        is_active=is_active,
+        now=now,
+        visibility=visibility,
+        layering=layers,
     )
+    return ProgressiveSelection(selection, detail=detail, deepened=layers.deepened)
