@@ -477,18 +477,11 @@ class MemoryIndex:
     # -- queries ----------------------------------------------------------------
 
     def retrieve_pools(
-        self,
-        pools: Sequence[Pool],
-        context: Optional[Mapping[str, Any]] = None,
-        *,
-        now: Optional[datetime.datetime] = None,
-        scorer: Scorer = default_scorer,
-        visibility: Optional[Visibility] = None,
-        scope: Optional[Visibility] = None,
+        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
     ) -> Dict[str, List[Any]]:
-        """Same result as ``retrieve_pools(index.entries, pools, context, ...)``."""
-        view = resolve_visibility(visibility, scope)
-        return self._query(pools, context, now, scorer, view, report=False).pools
+        """Same result as ``retrieve_pools(index.entries, pools, context, ...)``
+        (the keywords of :meth:`select`)."""
+        return self.select(pools, context, _report=False, **options).pools
 
     def select(
         self,
@@ -500,10 +493,11 @@ class MemoryIndex:
         visibility: Optional[Visibility] = None,
         scope: Optional[Visibility] = None,
         layering: Optional[Layering] = None,
+        _report: bool = True,
     ) -> Selection:
         """Same result as ``select(index.entries, pools, context, ...)``."""
         view = resolve_visibility(visibility, scope)
-        return self._query(pools, context, now, scorer, view, report=True, layering=layering)
+        return self._query(pools, context, now, scorer, view, report=_report, layering=layering)
 
     @_locked
     def _query(
@@ -533,8 +527,8 @@ class MemoryIndex:
                 visibility=view,
                 costs=[cost[p] for p in alive],
             )
-        # Frames: caller -> select -> _locked wrapper -> _query -> fill_pools.
-        selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4)
+        # Frames: caller -> [retrieve_pools ->] select -> _locked wrapper -> _query -> fill_pools.
+        selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4 if report else 5)
         if report and isinstance(source, _ColumnSource):
             source.detach()
         return selection

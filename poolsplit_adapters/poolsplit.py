@@ -1535,6 +1535,7 @@ def select(
     visibility: Optional[Visibility] = None,
     scope: Optional[Visibility] = None,
     layering: Optional[Layering] = None,
+    _report: bool = True,
 ) -> Selection:
     """Fill several pools from one entry set and report what loaded, what did
     not and why, and each pool's budget use.
@@ -1568,34 +1569,19 @@ def select(
         now=now,
         visibility=resolve_visibility(visibility, scope),
     )
-    return fill_pools(pool_list, source, layering=layering, stacklevel=2)
+    return fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=2 if _report else 3)
 
 
 def retrieve_pools(
     entries: Sequence[Entry],
     pools: Sequence[Pool],
     context: Optional[Mapping[str, Any]] = None,
-    *,
-    scorer: Scorer = default_scorer,
-    token_counter: TokenCounter = default_token_counter,
-    is_active: IsActive = default_is_active,
-    now: Optional[datetime.datetime] = None,
-    visibility: Optional[Visibility] = None,
-    scope: Optional[Visibility] = None,
+    **options: Any,
 ) -> Dict[str, List[Any]]:
-    """:func:`select` without the report: pool name -> the same dict objects,
-    always-scope entries first (input order), then the pool's ranked rest."""
-    pool_list = check_pools(pools)
-    source = EntrySource(
-        entries,
-        context,
-        scorer=scorer,
-        token_counter=token_counter,
-        is_active=is_active,
-        now=now,
-        visibility=resolve_visibility(visibility, scope),
-    )
-    return fill_pools(pool_list, source, report=False, stacklevel=2).pools
+    """:func:`select` without the report (same keywords): pool name -> the
+    same dict objects, always-scope entries first (input order), then the
+    pool's ranked rest."""
+    return select(entries, pools, context, _report=False, **options).pools
 
 
 def retrieve(
