@@ -3,38 +3,100 @@ turn, the pooled rest truncatable entry by entry, flushed chat written back."""
 
 from __future__ import annotations
 
+import collections
 import datetime
 import itertools
-import re
-import time
+import threading
 import uuid
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import ConfigDict, Field
 
-from .._frameworks import (
-    check_pools,
-)
 from ..index import MemoryIndex
-from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer
-from ..render import BUDGET_REASONS, marker
+from ..poolsplit import Chosen, Pool, Selection
+from ..render import marker, omission_line, omitted_by_pool
+from ..settings import ArgumentError, cap_round_robin
 from .events import announce
-from .nodes import counter_from, llama_counter
+from .nodes import LlamaIndexSettings, counter_from
+
+#: Entry key naming the chat session a flushed message came from. An entry
+#: with it belongs to that session: other sessions do not recall it unless
+#: the store shares chat (``share_chat=True``).
+SESSION_KEY = "session"
+
+# How many recent renders of the pooled block are remembered, so that
+# Memory's truncation call can be answered from the structured selection.
+_RENDERS_KEPT = 256
+
+
+@dataclass(frozen=True)
+class PooledRender:
+    """The pooled block's text for one selection, with what it is made of.
+
+    Truncation works on ``items`` (never by re-reading the text, where an
+    entry's content could imitate an omission line).
+
+    Attributes:
+        items: (chosen entry, its marker), in render order.
+        budget: pool -> entries left out by a budget or ``k``.
+        budget_cause: how the budget line names its cause.
+        pools: the pool order, which the omission lines follow.
+        cut: pool -> entries the context limit left out (after truncation).
+    """
+
+    items: Tuple[Tuple[Chosen, str], ...]
+    budget: Mapping[str, int]
+    budget_cause: str
+    pools: Tuple[str, ...]
+    cut: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        lines = [text for _, text in self.items]
+        for counts, cause in ((self.budget, self.budget_cause), (self.cut, "by the context limit")):
+            line = omission_line(counts, cause)
+            if line:
+                lines.append(line)
+        return "\n".join(lines)
+
+    def without_lowest(self) -> PooledRender:
+        """One entry fewer: the lowest-ranked of the pool holding the most
+        (the last such pool on a tie), so every pool keeps what it can."""
+        sizes: Dict[str, int] = {}
+        for chosen, _ in self.items:
+            sizes[chosen.pool] = sizes.get(chosen.pool, 0) + 1
+        largest = max(sizes.values())
+        pool = [p for p in sizes if sizes[p] == largest][-1]
+        victim = max(i for i, (chosen, _) in enumerate(self.items) if chosen.pool == pool)
+        counts = dict(self.cut)
+        counts[pool] = counts.get(pool, 0) + 1
+        cut = {name: counts[name] for name in self.pools if name in counts}
+        return PooledRender(
+            self.items[:victim] + self.items[victim + 1 :], self.budget, self.budget_cause, self.pools, cut
+        )
 
 
 class PoolSplitMemoryStore:
-    """Long-term entries shared by the two memory blocks.
+    """Long-term memory shared by the two memory blocks of one ``Memory``.
 
-    Holds the entries in a :class:`~poolsplit_adapters.MemoryIndex`,
-    selects for a message, and turns flushed chat messages into entries.
+    Holds the entries in a :class:`~poolsplit_adapters.MemoryIndex`
+    (``index``), selects for a message, and turns flushed chat messages into
+    entries (written to ``store`` when one is given).
 
     Args:
-        entries: initial long-term entries (dicts).
+        entries: curated long-term entries (dicts), shared by every session.
         pools: the pool plan.
-        token_counter: counts with the tokenizer ``Memory`` uses (default:
-            LlamaIndex's global tokenizer, which is ``Memory``'s default).
+        store: optional durable long-term store (the ``MemoryStore``
+            protocol: ``add``, ``entries``, ``version``, ...). Flushed chat
+            is written there with ``add`` (durable when it returns), and
+            every selection recalls from its ``entries`` as well.
+        share_chat: let every session recall every session's flushed chat.
+            Default False: a session recalls its own flushed chat plus the
+            shared curated entries, so one user's conversation never reaches
+            another user's prompt by accident.
         episode_type: ``type`` given to flushed chat messages.
         episode_priority: their ``base_priority`` (default 2, below the
             default 5): a raw transcript line is worth less than a curated
@@ -43,10 +105,19 @@ class PoolSplitMemoryStore:
         write_gate: which flushed messages become entries (default: user and
             assistant messages with text). Raw transcripts persisted
             indiscriminately pollute later recall.
-        scorer, project, now, scope: as for the retriever. Provenance is
-            not required by default (a dropped correction is worse than one
-            shown with an empty ``source``); flushed chat messages always get
-            ``source = "session:<id>"``.
+        **settings: the selection settings of
+            :class:`~poolsplit_adapters.settings.SelectionSettings`
+            (``token_counter`` defaults to LlamaIndex's tokenizer, which is
+            ``Memory``'s default; ``scope=`` is a deprecated alias of
+            ``visibility=``). Flushed messages get the visibility's own
+            namespace (its first link), ``source = "session:<id>"`` and
+            ``session = <id>``.
+
+    Example::
+
+        store = PoolSplitMemoryStore(curated, pools, visibility=Visibility(namespace="team-a"))
+        blocks = [CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store)]
+        memory = Memory.from_defaults(session_id="alice", memory_blocks=blocks)
     """
 
     def __init__(
@@ -54,75 +125,155 @@ class PoolSplitMemoryStore:
         entries: Iterable[Mapping[str, Any]],
         pools: Sequence[Pool],
         *,
-        token_counter: Optional[TokenCounter] = None,
+        store: Any = None,
+        share_chat: bool = False,
         episode_type: str = "episode",
         episode_priority: float = 2,
         write_gate: Optional[Callable[[ChatMessage], bool]] = None,
-        scorer: Scorer = default_scorer,
-        project: Optional[str] = None,
-        now: Optional[datetime.datetime] = None,
-        visibility: Optional[Visibility] = None,
+        **settings: Any,
     ) -> None:
-        self.pools = check_pools(pools)
-        self.visibility = visibility
-        self.token_counter = token_counter or llama_counter()
+        self.settings = LlamaIndexSettings.held_by("PoolSplitMemoryStore", pools=pools, **settings)
+        if store is not None and not all(callable(getattr(store, name, None)) for name in ("add", "entries")):
+            raise ArgumentError("store must follow the MemoryStore protocol (add, entries, version), got %r" % (store,))
+        assert self.settings.token_counter is not None
+        self.token_counter = self.settings.token_counter
         self.index = MemoryIndex(entries, token_counter=self.token_counter)
+        self.long_term = store
+        self.share_chat = share_chat
         self.episode_type = episode_type
         self.episode_priority = episode_priority
         self.write_gate = write_gate or _default_gate
-        self.scorer = scorer
-        self.project = project
-        self.now = now
-        self.last_selection: Optional[Selection] = None
-        self._memo: Optional[Tuple[Tuple[str, Optional[str], int], Selection, float]] = None
+        self._memo: Optional[Tuple[Tuple[Any, ...], Selection]] = None
+        self._sessions: Tuple[int, FrozenSet[str]] = (-1, frozenset())
+        self._renders: collections.OrderedDict[str, PooledRender] = collections.OrderedDict()
+        self._lock = threading.Lock()
         self._serial = itertools.count()
 
+    @property
+    def last_selection(self) -> Optional[Selection]:
+        """The selection of the call that finished last (any session)."""
+        return self.settings.last_selection
+
+    # -- recall ---------------------------------------------------------------------
+
     def select_for(self, message: str, session_id: Optional[str] = None) -> Selection:
-        """The selection for ``message``; the two blocks of one ``Memory.aget``
-        ask for the same message, and share one selection."""
-        key = (message, session_id, len(self.index))
-        clock = time.monotonic()
-        if self._memo is not None and self._memo[0] == key and (self.now is not None or clock - self._memo[2] < 1.0):
-            return self._memo[1]
-        context = {"message": message, "project": self.project}
-        selection = self.index.select(self.pools, context, now=self.now, scorer=self.scorer, visibility=self.visibility)
-        self._memo = (key, selection, clock)
-        self.last_selection = selection
+        """The selection for ``message`` in ``session_id``.
+
+        The two blocks of one ``Memory.aget`` ask for the same message and
+        share one selection: it is kept until the message, the session or
+        the content changes (the index's and the store's ``version``), so an
+        edit is seen on the very next call, whatever the clock says.
+        """
+        key = (message, session_id, self.index.version, self._long_term_version())
+        memo = self._memo
+        if memo is not None and memo[0] == key:
+            return self.settings.record(memo[1])
+        options = self.settings.options_for(message)
+        if self.long_term is None and (self.share_chat or self._sessions_in_index() <= {session_id}):
+            selection = self.settings.select_in(self.index, options)  # nothing to hide: the prepared index
+        else:
+            selection = self.settings.select_from(self._candidates(session_id), options)
+        self._memo = (key, selection)
         announce("memory", selection)
-        return selection
+        return self.settings.record(selection)
+
+    def _long_term_version(self) -> Any:
+        return getattr(self.long_term, "version", None) if self.long_term is not None else None
+
+    def _sessions_in_index(self) -> FrozenSet[str]:
+        version, sessions = self._sessions
+        if version != self.index.version:
+            current = self.index.version
+            sessions = frozenset(e[SESSION_KEY] for e in self.index.entries if isinstance(e.get(SESSION_KEY), str))
+            self._sessions = (current, sessions)
+        return sessions
+
+    def _visible(self, entry: Mapping[str, Any], session_id: Optional[str]) -> bool:
+        owner = entry.get(SESSION_KEY)
+        return self.share_chat or owner is None or owner == session_id
+
+    def _candidates(self, session_id: Optional[str]) -> List[Mapping[str, Any]]:
+        """What ``session_id`` may recall: the index's entries, then the
+        long-term store's (each id once), other sessions' chat left out."""
+        found = [e for e in self.index.entries if self._visible(e, session_id)]
+        if self.long_term is not None:
+            seen = {e.get("id") for e in found if e.get("id") is not None}
+            chain = self.settings.visibility.chain if self.settings.visibility is not None else ()
+            for namespace in chain or (None,):
+                for entry in self.long_term.entries(namespace):
+                    if entry.get("id") not in seen and self._visible(entry, session_id):
+                        seen.add(entry.get("id"))
+                        found.append(entry)
+        return found
+
+    # -- write-back -----------------------------------------------------------------
 
     def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
         """Turn flushed chat messages into long-term entries (type
-        ``episode_type``, ``source`` = the message's session)."""
-        added = []
-        stamp = (self.now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        ``episode_type``, the message's session as ``session`` and
+        ``source``, the store's namespace) and store them: in ``store``
+        when given (durable when this returns), else in :attr:`index`."""
+        stamp = (self.settings.now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        visibility = self.settings.visibility
+        namespace = visibility.chain[0] if visibility is not None and visibility.chain else None
+        added: List[Dict[str, Any]] = []
         for message in messages:
             if not self.write_gate(message):
                 continue
             session = message.additional_kwargs.get("session_id")
-            added.append(
-                {
-                    "id": "%s-%d-%s" % (self.episode_type, next(self._serial), uuid.uuid4().hex[:8]),
-                    "type": self.episode_type,
-                    "base_priority": self.episode_priority,
-                    "content": "%s: %s" % (message.role.value, _text(message)),
-                    "source": "session:%s" % session if session else "chat",
-                    "created": stamp,
-                }
-            )
-        self.index.extend(added)
+            entry: Dict[str, Any] = {
+                "id": "%s-%d-%s" % (self.episode_type, next(self._serial), uuid.uuid4().hex[:8]),
+                "type": self.episode_type,
+                "base_priority": self.episode_priority,
+                "content": "%s: %s" % (message.role.value, _text(message)),
+                "source": "session:%s" % session if session else "chat",
+                "created": stamp,
+            }
+            if session:
+                entry[SESSION_KEY] = str(session)
+            if namespace is not None:
+                entry["namespace"] = namespace
+            added.append(entry)
+        if added and self.long_term is not None:
+            self.long_term.add(added)
+        elif added:
+            self.index.extend(added)
         return added
 
+    # -- the pooled block's text ----------------------------------------------------
 
-_MARKER_SPAN = re.compile(r"<memory [^\n]*>\n.*?\n</memory>", re.S)
+    def render_pooled(self, selection: Selection) -> PooledRender:
+        """The pooled (contextual) part of ``selection``, remembered so that
+        :meth:`truncate_pooled` can cut it entry by entry."""
+        returned = cap_round_robin(selection, self.settings.k)
+        rendered = PooledRender(
+            items=tuple((c, marker(c.entry, c.pool)) for c in returned if not c.always),
+            budget=omitted_by_pool(selection, returned),
+            budget_cause="by budget" if self.settings.k is None else "by budget or k",
+            pools=tuple(selection.stats),
+        )
+        with self._lock:
+            self._renders[rendered.text] = rendered
+            self._renders.move_to_end(rendered.text)
+            while len(self._renders) > _RENDERS_KEPT:
+                self._renders.popitem(last=False)
+        return rendered
 
-
-_POOL_ATTR = re.compile(r' pool="([^"]*)"')
-
-
-def _pool_of(marker_text: str) -> str:
-    found = _POOL_ATTR.search(marker_text)
-    return found.group(1) if found else ""
+    def truncate_pooled(self, content: str, tokens_to_truncate: int) -> str:
+        """``content`` (a text :meth:`render_pooled` made) at least
+        ``tokens_to_truncate`` tokens shorter where it can be, entries
+        dropped from the least relevant end; the result always ends with
+        the explicit omission lines (budget, and the context limit)."""
+        with self._lock:
+            rendered = self._renders.get(content)
+        if rendered is None:
+            # Not a text this store made (or one long gone): nothing to
+            # cut entry by entry, but never silently.
+            return "[long-term memory left out by the context limit]"
+        size = self.token_counter(content)
+        while rendered.items and size - self.token_counter(rendered.text) < tokens_to_truncate:
+            rendered = rendered.without_lowest()
+        return rendered.text
 
 
 def _text(message: ChatMessage) -> str:
@@ -146,6 +297,11 @@ class CorrectionsMemoryBlock(BaseMemoryBlock[str]):
     Priority 0: ``Memory`` never truncates a priority-0 block, so the
     corrections survive every flood. List it first in ``memory_blocks`` so
     they come first in the context.
+
+    Example::
+
+        store = PoolSplitMemoryStore(entries, pools)
+        memory = Memory.from_defaults(memory_blocks=[CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store)])
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -154,7 +310,7 @@ class CorrectionsMemoryBlock(BaseMemoryBlock[str]):
     description: Optional[str] = "Behavioural corrections that always apply."
     priority: int = 0
     accept_short_term_memory: bool = False
-    store: PoolSplitMemoryStore = Field(exclude=True)
+    store: PoolSplitMemoryStore = Field(exclude=True, description="The long-term memory both blocks share.")
 
     async def _aget(self, messages: Optional[List[ChatMessage]] = None, **block_kwargs: Any) -> str:
         # session_id arrives per call; it is used, never stored on the block.
@@ -171,8 +327,14 @@ class PooledMemoryBlock(BaseMemoryBlock[str]):
     Truncatable (priority >= 1): when ``Memory`` needs room it calls
     :meth:`atruncate`, which drops entries from the least relevant end (the
     lowest-ranked entry of the pool that holds the most) instead of the whole
-    block, and says how many it dropped. Flushed chat messages become
+    block, and always leaves explicit lines saying how many entries budgets
+    and the context limit left out, per pool. Flushed chat messages become
     long-term entries through ``_aput``.
+
+    Example::
+
+        corrections, pooled = poolsplit_memory_blocks(entries, pools)
+        memory = Memory.from_defaults(session_id="alice", token_limit=1500, memory_blocks=[corrections, pooled])
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -181,15 +343,11 @@ class PooledMemoryBlock(BaseMemoryBlock[str]):
     description: Optional[str] = "Long-term memory selected for this message."
     priority: int = 1
     accept_short_term_memory: bool = True
-    store: PoolSplitMemoryStore = Field(exclude=True)
+    store: PoolSplitMemoryStore = Field(exclude=True, description="The long-term memory both blocks share.")
 
     async def _aget(self, messages: Optional[List[ChatMessage]] = None, **block_kwargs: Any) -> str:
         selection = self.store.select_for(_last_user_text(messages), block_kwargs.get("session_id"))
-        blocks = [marker(c.entry, c.pool) for c in selection.chosen if not c.always]
-        cut = sum(1 for d in selection.dropped if d.reason in BUDGET_REASONS)
-        if cut:
-            blocks.append("[%d more entries left out by budget]" % cut)
-        return "\n".join(blocks)
+        return self.store.render_pooled(selection).text
 
     async def _aput(self, messages: List[ChatMessage]) -> None:
         self.store.remember(messages)
@@ -197,25 +355,7 @@ class PooledMemoryBlock(BaseMemoryBlock[str]):
     async def atruncate(self, content: str, tokens_to_truncate: int) -> Optional[str]:
         if not content:
             return None
-        spans = [(m.group(0), _pool_of(m.group(0))) for m in _MARKER_SPAN.finditer(content)]
-        count = self.store.token_counter
-        budget_line = re.search(r"\[(\d+) more entries left out by budget\]", content)
-        cut = int(budget_line.group(1)) if budget_line else 0
-        saved = dropped = 0
-        while spans and saved < tokens_to_truncate:
-            sizes: Dict[str, int] = {}
-            for _, pool in spans:
-                sizes[pool] = sizes.get(pool, 0) + 1
-            largest = max(sizes.values())
-            victim_pool = [p for p in sizes if sizes[p] == largest][-1]
-            victim = max(i for i, (_, pool) in enumerate(spans) if pool == victim_pool)
-            saved += count(spans[victim][0])
-            del spans[victim]
-            dropped += 1
-        if not spans:
-            return None
-        tail = "[%d more entries left out: %d by budget, %d by the context limit]" % (cut + dropped, cut, dropped)
-        return "\n".join([text for text, _ in spans] + [tail])
+        return self.store.truncate_pooled(content, tokens_to_truncate)
 
 
 def poolsplit_memory_blocks(
@@ -232,14 +372,18 @@ def poolsplit_memory_blocks(
 
     Pass the same ``tokenizer_fn`` you give ``Memory`` (default: LlamaIndex's
     tokenizer, which is also ``Memory``'s default) so budgets and ``Memory``
-    count alike. ``store_options`` go to :class:`PoolSplitMemoryStore`.
+    count alike. ``store_options`` go to :class:`PoolSplitMemoryStore`
+    (``store=``, ``share_chat=``, the selection settings, ...).
 
     Why two blocks: in llama-index-core 0.14 ``Memory`` never truncates
     priority 0 and truncates priority 1 before 2; a correction must never be
     truncated, and the pooled rest must be truncatable entry by entry.
     """
     if priority < 1:
-        raise ValueError("the pooled block must be truncatable: priority >= 1, got %r" % (priority,))
-    counter = counter_from(tokenizer_fn) if tokenizer_fn is not None else None
-    store = PoolSplitMemoryStore(entries, pools, token_counter=counter, **store_options)
+        raise ArgumentError("the pooled block must be truncatable: priority >= 1, got %r" % (priority,))
+    if tokenizer_fn is not None:
+        if store_options.get("token_counter") is not None:
+            raise ArgumentError("give tokenizer_fn= or token_counter=, not both")
+        store_options["token_counter"] = counter_from(tokenizer_fn)
+    store = PoolSplitMemoryStore(entries, pools, **store_options)
     return [CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store, priority=priority)]
