@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .poolsplit import Chosen, Reason, Selection
 
@@ -94,18 +94,38 @@ def omitted_by_pool(selection: Selection, returned: Optional[Sequence[Chosen]] =
     return {name: counts[name] for name in selection.stats if name in counts}
 
 
+def _tally(counts: Mapping[str, int]) -> Tuple[int, str, str]:
+    # (total, noun, "pool n, pool n"), pool names escaped: a pool name is
+    # data, and a raw one could end the line and forge a marker after it.
+    total = sum(counts.values())
+    detail = ", ".join("%s %d" % (_inline(name), count) for name, count in counts.items())
+    return total, "entry" if total == 1 else "entries", detail
+
+
 def omission_line(omitted: Mapping[str, int], cause: str = "") -> str:
     """``[7 more entries left out by budget: content 4, skills 3]`` for
-    ``omitted`` = pool -> count (empty string when nothing was left out).
-
-    Pool names are escaped: a pool name is data, and a raw one could end
-    this line and forge a marker after it."""
-    total = sum(omitted.values())
+    ``omitted`` = pool -> count (empty string when nothing was left out)."""
+    total, noun, detail = _tally(omitted)
     if not total:
         return ""
-    detail = ", ".join("%s %d" % (_inline(name), count) for name, count in omitted.items())
-    noun = "entry" if total == 1 else "entries"
     return "[%d more %s left out%s: %s]" % (total, noun, " " + cause if cause else "", detail)
+
+
+def selected_line(selected: Mapping[str, int], place: str) -> str:
+    """``[14 more entries selected for this message, in long_term_memory as
+    far as the context limit allows: content 8, skills 2]``: announces
+    entries rendered elsewhere (``place``), so that if a later stage drops
+    that place whole, the model still reads that they existed."""
+    total, noun, detail = _tally(selected)
+    if not total:
+        return ""
+    where = _inline(place)
+    return "[%d more %s selected for this message, in %s as far as the context limit allows: %s]" % (
+        total,
+        noun,
+        where,
+        detail,
+    )
 
 
 def render_context(selection: Selection, *, with_omissions: bool = True) -> RenderedContext:

@@ -4,6 +4,7 @@ turn, the pooled rest truncatable entry by entry, flushed chat written back."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import datetime
 import itertools
 import threading
@@ -17,7 +18,7 @@ from pydantic import ConfigDict, Field
 
 from ..index import MemoryIndex
 from ..poolsplit import Chosen, Pool, Selection
-from ..render import marker, omission_line, omitted_by_pool
+from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import ArgumentError, cap_round_robin
 from .events import announce
 from .nodes import LlamaIndexSettings, counter_from
@@ -44,6 +45,8 @@ class PooledRender:
         budget: pool -> entries left out by a budget or ``k``.
         budget_cause: how the budget line names its cause.
         pools: the pool order, which the omission lines follow.
+        budget_here: whether the budget line is part of this text (False
+            when the corrections block states it, see :meth:`ledger`).
         cut: pool -> entries the context limit left out (after truncation).
     """
 
@@ -51,32 +54,46 @@ class PooledRender:
     budget: Mapping[str, int]
     budget_cause: str
     pools: Tuple[str, ...]
+    budget_here: bool = True
     cut: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
         lines = [text for _, text in self.items]
-        for counts, cause in ((self.budget, self.budget_cause), (self.cut, "by the context limit")):
-            line = omission_line(counts, cause)
-            if line:
-                lines.append(line)
-        return "\n".join(lines)
+        if self.budget_here:
+            lines.append(omission_line(self.budget, self.budget_cause))
+        lines.append(omission_line(self.cut, "by the context limit"))
+        return "\n".join(line for line in lines if line)
+
+    def ledger(self, place: str) -> str:
+        """What the never-truncated corrections block says about this text:
+        how many entries it holds per pool, and what budgets left out.
+
+        ``Memory`` drops a truncatable block whole when even its omission
+        lines do not fit (measured: 6 of 40 turns of the LlamaIndex
+        notebook); stated in a priority-0 block, the counts survive that.
+        """
+        lines = [selected_line(self.per_pool(), place), omission_line(self.budget, self.budget_cause)]
+        return "\n".join(line for line in lines if line)
 
     def without_lowest(self) -> PooledRender:
         """One entry fewer: the lowest-ranked of the pool holding the most
         (the last such pool on a tie), so every pool keeps what it can."""
-        sizes: Dict[str, int] = {}
-        for chosen, _ in self.items:
-            sizes[chosen.pool] = sizes.get(chosen.pool, 0) + 1
+        sizes = self.per_pool()
         largest = max(sizes.values())
         pool = [p for p in sizes if sizes[p] == largest][-1]
         victim = max(i for i, (chosen, _) in enumerate(self.items) if chosen.pool == pool)
         counts = dict(self.cut)
         counts[pool] = counts.get(pool, 0) + 1
         cut = {name: counts[name] for name in self.pools if name in counts}
-        return PooledRender(
-            self.items[:victim] + self.items[victim + 1 :], self.budget, self.budget_cause, self.pools, cut
-        )
+        return dataclasses.replace(self, items=self.items[:victim] + self.items[victim + 1 :], cut=cut)
+
+    def per_pool(self) -> Dict[str, int]:
+        """pool -> how many entries this text holds, in pool order."""
+        sizes: Dict[str, int] = {}
+        for chosen, _ in self.items:
+            sizes[chosen.pool] = sizes.get(chosen.pool, 0) + 1
+        return sizes
 
 
 class PoolSplitMemoryStore:
@@ -143,6 +160,10 @@ class PoolSplitMemoryStore:
         self.episode_type = episode_type
         self.episode_priority = episode_priority
         self.write_gate = write_gate or _default_gate
+        #: Name of the block that renders the contextual entries, and whether
+        #: a corrections block states their counts (set by the blocks).
+        self.pooled_block: Optional[str] = None
+        self.ledger_in_corrections = False
         self._memo: Optional[Tuple[Tuple[Any, ...], Selection]] = None
         self._sessions: Tuple[int, FrozenSet[str]] = (-1, frozenset())
         self._renders: collections.OrderedDict[str, PooledRender] = collections.OrderedDict()
@@ -251,6 +272,7 @@ class PoolSplitMemoryStore:
             budget=omitted_by_pool(selection, returned),
             budget_cause="by budget" if self.settings.k is None else "by budget or k",
             pools=tuple(selection.stats),
+            budget_here=not (self.ledger_in_corrections and self.pooled_block),
         )
         with self._lock:
             self._renders[rendered.text] = rendered
@@ -296,7 +318,10 @@ class CorrectionsMemoryBlock(BaseMemoryBlock[str]):
 
     Priority 0: ``Memory`` never truncates a priority-0 block, so the
     corrections survive every flood. List it first in ``memory_blocks`` so
-    they come first in the context.
+    they come first in the context. With a :class:`PooledMemoryBlock` on
+    the same store it also ends with the pooled block's counts (entries
+    selected per pool, entries budgets left out): ``Memory`` may drop the
+    pooled block whole, and the model must still read that they exist.
 
     Example::
 
@@ -312,10 +337,16 @@ class CorrectionsMemoryBlock(BaseMemoryBlock[str]):
     accept_short_term_memory: bool = False
     store: PoolSplitMemoryStore = Field(exclude=True, description="The long-term memory both blocks share.")
 
+    def model_post_init(self, __context: Any) -> None:
+        self.store.ledger_in_corrections = True
+
     async def _aget(self, messages: Optional[List[ChatMessage]] = None, **block_kwargs: Any) -> str:
         # session_id arrives per call; it is used, never stored on the block.
         selection = self.store.select_for(_last_user_text(messages), block_kwargs.get("session_id"))
-        return "\n".join(marker(c.entry, c.pool) for c in selection.chosen if c.always)
+        lines = [marker(c.entry, c.pool) for c in selection.chosen if c.always]
+        if self.store.pooled_block is not None:
+            lines.append(self.store.render_pooled(selection).ledger(self.store.pooled_block))
+        return "\n".join(line for line in lines if line)
 
     async def _aput(self, messages: List[ChatMessage]) -> None:
         return None  # corrections are curated, never written from chat
@@ -327,9 +358,10 @@ class PooledMemoryBlock(BaseMemoryBlock[str]):
     Truncatable (priority >= 1): when ``Memory`` needs room it calls
     :meth:`atruncate`, which drops entries from the least relevant end (the
     lowest-ranked entry of the pool that holds the most) instead of the whole
-    block, and always leaves explicit lines saying how many entries budgets
-    and the context limit left out, per pool. Flushed chat messages become
-    long-term entries through ``_aput``.
+    block, and always leaves an explicit line saying how many entries the
+    context limit left out, per pool (what budgets left out is stated here
+    too, or in the corrections block when there is one). Flushed chat
+    messages become long-term entries through ``_aput``.
 
     Example::
 
@@ -344,6 +376,9 @@ class PooledMemoryBlock(BaseMemoryBlock[str]):
     priority: int = 1
     accept_short_term_memory: bool = True
     store: PoolSplitMemoryStore = Field(exclude=True, description="The long-term memory both blocks share.")
+
+    def model_post_init(self, __context: Any) -> None:
+        self.store.pooled_block = self.name
 
     async def _aget(self, messages: Optional[List[ChatMessage]] = None, **block_kwargs: Any) -> str:
         selection = self.store.select_for(_last_user_text(messages), block_kwargs.get("session_id"))
