@@ -102,15 +102,22 @@ class RecallPlan:
         plan.append(Search("always", self.always_k, always=True, namespaces=namespaces))
         return plan
 
-    def check_always_fetch(self, search: Search, found: int) -> None:
-        """Warn when the always-scope fetch came back full (it may have been
-        truncated, and a correction cut there never loads)."""
-        if search.always and found >= self.always_k:
-            warnings.warn(
-                "the always-scope fetch returned always_k=%d results and may have been truncated: "
-                "raise always_k so that every correction loads" % self.always_k,
-                stacklevel=3,
-            )
+    def collect(self, searches: Sequence[Search], results: Sequence[Sequence[T]]) -> List[T]:
+        """Every search's results, in plan order (duplicates included).
+
+        Warns when the always-scope fetch came back full: it may have been
+        truncated, and a correction cut there would never load.
+        """
+        found: List[T] = []
+        for search, items in zip(searches, results):
+            if search.always and len(items) >= self.always_k:
+                warnings.warn(
+                    "the always-scope fetch returned always_k=%d results and may have been truncated: "
+                    "raise always_k so that every correction loads" % self.always_k,
+                    stacklevel=4,
+                )
+            found += items
+        return found
 
 
 def merge_recalled(found: Iterable[T], key: Callable[[T], Optional[str]]) -> List[T]:

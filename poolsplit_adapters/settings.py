@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from typing_extensions import TypedDict, Unpack
 
 from .poolsplit import Chosen, Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer, select
 from .reports import record
@@ -160,6 +161,28 @@ def checked_settings(owner: str, data: Dict[str, Any], known: Sequence[str]) -> 
     return data
 
 
+class CallOverrides(TypedDict, total=False):
+    """The per-call overrides, declared once: the keywords of LangChain
+    ``retriever.invoke(query, ...)`` and of LlamaIndex
+    ``retriever.retrieve_with_selection(query, ...)``.
+
+    Example::
+
+        retriever.invoke("deploy", k=3, tags=["ops"], namespace=("team-a", "global"))
+    """
+
+    k: Optional[int]
+    """Contextual cap for this call (see :attr:`SelectionSettings.k`)."""
+    tags: Optional[Sequence[str]]
+    """Tags of the scoring context (a list; a bare string is refused)."""
+    project: Optional[str]
+    """Project of the scoring context, instead of :attr:`SelectionSettings.project`."""
+    now: Optional[datetime.datetime]
+    """Reference time of this call, instead of :attr:`SelectionSettings.now`."""
+    namespace: Union[None, str, Sequence[str]]
+    """Replaces the visibility's namespace for this call: one namespace or an explicit chain."""
+
+
 class SelectionSettings(BaseModel):
     """What every adapter selects with; the per-call overrides of the
     LangChain retriever (``k``, ``tags``, ``project``, ``now``,
@@ -254,23 +277,18 @@ class SelectionSettings(BaseModel):
         self._last = selection
         return record(selection)
 
-    def options_for(
-        self,
-        message: str,
-        *,
-        k: Optional[int] = None,
-        tags: Optional[Sequence[str]] = None,
-        project: Optional[str] = None,
-        now: Optional[datetime.datetime] = None,
-        namespace: Union[None, str, Sequence[str]] = None,
-    ) -> CallOptions:
-        """One call's options: these settings, with the per-call values
-        that were given (each checked, naming the argument).
-
-        ``namespace`` replaces the namespace of :attr:`visibility` for this
-        call (one namespace or an explicit chain); ``tags`` are the scoring
-        context's tags.
-        """
+    def options_for(self, message: str, **overrides: Unpack[CallOverrides]) -> CallOptions:
+        """One call's options: these settings, with the per-call
+        :class:`CallOverrides` that were given (each checked, naming the
+        argument; an unknown one raises)."""
+        unknown = sorted(set(overrides) - set(CallOverrides.__annotations__))
+        if unknown:
+            raise ArgumentError(
+                "unexpected per-call keyword argument(s) %s (known: %s)"
+                % (", ".join(map(repr, unknown)), ", ".join(CallOverrides.__annotations__))
+            )
+        k, tags, project = overrides.get("k"), overrides.get("tags"), overrides.get("project")
+        now, namespace = overrides.get("now"), overrides.get("namespace")
         return CallOptions(
             context={
                 "message": message,

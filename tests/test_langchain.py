@@ -18,7 +18,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langchain_tests.integration_tests import RetrieversIntegrationTests
 from lc_helpers import CORRECTIONS, CountingEmbedding, WordHashEmbedding, flooded_memory, untyped_memory
 
-from poolsplit_adapters import EntryError, Pool, Reason, Visibility
+from poolsplit_adapters import EntryError, Pool, Reason, UnadmittedCorrectionWarning, Visibility
 from poolsplit_adapters.langchain import (
     SELECTION_EVENT,
     SELECTION_KEY,
@@ -488,7 +488,11 @@ def test_compressor_inside_contextual_compression_retriever_and_pipeline():
 
 def test_an_unadmitted_correction_is_warned_about():
     docs = flooded_memory(3)
-    with pytest.warns(Warning) as caught:
+    with pytest.warns(UnadmittedCorrectionWarning) as caught:
         PoolSplitRetriever(documents=docs, pools=POOLS[1:], now=NOW).invoke(QUERY)
-    assert sorted({type(w.message).__name__ for w in caught}) == ["UnadmittedCorrectionWarning"]
-    assert len(caught) == 3
+    unadmitted = [str(w.message) for w in caught if w.category is UnadmittedCorrectionWarning]
+    assert [m.split(" is an always-scope")[0] for m in unadmitted] == [
+        "entry 'fix-0' (index 0)",
+        "entry 'fix-1' (index 1)",
+        "entry 'fix-2' (index 2)",
+    ]

@@ -24,7 +24,7 @@ from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
 from llama_index.core.storage.chat_store.sql import MessageStatus
 from pydantic import PrivateAttr
 
-from poolsplit_adapters import EntryError, Pool, Reason, Selection, Visibility, select
+from poolsplit_adapters import EntryError, Pool, Reason, Selection, UnadmittedCorrectionWarning, Visibility, select
 from poolsplit_adapters.llama_index import (
     SELECTION_KEY,
     PooledMemoryBlock,
@@ -554,9 +554,14 @@ def test_context_chat_engine_sends_corrections_every_turn():
     engine = ContextChatEngine.from_defaults(retriever=retriever, memory=memory, llm=MockLLM())
     for turn in range(4):
         # The facts-only retriever admits no correction: said every time.
-        with pytest.warns(Warning) as caught:
+        with pytest.warns(UnadmittedCorrectionWarning) as caught:
             reply = engine.chat("turn %d: is the staging deploy healthy?" % turn)
-        assert [type(w.message).__name__ for w in caught] == ["UnadmittedCorrectionWarning"] * 3
+        unadmitted = [str(w.message) for w in caught if w.category is UnadmittedCorrectionWarning]
+        assert [m.split(" is an always-scope")[0] for m in unadmitted] == [
+            "entry 'fix-0' (index 0)",
+            "entry 'fix-1' (index 1)",
+            "entry 'fix-2' (index 2)",
+        ]
         assert all(text in reply.response for text in CORRECTIONS)  # MockLLM echoes its input
 
 

@@ -42,20 +42,17 @@ class PoolSplitCompressor(SelectionSettings, BaseDocumentCompressor):
     ) -> List[Document]:
         """Select from ``documents`` for ``query`` (new documents returned)."""
         selection, returned = self._compress(documents, query)
-        manager = _manager(callbacks)
+        manager = callbacks if isinstance(callbacks, BaseCallbackManager) else CallbackManager.configure(callbacks)
         if isinstance(manager, CallbackManager):
             manager.on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=manager.parent_run_id)
         return returned
 
     async def acompress_documents(
-        self,
-        documents: Sequence[Document],
-        query: str,
-        callbacks: Optional[Callbacks] = None,
+        self, documents: Sequence[Document], query: str, callbacks: Optional[Callbacks] = None
     ) -> List[Document]:
         """:meth:`compress_documents`, with the event sent to async handlers."""
         selection, returned = self._compress(documents, query)
-        manager = _manager(callbacks, asynchronous=True)
+        manager = callbacks if isinstance(callbacks, BaseCallbackManager) else AsyncCallbackManager.configure(callbacks)
         if isinstance(manager, AsyncCallbackManager):
             await manager.on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=manager.parent_run_id)
         return returned
@@ -82,11 +79,3 @@ class PoolSplitCompressor(SelectionSettings, BaseDocumentCompressor):
             return self.compress_documents(list(value), "", callbacks)
 
         return RunnableLambda(run, name="PoolSplitSelector")
-
-
-def _manager(callbacks: Optional[Callbacks], asynchronous: bool = False) -> Optional[BaseCallbackManager]:
-    """The caller's callback manager: a ``ContextualCompressionRetriever``
-    passes its run's child manager, so the event lands on that run."""
-    if callbacks is None or isinstance(callbacks, BaseCallbackManager):
-        return callbacks
-    return (AsyncCallbackManager if asynchronous else CallbackManager).configure(callbacks)

@@ -2,29 +2,44 @@
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
+from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
+from typing_extensions import Unpack
 
 from ..index import MemoryIndex
-from ..poolsplit import Pool, Selection
+from ..poolsplit import Pool, Selection, Visibility
 from ..recall import RecallPlan
 from ..render import explain
 from ..reports import event_payload
-from ..settings import ArgumentError, CallOptions, SelectionSettings
+from ..settings import ArgumentError, CallOptions, CallOverrides, SelectionSettings
 from .documents import SELECTION_EVENT, DocumentConverter
 from .filters import FilterBuilder, type_filter
 from .vector_search import VectorRecall
 
-Namespace = Union[None, str, Sequence[str]]
+
+class BaseRetrieverRecall:
+    """Candidates from another retriever (``base_retriever=`` mode), as a
+    child run tagged ``base``. No filter can be pushed down into it.
+
+    Example::
+
+        recall = BaseRetrieverRecall(vectorstore.as_retriever(search_kwargs={"k": 40}))
+    """
+
+    def __init__(self, retriever: BaseRetriever) -> None:
+        self.retriever = retriever
+
+    def run(self, query: str, visibility: Optional[Visibility], run_manager: SyncRun) -> List[Document]:
+        return self.retriever.invoke(query, config={"callbacks": run_manager.get_child("base")})
+
+    async def arun(self, query: str, visibility: Optional[Visibility], run_manager: AsyncRun) -> List[Document]:
+        return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")})
 
 
 class PoolSplitRetriever(SelectionSettings, BaseRetriever):
@@ -81,7 +96,7 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
 
     _index: Optional[MemoryIndex] = PrivateAttr(default=None)
     _source: Dict[int, Document] = PrivateAttr(default_factory=dict)
-    _recall: Optional[VectorRecall] = PrivateAttr(default=None)
+    _recall: Union[None, VectorRecall, BaseRetrieverRecall] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -95,44 +110,32 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
             plan = RecallPlan(self.pools, fetch_k=self.fetch_k, always_k=self.always_k)
             build = self.filter_builder or type_filter(self.vectorstore)
             self._recall = VectorRecall(self.vectorstore, plan, build)
+        if self.base_retriever is not None:
+            self._recall = BaseRetrieverRecall(self.base_retriever)
         if self.documents is not None:
             assert self.token_counter is not None
             entries, self._source = DocumentConverter.entries(self.documents)
             self._index = MemoryIndex(entries, token_counter=self.token_counter)
 
     @classmethod
-    def from_vectorstore(
-        cls,
-        vectorstore: VectorStore,
-        pools: Sequence[Pool],
-        *,
-        fetch_k: int = RecallPlan.fetch_k,
-        always_k: int = RecallPlan.always_k,
-        filter_builder: Optional[FilterBuilder] = None,
-        **settings: Any,
-    ) -> PoolSplitRetriever:
+    def from_vectorstore(cls, vectorstore: VectorStore, pools: Sequence[Pool], **options: Any) -> PoolSplitRetriever:
         """Recall candidates per pool from ``vectorstore``, then select.
 
-        The searches are the :class:`~poolsplit_adapters.recall.RecallPlan`'s:
-        each pool's types pushed down as a filter (plus a search for
-        documents without ``type`` when the pool admits ``"note"``), the
-        always-scope documents fetched by a scope filter independent of
-        similarity, and a namespace pushed down into all of them. The query
-        is embedded once per call with the store's embeddings and every
-        search goes by vector; each search is a child run tagged with its
-        label (``pool:<name>``, ``pool:<name>:untyped``, ``always``).
+        ``options``: ``fetch_k``, ``always_k`` (see
+        :class:`~poolsplit_adapters.recall.RecallPlan`), ``filter_builder``
+        and the selection settings. The searches are the plan's: each pool's
+        types pushed down as a filter (plus a search for documents without
+        ``type`` when the pool admits ``"note"``), the always-scope documents
+        fetched by a scope filter independent of similarity, and a namespace
+        pushed down into all of them. The query is embedded once per call
+        with the store's embeddings and every search goes by vector; each
+        search is a child run tagged with its label (``pool:<name>``,
+        ``pool:<name>:untyped``, ``always``).
 
         Recalled documents are put in id order before selection, so
         always-scope documents come back in a stable order: by id.
         """
-        return cls(
-            vectorstore=vectorstore,
-            pools=list(pools),
-            fetch_k=fetch_k,
-            always_k=always_k,
-            filter_builder=filter_builder,
-            **settings,
-        )
+        return cls(vectorstore=vectorstore, pools=list(pools), **options)
 
     def explain(self) -> str:
         """The why/why-not table of the call that finished last."""
@@ -146,50 +149,26 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
             assert self._index is not None
             selection, source = self.select_in(self._index, options), self._source
         else:
-            entries, source = DocumentConverter.entries(candidates, recalled=self._recall is not None)
+            entries, source = DocumentConverter.entries(candidates, recalled=isinstance(self._recall, VectorRecall))
             selection = self.select_from(entries, options)
         self.record(selection)
         return selection, DocumentConverter.to_documents(selection, self.returned(selection, options), source)
 
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: Optional[int] = None,
-        tags: Optional[Sequence[str]] = None,
-        project: Optional[str] = None,
-        now: Optional[datetime.datetime] = None,
-        namespace: Namespace = None,
+        self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
     ) -> List[Document]:
-        options = self.options_for(query, k=k, tags=tags, project=project, now=now, namespace=namespace)
-        candidates: Optional[List[Document]] = None
-        if self._recall is not None:
-            candidates = self._recall.run(query, options.visibility, run_manager)
-        elif self.base_retriever is not None:
-            candidates = self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child("base")})
-        selection, documents = self._finish(candidates, options)
+        options = self.options_for(query, **kw)
+        found = self._recall.run(query, options.visibility, run_manager) if self._recall is not None else None
+        selection, documents = self._finish(found, options)
         run_manager.get_child().on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id)
         return documents
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: Optional[int] = None,
-        tags: Optional[Sequence[str]] = None,
-        project: Optional[str] = None,
-        now: Optional[datetime.datetime] = None,
-        namespace: Namespace = None,
+        self, query: str, *, run_manager: AsyncRun, **kw: Unpack[CallOverrides]
     ) -> List[Document]:
-        options = self.options_for(query, k=k, tags=tags, project=project, now=now, namespace=namespace)
-        candidates: Optional[List[Document]] = None
-        if self._recall is not None:
-            candidates = await self._recall.arun(query, options.visibility, run_manager)
-        elif self.base_retriever is not None:
-            candidates = await self.base_retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")})
-        selection, documents = self._finish(candidates, options)
+        options = self.options_for(query, **kw)
+        found = await self._recall.arun(query, options.visibility, run_manager) if self._recall is not None else None
+        selection, documents = self._finish(found, options)
         await run_manager.get_child().on_custom_event(
             SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id
         )

@@ -12,7 +12,7 @@ is searched by text.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -85,13 +85,6 @@ class VectorRecall:
             runs.append((search, StoreSearch(store=self.store, vector=vector, search_kwargs=kwargs)))
         return runs
 
-    def _collect(self, runs: Sequence[Tuple[Search, StoreSearch]], results: Sequence[List[Document]]) -> List[Document]:
-        found: List[Document] = []
-        for (search, _), docs in zip(runs, results):
-            self.plan.check_always_fetch(search, len(docs))
-            found += docs
-        return found
-
     def run(
         self, query: str, visibility: Optional[Visibility], run_manager: CallbackManagerForRetrieverRun
     ) -> List[Document]:
@@ -105,7 +98,7 @@ class VectorRecall:
             retriever.invoke(query, config={"callbacks": run_manager.get_child(search.label)})
             for search, retriever in runs
         ]
-        return self._collect(runs, results)
+        return self.plan.collect([search for search, _ in runs], results)
 
     async def arun(
         self, query: str, visibility: Optional[Visibility], run_manager: AsyncCallbackManagerForRetrieverRun
@@ -122,4 +115,4 @@ class VectorRecall:
                 for search, retriever in runs
             )
         )
-        return self._collect(runs, results)
+        return self.plan.collect([search for search, _ in runs], results)

@@ -29,14 +29,8 @@ is the call that finished last.
 from ..convert import SELECTION_KEY
 from ..reports import capture_selections
 from .events import PoolSplitSelectionEvent
-from .memory import (
-    SESSION_KEY,
-    CorrectionsMemoryBlock,
-    PooledMemoryBlock,
-    PooledRender,
-    PoolSplitMemoryStore,
-    poolsplit_memory_blocks,
-)
+from .memory import CorrectionsMemoryBlock, PooledMemoryBlock, StoreMemoryBlock, poolsplit_memory_blocks
+from .memory_store import SESSION_KEY, PooledRender, PoolSplitMemoryStore, message_text
 from .nodes import LlamaIndexSettings, node_to_entry, nodes_from
 from .postprocessor import PoolSplitNodePostprocessor
 from .retriever import PoolSplitRetriever
@@ -54,7 +48,9 @@ __all__ = [
     "PooledRender",
     "SELECTION_KEY",
     "SESSION_KEY",
+    "StoreMemoryBlock",
     "capture_selections",
+    "message_text",
     "metadata_filters",
     "node_to_entry",
     "nodes_from",

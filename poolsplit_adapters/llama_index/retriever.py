@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import datetime
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -12,13 +11,14 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from typing_extensions import Unpack
 
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
 from ..recall import RecallPlan
 from ..render import explain
 from ..reports import capture_selections
-from ..settings import ArgumentError, CallOptions, check_tags
+from ..settings import ArgumentError, CallOptions, CallOverrides, check_tags
 from .events import announce
 from .nodes import AnyNode, LlamaIndexSettings, NodeConverter
 from .vector_search import IndexRecall
@@ -27,7 +27,7 @@ QueryType = Union[str, QueryBundle]
 
 # Per-call overrides of retrieve_with_selection, read by _retrieve: LlamaIndex's
 # retrieve() takes a query only, and going through it keeps its spans and events.
-_OVERRIDES: contextvars.ContextVar[Optional[Tuple[int, Dict[str, Any]]]] = contextvars.ContextVar(
+_OVERRIDES: contextvars.ContextVar[Optional[Tuple[int, CallOverrides]]] = contextvars.ContextVar(
     "poolsplit_llama_index_overrides", default=None
 )
 
@@ -132,39 +132,26 @@ class PoolSplitRetriever(BaseRetriever):
         return "no call yet" if last is None else explain(last)
 
     def retrieve_with_selection(
-        self,
-        query: QueryType,
-        *,
-        k: Optional[int] = None,
-        tags: Optional[Sequence[str]] = None,
-        project: Optional[str] = None,
-        now: Optional[datetime.datetime] = None,
-        namespace: Union[None, str, Sequence[str]] = None,
+        self, query: QueryType, **overrides: Unpack[CallOverrides]
     ) -> Tuple[List[NodeWithScore], Selection]:
         """``retrieve(query)`` plus this call's own selection, with per-call
-        overrides (as the LangChain retriever's ``invoke`` keywords)."""
-        with self._overridden(dict(k=k, tags=tags, project=project, now=now, namespace=namespace)) as mine:
+        :class:`~poolsplit_adapters.settings.CallOverrides` (the LangChain
+        retriever's ``invoke`` keywords)."""
+        with self._overridden(overrides) as mine:
             nodes = self.retrieve(query)
         return nodes, mine[-1]
 
     async def aretrieve_with_selection(
-        self,
-        query: QueryType,
-        *,
-        k: Optional[int] = None,
-        tags: Optional[Sequence[str]] = None,
-        project: Optional[str] = None,
-        now: Optional[datetime.datetime] = None,
-        namespace: Union[None, str, Sequence[str]] = None,
+        self, query: QueryType, **overrides: Unpack[CallOverrides]
     ) -> Tuple[List[NodeWithScore], Selection]:
         """:meth:`retrieve_with_selection`, async."""
-        with self._overridden(dict(k=k, tags=tags, project=project, now=now, namespace=namespace)) as mine:
+        with self._overridden(overrides) as mine:
             nodes = await self.aretrieve(query)
         return nodes, mine[-1]
 
     @contextlib.contextmanager
-    def _overridden(self, overrides: Dict[str, Any]) -> Iterator[List[Selection]]:
-        self._options(QueryBundle(""), overrides)  # bad overrides fail before any work
+    def _overridden(self, overrides: CallOverrides) -> Iterator[List[Selection]]:
+        self.settings.options_for("", **overrides)  # bad overrides fail before any work
         token = _OVERRIDES.set((id(self), overrides))
         try:
             with capture_selections() as mine:
@@ -172,12 +159,12 @@ class PoolSplitRetriever(BaseRetriever):
         finally:
             _OVERRIDES.reset(token)
 
-    def _overrides(self) -> Optional[Dict[str, Any]]:
+    def _overrides(self) -> Optional[CallOverrides]:
         current = _OVERRIDES.get()
         return current[1] if current is not None and current[0] == id(self) else None
 
-    def _options(self, query: QueryBundle, overrides: Optional[Dict[str, Any]]) -> CallOptions:
-        given = dict(overrides or {})
+    def _options(self, query: QueryBundle, overrides: Optional[CallOverrides]) -> CallOptions:
+        given: CallOverrides = {**(overrides or {})}
         if given.get("tags") is None:
             given["tags"] = self.context_tags
         return self.settings.options_for(query.query_str, **given)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any, List, Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -84,20 +84,14 @@ class IndexRecall:
     def _needs_embedding(self, query: QueryBundle) -> bool:
         return bool(self.index.vector_store.is_embedding_query and query.embedding is None and query.embedding_strs)
 
-    def _collect(self, searches: List[Tuple[Search, Any]], results: List[List[NodeWithScore]]) -> List[NodeWithScore]:
-        found: List[NodeWithScore] = []
-        for (search, _), nodes in zip(searches, results):
-            self.plan.check_always_fetch(search, len(nodes))
-            found += nodes
-        return found
-
     def retrieve(self, query: QueryBundle, visibility: Optional[Visibility]) -> List[NodeWithScore]:
         """Every search's nodes (plan order, duplicates included)."""
         if self._needs_embedding(query):
             embedding = self.embed_model.get_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
         searches = self._retrievers(visibility)
-        return self._collect(searches, [retriever.retrieve(query) for _, retriever in searches])
+        results = [retriever.retrieve(query) for _, retriever in searches]
+        return self.plan.collect([search for search, _ in searches], results)
 
     async def aretrieve(self, query: QueryBundle, visibility: Optional[Visibility]) -> List[NodeWithScore]:
         """:meth:`retrieve`, the searches concurrently."""
@@ -105,4 +99,5 @@ class IndexRecall:
             embedding = await self.embed_model.aget_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
         searches = self._retrievers(visibility)
-        return self._collect(searches, list(await asyncio.gather(*(r.aretrieve(query) for _, r in searches))))
+        results = await asyncio.gather(*(retriever.aretrieve(query) for _, retriever in searches))
+        return self.plan.collect([search for search, _ in searches], results)
