@@ -47,6 +47,10 @@ class Search:
         always: only entries with ``scope == "always"``.
         namespaces: the ``namespace`` metadata must be one of these; empty:
             no namespace condition.
+
+    Example::
+
+        Search("pool:skills", 20, types=("skill",), namespaces=("team-a",))
     """
 
     label: str

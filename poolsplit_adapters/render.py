@@ -55,6 +55,11 @@ class RenderedContext:
         omitted_ids: ids of the entries a budget cut (token budget or entry
             cap), so a host can offer to fetch them.
         omitted_by_pool: pool name -> how many entries its budget cut.
+
+    Example::
+
+        rendered = render_context(select(entries, pools))
+        prompt = "Memory:\n" + rendered.text
     """
 
     text: str

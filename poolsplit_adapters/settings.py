@@ -38,7 +38,15 @@ _S = TypeVar("_S", bound="SelectionSettings")
 class ArgumentError(ValueError, TypeError):
     """A bad argument to an adapter (constructor or per call); the message
     names the argument. Both a ``ValueError`` and a ``TypeError``, so either
-    ``except`` catches it."""
+    ``except`` catches it.
+
+    Example::
+
+        try:
+            retriever.invoke("deploy", tags="ops")
+        except ArgumentError as err:
+            print(err)   # tags must be a list of strings, not the bare string 'ops' (...)
+    """
 
 
 def _got(value: Any) -> str:
@@ -340,6 +348,11 @@ class CallOptions:
         visibility: the visibility filter of this call.
         k: the contextual cap of this call.
         now: the reference time of this call (None: the core's clock).
+
+    Example::
+
+        options = settings.options_for("deploy", k=2)
+        options.k, options.context["message"]   # (2, 'deploy')
     """
 
     context: Dict[str, Any]

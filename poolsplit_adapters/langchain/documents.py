@@ -47,7 +47,14 @@ def document_to_entry(document: Document, position: int = 0) -> Dict[str, Any]:
 
 
 class DocumentConverter:
-    """Selection over documents, shared by the retriever and the compressor."""
+    """Selection over documents, shared by the retriever and the compressor.
+
+    Example::
+
+        entries, source = DocumentConverter.entries(documents)
+        selection = select(entries, pools)
+        returned = DocumentConverter.to_documents(selection, selection.chosen, source)
+    """
 
     @staticmethod
     def entries(

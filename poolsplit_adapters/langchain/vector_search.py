@@ -30,7 +30,12 @@ from .filters import FilterBuilder
 
 class StoreSearch(BaseRetriever):
     """One search of the plan as a retriever run, so that traces show each
-    search as a child run (tagged with its label) with what it found."""
+    search as a child run (tagged with its label) with what it found.
+
+    Example::
+
+        StoreSearch(store=store, vector=store.embeddings.embed_query("deploy"), search_kwargs={"k": 20}).invoke("deploy")
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 

@@ -47,6 +47,11 @@ class PooledRender:
         budget_here: whether the budget line is part of this text (False
             when the corrections block states it, see :meth:`ledger`).
         cut: pool -> entries the context limit left out (after truncation).
+
+    Example::
+
+        rendered = store.render_pooled(store.select_for("deploy", "alice"))
+        rendered.without_lowest().text   # one entry fewer, and a line that says so
     """
 
     items: Tuple[Tuple[Chosen, str], ...]
@@ -149,7 +154,9 @@ class PoolSplitMemoryStore:
         **settings: Any,
     ) -> None:
         self.settings = LlamaIndexSettings.held_by("PoolSplitMemoryStore", pools=pools, **settings)
-        if store is not None and not all(callable(getattr(store, name, None)) for name in ("add", "entries")):
+        if store is not None and not (
+            all(callable(getattr(store, name, None)) for name in ("add", "entries")) and hasattr(store, "version")
+        ):
             raise ArgumentError("store must follow the MemoryStore protocol (add, entries, version), got %r" % (store,))
         assert self.settings.token_counter is not None
         self.token_counter = self.settings.token_counter
@@ -198,7 +205,7 @@ class PoolSplitMemoryStore:
         return self.settings.record(selection)
 
     def _long_term_version(self) -> Any:
-        return getattr(self.long_term, "version", None) if self.long_term is not None else None
+        return self.long_term.version if self.long_term is not None else None
 
     def _sessions_in_index(self) -> FrozenSet[str]:
         version, sessions = self._sessions

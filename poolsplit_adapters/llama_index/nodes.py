@@ -53,7 +53,14 @@ def counter_from(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
 
 
 class NodeConverter:
-    """Shared by the retriever and the postprocessor: nodes in, nodes out."""
+    """Shared by the retriever and the postprocessor: nodes in, nodes out.
+
+    Example::
+
+        entries, source = NodeConverter.entries(nodes)
+        selection = select(entries, pools)
+        returned = NodeConverter(show_selection_to_llm=False).to_nodes(selection.chosen, source)
+    """
 
     def __init__(self, show_selection_to_llm: bool) -> None:
         self.show = show_selection_to_llm
