@@ -120,7 +120,7 @@ _CHECKS = {
     "project": check_project,
     "now": check_now,
     "visibility": check_visibility,
-    "scorer": lambda v, name: check_callable(v, name) or default_scorer,
+    "scorer": lambda v, name: default_scorer if v is None else check_callable(v, name),
     "token_counter": check_callable,
 }
 
