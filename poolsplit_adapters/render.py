@@ -7,10 +7,11 @@ model can cite what it used, and **explicit truncation** (silent cutting
 makes the model believe "that is all there is"). :func:`render_context` does
 all three; :func:`explain` is the why-not table for people.
 
-Marker syntax cannot be forged from inside an entry: ``&``, ``<`` and ``>``
-in content are escaped, and attribute values are escaped including quotes and
-line breaks, so no content can close a marker or open one that parses as
-another entry.
+Marker syntax cannot be forged from data: ``&``, ``<`` and ``>`` in content
+are escaped, attribute values are escaped including quotes and line breaks,
+and pool names written into an omission line are escaped the same way (plus
+the line's own brackets), so no content and no pool name can close a marker,
+open one that parses as another entry, or end the omission line early.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .poolsplit import Reason, Selection
+from .poolsplit import Chosen, Reason, Selection
 
 BUDGET_REASONS = (Reason.TOKEN_BUDGET, Reason.ENTRY_CAP)
 # At least one attribute: LlamaIndex's Memory wraps all blocks in a bare
@@ -38,6 +39,12 @@ def _body(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def _inline(text: str) -> str:
+    # A pool name inside ``[... left out ...: <name> 3]``: an attribute's
+    # escaping, plus the brackets that delimit the line.
+    return _attr(text).replace("[", "&#91;").replace("]", "&#93;")
+
+
 @dataclass(frozen=True)
 class RenderedContext:
     """Injectable text plus what the host needs to act on it.
@@ -48,6 +55,11 @@ class RenderedContext:
         omitted_ids: ids of the entries a budget cut (token budget or entry
             cap), so a host can offer to fetch them.
         omitted_by_pool: pool name -> how many entries its budget cut.
+
+    Example::
+
+        rendered = render_context(select(entries, pools))
+        prompt = "Memory:\n" + rendered.text
     """
 
     text: str
@@ -70,15 +82,55 @@ def marker(entry: Mapping[str, Any], pool: Optional[str] = None) -> str:
     return "<memory %s>\n%s\n</memory>" % (head, _body(str(entry.get("content", ""))))
 
 
+def omitted_by_pool(selection: Selection, returned: Optional[Sequence[Chosen]] = None) -> Dict[str, int]:
+    """Per pool, in pool order, how many entries a budget left out of
+    ``selection``, plus (when ``returned`` is given) the chosen entries that
+    were not returned (cut by an adapter's ``k``): the counts an explicit
+    omission line must state."""
+    counts: Dict[str, int] = {}
+    for item in selection.dropped:
+        if item.reason in BUDGET_REASONS and item.pool is not None:
+            counts[item.pool] = counts.get(item.pool, 0) + 1
+    if returned is not None:
+        kept = {id(c) for c in returned}
+        for c in selection.chosen:
+            if id(c) not in kept:
+                counts[c.pool] = counts.get(c.pool, 0) + 1
+    return {name: counts[name] for name in selection.stats if name in counts}
+
+
+def _tally(counts: Mapping[str, int]) -> Tuple[int, str, str]:
+    # (total, noun, "pool n, pool n"), pool names escaped: a pool name is
+    # data, and a raw one could end the line and forge a marker after it.
+    total = sum(counts.values())
+    detail = ", ".join("%s %d" % (_inline(name), count) for name, count in counts.items())
+    return total, "entry" if total == 1 else "entries", detail
+
+
 def omission_line(omitted: Mapping[str, int], cause: str = "") -> str:
     """``[7 more entries left out by budget: content 4, skills 3]`` for
     ``omitted`` = pool -> count (empty string when nothing was left out)."""
-    total = sum(omitted.values())
+    total, noun, detail = _tally(omitted)
     if not total:
         return ""
-    detail = ", ".join("%s %d" % (name, count) for name, count in omitted.items())
-    noun = "entry" if total == 1 else "entries"
     return "[%d more %s left out%s: %s]" % (total, noun, " " + cause if cause else "", detail)
+
+
+def selected_line(selected: Mapping[str, int], place: str) -> str:
+    """``[14 more entries selected for this message, in long_term_memory as
+    far as the context limit allows: content 8, skills 2]``: announces
+    entries rendered elsewhere (``place``), so that if a later stage drops
+    that place whole, the model still reads that they existed."""
+    total, noun, detail = _tally(selected)
+    if not total:
+        return ""
+    where = _inline(place)
+    return "[%d more %s selected for this message, in %s as far as the context limit allows: %s]" % (
+        total,
+        noun,
+        where,
+        detail,
+    )
 
 
 def render_context(selection: Selection, *, with_omissions: bool = True) -> RenderedContext:
@@ -87,10 +139,7 @@ def render_context(selection: Selection, *, with_omissions: bool = True) -> Rend
     which pools ("7 more entries left out by budget: skills 3, content 4")."""
     blocks = [marker(c.entry, c.pool) for c in selection.chosen]
     cut = [d for d in selection.dropped if d.reason in BUDGET_REASONS]
-    counts: Dict[str, int] = {}
-    for item in cut:
-        counts[item.pool or "?"] = counts.get(item.pool or "?", 0) + 1
-    by_pool = {name: counts[name] for name in selection.stats if name in counts}  # pool order
+    by_pool = omitted_by_pool(selection)
     if cut and with_omissions:
         blocks.append(omission_line(by_pool, "by budget"))
     return RenderedContext(

@@ -76,3 +76,33 @@ def flooded_memory(notes: int = 300) -> List[Document]:
         ),
     ]
     return docs
+
+
+class CountingEmbedding(WordHashEmbedding):
+    """WordHashEmbedding that counts query embeddings, sync and async apart
+    (``aembed_query`` is overridden, so one call is one count)."""
+
+    def __init__(self) -> None:
+        self.sync_queries = 0
+        self.async_queries = 0
+
+    def embed_query(self, text: str) -> List[float]:
+        self.sync_queries += 1
+        return self._one(text)
+
+    async def aembed_query(self, text: str) -> List[float]:
+        self.async_queries += 1
+        return self._one(text)
+
+
+def untyped_memory(typed_notes: int = 40) -> List[Document]:
+    """Untyped documents (they count as notes) among many typed notes that
+    match the query better, so a top-k over typed notes never returns them."""
+    docs = [
+        Document(page_content="Deploy checkout staging note %d." % n, id="typed-%02d" % n, metadata={"type": "note"})
+        for n in range(typed_notes)
+    ]
+    docs += [
+        Document(page_content="An untyped memo about lunch %d." % n, id="untyped-%d" % n, metadata={}) for n in range(2)
+    ]
+    return docs

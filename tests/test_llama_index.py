@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
-from typing import Any, Dict, List
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 import pytest
 from llama_index.core import VectorStoreIndex
@@ -19,18 +21,25 @@ from llama_index.core.memory import Memory
 from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from llama_index.core.storage.chat_store.sql import MessageStatus
+from pydantic import PrivateAttr
 
-from poolsplit_adapters import EntryError, Pool
+from poolsplit_adapters import EntryError, Pool, Reason, Selection, UnadmittedCorrectionWarning, Visibility, select
 from poolsplit_adapters.llama_index import (
     SELECTION_KEY,
     PooledMemoryBlock,
+    PoolSplitMemoryStore,
     PoolSplitNodePostprocessor,
     PoolSplitRetriever,
     PoolSplitSelectionEvent,
+    capture_selections,
     nodes_from,
     poolsplit_memory_blocks,
 )
 from poolsplit_adapters.render import parse_markers
+from poolsplit_adapters.reports import event_payload
+
+pytestmark = pytest.mark.filterwarnings("error::poolsplit_adapters.poolsplit.UnadmittedCorrectionWarning")
 
 NOW = datetime.datetime(2026, 7, 7)
 CORRECTIONS = [
@@ -38,15 +47,19 @@ CORRECTIONS = [
     "Run the linter before proposing any diff.",
     "Quote money amounts in integer cents, never floats.",
 ]
+FIXES = ["fix-0", "fix-1", "fix-2"]
 POOLS = [
     Pool("corrections", 0, 0, ("correction",)),
     Pool("content", 160, 4, ("fact", "task", "note", "episode")),
     Pool("skills", 60, 1, ("skill",)),
     Pool("growth", 60, 1, ("growth",)),
 ]
+# Flushed chat gets a pool of its own, so that whether a session recalls it
+# does not depend on how it ranks against the facts.
+CHAT_POOLS = [*POOLS[:1], Pool("episodes", 400, 3, ("episode",)), *POOLS[1:]]
 
 
-def memory_entries(facts: int = 40) -> List[Dict[str, Any]]:
+def memory_entries(facts: int = 40, **extra: Any) -> List[Dict[str, Any]]:
     entries: List[Dict[str, Any]] = [
         {
             "id": "fix-%d" % n,
@@ -56,6 +69,7 @@ def memory_entries(facts: int = 40) -> List[Dict[str, Any]]:
             "source": "user-feedback",
             "created": "2026-03-01T00:00:00Z",
             "base_priority": 1,
+            **extra,
         }
         for n, text in enumerate(CORRECTIONS)
     ]
@@ -67,6 +81,7 @@ def memory_entries(facts: int = 40) -> List[Dict[str, Any]]:
             "source": "ci",
             "created": "2026-07-06T00:00:00Z",
             "content": "Deploy fact %d: the checkout service deploy to staging runs migrations first." % n,
+            **extra,
         }
         for n in range(facts)
     ]
@@ -77,6 +92,7 @@ def memory_entries(facts: int = 40) -> List[Dict[str, Any]]:
             "base_priority": 2,
             "source": "notes",
             "content": "Bisect a regression with git bisect run.",
+            **extra,
         }
     )
     entries.append(
@@ -86,6 +102,7 @@ def memory_entries(facts: int = 40) -> List[Dict[str, Any]]:
             "base_priority": 1,
             "source": "retro",
             "content": "Ask what done looks like before coding.",
+            **extra,
         }
     )
     return entries
@@ -95,22 +112,41 @@ def _nodes(entries):
     return nodes_from(entries)
 
 
+class CountingEmbedding(MockEmbedding):
+    """MockEmbedding that counts query embeddings, sync and async apart."""
+
+    _sync: int = PrivateAttr(default=0)
+    _async: int = PrivateAttr(default=0)
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        self._sync += 1
+        return super()._get_query_embedding(query)
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        self._async += 1
+        return await super()._aget_query_embedding(query)
+
+    @property
+    def counts(self):
+        return (self._sync, self._async)
+
+
 def test_retriever_over_nodes_puts_corrections_first_with_numeric_scores():
     nodes = _nodes(memory_entries())
     retriever = PoolSplitRetriever(POOLS, nodes, now=NOW)
     got = retriever.retrieve("how does the checkout deploy to staging work")
-    assert [n.node.node_id for n in got[:3]] == ["fix-0", "fix-1", "fix-2"]
+    assert [n.node.node_id for n in got[:3]] == FIXES
     assert all(isinstance(n.score, float) for n in got)
     assert got[0].score > max(n.score for n in got[3:])
     pools = [n.node.metadata[SELECTION_KEY]["pool"] for n in got]
-    assert pools.count("content") == 4 and "skills" in pools and "growth" in pools
+    assert pools == ["corrections"] * 3 + ["content"] * 4 + ["skills", "growth"]
     # New objects; the pool key stays out of the embedding and LLM views.
     assert all(n.node is not m for n in got for m in nodes)
     assert all(SELECTION_KEY not in m.metadata for m in nodes)
     first = got[3].node
     assert SELECTION_KEY not in first.get_content(metadata_mode=MetadataMode.EMBED)
     assert SELECTION_KEY not in first.get_content(metadata_mode=MetadataMode.LLM)
-    assert retriever.last_selection is not None and "not loaded" in retriever.explain()
+    assert "not loaded:" in retriever.explain().splitlines()
     shown = PoolSplitRetriever(POOLS, nodes, now=NOW, show_selection_to_llm=True).retrieve("deploy")
     assert SELECTION_KEY in shown[3].node.get_content(metadata_mode=MetadataMode.LLM)
 
@@ -126,9 +162,34 @@ async def test_vector_store_index_recall_per_pool_sync_and_async():
     index = VectorStoreIndex(_nodes(memory_entries(200)), embed_model=MockEmbedding(embed_dim=8))
     retriever = PoolSplitRetriever.from_vector_store_index(index, POOLS, fetch_k=6, now=NOW)
     for got in (retriever.retrieve("checkout deploy"), await retriever.aretrieve("checkout deploy")):
-        assert [n.node.node_id for n in got[:3]] == ["fix-0", "fix-1", "fix-2"]
+        assert [n.node.node_id for n in got[:3]] == FIXES
         kinds = [n.node.metadata["type"] for n in got[3:]]
-        assert kinds.count("fact") == 4 and kinds.count("skill") == 1 and kinds.count("growth") == 1
+        assert kinds == ["fact"] * 4 + ["skill", "growth"]
+
+
+async def test_vector_recall_embeds_the_query_once_sync_and_async():
+    embed = CountingEmbedding(embed_dim=8)
+    index = VectorStoreIndex(_nodes(memory_entries(50)), embed_model=embed)
+    retriever = PoolSplitRetriever.from_vector_store_index(index, POOLS, fetch_k=6, now=NOW)
+    sync = retriever.retrieve("checkout deploy")
+    assert embed.counts == (1, 0)
+    got = await retriever.aretrieve("checkout deploy")
+    assert embed.counts == (1, 1)
+    assert [n.node.node_id for n in got] == [n.node.node_id for n in sync]
+
+
+def test_nodes_without_type_reach_a_note_pool_on_every_path():
+    typed = [TextNode(text="typed note %d" % n, id_="typed-%02d" % n, metadata={"type": "note"}) for n in range(30)]
+    untyped = [TextNode(text="untyped memo %d" % n, id_="untyped-%d" % n) for n in range(2)]
+    plan = [Pool("notes", 10_000, 50, ("note",))]
+    index = VectorStoreIndex([*typed, *untyped], embed_model=MockEmbedding(embed_dim=8))
+    recalled = PoolSplitRetriever.from_vector_store_index(index, plan, fetch_k=5, now=NOW).retrieve("memo")
+    assert sorted(n.node.node_id for n in recalled if not n.node.metadata.get("type")) == ["untyped-0", "untyped-1"]
+    assert len(recalled) == 7  # 5 typed (fetch_k) + the 2 untyped
+    held = PoolSplitRetriever(plan, [*typed, *untyped], now=NOW).retrieve("memo")
+    assert len(held) == 32
+    post = PoolSplitNodePostprocessor(pools=plan, now=NOW).postprocess_nodes([NodeWithScore(node=untyped[0])])
+    assert [n.node.node_id for n in post] == ["untyped-0"]
 
 
 def test_retriever_query_engine_prompt_holds_the_corrections():
@@ -159,35 +220,68 @@ def test_selection_is_emitted_as_an_instrumentation_event():
     root = get_dispatcher()
     root.add_event_handler(handler)
     try:
-        PoolSplitRetriever(POOLS, _nodes(memory_entries()), now=NOW).retrieve("deploy")
+        nodes, selection = PoolSplitRetriever(POOLS, _nodes(memory_entries()), now=NOW).retrieve_with_selection(
+            "deploy"
+        )
     finally:
         root.event_handlers.remove(handler)
     (event,) = handler.events
     assert event.source == "retriever"
-    assert [c["id"] for c in event.summary["chosen"][:3]] == ["fix-0", "fix-1", "fix-2"]
+    assert event.summary == event_payload(selection)
+    assert [c["id"] for c in event.summary["chosen"][:3]] == FIXES
+    assert [n.node.node_id for n in nodes] == [c.entry["id"] for c in selection.chosen]
+
+
+async def test_concurrent_aretrieve_callers_each_get_their_own_selection():
+    retriever = PoolSplitRetriever(POOLS, _nodes(memory_entries()), now=NOW)
+    calls = [("deploy fact %d" % n, n % 3) for n in range(24)]
+    expected = [[c.entry["id"] for c in retriever.retrieve_with_selection(q, k=k)[1].chosen] for q, k in calls]
+
+    async def one(query: str, k: int) -> Any:
+        nodes, selection = await retriever.aretrieve_with_selection(query, k=k)
+        await asyncio.sleep(0)
+        return nodes, selection
+
+    results = await asyncio.gather(*(one(q, k) for q, k in calls))
+    for (_, k), want, (nodes, selection) in zip(calls, expected, results):
+        assert [c.entry["id"] for c in selection.chosen] == want
+        assert len(nodes) == 3 + k
+
+    # With capture_selections around plain aretrieve calls, the same holds.
+    async def captured(query: str) -> List[Selection]:
+        with capture_selections() as mine:
+            await retriever.aretrieve(query)
+        return mine
+
+    unlimited = [[c.entry["id"] for c in retriever.retrieve_with_selection(q)[1].chosen] for q, _ in calls]
+    for want, mine in zip(unlimited, await asyncio.gather(*(captured(q) for q, _ in calls))):
+        assert [[c.entry["id"] for c in selection.chosen] for selection in mine] == [want]
 
 
 def test_postprocessor_reinjects_corrections_a_similarity_cutoff_removed():
     nodes = _nodes(memory_entries(10))
     scored = [NodeWithScore(node=n, score=0.2 if n.metadata.get("scope") == "always" else 0.9) for n in nodes]
     survivors = SimilarityPostprocessor(similarity_cutoff=0.5).postprocess_nodes(scored, query_str="deploy")
-    assert not any(n.node.metadata.get("scope") == "always" for n in survivors)
+    assert [n.node.node_id for n in survivors] == [n.node_id for n in nodes[3:]]
     corrections = [n for n in nodes if n.metadata.get("scope") == "always"]
     plain = PoolSplitNodePostprocessor(pools=POOLS, now=NOW).postprocess_nodes(survivors, query_str="deploy")
-    assert not any(n.node.metadata.get("scope") == "always" for n in plain)
+    assert [n.node.metadata["type"] for n in plain] == ["fact"] * 4 + ["skill", "growth"]
     fixed = PoolSplitNodePostprocessor(pools=POOLS, now=NOW, always_nodes=corrections)
-    got = fixed.postprocess_nodes(survivors, query_str="deploy")
-    assert [n.node.node_id for n in got[:3]] == ["fix-0", "fix-1", "fix-2"]
-    assert fixed.last_selection is not None
-    with pytest.raises(ValueError, match="not scope 'always'"):
+    with capture_selections() as mine:
+        got = fixed.postprocess_nodes(survivors, query_str="deploy")
+    assert [n.node.node_id for n in got[:3]] == FIXES
+    assert fixed.last_selection is mine[0]
+    with pytest.raises(ValueError, match=r"always_nodes\[0\] \(node 'fact-02'\) is not scope 'always'"):
         PoolSplitNodePostprocessor(pools=POOLS, always_nodes=nodes[5:6])
 
 
-def _flood(n: int) -> List[ChatMessage]:
+def _flood(n: int, tag: str = "") -> List[ChatMessage]:
     out = []
     for i in range(n):
         out.append(
-            ChatMessage(role="user", content="Status %d: did the nightly deploy finish? Any staging errors?" % i)
+            ChatMessage(
+                role="user", content="Status %d%s: did the nightly deploy finish? Any staging errors?" % (i, tag)
+            )
         )
         out.append(ChatMessage(role="assistant", content="Deploy %d finished on staging; two warnings, no errors." % i))
     return out
@@ -216,12 +310,18 @@ def test_corrections_survive_memory_truncation_after_a_flood_sync():
         if number % 40 == 0:
             _check_turn(memory.get())
     markers = _check_turn(memory.get())
-    # Flushed chat became long-term episodes, with the session as source.
+    # Every flushed (archived) message became a long-term episode, with the
+    # session as source.
     episodes = [e for e in store.index if e["type"] == "episode"]
-    assert len(store.index) > before and episodes and all(e["source"] == "session:s1" for e in episodes)
-    # The pooled block was truncated entry by entry, and says so.
-    assert "by the context limit" in _memory_section(memory.get())
-    assert len(markers) >= 3
+    assert len(episodes) == len(memory.get_all(status=MessageStatus.ARCHIVED))
+    assert len(store.index) == before + len(episodes)
+    assert {(e["source"], e["session"]) for e in episodes} == {("session:s1", "s1")}
+    # The pooled block was truncated entry by entry, and says how many it cut.
+    selected = sum(1 for c in store.last_selection.chosen if not c.always)
+    shown = len(markers) - 3
+    last = _memory_section(memory.get()).split("</long_term_memory>")[0].splitlines()[-1]
+    assert re.fullmatch(r"\[(\d+) more entr(y|ies) left out by the context limit: .*\]", last)
+    assert int(last[1:].split()[0]) == selected - shown > 0
 
 
 async def test_corrections_survive_memory_truncation_after_a_flood_async():
@@ -239,20 +339,66 @@ async def test_low_priority_pool_present_when_it_has_room():
     memory = Memory.from_defaults(session_id="s3", token_limit=4000, memory_blocks=blocks)
     await memory.aput(ChatMessage(role="user", content="how do I find the commit that broke the deploy"))
     markers = _check_turn(await memory.aget())
-    assert {"skills", "growth", "content"} <= {m.get("pool") for m in markers}
+    assert [m.get("pool") for m in markers[3:]] == ["content"] * 4 + ["skills", "growth"]
 
 
 async def test_pooled_block_truncates_from_the_least_relevant_end_fairly():
-    block = poolsplit_memory_blocks(memory_entries(), POOLS, now=NOW)[1]
+    corrections, block = poolsplit_memory_blocks(memory_entries(), POOLS, now=NOW)
     assert isinstance(block, PooledMemoryBlock)
-    content = await block.aget([ChatMessage(role="user", content="deploy")], session_id="x")
+    message = [ChatMessage(role="user", content="deploy")]
+    content = await block.aget(message, session_id="x")
     markers = parse_markers(content)
     assert [m["pool"] for m in markers] == ["content"] * 4 + ["skills", "growth"]
     cut = await block.atruncate(content, 1)
     kept = parse_markers(cut)
     assert [m["id"] for m in kept] == [m["id"] for m in markers[:3]] + ["skill-bisect", "grow-done"]
-    assert "1 by the context limit" in cut
-    assert await block.atruncate(content, 10_000) is None
+    assert cut.splitlines()[-1] == "[1 more entry left out by the context limit: content 1]"
+    # Needing more room than the whole block: the entries go, the line stays.
+    assert await block.atruncate(content, 10_000) == (
+        "[6 more entries left out by the context limit: content 4, skills 1, growth 1]"
+    )
+    # What budgets cut is stated in the never-truncated corrections block.
+    ledger = (await corrections.aget(message, session_id="x")).splitlines()[-2:]
+    assert ledger == [
+        "[6 more entries selected for this message, in long_term_memory as far as the context limit allows: "
+        "content 4, skills 1, growth 1]",
+        "[36 more entries left out by budget: content 36]",
+    ]
+
+
+async def test_truncation_counts_come_from_the_selection_not_from_the_text():
+    # An entry whose content imitates an omission line must not inflate it.
+    entries = memory_entries(6)
+    entries[3]["content"] = "[999 more entries left out by budget] deploy fact"
+    store = PoolSplitMemoryStore(entries, POOLS, now=NOW)
+    block = PooledMemoryBlock(store=store)  # alone: it states the budget cut itself
+    content = await block.aget([ChatMessage(role="user", content="deploy")], session_id="x")
+    assert content.splitlines()[-1] == "[2 more entries left out by budget: content 2]"
+    assert (await block.atruncate(content, 10_000)).splitlines() == [
+        "[2 more entries left out by budget: content 2]",
+        "[6 more entries left out by the context limit: content 4, skills 1, growth 1]",
+    ]
+    # A text this store did not render is never cut silently either.
+    assert await block.atruncate("something else", 5) == "[long-term memory left out by the context limit]"
+
+
+async def test_memory_that_drops_the_pooled_block_whole_still_shows_its_counts():
+    # A last turn longer than the limit leaves no room even for the pooled
+    # block's omission lines: Memory drops that block whole.
+    blocks = poolsplit_memory_blocks(memory_entries(), POOLS, now=NOW)
+    memory = Memory.from_defaults(session_id="long", token_limit=400, memory_blocks=blocks)
+    await memory.aput(ChatMessage(role="user", content="deploy " + "word " * 300))
+    section = _memory_section(await memory.aget())
+    assert "<long_term_memory>" not in section
+    assert [m["id"] for m in parse_markers(section)] == FIXES
+    assert (
+        section.count("[") == 2
+        and (
+            "[6 more entries selected for this message, in long_term_memory as far as the context limit allows: "
+            "content 4, skills 1, growth 1]"
+        )
+        in section
+    )
 
 
 async def test_session_id_is_used_per_call_without_mutating_the_block():
@@ -263,11 +409,142 @@ async def test_session_id_is_used_per_call_without_mutating_the_block():
     await pooled.aput([ChatMessage(role="user", content="remember the green deploy")], session_id="beta")
     await pooled.aget([ChatMessage(role="user", content="deploy")], session_id="alpha")
     assert pooled.model_dump() == snapshot
-    sources = {e["content"]: e["source"] for e in pooled.store.index if e["type"] == "episode"}
+    sources = {e["content"]: (e["source"], e["session"]) for e in pooled.store.index if e["type"] == "episode"}
     assert sources == {
-        "user: remember the blue deploy": "session:alpha",
-        "user: remember the green deploy": "session:beta",
+        "user: remember the blue deploy": ("session:alpha", "alpha"),
+        "user: remember the green deploy": ("session:beta", "beta"),
     }
+
+
+def _sessions(share_chat: bool, store: Any = None) -> Dict[str, Memory]:
+    blocks = poolsplit_memory_blocks(memory_entries(4), CHAT_POOLS, now=NOW, share_chat=share_chat, store=store)
+    return {
+        name: Memory.from_defaults(
+            session_id=name, token_limit=1500, chat_history_token_ratio=0.2, memory_blocks=blocks
+        )
+        for name in ("alice", "bob")
+    }
+
+
+def _chat_sources(memory: Memory, message: str) -> List[str]:
+    memory.put(ChatMessage(role="user", content=message))
+    return sorted(
+        {m.get("source", "") for m in parse_markers(_memory_section(memory.get())) if m.get("pool") == "episodes"}
+    )
+
+
+def test_a_session_recalls_only_its_own_flushed_chat_by_default():
+    sessions = _sessions(share_chat=False)
+    for message in _flood(12, tag=" for alice"):
+        sessions["alice"].put(message)
+    assert _chat_sources(sessions["bob"], "did the nightly deploy finish for alice?") == []
+    assert _chat_sources(sessions["alice"], "did the nightly deploy finish for alice?") == ["session:alice"]
+    shared = _sessions(share_chat=True)
+    for message in _flood(12, tag=" for alice"):
+        shared["alice"].put(message)
+    assert _chat_sources(shared["bob"], "did the nightly deploy finish for alice?") == ["session:alice"]
+
+
+def test_flushed_chat_carries_the_store_namespace_and_is_recalled():
+    blocks = poolsplit_memory_blocks(
+        memory_entries(4, namespace="t"), CHAT_POOLS, now=NOW, visibility=Visibility(namespace="t")
+    )
+    memory = Memory.from_defaults(session_id="s", token_limit=1500, chat_history_token_ratio=0.2, memory_blocks=blocks)
+    for message in _flood(12):
+        memory.put(message)
+    store = blocks[1].store
+    episodes = [e for e in store.index if e["type"] == "episode"]
+    assert {e["namespace"] for e in episodes} == {"t"}
+    memory.put(ChatMessage(role="user", content="did the nightly deploy finish?"))
+    markers = parse_markers(_memory_section(memory.get()))
+    assert [m["pool"] for m in markers].count("episodes") == 3
+    assert [d.reason for d in store.last_selection.dropped if d.reason == Reason.NAMESPACE] == []
+
+
+def test_an_edited_correction_is_seen_on_the_next_call():
+    blocks = poolsplit_memory_blocks(memory_entries(), POOLS, now=NOW)
+    memory = Memory.from_defaults(session_id="s", token_limit=2000, memory_blocks=blocks)
+    memory.put(ChatMessage(role="user", content="deploy"))
+    assert CORRECTIONS[0] in _memory_section(memory.get())
+    store = blocks[0].store
+    old = next(e for e in store.index if e["id"] == "fix-0")
+    store.index.replace(old, dict(old, content="NEW: squash before merging."))
+    section = _memory_section(memory.get())  # same message, same size, same second
+    assert "NEW: squash before merging." in section and CORRECTIONS[0] not in section
+
+
+def test_the_two_blocks_share_one_selection_per_message_and_version():
+    store = PoolSplitMemoryStore(memory_entries(), POOLS, now=NOW)
+    first = store.select_for("deploy", "s")
+    assert store.select_for("deploy", "s") is first
+    assert store.select_for("deploy", "other") is not first
+    store.index.add({"id": "new", "type": "fact", "content": "a new deploy fact"})
+    assert store.select_for("deploy", "s") is not first
+
+
+class ListStore:
+    """The long-term store protocol over a list (a stand-in for the SQLite
+    store): ids and times assigned on add, version bumped by every write."""
+
+    def __init__(self, entries: Iterable[Mapping[str, Any]] = ()) -> None:
+        self.rows: List[Dict[str, Any]] = []
+        self.writes = 0
+        self.add(entries)
+
+    def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
+        ids = []
+        for entry in entries:
+            row = dict(entry)
+            row.setdefault("id", "row-%d" % len(self.rows))
+            row.setdefault("created", "2026-07-07T00:00:00Z")
+            self.rows.append(row)
+            ids.append(row["id"])
+        self.writes += 1
+        return ids
+
+    def get(self, entry_id: str) -> Optional[Dict[str, Any]]:
+        return next((r for r in self.rows if r["id"] == entry_id), None)
+
+    def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
+        (new_id,) = self.add([new_entry])
+        old = self.get(entry_id)
+        assert old is not None
+        old["superseded_by"] = new_id
+        return new_id
+
+    def delete(self, entry_id: str) -> bool:
+        before = len(self.rows)
+        self.rows = [r for r in self.rows if r["id"] != entry_id]
+        self.writes += 1
+        return len(self.rows) < before
+
+    def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        return [r for r in self.rows if namespace is None or r.get("namespace") == namespace]
+
+    def select(self, pools: Any, context: Any = None, **options: Any) -> Selection:
+        return select(self.rows, pools, context, **options)
+
+    @property
+    def version(self) -> int:
+        return self.writes
+
+
+def test_a_long_term_store_receives_flushed_chat_and_is_recalled_per_session():
+    store = ListStore()
+    sessions = _sessions(share_chat=False, store=store)
+    for message in _flood(12, tag=" for alice"):
+        sessions["alice"].put(message)
+    memory_store = sessions["alice"].memory_blocks[1].store
+    assert [e for e in memory_store.index if e["type"] == "episode"] == []  # written to the store instead
+    assert {(r["type"], r["session"]) for r in store.rows} == {("episode", "alice")}
+    assert _chat_sources(sessions["bob"], "did the nightly deploy finish for alice?") == []
+    assert _chat_sources(sessions["alice"], "did the nightly deploy finish for alice?") == ["session:alice"]
+    # A write to the store is seen on the next call (the memo keys on its version).
+    old = store.rows[0]
+    store.supersede(old["id"], dict(old, id="edited", content="EDITED: did the nightly deploy finish for alice?"))
+    section = _memory_section(sessions["alice"].get())
+    assert "EDITED: did the nightly deploy finish for alice?" in section
+    assert {d.entry["id"]: d.reason for d in memory_store.last_selection.dropped}[old["id"]] == Reason.INACTIVE
 
 
 def test_context_chat_engine_sends_corrections_every_turn():
@@ -277,7 +554,15 @@ def test_context_chat_engine_sends_corrections_every_turn():
     retriever = PoolSplitRetriever([Pool("facts", 100, 2, ("fact",))], _nodes(facts), now=NOW)
     engine = ContextChatEngine.from_defaults(retriever=retriever, memory=memory, llm=MockLLM())
     for turn in range(4):
-        reply = engine.chat("turn %d: is the staging deploy healthy?" % turn)
+        # The facts-only retriever admits no correction: said every time.
+        with pytest.warns(UnadmittedCorrectionWarning) as caught:
+            reply = engine.chat("turn %d: is the staging deploy healthy?" % turn)
+        unadmitted = [str(w.message) for w in caught if w.category is UnadmittedCorrectionWarning]
+        assert [m.split(" is an always-scope")[0] for m in unadmitted] == [
+            "entry 'fix-0' (index 0)",
+            "entry 'fix-1' (index 1)",
+            "entry 'fix-2' (index 2)",
+        ]
         assert all(text in reply.response for text in CORRECTIONS)  # MockLLM echoes its input
 
 
@@ -294,14 +579,14 @@ async def test_function_agent_llm_input_holds_corrections_every_turn():
     memory = Memory.from_defaults(session_id="agent", token_limit=900, memory_blocks=blocks)
     for turn in range(3):
         result = await agent.run(user_msg="turn %d: deploy checkout to staging" % turn, memory=memory)
-        assert "noted" in str(result)
+        assert str(result) == "noted"
     assert len(seen) == 3
     for messages in seen:
         text = "\n".join(m.content or "" for m in messages)
         assert all(c in text for c in CORRECTIONS)
 
 
-def test_node_without_type_is_a_note_and_bad_metadata_names_the_node():
+def test_node_without_type_is_a_note_and_bad_input_names_the_node():
     untyped = TextNode(text="untyped memory", id_="u1")
     got = PoolSplitRetriever([Pool("notes", 100, 5, ("note",))], [untyped], now=NOW).retrieve("memory")
     assert [n.node.node_id for n in got] == ["u1"]
@@ -313,3 +598,40 @@ def test_node_without_type_is_a_note_and_bad_metadata_names_the_node():
         PoolSplitNodePostprocessor(pools=POOLS).postprocess_nodes([NodeWithScore(node=negative, score=1.0)])
     with pytest.raises(ValueError, match="needs nodes="):
         PoolSplitRetriever(POOLS)
+    with pytest.raises(TypeError, match=r"nodes\[1\] must be a llama_index node \(TextNode, Document, ...\) or "):
+        PoolSplitRetriever(POOLS, nodes=[untyped, "text"])
+    with pytest.raises(TypeError, match="nodes must be a list of nodes, got str"):
+        PoolSplitRetriever(POOLS, nodes="text")
+
+
+def test_tags_and_other_arguments_are_checked_and_named():
+    nodes = _nodes(memory_entries(4))
+    with pytest.raises(ValueError, match="tags must be a list of strings, not the bare string 'ops'"):
+        PoolSplitRetriever(POOLS, nodes, tags="ops")
+    retriever = PoolSplitRetriever(POOLS, nodes, now=NOW)
+    with pytest.raises(ValueError, match="tags must be a list of strings, not the bare string 'ops'"):
+        retriever.retrieve_with_selection("deploy", tags="ops")
+    with pytest.raises(TypeError, match="k must be an int >= 0 or None, got str '3'"):
+        retriever.retrieve_with_selection("deploy", k="3")
+    with pytest.raises(TypeError, match=r"PoolSplitRetriever got unexpected keyword argument\(s\) 'namespace'"):
+        PoolSplitRetriever(POOLS, nodes, namespace="A")
+    with pytest.raises(TypeError, match=r"PoolSplitMemoryStore got unexpected keyword argument\(s\) 'sesion'"):
+        poolsplit_memory_blocks(memory_entries(), POOLS, sesion="x")
+    nodes_got, selection = retriever.retrieve_with_selection("deploy", tags=["ops"], k=1, namespace="nowhere")
+    assert [n.node.node_id for n in nodes_got] == []
+    assert {d.reason for d in selection.dropped} == {Reason.NAMESPACE}
+
+
+def test_scope_keyword_is_a_deprecated_alias_in_every_llama_index_class():
+    nodes = [TextNode(text="a memory", id_="a", metadata={"namespace": "A"}), TextNode(text="b memory", id_="b")]
+    with pytest.warns(DeprecationWarning, match=r"PoolSplitRetriever\(scope=...\) is deprecated"):
+        retriever = PoolSplitRetriever(POOLS, nodes, now=NOW, scope=Visibility(namespace="A"))
+    assert [n.node.node_id for n in retriever.retrieve("memory")] == ["a"]
+    with pytest.warns(DeprecationWarning, match=r"PoolSplitNodePostprocessor\(scope=...\) is deprecated"):
+        post = PoolSplitNodePostprocessor(pools=POOLS, now=NOW, scope=Visibility(namespace="A"))
+    assert [n.node.node_id for n in post.postprocess_nodes([NodeWithScore(node=n) for n in nodes])] == ["a"]
+    with pytest.warns(DeprecationWarning, match=r"PoolSplitMemoryStore\(scope=...\) is deprecated"):
+        store = PoolSplitMemoryStore(
+            [{"id": "a", "content": "a memory", "namespace": "A"}], POOLS, scope=Visibility(namespace="A")
+        )
+    assert store.settings.visibility == Visibility(namespace="A")

@@ -2,10 +2,11 @@
 document compressor and LCEL runnable.
 
 Data flows one way: ``Document`` -> entry (metadata + ``content`` + ``id``)
--> core selector -> selection -> new ``Document`` objects, always-scope
-corrections first, then each pool's documents in pool order. The caller's
-documents are never mutated: returned documents are copies whose metadata
-gains one key, ``"poolsplit"`` (``{"pool", "score", "always"}``).
+-> recall plan (vector-store mode) -> core selector -> selection -> new
+``Document`` objects, always-scope corrections first, then each pool's
+documents in pool order. The caller's documents are never mutated: returned
+documents are copies whose metadata gains one key, ``"poolsplit"``
+(``{"pool", "score", "always"}`` plus the call's sealed omission counts).
 
 Entry points:
 
@@ -17,22 +18,47 @@ Entry points:
   compressor pipelines, and :meth:`PoolSplitCompressor.as_runnable` for
   ``retriever | selector`` in LCEL.
 * :func:`format_documents`: provenance-tagged text for a prompt.
+* :func:`~poolsplit_adapters.reports.capture_selections` (re-exported): a
+  caller's own selection reports.
+* :class:`PoolSplitMemoryMiddleware` for ``langchain.agents.create_agent`` and
+  :class:`BaseStoreMemory` over a LangGraph store (long-term memory for
+  agents). Imported on first use: they pull in ``langchain.agents``, which
+  retriever-only users need not pay for.
 """
 
-from .._frameworks import SELECTION_KEY
+from typing import Any
+
+from ..convert import SELECTION_KEY
+from ..reports import capture_selections
 from .compressor import PoolSplitCompressor
 from .documents import SELECTION_EVENT, document_to_entry, format_documents
-from .middleware import PoolSplitMemoryMiddleware
-from .retriever import PoolSplitRetriever, type_filter
-from .store import BaseStoreMemory
+from .filters import FilterBuilder, callable_filter, dict_filter, type_filter
+from .retriever import PoolSplitRetriever
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PoolSplitMemoryMiddleware":
+        from .middleware import PoolSplitMemoryMiddleware
+
+        return PoolSplitMemoryMiddleware
+    if name == "BaseStoreMemory":
+        from .store import BaseStoreMemory
+
+        return BaseStoreMemory
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
 
 __all__ = [
     "BaseStoreMemory",
+    "FilterBuilder",
     "PoolSplitCompressor",
     "PoolSplitMemoryMiddleware",
     "PoolSplitRetriever",
     "SELECTION_EVENT",
     "SELECTION_KEY",
+    "callable_filter",
+    "capture_selections",
+    "dict_filter",
     "document_to_entry",
     "format_documents",
     "type_filter",

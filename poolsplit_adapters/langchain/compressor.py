@@ -2,58 +2,37 @@
 
 from __future__ import annotations
 
-import datetime
-from typing import Any, List, Mapping, Optional, Sequence, Union
+from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
 
-from langchain_core.callbacks import (
-    Callbacks,
-)
+from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager, CallbackManager, Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import ConfigDict
 
-from .._frameworks import (
-    check_pools,
-    select_with,
-)
-from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer
-from ..tokens import default_counter
-from .documents import DocumentConverter
+from ..poolsplit import Selection
+from ..reports import event_payload
+from ..settings import SelectionSettings
+from .documents import SELECTION_EVENT, DocumentConverter
 
 
-class PoolSplitCompressor(BaseDocumentCompressor):
+class PoolSplitCompressor(SelectionSettings, BaseDocumentCompressor):
     """Re-apply pool budgets to documents another stage produced.
 
     Use it in ``ContextualCompressionRetriever(base_compressor=...)`` or a
     ``DocumentCompressorPipeline``; put it last, since a later filter could
-    drop the corrections it puts first. Same arguments as the retriever's
-    selection part (``pools``, ``k``, ``token_counter``, ``scorer``,
-    ``project``, ``now``, ``scope``); :attr:`last_selection` holds the last report.
+    drop the corrections it puts first. Its settings are those of
+    :class:`~poolsplit_adapters.settings.SelectionSettings`. Every call emits
+    the ``poolsplit_selection`` callback event (when it runs with callbacks)
+    and sets :attr:`last_selection` (the call that finished last).
+
+    Example::
+
+        compressor = PoolSplitCompressor(pools=[Pool("notes", 400, 6), Pool("skills", 100, 1)], k=4)
+        retriever = ContextualCompressionRetriever(base_compressor=compressor, base_retriever=wide)
+        selector = compressor.as_runnable()    # retriever | selector in LCEL
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    pools: List[Pool]
-    k: Optional[int] = None
-    token_counter: Optional[TokenCounter] = None
-    scorer: Scorer = Field(default=default_scorer)
-    project: Optional[str] = None
-    now: Optional[datetime.datetime] = None
-    visibility: Optional[Visibility] = None
-
-    _last: Optional[Selection] = PrivateAttr(default=None)
-
-    @model_validator(mode="after")
-    def _prepare(self) -> PoolSplitCompressor:
-        self.pools = check_pools(self.pools)
-        if self.token_counter is None:
-            self.token_counter = default_counter()
-        return self
-
-    @property
-    def last_selection(self) -> Optional[Selection]:
-        """The selection report of the most recent call."""
-        return self._last
 
     def compress_documents(
         self,
@@ -62,12 +41,27 @@ class PoolSplitCompressor(BaseDocumentCompressor):
         callbacks: Optional[Callbacks] = None,
     ) -> List[Document]:
         """Select from ``documents`` for ``query`` (new documents returned)."""
+        selection, returned = self._compress(documents, query)
+        manager = callbacks if isinstance(callbacks, BaseCallbackManager) else CallbackManager.configure(callbacks)
+        if isinstance(manager, CallbackManager):
+            manager.on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=manager.parent_run_id)
+        return returned
+
+    async def acompress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Optional[Callbacks] = None
+    ) -> List[Document]:
+        """:meth:`compress_documents`, with the event sent to async handlers."""
+        selection, returned = self._compress(documents, query)
+        manager = callbacks if isinstance(callbacks, BaseCallbackManager) else AsyncCallbackManager.configure(callbacks)
+        if isinstance(manager, AsyncCallbackManager):
+            await manager.on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=manager.parent_run_id)
+        return returned
+
+    def _compress(self, documents: Sequence[Document], query: str) -> Tuple[Selection, List[Document]]:
         entries, source = DocumentConverter.entries(documents)
-        assert self.token_counter is not None
-        context = {"message": query or "", "project": self.project}
-        selection = select_with(self, entries, context)
-        self._last = selection
-        return DocumentConverter.to_documents(selection, self.k, source)
+        options = self.options_for(query or "")
+        selection = self.record(self.select_from(entries, options))
+        return selection, DocumentConverter.to_documents(selection, self.returned(selection, options), source)
 
     def as_runnable(self) -> Runnable[Union[Sequence[Document], Mapping[str, Any]], List[Document]]:
         """This selection as an LCEL runnable.
@@ -79,8 +73,9 @@ class PoolSplitCompressor(BaseDocumentCompressor):
         """
 
         def run(value: Union[Sequence[Document], Mapping[str, Any]], config: RunnableConfig) -> List[Document]:
+            callbacks = config.get("callbacks")
             if isinstance(value, Mapping):
-                return self.compress_documents(value["documents"], value.get("query", ""))
-            return self.compress_documents(list(value), "")
+                return self.compress_documents(value["documents"], value.get("query", ""), callbacks)
+            return self.compress_documents(list(value), "", callbacks)
 
         return RunnableLambda(run, name="PoolSplitSelector")

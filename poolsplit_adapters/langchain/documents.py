@@ -3,22 +3,35 @@ and the provenance-tagged formatter for prompts."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from langchain_core.documents import Document
 
-from .._frameworks import (
+from ..convert import (
     SELECTION_KEY,
-    cap_round_robin,
     entry_from,
-    omitted_by_pool,
+    new_call_id,
+    sealed_omissions,
     selection_metadata,
+    trusted_omissions,
 )
-from ..poolsplit import Selection
-from ..render import marker, omission_line
+from ..poolsplit import Chosen, Selection
+from ..recall import merge_recalled
+from ..render import marker, omission_line, omitted_by_pool
 
 #: Name of the custom callback event carrying each call's selection report.
 SELECTION_EVENT = "poolsplit_selection"
+
+
+def _label(document: Any, position: int) -> str:
+    doc_id = getattr(document, "id", None)
+    return "document %r" % doc_id if isinstance(doc_id, str) and doc_id else "document at position %d" % position
+
+
+def _checked(document: Any, position: int) -> Document:
+    if not isinstance(document, Document):
+        raise TypeError("documents[%d] must be a langchain_core Document, got %s" % (position, type(document).__name__))
+    return document
 
 
 def document_to_entry(document: Document, position: int = 0) -> Dict[str, Any]:
@@ -27,12 +40,21 @@ def document_to_entry(document: Document, position: int = 0) -> Dict[str, Any]:
 
     Raises:
         EntryError: malformed metadata, naming the document and the field.
+        TypeError: ``document`` is not a ``Document``.
     """
-    return entry_from(document.page_content, document.metadata, document.id, kind="document", position=position)
+    doc = _checked(document, position)
+    return entry_from(doc.page_content, doc.metadata, doc.id, kind="document", position=position)
 
 
 class DocumentConverter:
-    """Selection over documents, shared by the retriever and the compressor."""
+    """Selection over documents, shared by the retriever and the compressor.
+
+    Example::
+
+        entries, source = DocumentConverter.entries(documents)
+        selection = select(entries, pools)
+        returned = DocumentConverter.to_documents(selection, selection.chosen, source)
+    """
 
     @staticmethod
     def entries(
@@ -40,58 +62,74 @@ class DocumentConverter:
     ) -> Tuple[List[Dict[str, Any]], Dict[int, Document]]:
         """Entries for ``documents`` and the way back to each document.
 
-        ``recalled``: the documents come from several recalls of one store,
-        so the same id seen twice is the same document and is kept once, and
-        they are put in id order first (see below).
+        ``recalled``: the documents come from several searches of one store
+        (see :func:`~poolsplit_adapters.recall.merge_recalled`).
         """
-        entries, source = [], {}
-        seen: Set[str] = set()
         if recalled:
-            # Recall order is similarity order, which changes with every
-            # query; id order keeps corrections (and complete ties) stable.
-            documents = sorted(documents, key=lambda d: (d.id is None, d.id or ""))
+            documents = merge_recalled(documents, key=lambda d: d.id)
+        entries, source = [], {}
         for position, doc in enumerate(documents):
             entry = document_to_entry(doc, position)
-            key = entry.get("id")
-            if recalled and key is not None:
-                if key in seen:
-                    continue
-                seen.add(key)
             entries.append(entry)
             source[id(entry)] = doc
         return entries, source
 
     @staticmethod
-    def to_documents(selection: Selection, k: Optional[int], source: Mapping[int, Document]) -> List[Document]:
-        chosen = cap_round_robin(selection, k)
-        omitted = omitted_by_pool(selection, chosen)
+    def to_documents(
+        selection: Selection, returned: Sequence[Chosen], source: Mapping[int, Document]
+    ) -> List[Document]:
+        """New documents for ``returned`` (the caller's are never mutated),
+        each carrying the call's sealed per-pool omission counts."""
+        omissions = sealed_omissions(new_call_id(), omitted_by_pool(selection, returned))
         out = []
-        for c in chosen:
+        for c in returned:
             original = source[id(c.entry)]
             metadata = dict(original.metadata)
-            metadata[SELECTION_KEY] = selection_metadata(c, omitted)
+            metadata[SELECTION_KEY] = {**selection_metadata(c), **omissions}
             out.append(Document(page_content=original.page_content, metadata=metadata, id=original.id))
         return out
 
 
 def format_documents(documents: Sequence[Document]) -> str:
-    """Render returned documents as cite-able ``<memory id source at pool>``
-    markers (content escaped so it cannot forge a marker), for a prompt:
+    """Render documents as cite-able ``<memory id source at pool>`` markers
+    (content escaped so it cannot forge a marker), for a prompt:
     ``retriever | format_documents | prompt | model``.
 
-    When the documents come from this package's retriever or compressor,
-    the text ends with an explicit line saying how many more entries budgets
-    (or ``k``) left out, per pool: silent truncation makes a model believe
-    that is all there is."""
+    When documents come from this package's retriever or compressor, the
+    text ends with an explicit line saying how many more entries budgets (or
+    ``k``) left out, per pool: silent truncation makes a model believe that
+    is all there is. Only counts this process sealed for the call that
+    returned the documents are stated (summed over the calls present); a
+    foreign document's own ``metadata["poolsplit"]`` is never trusted.
+
+    Raises:
+        TypeError: a document that is not a ``Document``, or whose
+            ``metadata["poolsplit"]`` is not a mapping (naming it).
+    """
     blocks = []
-    omitted: Mapping[str, int] = {}
-    for doc in documents:
+    calls: Dict[str, Dict[str, int]] = {}
+    for position, document in enumerate(documents):
+        doc = _checked(document, position)
+        data = doc.metadata.get(SELECTION_KEY)
+        if data is None:
+            data = {}
+        elif not isinstance(data, Mapping):
+            raise TypeError(
+                "%s: metadata field %r must be the mapping this package writes, got %s"
+                % (_label(doc, position), SELECTION_KEY, type(data).__name__)
+            )
+        trusted = trusted_omissions(data)
+        if trusted is not None:
+            calls.setdefault(trusted[0], trusted[1])
+        pool = data.get("pool")
         entry = dict(doc.metadata)
         entry["content"] = doc.page_content
         if doc.id:
             entry["id"] = doc.id
-        chosen = doc.metadata.get(SELECTION_KEY) or {}
-        omitted = chosen.get("omitted") or omitted
-        blocks.append(marker(entry, chosen.get("pool")))
+        blocks.append(marker(entry, pool if isinstance(pool, str) else None))
+    omitted: Dict[str, int] = {}
+    for counts in calls.values():
+        for name, count in counts.items():
+            omitted[name] = omitted.get(name, 0) + count
     line = omission_line(omitted, "by budget or k")
     return "\n".join(blocks + ([line] if line else []))

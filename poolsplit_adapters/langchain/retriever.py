@@ -2,334 +2,174 @@
 
 from __future__ import annotations
 
-import asyncio
-import datetime
-import warnings
-from dataclasses import replace
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
+from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from langchain_core.vectorstores import VectorStore
+from pydantic import ConfigDict, Field, PrivateAttr
+from typing_extensions import Unpack
 
-from .._frameworks import (
-    check_pools,
-    selection_digest,
-)
 from ..index import MemoryIndex
-from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer, select
+from ..poolsplit import Pool, Selection, Visibility
+from ..recall import RecallPlan
 from ..render import explain
-from ..tokens import default_counter
+from ..reports import event_payload
+from ..settings import ArgumentError, CallOptions, CallOverrides, SelectionSettings
 from .documents import SELECTION_EVENT, DocumentConverter
+from .filters import FilterBuilder, type_filter
+from .vector_search import VectorRecall
 
-FilterBuilder = Callable[..., Any]
 
+class BaseRetrieverRecall:
+    """Candidates from another retriever (``base_retriever=`` mode), as a
+    child run tagged ``base``. No filter can be pushed down into it.
 
-def type_filter(store: VectorStore) -> FilterBuilder:
-    """The default filter builder for ``store``:
-    ``(types, scope, namespaces=None) -> filter``.
+    Example::
 
-    ``InMemoryVectorStore`` takes a callable, which can apply the "note"
-    default for documents without a ``type``. Other stores get the dict
-    form most of them accept (``{"type": {"$in": [...]}}``,
-    ``{"scope": "always"}``, ``{"namespace": {"$in": [...]}}``); there,
-    documents must carry ``type`` explicitly. Pass your own
-    ``filter_builder`` for other filter dialects; it is called with
-    ``namespaces=`` only when the query is scoped to namespaces.
+        recall = BaseRetrieverRecall(vectorstore.as_retriever(search_kwargs={"k": 40}))
     """
-    if isinstance(store, InMemoryVectorStore):
 
-        def build_callable(
-            types: Optional[Tuple[str, ...]], scope: Optional[str], namespaces: Optional[Tuple[str, ...]] = None
-        ) -> Any:
-            def accept(doc: Document) -> bool:
-                if scope is not None and doc.metadata.get("scope") != scope:
-                    return False
-                if namespaces is not None and doc.metadata.get("namespace") not in namespaces:
-                    return False
-                return types is None or doc.metadata.get("type", "note") in types
+    def __init__(self, retriever: BaseRetriever) -> None:
+        self.retriever = retriever
 
-            return accept
+    def run(self, query: str, visibility: Optional[Visibility], run_manager: SyncRun) -> List[Document]:
+        return self.retriever.invoke(query, config={"callbacks": run_manager.get_child("base")})
 
-        return build_callable
-
-    def build_dict(
-        types: Optional[Tuple[str, ...]], scope: Optional[str], namespaces: Optional[Tuple[str, ...]] = None
-    ) -> Any:
-        clauses: List[Dict[str, Any]] = []
-        if types is not None:
-            clauses.append({"type": {"$in": list(types)}})
-        if scope is not None:
-            clauses.append({"scope": scope})
-        if namespaces is not None:
-            clauses.append({"namespace": {"$in": list(namespaces)}})
-        if not clauses:
-            return None
-        return clauses[0] if len(clauses) == 1 else {"$and": clauses}
-
-    return build_dict
+    async def arun(self, query: str, visibility: Optional[Visibility], run_manager: AsyncRun) -> List[Document]:
+        return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")})
 
 
-class PoolSplitRetriever(BaseRetriever):
+class PoolSplitRetriever(SelectionSettings, BaseRetriever):
     """A retriever that fills reserved per-type budgets and always returns
     behavioural corrections first.
 
     Replace ``vectorstore.as_retriever()`` with it in any chain: the output
     is a list of documents like any retriever's, ordered always-scope first
-    (input order), then each pool's documents in pool order.
+    (input order), then each pool's documents in pool order. Give exactly
+    one source of documents:
 
-    Args:
-        pools: the pool plan (:class:`~poolsplit_adapters.Pool` list).
-        documents: standalone mode: the memory, held in a
-            :class:`~poolsplit_adapters.MemoryIndex` built once.
-        vectorstore: per-pool recall mode (see :meth:`from_vectorstore`).
-        base_retriever: pool whatever another retriever returns. It can only
-            pool what that retriever returns: if its top-k holds no skill,
-            no skill pool can fill. Prefer ``vectorstore`` when you can.
-        k: default cap on *contextual* documents per call; always-scope
-            documents come on top of ``k``. Slots are dealt round-robin
-            across pools. None: the pools' own caps only.
-        fetch_k: per-pool recall size in vectorstore mode (default 20).
-        always_k: how many always-scope documents one filtered fetch may
-            return in vectorstore mode (default 1000; a warning says when the
-            fetch came back full and may have been truncated).
-        filter_builder: ``(types, scope) -> filter`` for the vector store
-            (default: :func:`type_filter`).
-        token_counter: cost of a document without ``token_count`` metadata
-            (default: tiktoken ``o200k_base``, offline).
-        scorer: ranking function (default: the spec's lexical scorer).
-        project: default project context for scoring.
-        now: fixed reference time (default: the time of each call).
-        scope: a :class:`~poolsplit_adapters.Visibility`: exact namespace (or an
-            explicit chain), required tags (AND), required source. Default:
-            none. Provenance is not required by default: dropping an
-            unsourced correction would be worse than showing it with an
-            empty ``source``, which the rendered marker makes visible.
+    * ``documents=[...]``: the memory itself, held in a
+      :class:`~poolsplit_adapters.MemoryIndex` built once;
+    * a vector store, through :meth:`from_vectorstore` (per-pool recall);
+    * ``base_retriever=``: pool whatever another retriever returns. It can
+      only pool what that retriever returns: if its top-k holds no skill, no
+      skill pool can fill. Prefer a vector store when you can.
+
+    The selection settings (``pools``, ``k``, ``token_counter``, ``scorer``,
+    ``visibility``, ``project``, ``now``) are those of
+    :class:`~poolsplit_adapters.settings.SelectionSettings`; ``scope=`` is a
+    deprecated alias of ``visibility=``.
 
     Per call, ``invoke(query, k=..., tags=[...], project=..., now=...,
     namespace=...)`` overrides the defaults (``namespace`` replaces the
-    scope's namespace for that call). The selection report of the last call is
-    :attr:`last_selection`; every call also emits a ``poolsplit_selection``
-    custom callback event with a JSON-friendly digest, visible in tracing
-    and in ``astream_events``.
+    visibility's namespace for that call). Every call emits a
+    ``poolsplit_selection`` custom callback event carrying
+    ``selection.to_dict()`` (visible in tracing and ``astream_events``);
+    :func:`~poolsplit_adapters.reports.capture_selections` gives a caller its
+    own :class:`~poolsplit_adapters.Selection`, and :attr:`last_selection`
+    is the selection of the call that finished last.
+
+    Example::
+
+        retriever = PoolSplitRetriever(documents=docs, pools=[Pool("notes", 400, 6), Pool("skills", 100, 1)])
+        chain = {"context": retriever | format_documents, "question": RunnablePassthrough()} | prompt | model
+        with capture_selections() as mine:
+            docs = retriever.invoke("did the deploy finish?", k=3)
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    pools: List[Pool]
-    documents: Optional[List[Document]] = None
-    vectorstore: Optional[VectorStore] = None
-    base_retriever: Optional[BaseRetriever] = None
-    k: Optional[int] = None
-    fetch_k: int = 20
-    always_k: int = 1000
-    filter_builder: Optional[FilterBuilder] = None
-    token_counter: Optional[TokenCounter] = None
-    scorer: Scorer = Field(default=default_scorer)
-    project: Optional[str] = None
-    now: Optional[datetime.datetime] = None
-    visibility: Optional[Visibility] = None
+    documents: Optional[List[Document]] = Field(default=None, description="Standalone mode: the memory.")
+    vectorstore: Optional[VectorStore] = Field(default=None, description="Per-pool recall mode (see from_vectorstore).")
+    base_retriever: Optional[BaseRetriever] = Field(
+        default=None, description="Pool what another retriever returns (it can only pool what that returns)."
+    )
+    fetch_k: int = Field(default=RecallPlan.fetch_k, description="Vector-store mode: see RecallPlan.fetch_k.")
+    always_k: int = Field(default=RecallPlan.always_k, description="Vector-store mode: see RecallPlan.always_k.")
+    filter_builder: Optional[FilterBuilder] = Field(
+        default=None,
+        description="Vector-store mode: (Search) -> the store's filter (default: type_filter(vectorstore)).",
+    )
 
     _index: Optional[MemoryIndex] = PrivateAttr(default=None)
     _source: Dict[int, Document] = PrivateAttr(default_factory=dict)
-    _last: Optional[Selection] = PrivateAttr(default=None)
-
-    @model_validator(mode="after")
-    def _prepare(self) -> PoolSplitRetriever:
-        self.pools = check_pools(self.pools)
-        modes = [m for m in (self.documents, self.vectorstore, self.base_retriever) if m is not None]
-        if len(modes) != 1:
-            raise ValueError(
-                "PoolSplitRetriever needs exactly one of documents=, vectorstore= or base_retriever= "
-                "(got %d)" % len(modes)
-            )
-        if self.k is not None and self.k < 0:
-            raise ValueError("k must be >= 0, got %r" % (self.k,))
-        if self.token_counter is None:
-            self.token_counter = default_counter()
-        return self
+    _recall: Union[None, VectorRecall, BaseRetrieverRecall] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
-        # Built here rather than in the validator so that a malformed document
-        # raises EntryError (naming it) instead of a wrapped validation error.
+        modes = [m for m in (self.documents, self.vectorstore, self.base_retriever) if m is not None]
+        if len(modes) != 1:
+            raise ArgumentError(
+                "PoolSplitRetriever needs exactly one of documents=, vectorstore= or base_retriever= "
+                "(got %d)" % len(modes)
+            )
+        if self.vectorstore is not None:
+            plan = RecallPlan(self.pools, fetch_k=self.fetch_k, always_k=self.always_k)
+            build = self.filter_builder or type_filter(self.vectorstore)
+            self._recall = VectorRecall(self.vectorstore, plan, build)
+        if self.base_retriever is not None:
+            self._recall = BaseRetrieverRecall(self.base_retriever)
         if self.documents is not None:
+            assert self.token_counter is not None
             entries, self._source = DocumentConverter.entries(self.documents)
-            self._index = MemoryIndex(entries, token_counter=self.token_counter or default_counter())
+            self._index = MemoryIndex(entries, token_counter=self.token_counter)
 
     @classmethod
-    def from_vectorstore(
-        cls,
-        vectorstore: VectorStore,
-        pools: Sequence[Pool],
-        *,
-        fetch_k: int = 20,
-        filter_builder: Optional[FilterBuilder] = None,
-        **kwargs: Any,
-    ) -> PoolSplitRetriever:
+    def from_vectorstore(cls, vectorstore: VectorStore, pools: Sequence[Pool], **options: Any) -> PoolSplitRetriever:
         """Recall candidates per pool from ``vectorstore``, then select.
 
-        Each pool runs its own similarity search (``fetch_k`` results) with
-        its types pushed down as a filter, so a pool of rare, low-priority
-        types gets candidates even when the store is dominated by other
-        types; always-scope documents are fetched with a scope filter,
-        independent of how similar they are to the query. Pooling after one
-        shared top-k would only move the starvation one stage earlier.
+        ``options``: ``fetch_k``, ``always_k`` (see
+        :class:`~poolsplit_adapters.recall.RecallPlan`), ``filter_builder``
+        and the selection settings. The searches are the plan's: each pool's
+        types pushed down as a filter (plus a search for documents without
+        ``type`` when the pool admits ``"note"``), the always-scope documents
+        fetched by a scope filter independent of similarity, and a namespace
+        pushed down into all of them. The query is embedded once per call
+        with the store's embeddings and every search goes by vector; each
+        search is a child run tagged with its label (``pool:<name>``,
+        ``pool:<name>:untyped``, ``always``).
 
-        Recalled documents are put in id order before selection (recall
-        order is similarity order and changes with every query), so
+        Recalled documents are put in id order before selection, so
         always-scope documents come back in a stable order: by id.
         """
-        return cls(vectorstore=vectorstore, pools=list(pools), fetch_k=fetch_k, filter_builder=filter_builder, **kwargs)
-
-    @property
-    def last_selection(self) -> Optional[Selection]:
-        """The full selection report of the most recent call (None before
-        the first). With concurrent calls, the last one to finish."""
-        return self._last
+        return cls(vectorstore=vectorstore, pools=list(pools), **options)
 
     def explain(self) -> str:
-        """The why/why-not table of the most recent call."""
-        if self._last is None:
-            return "no call yet"
-        return explain(self._last)
-
-    # -- recall ---------------------------------------------------------------------
-
-    def _recall_plan(self, view: Optional[Visibility]) -> List[Tuple[str, Dict[str, Any]]]:
-        """(child tag, search kwargs) for every sub-retrieval in vectorstore mode.
-
-        A namespace scope is pushed down too: filtered only after recall, a
-        small tenant in a large shared store would lose its candidates to the
-        others' top-k, the same starvation one stage earlier."""
-        assert self.vectorstore is not None
-        build = self.filter_builder or type_filter(self.vectorstore)
-        chain = view.chain if view is not None else ()
-
-        def make(types: Optional[Tuple[str, ...]], scope: Optional[str]) -> Any:
-            return build(types, scope, namespaces=chain) if chain else build(types, scope)
-
-        plan = []
-        for pool in self.pools:
-            if pool.max_entries <= 0 or pool.max_tokens < 1:
-                continue  # nothing contextual can load: its always-scope docs come below
-            search: Dict[str, Any] = {"k": self.fetch_k}
-            flt = make(pool.types, None)
-            if flt is not None:
-                search["filter"] = flt
-            plan.append(("pool:%s" % pool.name, search))
-        plan.append(("always", {"k": self.always_k, "filter": make(None, "always")}))
-        return plan
-
-    def _sub_retriever(self, search: Dict[str, Any]) -> BaseRetriever:
-        assert self.vectorstore is not None
-        return self.vectorstore.as_retriever(search_kwargs=search)
-
-    def _check_always_fetch(self, tag: str, docs: Sequence[Document]) -> None:
-        if tag == "always" and len(docs) >= self.always_k:
-            warnings.warn(
-                "the always-scope fetch returned always_k=%d documents and may have been truncated: "
-                "raise always_k so that every correction loads" % self.always_k,
-                stacklevel=3,
-            )
+        """The why/why-not table of the call that finished last."""
+        last = self.last_selection
+        return "no call yet" if last is None else explain(last)
 
     # -- the retriever protocol --------------------------------------------------------
 
-    def _context(self, query: str, tags: Optional[Sequence[str]], project: Optional[str]) -> Dict[str, Any]:
-        return {"message": query, "tags": list(tags or ()), "project": project if project is not None else self.project}
-
-    def _view(self, namespace: Union[None, str, Sequence[str]]) -> Optional[Visibility]:
-        if namespace is None:
-            return self.visibility
-        base = self.visibility or Visibility()
-        chain = namespace if isinstance(namespace, str) else tuple(namespace)
-        return replace(base, namespace=chain)
-
-    def _select(
-        self, candidates: Optional[List[Document]], context: Dict[str, Any], now: Any, view: Optional[Visibility]
-    ) -> Tuple[Selection, Dict[int, Document]]:
-        moment = now if now is not None else self.now
+    def _finish(self, candidates: Optional[List[Document]], options: CallOptions) -> Tuple[Selection, List[Document]]:
         if candidates is None:
             assert self._index is not None
-            return self._index.select(
-                self.pools, context, now=moment, scorer=self.scorer, visibility=view
-            ), self._source
-        entries, source = DocumentConverter.entries(candidates, recalled=self.vectorstore is not None)
-        assert self.token_counter is not None
-        selection = select(
-            entries,
-            self.pools,
-            context,
-            scorer=self.scorer,
-            token_counter=self.token_counter,
-            now=moment,
-            visibility=view,
-        )
-        return selection, source
-
-    def _finish(self, selection: Selection, source: Dict[int, Document], k: Optional[int]) -> List[Document]:
-        self._last = selection
-        return DocumentConverter.to_documents(selection, k if k is not None else self.k, source)
+            selection, source = self.select_in(self._index, options), self._source
+        else:
+            entries, source = DocumentConverter.entries(candidates, recalled=isinstance(self._recall, VectorRecall))
+            selection = self.select_from(entries, options)
+        self.record(selection)
+        return selection, DocumentConverter.to_documents(selection, self.returned(selection, options), source)
 
     def _get_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: CallbackManagerForRetrieverRun,
-        k: Optional[int] = None,
-        tags: Optional[Sequence[str]] = None,
-        project: Optional[str] = None,
-        now: Optional[datetime.datetime] = None,
-        namespace: Union[None, str, Sequence[str]] = None,
+        self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
     ) -> List[Document]:
-        view = self._view(namespace)
-        candidates: Optional[List[Document]] = None
-        if self.vectorstore is not None:
-            candidates = []
-            for tag, search in self._recall_plan(view):
-                docs = self._sub_retriever(search).invoke(query, config={"callbacks": run_manager.get_child(tag)})
-                self._check_always_fetch(tag, docs)
-                candidates += docs
-        elif self.base_retriever is not None:
-            candidates = self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child("base")})
-        selection, source = self._select(candidates, self._context(query, tags, project), now, view)
-        run_manager.get_child().on_custom_event(SELECTION_EVENT, selection_digest(selection), run_id=run_manager.run_id)
-        return self._finish(selection, source, k)
+        options = self.options_for(query, **kw)
+        found = self._recall.run(query, options.visibility, run_manager) if self._recall is not None else None
+        selection, documents = self._finish(found, options)
+        run_manager.get_child().on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id)
+        return documents
 
     async def _aget_relevant_documents(
-        self,
-        query: str,
-        *,
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        k: Optional[int] = None,
-        tags: Optional[Sequence[str]] = None,
-        project: Optional[str] = None,
-        now: Optional[datetime.datetime] = None,
-        namespace: Union[None, str, Sequence[str]] = None,
+        self, query: str, *, run_manager: AsyncRun, **kw: Unpack[CallOverrides]
     ) -> List[Document]:
-        view = self._view(namespace)
-        candidates: Optional[List[Document]] = None
-        if self.vectorstore is not None:
-            plan = self._recall_plan(view)
-            results = await asyncio.gather(
-                *(
-                    self._sub_retriever(search).ainvoke(query, config={"callbacks": run_manager.get_child(tag)})
-                    for tag, search in plan
-                )
-            )
-            candidates = []
-            for (tag, _), docs in zip(plan, results):
-                self._check_always_fetch(tag, docs)
-                candidates += docs
-        elif self.base_retriever is not None:
-            candidates = await self.base_retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")})
-        selection, source = self._select(candidates, self._context(query, tags, project), now, view)
+        options = self.options_for(query, **kw)
+        found = await self._recall.arun(query, options.visibility, run_manager) if self._recall is not None else None
+        selection, documents = self._finish(found, options)
         await run_manager.get_child().on_custom_event(
-            SELECTION_EVENT, selection_digest(selection), run_id=run_manager.run_id
+            SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id
         )
-        return self._finish(selection, source, k)
+        return documents

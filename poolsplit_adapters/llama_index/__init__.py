@@ -1,41 +1,57 @@
 """LlamaIndex adapters: retriever, node postprocessor and memory blocks.
 
-Data flows one way: node -> entry (metadata + text + node id) -> core
-selector -> selection -> new ``NodeWithScore`` objects, always-scope
-corrections first. The caller's nodes are never mutated: returned nodes are
-copies whose metadata gains one key, ``"poolsplit"`` (pool, score, always),
-excluded from the embedding view and, unless ``show_selection_to_llm``, from
-the LLM view.
+Data flows one way: node -> entry (metadata + text + node id) -> recall
+plan (vector-store mode) -> core selector -> selection -> new
+``NodeWithScore`` objects, always-scope corrections first. The caller's
+nodes are never mutated: returned nodes are copies whose metadata gains one
+key, ``"poolsplit"`` (pool, score, always), excluded from the embedding view
+and, unless ``show_selection_to_llm``, from the LLM view.
 
 Entry points:
 
 * :class:`PoolSplitRetriever` over nodes, or per-pool recall over a
-  ``VectorStoreIndex`` (:meth:`PoolSplitRetriever.from_vector_store_index`).
+  ``VectorStoreIndex`` (:meth:`PoolSplitRetriever.from_vector_store_index`);
+  :meth:`PoolSplitRetriever.retrieve_with_selection` returns a call's own
+  selection with the nodes.
 * :class:`PoolSplitNodePostprocessor`: pool budgets for any pipeline; put it
   last.
 * :func:`poolsplit_memory_blocks`: two blocks for
   ``llama_index.core.memory.Memory`` that keep corrections in the context on
-  every turn and pool the rest.
+  every turn and pool the rest, per session, optionally over a durable
+  long-term ``store=``.
 
-Every call records its selection report as ``last_selection`` and emits a
-:class:`PoolSplitSelectionEvent` through LlamaIndex instrumentation.
+Every selection emits a :class:`PoolSplitSelectionEvent` through LlamaIndex
+instrumentation and is collected by
+:func:`~poolsplit_adapters.reports.capture_selections`; ``last_selection``
+is the call that finished last.
 """
 
-from .._frameworks import SELECTION_KEY
+from ..convert import SELECTION_KEY
+from ..reports import capture_selections
 from .events import PoolSplitSelectionEvent
-from .memory import CorrectionsMemoryBlock, PooledMemoryBlock, PoolSplitMemoryStore, poolsplit_memory_blocks
-from .nodes import node_to_entry, nodes_from
+from .memory import CorrectionsMemoryBlock, PooledMemoryBlock, StoreMemoryBlock, poolsplit_memory_blocks
+from .memory_store import SESSION_KEY, PooledRender, PoolSplitMemoryStore, message_text
+from .nodes import LlamaIndexSettings, node_to_entry, nodes_from
 from .postprocessor import PoolSplitNodePostprocessor
 from .retriever import PoolSplitRetriever
+from .vector_search import IndexRecall, metadata_filters
 
 __all__ = [
     "CorrectionsMemoryBlock",
+    "IndexRecall",
+    "LlamaIndexSettings",
     "PoolSplitMemoryStore",
     "PoolSplitNodePostprocessor",
     "PoolSplitRetriever",
     "PoolSplitSelectionEvent",
     "PooledMemoryBlock",
+    "PooledRender",
     "SELECTION_KEY",
+    "SESSION_KEY",
+    "StoreMemoryBlock",
+    "capture_selections",
+    "message_text",
+    "metadata_filters",
     "node_to_entry",
     "nodes_from",
     "poolsplit_memory_blocks",

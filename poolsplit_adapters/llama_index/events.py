@@ -7,17 +7,26 @@ from typing import Any, Dict
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index_instrumentation.base import BaseEvent
 
-from .._frameworks import (
-    selection_digest,
-)
 from ..poolsplit import Selection
+from ..reports import event_payload
 
 dispatcher = get_dispatcher(__name__)
 
 
 class PoolSplitSelectionEvent(BaseEvent):
-    """Emitted once per selection: who selected (``source``) and a
-    JSON-friendly digest of what loaded and why the rest did not."""
+    """Emitted once per selection: who selected (``source``: ``"retriever"``,
+    ``"postprocessor"`` or ``"memory"``) and ``summary``, the selection's
+    JSON form (``Selection.to_dict()``). The event carries the span of the
+    call that selected, so a handler can tell concurrent calls apart.
+
+    Example::
+
+        class Log(BaseEventHandler):
+            def handle(self, event, **kwargs):
+                if isinstance(event, PoolSplitSelectionEvent):
+                    print(event.source, event.summary["chosen"])
+        get_dispatcher().add_event_handler(Log())
+    """
 
     source: str
     summary: Dict[str, Any]
@@ -28,4 +37,5 @@ class PoolSplitSelectionEvent(BaseEvent):
 
 
 def announce(source: str, selection: Selection) -> None:
-    dispatcher.event(PoolSplitSelectionEvent(source=source, summary=selection_digest(selection)))
+    """Emit the event for ``selection``."""
+    dispatcher.event(PoolSplitSelectionEvent(source=source, summary=event_payload(selection)))

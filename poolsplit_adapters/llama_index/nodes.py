@@ -7,12 +7,10 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
-from .._frameworks import (
-    SELECTION_KEY,
-    entry_from,
-    selection_metadata,
-)
+from ..convert import SELECTION_KEY, entry_from, selection_metadata
 from ..poolsplit import Chosen, TokenCounter
+from ..recall import merge_recalled
+from ..settings import SelectionSettings
 
 AnyNode = Union[BaseNode, NodeWithScore]
 
@@ -23,7 +21,13 @@ def node_to_entry(node: AnyNode, position: int = 0) -> Dict[str, Any]:
 
     Raises:
         EntryError: malformed metadata, naming the node and the field.
+        TypeError: ``node`` is neither a node nor a ``NodeWithScore``.
     """
+    if not isinstance(node, (BaseNode, NodeWithScore)):
+        raise TypeError(
+            "nodes[%d] must be a llama_index node (TextNode, Document, ...) or NodeWithScore, got %s"
+            % (position, type(node).__name__)
+        )
     base = node.node if isinstance(node, NodeWithScore) else node
     text = base.get_content(metadata_mode=MetadataMode.NONE)
     return entry_from(text, base.metadata, base.node_id, kind="node", position=position)
@@ -49,7 +53,14 @@ def counter_from(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
 
 
 class NodeConverter:
-    """Shared by the retriever and the postprocessor: nodes in, nodes out."""
+    """Shared by the retriever and the postprocessor: nodes in, nodes out.
+
+    Example::
+
+        entries, source = NodeConverter.entries(nodes)
+        selection = select(entries, pools)
+        returned = NodeConverter(show_selection_to_llm=False).to_nodes(selection.chosen, source)
+    """
 
     def __init__(self, show_selection_to_llm: bool) -> None:
         self.show = show_selection_to_llm
@@ -59,16 +70,16 @@ class NodeConverter:
         nodes: Sequence[AnyNode], *, recalled: bool = False
     ) -> Tuple[List[Dict[str, Any]], Dict[int, BaseNode]]:
         """Entries and the way back to each node. ``recalled``: nodes come
-        from several recalls of one index; one id is one node, and id order
-        replaces similarity order (which changes with every query)."""
-        items = [n.node if isinstance(n, NodeWithScore) else n for n in nodes]
+        from several searches of one index (see
+        :func:`~poolsplit_adapters.recall.merge_recalled`)."""
+        items = list(nodes)
         if recalled:
-            items = sorted({n.node_id: n for n in items}.values(), key=lambda n: n.node_id)
+            items = merge_recalled(items, key=lambda n: n.node.node_id if isinstance(n, NodeWithScore) else n.node_id)
         entries, source = [], {}
         for position, node in enumerate(items):
             entry = node_to_entry(node, position)
             entries.append(entry)
-            source[id(entry)] = node
+            source[id(entry)] = node.node if isinstance(node, NodeWithScore) else node
         return entries, source
 
     def to_nodes(self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode]) -> List[NodeWithScore]:
@@ -99,3 +110,18 @@ def nodes_from(entries: Iterable[Mapping[str, Any]]) -> List[TextNode]:
             node.id_ = entry["id"]
         out.append(node)
     return out
+
+
+class LlamaIndexSettings(SelectionSettings):
+    """:class:`~poolsplit_adapters.settings.SelectionSettings` counting with
+    LlamaIndex's tokenizer by default (the one ``Memory`` uses), for the
+    LlamaIndex classes that hold their settings rather than inherit them.
+
+    Example::
+
+        settings = LlamaIndexSettings(pools=[Pool("facts", 200, 4, ("fact",))], k=3)
+    """
+
+    @classmethod
+    def fallback_counter(cls) -> TokenCounter:
+        return llama_counter()

@@ -2,25 +2,34 @@
 
 from __future__ import annotations
 
-import asyncio
-import datetime
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+import contextlib
+import contextvars
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
-from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+from typing_extensions import Unpack
 
-from .._frameworks import (
-    cap_round_robin,
-    check_pools,
-    select_with,
-)
 from ..index import MemoryIndex
-from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer
+from ..poolsplit import Pool, Selection
+from ..recall import RecallPlan
 from ..render import explain
+from ..reports import capture_selections
+from ..settings import ArgumentError, CallOptions, CallOverrides, check_tags
 from .events import announce
-from .nodes import AnyNode, NodeConverter, llama_counter
+from .nodes import AnyNode, LlamaIndexSettings, NodeConverter
+from .vector_search import IndexRecall
+
+QueryType = Union[str, QueryBundle]
+
+# Per-call overrides of retrieve_with_selection, read by _retrieve: LlamaIndex's
+# retrieve() takes a query only, and going through it keeps its spans and events.
+_OVERRIDES: contextvars.ContextVar[Optional[Tuple[int, CallOverrides]]] = contextvars.ContextVar(
+    "poolsplit_llama_index_overrides", default=None
+)
 
 
 class PoolSplitRetriever(BaseRetriever):
@@ -28,19 +37,30 @@ class PoolSplitRetriever(BaseRetriever):
 
     Args:
         pools: the pool plan.
-        nodes: the memory (nodes or documents), held in a ``MemoryIndex``.
-        k: cap on contextual nodes, dealt round-robin across pools;
-            always-scope nodes come on top of it. None: the pools' caps.
-        token_counter: cost of a node without ``token_count`` metadata
-            (default: LlamaIndex's tokenizer).
-        scorer: ranking function (default: the spec's lexical scorer).
-        tags / project: scoring context for every query.
-        now: fixed reference time (default: each call's time).
-        scope: a :class:`~poolsplit_adapters.Visibility` (exact namespace or
-            explicit chain, required tags, required source); default none.
+        nodes: the memory (nodes, documents or ``NodeWithScore``), held in a
+            :class:`~poolsplit_adapters.MemoryIndex`. Or use
+            :meth:`from_vector_store_index` to recall per pool from an index.
+        recall: what :meth:`from_vector_store_index` passes (give ``nodes``
+            or ``recall``, not both).
+        tags: scoring-context tags for every query.
         show_selection_to_llm: keep the ``poolsplit`` metadata in the LLM view.
+        callback_manager, verbose: as for any LlamaIndex retriever.
+        **settings: the selection settings (``k``, ``token_counter``,
+            ``scorer``, ``visibility``, ``project``, ``now``) of
+            :class:`~poolsplit_adapters.settings.SelectionSettings`, held in
+            :attr:`settings`; ``scope=`` is a deprecated alias of
+            ``visibility=``.
 
-    Use :meth:`from_vector_store_index` to recall per pool from an index.
+    Every call emits a :class:`PoolSplitSelectionEvent`; a caller gets its
+    own selection from :meth:`retrieve_with_selection` (or
+    :func:`~poolsplit_adapters.reports.capture_selections`), while
+    :attr:`last_selection` is the selection of the call that finished last.
+
+    Example::
+
+        retriever = PoolSplitRetriever([Pool("facts", 200, 4, ("fact",)), Pool("skills", 60, 1, ("skill",))], nodes)
+        engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+        nodes, selection = retriever.retrieve_with_selection("how do we deploy?", tags=["ops"])
     """
 
     def __init__(
@@ -48,38 +68,30 @@ class PoolSplitRetriever(BaseRetriever):
         pools: Sequence[Pool],
         nodes: Optional[Sequence[AnyNode]] = None,
         *,
-        k: Optional[int] = None,
-        token_counter: Optional[TokenCounter] = None,
-        scorer: Scorer = default_scorer,
+        recall: Optional[IndexRecall] = None,
         tags: Sequence[str] = (),
-        project: Optional[str] = None,
-        now: Optional[datetime.datetime] = None,
-        visibility: Optional[Visibility] = None,
         show_selection_to_llm: bool = False,
-        _recall: Optional[_Recall] = None,
-        **kwargs: Any,
+        callback_manager: Optional[CallbackManager] = None,
+        verbose: bool = False,
+        **settings: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.pools = check_pools(pools)
-        if (nodes is None) == (_recall is None):
-            raise ValueError("PoolSplitRetriever needs nodes=, or use PoolSplitRetriever.from_vector_store_index(...)")
-        if k is not None and k < 0:
-            raise ValueError("k must be >= 0, got %r" % (k,))
-        self.k = k
-        self.token_counter = token_counter or llama_counter()
-        self.scorer = scorer
-        self.context_tags = list(tags)
-        self.project = project
-        self.now = now
-        self.visibility = visibility
-        self._selector = NodeConverter(show_selection_to_llm)
-        self._recall = _recall
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+        self.settings = LlamaIndexSettings.held_by("PoolSplitRetriever", pools=pools, **settings)
+        if (nodes is None) == (recall is None):
+            raise ArgumentError(
+                "PoolSplitRetriever needs nodes=, or use PoolSplitRetriever.from_vector_store_index(...)"
+            )
+        if nodes is not None and (isinstance(nodes, (str, bytes)) or not isinstance(nodes, Sequence)):
+            raise ArgumentError("nodes must be a list of nodes, got %s" % type(nodes).__name__)
+        self.context_tags = check_tags(tags)
+        self._converter = NodeConverter(show_selection_to_llm)
+        self._recall = recall
         self._index: Optional[MemoryIndex] = None
         self._source: Dict[int, BaseNode] = {}
-        self.last_selection: Optional[Selection] = None
         if nodes is not None:
             entries, self._source = NodeConverter.entries(nodes)
-            self._index = MemoryIndex(entries, token_counter=self.token_counter)
+            assert self.settings.token_counter is not None
+            self._index = MemoryIndex(entries, token_counter=self.settings.token_counter)
 
     @classmethod
     def from_vector_store_index(
@@ -87,83 +99,95 @@ class PoolSplitRetriever(BaseRetriever):
         index: VectorStoreIndex,
         pools: Sequence[Pool],
         *,
-        fetch_k: int = 20,
-        always_k: int = 1000,
+        fetch_k: int = RecallPlan.fetch_k,
+        always_k: int = RecallPlan.always_k,
         type_key: str = "type",
+        embed_model: Optional[BaseEmbedding] = None,
         **kwargs: Any,
     ) -> PoolSplitRetriever:
         """Recall candidates per pool from ``index``, then select.
 
-        Each pool's similarity search runs with ``MetadataFilters`` on
-        ``type_key`` (the pool's types, ``IN``), so rare low-priority types
-        get candidates even when other types dominate the index; always-scope
-        nodes are fetched with a ``scope == "always"`` filter (up to
-        ``always_k``), independent of similarity. Nodes need an explicit
-        ``type`` in their metadata for the filters to see them.
+        The searches are the :class:`~poolsplit_adapters.recall.RecallPlan`'s,
+        as ``MetadataFilters``: each pool's types on ``type_key`` (``IN``),
+        nodes without a type (``IS_EMPTY``; they count as ``"note"``) for a
+        pool that admits ``"note"``, ``scope == "always"`` for the
+        always-scope fetch (up to ``always_k``, independent of similarity),
+        and the visibility's namespaces (``IN``) on all of them. The query is
+        embedded once per retrieval (``embed_model``, default the index's
+        own), sync and async.
         """
-        plan = check_pools(pools)
-        recalls: List[Tuple[str, BaseRetriever]] = []
-        scope = kwargs.get("visibility")
-        # A namespace scope is pushed down as well: filtered only after
-        # recall, a small tenant would lose its candidates to the others.
-        tenant = (
-            [MetadataFilter(key="namespace", value=list(scope.chain), operator=FilterOperator.IN)]
-            if scope is not None and scope.chain
-            else []
-        )
-        for pool in plan:
-            if pool.max_entries <= 0 or pool.max_tokens < 1:
-                continue
-            clauses: List[Union[MetadataFilter, MetadataFilters]] = list(tenant)
-            if pool.types is not None:
-                clauses.append(MetadataFilter(key=type_key, value=list(pool.types), operator=FilterOperator.IN))
-            filters = MetadataFilters(filters=clauses) if clauses else None
-            recalls.append(("pool:%s" % pool.name, index.as_retriever(similarity_top_k=fetch_k, filters=filters)))
-        always = MetadataFilters(
-            filters=[MetadataFilter(key="scope", value="always", operator=FilterOperator.EQ), *tenant]
-        )
-        recalls.append(("always", index.as_retriever(similarity_top_k=always_k, filters=always)))
-        return cls(plan, _recall=_Recall(recalls), **kwargs)
+        settings = LlamaIndexSettings.held_by("PoolSplitRetriever", pools=pools)
+        plan = RecallPlan(settings.pools, fetch_k=fetch_k, always_k=always_k)
+        return cls(pools, recall=IndexRecall(index, plan, type_key=type_key, embed_model=embed_model), **kwargs)
+
+    @property
+    def last_selection(self) -> Optional[Selection]:
+        """The selection of the call that finished last (None before the
+        first); see :meth:`retrieve_with_selection` for your own."""
+        return self.settings.last_selection
 
     def explain(self) -> str:
-        """The why/why-not table of the most recent call."""
-        return "no call yet" if self.last_selection is None else explain(self.last_selection)
+        """The why/why-not table of the call that finished last."""
+        last = self.last_selection
+        return "no call yet" if last is None else explain(last)
 
-    def _context(self, query: QueryBundle) -> Dict[str, Any]:
-        return {"message": query.query_str, "tags": self.context_tags, "project": self.project}
+    def retrieve_with_selection(
+        self, query: QueryType, **overrides: Unpack[CallOverrides]
+    ) -> Tuple[List[NodeWithScore], Selection]:
+        """``retrieve(query)`` plus this call's own selection, with per-call
+        :class:`~poolsplit_adapters.settings.CallOverrides` (the LangChain
+        retriever's ``invoke`` keywords)."""
+        with self._overridden(overrides) as mine:
+            nodes = self.retrieve(query)
+        return nodes, mine[-1]
 
-    def _choose(self, candidates: Optional[List[NodeWithScore]], query: QueryBundle) -> List[NodeWithScore]:
+    async def aretrieve_with_selection(
+        self, query: QueryType, **overrides: Unpack[CallOverrides]
+    ) -> Tuple[List[NodeWithScore], Selection]:
+        """:meth:`retrieve_with_selection`, async."""
+        with self._overridden(overrides) as mine:
+            nodes = await self.aretrieve(query)
+        return nodes, mine[-1]
+
+    @contextlib.contextmanager
+    def _overridden(self, overrides: CallOverrides) -> Iterator[List[Selection]]:
+        self.settings.options_for("", **overrides)  # bad overrides fail before any work
+        token = _OVERRIDES.set((id(self), overrides))
+        try:
+            with capture_selections() as mine:
+                yield mine
+        finally:
+            _OVERRIDES.reset(token)
+
+    def _overrides(self) -> Optional[CallOverrides]:
+        current = _OVERRIDES.get()
+        return current[1] if current is not None and current[0] == id(self) else None
+
+    def _options(self, query: QueryBundle, overrides: Optional[CallOverrides]) -> CallOptions:
+        given: CallOverrides = {**(overrides or {})}
+        if given.get("tags") is None:
+            given["tags"] = self.context_tags
+        return self.settings.options_for(query.query_str, **given)
+
+    def _choose(self, candidates: Optional[List[NodeWithScore]], options: CallOptions) -> List[NodeWithScore]:
         if candidates is None:
             assert self._index is not None
-            selection = self._index.select(
-                self.pools, self._context(query), now=self.now, scorer=self.scorer, visibility=self.visibility
-            )
-            source = self._source
+            selection, source = self.settings.select_in(self._index, options), self._source
         else:
             entries, source = NodeConverter.entries(candidates, recalled=True)
-            selection = select_with(self, entries, self._context(query))
-        self.last_selection = selection
+            selection = self.settings.select_from(entries, options)
+        self.settings.record(selection)
         announce("retriever", selection)
-        return self._selector.to_nodes(cap_round_robin(selection, self.k), source)
+        return self._converter.to_nodes(self.settings.returned(selection, options), source)
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        candidates = self._recall.retrieve(query_bundle) if self._recall is not None else None
-        return self._choose(candidates, query_bundle)
+        options = self._options(query_bundle, self._overrides())
+        candidates = self._recall.retrieve(query_bundle, options.visibility) if self._recall is not None else None
+        return self._choose(candidates, options)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        candidates = await self._recall.aretrieve(query_bundle) if self._recall is not None else None
-        return self._choose(candidates, query_bundle)
-
-
-class _Recall:
-    """The per-pool sub-retrievals of a vector-store-backed retriever."""
-
-    def __init__(self, recalls: List[Tuple[str, BaseRetriever]]) -> None:
-        self.recalls = recalls
-
-    def retrieve(self, query: QueryBundle) -> List[NodeWithScore]:
-        return [n for _, r in self.recalls for n in r.retrieve(query)]
-
-    async def aretrieve(self, query: QueryBundle) -> List[NodeWithScore]:
-        results = await asyncio.gather(*(r.aretrieve(query) for _, r in self.recalls))
-        return [n for batch in results for n in batch]
+        options = self._options(query_bundle, self._overrides())
+        candidates = (
+            await self._recall.aretrieve(query_bundle, options.visibility) if self._recall is not None else None
+        )
+        return self._choose(candidates, options)

@@ -1,0 +1,313 @@
+"""The long-term memory behind the memory blocks: per-session recall,
+flushed chat written back, and the pooled block's text kept structured so
+truncation never re-reads it."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime
+import itertools
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
+
+from ..index import MemoryIndex
+from ..poolsplit import Chosen, Pool, Selection
+from ..render import marker, omission_line, omitted_by_pool, selected_line
+from ..settings import ArgumentError, cap_round_robin
+from .events import announce
+from .nodes import LlamaIndexSettings
+
+#: Entry key naming the chat session a flushed message came from. An entry
+#: with it belongs to that session: other sessions do not recall it unless
+#: the store shares chat (``share_chat=True``).
+SESSION_KEY = "session"
+
+# How many recent renders of the pooled block are remembered, so that
+# Memory's truncation call can be answered from the structured selection.
+_RENDERS_KEPT = 256
+
+
+@dataclass(frozen=True)
+class PooledRender:
+    """The pooled block's text for one selection, with what it is made of.
+
+    Truncation works on ``items`` (never by re-reading the text, where an
+    entry's content could imitate an omission line).
+
+    Attributes:
+        items: (chosen entry, its marker), in render order.
+        budget: pool -> entries left out by a budget or ``k``.
+        budget_cause: how the budget line names its cause.
+        pools: the pool order, which the omission lines follow.
+        budget_here: whether the budget line is part of this text (False
+            when the corrections block states it, see :meth:`ledger`).
+        cut: pool -> entries the context limit left out (after truncation).
+
+    Example::
+
+        rendered = store.render_pooled(store.select_for("deploy", "alice"))
+        rendered.without_lowest().text   # one entry fewer, and a line that says so
+    """
+
+    items: Tuple[Tuple[Chosen, str], ...]
+    budget: Mapping[str, int]
+    budget_cause: str
+    pools: Tuple[str, ...]
+    budget_here: bool = True
+    cut: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        lines = [text for _, text in self.items]
+        if self.budget_here:
+            lines.append(omission_line(self.budget, self.budget_cause))
+        lines.append(omission_line(self.cut, "by the context limit"))
+        return "\n".join(line for line in lines if line)
+
+    def ledger(self, place: str) -> str:
+        """What the never-truncated corrections block says about this text:
+        how many entries it holds per pool, and what budgets left out.
+
+        ``Memory`` drops a truncatable block whole when even its omission
+        lines do not fit (measured: 6 of 40 turns of the LlamaIndex
+        notebook); stated in a priority-0 block, the counts survive that.
+        """
+        lines = [selected_line(self.per_pool(), place), omission_line(self.budget, self.budget_cause)]
+        return "\n".join(line for line in lines if line)
+
+    def without_lowest(self) -> PooledRender:
+        """One entry fewer: the lowest-ranked of the pool holding the most
+        (the last such pool on a tie), so every pool keeps what it can."""
+        sizes = self.per_pool()
+        largest = max(sizes.values())
+        pool = [p for p in sizes if sizes[p] == largest][-1]
+        victim = max(i for i, (chosen, _) in enumerate(self.items) if chosen.pool == pool)
+        counts = dict(self.cut)
+        counts[pool] = counts.get(pool, 0) + 1
+        cut = {name: counts[name] for name in self.pools if name in counts}
+        return dataclasses.replace(self, items=self.items[:victim] + self.items[victim + 1 :], cut=cut)
+
+    def per_pool(self) -> Dict[str, int]:
+        """pool -> how many entries this text holds, in pool order."""
+        sizes: Dict[str, int] = {}
+        for chosen, _ in self.items:
+            sizes[chosen.pool] = sizes.get(chosen.pool, 0) + 1
+        return sizes
+
+
+class PoolSplitMemoryStore:
+    """Long-term memory shared by the two memory blocks of one ``Memory``.
+
+    Holds the entries in a :class:`~poolsplit_adapters.MemoryIndex`
+    (``index``), selects for a message, and turns flushed chat messages into
+    entries (written to ``store`` when one is given).
+
+    Args:
+        entries: curated long-term entries (dicts), shared by every session.
+        pools: the pool plan.
+        store: optional durable long-term store (the ``MemoryStore``
+            protocol: ``add``, ``entries``, ``version``, ...). Flushed chat
+            is written there with ``add`` (durable when it returns), and
+            every selection recalls from its ``entries`` as well.
+        share_chat: let every session recall every session's flushed chat.
+            Default False: a session recalls its own flushed chat plus the
+            shared curated entries, so one user's conversation never reaches
+            another user's prompt by accident.
+        episode_type: ``type`` given to flushed chat messages.
+        episode_priority: their ``base_priority`` (default 2, below the
+            default 5): a raw transcript line is worth less than a curated
+            memory, and a long chat would otherwise flood its pool with
+            fresh lines that outrank every older, curated episode.
+        write_gate: which flushed messages become entries (default: user and
+            assistant messages with text). Raw transcripts persisted
+            indiscriminately pollute later recall.
+        **settings: the selection settings of
+            :class:`~poolsplit_adapters.settings.SelectionSettings`
+            (``token_counter`` defaults to LlamaIndex's tokenizer, which is
+            ``Memory``'s default; ``scope=`` is a deprecated alias of
+            ``visibility=``). Flushed messages get the visibility's own
+            namespace (its first link), ``source = "session:<id>"`` and
+            ``session = <id>``.
+
+    Example::
+
+        store = PoolSplitMemoryStore(curated, pools, visibility=Visibility(namespace="team-a"))
+        blocks = [CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store)]
+        memory = Memory.from_defaults(session_id="alice", memory_blocks=blocks)
+    """
+
+    def __init__(
+        self,
+        entries: Iterable[Mapping[str, Any]],
+        pools: Sequence[Pool],
+        *,
+        store: Any = None,
+        share_chat: bool = False,
+        episode_type: str = "episode",
+        episode_priority: float = 2,
+        write_gate: Optional[Callable[[ChatMessage], bool]] = None,
+        **settings: Any,
+    ) -> None:
+        self.settings = LlamaIndexSettings.held_by("PoolSplitMemoryStore", pools=pools, **settings)
+        if store is not None and not (
+            all(callable(getattr(store, name, None)) for name in ("add", "entries")) and hasattr(store, "version")
+        ):
+            raise ArgumentError("store must follow the MemoryStore protocol (add, entries, version), got %r" % (store,))
+        assert self.settings.token_counter is not None
+        self.token_counter = self.settings.token_counter
+        self.index = MemoryIndex(entries, token_counter=self.token_counter)
+        self.long_term = store
+        self.share_chat = share_chat
+        self.episode_type = episode_type
+        self.episode_priority = episode_priority
+        self.write_gate = write_gate or _default_gate
+        #: Name of the block that renders the contextual entries, and whether
+        #: a corrections block states their counts (set by the blocks).
+        self.pooled_block: Optional[str] = None
+        self.ledger_in_corrections = False
+        self._memo: Optional[Tuple[Tuple[Any, ...], Selection]] = None
+        self._sessions: Tuple[int, FrozenSet[str]] = (-1, frozenset())
+        self._renders: collections.OrderedDict[str, PooledRender] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._serial = itertools.count()
+
+    @property
+    def last_selection(self) -> Optional[Selection]:
+        """The selection of the call that finished last (any session)."""
+        return self.settings.last_selection
+
+    # -- recall ---------------------------------------------------------------------
+
+    def select_for(self, message: str, session_id: Optional[str] = None) -> Selection:
+        """The selection for ``message`` in ``session_id``.
+
+        The two blocks of one ``Memory.aget`` ask for the same message and
+        share one selection: it is kept until the message, the session or
+        the content changes (the index's and the store's ``version``), so an
+        edit is seen on the very next call, whatever the clock says.
+        """
+        key = (message, session_id, self.index.version, self._long_term_version())
+        memo = self._memo
+        if memo is not None and memo[0] == key:
+            return self.settings.record(memo[1])
+        options = self.settings.options_for(message)
+        if self.long_term is None and (self.share_chat or self._sessions_in_index() <= {session_id}):
+            selection = self.settings.select_in(self.index, options)  # nothing to hide: the prepared index
+        else:
+            selection = self.settings.select_from(self._candidates(session_id), options)
+        self._memo = (key, selection)
+        announce("memory", selection)
+        return self.settings.record(selection)
+
+    def _long_term_version(self) -> Any:
+        return self.long_term.version if self.long_term is not None else None
+
+    def _sessions_in_index(self) -> FrozenSet[str]:
+        version, sessions = self._sessions
+        if version != self.index.version:
+            current = self.index.version
+            sessions = frozenset(e[SESSION_KEY] for e in self.index.entries if isinstance(e.get(SESSION_KEY), str))
+            self._sessions = (current, sessions)
+        return sessions
+
+    def _visible(self, entry: Mapping[str, Any], session_id: Optional[str]) -> bool:
+        owner = entry.get(SESSION_KEY)
+        return self.share_chat or owner is None or owner == session_id
+
+    def _candidates(self, session_id: Optional[str]) -> List[Mapping[str, Any]]:
+        """What ``session_id`` may recall: the index's entries, then the
+        long-term store's (each id once), other sessions' chat left out."""
+        found = [e for e in self.index.entries if self._visible(e, session_id)]
+        if self.long_term is not None:
+            seen = {e.get("id") for e in found if e.get("id") is not None}
+            chain = self.settings.visibility.chain if self.settings.visibility is not None else ()
+            for namespace in chain or (None,):
+                for entry in self.long_term.entries(namespace):
+                    if entry.get("id") not in seen and self._visible(entry, session_id):
+                        seen.add(entry.get("id"))
+                        found.append(entry)
+        return found
+
+    # -- write-back -----------------------------------------------------------------
+
+    def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
+        """Turn flushed chat messages into long-term entries (type
+        ``episode_type``, the message's session as ``session`` and
+        ``source``, the store's namespace) and store them: in ``store``
+        when given (durable when this returns), else in :attr:`index`."""
+        stamp = (self.settings.now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        visibility = self.settings.visibility
+        namespace = visibility.chain[0] if visibility is not None and visibility.chain else None
+        added: List[Dict[str, Any]] = []
+        for message in messages:
+            if not self.write_gate(message):
+                continue
+            session = message.additional_kwargs.get("session_id")
+            entry: Dict[str, Any] = {
+                "id": "%s-%d-%s" % (self.episode_type, next(self._serial), uuid.uuid4().hex[:8]),
+                "type": self.episode_type,
+                "base_priority": self.episode_priority,
+                "content": "%s: %s" % (message.role.value, message_text(message)),
+                "source": "session:%s" % session if session else "chat",
+                "created": stamp,
+            }
+            if session:
+                entry[SESSION_KEY] = str(session)
+            if namespace is not None:
+                entry["namespace"] = namespace
+            added.append(entry)
+        if added and self.long_term is not None:
+            self.long_term.add(added)
+        elif added:
+            self.index.extend(added)
+        return added
+
+    # -- the pooled block's text ----------------------------------------------------
+
+    def render_pooled(self, selection: Selection) -> PooledRender:
+        """The pooled (contextual) part of ``selection``, remembered so that
+        :meth:`truncate_pooled` can cut it entry by entry."""
+        returned = cap_round_robin(selection, self.settings.k)
+        rendered = PooledRender(
+            items=tuple((c, marker(c.entry, c.pool)) for c in returned if not c.always),
+            budget=omitted_by_pool(selection, returned),
+            budget_cause="by budget" if self.settings.k is None else "by budget or k",
+            pools=tuple(selection.stats),
+            budget_here=not (self.ledger_in_corrections and self.pooled_block),
+        )
+        with self._lock:
+            self._renders[rendered.text] = rendered
+            self._renders.move_to_end(rendered.text)
+            while len(self._renders) > _RENDERS_KEPT:
+                self._renders.popitem(last=False)
+        return rendered
+
+    def truncate_pooled(self, content: str, tokens_to_truncate: int) -> str:
+        """``content`` (a text :meth:`render_pooled` made) at least
+        ``tokens_to_truncate`` tokens shorter where it can be, entries
+        dropped from the least relevant end; the result always ends with
+        the explicit omission lines (budget, and the context limit)."""
+        with self._lock:
+            rendered = self._renders.get(content)
+        if rendered is None:
+            # Not a text this store made (or one long gone): nothing to
+            # cut entry by entry, but never silently.
+            return "[long-term memory left out by the context limit]"
+        size = self.token_counter(content)
+        while rendered.items and size - self.token_counter(rendered.text) < tokens_to_truncate:
+            rendered = rendered.without_lowest()
+        return rendered.text
+
+
+def message_text(message: ChatMessage) -> str:
+    """The text of a chat message (its text blocks, stripped)."""
+    return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
+
+
+def _default_gate(message: ChatMessage) -> bool:
+    return message.role in (MessageRole.USER, MessageRole.ASSISTANT) and bool(message_text(message))

@@ -1,0 +1,150 @@
+"""The recall plan: which candidates each pool asks a vector store for.
+
+Pooling after one shared top-k recall only moves type starvation one stage
+earlier: if the store's top 20 for a query holds no skill, no skill pool can
+fill. So every pool recalls its own candidates with its types pushed down as
+a filter, and always-scope entries are fetched by a scope filter, whatever
+their similarity to the query. A namespace filter is pushed down into every
+search too: filtered only after recall, a small tenant in a large shared
+store would lose its candidates to the other tenants' top-k.
+
+This module says *what* to search for, once, without any framework; each
+adapter translates a :class:`Search` into its store's filter dialect
+(LangChain: :func:`poolsplit_adapters.langchain.type_filter`; LlamaIndex:
+``MetadataFilters``) and embeds the query once for all of them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar
+
+from .poolsplit import Pool, Visibility
+
+#: The type an entry without ``type`` has (the entry schema's default). A
+#: store filter on ``type`` does not see that default, so the plan adds a
+#: search for untyped entries to every pool that admits it.
+UNTYPED_DEFAULT = "note"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Search:
+    """One similarity search of the plan, in no particular filter dialect.
+
+    Attributes:
+        label: names the search in traces: ``"pool:<name>"``,
+            ``"pool:<name>:untyped"`` or ``"always"``.
+        k: how many results to ask for.
+        types: the ``type`` metadata must be one of these; None: any type
+            (or, with ``untyped``, none).
+        untyped: only entries *without* ``type`` metadata (they count as
+            :data:`UNTYPED_DEFAULT`). A dialect that cannot say "missing"
+            searches without a type condition instead and lets the selector
+            sort the candidates out.
+        always: only entries with ``scope == "always"``.
+        namespaces: the ``namespace`` metadata must be one of these; empty:
+            no namespace condition (also when the visibility chain has a
+            ``None`` link).
+
+    Example::
+
+        Search("pool:skills", 20, types=("skill",), namespaces=("team-a",))
+    """
+
+    label: str
+    k: int
+    types: Optional[Tuple[str, ...]] = None
+    untyped: bool = False
+    always: bool = False
+    namespaces: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RecallPlan:
+    """Per-pool recall sizes, and the searches they make for one query.
+
+    Attributes:
+        pools: the pool plan the candidates are for.
+        fetch_k: results per pool search. Larger finds more candidates for
+            each pool's budget to choose from, at the cost of a bigger search.
+        always_k: results of the one always-scope fetch. It should exceed
+            the number of corrections the store can hold: a fetch that comes
+            back full is warned about (:meth:`check_always_fetch`), since a
+            correction cut there would never load.
+
+    Example::
+
+        plan = RecallPlan([Pool("skills", 100, 2, ("skill",))], fetch_k=10)
+        [s.label for s in plan.searches()]   # ['pool:skills', 'always']
+    """
+
+    pools: Sequence[Pool]
+    fetch_k: int = 20
+    always_k: int = 1000
+
+    def __post_init__(self) -> None:
+        for name in ("fetch_k", "always_k"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError("%s must be a positive int, got %r" % (name, value))
+        object.__setattr__(self, "pools", tuple(self.pools))
+
+    def searches(self, visibility: Optional[Visibility] = None) -> List[Search]:
+        """The searches for one query, in a fixed order: each pool's (pool
+        order), then the always-scope fetch."""
+        chain = visibility.chain if visibility is not None else ()
+        # A None link (entries without a namespace) is not pushed down: store
+        # filter dialects cannot all say "missing". The search then has no
+        # namespace condition and the selector's visibility check, which is
+        # exact, sorts the candidates out.
+        namespaces: Tuple[str, ...] = () if None in chain else tuple(n for n in chain if n is not None)
+        plan: List[Search] = []
+        for pool in self.pools:
+            if pool.max_entries <= 0 or pool.max_tokens < 1:
+                continue  # nothing contextual can load; its always-scope entries come below
+            label = "pool:%s" % pool.name
+            plan.append(Search(label, self.fetch_k, types=pool.types, namespaces=namespaces))
+            if pool.types is not None and UNTYPED_DEFAULT in pool.types:
+                plan.append(Search(label + ":untyped", self.fetch_k, untyped=True, namespaces=namespaces))
+        plan.append(Search("always", self.always_k, always=True, namespaces=namespaces))
+        return plan
+
+    def collect(self, searches: Sequence[Search], results: Sequence[Sequence[T]]) -> List[T]:
+        """Every search's results, in plan order (duplicates included).
+
+        Warns when the always-scope fetch came back full: it may have been
+        truncated, and a correction cut there would never load.
+        """
+        found: List[T] = []
+        for search, items in zip(searches, results):
+            if search.always and len(items) >= self.always_k:
+                warnings.warn(
+                    "the always-scope fetch returned always_k=%d results and may have been truncated: "
+                    "raise always_k so that every correction loads" % self.always_k,
+                    stacklevel=4,
+                )
+            found += items
+        return found
+
+
+def merge_recalled(found: Iterable[T], key: Callable[[T], Optional[str]]) -> List[T]:
+    """The candidates of all searches, each id once, in id order.
+
+    The searches overlap (an always-scope skill is found by the skill pool
+    and by the always fetch), and one id is one stored object. Recall order
+    is similarity order, which changes with every query; id order keeps the
+    always-scope entries (and complete ties) in a stable order. Candidates
+    without an id are kept, after the others, in recall order.
+    """
+    by_id: Dict[str, T] = {}
+    anonymous: List[T] = []
+    for item in found:
+        item_id = key(item)
+        if item_id is None:
+            anonymous.append(item)
+        else:
+            by_id.setdefault(item_id, item)
+    return [by_id[i] for i in sorted(by_id)] + anonymous

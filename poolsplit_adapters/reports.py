@@ -1,0 +1,89 @@
+"""Getting *your own* selection report out of a shared adapter.
+
+An adapter object is usually shared (one retriever serves every request), so
+its ``last_selection`` is the selection of whichever call finished last.
+:func:`capture_selections` collects the selections made inside a ``with``
+block of the current context instead: concurrent requests (threads, asyncio
+tasks) each see only their own, however deep in a chain the adapter runs.
+
+The frameworks' own per-call channels carry the same report as JSON
+(:func:`event_payload`): the LangChain callback event ``poolsplit_selection``
+and the LlamaIndex ``PoolSplitSelectionEvent``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from typing import Any, Dict, Iterator, List, Tuple
+
+from .poolsplit import Selection
+
+_SINKS: contextvars.ContextVar[Tuple[List[Selection], ...]] = contextvars.ContextVar(
+    "poolsplit_capture_sinks", default=()
+)
+
+
+@contextlib.contextmanager
+def capture_selections() -> Iterator[List[Selection]]:
+    """Collect every selection made in this context while the block runs,
+    in the order the calls finished.
+
+    Example::
+
+        with capture_selections() as mine:
+            docs = await retriever.ainvoke("did the deploy finish?")
+        (selection,) = mine           # this call's report, whatever ran concurrently
+
+    Works through LCEL chains, LangChain's thread pools, LlamaIndex query
+    engines and ``asyncio`` tasks started inside the block: each copies the
+    context it was started in. Blocks nest; an outer block sees the inner
+    block's selections too.
+    """
+    captured: List[Selection] = []
+    token = _SINKS.set(_SINKS.get() + (captured,))
+    try:
+        yield captured
+    finally:
+        _SINKS.reset(token)
+
+
+def record(selection: Selection) -> Selection:
+    """Hand ``selection`` to every :func:`capture_selections` block active in
+    this context (called by the adapters once per selection; a selection
+    handed over twice in a row, as the two memory blocks of one ``Memory``
+    share theirs, is collected once)."""
+    for sink in _SINKS.get():
+        if not sink or sink[-1] is not selection:
+            sink.append(selection)
+    return selection
+
+
+def event_payload(selection: Selection) -> Dict[str, Any]:
+    """The JSON form of ``selection`` that both frameworks' selection events
+    carry: ``Selection.to_dict()``, the core's one JSON form."""
+    to_dict = getattr(selection, "to_dict", None)
+    if to_dict is not None:
+        return dict(to_dict())
+    return _digest(selection)  # until the core's Selection.to_dict() lands
+
+
+def _digest(selection: Selection) -> Dict[str, Any]:
+    return {
+        "chosen": [
+            {"id": c.entry.get("id"), "pool": c.pool, "always": c.always, "score": c.score, "tokens": c.cost}
+            for c in selection.chosen
+        ],
+        "dropped": [{"id": d.entry.get("id"), "reason": d.reason, "pool": d.pool} for d in selection.dropped],
+        "stats": {
+            name: {
+                "tokens_used": s.tokens_used,
+                "max_tokens": s.max_tokens,
+                "entries_used": s.entries_used,
+                "max_entries": s.max_entries,
+                "always_count": s.always_count,
+                "always_tokens": s.always_tokens,
+            }
+            for name, s in selection.stats.items()
+        },
+    }
