@@ -550,8 +550,7 @@ def test_a_long_term_store_receives_flushed_chat_and_is_recalled_per_session():
 def test_context_chat_engine_sends_corrections_every_turn():
     blocks = poolsplit_memory_blocks(memory_entries(), POOLS, now=NOW)
     memory = Memory.from_defaults(session_id="chat", token_limit=900, memory_blocks=blocks)
-    facts = [x for x in memory_entries() if x.get("type") == "fact"]
-    retriever = PoolSplitRetriever([Pool("facts", 100, 2, ("fact",))], _nodes(facts), now=NOW)
+    retriever = PoolSplitRetriever([Pool("facts", 100, 2, ("fact",))], _nodes(memory_entries()), now=NOW)
     engine = ContextChatEngine.from_defaults(retriever=retriever, memory=memory, llm=MockLLM())
     for turn in range(4):
         # The facts-only retriever admits no correction: said every time.

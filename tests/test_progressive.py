@@ -231,9 +231,10 @@ def test_progressive_select_invariants(entries, plan, context, now, detail):
         stat = got.stats[pool.name]
         assert stat.tokens_used <= pool.max_tokens and stat.entries_used <= pool.max_entries
         assert stat.tokens_used == sum(c.cost for c in got.chosen if c.pool == pool.name and not c.always)
-    # The always tier and every reason that is not a budget's are the core's.
+    # The always tier and every reason decided before any pool are the core's
+    # (budgets and thresholds depend on what earlier pools took).
     assert [(c.index, c.pool) for c in got.chosen if c.always] == [(c.index, c.pool) for c in plain.chosen if c.always]
-    budget = (Reason.TOKEN_BUDGET, Reason.ENTRY_CAP)
+    budget = (Reason.TOKEN_BUDGET, Reason.ENTRY_CAP, Reason.BELOW_RELEVANCE)
     assert [(d.index, d.reason) for d in got.dropped if d.reason not in budget] == [
         (d.index, d.reason) for d in plain.dropped if d.reason not in budget
     ]
