@@ -41,7 +41,6 @@ sys.path.insert(0, str(ROOT))
 from poolsplit_adapters import Pool, select  # noqa: E402
 from poolsplit_adapters.memory.metrics import token_metrics  # noqa: E402
 from poolsplit_adapters.memory.progressive import progressive_select  # noqa: E402
-from poolsplit_adapters.memory.rendering import render_layers  # noqa: E402
 from poolsplit_adapters.memory.tasks import resolve_pools  # noqa: E402
 from poolsplit_adapters.render import render_context  # noqa: E402
 from poolsplit_adapters.store import load_pools, load_store  # noqa: E402
@@ -117,7 +116,7 @@ def run_one(entries: List[Dict[str, Any]], pools: List[Pool], context: Mapping[s
             token_counter=counter,
             **({"detail": False, "sufficient": 0} if mode == "summaries" else {}),
         )
-        text = render_layers(picked).text
+        text = render_context(picked).text
         deepened = picked.deepened
     metrics = token_metrics(picked.chosen)
     return {

@@ -759,15 +759,6 @@ class Selection:
             grouped.setdefault(item.reason, []).append(item)
         return grouped
 
-    def omitted_by_pool(self) -> Dict[str, int]:
-        """Pool name -> how many entries its budget cut (pool order): what an
-        explicit omission line must say."""
-        counts: Dict[str, int] = {}
-        for item in self.dropped:
-            if item.reason in BUDGET_REASONS and item.pool is not None:
-                counts[item.pool] = counts.get(item.pool, 0) + 1
-        return {name: counts[name] for name in self.stats if name in counts}
-
     def to_dict(self) -> Dict[str, Any]:
         """The one JSON form of a selection (the CLI's ``--json`` and both
         frameworks' selection events)."""

@@ -21,9 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .poolsplit import Chosen, Reason, Selection
+from .poolsplit import BUDGET_REASONS, Chosen, Reason, Selection
 
-BUDGET_REASONS = (Reason.TOKEN_BUDGET, Reason.ENTRY_CAP)
 # At least one attribute: LlamaIndex's Memory wraps all blocks in a bare
 # <memory>...</memory>, which is not an entry marker.
 _MARKER = re.compile(r'<memory((?:\s+[a-z]+="[^"]*")+)>\n(.*?)\n</memory>', re.S)
@@ -71,15 +70,32 @@ class RenderedContext:
         return self.text
 
 
-def marker(entry: Mapping[str, Any], pool: Optional[str] = None) -> str:
-    """One entry as ``<memory id=".." source=".." at=".." pool="..">text</memory>``."""
+def marker(entry: Mapping[str, Any], pool: Optional[str] = None, layer: str = "full") -> str:
+    """One entry as ``<memory id=".." source=".." at=".." pool="..">text</memory>``.
+
+    ``layer`` other than ``"full"`` (progressive loading) renders the
+    entry's ``summary`` as the text and says so in a ``layer`` attribute: a
+    summary reads like the whole memory unless the model is told there is
+    more, and can ask for it by id.
+
+    Raises:
+        ValueError: a lighter layer asked for an entry without a summary.
+    """
     attrs = [("id", entry.get("id")), ("source", entry.get("source")), ("at", entry.get("created"))]
     if pool is not None:
         attrs.append(("pool", pool))
     if entry.get("scope") == "always":
         attrs.append(("scope", "always"))
+    text = entry.get("content", "")
+    layer = str(layer)
+    if layer != "full":
+        summary = entry.get("summary")
+        if not isinstance(summary, str) or not summary.strip():
+            raise ValueError("entry %r has no summary to render at layer %r" % (entry.get("id"), layer))
+        attrs.append(("layer", layer))
+        text = summary
     head = " ".join('%s="%s"' % (key, _attr(value)) for key, value in attrs)
-    return "<memory %s>\n%s\n</memory>" % (head, _body(str(entry.get("content", ""))))
+    return "<memory %s>\n%s\n</memory>" % (head, _body(str(text)))
 
 
 def omitted_by_pool(selection: Selection, returned: Optional[Sequence[Chosen]] = None) -> Dict[str, int]:
@@ -133,15 +149,37 @@ def selected_line(selected: Mapping[str, int], place: str) -> str:
     )
 
 
-def render_context(selection: Selection, *, with_omissions: bool = True) -> RenderedContext:
+#: The hint after the markers when some entries loaded as summaries.
+EXPAND_HINT = (
+    '[1 entry shown as a summary (layer="summary" or "timeline"); its full text is available by id]',
+    '[%d entries shown as summaries (layer="summary" or "timeline"); their full text is available by id]',
+)
+
+
+def render_context(selection: Selection, *, with_omissions: bool = True, with_hint: bool = True) -> RenderedContext:
     """Render ``selection`` as cite-able markers, always-scope entries first,
-    then one explicit line saying how many entries budgets left out and from
-    which pools ("7 more entries left out by budget: skills 3, content 4")."""
-    blocks = [marker(c.entry, c.pool) for c in selection.chosen]
+    then one explicit line per cause saying how many entries were left out
+    and from which pools ("[7 more entries left out by budget: skills 3,
+    content 4]", "[2 more entries left out below the relevance threshold:
+    notes 2]"), then, when some entries loaded as summaries (progressive
+    loading), a line saying their full text is available by id."""
+    blocks = [marker(c.entry, c.pool, c.layer) for c in selection.chosen]
     cut = [d for d in selection.dropped if d.reason in BUDGET_REASONS]
     by_pool = omitted_by_pool(selection)
-    if cut and with_omissions:
-        blocks.append(omission_line(by_pool, "by budget"))
+    if with_omissions:
+        below: Dict[str, int] = {}
+        for d in selection.dropped:
+            if d.reason == Reason.BELOW_RELEVANCE and d.pool is not None:
+                below[d.pool] = below.get(d.pool, 0) + 1
+        for line in (
+            omission_line(by_pool, "by budget"),
+            omission_line({n: below[n] for n in selection.stats if n in below}, "below the relevance threshold"),
+        ):
+            if line:
+                blocks.append(line)
+    short = sum(1 for c in selection.chosen if str(c.layer) != "full")
+    if short and with_hint:
+        blocks.append(EXPAND_HINT[0] if short == 1 else EXPAND_HINT[1] % short)
     return RenderedContext(
         text="\n".join(blocks),
         included_ids=[c.entry.get("id") for c in selection.chosen],

@@ -19,8 +19,7 @@ from poolsplit_adapters import MemoryIndex, Pool
 from poolsplit_adapters.memory.expand import UnknownEntryError, expand, find_entry
 from poolsplit_adapters.memory.expand_tools import EXPAND_TOOL_NAME, langchain_expand_tool, llama_index_expand_tool
 from poolsplit_adapters.memory.progressive import progressive_select
-from poolsplit_adapters.memory.rendering import render_layers
-from poolsplit_adapters.render import parse_markers
+from poolsplit_adapters.render import parse_markers, render_context
 
 NOW = datetime.datetime(2026, 11, 20, 9)
 ENTRIES = [
@@ -66,7 +65,7 @@ def test_unknown_ids_and_bad_ids_are_clear():
 
 def test_summary_markers_name_ids_that_expand_to_the_full_text():
     picked = progressive_select(ENTRIES, [Pool("episodes", 100, 3, ("episode",))], {"message": "outage"}, now=NOW)
-    markers = parse_markers(render_layers(picked).text)
+    markers = parse_markers(render_context(picked).text)
     assert [m["layer"] for m in markers] == ["summary"] * 3
     assert {m["id"]: expand(ENTRIES, m["id"]) for m in markers} == {e["id"]: e["content"] for e in ENTRIES}
 

@@ -27,8 +27,7 @@ from poolsplit_adapters.memory.progressive import (
     summary_of,
     wants_detail,
 )
-from poolsplit_adapters.memory.rendering import layer_marker, render_layers
-from poolsplit_adapters.render import parse_markers
+from poolsplit_adapters.render import marker, parse_markers, render_context
 from poolsplit_adapters.store import load_pools, load_store
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -290,14 +289,14 @@ def test_a_bad_summary_names_the_entry_and_the_field():
 
 def test_layer_markers_say_what_loaded_and_parse_back():
     entry = {"id": "ep-1", "content": "Full <story>.", "summary": 'Short "gist" > here', "created": "2026-11-01"}
-    text = layer_marker(entry, "episodes", S)
+    text = marker(entry, "episodes", S)
     assert text == (
         '<memory id="ep-1" source="" at="2026-11-01" pool="episodes" layer="summary">\nShort "gist" &gt; here\n</memory>'
     )
-    assert layer_marker(entry, "episodes", "full") == (
+    assert marker(entry, "episodes", "full") == (
         '<memory id="ep-1" source="" at="2026-11-01" pool="episodes">\nFull &lt;story&gt;.\n</memory>'
     )
-    assert parse_markers(layer_marker(entry, "episodes", T)) == [
+    assert parse_markers(marker(entry, "episodes", T)) == [
         {
             "id": "ep-1",
             "source": "",
@@ -309,13 +308,13 @@ def test_layer_markers_say_what_loaded_and_parse_back():
     ]
     assert entry["content"] == "Full <story>."  # the entry is not touched
     with pytest.raises(ValueError, match="has no summary"):
-        layer_marker({"id": "x", "content": "y"}, "p", S)
+        marker({"id": "x", "content": "y"}, "p", S)
 
 
 def test_render_layers_adds_the_omission_and_expand_lines():
     entries = [{"id": "e%d" % i, "type": "fact", "content": "word " * 20, "summary": "gist %d" % i} for i in range(5)]
     got = progressive_select(entries, [Pool("facts", 100, 3, ("fact",))], {"message": "word"}, now=NOW)
-    rendered = render_layers(got)
+    rendered = render_context(got)
     lines = rendered.text.splitlines()
     assert lines[-2] == "[2 more entries left out by budget: facts 2]"
     assert (
@@ -328,9 +327,9 @@ def test_render_layers_adds_the_omission_and_expand_lines():
         entries[:1], [Pool("facts", 100, 3, ("fact",))], {"message": "word"}, now=NOW, detail=False
     )
     assert one.deepened  # a single entry is not sufficient context: it loads in full, and no hint follows
-    assert render_layers(one).text == layer_marker(entries[0], "facts", F)
+    assert render_context(one).text == marker(entries[0], "facts", F)
     short = progressive_select(entries[:1], [Pool("facts", 6, 3, ("fact",))], {"message": "word"}, now=NOW)
-    assert render_layers(short).text.splitlines()[-1] == (
+    assert render_context(short).text.splitlines()[-1] == (
         '[1 entry shown as a summary (layer="summary" or "timeline"); its full text is available by id]'
     )
 
