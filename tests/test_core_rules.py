@@ -205,3 +205,11 @@ def test_replace_is_atomic_for_concurrent_queries():
     for t in readers:
         t.join()
     assert seen and all(len(got) == 1 for got in seen)
+
+
+def test_threshold_cuts_are_shown_in_their_own_omission_line():
+    from poolsplit_adapters.render import parse_markers, render_context
+
+    text = render_context(select(STORE, PLAN, ASK, now=NOW)).text
+    assert [m["id"] for m in parse_markers(text)] == ["fix", "undated", "deploy"]
+    assert text.splitlines()[-1] == "[2 more entries left out below the relevance threshold: notes 2]"
