@@ -1,0 +1,567 @@
+"""EmbeddingScorer: rank memories by meaning, not by shared words.
+
+The spec's scorer multiplies priority, recency, tags, project and a
+*message-overlap* factor. Word overlap misses paraphrase: "fix the rounding
+bug in the refunds total" shares one word with "The October rounding
+incident: float multiplication lost a cent", so that episode loses to
+unrelated but fresher notes. This scorer keeps every other factor and
+replaces the overlap by the cosine of the query's and the entry's embedding
+vectors:
+
+    relevance = cos(query, entry)                                  (in [-1, 1])
+    score     = partial(entry) * (1 + W * max(0, relevance)),   W = 1.5
+
+``partial`` is the spec's score without its message factor
+(:meth:`ScoringContext.partial <poolsplit_adapters.poolsplit.ScoringContext.partial>`).
+
+Why these constants:
+
+* **W = 1.5** gives the factor the lexical factor's range, 1 (no match) to
+  2.5 (perfect match): switching scorers changes how a match is *measured*,
+  not how much a match weighs against priority, recency, tags and project,
+  which the pool plans and priorities in use were tuned against.
+* **max(0, cos)**: an unrelated entry gets factor 1, exactly like an entry
+  sharing no word under the lexical scorer; a negative cosine is not
+  evidence against an entry (real sentence embedders put unrelated texts
+  anywhere around 0), so it must not rank below "no match".
+* **No cut-off inside the factor** (the lexical factor ignores an overlap
+  under 0.15): cosines are continuous, a hidden cliff would make a 0.001
+  change flip an entry's weight, and dropping weak matches is the job of the
+  explicit per-pool threshold (``Pool(min_relevance=...)``), which reports
+  what it cuts.
+
+A **hybrid** mixes the two measures: ``relevance = (1 - h) * cos + h * f``
+where ``f`` is the lexical overlap fraction (shared significant words /
+the message's significant words); ``lexical_weight=h``.
+
+**Fallback.** Without an embedder, or when the embedder raises (or returns
+something that is not a vector), the scorer falls back to the lexical
+default scorer, bit for bit (seed 003: vector search with a keyword
+fallback). It says so once per scorer in an :class:`EmbeddingFallbackWarning`
+and on every prepared call in ``prepared.fallback_reason``, for the selection
+report. An entry whose own vector cannot be computed is scored lexically too.
+
+**Cost.** Entry vectors are computed in batches and cached by content hash
+(:mod:`~poolsplit_adapters.memory.vector_cache`); the query is embedded once
+per :meth:`EmbeddingScorer.prepare` (and remembered for repeated messages).
+Over a matrix of entry vectors, relevance is one matrix-vector product
+(:func:`~poolsplit_adapters.memory.similarity.score_matrix`); vectors are
+quantised so that product is exact and every path ranks identically.
+
+numpy is required (the ``fast`` extra; every framework that provides
+embeddings already pulls it in).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import threading
+import warnings
+from collections import OrderedDict
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from ..poolsplit import ScoringContext, check_entry
+from .similarity import Float64Array, FloatArray, cosine, norms_of, quantise, score_matrix
+from .vector_cache import InMemoryVectorCache, VectorCache, content_key
+
+__all__ = [
+    "EmbeddingScorer",
+    "PreparedEmbeddingScore",
+    "EmbeddingFallbackWarning",
+    "EmbeddingError",
+    "RELEVANCE_WEIGHT",
+]
+
+#: ``W`` in ``partial * (1 + W * max(0, relevance))``: the lexical factor's
+#: range (1 to 2.5), see the module docstring.
+RELEVANCE_WEIGHT = 1.5
+
+_QUERY_MEMO = 64  # distinct recent messages whose vectors are remembered
+
+
+class EmbeddingFallbackWarning(UserWarning):
+    """An :class:`EmbeddingScorer` is ranking lexically because embeddings
+    are unavailable or the embedder failed. Emitted once per scorer; every
+    later fallback is still recorded in ``prepared.fallback_reason``."""
+
+
+class EmbeddingError(RuntimeError):
+    """The embedder failed or returned something that is not a batch of
+    finite vectors of one length. The cause is chained (``__cause__``)."""
+
+
+def _describe_embedder(embedder: Any) -> str:
+    return "%s.%s" % (type(embedder).__module__, type(embedder).__qualname__)
+
+
+class _Shared:
+    """State shared by a scorer and its :meth:`with_known_relevance` views:
+    the vector cache, the query memo, the dimension and the warn-once flag."""
+
+    def __init__(self, cache: VectorCache) -> None:
+        self.cache = cache
+        self.queries: OrderedDict[str, FloatArray] = OrderedDict()
+        self.dim: Optional[int] = None
+        self.warned = False
+        self.lock = threading.Lock()
+        self.last_fallback: Optional[str] = None
+
+
+class EmbeddingScorer:
+    """Pool-split scorer whose relevance is embedding similarity.
+
+    Use it wherever a scorer goes (``select(..., scorer=...)``,
+    ``MemoryIndex.select(..., scorer=...)``, the adapters): it is callable as
+    ``scorer(entry, context, *, now=None)`` (the spec's scorer form) and has
+    :meth:`prepare`, which the selector calls once per query.
+
+    Args:
+        embedder: a LangChain ``Embeddings`` (``embed_documents`` /
+            ``embed_query``), a LlamaIndex ``BaseEmbedding``
+            (``get_text_embedding_batch`` / ``get_query_embedding``), any
+            object with either pair of methods, or None (rank lexically: the
+            "no embeddings available" case, warned once).
+        weight: ``W`` in ``partial * (1 + W * max(0, relevance))``; default
+            1.5, the lexical factor's range.
+        lexical_weight: ``h`` of the hybrid ``(1 - h) * cos + h * overlap``;
+            0 (default) is pure embedding similarity.
+        cache: where entry vectors are kept (a :class:`VectorCache`); by
+            default an unbounded :class:`InMemoryVectorCache` of this scorer.
+        model_id: names the vector space in cache keys; by default the
+            embedder's ``model_id``, else its class and ``model`` /
+            ``model_name``. Give one when two differently configured
+            embedders of one class share a durable cache.
+        batch_size: texts per embedder call when entries are embedded.
+
+    Example:
+        >>> from poolsplit_adapters import Pool, select
+        >>> from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+        >>> scorer = EmbeddingScorer(HashEmbedder())
+        >>> entries = [
+        ...     {"id": "a", "content": "Refunds were rounded down by a cent"},
+        ...     {"id": "b", "content": "The staging URL changed"},
+        ... ]
+        >>> picked = select(entries, [Pool("all", 100, 1)], {"message": "refund rounding"}, scorer=scorer)
+        >>> [e["id"] for e in picked.entries()]
+        ['a']
+    """
+
+    def __init__(
+        self,
+        embedder: Any = None,
+        *,
+        weight: float = RELEVANCE_WEIGHT,
+        lexical_weight: float = 0.0,
+        cache: Optional[VectorCache] = None,
+        model_id: Optional[str] = None,
+        batch_size: int = 256,
+    ) -> None:
+        self._langchain_like = False
+        if embedder is not None:
+            langchain_like = callable(getattr(embedder, "embed_documents", None)) and callable(
+                getattr(embedder, "embed_query", None)
+            )
+            llama_like = callable(getattr(embedder, "get_text_embedding_batch", None)) and callable(
+                getattr(embedder, "get_query_embedding", None)
+            )
+            if not (langchain_like or llama_like):
+                raise TypeError(
+                    "EmbeddingScorer needs an embedder with embed_documents and embed_query (a LangChain "
+                    "Embeddings) or get_text_embedding_batch and get_query_embedding (a LlamaIndex "
+                    "BaseEmbedding); got %s" % _describe_embedder(embedder)
+                )
+            self._langchain_like = langchain_like
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (0.0 <= weight < math.inf):
+            raise ValueError("EmbeddingScorer weight must be a finite number >= 0, got %r" % (weight,))
+        if (
+            isinstance(lexical_weight, bool)
+            or not isinstance(lexical_weight, (int, float))
+            or not 0.0 <= lexical_weight <= 1.0
+        ):
+            raise ValueError("EmbeddingScorer lexical_weight must be in [0, 1], got %r" % (lexical_weight,))
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError("EmbeddingScorer batch_size must be a positive int, got %r" % (batch_size,))
+        if model_id is not None and not (isinstance(model_id, str) and model_id):
+            raise TypeError("EmbeddingScorer model_id must be a non-empty string, got %r" % (model_id,))
+        self.embedder = embedder
+        self.weight = float(weight)
+        self.lexical_weight = float(lexical_weight)
+        self.batch_size = batch_size
+        self._model_id = model_id
+        self._known: Mapping[str, float] = {}
+        self._shared = _Shared(cache if cache is not None else InMemoryVectorCache())
+
+    # -- identity and cache ---------------------------------------------------
+
+    @property
+    def model_id(self) -> str:
+        """The vector space's name in cache keys (see the ``model_id`` arg)."""
+        if self._model_id is not None:
+            return self._model_id
+        embedder = self.embedder
+        own = getattr(embedder, "model_id", None)
+        if isinstance(own, str) and own:
+            return own
+        name = getattr(embedder, "model", None) or getattr(embedder, "model_name", None)
+        base = _describe_embedder(embedder)
+        return "%s:%s" % (base, name) if isinstance(name, str) and name else base
+
+    @property
+    def cache(self) -> VectorCache:
+        """The entry-vector cache (shared with :meth:`with_known_relevance` views)."""
+        return self._shared.cache
+
+    @property
+    def last_fallback_reason(self) -> Optional[str]:
+        """Why the most recent prepared call (or batch embedding) fell back,
+        or None when it did not."""
+        return self._shared.last_fallback
+
+    # -- embedding ------------------------------------------------------------
+
+    def _check_batch(self, raw: Any, expected: int) -> FloatArray:
+        try:
+            rows = list(raw)
+        except TypeError as exc:
+            raise EmbeddingError("the embedder returned %s instead of a list of vectors" % type(raw).__name__) from exc
+        if len(rows) != expected:
+            raise EmbeddingError("the embedder returned %d vectors for %d texts" % (len(rows), expected))
+        try:
+            array = np.asarray(rows, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise EmbeddingError("the embedder returned vectors of different lengths or non-numbers") from exc
+        if array.ndim != 2 or array.shape[1] < 1:
+            raise EmbeddingError("the embedder returned vectors of shape %r" % (array.shape,))
+        dim = self._shared.dim
+        if dim is not None and array.shape[1] != dim:
+            raise EmbeddingError(
+                "the embedder returned %d-dimensional vectors, earlier ones had %d" % (array.shape[1], dim)
+            )
+        try:
+            quantised = quantise(array)
+        except ValueError as exc:
+            raise EmbeddingError(str(exc)) from exc
+        self._shared.dim = array.shape[1]
+        return quantised
+
+    def _embed_documents(self, texts: List[str]) -> FloatArray:
+        embedder = self.embedder
+        if embedder is None:
+            raise EmbeddingError("no embedder configured")
+        try:
+            if self._langchain_like:
+                raw = embedder.embed_documents(texts)
+            else:
+                raw = embedder.get_text_embedding_batch(texts)
+        except Exception as exc:  # any failure of a model or a remote API
+            raise EmbeddingError("the embedder raised %s: %s" % (type(exc).__name__, exc)) from exc
+        return self._check_batch(raw, len(texts))
+
+    def _embed_query(self, text: str) -> FloatArray:
+        shared = self._shared
+        with shared.lock:
+            known = shared.queries.get(text)
+            if known is not None:
+                shared.queries.move_to_end(text)
+                return known
+        embedder = self.embedder
+        if embedder is None:
+            raise EmbeddingError("no embedder configured")
+        try:
+            raw = embedder.embed_query(text) if self._langchain_like else embedder.get_query_embedding(text)
+        except Exception as exc:
+            raise EmbeddingError("the embedder raised %s: %s" % (type(exc).__name__, exc)) from exc
+        vector: FloatArray = self._check_batch([raw], 1)[0]
+        vector.setflags(write=False)
+        with shared.lock:
+            shared.queries[text] = vector
+            while len(shared.queries) > _QUERY_MEMO:
+                shared.queries.popitem(last=False)
+        return vector
+
+    def vectors_for(self, texts: Sequence[str]) -> FloatArray:
+        """Quantised vectors of ``texts``, shape ``(len(texts), dim)``: cached
+        ones from the cache, the rest embedded in batches of ``batch_size``
+        (each distinct text once) and cached.
+
+        Raises:
+            EmbeddingError: the embedder failed (nothing is cached from the
+                failing batch; earlier batches stay cached).
+        """
+        texts = list(texts)
+        model = self.model_id
+        keys = [content_key(text, model) for text in texts]
+        found = self.cache.get_many(list(dict.fromkeys(keys)))
+        missing: Dict[str, str] = {}
+        for key, text in zip(keys, texts):
+            if key not in found and key not in missing:
+                missing[key] = text
+        pending = list(missing.items())
+        for start in range(0, len(pending), self.batch_size):
+            chunk = pending[start : start + self.batch_size]
+            vectors = self._embed_documents([text for _, text in chunk])
+            fresh = {key: vectors[row] for row, (key, _) in enumerate(chunk)}
+            self.cache.put_many(fresh)
+            found.update(fresh)
+        if not texts:
+            return np.zeros((0, self._shared.dim or 0), dtype=np.float32)
+        try:
+            return np.stack([found[key] for key in keys])
+        except ValueError as exc:  # a durable cache held vectors of another length
+            raise EmbeddingError("cached vectors of model %r have different lengths" % model) from exc
+
+    def embed_entries(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Make sure every entry's content has a cached vector (batched), so
+        later queries embed only the query. A store calls this when entries
+        are added.
+
+        Raises:
+            EmbeddingError: the embedder failed.
+        """
+        self.vectors_for([entry["content"] for entry in entries])
+
+    def remember(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        """Cache vectors computed elsewhere (a vector store returns them with
+        its hits), so recalled entries are not embedded again. They must come
+        from the same model (``model_id``)."""
+        texts = list(texts)
+        array = self._check_batch(vectors, len(texts))
+        model = self.model_id
+        self.cache.put_many({content_key(text, model): array[row] for row, text in enumerate(texts)})
+
+    #: Cosines of a quantised query with a matrix of quantised entry vectors
+    #: (one matrix-vector product); see :func:`~.similarity.score_matrix`.
+    score_matrix = staticmethod(score_matrix)
+    #: Row norms for :meth:`score_matrix` (an index keeps them per row).
+    norms_of = staticmethod(norms_of)
+
+    # -- the score ------------------------------------------------------------
+
+    def relevance_from(
+        self, cosines: Union[float, Float64Array], overlap: Union[None, float, Float64Array] = None
+    ) -> Union[float, Float64Array]:
+        """Relevance from cosines (and, for the hybrid, lexical overlap
+        fractions): ``cos``, or ``(1 - h) * cos + h * overlap``. Works on a
+        float or element-wise on arrays, with the same float64 operations,
+        so a vectorised index computes the scalar path's exact bits."""
+        h = self.lexical_weight
+        if h == 0.0:
+            return cosines
+        mixed = (1.0 - h) * cosines + h * (0.0 if overlap is None else overlap)
+        return mixed
+
+    def factor_from(self, relevance: Union[float, Float64Array]) -> Union[float, Float64Array]:
+        """``1 + W * max(0, relevance)``, on a float or element-wise."""
+        if isinstance(relevance, np.ndarray):
+            return 1.0 + self.weight * np.maximum(relevance, 0.0)
+        return 1.0 + self.weight * (relevance if relevance > 0.0 else 0.0)
+
+    def prepare(
+        self, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime] = None
+    ) -> PreparedEmbeddingScore:
+        """Digest ``context`` once for many entries: checks it, computes the
+        lexical pieces, embeds ``context["message"]`` (once; repeated
+        messages are remembered).
+
+        Raises:
+            TypeError: a malformed context (as the default scorer does).
+        """
+        lexical = ScoringContext(context, now)
+        message = (context or {}).get("message") or ""
+        query: Optional[FloatArray] = None
+        reason: Optional[str] = None
+        if self.embedder is None:
+            reason = "no embedder configured"
+        elif message.strip():
+            try:
+                query = self._embed_query(message)
+            except EmbeddingError as exc:
+                reason = "query embedding failed: %s" % exc
+        self._shared.last_fallback = reason
+        if reason is not None:
+            self._fell_back(reason)
+        return PreparedEmbeddingScore(self, lexical, query, reason)
+
+    def __call__(
+        self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]], *, now: Optional[datetime.datetime] = None
+    ) -> float:
+        """Score one entry (the spec's scorer form). Prefer :meth:`prepare`
+        for many entries: it checks and digests the context once."""
+        check_entry(entry)
+        return self.prepare(context, now).score(entry)
+
+    def with_known_relevance(self, known: Mapping[str, float]) -> EmbeddingScorer:
+        """A view of this scorer that takes the relevance of the entries
+        whose ``id`` is in ``known`` from there instead of embedding them:
+        a vector store already returned their similarity (converted by
+        :func:`~.similarity.relevance_from_store_score`). Shares the cache,
+        the query memo and the warn-once state."""
+        view = object.__new__(EmbeddingScorer)
+        view.__dict__.update(self.__dict__)
+        view._known = dict(known)
+        return view
+
+    def _fell_back(self, reason: str) -> None:
+        shared = self._shared
+        with shared.lock:
+            if shared.warned:
+                return
+            shared.warned = True
+        warnings.warn(
+            "EmbeddingScorer is ranking lexically: %s. Later fallbacks of this scorer are recorded in "
+            "prepared.fallback_reason only." % reason,
+            EmbeddingFallbackWarning,
+            stacklevel=4,
+        )
+
+
+class PreparedEmbeddingScore:
+    """One query's scorer: what :meth:`EmbeddingScorer.prepare` returns.
+
+    Attributes:
+        fallback_reason: None when ranking by embeddings; else why this call
+            (the query could not be embedded: every entry) or some of its
+            entries (theirs could not) ranked lexically. Record it in the
+            selection report.
+        has_query: False when the context has no message: every relevance is
+            then 0 and nothing is embedded.
+        query_vector: the quantised query vector (None without a query or in
+            fallback), for :meth:`EmbeddingScorer.score_matrix`.
+
+    Example:
+        >>> from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+        >>> prepared = EmbeddingScorer(HashEmbedder()).prepare({"message": "refund rounding"})
+        >>> prepared.relevance({"content": "refunds rounded"}) > prepared.relevance({"content": "staging URL"})
+        True
+    """
+
+    __slots__ = ("scorer", "lexical", "query_vector", "has_query", "_memo", "_query_failure", "_entry_failure")
+
+    def __init__(
+        self,
+        scorer: EmbeddingScorer,
+        lexical: ScoringContext,
+        query: Optional[FloatArray],
+        reason: Optional[str],
+    ) -> None:
+        self.scorer = scorer
+        self.lexical = lexical
+        self.query_vector = query
+        self._query_failure = reason
+        self.has_query = query is not None or (reason is not None and lexical.nwords > 0)
+        self._memo: Dict[int, Any] = {}  # id(entry) -> (entry, relevance or None)
+        self._entry_failure: Optional[str] = None
+
+    @property
+    def fallback_reason(self) -> Optional[str]:
+        """None while every entry is ranked by embeddings; else why this call
+        (or some of its entries) ranked lexically."""
+        return self._query_failure or self._entry_failure
+
+    def _overlap(self, content: str) -> float:
+        lexical = self.lexical
+        return lexical.shared_words(content) / lexical.nwords if lexical.nwords else 0.0
+
+    def _embedded_relevance(self, entry: Mapping[str, Any]) -> Optional[float]:
+        """Relevance from vectors, or None when this entry must be scored
+        lexically (fallback, or its vector could not be computed)."""
+        if self._query_failure is not None:
+            return None
+        held = self._memo.get(id(entry))
+        if held is not None and held[0] is entry:
+            return held[1]  # type: ignore[no-any-return]
+        relevance: Optional[float]
+        scorer = self.scorer
+        entry_id = entry.get("id")
+        if isinstance(entry_id, str) and entry_id in scorer._known:
+            overlap = self._overlap(entry["content"]) if scorer.lexical_weight else None
+            relevance = float(scorer.relevance_from(float(scorer._known[entry_id]), overlap))
+        elif self.query_vector is None:
+            relevance = 0.0
+        else:
+            vector = self._entry_vector(entry["content"])
+            if vector is None:
+                relevance = None
+            else:
+                cos = cosine(self.query_vector, vector)
+                overlap = self._overlap(entry["content"]) if scorer.lexical_weight else None
+                relevance = float(scorer.relevance_from(cos, overlap))
+        self._memo[id(entry)] = (entry, relevance)
+        return relevance
+
+    def _entry_vector(self, content: str) -> Optional[FloatArray]:
+        """The entry's vector, or None when it cannot be had. After one
+        failure in this call the embedder is not asked again (a failing
+        remote API would otherwise be called once per entry); cached
+        vectors are still used."""
+        scorer = self.scorer
+        if self._entry_failure is not None:
+            key = content_key(content, scorer.model_id)
+            return scorer.cache.get_many([key]).get(key)
+        try:
+            vector: FloatArray = scorer.vectors_for([content])[0]
+        except EmbeddingError as exc:
+            self._entry_failure = reason = "entry embedding failed: %s" % exc
+            scorer._shared.last_fallback = reason
+            scorer._fell_back(reason)
+            return None
+        return vector
+
+    def relevance(self, entry: Mapping[str, Any]) -> float:
+        """How well ``entry`` matches the query: the cosine (or the hybrid
+        mix), in [-1, 1]. In fallback, the lexical overlap fraction in
+        [0, 1], the default scorer's relevance."""
+        relevance = self._embedded_relevance(entry)
+        if relevance is None:
+            return self._overlap(entry["content"])
+        return relevance
+
+    def score(self, entry: Mapping[str, Any]) -> float:
+        """The entry's score: ``partial * (1 + W * max(0, relevance))``, or
+        the default lexical score in fallback."""
+        relevance = self._embedded_relevance(entry)
+        if relevance is None:
+            return self.lexical.score(entry)
+        return self.lexical.partial(entry) * float(self.scorer.factor_from(relevance))
+
+    def relevances(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
+        """:meth:`relevance` of many entries, their missing vectors embedded
+        in batches first (one embedder call per ``batch_size`` texts)."""
+        self._warm(entries)
+        return [self.relevance(entry) for entry in entries]
+
+    def scores(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
+        """:meth:`score` of many entries, embedding missing vectors in batches."""
+        self._warm(entries)
+        return [self.score(entry) for entry in entries]
+
+    def _warm(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        if self._query_failure is not None or self.query_vector is None:
+            return
+        try:
+            self.scorer.embed_entries(entries)
+        except EmbeddingError as exc:
+            # Entries without a cached vector are then scored lexically.
+            self._entry_failure = reason = "entry embedding failed: %s" % exc
+            self.scorer._shared.last_fallback = reason
+            self.scorer._fell_back(reason)
+
+    def relevance_of_matrix(
+        self, matrix: FloatArray, norms: Optional[Float64Array] = None, overlap: Optional[Float64Array] = None
+    ) -> Float64Array:
+        """Relevance of every row of a quantised entry matrix (the vectorised
+        path: one matrix-vector product). ``overlap`` holds the lexical
+        overlap fractions for a hybrid scorer. Bit-identical, row by row, to
+        :meth:`relevance`.
+
+        Raises:
+            ValueError: the prepared call is in fallback or has no query (use
+                the lexical path / zeros), or the shapes do not match.
+        """
+        if self.query_vector is None:
+            raise ValueError("no query vector: this call %s" % (self._query_failure or "has no message"))
+        cosines = score_matrix(self.query_vector, matrix, norms)
+        return np.asarray(self.scorer.relevance_from(cosines, overlap), dtype=np.float64)
