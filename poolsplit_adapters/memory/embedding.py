@@ -224,6 +224,8 @@ class EmbeddingScorer:
 
     def _check_batch(self, raw: Any, expected: int) -> FloatArray:
         try:
+            if isinstance(raw, (str, bytes)):
+                raise TypeError(raw)
             rows = list(raw)
         except TypeError as exc:
             raise EmbeddingError("the embedder returned %s instead of a list of vectors" % type(raw).__name__) from exc
