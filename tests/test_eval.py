@@ -1,0 +1,115 @@
+"""The labelled evaluation set keeps its promises, and the evaluation runs
+(with the deterministic hash embedding: fast, offline)."""
+
+from __future__ import annotations
+
+import collections
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks" / "eval"))
+
+import dataset  # noqa: E402
+import evaluate  # noqa: E402
+import make_dataset  # noqa: E402
+
+from poolsplit_adapters import Pool, select  # noqa: E402
+from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
+from poolsplit_adapters.memory.hash_embedding import HashEmbedder  # noqa: E402
+
+ENTRIES = dataset.load_entries()
+QUERIES = dataset.load_queries()
+BY_ID = {e["id"]: e for e in ENTRIES}
+
+
+def test_the_content_word_rule():
+    # Words and inflections count as shared; unrelated words do not.
+    assert dataset.shared_content("rounded refunds today", ["Refund rounding bug"]) == ["refunds", "rounded"]
+    assert dataset.shared_content("reimbursement off by a penny", ["Refund rounding bug"]) == []
+    assert dataset.shared_content("the cents", ["one cent"]) == ["cents"]
+
+
+def test_the_files_are_what_the_generator_writes():
+    entries, queries = make_dataset.build()
+    assert entries == ENTRIES
+    assert queries == QUERIES
+
+
+def test_size_and_types():
+    assert len(ENTRIES) >= 300
+    assert len(QUERIES) >= 60
+    assert len({e["id"] for e in ENTRIES}) == len(ENTRIES)
+    assert len({q["id"] for q in QUERIES}) == len(QUERIES)
+    plan_types = {t for pool in dataset.load_pools() for t in pool.types or ()}
+    counts = collections.Counter(e["type"] for e in ENTRIES)
+    assert plan_types <= set(counts), "every type of examples/pools.toml is in the set"
+    relevant_types = {BY_ID[r]["type"] for q in QUERIES for r in q["relevant"]}
+    assert plan_types - {"correction"} <= relevant_types  # corrections are always-scope: never ranked
+
+
+def test_relevant_ids_exist_and_are_ranked_entries():
+    for query in QUERIES:
+        assert query["relevant"], query["id"]
+        for entry_id in query["relevant"]:
+            assert entry_id in BY_ID, (query["id"], entry_id)
+            assert BY_ID[entry_id].get("scope") != "always"
+
+
+def test_at_least_half_the_queries_are_paraphrases_sharing_no_content_word():
+    paraphrases = [q for q in QUERIES if q["paraphrase"]]
+    assert 2 * len(paraphrases) >= len(QUERIES)
+    for query in paraphrases:
+        texts = [BY_ID[r]["content"] for r in query["relevant"]]
+        assert dataset.shared_content(query["message"], texts) == [], query["id"]
+    for query in QUERIES:
+        if not query["paraphrase"]:
+            texts = [BY_ID[r]["content"] for r in query["relevant"]]
+            assert dataset.shared_content(query["message"], texts), query["id"]
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return evaluate.evaluate(HashEmbedder(), thresholds=(0.2,), weights=(), entries=ENTRIES, queries=QUERIES)
+
+
+def test_the_evaluation_runs_every_configuration(rows):
+    seen = {(r.scorer, r.layout, r.threshold) for r in rows}
+    assert seen == {
+        (scorer, layout, threshold)
+        for scorer in ("lexical", "embedding", "hybrid")
+        for layout in ("one budget", "pools")
+        for threshold in (None, 0.2)
+    }
+    for row in rows:
+        for value in (row.recall, row.recall_paraphrase, row.recall_keyword, row.recall_low, row.precision):
+            assert 0.0 <= value <= 1.0
+        assert row.loaded <= 14  # the plan's total entry budget
+
+
+def test_pools_beat_one_budget_on_low_priority_types(rows):
+    by = {(r.scorer, r.layout, r.threshold): r for r in rows}
+    for scorer in ("lexical", "embedding", "hybrid"):
+        assert by[(scorer, "pools", None)].recall_low > by[(scorer, "one budget", None)].recall_low, scorer
+
+
+def test_the_table_renders(rows):
+    text = evaluate.render(rows, markdown=True)
+    assert text.count("\n") == len(rows) + 1
+    assert "| lexical | pools | 0.2 |" in text
+
+
+@pytest.mark.skipif(not evaluate.core_has_threshold(), reason="the core has no Pool.min_relevance yet")
+def test_the_harness_threshold_is_the_cores_rule():
+    scorer = EmbeddingScorer(HashEmbedder())
+    pools = dataset.load_pools()
+    for query in QUERIES[:10]:
+        emulated = evaluate.run_config(ENTRIES, [query], scorer, pools, 0.2, use_core_threshold=False)
+        core = evaluate.run_config(ENTRIES, [query], scorer, pools, 0.2, use_core_threshold=True)
+        assert emulated == core, query["id"]
+    # and the core reports what the threshold cut
+    plan = [Pool(p.name, p.max_tokens, p.max_entries, p.types, min_relevance=0.2) for p in pools]  # type: ignore[call-arg]
+    selection = select(ENTRIES, plan, {"message": QUERIES[0]["message"]}, scorer=scorer, now=dataset.NOW)
+    assert any(d.reason == "below_relevance" for d in selection.dropped)
