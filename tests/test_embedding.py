@@ -272,7 +272,7 @@ def test_relevance_is_bit_identical_one_by_one_and_as_a_matrix(words, hybrid, se
     prepared = scorer.prepare({"message": "refunds rounding deploy"}, NOW)
     one_by_one = [prepared.relevance(e) for e in entries]
     lexical = ScoringContext({"message": "refunds rounding deploy"}, NOW)
-    overlap = np.array([lexical.shared_words(t) / lexical.nwords for t in texts])
+    overlap = np.array([lexical.relevance(e) for e in entries])
     matrix = scorer.vectors_for(texts)
     assert prepared.relevance_of_matrix(matrix, overlap=overlap if hybrid else None).tolist() == one_by_one
     shuffled = rng.permutation(len(texts))
@@ -423,7 +423,8 @@ def test_no_embedder_ranks_lexically_and_warns_once():
     assert prepared.fallback_reason == "no embedder configured"
     assert prepared.scores(ENTRIES) == _default_scores(ENTRIES, context)
     shared = ScoringContext(context, NOW)
-    assert prepared.relevance(ENTRIES[2]) == shared.shared_words(ENTRIES[2]["content"]) / shared.nwords
+    assert prepared.relevance(ENTRIES[2]) == shared.relevance(ENTRIES[2]) == 1.0  # both words
+    assert prepared.relevance(ENTRIES[0]) == 0.0  # "refunds", "rounded": other words to the lexical rule
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         again = scorer.prepare(context, NOW)  # no second warning

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import pathlib
 import sys
 
@@ -16,7 +17,7 @@ import dataset  # noqa: E402
 import evaluate  # noqa: E402
 import make_dataset  # noqa: E402
 
-from poolsplit_adapters import Pool, select  # noqa: E402
+from poolsplit_adapters import select  # noqa: E402
 from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder  # noqa: E402
 
@@ -101,15 +102,13 @@ def test_the_table_renders(rows):
     assert "| lexical | pools | 0.2 |" in text
 
 
-@pytest.mark.skipif(not evaluate.core_has_threshold(), reason="the core has no Pool.min_relevance yet")
-def test_the_harness_threshold_is_the_cores_rule():
+def test_the_threshold_is_the_cores_and_uses_the_scorers_relevance():
     scorer = EmbeddingScorer(HashEmbedder())
-    pools = dataset.load_pools()
-    for query in QUERIES[:10]:
-        emulated = evaluate.run_config(ENTRIES, [query], scorer, pools, 0.2, use_core_threshold=False)
-        core = evaluate.run_config(ENTRIES, [query], scorer, pools, 0.2, use_core_threshold=True)
-        assert emulated == core, query["id"]
-    # and the core reports what the threshold cut
-    plan = [Pool(p.name, p.max_tokens, p.max_entries, p.types, min_relevance=0.2) for p in pools]  # type: ignore[call-arg]
-    selection = select(ENTRIES, plan, {"message": QUERIES[0]["message"]}, scorer=scorer, now=dataset.NOW)
-    assert any(d.reason == "below_relevance" for d in selection.dropped)
+    plan = [dataclasses.replace(p, min_relevance=0.2) for p in dataset.load_pools()]
+    context = {"message": QUERIES[1]["message"]}
+    selection = select(ENTRIES, plan, context, scorer=scorer, now=dataset.NOW)
+    prepared = scorer.prepare(context, dataset.NOW)
+    below = [d for d in selection.dropped if d.reason == "below_relevance"]
+    assert below
+    assert all(prepared.relevance(d.entry) < 0.2 for d in below)
+    assert all(c.always or prepared.relevance(c.entry) >= 0.2 for c in selection.chosen)

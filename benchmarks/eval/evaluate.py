@@ -16,11 +16,12 @@ so they are left out of both):
 
 Compared: the lexical default scorer, the embedding scorer and a hybrid
 (``lexical_weight=0.5``); the pool plan of ``examples/pools.toml`` against one
-shared budget of the same total size; and a relevance threshold
-(``Pool(min_relevance=t)``) at a few values. When the core has no
-``min_relevance`` yet, the harness applies the same rule itself (contextual
-candidates whose relevance is below ``t`` are removed before the fill; the
-output says which was used).
+shared budget of the same total size; and the core's relevance threshold
+(``Pool(min_relevance=t)``: contextual candidates whose relevance is below
+``t`` are set aside before the fill) at a few values. Relevance is the
+scorer's own: the cosine for the embedding scorer, the mix for the hybrid,
+the shared fraction of the message's significant words for the lexical
+default.
 """
 
 from __future__ import annotations
@@ -30,16 +31,15 @@ import dataclasses
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from dataset import NOW, load_entries, load_pools, load_queries, one_budget  # noqa: E402
 
-from poolsplit_adapters import Pool, select  # noqa: E402
+from poolsplit_adapters import Pool, default_scorer, select  # noqa: E402
 from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder  # noqa: E402
-from poolsplit_adapters.poolsplit import ScoringContext  # noqa: E402
 
 LOW_PRIORITY = ("episode", "skill", "growth")
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4)
@@ -85,11 +85,6 @@ def embedder_named(name: str) -> Any:
     raise SystemExit("unknown embedding %r (hash or minilm)" % name)
 
 
-def core_has_threshold() -> bool:
-    """Whether this core's Pool takes ``min_relevance`` (the lead's change)."""
-    return "min_relevance" in getattr(Pool, "__dataclass_fields__", {})
-
-
 @dataclasses.dataclass
 class Row:
     scorer: str
@@ -104,31 +99,8 @@ class Row:
     tokens: float  # contextual tokens loaded per query
 
 
-class Lexical:
-    """The default scorer with the same prepare/relevance shape, so the
-    harness treats all scorers alike (relevance: the shared fraction of the
-    message's significant words, the default scorer's own)."""
-
-    def prepare(self, context: Mapping[str, Any], now: Any) -> Any:
-        lexical = ScoringContext(context, now)
-
-        class Prepared:
-            @staticmethod
-            def score(entry: Mapping[str, Any]) -> float:
-                return lexical.score(entry)
-
-            @staticmethod
-            def relevance(entry: Mapping[str, Any]) -> float:
-                return lexical.shared_words(entry["content"]) / lexical.nwords if lexical.nwords else 0.0
-
-        return Prepared
-
-
 def _with_threshold(pools: Sequence[Pool], threshold: float) -> List[Pool]:
-    return [
-        Pool(p.name, p.max_tokens, p.max_entries, p.types, min_relevance=threshold)  # type: ignore[call-arg]
-        for p in pools
-    ]
+    return [dataclasses.replace(p, min_relevance=threshold) for p in pools]
 
 
 def run_config(
@@ -137,25 +109,17 @@ def run_config(
     scorer: Any,
     pools: List[Pool],
     threshold: Optional[float],
-    use_core_threshold: bool,
 ) -> Dict[str, float]:
     kinds = {e["id"]: e.get("type", "note") for e in entries}
     always = {e["id"] for e in entries if e.get("scope") == "always"}
     hits = total = hits_para = total_para = hits_kw = total_kw = hits_low = total_low = 0
     loaded = tokens = 0
+    plan = list(pools) if threshold is None else _with_threshold(pools, threshold)
     for query in queries:
         context = {"message": query["message"]}
-        prepared = scorer.prepare(context, NOW)
-        candidates = entries
-        plan = pools
-        score: Callable[..., float] = lambda entry, _context, now=None, p=prepared: p.score(entry)  # noqa: E731
-        if threshold is not None:
-            if use_core_threshold:
-                plan = _with_threshold(pools, threshold)
-                score = scorer  # the core calls prepare/relevance itself
-            else:
-                candidates = [e for e in entries if e.get("scope") == "always" or prepared.relevance(e) >= threshold]
-        selection = select(candidates, plan, context, scorer=score, now=NOW)
+        # The core prepares the scorer once per call (the embedding scorer
+        # embeds the query once) and applies the threshold before the fill.
+        selection = select(entries, plan, context, scorer=scorer, now=NOW)
         chosen = {c.entry["id"]: c.cost for c in selection.chosen if not c.always}
         relevant = [r for r in query["relevant"] if r not in always]
         found = [r for r in relevant if r in chosen]
@@ -199,11 +163,10 @@ def evaluate(
     queries = load_queries() if queries is None else queries
     pools = load_pools()
     shared = one_budget(pools)
-    use_core = core_has_threshold()
     embedding = EmbeddingScorer(embedder)
     embedding.embed_entries(entries)  # one batched pass; the hybrid shares the vectors
     scorers: Dict[str, Any] = {
-        "lexical": Lexical(),
+        "lexical": default_scorer,
         "embedding": embedding,
         "hybrid": EmbeddingScorer(embedder, lexical_weight=0.5, cache=embedding.cache),
     }
@@ -211,12 +174,12 @@ def evaluate(
     for name, scorer in scorers.items():
         for layout, plan in (("one budget", shared), ("pools", pools)):
             for threshold in (None, *thresholds):
-                result = run_config(entries, queries, scorer, plan, threshold, use_core)
+                result = run_config(entries, queries, scorer, plan, threshold)
                 rows.append(Row(name, layout, threshold, **result))
     for threshold in (None, weight_threshold):
         for weight in weights:
             scorer = EmbeddingScorer(embedder, weight=weight, cache=embedding.cache)
-            result = run_config(entries, queries, scorer, pools, threshold, use_core)
+            result = run_config(entries, queries, scorer, pools, threshold)
             rows.append(Row("embedding W=%g" % weight, "pools", threshold, **result))
     return rows
 
@@ -301,14 +264,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             "+".join("%s %g" % (p.name, p.max_tokens) for p in pools),
             sum(p.max_tokens for p in pools),
             sum(p.max_entries for p in pools),
-        )
-    )
-    print(
-        "threshold: %s"
-        % (
-            "Pool(min_relevance=...) in the core"
-            if core_has_threshold()
-            else "applied by this harness with the core's rule (this core has no Pool.min_relevance yet)"
         )
     )
     print(render(rows, args.markdown))

@@ -463,9 +463,9 @@ class PreparedEmbeddingScore:
         (or some of its entries) ranked lexically."""
         return self._query_failure or self._entry_failure
 
-    def _overlap(self, content: str) -> float:
-        lexical = self.lexical
-        return lexical.shared_words(content) / lexical.nwords if lexical.nwords else 0.0
+    def _overlap(self, entry: Mapping[str, Any]) -> float:
+        # The default scorer's own relevance: one rule, in the core.
+        return float(self.lexical.relevance(entry))
 
     def _embedded_relevance(self, entry: Mapping[str, Any]) -> Optional[float]:
         """Relevance from vectors, or None when this entry must be scored
@@ -479,7 +479,7 @@ class PreparedEmbeddingScore:
         scorer = self.scorer
         entry_id = entry.get("id")
         if isinstance(entry_id, str) and entry_id in scorer._known:
-            overlap = self._overlap(entry["content"]) if scorer.lexical_weight else None
+            overlap = self._overlap(entry) if scorer.lexical_weight else None
             relevance = float(scorer.relevance_from(float(scorer._known[entry_id]), overlap))
         elif self.query_vector is None:
             relevance = 0.0
@@ -489,7 +489,7 @@ class PreparedEmbeddingScore:
                 relevance = None
             else:
                 cos = cosine(self.query_vector, vector)
-                overlap = self._overlap(entry["content"]) if scorer.lexical_weight else None
+                overlap = self._overlap(entry) if scorer.lexical_weight else None
                 relevance = float(scorer.relevance_from(cos, overlap))
         self._memo[id(entry)] = (entry, relevance)
         return relevance
@@ -518,7 +518,7 @@ class PreparedEmbeddingScore:
         [0, 1], the default scorer's relevance."""
         relevance = self._embedded_relevance(entry)
         if relevance is None:
-            return self._overlap(entry["content"])
+            return self._overlap(entry)
         return relevance
 
     def score(self, entry: Mapping[str, Any]) -> float:
