@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from langchain_tests.integration_tests import EmbeddingsIntegrationTests
+from langchain_tests.unit_tests import EmbeddingsUnitTests
 
 from poolsplit_adapters import EntryError, Pool, default_scorer, select
 from poolsplit_adapters.index import MemoryIndex
@@ -525,6 +527,32 @@ def test_model_id_names_the_vector_space():
     assert EmbeddingScorer(HashEmbeddings(dim=64)).model_id == HashEmbedder(64).model_id
     assert EmbeddingScorer(MockEmbedding(embed_dim=8)).model_id.endswith("MockEmbedding:unknown")
     assert EmbeddingScorer(HashEmbedder(), model_id="mine").model_id == "mine"
+
+
+class TestHashEmbeddingsStandardUnit(EmbeddingsUnitTests):
+    """LangChain's own conformance suite for an Embeddings class."""
+
+    @property
+    def embeddings_class(self):
+        from poolsplit_adapters.langchain.embeddings import HashEmbeddings
+
+        return HashEmbeddings
+
+    @property
+    def embedding_model_params(self):
+        return {"dim": 64}
+
+
+class TestHashEmbeddingsStandardIntegration(EmbeddingsIntegrationTests):
+    @property
+    def embeddings_class(self):
+        from poolsplit_adapters.langchain.embeddings import HashEmbeddings
+
+        return HashEmbeddings
+
+    @property
+    def embedding_model_params(self):
+        return {"dim": 64}
 
 
 # -- vector stores: the same similarity ------------------------------------------------------
