@@ -350,6 +350,17 @@ def test_entries_are_embedded_once_in_batches_and_the_query_once():
     assert embedder.document_calls == [256, 256, 88]
 
 
+def test_warming_embeds_a_cold_store_in_one_call_before_selection():
+    embedder = CountingEmbedder()
+    scorer = EmbeddingScorer(embedder)
+    context = {"message": "refund rounding"}
+    scorer.prepare(context, NOW).warm(ENTRIES)  # what a selector does with its candidates
+    chosen = select(ENTRIES, [Pool("all", 1000, 4)], context, scorer=scorer, now=NOW)
+    assert embedder.document_calls == [len(ENTRIES)]
+    assert embedder.query_calls == 1
+    assert len(chosen.chosen) == 4
+
+
 def test_an_edited_entry_is_embedded_again_and_models_do_not_mix():
     assert content_key("a", "model-1") != content_key("b", "model-1")
     assert content_key("a", "model-1") != content_key("a", "model-2")

@@ -532,15 +532,19 @@ class PreparedEmbeddingScore:
     def relevances(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
         """:meth:`relevance` of many entries, their missing vectors embedded
         in batches first (one embedder call per ``batch_size`` texts)."""
-        self._warm(entries)
+        self.warm(entries)
         return [self.relevance(entry) for entry in entries]
 
     def scores(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
         """:meth:`score` of many entries, embedding missing vectors in batches."""
-        self._warm(entries)
+        self.warm(entries)
         return [self.score(entry) for entry in entries]
 
-    def _warm(self, entries: Sequence[Mapping[str, Any]]) -> None:
+    def warm(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Embed the missing vectors of ``entries`` in batches now, instead of
+        one embedder call per entry later: a selector calls it once with the
+        call's candidates before asking for scores. A failure is recorded
+        (``fallback_reason``) and those entries are then scored lexically."""
         if self._query_failure is not None or self.query_vector is None:
             return
         try:
