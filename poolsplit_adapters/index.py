@@ -87,6 +87,7 @@ from .poolsplit import (
     entry_cost,
     fill_pools,
     given_token_count,
+    note_fallback,
     parse_created,
     resolve_visibility,
     significant_words,
@@ -211,6 +212,38 @@ class _Identities:
         self.ids, self.where, self.recent, self.gone = ids[order], where[order], {}, set()
 
 
+class _Rows:
+    """Entry vectors by position (a float matrix grown by doubling) and
+    their norms, for an embedding scorer's one matrix-vector product."""
+
+    def __init__(self) -> None:
+        self.matrix: Any = None
+        self.norms: Any = None
+        self.broken = False
+
+    def put(self, start: int, rows: Any) -> None:
+        from .memory.similarity import norms_of
+
+        rows = np.asarray(rows)
+        end = start + len(rows)
+        if self.matrix is None:
+            self.matrix = np.zeros((max(end, 64), rows.shape[1]), dtype=rows.dtype)
+            self.norms = np.zeros(len(self.matrix), dtype=np.float64)
+        elif end > len(self.matrix):
+            grown = max(end, 2 * len(self.matrix))
+            self.matrix = np.concatenate(
+                [self.matrix, np.zeros((grown - len(self.matrix), self.matrix.shape[1]), self.matrix.dtype)]
+            )
+            self.norms = np.concatenate([self.norms, np.zeros(grown - len(self.norms))])
+        self.matrix[start:end] = rows
+        self.norms[start:end] = norms_of(rows)
+
+    def keep(self, positions: Sequence[int]) -> None:
+        if self.matrix is not None:
+            self.matrix = self.matrix[positions]
+            self.norms = self.norms[positions]
+
+
 class _Postings:
     """Key -> positions holding it, one typed array per key (4 bytes a
     position, appended in position order: adding an entry is O(its keys),
@@ -285,8 +318,10 @@ class MemoryIndex:
         token_counter: TokenCounter = default_token_counter,
         is_active: IsActive = default_is_active,
         use_numpy: bool = True,
+        scorer: Scorer = default_scorer,
     ) -> None:
         self._lock = threading.RLock()
+        self._scorer = scorer
         self._version = 0
         self._counter = token_counter
         self._is_active = is_active
@@ -297,6 +332,13 @@ class MemoryIndex:
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
         self._words: Optional[_Postings] = _Postings() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings() if self._numpy else None
+        # An embedding scorer's entry vectors, one row per position, with
+        # their norms: a query then costs one matrix-vector product. None
+        # when the scorer does not embed (or an embedder failure made the
+        # rows incomplete: queries then take the core's per-entry path).
+        self._vectors: Optional[_Rows] = None
+        if self._numpy and callable(getattr(scorer, "vectors_for", None)):
+            self._vectors = _Rows()
         self.extend(entries)
 
     # -- contents ---------------------------------------------------------------
@@ -351,6 +393,7 @@ class MemoryIndex:
         for name, values in rows.items():
             self._columns[name].extend(values)
         self._post(start, batch)
+        self._embed(start, batch)
 
     def _costs(self, batch: Sequence[Mapping[str, Any]], start: int) -> List[int]:
         """Costs of a batch; a counter with ``count_many`` gets every text in
@@ -393,6 +436,18 @@ class MemoryIndex:
             else:
                 self._words.override(start + offset, words)
                 self._tags.override(start + offset, set(tags))
+
+    def _embed(self, start: int, batch: Sequence[Mapping[str, Any]]) -> None:
+        """Entry vectors for ``batch`` (one batched embedder call for the
+        texts the scorer's cache lacks), at positions from ``start``."""
+        if self._vectors is None or self._vectors.broken:
+            return
+        try:
+            matrix = self._scorer.vectors_for([e["content"] for e in batch])  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
+            self._vectors.broken = True
+            return
+        self._vectors.put(start, matrix)
 
     def _position(self, entry: Mapping[str, Any]) -> int:
         position = self._where.get(id(entry))
@@ -453,6 +508,7 @@ class MemoryIndex:
             for name, values in rows.items():
                 self._columns[name][position] = values[0]
             self._post(position, [entry], fresh=False)
+            self._embed(position, [entry])
 
     def _compact(self) -> None:
         """Drop removed slots, keeping the order of the rest."""
@@ -466,6 +522,8 @@ class MemoryIndex:
         for name, (code, _) in _COLUMNS.items():
             old = self._columns[name]
             self._columns[name] = array.array(code, (old[p] for p in alive))
+        if self._vectors is not None:
+            self._vectors.keep(alive)
         self._slots = [self._slots[p] for p in alive]
         self._where.rebuild(self._slots)
 
@@ -489,15 +547,17 @@ class MemoryIndex:
         context: Optional[Mapping[str, Any]] = None,
         *,
         now: Optional[datetime.datetime] = None,
-        scorer: Scorer = default_scorer,
+        scorer: Optional[Scorer] = None,
         visibility: Optional[Visibility] = None,
         scope: Optional[Visibility] = None,
         layering: Optional[Layering] = None,
         _report: bool = True,
     ) -> Selection:
-        """Same result as ``select(index.entries, pools, context, ...)``."""
+        """Same result as ``select(index.entries, pools, context, ...)``;
+        ``scorer`` defaults to the index's own."""
         view = resolve_visibility(visibility, scope)
-        return self._query(pools, context, now, scorer, view, report=_report, layering=layering)
+        used = self._scorer if scorer is None else scorer
+        return self._query(pools, context, now, used, view, report=_report, layering=layering)
 
     @_locked
     def _query(
@@ -512,8 +572,12 @@ class MemoryIndex:
     ) -> Selection:
         pool_list = check_pools(pools)
         source: CandidateSource
-        if scorer is default_scorer and self._numpy:
-            source = _ColumnSource(self, ScoringContext(context, now), view, report)
+        prepared: Any = None
+        vectors = self._vectors
+        if scorer is self._scorer and vectors is not None and not vectors.broken:
+            prepared = scorer.prepare(context, now)  # type: ignore[attr-defined]
+        if self._numpy and (scorer is default_scorer or prepared is not None):
+            source = _ColumnSource(self, ScoringContext(context, now), view, report, prepared)
         else:
             alive = [p for p, e in enumerate(self._slots) if e is not None]
             active = {id(self._slots[p]): bool(self._columns["active"][p]) for p in alive}
@@ -529,6 +593,7 @@ class MemoryIndex:
             )
         # Frames: caller -> [retrieve_pools ->] select -> _locked wrapper -> _query -> fill_pools.
         selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4 if report else 5)
+        note_fallback(selection, prepared if prepared is not None else getattr(source, "prepared", None))
         if report and isinstance(source, _ColumnSource):
             source.detach()
         return selection
@@ -547,8 +612,16 @@ class _ColumnSource(CandidateSource):
     the default scorer: visibility and score vectorised over every position,
     ranking by top slices. Built and used under the index's lock."""
 
-    def __init__(self, index: MemoryIndex, ctx: ScoringContext, view: Optional[Visibility], report: bool) -> None:
+    def __init__(
+        self,
+        index: MemoryIndex,
+        ctx: ScoringContext,
+        view: Optional[Visibility],
+        report: bool,
+        embedding: Any = None,
+    ) -> None:
         self.index = index
+        self.embedding = embedding
         self.slots: Sequence[Optional[Mapping[str, Any]]] = index._slots
         size = self.size = len(self.slots)
         # Views of the index's columns, valid while the query holds the lock
@@ -561,6 +634,7 @@ class _ColumnSource(CandidateSource):
         self.claimed = np.zeros(size, dtype=bool)
         self._logical: Optional[Any] = None
         self._relevance: Optional[Any] = None
+        self._lexical: Optional[Any] = None
         self.score_all = self._scores()
         if view is not None:
             self._judge(view)
@@ -632,19 +706,38 @@ class _ColumnSource(CandidateSource):
         project = col["project"]
         same = project == (code if code is not None else -2)
         score *= np.where(project < 0, 1.0, np.where(same, PROJECT_SAME, PROJECT_OTHER))
-        if ctx.pattern is not None:
+        embedding = self.embedding
+        if embedding is not None and embedding.fallback_reason is None:
+            # The embedding scorer's factor replaces the message factor.
+            score *= embedding.scorer.factor_from(self._overlap())
+        elif ctx.pattern is not None:
             overlap = self._overlap()
             score *= np.where(overlap > MESSAGE_THRESHOLD, 1.0 + overlap * MESSAGE_WEIGHT, 1.0)
         return score
 
     def _overlap(self) -> Any:
-        if self._relevance is None:
-            if self.ctx.pattern is None:
+        """The relevance column: the embedding scorer's (cosine, or its
+        hybrid mix) when it ranks by vectors, else the lexical overlap."""
+        embedding = self.embedding
+        if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
+            vectors = self.index._vectors
+            if embedding.query_vector is None or vectors is None or vectors.matrix is None:
                 self._relevance = np.zeros(self.size, dtype=np.float64)
             else:
+                lexical = self._lexical_overlap() if embedding.scorer.lexical_weight else None
+                self._relevance = embedding.relevance_of_matrix(
+                    vectors.matrix[: self.size], vectors.norms[: self.size], overlap=lexical
+                )
+        return self._lexical_overlap() if self._relevance is None else self._relevance
+
+    def _lexical_overlap(self) -> Any:
+        if self._lexical is None:
+            if self.ctx.pattern is None:
+                self._lexical = np.zeros(self.size, dtype=np.float64)
+            else:
                 assert self.index._words is not None
-                self._relevance = self.index._words.count(self.ctx.words, self.size) / self.ctx.nwords
-        return self._relevance
+                self._lexical = self.index._words.count(self.ctx.words, self.size) / self.ctx.nwords
+        return self._lexical
 
     # Step 3: what each pool may take, and in what order.
 

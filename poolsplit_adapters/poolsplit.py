@@ -110,6 +110,7 @@ __all__ = [
     "significant_words",
     "parse_created",
     "fill_pools",
+    "note_fallback",
     "Layering",
     "retrieve",
     "retrieve_pools",
@@ -1240,6 +1241,8 @@ class EntrySource(CandidateSource):
     def ranked(self, group: Any, room: _Room) -> Iterator[Tuple[int, float, int]]:
         positions: List[int] = group
         lexical = self.lexical
+        if lexical is None:
+            self._warm(positions)
         if lexical is None or lexical.pattern is None:
             # Every score is needed to know the best one; a heap hands out
             # only as many as the fill takes.
@@ -1284,9 +1287,17 @@ class EntrySource(CandidateSource):
         always = self.always
         return sorted(i for i in found if i in always), [i for i in found if i not in always]
 
+    def _warm(self, positions: Sequence[int]) -> None:
+        # A scorer that embeds entries (``warm``) gets the pool's candidates
+        # in one batch, instead of one embedder call per entry.
+        warm = getattr(self.prepared, "warm", None)
+        if warm is not None:
+            warm([self.items[i] for i in positions])
+
     def split_below(self, group: Any, threshold: float) -> Tuple[Any, Any]:
         kept: List[int] = []
         below: List[int] = []
+        self._warm(group)
         for i in group:
             entry = self.items[i]
             relevance = _checked_score(self.prepared.relevance(entry), entry, i, "relevance")
@@ -1560,7 +1571,18 @@ def select(
         now=now,
         visibility=resolve_visibility(visibility, scope),
     )
-    return fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=2 if _report else 3)
+    selection = fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=2 if _report else 3)
+    note_fallback(selection, source.prepared)
+    return selection
+
+
+def note_fallback(selection: Selection, prepared: Any) -> None:
+    """Record in the report that a scorer fell back (e.g. an embedding
+    scorer whose embedder failed ranks lexically): said once as a warning by
+    the scorer, and on every selection it affected."""
+    reason = getattr(prepared, "fallback_reason", None)
+    if reason:
+        selection.notes["scorer_fallback"] = reason
 
 
 def retrieve_pools(
