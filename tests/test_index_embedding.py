@@ -88,7 +88,9 @@ def test_a_failing_embedder_falls_back_to_the_lexical_ranking_and_says_so():
     ]
     scorer = EmbeddingScorer(Broken())
     with pytest.warns(EmbeddingFallbackWarning):
-        got = MemoryIndex(store, scorer=scorer).select([Pool("notes", 60, 4, ("note",))], {"message": "refund"}, now=NOW)
+        got = MemoryIndex(store, scorer=scorer).select(
+            [Pool("notes", 60, 4, ("note",))], {"message": "refund"}, now=NOW
+        )
     lexical = select(store, [Pool("notes", 60, 4, ("note",))], {"message": "refund"}, now=NOW)
     assert _report(got) == _report(lexical)
     assert got.notes["scorer_fallback"].startswith("query embedding failed")
