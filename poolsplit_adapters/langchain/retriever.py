@@ -141,7 +141,9 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
             self._index = MemoryIndex(entries, token_counter=self.token_counter)
 
     @classmethod
-    def from_vectorstore(cls, vectorstore: VectorStore, pools: Sequence[Pool], **options: Any) -> PoolSplitRetriever:
+    def from_vectorstore(
+        cls, vectorstore: VectorStore, pools: Union[Sequence[Pool], str], **options: Any
+    ) -> PoolSplitRetriever:
         """Recall candidates per pool from ``vectorstore``, then select.
 
         ``options``: ``fetch_k``, ``always_k`` (see
@@ -164,7 +166,7 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
         are not embedded again per query. With ``pools="auto"`` each call
         recalls for its own plan.
         """
-        return cls(vectorstore=vectorstore, pools=list(pools), **options)
+        return cls(vectorstore=vectorstore, pools=pools if isinstance(pools, str) else list(pools), **options)
 
     def expand_tool(self) -> Any:
         """The ``expand_memory(entry_id)`` tool over this retriever's own
