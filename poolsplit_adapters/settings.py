@@ -230,10 +230,16 @@ def checked_settings(owner: str, data: Dict[str, Any], known: Sequence[str]) -> 
         )
     except (TypeError, ValueError) as err:
         raise ArgumentError("%s: %s" % (owner, err)) from None
-    if data.get("embeddings") is not None:
-        if data.get("scorer") not in (None, default_scorer):
+    embeddings = data.get("embeddings")
+    if embeddings is not None:
+        scorer = data.get("scorer")
+        # (settings held by a class are checked twice: the second time the
+        # scorer is the one built here from these embeddings)
+        built_here = scorer is embeddings or getattr(scorer, "embedder", None) is embeddings
+        if scorer not in (None, default_scorer) and not built_here:
             raise ArgumentError("%s: give embeddings= or scorer=, not both" % owner)
-        data["scorer"] = embedding_scorer_for(data["embeddings"])
+        if not built_here:
+            data["scorer"] = embedding_scorer_for(embeddings)
     return data
 
 
