@@ -73,8 +73,27 @@ def entry_from(
 
 
 def selection_metadata(chosen: Chosen) -> Dict[str, Any]:
-    """What a returned document/node carries under :data:`SELECTION_KEY`."""
-    return {"pool": chosen.pool, "score": chosen.score, "always": chosen.always}
+    """What a returned document/node carries under :data:`SELECTION_KEY`:
+    ``{"pool", "score", "always"}``, plus ``"layer"`` when progressive
+    loading loaded a lighter layer than the full text (absent otherwise, so
+    a plain selection's metadata is exactly seed 001's)."""
+    data: Dict[str, Any] = {"pool": chosen.pool, "score": chosen.score, "always": chosen.always}
+    layer = str(getattr(chosen, "layer", "full"))
+    if layer != "full":
+        data["layer"] = layer
+    return data
+
+
+def loaded_text(chosen: Chosen, content: str) -> str:
+    """The text a returned document/node carries: its summary when a
+    lighter layer loaded (the full text is one expand call away; returning
+    it anyway would spend the tokens progressive loading saved), else
+    ``content``."""
+    if str(getattr(chosen, "layer", "full")) != "full":
+        summary = chosen.entry.get("summary")
+        if isinstance(summary, str) and summary.strip():
+            return summary
+    return content
 
 
 def new_call_id() -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .poolsplit import Pool, Visibility
 
@@ -148,3 +148,91 @@ def merge_recalled(found: Iterable[T], key: Callable[[T], Optional[str]]) -> Lis
         else:
             by_id.setdefault(item_id, item)
     return [by_id[i] for i in sorted(by_id)] + anonymous
+
+
+def store_metric(store: Any, given: Any = None) -> Any:
+    """The :class:`~poolsplit_adapters.memory.similarity.StoreMetric` of a
+    vector store's scores: ``given`` (a metric or its name), else the known
+    rule for the store (:func:`~poolsplit_adapters.memory.similarity.metric_for`),
+    else None: an unknown store's score is never guessed at (a distance read
+    as a similarity would invert the ranking), and the scorer embeds the
+    recalled entries itself instead."""
+    from .memory.similarity import StoreMetric, metric_for
+
+    if given is not None:
+        try:
+            return StoreMetric(given)
+        except ValueError:
+            raise ValueError(
+                "store_metric must be one of %s, got %r" % (", ".join(m.value for m in StoreMetric), given)
+            ) from None
+    try:
+        return metric_for(store)
+    except ValueError:
+        return None
+
+
+def same_vector_space(scorer: Any, embeddings: Any) -> bool:
+    """Whether ``scorer`` (an EmbeddingScorer) embeds with ``embeddings``, the
+    store's model: the same object, or the same model id. Only then is the
+    store's score the cosine the scorer would compute."""
+    if embeddings is None or getattr(scorer, "embedder", None) is None:
+        return False
+    if scorer.embedder is embeddings:
+        return True
+    from .memory.embedding import EmbeddingScorer
+
+    try:
+        return bool(scorer.model_id == EmbeddingScorer(embeddings).model_id)
+    except TypeError:
+        return False
+
+
+def with_store_scores(scorer: Any, scores: Mapping[str, float], metric: Any) -> Any:
+    """``scorer`` taking the relevance of the recalled entries from the store
+    (``scores``: entry id -> the store's score, turned into a cosine by
+    :func:`~poolsplit_adapters.memory.similarity.relevance_from_store_score`)
+    instead of embedding them again on every query. Unchanged when there are
+    no scores or no metric."""
+    if not scores or metric is None:
+        return scorer
+    from .memory.similarity import relevance_from_store_score
+
+    return scorer.with_known_relevance({i: relevance_from_store_score(s, metric) for i, s in scores.items()})
+
+
+class VisibleEntries:
+    """The entries a query may see, as a source for the expand tool
+    (:func:`~poolsplit_adapters.memory.expand.expand`): ``get(id)`` answers
+    only for an entry that ``visibility`` (and ``allowed``, when given)
+    admits, so an agent cannot read another namespace's memory by guessing
+    an id. Inactive (superseded) entries stay readable by id: the marker a
+    model saw may be older than the supersession.
+
+    Example::
+
+        tool = langchain_expand_tool(VisibleEntries(index, Visibility(namespace="team-a")))
+    """
+
+    def __init__(
+        self,
+        entries: Iterable[Mapping[str, Any]],
+        visibility: Optional[Visibility] = None,
+        allowed: Optional[Callable[[Mapping[str, Any]], bool]] = None,
+    ) -> None:
+        self.entries = entries
+        self.visibility = visibility
+        self.allowed = allowed
+
+    def visible(self, entry: Mapping[str, Any]) -> bool:
+        """Whether a query may see ``entry``."""
+        if self.visibility is not None and self.visibility.judge(entry)[0] is not None:
+            return False
+        return self.allowed is None or self.allowed(entry)
+
+    def get(self, entry_id: str) -> Optional[Mapping[str, Any]]:
+        """The visible entry with this id (the first, in input order), else None."""
+        for entry in self.entries:
+            if isinstance(entry, Mapping) and entry.get("id") == entry_id and self.visible(entry):
+                return entry
+        return None

@@ -20,11 +20,14 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from typing_extensions import TypedDict, Unpack
 
+from .memory.metrics import token_metrics
+from .memory.progressive import ProgressiveLayers, wants_detail
+from .memory.tasks import AUTO, TaskDetection, resolve_pools
 from .poolsplit import Chosen, Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer, select
 from .reports import record
 
@@ -95,17 +98,38 @@ def check_visibility(value: Any, name: str = "visibility") -> Optional[Visibilit
     return value
 
 
-def check_pools(value: Any, name: str = "pools") -> List[Pool]:
+def check_pools(value: Any, name: str = "pools") -> Union[List[Pool], str]:
     """The pool plan as a list, checked by the core itself (every item a
     :class:`Pool`, names unique) so that a bad plan fails at construction
-    rather than on the first query."""
+    rather than on the first query; or ``"auto"`` (a task-aware plan per
+    call, see :func:`~poolsplit_adapters.memory.tasks.resolve_pools`)."""
+    if value == AUTO:
+        return AUTO
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
-        raise ArgumentError("%s must be a list of Pool objects, %s" % (name, _got(value)))
+        raise ArgumentError("%s must be a list of Pool objects or 'auto', %s" % (name, _got(value)))
     try:
         select([], value)
     except (TypeError, ValueError) as err:
         raise ArgumentError("%s: %s" % (name, err)) from None
     return list(value)
+
+
+def check_total(value: Any, name: str) -> Optional[int]:
+    """``total_tokens`` / ``total_entries``: None, or an int >= 0."""
+    return check_k(value, name)
+
+
+def check_text(value: Any, name: str) -> Optional[str]:
+    """A task signal (``goal``, ``action_type``, ``phase``): a string or None."""
+    if value is not None and not isinstance(value, str):
+        raise ArgumentError("%s must be a string or None, %s" % (name, _got(value)))
+    return value
+
+
+def check_flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise ArgumentError("%s must be True or False, %s" % (name, _got(value)))
+    return value
 
 
 def check_callable(value: Any, name: str) -> Any:
@@ -122,7 +146,38 @@ _CHECKS = {
     "visibility": check_visibility,
     "scorer": lambda v, name: default_scorer if v is None else check_callable(v, name),
     "token_counter": check_callable,
+    "total_tokens": check_total,
+    "total_entries": check_total,
+    "goal": check_text,
+    "action_type": check_text,
+    "phase": check_text,
+    "progressive": check_flag,
 }
+
+#: The task signals a call may carry (read by ``pools="auto"``).
+TASK_FIELDS = ("goal", "action_type", "phase")
+
+
+def embedding_scorer_for(embeddings: Any, name: str = "embeddings") -> Any:
+    """An :class:`~poolsplit_adapters.memory.embedding.EmbeddingScorer` over
+    a framework's embeddings object (LangChain ``Embeddings``, LlamaIndex
+    ``BaseEmbedding``); the error names the argument. Imported here, on
+    use: the scorer needs numpy."""
+    from .memory.embedding import EmbeddingScorer
+
+    if isinstance(embeddings, EmbeddingScorer):
+        return embeddings
+    try:
+        return EmbeddingScorer(embeddings)
+    except TypeError as err:
+        raise ArgumentError("%s: %s" % (name, err)) from None
+
+
+def is_embedding_scorer(scorer: Any) -> bool:
+    """Whether ``scorer`` is an EmbeddingScorer (without importing numpy
+    when the embedding module was never loaded)."""
+    module = sys.modules.get("poolsplit_adapters.memory.embedding")
+    return module is not None and isinstance(scorer, module.EmbeddingScorer)
 
 
 def _caller_level() -> int:
@@ -166,6 +221,25 @@ def checked_settings(owner: str, data: Dict[str, Any], known: Sequence[str]) -> 
     for name, check in _CHECKS.items():
         if name in data:
             data[name] = check(data[name], name)
+    try:  # "auto" needs both totals; explicit pools take none (one rule: resolve_pools)
+        resolve_pools(
+            data["pools"],
+            {},
+            total_tokens=data.get("total_tokens"),
+            total_entries=data.get("total_entries"),
+        )
+    except (TypeError, ValueError) as err:
+        raise ArgumentError("%s: %s" % (owner, err)) from None
+    embeddings = data.get("embeddings")
+    if embeddings is not None:
+        scorer = data.get("scorer")
+        # (settings held by a class are checked twice: the second time the
+        # scorer is the one built here from these embeddings)
+        built_here = scorer is embeddings or getattr(scorer, "embedder", None) is embeddings
+        if scorer not in (None, default_scorer) and not built_here:
+            raise ArgumentError("%s: give embeddings= or scorer=, not both" % owner)
+        if not built_here:
+            data["scorer"] = embedding_scorer_for(embeddings)
     return data
 
 
@@ -189,6 +263,12 @@ class CallOverrides(TypedDict, total=False):
     """Reference time of this call, instead of :attr:`SelectionSettings.now`."""
     namespace: Union[None, str, Sequence[str]]
     """Replaces the visibility's namespace for this call: one namespace or an explicit chain."""
+    goal: Optional[str]
+    """The task's goal for ``pools="auto"`` (weight 2; default: the query stands in)."""
+    action_type: Optional[str]
+    """What the agent is doing, for ``pools="auto"`` (weight 3), e.g. ``"run_tests"``."""
+    phase: Optional[str]
+    """The task's phase, for ``pools="auto"`` (weight 4, the strongest), e.g. ``"debugging"``."""
 
 
 class SelectionSettings(BaseModel):
@@ -205,8 +285,34 @@ class SelectionSettings(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    pools: List[Pool] = Field(
-        description="The pool plan: reserved token and entry budgets per group of types, filled in order."
+    pools: Union[List[Pool], str] = Field(
+        description=(
+            "The pool plan: reserved token and entry budgets per group of types, filled in order. Or 'auto': "
+            "each call detects the task type (query, goal, action_type, phase) and shares total_tokens and "
+            "total_entries out by that type's preset (memory.tasks.resolve_pools)."
+        )
+    )
+    total_tokens: Optional[int] = Field(default=None, description="pools='auto': the token budget to share out.")
+    total_entries: Optional[int] = Field(default=None, description="pools='auto': the entry budget to share out.")
+    goal: Optional[str] = Field(default=None, description="pools='auto': the task's goal (per call: goal=).")
+    action_type: Optional[str] = Field(
+        default=None, description="pools='auto': what the agent is doing (per call: action_type=)."
+    )
+    phase: Optional[str] = Field(default=None, description="pools='auto': the task's phase (per call: phase=).")
+    progressive: bool = Field(
+        default=False,
+        description=(
+            "Progressive loading (seed 003): summaries for breadth, full text for the best entries while room "
+            "remains or when the query asks for detail; returned objects say which layer loaded. Off: seed 001."
+        ),
+    )
+    embeddings: Optional[Any] = Field(
+        default=None,
+        exclude=True,
+        description=(
+            "The framework's embeddings object (LangChain Embeddings, LlamaIndex BaseEmbedding): ranks with an "
+            "EmbeddingScorer over it (cosine relevance). Give it or scorer=, not both."
+        ),
     )
     k: Optional[int] = Field(
         default=None,
@@ -297,6 +403,13 @@ class SelectionSettings(BaseModel):
             )
         k, tags, project = overrides.get("k"), overrides.get("tags"), overrides.get("project")
         now, namespace = overrides.get("now"), overrides.get("namespace")
+        task: Dict[str, Any] = {"message": message}
+        for name in TASK_FIELDS:
+            given = overrides.get(name)
+            value = check_text(given, name) if given is not None else getattr(self, name)
+            if value is not None:
+                task[name] = value
+        pools, detection = self.plan_for(task)
         return CallOptions(
             context={
                 "message": message,
@@ -306,7 +419,33 @@ class SelectionSettings(BaseModel):
             visibility=self.visibility if namespace is None else self._with_namespace(namespace),
             k=check_k(k) if k is not None else self.k,
             now=check_now(now) if now is not None else self.now,
+            pools=tuple(pools),
+            detection=detection,
         )
+
+    def plan_for(self, task: Mapping[str, Any]) -> Tuple[List[Pool], Optional[TaskDetection]]:
+        """The pool plan of one call: the explicit pools, or (``pools="auto"``)
+        the plan for the task ``task`` describes (``message``, ``goal``,
+        ``action_type``, ``phase``), with the detection."""
+        return resolve_pools(self.pools, task, total_tokens=self.total_tokens, total_entries=self.total_entries)
+
+    def layering_for(self, options: CallOptions) -> Optional[ProgressiveLayers]:
+        """The progressive fill of one call (None when ``progressive`` is off).
+        A query asking for detail ("exact", "details", ...) gets full text."""
+        if not self.progressive:
+            return None
+        assert self.token_counter is not None
+        return ProgressiveLayers(self.token_counter, detail=wants_detail(options.context.get("message")))
+
+    def annotate(
+        self, selection: Selection, options: CallOptions, layering: Optional[ProgressiveLayers] = None
+    ) -> Selection:
+        """Add what this call decided to ``selection.notes``: the task
+        detection (``task_type``, ``task``), the progressive layers' token
+        metrics (``metrics``, ``detail``, ``deepened``) and an embedding
+        scorer's fallback (``scorer_fallback``)."""
+        annotate(selection, options.detection, layering, self.scorer)
+        return selection
 
     def _with_namespace(self, namespace: Union[str, Sequence[str]]) -> Visibility:
         chain: Any = tuple(namespace) if isinstance(namespace, list) else namespace
@@ -315,24 +454,37 @@ class SelectionSettings(BaseModel):
         except (TypeError, ValueError) as err:
             raise ArgumentError("namespace: %s" % err) from None
 
-    def select_from(self, entries: Sequence[Mapping[str, Any]], options: CallOptions) -> Selection:
-        """The core ``select`` over ``entries`` for one call."""
+    def select_from(
+        self, entries: Sequence[Mapping[str, Any]], options: CallOptions, *, scorer: Optional[Scorer] = None
+    ) -> Selection:
+        """The core ``select`` over ``entries`` for one call (``scorer``:
+        this call's view of the scorer, e.g. with a vector store's scores)."""
         assert self.token_counter is not None
-        return select(
+        layering = self.layering_for(options)
+        selection = select(
             entries,
-            self.pools,
+            list(options.pools),
             options.context,
-            scorer=self.scorer,
+            scorer=scorer if scorer is not None else self.scorer,
             token_counter=self.token_counter,
             now=options.now,
             visibility=options.visibility,
+            layering=layering,
         )
+        return self.annotate(selection, options, layering)
 
     def select_in(self, index: MemoryIndex, options: CallOptions) -> Selection:
         """The same selection from a prepared :class:`~poolsplit_adapters.MemoryIndex`."""
-        return index.select(
-            self.pools, options.context, now=options.now, scorer=self.scorer, visibility=options.visibility
+        layering = self.layering_for(options)
+        selection = index.select(
+            list(options.pools),
+            options.context,
+            now=options.now,
+            scorer=self.scorer,
+            visibility=options.visibility,
+            layering=layering,
         )
+        return self.annotate(selection, options, layering)
 
     def returned(self, selection: Selection, options: CallOptions) -> List[Chosen]:
         """What a call returns: ``selection`` capped by the call's ``k``."""
@@ -359,6 +511,34 @@ class CallOptions:
     visibility: Optional[Visibility]
     k: Optional[int]
     now: Optional[datetime.datetime]
+    pools: Tuple[Pool, ...] = ()
+    detection: Optional[TaskDetection] = None
+
+
+def annotate(
+    selection: Selection,
+    detection: Optional[TaskDetection],
+    layering: Optional[ProgressiveLayers],
+    scorer: Any,
+) -> Selection:
+    """Record in ``selection.notes`` what a call decided around the core:
+    ``task_type`` and ``task`` (the detection: scores, matched signals) for
+    ``pools="auto"``; ``metrics`` (tokens per layer, savings), ``detail`` and
+    ``deepened`` for progressive loading; ``scorer_fallback`` when an
+    embedding scorer ranked lexically. One rule, shared by every adapter and
+    the agent middleware."""
+    if detection is not None:
+        selection.notes["task_type"] = detection.type
+        selection.notes["task"] = detection.to_dict()
+    if layering is not None:
+        selection.notes["metrics"] = token_metrics(selection.chosen).to_dict()
+        selection.notes["detail"] = layering.detail
+        selection.notes["deepened"] = layering.deepened
+    if "scorer_fallback" not in selection.notes and is_embedding_scorer(scorer):
+        reason = scorer.last_fallback_reason
+        if reason is not None:
+            selection.notes["scorer_fallback"] = reason
+    return selection
 
 
 def cap_round_robin(selection: Selection, k: Optional[int]) -> List[Chosen]:

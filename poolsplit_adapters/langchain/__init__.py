@@ -20,6 +20,8 @@ Entry points:
 * :func:`format_documents`: provenance-tagged text for a prompt.
 * :func:`~poolsplit_adapters.reports.capture_selections` (re-exported): a
   caller's own selection reports.
+* :class:`HashEmbeddings`: a deterministic ``Embeddings`` with real
+  similarity, for tests and demos (imported on first use).
 * :class:`PoolSplitMemoryMiddleware` for ``langchain.agents.create_agent`` and
   :class:`BaseStoreMemory` over a LangGraph store (long-term memory for
   agents). Imported on first use: they pull in ``langchain.agents``, which
@@ -45,12 +47,17 @@ def __getattr__(name: str) -> Any:
         from .store import BaseStoreMemory
 
         return BaseStoreMemory
+    if name == "HashEmbeddings":
+        from .embeddings import HashEmbeddings
+
+        return HashEmbeddings
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 __all__ = [
     "BaseStoreMemory",
     "FilterBuilder",
+    "HashEmbeddings",
     "PoolSplitCompressor",
     "PoolSplitMemoryMiddleware",
     "PoolSplitRetriever",

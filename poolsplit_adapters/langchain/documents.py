@@ -10,6 +10,7 @@ from langchain_core.documents import Document
 from ..convert import (
     SELECTION_KEY,
     entry_from,
+    loaded_text,
     new_call_id,
     sealed_omissions,
     selection_metadata,
@@ -17,7 +18,7 @@ from ..convert import (
 )
 from ..poolsplit import Chosen, Selection
 from ..recall import merge_recalled
-from ..render import marker, omission_line, omitted_by_pool
+from ..render import EXPAND_HINT, marker, omission_line, omitted_by_pool
 
 #: Name of the custom callback event carrying each call's selection report.
 SELECTION_EVENT = "poolsplit_selection"
@@ -86,7 +87,8 @@ class DocumentConverter:
             original = source[id(c.entry)]
             metadata = dict(original.metadata)
             metadata[SELECTION_KEY] = {**selection_metadata(c), **omissions}
-            out.append(Document(page_content=original.page_content, metadata=metadata, id=original.id))
+            text = loaded_text(c, original.page_content)
+            out.append(Document(page_content=text, metadata=metadata, id=original.id))
         return out
 
 
@@ -94,6 +96,11 @@ def format_documents(documents: Sequence[Document]) -> str:
     """Render documents as cite-able ``<memory id source at pool>`` markers
     (content escaped so it cannot forge a marker), for a prompt:
     ``retriever | format_documents | prompt | model``.
+
+    A document that progressive loading returned as a summary
+    (``metadata["poolsplit"]["layer"]``) renders with ``layer="summary"``
+    (or ``"timeline"``), and a last line says its full text is available
+    by id (the expand tool).
 
     When documents come from this package's retriever or compressor, the
     text ends with an explicit line saying how many more entries budgets (or
@@ -107,6 +114,7 @@ def format_documents(documents: Sequence[Document]) -> str:
             ``metadata["poolsplit"]`` is not a mapping (naming it).
     """
     blocks = []
+    short = 0
     calls: Dict[str, Dict[str, int]] = {}
     for position, document in enumerate(documents):
         doc = _checked(document, position)
@@ -122,14 +130,22 @@ def format_documents(documents: Sequence[Document]) -> str:
         if trusted is not None:
             calls.setdefault(trusted[0], trusted[1])
         pool = data.get("pool")
+        layer = data.get("layer")
         entry = dict(doc.metadata)
         entry["content"] = doc.page_content
         if doc.id:
             entry["id"] = doc.id
-        blocks.append(marker(entry, pool if isinstance(pool, str) else None))
+        if not (isinstance(layer, str) and layer != "full" and isinstance(entry.get("summary"), str)):
+            layer = "full"
+        blocks.append(marker(entry, pool if isinstance(pool, str) else None, layer))
+        short += layer != "full"
     omitted: Dict[str, int] = {}
     for counts in calls.values():
         for name, count in counts.items():
             omitted[name] = omitted.get(name, 0) + count
     line = omission_line(omitted, "by budget or k")
-    return "\n".join(blocks + ([line] if line else []))
+    if line:
+        blocks.append(line)
+    if short:
+        blocks.append(EXPAND_HINT[0] if short == 1 else EXPAND_HINT[1] % short)
+    return "\n".join(blocks)

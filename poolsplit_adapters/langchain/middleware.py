@@ -18,6 +18,13 @@ Per agent step (one model call and the tool-loop calls that follow it):
 * **remember** (a tool the middleware registers): the agent saves a note it
   must not forget; the harness stamps its provenance and the gate refuses
   empty, oversized, duplicate and always-scope notes.
+* **expand_memory** (registered with ``progressive=True``): the full text of
+  an entry the context showed as a summary, read from the same store and
+  namespaces as the recall, so the agent can read no more than it may see.
+
+With ``pools="auto"`` each model call plans its pools for the task type
+detected from the message and ``runtime.context`` (``goal``,
+``action_type``, ``phase``); the selection event records the detection.
 """
 
 from __future__ import annotations
@@ -51,18 +58,24 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
+from ..memory.expand import UnknownEntryError
+from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
+from ..memory.progressive import ProgressiveLayers, wants_detail
+from ..memory.tasks import AUTO, TaskDetection, resolve_pools
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, check_pools, default_scorer
 from ..render import render_context
+from ..settings import TASK_FIELDS, annotate, embedding_scorer_for
+from ..tokens import default_counter
 from .documents import SELECTION_EVENT
-from .sources import Settings, Source, source_for
+from .sources import Plan, Settings, Source, source_for
 from .store import Namespace, check_namespaces, namespace_label
 
-__all__ = ["PoolSplitMemoryMiddleware", "RememberInput", "DEFAULT_HEADING"]
+__all__ = ["PoolSplitMemoryMiddleware", "RememberInput", "ExpandInput", "DEFAULT_HEADING"]
 
 NamespaceSpec = Union[Sequence[str], Sequence[Sequence[str]], Callable[[Any], Any]]
 
@@ -87,6 +100,12 @@ class RememberInput(BaseModel):
         default=None,
         description='Leave empty. Standing corrections (scope "always") are curated by the user, not saved here.',
     )
+
+
+class ExpandInput(BaseModel):
+    """Arguments of the ``expand_memory`` tool, as the model sees them."""
+
+    entry_id: str = Field(description='The id attribute of a <memory ... layer="summary"> marker.')
 
 
 @dataclass(frozen=True)
@@ -203,6 +222,21 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         remember: register the ``remember`` tool (default True).
         heading: the line above the injected memory.
         episode_type / note_type: entry types of evicted turns and of notes.
+        total_tokens / total_entries: with ``pools="auto"``, the budgets
+            each call's task-aware plan shares out
+            (:func:`~poolsplit_adapters.memory.tasks.resolve_pools`).
+        progressive: progressive loading (summaries first, full text for
+            the best entries while room remains or when the message asks
+            for detail); registers the ``expand_memory`` tool, which reads
+            only the namespaces this call may read.
+        embeddings: a LangChain ``Embeddings``: rank by embedding similarity
+            (an :class:`~poolsplit_adapters.memory.embedding.EmbeddingScorer`
+            over it). Give it or ``scorer``, not both.
+
+    ``pools="auto"`` detects the task type per model call from the last
+    human message and ``goal``, ``action_type`` and ``phase`` in
+    ``runtime.context`` (the message stands in for a missing goal); the
+    selection event's ``notes`` carry ``task_type`` and the detection.
 
     The selection context is the last human message plus ``tags`` and
     ``project`` from ``runtime.context`` when present; the goal is
@@ -230,7 +264,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def __init__(
         self,
-        pools: Sequence[Pool],
+        pools: Union[Sequence[Pool], str],
         *,
         namespace: NamespaceSpec,
         store: Any = None,
@@ -246,9 +280,23 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         heading: str = DEFAULT_HEADING,
         episode_type: str = "episode",
         note_type: str = "note",
+        total_tokens: Optional[int] = None,
+        total_entries: Optional[int] = None,
+        progressive: bool = False,
+        embeddings: Any = None,
     ) -> None:
         super().__init__()
-        self.pools = check_pools(pools)
+        resolve_pools(pools, {}, total_tokens=total_tokens, total_entries=total_entries)  # raises on a bad plan
+        self.pools: Union[List[Pool], str] = AUTO if pools == AUTO else check_pools(pools)  # type: ignore[arg-type]
+        self.total_tokens = total_tokens
+        self.total_entries = total_entries
+        if not isinstance(progressive, bool):
+            raise TypeError("progressive must be True or False, got %r" % (progressive,))
+        self.progressive = progressive
+        if embeddings is not None:
+            if scorer is not default_scorer:
+                raise TypeError("give embeddings= or scorer=, not both")
+            scorer = embedding_scorer_for(embeddings)
         if callable(namespace):
             self._namespace_fn: Optional[Callable[[Any], Any]] = namespace
             self._namespace: Optional[Tuple[Namespace, ...]] = None
@@ -279,7 +327,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.episode_type = episode_type
         self.note_type = note_type
         self.settings = Settings(
-            pools=self.pools,
+            pools=self.pools if isinstance(self.pools, list) else [],
             scorer=scorer,
             token_counter=token_counter,
             now=now,
@@ -293,9 +341,10 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._promoted: OrderedDict[Hashable, _Promoted] = OrderedDict()
         self._pending: Dict[Optional[str], GateReport] = {}
         self._lock = threading.Lock()
+        self._summary_counter: TokenCounter = token_counter or default_counter()
         self.tools: List[BaseTool] = []
         if remember:
-            self.tools = [
+            self.tools.append(
                 StructuredTool.from_function(
                     func=self._remember,
                     coroutine=self._aremember,
@@ -304,7 +353,19 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     args_schema=RememberInput,
                     infer_schema=False,
                 )
-            ]
+            )
+        if progressive:
+            self.tools.append(
+                StructuredTool.from_function(
+                    func=self._expand,
+                    coroutine=self._aexpand,
+                    name=EXPAND_TOOL_NAME,
+                    description=EXPAND_TOOL_DESCRIPTION,
+                    args_schema=ExpandInput,
+                    infer_schema=False,
+                    handle_tool_error=True,
+                )
+            )
 
     # -- where the memory is --------------------------------------------------------------
 
@@ -416,9 +477,10 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- recall + promote -------------------------------------------------------------------
 
-    def _context(self, call: _Call, request: ModelRequest[Any]) -> Tuple[Dict[str, Any], Hashable]:
-        """The selection context, and the key of this agent step: the
-        thread's last human message (its id) under this namespace and context."""
+    def _context(self, call: _Call, request: ModelRequest[Any]) -> Tuple[Dict[str, Any], Dict[str, Any], Hashable]:
+        """The selection context, the task context (for ``pools="auto"``) and
+        the key of this agent step: the thread's last human message (its id)
+        under this namespace and context."""
         last = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
         ctx = getattr(request.runtime, "context", None)
         tags = _context_value(ctx, "tags")
@@ -430,8 +492,40 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         message = str(last.text) if last is not None else ""
         tag_list = [str(t) for t in tags or ()]
         context: Dict[str, Any] = {"message": message, "tags": tag_list, "project": project}
-        step = (call.thread, call.chain, last.id if last is not None else None, message, tuple(tag_list), project)
-        return context, step
+        task: Dict[str, Any] = {"message": message}
+        for name in TASK_FIELDS:
+            value = _context_value(ctx, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError("runtime.context[%r] must be a string, got %r" % (name, value))
+            if value is not None:
+                task[name] = value
+        step = (
+            call.thread,
+            call.chain,
+            last.id if last is not None else None,
+            message,
+            tuple(tag_list),
+            project,
+            tuple(sorted(task.items())),
+        )
+        return context, task, step
+
+    def _plan(self, task: Mapping[str, Any]) -> Tuple[Plan, Optional[TaskDetection]]:
+        """This call's pools (planned for the task with ``pools="auto"``)
+        and fill (progressive layers when on)."""
+        pools, detection = resolve_pools(
+            self.pools, task, total_tokens=self.total_tokens, total_entries=self.total_entries
+        )
+        layering = None
+        if self.progressive:
+            layering = ProgressiveLayers(self._summary_counter, detail=wants_detail(task.get("message")))
+        return Plan(pools, layering), detection
+
+    def _annotated(self, selection: Selection, plan: Plan, detection: Optional[TaskDetection]) -> Selection:
+        # A vector store's selection comes from the retriever, which already
+        # recorded its own layers' metrics.
+        layering = plan.layering if "metrics" not in selection.notes else None
+        return annotate(selection, detection, layering, self.settings.scorer)
 
     def _reuse(self, step: Hashable, version: Hashable) -> Optional[_Promoted]:
         with self._lock:
@@ -473,12 +567,14 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Put this step's memory into the system message, then call the model."""
         call = self._call(request.runtime)
-        context, step = self._context(call, request)
-        snap = call.source.snapshot(call.chain, context)
+        context, task, step = self._context(call, request)
+        plan, detection = self._plan(task)
+        snap = call.source.snapshot(call.chain, context, plan)
         promoted = self._reuse(step, snap.version)
         reused = promoted is not None
         if promoted is None:
-            promoted = self._keep(step, snap.version, call.source.select(snap, call.chain, context))
+            selection = call.source.select(snap, call.chain, context, plan)
+            promoted = self._keep(step, snap.version, self._annotated(selection, plan, detection))
         return handler(self._inject(request, call, promoted, reused))
 
     async def awrap_model_call(
@@ -488,13 +584,14 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> ModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         call = self._call(request.runtime)
-        context, step = self._context(call, request)
-        snap = await call.source.asnapshot(call.chain, context)
+        context, task, step = self._context(call, request)
+        plan, detection = self._plan(task)
+        snap = await call.source.asnapshot(call.chain, context, plan)
         promoted = self._reuse(step, snap.version)
         reused = promoted is not None
         if promoted is None:
-            selection = await call.source.aselect(snap, call.chain, context)
-            promoted = self._keep(step, snap.version, selection)
+            selection = await call.source.aselect(snap, call.chain, context, plan)
+            promoted = self._keep(step, snap.version, self._annotated(selection, plan, detection))
         return await handler(self._inject(request, call, promoted, reused))
 
     # -- the remember tool ------------------------------------------------------------------
@@ -555,3 +652,22 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if proposal.refused is None:
             await call.source.awrite(call.chain, [proposal.entry])
         return self._answer(proposal, call)
+
+    # -- the expand tool --------------------------------------------------------------------
+
+    @staticmethod
+    def _full_text(entry: Optional[Mapping[str, Any]], entry_id: str) -> str:
+        if entry is None:
+            raise ToolException(str(UnknownEntryError(entry_id)))
+        content = entry.get("content")
+        if not isinstance(content, str):
+            raise ToolException("memory %r has no text content" % entry_id)
+        return content
+
+    def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:
+        call = self._call(runtime)
+        return self._full_text(call.source.get(call.chain, entry_id), entry_id)
+
+    async def _aexpand(self, runtime: ToolRuntime, entry_id: str) -> str:
+        call = self._call(runtime)
+        return self._full_text(await call.source.aget(call.chain, entry_id), entry_id)

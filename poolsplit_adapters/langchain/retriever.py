@@ -14,10 +14,10 @@ from typing_extensions import Unpack
 
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection, Visibility
-from ..recall import RecallPlan
+from ..recall import RecallPlan, same_vector_space, store_metric, with_store_scores
 from ..render import explain
 from ..reports import event_payload
-from ..settings import ArgumentError, CallOptions, CallOverrides, SelectionSettings
+from ..settings import ArgumentError, CallOptions, CallOverrides, SelectionSettings, is_embedding_scorer
 from .documents import SELECTION_EVENT, DocumentConverter
 from .filters import FilterBuilder, type_filter
 from .vector_search import VectorRecall
@@ -64,8 +64,16 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
     deprecated alias of ``visibility=``.
 
     Per call, ``invoke(query, k=..., tags=[...], project=..., now=...,
-    namespace=...)`` overrides the defaults (``namespace`` replaces the
-    visibility's namespace for that call). Every call emits a
+    namespace=..., goal=..., action_type=..., phase=...)`` overrides the
+    defaults (``namespace`` replaces the visibility's namespace for that
+    call; the last three are the task signals ``pools="auto"`` reads).
+
+    ``pools="auto"`` with ``total_tokens=`` and ``total_entries=`` plans the
+    pools per call for the detected task type (recorded in
+    ``selection.notes["task_type"]``); ``progressive=True`` loads summaries
+    first (returned documents then carry the summary as their text and
+    ``metadata["poolsplit"]["layer"]``; :meth:`expand_tool` fetches the full
+    text); ``embeddings=`` ranks by embedding similarity. Every call emits a
     ``poolsplit_selection`` custom callback event carrying
     ``selection.to_dict()`` (visible in tracing and ``astream_events``);
     :func:`~poolsplit_adapters.reports.capture_selections` gives a caller its
@@ -93,10 +101,19 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
         default=None,
         description="Vector-store mode: (Search) -> the store's filter (default: type_filter(vectorstore)).",
     )
+    store_metric: Optional[str] = Field(
+        default=None,
+        description=(
+            "Vector-store mode with embeddings=: what the store's score measures (a StoreMetric or its name: "
+            "'cosine', 'cosine_distance', 'euclidean', ...). Default: known for InMemoryVectorStore (cosine); "
+            "for another store its scores are not used and the scorer embeds the recalled documents."
+        ),
+    )
 
     _index: Optional[MemoryIndex] = PrivateAttr(default=None)
     _source: Dict[int, Document] = PrivateAttr(default_factory=dict)
     _recall: Union[None, VectorRecall, BaseRetrieverRecall] = PrivateAttr(default=None)
+    _metric: Any = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -107,7 +124,13 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
                 "(got %d)" % len(modes)
             )
         if self.vectorstore is not None:
-            plan = RecallPlan(self.pools, fetch_k=self.fetch_k, always_k=self.always_k)
+            plan = RecallPlan(
+                self.pools if isinstance(self.pools, list) else [], fetch_k=self.fetch_k, always_k=self.always_k
+            )
+            try:
+                self._metric = store_metric(self.vectorstore, self.store_metric)
+            except ValueError as err:
+                raise ArgumentError(str(err)) from None
             build = self.filter_builder or type_filter(self.vectorstore)
             self._recall = VectorRecall(self.vectorstore, plan, build)
         if self.base_retriever is not None:
@@ -118,7 +141,9 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
             self._index = MemoryIndex(entries, token_counter=self.token_counter)
 
     @classmethod
-    def from_vectorstore(cls, vectorstore: VectorStore, pools: Sequence[Pool], **options: Any) -> PoolSplitRetriever:
+    def from_vectorstore(
+        cls, vectorstore: VectorStore, pools: Union[Sequence[Pool], str], **options: Any
+    ) -> PoolSplitRetriever:
         """Recall candidates per pool from ``vectorstore``, then select.
 
         ``options``: ``fetch_k``, ``always_k`` (see
@@ -134,8 +159,29 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
 
         Recalled documents are put in id order before selection, so
         always-scope documents come back in a stable order: by id.
+
+        With ``embeddings=`` (the store's own model) the relevance of each
+        recalled document is the store's score, turned into a cosine by
+        ``store_metric`` (known for ``InMemoryVectorStore``), so documents
+        are not embedded again per query. With ``pools="auto"`` each call
+        recalls for its own plan.
         """
-        return cls(vectorstore=vectorstore, pools=list(pools), **options)
+        return cls(vectorstore=vectorstore, pools=pools if isinstance(pools, str) else list(pools), **options)
+
+    def expand_tool(self) -> Any:
+        """The ``expand_memory(entry_id)`` tool over this retriever's own
+        documents (``documents=`` mode), limited to what its visibility lets
+        a query see: give it to an agent that reads this retriever's
+        summaries (``progressive=True``)."""
+        if self._index is None:
+            raise ArgumentError(
+                "expand_tool() needs documents= mode; for a vector store, build "
+                "memory.expand_tools.langchain_expand_tool over the memory the agent may read"
+            )
+        from ..memory.expand_tools import langchain_expand_tool
+        from ..recall import VisibleEntries
+
+        return langchain_expand_tool(VisibleEntries(self._index, self.visibility))
 
     def explain(self) -> str:
         """The why/why-not table of the call that finished last."""
@@ -144,22 +190,41 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
 
     # -- the retriever protocol --------------------------------------------------------
 
-    def _finish(self, candidates: Optional[List[Document]], options: CallOptions) -> Tuple[Selection, List[Document]]:
+    def _finish(
+        self, candidates: Optional[List[Document]], options: CallOptions, scores: Optional[Dict[str, float]] = None
+    ) -> Tuple[Selection, List[Document]]:
         if candidates is None:
             assert self._index is not None
             selection, source = self.select_in(self._index, options), self._source
         else:
             entries, source = DocumentConverter.entries(candidates, recalled=isinstance(self._recall, VectorRecall))
-            selection = self.select_from(entries, options)
+            scorer = with_store_scores(self.scorer, scores or {}, self._metric)
+            selection = self.select_from(entries, options, scorer=scorer)
         self.record(selection)
         return selection, DocumentConverter.to_documents(selection, self.returned(selection, options), source)
+
+    def _use_store_scores(self) -> bool:
+        recall = self._recall
+        return (
+            isinstance(recall, VectorRecall)
+            and self._metric is not None
+            and is_embedding_scorer(self.scorer)
+            and same_vector_space(self.scorer, recall.store.embeddings)
+        )
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
     ) -> List[Document]:
         options = self.options_for(query, **kw)
-        found = self._recall.run(query, options.visibility, run_manager) if self._recall is not None else None
-        selection, documents = self._finish(found, options)
+        found: Optional[List[Document]] = None
+        scores: Dict[str, float] = {}
+        if isinstance(self._recall, VectorRecall):
+            found, scores = self._recall.run_scored(
+                query, options.visibility, run_manager, pools=options.pools, scored=self._use_store_scores()
+            )
+        elif self._recall is not None:
+            found = self._recall.run(query, options.visibility, run_manager)
+        selection, documents = self._finish(found, options, scores)
         run_manager.get_child().on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id)
         return documents
 
@@ -167,8 +232,15 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
         self, query: str, *, run_manager: AsyncRun, **kw: Unpack[CallOverrides]
     ) -> List[Document]:
         options = self.options_for(query, **kw)
-        found = await self._recall.arun(query, options.visibility, run_manager) if self._recall is not None else None
-        selection, documents = self._finish(found, options)
+        found: Optional[List[Document]] = None
+        scores: Dict[str, float] = {}
+        if isinstance(self._recall, VectorRecall):
+            found, scores = await self._recall.arun_scored(
+                query, options.visibility, run_manager, pools=options.pools, scored=self._use_store_scores()
+            )
+        elif self._recall is not None:
+            found = await self._recall.arun(query, options.visibility, run_manager)
+        selection, documents = self._finish(found, options, scores)
         await run_manager.get_child().on_custom_event(
             SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id
         )

@@ -32,12 +32,15 @@ from langchain_core.vectorstores import VectorStore
 from langgraph.store.base import BaseStore
 
 from ..index import MemoryIndex
+from ..memory.progressive import ProgressiveLayers
 from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter, Visibility, check_entry
+from ..recall import VisibleEntries
 from ..tokens import default_counter
+from .documents import document_to_entry
 from .retriever import PoolSplitRetriever
 from .store import BaseStoreMemory, Namespace, Recall, namespace_label
 
-__all__ = ["Settings", "Snapshot", "Source", "source_for", "STORE_METHODS"]
+__all__ = ["Plan", "Settings", "Snapshot", "Source", "source_for", "STORE_METHODS"]
 
 #: What an object must have to be used as a store-contract store.
 STORE_METHODS = ("add", "get", "supersede", "delete", "entries", "select")
@@ -45,7 +48,10 @@ STORE_METHODS = ("add", "get", "supersede", "delete", "entries", "select")
 
 @dataclass(frozen=True)
 class Settings:
-    """The selection settings a source needs (owned by the middleware)."""
+    """The selection settings a source needs (owned by the middleware).
+    ``pools`` is the default plan; with ``pools="auto"`` the middleware
+    passes each call's plan (``Plan``) to :meth:`Source.snapshot` and
+    :meth:`Source.select`."""
 
     pools: List[Pool]
     scorer: Scorer
@@ -58,6 +64,15 @@ class Settings:
     def visibility(self, chain: Sequence[Namespace]) -> Visibility:
         labels = tuple(namespace_label(ns) for ns in chain)
         return Visibility(namespace=labels if len(labels) > 1 else labels[0], chain_penalty=self.chain_penalty)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One call's pool plan and fill: the pools (explicit, or planned for
+    the detected task) and the progressive layering (None: plain fill)."""
+
+    pools: List[Pool]
+    layering: Optional[ProgressiveLayers] = None
 
 
 @dataclass(frozen=True)
@@ -81,10 +96,20 @@ class Source(ABC):
         self.settings = settings
 
     @abstractmethod
-    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Snapshot: ...
+    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot: ...
 
     @abstractmethod
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Selection: ...
+    def select(
+        self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
+    ) -> Selection: ...
+
+    @abstractmethod
+    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        """The entry with ``entry_id`` that a reader of ``chain`` may see
+        (its namespaces, exactly), else None: what the expand tool reads."""
+
+    async def aget(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        return self.get(chain, entry_id)
 
     @abstractmethod
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]: ...
@@ -92,11 +117,13 @@ class Source(ABC):
     @abstractmethod
     def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None: ...
 
-    async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Snapshot:
-        return self.snapshot(chain, context)
+    async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
+        return self.snapshot(chain, context, plan)
 
-    async def aselect(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Selection:
-        return self.select(snap, chain, context)
+    async def aselect(
+        self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
+    ) -> Selection:
+        return self.select(snap, chain, context, plan)
 
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return self.existing(chain, ids)
@@ -136,18 +163,26 @@ class _BaseStoreSource(Source):
                 self._memories.move_to_end(key)
             return found
 
-    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Snapshot:
-        recall = self.memory(chain).recall(self.settings.pools, context)
+    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
+        recall = self.memory(chain).recall(plan.pools, context)
         return Snapshot(recall.fingerprint, recall)
 
-    async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Snapshot:
-        recall = await self.memory(chain).arecall(self.settings.pools, context)
+    async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
+        recall = await self.memory(chain).arecall(plan.pools, context)
         return Snapshot(recall.fingerprint, recall)
 
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Selection:
+    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
         assert snap.recall is not None
         s = self.settings
-        return self.memory(chain).select_from(snap.recall, s.pools, context, now=s.now, scorer=s.scorer)
+        return self.memory(chain).select_from(
+            snap.recall, plan.pools, context, now=s.now, scorer=s.scorer, layering=plan.layering
+        )
+
+    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        return self.memory(chain).get(entry_id)
+
+    async def aget(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        return await self.memory(chain).aget(entry_id)
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return self.memory(chain).existing(ids)
@@ -170,16 +205,23 @@ class _ContractSource(Source):
         super().__init__(settings)
         self.store = store
 
-    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Snapshot:
+    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
         version = getattr(self.store, "version", None)
         return Snapshot(("version", version) if version is not None else ("unversioned", object()))
 
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Selection:
+    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
         s = self.settings
+        # layering= only when progressive: a contract store's select then
+        # must take it (MemoryIndex.select does), and a plain one need not.
+        extra: Dict[str, Any] = {} if plan.layering is None else {"layering": plan.layering}
         result: Selection = self.store.select(
-            s.pools, dict(context), now=s.now, scorer=s.scorer, visibility=s.visibility(chain)
+            plan.pools, dict(context), now=s.now, scorer=s.scorer, visibility=s.visibility(chain), **extra
         )
         return result
+
+    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        found = self.store.get(entry_id)
+        return VisibleEntries([found] if found is not None else [], self.settings.visibility(chain)).get(entry_id)
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return {i for i in ids if self.store.get(i) is not None}
@@ -200,12 +242,22 @@ class _ListSource(Source):
         self._ids = {str(e["id"]) for e in entries if isinstance(e, Mapping) and e.get("id")}
         self._lock = threading.Lock()
 
-    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Snapshot:
+    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
         return Snapshot(self.index.version)
 
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Selection:
+    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
         s = self.settings
-        return self.index.select(s.pools, dict(context), now=s.now, scorer=s.scorer, visibility=s.visibility(chain))
+        return self.index.select(
+            plan.pools,
+            dict(context),
+            now=s.now,
+            scorer=s.scorer,
+            visibility=s.visibility(chain),
+            layering=plan.layering,
+        )
+
+    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        return VisibleEntries(self.index, self.settings.visibility(chain)).get(entry_id)
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         with self._lock:
@@ -232,21 +284,22 @@ class _VectorStoreSource(Source):
         self.store = store
         self._writes = 0
 
-    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Snapshot:
+    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
         return Snapshot(("writes", self._writes))
 
-    def _retriever(self, chain: Sequence[Namespace]) -> PoolSplitRetriever:
+    def _retriever(self, chain: Sequence[Namespace], plan: Plan) -> PoolSplitRetriever:
         s = self.settings
         options: Dict[str, Any] = {}
         if s.fetch_k is not None:
             options["fetch_k"] = s.fetch_k
         return PoolSplitRetriever.from_vectorstore(
             self.store,
-            s.pools,
+            plan.pools,
             token_counter=s.token_counter,
             scorer=s.scorer,
             now=s.now,
             visibility=s.visibility(chain),
+            progressive=plan.layering is not None,
             **options,
         )
 
@@ -254,15 +307,17 @@ class _VectorStoreSource(Source):
     def _call(context: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
         return str(context.get("message") or ""), {"tags": context.get("tags"), "project": context.get("project")}
 
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Selection:
-        retriever = self._retriever(chain)
+    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
+        retriever = self._retriever(chain, plan)
         query, options = self._call(context)
         retriever.invoke(query, **options)
         assert retriever.last_selection is not None
         return retriever.last_selection
 
-    async def aselect(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any]) -> Selection:
-        retriever = self._retriever(chain)
+    async def aselect(
+        self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
+    ) -> Selection:
+        retriever = self._retriever(chain, plan)
         query, options = self._call(context)
         await retriever.ainvoke(query, **options)
         assert retriever.last_selection is not None
@@ -270,6 +325,10 @@ class _VectorStoreSource(Source):
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return {d.id for d in self.store.get_by_ids(list(ids)) if d.id is not None}
+
+    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        found = [document_to_entry(d, i) for i, d in enumerate(self.store.get_by_ids([entry_id]))]
+        return VisibleEntries(found, self.settings.visibility(chain)).get(entry_id)
 
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return {d.id for d in await self.store.aget_by_ids(list(ids)) if d.id is not None}

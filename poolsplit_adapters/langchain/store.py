@@ -43,6 +43,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import (
     EntryError,
+    Layering,
     Pool,
     Scorer,
     Selection,
@@ -348,8 +349,11 @@ class BaseStoreMemory:
         *,
         now: Optional[datetime.datetime] = None,
         scorer: Scorer = default_scorer,
+        layering: Optional[Layering] = None,
     ) -> Selection:
-        """Select over a :class:`Recall` (the core selector, unchanged)."""
+        """Select over a :class:`Recall` (the core selector, unchanged;
+        ``layering``: progressive loading, see
+        :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`)."""
         return select(
             recall.entries,
             pools,
@@ -358,7 +362,26 @@ class BaseStoreMemory:
             token_counter=self._counts.counter,
             now=now,
             visibility=self.visibility,
+            layering=layering,
         )
+
+    def get(self, entry_id: str) -> Optional[Dict[str, Any]]:
+        """The entry stored under ``entry_id`` in this memory's namespaces
+        (own first, then the chain; exact, never a child namespace), else
+        None. One batch. The expand tool reads full text through it."""
+        results = self.store.batch([GetOp(ns, entry_id) for ns in self.chain])
+        for item in results:
+            if isinstance(item, Item):
+                return self._entry(item, counted=False)
+        return None
+
+    async def aget(self, entry_id: str) -> Optional[Dict[str, Any]]:
+        """Async :meth:`get`."""
+        results = await self.store.abatch([GetOp(ns, entry_id) for ns in self.chain])
+        for item in results:
+            if isinstance(item, Item):
+                return self._entry(item, counted=False)
+        return None
 
     def select(
         self,

@@ -24,7 +24,12 @@ Every selection emits a :class:`PoolSplitSelectionEvent` through LlamaIndex
 instrumentation and is collected by
 :func:`~poolsplit_adapters.reports.capture_selections`; ``last_selection``
 is the call that finished last.
+
+:class:`HashEmbedding` is a deterministic ``BaseEmbedding`` with real
+similarity, for tests and demos.
 """
+
+from typing import Any
 
 from ..convert import SELECTION_KEY
 from ..reports import capture_selections
@@ -36,7 +41,17 @@ from .postprocessor import PoolSplitNodePostprocessor
 from .retriever import PoolSplitRetriever
 from .vector_search import IndexRecall, metadata_filters
 
+
+def __getattr__(name: str) -> Any:
+    if name == "HashEmbedding":  # imported on first use, like the LangChain twin
+        from .embeddings import HashEmbedding
+
+        return HashEmbedding
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
+
+
 __all__ = [
+    "HashEmbedding",
     "CorrectionsMemoryBlock",
     "IndexRecall",
     "LlamaIndexSettings",

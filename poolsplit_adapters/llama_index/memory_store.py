@@ -17,6 +17,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 
 from ..index import MemoryIndex
 from ..poolsplit import Chosen, Pool, Selection
+from ..recall import VisibleEntries
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import ArgumentError, cap_round_robin
 from .events import announce
@@ -130,7 +131,11 @@ class PoolSplitMemoryStore:
             :class:`~poolsplit_adapters.settings.SelectionSettings`
             (``token_counter`` defaults to LlamaIndex's tokenizer, which is
             ``Memory``'s default; ``scope=`` is a deprecated alias of
-            ``visibility=``). Flushed messages get the visibility's own
+            ``visibility=``; ``pools="auto"`` with ``total_tokens`` /
+            ``total_entries`` and ``goal``/``action_type``/``phase``;
+            ``progressive=True``, whose summaries the pooled block renders
+            with ``layer="summary"`` and :meth:`expand_tool` expands;
+            ``embeddings=`` a LlamaIndex ``BaseEmbedding``). Flushed messages get the visibility's own
             namespace (its first link), ``source = "session:<id>"`` and
             ``session = <id>``.
 
@@ -233,6 +238,30 @@ class PoolSplitMemoryStore:
                         found.append(entry)
         return found
 
+    def expand_tool(self, session_id: Optional[str] = None) -> Any:
+        """A LlamaIndex ``FunctionTool`` ``expand_memory(entry_id)`` that loads
+        the full text of an entry the pooled block showed as a summary
+        (``progressive=True``). It answers only for what ``session_id`` may
+        recall: the curated entries and the long-term store's within the
+        visibility, and that session's own flushed chat (any session's with
+        ``share_chat``).
+
+        Example::
+
+            agent = FunctionAgent(tools=[store.expand_tool("alice")], llm=llm)
+        """
+        from ..memory.expand_tools import llama_index_expand_tool
+
+        store = self
+
+        class _Entries:
+            def __iter__(self) -> Any:
+                return iter(store._candidates(session_id))
+
+        return llama_index_expand_tool(
+            VisibleEntries(_Entries(), self.settings.visibility, lambda e: self._visible(e, session_id))
+        )
+
     # -- write-back -----------------------------------------------------------------
 
     def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
@@ -274,7 +303,7 @@ class PoolSplitMemoryStore:
         :meth:`truncate_pooled` can cut it entry by entry."""
         returned = cap_round_robin(selection, self.settings.k)
         rendered = PooledRender(
-            items=tuple((c, marker(c.entry, c.pool)) for c in returned if not c.always),
+            items=tuple((c, marker(c.entry, c.pool, c.layer)) for c in returned if not c.always),
             budget=omitted_by_pool(selection, returned),
             budget_cause="by budget" if self.settings.k is None else "by budget or k",
             pools=tuple(selection.stats),

@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
-from ..convert import SELECTION_KEY, entry_from, selection_metadata
+from ..convert import SELECTION_KEY, entry_from, loaded_text, selection_metadata
 from ..poolsplit import Chosen, TokenCounter
 from ..recall import merge_recalled
 from ..settings import SelectionSettings
@@ -91,6 +91,8 @@ class NodeConverter:
         for c in chosen:
             original = source[id(c.entry)]
             node = original.model_copy()
+            if str(c.layer) != "full":  # progressive loading: the summary, full text by id (expand tool)
+                node.set_content(loaded_text(c, original.get_content(metadata_mode=MetadataMode.NONE)))
             node.metadata = {**original.metadata, SELECTION_KEY: selection_metadata(c)}
             node.excluded_embed_metadata_keys = [*original.excluded_embed_metadata_keys, SELECTION_KEY]
             if not self.show:

@@ -15,10 +15,11 @@ from typing_extensions import Unpack
 
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
-from ..recall import RecallPlan
+from ..recall import RecallPlan, VisibleEntries, same_vector_space, with_store_scores
+from ..recall import store_metric as metric_of
 from ..render import explain
 from ..reports import capture_selections
-from ..settings import ArgumentError, CallOptions, CallOverrides, check_tags
+from ..settings import ArgumentError, CallOptions, CallOverrides, check_tags, is_embedding_scorer
 from .events import announce
 from .nodes import AnyNode, LlamaIndexSettings, NodeConverter
 from .vector_search import IndexRecall
@@ -46,7 +47,10 @@ class PoolSplitRetriever(BaseRetriever):
         show_selection_to_llm: keep the ``poolsplit`` metadata in the LLM view.
         callback_manager, verbose: as for any LlamaIndex retriever.
         **settings: the selection settings (``k``, ``token_counter``,
-            ``scorer``, ``visibility``, ``project``, ``now``) of
+            ``scorer``, ``visibility``, ``project``, ``now``; ``pools="auto"``
+            with ``total_tokens``/``total_entries`` and the task signals
+            ``goal``/``action_type``/``phase``; ``progressive``;
+            ``embeddings``, a LlamaIndex ``BaseEmbedding``) of
             :class:`~poolsplit_adapters.settings.SelectionSettings`, held in
             :attr:`settings`; ``scope=`` is a deprecated alias of
             ``visibility=``.
@@ -103,6 +107,7 @@ class PoolSplitRetriever(BaseRetriever):
         always_k: int = RecallPlan.always_k,
         type_key: str = "type",
         embed_model: Optional[BaseEmbedding] = None,
+        store_metric: Any = None,
         **kwargs: Any,
     ) -> PoolSplitRetriever:
         """Recall candidates per pool from ``index``, then select.
@@ -115,16 +120,50 @@ class PoolSplitRetriever(BaseRetriever):
         and the visibility's namespaces (``IN``) on all of them. The query is
         embedded once per retrieval (``embed_model``, default the index's
         own), sync and async.
+
+        With ``embeddings=`` (the index's own model) each recalled node's
+        relevance is its ``NodeWithScore.score``, turned into a cosine by
+        ``store_metric`` (a :class:`~poolsplit_adapters.memory.similarity.StoreMetric`;
+        known for ``SimpleVectorStore`` in its default cosine mode), so nodes
+        are not embedded again per query. For a store whose metric is not
+        known and not given, the scorer embeds the recalled nodes itself.
         """
-        settings = LlamaIndexSettings.held_by("PoolSplitRetriever", pools=pools)
-        plan = RecallPlan(settings.pools, fetch_k=fetch_k, always_k=always_k)
-        return cls(pools, recall=IndexRecall(index, plan, type_key=type_key, embed_model=embed_model), **kwargs)
+        if isinstance(pools, str):
+            plan_pools: Sequence[Pool] = []  # "auto": each call recalls for its own plan
+        else:
+            plan_pools = LlamaIndexSettings.held_by("PoolSplitRetriever", pools=pools).pools  # type: ignore[assignment]
+        plan = RecallPlan(plan_pools, fetch_k=fetch_k, always_k=always_k)
+        recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model)
+        try:
+            recall.metric = metric_of(index, store_metric)
+        except ValueError as err:
+            raise ArgumentError(str(err)) from None
+        return cls(pools, recall=recall, **kwargs)
 
     @property
     def last_selection(self) -> Optional[Selection]:
         """The selection of the call that finished last (None before the
         first); see :meth:`retrieve_with_selection` for your own."""
         return self.settings.last_selection
+
+    def expand_tool(self) -> Any:
+        """A LlamaIndex ``FunctionTool`` ``expand_memory(entry_id)`` over this
+        retriever's nodes (``nodes=`` mode), limited to what its visibility
+        lets a query see: give it to an agent that reads summaries
+        (``progressive=True``) so it can load an entry's full text.
+
+        Example::
+
+            agent = FunctionAgent(tools=[retriever.expand_tool()], llm=llm)
+        """
+        if self._index is None:
+            raise ArgumentError(
+                "expand_tool() needs nodes= mode; for an index, build "
+                "memory.expand_tools.llama_index_expand_tool over the memory the agent may read"
+            )
+        from ..memory.expand_tools import llama_index_expand_tool
+
+        return llama_index_expand_tool(VisibleEntries(self._index, self.settings.visibility))
 
     def explain(self) -> str:
         """The why/why-not table of the call that finished last."""
@@ -169,25 +208,42 @@ class PoolSplitRetriever(BaseRetriever):
             given["tags"] = self.context_tags
         return self.settings.options_for(query.query_str, **given)
 
+    def _store_scored(self, candidates: List[NodeWithScore]) -> Any:
+        """The scorer of this call: with an embedding scorer over the
+        index's own model, it takes the recalled nodes' relevance from
+        their store scores instead of embedding them."""
+        scorer, recall = self.settings.scorer, self._recall
+        if recall is None or recall.metric is None or not is_embedding_scorer(scorer):
+            return scorer
+        if not same_vector_space(scorer, recall.embed_model):
+            return scorer
+        scores = {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
+        return with_store_scores(scorer, scores, recall.metric)
+
     def _choose(self, candidates: Optional[List[NodeWithScore]], options: CallOptions) -> List[NodeWithScore]:
         if candidates is None:
             assert self._index is not None
             selection, source = self.settings.select_in(self._index, options), self._source
         else:
+            scorer = self._store_scored(candidates)
             entries, source = NodeConverter.entries(candidates, recalled=True)
-            selection = self.settings.select_from(entries, options)
+            selection = self.settings.select_from(entries, options, scorer=scorer)
         self.settings.record(selection)
         announce("retriever", selection)
         return self._converter.to_nodes(self.settings.returned(selection, options), source)
 
     def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         options = self._options(query_bundle, self._overrides())
-        candidates = self._recall.retrieve(query_bundle, options.visibility) if self._recall is not None else None
+        candidates = (
+            self._recall.retrieve(query_bundle, options.visibility, options.pools) if self._recall is not None else None
+        )
         return self._choose(candidates, options)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
         options = self._options(query_bundle, self._overrides())
         candidates = (
-            await self._recall.aretrieve(query_bundle, options.visibility) if self._recall is not None else None
+            await self._recall.aretrieve(query_bundle, options.visibility, options.pools)
+            if self._recall is not None
+            else None
         )
         return self._choose(candidates, options)

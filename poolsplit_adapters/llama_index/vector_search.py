@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import List, Optional, Tuple, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -19,7 +19,7 @@ from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
-from ..poolsplit import Visibility
+from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
 
 
@@ -67,9 +67,15 @@ class IndexRecall:
         self.type_key = type_key
         # LlamaIndex's own retrievers read the index's model the same way.
         self.embed_model: BaseEmbedding = embed_model or index._embed_model
+        #: What the index's scores measure (a StoreMetric), when known: the
+        #: retriever then takes recalled nodes' relevance from their scores.
+        self.metric: Any = None
 
-    def _retrievers(self, visibility: Optional[Visibility]) -> List[Tuple[Search, BaseRetriever]]:
-        return [
+    def _retrievers(
+        self, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
+    ) -> Tuple[RecallPlan, List[Tuple[Search, BaseRetriever]]]:
+        plan = self.plan if pools is None else dataclasses.replace(self.plan, pools=tuple(pools))
+        return plan, [
             (
                 search,
                 self.index.as_retriever(
@@ -78,26 +84,32 @@ class IndexRecall:
                     embed_model=self.embed_model,
                 ),
             )
-            for search in self.plan.searches(visibility)
+            for search in plan.searches(visibility)
         ]
 
     def _needs_embedding(self, query: QueryBundle) -> bool:
         return bool(self.index.vector_store.is_embedding_query and query.embedding is None and query.embedding_strs)
 
-    def retrieve(self, query: QueryBundle, visibility: Optional[Visibility]) -> List[NodeWithScore]:
-        """Every search's nodes (plan order, duplicates included)."""
+    def retrieve(
+        self, query: QueryBundle, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
+    ) -> List[NodeWithScore]:
+        """Every search's nodes (plan order, duplicates included), for this
+        call's ``pools`` (default: the plan's). Each ``NodeWithScore`` keeps
+        the store's score."""
         if self._needs_embedding(query):
             embedding = self.embed_model.get_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
-        searches = self._retrievers(visibility)
+        plan, searches = self._retrievers(visibility, pools)
         results = [retriever.retrieve(query) for _, retriever in searches]
-        return self.plan.collect([search for search, _ in searches], results)
+        return plan.collect([search for search, _ in searches], results)
 
-    async def aretrieve(self, query: QueryBundle, visibility: Optional[Visibility]) -> List[NodeWithScore]:
+    async def aretrieve(
+        self, query: QueryBundle, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
+    ) -> List[NodeWithScore]:
         """:meth:`retrieve`, the searches concurrently."""
         if self._needs_embedding(query):
             embedding = await self.embed_model.aget_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
-        searches = self._retrievers(visibility)
+        plan, searches = self._retrievers(visibility, pools)
         results = await asyncio.gather(*(retriever.aretrieve(query) for _, retriever in searches))
-        return self.plan.collect([search for search, _ in searches], results)
+        return plan.collect([search for search, _ in searches], results)

@@ -5,7 +5,13 @@ loop: which turns stay in the working set (:mod:`.working_set`), what may be
 written to long-term memory (:mod:`.write_gate`), task-aware pool plans
 (:mod:`.tasks`), progressive loading and its token metrics
 (:mod:`.progressive`, :mod:`.metrics`) and the expand lookup (:mod:`.expand`).
+
+The embedding scorer and the vector-store score rule (:mod:`.embedding`,
+:mod:`.similarity`) need numpy; their names are loaded on first use, so
+``import poolsplit_adapters.memory`` works without it.
 """
+
+from typing import Any
 
 from .expand import UnknownEntryError, expand
 from .metrics import TokenMetrics, token_metrics
@@ -14,8 +20,32 @@ from .tasks import DEFAULT_PRESETS, TaskDetection, detect_task_type, resolve_poo
 from .working_set import Demotion, Turn, View, plan_demotion, split_turns
 from .write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 
+# name -> module, imported on first access (numpy, except the hash embedder).
+_LAZY = {
+    "EmbeddingScorer": "embedding",
+    "EmbeddingFallbackWarning": "embedding",
+    "HashEmbedder": "hash_embedding",
+    "StoreMetric": "similarity",
+    "relevance_from_store_score": "similarity",
+    "metric_for": "similarity",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    import importlib
+
+    return getattr(importlib.import_module("%s.%s" % (__name__, module)), name)
+
+
 __all__ = [
     "DEFAULT_PRESETS",
+    "EmbeddingFallbackWarning",
+    "EmbeddingScorer",
+    "HashEmbedder",
+    "StoreMetric",
     "Demotion",
     "GateReport",
     "Layer",
@@ -29,9 +59,11 @@ __all__ = [
     "WriteGate",
     "detect_task_type",
     "expand",
+    "metric_for",
     "plan_demotion",
     "progressive_fill",
     "progressive_select",
+    "relevance_from_store_score",
     "resolve_pools",
     "split_turns",
     "task_pools",

@@ -1,0 +1,337 @@
+"""Issue 13/14 features through the LangChain adapters (real LCEL chains,
+real InMemoryVectorStore): pools="auto", progressive=True with the expand
+tool, embeddings= and vector-store recall that reuses the store's scores."""
+
+from __future__ import annotations
+
+import datetime
+from typing import List
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import RunnableLambda
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from poolsplit_adapters import Pool, Visibility
+from poolsplit_adapters.langchain import (
+    HashEmbeddings,
+    PoolSplitCompressor,
+    PoolSplitRetriever,
+    capture_selections,
+    format_documents,
+)
+from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+from poolsplit_adapters.render import parse_markers
+from poolsplit_adapters.settings import ArgumentError
+
+NOW = datetime.datetime(2026, 11, 20, 9)
+
+
+def words(text: str) -> int:
+    """Token counter for exact arithmetic in the tests: one token per word."""
+    return max(1, len(text.split()))
+
+
+def doc(id_: str, content: str, **metadata: object) -> Document:
+    metadata.setdefault("created", "2026-11-01T00:00:00Z")
+    return Document(page_content=content, id=id_, metadata=dict(metadata))
+
+
+DOCS = [
+    doc("fix-cents", "Quote amounts in integer cents.", type="correction", scope="always", source="user"),
+    doc(
+        "ep-round",
+        "The October rounding incident: refunds were rounded down by one cent in the monthly totals report.",
+        type="episode",
+        summary="October refunds rounding incident",
+    ),
+    doc(
+        "note-url",
+        "The checkout review moved the staging URL to staging2 and every preview link changed with it.",
+        type="note",
+        summary="Staging URL change",
+    ),
+    doc(
+        "skill-deploy",
+        "To deploy, run make release, then watch the canary dashboard for ten minutes before promoting it.",
+        type="skill",
+        summary="How to deploy",
+    ),
+    doc(
+        "ap-force",
+        "Force-pushing to main destroyed the release branch history in March; nobody could bisect afterwards.",
+        type="anti_pattern",
+        summary="Force-push incident",
+    ),
+]
+PLAN = [
+    Pool("corrections", 0, 0, ("correction",)),
+    Pool("memory", 200, 4, ("episode", "note", "skill", "anti_pattern")),
+]
+
+
+# -- pools="auto" ------------------------------------------------------------------------
+
+
+def test_auto_pools_record_the_detected_type_and_the_plan_follows_the_phase():
+    retriever = PoolSplitRetriever(
+        documents=DOCS, pools="auto", total_tokens=400, total_entries=10, token_counter=words, now=NOW
+    )
+    budgets = {}
+    for phase in ("debugging", "review"):
+        chain = retriever.bind(phase=phase) | format_documents
+        with capture_selections() as mine:
+            text = chain.invoke("what happened with the refunds?")
+        (selection,) = mine
+        assert selection.notes["task_type"] == phase
+        decided = [(m["field"], m["signal"], m["weight"]) for m in selection.notes["task"]["matched_signals"]]
+        assert ("phase", phase, 4) in decided
+        assert parse_markers(text)[0]["id"] == "fix-cents"  # the correction first, whatever the plan
+        budgets[phase] = {name: s.max_tokens for name, s in selection.stats.items()}
+    # The presets' weights over 400 tokens (corrections 0; "other" catches unnamed types):
+    # debugging 35/15/20/20/10, review 15/30/10/35/10.
+    assert budgets["debugging"] == {
+        "corrections": 0,
+        "episodic": 140,
+        "semantic": 60,
+        "skills": 80,
+        "anti_patterns": 80,
+        "other": 40,
+    }
+    assert budgets["review"] == {
+        "corrections": 0,
+        "episodic": 60,
+        "semantic": 120,
+        "skills": 40,
+        "anti_patterns": 140,
+        "other": 40,
+    }
+
+
+def test_auto_pools_read_the_goal_and_fall_back_to_the_query():
+    retriever = PoolSplitRetriever(
+        documents=DOCS, pools="auto", total_tokens=400, total_entries=10, token_counter=words, now=NOW
+    )
+    with capture_selections() as mine:
+        retriever.invoke("why does the import crash", action_type="read_diff")
+        retriever.invoke("show me around the billing code", goal="refactor the billing module")
+    assert [s.notes["task_type"] for s in mine] == ["review", "refactoring"]
+    assert mine[0].notes["task"]["scores"]["review"] == 3  # action_type outweighs the query's "crash" (2)
+
+
+def test_auto_pools_need_totals_and_explicit_pools_take_none():
+    with pytest.raises(ArgumentError, match="pools='auto' needs total_tokens and total_entries"):
+        PoolSplitRetriever(documents=DOCS, pools="auto", total_tokens=400)
+    with pytest.raises(ArgumentError, match="apply only to pools='auto'"):
+        PoolSplitRetriever(documents=DOCS, pools=PLAN, total_tokens=400)
+    with pytest.raises(ArgumentError, match="phase must be a string"):
+        PoolSplitRetriever(documents=DOCS, pools="auto", total_tokens=400, total_entries=10, phase=3)
+
+
+def test_auto_pools_recall_per_call_plan_from_a_vector_store():
+    store = InMemoryVectorStore(HashEmbeddings())
+    store.add_documents(DOCS)
+    retriever = PoolSplitRetriever.from_vectorstore(
+        store, "auto", total_tokens=400, total_entries=10, token_counter=words, now=NOW
+    )
+    with capture_selections() as mine:
+        docs = retriever.invoke("refund rounding", phase="debugging")
+    assert mine[0].notes["task_type"] == "debugging"
+    assert [d.id for d in docs][:1] == ["fix-cents"]
+    assert {d.metadata["poolsplit"]["pool"] for d in docs} == {
+        "corrections",
+        "episodic",
+        "semantic",
+        "skills",
+        "anti_patterns",
+    }
+
+
+# -- progressive=True --------------------------------------------------------------------
+
+
+def test_progressive_returns_summaries_with_layer_markers_and_metrics():
+    retriever = PoolSplitRetriever(documents=DOCS, pools=PLAN, progressive=True, token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        text = (retriever | format_documents).invoke("refund rounding")
+    (selection,) = mine
+    found = parse_markers(text)
+    # Rank order: the match first, then the ties by id.
+    assert [(m["id"], m.get("layer")) for m in found] == [
+        ("fix-cents", None),
+        ("ep-round", "summary"),
+        ("ap-force", "summary"),
+        ("note-url", "summary"),
+        ("skill-deploy", "summary"),
+    ]
+    assert found[1]["content"] == "October refunds rounding incident"
+    assert text.endswith(
+        '[4 entries shown as summaries (layer="summary" or "timeline"); their full text is available by id]'
+    )
+    # Words: correction 5 in full; summaries 4 + 3 + 3 + 2 = 12; in full 16 + 16 + 16 + 14 = 62.
+    assert selection.notes["metrics"] == {
+        "tokens_by_layer": {"summary": 12, "timeline": 0, "full": 5},
+        "entries_by_layer": {"summary": 4, "timeline": 0, "full": 1},
+        "total_tokens": 17,
+        "baseline_tokens": 67,
+        "savings_percent": 74.63,  # 50 of 67 saved
+    }
+    assert selection.to_dict()["notes"]["metrics"]["total_tokens"] == 17  # in the one JSON form too
+    assert (selection.notes["detail"], selection.notes["deepened"]) == (False, False)
+
+
+def test_progressive_loads_full_text_when_the_query_asks_for_detail():
+    retriever = PoolSplitRetriever(documents=DOCS, pools=PLAN, progressive=True, token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        docs = retriever.invoke("the exact details of the refund rounding")
+    layers = [d.metadata["poolsplit"].get("layer", "full") for d in docs]
+    assert layers == ["full"] * 5
+    assert docs[1].page_content == DOCS[1].page_content
+    assert (mine[0].notes["detail"], mine[0].notes["deepened"]) == (True, True)
+
+
+def test_progressive_off_is_exactly_the_plain_selection():
+    plain = PoolSplitRetriever(documents=DOCS, pools=PLAN, token_counter=words, now=NOW)
+    docs = plain.invoke("refund rounding")
+    assert all("layer" not in d.metadata["poolsplit"] for d in docs)
+    by_id = {d.id: d.page_content for d in DOCS}
+    assert [d.page_content for d in docs] == [
+        by_id[i] for i in ("fix-cents", "ep-round", "ap-force", "note-url", "skill-deploy")
+    ]
+    assert "metrics" not in plain.last_selection.notes
+
+
+def test_the_expand_tool_reads_full_text_only_within_the_visibility():
+    team = [
+        doc(
+            "a-1", "Team A runbook in full: restart the worker, then drain the queue.", namespace="a", summary="Runbook"
+        ),
+        doc("b-1", "Team B secret plan in full.", namespace="b", summary="Plan"),
+    ]
+    retriever = PoolSplitRetriever(
+        documents=team, pools=[Pool("all", 100, 5)], progressive=True, visibility=Visibility(namespace="a"), now=NOW
+    )
+    tool = retriever.expand_tool()
+    assert tool.invoke({"entry_id": "a-1"}) == "Team A runbook in full: restart the worker, then drain the queue."
+    message = tool.invoke({"name": tool.name, "args": {"entry_id": "b-1"}, "id": "c1", "type": "tool_call"})
+    assert message.status == "error"
+    assert "no memory entry with id 'b-1'" in message.content
+
+
+def test_the_compressor_supports_progressive_and_auto():
+    compressor = PoolSplitCompressor(
+        pools="auto",
+        total_tokens=400,
+        total_entries=10,
+        progressive=True,
+        phase="debugging",
+        token_counter=words,
+        now=NOW,
+    )
+    selector = compressor.as_runnable()
+    chain = RunnableLambda(lambda q: {"documents": DOCS, "query": q}) | selector
+    with capture_selections() as mine:
+        docs = chain.invoke("refund rounding")
+    assert mine[0].notes["task_type"] == "debugging"
+    assert [d.metadata["poolsplit"].get("layer", "full") for d in docs] == ["full"] + ["summary"] * 4
+
+
+# -- embeddings= -------------------------------------------------------------------------
+
+# Lexically the fresher note wins (one shared word is under the overlap
+# threshold); the hashed n-grams see "refund"/"refunded", "rounding"/"rounded".
+JULY = datetime.datetime(2026, 7, 7, 12)
+PARAPHRASE = [
+    doc("note", "Checkout review: use the preview URL", created="2026-07-06T00:00:00Z"),
+    doc("episode", "Refunded totals were rounded wrong in October", created="2026-06-25T00:00:00Z"),
+]
+QUESTION = "fix the refund rounding bug in the totals report for finance"
+
+
+def test_embeddings_rank_a_paraphrase_above_an_unrelated_entry():
+    one = [Pool("one", 1000, 1)]
+    lexical = PoolSplitRetriever(documents=PARAPHRASE, pools=one, now=JULY)
+    embedded = PoolSplitRetriever(documents=PARAPHRASE, pools=one, embeddings=HashEmbeddings(), now=JULY)
+    assert [d.id for d in lexical.invoke(QUESTION)] == ["note"]
+    assert [d.id for d in embedded.invoke(QUESTION)] == ["episode"]
+
+
+def test_embeddings_and_scorer_are_exclusive_and_checked():
+    with pytest.raises(ArgumentError, match="give embeddings= or scorer=, not both"):
+        PoolSplitRetriever(documents=DOCS, pools=PLAN, embeddings=HashEmbeddings(), scorer=lambda e, c, now=None: 1.0)
+    with pytest.raises(ArgumentError, match="embeddings: EmbeddingScorer needs an embedder"):
+        PoolSplitRetriever(documents=DOCS, pools=PLAN, embeddings="openai")
+
+
+class Counting(Embeddings):
+    """HashEmbedder as a LangChain Embeddings that counts its calls."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder()
+        self.documents = 0
+        self.queries = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def embed_documents(self, texts: List[str]) -> List[List[float]]:
+        self.documents += len(texts)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> List[float]:
+        self.queries += 1
+        return self.inner.embed_query(text)
+
+
+def test_vector_store_recall_uses_the_store_scores_instead_of_re_embedding():
+    embeddings = Counting()
+    store = InMemoryVectorStore(embeddings)
+    store.add_documents(PARAPHRASE)
+    assert embeddings.documents == 2
+    retriever = PoolSplitRetriever.from_vectorstore(store, [Pool("one", 1000, 1)], embeddings=embeddings, now=JULY)
+    with capture_selections() as mine:
+        assert [d.id for d in retriever.invoke(QUESTION)] == ["episode"]
+        assert [d.id for d in retriever.invoke("refunded totals")] == ["episode"]
+    assert embeddings.documents == 2  # the recalled documents were never embedded again
+    # Per query: the store's embedding of the query, and the scorer's (remembered per message).
+    assert embeddings.queries == 4
+    # The relevance is the store's cosine, so the score matches the scorer's own within quantisation.
+    own = PoolSplitRetriever(documents=PARAPHRASE, pools=[Pool("one", 1000, 1)], embeddings=embeddings, now=JULY)
+    assert own.invoke(QUESTION)[0].metadata["poolsplit"]["score"] == pytest.approx(mine[0].chosen[0].score, abs=0.01)
+
+
+@pytest.mark.asyncio
+async def test_vector_store_recall_uses_the_store_scores_async():
+    embeddings = Counting()
+    store = InMemoryVectorStore(embeddings)
+    await store.aadd_documents(PARAPHRASE)
+    retriever = PoolSplitRetriever.from_vectorstore(store, [Pool("one", 1000, 1)], embeddings=embeddings, now=JULY)
+    assert [d.id for d in await retriever.ainvoke(QUESTION)] == ["episode"]
+    assert embeddings.documents == 2
+
+
+def test_an_unknown_store_metric_is_refused_and_a_named_one_is_used():
+    store = InMemoryVectorStore(HashEmbeddings())
+    with pytest.raises(ArgumentError, match="store_metric must be one of cosine"):
+        PoolSplitRetriever.from_vectorstore(store, PLAN, store_metric="manhattan")
+    retriever = PoolSplitRetriever.from_vectorstore(store, PLAN, store_metric="cosine_distance")
+    assert retriever._metric.value == "cosine_distance"
+
+
+def test_a_failing_embedder_falls_back_and_the_report_says_so():
+    class Broken(Embeddings):
+        def embed_documents(self, texts: List[str]) -> List[List[float]]:
+            raise RuntimeError("quota exceeded")
+
+        def embed_query(self, text: str) -> List[float]:
+            raise RuntimeError("quota exceeded")
+
+    retriever = PoolSplitRetriever(documents=PARAPHRASE, pools=[Pool("one", 1000, 1)], embeddings=Broken(), now=JULY)
+    with pytest.warns(UserWarning, match="ranking lexically"):
+        docs = retriever.invoke(QUESTION)
+    assert [d.id for d in docs] == ["note"]  # the lexical ranking, bit for bit
+    assert retriever.last_selection.notes["scorer_fallback"] == (
+        "query embedding failed: the embedder raised RuntimeError: quota exceeded"
+    )

@@ -1,0 +1,139 @@
+"""Issue 13/14 features through the LlamaIndex adapters (real retrievers,
+VectorStoreIndex, Memory): pools="auto", progressive=True with the expand
+FunctionTool, embeddings= and index recall that reuses NodeWithScore.score."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, List
+
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import ChatMessage
+from llama_index.core.memory import Memory
+from llama_index.core.schema import TextNode
+from pydantic import PrivateAttr
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.llama_index import HashEmbedding, PoolSplitRetriever, poolsplit_memory_blocks
+from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+from poolsplit_adapters.render import parse_markers
+
+NOW = datetime.datetime(2026, 11, 20, 9)
+FULL = "The October rounding incident: refunds were rounded down by one cent in the monthly totals report."
+
+
+def words(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+def node(id_: str, text: str, **metadata: Any) -> TextNode:
+    metadata.setdefault("created", "2026-11-01T00:00:00Z")
+    made = TextNode(text=text, metadata=metadata)
+    made.id_ = id_
+    return made
+
+
+NODES = [
+    node("fix-cents", "Quote amounts in integer cents.", type="correction", scope="always", source="user"),
+    node("ep-round", FULL, type="episode", summary="October refunds rounding incident"),
+    node("note-url", "The staging URL moved to staging2 and every preview link changed.", type="note",
+         summary="Staging URL change"),
+    node("skill-deploy", "To deploy, run make release, then watch the canary for ten minutes.", type="skill",
+         summary="How to deploy"),
+]  # fmt: skip
+PLAN = [Pool("corrections", 0, 0, ("correction",)), Pool("memory", 200, 3, ("episode", "note", "skill"))]
+
+
+def test_auto_pools_take_the_phase_from_the_constructor_and_per_call():
+    retriever = PoolSplitRetriever(
+        "auto", NODES, total_tokens=400, total_entries=10, phase="debugging", token_counter=words, now=NOW
+    )
+    _, debugging = retriever.retrieve_with_selection("what happened with the refunds?")
+    _, review = retriever.retrieve_with_selection("what happened with the refunds?", phase="review")
+    assert (debugging.notes["task_type"], review.notes["task_type"]) == ("debugging", "review")
+    assert [debugging.stats["episodic"].max_tokens, review.stats["episodic"].max_tokens] == [140, 60]
+    assert retriever.retrieve("refunds")[0].node.node_id == "fix-cents"
+
+
+def test_progressive_nodes_carry_the_summary_and_the_layer():
+    retriever = PoolSplitRetriever(PLAN, NODES, progressive=True, token_counter=words, now=NOW)
+    nodes, selection = retriever.retrieve_with_selection("refund rounding")
+    assert [(n.node.node_id, n.node.metadata["poolsplit"].get("layer", "full")) for n in nodes] == [
+        ("fix-cents", "full"),
+        ("ep-round", "summary"),
+        ("note-url", "summary"),
+        ("skill-deploy", "summary"),
+    ]
+    assert nodes[1].node.get_content() == "October refunds rounding incident"
+    assert selection.notes["metrics"]["tokens_by_layer"] == {"summary": 10, "timeline": 0, "full": 5}
+    assert retriever.expand_tool().call(entry_id="ep-round").content == FULL
+    assert NODES[1].get_content() == FULL  # the caller's node is untouched
+
+
+def test_memory_blocks_render_summaries_and_the_store_expands_for_its_session():
+    entries = [dict(n.metadata, id=n.node_id, content=n.get_content()) for n in NODES]
+    blocks = poolsplit_memory_blocks(entries, PLAN, progressive=True, now=NOW)
+    memory = Memory.from_defaults(session_id="alice", token_limit=3000, memory_blocks=blocks)
+    memory.put(ChatMessage(role="user", content="refund rounding"))
+    context = memory.get()[0].content
+    found = parse_markers(context)
+    assert [(m["id"], m.get("layer")) for m in found] == [
+        ("fix-cents", None),
+        ("ep-round", "summary"),
+        ("note-url", "summary"),
+        ("skill-deploy", "summary"),
+    ]
+    store = blocks[0].store
+    assert store.last_selection.notes["deepened"] is False
+    assert store.expand_tool("alice").call(entry_id="ep-round").content == FULL
+
+
+class Counting(BaseEmbedding):
+    """HashEmbedder as a LlamaIndex embedding that counts text and query calls."""
+
+    _inner: HashEmbedder = PrivateAttr(default_factory=HashEmbedder)
+    _texts: int = PrivateAttr(default=0)
+    _queries: int = PrivateAttr(default=0)
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        self._queries += 1
+        return self._inner.embed_query(query)
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> List[float]:
+        self._texts += 1
+        return self._inner.embed_documents([text])[0]
+
+
+JULY = datetime.datetime(2026, 7, 7, 12)
+PARAPHRASE = [
+    node("note", "Checkout review: use the preview URL", created="2026-07-06T00:00:00Z"),
+    node("episode", "Refunded totals were rounded wrong in October", created="2026-06-25T00:00:00Z"),
+]
+QUESTION = "fix the refund rounding bug in the totals report for finance"
+
+
+def test_embeddings_rank_a_paraphrase_above_an_unrelated_node():
+    one = [Pool("one", 1000, 1)]
+    lexical = PoolSplitRetriever(one, PARAPHRASE, now=JULY)
+    embedded = PoolSplitRetriever(one, PARAPHRASE, embeddings=HashEmbedding(), now=JULY)
+    assert [n.node.node_id for n in lexical.retrieve(QUESTION)] == ["note"]
+    assert [n.node.node_id for n in embedded.retrieve(QUESTION)] == ["episode"]
+
+
+async def test_index_recall_uses_node_scores_instead_of_re_embedding():
+    embed = Counting()
+    index = VectorStoreIndex(PARAPHRASE, embed_model=embed)
+    assert embed._texts == 2
+    retriever = PoolSplitRetriever.from_vector_store_index(index, [Pool("one", 1000, 1)], embeddings=embed, now=JULY)
+    assert [n.node.node_id for n in retriever.retrieve(QUESTION)] == ["episode"]
+    assert [n.node.node_id for n in await retriever.aretrieve("refunded totals")] == ["episode"]
+    assert embed._texts == 2  # recalled nodes were never embedded again
+    assert embed._queries == 4  # per query: the index's embedding and the scorer's
