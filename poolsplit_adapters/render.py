@@ -239,6 +239,14 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
                 stat.always_tokens,
             )
         )
+    # Seed 003's token metrics, for every selection (not only progressive
+    # ones): tokens per layer and the savings against all in full.
+    from .memory.metrics import token_metrics
+
+    lines.append(str(token_metrics(selection.chosen)))
+    for key in ("task_type", "scorer_fallback"):
+        if selection.notes.get(key):
+            lines.append("%s: %s" % (key.replace("_", " "), selection.notes[key]))
     grouped = selection.dropped_by_reason()
     if grouped:
         lines.append("")
