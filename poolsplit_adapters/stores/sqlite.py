@@ -207,6 +207,7 @@ class SQLiteMemoryStore:
         self._seq = 0  # change number the index reflects
         self._head: Optional[int] = None  # latest change number seen in the file
         self._data_version: Optional[int] = None
+        self._full_loads = 0
         try:
             self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
@@ -301,6 +302,13 @@ class SQLiteMemoryStore:
             self._head = self._read_head()[0]
         return self._head
 
+    @property
+    def full_loads(self) -> int:
+        """How many times the index was built from the whole table: 1 after
+        the warm start; it grows only when a process falls too far behind to
+        catch up (a test and tuning aid)."""
+        return self._full_loads
+
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM memory").fetchone()[0])
@@ -376,6 +384,7 @@ class SQLiteMemoryStore:
         index = MemoryIndex(entries, token_counter=self._token_counter, is_active=self._is_active)
         self._live = {e["id"]: e for e in entries}
         self._index, self._seq = index, head
+        self._full_loads += 1
 
     def _catch_up(self, head: int) -> None:
         after = self._seq
