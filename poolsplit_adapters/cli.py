@@ -31,12 +31,11 @@ import pathlib
 import sqlite3
 import sys
 import warnings
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO, Tuple, Type, Union
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
 from .poolsplit import Selection, Visibility, select
 from .render import explain, render_context
-from .stores.checks import entry_json
-from .stores.files import InputFileError, bundled_pools, bundled_store, load_pools, load_store, parse_line
+from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
 from .stores.search import search_all_namespaces
 from .stores.sqlite import EntryNotFound, SQLiteMemoryStore, StoreError
 
@@ -273,9 +272,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         store.close()
     if not entries:
         _say_empty(args.store, "nothing to export" if args.namespace is None else "nothing in that namespace")
-    out: TextIO = sys.stdout
-    for position, entry in enumerate(entries):
-        out.write(entry_json(entry, position) + "\n")
+    dump_store(entries, sys.stdout)
     return 0
 
 
