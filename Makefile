@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 # frameworks only (`.[all]`); tests, lint and notebooks add the dev tools.
 DEMO_STAMP := $(VENV)/.installed-demo
 DEV_STAMP := $(VENV)/.installed
+# The former name of DEV_STAMP, for targets written against it.
+STAMP := $(DEV_STAMP)
 
 .PHONY: install test lint format typecheck demo bench clean
 
