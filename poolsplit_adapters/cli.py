@@ -172,8 +172,6 @@ def _visibility(args: argparse.Namespace) -> Optional[Visibility]:
         options["since"] = since
     if until is not None:
         options["until"] = until
-    if since is not None and until is not None and since > until:
-        raise InputFileError("--since %s is after --until %s" % (args.since, args.until))
     if not options:
         return None
     try:

@@ -28,6 +28,8 @@ def check_storable(entry: Any, index: Optional[int] = None) -> None:
     """Raise :class:`EntryError` (naming entry and field) unless ``entry`` is
     a valid entry that survives a JSON round trip."""
     check_entry(entry, index)
+    # Until the core's check_entry rejects it too (the lead's rewrite does):
+    # then this branch is never reached and can go.
     priority = entry.get("base_priority")
     if isinstance(priority, numbers.Real) and not isinstance(priority, bool):
         try:
