@@ -133,32 +133,8 @@ def _say_empty(name: str, what: str) -> None:
 
 
 def _selection_json(selection: Selection) -> Dict[str, Any]:
-    return {
-        "chosen": [
-            {
-                "pool": c.pool,
-                "id": c.entry.get("id"),
-                "type": c.entry.get("type", "note"),
-                "always": c.always,
-                "score": c.score,
-                "tokens": c.cost,
-            }
-            for c in selection.chosen
-        ],
-        "dropped": [
-            {
-                "id": d.entry.get("id"),
-                "index": d.index,
-                "reason": d.reason,
-                "pool": d.pool,
-                "score": d.score,
-                "tokens": d.cost,
-            }
-            for d in selection.dropped
-        ],
-        "stats": {name: vars(stat) for name, stat in selection.stats.items()},
-        "context": render_context(selection).text,
-    }
+    """The selection's one JSON form, plus the rendered context."""
+    return dict(selection.to_dict(), context=render_context(selection).text)
 
 
 def _visibility(args: argparse.Namespace) -> Optional[Visibility]:

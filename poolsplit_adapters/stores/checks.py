@@ -11,11 +11,9 @@ type check but makes every scorer raise ``OverflowError``).
 from __future__ import annotations
 
 import json
-import math
-import numbers
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ..poolsplit import _fail, check_entry
+from ..poolsplit import check_entry, entry_error
 
 __all__ = ["check_storable", "entry_json", "stored_copy"]
 
@@ -28,15 +26,6 @@ def check_storable(entry: Any, index: Optional[int] = None) -> None:
     """Raise :class:`EntryError` (naming entry and field) unless ``entry`` is
     a valid entry that survives a JSON round trip."""
     check_entry(entry, index)
-    # Until the core's check_entry rejects it too (the lead's rewrite does):
-    # then this branch is never reached and can go.
-    priority = entry.get("base_priority")
-    if isinstance(priority, numbers.Real) and not isinstance(priority, bool):
-        try:
-            float(priority)
-        except OverflowError:
-            size = "about 10**%d" % int(math.log10(abs(priority)))
-            raise _fail(entry, index, "base_priority", "must be a finite number, got %s" % size) from None
 
 
 def entry_json(entry: Mapping[str, Any], index: Optional[int] = None) -> str:
@@ -51,7 +40,7 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
     it hands to its index, sharing nothing with the caller's objects."""
     for key in entry:
         if not isinstance(key, str):
-            raise _fail(entry, index, None, "has a non-string key %r (JSON keys are strings)" % (key,))
+            raise entry_error(entry, index, None, "has a non-string key %r (JSON keys are strings)" % (key,))
     try:
         text = _encode(dict(entry))
         copy = json.loads(text)
@@ -64,5 +53,5 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
             json.loads(_encode(value))
         except (TypeError, ValueError, RecursionError) as exc:
             problem = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
-            raise _fail(entry, index, key, "cannot be stored as JSON (%s)" % problem[:80]) from None
-    raise _fail(entry, index, None, "cannot be stored as JSON")  # pragma: no cover
+            raise entry_error(entry, index, key, "cannot be stored as JSON (%s)" % problem[:80]) from None
+    raise entry_error(entry, index, None, "cannot be stored as JSON")  # pragma: no cover

@@ -55,9 +55,9 @@ from ..poolsplit import (
     Pool,
     Selection,
     TokenCounter,
-    _fail,
     default_is_active,
     default_token_counter,
+    entry_error,
 )
 from .checks import check_storable, stored_copy
 
@@ -438,7 +438,7 @@ class SQLiteMemoryStore:
         if copy.get("id") is None:
             copy["id"] = uuid.uuid4().hex
         elif not copy["id"]:
-            raise _fail(entry, position, "id", "must be a non-empty string or missing, got ''")
+            raise entry_error(entry, position, "id", "must be a non-empty string or missing, got ''")
         if copy.get("created") is None:
             copy["created"] = stamp
         return stored_copy(copy, position)
@@ -463,7 +463,7 @@ class SQLiteMemoryStore:
         seen: Set[str] = set()
         for n, entry_id in enumerate(ids):
             if entry_id in seen:
-                raise _fail(prepared[n][1], n, "id", "repeats an earlier entry of the same batch")
+                raise entry_error(prepared[n][1], n, "id", "repeats an earlier entry of the same batch")
             seen.add(entry_id)
         if not prepared:
             return []
@@ -473,7 +473,7 @@ class SQLiteMemoryStore:
                 taken = self._existing(ids)
                 if taken:
                     n = ids.index(min(taken, key=ids.index))
-                    raise _fail(prepared[n][1], n, "id", "is already in the store (use supersede to replace it)")
+                    raise entry_error(prepared[n][1], n, "id", "is already in the store (use supersede to replace it)")
                 self._conn.executemany(
                     _INSERT,
                     [_columns(copy) + (head + n + 1, text) for n, (text, copy) in enumerate(prepared)],
@@ -523,7 +523,7 @@ class SQLiteMemoryStore:
         """
         text, copy = self._prepare(new_entry, 0, self._stamp())
         if copy["id"] == entry_id:
-            raise _fail(copy, 0, "id", "must differ from the id it supersedes")
+            raise entry_error(copy, 0, "id", "must differ from the id it supersedes")
         copy["supersedes"] = entry_id
         text, copy = stored_copy(copy, 0)
         with self._lock:
@@ -538,7 +538,7 @@ class SQLiteMemoryStore:
                         "entry %r is already superseded by %r; supersede that one" % (entry_id, old["superseded_by"])
                     )
                 if self._existing([copy["id"]]):
-                    raise _fail(copy, 0, "id", "is already in the store")
+                    raise entry_error(copy, 0, "id", "is already in the store")
                 old["superseded_by"] = copy["id"]
                 old_text, old = stored_copy(old)
                 self._conn.execute(
