@@ -11,10 +11,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
-from typing import List
-
-from langchain_core.embeddings import Embeddings
-from llama_index.core.base.embeddings.base import BaseEmbedding
+from typing import Any, Dict, List
 
 DIMS = 256
 _WORD = re.compile(r"[a-z0-9]+")
@@ -38,30 +35,54 @@ def hashed_ngrams(text: str, dims: int = DIMS) -> List[float]:
     return [v / norm for v in vec]
 
 
-class HashedNgramEmbeddings(Embeddings):
-    """LangChain face of :func:`hashed_ngrams`."""
+def _langchain_class() -> type:
+    from langchain_core.embeddings import Embeddings
 
-    def __init__(self, dims: int = DIMS) -> None:
-        self.dims = dims
+    class HashedNgramEmbeddings(Embeddings):
+        """LangChain face of :func:`hashed_ngrams`."""
 
-    def embed_documents(self, texts: List[str]) -> List[List[float]]:
-        return [hashed_ngrams(t, self.dims) for t in texts]
+        def __init__(self, dims: int = DIMS) -> None:
+            self.dims = dims
 
-    def embed_query(self, text: str) -> List[float]:
-        return hashed_ngrams(text, self.dims)
+        def embed_documents(self, texts: List[str]) -> List[List[float]]:
+            return [hashed_ngrams(t, self.dims) for t in texts]
+
+        def embed_query(self, text: str) -> List[float]:
+            return hashed_ngrams(text, self.dims)
+
+    return HashedNgramEmbeddings
 
 
-class HashedNgramLlamaEmbedding(BaseEmbedding):
-    """LlamaIndex face of :func:`hashed_ngrams` (``MockEmbedding`` returns one
-    constant vector, so it cannot rank anything)."""
+def _llama_class() -> type:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
 
-    dims: int = DIMS
+    class HashedNgramLlamaEmbedding(BaseEmbedding):
+        """LlamaIndex face of :func:`hashed_ngrams` (``MockEmbedding`` returns
+        one constant vector, so it cannot rank anything)."""
 
-    def _get_query_embedding(self, query: str) -> List[float]:
-        return hashed_ngrams(query, self.dims)
+        dims: int = DIMS
 
-    async def _aget_query_embedding(self, query: str) -> List[float]:
-        return hashed_ngrams(query, self.dims)
+        def _get_query_embedding(self, query: str) -> List[float]:
+            return hashed_ngrams(query, self.dims)
 
-    def _get_text_embedding(self, text: str) -> List[float]:
-        return hashed_ngrams(text, self.dims)
+        async def _aget_query_embedding(self, query: str) -> List[float]:
+            return hashed_ngrams(query, self.dims)
+
+        def _get_text_embedding(self, text: str) -> List[float]:
+            return hashed_ngrams(text, self.dims)
+
+    return HashedNgramLlamaEmbedding
+
+
+# Each class is built on first use, so a process that needs one framework
+# (a writer in the fault tests) does not pay for importing the other.
+_BUILDERS = {"HashedNgramEmbeddings": _langchain_class, "HashedNgramLlamaEmbedding": _llama_class}
+_BUILT: Dict[str, Any] = {}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _BUILDERS:
+        raise AttributeError(name)
+    if name not in _BUILT:
+        _BUILT[name] = _BUILDERS[name]()
+    return _BUILT[name]
