@@ -18,10 +18,13 @@ builds an HNSW index, then for each query runs:
 Reported: ingest rate (through ``add_embeddings``, no index; then with the
 index in place), HNSW build time, latency p50/p95 of both and of each
 per-pool sub-search, how many of the non-correction pools each result
-reaches, and how many always-scope corrections it holds. Run under two
-pgvector settings: the default, and ``hnsw.iterative_scan = relaxed_order``
-(pgvector >= 0.8), since a filtered HNSW scan stops after ``ef_search``
-candidates and a rare type (or the corrections) may not be among them.
+reaches, how many always-scope corrections it holds, how many documents each
+sub-search returned, and how far each result is from an exact search's. Run
+with exact scans (the reference), then HNSW under pgvector's defaults, with
+``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8), and with the
+iterative scan allowed to visit every tuple: a filtered HNSW scan stops after
+``ef_search`` candidates (or ``max_scan_tuples``), and a rare type, or the
+corrections, may not be among them.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class SubSearchTimer(BaseCallbackHandler):
     def __init__(self) -> None:
         self.started: Dict[UUID, Tuple[str, float]] = {}
         self.times: Dict[str, List[float]] = {}
+        self.returned: Dict[str, List[int]] = {}
 
     def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, **kwargs: Any) -> None:
         tags = [t for t in kwargs.get("tags") or [] if t.startswith("pool:") or t == "always"]
@@ -70,6 +74,7 @@ class SubSearchTimer(BaseCallbackHandler):
         if run_id in self.started:
             tag, start = self.started.pop(run_id)
             self.times.setdefault(tag, []).append(time.perf_counter() - start)
+            self.returned.setdefault(tag, []).append(len(documents))
 
 
 def percentiles(samples: Sequence[float]) -> Tuple[float, float]:
@@ -120,6 +125,7 @@ def run_queries(
     plain_t, pool_t = [], []
     plain_reach, pool_reach, plain_fix, pool_fix, plain_types, pool_types = [], [], [], [], [], []
     results: List[List[Optional[str]]] = []
+    plain_results: List[List[Optional[str]]] = []
     for context in queries:
         message, extra = context["message"], {"tags": context["tags"], "project": context["project"]}
         start = time.perf_counter()
@@ -129,6 +135,7 @@ def run_queries(
         got = retriever.invoke(message, config={"callbacks": [timer]}, **extra)
         pool_t.append(time.perf_counter() - start)
         results.append([d.id for d in got])
+        plain_results.append([d.id for d in top])
         plain_types.append(types_present(top))
         pool_types.append(types_present(got))
         plain_reach.append(pools_reached(top))
@@ -139,9 +146,11 @@ def run_queries(
         "plain": percentiles(plain_t),
         "pools": percentiles(pool_t),
         "sub": {tag: percentiles(ts) for tag, ts in timer.times.items()},
+        "returned": {tag: statistics.mean(n) for tag, n in timer.returned.items()},
         "reach": (statistics.mean(plain_reach), statistics.mean(pool_reach)),
         "types": (statistics.mean(plain_types), statistics.mean(pool_types)),
         "results": results,
+        "plain_results": plain_results,
         "fix": (statistics.mean(plain_fix), statistics.mean(pool_fix), min(pool_fix)),
         "corrections": corrections,
     }
@@ -161,17 +170,19 @@ def report(label: str, r: Dict[str, Any], pools: int, exact: Optional[Dict[str, 
         % (q50, q95, r["reach"][1], r["types"][1], r["fix"][1], r["fix"][2])
     )
     for tag, (s50, s95) in sorted(r["sub"].items()):
-        print("| - sub-search %s | %.1f | %.1f | | | |" % (tag, s50, s95))
+        print("| - sub-search %s (returned %.1f) | %.1f | %.1f | | | |" % (tag, r["returned"][tag], s50, s95))
     print("ratio pool split / plain top-k at p50: %.1fx" % (q50 / p50))
     if exact is not None:
-        same = sum(1 for a, b in zip(r["results"], exact["results"]) if a == b)
-        overlap = statistics.mean(
-            len(set(a) & set(b)) / max(1, len(set(b))) for a, b in zip(r["results"], exact["results"])
-        )
-        print(
-            "pool-split result identical to exact search's: %d of %d queries; mean overlap %.0f%%"
-            % (same, len(exact["results"]), overlap * 100)
-        )
+        for what, mine, ref in (
+            ("pool split", r["results"], exact["results"]),
+            ("plain top-k", r["plain_results"], exact["plain_results"]),
+        ):
+            same = sum(1 for a, b in zip(mine, ref) if a == b)
+            overlap = statistics.mean(len(set(a) & set(b)) / max(1, len(set(b))) for a, b in zip(mine, ref))
+            print(
+                "%s result identical to exact search's: %d of %d queries; mean overlap %.0f%%"
+                % (what, same, len(ref), overlap * 100)
+            )
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -232,6 +243,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             ("exact search (index scans disabled: the reference)", "-c enable_indexscan=off"),
             ("HNSW, pgvector defaults (ef_search 40, no iterative scan)", ""),
             ("HNSW, hnsw.iterative_scan = relaxed_order", "-c hnsw.iterative_scan=relaxed_order"),
+            (
+                "HNSW, iterative scan allowed to visit the whole graph (max_scan_tuples = entries)",
+                "-c hnsw.iterative_scan=relaxed_order -c hnsw.max_scan_tuples=%d" % (args.entries + args.extra),
+            ),
         ]
         exact: Optional[Dict[str, Any]] = None
         for label, options in settings:
