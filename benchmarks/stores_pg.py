@@ -244,8 +244,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             ("HNSW, pgvector defaults (ef_search 40, no iterative scan)", ""),
             ("HNSW, hnsw.iterative_scan = relaxed_order", "-c hnsw.iterative_scan=relaxed_order"),
             (
-                "HNSW, iterative scan allowed to visit the whole graph (max_scan_tuples = entries)",
-                "-c hnsw.iterative_scan=relaxed_order -c hnsw.max_scan_tuples=%d" % (args.entries + args.extra),
+                # The scan also stops when its memory (work_mem x hnsw.scan_mem_multiplier) is used up.
+                "HNSW, iterative scan allowed to visit the whole graph (max_scan_tuples = entries, work_mem 1GB)",
+                "-c hnsw.iterative_scan=relaxed_order -c hnsw.max_scan_tuples=%d -c work_mem=1GB"
+                % (args.entries + args.extra),
             ),
         ]
         exact: Optional[Dict[str, Any]] = None
