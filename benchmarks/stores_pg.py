@@ -12,8 +12,9 @@ builds an HNSW index, then for each query runs:
 - plain: ``PGVector.similarity_search(query, k)``, k = the pools' total
   contextual entry cap (what a single top-k would be given instead);
 - pools: ``PoolSplitRetriever.from_vectorstore(store, pools).invoke(query)``:
-  one filtered similarity search per pool, one ``scope == "always"`` fetch,
-  then the selection.
+  its recall plan (one filtered similarity search per pool, one more for
+  untyped entries of a pool that admits "note", one ``scope == "always"``
+  fetch), then the selection.
 
 Reported: ingest rate (through ``add_embeddings``, no index; then with the
 index in place), HNSW build time, latency p50/p95 of both and of each
@@ -48,6 +49,7 @@ from pg_embeddings import DIMS, HashedNgramEmbeddings, hashed_ngrams  # noqa: E4
 from pg_server import EmbeddedPostgres  # noqa: E402
 
 from poolsplit_adapters.langchain import PoolSplitRetriever  # noqa: E402
+from poolsplit_adapters.recall import RecallPlan  # noqa: E402
 
 SERVER_SETTINGS = {
     # Room to build the HNSW graph in memory (far slower once it spills).
@@ -291,18 +293,13 @@ def plans(engine: Any, message: str, fetch_k: int, k: int) -> List[str]:
     store.similarity_search(message, k=k)
     PoolSplitRetriever.from_vectorstore(store, synth.POOLS, fetch_k=fetch_k, now=synth.NOW).invoke(message)
     sqlalchemy.event.remove(engine, "before_cursor_execute", capture)
-    # The order they ran in: the plain query, then the retriever's plan
-    # (pools in order, skipping pools that can hold nothing contextual, then always).
-    labels = (
-        ["plain top-k"]
-        + ["pool:%s" % p.name for p in synth.POOLS if p.max_entries > 0 and p.max_tokens >= 1]
-        + ["always"]
-    )
+    # The order they ran in: the plain query, then the retriever's recall plan.
+    labels = ["plain top-k"] + [search.label for search in RecallPlan(synth.POOLS, fetch_k=fetch_k).searches()]
     out = []
     with engine.connect() as conn:
         for label, (statement, parameters) in zip(labels, captured):
             text = " ".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters).fetchall())
-            out.append("%-16s %s" % (label, "HNSW index scan" if "memory_hnsw" in text else "exact scan (no index)"))
+            out.append("%-26s %s" % (label, "HNSW index scan" if "memory_hnsw" in text else "exact scan (no index)"))
     return out
 
 

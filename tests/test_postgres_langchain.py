@@ -4,7 +4,8 @@ default dict filters are PGVector's own filter dialect."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator, List, Optional, Tuple
+from dataclasses import replace
+from typing import Any, Iterator, List, Optional, Set, Tuple
 
 import pytest
 import sqlalchemy
@@ -16,7 +17,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from poolsplit_adapters import Visibility
 from poolsplit_adapters.langchain import SELECTION_KEY, PoolSplitRetriever
-from poolsplit_adapters.langchain.retriever import type_filter
+from poolsplit_adapters.langchain.filters import dict_filter, type_filter
+from poolsplit_adapters.recall import Search
 
 langchain_postgres = pytest.importorskip("langchain_postgres")
 PGVector = langchain_postgres.PGVector
@@ -94,29 +96,52 @@ def test_default_filters_are_pgvectors_dialect(engine):
     store = pgvector(engine, documents(entries("ops") + entries("lab", prefix="lab-")))
     build = type_filter(store)
 
-    def found(flt: Any) -> List[Optional[str]]:
-        return sorted(ids(store.similarity_search(QUERY, k=100, filter=flt)))
+    def found(search: Search) -> List[Optional[str]]:
+        return sorted(ids(store.similarity_search(QUERY, k=search.k, filter=build(search))))
 
-    assert found(build(("skill", "growth"), None)) == sorted(
+    assert found(Search("pool:low", 100, types=("skill", "growth"))) == sorted(
         ["skill-0", "skill-1", "skill-2", "growth-0", "growth-1"]
         + ["lab-skill-0", "lab-skill-1", "lab-skill-2", "lab-growth-0", "lab-growth-1"]
     )
-    assert found(build(None, "always")) == ["fix-0", "fix-1", "fix-2", "lab-fix-0", "lab-fix-1", "lab-fix-2"]
-    assert found(build(("growth",), None, namespaces=("lab",))) == ["lab-growth-0", "lab-growth-1"]
-    assert found(build(None, "always", namespaces=("ops", "nowhere"))) == ["fix-0", "fix-1", "fix-2"]
+    assert found(Search("always", 100, always=True)) == [
+        "fix-0",
+        "fix-1",
+        "fix-2",
+        "lab-fix-0",
+        "lab-fix-1",
+        "lab-fix-2",
+    ]
+    assert found(Search("pool:growth", 100, types=("growth",), namespaces=("lab",))) == ["lab-growth-0", "lab-growth-1"]
+    assert found(Search("always", 100, always=True, namespaces=("ops", "nowhere"))) == ["fix-0", "fix-1", "fix-2"]
 
 
-def test_documents_without_a_type_are_invisible_to_typed_pools_in_pgvector(engine):
-    """A dict filter sees only stored metadata: the "note" default for an
-    untyped document exists in the selector, not in the database. Write
-    ``type`` explicitly (the adapters' docstrings say so); a PGVector-only
-    filter could add ``{"type": {"$exists": False}}`` for pools with "note"."""
-    untyped = Document(page_content="Deploy log: checkout deploy to staging finished.", id="untyped", metadata={})
+def pgvector_filter(search: Search) -> Any:
+    """PGVector's dialect can say "no ``type``" (``$exists``): the untyped
+    search then asks for exactly the untyped documents."""
+    if not search.untyped:
+        return dict_filter(search)
+    rest = dict_filter(replace(search, untyped=False))
+    missing = {"type": {"$exists": False}}
+    return missing if rest is None else {"$and": [missing, rest]}
+
+
+def test_untyped_documents_are_recalled_exactly_with_pgvectors_exists(engine):
+    """The default dict filter cannot say "missing", so the untyped search of
+    a pool that admits "note" runs without a type condition: an untyped
+    document far from the query is not among its fetch_k nearest. PGVector's
+    ``$exists`` says it, and the same document is recalled."""
+    untyped = Document(page_content="Quarterly budget spreadsheet cells.", id="untyped", metadata={})
     store = pgvector(engine, documents(entries()) + [untyped])
-    retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=50, now=NOW)
-    assert "untyped" not in ids(retriever.invoke(QUERY))
-    with_untyped = {"$or": [{"type": {"$in": ["note"]}}, {"type": {"$exists": False}}]}
-    assert "untyped" in ids(store.similarity_search(QUERY, k=50, filter=with_untyped))
+
+    def recalled(**options: Any) -> Set[Any]:
+        retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=3, now=NOW, **options)
+        retriever.invoke(QUERY)
+        sel = retriever.last_selection
+        assert sel is not None
+        return {c.entry.get("id") for c in sel.chosen} | {d.entry.get("id") for d in sel.dropped}
+
+    assert "untyped" not in recalled()
+    assert "untyped" in recalled(filter_builder=pgvector_filter)
 
 
 def _tenants() -> Tuple[List[Document], List[Document]]:
@@ -155,8 +180,8 @@ def test_without_the_namespace_push_down_the_small_tenant_starves(engine):
     store = pgvector(engine, big + small)
     default = type_filter(store)
 
-    def no_namespace(types: Any, scope: Any, namespaces: Any = None) -> Any:
-        return default(types, scope)
+    def no_namespace(search: Search) -> Any:
+        return default(replace(search, namespaces=()))
 
     starved = PoolSplitRetriever.from_vectorstore(
         store, POOLS, fetch_k=3, now=NOW, visibility=Visibility(namespace="small"), filter_builder=no_namespace
@@ -178,7 +203,7 @@ async def test_async_retrieval_needs_an_async_pgvector(pg_database):
         )
         got = await PoolSplitRetriever.from_vectorstore(store, POOLS, now=NOW).ainvoke(QUERY)
         assert ids(got) == expected
-        with pytest.raises(AssertionError, match="_async_engine"):
+        with pytest.raises(AssertionError, match="async"):
             # A sync-mode store has no async path at all (PGVector's own assertion).
             await PoolSplitRetriever.from_vectorstore(pgvector(sync_engine, docs), POOLS, now=NOW).ainvoke(QUERY)
     finally:
