@@ -138,6 +138,9 @@ MESSAGE_WEIGHT = 1.5
 DEFAULT_PRIORITY = 5
 #: The message factor's largest value (every message word shared).
 MAX_MESSAGE_FACTOR = 1.0 + MESSAGE_WEIGHT
+#: Consecutive entries too costly for a pool's room before the ranking drops
+#: every such entry at once.
+PRUNE_AFTER_SKIPS = 8
 
 
 # -- Errors and warnings -----------------------------------------------------
@@ -1232,13 +1235,11 @@ class EntrySource(CandidateSource):
         return (-self.score(position), entry.get("created") or "", entry.get("id") or "", position)
 
     def cost(self, position: int) -> int:
+        if self.known_costs is not None:
+            return self.known_costs[position]
         cost = self.cost_cache.get(position)
         if cost is None:
-            if self.known_costs is not None:
-                cost = self.known_costs[position]
-            else:
-                cost = entry_cost(self.items[position], self.counter, position)
-            self.cost_cache[position] = cost
+            cost = self.cost_cache[position] = entry_cost(self.items[position], self.counter, position)
         return cost
 
     def ranked(self, group: Any, room: _Room) -> Iterator[Tuple[int, float, int]]:
@@ -1265,11 +1266,23 @@ class EntrySource(CandidateSource):
             bounds.append((-(partial * MAX_MESSAGE_FACTOR) if partial > 0.0 else -partial, i))
         heapq.heapify(bounds)
         ready: List[_Key] = []
+        skipped, prune_after = 0, max(PRUNE_AFTER_SKIPS, len(positions) // 100)
         while bounds or ready:
             while bounds and (not ready or bounds[0][0] <= ready[0][0]):
                 i = heapq.heappop(bounds)[1]
                 if self.cheap_costs and self.cost(i) > room.left:
-                    continue  # cannot fit any more: the fill would skip it
+                    # Cannot fit any more: the fill would skip it. Once the
+                    # room is small most entries are like it: drop them all
+                    # in one pass instead of popping them one by one.
+                    skipped += 1
+                    if skipped >= prune_after:
+                        # Each pass is O(remaining): space them out, so a
+                        # room that shrinks step by step prunes O(log n) times.
+                        skipped, prune_after = 0, prune_after * 2
+                        left = room.left
+                        bounds = [b for b in bounds if self.cost(b[1]) <= left]
+                        heapq.heapify(bounds)
+                    continue
                 heapq.heappush(ready, self._key(i))
             if ready:
                 key = heapq.heappop(ready)
