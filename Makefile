@@ -3,37 +3,47 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# Two install levels in one venv: the demo needs the package and its
+# frameworks only (`.[all]`); tests, lint and notebooks add the dev tools.
+DEMO_STAMP := $(VENV)/.installed-demo
+DEV_STAMP := $(VENV)/.installed
+# The former name of DEV_STAMP, for targets written against it.
+STAMP := $(DEV_STAMP)
 
 .PHONY: install test lint format typecheck demo bench eval clean
 
-$(STAMP): pyproject.toml
+$(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e ".[all]"
+	touch $(DEMO_STAMP)
+
+$(DEV_STAMP): $(DEMO_STAMP)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
-	touch $(STAMP)
+	touch $(DEV_STAMP)
 
-install: $(STAMP)
+install: $(DEV_STAMP)
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check poolsplit_adapters tests benchmarks examples notebooks
 	$(BIN)/ruff format --check poolsplit_adapters tests benchmarks examples notebooks
 
-format: $(STAMP)
+format: $(DEV_STAMP)
 	$(BIN)/ruff format poolsplit_adapters tests benchmarks examples notebooks
 	$(BIN)/ruff check --fix poolsplit_adapters tests benchmarks examples notebooks
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy poolsplit_adapters
 
 test: lint typecheck
 	$(BIN)/python -m pytest -q
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/python -m poolsplit_adapters demo
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/stores_sqlite.py
 
 # Labelled quality evaluation (benchmarks/eval): the deterministic hash
 # embedding by default (what CI runs); EMBEDDING=minilm for the real model,

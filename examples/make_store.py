@@ -1,4 +1,5 @@
-"""Regenerate examples/memory.jsonl, the bundled example memory store.
+"""Regenerate the bundled example memory store (package data:
+poolsplit_adapters/data/memory.jsonl; examples/memory.jsonl links to it).
 
 A coding agent's long-term memory after a few months on two projects
 (``checkout`` and ``pipeline``) plus general knowledge. Deterministic: the
@@ -12,7 +13,7 @@ import json
 import pathlib
 import random
 
-OUT = pathlib.Path(__file__).with_name("memory.jsonl")
+OUT = pathlib.Path(__file__).resolve().parent.parent / "poolsplit_adapters" / "data" / "memory.jsonl"
 NOW = datetime.datetime(2026, 11, 20, 9, 0, 0)
 
 CORRECTIONS = [

@@ -1,9 +1,24 @@
-"""The ``poolsplit`` command: select from a store, or run the demo.
+"""The ``poolsplit`` command: select, search and edit a memory store; the demo.
 
-``poolsplit select --store FILE.jsonl --pools FILE.toml "query"`` prints what
-loads and why the rest did not, then the rendered context. ``poolsplit demo``
-(and ``make demo``) runs the bundled example store. Bad files exit with code 2
-and one line naming the file and place, no traceback.
+A store is a SQLite file (``memory.db``, read and written) or a JSON Lines
+file (``.jsonl``, read only): the kind is read from the file's first bytes,
+or, for a file not yet created, from its suffix (``.jsonl``/``.ndjson``/
+``.json`` mean JSON Lines, anything else SQLite).
+
+    poolsplit select  QUERY --store S --pools P.toml [--since/--until ISO] [--namespace N] [--json]
+    poolsplit add     --store memory.db (--content TEXT [--type ...] | --json OBJECT)
+    poolsplit forget  ID --store memory.db
+    poolsplit import  FILE.jsonl --into memory.db
+    poolsplit export  --store S [--namespace N]          (JSON Lines on stdout)
+    poolsplit search  QUERY --all-namespaces --store S   (operators only)
+    poolsplit demo
+
+**Errors.** Every bad input (a file that is missing, a directory, not UTF-8,
+not JSON; a malformed entry or pool; a bad flag) prints one line on stderr
+naming the file and place, and exits 2, never a traceback. Warnings (such as
+an always-scope correction no pool admits) print as one plain line too.
+**An empty store is not an error**: ``select``, ``export`` and ``search`` say
+so in one line on stderr and exit 0, since a new store is legitimately empty.
 """
 
 from __future__ import annotations
@@ -11,67 +26,279 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import pathlib
+import sqlite3
 import sys
-from typing import Any, Dict, Optional, Sequence
+import warnings
+from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
-from .poolsplit import Selection, select
+from .poolsplit import Selection, Visibility, select
 from .render import explain, render_context
-from .store import InputFileError, load_pools, load_store
+from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
+from .stores.search import search_all_namespaces
+from .stores.sqlite import EntryNotFound, SQLiteMemoryStore, StoreError
 
-EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+JSONL_SUFFIXES = {".jsonl", ".ndjson", ".json"}
+Store = Union[SQLiteMemoryStore, List[Dict[str, Any]]]
 
 
-def _parse_now(text: Optional[str]) -> Optional[datetime.datetime]:
+def _one_line(text: str) -> str:
+    return " ".join(str(text).splitlines()).strip()
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (exit 2), like
+    every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, "%s: %s (see %s --help)\n" % (self.prog, _one_line(message), self.prog))
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not an integer: %r" % text) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more, got %d" % value)
+    return value
+
+
+def _moment(flag: str, text: Optional[str]) -> Optional[datetime.datetime]:
     if text is None:
         return None
     try:
-        return datetime.datetime.fromisoformat(text.rstrip("Z"))
+        return datetime.datetime.fromisoformat(text[:-1] if text.endswith("Z") else text)
     except ValueError:
-        raise InputFileError("--now: not an ISO-8601 time: %r" % text) from None
+        raise InputFileError("%s: not an ISO-8601 time: %r" % (flag, text)) from None
+
+
+# -- stores -----------------------------------------------------------------------
+
+
+def _is_sqlite(path: pathlib.Path) -> bool:
+    if path.is_dir():
+        raise InputFileError("%s: is a directory, not a store file" % path)
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(len(SQLITE_MAGIC))
+    except FileNotFoundError:
+        head = b""
+    except OSError as exc:
+        raise InputFileError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
+    if head:
+        return head == SQLITE_MAGIC
+    return path.suffix.lower() not in JSONL_SUFFIXES
+
+
+def _open_sqlite(path: pathlib.Path) -> SQLiteMemoryStore:
+    try:
+        return SQLiteMemoryStore(path)
+    except StoreError as exc:
+        raise InputFileError(str(exc)) from None
+
+
+def _read_store(name: str) -> Store:
+    """The entries of a store to read (SQLite: the open store)."""
+    path = pathlib.Path(name)
+    if not path.exists() and not path.is_symlink():
+        raise InputFileError("%s: no such file" % path)
+    return _open_sqlite(path) if _is_sqlite(path) else load_store(path)
+
+
+def _write_store(name: str) -> SQLiteMemoryStore:
+    """A SQLite store to write (created when missing)."""
+    path = pathlib.Path(name)
+    if not _is_sqlite(path):
+        raise InputFileError(
+            "%s: is JSON Lines; commands that write need a SQLite store "
+            "(convert it: poolsplit import %s --into memory.db)" % (path, path)
+        )
+    return _open_sqlite(path)
+
+
+def _entries(store: Store, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+    if isinstance(store, SQLiteMemoryStore):
+        return store.entries(namespace)
+    return [e for e in store if namespace is None or e.get("namespace") == namespace]
+
+
+def _say_empty(name: str, what: str) -> None:
+    print("poolsplit: %s: the store is empty; %s" % (name, what), file=sys.stderr)
+
+
+# -- select -----------------------------------------------------------------------
 
 
 def _selection_json(selection: Selection) -> Dict[str, Any]:
-    return {
-        "chosen": [
-            {
-                "pool": c.pool,
-                "id": c.entry.get("id"),
-                "type": c.entry.get("type", "note"),
-                "always": c.always,
-                "score": c.score,
-                "tokens": c.cost,
-            }
-            for c in selection.chosen
-        ],
-        "dropped": [
-            {
-                "id": d.entry.get("id"),
-                "index": d.index,
-                "reason": d.reason,
-                "pool": d.pool,
-                "score": d.score,
-                "tokens": d.cost,
-            }
-            for d in selection.dropped
-        ],
-        "stats": {name: vars(stat) for name, stat in selection.stats.items()},
-        "context": render_context(selection).text,
-    }
+    """The selection's one JSON form, plus the rendered context."""
+    return dict(selection.to_dict(), context=render_context(selection).text)
+
+
+def _visibility(args: argparse.Namespace) -> Optional[Visibility]:
+    """Visibility from --namespace (one, or a chain when repeated) and the
+    --since/--until bounds on ``created``."""
+    options: Dict[str, Any] = {}
+    if args.namespace:
+        options["namespace"] = args.namespace[0] if len(args.namespace) == 1 else tuple(args.namespace)
+    since, until = _moment("--since", args.since), _moment("--until", args.until)
+    if since is not None:
+        options["since"] = since
+    if until is not None:
+        options["until"] = until
+    if not options:
+        return None
+    try:
+        return Visibility(**options)
+    except TypeError as exc:
+        if "since" in str(exc) or "until" in str(exc):
+            raise InputFileError("--since/--until: this version of the core has no time bounds") from None
+        raise InputFileError(_one_line(str(exc))) from None
 
 
 def cmd_select(args: argparse.Namespace) -> int:
-    entries = load_store(args.store)
+    store = _read_store(args.store)
     pools = load_pools(args.pools)
     context = {"message": args.query, "tags": args.tag or [], "project": args.project}
-    selection = select(entries, pools, context, now=_parse_now(args.now))
+    options: Dict[str, Any] = {"now": _moment("--now", args.now), "visibility": _visibility(args)}
+    if isinstance(store, SQLiteMemoryStore):
+        with store:
+            empty = len(store) == 0
+            selection = store.select(pools, context, **options)
+    else:
+        empty = not store
+        selection = select(store, pools, context, **options)
+    if empty:
+        _say_empty(args.store, "nothing to select")
     if args.json:
         print(json.dumps(_selection_json(selection), indent=2))
-    else:
+    elif not empty:
         print(explain(selection, limit=args.limit))
         print("\n--- rendered context ---")
         print(render_context(selection).text)
     return 0
+
+
+# -- writes -----------------------------------------------------------------------
+
+
+ENTRY_FLAGS = ("content", "type", "scope", "project", "namespace", "source", "id", "created")
+
+
+def _entry_from_flags(args: argparse.Namespace) -> Dict[str, Any]:
+    if args.json is not None:
+        if any(getattr(args, key) is not None for key in ENTRY_FLAGS + ("priority", "tag")):
+            raise InputFileError("add: give the entry either as --json or as flags, not both")
+        text = sys.stdin.read() if args.json == "-" else args.json
+        try:
+            entry = parse_line(text)
+        except ValueError as exc:
+            raise InputFileError("--json: invalid JSON (%s)" % exc) from None
+        if not isinstance(entry, dict):
+            raise InputFileError("--json: expected a JSON object, got %s" % type(entry).__name__)
+        return entry
+    if args.content is None:
+        raise InputFileError("add: --content (or --json) is required")
+    entry = {key: getattr(args, key) for key in ENTRY_FLAGS if getattr(args, key) is not None}
+    if args.tag:
+        entry["tags"] = list(args.tag)
+    if args.priority is not None:
+        try:
+            entry["base_priority"] = parse_line(args.priority)
+        except ValueError:
+            raise InputFileError("--priority: not a number: %r" % args.priority) from None
+    return entry
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    entry = _entry_from_flags(args)
+    with _write_store(args.store) as store:
+        [entry_id] = store.add([entry])
+    print(entry_id)
+    return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    with _write_store(args.store) as store:
+        before = len(store)
+        if not store.delete(args.id, history=not args.keep_history):
+            raise EntryNotFound(args.id)
+        gone = before - len(store)
+    extra = "" if gone == 1 else " and %d older version(s) it superseded" % (gone - 1)
+    print("forgot %s%s" % (args.id, extra))
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    entries = load_store(args.file)
+    with _write_store(args.into) as store:
+        ids = store.add(entries)
+    print("imported %d entries from %s into %s" % (len(ids), args.file, args.into))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    store = _read_store(args.store)
+    entries = _entries(store, args.namespace)
+    if isinstance(store, SQLiteMemoryStore):
+        store.close()
+    if not entries:
+        _say_empty(args.store, "nothing to export" if args.namespace is None else "nothing in that namespace")
+    dump_store(entries, sys.stdout)
+    return 0
+
+
+# -- search -----------------------------------------------------------------------
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    if not args.all_namespaces:
+        raise InputFileError(
+            "search reads every tenant's memory; say so with --all-namespaces "
+            "(to search one namespace, use select --namespace)"
+        )
+    store = _read_store(args.store)
+    entries = _entries(store)
+    if isinstance(store, SQLiteMemoryStore):
+        store.close()
+    if not entries:
+        _say_empty(args.store, "nothing to search")
+    found = search_all_namespaces(entries, args.query, limit=args.limit, include_inactive=args.include_inactive)
+    if args.json:
+        groups = [
+            {
+                "namespace": namespace,
+                "hits": [
+                    {
+                        "id": h.entry.get("id"),
+                        "type": h.entry.get("type", "note"),
+                        "score": h.score,
+                        "matched": list(h.matched),
+                        "content": h.entry["content"],
+                    }
+                    for h in hits
+                ],
+            }
+            for namespace, hits in found.items()
+        ]
+        print(json.dumps({"query": args.query, "namespaces": groups}, indent=2))
+        return 0
+    if entries and not found:
+        print("no match in any namespace")
+    for namespace, hits in found.items():
+        label = "(no namespace)" if namespace is None else "namespace %s" % namespace
+        print("%s: %d match%s" % (label, len(hits), "" if len(hits) == 1 else "es"))
+        for h in hits:
+            print(
+                "  %-14s %-11s %4.2f  %s"
+                % (h.entry.get("id"), h.entry.get("type", "note"), h.score, h.entry["content"][:70])
+            )
+    return 0
+
+
+# -- demo -------------------------------------------------------------------------
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -83,34 +310,105 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- wiring -----------------------------------------------------------------------
+
+
+def _add_reader(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text, description=help_text)
+    parser.add_argument("--store", required=True, help="memory.db (SQLite) or a JSON Lines file")
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="poolsplit", description="Pool-split memory selection.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sel = sub.add_parser("select", help="select from a JSONL store with a TOML pool plan")
+    parser = _Parser(prog="poolsplit", description="Pool-split memory selection and long-term memory stores.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    sel = _add_reader(sub, "select", "select memory for a query and show what loaded and why the rest did not")
     sel.add_argument("query", help="the message to select memory for")
-    sel.add_argument("--store", required=True, help="JSON Lines file, one entry per line")
     sel.add_argument("--pools", required=True, help="TOML file with [[pool]] tables")
     sel.add_argument("--now", help="reference time (ISO-8601), for reproducible recency")
     sel.add_argument("--project", help="current project")
     sel.add_argument("--tag", action="append", help="context tag (repeatable)")
+    sel.add_argument("--namespace", action="append", help="namespace to see (repeat for an explicit chain)")
+    sel.add_argument("--since", help="only entries created at or after this ISO-8601 time")
+    sel.add_argument("--until", help="only entries created at or before this ISO-8601 time")
     sel.add_argument("--json", action="store_true", help="machine-readable output")
-    sel.add_argument("--limit", type=int, default=20, help="dropped rows shown per reason")
+    sel.add_argument("--limit", type=_non_negative, default=20, help="dropped rows shown per reason (default 20)")
     sel.set_defaults(func=cmd_select)
+
+    add = sub.add_parser("add", help="add one entry to a SQLite store; prints its id")
+    add.add_argument("--store", required=True, help="memory.db (created when missing)")
+    add.add_argument("--json", help="the entry as a JSON object ('-': read it from stdin)")
+    add.add_argument("--content", help="the text")
+    add.add_argument("--type", help='kind of memory (default "note")')
+    add.add_argument("--scope", help='"always" for a correction that loads on every query')
+    add.add_argument("--tag", action="append", help="tag (repeatable)")
+    add.add_argument("--project", help="project")
+    add.add_argument("--namespace", help="tenant/project namespace")
+    add.add_argument("--source", help="provenance")
+    add.add_argument("--priority", help="base_priority (a number, default 5)")
+    add.add_argument("--id", help="id (default: a new random one)")
+    add.add_argument("--created", help="ISO-8601 creation time (default: now, UTC)")
+    add.set_defaults(func=cmd_add)
+
+    forget = sub.add_parser("forget", help="delete an entry for good (and the older versions it superseded)")
+    forget.add_argument("id", help="the entry's id")
+    forget.add_argument("--store", required=True, help="memory.db")
+    forget.add_argument("--keep-history", action="store_true", help="keep the versions it superseded")
+    forget.set_defaults(func=cmd_forget)
+
+    imp = sub.add_parser("import", help="copy a JSON Lines store into a SQLite store, in one transaction")
+    imp.add_argument("file", help="JSON Lines file")
+    imp.add_argument("--into", required=True, help="memory.db (created when missing)")
+    imp.set_defaults(func=cmd_import)
+
+    exp = _add_reader(sub, "export", "print every entry as JSON Lines (superseded ones included)")
+    exp.add_argument("--namespace", help="only this namespace")
+    exp.set_defaults(func=cmd_export)
+
+    search = _add_reader(sub, "search", "operators: find entries in every namespace, grouped by namespace")
+    search.add_argument("query", help="words to look for")
+    search.add_argument("--all-namespaces", action="store_true", help="required: this reads every tenant's memory")
+    search.add_argument("--limit", type=_non_negative, default=10, help="matches shown per namespace (default 10)")
+    search.add_argument("--include-inactive", action="store_true", help="also superseded and inactive entries")
+    search.add_argument("--json", action="store_true", help="machine-readable output")
+    search.set_defaults(func=cmd_search)
+
     demo = sub.add_parser("demo", help="run the bundled example store")
-    demo.add_argument("--store", default=str(EXAMPLES / "memory.jsonl"))
-    demo.add_argument("--pools", default=str(EXAMPLES / "pools.toml"))
+    demo.add_argument("--store", default=str(bundled_store()))
+    demo.add_argument("--pools", default=str(bundled_pools()))
     demo.add_argument("--core-only", action="store_true", help="skip the LangChain and LlamaIndex parts")
     demo.set_defaults(func=cmd_demo)
     return parser
 
 
+_USER_ERRORS: Tuple[Type[BaseException], ...] = (
+    InputFileError,
+    ValueError,  # EntryError and the core's argument checks
+    StoreError,
+    EntryNotFound,
+    sqlite3.Error,
+    OSError,
+)
+
+
+def _warn_one_line(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+    print("poolsplit: warning: %s" % _one_line(str(message)), file=sys.stderr)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args))
-    except InputFileError as exc:
-        print("poolsplit: %s" % exc, file=sys.stderr)
-        return 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = _warn_one_line
+        try:
+            return int(args.func(args))
+        except BrokenPipeError:  # e.g. `poolsplit export ... | head`: the reader has enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        except _USER_ERRORS as exc:
+            print("poolsplit: %s" % _one_line(str(exc)), file=sys.stderr)
+            return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

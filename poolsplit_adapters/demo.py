@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import importlib.util
 from collections import Counter
-from typing import Any, Dict, List, Sequence, TextIO
+from typing import Any, Dict, List, Sequence, TextIO, Tuple
 
 from .poolsplit import Pool, select
 from .render import explain, parse_markers, render_context
@@ -136,13 +137,47 @@ def llama_index_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: Text
     print("  ...\n  %s" % tail, file=out)
 
 
+#: (part, module it needs, extra that installs it)
+FRAMEWORK_PARTS = [
+    ("the LangChain LCEL chain", "langchain_core", "langchain"),
+    ("the LlamaIndex Memory", "llama_index.core", "llama-index"),
+]
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def missing_parts() -> List[Tuple[str, str]]:
+    """(part, extra) for each framework part whose framework is not installed."""
+    return [(part, extra) for part, module, extra in FRAMEWORK_PARTS if not _installed(module)]
+
+
+def skipped_line(missing: Sequence[Tuple[str, str]]) -> str:
+    """The one line that says which extra shows the parts not run."""
+    extra = missing[0][1] if len(missing) == 1 else "all"
+    return '(%s skipped: install the "%s" extra to see %s, e.g. pip install ".[%s]" from a clone)' % (
+        " and ".join(part for part, _ in missing),
+        extra,
+        "it" if len(missing) == 1 else "them",
+        extra,
+    )
+
+
 def run(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO, *, frameworks: bool = True) -> None:
+    """The whole demo: the core part always, each framework part when its
+    extra is installed, and one line naming the extra for the rest."""
     print("store: %d entries, pools: %s" % (len(entries), ", ".join(p.name for p in pools)), file=out)
     core_demo(entries, pools, out)
     if not frameworks:
         return
-    try:
+    missing = missing_parts()
+    if not any(extra == "langchain" for _, extra in missing):
         langchain_demo(entries, pools, out)
+    if not any(extra == "llama-index" for _, extra in missing):
         llama_index_demo(entries, pools, out)
-    except ImportError as exc:  # frameworks are optional extras
-        print("\n(framework demos skipped: %s; pip install 'poolsplit-adapters[all]')" % exc, file=out)
+    if missing:
+        print("\n" + skipped_line(missing), file=out)

@@ -110,6 +110,7 @@ __all__ = [
     "significant_words",
     "parse_created",
     "fill_pools",
+    "entry_error",
     "note_fallback",
     "Layering",
     "retrieve",
@@ -192,7 +193,9 @@ def describe_entry(entry: Any, index: Optional[int]) -> str:
     return "entry at index %d" % index if index is not None else "entry without id"
 
 
-def _fail(entry: Any, index: Optional[int], field: Optional[str], problem: str) -> EntryError:
+def entry_error(entry: Any, index: Optional[int], field: Optional[str], problem: str) -> EntryError:
+    """An :class:`EntryError` naming ``entry`` (id or index) and ``field``:
+    the one wording of every entry error, here and in the stores."""
     entry_id = entry.get("id") if isinstance(entry, Mapping) else None
     if field is None:
         message = "%s: %s" % (describe_entry(entry, index), problem)
@@ -290,28 +293,28 @@ def _plain_values_ok(entry: Dict[str, Any]) -> bool:
 
 def _check_entry_fully(entry: Any, index: Optional[int]) -> None:
     if not isinstance(entry, Mapping):
-        raise _fail(entry, index, None, "is not a mapping (%s)" % _got(entry))
+        raise entry_error(entry, index, None, "is not a mapping (%s)" % _got(entry))
     get = entry.get
     if "content" not in entry:
-        raise _fail(entry, index, "content", "is missing (every entry needs its text)")
+        raise entry_error(entry, index, "content", "is missing (every entry needs its text)")
     if not isinstance(get("content"), str):
-        raise _fail(entry, index, "content", "must be a string, %s" % _got(get("content")))
+        raise entry_error(entry, index, "content", "must be a string, %s" % _got(get("content")))
     for key in ("id", "scope", "project", "created", "namespace", "source", "summary"):
         value = get(key)
         if value is not None and not isinstance(value, str):
-            raise _fail(entry, index, key, "must be a string or None, %s" % _got(value))
+            raise entry_error(entry, index, key, "must be a string or None, %s" % _got(value))
     if "type" in entry and not isinstance(get("type"), str):
-        raise _fail(entry, index, "type", "must be a string, %s" % _got(get("type")))
+        raise entry_error(entry, index, "type", "must be a string, %s" % _got(get("type")))
     tags = get("tags")
     if tags is not None:
         if not isinstance(tags, (list, tuple)):
-            raise _fail(entry, index, "tags", "must be a list or tuple of strings, %s" % _got(tags))
+            raise entry_error(entry, index, "tags", "must be a list or tuple of strings, %s" % _got(tags))
         for tag in tags:
             if not isinstance(tag, str):
-                raise _fail(entry, index, "tags", "must contain only strings, %s" % _got(tag))
+                raise entry_error(entry, index, "tags", "must contain only strings, %s" % _got(tag))
     # NaN or an infinity would break the total order of scores.
     if "base_priority" in entry and not _is_finite_number(get("base_priority")):
-        raise _fail(entry, index, "base_priority", "must be a finite number, %s" % _got(get("base_priority")))
+        raise entry_error(entry, index, "base_priority", "must be a finite number, %s" % _got(get("base_priority")))
 
 
 # -- Pool --------------------------------------------------------------------------
@@ -850,7 +853,7 @@ def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] =
         return count
     measured = token_counter(entry.get("content", ""))
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
-        raise _fail(
+        raise entry_error(
             entry,
             index,
             "token_count",
@@ -1031,7 +1034,7 @@ def _checked_score(value: Any, entry: Entry, index: Optional[int], what: str = "
     # NaN would break the total order the determinism guarantee rests on, and
     # an infinity makes every tie meaningless; a non-number cannot be sorted.
     if not _is_finite_number(value):
-        raise _fail(entry, index, None, "%s returned %s; it must be a finite number" % (what, _got(value)))
+        raise entry_error(entry, index, None, "%s returned %s; it must be a finite number" % (what, _got(value)))
     return float(value)
 
 

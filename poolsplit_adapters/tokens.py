@@ -5,18 +5,21 @@ with the tokenizer the model uses (tiktoken), not with ``len(text) // 4``.
 
 **Offline.** tiktoken downloads an encoding's BPE file on first use. This
 module never lets it: before asking tiktoken for an encoding it finds the file
-locally, in this order:
+locally, in this order, and checks its SHA-256 against the one tiktoken
+expects (a damaged copy would make tiktoken delete it and download again):
 
-1. tiktoken's own cache (``TIKTOKEN_CACHE_DIR``, ``DATA_GYM_CACHE_DIR`` or its
-   default temp folder), where an earlier online use left it;
-2. the folder named by ``POOLSPLIT_TIKTOKEN_DIR``, files named as in tiktoken's
-   cache (the SHA-1 of the download URL);
-3. the copies of ``cl100k_base`` and ``o200k_base`` that ``llama-index-core``
-   ships in its package data (installed by the ``llama-index`` and ``all``
-   extras).
+1. the folder named by ``POOLSPLIT_TIKTOKEN_DIR``, files named as in
+   tiktoken's cache (the SHA-1 of the download URL): an explicit choice wins;
+2. the copies of ``o200k_base`` and ``cl100k_base`` shipped in this package
+   (``poolsplit_adapters/data/tiktoken``, see its NOTICE.md: tiktoken is MIT
+   licensed), so every extra that brings tiktoken works with no network;
+3. tiktoken's own cache (``TIKTOKEN_CACHE_DIR``, ``DATA_GYM_CACHE_DIR`` or its
+   default temp folder), where an earlier online use left other encodings;
+4. the copies ``llama-index-core`` ships in its package data.
 
 If none has it, :class:`TokenizerUnavailable` says which file is missing and
 how to provide it, instead of a network error from deep inside tiktoken.
+:func:`encoding_source` tells which folder served an encoding.
 
 **Cached.** Counts are cached by content, so an unchanged entry is never
 re-tokenised; :meth:`TiktokenCounter.count_many` tokenises a batch of new
@@ -35,13 +38,17 @@ import pathlib
 import tempfile
 import threading
 from collections import OrderedDict
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-__all__ = ["TiktokenCounter", "TokenizerUnavailable", "load_encoding", "default_counter"]
+__all__ = ["TiktokenCounter", "TokenizerUnavailable", "load_encoding", "encoding_source", "default_counter"]
 
 DEFAULT_ENCODING = "o200k_base"
 _LOCK = threading.Lock()
 _ENCODINGS: Dict[str, Any] = {}
+_SOURCES: Dict[str, pathlib.Path] = {}
+_VERIFIED: Dict[pathlib.Path, bool] = {}
+#: The encoding files shipped with the package (o200k_base, cl100k_base).
+BUNDLED_DIR = pathlib.Path(__file__).resolve().parent / "data" / "tiktoken"
 
 
 class TokenizerUnavailable(RuntimeError):
@@ -49,22 +56,26 @@ class TokenizerUnavailable(RuntimeError):
     which file is missing and how to provide it."""
 
 
-def _blob_urls(name: str) -> List[str]:
-    """The download URLs tiktoken would fetch for ``name``, read from its
-    encoding constructor (so no URL is hard-coded here)."""
+def _constructor_constants(name: str) -> Tuple[List[str], List[str]]:
+    """(download URLs, expected SHA-256 digests) of encoding ``name``, read
+    from tiktoken's own encoding constructor (nothing hard-coded here)."""
     from tiktoken_ext import openai_public
 
     constructors = openai_public.ENCODING_CONSTRUCTORS
-    seen, todo, urls = set(), [name], []
+    seen, todo, urls, digests = set(), [name], [], []
     while todo:
         current = todo.pop()
         if current in seen or current not in constructors:
             continue
         seen.add(current)
         code = constructors[current].__code__
-        urls += [c for c in code.co_consts if isinstance(c, str) and c.startswith("http")]
+        for const in code.co_consts:
+            if isinstance(const, str) and const.startswith("http"):
+                urls.append(const)
+            elif isinstance(const, str) and len(const) == 64 and all(c in "0123456789abcdef" for c in const):
+                digests.append(const)
         todo += [n for n in code.co_names if n in constructors]
-    return urls
+    return urls, digests
 
 
 def _tiktoken_cache_dir() -> Optional[pathlib.Path]:
@@ -74,23 +85,43 @@ def _tiktoken_cache_dir() -> Optional[pathlib.Path]:
     return pathlib.Path(tempfile.gettempdir()) / "data-gym-cache"
 
 
-def _bundled_dirs() -> List[pathlib.Path]:
-    dirs = []
-    if os.environ.get("POOLSPLIT_TIKTOKEN_DIR"):
-        dirs.append(pathlib.Path(os.environ["POOLSPLIT_TIKTOKEN_DIR"]))
+def _llama_index_dir() -> Optional[pathlib.Path]:
     try:
         spec = importlib.util.find_spec("llama_index.core")
     except (ImportError, ValueError):
-        spec = None
-    if spec is not None and spec.origin:
-        dirs.append(pathlib.Path(spec.origin).parent / "_static" / "tiktoken_cache")
-    return dirs
+        return None
+    if spec is None or not spec.origin:
+        return None
+    return pathlib.Path(spec.origin).parent / "_static" / "tiktoken_cache"
 
 
-def _has_all(folder: Optional[pathlib.Path], urls: List[str]) -> bool:
-    if folder is None:
-        return False
-    return all((folder / hashlib.sha1(url.encode()).hexdigest()).is_file() for url in urls)
+def search_path() -> List[pathlib.Path]:
+    """The folders searched for encoding files, in order (see the module
+    docstring)."""
+    folders = []
+    if os.environ.get("POOLSPLIT_TIKTOKEN_DIR"):
+        folders.append(pathlib.Path(os.environ["POOLSPLIT_TIKTOKEN_DIR"]))
+    folders.append(BUNDLED_DIR)
+    for folder in (_tiktoken_cache_dir(), _llama_index_dir()):
+        if folder is not None:
+            folders.append(folder)
+    return folders
+
+
+def _intact(file: pathlib.Path, digests: List[str]) -> bool:
+    """The file exists and, when tiktoken names digests, matches one."""
+    if file not in _VERIFIED:
+        try:
+            data = file.read_bytes()
+        except OSError:
+            return False
+        _VERIFIED[file] = not digests or hashlib.sha256(data).hexdigest() in digests
+    return _VERIFIED[file]
+
+
+def _has_all(folder: pathlib.Path, urls: List[str], digests: List[str]) -> bool:
+    files = [folder / hashlib.sha1(url.encode()).hexdigest() for url in urls]
+    return all(f.is_file() for f in files) and all(_intact(f, digests) for f in files)
 
 
 def load_encoding(encoding: str = DEFAULT_ENCODING) -> Any:
@@ -107,36 +138,39 @@ def load_encoding(encoding: str = DEFAULT_ENCODING) -> Any:
             import tiktoken
         except ImportError:
             raise TokenizerUnavailable("tiktoken is not installed: pip install 'poolsplit-adapters[tokens]'") from None
-        urls = _blob_urls(encoding)
+        urls, digests = _constructor_constants(encoding)
         if not urls:
             raise TokenizerUnavailable(
                 "unknown tiktoken encoding %r (known: %s)" % (encoding, ", ".join(tiktoken.list_encoding_names()))
             )
-        if _has_all(_tiktoken_cache_dir(), urls):
+        folder = next((d for d in search_path() if _has_all(d, urls, digests)), None)
+        if folder is None:
+            names = ", ".join(hashlib.sha1(u.encode()).hexdigest() for u in urls)
+            raise TokenizerUnavailable(
+                "no local copy of the %r tokenizer file and no network to fetch it (this package ships "
+                "o200k_base and cl100k_base only). Fix: put the file(s) %s (tiktoken's cache names) in a "
+                "folder named by POOLSPLIT_TIKTOKEN_DIR or TIKTOKEN_CACHE_DIR." % (encoding, names)
+            )
+        # tiktoken reads its cache folder from the environment; point it at
+        # the local copy for this one load (under the lock), then put things back.
+        previous = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+        try:
             enc = tiktoken.get_encoding(encoding)
-        else:
-            folder = next((d for d in _bundled_dirs() if _has_all(d, urls)), None)
-            if folder is None:
-                names = ", ".join(hashlib.sha1(u.encode()).hexdigest() for u in urls)
-                raise TokenizerUnavailable(
-                    "no local copy of the %r tokenizer file and no network to fetch it. Fix: install "
-                    "'poolsplit-adapters[llama-index]' (llama-index-core ships cl100k_base and o200k_base), "
-                    "or put the file(s) %s (tiktoken's cache names) in a folder named by "
-                    "POOLSPLIT_TIKTOKEN_DIR or TIKTOKEN_CACHE_DIR." % (encoding, names)
-                )
-            # tiktoken reads its cache folder from the environment; point it
-            # at the local copy for this one load, then put things back.
-            previous = os.environ.get("TIKTOKEN_CACHE_DIR")
-            os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
-            try:
-                enc = tiktoken.get_encoding(encoding)
-            finally:
-                if previous is None:
-                    del os.environ["TIKTOKEN_CACHE_DIR"]
-                else:
-                    os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        finally:
+            if previous is None:
+                del os.environ["TIKTOKEN_CACHE_DIR"]
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = previous
+        _SOURCES[encoding] = folder
         _ENCODINGS[encoding] = enc
         return enc
+
+
+def encoding_source(encoding: str = DEFAULT_ENCODING) -> pathlib.Path:
+    """The folder whose file served ``encoding`` (loading it if needed)."""
+    load_encoding(encoding)
+    return _SOURCES[encoding]
 
 
 def encoding_for_model(model: str) -> str:

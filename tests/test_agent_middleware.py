@@ -103,8 +103,8 @@ def test_300_turns_two_users_every_call_holds_every_correction_first_and_nothing
         assert {m["id"] for m in found} <= final[user]
         assert not any(t in text for t in other_text[user]) and "draft" not in text
         episodes_seen += sum(m["id"].startswith("episode-") for m in found)
-    assert episodes_seen > 500  # the store filled and episodes were recalled
-    assert sum(i.startswith("episode-") for i in final["u1"]) >= 140
+    assert episodes_seen == 1718  # the store filled and episodes were recalled (deterministic run)
+    assert sum(i.startswith("episode-") for i in final["u1"]) == 144
     for name in ("u1-0", "u1-1", "u2-0", "u2-1"):
         state = agent.get_state(thread(name)).values["messages"]
         assert not any(isinstance(m, SystemMessage) or "<memory" in str(m.text) for m in state)  # nothing injected

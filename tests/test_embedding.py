@@ -504,7 +504,7 @@ def test_dimension_change_is_caught():
     scorer.vectors_for(["refund"])
     with pytest.warns(EmbeddingFallbackWarning, match="3-dimensional"):
         prepared = scorer.prepare({"message": "refund"}, NOW)
-    assert prepared.fallback_reason is not None
+    assert prepared.fallback_reason is not None and "3-dimensional" in prepared.fallback_reason
 
 
 # -- framework embedding objects ----------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -9,7 +10,13 @@ import textwrap
 
 import pytest
 
-from poolsplit_adapters.tokens import TiktokenCounter, TokenizerUnavailable, load_encoding
+from poolsplit_adapters.tokens import (
+    BUNDLED_DIR,
+    TiktokenCounter,
+    TokenizerUnavailable,
+    _constructor_constants,
+    load_encoding,
+)
 
 
 def test_counts_match_tiktoken_and_never_zero():
@@ -46,27 +53,32 @@ def test_unknown_encoding_is_a_clear_error():
 
 OFFLINE = textwrap.dedent(
     """
-    import socket
+    import socket, sys
     def refuse(*args, **kwargs):
         raise AssertionError("network access attempted")
     socket.socket.connect = refuse
     socket.create_connection = refuse
     socket.getaddrinfo = refuse
-    from poolsplit_adapters.tokens import TiktokenCounter, TokenizerUnavailable
+    if {hide_llama_index!r}:
+        # As after `pip install ".[langchain]"`: llama-index-core cannot be imported.
+        sys.modules["llama_index"] = None
+    from poolsplit_adapters.tokens import TiktokenCounter, TokenizerUnavailable, encoding_source
     try:
         counter = TiktokenCounter({encoding!r})
         print("count", counter("offline tokenizer works"))
+        print("source", encoding_source({encoding!r}))
     except TokenizerUnavailable as exc:
         print("unavailable", exc)
     """
 )
 
 
-def _run_offline(encoding, env_extra):
+def _run_offline(encoding, env_extra, hide_llama_index=False):
     env = {k: v for k, v in os.environ.items() if k not in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR")}
+    env.pop("POOLSPLIT_TIKTOKEN_DIR", None)
     env.update(env_extra)
     return subprocess.run(
-        [sys.executable, "-c", OFFLINE.format(encoding=encoding)],
+        [sys.executable, "-c", OFFLINE.format(encoding=encoding, hide_llama_index=hide_llama_index)],
         capture_output=True,
         text=True,
         env=env,
@@ -74,14 +86,47 @@ def _run_offline(encoding, env_extra):
     )
 
 
-def test_loads_offline_from_bundled_copy_with_network_blocked(tmp_path):
-    # An empty tiktoken cache: only the bundled copy can serve, and any
-    # connection attempt fails the test.
-    out = _run_offline("o200k_base", {"TIKTOKEN_CACHE_DIR": str(tmp_path)})
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+def test_package_data_copy_serves_without_network_or_llama_index(tmp_path, encoding):
+    # The langchain extra alone: no llama-index-core, an empty tiktoken
+    # cache, every connection attempt fails the run.
+    out = _run_offline(encoding, {"TIKTOKEN_CACHE_DIR": str(tmp_path)}, hide_llama_index=True)
     assert out.returncode == 0, out.stderr
-    expected = len(load_encoding("o200k_base").encode_ordinary("offline tokenizer works"))
-    assert out.stdout.strip() == "count %d" % expected
-    assert os.environ.get("TIKTOKEN_CACHE_DIR") != str(tmp_path)
+    expected = len(load_encoding(encoding).encode_ordinary("offline tokenizer works"))
+    assert out.stdout.splitlines() == ["count %d" % expected, "source %s" % BUNDLED_DIR]
+    assert list(tmp_path.iterdir()) == []  # nothing was cached (nor downloaded) on the way
+
+
+def test_bundled_files_are_the_ones_tiktoken_expects():
+    # Same names and digests as tiktoken's own constructors: a stale or
+    # damaged copy fails here, not on a user's machine.
+    for encoding in ("o200k_base", "cl100k_base"):
+        urls, digests = _constructor_constants(encoding)
+        [name] = [hashlib.sha1(u.encode()).hexdigest() for u in urls]
+        assert hashlib.sha256((BUNDLED_DIR / name).read_bytes()).hexdigest() in digests
+    assert sorted(p.name for p in BUNDLED_DIR.iterdir() if p.suffix != ".md") == sorted(
+        hashlib.sha1(u.encode()).hexdigest()
+        for e in ("o200k_base", "cl100k_base")
+        for u in _constructor_constants(e)[0]
+    )
+
+
+def test_explicit_folder_wins_and_a_damaged_copy_is_skipped(tmp_path):
+    urls, _ = _constructor_constants("o200k_base")
+    name = hashlib.sha1(urls[0].encode()).hexdigest()
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / name).write_bytes((BUNDLED_DIR / name).read_bytes())
+    out = _run_offline("o200k_base", {"POOLSPLIT_TIKTOKEN_DIR": str(good)}, hide_llama_index=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1] == "source %s" % good
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / name).write_bytes(b"not a tokenizer file")
+    out = _run_offline("o200k_base", {"POOLSPLIT_TIKTOKEN_DIR": str(bad)}, hide_llama_index=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1] == "source %s" % BUNDLED_DIR
+    assert (bad / name).read_bytes() == b"not a tokenizer file"  # tiktoken never saw it, so never deleted it
 
 
 def test_missing_file_names_the_fix_instead_of_downloading(tmp_path):

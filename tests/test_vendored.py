@@ -51,3 +51,28 @@ def test_core_imports_only_the_standard_library():
         if line.startswith(("import ", "from ")) and not line.startswith("from __future__")
     }
     assert imported <= set(sys.stdlib_module_names)
+
+
+PLAIN = """
+import sys
+# As after a plain `pip install .`: no numpy, tiktoken or framework.
+sys.modules.update(dict.fromkeys(["numpy", "tiktoken", "tiktoken_ext", "langchain_core", "llama_index"]))
+from poolsplit_adapters import Pool
+from poolsplit_adapters.stores import SQLiteMemoryStore
+with SQLiteMemoryStore(sys.argv[1]) as store:
+    store.add([{"id": "c", "type": "correction", "scope": "always", "content": "Never force-push."},
+               {"id": "n", "type": "note", "content": "deploy notes"}])
+    got = store.select([Pool("c", 0, 0, ("correction",)), Pool("n", 100, 2, ("note",))], {"message": "deploy"})
+print([e["id"] for e in got.entries()])
+"""
+
+
+def test_sqlite_store_needs_only_the_standard_library(tmp_path: pathlib.Path):
+    out = subprocess.run(
+        [sys.executable, "-c", PLAIN, str(tmp_path / "memory.db")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['c', 'n']"

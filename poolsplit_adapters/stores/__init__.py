@@ -1,0 +1,31 @@
+"""Durable long-term memory.
+
+:class:`SQLiteMemoryStore` is the embedded default (one SQLite file, several
+processes, every acknowledged write durable); :class:`MemoryStore` is the
+protocol every store meets; :func:`search_all_namespaces` is the operators'
+search across tenants (never used on an agent's path). The JSON Lines and
+TOML loaders live in :mod:`.files`.
+"""
+
+from __future__ import annotations
+
+from .base import MemoryStore
+from .files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store
+from .search import SearchHit, search_all_namespaces
+from .sqlite import SCHEMA_VERSION, EntryNotFound, SQLiteMemoryStore, StoreError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "EntryNotFound",
+    "InputFileError",
+    "MemoryStore",
+    "SQLiteMemoryStore",
+    "SearchHit",
+    "StoreError",
+    "bundled_pools",
+    "bundled_store",
+    "dump_store",
+    "load_pools",
+    "load_store",
+    "search_all_namespaces",
+]

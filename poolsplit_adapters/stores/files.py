@@ -1,0 +1,161 @@
+"""Plain-file stores and pool plans: JSON Lines entries and TOML ``[[pool]]``
+tables, read with errors a person can act on.
+
+A bad file is reported as :class:`InputFileError` with its path and line (or
+pool number) and the offending key, never as a traceback from deep inside a
+parser: not UTF-8, a directory, a 5,000-digit number or an array nested
+100,000 deep are all one readable sentence.
+
+The bundled example store and pool plan ship as package data
+(:func:`bundled_store`, :func:`bundled_pools`), so ``poolsplit demo`` works
+from any folder after a plain ``pip install``.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+from typing import IO, Any, Dict, Iterable, List, Mapping, NoReturn, Union
+
+from ..poolsplit import Pool, check_entry
+from .checks import check_storable, entry_json
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on older Pythons only
+    import tomli as tomllib
+
+__all__ = [
+    "InputFileError",
+    "bundled_pools",
+    "bundled_store",
+    "dump_store",
+    "load_pools",
+    "load_store",
+    "read_text",
+]
+
+PathLike = Union[str, "pathlib.Path"]
+POOL_KEYS = {"name", "max_tokens", "max_entries", "types"}
+DATA = pathlib.Path(__file__).resolve().parent.parent / "data"
+
+
+class InputFileError(ValueError):
+    """A store or pool file cannot be used; the message names file and place."""
+
+
+def bundled_store() -> pathlib.Path:
+    """The example memory store shipped with the package (JSON Lines)."""
+    return DATA / "memory.jsonl"
+
+
+def bundled_pools() -> pathlib.Path:
+    """The pool plan for :func:`bundled_store` (TOML)."""
+    return DATA / "pools.toml"
+
+
+def read_text(path: PathLike) -> str:
+    """The UTF-8 text of ``path``, or :class:`InputFileError` saying why not."""
+    file = pathlib.Path(path)
+    try:
+        return file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputFileError("%s: no such file" % file) from None
+    except IsADirectoryError:
+        raise InputFileError("%s: is a directory, not a file" % file) from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(
+            "%s: not UTF-8 text (byte 0x%02x at offset %d)" % (file, exc.object[exc.start], exc.start)
+        ) from None
+    except OSError as exc:
+        raise InputFileError("%s: cannot read (%s)" % (file, exc.strerror or exc)) from None
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise ValueError("%s is not a JSON number" % name)
+
+
+def parse_line(text: str) -> Any:
+    """One JSON value, refusing NaN/Infinity; ValueError for anything a JSON
+    parser rejects, including numbers too long to convert and nesting too
+    deep to read (which Python reports as other exception types)."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+    except ValueError as exc:
+        raise ValueError(getattr(exc, "msg", None) or str(exc).split(";")[0]) from None
+
+
+def load_store(path: PathLike) -> List[Dict[str, Any]]:
+    """Read a JSON Lines memory store: one entry object per non-blank line.
+
+    Every entry is checked (the core's :func:`check_entry`, plus a
+    ``base_priority`` that fits a float), so a malformed one is reported as
+    ``file:line`` with the field at fault.
+    """
+    file = pathlib.Path(path)
+    entries: List[Dict[str, Any]] = []
+    for number, line in enumerate(read_text(file).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = parse_line(line)
+        except ValueError as exc:
+            raise InputFileError("%s:%d: invalid JSON (%s)" % (file, number, exc)) from None
+        try:
+            check_storable(entry, len(entries))
+        except ValueError as exc:
+            raise InputFileError("%s:%d: %s" % (file, number, exc)) from None
+        entries.append(entry)
+    return entries
+
+
+def dump_store(entries: Iterable[Mapping[str, Any]], out: IO[str]) -> int:
+    """Write entries as JSON Lines (the format :func:`load_store` reads);
+    return how many were written."""
+    count = 0
+    for count, entry in enumerate(entries, 1):
+        check_entry(entry, count - 1)
+        out.write(entry_json(entry, count - 1) + "\n")
+    return count
+
+
+def load_pools(path: PathLike) -> List[Pool]:
+    """Read a pool plan: a TOML file of ``[[pool]]`` tables with ``name``,
+    ``max_tokens``, ``max_entries`` and optional ``types``."""
+    file = pathlib.Path(path)
+    text = read_text(file)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputFileError("%s: invalid TOML (%s)" % (file, str(exc).splitlines()[0])) from None
+    except RecursionError:
+        raise InputFileError("%s: invalid TOML (nested too deeply)" % file) from None
+    tables = data.get("pool")
+    if not isinstance(tables, list) or not tables:
+        raise InputFileError("%s: expected one or more [[pool]] tables" % file)
+    pools: List[Pool] = []
+    for number, table in enumerate(tables, 1):
+        if not isinstance(table, dict):
+            got = "%s %r" % (type(table).__name__, table)
+            raise InputFileError("%s: pool %d: expected a [[pool]] table, got %s" % (file, number, got[:60]))
+        unknown = sorted(set(table) - POOL_KEYS)
+        if unknown:
+            raise InputFileError(
+                "%s: pool %d: unknown key(s) %s (allowed: %s)"
+                % (file, number, ", ".join(map(repr, unknown)), ", ".join(sorted(POOL_KEYS)))
+            )
+        missing = sorted({"name", "max_tokens", "max_entries"} - set(table))
+        if missing:
+            raise InputFileError("%s: pool %d: missing key(s) %s" % (file, number, ", ".join(map(repr, missing))))
+        try:
+            pools.append(Pool(table["name"], table["max_tokens"], table["max_entries"], table.get("types")))
+        except (TypeError, ValueError) as exc:
+            raise InputFileError("%s: pool %d: %s" % (file, number, exc)) from None
+    names = [p.name for p in pools]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InputFileError("%s: duplicate pool name(s) %s" % (file, ", ".join(map(repr, duplicates))))
+    return pools

@@ -1,0 +1,601 @@
+"""The embedded long-term store: one SQLite file, several processes.
+
+Why SQLite: it is in the standard library, a store is one file a person can
+copy, and its write-ahead log lets several processes (an agent, the CLI, a
+notebook) read and write the same memory safely.
+
+**Layout.** One table, ``memory``: the entry as JSON plus indexed columns
+(``id``, ``namespace``, ``type``, ``scope``, ``created``, ``status``,
+``superseded_by``) and ``seq``, the store-wide change number of the row's last
+write. ``forgotten`` keeps only the ids (never the content) of deleted entries
+with their change number, so other processes can drop them from their
+indexes. ``meta`` holds the change counter. ``PRAGMA user_version`` is the
+schema version; :data:`MIGRATIONS` upgrades older files step by step.
+
+**Durability.** WAL mode with ``synchronous=FULL``: every commit fsyncs the
+log before the write returns, so an acknowledged write survives ``kill -9``
+of the writer, an OS crash and a power cut (on a disk that honours fsync).
+Each call is one transaction: a batch is stored whole or not at all.
+
+**In step across processes.** Queries are answered by a
+:class:`~poolsplit_adapters.index.MemoryIndex` built from the table once (warm
+start) and then kept in step incrementally: before each query, ``PRAGMA
+data_version`` tells whether any other connection committed since the last
+look (no I/O when nothing did); if one did, only the rows whose ``seq`` is
+past the index's watermark, and the ids forgotten since, are read and applied.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import pathlib
+import sqlite3
+import threading
+import uuid
+from contextlib import contextmanager, suppress
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
+
+from ..index import MemoryIndex
+from ..poolsplit import (
+    IsActive,
+    Pool,
+    Selection,
+    TokenCounter,
+    default_is_active,
+    default_token_counter,
+    entry_error,
+)
+from .checks import check_storable, stored_copy
+
+__all__ = ["SQLiteMemoryStore", "StoreError", "EntryNotFound", "SCHEMA_VERSION", "MIGRATIONS"]
+
+PathLike = Union[str, "pathlib.Path"]
+Clock = Callable[[], datetime.datetime]
+
+
+class StoreError(RuntimeError):
+    """The file cannot serve as a memory store (not SQLite, another
+    program's database, a newer schema, a row that does not parse)."""
+
+
+class EntryNotFound(KeyError):
+    """No entry with that id in the store."""
+
+    def __str__(self) -> str:
+        return "no entry with id %r in the store" % (self.args[0],)
+
+
+def _create_v1(conn: sqlite3.Connection) -> None:
+    conn.execute(
+        """CREATE TABLE memory (
+            id TEXT PRIMARY KEY NOT NULL,
+            namespace TEXT,
+            type TEXT NOT NULL,
+            scope TEXT,
+            created TEXT,
+            status TEXT NOT NULL,
+            superseded_by TEXT,
+            seq INTEGER NOT NULL UNIQUE,
+            entry TEXT NOT NULL
+        )"""
+    )
+    for column in ("namespace", "type", "scope", "created", "status", "superseded_by"):
+        conn.execute("CREATE INDEX memory_%s ON memory (%s)" % (column, column))
+    conn.execute("CREATE TABLE forgotten (seq INTEGER PRIMARY KEY, id TEXT NOT NULL)")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
+    # seq: the last change number; floor: changes at or below it may have
+    # had their ``forgotten`` record pruned (a reader that far behind reloads).
+    conn.executemany("INSERT INTO meta VALUES (?, 0)", [("seq",), ("floor",)])
+
+
+#: ``MIGRATIONS[n]`` upgrades a file from schema version ``n`` to ``n + 1``
+#: inside one write transaction. Version 0 is an empty (new) file.
+MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_create_v1]
+SCHEMA_VERSION = len(MIGRATIONS)
+OUR_TABLES = {"memory", "forgotten", "meta"}
+#: ``forgotten`` keeps at least this many recent deletions; a process whose
+#: index is further behind than that reloads instead of catching up.
+KEEP_FORGOTTEN = 10_000
+#: Past this many removals/replacements in one catch-up, a full reload is
+#: cheaper than editing the index entry by entry.
+RELOAD_AFTER = 2_000
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def _iso(moment: datetime.datetime) -> str:
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return moment.isoformat(timespec="seconds") + "Z"
+
+
+def _columns(entry: Mapping[str, Any]) -> Tuple[Any, ...]:
+    superseded = entry.get("superseded_by")
+    status = "superseded" if superseded else str(entry.get("status", "active"))
+    return (
+        entry["id"],
+        entry.get("namespace"),
+        entry.get("type", "note"),
+        entry.get("scope"),
+        entry.get("created"),
+        status,
+        str(superseded) if superseded else None,
+    )
+
+
+_INSERT = (
+    "INSERT INTO memory (id, namespace, type, scope, created, status, superseded_by, seq, entry) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+# One change, in ``seq`` order: (entry id, the entry as stored, or None when forgotten).
+_Change = Tuple[str, Optional[Dict[str, Any]]]
+
+
+class SQLiteMemoryStore:
+    """Durable long-term memory in one SQLite file, shared by processes.
+
+    Args:
+        path: the database file; created (with the schema) when missing.
+        token_counter: cost of an entry without ``token_count`` (passed to
+            the index; default: the core's ``len // 4`` estimate; the adapters
+            pass :func:`~poolsplit_adapters.tokens.default_counter`).
+        is_active: activeness predicate for selection (default: the core's).
+        timeout: seconds to wait for another process's write lock.
+        clock: the time stamped into ``created`` when an entry has none
+            (default: now, UTC); injectable for reproducible tests.
+
+    Writes (:meth:`add`, :meth:`supersede`, :meth:`delete`) are each one
+    transaction, committed durably (WAL, ``synchronous=FULL``) before they
+    return; one that raises wrote nothing. Reads see every write committed
+    before them, by any process. One object is safe to share between threads
+    of one process; do not share it across ``fork``.
+
+    The entries inside a returned :class:`Selection` are the index's own
+    dicts: read them, do not change them (use :meth:`supersede`). :meth:`get`
+    and :meth:`entries` return fresh copies.
+
+    Example::
+
+        from poolsplit_adapters import Pool
+        from poolsplit_adapters.stores import SQLiteMemoryStore
+
+        with SQLiteMemoryStore("memory.db") as store:
+            [fix] = store.add([{"type": "correction", "scope": "always",
+                                "content": "Never force-push to main."}])
+            store.add([{"type": "fact", "content": "Refunds round half-even."}])
+            pools = [Pool("corrections", 0, 0, ("correction",)),
+                     Pool("facts", 200, 5, ("fact",))]
+            selection = store.select(pools, {"message": "refund rounding"})
+            store.supersede(fix, {"type": "correction", "scope": "always",
+                                  "content": "Never force-push to a shared branch."})
+        # Another process (or a restart) opening memory.db sees all of it.
+    """
+
+    def __init__(
+        self,
+        path: PathLike,
+        *,
+        token_counter: TokenCounter = default_token_counter,
+        is_active: IsActive = default_is_active,
+        timeout: float = 30.0,
+        clock: Clock = _utc_now,
+    ) -> None:
+        self.path = pathlib.Path(path)
+        self._token_counter = token_counter
+        self._is_active = is_active
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._index: Optional[MemoryIndex] = None
+        self._live: Dict[str, Dict[str, Any]] = {}  # id -> the dict object inside the index
+        self._seq = 0  # change number the index reflects
+        self._head: Optional[int] = None  # latest change number seen in the file
+        self._data_version: Optional[int] = None
+        self._full_loads = 0
+        try:
+            self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError("%s: cannot open (%s)" % (self.path, exc)) from None
+        try:
+            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError("%s: cannot use write-ahead logging (journal_mode=%s)" % (self.path, mode))
+            self._conn.execute("PRAGMA synchronous=FULL")
+            # Deleted content is overwritten in the file, not just unlinked.
+            self._conn.execute("PRAGMA secure_delete=ON")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError("%s: not a usable SQLite memory store (%s)" % (self.path, exc)) from None
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (the file stays; nothing is lost)."""
+        with self._lock:
+            self._conn.close()
+            self._index = None
+
+    def __enter__(self) -> SQLiteMemoryStore:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return "SQLiteMemoryStore(%r)" % str(self.path)
+
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                "%s: schema version %d is newer than this poolsplit-adapters reads (%d); upgrade the package"
+                % (self.path, version, SCHEMA_VERSION)
+            )
+        with self._writing():
+            # Another process may have migrated while we waited for the lock.
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:
+                tables = {row[0] for row in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if tables:
+                    raise StoreError(
+                        "%s: not a poolsplit memory store (it holds other tables: %s)"
+                        % (self.path, ", ".join(sorted(tables)))
+                    )
+            for step in range(version, SCHEMA_VERSION):
+                MIGRATIONS[step](self._conn)
+            self._conn.execute("PRAGMA user_version = %d" % SCHEMA_VERSION)
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One write transaction: BEGIN IMMEDIATE takes the write lock up
+        front (no deadlock on upgrade); any failure rolls back everything."""
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+            self._conn.execute("COMMIT")
+        except BaseException:
+            if self._conn.in_transaction:
+                self._conn.execute("ROLLBACK")
+            raise
+
+    def _read_head(self) -> Tuple[int, int]:
+        rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
+        return int(rows["seq"]), int(rows["floor"])
+
+    # -- reads ------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """The store's change number: every committed write by any process
+        raises it, so equal values mean equal content (a cache key)."""
+        with self._lock:
+            return self._poll()
+
+    def _poll(self) -> int:
+        """The latest change number, reading it only when another connection
+        committed since the last look (``PRAGMA data_version``)."""
+        data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
+        if data_version != self._data_version or self._head is None:
+            self._data_version = data_version
+            self._head = self._read_head()[0]
+        return self._head
+
+    @property
+    def full_loads(self) -> int:
+        """How many times the index was built from the whole table: 1 after
+        the warm start; it grows only when a process falls too far behind to
+        catch up (a test and tuning aid)."""
+        return self._full_loads
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT count(*) FROM memory").fetchone()[0])
+
+    def get(self, entry_id: str) -> Optional[Dict[str, Any]]:
+        """A fresh copy of the entry with ``entry_id`` (superseded ones too),
+        or None."""
+        with self._lock:
+            row = self._conn.execute("SELECT entry FROM memory WHERE id = ?", (entry_id,)).fetchone()
+        return None if row is None else self._parse(row[0], entry_id)
+
+    def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Fresh copies of every stored entry (of ``namespace`` when given),
+        superseded ones included, in store order (oldest change first)."""
+        with self._lock:
+            if namespace is None:
+                rows = self._conn.execute("SELECT id, entry FROM memory ORDER BY seq").fetchall()
+            else:
+                rows = self._conn.execute(
+                    "SELECT id, entry FROM memory WHERE namespace = ? ORDER BY seq", (namespace,)
+                ).fetchall()
+        return [self._parse(text, entry_id) for entry_id, text in rows]
+
+    def _parse(self, text: str, entry_id: str) -> Dict[str, Any]:
+        try:
+            entry = json.loads(text)
+        except ValueError:
+            raise StoreError("%s: entry %r is not valid JSON in the file" % (self.path, entry_id)) from None
+        if not isinstance(entry, dict):
+            raise StoreError("%s: entry %r is not a JSON object in the file" % (self.path, entry_id))
+        return entry
+
+    def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
+        """The core's ``select`` over the store's current content, every
+        process's committed writes included; ``options`` as
+        :meth:`MemoryIndex.select` (``now``, ``scorer``, ``visibility``)."""
+        with self._lock:
+            return self._synced().select(pools, context, **options)
+
+    def retrieve_pools(
+        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
+    ) -> Dict[str, List[Any]]:
+        """The core's ``retrieve_pools`` over the current content (no report)."""
+        with self._lock:
+            return self._synced().retrieve_pools(pools, context, **options)
+
+    def _synced(self) -> MemoryIndex:
+        """The index, brought in step with the file: a warm start the first
+        time, then only the changes past its watermark."""
+        head = self._poll()
+        if self._index is not None and head == self._seq:
+            return self._index
+        self._conn.execute("BEGIN")  # one snapshot for the watermark and the rows
+        try:
+            head, floor = self._read_head()
+            if self._index is None or floor > self._seq:
+                self._reload(head)
+            else:
+                self._catch_up(head)
+        except BaseException:
+            self._index = None
+            raise
+        finally:
+            self._conn.execute("COMMIT")
+        self._head = head
+        assert self._index is not None
+        return self._index
+
+    def _reload(self, head: int) -> None:
+        rows = self._conn.execute("SELECT id, entry FROM memory ORDER BY seq").fetchall()
+        entries = [self._parse(text, entry_id) for entry_id, text in rows]
+        self._index = None
+        index = MemoryIndex(entries, token_counter=self._token_counter, is_active=self._is_active)
+        self._live = {e["id"]: e for e in entries}
+        self._index, self._seq = index, head
+        self._full_loads += 1
+
+    def _catch_up(self, head: int) -> None:
+        after = self._seq
+        changed = self._conn.execute(
+            "SELECT seq, id, entry FROM memory WHERE seq > ? ORDER BY seq", (after,)
+        ).fetchall()
+        forgotten = self._conn.execute("SELECT seq, id FROM forgotten WHERE seq > ?", (after,)).fetchall()
+        merged = sorted(
+            [(seq, entry_id, self._parse(text, entry_id)) for seq, entry_id, text in changed]
+            + [(seq, entry_id, None) for seq, entry_id in forgotten],
+            key=lambda change: change[0],
+        )
+        edits = sum(1 for _, entry_id, _ in merged if entry_id in self._live)
+        if edits > RELOAD_AFTER:
+            self._reload(head)
+            return
+        self._apply([(entry_id, entry) for _, entry_id, entry in merged])
+        self._seq = head
+
+    def _apply(self, changes: Iterable[_Change]) -> None:
+        """Apply changes in order; new entries are added in batches (one
+        token-count call per batch)."""
+        index = self._index
+        assert index is not None
+        fresh: List[Dict[str, Any]] = []
+        for entry_id, entry in changes:
+            old = self._live.get(entry_id)
+            if old is not None and fresh:
+                index.extend(fresh)
+                fresh = []
+            if entry is None:
+                if old is not None:
+                    index.remove(old)
+                    del self._live[entry_id]
+                continue
+            if old is None:
+                fresh.append(entry)
+            else:
+                index.replace(old, entry)
+            self._live[entry_id] = entry
+        if fresh:
+            index.extend(fresh)
+
+    # -- writes -----------------------------------------------------------------
+
+    def _prepare(self, entry: Any, position: int, stamp: str) -> Tuple[str, Dict[str, Any]]:
+        """(JSON, stored copy) of a new entry: checked, with ``id`` and
+        ``created`` assigned when missing; the caller's object is untouched."""
+        check_storable(entry, position)
+        copy = dict(entry)
+        if copy.get("id") is None:
+            copy["id"] = uuid.uuid4().hex
+        elif not copy["id"]:
+            raise entry_error(entry, position, "id", "must be a non-empty string or missing, got ''")
+        if copy.get("created") is None:
+            copy["created"] = stamp
+        return stored_copy(copy, position)
+
+    def _stamp(self) -> str:
+        return _iso(self._clock())
+
+    def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
+        """Store entries in one durable transaction; return their ids.
+
+        Raises:
+            EntryError: a malformed entry, one JSON cannot carry, or an ``id``
+                already in the store or repeated in the batch (named by
+                position, id and field); nothing is written then.
+            TypeError: a single mapping instead of an iterable of them.
+        """
+        if isinstance(entries, Mapping):
+            raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
+        stamp = self._stamp()
+        prepared = [self._prepare(entry, n, stamp) for n, entry in enumerate(entries)]
+        ids = [copy["id"] for _, copy in prepared]
+        seen: Set[str] = set()
+        for n, entry_id in enumerate(ids):
+            if entry_id in seen:
+                raise entry_error(prepared[n][1], n, "id", "repeats an earlier entry of the same batch")
+            seen.add(entry_id)
+        if not prepared:
+            return []
+        with self._lock:
+            with self._writing():
+                head, _ = self._read_head()
+                taken = self._existing(ids)
+                if taken:
+                    n = ids.index(min(taken, key=ids.index))
+                    raise entry_error(prepared[n][1], n, "id", "is already in the store (use supersede to replace it)")
+                self._conn.executemany(
+                    _INSERT,
+                    [_columns(copy) + (head + n + 1, text) for n, (text, copy) in enumerate(prepared)],
+                )
+                self._set_head(head + len(prepared))
+            self._after_write(head, [(copy["id"], copy) for _, copy in prepared])
+        return ids
+
+    def _existing(self, ids: Sequence[str]) -> Set[str]:
+        found: Set[str] = set()
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(r[0] for r in self._conn.execute("SELECT id FROM memory WHERE id IN (%s)" % marks, chunk))
+        return found
+
+    def _set_head(self, head: int) -> None:
+        self._conn.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (head,))
+
+    def _after_write(self, head_before: int, changes: List[_Change]) -> None:
+        """Bring the index along with our own committed write. When no other
+        process wrote since the index's watermark, apply our changes
+        directly (no re-read); otherwise the next query catches up from the
+        file. The write is durable either way: a failure here only drops the
+        index, to be rebuilt (and the error raised) at the next query."""
+        self._head = head_before + len(changes)
+        if self._index is None or head_before != self._seq:
+            return
+        try:
+            self._apply(changes)
+            self._seq = self._head
+        except Exception:
+            self._index = None
+
+    def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
+        """Replace ``entry_id`` by ``new_entry`` in one transaction; return
+        the new id.
+
+        The old entry gets ``superseded_by`` (the new id) and stays in the
+        store for audit, never loading again under the default
+        ``is_active``; the new one records ``supersedes`` (the old id).
+
+        Raises:
+            EntryNotFound: no entry ``entry_id``.
+            ValueError: it was already superseded (supersede the newer one).
+            EntryError: ``new_entry`` is malformed or reuses a stored id.
+        """
+        text, copy = self._prepare(new_entry, 0, self._stamp())
+        if copy["id"] == entry_id:
+            raise entry_error(copy, 0, "id", "must differ from the id it supersedes")
+        copy["supersedes"] = entry_id
+        text, copy = stored_copy(copy, 0)
+        with self._lock:
+            with self._writing():
+                head, _ = self._read_head()
+                row = self._conn.execute("SELECT entry FROM memory WHERE id = ?", (entry_id,)).fetchone()
+                if row is None:
+                    raise EntryNotFound(entry_id)
+                old = self._parse(row[0], entry_id)
+                if old.get("superseded_by"):
+                    raise ValueError(
+                        "entry %r is already superseded by %r; supersede that one" % (entry_id, old["superseded_by"])
+                    )
+                if self._existing([copy["id"]]):
+                    raise entry_error(copy, 0, "id", "is already in the store")
+                old["superseded_by"] = copy["id"]
+                old_text, old = stored_copy(old)
+                self._conn.execute(
+                    "UPDATE memory SET status = 'superseded', superseded_by = ?, seq = ?, entry = ? WHERE id = ?",
+                    (copy["id"], head + 1, old_text, entry_id),
+                )
+                self._conn.execute(_INSERT, _columns(copy) + (head + 2, text))
+                self._set_head(head + 2)
+            self._after_write(head, [(entry_id, old), (copy["id"], copy)])
+        return str(copy["id"])
+
+    def delete(self, entry_id: str, *, history: bool = True) -> bool:
+        """Forget ``entry_id`` for good; False when there was no such entry.
+
+        With ``history`` (the default) the older versions it superseded go
+        too, since they hold earlier wordings of the same memory. The rows
+        are deleted with ``secure_delete`` on (their bytes are overwritten in
+        the file) and the log is checkpointed when no reader holds it; only
+        the ids are kept, in ``forgotten``, so other processes drop them.
+        """
+        with self._lock:
+            with self._writing():
+                head, floor = self._read_head()
+                doomed: List[str] = []
+                todo = [entry_id]
+                while todo:
+                    current = todo.pop()
+                    if current in doomed:
+                        continue
+                    if self._conn.execute("SELECT 1 FROM memory WHERE id = ?", (current,)).fetchone() is None:
+                        continue
+                    doomed.append(current)
+                    if history:
+                        todo += [
+                            r[0]
+                            for r in self._conn.execute("SELECT id FROM memory WHERE superseded_by = ?", (current,))
+                        ]
+                if not doomed:
+                    return False
+                for n, gone in enumerate(doomed, 1):
+                    self._conn.execute("DELETE FROM memory WHERE id = ?", (gone,))
+                    self._conn.execute("INSERT INTO forgotten (seq, id) VALUES (?, ?)", (head + n, gone))
+                self._set_head(head + len(doomed))
+                self._prune_forgotten()
+            self._after_write(head, [(gone, None) for gone in doomed])
+            # Drop the log frames that still hold the old bytes; a busy log
+            # (another reader) is left to the next checkpoint.
+            with suppress(sqlite3.OperationalError):
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return True
+
+    def _prune_forgotten(self) -> None:
+        count = self._conn.execute("SELECT count(*) FROM forgotten").fetchone()[0]
+        if count <= 2 * KEEP_FORGOTTEN:
+            return
+        cut = self._conn.execute(
+            "SELECT seq FROM forgotten ORDER BY seq DESC LIMIT 1 OFFSET ?", (KEEP_FORGOTTEN,)
+        ).fetchone()[0]
+        self._conn.execute("DELETE FROM forgotten WHERE seq <= ?", (cut,))
+        self._conn.execute("UPDATE meta SET value = max(value, ?) WHERE key = 'floor'", (cut,))

@@ -1,0 +1,350 @@
+"""SQLiteMemoryStore semantics: add/get/supersede/delete, selection in step
+with the file, bad input, schema migration, threads."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import sqlite3
+import tempfile
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import entries as entry_strategy
+
+from poolsplit_adapters import EntryError, Pool, Visibility, select
+from poolsplit_adapters.stores import (
+    SCHEMA_VERSION,
+    EntryNotFound,
+    MemoryStore,
+    SQLiteMemoryStore,
+    StoreError,
+)
+
+NOW = datetime.datetime(2026, 7, 7, 12, 0, 0)
+CLOCK = lambda: datetime.datetime(2026, 7, 1, 8, 30, tzinfo=datetime.timezone.utc)  # noqa: E731
+POOLS = [
+    Pool("corrections", 0, 0, ("correction",)),
+    Pool("facts", 40, 2, ("fact",)),
+    Pool("rest", 30, 3),
+]
+
+
+def nested(depth):
+    value: list = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def fresh(tmp_path, name="memory.db", **options):
+    return SQLiteMemoryStore(tmp_path / name, clock=CLOCK, **options)
+
+
+def test_add_assigns_id_and_created_and_never_touches_the_callers_dict(tmp_path):
+    store = fresh(tmp_path)
+    given_entries = [
+        {"type": "fact", "content": "Refunds round half-even.", "tags": ["money"]},
+        {
+            "id": "fix-1",
+            "type": "correction",
+            "scope": "always",
+            "content": "Never force-push.",
+            "created": "2026-01-02",
+        },
+    ]
+    before = copy.deepcopy(given_entries)
+    ids = store.add(given_entries)
+    assert given_entries == before
+    assert len(ids) == 2 and ids[1] == "fix-1" and len(ids[0]) == 32
+    first = store.get(ids[0])
+    assert first == {
+        "type": "fact",
+        "content": "Refunds round half-even.",
+        "tags": ["money"],
+        "id": ids[0],
+        "created": "2026-07-01T08:30:00Z",
+    }
+    assert store.get("fix-1")["created"] == "2026-01-02"  # a given created is kept
+    # The store shares nothing with the caller: changing their list later
+    # changes nothing stored, and a returned copy is the caller's to change.
+    given_entries[0]["tags"].append("later")
+    first["content"] = "scribbled"
+    assert store.get(ids[0])["tags"] == ["money"]
+    assert store.get(ids[0])["content"] == "Refunds round half-even."
+    assert store.get("nope") is None
+    assert isinstance(store, MemoryStore)
+
+
+def test_select_is_the_core_selection_over_the_stored_entries(tmp_path):
+    store = fresh(tmp_path)
+    store.add(
+        [
+            {"id": "fix-1", "type": "correction", "scope": "always", "content": "Never force-push to main."},
+            {"id": "f1", "type": "fact", "content": "refund totals round half even", "token_count": 10},
+            {"id": "f2", "type": "fact", "content": "deploys happen on tuesdays", "token_count": 10},
+            {"id": "f3", "type": "fact", "content": "refund api needs a key", "token_count": 10, "base_priority": 9},
+            {"id": "n1", "type": "note", "content": "refund rounding bug seen twice", "token_count": 25},
+            {"id": "n2", "type": "note", "content": "lunch is at noon", "token_count": 8, "status": "archived"},
+        ]
+    )
+    context = {"message": "refund rounding"}
+    selection = store.select(POOLS, context, now=NOW)
+    assert [(c.entry["id"], c.pool) for c in selection.chosen] == [
+        ("fix-1", "corrections"),
+        ("f3", "facts"),
+        ("f1", "facts"),
+        ("n1", "rest"),
+    ]
+    # f2 lost the facts pool to its cap, then the catch-all pool's budget (25 of 30 used).
+    assert [(d.entry["id"], d.reason, d.pool) for d in selection.dropped] == [
+        ("f2", "token_budget", "rest"),
+        ("n2", "inactive", None),
+    ]
+    core = select(store.entries(), POOLS, context, now=NOW)
+    assert [c.entry["id"] for c in core.chosen] == [c.entry["id"] for c in selection.chosen]
+    assert {k: [e["id"] for e in v] for k, v in store.retrieve_pools(POOLS, context, now=NOW).items()} == {
+        "corrections": ["fix-1"],
+        "facts": ["f3", "f1"],
+        "rest": ["n1"],
+    }
+    scoped = store.select(POOLS, context, now=NOW, visibility=Visibility(require_tags=("x",)))
+    assert scoped.chosen == [] and {d.reason for d in scoped.dropped} == {"tags", "inactive"}
+
+
+def test_supersede_hides_the_old_entry_from_selection_but_keeps_it_for_audit(tmp_path):
+    store = fresh(tmp_path)
+    store.add([{"id": "fix-1", "type": "correction", "scope": "always", "content": "Never force-push."}])
+    new_id = store.supersede(
+        "fix-1",
+        {"id": "fix-1b", "type": "correction", "scope": "always", "content": "Never force-push to shared branches."},
+    )
+    assert new_id == "fix-1b"
+    assert store.get("fix-1")["superseded_by"] == "fix-1b"
+    assert store.get("fix-1b")["supersedes"] == "fix-1"
+    assert [e["id"] for e in store.entries()] == ["fix-1", "fix-1b"]
+    selection = store.select(POOLS, now=NOW)
+    assert [c.entry["id"] for c in selection.chosen] == ["fix-1b"]
+    assert [(d.entry["id"], d.reason) for d in selection.dropped] == [("fix-1", "inactive")]
+    with pytest.raises(ValueError, match="'fix-1' is already superseded by 'fix-1b'"):
+        store.supersede("fix-1", {"content": "a fork of history"})
+    with pytest.raises(EntryNotFound, match="no entry with id 'ghost'"):
+        store.supersede("ghost", {"content": "x"})
+    with pytest.raises(EntryError, match="field 'id' must differ"):
+        store.supersede("fix-1b", {"id": "fix-1b", "content": "x"})
+    assert len(store) == 2
+
+
+def test_delete_forgets_the_entry_its_history_and_its_bytes(tmp_path):
+    store = fresh(tmp_path)
+    store.add([{"id": "addr", "content": "home address: 12 Secretive Lane"}, {"id": "keep", "content": "kept"}])
+    store.supersede("addr", {"id": "addr2", "content": "home address: 99 Hidden Road"})
+    store.select(POOLS, now=NOW)  # the index holds them too
+    assert store.delete("addr2") is True
+    assert store.get("addr2") is None and store.get("addr") is None  # the version it superseded went too
+    assert [e["id"] for e in store.entries()] == ["keep"]
+    assert [c.entry["id"] for c in store.select(POOLS, now=NOW).chosen] == ["keep"]
+    assert store.delete("addr2") is False
+    store.close()
+    raw = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("memory.db"))
+    assert b"Secretive" not in raw and b"Hidden Road" not in raw
+
+
+def test_delete_can_keep_the_history(tmp_path):
+    store = fresh(tmp_path)
+    store.add([{"id": "v1", "content": "one"}])
+    store.supersede("v1", {"id": "v2", "content": "two"})
+    assert store.delete("v2", history=False) is True
+    assert [e["id"] for e in store.entries()] == ["v1"]
+    assert store.get("v1")["superseded_by"] == "v2"
+
+
+@pytest.mark.parametrize(
+    ("bad", "message", "field"),
+    [
+        ({"id": "t", "content": "x", "tags": "ops"}, "entry 't' (index 1): field 'tags' must be a list", "tags"),
+        (
+            {"id": "p", "content": "x", "base_priority": 10**400},
+            "entry 'p' (index 1): field 'base_priority'",
+            "base_priority",
+        ),
+        (
+            {"id": "n", "content": "x", "base_priority": float("nan")},
+            "field 'base_priority' must be a finite",
+            "base_priority",
+        ),
+        (
+            {"id": "s", "content": "x", "extra": {1, 2}},
+            "entry 's' (index 1): field 'extra' cannot be stored as JSON",
+            "extra",
+        ),
+        ({"id": "f", "content": "x", "extra": float("inf")}, "field 'extra' cannot be stored as JSON", "extra"),
+        (
+            {"id": "d", "content": "x", "deep": nested(100_000)},
+            "entry 'd' (index 1): field 'deep' cannot be stored",
+            "deep",
+        ),
+        ({"id": "", "content": "x"}, "field 'id' must be a non-empty string", "id"),
+        ({"id": "ok", "content": "x"}, "entry 'ok' (index 1): field 'id' repeats an earlier entry", "id"),
+        ({"id": "k", "content": 5}, "entry 'k' (index 1): field 'content' must be a string", "content"),
+        ({"content": "x", 7: "int key"}, "non-string key 7", None),
+    ],
+)
+def test_bad_entry_raises_entry_error_naming_entry_and_field_and_writes_nothing(tmp_path, bad, message, field):
+    store = fresh(tmp_path)
+    version = store.version
+    with pytest.raises(EntryError, match=message.replace("(", r"\(").replace(")", r"\)")) as caught:
+        store.add([{"id": "ok", "content": "fine"}, bad])
+    assert caught.value.field == field
+    assert len(store) == 0 and store.version == version
+
+
+def test_an_id_already_stored_is_refused_and_the_batch_is_not_written(tmp_path):
+    store = fresh(tmp_path)
+    store.add([{"id": "a", "content": "first"}])
+    with pytest.raises(EntryError, match=r"entry 'a' \(index 1\): field 'id' is already in the store") as caught:
+        store.add([{"id": "b", "content": "new"}, {"id": "a", "content": "again"}])
+    assert caught.value.field == "id"
+    assert [e["id"] for e in store.entries()] == ["a"]
+    with pytest.raises(TypeError, match="wrap a single entry in a list"):
+        store.add({"content": "one"})  # type: ignore[arg-type]
+    with pytest.raises(EntryError, match="is not a mapping"):
+        store.add(["just text"])  # type: ignore[list-item]
+
+
+def test_version_changes_with_content_and_agrees_across_store_objects(tmp_path):
+    one = fresh(tmp_path)
+    two = fresh(tmp_path)
+    assert one.version == two.version == 0
+    one.add([{"id": "a", "content": "x"}, {"id": "b", "content": "y"}])
+    assert one.version == two.version == 2
+    assert one.version == 2  # stable while nothing changes
+    two.delete("a")
+    assert one.version == two.version == 3
+    two.supersede("b", {"id": "c", "content": "z"})
+    assert one.version == two.version == 5
+
+
+def test_entries_filter_by_namespace(tmp_path):
+    store = fresh(tmp_path)
+    store.add(
+        [
+            {"id": "a", "content": "x", "namespace": "t1"},
+            {"id": "b", "content": "y"},
+            {"id": "c", "content": "z", "namespace": "t1"},
+        ]
+    )
+    assert [e["id"] for e in store.entries("t1")] == ["a", "c"]
+    assert [e["id"] for e in store.entries()] == ["a", "b", "c"]
+
+
+def test_empty_and_v0_files_migrate_to_the_current_schema(tmp_path):
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    with SQLiteMemoryStore(empty) as store:
+        assert store.add([{"id": "a", "content": "x"}]) == ["a"]
+    conn = sqlite3.connect(empty)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 1
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.close()
+    v0 = tmp_path / "v0.db"
+    conn = sqlite3.connect(v0)
+    conn.execute("PRAGMA user_version = 0")
+    conn.execute("VACUUM")  # a real SQLite file with no tables
+    conn.close()
+    with SQLiteMemoryStore(v0) as store:
+        assert len(store) == 0 and store.version == 0
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        ("CREATE TABLE invoices (n INTEGER)", "not a poolsplit memory store \\(it holds other tables: invoices\\)"),
+        ("PRAGMA user_version = 99", "schema version 99 is newer than this poolsplit-adapters reads \\(1\\)"),
+    ],
+)
+def test_foreign_or_newer_files_are_refused_untouched(tmp_path, setup, message):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute(setup)
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError, match=message):
+        SQLiteMemoryStore(path)
+    conn = sqlite3.connect(path)
+    assert [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == (
+        ["invoices"] if "invoices" in setup else []
+    )
+    conn.close()
+
+
+def test_a_file_that_is_not_sqlite_is_a_store_error(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("just some notes, not a database at all" * 10)
+    with pytest.raises(StoreError, match="not a usable SQLite memory store"):
+        SQLiteMemoryStore(path)
+
+
+def test_threads_share_one_store(tmp_path):
+    store = fresh(tmp_path)
+    errors = []
+
+    def work(n):
+        try:
+            for k in range(10):
+                store.add([{"id": "t%d-%d" % (n, k), "type": "fact", "content": "thread %d item %d" % (n, k)}])
+                store.select(POOLS, {"message": "thread"}, now=NOW)
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert sorted(e["id"] for e in store.entries()) == sorted("t%d-%d" % (n, k) for n in range(4) for k in range(10))
+    assert store.full_loads == 1
+
+
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), st.lists(entry_strategy(), min_size=1, max_size=3)),
+        st.tuples(st.just("supersede"), st.integers(0, 50), entry_strategy()),
+        st.tuples(st.just("delete"), st.integers(0, 50), st.booleans()),
+    ),
+    min_size=1,
+    max_size=8,
+)
+CONTEXTS = st.fixed_dictionaries(
+    {"message": st.sampled_from(["deploy staging", "review tests", ""]), "tags": st.sampled_from([[], ["ops"]])}
+)
+
+
+@settings(max_examples=60)
+@given(ops=OPS, context=CONTEXTS)
+def test_a_long_lived_store_stays_identical_to_the_core_over_the_file(ops, context):
+    # A reader kept in step incrementally must select exactly what the core
+    # selects over the file's entries (in store order), after every write
+    # another store object makes.
+    with tempfile.TemporaryDirectory() as folder:
+        writer = SQLiteMemoryStore(folder + "/m.db", clock=CLOCK)
+        reader = SQLiteMemoryStore(folder + "/m.db", clock=CLOCK)
+        reader.select(POOLS, context, now=NOW)
+        for op in ops:
+            live = [e["id"] for e in writer.entries() if not e.get("superseded_by")]
+            if op[0] == "add":
+                writer.add([{k: v for k, v in e.items() if k != "id"} for e in op[1]])
+            elif op[0] == "supersede" and live:
+                writer.supersede(live[op[1] % len(live)], {k: v for k, v in op[2].items() if k != "id"})
+            elif op[0] == "delete" and live:
+                writer.delete(live[op[1] % len(live)], history=op[2])
+            got = reader.select(POOLS, context, now=NOW)
+            want = select(reader.entries(), POOLS, context, now=NOW)
+            assert [(c.entry["id"], c.pool) for c in got.chosen] == [(c.entry["id"], c.pool) for c in want.chosen]
+            assert [(d.entry["id"], d.reason) for d in got.dropped] == [(d.entry["id"], d.reason) for d in want.dropped]
+        assert reader.full_loads == 1
+        writer.close()
+        reader.close()
