@@ -15,3 +15,4 @@ NOW = datetime.datetime(2026, 7, 7, 12, 0, 0)
 # per-example deadline (this is not a timing suite; CI machines vary).
 settings.register_profile("ci", max_examples=300, deadline=None)
 settings.load_profile("ci")
+pytest_plugins = ["pg_server"]  # the real Postgres for tests/test_postgres_*.py

@@ -1,0 +1,125 @@
+"""LangGraph's PostgresStore as the agents' long-term store, on the embedded
+Postgres + pgvector: BaseStoreMemory and the agent middleware, unchanged."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import subprocess
+import sys
+import textwrap
+from typing import Any, Dict, List
+
+import pytest
+from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
+from langchain.agents import create_agent
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+from pg_corpus import NOW, POOLS, QUERY, entries
+from pg_embeddings import DIMS, HashedNgramEmbeddings
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.poolsplit import default_token_counter
+
+PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
+
+HERE = pathlib.Path(__file__).resolve().parent
+U1, U2 = ("memories", "u1"), ("memories", "u2")
+
+
+def index_config() -> Dict[str, Any]:
+    return {"dims": DIMS, "embed": HashedNgramEmbeddings(), "fields": ["content"]}
+
+
+def chosen(memory: BaseStoreMemory) -> List[Any]:
+    selection = memory.select(POOLS, {"message": QUERY}, now=NOW)
+    return [(c.entry["id"], c.pool, c.always) for c in selection.chosen]
+
+
+def fill(store: Any) -> None:
+    BaseStoreMemory(store, U1).put_many(entries())
+    BaseStoreMemory(store, U2).put_many(entries(prefix="u2-", notes=30))  # another user's flood
+    BaseStoreMemory(store, U1 + ("drafts",)).put_many(entries(prefix="draft-", notes=3))  # a child namespace
+
+
+def test_base_store_memory_over_postgres_store_selects_as_over_langgraphs_in_memory_store(pg_database):
+    with PostgresStore.from_conn_string(pg_database.conninfo, index=index_config()) as store:
+        store.setup()
+        fill(store)
+        got = chosen(BaseStoreMemory(store, U1, fetch_k=20))
+    oracle_store = InMemoryStore(index=index_config())
+    fill(oracle_store)
+    assert got == chosen(BaseStoreMemory(oracle_store, U1, fetch_k=20))
+    assert [c[0] for c in got[:3]] == ["fix-0", "fix-1", "fix-2"] and all(c[2] for c in got[:3])
+    assert [c[1] for c in got[3:]] == ["content"] * 6 + ["skills"] * 2 + ["growth"]
+    assert all(not c[0].startswith(("u2-", "draft-")) for c in got)  # exact namespace, never a child's
+
+
+def test_a_fresh_connection_recalls_what_an_earlier_one_wrote(pg_database):
+    with PostgresStore.from_conn_string(pg_database.conninfo) as store:
+        store.setup()
+        fill(store)
+        before = chosen(BaseStoreMemory(store, U1))
+    with PostgresStore.from_conn_string(pg_database.conninfo) as store:
+        assert chosen(BaseStoreMemory(store, U1)) == before
+    assert len(before) == 3 + 6 + 2 + 1
+
+
+AGENT_POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 6, ("episode", "note"))]
+SECOND_PROCESS = textwrap.dedent(
+    """
+    import json, sys
+    sys.path.insert(0, {tests!r})
+    from agent_fakes import ToolCallingFakeModel, UserContext, lookup, markers, thread
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.postgres import PostgresStore
+    from poolsplit_adapters import Pool
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+    from poolsplit_adapters.poolsplit import default_token_counter
+
+    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 6, ("episode", "note"))]
+    with PostgresStore.from_conn_string({conninfo!r}) as store:
+        mw = PoolSplitMemoryMiddleware(pools, namespace=("memories", "u1"), token_counter=default_token_counter)
+        model = ToolCallingFakeModel()
+        agent = create_agent(model, tools=[lookup], middleware=[mw], checkpointer=InMemorySaver(), store=store,
+                             context_schema=UserContext)
+        agent.invoke({{"messages": [("user", "what did we say about the checklist?")]}}, thread("new"))
+        print(json.dumps([m["id"] for m in markers(model.requests[0])]))
+    """
+)
+
+
+def test_the_agent_remembers_across_processes_with_postgres_store(pg_database):
+    """The durability test of the SQLite store, pointed at Postgres: what the
+    first agent's turns wrote, a second process's agent recalls."""
+    with PostgresStore.from_conn_string(pg_database.conninfo) as store:
+        store.setup()
+        BaseStoreMemory(store, U1).put(
+            {"id": "fix-1", "content": "Amounts in cents.", "type": "correction", "scope": "always"}
+        )
+        mw = PoolSplitMemoryMiddleware(AGENT_POOLS, namespace=U1, max_turns=2, token_counter=default_token_counter)
+        agent = create_agent(
+            ToolCallingFakeModel(),
+            tools=[lookup],
+            middleware=[mw],
+            checkpointer=InMemorySaver(),
+            store=store,
+            context_schema=UserContext,
+        )
+        for text in ["goal: ship", "remember=The release checklist lives in the wiki", "deploy calls=2", "status"]:
+            agent.invoke({"messages": [("user", text)]}, thread("first"))
+        written = {e["id"]: e for e in BaseStoreMemory(store, U1).entries()}
+    assert "fix-1" in written and {e["type"] for e in written.values()} >= {"correction", "episode", "note"}
+    done = subprocess.run(
+        [sys.executable, "-c", SECOND_PROCESS.format(tests=str(HERE), conninfo=pg_database.conninfo)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen[0] == "fix-1"  # the correction first
+    note = next(i for i, e in written.items() if e["type"] == "note")
+    assert note in seen  # what the first process's agent wrote, recalled by the second's
