@@ -182,10 +182,29 @@ class _Identities:
             return int(self.where[at])  # type: ignore[index]
         return None
 
+    def known(self, keys: Sequence[int]) -> Optional[int]:
+        """The offset of the first of ``keys`` already present (or repeated
+        within ``keys``), else None; one vectorised lookup for a batch."""
+        seen: Set[int] = set()
+        for offset, key in enumerate(keys):
+            if key in seen or key in self.recent:
+                return offset
+            seen.add(key)
+        if self.ids is None or not len(self.ids):
+            return None
+        wanted = np.fromiter(keys, dtype=np.int64, count=len(keys))
+        at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
+        hit = self.ids[at] == wanted
+        if self.gone:
+            hit &= ~np.isin(wanted, np.fromiter(self.gone, dtype=np.int64, count=len(self.gone)))
+        found = np.flatnonzero(hit)
+        return int(found[0]) if len(found) else None
+
     def put(self, key: int, position: int) -> None:
         self.recent[key] = position
         self.size += 1
-        if self.compact and len(self.recent) > 65536:
+        # Folded in once the recent part outgrows the base: O(n log n) overall.
+        if self.compact and len(self.recent) > max(65536, len(self.ids) if self.ids is not None else 0):
             self.rebuild(None)
 
     def pop(self, key: int) -> None:
@@ -374,12 +393,12 @@ class MemoryIndex:
         """Index several entries; their costs are counted in one batch. All
         or nothing: a bad entry leaves the index unchanged."""
         batch = list(entries)
-        seen: Set[int] = set()
+        size = len(self)
         for offset, entry in enumerate(batch):
-            check_entry(entry, len(self) + offset)
-            if id(entry) in seen or self._where.get(id(entry)) is not None:
-                raise ValueError("%s is already in the index" % describe_entry(entry, len(self) + offset))
-            seen.add(id(entry))
+            check_entry(entry, size + offset)
+        known = self._where.known([id(entry) for entry in batch])
+        if known is not None:
+            raise ValueError("%s is already in the index" % describe_entry(batch[known], size + known))
         costs = self._costs(batch, len(self))
         if not batch:
             return
@@ -411,6 +430,7 @@ class MemoryIndex:
         it) to ``rows``; every column of the registry gets one value."""
         get = entry.get
         created = parse_created(get("created"))
+        tags = get("tags")
         rows["alive"].append(True)
         rows["active"].append(bool(self._is_active(entry)))
         rows["always"].append(get("scope") == "always")
@@ -421,7 +441,7 @@ class MemoryIndex:
         rows["project"].append(self._projects.code(get("project")))
         rows["namespace"].append(self._namespaces.code(get("namespace")))
         rows["has_source"].append(bool(get("source")))
-        rows["ntags"].append(float(max(1, len(set(get("tags") or ())))))
+        rows["ntags"].append(float(len(set(tags))) if tags else 1.0)
 
     def _post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> None:
         """Record the words and tags of ``batch`` (at positions from ``start``)."""

@@ -1052,8 +1052,8 @@ class CandidateSource:
     :class:`EntrySource` and ``MemoryIndex`` implement).
 
     Positions are the source's own handles for entries; a group of positions
-    (``members``' contextual part, ``split_below``'s parts) may be any object
-    :meth:`positions` can list.
+    (``members``' contextual part, ``split_below``'s parts) may be any sized
+    collection :meth:`positions` can list (a list, a numpy array).
     """
 
     def members(self, pool: Pool) -> Tuple[List[int], Any]:
@@ -1443,8 +1443,8 @@ def fill_pools(
         chosen_at.update(always)
         chosen_at.update(taken_at)
         considered.append((pool.name, contextual, below, pool.max_tokens - used, taken_at))
-        n_contextual = sum(1 for _ in source.positions(contextual))
-        n_below = 0 if below is None else sum(1 for _ in source.positions(below))
+        n_contextual = len(contextual)  # a group is a sized collection (list, array)
+        n_below = 0 if below is None else len(below)
         stats[pool.name] = PoolStats(
             pool.name,
             pool.max_tokens,

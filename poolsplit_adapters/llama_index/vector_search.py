@@ -5,6 +5,13 @@ Every search of the plan is a ``VectorIndexRetriever`` with the search's
 the query's embedding, so none embeds it again. (Left to themselves, the
 sub-retrievers of an async retrieval each embed the query: one paid
 embedding call per search.)
+
+The always-scope fetch is exact where the vector store can filter without
+a similarity search (``get_nodes(filters=...)``, e.g. Postgres): through an
+approximate index (HNSW), a filtered similarity search only looks at the
+nearest few dozen candidates before filtering, and a correction far from the
+query would silently never load. Stores without ``get_nodes`` (the in-memory
+``SimpleVectorStore``, an exact scan) get the filtered similarity search.
 """
 
 from __future__ import annotations
@@ -100,8 +107,31 @@ class IndexRecall:
             embedding = self.embed_model.get_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
         plan, searches = self._retrievers(visibility, pools)
-        results = [retriever.retrieve(query) for _, retriever in searches]
+        results = []
+        for search, retriever in searches:
+            exact = self._always_exactly(search)
+            results.append(exact if exact is not None else retriever.retrieve(query))
         return plan.collect([search for search, _ in searches], results)
+
+    def _always_exactly(self, search: Search) -> Optional[List[NodeWithScore]]:
+        """Every always-scope node by filter alone, or None when the store
+        cannot fetch by filter (then the similarity search serves)."""
+        if not search.always:
+            return None
+        try:
+            nodes = self.index.vector_store.get_nodes(filters=metadata_filters(search, self.type_key))
+        except NotImplementedError:
+            return None
+        return [NodeWithScore(node=node, score=None) for node in nodes]
+
+    async def _aalways_exactly(self, search: Search) -> Optional[List[NodeWithScore]]:
+        if not search.always:
+            return None
+        try:
+            nodes = await self.index.vector_store.aget_nodes(filters=metadata_filters(search, self.type_key))
+        except NotImplementedError:
+            return None
+        return [NodeWithScore(node=node, score=None) for node in nodes]
 
     async def aretrieve(
         self, query: QueryBundle, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
@@ -111,5 +141,10 @@ class IndexRecall:
             embedding = await self.embed_model.aget_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
         plan, searches = self._retrievers(visibility, pools)
-        results = await asyncio.gather(*(retriever.aretrieve(query) for _, retriever in searches))
+
+        async def one(search: Search, retriever: BaseRetriever) -> List[NodeWithScore]:
+            exact = await self._aalways_exactly(search)
+            return exact if exact is not None else await retriever.aretrieve(query)
+
+        results = await asyncio.gather(*(one(search, retriever) for search, retriever in searches))
         return plan.collect([search for search, _ in searches], results)

@@ -547,6 +547,9 @@ class PreparedEmbeddingScore:
         (``fallback_reason``) and those entries are then scored lexically."""
         if self._query_failure is not None or self.query_vector is None:
             return
+        known = self.scorer._known
+        if known:  # a vector store already said how relevant these are
+            entries = [e for e in entries if e.get("id") not in known]
         try:
             self.scorer.embed_entries(entries)
         except EmbeddingError as exc:
