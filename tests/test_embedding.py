@@ -657,15 +657,3 @@ def test_framework_docstring_examples_run():
     for module in (lc, li):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0
-
-
-def test_readme_notes_example_runs_and_prints_what_it_says(capsys):
-    import re
-    from pathlib import Path
-
-    notes = Path(__file__).resolve().parent.parent / "notes" / "README-embed.md"
-    [block] = re.findall(r"```python\n(.*?)```", notes.read_text(), re.S)
-    exec(compile(block, "README-embed.md example", "exec"), {"__name__": "__readme__"})
-    claimed = re.findall(r"^# (\[.*)$", block, re.M)
-    assert len(claimed) == 2
-    assert capsys.readouterr().out.splitlines() == claimed

@@ -21,14 +21,9 @@ FENCE = re.compile(r"```python postgres\n(.*?)```", re.S)
 
 
 def _blocks() -> list:
-    """From README.md once the Postgres section is merged there; until then
-    from the branch's notes/README-pg.md."""
-    for path in (ROOT / "README.md", ROOT / "notes" / "README-pg.md"):
-        if path.exists():
-            found = FENCE.findall(path.read_text())
-            if found:
-                return [(path.name, n, block) for n, block in enumerate(found)]
-    return []
+    """The ``python postgres`` blocks of README.md."""
+    found = FENCE.findall((ROOT / "README.md").read_text())
+    return [("README.md", n, block) for n, block in enumerate(found)]
 
 
 BLOCKS = _blocks()
