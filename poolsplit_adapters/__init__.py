@@ -20,6 +20,7 @@ from .poolsplit import (
     Selection,
     UnadmittedCorrectionWarning,
     Visibility,
+    __version__,
     check_entry,
     default_is_active,
     default_scorer,
@@ -28,8 +29,6 @@ from .poolsplit import (
     retrieve_pools,
     select,
 )
-
-__version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
@@ -47,6 +46,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "__version__",
     "Chosen",
     "Dropped",
     "EntryError",
