@@ -30,27 +30,19 @@ import os
 import platform
 import sys
 import time
-from typing import Any, Callable, List
+from typing import Any, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 import synth  # noqa: E402
+from run import best_of  # noqa: E402
 
 from poolsplit_adapters import MemoryIndex, select  # noqa: E402
 from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder  # noqa: E402
 
 LIMIT_MS = 20.0  # the bound at 100k entries x 384 dims
-
-
-def best_of(fn: Callable[[], Any], repeats: int) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def bench(size: int, dim: int, queries: int, per_entry: bool) -> None:
