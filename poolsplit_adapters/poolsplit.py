@@ -1177,7 +1177,6 @@ class EntrySource(CandidateSource):
         self.by_type: Dict[str, List[int]] = {}
         self.always: Set[int] = set()
         self.scores: Dict[int, float] = {}
-        self.partials: Dict[int, float] = {}
         self.cost_cache: Dict[int, int] = {}
         self.claimed: Set[int] = set()  # id() of every dict an earlier pool took
         self._admit(is_active, visibility, checked=costs is not None)
@@ -1216,19 +1215,12 @@ class EntrySource(CandidateSource):
         if score is None:
             entry = self.items[position]
             if self.lexical is not None:
-                score = self._partial(position) * self.lexical.message_factor(entry)
+                score = self.lexical.partial(entry) * self.lexical.message_factor(entry)
             else:
                 score = _checked_score(self.prepared.score(entry), entry, position)
             score *= self.penalty.get(position, 1.0)
             self.scores[position] = score
         return score
-
-    def _partial(self, position: int) -> float:
-        partial = self.partials.get(position)
-        if partial is None:
-            assert self.lexical is not None
-            partial = self.partials[position] = self.lexical.partial(self.items[position])
-        return partial
 
     def _key(self, position: int) -> _Key:
         entry = self.items[position]
@@ -1260,13 +1252,17 @@ class EntrySource(CandidateSource):
         # partial x 2.5 bounds an entry's score from above. The best exact
         # key is final once no pending bound can reach it, so entries far
         # down the order never have their content searched at all.
-        bounds: List[Tuple[float, int]] = []
-        for i in positions:
-            partial = self._partial(i) * self.penalty.get(i, 1.0)
-            bounds.append((-(partial * MAX_MESSAGE_FACTOR) if partial > 0.0 else -partial, i))
+        items, penalty = self.items, self.penalty
+        partials: Iterable[float] = map(lexical.partial, [items[i] for i in positions])
+        if penalty:
+            partials = (p * penalty.get(i, 1.0) for p, i in zip(partials, positions))
+        bounds = [
+            (-(partial * MAX_MESSAGE_FACTOR) if partial > 0.0 else -partial, i)
+            for partial, i in zip(partials, positions)
+        ]
         heapq.heapify(bounds)
         ready: List[_Key] = []
-        skipped, prune_after = 0, max(PRUNE_AFTER_SKIPS, len(positions) // 100)
+        skipped, prune_after = 0, max(PRUNE_AFTER_SKIPS, len(bounds) // 8)
         while bounds or ready:
             while bounds and (not ready or bounds[0][0] <= ready[0][0]):
                 i = heapq.heappop(bounds)[1]
@@ -1276,12 +1272,13 @@ class EntrySource(CandidateSource):
                     # in one pass instead of popping them one by one.
                     skipped += 1
                     if skipped >= prune_after:
-                        # Each pass is O(remaining): space them out, so a
-                        # room that shrinks step by step prunes O(log n) times.
-                        skipped, prune_after = 0, prune_after * 2
+                        # A pass is O(remaining): only after an eighth of
+                        # the remaining entries were skipped one by one (a
+                        # fill that ends soon never pays for it).
                         left = room.left
                         bounds = [b for b in bounds if self.cost(b[1]) <= left]
                         heapq.heapify(bounds)
+                        skipped, prune_after = 0, max(PRUNE_AFTER_SKIPS, len(bounds) // 8)
                     continue
                 heapq.heappush(ready, self._key(i))
             if ready:
