@@ -122,6 +122,9 @@ def _micros(moment: datetime.datetime) -> int:
     return (moment - _EPOCH) // _MICRO
 
 
+_CHUNK = 16384  # entries whose column values are staged at once
+
+
 class _Codes:
     """Names -> small ints (types, projects, namespaces, words, tags); None is -1."""
 
@@ -404,13 +407,16 @@ class MemoryIndex:
             return
         self._version += 1
         start = len(self._slots)
-        rows: Dict[str, List[Any]] = {name: [] for name in _COLUMNS}
-        for entry, cost in zip(batch, costs):
-            self._where.put(id(entry), len(self._slots))
-            self._slots.append(entry)
-            self._row(entry, cost, rows)
-        for name, values in rows.items():
-            self._columns[name].extend(values)
+        # In chunks: the per-column Python lists of a million-entry batch
+        # would otherwise hold ~150 MB of temporary objects.
+        for first in range(0, len(batch), _CHUNK):
+            rows: Dict[str, List[Any]] = {name: [] for name in _COLUMNS}
+            for entry, cost in zip(batch[first : first + _CHUNK], costs[first : first + _CHUNK]):
+                self._where.put(id(entry), len(self._slots))
+                self._slots.append(entry)
+                self._row(entry, cost, rows)
+            for name, values in rows.items():
+                self._columns[name].extend(values)
         self._post(start, batch)
         self._embed(start, batch)
 
