@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .poolsplit import BUDGET_REASONS, Chosen, Reason, Selection
 
@@ -98,14 +98,18 @@ def marker(entry: Mapping[str, Any], pool: Optional[str] = None, layer: str = "f
     return "<memory %s>\n%s\n</memory>" % (head, _body(str(text)))
 
 
-def omitted_by_pool(selection: Selection, returned: Optional[Sequence[Chosen]] = None) -> Dict[str, int]:
-    """Per pool, in pool order, how many entries a budget left out of
-    ``selection``, plus (when ``returned`` is given) the chosen entries that
-    were not returned (cut by an adapter's ``k``): the counts an explicit
-    omission line must state."""
+def omitted_by_pool(
+    selection: Selection,
+    returned: Optional[Sequence[Chosen]] = None,
+    reasons: Collection[Reason] = BUDGET_REASONS,
+) -> Dict[str, int]:
+    """Per pool, in pool order, how many entries ``reasons`` (default: a
+    budget) left out of ``selection``, plus (when ``returned`` is given) the
+    chosen entries that were not returned (cut by an adapter's ``k``): the
+    counts an explicit omission line must state."""
     counts: Dict[str, int] = {}
     for item in selection.dropped:
-        if item.reason in BUDGET_REASONS and item.pool is not None:
+        if item.reason in reasons and item.pool is not None:
             counts[item.pool] = counts.get(item.pool, 0) + 1
     if returned is not None:
         kept = {id(c) for c in returned}
@@ -167,14 +171,8 @@ def render_context(selection: Selection, *, with_omissions: bool = True, with_hi
     cut = [d for d in selection.dropped if d.reason in BUDGET_REASONS]
     by_pool = omitted_by_pool(selection)
     if with_omissions:
-        below: Dict[str, int] = {}
-        for d in selection.dropped:
-            if d.reason == Reason.BELOW_RELEVANCE and d.pool is not None:
-                below[d.pool] = below.get(d.pool, 0) + 1
-        for line in (
-            omission_line(by_pool, "by budget"),
-            omission_line({n: below[n] for n in selection.stats if n in below}, "below the relevance threshold"),
-        ):
+        below = omitted_by_pool(selection, reasons=(Reason.BELOW_RELEVANCE,))
+        for line in (omission_line(by_pool, "by budget"), omission_line(below, "below the relevance threshold")):
             if line:
                 blocks.append(line)
     short = sum(1 for c in selection.chosen if str(c.layer) != "full")
