@@ -13,19 +13,13 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ..poolsplit import check_entry, entry_error
+from ..poolsplit import entry_error
 
-__all__ = ["check_storable", "entry_json", "stored_copy"]
+__all__ = ["entry_json", "stored_copy"]
 
 
 def _encode(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def check_storable(entry: Any, index: Optional[int] = None) -> None:
-    """Raise :class:`EntryError` (naming entry and field) unless ``entry`` is
-    a valid entry that survives a JSON round trip."""
-    check_entry(entry, index)
 
 
 def entry_json(entry: Mapping[str, Any], index: Optional[int] = None) -> str:

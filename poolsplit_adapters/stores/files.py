@@ -19,7 +19,7 @@ import sys
 from typing import IO, Any, Dict, Iterable, List, Mapping, NoReturn, Union
 
 from ..poolsplit import Pool, check_entry
-from .checks import check_storable, entry_json
+from .checks import entry_json
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -105,7 +105,7 @@ def load_store(path: PathLike) -> List[Dict[str, Any]]:
         except ValueError as exc:
             raise InputFileError("%s:%d: invalid JSON (%s)" % (file, number, exc)) from None
         try:
-            check_storable(entry, len(entries))
+            check_entry(entry, len(entries))
         except ValueError as exc:
             raise InputFileError("%s:%d: %s" % (file, number, exc)) from None
         entries.append(entry)

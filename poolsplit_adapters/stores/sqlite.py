@@ -55,11 +55,12 @@ from ..poolsplit import (
     Pool,
     Selection,
     TokenCounter,
+    check_entry,
     default_is_active,
     default_token_counter,
     entry_error,
 )
-from .checks import check_storable, stored_copy
+from .checks import stored_copy
 
 __all__ = ["SQLiteMemoryStore", "StoreError", "EntryNotFound", "SCHEMA_VERSION", "MIGRATIONS"]
 
@@ -433,7 +434,7 @@ class SQLiteMemoryStore:
     def _prepare(self, entry: Any, position: int, stamp: str) -> Tuple[str, Dict[str, Any]]:
         """(JSON, stored copy) of a new entry: checked, with ``id`` and
         ``created`` assigned when missing; the caller's object is untouched."""
-        check_storable(entry, position)
+        check_entry(entry, position)
         copy = dict(entry)
         if copy.get("id") is None:
             copy["id"] = uuid.uuid4().hex
