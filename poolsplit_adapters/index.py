@@ -40,6 +40,7 @@ from __future__ import annotations
 import array
 import datetime
 import functools
+import itertools
 import threading
 from typing import (
     Any,
@@ -61,12 +62,15 @@ from .poolsplit import (
     DEFAULT_PRIORITY,
     MESSAGE_THRESHOLD,
     MESSAGE_WEIGHT,
+    MIN_WORD_LENGTH,
     PROJECT_OTHER,
     PROJECT_SAME,
     RECENCY_DROP,
     RECENCY_FLOOR,
     RECENCY_HORIZON_DAYS,
+    STOPWORDS,
     TAG_WEIGHT,
+    WORD_CHARACTERS,
     CandidateSource,
     EntrySource,
     IsActive,
@@ -125,28 +129,30 @@ def _micros(moment: datetime.datetime) -> int:
 _CHUNK = 16384  # entries whose column values are staged at once
 
 
-class _Codes:
-    """Names -> small ints (types, projects, namespaces, words, tags); None is -1."""
+class _Codes(Dict[Optional[str], int]):
+    """Names -> small ints (types, projects, namespaces, words, tags); None
+    is -1. A lookup of an unseen name assigns the next code, so a chunk of
+    names is coded by one ``map(codes.__getitem__, names)`` that stays in C
+    for every name already seen."""
 
-    __slots__ = ("ids",)
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        super().__init__({None: -1})
+        for name in reserved:
+            self[name]
 
-    def __init__(self) -> None:
-        self.ids: Dict[str, int] = {}
-
-    def code(self, name: Optional[str]) -> int:
-        if name is None:
-            return -1
-        found = self.ids.get(name)
-        if found is None:
-            found = self.ids[name] = len(self.ids)
-        return found
+    def __missing__(self, name: Optional[str]) -> int:
+        code = self[name] = len(self) - 1
+        return code
 
     def known(self, name: Optional[str]) -> Optional[int]:
-        return -1 if name is None else self.ids.get(name)
+        return self.get(name)
+
+    def names(self) -> List[str]:
+        return [name for name in self if name is not None]
 
 
 #: The per-entry columns: name -> (array typecode, numpy dtype). One
-#: registry, so a new column is one line here and one in ``_row``.
+#: registry, so a new column is one line here and one in ``_values``.
 _COLUMNS: Dict[str, Tuple[str, str]] = {
     "alive": ("b", "bool"),
     "active": ("b", "bool"),
@@ -203,9 +209,10 @@ class _Identities:
         found = np.flatnonzero(hit)
         return int(found[0]) if len(found) else None
 
-    def put(self, key: int, position: int) -> None:
-        self.recent[key] = position
-        self.size += 1
+    def put_many(self, keys: Sequence[int], start: int) -> None:
+        """Record ``keys[k]`` at position ``start + k``."""
+        self.recent.update(zip(keys, range(start, start + len(keys))))
+        self.size += len(keys)
         # Folded in once the recent part outgrows the base: O(n log n) overall.
         if self.compact and len(self.recent) > max(65536, len(self.ids) if self.ids is not None else 0):
             self.rebuild(None)
@@ -267,32 +274,55 @@ class _Rows:
 
 
 class _Postings:
-    """Key -> positions holding it, one typed array per key (4 bytes a
-    position, appended in position order: adding an entry is O(its keys),
+    """Key -> positions holding it, one typed array per key code (4 bytes a
+    position, appended in position order: adding entries is O(their keys),
     with no merge step), plus overrides for positions re-read in place
-    (their arrays still list the old keys; the override wins)."""
+    (their arrays still list the old keys; the override wins).
 
-    def __init__(self) -> None:
-        self.lists: Dict[str, array.array[int]] = {}
+    Keys arrive a chunk at a time as parallel code/position arrays: one
+    numpy sort groups them by key, so the Python work is per distinct key
+    of the chunk, not per (entry, key) pair."""
+
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        self.codes = _Codes(reserved)
+        self.lists: List[array.array[int]] = [array.array("i") for _ in range(len(self.codes) - 1)]
         self.overrides: Dict[int, FrozenSet[str]] = {}
 
-    def add(self, position: int, keys: Iterable[str]) -> None:
+    def add(self, codes: Any, positions: Any) -> None:
+        """Record key ``codes[k]`` at ``positions[k]`` (a key repeated at one
+        position counts once)."""
+        # One sort of (code, position) pairs packed in an int64 groups them
+        # by key with positions ascending, and drops repeats.
+        pairs = np.sort((codes.astype(np.int64) << 32) | positions.astype(np.int64))
+        if len(pairs) > 1:
+            pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
+        codes, positions = (pairs >> 32).astype(np.int32), (pairs & 0xFFFFFFFF).astype(np.int32)
+        self.lists.extend(array.array("i") for _ in range(len(self.codes) - 1 - len(self.lists)))
+        bounds = (np.flatnonzero(codes[1:] != codes[:-1]) + 1).tolist()
+        starts, ends = [0, *bounds], [*bounds, len(codes)]
         lists = self.lists
-        for key in keys:
-            found = lists.get(key)
-            if found is None:
-                found = lists[key] = array.array("i")
-            found.append(position)
+        for code, first, end in zip(codes[starts].tolist() if len(codes) else (), starts, ends):
+            lists[code].frombytes(positions[first:end].tobytes())
+
+    def add_sets(self, start: int, keysets: Sequence[Iterable[str]]) -> None:
+        """Record ``keysets[k]`` at position ``start + k``."""
+        flat = list(itertools.chain.from_iterable(keysets))
+        codes = np.fromiter(map(self.codes.__getitem__, flat), dtype=np.int32, count=len(flat))
+        lengths = np.fromiter(map(len, keysets), dtype=np.int64, count=len(keysets))  # type: ignore[arg-type]
+        self.add(codes, np.repeat(np.arange(start, start + len(keysets), dtype=np.int32), lengths))
+
+    def code(self, key: str) -> Optional[int]:
+        return self.codes.get(key)
 
     def override(self, position: int, keys: Iterable[str]) -> None:
         self.overrides[position] = frozenset(keys)
 
     def remap(self, keep: Any, new_position: Any) -> None:
         """Drop removed positions and renumber the rest (compaction)."""
-        for key, found in list(self.lists.items()):
+        for code, found in enumerate(self.lists):
             old = _np(found, "int32")
             renumbered = new_position[old[keep[old]]].astype(np.int32)
-            self.lists[key] = array.array("i", renumbered.tobytes())
+            self.lists[code] = array.array("i", renumbered.tobytes())
         self.overrides = {int(new_position[p]): ks for p, ks in self.overrides.items() if keep[p]}
 
     def count(self, keys: Iterable[str], size: int) -> Any:
@@ -300,13 +330,70 @@ class _Postings:
         wanted = set(keys)
         counts = np.zeros(size, dtype=np.float64)
         for key in wanted:
-            found = self.lists.get(key)
-            if found is not None:
-                counts[_np(found, "int32")] += 1.0
+            code = self.code(key)
+            if code is not None and code < len(self.lists):
+                counts[_np(self.lists[code], "int32")] += 1.0
         for position, own in self.overrides.items():
             if position < size:
                 counts[position] = float(len(own & wanted))
         return counts
+
+
+class _WordCodes(_Codes):
+    """Word codes keyed by ASCII bytes, each with a flag: dropped (the
+    separator, a stopword, a run shorter than a word)."""
+
+    def __init__(self) -> None:
+        self.dropped = array.array("b")
+        super().__init__([_SEPARATOR.encode()])
+
+    def __missing__(self, name: Optional[str]) -> int:
+        assert isinstance(name, bytes)
+        self.dropped.append(len(name) < MIN_WORD_LENGTH or name in _STOP_BYTES)
+        return super().__missing__(name)
+
+
+_SEPARATOR = "\x01"
+_STOP_BYTES = frozenset(word.encode() for word in STOPWORDS)
+# Bytes that can be part of a word keep their value; every other byte
+# becomes a space (the separator is kept as a token of its own).
+_WORD_BYTES = frozenset((WORD_CHARACTERS + _SEPARATOR).encode())
+_ONLY_WORD_BYTES = bytes(c if c in _WORD_BYTES else 32 for c in range(256))
+
+
+class _Words(_Postings):
+    """The postings of content words: exactly the words of
+    :func:`~poolsplit_adapters.poolsplit.significant_words` per text, found
+    for a whole chunk of texts at once. The texts are joined by a separator
+    and lower-cased, non-ASCII characters become ``?`` and every byte that
+    cannot be part of a word a space; a split then yields the maximal runs
+    of WORD_CHARACTERS (shorter ones and stopwords flagged dropped by their
+    code), all in C. A test checks this against
+    ``significant_words`` on arbitrary text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.codes = _WordCodes()
+        self.lists = [array.array("i") for _ in range(len(self.codes) - 1)]
+
+    def add_texts(self, start: int, texts: Sequence[str]) -> None:
+        separator = " %s " % _SEPARATOR
+        joined = separator.join(texts)
+        if joined.count(_SEPARATOR) >= len(texts):  # a text holds it: as a space it reads the same
+            joined = separator.join(text.replace(_SEPARATOR, " ") for text in texts)
+        # Lower-casing works per character for every character that lowers
+        # to ASCII, so lowering the joined text lowers each text.
+        tokens = joined.lower().encode("ascii", "replace").translate(_ONLY_WORD_BYTES).split()
+        codes = np.fromiter(map(self.codes.__getitem__, tokens), dtype=np.int32, count=len(tokens))
+        positions = np.cumsum(codes == 0, dtype=np.int32) + np.int32(start)
+        dropped = np.frombuffer(self.codes.dropped, dtype=np.int8)[codes] != 0
+        self.add(codes[~dropped], positions[~dropped])
+
+    def code(self, key: str) -> Optional[int]:
+        try:
+            return self.codes.get(key.encode("ascii"))
+        except UnicodeEncodeError:  # not a word: no entry holds it
+            return None
 
 
 class MemoryIndex:
@@ -352,7 +439,7 @@ class MemoryIndex:
         self._where = _Identities(compact=self._numpy)
         self._columns = {name: array.array(code) for name, (code, _) in _COLUMNS.items()}
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
-        self._words: Optional[_Postings] = _Postings() if self._numpy else None
+        self._words: Optional[_Words] = _Words() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings() if self._numpy else None
         # An embedding scorer's entry vectors, one row per position, with
         # their norms: a query then costs one matrix-vector product. None
@@ -406,19 +493,16 @@ class MemoryIndex:
         if not batch:
             return
         self._version += 1
-        start = len(self._slots)
         # In chunks: the per-column Python lists of a million-entry batch
         # would otherwise hold ~150 MB of temporary objects.
         for first in range(0, len(batch), _CHUNK):
-            rows: Dict[str, List[Any]] = {name: [] for name in _COLUMNS}
-            for entry, cost in zip(batch[first : first + _CHUNK], costs[first : first + _CHUNK]):
-                self._where.put(id(entry), len(self._slots))
-                self._slots.append(entry)
-                self._row(entry, cost, rows)
-            for name, values in rows.items():
+            chunk, start = batch[first : first + _CHUNK], len(self._slots)
+            self._where.put_many([id(entry) for entry in chunk], start)
+            self._slots.extend(chunk)
+            for name, values in self._values(chunk, costs[first : first + _CHUNK]).items():
                 self._columns[name].extend(values)
-        self._post(start, batch)
-        self._embed(start, batch)
+            self._post(start, chunk)
+        self._embed(len(self._slots) - len(batch), batch)
 
     def _costs(self, batch: Sequence[Mapping[str, Any]], start: int) -> List[int]:
         """Costs of a batch; a counter with ``count_many`` gets every text in
@@ -431,37 +515,37 @@ class MemoryIndex:
                 counter = dict(zip(texts, many(texts))).__getitem__
         return [entry_cost(e, counter, start + k) for k, e in enumerate(batch)]
 
-    def _row(self, entry: Mapping[str, Any], cost: int, rows: Dict[str, List[Any]]) -> None:
-        """Append the column values of one entry (what selection reads from
-        it) to ``rows``; every column of the registry gets one value."""
-        get = entry.get
-        created = parse_created(get("created"))
-        tags = get("tags")
-        rows["alive"].append(True)
-        rows["active"].append(bool(self._is_active(entry)))
-        rows["always"].append(get("scope") == "always")
-        rows["cost"].append(cost)
-        rows["type"].append(self._types.code(get("type", "note")))
-        rows["priority"].append(float(get("base_priority", DEFAULT_PRIORITY)))
-        rows["created"].append(-1 if created is None else _micros(created))
-        rows["project"].append(self._projects.code(get("project")))
-        rows["namespace"].append(self._namespaces.code(get("namespace")))
-        rows["has_source"].append(bool(get("source")))
-        rows["ntags"].append(float(len(set(tags))) if tags else 1.0)
+    def _values(self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int]) -> Dict[str, List[Any]]:
+        """The column values of ``batch`` (what selection reads from an
+        entry), column by column: every column of the registry gets one
+        value per entry."""
+        created = [parse_created(e.get("created")) for e in batch]
+        tags = [e.get("tags") for e in batch]
+        return {
+            "alive": [True] * len(batch),
+            "active": [bool(self._is_active(e)) for e in batch],
+            "always": [e.get("scope") == "always" for e in batch],
+            "cost": list(costs),
+            "type": list(map(self._types.__getitem__, [e.get("type", "note") for e in batch])),
+            "priority": [float(e.get("base_priority", DEFAULT_PRIORITY)) for e in batch],
+            "created": [-1 if c is None else _micros(c) for c in created],
+            "project": list(map(self._projects.__getitem__, [e.get("project") for e in batch])),
+            "namespace": list(map(self._namespaces.__getitem__, [e.get("namespace") for e in batch])),
+            "has_source": [bool(e.get("source")) for e in batch],
+            "ntags": [float(len(set(t))) if t else 1.0 for t in tags],
+        }
 
     def _post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> None:
         """Record the words and tags of ``batch`` (at positions from ``start``)."""
         if self._words is None or self._tags is None:
             return
+        if fresh:
+            self._words.add_texts(start, [entry["content"] for entry in batch])
+            self._tags.add_sets(start, [entry.get("tags") or () for entry in batch])
+            return
         for offset, entry in enumerate(batch):
-            words, tags = significant_words(entry["content"]), entry.get("tags") or ()
-            if fresh:
-                self._words.add(start + offset, words)
-                if tags:
-                    self._tags.add(start + offset, set(tags))
-            else:
-                self._words.override(start + offset, words)
-                self._tags.override(start + offset, set(tags))
+            self._words.override(start + offset, significant_words(entry["content"]))
+            self._tags.override(start + offset, entry.get("tags") or ())
 
     def _embed(self, start: int, batch: Sequence[Mapping[str, Any]]) -> None:
         """Entry vectors for ``batch`` (one batched embedder call for the
@@ -529,9 +613,7 @@ class MemoryIndex:
         costs = self._costs(targets, 0)
         self._version += 1
         for entry, position, cost in zip(targets, positions, costs):
-            rows: Dict[str, List[Any]] = {name: [] for name in _COLUMNS}
-            self._row(entry, cost, rows)
-            for name, values in rows.items():
+            for name, values in self._values([entry], [cost]).items():
                 self._columns[name][position] = values[0]
             self._post(position, [entry], fresh=False)
             self._embed(position, [entry])
@@ -777,7 +859,7 @@ class _ColumnSource(CandidateSource):
     def _type_mask(self, types: Iterable[str]) -> Any:
         """Positions whose type is one of ``types`` (a lookup table indexed
         by type code; the extra last slot is for code -1, never allowed)."""
-        allowed = np.zeros(len(self.index._types.ids) + 1, dtype=bool)
+        allowed = np.zeros(len(self.index._types), dtype=bool)
         allowed[[c for c in (self.index._types.known(t) for t in types) if c is not None and c >= 0]] = True
         return allowed[self.col["type"]]
 
@@ -844,7 +926,7 @@ class _ColumnSource(CandidateSource):
         if any(p.types is None for p in pools):
             return []
         admitted = {t for p in pools for t in p.types or ()}
-        unadmitted = self._type_mask(t for t in self.index._types.ids if t not in admitted)
+        unadmitted = self._type_mask(t for t in self.index._types.names() if t not in admitted)
         return np.flatnonzero(self.visible & self.col["always"] & unadmitted).tolist()  # type: ignore[no-any-return]
 
 

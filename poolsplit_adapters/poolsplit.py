@@ -108,6 +108,9 @@ __all__ = [
     "check_entry",
     "entry_cost",
     "significant_words",
+    "STOPWORDS",
+    "WORD_CHARACTERS",
+    "MIN_WORD_LENGTH",
     "parse_created",
     "fill_pools",
     "entry_error",
@@ -866,21 +869,28 @@ def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] =
     return int(measured)
 
 
-_STOPWORDS = frozenset(
+#: Words too common to count as shared (public for vectorised readers such
+#: as MemoryIndex, which must find exactly the same words).
+STOPWORDS = frozenset(
     """the and for are but not you all can her was one our out day has had his
     how man new now old see two way who did its let put say she too use that
     this with from they them then than have will your what when were been into
     some more very just over only""".split()
 )
-# Maximal runs of three or more: a shorter run never matches at any of its
-# positions, and a longer one matches whole from its first character.
-_WORD_RE = re.compile(r"[a-z0-9]{3,}")
+#: A word is a maximal run of at least MIN_WORD_LENGTH of these characters
+#: in the lower-cased text (public, like STOPWORDS, so that a vectorised
+#: reader finds exactly the same words).
+WORD_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+MIN_WORD_LENGTH = 3
+# A shorter run never matches at any of its positions, and a longer one
+# matches whole from its first character: the matches are the maximal runs.
+_WORD_RE = re.compile("[%s]{%d,}" % (WORD_CHARACTERS, MIN_WORD_LENGTH))
 
 
 def significant_words(text: str) -> FrozenSet[str]:
     """Lower-cased ASCII alphanumeric runs longer than two characters, minus
     a short stopword list: the words the message-overlap factor compares."""
-    return frozenset(_WORD_RE.findall(text.lower())).difference(_STOPWORDS)
+    return frozenset(_WORD_RE.findall(text.lower())).difference(STOPWORDS)
 
 
 class ScoringContext:

@@ -12,6 +12,7 @@ from strategies import contexts, nows, pools, stores
 
 from poolsplit_adapters import EntryError, Pool, UnadmittedCorrectionWarning, select
 from poolsplit_adapters.index import MemoryIndex
+from poolsplit_adapters.poolsplit import significant_words
 
 NOW = datetime.datetime(2026, 7, 7)
 
@@ -193,3 +194,27 @@ def test_concurrent_queries_and_appends_stay_exact():
         [f.result() for f in futures]
     for ctx in queries:
         assert _same(ask(ctx), reference.fill_pools(store, synth.POOLS, ctx, synth.NOW))
+
+
+# Text that stresses the index's chunked word reader: case, digits,
+# punctuation, non-ASCII letters (some lower-case to ASCII: KELVIN SIGN,
+# capital I with dot), the reader's own separator, stopwords, short runs.
+_TEXT = st.lists(
+    st.sampled_from([*"abcXYZ019 .,-_\n\t\x01\x00", "\u212a", "\u0130", "\u00e9", "\u03a3", "the", "for"]),
+    max_size=40,
+).map("".join)
+
+
+@given(texts=st.lists(_TEXT, min_size=1, max_size=12), message=_TEXT, data=st.data())
+def test_index_reads_exactly_the_words_significant_words_finds(texts, message, data):
+    """Every entry's message overlap (hence score) is the stateless one: the
+    index's words are the core's words for any text."""
+    words = sorted({w for text in texts for w in significant_words(text)})
+    if words:
+        message += " " + " ".join(data.draw(st.lists(st.sampled_from(words), max_size=6)))
+    store = [{"id": "e%d" % n, "type": "note", "content": text, "token_count": 1} for n, text in enumerate(texts)]
+    plan = [Pool("all", 10_000, 100)]
+    context = {"message": message}
+    expected = [(c.entry["id"], c.score) for c in select(store, plan, context, now=NOW).chosen]
+    assert [(c.entry["id"], c.score) for c in MemoryIndex(store).select(plan, context, now=NOW).chosen] == expected
+    assert len(expected) == len(texts)
