@@ -109,11 +109,7 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
     )
     store_metric: Optional[str] = Field(
         default=None,
-        description=(
-            "Vector-store mode with embeddings=: what the store's score measures (a StoreMetric or its name: "
-            "'cosine', 'cosine_distance', 'euclidean', ...). Default: known for InMemoryVectorStore (cosine); "
-            "for another store its scores are not used and the scorer embeds the recalled documents."
-        ),
+        description="Vector-store mode with embeddings=: what the store's scores measure (see recall.store_metric).",
     )
 
     _index: Optional[MemoryIndex] = PrivateAttr(default=None)
