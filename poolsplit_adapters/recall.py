@@ -152,11 +152,14 @@ def merge_recalled(found: Iterable[T], key: Callable[[T], Optional[str]]) -> Lis
 
 def store_metric(store: Any, given: Any = None) -> Any:
     """The :class:`~poolsplit_adapters.memory.similarity.StoreMetric` of a
-    vector store's scores: ``given`` (a metric or its name), else the known
-    rule for the store (:func:`~poolsplit_adapters.memory.similarity.metric_for`),
-    else None: an unknown store's score is never guessed at (a distance read
-    as a similarity would invert the ranking), and the scorer embeds the
-    recalled entries itself instead."""
+    vector store's scores: ``given`` (a metric or its name: ``"cosine"``,
+    ``"cosine_distance"``, ``"euclidean"``, ...), else the known rule for the
+    store (:func:`~poolsplit_adapters.memory.similarity.metric_for`: e.g.
+    cosine for LangChain's ``InMemoryVectorStore``), else None: an unknown
+    store's score is never guessed at (a distance read as a similarity would
+    invert the ranking), and the scorer embeds the recalled entries itself
+    instead. This is the ``store_metric`` setting of both frameworks' vector
+    store retrievers."""
     from .memory.similarity import StoreMetric, metric_for
 
     if given is not None:

@@ -18,9 +18,11 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
+from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 from typing_extensions import TypedDict
 
@@ -104,3 +106,19 @@ def markers(request: Sequence[BaseMessage]) -> List[Dict[str, str]]:
 
 def thread(thread_id: str) -> Dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}}
+
+
+def scripted_agent(
+    middleware: Any, store: Any = None, *, model: Optional[ToolCallingFakeModel] = None, checkpointer: Any = None
+) -> Any:
+    """A real ``create_agent`` agent: the scripted fake model (a fresh one
+    unless ``model``), the ``lookup`` tool, ``middleware``, a checkpointer
+    (``InMemorySaver`` unless given), ``store`` and :class:`UserContext`."""
+    return create_agent(
+        model if model is not None else ToolCallingFakeModel(),
+        tools=[lookup],
+        middleware=[middleware],
+        checkpointer=checkpointer if checkpointer is not None else InMemorySaver(),
+        store=store,
+        context_schema=UserContext,
+    )

@@ -1,5 +1,6 @@
 """Deterministic pieces for LangChain tests: a word-hashing embedding (similar
-texts get similar vectors, no model download) and a flooded memory."""
+texts get similar vectors, no model download), a token counter that counts
+its calls, and a flooded memory."""
 
 from __future__ import annotations
 
@@ -12,6 +13,18 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 
 DIMS = 256
+
+
+class Counter:
+    """A token counter (about 4 characters a token) that counts its calls,
+    to show which reads reach the tokenizer."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, text: str) -> int:
+        self.calls += 1
+        return max(1, len(text) // 4)
 
 
 class WordHashEmbedding(Embeddings):

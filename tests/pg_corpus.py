@@ -40,6 +40,17 @@ GROWTH = [
 ]
 
 
+def _entry(entry_id: str, content: str, kind: str, created: str, source: str, priority: int) -> Dict[str, Any]:
+    return {
+        "id": entry_id,
+        "content": content,
+        "type": kind,
+        "created": created,
+        "source": source,
+        "base_priority": priority,
+    }
+
+
 def entries(namespace: Optional[str] = None, prefix: str = "", notes: int = 12) -> List[Dict[str, Any]]:
     """Corrections (always-scope), ``notes`` deploy notes, skills, growth notes.
 
@@ -49,50 +60,15 @@ def entries(namespace: Optional[str] = None, prefix: str = "", notes: int = 12) 
     """
     out: List[Dict[str, Any]] = []
     for n, text in enumerate(CORRECTIONS):
-        out.append(
-            {
-                "id": "%sfix-%d" % (prefix, n),
-                "content": text,
-                "type": "correction",
-                "scope": "always",
-                "created": "2026-03-01T00:00:00Z",
-                "source": "user-feedback",
-                "base_priority": 1,
-            }
-        )
+        fix = _entry("%sfix-%d" % (prefix, n), text, "correction", "2026-03-01T00:00:00Z", "user-feedback", 1)
+        out.append({**fix, "scope": "always"})
     for n in range(notes):
-        out.append(
-            {
-                "id": "%snote-%02d" % (prefix, n),
-                "content": "Deploy log: the checkout deploy to staging finished, checks green." + " again" * n,
-                "type": "note",
-                "created": "2026-07-0%dT00:00:00Z" % (1 + n % 6),
-                "source": "ci",
-                "base_priority": 9,
-            }
-        )
+        text = "Deploy log: the checkout deploy to staging finished, checks green." + " again" * n
+        out.append(_entry("%snote-%02d" % (prefix, n), text, "note", "2026-07-0%dT00:00:00Z" % (1 + n % 6), "ci", 9))
     for n, text in enumerate(SKILLS):
-        out.append(
-            {
-                "id": "%sskill-%d" % (prefix, n),
-                "content": text,
-                "type": "skill",
-                "created": "2026-05-0%dT00:00:00Z" % (1 + n),
-                "source": "notes",
-                "base_priority": 3,
-            }
-        )
+        out.append(_entry("%sskill-%d" % (prefix, n), text, "skill", "2026-05-0%dT00:00:00Z" % (1 + n), "notes", 3))
     for n, text in enumerate(GROWTH):
-        out.append(
-            {
-                "id": "%sgrowth-%d" % (prefix, n),
-                "content": text,
-                "type": "growth",
-                "created": "2026-04-0%dT00:00:00Z" % (1 + n),
-                "source": "retro",
-                "base_priority": 2,
-            }
-        )
+        out.append(_entry("%sgrowth-%d" % (prefix, n), text, "growth", "2026-04-0%dT00:00:00Z" % (1 + n), "retro", 2))
     if namespace is not None:
         for entry in out:
             entry["namespace"] = namespace

@@ -9,9 +9,7 @@ import subprocess
 import sys
 import textwrap
 
-from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
-from langchain.agents import create_agent
-from langgraph.checkpoint.memory import InMemorySaver
+from agent_fakes import scripted_agent, thread
 from langgraph.store.sqlite import SqliteStore
 
 from poolsplit_adapters import Pool
@@ -56,14 +54,7 @@ def test_a_second_process_sees_and_recalls_what_the_first_agent_wrote(tmp_path):
         mw = PoolSplitMemoryMiddleware(
             POOLS, namespace=("memories", "u1"), max_turns=2, token_counter=default_token_counter
         )
-        agent = create_agent(
-            ToolCallingFakeModel(),
-            tools=[lookup],
-            middleware=[mw],
-            checkpointer=InMemorySaver(),
-            store=store,
-            context_schema=UserContext,
-        )
+        agent = scripted_agent(mw, store)
         for text in [
             "goal: ship",
             "remember=The release checklist lives in the wiki",

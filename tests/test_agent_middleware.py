@@ -16,7 +16,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
-from lc_helpers import WordHashEmbedding
+from lc_helpers import Counter, WordHashEmbedding
 
 from poolsplit_adapters import Pool, select
 from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
@@ -151,15 +151,6 @@ def test_one_selection_per_step_is_reused_by_the_tool_loop_and_digested_on_the_s
     )
     got = events(agent, "[u1] once more calls=1,1", "t")
     assert [e["reused"] for e in got] == [False, True, True]
-
-
-class Counter:
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, text):
-        self.calls += 1
-        return max(1, len(text) // 4)
 
 
 def test_repeated_turns_over_an_unchanged_store_make_no_tokenizer_call():

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from typing import Dict, List, Set
 
-from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
+from agent_fakes import scripted_agent, thread
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import PutOp
@@ -67,14 +66,7 @@ def test_random_conversations_keep_calls_whole_bound_the_state_and_write_before_
     mw = PoolSplitMemoryMiddleware(
         POOLS, namespace=("memories", "u1"), max_turns=max_turns, token_counter=default_token_counter
     )
-    agent = create_agent(
-        ToolCallingFakeModel(),
-        tools=[lookup],
-        middleware=[mw],
-        checkpointer=saver,
-        store=store,
-        context_schema=UserContext,
-    )
+    agent = scripted_agent(mw, store, checkpointer=saver)
     context: Dict[str, str] = {"user_id": "u1", **({"goal": "finish the release"} if goal else {})}
     for n, rounds in enumerate(script):
         text = "turn %d calls=%s" % (n, ",".join(map(str, rounds)))

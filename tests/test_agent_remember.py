@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import datetime
 
-from agent_fakes import ToolCallingFakeModel, UserContext, lookup, markers, thread
-from langchain.agents import create_agent
+from agent_fakes import ToolCallingFakeModel, markers, scripted_agent, thread
 from langchain_core.messages import ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from poolsplit_adapters import Pool
@@ -29,9 +27,7 @@ def make(store, **kw):
         **kw,
     )
     model = ToolCallingFakeModel()
-    agent = create_agent(
-        model, tools=[lookup], middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext
-    )
+    agent = scripted_agent(mw, store, model=model)
     return agent, model, mw
 
 

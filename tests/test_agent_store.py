@@ -8,7 +8,7 @@ import datetime
 import pytest
 from langgraph.store.base import PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
-from lc_helpers import WordHashEmbedding
+from lc_helpers import Counter, WordHashEmbedding
 
 from poolsplit_adapters import EntryError, Pool
 from poolsplit_adapters.langchain import BaseStoreMemory
@@ -34,15 +34,6 @@ class RecordingStore(InMemoryStore):
         ops = list(ops)
         self.batches.append(ops)
         return await super().abatch(ops)
-
-
-class Counter:
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, text):
-        self.calls += 1
-        return max(1, len(text) // 4)
 
 
 def fix(n, ns=U1):

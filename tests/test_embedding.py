@@ -540,30 +540,26 @@ def test_model_id_names_the_vector_space():
     assert EmbeddingScorer(HashEmbedder(), model_id="mine").model_id == "mine"
 
 
-class TestHashEmbeddingsStandardUnit(EmbeddingsUnitTests):
+class _HashEmbeddingsUnderTest:
+    """What both of LangChain's Embeddings suites below run against."""
+
+    @property
+    def embeddings_class(self):
+        from poolsplit_adapters.langchain.embeddings import HashEmbeddings
+
+        return HashEmbeddings
+
+    @property
+    def embedding_model_params(self):
+        return {"dim": 64}
+
+
+class TestHashEmbeddingsStandardUnit(_HashEmbeddingsUnderTest, EmbeddingsUnitTests):
     """LangChain's own conformance suite for an Embeddings class."""
 
-    @property
-    def embeddings_class(self):
-        from poolsplit_adapters.langchain.embeddings import HashEmbeddings
 
-        return HashEmbeddings
-
-    @property
-    def embedding_model_params(self):
-        return {"dim": 64}
-
-
-class TestHashEmbeddingsStandardIntegration(EmbeddingsIntegrationTests):
-    @property
-    def embeddings_class(self):
-        from poolsplit_adapters.langchain.embeddings import HashEmbeddings
-
-        return HashEmbeddings
-
-    @property
-    def embedding_model_params(self):
-        return {"dim": 64}
+class TestHashEmbeddingsStandardIntegration(_HashEmbeddingsUnderTest, EmbeddingsIntegrationTests):
+    """LangChain's own integration suite for an Embeddings class."""
 
 
 # -- vector stores: the same similarity ------------------------------------------------------

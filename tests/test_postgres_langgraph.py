@@ -11,9 +11,7 @@ import textwrap
 from typing import Any, Dict, List
 
 import pytest
-from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
-from langchain.agents import create_agent
-from langgraph.checkpoint.memory import InMemorySaver
+from agent_fakes import scripted_agent, thread
 from langgraph.store.memory import InMemoryStore
 from pg_corpus import NOW, POOLS, QUERY, entries
 from pg_embeddings import DIMS, HashedNgramEmbeddings
@@ -100,14 +98,7 @@ def test_the_agent_remembers_across_processes_with_postgres_store(pg_database):
             {"id": "fix-1", "content": "Amounts in cents.", "type": "correction", "scope": "always"}
         )
         mw = PoolSplitMemoryMiddleware(AGENT_POOLS, namespace=U1, max_turns=2, token_counter=default_token_counter)
-        agent = create_agent(
-            ToolCallingFakeModel(),
-            tools=[lookup],
-            middleware=[mw],
-            checkpointer=InMemorySaver(),
-            store=store,
-            context_schema=UserContext,
-        )
+        agent = scripted_agent(mw, store)
         for text in ["goal: ship", "remember=The release checklist lives in the wiki", "deploy calls=2", "status"]:
             agent.invoke({"messages": [("user", text)]}, thread("first"))
         written = {e["id"]: e for e in BaseStoreMemory(store, U1).entries()}

@@ -5,11 +5,10 @@ sufficiency rule, layered markers and token metrics."""
 from __future__ import annotations
 
 import copy
-import datetime
-import pathlib
 from typing import List, Optional, Sequence
 
 import pytest
+from example_memory import EXAMPLES, NOW
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import contexts, nows, pools, stores
@@ -30,8 +29,6 @@ from poolsplit_adapters.memory.progressive import (
 from poolsplit_adapters.render import marker, parse_markers, render_context
 from poolsplit_adapters.store import load_pools, load_store
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-NOW = datetime.datetime(2026, 11, 20, 9)
 S, T, F = Layer.SUMMARY, Layer.TIMELINE, Layer.FULL
 
 
@@ -261,8 +258,8 @@ def test_sufficiency_is_decided_over_the_whole_selection():
 
 
 def test_on_the_example_store_with_summaries():
-    entries = load_store(ROOT / "examples" / "memory_with_summaries.jsonl")
-    plan = load_pools(ROOT / "examples" / "pools.toml")
+    entries = load_store(EXAMPLES / "memory_with_summaries.jsonl")
+    plan = load_pools(EXAMPLES / "pools.toml")
     context = {"message": "retry the payment provider", "project": "checkout", "tags": ["payments"]}
     plain = select(entries, plan, context, now=NOW)
     got = progressive_select(entries, plan, context, now=NOW)

@@ -10,9 +10,7 @@ import subprocess
 import sys
 import textwrap
 
-from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
-from langchain.agents import create_agent
-from langgraph.checkpoint.memory import InMemorySaver
+from agent_fakes import scripted_agent, thread
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 
@@ -52,13 +50,7 @@ def test_agent_middleware_writes_evicted_turns_to_the_sqlite_store_and_a_new_pro
     mw = PoolSplitMemoryMiddleware(
         POOLS, namespace=("memories", "u1"), store=store, max_turns=2, token_counter=default_token_counter
     )
-    agent = create_agent(
-        ToolCallingFakeModel(),
-        tools=[lookup],
-        middleware=[mw],
-        checkpointer=InMemorySaver(),
-        context_schema=UserContext,
-    )
+    agent = scripted_agent(mw)
     for text in ["goal: ship", "remember=The release checklist lives in the wiki", "deploy calls=2", "status", "done"]:
         agent.invoke({"messages": [("user", text)]}, thread("first"))
     kinds = sorted(e["type"] for e in store.entries())

@@ -4,11 +4,10 @@ through the real selector."""
 
 from __future__ import annotations
 
-import datetime
-import pathlib
 from fractions import Fraction
 
 import pytest
+from example_memory import EXAMPLES, NOW
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -29,10 +28,6 @@ from poolsplit_adapters.memory.tasks import (
     task_pools,
 )
 from poolsplit_adapters.store import load_store
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-NOW = datetime.datetime(2026, 11, 20, 9)
-
 
 # -- Detection: each signal's weight ---------------------------------------------
 
@@ -243,7 +238,7 @@ def test_resolve_pools_for_adapters():
 
 
 def test_the_plan_changes_what_loads_on_the_example_store():
-    entries = load_store(ROOT / "examples" / "memory.jsonl")
+    entries = load_store(EXAMPLES / "memory.jsonl")
     context = {"message": "the Monday dedupe job is slow", "project": "pipeline"}
     loaded = {}
     for task_type in TASK_TYPES:

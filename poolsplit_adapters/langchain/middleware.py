@@ -409,6 +409,32 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         with self._lock:
             return self._pending.pop(thread, None) or GateReport()
 
+    # -- writing through the gate (demoted turns and the remember tool alike) ----------------
+
+    def _write(self, call: _Call, proposals: Sequence[Proposal]) -> List[Proposal]:
+        """Settle ``proposals`` against the store (read only when one is
+        still fresh), write the accepted ones in one write, then count them
+        for the thread's report. Raises, having counted nothing, if the
+        write fails."""
+        fresh = [p.key for p in proposals if p.refused is None]
+        settled = self.write_gate.settle(proposals, call.source.existing(call.chain, fresh) if fresh else set())
+        accepted = [p.entry for p in settled if p.refused is None]
+        if accepted:
+            call.source.write(call.chain, accepted)
+        self._count(call.thread, settled)
+        return settled
+
+    async def _awrite(self, call: _Call, proposals: Sequence[Proposal]) -> List[Proposal]:
+        """Async :meth:`_write`."""
+        fresh = [p.key for p in proposals if p.refused is None]
+        existing = await call.source.aexisting(call.chain, fresh) if fresh else set()
+        settled = self.write_gate.settle(proposals, existing)
+        accepted = [p.entry for p in settled if p.refused is None]
+        if accepted:
+            await call.source.awrite(call.chain, accepted)
+        self._count(call.thread, settled)
+        return settled
+
     # -- demote + write ---------------------------------------------------------------------
 
     def _goal(self, runtime: Any) -> Optional[str]:
@@ -449,13 +475,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not plan.demote:
             return None
         call = self._call(runtime)
-        proposals = self._episodes(messages, plan, call)
-        fresh = [p.key for p in proposals if p.refused is None]
-        settled = self.write_gate.settle(proposals, call.source.existing(call.chain, fresh) if fresh else set())
-        accepted = [p.entry for p in settled if p.refused is None]
-        if accepted:
-            call.source.write(call.chain, accepted)
-        self._count(call.thread, settled)
+        self._write(call, self._episodes(messages, plan, call))
         return self._removals(messages, plan)
 
     async def abefore_model(self, state: AgentState[Any], runtime: Any) -> Optional[Dict[str, Any]]:
@@ -465,14 +485,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not plan.demote:
             return None
         call = self._call(runtime)
-        proposals = self._episodes(messages, plan, call)
-        fresh = [p.key for p in proposals if p.refused is None]
-        existing = await call.source.aexisting(call.chain, fresh) if fresh else set()
-        settled = self.write_gate.settle(proposals, existing)
-        accepted = [p.entry for p in settled if p.refused is None]
-        if accepted:
-            await call.source.awrite(call.chain, accepted)
-        self._count(call.thread, settled)
+        await self._awrite(call, self._episodes(messages, plan, call))
         return self._removals(messages, plan)
 
     # -- recall + promote -------------------------------------------------------------------
@@ -607,8 +620,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             claims={"scope": scope},
         )
 
-    def _answer(self, proposal: Proposal, call: _Call) -> str:
-        self._count(call.thread, [proposal])
+    def _answer(self, proposal: Proposal) -> str:
         if proposal.refused is None:
             return "Saved as %s." % proposal.key
         return "Not saved (%s): %s" % (
@@ -623,35 +635,16 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
 
     def _remember(
-        self,
-        runtime: ToolRuntime,
-        note: str,
-        tags: Optional[List[str]] = None,
-        scope: Optional[str] = None,
+        self, runtime: ToolRuntime, note: str, tags: Optional[List[str]] = None, scope: Optional[str] = None
     ) -> str:
         call = self._call(runtime)
-        proposal = self._note(note, tags, scope, call)
-        if proposal.refused is None:
-            proposal = self.write_gate.settle([proposal], call.source.existing(call.chain, [proposal.key]))[0]
-        if proposal.refused is None:
-            call.source.write(call.chain, [proposal.entry])
-        return self._answer(proposal, call)
+        return self._answer(self._write(call, [self._note(note, tags, scope, call)])[0])
 
     async def _aremember(
-        self,
-        runtime: ToolRuntime,
-        note: str,
-        tags: Optional[List[str]] = None,
-        scope: Optional[str] = None,
+        self, runtime: ToolRuntime, note: str, tags: Optional[List[str]] = None, scope: Optional[str] = None
     ) -> str:
         call = self._call(runtime)
-        proposal = self._note(note, tags, scope, call)
-        if proposal.refused is None:
-            existing = await call.source.aexisting(call.chain, [proposal.key])
-            proposal = self.write_gate.settle([proposal], existing)[0]
-        if proposal.refused is None:
-            await call.source.awrite(call.chain, [proposal.entry])
-        return self._answer(proposal, call)
+        return self._answer((await self._awrite(call, [self._note(note, tags, scope, call)]))[0])
 
     # -- the expand tool --------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from ..reports import event_payload
 from ..settings import ArgumentError, CallOptions, CallOverrides, SelectionSettings, is_embedding_scorer
 from .documents import SELECTION_EVENT, DocumentConverter
 from .filters import FilterBuilder, type_filter
-from .vector_search import VectorRecall
+from .vector_search import Recalled, VectorRecall
 
 
 class BaseRetrieverRecall:
@@ -35,11 +35,17 @@ class BaseRetrieverRecall:
     def __init__(self, retriever: BaseRetriever) -> None:
         self.retriever = retriever
 
-    def run(self, query: str, visibility: Optional[Visibility], run_manager: SyncRun) -> List[Document]:
-        return self.retriever.invoke(query, config={"callbacks": run_manager.get_child("base")})
+    def run(
+        self, query: str, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]], run_manager: SyncRun
+    ) -> Recalled:
+        """What the retriever returns for ``query`` (no scores: it gives none)."""
+        return self.retriever.invoke(query, config={"callbacks": run_manager.get_child("base")}), {}
 
-    async def arun(self, query: str, visibility: Optional[Visibility], run_manager: AsyncRun) -> List[Document]:
-        return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")})
+    async def arun(
+        self, query: str, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]], run_manager: AsyncRun
+    ) -> Recalled:
+        """Async :meth:`run`."""
+        return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")}), {}
 
 
 class PoolSplitRetriever(SelectionSettings, BaseRetriever):
@@ -103,11 +109,7 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
     )
     store_metric: Optional[str] = Field(
         default=None,
-        description=(
-            "Vector-store mode with embeddings=: what the store's score measures (a StoreMetric or its name: "
-            "'cosine', 'cosine_distance', 'euclidean', ...). Default: known for InMemoryVectorStore (cosine); "
-            "for another store its scores are not used and the scorer embeds the recalled documents."
-        ),
+        description="Vector-store mode with embeddings=: what the store's scores measure (see recall.store_metric).",
     )
 
     _index: Optional[MemoryIndex] = PrivateAttr(default=None)
@@ -132,7 +134,14 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
             except ValueError as err:
                 raise ArgumentError(str(err)) from None
             build = self.filter_builder or type_filter(self.vectorstore)
-            self._recall = VectorRecall(self.vectorstore, plan, build)
+            # The store's scores serve only an embedding scorer in the store's
+            # own vector space, and only when their metric is known.
+            scored = (
+                self._metric is not None
+                and is_embedding_scorer(self.scorer)
+                and same_vector_space(self.scorer, self.vectorstore.embeddings)
+            )
+            self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored)
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
         if self.documents is not None:
@@ -190,41 +199,25 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
 
     # -- the retriever protocol --------------------------------------------------------
 
-    def _finish(
-        self, candidates: Optional[List[Document]], options: CallOptions, scores: Optional[Dict[str, float]] = None
-    ) -> Tuple[Selection, List[Document]]:
-        if candidates is None:
+    def _finish(self, recalled: Optional[Recalled], options: CallOptions) -> Tuple[Selection, List[Document]]:
+        if recalled is None:
             assert self._index is not None
             selection, source = self.select_in(self._index, options), self._source
         else:
+            candidates, scores = recalled
             entries, source = DocumentConverter.entries(candidates, recalled=isinstance(self._recall, VectorRecall))
-            scorer = with_store_scores(self.scorer, scores or {}, self._metric)
+            scorer = with_store_scores(self.scorer, scores, self._metric)
             selection = self.select_from(entries, options, scorer=scorer)
         self.record(selection)
         return selection, DocumentConverter.to_documents(selection, self.returned(selection, options), source)
-
-    def _use_store_scores(self) -> bool:
-        recall = self._recall
-        return (
-            isinstance(recall, VectorRecall)
-            and self._metric is not None
-            and is_embedding_scorer(self.scorer)
-            and same_vector_space(self.scorer, recall.store.embeddings)
-        )
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
     ) -> List[Document]:
         options = self.options_for(query, **kw)
-        found: Optional[List[Document]] = None
-        scores: Dict[str, float] = {}
-        if isinstance(self._recall, VectorRecall):
-            found, scores = self._recall.run_scored(
-                query, options.visibility, run_manager, pools=options.pools, scored=self._use_store_scores()
-            )
-        elif self._recall is not None:
-            found = self._recall.run(query, options.visibility, run_manager)
-        selection, documents = self._finish(found, options, scores)
+        recall = self._recall
+        recalled = None if recall is None else recall.run(query, options.visibility, options.pools, run_manager)
+        selection, documents = self._finish(recalled, options)
         run_manager.get_child().on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id)
         return documents
 
@@ -232,15 +225,9 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
         self, query: str, *, run_manager: AsyncRun, **kw: Unpack[CallOverrides]
     ) -> List[Document]:
         options = self.options_for(query, **kw)
-        found: Optional[List[Document]] = None
-        scores: Dict[str, float] = {}
-        if isinstance(self._recall, VectorRecall):
-            found, scores = await self._recall.arun_scored(
-                query, options.visibility, run_manager, pools=options.pools, scored=self._use_store_scores()
-            )
-        elif self._recall is not None:
-            found = await self._recall.arun(query, options.visibility, run_manager)
-        selection, documents = self._finish(found, options, scores)
+        recall = self._recall
+        recalled = None if recall is None else await recall.arun(query, options.visibility, options.pools, run_manager)
+        selection, documents = self._finish(recalled, options)
         await run_manager.get_child().on_custom_event(
             SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id
         )

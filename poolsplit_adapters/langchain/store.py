@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Generator, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+from typing_extensions import TypedDict, Unpack
 
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import (
@@ -109,6 +110,21 @@ class Recall:
 
     entries: List[Dict[str, Any]]
     fingerprint: Tuple[Tuple[str, str, str], ...]
+
+
+class SelectKeywords(TypedDict, total=False):
+    """The keywords of :meth:`BaseStoreMemory.select` and ``aselect``,
+    declared once for both.
+
+    Example::
+
+        memory.select(pools, {"message": "deploy"}, now=datetime.datetime(2025, 1, 6, tzinfo=datetime.timezone.utc))
+    """
+
+    now: Optional[datetime.datetime]
+    """Reference time for recency (default: the time of the call)."""
+    scorer: Scorer
+    """Ranking function ``scorer(entry, context, *, now=None) -> float`` (default: the spec's scorer)."""
 
 
 @dataclass(frozen=True)
@@ -384,27 +400,18 @@ class BaseStoreMemory:
         return None
 
     def select(
-        self,
-        pools: Sequence[Pool],
-        context: Optional[Mapping[str, Any]] = None,
-        *,
-        now: Optional[datetime.datetime] = None,
-        scorer: Scorer = default_scorer,
+        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Unpack[SelectKeywords]
     ) -> Selection:
         """Recall from the store, then select: corrections first, then each
-        pool's entries (the core's :func:`~poolsplit_adapters.select`)."""
-        return self.select_from(self.recall(pools, context), pools, context, now=now, scorer=scorer)
+        pool's entries (the core's :func:`~poolsplit_adapters.select`).
+        ``options``: ``now``, ``scorer`` (:class:`SelectKeywords`)."""
+        return self.select_from(self.recall(pools, context), pools, context, **options)
 
     async def aselect(
-        self,
-        pools: Sequence[Pool],
-        context: Optional[Mapping[str, Any]] = None,
-        *,
-        now: Optional[datetime.datetime] = None,
-        scorer: Scorer = default_scorer,
+        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Unpack[SelectKeywords]
     ) -> Selection:
         """Async :meth:`select`."""
-        return self.select_from(await self.arecall(pools, context), pools, context, now=now, scorer=scorer)
+        return self.select_from(await self.arecall(pools, context), pools, context, **options)
 
     def entries(self) -> List[Dict[str, Any]]:
         """Every entry in the namespace (and chain), as fresh dicts."""

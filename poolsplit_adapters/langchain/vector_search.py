@@ -11,7 +11,7 @@ is searched by text.
 With an embedding scorer the similarity the store computed is used too,
 instead of embedding every recalled document again per query: a search
 then goes through ``similarity_search_with_score_by_vector`` (when the store
-has it) and :meth:`VectorRecall.run_scored` returns each document's score.
+has it) and :meth:`VectorRecall.run` returns each document's score.
 """
 
 from __future__ import annotations
@@ -20,11 +20,10 @@ import asyncio
 import dataclasses
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from langchain_core.callbacks import (
-    AsyncCallbackManagerForRetrieverRun,
-    CallbackManagerForRetrieverRun,
-)
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
+from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
@@ -36,6 +35,10 @@ from .filters import FilterBuilder
 
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
 _SCORED_SEARCH = "similarity_search_with_score_by_vector"
+
+#: What a recall returns: the documents of every search (plan order,
+#: duplicates included) and document id -> the store's score (may be empty).
+Recalled = Tuple[List[Document], Dict[str, float]]
 
 
 class StoreSearch(BaseRetriever):
@@ -68,7 +71,7 @@ class StoreSearch(BaseRetriever):
                 self._scores[doc.id] = float(score)
         return [doc for doc, _ in pairs]
 
-    def _get_relevant_documents(self, query: str, *, run_manager: CallbackManagerForRetrieverRun) -> List[Document]:
+    def _get_relevant_documents(self, query: str, *, run_manager: SyncRun) -> List[Document]:
         if self.vector is not None and self.with_scores:
             search = getattr(self.store, _SCORED_SEARCH)
             return self._keep(search(self.vector, **self.search_kwargs))
@@ -76,9 +79,7 @@ class StoreSearch(BaseRetriever):
             return self.store.similarity_search_by_vector(self.vector, **self.search_kwargs)
         return self.store.similarity_search(query, **self.search_kwargs)
 
-    async def _aget_relevant_documents(
-        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun
-    ) -> List[Document]:
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncRun) -> List[Document]:
         if self.vector is not None and self.with_scores:
             # No async twin in LangChain's interface: run it off the event loop.
             search = getattr(self.store, _SCORED_SEARCH)
@@ -91,16 +92,21 @@ class StoreSearch(BaseRetriever):
 class VectorRecall:
     """A :class:`~poolsplit_adapters.recall.RecallPlan` over one store.
 
+    ``scored``: ask the store for its scores where it can return them
+    (:attr:`scores_available`), so that an embedding scorer reuses them
+    instead of embedding the recalled documents again.
+
     Example::
 
         recall = VectorRecall(store, RecallPlan(pools, fetch_k=20), type_filter(store))
-        candidates = recall.run("deploy", None, run_manager)
+        candidates, scores = recall.run("deploy", None, None, run_manager)
     """
 
-    def __init__(self, store: VectorStore, plan: RecallPlan, build: FilterBuilder) -> None:
+    def __init__(self, store: VectorStore, plan: RecallPlan, build: FilterBuilder, *, scored: bool = False) -> None:
         self.store = store
         self.plan = plan
         self.build = build
+        self.scored = scored
 
     @property
     def searches_by_vector(self) -> bool:
@@ -115,87 +121,55 @@ class VectorRecall:
         """Whether the store returns its scores when searched by vector."""
         return self.searches_by_vector and callable(getattr(self.store, _SCORED_SEARCH, None))
 
+    def _query_embeddings(self) -> Optional[Embeddings]:
+        """The store's embeddings when the searches go by vector (the query
+        is then embedded once, with them), else None: search by text."""
+        return self.store.embeddings if self.searches_by_vector else None
+
     def _runs(
-        self,
-        visibility: Optional[Visibility],
-        vector: Optional[List[float]],
-        pools: Optional[Sequence[Pool]],
-        scored: bool,
+        self, vector: Optional[List[float]], visibility: Optional[Visibility], pools: Optional[Sequence[Pool]]
     ) -> Tuple[RecallPlan, List[Tuple[Search, StoreSearch]]]:
         plan = self.plan if pools is None else dataclasses.replace(self.plan, pools=tuple(pools))
+        with_scores = self.scored and self.scores_available and vector is not None
         runs = []
         for search in plan.searches(visibility):
             kwargs: Dict[str, Any] = {"k": search.k}
             flt = self.build(search)
             if flt is not None:
                 kwargs["filter"] = flt
-            retriever = StoreSearch(
-                store=self.store, vector=vector, search_kwargs=kwargs, with_scores=scored and vector is not None
+            runs.append(
+                (search, StoreSearch(store=self.store, vector=vector, search_kwargs=kwargs, with_scores=with_scores))
             )
-            runs.append((search, retriever))
         return plan, runs
 
     @staticmethod
-    def _scores(runs: Sequence[Tuple[Search, StoreSearch]]) -> Dict[str, float]:
+    def _recalled(
+        plan: RecallPlan, runs: Sequence[Tuple[Search, StoreSearch]], results: Sequence[List[Document]]
+    ) -> Recalled:
         scores: Dict[str, float] = {}
         for _, retriever in runs:
             scores.update(retriever.scores)
-        return scores
+        return plan.collect([search for search, _ in runs], results), scores
 
     def run(
-        self, query: str, visibility: Optional[Visibility], run_manager: CallbackManagerForRetrieverRun
-    ) -> List[Document]:
-        """Every search's documents (in plan order, duplicates included)."""
-        return self.run_scored(query, visibility, run_manager)[0]
-
-    def run_scored(
-        self,
-        query: str,
-        visibility: Optional[Visibility],
-        run_manager: CallbackManagerForRetrieverRun,
-        *,
-        pools: Optional[Sequence[Pool]] = None,
-        scored: bool = False,
-    ) -> Tuple[List[Document], Dict[str, float]]:
-        """:meth:`run` for this call's ``pools`` (default: the plan's), and,
-        with ``scored`` on a store that returns scores, document id -> the
-        store's score (empty otherwise)."""
-        vector = None
-        if self.searches_by_vector:
-            assert self.store.embeddings is not None
-            vector = self.store.embeddings.embed_query(query)
-        plan, runs = self._runs(visibility, vector, pools, scored and self.scores_available)
-        results = [
-            retriever.invoke(query, config={"callbacks": run_manager.get_child(search.label)})
-            for search, retriever in runs
-        ]
-        return plan.collect([search for search, _ in runs], results), self._scores(runs)
+        self, query: str, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]], run_manager: SyncRun
+    ) -> Recalled:
+        """Every search's documents (in plan order, duplicates included) for
+        this call's ``pools`` (None: the plan's), and document id -> the
+        store's score when ``scored`` and the store returns scores (else
+        empty)."""
+        embeddings = self._query_embeddings()
+        vector = None if embeddings is None else embeddings.embed_query(query)
+        plan, runs = self._runs(vector, visibility, pools)
+        results = [r.invoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
+        return self._recalled(plan, runs, results)
 
     async def arun(
-        self, query: str, visibility: Optional[Visibility], run_manager: AsyncCallbackManagerForRetrieverRun
-    ) -> List[Document]:
+        self, query: str, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]], run_manager: AsyncRun
+    ) -> Recalled:
         """:meth:`run`, the searches concurrently."""
-        return (await self.arun_scored(query, visibility, run_manager))[0]
-
-    async def arun_scored(
-        self,
-        query: str,
-        visibility: Optional[Visibility],
-        run_manager: AsyncCallbackManagerForRetrieverRun,
-        *,
-        pools: Optional[Sequence[Pool]] = None,
-        scored: bool = False,
-    ) -> Tuple[List[Document], Dict[str, float]]:
-        """:meth:`run_scored`, the searches concurrently."""
-        vector = None
-        if self.searches_by_vector:
-            assert self.store.embeddings is not None
-            vector = await self.store.embeddings.aembed_query(query)
-        plan, runs = self._runs(visibility, vector, pools, scored and self.scores_available)
-        results = await asyncio.gather(
-            *(
-                retriever.ainvoke(query, config={"callbacks": run_manager.get_child(search.label)})
-                for search, retriever in runs
-            )
-        )
-        return plan.collect([search for search, _ in runs], results), self._scores(runs)
+        embeddings = self._query_embeddings()
+        vector = None if embeddings is None else await embeddings.aembed_query(query)
+        plan, runs = self._runs(vector, visibility, pools)
+        found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
+        return self._recalled(plan, runs, await asyncio.gather(*found))

@@ -370,37 +370,36 @@ class Preset:
         return self.weights.get(name, 0)
 
 
-# One table: task type -> collection weights, and why. Read a row as "of
-# the budget left after the always tier, this task gives X% to ...". The
-# catch-all gets a small constant share: types a host adds must never starve.
+# One table: task type -> collection weights. Read a row as "of the budget
+# left after the always tier, this task gives X% to ...". The columns are the
+# collections in COLLECTIONS order, then the catch-all, which gets a small
+# constant share: types a host adds must never starve.
+_PRESET_COLUMNS: Tuple[str, ...] = (*COLLECTIONS, CATCH_ALL)
+# fmt: off
+_PRESET_WEIGHTS: Mapping[str, Tuple[int, ...]] = {
+    #                  episodic  semantic  skills  anti_patterns  other
+    "exploration":    (25,       45,       10,     10,            10),
+    "implementation": (15,       35,       30,     10,            10),
+    "debugging":      (35,       15,       20,     20,            10),
+    "review":         (15,       30,       10,     35,            10),
+    "refactoring":    (15,       25,       30,     20,            10),
+}
+# fmt: on
+# Why each row weighs what it does.
+_PRESET_WHY: Mapping[str, str] = {
+    "exploration": "Understanding comes first: facts and notes about the system (semantic) carry most of it, and "
+    "past episodes say what was already tried; procedures and failure lessons matter little before any change.",
+    "implementation": "Building needs the facts and open tasks it must respect (semantic) and the proven "
+    "procedures for doing it (skills); episodes and known failures are a check, not the main input.",
+    "debugging": "A bug is most often a repeat: past incidents and how they were resolved (episodic) and what "
+    "failed before (anti-patterns) lead, debugging techniques (skills) next; general facts matter least.",
+    "review": "Reviewing checks a change against what went wrong before (anti-patterns) and against the "
+    "conventions and preferences on record (semantic); episodes and procedures support it.",
+    "refactoring": "Restructuring safely relies on proven procedures (skills) and on what broke the last time "
+    "code was moved (anti-patterns); the system's structure (semantic) next, episodes least.",
+}
 DEFAULT_PRESETS: Mapping[str, Preset] = MappingProxyType(
-    {
-        "exploration": Preset(
-            {"episodic": 25, "semantic": 45, "skills": 10, "anti_patterns": 10, "other": 10},
-            why="Understanding comes first: facts and notes about the system (semantic) carry most of it, and past "
-            "episodes say what was already tried; procedures and failure lessons matter little before any change.",
-        ),
-        "implementation": Preset(
-            {"episodic": 15, "semantic": 35, "skills": 30, "anti_patterns": 10, "other": 10},
-            why="Building needs the facts and open tasks it must respect (semantic) and the proven procedures for "
-            "doing it (skills); episodes and known failures are a check, not the main input.",
-        ),
-        "debugging": Preset(
-            {"episodic": 35, "semantic": 15, "skills": 20, "anti_patterns": 20, "other": 10},
-            why="A bug is most often a repeat: past incidents and how they were resolved (episodic) and what failed "
-            "before (anti-patterns) lead, debugging techniques (skills) next; general facts matter least.",
-        ),
-        "review": Preset(
-            {"episodic": 15, "semantic": 30, "skills": 10, "anti_patterns": 35, "other": 10},
-            why="Reviewing checks a change against what went wrong before (anti-patterns) and against the "
-            "conventions and preferences on record (semantic); episodes and procedures support it.",
-        ),
-        "refactoring": Preset(
-            {"episodic": 15, "semantic": 25, "skills": 30, "anti_patterns": 20, "other": 10},
-            why="Restructuring safely relies on proven procedures (skills) and on what broke the last time code "
-            "was moved (anti-patterns); the system's structure (semantic) next, episodes least.",
-        ),
-    }
+    {task: Preset(dict(zip(_PRESET_COLUMNS, row)), why=_PRESET_WHY[task]) for task, row in _PRESET_WEIGHTS.items()}
 )
 
 

@@ -33,21 +33,9 @@ import pathlib
 import sqlite3
 import threading
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-    Union,
-)
+from typing import Any, Optional, Union
 
 from ..index import MemoryIndex
 from ..poolsplit import (
@@ -105,7 +93,7 @@ def _create_v1(conn: sqlite3.Connection) -> None:
 
 #: ``MIGRATIONS[n]`` upgrades a file from schema version ``n`` to ``n + 1``
 #: inside one write transaction. Version 0 is an empty (new) file.
-MIGRATIONS: List[Callable[[sqlite3.Connection], None]] = [_create_v1]
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_create_v1]
 SCHEMA_VERSION = len(MIGRATIONS)
 OUR_TABLES = {"memory", "forgotten", "meta"}
 #: ``forgotten`` keeps at least this many recent deletions; a process whose
@@ -126,7 +114,7 @@ def _iso(moment: datetime.datetime) -> str:
     return moment.isoformat(timespec="seconds") + "Z"
 
 
-def _columns(entry: Mapping[str, Any]) -> Tuple[Any, ...]:
+def _columns(entry: Mapping[str, Any]) -> tuple[Any, ...]:
     superseded = entry.get("superseded_by")
     status = "superseded" if superseded else str(entry.get("status", "active"))
     return (
@@ -146,7 +134,7 @@ _INSERT = (
 )
 
 # One change, in ``seq`` order: (entry id, the entry as stored, or None when forgotten).
-_Change = Tuple[str, Optional[Dict[str, Any]]]
+_Change = tuple[str, Optional[dict[str, Any]]]
 
 
 class SQLiteMemoryStore:
@@ -204,7 +192,7 @@ class SQLiteMemoryStore:
         self._clock = clock
         self._lock = threading.RLock()
         self._index: Optional[MemoryIndex] = None
-        self._live: Dict[str, Dict[str, Any]] = {}  # id -> the dict object inside the index
+        self._live: dict[str, dict[str, Any]] = {}  # id -> the dict object inside the index
         self._seq = 0  # change number the index reflects
         self._head: Optional[int] = None  # latest change number seen in the file
         self._data_version: Optional[int] = None
@@ -281,7 +269,7 @@ class SQLiteMemoryStore:
                 self._conn.execute("ROLLBACK")
             raise
 
-    def _read_head(self) -> Tuple[int, int]:
+    def _read_head(self) -> tuple[int, int]:
         rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
         return int(rows["seq"]), int(rows["floor"])
 
@@ -314,14 +302,14 @@ class SQLiteMemoryStore:
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM memory").fetchone()[0])
 
-    def get(self, entry_id: str) -> Optional[Dict[str, Any]]:
+    def get(self, entry_id: str) -> Optional[dict[str, Any]]:
         """A fresh copy of the entry with ``entry_id`` (superseded ones too),
         or None."""
         with self._lock:
             row = self._conn.execute("SELECT entry FROM memory WHERE id = ?", (entry_id,)).fetchone()
         return None if row is None else self._parse(row[0], entry_id)
 
-    def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+    def entries(self, namespace: Optional[str] = None) -> list[dict[str, Any]]:
         """Fresh copies of every stored entry (of ``namespace`` when given),
         superseded ones included, in store order (oldest change first)."""
         with self._lock:
@@ -333,7 +321,7 @@ class SQLiteMemoryStore:
                 ).fetchall()
         return [self._parse(text, entry_id) for entry_id, text in rows]
 
-    def _parse(self, text: str, entry_id: str) -> Dict[str, Any]:
+    def _parse(self, text: str, entry_id: str) -> dict[str, Any]:
         try:
             entry = json.loads(text)
         except ValueError:
@@ -351,7 +339,7 @@ class SQLiteMemoryStore:
 
     def retrieve_pools(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
-    ) -> Dict[str, List[Any]]:
+    ) -> dict[str, list[Any]]:
         """The core's ``retrieve_pools`` over the current content (no report)."""
         with self._lock:
             return self._synced().retrieve_pools(pools, context, **options)
@@ -410,7 +398,7 @@ class SQLiteMemoryStore:
         token-count call per batch)."""
         index = self._index
         assert index is not None
-        fresh: List[Dict[str, Any]] = []
+        fresh: list[dict[str, Any]] = []
         for entry_id, entry in changes:
             old = self._live.get(entry_id)
             if old is not None and fresh:
@@ -431,7 +419,7 @@ class SQLiteMemoryStore:
 
     # -- writes -----------------------------------------------------------------
 
-    def _prepare(self, entry: Any, position: int, stamp: str) -> Tuple[str, Dict[str, Any]]:
+    def _prepare(self, entry: Any, position: int, stamp: str) -> tuple[str, dict[str, Any]]:
         """(JSON, stored copy) of a new entry: checked, with ``id`` and
         ``created`` assigned when missing; the caller's object is untouched."""
         check_entry(entry, position)
@@ -447,7 +435,7 @@ class SQLiteMemoryStore:
     def _stamp(self) -> str:
         return _iso(self._clock())
 
-    def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
+    def add(self, entries: Iterable[Mapping[str, Any]]) -> list[str]:
         """Store entries in one durable transaction; return their ids.
 
         Raises:
@@ -461,7 +449,7 @@ class SQLiteMemoryStore:
         stamp = self._stamp()
         prepared = [self._prepare(entry, n, stamp) for n, entry in enumerate(entries)]
         ids = [copy["id"] for _, copy in prepared]
-        seen: Set[str] = set()
+        seen: set[str] = set()
         for n, entry_id in enumerate(ids):
             if entry_id in seen:
                 raise entry_error(prepared[n][1], n, "id", "repeats an earlier entry of the same batch")
@@ -483,8 +471,8 @@ class SQLiteMemoryStore:
             self._after_write(head, [(copy["id"], copy) for _, copy in prepared])
         return ids
 
-    def _existing(self, ids: Sequence[str]) -> Set[str]:
-        found: Set[str] = set()
+    def _existing(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
@@ -494,7 +482,7 @@ class SQLiteMemoryStore:
     def _set_head(self, head: int) -> None:
         self._conn.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (head,))
 
-    def _after_write(self, head_before: int, changes: List[_Change]) -> None:
+    def _after_write(self, head_before: int, changes: list[_Change]) -> None:
         """Bring the index along with our own committed write. When no other
         process wrote since the index's watermark, apply our changes
         directly (no re-read); otherwise the next query catches up from the
@@ -563,7 +551,7 @@ class SQLiteMemoryStore:
         with self._lock:
             with self._writing():
                 head, floor = self._read_head()
-                doomed: List[str] = []
+                doomed: list[str] = []
                 todo = [entry_id]
                 while todo:
                     current = todo.pop()
