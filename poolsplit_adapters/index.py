@@ -129,18 +129,18 @@ def _micros(moment: datetime.datetime) -> int:
 _CHUNK = 16384  # entries whose column values are staged at once
 
 
-class _Codes(Dict[Optional[str], int]):
+class _Codes(Dict[Any, int]):
     """Names -> small ints (types, projects, namespaces, words, tags); None
     is -1. A lookup of an unseen name assigns the next code, so a chunk of
     names is coded by one ``map(codes.__getitem__, names)`` that stays in C
     for every name already seen."""
 
-    def __init__(self, reserved: Iterable[str] = ()) -> None:
+    def __init__(self, reserved: Iterable[Any] = ()) -> None:
         super().__init__({None: -1})
         for name in reserved:
             self[name]
 
-    def __missing__(self, name: Optional[str]) -> int:
+    def __missing__(self, name: Any) -> int:
         code = self[name] = len(self) - 1
         return code
 
@@ -347,8 +347,7 @@ class _WordCodes(_Codes):
         self.dropped = array.array("b")
         super().__init__([_SEPARATOR.encode()])
 
-    def __missing__(self, name: Optional[str]) -> int:
-        assert isinstance(name, bytes)
+    def __missing__(self, name: Any) -> int:
         self.dropped.append(len(name) < MIN_WORD_LENGTH or name in _STOP_BYTES)
         return super().__missing__(name)
 
@@ -373,7 +372,7 @@ class _Words(_Postings):
 
     def __init__(self) -> None:
         super().__init__()
-        self.codes = _WordCodes()
+        self.codes = self.words = _WordCodes()
         self.lists = [array.array("i") for _ in range(len(self.codes) - 1)]
 
     def add_texts(self, start: int, texts: Sequence[str]) -> None:
@@ -386,7 +385,7 @@ class _Words(_Postings):
         tokens = joined.lower().encode("ascii", "replace").translate(_ONLY_WORD_BYTES).split()
         codes = np.fromiter(map(self.codes.__getitem__, tokens), dtype=np.int32, count=len(tokens))
         positions = np.cumsum(codes == 0, dtype=np.int32) + np.int32(start)
-        dropped = np.frombuffer(self.codes.dropped, dtype=np.int8)[codes] != 0
+        dropped = np.frombuffer(self.words.dropped, dtype=np.int8)[codes] != 0
         self.add(codes[~dropped], positions[~dropped])
 
     def code(self, key: str) -> Optional[int]:
