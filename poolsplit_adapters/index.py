@@ -817,7 +817,7 @@ class _ColumnSource(CandidateSource):
         if embedding is not None and embedding.fallback_reason is None:
             # The embedding scorer's factor replaces the message factor.
             score *= embedding.scorer.factor_from(self._overlap())
-        elif ctx.pattern is not None:
+        elif ctx.nwords:
             overlap = self._overlap()
             score *= np.where(overlap > MESSAGE_THRESHOLD, 1.0 + overlap * MESSAGE_WEIGHT, 1.0)
         return score
@@ -839,7 +839,7 @@ class _ColumnSource(CandidateSource):
 
     def _lexical_overlap(self) -> Any:
         if self._lexical is None:
-            if self.ctx.pattern is None:
+            if not self.ctx.nwords:
                 self._lexical = np.zeros(self.size, dtype=np.float64)
             else:
                 assert self.index._words is not None

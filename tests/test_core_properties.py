@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from strategies import contexts, nows, pools, stores
 
 from poolsplit_adapters import Reason, default_token_counter, retrieve, retrieve_pools, select
+from poolsplit_adapters.poolsplit import significant_words
 
 # Random plans may leave a correction's type unadmitted: the warning is
 # expected there (its own tests pin it in test_core_errors).
@@ -154,3 +155,12 @@ def test_custom_scorer_agrees_with_reference(store, plan, context, now):
 
     expected = reference.fill_pools(store, plan, context, now, scorer=scorer)
     assert _ids(retrieve_pools(store, plan, context, now=now, scorer=scorer)) == _ids(expected)
+
+
+@given(text=st.text() | st.lists(st.sampled_from([*"aZ9 .-\x01\u212a\u0130\u00e9\u03a3", "the", "Über"])).map("".join))
+def test_significant_words_are_the_spec_words_of_any_text(text):
+    """The core's byte-table word reader finds exactly the spec's words (a
+    regex over the lower-cased text, as the reference implementation reads
+    them), whatever the characters: non-ASCII letters, ones that lower-case
+    to ASCII (KELVIN SIGN, dotted capital I), control characters."""
+    assert significant_words(text) == reference.words(text)
