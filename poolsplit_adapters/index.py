@@ -42,21 +42,8 @@ import datetime
 import functools
 import itertools
 import threading
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    FrozenSet,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Set,
-    Tuple,
-    TypeVar,
-)
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Optional, TypeVar
 
 from .poolsplit import (
     DEFAULT_PRIORITY,
@@ -93,6 +80,7 @@ from .poolsplit import (
     given_token_count,
     note_fallback,
     parse_created,
+    prepare_scorer,
     resolve_visibility,
     significant_words,
 )
@@ -129,7 +117,7 @@ def _micros(moment: datetime.datetime) -> int:
 _CHUNK = 16384  # entries whose column values are staged at once
 
 
-class _Codes(Dict[Any, int]):
+class _Codes(dict[Any, int]):
     """Names -> small ints (types, projects, namespaces, words, tags); None
     is -1. A lookup of an unseen name assigns the next code, so a chunk of
     names is coded by one ``map(codes.__getitem__, names)`` that stays in C
@@ -147,13 +135,13 @@ class _Codes(Dict[Any, int]):
     def known(self, name: Optional[str]) -> Optional[int]:
         return self.get(name)
 
-    def names(self) -> List[str]:
+    def names(self) -> list[str]:
         return [name for name in self if name is not None]
 
 
 #: The per-entry columns: name -> (array typecode, numpy dtype). One
 #: registry, so a new column is one line here and one in ``_values``.
-_COLUMNS: Dict[str, Tuple[str, str]] = {
+_COLUMNS: dict[str, tuple[str, str]] = {
     "alive": ("b", "bool"),
     "active": ("b", "bool"),
     "always": ("b", "bool"),
@@ -178,8 +166,8 @@ class _Identities:
         self.compact = compact
         self.ids = np.zeros(0, dtype=np.int64) if compact else None
         self.where = np.zeros(0, dtype=np.int64) if compact else None
-        self.recent: Dict[int, int] = {}
-        self.gone: Set[int] = set()  # ids removed from the base, until the next rebuild
+        self.recent: dict[int, int] = {}
+        self.gone: set[int] = set()  # ids removed from the base, until the next rebuild
         self.size = 0
 
     def get(self, key: int) -> Optional[int]:
@@ -194,7 +182,7 @@ class _Identities:
     def known(self, keys: Sequence[int]) -> Optional[int]:
         """The offset of the first of ``keys`` already present (or repeated
         within ``keys``), else None; one vectorised lookup for a batch."""
-        seen: Set[int] = set()
+        seen: set[int] = set()
         for offset, key in enumerate(keys):
             if key in seen or key in self.recent:
                 return offset
@@ -285,8 +273,8 @@ class _Postings:
 
     def __init__(self, reserved: Iterable[str] = ()) -> None:
         self.codes = _Codes(reserved)
-        self.lists: List[array.array[int]] = [array.array("i") for _ in range(len(self.codes) - 1)]
-        self.overrides: Dict[int, FrozenSet[str]] = {}
+        self.lists: list[array.array[int]] = [array.array("i") for _ in range(len(self.codes) - 1)]
+        self.overrides: dict[int, frozenset[str]] = {}
 
     def add(self, codes: Any, positions: Any) -> None:
         """Record key ``codes[k]`` at ``positions[k]`` (a key repeated at one
@@ -434,7 +422,7 @@ class MemoryIndex:
         self._counter = token_counter
         self._is_active = is_active
         self._numpy = bool(use_numpy and np is not None)
-        self._slots: List[Optional[Mapping[str, Any]]] = []  # position -> entry (None: removed)
+        self._slots: list[Optional[Mapping[str, Any]]] = []  # position -> entry (None: removed)
         self._where = _Identities(compact=self._numpy)
         self._columns = {name: array.array(code) for name, (code, _) in _COLUMNS.items()}
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
@@ -467,7 +455,7 @@ class MemoryIndex:
         return self._version
 
     @property
-    def entries(self) -> List[Mapping[str, Any]]:
+    def entries(self) -> list[Mapping[str, Any]]:
         """The indexed entries in index order (the order the stateless
         functions must be given to return identical results)."""
         with self._lock:
@@ -503,7 +491,7 @@ class MemoryIndex:
             self._post(start, chunk)
         self._embed(len(self._slots) - len(batch), batch)
 
-    def _costs(self, batch: Sequence[Mapping[str, Any]], start: int) -> List[int]:
+    def _costs(self, batch: Sequence[Mapping[str, Any]], start: int) -> list[int]:
         """Costs of a batch; a counter with ``count_many`` gets every text in
         one call (costs are still validated by the core's ``entry_cost``)."""
         counter: TokenCounter = self._counter
@@ -514,7 +502,7 @@ class MemoryIndex:
                 counter = dict(zip(texts, many(texts))).__getitem__
         return [entry_cost(e, counter, start + k) for k, e in enumerate(batch)]
 
-    def _values(self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int]) -> Dict[str, List[Any]]:
+    def _values(self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int]) -> dict[str, list[Any]]:
         """The column values of ``batch`` (what selection reads from an
         entry), column by column: every column of the registry gets one
         value per entry."""
@@ -577,7 +565,7 @@ class MemoryIndex:
             self._compact()
 
     @_locked
-    def remove_id(self, entry_id: str) -> List[Mapping[str, Any]]:
+    def remove_id(self, entry_id: str) -> list[Mapping[str, Any]]:
         """Remove every entry whose ``id`` is ``entry_id``; return them."""
         gone = [e for e in self._slots if e is not None and e.get("id") == entry_id]
         for entry in gone:
@@ -643,7 +631,7 @@ class MemoryIndex:
 
     def retrieve_pools(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
-    ) -> Dict[str, List[Any]]:
+    ) -> dict[str, list[Any]]:
         """Same result as ``retrieve_pools(index.entries, pools, context, ...)``
         (the keywords of :meth:`select`)."""
         return self.select(pools, context, _report=False, **options).pools
@@ -691,9 +679,7 @@ class MemoryIndex:
             cost = self._columns["cost"]
             source = EntrySource(
                 [self._slots[p] for p in alive],  # type: ignore[misc]
-                context,
-                scorer=scorer,
-                now=now,
+                prepare_scorer(scorer, context, now),
                 is_active=lambda entry: active[id(entry)],
                 visibility=view,
                 costs=[cost[p] for p in alive],
@@ -848,7 +834,7 @@ class _ColumnSource(CandidateSource):
 
     # Step 3: what each pool may take, and in what order.
 
-    def members(self, pool: Pool) -> Tuple[List[int], Any]:
+    def members(self, pool: Pool) -> tuple[list[int], Any]:
         admitted = self.visible & ~self.claimed
         if pool.types is not None:
             admitted &= self._type_mask(pool.types)
@@ -862,11 +848,11 @@ class _ColumnSource(CandidateSource):
         allowed[[c for c in (self.index._types.known(t) for t in types) if c is not None and c >= 0]] = True
         return allowed[self.col["type"]]
 
-    def split_below(self, group: Any, threshold: float) -> Tuple[Any, Any]:
+    def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]:
         keep = self._overlap()[group] >= threshold
         return group[keep], group[~keep]
 
-    def ranked(self, group: Any, room: Any) -> Iterator[Tuple[int, float, int]]:
+    def ranked(self, group: Any, room: Any) -> Iterator[tuple[int, float, int]]:
         score, cost, slots = self.score_all, self.col["cost"], self.slots
         pending = group
         want = 32
@@ -921,7 +907,7 @@ class _ColumnSource(CandidateSource):
     def all_positions(self) -> Iterable[int]:
         return np.flatnonzero(self.col["alive"]).tolist()  # type: ignore[no-any-return]
 
-    def unadmitted_always(self, pools: Sequence[Pool]) -> List[int]:
+    def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]:
         if any(p.types is None for p in pools):
             return []
         admitted = {t for p in pools for t in p.types or ()}
@@ -930,7 +916,7 @@ class _ColumnSource(CandidateSource):
 
 
 #: Visibility reasons by code in ``_ColumnSource.why`` (0: none).
-_WHY: List[Optional[Reason]] = [
+_WHY: list[Optional[Reason]] = [
     None,
     Reason.NAMESPACE,
     Reason.TAGS,

@@ -1165,7 +1165,8 @@ class EntrySource(CandidateSource):
 
     Args:
         entries: the entries (any iterable of mappings).
-        context, scorer, now: the scoring context (see :func:`select`).
+        prepared: the call's scorer, prepared for its context and time by
+            :func:`prepare_scorer` (the one place a scorer meets a context).
         token_counter: cost of an entry without a positive ``token_count``;
             asked only about entries the fill reaches (a real tokenizer is
             the expensive part of a call).
@@ -1176,19 +1177,17 @@ class EntrySource(CandidateSource):
 
     Example::
 
-        source = EntrySource(entries, {"message": "deploy"})
-        selection = fill_pools(pools, source)
+        prepared = prepare_scorer(default_scorer, {"message": "deploy"}, now)
+        selection = fill_pools(pools, EntrySource(entries, prepared))
     """
 
     def __init__(
         self,
         entries: Iterable[Entry],
-        context: Optional[Mapping[str, Any]] = None,
+        prepared: Any,
         *,
-        scorer: Scorer = default_scorer,
         token_counter: TokenCounter = default_token_counter,
         is_active: IsActive = default_is_active,
-        now: Optional[datetime.datetime] = None,
         visibility: Optional[Visibility] = None,
         costs: Optional[Sequence[int]] = None,
     ) -> None:
@@ -1196,7 +1195,7 @@ class EntrySource(CandidateSource):
             raise TypeError("entries must be a sequence of entry mappings, %s" % _got(entries))
         items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
         self.items = items
-        self.prepared = prepare_scorer(scorer, context, now)
+        self.prepared = prepared
         # The default scorer ranks best-first against an upper bound (below).
         self.lexical = self.prepared if isinstance(self.prepared, ScoringContext) else None
         self.counter = token_counter
@@ -1650,15 +1649,9 @@ def select(
             the wrong kind.
     """
     pool_list = check_pools(pools)
-    source = EntrySource(
-        entries,
-        context,
-        scorer=scorer,
-        token_counter=token_counter,
-        is_active=is_active,
-        now=now,
-        visibility=resolve_visibility(visibility, scope),
-    )
+    view = resolve_visibility(visibility, scope)
+    prepared = prepare_scorer(scorer, context, now)
+    source = EntrySource(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view)
     selection = fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=2 if _report else 3)
     note_fallback(selection, source.prepared)
     return selection
@@ -1701,5 +1694,7 @@ def retrieve(
     Returns the same dict objects; never mutates an entry."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
-    source = EntrySource(entries, context, scorer=scorer, token_counter=token_counter, is_active=is_active, now=now)
+    source = EntrySource(
+        entries, prepare_scorer(scorer, context, now), token_counter=token_counter, is_active=is_active
+    )
     return fill_pools([pool], source, report=False, warn=False).pools[pool.name]

@@ -47,6 +47,7 @@ import datetime
 import math
 from enum import Enum
 from typing import (
+    TYPE_CHECKING,
     Any,
     Callable,
     Collection,
@@ -58,6 +59,7 @@ from typing import (
     Optional,
     Sequence,
     Tuple,
+    TypedDict,
 )
 
 from ..poolsplit import (
@@ -66,14 +68,15 @@ from ..poolsplit import (
     Pool,
     Selection,
     Visibility,
-    default_is_active,
-    default_scorer,
     default_token_counter,
     parse_created,
     select,
 )
 from ._words import contains, words
 from .metrics import token_metrics
+
+if TYPE_CHECKING:  # annotations only: no runtime dependency
+    from typing_extensions import Unpack
 
 __all__ = [
     "DETAIL_WORDS",
@@ -83,6 +86,7 @@ __all__ = [
     "Layer",
     "Pick",
     "ProgressiveSelection",
+    "SelectOptions",
     "candidate",
     "needs_full_text",
     "progressive_fill",
@@ -401,37 +405,43 @@ class ProgressiveSelection(Selection):
         self.deepened = deepened
 
 
+class SelectOptions(TypedDict, total=False):
+    """The core's :func:`~poolsplit_adapters.poolsplit.select` keywords that
+    :func:`progressive_select` passes through unchanged (see ``select`` for
+    each one's meaning).
+
+    Example::
+
+        progressive_select(entries, pools, context, now=NOW, visibility=Visibility(namespace="acme"))
+    """
+
+    scorer: Callable[..., float]
+    token_counter: Callable[[str], int]
+    is_active: Callable[[Mapping[str, Any]], bool]
+    now: Optional[datetime.datetime]
+    visibility: Optional[Visibility]
+
+
 def progressive_select(
     entries: Sequence[Mapping[str, Any]],
     pools: Sequence[Pool],
     context: Optional[Mapping[str, Any]] = None,
     *,
-    scorer: Callable[..., float] = default_scorer,
-    token_counter: Callable[[str], int] = default_token_counter,
-    is_active: Callable[[Mapping[str, Any]], bool] = default_is_active,
-    now: Optional[datetime.datetime] = None,
-    visibility: Optional[Visibility] = None,
     detail: Optional[bool] = None,
     sufficient: int = SUFFICIENT_ITEMS,
     timeline_share: float = TIMELINE_SHARE,
+    **options: Unpack[SelectOptions],
 ) -> ProgressiveSelection:
     """:func:`~poolsplit_adapters.poolsplit.select` with progressive loading
     (:class:`ProgressiveLayers`): admission, scoring, rank order, the always
     tier, thresholds and drop reasons are the core's; only the fill differs.
-    ``detail`` defaults to :func:`wants_detail` of ``context["message"]``.
-    On entries without a ``summary`` the result equals ``select``'s."""
+    ``options`` are ``select``'s (:class:`SelectOptions`); the layers cost
+    summaries with the same ``token_counter``. ``detail`` defaults to
+    :func:`wants_detail` of ``context["message"]``. On entries without a
+    ``summary`` the result equals ``select``'s."""
     if detail is None:
         detail = wants_detail((context or {}).get("message"))
-    layers = ProgressiveLayers(token_counter, detail=detail, sufficient=sufficient, timeline_share=timeline_share)
-    selection = select(
-        entries,
-        pools,
-        context,
-        scorer=scorer,
-        token_counter=token_counter,
-        is_active=is_active,
-        now=now,
-        visibility=visibility,
-        layering=layers,
-    )
+    counter = options.get("token_counter", default_token_counter)
+    layers = ProgressiveLayers(counter, detail=detail, sufficient=sufficient, timeline_share=timeline_share)
+    selection = select(entries, pools, context, layering=layers, **options)
     return ProgressiveSelection(selection, detail=detail, deepened=layers.deepened)
