@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 from typing import List
 
+import paraphrase
 import pytest
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
@@ -239,22 +240,15 @@ def test_the_compressor_supports_progressive_and_auto():
 
 # -- embeddings= -------------------------------------------------------------------------
 
-# Lexically the fresher note wins (one shared word is under the overlap
-# threshold); the hashed n-grams see "refund"/"refunded", "rounding"/"rounded".
-JULY = datetime.datetime(2026, 7, 7, 12)
-PARAPHRASE = [
-    doc("note", "Checkout review: use the preview URL", created="2026-07-06T00:00:00Z"),
-    doc("episode", "Refunded totals were rounded wrong in October", created="2026-06-25T00:00:00Z"),
-]
-QUESTION = "fix the refund rounding bug in the totals report for finance"
+PARAPHRASE = [doc(id_, text, **metadata) for id_, text, metadata in paraphrase.PARAPHRASE]
 
 
 def test_embeddings_rank_a_paraphrase_above_an_unrelated_entry():
     one = [Pool("one", 1000, 1)]
-    lexical = PoolSplitRetriever(documents=PARAPHRASE, pools=one, now=JULY)
-    embedded = PoolSplitRetriever(documents=PARAPHRASE, pools=one, embeddings=HashEmbeddings(), now=JULY)
-    assert [d.id for d in lexical.invoke(QUESTION)] == ["note"]
-    assert [d.id for d in embedded.invoke(QUESTION)] == ["episode"]
+    lexical = PoolSplitRetriever(documents=PARAPHRASE, pools=one, now=paraphrase.JULY)
+    embedded = PoolSplitRetriever(documents=PARAPHRASE, pools=one, embeddings=HashEmbeddings(), now=paraphrase.JULY)
+    assert [d.id for d in lexical.invoke(paraphrase.QUESTION)] == ["note"]
+    assert [d.id for d in embedded.invoke(paraphrase.QUESTION)] == ["episode"]
 
 
 def test_embeddings_and_scorer_are_exclusive_and_checked():
@@ -290,16 +284,22 @@ def test_vector_store_recall_uses_the_store_scores_instead_of_re_embedding():
     store = InMemoryVectorStore(embeddings)
     store.add_documents(PARAPHRASE)
     assert embeddings.documents == 2
-    retriever = PoolSplitRetriever.from_vectorstore(store, [Pool("one", 1000, 1)], embeddings=embeddings, now=JULY)
+    retriever = PoolSplitRetriever.from_vectorstore(
+        store, [Pool("one", 1000, 1)], embeddings=embeddings, now=paraphrase.JULY
+    )
     with capture_selections() as mine:
-        assert [d.id for d in retriever.invoke(QUESTION)] == ["episode"]
+        assert [d.id for d in retriever.invoke(paraphrase.QUESTION)] == ["episode"]
         assert [d.id for d in retriever.invoke("refunded totals")] == ["episode"]
     assert embeddings.documents == 2  # the recalled documents were never embedded again
     # Per query: the store's embedding of the query, and the scorer's (remembered per message).
     assert embeddings.queries == 4
     # The relevance is the store's cosine, so the score matches the scorer's own within quantisation.
-    own = PoolSplitRetriever(documents=PARAPHRASE, pools=[Pool("one", 1000, 1)], embeddings=embeddings, now=JULY)
-    assert own.invoke(QUESTION)[0].metadata["poolsplit"]["score"] == pytest.approx(mine[0].chosen[0].score, abs=0.01)
+    own = PoolSplitRetriever(
+        documents=PARAPHRASE, pools=[Pool("one", 1000, 1)], embeddings=embeddings, now=paraphrase.JULY
+    )
+    assert own.invoke(paraphrase.QUESTION)[0].metadata["poolsplit"]["score"] == pytest.approx(
+        mine[0].chosen[0].score, abs=0.01
+    )
 
 
 @pytest.mark.asyncio
@@ -307,8 +307,10 @@ async def test_vector_store_recall_uses_the_store_scores_async():
     embeddings = Counting()
     store = InMemoryVectorStore(embeddings)
     await store.aadd_documents(PARAPHRASE)
-    retriever = PoolSplitRetriever.from_vectorstore(store, [Pool("one", 1000, 1)], embeddings=embeddings, now=JULY)
-    assert [d.id for d in await retriever.ainvoke(QUESTION)] == ["episode"]
+    retriever = PoolSplitRetriever.from_vectorstore(
+        store, [Pool("one", 1000, 1)], embeddings=embeddings, now=paraphrase.JULY
+    )
+    assert [d.id for d in await retriever.ainvoke(paraphrase.QUESTION)] == ["episode"]
     assert embeddings.documents == 2
 
 
@@ -328,9 +330,11 @@ def test_a_failing_embedder_falls_back_and_the_report_says_so():
         def embed_query(self, text: str) -> List[float]:
             raise RuntimeError("quota exceeded")
 
-    retriever = PoolSplitRetriever(documents=PARAPHRASE, pools=[Pool("one", 1000, 1)], embeddings=Broken(), now=JULY)
+    retriever = PoolSplitRetriever(
+        documents=PARAPHRASE, pools=[Pool("one", 1000, 1)], embeddings=Broken(), now=paraphrase.JULY
+    )
     with pytest.warns(UserWarning, match="ranking lexically"):
-        docs = retriever.invoke(QUESTION)
+        docs = retriever.invoke(paraphrase.QUESTION)
     assert [d.id for d in docs] == ["note"]  # the lexical ranking, bit for bit
     assert retriever.last_selection.notes["scorer_fallback"] == (
         "query embedding failed: the embedder raised RuntimeError: quota exceeded"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime
 from typing import Any, List
 
+import paraphrase
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import ChatMessage
@@ -112,28 +113,25 @@ class Counting(BaseEmbedding):
         return self._inner.embed_documents([text])[0]
 
 
-JULY = datetime.datetime(2026, 7, 7, 12)
-PARAPHRASE = [
-    node("note", "Checkout review: use the preview URL", created="2026-07-06T00:00:00Z"),
-    node("episode", "Refunded totals were rounded wrong in October", created="2026-06-25T00:00:00Z"),
-]
-QUESTION = "fix the refund rounding bug in the totals report for finance"
+PARAPHRASE = [node(id_, text, **metadata) for id_, text, metadata in paraphrase.PARAPHRASE]
 
 
 def test_embeddings_rank_a_paraphrase_above_an_unrelated_node():
     one = [Pool("one", 1000, 1)]
-    lexical = PoolSplitRetriever(one, PARAPHRASE, now=JULY)
-    embedded = PoolSplitRetriever(one, PARAPHRASE, embeddings=HashEmbedding(), now=JULY)
-    assert [n.node.node_id for n in lexical.retrieve(QUESTION)] == ["note"]
-    assert [n.node.node_id for n in embedded.retrieve(QUESTION)] == ["episode"]
+    lexical = PoolSplitRetriever(one, PARAPHRASE, now=paraphrase.JULY)
+    embedded = PoolSplitRetriever(one, PARAPHRASE, embeddings=HashEmbedding(), now=paraphrase.JULY)
+    assert [n.node.node_id for n in lexical.retrieve(paraphrase.QUESTION)] == ["note"]
+    assert [n.node.node_id for n in embedded.retrieve(paraphrase.QUESTION)] == ["episode"]
 
 
 async def test_index_recall_uses_node_scores_instead_of_re_embedding():
     embed = Counting()
     index = VectorStoreIndex(PARAPHRASE, embed_model=embed)
     assert embed._texts == 2
-    retriever = PoolSplitRetriever.from_vector_store_index(index, [Pool("one", 1000, 1)], embeddings=embed, now=JULY)
-    assert [n.node.node_id for n in retriever.retrieve(QUESTION)] == ["episode"]
+    retriever = PoolSplitRetriever.from_vector_store_index(
+        index, [Pool("one", 1000, 1)], embeddings=embed, now=paraphrase.JULY
+    )
+    assert [n.node.node_id for n in retriever.retrieve(paraphrase.QUESTION)] == ["episode"]
     assert [n.node.node_id for n in await retriever.aretrieve("refunded totals")] == ["episode"]
     assert embed._texts == 2  # recalled nodes were never embedded again
     assert embed._queries == 4  # per query: the index's embedding and the scorer's
