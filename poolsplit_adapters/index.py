@@ -477,6 +477,7 @@ class MemoryIndex:
         if known is not None:
             raise ValueError("%s is already in the index" % describe_entry(batch[known], size + known))
         costs = self._costs(batch, len(self))
+        active = self._active(batch)
         if not batch:
             return
         self._version += 1
@@ -486,7 +487,8 @@ class MemoryIndex:
             chunk, start = batch[first : first + _CHUNK], len(self._slots)
             self._where.put_many([id(entry) for entry in chunk], start)
             self._slots.extend(chunk)
-            for name, values in self._values(chunk, costs[first : first + _CHUNK]).items():
+            span = slice(first, first + _CHUNK)
+            for name, values in self._values(chunk, costs[span], active[span]).items():
                 self._columns[name].extend(values)
             self._post(start, chunk)
         self._embed(len(self._slots) - len(batch), batch)
@@ -502,7 +504,15 @@ class MemoryIndex:
                 counter = dict(zip(texts, many(texts))).__getitem__
         return [entry_cost(e, counter, start + k) for k, e in enumerate(batch)]
 
-    def _values(self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int]) -> dict[str, list[Any]]:
+    def _active(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
+        # Asked before anything changes: a predicate that raises leaves the
+        # index as it was (the other column values cannot fail on a checked
+        # entry).
+        return [bool(self._is_active(e)) for e in batch]
+
+    def _values(
+        self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int], active: Sequence[bool]
+    ) -> dict[str, list[Any]]:
         """The column values of ``batch`` (what selection reads from an
         entry), column by column: every column of the registry gets one
         value per entry."""
@@ -510,7 +520,7 @@ class MemoryIndex:
         tags = [e.get("tags") for e in batch]
         return {
             "alive": [True] * len(batch),
-            "active": [bool(self._is_active(e)) for e in batch],
+            "active": list(active),
             "always": [e.get("scope") == "always" for e in batch],
             "cost": list(costs),
             "type": list(map(self._types.__getitem__, [e.get("type", "note") for e in batch])),
@@ -598,9 +608,10 @@ class MemoryIndex:
         for entry, position in zip(targets, positions):
             check_entry(entry, position)
         costs = self._costs(targets, 0)
+        active = self._active(targets)
         self._version += 1
-        for entry, position, cost in zip(targets, positions, costs):
-            for name, values in self._values([entry], [cost]).items():
+        for entry, position, cost, live in zip(targets, positions, costs, active):
+            for name, values in self._values([entry], [cost], [live]).items():
                 self._columns[name][position] = values[0]
             self._post(position, [entry], fresh=False)
             self._embed(position, [entry])
@@ -728,7 +739,10 @@ class _ColumnSource(CandidateSource):
         self._logical: Optional[Any] = None
         self._relevance: Optional[Any] = None
         self._lexical: Optional[Any] = None
-        self.score_all = self._scores()
+        # A product past the float range is inf, silently, as on the
+        # stateless path (Python floats do not warn).
+        with np.errstate(over="ignore"):
+            self.score_all = self._scores()
         if view is not None:
             self._judge(view)
 

@@ -140,9 +140,6 @@ MESSAGE_WEIGHT = 1.5
 DEFAULT_PRIORITY = 5
 #: The message factor's largest value (every message word shared).
 MAX_MESSAGE_FACTOR = 1.0 + MESSAGE_WEIGHT
-# The bound's factor, with room for the rounding of a product taken in
-# another order (the exact score multiplies the penalty last).
-_BOUND_FACTOR = MAX_MESSAGE_FACTOR * (1.0 + 1e-12)
 #: Consecutive entries too costly for a pool's room before the ranking drops
 #: every such entry at once.
 PRUNE_AFTER_SKIPS = 8
@@ -1194,6 +1191,11 @@ class EntrySource(CandidateSource):
         if entries is None or isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Iterable):
             raise TypeError("entries must be a sequence of entry mappings, %s" % _got(entries))
         items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
+        if not callable(getattr(prepared, "score", None)):
+            raise TypeError(
+                "EntrySource takes the call's prepared scorer, prepare_scorer(scorer, context, now), %s"
+                % _got(prepared)
+            )
         self.items = items
         self.prepared = prepared
         # The default scorer ranks best-first against an upper bound (below).
@@ -1264,8 +1266,11 @@ class EntrySource(CandidateSource):
         score = self.scores.get(position)
         if score is None:
             entry = self.items[position]
-            if self.partials is not None:
-                score = self._lexical_score(position, self.partials[position])
+            if self.lexical is not None:
+                # Admitted entries had their partial read in the admission pass.
+                admitted = self.partials is not None and position not in self.reason
+                partial = self.partials[position] if admitted else self.lexical.partial(entry)  # type: ignore[index]
+                score = self._lexical_score(position, partial)
             else:
                 score = _checked_score(self.prepared.score(entry), entry, position)
                 score *= self.penalty.get(position, 1.0)
@@ -1325,12 +1330,18 @@ class EntrySource(CandidateSource):
         costs = self._cheap_costs(positions)
         assert self.partials is not None
         partials = list(map(self.partials.__getitem__, positions))
-        bounded: Iterable[float] = partials
-        if penalty:
-            bounded = (p * penalty.get(i, 1.0) for p, i in zip(partials, positions))
         # Heap items are (-bound, k), k indexing ``positions``, ``partials``
-        # and ``costs``.
-        bounds = [(-(p * _BOUND_FACTOR) if p > 0.0 else -p, k) for k, p in enumerate(bounded)]
+        # and ``costs``. The bound multiplies in the score's own order
+        # (partial x factor, then the penalty): rounding is monotone, so it
+        # can never fall below the exact score, even at overflow or in
+        # subnormals.
+        if penalty:
+            bounds = [
+                (-((p * MAX_MESSAGE_FACTOR if p > 0.0 else p) * penalty.get(positions[k], 1.0)), k)
+                for k, p in enumerate(partials)
+            ]
+        else:
+            bounds = [(-(p * MAX_MESSAGE_FACTOR) if p > 0.0 else -p, k) for k, p in enumerate(partials)]
         heapq.heapify(bounds)
         ready: List[_Key] = []
         skipped, prune_after = 0, max(PRUNE_AFTER_SKIPS, len(bounds) // PRUNE_SHARE)

@@ -213,3 +213,61 @@ def test_threshold_cuts_are_shown_in_their_own_omission_line():
     text = render_context(select(STORE, PLAN, ASK, now=NOW)).text
     assert [m["id"] for m in parse_markers(text)] == ["fix", "undated", "deploy"]
     assert text.splitlines()[-1] == "[2 more entries left out below the relevance threshold: notes 2]"
+
+
+@pytest.mark.parametrize(
+    "a_priority, b_priority, message",
+    [
+        # a's score overflows to inf; b's stays finite (1.5e308)
+        (1e308, 1.5e308, "deploy"),
+        # both scores round to the smallest subnormal; the id breaks the tie
+        (5e-324, 5e-324, "deploy staging cluster review"),
+    ],
+)
+def test_best_first_bound_holds_at_overflow_and_in_subnormals(a_priority, b_priority, message):
+    """With a namespace-chain penalty the best-first bound multiplies in the
+    score's own order: it never falls below the exact score, so the stateless
+    path and the index both rank a first (found by review: a bound taken in
+    another order put b first)."""
+    view = Visibility(namespace=("A", "B"), chain_penalty=0.5)
+    a = {
+        "id": "a",
+        "content": "deploy staging cluster",
+        "base_priority": a_priority,
+        "namespace": "B",
+        "token_count": 1,
+    }
+    b = {"id": "b", "content": "nothing", "base_priority": b_priority, "namespace": "A", "token_count": 1}
+    pools = [Pool("p", 10, 2)]
+    for store in ([a, b], [b, a]):
+        context = {"message": message}
+        assert [e["id"] for e in retrieve_pools(store, pools, context, now=NOW, visibility=view)["p"]] == ["a", "b"]
+        index = MemoryIndex(store)
+        assert [e["id"] for e in index.retrieve_pools(pools, context, now=NOW, visibility=view)["p"]] == ["a", "b"]
+
+
+def test_entry_source_names_a_context_passed_where_the_prepared_scorer_goes():
+    from poolsplit_adapters.poolsplit import EntrySource, default_scorer, prepare_scorer
+
+    with pytest.raises(TypeError, match=r"prepare_scorer\(scorer, context, now\), got dict"):
+        EntrySource([{"content": "x"}], {"message": "deploy"})
+    source = EntrySource([{"content": "deploy x"}], prepare_scorer(default_scorer, {"message": "deploy"}, NOW))
+    assert (
+        source.score(0)
+        == select([{"content": "deploy x"}], [Pool("p", 9, 1)], {"message": "deploy"}, now=NOW).chosen[0].score
+    )
+
+
+def test_a_failing_activeness_predicate_leaves_the_index_unchanged():
+    def is_active(entry):
+        if entry["id"] == "bad":
+            raise RuntimeError("predicate failed")
+        return True
+
+    index = MemoryIndex([{"id": "x", "content": "deploy"}], is_active=is_active)
+    before = (len(index), index.version, index.select([Pool("p", 99, 9)], {"message": "deploy"}, now=NOW).to_dict())
+    with pytest.raises(RuntimeError, match="predicate failed"):
+        index.extend([{"id": "ok", "content": "deploy"}, {"id": "bad", "content": "deploy"}])
+    after = (len(index), index.version, index.select([Pool("p", 99, 9)], {"message": "deploy"}, now=NOW).to_dict())
+    assert after == before
+    assert before[0] == 1

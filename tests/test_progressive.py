@@ -370,3 +370,8 @@ def test_the_benchmark_tables_hold_their_invariants():
         assert layered["entries"] >= plain["entries"] and layered["reached"] >= plain["reached"], plan_name
         # Depth only ever adds answers: what summaries answer, progressive answers too.
         assert summaries["which"] <= layered["which"], plan_name
+
+
+def test_progressive_select_refuses_keywords_select_does_not_document():
+    with pytest.raises(TypeError, match="unexpected keyword arguments: _report, scope"):
+        progressive_select(EXAMPLES, [Pool("p", 99, 9)], scope=None, _report=False)  # type: ignore[call-arg]

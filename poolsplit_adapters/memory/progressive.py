@@ -439,6 +439,9 @@ def progressive_select(
     summaries with the same ``token_counter``. ``detail`` defaults to
     :func:`wants_detail` of ``context["message"]``. On entries without a
     ``summary`` the result equals ``select``'s."""
+    unknown = sorted(set(options) - set(SelectOptions.__annotations__))
+    if unknown:
+        raise TypeError("progressive_select() got unexpected keyword arguments: %s" % ", ".join(unknown))
     if detail is None:
         detail = wants_detail((context or {}).get("message"))
     counter = options.get("token_counter", default_token_counter)
