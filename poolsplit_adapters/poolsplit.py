@@ -847,17 +847,6 @@ def given_token_count(entry: Entry) -> Optional[int]:
     return None
 
 
-def _default_cost(entry: Entry) -> int:
-    """``entry_cost(entry, default_token_counter)`` of a checked entry, with
-    the common cases inline (the stateless ranking costs every candidate)."""
-    count = entry.get("token_count")
-    if count is None:
-        return max(1, len(entry["content"]) // 4)
-    if type(count) is int and count > 0:
-        return count
-    return entry_cost(entry, default_token_counter)
-
-
 def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] = None) -> int:
     """Token cost of an entry: a positive-int ``token_count``, else
     ``token_counter(content)``.
@@ -866,10 +855,16 @@ def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] =
     entry from every budget. A counter that answers 0, a negative number or a
     non-integer is reported rather than trusted, for the same reason.
     """
-    count = given_token_count(entry)
-    if count is not None:
+    count = entry.get("token_count")
+    if type(count) is int and count > 0:  # the common case, without the general checks
         return count
+    if count is not None:
+        count = given_token_count(entry)
+        if count is not None:
+            return count
     measured = token_counter(entry.get("content", ""))
+    if type(measured) is int and measured > 0:
+        return measured
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
         raise entry_error(
             entry,
@@ -1258,7 +1253,7 @@ class EntrySource(CandidateSource):
             if partials is not None:
                 partials[index] = partial(entry)  # type: ignore[misc]
             if costs is not None:
-                costs[index] = _default_cost(entry)
+                costs[index] = entry_cost(entry, default_token_counter, index)
 
     # 2. Score (lazily, at most once per entry) -------------------------------------------
 
