@@ -1152,8 +1152,10 @@ _Key = Tuple[float, str, str, int]
 class EntrySource(CandidateSource):
     """Candidates from a sequence of entries, for one call (the stateless
     path). Step 1 runs here: each entry is checked, tested for activeness and
-    visibility once; step 2 runs lazily: an entry is scored the first time a
-    ranking needs it, at most once.
+    visibility once. Step 2 is split by cost: with the default scorer the
+    cheap factors (priority, recency, tags, project) are read in the same
+    pass, the message overlap (a scan of the content) lazily, the first time
+    a ranking needs it; every entry is scored at most once.
 
     Args:
         entries: the entries (any iterable of mappings).
