@@ -114,6 +114,12 @@ __all__ = [
     "fill_pools",
     "entry_error",
     "note_fallback",
+    "check_pools",
+    "given_token_count",
+    "describe_entry",
+    "resolve_visibility",
+    "BUDGET_REASONS",
+    "EntrySource",
     "Layering",
     "retrieve",
     "retrieve_pools",
@@ -1025,15 +1031,21 @@ def default_scorer(
 
 class _PlainScorer:
     """A spec-form scorer function, prepared: its scores are checked, and its
-    relevance is its score (it has no separate query-match part)."""
+    relevance is its score (it has no separate query-match part). Each entry
+    is scored once per call: a pool's ``min_relevance`` and its ranking read
+    the same answer (by identity: the entries outlive the call)."""
 
-    __slots__ = ("scorer", "context", "now")
+    __slots__ = ("scorer", "context", "now", "answers")
 
     def __init__(self, scorer: Scorer, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> None:
         self.scorer, self.context, self.now = scorer, context, now
+        self.answers: Dict[int, Any] = {}
 
     def score(self, entry: Entry) -> float:
-        return self.scorer(entry, self.context, now=self.now)
+        key = id(entry)
+        if key not in self.answers:
+            self.answers[key] = self.scorer(entry, self.context, now=self.now)
+        return self.answers[key]  # type: ignore[no-any-return]
 
     def relevance(self, entry: Entry) -> float:
         return self.score(entry)
@@ -1061,7 +1073,7 @@ def _checked_score(value: Any, entry: Entry, index: Optional[int], what: str = "
     # NaN would break the total order the determinism guarantee rests on, and
     # an infinity makes every tie meaningless; a non-number cannot be sorted.
     if not _is_finite_number(value):
-        raise entry_error(entry, index, None, "%s returned %s; it must be a finite number" % (what, _got(value)))
+        raise entry_error(entry, index, None, "%s must return a finite number, %s" % (what, _got(value)))
     return float(value)
 
 

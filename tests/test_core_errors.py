@@ -47,7 +47,7 @@ def test_non_mapping_entry():
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "9", None, True])
 def test_scorer_must_return_a_finite_number(bad):
-    with pytest.raises(EntryError, match="scorer returned") as info:
+    with pytest.raises(EntryError, match="scorer must return a finite number, got ") as info:
         retrieve([{"id": "e1", "content": "a"}], POOL, scorer=lambda e, c, now=None: bad, now=NOW)
     assert info.value.entry_id == "e1"
 

@@ -271,3 +271,23 @@ def test_a_failing_activeness_predicate_leaves_the_index_unchanged():
     after = (len(index), index.version, index.select([Pool("p", 99, 9)], {"message": "deploy"}, now=NOW).to_dict())
     assert after == before
     assert before[0] == 1
+
+
+def test_a_plain_scorer_function_is_called_once_per_entry_even_with_a_threshold():
+    calls = []
+
+    def scorer(entry, context, now=None):
+        calls.append(entry["id"])
+        return 2.0 if entry["id"] == "a" else 0.5
+
+    entries = [{"id": "a", "content": "x"}, {"id": "b", "content": "y"}]
+    pools = [Pool("p", 99, 9, min_relevance=1.0)]
+    for run in (
+        lambda: select(entries, pools, now=NOW, scorer=scorer),
+        lambda: MemoryIndex(entries).select(pools, now=NOW, scorer=scorer),
+    ):
+        calls.clear()
+        selection = run()
+        assert [c.entry["id"] for c in selection.chosen] == ["a"]
+        assert [(d.entry["id"], d.reason) for d in selection.dropped] == [("b", Reason.BELOW_RELEVANCE)]
+        assert sorted(calls) == ["a", "b"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from .expand import UnknownEntryError, expand
 from .metrics import TokenMetrics, token_metrics
-from .progressive import Layer, SelectOptions, progressive_fill, progressive_select, wants_detail
+from .progressive import Layer, ProgressiveLayers, SelectOptions, progressive_fill, progressive_select, wants_detail
 from .tasks import DEFAULT_PRESETS, TaskDetection, detect_task_type, resolve_pools, task_pools
 from .working_set import Demotion, Turn, View, plan_demotion, split_turns
 from .write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
@@ -63,6 +63,7 @@ __all__ = [
     "plan_demotion",
     "progressive_fill",
     "progressive_select",
+    "ProgressiveLayers",
     "SelectOptions",
     "relevance_from_store_score",
     "resolve_pools",

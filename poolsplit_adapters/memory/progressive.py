@@ -85,6 +85,7 @@ __all__ = [
     "Candidate",
     "Layer",
     "Pick",
+    "ProgressiveLayers",
     "ProgressiveSelection",
     "SelectOptions",
     "candidate",
