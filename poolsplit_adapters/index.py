@@ -271,9 +271,9 @@ class _Postings:
     numpy sort groups them by key, so the Python work is per distinct key
     of the chunk, not per (entry, key) pair."""
 
-    def __init__(self, reserved: Iterable[str] = ()) -> None:
-        self.codes = _Codes(reserved)
-        self.lists: list[array.array[int]] = [array.array("i") for _ in range(len(self.codes) - 1)]
+    def __init__(self, codes: _Codes) -> None:
+        self.codes = codes
+        self.lists: list[array.array[int]] = [array.array("i") for _ in range(len(codes) - 1)]
         self.overrides: dict[int, frozenset[str]] = {}
 
     def add(self, codes: Any, positions: Any) -> None:
@@ -359,9 +359,8 @@ class _Words(_Postings):
     ``significant_words`` on arbitrary text."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self.codes = self.words = _WordCodes()
-        self.lists = [array.array("i") for _ in range(len(self.codes) - 1)]
+        self.words = _WordCodes()
+        super().__init__(self.words)
 
     def add_texts(self, start: int, texts: Sequence[str]) -> None:
         separator = " %s " % _SEPARATOR
@@ -427,7 +426,7 @@ class MemoryIndex:
         self._columns = {name: array.array(code) for name, (code, _) in _COLUMNS.items()}
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
         self._words: Optional[_Words] = _Words() if self._numpy else None
-        self._tags: Optional[_Postings] = _Postings() if self._numpy else None
+        self._tags: Optional[_Postings] = _Postings(_Codes()) if self._numpy else None
         # An embedding scorer's entry vectors, one row per position, with
         # their norms: a query then costs one matrix-vector product. None
         # when the scorer does not embed (or an embedder failure made the

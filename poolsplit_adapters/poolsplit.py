@@ -1275,10 +1275,11 @@ class EntrySource(CandidateSource):
         score = self.scores.get(position)
         if score is None:
             entry = self.items[position]
-            if self.lexical is not None:
-                # Admitted entries had their partial read in the admission pass.
-                admitted = self.partials is not None and position not in self.reason
-                partial = self.partials[position] if admitted else self.lexical.partial(entry)  # type: ignore[index]
+            if self.partials is not None:
+                # Admitted entries had their partial read in the admission
+                # pass; a report may ask about one that was not admitted.
+                admitted = position not in self.reason
+                partial = self.partials[position] if admitted else self.lexical.partial(entry)  # type: ignore[union-attr]
                 score = self._lexical_score(position, partial)
             else:
                 score = _checked_score(self.prepared.score(entry), entry, position)
