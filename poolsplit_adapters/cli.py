@@ -119,9 +119,14 @@ def _write_store(name: str) -> SQLiteMemoryStore:
     return _open_sqlite(path)
 
 
-def _entries(store: Store, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+def _read_entries(name: str, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+    """The entries of a store (one namespace, or all), the store closed again."""
+    store = _read_store(name)
     if isinstance(store, SQLiteMemoryStore):
-        return store.entries(namespace)
+        try:
+            return store.entries(namespace)
+        finally:
+            store.close()
     return [e for e in store if namespace is None or e.get("namespace") == namespace]
 
 
@@ -153,8 +158,6 @@ def _visibility(args: argparse.Namespace) -> Optional[Visibility]:
     try:
         return Visibility(**options)
     except TypeError as exc:
-        if "since" in str(exc) or "until" in str(exc):
-            raise InputFileError("--since/--until: this version of the core has no time bounds") from None
         raise InputFileError(_one_line(str(exc))) from None
 
 
@@ -240,10 +243,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    store = _read_store(args.store)
-    entries = _entries(store, args.namespace)
-    if isinstance(store, SQLiteMemoryStore):
-        store.close()
+    entries = _read_entries(args.store, args.namespace)
     if not entries:
         _say_empty(args.store, "nothing to export" if args.namespace is None else "nothing in that namespace")
     dump_store(entries, sys.stdout)
@@ -259,10 +259,7 @@ def cmd_search(args: argparse.Namespace) -> int:
             "search reads every tenant's memory; say so with --all-namespaces "
             "(to search one namespace, use select --namespace)"
         )
-    store = _read_store(args.store)
-    entries = _entries(store)
-    if isinstance(store, SQLiteMemoryStore):
-        store.close()
+    entries = _read_entries(args.store)
     if not entries:
         _say_empty(args.store, "nothing to search")
     found = search_all_namespaces(entries, args.query, limit=args.limit, include_inactive=args.include_inactive)

@@ -160,6 +160,12 @@ EXPAND_HINT = (
 )
 
 
+def expand_hint(short: int) -> str:
+    """The hint after the markers when ``short`` entries loaded as
+    summaries (progressive loading)."""
+    return EXPAND_HINT[0] if short == 1 else EXPAND_HINT[1] % short
+
+
 def render_context(selection: Selection, *, with_omissions: bool = True, with_hint: bool = True) -> RenderedContext:
     """Render ``selection`` as cite-able markers, always-scope entries first,
     then one explicit line per cause saying how many entries were left out
@@ -177,7 +183,7 @@ def render_context(selection: Selection, *, with_omissions: bool = True, with_hi
                 blocks.append(line)
     short = sum(1 for c in selection.chosen if str(c.layer) != "full")
     if short and with_hint:
-        blocks.append(EXPAND_HINT[0] if short == 1 else EXPAND_HINT[1] % short)
+        blocks.append(expand_hint(short))
     return RenderedContext(
         text="\n".join(blocks),
         included_ids=[c.entry.get("id") for c in selection.chosen],

@@ -18,7 +18,7 @@ from ..convert import (
 )
 from ..poolsplit import Chosen, Selection
 from ..recall import merge_recalled
-from ..render import EXPAND_HINT, marker, omission_line, omitted_by_pool
+from ..render import expand_hint, marker, omission_line, omitted_by_pool
 
 #: Name of the custom callback event carrying each call's selection report.
 SELECTION_EVENT = "poolsplit_selection"
@@ -147,5 +147,5 @@ def format_documents(documents: Sequence[Document]) -> str:
     if line:
         blocks.append(line)
     if short:
-        blocks.append(EXPAND_HINT[0] if short == 1 else EXPAND_HINT[1] % short)
+        blocks.append(expand_hint(short))
     return "\n".join(blocks)

@@ -19,7 +19,7 @@ from ..recall import RecallPlan, VisibleEntries, same_vector_space, with_store_s
 from ..recall import store_metric as metric_of
 from ..render import explain
 from ..reports import capture_selections
-from ..settings import ArgumentError, CallOptions, CallOverrides, check_tags, is_embedding_scorer
+from ..settings import ArgumentError, CallOptions, CallOverrides, check_pools, check_tags, is_embedding_scorer
 from .events import announce
 from .nodes import AnyNode, LlamaIndexSettings, NodeConverter
 from .vector_search import IndexRecall
@@ -131,7 +131,7 @@ class PoolSplitRetriever(BaseRetriever):
         if isinstance(pools, str):
             plan_pools: Sequence[Pool] = []  # "auto": each call recalls for its own plan
         else:
-            plan_pools = LlamaIndexSettings.held_by("PoolSplitRetriever", pools=pools).pools  # type: ignore[assignment]
+            plan_pools = check_pools(pools)  # type: ignore[assignment]
         plan = RecallPlan(plan_pools, fetch_k=fetch_k, always_k=always_k)
         recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model)
         try:

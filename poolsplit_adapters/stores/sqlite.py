@@ -38,6 +38,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, Optional, Union
 
 from ..index import MemoryIndex
+from ..memory.write_gate import utc_stamp
 from ..poolsplit import (
     IsActive,
     Pool,
@@ -95,7 +96,6 @@ def _create_v1(conn: sqlite3.Connection) -> None:
 #: inside one write transaction. Version 0 is an empty (new) file.
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_create_v1]
 SCHEMA_VERSION = len(MIGRATIONS)
-OUR_TABLES = {"memory", "forgotten", "meta"}
 #: ``forgotten`` keeps at least this many recent deletions; a process whose
 #: index is further behind than that reloads instead of catching up.
 KEEP_FORGOTTEN = 10_000
@@ -106,12 +106,6 @@ RELOAD_AFTER = 2_000
 
 def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
-
-
-def _iso(moment: datetime.datetime) -> str:
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-    return moment.isoformat(timespec="seconds") + "Z"
 
 
 def _columns(entry: Mapping[str, Any]) -> tuple[Any, ...]:
@@ -419,9 +413,12 @@ class SQLiteMemoryStore:
 
     # -- writes -----------------------------------------------------------------
 
-    def _prepare(self, entry: Any, position: int, stamp: str) -> tuple[str, dict[str, Any]]:
+    def _prepare(
+        self, entry: Any, position: int, stamp: str, extra: Optional[Mapping[str, Any]] = None
+    ) -> tuple[str, dict[str, Any]]:
         """(JSON, stored copy) of a new entry: checked, with ``id`` and
-        ``created`` assigned when missing; the caller's object is untouched."""
+        ``created`` assigned when missing and ``extra`` fields set; the
+        caller's object is untouched."""
         check_entry(entry, position)
         copy = dict(entry)
         if copy.get("id") is None:
@@ -430,10 +427,11 @@ class SQLiteMemoryStore:
             raise entry_error(entry, position, "id", "must be a non-empty string or missing, got ''")
         if copy.get("created") is None:
             copy["created"] = stamp
+        copy.update(extra or {})
         return stored_copy(copy, position)
 
     def _stamp(self) -> str:
-        return _iso(self._clock())
+        return utc_stamp(self._clock())
 
     def add(self, entries: Iterable[Mapping[str, Any]]) -> list[str]:
         """Store entries in one durable transaction; return their ids.
@@ -510,11 +508,9 @@ class SQLiteMemoryStore:
             ValueError: it was already superseded (supersede the newer one).
             EntryError: ``new_entry`` is malformed or reuses a stored id.
         """
-        text, copy = self._prepare(new_entry, 0, self._stamp())
+        text, copy = self._prepare(new_entry, 0, self._stamp(), {"supersedes": entry_id})
         if copy["id"] == entry_id:
             raise entry_error(copy, 0, "id", "must differ from the id it supersedes")
-        copy["supersedes"] = entry_id
-        text, copy = stored_copy(copy, 0)
         with self._lock:
             with self._writing():
                 head, _ = self._read_head()
