@@ -178,6 +178,7 @@ class PoolSplitMemoryStore:
         self._memo: Optional[Tuple[Tuple[Any, ...], Selection]] = None
         self._sessions: Tuple[int, FrozenSet[str]] = (-1, frozenset())
         self._renders: collections.OrderedDict[str, PooledRender] = collections.OrderedDict()
+        self._last_render: Optional[Tuple[Selection, PooledRender]] = None  # both blocks of one get share it
         self._lock = threading.Lock()
         self._serial = itertools.count()
 
@@ -300,7 +301,12 @@ class PoolSplitMemoryStore:
 
     def render_pooled(self, selection: Selection) -> PooledRender:
         """The pooled (contextual) part of ``selection``, remembered so that
-        :meth:`truncate_pooled` can cut it entry by entry."""
+        :meth:`truncate_pooled` can cut it entry by entry. Both blocks ask
+        for the same selection on one ``get``: it is rendered once."""
+        with self._lock:
+            last = self._last_render
+        if last is not None and last[0] is selection:
+            return last[1]
         returned = cap_round_robin(selection, self.settings.k)
         rendered = PooledRender(
             items=tuple((c, marker(c.entry, c.pool, c.layer)) for c in returned if not c.always),
@@ -309,11 +315,13 @@ class PoolSplitMemoryStore:
             pools=tuple(selection.stats),
             budget_here=not (self.ledger_in_corrections and self.pooled_block),
         )
+        text = rendered.text
         with self._lock:
-            self._renders[rendered.text] = rendered
-            self._renders.move_to_end(rendered.text)
+            self._renders[text] = rendered
+            self._renders.move_to_end(text)
             while len(self._renders) > _RENDERS_KEPT:
                 self._renders.popitem(last=False)
+            self._last_render = (selection, rendered)
         return rendered
 
     def truncate_pooled(self, content: str, tokens_to_truncate: int) -> str:

@@ -42,14 +42,25 @@ def llama_counter() -> TokenCounter:
 
 
 def counter_from(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
-    """A never-0 counter over ``tokenizer_fn``, cached by text with a bound:
-    a long chat would otherwise grow the cache by every line it flushes."""
+    """A never-0 counter over ``tokenizer_fn``, cached by text with a bound
+    (a long chat would otherwise grow the cache by every line it flushes).
+    One counter per tokenizer: every retriever, postprocessor and memory
+    over LlamaIndex's global tokenizer shares one cache."""
+    try:
+        return _shared_counter(tokenizer_fn)
+    except TypeError:  # an unhashable tokenizer object: a counter of its own
+        return _counter(tokenizer_fn)
 
+
+def _counter(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
     @functools.lru_cache(maxsize=100_000)
     def count(text: str) -> int:
         return max(1, len(tokenizer_fn(text)))
 
     return count
+
+
+_shared_counter = functools.lru_cache(maxsize=8)(_counter)
 
 
 class NodeConverter:
