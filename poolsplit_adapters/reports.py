@@ -62,28 +62,4 @@ def record(selection: Selection) -> Selection:
 def event_payload(selection: Selection) -> Dict[str, Any]:
     """The JSON form of ``selection`` that both frameworks' selection events
     carry: ``Selection.to_dict()``, the core's one JSON form."""
-    to_dict = getattr(selection, "to_dict", None)
-    if to_dict is not None:
-        return dict(to_dict())
-    return _digest(selection)  # until the core's Selection.to_dict() lands
-
-
-def _digest(selection: Selection) -> Dict[str, Any]:
-    return {
-        "chosen": [
-            {"id": c.entry.get("id"), "pool": c.pool, "always": c.always, "score": c.score, "tokens": c.cost}
-            for c in selection.chosen
-        ],
-        "dropped": [{"id": d.entry.get("id"), "reason": d.reason, "pool": d.pool} for d in selection.dropped],
-        "stats": {
-            name: {
-                "tokens_used": s.tokens_used,
-                "max_tokens": s.max_tokens,
-                "entries_used": s.entries_used,
-                "max_entries": s.max_entries,
-                "always_count": s.always_count,
-                "always_tokens": s.always_tokens,
-            }
-            for name, s in selection.stats.items()
-        },
-    }
+    return selection.to_dict()

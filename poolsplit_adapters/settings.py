@@ -29,6 +29,7 @@ from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, wants_detail
 from .memory.tasks import AUTO, TaskDetection, resolve_pools
 from .poolsplit import Chosen, Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer, select
+from .poolsplit import check_pools as core_check_pools
 from .reports import record
 
 if TYPE_CHECKING:
@@ -108,10 +109,9 @@ def check_pools(value: Any, name: str = "pools") -> Union[List[Pool], str]:
     if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
         raise ArgumentError("%s must be a list of Pool objects or 'auto', %s" % (name, _got(value)))
     try:
-        select([], value)
+        return core_check_pools(value)
     except (TypeError, ValueError) as err:
         raise ArgumentError("%s: %s" % (name, err)) from None
-    return list(value)
 
 
 def check_total(value: Any, name: str) -> Optional[int]:
