@@ -90,6 +90,14 @@ class PoolSplitRetriever(BaseRetriever):
         self.context_tags = check_tags(tags)
         self._converter = NodeConverter(show_selection_to_llm)
         self._recall = recall
+        # Whether the store's scores are the scorer's cosines: both are fixed
+        # here, so it is decided once (LangChain's retriever does the same).
+        self._store_scores = (
+            recall is not None
+            and recall.metric is not None
+            and is_embedding_scorer(self.settings.scorer)
+            and same_vector_space(self.settings.scorer, recall.embed_model)
+        )
         self._index: Optional[MemoryIndex] = None
         self._source: Dict[int, BaseNode] = {}
         if nodes is not None:
@@ -213,10 +221,9 @@ class PoolSplitRetriever(BaseRetriever):
         index's own model, it takes the recalled nodes' relevance from
         their store scores instead of embedding them."""
         scorer, recall = self.settings.scorer, self._recall
-        if recall is None or recall.metric is None or not is_embedding_scorer(scorer):
+        if not self._store_scores:
             return scorer
-        if not same_vector_space(scorer, recall.embed_model):
-            return scorer
+        assert recall is not None
         scores = {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
         return with_store_scores(scorer, scores, recall.metric)
 
