@@ -36,13 +36,13 @@ class BaseRetrieverRecall:
         self.retriever = retriever
 
     def run(
-        self, query: str, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]], run_manager: SyncRun
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
     ) -> Recalled:
         """What the retriever returns for ``query`` (no scores: it gives none)."""
         return self.retriever.invoke(query, config={"callbacks": run_manager.get_child("base")}), {}
 
     async def arun(
-        self, query: str, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]], run_manager: AsyncRun
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
     ) -> Recalled:
         """Async :meth:`run`."""
         return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")}), {}
@@ -126,9 +126,9 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
                 "(got %d)" % len(modes)
             )
         if self.vectorstore is not None:
-            plan = RecallPlan(
-                self.pools if isinstance(self.pools, list) else [], fetch_k=self.fetch_k, always_k=self.always_k
-            )
+            # Each call recalls for its own plan (pools="auto" varies by
+            # message); the recall plan holds the search sizes.
+            plan = RecallPlan([], fetch_k=self.fetch_k, always_k=self.always_k)
             try:
                 self._metric = store_metric(self.vectorstore, self.store_metric)
             except ValueError as err:

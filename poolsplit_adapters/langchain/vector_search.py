@@ -99,7 +99,7 @@ class VectorRecall:
     Example::
 
         recall = VectorRecall(store, RecallPlan(pools, fetch_k=20), type_filter(store))
-        candidates, scores = recall.run("deploy", None, None, run_manager)
+        candidates, scores = recall.run("deploy", None, pools, run_manager)
     """
 
     def __init__(self, store: VectorStore, plan: RecallPlan, build: FilterBuilder, *, scored: bool = False) -> None:
@@ -127,9 +127,9 @@ class VectorRecall:
         return self.store.embeddings if self.searches_by_vector else None
 
     def _runs(
-        self, vector: Optional[List[float]], visibility: Optional[Visibility], pools: Optional[Sequence[Pool]]
+        self, vector: Optional[List[float]], visibility: Optional[Visibility], pools: Sequence[Pool]
     ) -> Tuple[RecallPlan, List[Tuple[Search, StoreSearch]]]:
-        plan = self.plan if pools is None else dataclasses.replace(self.plan, pools=tuple(pools))
+        plan = dataclasses.replace(self.plan, pools=tuple(pools))
         with_scores = self.scored and self.scores_available and vector is not None
         runs = []
         for search in plan.searches(visibility):
@@ -152,10 +152,11 @@ class VectorRecall:
         return plan.collect([search for search, _ in runs], results), scores
 
     def run(
-        self, query: str, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]], run_manager: SyncRun
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
     ) -> Recalled:
         """Every search's documents (in plan order, duplicates included) for
-        this call's ``pools`` (None: the plan's), and document id -> the
+        this call's ``pools`` (the plan gives ``fetch_k`` and ``always_k``;
+        a call's plan may differ, e.g. ``pools="auto"``), and document id -> the
         store's score when ``scored`` and the store returns scores (else
         empty)."""
         embeddings = self._query_embeddings()
@@ -165,7 +166,7 @@ class VectorRecall:
         return self._recalled(plan, runs, results)
 
     async def arun(
-        self, query: str, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]], run_manager: AsyncRun
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
     ) -> Recalled:
         """:meth:`run`, the searches concurrently."""
         embeddings = self._query_embeddings()
