@@ -69,7 +69,17 @@ from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_de
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, check_pools, default_scorer
 from ..render import render_context
-from ..settings import TASK_FIELDS, annotate, embedding_scorer_for
+from ..settings import (
+    TASK_FIELDS,
+    annotate,
+    check_callable,
+    check_flag,
+    check_now,
+    check_project,
+    check_tags,
+    check_text,
+    embedding_scorer_for,
+)
 from ..tokens import default_counter
 from .documents import SELECTION_EVENT
 from .sources import Plan, Settings, Source, source_for
@@ -290,9 +300,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.pools: Union[List[Pool], str] = AUTO if pools == AUTO else check_pools(pools)  # type: ignore[arg-type]
         self.total_tokens = total_tokens
         self.total_entries = total_entries
-        if not isinstance(progressive, bool):
-            raise TypeError("progressive must be True or False, got %r" % (progressive,))
-        self.progressive = progressive
+        self.progressive = check_flag(progressive, "progressive")
         if embeddings is not None:
             if scorer is not default_scorer:
                 raise TypeError("give embeddings= or scorer=, not both")
@@ -310,11 +318,9 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         Visibility(namespace="-", chain_penalty=chain_penalty)  # the one check of chain_penalty
         if write_gate is not None and not isinstance(write_gate, WriteGate):
             raise TypeError("write_gate must be a WriteGate, got %s" % type(write_gate).__name__)
-        for name, function in (("scorer", scorer), ("token_counter", token_counter)):
-            if function is not None and not callable(function):
-                raise TypeError("%s must be callable, got %r" % (name, function))
-        if now is not None and not isinstance(now, datetime.datetime):
-            raise TypeError("now must be a datetime or None, got %s" % type(now).__name__)
+        check_callable(scorer, "scorer")
+        check_callable(token_counter, "token_counter")
+        check_now(now)
         if not isinstance(heading, str):
             raise TypeError("heading must be a string, got %r" % (heading,))
         for name, text in (("episode_type", episode_type), ("note_type", note_type)):
@@ -496,20 +502,13 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         under this namespace and context."""
         last = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
         ctx = getattr(request.runtime, "context", None)
-        tags = _context_value(ctx, "tags")
-        if tags is not None and (not isinstance(tags, (list, tuple)) or not all(isinstance(t, str) for t in tags)):
-            raise ValueError("runtime.context['tags'] must be a list of strings, got %r" % (tags,))
-        project = _context_value(ctx, "project")
-        if project is not None and not isinstance(project, str):
-            raise ValueError("runtime.context['project'] must be a string, got %r" % (project,))
+        tag_list = check_tags(_context_value(ctx, "tags"), "runtime.context['tags']")
+        project = check_project(_context_value(ctx, "project"), "runtime.context['project']")
         message = str(last.text) if last is not None else ""
-        tag_list = [str(t) for t in tags or ()]
         context: Dict[str, Any] = {"message": message, "tags": tag_list, "project": project}
         task: Dict[str, Any] = {"message": message}
         for name in TASK_FIELDS:
-            value = _context_value(ctx, name)
-            if value is not None and not isinstance(value, str):
-                raise ValueError("runtime.context[%r] must be a string, got %r" % (name, value))
+            value = check_text(_context_value(ctx, name), "runtime.context[%r]" % name)
             if value is not None:
                 task[name] = value
         step = (
