@@ -78,7 +78,7 @@ def selection_metadata(chosen: Chosen) -> Dict[str, Any]:
     loading loaded a lighter layer than the full text (absent otherwise, so
     a plain selection's metadata is exactly seed 001's)."""
     data: Dict[str, Any] = {"pool": chosen.pool, "score": chosen.score, "always": chosen.always}
-    layer = str(getattr(chosen, "layer", "full"))
+    layer = str(chosen.layer)
     if layer != "full":
         data["layer"] = layer
     return data
@@ -89,7 +89,7 @@ def loaded_text(chosen: Chosen, content: str) -> str:
     lighter layer loaded (the full text is one expand call away; returning
     it anyway would spend the tokens progressive loading saved), else
     ``content``."""
-    if str(getattr(chosen, "layer", "full")) != "full":
+    if str(chosen.layer) != "full":
         summary = chosen.entry.get("summary")
         if isinstance(summary, str) and summary.strip():
             return summary

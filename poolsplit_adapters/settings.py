@@ -114,11 +114,6 @@ def check_pools(value: Any, name: str = "pools") -> Union[List[Pool], str]:
         raise ArgumentError("%s: %s" % (name, err)) from None
 
 
-def check_total(value: Any, name: str) -> Optional[int]:
-    """``total_tokens`` / ``total_entries``: None, or an int >= 0."""
-    return check_k(value, name)
-
-
 def check_text(value: Any, name: str) -> Optional[str]:
     """A task signal (``goal``, ``action_type``, ``phase``): a string or None."""
     if value is not None and not isinstance(value, str):
@@ -146,8 +141,8 @@ _CHECKS = {
     "visibility": check_visibility,
     "scorer": lambda v, name: default_scorer if v is None else check_callable(v, name),
     "token_counter": check_callable,
-    "total_tokens": check_total,
-    "total_entries": check_total,
+    "total_tokens": check_k,  # None, or an int >= 0, like k
+    "total_entries": check_k,
     "goal": check_text,
     "action_type": check_text,
     "phase": check_text,
