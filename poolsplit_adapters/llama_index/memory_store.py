@@ -179,6 +179,7 @@ class PoolSplitMemoryStore:
         self._sessions: Tuple[int, FrozenSet[str]] = (-1, frozenset())
         self._renders: collections.OrderedDict[str, PooledRender] = collections.OrderedDict()
         self._last_render: Optional[Tuple[Selection, PooledRender]] = None  # both blocks of one get share it
+        self._recallable: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
         self._lock = threading.Lock()
         self._serial = itertools.count()
 
@@ -205,7 +206,7 @@ class PoolSplitMemoryStore:
         if self.long_term is None and (self.share_chat or self._sessions_in_index() <= {session_id}):
             selection = self.settings.select_in(self.index, options)  # nothing to hide: the prepared index
         else:
-            selection = self.settings.select_from(self._candidates(session_id), options)
+            selection = self.settings.select_in(self._candidate_index(session_id), options)
         self._memo = (key, selection)
         announce("memory", selection)
         return self.settings.record(selection)
@@ -224,6 +225,19 @@ class PoolSplitMemoryStore:
     def _visible(self, entry: Mapping[str, Any], session_id: Optional[str]) -> bool:
         owner = entry.get(SESSION_KEY)
         return self.share_chat or owner is None or owner == session_id
+
+    def _candidate_index(self, session_id: Optional[str]) -> MemoryIndex:
+        """:meth:`_candidates` as a prepared index, kept while the session
+        and both versions stay the same: the store is read, and the texts
+        counted, once per change instead of once per message."""
+        key = (session_id, self.index.version, self._long_term_version())
+        with self._lock:
+            kept = self._recallable
+        if kept is None or kept[0] != key:
+            kept = (key, MemoryIndex(self._candidates(session_id), token_counter=self.token_counter))
+            with self._lock:
+                self._recallable = kept
+        return kept[1]
 
     def _candidates(self, session_id: Optional[str]) -> List[Mapping[str, Any]]:
         """What ``session_id`` may recall: the index's entries, then the
@@ -257,7 +271,7 @@ class PoolSplitMemoryStore:
 
         class _Entries:
             def __iter__(self) -> Any:
-                return iter(store._candidates(session_id))
+                return iter(store._candidate_index(session_id).entries)
 
         return llama_index_expand_tool(
             VisibleEntries(_Entries(), self.settings.visibility, lambda e: self._visible(e, session_id))
