@@ -38,7 +38,7 @@ from ..recall import VisibleEntries
 from ..tokens import default_counter
 from .documents import document_to_entry
 from .retriever import PoolSplitRetriever
-from .store import BaseStoreMemory, Namespace, Recall, namespace_label
+from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
 
 __all__ = ["Plan", "Settings", "Snapshot", "Source", "source_for", "STORE_METHODS"]
 
@@ -62,8 +62,7 @@ class Settings:
     fetch_k: Optional[int]
 
     def visibility(self, chain: Sequence[Namespace]) -> Visibility:
-        labels = tuple(namespace_label(ns) for ns in chain)
-        return Visibility(namespace=labels if len(labels) > 1 else labels[0], chain_penalty=self.chain_penalty)
+        return chain_visibility(chain, self.chain_penalty)
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,14 @@ def namespace_label(namespace: Namespace) -> str:
     return ".".join(namespace)
 
 
+def chain_visibility(chain: Sequence[Namespace], chain_penalty: float) -> Visibility:
+    """What a query over the namespace ``chain`` (own first) may see: the
+    entries of those namespaces, each further link scored ``chain_penalty``
+    lower."""
+    labels = tuple(namespace_label(ns) for ns in chain)
+    return Visibility(namespace=labels if len(labels) > 1 else labels[0], chain_penalty=chain_penalty)
+
+
 def _check_one(value: Any, argument: str) -> Namespace:
     if isinstance(value, str) or not isinstance(value, (tuple, list)) or not value:
         raise ValueError(
@@ -206,9 +214,7 @@ class BaseStoreMemory:
         self.chain = check_namespaces(namespace)
         self.namespace = self.chain[0]
         self.labels = tuple(namespace_label(ns) for ns in self.chain)
-        self.visibility = Visibility(
-            namespace=self.labels if len(self.labels) > 1 else self.labels[0], chain_penalty=chain_penalty
-        )
+        self.visibility = chain_visibility(self.chain, chain_penalty)
         for name, value in (("page_size", page_size), ("cache_size", cache_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError("BaseStoreMemory %s must be an int >= 1, got %r" % (name, value))
