@@ -213,7 +213,6 @@ class BaseStoreMemory:
         self.store = store
         self.chain = check_namespaces(namespace)
         self.namespace = self.chain[0]
-        self.labels = tuple(namespace_label(ns) for ns in self.chain)
         self.visibility = chain_visibility(self.chain, chain_penalty)
         for name, value in (("page_size", page_size), ("cache_size", cache_size)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
