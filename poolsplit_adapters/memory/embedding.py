@@ -544,19 +544,42 @@ class PreparedEmbeddingScore:
         """Embed the missing vectors of ``entries`` in batches now, instead of
         one embedder call per entry later: a selector calls it once with the
         call's candidates before asking for scores. A failure is recorded
-        (``fallback_reason``) and those entries are then scored lexically."""
+        (``fallback_reason``) and those entries are then scored lexically.
+
+        The relevances are computed here, from the vectors of the batch, and
+        kept for the call: the per-entry path would otherwise look every
+        vector up a second time (key hash and cache lookup per entry).
+        Entries already worked out in this call are skipped (the core warms
+        the same group again for the threshold and the ranking)."""
         if self._query_failure is not None or self.query_vector is None:
             return
-        known = self.scorer._known
-        if known:  # a vector store already said how relevant these are
-            entries = [e for e in entries if e.get("id") not in known]
+        scorer = self.scorer
+        known = scorer._known
+        memo = self._memo
+        pending: List[Mapping[str, Any]] = []
+        for entry in entries:
+            if known and entry.get("id") in known:  # a vector store already said how relevant it is
+                continue
+            held = memo.get(id(entry))
+            if held is not None and held[0] is entry:
+                continue
+            pending.append(entry)
+        if not pending:
+            return
         try:
-            self.scorer.embed_entries(entries)
+            vectors = scorer.vectors_for([entry["content"] for entry in pending])
         except EmbeddingError as exc:
             # Entries without a cached vector are then scored lexically.
             self._entry_failure = reason = "entry embedding failed: %s" % exc
-            self.scorer._shared.last_fallback = reason
-            self.scorer._fell_back(reason)
+            scorer._shared.last_fallback = reason
+            scorer._fell_back(reason)
+            return
+        # The same operations as _embedded_relevance, so the same bits.
+        query = self.query_vector
+        for entry, vector in zip(pending, vectors):
+            cos = cosine(query, vector)
+            overlap = self._overlap(entry) if scorer.lexical_weight else None
+            memo[id(entry)] = (entry, float(scorer.relevance_from(cos, overlap)))
 
     def relevance_of_matrix(
         self, matrix: FloatArray, norms: Optional[Float64Array] = None, overlap: Optional[Float64Array] = None
