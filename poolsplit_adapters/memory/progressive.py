@@ -63,12 +63,12 @@ from typing import (
 )
 
 from ..poolsplit import (
-    EntryError,
     Layering,
     Pool,
     Selection,
     Visibility,
     default_token_counter,
+    entry_error,
     parse_created,
     select,
 )
@@ -207,15 +207,7 @@ def summary_of(entry: Mapping[str, Any], index: Optional[int] = None) -> Optiona
     if value is None:
         return None
     if not isinstance(value, str):
-        entry_id = entry.get("id")
-        name = "entry %r" % entry_id if isinstance(entry_id, str) else "entry at index %s" % index
-        raise EntryError(
-            "%s: field 'summary' must be a string or None, got %s" % (name, type(value).__name__),
-            index=index,
-            entry_id=entry_id if isinstance(entry_id, str) else None,
-            field="summary",
-            problem="must be a string or None, got %s" % type(value).__name__,
-        )
+        raise entry_error(entry, index, "summary", "must be a string or None, got %s" % type(value).__name__)
     return value if value.strip() else None
 
 
@@ -237,11 +229,12 @@ def candidate(
     if summary is not None:
         measured = token_counter(summary)
         if isinstance(measured, bool) or not isinstance(measured, int) or measured < 1:
-            raise EntryError(
-                "entry at index %d: token_counter returned %r for its summary; costs must be positive ints"
-                % (position, measured),
-                index=position,
-                field="summary",
+            raise entry_error(
+                entry,
+                position,
+                "summary",
+                "has no positive cost: token_counter returned %r for its summary; costs must be positive ints"
+                % (measured,),
             )
         summary_cost = measured
     return Candidate(position, entry, score, full_cost, summary_cost, tuple(entry.get("tags") or ()))
