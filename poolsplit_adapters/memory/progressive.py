@@ -73,7 +73,7 @@ from ..poolsplit import (
     select,
 )
 from ._words import contains, words
-from .metrics import token_metrics
+from .metrics import TokenMetrics, token_metrics
 
 if TYPE_CHECKING:  # annotations only: no runtime dependency
     from typing_extensions import Unpack
@@ -91,6 +91,7 @@ __all__ = [
     "candidate",
     "needs_full_text",
     "progressive_fill",
+    "progressive_notes",
     "progressive_select",
     "summary_of",
     "wants_detail",
@@ -372,6 +373,20 @@ class ProgressiveLayers(Layering):
         return self.deepened
 
 
+def progressive_notes(metrics: TokenMetrics, *, detail: bool, deepened: bool) -> Dict[str, Any]:
+    """What a progressive call records in ``Selection.notes``: ``metrics``
+    (tokens per layer, savings; :meth:`TokenMetrics.to_dict`), ``detail``
+    and ``deepened``. One home for their keys and form, shared by
+    :class:`ProgressiveSelection` and the adapters' settings, so both report
+    a progressive call the same way.
+
+    Example::
+
+        selection.notes.update(progressive_notes(token_metrics(selection.chosen), detail=False, deepened=True))
+    """
+    return {"metrics": metrics.to_dict(), "detail": detail, "deepened": deepened}
+
+
 class ProgressiveSelection(Selection):
     """A :class:`~poolsplit_adapters.poolsplit.Selection` with the token
     metrics and the sufficiency decision (also in ``notes``).
@@ -392,7 +407,7 @@ class ProgressiveSelection(Selection):
 
     def __init__(self, selection: Selection, *, detail: bool, deepened: bool) -> None:
         metrics = token_metrics(selection.chosen)
-        notes = dict(selection.notes, metrics=metrics.to_dict(), detail=detail, deepened=deepened)
+        notes = dict(selection.notes, **progressive_notes(metrics, detail=detail, deepened=deepened))
         super().__init__(selection.pools, selection.chosen, lambda: selection.dropped, selection.stats, notes)
         self.metrics = metrics
         self.detail = detail
