@@ -334,10 +334,7 @@ class EmbeddingScorer:
         model = self.model_id
         self.cache.put_many({content_key(text, model): array[row] for row, text in enumerate(texts)})
 
-    #: Cosines of a quantised query with a matrix of quantised entry vectors
-    #: (one matrix-vector product); see :func:`~.similarity.score_matrix`.
-    score_matrix = staticmethod(score_matrix)
-    #: Row norms for :meth:`score_matrix` (an index keeps them per row).
+    #: Row norms for :func:`~.similarity.score_matrix` (an index keeps them per row).
     norms_of = staticmethod(norms_of)
 
     # -- the score ------------------------------------------------------------
@@ -431,7 +428,7 @@ class PreparedEmbeddingScore:
         has_query: False when the context has no message: every relevance is
             then 0 and nothing is embedded.
         query_vector: the quantised query vector (None without a query or in
-            fallback), for :meth:`EmbeddingScorer.score_matrix`.
+            fallback), for :func:`~poolsplit_adapters.memory.similarity.score_matrix`.
 
     Example:
         >>> from poolsplit_adapters.memory.hash_embedding import HashEmbedder
