@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from typing_extensions import TypedDict, Unpack
 
 from .memory.metrics import token_metrics
-from .memory.progressive import ProgressiveLayers, wants_detail
+from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import AUTO, TaskDetection, resolve_pools
 from .poolsplit import Chosen, Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer, select
 from .poolsplit import check_pools as core_check_pools
@@ -526,9 +526,9 @@ def annotate(
         selection.notes["task_type"] = detection.type
         selection.notes["task"] = detection.to_dict()
     if layering is not None:
-        selection.notes["metrics"] = token_metrics(selection.chosen).to_dict()
-        selection.notes["detail"] = layering.detail
-        selection.notes["deepened"] = layering.deepened
+        selection.notes.update(
+            progressive_notes(token_metrics(selection.chosen), detail=layering.detail, deepened=layering.deepened)
+        )
     if "scorer_fallback" not in selection.notes and is_embedding_scorer(scorer):
         reason = scorer.last_fallback_reason
         if reason is not None:

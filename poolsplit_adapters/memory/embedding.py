@@ -334,10 +334,7 @@ class EmbeddingScorer:
         model = self.model_id
         self.cache.put_many({content_key(text, model): array[row] for row, text in enumerate(texts)})
 
-    #: Cosines of a quantised query with a matrix of quantised entry vectors
-    #: (one matrix-vector product); see :func:`~.similarity.score_matrix`.
-    score_matrix = staticmethod(score_matrix)
-    #: Row norms for :meth:`score_matrix` (an index keeps them per row).
+    #: Row norms for :func:`~.similarity.score_matrix` (an index keeps them per row).
     norms_of = staticmethod(norms_of)
 
     # -- the score ------------------------------------------------------------
@@ -431,7 +428,7 @@ class PreparedEmbeddingScore:
         has_query: False when the context has no message: every relevance is
             then 0 and nothing is embedded.
         query_vector: the quantised query vector (None without a query or in
-            fallback), for :meth:`EmbeddingScorer.score_matrix`.
+            fallback), for :func:`~poolsplit_adapters.memory.similarity.score_matrix`.
 
     Example:
         >>> from poolsplit_adapters.memory.hash_embedding import HashEmbedder
@@ -544,19 +541,42 @@ class PreparedEmbeddingScore:
         """Embed the missing vectors of ``entries`` in batches now, instead of
         one embedder call per entry later: a selector calls it once with the
         call's candidates before asking for scores. A failure is recorded
-        (``fallback_reason``) and those entries are then scored lexically."""
+        (``fallback_reason``) and those entries are then scored lexically.
+
+        The relevances are computed here, from the vectors of the batch, and
+        kept for the call: the per-entry path would otherwise look every
+        vector up a second time (key hash and cache lookup per entry).
+        Entries already worked out in this call are skipped (the core warms
+        the same group again for the threshold and the ranking)."""
         if self._query_failure is not None or self.query_vector is None:
             return
-        known = self.scorer._known
-        if known:  # a vector store already said how relevant these are
-            entries = [e for e in entries if e.get("id") not in known]
+        scorer = self.scorer
+        known = scorer._known
+        memo = self._memo
+        pending: List[Mapping[str, Any]] = []
+        for entry in entries:
+            if known and entry.get("id") in known:  # a vector store already said how relevant it is
+                continue
+            held = memo.get(id(entry))
+            if held is not None and held[0] is entry:
+                continue
+            pending.append(entry)
+        if not pending:
+            return
         try:
-            self.scorer.embed_entries(entries)
+            vectors = scorer.vectors_for([entry["content"] for entry in pending])
         except EmbeddingError as exc:
             # Entries without a cached vector are then scored lexically.
             self._entry_failure = reason = "entry embedding failed: %s" % exc
-            self.scorer._shared.last_fallback = reason
-            self.scorer._fell_back(reason)
+            scorer._shared.last_fallback = reason
+            scorer._fell_back(reason)
+            return
+        # The same operations as _embedded_relevance, so the same bits.
+        query = self.query_vector
+        for entry, vector in zip(pending, vectors):
+            cos = cosine(query, vector)
+            overlap = self._overlap(entry) if scorer.lexical_weight else None
+            memo[id(entry)] = (entry, float(scorer.relevance_from(cos, overlap)))
 
     def relevance_of_matrix(
         self, matrix: FloatArray, norms: Optional[Float64Array] = None, overlap: Optional[Float64Array] = None

@@ -107,8 +107,7 @@ def token_metrics(chosen: Iterable[Any], *, include_always: bool = True) -> Toke
     for item in chosen:
         if not include_always and getattr(item, "always", False):
             continue
-        found = getattr(item, "layer", "full")
-        layer = str(getattr(found, "value", found))  # a Layer enum or a plain string
+        layer = str(getattr(item, "layer", "full"))  # a Layer (its str is its value) or a plain string
         if layer not in tokens:
             raise ValueError("unknown layer %r (layers: %s)" % (layer, ", ".join(LAYERS)))
         cost = int(item.cost)

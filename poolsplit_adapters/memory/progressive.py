@@ -63,17 +63,17 @@ from typing import (
 )
 
 from ..poolsplit import (
-    EntryError,
     Layering,
     Pool,
     Selection,
     Visibility,
     default_token_counter,
+    entry_error,
     parse_created,
     select,
 )
 from ._words import contains, words
-from .metrics import token_metrics
+from .metrics import TokenMetrics, token_metrics
 
 if TYPE_CHECKING:  # annotations only: no runtime dependency
     from typing_extensions import Unpack
@@ -91,6 +91,7 @@ __all__ = [
     "candidate",
     "needs_full_text",
     "progressive_fill",
+    "progressive_notes",
     "progressive_select",
     "summary_of",
     "wants_detail",
@@ -207,15 +208,7 @@ def summary_of(entry: Mapping[str, Any], index: Optional[int] = None) -> Optiona
     if value is None:
         return None
     if not isinstance(value, str):
-        entry_id = entry.get("id")
-        name = "entry %r" % entry_id if isinstance(entry_id, str) else "entry at index %s" % index
-        raise EntryError(
-            "%s: field 'summary' must be a string or None, got %s" % (name, type(value).__name__),
-            index=index,
-            entry_id=entry_id if isinstance(entry_id, str) else None,
-            field="summary",
-            problem="must be a string or None, got %s" % type(value).__name__,
-        )
+        raise entry_error(entry, index, "summary", "must be a string or None, got %s" % type(value).__name__)
     return value if value.strip() else None
 
 
@@ -237,11 +230,12 @@ def candidate(
     if summary is not None:
         measured = token_counter(summary)
         if isinstance(measured, bool) or not isinstance(measured, int) or measured < 1:
-            raise EntryError(
-                "entry at index %d: token_counter returned %r for its summary; costs must be positive ints"
-                % (position, measured),
-                index=position,
-                field="summary",
+            raise entry_error(
+                entry,
+                position,
+                "summary",
+                "has no positive cost: token_counter returned %r for its summary; costs must be positive ints"
+                % (measured,),
             )
         summary_cost = measured
     return Candidate(position, entry, score, full_cost, summary_cost, tuple(entry.get("tags") or ()))
@@ -379,6 +373,20 @@ class ProgressiveLayers(Layering):
         return self.deepened
 
 
+def progressive_notes(metrics: TokenMetrics, *, detail: bool, deepened: bool) -> Dict[str, Any]:
+    """What a progressive call records in ``Selection.notes``: ``metrics``
+    (tokens per layer, savings; :meth:`TokenMetrics.to_dict`), ``detail``
+    and ``deepened``. One home for their keys and form, shared by
+    :class:`ProgressiveSelection` and the adapters' settings, so both report
+    a progressive call the same way.
+
+    Example::
+
+        selection.notes.update(progressive_notes(token_metrics(selection.chosen), detail=False, deepened=True))
+    """
+    return {"metrics": metrics.to_dict(), "detail": detail, "deepened": deepened}
+
+
 class ProgressiveSelection(Selection):
     """A :class:`~poolsplit_adapters.poolsplit.Selection` with the token
     metrics and the sufficiency decision (also in ``notes``).
@@ -399,7 +407,7 @@ class ProgressiveSelection(Selection):
 
     def __init__(self, selection: Selection, *, detail: bool, deepened: bool) -> None:
         metrics = token_metrics(selection.chosen)
-        notes = dict(selection.notes, metrics=metrics.to_dict(), detail=detail, deepened=deepened)
+        notes = dict(selection.notes, **progressive_notes(metrics, detail=detail, deepened=deepened))
         super().__init__(selection.pools, selection.chosen, lambda: selection.dropped, selection.stats, notes)
         self.metrics = metrics
         self.detail = detail

@@ -526,8 +526,30 @@ def task_pools(
         # [('corrections', 0, 0), ('episodic', 210, 4), ('semantic', 90, 2),
         #  ('skills', 120, 3), ('anti_patterns', 120, 2), ('other', 60, 1)]
     """
+    return _detect_and_plan(
+        context,
+        total_tokens=total_tokens,
+        total_entries=total_entries,
+        presets=presets,
+        signals=signals,
+        collections=collections,
+        entry_types=entry_types,
+    )[0]
+
+
+def _detect_and_plan(
+    context: Optional[Mapping[str, Any]],
+    *,
+    total_tokens: int,
+    total_entries: int,
+    presets: Mapping[str, Preset],
+    signals: Mapping[str, Signals],
+    collections: Mapping[str, Sequence[str]],
+    entry_types: Optional[Iterable[str]],
+) -> Tuple[List[Pool], TaskDetection]:
+    # What "auto" means, in one place: detect the task, then plan its preset.
     found = detect_task_type(context, signals=signals)
-    return plan_for_task(
+    plan = plan_for_task(
         found.type,
         total_tokens=total_tokens,
         total_entries=total_entries,
@@ -535,6 +557,7 @@ def task_pools(
         collections=collections,
         entry_types=entry_types,
     )
+    return plan, found
 
 
 def resolve_pools(
@@ -569,15 +592,15 @@ def resolve_pools(
             raise ValueError("pools must be a sequence of Pool objects or %r, got %r" % (AUTO, pools_or_auto))
         if total_tokens is None or total_entries is None:
             raise ValueError("pools='auto' needs total_tokens and total_entries (the budget to share out)")
-        found = detect_task_type(context, signals=signals)
-        plan = plan_for_task(
-            found.type,
+        return _detect_and_plan(
+            context,
             total_tokens=total_tokens,
             total_entries=total_entries,
             presets=presets,
+            signals=signals,
+            collections=COLLECTIONS,
             entry_types=entry_types,
         )
-        return plan, found
     if total_tokens is not None or total_entries is not None:
         raise ValueError("total_tokens/total_entries apply only to pools='auto'; explicit pools carry their budgets")
     if isinstance(pools_or_auto, Pool):
