@@ -436,10 +436,10 @@ class SelectionSettings(BaseModel):
         self, selection: Selection, options: CallOptions, layering: Optional[ProgressiveLayers] = None
     ) -> Selection:
         """Add what this call decided to ``selection.notes``: the task
-        detection (``task_type``, ``task``), the progressive layers' token
-        metrics (``metrics``, ``detail``, ``deepened``) and an embedding
-        scorer's fallback (``scorer_fallback``)."""
-        annotate(selection, options.detection, layering, self.scorer)
+        detection (``task_type``, ``task``) and the progressive layers' token
+        metrics (``metrics``, ``detail``, ``deepened``); an embedding
+        scorer's fallback (``scorer_fallback``) the core records itself."""
+        annotate(selection, options.detection, layering)
         return selection
 
     def _with_namespace(self, namespace: Union[str, Sequence[str]]) -> Visibility:
@@ -514,14 +514,15 @@ def annotate(
     selection: Selection,
     detection: Optional[TaskDetection],
     layering: Optional[ProgressiveLayers],
-    scorer: Any,
 ) -> Selection:
     """Record in ``selection.notes`` what a call decided around the core:
     ``task_type`` and ``task`` (the detection: scores, matched signals) for
     ``pools="auto"``; ``metrics`` (tokens per layer, savings), ``detail`` and
-    ``deepened`` for progressive loading; ``scorer_fallback`` when an
-    embedding scorer ranked lexically. One rule, shared by every adapter and
-    the agent middleware."""
+    ``deepened`` for progressive loading. (``scorer_fallback``, when an
+    embedding scorer ranked lexically, the core records from the call's own
+    prepared scorer: a scorer shared by concurrent calls cannot say which
+    call fell back.) One rule, shared by every adapter and the agent
+    middleware."""
     if detection is not None:
         selection.notes["task_type"] = detection.type
         selection.notes["task"] = detection.to_dict()
@@ -529,10 +530,6 @@ def annotate(
         selection.notes.update(
             progressive_notes(token_metrics(selection.chosen), detail=layering.detail, deepened=layering.deepened)
         )
-    if "scorer_fallback" not in selection.notes and is_embedding_scorer(scorer):
-        reason = scorer.last_fallback_reason
-        if reason is not None:
-            selection.notes["scorer_fallback"] = reason
     return selection
 
 

@@ -537,7 +537,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # A vector store's selection comes from the retriever, which already
         # recorded its own layers' metrics.
         layering = plan.layering if "metrics" not in selection.notes else None
-        return annotate(selection, detection, layering, self.settings.scorer)
+        return annotate(selection, detection, layering)
 
     def _reuse(self, step: Hashable, version: Hashable) -> Optional[_Promoted]:
         with self._lock:
