@@ -1487,6 +1487,7 @@ def fill_pools(
     """
     pool_list = check_pools(pools)
     filled: List[Tuple[Pool, List[int], Any, Any, List[_Pick]]] = []
+    rankings: List[List[_Ranked]] = []  # each pool's candidates in rank order, for a layering's second pass
     for pool in pool_list:
         # 3a. Always-scope entries load first, in input order, outside both caps.
         always, contextual = source.members(pool)
@@ -1498,14 +1499,15 @@ def fill_pools(
         if layering is None:
             taken = _greedy(pool, source, contextual)
         else:
-            taken = _layered(pool, source, contextual, layering, deepen=False)
+            rankings.append(_rank_all(pool, source, contextual))
+            taken = _layered(pool, rankings[-1], layering, deepen=False)
         source.claim(always)
         source.claim(i for i, _, _, _ in taken)
         filled.append((pool, always, contextual, below, taken))
     if layering is not None and layering.deepen(sum(len(taken) for *_, taken in filled)):
         filled = [
-            (pool, always, contextual, below, _layered(pool, source, contextual, layering, deepen=True))
-            for pool, always, contextual, below, _ in filled
+            (pool, always, contextual, below, _layered(pool, ranked, layering, deepen=True))
+            for (pool, always, contextual, below, _), ranked in zip(filled, rankings)
         ]
     result = {
         pool.name: [source.entry(i) for i in always] + [source.entry(i) for i, _, _, _ in taken]
@@ -1567,11 +1569,21 @@ def fill_pools(
     return Selection(result, always_chosen + contextual_chosen, dropped, stats, notes)
 
 
-def _layered(pool: Pool, source: CandidateSource, contextual: Any, layering: Layering, deepen: bool) -> List[_Pick]:
-    """3c with a :class:`Layering`: every candidate in rank order to its fill."""
+_Ranked = Tuple[int, Entry, float, int]  # position, entry, score, full cost
+
+
+def _rank_all(pool: Pool, source: CandidateSource, contextual: Any) -> List[_Ranked]:
+    """Every candidate of a pool in rank order (a layering sees them all,
+    on both of its passes)."""
+    if pool.max_entries <= 0 or pool.max_tokens < 1:
+        return []  # nothing contextual can load: rank nothing
+    return [(i, source.entry(i), score, cost) for i, score, cost in source.ranked(contextual, _Room(math.inf))]
+
+
+def _layered(pool: Pool, ranked: List[_Ranked], layering: Layering, deepen: bool) -> List[_Pick]:
+    """3c with a :class:`Layering`: the pool's ranked candidates to its fill."""
     if pool.max_entries <= 0 or pool.max_tokens < 1:
         return []
-    ranked = [(i, source.entry(i), score, cost) for i, score, cost in source.ranked(contextual, _Room(math.inf))]
     score_at = {i: score for i, _, score, _ in ranked}
     return [(i, score_at[i], cost, layer) for i, layer, cost in layering.fill(pool, ranked, deepen)]
 

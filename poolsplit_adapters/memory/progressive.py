@@ -360,11 +360,19 @@ class ProgressiveLayers(Layering):
         self.sufficient = sufficient
         self.timeline_share = timeline_share
         self.deepened = False
+        # pool name -> (the ranked list, its candidates): the core hands the
+        # same list to the deepening pass, whose summaries need no recount.
+        self._offered: Dict[str, Tuple[List[Any], List[Candidate]]] = {}
 
     def fill(
         self, pool: Pool, ranked: List[Tuple[int, Mapping[str, Any], float, int]], deepen: bool
     ) -> List[Tuple[int, str, int]]:
-        offered = [candidate(i, entry, score, cost, self.token_counter) for i, entry, score, cost in ranked]
+        kept = self._offered.get(pool.name)
+        if kept is not None and kept[0] is ranked:
+            offered = kept[1]
+        else:
+            offered = [candidate(i, entry, score, cost, self.token_counter) for i, entry, score, cost in ranked]
+            self._offered[pool.name] = (ranked, offered)
         picks = progressive_fill(offered, pool, deepen=deepen, timeline_share=self.timeline_share)
         return [(pick.position, pick.layer.value, pick.cost) for pick in picks]
 
