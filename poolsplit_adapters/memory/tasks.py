@@ -526,20 +526,11 @@ def task_pools(
         # [('corrections', 0, 0), ('episodic', 210, 4), ('semantic', 90, 2),
         #  ('skills', 120, 3), ('anti_patterns', 120, 2), ('other', 60, 1)]
     """
-    return _detect_and_plan(
-        context,
-        total_tokens=total_tokens,
-        total_entries=total_entries,
-        presets=presets,
-        signals=signals,
-        collections=collections,
-        entry_types=entry_types,
-    )[0]
+    return _detect_and_plan(context, total_tokens, total_entries, presets, signals, collections, entry_types)[0]
 
 
 def _detect_and_plan(
     context: Optional[Mapping[str, Any]],
-    *,
     total_tokens: int,
     total_entries: int,
     presets: Mapping[str, Preset],
@@ -592,15 +583,7 @@ def resolve_pools(
             raise ValueError("pools must be a sequence of Pool objects or %r, got %r" % (AUTO, pools_or_auto))
         if total_tokens is None or total_entries is None:
             raise ValueError("pools='auto' needs total_tokens and total_entries (the budget to share out)")
-        return _detect_and_plan(
-            context,
-            total_tokens=total_tokens,
-            total_entries=total_entries,
-            presets=presets,
-            signals=signals,
-            collections=COLLECTIONS,
-            entry_types=entry_types,
-        )
+        return _detect_and_plan(context, total_tokens, total_entries, presets, signals, COLLECTIONS, entry_types)
     if total_tokens is not None or total_entries is not None:
         raise ValueError("total_tokens/total_entries apply only to pools='auto'; explicit pools carry their budgets")
     if isinstance(pools_or_auto, Pool):
