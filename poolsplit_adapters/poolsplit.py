@@ -410,6 +410,13 @@ class Pool:
         """Whether entries of ``entry_type`` compete for this pool."""
         return self.types is None or entry_type in self.types
 
+    @property
+    def loads_contextual(self) -> bool:
+        """Whether any contextual entry can load: at least one entry slot and
+        one token (every entry costs at least 1). A pool with no room still
+        loads its always-scope entries; recall asks it for no candidates."""
+        return self.max_entries > 0 and self.max_tokens >= 1
+
 
 def check_pools(pools: Sequence[Pool]) -> List[Pool]:
     """``pools`` as a list; raises for anything but distinct :class:`Pool` s."""
@@ -1575,14 +1582,14 @@ _Ranked = Tuple[int, Entry, float, int]  # position, entry, score, full cost
 def _rank_all(pool: Pool, source: CandidateSource, contextual: Any) -> List[_Ranked]:
     """Every candidate of a pool in rank order (a layering sees them all,
     on both of its passes)."""
-    if pool.max_entries <= 0 or pool.max_tokens < 1:
+    if not pool.loads_contextual:
         return []  # nothing contextual can load: rank nothing
     return [(i, source.entry(i), score, cost) for i, score, cost in source.ranked(contextual, _Room(math.inf))]
 
 
 def _layered(pool: Pool, ranked: List[_Ranked], layering: Layering, deepen: bool) -> List[_Pick]:
     """3c with a :class:`Layering`: the pool's ranked candidates to its fill."""
-    if pool.max_entries <= 0 or pool.max_tokens < 1:
+    if not pool.loads_contextual:
         return []
     score_at = {i: score for i, _, score, _ in ranked}
     return [(i, score_at[i], cost, layer) for i, layer, cost in layering.fill(pool, ranked, deepen)]
@@ -1593,7 +1600,7 @@ def _greedy(pool: Pool, source: CandidateSource, contextual: Any) -> List[_Pick]
     the tokens (a smaller, lower-ranked entry may still fit); stop at the
     entry cap, or when not even a 1-token entry could fit."""
     taken: List[_Pick] = []
-    if pool.max_entries <= 0 or pool.max_tokens < 1:
+    if not pool.loads_contextual:
         return taken  # nothing contextual can load: rank nothing
     room = _Room(pool.max_tokens)
     for i, score, cost in source.ranked(contextual, room):

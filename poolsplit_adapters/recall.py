@@ -103,7 +103,7 @@ class RecallPlan:
         namespaces: Tuple[str, ...] = () if None in chain else tuple(n for n in chain if n is not None)
         plan: List[Search] = []
         for pool in self.pools:
-            if pool.max_entries <= 0 or pool.max_tokens < 1:
+            if not pool.loads_contextual:
                 continue  # nothing contextual can load; its always-scope entries come below
             label = "pool:%s" % pool.name
             plan.append(Search(label, self.fetch_k, types=pool.types, namespaces=namespaces))

@@ -248,7 +248,7 @@ class BaseStoreMemory:
             specs.append(_Spec(link, {"scope": "always"}, None, None))
             types: List[Optional[str]] = []
             for pool in pools:
-                if pool.max_entries <= 0 or pool.max_tokens < 1:
+                if not pool.loads_contextual:
                     continue  # only always-scope entries can load: fetched above
                 if pool.types is None:
                     types = [None]
