@@ -10,7 +10,7 @@ DEV_STAMP := $(VENV)/.installed
 # The former name of DEV_STAMP, for targets written against it.
 STAMP := $(DEV_STAMP)
 
-.PHONY: install test lint format typecheck demo bench eval clean
+.PHONY: install unit test lint format typecheck demo bench eval clean
 
 $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,6 +35,13 @@ format: $(DEV_STAMP)
 typecheck: $(DEV_STAMP)
 	$(BIN)/mypy poolsplit_adapters
 
+# The fast tier: in-process tests only, the property tests at fewer examples
+# (tests/conftest.py's "unit" profile). Under a minute on 2 cores.
+unit: $(DEV_STAMP)
+	HYPOTHESIS_PROFILE=unit $(BIN)/python -m pytest -q tests/unit
+
+# Everything: lint, types, both tiers (tests/unit, tests/integration: Postgres,
+# processes, notebooks, README) at the full hypothesis profile.
 test: lint typecheck
 	$(BIN)/python -m pytest -q
 

@@ -21,6 +21,8 @@ import time
 from typing import Any, Callable, Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# The spec oracle lives with the tests (tests/reference.py): the baseline here.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
 import reference  # noqa: E402
 import synth  # noqa: E402

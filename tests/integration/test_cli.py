@@ -15,7 +15,7 @@ from poolsplit_adapters.store import bundled_pools, bundled_store, load_store
 
 STORE = str(bundled_store())
 POOLS = str(bundled_pools())
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args, cwd=None, stdin=None, prelude=""):

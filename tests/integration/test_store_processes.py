@@ -16,8 +16,8 @@ import time
 from poolsplit_adapters import Pool
 from poolsplit_adapters.stores import SQLiteMemoryStore
 
-WORKER = str(pathlib.Path(__file__).with_name("_store_worker.py"))
-ROOT = str(pathlib.Path(__file__).resolve().parent.parent)
+WORKER = str(pathlib.Path(__file__).resolve().parents[1] / "_store_worker.py")
+ROOT = str(pathlib.Path(__file__).resolve().parents[2])
 ALL = [Pool("all", 10**9, 10**9)]
 
 

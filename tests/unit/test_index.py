@@ -162,10 +162,7 @@ def test_index_warns_for_unadmitted_corrections():
 
 def test_larger_store_matches_reference_with_pruning_and_partition():
     # Big enough that the top-slice partition and cost pruning both engage.
-    import sys
-
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent / "benchmarks"))
-    import synth
+    import synth  # benchmarks/synth.py, the benchmarks' store generator
 
     store = synth.make_store(4000, seed=5)
     index = MemoryIndex(store)

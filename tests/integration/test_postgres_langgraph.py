@@ -22,7 +22,7 @@ from poolsplit_adapters.poolsplit import default_token_counter
 
 PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
 
-HERE = pathlib.Path(__file__).resolve().parent
+HERE = pathlib.Path(__file__).resolve().parents[1]  # tests/: the shared helpers
 U1, U2 = ("memories", "u1"), ("memories", "u2")
 
 

@@ -21,7 +21,7 @@ from poolsplit_adapters.poolsplit import default_token_counter
 from poolsplit_adapters.render import parse_markers
 from poolsplit_adapters.stores import SQLiteMemoryStore
 
-HERE = pathlib.Path(__file__).resolve().parent
+HERE = pathlib.Path(__file__).resolve().parents[1]  # tests/: the shared helpers
 POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 6, ("episode", "note"))]
 
 

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from pg_server import SERVER_USER, EmbeddedPostgres, _copy_install, _install_root, _reachable_by
 
-TESTS = pathlib.Path(__file__).resolve().parent
+TESTS = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_the_server_listens_on_its_unix_socket_only(pg_server):

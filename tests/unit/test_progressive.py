@@ -359,7 +359,7 @@ def test_token_metrics_exact():
 
 
 def test_the_benchmark_tables_hold_their_invariants():
-    import progressive as bench  # benchmarks/progressive.py (on sys.path via conftest)
+    import progressive as bench  # benchmarks/progressive.py (benchmarks/ is on the test path)
 
     table = bench.measure()
     for plan_name, modes in table.items():
