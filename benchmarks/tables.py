@@ -12,7 +12,7 @@ import os
 import platform
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import List, Sequence
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = ROOT / "docs" / "benchmarks" / "_generated"
@@ -36,6 +36,17 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]], align: 
     return "\n".join(lines)
 
 
+def separate_tables(body: str) -> str:
+    """A blank line between a table and the text around it: Markdown would
+    otherwise read the line after a table as one more row."""
+    out: List[str] = []
+    for line in body.splitlines():
+        if out and out[-1].strip() and out[-1].startswith("|") != line.startswith("|") and line.strip():
+            out.append("")
+        out.append(line)
+    return "\n".join(out)
+
+
 def write_table(name: str, body: str) -> Path:
     """Write ``body`` (Markdown) to ``docs/benchmarks/_generated/<name>.md``
     under a line naming the command, the date and the machine; returns the path."""
@@ -45,6 +56,6 @@ def write_table(name: str, body: str) -> Path:
     header += "*`%s`, %s (%s).*\n\n" % (command_line(), now, machine)
     GENERATED.mkdir(parents=True, exist_ok=True)
     path = GENERATED / (name + ".md")
-    path.write_text(header + body.rstrip("\n") + "\n", encoding="utf-8")
+    path.write_text(header + separate_tables(body).rstrip("\n") + "\n", encoding="utf-8")
     print("table written to %s" % path.relative_to(ROOT))
     return path
