@@ -16,7 +16,7 @@ DOC_FILES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 Block = Tuple[str, int, str]  # (file relative to the repository, number in that file, code)
 
 
-def fence(info: str) -> "re.Pattern[str]":
+def fence(info: str) -> re.Pattern[str]:
     """A fence opening at the start of a line with exactly this info string:
     ```` ```python ```` is not ```` ```python postgres ````."""
     return re.compile(r"^```%s\n(.*?)^```" % re.escape(info), re.S | re.M)
