@@ -34,9 +34,9 @@ from typing import Any, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import docs_tables  # noqa: E402
 import numpy as np  # noqa: E402
 import synth  # noqa: E402
-import tables  # noqa: E402
 from run import best_of  # noqa: E402
 
 from poolsplit_adapters import MemoryIndex, select  # noqa: E402
@@ -124,7 +124,7 @@ def main() -> None:
         "entry embedding, once",
         "same call, every vector cached",
     ]
-    tables.write_table("embedding", tables.markdown_table(header, rows, "lrrrrrrr"))
+    docs_tables.write_table("embedding", docs_tables.markdown_table(header, rows, "lrrrrrrr"))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import tables  # noqa: E402
+import docs_tables  # noqa: E402
 
 from poolsplit_adapters import Pool, select  # noqa: E402
 from poolsplit_adapters.memory.metrics import token_metrics  # noqa: E402
@@ -217,7 +217,9 @@ def main() -> None:
     )
     intro += "14 contextual entries (token-bound: entry caps lifted). Entries and tokens are means per question; "
     intro += "tokens include the 10 corrections (always in full)."
-    tables.write_table("progressive", intro + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join("- " + x for x in notes))
+    docs_tables.write_table(
+        "progressive", intro + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join("- " + x for x in notes)
+    )
 
 
 if __name__ == "__main__":

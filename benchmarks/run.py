@@ -22,9 +22,9 @@ from typing import Any, Callable, Dict, List
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import docs_tables  # noqa: E402
 import reference  # noqa: E402
 import synth  # noqa: E402
-import tables  # noqa: E402
 
 from poolsplit_adapters import MemoryIndex, retrieve_pools  # noqa: E402
 from poolsplit_adapters.tokens import TiktokenCounter  # noqa: E402
@@ -146,7 +146,7 @@ def main() -> None:
     )
     rows = [bench_size(size, args.queries) for size in args.sizes]
     tiktoken_row = bench_tiktoken(args.tiktoken_texts)
-    speed = tables.markdown_table(
+    speed = docs_tables.markdown_table(
         [
             "entries",
             "baseline s/query",
@@ -160,10 +160,10 @@ def main() -> None:
         rows,
         "rrrrrrrl",
     )
-    tokens = tables.markdown_table(
+    tokens = docs_tables.markdown_table(
         ["tiktoken `o200k_base`", "cold, texts/s", "`count_many`, texts/s", "cached, texts/s"], [tiktoken_row], "lrrr"
     )
-    tables.write_table("speed", speed + "\n\n" + tokens)
+    docs_tables.write_table("speed", speed + "\n\n" + tokens)
 
 
 if __name__ == "__main__":

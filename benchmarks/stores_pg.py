@@ -43,8 +43,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
+import docs_tables  # noqa: E402
 import synth  # noqa: E402
-import tables  # noqa: E402
 from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from pg_embeddings import DIMS, HashedNgramEmbeddings, hashed_ngrams  # noqa: E402
 from pg_server import EmbeddedPostgres  # noqa: E402
@@ -290,7 +290,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             exact = exact or result
             engine.dispose()
         intro = "".join("- %s\n" % line for line in facts)
-        tables.write_table("stores_pg", intro + "\n".join(written))
+        docs_tables.write_table("stores_pg", intro + "\n".join(written))
 
 
 def plans(engine: Any, message: str, fetch_k: int, k: int) -> List[str]:

@@ -37,8 +37,8 @@ from typing import Any, Callable, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import docs_tables  # noqa: E402
 import synth  # noqa: E402
-import tables  # noqa: E402
 
 from poolsplit_adapters.index import MemoryIndex  # noqa: E402
 from poolsplit_adapters.stores import SQLiteMemoryStore, load_store  # noqa: E402
@@ -204,7 +204,7 @@ def main() -> None:
             "file sizes at %d entries: SQLite %.0f MB, JSON Lines %.0f MB" % (r["size"], r["db_mb"], r["jsonl_mb"])
         )
         print(sizes[-1])
-    tables.write_table("stores_sqlite", "\n".join(lines) + "\n\n" + "\n".join("- " + x for x in sizes))
+    docs_tables.write_table("stores_sqlite", "\n".join(lines) + "\n\n" + "\n".join("- " + x for x in sizes))
 
 
 if __name__ == "__main__":

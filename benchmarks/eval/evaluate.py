@@ -36,7 +36,7 @@ from typing import Any, Dict, List, Optional, Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import tables  # noqa: E402
+import docs_tables  # noqa: E402
 from dataset import NOW, load_entries, load_pools, load_queries, one_budget  # noqa: E402
 
 from poolsplit_adapters import Pool, default_scorer, select  # noqa: E402
@@ -280,7 +280,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         took,
     )
     intro += "quantised vs float cosine, largest difference: %.5f." % worst
-    tables.write_table("eval_" + args.embedding, intro + "\n\n" + render(rows, True))
+    docs_tables.write_table("eval_" + args.embedding, intro + "\n\n" + render(rows, True))
 
 
 if __name__ == "__main__":

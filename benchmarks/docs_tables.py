@@ -52,7 +52,7 @@ def write_table(name: str, body: str) -> Path:
     under a line naming the command, the date and the machine; returns the path."""
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     machine = "Python %s, %s, %d cores" % (platform.python_version(), platform.machine(), os.cpu_count() or 0)
-    header = "<!-- written by benchmarks/tables.py: run the command below again to refresh -->\n"
+    header = "<!-- written by benchmarks/docs_tables.py: run the command below again to refresh -->\n"
     header += "*`%s`, %s (%s).*\n\n" % (command_line(), now, machine)
     GENERATED.mkdir(parents=True, exist_ok=True)
     path = GENERATED / (name + ".md")
