@@ -37,6 +37,9 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import docs_tables  # noqa: E402
 
 from poolsplit_adapters import Pool, select  # noqa: E402
 from poolsplit_adapters.memory.metrics import token_metrics  # noqa: E402
@@ -173,13 +176,13 @@ def main() -> None:
     print("%d questions (%d specific, %d topical); store %s" % (n, specific, n - specific, STORE.name))
     print("same budget in every plan: 570 tokens, 14 contextual entries (token-bound: entry caps lifted)")
     print("entries and tokens are means per question; tokens include the 10 corrections (always in full)\n")
-    print(
-        "| plan | mode | entries | tokens (summary / timeline / full) | saved | answered | specific | topical | reached |"
-    )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    lines = [
+        "| plan | mode | entries | tokens (summary / timeline / full) | saved | answered | specific | topical | reached |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for plan_name, modes in table.items():
         for mode, row in modes.items():
-            print(
+            lines.append(
                 "| %s | %s | %.1f | %.0f (%.0f / %.0f / %.0f) | %.1f%% | %d/%d | %d/%d | %d/%d | %d/%d |"
                 % (
                     plan_name, mode, row["entries"], row["tokens"], row["summary"], row["timeline"], row["full"],
@@ -187,11 +190,13 @@ def main() -> None:
                     row["answered_topical"], n - specific, row["reached"], n,
                 )
             )  # fmt: skip
+    print("\n".join(lines))
     print()
+    notes = []
     for plan_name, modes in table.items():
         plain = modes["plain"]["which"]
         both = plain & modes["summaries"]["which"]
-        print(
+        notes.append(
             "%s: progressive loaded full text on %d/%d questions (a detail word, or < 3 entries); "
             "of the %d questions the plain context answers, summaries alone answer %d (%.0f%%)"
             % (
@@ -203,6 +208,18 @@ def main() -> None:
                 100.0 * len(both) / len(plain) if plain else 0.0,
             )
         )
+        print(notes[-1])
+    intro = "%d questions (%d specific, %d topical); store `%s`; the same budget in every plan: 570 tokens, " % (
+        n,
+        specific,
+        n - specific,
+        STORE.name,
+    )
+    intro += "14 contextual entries (token-bound: entry caps lifted). Entries and tokens are means per question; "
+    intro += "tokens include the 10 corrections (always in full)."
+    docs_tables.write_table(
+        "progressive", intro + "\n\n" + "\n".join(lines) + "\n\n" + "\n".join("- " + x for x in notes)
+    )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The spec oracle lives with the tests (tests/reference.py): the baseline here.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
+import docs_tables  # noqa: E402
 import reference  # noqa: E402
 import synth  # noqa: E402
 
@@ -52,7 +53,7 @@ def ids(result: Dict[str, List[Any]]) -> Dict[str, List[int]]:
     return {name: [id(e) for e in got] for name, got in result.items()}
 
 
-def bench_size(size: int, queries: int) -> None:
+def bench_size(size: int, queries: int) -> List[str]:
     store = synth.make_store(size)
     contexts = synth.make_queries(queries)
     slow = size >= 500_000  # the baseline takes seconds per query there
@@ -95,9 +96,19 @@ def bench_size(size: int, queries: int) -> None:
     )
     print("  identical selections: %s" % ("yes" if identical else "NO"))
     print("  index build: %.2f s (%.1f us/entry), resident memory grew by %.0f MB" % (build, build * 1e6 / size, grown))
+    return [
+        "%dk" % (size // 1000) if size < 1_000_000 else "%gM" % (size / 1e6),
+        "%.3g" % t_base,
+        "%.3g (%.1fx)" % (t_state, t_base / t_state),
+        "%.2g s (%.0fx)" % (t_index, t_base / t_index),
+        "%.2g s (%.0fx; %.2fx its `retrieve_pools`)" % (t_select, t_base / t_select, t_select / t_index),
+        "%.2f s" % build,
+        "%.0f MB" % grown,
+        "yes" if identical else "NO",
+    ]
 
 
-def bench_tiktoken(count: int) -> None:
+def bench_tiktoken(count: int) -> List[str]:
     store = synth.make_store(count, seed=3)
     texts = [e["content"] for e in store]
     counter = TiktokenCounter()
@@ -117,6 +128,12 @@ def bench_tiktoken(count: int) -> None:
     print("  cold, one by one : %8.0f texts/s" % (count / cold))
     print("  cold, count_many : %8.0f texts/s (%.1fx)" % (count / batch, cold / batch))
     print("  cached           : %8.0f texts/s (%.0fx)" % (count / cached, cold / cached))
+    return [
+        "%d texts of ~%d characters" % (count, sum(map(len, texts)) // count),
+        "%.0f" % (count / cold),
+        "%.0f (%.1fx)" % (count / batch, cold / batch),
+        "%.0f (%.0fx)" % (count / cached, cold / cached),
+    ]
 
 
 def main() -> None:
@@ -129,9 +146,26 @@ def main() -> None:
         "machine: %s, %s, %d cores, Python %s"
         % (platform.machine(), platform.processor() or "cpu", os.cpu_count() or 0, platform.python_version())
     )
-    for size in args.sizes:
-        bench_size(size, args.queries)
-    bench_tiktoken(args.tiktoken_texts)
+    rows = [bench_size(size, args.queries) for size in args.sizes]
+    tiktoken_row = bench_tiktoken(args.tiktoken_texts)
+    speed = docs_tables.markdown_table(
+        [
+            "entries",
+            "baseline s/query",
+            "stateless",
+            "MemoryIndex warm",
+            "`MemoryIndex.select` (full report)",
+            "index build",
+            "index memory",
+            "identical",
+        ],
+        rows,
+        "rrrrrrrl",
+    )
+    tokens = docs_tables.markdown_table(
+        ["tiktoken `o200k_base`", "cold, texts/s", "`count_many`, texts/s", "cached, texts/s"], [tiktoken_row], "lrrr"
+    )
+    docs_tables.write_table("speed", speed + "\n\n" + tokens)
 
 
 if __name__ == "__main__":

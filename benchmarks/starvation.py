@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import docs_tables  # noqa: E402
 import synth  # noqa: E402
 
 from poolsplit_adapters import MemoryIndex, Pool  # noqa: E402
@@ -163,6 +164,26 @@ def main() -> None:
     print("  %-12s %14s %8s" % ("flood", "one budget", "pools"))
     for size, a, b in zip(FLOODS, presence["shared"], presence["pools"]):
         print("  %-12d %13.0f%% %7.0f%%" % (size, 100 * a, 100 * b))
+    per_type = docs_tables.markdown_table(
+        ["type", "one shared budget", "pools"],
+        [[kind, "%.0f%%" % (100 * rates["shared"][kind]), "%.0f%%" % (100 * rates["pools"][kind])] for kind in TYPES],
+        "lrr",
+    )
+    flood = docs_tables.markdown_table(
+        ["fresh matching entries added", "corrections present, one shared budget", "pools"],
+        [
+            [f"{size:,}", "%.0f%%" % (100 * a), "%.0f%%" % (100 * b)]
+            for size, a, b in zip(FLOODS, presence["shared"], presence["pools"])
+        ],
+        "rrr",
+    )
+    intro = "%d-entry store, %d queries, the same total budget either way." % (len(store), len(queries))
+    docs_tables.write_table(
+        "starvation",
+        intro + " Share of queries that load at least one entry of the type:\n\n" + per_type
+        + "\n\nMean share of the %d corrections present as fresh content floods in:\n\n"
+        % sum(1 for e in store if e.get("scope") == "always") + flood,
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

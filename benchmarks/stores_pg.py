@@ -43,6 +43,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
+import docs_tables  # noqa: E402
 import synth  # noqa: E402
 from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from pg_embeddings import DIMS, HashedNgramEmbeddings, hashed_ngrams  # noqa: E402
@@ -162,22 +163,28 @@ def run_queries(
     }
 
 
-def report(label: str, r: Dict[str, Any], pools: int, exact: Optional[Dict[str, Any]]) -> None:
+def report(label: str, r: Dict[str, Any], pools: int, exact: Optional[Dict[str, Any]]) -> List[str]:
     (p50, p95), (q50, q95) = r["plain"], r["pools"]
-    print("\n%s" % label)
-    print(
+    out: List[str] = []
+
+    def emit(line: str) -> None:  # the console and the docs table get the same lines
+        out.append(line)
+        print(line)
+
+    emit("\n%s" % label)
+    emit(
         "| | p50 ms | p95 ms | pools reached (of %d) | types present (of 6) | corrections present (of %d) |"
         % (pools, r["corrections"])
     )
-    print("|---|---:|---:|---:|---:|---:|")
-    print("| plain top-k | %.1f | %.1f | %.2f | %.2f | %.2f |" % (p50, p95, r["reach"][0], r["types"][0], r["fix"][0]))
-    print(
+    emit("|---|---:|---:|---:|---:|---:|")
+    emit("| plain top-k | %.1f | %.1f | %.2f | %.2f | %.2f |" % (p50, p95, r["reach"][0], r["types"][0], r["fix"][0]))
+    emit(
         "| pool split (all recalls + selection) | %.1f | %.1f | %.2f | %.2f | %.2f (min %d) |"
         % (q50, q95, r["reach"][1], r["types"][1], r["fix"][1], r["fix"][2])
     )
     for tag, (s50, s95) in sorted(r["sub"].items()):
-        print("| - sub-search %s (returned %.1f) | %.1f | %.1f | | | |" % (tag, r["returned"][tag], s50, s95))
-    print("ratio pool split / plain top-k at p50: %.1fx" % (q50 / p50))
+        emit("| - sub-search %s (returned %.1f) | %.1f | %.1f | | | |" % (tag, r["returned"][tag], s50, s95))
+    emit("ratio pool split / plain top-k at p50: %.1fx" % (q50 / p50))
     if exact is not None:
         for what, mine, ref in (
             ("pool split", r["results"], exact["results"]),
@@ -185,10 +192,11 @@ def report(label: str, r: Dict[str, Any], pools: int, exact: Optional[Dict[str, 
         ):
             same = sum(1 for a, b in zip(mine, ref) if a == b)
             overlap = statistics.mean(len(set(a) & set(b)) / max(1, len(set(b))) for a, b in zip(mine, ref))
-            print(
+            emit(
                 "%s result identical to exact search's: %d of %d queries; mean overlap %.0f%%"
                 % (what, same, len(ref), overlap * 100)
             )
+    return out
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -208,7 +216,13 @@ def main(argv: Optional[List[str]] = None) -> None:
     queries = synth.make_queries(args.queries)
     k = sum(p.max_entries for p in synth.POOLS)
     pools = sum(1 for p in synth.POOLS if p.types and "correction" not in p.types)
-    print(
+    facts: List[str] = []
+
+    def note(line: str) -> None:
+        facts.append(line)
+        print(line)
+
+    note(
         "pgvector HNSW benchmark: %d entries (%d corrections), %d queries, dims %d, k %d, fetch_k %d; "
         "Python %s on %s, %d cores"
         % (
@@ -228,17 +242,17 @@ def main(argv: Optional[List[str]] = None) -> None:
         engine = sqlalchemy.create_engine(db.url)
         store = make_store(engine, "memory")
         seconds = ingest(store, base, args.batch)
-        print("ingest (no index): %d entries in %.1fs = %.0f entries/s" % (len(base), seconds, len(base) / seconds))
+        note("ingest (no index): %d entries in %.1fs = %.0f entries/s" % (len(base), seconds, len(base) / seconds))
         start = time.perf_counter()
         with engine.begin() as conn:
             # langchain-postgres leaves the ANN index to the user: one DDL statement.
             conn.exec_driver_sql(
                 "CREATE INDEX memory_hnsw ON langchain_pg_embedding USING hnsw (embedding vector_cosine_ops)"
             )
-        print("HNSW build (m=16, ef_construction=64): %.1fs" % (time.perf_counter() - start))
+        note("HNSW build (m=16, ef_construction=64): %.1fs" % (time.perf_counter() - start))
         if extra:
             seconds = ingest(store, extra, args.batch)
-            print(
+            note(
                 "ingest (HNSW in place): %d entries in %.1fs = %.0f entries/s"
                 % (len(extra), seconds, len(extra) / seconds)
             )
@@ -259,6 +273,7 @@ def main(argv: Optional[List[str]] = None) -> None:
             ),
         ]
         exact: Optional[Dict[str, Any]] = None
+        written: List[str] = []
         for label, options, analyze in settings:
             connect_args = {"options": options} if options else {}
             engine = sqlalchemy.create_engine(db.url, connect_args=connect_args)
@@ -271,9 +286,11 @@ def main(argv: Optional[List[str]] = None) -> None:
                     print("  " + line)
             run_queries(engine, "memory", queries[:3], k, args.fetch_k, corrections)  # warm the cache
             result = run_queries(engine, "memory", queries, k, args.fetch_k, corrections)
-            report(label, result, pools, exact)
+            written += report(label, result, pools, exact)
             exact = exact or result
             engine.dispose()
+        intro = "".join("- %s\n" % line for line in facts)
+        docs_tables.write_table("stores_pg", intro + "\n".join(written))
 
 
 def plans(engine: Any, message: str, fetch_k: int, k: int) -> List[str]:

@@ -37,6 +37,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import docs_tables  # noqa: E402
 import synth  # noqa: E402
 
 from poolsplit_adapters.index import MemoryIndex  # noqa: E402
@@ -166,14 +167,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for size in args.sizes:
             rows.append(bench(size, args.queries, args.report_queries, folder))
-    print(
-        "\n| entries | ingest, entries/s (JSONL write) | warm start: store / JSONL + index | "
+    lines = [
+        "| entries | ingest, entries/s (JSONL write) | warm start: store / JSONL + index | "
         "retrieve p50: store / index | retrieve p95: store / index | select (report) p50: store / index | "
-        "next query after 120 writes elsewhere / reopen | same results |"
-    )
-    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+        "next query after 120 writes elsewhere / reopen | same results |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in rows:
-        print(
+        lines.append(
             "| %d | %.0f (%.0f) | %.2f s / %.2f s (x%.2f) | %s / %s (x%.2f) | %s / %s (x%.2f) | %s / %s (x%.2f) | %s / %.2f s | %s |"
             % (
                 r["size"],
@@ -196,8 +197,14 @@ def main() -> None:
                 "yes" if r["same"] else "NO",
             )
         )
+    print("\n" + "\n".join(lines))
+    sizes = []
     for r in rows:
-        print("file sizes at %d entries: SQLite %.0f MB, JSON Lines %.0f MB" % (r["size"], r["db_mb"], r["jsonl_mb"]))
+        sizes.append(
+            "file sizes at %d entries: SQLite %.0f MB, JSON Lines %.0f MB" % (r["size"], r["db_mb"], r["jsonl_mb"])
+        )
+        print(sizes[-1])
+    docs_tables.write_table("stores_sqlite", "\n".join(lines) + "\n\n" + "\n".join("- " + x for x in sizes))
 
 
 if __name__ == "__main__":

@@ -48,9 +48,12 @@ STARVATION = [
         "ax.bar([i - 0.2 for i in x], [rates['shared'][t] for t in starvation.TYPES], 0.4, label='one shared budget')\n"
         "ax.bar([i + 0.2 for i in x], [rates['pools'][t] for t in starvation.TYPES], 0.4, label='pools + always tier')\n"
         "ax.set_xticks(list(x), starvation.TYPES)\n"
+        "ax.set_title('Type starvation: one shared budget vs pools')\n"
+        "ax.set_xlabel('memory type')\n"
         "ax.set_ylabel('share of queries loading the type')\n"
         "ax.set_ylim(0, 1.05)\n"
-        "ax.legend()\n"
+        "ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1))  # outside the axes: it covers no data\n"
+        "fig.tight_layout()\n"
         "plt.show()"
     ),
     new_markdown_cell(
@@ -80,9 +83,11 @@ STARVATION = [
         "ax.plot(starvation.FLOODS, presence['pools'], 's-', label='pools + always tier')\n"
         "ax.set_xscale('symlog', linthresh=100)\n"
         "ax.set_xlabel('fresh entries flooding in')\n"
+        "ax.set_title('Corrections under a flood of fresh content')\n"
         "ax.set_ylabel('share of corrections loaded')\n"
         "ax.set_ylim(-0.05, 1.05)\n"
-        "ax.legend()\n"
+        "ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1))  # outside the axes: it covers no data\n"
+        "fig.tight_layout()\n"
         "plt.show()\n"
         "print(dict(zip(starvation.FLOODS, presence['shared'])))"
     ),
@@ -157,8 +162,11 @@ LANGCHAIN = [
         "for shift, name in ((-0.2, 'plain top-k'), (0.2, 'per-pool recall')):\n"
         "    ax.bar([i + shift for i in range(len(kinds))], [rate[name][k] / len(queries) for k in kinds], 0.4, label=name)\n"
         "ax.set_xticks(range(len(kinds)), kinds)\n"
+        "ax.set_title('Plain top-k vs per-pool recall over one vector store')\n"
+        "ax.set_xlabel('memory type')\n"
         "ax.set_ylabel('share of queries returning the type')\n"
-        "ax.legend()\n"
+        "ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1))  # outside the axes: it covers no data\n"
+        "fig.tight_layout()\n"
         "plt.show()\n"
         "assert all(rate['per-pool recall'][k] == len(queries) for k in kinds)"
     ),
@@ -220,8 +228,11 @@ LLAMA = [
         "ax.plot(present, label='corrections in the LLM input')\n"
         "ax.plot(sizes, label='memories in the LLM input')\n"
         "ax.plot(episodes, label='episodes in long-term memory')\n"
+        "ax.set_title('Corrections hold through 40 turns of a LlamaIndex chat')\n"
         "ax.set_xlabel('turn')\n"
-        "ax.legend()\n"
+        "ax.set_ylabel('count')\n"
+        "ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1))  # outside the axes: it covers no data\n"
+        "fig.tight_layout()\n"
         "plt.show()\n"
         "assert present == [len(corrections)] * 40 and episodes[-1] > 0"
     ),
@@ -307,9 +318,12 @@ AGENT = [
         "ax.plot(episodes, label='episodes in the store')\n"
         "ax.plot(state_size, label='messages in the checkpointed state')\n"
         "ax.axvline(40, color='grey', ls=':', label='300-note flood')\n"
+        "ax.set_title('A long agent run: corrections on every call while the store grows')\n"
         "ax.set_xlabel('turn')\n"
+        "ax.set_ylabel('count (symlog scale)')\n"
         "ax.set_yscale('symlog')\n"
-        "ax.legend(fontsize=8)\n"
+        "ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1), fontsize=8)  # outside the axes: it covers no data\n"
+        "fig.tight_layout()\n"
         "plt.show()"
     ),
     new_markdown_cell(
@@ -364,10 +378,11 @@ TASKS = [
         "    heights = [tokens[t][name] for t in TASK_TYPES]\n"
         "    ax.bar(TASK_TYPES, heights, bottom=bottom, label=name)\n"
         "    bottom = [b + h for b, h in zip(bottom, heights)]\n"
+        "ax.set_title('Same query, same budget, five task types')\n"
+        "ax.set_xlabel('detected task type')\n"
         "ax.set_ylabel('tokens reaching the model')\n"
-        "ax.set_title('same query, same budget, five task types')\n"
-        "ax.legend(loc='upper left', bbox_to_anchor=(1, 1))\n"
-        "plt.tight_layout()\n"
+        "ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1))  # outside the axes: it covers no data\n"
+        "fig.tight_layout()\n"
         "plt.show()"
     ),
     new_code_cell(
@@ -399,8 +414,11 @@ TASKS = [
         "    widths = [rows['plain'][layer], rows['progressive'][layer]]\n"
         "    ax.barh(['plain', 'progressive'], widths, left=left, label=layer)\n"
         "    left = [a + b for a, b in zip(left, widths)]\n"
+        "ax.set_title('Plain vs progressive loading, by layer')\n"
         "ax.set_xlabel('tokens reaching the model')\n"
-        "ax.legend()\n"
+        "ax.set_ylabel('mode')\n"
+        "ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1))  # outside the axes: it covers no data\n"
+        "fig.tight_layout()\n"
         "plt.show()\n"
         "print(layered.metrics)\n"
         "print('entries reaching the model: plain', len(plain.chosen), '/ progressive', len(layered.chosen))"
@@ -425,4 +443,4 @@ if __name__ == "__main__":
     write("llama_index.ipynb", LLAMA)
     write("agent.ipynb", AGENT)
     write("tasks.ipynb", TASKS)
-    print("wrote 4 notebooks to", HERE)
+    print("wrote 5 notebooks to", HERE)

@@ -34,7 +34,9 @@ import time
 from typing import Any, Dict, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+import docs_tables  # noqa: E402
 from dataset import NOW, load_entries, load_pools, load_queries, one_budget  # noqa: E402
 
 from poolsplit_adapters import Pool, default_scorer, select  # noqa: E402
@@ -267,8 +269,18 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         )
     )
     print(render(rows, args.markdown))
-    print("quantised vs float cosine, largest difference: %.5f" % quantisation_error(embedder, entries, queries))
+    worst = quantisation_error(embedder, entries, queries)
+    print("quantised vs float cosine, largest difference: %.5f" % worst)
     print("evaluation took %.1f s" % took)
+    intro = "%d entries, %d queries (%d paraphrases), embedding `%s`; evaluation took %.1f s; " % (
+        len(entries),
+        len(queries),
+        sum(q["paraphrase"] for q in queries),
+        getattr(embedder, "model_id", args.embedding),
+        took,
+    )
+    intro += "quantised vs float cosine, largest difference: %.5f." % worst
+    docs_tables.write_table("eval_" + args.embedding, intro + "\n\n" + render(rows, True))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""The README's Postgres examples run, as written, against the test server.
+"""The documentation's Postgres examples (docs/stores.md) run, as written,
+against the test server.
 
 They are fenced as ```` ```python postgres ```` (rendered as Python; skipped
-by tests/test_readme.py, which runs only plain ```` ```python ```` blocks
-offline) and read their connection string from ``POOLSPLIT_PG_URL``
+by tests/integration/test_docs.py, which runs only plain ```` ```python ````
+blocks offline) and read their connection string from ``POOLSPLIT_PG_URL``
 (SQLAlchemy form) or ``POOLSPLIT_PG_DSN`` (libpq form, for LangGraph's
 ``PostgresStore``), which this test points at a fresh database on the
 embedded server. Each example's
@@ -11,22 +12,12 @@ last line prints a list and says in a comment what it prints.
 
 from __future__ import annotations
 
-import pathlib
 import re
 
 import pytest
+from doc_blocks import code_blocks
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-FENCE = re.compile(r"```python postgres\n(.*?)```", re.S)
-
-
-def _blocks() -> list:
-    """The ``python postgres`` blocks of README.md."""
-    found = FENCE.findall((ROOT / "README.md").read_text())
-    return [("README.md", n, block) for n, block in enumerate(found)]
-
-
-BLOCKS = _blocks()
+BLOCKS = code_blocks("python postgres")
 
 
 def test_the_postgres_examples_exist():
