@@ -44,7 +44,17 @@ from typing import Any, Callable, Mapping, Optional, Union
 
 from ..poolsplit import default_is_active, entry_error
 
-__all__ = ["EXPIRES", "Moment", "entry_time", "to_utc", "expires_at", "is_expired", "is_active", "active_at"]
+__all__ = [
+    "EXPIRES",
+    "Moment",
+    "entry_time",
+    "to_utc",
+    "moment_of",
+    "expires_at",
+    "is_expired",
+    "is_active",
+    "active_at",
+]
 
 #: The entry key that holds the expiry time.
 EXPIRES = "expires"

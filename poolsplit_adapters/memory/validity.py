@@ -48,6 +48,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..poolsplit import entry_error
 from .expiry import Moment, entry_time, is_expired, moment_of
+from .write_gate import utc_stamp
 
 __all__ = [
     "SUPERSEDED_BY",
@@ -75,10 +76,6 @@ CLOSED_SOURCE = "closed_source"
 RETIRED = "retired"
 
 
-def _stamp(moment: datetime.datetime) -> str:
-    return moment.isoformat(timespec="seconds") + "Z"
-
-
 def _id_of(entry: Mapping[str, Any], what: str) -> str:
     entry_id = entry.get("id")
     if not isinstance(entry_id, str) or not entry_id:
@@ -94,7 +91,7 @@ def _closing_time(at: Optional[Moment], entry: Optional[Mapping[str, Any]]) -> s
         start = entry.get(VALID_FROM) or entry.get("created")
         return str(start)
     moment = moment_of(at, "at")
-    return at if isinstance(at, str) else _stamp(moment)
+    return at if isinstance(at, str) else utc_stamp(moment)
 
 
 def supersede(
