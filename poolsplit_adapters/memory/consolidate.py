@@ -83,7 +83,7 @@ if TYPE_CHECKING:
     from llama_index.core.llms import LLM
 
 __all__ = [
-    "Op",
+    "ConsolidationOp",
     "OpRefusal",
     "Accepted",
     "Refused",
@@ -99,7 +99,7 @@ __all__ = [
 ]
 
 
-class Op(str, Enum):
+class ConsolidationOp(str, Enum):
     """The operations a consolidator may ask for."""
 
     ADD = "add"
@@ -145,12 +145,12 @@ class Accepted:
 
     Example::
 
-        >>> a = Accepted(Op.ADD, 0, None, ({"id": "n1", "content": "x"},), None)
+        >>> a = Accepted(ConsolidationOp.ADD, 0, None, ({"id": "n1", "content": "x"},), None)
         >>> a.op.value, a.writes[0]["id"]
         ('add', 'n1')
     """
 
-    op: Op
+    op: ConsolidationOp
     candidate: Optional[int]
     target: Optional[Mapping[str, Any]]
     writes: Tuple[Dict[str, Any], ...]
@@ -306,10 +306,20 @@ def build_prompt(candidates: Sequence[Mapping[str, Any]], existing: Sequence[Map
     )
 
 
-_VERB = {Op.ADD: "adds", Op.UPDATE: "updates", Op.RETIRE: "retires", Op.NOOP: "records a repeat on"}
+_VERB = {
+    ConsolidationOp.ADD: "adds",
+    ConsolidationOp.UPDATE: "updates",
+    ConsolidationOp.RETIRE: "retires",
+    ConsolidationOp.NOOP: "records a repeat on",
+}
 _ALLOWED = frozenset(("op", "new", "old", "reason"))
-_NEEDS = {Op.ADD: ("new",), Op.UPDATE: ("new", "old"), Op.RETIRE: ("old",), Op.NOOP: ("new",)}
-_FORBIDS = {Op.ADD: ("old",)}
+_NEEDS = {
+    ConsolidationOp.ADD: ("new",),
+    ConsolidationOp.UPDATE: ("new", "old"),
+    ConsolidationOp.RETIRE: ("old",),
+    ConsolidationOp.NOOP: ("new",),
+}
+_FORBIDS = {ConsolidationOp.ADD: ("old",)}
 
 
 def _handle(raw: Mapping[str, Any], key: str) -> Optional[int]:
@@ -370,7 +380,7 @@ def validate(
             refuse(OpRefusal.MALFORMED, "unknown field(s) %s: the model may only name handles" % ", ".join(extra))
             continue
         try:
-            op = Op(raw.get("op"))
+            op = ConsolidationOp(raw.get("op"))
         except ValueError:
             refuse(OpRefusal.MALFORMED, "unknown op %r (add, update, retire or noop)" % (raw.get("op"),))
             continue
@@ -403,7 +413,11 @@ def validate(
                 "existing %s is an always-scope correction; a model never %s one" % (old, _VERB[op]),
             )
             continue
-        if candidate is not None and op in (Op.ADD, Op.UPDATE) and candidate.get("scope") == "always":
+        if (
+            candidate is not None
+            and op in (ConsolidationOp.ADD, ConsolidationOp.UPDATE)
+            and candidate.get("scope") == "always"
+        ):
             refuse(OpRefusal.ALWAYS_SCOPE, "new %s is always-scope; a model never writes one" % new)
             continue
         if target is not None and not default_is_active(target):
@@ -412,8 +426,8 @@ def validate(
         if target is not None and candidate is not None and target.get("namespace") != candidate.get("namespace"):
             refuse(OpRefusal.NAMESPACE, "new %s and existing %s are in different namespaces" % (new, old))
             continue
-        takes_new = op is not Op.RETIRE
-        takes_old = op in (Op.UPDATE, Op.RETIRE)
+        takes_new = op is not ConsolidationOp.RETIRE
+        takes_old = op in (ConsolidationOp.UPDATE, ConsolidationOp.RETIRE)
         if takes_new and new in used_new:
             refuse(OpRefusal.CONFLICT, "new %d was already disposed of by operation %d" % (new, used_new[new]))
             continue
@@ -436,17 +450,17 @@ def validate(
 
 
 def _writes(
-    op: Op, candidate: Optional[Mapping[str, Any]], target: Optional[Mapping[str, Any]], when: str
+    op: ConsolidationOp, candidate: Optional[Mapping[str, Any]], target: Optional[Mapping[str, Any]], when: str
 ) -> Tuple[Dict[str, Any], ...]:
     source = candidate.get("source") if candidate is not None else None
     source = source if isinstance(source, str) and source else None
-    if op is Op.ADD and candidate is not None:
+    if op is ConsolidationOp.ADD and candidate is not None:
         return (dict(candidate),)
-    if op is Op.UPDATE and candidate is not None and target is not None:
+    if op is ConsolidationOp.UPDATE and candidate is not None and target is not None:
         return supersede(target, candidate, at=when, source=source)
-    if op is Op.RETIRE and target is not None:
+    if op is ConsolidationOp.RETIRE and target is not None:
         return (retire(target, at=when, source=source),)
-    if op is Op.NOOP and target is not None and candidate is not None and source is not None:
+    if op is ConsolidationOp.NOOP and target is not None and candidate is not None and source is not None:
         seen_at = candidate.get("created")
         return (record_repeat(target, source=source, at=seen_at if isinstance(seen_at, str) else when),)
     return ()

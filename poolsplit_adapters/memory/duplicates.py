@@ -85,6 +85,7 @@ __all__ = [
     "content_words",
     "key_tokens",
     "word_overlap",
+    "jaccard",
     "record_repeat",
 ]
 
@@ -179,6 +180,12 @@ def word_overlap(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     if shared < JACCARD_FLOOR * len(a | b):
         return 0.0
     return shared / min(len(a), len(b))
+
+
+def jaccard(a: FrozenSet[str], b: FrozenSet[str]) -> float:
+    """Shared words over all words of both (0.0 if both are empty)."""
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
 
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -349,27 +356,39 @@ class DuplicateFinder:
         exact = self._exact.get(bucket + (normalise_text(str(row.entry["content"])),))
         if exact is not None:
             return Duplicate(exact, DuplicateKind.EXACT, 1.0)
-        best: Optional[Tuple[float, Mapping[str, Any]]] = None
+        best: Optional[Tuple[Tuple[float, float], Mapping[str, Any]]] = None
         for kept in self._buckets.get(bucket, ()):
             if kept.keys != row.keys:
                 continue
-            similarity = self._similarity(row, kept)
-            if similarity >= self.threshold and (best is None or similarity > best[0]):
-                best = (similarity, kept.entry)
-        return None if best is None else Duplicate(best[1], DuplicateKind.NEAR, best[0])
+            rank = self._near(row, kept)
+            if rank[0] >= self.threshold and (best is None or rank > best[0]):
+                best = (rank, kept.entry)
+        return None if best is None else Duplicate(best[1], DuplicateKind.NEAR, best[0][0])
 
-    def _similarity(self, a: _Indexed, b: _Indexed) -> float:
+    def _near(self, a: _Indexed, b: _Indexed) -> Tuple[float, float]:
+        """(the similarity the threshold judges, the tie-break): cosine twice,
+        or word overlap then Jaccard (of two kept texts that both contain the
+        candidate, the closer in length wins)."""
+        if a.vector is not None and b.vector is not None:
+            cosine = _cosine(a.vector, b.vector)
+            return cosine, cosine
+        return word_overlap(a.words, b.words), jaccard(a.words, b.words)
+
+    def _related(self, a: _Indexed, b: _Indexed) -> float:
+        """How related two texts are, unguarded: cosine, or Jaccard."""
         if a.vector is not None and b.vector is not None:
             return _cosine(a.vector, b.vector)
-        return word_overlap(a.words, b.words)
+        return jaccard(a.words, b.words)
 
     def nearest(
         self, candidate: Mapping[str, Any], k: int = 5, *, any_type: bool = False
     ) -> List[Tuple[Mapping[str, Any], float]]:
-        """The ``k`` kept entries most similar to ``candidate`` in its
-        namespace (and type, unless ``any_type``), most similar first, with
-        their similarity; no threshold and no guard. What a consolidator is
-        shown beside a candidate.
+        """The ``k`` kept entries most related to ``candidate`` in its
+        namespace (and type, unless ``any_type``), most related first, with
+        the cosine (``embed``) or the Jaccard similarity of their words; no
+        threshold and no guard. What a consolidator is shown beside a
+        candidate: the updates the duplicate guards keep apart are exactly
+        the neighbours it must see.
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError("nearest k must be an int >= 0, got %r" % (k,))
@@ -381,7 +400,7 @@ class DuplicateFinder:
             if space != namespace or (not any_type and bucket_type != kind):
                 continue
             for kept in rows:
-                scored.append((self._similarity(row, kept), order, kept.entry))
+                scored.append((self._related(row, kept), order, kept.entry))
                 order += 1
         scored.sort(key=lambda item: (-item[0], item[1]))
         return [(entry, similarity) for similarity, _, entry in scored[:k]]

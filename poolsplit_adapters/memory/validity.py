@@ -15,7 +15,8 @@ returns new dicts and never mutates its input):
     closed_source  str   (old version) provenance of the write that closed it
     supersedes     str   (new version) id of the version it replaced
     valid_from     str   (new version) ISO-8601, when it became valid
-                         (inclusive; without it, ``created`` is used)
+                         (inclusive; without it, ``created`` is used, read
+                         as the core reads it)
 
 The old version keeps every field it had, its own ``source`` and ``created``
 included: history shows who said what, and when.
@@ -46,7 +47,7 @@ import datetime
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..poolsplit import entry_error
+from ..poolsplit import entry_error, parse_created
 from .expiry import Moment, entry_time, is_expired, moment_of
 from .write_gate import utc_stamp
 
@@ -168,14 +169,20 @@ def _check_order(entry: Mapping[str, Any], when: str) -> None:
 
 
 def valid_from(entry: Mapping[str, Any], index: Optional[int] = None) -> Optional[datetime.datetime]:
-    """When ``entry`` became valid: ``valid_from``, else ``created`` (naive
-    UTC), else None (valid since forever).
+    """When ``entry`` became valid (naive UTC): ``valid_from``, else
+    ``created`` read exactly as the core reads it
+    (:func:`~poolsplit_adapters.poolsplit.parse_created`: unparseable text is
+    no time, never an error), else None (undated).
 
     Raises:
-        EntryError: a malformed ``valid_from`` or ``created``.
+        EntryError: a malformed ``valid_from`` (a field of this module,
+            checked strictly).
     """
     start = entry_time(entry, VALID_FROM, index)
-    return start if start is not None else entry_time(entry, "created", index)
+    if start is not None:
+        return start
+    created = entry.get("created")
+    return parse_created(created) if isinstance(created, str) else None
 
 
 def is_valid_at(entry: Mapping[str, Any], when: Moment, index: Optional[int] = None) -> bool:
@@ -183,23 +190,30 @@ def is_valid_at(entry: Mapping[str, Any], when: Moment, index: Optional[int] = N
     (``valid_from`` or ``created``), not closed by then (``valid_until`` is
     exclusive) and not expired (``expires``).
 
-    An entry made inactive without a closing time (a ``status`` other than
-    active, a ``superseded_by`` with no ``valid_until``: written before
-    validity times existed) is valid at no time: nothing says when it was.
+    The core's time-bound rule (``Visibility(since=..., until=...)``) holds
+    here too: an undated contextual entry (no ``valid_from``, no parseable
+    ``created``) matches no time, while an undated always-scope correction
+    is a standing rule, valid at every time until it is closed. An entry made
+    inactive without a closing time (a ``status`` other than active, a
+    ``superseded_by`` with no ``valid_until``: written before validity times
+    existed) is valid at no time: nothing says when it was.
 
     Raises:
-        EntryError: a malformed time field.
+        EntryError: a malformed ``valid_from``, ``valid_until`` or ``expires``.
     """
     moment = moment_of(when, "when")
-    start = valid_from(entry, index)
+    # Every field is read first, so a malformed one fails whatever the time.
+    start, end = valid_from(entry, index), entry_time(entry, VALID_UNTIL, index)
+    expired = is_expired(entry, moment, index)
+    if start is None and entry.get("scope") != "always":
+        return False
     if start is not None and moment < start:
         return False
-    end = entry_time(entry, VALID_UNTIL, index)
     if end is None and (entry.get(SUPERSEDED_BY) or entry.get("status", "active") != "active"):
         return False
     if end is not None and moment >= end:
         return False
-    return not is_expired(entry, moment, index)
+    return not expired
 
 
 def valid_at(when: Moment) -> Callable[[Mapping[str, Any]], bool]:

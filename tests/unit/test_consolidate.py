@@ -24,9 +24,9 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 from pydantic import Field, PrivateAttr
 
 from poolsplit_adapters.memory.consolidate import (
+    ConsolidationOp,
     ConsolidationPrompt,
     ConsolidationResult,
-    Op,
     OpRefusal,
     aconsolidate,
     build_prompt,
@@ -166,7 +166,7 @@ def test_the_model_sees_the_system_rules_and_the_numbered_memories() -> None:
 def test_add_writes_the_candidate_as_stamped() -> None:
     result = consolidate(candidates(), existing(), model=chat(plan({"op": "add", "new": 5})), at=AT)
     (op,) = result.accepted
-    assert (op.op, op.candidate, op.target) == (Op.ADD, 1, None)
+    assert (op.op, op.candidate, op.target) == (ConsolidationOp.ADD, 1, None)
     assert op.writes == (candidates()[1],)
     assert result.unresolved == (0,) and result.refused == ()
 
@@ -200,14 +200,14 @@ def test_noop_on_a_kept_entry_records_the_repeat_and_changes_nothing_else() -> N
 
 def test_noop_without_a_target_writes_nothing_and_disposes_of_the_candidate() -> None:
     result = consolidate(candidates(), existing(), model=chat(plan({"op": "noop", "new": 5})), at=AT)
-    assert [(a.op, a.writes) for a in result.accepted] == [(Op.NOOP, ())]
+    assert [(a.op, a.writes) for a in result.accepted] == [(ConsolidationOp.NOOP, ())]
     assert result.unresolved == (0,)
 
 
 def test_a_full_plan_applies_in_order() -> None:
     model = chat(plan({"op": "update", "new": 4, "old": 1}, {"op": "add", "new": 5}, {"op": "retire", "old": 3}))
     result = consolidate(candidates(), existing(), model=model, at=AT)
-    assert [a.op for a in result.accepted] == [Op.UPDATE, Op.ADD, Op.RETIRE]
+    assert [a.op for a in result.accepted] == [ConsolidationOp.UPDATE, ConsolidationOp.ADD, ConsolidationOp.RETIRE]
     assert [w["id"] for w in result.writes()] == ["f-db", "n-db", "n-tea", "f-freeze"]
     assert result.unresolved == () and result.to_dict() == {
         "accepted": {"add": 1, "retire": 1, "update": 1},
@@ -263,7 +263,7 @@ def test_duplicated_handles_keep_the_first_operation_and_refuse_the_rest() -> No
         )
     )
     result = consolidate(candidates(), existing(), model=model, at=AT)
-    assert [(a.op, a.candidate) for a in result.accepted] == [(Op.UPDATE, 0), (Op.ADD, 1)]
+    assert [(a.op, a.candidate) for a in result.accepted] == [(ConsolidationOp.UPDATE, 0), (ConsolidationOp.ADD, 1)]
     assert [(r.position, r.reason) for r in result.refused] == [
         (1, OpRefusal.CONFLICT),
         (2, OpRefusal.CONFLICT),
@@ -348,13 +348,13 @@ def test_decider_for_passes_a_decider_through() -> None:
     assert decider_for(decider) is decider
     assert isinstance(decider_for(chat()), LangChainDecider)
     result = consolidate(candidates(), existing(), model=decider, at=AT)
-    assert [a.op for a in result.accepted] == [Op.ADD, Op.ADD]
+    assert [a.op for a in result.accepted] == [ConsolidationOp.ADD, ConsolidationOp.ADD]
 
 
 async def test_aconsolidate_with_a_langchain_model() -> None:
     model = chat(plan({"op": "update", "new": 4, "old": 1}, {"op": "retire", "old": 2}))
     result = await aconsolidate(candidates(), existing(), model=model, at=AT)
-    assert [a.op for a in result.accepted] == [Op.UPDATE]
+    assert [a.op for a in result.accepted] == [ConsolidationOp.UPDATE]
     assert [r.reason for r in result.refused] == [OpRefusal.ALWAYS_SCOPE]
     assert result.unresolved == (1,)
 
@@ -363,7 +363,7 @@ def test_llama_index_llm_drives_the_same_plan() -> None:
     text = '```json\n{"operations": [{"op": "update", "new": 4, "old": 1}, {"op": "add", "new": 5}]}\n```'
     llm = FixedTextLLM(text)
     result = consolidate(candidates(), existing(), model=llm, at=AT)
-    assert [(a.op, a.candidate) for a in result.accepted] == [(Op.UPDATE, 0), (Op.ADD, 1)]
+    assert [(a.op, a.candidate) for a in result.accepted] == [(ConsolidationOp.UPDATE, 0), (ConsolidationOp.ADD, 1)]
     assert "Staging moved to db-9." in llm._prompts[0] and "f-db" not in llm._prompts[0]
 
 
@@ -400,7 +400,7 @@ async def test_aconsolidate_with_a_llama_index_llm() -> None:
     result = await aconsolidate(
         candidates(), existing(), model=FixedTextLLM('{"operations": [{"op": "noop", "new": 5}]}'), at=AT
     )
-    assert [a.op for a in result.accepted] == [Op.NOOP] and result.unresolved == (0,)
+    assert [a.op for a in result.accepted] == [ConsolidationOp.NOOP] and result.unresolved == (0,)
 
 
 # -- invariants -----------------------------------------------------------------------------------
@@ -419,7 +419,7 @@ _OPS = st.fixed_dictionaries(
 
 def _check_invariants(result: ConsolidationResult, ops: List[Any], cands: List[Dict[str, Any]]) -> None:
     assert len(result.accepted) + len(result.refused) == len(ops)
-    disposed = [a.candidate for a in result.accepted if a.op is not Op.RETIRE]
+    disposed = [a.candidate for a in result.accepted if a.op is not ConsolidationOp.RETIRE]
     # Every candidate is disposed of exactly once, or left to the host.
     assert sorted(disposed + list(result.unresolved)) == list(range(len(cands)))
     for a in result.accepted:
