@@ -32,7 +32,8 @@ How the model is kept honest:
   (:class:`OpRefusal`) when it is malformed, names an unknown handle, touches
   an always-scope correction (or claims ``scope: "always"``), reuses a handle
   an earlier accepted operation already took, crosses namespaces, or targets
-  an entry that is no longer active. Refused operations apply nothing.
+  an entry that is no longer active, or asks for a change the validity
+  rules refuse. Refused operations apply nothing.
 * **Nothing is lost.** The result lists accepted operations (with the exact
   entry dicts to write), refused ones with their reason, and the
   *unresolved* candidates, those no accepted operation disposed of; the host
@@ -72,7 +73,7 @@ from typing import (
     runtime_checkable,
 )
 
-from ..poolsplit import default_is_active, entry_error
+from ..poolsplit import EntryError, default_is_active, entry_error
 from .duplicates import record_repeat
 from .expiry import Moment, moment_of
 from .validity import retire, supersede
@@ -125,6 +126,9 @@ class OpRefusal(str, Enum):
     NAMESPACE = "namespace"
     #: the existing memory is no longer active (superseded, retired)
     INACTIVE = "inactive"
+    #: the validity rules refuse the change (e.g. it would close a version
+    #: before it became valid)
+    INVALID_CHANGE = "invalid_change"
 
 
 @dataclass(frozen=True)
@@ -278,6 +282,7 @@ def _shown(entry: Mapping[str, Any], handle: int, locked: bool) -> Dict[str, Any
 
 
 def _check_inputs(candidates: Sequence[Mapping[str, Any]], existing: Sequence[Mapping[str, Any]]) -> None:
+    ids: Dict[str, str] = {}
     for what, rows in (("candidate", candidates), ("existing", existing)):
         for index, entry in enumerate(rows):
             if not isinstance(entry, Mapping):
@@ -286,6 +291,12 @@ def _check_inputs(candidates: Sequence[Mapping[str, Any]], existing: Sequence[Ma
                 raise entry_error(entry, index, "content", "must be a string (%s memory)" % what)
             if not isinstance(entry.get("id"), str) or not entry["id"]:
                 raise entry_error(entry, index, "id", "must be a non-empty string (%s memory)" % what)
+            if entry["id"] in ids:
+                # One handle per memory: a memory shown twice could be
+                # changed twice, a candidate with a stored id would
+                # supersede itself.
+                raise entry_error(entry, index, "id", "is given twice (%s and %s memory)" % (ids[entry["id"]], what))
+            ids[entry["id"]] = what
 
 
 def build_prompt(candidates: Sequence[Mapping[str, Any]], existing: Sequence[Mapping[str, Any]]) -> ConsolidationPrompt:
@@ -293,7 +304,7 @@ def build_prompt(candidates: Sequence[Mapping[str, Any]], existing: Sequence[Map
     for existing, ``n+1..n+m`` for candidates).
 
     Raises:
-        EntryError: an entry without string ``content`` or ``id``.
+        EntryError: an entry without string ``content`` or ``id``, or an id given twice.
     """
     _check_inputs(candidates, existing)
     n = len(existing)
@@ -434,7 +445,11 @@ def validate(
         if takes_old and old in used_old:
             refuse(OpRefusal.CONFLICT, "existing %d was already changed by operation %d" % (old, used_old[old]))
             continue
-        writes = _writes(op, candidate, target, when)
+        try:
+            writes = _writes(op, candidate, target, when)
+        except EntryError as err:
+            refuse(OpRefusal.INVALID_CHANGE, str(err))
+            continue
         if takes_new and new is not None:
             used_new[new] = position
         if takes_old and old is not None:
@@ -529,7 +544,7 @@ def consolidate(
     (default now). With no candidates the model is not called.
 
     Raises:
-        EntryError: an input entry without string ``content`` or ``id``.
+        EntryError: an input entry without string ``content`` or ``id``, or an id given twice.
         TypeError: ``model`` is none of the above.
     """
     prompt = build_prompt(candidates, existing)

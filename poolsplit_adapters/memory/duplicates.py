@@ -107,9 +107,10 @@ JACCARD_FLOOR = 0.5
 #: Cosine at or above which two embeddings are near duplicates, measured with
 #: :class:`~poolsplit_adapters.memory.hash_embedding.HashEmbedder` on the same
 #: set: precision 0.99 at recall 0.91 (held out 0.99 / 0.90); 0.80 merged 9
-#: distinct pairs, 0.90 missed 42% of the repeats. A real sentence model places paraphrases
-#: higher and related-but-distinct facts higher too: measure yours with the
-#: benchmark (``--embedder``) before relying on this value.
+#: distinct pairs, 0.90 missed 42% of the repeats. A real sentence model
+#: places paraphrases higher and related-but-distinct facts higher too:
+#: measure yours (``predictions(pairs, embed=your_model.embed_documents,
+#: threshold=...)`` in ``benchmarks/duplicates.py``) before relying on it.
 COSINE_THRESHOLD = 0.85
 
 #: Words that flip a claim; two texts whose sets of these differ are never

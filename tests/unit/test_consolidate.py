@@ -498,3 +498,20 @@ def test_a_200_turn_fake_model_run_loses_no_memory_and_retires_no_correction() -
     for cand in asked:
         assert cand["content"] in contents or cand["source"] in seen_sources
     assert {"f-db", "c-fri", "f-freeze"} <= set(store)
+
+
+def test_an_id_given_twice_is_an_entry_error() -> None:
+    with pytest.raises(EntryError, match="given twice"):
+        build_prompt([dict(candidates()[0], id="f-db")], existing())
+    with pytest.raises(EntryError, match="given twice"):
+        build_prompt(candidates(), existing() + existing()[:1])
+
+
+def test_a_change_the_validity_rules_refuse_is_refused_not_raised() -> None:
+    # The existing version became valid after the change would close it.
+    late = [dict(existing()[0], valid_from="2026-06-01T00:00:00Z")] + existing()[1:]
+    model = chat(plan({"op": "update", "new": 4, "old": 1}, {"op": "add", "new": 5}))
+    result = consolidate(candidates(), late, model=model, at=AT)
+    assert [(r.position, r.reason) for r in result.refused] == [(0, OpRefusal.INVALID_CHANGE)]
+    assert "valid_until" in result.refused[0].detail
+    assert [a.candidate for a in result.accepted] == [1] and result.unresolved == (0,)

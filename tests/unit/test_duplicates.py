@@ -336,3 +336,24 @@ def test_recording_repeats_changes_no_score_and_no_selection(
     index_of = {id(e): i for i, e in enumerate(entries)}
     index_after = {id(e): i for i, e in enumerate(seen)}
     assert [index_of[id(e)] for e in before.pools["all"]] == [index_after[id(e)] for e in after.pools["all"]]
+
+
+_spacing = st.lists(st.sampled_from([" ", "  ", "\t", "\n", "\u3000"]), min_size=1, max_size=3).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.text(alphabet=st.characters(categories=["L", "N"]), min_size=1, max_size=8), min_size=1, max_size=6),
+    st.data(),
+)
+def test_any_respacing_or_recasing_is_an_exact_duplicate_in_its_bucket_only(words: List[str], data: Any) -> None:
+    text = " ".join(words)
+    gaps = [data.draw(_spacing) for _ in range(len(words) + 1)]
+    variant = gaps[0] + "".join(w.upper() + g for w, g in zip(words, gaps[1:]))
+    kept = {"id": "k", "type": "note", "content": text, "namespace": "a"}
+    finder = DuplicateFinder([kept])
+    if normalise_text(variant) == normalise_text(text):  # upper() of some letters changes their casefold
+        hit = finder.find({"type": "note", "content": variant, "namespace": "a"})
+        assert hit is not None and hit.kept is kept and hit.kind is DuplicateKind.EXACT
+    for other in ({"namespace": "b"}, {"namespace": None}, {"namespace": "a", "type": "fact"}):
+        assert finder.find(dict({"type": "note", "content": text}, **other)) is None
