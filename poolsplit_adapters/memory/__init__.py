@@ -4,7 +4,10 @@ Recall and promote are the selector's job; this room holds the rest of the
 loop: which turns stay in the working set (:mod:`.working_set`), what may be
 written to long-term memory (:mod:`.write_gate`), task-aware pool plans
 (:mod:`.tasks`), progressive loading and its token metrics
-(:mod:`.progressive`, :mod:`.metrics`) and the expand lookup (:mod:`.expand`).
+(:mod:`.progressive`, :mod:`.metrics`) and the expand lookup (:mod:`.expand`);
+consolidation's building blocks: duplicates (:mod:`.duplicates`), versions
+with validity times (:mod:`.validity`), expiry (:mod:`.expiry`) and the
+optional model-driven consolidator (:mod:`.consolidate`).
 
 The embedding scorer and the vector-store score rule (:mod:`.embedding`,
 :mod:`.similarity`) need numpy; their names are loaded on first use, so
@@ -13,10 +16,14 @@ The embedding scorer and the vector-store score rule (:mod:`.embedding`,
 
 from typing import Any
 
+from .consolidate import ConsolidationOp, ConsolidationResult, OpRefusal, aconsolidate, consolidate
+from .duplicates import Duplicate, DuplicateFinder, DuplicateKind, record_repeat
 from .expand import UnknownEntryError, expand
+from .expiry import active_at, is_expired
 from .metrics import TokenMetrics, token_metrics
 from .progressive import Layer, ProgressiveLayers, SelectOptions, progressive_fill, progressive_select, wants_detail
 from .tasks import DEFAULT_PRESETS, TaskDetection, detect_task_type, resolve_pools, task_pools
+from .validity import Version, as_of, history, retire, supersede, valid_at
 from .working_set import Demotion, Turn, View, plan_demotion, split_turns
 from .write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 
@@ -41,6 +48,23 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ConsolidationResult",
+    "Duplicate",
+    "DuplicateFinder",
+    "DuplicateKind",
+    "ConsolidationOp",
+    "OpRefusal",
+    "Version",
+    "aconsolidate",
+    "active_at",
+    "as_of",
+    "consolidate",
+    "history",
+    "is_expired",
+    "record_repeat",
+    "retire",
+    "supersede",
+    "valid_at",
     "DEFAULT_PRESETS",
     "EmbeddingFallbackWarning",
     "EmbeddingScorer",

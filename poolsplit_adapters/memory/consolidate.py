@@ -1,0 +1,577 @@
+"""The consolidator: the host's own model decides, the harness validates and writes.
+
+Rules catch exact and near repeats (:mod:`.duplicates`), but only a model
+can tell that "we moved staging to db-9" *updates* "the staging DB is db-7",
+or that "the freeze is over" *retires* "deploys are frozen". So an optional
+step, off by default (nothing calls it unless the host does), shows the model
+the new candidate memories beside the nearest existing ones and asks for
+operations:
+
+    add      store the new memory as it is
+    update   the new memory replaces an existing one: a supersede
+             (:func:`~.validity.supersede`): the old version is closed, never
+             deleted, and keeps its provenance
+    retire   an existing memory is no longer true and nothing replaces it
+             (:func:`~.validity.retire`); a new memory may be named as the
+             evidence
+    noop     the new memory repeats an existing one (its provenance is added
+             to the kept one's ``seen``, :func:`~.duplicates.record_repeat`)
+             or is not worth keeping
+
+How the model is kept honest:
+
+* **Small integer handles, never ids.** Existing memories are numbered
+  ``1..n``, new ones ``n+1..n+m``, in one number space; an operation names
+  handles, so the model cannot invent an id, and a handle from the wrong list
+  is caught.
+* **The model writes no text and sets no field.** Operations carry handles
+  (and an optional reason, for logs); content comes from the candidates the
+  harness stamped. An operation with any other key is refused, so a
+  prompt-injected "set scope to always" never becomes a field.
+* **Every operation is validated**, in order, and refused with a reason
+  (:class:`OpRefusal`) when it is malformed, names an unknown handle, touches
+  an always-scope correction (or claims ``scope: "always"``), reuses a handle
+  an earlier accepted operation already took, crosses namespaces, or targets
+  an entry that is no longer active, or asks for a change the validity
+  rules refuse. Refused operations apply nothing.
+* **Nothing is lost.** The result lists accepted operations (with the exact
+  entry dicts to write), refused ones with their reason, and the
+  *unresolved* candidates, those no accepted operation disposed of; the host
+  writes those through its ordinary path. Malformed output as a whole (not
+  JSON, not the schema, no answer) refuses everything and leaves every
+  candidate unresolved.
+
+The function is pure over entry dicts: it never writes, never mutates its
+input, and returns what to write; the one write gate applies it.
+
+Example (a LangChain chat model; a LlamaIndex ``LLM`` works the same)::
+
+    result = consolidate(candidates, finder_nearest, model=chat_model, at="2026-12-01T10:00:00Z")
+    for op in result.accepted:
+        store.put_many(op.writes)
+    for refused in result.refused:
+        log.warning("consolidator refused %s: %s", refused.reason, refused.detail)
+    write_normally([candidates[i] for i in result.unresolved])
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Dict,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    Union,
+    runtime_checkable,
+)
+
+from ..poolsplit import EntryError, default_is_active, entry_error
+from .duplicates import record_repeat
+from .expiry import Moment, moment_of
+from .validity import retire, supersede
+from .write_gate import utc_stamp
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from llama_index.core.llms import LLM
+
+__all__ = [
+    "ConsolidationOp",
+    "OpRefusal",
+    "Accepted",
+    "Refused",
+    "ConsolidationResult",
+    "ConsolidationPrompt",
+    "Decider",
+    "MalformedOutput",
+    "SYSTEM_PROMPT",
+    "build_prompt",
+    "validate",
+    "consolidate",
+    "aconsolidate",
+]
+
+
+class ConsolidationOp(str, Enum):
+    """The operations a consolidator may ask for."""
+
+    ADD = "add"
+    UPDATE = "update"
+    RETIRE = "retire"
+    NOOP = "noop"
+
+
+class OpRefusal(str, Enum):
+    """Why an operation (or the whole output) was refused."""
+
+    #: not an operation of the schema: unknown op, a missing or extra field,
+    #: a handle that is not an int; or the whole output is not the schema
+    MALFORMED = "malformed"
+    #: a handle that was not shown, or one from the wrong list
+    UNKNOWN_HANDLE = "unknown_handle"
+    #: it updates, retires or names an always-scope correction, writes an
+    #: always-scope candidate, or claims ``scope: "always"``
+    ALWAYS_SCOPE = "always_scope"
+    #: an earlier accepted operation already took that handle
+    CONFLICT = "conflict"
+    #: the new and the existing memory are in different namespaces
+    NAMESPACE = "namespace"
+    #: the existing memory is no longer active (superseded, retired)
+    INACTIVE = "inactive"
+    #: the validity rules refuse the change (e.g. it would close a version
+    #: before it became valid)
+    INVALID_CHANGE = "invalid_change"
+
+
+@dataclass(frozen=True)
+class Accepted:
+    """An operation that passed validation, with what it writes.
+
+    Attributes:
+        op: the operation.
+        candidate: index into the ``candidates`` given (None for a retire
+            without evidence).
+        target: the existing entry it acts on (None for add, and for a noop
+            that names none).
+        writes: the new entry dicts to store, in order: add, the candidate;
+            update, the closed old version then the new one; retire, the
+            closed entry; noop, the kept entry with the repeat recorded (or
+            nothing).
+        reason: the model's stated reason, for logs (never stored).
+
+    Example::
+
+        >>> a = Accepted(ConsolidationOp.ADD, 0, None, ({"id": "n1", "content": "x"},), None)
+        >>> a.op.value, a.writes[0]["id"]
+        ('add', 'n1')
+    """
+
+    op: ConsolidationOp
+    candidate: Optional[int]
+    target: Optional[Mapping[str, Any]]
+    writes: Tuple[Dict[str, Any], ...]
+    reason: Optional[str]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """An operation (or a whole output, ``position`` None) that was refused.
+
+    Attributes:
+        position: its index in the model's list of operations, or None when
+            the whole output was refused.
+        output: what the model said, as parsed (JSON-friendly), or the raw
+            text when it did not parse.
+        reason: why.
+        detail: a sentence a person can act on.
+
+    Example::
+
+        >>> r = Refused(0, {"op": "retire", "old": 9}, OpRefusal.UNKNOWN_HANDLE, "old 9 was not shown")
+        >>> r.reason.value
+        'unknown_handle'
+    """
+
+    position: Optional[int]
+    output: Any
+    reason: OpRefusal
+    detail: str
+
+
+@dataclass(frozen=True)
+class ConsolidationResult:
+    """What a consolidation decided: accepted and refused operations and the
+    candidates left for the host's ordinary write path.
+
+    Example::
+
+        >>> result = validate([{"op": "add", "new": 2}, {"op": "retire", "old": 7}],
+        ...                   [{"id": "n1", "content": "new fact"}], [{"id": "e1", "content": "old fact"}])
+        >>> [a.op.value for a in result.accepted], [r.reason.value for r in result.refused], result.unresolved
+        (['add'], ['unknown_handle'], ())
+    """
+
+    accepted: Tuple[Accepted, ...] = ()
+    refused: Tuple[Refused, ...] = ()
+    unresolved: Tuple[int, ...] = ()
+    #: the model's output as parsed, for logs
+    output: Any = field(default=None, compare=False)
+
+    def writes(self) -> List[Dict[str, Any]]:
+        """Every entry dict to write, in operation order."""
+        return [entry for op in self.accepted for entry in op.writes]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Counts for the gate's events: ops by kind, refusals by reason."""
+        ops: Dict[str, int] = {}
+        for op in self.accepted:
+            ops[op.op.value] = ops.get(op.op.value, 0) + 1
+        refused: Dict[str, int] = {}
+        for r in self.refused:
+            refused[r.reason.value] = refused.get(r.reason.value, 0) + 1
+        return {
+            "accepted": dict(sorted(ops.items())),
+            "refused": dict(sorted(refused.items())),
+            "unresolved": len(self.unresolved),
+        }
+
+
+class MalformedOutput(ValueError):
+    """The model's output as a whole is not a consolidation plan.
+
+    Attributes:
+        output: what the model returned (raw text or message content), for
+            the refusal record.
+    """
+
+    def __init__(self, message: str, output: Any = None) -> None:
+        super().__init__(message)
+        self.output = output
+
+
+SYSTEM_PROMPT = """You maintain an AI agent's long-term memory.
+You are shown EXISTING memories and NEW candidate memories, each with a number (its handle).
+For each NEW memory choose one operation:
+- {"op": "add", "new": N}: it is new information; store it.
+- {"op": "update", "new": N, "old": M}: it changes what existing memory M says (a new value for the same thing); M is closed and kept as history.
+- {"op": "noop", "new": N, "old": M}: it repeats existing memory M (or use "old": null when it is not worth keeping at all).
+An existing memory that is no longer true with nothing to replace it: {"op": "retire", "old": M, "new": N} (N: the new memory that shows it).
+You may add "reason": a short explanation. Use only the handles shown. You cannot write or change any text.
+Memories marked "locked" are corrections curated by the host: never update or retire them."""
+
+
+@dataclass(frozen=True)
+class ConsolidationPrompt:
+    """What the model is shown: the system text and the numbered memories as
+    JSON (content escaped by the encoding, so a memory cannot close the list
+    it is in).
+
+    Example::
+
+        >>> p = build_prompt([{"id": "n1", "content": "db-9"}], [{"id": "e1", "content": "db-7"}])
+        >>> json.loads(p.payload)["new"][0]["handle"]
+        2
+    """
+
+    system: str
+    payload: str
+    existing: Tuple[Mapping[str, Any], ...]
+    candidates: Tuple[Mapping[str, Any], ...]
+
+    def text(self) -> str:
+        """System text and payload as one completion prompt."""
+        return "%s\n\n%s" % (self.system, self.payload)
+
+
+def _shown(entry: Mapping[str, Any], handle: int, locked: bool) -> Dict[str, Any]:
+    row: Dict[str, Any] = {"handle": handle, "type": entry.get("type", "note"), "text": entry["content"]}
+    created = entry.get("valid_from") or entry.get("created")
+    if isinstance(created, str):
+        row["since"] = created
+    if locked:
+        row["locked"] = True
+    return row
+
+
+def _check_inputs(candidates: Sequence[Mapping[str, Any]], existing: Sequence[Mapping[str, Any]]) -> None:
+    ids: Dict[str, str] = {}
+    for what, rows in (("candidate", candidates), ("existing", existing)):
+        for index, entry in enumerate(rows):
+            if not isinstance(entry, Mapping):
+                raise entry_error(entry, index, None, "is not a mapping (%s %s)" % (what, type(entry).__name__))
+            if not isinstance(entry.get("content"), str):
+                raise entry_error(entry, index, "content", "must be a string (%s memory)" % what)
+            if not isinstance(entry.get("id"), str) or not entry["id"]:
+                raise entry_error(entry, index, "id", "must be a non-empty string (%s memory)" % what)
+            if entry["id"] in ids:
+                # One handle per memory: a memory shown twice could be
+                # changed twice, a candidate with a stored id would
+                # supersede itself.
+                raise entry_error(entry, index, "id", "is given twice (%s and %s memory)" % (ids[entry["id"]], what))
+            ids[entry["id"]] = what
+
+
+def build_prompt(candidates: Sequence[Mapping[str, Any]], existing: Sequence[Mapping[str, Any]]) -> ConsolidationPrompt:
+    """The prompt for ``candidates`` beside ``existing`` (handles ``1..n``
+    for existing, ``n+1..n+m`` for candidates).
+
+    Raises:
+        EntryError: an entry without string ``content`` or ``id``, or an id given twice.
+    """
+    _check_inputs(candidates, existing)
+    n = len(existing)
+    payload = {
+        "existing": [_shown(e, i + 1, e.get("scope") == "always") for i, e in enumerate(existing)],
+        "new": [_shown(c, n + i + 1, False) for i, c in enumerate(candidates)],
+    }
+    return ConsolidationPrompt(
+        SYSTEM_PROMPT, json.dumps(payload, ensure_ascii=False, indent=1), tuple(existing), tuple(candidates)
+    )
+
+
+_VERB = {
+    ConsolidationOp.ADD: "adds",
+    ConsolidationOp.UPDATE: "updates",
+    ConsolidationOp.RETIRE: "retires",
+    ConsolidationOp.NOOP: "records a repeat on",
+}
+_ALLOWED = frozenset(("op", "new", "old", "reason"))
+_NEEDS = {
+    ConsolidationOp.ADD: ("new",),
+    ConsolidationOp.UPDATE: ("new", "old"),
+    ConsolidationOp.RETIRE: ("old",),
+    ConsolidationOp.NOOP: ("new",),
+}
+_FORBIDS = {ConsolidationOp.ADD: ("old",)}
+
+
+def _handle(raw: Mapping[str, Any], key: str) -> Optional[int]:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError("%r must be an integer handle, got %r" % (key, value))
+    return value
+
+
+def _claims_always(raw: Mapping[str, Any]) -> bool:
+    scope = raw.get("scope")
+    return isinstance(scope, str) and scope.strip().casefold() == "always"
+
+
+def validate(
+    operations: Any,
+    candidates: Sequence[Mapping[str, Any]],
+    existing: Sequence[Mapping[str, Any]],
+    *,
+    at: Optional[Moment] = None,
+    output: Any = None,
+) -> ConsolidationResult:
+    """Judge a model's ``operations`` (a list of dicts) against the prompt's
+    handles and turn the accepted ones into writes; see the module docstring
+    for every rule. ``at`` is the time stamped on supersedes and retirements
+    (default now).
+
+    Raises:
+        EntryError: an input entry without string ``content`` or ``id``
+            (the host's entries, not the model's output).
+    """
+    _check_inputs(candidates, existing)
+    when = utc_stamp(moment_of(at, "at")) if not isinstance(at, str) else at
+    moment_of(when, "at")  # a malformed string fails here, before anything is judged
+    if not isinstance(operations, (list, tuple)):
+        refusal = Refused(None, operations, OpRefusal.MALFORMED, "the output is not a list of operations")
+        return ConsolidationResult((), (refusal,), tuple(range(len(candidates))), output)
+    n = len(existing)
+    accepted: List[Accepted] = []
+    refused: List[Refused] = []
+    used_new: Dict[int, int] = {}
+    used_old: Dict[int, int] = {}
+    for position, raw in enumerate(operations):
+
+        def refuse(reason: OpRefusal, detail: str, raw: Any = raw, position: int = position) -> None:
+            refused.append(Refused(position, raw, reason, detail))
+
+        if not isinstance(raw, Mapping):
+            refuse(OpRefusal.MALFORMED, "an operation must be an object, got %s" % type(raw).__name__)
+            continue
+        if _claims_always(raw):
+            refuse(OpRefusal.ALWAYS_SCOPE, "a model may not write an always-scope memory")
+            continue
+        extra = sorted(str(k) for k in raw if k not in _ALLOWED and raw[k] is not None)
+        if extra:
+            refuse(OpRefusal.MALFORMED, "unknown field(s) %s: the model may only name handles" % ", ".join(extra))
+            continue
+        try:
+            op = ConsolidationOp(raw.get("op"))
+        except ValueError:
+            refuse(OpRefusal.MALFORMED, "unknown op %r (add, update, retire or noop)" % (raw.get("op"),))
+            continue
+        try:
+            new, old = _handle(raw, "new"), _handle(raw, "old")
+        except ValueError as err:
+            refuse(OpRefusal.MALFORMED, str(err))
+            continue
+        missing = [k for k in _NEEDS[op] if raw.get(k) is None]
+        if missing:
+            refuse(OpRefusal.MALFORMED, "%s needs %s" % (op.value, " and ".join(repr(k) for k in missing)))
+            continue
+        if any(raw.get(k) is not None for k in _FORBIDS.get(op, ())):
+            refuse(OpRefusal.MALFORMED, "%s takes no 'old' handle (use update)" % op.value)
+            continue
+        if new is not None and not n < new <= n + len(candidates):
+            refuse(
+                OpRefusal.UNKNOWN_HANDLE,
+                "new %d is not a new memory's handle (%d..%d)" % (new, n + 1, n + len(candidates)),
+            )
+            continue
+        if old is not None and not 1 <= old <= n:
+            refuse(OpRefusal.UNKNOWN_HANDLE, "old %d is not an existing memory's handle (1..%d)" % (old, n))
+            continue
+        candidate = candidates[new - n - 1] if new is not None else None
+        target = existing[old - 1] if old is not None else None
+        if target is not None and target.get("scope") == "always":
+            refuse(
+                OpRefusal.ALWAYS_SCOPE,
+                "existing %s is an always-scope correction; a model never %s one" % (old, _VERB[op]),
+            )
+            continue
+        if (
+            candidate is not None
+            and op in (ConsolidationOp.ADD, ConsolidationOp.UPDATE)
+            and candidate.get("scope") == "always"
+        ):
+            refuse(OpRefusal.ALWAYS_SCOPE, "new %s is always-scope; a model never writes one" % new)
+            continue
+        if target is not None and not default_is_active(target):
+            refuse(OpRefusal.INACTIVE, "existing %s is no longer active" % old)
+            continue
+        if target is not None and candidate is not None and target.get("namespace") != candidate.get("namespace"):
+            refuse(OpRefusal.NAMESPACE, "new %s and existing %s are in different namespaces" % (new, old))
+            continue
+        takes_new = op is not ConsolidationOp.RETIRE
+        takes_old = op in (ConsolidationOp.UPDATE, ConsolidationOp.RETIRE)
+        if takes_new and new in used_new:
+            refuse(OpRefusal.CONFLICT, "new %d was already disposed of by operation %d" % (new, used_new[new]))
+            continue
+        if takes_old and old in used_old:
+            refuse(OpRefusal.CONFLICT, "existing %d was already changed by operation %d" % (old, used_old[old]))
+            continue
+        try:
+            writes = _writes(op, candidate, target, when)
+        except EntryError as err:
+            refuse(OpRefusal.INVALID_CHANGE, str(err))
+            continue
+        if takes_new and new is not None:
+            used_new[new] = position
+        if takes_old and old is not None:
+            used_old[old] = position
+        reason = raw.get("reason")
+        accepted.append(
+            Accepted(
+                op, None if new is None else new - n - 1, target, writes, reason if isinstance(reason, str) else None
+            )
+        )
+    unresolved = tuple(i for i in range(len(candidates)) if n + i + 1 not in used_new)
+    return ConsolidationResult(tuple(accepted), tuple(refused), unresolved, output)
+
+
+def _writes(
+    op: ConsolidationOp, candidate: Optional[Mapping[str, Any]], target: Optional[Mapping[str, Any]], when: str
+) -> Tuple[Dict[str, Any], ...]:
+    source = candidate.get("source") if candidate is not None else None
+    source = source if isinstance(source, str) and source else None
+    if op is ConsolidationOp.ADD and candidate is not None:
+        return (dict(candidate),)
+    if op is ConsolidationOp.UPDATE and candidate is not None and target is not None:
+        return supersede(target, candidate, at=when, source=source)
+    if op is ConsolidationOp.RETIRE and target is not None:
+        return (retire(target, at=when, source=source),)
+    if op is ConsolidationOp.NOOP and target is not None and candidate is not None and source is not None:
+        seen_at = candidate.get("created")
+        return (record_repeat(target, source=source, at=seen_at if isinstance(seen_at, str) else when),)
+    return ()
+
+
+@runtime_checkable
+class Decider(Protocol):
+    """What drives a consolidation: a prompt in, the parsed operations out.
+
+    The drivers for a LangChain chat model and a LlamaIndex LLM live in
+    :mod:`~poolsplit_adapters.memory.consolidate_models`; a host can pass
+    any object with these two methods instead (a rules engine, a cache).
+
+    Example::
+
+        class AddEverything:
+            def decide(self, prompt):
+                n = len(prompt.existing)
+                return [{"op": "add", "new": n + i + 1} for i in range(len(prompt.candidates))]
+
+            async def adecide(self, prompt):
+                return self.decide(prompt)
+    """
+
+    def decide(self, prompt: ConsolidationPrompt) -> Any:
+        """The operations (a list of dicts). Raise :class:`MalformedOutput`
+        when the model's answer is not a plan."""
+        ...
+
+    async def adecide(self, prompt: ConsolidationPrompt) -> Any:
+        """Async :meth:`decide`."""
+        ...
+
+
+Model = Union["BaseChatModel", "LLM", Decider]
+
+
+def _decider(model: Model) -> Decider:
+    from .consolidate_models import decider_for
+
+    return decider_for(model)
+
+
+def _settle(
+    decide: Any, candidates: Sequence[Mapping[str, Any]], existing: Sequence[Mapping[str, Any]], at: Optional[Moment]
+) -> ConsolidationResult:
+    if isinstance(decide, MalformedOutput):
+        refusal = Refused(None, decide.output, OpRefusal.MALFORMED, str(decide))
+        return ConsolidationResult((), (refusal,), tuple(range(len(candidates))), decide.output)
+    return validate(decide, candidates, existing, at=at, output=decide)
+
+
+def consolidate(
+    candidates: Sequence[Mapping[str, Any]],
+    existing: Sequence[Mapping[str, Any]],
+    *,
+    model: Model,
+    at: Optional[Moment] = None,
+) -> ConsolidationResult:
+    """Ask ``model`` what to do with ``candidates`` given the nearest
+    ``existing`` memories, and validate its answer.
+
+    ``model``: a LangChain ``BaseChatModel`` that supports structured output
+    (``with_structured_output``), a LlamaIndex ``LLM`` (``structured_predict``)
+    or a :class:`Decider`. ``at``: the time of supersedes and retirements
+    (default now). With no candidates the model is not called.
+
+    Raises:
+        EntryError: an input entry without string ``content`` or ``id``, or an id given twice.
+        TypeError: ``model`` is none of the above.
+    """
+    prompt = build_prompt(candidates, existing)
+    if not candidates:
+        return ConsolidationResult()
+    decider = _decider(model)
+    try:
+        decided: Any = decider.decide(prompt)
+    except MalformedOutput as err:
+        decided = err
+    return _settle(decided, candidates, existing, at)
+
+
+async def aconsolidate(
+    candidates: Sequence[Mapping[str, Any]],
+    existing: Sequence[Mapping[str, Any]],
+    *,
+    model: Model,
+    at: Optional[Moment] = None,
+) -> ConsolidationResult:
+    """Async :func:`consolidate` (``ainvoke`` / ``astructured_predict``)."""
+    prompt = build_prompt(candidates, existing)
+    if not candidates:
+        return ConsolidationResult()
+    decider = _decider(model)
+    try:
+        decided: Any = await decider.adecide(prompt)
+    except MalformedOutput as err:
+        decided = err
+    return _settle(decided, candidates, existing, at)

@@ -1,0 +1,453 @@
+"""Duplicates: a repeated memory is stored once, and the repeat is remembered.
+
+Agents repeat themselves: the same greeting episode is evicted once per
+thread, the same preference is noted in every session. Stored again, each
+copy takes a slot in the same budget and pushes a different memory out. So a
+write is first compared with what is stored, within its **namespace and
+type** (a tenant's note never merges with another tenant's, nor a fact with a
+task):
+
+* **exact**: the same normalised text: Unicode NFKC (full-width and
+  compatibility forms folded), case-folded, whitespace collapsed.
+* **near**: the same claim in other words. Either the cosine of two
+  embeddings (``embed=``: a batch function such as
+  :meth:`HashEmbedder.embed_documents
+  <poolsplit_adapters.memory.hash_embedding.HashEmbedder.embed_documents>`,
+  a LangChain ``Embeddings.embed_documents`` or a LlamaIndex
+  ``BaseEmbedding.get_text_embedding_batch``), or, without embeddings, the
+  **word overlap** of the two texts: shared content words (stopwords
+  removed; CJK runs as character pairs) over the words of the *shorter*
+  text, so a repeat wrapped in filler ("Note: ...", "... as of today")
+  still matches the original, provided it does not add more new words than
+  it shares (:data:`JACCARD_FLOOR`).
+
+  Two guards apply to both measures, because the most similar pairs of all
+  are *updates*, not repeats ("staging DB is db-7" / "staging DB is db-9"):
+  the two texts must carry the same **numbers and identifiers** (words with
+  a digit), the same **negations** ("not", "never", ...) and the same
+  **linkers** ("and", "only", "except", ...). A change of value, polarity or
+  extent is never merged; it is the consolidator's to supersede.
+
+Thresholds (:data:`OVERLAP_THRESHOLD`, :data:`COSINE_THRESHOLD`) were chosen
+on a deterministic labelled set of paraphrased repeats against
+distinct-but-similar facts (another value, another subject, negated) and are
+measured by ``python benchmarks/duplicates.py``, which prints precision and
+recall around them.
+
+Only **active** entries are matched (``is_active``, default the core's): a
+fact that returns to an earlier value after that value was superseded must be
+written again, not folded into a closed version.
+
+The repeat's provenance is kept on the kept entry by :func:`record_repeat`
+in the ``seen`` field, a list of ``{"source": ..., "at": ...}``, oldest first
+(the kept entry's own ``source`` and ``created`` are its first sighting and
+are not repeated there). No selector, scorer or index reads ``seen``: how
+often something was said must not make it rank higher (no frequency
+feedback), and the tests pin that the kept entry's score is unchanged.
+
+Example::
+
+    >>> from poolsplit_adapters.memory.duplicates import DuplicateFinder, record_repeat
+    >>> finder = DuplicateFinder([{"id": "n1", "type": "note", "content": "User prefers dark mode."}])
+    >>> hit = finder.find({"type": "note", "content": "Note: the user prefers dark mode"})
+    >>> hit.kind.value, hit.kept["id"]
+    ('near', 'n1')
+    >>> finder.find({"type": "note", "content": "User does not prefer dark mode."}) is None
+    True
+    >>> record_repeat(hit.kept, source="thread:t2", at="2026-12-01T09:00:00Z")["seen"]
+    [{'source': 'thread:t2', 'at': '2026-12-01T09:00:00Z'}]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from ..poolsplit import MIN_WORD_LENGTH, STOPWORDS, default_is_active, entry_error
+from .expiry import moment_of
+
+__all__ = [
+    "SEEN",
+    "OVERLAP_THRESHOLD",
+    "JACCARD_FLOOR",
+    "COSINE_THRESHOLD",
+    "NEGATIONS",
+    "LINKERS",
+    "DuplicateKind",
+    "Duplicate",
+    "DuplicateFinder",
+    "Embed",
+    "normalise_text",
+    "content_words",
+    "key_tokens",
+    "word_overlap",
+    "jaccard",
+    "record_repeat",
+]
+
+#: The field of the kept entry that lists its repeats' provenance.
+SEEN = "seen"
+
+#: Word overlap (shared content words / content words of the shorter text) at
+#: or above which two texts are near duplicates. Measured on the labelled set
+#: of ``benchmarks/duplicates.py`` (371 pairs, seed 0; seed 1 held out): 0.90
+#: gives precision 1.00 at recall 0.96 (held out 1.00 / 0.94); 0.85 merges
+#: the first twin subjects that differ in one word of five ("release" /
+#: "incident manager"), 0.80 merges 31 distinct pairs. Precision is preferred
+#: to recall: a missed repeat costs one slot, a false merge loses a fact.
+OVERLAP_THRESHOLD = 0.9
+#: And shared words over all words of both (Jaccard) at least this: a
+#: candidate that adds more new words than it shares ("the framework is React
+#: and Vue" against "the framework is React") says something new.
+JACCARD_FLOOR = 0.5
+#: Cosine at or above which two embeddings are near duplicates, measured with
+#: :class:`~poolsplit_adapters.memory.hash_embedding.HashEmbedder` on the same
+#: set: precision 0.99 at recall 0.91 (held out 0.99 / 0.90); 0.80 merged 9
+#: distinct pairs, 0.90 missed 42% of the repeats. A real sentence model
+#: places paraphrases higher and related-but-distinct facts higher too:
+#: measure yours (``predictions(pairs, embed=your_model.embed_documents,
+#: threshold=...)`` in ``benchmarks/duplicates.py``) before relying on it.
+COSINE_THRESHOLD = 0.85
+
+#: Words that flip a claim; two texts whose sets of these differ are never
+#: near duplicates. Apostrophes are separators, so "don't" gives "don" + "t".
+NEGATIONS = frozenset(
+    "not no never none nothing nobody neither nor cannot without don doesn didn isn wasn aren weren won "
+    "shouldn couldn wouldn".split()
+)
+#: Words that join, add or limit claims ("React *and* Vue", "*only* on
+#: Fridays", "*except* staging"): a repeat that gains or loses one likely says
+#: something new, so these must match too. A repeat that adds one as filler is
+#: missed and stored twice, the cheap error.
+LINKERS = frozenset("and or but also plus except only unless instead both either".split())
+
+_SPACE = re.compile(r"\s+")
+_WORD = re.compile(r"[^\W_]+")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_DIGIT = re.compile(r"\d")
+
+#: A batch embedding function: texts -> one vector per text.
+Embed = Callable[[List[str]], Sequence[Sequence[float]]]
+IsActive = Callable[[Mapping[str, Any]], bool]
+
+
+def normalise_text(text: str) -> str:
+    """The form exact duplicates are compared in: NFKC, case-folded,
+    whitespace collapsed and stripped."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def _tokens(normalised: str) -> List[str]:
+    out: List[str] = []
+    for word in _WORD.findall(normalised):
+        if _CJK.search(word) and len(word) > 1:
+            # A CJK run has no spaces: its character pairs stand for words.
+            out.extend(word[i : i + 2] for i in range(len(word) - 1))
+        else:
+            out.append(word)
+    return out
+
+
+def content_words(text: str) -> FrozenSet[str]:
+    """The words a near-duplicate comparison counts, the core's
+    significant words widened to every script: Unicode words of the
+    normalised text of 3+ characters minus the core's stopwords, every word
+    with a digit ("7" in "db-7"), and CJK runs as overlapping character
+    pairs. Short function words ("is", "of", "to") would otherwise make
+    "X is A" and "Y is A" look alike."""
+    return frozenset(
+        t
+        for t in _tokens(normalise_text(text))
+        if _DIGIT.search(t) or _CJK.search(t) or (len(t) >= MIN_WORD_LENGTH and t not in STOPWORDS)
+    )
+
+
+def key_tokens(text: str) -> FrozenSet[str]:
+    """What two near duplicates must share exactly: the words that carry a
+    digit (values, versions, identifiers), the negations and the linkers."""
+    return frozenset(t for t in _tokens(normalise_text(text)) if _DIGIT.search(t) or t in NEGATIONS or t in LINKERS)
+
+
+def word_overlap(a: FrozenSet[str], b: FrozenSet[str]) -> float:
+    """Shared words over the words of the smaller set, or 0.0 when the
+    Jaccard similarity is under :data:`JACCARD_FLOOR` (or a set is empty)."""
+    if not a or not b:
+        return 0.0
+    shared = len(a & b)
+    if shared < JACCARD_FLOOR * len(a | b):
+        return 0.0
+    return shared / min(len(a), len(b))
+
+
+def jaccard(a: FrozenSet[str], b: FrozenSet[str]) -> float:
+    """Shared words over all words of both (0.0 if both are empty)."""
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = math.fsum(x * y for x, y in zip(a, b))
+    na, nb = math.sqrt(math.fsum(x * x for x in a)), math.sqrt(math.fsum(y * y for y in b))
+    return dot / (na * nb) if na > 0.0 and nb > 0.0 else 0.0
+
+
+class DuplicateKind(str, Enum):
+    """How a candidate repeats a kept entry."""
+
+    #: the same normalised text
+    EXACT = "exact"
+    #: the same claim in other words (overlap or cosine at the threshold)
+    NEAR = "near"
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    """A candidate's match among the kept entries.
+
+    Attributes:
+        kept: the stored entry it repeats (the same object the finder was given).
+        kind: exact or near.
+        similarity: 1.0 for exact; the word overlap or cosine for near.
+
+    Example::
+
+        >>> d = DuplicateFinder([{"id": "a", "content": "Hi"}]).find({"content": "  hi "})
+        >>> d.kept["id"], d.kind.value, d.similarity
+        ('a', 'exact', 1.0)
+    """
+
+    kept: Mapping[str, Any]
+    kind: DuplicateKind
+    similarity: float
+
+
+@dataclass(frozen=True)
+class _Indexed:
+    entry: Mapping[str, Any]
+    words: FrozenSet[str]
+    keys: FrozenSet[str]
+    vector: Optional[Sequence[float]]
+
+
+def _bucket(entry: Mapping[str, Any]) -> Tuple[str, str]:
+    namespace = entry.get("namespace")
+    kind = entry.get("type", "note")
+    return ("" if namespace is None else str(namespace), "note" if kind is None else str(kind))
+
+
+def _content(entry: Any, index: Optional[int]) -> str:
+    if not isinstance(entry, Mapping):
+        raise entry_error(entry, index, None, "is not a mapping (%s)" % type(entry).__name__)
+    text = entry.get("content")
+    if not isinstance(text, str):
+        raise entry_error(entry, index, "content", "must be a string, got %s" % type(text).__name__)
+    return text
+
+
+class DuplicateFinder:
+    """An incremental index of kept entries that tells whether a candidate
+    repeats one of them (exact or near), within namespace and type.
+
+    Args:
+        entries: the kept entries to start from (inactive ones are skipped).
+        embed: a batch embedding function for near duplicates by cosine;
+            None (default) compares words instead.
+        threshold: the near-duplicate threshold; default
+            :data:`OVERLAP_THRESHOLD` for words, :data:`COSINE_THRESHOLD` with
+            ``embed``.
+        is_active: which entries may be kept (default: the core's).
+
+    :meth:`find` only reads; :meth:`add` records an entry once it is written;
+    :meth:`admit` does both for a batch, so a batch that repeats itself
+    writes its first copy only. The finder keeps the entries it was given (the
+    same objects) and never changes them.
+
+    Example::
+
+        >>> from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+        >>> finder = DuplicateFinder(embed=HashEmbedder().embed_documents)
+        >>> [d if d is None else d.kind.value for d in finder.admit([
+        ...     {"id": "a", "content": "Deploys go through the release checklist"},
+        ...     {"id": "b", "content": "deploys go through the release checklist!"},
+        ...     {"id": "c", "content": "Deploys skip the release checklist on Fridays"}])]
+        [None, 'near', None]
+    """
+
+    def __init__(
+        self,
+        entries: Iterable[Mapping[str, Any]] = (),
+        *,
+        embed: Optional[Embed] = None,
+        threshold: Optional[float] = None,
+        is_active: IsActive = default_is_active,
+    ) -> None:
+        if threshold is None:
+            threshold = COSINE_THRESHOLD if embed is not None else OVERLAP_THRESHOLD
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
+            raise ValueError("DuplicateFinder threshold must be a number in (0, 1], got %r" % (threshold,))
+        self.embed = embed
+        self.threshold = float(threshold)
+        self.is_active = is_active
+        self._exact: Dict[Tuple[str, str, str], Mapping[str, Any]] = {}
+        self._buckets: Dict[Tuple[str, str], List[_Indexed]] = {}
+        self.extend(entries)
+
+    def __repr__(self) -> str:
+        return "DuplicateFinder(%d kept, %s >= %.2f)" % (
+            len(self),
+            "cosine" if self.embed is not None else "word overlap",
+            self.threshold,
+        )
+
+    def __len__(self) -> int:
+        return sum(len(rows) for rows in self._buckets.values())
+
+    def _vectors(self, texts: List[str]) -> List[Optional[Sequence[float]]]:
+        if self.embed is None or not texts:
+            return [None] * len(texts)
+        # Plain float tuples: an embedder may return numpy rows or lists.
+        vectors: List[Optional[Sequence[float]]] = [tuple(float(x) for x in v) for v in self.embed(texts)]
+        if len(vectors) != len(texts):
+            raise ValueError("embed returned %d vectors for %d texts" % (len(vectors), len(texts)))
+        return vectors
+
+    def _indexed(self, entries: Sequence[Mapping[str, Any]]) -> List[_Indexed]:
+        texts = [_content(entry, index) for index, entry in enumerate(entries)]
+        vectors = self._vectors(texts)
+        return [
+            _Indexed(entry, content_words(text), key_tokens(text), vector)
+            for entry, text, vector in zip(entries, texts, vectors)
+        ]
+
+    def add(self, entry: Mapping[str, Any]) -> None:
+        """Keep ``entry`` (after it was written); an inactive one is ignored."""
+        self.extend([entry])
+
+    def extend(self, entries: Iterable[Mapping[str, Any]]) -> None:
+        """Keep several entries (one embedding batch)."""
+        live = [entry for entry in entries if self._keeps(entry)]
+        for row in self._indexed(live):
+            self._keep(row)
+
+    def _keeps(self, entry: Mapping[str, Any]) -> bool:
+        return isinstance(entry, Mapping) and bool(self.is_active(entry))
+
+    def _keep(self, row: _Indexed) -> None:
+        bucket = _bucket(row.entry)
+        self._exact.setdefault(bucket + (normalise_text(str(row.entry["content"])),), row.entry)
+        self._buckets.setdefault(bucket, []).append(row)
+
+    def find(self, candidate: Mapping[str, Any]) -> Optional[Duplicate]:
+        """The kept entry ``candidate`` repeats, or None.
+
+        An exact match wins over a near one; among near matches the most
+        similar, the first kept on a tie.
+
+        Raises:
+            EntryError: ``candidate`` has no string ``content``.
+        """
+        return self._find(self._indexed([candidate])[0])
+
+    def _find(self, row: _Indexed) -> Optional[Duplicate]:
+        bucket = _bucket(row.entry)
+        exact = self._exact.get(bucket + (normalise_text(str(row.entry["content"])),))
+        if exact is not None:
+            return Duplicate(exact, DuplicateKind.EXACT, 1.0)
+        best: Optional[Tuple[Tuple[float, float], Mapping[str, Any]]] = None
+        for kept in self._buckets.get(bucket, ()):
+            if kept.keys != row.keys:
+                continue
+            rank = self._near(row, kept)
+            if rank[0] >= self.threshold and (best is None or rank > best[0]):
+                best = (rank, kept.entry)
+        return None if best is None else Duplicate(best[1], DuplicateKind.NEAR, best[0][0])
+
+    def _near(self, a: _Indexed, b: _Indexed) -> Tuple[float, float]:
+        """(the similarity the threshold judges, the tie-break): cosine twice,
+        or word overlap then Jaccard (of two kept texts that both contain the
+        candidate, the closer in length wins)."""
+        if a.vector is not None and b.vector is not None:
+            cosine = _cosine(a.vector, b.vector)
+            return cosine, cosine
+        return word_overlap(a.words, b.words), jaccard(a.words, b.words)
+
+    def _related(self, a: _Indexed, b: _Indexed) -> float:
+        """How related two texts are, unguarded: cosine, or Jaccard."""
+        if a.vector is not None and b.vector is not None:
+            return _cosine(a.vector, b.vector)
+        return jaccard(a.words, b.words)
+
+    def nearest(
+        self, candidate: Mapping[str, Any], k: int = 5, *, any_type: bool = False
+    ) -> List[Tuple[Mapping[str, Any], float]]:
+        """The ``k`` kept entries most related to ``candidate`` in its
+        namespace (and type, unless ``any_type``), most related first, with
+        the cosine (``embed``) or the Jaccard similarity of their words; no
+        threshold and no guard. What a consolidator is shown beside a
+        candidate: the updates the duplicate guards keep apart are exactly
+        the neighbours it must see.
+        """
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValueError("nearest k must be an int >= 0, got %r" % (k,))
+        row = self._indexed([candidate])[0]
+        namespace, kind = _bucket(candidate)
+        scored: List[Tuple[float, int, Mapping[str, Any]]] = []
+        order = 0
+        for (space, bucket_type), rows in self._buckets.items():
+            if space != namespace or (not any_type and bucket_type != kind):
+                continue
+            for kept in rows:
+                scored.append((self._related(row, kept), order, kept.entry))
+                order += 1
+        scored.sort(key=lambda item: (-item[0], item[1]))
+        return [(entry, similarity) for similarity, _, entry in scored[:k]]
+
+    def admit(self, candidates: Sequence[Mapping[str, Any]]) -> List[Optional[Duplicate]]:
+        """For each candidate, in order, the entry it repeats (a kept one or an
+        earlier candidate of the batch), or None; every candidate without a
+        match is kept, as it is about to be written."""
+        out: List[Optional[Duplicate]] = []
+        for row in self._indexed(list(candidates)):
+            hit = self._find(row)
+            out.append(hit)
+            if hit is None and self._keeps(row.entry):
+                self._keep(row)
+        return out
+
+
+def record_repeat(kept: Mapping[str, Any], *, source: str, at: str) -> Dict[str, Any]:
+    """A copy of ``kept`` whose ``seen`` list ends with the repeat's
+    provenance ``{"source": source, "at": at}``.
+
+    Idempotent: a repeat already recorded (same source and time, e.g. a
+    retried write) is not added twice. Nothing else changes: not the content,
+    the priority, the times nor any field a scorer reads.
+
+    Raises:
+        EntryError: ``kept`` has a ``seen`` that is not a list of
+            ``{source, at}`` mappings.
+        ValueError / TypeError: ``source`` is not a non-empty string, or
+            ``at`` is not an ISO-8601 string.
+    """
+    if not isinstance(source, str) or not source:
+        raise TypeError("record_repeat source must be a non-empty string, got %r" % (source,))
+    if not isinstance(at, str):
+        raise TypeError("record_repeat at must be an ISO-8601 string, got %s" % type(at).__name__)
+    moment_of(at, "record_repeat at")
+    seen = kept.get(SEEN)
+    if seen is None:
+        rows: List[Dict[str, Any]] = []
+    elif isinstance(seen, (list, tuple)) and all(isinstance(r, Mapping) for r in seen):
+        rows = [dict(r) for r in seen]
+    else:
+        raise entry_error(kept, None, SEEN, "must be a list of {source, at} mappings, got %s" % type(seen).__name__)
+    sighting = {"source": source, "at": at}
+    copy = dict(kept)
+    if sighting not in rows:
+        rows.append(sighting)
+    copy[SEEN] = rows
+    return copy
