@@ -24,7 +24,7 @@ from poolsplit_adapters.langchain import (
 )
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.render import parse_markers
-from poolsplit_adapters.settings import ArgumentError
+from poolsplit_adapters.checks import ArgumentError
 
 NOW = datetime.datetime(2026, 11, 20, 9)
 

@@ -9,9 +9,9 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import ConfigDict, Field
 
+from ..checks import ArgumentError
 from ..poolsplit import Pool, Selection
 from ..render import marker
-from ..settings import ArgumentError
 from .memory_store import PoolSplitMemoryStore, message_text
 from .nodes import counter_from
 

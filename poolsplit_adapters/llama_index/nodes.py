@@ -10,7 +10,6 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 from ..convert import SELECTION_KEY, entry_from, loaded_text, selection_metadata
 from ..poolsplit import Chosen, TokenCounter
 from ..recall import merge_recalled
-from ..settings import SelectionSettings
 
 AnyNode = Union[BaseNode, NodeWithScore]
 
@@ -123,18 +122,3 @@ def nodes_from(entries: Iterable[Mapping[str, Any]]) -> List[TextNode]:
             node.id_ = entry["id"]
         out.append(node)
     return out
-
-
-class LlamaIndexSettings(SelectionSettings):
-    """:class:`~poolsplit_adapters.settings.SelectionSettings` counting with
-    LlamaIndex's tokenizer by default (the one ``Memory`` uses), for the
-    LlamaIndex classes that hold their settings rather than inherit them.
-
-    Example::
-
-        settings = LlamaIndexSettings(pools=[Pool("facts", 200, 4, ("fact",))], k=3)
-    """
-
-    @classmethod
-    def fallback_counter(cls) -> TokenCounter:
-        return llama_counter()
