@@ -219,8 +219,6 @@ SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "phase": check_text,
     "progressive": check_flag,
     "chain_penalty": check_chain_penalty,
-    "page_size": check_positive_int,
-    "fetch_k": lambda value, name: None if value is None else check_positive_int(value, name),
 }
 
 

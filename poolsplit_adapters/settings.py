@@ -94,7 +94,7 @@ def _resolved(owner: str, data: dict[str, Any], known: Sequence[str], framework:
     data = checked_settings(owner, data, known)
     embeddings = data.get("embeddings")
     if embeddings is not None:
-        if data.get("scorer") is not None:
+        if data.get("scorer") not in (None, default_adapter_scorer()):
             raise ArgumentError("%s: give embeddings= or scorer=, not both" % owner)
         data["scorer"] = embedding_scorer_for(embeddings)
     elif data.get("scorer") is None:

@@ -34,9 +34,9 @@ import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Hashable, Optional, Union, cast
+from typing import Annotated, Any, Callable, Optional, Union, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
@@ -368,10 +368,13 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         embeddings: Any = None,
     ) -> None:
         super().__init__()
+        check_positive_int(page_size, "page_size")
+        if fetch_k is not None:
+            check_positive_int(fetch_k, "fetch_k")
         #: The selection settings, checked once (the plan with its totals).
         self.settings = AgentMemorySettings.held_by(
             "PoolSplitMemoryMiddleware",
-            pools=pools if isinstance(pools, str) else list(pools) if isinstance(pools, (list, tuple)) else pools,
+            pools=pools,
             total_tokens=total_tokens,
             total_entries=total_entries,
             progressive=progressive,

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Callable, Union
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
@@ -14,7 +15,7 @@ from ..recall import merge_recalled
 AnyNode = Union[BaseNode, NodeWithScore]
 
 
-def node_to_entry(node: AnyNode, position: int = 0) -> Dict[str, Any]:
+def node_to_entry(node: AnyNode, position: int = 0) -> dict[str, Any]:
     """The entry for a node: its metadata, ``content`` = its text (no
     metadata), ``id`` = its node id.
 
@@ -40,7 +41,7 @@ def llama_counter() -> TokenCounter:
     return counter_from(get_tokenizer())
 
 
-def counter_from(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
+def counter_from(tokenizer_fn: Callable[[str], list[Any]]) -> TokenCounter:
     """A never-0 counter over ``tokenizer_fn``, cached by text with a bound
     (a long chat would otherwise grow the cache by every line it flushes).
     One counter per tokenizer: every retriever, postprocessor and memory
@@ -51,7 +52,7 @@ def counter_from(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
         return _counter(tokenizer_fn)
 
 
-def _counter(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
+def _counter(tokenizer_fn: Callable[[str], list[Any]]) -> TokenCounter:
     @functools.lru_cache(maxsize=100_000)
     def count(text: str) -> int:
         return max(1, len(tokenizer_fn(text)))
@@ -78,7 +79,7 @@ class NodeConverter:
     @staticmethod
     def entries(
         nodes: Sequence[AnyNode], *, recalled: bool = False
-    ) -> Tuple[List[Dict[str, Any]], Dict[int, BaseNode]]:
+    ) -> tuple[list[dict[str, Any]], dict[int, BaseNode]]:
         """Entries and the way back to each node. ``recalled``: nodes come
         from several searches of one index (see
         :func:`~poolsplit_adapters.recall.merge_recalled`)."""
@@ -92,7 +93,7 @@ class NodeConverter:
             source[id(entry)] = node.node if isinstance(node, NodeWithScore) else node
         return entries, source
 
-    def to_nodes(self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode]) -> List[NodeWithScore]:
+    def to_nodes(self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode]) -> list[NodeWithScore]:
         scores = [c.score for c in chosen if c.score is not None]
         # Never None: several postprocessors drop score=None. Always-scope
         # nodes rank above everything returned with them.
@@ -111,7 +112,7 @@ class NodeConverter:
         return out
 
 
-def nodes_from(entries: Iterable[Mapping[str, Any]]) -> List[TextNode]:
+def nodes_from(entries: Iterable[Mapping[str, Any]]) -> list[TextNode]:
     """Entries as ``TextNode``s (metadata = every key but content and id),
     e.g. to build a ``VectorStoreIndex`` from a JSONL store."""
     out = []
