@@ -12,9 +12,10 @@ Per agent step (one model call and the tool-loop calls that follow it):
   pool's own candidates are read from the store, selected by the core
   (corrections first, then each pool within its budget), rendered with
   provenance markers and an explicit omission line, and put into this call's
-  system message, after the agent's own system prompt. Nothing injected is
-  written to the checkpointed state. A digest of the selection goes out on
-  ``runtime.stream_writer`` (``stream_mode="custom"``) so a UI can show why.
+  system message, after the agent's own system prompt; the messages never
+  hold it. A digest of the selection goes out on ``runtime.stream_writer``
+  (``stream_mode="custom"``) so a UI can show why. The selection goes through
+  :class:`~poolsplit_adapters.call.AdapterCall`, like every adapter's.
 * **remember** (a tool the middleware registers): the agent saves a note it
   must not forget; the harness stamps its provenance and the gate refuses
   empty, oversized, duplicate and always-scope notes.
@@ -25,6 +26,14 @@ Per agent step (one model call and the tool-loop calls that follow it):
 With ``pools="auto"`` each model call plans its pools for the task type
 detected from the message and ``runtime.context`` (``goal``,
 ``action_type``, ``phase``); the selection event records the detection.
+
+The class only wires hooks (sync and async twins over shared parts). What it
+keeps per thread lives in the agent's graph state
+(:class:`PoolSplitMemoryState`, private keys): the gate's report not yet
+shown, and the current step's rendered memory with its reuse key. Two
+processes serving one thread through one checkpointer agree on both, and a
+restart loses neither. The object itself holds settings and a cache of store
+adapters only.
 """
 
 from __future__ import annotations
