@@ -125,10 +125,11 @@ class AdapterCall:
         self.settings = settings
         # 1. options
         given = check_overrides(overrides or {}, tuple(CallOverrides.__annotations__), named)
+        own = {"goal": settings.goal, "action_type": settings.action_type, "phase": settings.phase}
         task: dict[str, Any] = {"message": message}
         for name in TASK_FIELDS:
             value = given.get(name)
-            value = value if value is not None else getattr(settings, name)
+            value = value if value is not None else own[name]
             if value is not None:
                 task[name] = value
         # 2. plan
@@ -162,6 +163,7 @@ class AdapterCall:
 
     @property
     def scorer(self) -> Scorer:
+        """The scorer of this call (the settings', resolved at construction)."""
         return self.settings.scorer
 
     # 4. select (+ 5. annotate) ---------------------------------------------------------

@@ -27,6 +27,7 @@ from typing_extensions import TypedDict
 
 from .checks import ArgumentError, checked_settings
 from .poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer
+from .tokens import default_counter, llama_index_counter
 
 __all__ = [
     "AdapterSettings",
@@ -64,11 +65,7 @@ def default_adapter_counter(framework: Framework = Framework.LANGCHAIN) -> Token
     """The token counter of an adapter given no ``token_counter=``: the one
     place it is chosen. Counts are cached per text, process-wide."""
     if framework is Framework.LLAMA_INDEX:
-        from .llama_index.nodes import llama_counter
-
-        return llama_counter()
-    from .tokens import default_counter
-
+        return llama_index_counter()
     return default_counter()
 
 

@@ -13,8 +13,8 @@ from pydantic import ConfigDict, Field
 from ..checks import ArgumentError
 from ..poolsplit import Pool, Selection
 from ..render import marker
+from ..tokens import counter_from
 from .memory_store import PoolSplitMemoryStore, message_text
-from .nodes import counter_from
 
 
 def _last_user_text(messages: Optional[list[ChatMessage]]) -> str:

@@ -1,15 +1,14 @@
-"""LlamaIndex node <-> entry conversion and token counting, shared by the adapters."""
+"""LlamaIndex node <-> entry conversion, shared by the adapters."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
 from ..convert import SELECTION_KEY, entry_from, loaded_text, selection_metadata
-from ..poolsplit import Chosen, TokenCounter
+from ..poolsplit import Chosen
 from ..recall import merge_recalled
 
 AnyNode = Union[BaseNode, NodeWithScore]
@@ -31,36 +30,6 @@ def node_to_entry(node: AnyNode, position: int = 0) -> dict[str, Any]:
     base = node.node if isinstance(node, NodeWithScore) else node
     text = base.get_content(metadata_mode=MetadataMode.NONE)
     return entry_from(text, base.metadata, base.node_id, kind="node", position=position)
-
-
-def llama_counter() -> TokenCounter:
-    """Counts with LlamaIndex's global tokenizer, the one ``Memory`` uses by
-    default, so budgets and ``Memory``'s own arithmetic agree."""
-    from llama_index.core.utils import get_tokenizer
-
-    return counter_from(get_tokenizer())
-
-
-def counter_from(tokenizer_fn: Callable[[str], list[Any]]) -> TokenCounter:
-    """A never-0 counter over ``tokenizer_fn``, cached by text with a bound
-    (a long chat would otherwise grow the cache by every line it flushes).
-    One counter per tokenizer: every retriever, postprocessor and memory
-    over LlamaIndex's global tokenizer shares one cache."""
-    try:
-        return _shared_counter(tokenizer_fn)
-    except TypeError:  # an unhashable tokenizer object: a counter of its own
-        return _counter(tokenizer_fn)
-
-
-def _counter(tokenizer_fn: Callable[[str], list[Any]]) -> TokenCounter:
-    @functools.lru_cache(maxsize=100_000)
-    def count(text: str) -> int:
-        return max(1, len(tokenizer_fn(text)))
-
-    return count
-
-
-_shared_counter = functools.lru_cache(maxsize=8)(_counter)
 
 
 class NodeConverter:

@@ -20,9 +20,8 @@ from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import PoolSplitCompressor, PoolSplitMemoryMiddleware, PoolSplitRetriever
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore, PoolSplitNodePostprocessor
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
-from poolsplit_adapters.llama_index.nodes import llama_counter
 from poolsplit_adapters.settings import AdapterSettings
-from poolsplit_adapters.tokens import default_counter
+from poolsplit_adapters.tokens import default_counter, llama_index_counter
 
 POOLS = [Pool("a", 100, 3), Pool("b", 100, 3)]
 
@@ -55,7 +54,7 @@ def test_the_default_token_counter_is_the_frameworks_and_resolved_once():
     found = settings_of_every_adapter_class()
     langchain = {"langchain retriever", "langchain compressor", "middleware"}
     assert {name for name, s in found.items() if s.token_counter is default_counter()} == langchain
-    assert {name for name, s in found.items() if s.token_counter is llama_counter()} == set(found) - langchain
+    assert {name for name, s in found.items() if s.token_counter is llama_index_counter()} == set(found) - langchain
 
 
 @pytest.mark.parametrize(
