@@ -187,12 +187,10 @@ def check_plan(
     Not the core's ``check_pools``, which takes a list only: this one
     accepts ``"auto"`` and the totals.
     """
-    if isinstance(value, Pool):
-        raise ArgumentError("%s must be a list of Pool objects, not a single Pool (wrap it in a list)" % name)
     if value != AUTO:
-        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
+        if isinstance(value, (str, bytes)):
             raise argument_error(name, "a list of Pool objects or 'auto'", value)
-        try:
+        try:  # the core's rule: distinct Pools (a single Pool is refused there, naming the fix)
             value = core_check_pools(value)
         except (TypeError, ValueError) as err:
             raise ArgumentError("%s: %s" % (name, err)) from None

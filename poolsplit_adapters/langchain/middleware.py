@@ -59,6 +59,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict, override
@@ -444,7 +445,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     # -- hooks: demote + write ----------------------------------------------------------
 
     @override
-    def before_model(self, state: PoolSplitMemoryState, runtime: Any) -> Optional[dict[str, Any]]:
+    def before_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         """Demote the turns beyond the working set: write each through the
         gate, then remove it. Raises (and removes nothing) if the write fails."""
         demotion = self._demotion(state["messages"], runtime)
@@ -455,7 +456,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         return self._demoted(state["messages"], demotion, settled)
 
     @override
-    async def abefore_model(self, state: PoolSplitMemoryState, runtime: Any) -> Optional[dict[str, Any]]:
+    async def abefore_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         """Async :meth:`before_model`."""
         demotion = self._demotion(state["messages"], runtime)
         if not demotion.demote:
@@ -475,9 +476,11 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         """Put this step's memory into the system message, then call the model."""
         step = self._step(request)
         snap = step.where.source.snapshot(*step.reading)
-        kept = self._kept(request, step.key(snap.version))
-        promoted = kept or self._promote(step, snap.version, step.where.source.select(snap, *step.reading))
-        injected, update = self._inject(request, step, promoted, reused=kept is not None)
+        promoted = self._kept(request, step.key(snap.version))
+        reused = promoted is not None
+        if promoted is None:
+            promoted = self._promote(step, snap.version, step.where.source.select(snap, *step.reading))
+        injected, update = self._inject(request, step, promoted, reused=reused)
         return ExtendedModelResponse(handler(injected), Command(update=update) if update else None)
 
     @override
@@ -489,9 +492,11 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         """Async :meth:`wrap_model_call`."""
         step = self._step(request)
         snap = await step.where.source.asnapshot(*step.reading)
-        kept = self._kept(request, step.key(snap.version))
-        promoted = kept or self._promote(step, snap.version, await step.where.source.aselect(snap, *step.reading))
-        injected, update = self._inject(request, step, promoted, reused=kept is not None)
+        promoted = self._kept(request, step.key(snap.version))
+        reused = promoted is not None
+        if promoted is None:
+            promoted = self._promote(step, snap.version, await step.where.source.aselect(snap, *step.reading))
+        injected, update = self._inject(request, step, promoted, reused=reused)
         return ExtendedModelResponse(await handler(injected), Command(update=update) if update else None)
 
     # -- the tools ------------------------------------------------------------------------
