@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 __all__ = ["AdapterCall", "CallOptions", "EmbeddingRanker", "cap", "label_plain", "record_selection"]
 
 
+#: The per-call keywords (CallOverrides, declared in settings).
+_OVERRIDES = tuple(CallOverrides.__annotations__)
+
+
 @runtime_checkable
 class EmbeddingRanker(Protocol):
     """A scorer that ranks by an embedding model (``EmbeddingScorer``): its
@@ -124,7 +128,7 @@ class AdapterCall:
     ) -> None:
         self.settings = settings
         # 1. options
-        given = check_overrides(overrides or {}, tuple(CallOverrides.__annotations__), named)
+        given = check_overrides(overrides or {}, _OVERRIDES, named)
         own = {"goal": settings.goal, "action_type": settings.action_type, "phase": settings.phase}
         task: dict[str, Any] = {"message": message}
         for name in TASK_FIELDS:

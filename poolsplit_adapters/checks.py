@@ -15,7 +15,7 @@ import datetime
 import os
 import sys
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
 from .memory.tasks import AUTO, resolve_pools
@@ -268,28 +268,34 @@ def checked_settings(owner: str, data: Mapping[str, Any], known: Sequence[str]) 
     return data
 
 
+_OVERRIDE_CHECKS: dict[str, Callable[[Any, str], Any]] = {
+    "k": check_k,
+    "project": check_project,
+    "now": check_now,
+    "goal": check_text,
+    "action_type": check_text,
+    "phase": check_text,
+}
+
+
 def check_overrides(
-    overrides: Mapping[str, Any], known: Sequence[str], named: Callable[[str], str] = str
+    overrides: Mapping[str, Any], known: Collection[str], named: Callable[[str], str] = str
 ) -> dict[str, Any]:
     """One call's overrides (``k``, ``tags``, ``project``, ``now``,
     ``namespace``, the task signals), each checked; ``named(key)`` is how an
     error names a key (the middleware reads them from ``runtime.context``).
     Unknown keys raise. Values left None mean "the setting's own"; ``tags``
     comes back as a list (None: no tags)."""
-    unknown = sorted(set(overrides) - set(known))
+    unknown = [key for key in overrides if key not in known]
     if unknown:
         raise ArgumentError(
-            "unexpected per-call keyword argument(s) %s (known: %s)" % (", ".join(map(repr, unknown)), ", ".join(known))
+            "unexpected per-call keyword argument(s) %s (known: %s)"
+            % (", ".join(map(repr, sorted(unknown))), ", ".join(known))
         )
-    checks: dict[str, Callable[[Any, str], Any]] = {
-        "k": check_k,
-        "tags": check_tags,
-        "project": check_project,
-        "now": check_now,
-        "goal": check_text,
-        "action_type": check_text,
-        "phase": check_text,
-    }
-    checked = {key: checks[key](value, named(key)) if key in checks else value for key, value in overrides.items()}
+    checked = dict(overrides)
+    for key, value in overrides.items():
+        check = _OVERRIDE_CHECKS.get(key)
+        if check is not None and value is not None:
+            check(value, named(key))
     checked["tags"] = check_tags(overrides.get("tags"), named("tags"))
     return checked
