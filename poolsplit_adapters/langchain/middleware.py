@@ -302,7 +302,13 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             evicted turns and notes (default ``WriteGate()``).
         token_counter: cost of an entry without ``token_count`` (default:
             tiktoken ``o200k_base``, offline; counts are cached per item).
-        scorer: ranking function (default: the spec's lexical scorer).
+            The selection settings (``pools`` to ``embeddings``, with
+            ``chain_penalty``, ``page_size`` and ``fetch_k``) are held, checked
+            once, as :attr:`settings`
+            (:class:`~poolsplit_adapters.settings.AgentMemorySettings`).
+        scorer: ranking function (default:
+            :func:`~poolsplit_adapters.settings.default_adapter_scorer`, the
+            one every adapter uses).
         now: fixed reference time for scoring and for ``created`` stamps
             (default: the time of each call).
         chain_penalty: score factor per chain link after the first (0.9).
