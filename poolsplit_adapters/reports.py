@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Dict, Iterator, List, Tuple
+from collections.abc import Iterator
+from typing import Any
 
 from .poolsplit import Selection
 
-_SINKS: contextvars.ContextVar[Tuple[List[Selection], ...]] = contextvars.ContextVar(
+_SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
     "poolsplit_capture_sinks", default=()
 )
 
 
 @contextlib.contextmanager
-def capture_selections() -> Iterator[List[Selection]]:
+def capture_selections() -> Iterator[list[Selection]]:
     """Collect every selection made in this context while the block runs,
     in the order the calls finished.
 
@@ -40,7 +41,7 @@ def capture_selections() -> Iterator[List[Selection]]:
     context it was started in. Blocks nest; an outer block sees the inner
     block's selections too.
     """
-    captured: List[Selection] = []
+    captured: list[Selection] = []
     token = _SINKS.set(_SINKS.get() + (captured,))
     try:
         yield captured
@@ -59,7 +60,7 @@ def record(selection: Selection) -> Selection:
     return selection
 
 
-def event_payload(selection: Selection) -> Dict[str, Any]:
+def event_payload(selection: Selection) -> dict[str, Any]:
     """The JSON form of ``selection`` that both frameworks' selection events
     carry: ``Selection.to_dict()``, the core's one JSON form."""
     return selection.to_dict()

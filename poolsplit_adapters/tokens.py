@@ -31,6 +31,7 @@ every budget.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import os
@@ -38,7 +39,7 @@ import pathlib
 import tempfile
 import threading
 from collections import OrderedDict
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 __all__ = ["TiktokenCounter", "TokenizerUnavailable", "load_encoding", "encoding_source", "default_counter"]
 
@@ -265,3 +266,36 @@ def default_counter() -> TiktokenCounter:
             if _DEFAULT is None:
                 _DEFAULT = counter
     return _DEFAULT
+
+
+# -- counters over another tokenizer (LlamaIndex) ------------------------------------------
+
+
+def llama_index_counter() -> Callable[[str], int]:
+    """Counts with LlamaIndex's global tokenizer, the one ``Memory`` uses by
+    default, so budgets and ``Memory``'s own arithmetic agree."""
+    from llama_index.core.utils import get_tokenizer
+
+    return counter_from(get_tokenizer())
+
+
+def counter_from(tokenizer_fn: Callable[[str], list[Any]]) -> Callable[[str], int]:
+    """A never-0 counter over ``tokenizer_fn``, cached by text with a bound
+    (a long chat would otherwise grow the cache by every line it flushes).
+    One counter per tokenizer: every retriever, postprocessor and memory
+    over LlamaIndex's global tokenizer shares one cache."""
+    try:
+        return _shared_counter(tokenizer_fn)
+    except TypeError:  # an unhashable tokenizer object: a counter of its own
+        return _counter(tokenizer_fn)
+
+
+def _counter(tokenizer_fn: Callable[[str], list[Any]]) -> Callable[[str], int]:
+    @functools.lru_cache(maxsize=100_000)
+    def count(text: str) -> int:
+        return max(1, len(tokenizer_fn(text)))
+
+    return count
+
+
+_shared_counter = functools.lru_cache(maxsize=8)(_counter)

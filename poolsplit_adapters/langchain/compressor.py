@@ -2,26 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional, Union
 
 from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackManager, CallbackManager, Callbacks
 from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import ConfigDict
 
+from ..call import AdapterCall
 from ..poolsplit import Selection
 from ..reports import event_payload
-from ..settings import SelectionSettings
+from ..settings import AdapterSettings
 from .documents import SELECTION_EVENT, DocumentConverter
 
 
-class PoolSplitCompressor(SelectionSettings, BaseDocumentCompressor):
+class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
     """Re-apply pool budgets to documents another stage produced.
 
     Use it in ``ContextualCompressionRetriever(base_compressor=...)`` or a
     ``DocumentCompressorPipeline``; put it last, since a later filter could
     drop the corrections it puts first. Its settings are those of
-    :class:`~poolsplit_adapters.settings.SelectionSettings`. Every call emits
+    :class:`~poolsplit_adapters.settings.AdapterSettings`. Every call emits
     the ``poolsplit_selection`` callback event (when it runs with callbacks)
     and sets :attr:`last_selection` (the call that finished last).
 
@@ -39,7 +41,7 @@ class PoolSplitCompressor(SelectionSettings, BaseDocumentCompressor):
         documents: Sequence[Document],
         query: str,
         callbacks: Optional[Callbacks] = None,
-    ) -> List[Document]:
+    ) -> list[Document]:
         """Select from ``documents`` for ``query`` (new documents returned)."""
         selection, returned = self._compress(documents, query)
         manager = callbacks if isinstance(callbacks, BaseCallbackManager) else CallbackManager.configure(callbacks)
@@ -49,7 +51,7 @@ class PoolSplitCompressor(SelectionSettings, BaseDocumentCompressor):
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Optional[Callbacks] = None
-    ) -> List[Document]:
+    ) -> list[Document]:
         """:meth:`compress_documents`, with the event sent to async handlers."""
         selection, returned = self._compress(documents, query)
         manager = callbacks if isinstance(callbacks, BaseCallbackManager) else AsyncCallbackManager.configure(callbacks)
@@ -57,13 +59,13 @@ class PoolSplitCompressor(SelectionSettings, BaseDocumentCompressor):
             await manager.on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=manager.parent_run_id)
         return returned
 
-    def _compress(self, documents: Sequence[Document], query: str) -> Tuple[Selection, List[Document]]:
+    def _compress(self, documents: Sequence[Document], query: str) -> tuple[Selection, list[Document]]:
         entries, source = DocumentConverter.entries(documents)
-        options = self.options_for(query or "")
-        selection = self.record(self.select_from(entries, options))
-        return selection, DocumentConverter.to_documents(selection, self.returned(selection, options), source)
+        call = AdapterCall(self, query or "")
+        selection = call.select(entries)
+        return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
 
-    def as_runnable(self) -> Runnable[Union[Sequence[Document], Mapping[str, Any]], List[Document]]:
+    def as_runnable(self) -> Runnable[Union[Sequence[Document], Mapping[str, Any]], list[Document]]:
         """This selection as an LCEL runnable.
 
         Input: a list of documents (``retriever | selector``: no query, so
@@ -72,7 +74,7 @@ class PoolSplitCompressor(SelectionSettings, BaseDocumentCompressor):
         ``{"documents": retriever, "query": RunnablePassthrough()} | selector``.
         """
 
-        def run(value: Union[Sequence[Document], Mapping[str, Any]], config: RunnableConfig) -> List[Document]:
+        def run(value: Union[Sequence[Document], Mapping[str, Any]], config: RunnableConfig) -> list[Document]:
             callbacks = config.get("callbacks")
             if isinstance(value, Mapping):
                 return self.compress_documents(value["documents"], value.get("query", ""), callbacks)

@@ -3,7 +3,8 @@ and the provenance-tagged formatter for prompts."""
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.documents import Document
 
@@ -35,7 +36,7 @@ def _checked(document: Any, position: int) -> Document:
     return document
 
 
-def document_to_entry(document: Document, position: int = 0) -> Dict[str, Any]:
+def document_to_entry(document: Document, position: int = 0) -> dict[str, Any]:
     """The entry for a document: its metadata, ``content`` = page content,
     ``id`` = ``document.id`` (else ``metadata["id"]``).
 
@@ -60,7 +61,7 @@ class DocumentConverter:
     @staticmethod
     def entries(
         documents: Sequence[Document], *, recalled: bool = False
-    ) -> Tuple[List[Dict[str, Any]], Dict[int, Document]]:
+    ) -> tuple[list[dict[str, Any]], dict[int, Document]]:
         """Entries for ``documents`` and the way back to each document.
 
         ``recalled``: the documents come from several searches of one store
@@ -78,7 +79,7 @@ class DocumentConverter:
     @staticmethod
     def to_documents(
         selection: Selection, returned: Sequence[Chosen], source: Mapping[int, Document]
-    ) -> List[Document]:
+    ) -> list[Document]:
         """New documents for ``returned`` (the caller's are never mutated),
         each carrying the call's sealed per-pool omission counts."""
         omissions = sealed_omissions(new_call_id(), omitted_by_pool(selection, returned))
@@ -115,7 +116,7 @@ def format_documents(documents: Sequence[Document]) -> str:
     """
     blocks = []
     short = 0
-    calls: Dict[str, Dict[str, int]] = {}
+    calls: dict[str, dict[str, int]] = {}
     for position, document in enumerate(documents):
         doc = _checked(document, position)
         data = doc.metadata.get(SELECTION_KEY)
@@ -139,7 +140,7 @@ def format_documents(documents: Sequence[Document]) -> str:
             layer = "full"
         blocks.append(marker(entry, pool if isinstance(pool, str) else None, layer))
         short += layer != "full"
-    omitted: Dict[str, int] = {}
+    omitted: dict[str, int] = {}
     for counts in calls.values():
         for name, count in counts.items():
             omitted[name] = omitted.get(name, 0) + count

@@ -12,9 +12,10 @@ Per agent step (one model call and the tool-loop calls that follow it):
   pool's own candidates are read from the store, selected by the core
   (corrections first, then each pool within its budget), rendered with
   provenance markers and an explicit omission line, and put into this call's
-  system message, after the agent's own system prompt. Nothing injected is
-  written to the checkpointed state. A digest of the selection goes out on
-  ``runtime.stream_writer`` (``stream_mode="custom"``) so a UI can show why.
+  system message, after the agent's own system prompt; the messages never
+  hold it. A digest of the selection goes out on ``runtime.stream_writer``
+  (``stream_mode="custom"``) so a UI can show why. The selection goes through
+  :class:`~poolsplit_adapters.call.AdapterCall`, like every adapter's.
 * **remember** (a tool the middleware registers): the agent saves a note it
   must not forget; the harness stamps its provenance and the gate refuses
   empty, oversized, duplicate and always-scope notes.
@@ -25,30 +26,29 @@ Per agent step (one model call and the tool-loop calls that follow it):
 With ``pools="auto"`` each model call plans its pools for the task type
 detected from the message and ``runtime.context`` (``goal``,
 ``action_type``, ``phase``); the selection event records the detection.
+
+The class only wires hooks (sync and async twins over shared parts). What it
+keeps per thread lives in the agent's graph state
+(:class:`PoolSplitMemoryState`, private keys): the gate's report not yet
+shown, and the current step's rendered memory with its reuse key. Two
+processes serving one thread through one checkpointer agree on both, and a
+restart loses neither. The object itself holds settings and a cache of store
+adapters only.
 """
 
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Awaitable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import (
-    Any,
-    Awaitable,
-    Callable,
-    Dict,
-    Hashable,
-    List,
-    Mapping,
-    Optional,
-    Sequence,
-    Tuple,
-    Union,
-)
+from typing import Annotated, Any, Callable, Optional, Union, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain.tools import ToolRuntime
 from langchain_core.messages import (
     AIMessage,
@@ -59,33 +59,34 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langgraph.runtime import Runtime
+from langgraph.types import Command
 from pydantic import BaseModel, Field
+from typing_extensions import NotRequired, TypedDict, override
 
+from ..call import AdapterCall
+from ..checks import check_flag, check_instance, check_label, check_positive_int, check_string
 from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
-from ..memory.progressive import ProgressiveLayers, wants_detail
-from ..memory.tasks import AUTO, TaskDetection, resolve_pools
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
-from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, check_pools, default_scorer
+from ..poolsplit import Pool, Scorer, Selection, TokenCounter
 from ..render import render_context
-from ..settings import (
-    TASK_FIELDS,
-    annotate,
-    check_callable,
-    check_flag,
-    check_now,
-    check_project,
-    check_tags,
-    check_text,
-    embedding_scorer_for,
-)
-from ..tokens import default_counter
+from ..reports import event_payload
+from ..settings import TASK_FIELDS, AgentMemorySettings
 from .documents import SELECTION_EVENT
-from .sources import Plan, Settings, Source, source_for
+from .sources import Plan, Source, source_for
 from .store import Namespace, check_namespaces, namespace_label
 
-__all__ = ["PoolSplitMemoryMiddleware", "RememberInput", "ExpandInput", "DEFAULT_HEADING"]
+__all__ = [
+    "DEFAULT_HEADING",
+    "ExpandInput",
+    "GateTally",
+    "PoolSplitMemoryMiddleware",
+    "PoolSplitMemoryState",
+    "PromotedStep",
+    "RememberInput",
+]
 
 NamespaceSpec = Union[Sequence[str], Sequence[Sequence[str]], Callable[[Any], Any]]
 
@@ -100,12 +101,63 @@ REMEMBER_DESCRIPTION = (
     "or the task, a procedure that worked. One self-contained note per call; no chit-chat."
 )
 
+#: The state keys the middleware adds (private: not in the agent's input or output).
+WRITES_KEY = "poolsplit_writes"
+PROMOTED_KEY = "poolsplit_promoted"
+
+
+class GateTally(TypedDict):
+    """What the write gate did since the last selection event: ids written,
+    refusals counted by reason (a :class:`~poolsplit_adapters.memory.GateReport`
+    in the state's JSON form)."""
+
+    written: list[str]
+    refused: dict[str, int]
+
+
+def add_tallies(left: Optional[GateTally], right: Optional[GateTally]) -> Optional[GateTally]:
+    """The state reducer of :data:`WRITES_KEY`: parallel tool calls and the
+    demotion of one step add up; None clears (the selection event showed
+    them)."""
+    if right is None or left is None:
+        return right
+    refused = dict(left["refused"])
+    for reason, n in right["refused"].items():
+        refused[reason] = refused.get(reason, 0) + n
+    return {"written": [*left["written"], *right["written"]], "refused": refused}
+
+
+class PromotedStep(TypedDict):
+    """The memory of the thread's current agent step, reused by the model
+    calls of its tool loop while the store is unchanged."""
+
+    key: str
+    """Digest of the step (namespace chain, last human message, context) and the store's version."""
+    text: str
+    """The rendered memory put into the system message."""
+    selection: dict[str, Any]
+    """The selection's JSON form (the selection event's body)."""
+
+
+class PoolSplitMemoryState(AgentState[Any]):
+    """The agent state :class:`PoolSplitMemoryMiddleware` adds (private keys).
+
+    Kept in the graph state, not in the middleware object, so two processes
+    serving one thread (through one checkpointer) agree, and a restart
+    loses nothing: a gate report not yet shown is shown by the next model
+    call wherever it runs, and a step's selection is reused by its tool loop
+    after a resume.
+    """
+
+    poolsplit_writes: NotRequired[Annotated[Optional[GateTally], PrivateStateAttr, add_tallies]]
+    poolsplit_promoted: NotRequired[Annotated[Optional[PromotedStep], PrivateStateAttr]]
+
 
 class RememberInput(BaseModel):
     """Arguments of the ``remember`` tool, as the model sees them."""
 
     note: str = Field(description="The note: one self-contained sentence or short paragraph.")
-    tags: Optional[List[str]] = Field(default=None, description="Optional topic tags.")
+    tags: Optional[list[str]] = Field(default=None, description="Optional topic tags.")
     scope: Optional[str] = Field(
         default=None,
         description='Leave empty. Standing corrections (scope "always") are curated by the user, not saved here.',
@@ -119,24 +171,34 @@ class ExpandInput(BaseModel):
 
 
 @dataclass(frozen=True)
-class _Call:
-    """What one hook needs to reach the store."""
+class _Where:
+    """Where one hook's memory is: the store, the namespace chain, the thread."""
 
     source: Source
-    chain: Tuple[Namespace, ...]
+    chain: tuple[Namespace, ...]
     thread: Optional[str]
 
 
 @dataclass(frozen=True)
-class _Promoted:
-    version: Hashable
-    selection: Selection
-    text: str
+class _Step:
+    """One model call's recall: where, the adapter call (options, plan,
+    layering), the plan as the store reads it, and the step's identity."""
 
+    where: _Where
+    call: AdapterCall
+    plan: Plan
+    identity: str
 
-def _check_int(name: str, value: Any, why: str = "") -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError("%s must be an int >= 1%s, got %r" % (name, " (%s)" % why if why else "", value))
+    @property
+    def reading(self) -> tuple[tuple[Namespace, ...], dict[str, Any], Plan]:
+        """What the store reads with: the chain, the scoring context, the plan."""
+        return self.where.chain, self.call.options.context, self.plan
+
+    def key(self, version: Hashable) -> str:
+        """The reuse key: this step over this version of the store (a
+        version that is a fresh object each read is never equal, so never
+        reused)."""
+        return hashlib.sha256(repr((self.identity, version)).encode()).hexdigest()
 
 
 def _context_value(context: Any, key: str) -> Any:
@@ -167,7 +229,7 @@ def _view(message: BaseMessage) -> View:
     return View(OTHER, message.id)
 
 
-def _line(message: BaseMessage) -> List[str]:
+def _line(message: BaseMessage) -> list[str]:
     text = str(message.text).strip()
     if isinstance(message, HumanMessage):
         return ["user: " + text]
@@ -197,7 +259,25 @@ def _with_memory(system: Optional[SystemMessage], block: str) -> SystemMessage:
     return system.model_copy(update={"content": content})
 
 
-class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+def _from_runtime_context(key: str) -> str:
+    return "runtime.context[%r]" % key
+
+
+def _tally(proposals: Sequence[Proposal]) -> GateTally:
+    report = GateReport()
+    report.count(proposals)
+    return {"written": list(report.written), "refused": dict(report.refused)}
+
+
+def _report(tally: Optional[GateTally]) -> dict[str, Any]:
+    report = GateReport()
+    if tally is not None:
+        report.written.extend(tally["written"])
+        report.refused.update(tally["refused"])
+    return report.to_dict()
+
+
+class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any]):
     """Pool-split long-term memory for a LangChain 1.x agent.
 
     Args:
@@ -222,7 +302,13 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             evicted turns and notes (default ``WriteGate()``).
         token_counter: cost of an entry without ``token_count`` (default:
             tiktoken ``o200k_base``, offline; counts are cached per item).
-        scorer: ranking function (default: the spec's lexical scorer).
+            The selection settings (``pools`` to ``embeddings``, with
+            ``chain_penalty``, ``page_size`` and ``fetch_k``) are held, checked
+            once, as :attr:`settings`
+            (:class:`~poolsplit_adapters.settings.AgentMemorySettings`).
+        scorer: ranking function (default:
+            :func:`~poolsplit_adapters.settings.default_adapter_scorer`, the
+            one every adapter uses).
         now: fixed reference time for scoring and for ``created`` stamps
             (default: the time of each call).
         chain_penalty: score factor per chain link after the first (0.9).
@@ -272,6 +358,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                      {"configurable": {"thread_id": "t1"}}, context={"user_id": "u1"})
     """
 
+    state_schema = PoolSplitMemoryState  # type: ignore[assignment]
+
     def __init__(
         self,
         pools: Union[Sequence[Pool], str],
@@ -281,7 +369,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         max_turns: int = 12,
         write_gate: Optional[WriteGate] = None,
         token_counter: Optional[TokenCounter] = None,
-        scorer: Scorer = default_scorer,
+        scorer: Optional[Scorer] = None,
         now: Optional[datetime.datetime] = None,
         chain_penalty: float = 0.9,
         page_size: int = 100,
@@ -296,60 +384,42 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         embeddings: Any = None,
     ) -> None:
         super().__init__()
-        resolve_pools(pools, {}, total_tokens=total_tokens, total_entries=total_entries)  # raises on a bad plan
-        self.pools: Union[List[Pool], str] = AUTO if pools == AUTO else check_pools(pools)  # type: ignore[arg-type]
-        self.total_tokens = total_tokens
-        self.total_entries = total_entries
-        self.progressive = check_flag(progressive, "progressive")
-        if embeddings is not None:
-            if scorer is not default_scorer:
-                raise TypeError("give embeddings= or scorer=, not both")
-            scorer = embedding_scorer_for(embeddings)
-        if callable(namespace):
-            self._namespace_fn: Optional[Callable[[Any], Any]] = namespace
-            self._namespace: Optional[Tuple[Namespace, ...]] = None
-        else:
-            self._namespace_fn = None
-            self._namespace = check_namespaces(namespace)
-        _check_int("max_turns", max_turns, "the current turn always stays")
-        _check_int("page_size", page_size)
+        check_positive_int(page_size, "page_size")
         if fetch_k is not None:
-            _check_int("fetch_k", fetch_k)
-        Visibility(namespace="-", chain_penalty=chain_penalty)  # the one check of chain_penalty
-        if write_gate is not None and not isinstance(write_gate, WriteGate):
-            raise TypeError("write_gate must be a WriteGate, got %s" % type(write_gate).__name__)
-        check_callable(scorer, "scorer")
-        check_callable(token_counter, "token_counter")
-        check_now(now)
-        if not isinstance(heading, str):
-            raise TypeError("heading must be a string, got %r" % (heading,))
-        for name, text in (("episode_type", episode_type), ("note_type", note_type)):
-            if not isinstance(text, str) or not text:
-                raise TypeError("%s must be a non-empty string, got %r" % (name, text))
-        self.max_turns = max_turns
-        self.write_gate = write_gate or WriteGate()
-        self.now = now
-        self.heading = heading
-        self.episode_type = episode_type
-        self.note_type = note_type
-        self.settings = Settings(
-            pools=self.pools if isinstance(self.pools, list) else [],
-            scorer=scorer,
+            check_positive_int(fetch_k, "fetch_k")
+        #: The selection settings, checked once (the plan with its totals).
+        self.settings = AgentMemorySettings.held_by(
+            "PoolSplitMemoryMiddleware",
+            pools=pools,
+            total_tokens=total_tokens,
+            total_entries=total_entries,
+            progressive=progressive,
+            embeddings=embeddings,
             token_counter=token_counter,
+            scorer=scorer,
             now=now,
             chain_penalty=chain_penalty,
             page_size=page_size,
             fetch_k=fetch_k,
         )
-        self._store = store
+        if callable(namespace):
+            self._namespace_fn: Optional[Callable[[Any], Any]] = namespace
+            self._namespace: Optional[tuple[Namespace, ...]] = None
+        else:
+            self._namespace_fn = None
+            self._namespace = check_namespaces(namespace)
+        self.max_turns = check_positive_int(max_turns, "max_turns", "the current turn always stays")
+        self.write_gate = check_instance(write_gate, WriteGate, "write_gate") or WriteGate()
+        self.now = now
+        self.heading = check_string(heading, "heading")
+        self.episode_type = check_label(episode_type, "episode_type")
+        self.note_type = check_label(note_type, "note_type")
         self._fixed: Optional[Source] = None if store is None else source_for(store, self.settings)
-        self._runtime_sources: OrderedDict[int, Tuple[Any, Source]] = OrderedDict()
-        self._promoted: OrderedDict[Hashable, _Promoted] = OrderedDict()
-        self._pending: Dict[Optional[str], GateReport] = {}
+        # Adapters over each runtime store seen (a cache, not thread state).
+        self._runtime_sources: OrderedDict[int, tuple[Any, Source]] = OrderedDict()
         self._lock = threading.Lock()
-        self._summary_counter: TokenCounter = token_counter or default_counter()
-        self.tools: List[BaseTool] = []
-        if remember:
+        self.tools: list[BaseTool] = []
+        if check_flag(remember, "remember"):
             self.tools.append(
                 StructuredTool.from_function(
                     func=self._remember,
@@ -360,7 +430,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     infer_schema=False,
                 )
             )
-        if progressive:
+        if self.settings.progressive:
             self.tools.append(
                 StructuredTool.from_function(
                     func=self._expand,
@@ -373,9 +443,93 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 )
             )
 
-    # -- where the memory is --------------------------------------------------------------
+    @property
+    def pools(self) -> Union[list[Pool], str]:
+        """The pool plan (a list of pools, or ``"auto"``)."""
+        return self.settings.pools
 
-    def _chain(self, runtime: Any) -> Tuple[Namespace, ...]:
+    # -- hooks: demote + write ----------------------------------------------------------
+
+    @override
+    def before_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
+        """Demote the turns beyond the working set: write each through the
+        gate, then remove it. Raises (and removes nothing) if the write fails."""
+        demotion = self._demotion(state["messages"], runtime)
+        if not demotion.demote:
+            return None
+        where = self._where(runtime)
+        settled = self._write(where, self._episodes(state["messages"], demotion, where))
+        return self._demoted(state["messages"], demotion, settled)
+
+    @override
+    async def abefore_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
+        """Async :meth:`before_model`."""
+        demotion = self._demotion(state["messages"], runtime)
+        if not demotion.demote:
+            return None
+        where = self._where(runtime)
+        settled = await self._awrite(where, self._episodes(state["messages"], demotion, where))
+        return self._demoted(state["messages"], demotion, settled)
+
+    # -- hooks: recall + promote --------------------------------------------------------
+
+    @override
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ExtendedModelResponse[Any]:
+        """Put this step's memory into the system message, then call the model."""
+        step = self._step(request)
+        snap = step.where.source.snapshot(*step.reading)
+        promoted = self._kept(request, step.key(snap.version))
+        reused = promoted is not None
+        if promoted is None:
+            promoted = self._promote(step, snap.version, step.where.source.select(snap, *step.reading))
+        injected, update = self._inject(request, step, promoted, reused=reused)
+        return ExtendedModelResponse(handler(injected), Command(update=update) if update else None)
+
+    @override
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ExtendedModelResponse[Any]:
+        """Async :meth:`wrap_model_call`."""
+        step = self._step(request)
+        snap = await step.where.source.asnapshot(*step.reading)
+        promoted = self._kept(request, step.key(snap.version))
+        reused = promoted is not None
+        if promoted is None:
+            promoted = self._promote(step, snap.version, await step.where.source.aselect(snap, *step.reading))
+        injected, update = self._inject(request, step, promoted, reused=reused)
+        return ExtendedModelResponse(await handler(injected), Command(update=update) if update else None)
+
+    # -- the tools ------------------------------------------------------------------------
+
+    def _remember(
+        self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
+    ) -> Union[Command[Any], str]:
+        where = self._where(runtime)
+        return self._remembered(runtime, self._write(where, [self._note(note, tags, scope, where)]))
+
+    async def _aremember(
+        self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
+    ) -> Union[Command[Any], str]:
+        where = self._where(runtime)
+        return self._remembered(runtime, await self._awrite(where, [self._note(note, tags, scope, where)]))
+
+    def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:
+        where = self._where(runtime)
+        return self._full_text(where.source.get(where.chain, entry_id), entry_id)
+
+    async def _aexpand(self, runtime: ToolRuntime, entry_id: str) -> str:
+        where = self._where(runtime)
+        return self._full_text(await where.source.aget(where.chain, entry_id), entry_id)
+
+    # -- where the memory is ------------------------------------------------------------
+
+    def _chain(self, runtime: Any) -> tuple[Namespace, ...]:
         if self._namespace is not None:
             return self._namespace
         assert self._namespace_fn is not None
@@ -402,46 +556,34 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     self._runtime_sources.popitem(last=False)
             return found[1]
 
-    def _call(self, runtime: Any) -> _Call:
-        return _Call(self._source(runtime), self._chain(runtime), _thread_id(runtime))
+    def _where(self, runtime: Any) -> _Where:
+        return _Where(self._source(runtime), self._chain(runtime), _thread_id(runtime))
 
-    # -- gate reports, shown with the next selection event ---------------------------------
+    # -- writing through the gate (demoted turns and the remember tool alike) -----------
 
-    def _count(self, thread: Optional[str], proposals: Sequence[Proposal]) -> None:
-        with self._lock:
-            self._pending.setdefault(thread, GateReport()).count(proposals)
-
-    def _take_report(self, thread: Optional[str]) -> GateReport:
-        with self._lock:
-            return self._pending.pop(thread, None) or GateReport()
-
-    # -- writing through the gate (demoted turns and the remember tool alike) ----------------
-
-    def _write(self, call: _Call, proposals: Sequence[Proposal]) -> List[Proposal]:
+    def _write(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
         """Settle ``proposals`` against the store (read only when one is
-        still fresh), write the accepted ones in one write, then count them
-        for the thread's report. Raises, having counted nothing, if the
-        write fails."""
+        still fresh) and write the accepted ones in one write. Raises if the
+        write fails (then nothing is reported)."""
         fresh = [p.key for p in proposals if p.refused is None]
-        settled = self.write_gate.settle(proposals, call.source.existing(call.chain, fresh) if fresh else set())
+        settled = self.write_gate.settle(proposals, where.source.existing(where.chain, fresh) if fresh else set())
         accepted = [p.entry for p in settled if p.refused is None]
         if accepted:
-            call.source.write(call.chain, accepted)
-        self._count(call.thread, settled)
+            where.source.write(where.chain, accepted)
         return settled
 
-    async def _awrite(self, call: _Call, proposals: Sequence[Proposal]) -> List[Proposal]:
+    async def _awrite(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
         """Async :meth:`_write`."""
         fresh = [p.key for p in proposals if p.refused is None]
-        existing = await call.source.aexisting(call.chain, fresh) if fresh else set()
-        settled = self.write_gate.settle(proposals, existing)
+        settled = self.write_gate.settle(
+            proposals, await where.source.aexisting(where.chain, fresh) if fresh else set()
+        )
         accepted = [p.entry for p in settled if p.refused is None]
         if accepted:
-            await call.source.awrite(call.chain, accepted)
-        self._count(call.thread, settled)
+            await where.source.awrite(where.chain, accepted)
         return settled
 
-    # -- demote + write ---------------------------------------------------------------------
+    # -- demote + write: the parts both twins share ---------------------------------------
 
     def _goal(self, runtime: Any) -> Optional[str]:
         goal = _context_value(getattr(runtime, "context", None), "goal")
@@ -450,9 +592,9 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _demotion(self, messages: Sequence[BaseMessage], runtime: Any) -> Demotion:
         return plan_demotion([_view(m) for m in messages], self.max_turns, pin_goal=self._goal(runtime) is None)
 
-    def _episodes(self, messages: Sequence[BaseMessage], plan: Demotion, call: _Call) -> List[Proposal]:
+    def _episodes(self, messages: Sequence[BaseMessage], plan: Demotion, where: _Where) -> list[Proposal]:
         created = utc_stamp(self.now)
-        source = "thread:%s" % (call.thread or "none")
+        source = "thread:%s" % (where.thread or "none")
         proposals = []
         for turn in plan.demote:
             part = [messages[i] for i in turn.indices]
@@ -463,161 +605,106 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     _transcript(part),
                     type=self.episode_type,
                     source=source,
-                    namespace=namespace_label(call.chain[0]),
+                    namespace=namespace_label(where.chain[0]),
                     created=created,
                 )
             )
         return proposals
 
     @staticmethod
-    def _removals(messages: Sequence[BaseMessage], plan: Demotion) -> Dict[str, Any]:
-        return {"messages": [RemoveMessage(id=str(messages[i].id)) for t in plan.demote for i in t.indices]}
+    def _demoted(messages: Sequence[BaseMessage], plan: Demotion, settled: Sequence[Proposal]) -> dict[str, Any]:
+        """The state update of a demotion: the written turns removed, the
+        gate's report kept for the next selection event."""
+        removals = [RemoveMessage(id=str(messages[i].id)) for t in plan.demote for i in t.indices]
+        return {"messages": removals, WRITES_KEY: _tally(settled)}
 
-    def before_model(self, state: AgentState[Any], runtime: Any) -> Optional[Dict[str, Any]]:
-        """Demote the turns beyond the working set: write each through the
-        gate, then remove it. Raises (and removes nothing) if the write fails."""
-        messages = state["messages"]
-        plan = self._demotion(messages, runtime)
-        if not plan.demote:
-            return None
-        call = self._call(runtime)
-        self._write(call, self._episodes(messages, plan, call))
-        return self._removals(messages, plan)
+    # -- recall + promote: the parts both twins share -------------------------------------
 
-    async def abefore_model(self, state: AgentState[Any], runtime: Any) -> Optional[Dict[str, Any]]:
-        """Async :meth:`before_model`."""
-        messages = state["messages"]
-        plan = self._demotion(messages, runtime)
-        if not plan.demote:
-            return None
-        call = self._call(runtime)
-        await self._awrite(call, self._episodes(messages, plan, call))
-        return self._removals(messages, plan)
-
-    # -- recall + promote -------------------------------------------------------------------
-
-    def _context(self, call: _Call, request: ModelRequest[Any]) -> Tuple[Dict[str, Any], Dict[str, Any], Hashable]:
-        """The selection context, the task context (for ``pools="auto"``) and
-        the key of this agent step: the thread's last human message (its id)
-        under this namespace and context."""
+    def _step(self, request: ModelRequest[Any]) -> _Step:
+        """This model call's recall: the thread's last human message, with
+        ``tags``, ``project`` and the task signals from ``runtime.context``
+        (checked, naming them), planned by the adapter call."""
+        where = self._where(request.runtime)
         last = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
         ctx = getattr(request.runtime, "context", None)
-        tag_list = check_tags(_context_value(ctx, "tags"), "runtime.context['tags']")
-        project = check_project(_context_value(ctx, "project"), "runtime.context['project']")
+        given = {key: _context_value(ctx, key) for key in ("tags", "project", *TASK_FIELDS)}
         message = str(last.text) if last is not None else ""
-        context: Dict[str, Any] = {"message": message, "tags": tag_list, "project": project}
-        task: Dict[str, Any] = {"message": message}
-        for name in TASK_FIELDS:
-            value = check_text(_context_value(ctx, name), "runtime.context[%r]" % name)
-            if value is not None:
-                task[name] = value
-        step = (
-            call.thread,
-            call.chain,
-            last.id if last is not None else None,
-            message,
-            tuple(tag_list),
-            project,
-            tuple(sorted(task.items())),
+        call = AdapterCall(
+            self.settings, message, {k: v for k, v in given.items() if v is not None}, named=_from_runtime_context
         )
-        return context, task, step
-
-    def _plan(self, task: Mapping[str, Any]) -> Tuple[Plan, Optional[TaskDetection]]:
-        """This call's pools (planned for the task with ``pools="auto"``)
-        and fill (progressive layers when on)."""
-        pools, detection = resolve_pools(
-            self.pools, task, total_tokens=self.total_tokens, total_entries=self.total_entries
+        options = call.options
+        identity = json.dumps(
+            [
+                [list(ns) for ns in where.chain],
+                last.id if last is not None else None,
+                options.context,
+                sorted(options.task.items()),
+            ],
+            sort_keys=True,
+            default=str,
         )
-        layering = None
-        if self.progressive:
-            layering = ProgressiveLayers(self._summary_counter, detail=wants_detail(task.get("message")))
-        return Plan(pools, layering), detection
+        return _Step(where, call, Plan(list(options.pools), options.layering), identity)
 
-    def _annotated(self, selection: Selection, plan: Plan, detection: Optional[TaskDetection]) -> Selection:
-        # A vector store's selection comes from the retriever, which already
-        # recorded its own layers' metrics.
-        layering = plan.layering if "metrics" not in selection.notes else None
-        return annotate(selection, detection, layering)
+    @staticmethod
+    def _kept(request: ModelRequest[Any], key: str) -> Optional[PromotedStep]:
+        """The thread's promoted memory, if it is this step's over this
+        version of the store."""
+        kept = cast("Optional[PromotedStep]", request.state.get(PROMOTED_KEY))
+        return kept if kept is not None and kept["key"] == key else None
 
-    def _reuse(self, step: Hashable, version: Hashable) -> Optional[_Promoted]:
-        with self._lock:
-            found = self._promoted.get(step)
-            if found is not None and found.version == version:
-                self._promoted.move_to_end(step)
-                return found
-            return None
+    @staticmethod
+    def _promote(step: _Step, version: Hashable, selection: Selection) -> PromotedStep:
+        selection = step.call.record(step.call.annotate(selection))
+        return {"key": step.key(version), "text": render_context(selection).text, "selection": event_payload(selection)}
 
-    def _keep(self, step: Hashable, version: Hashable, selection: Selection) -> _Promoted:
-        promoted = _Promoted(version, selection, render_context(selection).text)
-        with self._lock:
-            self._promoted[step] = promoted
-            if len(self._promoted) > 1024:
-                self._promoted.popitem(last=False)
-        return promoted
-
-    def _inject(self, request: ModelRequest[Any], call: _Call, promoted: _Promoted, reused: bool) -> ModelRequest[Any]:
-        report = self._take_report(call.thread)
+    def _inject(
+        self, request: ModelRequest[Any], step: _Step, promoted: PromotedStep, *, reused: bool
+    ) -> tuple[ModelRequest[Any], dict[str, Any]]:
+        """The request with the memory after the agent's system prompt, and
+        the state update: the gate report shown (cleared), a new step's
+        memory kept. Sends the selection event."""
+        writes = cast("Optional[GateTally]", request.state.get(WRITES_KEY))
+        update: dict[str, Any] = {} if writes is None else {WRITES_KEY: None}
+        if not reused:
+            update[PROMOTED_KEY] = promoted
+        where = step.where
         event = {
-            "thread": call.thread,
-            "namespace": [list(ns) for ns in call.chain],
+            "thread": where.thread,
+            "namespace": [list(ns) for ns in where.chain],
             "reused": reused,
-            "writes": report.to_dict(),
-            **promoted.selection.to_dict(),
+            "writes": _report(writes),
+            **promoted["selection"],
         }
         request.runtime.stream_writer({SELECTION_EVENT: event})
         goal = self._goal(request.runtime)
-        parts = [p for p in (("Current goal: " + goal) if goal else "", promoted.text) if p]
+        parts = [p for p in (("Current goal: " + goal) if goal else "", promoted["text"]) if p]
         if not parts:
-            return request
+            return request, update
         block = "\n".join([self.heading, *parts]) if self.heading else "\n".join(parts)
-        return request.override(system_message=_with_memory(request.system_message, block))
+        return request.override(system_message=_with_memory(request.system_message, block)), update
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
-    ) -> ModelResponse[Any]:
-        """Put this step's memory into the system message, then call the model."""
-        call = self._call(request.runtime)
-        context, task, step = self._context(call, request)
-        plan, detection = self._plan(task)
-        snap = call.source.snapshot(call.chain, context, plan)
-        promoted = self._reuse(step, snap.version)
-        reused = promoted is not None
-        if promoted is None:
-            selection = call.source.select(snap, call.chain, context, plan)
-            promoted = self._keep(step, snap.version, self._annotated(selection, plan, detection))
-        return handler(self._inject(request, call, promoted, reused))
+    # -- the tools: the parts both twins share ---------------------------------------------
 
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
-        """Async :meth:`wrap_model_call`."""
-        call = self._call(request.runtime)
-        context, task, step = self._context(call, request)
-        plan, detection = self._plan(task)
-        snap = await call.source.asnapshot(call.chain, context, plan)
-        promoted = self._reuse(step, snap.version)
-        reused = promoted is not None
-        if promoted is None:
-            selection = await call.source.aselect(snap, call.chain, context, plan)
-            promoted = self._keep(step, snap.version, self._annotated(selection, plan, detection))
-        return await handler(self._inject(request, call, promoted, reused))
-
-    # -- the remember tool ------------------------------------------------------------------
-
-    def _note(self, note: str, tags: Optional[List[str]], scope: Optional[str], call: _Call) -> Proposal:
+    def _note(self, note: str, tags: Optional[list[str]], scope: Optional[str], where: _Where) -> Proposal:
         return self.write_gate.propose(
             note,
             type=self.note_type,
-            source="agent:thread:%s" % (call.thread or "none"),
-            namespace=namespace_label(call.chain[0]),
+            source="agent:thread:%s" % (where.thread or "none"),
+            namespace=namespace_label(where.chain[0]),
             created=utc_stamp(self.now),
             tags=tags,
             claims={"scope": scope},
         )
+
+    def _remembered(self, runtime: ToolRuntime, settled: Sequence[Proposal]) -> Union[Command[Any], str]:
+        """The tool's answer, with the gate's report kept in the state for
+        the next selection event (the answer alone when the tool runs
+        outside an agent, without a tool call to answer)."""
+        answer = self._answer(settled[0])
+        if runtime.tool_call_id is None:
+            return answer
+        message = ToolMessage(answer, tool_call_id=runtime.tool_call_id, name="remember")
+        return Command(update={WRITES_KEY: _tally(settled), "messages": [message]})
 
     def _answer(self, proposal: Proposal) -> str:
         if proposal.refused is None:
@@ -633,20 +720,6 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             }[proposal.refused.value],
         )
 
-    def _remember(
-        self, runtime: ToolRuntime, note: str, tags: Optional[List[str]] = None, scope: Optional[str] = None
-    ) -> str:
-        call = self._call(runtime)
-        return self._answer(self._write(call, [self._note(note, tags, scope, call)])[0])
-
-    async def _aremember(
-        self, runtime: ToolRuntime, note: str, tags: Optional[List[str]] = None, scope: Optional[str] = None
-    ) -> str:
-        call = self._call(runtime)
-        return self._answer((await self._awrite(call, [self._note(note, tags, scope, call)]))[0])
-
-    # -- the expand tool --------------------------------------------------------------------
-
     @staticmethod
     def _full_text(entry: Optional[Mapping[str, Any]], entry_id: str) -> str:
         if entry is None:
@@ -655,11 +728,3 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not isinstance(content, str):
             raise ToolException("memory %r has no text content" % entry_id)
         return content
-
-    def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:
-        call = self._call(runtime)
-        return self._full_text(call.source.get(call.chain, entry_id), entry_id)
-
-    async def _aexpand(self, runtime: ToolRuntime, entry_id: str) -> str:
-        call = self._call(runtime)
-        return self._full_text(await call.source.aget(call.chain, entry_id), entry_id)

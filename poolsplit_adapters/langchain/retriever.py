@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from collections.abc import Sequence
+from typing import Any, Optional, Protocol, Union
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
@@ -12,15 +13,34 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import Unpack
 
+from ..call import AdapterCall, EmbeddingRanker
+from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection, Visibility
 from ..recall import RecallPlan, same_vector_space, store_metric, with_store_scores
 from ..render import explain
 from ..reports import event_payload
-from ..settings import ArgumentError, CallOptions, CallOverrides, SelectionSettings, is_embedding_scorer
+from ..settings import AdapterSettings, CallOverrides
 from .documents import SELECTION_EVENT, DocumentConverter
 from .filters import FilterBuilder, type_filter
 from .vector_search import Recalled, VectorRecall
+
+
+class DocumentRecall(Protocol):
+    """Where a retriever's candidates come from, per call (a vector store's
+    per-pool searches, :class:`~poolsplit_adapters.langchain.vector_search.VectorRecall`,
+    or another retriever, :class:`BaseRetrieverRecall`): the documents and
+    their store scores by id (empty when the source gives none)."""
+
+    def run(
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
+    ) -> Recalled:
+        """The candidates for ``query`` under this call's visibility and plan."""
+
+    async def arun(
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
+    ) -> Recalled:
+        """Async :meth:`run`."""
 
 
 class BaseRetrieverRecall:
@@ -48,7 +68,7 @@ class BaseRetrieverRecall:
         return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")}), {}
 
 
-class PoolSplitRetriever(SelectionSettings, BaseRetriever):
+class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     """A retriever that fills reserved per-type budgets and always returns
     behavioural corrections first.
 
@@ -66,7 +86,7 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
 
     The selection settings (``pools``, ``k``, ``token_counter``, ``scorer``,
     ``visibility``, ``project``, ``now``) are those of
-    :class:`~poolsplit_adapters.settings.SelectionSettings`; ``scope=`` is a
+    :class:`~poolsplit_adapters.settings.AdapterSettings`; ``scope=`` is a
     deprecated alias of ``visibility=``.
 
     Per call, ``invoke(query, k=..., tags=[...], project=..., now=...,
@@ -96,7 +116,7 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    documents: Optional[List[Document]] = Field(default=None, description="Standalone mode: the memory.")
+    documents: Optional[list[Document]] = Field(default=None, description="Standalone mode: the memory.")
     vectorstore: Optional[VectorStore] = Field(default=None, description="Per-pool recall mode (see from_vectorstore).")
     base_retriever: Optional[BaseRetriever] = Field(
         default=None, description="Pool what another retriever returns (it can only pool what that returns)."
@@ -113,8 +133,8 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
     )
 
     _index: Optional[MemoryIndex] = PrivateAttr(default=None)
-    _source: Dict[int, Document] = PrivateAttr(default_factory=dict)
-    _recall: Union[None, VectorRecall, BaseRetrieverRecall] = PrivateAttr(default=None)
+    _source: dict[int, Document] = PrivateAttr(default_factory=dict)
+    _recall: Optional[DocumentRecall] = PrivateAttr(default=None)
     _metric: Any = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
@@ -138,14 +158,13 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
             # own vector space, and only when their metric is known.
             scored = (
                 self._metric is not None
-                and is_embedding_scorer(self.scorer)
+                and isinstance(self.scorer, EmbeddingRanker)
                 and same_vector_space(self.scorer, self.vectorstore.embeddings)
             )
             self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored)
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
         if self.documents is not None:
-            assert self.token_counter is not None
             entries, self._source = DocumentConverter.entries(self.documents)
             self._index = MemoryIndex(entries, token_counter=self.token_counter)
 
@@ -199,35 +218,33 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
 
     # -- the retriever protocol --------------------------------------------------------
 
-    def _finish(self, recalled: Optional[Recalled], options: CallOptions) -> Tuple[Selection, List[Document]]:
+    def _finish(self, call: AdapterCall, recalled: Optional[Recalled]) -> tuple[Selection, list[Document]]:
         if recalled is None:
             assert self._index is not None
-            selection, source = self.select_in(self._index, options), self._source
+            selection, source = call.select_in(self._index), self._source
         else:
             candidates, scores = recalled
             entries, source = DocumentConverter.entries(candidates, recalled=isinstance(self._recall, VectorRecall))
-            scorer = with_store_scores(self.scorer, scores, self._metric)
-            selection = self.select_from(entries, options, scorer=scorer)
-        self.record(selection)
-        return selection, DocumentConverter.to_documents(selection, self.returned(selection, options), source)
+            selection = call.select(entries, scorer=with_store_scores(call.scorer, scores, self._metric))
+        return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
-    ) -> List[Document]:
-        options = self.options_for(query, **kw)
-        recall = self._recall
+    ) -> list[Document]:
+        call = AdapterCall(self, query, kw)
+        options, recall = call.options, self._recall
         recalled = None if recall is None else recall.run(query, options.visibility, options.pools, run_manager)
-        selection, documents = self._finish(recalled, options)
+        selection, documents = self._finish(call, recalled)
         run_manager.get_child().on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id)
         return documents
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncRun, **kw: Unpack[CallOverrides]
-    ) -> List[Document]:
-        options = self.options_for(query, **kw)
-        recall = self._recall
+    ) -> list[Document]:
+        call = AdapterCall(self, query, kw)
+        options, recall = call.options, self._recall
         recalled = None if recall is None else await recall.arun(query, options.visibility, options.pools, run_manager)
-        selection, documents = self._finish(recalled, options)
+        selection, documents = self._finish(call, recalled)
         await run_manager.get_child().on_custom_event(
             SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id
         )

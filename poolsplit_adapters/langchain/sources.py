@@ -20,7 +20,6 @@ middleware can reuse one selection for the model calls of one agent step.
 
 from __future__ import annotations
 
-import datetime
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -33,36 +32,17 @@ from langgraph.store.base import BaseStore
 
 from ..index import MemoryIndex
 from ..memory.progressive import ProgressiveLayers
-from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter, Visibility, check_entry
+from ..poolsplit import EntryError, Pool, Selection, check_entry
 from ..recall import VisibleEntries
-from ..tokens import default_counter
+from ..settings import AgentMemorySettings
 from .documents import document_to_entry
 from .retriever import PoolSplitRetriever
 from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
 
-__all__ = ["Plan", "Settings", "Snapshot", "Source", "source_for", "STORE_METHODS"]
+__all__ = ["Plan", "Snapshot", "Source", "source_for", "STORE_METHODS"]
 
 #: What an object must have to be used as a store-contract store.
 STORE_METHODS = ("add", "get", "supersede", "delete", "entries", "select")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The selection settings a source needs (owned by the middleware).
-    ``pools`` is the default plan; with ``pools="auto"`` the middleware
-    passes each call's plan (``Plan``) to :meth:`Source.snapshot` and
-    :meth:`Source.select`."""
-
-    pools: List[Pool]
-    scorer: Scorer
-    token_counter: Optional[TokenCounter]
-    now: Optional[datetime.datetime]
-    chain_penalty: float
-    page_size: int
-    fetch_k: Optional[int]
-
-    def visibility(self, chain: Sequence[Namespace]) -> Visibility:
-        return chain_visibility(chain, self.chain_penalty)
 
 
 @dataclass(frozen=True)
@@ -91,7 +71,7 @@ class Source(ABC):
     """One kind of long-term store, as the middleware uses it. Async methods
     default to the sync ones (for stores without an async API)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: AgentMemorySettings) -> None:
         self.settings = settings
 
     @abstractmethod
@@ -135,7 +115,7 @@ class _BaseStoreSource(Source):
     """A LangGraph store: read every call (it has no change counter), select
     only when what was read changed."""
 
-    def __init__(self, store: BaseStore, settings: Settings, cache: int = 1024) -> None:
+    def __init__(self, store: BaseStore, settings: AgentMemorySettings, cache: int = 1024) -> None:
         super().__init__(settings)
         self.store = store
         self._memories: OrderedDict[Tuple[Namespace, ...], BaseStoreMemory] = OrderedDict()
@@ -200,7 +180,7 @@ class _ContractSource(Source):
     """A store following the project's store contract: its ``version``
     changes whenever its content does."""
 
-    def __init__(self, store: Any, settings: Settings) -> None:
+    def __init__(self, store: Any, settings: AgentMemorySettings) -> None:
         super().__init__(settings)
         self.store = store
 
@@ -214,13 +194,20 @@ class _ContractSource(Source):
         # must take it (MemoryIndex.select does), and a plain one need not.
         extra: Dict[str, Any] = {} if plan.layering is None else {"layering": plan.layering}
         result: Selection = self.store.select(
-            plan.pools, dict(context), now=s.now, scorer=s.scorer, visibility=s.visibility(chain), **extra
+            plan.pools,
+            dict(context),
+            now=s.now,
+            scorer=s.scorer,
+            visibility=chain_visibility(chain, s.chain_penalty),
+            **extra,
         )
         return result
 
     def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
         found = self.store.get(entry_id)
-        return VisibleEntries([found] if found is not None else [], self.settings.visibility(chain)).get(entry_id)
+        return VisibleEntries(
+            [found] if found is not None else [], chain_visibility(chain, self.settings.chain_penalty)
+        ).get(entry_id)
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return {i for i in ids if self.store.get(i) is not None}
@@ -233,11 +220,11 @@ class _ListSource(Source):
     """A list of entries, copied into a MemoryIndex; writes are added to the
     index (this process only)."""
 
-    def __init__(self, entries: Sequence[Mapping[str, Any]], settings: Settings) -> None:
+    def __init__(self, entries: Sequence[Mapping[str, Any]], settings: AgentMemorySettings) -> None:
         super().__init__(settings)
         for position, entry in enumerate(entries):
             check_entry(entry, position)
-        self.index = MemoryIndex([dict(e) for e in entries], token_counter=settings.token_counter or default_counter())
+        self.index = MemoryIndex([dict(e) for e in entries], token_counter=settings.token_counter)
         self._ids = {str(e["id"]) for e in entries if isinstance(e, Mapping) and e.get("id")}
         self._lock = threading.Lock()
 
@@ -251,12 +238,12 @@ class _ListSource(Source):
             dict(context),
             now=s.now,
             scorer=s.scorer,
-            visibility=s.visibility(chain),
+            visibility=chain_visibility(chain, s.chain_penalty),
             layering=plan.layering,
         )
 
     def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
-        return VisibleEntries(self.index, self.settings.visibility(chain)).get(entry_id)
+        return VisibleEntries(self.index, chain_visibility(chain, self.settings.chain_penalty)).get(entry_id)
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         with self._lock:
@@ -278,7 +265,7 @@ class _VectorStoreSource(Source):
     reused within a step unless the middleware itself wrote; a document added
     by another path during a step shows from the next step on."""
 
-    def __init__(self, store: VectorStore, settings: Settings) -> None:
+    def __init__(self, store: VectorStore, settings: AgentMemorySettings) -> None:
         super().__init__(settings)
         self.store = store
         self._writes = 0
@@ -297,7 +284,7 @@ class _VectorStoreSource(Source):
             token_counter=s.token_counter,
             scorer=s.scorer,
             now=s.now,
-            visibility=s.visibility(chain),
+            visibility=chain_visibility(chain, s.chain_penalty),
             progressive=plan.layering is not None,
             **options,
         )
@@ -327,7 +314,7 @@ class _VectorStoreSource(Source):
 
     def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
         found = [document_to_entry(d, i) for i, d in enumerate(self.store.get_by_ids([entry_id]))]
-        return VisibleEntries(found, self.settings.visibility(chain)).get(entry_id)
+        return VisibleEntries(found, chain_visibility(chain, self.settings.chain_penalty)).get(entry_id)
 
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return {d.id for d in await self.store.aget_by_ids(list(ids)) if d.id is not None}
@@ -360,7 +347,7 @@ def is_contract_store(store: Any) -> bool:
     return all(callable(getattr(store, name, None)) for name in STORE_METHODS)
 
 
-def source_for(store: Any, settings: Settings, *, argument: str = "store") -> Source:
+def source_for(store: Any, settings: AgentMemorySettings, *, argument: str = "store") -> Source:
     """The :class:`Source` for ``store``; a clear error naming ``argument``
     for anything else."""
     if isinstance(store, BaseStore):

@@ -36,7 +36,7 @@ from ..reports import capture_selections
 from .events import PoolSplitSelectionEvent
 from .memory import CorrectionsMemoryBlock, PooledMemoryBlock, StoreMemoryBlock, poolsplit_memory_blocks
 from .memory_store import SESSION_KEY, PooledRender, PoolSplitMemoryStore, message_text
-from .nodes import LlamaIndexSettings, node_to_entry, nodes_from
+from .nodes import node_to_entry, nodes_from
 from .postprocessor import PoolSplitNodePostprocessor
 from .retriever import PoolSplitRetriever
 from .vector_search import IndexRecall, metadata_filters
@@ -54,7 +54,6 @@ __all__ = [
     "HashEmbedding",
     "CorrectionsMemoryBlock",
     "IndexRecall",
-    "LlamaIndexSettings",
     "PoolSplitMemoryStore",
     "PoolSplitNodePostprocessor",
     "PoolSplitRetriever",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict
+from typing import Any
 
 from llama_index.core.instrumentation import get_dispatcher  # type: ignore[attr-defined]
 from llama_index_instrumentation.base import BaseEvent
@@ -29,7 +29,7 @@ class PoolSplitSelectionEvent(BaseEvent):
     """
 
     source: str
-    summary: Dict[str, Any]
+    summary: dict[str, Any]
 
     @classmethod
     def class_name(cls) -> str:

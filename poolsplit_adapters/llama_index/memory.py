@@ -3,20 +3,21 @@ turn, the pooled rest truncatable entry by entry, flushed chat written back."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, List, Mapping, Optional, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Callable, Optional
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import ConfigDict, Field
 
+from ..checks import ArgumentError
 from ..poolsplit import Pool, Selection
 from ..render import marker
-from ..settings import ArgumentError
+from ..tokens import counter_from
 from .memory_store import PoolSplitMemoryStore, message_text
-from .nodes import counter_from
 
 
-def _last_user_text(messages: Optional[List[ChatMessage]]) -> str:
+def _last_user_text(messages: Optional[list[ChatMessage]]) -> str:
     for message in reversed(messages or []):
         if message.role == MessageRole.USER:
             return message_text(message)
@@ -41,7 +42,7 @@ class StoreMemoryBlock(BaseMemoryBlock[str]):
 
     store: PoolSplitMemoryStore = Field(exclude=True, description="The long-term memory both blocks share.")
 
-    def selection(self, messages: Optional[List[ChatMessage]], block_kwargs: Mapping[str, Any]) -> Selection:
+    def selection(self, messages: Optional[list[ChatMessage]], block_kwargs: Mapping[str, Any]) -> Selection:
         """The store's selection for the last user message of this call;
         ``session_id`` arrives per call and is used, never stored on the
         block (one block serves every session)."""
@@ -72,14 +73,14 @@ class CorrectionsMemoryBlock(StoreMemoryBlock):
     def model_post_init(self, __context: Any) -> None:
         self.store.ledger_in_corrections = True
 
-    async def _aget(self, messages: Optional[List[ChatMessage]] = None, **block_kwargs: Any) -> str:
+    async def _aget(self, messages: Optional[list[ChatMessage]] = None, **block_kwargs: Any) -> str:
         selection = self.selection(messages, block_kwargs)
         lines = [marker(c.entry, c.pool) for c in selection.chosen if c.always]
         if self.store.pooled_block is not None:
             lines.append(self.store.render_pooled(selection).ledger(self.store.pooled_block))
         return "\n".join(line for line in lines if line)
 
-    async def _aput(self, messages: List[ChatMessage]) -> None:
+    async def _aput(self, messages: list[ChatMessage]) -> None:
         return None  # corrections are curated, never written from chat
 
 
@@ -108,10 +109,10 @@ class PooledMemoryBlock(StoreMemoryBlock):
     def model_post_init(self, __context: Any) -> None:
         self.store.pooled_block = self.name
 
-    async def _aget(self, messages: Optional[List[ChatMessage]] = None, **block_kwargs: Any) -> str:
+    async def _aget(self, messages: Optional[list[ChatMessage]] = None, **block_kwargs: Any) -> str:
         return self.store.render_pooled(self.selection(messages, block_kwargs)).text
 
-    async def _aput(self, messages: List[ChatMessage]) -> None:
+    async def _aput(self, messages: list[ChatMessage]) -> None:
         self.store.remember(messages)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> Optional[str]:
@@ -124,10 +125,10 @@ def poolsplit_memory_blocks(
     entries: Iterable[Mapping[str, Any]],
     pools: Sequence[Pool],
     *,
-    tokenizer_fn: Optional[Callable[[str], List[Any]]] = None,
+    tokenizer_fn: Optional[Callable[[str], list[Any]]] = None,
     priority: int = 1,
     **store_options: Any,
-) -> List[BaseMemoryBlock[str]]:
+) -> list[BaseMemoryBlock[str]]:
     """The two blocks to give ``Memory.from_defaults(memory_blocks=...)``:
     a priority-0 :class:`CorrectionsMemoryBlock` (first) and a truncatable
     :class:`PooledMemoryBlock` sharing one :class:`PoolSplitMemoryStore`.

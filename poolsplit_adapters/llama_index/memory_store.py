@@ -15,13 +15,14 @@ from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Opti
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 
+from ..call import AdapterCall, cap, record_selection
+from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Chosen, Pool, Selection
 from ..recall import VisibleEntries
 from ..render import marker, omission_line, omitted_by_pool, selected_line
-from ..settings import ArgumentError, cap_round_robin
+from ..settings import AdapterSettings, Framework
 from .events import announce
-from .nodes import LlamaIndexSettings
 
 #: Entry key naming the chat session a flushed message came from. An entry
 #: with it belongs to that session: other sessions do not recall it unless
@@ -128,7 +129,7 @@ class PoolSplitMemoryStore:
             assistant messages with text). Raw transcripts persisted
             indiscriminately pollute later recall.
         **settings: the selection settings of
-            :class:`~poolsplit_adapters.settings.SelectionSettings`
+            :class:`~poolsplit_adapters.settings.AdapterSettings`
             (``token_counter`` defaults to LlamaIndex's tokenizer, which is
             ``Memory``'s default; ``scope=`` is a deprecated alias of
             ``visibility=``; ``pools="auto"`` with ``total_tokens`` /
@@ -158,12 +159,11 @@ class PoolSplitMemoryStore:
         write_gate: Optional[Callable[[ChatMessage], bool]] = None,
         **settings: Any,
     ) -> None:
-        self.settings = LlamaIndexSettings.held_by("PoolSplitMemoryStore", pools=pools, **settings)
+        self.settings = AdapterSettings.held_by("PoolSplitMemoryStore", Framework.LLAMA_INDEX, pools=pools, **settings)
         if store is not None and not (
             all(callable(getattr(store, name, None)) for name in ("add", "entries")) and hasattr(store, "version")
         ):
             raise ArgumentError("store must follow the MemoryStore protocol (add, entries, version), got %r" % (store,))
-        assert self.settings.token_counter is not None
         self.token_counter = self.settings.token_counter
         self.index = MemoryIndex(entries, token_counter=self.token_counter)
         self.long_term = store
@@ -201,15 +201,15 @@ class PoolSplitMemoryStore:
         key = (message, session_id, self.index.version, self._long_term_version())
         memo = self._memo
         if memo is not None and memo[0] == key:
-            return self.settings.record(memo[1])
-        options = self.settings.options_for(message)
+            return record_selection(self.settings, memo[1])
+        call = AdapterCall(self.settings, message)
         if self.long_term is None and (self.share_chat or self._sessions_in_index() <= {session_id}):
-            selection = self.settings.select_in(self.index, options)  # nothing to hide: the prepared index
+            selection = call.select_in(self.index)  # nothing to hide: the prepared index
         else:
-            selection = self.settings.select_in(self._candidate_index(session_id), options)
+            selection = call.select_in(self._candidate_index(session_id))
         self._memo = (key, selection)
         announce("memory", selection)
-        return self.settings.record(selection)
+        return call.record(selection)
 
     def _long_term_version(self) -> Any:
         return self.long_term.version if self.long_term is not None else None
@@ -321,7 +321,7 @@ class PoolSplitMemoryStore:
             last = self._last_render
         if last is not None and last[0] is selection:
             return last[1]
-        returned = cap_round_robin(selection, self.settings.k)
+        returned = cap(selection, self.settings.k)
         rendered = PooledRender(
             items=tuple((c, marker(c.entry, c.pool, c.layer)) for c in returned if not c.always),
             budget=omitted_by_pool(selection, returned),

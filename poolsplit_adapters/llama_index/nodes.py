@@ -1,21 +1,20 @@
-"""LlamaIndex node <-> entry conversion and token counting, shared by the adapters."""
+"""LlamaIndex node <-> entry conversion, shared by the adapters."""
 
 from __future__ import annotations
 
-import functools
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Sequence, Tuple, Union
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Union
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
 from ..convert import SELECTION_KEY, entry_from, loaded_text, selection_metadata
-from ..poolsplit import Chosen, TokenCounter
+from ..poolsplit import Chosen
 from ..recall import merge_recalled
-from ..settings import SelectionSettings
 
 AnyNode = Union[BaseNode, NodeWithScore]
 
 
-def node_to_entry(node: AnyNode, position: int = 0) -> Dict[str, Any]:
+def node_to_entry(node: AnyNode, position: int = 0) -> dict[str, Any]:
     """The entry for a node: its metadata, ``content`` = its text (no
     metadata), ``id`` = its node id.
 
@@ -31,36 +30,6 @@ def node_to_entry(node: AnyNode, position: int = 0) -> Dict[str, Any]:
     base = node.node if isinstance(node, NodeWithScore) else node
     text = base.get_content(metadata_mode=MetadataMode.NONE)
     return entry_from(text, base.metadata, base.node_id, kind="node", position=position)
-
-
-def llama_counter() -> TokenCounter:
-    """Counts with LlamaIndex's global tokenizer, the one ``Memory`` uses by
-    default, so budgets and ``Memory``'s own arithmetic agree."""
-    from llama_index.core.utils import get_tokenizer
-
-    return counter_from(get_tokenizer())
-
-
-def counter_from(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
-    """A never-0 counter over ``tokenizer_fn``, cached by text with a bound
-    (a long chat would otherwise grow the cache by every line it flushes).
-    One counter per tokenizer: every retriever, postprocessor and memory
-    over LlamaIndex's global tokenizer shares one cache."""
-    try:
-        return _shared_counter(tokenizer_fn)
-    except TypeError:  # an unhashable tokenizer object: a counter of its own
-        return _counter(tokenizer_fn)
-
-
-def _counter(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
-    @functools.lru_cache(maxsize=100_000)
-    def count(text: str) -> int:
-        return max(1, len(tokenizer_fn(text)))
-
-    return count
-
-
-_shared_counter = functools.lru_cache(maxsize=8)(_counter)
 
 
 class NodeConverter:
@@ -79,7 +48,7 @@ class NodeConverter:
     @staticmethod
     def entries(
         nodes: Sequence[AnyNode], *, recalled: bool = False
-    ) -> Tuple[List[Dict[str, Any]], Dict[int, BaseNode]]:
+    ) -> tuple[list[dict[str, Any]], dict[int, BaseNode]]:
         """Entries and the way back to each node. ``recalled``: nodes come
         from several searches of one index (see
         :func:`~poolsplit_adapters.recall.merge_recalled`)."""
@@ -93,7 +62,7 @@ class NodeConverter:
             source[id(entry)] = node.node if isinstance(node, NodeWithScore) else node
         return entries, source
 
-    def to_nodes(self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode]) -> List[NodeWithScore]:
+    def to_nodes(self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode]) -> list[NodeWithScore]:
         scores = [c.score for c in chosen if c.score is not None]
         # Never None: several postprocessors drop score=None. Always-scope
         # nodes rank above everything returned with them.
@@ -112,7 +81,7 @@ class NodeConverter:
         return out
 
 
-def nodes_from(entries: Iterable[Mapping[str, Any]]) -> List[TextNode]:
+def nodes_from(entries: Iterable[Mapping[str, Any]]) -> list[TextNode]:
     """Entries as ``TextNode``s (metadata = every key but content and id),
     e.g. to build a ``VectorStoreIndex`` from a JSONL store."""
     out = []
@@ -123,18 +92,3 @@ def nodes_from(entries: Iterable[Mapping[str, Any]]) -> List[TextNode]:
             node.id_ = entry["id"]
         out.append(node)
     return out
-
-
-class LlamaIndexSettings(SelectionSettings):
-    """:class:`~poolsplit_adapters.settings.SelectionSettings` counting with
-    LlamaIndex's tokenizer by default (the one ``Memory`` uses), for the
-    LlamaIndex classes that hold their settings rather than inherit them.
-
-    Example::
-
-        settings = LlamaIndexSettings(pools=[Pool("facts", 200, 4, ("fact",))], k=3)
-    """
-
-    @classmethod
-    def fallback_counter(cls) -> TokenCounter:
-        return llama_counter()

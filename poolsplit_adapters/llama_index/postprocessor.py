@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, ClassVar, Optional
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import ConfigDict, Field
 
-from ..settings import ArgumentError
+from ..call import AdapterCall
+from ..checks import ArgumentError
+from ..settings import AdapterSettings, Framework
 from .events import announce
-from .nodes import LlamaIndexSettings, NodeConverter, node_to_entry
+from .nodes import NodeConverter, node_to_entry
 
 
-class PoolSplitNodePostprocessor(LlamaIndexSettings, BaseNodePostprocessor):
+class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     """Re-apply pool budgets to the nodes an earlier stage produced.
 
     **Put it last.** A similarity cutoff or a reranker placed after it can
@@ -23,8 +25,9 @@ class PoolSplitNodePostprocessor(LlamaIndexSettings, BaseNodePostprocessor):
     earlier stage dropped them.
 
     Its selection settings are those of
-    :class:`~poolsplit_adapters.settings.SelectionSettings` (``scope=`` is a
-    deprecated alias of ``visibility=``). Every call emits a
+    :class:`~poolsplit_adapters.settings.AdapterSettings` (``scope=`` is a
+    deprecated alias of ``visibility=``; ``token_counter`` defaults to
+    LlamaIndex's tokenizer, the one ``Memory`` uses). Every call emits a
     :class:`PoolSplitSelectionEvent`; :attr:`last_selection` is the call
     that finished last (use
     :func:`~poolsplit_adapters.reports.capture_selections` for your own).
@@ -36,8 +39,9 @@ class PoolSplitNodePostprocessor(LlamaIndexSettings, BaseNodePostprocessor):
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
+    framework: ClassVar[Framework] = Framework.LLAMA_INDEX
 
-    always_nodes: List[BaseNode] = Field(
+    always_nodes: list[BaseNode] = Field(
         default_factory=list, description="Always-scope nodes put back when an earlier stage dropped them."
     )
     show_selection_to_llm: bool = Field(default=False, description="Keep the poolsplit metadata in the LLM view.")
@@ -52,12 +56,13 @@ class PoolSplitNodePostprocessor(LlamaIndexSettings, BaseNodePostprocessor):
         return "PoolSplitNodePostprocessor"
 
     def _postprocess_nodes(
-        self, nodes: List[NodeWithScore], query_bundle: Optional[QueryBundle] = None
-    ) -> List[NodeWithScore]:
+        self, nodes: list[NodeWithScore], query_bundle: Optional[QueryBundle] = None
+    ) -> list[NodeWithScore]:
         present = {n.node.node_id for n in nodes}
         restored = [NodeWithScore(node=n) for n in self.always_nodes if n.node_id not in present]
         entries, source = NodeConverter.entries([*restored, *nodes])
-        options = self.options_for(query_bundle.query_str if query_bundle else "")
-        selection = self.record(self.select_from(entries, options))
+        call = AdapterCall(self, query_bundle.query_str if query_bundle else "")
+        selection = call.select(entries)
+        returned = call.finish(selection)
         announce("postprocessor", selection)
-        return NodeConverter(self.show_selection_to_llm).to_nodes(self.returned(selection, options), source)
+        return NodeConverter(self.show_selection_to_llm).to_nodes(returned, source)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from collections.abc import Iterator, Sequence
+from typing import Any, Optional, Union
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.callbacks import CallbackManager
@@ -13,22 +14,24 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from typing_extensions import Unpack
 
+from ..call import AdapterCall, EmbeddingRanker
+from ..checks import ArgumentError, check_overrides, check_tags
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
 from ..recall import RecallPlan, VisibleEntries, same_vector_space, with_store_scores
 from ..recall import store_metric as metric_of
 from ..render import explain
 from ..reports import capture_selections
-from ..settings import ArgumentError, CallOptions, CallOverrides, check_pools, check_tags, is_embedding_scorer
+from ..settings import AdapterSettings, CallOverrides, Framework
 from .events import announce
-from .nodes import AnyNode, LlamaIndexSettings, NodeConverter
+from .nodes import AnyNode, NodeConverter
 from .vector_search import IndexRecall
 
 QueryType = Union[str, QueryBundle]
 
 # Per-call overrides of retrieve_with_selection, read by _retrieve: LlamaIndex's
 # retrieve() takes a query only, and going through it keeps its spans and events.
-_OVERRIDES: contextvars.ContextVar[Optional[Tuple[int, CallOverrides]]] = contextvars.ContextVar(
+_OVERRIDES: contextvars.ContextVar[Optional[tuple[int, CallOverrides]]] = contextvars.ContextVar(
     "poolsplit_llama_index_overrides", default=None
 )
 
@@ -51,7 +54,7 @@ class PoolSplitRetriever(BaseRetriever):
             with ``total_tokens``/``total_entries`` and the task signals
             ``goal``/``action_type``/``phase``; ``progressive``;
             ``embeddings``, a LlamaIndex ``BaseEmbedding``) of
-            :class:`~poolsplit_adapters.settings.SelectionSettings`, held in
+            :class:`~poolsplit_adapters.settings.AdapterSettings`, held in
             :attr:`settings`; ``scope=`` is a deprecated alias of
             ``visibility=``.
 
@@ -80,7 +83,7 @@ class PoolSplitRetriever(BaseRetriever):
         **settings: Any,
     ) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
-        self.settings = LlamaIndexSettings.held_by("PoolSplitRetriever", pools=pools, **settings)
+        self.settings = AdapterSettings.held_by("PoolSplitRetriever", Framework.LLAMA_INDEX, pools=pools, **settings)
         if (nodes is None) == (recall is None):
             raise ArgumentError(
                 "PoolSplitRetriever needs nodes=, or use PoolSplitRetriever.from_vector_store_index(...)"
@@ -95,14 +98,13 @@ class PoolSplitRetriever(BaseRetriever):
         self._store_scores = (
             recall is not None
             and recall.metric is not None
-            and is_embedding_scorer(self.settings.scorer)
+            and isinstance(self.settings.scorer, EmbeddingRanker)
             and same_vector_space(self.settings.scorer, recall.embed_model)
         )
         self._index: Optional[MemoryIndex] = None
-        self._source: Dict[int, BaseNode] = {}
+        self._source: dict[int, BaseNode] = {}
         if nodes is not None:
             entries, self._source = NodeConverter.entries(nodes)
-            assert self.settings.token_counter is not None
             self._index = MemoryIndex(entries, token_counter=self.settings.token_counter)
 
     @classmethod
@@ -136,11 +138,10 @@ class PoolSplitRetriever(BaseRetriever):
         are not embedded again per query. For a store whose metric is not
         known and not given, the scorer embeds the recalled nodes itself.
         """
-        if isinstance(pools, str):
-            plan_pools: Sequence[Pool] = []  # "auto": each call recalls for its own plan
-        else:
-            plan_pools = check_pools(pools)  # type: ignore[assignment]
-        plan = RecallPlan(plan_pools, fetch_k=fetch_k, always_k=always_k)
+        # Each call recalls for its own plan (pools="auto" varies by message),
+        # so the recall plan holds the search sizes only; the settings check
+        # the pools, once, when the retriever is built below.
+        plan = RecallPlan([], fetch_k=fetch_k, always_k=always_k)
         recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model)
         try:
             recall.metric = metric_of(index, store_metric)
@@ -180,7 +181,7 @@ class PoolSplitRetriever(BaseRetriever):
 
     def retrieve_with_selection(
         self, query: QueryType, **overrides: Unpack[CallOverrides]
-    ) -> Tuple[List[NodeWithScore], Selection]:
+    ) -> tuple[list[NodeWithScore], Selection]:
         """``retrieve(query)`` plus this call's own selection, with per-call
         :class:`~poolsplit_adapters.settings.CallOverrides` (the LangChain
         retriever's ``invoke`` keywords)."""
@@ -190,15 +191,15 @@ class PoolSplitRetriever(BaseRetriever):
 
     async def aretrieve_with_selection(
         self, query: QueryType, **overrides: Unpack[CallOverrides]
-    ) -> Tuple[List[NodeWithScore], Selection]:
+    ) -> tuple[list[NodeWithScore], Selection]:
         """:meth:`retrieve_with_selection`, async."""
         with self._overridden(overrides) as mine:
             nodes = await self.aretrieve(query)
         return nodes, mine[-1]
 
     @contextlib.contextmanager
-    def _overridden(self, overrides: CallOverrides) -> Iterator[List[Selection]]:
-        self.settings.options_for("", **overrides)  # bad overrides fail before any work
+    def _overridden(self, overrides: CallOverrides) -> Iterator[list[Selection]]:
+        check_overrides(overrides, tuple(CallOverrides.__annotations__))  # bad overrides fail before any work
         token = _OVERRIDES.set((id(self), overrides))
         try:
             with capture_selections() as mine:
@@ -210,47 +211,36 @@ class PoolSplitRetriever(BaseRetriever):
         current = _OVERRIDES.get()
         return current[1] if current is not None and current[0] == id(self) else None
 
-    def _options(self, query: QueryBundle, overrides: Optional[CallOverrides]) -> CallOptions:
-        given: CallOverrides = {**(overrides or {})}
+    def _call(self, query: QueryBundle) -> AdapterCall:
+        given: CallOverrides = {**(self._overrides() or {})}
         if given.get("tags") is None:
             given["tags"] = self.context_tags
-        return self.settings.options_for(query.query_str, **given)
+        return AdapterCall(self.settings, query.query_str, given)
 
-    def _store_scored(self, candidates: List[NodeWithScore]) -> Any:
-        """The scorer of this call: with an embedding scorer over the
-        index's own model, it takes the recalled nodes' relevance from
-        their store scores instead of embedding them."""
-        scorer, recall = self.settings.scorer, self._recall
-        if not self._store_scores:
-            return scorer
-        assert recall is not None
-        scores = {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
-        return with_store_scores(scorer, scores, recall.metric)
-
-    def _choose(self, candidates: Optional[List[NodeWithScore]], options: CallOptions) -> List[NodeWithScore]:
+    def _choose(self, call: AdapterCall, candidates: Optional[list[NodeWithScore]]) -> list[NodeWithScore]:
         if candidates is None:
             assert self._index is not None
-            selection, source = self.settings.select_in(self._index, options), self._source
+            selection, source = call.select_in(self._index), self._source
         else:
-            scorer = self._store_scored(candidates)
+            scorer = call.scorer
+            if self._store_scores:  # the recalled nodes' relevance from their store scores
+                assert self._recall is not None
+                scores = {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
+                scorer = with_store_scores(scorer, scores, self._recall.metric)
             entries, source = NodeConverter.entries(candidates, recalled=True)
-            selection = self.settings.select_from(entries, options, scorer=scorer)
-        self.settings.record(selection)
+            selection = call.select(entries, scorer=scorer)
+        returned = call.finish(selection)
         announce("retriever", selection)
-        return self._converter.to_nodes(self.settings.returned(selection, options), source)
+        return self._converter.to_nodes(returned, source)
 
-    def _retrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        options = self._options(query_bundle, self._overrides())
-        candidates = (
-            self._recall.retrieve(query_bundle, options.visibility, options.pools) if self._recall is not None else None
-        )
-        return self._choose(candidates, options)
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        call = self._call(query_bundle)
+        options, recall = call.options, self._recall
+        candidates = None if recall is None else recall.retrieve(query_bundle, options.visibility, options.pools)
+        return self._choose(call, candidates)
 
-    async def _aretrieve(self, query_bundle: QueryBundle) -> List[NodeWithScore]:
-        options = self._options(query_bundle, self._overrides())
-        candidates = (
-            await self._recall.aretrieve(query_bundle, options.visibility, options.pools)
-            if self._recall is not None
-            else None
-        )
-        return self._choose(candidates, options)
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        call = self._call(query_bundle)
+        options, recall = call.options, self._recall
+        candidates = None if recall is None else await recall.aretrieve(query_bundle, options.visibility, options.pools)
+        return self._choose(call, candidates)

@@ -22,6 +22,7 @@ from poolsplit_adapters import Pool, select
 from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
 from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.poolsplit import default_token_counter
+from poolsplit_adapters.reports import capture_selections
 
 NOW = datetime.datetime(2026, 7, 1)
 POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 300, 3, ("episode", "note"))]
@@ -510,3 +511,27 @@ def test_tool_results_stay_with_their_calls_in_every_checkpoint():
         messages = snapshot.values.get("messages", [])
         calls = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
         assert all(m.tool_call_id in calls for m in messages if isinstance(m, ToolMessage))
+
+
+@pytest.mark.parametrize("kind", ["langgraph store", "vector store", "list of entries"])
+def test_every_new_selection_is_captured_once_whatever_the_store(kind):
+    # The vector-store path used to be captured (through the retriever it
+    # selects with) and the other stores not: one rule now, the adapter
+    # call's record step, for every store; a reused selection is not new.
+    fix = {"id": "u1-fix", "content": "Amounts in cents.", "type": "correction", "scope": "always"}
+    if kind == "vector store":
+        store: Any = InMemoryVectorStore(WordHashEmbedding())
+        meta = {k: v for k, v in fix.items() if k not in ("id", "content")}
+        store.add_documents([Document(fix["content"], id=fix["id"], metadata={**meta, "namespace": "memories.u1"})])
+        agent, _ = agent_for(middleware(store=store), None)
+    elif kind == "list of entries":
+        agent, _ = agent_for(middleware(store=[{**fix, "namespace": "memories.u1"}]), None)
+    else:
+        store = InMemoryStore()
+        BaseStoreMemory(store, ("memories", "u1")).put(fix)
+        agent, _ = agent_for(middleware(), store)
+    with capture_selections() as mine:
+        got = events(agent, "[u1] check calls=2,1", "t")
+    assert [e["reused"] for e in got] == [False, True, True]
+    assert [[c.entry["id"] for c in s.chosen] for s in mine] == [["u1-fix"]]
+    assert mine[0].to_dict()["chosen"] == got[0]["chosen"]

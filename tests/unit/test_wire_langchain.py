@@ -15,6 +15,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore
 
 from poolsplit_adapters import Pool, Visibility
+from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import (
     HashEmbeddings,
     PoolSplitCompressor,
@@ -24,7 +25,6 @@ from poolsplit_adapters.langchain import (
 )
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.render import parse_markers
-from poolsplit_adapters.settings import ArgumentError
 
 NOW = datetime.datetime(2026, 11, 20, 9)
 

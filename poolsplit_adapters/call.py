@@ -1,0 +1,277 @@
+"""One adapter call, step by step; every adapter class goes through it.
+
+The seven adapter classes (LangChain ``PoolSplitRetriever``,
+``PoolSplitCompressor`` and ``PoolSplitMemoryMiddleware``; LlamaIndex
+``PoolSplitRetriever``, ``PoolSplitNodePostprocessor`` and the two memory
+blocks through ``PoolSplitMemoryStore.select_for``) convert framework
+objects to entries and back, and leave everything in between to an
+:class:`AdapterCall`:
+
+1. **options**: the :class:`~poolsplit_adapters.settings.AdapterSettings`
+   with this call's :class:`~poolsplit_adapters.settings.CallOverrides`,
+   each checked (:func:`~poolsplit_adapters.checks.check_overrides`);
+2. **plan**: the explicit pools (checked at construction; the core's
+   ``select`` checks them once per call), or for ``pools="auto"`` the plan
+   for the task the message and the signals describe;
+3. **layering**: progressive loading's layers (None: the spec's fill);
+4. **select**: the core ``select`` over entries, ``MemoryIndex.select``, or
+   a selection the caller's store made over its recalled candidates;
+5. **annotate**: the task detection and the layers' token metrics in
+   ``selection.notes`` (an embedding scorer's fallback the core notes
+   itself, from the call's own prepared scorer);
+6. **record**: ``last_selection``, every active
+   :func:`~poolsplit_adapters.reports.capture_selections`; the framework
+   event carries :func:`~poolsplit_adapters.reports.event_payload`;
+7. **cap**: at most ``k`` contextual results, dealt round-robin across
+   pools (:func:`cap`).
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Union, runtime_checkable
+
+from .checks import ArgumentError, check_k, check_overrides
+from .memory.metrics import token_metrics
+from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
+from .memory.tasks import TaskDetection, resolve_pools
+from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility, select
+from .reports import record
+from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
+
+if TYPE_CHECKING:
+    from .index import MemoryIndex
+
+__all__ = ["AdapterCall", "CallOptions", "EmbeddingRanker", "cap", "label_plain", "record_selection"]
+
+
+#: The per-call keywords (CallOverrides, declared in settings).
+_OVERRIDES = tuple(CallOverrides.__annotations__)
+
+
+@runtime_checkable
+class EmbeddingRanker(Protocol):
+    """A scorer that ranks by an embedding model (``EmbeddingScorer``): its
+    ``embedder`` says which model, and it can take the relevance of
+    recalled entries from the store's own scores instead of embedding them
+    again. Checked structurally, so numpy is not imported to ask."""
+
+    embedder: Any
+
+    def with_known_relevance(self, known: Mapping[str, float]) -> Any:
+        """The scorer with these entries' relevance known (entry id -> cosine)."""
+
+
+def label_plain(key: str) -> str:
+    """How an error names a per-call keyword given as a keyword: itself."""
+    return key
+
+
+@dataclass(frozen=True)
+class CallOptions:
+    """The settings of one call, per-call overrides applied and checked.
+
+    Attributes:
+        context: the scoring context (``message``, ``tags``, ``project``).
+        visibility: the visibility filter of this call.
+        k: the contextual cap of this call.
+        now: the reference time of this call (None: the core's clock).
+        pools: this call's pool plan.
+        detection: the task detection (``pools="auto"``), else None.
+        layering: the progressive fill of this call (None: the spec's).
+        task: what the plan was made for (``message`` and the signals given).
+
+    Example::
+
+        options = AdapterCall(settings, "deploy", {"k": 2}).options
+        options.k, options.context["message"]   # (2, 'deploy')
+    """
+
+    context: dict[str, Any]
+    visibility: Optional[Visibility]
+    k: Optional[int]
+    now: Optional[datetime.datetime]
+    pools: tuple[Pool, ...] = ()
+    detection: Optional[TaskDetection] = None
+    layering: Optional[ProgressiveLayers] = None
+    task: dict[str, Any] = field(default_factory=dict)
+
+
+class AdapterCall:
+    """One adapter call: options, plan and layering when built; then select,
+    annotate, record and cap.
+
+    Args:
+        settings: the adapter's settings.
+        message: the query (the scoring context's ``message``).
+        overrides: this call's :class:`~poolsplit_adapters.settings.CallOverrides`
+            (checked here; an unknown key raises).
+        named: how an error names an override (default: its keyword; the
+            middleware's come from ``runtime.context``).
+
+    Example::
+
+        call = AdapterCall(retriever, "did the deploy finish?", {"k": 3})
+        selection = call.select(entries)          # steps 4-5
+        returned = call.finish(selection)         # steps 6-7
+    """
+
+    def __init__(
+        self,
+        settings: AdapterSettings,
+        message: str,
+        overrides: Optional[Mapping[str, Any]] = None,
+        *,
+        named: Callable[[str], str] = label_plain,
+    ) -> None:
+        self.settings = settings
+        # 1. options
+        given = check_overrides(overrides or {}, _OVERRIDES, named)
+        own = {"goal": settings.goal, "action_type": settings.action_type, "phase": settings.phase}
+        task: dict[str, Any] = {"message": message}
+        for name in TASK_FIELDS:
+            value = given.get(name)
+            value = value if value is not None else own[name]
+            if value is not None:
+                task[name] = value
+        # 2. plan
+        pools, detection = resolve_pools(
+            settings.pools, task, total_tokens=settings.total_tokens, total_entries=settings.total_entries
+        )
+        namespace = given.get("namespace")
+        project, k, now = given.get("project"), given.get("k"), given.get("now")
+        self.options = CallOptions(
+            context={
+                "message": message,
+                "tags": given["tags"],
+                "project": project if project is not None else settings.project,
+            },
+            visibility=settings.visibility if namespace is None else _with_namespace(settings.visibility, namespace),
+            k=k if k is not None else settings.k,
+            now=now if now is not None else settings.now,
+            pools=tuple(pools),
+            detection=detection,
+            # 3. layering
+            layering=self._layering(message),
+            task=task,
+        )
+
+    def _layering(self, message: str) -> Optional[ProgressiveLayers]:
+        """Progressive loading's layers when ``progressive`` is on; a query
+        asking for detail ("exact", "details", ...) gets full text."""
+        if not self.settings.progressive:
+            return None
+        return ProgressiveLayers(self.settings.token_counter, detail=wants_detail(message))
+
+    @property
+    def scorer(self) -> Scorer:
+        """The scorer of this call (the settings', resolved at construction)."""
+        return self.settings.scorer
+
+    # 4. select (+ 5. annotate) ---------------------------------------------------------
+
+    def select(self, entries: Sequence[Mapping[str, Any]], *, scorer: Optional[Scorer] = None) -> Selection:
+        """The core ``select`` over ``entries`` (``scorer``: this call's
+        view of the scorer, e.g. with a vector store's scores)."""
+        options = self.options
+        selection = select(
+            entries,
+            list(options.pools),
+            options.context,
+            scorer=scorer if scorer is not None else self.scorer,
+            token_counter=self.settings.token_counter,
+            now=options.now,
+            visibility=options.visibility,
+            layering=options.layering,
+        )
+        return self.annotate(selection)
+
+    def select_in(self, index: MemoryIndex) -> Selection:
+        """The same selection from a prepared :class:`~poolsplit_adapters.MemoryIndex`."""
+        options = self.options
+        selection = index.select(
+            list(options.pools),
+            options.context,
+            now=options.now,
+            scorer=self.scorer,
+            visibility=options.visibility,
+            layering=options.layering,
+        )
+        return self.annotate(selection)
+
+    def annotate(self, selection: Selection) -> Selection:
+        """5. Record in ``selection.notes`` what this call decided around the
+        core: ``task_type`` and ``task`` (the detection: scores, matched
+        signals) for ``pools="auto"``; ``metrics`` (tokens per layer,
+        savings), ``detail`` and ``deepened`` for progressive loading.
+
+        Notes a selection already has are kept: a selection made by a nested
+        adapter call (the middleware over a vector store goes through the
+        retriever) was annotated by the call whose layering it used.
+        """
+        detection, layering = self.options.detection, self.options.layering
+        if detection is not None and "task_type" not in selection.notes:
+            selection.notes["task_type"] = detection.type
+            selection.notes["task"] = detection.to_dict()
+        if layering is not None and "metrics" not in selection.notes:
+            selection.notes.update(
+                progressive_notes(token_metrics(selection.chosen), detail=layering.detail, deepened=layering.deepened)
+            )
+        return selection
+
+    # 6. record, 7. cap ------------------------------------------------------------------
+
+    def record(self, selection: Selection) -> Selection:
+        """6. :func:`record_selection` for this call's settings."""
+        return record_selection(self.settings, selection)
+
+    def finish(self, selection: Selection) -> list[Chosen]:
+        """6 and 7: record ``selection``, then what the call returns: the
+        selection capped by the call's ``k``."""
+        self.record(selection)
+        return cap(selection, self.options.k)
+
+
+def record_selection(settings: AdapterSettings, selection: Selection) -> Selection:
+    """Keep ``selection`` as ``settings.last_selection`` and hand it to every
+    active :func:`~poolsplit_adapters.reports.capture_selections` (also for
+    a selection an adapter reuses, as the two memory blocks of one
+    ``Memory.aget`` share one)."""
+    settings.keep_last(selection)
+    return record(selection)
+
+
+def _with_namespace(visibility: Optional[Visibility], namespace: Union[str, Sequence[str]]) -> Visibility:
+    chain: Any = tuple(namespace) if isinstance(namespace, list) else namespace
+    try:
+        return replace(visibility or Visibility(), namespace=chain)
+    except (TypeError, ValueError) as err:
+        raise ArgumentError("namespace: %s" % err) from None
+
+
+def cap(selection: Selection, k: Optional[int]) -> list[Chosen]:
+    """The selection's render order, with at most ``k`` contextual entries.
+
+    Always-scope entries are never cut (they are on top of ``k``). The ``k``
+    contextual slots are dealt round-robin across pools in pool order, by
+    rank within each pool, so a small ``k`` still reaches every pool instead
+    of being eaten by the first one (which would bring type starvation back).
+    """
+    if check_k(k) is None:
+        return list(selection.chosen)
+    assert k is not None
+    always = [c for c in selection.chosen if c.always]
+    per_pool: dict[str, list[Chosen]] = {}
+    for c in selection.chosen:
+        if not c.always:
+            per_pool.setdefault(c.pool, []).append(c)
+    keep: dict[str, int] = {name: 0 for name in per_pool}
+    left = k
+    while left > 0 and any(keep[n] < len(v) for n, v in per_pool.items()):
+        for name, ranked in per_pool.items():
+            if left > 0 and keep[name] < len(ranked):
+                keep[name] += 1
+                left -= 1
+    return always + [c for name, ranked in per_pool.items() for c in ranked[: keep[name]]]

@@ -1,0 +1,301 @@
+"""Every argument check of the adapters and the agent middleware, with one
+error helper.
+
+A bad argument fails where it is given (the constructor, or the call that
+carries it) with a message that names it: a bare string ``tags`` would
+otherwise be read as a set of letters, a string ``k`` fail deep inside a
+framework, and pydantic's lax mode turn ``k="3"`` into ``3``. Every check
+raises :class:`ArgumentError` through :func:`argument_error`, so each
+message has one shape: ``<name> must be <what>, got <type> <value>``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import warnings
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Callable, Optional, Union
+
+from .memory.tasks import AUTO, resolve_pools
+from .poolsplit import Pool, Visibility
+from .poolsplit import check_pools as core_check_pools
+
+__all__ = [
+    "ArgumentError",
+    "argument_error",
+    "check_callable",
+    "check_chain_penalty",
+    "check_flag",
+    "check_instance",
+    "check_k",
+    "check_label",
+    "check_now",
+    "check_plan",
+    "check_positive_int",
+    "check_project",
+    "check_string",
+    "check_tags",
+    "check_text",
+    "check_visibility",
+    "checked_settings",
+]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class ArgumentError(ValueError, TypeError):
+    """A bad argument to an adapter or the middleware (constructor or per
+    call); the message names the argument. Both a ``ValueError`` and a
+    ``TypeError``, so either ``except`` catches it.
+
+    Example::
+
+        try:
+            retriever.invoke("deploy", tags="ops")
+        except ArgumentError as err:
+            print(err)   # tags must be a list of strings, not the bare string 'ops' (...)
+    """
+
+
+def argument_error(name: str, expected: str, value: Any = None, *, got: bool = True) -> ArgumentError:
+    """The one error shape: ``<name> must be <expected>, got <type> <value>``
+    (``got=False``: the message ends after ``expected``)."""
+    if not got:
+        return ArgumentError("%s must be %s" % (name, expected))
+    return ArgumentError("%s must be %s, got %s %r" % (name, expected, type(value).__name__, value))
+
+
+def check_k(value: Any, name: str = "k") -> Optional[int]:
+    """``k`` (or a total budget): None, or an int >= 0 (not a bool, not a
+    numeric string)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise argument_error(name, "an int >= 0 or None", value)
+    if value < 0:
+        raise ArgumentError("%s must be >= 0, got %r" % (name, value))
+    return value
+
+
+def check_positive_int(value: Any, name: str, why: str = "") -> int:
+    """An int >= 1 (not a bool): ``max_turns``, ``page_size``, ``fetch_k``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise argument_error(name, "an int >= 1" + (" (%s)" % why if why else ""), value)
+    return value
+
+
+def check_tags(value: Any, name: str = "tags") -> list[str]:
+    """Scoring-context tags: a list or tuple of strings (None: no tags)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        raise ArgumentError(
+            "%s must be a list of strings, not the bare string %r (did you mean [%r]?)" % (name, value, value)
+        )
+    if not isinstance(value, (list, tuple)) or not all(isinstance(tag, str) for tag in value):
+        raise argument_error(name, "a list or tuple of strings", value)
+    return list(value)
+
+
+def check_text(value: Any, name: str) -> Optional[str]:
+    """A string or None: a task signal (``goal``, ``action_type``,
+    ``phase``), a ``project``."""
+    if value is not None and not isinstance(value, str):
+        raise argument_error(name, "a string or None", value)
+    return value
+
+
+def check_project(value: Any, name: str = "project") -> Optional[str]:
+    """The project of the scoring context: a string or None."""
+    return check_text(value, name)
+
+
+def check_string(value: Any, name: str) -> str:
+    """A string (may be empty): the middleware's ``heading``."""
+    if not isinstance(value, str):
+        raise argument_error(name, "a string", value)
+    return value
+
+
+def check_label(value: Any, name: str) -> str:
+    """A non-empty string: an entry type the middleware writes."""
+    if not isinstance(value, str) or not value:
+        raise argument_error(name, "a non-empty string", value)
+    return value
+
+
+def check_now(value: Any, name: str = "now") -> Optional[datetime.datetime]:
+    if value is not None and not isinstance(value, datetime.datetime):
+        raise argument_error(name, "a datetime or None", value)
+    return value
+
+
+def check_visibility(value: Any, name: str = "visibility") -> Optional[Visibility]:
+    if value is not None and not isinstance(value, Visibility):
+        raise argument_error(name, "a Visibility or None", value)
+    return value
+
+
+def check_flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise argument_error(name, "True or False", value)
+    return value
+
+
+def check_callable(value: Any, name: str) -> Any:
+    """A callable or None (None: the default applies)."""
+    if value is not None and not callable(value):
+        raise argument_error(name, "callable", value)
+    return value
+
+
+def check_instance(value: Any, kind: type, name: str) -> Any:
+    """An instance of ``kind``, or None (None: the default applies)."""
+    if value is not None and not isinstance(value, kind):
+        raise argument_error(name, "a %s" % kind.__name__, value)
+    return value
+
+
+def check_chain_penalty(value: Any, name: str = "chain_penalty") -> float:
+    """A namespace-chain penalty, checked by the one rule that reads it
+    (:class:`~poolsplit_adapters.Visibility`)."""
+    try:
+        Visibility(namespace="-", chain_penalty=value)
+    except (TypeError, ValueError) as err:
+        raise ArgumentError("%s: %s" % (name, err)) from None
+    return float(value)
+
+
+def check_plan(
+    value: Any,
+    name: str = "pools",
+    *,
+    total_tokens: Optional[int] = None,
+    total_entries: Optional[int] = None,
+    owner: str = "",
+) -> Union[list[Pool], str]:
+    """An adapter's pool plan: a list of :class:`Pool` checked by the core
+    itself (every item a Pool, names unique), or ``"auto"`` (a task-aware
+    plan per call, :func:`~poolsplit_adapters.memory.tasks.resolve_pools`),
+    with the totals that go with it (``"auto"`` needs both; explicit pools
+    take none; that error names ``owner``). Checked once, at construction, so a bad plan fails there
+    rather than on the first query; each call's plan is then checked by the
+    core's ``select``.
+
+    Not the core's ``check_pools``, which takes a list only: this one
+    accepts ``"auto"`` and the totals.
+    """
+    if value != AUTO:
+        if isinstance(value, (str, bytes)):
+            raise argument_error(name, "a list of Pool objects or 'auto'", value)
+        try:  # the core's rule: distinct Pools (a single Pool is refused there, naming the fix)
+            value = core_check_pools(value)
+        except (TypeError, ValueError) as err:
+            raise ArgumentError("%s: %s" % (name, err)) from None
+    try:  # one rule for the totals: resolve_pools's
+        resolve_pools(value, {}, total_tokens=total_tokens, total_entries=total_entries)
+    except (TypeError, ValueError) as err:
+        raise ArgumentError("%s: %s" % (owner, err) if owner else str(err)) from None
+    return AUTO if value == AUTO else list(value)
+
+
+#: Check of each shared constructor setting, by name (``scorer`` and
+#: ``token_counter``: None means the default, resolved in ``call``).
+SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
+    "k": check_k,
+    "project": check_project,
+    "now": check_now,
+    "visibility": check_visibility,
+    "scorer": check_callable,
+    "token_counter": check_callable,
+    "total_tokens": check_k,  # None, or an int >= 0, like k
+    "total_entries": check_k,
+    "goal": check_text,
+    "action_type": check_text,
+    "phase": check_text,
+    "progressive": check_flag,
+    "chain_penalty": check_chain_penalty,
+}
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside
+    this package and pydantic (constructors nest at different depths)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(_PACKAGE_DIR) or "%spydantic%s" % (os.sep, os.sep) in path):
+            return level
+        frame = frame.f_back  # type: ignore[assignment]
+        level += 1
+    return level
+
+
+def checked_settings(owner: str, data: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
+    """``data`` (constructor keywords of ``owner``) with the deprecated
+    ``scope=`` renamed to ``visibility=`` and every shared setting checked,
+    the plan with its totals (a copy: the caller's mapping is not changed).
+
+    Unknown keywords raise: a misspelt option silently ignored is a filter
+    silently not applied (``scope=`` used to be dropped without a word).
+    """
+    data = dict(data)
+    if "scope" in data:
+        warnings.warn(
+            "%s(scope=...) is deprecated; use visibility=" % owner, DeprecationWarning, stacklevel=_caller_level()
+        )
+        scope = data.pop("scope")
+        if data.get("visibility") is not None:
+            raise ArgumentError("%s: give visibility= only (scope= is its deprecated name)" % owner)
+        data["visibility"] = scope
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ArgumentError(
+            "%s got unexpected keyword argument(s) %s (known: %s)"
+            % (owner, ", ".join(map(repr, unknown)), ", ".join(sorted(known)))
+        )
+    if "pools" not in data:
+        raise ArgumentError("%s needs pools= (a list of Pool objects)" % owner)
+    for name, check in SETTING_CHECKS.items():
+        if name in data:
+            data[name] = check(data[name], name)
+    data["pools"] = check_plan(
+        data["pools"], total_tokens=data.get("total_tokens"), total_entries=data.get("total_entries"), owner=owner
+    )
+    return data
+
+
+_OVERRIDE_CHECKS: dict[str, Callable[[Any, str], Any]] = {
+    "k": check_k,
+    "project": check_project,
+    "now": check_now,
+    "goal": check_text,
+    "action_type": check_text,
+    "phase": check_text,
+}
+
+
+def check_overrides(
+    overrides: Mapping[str, Any], known: Collection[str], named: Callable[[str], str] = str
+) -> dict[str, Any]:
+    """One call's overrides (``k``, ``tags``, ``project``, ``now``,
+    ``namespace``, the task signals), each checked; ``named(key)`` is how an
+    error names a key (the middleware reads them from ``runtime.context``).
+    Unknown keys raise. Values left None mean "the setting's own"; ``tags``
+    comes back as a list (None: no tags)."""
+    unknown = [key for key in overrides if key not in known]
+    if unknown:
+        raise ArgumentError(
+            "unexpected per-call keyword argument(s) %s (known: %s)"
+            % (", ".join(map(repr, sorted(unknown))), ", ".join(known))
+        )
+    checked = dict(overrides)
+    for key, value in overrides.items():
+        check = _OVERRIDE_CHECKS.get(key)
+        if check is not None and value is not None:
+            check(value, named(key))
+    checked["tags"] = check_tags(overrides.get("tags"), named("tags"))
+    return checked

@@ -1,0 +1,153 @@
+"""The one adapter call (``poolsplit_adapters.call``) and the settings every
+adapter class shares: one default scorer, one default token counter, the
+plan checked once at construction and once per call, the ``k`` cap."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pytest
+from langchain_core.documents import Document
+from langgraph.store.memory import InMemoryStore
+from llama_index.core.schema import TextNode
+
+import poolsplit_adapters.index as index_module
+import poolsplit_adapters.poolsplit as core
+import poolsplit_adapters.settings as settings_module
+from poolsplit_adapters import Pool, select
+from poolsplit_adapters.call import AdapterCall, cap
+from poolsplit_adapters.checks import ArgumentError
+from poolsplit_adapters.langchain import PoolSplitCompressor, PoolSplitMemoryMiddleware, PoolSplitRetriever
+from poolsplit_adapters.llama_index import PoolSplitMemoryStore, PoolSplitNodePostprocessor
+from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
+from poolsplit_adapters.settings import AdapterSettings
+from poolsplit_adapters.tokens import default_counter, llama_index_counter
+
+POOLS = [Pool("a", 100, 3), Pool("b", 100, 3)]
+
+
+def settings_of_every_adapter_class() -> dict[str, Any]:
+    """The settings each of the seven adapter classes selects with (the two
+    memory blocks select through the store they share)."""
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "u1"), store=InMemoryStore())
+    return {
+        "langchain retriever": PoolSplitRetriever(documents=[], pools=POOLS),
+        "langchain compressor": PoolSplitCompressor(pools=POOLS),
+        "middleware": middleware.settings,
+        "llama_index retriever": LlamaRetriever(POOLS, []).settings,
+        "llama_index postprocessor": PoolSplitNodePostprocessor(pools=POOLS),
+        "memory blocks' store": PoolSplitMemoryStore([], POOLS).settings,
+    }
+
+
+def test_every_adapter_class_takes_its_default_scorer_from_one_function(monkeypatch):
+    def chosen(entry: Any, context: Any, *, now: Any = None) -> float:
+        return 1.0
+
+    monkeypatch.setattr(settings_module, "default_adapter_scorer", lambda: chosen)
+    assert {name: s.scorer for name, s in settings_of_every_adapter_class().items()} == dict.fromkeys(
+        settings_of_every_adapter_class(), chosen
+    )
+
+
+def test_the_default_token_counter_is_the_frameworks_and_resolved_once():
+    found = settings_of_every_adapter_class()
+    langchain = {"langchain retriever", "langchain compressor", "middleware"}
+    assert {name for name, s in found.items() if s.token_counter is default_counter()} == langchain
+    assert {name for name, s in found.items() if s.token_counter is llama_index_counter()} == set(found) - langchain
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda **kw: PoolSplitCompressor(**kw),
+        lambda **kw: PoolSplitMemoryMiddleware(namespace=("memories", "u1"), store=[], **kw),
+        lambda **kw: PoolSplitMemoryStore([], **kw),
+        lambda **kw: LlamaRetriever(nodes=[], **kw),
+    ],
+)
+def test_a_bad_plan_fails_at_construction_with_one_error_shape(build: Callable[..., Any]):
+    with pytest.raises(ArgumentError, match="needs total_tokens and total_entries"):
+        build(pools="auto")
+    with pytest.raises(ArgumentError, match="apply only to pools='auto'"):
+        build(pools=POOLS, total_tokens=10)
+    with pytest.raises(ArgumentError, match=r"pools: duplicate pool name: 'a'"):
+        build(pools=[Pool("a", 1, 1), Pool("a", 1, 1)])
+    with pytest.raises(ArgumentError, match="not a single Pool"):
+        build(pools=Pool("a", 1, 1))
+
+
+def test_a_call_adds_no_plan_check_to_the_cores_own(monkeypatch):
+    # Per call only the core's select checks the plan.
+    calls: list[str] = []
+    real = core.check_pools
+
+    def counting(pools: Any) -> Any:
+        calls.append("check")
+        return real(pools)
+
+    documents = [Document("x", metadata={"type": "note"})]
+    retriever = PoolSplitRetriever(documents=documents, pools=POOLS)
+    compressor = PoolSplitCompressor(pools=POOLS)
+    monkeypatch.setattr(core, "check_pools", counting)
+    monkeypatch.setattr(index_module, "check_pools", counting)
+    select([{"content": "x"}], POOLS)
+    by_the_core = len(calls)
+    calls.clear()
+    compressor.compress_documents(documents, "x")
+    assert len(calls) == by_the_core
+    calls.clear()
+    index_module.MemoryIndex([{"content": "x"}]).select(POOLS, {"message": "x"})
+    by_the_index = len(calls)
+    calls.clear()
+    retriever.invoke("x")
+    assert len(calls) == by_the_index
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: PoolSplitCompressor(pools=POOLS),
+        lambda: LlamaRetriever(POOLS, []),
+        lambda: PoolSplitMemoryStore([], POOLS),
+        lambda: PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "u1"), store=[]),
+    ],
+)
+def test_the_plan_is_checked_once_at_construction(monkeypatch, build: Callable[[], Any]):
+    # Settings held by a class were checked twice (by held_by, then by the
+    # model's own __init__); the middleware checked its plan twice as well.
+    import poolsplit_adapters.checks as checks_module
+
+    calls: list[str] = []
+    real = checks_module.core_check_pools
+
+    def counting(pools: Any) -> Any:
+        calls.append("check")
+        return real(pools)
+
+    monkeypatch.setattr(checks_module, "core_check_pools", counting)
+    build()
+    assert calls == ["check"]
+
+
+def test_k_is_dealt_round_robin_across_pools_and_never_cuts_the_always_tier():
+    entries = [
+        {"id": "fix", "content": "c", "type": "a", "scope": "always", "token_count": 1},
+        *[{"id": "a%d" % i, "content": "a", "type": "a", "token_count": 1, "base_priority": 9 - i} for i in range(3)],
+        {"id": "b0", "content": "b", "type": "b", "token_count": 1},
+    ]
+    selection = select(entries, [Pool("a", 10, 3, ("a",)), Pool("b", 10, 3, ("b",))])
+    assert [c.entry["id"] for c in cap(selection, 3)] == ["fix", "a0", "a1", "b0"]
+    assert [c.entry["id"] for c in cap(selection, 0)] == ["fix"]
+    assert [c.entry["id"] for c in cap(selection, None)] == ["fix", "a0", "a1", "a2", "b0"]
+
+
+def test_a_call_applies_its_overrides_and_names_a_bad_one():
+    settings = AdapterSettings(pools=POOLS, k=5, project="p")
+    call = AdapterCall(settings, "deploy", {"k": 2, "tags": ["ops"]})
+    assert (call.options.k, call.options.context) == (2, {"message": "deploy", "tags": ["ops"], "project": "p"})
+    with pytest.raises(ArgumentError, match=r"runtime.context\['tags'\] must be a list of strings"):
+        AdapterCall(settings, "deploy", {"tags": "ops"}, named=lambda key: "runtime.context[%r]" % key)
+    with pytest.raises(ArgumentError, match="unexpected per-call keyword argument"):
+        AdapterCall(settings, "deploy", {"kk": 2})
+    assert TextNode  # the LlamaIndex classes above are real framework objects
