@@ -136,7 +136,13 @@ class PGVectorAlwaysFetch(BaseRetriever):
         rows = self.store.EmbeddingStore  # type: ignore[attr-defined]
         return (
             select(rows)
-            .where(rows.collection_id == collection.uuid, metadata_condition(rows.cmetadata, self.search))
+            .where(
+                rows.collection_id == collection.uuid,
+                # The same condition as JSONB containment: PGVector's GIN
+                # index on cmetadata answers it without reading every row.
+                rows.cmetadata.contains({"scope": "always"}),
+                metadata_condition(rows.cmetadata, self.search),
+            )
             .order_by(rows.id)
             .limit(self.search.k)
         )

@@ -227,8 +227,18 @@ class PGVectorStoreSearch:
         return self.store._build_query(embedding, search.k).where(condition)
 
     def _settings(self, search: Search) -> List[Tuple[str, Any]]:
-        """The store's per-query index settings (a similarity search only)."""
-        return [] if search.always else list(self.store._get_query_session_settings())
+        """The store's HNSW search setting (a similarity search only), for
+        this transaction: ``set_config`` takes its value as a bound
+        parameter, where ``SET`` cannot (the store's own sync ``SET ... =
+        :value`` is a syntax error under psycopg 3)."""
+        hnsw = self.store.hnsw_kwargs
+        if search.always or not hnsw:
+            return []
+        ef_search = str(int(hnsw["hnsw_ef_search"]))
+        return [
+            ("SELECT set_config('hnsw.ef_search', :value, true)", {"value": ef_search}),
+            ("SELECT set_config('enable_bitmapscan', 'off', true)", {}),
+        ]
 
     def _nodes(self, search: Search, rows: Sequence[Any]) -> List[NodeWithScore]:
         from llama_index.vector_stores.postgres.base import DBEmbeddingRow
