@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import pathlib
 import sqlite3
 import threading
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -51,7 +53,7 @@ from ..poolsplit import (
 )
 from .checks import stored_copy
 
-__all__ = ["SQLiteMemoryStore", "StoreError", "EntryNotFound", "SCHEMA_VERSION", "MIGRATIONS"]
+__all__ = ["SQLiteMemoryStore", "StoreError", "EntryNotFound", "SCHEMA_VERSION", "MIGRATIONS", "identify"]
 
 PathLike = Union[str, "pathlib.Path"]
 Clock = Callable[[], datetime.datetime]
@@ -102,6 +104,105 @@ KEEP_FORGOTTEN = 10_000
 #: Past this many removals/replacements in one catch-up, a full reload is
 #: cheaper than editing the index entry by entry.
 RELOAD_AFTER = 2_000
+
+
+#: The first 16 bytes of every SQLite database file.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The tables (and their columns) of a file at :data:`SCHEMA_VERSION`: a
+#: file claiming that version without them is another program's database.
+SCHEMA_TABLES: dict[str, frozenset[str]] = {
+    "memory": frozenset({"id", "namespace", "type", "scope", "created", "status", "superseded_by", "seq", "entry"}),
+    "forgotten": frozenset({"seq", "id"}),
+    "meta": frozenset({"key", "value"}),
+}
+
+
+def _read_only_uri(path: pathlib.Path, immutable: bool = False) -> str:
+    """A URI that opens ``path`` read-only (``immutable``: without the
+    shared-memory file a WAL database needs, for a folder nobody can write)."""
+    return "file:%s?mode=ro%s" % (urllib.parse.quote(str(path.resolve())), "&immutable=1" if immutable else "")
+
+
+def _cannot_open(exc: sqlite3.Error) -> bool:
+    """Whether a read-only connection failed for want of the WAL's shared
+    memory file (which it may not create in a read-only folder)."""
+    return "unable to open" in str(exc) or "readonly database" in str(exc)
+
+
+def _probe(path: pathlib.Path) -> tuple[int, dict[str, frozenset[str]]]:
+    """(``user_version``, table -> columns) of an existing SQLite file, read
+    through a read-only connection: identifying a file never writes to it."""
+    for immutable in (False, True):
+        try:
+            conn = sqlite3.connect(_read_only_uri(path, immutable), uri=True)
+        except sqlite3.Error as exc:
+            if immutable or not _cannot_open(exc):
+                raise
+            continue
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            tables = {
+                name: frozenset(r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (name,)))
+                for name in names
+            }
+            return version, tables
+        except sqlite3.DatabaseError as exc:
+            # A WAL file in a folder we cannot write: no shared memory to read it through.
+            if immutable or not _cannot_open(exc):
+                raise
+        finally:
+            conn.close()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def identify(path: pathlib.Path) -> int:
+    """The schema version of the memory store at ``path`` (0: a new or empty
+    file), or :class:`StoreError` naming the file when it is not one: not a
+    SQLite database, another program's database, a newer schema, a corrupt
+    file. Nothing is written, so a refused file is left byte-identical."""
+    if path.is_dir():
+        raise StoreError("%s: is a directory, not a store file" % path)
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise StoreError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
+    if not header:
+        return 0  # an empty file is an empty database to SQLite
+    if not header.startswith(SQLITE_MAGIC):
+        raise StoreError("%s: not a SQLite database (the file does not start with the SQLite header)" % path)
+    try:
+        version, tables = _probe(path)
+    except sqlite3.Error as exc:
+        raise StoreError("%s: %s (not a usable SQLite memory store)" % (path, exc)) from None
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            "%s: schema version %d is newer than this poolsplit-adapters reads (%d); upgrade the package"
+            % (path, version, SCHEMA_VERSION)
+        )
+    if version == 0 and tables:
+        raise StoreError(
+            "%s: not a poolsplit memory store (it holds other tables: %s)" % (path, ", ".join(sorted(tables)))
+        )
+    if version == SCHEMA_VERSION:
+        for table, columns in SCHEMA_TABLES.items():
+            missing = sorted(columns - tables.get(table, frozenset()))
+            if missing:
+                what = (
+                    "no table %r" % table if table not in tables else "table %r lacks %s" % (table, ", ".join(missing))
+                )
+                raise StoreError("%s: not a poolsplit memory store (user_version %d, but %s)" % (path, version, what))
+    return version
+
+
+def writable(path: pathlib.Path) -> bool:
+    """Whether this process may write the store at ``path``: the file (when
+    it exists) and its folder (where SQLite keeps its log) are writable."""
+    folder = path.parent if str(path.parent) else pathlib.Path(".")
+    return os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
 
 
 def _utc_now() -> datetime.datetime:
@@ -191,24 +292,51 @@ class SQLiteMemoryStore:
         self._head: Optional[int] = None  # latest change number seen in the file
         self._data_version: Optional[int] = None
         self._full_loads = 0
+        version = identify(self.path)  # before anything touches the file
+        #: Opened read-only: the file or its folder is not writable (reads
+        #: work; a write raises StoreError naming the file).
+        self.read_only = not writable(self.path)
+        if self.read_only and version < SCHEMA_VERSION:
+            raise StoreError(
+                "%s: cannot create or upgrade a memory store here: the file or its folder is read-only" % self.path
+            )
         try:
-            self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._conn = self._connect(timeout)
         except sqlite3.Error as exc:
             raise StoreError("%s: cannot open (%s)" % (self.path, exc)) from None
         try:
-            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise StoreError("%s: cannot use write-ahead logging (journal_mode=%s)" % (self.path, mode))
-            self._conn.execute("PRAGMA synchronous=FULL")
-            # Deleted content is overwritten in the file, not just unlinked.
-            self._conn.execute("PRAGMA secure_delete=ON")
-            self._migrate()
+            if not self.read_only:
+                mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise StoreError("%s: cannot use write-ahead logging (journal_mode=%s)" % (self.path, mode))
+                self._conn.execute("PRAGMA synchronous=FULL")
+                # Deleted content is overwritten in the file, not just unlinked.
+                self._conn.execute("PRAGMA secure_delete=ON")
+                self._migrate()
+            self._read_head()  # a read-only file is read once here, so a bad one fails now
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             raise StoreError("%s: not a usable SQLite memory store (%s)" % (self.path, exc)) from None
         except BaseException:
             self._conn.close()
             raise
+
+    def _connect(self, timeout: float) -> sqlite3.Connection:
+        """The store's connection: read-write, or read-only (through the
+        shared-memory file when it can be made, else immutable)."""
+        if not self.read_only:
+            return sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
+        for immutable in (False, True):
+            uri = _read_only_uri(self.path, immutable)
+            conn = sqlite3.connect(uri, timeout=timeout, isolation_level=None, check_same_thread=False, uri=True)
+            try:
+                conn.execute("PRAGMA user_version").fetchone()
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                if immutable or not _cannot_open(exc):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -231,11 +359,6 @@ class SQLiteMemoryStore:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:
             return
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                "%s: schema version %d is newer than this poolsplit-adapters reads (%d); upgrade the package"
-                % (self.path, version, SCHEMA_VERSION)
-            )
         with self._writing():
             # Another process may have migrated while we waited for the lock.
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -254,6 +377,8 @@ class SQLiteMemoryStore:
     def _writing(self) -> Iterator[None]:
         """One write transaction: BEGIN IMMEDIATE takes the write lock up
         front (no deadlock on upgrade); any failure rolls back everything."""
+        if self.read_only:
+            raise StoreError("%s: opened read-only (the file or its folder is not writable); cannot write" % self.path)
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield
