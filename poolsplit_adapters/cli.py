@@ -414,8 +414,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return 0
         except sqlite3.Error as exc:
             # Raised by SQLite itself (a page found corrupt mid-query, say):
-            # name the store file, as every other error does.
-            print("poolsplit: %s: %s" % (_store_file(args), _one_line(str(exc))), file=sys.stderr)
+            # the store names its file; say which file when it did not.
+            name, text = _store_file(args), _one_line(str(exc))
+            print(
+                "poolsplit: %s" % (text if text.startswith(name + ": ") else "%s: %s" % (name, text)), file=sys.stderr
+            )
             return 2
         except _USER_ERRORS as exc:
             print("poolsplit: %s" % _one_line(str(exc)), file=sys.stderr)

@@ -232,6 +232,79 @@ _INSERT = (
 _Change = tuple[str, Optional[dict[str, Any]]]
 
 
+def _with_file(exc: sqlite3.Error, path: str) -> sqlite3.Error:
+    """``exc`` (same class, so handlers still match) with a message that
+    names the store file: "database disk image is malformed" alone does not
+    say which of a host's files is damaged."""
+    if str(exc).startswith(path + ": "):
+        return exc
+    named = type(exc)("%s: %s" % (path, exc))
+    for attr in ("sqlite_errorcode", "sqlite_errorname"):
+        if hasattr(exc, attr):
+            setattr(named, attr, getattr(exc, attr))
+    return named
+
+
+class _FileCursor(sqlite3.Cursor):
+    """A cursor whose SQLite errors name the store file (see :func:`_with_file`)."""
+
+    path = ""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _FileCursor:
+        try:
+            super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+        return self
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _FileCursor:
+        try:
+            super().executemany(sql, seq_of_parameters)
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+        return self
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+
+
+class _FileConnection(sqlite3.Connection):
+    """A connection whose statements run on :class:`_FileCursor`."""
+
+    path = ""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _FileCursor:
+        cursor = self.cursor(_FileCursor)
+        cursor.path = self.path
+        return cursor.execute(sql, parameters)
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _FileCursor:
+        cursor = self.cursor(_FileCursor)
+        cursor.path = self.path
+        return cursor.executemany(sql, seq_of_parameters)
+
+
+def _named(conn: sqlite3.Connection, path: pathlib.Path) -> sqlite3.Connection:
+    assert isinstance(conn, _FileConnection)
+    conn.path = str(path)
+    return conn
+
+
 class SQLiteMemoryStore:
     """Durable long-term memory in one SQLite file, shared by processes.
 
@@ -316,19 +389,23 @@ class SQLiteMemoryStore:
             self._read_head()  # a read-only file is read once here, so a bad one fails now
         except sqlite3.DatabaseError as exc:
             self._conn.close()
-            raise StoreError("%s: not a usable SQLite memory store (%s)" % (self.path, exc)) from None
+            problem = str(exc).removeprefix("%s: " % self.path)
+            raise StoreError("%s: not a usable SQLite memory store (%s)" % (self.path, problem)) from None
         except BaseException:
             self._conn.close()
             raise
 
     def _connect(self, timeout: float) -> sqlite3.Connection:
         """The store's connection: read-write, or read-only (through the
-        shared-memory file when it can be made, else immutable)."""
+        shared-memory file when it can be made, else immutable). Errors
+        SQLite raises through it name the file (:class:`_FileConnection`)."""
+        options: dict[str, Any] = {"isolation_level": None, "check_same_thread": False, "factory": _FileConnection}
         if not self.read_only:
-            return sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
+            return _named(sqlite3.connect(str(self.path), timeout, **options), self.path)
         for immutable in (False, True):
-            uri = _read_only_uri(self.path, immutable)
-            conn = sqlite3.connect(uri, timeout=timeout, isolation_level=None, check_same_thread=False, uri=True)
+            conn = _named(
+                sqlite3.connect(_read_only_uri(self.path, immutable), timeout, uri=True, **options), self.path
+            )
             try:
                 conn.execute("PRAGMA user_version").fetchone()
                 return conn

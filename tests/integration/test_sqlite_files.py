@@ -200,6 +200,10 @@ def test_a_damaged_file_is_named_in_the_error(tmp_path):
     for args in (["select", "fact", "--store", str(path), "--pools", str(pools)], ["export", "--store", str(path)]):
         code, _, err = cli(*args)
         one_line_error(code, err, "poolsplit: %s: " % path, "malformed")
+        assert err.count(str(path)) == 1, err
+    # Through the library too, whether the damage shows at open or mid-query.
+    with pytest.raises((StoreError, sqlite3.DatabaseError), match="^%s: .*malformed" % path):
+        SQLiteMemoryStore(path).entries()
 
 
 @pytest.mark.parametrize("content", [b"just some notes\nnot a database\n", bytes(range(256)) * 8, b"{}\n"])
