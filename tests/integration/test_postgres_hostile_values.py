@@ -73,6 +73,23 @@ def canary(database: Database) -> None:
         conn.execute("CREATE TABLE canary (x int)")
 
 
+class StatementLog:
+    """Every SQL text an engine sends (parameters apart), to show that no
+    value is in it."""
+
+    def __init__(self, engine: Any) -> None:
+        self.texts: List[str] = []
+        sqlalchemy.event.listen(engine, "before_cursor_execute", self.capture)
+
+    def capture(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        self.texts.append(statement)
+
+    def assert_clean(self, values: Sequence[str]) -> None:
+        assert self.texts
+        for value in values:
+            assert not [t for t in self.texts if value in t], value
+
+
 def intact(database: Database, table: str) -> int:
     """The canary is still there; the store's row count."""
     with psycopg.connect(database.conninfo) as conn:
@@ -117,6 +134,7 @@ def node_ids(nodes: Sequence[Any]) -> List[str]:
 def test_hostile_namespaces_recall_exactly_their_own_rows_from_pgvectorstore(pg_database, llama_store):
     canary(pg_database)
     retriever = llama_retriever(llama_store)
+    log = StatementLog(llama_store._engine)
     rows = intact(pg_database, "data_memory")
     assert rows == len(memory())
     for tenant in TENANTS:
@@ -125,11 +143,13 @@ def test_hostile_namespaces_recall_exactly_their_own_rows_from_pgvectorstore(pg_
         assert [n.node.node_id for n in nodes][:3] == ["t%d-fix-%d" % (TENANTS.index(tenant), k) for k in range(3)]
         assert recalled(selection) == own_ids(tenant), tenant  # all its rows, no foreign one
         assert intact(pg_database, "data_memory") == rows
+    log.assert_clean([*HOSTILE, HOSTILE_TYPE])
 
 
 async def test_hostile_namespaces_are_bound_on_the_async_path_of_pgvectorstore(pg_database, llama_store):
     canary(pg_database)
     retriever = llama_retriever(llama_store)
+    log = StatementLog(llama_store._async_engine.sync_engine)
     try:
         for tenant in HOSTILE:
             nodes, selection = await retriever.aretrieve_with_selection(QUERY, namespace=tenant)
@@ -138,6 +158,7 @@ async def test_hostile_namespaces_are_bound_on_the_async_path_of_pgvectorstore(p
     finally:
         await llama_store.close()
     assert intact(pg_database, "data_memory") == len(memory())
+    log.assert_clean([*HOSTILE, HOSTILE_TYPE])
 
 
 def test_a_nul_namespace_is_a_clear_error_from_pgvectorstore(llama_store):
@@ -169,6 +190,7 @@ def test_hostile_namespaces_recall_exactly_their_own_rows_from_pgvector(pg_datab
 
     canary(pg_database)
     retriever = lc_retriever(PGVector(HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS))
+    log = StatementLog(engine)
     rows = intact(pg_database, "langchain_pg_embedding")
     assert rows == len(memory())
     for tenant in TENANTS:
@@ -177,6 +199,7 @@ def test_hostile_namespaces_recall_exactly_their_own_rows_from_pgvector(pg_datab
         assert docs[0].id == "t%d-fix-0" % TENANTS.index(tenant)
         assert recalled(retriever.last_selection) == own_ids(tenant), tenant
         assert intact(pg_database, "langchain_pg_embedding") == rows
+    log.assert_clean([*HOSTILE, HOSTILE_TYPE])  # langchain-postgres binds its filter values
 
 
 async def test_hostile_namespaces_are_bound_on_the_async_path_of_pgvector(pg_database):
