@@ -40,6 +40,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
+from ..stores.postgres import check_search
 from .filters import FilterBuilder
 
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
@@ -218,8 +219,6 @@ class VectorRecall:
         runs: List[Tuple[Search, SearchRun]] = []
         for search in plan.searches(visibility):
             if exact:
-                from ..stores.postgres import check_search
-
                 check_search(search)  # NUL: one clear error before any query runs
             if exact and search.always:
                 runs.append((search, PGVectorAlwaysFetch(store=self.store, search=search)))
