@@ -22,12 +22,13 @@ naming the field, instead of a driver traceback from inside the store.
 
 from __future__ import annotations
 
-from typing import Any, List
+from typing import Any, List, Mapping, Optional
 
+from ..poolsplit import entry_error
 from ..recall import Search
 from ..settings import ArgumentError
 
-__all__ = ["check_text", "check_search", "metadata_condition"]
+__all__ = ["check_entry_text", "check_search", "check_text", "metadata_condition"]
 
 
 def check_text(field: str, value: str) -> str:
@@ -43,6 +44,25 @@ def check_text(field: str, value: str) -> str:
             % (field, value, exc.start)
         ) from None
     return value
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    if isinstance(value, Mapping):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    return False
+
+
+def check_entry_text(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
+    """Raise :class:`~poolsplit_adapters.EntryError` naming the entry and
+    field when a value of ``entry`` holds NUL: Postgres text and JSONB
+    cannot store it (the driver's own error names neither)."""
+    for key, value in entry.items():
+        if _has_nul(value):
+            raise entry_error(entry, index, key, "contains NUL (\\x00), which Postgres text cannot hold")
 
 
 def check_search(search: Search, type_key: str = "type") -> None:

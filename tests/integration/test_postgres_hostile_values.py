@@ -230,3 +230,28 @@ def test_a_nul_namespace_is_a_clear_error_from_pgvector(engine):
     for bad in ["a\x00b", "lone \ud800"]:
         with pytest.raises(ArgumentError, match="namespace"):
             retriever.invoke(QUERY, namespace=bad)
+
+
+def test_the_middleware_sink_stores_a_quoted_tenant_and_names_a_nul_field(engine):
+    """What the agent writes into PGVector (the middleware's vector-store
+    sink): a tenant named with quotes stores and recalls its memory; a NUL
+    (Postgres text cannot hold it) is an EntryError naming entry and field,
+    and nothing of that batch is written."""
+    from langchain_postgres import PGVector
+
+    from poolsplit_adapters import EntryError, default_scorer
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+    from poolsplit_adapters.langchain.sources import Settings, source_for
+
+    store = PGVector(HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS)
+    sink = source_for(store, Settings(list(POOLS), default_scorer, None, NOW, 0.0, 100, None))
+    tenant = HOSTILE[0]
+    fix = {"id": "q-fix", "content": "Quote in cents.", "type": "correction", "scope": "always", "namespace": tenant}
+    sink.write((), [fix])
+    with pytest.raises(EntryError, match="entry 'bad' \\(index 1\\): field 'tags' contains NUL"):
+        sink.write(
+            (), [{"id": "ok2", "content": "fine", "type": "note"}, {"id": "bad", "content": "x", "tags": ["a\x00"]}]
+        )
+    assert store.get_by_ids(["ok2", "bad"]) == []
+    got = PoolSplitRetriever.from_vectorstore(store, POOLS, now=NOW).invoke(QUERY, namespace=tenant)
+    assert [d.id for d in got] == ["q-fix"]
