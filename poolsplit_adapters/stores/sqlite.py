@@ -366,6 +366,8 @@ class SQLiteMemoryStore:
         self._data_version: Optional[int] = None
         self._full_loads = 0
         version = identify(self.path)  # before anything touches the file
+        if not self.path.parent.is_dir():
+            raise StoreError("%s: cannot create the store: no folder %s" % (self.path, self.path.parent))
         #: Opened read-only: the file or its folder is not writable (reads
         #: work; a write raises StoreError naming the file).
         self.read_only = not writable(self.path)
