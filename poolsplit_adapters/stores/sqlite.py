@@ -12,6 +12,15 @@ with their change number, so other processes can drop them from their
 indexes. ``meta`` holds the change counter. ``PRAGMA user_version`` is the
 schema version; :data:`MIGRATIONS` upgrades older files step by step.
 
+**Identified before written.** Opening a file first reads its header and
+schema through a read-only connection (:func:`identify`): a file that is not
+SQLite, another program's database (also one that claims ``user_version``
+1 without these tables) or a newer schema is refused with a
+:class:`StoreError` naming it, byte-identical, before WAL mode or a
+migration could touch it. A file (or folder) this process cannot write is
+opened read-only: reads work, a write raises :class:`StoreError`. Every
+SQLite error the store raises names the file.
+
 **Durability.** WAL mode with ``synchronous=FULL``: every commit fsyncs the
 log before the write returns, so an acknowledged write survives ``kill -9``
 of the writer, an OS crash and a power cut (on a disk that honours fsync).
@@ -198,7 +207,7 @@ def identify(path: pathlib.Path) -> int:
     return version
 
 
-def writable(path: pathlib.Path) -> bool:
+def _writable(path: pathlib.Path) -> bool:
     """Whether this process may write the store at ``path``: the file (when
     it exists) and its folder (where SQLite keeps its log) are writable."""
     folder = path.parent if str(path.parent) else pathlib.Path(".")
@@ -370,7 +379,7 @@ class SQLiteMemoryStore:
             raise StoreError("%s: cannot create the store: no folder %s" % (self.path, self.path.parent))
         #: Opened read-only: the file or its folder is not writable (reads
         #: work; a write raises StoreError naming the file).
-        self.read_only = not writable(self.path)
+        self.read_only = not _writable(self.path)
         if self.read_only and version < SCHEMA_VERSION:
             raise StoreError(
                 "%s: cannot create or upgrade a memory store here: the file or its folder is read-only" % self.path
