@@ -13,8 +13,9 @@ builds an HNSW index, then for each query runs:
   contextual entry cap (what a single top-k would be given instead);
 - pools: ``PoolSplitRetriever.from_vectorstore(store, pools).invoke(query)``:
   its recall plan (one filtered similarity search per pool, one more for
-  untyped entries of a pool that admits "note", one ``scope == "always"``
-  fetch), then the selection.
+  untyped entries of a pool that admits "note", one exact
+  ``scope == "always"`` fetch by metadata, no similarity in it), then the
+  selection.
 
 Reported: ingest rate (through ``add_embeddings``, no index; then with the
 index in place), HNSW build time, latency p50/p95 of both and of each
@@ -302,7 +303,8 @@ def plans(engine: Any, message: str, fetch_k: int, k: int) -> List[str]:
     captured: List[Tuple[str, Any]] = []
 
     def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
-        if "FROM langchain_pg_embedding" in statement and "ORDER BY distance" in statement:
+        # Every search of the table (the always-scope fetch has no ORDER BY distance).
+        if statement.lstrip().upper().startswith("SELECT") and "FROM langchain_pg_embedding" in statement:
             captured.append((statement, parameters))
 
     sqlalchemy.event.listen(engine, "before_cursor_execute", capture)

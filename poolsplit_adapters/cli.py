@@ -3,7 +3,11 @@
 A store is a SQLite file (``memory.db``, read and written) or a JSON Lines
 file (``.jsonl``, read only): the kind is read from the file's first bytes,
 or, for a file not yet created, from its suffix (``.jsonl``/``.ndjson``/
-``.json`` mean JSON Lines, anything else SQLite).
+``.json`` mean JSON Lines, anything else SQLite). A file named as a database
+(``.db``, ``.sqlite``, ``.sqlite3``, ``.db3``) is always opened as SQLite, so
+a text or random file under such a name is "not a SQLite database", never
+read as JSON Lines. A read-only file (or folder) is opened read-only:
+``select``, ``export`` and ``search`` work, writes say the file is read-only.
 
     poolsplit select  QUERY --store S --pools P.toml [--since/--until ISO] [--namespace N] [--json]
     poolsplit add     --store memory.db (--content TEXT [--type ...] | --json OBJECT)
@@ -37,10 +41,10 @@ from .poolsplit import Selection, Visibility, select
 from .render import explain, render_context
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
 from .stores.search import search_all_namespaces
-from .stores.sqlite import EntryNotFound, SQLiteMemoryStore, StoreError
+from .stores.sqlite import SQLITE_MAGIC, EntryNotFound, SQLiteMemoryStore, StoreError
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 JSONL_SUFFIXES = {".jsonl", ".ndjson", ".json"}
+SQLITE_SUFFIXES = {".db", ".sqlite", ".sqlite3", ".db3"}
 Store = Union[SQLiteMemoryStore, List[Dict[str, Any]]]
 
 
@@ -88,7 +92,7 @@ def _is_sqlite(path: pathlib.Path) -> bool:
         head = b""
     except OSError as exc:
         raise InputFileError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
-    if head:
+    if head and path.suffix.lower() not in SQLITE_SUFFIXES:
         return head == SQLITE_MAGIC
     return path.suffix.lower() not in JSONL_SUFFIXES
 
@@ -389,6 +393,11 @@ _USER_ERRORS: Tuple[Type[BaseException], ...] = (
 )
 
 
+def _store_file(args: argparse.Namespace) -> str:
+    """The store file a command works on (``--store``, ``--into``)."""
+    return str(getattr(args, "store", None) or getattr(args, "into", None) or "store")
+
+
 def _warn_one_line(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
     print("poolsplit: warning: %s" % _one_line(str(message)), file=sys.stderr)
 
@@ -403,6 +412,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         except BrokenPipeError:  # e.g. `poolsplit export ... | head`: the reader has enough
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return 0
+        except sqlite3.Error as exc:
+            # Raised by SQLite itself (a page found corrupt mid-query, say):
+            # the store names its file; say which file when it did not.
+            name, text = _store_file(args), _one_line(str(exc))
+            print(
+                "poolsplit: %s" % (text if text.startswith(name + ": ") else "%s: %s" % (name, text)), file=sys.stderr
+            )
+            return 2
         except _USER_ERRORS as exc:
             print("poolsplit: %s" % _one_line(str(exc)), file=sys.stderr)
             return 2

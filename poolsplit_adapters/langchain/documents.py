@@ -17,7 +17,7 @@ from ..convert import (
     selection_metadata,
     trusted_omissions,
 )
-from ..poolsplit import Chosen, Selection
+from ..poolsplit import Chosen, EntryError, Selection
 from ..recall import merge_recalled
 from ..render import expand_hint, marker, omission_line, omitted_by_pool
 
@@ -111,8 +111,9 @@ def format_documents(documents: Sequence[Document]) -> str:
     foreign document's own ``metadata["poolsplit"]`` is never trusted.
 
     Raises:
-        TypeError: a document that is not a ``Document``, or whose
-            ``metadata["poolsplit"]`` is not a mapping (naming it).
+        TypeError: a document that is not a ``Document`` (naming its position).
+        EntryError: a document whose ``metadata["poolsplit"]`` is not a
+            mapping (malformed data: naming the document and the key).
     """
     blocks = []
     short = 0
@@ -123,9 +124,13 @@ def format_documents(documents: Sequence[Document]) -> str:
         if data is None:
             data = {}
         elif not isinstance(data, Mapping):
-            raise TypeError(
-                "%s: metadata field %r must be the mapping this package writes, got %s"
-                % (_label(doc, position), SELECTION_KEY, type(data).__name__)
+            problem = "must be the mapping this package writes, got %s" % type(data).__name__
+            raise EntryError(
+                "%s: metadata field %r %s" % (_label(doc, position), SELECTION_KEY, problem),
+                index=position,
+                entry_id=doc.id or None,
+                field=SELECTION_KEY,
+                problem=problem,
             )
         trusted = trusted_omissions(data)
         if trusted is not None:

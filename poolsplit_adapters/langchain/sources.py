@@ -35,9 +35,12 @@ from ..memory.progressive import ProgressiveLayers
 from ..poolsplit import EntryError, Pool, Selection, check_entry
 from ..recall import VisibleEntries
 from ..settings import AgentMemorySettings
+from ..stores.checks import check_storable
+from ..stores.postgres import check_entry_text
 from .documents import document_to_entry
 from .retriever import PoolSplitRetriever
 from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
+from .vector_search import PGVectorAlwaysFetch
 
 __all__ = ["Plan", "Snapshot", "Source", "source_for", "STORE_METHODS"]
 
@@ -319,11 +322,14 @@ class _VectorStoreSource(Source):
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return {d.id for d in await self.store.aget_by_ids(list(ids)) if d.id is not None}
 
-    @staticmethod
-    def _documents(entries: Sequence[Mapping[str, Any]]) -> Tuple[List[Document], List[str]]:
+    def _documents(self, entries: Sequence[Mapping[str, Any]]) -> Tuple[List[Document], List[str]]:
         docs, ids = [], []
+        postgres = PGVectorAlwaysFetch.serves(self.store)
         for position, entry in enumerate(entries):
             check_entry(entry, position)
+            check_storable(entry, position)
+            if postgres:
+                check_entry_text(entry, position)
             metadata = {k: v for k, v in entry.items() if k not in ("content", "id")}
             docs.append(Document(page_content=str(entry["content"]), metadata=metadata, id=entry.get("id")))
             ids.append(str(entry.get("id")))

@@ -56,6 +56,7 @@ from ..poolsplit import (
     given_token_count,
     select,
 )
+from ..stores.checks import check_storable
 from ..tokens import default_counter
 
 __all__ = ["BaseStoreMemory", "Namespace", "Recall", "check_namespaces", "namespace_label"]
@@ -438,6 +439,7 @@ class BaseStoreMemory:
                     index=position,
                 )
             check_entry(entry, position)
+            check_storable(entry, position)
             where = entry.get("namespace")
             if where is not None and where != own:
                 raise EntryError(

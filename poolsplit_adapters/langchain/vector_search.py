@@ -12,13 +12,22 @@ With an embedding scorer the similarity the store computed is used too,
 instead of embedding every recalled document again per query: a search
 then goes through ``similarity_search_with_score_by_vector`` (when the store
 has it) and :meth:`VectorRecall.run` returns each document's score.
+
+The always-scope fetch never depends on similarity where the store can say
+so exactly: on LangChain's ``PGVector`` it is one query by collection and
+metadata (:class:`PGVectorAlwaysFetch`), with no distance ordering. Through
+an HNSW index a filtered similarity search looks at the ``hnsw.ef_search``
+nearest rows and then filters, so corrections far from the query came back
+in none of the queries once the planner used the index. Other stores get the
+filtered similarity search (exact for the in-memory ones).
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
@@ -31,6 +40,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
+from ..stores.postgres import check_search
 from .filters import FilterBuilder
 
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
@@ -89,6 +99,80 @@ class StoreSearch(BaseRetriever):
         return await self.store.asimilarity_search(query, **self.search_kwargs)
 
 
+class PGVectorAlwaysFetch(BaseRetriever):
+    """The always-scope fetch on LangChain's ``PGVector``: one exact query on
+    the store's own session, by collection and metadata (scope, namespace),
+    in id order, with no similarity in it, so an HNSW index cannot cut a
+    correction. Every value is a bound parameter
+    (:func:`~poolsplit_adapters.stores.postgres.metadata_condition`).
+
+    Example::
+
+        fetch = PGVectorAlwaysFetch(store=pgvector, search=Search("always", 1000, always=True))
+        corrections = fetch.invoke("")
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: VectorStore
+    search: Search
+
+    @staticmethod
+    def serves(store: VectorStore) -> bool:
+        """Whether ``store`` is a ``PGVector`` (never imports the package: a
+        store of that class means it is imported already)."""
+        module = sys.modules.get("langchain_postgres.vectorstores")
+        return module is not None and isinstance(store, module.PGVector)
+
+    @property
+    def scores(self) -> Dict[str, float]:
+        """No scores: the fetch is not ranked."""
+        return {}
+
+    def _statement(self, collection: Any) -> Any:
+        from sqlalchemy import select
+
+        from ..stores.postgres import metadata_condition
+
+        rows = self.store.EmbeddingStore  # type: ignore[attr-defined]
+        return (
+            select(rows)
+            .where(
+                rows.collection_id == collection.uuid,
+                # The same condition as JSONB containment: PGVector's GIN
+                # index on cmetadata answers it without reading every row.
+                rows.cmetadata.contains({"scope": "always"}),
+                metadata_condition(rows.cmetadata, self.search),
+            )
+            .order_by(rows.id)
+            .limit(self.search.k)
+        )
+
+    @staticmethod
+    def _documents(rows: Sequence[Any]) -> List[Document]:
+        return [Document(id=str(row.id), page_content=row.document, metadata=row.cmetadata) for row in rows]
+
+    def _get_relevant_documents(self, query: str, *, run_manager: SyncRun) -> List[Document]:
+        store: Any = self.store
+        with store._make_sync_session() as session:
+            collection = store.get_collection(session)
+            if collection is None:
+                return []
+            return self._documents(session.execute(self._statement(collection)).scalars().all())
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncRun) -> List[Document]:
+        store: Any = self.store
+        async with store._make_async_session() as session:
+            collection = await store.aget_collection(session)
+            if collection is None:
+                return []
+            return self._documents((await session.execute(self._statement(collection))).scalars().all())
+
+
+#: One search of the plan as a retriever run.
+SearchRun = Union[StoreSearch, PGVectorAlwaysFetch]
+
+
 class VectorRecall:
     """A :class:`~poolsplit_adapters.recall.RecallPlan` over one store.
 
@@ -128,11 +212,17 @@ class VectorRecall:
 
     def _runs(
         self, vector: Optional[List[float]], visibility: Optional[Visibility], pools: Sequence[Pool]
-    ) -> Tuple[RecallPlan, List[Tuple[Search, StoreSearch]]]:
+    ) -> Tuple[RecallPlan, List[Tuple[Search, SearchRun]]]:
         plan = dataclasses.replace(self.plan, pools=tuple(pools))
         with_scores = self.scored and self.scores_available and vector is not None
-        runs = []
+        exact = PGVectorAlwaysFetch.serves(self.store)
+        runs: List[Tuple[Search, SearchRun]] = []
         for search in plan.searches(visibility):
+            if exact:
+                check_search(search)  # NUL: one clear error before any query runs
+            if exact and search.always:
+                runs.append((search, PGVectorAlwaysFetch(store=self.store, search=search)))
+                continue
             kwargs: Dict[str, Any] = {"k": search.k}
             flt = self.build(search)
             if flt is not None:
@@ -144,7 +234,7 @@ class VectorRecall:
 
     @staticmethod
     def _recalled(
-        plan: RecallPlan, runs: Sequence[Tuple[Search, StoreSearch]], results: Sequence[List[Document]]
+        plan: RecallPlan, runs: Sequence[Tuple[Search, SearchRun]], results: Sequence[List[Document]]
     ) -> Recalled:
         scores: Dict[str, float] = {}
         for _, retriever in runs:

@@ -7,19 +7,29 @@ sub-retrievers of an async retrieval each embed the query: one paid
 embedding call per search.)
 
 The always-scope fetch is exact where the vector store can filter without
-a similarity search (``get_nodes(filters=...)``, e.g. Postgres): through an
-approximate index (HNSW), a filtered similarity search only looks at the
-nearest few dozen candidates before filtering, and a correction far from the
-query would silently never load. Stores without ``get_nodes`` (the in-memory
+a similarity search (``get_nodes(filters=...)``): through an approximate
+index (HNSW), a filtered similarity search only looks at the nearest few
+dozen candidates before filtering, and a correction far from the query would
+silently never load. Stores without ``get_nodes`` (the in-memory
 ``SimpleVectorStore``, an exact scan) get the filtered similarity search.
+
+Postgres (``PGVectorStore``) is searched around its filter code, which writes
+filter values into SQL text: every search of the plan runs as the store's own
+similarity query (``_build_query``: its distance, limit and query hook) with
+the plan's condition added as bound parameters
+(:func:`~poolsplit_adapters.stores.postgres.metadata_condition`), on the
+store's own sessions, and the always-scope fetch is one exact query on the
+same condition. Those private names are pinned by the Postgres tests.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import sys
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
+import sqlalchemy
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
@@ -28,6 +38,7 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
+from ..stores.postgres import check_search, metadata_condition
 
 
 def metadata_filters(search: Search, type_key: str = "type") -> Optional[MetadataFilters]:
@@ -78,10 +89,13 @@ class IndexRecall:
         #: retriever then takes recalled nodes' relevance from their scores.
         self.metric: Any = None
 
+    def _plan(self, pools: Optional[Sequence[Pool]]) -> RecallPlan:
+        return self.plan if pools is None else dataclasses.replace(self.plan, pools=tuple(pools))
+
     def _retrievers(
         self, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
     ) -> Tuple[RecallPlan, List[Tuple[Search, BaseRetriever]]]:
-        plan = self.plan if pools is None else dataclasses.replace(self.plan, pools=tuple(pools))
+        plan = self._plan(pools)
         return plan, [
             (
                 search,
@@ -93,6 +107,10 @@ class IndexRecall:
             )
             for search in plan.searches(visibility)
         ]
+
+    def _postgres(self) -> Optional[PGVectorStoreSearch]:
+        store = self.index.vector_store
+        return PGVectorStoreSearch(store, self.type_key) if PGVectorStoreSearch.serves(store) else None
 
     def _needs_embedding(self, query: QueryBundle) -> bool:
         return bool(self.index.vector_store.is_embedding_query and query.embedding is None and query.embedding_strs)
@@ -106,12 +124,18 @@ class IndexRecall:
         if self._needs_embedding(query):
             embedding = self.embed_model.get_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
-        plan, searches = self._retrievers(visibility, pools)
+        postgres = self._postgres()
+        if postgres is not None:
+            plan = self._plan(pools)
+            searches = postgres.checked(plan.searches(visibility))
+            found = [postgres.search(search, query.embedding) for search in searches]
+            return plan.collect(searches, found)
+        plan, retrievers = self._retrievers(visibility, pools)
         results = []
-        for search, retriever in searches:
+        for search, retriever in retrievers:
             exact = self._always_exactly(search)
             results.append(exact if exact is not None else retriever.retrieve(query))
-        return plan.collect([search for search, _ in searches], results)
+        return plan.collect([search for search, _ in retrievers], results)
 
     def _always_exactly(self, search: Search) -> Optional[List[NodeWithScore]]:
         """Every always-scope node by filter alone, or None when the store
@@ -140,11 +164,117 @@ class IndexRecall:
         if self._needs_embedding(query):
             embedding = await self.embed_model.aget_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
-        plan, searches = self._retrievers(visibility, pools)
+        postgres = self._postgres()
+        if postgres is not None:
+            plan = self._plan(pools)
+            searches = postgres.checked(plan.searches(visibility))
+            found = await asyncio.gather(*(postgres.asearch(search, query.embedding) for search in searches))
+            return plan.collect(searches, found)
+        plan, retrievers = self._retrievers(visibility, pools)
 
         async def one(search: Search, retriever: BaseRetriever) -> List[NodeWithScore]:
             exact = await self._aalways_exactly(search)
             return exact if exact is not None else await retriever.aretrieve(query)
 
-        results = await asyncio.gather(*(one(search, retriever) for search, retriever in searches))
-        return plan.collect([search for search, _ in searches], results)
+        results = await asyncio.gather(*(one(search, retriever) for search, retriever in retrievers))
+        return plan.collect([search for search, _ in retrievers], results)
+
+
+class PGVectorStoreSearch:
+    """The plan's searches on LlamaIndex's ``PGVectorStore``, every filter
+    value a bound parameter.
+
+    The store's own filter code pastes values into SQL text, so it is never
+    given one: a pool search is the store's similarity query
+    (``_build_query``, without filters) with
+    :func:`~poolsplit_adapters.stores.postgres.metadata_condition` added, run
+    on the store's session with its index settings (``hnsw.ef_search``);
+    the always-scope fetch selects by that condition alone, in node id
+    order, with no similarity in it.
+
+    Example::
+
+        search = PGVectorStoreSearch(vector_store)
+        nodes = search.search(Search("always", 1000, always=True, namespaces=("o'brien",)), None)
+    """
+
+    _OWN_COLUMNS = ("id", "node_id", "text", "metadata_", "distance")
+
+    def __init__(self, store: Any, type_key: str = "type") -> None:
+        self.store = store
+        self.type_key = type_key
+
+    @staticmethod
+    def serves(store: Any) -> bool:
+        """Whether ``store`` is a ``PGVectorStore`` (never imports the
+        package: a store of that class means it is imported already)."""
+        module = sys.modules.get("llama_index.vector_stores.postgres")
+        return module is not None and isinstance(store, module.PGVectorStore)
+
+    def checked(self, searches: List[Search]) -> List[Search]:
+        """``searches``, once every value in them is one Postgres text can
+        hold (else ``ArgumentError`` naming the field, before any query)."""
+        for search in searches:
+            check_search(search, self.type_key)
+        return searches
+
+    def _statement(self, search: Search, embedding: Optional[List[float]]) -> Any:
+        table = self.store._table_class
+        condition = metadata_condition(table.metadata_, search, self.type_key)
+        if search.always:
+            columns = (table.node_id, table.text, table.metadata_)
+            return sqlalchemy.select(*columns).where(condition).order_by(table.node_id).limit(search.k)
+        return self.store._build_query(embedding, search.k).where(condition)
+
+    def _settings(self, search: Search) -> List[Tuple[str, Any]]:
+        """The store's HNSW search setting (a similarity search only), for
+        this transaction: ``set_config`` takes its value as a bound
+        parameter, where ``SET`` cannot (the store's own sync ``SET ... =
+        :value`` is a syntax error under psycopg 3)."""
+        hnsw = self.store.hnsw_kwargs
+        if search.always or not hnsw:
+            return []
+        ef_search = str(int(hnsw["hnsw_ef_search"]))
+        return [
+            ("SELECT set_config('hnsw.ef_search', :value, true)", {"value": ef_search}),
+            ("SELECT set_config('enable_bitmapscan', 'off', true)", {}),
+        ]
+
+    def _nodes(self, search: Search, rows: Sequence[Any]) -> List[NodeWithScore]:
+        from llama_index.vector_stores.postgres.base import DBEmbeddingRow
+
+        found = [
+            DBEmbeddingRow(
+                node_id=row.node_id,
+                text=row.text,
+                metadata=row.metadata_,
+                custom_fields={k: v for k, v in row._asdict().items() if k not in self._OWN_COLUMNS},
+                similarity=0.0 if search.always or row.distance is None else 1.0 - row.distance,
+            )
+            for row in rows
+        ]
+        result = self.store._db_rows_to_query_result(found)
+        return [
+            NodeWithScore(node=node, score=None if search.always else similarity)
+            for node, similarity in zip(result.nodes, result.similarities)
+        ]
+
+    def search(self, search: Search, embedding: Optional[List[float]]) -> List[NodeWithScore]:
+        """The nodes ``search`` finds (a pool's: most similar first)."""
+        self.store._initialize()
+        statement = self._statement(search, embedding)
+        with self.store._session() as session, session.begin():
+            for sql, params in self._settings(search):
+                session.execute(sqlalchemy.text(sql), params)
+            rows = session.execute(statement).all()
+        return self._nodes(search, rows)
+
+    async def asearch(self, search: Search, embedding: Optional[List[float]]) -> List[NodeWithScore]:
+        """:meth:`search` on the store's async engine."""
+        self.store._initialize()
+        statement = self._statement(search, embedding)
+        async with self.store._async_session() as session, session.begin():
+            for sql, params in self._settings(search):
+                await session.execute(sqlalchemy.text(sql), params)
+            rows = (await session.execute(statement)).all()
+        return self._nodes(search, rows)

@@ -19,7 +19,7 @@ import sys
 from typing import IO, Any, Dict, Iterable, List, Mapping, NoReturn, Union
 
 from ..poolsplit import Pool, check_entry
-from .checks import entry_json
+from .checks import check_storable, entry_json
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -91,9 +91,10 @@ def parse_line(text: str) -> Any:
 def load_store(path: PathLike) -> List[Dict[str, Any]]:
     """Read a JSON Lines memory store: one entry object per non-blank line.
 
-    Every entry is checked (the core's :func:`check_entry`, plus a
-    ``base_priority`` that fits a float), so a malformed one is reported as
-    ``file:line`` with the field at fault.
+    Every entry is checked (the core's :func:`check_entry`, plus what a
+    store must be able to write: :func:`~.checks.check_storable`), so a
+    malformed one is reported as ``file:line`` with the entry and the field
+    at fault.
     """
     file = pathlib.Path(path)
     entries: List[Dict[str, Any]] = []
@@ -106,6 +107,7 @@ def load_store(path: PathLike) -> List[Dict[str, Any]]:
             raise InputFileError("%s:%d: invalid JSON (%s)" % (file, number, exc)) from None
         try:
             check_entry(entry, len(entries))
+            check_storable(entry, len(entries))
         except ValueError as exc:
             raise InputFileError("%s:%d: %s" % (file, number, exc)) from None
         entries.append(entry)

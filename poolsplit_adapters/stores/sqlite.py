@@ -12,6 +12,15 @@ with their change number, so other processes can drop them from their
 indexes. ``meta`` holds the change counter. ``PRAGMA user_version`` is the
 schema version; :data:`MIGRATIONS` upgrades older files step by step.
 
+**Identified before written.** Opening a file first reads its header and
+schema through a read-only connection (:func:`identify`): a file that is not
+SQLite, another program's database (also one that claims ``user_version``
+1 without these tables) or a newer schema is refused with a
+:class:`StoreError` naming it, byte-identical, before WAL mode or a
+migration could touch it. A file (or folder) this process cannot write is
+opened read-only: reads work, a write raises :class:`StoreError`. Every
+SQLite error the store raises names the file.
+
 **Durability.** WAL mode with ``synchronous=FULL``: every commit fsyncs the
 log before the write returns, so an acknowledged write survives ``kill -9``
 of the writer, an OS crash and a power cut (on a disk that honours fsync).
@@ -29,9 +38,11 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import pathlib
 import sqlite3
 import threading
+import urllib.parse
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -51,7 +62,7 @@ from ..poolsplit import (
 )
 from .checks import stored_copy
 
-__all__ = ["SQLiteMemoryStore", "StoreError", "EntryNotFound", "SCHEMA_VERSION", "MIGRATIONS"]
+__all__ = ["SQLiteMemoryStore", "StoreError", "EntryNotFound", "SCHEMA_VERSION", "MIGRATIONS", "identify"]
 
 PathLike = Union[str, "pathlib.Path"]
 Clock = Callable[[], datetime.datetime]
@@ -104,6 +115,105 @@ KEEP_FORGOTTEN = 10_000
 RELOAD_AFTER = 2_000
 
 
+#: The first 16 bytes of every SQLite database file.
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: The tables (and their columns) of a file at :data:`SCHEMA_VERSION`: a
+#: file claiming that version without them is another program's database.
+SCHEMA_TABLES: dict[str, frozenset[str]] = {
+    "memory": frozenset({"id", "namespace", "type", "scope", "created", "status", "superseded_by", "seq", "entry"}),
+    "forgotten": frozenset({"seq", "id"}),
+    "meta": frozenset({"key", "value"}),
+}
+
+
+def _read_only_uri(path: pathlib.Path, immutable: bool = False) -> str:
+    """A URI that opens ``path`` read-only (``immutable``: without the
+    shared-memory file a WAL database needs, for a folder nobody can write)."""
+    return "file:%s?mode=ro%s" % (urllib.parse.quote(str(path.resolve())), "&immutable=1" if immutable else "")
+
+
+def _cannot_open(exc: sqlite3.Error) -> bool:
+    """Whether a read-only connection failed for want of the WAL's shared
+    memory file (which it may not create in a read-only folder)."""
+    return "unable to open" in str(exc) or "readonly database" in str(exc)
+
+
+def _probe(path: pathlib.Path) -> tuple[int, dict[str, frozenset[str]]]:
+    """(``user_version``, table -> columns) of an existing SQLite file, read
+    through a read-only connection: identifying a file never writes to it."""
+    for immutable in (False, True):
+        try:
+            conn = sqlite3.connect(_read_only_uri(path, immutable), uri=True)
+        except sqlite3.Error as exc:
+            if immutable or not _cannot_open(exc):
+                raise
+            continue
+        try:
+            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+            names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+            tables = {
+                name: frozenset(r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (name,)))
+                for name in names
+            }
+            return version, tables
+        except sqlite3.DatabaseError as exc:
+            # A WAL file in a folder we cannot write: no shared memory to read it through.
+            if immutable or not _cannot_open(exc):
+                raise
+        finally:
+            conn.close()
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def identify(path: pathlib.Path) -> int:
+    """The schema version of the memory store at ``path`` (0: a new or empty
+    file), or :class:`StoreError` naming the file when it is not one: not a
+    SQLite database, another program's database, a newer schema, a corrupt
+    file. Nothing is written, so a refused file is left byte-identical."""
+    if path.is_dir():
+        raise StoreError("%s: is a directory, not a store file" % path)
+    try:
+        with path.open("rb") as handle:
+            header = handle.read(100)
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise StoreError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
+    if not header:
+        return 0  # an empty file is an empty database to SQLite
+    if not header.startswith(SQLITE_MAGIC):
+        raise StoreError("%s: not a SQLite database (the file does not start with the SQLite header)" % path)
+    try:
+        version, tables = _probe(path)
+    except sqlite3.Error as exc:
+        raise StoreError("%s: %s (not a usable SQLite memory store)" % (path, exc)) from None
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            "%s: schema version %d is newer than this poolsplit-adapters reads (%d); upgrade the package"
+            % (path, version, SCHEMA_VERSION)
+        )
+    if version == 0 and tables:
+        raise StoreError(
+            "%s: not a poolsplit memory store (it holds other tables: %s)" % (path, ", ".join(sorted(tables)))
+        )
+    if version == SCHEMA_VERSION:
+        for table, columns in SCHEMA_TABLES.items():
+            missing = sorted(columns - tables.get(table, frozenset()))
+            if missing:
+                what = (
+                    "no table %r" % table if table not in tables else "table %r lacks %s" % (table, ", ".join(missing))
+                )
+                raise StoreError("%s: not a poolsplit memory store (user_version %d, but %s)" % (path, version, what))
+    return version
+
+
+def _writable(path: pathlib.Path) -> bool:
+    """Whether this process may write the store at ``path``: the file (when
+    it exists) and its folder (where SQLite keeps its log) are writable."""
+    folder = path.parent if str(path.parent) else pathlib.Path(".")
+    return os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+
+
 def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
@@ -129,6 +239,79 @@ _INSERT = (
 
 # One change, in ``seq`` order: (entry id, the entry as stored, or None when forgotten).
 _Change = tuple[str, Optional[dict[str, Any]]]
+
+
+def _with_file(exc: sqlite3.Error, path: str) -> sqlite3.Error:
+    """``exc`` (same class, so handlers still match) with a message that
+    names the store file: "database disk image is malformed" alone does not
+    say which of a host's files is damaged."""
+    if str(exc).startswith(path + ": "):
+        return exc
+    named = type(exc)("%s: %s" % (path, exc))
+    for attr in ("sqlite_errorcode", "sqlite_errorname"):
+        if hasattr(exc, attr):
+            setattr(named, attr, getattr(exc, attr))
+    return named
+
+
+class _FileCursor(sqlite3.Cursor):
+    """A cursor whose SQLite errors name the store file (see :func:`_with_file`)."""
+
+    path = ""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _FileCursor:
+        try:
+            super().execute(sql, parameters)
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+        return self
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _FileCursor:
+        try:
+            super().executemany(sql, seq_of_parameters)
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+        return self
+
+    def fetchone(self) -> Any:
+        try:
+            return super().fetchone()
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return super().fetchall()
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+
+    def __next__(self) -> Any:
+        try:
+            return super().__next__()
+        except sqlite3.Error as exc:
+            raise _with_file(exc, self.path) from None
+
+
+class _FileConnection(sqlite3.Connection):
+    """A connection whose statements run on :class:`_FileCursor`."""
+
+    path = ""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _FileCursor:
+        cursor = self.cursor(_FileCursor)
+        cursor.path = self.path
+        return cursor.execute(sql, parameters)
+
+    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _FileCursor:
+        cursor = self.cursor(_FileCursor)
+        cursor.path = self.path
+        return cursor.executemany(sql, seq_of_parameters)
+
+
+def _named(conn: sqlite3.Connection, path: pathlib.Path) -> sqlite3.Connection:
+    assert isinstance(conn, _FileConnection)
+    conn.path = str(path)
+    return conn
 
 
 class SQLiteMemoryStore:
@@ -191,24 +374,57 @@ class SQLiteMemoryStore:
         self._head: Optional[int] = None  # latest change number seen in the file
         self._data_version: Optional[int] = None
         self._full_loads = 0
+        version = identify(self.path)  # before anything touches the file
+        if not self.path.parent.is_dir():
+            raise StoreError("%s: cannot create the store: no folder %s" % (self.path, self.path.parent))
+        #: Opened read-only: the file or its folder is not writable (reads
+        #: work; a write raises StoreError naming the file).
+        self.read_only = not _writable(self.path)
+        if self.read_only and version < SCHEMA_VERSION:
+            raise StoreError(
+                "%s: cannot create or upgrade a memory store here: the file or its folder is read-only" % self.path
+            )
         try:
-            self._conn = sqlite3.connect(str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False)
+            self._conn = self._connect(timeout)
         except sqlite3.Error as exc:
             raise StoreError("%s: cannot open (%s)" % (self.path, exc)) from None
         try:
-            mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise StoreError("%s: cannot use write-ahead logging (journal_mode=%s)" % (self.path, mode))
-            self._conn.execute("PRAGMA synchronous=FULL")
-            # Deleted content is overwritten in the file, not just unlinked.
-            self._conn.execute("PRAGMA secure_delete=ON")
-            self._migrate()
+            if not self.read_only:
+                mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    raise StoreError("%s: cannot use write-ahead logging (journal_mode=%s)" % (self.path, mode))
+                self._conn.execute("PRAGMA synchronous=FULL")
+                # Deleted content is overwritten in the file, not just unlinked.
+                self._conn.execute("PRAGMA secure_delete=ON")
+                self._migrate()
+            self._read_head()  # a read-only file is read once here, so a bad one fails now
         except sqlite3.DatabaseError as exc:
             self._conn.close()
-            raise StoreError("%s: not a usable SQLite memory store (%s)" % (self.path, exc)) from None
+            problem = str(exc).removeprefix("%s: " % self.path)
+            raise StoreError("%s: not a usable SQLite memory store (%s)" % (self.path, problem)) from None
         except BaseException:
             self._conn.close()
             raise
+
+    def _connect(self, timeout: float) -> sqlite3.Connection:
+        """The store's connection: read-write, or read-only (through the
+        shared-memory file when it can be made, else immutable). Errors
+        SQLite raises through it name the file (:class:`_FileConnection`)."""
+        options: dict[str, Any] = {"isolation_level": None, "check_same_thread": False, "factory": _FileConnection}
+        if not self.read_only:
+            return _named(sqlite3.connect(str(self.path), timeout, **options), self.path)
+        for immutable in (False, True):
+            conn = _named(
+                sqlite3.connect(_read_only_uri(self.path, immutable), timeout, uri=True, **options), self.path
+            )
+            try:
+                conn.execute("PRAGMA user_version").fetchone()
+                return conn
+            except sqlite3.OperationalError as exc:
+                conn.close()
+                if immutable or not _cannot_open(exc):
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -231,11 +447,6 @@ class SQLiteMemoryStore:
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:
             return
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                "%s: schema version %d is newer than this poolsplit-adapters reads (%d); upgrade the package"
-                % (self.path, version, SCHEMA_VERSION)
-            )
         with self._writing():
             # Another process may have migrated while we waited for the lock.
             version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -254,6 +465,8 @@ class SQLiteMemoryStore:
     def _writing(self) -> Iterator[None]:
         """One write transaction: BEGIN IMMEDIATE takes the write lock up
         front (no deadlock on upgrade); any failure rolls back everything."""
+        if self.read_only:
+            raise StoreError("%s: opened read-only (the file or its folder is not writable); cannot write" % self.path)
         self._conn.execute("BEGIN IMMEDIATE")
         try:
             yield

@@ -299,8 +299,8 @@ def test_write_commands_refuse_bad_input_in_one_line_and_write_nothing(tmp_path)
     not_db = tmp_path / "notes.db"
     not_db.write_text("plain text, not a database " * 20)
     code, _, err = run_cli("select", "--store", str(not_db), "--pools", POOLS, "q")
-    # The kind is read from the first bytes: text is read as JSON Lines, whatever the suffix.
-    assert_one_line_error(code, err, "notes.db:1: invalid JSON")
+    # A file named as a database is opened as one: text there is not read as JSON Lines.
+    assert_one_line_error(code, err, "notes.db: not a SQLite database")
     code, out, _ = run_cli("export", "--store", str(db))
     assert len(out.splitlines()) == 178
 

@@ -164,8 +164,10 @@ def test_formatter_ignores_omission_counts_it_did_not_produce():
 
 def test_formatter_rejects_a_selection_key_that_is_not_a_mapping():
     bad = Document("x", id="doc-7", metadata={SELECTION_KEY: "content"})
-    with pytest.raises(TypeError, match="document 'doc-7': metadata field 'poolsplit' must be the mapping"):
+    with pytest.raises(EntryError, match="document 'doc-7': metadata field 'poolsplit' must be the mapping") as caught:
         format_documents([bad])
+    assert (caught.value.entry_id, caught.value.field, caught.value.index) == ("doc-7", "poolsplit", 0)
+    assert bad.metadata == {SELECTION_KEY: "content"}  # untouched
     with pytest.raises(TypeError, match=r"documents\[1\] must be a langchain_core Document, got str"):
         format_documents([Document("ok"), "text"])
 

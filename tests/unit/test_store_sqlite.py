@@ -283,7 +283,7 @@ def test_foreign_or_newer_files_are_refused_untouched(tmp_path, setup, message):
 def test_a_file_that_is_not_sqlite_is_a_store_error(tmp_path):
     path = tmp_path / "notes.db"
     path.write_text("just some notes, not a database at all" * 10)
-    with pytest.raises(StoreError, match="not a usable SQLite memory store"):
+    with pytest.raises(StoreError, match="notes.db: not a SQLite database"):
         SQLiteMemoryStore(path)
 
 
