@@ -18,8 +18,9 @@ is bit-identical to :func:`~poolsplit_adapters.poolsplit.default_scorer`;
 the message and tag factors come from compact postings (word -> positions)
 instead of re-reading every text; and each pool ranks only the top slice of
 its candidates exactly, widening it only if the budget is not yet full. With
-a custom scorer, or without numpy, the core's own :class:`EntrySource` runs
-with the cached costs and activeness, so the tokenizer is still never asked
+a custom scorer, or without numpy, the stateless path's candidates
+(:class:`~poolsplit_adapters.fastpath.BestFirstCandidates`) run with the
+cached costs and activeness, so the tokenizer is still never asked
 twice about an unchanged entry.
 
 **Threads.** Queries and mutations take one lock: every mutation
@@ -45,11 +46,12 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
+from .compat import resolve_visibility
+from .fastpath import BestFirstCandidates
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MESSAGE_THRESHOLD,
     MESSAGE_WEIGHT,
-    MIN_WORD_LENGTH,
     PROJECT_OTHER,
     PROJECT_SAME,
     RECENCY_DROP,
@@ -57,13 +59,12 @@ from .poolsplit import (
     RECENCY_HORIZON_DAYS,
     STOPWORDS,
     TAG_WEIGHT,
-    WORD_CHARACTERS,
-    CandidateSource,
-    EntrySource,
+    Candidates,
     IsActive,
     Layering,
     Pool,
     Reason,
+    Room,
     Scorer,
     ScoringContext,
     Selection,
@@ -78,12 +79,11 @@ from .poolsplit import (
     entry_cost,
     fill_pools,
     given_token_count,
-    note_fallback,
     parse_created,
     prepare_scorer,
-    resolve_visibility,
     significant_words,
 )
+from .reports import note_fallback
 
 try:  # numpy is optional: without it the generic path serves every query.
     import numpy as np
@@ -340,6 +340,10 @@ class _WordCodes(_Codes):
         return super().__missing__(name)
 
 
+#: The word reader's twin of ``significant_words``: a word is a maximal run
+#: of at least MIN_WORD_LENGTH of WORD_CHARACTERS in the lower-cased text.
+WORD_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
+MIN_WORD_LENGTH = 3
 _SEPARATOR = "\x01"
 _STOP_BYTES = frozenset(word.encode() for word in STOPWORDS)
 # Bytes that can be part of a word keep their value; every other byte
@@ -676,7 +680,7 @@ class MemoryIndex:
         layering: Optional[Layering] = None,
     ) -> Selection:
         pool_list = check_pools(pools)
-        source: CandidateSource
+        source: Candidates
         prepared: Any = None
         vectors = self._vectors
         if scorer is self._scorer and vectors is not None and not vectors.broken:
@@ -687,7 +691,7 @@ class MemoryIndex:
             alive = [p for p, e in enumerate(self._slots) if e is not None]
             active = {id(self._slots[p]): bool(self._columns["active"][p]) for p in alive}
             cost = self._columns["cost"]
-            source = EntrySource(
+            source = BestFirstCandidates(
                 [self._slots[p] for p in alive],  # type: ignore[misc]
                 prepare_scorer(scorer, context, now),
                 is_active=lambda entry: active[id(entry)],
@@ -710,10 +714,12 @@ def _np(column: Any, dtype: str) -> Any:
     return np.frombuffer(column, dtype=dtype) if len(column) else np.zeros(0, dtype=dtype)
 
 
-class _ColumnSource(CandidateSource):
-    """The index's columns as the core's candidate source, for one query with
-    the default scorer: visibility and score vectorised over every position,
-    ranking by top slices. Built and used under the index's lock."""
+class _ColumnSource:
+    """The index's columns as the core's :class:`~poolsplit_adapters.poolsplit.Candidates`,
+    for one query with the default (or the index's embedding) scorer: twin
+    of :class:`~poolsplit_adapters.poolsplit.ListCandidates`, with visibility
+    and score vectorised over every position and ranking by top slices.
+    Built and used under the index's lock."""
 
     def __init__(
         self,
@@ -723,7 +729,7 @@ class _ColumnSource(CandidateSource):
         report: bool,
         embedding: Any = None,
     ) -> None:
-        self.index = index
+        self.owner = index
         self.embedding = embedding
         self.slots: Sequence[Optional[Mapping[str, Any]]] = index._slots
         size = self.size = len(self.slots)
@@ -752,7 +758,7 @@ class _ColumnSource(CandidateSource):
         keep = ("alive", "active", "cost")
         self.col = {name: self.col[name].copy() for name in keep}
         self.slots = list(self.slots)
-        self.index = None  # type: ignore[assignment]
+        self.owner = None  # type: ignore[assignment]
 
     # Step 1: admit, vectorised (the checks of Visibility.judge, same order).
 
@@ -762,7 +768,7 @@ class _ColumnSource(CandidateSource):
         if chain:
             link = np.full(self.size, -1, dtype=np.int64)
             for number, name in enumerate(chain):
-                code = self.index._namespaces.known(name)
+                code = self.owner._namespaces.known(name)
                 if code is not None:
                     link[col["namespace"] == code] = number
             self._exclude(visible & (link < 0), Reason.NAMESPACE)
@@ -772,9 +778,9 @@ class _ColumnSource(CandidateSource):
                 if (penalty[self.visible] != 1.0).any():
                     self.score_all = self.score_all * penalty
         if view.require_tags:
-            assert self.index._tags is not None
+            assert self.owner._tags is not None
             wanted = set(view.require_tags)
-            has_all = self.index._tags.count(wanted, self.size) == float(len(wanted))
+            has_all = self.owner._tags.count(wanted, self.size) == float(len(wanted))
             self._exclude(self.visible & ~has_all, Reason.TAGS)
         if view.require_source:
             self._exclude(self.visible & ~col["has_source"], Reason.NO_SOURCE)
@@ -797,7 +803,7 @@ class _ColumnSource(CandidateSource):
     # Step 2: score, vectorised (bit-identical to ScoringContext.score).
 
     def _scores(self) -> Any:
-        col, ctx, index = self.col, self.ctx, self.index
+        col, ctx, index = self.col, self.ctx, self.owner
         score = col["priority"].copy()
         seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
         days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
@@ -826,7 +832,7 @@ class _ColumnSource(CandidateSource):
         hybrid mix) when it ranks by vectors, else the lexical overlap."""
         embedding = self.embedding
         if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
-            vectors = self.index._vectors
+            vectors = self.owner._vectors
             if embedding.query_vector is None or vectors is None or vectors.matrix is None:
                 self._relevance = np.zeros(self.size, dtype=np.float64)
             else:
@@ -841,8 +847,8 @@ class _ColumnSource(CandidateSource):
             if not self.ctx.nwords:
                 self._lexical = np.zeros(self.size, dtype=np.float64)
             else:
-                assert self.index._words is not None
-                self._lexical = self.index._words.count(self.ctx.words, self.size) / self.ctx.nwords
+                assert self.owner._words is not None
+                self._lexical = self.owner._words.count(self.ctx.words, self.size) / self.ctx.nwords
         return self._lexical
 
     # Step 3: what each pool may take, and in what order.
@@ -857,15 +863,15 @@ class _ColumnSource(CandidateSource):
     def _type_mask(self, types: Iterable[str]) -> Any:
         """Positions whose type is one of ``types`` (a lookup table indexed
         by type code; the extra last slot is for code -1, never allowed)."""
-        allowed = np.zeros(len(self.index._types), dtype=bool)
-        allowed[[c for c in (self.index._types.known(t) for t in types) if c is not None and c >= 0]] = True
+        allowed = np.zeros(len(self.owner._types), dtype=bool)
+        allowed[[c for c in (self.owner._types.known(t) for t in types) if c is not None and c >= 0]] = True
         return allowed[self.col["type"]]
 
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]:
         keep = self._overlap()[group] >= threshold
         return group[keep], group[~keep]
 
-    def ranked(self, group: Any, room: Any) -> Iterator[tuple[int, float, int]]:
+    def ranked(self, group: Any, room: Room) -> Iterator[tuple[int, float, int]]:
         score, cost, slots = self.score_all, self.col["cost"], self.slots
         pending = group
         want = 32
@@ -894,13 +900,10 @@ class _ColumnSource(CandidateSource):
 
     # Step 4: what the report needs.
 
-    def positions(self, group: Any) -> Iterable[int]:
-        return group.tolist()  # type: ignore[no-any-return]
-
     def entry(self, position: int) -> Mapping[str, Any]:
         return self.slots[position]  # type: ignore[return-value]
 
-    def input_index(self, position: int) -> int:
+    def index(self, position: int) -> int:
         if self._logical is None:
             self._logical = np.cumsum(self.col["alive"]) - 1
         return int(self._logical[position])
@@ -911,20 +914,16 @@ class _ColumnSource(CandidateSource):
     def score(self, position: int) -> float:
         return float(self.score_all[position])
 
-    def not_admitted(self, position: int) -> Optional[Reason]:
-        if not self.col["active"][position]:
-            return Reason.INACTIVE
-        why = int(self.why[position])
-        return _WHY[why] if why else None
-
-    def all_positions(self) -> Iterable[int]:
-        return np.flatnonzero(self.col["alive"]).tolist()  # type: ignore[no-any-return]
+    def verdicts(self) -> Iterator[tuple[int, Optional[Reason]]]:
+        alive = np.flatnonzero(self.col["alive"])
+        codes = np.where(self.col["active"][alive], self.why[alive], _WHY.index(Reason.INACTIVE))
+        return ((p, _WHY[c]) for p, c in zip(alive.tolist(), codes.tolist()))
 
     def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]:
         if any(p.types is None for p in pools):
             return []
         admitted = {t for p in pools for t in p.types or ()}
-        unadmitted = self._type_mask(t for t in self.index._types.names() if t not in admitted)
+        unadmitted = self._type_mask(t for t in self.owner._types.names() if t not in admitted)
         return np.flatnonzero(self.visible & self.col["always"] & unadmitted).tolist()  # type: ignore[no-any-return]
 
 
@@ -936,4 +935,5 @@ _WHY: list[Optional[Reason]] = [
     Reason.NO_SOURCE,
     Reason.UNDATED,
     Reason.OUT_OF_TIME,
+    Reason.INACTIVE,
 ]

@@ -276,3 +276,49 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
 
 def _cap(value: float) -> str:
     return "%g" % value
+
+
+def selection_dict(selection: Selection) -> Dict[str, Any]:
+    """The one JSON form of a selection (the CLI's ``--json`` and both
+    frameworks' selection events): chosen and dropped entries by id, type,
+    index, pool, score and tokens, each pool's stats, and the notes."""
+    return {
+        "chosen": [
+            {
+                "id": c.entry.get("id"),
+                "type": c.entry.get("type", "note"),
+                "index": c.index,
+                "pool": c.pool,
+                "always": c.always,
+                "score": c.score,
+                "tokens": c.cost,
+                "layer": str(c.layer),
+            }
+            for c in selection.chosen
+        ],
+        "dropped": [
+            {
+                "id": d.entry.get("id"),
+                "type": d.entry.get("type", "note"),
+                "index": d.index,
+                "reason": d.reason.value,
+                "pool": d.pool,
+                "score": d.score,
+                "tokens": d.cost,
+            }
+            for d in selection.dropped
+        ],
+        "stats": {
+            name: {
+                "max_tokens": s.max_tokens,
+                "max_entries": s.max_entries,
+                "tokens_used": s.tokens_used,
+                "entries_used": s.entries_used,
+                "always_count": s.always_count,
+                "always_tokens": s.always_tokens,
+                "candidates": s.candidates,
+            }
+            for name, s in selection.stats.items()
+        },
+        "notes": dict(selection.notes),
+    }

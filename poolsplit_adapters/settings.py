@@ -28,9 +28,9 @@ from typing_extensions import TypedDict, Unpack
 from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import AUTO, TaskDetection, resolve_pools
-from .poolsplit import Chosen, Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer, select
+from .poolsplit import Chosen, Pool, Scorer, Selection, TokenCounter, Visibility, default_scorer
 from .poolsplit import check_pools as core_check_pools
-from .reports import record
+from .reports import record, select_noted
 
 if TYPE_CHECKING:
     from .index import MemoryIndex
@@ -456,7 +456,7 @@ class SelectionSettings(BaseModel):
         this call's view of the scorer, e.g. with a vector store's scores)."""
         assert self.token_counter is not None
         layering = self.layering_for(options)
-        selection = select(
+        selection = select_noted(
             entries,
             list(options.pools),
             options.context,

@@ -68,7 +68,7 @@ from ..memory.tasks import AUTO, TaskDetection, resolve_pools
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility, check_pools, default_scorer
-from ..render import render_context
+from ..render import render_context, selection_dict
 from ..settings import (
     TASK_FIELDS,
     annotate,
@@ -562,7 +562,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "namespace": [list(ns) for ns in call.chain],
             "reused": reused,
             "writes": report.to_dict(),
-            **promoted.selection.to_dict(),
+            **selection_dict(promoted.selection),
         }
         request.runtime.stream_writer({SELECTION_EVENT: event})
         goal = self._goal(request.runtime)
