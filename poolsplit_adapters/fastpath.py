@@ -46,9 +46,9 @@ from .poolsplit import (
     Selection,
     TokenCounter,
     Visibility,
-    _checked_visibility,
     check_entry,
     check_pools,
+    check_visibility,
     default_is_active,
     default_scorer,
     default_token_counter,
@@ -154,7 +154,7 @@ class BestFirstCandidates(ListCandidates):
             entries, prepared, token_counter=token_counter, is_active=is_active, visibility=visibility, costs=costs
         )
 
-    def _admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
+    def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
         # ListCandidates._admit with the fast check, the default activeness
         # inline, and the partial score and cheap cost read in the same pass.
         default_active = is_active is default_is_active
@@ -214,7 +214,7 @@ class BestFirstCandidates(ListCandidates):
     def ranked(self, group: list[int], room: Room) -> Iterator[tuple[int, float, int]]:
         if self.lexical is None or not self.lexical.nwords:
             if self.lexical is None:
-                self._warm(group)
+                self.warm(group)
             # Every score is needed to know the best; a heap hands out only
             # as many as the fill takes.
             keys = [self._key(i) for i in group]
@@ -280,6 +280,6 @@ def select(
         prepare_scorer(scorer, context, now),
         token_counter=token_counter,
         is_active=is_active,
-        visibility=_checked_visibility(visibility),
+        visibility=check_visibility(visibility),
     )
     return fill_pools(pool_list, candidates, report=_report, layering=layering, stacklevel=_stacklevel)

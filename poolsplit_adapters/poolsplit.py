@@ -3,16 +3,14 @@
 One scorer ranking a mixed-type memory store into one token budget starves the
 low-priority types (they never load) and lets a burst of fresh content crowd a
 standing behavioural correction out of the context. Two structures fix both:
-
-* **Pools**: reserved budgets (tokens and entries) for groups of types, filled
-  independently, so one type group cannot eat another's room.
-* **Always-scope entries** (``scope == "always"``, behavioural corrections)
-  load first, outside every budget, so no amount of new content pushes them out.
+**pools**, reserved budgets (tokens and entries) for groups of types filled
+independently, and **always-scope entries** (``scope == "always"``,
+behavioural corrections), which load first, outside every budget.
 
 This file is the whole algorithm, standard library only (Python 3.9+): copy it
-into another project and ``import poolsplit`` works. Faster twins of some rules
-(``poolsplit_adapters.index``, ``poolsplit_adapters.fastpath``) are tested
-against the rules written here.
+into another project and ``import poolsplit`` works. Faster twins of some of
+its rules live in ``poolsplit_adapters.index`` and ``poolsplit_adapters.fastpath``,
+each tested against the rule written here.
 
 Entries are plain mappings; every key but ``content`` is optional:
 
@@ -22,31 +20,27 @@ Entries are plain mappings; every key but ``content`` is optional:
                                   competes for a pool's budget
     tags           list[str]      topical tags (list or tuple of strings)
     project        str | None     owning project; None means "general"
-    created        str | None     ISO-8601 timestamp (UTC); drives recency.
-                                  Unparseable text counts as age 0
-    token_count    int            precomputed cost, used when a positive int
-                                  (not bool); else the token counter measures
-                                  ``content``
+    created        str | None     ISO-8601 (UTC); drives recency; unparseable
+                                  text counts as age 0
+    token_count    int            precomputed cost when a positive int (not
+                                  bool); else the token counter measures content
     base_priority  int | float    ranking weight; default 5
     status         str            "active" (default) loads; anything else drops
     superseded_by  any            when truthy, the entry is retired and drops
     id             str | None     stable identifier (sort tiebreak, reports)
-    source         str | None     provenance; required only under
-                                  ``Visibility(require_source=True)``
-    namespace      str | None     tenant scope, matched exactly by
-                                  ``Visibility(namespace=...)``
-    summary        str | None     a short form of ``content`` (progressive
-                                  loading only; never scored)
+    source         str | None     provenance (see Visibility.require_source)
+    namespace      str | None     tenant, matched exactly by Visibility.namespace
+    summary        str | None     a short form of content (progressive loading)
 
-A malformed typed key raises :class:`EntryError` naming the entry and the key
-instead of a silently wrong ranking (a string ``tags`` would be read as letters).
+A malformed typed key raises :class:`EntryError` naming the entry and the key,
+not a silently wrong ranking (a string ``tags`` would be read as letters).
 
 The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve`
 return the same without the report):
 
 1. **Admit** the active entries (``is_active``) the query may see
    (:class:`Visibility`), each checked and read once.
-2. **Score** each admitted contextual entry once per call.
+2. **Score** each admitted contextual entry a pool ranks, once per call.
 3. **Fill each pool** in order, from the admitted entries of its types that no
    earlier pool took (by identity, ``id()``):
 
@@ -54,8 +48,10 @@ return the same without the report):
    b. contextual entries below the pool's ``min_relevance`` are set aside;
    c. the rest in the total order ``(-score, created or "", id or "", input
       index)``, taken greedily: an entry that overflows the tokens is skipped
-      and scanning goes on; the entry cap counts contextual entries only.
-4. **Report** what loaded and why each other entry did not.
+      and scanning goes on; the entry cap counts contextual entries only;
+   d. what loaded is claimed: an entry lands in one pool at most.
+4. **Report** what loaded, each pool's budget use, and why each other entry
+   did not load.
 """
 
 from __future__ import annotations
@@ -67,57 +63,17 @@ import numbers
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    FrozenSet,
-    Iterable,
-    Iterator,
-    List,
-    Mapping,
-    Optional,
-    Protocol,
-    Sequence,
-    Set,
-    Tuple,
-    Union,
-)
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protocol, Sequence, Union
 
+# fmt: off
 __all__ = [
-    "Pool",
-    "Visibility",
-    "Selection",
-    "Chosen",
-    "Dropped",
-    "PoolStats",
-    "Reason",
-    "EntryError",
-    "UnadmittedCorrectionWarning",
-    "ScoringContext",
-    "Candidates",
-    "ListCandidates",
-    "Layering",
-    "default_token_counter",
-    "default_is_active",
-    "default_scorer",
-    "prepare_scorer",
-    "check_entry",
-    "check_pools",
-    "entry_cost",
-    "given_token_count",
-    "entry_error",
-    "describe_entry",
-    "significant_words",
-    "parse_created",
-    "fill_pools",
-    "select",
-    "retrieve_pools",
-    "retrieve",
-    "STOPWORDS",
-    "BUDGET_REASONS",
+    "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError",
+    "UnadmittedCorrectionWarning", "ScoringContext", "Candidates", "ListCandidates", "Room", "Layering",
+    "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer", "check_entry", "check_pools",
+    "check_visibility", "entry_cost", "given_token_count", "entry_error", "describe_entry", "significant_words",
+    "parse_created", "fill_pools", "select", "retrieve_pools", "retrieve", "STOPWORDS", "BUDGET_REASONS",
 ]
-
+# fmt: on
 __version__ = "0.2.0"
 
 Entry = Mapping[str, Any]
@@ -125,29 +81,21 @@ Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
 
-# The default scorer's factors, named once: the vectorised twin in
-# poolsplit_adapters.index reproduces them bit for bit.
-RECENCY_HORIZON_DAYS = 90.0
-RECENCY_DROP = 0.7
-RECENCY_FLOOR = 0.3
-TAG_WEIGHT = 0.5
-PROJECT_SAME = 1.5
-PROJECT_OTHER = 0.5
-MESSAGE_THRESHOLD = 0.15
-MESSAGE_WEIGHT = 1.5
+# The default scorer's factors, named once: the index's vectorised twin
+# reproduces them bit for bit.
+RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
+TAG_WEIGHT, PROJECT_SAME, PROJECT_OTHER = 0.5, 1.5, 0.5
+MESSAGE_THRESHOLD, MESSAGE_WEIGHT = 0.15, 1.5
 MAX_MESSAGE_FACTOR = 1.0 + MESSAGE_WEIGHT  # every message word shared
 DEFAULT_PRIORITY = 5
-
-
-# -- Errors ------------------------------------------------------------------
 
 
 class EntryError(ValueError):
     """A memory entry (or what a callback said about it) is malformed.
 
-    Carries ``index`` (position in the caller's input), ``entry_id`` and
-    ``field`` so a host can point at the record, not at a stack trace;
-    ``problem`` is the message without the entry's name (adapters re-word it).
+    ``index`` (position in the caller's input), ``entry_id`` and ``field``
+    let a host point at the record, not at a stack trace; ``problem`` is the
+    message without the entry's name (adapters re-word it).
 
     Example::
 
@@ -179,9 +127,8 @@ class UnadmittedCorrectionWarning(UserWarning):
 def describe_entry(entry: Any, index: Optional[int]) -> str:
     """How messages name an entry: by id (and position) when it has one."""
     entry_id = entry.get("id") if isinstance(entry, Mapping) else None
-    where = "" if index is None else " (index %d)" % index
     if isinstance(entry_id, str) and entry_id:
-        return "entry %r%s" % (entry_id, where)
+        return "entry %r%s" % (entry_id, "" if index is None else " (index %d)" % index)
     return "entry at index %d" % index if index is not None else "entry without id"
 
 
@@ -200,26 +147,19 @@ def _got(value: Any) -> str:
     return "got %s %s" % (type(value).__name__, text[:57] + "..." if len(text) > 60 else text)
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
-
-
-def _is_finite_number(value: Any) -> bool:
+def _is_number(value: Any, finite: bool = False) -> bool:
     # float() of a huge int overflows: as unusable as an infinity.
     try:
-        return _is_number(value) and math.isfinite(float(value))
+        return isinstance(value, numbers.Real) and not isinstance(value, bool) and (not finite or math.isfinite(value))
     except OverflowError:
         return False
 
 
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
-    """Raise :class:`EntryError` unless ``entry`` is well formed.
-
-    Checks the keys whose type the selector relies on. ``status`` and
-    ``superseded_by`` are left to ``is_active`` (a custom predicate may read
-    them otherwise); ``token_count`` follows the spec: anything but a
-    positive int falls back to the token counter.
-    """
+    """Raise :class:`EntryError` unless ``entry`` is well formed: the keys
+    whose type the selector relies on. ``status`` and ``superseded_by`` are
+    left to ``is_active`` (a custom predicate may read them otherwise);
+    ``token_count`` follows the spec (anything but a positive int is counted)."""
     if not isinstance(entry, Mapping):
         raise entry_error(entry, index, None, "is not a mapping (%s)" % _got(entry))
     get = entry.get
@@ -239,11 +179,8 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
         if not isinstance(tag, str):
             raise entry_error(entry, index, "tags", "must contain only strings, %s" % _got(tag))
     # NaN or an infinity would break the total order of scores.
-    if "base_priority" in entry and not _is_finite_number(get("base_priority")):
+    if "base_priority" in entry and not _is_number(get("base_priority"), finite=True):
         raise entry_error(entry, index, "base_priority", "must be a finite number, %s" % _got(get("base_priority")))
-
-
-# -- Pools -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -254,35 +191,28 @@ class Pool:
         name: Unique, non-empty key under which the pool's results come back.
         max_tokens: Token ceiling for contextual (non-always) entries.
         max_entries: Cap on contextual entries; always-scope ones use no slot.
-        types: Entry types this pool draws from (a list or set is normalised
-            to a tuple). ``None`` accepts every type.
+        types: Entry types it draws from (a list or set becomes a tuple);
+            ``None`` accepts every type. A bare string is refused: ``"skill"``
+            would be read as the types ``"s"``, ``"k"``, ...
         min_relevance: Optional threshold on the scorer's *relevance* (its
-            query-match part: the lexical overlap for the default scorer, the
-            cosine for an embedding scorer). Contextual candidates below it
-            are set aside before the fill (``below_relevance``): marginal
-            memories cost budget and distract the model, so "threshold, then
-            truncate". Always-scope entries are never subject to it.
+            query-match part: lexical overlap, or an embedding's cosine).
+            Contextual candidates below it are set aside before the fill:
+            marginal memories cost budget and distract the model, so
+            "threshold, then truncate". Never applied to always-scope entries.
 
     Example::
 
-        plan = [Pool("corrections", 0, 0, ("correction",)),
-                Pool("content", 600, 10, ("note", "task", "fact"))]
-
-    Raises:
-        ValueError: negative or NaN budget, empty name.
-        TypeError: a budget that is not a number, a name that is not a string,
-            or ``types`` as a bare string (``"skill"`` would be read as the
-            types ``"s"``, ``"k"``, ...).
+        plan = [Pool("corrections", 0, 0, ("correction",)), Pool("content", 600, 10, ("note", "task"))]
     """
 
     name: str
     max_tokens: Union[int, float]
     max_entries: Union[int, float]
-    types: Optional[Tuple[str, ...]] = None
+    types: Optional[tuple[str, ...]] = None
     min_relevance: Optional[float] = None
 
     def __post_init__(self) -> None:
-        name = self.name
+        name, types = self.name, self.types
         if not isinstance(name, str):
             raise TypeError("Pool name must be a string, %s" % _got(name))
         if not name:
@@ -291,29 +221,26 @@ class Pool:
             value = getattr(self, attr)
             if not _is_number(value):
                 raise TypeError("Pool %r: %s must be a number, %s" % (name, attr, _got(value)))
-            if value != value:
-                raise ValueError("Pool %r: %s must not be NaN" % (name, attr))
-            if value < 0:
-                raise ValueError("Pool %r: %s must be >= 0, got %r" % (name, attr, value))
-        if self.min_relevance is not None and not _is_finite_number(self.min_relevance):
+            if value != value or value < 0:
+                raise ValueError(
+                    "Pool %r: %s must %s" % (name, attr, "not be NaN" if value != value else "be >= 0, got %r" % value)
+                )
+        if self.min_relevance is not None and not _is_number(self.min_relevance, finite=True):
             raise TypeError(
                 "Pool %r: min_relevance must be a finite number or None, %s" % (name, _got(self.min_relevance))
             )
-        types = self.types
-        if types is None:
-            return
         if isinstance(types, str):
             raise TypeError(
                 "Pool %r: types must be a tuple of type names, not the bare string %r (did you mean (%r,)?)"
                 % (name, types, types)
             )
-        if not isinstance(types, (set, frozenset, list, tuple)):
+        if types is not None and not isinstance(types, (set, frozenset, list, tuple)):
             raise TypeError("Pool %r: types must be a tuple of strings or None, %s" % (name, _got(types)))
-        normalised = tuple(sorted(types)) if isinstance(types, (set, frozenset)) else tuple(types)
-        for type_name in normalised:
-            if not isinstance(type_name, str):
-                raise TypeError("Pool %r: every type must be a string, %s" % (name, _got(type_name)))
-        object.__setattr__(self, "types", normalised)
+        if types is not None:
+            types = tuple(sorted(types)) if isinstance(types, (set, frozenset)) else tuple(types)
+            for bad in (t for t in types if not isinstance(t, str)):
+                raise TypeError("Pool %r: every type must be a string, %s" % (name, _got(bad)))
+            object.__setattr__(self, "types", types)
 
     def admits(self, entry_type: str) -> bool:
         """Whether entries of ``entry_type`` compete for this pool."""
@@ -327,14 +254,13 @@ class Pool:
         return self.max_entries > 0 and self.max_tokens >= 1
 
 
-def check_pools(pools: Sequence[Pool]) -> List[Pool]:
+def check_pools(pools: Sequence[Pool]) -> list[Pool]:
     """``pools`` as a list; raises for anything but distinct :class:`Pool` s."""
     if isinstance(pools, Pool):
         raise TypeError("pools must be a sequence of Pool objects, not a single Pool (wrap it in a list)")
     if isinstance(pools, (str, bytes, Mapping)) or not isinstance(pools, Iterable):
         raise TypeError("pools must be a sequence of Pool objects, %s" % _got(pools))
-    checked = list(pools)
-    seen: Set[str] = set()
+    checked, seen = list(pools), set()
     for position, pool in enumerate(checked):
         if not isinstance(pool, Pool):
             raise TypeError("pools[%d] must be a Pool, %s" % (position, _got(pool)))
@@ -345,31 +271,20 @@ def check_pools(pools: Sequence[Pool]) -> List[Pool]:
 
 
 class Reason(str, enum.Enum):
-    """Why an entry did not load (:attr:`Selection.dropped`); one cause each.
-    A ``str`` enum: ``Reason.INACTIVE == "inactive"``, serialised as its value."""
+    """Why an entry did not load; one cause each. A ``str`` enum:
+    ``Reason.INACTIVE == "inactive"``, serialised as its value."""
 
-    #: ``is_active`` said no (status, superseded_by)
-    INACTIVE = "inactive"
-    #: its namespace is not the query's (nor in its explicit chain)
-    NAMESPACE = "namespace"
-    #: it lacks one of the tags the query requires
-    TAGS = "tags"
-    #: provenance required and it has no ``source``
-    NO_SOURCE = "no_source"
-    #: a time bound was given and its ``created`` is missing or unparseable
-    UNDATED = "undated"
-    #: its ``created`` is outside the query's time bound
-    OUT_OF_TIME = "out_of_time"
-    #: no pool admits the entry's type
-    NO_POOL = "no_pool"
-    #: an always-scope entry no pool admits (also warned)
-    ALWAYS_NO_POOL = "always_no_pool"
-    #: its relevance is below its pool's ``min_relevance``
-    BELOW_RELEVANCE = "below_relevance"
-    #: its cost is more than the room its pool had left
-    TOKEN_BUDGET = "token_budget"
-    #: it would have fitted, but its pool's entry cap came first
-    ENTRY_CAP = "entry_cap"
+    INACTIVE = "inactive"  #: ``is_active`` said no (status, superseded_by)
+    NAMESPACE = "namespace"  #: its namespace is not the query's (nor in its explicit chain)
+    TAGS = "tags"  #: it lacks one of the tags the query requires
+    NO_SOURCE = "no_source"  #: provenance required and it has no ``source``
+    UNDATED = "undated"  #: a time bound was given and its ``created`` is missing or unparseable
+    OUT_OF_TIME = "out_of_time"  #: its ``created`` is outside the query's time bound
+    NO_POOL = "no_pool"  #: no pool admits the entry's type
+    ALWAYS_NO_POOL = "always_no_pool"  #: an always-scope entry no pool admits (also warned)
+    BELOW_RELEVANCE = "below_relevance"  #: its relevance is below its pool's ``min_relevance``
+    TOKEN_BUDGET = "token_budget"  #: its cost is more than the room its pool had left
+    ENTRY_CAP = "entry_cap"  #: it would have fitted, but its pool's entry cap came first
 
     def __str__(self) -> str:
         return str(self.value)
@@ -379,16 +294,11 @@ class Reason(str, enum.Enum):
 BUDGET_REASONS = frozenset((Reason.TOKEN_BUDGET, Reason.ENTRY_CAP))
 
 
-# -- Visibility --------------------------------------------------------------
-
-
 def parse_created(value: Optional[str]) -> Optional[datetime.datetime]:
     """``created`` as a naive datetime, or None when empty or unparseable
     (scored as age 0). An offset is dropped, not converted: stores hold UTC."""
-    if not value:
-        return None
     try:
-        return datetime.datetime.fromisoformat(value.rstrip("Z")).replace(tzinfo=None)
+        return datetime.datetime.fromisoformat(value.rstrip("Z")).replace(tzinfo=None) if value else None
     except (ValueError, AttributeError):
         return None
 
@@ -411,19 +321,19 @@ class Visibility:
     Attributes:
         namespace: None (no filter), one namespace, or an explicit ordered
             chain such as ``("project-a", "global")``; a ``None`` link names
-            the entries without a namespace. Matching is exact, with no
-            implicit fallback to a parent: a silent fallback makes a
-            project-only memory apply everywhere while every report looks normal.
+            the entries without one. Exact, with no implicit fallback to a
+            parent: a silent fallback makes a project-only memory apply
+            everywhere while every report looks normal.
         chain_penalty: score factor per link after the first (link ``i``
-            scores ``x chain_penalty ** i``): the query's own namespace wins ties.
+            scores ``x chain_penalty ** i``): the own namespace wins ties.
         require_tags: an entry must carry every one of these tags (AND).
-        require_source: drop entries without a non-empty ``source``: an
-            entry without provenance reads like the model's own guess.
-        since / until: inclusive bounds on ``created`` (datetimes or ISO-8601,
+        require_source: drop entries without a ``source``: an entry without
+            provenance reads like the model's own guess.
+        since / until: inclusive bounds on ``created`` (datetimes or ISO-8601;
             aware ones converted to UTC). A contextual entry without a
-            parseable ``created`` is ``undated`` (never an error: a bad
-            timestamp must not interrupt retrieval). Always-scope corrections
-            are standing rules and are never time-filtered.
+            parseable ``created`` is ``undated`` (a bad timestamp must not
+            interrupt retrieval); always-scope corrections are standing rules,
+            never time-filtered.
 
     Example::
 
@@ -431,18 +341,18 @@ class Visibility:
                visibility=Visibility(namespace=("tenant-a", None), since="2026-11-01"))
     """
 
-    namespace: Union[None, str, Tuple[Optional[str], ...]] = None
+    namespace: Union[None, str, tuple[Optional[str], ...]] = None
     chain_penalty: float = 0.9
-    require_tags: Tuple[str, ...] = ()
+    require_tags: tuple[str, ...] = ()
     require_source: bool = False
     since: Union[None, str, datetime.datetime] = None
     until: Union[None, str, datetime.datetime] = None
-    _bounds: Tuple[Optional[datetime.datetime], Optional[datetime.datetime]] = field(
+    _bounds: tuple[Optional[datetime.datetime], Optional[datetime.datetime]] = field(
         default=(None, None), init=False, repr=False, compare=False
     )
 
     def __post_init__(self) -> None:
-        namespace = self.namespace
+        namespace, tags = self.namespace, self.require_tags
         if isinstance(namespace, (list, tuple)):
             if not namespace or not all(n is None or (isinstance(n, str) and n) for n in namespace):
                 raise TypeError(
@@ -458,7 +368,6 @@ class Visibility:
             )
         if not _is_number(self.chain_penalty) or not 0.0 < self.chain_penalty <= 1.0:
             raise ValueError("Visibility chain_penalty must be in (0, 1], got %r" % (self.chain_penalty,))
-        tags = self.require_tags
         if isinstance(tags, str) or not isinstance(tags, Iterable) or not all(isinstance(t, str) for t in tags):
             raise TypeError("Visibility require_tags must be a list of strings, %s" % _got(tags))
         object.__setattr__(self, "require_tags", tuple(tags))
@@ -470,14 +379,14 @@ class Visibility:
         object.__setattr__(self, "_bounds", (since, until))
 
     @property
-    def chain(self) -> Tuple[Optional[str], ...]:
+    def chain(self) -> tuple[Optional[str], ...]:
         """The namespaces in order (empty when there is no namespace filter)."""
-        if self.namespace is None:
-            return ()
-        return self.namespace if isinstance(self.namespace, tuple) else (self.namespace,)
+        return (
+            () if self.namespace is None else self.namespace if isinstance(self.namespace, tuple) else (self.namespace,)
+        )
 
     @property
-    def bounds(self) -> Tuple[Optional[datetime.datetime], Optional[datetime.datetime]]:
+    def bounds(self) -> tuple[Optional[datetime.datetime], Optional[datetime.datetime]]:
         """``(since, until)`` as naive UTC datetimes (None: unbounded)."""
         return self._bounds
 
@@ -486,10 +395,10 @@ class Visibility:
         """Whether it filters anything at all."""
         return bool(self.chain or self.require_tags or self.require_source or self._bounds != (None, None))
 
-    def judge(self, entry: Entry) -> Tuple[Optional[Reason], float]:
+    def judge(self, entry: Entry) -> tuple[Optional[Reason], float]:
         """(why the entry is not visible, or None; its score factor), checked
         in a fixed order: namespace, tags, source, time."""
-        factor, chain = 1.0, self.chain
+        factor, chain, (since, until) = 1.0, self.chain, self._bounds
         if chain:
             if entry.get("namespace") not in chain:
                 return Reason.NAMESPACE, factor
@@ -498,7 +407,6 @@ class Visibility:
             return Reason.TAGS, factor
         if self.require_source and not entry.get("source"):
             return Reason.NO_SOURCE, factor
-        since, until = self._bounds
         if (since is not None or until is not None) and entry.get("scope") != "always":
             created = parse_created(entry.get("created"))
             if created is None:
@@ -508,21 +416,19 @@ class Visibility:
         return None, factor
 
 
-def _checked_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
+def check_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
+    """``visibility`` checked, or None when it filters nothing."""
     if visibility is not None and not isinstance(visibility, Visibility):
         raise TypeError("visibility must be a Visibility, %s" % _got(visibility))
     return visibility if visibility is not None and visibility.active else None
 
 
-# -- The report --------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Chosen:
-    """One selected entry: the pool that took it, its score (None for an
-    always-scope entry, never scored), its token cost, and the layer that
-    loaded (``"full"`` unless progressive loading chose a ``"summary"``;
-    ``full_cost`` is then the full content's cost)."""
+    """A selected entry: its pool, score (None for an always-scope entry,
+    never scored), token cost, and the layer that loaded (``"full"`` unless
+    progressive loading chose a ``"summary"``; ``full_cost`` is then the
+    full content's cost)."""
 
     entry: Entry
     index: int
@@ -536,9 +442,8 @@ class Chosen:
 
 @dataclass(frozen=True)
 class Dropped:
-    """One entry that did not load, with the one reason why; ``pool`` is the
-    pool that last considered it (None when none did), ``score`` and
-    ``cost`` its score and cost there."""
+    """An entry that did not load and the one reason; ``pool`` is the pool
+    that last considered it (None if none did), ``score`` and ``cost`` there."""
 
     entry: Entry
     index: int
@@ -550,9 +455,9 @@ class Dropped:
 
 @dataclass(frozen=True)
 class PoolStats:
-    """Budget use of one pool: ``tokens_used`` and ``entries_used`` count
-    contextual entries only (always-scope ones are outside the budget and
-    counted apart); ``candidates`` is every entry the pool considered."""
+    """One pool's budget use: ``tokens_used``/``entries_used`` count contextual
+    entries (always-scope ones are outside the budget, counted apart);
+    ``candidates`` every entry the pool considered."""
 
     name: str
     max_tokens: Union[int, float]
@@ -565,23 +470,22 @@ class PoolStats:
 
 
 class Selection:
-    """What :func:`select` chose and why the rest did not load: every input
-    position is in ``chosen`` or in ``dropped``, once.
+    """What :func:`select` chose and why the rest did not load: each input
+    position is in ``chosen`` or ``dropped``, once.
 
     Attributes:
         pools: pool name -> entries, exactly :func:`retrieve_pools`' answer.
-        chosen: the selected entries in render order: always-scope entries of
-            every pool first (pool order, then input order), then each pool's
-            contextual entries in rank order.
-        dropped: every entry that did not load, in input order; built on
-            first read, so a million-entry report costs nothing unread.
+        chosen: selected entries in render order: always-scope entries of all
+            pools first (pool, then input order), then each pool's contextual
+            entries in rank order.
+        dropped: every entry that did not load, in input order; built when
+            first read, so an unread million-entry report costs nothing.
         stats: pool name -> :class:`PoolStats`.
         notes: what else a host may show (``task_type``, ``scorer_fallback``).
 
     Example::
 
-        sel = select(entries, pools, {"message": "deploy"})
-        for d in sel.dropped:
+        for d in select(entries, pools, {"message": "deploy"}).dropped:
             print(d.entry.get("id"), d.reason, d.pool)
     """
 
@@ -589,19 +493,18 @@ class Selection:
 
     def __init__(
         self,
-        pools: Dict[str, List[Any]],
-        chosen: List[Chosen],
-        dropped: Union[List[Dropped], Callable[[], List[Dropped]]],
-        stats: Dict[str, PoolStats],
-        notes: Optional[Dict[str, Any]] = None,
+        pools: dict[str, list[Any]],
+        chosen: list[Chosen],
+        dropped: Union[list[Dropped], Callable[[], list[Dropped]]],
+        stats: dict[str, PoolStats],
+        notes: Optional[dict[str, Any]] = None,
     ) -> None:
-        self.pools, self.chosen, self.stats = pools, chosen, stats
-        self.notes: Dict[str, Any] = dict(notes or {})
+        self.pools, self.chosen, self.stats, self.notes = pools, chosen, stats, dict(notes or {})
         self._build = dropped if callable(dropped) else None
         self._dropped = None if callable(dropped) else list(dropped)
 
     @property
-    def dropped(self) -> List[Dropped]:
+    def dropped(self) -> list[Dropped]:
         if self._dropped is None:
             assert self._build is not None
             self._dropped, self._build = self._build(), None
@@ -611,24 +514,21 @@ class Selection:
         counts = {name: len(got) for name, got in self.pools.items()}
         return "Selection(pools=%r, chosen=%d, stats=%r)" % (counts, len(self.chosen), list(self.stats))
 
-    def entries(self) -> List[Any]:
+    def entries(self) -> list[Any]:
         """Selected entries in render order (always-scope first)."""
         return [c.entry for c in self.chosen]
 
-    def dropped_by_reason(self) -> Dict[Reason, List[Dropped]]:
+    def dropped_by_reason(self) -> dict[Reason, list[Dropped]]:
         """Dropped entries grouped by reason code."""
-        grouped: Dict[Reason, List[Dropped]] = {}
+        grouped: dict[Reason, list[Dropped]] = {}
         for item in self.dropped:
             grouped.setdefault(item.reason, []).append(item)
         return grouped
 
 
-# -- Costs, activeness, the default scorer -----------------------------------
-
-
 def default_token_counter(text: str) -> int:
     """``max(1, len(text) // 4)``: crude on purpose (``poolsplit_adapters.tokens``
-    has a real tokenizer) and never 0, which would exempt an entry from every budget."""
+    has real tokenizers), and never 0, which would exempt an entry from every budget."""
     return max(1, len(text) // 4)
 
 
@@ -640,48 +540,37 @@ def default_is_active(entry: Entry) -> bool:
 
 
 def given_token_count(entry: Entry) -> Optional[int]:
-    """The entry's ``token_count`` when a positive int (bool is no int
-    here), else None: the counter must measure the content."""
+    """``token_count`` when a positive int (bool is no int here), else None."""
     count = entry.get("token_count")
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
 
 
 def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] = None) -> int:
-    """A positive-int ``token_count``, else ``token_counter(content)``.
-
-    Never 0 for a missing count: a zero default would silently exempt the
-    entry from every budget. A counter answering 0, a negative number or a
-    non-integer is reported rather than trusted, for the same reason.
-    """
+    """A positive-int ``token_count``, else ``token_counter(content)``. Never 0
+    for a missing count (a zero default would silently exempt the entry from
+    every budget); a counter answering 0, a negative number or a non-integer
+    is reported rather than trusted, for the same reason."""
     given = given_token_count(entry)
-    if given is not None:
-        return given
-    measured = token_counter(entry.get("content", ""))
+    measured = given if given is not None else token_counter(entry.get("content", ""))
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
-        raise entry_error(
-            entry,
-            index,
-            "token_count",
-            "is not a positive integer and token_counter returned %r for its content; costs must be "
-            "positive integers (0 would exempt the entry from every budget)" % (measured,),
-        )
+        problem = "is not a positive integer and token_counter returned %r for its content; costs must be "
+        problem += "positive integers (0 would exempt the entry from every budget)"
+        raise entry_error(entry, index, "token_count", problem % (measured,))
     return int(measured)
 
 
 #: Words too common to count as shared.
 STOPWORDS = frozenset(
-    """the and for are but not you all can her was one our out day has had his
-    how man new now old see two way who did its let put say she too use that
-    this with from they them then than have will your what when were been into
+    """the and for are but not you all can her was one our out day has had his how man new now old see two way who
+    did its let put say she too use that this with from they them then than have will your what when were been into
     some more very just over only""".split()
 )
-_WORD = re.compile(r"[a-z0-9]+")
 
 
-def significant_words(text: str) -> FrozenSet[str]:
+def significant_words(text: str) -> frozenset[str]:
     """The words the message factor compares: lower-cased ASCII alphanumeric
     runs longer than two characters, minus :data:`STOPWORDS`."""
-    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS)
+    return frozenset(w for w in re.findall("[a-z0-9]+", text.lower()) if len(w) > 2 and w not in STOPWORDS)
 
 
 class ScoringContext:
@@ -711,17 +600,15 @@ class ScoringContext:
             raise TypeError("context['message'] must be a string, %s" % _got(message))
         if now is not None and not isinstance(now, datetime.datetime):
             raise TypeError("now must be a datetime.datetime or None, %s" % _got(now))
-        self.tags: FrozenSet[str] = frozenset(tags)
-        self.project: Optional[str] = project
+        self.tags, self.project = frozenset(tags), project
         self.words = significant_words(message)
         self.nwords = len(self.words)
-        # Compared naive to naive, an offset dropped: stores hold UTC.
+        # Naive to naive, an offset dropped (stores hold UTC).
         self.ref = (now or datetime.datetime.now(datetime.timezone.utc)).replace(tzinfo=None)
 
     def partial(self, entry: Entry) -> float:
         """Every factor but the message overlap, in the spec's order (the
-        message factor is the last product, so ``partial * message_factor``
-        is the score bit for bit)."""
+        message factor is the last product: ``partial * factor`` is the score)."""
         score = float(entry.get("base_priority", DEFAULT_PRIORITY))
         created = parse_created(entry.get("created"))
         days = 0.0 if created is None else (self.ref - created).total_seconds() / 86400.0
@@ -731,7 +618,7 @@ class ScoringContext:
         tags = entry.get("tags")
         if tags and self.tags:  # without context tags the factor is exactly 1
             score *= 1.0 + (len(set(tags) & self.tags) / len(set(tags))) * TAG_WEIGHT
-        if entry.get("project") is not None:  # None, "general", is neutral
+        if entry.get("project") is not None:  # None ("general") is neutral
             score *= PROJECT_SAME if entry.get("project") == self.project else PROJECT_OTHER
         return score
 
@@ -740,15 +627,10 @@ class ScoringContext:
         without a message): the query-match part of the score."""
         return len(self.words & significant_words(entry["content"])) / self.nwords if self.nwords else 0.0
 
-    def message_factor(self, entry: Entry) -> float:
-        """``1 + 1.5 * f`` when the shared fraction ``f`` exceeds 0.15, else
-        exactly 1.0 (so at most 2.5)."""
-        overlap = self.relevance(entry)
-        return 1.0 + overlap * MESSAGE_WEIGHT if overlap > MESSAGE_THRESHOLD else 1.0
-
     def score(self, entry: Entry) -> float:
         """The default score of a checked entry (see :func:`default_scorer`)."""
-        return self.partial(entry) * self.message_factor(entry)
+        overlap = self.relevance(entry)
+        return self.partial(entry) * (1.0 + overlap * MESSAGE_WEIGHT if overlap > MESSAGE_THRESHOLD else 1.0)
 
 
 def default_scorer(
@@ -756,14 +638,13 @@ def default_scorer(
 ) -> float:
     """Score one entry against a retrieval context; higher is more relevant.
 
-    The product of: **base priority** (``base_priority``, default 5);
-    **recency** ``1 - 0.7 * days / 90`` from ``created``, floored at 0.3
-    (``now`` is injectable, so tests need no clock); **tags** ``1 + 0.5 * f``,
-    ``f`` the fraction of the entry's distinct tags in ``context["tags"]``;
-    **project** x1.0 without one ("general"), x1.5 when it equals
-    ``context["project"]``, x0.5 otherwise; **message** ``1 + 1.5 * f``, ``f``
-    the fraction of the message's significant words in the content, only
-    when ``f > 0.15``.
+    The product of **base priority** (default 5); **recency** ``1 - 0.7 *
+    days / 90`` from ``created``, floored at 0.3 (``now`` injectable, so tests
+    need no clock); **tags** ``1 + 0.5 * f``, ``f`` the fraction of the
+    entry's distinct tags in ``context["tags"]``; **project** x1 without one
+    ("general"), x1.5 when it is ``context["project"]``, x0.5 otherwise;
+    **message** ``1 + 1.5 * f``, ``f`` the fraction of the message's
+    significant words in the content, only when ``f > 0.15``.
 
     Deliberately no access-count or retrieval-frequency term: in the system
     this comes from, "retrieved, so scored higher, so retrieved again" made
@@ -775,15 +656,15 @@ def default_scorer(
 
 class _PlainScorer:
     """A spec-form scorer function for one call: each entry scored once (a
-    pool's ``min_relevance`` and its ranking read the same answer), and its
-    relevance is its score (it has no separate query-match part)."""
+    pool's threshold and its ranking read the same answer); its relevance is
+    its score (it has no separate query-match part)."""
 
     def __init__(self, scorer: Scorer, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> None:
         self.scorer, self.context, self.now = scorer, context, now
-        self.answers: Dict[int, Any] = {}  # by id(): the entries outlive the call
+        self.answers: dict[int, Any] = {}
 
     def score(self, entry: Entry) -> float:
-        if id(entry) not in self.answers:
+        if id(entry) not in self.answers:  # by id(): the entries outlive the call
             self.answers[id(entry)] = self.scorer(entry, self.context, now=self.now)
         return self.answers[id(entry)]  # type: ignore[no-any-return]
 
@@ -792,7 +673,7 @@ class _PlainScorer:
 
 def prepare_scorer(scorer: Scorer, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Any:
     """``scorer`` for one call: an object with ``score(entry)`` and
-    ``relevance(entry)`` (and optionally ``warm(entries)``, to embed a pool's
+    ``relevance(entry)`` (optionally ``warm(entries)``, to embed a pool's
     candidates in one batch). The default scorer becomes a
     :class:`ScoringContext`; an object with ``prepare(context, now)`` (an
     embedding scorer embeds the query once) prepares itself; a spec-form
@@ -807,22 +688,16 @@ def prepare_scorer(scorer: Scorer, context: Optional[Mapping[str, Any]], now: Op
     return _PlainScorer(scorer, context, now)
 
 
-def _checked_score(value: Any, entry: Entry, index: Optional[int], what: str = "scorer") -> float:
-    # NaN breaks the total order determinism rests on; an infinity makes
-    # ties meaningless; a non-number cannot be sorted.
-    if not _is_finite_number(value):
+def _checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
+    # NaN breaks the total order; an infinity makes ties meaningless.
+    if not _is_number(value, finite=True):
         raise entry_error(entry, index, None, "%s must return a finite number, %s" % (what, _got(value)))
     return float(value)
 
 
-# -- Candidates: what the fill asks of the entries ---------------------------
-
-
 class Room:
-    """A pool's token room during its fill; a ranking may read ``left`` to
-    leave out entries that can no longer fit."""
-
-    __slots__ = ("limit", "used")
+    """A pool's token room during its fill (``left`` lets a ranking leave out
+    what can no longer fit)."""
 
     def __init__(self, limit: Union[int, float]) -> None:
         self.limit, self.used = limit, 0
@@ -833,61 +708,46 @@ class Room:
 
 
 class Candidates(Protocol):
-    """The entries of one call as :func:`fill_pools` sees them.
+    """The entries of one call as :func:`fill_pools` asks about them (steps 1
+    and 2 happen behind it). :class:`ListCandidates` implements it for a list,
+    ``MemoryIndex`` from cached columns. Positions are the implementation's
+    handles; a *group* is any sized iterable of positions (a list, an array).
 
-    :class:`ListCandidates` (a plain list) and ``MemoryIndex`` (cached
-    columns) implement it. Positions are the implementation's handles; a
-    *group* of positions is any sized iterable (a list, a numpy array).
+    * ``members(pool)``: (always-scope positions in input order, contextual
+      group) of the admitted entries of the pool's types no earlier pool took;
+    * ``split_below(group, t)``: (relevance >= t, the rest);
+    * ``ranked(group, room)``: ``(position, score, cost)`` in the order
+      ``(-score, created or "", id or "", input index)``, possibly without
+      what costs more than ``room.left``;
+    * ``claim(positions)``: exclude these entries from every later pool;
+    * ``verdicts()``: every position in input order, with why it was not
+      admitted (None: it was); ``index(p)``: its index in the caller's order;
+    * ``unadmitted_always(pools)``: admitted always-scope entries no pool admits.
     """
 
-    def members(self, pool: Pool) -> Tuple[List[int], Any]:
-        """(always-scope positions in input order, the contextual group) of
-        the admitted entries of the pool's types no earlier pool took."""
-
-    def split_below(self, group: Any, threshold: float) -> Tuple[Any, Any]:
-        """(positions whose relevance is >= threshold, the rest)."""
-
-    def ranked(self, group: Any, room: Room) -> Iterator[Tuple[int, float, int]]:
-        """``(position, score, cost)`` in the order ``(-score, created or "",
-        id or "", input index)``; may leave out what costs more than ``room.left``."""
-
-    def claim(self, positions: Iterable[int]) -> None:
-        """Exclude these entries from every later pool."""
-
+    def members(self, pool: Pool) -> tuple[list[int], Any]: ...
+    def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]: ...
+    def ranked(self, group: Any, room: Room) -> Iterator[tuple[int, float, int]]: ...
+    def claim(self, positions: Iterable[int]) -> None: ...
     def entry(self, position: int) -> Entry: ...
-
-    def index(self, position: int) -> int:
-        """The entry's index in the caller's order (what reports show)."""
-
+    def index(self, position: int) -> int: ...
     def cost(self, position: int) -> int: ...
-
     def score(self, position: int) -> float: ...
-
-    def verdicts(self) -> Iterable[Tuple[int, Optional[Reason]]]:
-        """Every position in input order, with why it was not admitted (None: it was)."""
-
-    def unadmitted_always(self, pools: Sequence[Pool]) -> List[int]:
-        """Admitted always-scope entries whose type no pool admits."""
+    def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
+    def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]: ...
 
 
 class ListCandidates:
-    """Candidates from a list of entries for one call: step 1 (admit) runs
-    here, once per entry; step 2 (score) once per entry a pool ranks.
-
-    Args:
-        entries: the entries (any iterable of mappings).
-        prepared: the call's scorer from :func:`prepare_scorer`.
-        token_counter: cost of an entry without a positive ``token_count``,
-            asked only about entries the fill reaches (a tokenizer is the
-            expensive part of a call).
-        is_active: activeness predicate.
-        visibility: what the query may see (None: everything).
-        costs: known costs by position; the entries are then taken as checked.
+    """:class:`Candidates` from a list of entries, for one call: step 1 runs
+    in the constructor (each entry checked, tested and judged once), step 2
+    once per entry a pool ranks (``prepared`` from :func:`prepare_scorer`).
+    ``token_counter`` is asked only about entries the fill reaches (a
+    tokenizer is the expensive part of a call); ``costs``, known costs by
+    position, mark the entries as already checked.
 
     Example::
 
-        prepared = prepare_scorer(default_scorer, {"message": "deploy"}, now)
-        selection = fill_pools(pools, ListCandidates(entries, prepared))
+        selection = fill_pools(pools, ListCandidates(entries, prepare_scorer(default_scorer, context, now)))
     """
 
     def __init__(
@@ -908,17 +768,17 @@ class ListCandidates:
             )
         self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
         self.prepared, self.counter = prepared, token_counter
-        self.costs: Dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
-        self.reason: Dict[int, Reason] = {}  # position -> why not admitted
-        self.penalty: Dict[int, float] = {}  # position -> namespace-chain factor, when not 1
-        self.by_type: Dict[str, List[int]] = {}
-        self.always: Set[int] = set()
-        self.scores: Dict[int, float] = {}
-        self.claimed: Set[int] = set()  # id() of every entry an earlier pool took
-        self._admit(is_active, visibility, checked=costs is not None)
+        self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
+        self.reason: dict[int, Reason] = {}  # position -> why not admitted
+        self.penalty: dict[int, float] = {}  # position -> namespace-chain factor, when not 1
+        self.by_type: dict[str, list[int]] = {}
+        self.always: set[int] = set()
+        self.scores: dict[int, float] = {}
+        self.claimed: set[int] = set()  # id() of every entry an earlier pool took
+        self.admit(is_active, visibility, checked=costs is not None)
 
-    def _admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
-        """1. Admit: checked, active, visible; grouped by type."""
+    def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
+        """1. Admit: checked, active and visible entries, grouped by type."""
         for index, entry in enumerate(self.items):
             if not checked:
                 check_entry(entry, index)
@@ -936,14 +796,13 @@ class ListCandidates:
                 self.always.add(index)
 
     def score(self, position: int) -> float:
-        """2. Score, once per entry, times its namespace-chain factor."""
+        """2. Score, once per entry, times its namespace-chain factor. The
+        default score is a product of checked finite factors, not re-checked:
+        one past the float range ranks as inf (as in the index's twin)."""
         if position not in self.scores:
-            entry = self.items[position]
+            entry, default = self.items[position], isinstance(self.prepared, ScoringContext)
             score = self.prepared.score(entry)
-            # The default score is a product of checked finite factors: one
-            # past the float range ranks as inf (as in the index's twin).
-            if not isinstance(self.prepared, ScoringContext):
-                score = _checked_score(score, entry, position)
+            score = score if default else _checked_score(score, entry, position, "scorer")
             self.scores[position] = score * self.penalty.get(position, 1.0)
         return self.scores[position]
 
@@ -952,33 +811,28 @@ class ListCandidates:
             self.costs[position] = entry_cost(self.items[position], self.counter, position)
         return self.costs[position]
 
-    def members(self, pool: Pool) -> Tuple[List[int], List[int]]:
-        found = sorted(
-            i
-            for entry_type, run in self.by_type.items()
-            if pool.admits(entry_type)
-            for i in run
-            if id(self.items[i]) not in self.claimed
-        )
+    def members(self, pool: Pool) -> tuple[list[int], list[int]]:
+        runs = [run for entry_type, run in self.by_type.items() if pool.admits(entry_type)]
+        found = sorted(i for run in runs for i in run if id(self.items[i]) not in self.claimed)
         return [i for i in found if i in self.always], [i for i in found if i not in self.always]
 
-    def _warm(self, group: List[int]) -> None:
-        # A scorer that embeds entries gets a pool's candidates in one batch.
-        warm = getattr(self.prepared, "warm", None)
-        if warm is not None:
-            warm([self.items[i] for i in group])
+    def warm(self, group: list[int]) -> None:
+        """Hand a scorer that embeds entries a pool's candidates in one batch."""
+        if getattr(self.prepared, "warm", None) is not None:
+            self.prepared.warm([self.items[i] for i in group])
 
-    def split_below(self, group: List[int], threshold: float) -> Tuple[List[int], List[int]]:
-        self._warm(group)
-        relevance = {
-            i: _checked_score(self.prepared.relevance(self.items[i]), self.items[i], i, "relevance") for i in group
+    def split_below(self, group: list[int], threshold: float) -> tuple[list[int], list[int]]:
+        self.warm(group)
+        relevance = self.prepared.relevance
+        kept = {
+            i for i in group if _checked_score(relevance(self.items[i]), self.items[i], i, "relevance") >= threshold
         }
-        return [i for i in group if relevance[i] >= threshold], [i for i in group if relevance[i] < threshold]
+        return [i for i in group if i in kept], [i for i in group if i not in kept]
 
-    def ranked(self, group: List[int], room: Room) -> Iterator[Tuple[int, float, int]]:
-        self._warm(group)
-        get = self.items.__getitem__
-        keys = sorted((-self.score(i), get(i).get("created") or "", get(i).get("id") or "", i) for i in group)
+    def ranked(self, group: list[int], room: Room) -> Iterator[tuple[int, float, int]]:
+        self.warm(group)
+        at = self.items
+        keys = sorted((-self.score(i), at[i].get("created") or "", at[i].get("id") or "", i) for i in group)
         return ((i, -negative, self.cost(i)) for negative, _, _, i in keys)
 
     def claim(self, positions: Iterable[int]) -> None:
@@ -990,41 +844,31 @@ class ListCandidates:
     def index(self, position: int) -> int:
         return position
 
-    def verdicts(self) -> Iterable[Tuple[int, Optional[Reason]]]:
+    def verdicts(self) -> Iterator[tuple[int, Optional[Reason]]]:
         return ((i, self.reason.get(i)) for i in range(len(self.items)))
 
-    def unadmitted_always(self, pools: Sequence[Pool]) -> List[int]:
-        return sorted(
-            i
-            for entry_type, run in self.by_type.items()
-            if not any(pool.admits(entry_type) for pool in pools)
-            for i in run
-            if i in self.always
-        )
+    def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]:
+        lost = (run for t, run in self.by_type.items() if not any(pool.admits(t) for pool in pools))
+        return sorted(i for run in lost for i in run if i in self.always)
 
 
 class Layering(Protocol):
     """A fill that loads lighter layers of entries (progressive loading;
-    ``poolsplit_adapters.memory.progressive.ProgressiveLayers`` implements it).
+    ``poolsplit_adapters.memory.progressive.ProgressiveLayers``). The core
+    calls ``fill`` per pool instead of its greedy fill, with the pool's
+    ``(position, entry, score, full cost)`` in rank order, for ``(position,
+    layer, cost)`` picks within the pool's caps; then ``deepen`` with how
+    many contextual entries loaded; on yes, ``fill`` again per pool with
+    ``deepen=True`` (same entries; only their layers may change)."""
 
-    The core calls :meth:`fill` per pool instead of its greedy fill, with the
-    pool's candidates in rank order; then :meth:`deepen` with how many
-    contextual entries loaded; when it says yes, :meth:`fill` again per pool
-    with ``deepen=True`` on the same candidates (same entries, only their
-    layers may change).
-    """
-
-    def fill(self, pool: Pool, ranked: List[Tuple[int, Entry, float, int]], deepen: bool) -> List[Tuple[int, str, int]]:
-        """``(position, layer, cost)`` picks in rank order from ``ranked``
-        ``(position, entry, score, full cost)``, within the pool's caps."""
-
-    def deepen(self, loaded: int) -> bool:
-        """Whether the loaded context is not yet sufficient."""
+    def fill(
+        self, pool: Pool, ranked: list[tuple[int, Entry, float, int]], deepen: bool
+    ) -> list[tuple[int, str, int]]: ...
+    def deepen(self, loaded: int) -> bool: ...
 
 
-# -- The algorithm -----------------------------------------------------------
-
-_Pick = Tuple[int, float, int, str]  # position, score, cost, layer
+_Pick = tuple[int, float, int, str]  # position, score, cost, layer
+_Filled = tuple[Pool, list[int], Any, Any, list[_Pick]]  # pool, always, contextual, below, picks
 
 
 def fill_pools(
@@ -1033,25 +877,15 @@ def fill_pools(
     *,
     report: bool = True,
     warn: bool = True,
-    notes: Optional[Dict[str, Any]] = None,
+    notes: Optional[dict[str, Any]] = None,
     layering: Optional[Layering] = None,
     stacklevel: int = 2,
 ) -> Selection:
-    """Steps 3 and 4 over admitted, scorable ``candidates``: the one
-    implementation of the fill, whatever holds the entries.
-
-    3. Fill each pool in order, from its types' candidates no earlier pool took:
-       a. every always-scope entry, in input order, outside both caps;
-       b. set aside contextual candidates below ``min_relevance``;
-       c. the rest in rank order, greedily (or by ``layering``);
-       d. claim what loaded, so no later pool takes it.
-    4. Report: warn about corrections no pool admits; then (unless
-       ``report=False``) what loaded, each pool's budget use, and a reason
-       for each other entry (built when first read).
-    """
+    """Steps 3 and 4 over ``candidates`` (admitted and scorable): the one fill,
+    whatever holds the entries. ``report=False`` returns ``pools`` only."""
     pool_list = check_pools(pools)
-    filled: List[Tuple[Pool, List[int], Any, Any, List[_Pick]]] = []
-    rankings: List[List[Tuple[int, Entry, float, int]]] = []  # for a layering's second pass
+    filled: list[_Filled] = []
+    ranked: list[list[tuple[int, Entry, float, int]]] = []  # for a layering's second pass
     for pool in pool_list:
         # 3a. Always-scope entries first, in input order, outside both caps.
         always, contextual = candidates.members(pool)
@@ -1061,123 +895,104 @@ def fill_pools(
             contextual, below = candidates.split_below(contextual, pool.min_relevance)
         # 3c. The greedy fill in rank order (or the layered one).
         if layering is None:
-            taken = _greedy(pool, candidates, contextual)
+            picks = _greedy(pool, candidates, contextual)
         else:
-            rankings.append(_ranked_all(pool, candidates, contextual))
-            taken = _layered(pool, rankings[-1], layering, deepen=False)
+            ranked.append(_ranked_all(pool, candidates, contextual))
+            picks = _layered(pool, ranked[-1], layering, deepen=False)
         # 3d. What loaded is claimed: an entry lands in one pool at most.
-        candidates.claim(always)
-        candidates.claim(i for i, _, _, _ in taken)
-        filled.append((pool, always, contextual, below, taken))
+        candidates.claim(always + [p[0] for p in picks])
+        filled.append((pool, always, contextual, below, picks))
     if layering is not None and layering.deepen(sum(len(f[4]) for f in filled)):
-        filled = [f[:4] + (_layered(f[0], ranked, layering, True),) for f, ranked in zip(filled, rankings)]
-    result = {
-        pool.name: [candidates.entry(i) for i in always + [t[0] for t in taken]] for pool, always, _, _, taken in filled
-    }
-    # 4. Report: a correction no pool admits is never only a report line.
+        filled = [f[:4] + (_layered(f[0], r, layering, deepen=True),) for f, r in zip(filled, ranked)]
+    result = {f[0].name: [candidates.entry(i) for i in f[1] + [p[0] for p in f[4]]] for f in filled}
+    # 4. Report. A correction no pool admits is never only a report line.
     lost = candidates.unadmitted_always(pool_list)
     for i in lost if warn else ():
-        entry = candidates.entry(i)
+        what = (describe_entry(candidates.entry(i), candidates.index(i)), candidates.entry(i).get("type", "note"))
+        message = "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
         warnings.warn(
-            "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
-            "Add the type to a pool." % (describe_entry(entry, candidates.index(i)), entry.get("type", "note")),
-            UnadmittedCorrectionWarning,
-            stacklevel=stacklevel + 1,
+            message % what + "Add the type to a pool.", UnadmittedCorrectionWarning, stacklevel=stacklevel + 1
         )
     if not report:
         return Selection(result, [], [], {}, notes)
-    always_rows: List[Chosen] = []
-    contextual_rows: List[Chosen] = []
-    stats: Dict[str, PoolStats] = {}
-    for pool, always, contextual, below, taken in filled:
+    always_rows: list[Chosen] = []
+    picked_rows: list[Chosen] = []
+    stats: dict[str, PoolStats] = {}
+    for pool, always, contextual, below, picks in filled:
         costs = [candidates.cost(i) for i in always]
-        always_rows += [
-            Chosen(candidates.entry(i), candidates.index(i), pool.name, True, None, c, "full", c)
-            for i, c in zip(always, costs)
-        ]
-        contextual_rows += [
-            Chosen(candidates.entry(i), candidates.index(i), pool.name, False, score, cost, layer, candidates.cost(i))
-            for i, score, cost, layer in taken
-        ]
-        used = sum(t[2] for t in taken)
+        for i, cost in zip(always, costs):
+            always_rows.append(
+                Chosen(candidates.entry(i), candidates.index(i), pool.name, True, None, cost, "full", cost)
+            )
+        for i, score, cost, layer in picks:
+            full = candidates.cost(i)
+            picked_rows.append(
+                Chosen(candidates.entry(i), candidates.index(i), pool.name, False, score, cost, layer, full)
+            )
         seen = len(always) + len(contextual) + (0 if below is None else len(below))
+        used = sum(p[2] for p in picks)
         stats[pool.name] = PoolStats(
-            pool.name, pool.max_tokens, pool.max_entries, used, len(taken), len(always), sum(costs), seen
+            pool.name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(costs), seen
         )
     return Selection(
-        result, always_rows + contextual_rows, lambda: _dropped_rows(candidates, filled, set(lost)), stats, notes
+        result, always_rows + picked_rows, lambda: _dropped_rows(candidates, filled, set(lost)), stats, notes
     )
 
 
-def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> List[_Pick]:
+def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
     """3c: take entries in rank order while they fit; skip one that overflows
     the tokens (a smaller, lower-ranked one may still fit); stop at the entry
     cap, or when not even a 1-token entry could fit."""
-    taken: List[_Pick] = []
-    if not pool.loads_contextual:
-        return taken  # nothing contextual can load: rank nothing
+    picks: list[_Pick] = []
     room = Room(pool.max_tokens)
-    for i, score, cost in candidates.ranked(contextual, room):
+    for i, score, cost in candidates.ranked(contextual, room) if pool.loads_contextual else ():
         if room.used + cost > pool.max_tokens:
             continue
-        taken.append((i, score, cost, "full"))
+        picks.append((i, score, cost, "full"))
         room.used += cost
-        if len(taken) >= pool.max_entries or room.used + 1 > pool.max_tokens:
+        if len(picks) >= pool.max_entries or room.used + 1 > pool.max_tokens:
             break
-    return taken
+    return picks
 
 
-def _ranked_all(pool: Pool, candidates: Candidates, contextual: Any) -> List[Tuple[int, Entry, float, int]]:
+def _ranked_all(pool: Pool, candidates: Candidates, contextual: Any) -> list[tuple[int, Entry, float, int]]:
     """Every candidate of a pool in rank order, for both passes of a layering."""
-    if not pool.loads_contextual:
-        return []
-    return [(i, candidates.entry(i), score, cost) for i, score, cost in candidates.ranked(contextual, Room(math.inf))]
+    ranked = candidates.ranked(contextual, Room(math.inf)) if pool.loads_contextual else ()
+    return [(i, candidates.entry(i), score, cost) for i, score, cost in ranked]
 
 
-def _layered(pool: Pool, ranked: List[Tuple[int, Entry, float, int]], layering: Layering, deepen: bool) -> List[_Pick]:
+def _layered(pool: Pool, ranked: list[tuple[int, Entry, float, int]], layering: Layering, deepen: bool) -> list[_Pick]:
     """3c with a :class:`Layering`: the pool's ranked candidates to its picks."""
-    if not pool.loads_contextual:
-        return []
     score_at = {i: score for i, _, score, _ in ranked}
-    return [(i, score_at[i], cost, layer) for i, layer, cost in layering.fill(pool, ranked, deepen)]
+    picks = layering.fill(pool, ranked, deepen) if pool.loads_contextual else []
+    return [(i, score_at[i], cost, layer) for i, layer, cost in picks]
 
 
-def _dropped_rows(
-    candidates: Candidates, filled: List[Tuple[Pool, List[int], Any, Any, List[_Pick]]], lost: Set[int]
-) -> List[Dropped]:
-    """4. One row per entry that did not load, in input order, with one reason.
-
-    A candidate a pool left out was cut by the token budget when its cost is
-    more than the room the pool had left at the end (it could never have
-    fitted), else by the entry cap: decided from the final room, so the
-    reason does not depend on how far the fill scanned. The last pool that
-    considered an entry has the last word."""
-    last: Dict[int, Tuple[str, Reason]] = {}
-    chosen: Set[int] = set()
-    for pool, always, contextual, below, taken in filled:
-        taken_at = {t[0] for t in taken}
-        chosen.update(always, taken_at)
-        room = pool.max_tokens - sum(t[2] for t in taken)
-        for i in below if below is not None else ():
-            last[int(i)] = (pool.name, Reason.BELOW_RELEVANCE)
-        for i in contextual:
-            if i not in taken_at:
-                last[int(i)] = (pool.name, Reason.TOKEN_BUDGET if candidates.cost(i) > room else Reason.ENTRY_CAP)
-    rows: List[Dropped] = []
+def _dropped_rows(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> list[Dropped]:
+    """4. One row per entry that did not load, in input order. A candidate a
+    pool left out was cut by the token budget when it costs more than the
+    room the pool had left at the end (it could never have fitted), else by
+    the entry cap: decided from the final room, so the reason does not depend
+    on how far the fill scanned. The last pool that considered it decides."""
+    last: dict[int, tuple[str, Reason]] = {}
+    chosen: set[int] = set()
+    for pool, always, contextual, below, picks in filled:
+        picked = {p[0] for p in picks}
+        chosen.update(always, picked)
+        room = pool.max_tokens - sum(p[2] for p in picks)
+        last.update((int(i), (pool.name, Reason.BELOW_RELEVANCE)) for i in (() if below is None else below))
+        for i in (int(i) for i in contextual if i not in picked):
+            last[i] = (pool.name, Reason.TOKEN_BUDGET if candidates.cost(i) > room else Reason.ENTRY_CAP)
+    rows: list[Dropped] = []
     for i, why in candidates.verdicts():
         if i in chosen:
             continue
         entry, index = candidates.entry(i), candidates.index(i)
-        if why is not None:
-            rows.append(Dropped(entry, index, why))
-        elif i in last:
+        if why is None and i in last:
             rows.append(Dropped(entry, index, last[i][1], last[i][0], candidates.score(i), candidates.cost(i)))
         else:
-            rows.append(Dropped(entry, index, Reason.ALWAYS_NO_POOL if i in lost else Reason.NO_POOL))
+            rows.append(Dropped(entry, index, why or (Reason.ALWAYS_NO_POOL if i in lost else Reason.NO_POOL)))
     return rows
-
-
-# -- The entry points --------------------------------------------------------
 
 
 def select(
@@ -1194,39 +1009,36 @@ def select(
     _report: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
-    """Fill several pools from one entry set (steps 1-4) and report what
+    """Steps 1-4: fill several pools from one entry set and report what
     loaded, what did not and why, and each pool's budget use.
 
     Pools fill in order; an entry an earlier pool took is excluded from later
     ones (by identity, so entries without an ``id`` still dedupe).
-    ``selection.pools`` equals :func:`retrieve_pools`. ``visibility`` limits
-    what the query may see at all; ``layering`` turns on progressive loading
-    (off: exactly the spec). Silent truncation makes a model believe "that is
-    all there is": the report lets a host see why an entry did or did not load.
-
-    Emits :class:`UnadmittedCorrectionWarning` for an active always-scope
-    entry no pool admits.
+    ``selection.pools`` is :func:`retrieve_pools`' answer. ``visibility``
+    limits what the query may see at all; ``layering`` turns on progressive
+    loading (off: exactly the spec). Silent truncation makes a model believe
+    "that is all there is": the report lets a host see why an entry did or
+    did not load. Warns (:class:`UnadmittedCorrectionWarning`) about an active
+    always-scope entry no pool admits.
 
     Raises:
         EntryError: a malformed entry, a non-finite or non-numeric score, or
             a token counter returning a non-positive cost.
         ValueError: two pools share a name.
-        TypeError: ``entries``, ``pools``, ``context`` or ``visibility`` of
-            the wrong kind.
+        TypeError: ``entries``, ``pools``, ``context`` or ``visibility`` of the wrong kind.
     """
     pool_list = check_pools(pools)
-    view = _checked_visibility(visibility)
-    # 1. Admit and 2. score (lazily, once each) live in the candidates.
-    candidates = ListCandidates(
-        entries, prepare_scorer(scorer, context, now), token_counter=token_counter, is_active=is_active, visibility=view
-    )
+    view = check_visibility(visibility)
+    # 1. Admit and 2. score (once each, when a pool ranks the entry).
+    prepared = prepare_scorer(scorer, context, now)
+    candidates = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view)
     # 3. Fill each pool and 4. report.
     return fill_pools(pool_list, candidates, report=_report, layering=layering, stacklevel=_stacklevel)
 
 
 def retrieve_pools(
     entries: Sequence[Entry], pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
-) -> Dict[str, List[Any]]:
+) -> dict[str, list[Any]]:
     """:func:`select` without the report (same keywords): pool name -> the
     same dict objects, always-scope first (input order), then the ranked rest."""
     return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools
@@ -1241,14 +1053,13 @@ def retrieve(
     token_counter: TokenCounter = default_token_counter,
     is_active: IsActive = default_is_active,
     now: Optional[datetime.datetime] = None,
-) -> List[Any]:
-    """Fill one pool (the spec's ``retrieve``): active entries of the pool's
-    types; always-scope ones first in input order outside both caps; the rest
-    by ``(-score, created or "", id or "", input index)``, taken greedily.
-    Returns the same dict objects; never mutates an entry."""
+) -> list[Any]:
+    """Fill one pool (the spec's ``retrieve``): active entries of its types,
+    always-scope ones first in input order outside both caps, the rest by
+    ``(-score, created or "", id or "", input index)`` taken greedily. The
+    same dict objects; never mutates an entry."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
-    candidates = ListCandidates(
-        entries, prepare_scorer(scorer, context, now), token_counter=token_counter, is_active=is_active
-    )
+    prepared = prepare_scorer(scorer, context, now)
+    candidates = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active)
     return fill_pools([pool], candidates, report=False, warn=False).pools[pool.name]

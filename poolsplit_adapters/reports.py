@@ -93,6 +93,11 @@ class _Prepared:
     def prepare(self, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Any:
         return self.prepared
 
+    def __call__(
+        self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]], *, now: Optional[datetime.datetime] = None
+    ) -> float:
+        return float(self.prepared.score(entry))  # the spec's form of the same scorer
+
 
 def select_noted(
     entries: Sequence[Mapping[str, Any]],
