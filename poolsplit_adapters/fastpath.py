@@ -16,7 +16,7 @@ core stays readable. Each twin names the core rule it mirrors, and
   an upper bound (the message factor is at most 2.5), so entries far down
   the order never have their content read, and it drops entries that can no
   longer fit in one pass;
-* :func:`select` mirrors :func:`~poolsplit_adapters.poolsplit.select`.
+* :func:`select` and :func:`retrieve_pools` mirror the core's.
 
 ``MemoryIndex`` (:mod:`poolsplit_adapters.index`) is the hot path; this is
 the fast path for callers who hold a list and no index.
@@ -57,7 +57,7 @@ from .poolsplit import (
     prepare_scorer,
 )
 
-__all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select"]
+__all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retrieve_pools"]
 
 _STR_OR_NONE = (str, type(None))
 _SEQUENCES = (list, tuple)
@@ -283,3 +283,13 @@ def select(
         visibility=check_visibility(visibility),
     )
     return fill_pools(pool_list, candidates, report=_report, layering=layering, stacklevel=_stacklevel)
+
+
+def retrieve_pools(
+    entries: Sequence[Mapping[str, Any]],
+    pools: Sequence[Pool],
+    context: Optional[Mapping[str, Any]] = None,
+    **options: Any,
+) -> dict[str, list[Any]]:
+    """Twin of :func:`~poolsplit_adapters.poolsplit.retrieve_pools` (same keywords as :func:`select`)."""
+    return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools

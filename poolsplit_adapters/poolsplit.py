@@ -1,16 +1,12 @@
 """poolsplit: pool-split retrieval for agent memory (the core selector).
 
-One scorer ranking a mixed-type memory store into one token budget starves the
-low-priority types (they never load) and lets a burst of fresh content crowd a
-standing behavioural correction out of the context. Two structures fix both:
-**pools**, reserved budgets (tokens and entries) for groups of types filled
-independently, and **always-scope entries** (``scope == "always"``,
-behavioural corrections), which load first, outside every budget.
-
-This file is the whole algorithm, standard library only (Python 3.9+): copy it
-into another project and ``import poolsplit`` works. Faster twins of some of
-its rules live in ``poolsplit_adapters.index`` and ``poolsplit_adapters.fastpath``,
-each tested against the rule written here.
+One scorer filling one token budget from a mixed-type memory starves the
+low-priority types and lets fresh content crowd a standing correction out.
+**Pools** (reserved token and entry budgets per group of types, filled
+independently) and **always-scope entries** (``scope == "always"``, loaded
+first, outside every budget) fix both. Standard library only (Python 3.9+):
+copy this file and ``import poolsplit`` works; faster twins of some rules
+(``poolsplit_adapters.index``, ``.fastpath``) are tested against these.
 
 Entries are plain mappings; every key but ``content`` is optional:
 
@@ -22,8 +18,8 @@ Entries are plain mappings; every key but ``content`` is optional:
     project        str | None     owning project; None means "general"
     created        str | None     ISO-8601 (UTC); drives recency; unparseable
                                   text counts as age 0
-    token_count    int            precomputed cost when a positive int (not
-                                  bool); else the token counter measures content
+    token_count    int            the cost when a positive int (not bool); else
+                                  the token counter measures ``content``
     base_priority  int | float    ranking weight; default 5
     status         str            "active" (default) loads; anything else drops
     superseded_by  any            when truthy, the entry is retired and drops
@@ -36,7 +32,7 @@ A malformed typed key raises :class:`EntryError` naming the entry and the key,
 not a silently wrong ranking (a string ``tags`` would be read as letters).
 
 The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve`
-return the same without the report):
+are the same without the report):
 
 1. **Admit** the active entries (``is_active``) the query may see
    (:class:`Visibility`), each checked and read once.
@@ -50,8 +46,7 @@ return the same without the report):
       index)``, taken greedily: an entry that overflows the tokens is skipped
       and scanning goes on; the entry cap counts contextual entries only;
    d. what loaded is claimed: an entry lands in one pool at most.
-4. **Report** what loaded, each pool's budget use, and why each other entry
-   did not load.
+4. **Report** what loaded, each pool's budget use, and why the rest did not.
 """
 
 from __future__ import annotations
@@ -81,8 +76,8 @@ Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
 
-# The default scorer's factors, named once: the index's vectorised twin
-# reproduces them bit for bit.
+# The default scorer's factors, named once (the index's vectorised twin
+# reproduces them bit for bit).
 RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
 TAG_WEIGHT, PROJECT_SAME, PROJECT_OTHER = 0.5, 1.5, 0.5
 MESSAGE_THRESHOLD, MESSAGE_WEIGHT = 0.15, 1.5
@@ -91,19 +86,10 @@ DEFAULT_PRIORITY = 5
 
 
 class EntryError(ValueError):
-    """A memory entry (or what a callback said about it) is malformed.
-
-    ``index`` (position in the caller's input), ``entry_id`` and ``field``
-    let a host point at the record, not at a stack trace; ``problem`` is the
-    message without the entry's name (adapters re-word it).
-
-    Example::
-
-        try:
-            select(entries, pools)
-        except EntryError as err:
-            print(err.entry_id, err.field, err.problem)
-    """
+    """A memory entry (or what a callback said about it) is malformed; ``index``
+    (input position), ``entry_id`` and ``field`` point at the record, and
+    ``problem`` is the message without the entry's name (adapters re-word it).
+    Example: ``except EntryError as err: print(err.entry_id, err.field)``."""
 
     def __init__(
         self,
@@ -148,18 +134,17 @@ def _got(value: Any) -> str:
 
 
 def _is_number(value: Any, finite: bool = False) -> bool:
-    # float() of a huge int overflows: as unusable as an infinity.
-    try:
+    try:  # float() of a huge int overflows: as unusable as an infinity
         return isinstance(value, numbers.Real) and not isinstance(value, bool) and (not finite or math.isfinite(value))
     except OverflowError:
         return False
 
 
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
-    """Raise :class:`EntryError` unless ``entry`` is well formed: the keys
-    whose type the selector relies on. ``status`` and ``superseded_by`` are
-    left to ``is_active`` (a custom predicate may read them otherwise);
-    ``token_count`` follows the spec (anything but a positive int is counted)."""
+    """Raise :class:`EntryError` unless the keys the selector relies on are
+    well typed. ``status`` and ``superseded_by`` are left to ``is_active`` (a
+    custom predicate may read them otherwise); ``token_count`` follows the
+    spec (anything but a positive int is counted)."""
     if not isinstance(entry, Mapping):
         raise entry_error(entry, index, None, "is not a mapping (%s)" % _got(entry))
     get = entry.get
@@ -175,9 +160,8 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
     tags = get("tags")
     if tags is not None and not isinstance(tags, (list, tuple)):
         raise entry_error(entry, index, "tags", "must be a list or tuple of strings, %s" % _got(tags))
-    for tag in tags or ():
-        if not isinstance(tag, str):
-            raise entry_error(entry, index, "tags", "must contain only strings, %s" % _got(tag))
+    for tag in (t for t in tags or () if not isinstance(t, str)):
+        raise entry_error(entry, index, "tags", "must contain only strings, %s" % _got(tag))
     # NaN or an infinity would break the total order of scores.
     if "base_priority" in entry and not _is_number(get("base_priority"), finite=True):
         raise entry_error(entry, index, "base_priority", "must be a finite number, %s" % _got(get("base_priority")))
@@ -185,24 +169,15 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
 
 @dataclass(frozen=True)
 class Pool:
-    """A reserved retrieval budget for a group of entry types.
+    """A reserved retrieval budget for a group of entry types: ``name`` (unique
+    key of its results), ``max_tokens`` and ``max_entries`` (caps on contextual
+    entries; always-scope ones use neither), ``types`` (``None``: every type; a
+    list or set becomes a tuple, a bare string is refused: ``"skill"`` would
+    read as ``"s"``, ``"k"``, ...), ``min_relevance`` (contextual candidates
+    whose relevance, the scorer's query-match part, is lower are set aside
+    before the fill: marginal memories cost budget and distract the model).
 
-    Attributes:
-        name: Unique, non-empty key under which the pool's results come back.
-        max_tokens: Token ceiling for contextual (non-always) entries.
-        max_entries: Cap on contextual entries; always-scope ones use no slot.
-        types: Entry types it draws from (a list or set becomes a tuple);
-            ``None`` accepts every type. A bare string is refused: ``"skill"``
-            would be read as the types ``"s"``, ``"k"``, ...
-        min_relevance: Optional threshold on the scorer's *relevance* (its
-            query-match part: lexical overlap, or an embedding's cosine).
-            Contextual candidates below it are set aside before the fill:
-            marginal memories cost budget and distract the model, so
-            "threshold, then truncate". Never applied to always-scope entries.
-
-    Example::
-
-        plan = [Pool("corrections", 0, 0, ("correction",)), Pool("content", 600, 10, ("note", "task"))]
+    Example: ``[Pool("corrections", 0, 0, ("correction",)), Pool("content", 600, 10, ("note", "task"))]``.
     """
 
     name: str
@@ -212,23 +187,20 @@ class Pool:
     min_relevance: Optional[float] = None
 
     def __post_init__(self) -> None:
-        name, types = self.name, self.types
+        name, types, low = self.name, self.types, self.min_relevance
         if not isinstance(name, str):
             raise TypeError("Pool name must be a string, %s" % _got(name))
         if not name:
             raise ValueError("Pool name must not be empty")
-        for attr in ("max_tokens", "max_entries"):
-            value = getattr(self, attr)
+        for attr, value in (("max_tokens", self.max_tokens), ("max_entries", self.max_entries)):
             if not _is_number(value):
                 raise TypeError("Pool %r: %s must be a number, %s" % (name, attr, _got(value)))
             if value != value or value < 0:
                 raise ValueError(
-                    "Pool %r: %s must %s" % (name, attr, "not be NaN" if value != value else "be >= 0, got %r" % value)
+                    "Pool %r: %s must %s" % (name, attr, "be >= 0, got %r" % value if value == value else "not be NaN")
                 )
-        if self.min_relevance is not None and not _is_number(self.min_relevance, finite=True):
-            raise TypeError(
-                "Pool %r: min_relevance must be a finite number or None, %s" % (name, _got(self.min_relevance))
-            )
+        if low is not None and not _is_number(low, finite=True):
+            raise TypeError("Pool %r: min_relevance must be a finite number or None, %s" % (name, _got(low)))
         if isinstance(types, str):
             raise TypeError(
                 "Pool %r: types must be a tuple of type names, not the bare string %r (did you mean (%r,)?)"
@@ -236,11 +208,10 @@ class Pool:
             )
         if types is not None and not isinstance(types, (set, frozenset, list, tuple)):
             raise TypeError("Pool %r: types must be a tuple of strings or None, %s" % (name, _got(types)))
-        if types is not None:
-            types = tuple(sorted(types)) if isinstance(types, (set, frozenset)) else tuple(types)
-            for bad in (t for t in types if not isinstance(t, str)):
-                raise TypeError("Pool %r: every type must be a string, %s" % (name, _got(bad)))
-            object.__setattr__(self, "types", types)
+        types = None if types is None else tuple(sorted(types)) if isinstance(types, (set, frozenset)) else tuple(types)
+        for bad in (t for t in types or () if not isinstance(t, str)):
+            raise TypeError("Pool %r: every type must be a string, %s" % (name, _got(bad)))
+        object.__setattr__(self, "types", types)
 
     def admits(self, entry_type: str) -> bool:
         """Whether entries of ``entry_type`` compete for this pool."""
@@ -271,8 +242,8 @@ def check_pools(pools: Sequence[Pool]) -> list[Pool]:
 
 
 class Reason(str, enum.Enum):
-    """Why an entry did not load; one cause each. A ``str`` enum:
-    ``Reason.INACTIVE == "inactive"``, serialised as its value."""
+    """Why an entry did not load, one cause each; a ``str`` enum
+    (``Reason.INACTIVE == "inactive"``), serialised as its value."""
 
     INACTIVE = "inactive"  #: ``is_active`` said no (status, superseded_by)
     NAMESPACE = "namespace"  #: its namespace is not the query's (nor in its explicit chain)
@@ -309,36 +280,24 @@ def _time_bound(name: str, value: Any) -> Optional[datetime.datetime]:
         raise ValueError("Visibility %s must be an ISO-8601 time, got %r" % (name, value))
     if moment is not None and not isinstance(moment, datetime.datetime):
         raise TypeError("Visibility %s must be a datetime, an ISO-8601 string or None, %s" % (name, _got(value)))
-    if moment is not None and moment.tzinfo is not None:
-        moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-    return moment
+    aware = moment is not None and moment.tzinfo is not None
+    return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None) if aware else moment  # type: ignore[union-attr]
 
 
 @dataclass(frozen=True)
 class Visibility:
     """Which entries a query may see at all, before any pool or budget.
 
-    Attributes:
-        namespace: None (no filter), one namespace, or an explicit ordered
-            chain such as ``("project-a", "global")``; a ``None`` link names
-            the entries without one. Exact, with no implicit fallback to a
-            parent: a silent fallback makes a project-only memory apply
-            everywhere while every report looks normal.
-        chain_penalty: score factor per link after the first (link ``i``
-            scores ``x chain_penalty ** i``): the own namespace wins ties.
-        require_tags: an entry must carry every one of these tags (AND).
-        require_source: drop entries without a ``source``: an entry without
-            provenance reads like the model's own guess.
-        since / until: inclusive bounds on ``created`` (datetimes or ISO-8601;
-            aware ones converted to UTC). A contextual entry without a
-            parseable ``created`` is ``undated`` (a bad timestamp must not
-            interrupt retrieval); always-scope corrections are standing rules,
-            never time-filtered.
+    ``namespace``: None, one namespace, or an explicit chain such as
+    ``("project-a", None)`` (None: entries without one), matched exactly with
+    no implicit fallback (a silent fallback makes a project-only memory apply
+    everywhere while reports look normal); link ``i`` scores ``x chain_penalty
+    ** i``. ``require_tags``: all of them. ``require_source``: without
+    provenance an entry reads like the model's own guess. ``since``/``until``:
+    inclusive bounds on ``created`` (an undated contextual entry is reported,
+    never an error; always-scope entries are never time-filtered).
 
-    Example::
-
-        select(entries, pools, {"message": "deploy"},
-               visibility=Visibility(namespace=("tenant-a", None), since="2026-11-01"))
+    Example: ``Visibility(namespace=("tenant-a", None), since="2026-11-01")``.
     """
 
     namespace: Union[None, str, tuple[Optional[str], ...]] = None
@@ -352,19 +311,19 @@ class Visibility:
     )
 
     def __post_init__(self) -> None:
-        namespace, tags = self.namespace, self.require_tags
-        if isinstance(namespace, (list, tuple)):
-            if not namespace or not all(n is None or (isinstance(n, str) and n) for n in namespace):
-                raise TypeError(
-                    "Visibility namespace chain must be non-empty strings (or None for entries "
-                    "without a namespace), got %r" % (namespace,)
+        chain, tags = self.namespace, self.require_tags
+        if isinstance(chain, (list, tuple)):
+            if not chain or not all(n is None or (isinstance(n, str) and n) for n in chain):
+                message = (
+                    "Visibility namespace chain must be non-empty strings (or None for entries without a namespace)"
                 )
-            if len(set(namespace)) != len(namespace):
-                raise ValueError("Visibility namespace chain repeats a link: %r" % (namespace,))
-            object.__setattr__(self, "namespace", tuple(namespace))
-        elif namespace is not None and not (isinstance(namespace, str) and namespace):
+                raise TypeError(message + ", got %r" % (chain,))
+            if len(set(chain)) != len(chain):
+                raise ValueError("Visibility namespace chain repeats a link: %r" % (chain,))
+            object.__setattr__(self, "namespace", tuple(chain))
+        elif chain is not None and not (isinstance(chain, str) and chain):
             raise TypeError(
-                "Visibility namespace must be a non-empty string, a chain of them, or None, %s" % _got(namespace)
+                "Visibility namespace must be a non-empty string, a chain of them, or None, %s" % _got(chain)
             )
         if not _is_number(self.chain_penalty) or not 0.0 < self.chain_penalty <= 1.0:
             raise ValueError("Visibility chain_penalty must be in (0, 1], got %r" % (self.chain_penalty,))
@@ -380,7 +339,7 @@ class Visibility:
 
     @property
     def chain(self) -> tuple[Optional[str], ...]:
-        """The namespaces in order (empty when there is no namespace filter)."""
+        """The namespaces in order (empty: no namespace filter)."""
         return (
             () if self.namespace is None else self.namespace if isinstance(self.namespace, tuple) else (self.namespace,)
         )
@@ -396,8 +355,8 @@ class Visibility:
         return bool(self.chain or self.require_tags or self.require_source or self._bounds != (None, None))
 
     def judge(self, entry: Entry) -> tuple[Optional[Reason], float]:
-        """(why the entry is not visible, or None; its score factor), checked
-        in a fixed order: namespace, tags, source, time."""
+        """(why the entry is not visible, or None; its score factor), in a
+        fixed order: namespace, tags, source, time."""
         factor, chain, (since, until) = 1.0, self.chain, self._bounds
         if chain:
             if entry.get("namespace") not in chain:
@@ -425,10 +384,9 @@ def check_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
 
 @dataclass(frozen=True)
 class Chosen:
-    """A selected entry: its pool, score (None for an always-scope entry,
-    never scored), token cost, and the layer that loaded (``"full"`` unless
-    progressive loading chose a ``"summary"``; ``full_cost`` is then the
-    full content's cost)."""
+    """A selected entry: its pool, score (None if always-scope: never scored),
+    cost, and layer (``"full"``, or progressive loading's ``"summary"``, whose
+    ``full_cost`` is then the full content's)."""
 
     entry: Entry
     index: int
@@ -442,8 +400,8 @@ class Chosen:
 
 @dataclass(frozen=True)
 class Dropped:
-    """An entry that did not load and the one reason; ``pool`` is the pool
-    that last considered it (None if none did), ``score`` and ``cost`` there."""
+    """An entry that did not load, with the one reason; ``pool`` last
+    considered it (None if none did), ``score`` and ``cost`` are from there."""
 
     entry: Entry
     index: int
@@ -455,9 +413,8 @@ class Dropped:
 
 @dataclass(frozen=True)
 class PoolStats:
-    """One pool's budget use: ``tokens_used``/``entries_used`` count contextual
-    entries (always-scope ones are outside the budget, counted apart);
-    ``candidates`` every entry the pool considered."""
+    """A pool's budget use (``tokens_used``, ``entries_used``: contextual
+    entries only; always-scope ones are outside the budget, counted apart)."""
 
     name: str
     max_tokens: Union[int, float]
@@ -466,27 +423,17 @@ class PoolStats:
     entries_used: int
     always_count: int
     always_tokens: int
-    candidates: int
+    candidates: int  #: every entry the pool considered
 
 
 class Selection:
-    """What :func:`select` chose and why the rest did not load: each input
-    position is in ``chosen`` or ``dropped``, once.
+    """What :func:`select` chose and why the rest did not load (each input
+    entry once): ``pools`` (:func:`retrieve_pools`' answer), ``chosen`` in
+    render order (always-scope entries of all pools, then each pool's in rank
+    order), ``dropped`` in input order and built when first read (an unread
+    report costs nothing), ``stats`` (:class:`PoolStats` by pool), ``notes``.
 
-    Attributes:
-        pools: pool name -> entries, exactly :func:`retrieve_pools`' answer.
-        chosen: selected entries in render order: always-scope entries of all
-            pools first (pool, then input order), then each pool's contextual
-            entries in rank order.
-        dropped: every entry that did not load, in input order; built when
-            first read, so an unread million-entry report costs nothing.
-        stats: pool name -> :class:`PoolStats`.
-        notes: what else a host may show (``task_type``, ``scorer_fallback``).
-
-    Example::
-
-        for d in select(entries, pools, {"message": "deploy"}).dropped:
-            print(d.entry.get("id"), d.reason, d.pool)
+    Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``.
     """
 
     __slots__ = ("pools", "chosen", "stats", "notes", "_dropped", "_build")
@@ -500,15 +447,14 @@ class Selection:
         notes: Optional[dict[str, Any]] = None,
     ) -> None:
         self.pools, self.chosen, self.stats, self.notes = pools, chosen, stats, dict(notes or {})
-        self._build = dropped if callable(dropped) else None
-        self._dropped = None if callable(dropped) else list(dropped)
+        self._build: Optional[Callable[[], list[Dropped]]] = dropped if callable(dropped) else None
+        self._dropped: Optional[list[Dropped]] = None if callable(dropped) else list(dropped)
 
     @property
     def dropped(self) -> list[Dropped]:
         if self._dropped is None:
-            assert self._build is not None
-            self._dropped, self._build = self._build(), None
-        return self._dropped
+            self._dropped, self._build = self._build(), None  # type: ignore[misc]
+        return self._dropped  # type: ignore[return-value]
 
     def __repr__(self) -> str:
         counts = {name: len(got) for name, got in self.pools.items()}
@@ -528,14 +474,13 @@ class Selection:
 
 def default_token_counter(text: str) -> int:
     """``max(1, len(text) // 4)``: crude on purpose (``poolsplit_adapters.tokens``
-    has real tokenizers), and never 0, which would exempt an entry from every budget."""
+    has real tokenizers) and never 0, which would exempt an entry from every budget."""
     return max(1, len(text) // 4)
 
 
 def default_is_active(entry: Entry) -> bool:
-    """``status`` "active" (or missing) and no ``superseded_by``. A missing
-    status counts as active: requiring the key silently excluded every entry
-    that never set it in the system this comes from."""
+    """``status`` "active" (or missing) and no ``superseded_by``; requiring the
+    key silently excluded every entry that never set it in the origin system."""
     return entry.get("status", "active") == "active" and not entry.get("superseded_by")
 
 
@@ -553,9 +498,13 @@ def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] =
     given = given_token_count(entry)
     measured = given if given is not None else token_counter(entry.get("content", ""))
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
-        problem = "is not a positive integer and token_counter returned %r for its content; costs must be "
-        problem += "positive integers (0 would exempt the entry from every budget)"
-        raise entry_error(entry, index, "token_count", problem % (measured,))
+        problem = "is not a positive integer and token_counter returned %r for its content; costs must be positive"
+        raise entry_error(
+            entry,
+            index,
+            "token_count",
+            problem % (measured,) + " integers (0 would exempt the entry from every budget)",
+        )
     return int(measured)
 
 
@@ -568,20 +517,14 @@ STOPWORDS = frozenset(
 
 
 def significant_words(text: str) -> frozenset[str]:
-    """The words the message factor compares: lower-cased ASCII alphanumeric
-    runs longer than two characters, minus :data:`STOPWORDS`."""
+    """What the message factor compares: lower-cased ASCII alphanumeric runs
+    longer than two characters, minus :data:`STOPWORDS`."""
     return frozenset(w for w in re.findall("[a-z0-9]+", text.lower()) if len(w) > 2 and w not in STOPWORDS)
 
 
 class ScoringContext:
-    """The default scorer prepared for one call: the context is checked and
-    read once, then :meth:`score` runs per entry.
-
-    Example::
-
-        prepared = ScoringContext({"message": "deploy checkout"}, now)
-        prepared.score(entry), prepared.relevance(entry)
-    """
+    """The default scorer prepared for one call: the context checked and read
+    once, then :meth:`score` per entry. Example: ``ScoringContext(context, now).score(entry)``."""
 
     __slots__ = ("tags", "project", "words", "nwords", "ref")
 
@@ -600,11 +543,9 @@ class ScoringContext:
             raise TypeError("context['message'] must be a string, %s" % _got(message))
         if now is not None and not isinstance(now, datetime.datetime):
             raise TypeError("now must be a datetime.datetime or None, %s" % _got(now))
-        self.tags, self.project = frozenset(tags), project
-        self.words = significant_words(message)
+        self.tags, self.project, self.words = frozenset(tags), project, significant_words(message)
         self.nwords = len(self.words)
-        # Naive to naive, an offset dropped (stores hold UTC).
-        self.ref = (now or datetime.datetime.now(datetime.timezone.utc)).replace(tzinfo=None)
+        self.ref = (now or datetime.datetime.now(datetime.timezone.utc)).replace(tzinfo=None)  # naive, as parse_created
 
     def partial(self, entry: Entry) -> float:
         """Every factor but the message overlap, in the spec's order (the
@@ -612,18 +553,18 @@ class ScoringContext:
         score = float(entry.get("base_priority", DEFAULT_PRIORITY))
         created = parse_created(entry.get("created"))
         days = 0.0 if created is None else (self.ref - created).total_seconds() / 86400.0
-        if days > 0.0:  # age 0 (undated, or not older than now) is a factor of exactly 1
+        if days > 0.0:  # age 0 (undated, or not older than now): a factor of exactly 1
             recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
             score *= recency if recency > RECENCY_FLOOR else RECENCY_FLOOR
         tags = entry.get("tags")
-        if tags and self.tags:  # without context tags the factor is exactly 1
+        if tags and self.tags:  # no context tags: a factor of exactly 1
             score *= 1.0 + (len(set(tags) & self.tags) / len(set(tags))) * TAG_WEIGHT
         if entry.get("project") is not None:  # None ("general") is neutral
             score *= PROJECT_SAME if entry.get("project") == self.project else PROJECT_OTHER
         return score
 
     def relevance(self, entry: Entry) -> float:
-        """The fraction of the message's significant words in the content (0
+        """The share of the message's significant words in the content (0
         without a message): the query-match part of the score."""
         return len(self.words & significant_words(entry["content"])) / self.nwords if self.nwords else 0.0
 
@@ -636,35 +577,29 @@ class ScoringContext:
 def default_scorer(
     entry: Entry, context: Optional[Mapping[str, Any]], *, now: Optional[datetime.datetime] = None
 ) -> float:
-    """Score one entry against a retrieval context; higher is more relevant.
-
-    The product of **base priority** (default 5); **recency** ``1 - 0.7 *
-    days / 90`` from ``created``, floored at 0.3 (``now`` injectable, so tests
-    need no clock); **tags** ``1 + 0.5 * f``, ``f`` the fraction of the
-    entry's distinct tags in ``context["tags"]``; **project** x1 without one
-    ("general"), x1.5 when it is ``context["project"]``, x0.5 otherwise;
-    **message** ``1 + 1.5 * f``, ``f`` the fraction of the message's
-    significant words in the content, only when ``f > 0.15``.
-
-    Deliberately no access-count or retrieval-frequency term: in the system
-    this comes from, "retrieved, so scored higher, so retrieved again" made
-    about 97% of the store unreachable on ordinary queries.
-    """
+    """The product of **base priority** (default 5); **recency** ``1 - 0.7 *
+    days / 90`` from ``created``, floored at 0.3 (``now`` injectable: tests
+    need no clock); **tags** ``1 + 0.5 f``, ``f`` the share of the entry's
+    distinct tags in ``context["tags"]``; **project** x1 without one, x1.5
+    when it is ``context["project"]``, else x0.5; **message** ``1 + 1.5 f``,
+    ``f`` the share of the message's significant words in the content, when
+    ``f > 0.15``. No access-count or retrieval-frequency term, on purpose: in
+    the origin system "retrieved, so scored higher, so retrieved again" made
+    about 97% of the store unreachable."""
     check_entry(entry)
     return ScoringContext(context, now).score(entry)
 
 
 class _PlainScorer:
     """A spec-form scorer function for one call: each entry scored once (a
-    pool's threshold and its ranking read the same answer); its relevance is
-    its score (it has no separate query-match part)."""
+    threshold and the ranking read one answer); relevance is the score."""
 
     def __init__(self, scorer: Scorer, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> None:
         self.scorer, self.context, self.now = scorer, context, now
-        self.answers: dict[int, Any] = {}
+        self.answers: dict[int, Any] = {}  # by id(): the entries outlive the call
 
     def score(self, entry: Entry) -> float:
-        if id(entry) not in self.answers:  # by id(): the entries outlive the call
+        if id(entry) not in self.answers:
             self.answers[id(entry)] = self.scorer(entry, self.context, now=self.now)
         return self.answers[id(entry)]  # type: ignore[no-any-return]
 
@@ -672,32 +607,29 @@ class _PlainScorer:
 
 
 def prepare_scorer(scorer: Scorer, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Any:
-    """``scorer`` for one call: an object with ``score(entry)`` and
-    ``relevance(entry)`` (optionally ``warm(entries)``, to embed a pool's
-    candidates in one batch). The default scorer becomes a
-    :class:`ScoringContext`; an object with ``prepare(context, now)`` (an
-    embedding scorer embeds the query once) prepares itself; a spec-form
-    function is wrapped."""
+    """``scorer`` for one call: an object with ``score(entry)``, ``relevance(entry)``
+    (and optionally ``warm(entries)``, to embed a pool's candidates at once).
+    The default scorer becomes a :class:`ScoringContext`; an object with
+    ``prepare(context, now)`` prepares itself (an embedding scorer embeds the
+    query once); a spec-form function is wrapped."""
     if scorer is default_scorer:
         return ScoringContext(context, now)
-    prepare = getattr(scorer, "prepare", None)
-    if prepare is not None:
-        return prepare(context, now)
+    if getattr(scorer, "prepare", None) is not None:
+        return scorer.prepare(context, now)  # type: ignore[attr-defined]
     if not callable(scorer):
         raise TypeError("scorer must be callable, %s" % _got(scorer))
     return _PlainScorer(scorer, context, now)
 
 
 def _checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
-    # NaN breaks the total order; an infinity makes ties meaningless.
-    if not _is_number(value, finite=True):
+    if not _is_number(value, finite=True):  # NaN breaks the total order, an infinity every tie
         raise entry_error(entry, index, None, "%s must return a finite number, %s" % (what, _got(value)))
     return float(value)
 
 
 class Room:
-    """A pool's token room during its fill (``left`` lets a ranking leave out
-    what can no longer fit)."""
+    """A pool's token room during its fill (a ranking may leave out what costs
+    more than ``left``)."""
 
     def __init__(self, limit: Union[int, float]) -> None:
         self.limit, self.used = limit, 0
@@ -709,20 +641,14 @@ class Room:
 
 class Candidates(Protocol):
     """The entries of one call as :func:`fill_pools` asks about them (steps 1
-    and 2 happen behind it). :class:`ListCandidates` implements it for a list,
-    ``MemoryIndex`` from cached columns. Positions are the implementation's
-    handles; a *group* is any sized iterable of positions (a list, an array).
-
-    * ``members(pool)``: (always-scope positions in input order, contextual
-      group) of the admitted entries of the pool's types no earlier pool took;
-    * ``split_below(group, t)``: (relevance >= t, the rest);
-    * ``ranked(group, room)``: ``(position, score, cost)`` in the order
-      ``(-score, created or "", id or "", input index)``, possibly without
-      what costs more than ``room.left``;
-    * ``claim(positions)``: exclude these entries from every later pool;
-    * ``verdicts()``: every position in input order, with why it was not
-      admitted (None: it was); ``index(p)``: its index in the caller's order;
-    * ``unadmitted_always(pools)``: admitted always-scope entries no pool admits.
+    and 2 happen behind it); :class:`ListCandidates` serves a list,
+    ``MemoryIndex`` its columns. Positions are the implementation's handles;
+    a *group* is any sized iterable of them (a list, an array). ``members``:
+    (always-scope positions in input order, contextual group) of the pool's
+    types, admitted and unclaimed; ``ranked``: ``(position, score, cost)`` in
+    the total order, possibly without what costs more than ``room.left``;
+    ``verdicts``: every position in input order, with why it was not
+    admitted (None: it was); ``index``: its index in the caller's order.
     """
 
     def members(self, pool: Pool) -> tuple[list[int], Any]: ...
@@ -738,17 +664,11 @@ class Candidates(Protocol):
 
 
 class ListCandidates:
-    """:class:`Candidates` from a list of entries, for one call: step 1 runs
-    in the constructor (each entry checked, tested and judged once), step 2
-    once per entry a pool ranks (``prepared`` from :func:`prepare_scorer`).
-    ``token_counter`` is asked only about entries the fill reaches (a
-    tokenizer is the expensive part of a call); ``costs``, known costs by
-    position, mark the entries as already checked.
-
-    Example::
-
-        selection = fill_pools(pools, ListCandidates(entries, prepare_scorer(default_scorer, context, now)))
-    """
+    """:class:`Candidates` over a list, for one call: step 1 in the constructor,
+    step 2 once per entry a pool ranks, costs only for entries the fill
+    reaches (a tokenizer is a call's expensive part); known ``costs`` mark
+    the entries as checked. Example: ``fill_pools(pools, ListCandidates(entries,
+    prepare_scorer(default_scorer, context, now)))``."""
 
     def __init__(
         self,
@@ -782,10 +702,9 @@ class ListCandidates:
         for index, entry in enumerate(self.items):
             if not checked:
                 check_entry(entry, index)
-            if not is_active(entry):
-                self.reason[index] = Reason.INACTIVE
-                continue
-            why, factor = (None, 1.0) if visibility is None else visibility.judge(entry)
+            why, factor = (Reason.INACTIVE, 1.0) if not is_active(entry) else (None, 1.0)
+            if why is None and visibility is not None:
+                why, factor = visibility.judge(entry)
             if why is not None:
                 self.reason[index] = why
                 continue
@@ -796,13 +715,14 @@ class ListCandidates:
                 self.always.add(index)
 
     def score(self, position: int) -> float:
-        """2. Score, once per entry, times its namespace-chain factor. The
-        default score is a product of checked finite factors, not re-checked:
-        one past the float range ranks as inf (as in the index's twin)."""
+        """2. Score, once, times the namespace-chain factor. The default score,
+        a product of checked finite factors, is not re-checked: past the float
+        range it ranks as inf (as in the index's twin)."""
         if position not in self.scores:
-            entry, default = self.items[position], isinstance(self.prepared, ScoringContext)
-            score = self.prepared.score(entry)
-            score = score if default else _checked_score(score, entry, position, "scorer")
+            entry, score = self.items[position], self.prepared.score(self.items[position])
+            score = (
+                score if isinstance(self.prepared, ScoringContext) else _checked_score(score, entry, position, "scorer")
+            )
             self.scores[position] = score * self.penalty.get(position, 1.0)
         return self.scores[position]
 
@@ -823,10 +743,8 @@ class ListCandidates:
 
     def split_below(self, group: list[int], threshold: float) -> tuple[list[int], list[int]]:
         self.warm(group)
-        relevance = self.prepared.relevance
-        kept = {
-            i for i in group if _checked_score(relevance(self.items[i]), self.items[i], i, "relevance") >= threshold
-        }
+        at, relevance = self.items, self.prepared.relevance
+        kept = {i for i in group if _checked_score(relevance(at[i]), at[i], i, "relevance") >= threshold}
         return [i for i in group if i in kept], [i for i in group if i not in kept]
 
     def ranked(self, group: list[int], room: Room) -> Iterator[tuple[int, float, int]]:
@@ -853,13 +771,12 @@ class ListCandidates:
 
 
 class Layering(Protocol):
-    """A fill that loads lighter layers of entries (progressive loading;
+    """A fill loading lighter layers of entries (progressive loading; see
     ``poolsplit_adapters.memory.progressive.ProgressiveLayers``). The core
     calls ``fill`` per pool instead of its greedy fill, with the pool's
     ``(position, entry, score, full cost)`` in rank order, for ``(position,
-    layer, cost)`` picks within the pool's caps; then ``deepen`` with how
-    many contextual entries loaded; on yes, ``fill`` again per pool with
-    ``deepen=True`` (same entries; only their layers may change)."""
+    layer, cost)`` picks within its caps; then ``deepen(loaded)``; on yes,
+    ``fill`` again with ``deepen=True`` (same entries, maybe other layers)."""
 
     def fill(
         self, pool: Pool, ranked: list[tuple[int, Entry, float, int]], deepen: bool
@@ -881,11 +798,9 @@ def fill_pools(
     layering: Optional[Layering] = None,
     stacklevel: int = 2,
 ) -> Selection:
-    """Steps 3 and 4 over ``candidates`` (admitted and scorable): the one fill,
-    whatever holds the entries. ``report=False`` returns ``pools`` only."""
-    pool_list = check_pools(pools)
-    filled: list[_Filled] = []
-    ranked: list[list[tuple[int, Entry, float, int]]] = []  # for a layering's second pass
+    """Steps 3 and 4 over ``candidates``: the one fill, whatever holds the
+    entries (``report=False``: ``pools`` only)."""
+    pool_list, filled, ranked = check_pools(pools), [], []
     for pool in pool_list:
         # 3a. Always-scope entries first, in input order, outside both caps.
         always, contextual = candidates.members(pool)
@@ -905,34 +820,29 @@ def fill_pools(
     if layering is not None and layering.deepen(sum(len(f[4]) for f in filled)):
         filled = [f[:4] + (_layered(f[0], r, layering, deepen=True),) for f, r in zip(filled, ranked)]
     result = {f[0].name: [candidates.entry(i) for i in f[1] + [p[0] for p in f[4]]] for f in filled}
-    # 4. Report. A correction no pool admits is never only a report line.
+    # 4. Report; a correction no pool admits is never only a report line.
     lost = candidates.unadmitted_always(pool_list)
     for i in lost if warn else ():
-        what = (describe_entry(candidates.entry(i), candidates.index(i)), candidates.entry(i).get("type", "note"))
+        entry = candidates.entry(i)
         message = "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
-        warnings.warn(
-            message % what + "Add the type to a pool.", UnadmittedCorrectionWarning, stacklevel=stacklevel + 1
-        )
+        message %= (describe_entry(entry, candidates.index(i)), entry.get("type", "note"))
+        warnings.warn(message + "Add the type to a pool.", UnadmittedCorrectionWarning, stacklevel=stacklevel + 1)
     if not report:
         return Selection(result, [], [], {}, notes)
-    always_rows: list[Chosen] = []
-    picked_rows: list[Chosen] = []
-    stats: dict[str, PoolStats] = {}
+    always_rows, picked_rows, stats = [], [], {}
     for pool, always, contextual, below, picks in filled:
-        costs = [candidates.cost(i) for i in always]
-        for i, cost in zip(always, costs):
-            always_rows.append(
-                Chosen(candidates.entry(i), candidates.index(i), pool.name, True, None, cost, "full", cost)
-            )
+        costs, name = [candidates.cost(i) for i in always], pool.name
+        always_rows += [
+            Chosen(candidates.entry(i), candidates.index(i), name, True, None, c, "full", c)
+            for i, c in zip(always, costs)
+        ]
         for i, score, cost, layer in picks:
-            full = candidates.cost(i)
             picked_rows.append(
-                Chosen(candidates.entry(i), candidates.index(i), pool.name, False, score, cost, layer, full)
+                Chosen(candidates.entry(i), candidates.index(i), name, False, score, cost, layer, candidates.cost(i))
             )
-        seen = len(always) + len(contextual) + (0 if below is None else len(below))
-        used = sum(p[2] for p in picks)
-        stats[pool.name] = PoolStats(
-            pool.name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(costs), seen
+        seen, used = len(always) + len(contextual) + (len(below) if below is not None else 0), sum(p[2] for p in picks)
+        stats[name] = PoolStats(
+            name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(costs), seen
         )
     return Selection(
         result, always_rows + picked_rows, lambda: _dropped_rows(candidates, filled, set(lost)), stats, notes
@@ -941,8 +851,8 @@ def fill_pools(
 
 def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
     """3c: take entries in rank order while they fit; skip one that overflows
-    the tokens (a smaller, lower-ranked one may still fit); stop at the entry
-    cap, or when not even a 1-token entry could fit."""
+    the tokens (a smaller, lower-ranked one may fit); stop at the entry cap,
+    or when not even a 1-token entry could fit."""
     picks: list[_Pick] = []
     room = Room(pool.max_tokens)
     for i, score, cost in candidates.ranked(contextual, room) if pool.loads_contextual else ():
@@ -957,7 +867,7 @@ def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
 
 def _ranked_all(pool: Pool, candidates: Candidates, contextual: Any) -> list[tuple[int, Entry, float, int]]:
     """Every candidate of a pool in rank order, for both passes of a layering."""
-    ranked = candidates.ranked(contextual, Room(math.inf)) if pool.loads_contextual else ()
+    ranked = candidates.ranked(contextual, Room(math.inf)) if pool.loads_contextual else iter(())
     return [(i, candidates.entry(i), score, cost) for i, score, cost in ranked]
 
 
@@ -969,21 +879,20 @@ def _layered(pool: Pool, ranked: list[tuple[int, Entry, float, int]], layering: 
 
 
 def _dropped_rows(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> list[Dropped]:
-    """4. One row per entry that did not load, in input order. A candidate a
-    pool left out was cut by the token budget when it costs more than the
-    room the pool had left at the end (it could never have fitted), else by
-    the entry cap: decided from the final room, so the reason does not depend
-    on how far the fill scanned. The last pool that considered it decides."""
+    """4. A row per entry that did not load, in input order. A candidate left
+    out costs more than the room its pool had left at the end (the token
+    budget: it could never have fitted), else the entry cap cut it: decided
+    from the final room, not from how far the fill scanned. The last pool
+    that considered an entry decides."""
     last: dict[int, tuple[str, Reason]] = {}
     chosen: set[int] = set()
     for pool, always, contextual, below, picks in filled:
-        picked = {p[0] for p in picks}
+        picked, room = {p[0] for p in picks}, pool.max_tokens - sum(p[2] for p in picks)
         chosen.update(always, picked)
-        room = pool.max_tokens - sum(p[2] for p in picks)
         last.update((int(i), (pool.name, Reason.BELOW_RELEVANCE)) for i in (() if below is None else below))
         for i in (int(i) for i in contextual if i not in picked):
             last[i] = (pool.name, Reason.TOKEN_BUDGET if candidates.cost(i) > room else Reason.ENTRY_CAP)
-    rows: list[Dropped] = []
+    rows = []
     for i, why in candidates.verdicts():
         if i in chosen:
             continue
@@ -1009,26 +918,20 @@ def select(
     _report: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
-    """Steps 1-4: fill several pools from one entry set and report what
-    loaded, what did not and why, and each pool's budget use.
-
-    Pools fill in order; an entry an earlier pool took is excluded from later
-    ones (by identity, so entries without an ``id`` still dedupe).
-    ``selection.pools`` is :func:`retrieve_pools`' answer. ``visibility``
-    limits what the query may see at all; ``layering`` turns on progressive
-    loading (off: exactly the spec). Silent truncation makes a model believe
-    "that is all there is": the report lets a host see why an entry did or
-    did not load. Warns (:class:`UnadmittedCorrectionWarning`) about an active
-    always-scope entry no pool admits.
+    """Steps 1-4: fill several pools from one entry set and report what loaded,
+    what did not and why, and each pool's budget use (silent truncation makes
+    a model believe "that is all there is"). Pools fill in order; an entry an
+    earlier pool took is excluded from later ones, by identity.
+    ``visibility`` limits what the query may see at all; ``layering`` turns on
+    progressive loading (off: exactly the spec). Warns
+    (:class:`UnadmittedCorrectionWarning`) about an always-scope entry no pool admits.
 
     Raises:
-        EntryError: a malformed entry, a non-finite or non-numeric score, or
-            a token counter returning a non-positive cost.
+        EntryError: a malformed entry, a non-finite score, or a non-positive cost.
         ValueError: two pools share a name.
-        TypeError: ``entries``, ``pools``, ``context`` or ``visibility`` of the wrong kind.
+        TypeError: an argument of the wrong kind.
     """
-    pool_list = check_pools(pools)
-    view = check_visibility(visibility)
+    pool_list, view = check_pools(pools), check_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
     candidates = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view)
@@ -1060,6 +963,7 @@ def retrieve(
     same dict objects; never mutates an entry."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
-    prepared = prepare_scorer(scorer, context, now)
-    candidates = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active)
+    candidates = ListCandidates(
+        entries, prepare_scorer(scorer, context, now), token_counter=token_counter, is_active=is_active
+    )
     return fill_pools([pool], candidates, report=False, warn=False).pools[pool.name]
