@@ -46,9 +46,9 @@ from .poolsplit import (
     Selection,
     TokenCounter,
     Visibility,
+    active_visibility,
     check_entry,
     check_pools,
-    check_visibility,
     default_is_active,
     default_scorer,
     default_token_counter,
@@ -280,7 +280,7 @@ def select(
         prepare_scorer(scorer, context, now),
         token_counter=token_counter,
         is_active=is_active,
-        visibility=check_visibility(visibility),
+        visibility=active_visibility(visibility),
     )
     return fill_pools(pool_list, candidates, report=_report, layering=layering, stacklevel=_stacklevel)
 

@@ -70,6 +70,7 @@ from .poolsplit import (
     Selection,
     TokenCounter,
     Visibility,
+    active_visibility,
     check_entry,
     check_pools,
     default_is_active,
@@ -664,7 +665,7 @@ class MemoryIndex:
     ) -> Selection:
         """Same result as ``select(index.entries, pools, context, ...)``;
         ``scorer`` defaults to the index's own."""
-        view = resolve_visibility(visibility, scope)
+        view = active_visibility(resolve_visibility(visibility, scope))
         used = self._scorer if scorer is None else scorer
         return self._query(pools, context, now, used, view, report=_report, layering=layering)
 

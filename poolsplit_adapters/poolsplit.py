@@ -65,7 +65,7 @@ __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError",
     "UnadmittedCorrectionWarning", "ScoringContext", "Candidates", "ListCandidates", "Room", "Layering",
     "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer", "check_entry", "check_pools",
-    "check_visibility", "entry_cost", "given_token_count", "entry_error", "describe_entry", "significant_words",
+    "active_visibility", "entry_cost", "given_token_count", "entry_error", "describe_entry", "significant_words",
     "parse_created", "fill_pools", "select", "retrieve_pools", "retrieve", "STOPWORDS", "BUDGET_REASONS",
 ]
 # fmt: on
@@ -375,8 +375,8 @@ class Visibility:
         return None, factor
 
 
-def check_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
-    """``visibility`` checked, or None when it filters nothing."""
+def active_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
+    """The filter a call asked for (checked), or None when it filters nothing."""
     if visibility is not None and not isinstance(visibility, Visibility):
         raise TypeError("visibility must be a Visibility, %s" % _got(visibility))
     return visibility if visibility is not None and visibility.active else None
@@ -931,7 +931,7 @@ def select(
         ValueError: two pools share a name.
         TypeError: an argument of the wrong kind.
     """
-    pool_list, view = check_pools(pools), check_visibility(visibility)
+    pool_list, view = check_pools(pools), active_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
     candidates = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view)
