@@ -927,6 +927,52 @@ class _ColumnSource:
         unadmitted = self._type_mask(t for t in self.owner._types.names() if t not in admitted)
         return np.flatnonzero(self.visible & self.col["always"] & unadmitted).tolist()  # type: ignore[no-any-return]
 
+    def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
+        """Twin of the core's ``_left_out`` rule, counted with arrays: the
+        last pool that considered a candidate it did not load names the
+        reason (token budget when it costs more than the pool's final room,
+        else the entry cap), with no row per entry."""
+        size, cost = self.size, self.col["cost"]
+        last = np.full(size, -1, dtype=np.int64)  # the pool that last considered the position
+        code = np.zeros(size, dtype=np.int64)  # its reason there, by _POOL_REASONS
+        chosen = np.zeros(size, dtype=bool)
+        for k, (pool, always, contextual, below, picks) in enumerate(filled):
+            picked = np.fromiter((p[0] for p in picks), dtype=np.int64, count=len(picks))
+            chosen[always] = True
+            chosen[picked] = True
+            if below is not None and len(below):
+                last[below], code[below] = k, 0
+            left = np.asarray(contextual, dtype=np.int64)
+            left = left[~np.isin(left, picked)]
+            room = pool.max_tokens - sum(p[2] for p in picks)
+            last[left], code[left] = k, np.where(cost[left] > room, 1, 2)
+        counts: dict[tuple[Optional[str], Reason], tuple[int, int]] = {}
+
+        def add(key: tuple[Optional[str], Reason], mask: Any, tokens: int = 0) -> None:
+            found = int(np.count_nonzero(mask))
+            if found:
+                counts[key] = (found, tokens)
+
+        alive, active = self.col["alive"], self.col["active"]
+        add((None, Reason.INACTIVE), alive & ~active)
+        for number, reason in enumerate(_WHY[1:-1], start=1):
+            assert reason is not None
+            add((None, reason), alive & active & (self.why == number))
+        left_out = self.visible & ~chosen
+        for k, (pool, *_rest) in enumerate(filled):
+            for number, reason in enumerate(_POOL_REASONS):
+                mask = left_out & (last == k) & (code == number)
+                add((pool.name, reason), mask, int(cost[mask].sum()))
+        unpooled = left_out & (last < 0)
+        always = np.zeros(size, dtype=bool)
+        always[list(lost)] = True
+        add((None, Reason.ALWAYS_NO_POOL), unpooled & always)
+        add((None, Reason.NO_POOL), unpooled & ~always)
+        return counts
+
+
+#: The reasons a pool gives a candidate it did not load, by code in ``tally``.
+_POOL_REASONS = [Reason.BELOW_RELEVANCE, Reason.TOKEN_BUDGET, Reason.ENTRY_CAP]
 
 #: Visibility reasons by code in ``_ColumnSource.why`` (0: none).
 _WHY: list[Optional[Reason]] = [

@@ -431,12 +431,14 @@ class Selection:
     entry once): ``pools`` (:func:`retrieve_pools`' answer), ``chosen`` in
     render order (always-scope entries of all pools, then each pool's in rank
     order), ``dropped`` in input order and built when first read (an unread
-    report costs nothing), ``stats`` (:class:`PoolStats` by pool), ``notes``.
+    report costs nothing), ``counts`` (the same per pool and reason, without
+    a row per entry: what an omission line needs), ``stats`` (:class:`PoolStats`
+    by pool), ``notes``.
 
     Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``.
     """
 
-    __slots__ = ("pools", "chosen", "stats", "notes", "_dropped", "_build")
+    __slots__ = ("pools", "chosen", "stats", "notes", "_dropped", "_build", "_counts")
 
     def __init__(
         self,
@@ -445,10 +447,26 @@ class Selection:
         dropped: Union[list[Dropped], Callable[[], list[Dropped]]],
         stats: dict[str, PoolStats],
         notes: Optional[dict[str, Any]] = None,
+        counts: Optional[Callable[[], dict[tuple[Optional[str], Reason], tuple[int, int]]]] = None,
     ) -> None:
         self.pools, self.chosen, self.stats, self.notes = pools, chosen, stats, dict(notes or {})
         self._build: Optional[Callable[[], list[Dropped]]] = dropped if callable(dropped) else None
         self._dropped: Optional[list[Dropped]] = None if callable(dropped) else list(dropped)
+        self._counts: Any = counts
+
+    @property
+    def counts(self) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
+        """``(pool or None, reason) -> (entries, tokens)`` of what did not load
+        (tokens: the pool's costs; 0 where no pool considered the entry)."""
+        if not isinstance(self._counts, dict):
+            if self._counts is not None:
+                self._counts = self._counts()
+            else:  # rows given: count them
+                self._counts = {}
+                for d in self.dropped:
+                    count, tokens = self._counts.get((d.pool, d.reason), (0, 0))
+                    self._counts[(d.pool, d.reason)] = (count + 1, tokens + (d.cost or 0))
+        return self._counts  # type: ignore[no-any-return]
 
     @property
     def dropped(self) -> list[Dropped]:
@@ -661,6 +679,9 @@ class Candidates(Protocol):
     def score(self, position: int) -> float: ...
     def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
     def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]: ...
+    def tally(
+        self, filled: list[_Filled], lost: set[int]
+    ) -> Optional[dict[tuple[Optional[str], Reason], tuple[int, int]]]: ...
 
 
 class ListCandidates:
@@ -769,6 +790,9 @@ class ListCandidates:
         lost = (run for t, run in self.by_type.items() if not any(pool.admits(t) for pool in pools))
         return sorted(i for run in lost for i in run if i in self.always)
 
+    def tally(self, filled: list[_Filled], lost: set[int]) -> None:
+        return None  # counted by the rule itself
+
 
 class Layering(Protocol):
     """A fill loading lighter layers of entries (progressive loading; see
@@ -845,7 +869,12 @@ def fill_pools(
             name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(costs), seen
         )
     return Selection(
-        result, always_rows + picked_rows, lambda: _dropped_rows(candidates, filled, set(lost)), stats, notes
+        result,
+        always_rows + picked_rows,
+        lambda: _rows(candidates, filled, set(lost)),
+        stats,
+        notes,
+        counts=lambda: _counts(candidates, filled, set(lost)),
     )
 
 
@@ -878,12 +907,14 @@ def _layered(pool: Pool, ranked: list[tuple[int, Entry, float, int]], layering: 
     return [(i, score_at[i], cost, layer) for i, layer, cost in picks]
 
 
-def _dropped_rows(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> list[Dropped]:
-    """4. A row per entry that did not load, in input order. A candidate left
-    out costs more than the room its pool had left at the end (the token
-    budget: it could never have fitted), else the entry cap cut it: decided
-    from the final room, not from how far the fill scanned. The last pool
-    that considered an entry decides."""
+def _left_out(
+    candidates: Candidates, filled: list[_Filled], lost: set[int]
+) -> Iterator[tuple[int, Reason, Optional[str]]]:
+    """4. ``(position, reason, pool)`` of each entry that did not load, in input
+    order. A candidate left out costs more than the room its pool had left at
+    the end (the token budget: it could never have fitted), else the entry
+    cap cut it: decided from the final room, not from how far the fill
+    scanned. The last pool that considered an entry decides."""
     last: dict[int, tuple[str, Reason]] = {}
     chosen: set[int] = set()
     for pool, always, contextual, below, picks in filled:
@@ -892,16 +923,35 @@ def _dropped_rows(candidates: Candidates, filled: list[_Filled], lost: set[int])
         last.update((int(i), (pool.name, Reason.BELOW_RELEVANCE)) for i in (() if below is None else below))
         for i in (int(i) for i in contextual if i not in picked):
             last[i] = (pool.name, Reason.TOKEN_BUDGET if candidates.cost(i) > room else Reason.ENTRY_CAP)
-    rows = []
     for i, why in candidates.verdicts():
-        if i in chosen:
-            continue
-        entry, index = candidates.entry(i), candidates.index(i)
-        if why is None and i in last:
-            rows.append(Dropped(entry, index, last[i][1], last[i][0], candidates.score(i), candidates.cost(i)))
-        else:
-            rows.append(Dropped(entry, index, why or (Reason.ALWAYS_NO_POOL if i in lost else Reason.NO_POOL)))
+        if i not in chosen:
+            yield (i, last[i][1], last[i][0]) if why is None and i in last else (i, why or _unpooled(i in lost), None)
+
+
+def _unpooled(always: bool) -> Reason:
+    return Reason.ALWAYS_NO_POOL if always else Reason.NO_POOL
+
+
+def _rows(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> list[Dropped]:
+    """4. The rows of :attr:`Selection.dropped`; a pool's score and cost with each candidate it left out."""
+    rows = []
+    for i, why, pool in _left_out(candidates, filled, lost):
+        at = (pool, candidates.score(i), candidates.cost(i)) if pool is not None else ()
+        rows.append(Dropped(candidates.entry(i), candidates.index(i), why, *at))
     return rows
+
+
+def _counts(
+    candidates: Candidates, filled: list[_Filled], lost: set[int]
+) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
+    """4. :attr:`Selection.counts` without a row per entry (unless the candidates count faster)."""
+    counted = candidates.tally(filled, lost)
+    if counted is None:
+        counted = {}
+        for i, why, pool in _left_out(candidates, filled, lost):
+            count, tokens = counted.get((pool, why), (0, 0))
+            counted[(pool, why)] = (count + 1, tokens + (candidates.cost(i) if pool is not None else 0))
+    return counted
 
 
 def select(

@@ -172,3 +172,28 @@ def test_a_larger_store_engages_pruning_and_top_slices_and_still_agrees():
         assert _report(fastpath.select(store, synth.POOLS, context, now=synth.NOW)) == expected
         assert _report(index.select(synth.POOLS, context, now=synth.NOW)) == expected
         assert expected[0] == _reference(store, synth.POOLS, context, synth.NOW)
+
+
+def _counted_from_rows(selection):
+    counted = {}
+    for d in selection.dropped:
+        count, tokens = counted.get((d.pool, d.reason), (0, 0))
+        counted[(d.pool, d.reason)] = (count + 1, tokens + (d.cost or 0))
+    return counted
+
+
+@RANDOM_PLANS
+@given(store=stores(), plan=pools(), context=contexts, now=nows, view=scopes)
+def test_counts_without_rows_are_the_counts_of_the_rows(store, plan, context, now, view):
+    """Selection.counts, from the core's rule (list paths) or MemoryIndex's
+    vectorised tally (its twin), equal what the rows of .dropped count."""
+    unique = _unique(store)
+    made = [
+        lambda: select(store, plan, context, now=now, visibility=view),
+        lambda: fastpath.select(store, plan, context, now=now, visibility=view),
+        lambda: MemoryIndex(unique).select(plan, context, now=now, visibility=view),
+        lambda: MemoryIndex(unique, use_numpy=False).select(plan, context, now=now, visibility=view),
+    ]
+    for make in made:
+        counted = make().counts  # counted before any row exists
+        assert counted == _counted_from_rows(make())
