@@ -534,10 +534,13 @@ STOPWORDS = frozenset(
 )
 
 
+_RUNS = re.compile("[a-z0-9]+")
+
+
 def significant_words(text: str) -> frozenset[str]:
     """What the message factor compares: lower-cased ASCII alphanumeric runs
     longer than two characters, minus :data:`STOPWORDS`."""
-    return frozenset(w for w in re.findall("[a-z0-9]+", text.lower()) if len(w) > 2 and w not in STOPWORDS)
+    return frozenset(w for w in _RUNS.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS)
 
 
 class ScoringContext:
@@ -584,7 +587,11 @@ class ScoringContext:
     def relevance(self, entry: Entry) -> float:
         """The share of the message's significant words in the content (0
         without a message): the query-match part of the score."""
-        return len(self.words & significant_words(entry["content"])) / self.nwords if self.nwords else 0.0
+        # Every run of the content, not only its significant words: a short
+        # run or a stopword can never equal a significant word of the message.
+        return (
+            len(self.words.intersection(_RUNS.findall(entry["content"].lower()))) / self.nwords if self.nwords else 0.0
+        )
 
     def score(self, entry: Entry) -> float:
         """The default score of a checked entry (see :func:`default_scorer`)."""
