@@ -829,8 +829,16 @@ def fill_pools(
     layering: Optional[Layering] = None,
     stacklevel: int = 2,
 ) -> Selection:
-    """Steps 3 and 4 over ``candidates``: the one fill, whatever holds the
-    entries (``report=False``: ``pools`` only)."""
+    """Steps 3 and 4 over ``candidates``: the one fill, whatever holds the entries.
+
+    3. For each pool in order: (a) its always-scope entries, in input order,
+       outside both caps; (b) contextual candidates below ``min_relevance``
+       set aside; (c) the rest taken greedily in rank order (or by
+       ``layering``); (d) what loaded claimed, so no later pool takes it.
+    4. Warn about corrections no pool admits; then (unless ``report=False``)
+       the report: chosen rows and each pool's stats now, the dropped rows
+       and their counts when first read.
+    """
     pool_list, filled, ranked = check_pools(pools), [], []
     for pool in pool_list:
         # 3a. Always-scope entries first, in input order, outside both caps.
