@@ -1,5 +1,6 @@
-"""Benchmarks: per-query time of the stateless path and of MemoryIndex against
-a straightforward implementation of the spec, measured in the same run.
+"""Benchmarks: per-query time of the stateless paths (the core's plain list
+candidates, and fastpath's best-first twin) and of MemoryIndex against a
+straightforward implementation of the spec, measured in the same run.
 
     make bench                      # 10k, 100k and 1M entries
     python benchmarks/run.py --sizes 10000 100000 --queries 5
@@ -28,7 +29,7 @@ import docs_tables  # noqa: E402
 import reference  # noqa: E402
 import synth  # noqa: E402
 
-from poolsplit_adapters import MemoryIndex, retrieve_pools  # noqa: E402
+from poolsplit_adapters import MemoryIndex, fastpath, retrieve_pools  # noqa: E402
 from poolsplit_adapters.tokens import TiktokenCounter  # noqa: E402
 
 
@@ -62,17 +63,19 @@ def bench_size(size: int, queries: int) -> List[str]:
     gc.collect()
     before = rss_mb()
     start = time.perf_counter()
-    index = MemoryIndex(store).prepare()
+    index = MemoryIndex(store)
     build = time.perf_counter() - start
     grown = rss_mb() - before
 
-    t_base = t_state = t_index = 0.0
+    t_base = t_state = t_fast = t_index = 0.0
     identical = True
     for ctx in base_queries:
         expected = reference.fill_pools(store, synth.POOLS, ctx, synth.NOW)
         t_base += best_of(lambda ctx=ctx: reference.fill_pools(store, synth.POOLS, ctx, synth.NOW), rep_slow)
         t_state += best_of(lambda ctx=ctx: retrieve_pools(store, synth.POOLS, ctx, now=synth.NOW), rep_slow + 1)
+        t_fast += best_of(lambda ctx=ctx: fastpath.retrieve_pools(store, synth.POOLS, ctx, now=synth.NOW), rep_slow + 1)
         identical &= ids(retrieve_pools(store, synth.POOLS, ctx, now=synth.NOW)) == ids(expected)
+        identical &= ids(fastpath.retrieve_pools(store, synth.POOLS, ctx, now=synth.NOW)) == ids(expected)
         identical &= ids(index.retrieve_pools(synth.POOLS, ctx, now=synth.NOW)) == ids(expected)
     t_select = 0.0
     for ctx in contexts:
@@ -80,6 +83,7 @@ def bench_size(size: int, queries: int) -> List[str]:
         t_select += best_of(lambda ctx=ctx: index.select(synth.POOLS, ctx, now=synth.NOW), 3)
     t_base /= len(base_queries)
     t_state /= len(base_queries)
+    t_fast /= len(base_queries)
     t_index /= len(contexts)
     t_select /= len(contexts)
     print(
@@ -89,6 +93,7 @@ def bench_size(size: int, queries: int) -> List[str]:
     print("  %-28s %12s %10s" % ("path", "s/query", "vs base"))
     print("  %-28s %12.4f %9.1fx" % ("baseline (reference.py)", t_base, 1.0))
     print("  %-28s %12.4f %9.1fx" % ("stateless retrieve_pools", t_state, t_base / t_state))
+    print("  %-28s %12.4f %9.1fx" % ("fastpath.retrieve_pools", t_fast, t_base / t_fast))
     print("  %-28s %12.5f %9.1fx" % ("MemoryIndex, warm", t_index, t_base / t_index))
     print(
         "  %-28s %12.5f %9.1fx   (%.2fx its retrieve_pools)"

@@ -37,8 +37,8 @@ from .checks import ArgumentError, check_k, check_overrides
 from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import TaskDetection, resolve_pools
-from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility, select
-from .reports import record
+from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
+from .reports import record, select_noted
 from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
 
 if TYPE_CHECKING:
@@ -176,7 +176,7 @@ class AdapterCall:
         """The core ``select`` over ``entries`` (``scorer``: this call's
         view of the scorer, e.g. with a vector store's scores)."""
         options = self.options
-        selection = select(
+        selection = select_noted(
             entries,
             list(options.pools),
             options.context,

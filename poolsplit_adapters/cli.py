@@ -38,7 +38,7 @@ import warnings
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
 from .poolsplit import Selection, Visibility, select
-from .render import explain, render_context
+from .render import explain, render_context, selection_dict
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
 from .stores.search import search_all_namespaces
 from .stores.sqlite import SQLITE_MAGIC, EntryNotFound, SQLiteMemoryStore, StoreError
@@ -143,7 +143,7 @@ def _say_empty(name: str, what: str) -> None:
 
 def _selection_json(selection: Selection) -> Dict[str, Any]:
     """The selection's one JSON form, plus the rendered context."""
-    return dict(selection.to_dict(), context=render_context(selection).text)
+    return dict(selection_dict(selection), context=render_context(selection).text)
 
 
 def _visibility(args: argparse.Namespace) -> Optional[Visibility]:

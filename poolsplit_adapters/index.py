@@ -18,8 +18,9 @@ is bit-identical to :func:`~poolsplit_adapters.poolsplit.default_scorer`;
 the message and tag factors come from compact postings (word -> positions)
 instead of re-reading every text; and each pool ranks only the top slice of
 its candidates exactly, widening it only if the budget is not yet full. With
-a custom scorer, or without numpy, the core's own :class:`EntrySource` runs
-with the cached costs and activeness, so the tokenizer is still never asked
+a custom scorer, or without numpy, the stateless path's candidates
+(:class:`~poolsplit_adapters.fastpath.BestFirstCandidates`) run with the
+cached costs and activeness, so the tokenizer is still never asked
 twice about an unchanged entry.
 
 **Threads.** Queries and mutations take one lock: every mutation
@@ -45,6 +46,8 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
+from .compat import resolve_visibility
+from .fastpath import BestFirstCandidates
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MESSAGE_THRESHOLD,
@@ -57,18 +60,18 @@ from .poolsplit import (
     RECENCY_HORIZON_DAYS,
     STOPWORDS,
     TAG_WEIGHT,
-    WORD_CHARACTERS,
-    CandidateSource,
-    EntrySource,
+    Candidates,
     IsActive,
     Layering,
     Pool,
     Reason,
+    Room,
     Scorer,
     ScoringContext,
     Selection,
     TokenCounter,
     Visibility,
+    active_visibility,
     check_entry,
     check_pools,
     default_is_active,
@@ -78,12 +81,11 @@ from .poolsplit import (
     entry_cost,
     fill_pools,
     given_token_count,
-    note_fallback,
     parse_created,
     prepare_scorer,
-    resolve_visibility,
     significant_words,
 )
+from .reports import note_fallback
 
 try:  # numpy is optional: without it the generic path serves every query.
     import numpy as np
@@ -340,6 +342,9 @@ class _WordCodes(_Codes):
         return super().__missing__(name)
 
 
+#: The word reader's twin of ``significant_words``: a word is a maximal run
+#: of at least MIN_WORD_LENGTH of WORD_CHARACTERS in the lower-cased text.
+WORD_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
 _SEPARATOR = "\x01"
 _STOP_BYTES = frozenset(word.encode() for word in STOPWORDS)
 # Bytes that can be part of a word keep their value; every other byte
@@ -660,7 +665,7 @@ class MemoryIndex:
     ) -> Selection:
         """Same result as ``select(index.entries, pools, context, ...)``;
         ``scorer`` defaults to the index's own."""
-        view = resolve_visibility(visibility, scope)
+        view = active_visibility(resolve_visibility(visibility, scope))
         used = self._scorer if scorer is None else scorer
         return self._query(pools, context, now, used, view, report=_report, layering=layering)
 
@@ -676,7 +681,7 @@ class MemoryIndex:
         layering: Optional[Layering] = None,
     ) -> Selection:
         pool_list = check_pools(pools)
-        source: CandidateSource
+        source: Candidates
         prepared: Any = None
         vectors = self._vectors
         if scorer is self._scorer and vectors is not None and not vectors.broken:
@@ -687,7 +692,7 @@ class MemoryIndex:
             alive = [p for p, e in enumerate(self._slots) if e is not None]
             active = {id(self._slots[p]): bool(self._columns["active"][p]) for p in alive}
             cost = self._columns["cost"]
-            source = EntrySource(
+            source = BestFirstCandidates(
                 [self._slots[p] for p in alive],  # type: ignore[misc]
                 prepare_scorer(scorer, context, now),
                 is_active=lambda entry: active[id(entry)],
@@ -710,10 +715,12 @@ def _np(column: Any, dtype: str) -> Any:
     return np.frombuffer(column, dtype=dtype) if len(column) else np.zeros(0, dtype=dtype)
 
 
-class _ColumnSource(CandidateSource):
-    """The index's columns as the core's candidate source, for one query with
-    the default scorer: visibility and score vectorised over every position,
-    ranking by top slices. Built and used under the index's lock."""
+class _ColumnSource:
+    """The index's columns as the core's :class:`~poolsplit_adapters.poolsplit.Candidates`,
+    for one query with the default (or the index's embedding) scorer: twin
+    of :class:`~poolsplit_adapters.poolsplit.ListCandidates`, with visibility
+    and score vectorised over every position and ranking by top slices.
+    Built and used under the index's lock."""
 
     def __init__(
         self,
@@ -723,7 +730,7 @@ class _ColumnSource(CandidateSource):
         report: bool,
         embedding: Any = None,
     ) -> None:
-        self.index = index
+        self.owner = index
         self.embedding = embedding
         self.slots: Sequence[Optional[Mapping[str, Any]]] = index._slots
         size = self.size = len(self.slots)
@@ -752,7 +759,7 @@ class _ColumnSource(CandidateSource):
         keep = ("alive", "active", "cost")
         self.col = {name: self.col[name].copy() for name in keep}
         self.slots = list(self.slots)
-        self.index = None  # type: ignore[assignment]
+        self.owner = None  # type: ignore[assignment]
 
     # Step 1: admit, vectorised (the checks of Visibility.judge, same order).
 
@@ -762,7 +769,7 @@ class _ColumnSource(CandidateSource):
         if chain:
             link = np.full(self.size, -1, dtype=np.int64)
             for number, name in enumerate(chain):
-                code = self.index._namespaces.known(name)
+                code = self.owner._namespaces.known(name)
                 if code is not None:
                     link[col["namespace"] == code] = number
             self._exclude(visible & (link < 0), Reason.NAMESPACE)
@@ -772,9 +779,9 @@ class _ColumnSource(CandidateSource):
                 if (penalty[self.visible] != 1.0).any():
                     self.score_all = self.score_all * penalty
         if view.require_tags:
-            assert self.index._tags is not None
+            assert self.owner._tags is not None
             wanted = set(view.require_tags)
-            has_all = self.index._tags.count(wanted, self.size) == float(len(wanted))
+            has_all = self.owner._tags.count(wanted, self.size) == float(len(wanted))
             self._exclude(self.visible & ~has_all, Reason.TAGS)
         if view.require_source:
             self._exclude(self.visible & ~col["has_source"], Reason.NO_SOURCE)
@@ -797,7 +804,7 @@ class _ColumnSource(CandidateSource):
     # Step 2: score, vectorised (bit-identical to ScoringContext.score).
 
     def _scores(self) -> Any:
-        col, ctx, index = self.col, self.ctx, self.index
+        col, ctx, index = self.col, self.ctx, self.owner
         score = col["priority"].copy()
         seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
         days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
@@ -826,7 +833,7 @@ class _ColumnSource(CandidateSource):
         hybrid mix) when it ranks by vectors, else the lexical overlap."""
         embedding = self.embedding
         if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
-            vectors = self.index._vectors
+            vectors = self.owner._vectors
             if embedding.query_vector is None or vectors is None or vectors.matrix is None:
                 self._relevance = np.zeros(self.size, dtype=np.float64)
             else:
@@ -841,8 +848,8 @@ class _ColumnSource(CandidateSource):
             if not self.ctx.nwords:
                 self._lexical = np.zeros(self.size, dtype=np.float64)
             else:
-                assert self.index._words is not None
-                self._lexical = self.index._words.count(self.ctx.words, self.size) / self.ctx.nwords
+                assert self.owner._words is not None
+                self._lexical = self.owner._words.count(self.ctx.words, self.size) / self.ctx.nwords
         return self._lexical
 
     # Step 3: what each pool may take, and in what order.
@@ -857,15 +864,15 @@ class _ColumnSource(CandidateSource):
     def _type_mask(self, types: Iterable[str]) -> Any:
         """Positions whose type is one of ``types`` (a lookup table indexed
         by type code; the extra last slot is for code -1, never allowed)."""
-        allowed = np.zeros(len(self.index._types), dtype=bool)
-        allowed[[c for c in (self.index._types.known(t) for t in types) if c is not None and c >= 0]] = True
+        allowed = np.zeros(len(self.owner._types), dtype=bool)
+        allowed[[c for c in (self.owner._types.known(t) for t in types) if c is not None and c >= 0]] = True
         return allowed[self.col["type"]]
 
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]:
         keep = self._overlap()[group] >= threshold
         return group[keep], group[~keep]
 
-    def ranked(self, group: Any, room: Any) -> Iterator[tuple[int, float, int]]:
+    def ranked(self, group: Any, room: Room) -> Iterator[tuple[int, float, int]]:
         score, cost, slots = self.score_all, self.col["cost"], self.slots
         pending = group
         want = 32
@@ -894,13 +901,10 @@ class _ColumnSource(CandidateSource):
 
     # Step 4: what the report needs.
 
-    def positions(self, group: Any) -> Iterable[int]:
-        return group.tolist()  # type: ignore[no-any-return]
-
     def entry(self, position: int) -> Mapping[str, Any]:
         return self.slots[position]  # type: ignore[return-value]
 
-    def input_index(self, position: int) -> int:
+    def index(self, position: int) -> int:
         if self._logical is None:
             self._logical = np.cumsum(self.col["alive"]) - 1
         return int(self._logical[position])
@@ -911,22 +915,64 @@ class _ColumnSource(CandidateSource):
     def score(self, position: int) -> float:
         return float(self.score_all[position])
 
-    def not_admitted(self, position: int) -> Optional[Reason]:
-        if not self.col["active"][position]:
-            return Reason.INACTIVE
-        why = int(self.why[position])
-        return _WHY[why] if why else None
-
-    def all_positions(self) -> Iterable[int]:
-        return np.flatnonzero(self.col["alive"]).tolist()  # type: ignore[no-any-return]
+    def verdicts(self) -> Iterator[tuple[int, Optional[Reason]]]:
+        alive = np.flatnonzero(self.col["alive"])
+        codes = np.where(self.col["active"][alive], self.why[alive], _WHY.index(Reason.INACTIVE))
+        return ((p, _WHY[c]) for p, c in zip(alive.tolist(), codes.tolist()))
 
     def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]:
         if any(p.types is None for p in pools):
             return []
         admitted = {t for p in pools for t in p.types or ()}
-        unadmitted = self._type_mask(t for t in self.index._types.names() if t not in admitted)
+        unadmitted = self._type_mask(t for t in self.owner._types.names() if t not in admitted)
         return np.flatnonzero(self.visible & self.col["always"] & unadmitted).tolist()  # type: ignore[no-any-return]
 
+    def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
+        """Twin of the core's ``_left_out`` rule, counted with arrays: the
+        last pool that considered a candidate it did not load names the
+        reason (token budget when it costs more than the pool's final room,
+        else the entry cap), with no row per entry."""
+        size, cost = self.size, self.col["cost"]
+        last = np.full(size, -1, dtype=np.int64)  # the pool that last considered the position
+        code = np.zeros(size, dtype=np.int64)  # its reason there, by _POOL_REASONS
+        chosen = np.zeros(size, dtype=bool)
+        for k, (pool, always, contextual, below, picks) in enumerate(filled):
+            picked = np.fromiter((p[0] for p in picks), dtype=np.int64, count=len(picks))
+            chosen[always] = True
+            chosen[picked] = True
+            if below is not None and len(below):
+                last[below], code[below] = k, 0
+            left = np.asarray(contextual, dtype=np.int64)
+            left = left[~np.isin(left, picked)]
+            room = pool.max_tokens - sum(p[2] for p in picks)
+            last[left], code[left] = k, np.where(cost[left] > room, 1, 2)
+        counts: dict[tuple[Optional[str], Reason], tuple[int, int]] = {}
+
+        def add(key: tuple[Optional[str], Reason], mask: Any, tokens: int = 0) -> None:
+            found = int(np.count_nonzero(mask))
+            if found:
+                counts[key] = (found, tokens)
+
+        alive, active = self.col["alive"], self.col["active"]
+        add((None, Reason.INACTIVE), alive & ~active)
+        for number, reason in enumerate(_WHY[1:-1], start=1):
+            assert reason is not None
+            add((None, reason), alive & active & (self.why == number))
+        left_out = self.visible & ~chosen
+        for k, (pool, *_rest) in enumerate(filled):
+            for number, reason in enumerate(_POOL_REASONS):
+                mask = left_out & (last == k) & (code == number)
+                add((pool.name, reason), mask, int(cost[mask].sum()))
+        unpooled = left_out & (last < 0)
+        always = np.zeros(size, dtype=bool)
+        always[list(lost)] = True
+        add((None, Reason.ALWAYS_NO_POOL), unpooled & always)
+        add((None, Reason.NO_POOL), unpooled & ~always)
+        return counts
+
+
+#: The reasons a pool gives a candidate it did not load, by code in ``tally``.
+_POOL_REASONS = [Reason.BELOW_RELEVANCE, Reason.TOKEN_BUDGET, Reason.ENTRY_CAP]
 
 #: Visibility reasons by code in ``_ColumnSource.why`` (0: none).
 _WHY: list[Optional[Reason]] = [
@@ -936,4 +982,5 @@ _WHY: list[Optional[Reason]] = [
     Reason.NO_SOURCE,
     Reason.UNDATED,
     Reason.OUT_OF_TIME,
+    Reason.INACTIVE,
 ]

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import html
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .poolsplit import BUDGET_REASONS, Chosen, Reason, Selection
@@ -51,9 +51,11 @@ class RenderedContext:
     Attributes:
         text: the markers, always-scope first, then the omission line.
         included_ids: ids of the rendered entries, in order.
-        omitted_ids: ids of the entries a budget cut (token budget or entry
-            cap), so a host can offer to fetch them.
         omitted_by_pool: pool name -> how many entries its budget cut.
+        omitted_ids: (a property) ids of the entries a budget cut (token
+            budget or entry cap), so a host can offer to fetch them; read
+            from the selection's rows when asked, so rendering itself
+            builds no row per entry.
 
     Example::
 
@@ -63,8 +65,14 @@ class RenderedContext:
 
     text: str
     included_ids: List[Optional[str]]
-    omitted_ids: List[Optional[str]]
     omitted_by_pool: Dict[str, int]
+    selection: Optional[Selection] = field(default=None, repr=False, compare=False)
+
+    @property
+    def omitted_ids(self) -> List[Optional[str]]:
+        if self.selection is None:
+            return []
+        return [d.entry.get("id") for d in self.selection.dropped if d.reason in BUDGET_REASONS]
 
     def __str__(self) -> str:
         return self.text
@@ -108,9 +116,9 @@ def omitted_by_pool(
     chosen entries that were not returned (cut by an adapter's ``k``): the
     counts an explicit omission line must state."""
     counts: Dict[str, int] = {}
-    for item in selection.dropped:
-        if item.reason in reasons and item.pool is not None:
-            counts[item.pool] = counts.get(item.pool, 0) + 1
+    for (pool, reason), (count, _) in selection.counts.items():  # no row per entry
+        if reason in reasons and pool is not None:
+            counts[pool] = counts.get(pool, 0) + count
     if returned is not None:
         kept = {id(c) for c in returned}
         for c in selection.chosen:
@@ -174,7 +182,6 @@ def render_context(selection: Selection, *, with_omissions: bool = True, with_hi
     notes 2]"), then, when some entries loaded as summaries (progressive
     loading), a line saying their full text is available by id."""
     blocks = [marker(c.entry, c.pool, c.layer) for c in selection.chosen]
-    cut = [d for d in selection.dropped if d.reason in BUDGET_REASONS]
     by_pool = omitted_by_pool(selection)
     if with_omissions:
         below = omitted_by_pool(selection, reasons=(Reason.BELOW_RELEVANCE,))
@@ -187,8 +194,8 @@ def render_context(selection: Selection, *, with_omissions: bool = True, with_hi
     return RenderedContext(
         text="\n".join(blocks),
         included_ids=[c.entry.get("id") for c in selection.chosen],
-        omitted_ids=[d.entry.get("id") for d in cut],
         omitted_by_pool=by_pool,
+        selection=selection,
     )
 
 
@@ -276,3 +283,49 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
 
 def _cap(value: float) -> str:
     return "%g" % value
+
+
+def selection_dict(selection: Selection) -> Dict[str, Any]:
+    """The one JSON form of a selection (the CLI's ``--json`` and both
+    frameworks' selection events): chosen and dropped entries by id, type,
+    index, pool, score and tokens, each pool's stats, and the notes."""
+    return {
+        "chosen": [
+            {
+                "id": c.entry.get("id"),
+                "type": c.entry.get("type", "note"),
+                "index": c.index,
+                "pool": c.pool,
+                "always": c.always,
+                "score": c.score,
+                "tokens": c.cost,
+                "layer": str(c.layer),
+            }
+            for c in selection.chosen
+        ],
+        "dropped": [
+            {
+                "id": d.entry.get("id"),
+                "type": d.entry.get("type", "note"),
+                "index": d.index,
+                "reason": d.reason.value,
+                "pool": d.pool,
+                "score": d.score,
+                "tokens": d.cost,
+            }
+            for d in selection.dropped
+        ],
+        "stats": {
+            name: {
+                "max_tokens": s.max_tokens,
+                "max_entries": s.max_entries,
+                "tokens_used": s.tokens_used,
+                "entries_used": s.entries_used,
+                "always_count": s.always_count,
+                "always_tokens": s.always_tokens,
+                "candidates": s.candidates,
+            }
+            for name, s in selection.stats.items()
+        },
+        "notes": dict(selection.notes),
+    }

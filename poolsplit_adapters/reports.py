@@ -9,16 +9,24 @@ tasks) each see only their own, however deep in a chain the adapter runs.
 The frameworks' own per-call channels carry the same report as JSON
 (:func:`event_payload`): the LangChain callback event ``poolsplit_selection``
 and the LlamaIndex ``PoolSplitSelectionEvent``.
+
+A scorer that falls back (an embedding scorer whose embedder failed ranks
+lexically) warns once; :func:`select_noted` and :func:`note_fallback` put
+the fallback on every selection it affected (``notes["scorer_fallback"]``),
+read from that call's own prepared scorer, so concurrent calls never name
+each other's fallback.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-from collections.abc import Iterator
-from typing import Any
+import datetime
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Optional
 
-from .poolsplit import Selection
+from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
+from .render import selection_dict
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
     "poolsplit_capture_sinks", default=()
@@ -62,5 +70,53 @@ def record(selection: Selection) -> Selection:
 
 def event_payload(selection: Selection) -> dict[str, Any]:
     """The JSON form of ``selection`` that both frameworks' selection events
-    carry: ``Selection.to_dict()``, the core's one JSON form."""
-    return selection.to_dict()
+    carry: :func:`~poolsplit_adapters.render.selection_dict`, the one JSON form."""
+    return selection_dict(selection)
+
+
+def note_fallback(selection: Selection, prepared: Any) -> Selection:
+    """Record on ``selection`` that ``prepared`` (the call's prepared scorer)
+    fell back, when it says so in ``fallback_reason``."""
+    reason = getattr(prepared, "fallback_reason", None)
+    if reason:
+        selection.notes["scorer_fallback"] = reason
+    return selection
+
+
+class _Prepared:
+    """A scorer already prepared for one call (the core's scorer protocol:
+    ``prepare(context, now)`` returns it), so the caller keeps a handle on
+    what the call's scorer said."""
+
+    def __init__(self, prepared: Any) -> None:
+        self.prepared = prepared
+
+    def prepare(self, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Any:
+        return self.prepared
+
+    def __call__(
+        self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]], *, now: Optional[datetime.datetime] = None
+    ) -> float:
+        return float(self.prepared.score(entry))  # the spec's form of the same scorer
+
+
+def select_noted(
+    entries: Sequence[Mapping[str, Any]],
+    pools: Sequence[Pool],
+    context: Optional[Mapping[str, Any]] = None,
+    *,
+    scorer: Scorer = default_scorer,
+    now: Optional[datetime.datetime] = None,
+    **options: Any,
+) -> Selection:
+    """The core ``select`` (same arguments), with the scorer's fallback noted.
+
+    Example::
+
+        selection = select_noted(entries, pools, {"message": "refund"}, scorer=EmbeddingScorer(embedder))
+        selection.notes.get("scorer_fallback")   # e.g. "query embedding failed: ..."
+    """
+    prepared = prepare_scorer(scorer, context, now)
+    options.setdefault("_stacklevel", 3)  # warnings name the caller of this function
+    selection = select(entries, pools, context, scorer=_Prepared(prepared), now=now, **options)
+    return note_fallback(selection, prepared)

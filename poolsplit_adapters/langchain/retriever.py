@@ -101,7 +101,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     ``metadata["poolsplit"]["layer"]``; :meth:`expand_tool` fetches the full
     text); ``embeddings=`` ranks by embedding similarity. Every call emits a
     ``poolsplit_selection`` custom callback event carrying
-    ``selection.to_dict()`` (visible in tracing and ``astream_events``);
+    ``render.selection_dict(selection)`` (visible in tracing and ``astream_events``);
     :func:`~poolsplit_adapters.reports.capture_selections` gives a caller its
     own :class:`~poolsplit_adapters.Selection`, and :attr:`last_selection`
     is the selection of the call that finished last.

@@ -54,8 +54,8 @@ from ..poolsplit import (
     check_pools,
     default_scorer,
     given_token_count,
-    select,
 )
+from ..reports import select_noted
 from ..stores.checks import check_storable
 from ..tokens import default_counter
 
@@ -376,7 +376,7 @@ class BaseStoreMemory:
         """Select over a :class:`Recall` (the core selector, unchanged;
         ``layering``: progressive loading, see
         :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`)."""
-        return select(
+        return select_noted(
             recall.entries,
             pools,
             context,

@@ -16,7 +16,7 @@ dispatcher = get_dispatcher(__name__)
 class PoolSplitSelectionEvent(BaseEvent):
     """Emitted once per selection: who selected (``source``: ``"retriever"``,
     ``"postprocessor"`` or ``"memory"``) and ``summary``, the selection's
-    JSON form (``Selection.to_dict()``). The event carries the span of the
+    JSON form (``render.selection_dict``). The event carries the span of the
     call that selected, so a handler can tell concurrent calls apart.
 
     Example::

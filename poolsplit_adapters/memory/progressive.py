@@ -416,7 +416,14 @@ class ProgressiveSelection(Selection):
     def __init__(self, selection: Selection, *, detail: bool, deepened: bool) -> None:
         metrics = token_metrics(selection.chosen)
         notes = dict(selection.notes, **progressive_notes(metrics, detail=detail, deepened=deepened))
-        super().__init__(selection.pools, selection.chosen, lambda: selection.dropped, selection.stats, notes)
+        super().__init__(
+            selection.pools,
+            selection.chosen,
+            lambda: selection.dropped,
+            selection.stats,
+            notes,
+            counts=lambda: selection.counts,
+        )
         self.metrics = metrics
         self.detail = detail
         self.deepened = deepened

@@ -22,6 +22,7 @@ from poolsplit_adapters import Pool, select
 from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
 from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.poolsplit import default_token_counter
+from poolsplit_adapters.render import selection_dict
 from poolsplit_adapters.reports import capture_selections
 
 NOW = datetime.datetime(2026, 7, 1)
@@ -534,4 +535,4 @@ def test_every_new_selection_is_captured_once_whatever_the_store(kind):
         got = events(agent, "[u1] check calls=2,1", "t")
     assert [e["reused"] for e in got] == [False, True, True]
     assert [[c.entry["id"] for c in s.chosen] for s in mine] == [["u1-fix"]]
-    assert mine[0].to_dict()["chosen"] == got[0]["chosen"]
+    assert selection_dict(mine[0])["chosen"] == got[0]["chosen"]

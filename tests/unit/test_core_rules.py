@@ -12,6 +12,7 @@ import pytest
 from conftest import NOW
 
 from poolsplit_adapters import EntryError, MemoryIndex, Pool, Reason, Visibility, retrieve_pools, select
+from poolsplit_adapters.render import selection_dict
 
 
 def e(eid, content="x" * 40, **kw):
@@ -104,7 +105,7 @@ def test_a_none_link_names_entries_without_a_namespace_only_when_asked():
 def test_reason_is_a_str_enum_and_to_dict_is_plain_json():
     sel = select(STORE, PLAN, ASK, now=NOW)
     assert Reason.BELOW_RELEVANCE == "below_relevance" and str(Reason.TOKEN_BUDGET) == "token_budget"
-    data = json.loads(json.dumps(sel.to_dict()))
+    data = json.loads(json.dumps(selection_dict(sel)))
     assert [row["id"] for row in data["chosen"]] == ["fix", "undated", "deploy"]
     assert data["chosen"][2] == {
         "id": "deploy",
@@ -246,12 +247,12 @@ def test_best_first_bound_holds_at_overflow_and_in_subnormals(a_priority, b_prio
         assert [e["id"] for e in index.retrieve_pools(pools, context, now=NOW, visibility=view)["p"]] == ["a", "b"]
 
 
-def test_entry_source_names_a_context_passed_where_the_prepared_scorer_goes():
-    from poolsplit_adapters.poolsplit import EntrySource, default_scorer, prepare_scorer
+def test_list_candidates_name_a_context_passed_where_the_prepared_scorer_goes():
+    from poolsplit_adapters.poolsplit import ListCandidates, default_scorer, prepare_scorer
 
     with pytest.raises(TypeError, match=r"prepare_scorer\(scorer, context, now\), got dict"):
-        EntrySource([{"content": "x"}], {"message": "deploy"})
-    source = EntrySource([{"content": "deploy x"}], prepare_scorer(default_scorer, {"message": "deploy"}, NOW))
+        ListCandidates([{"content": "x"}], {"message": "deploy"})
+    source = ListCandidates([{"content": "deploy x"}], prepare_scorer(default_scorer, {"message": "deploy"}, NOW))
     assert (
         source.score(0)
         == select([{"content": "deploy x"}], [Pool("p", 9, 1)], {"message": "deploy"}, now=NOW).chosen[0].score
@@ -265,10 +266,18 @@ def test_a_failing_activeness_predicate_leaves_the_index_unchanged():
         return True
 
     index = MemoryIndex([{"id": "x", "content": "deploy"}], is_active=is_active)
-    before = (len(index), index.version, index.select([Pool("p", 99, 9)], {"message": "deploy"}, now=NOW).to_dict())
+    before = (
+        len(index),
+        index.version,
+        selection_dict(index.select([Pool("p", 99, 9)], {"message": "deploy"}, now=NOW)),
+    )
     with pytest.raises(RuntimeError, match="predicate failed"):
         index.extend([{"id": "ok", "content": "deploy"}, {"id": "bad", "content": "deploy"}])
-    after = (len(index), index.version, index.select([Pool("p", 99, 9)], {"message": "deploy"}, now=NOW).to_dict())
+    after = (
+        len(index),
+        index.version,
+        selection_dict(index.select([Pool("p", 99, 9)], {"message": "deploy"}, now=NOW)),
+    )
     assert after == before
     assert before[0] == 1
 

@@ -215,3 +215,13 @@ def test_index_reads_exactly_the_words_significant_words_finds(texts, message, d
     expected = [(c.entry["id"], c.score) for c in select(store, plan, context, now=NOW).chosen]
     assert [(c.entry["id"], c.score) for c in MemoryIndex(store).select(plan, context, now=NOW).chosen] == expected
     assert len(expected) == len(texts)
+
+
+def test_index_checks_the_visibility_filter_as_the_core_does():
+    index = MemoryIndex([{"id": "a", "content": "deploy"}])
+    for ask in (
+        lambda **kw: select(index.entries, [Pool("p", 9, 1)], **kw),
+        lambda **kw: index.select([Pool("p", 9, 1)], **kw),
+    ):
+        with pytest.raises(TypeError, match="visibility must be a Visibility, got str 'A'"):
+            ask(visibility="A")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from poolsplit_adapters import Pool, select
+from poolsplit_adapters import Pool, Reason, Selection, select
 from poolsplit_adapters.render import (
     explain,
     omission_line,
@@ -126,3 +126,47 @@ def test_omitted_by_pool_counts_budget_cuts_and_what_the_caller_did_not_return()
     assert omitted_by_pool(selection) == {"content": 2}
     assert omitted_by_pool(selection, selection.chosen[:1]) == {"content": 4, "skills": 2}
     assert omitted_by_pool(selection, []) == {"content": 5, "skills": 2}
+
+
+class _RowCountingSelection(Selection):
+    """A selection that counts how often its per-entry rows are read."""
+
+    __slots__ = ("row_reads",)
+
+    def __init__(self, inner: Selection) -> None:
+        super().__init__(
+            inner.pools, inner.chosen, lambda: inner.dropped, inner.stats, inner.notes, counts=lambda: inner.counts
+        )
+        self.row_reads = 0
+
+    @property
+    def dropped(self):
+        self.row_reads += 1
+        return super().dropped
+
+
+@pytest.mark.parametrize("path", ["list", "index", "index without numpy"])
+def test_rendering_the_omission_lines_builds_no_row_per_entry(path):
+    """The omission lines come from the selection's counts: rendering reads
+    no dropped row (only asking for the omitted ids does)."""
+    from poolsplit_adapters.index import MemoryIndex
+
+    entries = [{"id": "n%d" % n, "content": "note %d" % n, "type": "note", "token_count": 5} for n in range(6)]
+    entries += [{"id": "x", "content": "retired", "status": "archived"}, {"id": "f", "content": "fact", "type": "fact"}]
+    plan = [Pool("notes", 10, 9, ("note",))]
+    if path == "list":
+        inner = select(entries, plan, now=NOW)
+    else:
+        inner = MemoryIndex(entries, use_numpy=path == "index").select(plan, now=NOW)
+    selection = _RowCountingSelection(inner)
+    rendered = render_context(selection)
+    assert rendered.text.splitlines()[-1] == "[4 more entries left out by budget: notes 4]"
+    assert omitted_by_pool(selection) == rendered.omitted_by_pool == {"notes": 4}
+    assert selection.counts == {
+        ("notes", Reason.TOKEN_BUDGET): (4, 20),
+        (None, Reason.INACTIVE): (1, 0),
+        (None, Reason.NO_POOL): (1, 0),
+    }
+    assert selection.row_reads == 0
+    assert rendered.omitted_ids == ["n2", "n3", "n4", "n5"]
+    assert selection.row_reads == 1

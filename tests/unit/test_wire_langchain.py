@@ -24,7 +24,7 @@ from poolsplit_adapters.langchain import (
     format_documents,
 )
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
-from poolsplit_adapters.render import parse_markers
+from poolsplit_adapters.render import parse_markers, selection_dict
 
 NOW = datetime.datetime(2026, 11, 20, 9)
 
@@ -178,7 +178,7 @@ def test_progressive_returns_summaries_with_layer_markers_and_metrics():
         "baseline_tokens": 67,
         "savings_percent": 74.63,  # 50 of 67 saved
     }
-    assert selection.to_dict()["notes"]["metrics"]["total_tokens"] == 17  # in the one JSON form too
+    assert selection_dict(selection)["notes"]["metrics"]["total_tokens"] == 17  # in the one JSON form too
     assert (selection.notes["detail"], selection.notes["deepened"]) == (False, False)
 
 
