@@ -32,7 +32,7 @@ import math
 from collections import Counter
 from typing import Dict, FrozenSet, List, Mapping, Sequence, Tuple
 
-from .words import Analyzer
+from .words import Analyzer, cache_key
 
 __all__ = ["WordIndex", "K1", "B", "idf", "Query"]
 
@@ -164,14 +164,14 @@ class Query:
         return total / self.ceiling
 
 
-_COUNTS: Dict[Tuple[Tuple[str, ...], str, str], Tuple[Mapping[str, int], int]] = {}
+_COUNTS: Dict[Tuple[Tuple[object, ...], str], Tuple[Mapping[str, int], int]] = {}
 _COUNTS_LIMIT = 1 << 17
 
 
 def _counts(analyzer: Analyzer, text: str) -> Tuple[Mapping[str, int], int]:
     """Term counts and length of a text (cached: a store's texts are scored
     on every query)."""
-    key = (analyzer.languages, analyzer.default_language, text)
+    key = (cache_key(analyzer), text)
     held = _COUNTS.get(key)
     if held is None:
         terms = analyzer.terms(text)

@@ -64,7 +64,7 @@ class Modifiers:
         0.3
         >>> now = datetime.datetime(2026, 7, 1)
         >>> mods.boost({"content": "x", "created": "2026-06-16T00:00:00Z"}, frozenset(), None, now)
-        0.1
+        0.125
     """
 
     #: Weight of ``base_priority`` (clamped to [0, 10], divided by 10).

@@ -166,8 +166,12 @@ def detect_language(tokens: List[str], text: str, candidates: Tuple[str, ...], d
     return best
 
 
-@functools.cache
 def _stemmer(language: str) -> Optional[Callable[[str], str]]:
+    return None if _snowball is None else _snowball_stemmer(language)
+
+
+@functools.cache
+def _snowball_stemmer(language: str) -> Optional[Callable[[str], str]]:
     if _snowball is None or language not in _snowball.algorithms():
         return None
     stem: Callable[[str], str] = _snowball.stemmer(language).stemWord
@@ -213,7 +217,7 @@ class Analyzer:
             )
 
     def _stem_ready(self) -> None:
-        if not STEMMING and not self._warned[0]:
+        if _snowball is None and not self._warned[0]:
             self._warned[0] = True
             warnings.warn(
                 "snowballstemmer is not installed: words are compared unstemmed ('refund' will not find "
@@ -251,13 +255,14 @@ class Analyzer:
         return list(seen.values())
 
 
-def _analyzer_key(analyzer: Analyzer) -> Tuple[Any, ...]:
-    return (analyzer.languages, analyzer.default_language)
+def cache_key(analyzer: Analyzer) -> Tuple[Any, ...]:
+    """What an analysis depends on besides the text (caches key on it)."""
+    return (analyzer.languages, analyzer.default_language, _snowball is not None)
 
 
 @functools.lru_cache(maxsize=1 << 17)
 def _cached_terms(key: Tuple[Any, ...], text: str) -> Tuple[str, ...]:
-    languages, default = key
+    languages, default, _stemming = key
     tokens = words(text)
     language = detect_language(tokens, text, languages, default)
     stop = STOPWORDS.get(language, frozenset())
@@ -274,4 +279,4 @@ def _terms(analyzer: Analyzer, text: str) -> Tuple[str, ...]:
     # Cached by (settings, text): a store's texts are analysed once, not on
     # every query (the cache holds the most recent 131,072 texts).
     analyzer._stem_ready()
-    return _cached_terms(_analyzer_key(analyzer), text)
+    return _cached_terms(cache_key(analyzer), text)
