@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
 
-from poolsplit_adapters import EntryError, Pool, default_scorer, select
+from poolsplit_adapters import EntryError, Pool, select
 from poolsplit_adapters.index import MemoryIndex
 from poolsplit_adapters.memory import embedding as embedding_module
 from poolsplit_adapters.memory import hash_embedding, similarity, vector_cache
