@@ -136,7 +136,7 @@ class Query:
     """One query's words with their idf, scoring texts (see the module
     docstring for the formula). Built by :meth:`WordIndex.query`."""
 
-    __slots__ = ("words", "weights", "ceiling", "average_length")
+    __slots__ = ("words", "weights", "ceiling", "average_length", "_owners", "_key")
 
     def __init__(self, index: WordIndex, words: List[FrozenSet[str]]) -> None:
         documents = max(index.documents, 1)
@@ -146,21 +146,36 @@ class Query:
         ]
         self.ceiling = math.fsum(self.weights) * (K1 + 1.0)
         self.average_length = index.average_length
+        # variant -> the query words it belongs to: a text that shares no
+        # variant (most of a store) is answered by one set operation.
+        owners: Dict[str, List[int]] = {}
+        for number, variants in enumerate(words):
+            for variant in variants:
+                owners.setdefault(variant, []).append(number)
+        self._owners = owners
+        self._key = cache_key(index.analyzer)
 
     def __bool__(self) -> bool:
         return bool(self.words)
 
     def relevance(self, text: str, analyzer: Analyzer) -> float:
-        """Normalised BM25 of ``text`` for this query, in [0, 1)."""
+        """Normalised BM25 of ``text`` for this query, in [0, 1);
+        ``analyzer`` is the index's (the scorer checks they agree)."""
         if not self.words or self.ceiling <= 0.0:
             return 0.0
-        counts, length = _counts(analyzer, text)
+        counts, length = _counts(self._key, analyzer, text)
+        owners = self._owners
+        if owners.keys().isdisjoint(counts):
+            return 0.0
+        tf = [0] * len(self.words)
+        for term in owners.keys() & counts.keys():
+            for number in owners[term]:
+                tf[number] += counts[term]
         norm = K1 * (1.0 - B + B * length / self.average_length)
         total = 0.0
-        for variants, weight in zip(self.words, self.weights):
-            tf = sum(counts.get(v, 0) for v in variants)
-            if tf:
-                total += weight * tf * (K1 + 1.0) / (tf + norm)
+        for weight, count in zip(self.weights, tf):
+            if count:
+                total += weight * count * (K1 + 1.0) / (count + norm)
         return total / self.ceiling
 
 
@@ -168,10 +183,10 @@ _COUNTS: Dict[Tuple[Tuple[object, ...], str], Tuple[Mapping[str, int], int]] = {
 _COUNTS_LIMIT = 1 << 17
 
 
-def _counts(analyzer: Analyzer, text: str) -> Tuple[Mapping[str, int], int]:
+def _counts(settings: Tuple[object, ...], analyzer: Analyzer, text: str) -> Tuple[Mapping[str, int], int]:
     """Term counts and length of a text (cached: a store's texts are scored
-    on every query)."""
-    key = (cache_key(analyzer), text)
+    on every query); ``settings`` is ``cache_key(analyzer)``."""
+    key = (settings, text)
     held = _COUNTS.get(key)
     if held is None:
         terms = analyzer.terms(text)
