@@ -122,11 +122,12 @@ def fill(ranking: Ranking, budget: int) -> List[str]:
     return taken
 
 
-def core_method(scorer: Any, entries: List[Dict[str, Any]]) -> Callable[[str, int], Ranking]:
+def core_method(
+    scorer: Any, entries: List[Dict[str, Any]], threshold: Optional[float] = None
+) -> Callable[[str, int], Ranking]:
     def rank(message: str, budget: int) -> Ranking:
-        selection = select(
-            entries, [Pool("all", budget, 10**9)], {"message": message}, scorer=scorer, now=long_horizon.NOW
-        )
+        plan = [Pool("all", budget, 10**9, min_relevance=threshold)]
+        selection = select(entries, plan, {"message": message}, scorer=scorer, now=long_horizon.NOW)
         return [(c.entry["id"], c.cost) for c in selection.chosen]
 
     return rank
@@ -155,8 +156,11 @@ def bm25_method(entries: List[Dict[str, Any]]) -> Callable[[str, int], Ranking]:
     return rank
 
 
-def methods(embedder: Any, entries: List[Dict[str, Any]]) -> Dict[str, Callable[[str, int], Ranking]]:
-    """Every compared method, its vectors and corpus built up front."""
+def methods(
+    embedder: Any, entries: List[Dict[str, Any]], thresholds: Sequence[float] = ()
+) -> Dict[str, Callable[[str, int], Ranking]]:
+    """Every compared method, its vectors and corpus built up front;
+    ``thresholds`` adds the fused scorer behind ``Pool(min_relevance=t)``."""
     cached = CachedEmbeddings(embedder)
     cost = {e["id"]: e["token_count"] for e in entries}
     store = InMemoryVectorStore(embedding=cached)
@@ -167,7 +171,7 @@ def methods(embedder: Any, entries: List[Dict[str, Any]]) -> Dict[str, Callable[
     words.index_entries(entries)
     fused = RelevanceScorer(embedding)
     fused.index_entries(entries)
-    return {
+    found = {
         "vector top-k": vector_method(store, cost),
         "BM25": bm25_method(entries),
         "core + spec scorer": core_method(default_scorer, entries),
@@ -176,6 +180,9 @@ def methods(embedder: Any, entries: List[Dict[str, Any]]) -> Dict[str, Callable[
         "core + RelevanceScorer (words)": core_method(words, entries),
         "core + RelevanceScorer (fused)": core_method(fused, entries),
     }
+    for threshold in thresholds:
+        found["core + RelevanceScorer (fused), min_relevance=%g" % threshold] = core_method(fused, entries, threshold)
+    return found
 
 
 def run(
@@ -183,17 +190,21 @@ def run(
     entries: List[Dict[str, Any]],
     questions: List[Dict[str, Any]],
     budgets: Sequence[int] = BUDGETS,
+    thresholds: Sequence[float] = (),
+    latency_every: int = 1,
 ) -> List[Dict[str, Any]]:
-    """One row per method and budget."""
+    """One row per method and budget; latency is timed on every
+    ``latency_every``-th question."""
     everything = sum(e["token_count"] for e in entries)
     rows: List[Dict[str, Any]] = []
-    for name, rank in methods(embedder, entries).items():
+    for name, rank in methods(embedder, entries, thresholds).items():
         latencies: List[float] = []
         loaded: Dict[int, List[set]] = {b: [] for b in budgets}
-        for question in questions:
-            start = time.perf_counter()
-            rank(question["message"], LATENCY_BUDGET)
-            latencies.append((time.perf_counter() - start) * 1000.0)
+        for number, question in enumerate(questions):
+            if number % latency_every == 0:
+                start = time.perf_counter()
+                rank(question["message"], LATENCY_BUDGET)
+                latencies.append((time.perf_counter() - start) * 1000.0)
             ranking = rank(question["message"], everything)
             for budget in budgets:
                 loaded[budget].append(set(fill(ranking, budget)))
@@ -271,13 +282,15 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedding", default="hash", choices=["hash", "minilm"])
     parser.add_argument("--every", type=int, default=1, help="evaluate every n-th question (1: all)")
+    parser.add_argument("--latency-every", type=int, default=4, help="time every n-th question")
+    parser.add_argument("--thresholds", type=float, nargs="*", default=[0.05, 0.1, 0.2])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     entries, questions = load()
     questions = questions[:: args.every]
     embedder = embedder_named(args.embedding)
     start = time.perf_counter()
-    rows = run(embedder, entries, questions)
+    rows = run(embedder, entries, questions, thresholds=args.thresholds, latency_every=args.latency_every)
     print(long_horizon.describe(entries, questions))
     print("embedding %s; tokens: tiktoken o200k_base" % getattr(embedder, "model_id", args.embedding))
     print(render(rows, args.markdown))

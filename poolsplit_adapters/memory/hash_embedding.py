@@ -119,6 +119,8 @@ class HashEmbedder:
             vector[slot] += sign * WORD_WEIGHT
             padded = "<" + word[:STEM_LETTERS]
             grams = [padded[k : k + n] for n in GRAM_SIZES for k in range(len(padded) - n + 1)]
+            if not grams:  # a one-character word (a lone CJK character)
+                continue
             weight = GRAM_WEIGHT / math.sqrt(len(grams))
             for gram in grams:
                 slot, sign = _bucket("c:" + gram, self.dim)
