@@ -412,3 +412,38 @@ def test_known_relevance_from_a_vector_store_is_fused_without_embedding():
 def test_fuse_counts_a_negative_cosine_as_no_match():
     assert fusion.fuse(0.2, -0.7, 0.5) == 0.1
     assert math.isclose(fusion.fuse(0.0, 1.0, 0.0), 1.0)
+
+
+# -- the vectorised form a columnar index uses ---------------------------------------------
+
+
+@settings(max_examples=60)
+@given(
+    st.lists(META, min_size=1, max_size=15),
+    st.sampled_from([None, ["money"], ["money", "ops"]]),
+    st.sampled_from([None, "checkout"]),
+)
+def test_boost_columns_are_bit_identical_to_the_per_entry_boost(metas, tags, project):
+    np = pytest.importorskip("numpy")
+    entries = [{"content": "x", **{k: v for k, v in m.items() if v is not None}} for m in metas]
+    mods = Modifiers()
+    wanted = frozenset(tags or ())
+    created = [modifiers.parse_created(e.get("created")) for e in entries]
+    micros = [-1 if c is None else int((NOW - c) / datetime.timedelta(microseconds=1)) for c in created]
+    columns = dict(
+        priority=np.array([float(e.get("base_priority", 5)) for e in entries]),
+        days=np.array([m / 1e6 / 86400.0 if m >= 0 or c is not None else 0.0 for m, c in zip(micros, created)]),
+        dated=np.array([c is not None for c in created]),
+        tags_shared=np.array([float(len(set(e.get("tags") or ()) & wanted)) for e in entries]),
+        tags_distinct=np.array([float(len(set(e["tags"]))) if e.get("tags") else 1.0 for e in entries]),
+        project=np.array(
+            [1 if e.get("project") is None else (2 if e.get("project") == project else 0) for e in entries],
+            dtype=np.int8,
+        ),
+    )
+    one_by_one = [mods.boost(e, wanted, project, NOW) for e in entries]
+    assert mods.boost_columns(**columns).tolist() == one_by_one
+    relevance = np.linspace(-0.2, 0.9, len(entries))
+    assert modifiers.combine_columns(relevance, np.array(one_by_one)).tolist() == [
+        combine(float(r), b) for r, b in zip(relevance, one_by_one)
+    ]
