@@ -676,3 +676,16 @@ def test_framework_docstring_examples_run():
     for module in (lc, li):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0
+
+
+def test_hash_embedding_sees_words_of_any_script():
+    # Until v2 only ASCII words counted: a Chinese or Hebrew text had the
+    # zero vector, and a vector store's cosine with it was NaN.
+    embedder = HashEmbedder(256)
+    chinese, hebrew = embedder.embed("退款少了一分钱"), embedder.embed("החזר כספי נשלח")
+    assert math.isclose(math.fsum(x * x for x in chinese), 1.0, rel_tol=1e-12)
+    assert math.isclose(math.fsum(x * x for x in hebrew), 1.0, rel_tol=1e-12)
+    dot = lambda a, b: math.fsum(x * y for x, y in zip(a, b))  # noqa: E731
+    assert dot(chinese, embedder.embed("为什么退款少了")) > dot(chinese, embedder.embed("午餐菜单"))
+    assert hash_embedding.significant_words("The refunds were rounded") == {"refunds", "rounded"}
+    assert embedder.model_id.startswith("poolsplit-hash-v2/")

@@ -9,7 +9,8 @@ answers "refund". This module is the rule for everything beyond the core:
    then ``casefold`` (``"Straße"`` matches ``"STRASSE"``); combining marks
    are then dropped, so pointed and unpointed Hebrew match.
 2. **Words**: maximal runs of letters and digits of any script (``_`` and
-   punctuation separate words).
+   punctuation separate words); a lone Latin letter is dropped (the ``s``
+   of ``Maya's``, the ``t`` of ``don't``: noise in every text).
 3. **CJK**: Chinese, Japanese and Korean runs have no spaces between words;
    each run becomes its overlapping character **bigrams** (a one-character
    run is kept as it is). Bigrams need no dictionary and work offline for
@@ -97,7 +98,8 @@ def words(text: str) -> List[str]:
     found: List[str] = []
     for word in _WORD.findall(normalise(text)):
         if word.isascii():
-            found.append(word)
+            if len(word) > 1 or word.isdigit():
+                found.append(word)
             continue
         for part in _CJK_RUN.split(word):
             if not part:
