@@ -157,10 +157,14 @@ def bm25_method(entries: List[Dict[str, Any]]) -> Callable[[str, int], Ranking]:
 
 
 def methods(
-    embedder: Any, entries: List[Dict[str, Any]], thresholds: Sequence[float] = ()
+    embedder: Any,
+    entries: List[Dict[str, Any]],
+    thresholds: Sequence[float] = (),
+    lexical_weights: Sequence[float] = (),
 ) -> Dict[str, Callable[[str, int], Ranking]]:
     """Every compared method, its vectors and corpus built up front;
-    ``thresholds`` adds the fused scorer behind ``Pool(min_relevance=t)``."""
+    ``thresholds`` adds the fused scorer behind ``Pool(min_relevance=t)``,
+    ``lexical_weights`` the fused scorer with other fusion weights."""
     cached = CachedEmbeddings(embedder)
     cost = {e["id"]: e["token_count"] for e in entries}
     store = InMemoryVectorStore(embedding=cached)
@@ -182,6 +186,10 @@ def methods(
     }
     for threshold in thresholds:
         found["core + RelevanceScorer (fused), min_relevance=%g" % threshold] = core_method(fused, entries, threshold)
+    for weight in lexical_weights:
+        other = RelevanceScorer(embedding, lexical_weight=weight)
+        other.index_entries(entries)
+        found["core + RelevanceScorer (fused, lexical_weight=%g)" % weight] = core_method(other, entries)
     return found
 
 
@@ -192,12 +200,13 @@ def run(
     budgets: Sequence[int] = BUDGETS,
     thresholds: Sequence[float] = (),
     latency_every: int = 1,
+    lexical_weights: Sequence[float] = (),
 ) -> List[Dict[str, Any]]:
     """One row per method and budget; latency is timed on every
     ``latency_every``-th question."""
     everything = sum(e["token_count"] for e in entries)
     rows: List[Dict[str, Any]] = []
-    for name, rank in methods(embedder, entries, thresholds).items():
+    for name, rank in methods(embedder, entries, thresholds, lexical_weights).items():
         latencies: List[float] = []
         loaded: Dict[int, List[set]] = {b: [] for b in budgets}
         for number, question in enumerate(questions):
@@ -284,13 +293,21 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--every", type=int, default=1, help="evaluate every n-th question (1: all)")
     parser.add_argument("--latency-every", type=int, default=4, help="time every n-th question")
     parser.add_argument("--thresholds", type=float, nargs="*", default=[0.05, 0.1, 0.2])
+    parser.add_argument("--lexical-weights", type=float, nargs="*", default=[0.8])
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     entries, questions = load()
     questions = questions[:: args.every]
     embedder = embedder_named(args.embedding)
     start = time.perf_counter()
-    rows = run(embedder, entries, questions, thresholds=args.thresholds, latency_every=args.latency_every)
+    rows = run(
+        embedder,
+        entries,
+        questions,
+        thresholds=args.thresholds,
+        latency_every=args.latency_every,
+        lexical_weights=args.lexical_weights,
+    )
     print(long_horizon.describe(entries, questions))
     print("embedding %s; tokens: tiktoken o200k_base" % getattr(embedder, "model_id", args.embedding))
     print(render(rows, args.markdown))
