@@ -95,12 +95,13 @@ def test_the_evaluation_runs_every_configuration(rows):
 
 def test_pools_beat_one_budget_on_low_priority_types(rows):
     by = {(r.scorer, r.layout, r.threshold): r for r in rows}
-    # Priority-weighted rankings starve low-priority types in one budget.
-    for scorer in ("lexical", "embedding", "hybrid", "fused"):
-        assert by[(scorer, "pools", None)].recall_low > by[(scorer, "one budget", None)].recall_low, scorer
-    # Ranked relevance first, words alone starve them much less (priority is
-    # a bounded boost): pools still never lose.
-    assert by[("words", "pools", None)].recall_low >= by[("words", "one budget", None)].recall_low
+    # The spec's priority- and recency-weighted ranking starves low-priority
+    # types in one budget; pools reserve them room.
+    assert by[("lexical", "pools", None)].recall_low > by[("lexical", "one budget", None)].recall_low + 0.1
+    # Ranked relevance first (priority a bounded boost), one budget starves
+    # them far less on this set: pools still never lose.
+    for scorer in ("embedding", "hybrid", "words", "fused"):
+        assert by[(scorer, "pools", None)].recall_low >= by[(scorer, "one budget", None)].recall_low, scorer
 
 
 def test_the_table_renders(rows):
