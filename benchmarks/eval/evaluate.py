@@ -14,14 +14,20 @@ so they are left out of both):
   restricted to the low-priority types (episode, skill, growth);
 * **precision**: relevant entries that loaded / entries that loaded.
 
-Compared: the lexical default scorer, the embedding scorer and a hybrid
-(``lexical_weight=0.5``); the pool plan of ``examples/pools.toml`` against one
+Compared: the lexical default scorer (the spec's), the embedding scorer and
+a hybrid (``lexical_weight=0.5``), and the relevance-first
+``RelevanceScorer`` on words alone (``words``) and fused with the same
+embedding (``fused``); the pool plan of ``examples/pools.toml`` against one
 shared budget of the same total size; and the core's relevance threshold
 (``Pool(min_relevance=t)``: contextual candidates whose relevance is below
 ``t`` are set aside before the fill) at a few values. Relevance is the
 scorer's own: the cosine for the embedding scorer, the mix for the hybrid,
 the shared fraction of the message's significant words for the lexical
-default.
+default, the normalised BM25 (or its fusion with the cosine) for the
+relevance-first scorer.
+
+The long-horizon set (14 months, four languages, evidence-labelled
+questions) has its own script: ``evaluate_long.py``.
 """
 
 from __future__ import annotations
@@ -42,10 +48,11 @@ from dataset import NOW, load_entries, load_pools, load_queries, one_budget  # n
 from poolsplit_adapters import Pool, default_scorer, select  # noqa: E402
 from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder  # noqa: E402
+from poolsplit_adapters.relevance import RelevanceScorer  # noqa: E402
 
 LOW_PRIORITY = ("episode", "skill", "growth")
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4)
-WEIGHTS = (0.75, 1.5, 3.0, 6.0)
+SCORERS = ("lexical", "embedding", "hybrid", "words", "fused")
 
 
 class MiniLMEmbeddings:
@@ -154,13 +161,10 @@ def evaluate(
     embedder: Any,
     *,
     thresholds: Sequence[float] = THRESHOLDS,
-    weights: Sequence[float] = (),
-    weight_threshold: float = 0.3,
     entries: Optional[List[Dict[str, Any]]] = None,
     queries: Optional[List[Dict[str, Any]]] = None,
 ) -> List[Row]:
-    """Every configuration's row. ``weights`` adds embedding-scorer rows with
-    other ``W`` (pools, without a threshold and at ``weight_threshold``)."""
+    """Every configuration's row (scorer x layout x threshold)."""
     entries = load_entries() if entries is None else entries
     queries = load_queries() if queries is None else queries
     pools = load_pools()
@@ -171,18 +175,17 @@ def evaluate(
         "lexical": default_scorer,
         "embedding": embedding,
         "hybrid": EmbeddingScorer(embedder, lexical_weight=0.5, cache=embedding.cache),
+        "words": RelevanceScorer(),
+        "fused": RelevanceScorer(embedding),
     }
+    for scorer in (scorers["words"], scorers["fused"]):
+        scorer.index_entries(entries)  # the corpus a store keeps
     rows: List[Row] = []
     for name, scorer in scorers.items():
         for layout, plan in (("one budget", shared), ("pools", pools)):
             for threshold in (None, *thresholds):
                 result = run_config(entries, queries, scorer, plan, threshold)
                 rows.append(Row(name, layout, threshold, **result))
-    for threshold in (None, weight_threshold):
-        for weight in weights:
-            scorer = EmbeddingScorer(embedder, weight=weight, cache=embedding.cache)
-            result = run_config(entries, queries, scorer, pools, threshold)
-            rows.append(Row("embedding W=%g" % weight, "pools", threshold, **result))
     return rows
 
 
@@ -194,7 +197,7 @@ def quantisation_error(embedder: Any, entries: List[Dict[str, Any]], queries: Li
     texts = [e["content"] for e in entries]
     raw = np.asarray(embedder.embed_documents(texts), dtype=np.float64)
     raw /= np.maximum(np.linalg.norm(raw, axis=1, keepdims=True), 1e-300)
-    matrix = scorer.vectors_for(texts)
+    matrix = scorer.vectors_of(texts)
     norms = scorer.norms_of(matrix)
     worst = 0.0
     for query in queries:
@@ -247,13 +250,12 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedding", default="hash", choices=["hash", "minilm"])
     parser.add_argument("--thresholds", type=float, nargs="*", default=list(THRESHOLDS))
-    parser.add_argument("--weights", type=float, nargs="*", default=list(WEIGHTS))
     parser.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = parser.parse_args(argv)
     entries, queries = load_entries(), load_queries()
     start = time.perf_counter()
     embedder = embedder_named(args.embedding)
-    rows = evaluate(embedder, thresholds=args.thresholds, weights=args.weights, entries=entries, queries=queries)
+    rows = evaluate(embedder, thresholds=args.thresholds, entries=entries, queries=queries)
     took = time.perf_counter() - start
     pools = load_pools()
     print(

@@ -1,52 +1,51 @@
-"""EmbeddingScorer: rank memories by meaning, not by shared words.
+"""EmbeddingScorer: rank memories by meaning, relevance first.
 
-The spec's scorer multiplies priority, recency, tags, project and a
-*message-overlap* factor. Word overlap misses paraphrase: "fix the rounding
-bug in the refunds total" shares one word with "The October rounding
-incident: float multiplication lost a cent", so that episode loses to
-unrelated but fresher notes. This scorer keeps every other factor and
-replaces the overlap by the cosine of the query's and the entry's embedding
-vectors:
+Word overlap misses paraphrase: "fix the rounding bug in the refunds total"
+shares one word with "The October rounding incident: float multiplication
+lost a cent". This scorer's relevance is the cosine of the query's and the
+entry's embedding vectors, and the score puts it first::
 
-    relevance = cos(query, entry)                                  (in [-1, 1])
-    score     = partial(entry) * (1 + W * max(0, relevance)),   W = 1.5
+    relevance = cos(query, entry)                                   (in [-1, 1])
+    score     = (max(0, relevance) + floor) * (1 + boost(entry))
 
-``partial`` is the spec's score without its message factor
-(:meth:`ScoringContext.partial <poolsplit_adapters.poolsplit.ScoringContext.partial>`).
+``boost`` is priority, recency (a linear boost within a horizon, 30 days
+by default), tags and project, each bounded, in ``[0, m]``
+(:class:`~poolsplit_adapters.relevance.modifiers.Modifiers`, where the rule
+and its bound δ are stated once). Until 0.4 the score was the spec's
+partial score times ``1 + 1.5 * max(0, cos)``: relevance weighed at most
+x2.5 against a recency factor that falls to x0.3 after 90 days, so on a
+months-long store any entry of the last month outranked any older match
+(an independent run loaded a third of plain vector search's evidence).
+Now an entry of cosine ``c`` never outranks one of cosine ``c + δ``.
 
-Why these constants:
-
-* **W = 1.5** gives the factor the lexical factor's range, 1 (no match) to
-  2.5 (perfect match): switching scorers changes how a match is *measured*,
-  not how much a match weighs against priority, recency, tags and project,
-  which the pool plans and priorities in use were tuned against.
-* **max(0, cos)**: an unrelated entry gets factor 1, exactly like an entry
-  sharing no word under the lexical scorer; a negative cosine is not
-  evidence against an entry (real sentence embedders put unrelated texts
-  anywhere around 0), so it must not rank below "no match".
-* **No cut-off inside the factor** (the lexical factor ignores an overlap
-  under 0.15): cosines are continuous, a hidden cliff would make a 0.001
-  change flip an entry's weight, and dropping weak matches is the job of the
-  explicit per-pool threshold (``Pool(min_relevance=...)``), which reports
-  what it cuts.
+* **max(0, cos)**: a negative cosine is not evidence against an entry (real
+  sentence embedders put unrelated texts anywhere around 0), so it must not
+  rank below "no match".
+* **No cut-off inside the score**: cosines are continuous, a hidden cliff
+  would make a 0.001 change flip an entry's weight, and dropping weak
+  matches is the job of the explicit per-pool threshold
+  (``Pool(min_relevance=...)``), which reports what it cuts.
 
 A **hybrid** mixes the two measures: ``relevance = (1 - h) * cos + h * f``
-where ``f`` is the lexical overlap fraction (shared significant words /
-the message's significant words); ``lexical_weight=h``.
+where ``f`` is the core's lexical overlap fraction; ``lexical_weight=h``.
+For words and vectors fused properly (BM25, any language, stemming) use
+:class:`~poolsplit_adapters.relevance.RelevanceScorer` with an embedder.
 
 **Fallback.** Without an embedder, or when the embedder raises (or returns
-something that is not a vector), the scorer falls back to the lexical
-default scorer, bit for bit (seed 003: vector search with a keyword
-fallback). It says so once per scorer in an :class:`EmbeddingFallbackWarning`
-and on every prepared call in ``prepared.fallback_reason``, for the selection
-report. An entry whose own vector cannot be computed is scored lexically too.
+something that is not a vector), the scorer ranks with the lexical
+relevance-first scorer (BM25,
+:class:`~poolsplit_adapters.relevance.RelevanceScorer` with the same
+modifiers; seed 003: vector search with a keyword fallback). It says so once
+per scorer in an :class:`EmbeddingFallbackWarning` and on every prepared
+call in ``prepared.fallback_reason``, for the selection report. An entry
+whose own vector cannot be computed is scored lexically too.
 
 **Cost.** Entry vectors are computed in batches and cached by content hash
 (:mod:`~poolsplit_adapters.memory.vector_cache`); the query is embedded once
 per :meth:`EmbeddingScorer.prepare` (and remembered for repeated messages).
 Over a matrix of entry vectors, relevance is one matrix-vector product
-(:func:`~poolsplit_adapters.memory.similarity.score_matrix`); vectors are
-quantised so that product is exact and every path ranks identically.
+(:meth:`PreparedEmbeddingScore.relevance_of_matrix`); vectors are quantised
+so that product is exact and every path ranks identically.
 
 numpy is required (the ``fast`` extra; every framework that provides
 embeddings already pulls it in).
@@ -55,7 +54,6 @@ embeddings already pulls it in).
 from __future__ import annotations
 
 import datetime
-import math
 import threading
 import warnings
 from collections import OrderedDict
@@ -64,6 +62,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..poolsplit import ScoringContext, check_entry
+from ..relevance.modifiers import DEFAULT_FLOOR, Modifiers, combine
 from .similarity import Float64Array, FloatArray, cosine, norms_of, quantise, score_matrix
 from .vector_cache import InMemoryVectorCache, VectorCache, content_key
 
@@ -72,12 +71,7 @@ __all__ = [
     "PreparedEmbeddingScore",
     "EmbeddingFallbackWarning",
     "EmbeddingError",
-    "RELEVANCE_WEIGHT",
 ]
-
-#: ``W`` in ``partial * (1 + W * max(0, relevance))``: the lexical factor's
-#: range (1 to 2.5), see the module docstring.
-RELEVANCE_WEIGHT = 1.5
 
 _QUERY_MEMO = 64  # distinct recent messages whose vectors are remembered
 
@@ -124,8 +118,10 @@ class EmbeddingScorer:
             (``get_text_embedding_batch`` / ``get_query_embedding``), any
             object with either pair of methods, or None (rank lexically: the
             "no embeddings available" case, warned once).
-        weight: ``W`` in ``partial * (1 + W * max(0, relevance))``; default
-            1.5, the lexical factor's range.
+        modifiers: the bounded boosts (priority, recency horizon and weight,
+            tags, project) and so the bound δ; default
+            :class:`~poolsplit_adapters.relevance.modifiers.Modifiers()`.
+        floor: ``floor`` in ``(max(0, relevance) + floor) * (1 + boost)``.
         lexical_weight: ``h`` of the hybrid ``(1 - h) * cos + h * overlap``;
             0 (default) is pure embedding similarity.
         cache: where entry vectors are kept (a :class:`VectorCache`); by
@@ -153,7 +149,8 @@ class EmbeddingScorer:
         self,
         embedder: Any = None,
         *,
-        weight: float = RELEVANCE_WEIGHT,
+        modifiers: Optional[Modifiers] = None,
+        floor: float = DEFAULT_FLOOR,
         lexical_weight: float = 0.0,
         cache: Optional[VectorCache] = None,
         model_id: Optional[str] = None,
@@ -174,8 +171,10 @@ class EmbeddingScorer:
                     "BaseEmbedding); got %s" % _describe_embedder(embedder)
                 )
             self._langchain_like = langchain_like
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not (0.0 <= weight < math.inf):
-            raise ValueError("EmbeddingScorer weight must be a finite number >= 0, got %r" % (weight,))
+        if modifiers is not None and not isinstance(modifiers, Modifiers):
+            raise TypeError("EmbeddingScorer modifiers must be a Modifiers, got %s" % type(modifiers).__name__)
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= floor <= 1.0:
+            raise ValueError("EmbeddingScorer floor must be in [0, 1], got %r" % (floor,))
         if (
             isinstance(lexical_weight, bool)
             or not isinstance(lexical_weight, (int, float))
@@ -187,7 +186,8 @@ class EmbeddingScorer:
         if model_id is not None and not (isinstance(model_id, str) and model_id):
             raise TypeError("EmbeddingScorer model_id must be a non-empty string, got %r" % (model_id,))
         self.embedder = embedder
-        self.weight = float(weight)
+        self.modifiers = modifiers if modifiers is not None else Modifiers()
+        self.floor = float(floor)
         self.lexical_weight = float(lexical_weight)
         self.batch_size = batch_size
         self._model_id = model_id
@@ -284,8 +284,13 @@ class EmbeddingScorer:
                 shared.queries.popitem(last=False)
         return vector
 
-    def vectors_for(self, texts: Sequence[str]) -> FloatArray:
-        """Quantised vectors of ``texts``, shape ``(len(texts), dim)``: cached
+    def vectors_of(self, texts: Sequence[str]) -> FloatArray:
+        """(Named ``vectors_for`` until 0.4: ``MemoryIndex`` probed that name
+        for its matrix path, which multiplied the old score's factor; it
+        reaches this scorer through the per-entry path until it asks the
+        prepared scorer for the relevance-first score.)
+
+        Quantised vectors of ``texts``, shape ``(len(texts), dim)``: cached
         ones from the cache, the rest embedded in batches of ``batch_size``
         (each distinct text once) and cached.
 
@@ -323,7 +328,7 @@ class EmbeddingScorer:
         Raises:
             EmbeddingError: the embedder failed.
         """
-        self.vectors_for([entry["content"] for entry in entries])
+        self.vectors_of([entry["content"] for entry in entries])
 
     def remember(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
         """Cache vectors computed elsewhere (a vector store returns them with
@@ -352,12 +357,6 @@ class EmbeddingScorer:
         mixed = (1.0 - h) * cosines + h * (0.0 if overlap is None else overlap)
         return mixed
 
-    def factor_from(self, relevance: Union[float, Float64Array]) -> Union[float, Float64Array]:
-        """``1 + W * max(0, relevance)``, on a float or element-wise."""
-        if isinstance(relevance, np.ndarray):
-            return 1.0 + self.weight * np.maximum(relevance, 0.0)
-        return 1.0 + self.weight * (relevance if relevance > 0.0 else 0.0)
-
     def prepare(
         self, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime] = None
     ) -> PreparedEmbeddingScore:
@@ -382,7 +381,7 @@ class EmbeddingScorer:
         self._shared.last_fallback = reason
         if reason is not None:
             self._fell_back(reason)
-        return PreparedEmbeddingScore(self, lexical, query, reason)
+        return PreparedEmbeddingScore(self, lexical, query, reason, context)
 
     def __call__(
         self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]], *, now: Optional[datetime.datetime] = None
@@ -437,7 +436,17 @@ class PreparedEmbeddingScore:
         True
     """
 
-    __slots__ = ("scorer", "lexical", "query_vector", "has_query", "_memo", "_query_failure", "_entry_failure")
+    __slots__ = (
+        "scorer",
+        "lexical",
+        "query_vector",
+        "has_query",
+        "_memo",
+        "_query_failure",
+        "_entry_failure",
+        "_context",
+        "_words",
+    )
 
     def __init__(
         self,
@@ -445,9 +454,12 @@ class PreparedEmbeddingScore:
         lexical: ScoringContext,
         query: Optional[FloatArray],
         reason: Optional[str],
+        context: Optional[Mapping[str, Any]] = None,
     ) -> None:
         self.scorer = scorer
         self.lexical = lexical
+        self._context = context
+        self._words: Any = None  # the lexical relevance-first fallback, built when first needed
         self.query_vector = query
         self._query_failure = reason
         self.has_query = query is not None or (reason is not None and lexical.nwords > 0)
@@ -459,6 +471,26 @@ class PreparedEmbeddingScore:
         """None while every entry is ranked by embeddings; else why this call
         (or some of its entries) ranked lexically."""
         return self._query_failure or self._entry_failure
+
+    def _fallback(self) -> Any:
+        """The lexical relevance-first scorer (BM25, same modifiers) this
+        call ranks with where vectors are missing."""
+        if self._words is None:
+            from ..relevance.scorer import RelevanceScorer
+
+            words = RelevanceScorer(modifiers=self.scorer.modifiers, floor=self.scorer.floor)
+            self._words = words.prepare(self._context, self.lexical.ref)
+        return self._words
+
+    def embedded_relevance(self, entry: Mapping[str, Any]) -> Optional[float]:
+        """The relevance from vectors (cosine, or the hybrid mix), or None
+        when this entry has none in this call (fallback)."""
+        return self._embedded_relevance(entry)
+
+    def boost(self, entry: Mapping[str, Any]) -> float:
+        """The entry's bounded boost (priority, recency, tags, project)."""
+        ctx = self.lexical
+        return self.scorer.modifiers.boost(entry, ctx.tags, ctx.project, ctx.ref)
 
     def _overlap(self, entry: Mapping[str, Any]) -> float:
         # The default scorer's own relevance: one rule, in the core.
@@ -501,7 +533,7 @@ class PreparedEmbeddingScore:
             key = content_key(content, scorer.model_id)
             return scorer.cache.get_many([key]).get(key)
         try:
-            vector: FloatArray = scorer.vectors_for([content])[0]
+            vector: FloatArray = scorer.vectors_of([content])[0]
         except EmbeddingError as exc:
             self._entry_failure = reason = "entry embedding failed: %s" % exc
             scorer._shared.last_fallback = reason
@@ -511,20 +543,20 @@ class PreparedEmbeddingScore:
 
     def relevance(self, entry: Mapping[str, Any]) -> float:
         """How well ``entry`` matches the query: the cosine (or the hybrid
-        mix), in [-1, 1]. In fallback, the lexical overlap fraction in
-        [0, 1], the default scorer's relevance."""
+        mix), in [-1, 1]. In fallback, the lexical relevance (normalised
+        BM25, in [0, 1))."""
         relevance = self._embedded_relevance(entry)
         if relevance is None:
-            return self._overlap(entry)
+            return float(self._fallback().relevance(entry))
         return relevance
 
     def score(self, entry: Mapping[str, Any]) -> float:
-        """The entry's score: ``partial * (1 + W * max(0, relevance))``, or
-        the default lexical score in fallback."""
+        """The entry's score: ``(max(0, relevance) + floor) * (1 + boost)``;
+        in fallback, the lexical relevance-first score (the same shape)."""
         relevance = self._embedded_relevance(entry)
         if relevance is None:
-            return self.lexical.score(entry)
-        return self.lexical.partial(entry) * float(self.scorer.factor_from(relevance))
+            return float(self._fallback().score(entry))
+        return combine(relevance, self.boost(entry), self.scorer.floor)
 
     def relevances(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
         """:meth:`relevance` of many entries, their missing vectors embedded
@@ -548,7 +580,10 @@ class PreparedEmbeddingScore:
         vector up a second time (key hash and cache lookup per entry).
         Entries already worked out in this call are skipped (the core warms
         the same group again for the threshold and the ranking)."""
-        if self._query_failure is not None or self.query_vector is None:
+        if self._query_failure is not None:
+            self._fallback().warm(entries)
+            return
+        if self.query_vector is None:
             return
         scorer = self.scorer
         known = scorer._known
@@ -564,12 +599,13 @@ class PreparedEmbeddingScore:
         if not pending:
             return
         try:
-            vectors = scorer.vectors_for([entry["content"] for entry in pending])
+            vectors = scorer.vectors_of([entry["content"] for entry in pending])
         except EmbeddingError as exc:
             # Entries without a cached vector are then scored lexically.
             self._entry_failure = reason = "entry embedding failed: %s" % exc
             scorer._shared.last_fallback = reason
             scorer._fell_back(reason)
+            self._fallback().warm(entries)
             return
         # The same operations as _embedded_relevance, so the same bits.
         query = self.query_vector

@@ -6,9 +6,13 @@ LlamaIndex's ``MockEmbedding`` returns the same vector for every text, so a
 test of *ranking by similarity* cannot be written with either. This one
 needs no model and no network and still places related texts close:
 
-* each **significant word** (the core's definition,
-  :func:`~poolsplit_adapters.poolsplit.significant_words`: lower-cased
-  alphanumeric runs of 3+ characters, minus stopwords) is one feature;
+* each **significant word** is one feature: the words of
+  :func:`poolsplit_adapters.relevance.words.words` (NFKC, casefolded,
+  letters of any script, CJK runs as character bigrams), ASCII ones of 3+
+  characters and not in the core's ``STOPWORDS``. On ASCII text these are
+  exactly the core's significant words; until 0.4 only those counted, so a
+  Chinese or Hebrew text had the zero vector (and a vector store's cosine
+  with it was NaN);
 * the **character n-grams of the word's start** (3- and 4-grams of ``"<"``
   plus its first six letters) are more features, weighted so that one word's
   n-grams together weigh as much as the word itself. They make "rounding"
@@ -36,7 +40,8 @@ import hashlib
 import math
 from typing import List, Sequence, Tuple
 
-from ..poolsplit import significant_words
+from ..poolsplit import MIN_WORD_LENGTH, STOPWORDS
+from ..relevance.words import words as unicode_words
 
 __all__ = ["HashEmbedder"]
 
@@ -51,6 +56,13 @@ STEM_LETTERS = 6
 #: ``GRAM_WEIGHT / sqrt(count)``, so a long word does not outweigh a short one).
 WORD_WEIGHT = 1.0
 GRAM_WEIGHT = 1.0
+
+
+def significant_words(text: str) -> frozenset[str]:
+    """The words that become features (see the module docstring)."""
+    return frozenset(
+        w for w in unicode_words(text) if not w.isascii() or (len(w) >= MIN_WORD_LENGTH and w not in STOPWORDS)
+    )
 
 
 @functools.lru_cache(maxsize=1 << 18)
@@ -88,7 +100,7 @@ class HashEmbedder:
     def model_id(self) -> str:
         """Names the vector space: vectors cached under one id are never
         reused by an embedder with another (a different ``dim`` or rule)."""
-        return "poolsplit-hash-v1/dim=%d/grams=%s/stem=%d" % (
+        return "poolsplit-hash-v2/dim=%d/grams=%s/stem=%d" % (
             self.dim,
             "-".join(map(str, GRAM_SIZES)),
             STEM_LETTERS,
@@ -107,6 +119,8 @@ class HashEmbedder:
             vector[slot] += sign * WORD_WEIGHT
             padded = "<" + word[:STEM_LETTERS]
             grams = [padded[k : k + n] for n in GRAM_SIZES for k in range(len(padded) - n + 1)]
+            if not grams:  # a one-character word (a lone CJK character)
+                continue
             weight = GRAM_WEIGHT / math.sqrt(len(grams))
             for gram in grams:
                 slot, sign = _bucket("c:" + gram, self.dim)

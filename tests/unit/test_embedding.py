@@ -20,12 +20,11 @@ from hypothesis import strategies as st
 from langchain_tests.integration_tests import EmbeddingsIntegrationTests
 from langchain_tests.unit_tests import EmbeddingsUnitTests
 
-from poolsplit_adapters import EntryError, Pool, default_scorer, select
+from poolsplit_adapters import EntryError, Pool, select
 from poolsplit_adapters.index import MemoryIndex
 from poolsplit_adapters.memory import embedding as embedding_module
 from poolsplit_adapters.memory import hash_embedding, similarity, vector_cache
 from poolsplit_adapters.memory.embedding import (
-    RELEVANCE_WEIGHT,
     EmbeddingFallbackWarning,
     EmbeddingScorer,
 )
@@ -42,6 +41,7 @@ from poolsplit_adapters.memory.similarity import (
 )
 from poolsplit_adapters.memory.vector_cache import InMemoryVectorCache, content_key, decode_vector, encode_vector
 from poolsplit_adapters.poolsplit import ScoringContext
+from poolsplit_adapters.relevance import Modifiers, RelevanceScorer
 
 NOW = datetime.datetime(2026, 7, 7, 12, 0, 0)
 
@@ -196,7 +196,7 @@ def test_score_matrix_names_a_shape_mismatch():
 # -- the scorer: formula, ranking, paths ---------------------------------------------------
 
 
-def test_score_is_partial_times_relevance_factor():
+def test_score_is_relevance_first_with_a_bounded_boost():
     scorer = EmbeddingScorer(HashEmbedder())
     context = {"message": "refund rounding", "tags": ["money"], "project": "checkout"}
     entry = {
@@ -211,19 +211,38 @@ def test_score_is_partial_times_relevance_factor():
     relevance = prepared.relevance(entry)
     expected_cos = float_cosine(HashEmbedder().embed("refund rounding"), HashEmbedder().embed(entry["content"]))
     assert relevance == pytest.approx(expected_cos, abs=QUANTISATION_TOLERANCE)
-    partial = ScoringContext(context, NOW).partial(entry)
-    assert prepared.score(entry) == partial * (1.0 + RELEVANCE_WEIGHT * max(0.0, relevance))
+    # 36 days old: past the 30-day recency horizon, no recency boost.
+    # priority 7 -> 0.07, every tag? one of two -> 0.025, same project 0.05.
+    boost = 0.1 * 7 / 10 + 0.05 * 1 / 2 + 0.05
+    assert prepared.boost(entry) == pytest.approx(boost, abs=1e-15)
+    assert prepared.score(entry) == (relevance + 0.01) * (1.0 + prepared.boost(entry))
     assert scorer(entry, context, now=NOW) == prepared.score(entry)
+
+
+def test_an_old_strong_match_outranks_a_fresh_weak_one_over_months():
+    # The issue's regression: under the spec's factors a 200-day-old match
+    # lost to any entry of the last month; relevance first, it wins.
+    scorer = EmbeddingScorer(HashEmbedder())
+    old = {"id": "old", "content": "Refunds were rounded down by one cent", "created": "2025-12-19T00:00:00Z"}
+    fresh = {
+        "id": "fresh",
+        "content": "Refund policy page moved to the wiki",
+        "created": "2026-07-07T00:00:00Z",
+        "base_priority": 10,
+    }
+    chosen = select([fresh, old], [Pool("one", 1000, 1)], {"message": "refunds rounded down"}, scorer=scorer, now=NOW)
+    assert [e["id"] for e in chosen.entries()] == ["old"]
+    spec_shape = ScoringContext({}, NOW)
+    assert spec_shape.partial(old) < spec_shape.partial(fresh) / 3  # what used to bury it
 
 
 def test_negative_cosine_counts_as_no_match():
     scorer = EmbeddingScorer(HashEmbedder())
     prepared = scorer.prepare({"message": "refund rounding"}, NOW)
     entry = {"content": "kitten photos"}
-    assert scorer.factor_from(-0.4) == 1.0
-    assert prepared.score(entry) == ScoringContext({}, NOW).partial(entry) * scorer.factor_from(
-        prepared.relevance(entry)
-    )
+    assert prepared.relevance(entry) <= 0.0 or prepared.relevance(entry) < 0.1
+    # Whatever the sign of the (noise) cosine, the relevance part is max(0, cos).
+    assert prepared.score(entry) == (max(0.0, prepared.relevance(entry)) + 0.01) * (1.0 + prepared.boost(entry))
 
 
 def test_exact_ranking_through_select():
@@ -275,13 +294,11 @@ def test_relevance_is_bit_identical_one_by_one_and_as_a_matrix(words, hybrid, se
     one_by_one = [prepared.relevance(e) for e in entries]
     lexical = ScoringContext({"message": "refunds rounding deploy"}, NOW)
     overlap = np.array([lexical.relevance(e) for e in entries])
-    matrix = scorer.vectors_for(texts)
+    matrix = scorer.vectors_of(texts)
     assert prepared.relevance_of_matrix(matrix, overlap=overlap if hybrid else None).tolist() == one_by_one
     shuffled = rng.permutation(len(texts))
     again = scorer.prepare({"message": "refunds rounding deploy"}, NOW)
     assert [again.relevance(entries[i]) for i in shuffled] == [one_by_one[i] for i in shuffled]
-    factors = scorer.factor_from(np.array(one_by_one))
-    assert factors.tolist() == [scorer.factor_from(r) for r in one_by_one]
 
 
 def test_hybrid_mixes_cosine_and_word_overlap():
@@ -291,13 +308,14 @@ def test_hybrid_mixes_cosine_and_word_overlap():
     assert mixed.relevance(entry) == 0.5 * pure.relevance(entry) + 0.5 * (2 / 3)
 
 
-def test_no_message_means_no_relevance_and_the_default_score():
+def test_no_message_means_no_relevance_and_the_boost_alone_orders():
     scorer = EmbeddingScorer(HashEmbedder())
     prepared = scorer.prepare({"tags": ["money"]}, NOW)
     entry = {"content": "Refunds rounded", "tags": ["money"], "base_priority": 3}
     assert not prepared.has_query
     assert prepared.relevance(entry) == 0.0
-    assert prepared.score(entry) == default_scorer(entry, {"tags": ["money"]}, now=NOW)
+    # priority 0.03 + every tag 0.05 + no project 0.025
+    assert prepared.score(entry) == 0.01 * (1.0 + 0.1 * 3 / 10 + 0.05 + 0.05 / 2)
 
 
 def test_memory_index_with_the_scorer_matches_the_stateless_path():
@@ -321,8 +339,10 @@ def test_a_malformed_entry_or_context_is_named():
 def test_constructor_rejects_what_is_not_an_embedder():
     with pytest.raises(TypeError, match="embed_documents and embed_query"):
         EmbeddingScorer(object())
-    with pytest.raises(ValueError, match="weight"):
-        EmbeddingScorer(HashEmbedder(), weight=-1)
+    with pytest.raises(ValueError, match="floor"):
+        EmbeddingScorer(HashEmbedder(), floor=-1)
+    with pytest.raises(TypeError, match="modifiers"):
+        EmbeddingScorer(HashEmbedder(), modifiers={"recency_weight": 1})
     with pytest.raises(ValueError, match="lexical_weight"):
         EmbeddingScorer(HashEmbedder(), lexical_weight=2)
     with pytest.raises(ValueError, match="batch_size"):
@@ -336,11 +356,11 @@ def test_entries_are_embedded_once_in_batches_and_the_query_once():
     embedder = CountingEmbedder()
     scorer = EmbeddingScorer(embedder, batch_size=256)
     texts = ["memory number %d" % i for i in range(600)] + ["memory number 1"]  # one repeat
-    matrix = scorer.vectors_for(texts)
+    matrix = scorer.vectors_of(texts)
     assert matrix.shape == (601, 256)
     assert embedder.document_calls == [256, 256, 88]
     assert matrix[1].tolist() == matrix[600].tolist()
-    scorer.vectors_for(texts[::-1])
+    scorer.vectors_of(texts[::-1])
     assert embedder.document_calls == [256, 256, 88]  # all cached
     entries = [{"content": t} for t in texts[:50]]
     for _ in range(2):
@@ -366,8 +386,8 @@ def test_an_edited_entry_is_embedded_again_and_models_do_not_mix():
     assert content_key("a", "model-1") != content_key("a", "model-2")
     embedder = CountingEmbedder()
     scorer = EmbeddingScorer(embedder)
-    scorer.vectors_for(["old text"])
-    scorer.vectors_for(["new text"])
+    scorer.vectors_of(["old text"])
+    scorer.vectors_of(["new text"])
     assert embedder.document_calls == [1, 1]
 
 
@@ -394,9 +414,9 @@ class SqliteVectorCache:
 def test_a_durable_cache_survives_a_restart(tmp_path):
     path = str(tmp_path / "vectors.sqlite")
     first = CountingEmbedder()
-    before = EmbeddingScorer(first, cache=SqliteVectorCache(path)).vectors_for(["alpha refund", "beta rounding"])
+    before = EmbeddingScorer(first, cache=SqliteVectorCache(path)).vectors_of(["alpha refund", "beta rounding"])
     second = CountingEmbedder()  # a new process: new embedder, new scorer, same file
-    after = EmbeddingScorer(second, cache=SqliteVectorCache(path)).vectors_for(["beta rounding", "alpha refund"])
+    after = EmbeddingScorer(second, cache=SqliteVectorCache(path)).vectors_of(["beta rounding", "alpha refund"])
     assert second.document_calls == []
     assert after.tolist() == before[::-1].tolist()
 
@@ -424,8 +444,9 @@ def test_vectors_computed_elsewhere_are_not_embedded_again():
 # -- fallback ----------------------------------------------------------------------------
 
 
-def _default_scores(entries, context):
-    return [default_scorer(e, context, now=NOW) for e in entries]
+def _lexical_scores(entries, context):
+    """The lexical relevance-first scores (BM25, same modifiers): the fallback."""
+    return RelevanceScorer(modifiers=Modifiers()).prepare(context, NOW).scores(entries)
 
 
 def test_no_embedder_ranks_lexically_and_warns_once():
@@ -434,10 +455,13 @@ def test_no_embedder_ranks_lexically_and_warns_once():
     with pytest.warns(EmbeddingFallbackWarning, match="no embedder configured"):
         prepared = scorer.prepare(context, NOW)
     assert prepared.fallback_reason == "no embedder configured"
-    assert prepared.scores(ENTRIES) == _default_scores(ENTRIES, context)
-    shared = ScoringContext(context, NOW)
-    assert prepared.relevance(ENTRIES[2]) == shared.relevance(ENTRIES[2]) == 1.0  # both words
-    assert prepared.relevance(ENTRIES[0]) == 0.0  # "refunds", "rounded": other words to the lexical rule
+    assert prepared.scores(ENTRIES) == _lexical_scores(ENTRIES, context)
+    words = RelevanceScorer().prepare(context, NOW)
+    words.warm(ENTRIES)
+    assert prepared.relevance(ENTRIES[2]) == words.relevance(ENTRIES[2]) > 0.3  # both words
+    # "refunds", "rounded": the same stems, unlike the core's exact words
+    assert prepared.relevance(ENTRIES[0]) == words.relevance(ENTRIES[0]) > 0.3
+    assert prepared.relevance(ENTRIES[1]) == 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         again = scorer.prepare(context, NOW)  # no second warning
@@ -450,7 +474,7 @@ def test_a_failing_embedder_falls_back_to_the_lexical_scores():
     context = {"message": "refund rounding"}
     with pytest.warns(EmbeddingFallbackWarning, match="ConnectionError"):
         chosen = select(ENTRIES, [Pool("all", 1000, 4)], context, scorer=scorer, now=NOW)
-    lexical = select(ENTRIES, [Pool("all", 1000, 4)], context, now=NOW)
+    lexical = select(ENTRIES, [Pool("all", 1000, 4)], context, now=NOW, scorer=RelevanceScorer())
     assert [(c.entry["id"], c.score) for c in chosen.chosen] == [(c.entry["id"], c.score) for c in lexical.chosen]
     assert "query embedding failed" in (scorer.last_fallback_reason or "")
 
@@ -464,9 +488,8 @@ def test_failing_entry_embedding_is_tried_once_per_call_and_scored_lexically():
         prepared = scorer.prepare(context, NOW)
         scores = prepared.scores(ENTRIES)
     assert len(embedder.document_calls) == 1
-    lexical = ScoringContext(context, NOW)
-    assert scores[1:] == [lexical.score(e) for e in ENTRIES[1:]]  # no vector: lexical
-    assert scores[0] == lexical.partial(ENTRIES[0]) * scorer.factor_from(prepared.relevance(ENTRIES[0]))
+    assert scores[1:] == _lexical_scores(ENTRIES, context)[1:]  # no vector: lexical
+    assert scores[0] == (max(0.0, prepared.relevance(ENTRIES[0])) + 0.01) * (1.0 + prepared.boost(ENTRIES[0]))
     assert "ConnectionError" in (prepared.fallback_reason or "")
 
 
@@ -501,7 +524,7 @@ def test_dimension_change_is_caught():
             return [1.0, 0.0, 0.0]
 
     scorer = EmbeddingScorer(Shifting())
-    scorer.vectors_for(["refund"])
+    scorer.vectors_of(["refund"])
     with pytest.warns(EmbeddingFallbackWarning, match="3-dimensional"):
         prepared = scorer.prepare({"message": "refund"}, NOW)
     assert prepared.fallback_reason is not None and "3-dimensional" in prepared.fallback_reason
@@ -634,7 +657,7 @@ def test_known_relevance_from_a_store_is_used_instead_of_embedding():
     prepared = scorer.prepare({"message": "refund rounding"}, NOW)
     assert prepared.relevance(ENTRIES[1]) == 0.9
     assert embedder.document_calls == []
-    assert prepared.score(ENTRIES[1]) == ScoringContext({}, NOW).partial(ENTRIES[1]) * (1 + RELEVANCE_WEIGHT * 0.9)
+    assert prepared.score(ENTRIES[1]) == (0.9 + 0.01) * (1.0 + 0.1 * 5 / 10 + 0.05 / 2)  # default priority, no project
 
 
 # -- docstring examples -----------------------------------------------------------------------
@@ -653,3 +676,16 @@ def test_framework_docstring_examples_run():
     for module in (lc, li):
         result = doctest.testmod(module)
         assert result.attempted > 0 and result.failed == 0
+
+
+def test_hash_embedding_sees_words_of_any_script():
+    # Until v2 only ASCII words counted: a Chinese or Hebrew text had the
+    # zero vector, and a vector store's cosine with it was NaN.
+    embedder = HashEmbedder(256)
+    chinese, hebrew = embedder.embed("退款少了一分钱"), embedder.embed("החזר כספי נשלח")
+    assert math.isclose(math.fsum(x * x for x in chinese), 1.0, rel_tol=1e-12)
+    assert math.isclose(math.fsum(x * x for x in hebrew), 1.0, rel_tol=1e-12)
+    dot = lambda a, b: math.fsum(x * y for x, y in zip(a, b))  # noqa: E731
+    assert dot(chinese, embedder.embed("为什么退款少了")) > dot(chinese, embedder.embed("午餐菜单"))
+    assert hash_embedding.significant_words("The refunds were rounded") == {"refunds", "rounded"}
+    assert embedder.model_id.startswith("poolsplit-hash-v2/")

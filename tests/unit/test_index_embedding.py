@@ -1,5 +1,9 @@
-"""MemoryIndex with an embedding scorer: one matrix-vector product per query,
-the same selection as the core's per-entry path, and the fallback reported."""
+"""MemoryIndex with an embedding scorer: the same selection as the core's
+per-entry path, entry vectors embedded once, and the fallback reported.
+
+(The index's matrix path multiplied the old score's factor; until it asks
+the prepared scorer for the relevance-first score, an embedding scorer goes
+through the core's per-entry path, embedding each text once, on first use.)"""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from hypothesis import strategies as st
 from poolsplit_adapters import MemoryIndex, Pool, select
 from poolsplit_adapters.memory.embedding import EmbeddingFallbackWarning, EmbeddingScorer
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+from poolsplit_adapters.relevance import RelevanceScorer
 
 WORDS = ["refund", "refunds", "rounding", "rounded", "staging", "deploy", "cluster", "cache", "review", "menu"]
 PLAN = [Pool("corrections", 0, 0, ("correction",)), Pool("notes", 60, 4, ("note",), min_relevance=0.1)]
@@ -55,7 +60,7 @@ entries = st.lists(
 
 
 @given(entries, st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join))
-def test_vectorised_index_equals_the_per_entry_path(store, message):
+def test_index_equals_the_per_entry_path(store, message):
     scorer = EmbeddingScorer(HashEmbedder())
     context = {"message": message}
     expected = select(store, PLAN, context, now=NOW, scorer=scorer)
@@ -63,16 +68,16 @@ def test_vectorised_index_equals_the_per_entry_path(store, message):
     assert _report(got) == _report(expected)
 
 
-def test_entries_are_embedded_once_at_add_and_queries_embed_nothing_more():
+def test_entries_are_embedded_once_and_later_queries_embed_nothing_more():
     embedder = CountingEmbedder()
     scorer = EmbeddingScorer(embedder)
     store = [{"id": "n%d" % i, "type": "note", "content": "refund rounding note %d" % i} for i in range(50)]
     index = MemoryIndex(store, scorer=scorer)
-    assert embedder.texts == 50
     for message in ("refunds rounded", "deploy staging", "refunds rounded"):
         index.select(PLAN, {"message": message}, now=NOW)
-    assert embedder.texts == 50  # queries go through embed_query, entries are cached rows
+    assert embedder.texts == 50  # each text once; queries go through embed_query
     index.add({"id": "late", "type": "note", "content": "cache review"})
+    index.select(PLAN, {"message": "cache"}, now=NOW)
     assert embedder.texts == 51
 
 
@@ -81,7 +86,7 @@ class Broken(HashEmbedder):
         raise RuntimeError("offline")
 
 
-def test_a_failing_embedder_falls_back_to_the_lexical_ranking_and_says_so():
+def test_a_failing_embedder_falls_back_to_the_lexical_relevance_ranking_and_says_so():
     store = [
         {"id": "a", "type": "note", "content": "refund rounding", "token_count": 5},
         {"id": "b", "type": "note", "content": "cafeteria menu", "token_count": 5, "base_priority": 9},
@@ -91,6 +96,6 @@ def test_a_failing_embedder_falls_back_to_the_lexical_ranking_and_says_so():
         got = MemoryIndex(store, scorer=scorer).select(
             [Pool("notes", 60, 4, ("note",))], {"message": "refund"}, now=NOW
         )
-    lexical = select(store, [Pool("notes", 60, 4, ("note",))], {"message": "refund"}, now=NOW)
+    lexical = select(store, [Pool("notes", 60, 4, ("note",))], {"message": "refund"}, now=NOW, scorer=RelevanceScorer())
     assert _report(got) == _report(lexical)
     assert got.notes["scorer_fallback"].startswith("query embedding failed")

@@ -1,0 +1,27 @@
+"""The relevance-first scorer: BM25 over Unicode words (stemming, CJK),
+embeddings fused in, priority/recency/tags/project as bounded boosts.
+
+One concern per module: :mod:`.words` (text to terms), :mod:`.bm25` (an
+incrementally kept corpus and the normalised BM25), :mod:`.fusion` (words
+and vectors), :mod:`.modifiers` (the bounded boosts and the score's shape),
+:mod:`.scorer` (the scorer the core calls). Standard library only unless an
+embedder is given; ``snowballstemmer`` for stemming (see :mod:`.words`).
+"""
+
+from .bm25 import WordIndex
+from .fusion import fuse
+from .modifiers import Modifiers, combine
+from .scorer import PreparedRelevance, RelevanceScorer
+from .words import STEMMING, Analyzer, StemmingUnavailableWarning
+
+__all__ = [
+    "RelevanceScorer",
+    "PreparedRelevance",
+    "Modifiers",
+    "WordIndex",
+    "Analyzer",
+    "fuse",
+    "combine",
+    "STEMMING",
+    "StemmingUnavailableWarning",
+]

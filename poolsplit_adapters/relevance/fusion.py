@@ -1,0 +1,47 @@
+"""Words and vectors together: the one fusion rule.
+
+``relevance = (1 - w) * max(0, cosine) + w * lexical`` with ``w`` the
+lexical weight (default 0.5), both parts on [0, 1]: the cosine of the
+entry's and the query's embeddings (a negative cosine is no evidence
+*against* an entry, so it counts as 0) and the normalised BM25 of
+:mod:`.bm25`. When the embedding is unavailable for a call or an entry the
+relevance is the lexical part alone (and the scorer reports the fallback).
+
+Why a weighted sum and not reciprocal-rank fusion: the core asks a scorer
+about one entry at a time (``relevance(entry)``, ``score(entry)``) and a
+pool's ``min_relevance`` compares that number with a fixed threshold. A
+reciprocal rank depends on which other entries are candidates, so the same
+entry would get another relevance in another pool or behind another
+filter, and a threshold on it would mean nothing. A weighted sum of two
+bounded measures is the entry's own, the same on every path; equal values
+are ordered by the core's total sort key (created, id, input position), so
+ties are deterministic.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = ["fuse", "DEFAULT_LEXICAL_WEIGHT"]
+
+#: Words and vectors weigh the same by default: BM25 finds exact names,
+#: numbers and rare words that a sentence embedding blurs; the embedding
+#: finds paraphrases that share no word.
+DEFAULT_LEXICAL_WEIGHT = 0.5
+
+
+def fuse(lexical: float, cosine: Optional[float], lexical_weight: float) -> float:
+    """The fused relevance of one entry (see the module docstring).
+
+    Example:
+        >>> fuse(0.4, 0.6, 0.5)
+        0.5
+        >>> fuse(0.4, -0.2, 0.5)
+        0.2
+        >>> fuse(0.4, None, 0.5)
+        0.4
+    """
+    if cosine is None:
+        return lexical
+    semantic = cosine if cosine > 0.0 else 0.0
+    return (1.0 - lexical_weight) * semantic + lexical_weight * lexical

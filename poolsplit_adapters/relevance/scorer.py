@@ -1,0 +1,268 @@
+"""RelevanceScorer: relevance first, words and vectors fused, bounded boosts.
+
+The scorer for every path beyond the core (the core's ``default_scorer``
+stays exactly the spec's):
+
+    relevance = fuse(BM25, cosine)                 (:mod:`.fusion`, :mod:`.bm25`)
+    score     = (relevance + floor) * (1 + boost)  (:mod:`.modifiers`)
+
+so an entry of relevance ``r`` never outranks one of relevance ``r + δ``,
+``δ = (1 + floor) * modifiers.bound`` (0.303 with the defaults), whatever
+their ages, priorities, tags and projects. ``Pool(min_relevance=t)``
+thresholds the fused relevance, in [0, 1].
+
+**Where document frequencies come from.** BM25 needs the corpus's
+statistics. A scorer with a :class:`~.bm25.WordIndex` (``corpus=``, or
+built by :meth:`RelevanceScorer.index_entries`) reads them from there: the
+store that owns the entries keeps it in step as it grows
+(:meth:`index_entries` / :meth:`forget_entries`, O(terms of the changed
+entries)), and a query costs O(query words) plus a cached term-count
+lookup per scored entry. Without one (a one-off ``select(entries, ...)``)
+each call counts the candidates it is asked about: the core hands each
+pool's candidates to :meth:`PreparedRelevance.warm` before ranking them, so
+a pool's entries are ranked against the statistics of the candidates seen
+so far in the call (the same input gives the same output).
+
+Embeddings are optional: without an embedder the relevance is BM25 alone
+and nothing but the standard library is used.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+
+from ..poolsplit import ScoringContext, check_entry
+from .bm25 import Query, WordIndex
+from .fusion import DEFAULT_LEXICAL_WEIGHT, fuse
+from .modifiers import DEFAULT_FLOOR, Modifiers, combine
+from .words import Analyzer
+
+__all__ = ["RelevanceScorer", "PreparedRelevance"]
+
+
+class RelevanceScorer:
+    """Relevance-first scorer over Unicode words (BM25) and, optionally,
+    embeddings; priority, recency, tags and project only reorder entries of
+    similar relevance (the module docstring states the bound).
+
+    Use it wherever a scorer goes: ``select(..., scorer=...)``,
+    ``MemoryIndex(..., scorer=...)``, the adapters. It has
+    :meth:`prepare` (the core calls it once per query) and is callable in
+    the spec's form ``scorer(entry, context, *, now=None)``.
+
+    Args:
+        embedder: a LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``,
+            an :class:`~poolsplit_adapters.memory.embedding.EmbeddingScorer`
+            (its cache and vectors are shared), or None for words alone.
+        lexical_weight: ``w`` of the fusion (:func:`~.fusion.fuse`), in
+            [0, 1]; used only with an embedder.
+        modifiers: the bounded boosts and their weights, recency horizon
+            included (:class:`~.modifiers.Modifiers`).
+        floor: the ``floor`` of ``(relevance + floor) * (1 + boost)``.
+        analyzer: how texts become words (languages, stemming).
+        corpus: document frequencies kept by the store (see the module
+            docstring); None: counted per call.
+
+    Example:
+        >>> from poolsplit_adapters import Pool, select
+        >>> entries = [
+        ...     {"id": "a", "content": "Refunds are rounded down to the cent", "created": "2025-01-05T00:00:00Z"},
+        ...     {"id": "b", "content": "Lunch menu for Friday", "created": "2026-06-30T00:00:00Z", "base_priority": 10},
+        ... ]
+        >>> picked = select(entries, [Pool("all", 12, 1)], {"message": "refund"}, scorer=RelevanceScorer())
+        >>> [e["id"] for e in picked.entries()]
+        ['a']
+    """
+
+    def __init__(
+        self,
+        embedder: Any = None,
+        *,
+        lexical_weight: float = DEFAULT_LEXICAL_WEIGHT,
+        modifiers: Optional[Modifiers] = None,
+        floor: float = DEFAULT_FLOOR,
+        analyzer: Optional[Analyzer] = None,
+        corpus: Optional[WordIndex] = None,
+    ) -> None:
+        if (
+            isinstance(lexical_weight, bool)
+            or not isinstance(lexical_weight, (int, float))
+            or not 0.0 <= lexical_weight <= 1.0
+        ):
+            raise ValueError("RelevanceScorer lexical_weight must be in [0, 1], got %r" % (lexical_weight,))
+        if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= floor <= 1.0:
+            raise ValueError("RelevanceScorer floor must be in [0, 1], got %r" % (floor,))
+        if modifiers is not None and not isinstance(modifiers, Modifiers):
+            raise TypeError("RelevanceScorer modifiers must be a Modifiers, got %s" % type(modifiers).__name__)
+        if corpus is not None and not isinstance(corpus, WordIndex):
+            raise TypeError("RelevanceScorer corpus must be a WordIndex, got %s" % type(corpus).__name__)
+        self.analyzer = analyzer if analyzer is not None else (corpus.analyzer if corpus is not None else Analyzer())
+        if corpus is not None and corpus.analyzer != self.analyzer:
+            raise ValueError("RelevanceScorer corpus was built with another analyzer than the scorer's")
+        self.lexical_weight = float(lexical_weight)
+        self.modifiers = modifiers if modifiers is not None else Modifiers()
+        self.floor = float(floor)
+        self.corpus = corpus
+        self.embedding: Any = None
+        if embedder is not None:
+            from ..memory.embedding import EmbeddingScorer  # numpy only when vectors are used
+
+            self.embedding = embedder if isinstance(embedder, EmbeddingScorer) else EmbeddingScorer(embedder)
+
+    @property
+    def delta(self) -> float:
+        """δ: a relevance lead no boost can undo (see the module docstring)."""
+        return self.modifiers.delta(self.floor)
+
+    # -- the corpus a store keeps --------------------------------------------
+
+    def index_entries(self, entries: Iterable[Mapping[str, Any]]) -> None:
+        """Count these entries in the corpus (creating it on first use) and,
+        with an embedder, cache their vectors: a store calls it as entries
+        are added."""
+        batch = list(entries)
+        for index, entry in enumerate(batch):
+            check_entry(entry, index)
+        if self.corpus is None:
+            self.corpus = WordIndex(self.analyzer)
+        self.corpus.add_many([entry["content"] for entry in batch])
+        if self.embedding is not None:
+            self.embedding.embed_entries(batch)
+
+    def forget_entries(self, entries: Iterable[Mapping[str, Any]]) -> None:
+        """Take these entries out of the corpus (a store calls it as entries
+        are removed).
+
+        Raises:
+            KeyError: an entry that was never indexed (nothing is changed
+                for the entries after it).
+        """
+        if self.corpus is None:
+            raise KeyError("RelevanceScorer has no corpus: nothing was indexed")
+        for entry in entries:
+            self.corpus.remove(entry["content"])
+
+    def with_known_relevance(self, known: Mapping[str, float]) -> RelevanceScorer:
+        """A view whose cosine for the entries with an ``id`` in ``known`` is
+        taken from there (a vector store already returned it); shares the
+        corpus, the embedding cache and the settings."""
+        view = object.__new__(RelevanceScorer)
+        view.__dict__.update(self.__dict__)
+        if self.embedding is not None:
+            view.embedding = self.embedding.with_known_relevance(known)
+        return view
+
+    # -- per call ---------------------------------------------------------------
+
+    def prepare(
+        self, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime] = None
+    ) -> PreparedRelevance:
+        """Digest ``context`` once for many entries.
+
+        Raises:
+            TypeError: a malformed context (as the core's scorer does).
+        """
+        return PreparedRelevance(self, ScoringContext(context, now), context)
+
+    def __call__(
+        self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]], *, now: Optional[datetime.datetime] = None
+    ) -> float:
+        """Score one entry (the spec's scorer form); prefer :meth:`prepare`."""
+        check_entry(entry)
+        return self.prepare(context, now).score(entry)
+
+
+class PreparedRelevance:
+    """One query's scorer (what :meth:`RelevanceScorer.prepare` returns).
+
+    Attributes:
+        fallback_reason: None, or why the embedding part is missing for this
+            call or some of its entries (the relevance is then BM25 alone).
+
+    Example:
+        >>> prepared = RelevanceScorer().prepare({"message": "退款"})
+        >>> prepared.relevance({"content": "退款被四舍五入"}) > prepared.relevance({"content": "午餐菜单"})
+        True
+    """
+
+    def __init__(self, scorer: RelevanceScorer, context: ScoringContext, raw: Optional[Mapping[str, Any]]) -> None:
+        self.scorer = scorer
+        self.context = context
+        self.message: str = (raw or {}).get("message") or ""
+        shared = scorer.corpus
+        self._own: Optional[WordIndex] = None if shared is not None and len(shared) else WordIndex(scorer.analyzer)
+        self._counted: Dict[int, Mapping[str, Any]] = {}  # id -> entry, in the call's own corpus
+        self._query: Optional[Query] = None
+        self._memo: Dict[int, Any] = {}  # id -> (entry, relevance)
+        self.embedding: Any = None
+        if scorer.embedding is not None:
+            self.embedding = scorer.embedding.prepare(raw, context.ref)
+
+    @property
+    def fallback_reason(self) -> Optional[str]:
+        """Why embeddings were not used (None: they were, or none is set)."""
+        return None if self.embedding is None else self.embedding.fallback_reason  # type: ignore[no-any-return]
+
+    def _corpus(self) -> WordIndex:
+        if self._own is not None:
+            return self._own
+        assert self.scorer.corpus is not None
+        return self.scorer.corpus
+
+    def _count(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        own = self._own
+        if own is None:
+            return
+        fresh = [entry for entry in entries if self._counted.get(id(entry)) is not entry]
+        if not fresh:
+            return
+        for entry in fresh:
+            self._counted[id(entry)] = entry
+            own.add(entry["content"])
+        # New statistics: this call's later answers use them.
+        self._query = None
+        self._memo.clear()
+
+    def warm(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """Count a pool's candidates (when the scorer keeps no corpus) and
+        embed their missing vectors in one batch (the core calls it before
+        ranking a pool)."""
+        self._count(entries)
+        if self.embedding is not None:
+            self.embedding.warm(entries)
+
+    def lexical_relevance(self, entry: Mapping[str, Any]) -> float:
+        """Normalised BM25 of the entry's content, in [0, 1)."""
+        if not self.message:
+            return 0.0
+        if self._own is not None and self._counted.get(id(entry)) is not entry:
+            self._count([entry])
+        if self._query is None:
+            self._query = self._corpus().query(self.message)
+        return self._query.relevance(entry["content"], self.scorer.analyzer)
+
+    def relevance(self, entry: Mapping[str, Any]) -> float:
+        """The fused relevance in [0, 1] (BM25 alone without embeddings)."""
+        held = self._memo.get(id(entry))
+        if held is not None and held[0] is entry:
+            return held[1]  # type: ignore[no-any-return]
+        lexical = self.lexical_relevance(entry)
+        cosine = None if self.embedding is None else self.embedding.embedded_relevance(entry)
+        value = fuse(lexical, cosine, self.scorer.lexical_weight) if self.embedding is not None else lexical
+        self._memo[id(entry)] = (entry, value)
+        return value
+
+    def boost(self, entry: Mapping[str, Any]) -> float:
+        """The entry's bounded boost (:meth:`Modifiers.boost`)."""
+        ctx = self.context
+        return self.scorer.modifiers.boost(entry, ctx.tags, ctx.project, ctx.ref)
+
+    def score(self, entry: Mapping[str, Any]) -> float:
+        """``(relevance + floor) * (1 + boost)``."""
+        return combine(self.relevance(entry), self.boost(entry), self.scorer.floor)
+
+    def scores(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
+        """:meth:`score` of many entries (warmed first)."""
+        self.warm(entries)
+        return [self.score(entry) for entry in entries]

@@ -1,0 +1,284 @@
+"""Words of any language: the one tokenizer of the relevance-first scorer.
+
+The core's word rule (``poolsplit.significant_words``) is the spec's:
+ASCII runs of three or more characters. It gives Hebrew, Chinese, Greek or
+accented words no lexical relevance at all and cannot see that "refunds"
+answers "refund". This module is the rule for everything beyond the core:
+
+1. **Normalise**: NFKC (full-width letters and ligatures become plain ones)
+   then ``casefold`` (``"Straße"`` matches ``"STRASSE"``); combining marks
+   are then dropped, so pointed and unpointed Hebrew match.
+2. **Words**: maximal runs of letters and digits of any script (``_`` and
+   punctuation separate words); a lone Latin letter is dropped (the ``s``
+   of ``Maya's``, the ``t`` of ``don't``: noise in every text).
+3. **CJK**: Chinese, Japanese and Korean runs have no spaces between words;
+   each run becomes its overlapping character **bigrams** (a one-character
+   run is kept as it is). Bigrams need no dictionary and work offline for
+   all three scripts, where a segmenter such as jieba knows Chinese only
+   and ships a 20 MB dictionary; the price is some noise bigrams that BM25's
+   document frequencies weigh down.
+4. **Language** of a text: by script (Cyrillic: Russian, Greek, Arabic),
+   else by counting the stopwords of each configured Latin-script language
+   (a cheap heuristic, right on sentences, unsure on three-word notes: then
+   ``default_language``).
+5. **Stem** each word with the Snowball stemmer of the text's language
+   (``snowballstemmer``, which uses PyStemmer's C code when installed) and
+   drop that language's stopwords. A query is short and its language a
+   guess, so each query word keeps its stems in *every* configured
+   language (a set of variants); it matches a document word equal to any.
+
+Without ``snowballstemmer`` installed words are not stemmed ("refund" no
+longer finds "refunds"); :data:`STEMMING` says so, and :class:`Analyzer`
+warns once (:class:`StemmingUnavailableWarning`) rather than rank silently
+worse. The ``relevance`` extra (and the framework extras) install it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import unicodedata
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+
+try:  # pragma: no cover - exercised by the environment, not by a test
+    import snowballstemmer as _snowball
+except ImportError:  # pragma: no cover
+    _snowball = None
+
+__all__ = [
+    "Analyzer",
+    "STEMMING",
+    "StemmingUnavailableWarning",
+    "normalise",
+    "words",
+    "detect_language",
+]
+
+#: Whether Snowball stemming is available (``snowballstemmer`` installed).
+STEMMING = _snowball is not None
+
+_WORD = re.compile(r"[^\W_]+")
+# Han (with extensions and compatibility ideographs), kana, Hangul syllables.
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
+_CJK_RUN = re.compile("([%s]+)" % _CJK)
+_CYRILLIC = re.compile("[\u0400-\u04ff]")
+_GREEK = re.compile("[\u0370-\u03ff]")
+_ARABIC = re.compile("[\u0600-\u06ff]")
+
+
+class StemmingUnavailableWarning(UserWarning):
+    """``snowballstemmer`` is not installed: words are compared unstemmed."""
+
+
+class _Marks(dict):  # type: ignore[type-arg]
+    """``str.translate`` table deleting combining marks, filled on demand
+    (a full table of the Unicode range would cost a second to build)."""
+
+    def __missing__(self, code: int) -> Optional[int]:
+        if unicodedata.category(chr(code)) in ("Mn", "Mc", "Me"):
+            self[code] = None
+            return None
+        raise LookupError(code)
+
+
+_MARKS = _Marks()
+
+
+def normalise(text: str) -> str:
+    """NFKC, casefold, combining marks removed (steps 1 of the module doc)."""
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return folded if folded.isascii() else folded.translate(_MARKS)
+
+
+def words(text: str) -> List[str]:
+    """The normalised words of ``text`` in order, CJK runs as bigrams
+    (steps 1 to 3), neither stemmed nor stopword-filtered."""
+    found: List[str] = []
+    for word in _WORD.findall(normalise(text)):
+        if word.isascii():
+            if len(word) > 1 or word.isdigit():
+                found.append(word)
+            continue
+        for part in _CJK_RUN.split(word):
+            if not part:
+                continue
+            if _CJK_RUN.fullmatch(part):
+                found.extend([part] if len(part) == 1 else [part[k : k + 2] for k in range(len(part) - 1)])
+            else:
+                found.append(part)
+    return found
+
+
+#: Stopwords of the Latin-script languages the heuristic tells apart (also
+#: dropped from that language's terms). Short on purpose: the most frequent
+#: function words are what separates languages on a sentence.
+STOPWORDS: Dict[str, FrozenSet[str]] = {
+    "english": frozenset(
+        "a an the and or of to in on at for with by from is are was were be been it its this that these those "
+        "we you he she they i me my our your his her their them what which who when where how why not no do "
+        "does did has have had will would can could should about into than then there here so as if but".split()
+    ),
+    "spanish": frozenset(
+        "el la los las un una unos unas y o de del al en con por para es son fue era que se su sus lo le les "
+        "como pero más muy ya no sí este esta estos estas ese esa hay cuando donde quién qué cómo nos mi tu".split()
+    ),
+    "german": frozenset(
+        "der die das den dem des ein eine einen einem einer und oder von zu im in am an auf mit für ist sind "
+        "war waren wird wurde nicht kein keine es sie er wir ich du ihr sich auch aber wie wann wo was wer "
+        "bei nach aus dass hat haben".split()
+    ),
+    "french": frozenset(
+        "le la les un une des et ou de du au aux en dans sur avec pour par est sont était que qui quoi ne pas "
+        "il elle ils elles nous vous je tu se sa son ses ce cette ces mais comme quand où".split()
+    ),
+    "portuguese": frozenset(
+        "o a os as um uma uns umas e ou de do da dos das em no na nos nas com por para é são foi era que se "
+        "seu sua não sim como mas quando onde quem".split()
+    ),
+    "italian": frozenset(
+        "il lo la i gli le un uno una e o di del della dei in nel nella con per è sono era che si suo sua non "
+        "come ma quando dove chi cosa".split()
+    ),
+    "dutch": frozenset(
+        "de het een en of van in op met voor is zijn was waren dat die niet geen ik jij hij zij wij ze ook "
+        "maar hoe wanneer waar wat wie bij naar uit heeft hebben".split()
+    ),
+}
+
+
+def detect_language(tokens: List[str], text: str, candidates: Tuple[str, ...], default: str) -> str:
+    """Step 4: the language of a text, from its script, else from the
+    candidates' stopwords (most hits wins; ties and no hits: ``default``)."""
+    if _CYRILLIC.search(text):
+        return "russian"
+    if _GREEK.search(text):
+        return "greek"
+    if _ARABIC.search(text):
+        return "arabic"
+    best, hits = default, 0
+    for language in candidates:
+        stop = STOPWORDS.get(language)
+        if stop is None:
+            continue
+        count = sum(1 for token in tokens if token in stop)
+        if count > hits:
+            best, hits = language, count
+    return best
+
+
+def _stemmer(language: str) -> Optional[Callable[[str], str]]:
+    return None if _snowball is None else _snowball_stemmer(language)
+
+
+@functools.cache
+def _snowball_stemmer(language: str) -> Optional[Callable[[str], str]]:
+    if _snowball is None or language not in _snowball.algorithms():
+        return None
+    stem: Callable[[str], str] = _snowball.stemmer(language).stemWord
+    return functools.lru_cache(maxsize=1 << 16)(stem)
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """Turns texts into the terms BM25 counts (the module docstring's steps).
+
+    Args:
+        languages: Snowball languages considered for a text's language and
+            for a query word's stems (unknown names are rejected).
+        default_language: the language of a text whose script and stopwords
+            say nothing (short notes); must be one of ``languages``.
+
+    Example:
+        >>> analyzer = Analyzer()
+        >>> analyzer.terms("The refunds were rounded")
+        ('refund', 'round')
+        >>> sorted(analyzer.query_terms("refund")[0])
+        ['refund']
+        >>> analyzer.terms("退款被四舍五入")
+        ('退款', '款被', '被四', '四舍', '舍五', '五入')
+    """
+
+    languages: Tuple[str, ...] = ("english", "spanish", "german", "french", "portuguese", "italian", "dutch")
+    default_language: str = "english"
+    _warned: List[bool] = field(default_factory=lambda: [False], repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.languages, str) or not self.languages:
+            raise ValueError("Analyzer languages must be a non-empty tuple of Snowball language names")
+        known = set(STOPWORDS) | {"russian", "greek", "arabic"}
+        if _snowball is not None:
+            known |= set(_snowball.algorithms())
+        unknown = [name for name in self.languages if name not in known]
+        if unknown:
+            raise ValueError("Analyzer languages: unknown %r (Snowball names such as 'english')" % unknown)
+        if self.default_language not in self.languages:
+            raise ValueError(
+                "Analyzer default_language %r is not one of languages %r" % (self.default_language, self.languages)
+            )
+
+    def _stem_ready(self) -> None:
+        if _snowball is None and not self._warned[0]:
+            self._warned[0] = True
+            warnings.warn(
+                "snowballstemmer is not installed: words are compared unstemmed ('refund' will not find "
+                "'refunds'); install poolsplit-adapters[relevance]",
+                StemmingUnavailableWarning,
+                stacklevel=3,
+            )
+
+    def language_of(self, text: str) -> str:
+        """The language this analyzer assumes for ``text`` (step 4)."""
+        return detect_language(words(text), text, self.languages, self.default_language)
+
+    def terms(self, text: str) -> Tuple[str, ...]:
+        """A document's terms in order: words stemmed in the text's
+        language, that language's stopwords dropped."""
+        return _terms(self, text)
+
+    def query_terms(self, text: str) -> List[FrozenSet[str]]:
+        """A query's distinct words, each as the set of its stems in every
+        configured language (CJK bigrams and unstemmable words: themselves).
+        The query's own language's stopwords are dropped."""
+        self._stem_ready()
+        tokens = words(text)
+        language = detect_language(tokens, text, self.languages, self.default_language)
+        stop = STOPWORDS.get(language, frozenset())
+        seen: Dict[str, FrozenSet[str]] = {}
+        for token in tokens:
+            if token in stop or token in seen:
+                continue
+            variants = {token}
+            if not _CJK_RUN.fullmatch(token):
+                stems = [_stemmer(name) for name in self.languages]
+                variants = {stem(token) for stem in stems if stem is not None} or {token}
+            seen[token] = frozenset(variants)
+        return list(seen.values())
+
+
+def cache_key(analyzer: Analyzer) -> Tuple[Any, ...]:
+    """What an analysis depends on besides the text (caches key on it)."""
+    return (analyzer.languages, analyzer.default_language, _snowball is not None)
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _cached_terms(key: Tuple[Any, ...], text: str) -> Tuple[str, ...]:
+    languages, default, _stemming = key
+    tokens = words(text)
+    language = detect_language(tokens, text, languages, default)
+    stop = STOPWORDS.get(language, frozenset())
+    stem = _stemmer(language)
+    out: List[str] = []
+    for token in tokens:
+        if token in stop:
+            continue
+        out.append(stem(token) if stem is not None and not _CJK_RUN.fullmatch(token) else token)
+    return tuple(out)
+
+
+def _terms(analyzer: Analyzer, text: str) -> Tuple[str, ...]:
+    # Cached by (settings, text): a store's texts are analysed once, not on
+    # every query (the cache holds the most recent 131,072 texts).
+    analyzer._stem_ready()
+    return _cached_terms(cache_key(analyzer), text)
