@@ -239,12 +239,13 @@ def test_the_middleware_sink_stores_a_quoted_tenant_and_names_a_nul_field(engine
     and nothing of that batch is written."""
     from langchain_postgres import PGVector
 
-    from poolsplit_adapters import EntryError, default_scorer
+    from poolsplit_adapters import EntryError
     from poolsplit_adapters.langchain import PoolSplitRetriever
-    from poolsplit_adapters.langchain.sources import Settings, source_for
+    from poolsplit_adapters.langchain.sources import source_for
+    from poolsplit_adapters.settings import AgentMemorySettings
 
     store = PGVector(HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS)
-    sink = source_for(store, Settings(list(POOLS), default_scorer, None, NOW, 0.0, 100, None))
+    sink = source_for(store, AgentMemorySettings.held_by("test", pools=list(POOLS), now=NOW))
     tenant = HOSTILE[0]
     fix = {"id": "q-fix", "content": "Quote in cents.", "type": "correction", "scope": "always", "namespace": tenant}
     sink.write((), [fix])
