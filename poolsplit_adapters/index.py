@@ -85,6 +85,7 @@ from .poolsplit import (
     prepare_scorer,
     significant_words,
 )
+from .relevance.modifiers import combine_columns
 from .reports import note_fallback
 
 try:  # numpy is optional: without it the generic path serves every query.
@@ -437,7 +438,7 @@ class MemoryIndex:
         # when the scorer does not embed (or an embedder failure made the
         # rows incomplete: queries then take the core's per-entry path).
         self._vectors: Optional[_Rows] = None
-        if self._numpy and callable(getattr(scorer, "vectors_for", None)):
+        if self._numpy and callable(getattr(scorer, "vectors_of", None)):
             self._vectors = _Rows()
         self.extend(entries)
 
@@ -554,7 +555,7 @@ class MemoryIndex:
         if self._vectors is None or self._vectors.broken:
             return
         try:
-            matrix = self._scorer.vectors_for([e["content"] for e in batch])  # type: ignore[attr-defined]
+            matrix = self._scorer.vectors_of([e["content"] for e in batch])  # type: ignore[attr-defined]
         except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
             self._vectors.broken = True
             return
@@ -686,7 +687,10 @@ class MemoryIndex:
         vectors = self._vectors
         if scorer is self._scorer and vectors is not None and not vectors.broken:
             prepared = scorer.prepare(context, now)  # type: ignore[attr-defined]
-        if self._numpy and (scorer is default_scorer or prepared is not None):
+        # An embedding scorer that fell back for this query ranks with its
+        # lexical scorer, entry by entry: the generic path, same prepared scorer.
+        vectorised = prepared is not None and not getattr(prepared, "fallback_reason", None)
+        if self._numpy and (scorer is default_scorer or vectorised):
             source = _ColumnSource(self, ScoringContext(context, now), view, report, prepared)
         else:
             alive = [p for p, e in enumerate(self._slots) if e is not None]
@@ -694,7 +698,7 @@ class MemoryIndex:
             cost = self._columns["cost"]
             source = BestFirstCandidates(
                 [self._slots[p] for p in alive],  # type: ignore[misc]
-                prepare_scorer(scorer, context, now),
+                prepared if prepared is not None else prepare_scorer(scorer, context, now),
                 is_active=lambda entry: active[id(entry)],
                 visibility=view,
                 costs=[cost[p] for p in alive],
@@ -805,8 +809,24 @@ class _ColumnSource:
 
     def _scores(self) -> Any:
         col, ctx, index = self.col, self.ctx, self.owner
-        score = col["priority"].copy()
         seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
+        code = index._projects.known(ctx.project) if ctx.project is not None else None
+        project = col["project"]
+        same = project == (code if code is not None else -2)
+        embedding = self.embedding
+        if embedding is not None and embedding.fallback_reason is None:
+            # The embedding scorer ranks relevance first: its bounded boost
+            # (Modifiers.boost_columns, the twin of Modifiers.boost) over the
+            # cosine column, combined as relevance.combine does per entry.
+            assert index._tags is not None
+            scorer = embedding.scorer
+            shared = index._tags.count(ctx.tags, self.size) if ctx.tags else np.zeros(self.size, dtype=np.float64)
+            placed = np.where(project < 0, 1, np.where(same, 2, 0)).astype(np.int8)
+            boost = scorer.modifiers.boost_columns(
+                col["priority"], seconds / 86400.0, col["created"] >= 0, shared, col["ntags"], placed
+            )
+            return combine_columns(self._overlap(), boost, scorer.floor)
+        score = col["priority"].copy()
         days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
         days = np.where(days < 0.0, 0.0, days)
         recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
@@ -815,15 +835,8 @@ class _ColumnSource:
             assert index._tags is not None
             shared = index._tags.count(ctx.tags, self.size)
             score *= 1.0 + (shared / col["ntags"]) * TAG_WEIGHT
-        code = index._projects.known(ctx.project) if ctx.project is not None else None
-        project = col["project"]
-        same = project == (code if code is not None else -2)
         score *= np.where(project < 0, 1.0, np.where(same, PROJECT_SAME, PROJECT_OTHER))
-        embedding = self.embedding
-        if embedding is not None and embedding.fallback_reason is None:
-            # The embedding scorer's factor replaces the message factor.
-            score *= embedding.scorer.factor_from(self._overlap())
-        elif ctx.nwords:
+        if ctx.nwords:
             overlap = self._overlap()
             score *= np.where(overlap > MESSAGE_THRESHOLD, 1.0 + overlap * MESSAGE_WEIGHT, 1.0)
         return score
