@@ -9,16 +9,18 @@ TOML loaders live in :mod:`.files`.
 
 from __future__ import annotations
 
-from .base import MemoryStore
+from .base import Change, EntryNotFound, MemoryStore, StoreVerbs
 from .files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store
 from .search import SearchHit, search_all_namespaces
-from .sqlite import SCHEMA_VERSION, EntryNotFound, SQLiteMemoryStore, StoreError
+from .sqlite import SCHEMA_VERSION, SQLiteMemoryStore, StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
     "EntryNotFound",
     "InputFileError",
     "MemoryStore",
+    "StoreVerbs",
+    "Change",
     "SQLiteMemoryStore",
     "SearchHit",
     "StoreError",
