@@ -11,7 +11,9 @@ store would lose its candidates to the other tenants' top-k.
 This module says *what* to search for, once, without any framework; each
 adapter translates a :class:`Search` into its store's filter dialect
 (LangChain: :func:`poolsplit_adapters.langchain.type_filter`; LlamaIndex:
-``MetadataFilters``) and embeds the query once for all of them.
+``MetadataFilters``; a LangGraph ``BaseStore``, whose filters have no
+``$in``: one ``SearchOp`` per type, in ``BaseStoreMemory``) and embeds the
+query once for all of them.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class Search:
     untyped: bool = False
     always: bool = False
     namespaces: Tuple[str, ...] = ()
+
 
 
 @dataclass(frozen=True)

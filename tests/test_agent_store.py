@@ -12,6 +12,7 @@ from lc_helpers import Counter, WordHashEmbedding
 
 from poolsplit_adapters import EntryError, Pool
 from poolsplit_adapters.langchain import BaseStoreMemory
+from poolsplit_adapters.langchain.store import READ_ALL
 
 NOW = datetime.datetime(2026, 7, 1)
 U1 = ("memories", "u1")
@@ -90,7 +91,7 @@ def test_pools_that_can_hold_only_corrections_recall_no_type():
     assert [op.filter for op in store.batches[-1]] == [{"scope": "always"}, None]
 
 
-def test_search_is_paged_past_its_limit():
+def test_each_op_reads_past_search_limit_in_one_exact_query():
     store = RecordingStore()
     memory = BaseStoreMemory(store, U1, token_counter=Counter(), page_size=40)
     memory.put_many([{"id": "ep-%03d" % i, "content": "episode %d" % i, "type": "episode"} for i in range(250)])
@@ -98,9 +99,9 @@ def test_search_is_paged_past_its_limit():
     store.batches.clear()
     recall = memory.recall(POOLS, {"message": "episode"})
     assert len(recall.entries) == 250
-    # round 1: 4 ops; then only the episode op is full: 6 more pages of 40
-    assert [len(b) for b in store.batches] == [4, 1, 1, 1, 1, 1, 1]
-    assert [b[0].offset for b in store.batches[1:]] == [40, 80, 120, 160, 200, 240]
+    # one round of 4 ops (corrections, then the plan's types), none paged by offset
+    assert [len(b) for b in store.batches] == [4]
+    assert {op.offset for op in store.batches[0]} == {0} and all(op.limit > 250 for op in store.batches[0])
     assert len(memory.entries()) == 250
 
 
@@ -234,7 +235,7 @@ def test_an_indexed_store_gets_the_query_and_fetch_k_per_type():
         "deploy staging rollback",
         "deploy staging rollback",
     ]
-    assert [op.limit for op in ops] == [100, 2, 2, 2]
+    assert [op.limit for op in ops] == [READ_ALL, 2, 2, 2]  # corrections: read whole
     assert len(store.batches) == 1  # capped at fetch_k: no further pages
     ids = {e["id"] for e in recall.entries}
     assert {"ep-1", "ep-4"} <= ids and "u1-fix-1" in ids

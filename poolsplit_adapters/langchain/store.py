@@ -17,14 +17,21 @@ rules are written once here:
   ``("memories", "shared")``) is explicit and scored with the chain penalty.
 * **Corrections by filter.** Always-scope entries are fetched with a
   ``scope == "always"`` filter, independent of any query or type.
-* **Each pool's types recalled independently.** ``BaseStore`` filters have
-  no ``$in``: one ``SearchOp`` per type (plus one for entries without a
-  ``type``, which default to ``"note"``), all in one ``batch`` round trip, so
-  a rare type is never crowded out by a frequent one.
-* **Paged past ``limit``.** ``search`` returns 10 items unless asked for
-  more; every op is paged until it comes back short.
-* **``query=``** is passed when the store has a vector index, so with
-  ``fetch_k`` each type op recalls its nearest items.
+* **Each pool's types recalled independently**, by the one recall plan
+  (:class:`~poolsplit_adapters.recall.RecallPlan`) translated to
+  ``BaseStore`` ops: its filters have no ``$in``, so one ``SearchOp`` per
+  type (plus one for entries without a ``type``, which default to
+  ``"note"``), all in one ``batch`` round trip, so a rare type is never
+  crowded out by a frequent one.
+* **Every item read exactly once.** Each op is one exact read (``limit``
+  past any namespace's size, ``offset`` 0), never paged with ``offset``:
+  ``PostgresStore`` orders by ``updated_at``, which the items of one
+  ``put_many`` share, so offset pages overlapped and skipped items at their
+  edges; and ``InMemoryStore`` scans the namespace once per op, so paging
+  made a recall cost grow with the square of the namespace.
+* **``query=``** is passed when the store has a vector index and
+  ``fetch_k`` is set: each type op then recalls its ``fetch_k`` nearest
+  items; corrections are always read whole, by filter.
 * **Counted once.** Token counts are cached by ``(namespace, key,
   updated_at)``: repeated turns over an unchanged store make no tokenizer call.
 """
@@ -33,10 +40,9 @@ from __future__ import annotations
 
 import datetime
 import threading
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, Generator, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack
@@ -53,9 +59,13 @@ from ..poolsplit import (
     check_entry,
     check_pools,
     default_scorer,
+    entry_cost,
+    entry_error,
     given_token_count,
     select,
 )
+from ..recall import RecallPlan
+from ..stores.base import Change, StoreVerbs, prepare_entries
 from ..tokens import default_counter
 
 __all__ = ["BaseStoreMemory", "Namespace", "Recall", "check_namespaces", "namespace_label"]
@@ -65,6 +75,9 @@ NamespaceArg = Union[Sequence[str], Sequence[Sequence[str]]]
 
 #: Value keys that are the item's location, not its content.
 _LOCATION_KEYS = ("id", "namespace")
+#: ``limit`` of an op that reads everything it matches in one exact query:
+#: more than any namespace holds (and within every engine's 64-bit LIMIT).
+READ_ALL = 2**62
 
 
 def namespace_label(namespace: Namespace) -> str:
@@ -140,7 +153,7 @@ class _Spec:
     link: int
     filter: Optional[Dict[str, Any]]
     query: Optional[str]
-    cap: Optional[int]
+    limit: int
 
 
 class _Counts:
@@ -166,7 +179,7 @@ class _Counts:
                 self._data.popitem(last=False)
 
 
-class BaseStoreMemory:
+class BaseStoreMemory(StoreVerbs):
     """Pool-split long-term memory over one namespace of a LangGraph store.
 
     Args:
@@ -178,10 +191,20 @@ class BaseStoreMemory:
             first.
         chain_penalty: score factor per chain link after the first (default 0.9).
         token_counter: cost of an entry without ``token_count`` (default:
-            tiktoken ``o200k_base``, offline); results are cached.
-        page_size: items per search op and page (default 100).
+            tiktoken ``o200k_base``, offline); results are cached. The core's
+            cost rule applies (a counter answering 0 or 2.7 is an
+            ``EntryError`` naming the item).
+        page_size: kept for compatibility; recall no longer pages (every op
+            is one exact read), so it has no effect beyond its check.
         fetch_k: with a vector-indexed store, how many nearest items each type
-            op recalls (default None: every item, paged).
+            op recalls (default None: every item).
+
+    It satisfies :class:`~poolsplit_adapters.stores.MemoryStore`: ``add``
+    refuses an id already stored, ``supersede`` and ``delete`` follow the
+    contract's one semantics, ``version`` is the fingerprint of one read of
+    the namespaces (the store has no change counter). :meth:`put` and
+    :meth:`put_many` are LangGraph's ``put``: they overwrite an item with the
+    same key.
         cache_size: how many token counts to keep (default 65536).
 
     Example::
@@ -236,73 +259,46 @@ class BaseStoreMemory:
     # -- the read plan ----------------------------------------------------------------
 
     def _plan(self, pools: Optional[Sequence[Pool]], query: Optional[str]) -> List[_Spec]:
-        """The search ops of one recall: per namespace, the corrections by
-        filter, then one op per type a pool can still fill."""
-        specs: List[_Spec] = []
-        use_query = query if (query and self.indexed) else None
-        cap = self.fetch_k if use_query else None
+        """The search ops of one recall: the recall plan's searches, per
+        namespace of the chain, in ``BaseStore``'s filter dialect; every op
+        one exact read (no paging)."""
+        if pools is None:  # entries(): everything
+            return [_Spec(link, None, None, READ_ALL) for link in range(len(self.chain))]
+        use_query = query if (query and self.indexed and self.fetch_k is not None) else None
+        limit = self.fetch_k if use_query is not None and self.fetch_k is not None else READ_ALL
+        filters: List[Tuple[Optional[Dict[str, Any]], bool]] = []  # (filter, similarity-ranked)
+        for search in RecallPlan(pools, fetch_k=self.fetch_k or 1).searches():
+            if search.always:
+                found: List[Tuple[Optional[Dict[str, Any]], bool]] = [({"scope": "always"}, False)]
+            elif search.untyped:
+                found = [({"type": None}, True)]
+            elif search.types is None:
+                found = [(None, True)]
+            else:
+                found = [({"type": name}, True) for name in search.types]
+            filters += [f for f in found if f not in filters]
+        if (None, True) in filters:  # one pool takes every type: one read serves all
+            filters = [f for f in filters if f == (None, True) or not f[1]]
+        filters.sort(key=lambda f: f[1])  # the corrections' exact read first
+        specs = []
         for link in range(len(self.chain)):
-            if pools is None:  # entries(): everything
-                specs.append(_Spec(link, None, None, None))
-                continue
-            specs.append(_Spec(link, {"scope": "always"}, None, None))
-            types: List[Optional[str]] = []
-            for pool in pools:
-                if not pool.loads_contextual:
-                    continue  # only always-scope entries can load: fetched above
-                if pool.types is None:
-                    types = [None]
-                    break
-                types += [t for t in pool.types if t not in types]
-            if types == [None]:
-                specs.append(_Spec(link, None, use_query, cap))
-                continue
-            for name in types:
-                specs.append(_Spec(link, {"type": name}, use_query, cap))
-                if name == "note":  # the default type: entries that do not say
-                    specs.append(_Spec(link, {"type": None}, use_query, cap))
+            for where, ranked in filters:
+                if ranked:
+                    specs.append(_Spec(link, where, use_query, limit))
+                else:
+                    specs.append(_Spec(link, where, None, READ_ALL))
         return specs
 
-    def _pages(self, specs: Sequence[_Spec]) -> Generator[List[SearchOp], List[Any], List[Tuple[int, List[Item]]]]:
-        """Drive the paged search: yields one batch of ops per round, receives
-        their results, returns ``(link, items)`` pairs. Written once for the
-        sync and async drivers."""
-        pending = [(spec, 0) for spec in specs]
-        found: List[Tuple[int, List[Item]]] = []
-        while pending:
-            ops = []
-            for spec, offset in pending:
-                limit = self.page_size if spec.cap is None else min(self.page_size, spec.cap - offset)
-                ops.append(
-                    SearchOp(self.chain[spec.link], filter=spec.filter, limit=limit, offset=offset, query=spec.query)
-                )
-            results = yield ops
-            following = []
-            for (spec, offset), op, items in zip(pending, ops, results):
-                found.append((spec.link, list(items)))
-                nxt = offset + op.limit
-                if len(items) >= op.limit and (spec.cap is None or nxt < spec.cap):
-                    following.append((spec, nxt))
-            pending = following
-        return found
+    def _ops(self, specs: Sequence[_Spec]) -> List[SearchOp]:
+        return [SearchOp(self.chain[s.link], filter=s.filter, limit=s.limit, query=s.query) for s in specs]
 
     def _run(self, specs: Sequence[_Spec]) -> List[Tuple[int, List[Item]]]:
-        driver = self._pages(specs)
-        ops = next(driver)
-        while True:
-            try:
-                ops = driver.send(self.store.batch(ops))
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+        results = self.store.batch(self._ops(specs)) if specs else []
+        return [(spec.link, list(items)) for spec, items in zip(specs, results)]
 
     async def _arun(self, specs: Sequence[_Spec]) -> List[Tuple[int, List[Item]]]:
-        driver = self._pages(specs)
-        ops = next(driver)
-        while True:
-            try:
-                ops = driver.send(await self.store.abatch(ops))
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+        results = await self.store.abatch(self._ops(specs)) if specs else []
+        return [(spec.link, list(items)) for spec, items in zip(specs, results)]
 
     # -- items -> entries ---------------------------------------------------------------
 
@@ -319,6 +315,7 @@ class BaseStoreMemory:
         if cost is None:
             try:
                 check_entry(entry)
+                cost = entry_cost(entry, self._counts.counter)  # the core's rule: never 0, never 2.7
             except EntryError as err:
                 where = "field %r " % err.field if err.field else ""
                 raise EntryError(
@@ -327,8 +324,6 @@ class BaseStoreMemory:
                     field=err.field,
                     problem=err.problem,
                 ) from None
-            given = given_token_count(entry)
-            cost = given if given is not None else max(1, int(self._counts.counter(str(entry["content"]))))
             self._counts.put(cache_key, cost)
         if given_token_count(entry) is None:
             entry["token_count"] = cost
@@ -418,47 +413,89 @@ class BaseStoreMemory:
         """Async :meth:`select`."""
         return self.select_from(await self.arecall(pools, context), pools, context, **options)
 
-    def entries(self) -> List[Dict[str, Any]]:
-        """Every entry in the namespace (and chain), as fresh dicts."""
-        return self._collect(self._run(self._plan(None, None)), counted=False).entries
+    def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Every entry in the namespace and chain (or in the one whose label
+        is ``namespace``), as fresh dicts, each read once."""
+        return self.read(None, namespace)
 
-    async def aentries(self) -> List[Dict[str, Any]]:
+    async def aentries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """Async :meth:`entries`."""
-        return self._collect(await self._arun(self._plan(None, None)), counted=False).entries
+        return self._collect(await self._arun(self._scan(namespace)), counted=False).entries
+
+    @property
+    def version(self) -> Tuple[Tuple[str, str, str], ...]:
+        """The ``(namespace, key, updated_at)`` of every item of the
+        namespaces: one read (a LangGraph store keeps no change counter);
+        equal values mean the same content."""
+        return self._collect(self._run(self._scan(None)), counted=False).fingerprint
+
+    # -- the contract's primitives ----------------------------------------------------
+
+    def _scan(self, namespace: Optional[str]) -> List[_Spec]:
+        specs = self._plan(None, None)
+        if namespace is None:
+            return specs
+        return [s for s in specs if namespace_label(self.chain[s.link]) == namespace]
+
+    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Fresh copies of the own namespace's entries with these ids (one
+        batch), or of every entry of the chain (of ``namespace`` when given)."""
+        if ids is None:
+            return self._collect(self._run(self._scan(namespace)), counted=False).entries
+        keys = list(dict.fromkeys(ids))
+        results = self.store.batch([GetOp(self.namespace, k) for k in keys]) if keys else []
+        return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
+
+    async def aread(self, ids: Sequence[str]) -> List[Dict[str, Any]]:
+        """Async :meth:`read` by ids."""
+        keys = list(dict.fromkeys(ids))
+        results = await self.store.abatch([GetOp(self.namespace, k) for k in keys]) if keys else []
+        return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
+
+    def _item_value(self, entry: Mapping[str, Any], position: int) -> Dict[str, Any]:
+        own = namespace_label(self.namespace)
+        where = entry.get("namespace")
+        if where is not None and where != own:
+            raise entry_error(entry, position, "namespace", "is %r but this memory writes to %r" % (where, own))
+        return {k: v for k, v in entry.items() if k not in _LOCATION_KEYS}
+
+    def _change_ops(self, change: Change, stored: List[Dict[str, Any]]) -> List[PutOp]:
+        for position, entry in enumerate(change.insert):
+            self._item_value(entry, position)  # refuse another namespace before anything is checked
+        rows = change.rows(change.verify(stored))
+        ops = [PutOp(self.namespace, str(e["id"]), self._item_value(e, n)) for n, e in enumerate(rows)]
+        gone = {e["id"] for e in stored}
+        return ops + [PutOp(self.namespace, i, None) for i in change.forget if i in gone]
+
+    def commit(self, change: Change) -> None:
+        """Apply ``change`` in one ``batch`` (verified against the items as
+        read just before: a LangGraph store has no transaction to check in)."""
+        stored = self.read(change.touched + list(change.forget))
+        ops = self._change_ops(change, stored)
+        if ops:
+            self.store.batch(ops)
+
+    async def acommit(self, change: Change) -> None:
+        """Async :meth:`commit`."""
+        stored = await self.aread(change.touched + list(change.forget))
+        ops = self._change_ops(change, stored)
+        if ops:
+            await self.store.abatch(ops)
 
     # -- writing ----------------------------------------------------------------------
 
     def _put_ops(self, entries: Sequence[Mapping[str, Any]]) -> Tuple[List[PutOp], List[str]]:
-        ops, ids = [], []
-        own = namespace_label(self.namespace)
-        for position, entry in enumerate(entries):
-            if not isinstance(entry, Mapping):
-                raise EntryError(
-                    "entry at position %d must be a mapping, got %s" % (position, type(entry).__name__),
-                    index=position,
-                )
-            check_entry(entry, position)
-            where = entry.get("namespace")
-            if where is not None and where != own:
-                raise EntryError(
-                    "entry %r: field 'namespace' is %r but this memory writes to %r"
-                    % (entry.get("id") or position, where, own),
-                    index=position,
-                    entry_id=entry.get("id"),
-                    field="namespace",
-                )
-            key = entry.get("id") or uuid.uuid4().hex
-            value = {k: v for k, v in entry.items() if k not in _LOCATION_KEYS}
-            value.setdefault("created", utc_stamp())
-            ops.append(PutOp(self.namespace, str(key), value))
-            ids.append(str(key))
-        return ops, ids
+        prepared = prepare_entries(entries, self.stamp())
+        ops = [PutOp(self.namespace, str(e["id"]), self._item_value(e, n)) for n, e in enumerate(prepared)]
+        return ops, [str(e["id"]) for e in prepared]
 
     def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Write ``entries`` to the own namespace in one batch; returns their
-        ids (``id``, else a new one). Validated first: a malformed entry raises
-        :class:`~poolsplit_adapters.EntryError` and nothing is written. The
-        caller's dicts are not changed."""
+        """Write ``entries`` to the own namespace in one batch, overwriting
+        items with the same key (LangGraph's ``put``); returns their ids
+        (``id``, else a new one). Checked first as every write is
+        (:func:`~poolsplit_adapters.stores.base.prepare_entries`): a malformed
+        entry raises :class:`~poolsplit_adapters.EntryError` and nothing is
+        written. The caller's dicts are not changed."""
         ops, ids = self._put_ops(entries)
         if ops:
             self.store.batch(ops)
@@ -479,63 +516,38 @@ class BaseStoreMemory:
         """Async :meth:`put`."""
         return (await self.aput_many([entry]))[0]
 
+    async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
+        """Async :meth:`add`."""
+        change = self.adding(entries)
+        if change.insert:
+            await self.acommit(change)
+        return [e["id"] for e in change.insert]
+
     def existing(self, ids: Iterable[str]) -> Set[str]:
         """Which of ``ids`` are stored in the own namespace (one batch)."""
-        keys = list(dict.fromkeys(ids))
-        if not keys:
-            return set()
-        results = self.store.batch([GetOp(self.namespace, k) for k in keys])
-        return {k for k, item in zip(keys, results) if item is not None}
+        return {e["id"] for e in self.read(list(ids))}
 
     async def aexisting(self, ids: Iterable[str]) -> Set[str]:
         """Async :meth:`existing`."""
-        keys = list(dict.fromkeys(ids))
-        if not keys:
-            return set()
-        results = await self.store.abatch([GetOp(self.namespace, k) for k in keys])
-        return {k for k, item in zip(keys, results) if item is not None}
-
-    def _supersede_ops(
-        self, old: Optional[Item], entry_id: str, new_entry: Mapping[str, Any]
-    ) -> Tuple[List[PutOp], str]:
-        if old is None:
-            raise KeyError("no entry %r in namespace %r" % (entry_id, namespace_label(self.namespace)))
-        ops, ids = self._put_ops([new_entry])
-        if ids[0] == entry_id:
-            raise ValueError("supersede: the new entry must have a new id, got the old one %r" % entry_id)
-        retired = dict(old.value)
-        retired["superseded_by"] = ids[0]
-        # One batch: the new entry and the retired old one land together.
-        return ops + [PutOp(self.namespace, entry_id, retired)], ids[0]
-
-    def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
-        """Replace ``entry_id`` by ``new_entry``: the old one gets
-        ``superseded_by`` (it stays for audit and never loads again).
-        Returns the new id. Raises ``KeyError`` when ``entry_id`` is not stored."""
-        ops, new_id = self._supersede_ops(self.store.get(self.namespace, entry_id), entry_id, new_entry)
-        self.store.batch(ops)
-        return new_id
+        return {e["id"] for e in await self.aread(list(ids))}
 
     async def asupersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
         """Async :meth:`supersede`."""
-        old = await self.store.aget(self.namespace, entry_id)
-        ops, new_id = self._supersede_ops(old, entry_id, new_entry)
-        await self.store.abatch(ops)
-        return new_id
+        change = self.superseding(entry_id, new_entry)
+        await self.acommit(change)
+        return str(change.insert[0]["id"])
 
-    def delete(self, entry_id: str) -> bool:
-        """Forget ``entry_id`` for real; False when it was not stored."""
-        if self.store.get(self.namespace, entry_id) is None:
-            return False
-        self.store.delete(self.namespace, entry_id)
-        return True
-
-    async def adelete(self, entry_id: str) -> bool:
+    async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
         """Async :meth:`delete`."""
-        if await self.store.aget(self.namespace, entry_id) is None:
-            return False
-        await self.store.adelete(self.namespace, entry_id)
-        return True
+        doomed: List[str] = []
+        found = await self.aread([entry_id])
+        while found and found[0]["id"] not in doomed:
+            doomed.append(found[0]["id"])
+            earlier = found[0].get("supersedes")
+            found = await self.aread([earlier]) if history and isinstance(earlier, str) else []
+        if doomed:
+            await self.acommit(Change(forget=tuple(doomed)))
+        return bool(doomed)
 
 
 def _query(context: Optional[Mapping[str, Any]]) -> Optional[str]:

@@ -253,10 +253,21 @@ class StoreVerbs(ABC):
                 nothing is written then.
             TypeError: a single mapping instead of an iterable of them.
         """
-        prepared = prepare_entries(entries, self.stamp())
-        if prepared:
-            self.commit(Change(insert=tuple(prepared)))
-        return [e["id"] for e in prepared]
+        change = self.adding(entries)
+        if change.insert:
+            self.commit(change)
+        return [e["id"] for e in change.insert]
+
+    def adding(self, entries: Iterable[Mapping[str, Any]]) -> Change:
+        """The :class:`Change` that :meth:`add` commits (async twins reuse it)."""
+        return Change(insert=tuple(prepare_entries(entries, self.stamp())))
+
+    def superseding(self, entry_id: str, new_entry: Mapping[str, Any]) -> Change:
+        """The :class:`Change` that :meth:`supersede` commits."""
+        [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
+        if copy["id"] == entry_id:
+            raise entry_error(copy, 0, "id", "must differ from the id it supersedes (give the new entry a new id)")
+        return Change(insert=(copy,), retire=((entry_id, copy["id"]),))
 
     def get(self, entry_id: str) -> Optional[Dict[str, Any]]:
         """A fresh copy of the entry with ``entry_id`` (superseded ones too), or None."""
@@ -277,11 +288,9 @@ class StoreVerbs(ABC):
             EntryError: ``new_entry`` is malformed, reuses ``entry_id`` or
                 another stored id.
         """
-        [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
-        if copy["id"] == entry_id:
-            raise entry_error(copy, 0, "id", "must differ from the id it supersedes")
-        self.commit(Change(insert=(copy,), retire=((entry_id, copy["id"]),)))
-        return str(copy["id"])
+        change = self.superseding(entry_id, new_entry)
+        self.commit(change)
+        return str(change.insert[0]["id"])
 
     def delete(self, entry_id: str, *, history: bool = True) -> bool:
         """Forget ``entry_id`` for good and, with ``history`` (the default),
