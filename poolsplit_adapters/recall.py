@@ -64,7 +64,6 @@ class Search:
     namespaces: Tuple[str, ...] = ()
 
 
-
 @dataclass(frozen=True)
 class RecallPlan:
     """Per-pool recall sizes, and the searches they make for one query.

@@ -81,8 +81,8 @@ from ..settings import (
     embedding_scorer_for,
 )
 from ..tokens import default_counter
+from .backends import Backend, BackendSettings, Plan, backend_for
 from .documents import SELECTION_EVENT
-from .sources import Plan, Settings, Source, source_for
 from .store import Namespace, check_namespaces, namespace_label
 
 __all__ = ["PoolSplitMemoryMiddleware", "RememberInput", "ExpandInput", "DEFAULT_HEADING"]
@@ -122,7 +122,7 @@ class ExpandInput(BaseModel):
 class _Call:
     """What one hook needs to reach the store."""
 
-    source: Source
+    source: Backend
     chain: Tuple[Namespace, ...]
     thread: Optional[str]
 
@@ -332,7 +332,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.heading = heading
         self.episode_type = episode_type
         self.note_type = note_type
-        self.settings = Settings(
+        self.settings = BackendSettings(
             pools=self.pools if isinstance(self.pools, list) else [],
             scorer=scorer,
             token_counter=token_counter,
@@ -342,8 +342,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             fetch_k=fetch_k,
         )
         self._store = store
-        self._fixed: Optional[Source] = None if store is None else source_for(store, self.settings)
-        self._runtime_sources: OrderedDict[int, Tuple[Any, Source]] = OrderedDict()
+        self._fixed: Optional[Backend] = None if store is None else backend_for(store, self.settings)
+        self._runtime_sources: OrderedDict[int, Tuple[Any, Backend]] = OrderedDict()
         self._promoted: OrderedDict[Hashable, _Promoted] = OrderedDict()
         self._pending: Dict[Optional[str], GateReport] = {}
         self._lock = threading.Lock()
@@ -385,7 +385,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             raise ValueError("namespace(runtime) failed: %s: %s" % (type(err).__name__, err)) from err
         return check_namespaces(value, "namespace(runtime)")
 
-    def _source(self, runtime: Any) -> Source:
+    def _source(self, runtime: Any) -> Backend:
         if self._fixed is not None:
             return self._fixed
         store = getattr(runtime, "store", None)
@@ -396,7 +396,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         with self._lock:
             found = self._runtime_sources.get(id(store))
             if found is None or found[0] is not store:
-                found = (store, source_for(store, self.settings, argument="runtime.store"))
+                found = (store, backend_for(store, self.settings, argument="runtime.store"))
                 self._runtime_sources[id(store)] = found
                 if len(self._runtime_sources) > 16:
                     self._runtime_sources.popitem(last=False)

@@ -146,6 +146,10 @@ class SelectKeywords(TypedDict, total=False):
     """Reference time for recency (default: the time of the call)."""
     scorer: Scorer
     """Ranking function ``scorer(entry, context, *, now=None) -> float`` (default: the spec's scorer)."""
+    visibility: Optional[Visibility]
+    """What the query may see (default: this memory's namespace chain)."""
+    layering: Optional[Layering]
+    """Progressive loading (see :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`)."""
 
 
 @dataclass(frozen=True)
@@ -294,11 +298,11 @@ class BaseStoreMemory(StoreVerbs):
 
     def _run(self, specs: Sequence[_Spec]) -> List[Tuple[int, List[Item]]]:
         results = self.store.batch(self._ops(specs)) if specs else []
-        return [(spec.link, list(items)) for spec, items in zip(specs, results)]
+        return [(spec.link, _items(found)) for spec, found in zip(specs, results)]
 
     async def _arun(self, specs: Sequence[_Spec]) -> List[Tuple[int, List[Item]]]:
         results = await self.store.abatch(self._ops(specs)) if specs else []
-        return [(spec.link, list(items)) for spec, items in zip(specs, results)]
+        return [(spec.link, _items(found)) for spec, found in zip(specs, results)]
 
     # -- items -> entries ---------------------------------------------------------------
 
@@ -366,10 +370,12 @@ class BaseStoreMemory(StoreVerbs):
         now: Optional[datetime.datetime] = None,
         scorer: Scorer = default_scorer,
         layering: Optional[Layering] = None,
+        visibility: Optional[Visibility] = None,
     ) -> Selection:
         """Select over a :class:`Recall` (the core selector, unchanged;
         ``layering``: progressive loading, see
-        :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`)."""
+        :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`;
+        ``visibility``: default this memory's namespace chain)."""
         return select(
             recall.entries,
             pools,
@@ -377,7 +383,7 @@ class BaseStoreMemory(StoreVerbs):
             scorer=scorer,
             token_counter=self._counts.counter,
             now=now,
-            visibility=self.visibility,
+            visibility=self.visibility if visibility is None else visibility,
             layering=layering,
         )
 
@@ -548,6 +554,11 @@ class BaseStoreMemory(StoreVerbs):
         if doomed:
             await self.acommit(Change(forget=tuple(doomed)))
         return bool(doomed)
+
+
+def _items(result: Any) -> List[Item]:
+    """A search op's result (a list of items) as a list."""
+    return list(result or ())
 
 
 def _query(context: Optional[Mapping[str, Any]]) -> Optional[str]:

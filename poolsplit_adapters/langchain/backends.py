@@ -1,16 +1,18 @@
-"""The long-term stores the agent middleware accepts, behind one interface.
+"""The middleware's memory backends: whatever holds an agent's long-term
+memory, behind the one interface the middleware calls.
 
-The middleware reads (recall, then select) and writes (evicted turns, notes)
-the same way whatever holds the memory:
+("Backend", not "source": a ``source`` is an entry's provenance key.) The
+middleware reads (recall, then select) and writes (evicted turns, notes) the
+same way whatever holds the memory:
 
 * a LangGraph ``BaseStore`` (the default: ``runtime.store``), through
-  :class:`~poolsplit_adapters.langchain.BaseStoreMemory`;
-* a LangChain ``VectorStore``, through
-  :meth:`PoolSplitRetriever.from_vectorstore` (per-pool recall, corrections
-  by filter: the retriever's recall, not a second one);
-* an object following the project's store contract (``add``, ``get``,
-  ``supersede``, ``delete``, ``entries``, ``select``, ``version``), such as
-  the embedded SQLite store;
+  :class:`~poolsplit_adapters.langchain.BaseStoreMemory`, one per namespace
+  chain (the chain comes from each call's runtime);
+* any :class:`~poolsplit_adapters.stores.MemoryStore` (the store contract):
+  the embedded SQLite store, a ``BaseStoreMemory``, LlamaIndex's
+  ``PoolSplitMemoryStore``; a LangChain ``VectorStore`` is wrapped in
+  :class:`~poolsplit_adapters.langchain.vector_memory.VectorStoreMemory`
+  (per-pool recall, corrections by filter: the retriever's recall);
 * a list of entries, held in a :class:`~poolsplit_adapters.MemoryIndex`
   (a copy: the caller's list is never changed; writes live in this process).
 
@@ -25,9 +27,8 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, Hashable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, Hashable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, runtime_checkable
 
-from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 from langgraph.store.base import BaseStore
 
@@ -35,23 +36,43 @@ from ..index import MemoryIndex
 from ..memory.progressive import ProgressiveLayers
 from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter, Visibility, check_entry
 from ..recall import VisibleEntries
+from ..stores.base import MemoryStore, StoreVerbs
 from ..tokens import default_counter
-from .documents import document_to_entry
-from .retriever import PoolSplitRetriever
 from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
+from .vector_memory import VectorStoreMemory
 
-__all__ = ["Plan", "Settings", "Snapshot", "Source", "source_for", "STORE_METHODS"]
+__all__ = ["AsyncMemoryStore", "Backend", "BackendSettings", "Plan", "Puts", "Snapshot", "backend_for"]
 
-#: What an object must have to be used as a store-contract store.
-STORE_METHODS = ("add", "get", "supersede", "delete", "entries", "select")
+
+@runtime_checkable
+class AsyncMemoryStore(Protocol):
+    """An optional capability: a store whose recall and writes have async
+    twins (``BaseStoreMemory``, ``VectorStoreMemory``); the middleware's
+    async hooks then await them instead of calling the sync verbs."""
+
+    async def aselect(
+        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
+    ) -> Selection: ...
+
+    async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]: ...
+
+
+@runtime_checkable
+class Puts(Protocol):
+    """An optional capability: LangGraph-style ``put_many`` (overwrites an
+    entry with the same id). The middleware's writes are settled against the
+    store first, so a write that races another with the same content lands
+    on the same id instead of failing."""
+
+    def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]: ...
 
 
 @dataclass(frozen=True)
-class Settings:
-    """The selection settings a source needs (owned by the middleware).
+class BackendSettings:
+    """The selection settings a backend needs (owned by the middleware).
     ``pools`` is the default plan; with ``pools="auto"`` the middleware
-    passes each call's plan (``Plan``) to :meth:`Source.snapshot` and
-    :meth:`Source.select`."""
+    passes each call's plan (``Plan``) to :meth:`Backend.snapshot` and
+    :meth:`Backend.select`."""
 
     pools: List[Pool]
     scorer: Scorer
@@ -87,11 +108,11 @@ class Snapshot:
     recall: Optional[Recall] = None
 
 
-class Source(ABC):
+class Backend(ABC):
     """One kind of long-term store, as the middleware uses it. Async methods
     default to the sync ones (for stores without an async API)."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: BackendSettings) -> None:
         self.settings = settings
 
     @abstractmethod
@@ -131,11 +152,11 @@ class Source(ABC):
         self.write(chain, entries)
 
 
-class _BaseStoreSource(Source):
+class _BaseStoreBackend(Backend):
     """A LangGraph store: read every call (it has no change counter), select
     only when what was read changed."""
 
-    def __init__(self, store: BaseStore, settings: Settings, cache: int = 1024) -> None:
+    def __init__(self, store: BaseStore, settings: BackendSettings, cache: int = 1024) -> None:
         super().__init__(settings)
         self.store = store
         self._memories: OrderedDict[Tuple[Namespace, ...], BaseStoreMemory] = OrderedDict()
@@ -196,44 +217,56 @@ class _BaseStoreSource(Source):
         await self.memory(chain).aput_many(entries)
 
 
-class _ContractSource(Source):
-    """A store following the project's store contract: its ``version``
+class _ContractBackend(Backend):
+    """Any :class:`~poolsplit_adapters.stores.MemoryStore`: its ``version``
     changes whenever its content does."""
 
-    def __init__(self, store: Any, settings: Settings) -> None:
+    def __init__(self, store: MemoryStore, settings: BackendSettings) -> None:
         super().__init__(settings)
         self.store = store
 
     def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
-        version = getattr(self.store, "version", None)
+        version = self.store.version
         return Snapshot(("version", version) if version is not None else ("unversioned", object()))
 
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
+    def _options(self, chain: Sequence[Namespace], plan: Plan) -> Dict[str, Any]:
         s = self.settings
         # layering= only when progressive: a contract store's select then
         # must take it (MemoryIndex.select does), and a plain one need not.
         extra: Dict[str, Any] = {} if plan.layering is None else {"layering": plan.layering}
-        result: Selection = self.store.select(
-            plan.pools, dict(context), now=s.now, scorer=s.scorer, visibility=s.visibility(chain), **extra
-        )
-        return result
+        return {"now": s.now, "scorer": s.scorer, "visibility": s.visibility(chain), **extra}
+
+    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
+        return self.store.select(plan.pools, dict(context), **self._options(chain, plan))
+
+    async def aselect(
+        self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
+    ) -> Selection:
+        if isinstance(self.store, AsyncMemoryStore):
+            return await self.store.aselect(plan.pools, dict(context), **self._options(chain, plan))
+        return self.select(snap, chain, context, plan)
 
     def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
         found = self.store.get(entry_id)
         return VisibleEntries([found] if found is not None else [], self.settings.visibility(chain)).get(entry_id)
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
+        if isinstance(self.store, StoreVerbs):
+            return {str(e["id"]) for e in self.store.read(list(ids))}  # one read, not one per id
         return {i for i in ids if self.store.get(i) is not None}
 
     def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        self.store.add(list(entries))
+        if isinstance(self.store, Puts):
+            self.store.put_many(list(entries))
+        else:
+            self.store.add(list(entries))
 
 
-class _ListSource(Source):
+class _ListBackend(Backend):
     """A list of entries, copied into a MemoryIndex; writes are added to the
     index (this process only)."""
 
-    def __init__(self, entries: Sequence[Mapping[str, Any]], settings: Settings) -> None:
+    def __init__(self, entries: Sequence[Mapping[str, Any]], settings: BackendSettings) -> None:
         super().__init__(settings)
         for position, entry in enumerate(entries):
             check_entry(entry, position)
@@ -270,103 +303,24 @@ class _ListSource(Source):
             self._ids.update(str(e["id"]) for e in entries if e.get("id"))
 
 
-class _VectorStoreSource(Source):
-    """A LangChain vector store, recalled per pool by the retriever.
-
-    A vector store has no change counter and a read is a full recall, so the
-    version is the number of writes made through this source: a selection is
-    reused within a step unless the middleware itself wrote; a document added
-    by another path during a step shows from the next step on."""
-
-    def __init__(self, store: VectorStore, settings: Settings) -> None:
-        super().__init__(settings)
-        self.store = store
-        self._writes = 0
-
-    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
-        return Snapshot(("writes", self._writes))
-
-    def _retriever(self, chain: Sequence[Namespace], plan: Plan) -> PoolSplitRetriever:
-        s = self.settings
-        options: Dict[str, Any] = {}
-        if s.fetch_k is not None:
-            options["fetch_k"] = s.fetch_k
-        return PoolSplitRetriever.from_vectorstore(
-            self.store,
-            plan.pools,
-            token_counter=s.token_counter,
-            scorer=s.scorer,
-            now=s.now,
-            visibility=s.visibility(chain),
-            progressive=plan.layering is not None,
-            **options,
-        )
-
-    @staticmethod
-    def _call(context: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
-        return str(context.get("message") or ""), {"tags": context.get("tags"), "project": context.get("project")}
-
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
-        retriever = self._retriever(chain, plan)
-        query, options = self._call(context)
-        retriever.invoke(query, **options)
-        assert retriever.last_selection is not None
-        return retriever.last_selection
-
-    async def aselect(
-        self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
-    ) -> Selection:
-        retriever = self._retriever(chain, plan)
-        query, options = self._call(context)
-        await retriever.ainvoke(query, **options)
-        assert retriever.last_selection is not None
-        return retriever.last_selection
-
-    def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
-        return {d.id for d in self.store.get_by_ids(list(ids)) if d.id is not None}
-
-    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
-        found = [document_to_entry(d, i) for i, d in enumerate(self.store.get_by_ids([entry_id]))]
-        return VisibleEntries(found, self.settings.visibility(chain)).get(entry_id)
-
-    async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
-        return {d.id for d in await self.store.aget_by_ids(list(ids)) if d.id is not None}
-
-    @staticmethod
-    def _documents(entries: Sequence[Mapping[str, Any]]) -> Tuple[List[Document], List[str]]:
-        docs, ids = [], []
-        for position, entry in enumerate(entries):
-            check_entry(entry, position)
-            metadata = {k: v for k, v in entry.items() if k not in ("content", "id")}
-            docs.append(Document(page_content=str(entry["content"]), metadata=metadata, id=entry.get("id")))
-            ids.append(str(entry.get("id")))
-        return docs, ids
-
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        docs, ids = self._documents(entries)
-        if docs:
-            self.store.add_documents(docs, ids=ids)
-            self._writes += 1
-
-    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        docs, ids = self._documents(entries)
-        if docs:
-            await self.store.aadd_documents(docs, ids=ids)
-            self._writes += 1
+def _vector_memory(store: VectorStore, settings: BackendSettings) -> VectorStoreMemory:
+    """A LangChain vector store as the middleware's memory: recalled per
+    pool by the retriever. Its version counts the writes made through it: a
+    selection is reused within a step unless the middleware itself wrote; a
+    document added by another path during a step shows from the next step on."""
+    options: Dict[str, Any] = {"token_counter": settings.token_counter}
+    if settings.fetch_k is not None:
+        options["fetch_k"] = settings.fetch_k
+    return VectorStoreMemory(store, **options)
 
 
-def is_contract_store(store: Any) -> bool:
-    """Whether ``store`` follows the project's store contract (duck typing)."""
-    return all(callable(getattr(store, name, None)) for name in STORE_METHODS)
-
-
-def source_for(store: Any, settings: Settings, *, argument: str = "store") -> Source:
-    """The :class:`Source` for ``store``; a clear error naming ``argument``
+def backend_for(store: Any, settings: BackendSettings, *, argument: str = "store") -> Backend:
+    """The :class:`Backend` for ``store``; a clear error naming ``argument``
     for anything else."""
     if isinstance(store, BaseStore):
-        return _BaseStoreSource(store, settings)
+        return _BaseStoreBackend(store, settings)
     if isinstance(store, VectorStore):
-        return _VectorStoreSource(store, settings)
+        return _ContractBackend(_vector_memory(store, settings), settings)
     if isinstance(store, (list, tuple)):
         for position, entry in enumerate(store):
             if not isinstance(entry, Mapping):
@@ -374,10 +328,10 @@ def source_for(store: Any, settings: Settings, *, argument: str = "store") -> So
                     "%s[%d] must be an entry mapping, got %s" % (argument, position, type(entry).__name__),
                     index=position,
                 )
-        return _ListSource(store, settings)
-    if is_contract_store(store):
-        return _ContractSource(store, settings)
+        return _ListBackend(store, settings)
+    if isinstance(store, MemoryStore):
+        return _ContractBackend(store, settings)
     raise TypeError(
-        "%s must be a LangGraph BaseStore, a LangChain VectorStore, a list of entries, or a store with %s; got %s"
-        % (argument, ", ".join(STORE_METHODS), type(store).__name__)
+        "%s must be a LangGraph BaseStore, a LangChain VectorStore, a list of entries, or a MemoryStore "
+        "(add, get, supersede, delete, entries, select, version); got %s" % (argument, type(store).__name__)
     )
