@@ -194,11 +194,12 @@ class WriteGate:
         """The form duplicates are compared in: case-folded, spaces collapsed."""
         return _SPACE.sub(" ", content).strip().casefold()
 
-    def key(self, content: str, *, type: str, namespace: Optional[str]) -> str:
-        """The content key: ``<type>-<hash of namespace, type, normalised content>``."""
-        digest = hashlib.sha256(
-            "\x00".join((namespace or "", type, self.normalise(content))).encode("utf-8")
-        ).hexdigest()
+    def key(self, content: str, *, type: str, namespace: Optional[str], owner: Optional[str] = None) -> str:
+        """The content key: ``<type>-<hash of namespace, type, normalised
+        content>`` (and ``owner``, when the entry belongs to one chat
+        session: two sessions' identical lines are two memories)."""
+        parts = (namespace or "", type, self.normalise(content)) + (() if owner is None else (owner,))
+        digest = hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
         return "%s-%s" % (type, digest[:24])
 
     def propose(
@@ -211,16 +212,19 @@ class WriteGate:
         created: Optional[str] = None,
         tags: Optional[Sequence[str]] = None,
         claims: Optional[Mapping[str, Any]] = None,
+        owner: Optional[str] = None,
     ) -> Proposal:
         """Stamp a candidate and judge what can be judged without the store.
 
         ``claims``: what the writer (e.g. the model, through a tool) said about
         the entry beyond its content. Only ``scope`` is looked at, to refuse
         always-scope claims; nothing else a model says becomes a field.
+        ``owner``: the chat session the entry belongs to, if any (part of its
+        key, see :meth:`key`).
         """
         text = content if isinstance(content, str) else ("" if content is None else str(content))
         entry: Dict[str, Any] = {
-            "id": self.key(text, type=type, namespace=namespace),
+            "id": self.key(text, type=type, namespace=namespace, owner=owner),
             "content": text,
             "type": type,
             "source": source,
