@@ -24,9 +24,9 @@ from ..index import MemoryIndex
 from ..memory.write_gate import GateReport, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
 from ..recall import VisibleEntries
-from ..stores.base import Change, MemoryStore, StoreVerbs
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import ArgumentError, cap_round_robin
+from ..stores.base import Change, MemoryStore, StoreVerbs
 from .events import announce
 from .nodes import LlamaIndexSettings
 
