@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 
 import pytest
+from exact_reads import check_every_item_is_read_exactly_once, counting
 from langgraph.store.base import PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from lc_helpers import Counter, WordHashEmbedding
@@ -260,3 +261,28 @@ def test_put_many_is_one_batch_of_puts():
     store = RecordingStore()
     BaseStoreMemory(store, U1).put_many([{"content": "one"}, {"content": "two"}])
     assert len(store.batches) == 1 and all(isinstance(op, PutOp) for op in store.batches[0])
+
+
+def test_ten_thousand_items_of_one_batch_are_each_read_once_on_in_memory_store():
+    check_every_item_is_read_exactly_once(counting(InMemoryStore)())
+
+
+def test_ten_thousand_items_of_one_batch_are_each_read_once_on_sqlite_store(tmp_path):
+    import sqlite3
+
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = sqlite3.connect(str(tmp_path / "lg.db"), check_same_thread=False, isolation_level=None)
+    store = counting(SqliteStore)(conn)
+    store.setup()
+    check_every_item_is_read_exactly_once(store)
+
+
+@pytest.mark.parametrize("answer", [0, 2.7, -1, True])
+def test_an_item_costs_what_the_core_says_a_bad_counter_answer_is_an_entry_error(answer):
+    # Before: BaseStoreMemory costed max(1, int(answer)): 0 -> 1, 2.7 -> 2, silently.
+    memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=lambda text: answer)
+    memory.put({"id": "ep-1", "content": "an episode", "type": "episode"})
+    with pytest.raises(EntryError, match="'ep-1'.*token_count.*returned %r" % (answer,)) as err:
+        memory.select(POOLS, None, now=NOW)
+    assert err.value.entry_id == "ep-1"

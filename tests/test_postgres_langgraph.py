@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 
 import pytest
 from agent_fakes import scripted_agent, thread
+from exact_reads import check_every_item_is_read_exactly_once, counting
 from langgraph.store.memory import InMemoryStore
 from pg_corpus import NOW, POOLS, QUERY, entries
 from pg_embeddings import DIMS, HashedNgramEmbeddings
@@ -114,3 +115,11 @@ def test_the_agent_remembers_across_processes_with_postgres_store(pg_database):
     assert seen[0] == "fix-1"  # the correction first
     note = next(i for i, e in written.items() if e["type"] == "note")
     assert note in seen  # what the first process's agent wrote, recalled by the second's
+
+
+def test_ten_thousand_items_of_one_batch_are_each_read_once_on_postgres_store(pg_database):
+    # Before: OFFSET pages over ORDER BY updated_at, shared by one put_many,
+    # overlapped: items at the page edges were never read (corrections lost).
+    with counting(PostgresStore).from_conn_string(pg_database.conninfo) as store:
+        store.setup()
+        check_every_item_is_read_exactly_once(store)
