@@ -20,7 +20,20 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Tuple,
+    TypeVar,
+    runtime_checkable,
+)
 
 from .poolsplit import Pool, Visibility
 
@@ -177,11 +190,21 @@ def store_metric(store: Any, given: Any = None) -> Any:
         return None
 
 
+@runtime_checkable
+class EmbeddingScorerLike(Protocol):
+    """An optional capability of a scorer: it embeds with a model
+    (``EmbeddingScorer``), so a vector store's scores can stand in for its
+    own cosines when both use the same model."""
+
+    embedder: Any
+    model_id: str
+
+
 def same_vector_space(scorer: Any, embeddings: Any) -> bool:
     """Whether ``scorer`` (an EmbeddingScorer) embeds with ``embeddings``, the
     store's model: the same object, or the same model id. Only then is the
     store's score the cosine the scorer would compute."""
-    if embeddings is None or getattr(scorer, "embedder", None) is None:
+    if embeddings is None or not isinstance(scorer, EmbeddingScorerLike) or scorer.embedder is None:
         return False
     if scorer.embedder is embeddings:
         return True

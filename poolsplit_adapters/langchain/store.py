@@ -42,7 +42,20 @@ import datetime
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import (
+    Any,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+    runtime_checkable,
+)
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack
@@ -68,7 +81,7 @@ from ..recall import RecallPlan
 from ..stores.base import Change, StoreVerbs, prepare_entries
 from ..tokens import default_counter
 
-__all__ = ["BaseStoreMemory", "Namespace", "Recall", "check_namespaces", "namespace_label"]
+__all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
 
 Namespace = Tuple[str, ...]
 NamespaceArg = Union[Sequence[str], Sequence[Sequence[str]]]
@@ -78,6 +91,15 @@ _LOCATION_KEYS = ("id", "namespace")
 #: ``limit`` of an op that reads everything it matches in one exact query:
 #: more than any namespace holds (and within every engine's 64-bit LIMIT).
 READ_ALL = 2**62
+
+
+@runtime_checkable
+class VectorIndexed(Protocol):
+    """An optional capability of a LangGraph store: a vector index
+    (``InMemoryStore``, ``SqliteStore`` and ``PostgresStore`` built with
+    ``index=``; ``index_config`` is None without one)."""
+
+    index_config: Any
 
 
 def namespace_label(namespace: Namespace) -> str:
@@ -258,7 +280,7 @@ class BaseStoreMemory(StoreVerbs):
     @property
     def indexed(self) -> bool:
         """Whether the store has a vector index (then recall passes ``query=``)."""
-        return bool(getattr(self.store, "index_config", None))
+        return isinstance(self.store, VectorIndexed) and bool(self.store.index_config)
 
     # -- the read plan ----------------------------------------------------------------
 

@@ -2,7 +2,9 @@
 
 :class:`SQLiteMemoryStore` is the embedded default (one SQLite file, several
 processes, every acknowledged write durable); :class:`MemoryStore` is the
-protocol every store meets; :func:`search_all_namespaces` is the operators'
+protocol every store meets (``isinstance`` holds for each), and
+:class:`StoreVerbs` writes its verbs once over two primitives, so add,
+supersede and delete mean the same on every store; :func:`search_all_namespaces` is the operators'
 search across tenants (never used on an agent's path). The JSON Lines and
 TOML loaders live in :mod:`.files`.
 """
