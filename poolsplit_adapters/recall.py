@@ -13,7 +13,8 @@ adapter translates a :class:`Search` into its store's filter dialect
 (LangChain: :func:`poolsplit_adapters.langchain.type_filter`; LlamaIndex:
 ``MetadataFilters``; a LangGraph ``BaseStore``, whose filters have no
 ``$in``: one ``SearchOp`` per type, in ``BaseStoreMemory``) and embeds the
-query once for all of them.
+query once for all of them. A store that can read a namespace exactly and
+needs no similarity ranking reads it once and keeps what :meth:`RecallPlan.admits`.
 """
 
 from __future__ import annotations
@@ -76,6 +77,18 @@ class Search:
     always: bool = False
     namespaces: Tuple[str, ...] = ()
 
+    def admits(self, entry: Mapping[str, Any]) -> bool:
+        """Whether this search's filter matches ``entry``, as a store filter
+        would (``type`` as written, not its default): for a store that reads
+        a namespace whole and keeps what the plan's searches would find."""
+        if self.namespaces and entry.get("namespace") not in self.namespaces:
+            return False
+        if self.always:
+            return entry.get("scope") == "always"
+        if self.untyped:
+            return entry.get("type") is None
+        return self.types is None or entry.get("type") in self.types
+
 
 @dataclass(frozen=True)
 class RecallPlan:
@@ -126,6 +139,11 @@ class RecallPlan:
                 plan.append(Search(label + ":untyped", self.fetch_k, untyped=True, namespaces=namespaces))
         plan.append(Search("always", self.always_k, always=True, namespaces=namespaces))
         return plan
+
+    def admits(self, entry: Mapping[str, Any], visibility: Optional[Visibility] = None) -> bool:
+        """Whether some search of the plan would recall ``entry`` (for a
+        store that read the namespace whole instead of searching)."""
+        return any(search.admits(entry) for search in self.searches(visibility))
 
     def collect(self, searches: Sequence[Search], results: Sequence[Sequence[T]]) -> List[T]:
         """Every search's results, in plan order (duplicates included).

@@ -13,7 +13,7 @@ from poolsplit_adapters.langchain import BaseStoreMemory
 
 NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
 U1 = ("memories", "u1")
-CORRECTIONS, FACTS = 3_000, 7_000
+CORRECTIONS, FACTS, SKILLS = 3_000, 7_000, 500
 POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("facts", 400, 8, ("fact",))]
 
 
@@ -46,20 +46,21 @@ def one_batch() -> List[dict]:
         for i in range(CORRECTIONS)
     ]
     facts = [{"id": "fact-%05d" % i, "type": "fact", "content": "fact number %d" % i} for i in range(FACTS)]
-    return fixes + facts
+    skills = [{"id": "skill-%03d" % i, "type": "skill", "content": "skill %d" % i} for i in range(SKILLS)]
+    return fixes + facts + skills
 
 
 def check_every_item_is_read_exactly_once(store: Any) -> None:
-    """Write 10k items in one ``put_many``; then one recall reads each once,
+    """Write 10.5k items in one ``put_many``; then one recall reads each once,
     in one round trip of two searches; every correction loads; ``entries()``
-    returns all 10k."""
+    returns all 10k; one irrelevant type in the namespace is read but not kept."""
     memory = BaseStoreMemory(store, U1, token_counter=lambda text: 2)
     memory.put_many(one_batch())
     store.keys_read, store.searches = collections.Counter(), 0
     recall = memory.recall(POOLS, {"message": "fact number 42"})
-    assert store.searches == 2  # the corrections by filter, the facts by type: no pages
-    assert len(store.keys_read) == CORRECTIONS + FACTS and set(store.keys_read.values()) == {1}
-    assert len(recall.entries) == CORRECTIONS + FACTS
+    assert store.searches == 1  # one exact read of the namespace serves the plan: no pages
+    assert len(store.keys_read) == CORRECTIONS + FACTS + SKILLS and set(store.keys_read.values()) == {1}
+    assert len(recall.entries) == CORRECTIONS + FACTS  # no pool takes skills: read, not kept
     selection = memory.select_from(recall, POOLS, {"message": "fact number 42"}, now=NOW)
     assert sum(c.always for c in selection.chosen) == CORRECTIONS
-    assert len({e["id"] for e in memory.entries()}) == CORRECTIONS + FACTS
+    assert len({e["id"] for e in memory.entries()}) == CORRECTIONS + FACTS + SKILLS

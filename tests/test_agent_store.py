@@ -70,17 +70,26 @@ def test_child_and_sibling_namespaces_are_not_this_users_memory():
     assert [c.entry["id"] for c in selection.chosen] == ["u1-fix-1"]
 
 
-def test_each_type_is_one_search_op_all_in_one_batch():
+def test_without_ranking_one_exact_read_of_the_namespace_serves_every_search_of_the_plan():
     store = RecordingStore()
     memory = BaseStoreMemory(store, U1, token_counter=Counter())
-    memory.put(fix(1))
+    memory.put_many(
+        [
+            fix(1),
+            {"id": "ep", "content": "an episode", "type": "episode"},
+            {"id": "no", "content": "a note", "type": "note"},
+            {"id": "un", "content": "an untyped entry (a note)"},
+            {"id": "sk", "content": "a skill no pool admits", "type": "skill"},
+            {"id": "sk-fix", "content": "an always-scope skill", "type": "skill", "scope": "always"},
+        ]
+    )
     store.batches.clear()
-    memory.select(POOLS, {"message": "x"}, now=NOW)
+    recall = memory.recall(POOLS, {"message": "x"})
     assert len(store.batches) == 1
-    ops = store.batches[0]
-    assert all(isinstance(op, SearchOp) and op.namespace_prefix == U1 for op in ops)
-    assert [op.filter for op in ops] == [{"scope": "always"}, {"type": "episode"}, {"type": "note"}, {"type": None}]
-    assert all(op.query is None for op in ops)  # no vector index: no query
+    [op] = store.batches[0]
+    assert isinstance(op, SearchOp) and op.namespace_prefix == U1 and op.filter is None and op.query is None
+    # kept: what the plan's searches (corrections by scope, episode, note, untyped) would find
+    assert sorted(e["id"] for e in recall.entries) == ["ep", "no", "sk-fix", "u1-fix-1", "un"]
 
 
 def test_pools_that_can_hold_only_corrections_recall_no_type():
@@ -89,7 +98,7 @@ def test_pools_that_can_hold_only_corrections_recall_no_type():
     memory.select([Pool("fixes", 0, 0, ("correction",))], None, now=NOW)
     assert [op.filter for op in store.batches[-1]] == [{"scope": "always"}]
     memory.select([Pool("all", 100, 3)], None, now=NOW)
-    assert [op.filter for op in store.batches[-1]] == [{"scope": "always"}, None]
+    assert [op.filter for op in store.batches[-1]] == [None]
 
 
 def test_each_op_reads_past_search_limit_in_one_exact_query():
@@ -100,8 +109,8 @@ def test_each_op_reads_past_search_limit_in_one_exact_query():
     store.batches.clear()
     recall = memory.recall(POOLS, {"message": "episode"})
     assert len(recall.entries) == 250
-    # one round of 4 ops (corrections, then the plan's types), none paged by offset
-    assert [len(b) for b in store.batches] == [4]
+    # one op: the namespace, read whole in one exact query, never paged by offset
+    assert [len(b) for b in store.batches] == [1]
     assert {op.offset for op in store.batches[0]} == {0} and all(op.limit > 250 for op in store.batches[0])
     assert len(memory.entries()) == 250
 

@@ -77,7 +77,7 @@ from ..poolsplit import (
     given_token_count,
     select,
 )
-from ..recall import RecallPlan
+from ..recall import RecallPlan, Search
 from ..stores.base import Change, StoreVerbs, prepare_entries
 from ..tokens import default_counter
 
@@ -180,6 +180,9 @@ class _Spec:
     filter: Optional[Dict[str, Any]]
     query: Optional[str]
     limit: int
+    #: the plan's searches an item must match to be kept (empty: keep all),
+    #: when one unfiltered read of the namespace stands for all of them
+    keep: Tuple[Search, ...] = ()
 
 
 class _Counts:
@@ -285,50 +288,58 @@ class BaseStoreMemory(StoreVerbs):
     # -- the read plan ----------------------------------------------------------------
 
     def _plan(self, pools: Optional[Sequence[Pool]], query: Optional[str]) -> List[_Spec]:
-        """The search ops of one recall: the recall plan's searches, per
-        namespace of the chain, in ``BaseStore``'s filter dialect; every op
-        one exact read (no paging)."""
+        """The search ops of one recall, each one exact read (no paging).
+
+        Without similarity ranking (no ``query`` on an indexed store with
+        ``fetch_k``) every search of the plan would read its matches whole:
+        one unfiltered read of each namespace serves them all, keeping what
+        the plan's searches admit (``InMemoryStore`` scans a namespace once
+        per op, and ``PostgresStore`` runs a filter as a scan too). A plan
+        that can load corrections only reads them by filter. With ranking,
+        the plan's searches in ``BaseStore``'s dialect: one op per type."""
+        links = range(len(self.chain))
         if pools is None:  # entries(): everything
-            return [_Spec(link, None, None, READ_ALL) for link in range(len(self.chain))]
-        use_query = query if (query and self.indexed and self.fetch_k is not None) else None
-        limit = self.fetch_k if use_query is not None and self.fetch_k is not None else READ_ALL
-        filters: List[Tuple[Optional[Dict[str, Any]], bool]] = []  # (filter, similarity-ranked)
-        for search in RecallPlan(pools, fetch_k=self.fetch_k or 1).searches():
+            return [_Spec(link, None, None, READ_ALL) for link in links]
+        searches = tuple(RecallPlan(pools, fetch_k=self.fetch_k or 1).searches())
+        ranked = bool(query and self.indexed and self.fetch_k is not None)
+        if all(search.always for search in searches):
+            return [_Spec(link, {"scope": "always"}, None, READ_ALL) for link in links]
+        if not ranked:
+            return [_Spec(link, None, None, READ_ALL, searches) for link in links]
+        assert self.fetch_k is not None
+        filters: List[Optional[Dict[str, Any]]] = []
+        for search in searches:
             if search.always:
-                found: List[Tuple[Optional[Dict[str, Any]], bool]] = [({"scope": "always"}, False)]
-            elif search.untyped:
-                found = [({"type": None}, True)]
+                continue  # read whole, by filter, below
+            if search.untyped:
+                found: List[Optional[Dict[str, Any]]] = [{"type": None}]
             elif search.types is None:
-                found = [(None, True)]
+                found = [None]
             else:
-                found = [({"type": name}, True) for name in search.types]
+                found = [{"type": name} for name in search.types]
             filters += [f for f in found if f not in filters]
-        if (None, True) in filters:  # one pool takes every type: one read serves all
-            filters = [f for f in filters if f == (None, True) or not f[1]]
-        filters.sort(key=lambda f: f[1])  # the corrections' exact read first
+        if None in filters:  # one pool takes every type: one search serves all
+            filters = [None]
         specs = []
-        for link in range(len(self.chain)):
-            for where, ranked in filters:
-                if ranked:
-                    specs.append(_Spec(link, where, use_query, limit))
-                else:
-                    specs.append(_Spec(link, where, None, READ_ALL))
+        for link in links:
+            specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))  # corrections never by similarity
+            specs += [_Spec(link, where, query, self.fetch_k) for where in filters]
         return specs
 
     def _ops(self, specs: Sequence[_Spec]) -> List[SearchOp]:
         return [SearchOp(self.chain[s.link], filter=s.filter, limit=s.limit, query=s.query) for s in specs]
 
-    def _run(self, specs: Sequence[_Spec]) -> List[Tuple[int, List[Item]]]:
+    def _run(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
         results = self.store.batch(self._ops(specs)) if specs else []
-        return [(spec.link, _items(found)) for spec, found in zip(specs, results)]
+        return [(spec, _items(found)) for spec, found in zip(specs, results)]
 
-    async def _arun(self, specs: Sequence[_Spec]) -> List[Tuple[int, List[Item]]]:
+    async def _arun(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
         results = await self.store.abatch(self._ops(specs)) if specs else []
-        return [(spec.link, _items(found)) for spec, found in zip(specs, results)]
+        return [(spec, _items(found)) for spec, found in zip(specs, results)]
 
     # -- items -> entries ---------------------------------------------------------------
 
-    def _entry(self, item: Item, *, counted: bool) -> Dict[str, Any]:
+    def _entry(self, item: Item, *, counted: bool, updated: Optional[str] = None) -> Dict[str, Any]:
         entry: Dict[str, Any] = dict(item.value)
         entry["id"] = item.key
         entry["namespace"] = namespace_label(item.namespace)
@@ -336,7 +347,7 @@ class BaseStoreMemory(StoreVerbs):
             entry["created"] = utc_stamp(item.created_at)
         if not counted:
             return entry
-        cache_key = (tuple(item.namespace), item.key, _precise(item.updated_at))
+        cache_key = (tuple(item.namespace), item.key, updated if updated is not None else _precise(item.updated_at))
         cost = self._counts.get(cache_key)
         if cost is None:
             try:
@@ -355,19 +366,20 @@ class BaseStoreMemory(StoreVerbs):
             entry["token_count"] = cost
         return entry
 
-    def _collect(self, found: Iterable[Tuple[int, List[Item]]], *, counted: bool) -> Recall:
+    def _collect(self, found: Iterable[Tuple[_Spec, List[Item]]], *, counted: bool) -> Recall:
         seen: Dict[Tuple[Namespace, str], Tuple[int, Item]] = {}
-        for link, items in found:
-            own = self.chain[link]
+        for spec, items in found:
+            own = self.chain[spec.link]
             for item in items:
                 if tuple(item.namespace) != own:
                     continue  # a child namespace: search matched the prefix, not the namespace
-                seen.setdefault((own, item.key), (link, item))
+                if spec.keep and not any(search.admits(item.value) for search in spec.keep):
+                    continue  # read with the namespace, but no search of the plan would find it
+                seen.setdefault((own, item.key), (spec.link, item))
         ordered = sorted(seen.values(), key=lambda li: (li[0], li[1].created_at, li[1].key))
-        entries = [self._entry(item, counted=counted) for _, item in ordered]
-        fingerprint = tuple(
-            (namespace_label(item.namespace), item.key, _precise(item.updated_at)) for _, item in ordered
-        )
+        labels = {ns: namespace_label(ns) for ns in self.chain}
+        fingerprint = tuple((labels[tuple(item.namespace)], item.key, _precise(item.updated_at)) for _, item in ordered)
+        entries = [self._entry(item, counted=counted, updated=mark[2]) for (_, item), mark in zip(ordered, fingerprint)]
         return Recall(entries, fingerprint)
 
     # -- reading ----------------------------------------------------------------------
