@@ -400,3 +400,15 @@ def test_import_refuses_a_near_miss_scope_naming_file_line_entry_and_field(tmp_p
     assert err == "poolsplit: %s:3: entry 'fix' (index 1): field 'scope' is 'Always', not exactly 'always': " \
         "scope is exact, so it would be stored as contextual and never load first\n" % source  # fmt: skip
     assert not db.exists() or SQLiteMemoryStore(db).entries() == []
+
+
+def test_import_names_file_line_entry_and_field_of_a_lone_surrogate(tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "ok", "content": "fine"}\n{"id": "bad", "content": "lone \\ud800"}\n')
+    db = tmp_path / "memory.db"
+    assert main(["import", str(source), "--into", str(db)]) == 2
+    assert capsys.readouterr().err == (
+        "poolsplit: %s:2: entry 'bad' (index 1): field 'content' holds a lone surrogate "
+        "(not valid UTF-8 text; it cannot be stored)\n" % source
+    )
+    assert not db.exists() or SQLiteMemoryStore(db).entries() == []

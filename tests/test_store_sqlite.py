@@ -360,3 +360,11 @@ def test_a_long_lived_store_stays_identical_to_the_core_over_the_file(ops, conte
         assert reader.full_loads == 1
         writer.close()
         reader.close()
+
+
+def test_a_lone_surrogate_is_an_entry_error_naming_entry_and_field(tmp_path):
+    store = SQLiteMemoryStore(tmp_path / "memory.db")
+    with pytest.raises(EntryError) as caught:
+        store.add([{"id": "ok", "content": "fine"}, {"id": "bad", "content": "x", "tags": ["lone \ud800"]}])
+    assert (caught.value.entry_id, caught.value.field, caught.value.index) == ("bad", "tags", 1)
+    assert store.entries() == []

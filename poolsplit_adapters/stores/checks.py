@@ -4,7 +4,9 @@ The core's :func:`~poolsplit_adapters.poolsplit.check_entry` decides whether
 an entry can be *selected*; a store must also be able to write it and read it
 back unchanged. So on top of the core's checks an entry must be plain JSON
 (string keys, no NaN or infinity, nothing a JSON parser would refuse on the
-way back) and its ``base_priority`` must fit a float (``10**400`` passes a
+way back), UTF-8 encodable (a lone surrogate such as ``"\ud800"`` is valid in
+a Python string but in no file or database) and its ``base_priority`` must
+fit a float (``10**400`` passes a
 type check but makes every scorer raise ``OverflowError``).
 """
 
@@ -38,6 +40,7 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
     try:
         text = _encode(dict(entry))
         copy = json.loads(text)
+        text.encode("utf-8")
     except (TypeError, ValueError, RecursionError):
         pass  # find the field at fault below
     else:
@@ -45,6 +48,11 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
     for key, value in entry.items():
         try:
             json.loads(_encode(value))
+            _encode(value).encode("utf-8")
+        except UnicodeEncodeError:
+            raise entry_error(
+                entry, index, key, "holds a lone surrogate (not valid UTF-8 text; it cannot be stored)"
+            ) from None
         except (TypeError, ValueError, RecursionError) as exc:
             problem = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).split(";")[0]
             raise entry_error(entry, index, key, "cannot be stored as JSON (%s)" % problem[:80]) from None

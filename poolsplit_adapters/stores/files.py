@@ -97,7 +97,8 @@ def load_store(path: PathLike, *, for_writing: bool = False) -> List[Dict[str, A
     ``file:line`` with the field at fault. ``for_writing`` (the CLI's
     ``import``) adds the write rules every write path meets
     (:func:`~poolsplit_adapters.memory.write_gate.check_write`: no blank
-    content, no near-miss scope, ISO-8601 ``created``), reported the same way.
+    content, no near-miss scope, ISO-8601 ``created``; and text a store can
+    write, no lone surrogate), reported the same way.
     """
     file = pathlib.Path(path)
     entries: List[Dict[str, Any]] = []
@@ -112,6 +113,7 @@ def load_store(path: PathLike, *, for_writing: bool = False) -> List[Dict[str, A
             check_entry(entry, len(entries))
             if for_writing:
                 check_write(entry, len(entries))
+                entry_json(entry, len(entries))  # what a store can write: plain JSON, UTF-8
         except ValueError as exc:
             raise InputFileError("%s:%d: %s" % (file, number, exc)) from None
         entries.append(entry)

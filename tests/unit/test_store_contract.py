@@ -168,3 +168,29 @@ def test_select_loads_corrections_first_then_the_pools(store):
         ]
     )
     assert chosen(store) == [("fix", True), ("fact", False)]
+
+
+def test_the_middleware_takes_every_store_as_a_backend(store):
+    from poolsplit_adapters.langchain.backends import BackendSettings, Plan, backend_for
+    from poolsplit_adapters.poolsplit import default_scorer
+
+    settings = BackendSettings(POOLS, default_scorer, counter, NOW, 0.9, 100, None)
+    label = ".".join(U1)
+    store.add(
+        [
+            {"id": "fix", "type": "correction", "scope": "always", "content": "Amounts in cents.", "namespace": label},
+            {"id": "fact", "type": "fact", "content": "Refunds round half-even.", "namespace": label},
+            {"id": "elsewhere", "type": "correction", "scope": "always", "content": "Not ours.", "namespace": "x"},
+        ]
+        if not isinstance(store, BaseStoreMemory)
+        else [
+            {"id": "fix", "type": "correction", "scope": "always", "content": "Amounts in cents."},
+            {"id": "fact", "type": "fact", "content": "Refunds round half-even."},
+        ]
+    )
+    backend = backend_for(store, settings)
+    plan, context = Plan(POOLS), {"message": "refund rounding"}
+    selection = backend.select(backend.snapshot([U1], context, plan), [U1], context, plan)
+    assert [(c.entry["id"], c.always) for c in selection.chosen] == [("fix", True), ("fact", False)]
+    assert backend.existing([U1], ["fix", "nope"]) == {"fix"}
+    assert backend.get([U1], "fact")["content"] == "Refunds round half-even."
