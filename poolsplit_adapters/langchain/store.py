@@ -44,6 +44,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import (
     Any,
+    Callable,
     Dict,
     Iterable,
     List,
@@ -147,12 +148,14 @@ class Recall:
         entries: the candidates, own namespace first, then each chain link;
             within a namespace by creation time, then key (so corrections load
             in the order they were written).
-        fingerprint: ``(namespace, key, updated_at)`` of every item read: equal
+        fingerprint: ``(namespace label, key, updated_at)`` of every item read
+            (``updated_at`` as the store gave it, a datetime to the
+            microsecond, compared without formatting it): equal
             fingerprints mean an unchanged store for this read.
     """
 
     entries: List[Dict[str, Any]]
-    fingerprint: Tuple[Tuple[str, str, str], ...]
+    fingerprint: Tuple[Tuple[str, str, Any], ...]
 
 
 class SelectKeywords(TypedDict, total=False):
@@ -191,17 +194,17 @@ class _Counts:
     def __init__(self, counter: TokenCounter, size: int) -> None:
         self.counter = counter
         self.size = size
-        self._data: OrderedDict[Tuple[Namespace, str, str], int] = OrderedDict()
+        self._data: OrderedDict[Tuple[Namespace, str, Any], int] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Tuple[Namespace, str, str]) -> Optional[int]:
+    def get(self, key: Tuple[Namespace, str, Any]) -> Optional[int]:
         with self._lock:
             found = self._data.get(key)
             if found is not None:
                 self._data.move_to_end(key)
             return found
 
-    def put(self, key: Tuple[Namespace, str, str], count: int) -> None:
+    def put(self, key: Tuple[Namespace, str, Any], count: int) -> None:
         with self._lock:
             self._data[key] = count
             if len(self._data) > self.size:
@@ -339,7 +342,7 @@ class BaseStoreMemory(StoreVerbs):
 
     # -- items -> entries ---------------------------------------------------------------
 
-    def _entry(self, item: Item, *, counted: bool, updated: Optional[str] = None) -> Dict[str, Any]:
+    def _entry(self, item: Item, *, counted: bool) -> Dict[str, Any]:
         entry: Dict[str, Any] = dict(item.value)
         entry["id"] = item.key
         entry["namespace"] = namespace_label(item.namespace)
@@ -347,7 +350,7 @@ class BaseStoreMemory(StoreVerbs):
             entry["created"] = utc_stamp(item.created_at)
         if not counted:
             return entry
-        cache_key = (tuple(item.namespace), item.key, updated if updated is not None else _precise(item.updated_at))
+        cache_key = (tuple(item.namespace), item.key, item.updated_at)
         cost = self._counts.get(cache_key)
         if cost is None:
             try:
@@ -370,16 +373,17 @@ class BaseStoreMemory(StoreVerbs):
         seen: Dict[Tuple[Namespace, str], Tuple[int, Item]] = {}
         for spec, items in found:
             own = self.chain[spec.link]
+            keep = _keeper(spec.keep) if spec.keep else None
             for item in items:
                 if tuple(item.namespace) != own:
                     continue  # a child namespace: search matched the prefix, not the namespace
-                if spec.keep and not any(search.admits(item.value) for search in spec.keep):
+                if keep is not None and not keep(item.value):
                     continue  # read with the namespace, but no search of the plan would find it
                 seen.setdefault((own, item.key), (spec.link, item))
         ordered = sorted(seen.values(), key=lambda li: (li[0], li[1].created_at, li[1].key))
         labels = {ns: namespace_label(ns) for ns in self.chain}
-        fingerprint = tuple((labels[tuple(item.namespace)], item.key, _precise(item.updated_at)) for _, item in ordered)
-        entries = [self._entry(item, counted=counted, updated=mark[2]) for (_, item), mark in zip(ordered, fingerprint)]
+        fingerprint = tuple((labels[tuple(item.namespace)], item.key, item.updated_at) for _, item in ordered)
+        entries = [self._entry(item, counted=counted) for _, item in ordered]
         return Recall(entries, fingerprint)
 
     # -- reading ----------------------------------------------------------------------
@@ -463,7 +467,7 @@ class BaseStoreMemory(StoreVerbs):
         return self._collect(await self._arun(self._scan(namespace)), counted=False).entries
 
     @property
-    def version(self) -> Tuple[Tuple[str, str, str], ...]:
+    def version(self) -> Tuple[Tuple[str, str, Any], ...]:
         """The ``(namespace, key, updated_at)`` of every item of the
         namespaces: one read (a LangGraph store keeps no change counter);
         equal values mean the same content."""
@@ -590,6 +594,22 @@ class BaseStoreMemory(StoreVerbs):
         return bool(doomed)
 
 
+def _keeper(searches: Sequence[Search]) -> Callable[[Mapping[str, Any]], bool]:
+    """:meth:`Search.admits` of any of ``searches`` (no namespace condition:
+    each op reads one namespace), as one predicate over an item's value."""
+    if any(s.types is None and not s.always and not s.untyped for s in searches):
+        return lambda value: True
+    types = {t for s in searches if s.types is not None and not s.always and not s.untyped for t in s.types}
+    always = any(s.always for s in searches)
+    untyped = any(s.untyped for s in searches)
+
+    def keep(value: Mapping[str, Any]) -> bool:
+        kind = value.get("type")
+        return kind in types or (untyped and kind is None) or (always and value.get("scope") == "always")
+
+    return keep
+
+
 def _items(result: Any) -> List[Item]:
     """A search op's result (a list of items) as a list."""
     return list(result or ())
@@ -600,8 +620,3 @@ def _query(context: Optional[Mapping[str, Any]]) -> Optional[str]:
         return None
     message = context.get("message")
     return message if isinstance(message, str) and message.strip() else None
-
-
-def _precise(moment: Any) -> str:
-    """An item's ``updated_at`` to the microsecond: part of the cache key."""
-    return moment.isoformat() if isinstance(moment, datetime.datetime) else str(moment)
