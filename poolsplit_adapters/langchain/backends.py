@@ -13,8 +13,9 @@ same way whatever holds the memory:
   ``PoolSplitMemoryStore``; a LangChain ``VectorStore`` is wrapped in
   :class:`~poolsplit_adapters.langchain.vector_memory.VectorStoreMemory`
   (per-pool recall, corrections by filter: the retriever's recall);
-* a list of entries, held in a :class:`~poolsplit_adapters.MemoryIndex`
-  (a copy: the caller's list is never changed; writes live in this process).
+* a list of entries, held in an
+  :class:`~poolsplit_adapters.stores.InProcessStore` (a copy: the caller's
+  list is never changed; writes live in this process).
 
 Each kind says how it knows whether it changed (``Snapshot.version``), so the
 middleware can reuse one selection for the model calls of one agent step.
@@ -32,11 +33,11 @@ from typing import Any, Dict, Hashable, List, Mapping, Optional, Protocol, Seque
 from langchain_core.vectorstores import VectorStore
 from langgraph.store.base import BaseStore
 
-from ..index import MemoryIndex
 from ..memory.progressive import ProgressiveLayers
-from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter, Visibility, check_entry
+from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter, Visibility
 from ..recall import VisibleEntries
 from ..stores.base import MemoryStore, StoreVerbs
+from ..stores.memory import InProcessStore
 from ..tokens import default_counter
 from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
 from .vector_memory import VectorStoreMemory
@@ -262,47 +263,6 @@ class _ContractBackend(Backend):
             self.store.add(list(entries))
 
 
-class _ListBackend(Backend):
-    """A list of entries, copied into a MemoryIndex; writes are added to the
-    index (this process only)."""
-
-    def __init__(self, entries: Sequence[Mapping[str, Any]], settings: BackendSettings) -> None:
-        super().__init__(settings)
-        for position, entry in enumerate(entries):
-            check_entry(entry, position)
-        self.index = MemoryIndex([dict(e) for e in entries], token_counter=settings.token_counter or default_counter())
-        self._ids = {str(e["id"]) for e in entries if isinstance(e, Mapping) and e.get("id")}
-        self._lock = threading.Lock()
-
-    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
-        return Snapshot(self.index.version)
-
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
-        s = self.settings
-        return self.index.select(
-            plan.pools,
-            dict(context),
-            now=s.now,
-            scorer=s.scorer,
-            visibility=s.visibility(chain),
-            layering=plan.layering,
-        )
-
-    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
-        return VisibleEntries(self.index, self.settings.visibility(chain)).get(entry_id)
-
-    def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
-        with self._lock:
-            return {i for i in ids if i in self._ids}
-
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        for position, entry in enumerate(entries):
-            check_entry(entry, position)
-        with self._lock:
-            self.index.extend([dict(e) for e in entries])
-            self._ids.update(str(e["id"]) for e in entries if e.get("id"))
-
-
 def _vector_memory(store: VectorStore, settings: BackendSettings) -> VectorStoreMemory:
     """A LangChain vector store as the middleware's memory: recalled per
     pool by the retriever. Its version counts the writes made through it: a
@@ -328,7 +288,9 @@ def backend_for(store: Any, settings: BackendSettings, *, argument: str = "store
                     "%s[%d] must be an entry mapping, got %s" % (argument, position, type(entry).__name__),
                     index=position,
                 )
-        return _ListBackend(store, settings)
+        return _ContractBackend(
+            InProcessStore(store, token_counter=settings.token_counter or default_counter()), settings
+        )
     if isinstance(store, MemoryStore):
         return _ContractBackend(store, settings)
     raise TypeError(

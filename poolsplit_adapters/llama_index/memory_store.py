@@ -27,6 +27,7 @@ from ..recall import VisibleEntries
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import ArgumentError, cap_round_robin
 from ..stores.base import Change, MemoryStore, StoreVerbs
+from ..stores.memory import commit_to_index
 from .events import announce
 from .nodes import LlamaIndexSettings
 
@@ -389,20 +390,7 @@ class PoolSplitMemoryStore(StoreVerbs):
     def commit(self, change: Change) -> None:
         """Apply ``change`` to the index (one ``MemoryIndex`` edit per entry,
         under the store's lock)."""
-        with self._lock:
-            current = change.verify(dict(e) for e in self.index.entries if e.get("id") in set(change.touched))
-            rows = change.rows(current)
-            live = {e.get("id"): e for e in self.index.entries}
-            fresh = []
-            for row in rows:
-                if row["id"] in live:
-                    self.index.replace(live[row["id"]], row)
-                else:
-                    fresh.append(row)
-            if fresh:
-                self.index.extend(fresh)
-            for gone in change.forget:
-                self.index.remove_id(gone)
+        commit_to_index(self.index, change, self._lock)
 
     def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
         """Store entries (the contract's ``add``): in the durable store when

@@ -4,7 +4,8 @@
 processes, every acknowledged write durable); :class:`MemoryStore` is the
 protocol every store meets (``isinstance`` holds for each), and
 :class:`StoreVerbs` writes its verbs once over two primitives, so add,
-supersede and delete mean the same on every store; :func:`search_all_namespaces` is the operators'
+supersede and delete mean the same on every store; :class:`InProcessStore`
+holds the contract in a ``MemoryIndex`` (no file); :func:`search_all_namespaces` is the operators'
 search across tenants (never used on an agent's path). The JSON Lines and
 TOML loaders live in :mod:`.files`.
 """
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 from .base import Change, EntryNotFound, MemoryStore, StoreVerbs
 from .files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store
+from .memory import InProcessStore
 from .search import SearchHit, search_all_namespaces
 from .sqlite import SCHEMA_VERSION, SQLiteMemoryStore, StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
     "EntryNotFound",
+    "InProcessStore",
     "InputFileError",
     "MemoryStore",
     "StoreVerbs",

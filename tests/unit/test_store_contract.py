@@ -20,7 +20,7 @@ from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore
 from poolsplit_adapters.llama_index.embeddings import HashEmbedding
 from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
-from poolsplit_adapters.stores import EntryNotFound, MemoryStore, SQLiteMemoryStore
+from poolsplit_adapters.stores import EntryNotFound, InProcessStore, MemoryStore, SQLiteMemoryStore
 
 NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
 POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("facts", 200, 5, ("fact",))]
@@ -42,6 +42,7 @@ def _sqlite_langgraph(tmp: pathlib.Path) -> Any:
 
 STORES: Dict[str, Callable[[pathlib.Path], Any]] = {
     "sqlite": lambda tmp: SQLiteMemoryStore(tmp / "memory.db", token_counter=counter),
+    "in-process": lambda tmp: InProcessStore(token_counter=counter),
     "basestore-inmemory": lambda tmp: BaseStoreMemory(InMemoryStore(), U1, token_counter=counter),
     "basestore-sqlite": _sqlite_langgraph,
     "langchain-vectorstore": lambda tmp: VectorStoreMemory(
