@@ -1,5 +1,5 @@
 """BaseStoreMemory over real LangGraph stores: exact namespaces, per-type
-recall in one batch, paging, cached token counts, writes."""
+recall in one batch, exact reads (no paging), cached token counts, writes."""
 
 from __future__ import annotations
 
