@@ -20,21 +20,9 @@ needs no similarity ranking reads it once and keeps what :meth:`RecallPlan.admit
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Protocol,
-    Sequence,
-    Tuple,
-    TypeVar,
-    runtime_checkable,
-)
+from typing import Any, Dict, List, Optional, Protocol, Tuple, TypeVar, runtime_checkable
 
 from .poolsplit import Pool, Visibility
 

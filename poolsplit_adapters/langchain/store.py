@@ -41,22 +41,9 @@ from __future__ import annotations
 import datetime
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import (
-    Any,
-    Callable,
-    Dict,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Protocol,
-    Sequence,
-    Set,
-    Tuple,
-    Union,
-    runtime_checkable,
-)
+from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runtime_checkable
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack

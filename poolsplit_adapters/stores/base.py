@@ -38,19 +38,9 @@ from __future__ import annotations
 
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import (
-    Any,
-    Dict,
-    Iterable,
-    List,
-    Mapping,
-    Optional,
-    Protocol,
-    Sequence,
-    Tuple,
-    runtime_checkable,
-)
+from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
 from ..memory.write_gate import check_write, utc_stamp
 from ..poolsplit import Pool, Selection, check_entry, entry_error
