@@ -209,6 +209,7 @@ def _entry_from_flags(args: argparse.Namespace) -> Dict[str, Any]:
     if args.content is None:
         raise InputFileError("add: --content (or --json) is required")
     entry = {key: getattr(args, key) for key in ENTRY_FLAGS if getattr(args, key) is not None}
+    _moment("--created", args.created)  # a write path names the option, not only the field
     if args.tag:
         entry["tags"] = list(args.tag)
     if args.priority is not None:
@@ -239,7 +240,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    entries = load_store(args.file)
+    entries = load_store(args.file, for_writing=True)
     with _write_store(args.into) as store:
         ids = store.add(entries)
     print("imported %d entries from %s into %s" % (len(ids), args.file, args.into))

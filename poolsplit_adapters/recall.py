@@ -11,14 +11,18 @@ store would lose its candidates to the other tenants' top-k.
 This module says *what* to search for, once, without any framework; each
 adapter translates a :class:`Search` into its store's filter dialect
 (LangChain: :func:`poolsplit_adapters.langchain.type_filter`; LlamaIndex:
-``MetadataFilters``) and embeds the query once for all of them.
+``MetadataFilters``; a LangGraph ``BaseStore``, whose filters have no
+``$in``: one ``SearchOp`` per type, in ``BaseStoreMemory``) and embeds the
+query once for all of them. A store that can read a namespace exactly and
+needs no similarity ranking reads it once and keeps what :meth:`RecallPlan.admits`.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Dict, List, Optional, Protocol, Tuple, TypeVar, runtime_checkable
 
 from .poolsplit import Pool, Visibility
 
@@ -60,6 +64,18 @@ class Search:
     untyped: bool = False
     always: bool = False
     namespaces: Tuple[str, ...] = ()
+
+    def admits(self, entry: Mapping[str, Any]) -> bool:
+        """Whether this search's filter matches ``entry``, as a store filter
+        would (``type`` as written, not its default): for a store that reads
+        a namespace whole and keeps what the plan's searches would find."""
+        if self.namespaces and entry.get("namespace") not in self.namespaces:
+            return False
+        if self.always:
+            return entry.get("scope") == "always"
+        if self.untyped:
+            return entry.get("type") is None
+        return self.types is None or entry.get("type") in self.types
 
 
 @dataclass(frozen=True)
@@ -111,6 +127,11 @@ class RecallPlan:
                 plan.append(Search(label + ":untyped", self.fetch_k, untyped=True, namespaces=namespaces))
         plan.append(Search("always", self.always_k, always=True, namespaces=namespaces))
         return plan
+
+    def admits(self, entry: Mapping[str, Any], visibility: Optional[Visibility] = None) -> bool:
+        """Whether some search of the plan would recall ``entry`` (for a
+        store that read the namespace whole instead of searching)."""
+        return any(search.admits(entry) for search in self.searches(visibility))
 
     def collect(self, searches: Sequence[Search], results: Sequence[Sequence[T]]) -> List[T]:
         """Every search's results, in plan order (duplicates included).
@@ -175,11 +196,21 @@ def store_metric(store: Any, given: Any = None) -> Any:
         return None
 
 
+@runtime_checkable
+class EmbeddingScorerLike(Protocol):
+    """An optional capability of a scorer: it embeds with a model
+    (``EmbeddingScorer``), so a vector store's scores can stand in for its
+    own cosines when both use the same model."""
+
+    embedder: Any
+    model_id: str
+
+
 def same_vector_space(scorer: Any, embeddings: Any) -> bool:
     """Whether ``scorer`` (an EmbeddingScorer) embeds with ``embeddings``, the
     store's model: the same object, or the same model id. Only then is the
     store's score the cosine the scorer would compute."""
-    if embeddings is None or getattr(scorer, "embedder", None) is None:
+    if embeddings is None or not isinstance(scorer, EmbeddingScorerLike) or scorer.embedder is None:
         return False
     if scorer.embedder is embeddings:
         return True

@@ -253,7 +253,7 @@ class AdapterSettings(BaseModel):
 
 class AgentMemorySettings(AdapterSettings):
     """:class:`AdapterSettings` plus how the agent middleware reads its
-    store (the middleware holds one; its sources read these).
+    store (the middleware holds one; its backends read these).
 
     Example::
 

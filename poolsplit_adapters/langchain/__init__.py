@@ -24,7 +24,8 @@ Entry points:
   similarity, for tests and demos (imported on first use).
 * :class:`PoolSplitMemoryMiddleware` for ``langchain.agents.create_agent`` and
   :class:`BaseStoreMemory` over a LangGraph store (long-term memory for
-  agents). Imported on first use: they pull in ``langchain.agents``, which
+  agents); :class:`VectorStoreMemory`, a vector store under the same store
+  contract. Imported on first use: they pull in ``langchain.agents``, which
   retriever-only users need not pay for.
 """
 
@@ -47,6 +48,10 @@ def __getattr__(name: str) -> Any:
         from .store import BaseStoreMemory
 
         return BaseStoreMemory
+    if name == "VectorStoreMemory":
+        from .vector_memory import VectorStoreMemory
+
+        return VectorStoreMemory
     if name == "HashEmbeddings":
         from .embeddings import HashEmbeddings
 
@@ -63,6 +68,7 @@ __all__ = [
     "PoolSplitRetriever",
     "SELECTION_EVENT",
     "SELECTION_KEY",
+    "VectorStoreMemory",
     "callable_filter",
     "capture_selections",
     "dict_filter",

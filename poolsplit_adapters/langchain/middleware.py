@@ -74,8 +74,8 @@ from ..poolsplit import Pool, Scorer, Selection, TokenCounter
 from ..render import render_context
 from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
+from .backends import Backend, Plan, backend_for
 from .documents import SELECTION_EVENT
-from .sources import Plan, Source, source_for
 from .store import Namespace, check_namespaces, namespace_label
 
 __all__ = [
@@ -174,7 +174,7 @@ class ExpandInput(BaseModel):
 class _Where:
     """Where one hook's memory is: the store, the namespace chain, the thread."""
 
-    source: Source
+    source: Backend
     chain: tuple[Namespace, ...]
     thread: Optional[str]
 
@@ -414,9 +414,9 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         self.heading = check_string(heading, "heading")
         self.episode_type = check_label(episode_type, "episode_type")
         self.note_type = check_label(note_type, "note_type")
-        self._fixed: Optional[Source] = None if store is None else source_for(store, self.settings)
+        self._fixed: Optional[Backend] = None if store is None else backend_for(store, self.settings)
         # Adapters over each runtime store seen (a cache, not thread state).
-        self._runtime_sources: OrderedDict[int, tuple[Any, Source]] = OrderedDict()
+        self._runtime_backends: OrderedDict[int, tuple[Any, Backend]] = OrderedDict()
         self._lock = threading.Lock()
         self.tools: list[BaseTool] = []
         if check_flag(remember, "remember"):
@@ -539,7 +539,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             raise ValueError("namespace(runtime) failed: %s: %s" % (type(err).__name__, err)) from err
         return check_namespaces(value, "namespace(runtime)")
 
-    def _source(self, runtime: Any) -> Source:
+    def _source(self, runtime: Any) -> Backend:
         if self._fixed is not None:
             return self._fixed
         store = getattr(runtime, "store", None)
@@ -548,12 +548,12 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
                 "PoolSplitMemoryMiddleware has no store: pass store= or give one to create_agent(..., store=...)"
             )
         with self._lock:
-            found = self._runtime_sources.get(id(store))
+            found = self._runtime_backends.get(id(store))
             if found is None or found[0] is not store:
-                found = (store, source_for(store, self.settings, argument="runtime.store"))
-                self._runtime_sources[id(store)] = found
-                if len(self._runtime_sources) > 16:
-                    self._runtime_sources.popitem(last=False)
+                found = (store, backend_for(store, self.settings, argument="runtime.store"))
+                self._runtime_backends[id(store)] = found
+                if len(self._runtime_backends) > 16:
+                    self._runtime_backends.popitem(last=False)
             return found[1]
 
     def _where(self, runtime: Any) -> _Where:

@@ -17,14 +17,21 @@ rules are written once here:
   ``("memories", "shared")``) is explicit and scored with the chain penalty.
 * **Corrections by filter.** Always-scope entries are fetched with a
   ``scope == "always"`` filter, independent of any query or type.
-* **Each pool's types recalled independently.** ``BaseStore`` filters have
-  no ``$in``: one ``SearchOp`` per type (plus one for entries without a
-  ``type``, which default to ``"note"``), all in one ``batch`` round trip, so
-  a rare type is never crowded out by a frequent one.
-* **Paged past ``limit``.** ``search`` returns 10 items unless asked for
-  more; every op is paged until it comes back short.
-* **``query=``** is passed when the store has a vector index, so with
-  ``fetch_k`` each type op recalls its nearest items.
+* **Each pool's types recalled independently**, by the one recall plan
+  (:class:`~poolsplit_adapters.recall.RecallPlan`) translated to
+  ``BaseStore`` ops: its filters have no ``$in``, so one ``SearchOp`` per
+  type (plus one for entries without a ``type``, which default to
+  ``"note"``), all in one ``batch`` round trip, so a rare type is never
+  crowded out by a frequent one.
+* **Every item read exactly once.** Each op is one exact read (``limit``
+  past any namespace's size, ``offset`` 0), never paged with ``offset``:
+  ``PostgresStore`` orders by ``updated_at``, which the items of one
+  ``put_many`` share, so offset pages overlapped and skipped items at their
+  edges; and ``InMemoryStore`` scans the namespace once per op, so paging
+  made a recall cost grow with the square of the namespace.
+* **``query=``** is passed when the store has a vector index and
+  ``fetch_k`` is set: each type op then recalls its ``fetch_k`` nearest
+  items; corrections are always read whole, by filter.
 * **Counted once.** Token counts are cached by ``(namespace, key,
   updated_at)``: repeated turns over an unchanged store make no tokenizer call.
 """
@@ -33,10 +40,10 @@ from __future__ import annotations
 
 import datetime
 import threading
-import uuid
 from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, Generator, Iterable, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runtime_checkable
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack
@@ -53,19 +60,34 @@ from ..poolsplit import (
     check_entry,
     check_pools,
     default_scorer,
+    entry_cost,
+    entry_error,
     given_token_count,
 )
+from ..recall import RecallPlan, Search
 from ..reports import select_noted
-from ..stores.checks import check_storable
+from ..stores.base import Change, StoreVerbs, prepare_entries
 from ..tokens import default_counter
 
-__all__ = ["BaseStoreMemory", "Namespace", "Recall", "check_namespaces", "namespace_label"]
+__all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
 
 Namespace = Tuple[str, ...]
 NamespaceArg = Union[Sequence[str], Sequence[Sequence[str]]]
 
 #: Value keys that are the item's location, not its content.
 _LOCATION_KEYS = ("id", "namespace")
+#: ``limit`` of an op that reads everything it matches in one exact query:
+#: more than any namespace holds (and within every engine's 64-bit LIMIT).
+READ_ALL = 2**62
+
+
+@runtime_checkable
+class VectorIndexed(Protocol):
+    """An optional capability of a LangGraph store: a vector index
+    (``InMemoryStore``, ``SqliteStore`` and ``PostgresStore`` built with
+    ``index=``; ``index_config`` is None without one)."""
+
+    index_config: Any
 
 
 def namespace_label(namespace: Namespace) -> str:
@@ -113,12 +135,14 @@ class Recall:
         entries: the candidates, own namespace first, then each chain link;
             within a namespace by creation time, then key (so corrections load
             in the order they were written).
-        fingerprint: ``(namespace, key, updated_at)`` of every item read: equal
+        fingerprint: ``(namespace label, key, updated_at)`` of every item read
+            (``updated_at`` as the store gave it, a datetime to the
+            microsecond, compared without formatting it): equal
             fingerprints mean an unchanged store for this read.
     """
 
     entries: List[Dict[str, Any]]
-    fingerprint: Tuple[Tuple[str, str, str], ...]
+    fingerprint: Tuple[Tuple[str, str, Any], ...]
 
 
 class SelectKeywords(TypedDict, total=False):
@@ -134,6 +158,10 @@ class SelectKeywords(TypedDict, total=False):
     """Reference time for recency (default: the time of the call)."""
     scorer: Scorer
     """Ranking function ``scorer(entry, context, *, now=None) -> float`` (default: the spec's scorer)."""
+    visibility: Optional[Visibility]
+    """What the query may see (default: this memory's namespace chain)."""
+    layering: Optional[Layering]
+    """Progressive loading (see :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`)."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +169,10 @@ class _Spec:
     link: int
     filter: Optional[Dict[str, Any]]
     query: Optional[str]
-    cap: Optional[int]
+    limit: int
+    #: the plan's searches an item must match to be kept (empty: keep all),
+    #: when one unfiltered read of the namespace stands for all of them
+    keep: Tuple[Search, ...] = ()
 
 
 class _Counts:
@@ -150,24 +181,24 @@ class _Counts:
     def __init__(self, counter: TokenCounter, size: int) -> None:
         self.counter = counter
         self.size = size
-        self._data: OrderedDict[Tuple[Namespace, str, str], int] = OrderedDict()
+        self._data: OrderedDict[Tuple[Namespace, str, Any], int] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Tuple[Namespace, str, str]) -> Optional[int]:
+    def get(self, key: Tuple[Namespace, str, Any]) -> Optional[int]:
         with self._lock:
             found = self._data.get(key)
             if found is not None:
                 self._data.move_to_end(key)
             return found
 
-    def put(self, key: Tuple[Namespace, str, str], count: int) -> None:
+    def put(self, key: Tuple[Namespace, str, Any], count: int) -> None:
         with self._lock:
             self._data[key] = count
             if len(self._data) > self.size:
                 self._data.popitem(last=False)
 
 
-class BaseStoreMemory:
+class BaseStoreMemory(StoreVerbs):
     """Pool-split long-term memory over one namespace of a LangGraph store.
 
     Args:
@@ -179,10 +210,20 @@ class BaseStoreMemory:
             first.
         chain_penalty: score factor per chain link after the first (default 0.9).
         token_counter: cost of an entry without ``token_count`` (default:
-            tiktoken ``o200k_base``, offline); results are cached.
-        page_size: items per search op and page (default 100).
+            tiktoken ``o200k_base``, offline); results are cached. The core's
+            cost rule applies (a counter answering 0 or 2.7 is an
+            ``EntryError`` naming the item).
+        page_size: kept for compatibility; recall no longer pages (every op
+            is one exact read), so it has no effect beyond its check.
         fetch_k: with a vector-indexed store, how many nearest items each type
-            op recalls (default None: every item, paged).
+            op recalls (default None: every item).
+
+    It satisfies :class:`~poolsplit_adapters.stores.MemoryStore`: ``add``
+    refuses an id already stored, ``supersede`` and ``delete`` follow the
+    contract's one semantics, ``version`` is the fingerprint of one read of
+    the namespaces (the store has no change counter). :meth:`put` and
+    :meth:`put_many` are LangGraph's ``put``: they overwrite an item with the
+    same key.
         cache_size: how many token counts to keep (default 65536).
 
     Example::
@@ -232,78 +273,59 @@ class BaseStoreMemory:
     @property
     def indexed(self) -> bool:
         """Whether the store has a vector index (then recall passes ``query=``)."""
-        return bool(getattr(self.store, "index_config", None))
+        return isinstance(self.store, VectorIndexed) and bool(self.store.index_config)
 
     # -- the read plan ----------------------------------------------------------------
 
     def _plan(self, pools: Optional[Sequence[Pool]], query: Optional[str]) -> List[_Spec]:
-        """The search ops of one recall: per namespace, the corrections by
-        filter, then one op per type a pool can still fill."""
-        specs: List[_Spec] = []
-        use_query = query if (query and self.indexed) else None
-        cap = self.fetch_k if use_query else None
-        for link in range(len(self.chain)):
-            if pools is None:  # entries(): everything
-                specs.append(_Spec(link, None, None, None))
-                continue
-            specs.append(_Spec(link, {"scope": "always"}, None, None))
-            types: List[Optional[str]] = []
-            for pool in pools:
-                if not pool.loads_contextual:
-                    continue  # only always-scope entries can load: fetched above
-                if pool.types is None:
-                    types = [None]
-                    break
-                types += [t for t in pool.types if t not in types]
-            if types == [None]:
-                specs.append(_Spec(link, None, use_query, cap))
-                continue
-            for name in types:
-                specs.append(_Spec(link, {"type": name}, use_query, cap))
-                if name == "note":  # the default type: entries that do not say
-                    specs.append(_Spec(link, {"type": None}, use_query, cap))
+        """The search ops of one recall, each one exact read (no paging).
+
+        Without similarity ranking (no ``query`` on an indexed store with
+        ``fetch_k``) every search of the plan would read its matches whole:
+        one unfiltered read of each namespace serves them all, keeping what
+        the plan's searches admit (``InMemoryStore`` scans a namespace once
+        per op, and ``PostgresStore`` runs a filter as a scan too). A plan
+        that can load corrections only reads them by filter. With ranking,
+        the plan's searches in ``BaseStore``'s dialect: one op per type."""
+        links = range(len(self.chain))
+        if pools is None:  # entries(): everything
+            return [_Spec(link, None, None, READ_ALL) for link in links]
+        searches = tuple(RecallPlan(pools, fetch_k=self.fetch_k or 1).searches())
+        ranked = bool(query and self.indexed and self.fetch_k is not None)
+        if all(search.always for search in searches):
+            return [_Spec(link, {"scope": "always"}, None, READ_ALL) for link in links]
+        if not ranked:
+            return [_Spec(link, None, None, READ_ALL, searches) for link in links]
+        assert self.fetch_k is not None
+        filters: List[Optional[Dict[str, Any]]] = []
+        for search in searches:
+            if search.always:
+                continue  # read whole, by filter, below
+            if search.untyped:
+                found: List[Optional[Dict[str, Any]]] = [{"type": None}]
+            elif search.types is None:
+                found = [None]
+            else:
+                found = [{"type": name} for name in search.types]
+            filters += [f for f in found if f not in filters]
+        if None in filters:  # one pool takes every type: one search serves all
+            filters = [None]
+        specs = []
+        for link in links:
+            specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))  # corrections never by similarity
+            specs += [_Spec(link, where, query, self.fetch_k) for where in filters]
         return specs
 
-    def _pages(self, specs: Sequence[_Spec]) -> Generator[List[SearchOp], List[Any], List[Tuple[int, List[Item]]]]:
-        """Drive the paged search: yields one batch of ops per round, receives
-        their results, returns ``(link, items)`` pairs. Written once for the
-        sync and async drivers."""
-        pending = [(spec, 0) for spec in specs]
-        found: List[Tuple[int, List[Item]]] = []
-        while pending:
-            ops = []
-            for spec, offset in pending:
-                limit = self.page_size if spec.cap is None else min(self.page_size, spec.cap - offset)
-                ops.append(
-                    SearchOp(self.chain[spec.link], filter=spec.filter, limit=limit, offset=offset, query=spec.query)
-                )
-            results = yield ops
-            following = []
-            for (spec, offset), op, items in zip(pending, ops, results):
-                found.append((spec.link, list(items)))
-                nxt = offset + op.limit
-                if len(items) >= op.limit and (spec.cap is None or nxt < spec.cap):
-                    following.append((spec, nxt))
-            pending = following
-        return found
+    def _ops(self, specs: Sequence[_Spec]) -> List[SearchOp]:
+        return [SearchOp(self.chain[s.link], filter=s.filter, limit=s.limit, query=s.query) for s in specs]
 
-    def _run(self, specs: Sequence[_Spec]) -> List[Tuple[int, List[Item]]]:
-        driver = self._pages(specs)
-        ops = next(driver)
-        while True:
-            try:
-                ops = driver.send(self.store.batch(ops))
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+    def _run(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
+        results = self.store.batch(self._ops(specs)) if specs else []
+        return [(spec, _items(found)) for spec, found in zip(specs, results)]
 
-    async def _arun(self, specs: Sequence[_Spec]) -> List[Tuple[int, List[Item]]]:
-        driver = self._pages(specs)
-        ops = next(driver)
-        while True:
-            try:
-                ops = driver.send(await self.store.abatch(ops))
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
+    async def _arun(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
+        results = await self.store.abatch(self._ops(specs)) if specs else []
+        return [(spec, _items(found)) for spec, found in zip(specs, results)]
 
     # -- items -> entries ---------------------------------------------------------------
 
@@ -315,11 +337,12 @@ class BaseStoreMemory:
             entry["created"] = utc_stamp(item.created_at)
         if not counted:
             return entry
-        cache_key = (tuple(item.namespace), item.key, _precise(item.updated_at))
+        cache_key = (tuple(item.namespace), item.key, item.updated_at)
         cost = self._counts.get(cache_key)
         if cost is None:
             try:
                 check_entry(entry)
+                cost = entry_cost(entry, self._counts.counter)  # the core's rule: never 0, never 2.7
             except EntryError as err:
                 where = "field %r " % err.field if err.field else ""
                 raise EntryError(
@@ -328,26 +351,26 @@ class BaseStoreMemory:
                     field=err.field,
                     problem=err.problem,
                 ) from None
-            given = given_token_count(entry)
-            cost = given if given is not None else max(1, int(self._counts.counter(str(entry["content"]))))
             self._counts.put(cache_key, cost)
         if given_token_count(entry) is None:
             entry["token_count"] = cost
         return entry
 
-    def _collect(self, found: Iterable[Tuple[int, List[Item]]], *, counted: bool) -> Recall:
+    def _collect(self, found: Iterable[Tuple[_Spec, List[Item]]], *, counted: bool) -> Recall:
         seen: Dict[Tuple[Namespace, str], Tuple[int, Item]] = {}
-        for link, items in found:
-            own = self.chain[link]
+        for spec, items in found:
+            own = self.chain[spec.link]
+            keep = _keeper(spec.keep) if spec.keep else None
             for item in items:
                 if tuple(item.namespace) != own:
                     continue  # a child namespace: search matched the prefix, not the namespace
-                seen.setdefault((own, item.key), (link, item))
+                if keep is not None and not keep(item.value):
+                    continue  # read with the namespace, but no search of the plan would find it
+                seen.setdefault((own, item.key), (spec.link, item))
         ordered = sorted(seen.values(), key=lambda li: (li[0], li[1].created_at, li[1].key))
+        labels = {ns: namespace_label(ns) for ns in self.chain}
+        fingerprint = tuple((labels[tuple(item.namespace)], item.key, item.updated_at) for _, item in ordered)
         entries = [self._entry(item, counted=counted) for _, item in ordered]
-        fingerprint = tuple(
-            (namespace_label(item.namespace), item.key, _precise(item.updated_at)) for _, item in ordered
-        )
         return Recall(entries, fingerprint)
 
     # -- reading ----------------------------------------------------------------------
@@ -372,10 +395,12 @@ class BaseStoreMemory:
         now: Optional[datetime.datetime] = None,
         scorer: Scorer = default_scorer,
         layering: Optional[Layering] = None,
+        visibility: Optional[Visibility] = None,
     ) -> Selection:
         """Select over a :class:`Recall` (the core selector, unchanged;
         ``layering``: progressive loading, see
-        :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`)."""
+        :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`;
+        ``visibility``: default this memory's namespace chain)."""
         return select_noted(
             recall.entries,
             pools,
@@ -383,7 +408,7 @@ class BaseStoreMemory:
             scorer=scorer,
             token_counter=self._counts.counter,
             now=now,
-            visibility=self.visibility,
+            visibility=self.visibility if visibility is None else visibility,
             layering=layering,
         )
 
@@ -419,48 +444,89 @@ class BaseStoreMemory:
         """Async :meth:`select`."""
         return self.select_from(await self.arecall(pools, context), pools, context, **options)
 
-    def entries(self) -> List[Dict[str, Any]]:
-        """Every entry in the namespace (and chain), as fresh dicts."""
-        return self._collect(self._run(self._plan(None, None)), counted=False).entries
+    def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Every entry in the namespace and chain (or in the one whose label
+        is ``namespace``), as fresh dicts, each read once."""
+        return self.read(None, namespace)
 
-    async def aentries(self) -> List[Dict[str, Any]]:
+    async def aentries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """Async :meth:`entries`."""
-        return self._collect(await self._arun(self._plan(None, None)), counted=False).entries
+        return self._collect(await self._arun(self._scan(namespace)), counted=False).entries
+
+    @property
+    def version(self) -> Tuple[Tuple[str, str, Any], ...]:
+        """The ``(namespace, key, updated_at)`` of every item of the
+        namespaces: one read (a LangGraph store keeps no change counter);
+        equal values mean the same content."""
+        return self._collect(self._run(self._scan(None)), counted=False).fingerprint
+
+    # -- the contract's primitives ----------------------------------------------------
+
+    def _scan(self, namespace: Optional[str]) -> List[_Spec]:
+        specs = self._plan(None, None)
+        if namespace is None:
+            return specs
+        return [s for s in specs if namespace_label(self.chain[s.link]) == namespace]
+
+    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Fresh copies of the own namespace's entries with these ids (one
+        batch), or of every entry of the chain (of ``namespace`` when given)."""
+        if ids is None:
+            return self._collect(self._run(self._scan(namespace)), counted=False).entries
+        keys = list(dict.fromkeys(ids))
+        results = self.store.batch([GetOp(self.namespace, k) for k in keys]) if keys else []
+        return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
+
+    async def aread(self, ids: Sequence[str]) -> List[Dict[str, Any]]:
+        """Async :meth:`read` by ids."""
+        keys = list(dict.fromkeys(ids))
+        results = await self.store.abatch([GetOp(self.namespace, k) for k in keys]) if keys else []
+        return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
+
+    def _item_value(self, entry: Mapping[str, Any], position: int) -> Dict[str, Any]:
+        own = namespace_label(self.namespace)
+        where = entry.get("namespace")
+        if where is not None and where != own:
+            raise entry_error(entry, position, "namespace", "is %r but this memory writes to %r" % (where, own))
+        return {k: v for k, v in entry.items() if k not in _LOCATION_KEYS}
+
+    def _change_ops(self, change: Change, stored: List[Dict[str, Any]]) -> List[PutOp]:
+        for position, entry in enumerate(change.insert):
+            self._item_value(entry, position)  # refuse another namespace before anything is checked
+        rows = change.rows(change.verify(stored))
+        ops = [PutOp(self.namespace, str(e["id"]), self._item_value(e, n)) for n, e in enumerate(rows)]
+        gone = {e["id"] for e in stored}
+        return ops + [PutOp(self.namespace, i, None) for i in change.forget if i in gone]
+
+    def commit(self, change: Change) -> None:
+        """Apply ``change`` in one ``batch`` (verified against the items as
+        read just before: a LangGraph store has no transaction to check in)."""
+        stored = self.read(change.touched + list(change.forget))
+        ops = self._change_ops(change, stored)
+        if ops:
+            self.store.batch(ops)
+
+    async def acommit(self, change: Change) -> None:
+        """Async :meth:`commit`."""
+        stored = await self.aread(change.touched + list(change.forget))
+        ops = self._change_ops(change, stored)
+        if ops:
+            await self.store.abatch(ops)
 
     # -- writing ----------------------------------------------------------------------
 
     def _put_ops(self, entries: Sequence[Mapping[str, Any]]) -> Tuple[List[PutOp], List[str]]:
-        ops, ids = [], []
-        own = namespace_label(self.namespace)
-        for position, entry in enumerate(entries):
-            if not isinstance(entry, Mapping):
-                raise EntryError(
-                    "entry at position %d must be a mapping, got %s" % (position, type(entry).__name__),
-                    index=position,
-                )
-            check_entry(entry, position)
-            check_storable(entry, position)
-            where = entry.get("namespace")
-            if where is not None and where != own:
-                raise EntryError(
-                    "entry %r: field 'namespace' is %r but this memory writes to %r"
-                    % (entry.get("id") or position, where, own),
-                    index=position,
-                    entry_id=entry.get("id"),
-                    field="namespace",
-                )
-            key = entry.get("id") or uuid.uuid4().hex
-            value = {k: v for k, v in entry.items() if k not in _LOCATION_KEYS}
-            value.setdefault("created", utc_stamp())
-            ops.append(PutOp(self.namespace, str(key), value))
-            ids.append(str(key))
-        return ops, ids
+        prepared = prepare_entries(entries, self.stamp())
+        ops = [PutOp(self.namespace, str(e["id"]), self._item_value(e, n)) for n, e in enumerate(prepared)]
+        return ops, [str(e["id"]) for e in prepared]
 
     def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Write ``entries`` to the own namespace in one batch; returns their
-        ids (``id``, else a new one). Validated first: a malformed entry raises
-        :class:`~poolsplit_adapters.EntryError` and nothing is written. The
-        caller's dicts are not changed."""
+        """Write ``entries`` to the own namespace in one batch, overwriting
+        items with the same key (LangGraph's ``put``); returns their ids
+        (``id``, else a new one). Checked first as every write is
+        (:func:`~poolsplit_adapters.stores.base.prepare_entries`): a malformed
+        entry raises :class:`~poolsplit_adapters.EntryError` and nothing is
+        written. The caller's dicts are not changed."""
         ops, ids = self._put_ops(entries)
         if ops:
             self.store.batch(ops)
@@ -481,63 +547,59 @@ class BaseStoreMemory:
         """Async :meth:`put`."""
         return (await self.aput_many([entry]))[0]
 
+    async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
+        """Async :meth:`add`."""
+        change = self.adding(entries)
+        if change.insert:
+            await self.acommit(change)
+        return [e["id"] for e in change.insert]
+
     def existing(self, ids: Iterable[str]) -> Set[str]:
         """Which of ``ids`` are stored in the own namespace (one batch)."""
-        keys = list(dict.fromkeys(ids))
-        if not keys:
-            return set()
-        results = self.store.batch([GetOp(self.namespace, k) for k in keys])
-        return {k for k, item in zip(keys, results) if item is not None}
+        return {e["id"] for e in self.read(list(ids))}
 
     async def aexisting(self, ids: Iterable[str]) -> Set[str]:
         """Async :meth:`existing`."""
-        keys = list(dict.fromkeys(ids))
-        if not keys:
-            return set()
-        results = await self.store.abatch([GetOp(self.namespace, k) for k in keys])
-        return {k for k, item in zip(keys, results) if item is not None}
-
-    def _supersede_ops(
-        self, old: Optional[Item], entry_id: str, new_entry: Mapping[str, Any]
-    ) -> Tuple[List[PutOp], str]:
-        if old is None:
-            raise KeyError("no entry %r in namespace %r" % (entry_id, namespace_label(self.namespace)))
-        ops, ids = self._put_ops([new_entry])
-        if ids[0] == entry_id:
-            raise ValueError("supersede: the new entry must have a new id, got the old one %r" % entry_id)
-        retired = dict(old.value)
-        retired["superseded_by"] = ids[0]
-        # One batch: the new entry and the retired old one land together.
-        return ops + [PutOp(self.namespace, entry_id, retired)], ids[0]
-
-    def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
-        """Replace ``entry_id`` by ``new_entry``: the old one gets
-        ``superseded_by`` (it stays for audit and never loads again).
-        Returns the new id. Raises ``KeyError`` when ``entry_id`` is not stored."""
-        ops, new_id = self._supersede_ops(self.store.get(self.namespace, entry_id), entry_id, new_entry)
-        self.store.batch(ops)
-        return new_id
+        return {e["id"] for e in await self.aread(list(ids))}
 
     async def asupersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
         """Async :meth:`supersede`."""
-        old = await self.store.aget(self.namespace, entry_id)
-        ops, new_id = self._supersede_ops(old, entry_id, new_entry)
-        await self.store.abatch(ops)
-        return new_id
+        change = self.superseding(entry_id, new_entry)
+        await self.acommit(change)
+        return str(change.insert[0]["id"])
 
-    def delete(self, entry_id: str) -> bool:
-        """Forget ``entry_id`` for real; False when it was not stored."""
-        if self.store.get(self.namespace, entry_id) is None:
-            return False
-        self.store.delete(self.namespace, entry_id)
-        return True
-
-    async def adelete(self, entry_id: str) -> bool:
+    async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
         """Async :meth:`delete`."""
-        if await self.store.aget(self.namespace, entry_id) is None:
-            return False
-        await self.store.adelete(self.namespace, entry_id)
-        return True
+        doomed: List[str] = []
+        found = await self.aread([entry_id])
+        while found and found[0]["id"] not in doomed:
+            doomed.append(found[0]["id"])
+            earlier = found[0].get("supersedes")
+            found = await self.aread([earlier]) if history and isinstance(earlier, str) else []
+        if doomed:
+            await self.acommit(Change(forget=tuple(doomed)))
+        return bool(doomed)
+
+
+def _keeper(searches: Sequence[Search]) -> Callable[[Mapping[str, Any]], bool]:
+    """:meth:`Search.admits` of any of ``searches`` (no namespace condition:
+    each op reads one namespace), as one predicate over an item's value."""
+    if any(s.types is None and not s.always and not s.untyped for s in searches):
+        return lambda value: True
+    types = {t for s in searches if s.types is not None and not s.always and not s.untyped for t in s.types}
+    always = any(s.always for s in searches)
+    untyped = any(s.untyped for s in searches)
+
+    def keep(value: Mapping[str, Any]) -> bool:
+        kind = value.get("type")
+        return kind in types or (untyped and kind is None) or (always and value.get("scope") == "always")
+
+    return keep
+
+
+def _items(result: Any) -> List[Item]:
+    """A search op's result (a list of items) as a list."""
+    return list(result or ())
 
 
 def _query(context: Optional[Mapping[str, Any]]) -> Optional[str]:
@@ -545,8 +607,3 @@ def _query(context: Optional[Mapping[str, Any]]) -> Optional[str]:
         return None
     message = context.get("message")
     return message if isinstance(message, str) and message.strip() else None
-
-
-def _precise(moment: Any) -> str:
-    """An item's ``updated_at`` to the microsecond: part of the cache key."""
-    return moment.isoformat() if isinstance(moment, datetime.datetime) else str(moment)

@@ -39,6 +39,7 @@ from .memory_store import SESSION_KEY, PooledRender, PoolSplitMemoryStore, messa
 from .nodes import node_to_entry, nodes_from
 from .postprocessor import PoolSplitNodePostprocessor
 from .retriever import PoolSplitRetriever
+from .vector_memory import VectorIndexMemory
 from .vector_search import IndexRecall, metadata_filters
 
 
@@ -63,6 +64,7 @@ __all__ = [
     "SELECTION_KEY",
     "SESSION_KEY",
     "StoreMemoryBlock",
+    "VectorIndexMemory",
     "capture_selections",
     "message_text",
     "metadata_filters",

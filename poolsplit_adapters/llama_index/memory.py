@@ -113,7 +113,7 @@ class PooledMemoryBlock(StoreMemoryBlock):
         return self.store.render_pooled(self.selection(messages, block_kwargs)).text
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        self.store.remember(messages)
+        self.store.flush(messages)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> Optional[str]:
         if not content:

@@ -1,15 +1,20 @@
 """The long-term memory behind the memory blocks: per-session recall,
-flushed chat written back, and the pooled block's text kept structured so
-truncation never re-reads it."""
+flushed chat written back through the one write gate, and the pooled block's
+text kept structured so truncation never re-reads it.
+
+:class:`PoolSplitMemoryStore` satisfies the store contract
+(:class:`~poolsplit_adapters.stores.MemoryStore`): its verbs are
+:class:`~poolsplit_adapters.stores.base.StoreVerbs`', over its index, or
+over the durable ``store`` it was given.
+"""
 
 from __future__ import annotations
 
 import collections
 import dataclasses
 import datetime
-import itertools
 import threading
-import uuid
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -18,10 +23,13 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from ..call import AdapterCall, cap, record_selection
 from ..checks import ArgumentError
 from ..index import MemoryIndex
+from ..memory.write_gate import GateReport, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
 from ..recall import VisibleEntries
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings, Framework
+from ..stores.base import Change, MemoryStore, StoreVerbs
+from ..stores.memory import commit_to_index
 from .events import announce
 
 #: Entry key naming the chat session a flushed message came from. An entry
@@ -102,7 +110,7 @@ class PooledRender:
         return sizes
 
 
-class PoolSplitMemoryStore:
+class PoolSplitMemoryStore(StoreVerbs):
     """Long-term memory shared by the two memory blocks of one ``Memory``.
 
     Holds the entries in a :class:`~poolsplit_adapters.MemoryIndex`
@@ -112,10 +120,10 @@ class PoolSplitMemoryStore:
     Args:
         entries: curated long-term entries (dicts), shared by every session.
         pools: the pool plan.
-        store: optional durable long-term store (the ``MemoryStore``
-            protocol: ``add``, ``entries``, ``version``, ...). Flushed chat
-            is written there with ``add`` (durable when it returns), and
-            every selection recalls from its ``entries`` as well.
+        store: optional durable long-term store (any
+            :class:`~poolsplit_adapters.stores.MemoryStore`). Flushed chat
+            and the contract's writes go there (durable when they return),
+            and every selection recalls from its ``entries`` as well.
         share_chat: let every session recall every session's flushed chat.
             Default False: a session recalls its own flushed chat plus the
             shared curated entries, so one user's conversation never reaches
@@ -125,9 +133,15 @@ class PoolSplitMemoryStore:
             default 5): a raw transcript line is worth less than a curated
             memory, and a long chat would otherwise flood its pool with
             fresh lines that outrank every older, curated episode.
-        write_gate: which flushed messages become entries (default: user and
-            assistant messages with text). Raw transcripts persisted
+        flush_filter: which flushed messages are candidates (default: user
+            and assistant messages with text). Raw transcripts persisted
             indiscriminately pollute later recall.
+        write_gate: the :class:`~poolsplit_adapters.memory.WriteGate` every
+            candidate then passes, as the agent middleware's writes do
+            (refuses empty, oversized and duplicate lines; stamps
+            ``created``); default ``WriteGate()``. What it refused is
+            counted in :attr:`gate_report`. (A callable on a message here
+            is the deprecated spelling of ``flush_filter``.)
         **settings: the selection settings of
             :class:`~poolsplit_adapters.settings.AdapterSettings`
             (``token_counter`` defaults to LlamaIndex's tokenizer, which is
@@ -156,21 +170,35 @@ class PoolSplitMemoryStore:
         share_chat: bool = False,
         episode_type: str = "episode",
         episode_priority: float = 2,
-        write_gate: Optional[Callable[[ChatMessage], bool]] = None,
+        flush_filter: Optional[Callable[[ChatMessage], bool]] = None,
+        write_gate: Optional[WriteGate] = None,
         **settings: Any,
     ) -> None:
         self.settings = AdapterSettings.held_by("PoolSplitMemoryStore", Framework.LLAMA_INDEX, pools=pools, **settings)
-        if store is not None and not (
-            all(callable(getattr(store, name, None)) for name in ("add", "entries")) and hasattr(store, "version")
-        ):
-            raise ArgumentError("store must follow the MemoryStore protocol (add, entries, version), got %r" % (store,))
+        if store is not None and not isinstance(store, MemoryStore):
+            raise ArgumentError(
+                "store must be a MemoryStore (add, get, supersede, delete, entries, select, version), got %r" % (store,)
+            )
+        if write_gate is not None and not isinstance(write_gate, WriteGate):
+            if not callable(write_gate) or flush_filter is not None:
+                raise ArgumentError("write_gate must be a WriteGate, got %r" % (write_gate,))
+            warnings.warn(
+                "PoolSplitMemoryStore(write_gate=<predicate>) is deprecated: pass it as flush_filter=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            flush_filter, write_gate = write_gate, None
+        assert self.settings.token_counter is not None
         self.token_counter = self.settings.token_counter
         self.index = MemoryIndex(entries, token_counter=self.token_counter)
         self.long_term = store
         self.share_chat = share_chat
         self.episode_type = episode_type
         self.episode_priority = episode_priority
-        self.write_gate = write_gate or _default_gate
+        self.flush_filter = flush_filter or _default_filter
+        self.write_gate = write_gate or WriteGate()
+        #: What the write gate did to flushed chat: ids written, refusals by reason.
+        self.gate_report = GateReport()
         #: Name of the block that renders the contextual entries, and whether
         #: a corrections block states their counts (set by the blocks).
         self.pooled_block: Optional[str] = None
@@ -181,7 +209,7 @@ class PoolSplitMemoryStore:
         self._last_render: Optional[Tuple[Selection, PooledRender]] = None  # both blocks of one get share it
         self._recallable: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
         self._lock = threading.Lock()
-        self._serial = itertools.count()
+        self._contents: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
 
     @property
     def last_selection(self) -> Optional[Selection]:
@@ -279,37 +307,125 @@ class PoolSplitMemoryStore:
 
     # -- write-back -----------------------------------------------------------------
 
-    def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
-        """Turn flushed chat messages into long-term entries (type
-        ``episode_type``, the message's session as ``session`` and
-        ``source``, the store's namespace) and store them: in ``store``
-        when given (durable when this returns), else in :attr:`index`."""
-        stamp = (self.settings.now or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    def flush(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
+        """Write flushed chat messages to long-term memory through the write
+        gate; return the entries written.
+
+        A message :attr:`flush_filter` accepts becomes a candidate (type
+        ``episode_type``, ``base_priority`` ``episode_priority``, ``content``
+        ``"<role>: <text>"``, ``source`` ``"session:<id>"`` (else
+        ``"chat"``), the session as ``session``, the visibility's own
+        namespace, ``created`` stamped now, or at the settings' ``now``).
+        The gate then refuses empty, oversized and duplicate lines (the same
+        line twice in one session's namespace is one memory); the rest go to
+        ``store`` when given (durable when this returns), else to
+        :attr:`index`. Refusals are counted in :attr:`gate_report`.
+        """
+        stamp = utc_stamp(self.settings.now or datetime.datetime.now(datetime.timezone.utc))
         visibility = self.settings.visibility
         namespace = visibility.chain[0] if visibility is not None and visibility.chain else None
-        added: List[Dict[str, Any]] = []
+        proposals = []
         for message in messages:
-            if not self.write_gate(message):
+            if not self.flush_filter(message):
                 continue
             session = message.additional_kwargs.get("session_id")
-            entry: Dict[str, Any] = {
-                "id": "%s-%d-%s" % (self.episode_type, next(self._serial), uuid.uuid4().hex[:8]),
-                "type": self.episode_type,
-                "base_priority": self.episode_priority,
-                "content": "%s: %s" % (message.role.value, message_text(message)),
-                "source": "session:%s" % session if session else "chat",
-                "created": stamp,
-            }
-            if session:
-                entry[SESSION_KEY] = str(session)
-            if namespace is not None:
-                entry["namespace"] = namespace
-            added.append(entry)
-        if added and self.long_term is not None:
-            self.long_term.add(added)
-        elif added:
-            self.index.extend(added)
+            owner = str(session) if session else None
+            proposals.append(
+                self.write_gate.propose(
+                    "%s: %s" % (message.role.value, message_text(message)),
+                    type=self.episode_type,
+                    source="session:%s" % session if session else "chat",
+                    namespace=namespace,
+                    created=stamp,
+                    owner=owner,
+                )
+            )
+        keys = [p.key for p in proposals if p.refused is None]
+        settled = self.write_gate.settle(proposals, {e["id"] for e in self.read(keys)} if keys else set())
+        added: List[Dict[str, Any]] = []
+        for proposal in settled:
+            if proposal.refused is None:
+                entry = dict(proposal.entry, base_priority=self.episode_priority)
+                session = entry["source"][len("session:") :] if entry["source"].startswith("session:") else None
+                if session:
+                    entry[SESSION_KEY] = session
+                added.append(entry)
+        if added:
+            self.add(added)
+        self.gate_report.count(settled)
         return added
+
+    def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
+        """Deprecated name of :meth:`flush` (``remember`` is the agent's tool)."""
+        warnings.warn("PoolSplitMemoryStore.remember is deprecated: use flush", DeprecationWarning, stacklevel=2)
+        return self.flush(messages)
+
+    # -- the store contract ---------------------------------------------------------
+
+    @property
+    def version(self) -> Tuple[Any, Any]:
+        """(the index's version, the durable store's): changes with either."""
+        return (self.index.version, self._long_term_version())
+
+    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Copies of the entries with these ids, or of every entry (of
+        ``namespace`` when given): the index's, then the durable store's,
+        each id once."""
+        found: List[Dict[str, Any]] = []
+        seen: set[Any] = set()
+        wanted = None if ids is None else set(ids)
+        for entry in self.index.entries:
+            if (wanted is None or entry.get("id") in wanted) and (
+                namespace is None or entry.get("namespace") == namespace
+            ):
+                found.append(dict(entry))
+                seen.add(entry.get("id"))
+        if self.long_term is not None:
+            if ids is None:
+                more = self.long_term.entries(namespace)
+            else:
+                more = [e for e in (self.long_term.get(i) for i in dict.fromkeys(ids)) if e is not None]
+            found += [e for e in more if e.get("id") is None or e.get("id") not in seen]
+        return found
+
+    def commit(self, change: Change) -> None:
+        """Apply ``change`` to the index (one ``MemoryIndex`` edit per entry,
+        under the store's lock)."""
+        commit_to_index(self.index, change, self._lock)
+
+    def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
+        """Store entries (the contract's ``add``): in the durable store when
+        one was given, else in :attr:`index`."""
+        if self.long_term is not None:
+            return self.long_term.add(entries)
+        return super().add(entries)
+
+    def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
+        """The contract's ``supersede``, in the durable store when one was given."""
+        if self.long_term is not None:
+            return self.long_term.supersede(entry_id, new_entry)
+        return super().supersede(entry_id, new_entry)
+
+    def delete(self, entry_id: str, *, history: bool = True) -> bool:
+        """The contract's ``delete``: from the index, and from the durable store."""
+        gone = super().delete(entry_id, history=history)
+        if self.long_term is not None:
+            gone = self.long_term.delete(entry_id) or gone
+        return gone
+
+    def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
+        """The core's ``select`` over every entry (the index's and the durable
+        store's; no session filter: that is :meth:`select_for`'s)."""
+        if self.long_term is None:
+            return self.index.select(pools, context, **options)
+        key = self.version
+        with self._lock:
+            kept = self._contents
+        if kept is None or kept[0] != key:
+            kept = (key, MemoryIndex(self.read(), token_counter=self.token_counter))
+            with self._lock:
+                self._contents = kept
+        return kept[1].select(pools, context, **options)
 
     # -- the pooled block's text ----------------------------------------------------
 
@@ -360,5 +476,5 @@ def message_text(message: ChatMessage) -> str:
     return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
 
 
-def _default_gate(message: ChatMessage) -> bool:
+def _default_filter(message: ChatMessage) -> bool:
     return message.role in (MessageRole.USER, MessageRole.ASSISTANT) and bool(message_text(message))

@@ -330,14 +330,19 @@ class EmbeddingScorer:
         """
         self.vectors_of([entry["content"] for entry in entries])
 
-    def remember(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
-        """Cache vectors computed elsewhere (a vector store returns them with
-        its hits), so recalled entries are not embedded again. They must come
-        from the same model (``model_id``)."""
+    def fill_cache(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        """Fill the vector cache with vectors computed elsewhere (a vector
+        store returns them with its hits), so recalled entries are not
+        embedded again. They must come from the same model (``model_id``)."""
         texts = list(texts)
         array = self._check_batch(vectors, len(texts))
         model = self.model_id
         self.cache.put_many({content_key(text, model): array[row] for row, text in enumerate(texts)})
+
+    def remember(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
+        """Deprecated name of :meth:`fill_cache` (``remember`` is the agent's tool)."""
+        warnings.warn("EmbeddingScorer.remember is deprecated: use fill_cache", DeprecationWarning, stacklevel=2)
+        self.fill_cache(texts, vectors)
 
     #: Row norms for :func:`~.similarity.score_matrix` (an index keeps them per row).
     norms_of = staticmethod(norms_of)

@@ -13,6 +13,15 @@ keep) passes one gate, which refuses:
   entries are behavioural corrections, curated by the host, never written by
   a model.
 
+Every write path, not only the harness's, also meets :func:`check_write`:
+a store's ``add``/``supersede``/``put``, the CLI's ``add`` and ``import``,
+LlamaIndex's flushed chat. It refuses, with an :class:`EntryError` naming the
+entry and field, what the selector would accept but silently misread: a
+near-miss scope (``"Always"``, ``" always"``: scope is exact, so such an
+entry would be stored as contextual and never load first), blank content,
+and a ``created`` that is not an ISO-8601 time (recency and time bounds
+would treat the entry as undated).
+
 Provenance is stamped here, by the harness, never taken from the model:
 ``source`` (e.g. ``"thread:<id>"`` or ``"agent:thread:<id>"``), ``created``
 and ``namespace``. The entry id is derived from namespace, type and
@@ -41,9 +50,13 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
-__all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "utc_stamp"]
+from ..poolsplit import entry_error
+
+__all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "check_write", "utc_stamp"]
 
 _SPACE = re.compile(r"\s+")
+#: The one scope value with a meaning (the core compares it exactly).
+ALWAYS = "always"
 
 
 class Refusal(str, Enum):
@@ -61,6 +74,42 @@ def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:
     if moment.tzinfo is not None:
         moment = moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
     return moment.isoformat(timespec="seconds") + "Z"
+
+
+def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
+    """Raise :class:`~poolsplit_adapters.EntryError` (naming the entry and
+    field) for what no write path may store: blank ``content``, a ``scope``
+    that is ``"always"`` only up to case or spaces, a ``created`` that does
+    not parse as ISO-8601. The core's :func:`~poolsplit_adapters.check_entry`
+    (types) is the caller's other check; this one is about meaning.
+
+    Example::
+
+        >>> from poolsplit_adapters import EntryError
+        >>> try:
+        ...     check_write({"id": "fix", "content": "Use cents.", "scope": " always"})
+        ... except EntryError as err:
+        ...     print(err.entry_id, err.field)
+        fix scope
+    """
+    content = entry.get("content")
+    if isinstance(content, str) and not content.strip():
+        raise entry_error(entry, index, "content", "is empty or blank: there is nothing to remember")
+    scope = entry.get("scope")
+    if isinstance(scope, str) and scope != ALWAYS and scope.strip().casefold() == ALWAYS:
+        raise entry_error(
+            entry,
+            index,
+            "scope",
+            "is %r, not exactly %r: scope is exact, so it would be stored as contextual and never load first"
+            % (scope, ALWAYS),
+        )
+    created = entry.get("created")
+    if isinstance(created, str) and created:
+        try:
+            datetime.datetime.fromisoformat(created[:-1] if created.endswith("Z") else created)
+        except ValueError:
+            raise entry_error(entry, index, "created", "is %r, not an ISO-8601 time" % (created,)) from None
 
 
 @dataclass(frozen=True)
@@ -145,11 +194,12 @@ class WriteGate:
         """The form duplicates are compared in: case-folded, spaces collapsed."""
         return _SPACE.sub(" ", content).strip().casefold()
 
-    def key(self, content: str, *, type: str, namespace: Optional[str]) -> str:
-        """The content key: ``<type>-<hash of namespace, type, normalised content>``."""
-        digest = hashlib.sha256(
-            "\x00".join((namespace or "", type, self.normalise(content))).encode("utf-8")
-        ).hexdigest()
+    def key(self, content: str, *, type: str, namespace: Optional[str], owner: Optional[str] = None) -> str:
+        """The content key: ``<type>-<hash of namespace, type, normalised
+        content>`` (and ``owner``, when the entry belongs to one chat
+        session: two sessions' identical lines are two memories)."""
+        parts = (namespace or "", type, self.normalise(content)) + (() if owner is None else (owner,))
+        digest = hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
         return "%s-%s" % (type, digest[:24])
 
     def propose(
@@ -162,16 +212,19 @@ class WriteGate:
         created: Optional[str] = None,
         tags: Optional[Sequence[str]] = None,
         claims: Optional[Mapping[str, Any]] = None,
+        owner: Optional[str] = None,
     ) -> Proposal:
         """Stamp a candidate and judge what can be judged without the store.
 
         ``claims``: what the writer (e.g. the model, through a tool) said about
         the entry beyond its content. Only ``scope`` is looked at, to refuse
         always-scope claims; nothing else a model says becomes a field.
+        ``owner``: the chat session the entry belongs to, if any (part of its
+        key, see :meth:`key`).
         """
         text = content if isinstance(content, str) else ("" if content is None else str(content))
         entry: Dict[str, Any] = {
-            "id": self.key(text, type=type, namespace=namespace),
+            "id": self.key(text, type=type, namespace=namespace, owner=owner),
             "content": text,
             "type": type,
             "source": source,

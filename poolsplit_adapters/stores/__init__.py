@@ -2,23 +2,30 @@
 
 :class:`SQLiteMemoryStore` is the embedded default (one SQLite file, several
 processes, every acknowledged write durable); :class:`MemoryStore` is the
-protocol every store meets; :func:`search_all_namespaces` is the operators'
+protocol every store meets (``isinstance`` holds for each), and
+:class:`StoreVerbs` writes its verbs once over two primitives, so add,
+supersede and delete mean the same on every store; :class:`InProcessStore`
+holds the contract in a ``MemoryIndex`` (no file); :func:`search_all_namespaces` is the operators'
 search across tenants (never used on an agent's path). The JSON Lines and
 TOML loaders live in :mod:`.files`.
 """
 
 from __future__ import annotations
 
-from .base import MemoryStore
+from .base import Change, EntryNotFound, MemoryStore, StoreVerbs
 from .files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store
+from .memory import InProcessStore
 from .search import SearchHit, search_all_namespaces
-from .sqlite import SCHEMA_VERSION, EntryNotFound, SQLiteMemoryStore, StoreError
+from .sqlite import SCHEMA_VERSION, SQLiteMemoryStore, StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
     "EntryNotFound",
+    "InProcessStore",
     "InputFileError",
     "MemoryStore",
+    "StoreVerbs",
+    "Change",
     "SQLiteMemoryStore",
     "SearchHit",
     "StoreError",

@@ -18,6 +18,7 @@ import pathlib
 import sys
 from typing import IO, Any, Dict, Iterable, List, Mapping, NoReturn, Union
 
+from ..memory.write_gate import check_write
 from ..poolsplit import Pool, check_entry
 from .checks import check_storable, entry_json
 
@@ -88,13 +89,16 @@ def parse_line(text: str) -> Any:
         raise ValueError(getattr(exc, "msg", None) or str(exc).split(";")[0]) from None
 
 
-def load_store(path: PathLike) -> List[Dict[str, Any]]:
+def load_store(path: PathLike, *, for_writing: bool = False) -> List[Dict[str, Any]]:
     """Read a JSON Lines memory store: one entry object per non-blank line.
 
     Every entry is checked (the core's :func:`check_entry`, plus what a
     store must be able to write: :func:`~.checks.check_storable`), so a
     malformed one is reported as ``file:line`` with the entry and the field
-    at fault.
+    at fault. ``for_writing`` (the CLI's ``import``) adds the write rules
+    every write path meets
+    (:func:`~poolsplit_adapters.memory.write_gate.check_write`: no blank
+    content, no near-miss scope, ISO-8601 ``created``), reported the same way.
     """
     file = pathlib.Path(path)
     entries: List[Dict[str, Any]] = []
@@ -108,6 +112,8 @@ def load_store(path: PathLike) -> List[Dict[str, Any]]:
         try:
             check_entry(entry, len(entries))
             check_storable(entry, len(entries))
+            if for_writing:
+                check_write(entry, len(entries))
         except ValueError as exc:
             raise InputFileError("%s:%d: %s" % (file, number, exc)) from None
         entries.append(entry)

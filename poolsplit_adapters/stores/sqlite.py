@@ -43,24 +43,14 @@ import pathlib
 import sqlite3
 import threading
 import urllib.parse
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Optional, Union
 
 from ..index import MemoryIndex
 from ..memory.write_gate import utc_stamp
-from ..poolsplit import (
-    IsActive,
-    Pool,
-    Selection,
-    TokenCounter,
-    check_entry,
-    default_is_active,
-    default_token_counter,
-    entry_error,
-)
-from .checks import stored_copy
+from ..poolsplit import IsActive, Pool, Selection, TokenCounter, default_is_active, default_token_counter
+from .base import Change, EntryNotFound, StoreVerbs
 
 __all__ = ["SQLiteMemoryStore", "StoreError", "EntryNotFound", "SCHEMA_VERSION", "MIGRATIONS", "identify"]
 
@@ -71,13 +61,6 @@ Clock = Callable[[], datetime.datetime]
 class StoreError(RuntimeError):
     """The file cannot serve as a memory store (not SQLite, another
     program's database, a newer schema, a row that does not parse)."""
-
-
-class EntryNotFound(KeyError):
-    """No entry with that id in the store."""
-
-    def __str__(self) -> str:
-        return "no entry with id %r in the store" % (self.args[0],)
 
 
 def _create_v1(conn: sqlite3.Connection) -> None:
@@ -314,7 +297,7 @@ def _named(conn: sqlite3.Connection, path: pathlib.Path) -> sqlite3.Connection:
     return conn
 
 
-class SQLiteMemoryStore:
+class SQLiteMemoryStore(StoreVerbs):
     """Durable long-term memory in one SQLite file, shared by processes.
 
     Args:
@@ -327,8 +310,10 @@ class SQLiteMemoryStore:
         clock: the time stamped into ``created`` when an entry has none
             (default: now, UTC); injectable for reproducible tests.
 
-    Writes (:meth:`add`, :meth:`supersede`, :meth:`delete`) are each one
-    transaction, committed durably (WAL, ``synchronous=FULL``) before they
+    The verbs and their rules are the store contract's
+    (:class:`~poolsplit_adapters.stores.base.StoreVerbs`); this class
+    provides the primitives. Writes (:meth:`add`, :meth:`supersede`,
+    :meth:`delete`) are each one transaction (:meth:`commit`), committed durably (WAL, ``synchronous=FULL``) before they
     return; one that raises wrote nothing. Reads see every write committed
     before them, by any process. One object is safe to share between threads
     of one process; do not share it across ``fork``.
@@ -509,24 +494,30 @@ class SQLiteMemoryStore:
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM memory").fetchone()[0])
 
-    def get(self, entry_id: str) -> Optional[dict[str, Any]]:
-        """A fresh copy of the entry with ``entry_id`` (superseded ones too),
-        or None."""
+    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> list[dict[str, Any]]:
+        """Fresh copies of the entries with ``ids`` (those stored), or of
+        every entry (of ``namespace`` when given), superseded ones included,
+        in store order (oldest change first)."""
         with self._lock:
-            row = self._conn.execute("SELECT entry FROM memory WHERE id = ?", (entry_id,)).fetchone()
-        return None if row is None else self._parse(row[0], entry_id)
-
-    def entries(self, namespace: Optional[str] = None) -> list[dict[str, Any]]:
-        """Fresh copies of every stored entry (of ``namespace`` when given),
-        superseded ones included, in store order (oldest change first)."""
-        with self._lock:
-            if namespace is None:
+            if ids is not None:
+                rows = self._rows(ids)
+            elif namespace is None:
                 rows = self._conn.execute("SELECT id, entry FROM memory ORDER BY seq").fetchall()
             else:
                 rows = self._conn.execute(
                     "SELECT id, entry FROM memory WHERE namespace = ? ORDER BY seq", (namespace,)
                 ).fetchall()
         return [self._parse(text, entry_id) for entry_id, text in rows]
+
+    def _rows(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        found: list[tuple[str, str]] = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            found += self._conn.execute(
+                "SELECT id, entry FROM memory WHERE id IN (%s) ORDER BY seq" % marks, chunk
+            ).fetchall()
+        return found
 
     def _parse(self, text: str, entry_id: str) -> dict[str, Any]:
         try:
@@ -626,69 +617,46 @@ class SQLiteMemoryStore:
 
     # -- writes -----------------------------------------------------------------
 
-    def _prepare(
-        self, entry: Any, position: int, stamp: str, extra: Optional[Mapping[str, Any]] = None
-    ) -> tuple[str, dict[str, Any]]:
-        """(JSON, stored copy) of a new entry: checked, with ``id`` and
-        ``created`` assigned when missing and ``extra`` fields set; the
-        caller's object is untouched."""
-        check_entry(entry, position)
-        copy = dict(entry)
-        if copy.get("id") is None:
-            copy["id"] = uuid.uuid4().hex
-        elif not copy["id"]:
-            raise entry_error(entry, position, "id", "must be a non-empty string or missing, got ''")
-        if copy.get("created") is None:
-            copy["created"] = stamp
-        copy.update(extra or {})
-        return stored_copy(copy, position)
-
-    def _stamp(self) -> str:
+    def stamp(self) -> str:
         return utc_stamp(self._clock())
 
-    def add(self, entries: Iterable[Mapping[str, Any]]) -> list[str]:
-        """Store entries in one durable transaction; return their ids.
-
-        Raises:
-            EntryError: a malformed entry, one JSON cannot carry, or an ``id``
-                already in the store or repeated in the batch (named by
-                position, id and field); nothing is written then.
-            TypeError: a single mapping instead of an iterable of them.
-        """
-        if isinstance(entries, Mapping):
-            raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
-        stamp = self._stamp()
-        prepared = [self._prepare(entry, n, stamp) for n, entry in enumerate(entries)]
-        ids = [copy["id"] for _, copy in prepared]
-        seen: set[str] = set()
-        for n, entry_id in enumerate(ids):
-            if entry_id in seen:
-                raise entry_error(prepared[n][1], n, "id", "repeats an earlier entry of the same batch")
-            seen.add(entry_id)
-        if not prepared:
-            return []
+    def commit(self, change: Change) -> None:
+        """Apply ``change`` in one durable transaction: verified against the
+        rows as they are inside it (so a concurrent process cannot slip in
+        between check and write), then written; a failure rolls back all."""
         with self._lock:
             with self._writing():
                 head, _ = self._read_head()
-                taken = self._existing(ids)
-                if taken:
-                    n = ids.index(min(taken, key=ids.index))
-                    raise entry_error(prepared[n][1], n, "id", "is already in the store (use supersede to replace it)")
-                self._conn.executemany(
-                    _INSERT,
-                    [_columns(copy) + (head + n + 1, text) for n, (text, copy) in enumerate(prepared)],
-                )
-                self._set_head(head + len(prepared))
-            self._after_write(head, [(copy["id"], copy) for _, copy in prepared])
-        return ids
-
-    def _existing(self, ids: Sequence[str]) -> set[str]:
-        found: set[str] = set()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(r[0] for r in self._conn.execute("SELECT id FROM memory WHERE id IN (%s)" % marks, chunk))
-        return found
+                current = change.verify(self._parse(text, i) for i, text in self._rows(change.touched))
+                rows = change.rows(current)
+                changes: list[_Change] = []
+                for entry in rows:
+                    seq = head + len(changes) + 1
+                    text = json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+                    if entry["id"] in current:
+                        self._conn.execute(
+                            "UPDATE memory SET namespace = ?, type = ?, scope = ?, created = ?, status = ?, "
+                            "superseded_by = ?, seq = ?, entry = ? WHERE id = ?",
+                            _columns(entry)[1:] + (seq, text, entry["id"]),
+                        )
+                    else:
+                        self._conn.execute(_INSERT, _columns(entry) + (seq, text))
+                    changes.append((entry["id"], entry))
+                for gone, _ in self._rows(change.forget):
+                    self._conn.execute("DELETE FROM memory WHERE id = ?", (gone,))
+                    self._conn.execute("INSERT INTO forgotten (seq, id) VALUES (?, ?)", (head + len(changes) + 1, gone))
+                    changes.append((gone, None))
+                if not changes:
+                    return
+                self._set_head(head + len(changes))
+                if change.forget:
+                    self._prune_forgotten()
+            self._after_write(head, changes)
+            if change.forget:
+                # Drop the log frames that still hold the old bytes; a busy log
+                # (another reader) is left to the next checkpoint.
+                with suppress(sqlite3.OperationalError):
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _set_head(self, head: int) -> None:
         self._conn.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (head,))
@@ -708,46 +676,6 @@ class SQLiteMemoryStore:
         except Exception:
             self._index = None
 
-    def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
-        """Replace ``entry_id`` by ``new_entry`` in one transaction; return
-        the new id.
-
-        The old entry gets ``superseded_by`` (the new id) and stays in the
-        store for audit, never loading again under the default
-        ``is_active``; the new one records ``supersedes`` (the old id).
-
-        Raises:
-            EntryNotFound: no entry ``entry_id``.
-            ValueError: it was already superseded (supersede the newer one).
-            EntryError: ``new_entry`` is malformed or reuses a stored id.
-        """
-        text, copy = self._prepare(new_entry, 0, self._stamp(), {"supersedes": entry_id})
-        if copy["id"] == entry_id:
-            raise entry_error(copy, 0, "id", "must differ from the id it supersedes")
-        with self._lock:
-            with self._writing():
-                head, _ = self._read_head()
-                row = self._conn.execute("SELECT entry FROM memory WHERE id = ?", (entry_id,)).fetchone()
-                if row is None:
-                    raise EntryNotFound(entry_id)
-                old = self._parse(row[0], entry_id)
-                if old.get("superseded_by"):
-                    raise ValueError(
-                        "entry %r is already superseded by %r; supersede that one" % (entry_id, old["superseded_by"])
-                    )
-                if self._existing([copy["id"]]):
-                    raise entry_error(copy, 0, "id", "is already in the store")
-                old["superseded_by"] = copy["id"]
-                old_text, old = stored_copy(old)
-                self._conn.execute(
-                    "UPDATE memory SET status = 'superseded', superseded_by = ?, seq = ?, entry = ? WHERE id = ?",
-                    (copy["id"], head + 1, old_text, entry_id),
-                )
-                self._conn.execute(_INSERT, _columns(copy) + (head + 2, text))
-                self._set_head(head + 2)
-            self._after_write(head, [(entry_id, old), (copy["id"], copy)])
-        return str(copy["id"])
-
     def delete(self, entry_id: str, *, history: bool = True) -> bool:
         """Forget ``entry_id`` for good; False when there was no such entry.
 
@@ -757,36 +685,7 @@ class SQLiteMemoryStore:
         the file) and the log is checkpointed when no reader holds it; only
         the ids are kept, in ``forgotten``, so other processes drop them.
         """
-        with self._lock:
-            with self._writing():
-                head, floor = self._read_head()
-                doomed: list[str] = []
-                todo = [entry_id]
-                while todo:
-                    current = todo.pop()
-                    if current in doomed:
-                        continue
-                    if self._conn.execute("SELECT 1 FROM memory WHERE id = ?", (current,)).fetchone() is None:
-                        continue
-                    doomed.append(current)
-                    if history:
-                        todo += [
-                            r[0]
-                            for r in self._conn.execute("SELECT id FROM memory WHERE superseded_by = ?", (current,))
-                        ]
-                if not doomed:
-                    return False
-                for n, gone in enumerate(doomed, 1):
-                    self._conn.execute("DELETE FROM memory WHERE id = ?", (gone,))
-                    self._conn.execute("INSERT INTO forgotten (seq, id) VALUES (?, ?)", (head + n, gone))
-                self._set_head(head + len(doomed))
-                self._prune_forgotten()
-            self._after_write(head, [(gone, None) for gone in doomed])
-            # Drop the log frames that still hold the old bytes; a busy log
-            # (another reader) is left to the next checkpoint.
-            with suppress(sqlite3.OperationalError):
-                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        return True
+        return super().delete(entry_id, history=history)
 
     def _prune_forgotten(self) -> None:
         count = self._conn.execute("SELECT count(*) FROM forgotten").fetchone()[0]

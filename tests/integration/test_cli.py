@@ -12,6 +12,7 @@ import pytest
 
 from poolsplit_adapters.cli import main
 from poolsplit_adapters.store import bundled_pools, bundled_store, load_store
+from poolsplit_adapters.stores import SQLiteMemoryStore
 
 STORE = str(bundled_store())
 POOLS = str(bundled_pools())
@@ -368,3 +369,46 @@ def test_search_all_namespaces_groups_matches_and_must_be_asked_for(tmp_path):
     }
     code, _, err = run_cli("search", "the", "--all-namespaces", "--store", db)
     assert_one_line_error(code, err, "the query 'the' has no searchable word")
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        (["--content", "", "--id", "e1"], "entry 'e1' (index 0): field 'content' is empty or blank"),
+        (["--content", "   ", "--id", "e1"], "entry 'e1' (index 0): field 'content' is empty or blank"),
+        (["--content", "Use cents.", "--scope", "Always", "--id", "e1"], "field 'scope' is 'Always', not exactly"),
+        (["--content", "Use cents.", "--scope", " always", "--id", "e1"], "field 'scope' is ' always', not exactly"),
+        (["--content", "Use cents.", "--created", "yesterday"], "--created: not an ISO-8601 time: 'yesterday'"),
+        (["--json", '{"id": "e1", "content": "x", "created": "yesterday"}'], "field 'created' is 'yesterday'"),
+    ],
+)
+def test_add_refuses_blank_content_near_miss_scope_and_a_bad_created_in_one_line(tmp_path, capsys, flags, named):
+    db = tmp_path / "memory.db"
+    assert main(["add", "--store", str(db), *flags]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and len(captured.err.splitlines()) == 1
+    assert captured.err.startswith("poolsplit: ") and named in captured.err
+    assert not db.exists() or SQLiteMemoryStore(db).entries() == []
+
+
+def test_import_refuses_a_near_miss_scope_naming_file_line_entry_and_field(tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "ok", "content": "fine"}\n\n{"id": "fix", "content": "Use cents.", "scope": "Always"}\n')
+    db = tmp_path / "memory.db"
+    assert main(["import", str(source), "--into", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err == "poolsplit: %s:3: entry 'fix' (index 1): field 'scope' is 'Always', not exactly 'always': " \
+        "scope is exact, so it would be stored as contextual and never load first\n" % source  # fmt: skip
+    assert not db.exists() or SQLiteMemoryStore(db).entries() == []
+
+
+def test_import_names_file_line_entry_and_field_of_a_lone_surrogate(tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "ok", "content": "fine"}\n{"id": "bad", "content": "lone \\ud800"}\n')
+    db = tmp_path / "memory.db"
+    assert main(["import", str(source), "--into", str(db)]) == 2
+    assert capsys.readouterr().err == (
+        "poolsplit: %s:2: entry 'bad' (index 1): field 'content' holds a lone surrogate "
+        "(not valid UTF-8 text; it cannot be stored)\n" % source
+    )
+    assert not db.exists() or SQLiteMemoryStore(db).entries() == []

@@ -241,11 +241,11 @@ def test_the_middleware_sink_stores_a_quoted_tenant_and_names_a_nul_field(engine
 
     from poolsplit_adapters import EntryError
     from poolsplit_adapters.langchain import PoolSplitRetriever
-    from poolsplit_adapters.langchain.sources import source_for
+    from poolsplit_adapters.langchain.backends import backend_for
     from poolsplit_adapters.settings import AgentMemorySettings
 
     store = PGVector(HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS)
-    sink = source_for(store, AgentMemorySettings.held_by("test", pools=list(POOLS), now=NOW))
+    sink = backend_for(store, AgentMemorySettings.held_by("test", pools=list(POOLS), now=NOW))
     tenant = HOSTILE[0]
     fix = {"id": "q-fix", "content": "Quote in cents.", "type": "correction", "scope": "always", "namespace": tenant}
     sink.write((), [fix])

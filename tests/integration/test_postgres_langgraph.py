@@ -12,6 +12,7 @@ from typing import Any, Dict, List
 
 import pytest
 from agent_fakes import scripted_agent, thread
+from exact_reads import check_every_item_is_read_exactly_once, counting
 from langgraph.store.memory import InMemoryStore
 from pg_corpus import NOW, POOLS, QUERY, entries
 from pg_embeddings import DIMS, HashedNgramEmbeddings
@@ -114,3 +115,35 @@ def test_the_agent_remembers_across_processes_with_postgres_store(pg_database):
     assert seen[0] == "fix-1"  # the correction first
     note = next(i for i, e in written.items() if e["type"] == "note")
     assert note in seen  # what the first process's agent wrote, recalled by the second's
+
+
+def test_ten_thousand_items_of_one_batch_are_each_read_once_on_postgres_store(pg_database):
+    # Before: OFFSET pages over ORDER BY updated_at, shared by one put_many,
+    # overlapped: items at the page edges were never read (corrections lost).
+    with counting(PostgresStore).from_conn_string(pg_database.conninfo) as store:
+        store.setup()
+        check_every_item_is_read_exactly_once(store)
+
+
+def test_the_store_contract_holds_over_postgres_store(pg_database):
+    from poolsplit_adapters import EntryError
+    from poolsplit_adapters.stores import EntryNotFound, MemoryStore
+
+    with PostgresStore.from_conn_string(pg_database.conninfo) as store:
+        store.setup()
+        memory = BaseStoreMemory(store, ("memories", "contract"), token_counter=default_token_counter)
+        assert isinstance(memory, MemoryStore)
+        memory.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
+        with pytest.raises(EntryError, match="already in the store"):
+            memory.add([{"id": "v1", "content": "again"}])
+        version = memory.version
+        assert memory.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round half-even."}) == "v2"
+        assert memory.version != version
+        assert (memory.get("v1")["superseded_by"], memory.get("v2")["supersedes"]) == ("v2", "v1")
+        with pytest.raises(ValueError, match="already superseded"):
+            memory.supersede("v1", {"id": "v3", "content": "x"})
+        with pytest.raises(EntryNotFound):
+            memory.supersede("missing", {"id": "v4", "content": "x"})
+        with pytest.raises(EntryError, match="'scope'"):
+            memory.add([{"id": "v5", "content": "x", "scope": "Always"}])
+        assert memory.delete("v2") is True and memory.entries() == []

@@ -1,17 +1,19 @@
 """BaseStoreMemory over real LangGraph stores: exact namespaces, per-type
-recall in one batch, paging, cached token counts, writes."""
+recall in one batch, exact reads (no paging), cached token counts, writes."""
 
 from __future__ import annotations
 
 import datetime
 
 import pytest
+from exact_reads import check_every_item_is_read_exactly_once, counting
 from langgraph.store.base import PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 from lc_helpers import Counter, WordHashEmbedding
 
 from poolsplit_adapters import EntryError, Pool
 from poolsplit_adapters.langchain import BaseStoreMemory
+from poolsplit_adapters.langchain.store import READ_ALL
 
 NOW = datetime.datetime(2026, 7, 1)
 U1 = ("memories", "u1")
@@ -68,17 +70,26 @@ def test_child_and_sibling_namespaces_are_not_this_users_memory():
     assert [c.entry["id"] for c in selection.chosen] == ["u1-fix-1"]
 
 
-def test_each_type_is_one_search_op_all_in_one_batch():
+def test_without_ranking_one_exact_read_of_the_namespace_serves_every_search_of_the_plan():
     store = RecordingStore()
     memory = BaseStoreMemory(store, U1, token_counter=Counter())
-    memory.put(fix(1))
+    memory.put_many(
+        [
+            fix(1),
+            {"id": "ep", "content": "an episode", "type": "episode"},
+            {"id": "no", "content": "a note", "type": "note"},
+            {"id": "un", "content": "an untyped entry (a note)"},
+            {"id": "sk", "content": "a skill no pool admits", "type": "skill"},
+            {"id": "sk-fix", "content": "an always-scope skill", "type": "skill", "scope": "always"},
+        ]
+    )
     store.batches.clear()
-    memory.select(POOLS, {"message": "x"}, now=NOW)
+    recall = memory.recall(POOLS, {"message": "x"})
     assert len(store.batches) == 1
-    ops = store.batches[0]
-    assert all(isinstance(op, SearchOp) and op.namespace_prefix == U1 for op in ops)
-    assert [op.filter for op in ops] == [{"scope": "always"}, {"type": "episode"}, {"type": "note"}, {"type": None}]
-    assert all(op.query is None for op in ops)  # no vector index: no query
+    [op] = store.batches[0]
+    assert isinstance(op, SearchOp) and op.namespace_prefix == U1 and op.filter is None and op.query is None
+    # kept: what the plan's searches (corrections by scope, episode, note, untyped) would find
+    assert sorted(e["id"] for e in recall.entries) == ["ep", "no", "sk-fix", "u1-fix-1", "un"]
 
 
 def test_pools_that_can_hold_only_corrections_recall_no_type():
@@ -87,10 +98,10 @@ def test_pools_that_can_hold_only_corrections_recall_no_type():
     memory.select([Pool("fixes", 0, 0, ("correction",))], None, now=NOW)
     assert [op.filter for op in store.batches[-1]] == [{"scope": "always"}]
     memory.select([Pool("all", 100, 3)], None, now=NOW)
-    assert [op.filter for op in store.batches[-1]] == [{"scope": "always"}, None]
+    assert [op.filter for op in store.batches[-1]] == [None]
 
 
-def test_search_is_paged_past_its_limit():
+def test_each_op_reads_past_search_limit_in_one_exact_query():
     store = RecordingStore()
     memory = BaseStoreMemory(store, U1, token_counter=Counter(), page_size=40)
     memory.put_many([{"id": "ep-%03d" % i, "content": "episode %d" % i, "type": "episode"} for i in range(250)])
@@ -98,9 +109,9 @@ def test_search_is_paged_past_its_limit():
     store.batches.clear()
     recall = memory.recall(POOLS, {"message": "episode"})
     assert len(recall.entries) == 250
-    # round 1: 4 ops; then only the episode op is full: 6 more pages of 40
-    assert [len(b) for b in store.batches] == [4, 1, 1, 1, 1, 1, 1]
-    assert [b[0].offset for b in store.batches[1:]] == [40, 80, 120, 160, 200, 240]
+    # one op: the namespace, read whole in one exact query, never paged by offset
+    assert [len(b) for b in store.batches] == [1]
+    assert {op.offset for op in store.batches[0]} == {0} and all(op.limit > 250 for op in store.batches[0])
     assert len(memory.entries()) == 250
 
 
@@ -234,7 +245,7 @@ def test_an_indexed_store_gets_the_query_and_fetch_k_per_type():
         "deploy staging rollback",
         "deploy staging rollback",
     ]
-    assert [op.limit for op in ops] == [100, 2, 2, 2]
+    assert [op.limit for op in ops] == [READ_ALL, 2, 2, 2]  # corrections: read whole
     assert len(store.batches) == 1  # capped at fetch_k: no further pages
     ids = {e["id"] for e in recall.entries}
     assert {"ep-1", "ep-4"} <= ids and "u1-fix-1" in ids
@@ -259,3 +270,28 @@ def test_put_many_is_one_batch_of_puts():
     store = RecordingStore()
     BaseStoreMemory(store, U1).put_many([{"content": "one"}, {"content": "two"}])
     assert len(store.batches) == 1 and all(isinstance(op, PutOp) for op in store.batches[0])
+
+
+def test_ten_thousand_items_of_one_batch_are_each_read_once_on_in_memory_store():
+    check_every_item_is_read_exactly_once(counting(InMemoryStore)())
+
+
+def test_ten_thousand_items_of_one_batch_are_each_read_once_on_sqlite_store(tmp_path):
+    import sqlite3
+
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = sqlite3.connect(str(tmp_path / "lg.db"), check_same_thread=False, isolation_level=None)
+    store = counting(SqliteStore)(conn)
+    store.setup()
+    check_every_item_is_read_exactly_once(store)
+
+
+@pytest.mark.parametrize("answer", [0, 2.7, -1, True])
+def test_an_item_costs_what_the_core_says_a_bad_counter_answer_is_an_entry_error(answer):
+    # Before: BaseStoreMemory costed max(1, int(answer)): 0 -> 1, 2.7 -> 2, silently.
+    memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=lambda text: answer)
+    memory.put({"id": "ep-1", "content": "an episode", "type": "episode"})
+    with pytest.raises(EntryError, match="'ep-1'.*token_count.*returned %r" % (answer,)) as err:
+        memory.select(POOLS, None, now=NOW)
+    assert err.value.entry_id == "ep-1"

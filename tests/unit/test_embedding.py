@@ -436,7 +436,7 @@ def test_in_memory_cache_is_bounded_and_read_only():
 def test_vectors_computed_elsewhere_are_not_embedded_again():
     embedder = CountingEmbedder()
     scorer = EmbeddingScorer(embedder)
-    scorer.remember(["refund rounding"], [HashEmbedder(256).embed("refund rounding")])
+    scorer.fill_cache(["refund rounding"], [HashEmbedder(256).embed("refund rounding")])
     scorer.prepare({"message": "refunds"}, NOW).relevance({"content": "refund rounding"})
     assert embedder.document_calls == []
 
@@ -482,7 +482,7 @@ def test_a_failing_embedder_falls_back_to_the_lexical_scores():
 def test_failing_entry_embedding_is_tried_once_per_call_and_scored_lexically():
     embedder = CountingEmbedder(fail_documents=True)
     scorer = EmbeddingScorer(embedder)
-    scorer.remember([ENTRIES[0]["content"]], [HashEmbedder(256).embed(ENTRIES[0]["content"])])
+    scorer.fill_cache([ENTRIES[0]["content"]], [HashEmbedder(256).embed(ENTRIES[0]["content"])])
     context = {"message": "refund rounding"}
     with pytest.warns(EmbeddingFallbackWarning, match="entry embedding failed"):
         prepared = scorer.prepare(context, NOW)

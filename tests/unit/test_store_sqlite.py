@@ -309,10 +309,22 @@ def test_threads_share_one_store(tmp_path):
     assert store.full_loads == 1
 
 
+def _writable(entry):
+    """A generated entry as a write path accepts it (check_write): the core
+    selects blank content and unparseable dates, but no store writes them."""
+    entry = dict(entry)
+    if not entry["content"].strip():
+        entry["content"] = "note"
+    if entry.get("created") == "garbage":
+        del entry["created"]
+    return entry
+
+
+WRITABLE = entry_strategy().map(_writable)
 OPS = st.lists(
     st.one_of(
-        st.tuples(st.just("add"), st.lists(entry_strategy(), min_size=1, max_size=3)),
-        st.tuples(st.just("supersede"), st.integers(0, 50), entry_strategy()),
+        st.tuples(st.just("add"), st.lists(WRITABLE, min_size=1, max_size=3)),
+        st.tuples(st.just("supersede"), st.integers(0, 50), WRITABLE),
         st.tuples(st.just("delete"), st.integers(0, 50), st.booleans()),
     ),
     min_size=1,
@@ -348,3 +360,11 @@ def test_a_long_lived_store_stays_identical_to_the_core_over_the_file(ops, conte
         assert reader.full_loads == 1
         writer.close()
         reader.close()
+
+
+def test_a_lone_surrogate_is_an_entry_error_naming_entry_and_field(tmp_path):
+    store = SQLiteMemoryStore(tmp_path / "memory.db")
+    with pytest.raises(EntryError) as caught:
+        store.add([{"id": "ok", "content": "fine"}, {"id": "bad", "content": "x", "tags": ["lone \ud800"]}])
+    assert (caught.value.entry_id, caught.value.field, caught.value.index) == ("bad", "tags", 1)
+    assert store.entries() == []

@@ -1,0 +1,279 @@
+"""The middleware's memory backends: whatever holds an agent's long-term
+memory, behind the one interface the middleware calls.
+
+("Backend", not "source": a ``source`` is an entry's provenance key.) The
+middleware reads (recall, then select) and writes (evicted turns, notes) the
+same way whatever holds the memory:
+
+* a LangGraph ``BaseStore`` (the default: ``runtime.store``), through
+  :class:`~poolsplit_adapters.langchain.BaseStoreMemory`, one per namespace
+  chain (the chain comes from each call's runtime);
+* any :class:`~poolsplit_adapters.stores.MemoryStore` (the store contract):
+  the embedded SQLite store, a ``BaseStoreMemory``, LlamaIndex's
+  ``PoolSplitMemoryStore``; a LangChain ``VectorStore`` is wrapped in
+  :class:`~poolsplit_adapters.langchain.vector_memory.VectorStoreMemory`
+  (per-pool recall, corrections by filter: the retriever's recall);
+* a list of entries, held in an
+  :class:`~poolsplit_adapters.stores.InProcessStore` (a copy: the caller's
+  list is never changed; writes live in this process).
+
+Each kind says how it knows whether it changed (``Snapshot.version``), so the
+middleware can reuse one selection for the model calls of one agent step.
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Dict, Hashable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, runtime_checkable
+
+from langchain_core.vectorstores import VectorStore
+from langgraph.store.base import BaseStore
+
+from ..memory.progressive import ProgressiveLayers
+from ..poolsplit import EntryError, Pool, Selection
+from ..recall import VisibleEntries
+from ..settings import AgentMemorySettings
+from ..stores.base import MemoryStore, StoreVerbs
+from ..stores.memory import InProcessStore
+from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
+from .vector_memory import VectorStoreMemory
+
+__all__ = ["AsyncMemoryStore", "Backend", "Plan", "Puts", "Snapshot", "backend_for"]
+
+
+@runtime_checkable
+class AsyncMemoryStore(Protocol):
+    """An optional capability: a store whose recall and writes have async
+    twins (``BaseStoreMemory``, ``VectorStoreMemory``); the middleware's
+    async hooks then await them instead of calling the sync verbs."""
+
+    async def aselect(
+        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
+    ) -> Selection: ...
+
+    async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]: ...
+
+
+@runtime_checkable
+class Puts(Protocol):
+    """An optional capability: LangGraph-style ``put_many`` (overwrites an
+    entry with the same id). The middleware's writes are settled against the
+    store first, so a write that races another with the same content lands
+    on the same id instead of failing."""
+
+    def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]: ...
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One call's pool plan and fill: the pools (explicit, or planned for
+    the detected task) and the progressive layering (None: plain fill)."""
+
+    pools: List[Pool]
+    layering: Optional[ProgressiveLayers] = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What the middleware learns before selecting.
+
+    Attributes:
+        version: equal versions mean the store did not change (for this read).
+        recall: the candidates, when the source had to read them to know.
+    """
+
+    version: Hashable
+    recall: Optional[Recall] = None
+
+
+class Backend(ABC):
+    """One kind of long-term store, as the middleware uses it. Async methods
+    default to the sync ones (for stores without an async API)."""
+
+    def __init__(self, settings: AgentMemorySettings) -> None:
+        self.settings = settings
+
+    @abstractmethod
+    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot: ...
+
+    @abstractmethod
+    def select(
+        self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
+    ) -> Selection: ...
+
+    @abstractmethod
+    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        """The entry with ``entry_id`` that a reader of ``chain`` may see
+        (its namespaces, exactly), else None: what the expand tool reads."""
+
+    async def aget(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        return self.get(chain, entry_id)
+
+    @abstractmethod
+    def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]: ...
+
+    @abstractmethod
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None: ...
+
+    async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
+        return self.snapshot(chain, context, plan)
+
+    async def aselect(
+        self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
+    ) -> Selection:
+        return self.select(snap, chain, context, plan)
+
+    async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
+        return self.existing(chain, ids)
+
+    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
+        self.write(chain, entries)
+
+
+class _BaseStoreBackend(Backend):
+    """A LangGraph store: read every call (it has no change counter), select
+    only when what was read changed."""
+
+    def __init__(self, store: BaseStore, settings: AgentMemorySettings, cache: int = 1024) -> None:
+        super().__init__(settings)
+        self.store = store
+        self._memories: OrderedDict[Tuple[Namespace, ...], BaseStoreMemory] = OrderedDict()
+        self._cache = cache
+        self._lock = threading.Lock()
+
+    def memory(self, chain: Sequence[Namespace]) -> BaseStoreMemory:
+        key = tuple(chain)
+        with self._lock:
+            found = self._memories.get(key)
+            if found is None:
+                found = BaseStoreMemory(
+                    self.store,
+                    list(key),
+                    chain_penalty=self.settings.chain_penalty,
+                    token_counter=self.settings.token_counter,
+                    page_size=self.settings.page_size,
+                    fetch_k=self.settings.fetch_k,
+                )
+                self._memories[key] = found
+                if len(self._memories) > self._cache:
+                    self._memories.popitem(last=False)
+            else:
+                self._memories.move_to_end(key)
+            return found
+
+    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
+        recall = self.memory(chain).recall(plan.pools, context)
+        return Snapshot(recall.fingerprint, recall)
+
+    async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
+        recall = await self.memory(chain).arecall(plan.pools, context)
+        return Snapshot(recall.fingerprint, recall)
+
+    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
+        assert snap.recall is not None
+        s = self.settings
+        return self.memory(chain).select_from(
+            snap.recall, plan.pools, context, now=s.now, scorer=s.scorer, layering=plan.layering
+        )
+
+    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        return self.memory(chain).get(entry_id)
+
+    async def aget(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        return await self.memory(chain).aget(entry_id)
+
+    def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
+        return self.memory(chain).existing(ids)
+
+    async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
+        return await self.memory(chain).aexisting(ids)
+
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
+        self.memory(chain).put_many(entries)
+
+    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
+        await self.memory(chain).aput_many(entries)
+
+
+class _ContractBackend(Backend):
+    """Any :class:`~poolsplit_adapters.stores.MemoryStore`: its ``version``
+    changes whenever its content does."""
+
+    def __init__(self, store: MemoryStore, settings: AgentMemorySettings) -> None:
+        super().__init__(settings)
+        self.store = store
+
+    def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
+        version = self.store.version
+        return Snapshot(("version", version) if version is not None else ("unversioned", object()))
+
+    def _options(self, chain: Sequence[Namespace], plan: Plan) -> Dict[str, Any]:
+        s = self.settings
+        # layering= only when progressive: a contract store's select then
+        # must take it (MemoryIndex.select does), and a plain one need not.
+        extra: Dict[str, Any] = {} if plan.layering is None else {"layering": plan.layering}
+        return {"now": s.now, "scorer": s.scorer, "visibility": chain_visibility(chain, s.chain_penalty), **extra}
+
+    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
+        return self.store.select(plan.pools, dict(context), **self._options(chain, plan))
+
+    async def aselect(
+        self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
+    ) -> Selection:
+        if isinstance(self.store, AsyncMemoryStore):
+            return await self.store.aselect(plan.pools, dict(context), **self._options(chain, plan))
+        return self.select(snap, chain, context, plan)
+
+    def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
+        found = self.store.get(entry_id)
+        return VisibleEntries(
+            [found] if found is not None else [], chain_visibility(chain, self.settings.chain_penalty)
+        ).get(entry_id)
+
+    def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
+        if isinstance(self.store, StoreVerbs):
+            return {str(e["id"]) for e in self.store.read(list(ids))}  # one read, not one per id
+        return {i for i in ids if self.store.get(i) is not None}
+
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
+        if isinstance(self.store, Puts):
+            self.store.put_many(list(entries))
+        else:
+            self.store.add(list(entries))
+
+
+def _vector_memory(store: VectorStore, settings: AgentMemorySettings) -> VectorStoreMemory:
+    """A LangChain vector store as the middleware's memory: recalled per
+    pool by the retriever. Its version counts the writes made through it: a
+    selection is reused within a step unless the middleware itself wrote; a
+    document added by another path during a step shows from the next step on."""
+    options: Dict[str, Any] = {"token_counter": settings.token_counter}
+    if settings.fetch_k is not None:
+        options["fetch_k"] = settings.fetch_k
+    return VectorStoreMemory(store, **options)
+
+
+def backend_for(store: Any, settings: AgentMemorySettings, *, argument: str = "store") -> Backend:
+    """The :class:`Backend` for ``store``; a clear error naming ``argument``
+    for anything else."""
+    if isinstance(store, BaseStore):
+        return _BaseStoreBackend(store, settings)
+    if isinstance(store, VectorStore):
+        return _ContractBackend(_vector_memory(store, settings), settings)
+    if isinstance(store, (list, tuple)):
+        for position, entry in enumerate(store):
+            if not isinstance(entry, Mapping):
+                raise EntryError(
+                    "%s[%d] must be an entry mapping, got %s" % (argument, position, type(entry).__name__),
+                    index=position,
+                )
+        return _ContractBackend(InProcessStore(store, token_counter=settings.token_counter), settings)
+    if isinstance(store, MemoryStore):
+        return _ContractBackend(store, settings)
+    raise TypeError(
+        "%s must be a LangGraph BaseStore, a LangChain VectorStore, a list of entries, or a MemoryStore "
+        "(add, get, supersede, delete, entries, select, version); got %s" % (argument, type(store).__name__)
+    )

@@ -1,0 +1,220 @@
+"""VectorStoreMemory: a LangChain ``VectorStore`` as a store-contract memory.
+
+Retrieval over a vector store already has its one recall plan
+(:meth:`PoolSplitRetriever.from_vectorstore`: per-pool searches, corrections
+by filter). This class adds the other half of the store contract
+(:class:`~poolsplit_adapters.stores.MemoryStore`) on top, so the agent
+middleware, a host's curation script and the SQLite store all write the same
+way: the verbs and their rules are :class:`~poolsplit_adapters.stores.base.StoreVerbs`';
+a document is an entry (``page_content`` = ``content``, ``id`` = the
+document id, every other field in ``metadata``).
+
+A vector store has no change counter, so :attr:`VectorStoreMemory.version`
+counts the writes made through this object: a document another path adds is
+seen by every :meth:`~VectorStoreMemory.select` (a fresh recall) but does not
+change the version. Listing every entry (``entries()``) needs a store that can
+list its documents (:class:`ListsDocuments`: LangChain's ``InMemoryVectorStore``);
+a vector store without a listing API says so.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, runtime_checkable
+
+from langchain_core.documents import Document
+from langchain_core.vectorstores import VectorStore
+
+from ..poolsplit import Pool, Selection
+from ..stores.base import Change, StoreVerbs, prepare_entries
+from ..stores.postgres import check_entry_text
+from .documents import document_to_entry
+from .retriever import PoolSplitRetriever
+from .vector_search import PGVectorAlwaysFetch
+
+__all__ = ["ListsDocuments", "VectorStoreMemory", "entry_to_document"]
+
+
+@runtime_checkable
+class ListsDocuments(Protocol):
+    """A vector store that keeps its documents in a dict by id (LangChain's
+    ``InMemoryVectorStore``: ``store[id] = {"id", "vector", "text",
+    "metadata"}``), so every entry can be listed."""
+
+    store: Dict[str, Dict[str, Any]]
+
+
+def entry_to_document(entry: Mapping[str, Any]) -> Document:
+    """The document for an entry: ``content`` as page content, ``id`` as the
+    document id, every other field as metadata (the inverse of
+    :func:`~poolsplit_adapters.langchain.document_to_entry`)."""
+    metadata = {k: v for k, v in entry.items() if k not in ("content", "id")}
+    entry_id = entry.get("id")
+    return Document(
+        page_content=str(entry["content"]), metadata=metadata, id=None if entry_id is None else str(entry_id)
+    )
+
+
+class VectorStoreMemory(StoreVerbs):
+    """Long-term memory in a LangChain vector store, under the store contract.
+
+    Args:
+        store: any LangChain ``VectorStore`` (``InMemoryVectorStore``,
+            ``PGVector``, ...).
+        **retriever_options: the options of
+            :meth:`PoolSplitRetriever.from_vectorstore` used by every
+            :meth:`select` (``fetch_k``, ``always_k``, ``token_counter``,
+            ``scorer``, ``embeddings``, ...); a call's keywords override them.
+
+    Example::
+
+        from langchain_core.vectorstores import InMemoryVectorStore
+        from poolsplit_adapters import Pool
+        from poolsplit_adapters.langchain import HashEmbeddings
+        from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
+
+        memory = VectorStoreMemory(InMemoryVectorStore(HashEmbeddings()))
+        [fix] = memory.add([{"type": "correction", "scope": "always", "content": "Amounts in cents."}])
+        memory.add([{"type": "fact", "content": "Refunds round half-even."}])
+        selection = memory.select([Pool("facts", 200, 5, ("fact",))], {"message": "refund rounding"})
+    """
+
+    def __init__(self, store: VectorStore, **retriever_options: Any) -> None:
+        if not isinstance(store, VectorStore):
+            raise TypeError("VectorStoreMemory store must be a LangChain VectorStore, got %s" % type(store).__name__)
+        self.store = store
+        self.retriever_options = dict(retriever_options)
+        self._writes = 0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return "VectorStoreMemory(%s)" % type(self.store).__name__
+
+    @property
+    def version(self) -> Tuple[str, int]:
+        """``("writes", n)``: the writes made through this object."""
+        return ("writes", self._writes)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def retriever(self, pools: Sequence[Pool], **options: Any) -> PoolSplitRetriever:
+        """The per-pool retriever over the store for ``pools`` (the one
+        recall plan); ``options`` override the constructor's."""
+        return PoolSplitRetriever.from_vectorstore(self.store, pools, **{**self.retriever_options, **options})
+
+    @staticmethod
+    def _call(context: Optional[Mapping[str, Any]], options: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+        context = context or {}
+        if options.pop("layering", None) is not None:
+            options["progressive"] = True
+        return str(context.get("message") or ""), {"tags": context.get("tags"), "project": context.get("project")}
+
+    def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
+        """Recall per pool from the store, then select (the retriever's
+        selection). ``options``: the retriever's settings (``now``,
+        ``scorer``, ``visibility``, ...); ``layering`` turns on progressive
+        loading."""
+        query, keywords = self._call(context, options)
+        retriever = self.retriever(pools, **options)
+        retriever.invoke(query, **keywords)
+        assert retriever.last_selection is not None
+        return retriever.last_selection
+
+    async def aselect(
+        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
+    ) -> Selection:
+        """Async :meth:`select`."""
+        query, keywords = self._call(context, options)
+        retriever = self.retriever(pools, **options)
+        await retriever.ainvoke(query, **keywords)
+        assert retriever.last_selection is not None
+        return retriever.last_selection
+
+    # -- the contract's primitives ----------------------------------------------------
+
+    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The entries with these ids (``get_by_ids``), or every entry (of
+        ``namespace`` when given) of a store that can list its documents."""
+        if ids is not None:
+            wanted = list(dict.fromkeys(ids))
+            found = self.store.get_by_ids(wanted) if wanted else []
+            return [document_to_entry(d, n) for n, d in enumerate(found)]
+        if not isinstance(self.store, ListsDocuments):
+            raise TypeError(
+                "%s cannot list its documents (no listing API): entries() needs a store such as "
+                "InMemoryVectorStore; read by id with get()" % type(self.store).__name__
+            )
+        rows = list(self.store.store.values())
+        documents = [Document(page_content=r["text"], metadata=dict(r["metadata"]), id=r["id"]) for r in rows]
+        entries = [document_to_entry(d, n) for n, d in enumerate(documents)]
+        return [e for e in entries if namespace is None or e.get("namespace") == namespace]
+
+    async def aread(self, ids: Sequence[str]) -> List[Dict[str, Any]]:
+        """Async :meth:`read` by ids."""
+        wanted = list(dict.fromkeys(ids))
+        found = await self.store.aget_by_ids(wanted) if wanted else []
+        return [document_to_entry(d, n) for n, d in enumerate(found)]
+
+    def _documents(self, change: Change, stored: List[Dict[str, Any]]) -> Tuple[List[Document], List[str]]:
+        rows = change.rows(change.verify(stored))
+        gone = {e["id"] for e in stored}
+        return self._to_documents(rows), [i for i in change.forget if i in gone]
+
+    def _to_documents(self, entries: Sequence[Mapping[str, Any]]) -> List[Document]:
+        """The documents to write, all built before any is written: on
+        PGVector a NUL (which Postgres text cannot hold) is an EntryError
+        naming entry and field, and nothing of the batch is written."""
+        if PGVectorAlwaysFetch.serves(self.store):
+            for position, entry in enumerate(entries):
+                check_entry_text(entry, position)
+        return [entry_to_document(e) for e in entries]
+
+    def commit(self, change: Change) -> None:
+        """Apply ``change``: verified against the documents as read just
+        before, then one ``add_documents`` (new and retired versions, by id)
+        and one ``delete``."""
+        docs, doomed = self._documents(change, self.read(change.touched + list(change.forget)))
+        if docs:
+            self.store.add_documents(docs, ids=[str(d.id) for d in docs])
+        if doomed:
+            self.store.delete(doomed)
+        self._wrote(bool(docs or doomed))
+
+    async def acommit(self, change: Change) -> None:
+        """Async :meth:`commit`."""
+        docs, doomed = self._documents(change, await self.aread(change.touched + list(change.forget)))
+        if docs:
+            await self.store.aadd_documents(docs, ids=[str(d.id) for d in docs])
+        if doomed:
+            await self.store.adelete(doomed)
+        self._wrote(bool(docs or doomed))
+
+    def _wrote(self, changed: bool) -> None:
+        if changed:
+            with self._lock:
+                self._writes += 1
+
+    def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
+        """Write ``entries`` in one ``add_documents``, overwriting documents
+        with the same id (the vector store's own upsert); checked first as
+        every write is. Returns their ids."""
+        docs = self._to_documents(prepare_entries(entries, self.stamp()))
+        if docs:
+            self.store.add_documents(docs, ids=[str(d.id) for d in docs])
+            self._wrote(True)
+        return [str(d.id) for d in docs]
+
+    async def aput_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
+        """Async :meth:`put_many`."""
+        docs = self._to_documents(prepare_entries(entries, self.stamp()))
+        if docs:
+            await self.store.aadd_documents(docs, ids=[str(d.id) for d in docs])
+            self._wrote(True)
+        return [str(d.id) for d in docs]
+
+    async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
+        """Async :meth:`add`."""
+        change = self.adding(entries)
+        if change.insert:
+            await self.acommit(change)
+        return [e["id"] for e in change.insert]

@@ -1,0 +1,144 @@
+"""VectorIndexMemory: a LlamaIndex ``VectorStoreIndex`` as a store-contract memory.
+
+Retrieval over an index already has its one recall plan
+(:meth:`PoolSplitRetriever.from_vector_store_index`: per-pool searches,
+corrections by filter). This class adds the store contract
+(:class:`~poolsplit_adapters.stores.MemoryStore`) on top: the verbs and their
+rules are :class:`~poolsplit_adapters.stores.base.StoreVerbs`'; a node is an
+entry (its text is ``content``, its node id ``id``, every other field in
+``metadata``).
+
+Where the nodes live depends on the vector store: one that stores text
+(``PGVectorStore``, ...) answers ``get_nodes``; the default
+``SimpleVectorStore`` does not, and the index keeps the nodes in its
+docstore instead. A node is replaced by deleting it and inserting the new
+version, since not every vector store overwrites a node id in place.
+:attr:`VectorIndexMemory.version` counts the writes made through this object.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from llama_index.core import VectorStoreIndex
+from llama_index.core.schema import BaseNode
+
+from ..poolsplit import Pool, Selection
+from ..stores.base import Change, StoreVerbs, prepare_entries
+from .nodes import node_to_entry, nodes_from
+from .retriever import PoolSplitRetriever
+
+__all__ = ["VectorIndexMemory"]
+
+
+class VectorIndexMemory(StoreVerbs):
+    """Long-term memory in a LlamaIndex ``VectorStoreIndex``, under the store contract.
+
+    Args:
+        index: the ``VectorStoreIndex`` (over any vector store).
+        **retriever_options: the options of
+            :meth:`PoolSplitRetriever.from_vector_store_index` used by every
+            :meth:`select` (``fetch_k``, ``always_k``, ``token_counter``, ...).
+
+    Example::
+
+        from llama_index.core import VectorStoreIndex
+        from poolsplit_adapters import Pool
+        from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
+
+        memory = VectorIndexMemory(VectorStoreIndex([], embed_model=embed_model))
+        memory.add([{"type": "correction", "scope": "always", "content": "Amounts in cents."}])
+        memory.add([{"type": "fact", "content": "Refunds round half-even."}])
+        selection = memory.select([Pool("facts", 200, 5, ("fact",))], {"message": "refund rounding"})
+    """
+
+    def __init__(self, index: VectorStoreIndex, **retriever_options: Any) -> None:
+        if not isinstance(index, VectorStoreIndex):
+            raise TypeError(
+                "VectorIndexMemory index must be a LlamaIndex VectorStoreIndex, got %s" % type(index).__name__
+            )
+        self.index = index
+        self.retriever_options = dict(retriever_options)
+        self._writes = 0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return "VectorIndexMemory(%s)" % type(self.index.vector_store).__name__
+
+    @property
+    def version(self) -> Tuple[str, int]:
+        """``("writes", n)``: the writes made through this object."""
+        return ("writes", self._writes)
+
+    @property
+    def _text_in_store(self) -> bool:
+        return bool(self.index.vector_store.stores_text)
+
+    # -- reading ----------------------------------------------------------------------
+
+    def retriever(self, pools: Sequence[Pool], **options: Any) -> PoolSplitRetriever:
+        """The per-pool retriever over the index for ``pools`` (the one recall
+        plan); ``options`` override the constructor's."""
+        return PoolSplitRetriever.from_vector_store_index(self.index, pools, **{**self.retriever_options, **options})
+
+    def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
+        """Recall per pool from the index, then select (the retriever's
+        selection). ``options``: the retriever's settings (``now``,
+        ``scorer``, ``visibility``, ...); ``layering`` turns on progressive
+        loading."""
+        context = context or {}
+        if options.pop("layering", None) is not None:
+            options["progressive"] = True
+        retriever = self.retriever(pools, **options)
+        _, selection = retriever.retrieve_with_selection(
+            str(context.get("message") or ""), tags=context.get("tags"), project=context.get("project")
+        )
+        return selection
+
+    # -- the contract's primitives ----------------------------------------------------
+
+    def _nodes(self, ids: Optional[Sequence[str]]) -> List[BaseNode]:
+        if self._text_in_store:
+            if ids is not None and not ids:
+                return []
+            return list(self.index.vector_store.get_nodes(node_ids=None if ids is None else list(ids)))
+        docstore = self.index.docstore
+        if ids is None:
+            return list(docstore.docs.values())
+        found = (docstore.get_node(i, raise_error=False) for i in dict.fromkeys(ids))
+        return [n for n in found if n is not None]
+
+    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """The entries with these ids, or every entry (of ``namespace`` when given)."""
+        entries = [node_to_entry(n, i) for i, n in enumerate(self._nodes(ids))]
+        return [e for e in entries if namespace is None or e.get("namespace") == namespace]
+
+    def commit(self, change: Change) -> None:
+        """Apply ``change``: verified against the nodes as read just before;
+        replaced and forgotten nodes deleted, then every new version
+        inserted (embedded by the index's model)."""
+        with self._lock:
+            stored = self.read(change.touched + list(change.forget))
+            rows = change.rows(change.verify(stored))
+            present = {e["id"] for e in stored}
+            doomed = [e["id"] for e in rows if e["id"] in present] + [i for i in change.forget if i in present]
+            if doomed:
+                self.index.delete_nodes(doomed, delete_from_docstore=True)
+            if rows:
+                self.index.insert_nodes(nodes_from(rows))
+            if doomed or rows:
+                self._writes += 1
+
+    def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
+        """Write ``entries``, replacing nodes with the same id; checked first
+        as every write is. Returns their ids."""
+        prepared = prepare_entries(entries, self.stamp())
+        with self._lock:
+            present = {e["id"] for e in self.read([e["id"] for e in prepared])}
+            if present:
+                self.index.delete_nodes(sorted(present), delete_from_docstore=True)
+            if prepared:
+                self.index.insert_nodes(nodes_from(prepared))
+                self._writes += 1
+        return [e["id"] for e in prepared]

@@ -1,0 +1,117 @@
+"""InProcessStore: the store contract over a MemoryIndex, in this process.
+
+For what needs a :class:`~poolsplit_adapters.stores.MemoryStore` but no file:
+the agent middleware given a list of entries, tests, notebooks. Nothing
+survives the process (use :class:`~poolsplit_adapters.stores.SQLiteMemoryStore`
+for that); otherwise the verbs mean what they mean on every store.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+
+from ..index import MemoryIndex
+from ..poolsplit import IsActive, Pool, Selection, TokenCounter, check_entry, default_is_active, default_token_counter
+from .base import Change, StoreVerbs, prepare_entries
+
+__all__ = ["InProcessStore", "commit_to_index"]
+
+
+def commit_to_index(index: MemoryIndex, change: Change, lock: Any) -> None:
+    """Apply ``change`` to ``index`` under ``lock``: verified against the
+    indexed entries, then one index edit per entry (a replaced entry is
+    swapped atomically, new ones added in one batch)."""
+    with lock:
+        touched = set(change.touched)
+        current = change.verify(dict(e) for e in index.entries if e.get("id") in touched)
+        rows = change.rows(current)
+        live = {e.get("id"): e for e in index.entries}
+        fresh = []
+        for row in rows:
+            if row["id"] in live:
+                index.replace(live[row["id"]], row)
+            else:
+                fresh.append(row)
+        if fresh:
+            index.extend(fresh)
+        for gone in change.forget:
+            index.remove_id(gone)
+
+
+class InProcessStore(StoreVerbs):
+    """Entries in a :class:`~poolsplit_adapters.MemoryIndex`, under the store contract.
+
+    Args:
+        entries: initial entries (copied: the caller's dicts are never
+            changed; checked with the core's ``check_entry``).
+        token_counter: cost of an entry without ``token_count``.
+        is_active: activeness predicate for selection.
+
+    Example::
+
+        from poolsplit_adapters import Pool
+        from poolsplit_adapters.stores import InProcessStore
+
+        store = InProcessStore([{"id": "fix", "type": "correction", "scope": "always", "content": "Use cents."}])
+        store.add([{"type": "fact", "content": "Refunds round half-even."}])
+        selection = store.select([Pool("facts", 200, 5, ("fact",))], {"message": "refunds"})
+    """
+
+    def __init__(
+        self,
+        entries: Iterable[Mapping[str, Any]] = (),
+        *,
+        token_counter: TokenCounter = default_token_counter,
+        is_active: IsActive = default_is_active,
+    ) -> None:
+        copies = []
+        for position, entry in enumerate(entries):
+            check_entry(entry, position)
+            copies.append(dict(entry))
+        self.index = MemoryIndex(copies, token_counter=token_counter, is_active=is_active)
+        self._lock = threading.RLock()
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def version(self) -> int:
+        """The index's mutation counter."""
+        return self.index.version
+
+    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Copies of the entries with these ids, or of every entry (of
+        ``namespace`` when given), in index order."""
+        wanted = None if ids is None else set(ids)
+        return [
+            dict(e)
+            for e in self.index.entries
+            if (wanted is None or e.get("id") in wanted) and (namespace is None or e.get("namespace") == namespace)
+        ]
+
+    def commit(self, change: Change) -> None:
+        """Apply ``change`` to the index (:func:`commit_to_index`)."""
+        commit_to_index(self.index, change, self._lock)
+
+    def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
+        """Write ``entries``, replacing entries with the same id; checked
+        first as every write is. Returns their ids."""
+        prepared = prepare_entries(entries, self.stamp())
+        with self._lock:
+            live = {e.get("id"): e for e in self.index.entries}
+            fresh = []
+            for entry in prepared:
+                if entry["id"] in live:
+                    self.index.replace(live[entry["id"]], entry)
+                else:
+                    fresh.append(entry)
+            if fresh:
+                self.index.extend(fresh)
+        return [e["id"] for e in prepared]
+
+    def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
+        """The core's ``select`` over the current content
+        (:meth:`MemoryIndex.select`'s options: ``now``, ``scorer``,
+        ``visibility``, ``layering``)."""
+        return self.index.select(pools, context, **options)

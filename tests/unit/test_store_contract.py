@@ -1,0 +1,197 @@
+"""One store contract: every store satisfies MemoryStore, and the same
+sequence of writes has the same meaning on each (add, get, supersede,
+delete, entries, select, version)."""
+
+from __future__ import annotations
+
+import datetime
+import pathlib
+from typing import Any, Callable, Dict, List
+
+import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+from llama_index.core import VectorStoreIndex
+
+from poolsplit_adapters import EntryError, Pool
+from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings
+from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
+from poolsplit_adapters.llama_index import PoolSplitMemoryStore
+from poolsplit_adapters.llama_index.embeddings import HashEmbedding
+from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
+from poolsplit_adapters.stores import EntryNotFound, InProcessStore, MemoryStore, SQLiteMemoryStore
+
+NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
+POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("facts", 200, 5, ("fact",))]
+U1 = ("memories", "u1")
+
+
+def counter(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _sqlite_langgraph(tmp: pathlib.Path) -> Any:
+    import sqlite3
+
+    conn = sqlite3.connect(str(tmp / "lg.db"), check_same_thread=False, isolation_level=None)
+    store = SqliteStore(conn)
+    store.setup()
+    return BaseStoreMemory(store, U1, token_counter=counter)
+
+
+STORES: Dict[str, Callable[[pathlib.Path], Any]] = {
+    "sqlite": lambda tmp: SQLiteMemoryStore(tmp / "memory.db", token_counter=counter),
+    "in-process": lambda tmp: InProcessStore(token_counter=counter),
+    "basestore-inmemory": lambda tmp: BaseStoreMemory(InMemoryStore(), U1, token_counter=counter),
+    "basestore-sqlite": _sqlite_langgraph,
+    "langchain-vectorstore": lambda tmp: VectorStoreMemory(
+        InMemoryVectorStore(HashEmbeddings()), token_counter=counter
+    ),
+    "llama-vector-index": lambda tmp: VectorIndexMemory(
+        VectorStoreIndex([], embed_model=HashEmbedding()), token_counter=counter
+    ),
+    "llama-memory-store": lambda tmp: PoolSplitMemoryStore([], POOLS, token_counter=counter),
+    "llama-memory-store-over-sqlite": lambda tmp: PoolSplitMemoryStore(
+        [], POOLS, store=SQLiteMemoryStore(tmp / "durable.db", token_counter=counter), token_counter=counter
+    ),
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request: Any, tmp_path: pathlib.Path) -> Any:
+    return STORES[request.param](tmp_path)
+
+
+def fields(entry: Any, *keys: str) -> List[Any]:
+    return [entry.get(k) for k in keys] if entry is not None else None
+
+
+def chosen(store: Any) -> List[Any]:
+    selection = store.select(POOLS, {"message": "refund rounding"}, now=NOW)
+    return [(c.entry["id"], c.always) for c in selection.chosen]
+
+
+def test_every_store_class_satisfies_the_memory_store_protocol(store):
+    assert isinstance(store, MemoryStore)
+
+
+def test_add_assigns_id_and_created_never_mutates_and_get_returns_a_copy(store):
+    entry = {"type": "fact", "content": "Refunds round half-even."}
+    [entry_id] = store.add([entry])
+    assert entry == {"type": "fact", "content": "Refunds round half-even."}
+    got = store.get(entry_id)
+    assert fields(got, "id", "type", "content") == [entry_id, "fact", "Refunds round half-even."]
+    assert isinstance(got["created"], str) and got["created"]
+    got["content"] = "changed"
+    assert store.get(entry_id)["content"] == "Refunds round half-even."
+    assert store.get("missing") is None
+
+
+def test_add_refuses_a_stored_or_repeated_id_and_writes_nothing(store):
+    store.add([{"id": "a", "content": "first", "type": "fact"}])
+    before = store.version
+    with pytest.raises(EntryError) as caught:
+        store.add([{"id": "b", "content": "new", "type": "fact"}, {"id": "a", "content": "again", "type": "fact"}])
+    assert caught.value.field == "id" and caught.value.entry_id == "a"
+    with pytest.raises(EntryError, match="repeats"):
+        store.add([{"id": "c", "content": "one"}, {"id": "c", "content": "two"}])
+    assert sorted(e["id"] for e in store.entries()) == ["a"]
+    assert store.version == before
+
+
+@pytest.mark.parametrize(
+    "entry, field",
+    [
+        ({"id": "x", "content": "Use cents.", "scope": "Always"}, "scope"),
+        ({"id": "x", "content": "Use cents.", "scope": " always"}, "scope"),
+        ({"id": "x", "content": "   "}, "content"),
+        ({"id": "x", "content": ""}, "content"),
+        ({"id": "x", "content": "Use cents.", "created": "yesterday"}, "created"),
+    ],
+)
+def test_every_store_refuses_what_the_write_gate_refuses_naming_entry_and_field(store, entry, field):
+    with pytest.raises(EntryError) as caught:
+        store.add([entry])
+    assert caught.value.entry_id == "x" and caught.value.field == field
+    assert "'x'" in str(caught.value) and repr(field) in str(caught.value)
+    assert store.entries() == []
+
+
+def test_supersede_has_one_semantics_on_every_store(store):
+    store.add([{"id": "fix", "type": "correction", "scope": "always", "content": "Amounts in dollars."}])
+    store.add([{"id": "old", "type": "fact", "content": "Refunds round up."}])
+    version = store.version
+    assert store.supersede("old", {"id": "new", "type": "fact", "content": "Refunds round half-even."}) == "new"
+    assert store.version != version
+    assert store.get("old")["superseded_by"] == "new"
+    assert store.get("new")["supersedes"] == "old"
+    assert chosen(store) == [("fix", True), ("new", False)]  # the old one never loads again
+    with pytest.raises(ValueError, match="already superseded by 'new'"):
+        store.supersede("old", {"id": "newer", "content": "x"})
+    with pytest.raises(EntryNotFound):
+        store.supersede("missing", {"id": "other", "content": "x"})
+    with pytest.raises(KeyError):  # EntryNotFound is a KeyError
+        store.supersede("missing", {"id": "other", "content": "x"})
+    with pytest.raises(EntryError, match="must differ"):
+        store.supersede("new", {"id": "new", "content": "x"})
+    with pytest.raises(EntryError, match="already in the store"):
+        store.supersede("new", {"id": "fix", "content": "x"})
+    assert sorted(e["id"] for e in store.entries()) == ["fix", "new", "old"]
+
+
+def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
+    store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
+    store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round down."})
+    store.supersede("v2", {"id": "v3", "type": "fact", "content": "Refunds round half-even."})
+    store.add([{"id": "other", "type": "fact", "content": "Invoices are monthly."}])
+    version = store.version
+    assert store.delete("v3") is True
+    assert store.version != version
+    assert [e["id"] for e in store.entries()] == ["other"]
+    assert store.delete("v3") is False and store.get("v1") is None
+
+
+def test_version_is_equal_while_the_content_is(store):
+    first = store.version
+    assert store.version == first
+    store.add([{"content": "Refunds round half-even.", "type": "fact"}])
+    second = store.version
+    assert second != first and store.version == second
+
+
+def test_select_loads_corrections_first_then_the_pools(store):
+    store.add(
+        [
+            {"id": "fix", "type": "correction", "scope": "always", "content": "Amounts in cents."},
+            {"id": "fact", "type": "fact", "content": "Refunds round half-even."},
+            {"id": "note", "type": "note", "content": "Unrelated note about lunch."},
+        ]
+    )
+    assert chosen(store) == [("fix", True), ("fact", False)]
+
+
+def test_the_middleware_takes_every_store_as_a_backend(store):
+    from poolsplit_adapters.langchain.backends import Plan, backend_for
+    from poolsplit_adapters.settings import AgentMemorySettings
+
+    settings = AgentMemorySettings.held_by("test", pools=POOLS, token_counter=counter, now=NOW, chain_penalty=0.9)
+    label = ".".join(U1)
+    store.add(
+        [
+            {"id": "fix", "type": "correction", "scope": "always", "content": "Amounts in cents.", "namespace": label},
+            {"id": "fact", "type": "fact", "content": "Refunds round half-even.", "namespace": label},
+            {"id": "elsewhere", "type": "correction", "scope": "always", "content": "Not ours.", "namespace": "x"},
+        ]
+        if not isinstance(store, BaseStoreMemory)
+        else [
+            {"id": "fix", "type": "correction", "scope": "always", "content": "Amounts in cents."},
+            {"id": "fact", "type": "fact", "content": "Refunds round half-even."},
+        ]
+    )
+    backend = backend_for(store, settings)
+    plan, context = Plan(POOLS), {"message": "refund rounding"}
+    selection = backend.select(backend.snapshot([U1], context, plan), [U1], context, plan)
+    assert [(c.entry["id"], c.always) for c in selection.chosen] == [("fix", True), ("fact", False)]
+    assert backend.existing([U1], ["fix", "nope"]) == {"fix"}
+    assert backend.get([U1], "fact")["content"] == "Refunds round half-even."

@@ -1,0 +1,91 @@
+"""One write gate for every write path: LlamaIndex's flushed chat goes
+through WriteGate (as the middleware's writes do), and every store's writes
+meet check_write (no blank content, no near-miss scope)."""
+
+from __future__ import annotations
+
+import datetime
+
+import pytest
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.store.memory import InMemoryStore
+from llama_index.core.base.llms.types import ChatMessage
+
+from poolsplit_adapters import EntryError, Pool
+from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings
+from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
+from poolsplit_adapters.llama_index import PoolSplitMemoryStore
+from poolsplit_adapters.memory import WriteGate
+from poolsplit_adapters.memory.write_gate import check_write
+
+POOLS = [Pool("episodes", 400, 10, ("episode",))]
+CET = datetime.timezone(datetime.timedelta(hours=1))
+
+
+def said(text: str, session: str, role: str = "user") -> ChatMessage:
+    return ChatMessage(role=role, content=text, additional_kwargs={"session_id": session})
+
+
+def memory_store(**options) -> PoolSplitMemoryStore:
+    return PoolSplitMemoryStore([], POOLS, token_counter=lambda t: 1, **options)
+
+
+def test_flushed_chat_passes_the_write_gate_duplicates_counted_not_stored():
+    store = memory_store(now=datetime.datetime(2026, 7, 1, 12, 0, tzinfo=CET))
+    added = store.flush([said("deploy on Friday", "alpha"), said("Deploy  on friday", "alpha")])
+    assert [e["content"] for e in added] == ["user: deploy on Friday"]
+    assert store.gate_report.to_dict() == {"written": 1, "refused": {"duplicate": 1}}
+    store.flush([said("deploy on Friday", "alpha")])  # already stored
+    assert store.gate_report.to_dict() == {"written": 1, "refused": {"duplicate": 2}}
+    [entry] = store.entries()
+    # provenance stamped by the gate: created in UTC (11:00Z, not 12:00 local marked Z)
+    assert (entry["source"], entry["session"], entry["created"]) == ("session:alpha", "alpha", "2026-07-01T11:00:00Z")
+    assert entry["base_priority"] == 2 and entry["type"] == "episode"
+
+
+def test_two_sessions_saying_the_same_line_are_two_memories():
+    store = memory_store()
+    store.flush([said("yes", "alpha"), said("yes", "beta")])
+    assert sorted(e["session"] for e in store.entries()) == ["alpha", "beta"]
+    assert len({e["id"] for e in store.entries()}) == 2
+
+
+def test_an_oversized_flushed_line_is_refused_by_the_gate_and_counted():
+    store = memory_store(write_gate=WriteGate(max_chars=30))
+    added = store.flush([said("short line", "a"), said("x" * 40, "a", role="assistant")])
+    assert [e["content"] for e in added] == ["user: short line"]
+    assert store.gate_report.refused == {"oversized": 1}
+
+
+def test_a_message_predicate_as_write_gate_is_the_deprecated_flush_filter():
+    with pytest.warns(DeprecationWarning, match="flush_filter"):
+        store = memory_store(write_gate=lambda message: "keep" in message.content)
+    store.flush([said("keep this", "a"), said("drop this", "a")])
+    assert [e["content"] for e in store.entries()] == ["user: keep this"]
+    with pytest.warns(DeprecationWarning, match="use flush"):
+        store.remember([said("keep that", "a")])
+    assert len(store.entries()) == 2
+
+
+@pytest.mark.parametrize(
+    "entry, field",
+    [
+        ({"id": "e", "content": "Use cents.", "scope": "ALWAYS"}, "scope"),
+        ({"id": "e", "content": "Use cents.", "scope": "always "}, "scope"),
+        ({"id": "e", "content": "\n\t "}, "content"),
+    ],
+)
+def test_put_paths_refuse_what_add_refuses(entry, field):
+    for memory in (
+        BaseStoreMemory(InMemoryStore(), ("memories", "u1"), token_counter=lambda t: 1),
+        VectorStoreMemory(InMemoryVectorStore(HashEmbeddings())),
+    ):
+        with pytest.raises(EntryError) as caught:
+            memory.put_many([entry])
+        assert (caught.value.entry_id, caught.value.field) == ("e", field)
+        assert memory.entries() == []
+
+
+def test_exact_always_scope_and_plain_scopes_pass_the_write_rules():
+    for scope in ("always", "session", None, "alwaysish"):
+        check_write({"id": "e", "content": "Use cents.", "scope": scope, "created": "2026-07-01T00:00:00+02:00"})
