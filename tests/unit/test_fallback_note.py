@@ -9,6 +9,7 @@ from conftest import NOW
 from poolsplit_adapters import Pool, select
 from poolsplit_adapters.memory.embedding import EmbeddingFallbackWarning, EmbeddingScorer
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+from poolsplit_adapters.relevance import RelevanceScorer
 from poolsplit_adapters.reports import select_noted
 
 STORE = [
@@ -27,7 +28,8 @@ def test_select_noted_records_the_fallback_of_this_calls_scorer():
     with pytest.warns(EmbeddingFallbackWarning):
         got = select_noted(STORE, PLAN, {"message": "refund"}, scorer=EmbeddingScorer(Broken()), now=NOW)
     assert got.notes["scorer_fallback"] == "query embedding failed: the embedder raised RuntimeError: offline"
-    lexical = select(STORE, PLAN, {"message": "refund"}, now=NOW)
+    # The embedding scorer's fallback is its lexical relevance-first scorer.
+    lexical = select(STORE, PLAN, {"message": "refund"}, now=NOW, scorer=RelevanceScorer())
     assert [(c.entry["id"], c.score) for c in got.chosen] == [(c.entry["id"], c.score) for c in lexical.chosen]
 
 

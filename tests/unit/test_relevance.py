@@ -27,6 +27,7 @@ from poolsplit_adapters.relevance import (
     scorer,
     words,
 )
+from poolsplit_adapters.reports import select_noted
 
 NOW = datetime.datetime(2026, 7, 7, 12, 0, 0)
 
@@ -395,7 +396,7 @@ def test_a_failing_embedder_leaves_the_words_and_says_so():
 
     entries = [{"id": "a", "content": "refund rounding"}, {"id": "b", "content": "deploy staging"}]
     with pytest.warns(UserWarning, match="offline"):
-        chosen = select(
+        chosen = select_noted(
             entries, [Pool("all", 100, 1)], {"message": "refund"}, scorer=RelevanceScorer(Broken()), now=NOW
         )
     assert ids(chosen) == ["a"]
