@@ -408,7 +408,7 @@ def test_import_names_file_line_entry_and_field_of_a_lone_surrogate(tmp_path, ca
     db = tmp_path / "memory.db"
     assert main(["import", str(source), "--into", str(db)]) == 2
     assert capsys.readouterr().err == (
-        "poolsplit: %s:2: entry 'bad' (index 1): field 'content' holds a lone surrogate "
-        "(not valid UTF-8 text; it cannot be stored)\n" % source
+        "poolsplit: %s:2: entry 'bad' (index 1): field 'content' contains a lone surrogate "
+        "(\\ud800), which is not UTF-8 text\n" % source
     )
     assert not db.exists() or SQLiteMemoryStore(db).entries() == []
