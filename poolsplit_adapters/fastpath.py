@@ -24,7 +24,6 @@ the fast path for callers who hold a list and no index.
 
 from __future__ import annotations
 
-import datetime
 import heapq
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -36,12 +35,10 @@ from .poolsplit import (
     MESSAGE_THRESHOLD,
     MESSAGE_WEIGHT,
     IsActive,
-    Layering,
     ListCandidates,
     Pool,
     Reason,
     Room,
-    Scorer,
     ScoringContext,
     Selection,
     TokenCounter,
@@ -262,27 +259,18 @@ def select(
     entries: Sequence[Mapping[str, Any]],
     pools: Sequence[Pool],
     context: Optional[Mapping[str, Any]] = None,
-    *,
-    scorer: Scorer = default_scorer,
-    token_counter: TokenCounter = default_token_counter,
-    is_active: IsActive = default_is_active,
-    now: Optional[datetime.datetime] = None,
-    visibility: Optional[Visibility] = None,
-    layering: Optional[Layering] = None,
-    _report: bool = True,
-    _stacklevel: int = 2,
+    **options: Any,
 ) -> Selection:
-    """Twin of :func:`~poolsplit_adapters.poolsplit.select` (same arguments,
-    same selection) over :class:`BestFirstCandidates`."""
+    """Twin of :func:`~poolsplit_adapters.poolsplit.select` (the same keywords,
+    the same selection) over :class:`BestFirstCandidates`; an unknown keyword
+    is a ``TypeError``."""
     pool_list = check_pools(pools)
-    candidates = BestFirstCandidates(
-        entries,
-        prepare_scorer(scorer, context, now),
-        token_counter=token_counter,
-        is_active=is_active,
-        visibility=active_visibility(visibility),
-    )
-    return fill_pools(pool_list, candidates, report=_report, layering=layering, stacklevel=_stacklevel)
+    layering = options.pop("layering", None)
+    report, stacklevel = options.pop("_report", True), options.pop("_stacklevel", 2)
+    prepared = prepare_scorer(options.pop("scorer", default_scorer), context, options.pop("now", None))
+    visibility = active_visibility(options.pop("visibility", None))
+    candidates = BestFirstCandidates(entries, prepared, visibility=visibility, **options)
+    return fill_pools(pool_list, candidates, report=report, layering=layering, stacklevel=stacklevel)
 
 
 def retrieve_pools(
