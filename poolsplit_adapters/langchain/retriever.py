@@ -146,8 +146,7 @@ class PoolSplitRetriever(SelectionSettings, BaseRetriever):
             self._recall = BaseRetrieverRecall(self.base_retriever)
         if self.documents is not None:
             assert self.token_counter is not None
-            entries, self._source = DocumentConverter.entries(self.documents)
-            self._index = MemoryIndex(entries, token_counter=self.token_counter)
+            self._index, self._source = DocumentConverter.index(self.documents, self.token_counter)
 
     @classmethod
     def from_vectorstore(

@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
 from poolsplit_adapters.tokens import (
     BUNDLED_DIR,
     TiktokenCounter,
+    TokenizerCounter,
     TokenizerUnavailable,
     _constructor_constants,
     load_encoding,
+    releases_gil,
+    tokenizer_counter,
 )
 
 
@@ -37,6 +42,73 @@ def test_cache_means_one_tokenisation_per_distinct_text():
     assert counter.count_many(texts) == first
     assert [counter(t) for t in texts] == first
     assert counter.tokenized == 3
+
+
+def _texts(count):
+    # Distinct, varied texts with repeats and special-token text among them.
+    words = ["deploy", "staging", "naïve", "数据库", "<|endoftext|>", "retry", "", "  "]
+    distinct = [" ".join(words[(i + k) % len(words)] for k in range(i % 9)) + str(i) for i in range(1500)]
+    return [distinct[i * 7 % 1500] for i in range(count)]
+
+
+def test_a_large_batch_is_split_over_threads_and_counts_as_one_by_one():
+    enc = load_encoding("o200k_base")
+    texts = _texts(5000)
+    counter = TiktokenCounter(threads=3)
+    assert counter.count_many(texts) == [max(1, len(enc.encode_ordinary(t))) for t in texts]
+    assert counter.tokenized == len(set(texts)) == 1500
+
+
+def test_count_many_uses_up_to_its_threads_in_contiguous_chunks():
+    seen = {}
+
+    def tokenize(text):
+        seen.setdefault(threading.get_ident(), []).append(text)
+        return text.split()
+
+    distinct = [("w%d " % i) * (i % 5) + "end%d" % i for i in range(4000)]
+    texts = distinct + distinct[::-1]  # each distinct text is tokenised once
+    counter = TokenizerCounter(tokenize, threads=4)
+    assert counter.count_many(texts) == [len(t.split()) for t in texts]
+    # Four chunks of 1000: the first in this thread, the rest in helpers
+    # (a helper may take two), each in input order.
+    assert seen.pop(threading.get_ident()) == distinct[:1000]
+    assert seen and sum(seen.values(), []) == distinct[1000:]
+    seen.clear()
+    TokenizerCounter(tokenize, threads=4).count_many(["a b %d" % (i % 1900) for i in range(5000)])
+    assert list(seen) == [threading.get_ident()]  # under 2 x 1000 distinct texts: not worth a thread
+
+
+def test_a_batch_larger_than_the_cache_still_counts_every_text():
+    counter = TokenizerCounter(str.split, cache_size=10)
+    texts = ["word " * n for n in range(50)]
+    assert counter.count_many(texts) == [max(1, n) for n in range(50)]
+    assert counter.tokenized == 50
+    assert counter("word word") == 2 and counter("") == 1  # never 0
+
+
+def test_threads_only_for_tokenizers_that_release_the_gil():
+    enc = load_encoding("cl100k_base")
+    assert releases_gil(enc.encode_ordinary)
+    assert releases_gil(functools.partial(enc.encode, allowed_special="all"))  # LlamaIndex's default
+    assert not releases_gil(str.split)
+    assert not releases_gil(lambda text: text.split())
+    assert not releases_gil(functools.partial(str.split, sep=" "))
+    assert tokenizer_counter(str.split)._threads == 1
+
+
+def test_llama_index_counter_batches_and_counts_like_its_tokenizer():
+    from llama_index.core.utils import get_tokenizer
+
+    from poolsplit_adapters.llama_index.nodes import counter_from, llama_counter
+
+    tokenizer = get_tokenizer()
+    counter = llama_counter()
+    assert counter is counter_from(tokenizer)  # one cache per tokenizer
+    texts = _texts(2500)
+    # allowed_special="all": "<|endoftext|>" is one token there, as Memory counts it.
+    assert counter.count_many(texts) == [max(1, len(tokenizer(t))) for t in texts]
+    assert counter("<|endoftext|>") == 1
 
 
 def test_model_name_selects_its_encoding():
