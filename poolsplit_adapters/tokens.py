@@ -280,10 +280,11 @@ class TokenizerCounter:
         ``benchmarks/construction.py``): on a quiet machine one by one
         0.41 s, chunks on 2 threads 0.30 s (1.4x faster, for 1.3x the CPU
         time), tiktoken's ``encode_ordinary_batch`` 1.02 s (it submits a
-        thread-pool task per text); on the machine busy with other work
-        (load 7 on 2 cores) chunks and one by one tie (0.40 s and 0.39 s)
-        and the batch API stays 2.5x slower. Chunks are never slower, so
-        they are kept; the batch API is not used.
+        thread-pool task per text). With other work on the machine the
+        second core is not free and the gain goes: at load 7 chunks and one
+        by one tie (0.40 s and 0.39 s), in one best-of-3 run at load 3
+        chunks were 1.1x slower; the batch API stays 2.5-3x slower. Chunks
+        are kept for the quiet-machine gain; ``threads=1`` counts one by one.
         """
         workers = min(self._threads, len(texts) // _TEXTS_PER_THREAD)
         if workers < 2:
