@@ -24,10 +24,10 @@ Wall-clock seconds and process CPU seconds, each the best of the runs (on a
 busy machine the wall clock is mostly other processes' time).
 
 A last table times tokenising 20k texts four ways: one by one,
-``TiktokenCounter.count_many`` (what the index calls: contiguous chunks over
-the cores), the same chunks on exactly 2 threads, and tiktoken's own
-``encode_ordinary_batch`` (a thread pool with one task per text): the figures
-behind ``count_many``'s choice. CPU time counts every thread.
+``TiktokenCounter.count_many`` (what the index calls: one by one over the
+distinct uncached texts), contiguous chunks on 2 threads (tiktoken releases
+the GIL), and tiktoken's own ``encode_ordinary_batch`` (a thread pool with one
+task per text): the figures behind ``count_many``'s choice.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from poolsplit_adapters.langchain import PoolSplitRetriever as LangChainRetrieve
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaIndexRetriever  # noqa: E402
 from poolsplit_adapters.llama_index import poolsplit_memory_blocks  # noqa: E402
 from poolsplit_adapters.poolsplit import default_token_counter  # noqa: E402
-from poolsplit_adapters.tokens import TiktokenCounter, load_encoding, tokenizer_counter  # noqa: E402
+from poolsplit_adapters.tokens import TiktokenCounter, TokenizerCounter, load_encoding  # noqa: E402
 
 Counter = Callable[[str], int]
 
@@ -62,7 +62,7 @@ def llama_counter() -> Counter:
     fresh TiktokenCounter), built the way the adapters build theirs."""
     from llama_index.core.utils import get_tokenizer
 
-    return tokenizer_counter(get_tokenizer())
+    return TokenizerCounter(get_tokenizer())
 
 
 COUNTERS: Dict[str, Callable[[], Counter]] = {

@@ -25,11 +25,11 @@ how to provide it, instead of a network error from deep inside tiktoken.
 re-tokenised.
 
 **Batched.** :meth:`TokenizerCounter.count_many` (what
-:class:`~poolsplit_adapters.MemoryIndex` calls for a whole batch of new
-entries) tokenises each distinct uncached text once, and spreads a large
-batch over the machine's cores in contiguous chunks when the tokenizer
-releases the GIL (tiktoken's encoders do; LlamaIndex's default tokenizer is
-one of them, see :func:`tokenizer_counter`).
+:class:`~poolsplit_adapters.MemoryIndex` calls once for a whole batch of new
+entries) tokenises each distinct uncached text once, one by one in the
+calling thread: tiktoken's own batch API and contiguous chunks on threads
+were both measured and neither is faster here (see
+:meth:`TokenizerCounter.count_many`).
 
 **Never 0.** An empty text costs 1: a zero cost would exempt an entry from
 every budget.
@@ -37,16 +37,13 @@ every budget.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import importlib.util
-import inspect
 import os
 import pathlib
 import tempfile
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sized, Tuple
 
 __all__ = [
@@ -56,7 +53,6 @@ __all__ = [
     "default_counter",
     "encoding_source",
     "load_encoding",
-    "tokenizer_counter",
 ]
 
 DEFAULT_ENCODING = "o200k_base"
@@ -67,9 +63,6 @@ _VERIFIED: Dict[pathlib.Path, bool] = {}
 #: The encoding files shipped with the package (o200k_base, cl100k_base).
 BUNDLED_DIR = pathlib.Path(__file__).resolve().parent / "data" / "tiktoken"
 _CACHE_SIZE = 100_000
-# A thread is worth starting for this many texts or more (~20 ms of
-# tokenising at ~20 us a text, against ~0.1 ms to start a thread).
-_TEXTS_PER_THREAD = 1000
 
 
 class TokenizerUnavailable(RuntimeError):
@@ -212,11 +205,6 @@ class TokenizerCounter:
         tokenize: text -> its tokens (anything with a length), e.g. a
             tokenizer's ``encode``.
         cache_size: how many distinct texts keep their count (LRU).
-        threads: at most this many threads for :meth:`count_many`. More
-            than 1 only for a tokenizer that is thread-safe and releases the
-            GIL while it works (tiktoken's encoders do: see
-            :func:`tokenizer_counter`); on any other, threads add overhead
-            and no speed.
 
     Example::
 
@@ -225,11 +213,10 @@ class TokenizerCounter:
         counter.count_many(texts)              # the uncached ones in one batch
     """
 
-    def __init__(self, tokenize: Callable[[str], Sized], *, cache_size: int = _CACHE_SIZE, threads: int = 1) -> None:
+    def __init__(self, tokenize: Callable[[str], Sized], *, cache_size: int = _CACHE_SIZE) -> None:
         self._tokenize = tokenize
         self._cache: OrderedDict[str, int] = OrderedDict()
         self._cache_size = cache_size
-        self._threads = max(1, threads)
         self._lock = threading.Lock()
         #: How many texts were actually tokenised (cache misses), for tests and tuning.
         self.tokenized = 0
@@ -255,13 +242,23 @@ class TokenizerCounter:
         return count
 
     def count_many(self, texts: Iterable[str]) -> List[int]:
-        """Counts for many texts, in order: each distinct uncached text is
-        tokenised once, the lot in one batch (split across threads when
-        the counter may use them and the batch is large)."""
+        """Counts for many texts, in order; each distinct uncached text is
+        tokenised once.
+
+        One by one on purpose (``benchmarks/construction.py`` prints the
+        figures). On 20k texts of ~210 characters (o200k_base, this
+        project's 2 cores): tiktoken's ``encode_ordinary_batch`` is 2.5-5x
+        slower (a thread-pool task per text). Contiguous chunks on 2
+        threads (tiktoken releases the GIL) won 1.4x in a tokenising-only
+        loop on a quiet machine (0.30 s against 0.41 s, medians of 12) but
+        tied at load 7, and in whole constructions lost: a 20k MemoryIndex
+        0.59 s against 0.51 s, 100k 2.85 s against 2.65 s, for 1.3-1.6x
+        the CPU time.
+        """
         texts = list(texts)
         with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        fresh = dict(zip(missing, self._measure_all(missing)))
+        fresh = {text: self._measure(text) for text in missing}
         with self._lock:
             self.tokenized += len(missing)
             for text, count in fresh.items():
@@ -271,37 +268,6 @@ class TokenizerCounter:
             # is measured again rather than failed.
             return [fresh[t] if t in fresh else self._cache.get(t) or self._measure(t) for t in texts]
 
-    def _measure_all(self, texts: List[str]) -> List[int]:
-        """Counts of ``texts``: one by one in this thread, or in contiguous
-        chunks over up to ``threads`` threads (this one included).
-
-        Measured on 20k texts of ~210 characters (o200k_base, this
-        project's 2 cores, medians of 12 interleaved rounds; figures from
-        ``benchmarks/construction.py``): on a quiet machine one by one
-        0.41 s, chunks on 2 threads 0.30 s (1.4x faster, for 1.3x the CPU
-        time), tiktoken's ``encode_ordinary_batch`` 1.02 s (it submits a
-        thread-pool task per text). With other work on the machine the
-        second core is not free and the gain goes: at load 7 chunks and one
-        by one tie (0.40 s and 0.39 s), in one best-of-3 run at load 3
-        chunks were 1.1x slower; the batch API stays 2.5-3x slower. Chunks
-        are kept for the quiet-machine gain; ``threads=1`` counts one by one.
-        """
-        workers = min(self._threads, len(texts) // _TEXTS_PER_THREAD)
-        if workers < 2:
-            return [self._measure(t) for t in texts]
-        size = -(-len(texts) // workers)
-        chunks = [texts[i : i + size] for i in range(0, len(texts), size)]
-
-        def measure(chunk: List[str]) -> List[int]:
-            return [self._measure(t) for t in chunk]
-
-        with ThreadPoolExecutor(len(chunks) - 1, thread_name_prefix="poolsplit-tokens") as pool:
-            rest = pool.map(measure, chunks[1:])
-            counts = measure(chunks[0])
-            for part in rest:
-                counts.extend(part)
-        return counts
-
 
 class TiktokenCounter(TokenizerCounter):
     """A token counter (``counter(text) -> int``) backed by tiktoken.
@@ -310,9 +276,6 @@ class TiktokenCounter(TokenizerCounter):
         encoding: tiktoken encoding name; default ``o200k_base``.
         model: a model name instead (``"gpt-4o"``); wins over ``encoding``.
         cache_size: how many distinct texts keep their count (LRU).
-        threads: at most this many threads for a large
-            :meth:`~TokenizerCounter.count_many` (default: the cores this
-            process may run on, up to 8; tiktoken releases the GIL).
 
     The counter is thread-safe, never returns 0, and counts special-token
     text (``<|endoftext|>``) as ordinary text rather than raising, since
@@ -324,57 +287,13 @@ class TiktokenCounter(TokenizerCounter):
         index = MemoryIndex(entries, token_counter=counter)   # one batch for every text
     """
 
-    def __init__(
-        self,
-        encoding: str = DEFAULT_ENCODING,
-        *,
-        model: Optional[str] = None,
-        cache_size: int = _CACHE_SIZE,
-        threads: Optional[int] = None,
-    ):
+    def __init__(self, encoding: str = DEFAULT_ENCODING, *, model: Optional[str] = None, cache_size: int = _CACHE_SIZE):
         self.encoding_name = encoding_for_model(model) if model else encoding
         self._encoding = load_encoding(self.encoding_name)
-        super().__init__(
-            self._encoding.encode_ordinary,
-            cache_size=cache_size,
-            threads=available_threads() if threads is None else threads,
-        )
+        super().__init__(self._encoding.encode_ordinary, cache_size=cache_size)
 
     def __repr__(self) -> str:
         return "TiktokenCounter(%r)" % self.encoding_name
-
-
-def available_threads() -> int:
-    """How many threads a batch may use: the cores this process may run
-    on, up to 8 (tiktoken's own default pool size)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
-
-
-def releases_gil(tokenize: Callable[[str], Sized]) -> bool:
-    """Whether ``tokenize`` is a tiktoken encoder method (or a
-    ``functools.partial`` of one, as LlamaIndex's default tokenizer is):
-    those are thread-safe and release the GIL, so a batch may use threads."""
-    target = tokenize.func if isinstance(tokenize, functools.partial) else tokenize
-    if not inspect.ismethod(target):
-        return False
-    try:
-        import tiktoken
-    except ImportError:
-        return False
-    return isinstance(target.__self__, tiktoken.Encoding)
-
-
-def tokenizer_counter(tokenize: Callable[[str], Sized], *, cache_size: int = _CACHE_SIZE) -> TokenizerCounter:
-    """A :class:`TokenizerCounter` over ``tokenize``, with threads for a
-    large batch when ``tokenize`` is a tiktoken encoder (see
-    :func:`releases_gil`), one thread otherwise."""
-    return TokenizerCounter(
-        tokenize, cache_size=cache_size, threads=available_threads() if releases_gil(tokenize) else 1
-    )
 
 
 _DEFAULT: Optional[TiktokenCounter] = None

@@ -12,7 +12,7 @@ from ..index import MemoryIndex
 from ..poolsplit import Chosen, TokenCounter
 from ..recall import merge_recalled
 from ..settings import SelectionSettings
-from ..tokens import tokenizer_counter
+from ..tokens import TokenizerCounter
 
 AnyNode = Union[BaseNode, NodeWithScore]
 
@@ -64,9 +64,9 @@ def counter_from(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
 
 
 def _counter(tokenizer_fn: Callable[[str], List[Any]]) -> TokenCounter:
-    # count_many lets MemoryIndex count a whole memory in one batch (over
-    # threads for a tiktoken encoder such as LlamaIndex's default).
-    return tokenizer_counter(tokenizer_fn)
+    # A TokenizerCounter has count_many: MemoryIndex counts a whole memory
+    # in one batch, each distinct text once.
+    return TokenizerCounter(tokenizer_fn)
 
 
 _shared_counter = functools.lru_cache(maxsize=8)(_counter)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import subprocess
 import sys
 import textwrap
-import threading
 
 import pytest
 
@@ -19,8 +17,6 @@ from poolsplit_adapters.tokens import (
     TokenizerUnavailable,
     _constructor_constants,
     load_encoding,
-    releases_gil,
-    tokenizer_counter,
 )
 
 
@@ -51,32 +47,14 @@ def _texts(count):
     return [distinct[i * 7 % 1500] for i in range(count)]
 
 
-def test_a_large_batch_is_split_over_threads_and_counts_as_one_by_one():
+def test_count_many_counts_each_distinct_text_once_in_order():
     enc = load_encoding("o200k_base")
     texts = _texts(5000)
-    counter = TiktokenCounter(threads=3)
+    counter = TiktokenCounter()
     assert counter.count_many(texts) == [max(1, len(enc.encode_ordinary(t))) for t in texts]
     assert counter.tokenized == len(set(texts)) == 1500
-
-
-def test_count_many_uses_up_to_its_threads_in_contiguous_chunks():
-    seen = {}
-
-    def tokenize(text):
-        seen.setdefault(threading.get_ident(), []).append(text)
-        return text.split()
-
-    distinct = [("w%d " % i) * (i % 5) + "end%d" % i for i in range(4000)]
-    texts = distinct + distinct[::-1]  # each distinct text is tokenised once
-    counter = TokenizerCounter(tokenize, threads=4)
-    assert counter.count_many(texts) == [len(t.split()) for t in texts]
-    # Four chunks of 1000: the first in this thread, the rest in helpers
-    # (a helper may take two), each in input order.
-    assert seen.pop(threading.get_ident()) == distinct[:1000]
-    assert seen and sum(seen.values(), []) == distinct[1000:]
-    seen.clear()
-    TokenizerCounter(tokenize, threads=4).count_many(["a b %d" % (i % 1900) for i in range(5000)])
-    assert list(seen) == [threading.get_ident()]  # under 2 x 1000 distinct texts: not worth a thread
+    assert counter.count_many(texts[:10]) == counter.count_many(texts)[:10]
+    assert counter.tokenized == 1500  # all cached
 
 
 def test_a_batch_larger_than_the_cache_still_counts_every_text():
@@ -85,16 +63,6 @@ def test_a_batch_larger_than_the_cache_still_counts_every_text():
     assert counter.count_many(texts) == [max(1, n) for n in range(50)]
     assert counter.tokenized == 50
     assert counter("word word") == 2 and counter("") == 1  # never 0
-
-
-def test_threads_only_for_tokenizers_that_release_the_gil():
-    enc = load_encoding("cl100k_base")
-    assert releases_gil(enc.encode_ordinary)
-    assert releases_gil(functools.partial(enc.encode, allowed_special="all"))  # LlamaIndex's default
-    assert not releases_gil(str.split)
-    assert not releases_gil(lambda text: text.split())
-    assert not releases_gil(functools.partial(str.split, sep=" "))
-    assert tokenizer_counter(str.split)._threads == 1
 
 
 def test_llama_index_counter_batches_and_counts_like_its_tokenizer():
