@@ -57,11 +57,13 @@ test: lint typecheck docs
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m poolsplit_adapters demo
 
-# Every benchmark, one command: core/index at 10k-1M, the SQLite store, the
-# embedding scorer, progressive loading, pools vs one budget, and pgvector
+# Every benchmark, one command: core/index at 10k-1M, adapter construction
+# against the bare index, the SQLite store, the embedding scorer, progressive
+# loading, pools vs one budget, and pgvector
 # (an embedded Postgres on a unix socket; skipped with a line if it cannot start).
 bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/construction.py
 	$(BIN)/python benchmarks/stores_sqlite.py
 	$(BIN)/python benchmarks/embedding.py
 	$(BIN)/python benchmarks/progressive.py

@@ -13,9 +13,13 @@ import hmac
 import json
 import secrets
 import uuid
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
-from .poolsplit import Chosen, EntryError, check_entry, given_token_count
+from .index import MemoryIndex
+from .poolsplit import Chosen, EntryError, TokenCounter, check_entry, given_token_count
+
+_T = TypeVar("_T")
+_S = TypeVar("_S")
 
 #: Metadata key under which returned documents/nodes carry what the selector
 #: decided: ``{"pool", "score", "always"}`` (LangChain documents add the
@@ -29,6 +33,55 @@ SELECTION_KEY = "poolsplit"
 _SEAL_KEY = secrets.token_bytes(32)
 
 
+def entry_of(content: str, metadata: Optional[Mapping[str, Any]], object_id: Optional[str]) -> Dict[str, Any]:
+    """An entry from a framework object's parts, not yet checked: its
+    metadata (copied: the object is never changed), plus ``content`` (the
+    text) and ``id`` (the object's id, else ``metadata["id"]``)."""
+    entry: Dict[str, Any] = dict(metadata) if metadata else {}
+    entry.pop(SELECTION_KEY, None)  # what an earlier selection wrote is not input
+    entry["content"] = content
+    if object_id:
+        entry["id"] = object_id
+    return entry
+
+
+def check_converted(entry: Mapping[str, Any], *, kind: str, position: int) -> None:
+    """The adapters' check of an entry made by :func:`entry_of`: the
+    core's :func:`~poolsplit_adapters.poolsplit.check_entry`, worded for
+    the framework object (``document 'x': metadata field 'tags' ...``).
+
+    Stricter than the core: metadata written by hand or by a loader is where
+    a string ``tags`` or a negative ``token_count`` comes from, and both would
+    be silently reinterpreted by the spec's lenient rules, so they are
+    refused here with the object's id and the field.
+    """
+    try:
+        check_entry(entry, position)
+    except EntryError as err:
+        where = "metadata field %r " % err.field if err.field and err.field != "content" else ""
+        raise EntryError(
+            "%s: %s%s" % (_label(entry, kind, position), where, err.problem),
+            index=position,
+            entry_id=err.entry_id,
+            field=err.field,
+        ) from None
+    if entry.get("token_count") is not None and given_token_count(entry) is None:
+        raise EntryError(
+            "%s: metadata field 'token_count' must be a positive integer, got %r"
+            % (_label(entry, kind, position), entry["token_count"]),
+            index=position,
+            entry_id=entry.get("id"),
+            field="token_count",
+        )
+
+
+def _label(entry: Mapping[str, Any], kind: str, position: int) -> str:
+    entry_id = entry.get("id")
+    return (
+        "%s %r" % (kind, entry_id) if isinstance(entry_id, str) and entry_id else "%s at position %d" % (kind, position)
+    )
+
+
 def entry_from(
     content: str,
     metadata: Optional[Mapping[str, Any]],
@@ -37,39 +90,60 @@ def entry_from(
     kind: str,
     position: int,
 ) -> Dict[str, Any]:
-    """An entry from a framework object: its metadata, plus ``content`` (the
-    text) and ``id`` (the object's id, else ``metadata["id"]``).
+    """The checked entry for a framework object (:func:`entry_of`, then
+    :func:`check_converted`).
 
-    Stricter than the core: metadata written by hand or by a loader is where
-    a string ``tags`` or a negative ``token_count`` comes from, and both would
-    be silently reinterpreted by the spec's lenient rules, so they are
-    refused here with the object's id and the field.
+    Raises:
+        EntryError: malformed metadata, naming the object and the field.
     """
-    entry: Dict[str, Any] = dict(metadata or {})
-    entry.pop(SELECTION_KEY, None)  # what an earlier selection wrote is not input
-    entry["content"] = content
-    if object_id:
-        entry["id"] = object_id
-    label = (
-        "%s %r" % (kind, entry["id"])
-        if isinstance(entry.get("id"), str) and entry["id"]
-        else ("%s at position %d" % (kind, position))
-    )
-    try:
-        check_entry(entry, position)
-    except EntryError as err:
-        where = "metadata field %r " % err.field if err.field and err.field != "content" else ""
-        raise EntryError(
-            "%s: %s%s" % (label, where, err.problem), index=position, entry_id=err.entry_id, field=err.field
-        ) from None
-    if "token_count" in entry and entry["token_count"] is not None and given_token_count(entry) is None:
-        raise EntryError(
-            "%s: metadata field 'token_count' must be a positive integer, got %r" % (label, entry["token_count"]),
-            index=position,
-            entry_id=entry.get("id"),
-            field="token_count",
-        )
+    entry = entry_of(content, metadata, object_id)
+    check_converted(entry, kind=kind, position=position)
     return entry
+
+
+def index_from(
+    objects: Iterable[_T],
+    parts: Callable[[_T, int], Tuple[str, Optional[Mapping[str, Any]], Optional[str], _S]],
+    *,
+    kind: str,
+    token_counter: TokenCounter,
+) -> Tuple[MemoryIndex, Dict[int, _S]]:
+    """A :class:`~poolsplit_adapters.MemoryIndex` over framework objects,
+    and the way back from each entry (by ``id()``) to its object.
+
+    ``parts(object, position)`` gives ``(content, metadata, id, original)``
+    (raising ``TypeError`` for a foreign object). Each entry is checked
+    once, by the index (an adapter that checked it first as well paid the
+    check twice per object), yet fails exactly as :func:`entry_from` would
+    fail one by one: the first malformed object in input order, worded for
+    the framework; a token counter's own error keeps the index's wording.
+    """
+    entries: List[Dict[str, Any]] = []
+    source: Dict[int, _S] = {}
+    for position, obj in enumerate(objects):
+        try:
+            content, metadata, object_id, original = parts(obj, position)
+        except TypeError:
+            _check_each(entries, kind)  # an earlier malformed object fails first
+            raise
+        entry = entry_of(content, metadata, object_id)
+        entries.append(entry)
+        source[id(entry)] = original
+    for position, entry in enumerate(entries):
+        if entry.get("token_count") is not None and given_token_count(entry) is None:
+            _check_each(entries[: position + 1], kind)  # the adapters' stricter rule: raises
+    try:
+        index = MemoryIndex(entries, token_counter=token_counter)
+    except EntryError as err:
+        if err.index is not None and 0 <= err.index < len(entries):
+            check_converted(entries[err.index], kind=kind, position=err.index)
+        raise
+    return index, source
+
+
+def _check_each(entries: Sequence[Mapping[str, Any]], kind: str) -> None:
+    for position, entry in enumerate(entries):
+        check_converted(entry, kind=kind, position=position)
 
 
 def selection_metadata(chosen: Chosen) -> Dict[str, Any]:

@@ -4,20 +4,22 @@ and the provenance-tagged formatter for prompts."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
 from langchain_core.documents import Document
 
 from ..convert import (
     SELECTION_KEY,
     entry_from,
+    index_from,
     loaded_text,
     new_call_id,
     sealed_omissions,
     selection_metadata,
     trusted_omissions,
 )
-from ..poolsplit import Chosen, EntryError, Selection
+from ..index import MemoryIndex
+from ..poolsplit import Chosen, EntryError, Selection, TokenCounter
 from ..recall import merge_recalled
 from ..render import expand_hint, marker, omission_line, omitted_by_pool
 
@@ -48,6 +50,11 @@ def document_to_entry(document: Document, position: int = 0) -> dict[str, Any]:
     return entry_from(doc.page_content, doc.metadata, doc.id, kind="document", position=position)
 
 
+def _parts(document: Any, position: int) -> tuple[str, Mapping[str, Any], Optional[str], Document]:
+    doc = _checked(document, position)
+    return doc.page_content, doc.metadata, doc.id, doc
+
+
 class DocumentConverter:
     """Selection over documents, shared by the retriever and the compressor.
 
@@ -75,6 +82,13 @@ class DocumentConverter:
             entries.append(entry)
             source[id(entry)] = doc
         return entries, source
+
+    @staticmethod
+    def index(documents: Sequence[Document], token_counter: TokenCounter) -> tuple[MemoryIndex, dict[int, Document]]:
+        """A :class:`~poolsplit_adapters.MemoryIndex` over ``documents``
+        (built once, every cost counted in one batch) and the way back to
+        each document; fails as :meth:`entries` would."""
+        return index_from(documents, _parts, kind="document", token_counter=token_counter)
 
     @staticmethod
     def to_documents(

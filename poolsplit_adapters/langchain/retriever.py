@@ -165,8 +165,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
         if self.documents is not None:
-            entries, self._source = DocumentConverter.entries(self.documents)
-            self._index = MemoryIndex(entries, token_counter=self.token_counter)
+            assert self.token_counter is not None
+            self._index, self._source = DocumentConverter.index(self.documents, self.token_counter)
 
     @classmethod
     def from_vectorstore(

@@ -7,8 +7,9 @@ from typing import Any, Union
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
-from ..convert import SELECTION_KEY, entry_from, loaded_text, selection_metadata
-from ..poolsplit import Chosen
+from ..convert import SELECTION_KEY, entry_from, index_from, loaded_text, selection_metadata
+from ..index import MemoryIndex
+from ..poolsplit import Chosen, TokenCounter
 from ..recall import merge_recalled
 
 AnyNode = Union[BaseNode, NodeWithScore]
@@ -22,14 +23,23 @@ def node_to_entry(node: AnyNode, position: int = 0) -> dict[str, Any]:
         EntryError: malformed metadata, naming the node and the field.
         TypeError: ``node`` is neither a node nor a ``NodeWithScore``.
     """
+    text, metadata, node_id, _ = _parts(node, position)
+    return entry_from(text, metadata, node_id, kind="node", position=position)
+
+
+def _parts(node: Any, position: int) -> tuple[str, dict[str, Any], str, BaseNode]:
+    """(text, metadata, id, the node itself) of a node or ``NodeWithScore``."""
     if not isinstance(node, (BaseNode, NodeWithScore)):
         raise TypeError(
             "nodes[%d] must be a llama_index node (TextNode, Document, ...) or NodeWithScore, got %s"
             % (position, type(node).__name__)
         )
     base = node.node if isinstance(node, NodeWithScore) else node
-    text = base.get_content(metadata_mode=MetadataMode.NONE)
-    return entry_from(text, base.metadata, base.node_id, kind="node", position=position)
+    # A plain TextNode's text without metadata is its ``text`` (what
+    # get_content(MetadataMode.NONE) returns for it, without building and
+    # discarding a metadata string per node); other kinds say for themselves.
+    text = base.text if type(base) is TextNode else base.get_content(metadata_mode=MetadataMode.NONE)
+    return text, base.metadata, base.node_id, base
 
 
 class NodeConverter:
@@ -61,6 +71,13 @@ class NodeConverter:
             entries.append(entry)
             source[id(entry)] = node.node if isinstance(node, NodeWithScore) else node
         return entries, source
+
+    @staticmethod
+    def index(nodes: Sequence[AnyNode], token_counter: TokenCounter) -> tuple[MemoryIndex, dict[int, BaseNode]]:
+        """A :class:`~poolsplit_adapters.MemoryIndex` over ``nodes`` (built
+        once, every cost counted in one batch) and the way back to each
+        node; fails as :meth:`entries` would."""
+        return index_from(nodes, _parts, kind="node", token_counter=token_counter)
 
     def to_nodes(self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode]) -> list[NodeWithScore]:
         scores = [c.score for c in chosen if c.score is not None]

@@ -104,8 +104,8 @@ class PoolSplitRetriever(BaseRetriever):
         self._index: Optional[MemoryIndex] = None
         self._source: dict[int, BaseNode] = {}
         if nodes is not None:
-            entries, self._source = NodeConverter.entries(nodes)
-            self._index = MemoryIndex(entries, token_counter=self.settings.token_counter)
+            assert self.settings.token_counter is not None
+            self._index, self._source = NodeConverter.index(nodes, self.settings.token_counter)
 
     @classmethod
     def from_vector_store_index(

@@ -13,6 +13,7 @@ import pytest
 from poolsplit_adapters.tokens import (
     BUNDLED_DIR,
     TiktokenCounter,
+    TokenizerCounter,
     TokenizerUnavailable,
     _constructor_constants,
     load_encoding,
@@ -37,6 +38,45 @@ def test_cache_means_one_tokenisation_per_distinct_text():
     assert counter.count_many(texts) == first
     assert [counter(t) for t in texts] == first
     assert counter.tokenized == 3
+
+
+def _texts(count):
+    # Distinct, varied texts with repeats and special-token text among them.
+    words = ["deploy", "staging", "naïve", "数据库", "<|endoftext|>", "retry", "", "  "]
+    distinct = [" ".join(words[(i + k) % len(words)] for k in range(i % 9)) + str(i) for i in range(1500)]
+    return [distinct[i * 7 % 1500] for i in range(count)]
+
+
+def test_count_many_counts_each_distinct_text_once_in_order():
+    enc = load_encoding("o200k_base")
+    texts = _texts(5000)
+    counter = TiktokenCounter()
+    assert counter.count_many(texts) == [max(1, len(enc.encode_ordinary(t))) for t in texts]
+    assert counter.tokenized == len(set(texts)) == 1500
+    assert counter.count_many(texts[:10]) == counter.count_many(texts)[:10]
+    assert counter.tokenized == 1500  # all cached
+
+
+def test_a_batch_larger_than_the_cache_still_counts_every_text():
+    counter = TokenizerCounter(str.split, cache_size=10)
+    texts = ["word " * n for n in range(50)]
+    assert counter.count_many(texts) == [max(1, n) for n in range(50)]
+    assert counter.tokenized == 50
+    assert counter("word word") == 2 and counter("") == 1  # never 0
+
+
+def test_llama_index_counter_batches_and_counts_like_its_tokenizer():
+    from llama_index.core.utils import get_tokenizer
+
+    from poolsplit_adapters.tokens import counter_from, llama_index_counter
+
+    tokenizer = get_tokenizer()
+    counter = llama_index_counter()
+    assert counter is counter_from(tokenizer)  # one cache per tokenizer
+    texts = _texts(2500)
+    # allowed_special="all": "<|endoftext|>" is one token there, as Memory counts it.
+    assert counter.count_many(texts) == [max(1, len(tokenizer(t))) for t in texts]
+    assert counter("<|endoftext|>") == 1
 
 
 def test_model_name_selects_its_encoding():
