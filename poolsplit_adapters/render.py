@@ -38,6 +38,14 @@ def _body(text: str) -> str:
     return html.escape(text, quote=False)
 
 
+def goal_line(goal: str) -> str:
+    """The goal block of an agent's memory message: ``Current goal: ...``,
+    escaped like every rendered string, so a goal that carries a marker
+    cannot forge an always-scope entry that :func:`parse_markers` would
+    read as real."""
+    return "Current goal: " + _body(goal)
+
+
 def _inline(text: str) -> str:
     # A pool name inside ``[... left out ...: <name> 3]``: an attribute's
     # escaping, plus the brackets that delimit the line.

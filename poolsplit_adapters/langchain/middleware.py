@@ -71,7 +71,7 @@ from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter
-from ..render import render_context
+from ..render import goal_line, render_context
 from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
 from .backends import Backend, Plan, backend_for
@@ -677,7 +677,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         }
         request.runtime.stream_writer({SELECTION_EVENT: event})
         goal = self._goal(request.runtime)
-        parts = [p for p in (("Current goal: " + goal) if goal else "", promoted["text"]) if p]
+        parts = [p for p in (goal_line(goal) if goal else "", promoted["text"]) if p]
         if not parts:
             return request, update
         block = "\n".join([self.heading, *parts]) if self.heading else "\n".join(parts)
