@@ -50,6 +50,7 @@ from typing import Annotated, Any, Callable, Optional, Union, cast
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain.tools import ToolRuntime
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -65,7 +66,7 @@ from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict, override
 
 from ..call import AdapterCall
-from ..checks import check_flag, check_instance, check_label, check_positive_int, check_string
+from ..checks import ArgumentError, check_flag, check_instance, check_label, check_positive_int, check_string
 from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
@@ -242,6 +243,19 @@ def _line(message: BaseMessage) -> list[str]:
     if isinstance(message, ToolMessage):
         return ["tool %s: %s" % (message.name or message.tool_call_id, text)]
     return ["%s: %s" % (message.type, text)] if text else []
+
+
+def _check_binds_tools(model: Any) -> None:
+    """A clear error, before the model is called, when the agent's model
+    cannot bind the memory tools (``remember``, ``expand``): langchain-core's
+    own is a bare ``NotImplementedError`` from deep inside the agent."""
+    bind = getattr(type(model), "bind_tools", None)
+    if isinstance(model, BaseChatModel) and bind is BaseChatModel.bind_tools:
+        raise ArgumentError(
+            "PoolSplitMemoryMiddleware: the model %s cannot bind tools (its bind_tools is not implemented), "
+            "and the middleware registers the remember tool; pass remember=False (and progressive=False, "
+            "which registers the expand tool) or use a model that supports tool calling" % type(model).__name__
+        )
 
 
 def _transcript(messages: Sequence[BaseMessage]) -> str:
@@ -663,6 +677,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         """The request with the memory after the agent's system prompt, and
         the state update: the gate report shown (cleared), a new step's
         memory kept. Sends the selection event."""
+        if self.tools:
+            _check_binds_tools(request.model)
         writes = cast("Optional[GateTally]", request.state.get(WRITES_KEY))
         update: dict[str, Any] = {} if writes is None else {WRITES_KEY: None}
         if not reused:

@@ -219,6 +219,25 @@ def test_a_goal_carrying_a_marker_forges_no_correction():
     assert markers(model.requests[-1]) == []  # nothing parses as an entry marker
 
 
+def test_a_model_that_cannot_bind_tools_gets_an_error_naming_remember_false():
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    from poolsplit_adapters.checks import ArgumentError
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(content="ok")]))  # no bind_tools
+    agent = create_agent(model, middleware=[middleware()], store=InMemoryStore(), context_schema=UserContext)
+    with pytest.raises(ArgumentError, match="cannot bind tools.*pass remember=False"):
+        agent.invoke({"messages": [("user", "[u1] hi")]}, thread("t"), context={"user_id": "u1"})
+    quiet = create_agent(
+        GenericFakeChatModel(messages=iter([AIMessage(content="ok")])),
+        middleware=[middleware(remember=False)],
+        store=InMemoryStore(),
+        context_schema=UserContext,
+    )
+    got = quiet.invoke({"messages": [("user", "[u1] hi")]}, thread("t"), context={"user_id": "u1"})
+    assert got["messages"][-1].content == "ok"
+
+
 class FailingStore(InMemoryStore):
     """A real InMemoryStore whose writes fail while ``failing`` is set."""
 
