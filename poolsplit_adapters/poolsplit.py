@@ -69,6 +69,7 @@ Moment = Optional[datetime.datetime]
 Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
+Loaded = dict[str, list[Any]]  # pool name -> the entries it loaded
 
 # The default scorer's factors, named once (the index's vectorised twin reproduces them bit for bit).
 RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
@@ -411,7 +412,7 @@ class Selection:
 
     def __init__(
         self,
-        pools: dict[str, list[Any]],
+        pools: Loaded,
         chosen: list[Chosen],
         dropped: Union[list[Dropped], Callable[[], list[Dropped]]],
         stats: dict[str, PoolStats],
@@ -662,9 +663,8 @@ class ListCandidates:
         if isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Iterable):
             raise TypeError("entries must be a sequence of entry mappings, %s" % _got(entries))
         if not callable(getattr(prepared, "score", None)):
-            raise TypeError(
-                "give the call's prepared scorer, prepare_scorer(scorer, context, now), %s" % _got(prepared)
-            )
+            hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now), %s"
+            raise TypeError(hint % _got(prepared))
         self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
         self.prepared, self.counter = prepared, token_counter
         self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
@@ -815,24 +815,19 @@ def fill_pools(
         return Selection(result, [], [], {}, notes)
     always_rows, picked_rows, stats, lost_set = [], [], {}, set(lost)
     for pool, always, contextual, below, picks in filled:
-        costs, name = [cost(i) for i in always], pool.name
-        always_rows += [Chosen(at(i), index(i), name, True, None, c, "full", c) for i, c in zip(always, costs)]
+        paid, name = [cost(i) for i in always], pool.name
+        always_rows += [Chosen(at(i), index(i), name, True, None, c, "full", c) for i, c in zip(always, paid)]
         picked_rows += [Chosen(at(i), index(i), name, False, s, c, layer, cost(i)) for i, s, c, layer in picks]
         seen, used = len(always) + len(contextual) + (len(below) if below is not None else 0), sum(p[2] for p in picks)
-        stats[name] = PoolStats(
-            name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(costs), seen
-        )
+        stats[name] = PoolStats(name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(paid), seen)
 
     def rows() -> list[Dropped]:
-        return [Dropped(at(i), index(i), why, *where) for i, why, where in _left_out(candidates, filled, lost_set)]
+        left = _left_out(candidates, filled, lost_set)
+        return [Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ())) for i, why, p in left]
 
     def counts() -> Counts:
-        counted = candidates.tally(filled, lost_set)
-        rows = (
-            (where[0] if where else None, why, where[2] if where else 0)
-            for _, why, where in _left_out(candidates, filled, lost_set, score=False)
-        )
-        return counted if counted is not None else _tally(rows)
+        counted, left = candidates.tally(filled, lost_set), _left_out(candidates, filled, lost_set)
+        return counted if counted is not None else _tally((p, why, cost(i) if p else 0) for i, why, p in left)
 
     return Selection(result, always_rows + picked_rows, rows, stats, notes, counts)
 
@@ -865,11 +860,11 @@ def _layered(pool: Pool, ranked: list[_Ranked], layering: Layering, deepen: bool
     return [(i, score_at[i], cost, layer) for i, layer, cost in picks]
 
 
-def _left_out(candidates: Candidates, filled: list[_Filled], lost: set[int], score: bool = True) -> Iterator[Any]:
-    """4. ``(position, reason, (pool, score, cost) or ())`` of each entry that did not load, in input order. A
-    candidate left out costs more than the room its pool had left at the end (the token budget: it could never
-    have fitted), else the entry cap cut it: decided from the final room, not from how far the fill scanned. The
-    last pool that considered an entry decides (``score=False``: its score is not asked for)."""
+def _left_out(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> Iterator[tuple[int, Reason, Any]]:
+    """4. ``(position, reason, pool or None)`` of each entry that did not load, in input order. A candidate left
+    out costs more than the room its pool had left at the end (the token budget: it could never have fitted),
+    else the entry cap cut it: decided from the final room, not from how far the fill scanned. The last pool
+    that considered an entry decides."""
     last: dict[int, tuple[str, Reason]] = {}
     chosen: set[int] = set()
     for pool, always, contextual, below, picks in filled:
@@ -879,12 +874,9 @@ def _left_out(candidates: Candidates, filled: list[_Filled], lost: set[int], sco
         for i in (int(i) for i in contextual if i not in picked):
             last[i] = (pool.name, Reason.TOKEN_BUDGET if candidates.cost(i) > room else Reason.ENTRY_CAP)
     for i, why in candidates.verdicts():
-        if i in chosen:
-            continue
-        if why is None and i in last:
-            yield i, last[i][1], (last[i][0], candidates.score(i) if score else None, candidates.cost(i))
-        else:
-            yield i, why or (Reason.ALWAYS_NO_POOL if i in lost else Reason.NO_POOL), ()
+        if i not in chosen:
+            unpooled = Reason.ALWAYS_NO_POOL if i in lost else Reason.NO_POOL
+            yield (i, last[i][1], last[i][0]) if why is None and i in last else (i, why or unpooled, None)
 
 
 def select(
@@ -915,9 +907,7 @@ def select(
     return fill_pools(pool_list, candidates, report=_report, layering=layering, stacklevel=_stacklevel)
 
 
-def retrieve_pools(
-    entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any
-) -> dict[str, list[Any]]:
+def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
     """:func:`select` without the report (same keywords): pool name -> the same dict objects, always-scope first
     (input order), then the ranked rest."""
     return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools
@@ -937,10 +927,7 @@ def retrieve(
     mutated."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
-    prepared = prepare_scorer(scorer, context, now)
-    return fill_pools(
-        [pool],
-        ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active),
-        report=False,
-        warn=False,
-    ).pools[pool.name]
+    candidates = ListCandidates(
+        entries, prepare_scorer(scorer, context, now), token_counter=token_counter, is_active=is_active
+    )
+    return fill_pools([pool], candidates, report=False, warn=False).pools[pool.name]
