@@ -357,8 +357,7 @@ def active_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
 
 @dataclass(frozen=True)
 class Chosen:
-    """A selected entry: its pool, score (None if always-scope: never scored), cost, and layer (``"full"``, or
-    progressive loading's ``"summary"``, whose ``full_cost`` is then the full content's)."""
+    """A selected entry; ``score`` None if always-scope (never scored); ``layer`` "full" or a lighter one."""
 
     entry: Entry
     index: int
@@ -372,8 +371,7 @@ class Chosen:
 
 @dataclass(frozen=True)
 class Dropped:
-    """An entry that did not load, with the one reason; ``pool`` last considered it (None if none did), ``score``
-    and ``cost`` are from there."""
+    """An entry that did not load, with its one reason; ``pool`` (and its score and cost) last considered it."""
 
     entry: Entry
     index: int
@@ -385,8 +383,7 @@ class Dropped:
 
 @dataclass(frozen=True)
 class PoolStats:
-    """A pool's budget use (``tokens_used``, ``entries_used``: contextual entries only; always-scope ones are
-    outside the budget, counted apart)."""
+    """A pool's budget use: ``*_used`` count contextual entries only; always-scope ones are counted apart."""
 
     name: str
     max_tokens: Union[int, float]
@@ -752,10 +749,8 @@ class ListCandidates:
 
 
 class Layering(Protocol):
-    """A fill loading lighter layers of entries (progressive loading; see
-    ``poolsplit_adapters.memory.progressive.ProgressiveLayers``). The core calls ``fill`` per pool instead of its
-    greedy fill, with the pool's ``(position, entry, score, full cost)`` in rank order, for ``(position, layer,
-    cost)`` picks within its caps; then ``deepen(loaded)``; on yes, ``fill`` again with ``deepen=True``."""
+    """Progressive loading (``memory.progressive.ProgressiveLayers``): ``fill`` replaces the greedy fill of each
+    pool, ranked candidates to ``(position, layer, cost)`` picks; on ``deepen(loaded)``, every pool fills again."""
 
     def fill(self, pool: Pool, ranked: list[_Ranked], deepen: bool) -> list[tuple[int, str, int]]: ...
     def deepen(self, loaded: int) -> bool: ...
@@ -893,12 +888,10 @@ def select(
     _report: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
-    """Steps 1-4: fill several pools from one entry set and report what loaded, what did not and why, and each
-    pool's budget use (silent truncation makes a model believe "that is all there is"). ``visibility`` limits
-    what the query may see at all; ``layering`` turns on progressive loading (off: exactly the spec). Warns
-    (:class:`UnadmittedCorrectionWarning`) about an always-scope entry no pool admits. Raises :class:`EntryError`
-    for a malformed entry, a non-finite score or a non-positive cost; ``ValueError`` when two pools share a name;
-    ``TypeError`` for an argument of the wrong kind."""
+    """Steps 1-4, reporting what loaded, what did not and why, and each pool's budget use (silent truncation makes
+    a model believe "that is all there is"). ``visibility`` limits what the query may see; ``layering`` turns on
+    progressive loading (off: exactly the spec). Raises :class:`EntryError` (a malformed entry, a non-finite
+    score, a non-positive cost), ``ValueError`` (two pools share a name), ``TypeError`` (a wrong argument)."""
     pool_list, view = check_pools(pools), active_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
