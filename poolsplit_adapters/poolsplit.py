@@ -1,25 +1,20 @@
 """poolsplit: pool-split retrieval for agent memory (the core selector).
 
-One scorer filling one token budget from a mixed-type memory starves the
-low-priority types and lets fresh content crowd a standing correction out.
-**Pools** (reserved token and entry budgets per group of types, filled
-independently) and **always-scope entries** (``scope == "always"``, loaded
-first, outside every budget) fix both. Standard library only (Python 3.9+):
-copy this file and ``import poolsplit`` works; faster twins of some rules
+One scorer filling one token budget from a mixed-type memory starves the low-priority types and lets fresh
+content crowd a standing correction out. **Pools** (reserved token and entry budgets per group of types, filled
+independently) and **always-scope entries** (``scope == "always"``, loaded first, outside every budget) fix both.
+Standard library only (Python 3.9+): copy this file and ``import poolsplit`` works; faster twins of some rules
 (``poolsplit_adapters.index``, ``.fastpath``) are tested against these.
 
 Entries are plain mappings; every key but ``content`` is optional:
 
     content        str            the payload text (required)
     type           str            entry type; default "note"
-    scope          str | None     "always" loads unconditionally; anything else
-                                  competes for a pool's budget
+    scope          str | None     "always" loads unconditionally; anything else competes for a pool's budget
     tags           list[str]      topical tags (list or tuple of strings)
     project        str | None     owning project; None means "general"
-    created        str | None     ISO-8601 (UTC); drives recency; unparseable
-                                  text counts as age 0
-    token_count    int            the cost when a positive int (not bool); else
-                                  the token counter measures ``content``
+    created        str | None     ISO-8601 (UTC); drives recency; unparseable text counts as age 0
+    token_count    int            the cost when a positive int (not bool); else the token counter measures content
     base_priority  int | float    ranking weight; default 5
     status         str            "active" (default) loads; anything else drops
     superseded_by  any            when truthy, the entry is retired and drops
@@ -28,23 +23,19 @@ Entries are plain mappings; every key but ``content`` is optional:
     namespace      str | None     tenant, matched exactly by Visibility.namespace
     summary        str | None     a short form of content (progressive loading)
 
-A malformed typed key raises :class:`EntryError` naming the entry and the key,
-not a silently wrong ranking (a string ``tags`` would be read as letters).
+A malformed typed key raises :class:`EntryError` naming the entry and the key, not a silently wrong ranking (a
+string ``tags`` would be read as letters).
 
-The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve`
-are the same without the report):
+The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve` are the same without the report):
 
-1. **Admit** the active entries (``is_active``) the query may see
-   (:class:`Visibility`), each checked and read once.
+1. **Admit** the active entries (``is_active``) the query may see (:class:`Visibility`), each checked and read once.
 2. **Score** each admitted contextual entry a pool ranks, once per call.
-3. **Fill each pool** in order, from the admitted entries of its types that no
-   earlier pool took (by identity, ``id()``):
+3. **Fill each pool** in order, from the admitted entries of its types that no earlier pool took (by identity):
 
    a. every always-scope entry first, in input order, outside both caps;
    b. contextual entries below the pool's ``min_relevance`` are set aside;
-   c. the rest in the total order ``(-score, created or "", id or "", input
-      index)``, taken greedily: an entry that overflows the tokens is skipped
-      and scanning goes on; the entry cap counts contextual entries only;
+   c. the rest in the total order ``(-score, created or "", id or "", input index)``, taken greedily: an entry
+      that overflows the tokens is skipped and scanning goes on; the entry cap counts contextual entries only;
    d. what loaded is claimed: an entry lands in one pool at most.
 4. **Report** what loaded, each pool's budget use, and why the rest did not.
 """
@@ -73,12 +64,14 @@ __all__ = [
 __version__ = "0.2.0"
 
 Entry = Mapping[str, Any]
+Context = Optional[Mapping[str, Any]]
+Moment = Optional[datetime.datetime]
 Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
+Loaded = dict[str, list[Any]]  # pool name -> the entries it loaded
 
-# The default scorer's factors, named once (the index's vectorised twin
-# reproduces them bit for bit).
+# The default scorer's factors, named once (the index's vectorised twin reproduces them bit for bit).
 RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
 TAG_WEIGHT, PROJECT_SAME, PROJECT_OTHER = 0.5, 1.5, 0.5
 MESSAGE_THRESHOLD, MESSAGE_WEIGHT = 0.15, 1.5
@@ -87,9 +80,8 @@ DEFAULT_PRIORITY = 5
 
 
 class EntryError(ValueError):
-    """A memory entry (or what a callback said about it) is malformed; ``index``
-    (input position), ``entry_id`` and ``field`` point at the record, and
-    ``problem`` is the message without the entry's name (adapters re-word it).
+    """A memory entry (or what a callback said about it) is malformed; ``index`` (input position), ``entry_id``
+    and ``field`` point at the record, ``problem`` is the message without the entry's name (adapters re-word it).
     Example: ``except EntryError as err: print(err.entry_id, err.field)``."""
 
     def __init__(
@@ -107,8 +99,7 @@ class EntryError(ValueError):
 
 
 class UnadmittedCorrectionWarning(UserWarning):
-    """An active always-scope entry whose type no pool admits: the silent loss
-    of a correction pools exist to prevent, so never only a report line."""
+    """An active always-scope entry no pool admits: the silent loss pools exist to prevent, never only a report."""
 
 
 def describe_entry(entry: Any, index: Optional[int]) -> str:
@@ -121,8 +112,7 @@ def describe_entry(entry: Any, index: Optional[int]) -> str:
 
 def entry_error(entry: Any, index: Optional[int], field: Optional[str], problem: str) -> EntryError:
     """The one wording of every entry error (here and in the stores)."""
-    entry_id = entry.get("id") if isinstance(entry, Mapping) else None
-    name = describe_entry(entry, index)
+    name, entry_id = describe_entry(entry, index), entry.get("id") if isinstance(entry, Mapping) else None
     message = "%s: %s" % (name, problem) if field is None else "%s: field %r %s" % (name, field, problem)
     entry_id = entry_id if isinstance(entry_id, str) else None
     return EntryError(message, index=index, entry_id=entry_id, field=field, problem=problem)
@@ -142,10 +132,9 @@ def _is_number(value: Any, finite: bool = False) -> bool:
 
 
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
-    """Raise :class:`EntryError` unless the keys the selector relies on are
-    well typed. ``status`` and ``superseded_by`` are left to ``is_active`` (a
-    custom predicate may read them otherwise); ``token_count`` follows the
-    spec (anything but a positive int is counted)."""
+    """Raise :class:`EntryError` unless the keys the selector relies on are well typed. ``status`` and
+    ``superseded_by`` are ``is_active``'s to read (a custom predicate may read them otherwise); ``token_count``
+    follows the spec (anything but a positive int is counted)."""
     if not isinstance(entry, Mapping):
         raise entry_error(entry, index, None, "is not a mapping (%s)" % _got(entry))
     get = entry.get
@@ -170,13 +159,11 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
 
 @dataclass(frozen=True)
 class Pool:
-    """A reserved retrieval budget for a group of entry types: ``name`` (unique
-    key of its results), ``max_tokens`` and ``max_entries`` (caps on contextual
-    entries; always-scope ones use neither), ``types`` (``None``: every type; a
-    list or set becomes a tuple, a bare string is refused: ``"skill"`` would
-    read as ``"s"``, ``"k"``, ...), ``min_relevance`` (contextual candidates
-    whose relevance, the scorer's query-match part, is lower are set aside
-    before the fill: marginal memories cost budget and distract the model).
+    """A reserved retrieval budget for a group of entry types: ``name`` (unique key of its results),
+    ``max_tokens`` and ``max_entries`` (caps on contextual entries; always-scope ones use neither), ``types``
+    (``None``: every type; a list or set becomes a tuple; a bare string is refused: ``"skill"`` would read as
+    ``"s"``, ``"k"``, ...), ``min_relevance`` (contextual candidates whose relevance, the scorer's query-match
+    part, is lower are set aside before the fill: marginal memories cost budget and distract the model).
 
     Example: ``[Pool("corrections", 0, 0, ("correction",)), Pool("content", 600, 10, ("note", "task"))]``.
     """
@@ -197,16 +184,13 @@ class Pool:
             if not _is_number(value):
                 raise TypeError("Pool %r: %s must be a number, %s" % (name, attr, _got(value)))
             if value != value or value < 0:
-                raise ValueError(
-                    "Pool %r: %s must %s" % (name, attr, "be >= 0, got %r" % value if value == value else "not be NaN")
-                )
+                problem = "be >= 0, got %r" % value if value == value else "not be NaN"
+                raise ValueError("Pool %r: %s must %s" % (name, attr, problem))
         if low is not None and not _is_number(low, finite=True):
             raise TypeError("Pool %r: min_relevance must be a finite number or None, %s" % (name, _got(low)))
         if isinstance(types, str):
-            raise TypeError(
-                "Pool %r: types must be a tuple of type names, not the bare string %r (did you mean (%r,)?)"
-                % (name, types, types)
-            )
+            problem = "not the bare string %r (did you mean (%r,)?)" % (types, types)
+            raise TypeError("Pool %r: types must be a tuple of type names, %s" % (name, problem))
         if types is not None and not isinstance(types, (set, frozenset, list, tuple)):
             raise TypeError("Pool %r: types must be a tuple of strings or None, %s" % (name, _got(types)))
         types = None if types is None else tuple(sorted(types)) if isinstance(types, (set, frozenset)) else tuple(types)
@@ -220,9 +204,8 @@ class Pool:
 
     @property
     def loads_contextual(self) -> bool:
-        """Whether any contextual entry can load: one entry slot and one token
-        (every entry costs at least 1). A pool without room still loads its
-        always-scope entries; recall asks it for no candidates."""
+        """Whether any contextual entry can load: an entry slot and a token (every entry costs at least 1). A pool
+        without room still loads its always-scope entries; recall asks it for no candidates."""
         return self.max_entries > 0 and self.max_tokens >= 1
 
 
@@ -243,8 +226,7 @@ def check_pools(pools: Sequence[Pool]) -> list[Pool]:
 
 
 class Reason(str, enum.Enum):
-    """Why an entry did not load, one cause each; a ``str`` enum
-    (``Reason.INACTIVE == "inactive"``), serialised as its value."""
+    """Why an entry did not load, one cause each; a ``str`` enum (``Reason.INACTIVE == "inactive"``)."""
 
     INACTIVE = "inactive"  #: ``is_active`` said no (status, superseded_by)
     NAMESPACE = "namespace"  #: its namespace is not the query's (nor in its explicit chain)
@@ -264,18 +246,19 @@ class Reason(str, enum.Enum):
 
 #: The reasons that mean "a budget cut it" (what an omission line counts).
 BUDGET_REASONS = frozenset((Reason.TOKEN_BUDGET, Reason.ENTRY_CAP))
+Counts = dict[tuple[Optional[str], Reason], tuple[int, int]]  # (pool or None, reason) -> (entries, tokens)
 
 
-def parse_created(value: Optional[str]) -> Optional[datetime.datetime]:
-    """``created`` as a naive datetime, or None when empty or unparseable
-    (scored as age 0). An offset is dropped, not converted: stores hold UTC."""
+def parse_created(value: Optional[str]) -> Moment:
+    """``created`` as a naive datetime, or None when empty or unparseable (scored as age 0). An offset is dropped,
+    not converted: stores hold UTC."""
     try:
         return datetime.datetime.fromisoformat(value.rstrip("Z")).replace(tzinfo=None) if value else None
     except (ValueError, AttributeError):
         return None
 
 
-def _time_bound(name: str, value: Any) -> Optional[datetime.datetime]:
+def _time_bound(name: str, value: Any) -> Moment:
     moment = parse_created(value) if isinstance(value, str) else value
     if isinstance(value, str) and moment is None:
         raise ValueError("Visibility %s must be an ISO-8601 time, got %r" % (name, value))
@@ -287,16 +270,12 @@ def _time_bound(name: str, value: Any) -> Optional[datetime.datetime]:
 
 @dataclass(frozen=True)
 class Visibility:
-    """Which entries a query may see at all, before any pool or budget.
-
-    ``namespace``: None, one namespace, or an explicit chain such as
-    ``("project-a", None)`` (None: entries without one), matched exactly with
-    no implicit fallback (a silent fallback makes a project-only memory apply
-    everywhere while reports look normal); link ``i`` scores ``x chain_penalty
-    ** i``. ``require_tags``: all of them. ``require_source``: without
-    provenance an entry reads like the model's own guess. ``since``/``until``:
-    inclusive bounds on ``created`` (an undated contextual entry is reported,
-    never an error; always-scope entries are never time-filtered).
+    """Which entries a query may see at all, before any pool or budget. ``namespace``: None, one namespace, or an
+    explicit chain such as ``("project-a", None)`` (None: entries without one), matched exactly with no implicit
+    fallback (a silent fallback makes a project-only memory apply everywhere while reports look normal); link ``i``
+    scores ``x chain_penalty ** i``. ``require_tags``: all of them. ``require_source``: without provenance an entry
+    reads like the model's own guess. ``since``/``until``: inclusive bounds on ``created`` (an undated contextual
+    entry is reported, never an error; always-scope entries are never time-filtered).
 
     Example: ``Visibility(namespace=("tenant-a", None), since="2026-11-01")``.
     """
@@ -307,25 +286,20 @@ class Visibility:
     require_source: bool = False
     since: Union[None, str, datetime.datetime] = None
     until: Union[None, str, datetime.datetime] = None
-    _bounds: tuple[Optional[datetime.datetime], Optional[datetime.datetime]] = field(
-        default=(None, None), init=False, repr=False, compare=False
-    )
+    _bounds: tuple[Moment, Moment] = field(default=(None, None), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         chain, tags = self.namespace, self.require_tags
         if isinstance(chain, (list, tuple)):
             if not chain or not all(n is None or (isinstance(n, str) and n) for n in chain):
-                message = (
-                    "Visibility namespace chain must be non-empty strings (or None for entries without a namespace)"
-                )
-                raise TypeError(message + ", got %r" % (chain,))
+                problem = "must be non-empty strings (or None for entries without a namespace), got %r" % (chain,)
+                raise TypeError("Visibility namespace chain " + problem)
             if len(set(chain)) != len(chain):
                 raise ValueError("Visibility namespace chain repeats a link: %r" % (chain,))
             object.__setattr__(self, "namespace", tuple(chain))
         elif chain is not None and not (isinstance(chain, str) and chain):
-            raise TypeError(
-                "Visibility namespace must be a non-empty string, a chain of them, or None, %s" % _got(chain)
-            )
+            problem = "must be a non-empty string, a chain of them, or None, %s" % _got(chain)
+            raise TypeError("Visibility namespace " + problem)
         if not _is_number(self.chain_penalty) or not 0.0 < self.chain_penalty <= 1.0:
             raise ValueError("Visibility chain_penalty must be in (0, 1], got %r" % (self.chain_penalty,))
         if isinstance(tags, str) or not isinstance(tags, Iterable) or not all(isinstance(t, str) for t in tags):
@@ -341,12 +315,11 @@ class Visibility:
     @property
     def chain(self) -> tuple[Optional[str], ...]:
         """The namespaces in order (empty: no namespace filter)."""
-        return (
-            () if self.namespace is None else self.namespace if isinstance(self.namespace, tuple) else (self.namespace,)
-        )
+        ns = self.namespace
+        return () if ns is None else (ns,) if isinstance(ns, str) else ns
 
     @property
-    def bounds(self) -> tuple[Optional[datetime.datetime], Optional[datetime.datetime]]:
+    def bounds(self) -> tuple[Moment, Moment]:
         """``(since, until)`` as naive UTC datetimes (None: unbounded)."""
         return self._bounds
 
@@ -356,8 +329,7 @@ class Visibility:
         return bool(self.chain or self.require_tags or self.require_source or self._bounds != (None, None))
 
     def judge(self, entry: Entry) -> tuple[Optional[Reason], float]:
-        """(why the entry is not visible, or None; its score factor), in a
-        fixed order: namespace, tags, source, time."""
+        """(why the entry is not visible, or None; its score factor), checking namespace, tags, source, time."""
         factor, chain, (since, until) = 1.0, self.chain, self._bounds
         if chain:
             if entry.get("namespace") not in chain:
@@ -385,9 +357,7 @@ def active_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
 
 @dataclass(frozen=True)
 class Chosen:
-    """A selected entry: its pool, score (None if always-scope: never scored),
-    cost, and layer (``"full"``, or progressive loading's ``"summary"``, whose
-    ``full_cost`` is then the full content's)."""
+    """A selected entry; ``score`` None if always-scope (never scored); ``layer`` "full" or a lighter one."""
 
     entry: Entry
     index: int
@@ -401,8 +371,7 @@ class Chosen:
 
 @dataclass(frozen=True)
 class Dropped:
-    """An entry that did not load, with the one reason; ``pool`` last
-    considered it (None if none did), ``score`` and ``cost`` are from there."""
+    """An entry that did not load, with its one reason; ``pool`` (and its score and cost) last considered it."""
 
     entry: Entry
     index: int
@@ -414,8 +383,7 @@ class Dropped:
 
 @dataclass(frozen=True)
 class PoolStats:
-    """A pool's budget use (``tokens_used``, ``entries_used``: contextual
-    entries only; always-scope ones are outside the budget, counted apart)."""
+    """A pool's budget use: ``*_used`` count contextual entries only; always-scope ones are counted apart."""
 
     name: str
     max_tokens: Union[int, float]
@@ -428,13 +396,11 @@ class PoolStats:
 
 
 class Selection:
-    """What :func:`select` chose and why the rest did not load (each input
-    entry once): ``pools`` (:func:`retrieve_pools`' answer), ``chosen`` in
-    render order (always-scope entries of all pools, then each pool's in rank
-    order), ``dropped`` in input order and built when first read (an unread
-    report costs nothing), ``counts`` (the same per pool and reason, without
-    a row per entry: what an omission line needs), ``stats`` (:class:`PoolStats`
-    by pool), ``notes``.
+    """What :func:`select` chose and why the rest did not load (each input entry once): ``pools``
+    (:func:`retrieve_pools`' answer), ``chosen`` in render order (always-scope entries of all pools, then each
+    pool's in rank order), ``dropped`` in input order, ``counts`` (the same per pool and reason without a row per
+    entry: what an omission line needs), ``stats`` (:class:`PoolStats` by pool), ``notes``. ``dropped`` and
+    ``counts`` are built when first read: an unread report costs nothing.
 
     Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``.
     """
@@ -443,12 +409,12 @@ class Selection:
 
     def __init__(
         self,
-        pools: dict[str, list[Any]],
+        pools: Loaded,
         chosen: list[Chosen],
         dropped: Union[list[Dropped], Callable[[], list[Dropped]]],
         stats: dict[str, PoolStats],
         notes: Optional[dict[str, Any]] = None,
-        counts: Optional[Callable[[], dict[tuple[Optional[str], Reason], tuple[int, int]]]] = None,
+        counts: Optional[Callable[[], Counts]] = None,
     ) -> None:
         self.pools, self.chosen, self.stats, self.notes = pools, chosen, stats, dict(notes or {})
         self._build: Optional[Callable[[], list[Dropped]]] = dropped if callable(dropped) else None
@@ -456,17 +422,13 @@ class Selection:
         self._counts: Any = counts
 
     @property
-    def counts(self) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
-        """``(pool or None, reason) -> (entries, tokens)`` of what did not load
-        (tokens: the pool's costs; 0 where no pool considered the entry)."""
-        if not isinstance(self._counts, dict):
-            if self._counts is not None:
-                self._counts = self._counts()
-            else:  # rows given: count them
-                self._counts = {}
-                for d in self.dropped:
-                    count, tokens = self._counts.get((d.pool, d.reason), (0, 0))
-                    self._counts[(d.pool, d.reason)] = (count + 1, tokens + (d.cost or 0))
+    def counts(self) -> Counts:
+        """``(pool or None, reason) -> (entries, tokens)`` of what did not load (tokens: the pool's costs; 0 where
+        no pool considered the entry)."""
+        if self._counts is None:  # rows given: count them
+            self._counts = _tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
+        elif not isinstance(self._counts, dict):
+            self._counts = self._counts()
         return self._counts  # type: ignore[no-any-return]
 
     @property
@@ -491,15 +453,23 @@ class Selection:
         return grouped
 
 
+def _tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
+    counted: Counts = {}
+    for pool, why, tokens in rows:
+        count, total = counted.get((pool, why), (0, 0))
+        counted[(pool, why)] = (count + 1, total + tokens)
+    return counted
+
+
 def default_token_counter(text: str) -> int:
-    """``max(1, len(text) // 4)``: crude on purpose (``poolsplit_adapters.tokens``
-    has real tokenizers) and never 0, which would exempt an entry from every budget."""
+    """``max(1, len(text) // 4)``: crude on purpose (``poolsplit_adapters.tokens`` has real tokenizers) and never
+    0, which would exempt an entry from every budget."""
     return max(1, len(text) // 4)
 
 
 def default_is_active(entry: Entry) -> bool:
-    """``status`` "active" (or missing) and no ``superseded_by``; requiring the
-    key silently excluded every entry that never set it in the origin system."""
+    """``status`` "active" (or missing) and no ``superseded_by``; requiring the key silently excluded every entry
+    that never set it in the origin system."""
     return entry.get("status", "active") == "active" and not entry.get("superseded_by")
 
 
@@ -510,20 +480,15 @@ def given_token_count(entry: Entry) -> Optional[int]:
 
 
 def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] = None) -> int:
-    """A positive-int ``token_count``, else ``token_counter(content)``. Never 0
-    for a missing count (a zero default would silently exempt the entry from
-    every budget); a counter answering 0, a negative number or a non-integer
-    is reported rather than trusted, for the same reason."""
+    """A positive-int ``token_count``, else ``token_counter(content)``. Never 0 for a missing count (a zero
+    default would silently exempt the entry from every budget); a counter answering 0, a negative number or a
+    non-integer is reported rather than trusted, for the same reason."""
     given = given_token_count(entry)
     measured = given if given is not None else token_counter(entry.get("content", ""))
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
         problem = "is not a positive integer and token_counter returned %r for its content; costs must be positive"
-        raise entry_error(
-            entry,
-            index,
-            "token_count",
-            problem % (measured,) + " integers (0 would exempt the entry from every budget)",
-        )
+        problem = problem % (measured,) + " integers (0 would exempt the entry from every budget)"
+        raise entry_error(entry, index, "token_count", problem)
     return int(measured)
 
 
@@ -533,31 +498,28 @@ STOPWORDS = frozenset(
     did its let put say she too use that this with from they them then than have will your what when were been into
     some more very just over only""".split()
 )
-
-
-#: The shortest run that counts as a word.
-MIN_WORD_LENGTH = 3
+MIN_WORD_LENGTH = 3  #: the shortest run that counts as a word
 _RUNS = re.compile("[a-z0-9]+")
 
 
 def significant_words(text: str) -> frozenset[str]:
-    """What the message factor compares: lower-cased ASCII alphanumeric runs
-    of at least :data:`MIN_WORD_LENGTH` characters, minus :data:`STOPWORDS`."""
+    """What the message factor compares: lower-cased ASCII alphanumeric runs of at least
+    :data:`MIN_WORD_LENGTH` characters, minus :data:`STOPWORDS`."""
     return frozenset(w for w in _RUNS.findall(text.lower()) if len(w) >= MIN_WORD_LENGTH and w not in STOPWORDS)
 
 
 class ScoringContext:
-    """The default scorer prepared for one call: the context checked and read
-    once, then :meth:`score` per entry. Example: ``ScoringContext(context, now).score(entry)``."""
+    """The default scorer prepared for one call: the context checked and read once, then :meth:`score` per
+    entry. Example: ``ScoringContext(context, now).score(entry)``."""
 
     __slots__ = ("tags", "project", "words", "nwords", "ref")
 
-    def __init__(self, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> None:
+    def __init__(self, context: Context, now: Moment) -> None:
         context = {} if context is None else context
         if not isinstance(context, Mapping):
             raise TypeError("context must be a mapping or None, %s" % _got(context))
         tags, project, message = context.get("tags") or (), context.get("project"), context.get("message") or ""
-        if isinstance(tags, str) or not isinstance(tags, (list, tuple, set, frozenset)):
+        if not isinstance(tags, (list, tuple, set, frozenset)):
             raise TypeError("context['tags'] must be a list of strings, %s" % _got(tags))
         if not all(isinstance(t, str) for t in tags):
             raise TypeError("context['tags'] must contain only strings, got %r" % (tags,))
@@ -572,8 +534,8 @@ class ScoringContext:
         self.ref = (now or datetime.datetime.now(datetime.timezone.utc)).replace(tzinfo=None)  # naive, as parse_created
 
     def partial(self, entry: Entry) -> float:
-        """Every factor but the message overlap, in the spec's order (the
-        message factor is the last product: ``partial * factor`` is the score)."""
+        """Every factor but the message overlap, in the spec's order (the message factor is the last product:
+        ``partial * factor`` is the score)."""
         score = float(entry.get("base_priority", DEFAULT_PRIORITY))
         created = parse_created(entry.get("created"))
         days = 0.0 if created is None else (self.ref - created).total_seconds() / 86400.0
@@ -588,13 +550,11 @@ class ScoringContext:
         return score
 
     def relevance(self, entry: Entry) -> float:
-        """The share of the message's significant words in the content (0
-        without a message): the query-match part of the score."""
-        # Every run of the content, not only its significant words: a short
-        # run or a stopword can never equal a significant word of the message.
-        return (
-            len(self.words.intersection(_RUNS.findall(entry["content"].lower()))) / self.nwords if self.nwords else 0.0
-        )
+        """The share of the message's significant words in the content (0 without a message): the query-match part
+        of the score. Every run of the content counts, not only its significant words: a short run or a stopword
+        can never equal a significant word of the message."""
+        found = self.words.intersection(_RUNS.findall(entry["content"].lower())) if self.nwords else ()
+        return len(found) / self.nwords if self.nwords else 0.0
 
     def score(self, entry: Entry) -> float:
         """The default score of a checked entry (see :func:`default_scorer`)."""
@@ -602,27 +562,22 @@ class ScoringContext:
         return self.partial(entry) * (1.0 + overlap * MESSAGE_WEIGHT if overlap > MESSAGE_THRESHOLD else 1.0)
 
 
-def default_scorer(
-    entry: Entry, context: Optional[Mapping[str, Any]], *, now: Optional[datetime.datetime] = None
-) -> float:
-    """The product of **base priority** (default 5); **recency** ``1 - 0.7 *
-    days / 90`` from ``created``, floored at 0.3 (``now`` injectable: tests
-    need no clock); **tags** ``1 + 0.5 f``, ``f`` the share of the entry's
-    distinct tags in ``context["tags"]``; **project** x1 without one, x1.5
-    when it is ``context["project"]``, else x0.5; **message** ``1 + 1.5 f``,
-    ``f`` the share of the message's significant words in the content, when
-    ``f > 0.15``. No access-count or retrieval-frequency term, on purpose: in
-    the origin system "retrieved, so scored higher, so retrieved again" made
-    about 97% of the store unreachable."""
+def default_scorer(entry: Entry, context: Context, *, now: Moment = None) -> float:
+    """The product of **base priority** (default 5); **recency** ``1 - 0.7 * days / 90`` from ``created``,
+    floored at 0.3 (``now`` injectable: tests need no clock); **tags** ``1 + 0.5 f``, ``f`` the share of the
+    entry's distinct tags in ``context["tags"]``; **project** x1 without one, x1.5 when it is
+    ``context["project"]``, else x0.5; **message** ``1 + 1.5 f``, ``f`` the share of the message's significant
+    words in the content, when ``f > 0.15``. No access-count or retrieval-frequency term, on purpose: in the
+    origin system "retrieved, so scored higher, so retrieved again" made about 97% of the store unreachable."""
     check_entry(entry)
     return ScoringContext(context, now).score(entry)
 
 
 class _PlainScorer:
-    """A spec-form scorer function for one call: each entry scored once (a
-    threshold and the ranking read one answer); relevance is the score."""
+    """A spec-form scorer function for one call: each entry scored once (a threshold and the ranking read one
+    answer); relevance is the score."""
 
-    def __init__(self, scorer: Scorer, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> None:
+    def __init__(self, scorer: Scorer, context: Context, now: Moment) -> None:
         self.scorer, self.context, self.now = scorer, context, now
         self.answers: dict[int, Any] = {}  # by id(): the entries outlive the call
 
@@ -634,12 +589,11 @@ class _PlainScorer:
     relevance = score
 
 
-def prepare_scorer(scorer: Scorer, context: Optional[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Any:
-    """``scorer`` for one call: an object with ``score(entry)``, ``relevance(entry)``
-    (and optionally ``warm(entries)``, to embed a pool's candidates at once).
-    The default scorer becomes a :class:`ScoringContext`; an object with
-    ``prepare(context, now)`` prepares itself (an embedding scorer embeds the
-    query once); a spec-form function is wrapped."""
+def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
+    """``scorer`` for one call: an object with ``score(entry)``, ``relevance(entry)`` (and optionally
+    ``warm(entries)``, to embed a pool's candidates at once). The default scorer becomes a
+    :class:`ScoringContext`; an object with ``prepare(context, now)`` prepares itself (an embedding scorer embeds
+    the query once); a spec-form function is wrapped."""
     if scorer is default_scorer:
         return ScoringContext(context, now)
     if getattr(scorer, "prepare", None) is not None:
@@ -656,8 +610,7 @@ def _checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
 
 
 class Room:
-    """A pool's token room during its fill (a ranking may leave out what costs
-    more than ``left``)."""
+    """A pool's token room during its fill (a ranking may leave out what costs more than ``left``)."""
 
     def __init__(self, limit: Union[int, float]) -> None:
         self.limit, self.used = limit, 0
@@ -668,16 +621,13 @@ class Room:
 
 
 class Candidates(Protocol):
-    """The entries of one call as :func:`fill_pools` asks about them (steps 1
-    and 2 happen behind it); :class:`ListCandidates` serves a list,
-    ``MemoryIndex`` its columns. Positions are the implementation's handles;
-    a *group* is any sized iterable of them (a list, an array). ``members``:
-    (always-scope positions in input order, contextual group) of the pool's
-    types, admitted and unclaimed; ``ranked``: ``(position, score, cost)`` in
-    the total order, possibly without what costs more than ``room.left``;
-    ``verdicts``: every position in input order, with why it was not
-    admitted (None: it was); ``index``: its index in the caller's order.
-    """
+    """The entries of one call as :func:`fill_pools` asks about them (steps 1 and 2 happen behind it):
+    :class:`ListCandidates` serves a list, ``MemoryIndex`` its columns. Positions are the implementation's
+    handles; a *group* is any sized iterable of them. ``members``: (always-scope positions in input order,
+    contextual group) of the pool's types, admitted and unclaimed; ``ranked``: ``(position, score, cost)`` in the
+    total order, possibly without what costs more than ``room.left``; ``verdicts``: every position in input order,
+    with why it was not admitted (None: it was); ``index``: its index in the caller's order; ``tally``: the
+    report's counts, or None to have them counted from ``verdicts``."""
 
     def members(self, pool: Pool) -> tuple[list[int], Any]: ...
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]: ...
@@ -689,17 +639,13 @@ class Candidates(Protocol):
     def score(self, position: int) -> float: ...
     def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
     def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]: ...
-    def tally(
-        self, filled: list[_Filled], lost: set[int]
-    ) -> Optional[dict[tuple[Optional[str], Reason], tuple[int, int]]]: ...
+    def tally(self, filled: list[_Filled], lost: set[int]) -> Optional[Counts]: ...
 
 
 class ListCandidates:
-    """:class:`Candidates` over a list, for one call: step 1 in the constructor,
-    step 2 once per entry a pool ranks, costs only for entries the fill
-    reaches (a tokenizer is a call's expensive part); known ``costs`` mark
-    the entries as checked. Example: ``fill_pools(pools, ListCandidates(entries,
-    prepare_scorer(default_scorer, context, now)))``."""
+    """:class:`Candidates` over a list, for one call: step 1 in the constructor, step 2 once per entry a pool
+    ranks, costs only for entries the fill reaches (a tokenizer is a call's expensive part); known ``costs`` mark
+    the entries as checked. Example: ``fill_pools(pools, ListCandidates(entries, prepare_scorer(scorer, ctx, now)))``."""
 
     def __init__(
         self,
@@ -711,12 +657,11 @@ class ListCandidates:
         visibility: Optional[Visibility] = None,
         costs: Optional[Sequence[int]] = None,
     ) -> None:
-        if entries is None or isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Iterable):
+        if isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Iterable):
             raise TypeError("entries must be a sequence of entry mappings, %s" % _got(entries))
         if not callable(getattr(prepared, "score", None)):
-            raise TypeError(
-                "give the call's prepared scorer, prepare_scorer(scorer, context, now), %s" % _got(prepared)
-            )
+            hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now), %s"
+            raise TypeError(hint % _got(prepared))
         self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
         self.prepared, self.counter = prepared, token_counter
         self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
@@ -733,7 +678,7 @@ class ListCandidates:
         for index, entry in enumerate(self.items):
             if not checked:
                 check_entry(entry, index)
-            why, factor = (Reason.INACTIVE, 1.0) if not is_active(entry) else (None, 1.0)
+            why, factor = (None, 1.0) if is_active(entry) else (Reason.INACTIVE, 1.0)
             if why is None and visibility is not None:
                 why, factor = visibility.judge(entry)
             if why is not None:
@@ -746,14 +691,13 @@ class ListCandidates:
                 self.always.add(index)
 
     def score(self, position: int) -> float:
-        """2. Score, once, times the namespace-chain factor. The default score,
-        a product of checked finite factors, is not re-checked: past the float
-        range it ranks as inf (as in the index's twin)."""
+        """2. Score, once, times the namespace-chain factor. The default score, a product of checked finite
+        factors, is not re-checked: past the float range it ranks as inf (as in the index's twin)."""
         if position not in self.scores:
-            entry, score = self.items[position], self.prepared.score(self.items[position])
-            score = (
-                score if isinstance(self.prepared, ScoringContext) else _checked_score(score, entry, position, "scorer")
-            )
+            entry = self.items[position]
+            score = self.prepared.score(entry)
+            if not isinstance(self.prepared, ScoringContext):
+                score = _checked_score(score, entry, position, "scorer")
             self.scores[position] = score * self.penalty.get(position, 1.0)
         return self.scores[position]
 
@@ -805,20 +749,15 @@ class ListCandidates:
 
 
 class Layering(Protocol):
-    """A fill loading lighter layers of entries (progressive loading; see
-    ``poolsplit_adapters.memory.progressive.ProgressiveLayers``). The core
-    calls ``fill`` per pool instead of its greedy fill, with the pool's
-    ``(position, entry, score, full cost)`` in rank order, for ``(position,
-    layer, cost)`` picks within its caps; then ``deepen(loaded)``; on yes,
-    ``fill`` again with ``deepen=True`` (same entries, maybe other layers)."""
+    """Progressive loading (``memory.progressive.ProgressiveLayers``): ``fill`` replaces the greedy fill of each
+    pool, ranked candidates to ``(position, layer, cost)`` picks; on ``deepen(loaded)``, every pool fills again."""
 
-    def fill(
-        self, pool: Pool, ranked: list[tuple[int, Entry, float, int]], deepen: bool
-    ) -> list[tuple[int, str, int]]: ...
+    def fill(self, pool: Pool, ranked: list[_Ranked], deepen: bool) -> list[tuple[int, str, int]]: ...
     def deepen(self, loaded: int) -> bool: ...
 
 
 _Pick = tuple[int, float, int, str]  # position, score, cost, layer
+_Ranked = tuple[int, Entry, float, int]  # position, entry, score, full cost
 _Filled = tuple[Pool, list[int], Any, Any, list[_Pick]]  # pool, always, contextual, below, picks
 
 
@@ -834,13 +773,11 @@ def fill_pools(
 ) -> Selection:
     """Steps 3 and 4 over ``candidates``: the one fill, whatever holds the entries.
 
-    3. For each pool in order: (a) its always-scope entries, in input order,
-       outside both caps; (b) contextual candidates below ``min_relevance``
-       set aside; (c) the rest taken greedily in rank order (or by
+    3. For each pool in order: (a) its always-scope entries, in input order, outside both caps; (b) contextual
+       candidates below ``min_relevance`` set aside; (c) the rest taken greedily in rank order (or by
        ``layering``); (d) what loaded claimed, so no later pool takes it.
-    4. Warn about corrections no pool admits; then (unless ``report=False``)
-       the report: chosen rows and each pool's stats now, the dropped rows
-       and their counts when first read.
+    4. Warn about corrections no pool admits; then (unless ``report=False``) the report: chosen rows and each
+       pool's stats now, the dropped rows and their counts when first read.
     """
     pool_list, filled, ranked = check_pools(pools), [], []
     for pool in pool_list:
@@ -861,45 +798,38 @@ def fill_pools(
         filled.append((pool, always, contextual, below, picks))
     if layering is not None and layering.deepen(sum(len(f[4]) for f in filled)):
         filled = [f[:4] + (_layered(f[0], r, layering, deepen=True),) for f, r in zip(filled, ranked)]
-    result = {f[0].name: [candidates.entry(i) for i in f[1] + [p[0] for p in f[4]]] for f in filled}
+    at, index, cost = candidates.entry, candidates.index, candidates.cost
+    result = {f[0].name: [at(i) for i in f[1] + [p[0] for p in f[4]]] for f in filled}
     # 4. Report; a correction no pool admits is never only a report line.
     lost = candidates.unadmitted_always(pool_list)
     for i in lost if warn else ():
-        entry = candidates.entry(i)
         message = "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
-        message %= (describe_entry(entry, candidates.index(i)), entry.get("type", "note"))
+        message %= (describe_entry(at(i), index(i)), at(i).get("type", "note"))
         warnings.warn(message + "Add the type to a pool.", UnadmittedCorrectionWarning, stacklevel=stacklevel + 1)
     if not report:
         return Selection(result, [], [], {}, notes)
-    always_rows, picked_rows, stats = [], [], {}
+    always_rows, picked_rows, stats, lost_set = [], [], {}, set(lost)
     for pool, always, contextual, below, picks in filled:
-        costs, name = [candidates.cost(i) for i in always], pool.name
-        always_rows += [
-            Chosen(candidates.entry(i), candidates.index(i), name, True, None, c, "full", c)
-            for i, c in zip(always, costs)
-        ]
-        for i, score, cost, layer in picks:
-            picked_rows.append(
-                Chosen(candidates.entry(i), candidates.index(i), name, False, score, cost, layer, candidates.cost(i))
-            )
+        paid, name = [cost(i) for i in always], pool.name
+        always_rows += [Chosen(at(i), index(i), name, True, None, c, "full", c) for i, c in zip(always, paid)]
+        picked_rows += [Chosen(at(i), index(i), name, False, s, c, layer, cost(i)) for i, s, c, layer in picks]
         seen, used = len(always) + len(contextual) + (len(below) if below is not None else 0), sum(p[2] for p in picks)
-        stats[name] = PoolStats(
-            name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(costs), seen
-        )
-    return Selection(
-        result,
-        always_rows + picked_rows,
-        lambda: _rows(candidates, filled, set(lost)),
-        stats,
-        notes,
-        counts=lambda: _counts(candidates, filled, set(lost)),
-    )
+        stats[name] = PoolStats(name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(paid), seen)
+
+    def rows() -> list[Dropped]:
+        left = _left_out(candidates, filled, lost_set)
+        return [Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ())) for i, why, p in left]
+
+    def counts() -> Counts:
+        counted, left = candidates.tally(filled, lost_set), _left_out(candidates, filled, lost_set)
+        return counted if counted is not None else _tally((p, why, cost(i) if p else 0) for i, why, p in left)
+
+    return Selection(result, always_rows + picked_rows, rows, stats, notes, counts)
 
 
 def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
-    """3c: take entries in rank order while they fit; skip one that overflows
-    the tokens (a smaller, lower-ranked one may fit); stop at the entry cap,
-    or when not even a 1-token entry could fit."""
+    """3c: take entries in rank order while they fit; skip one that overflows the tokens (a smaller, lower-ranked
+    one may fit); stop at the entry cap, or when not even a 1-token entry could fit."""
     picks: list[_Pick] = []
     room = Room(pool.max_tokens)
     for i, score, cost in candidates.ranked(contextual, room) if pool.loads_contextual else ():
@@ -912,27 +842,24 @@ def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
     return picks
 
 
-def _ranked_all(pool: Pool, candidates: Candidates, contextual: Any) -> list[tuple[int, Entry, float, int]]:
+def _ranked_all(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Ranked]:
     """Every candidate of a pool in rank order, for both passes of a layering."""
     ranked = candidates.ranked(contextual, Room(math.inf)) if pool.loads_contextual else iter(())
     return [(i, candidates.entry(i), score, cost) for i, score, cost in ranked]
 
 
-def _layered(pool: Pool, ranked: list[tuple[int, Entry, float, int]], layering: Layering, deepen: bool) -> list[_Pick]:
+def _layered(pool: Pool, ranked: list[_Ranked], layering: Layering, deepen: bool) -> list[_Pick]:
     """3c with a :class:`Layering`: the pool's ranked candidates to its picks."""
     score_at = {i: score for i, _, score, _ in ranked}
     picks = layering.fill(pool, ranked, deepen) if pool.loads_contextual else []
     return [(i, score_at[i], cost, layer) for i, layer, cost in picks]
 
 
-def _left_out(
-    candidates: Candidates, filled: list[_Filled], lost: set[int]
-) -> Iterator[tuple[int, Reason, Optional[str]]]:
-    """4. ``(position, reason, pool)`` of each entry that did not load, in input
-    order. A candidate left out costs more than the room its pool had left at
-    the end (the token budget: it could never have fitted), else the entry
-    cap cut it: decided from the final room, not from how far the fill
-    scanned. The last pool that considered an entry decides."""
+def _left_out(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> Iterator[tuple[int, Reason, Any]]:
+    """4. ``(position, reason, pool or None)`` of each entry that did not load, in input order. A candidate left
+    out costs more than the room its pool had left at the end (the token budget: it could never have fitted),
+    else the entry cap cut it: decided from the final room, not from how far the fill scanned. The last pool
+    that considered an entry decides."""
     last: dict[int, tuple[str, Reason]] = {}
     chosen: set[int] = set()
     for pool, always, contextual, below, picks in filled:
@@ -943,62 +870,28 @@ def _left_out(
             last[i] = (pool.name, Reason.TOKEN_BUDGET if candidates.cost(i) > room else Reason.ENTRY_CAP)
     for i, why in candidates.verdicts():
         if i not in chosen:
-            yield (i, last[i][1], last[i][0]) if why is None and i in last else (i, why or _unpooled(i in lost), None)
-
-
-def _unpooled(always: bool) -> Reason:
-    return Reason.ALWAYS_NO_POOL if always else Reason.NO_POOL
-
-
-def _rows(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> list[Dropped]:
-    """4. The rows of :attr:`Selection.dropped`; a pool's score and cost with each candidate it left out."""
-    rows = []
-    for i, why, pool in _left_out(candidates, filled, lost):
-        at = (pool, candidates.score(i), candidates.cost(i)) if pool is not None else ()
-        rows.append(Dropped(candidates.entry(i), candidates.index(i), why, *at))
-    return rows
-
-
-def _counts(
-    candidates: Candidates, filled: list[_Filled], lost: set[int]
-) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
-    """4. :attr:`Selection.counts` without a row per entry (unless the candidates count faster)."""
-    counted = candidates.tally(filled, lost)
-    if counted is None:
-        counted = {}
-        for i, why, pool in _left_out(candidates, filled, lost):
-            count, tokens = counted.get((pool, why), (0, 0))
-            counted[(pool, why)] = (count + 1, tokens + (candidates.cost(i) if pool is not None else 0))
-    return counted
+            unpooled = Reason.ALWAYS_NO_POOL if i in lost else Reason.NO_POOL
+            yield (i, last[i][1], last[i][0]) if why is None and i in last else (i, why or unpooled, None)
 
 
 def select(
     entries: Sequence[Entry],
     pools: Sequence[Pool],
-    context: Optional[Mapping[str, Any]] = None,
+    context: Context = None,
     *,
     scorer: Scorer = default_scorer,
     token_counter: TokenCounter = default_token_counter,
     is_active: IsActive = default_is_active,
-    now: Optional[datetime.datetime] = None,
+    now: Moment = None,
     visibility: Optional[Visibility] = None,
     layering: Optional[Layering] = None,
     _report: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
-    """Steps 1-4: fill several pools from one entry set and report what loaded,
-    what did not and why, and each pool's budget use (silent truncation makes
-    a model believe "that is all there is"). Pools fill in order; an entry an
-    earlier pool took is excluded from later ones, by identity.
-    ``visibility`` limits what the query may see at all; ``layering`` turns on
-    progressive loading (off: exactly the spec). Warns
-    (:class:`UnadmittedCorrectionWarning`) about an always-scope entry no pool admits.
-
-    Raises:
-        EntryError: a malformed entry, a non-finite score, or a non-positive cost.
-        ValueError: two pools share a name.
-        TypeError: an argument of the wrong kind.
-    """
+    """Steps 1-4, reporting what loaded, what did not and why, and each pool's budget use (silent truncation makes
+    a model believe "that is all there is"). ``visibility`` limits what the query may see; ``layering`` turns on
+    progressive loading (off: exactly the spec). Raises :class:`EntryError` (a malformed entry, a non-finite
+    score, a non-positive cost), ``ValueError`` (two pools share a name), ``TypeError`` (a wrong argument)."""
     pool_list, view = check_pools(pools), active_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
@@ -1007,28 +900,24 @@ def select(
     return fill_pools(pool_list, candidates, report=_report, layering=layering, stacklevel=_stacklevel)
 
 
-def retrieve_pools(
-    entries: Sequence[Entry], pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
-) -> dict[str, list[Any]]:
-    """:func:`select` without the report (same keywords): pool name -> the
-    same dict objects, always-scope first (input order), then the ranked rest."""
+def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
+    """:func:`select` without the report (same keywords): pool name -> the same dict objects, always-scope first
+    (input order), then the ranked rest."""
     return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools
 
 
 def retrieve(
     entries: Sequence[Entry],
     pool: Pool,
-    context: Optional[Mapping[str, Any]] = None,
+    context: Context = None,
     *,
     scorer: Scorer = default_scorer,
     token_counter: TokenCounter = default_token_counter,
     is_active: IsActive = default_is_active,
-    now: Optional[datetime.datetime] = None,
+    now: Moment = None,
 ) -> list[Any]:
-    """Fill one pool (the spec's ``retrieve``): active entries of its types,
-    always-scope ones first in input order outside both caps, the rest by
-    ``(-score, created or "", id or "", input index)`` taken greedily. The
-    same dict objects; never mutates an entry."""
+    """Fill one pool, as the spec's ``retrieve`` (steps 1-3, no warning or report): the same dict objects, never
+    mutated."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
     candidates = ListCandidates(
