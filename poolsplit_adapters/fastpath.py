@@ -41,7 +41,6 @@ from .poolsplit import (
     Room,
     ScoringContext,
     Selection,
-    TokenCounter,
     Visibility,
     active_visibility,
     check_entry,
@@ -132,24 +131,15 @@ class BestFirstCandidates(ListCandidates):
         selection = fill_pools(pools, BestFirstCandidates(entries, prepared))
     """
 
-    def __init__(
-        self,
-        entries: Iterable[Mapping[str, Any]],
-        prepared: Any,
-        *,
-        token_counter: TokenCounter = default_token_counter,
-        is_active: IsActive = default_is_active,
-        visibility: Optional[Visibility] = None,
-        costs: Optional[Sequence[int]] = None,
-    ) -> None:
+    def __init__(self, entries: Iterable[Mapping[str, Any]], prepared: Any, **options: Any) -> None:
+        """The arguments of :class:`~poolsplit_adapters.poolsplit.ListCandidates`."""
         self.lexical = prepared if isinstance(prepared, ScoringContext) else None
         self.runs = frozenset(w.encode() for w in self.lexical.words) if self.lexical is not None else frozenset()
         # Costs known without a tokenizer call let the ranking skip what cannot fit.
-        self.cheap = costs is not None or token_counter is default_token_counter
+        counter = options.get("token_counter", default_token_counter)
+        self.cheap = options.get("costs") is not None or counter is default_token_counter
         self.partials: dict[int, float] = {}
-        super().__init__(
-            entries, prepared, token_counter=token_counter, is_active=is_active, visibility=visibility, costs=costs
-        )
+        super().__init__(entries, prepared, **options)
 
     def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
         # ListCandidates._admit with the fast check, the default activeness
