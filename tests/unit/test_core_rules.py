@@ -10,6 +10,8 @@ import threading
 
 import pytest
 from conftest import NOW
+from hypothesis import given
+from hypothesis import strategies as st
 
 from poolsplit_adapters import EntryError, MemoryIndex, Pool, Reason, Visibility, retrieve_pools, select
 from poolsplit_adapters.render import selection_dict
@@ -300,3 +302,16 @@ def test_a_plain_scorer_function_is_called_once_per_entry_even_with_a_threshold(
         assert [c.entry["id"] for c in selection.chosen] == ["a"]
         assert [(d.entry["id"], d.reason) for d in selection.dropped] == [("b", Reason.BELOW_RELEVANCE)]
         assert sorted(calls) == ["a", "b"]
+
+
+@given(
+    st.one_of(st.integers(0, 3), st.floats(0, 3, allow_nan=False)),
+    st.one_of(st.integers(0, 3), st.floats(0, 3, allow_nan=False)),
+)
+def test_loads_contextual_says_whether_the_fill_can_load_a_contextual_entry(max_tokens, max_entries):
+    # The one spelling of "this pool can load nothing contextual" (recall
+    # asks it for no candidates): an entry costs at least 1 token.
+    pool = Pool("p", max_tokens, max_entries)
+    cheapest = {"id": "e", "content": "x", "token_count": 1}
+    loaded = select([cheapest], [pool]).pools["p"]
+    assert pool.loads_contextual == bool(loaded)
