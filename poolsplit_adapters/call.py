@@ -228,10 +228,17 @@ class AdapterCall:
         return record_selection(self.settings, selection)
 
     def finish(self, selection: Selection) -> list[Chosen]:
-        """6 and 7: record ``selection``, then what the call returns: the
-        selection capped by the call's ``k``."""
+        """6 and 7: what the call returns (the selection capped by the call's
+        ``k``), then record ``selection``. When ``k`` cut entries, the
+        progressive token metrics describe what was returned, not what the
+        fill loaded before the cut (whose entries the cut line reports)."""
+        returned = cap(selection, self.options.k)
+        layering = self.options.layering
+        if layering is not None and len(returned) < len(selection.chosen):
+            metrics = token_metrics(returned)
+            selection.notes.update(progressive_notes(metrics, detail=layering.detail, deepened=layering.deepened))
         self.record(selection)
-        return cap(selection, self.options.k)
+        return returned
 
 
 def record_selection(settings: AdapterSettings, selection: Selection) -> Selection:

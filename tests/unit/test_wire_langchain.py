@@ -152,6 +152,22 @@ def test_auto_pools_recall_per_call_plan_from_a_vector_store():
 # -- progressive=True --------------------------------------------------------------------
 
 
+def test_progressive_metrics_count_what_k_returned_not_what_it_cut():
+    retriever = PoolSplitRetriever(documents=DOCS, pools=PLAN, progressive=True, token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        docs = retriever.invoke("refund rounding", k=1)
+    (selection,) = mine
+    assert [d.id for d in docs] == ["fix-cents", "ep-round"]  # the correction on top of k, one contextual
+    # Words: the correction 5 in full; ep-round's summary 4 (16 in full).
+    assert selection.notes["metrics"] == {
+        "tokens_by_layer": {"summary": 4, "timeline": 0, "full": 5},
+        "entries_by_layer": {"summary": 1, "timeline": 0, "full": 1},
+        "total_tokens": 9,
+        "baseline_tokens": 21,
+        "savings_percent": 57.14,
+    }
+
+
 def test_progressive_returns_summaries_with_layer_markers_and_metrics():
     retriever = PoolSplitRetriever(documents=DOCS, pools=PLAN, progressive=True, token_counter=words, now=NOW)
     with capture_selections() as mine:
