@@ -14,10 +14,10 @@ from __future__ import annotations
 import datetime
 import os
 import sys
-import warnings
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
+from .compat import resolve_visibility
 from .memory.tasks import AUTO, resolve_pools
 from .poolsplit import Pool, Visibility
 from .poolsplit import check_pools as core_check_pools
@@ -244,13 +244,12 @@ def checked_settings(owner: str, data: Mapping[str, Any], known: Sequence[str]) 
     """
     data = dict(data)
     if "scope" in data:
-        warnings.warn(
-            "%s(scope=...) is deprecated; use visibility=" % owner, DeprecationWarning, stacklevel=_caller_level()
-        )
-        scope = data.pop("scope")
-        if data.get("visibility") is not None:
-            raise ArgumentError("%s: give visibility= only (scope= is its deprecated name)" % owner)
-        data["visibility"] = scope
+        try:
+            data["visibility"] = resolve_visibility(
+                data.get("visibility"), data.pop("scope"), _caller_level() + 1, what="%s(scope=...)" % owner
+            )
+        except TypeError as err:
+            raise ArgumentError("%s: %s" % (owner, err)) from None
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ArgumentError(

@@ -33,11 +33,16 @@ class Scope(Visibility):
 
 
 def resolve_visibility(
-    visibility: Optional[Visibility], scope: Optional[Visibility] = None, stacklevel: int = 3
+    visibility: Optional[Visibility],
+    scope: Optional[Visibility] = None,
+    stacklevel: int = 3,
+    what: str = "the scope= keyword",
 ) -> Optional[Visibility]:
-    """The filter a call asked for: ``visibility=``, or the deprecated ``scope=``."""
+    """The filter a call asked for: ``visibility=``, or the deprecated
+    ``scope=`` (``what`` names it in the warning, e.g. the adapter's
+    ``Retriever(scope=...)``). Giving both is a ``TypeError``."""
     if scope is not None:
-        warnings.warn("the scope= keyword is deprecated; use visibility=", DeprecationWarning, stacklevel=stacklevel)
+        warnings.warn("%s is deprecated; use visibility=" % what, DeprecationWarning, stacklevel=stacklevel)
         if visibility is not None:
             raise TypeError("give visibility= only (scope= is its deprecated name)")
         return scope
