@@ -126,24 +126,16 @@ def test_ten_thousand_items_of_one_batch_are_each_read_once_on_postgres_store(pg
 
 
 def test_the_store_contract_holds_over_postgres_store(pg_database):
+    from contract_checks import check_add_and_supersede
+
     from poolsplit_adapters import EntryError
-    from poolsplit_adapters.stores import EntryNotFound, MemoryStore
+    from poolsplit_adapters.stores import MemoryStore
 
     with PostgresStore.from_conn_string(pg_database.conninfo) as store:
         store.setup()
         memory = BaseStoreMemory(store, ("memories", "contract"), token_counter=default_token_counter)
         assert isinstance(memory, MemoryStore)
-        memory.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
-        with pytest.raises(EntryError, match="already in the store"):
-            memory.add([{"id": "v1", "content": "again"}])
-        version = memory.version
-        assert memory.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round half-even."}) == "v2"
-        assert memory.version != version
-        assert (memory.get("v1")["superseded_by"], memory.get("v2")["supersedes"]) == ("v2", "v1")
-        with pytest.raises(ValueError, match="already superseded"):
-            memory.supersede("v1", {"id": "v3", "content": "x"})
-        with pytest.raises(EntryNotFound):
-            memory.supersede("missing", {"id": "v4", "content": "x"})
+        check_add_and_supersede(memory)
         with pytest.raises(EntryError, match="'scope'"):
             memory.add([{"id": "v5", "content": "x", "scope": "Always"}])
         assert memory.delete("v2") is True and memory.entries() == []

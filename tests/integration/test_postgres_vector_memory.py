@@ -9,11 +9,12 @@ from typing import Any, Iterator
 
 import pytest
 import sqlalchemy
+from contract_checks import check_add_and_supersede
 from pg_embeddings import DIMS, HashedNgramEmbeddings, HashedNgramLlamaEmbedding
 from pg_server import Database
 
 from poolsplit_adapters import EntryError, Pool
-from poolsplit_adapters.stores import EntryNotFound, MemoryStore
+from poolsplit_adapters.stores import MemoryStore
 
 NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
 POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("facts", 200, 5, ("fact",))]
@@ -52,19 +53,9 @@ def llama_memory(pg_database: Database) -> Iterator[Any]:
 def check_the_contract(memory: Any) -> None:
     assert isinstance(memory, MemoryStore)
     memory.add([{"id": "fix", "type": "correction", "scope": "always", "content": "Amounts in cents."}])
-    memory.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
-    with pytest.raises(EntryError, match="already in the store"):
-        memory.add([{"id": "v1", "content": "again"}])
     with pytest.raises(EntryError, match="'scope'"):
         memory.add([{"id": "x", "content": "Use cents.", "scope": " always"}])
-    version = memory.version
-    assert memory.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round half-even."}) == "v2"
-    assert memory.version != version
-    assert (memory.get("v1")["superseded_by"], memory.get("v2")["supersedes"]) == ("v2", "v1")
-    with pytest.raises(ValueError, match="already superseded"):
-        memory.supersede("v1", {"id": "v3", "content": "x"})
-    with pytest.raises(EntryNotFound):
-        memory.supersede("missing", {"id": "v4", "content": "x"})
+    check_add_and_supersede(memory)
     selection = memory.select(POOLS, {"message": "refund rounding"}, now=NOW)
     assert [(c.entry["id"], c.always) for c in selection.chosen] == [("fix", True), ("v2", False)]
     assert memory.delete("v2") is True
