@@ -16,7 +16,8 @@ core stays readable. Each twin names the core rule it mirrors, and
   an upper bound (the message factor is at most 2.5), so entries far down
   the order never have their content read, and it drops entries that can no
   longer fit in one pass;
-* :func:`select` and :func:`retrieve_pools` mirror the core's.
+* :func:`select` and :func:`retrieve_pools` are the core's over
+  :class:`BestFirstCandidates` (``select(..., candidates=...)``).
 
 ``MemoryIndex`` (:mod:`poolsplit_adapters.index`) is the hot path; this is
 the fast path for callers who hold a list and no index.
@@ -29,28 +30,27 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
+from . import poolsplit
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MAX_MESSAGE_FACTOR,
     MESSAGE_THRESHOLD,
     MESSAGE_WEIGHT,
+    Context,
+    Entry,
     IsActive,
     ListCandidates,
+    Loaded,
     Pool,
     Reason,
     Room,
     ScoringContext,
     Selection,
     Visibility,
-    active_visibility,
     check_entry,
-    check_pools,
     default_is_active,
-    default_scorer,
     default_token_counter,
     entry_cost,
-    fill_pools,
-    prepare_scorer,
 )
 
 __all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retrieve_pools"]
@@ -245,29 +245,13 @@ class BestFirstCandidates(ListCandidates):
                 yield key[3], -key[0], self.cost(key[3])
 
 
-def select(
-    entries: Sequence[Mapping[str, Any]],
-    pools: Sequence[Pool],
-    context: Optional[Mapping[str, Any]] = None,
-    **options: Any,
-) -> Selection:
+def select(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Selection:
     """Twin of :func:`~poolsplit_adapters.poolsplit.select` (the same keywords,
-    the same selection) over :class:`BestFirstCandidates`; an unknown keyword
-    is a ``TypeError``."""
-    pool_list = check_pools(pools)
-    layering = options.pop("layering", None)
-    report, stacklevel = options.pop("_report", True), options.pop("_stacklevel", 2)
-    prepared = prepare_scorer(options.pop("scorer", default_scorer), context, options.pop("now", None))
-    visibility = active_visibility(options.pop("visibility", None))
-    candidates = BestFirstCandidates(entries, prepared, visibility=visibility, **options)
-    return fill_pools(pool_list, candidates, report=report, layering=layering, stacklevel=stacklevel)
+    the same selection): the core's ``select`` over :class:`BestFirstCandidates`."""
+    options.setdefault("_stacklevel", 3)  # warnings name the caller of this wrapper
+    return poolsplit.select(entries, pools, context, candidates=BestFirstCandidates, **options)
 
 
-def retrieve_pools(
-    entries: Sequence[Mapping[str, Any]],
-    pools: Sequence[Pool],
-    context: Optional[Mapping[str, Any]] = None,
-    **options: Any,
-) -> dict[str, list[Any]]:
+def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
     """Twin of :func:`~poolsplit_adapters.poolsplit.retrieve_pools` (same keywords as :func:`select`)."""
-    return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools
+    return select(entries, pools, context, _report=False, _stacklevel=4, **options).pools

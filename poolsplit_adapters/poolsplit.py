@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import functools
 import math
 import numbers
 import re
@@ -405,8 +406,6 @@ class Selection:
     Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``.
     """
 
-    __slots__ = ("pools", "chosen", "stats", "notes", "_dropped", "_build", "_counts")
-
     def __init__(
         self,
         pools: Loaded,
@@ -417,25 +416,19 @@ class Selection:
         counts: Optional[Callable[[], Counts]] = None,
     ) -> None:
         self.pools, self.chosen, self.stats, self.notes = pools, chosen, stats, dict(notes or {})
-        self._build: Optional[Callable[[], list[Dropped]]] = dropped if callable(dropped) else None
-        self._dropped: Optional[list[Dropped]] = None if callable(dropped) else list(dropped)
-        self._counts: Any = counts
+        self._rows, self._counted = dropped, counts
 
-    @property
+    @functools.cached_property
+    def dropped(self) -> list[Dropped]:
+        return list(self._rows() if callable(self._rows) else self._rows)
+
+    @functools.cached_property
     def counts(self) -> Counts:
         """``(pool or None, reason) -> (entries, tokens)`` of what did not load (tokens: the pool's costs; 0 where
         no pool considered the entry)."""
-        if self._counts is None:  # rows given: count them
-            self._counts = _tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
-        elif not isinstance(self._counts, dict):
-            self._counts = self._counts()
-        return self._counts  # type: ignore[no-any-return]
-
-    @property
-    def dropped(self) -> list[Dropped]:
-        if self._dropped is None:
-            self._dropped, self._build = self._build(), None  # type: ignore[misc]
-        return self._dropped  # type: ignore[return-value]
+        if self._counted is not None:
+            return self._counted()
+        return _tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
 
     def __repr__(self) -> str:
         counts = {name: len(got) for name, got in self.pools.items()}
@@ -748,17 +741,17 @@ class ListCandidates:
         return None  # counted by the rule itself
 
 
-class Layering(Protocol):
-    """Progressive loading (``memory.progressive.ProgressiveLayers``): ``fill`` replaces the greedy fill of each
-    pool, ranked candidates to ``(position, layer, cost)`` picks; on ``deepen(loaded)``, every pool fills again."""
-
-    def fill(self, pool: Pool, ranked: list[_Ranked], deepen: bool) -> list[tuple[int, str, int]]: ...
-    def deepen(self, loaded: int) -> bool: ...
-
-
-_Pick = tuple[int, float, int, str]  # position, score, cost, layer
-_Ranked = tuple[int, Entry, float, int]  # position, entry, score, full cost
+_Pick = tuple[int, float, int, str]  # position, score, cost, layer ("full" unless a layering says otherwise)
 _Filled = tuple[Pool, list[int], Any, Any, list[_Pick]]  # pool, always, contextual, below, picks
+
+
+class Layering(Protocol):
+    """Step 3c done another way (progressive loading: ``memory.progressive.ProgressiveLayers``): ``pick`` a pool's
+    contextual group, as the greedy fill does; once every pool is filled, ``settle`` sees every pool's picks and may
+    change their layers and costs, never which entries loaded (those are claimed)."""
+
+    def pick(self, pool: Pool, candidates: Candidates, group: Any) -> list[_Pick]: ...
+    def settle(self, pools: list[Pool], picks: list[list[_Pick]]) -> list[list[_Pick]]: ...
 
 
 def fill_pools(
@@ -779,7 +772,7 @@ def fill_pools(
     4. Warn about corrections no pool admits; then (unless ``report=False``) the report: chosen rows and each
        pool's stats now, the dropped rows and their counts when first read.
     """
-    pool_list, filled, ranked = check_pools(pools), [], []
+    pool_list, filled = check_pools(pools), []
     for pool in pool_list:
         # 3a. Always-scope entries first, in input order, outside both caps.
         always, contextual = candidates.members(pool)
@@ -787,17 +780,15 @@ def fill_pools(
         below = None
         if pool.min_relevance is not None:
             contextual, below = candidates.split_below(contextual, pool.min_relevance)
-        # 3c. The greedy fill in rank order (or the layered one).
-        if layering is None:
-            picks = _greedy(pool, candidates, contextual)
-        else:
-            ranked.append(_ranked_all(pool, candidates, contextual))
-            picks = _layered(pool, ranked[-1], layering, deepen=False)
+        # 3c. The greedy fill in rank order (or the layering's).
+        picks = (
+            _greedy(pool, candidates, contextual) if layering is None else layering.pick(pool, candidates, contextual)
+        )
         # 3d. What loaded is claimed: an entry lands in one pool at most.
         candidates.claim(always + [p[0] for p in picks])
         filled.append((pool, always, contextual, below, picks))
-    if layering is not None and layering.deepen(sum(len(f[4]) for f in filled)):
-        filled = [f[:4] + (_layered(f[0], r, layering, deepen=True),) for f, r in zip(filled, ranked)]
+    if layering is not None:  # every pool filled: the layering may change layers and costs, not entries
+        filled = [f[:4] + (p,) for f, p in zip(filled, layering.settle(pool_list, [f[4] for f in filled]))]
     at, index, cost = candidates.entry, candidates.index, candidates.cost
     result = {f[0].name: [at(i) for i in f[1] + [p[0] for p in f[4]]] for f in filled}
     # 4. Report; a correction no pool admits is never only a report line.
@@ -842,19 +833,6 @@ def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
     return picks
 
 
-def _ranked_all(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Ranked]:
-    """Every candidate of a pool in rank order, for both passes of a layering."""
-    ranked = candidates.ranked(contextual, Room(math.inf)) if pool.loads_contextual else iter(())
-    return [(i, candidates.entry(i), score, cost) for i, score, cost in ranked]
-
-
-def _layered(pool: Pool, ranked: list[_Ranked], layering: Layering, deepen: bool) -> list[_Pick]:
-    """3c with a :class:`Layering`: the pool's ranked candidates to its picks."""
-    score_at = {i: score for i, _, score, _ in ranked}
-    picks = layering.fill(pool, ranked, deepen) if pool.loads_contextual else []
-    return [(i, score_at[i], cost, layer) for i, layer, cost in picks]
-
-
 def _left_out(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> Iterator[tuple[int, Reason, Any]]:
     """4. ``(position, reason, pool or None)`` of each entry that did not load, in input order. A candidate left
     out costs more than the room its pool had left at the end (the token budget: it could never have fitted),
@@ -885,19 +863,21 @@ def select(
     now: Moment = None,
     visibility: Optional[Visibility] = None,
     layering: Optional[Layering] = None,
+    candidates: Callable[..., Candidates] = ListCandidates,
     _report: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
     """Steps 1-4, reporting what loaded, what did not and why, and each pool's budget use (silent truncation makes
     a model believe "that is all there is"). ``visibility`` limits what the query may see; ``layering`` turns on
-    progressive loading (off: exactly the spec). Raises :class:`EntryError` (a malformed entry, a non-finite
+    progressive loading (off: exactly the spec); ``candidates`` holds the entries (:class:`ListCandidates`' arguments;
+    ``fastpath.BestFirstCandidates`` is its faster twin). Raises :class:`EntryError` (a malformed entry, a non-finite
     score, a non-positive cost), ``ValueError`` (two pools share a name), ``TypeError`` (a wrong argument)."""
     pool_list, view = check_pools(pools), active_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
-    candidates = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view)
+    source = candidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view)
     # 3. Fill each pool and 4. report.
-    return fill_pools(pool_list, candidates, report=_report, layering=layering, stacklevel=_stacklevel)
+    return fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=_stacklevel)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
@@ -920,7 +900,7 @@ def retrieve(
     mutated."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
-    candidates = ListCandidates(
+    source = ListCandidates(
         entries, prepare_scorer(scorer, context, now), token_counter=token_counter, is_active=is_active
     )
-    return fill_pools([pool], candidates, report=False, warn=False).pools[pool.name]
+    return fill_pools([pool], source, report=False, warn=False).pools[pool.name]
