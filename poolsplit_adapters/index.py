@@ -138,9 +138,6 @@ class _Codes(dict[Any, int]):
     def known(self, name: Optional[str]) -> Optional[int]:
         return self.get(name)
 
-    def names(self) -> list[str]:
-        return [name for name in self if name is not None]
-
 
 #: The per-entry columns: name -> (array typecode, numpy dtype). One
 #: registry, so a new column is one line here and one in ``_values``.
@@ -932,13 +929,6 @@ class _ColumnSource:
         alive = np.flatnonzero(self.col["alive"])
         codes = np.where(self.col["active"][alive], self.why[alive], _WHY.index(Reason.INACTIVE))
         return ((p, _WHY[c]) for p, c in zip(alive.tolist(), codes.tolist()))
-
-    def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]:
-        if any(p.types is None for p in pools):
-            return []
-        admitted = {t for p in pools for t in p.types or ()}
-        unadmitted = self._type_mask(t for t in self.owner._types.names() if t not in admitted)
-        return np.flatnonzero(self.visible & self.col["always"] & unadmitted).tolist()  # type: ignore[no-any-return]
 
     def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
         """Twin of the core's ``_left_out`` rule, counted with arrays: the

@@ -287,7 +287,8 @@ class Visibility:
     require_source: bool = False
     since: Union[None, str, datetime.datetime] = None
     until: Union[None, str, datetime.datetime] = None
-    _bounds: tuple[Moment, Moment] = field(default=(None, None), init=False, repr=False, compare=False)
+    #: ``(since, until)`` as naive UTC datetimes (None: unbounded).
+    bounds: tuple[Moment, Moment] = field(default=(None, None), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         chain, tags = self.namespace, self.require_tags
@@ -311,7 +312,7 @@ class Visibility:
         since, until = _time_bound("since", self.since), _time_bound("until", self.until)
         if since is not None and until is not None and since > until:
             raise ValueError("Visibility since (%s) is after until (%s)" % (since, until))
-        object.__setattr__(self, "_bounds", (since, until))
+        object.__setattr__(self, "bounds", (since, until))
 
     @property
     def chain(self) -> tuple[Optional[str], ...]:
@@ -320,18 +321,13 @@ class Visibility:
         return () if ns is None else (ns,) if isinstance(ns, str) else ns
 
     @property
-    def bounds(self) -> tuple[Moment, Moment]:
-        """``(since, until)`` as naive UTC datetimes (None: unbounded)."""
-        return self._bounds
-
-    @property
     def active(self) -> bool:
         """Whether it filters anything at all."""
-        return bool(self.chain or self.require_tags or self.require_source or self._bounds != (None, None))
+        return bool(self.chain or self.require_tags or self.require_source or self.bounds != (None, None))
 
     def judge(self, entry: Entry) -> tuple[Optional[Reason], float]:
         """(why the entry is not visible, or None; its score factor), checking namespace, tags, source, time."""
-        factor, chain, (since, until) = 1.0, self.chain, self._bounds
+        factor, chain, (since, until) = 1.0, self.chain, self.bounds
         if chain:
             if entry.get("namespace") not in chain:
                 return Reason.NAMESPACE, factor
@@ -631,7 +627,6 @@ class Candidates(Protocol):
     def cost(self, position: int) -> int: ...
     def score(self, position: int) -> float: ...
     def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
-    def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]: ...
     def tally(self, filled: list[_Filled], lost: set[int]) -> Optional[Counts]: ...
 
 
@@ -733,10 +728,6 @@ class ListCandidates:
     def verdicts(self) -> Iterator[tuple[int, Optional[Reason]]]:
         return ((i, self.reason.get(i)) for i in range(len(self.items)))
 
-    def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]:
-        lost = (run for t, run in self.by_type.items() if not any(pool.admits(t) for pool in pools))
-        return sorted(i for run in lost for i in run if i in self.always)
-
     def tally(self, filled: list[_Filled], lost: set[int]) -> None:
         return None  # counted by the rule itself
 
@@ -752,6 +743,9 @@ class Layering(Protocol):
 
     def pick(self, pool: Pool, candidates: Candidates, group: Any) -> list[_Pick]: ...
     def settle(self, pools: list[Pool], picks: list[list[_Pick]]) -> list[list[_Pick]]: ...
+
+
+_EVERY_TYPE = Pool("every type", 0, 0)
 
 
 def fill_pools(
@@ -791,8 +785,9 @@ def fill_pools(
         filled = [f[:4] + (p,) for f, p in zip(filled, layering.settle(pool_list, [f[4] for f in filled]))]
     at, index, cost = candidates.entry, candidates.index, candidates.cost
     result = {f[0].name: [at(i) for i in f[1] + [p[0] for p in f[4]]] for f in filled}
-    # 4. Report; a correction no pool admits is never only a report line.
-    lost = candidates.unadmitted_always(pool_list)
+    # 4. Report. Every pool claimed its types' always-scope entries (3a, 3d): those left, no pool admits. Such a
+    # correction is never only a report line.
+    lost = candidates.members(_EVERY_TYPE)[0]
     for i in lost if warn else ():
         message = "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
         message %= (describe_entry(at(i), index(i)), at(i).get("type", "note"))
@@ -900,7 +895,6 @@ def retrieve(
     mutated."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
-    source = ListCandidates(
-        entries, prepare_scorer(scorer, context, now), token_counter=token_counter, is_active=is_active
-    )
+    prepared = prepare_scorer(scorer, context, now)
+    source = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active)
     return fill_pools([pool], source, report=False, warn=False).pools[pool.name]
