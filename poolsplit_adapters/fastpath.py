@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from . import poolsplit
@@ -43,7 +43,6 @@ from .poolsplit import (
     Loaded,
     Pool,
     Reason,
-    Room,
     ScoringContext,
     Selection,
     Visibility,
@@ -198,7 +197,7 @@ class BestFirstCandidates(ListCandidates):
         entry = self.items[position]
         return (-self.score(position), entry.get("created") or "", entry.get("id") or "", position)
 
-    def ranked(self, group: list[int], room: Room) -> Iterator[tuple[int, float, int]]:
+    def ranked(self, group: list[int], left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
         if self.lexical is None or not self.lexical.nwords:
             if self.lexical is None:
                 self.warm(group)
@@ -227,15 +226,15 @@ class BestFirstCandidates(ListCandidates):
         while bounds or ready:
             while bounds and (not ready or bounds[0][0] <= ready[0][0]):
                 k = heapq.heappop(bounds)[1]
-                if costs is not None and costs[k] > room.left:
+                if costs is not None and costs[k] > left():
                     # Cannot fit any more: the fill would skip it. Once the
                     # room is small most entries are like it; a pass that
                     # drops them all (~20x cheaper per entry than a pop) runs
                     # once 1/PRUNE_SHARE of the rest were skipped one by one.
                     skipped += 1
                     if skipped >= prune_after:
-                        left = room.left
-                        bounds = [b for b in bounds if costs[b[1]] <= left]
+                        room = left()
+                        bounds = [b for b in bounds if costs[b[1]] <= room]
                         heapq.heapify(bounds)
                         skipped, prune_after = 0, max(PRUNE_AFTER_SKIPS, len(bounds) // PRUNE_SHARE)
                     continue

@@ -65,7 +65,6 @@ from .poolsplit import (
     Layering,
     Pool,
     Reason,
-    Room,
     Scorer,
     ScoringContext,
     Selection,
@@ -882,13 +881,13 @@ class _ColumnSource:
         keep = self._overlap()[group] >= threshold
         return group[keep], group[~keep]
 
-    def ranked(self, group: Any, room: Room) -> Iterator[tuple[int, float, int]]:
+    def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
         score, cost, slots = self.score_all, self.col["cost"], self.slots
         pending = group
         want = 32
         while pending.size:
             # Whatever costs more than the room left can never be taken.
-            pending = pending[cost[pending] <= room.left]
+            pending = pending[cost[pending] <= left()]
             if not pending.size:
                 return
             want *= 2  # a slice twice the last: few partitions whatever the cap

@@ -55,7 +55,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protoco
 # fmt: off
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError",
-    "UnadmittedCorrectionWarning", "ScoringContext", "Candidates", "ListCandidates", "Room", "Layering",
+    "UnadmittedCorrectionWarning", "ScoringContext", "Candidates", "ListCandidates", "Layering",
     "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer", "check_entry", "check_pools",
     "active_visibility", "entry_cost", "given_token_count", "entry_error", "describe_entry", "significant_words",
     "parse_created", "fill_pools", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
@@ -598,29 +598,18 @@ def _checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
     return float(value)
 
 
-class Room:
-    """A pool's token room during its fill (a ranking may leave out what costs more than ``left``)."""
-
-    def __init__(self, limit: Union[int, float]) -> None:
-        self.limit, self.used = limit, 0
-
-    @property
-    def left(self) -> float:
-        return self.limit - self.used
-
-
 class Candidates(Protocol):
     """The entries of one call as :func:`fill_pools` asks about them (steps 1 and 2 happen behind it):
     :class:`ListCandidates` serves a list, ``MemoryIndex`` its columns. Positions are the implementation's
     handles; a *group* is any sized iterable of them. ``members``: (always-scope positions in input order,
     contextual group) of the pool's types, admitted and unclaimed; ``ranked``: ``(position, score, cost)`` in the
-    total order, possibly without what costs more than ``room.left``; ``verdicts``: every position in input order,
+    total order, possibly without what costs more than ``left()`` (the room the pool has left); ``verdicts``: every position in input order,
     with why it was not admitted (None: it was); ``index``: its index in the caller's order; ``tally``: the
     report's counts, or None to have them counted from ``verdicts``."""
 
     def members(self, pool: Pool) -> tuple[list[int], Any]: ...
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]: ...
-    def ranked(self, group: Any, room: Room) -> Iterator[tuple[int, float, int]]: ...
+    def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]: ...
     def claim(self, positions: Iterable[int]) -> None: ...
     def entry(self, position: int) -> Entry: ...
     def index(self, position: int) -> int: ...
@@ -710,7 +699,7 @@ class ListCandidates:
         kept = {i for i in group if _checked_score(relevance(at[i]), at[i], i, "relevance") >= threshold}
         return [i for i in group if i in kept], [i for i in group if i not in kept]
 
-    def ranked(self, group: list[int], room: Room) -> Iterator[tuple[int, float, int]]:
+    def ranked(self, group: list[int], left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
         self.warm(group)
         at = self.items
         keys = sorted((-self.score(i), at[i].get("created") or "", at[i].get("id") or "", i) for i in group)
@@ -817,13 +806,17 @@ def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
     """3c: take entries in rank order while they fit; skip one that overflows the tokens (a smaller, lower-ranked
     one may fit); stop at the entry cap, or when not even a 1-token entry could fit."""
     picks: list[_Pick] = []
-    room = Room(pool.max_tokens)
-    for i, score, cost in candidates.ranked(contextual, room) if pool.loads_contextual else ():
-        if room.used + cost > pool.max_tokens:
+    used = 0
+
+    def left() -> float:  # read as the fill goes: a ranking may leave out what no longer fits
+        return pool.max_tokens - used
+
+    for i, score, cost in candidates.ranked(contextual, left) if pool.loads_contextual else ():
+        if used + cost > pool.max_tokens:
             continue
         picks.append((i, score, cost, "full"))
-        room.used += cost
-        if len(picks) >= pool.max_entries or room.used + 1 > pool.max_tokens:
+        used += cost
+        if len(picks) >= pool.max_entries or used + 1 > pool.max_tokens:
             break
     return picks
 

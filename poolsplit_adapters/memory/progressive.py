@@ -69,7 +69,6 @@ from ..poolsplit import (
     Candidates,
     Layering,
     Pool,
-    Room,
     Selection,
     Visibility,
     default_token_counter,
@@ -373,7 +372,7 @@ class ProgressiveLayers(Layering):
         """The pool's picks without depth (the core's step 3c)."""
         if not pool.loads_contextual:
             return []
-        ranked = candidates.ranked(group, Room(math.inf))
+        ranked = candidates.ranked(group, lambda: math.inf)
         offered = [candidate(i, candidates.entry(i), s, c, self.token_counter) for i, s, c in ranked]
         self._offered[pool.name] = offered
         return self._picks(pool, offered, deepen=False)
