@@ -603,9 +603,9 @@ class Candidates(Protocol):
     :class:`ListCandidates` serves a list, ``MemoryIndex`` its columns. Positions are the implementation's
     handles; a *group* is any sized iterable of them. ``members``: (always-scope positions in input order,
     contextual group) of the pool's types, admitted and unclaimed; ``ranked``: ``(position, score, cost)`` in the
-    total order, possibly without what costs more than ``left()`` (the room the pool has left); ``verdicts``: every position in input order,
-    with why it was not admitted (None: it was); ``index``: its index in the caller's order; ``tally``: the
-    report's counts, or None to have them counted from ``verdicts``."""
+    total order, possibly without what costs more than ``left()``, the room the pool has left; ``verdicts``: every
+    position in input order, with why it was not admitted (None: it was); ``index``: its index in the caller's
+    order; ``tally``: the report's counts, or None to have them counted from ``verdicts``."""
 
     def members(self, pool: Pool) -> tuple[list[int], Any]: ...
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]: ...
