@@ -34,6 +34,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Optional
 
 import pytest
@@ -91,6 +92,8 @@ class DevServer:
         self.app, self.log, self.net_log = app, log, net_log
         self.proc: Optional[subprocess.Popen[bytes]] = None
         self.url = ""
+        #: More environment for the server (e.g. a store's connection string).
+        self.env: dict[str, str] = {}
 
     def start(self) -> DevServer:
         port = _free_port()
@@ -99,6 +102,7 @@ class DevServer:
         # The offline guard first, then this clone (not whatever is installed).
         env["PYTHONPATH"] = os.pathsep.join([str(self.app / "offline"), str(ROOT)])
         env["POOLSPLIT_NET_LOG"] = str(self.net_log)
+        env.update(self.env)
         command = [
             sys.executable,
             "-m",
@@ -177,10 +181,31 @@ def _fixes(user: str) -> dict[str, dict[str, Any]]:
     }
 
 
-def _text(user: str, t: int, run: int) -> str:
-    if run in REMEMBER_RUNS:
-        return "remember=[%s] note from thread %d run %d: the %s project uses tabs" % (user, t, run, user)
-    return "[%s] thread %d run %d: status of the %s deploy?" % (user, t, run, user)
+def _note(user: str, t: int, run: int) -> str:
+    return "[%s] note from thread %d run %d: the %s project uses tabs" % (user, t, run, user)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Users x threads, all at once; each thread a conversation of ``runs``
+    runs, of which the ``REMEMBER_RUNS`` save a note."""
+
+    users: tuple[str, ...]
+    threads: int
+    runs: int
+
+    @property
+    def remember_runs(self) -> list[int]:
+        return [run for run in REMEMBER_RUNS if run < self.runs]
+
+    def text(self, user: str, t: int, run: int) -> str:
+        if run in self.remember_runs:
+            return "remember=" + _note(user, t, run)
+        return "[%s] thread %d run %d: status of the %s deploy?" % (user, t, run, user)
+
+    def last_note(self, user: str) -> str:
+        """The note the question after the restart asks about."""
+        return _note(user, self.threads - 1, self.remember_runs[-1])
 
 
 async def _run(client: Any, thread_id: str, user: str, text: str) -> dict[str, Any]:
@@ -211,40 +236,43 @@ def _calls(probes: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**p, "markers": parse_markers(p["system"])} for p in probes.values()]
 
 
-async def _first_session(url: str) -> dict[str, Any]:
+async def _first_session(url: str, work: Workload) -> dict[str, Any]:
+    """Seed the corrections, run every thread's conversation at once, and
+    read back the users' memories, the model calls and the threads' state."""
     client = get_client(url=url)
-    for user in USERS:
+    for user in work.users:
         for key, value in _fixes(user).items():
             await client.store.put_item(["memories", user], key, value)
     threads = {
         (user, t): (await client.threads.create(metadata={"user": user}))["thread_id"]
-        for user in USERS
-        for t in range(THREADS_PER_USER)
+        for user in work.users
+        for t in range(work.threads)
     }
 
     async def conversation(user: str, t: int) -> None:
-        for run in range(RUNS_PER_THREAD):
-            await _run(client, threads[user, t], user, _text(user, t, run))
+        for run in range(work.runs):
+            await _run(client, threads[user, t], user, work.text(user, t, run))
 
     started = time.monotonic()
     await asyncio.gather(*(conversation(user, t) for (user, t) in threads))
     elapsed = time.monotonic() - started
-    memories = dict(zip(USERS, await asyncio.gather(*(_items(client, ["memories", u]) for u in USERS))))
+    users = list(work.users)
+    memories = dict(zip(users, await asyncio.gather(*(_items(client, ["memories", u]) for u in users))))
     probes = dict(zip(threads, await asyncio.gather(*(_items(client, ["probe", t]) for t in threads.values()))))
     states = dict(zip(threads, await asyncio.gather(*(client.threads.get_state(t) for t in threads.values()))))
     states = {key: state["values"] for key, state in states.items()}
     return {"threads": threads, "memories": memories, "probes": probes, "states": states, "elapsed": elapsed}
 
 
-def _check_first_session(found: dict[str, Any]) -> None:
+def _check_first_session(found: dict[str, Any], work: Workload) -> None:
     memories, threads = found["memories"], found["threads"]
     owner = {key: user for user, items in memories.items() for key in items}
     assert len(owner) == sum(len(items) for items in memories.values())  # no key in two users' memory
     for (user, t), tid in threads.items():
         calls = _calls(found["probes"][user, t])
         # One model call a run, two for a run that calls the remember tool.
-        assert len(calls) == RUNS_PER_THREAD + len(REMEMBER_RUNS)
-        others = ["[%s]" % u for u in USERS if u != user]
+        assert len(calls) == work.runs + len(work.remember_runs)
+        others = ["[%s]" % u for u in work.users if u != user]
         for call in calls:
             ids = [m["id"] for m in call["markers"]]
             # Every call carries this user's corrections, first.
@@ -257,68 +285,54 @@ def _check_first_session(found: dict[str, Any]) -> None:
         # thread in the user's namespace; the state keeps the pinned goal
         # (the first message) and the last MAX_TURNS turns.
         mine = [v for v in memories[user].values() if v.get("source") == "thread:%s" % tid]
-        assert len(mine) == RUNS_PER_THREAD - MAX_TURNS
+        assert len(mine) == work.runs - MAX_TURNS
         assert all(v["type"] == "episode" for v in mine)
         kept = [m["content"] for m in found["states"][user, t]["messages"] if m["type"] == "human"]
-        sent = [_text(user, t, run) for run in range(RUNS_PER_THREAD)]
+        sent = [work.text(user, t, run) for run in range(work.runs)]
         assert kept == [sent[0], *sent[-MAX_TURNS:]]
-        for text in sent[: RUNS_PER_THREAD - MAX_TURNS]:
+        for text in sent[: work.runs - MAX_TURNS]:
             assert sum("user: %s\n" % text in v["content"] for v in mine) == 1, text
         notes = sorted(v["content"] for v in memories[user].values() if v.get("source") == "agent:thread:%s" % tid)
-        assert notes == sorted(_text(user, t, run).split("=", 1)[1] for run in REMEMBER_RUNS)
-    for user in USERS:
+        assert notes == sorted(_note(user, t, run) for run in work.remember_runs)
+    for user in work.users:
         assert {k: memories[user][k] for k in _fixes(user)} == _fixes(user)
-        assert len(memories[user]) == 2 + THREADS_PER_USER * (RUNS_PER_THREAD - MAX_TURNS + len(REMEMBER_RUNS))
+        assert len(memories[user]) == 2 + work.threads * (work.runs - MAX_TURNS + len(work.remember_runs))
 
 
-async def _second_session(url: str, first: dict[str, Any]) -> dict[str, Any]:
+async def _second_session(url: str, work: Workload, first: dict[str, Any], *, resume: bool) -> dict[str, Any]:
+    """After the restart: the users' memories, and one new thread per user
+    asking about its last note; with ``resume``, one more turn on an old thread."""
     client = get_client(url=url)
-    memories = {user: await _items(client, ["memories", user]) for user in USERS}
+    users = list(work.users)
+    memories = dict(zip(users, await asyncio.gather(*(_items(client, ["memories", u]) for u in users))))
     recalled = {}
-    for user in USERS:
+    for user in users:
         thread = (await client.threads.create())["thread_id"]
-        question = "[%s] which note from thread 3 run 12 said the project uses tabs?" % user
-        await _run(client, thread, user, question)
+        await _run(client, thread, user, "which note said: %s?" % work.last_note(user))
         [call] = _calls(await _items(client, ["probe", thread]))
         recalled[user] = call
-    # An old thread resumes from its persisted checkpoint: one more turn
-    # demotes one more of its turns.
-    user, t = USERS[0], 0
-    old = first["threads"][user, t]
-    await _run(client, old, user, _text(user, t, RUNS_PER_THREAD))
-    episodes = [v for v in (await _items(client, ["memories", user])).values() if v.get("source") == "thread:%s" % old]
-    return {"memories": memories, "recalled": recalled, "old_thread_episodes": len(episodes)}
+    resumed = None
+    if resume:
+        # An old thread resumes from its persisted checkpoint: one more turn
+        # demotes one more of its turns.
+        user, t = users[0], 0
+        old = first["threads"][user, t]
+        await _run(client, old, user, work.text(user, t, work.runs))
+        after = await _items(client, ["memories", user])
+        resumed = len([v for v in after.values() if v.get("source") == "thread:%s" % old])
+    return {"memories": memories, "recalled": recalled, "resumed_episodes": resumed}
 
 
-def test_agents_under_the_langgraph_server_keep_corrections_tenants_and_memories_across_a_restart(dev_server):
-    first = asyncio.run(_first_session(dev_server.start().url))
-    exit_code = dev_server.stop()
-    assert exit_code == 0, dev_server.tail()
-    _check_first_session(first)
-
-    url = dev_server.start().url
-    second = asyncio.run(_second_session(url, first))
-    # The docs' client example, against this server: what it prints is what the page says.
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(compile(_docs_example().replace(DOCS_URL, url), DOCS_PAGE, "exec"), {"__name__": "docs_example"})
-    assert printed.getvalue().splitlines() == claimed_output(_docs_example())
-    assert dev_server.stop() == 0, dev_server.tail()
-    # The store came back as it was left, and is recalled.
+def _check_recalled(second: dict[str, Any], work: Workload, first: dict[str, Any]) -> None:
+    """The store came back as it was left, and is recalled: corrections
+    first, only the user's own entries, the note asked about among them."""
     assert second["memories"] == first["memories"]
     for user, call in second["recalled"].items():
         ids = [m["id"] for m in call["markers"]]
         assert ids[:2] == ["%s-fix-1" % user, "%s-fix-2" % user]
         assert set(ids) <= set(first["memories"][user])
-        wanted = next(
-            k
-            for k, v in first["memories"][user].items()
-            if v["content"] == "[%s] note from thread 3 run 12: the %s project uses tabs" % (user, user)
-        )
+        [wanted] = [k for k, v in first["memories"][user].items() if v["content"] == work.last_note(user)]
         assert wanted in ids, (user, ids)
-    assert second["old_thread_episodes"] == RUNS_PER_THREAD - MAX_TURNS + 1
-    # Nothing left loopback.
-    assert not dev_server.net_log.exists() or dev_server.net_log.read_text() == ""
 
 
 def _docs_example() -> str:
@@ -327,6 +341,67 @@ def _docs_example() -> str:
     return code
 
 
-def test_the_docs_show_the_langgraph_json_the_server_test_serves():
-    [config] = [b for b in code_blocks("json") if b[0] == DOCS_PAGE]
-    assert json.loads(config[2]) == json.loads((APP / "langgraph.json").read_text(encoding="utf-8"))
+def _docs_configs() -> list[dict[str, Any]]:
+    """The page's langgraph.json examples: the plain one, then one with a store."""
+    return [json.loads(code) for page, _, code in code_blocks("json") if page == DOCS_PAGE]
+
+
+def _no_network(server: DevServer) -> None:
+    assert not server.net_log.exists() or server.net_log.read_text(encoding="utf-8") == ""
+
+
+WORKLOAD = Workload(tuple(USERS), THREADS_PER_USER, RUNS_PER_THREAD)
+
+
+def test_agents_under_the_langgraph_server_keep_corrections_tenants_and_memories_across_a_restart(dev_server):
+    first = asyncio.run(_first_session(dev_server.start().url, WORKLOAD))
+    exit_code = dev_server.stop()
+    assert exit_code == 0, dev_server.tail()
+    _check_first_session(first, WORKLOAD)
+
+    url = dev_server.start().url
+    second = asyncio.run(_second_session(url, WORKLOAD, first, resume=True))
+    # The docs' client example, against this server: what it prints is what the page says.
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(compile(_docs_example().replace(DOCS_URL, url), DOCS_PAGE, "exec"), {"__name__": "docs_example"})
+    assert printed.getvalue().splitlines() == claimed_output(_docs_example())
+    assert dev_server.stop() == 0, dev_server.tail()
+    _check_recalled(second, WORKLOAD, first)
+    assert second["resumed_episodes"] == WORKLOAD.runs - MAX_TURNS + 1
+    _no_network(dev_server)
+
+
+def test_memories_in_a_postgres_store_named_in_langgraph_json_outlive_the_server_and_its_files(dev_server, pg_database):
+    """The docs' langgraph.json with a ``store`` section: LangGraph's
+    AsyncPostgresStore (tests/server_graph/store.py, the page's example)
+    under the server. The server's own files are deleted between the two
+    runs: what is recalled came from Postgres."""
+    from langgraph.store.postgres import PostgresStore
+
+    work = Workload(("fay", "gus"), 2, 8)
+    [_, with_store] = _docs_configs()
+    (dev_server.app / "langgraph.json").write_text(json.dumps(with_store), encoding="utf-8")
+    dev_server.env["MEMORY_STORE_URI"] = pg_database.conninfo
+    first = asyncio.run(_first_session(dev_server.start().url, work))
+    assert dev_server.stop() == 0, dev_server.tail()
+    _check_first_session(first, work)
+    with PostgresStore.from_conn_string(pg_database.conninfo) as store:
+        for user in work.users:
+            items = store.search(("memories", user), limit=1000)
+            in_postgres = {i.key: i.value for i in items if tuple(i.namespace) == ("memories", user)}
+            assert in_postgres == first["memories"][user]
+
+    shutil.rmtree(dev_server.app / ".langgraph_api")
+    second = asyncio.run(_second_session(dev_server.start().url, work, first, resume=False))
+    assert dev_server.stop() == 0, dev_server.tail()
+    _check_recalled(second, work, first)
+    _no_network(dev_server)
+
+
+def test_the_docs_show_the_langgraph_json_and_store_the_server_tests_serve():
+    plain, with_store = _docs_configs()
+    assert plain == json.loads((APP / "langgraph.json").read_text(encoding="utf-8"))
+    assert with_store == {**plain, "store": {"path": "./store.py:make_store"}}
+    [store_py] = [code for page, _, code in code_blocks("python") if page == DOCS_PAGE and "make_store" in code]
+    assert store_py == (APP / "store.py").read_text(encoding="utf-8")
