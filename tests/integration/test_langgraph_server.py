@@ -25,6 +25,7 @@ import io
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import socket
@@ -350,6 +351,21 @@ def _no_network(server: DevServer) -> None:
     assert not server.net_log.exists() or server.net_log.read_text(encoding="utf-8") == ""
 
 
+def _quiet_log(server: DevServer) -> None:
+    """The server logged no warning, error or traceback (a blocking call in
+    the event loop, a failed background task) in either session. Its startup
+    timers (``langgraph_api.timing``: graph import over 3 s) are left out:
+    they measure this machine's load, and no test here is timed."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", server.log.read_text(encoding="utf-8", errors="replace"))
+    records = re.split(r"(?m)^(?=\d{4}-\d\d-\d\dT)", text)  # a record may span lines
+    loud = [
+        record
+        for record in records
+        if re.search(r"\[(warning|error|critical)\b|Traceback", record) and "[langgraph_api.timing." not in record
+    ]
+    assert loud == [], "\n".join(loud[:20])
+
+
 WORKLOAD = Workload(tuple(USERS), THREADS_PER_USER, RUNS_PER_THREAD)
 
 
@@ -370,6 +386,7 @@ def test_agents_under_the_langgraph_server_keep_corrections_tenants_and_memories
     _check_recalled(second, WORKLOAD, first)
     assert second["resumed_episodes"] == WORKLOAD.runs - MAX_TURNS + 1
     _no_network(dev_server)
+    _quiet_log(dev_server)
 
 
 def test_memories_in_a_postgres_store_named_in_langgraph_json_outlive_the_server_and_its_files(dev_server, pg_database):
@@ -397,6 +414,7 @@ def test_memories_in_a_postgres_store_named_in_langgraph_json_outlive_the_server
     assert dev_server.stop() == 0, dev_server.tail()
     _check_recalled(second, work, first)
     _no_network(dev_server)
+    _quiet_log(dev_server)
 
 
 def test_the_docs_show_the_langgraph_json_and_store_the_server_tests_serve():
