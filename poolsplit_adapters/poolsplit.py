@@ -254,9 +254,10 @@ def parse_created(value: Optional[str]) -> Moment:
     """``created`` as a naive datetime, or None when empty or unparseable (scored as age 0). An offset is dropped,
     not converted: stores hold UTC."""
     try:
-        return datetime.datetime.fromisoformat(value.rstrip("Z")).replace(tzinfo=None) if value else None
+        moment = datetime.datetime.fromisoformat(value.rstrip("Z")) if value else None
     except (ValueError, AttributeError):
         return None
+    return moment.replace(tzinfo=None) if moment is not None and moment.tzinfo is not None else moment
 
 
 def _time_bound(name: str, value: Any) -> Moment:
