@@ -29,7 +29,7 @@ $(DEMO_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
 	$(PIP_OK) 2>/dev/null \
 	  || $(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile "pip>=25.1" 2>/dev/null \
-	  || { $(BIN)/python -m ensurepip && $(PIP) install --quiet --no-compile --upgrade "pip>=25.1"; }
+	  || { $(BIN)/python -m ensurepip >/dev/null && $(PIP) install --quiet --no-compile --upgrade "pip>=25.1"; }
 	$(PIP) install --quiet --no-compile --group demo
 	touch $(DEMO_STAMP)
 
