@@ -1,7 +1,7 @@
 """The documentation's Postgres examples (docs/stores.md) run, as written,
 against the test server.
 
-They are fenced as ```` ```python postgres ```` (rendered as Python; skipped
+They are fenced as ```` ```python {.postgres} ```` (rendered as Python; skipped
 by tests/integration/test_docs.py, which runs only plain ```` ```python ````
 blocks offline) and read their connection string from ``POOLSPLIT_PG_URL``
 (SQLAlchemy form) or ``POOLSPLIT_PG_DSN`` (libpq form, for LangGraph's
@@ -17,7 +17,7 @@ import re
 import pytest
 from doc_blocks import code_blocks
 
-BLOCKS = code_blocks("python postgres")
+BLOCKS = code_blocks("python {.postgres}")
 
 
 def test_the_postgres_examples_exist():
