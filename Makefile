@@ -13,7 +13,7 @@ DEV_STAMP := $(VENV)/.installed
 # The former name of DEV_STAMP, for targets written against it.
 STAMP := $(DEV_STAMP)
 # pip >= 25.1 reads dependency groups (`--group`), and resolves the demo's
-# dependencies in ~9 s of CPU where Python 3.11's bundled pip 23 takes ~23 s.
+# dependencies in ~10 s of CPU where Python 3.11's bundled pip 23 takes ~25 s.
 PIP_OK = $(BIN)/python -c "import sys, pip; sys.exit(tuple(map(int, pip.__version__.split('.')[:2])) < (25, 1))"
 PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/python -m pip
 
