@@ -12,7 +12,7 @@ TOML loaders live in :mod:`.files`.
 
 from __future__ import annotations
 
-from .base import Change, EntryNotFound, MemoryStore, StoreVerbs
+from .base import Change, DuplicateEntry, EntryNotFound, MemoryStore, StoreVerbs
 from .files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store
 from .memory import InProcessStore
 from .search import SearchHit, search_all_namespaces
@@ -20,6 +20,7 @@ from .sqlite import SCHEMA_VERSION, SQLiteMemoryStore, StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
+    "DuplicateEntry",
     "EntryNotFound",
     "InProcessStore",
     "InputFileError",
