@@ -46,7 +46,7 @@ from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
 from ..memory.write_gate import check_write, utc_stamp
 from ..poolsplit import EntryError, Pool, Selection, check_entry, entry_error
-from .checks import stored_copy
+from .checks import storable_text, stored_copy
 
 __all__ = ["Change", "DuplicateEntry", "EntryNotFound", "MemoryStore", "StoreVerbs", "prepare_entries"]
 
@@ -293,6 +293,8 @@ class StoreVerbs(ABC):
 
     def superseding(self, entry_id: str, new_entry: Mapping[str, Any]) -> Change:
         """The :class:`Change` that :meth:`supersede` commits."""
+        if isinstance(entry_id, str):
+            storable_text(entry_id, "entry id")  # named as the argument, not as the new entry's supersedes
         [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
         if copy["id"] == entry_id:
             raise entry_error(copy, 0, "id", "must differ from the id it supersedes (give the new entry a new id)")

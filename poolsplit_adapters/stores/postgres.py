@@ -17,52 +17,35 @@ query would silently never load.
 
 Postgres text cannot hold NUL, nor a lone surrogate (not UTF-8): such a
 value is refused up front with an :class:`~poolsplit_adapters.settings.ArgumentError`
-naming the field, instead of a driver traceback from inside the store.
+naming the field (an argument) or an :class:`~poolsplit_adapters.EntryError`
+naming the entry and field (a write), instead of a driver traceback from
+inside the store; the rule is :mod:`.checks`', so every store refuses the same.
 """
 
 from __future__ import annotations
 
 from typing import Any, List, Mapping, Optional
 
-from ..checks import ArgumentError
-from ..poolsplit import entry_error
 from ..recall import Search
+from .checks import check_storable, storable_text
 
 __all__ = ["check_entry_text", "check_search", "check_postgres_text", "metadata_condition"]
 
 
 def check_postgres_text(field: str, value: str) -> str:
     """``value`` when Postgres text can hold it, else :class:`ArgumentError`
-    naming ``field`` (NUL, or a lone surrogate, which is not UTF-8)."""
-    if "\x00" in value:
-        raise ArgumentError("%s %r contains NUL (\\x00), which Postgres text cannot hold" % (field, value))
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ArgumentError(
-            "%s %r contains a lone surrogate at position %d (not UTF-8), which Postgres text cannot hold"
-            % (field, value, exc.start)
-        ) from None
-    return value
-
-
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, (list, tuple)):
-        return any(_has_nul(v) for v in value)
-    if isinstance(value, Mapping):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    return False
+    naming ``field`` (NUL, or a lone surrogate, which is not UTF-8): the one
+    rule every store applies, :func:`~poolsplit_adapters.stores.checks.storable_text`."""
+    return storable_text(value, field)
 
 
 def check_entry_text(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise :class:`~poolsplit_adapters.EntryError` naming the entry and
-    field when a value of ``entry`` holds NUL: Postgres text and JSONB
-    cannot store it (the driver's own error names neither)."""
-    for key, value in entry.items():
-        if _has_nul(value):
-            raise entry_error(entry, index, key, "contains NUL (\\x00), which Postgres text cannot hold")
+    field when a value of ``entry`` holds NUL or a lone surrogate: Postgres
+    text and JSONB cannot store it (the driver's own error names neither).
+    The storable rule every write path applies
+    (:func:`~poolsplit_adapters.stores.checks.check_storable`)."""
+    check_storable(entry, index)
 
 
 def check_search(search: Search, type_key: str = "type") -> None:
