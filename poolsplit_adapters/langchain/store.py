@@ -6,7 +6,7 @@ LangGraph keeps an agent's long-term memory in a ``BaseStore``
 namespaces such as ``("memories", user_id)``, each a JSON value. Here an item
 is an entry: its value holds the entry's fields, its key is the entry ``id``,
 and its namespace (labels joined by ``"."``, which LangGraph forbids inside a
-label) is the entry ``namespace``.
+label: :func:`namespace_label`, the one mapping) is the entry ``namespace``.
 
 Reading is where a plain ``store.search`` goes wrong for this job, so the
 rules are written once here:
@@ -92,8 +92,29 @@ class VectorIndexed(Protocol):
     index_config: Any
 
 
-def namespace_label(namespace: Namespace) -> str:
-    """The entry ``namespace`` string for a LangGraph namespace tuple."""
+def namespace_label(namespace: Sequence[str]) -> str:
+    """The entry ``namespace`` string of a LangGraph namespace tuple: its
+    labels joined by ``"."`` (which a label may not hold, so the mapping is
+    one to one). The one mapping between the two forms.
+
+    The agent middleware and :class:`BaseStoreMemory` take namespaces as
+    LangGraph does, tuples such as ``("memories", "ana")``; an entry (in the
+    SQLite store, a vector store's metadata, ``Visibility``) carries a
+    string. To write a correction for the agent whose memory is
+    ``("memories", "ana")`` into a store that holds entries (the SQLite
+    store, ``InProcessStore``, a vector store), give it
+    ``namespace=namespace_label(("memories", "ana"))``, i.e.
+    ``"memories.ana"``: namespaces are exact, so ``"ana"`` never loads (the
+    selection counts it, see
+    :func:`~poolsplit_adapters.render.always_outside_namespace`).
+
+    Example::
+
+        >>> namespace_label(("memories", "ana"))
+        'memories.ana'
+    """
+    if isinstance(namespace, str):  # "ana" would join as "a.n.a"
+        raise ArgumentError("namespace_label takes a tuple of labels such as ('memories', 'ana'), got %r" % namespace)
     return ".".join(namespace)
 
 
