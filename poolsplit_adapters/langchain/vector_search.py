@@ -15,7 +15,10 @@ has it) and :meth:`VectorRecall.run` returns each document's score.
 
 The always-scope fetch never depends on similarity where the store can say
 so exactly: on LangChain's ``PGVector`` it is one query by collection and
-metadata (:class:`PGVectorAlwaysFetch`), with no distance ordering. Through
+metadata (:class:`PGVectorAlwaysFetch`), with no distance ordering; on
+langchain-postgres v2's ``PGVectorStore`` it is the store's own exact
+``get(where=...)`` (:class:`PGVectorStoreAlwaysFetch`), whose filter values
+are bound parameters. Through
 an HNSW index a filtered similarity search looks at the ``hnsw.ef_search``
 nearest rows and then filters, so corrections far from the query came back
 in none of the queries once the planner used the index. Other stores get the
@@ -27,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
@@ -41,7 +44,7 @@ from pydantic import ConfigDict, PrivateAttr
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
 from ..stores.postgres import check_search
-from .filters import FilterBuilder
+from .filters import FilterBuilder, dict_filter
 
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
 _SCORED_SEARCH = "similarity_search_with_score_by_vector"
@@ -169,8 +172,71 @@ class PGVectorAlwaysFetch(BaseRetriever):
             return self._documents((await session.execute(self._statement(collection))).scalars().all())
 
 
+class PGVectorStoreAlwaysFetch(BaseRetriever):
+    """The always-scope fetch on langchain-postgres v2's ``PGVectorStore``
+    (``langchain_postgres.PGVectorStore`` over a ``PGEngine``): the store's
+    own exact read, ``get(where=..., limit=...)``, with no distance in it,
+    so an HNSW index cannot cut a correction. ``PGVectorStore`` writes each
+    filter value as a bound parameter (``:name``) and only the field names
+    (here the fixed ``scope``, ``namespace``) into its SQL text; the values
+    are checked for NUL first
+    (:func:`~poolsplit_adapters.stores.postgres.check_search`). Rows come
+    back in id order, as from ``PGVector``.
+
+    Example::
+
+        fetch = PGVectorStoreAlwaysFetch(store=pg_vector_store, search=Search("always", 1000, always=True))
+        corrections = fetch.invoke("")
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: VectorStore
+    search: Search
+
+    @staticmethod
+    def serves(store: VectorStore) -> bool:
+        """Whether ``store`` is a v2 ``PGVectorStore`` (never imports the package)."""
+        module = sys.modules.get("langchain_postgres.v2.vectorstores")
+        return module is not None and isinstance(store, module.PGVectorStore)
+
+    @property
+    def scores(self) -> Dict[str, float]:
+        """No scores: the fetch is not ranked."""
+        return {}
+
+    def _where(self) -> Dict[str, Any]:
+        where = dict_filter(self.search)
+        assert where is not None  # an always search filters by scope at least
+        return dict(where)
+
+    @staticmethod
+    def _documents(found: Mapping[str, Any]) -> List[Document]:
+        rows = zip(found["ids"], found["documents"], found["metadatas"])
+        docs = [Document(id=str(i), page_content=text, metadata=dict(meta or {})) for i, text, meta in rows]
+        return sorted(docs, key=lambda d: str(d.id))
+
+    def _get_relevant_documents(self, query: str, *, run_manager: SyncRun) -> List[Document]:
+        store: Any = self.store
+        return self._documents(store.get(where=self._where(), limit=self.search.k))
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncRun) -> List[Document]:
+        store: Any = self.store
+        return self._documents(await store.aget(where=self._where(), limit=self.search.k))
+
+
 #: One search of the plan as a retriever run.
-SearchRun = Union[StoreSearch, PGVectorAlwaysFetch]
+SearchRun = Union[StoreSearch, PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch]
+
+
+def exact_always_fetch(store: VectorStore) -> Optional[Any]:
+    """The exact always-scope fetch class for ``store`` (``PGVector``, v2
+    ``PGVectorStore``), or None: a filtered similarity search (exact for the
+    in-memory stores)."""
+    for fetch in (PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch):
+        if fetch.serves(store):
+            return fetch
+    return None
 
 
 class VectorRecall:
@@ -215,13 +281,13 @@ class VectorRecall:
     ) -> Tuple[RecallPlan, List[Tuple[Search, SearchRun]]]:
         plan = dataclasses.replace(self.plan, pools=tuple(pools))
         with_scores = self.scored and self.scores_available and vector is not None
-        exact = PGVectorAlwaysFetch.serves(self.store)
+        exact = exact_always_fetch(self.store)
         runs: List[Tuple[Search, SearchRun]] = []
         for search in plan.searches(visibility):
-            if exact:
+            if exact is not None:
                 check_search(search)  # NUL: one clear error before any query runs
-            if exact and search.always:
-                runs.append((search, PGVectorAlwaysFetch(store=self.store, search=search)))
+            if exact is not None and search.always:
+                runs.append((search, exact(store=self.store, search=search)))
                 continue
             kwargs: Dict[str, Any] = {"k": search.k}
             flt = self.build(search)
