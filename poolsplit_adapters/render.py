@@ -225,6 +225,11 @@ def _fmt(value: Optional[float]) -> str:
     return "-" if value is None else "%.3g" % value
 
 
+#: A selector that counts :func:`always_outside_namespace` itself (with its
+#: columns, no row per entry) leaves the number in ``selection.notes`` here.
+OUTSIDE_NOTE = "always_outside_namespace"
+
+
 def always_outside_namespace(selection: Selection) -> int:
     """How many always-scope entries the query's namespace kept out (reason
     ``namespace``): corrections that would have loaded first on every call
@@ -246,6 +251,13 @@ def always_outside_namespace(selection: Selection) -> int:
         >>> always_outside_namespace(select([fix], [Pool("p", 100, 3)], visibility=Visibility("memories.ana")))
         1
     """
+    given = selection.notes.get(OUTSIDE_NOTE)
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given  # counted by the selector, without rows
+    if not selection.counts.get((None, Reason.NAMESPACE)):
+        return 0  # the namespace kept nothing out: no row is built (the usual case)
+    # Rows only when the namespace did keep entries out (a store shared by
+    # tenants): the report's counts do not split them by scope yet.
     return sum(1 for d in selection.dropped if d.reason is Reason.NAMESPACE and d.entry.get("scope") == "always")
 
 

@@ -96,3 +96,20 @@ def test_the_docstring_examples_run():
 
     for module in (render, store):
         assert doctest.testmod(module).failed == 0, module.__name__
+
+
+def test_the_count_builds_no_dropped_rows_when_the_namespace_kept_nothing_out():
+    from poolsplit_adapters import MemoryIndex
+
+    entries = [fix("ours", "memories.ana")] + [
+        {"id": "n%d" % i, "type": "note", "content": "note %d" % i, "namespace": "memories.ana"} for i in range(50)
+    ]
+    selection = MemoryIndex(entries).select(POOLS, {"message": "note"}, visibility=Visibility(namespace="memories.ana"))
+    assert always_outside_namespace(selection) == 0
+    assert selection._dropped is None  # the lazy report was not forced: the count came from counts
+
+
+def test_a_selector_that_counted_it_is_believed():
+    selection = select([fix("typo", "ana")], POOLS, visibility=Visibility(namespace="memories.ana"))
+    selection.notes["always_outside_namespace"] = 7
+    assert always_outside_namespace(selection) == 7
