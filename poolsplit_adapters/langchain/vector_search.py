@@ -37,7 +37,7 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import run_in_executor
+from langchain_core.runnables.config import get_executor_for_config, run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
@@ -257,6 +257,11 @@ class VectorRecall:
         self.plan = plan
         self.build = build
         self.scored = scored
+        #: Run the sync searches at once, on threads (a Postgres store: each
+        #: search is a round trip to the server, on its own pooled
+        #: connection). In-process stores search in turn: they are CPU-bound
+        #: under the GIL, where threads would only add overhead.
+        self.concurrent = exact_always_fetch(store) is not None
 
     @property
     def searches_by_vector(self) -> bool:
@@ -310,7 +315,8 @@ class VectorRecall:
     def run(
         self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
     ) -> Recalled:
-        """Every search's documents (in plan order, duplicates included) for
+        """Every search's documents (in plan order, duplicates included; on a
+        Postgres store the searches run at once, see :attr:`concurrent`) for
         this call's ``pools`` (the plan gives ``fetch_k`` and ``always_k``;
         a call's plan may differ, e.g. ``pools="auto"``), and document id -> the
         store's score when ``scored`` and the store returns scores (else
@@ -318,7 +324,18 @@ class VectorRecall:
         embeddings = self._query_embeddings()
         vector = None if embeddings is None else embeddings.embed_query(query)
         plan, runs = self._runs(vector, visibility, pools)
-        results = [r.invoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
+
+        def one(run: Tuple[Search, SearchRun]) -> List[Document]:
+            search, retriever = run
+            return retriever.invoke(query, config={"callbacks": run_manager.get_child(search.label)})
+
+        if self.concurrent and len(runs) > 1:
+            # Each search waits on the server: in turn, a call costs their sum;
+            # at once (one pooled connection each), the slowest one's.
+            with get_executor_for_config(None) as executor:
+                results = list(executor.map(one, runs))
+        else:
+            results = [one(run) for run in runs]
         return self._recalled(plan, runs, results)
 
     async def arun(
