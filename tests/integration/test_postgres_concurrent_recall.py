@@ -55,3 +55,42 @@ def test_the_plans_searches_run_at_once_and_return_what_they_return_in_turn(engi
     at_once = [d.id for d in retriever.invoke(QUERY, namespace="u1")]
     assert not store.barrier.broken
     assert at_once == in_turn and at_once[0] == "fix-0"
+
+
+def test_llama_indexs_pgvectorstore_searches_run_at_once_too(pg_database):
+    postgres = pytest.importorskip("llama_index.vector_stores.postgres")
+    from llama_index.core import VectorStoreIndex
+    from pg_embeddings import HashedNgramLlamaEmbedding
+
+    from poolsplit_adapters.llama_index import PoolSplitRetriever
+    from poolsplit_adapters.llama_index.nodes import nodes_from
+
+    class MeetingPGVectorStore(postgres.PGVectorStore):  # type: ignore[misc, name-defined]
+        """The real store; while ``barrier`` is set, each similarity query
+        the plan builds waits there for the plan's other searches."""
+
+        barrier: Any = None
+
+        def _build_query(self, *args: Any, **kwargs: Any) -> Any:
+            if self.barrier is not None:
+                self.barrier.wait(timeout=20)
+            return super()._build_query(*args, **kwargs)
+
+    store = MeetingPGVectorStore(
+        connection_string=pg_database.url, async_connection_string=pg_database.url, table_name="memory", embed_dim=DIMS
+    )
+    try:
+        nodes = nodes_from(entries("u1") + entries("u2", prefix="u2-"))
+        for node in nodes:
+            node.excluded_embed_metadata_keys = list(node.metadata)
+        index = VectorStoreIndex.from_vector_store(store, embed_model=HashedNgramLlamaEmbedding())
+        index.insert_nodes(nodes)
+        retriever = PoolSplitRetriever.from_vector_store_index(index, POOLS, fetch_k=20, now=NOW)
+        in_turn = [n.node.node_id for n in retriever.retrieve(QUERY)]
+        similarity = [s for s in RecallPlan(POOLS, fetch_k=20).searches() if not s.always]
+        store.barrier = threading.Barrier(len(similarity))
+        at_once = [n.node.node_id for n in retriever.retrieve(QUERY)]
+        assert not store.barrier.broken
+        assert at_once == in_turn and at_once[0] == "fix-0"
+    finally:
+        store._engine.dispose()
