@@ -225,10 +225,58 @@ def _fmt(value: Optional[float]) -> str:
     return "-" if value is None else "%.3g" % value
 
 
+#: A selector that counts :func:`always_outside_namespace` itself (with its
+#: columns, no row per entry) leaves the number in ``selection.notes`` here.
+OUTSIDE_NOTE = "always_outside_namespace"
+
+
+def always_outside_namespace(selection: Selection) -> int:
+    """How many always-scope entries the query's namespace kept out (reason
+    ``namespace``): corrections that would have loaded first on every call
+    had they been stored under this namespace.
+
+    Namespace is exact, so a correction written as ``namespace="ana"`` never
+    loads for an agent whose memory is ``("memories", "ana")`` (its entries
+    carry ``"memories.ana"``, see
+    :func:`~poolsplit_adapters.langchain.store.namespace_label`). Only a count
+    says so at a glance; :func:`explain` and the agent middleware's selection
+    event both show it. It counts every tenant's corrections the store
+    showed the selector (a shared store: the other users' too), never their
+    content.
+
+    Example::
+
+        >>> from poolsplit_adapters import Pool, Visibility, select
+        >>> fix = {"id": "cents", "content": "Use cents.", "scope": "always", "namespace": "ana"}
+        >>> always_outside_namespace(select([fix], [Pool("p", 100, 3)], visibility=Visibility("memories.ana")))
+        1
+    """
+    given = selection.notes.get(OUTSIDE_NOTE)
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given  # counted by the selector, without rows
+    if not selection.counts.get((None, Reason.NAMESPACE)):
+        return 0  # the namespace kept nothing out: no row is built (the usual case)
+    # Rows only when the namespace did keep entries out (a store shared by
+    # tenants): the report's counts do not split them by scope yet.
+    return sum(1 for d in selection.dropped if d.reason is Reason.NAMESPACE and d.entry.get("scope") == "always")
+
+
+def outside_namespace_line(count: int) -> str:
+    """The line :func:`explain` shows when :func:`always_outside_namespace`
+    is not 0 ('' when it is)."""
+    if not count:
+        return ""
+    return "%d always-scope %s outside this namespace (not loaded: reason namespace; namespace is exact)" % (
+        count,
+        "entry" if count == 1 else "entries",
+    )
+
+
 def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     """A readable why/why-not table: per pool, what loaded (score, cost) and
-    budget use; then what did not load and why, grouped by reason (at most
-    ``limit`` rows per reason; None for all)."""
+    budget use; the always-scope entries kept out by namespace, counted
+    (:func:`always_outside_namespace`); then what did not load and why,
+    grouped by reason (at most ``limit`` rows per reason; None for all)."""
     lines: List[str] = []
     header = "%-12s %-14s %-11s %8s %6s" % ("pool", "id", "type", "score", "tokens")
     lines.append(header)
@@ -266,6 +314,9 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     for key in ("task_type", "scorer_fallback"):
         if selection.notes.get(key):
             lines.append("%s: %s" % (key.replace("_", " "), selection.notes[key]))
+    outside = outside_namespace_line(always_outside_namespace(selection))
+    if outside:
+        lines.append(outside)
     grouped = selection.dropped_by_reason()
     if grouped:
         lines.append("")

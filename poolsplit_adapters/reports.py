@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
-from .render import selection_dict
+from .render import always_outside_namespace, selection_dict
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
     "poolsplit_capture_sinks", default=()
@@ -70,8 +70,15 @@ def record(selection: Selection) -> Selection:
 
 def event_payload(selection: Selection) -> dict[str, Any]:
     """The JSON form of ``selection`` that both frameworks' selection events
-    carry: :func:`~poolsplit_adapters.render.selection_dict`, the one JSON form."""
-    return selection_dict(selection)
+    carry: :func:`~poolsplit_adapters.render.selection_dict`, the one JSON
+    form, plus ``always_outside_namespace``: the always-scope entries the
+    namespace kept out, counted
+    (:func:`~poolsplit_adapters.render.always_outside_namespace`), so a
+    correction stored under the wrong namespace shows at the top of the
+    event, not only as one ``namespace`` reason among the dropped rows."""
+    payload = selection_dict(selection)
+    payload["always_outside_namespace"] = always_outside_namespace(selection)
+    return payload
 
 
 def note_fallback(selection: Selection, prepared: Any) -> Selection:

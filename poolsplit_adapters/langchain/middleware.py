@@ -577,14 +577,15 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
 
     def _write(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
         """Settle ``proposals`` against the store (read only when one is
-        still fresh) and write the accepted ones in one write. Raises if the
-        write fails (then nothing is reported)."""
+        still fresh) and write the accepted ones in one write. An id another
+        writer stored in between (a racing thread of the same user) is a
+        ``duplicate``, like one found before. Raises if the write fails
+        (then nothing is reported)."""
         fresh = [p.key for p in proposals if p.refused is None]
         settled = self.write_gate.settle(proposals, where.source.existing(where.chain, fresh) if fresh else set())
         accepted = [p.entry for p in settled if p.refused is None]
-        if accepted:
-            where.source.write(where.chain, accepted)
-        return settled
+        raced = where.source.write(where.chain, accepted) if accepted else set()
+        return self.write_gate.settle(settled, raced) if raced else settled
 
     async def _awrite(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
         """Async :meth:`_write`."""
@@ -593,9 +594,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             proposals, await where.source.aexisting(where.chain, fresh) if fresh else set()
         )
         accepted = [p.entry for p in settled if p.refused is None]
-        if accepted:
-            await where.source.awrite(where.chain, accepted)
-        return settled
+        raced = await where.source.awrite(where.chain, accepted) if accepted else set()
+        return self.write_gate.settle(settled, raced) if raced else settled
 
     # -- demote + write: the parts both twins share ---------------------------------------
 

@@ -25,9 +25,12 @@ same condition. Those private names are pinned by the Postgres tests.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
+import functools
 import sys
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import sqlalchemy
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -128,7 +131,8 @@ class IndexRecall:
         if postgres is not None:
             plan = self._plan(pools)
             searches = postgres.checked(plan.searches(visibility))
-            found = [postgres.search(search, query.embedding) for search in searches]
+            postgres.store._initialize()  # once, before the threads
+            found = _at_once([functools.partial(postgres.search, search, query.embedding) for search in searches])
             return plan.collect(searches, found)
         plan, retrievers = self._retrievers(visibility, pools)
         results = []
@@ -178,6 +182,21 @@ class IndexRecall:
 
         results = await asyncio.gather(*(one(search, retriever) for search, retriever in retrievers))
         return plan.collect([search for search, _ in retrievers], results)
+
+
+_T = TypeVar("_T")
+
+
+def _at_once(calls: Sequence[Callable[[], _T]]) -> List[_T]:
+    """Every call's result, in order, the calls run at once on threads (each
+    in a copy of this context, so ``capture_selections`` and tracing follow):
+    each Postgres search is a round trip on its own pooled connection, so
+    the sync retrieval costs its slowest search rather than their sum."""
+    if len(calls) < 2:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, call) for call in calls]
+        return [future.result() for future in futures]
 
 
 class PGVectorStoreSearch:
