@@ -307,8 +307,8 @@ def test_vector_store_recall_uses_the_store_scores_instead_of_re_embedding():
         assert [d.id for d in retriever.invoke(paraphrase.QUESTION)] == ["episode"]
         assert [d.id for d in retriever.invoke("refunded totals")] == ["episode"]
     assert embeddings.documents == 2  # the recalled documents were never embedded again
-    # Per query: the store's embedding of the query, and the scorer's (remembered per message).
-    assert embeddings.queries == 4
+    # One query embedding per call: the scorer takes the vector the store searched with.
+    assert embeddings.queries == 2
     # The relevance is the store's cosine, so the score matches the scorer's own within quantisation.
     own = PoolSplitRetriever(
         documents=PARAPHRASE, pools=[Pool("one", 1000, 1)], embeddings=embeddings, now=paraphrase.JULY
