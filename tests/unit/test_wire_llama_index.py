@@ -134,4 +134,4 @@ async def test_index_recall_uses_node_scores_instead_of_re_embedding():
     assert [n.node.node_id for n in retriever.retrieve(paraphrase.QUESTION)] == ["episode"]
     assert [n.node.node_id for n in await retriever.aretrieve("refunded totals")] == ["episode"]
     assert embed._texts == 2  # recalled nodes were never embedded again
-    assert embed._queries == 4  # per query: the index's embedding and the scorer's
+    assert embed._queries == 2  # one query embedding per call: the scorer takes the index's
