@@ -1,0 +1,345 @@
+"""Issue 19 item 3 and issue 23 item 4 over real vector stores: per-pool
+recall grows until each pool's budget is full or the store has nothing
+more (LangChain ``InMemoryVectorStore``, LlamaIndex ``VectorStoreIndex``
+over its ``SimpleVectorStore``; sync and async), the report says which, the
+corrections always load, and every call embeds the query exactly once."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, List
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import TextNode
+from pydantic import PrivateAttr
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.checks import ArgumentError
+from poolsplit_adapters.langchain import PoolSplitRetriever as LangChainRetriever
+from poolsplit_adapters.langchain import capture_selections
+from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
+from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
+from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
+from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+from poolsplit_adapters.recall import FillingRecall, RecallPlan, budget_filled
+from poolsplit_adapters.render import explain, recall_line, render_context
+
+NOW = datetime.datetime(2026, 11, 20, 9)
+FACTS = 60  # each exactly 10 tokens (one per word)
+FIXES = ["fix-0", "fix-1"]
+
+
+def words(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+def fact_text(n: int) -> str:
+    return "refund fact %02d says totals round half even per ledger" % n  # 10 words
+
+
+def entries() -> List[dict[str, Any]]:
+    made: List[dict[str, Any]] = [
+        {"id": "fix-%d" % n, "type": "correction", "scope": "always", "source": "user",
+         "content": "Always quote amounts in integer cents, rule %d." % n, "created": "2026-01-01T00:00:00Z"}
+        for n in range(2)
+    ]  # fmt: skip
+    made += [
+        {"id": "fact-%02d" % n, "type": "fact", "content": fact_text(n), "created": "2026-11-01T00:00:00Z"}
+        for n in range(FACTS)
+    ]
+    return made
+
+
+def plan(tokens: int) -> List[Pool]:
+    return [Pool("corrections", 0, 0, ("correction",)), Pool("facts", tokens, 100, ("fact",))]
+
+
+QUERY = "how do refund totals round"
+
+
+class CountingEmbeddings(Embeddings):
+    """The hash embedding as a LangChain ``Embeddings`` that counts query embeddings."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder()
+        self.queries = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def embed_documents(self, texts: List[str]) -> List[List[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> List[float]:
+        self.queries += 1
+        return self.inner.embed_query(text)
+
+    async def aembed_query(self, text: str) -> List[float]:
+        self.queries += 1
+        return self.inner.embed_query(text)
+
+
+class CountingEmbedding(BaseEmbedding):
+    """The hash embedding as a LlamaIndex ``BaseEmbedding`` that counts query embeddings."""
+
+    _inner: HashEmbedder = PrivateAttr(default_factory=HashEmbedder)
+    _queries: int = PrivateAttr(default=0)
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        self._queries += 1
+        return self._inner.embed_query(query)
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> List[float]:
+        return self._inner.embed_documents([text])[0]
+
+
+def lc_store(embeddings: Embeddings) -> InMemoryVectorStore:
+    store = InMemoryVectorStore(embeddings)
+    docs = [
+        Document(
+            page_content=e["content"], id=e["id"], metadata={k: v for k, v in e.items() if k not in ("id", "content")}
+        )
+        for e in entries()
+    ]
+    store.add_documents(docs)
+    return store
+
+
+def li_index(embed: BaseEmbedding) -> VectorStoreIndex:
+    nodes = []
+    for e in entries():
+        made = TextNode(text=e["content"], metadata={k: v for k, v in e.items() if k not in ("id", "content")})
+        made.id_ = e["id"]
+        nodes.append(made)
+    return VectorStoreIndex(nodes, embed_model=embed)
+
+
+def loaded(selection: Any) -> tuple[int, int, list[str]]:
+    """(facts loaded, their tokens, always-scope ids)."""
+    facts = [c for c in selection.chosen if not c.always]
+    return len(facts), sum(c.cost for c in facts), [c.entry["id"] for c in selection.chosen if c.always]
+
+
+# Budget -> (facts loaded, tokens, rounds, fetch_k reached, store ran out for).
+EXPECTED = {
+    300: (30, 300, 2, 40, []),  # 20 -> 40 candidates: the budget cut 10, it is full
+    1024: (60, 600, 3, 80, ["facts"]),  # 20 -> 40 -> 80 asked, 60 came back: all there is loaded
+}
+
+
+def check(selection: Any, tokens: int) -> None:
+    facts, used, rounds, reached, ran_out = EXPECTED[tokens]
+    assert loaded(selection) == (facts, used, FIXES)
+    assert selection.notes["recall"] == {
+        "fetch_k": {"facts": reached},
+        "rounds": rounds,
+        "store_ran_out": ran_out,
+        "capped": [],
+    }
+
+
+# -- LangChain ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tokens", sorted(EXPECTED))
+def test_langchain_recall_grows_until_the_budget_is_full_or_the_store_runs_out(tokens: int) -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(store, plan(tokens), token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        documents = retriever.invoke(QUERY)
+    check(mine[0], tokens)
+    assert [d.id for d in documents[:2]] == FIXES
+    assert embeddings.queries == 1  # every round searched by the one query vector
+
+
+@pytest.mark.parametrize("tokens", sorted(EXPECTED))
+async def test_langchain_recall_grows_async(tokens: int) -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(store, plan(tokens), token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        await retriever.ainvoke(QUERY)
+    check(mine[0], tokens)
+    assert embeddings.queries == 1
+
+
+def test_a_fixed_fetch_k_fills_part_of_the_budget_and_says_recall_was_capped() -> None:
+    store = lc_store(CountingEmbeddings())
+    fixed = LangChainRetriever.from_vectorstore(store, plan(1024), token_counter=words, now=NOW, max_fetch_k=20)
+    with capture_selections() as mine:
+        fixed.invoke(QUERY)
+    (selection,) = mine
+    assert loaded(selection) == (20, 200, FIXES)  # what a fixed top-20 used to fill, silently
+    assert selection.notes["recall"] == {
+        "fetch_k": {"facts": 20},
+        "rounds": 1,
+        "store_ran_out": [],
+        "capped": ["facts"],
+    }
+    assert recall_line(selection) == "[recall stopped at 20 candidates per search while budget was left: facts]"
+    assert render_context(selection).text.splitlines()[-1] == recall_line(selection)
+    assert "recall: stopped at max_fetch_k for facts (1 rounds)" in explain(selection).splitlines()
+
+
+def test_when_the_store_runs_out_the_report_says_so_and_renders_no_cut() -> None:
+    store = lc_store(CountingEmbeddings())
+    retriever = LangChainRetriever.from_vectorstore(store, plan(1024), token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        retriever.invoke(QUERY)
+    (selection,) = mine
+    assert "recall: the store ran out for facts (3 rounds)" in explain(selection).splitlines()
+    assert recall_line(selection) == ""  # all there is loaded: nothing to warn the model about
+    assert render_context(selection).text.splitlines()[-1] == "</memory>"  # markers only, no line after them
+
+
+def test_corrections_load_even_when_the_pool_has_no_room() -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(store, plan(0), token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        assert [d.id for d in retriever.invoke(QUERY)] == FIXES
+    assert mine[0].notes["recall"] == {"fetch_k": {}, "rounds": 1, "store_ran_out": [], "capped": []}
+    assert embeddings.queries == 1
+
+
+def test_embeddings_scorer_over_the_store_embeds_the_query_once_per_call_while_growing() -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(
+        store, plan(1024), token_counter=words, now=NOW, embeddings=embeddings
+    )
+    for call, query in enumerate((QUERY, "ledger rounding", QUERY), start=1):
+        with capture_selections() as mine:
+            retriever.invoke(query)
+        assert mine[0].notes["recall"]["rounds"] == 3
+        assert loaded(mine[0])[0] == FACTS
+        assert embeddings.queries == call
+
+
+async def test_embeddings_scorer_over_the_store_embeds_once_per_async_call() -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(
+        store, plan(300), token_counter=words, now=NOW, embeddings=embeddings
+    )
+    await retriever.ainvoke(QUERY)
+    await retriever.ainvoke("ledger rounding")
+    assert embeddings.queries == 2
+
+
+def test_the_vector_store_memory_fills_the_same_way() -> None:
+    embeddings = CountingEmbeddings()
+    memory = VectorStoreMemory(lc_store(embeddings), token_counter=words, now=NOW, embeddings=embeddings)
+    selection = memory.select(plan(1024), {"message": QUERY})
+    check(selection, 1024)
+    assert embeddings.queries == 1
+
+
+async def test_the_vector_store_memory_fills_the_same_way_async() -> None:
+    memory = VectorStoreMemory(lc_store(CountingEmbeddings()), token_counter=words, now=NOW)
+    check(await memory.aselect(plan(300), {"message": QUERY}), 300)
+
+
+def test_max_fetch_k_is_checked() -> None:
+    store = lc_store(CountingEmbeddings())
+    with pytest.raises(ArgumentError, match="max_fetch_k must be a positive int"):
+        LangChainRetriever.from_vectorstore(store, plan(10), max_fetch_k=0)
+
+
+# -- LlamaIndex -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tokens", sorted(EXPECTED))
+def test_llama_index_recall_grows_until_the_budget_is_full_or_the_index_runs_out(tokens: int) -> None:
+    embed = CountingEmbedding()
+    index = li_index(embed)
+    retriever = LlamaRetriever.from_vector_store_index(index, plan(tokens), token_counter=words, now=NOW)
+    nodes, selection = retriever.retrieve_with_selection(QUERY)
+    check(selection, tokens)
+    assert [n.node.node_id for n in nodes[:2]] == FIXES
+    assert embed._queries == 1
+
+
+@pytest.mark.parametrize("tokens", sorted(EXPECTED))
+async def test_llama_index_recall_grows_async(tokens: int) -> None:
+    embed = CountingEmbedding()
+    retriever = LlamaRetriever.from_vector_store_index(li_index(embed), plan(tokens), token_counter=words, now=NOW)
+    _, selection = await retriever.aretrieve_with_selection(QUERY)
+    check(selection, tokens)
+    assert embed._queries == 1
+
+
+def test_llama_index_embeddings_scorer_embeds_the_query_once_per_call() -> None:
+    embed = CountingEmbedding()
+    retriever = LlamaRetriever.from_vector_store_index(
+        li_index(embed), plan(1024), token_counter=words, now=NOW, embeddings=embed
+    )
+    _, selection = retriever.retrieve_with_selection(QUERY)
+    assert (loaded(selection)[0], selection.notes["recall"]["rounds"], embed._queries) == (FACTS, 3, 1)
+    retriever.retrieve("ledger rounding")
+    assert embed._queries == 2
+
+
+async def test_llama_index_embeddings_scorer_embeds_once_per_async_call() -> None:
+    embed = CountingEmbedding()
+    retriever = LlamaRetriever.from_vector_store_index(
+        li_index(embed), plan(300), token_counter=words, now=NOW, embeddings=embed
+    )
+    await retriever.aretrieve(QUERY)
+    await retriever.aretrieve("ledger rounding")
+    assert embed._queries == 2
+
+
+def test_the_vector_index_memory_fills_the_same_way() -> None:
+    embed = CountingEmbedding()
+    memory = VectorIndexMemory(li_index(embed), token_counter=words, now=NOW, embeddings=embed)
+    check(memory.select(plan(300), {"message": QUERY}), 300)
+    assert embed._queries == 1
+
+
+# -- the rule -------------------------------------------------------------------------
+
+
+def test_a_pool_is_filled_when_its_budget_cut_something_or_has_no_room() -> None:
+    from poolsplit_adapters import select
+
+    items = [{"id": "a", "type": "fact", "content": "one two three"}, {"id": "b", "type": "fact", "content": "x y"}]
+    assert budget_filled(select(items, [Pool("p", 4, 9)], token_counter=words), "p")  # b cut by the tokens
+    assert budget_filled(select(items, [Pool("p", 99, 2)], token_counter=words), "p")  # entry cap reached
+    assert not budget_filled(select(items, [Pool("p", 99, 9)], token_counter=words), "p")  # room left
+
+
+def test_growth_doubles_only_full_searches_of_pools_with_room_and_stops_at_max_fetch_k() -> None:
+    from poolsplit_adapters import select
+
+    pools = [Pool("a", 1000, 100, ("x",)), Pool("b", 1000, 100, ("y",))]
+    recall: FillingRecall[dict[str, Any]] = FillingRecall(RecallPlan(pools, fetch_k=2, max_fetch_k=3))
+    assert [(s.label, s.k) for s in recall.asks()] == [("pool:a", 2), ("pool:b", 2), ("always", 1000)]
+    xs = [{"id": "x%d" % n, "type": "x", "content": "w"} for n in range(5)]
+    ys = [{"id": "y0", "type": "y", "content": "w"}]
+    candidates = recall.found([xs[:2], ys, []])
+    assert not recall.settle(select(candidates, pools, token_counter=words))
+    assert [(s.label, s.k) for s in recall.asks()] == [("pool:a", 3)]  # b came back short: the store ran out
+    candidates = recall.found([xs[:3]])
+    selection = select(candidates, pools, token_counter=words)
+    assert recall.settle(selection)
+    assert selection.notes["recall"] == {
+        "fetch_k": {"a": 3, "b": 2},
+        "rounds": 2,
+        "store_ran_out": ["b"],
+        "capped": ["a"],
+    }
