@@ -315,6 +315,15 @@ async def afill(
             return selection
 
 
+def present_types(entries: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The entry types among ``entries`` (entries, or the metadata of
+    documents and nodes), each as the selector reads it (no ``type``:
+    :data:`UNTYPED_DEFAULT`): what ``pools="auto"`` shares the budget among
+    (:func:`~poolsplit_adapters.memory.tasks.plan_for_task`)."""
+    found = (entry.get("type", UNTYPED_DEFAULT) for entry in entries)
+    return frozenset(t for t in found if isinstance(t, str))
+
+
 def store_metric(store: Any, given: Any = None) -> Any:
     """The :class:`~poolsplit_adapters.memory.similarity.StoreMetric` of a
     vector store's scores: ``given`` (a metric or its name: ``"cosine"``,

@@ -9,7 +9,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as Asyn
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import Unpack
 
@@ -23,6 +23,7 @@ from ..recall import (
     Search,
     afill,
     fill,
+    present_types,
     same_vector_space,
     store_metric,
     with_query_vector,
@@ -151,6 +152,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     _recall: Optional[DocumentRecall] = PrivateAttr(default=None)
     _metric: Any = PrivateAttr(default=None)
     _reuse_query: bool = PrivateAttr(default=False)
+    _held_types: Optional[frozenset[str]] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -184,6 +186,19 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         if self.documents is not None:
             assert self.token_counter is not None
             self._index, self._source = DocumentConverter.index(self.documents, self.token_counter)
+            self._held_types = present_types(d.metadata for d in self.documents)
+
+    def _entry_types(self) -> Optional[frozenset[str]]:
+        """The types the source holds, for ``pools="auto"``: the documents'
+        (fixed at construction), an ``InMemoryVectorStore``'s (read per
+        call: it can change, and its own search reads every row anyway),
+        else None (a store that cannot list: the host may declare
+        ``entry_types=``)."""
+        if self._held_types is not None:
+            return self._held_types
+        if isinstance(self.vectorstore, InMemoryVectorStore):
+            return present_types(row["metadata"] for row in list(self.vectorstore.store.values()))
+        return None
 
     @classmethod
     def from_vectorstore(
@@ -274,7 +289,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
     ) -> list[Document]:
-        call = AdapterCall(self, query, kw)
+        call = AdapterCall(self, query, kw, entry_types=self._entry_types)
         options, recall = call.options, self._recall
         if isinstance(recall, VectorRecall):
             selection, documents = self._from_store(call, query, run_manager)
@@ -287,7 +302,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncRun, **kw: Unpack[CallOverrides]
     ) -> list[Document]:
-        call = AdapterCall(self, query, kw)
+        call = AdapterCall(self, query, kw, entry_types=self._entry_types)
         options, recall = call.options, self._recall
         if isinstance(recall, VectorRecall):
             selection, documents = await self._afrom_store(call, query, run_manager)

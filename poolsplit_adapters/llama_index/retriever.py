@@ -12,6 +12,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores import SimpleVectorStore
 from typing_extensions import Unpack
 
 from ..call import AdapterCall, EmbeddingRanker
@@ -24,6 +25,7 @@ from ..recall import (
     VisibleEntries,
     afill,
     fill,
+    present_types,
     same_vector_space,
     with_query_vector,
     with_store_scores,
@@ -114,10 +116,12 @@ class PoolSplitRetriever(BaseRetriever):
             and self._reuse_query
         )
         self._index: Optional[MemoryIndex] = None
+        self._held_types: Optional[frozenset[str]] = None
         self._source: dict[int, BaseNode] = {}
         if nodes is not None:
             assert self.settings.token_counter is not None
             self._index, self._source = NodeConverter.index(nodes, self.settings.token_counter)
+            self._held_types = present_types((n.node if isinstance(n, NodeWithScore) else n).metadata for n in nodes)
 
     @classmethod
     def from_vector_store_index(
@@ -238,7 +242,19 @@ class PoolSplitRetriever(BaseRetriever):
         given: CallOverrides = {**(self._overrides() or {})}
         if given.get("tags") is None:
             given["tags"] = self.context_tags
-        return AdapterCall(self.settings, query.query_str, given)
+        return AdapterCall(self.settings, query.query_str, given, entry_types=self._entry_types)
+
+    def _entry_types(self) -> Optional[frozenset[str]]:
+        """The types the source holds, for ``pools="auto"``: the nodes'
+        (fixed at construction), a ``SimpleVectorStore``'s (its filter
+        metadata, read per call), else None (the host may declare
+        ``entry_types=``)."""
+        if self._held_types is not None or self._recall is None:
+            return self._held_types
+        store = self._recall.index.vector_store
+        if isinstance(store, SimpleVectorStore):
+            return present_types(list(store.data.metadata_dict.values()))
+        return None
 
     def _finish(self, call: AdapterCall, selection: Selection, source: dict[int, BaseNode]) -> list[NodeWithScore]:
         returned = call.finish(selection)
