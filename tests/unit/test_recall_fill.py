@@ -106,11 +106,13 @@ class CountingEmbedding(BaseEmbedding):
         return self._inner.embed_documents([text])[0]
 
 
-def lc_store(embeddings: Embeddings) -> InMemoryVectorStore:
+def lc_store(embeddings: Embeddings, **extra: str) -> InMemoryVectorStore:
     store = InMemoryVectorStore(embeddings)
     docs = [
         Document(
-            page_content=e["content"], id=e["id"], metadata={k: v for k, v in e.items() if k not in ("id", "content")}
+            page_content=e["content"],
+            id=e["id"],
+            metadata={**{k: v for k, v in e.items() if k not in ("id", "content")}, **extra},
         )
         for e in entries()
     ]
@@ -343,3 +345,39 @@ def test_growth_doubles_only_full_searches_of_pools_with_room_and_stops_at_max_f
         "store_ran_out": ["b"],
         "capped": ["a"],
     }
+
+
+# -- the agent middleware over a vector store --------------------------------------------
+
+
+def test_the_middleware_over_a_vector_store_embeds_the_query_once_per_selection() -> None:
+    from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings, namespace="memories.u1")
+    middleware = PoolSplitMemoryMiddleware(
+        plan(300),
+        store=store,
+        namespace=lambda runtime: ("memories", runtime.context["user_id"]),
+        embeddings=embeddings,
+        token_counter=words,
+        now=NOW,
+        max_turns=3,
+    )
+    agent = create_agent(
+        ToolCallingFakeModel(),
+        tools=[lookup],
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+        context_schema=UserContext,
+    )
+    with capture_selections() as mine:
+        for i in range(3):
+            agent.invoke({"messages": [("user", "how do refund totals round %d calls=1" % i)]}, thread("t"),
+                         context={"user_id": "u1"})  # fmt: skip
+    assert mine and all(loaded(s)[:2] == (30, 300) and s.notes["recall"]["rounds"] == 2 for s in mine)
+    assert embeddings.queries == len({id(s) for s in mine})  # one query embedding per selection made
