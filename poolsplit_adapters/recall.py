@@ -19,15 +19,16 @@ needs no similarity ranking reads it once and keeps what :meth:`RecallPlan.admit
 **Budgets are filled.** A pool's first search asks for ``fetch_k``
 candidates; when the selection over them leaves that pool's budget with
 room and nothing cut, and the search came back full (the store may hold
-more), :class:`FillingRecall` runs it again with ``k`` doubled, up to
-``max_fetch_k``, until the budget is full or the store has nothing more.
-Which of the two stopped it is in ``selection.notes["recall"]``: a fixed
+more), :class:`FillingRecall` runs it again with ``k`` at least doubled
+(more when the budget looks to need more), up to ``max_fetch_k``, until
+the budget is full or the store has nothing more. Which of the two stopped it is in ``selection.notes["recall"]``: a fixed
 top-k used to fill 462 of 1,024 tokens on a long conversation and say
 nothing.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -206,17 +207,37 @@ def budget_filled(selection: Selection, pool: str) -> bool:
     return any(counts.get((pool, reason), (0, 0))[0] for reason in BUDGET_REASONS)
 
 
+#: Headroom on the estimate of :func:`grown_k`: the last candidates of a
+#: greedy fill often overflow, so aim a quarter past the exact fill.
+GROWTH_HEADROOM = 1.25
+
+
+def grown_k(k: int, selection: Selection, pool: Optional[str]) -> int:
+    """The next round's ``k`` for a search of ``pool`` that returned ``k``
+    candidates: at least double, or as many as the budget looks to need
+    from what ``k`` candidates loaded (``k x max_tokens / tokens_used``, the
+    same for entries, whichever cap comes first, with
+    :data:`GROWTH_HEADROOM`), so a pool far from full gets there in one
+    more round instead of several."""
+    stats = selection.stats.get(pool) if pool is not None else None
+    if stats is None or stats.tokens_used <= 0 or stats.entries_used <= 0:
+        return 2 * k  # nothing loaded to extrapolate from
+    needed = min(k * stats.max_tokens / stats.tokens_used, k * stats.max_entries / stats.entries_used)
+    return max(2 * k, math.ceil(needed * GROWTH_HEADROOM))
+
+
 class FillingRecall(Generic[T]):
     """One call's per-pool recall, grown until each pool's budget is filled.
 
     The rule, once for every vector-store path (LangChain and LlamaIndex,
     sync and async): after each round's selection, a pool search is run
-    again with ``k`` doubled (at most the plan's ``max_fetch_k``) when it
-    came back full (``len(results) == k``: the store may hold more) and its
-    pool's budget is not filled (:func:`budget_filled`). The always-scope
-    fetch runs once. A store has no cursor the frameworks share, so a grown
-    search asks again from the top: doubling keeps the total work under
-    twice the last round's.
+    again with a larger ``k`` (:func:`grown_k`, at most the plan's
+    ``max_fetch_k``) when it came back full (``len(results) == k``: the
+    store may hold more) and its pool's budget is not filled
+    (:func:`budget_filled`). The always-scope fetch runs once. A store has
+    no cursor the frameworks share, so a grown search asks again from the
+    top: growing by at least double keeps the total work under twice the
+    last round's.
 
     When it stops, :meth:`settle` writes ``selection.notes["recall"]``:
     ``fetch_k`` (pool -> the ``k`` its searches reached), ``rounds``, and the
@@ -268,7 +289,8 @@ class FillingRecall(Generic[T]):
             selection.notes["recall"] = self.report(short)
             return True
         for i in grow:
-            self.searches[i] = replace(self.searches[i], k=min(2 * self.searches[i].k, cap))
+            search = self.searches[i]
+            self.searches[i] = replace(search, k=min(grown_k(search.k, selection, search.pool), cap))
         self._pending = grow
         return False
 

@@ -26,7 +26,7 @@ from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
 from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
-from poolsplit_adapters.recall import FillingRecall, RecallPlan, budget_filled
+from poolsplit_adapters.recall import FillingRecall, RecallPlan, budget_filled, grown_k
 from poolsplit_adapters.render import explain, recall_line, render_context
 
 NOW = datetime.datetime(2026, 11, 20, 9)
@@ -138,7 +138,9 @@ def loaded(selection: Any) -> tuple[int, int, list[str]]:
 # Budget -> (facts loaded, tokens, rounds, fetch_k reached, store ran out for).
 EXPECTED = {
     300: (30, 300, 2, 40, []),  # 20 -> 40 candidates: the budget cut 10, it is full
-    1024: (60, 600, 3, 80, ["facts"]),  # 20 -> 40 -> 80 asked, 60 came back: all there is loaded
+    # 20 loaded 200 tokens (and 20 of 100 entries): the budget looks to need 5 x 20 = 100, and a
+    # quarter more: 125 asked, 60 came back: all there is loaded.
+    1024: (60, 600, 2, 125, ["facts"]),
 }
 
 
@@ -203,7 +205,7 @@ def test_when_the_store_runs_out_the_report_says_so_and_renders_no_cut() -> None
     with capture_selections() as mine:
         retriever.invoke(QUERY)
     (selection,) = mine
-    assert "recall: the store ran out for facts (3 rounds)" in explain(selection).splitlines()
+    assert "recall: the store ran out for facts (2 rounds)" in explain(selection).splitlines()
     assert recall_line(selection) == ""  # all there is loaded: nothing to warn the model about
     assert render_context(selection).text.splitlines()[-1] == "</memory>"  # markers only, no line after them
 
@@ -227,7 +229,7 @@ def test_embeddings_scorer_over_the_store_embeds_the_query_once_per_call_while_g
     for call, query in enumerate((QUERY, "ledger rounding", QUERY), start=1):
         with capture_selections() as mine:
             retriever.invoke(query)
-        assert mine[0].notes["recall"]["rounds"] == 3
+        assert mine[0].notes["recall"]["rounds"] == 2
         assert loaded(mine[0])[0] == FACTS
         assert embeddings.queries == call
 
@@ -291,7 +293,7 @@ def test_llama_index_embeddings_scorer_embeds_the_query_once_per_call() -> None:
         li_index(embed), plan(1024), token_counter=words, now=NOW, embeddings=embed
     )
     _, selection = retriever.retrieve_with_selection(QUERY)
-    assert (loaded(selection)[0], selection.notes["recall"]["rounds"], embed._queries) == (FACTS, 3, 1)
+    assert (loaded(selection)[0], selection.notes["recall"]["rounds"], embed._queries) == (FACTS, 2, 1)
     retriever.retrieve("ledger rounding")
     assert embed._queries == 2
 
@@ -323,6 +325,21 @@ def test_a_pool_is_filled_when_its_budget_cut_something_or_has_no_room() -> None
     assert budget_filled(select(items, [Pool("p", 4, 9)], token_counter=words), "p")  # b cut by the tokens
     assert budget_filled(select(items, [Pool("p", 99, 2)], token_counter=words), "p")  # entry cap reached
     assert not budget_filled(select(items, [Pool("p", 99, 9)], token_counter=words), "p")  # room left
+
+
+def test_the_next_k_is_at_least_double_or_what_the_budget_looks_to_need() -> None:
+    from poolsplit_adapters import select
+
+    items = [{"id": "e%d" % n, "type": "fact", "content": "w w"} for n in range(10)]  # 2 tokens each
+    # 10 candidates loaded 20 of 1,000 tokens: 50 x 10 = 500 look needed, 625 with the headroom.
+    assert grown_k(10, select(items, [Pool("p", 1000, 1000)], token_counter=words), "p") == 625
+    # The entry cap comes first: 30 entries of 10 loaded -> 3 x 10 = 30, 38 with the headroom.
+    assert grown_k(10, select(items, [Pool("p", 1000, 30)], token_counter=words), "p") == 38
+    # Close to full: at least double.
+    assert grown_k(10, select(items, [Pool("p", 22, 1000)], token_counter=words), "p") == 20
+    # Nothing loaded to extrapolate from (the threshold set everything aside): double.
+    below = select(items, [Pool("p", 1000, 1000, min_relevance=0.5)], {"message": "zzz"}, token_counter=words)
+    assert grown_k(10, below, "p") == 20
 
 
 def test_growth_doubles_only_full_searches_of_pools_with_room_and_stops_at_max_fetch_k() -> None:
