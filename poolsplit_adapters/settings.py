@@ -284,6 +284,6 @@ class AgentMemorySettings(AdapterSettings):
         default=None,
         description=(
             "Per-type recall size for indexed stores and vector stores (None: every item for a LangGraph "
-            "store; 20 for a vector store)."
+            "store; for a vector store 20, its first round: it grows while a pool's budget has room)."
         ),
     )
