@@ -126,3 +126,16 @@ def test_llama_index_nodes_and_simple_vector_store_share_among_their_types():
     found, selection = recalled.retrieve_with_selection("what refunds were issued")
     assert budgets(selection) == TURNS_AND_EVENTS
     assert found[0].node.node_id == "fix" and len(found) == 41
+
+
+async def test_llama_index_memory_blocks_share_among_the_types_their_store_holds():
+    from llama_index.core.llms import ChatMessage
+    from llama_index.core.memory import Memory
+
+    from poolsplit_adapters.llama_index import poolsplit_memory_blocks
+
+    blocks = poolsplit_memory_blocks(rows(), "auto", token_counter=words, now=NOW, **TOTALS)
+    memory = Memory.from_defaults(session_id="alice", token_limit=30_000, memory_blocks=blocks)
+    memory.put(ChatMessage(role="user", content="what refunds were issued"))
+    await memory.aget()
+    assert budgets(blocks[0].store.last_selection) == TURNS_AND_EVENTS
