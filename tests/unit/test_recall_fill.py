@@ -10,8 +10,10 @@ import datetime
 from typing import Any, List
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document
-from langchain_core.embeddings import Embeddings
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
 from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -398,3 +400,60 @@ def test_the_middleware_over_a_vector_store_embeds_the_query_once_per_selection(
                          context={"user_id": "u1"})  # fmt: skip
     assert mine and all(loaded(s)[:2] == (30, 300) and s.notes["recall"]["rounds"] == 2 for s in mine)
     assert embeddings.queries == len({id(s) for s in mine})  # one query embedding per selection made
+
+
+# -- invariants ---------------------------------------------------------------------------
+
+
+stored = st.lists(
+    st.tuples(st.sampled_from(["fact", "skill", "correction"]), st.integers(1, 12), st.booleans()), max_size=40
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stored,
+    st.integers(0, 120),
+    st.integers(0, 60),
+    st.integers(1, 12),
+    st.integers(1, 6),
+    st.integers(0, 30),
+)
+def test_recall_ends_with_every_pool_filled_or_reported_and_every_correction_loaded(
+    rows_, fact_tokens, skill_tokens, fact_entries, fetch_k, more
+):
+    docs = [
+        Document(
+            page_content=" ".join(["word%d" % n] * size),
+            id="d%02d" % n,
+            metadata={"type": kind, **({"scope": "always"} if kind == "correction" and always else {})},
+        )
+        for n, (kind, size, always) in enumerate(rows_)
+    ]
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    if docs:
+        store.add_documents(docs)
+    pools = [
+        Pool("corrections", 0, 0, ("correction",)),
+        Pool("facts", fact_tokens, fact_entries, ("fact",)),
+        Pool("skills", skill_tokens, 3, ("skill",)),
+    ]
+    retriever = LangChainRetriever.from_vectorstore(
+        store, pools, fetch_k=fetch_k, max_fetch_k=fetch_k + more, token_counter=words, now=NOW
+    )
+    with capture_selections() as mine:
+        retriever.invoke("word1 word2")
+    (selection,) = mine
+    corrections = {d.id for d in docs if d.metadata.get("scope") == "always"}
+    assert corrections <= {c.entry["id"] for c in selection.chosen if c.always}
+    report = selection.notes["recall"]
+    assert not set(report["store_ran_out"]) & set(report["capped"])
+    for pool in pools[1:]:
+        ran_out, capped = pool.name in report["store_ran_out"], pool.name in report["capped"]
+        assert budget_filled(selection, pool.name) != (ran_out or capped)
+        if ran_out:  # every document of the pool's types was a candidate: all there is was considered
+            held = {d.id for d in docs if d.metadata["type"] in (pool.types or ())}
+            seen = {c.entry["id"] for c in selection.chosen} | {d.entry["id"] for d in selection.dropped}
+            assert held <= seen
+        if capped:
+            assert report["fetch_k"][pool.name] == fetch_k + more
