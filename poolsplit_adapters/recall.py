@@ -105,7 +105,7 @@ class RecallPlan:
             back full is warned about (:meth:`collect`), since a correction
             cut there would never load.
         max_fetch_k: the most results one pool search grows to
-            (:class:`FillingRecall` doubles ``k`` while the pool's budget has
+            (:class:`FillingRecall` grows ``k`` while the pool's budget has
             room); a pool that still has room there is reported as
             ``capped``. ``max_fetch_k=fetch_k`` turns growth off; a
             ``fetch_k`` above it never grows.

@@ -221,8 +221,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         always-scope documents come back in a stable order: by id.
 
         Budgets are filled: a pool search that came back full while its
-        pool's budget has room is run again with ``k`` doubled, up to
-        ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`),
+        pool's budget has room is run again with ``k`` at least doubled, up
+        to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`),
         by the same query vector. ``selection.notes["recall"]`` says how far
         each pool's recall went and which pools the store ran out for.
 
@@ -262,8 +262,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             assert self._index is not None
             selection, source = call.select_in(self._index), self._source
         else:
-            candidates, scores = recalled
-            entries, source = DocumentConverter.entries(candidates, recalled=isinstance(self._recall, VectorRecall))
+            candidates, scores = recalled  # another retriever's: one search, no growth
+            entries, source = DocumentConverter.entries(candidates)
             selection = call.select(entries, scorer=with_store_scores(call.scorer, scores, self._metric))
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
 

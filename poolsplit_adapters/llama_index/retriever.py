@@ -150,8 +150,8 @@ class PoolSplitRetriever(BaseRetriever):
         ``embeddings=`` in the same vector space): one query embedding per call.
 
         Budgets are filled: a pool search that came back full while its
-        pool's budget has room runs again with ``similarity_top_k`` doubled,
-        up to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`);
+        pool's budget has room runs again with ``similarity_top_k`` at least
+        doubled, up to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`);
         ``selection.notes["recall"]`` says how far each pool's recall went
         and which pools the index ran out for.
 
