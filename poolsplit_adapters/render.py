@@ -210,7 +210,8 @@ def recall_summary(selection: Selection) -> str:
         parts.append("the store ran out for %s" % ", ".join(map(str, recall["store_ran_out"])))
     if recall.get("capped"):
         parts.append("stopped at max_fetch_k for %s" % ", ".join(map(str, recall["capped"])))
-    return "recall: %s (%d rounds)" % ("; ".join(parts), recall.get("rounds", 1)) if parts else ""
+    rounds = int(recall.get("rounds", 1))
+    return "recall: %s (%d round%s)" % ("; ".join(parts), rounds, "" if rounds == 1 else "s") if parts else ""
 
 
 def render_context(selection: Selection, *, with_omissions: bool = True, with_hint: bool = True) -> RenderedContext:

@@ -198,7 +198,7 @@ def test_a_fixed_fetch_k_fills_part_of_the_budget_and_says_recall_was_capped() -
     }
     assert recall_line(selection) == "[recall stopped at 20 candidates per search while budget was left: facts]"
     assert render_context(selection).text.splitlines()[-1] == recall_line(selection)
-    assert "recall: stopped at max_fetch_k for facts (1 rounds)" in explain(selection).splitlines()
+    assert "recall: stopped at max_fetch_k for facts (1 round)" in explain(selection).splitlines()
 
 
 def test_when_the_store_runs_out_the_report_says_so_and_renders_no_cut() -> None:
