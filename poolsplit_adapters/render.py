@@ -182,18 +182,52 @@ def expand_hint(short: int) -> str:
     return EXPAND_HINT[0] if short == 1 else EXPAND_HINT[1] % short
 
 
+def recall_line(selection: Selection) -> str:
+    """``[recall stopped at 1000 candidates while budget was left: facts]``
+    when a vector store's per-pool recall reached ``max_fetch_k`` with
+    room left in those pools (``notes["recall"]["capped"]``): more matching
+    entries may exist than were considered, and the model must not read
+    the context as all there is. Empty otherwise (a pool the store ran out
+    for loaded all there is)."""
+    recall = selection.notes.get("recall")
+    capped = list(recall.get("capped") or ()) if isinstance(recall, Mapping) else []
+    if not capped:
+        return ""
+    reached = recall.get("fetch_k") or {}  # type: ignore[union-attr]
+    most = max((int(reached.get(name, 0)) for name in capped), default=0)
+    names = ", ".join(_inline(str(name)) for name in capped)
+    return "[recall stopped at %d candidates per search while budget was left: %s]" % (most, names)
+
+
+def recall_summary(selection: Selection) -> str:
+    """The ``recall:`` line of :func:`explain`: which pools' budgets have
+    room because the store ran out, and which because recall was capped."""
+    recall = selection.notes.get("recall")
+    if not isinstance(recall, Mapping):
+        return ""
+    parts = []
+    if recall.get("store_ran_out"):
+        parts.append("the store ran out for %s" % ", ".join(map(str, recall["store_ran_out"])))
+    if recall.get("capped"):
+        parts.append("stopped at max_fetch_k for %s" % ", ".join(map(str, recall["capped"])))
+    rounds = int(recall.get("rounds", 1))
+    return "recall: %s (%d round%s)" % ("; ".join(parts), rounds, "" if rounds == 1 else "s") if parts else ""
+
+
 def render_context(selection: Selection, *, with_omissions: bool = True, with_hint: bool = True) -> RenderedContext:
     """Render ``selection`` as cite-able markers, always-scope entries first,
     then one explicit line per cause saying how many entries were left out
     and from which pools ("[7 more entries left out by budget: skills 3,
     content 4]", "[2 more entries left out below the relevance threshold:
-    notes 2]"), then, when some entries loaded as summaries (progressive
+    notes 2]"; and :func:`recall_line` when a store's recall was capped with
+    budget left), then, when some entries loaded as summaries (progressive
     loading), a line saying their full text is available by id."""
     blocks = [marker(c.entry, c.pool, c.layer) for c in selection.chosen]
     by_pool = omitted_by_pool(selection)
     if with_omissions:
         below = omitted_by_pool(selection, reasons=(Reason.BELOW_RELEVANCE,))
-        for line in (omission_line(by_pool, "by budget"), omission_line(below, "below the relevance threshold")):
+        lines = (omission_line(by_pool, "by budget"), omission_line(below, "below the relevance threshold"))
+        for line in (*lines, recall_line(selection)):
             if line:
                 blocks.append(line)
     short = sum(1 for c in selection.chosen if str(c.layer) != "full")
@@ -314,6 +348,8 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     for key in ("task_type", "scorer_fallback"):
         if selection.notes.get(key):
             lines.append("%s: %s" % (key.replace("_", " "), selection.notes[key]))
+    if recall_summary(selection):
+        lines.append(recall_summary(selection))
     outside = outside_namespace_line(always_outside_namespace(selection))
     if outside:
         lines.append(outside)

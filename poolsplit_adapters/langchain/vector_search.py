@@ -281,14 +281,15 @@ class VectorRecall:
         is then embedded once, with them), else None: search by text."""
         return self.store.embeddings if self.searches_by_vector else None
 
-    def _runs(
-        self, vector: Optional[List[float]], visibility: Optional[Visibility], pools: Sequence[Pool]
-    ) -> Tuple[RecallPlan, List[Tuple[Search, SearchRun]]]:
-        plan = dataclasses.replace(self.plan, pools=tuple(pools))
+    def plan_for(self, pools: Sequence[Pool]) -> RecallPlan:
+        """This recall's plan (``fetch_k``, ``always_k``, ``max_fetch_k``) for a call's ``pools``."""
+        return dataclasses.replace(self.plan, pools=tuple(pools))
+
+    def _runs(self, vector: Optional[List[float]], searches: Sequence[Search]) -> List[Tuple[Search, SearchRun]]:
         with_scores = self.scored and self.scores_available and vector is not None
         exact = exact_always_fetch(self.store)
         runs: List[Tuple[Search, SearchRun]] = []
-        for search in plan.searches(visibility):
+        for search in searches:
             if exact is not None:
                 check_search(search)  # NUL: one clear error before any query runs
             if exact is not None and search.always:
@@ -301,29 +302,32 @@ class VectorRecall:
             runs.append(
                 (search, StoreSearch(store=self.store, vector=vector, search_kwargs=kwargs, with_scores=with_scores))
             )
-        return plan, runs
+        return runs
 
     @staticmethod
-    def _recalled(
-        plan: RecallPlan, runs: Sequence[Tuple[Search, SearchRun]], results: Sequence[List[Document]]
-    ) -> Recalled:
+    def _scores(runs: Sequence[Tuple[Search, SearchRun]]) -> Dict[str, float]:
         scores: Dict[str, float] = {}
         for _, retriever in runs:
             scores.update(retriever.scores)
-        return plan.collect([search for search, _ in runs], results), scores
+        return scores
 
-    def run(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
-    ) -> Recalled:
-        """Every search's documents (in plan order, duplicates included; on a
-        Postgres store the searches run at once, see :attr:`concurrent`) for
-        this call's ``pools`` (the plan gives ``fetch_k`` and ``always_k``;
-        a call's plan may differ, e.g. ``pools="auto"``), and document id -> the
-        store's score when ``scored`` and the store returns scores (else
-        empty)."""
+    def embed(self, query: str) -> Optional[List[float]]:
+        """The query's vector, embedded once with the store's embeddings, or
+        None when the store is searched by text."""
         embeddings = self._query_embeddings()
-        vector = None if embeddings is None else embeddings.embed_query(query)
-        plan, runs = self._runs(vector, visibility, pools)
+        return None if embeddings is None else embeddings.embed_query(query)
+
+    async def aembed(self, query: str) -> Optional[List[float]]:
+        """Async :meth:`embed`."""
+        embeddings = self._query_embeddings()
+        return None if embeddings is None else await embeddings.aembed_query(query)
+
+    def search(
+        self, query: str, vector: Optional[List[float]], searches: Sequence[Search], run_manager: SyncRun
+    ) -> Tuple[List[List[Document]], Dict[str, float]]:
+        """Each search's documents (by ``vector`` when given, else by text),
+        and document id -> the store's score when ``scored`` (else empty)."""
+        runs = self._runs(vector, searches)
 
         def one(run: Tuple[Search, SearchRun]) -> List[Document]:
             search, retriever = run
@@ -336,14 +340,36 @@ class VectorRecall:
                 results = list(executor.map(one, runs))
         else:
             results = [one(run) for run in runs]
-        return self._recalled(plan, runs, results)
+        return results, self._scores(runs)
+
+    async def asearch(
+        self, query: str, vector: Optional[List[float]], searches: Sequence[Search], run_manager: AsyncRun
+    ) -> Tuple[List[List[Document]], Dict[str, float]]:
+        """:meth:`search`, the searches concurrently."""
+        runs = self._runs(vector, searches)
+        found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
+        return list(await asyncio.gather(*found)), self._scores(runs)
+
+    def run(
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
+    ) -> Recalled:
+        """Every search's documents (in plan order, duplicates included; on a
+        Postgres store the searches run at once, see :attr:`concurrent`) for
+        this call's ``pools`` (the plan gives ``fetch_k`` and ``always_k``;
+        a call's plan may differ, e.g. ``pools="auto"``), and document id -> the
+        store's score when ``scored`` and the store returns scores (else
+        empty). One round: the retriever grows the searches until the
+        budgets are filled (:class:`~poolsplit_adapters.recall.FillingRecall`)."""
+        plan = self.plan_for(pools)
+        searches = plan.searches(visibility)
+        results, scores = self.search(query, self.embed(query), searches, run_manager)
+        return plan.collect(searches, results), scores
 
     async def arun(
         self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
     ) -> Recalled:
         """:meth:`run`, the searches concurrently."""
-        embeddings = self._query_embeddings()
-        vector = None if embeddings is None else await embeddings.aembed_query(query)
-        plan, runs = self._runs(vector, visibility, pools)
-        found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
-        return self._recalled(plan, runs, await asyncio.gather(*found))
+        plan = self.plan_for(pools)
+        searches = plan.searches(visibility)
+        results, scores = await self.asearch(query, await self.aembed(query), searches, run_manager)
+        return plan.collect(searches, results), scores
