@@ -36,17 +36,21 @@ forgetting", not amnesia).
 
 from __future__ import annotations
 
+import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
+from ..memory.duplicates import Duplicate, DuplicateFinder, bucket, normalise_text, record_repeat
+from ..memory.expiry import Moment, is_expired, moment_of
+from ..memory.validity import Version, history
 from ..memory.write_gate import check_write, utc_stamp
-from ..poolsplit import Pool, Selection, check_entry, entry_error
+from ..poolsplit import Pool, Selection, check_entry, default_is_active, entry_error
 from .checks import stored_copy
 
-__all__ = ["Change", "EntryNotFound", "MemoryStore", "StoreVerbs", "prepare_entries"]
+__all__ = ["Change", "EntryNotFound", "MemoryStore", "StoreVerbs", "WriteReport", "live", "prepare_entries", "sighting"]
 
 
 class EntryNotFound(KeyError):
@@ -110,10 +114,17 @@ class Change:
 
     Attributes:
         insert: new entries, checked and stamped (:func:`prepare_entries`);
-            their ids must not be stored yet.
+            their ids must not be stored yet, except by an entry with the
+            same text (an exact duplicate written concurrently: it becomes
+            a repeat, so two processes demoting the same turn keep one entry).
         retire: ``(old id, new id)`` pairs: the old entry must be stored and
             not superseded; it gets ``superseded_by = new id``.
         forget: ids to delete for good.
+        repeat: ``(kept id, candidate)`` pairs: the candidate repeats the kept
+            entry, whose ``seen`` gets the candidate's provenance
+            (:func:`~poolsplit_adapters.memory.duplicates.record_repeat`); if
+            the kept entry is gone or no longer active when the change
+            applies, the candidate is inserted instead (nothing is lost).
 
     A store's :meth:`StoreVerbs.commit` reads the stored versions of
     :attr:`touched` (inside its transaction, where it has one), calls
@@ -128,18 +139,23 @@ class Change:
     insert: Tuple[Dict[str, Any], ...] = ()
     retire: Tuple[Tuple[str, str], ...] = ()
     forget: Tuple[str, ...] = ()
+    repeat: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
 
     @property
     def touched(self) -> List[str]:
         """The ids whose stored versions :meth:`verify` needs."""
-        return [e["id"] for e in self.insert] + [old for old, _ in self.retire]
+        return (
+            [e["id"] for e in self.insert]
+            + [old for old, _ in self.retire]
+            + [kept for kept, _ in self.repeat if kept not in {e["id"] for e in self.insert}]
+        )
 
     def verify(self, stored: Iterable[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
         """The stored versions by id, once the change is known to apply;
         else the error (nothing written)."""
         current = {str(e["id"]): dict(e) for e in stored}
         for position, entry in enumerate(self.insert):
-            if entry["id"] in current:
+            if entry["id"] in current and not _same_text(current[entry["id"]], entry):
                 raise entry_error(entry, position, "id", "is already in the store (use supersede to replace it)")
         for old_id, _ in self.retire:
             old = current.get(old_id)
@@ -153,23 +169,77 @@ class Change:
 
     def rows(self, current: Mapping[str, Mapping[str, Any]]) -> List[Dict[str, Any]]:
         """Every entry to write, as stored: the retired old versions (with
-        ``superseded_by``), then the inserted ones."""
+        ``superseded_by``), the kept entries with their repeats recorded,
+        then the inserted ones."""
         retired = []
         for old_id, new_id in self.retire:
             old = dict(current[old_id])
             old["superseded_by"] = new_id
             retired.append(stored_copy(old)[1])
-        return retired + [dict(e) for e in self.insert]
+        inserted: Dict[str, Dict[str, Any]] = {}
+        kept: Dict[str, Dict[str, Any]] = {}
+        for entry in self.insert:
+            if entry["id"] in current:  # the same text, already stored: a repeat of it
+                kept[entry["id"]] = _repeated(kept.get(entry["id"]) or dict(current[entry["id"]]), entry)
+            else:
+                inserted[entry["id"]] = dict(entry)
+        for kept_id, candidate in self.repeat:
+            if kept_id in inserted:  # repeats an earlier entry of the same write
+                inserted[kept_id] = _repeated(inserted[kept_id], candidate)
+                continue
+            target = kept.get(kept_id) or current.get(kept_id)
+            if target is None or not live(target):
+                if candidate["id"] not in current:
+                    inserted.setdefault(candidate["id"], dict(candidate))
+                continue
+            kept[kept_id] = _repeated(dict(target), candidate)
+        return retired + [stored_copy(e)[1] for e in kept.values()] + list(inserted.values())
+
+
+def live(entry: Mapping[str, Any], now: Optional[Any] = None) -> bool:
+    """Whether ``entry`` can be repeated (and so absorb a duplicate): the
+    core's ``default_is_active`` and not expired at ``now`` (default: now)."""
+    return bool(default_is_active(entry)) and not is_expired(entry, now)
+
+
+def _same_text(stored: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
+    return (
+        bucket(stored) == bucket(entry)
+        and isinstance(stored.get("content"), str)
+        and normalise_text(str(stored["content"])) == normalise_text(str(entry["content"]))
+    )
+
+
+def sighting(candidate: Mapping[str, Any]) -> Tuple[str, str]:
+    """``(source, at)`` of a repeat: the candidate's ``source`` (``"unknown"``
+    when it has none) and its ``created`` (stamped on every prepared entry)."""
+    source = candidate.get("source")
+    at = candidate.get("created")
+    return (source if isinstance(source, str) and source else "unknown", str(at) if at else utc_stamp())
+
+
+def _repeated(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> Dict[str, Any]:
+    source, at = sighting(candidate)
+    if kept.get("source") == source and kept.get("created") == at:
+        return dict(kept)  # the kept entry's own first sighting (a retried write)
+    return record_repeat(kept, source=source, at=at)
 
 
 def prepare_entries(
-    entries: Iterable[Mapping[str, Any]], stamp: str, extra: Optional[Mapping[str, Any]] = None
+    entries: Iterable[Mapping[str, Any]],
+    stamp: str,
+    extra: Optional[Mapping[str, Any]] = None,
+    *,
+    unique: bool = True,
 ) -> List[Dict[str, Any]]:
     """The entries as a store writes them: each checked (the core's
     ``check_entry``, :func:`check_write`, plain JSON), with ``id`` and
     ``created`` assigned when missing and ``extra`` fields set; fresh dicts,
     the caller's untouched. Raises :class:`EntryError` naming the entry
-    (position, id) and field; ``TypeError`` for a single mapping."""
+    (position, id) and field; ``TypeError`` for a single mapping.
+    ``unique=False`` leaves the check that no id repeats in the batch to the
+    caller (:meth:`StoreVerbs.write` first folds repeated texts, whose
+    content-derived ids are equal, into one entry)."""
     if isinstance(entries, Mapping):
         raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
     prepared: List[Dict[str, Any]] = []
@@ -186,11 +256,47 @@ def prepare_entries(
             copy["created"] = stamp
         copy.update(extra or {})
         copy = stored_copy(copy, position)[1]
-        if copy["id"] in seen:
+        if unique and copy["id"] in seen:
             raise entry_error(copy, position, "id", "repeats an earlier entry of the same batch")
         seen.add(copy["id"])
         prepared.append(copy)
     return prepared
+
+
+#: Finders are kept per store and changed by every write: one lock for all
+#: (held for index lookups only, never across a store's I/O).
+_FINDERS = threading.RLock()
+
+
+@dataclass(frozen=True)
+class WriteReport:
+    """What one :meth:`StoreVerbs.write` did.
+
+    Attributes:
+        ids: for each entry given, in order, the id it is stored under (the
+            kept entry's, for a repeat).
+        duplicates: ``(position, match)`` of every entry that repeated a
+            kept one (stored or earlier in the batch) and was not stored.
+
+    Example::
+
+        report = store.write([{"content": "Hi"}, {"content": "hi "}])
+        report.ids[0] == report.ids[1], report.to_dict()   # (True, {'written': 1, 'refused': {'duplicate': 1}})
+    """
+
+    ids: List[str]
+    duplicates: List[Tuple[int, Duplicate]]
+
+    @property
+    def written(self) -> List[str]:
+        """The ids of the entries stored by this write."""
+        repeated = {position for position, _ in self.duplicates}
+        return [i for position, i in enumerate(self.ids) if position not in repeated]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The write gate's counts (as :class:`~poolsplit_adapters.memory.GateReport`)."""
+        refused = {"duplicate": len(self.duplicates)} if self.duplicates else {}
+        return {"written": len(self.written), "refused": refused}
 
 
 class StoreVerbs(ABC):
@@ -215,6 +321,9 @@ class StoreVerbs(ABC):
                     self.rows.pop(gone, None)
     """
 
+    #: (version, finder) of :meth:`duplicate_finder`, kept between writes.
+    _finder: Optional[Tuple[Any, DuplicateFinder]] = None
+
     # -- the primitives --------------------------------------------------------------
 
     @abstractmethod
@@ -237,16 +346,115 @@ class StoreVerbs(ABC):
     def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
         """Store entries in one write; return their ids (module rules).
 
+        An entry that repeats a stored one (or an earlier one of the batch)
+        is not stored again: its id in the answer is the kept entry's, and
+        the kept entry's ``seen`` records the repeat (:meth:`write` says
+        which were repeats).
+
         Raises:
             EntryError: a malformed entry, or an ``id`` already in the store
-                or repeated in the batch (named by position, id and field);
-                nothing is written then.
+                or repeated in the batch with other text (named by position,
+                id and field); nothing is written then.
             TypeError: a single mapping instead of an iterable of them.
         """
-        change = self.adding(entries)
-        if change.insert:
+        return self.write(entries).ids
+
+    def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
+        """:meth:`add`, answering what happened to each entry: the one write
+        gate of every store. Each entry is checked and stamped
+        (:func:`prepare_entries`), then compared with the stored active
+        entries of its namespace, type and scope
+        (:class:`~poolsplit_adapters.memory.duplicates.DuplicateFinder`:
+        exact after normalising, near by word overlap at the measured
+        threshold); a repeat adds its ``source`` and ``created`` to the kept
+        entry's ``seen`` and changes nothing a scorer reads.
+
+        Example::
+
+            report = store.write([{"type": "note", "content": "User prefers dark mode."},
+                                  {"type": "note", "content": "Note: the user prefers dark mode"}])
+            report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
+        """
+        if isinstance(entries, Mapping):
+            raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
+        prepared = prepare_entries(entries, self.stamp(), unique=False)
+        with _FINDERS:
+            finder = self.duplicate_finder(prepared)
+            hits = finder.admit(prepared)
+        fresh: List[Dict[str, Any]] = []
+        repeats: List[Tuple[str, Dict[str, Any]]] = []
+        seen: set[str] = set()
+        for position, (entry, hit) in enumerate(zip(prepared, hits)):
+            if hit is None:
+                if entry["id"] in seen:
+                    raise entry_error(entry, position, "id", "repeats an earlier entry of the same batch")
+                seen.add(entry["id"])
+                fresh.append(entry)
+            else:
+                repeats.append((str(hit.kept["id"]), entry))
+        change = Change(insert=tuple(fresh), repeat=tuple(repeats))
+        if fresh or repeats:
+            self._commit_tracked(change)
+        return WriteReport(
+            ids=[str(entry["id"] if hit is None else hit.kept["id"]) for entry, hit in zip(prepared, hits)],
+            duplicates=[(position, hit) for position, hit in enumerate(hits) if hit is not None],
+        )
+
+    # -- the duplicates index ------------------------------------------------------------
+
+    def duplicate_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """A :class:`~poolsplit_adapters.memory.duplicates.DuplicateFinder`
+        over the stored active entries ``candidates`` could repeat (called
+        under a lock; the finder may be kept and is changed by ``admit``).
+
+        The default keeps one finder per store, built from :meth:`read` once
+        and kept in step with this object's own writes; it is rebuilt only
+        when :attr:`version` shows a change made elsewhere. So a write costs
+        a word-index lookup, not a read of the store. A store that cannot
+        list its entries (a vector store without a listing API) is compared
+        by id only: an exact repeat with a content-derived id (the write
+        gate's) is still found.
+        """
+        version = self.version
+        cached = self._finder
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        try:
+            stored = self.read()
+        except TypeError:  # cannot list: compare with what the candidates' ids name
+            stored = self.read([str(c["id"]) for c in candidates])
+            return DuplicateFinder(stored, is_active=live)
+        finder = DuplicateFinder(stored, is_active=live)
+        self._finder = (version, finder)
+        return finder
+
+    def _commit_tracked(self, change: Change) -> None:
+        """:meth:`commit`, then the kept finder brought along when nothing
+        else changed the store meanwhile (else it is dropped, and rebuilt
+        on the next write)."""
+        with _FINDERS:
+            cached = self._finder
+        if cached is None:
             self.commit(change)
-        return [e["id"] for e in change.insert]
+            return
+        before = self.version
+        try:
+            self.commit(change)
+        finally:
+            with _FINDERS:
+                self._finder = None  # until brought along below
+        with _FINDERS:
+            if cached[0] != before:
+                return
+            finder = cached[1]
+            for old_id, _ in change.retire:
+                finder.discard(old_id)
+            for gone in change.forget:
+                finder.discard(gone)
+            written = self.read([str(e["id"]) for e in change.insert] + [kept for kept, _ in change.repeat])
+            for entry in written:
+                finder.replace(entry)
+            self._finder = (self.version, finder)
 
     def adding(self, entries: Iterable[Mapping[str, Any]]) -> Change:
         """The :class:`Change` that :meth:`add` commits (async twins reuse it)."""
@@ -279,7 +487,7 @@ class StoreVerbs(ABC):
                 another stored id.
         """
         change = self.superseding(entry_id, new_entry)
-        self.commit(change)
+        self._commit_tracked(change)
         return str(change.insert[0]["id"])
 
     def delete(self, entry_id: str, *, history: bool = True) -> bool:
@@ -293,5 +501,79 @@ class StoreVerbs(ABC):
             found = self.read([earlier]) if history and isinstance(earlier, str) else []
         if not doomed:
             return False
-        self.commit(Change(forget=tuple(doomed)))
+        self._commit_tracked(Change(forget=tuple(doomed)))
         return True
+
+    # -- history, forgetting, expiry -------------------------------------------------
+
+    def history(self, entry_id: str) -> List[Version]:
+        """The version chain ``entry_id`` belongs to, oldest to newest, each
+        with its source and validity times
+        (:func:`~poolsplit_adapters.memory.validity.history`, the one
+        semantics). Read by id along ``supersedes`` / ``superseded_by``, so it
+        works on stores that cannot list their entries.
+
+        Raises:
+            UnknownEntryError: no entry ``entry_id`` in the store.
+
+        Example::
+
+            store.supersede(old_id, {"type": "fact", "content": "staging DB is db-9"})
+            [(v.id, v.source, v.valid_until) for v in store.history(old_id)]
+        """
+        found: Dict[str, Dict[str, Any]] = {}
+        todo = [entry_id]
+        while todo:
+            batch = [i for i in dict.fromkeys(todo) if i not in found]
+            todo = []
+            for entry in self.read(batch) if batch else []:
+                found[str(entry["id"])] = entry
+                for link in (entry.get("supersedes"), entry.get("superseded_by")):
+                    if isinstance(link, str) and link not in found:
+                        todo.append(link)
+        return history(list(found.values()), entry_id)
+
+    def forget(self, *, namespace: str) -> int:
+        """Delete every entry of ``namespace`` for good (every version: the
+        history goes with them); return how many. What a person asks for
+        when they say "forget me": afterwards no read of this store (search,
+        recall, ``history``, ``entries``, export) returns any of it.
+
+        Raises:
+            ValueError: ``namespace`` is not a non-empty string.
+        """
+        if not isinstance(namespace, str) or not namespace:
+            raise ValueError("forget namespace must be a non-empty string, got %r" % (namespace,))
+        doomed = [str(e["id"]) for e in self.read(None, namespace)]
+        if doomed:
+            self._commit_tracked(Change(forget=tuple(doomed)))
+        return len(doomed)
+
+    def expired(self, now: Optional[Moment] = None) -> List[Dict[str, Any]]:
+        """The stored entries whose ``expires`` is at or before ``now``
+        (default: now), in store order."""
+        moment = moment_of(now)
+        return [e for e in self.read() if is_expired(e, moment)]
+
+    def sweep_expired(self, now: Optional[Moment] = None) -> List[str]:
+        """Delete the entries expired at ``now`` (default: now) and the older
+        versions they superseded, in one write; return their ids.
+
+        Example::
+
+            store.sweep_expired()            # what expired is gone
+        """
+        stored = {str(e["id"]): e for e in self.read()}
+        moment = moment_of(now)
+        doomed: List[str] = []
+        for entry_id, entry in stored.items():
+            if not is_expired(entry, moment):
+                continue
+            key: Optional[str] = entry_id
+            while key is not None and key in stored and key not in doomed:
+                doomed.append(key)
+                back = stored[key].get("supersedes")
+                key = back if isinstance(back, str) else None
+        if doomed:
+            self._commit_tracked(Change(forget=tuple(doomed)))
+        return doomed

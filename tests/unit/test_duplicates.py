@@ -148,6 +148,19 @@ def test_a_candidate_adding_more_than_it_shares_is_not_a_duplicate() -> None:
     )
 
 
+def test_short_texts_are_duplicates_only_when_exact() -> None:
+    # every content word shared ("this"/"that" are stopwords), yet two messages
+    finder = DuplicateFinder([note("user: keep this", id="a")])
+    assert finder.find({"type": "note", "content": "user: keep that"}) is None
+    assert finder.find({"type": "note", "content": "User:  keep THIS"}).kind is DuplicateKind.EXACT
+
+
+def test_values_must_come_in_the_same_order() -> None:
+    finder = DuplicateFinder([note("port 80 forwards traffic to port 443 on the gateway", id="a")])
+    assert finder.find({"type": "note", "content": "port 443 forwards traffic to port 80 on the gateway"}) is None
+    assert finder.find({"type": "note", "content": "Port 80 forwards traffic to port 443 on the gateway!"}) is not None
+
+
 def test_the_most_similar_kept_entry_wins_and_the_first_on_a_tie() -> None:
     a, b = note("alpha beta gamma", id="a"), note("alpha beta gamma delta", id="b")
     finder = DuplicateFinder([a, b], threshold=0.5)
@@ -156,8 +169,8 @@ def test_the_most_similar_kept_entry_wins_and_the_first_on_a_tie() -> None:
     assert hit is not None and hit.kept is b and hit.kind is DuplicateKind.NEAR
     hit = DuplicateFinder([b, a], threshold=0.5).find({"type": "note", "content": "alpha beta gamma!"})
     assert hit is not None and hit.kept is a
-    c, d = note("one two three four", id="c"), note("one two three five", id="d")
-    hit = DuplicateFinder([c, d], threshold=0.7).find({"type": "note", "content": "one two three"})
+    c, d = note("apple pear plum fig", id="c"), note("apple pear plum kiwi", id="d")
+    hit = DuplicateFinder([c, d], threshold=0.7).find({"type": "note", "content": "apple pear plum"})
     assert hit is not None and hit.kept is c and hit.similarity == 1.0
 
 
