@@ -116,7 +116,10 @@ class Backend(ABC):
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]: ...
 
     @abstractmethod
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None: ...
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
+        """Write ``entries`` through the store's gate; for each, the id of the
+        stored entry it repeats (kept instead, the repeat recorded in its
+        ``seen``), or None when it was written."""
 
     async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
         return self.snapshot(chain, context, plan)
@@ -129,8 +132,8 @@ class Backend(ABC):
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return self.existing(chain, ids)
 
-    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        self.write(chain, entries)
+    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
+        return self.write(chain, entries)
 
 
 class _BaseStoreBackend(Backend):
@@ -191,11 +194,11 @@ class _BaseStoreBackend(Backend):
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return await self.memory(chain).aexisting(ids)
 
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        self.memory(chain).put_many(entries)
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
+        return self.memory(chain).write(entries).kept
 
-    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        await self.memory(chain).aput_many(entries)
+    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
+        return (await self.memory(chain).awrite(entries)).kept
 
 
 class _ContractBackend(Backend):
@@ -238,11 +241,14 @@ class _ContractBackend(Backend):
             return {str(e["id"]) for e in self.store.read(list(ids))}  # one read, not one per id
         return {i for i in ids if self.store.get(i) is not None}
 
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
+        if isinstance(self.store, StoreVerbs):
+            return self.store.write(list(entries)).kept
         if isinstance(self.store, Puts):
             self.store.put_many(list(entries))
         else:
             self.store.add(list(entries))
+        return [None] * len(entries)
 
 
 def _vector_memory(store: VectorStore, settings: AgentMemorySettings) -> VectorStoreMemory:

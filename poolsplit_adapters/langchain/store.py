@@ -48,6 +48,8 @@ from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runti
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack
 
+from ..memory.duplicates import DuplicateFinder
+from ..memory.expiry import EXPIRES, active_at, is_expired, moment_of, note_expired
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import (
     EntryError,
@@ -66,7 +68,7 @@ from ..poolsplit import (
 )
 from ..recall import RecallPlan, Search
 from ..reports import select_noted
-from ..stores.base import Change, StoreVerbs, prepare_entries
+from ..stores.base import Change, StoreVerbs, WriteReport, live, prepare_entries, settle_repeats
 from ..tokens import default_counter
 
 __all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
@@ -79,6 +81,9 @@ _LOCATION_KEYS = ("id", "namespace")
 #: ``limit`` of an op that reads everything it matches in one exact query:
 #: more than any namespace holds (and within every engine's 64-bit LIMIT).
 READ_ALL = 2**62
+#: On a vector-indexed store, how many nearest items of its type a written
+#: entry is compared with for near duplicates.
+NEAR_K = 10
 
 
 @runtime_checkable
@@ -401,7 +406,7 @@ class BaseStoreMemory(StoreVerbs):
         ``layering``: progressive loading, see
         :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`;
         ``visibility``: default this memory's namespace chain)."""
-        return select_noted(
+        selection = select_noted(
             recall.entries,
             pools,
             context,
@@ -410,7 +415,9 @@ class BaseStoreMemory(StoreVerbs):
             now=now,
             visibility=self.visibility if visibility is None else visibility,
             layering=layering,
+            is_active=active_at(now),  # what expired by ``now`` is inactive (and noted below)
         )
+        return note_expired(selection, _expired_ids(recall.entries, now))
 
     def get(self, entry_id: str) -> Optional[Dict[str, Any]]:
         """The entry stored under ``entry_id`` in this memory's namespaces
@@ -549,10 +556,52 @@ class BaseStoreMemory(StoreVerbs):
 
     async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
         """Async :meth:`add`."""
-        change = self.adding(entries)
-        if change.insert:
+        return (await self.awrite(entries)).ids
+
+    # -- duplicates: the one gate, with the store's own search -----------------------
+
+    def _near_ops(self, prepared: Sequence[Mapping[str, Any]]) -> List[Union[GetOp, SearchOp]]:
+        """What a write's candidates could repeat, in the own namespace: each
+        candidate's id (the write gate's content key finds an exact repeat),
+        and its type's items: the ``NEAR_K`` nearest to its text on a
+        vector-indexed store, else all of them (one read per type)."""
+        ops: List[Union[GetOp, SearchOp]] = [GetOp(self.namespace, str(e["id"])) for e in prepared]
+        kinds: List[Optional[str]] = []
+        for entry in prepared:
+            kind = entry.get("type")
+            wanted = [kind] if kind not in (None, "note") else ["note", None]
+            if self.indexed:
+                for w in wanted:
+                    ops.append(SearchOp(self.namespace, filter={"type": w}, query=str(entry["content"]), limit=NEAR_K))
+            else:
+                kinds += [w for w in wanted if w not in kinds]
+        ops += [SearchOp(self.namespace, filter={"type": w}, limit=READ_ALL) for w in kinds]
+        return ops
+
+    def _neighbours(self, results: Sequence[Any]) -> DuplicateFinder:
+        items: Dict[str, Item] = {}
+        for result in results:
+            for item in [result] if isinstance(result, Item) else _items(result):
+                if tuple(item.namespace) == self.namespace:
+                    items.setdefault(item.key, item)
+        ordered = sorted(items.values(), key=lambda item: (item.created_at, item.key))
+        return DuplicateFinder([self._entry(item, counted=False) for item in ordered], is_active=live)
+
+    def duplicate_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """The stored entries ``candidates`` could repeat, read with the
+        store's own search (:meth:`_near_ops`), never the whole namespace."""
+        ops = self._near_ops(candidates)
+        return self._neighbours(self.store.batch(ops) if ops else [])
+
+    async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
+        """Async :meth:`write`."""
+        prepared = self.preparing(entries)
+        ops = self._near_ops(prepared)
+        finder = self._neighbours(await self.store.abatch(ops) if ops else [])
+        change, report = settle_repeats(prepared, finder.admit(prepared))
+        if change.insert or change.repeat:
             await self.acommit(change)
-        return [e["id"] for e in change.insert]
+        return report
 
     def existing(self, ids: Iterable[str]) -> Set[str]:
         """Which of ``ids`` are stored in the own namespace (one batch)."""
@@ -579,6 +628,12 @@ class BaseStoreMemory(StoreVerbs):
         if doomed:
             await self.acommit(Change(forget=tuple(doomed)))
         return bool(doomed)
+
+
+def _expired_ids(entries: Sequence[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Set[str]:
+    """The ids of ``entries`` whose ``expires`` is at or before ``now``."""
+    moment = moment_of(now)
+    return {str(e.get("id")) for e in entries if e.get(EXPIRES) is not None and is_expired(e, moment)}
 
 
 def _keeper(searches: Sequence[Search]) -> Callable[[Mapping[str, Any]], bool]:

@@ -23,12 +23,13 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from ..call import AdapterCall, cap, record_selection
 from ..checks import ArgumentError
 from ..index import MemoryIndex
+from ..memory.expiry import Moment
 from ..memory.write_gate import GateReport, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
 from ..recall import VisibleEntries
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings, Framework
-from ..stores.base import Change, MemoryStore, StoreVerbs
+from ..stores.base import Change, MemoryStore, StoreVerbs, WriteReport
 from ..stores.memory import commit_to_index
 from .events import announce
 
@@ -316,10 +317,13 @@ class PoolSplitMemoryStore(StoreVerbs):
         ``"<role>: <text>"``, ``source`` ``"session:<id>"`` (else
         ``"chat"``), the session as ``session``, the visibility's own
         namespace, ``created`` stamped now, or at the settings' ``now``).
-        The gate then refuses empty, oversized and duplicate lines (the same
-        line twice in one session's namespace is one memory); the rest go to
+        The gate then refuses empty and oversized lines; the rest go to
         ``store`` when given (durable when this returns), else to
-        :attr:`index`. Refusals are counted in :attr:`gate_report`.
+        :attr:`index`, through the store's duplicate check: a line that
+        repeats a stored one of the same session and namespace (exactly, or
+        in other words) is kept once, its provenance added to the kept
+        entry's ``seen``. Refusals, duplicates included, are counted in
+        :attr:`gate_report`.
         """
         stamp = utc_stamp(self.settings.now or datetime.datetime.now(datetime.timezone.utc))
         visibility = self.settings.visibility
@@ -340,20 +344,19 @@ class PoolSplitMemoryStore(StoreVerbs):
                     owner=owner,
                 )
             )
-        keys = [p.key for p in proposals if p.refused is None]
-        settled = self.write_gate.settle(proposals, {e["id"] for e in self.read(keys)} if keys else set())
-        added: List[Dict[str, Any]] = []
+        settled = self.write_gate.settle(proposals, ())
+        accepted: List[Dict[str, Any]] = []
         for proposal in settled:
             if proposal.refused is None:
                 entry = dict(proposal.entry, base_priority=self.episode_priority)
                 session = entry["source"][len("session:") :] if entry["source"].startswith("session:") else None
                 if session:
                     entry[SESSION_KEY] = session
-                added.append(entry)
-        if added:
-            self.add(added)
+                accepted.append(entry)
+        kept = self.write(accepted).kept if accepted else []
+        settled = self.write_gate.repeated(settled, kept)
         self.gate_report.count(settled)
-        return added
+        return [entry for entry, repeat in zip(accepted, kept) if repeat is None]
 
     def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
         """Deprecated name of :meth:`flush` (``remember`` is the agent's tool)."""
@@ -393,12 +396,15 @@ class PoolSplitMemoryStore(StoreVerbs):
         under the store's lock)."""
         commit_to_index(self.index, change, self._lock)
 
-    def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
-        """Store entries (the contract's ``add``): in the durable store when
-        one was given, else in :attr:`index`."""
+    def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
+        """The contract's ``write`` (``add`` with its report): in the durable
+        store when one was given, else in :attr:`index`."""
+        if isinstance(self.long_term, StoreVerbs):
+            return self.long_term.write(entries)
         if self.long_term is not None:
-            return self.long_term.add(entries)
-        return super().add(entries)
+            rows = list(entries)
+            return WriteReport(self.long_term.add(rows), [])
+        return super().write(entries)
 
     def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
         """The contract's ``supersede``, in the durable store when one was given."""
@@ -411,6 +417,21 @@ class PoolSplitMemoryStore(StoreVerbs):
         gone = super().delete(entry_id, history=history)
         if self.long_term is not None:
             gone = self.long_term.delete(entry_id) or gone
+        return gone
+
+    def forget(self, *, namespace: str) -> int:
+        """The contract's ``forget``: every entry of ``namespace``, from the
+        index and from the durable store; how many ids went."""
+        count = super().forget(namespace=namespace)
+        if isinstance(self.long_term, StoreVerbs):
+            self.long_term.forget(namespace=namespace)
+        return count
+
+    def sweep_expired(self, now: Optional[Moment] = None) -> List[str]:
+        """The contract's ``sweep_expired``, on the index and the durable store."""
+        gone = super().sweep_expired(now)
+        if isinstance(self.long_term, StoreVerbs):
+            gone += [i for i in self.long_term.sweep_expired(now) if i not in gone]
         return gone
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:

@@ -50,7 +50,17 @@ from ..memory.write_gate import check_write, utc_stamp
 from ..poolsplit import Pool, Selection, check_entry, default_is_active, entry_error
 from .checks import stored_copy
 
-__all__ = ["Change", "EntryNotFound", "MemoryStore", "StoreVerbs", "WriteReport", "live", "prepare_entries", "sighting"]
+__all__ = [
+    "Change",
+    "EntryNotFound",
+    "MemoryStore",
+    "StoreVerbs",
+    "WriteReport",
+    "live",
+    "prepare_entries",
+    "settle_repeats",
+    "sighting",
+]
 
 
 class EntryNotFound(KeyError):
@@ -196,6 +206,31 @@ class Change:
         return retired + [stored_copy(e)[1] for e in kept.values()] + list(inserted.values())
 
 
+def settle_repeats(
+    prepared: Sequence[Dict[str, Any]], hits: Sequence[Optional[Duplicate]]
+) -> Tuple[Change, WriteReport]:
+    """The change and the report of a write, given each prepared entry's
+    match (``DuplicateFinder.admit``): matched entries become repeats of the
+    kept ones, the rest are inserted (an id given twice among those is an
+    :class:`EntryError`)."""
+    fresh: List[Dict[str, Any]] = []
+    repeats: List[Tuple[str, Dict[str, Any]]] = []
+    seen: set[str] = set()
+    for position, (entry, hit) in enumerate(zip(prepared, hits)):
+        if hit is None:
+            if entry["id"] in seen:
+                raise entry_error(entry, position, "id", "repeats an earlier entry of the same batch")
+            seen.add(entry["id"])
+            fresh.append(entry)
+        else:
+            repeats.append((str(hit.kept["id"]), entry))
+    report = WriteReport(
+        ids=[str(entry["id"] if hit is None else hit.kept["id"]) for entry, hit in zip(prepared, hits)],
+        duplicates=[(position, hit) for position, hit in enumerate(hits) if hit is not None],
+    )
+    return Change(insert=tuple(fresh), repeat=tuple(repeats)), report
+
+
 def live(entry: Mapping[str, Any], now: Optional[Any] = None) -> bool:
     """Whether ``entry`` can be repeated (and so absorb a duplicate): the
     core's ``default_is_active`` and not expired at ``now`` (default: now)."""
@@ -288,6 +323,14 @@ class WriteReport:
     duplicates: List[Tuple[int, Duplicate]]
 
     @property
+    def kept(self) -> List[Optional[str]]:
+        """For each entry given, the id of the entry it repeats, or None
+        when it was stored (what :meth:`WriteGate.repeated
+        <poolsplit_adapters.memory.WriteGate.repeated>` takes)."""
+        repeats = {position: str(hit.kept["id"]) for position, hit in self.duplicates}
+        return [repeats.get(position) for position in range(len(self.ids))]
+
+    @property
     def written(self) -> List[str]:
         """The ids of the entries stored by this write."""
         repeated = {position for position, _ in self.duplicates}
@@ -337,6 +380,11 @@ class StoreVerbs(ABC):
         stored versions of its touched ids, then write :meth:`Change.rows`
         and delete :attr:`Change.forget`."""
 
+    @property
+    @abstractmethod
+    def version(self) -> Any:
+        """Changes whenever the content changes (equal values: same content)."""
+
     def stamp(self) -> str:
         """The ``created`` given to an entry without one (now, UTC)."""
         return utc_stamp()
@@ -375,30 +423,20 @@ class StoreVerbs(ABC):
                                   {"type": "note", "content": "Note: the user prefers dark mode"}])
             report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
         """
+        prepared = self.preparing(entries)
+        with _FINDERS:
+            hits = self.duplicate_finder(prepared).admit(prepared)
+        change, report = settle_repeats(prepared, hits)
+        if change.insert or change.repeat:
+            self._commit_tracked(change)
+        return report
+
+    def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+        """The entries as :meth:`write` compares them: checked and stamped,
+        ids not yet checked for repeats (async twins reuse it)."""
         if isinstance(entries, Mapping):
             raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
-        prepared = prepare_entries(entries, self.stamp(), unique=False)
-        with _FINDERS:
-            finder = self.duplicate_finder(prepared)
-            hits = finder.admit(prepared)
-        fresh: List[Dict[str, Any]] = []
-        repeats: List[Tuple[str, Dict[str, Any]]] = []
-        seen: set[str] = set()
-        for position, (entry, hit) in enumerate(zip(prepared, hits)):
-            if hit is None:
-                if entry["id"] in seen:
-                    raise entry_error(entry, position, "id", "repeats an earlier entry of the same batch")
-                seen.add(entry["id"])
-                fresh.append(entry)
-            else:
-                repeats.append((str(hit.kept["id"]), entry))
-        change = Change(insert=tuple(fresh), repeat=tuple(repeats))
-        if fresh or repeats:
-            self._commit_tracked(change)
-        return WriteReport(
-            ids=[str(entry["id"] if hit is None else hit.kept["id"]) for entry, hit in zip(prepared, hits)],
-            duplicates=[(position, hit) for position, hit in enumerate(hits) if hit is not None],
-        )
+        return prepare_entries(entries, self.stamp(), unique=False)
 
     # -- the duplicates index ------------------------------------------------------------
 

@@ -8,12 +8,20 @@ for that); otherwise the verbs mean what they mean on every store.
 
 from __future__ import annotations
 
+import datetime
 import threading
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from ..index import MemoryIndex
+from ..memory.expiry import ExpiryWatch, note_expired
+from ..memory.write_gate import utc_stamp
 from ..poolsplit import IsActive, Pool, Selection, TokenCounter, check_entry, default_is_active, default_token_counter
 from .base import Change, StoreVerbs, prepare_entries
+
+
+def _utc_now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
 
 __all__ = ["InProcessStore", "commit_to_index"]
 
@@ -46,7 +54,11 @@ class InProcessStore(StoreVerbs):
         entries: initial entries (copied: the caller's dicts are never
             changed; checked with the core's ``check_entry``).
         token_counter: cost of an entry without ``token_count``.
-        is_active: activeness predicate for selection.
+        is_active: activeness predicate for selection; an entry whose
+            ``expires`` has passed is inactive as well (reported in
+            ``selection.notes["expired"]``).
+        clock: the current time (default: now, UTC), for expiry and the
+            ``created`` of entries without one; injectable for tests.
 
     Example::
 
@@ -64,13 +76,19 @@ class InProcessStore(StoreVerbs):
         *,
         token_counter: TokenCounter = default_token_counter,
         is_active: IsActive = default_is_active,
+        clock: Callable[[], datetime.datetime] = _utc_now,
     ) -> None:
         copies = []
         for position, entry in enumerate(entries):
             check_entry(entry, position)
             copies.append(dict(entry))
-        self.index = MemoryIndex(copies, token_counter=token_counter, is_active=is_active)
+        self._clock = clock
+        self._watch = ExpiryWatch(is_active, start=clock())
+        self.index = MemoryIndex(copies, token_counter=token_counter, is_active=self._watch.is_active)
         self._lock = threading.RLock()
+
+    def stamp(self) -> str:
+        return utc_stamp(self._clock())
 
     def __len__(self) -> int:
         return len(self.index)
@@ -113,5 +131,10 @@ class InProcessStore(StoreVerbs):
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over the current content
         (:meth:`MemoryIndex.select`'s options: ``now``, ``scorer``,
-        ``visibility``, ``layering``)."""
-        return self.index.select(pools, context, **options)
+        ``visibility``, ``layering``); what expired by ``now`` (default: the
+        clock) is left out and named in ``notes["expired"]``."""
+        with self._lock:
+            due = set(self._watch.due(options.get("now") or self._clock()))
+            if due:
+                self.index.refresh_all([e for e in self.index.entries if e.get("id") in due])
+        return note_expired(self.index.select(pools, context, **options), self._watch.expired)
