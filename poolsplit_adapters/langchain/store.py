@@ -617,6 +617,34 @@ class BaseStoreMemory(StoreVerbs):
         await self.acommit(change)
         return str(change.insert[0]["id"])
 
+    def _forget_ops(self, namespace: str) -> Tuple[Namespace, SearchOp]:
+        if not isinstance(namespace, str) or not namespace:
+            raise ValueError("forget namespace must be a non-empty string, got %r" % (namespace,))
+        target = _check_one(tuple(namespace.split(".")), "forget namespace")
+        return target, SearchOp(target, limit=READ_ALL)
+
+    def forget(self, *, namespace: str) -> int:
+        """Delete every item of the namespace labelled ``namespace`` (e.g.
+        ``"memories.u1"``: any namespace of the store, exactly, never its
+        children) in one batch, their vectors with them; return how many.
+        Every version goes (superseded ones are items of the same namespace).
+        """
+        target, op = self._forget_ops(namespace)
+        [found] = self.store.batch([op])
+        keys = [item.key for item in _items(found) if tuple(item.namespace) == target]
+        if keys:
+            self.store.batch([PutOp(target, key, None) for key in keys])
+        return len(keys)
+
+    async def aforget(self, *, namespace: str) -> int:
+        """Async :meth:`forget`."""
+        target, op = self._forget_ops(namespace)
+        [found] = await self.store.abatch([op])
+        keys = [item.key for item in _items(found) if tuple(item.namespace) == target]
+        if keys:
+            await self.store.abatch([PutOp(target, key, None) for key in keys])
+        return len(keys)
+
     async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
         """Async :meth:`delete`."""
         doomed: List[str] = []

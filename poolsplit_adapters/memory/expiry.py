@@ -211,7 +211,8 @@ class ExpiryWatch:
     entry is added, not at each query.
 
     :meth:`is_active` is the index's predicate: ``base`` and not expired at
-    :attr:`judged` (the latest time the store was asked about). It also
+    :attr:`judged` (the latest time the store was asked about; ``start``,
+    default: none yet). It also
     notes every ``expires`` it sees, so that :meth:`due`, called before each
     query with the query's time, returns the ids that expired since: the
     store re-reads those entries (``MemoryIndex.refresh``) and the index
@@ -229,7 +230,8 @@ class ExpiryWatch:
 
     def __init__(self, base: IsActive = default_is_active, *, start: Optional[Moment] = None) -> None:
         self.base = base
-        self.judged = moment_of(start)
+        # Until the first query says when "now" is, nothing has expired.
+        self.judged = datetime.datetime.min if start is None else moment_of(start)
         self._heap: List[Tuple[datetime.datetime, str]] = []
         #: ids of entries seen expired (some may have been deleted since)
         self.expired: Set[str] = set()

@@ -17,12 +17,23 @@ inherits every verb (``add``, ``get``, ``supersede``, ``delete``,
   assigns ``id`` (a new random one) and ``created`` (now, UTC) when missing,
   never mutates what the caller passed, and refuses an id that is stored
   already or repeated in the batch: nothing is written then.
-* **supersede** (the one semantics): the old entry must exist and must not
-  be superseded already (supersede the newer one instead); the new entry
-  must have an id of its own. In one write, the old entry gets
-  ``superseded_by`` (the new id) and stays for audit, never loading again
-  under the default ``is_active``; the new one records ``supersedes`` (the
-  old id).
+* **supersede** (the one semantics, :func:`~poolsplit_adapters.memory.validity.supersede`):
+  the old entry must exist and must not be superseded already (supersede
+  the newer one instead); the new entry must have an id of its own. In one
+  write, the old entry gets ``superseded_by`` (the new id), ``valid_until``
+  (when the new one became valid: its ``valid_from``, else its ``created``)
+  and ``closed_source`` (the new one's ``source``), and stays for audit and
+  :meth:`~StoreVerbs.history`, never loading again under the default
+  ``is_active``; the new one records ``supersedes`` (the old id) and
+  ``valid_from``.
+* **write** is ``add`` with its report: an entry that repeats a stored
+  active one (exact or near, within namespace, type and scope; see
+  :mod:`~poolsplit_adapters.memory.duplicates`) is not stored again; the
+  kept entry's ``seen`` records the repeat's ``source`` and ``created``,
+  and nothing a scorer reads changes.
+* **history** returns an entry's version chain with sources and times;
+  **forget** (``namespace=``) deletes a subject's every entry and version;
+  **sweep_expired** deletes what expired.
 * **delete** forgets an entry for good and, by default, the older versions
   it superseded (they hold earlier wordings of the same memory): it follows
   ``supersedes`` back. False when there was no such entry.
@@ -45,7 +56,7 @@ from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
 from ..memory.duplicates import Duplicate, DuplicateFinder, bucket, normalise_text, record_repeat
 from ..memory.expiry import Moment, is_expired, moment_of
-from ..memory.validity import Version, history
+from ..memory.validity import Version, history, supersede, valid_from
 from ..memory.write_gate import check_write, utc_stamp
 from ..poolsplit import Pool, Selection, check_entry, default_is_active, entry_error
 from .checks import stored_copy
@@ -182,17 +193,24 @@ class Change:
         ``superseded_by``), the kept entries with their repeats recorded,
         then the inserted ones."""
         retired = []
+        opened: Dict[str, Dict[str, Any]] = {}
+        news = {e["id"]: e for e in self.insert}
         for old_id, new_id in self.retire:
-            old = dict(current[old_id])
-            old["superseded_by"] = new_id
-            retired.append(stored_copy(old)[1])
+            if new_id in news:
+                # The one supersede semantics (validity.supersede): the old
+                # version closes when the new one opens, and says who closed it.
+                closed, opened[new_id] = _superseded(current[old_id], opened.get(new_id, news[new_id]))
+            else:
+                closed = dict(current[old_id])
+                closed["superseded_by"] = new_id
+            retired.append(stored_copy(closed)[1])
         inserted: Dict[str, Dict[str, Any]] = {}
         kept: Dict[str, Dict[str, Any]] = {}
         for entry in self.insert:
             if entry["id"] in current:  # the same text, already stored: a repeat of it
                 kept[entry["id"]] = _repeated(kept.get(entry["id"]) or dict(current[entry["id"]]), entry)
             else:
-                inserted[entry["id"]] = dict(entry)
+                inserted[entry["id"]] = stored_copy(opened.get(entry["id"], entry))[1]
         for kept_id, candidate in self.repeat:
             if kept_id in inserted:  # repeats an earlier entry of the same write
                 inserted[kept_id] = _repeated(inserted[kept_id], candidate)
@@ -229,6 +247,17 @@ def settle_repeats(
         duplicates=[(position, hit) for position, hit in enumerate(hits) if hit is not None],
     )
     return Change(insert=tuple(fresh), repeat=tuple(repeats)), report
+
+
+def _superseded(old: Mapping[str, Any], new: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """:func:`~poolsplit_adapters.memory.validity.supersede` at the moment
+    the new version became valid, or, when that is before the old one
+    opened (a new entry written with a back-dated ``created``), at the old
+    one's start: a version is never closed before it opened."""
+    starts = [t for t in (valid_from(old), valid_from(new)) if t is not None]
+    # Both read as the core reads ``created`` (an offset dropped), so the
+    # closing time is compared with the old start by one rule.
+    return supersede(old, new, at=utc_stamp(max(starts)) if starts else None)
 
 
 def live(entry: Mapping[str, Any], now: Optional[Any] = None) -> bool:

@@ -83,7 +83,7 @@ class InProcessStore(StoreVerbs):
             check_entry(entry, position)
             copies.append(dict(entry))
         self._clock = clock
-        self._watch = ExpiryWatch(is_active, start=clock())
+        self._watch = ExpiryWatch(is_active)
         self.index = MemoryIndex(copies, token_counter=token_counter, is_active=self._watch.is_active)
         self._lock = threading.RLock()
 

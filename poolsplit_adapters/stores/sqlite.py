@@ -354,7 +354,7 @@ class SQLiteMemoryStore(StoreVerbs):
         self._token_counter = token_counter
         self._clock = clock
         # The index's predicate: is_active, and not expired (judged at each query's time).
-        self._watch = ExpiryWatch(is_active, start=clock())
+        self._watch = ExpiryWatch(is_active)
         self._is_active = self._watch.is_active
         self._lock = threading.RLock()
         self._index: Optional[MemoryIndex] = None
