@@ -222,14 +222,22 @@ def _entry_from_flags(args: argparse.Namespace) -> Dict[str, Any]:
     return entry
 
 
+#: Repeats named one per line on stderr; past this many, one line counts the rest.
+SHOWN_REPEATS = 5
+
+
 def _say_duplicates(report: WriteReport) -> None:
-    """One stderr line per repeat: stored once, where, and how it matched."""
-    for position, hit in report.duplicates:
+    """A stderr line per repeat (stored once: where, and how it matched),
+    the first :data:`SHOWN_REPEATS` of them, then how many more."""
+    for position, hit in report.duplicates[:SHOWN_REPEATS]:
         print(
             "poolsplit: entry %d repeats %s (%s duplicate): kept once, the repeat recorded in its 'seen'"
             % (position + 1, hit.kept["id"], hit.kind.value),
             file=sys.stderr,
         )
+    more = len(report.duplicates) - SHOWN_REPEATS
+    if more > 0:
+        print("poolsplit: and %d more repeat(s), each kept once" % more, file=sys.stderr)
 
 
 def cmd_add(args: argparse.Namespace) -> int:

@@ -68,7 +68,16 @@ from ..poolsplit import (
 )
 from ..recall import RecallPlan, Search
 from ..reports import select_noted
-from ..stores.base import Change, StoreVerbs, WriteReport, live, prepare_entries, settle_repeats
+from ..stores.base import (
+    Change,
+    StoreVerbs,
+    WriteReport,
+    live,
+    prepare_entries,
+    same_id_repeats,
+    settle_repeats,
+    unmatched_ids,
+)
 from ..tokens import default_counter
 
 __all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
@@ -598,7 +607,9 @@ class BaseStoreMemory(StoreVerbs):
         prepared = self.preparing(entries)
         ops = self._near_ops(prepared)
         finder = self._neighbours(await self.store.abatch(ops) if ops else [])
-        change, report = settle_repeats(prepared, finder.admit(prepared))
+        hits = finder.admit(prepared)
+        hits = same_id_repeats(prepared, hits, await self.aread(unmatched_ids(prepared, hits)))
+        change, report = settle_repeats(prepared, hits)
         if change.insert or change.repeat:
             await self.acommit(change)
         return report

@@ -24,7 +24,7 @@ task):
   Two guards apply to both measures, because the most similar pairs of all
   are *updates*, not repeats ("staging DB is db-7" / "staging DB is db-9"):
   the two texts must carry the same **numbers and identifiers** (words with
-  a digit, in the same order), the same **negations** ("not", "never", ...) and the same
+  a digit, paths, snake_case and dotted names, in the same order), the same **negations** ("not", "never", ...) and the same
   **linkers** ("and", "only", "except", ...). A change of value, polarity or
   extent is never merged; it is the consolidator's to supersede.
 
@@ -86,6 +86,7 @@ __all__ = [
     "bucket",
     "content_words",
     "key_tokens",
+    "identifiers",
     "word_overlap",
     "jaccard",
     "record_repeat",
@@ -136,6 +137,8 @@ _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _DIGIT = re.compile(r"\d")
+# A path (a word after a slash), or a name joined by "_" or "." between word characters.
+_IDENTIFIER = re.compile(r"(?:(?<=\s)|^)/[^\s,;:]+|[^\W_]+(?:[_.][^\W_]+)+|[^\W_]+(?:/[^\W_]+)+")
 
 #: A batch embedding function: texts -> one vector per text.
 Embed = Callable[[List[str]], Sequence[Sequence[float]]]
@@ -179,13 +182,23 @@ def key_tokens(text: str) -> FrozenSet[str]:
     return frozenset(t for t in _tokens(normalise_text(text)) if _DIGIT.search(t) or t in NEGATIONS or t in LINKERS)
 
 
+def identifiers(text: str) -> Tuple[str, ...]:
+    """The code-like names in ``text``, in order: paths (``/cart/merge``),
+    snake_case and dotted names (``retry_limit``, ``settings.timeout``).
+    Two texts that name different routes or settings say different things
+    however many other words they share ("sandbox returned 76 errors of type
+    /refunds" is not "... of type /checkout/confirm")."""
+    return tuple(dict.fromkeys(m.strip("./") for m in _IDENTIFIER.findall(normalise_text(text))))
+
+
 def _values_in_order(text: str) -> Tuple[Tuple[str, ...], FrozenSet[str]]:
-    """:func:`key_tokens` as a shelf key: the digit words in the order they
-    come (once each), then the negations and linkers as a set. Order matters
-    for values: "port 80 forwards to 443" and "port 443 forwards to 80"
-    share every word and mean the opposite."""
+    """:func:`key_tokens` as a shelf key: the digit words and the
+    :func:`identifiers`, in the order they come (once each), then the
+    negations and linkers as a set. Order matters for values: "port 80
+    forwards to 443" and "port 443 forwards to 80" share every word and
+    mean the opposite."""
     tokens = _tokens(normalise_text(text))
-    values = tuple(dict.fromkeys(t for t in tokens if _DIGIT.search(t)))
+    values = tuple(dict.fromkeys(t for t in tokens if _DIGIT.search(t))) + identifiers(text)
     return values, frozenset(t for t in tokens if t in NEGATIONS or t in LINKERS)
 
 

@@ -54,7 +54,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
-from ..memory.duplicates import Duplicate, DuplicateFinder, bucket, normalise_text, record_repeat
+from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
 from ..memory.expiry import Moment, is_expired, moment_of
 from ..memory.validity import Version, history, supersede, valid_from
 from ..memory.write_gate import check_write, utc_stamp
@@ -216,12 +216,32 @@ class Change:
                 inserted[kept_id] = _repeated(inserted[kept_id], candidate)
                 continue
             target = kept.get(kept_id) or current.get(kept_id)
-            if target is None or not live(target):
+            if target is None or (not live(target) and kept_id != candidate["id"]):
                 if candidate["id"] not in current:
                     inserted.setdefault(candidate["id"], dict(candidate))
                 continue
             kept[kept_id] = _repeated(dict(target), candidate)
         return retired + [stored_copy(e)[1] for e in kept.values()] + list(inserted.values())
+
+
+def unmatched_ids(prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]]) -> List[str]:
+    """The ids of the entries no kept one matched (to look up by id)."""
+    return [str(e["id"]) for e, hit in zip(prepared, hits) if hit is None]
+
+
+def same_id_repeats(
+    prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]], stored: Iterable[Mapping[str, Any]]
+) -> List[Optional[Duplicate]]:
+    """``hits``, with an entry whose id is stored already with the same text
+    (a re-import, a retried write; also of an inactive version, which the
+    finder does not match) counted as an exact repeat of it."""
+    by_id = {str(e["id"]): e for e in stored}
+    out = list(hits)
+    for position, (entry, hit) in enumerate(zip(prepared, hits)):
+        found = by_id.get(str(entry["id"])) if hit is None else None
+        if found is not None and _same_text(found, entry):
+            out[position] = Duplicate(found, DuplicateKind.EXACT, 1.0)
+    return out
 
 
 def settle_repeats(
@@ -283,9 +303,9 @@ def sighting(candidate: Mapping[str, Any]) -> Tuple[str, str]:
 
 
 def _repeated(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> Dict[str, Any]:
+    if kept.get("source") == candidate.get("source") and kept.get("created") == candidate.get("created"):
+        return dict(kept)  # the kept entry's own first sighting (a retried write, a re-import)
     source, at = sighting(candidate)
-    if kept.get("source") == source and kept.get("created") == at:
-        return dict(kept)  # the kept entry's own first sighting (a retried write)
     return record_repeat(kept, source=source, at=at)
 
 
@@ -455,6 +475,7 @@ class StoreVerbs(ABC):
         prepared = self.preparing(entries)
         with _FINDERS:
             hits = self.duplicate_finder(prepared).admit(prepared)
+        hits = same_id_repeats(prepared, hits, self.read(unmatched_ids(prepared, hits)))
         change, report = settle_repeats(prepared, hits)
         if change.insert or change.repeat:
             self._commit_tracked(change)

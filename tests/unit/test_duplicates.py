@@ -370,3 +370,26 @@ def test_any_respacing_or_recasing_is_an_exact_duplicate_in_its_bucket_only(word
         assert hit is not None and hit.kept is kept and hit.kind is DuplicateKind.EXACT
     for other in ({"namespace": "b"}, {"namespace": None}, {"namespace": "a", "type": "fact"}):
         assert finder.find(dict({"type": "note", "content": text}, **other)) is None
+
+
+@pytest.mark.parametrize(
+    "kept, other",
+    [
+        # from the bundled demo store: one word in ten differs, and it is a route
+        (
+            "Provider sandbox returned 76 errors of type /checkout/confirm during the retry test.",
+            "Provider sandbox returned 76 errors of type /refunds during the retry test.",
+        ),
+        (
+            "Ported route /cart to FastAPI; 45 tests green, response schema unchanged.",
+            "Ported route /cart/merge to FastAPI; 45 tests green, response schema unchanged.",
+        ),
+        (
+            "Raise retry_limit before the nightly import job runs.",
+            "Raise retry_delay before the nightly import job runs.",
+        ),
+    ],
+)
+def test_texts_naming_other_paths_or_settings_are_never_near_duplicates(kept: str, other: str) -> None:
+    assert DuplicateFinder([note(kept, id="k")]).find(note(other)) is None
+    assert DuplicateFinder([note(kept, id="k")]).find(note("Note: " + kept.lower())) is not None
