@@ -30,7 +30,7 @@ from ..recall import VisibleEntries
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings, Framework
 from ..stores.base import Change, MemoryStore, StoreVerbs, WriteReport
-from ..stores.memory import commit_to_index
+from ..stores.memory import IdLookup, commit_to_index
 from .events import announce
 
 #: Entry key naming the chat session a flushed message came from. An entry
@@ -192,6 +192,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         assert self.settings.token_counter is not None
         self.token_counter = self.settings.token_counter
         self.index = MemoryIndex(entries, token_counter=self.token_counter)
+        self._ids = IdLookup(self.index)
         self.long_term = store
         self.share_chat = share_chat
         self.episode_type = episode_type
@@ -394,7 +395,7 @@ class PoolSplitMemoryStore(StoreVerbs):
     def commit(self, change: Change) -> None:
         """Apply ``change`` to the index (one ``MemoryIndex`` edit per entry,
         under the store's lock)."""
-        commit_to_index(self.index, change, self._lock)
+        commit_to_index(self.index, change, self._lock, self._ids)
 
     def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
         """The contract's ``write`` (``add`` with its report): in the durable

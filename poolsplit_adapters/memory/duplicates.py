@@ -137,8 +137,9 @@ _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _DIGIT = re.compile(r"\d")
-# A path (a word after a slash), or a name joined by "_" or "." between word characters.
-_IDENTIFIER = re.compile(r"(?:(?<=\s)|^)/[^\s,;:]+|[^\W_]+(?:[_.][^\W_]+)+|[^\W_]+(?:/[^\W_]+)+")
+# Inside one whitespace-separated token: a slash, an underscore, or a dot
+# between two word characters (one linear scan, no backtracking).
+_NAME_MARK = re.compile(r"[/_]|[^\W_]\.[^\W_]")
 
 #: A batch embedding function: texts -> one vector per text.
 Embed = Callable[[List[str]], Sequence[Sequence[float]]]
@@ -188,7 +189,8 @@ def identifiers(text: str) -> Tuple[str, ...]:
     Two texts that name different routes or settings say different things
     however many other words they share ("sandbox returned 76 errors of type
     /refunds" is not "... of type /checkout/confirm")."""
-    return tuple(dict.fromkeys(m.strip("./") for m in _IDENTIFIER.findall(normalise_text(text))))
+    names = (token.strip(".,;:!?()[]{}'\"`") for token in normalise_text(text).split())
+    return tuple(dict.fromkeys(name.strip("/") for name in names if _NAME_MARK.search(name) and name.strip("/_.")))
 
 
 def _values_in_order(text: str) -> Tuple[Tuple[str, ...], FrozenSet[str]]:

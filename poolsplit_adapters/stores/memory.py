@@ -23,18 +23,57 @@ def _utc_now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-__all__ = ["InProcessStore", "commit_to_index"]
+__all__ = ["IdLookup", "InProcessStore", "commit_to_index"]
 
 
-def commit_to_index(index: MemoryIndex, change: Change, lock: Any) -> None:
+class IdLookup:
+    """The entries of a :class:`~poolsplit_adapters.MemoryIndex` by id, kept
+    in step with the index's version: rebuilt (one pass) only after a
+    change made around it, updated in place by :func:`commit_to_index`. So
+    reading a write's few ids costs a dictionary lookup, not a scan.
+
+    Example::
+
+        lookup = IdLookup(index)
+        lookup.get_many(["fix-1", "missing"])    # [the entry fix-1]
+    """
+
+    def __init__(self, index: MemoryIndex) -> None:
+        self.index = index
+        self._version: Optional[int] = None
+        self._by_id: Dict[Any, Mapping[str, Any]] = {}
+
+    def current(self) -> Dict[Any, Mapping[str, Any]]:
+        """id -> the index's entry (the last one, if ids repeat)."""
+        if self._version != self.index.version:
+            self._by_id = {e.get("id"): e for e in self.index.entries}
+            self._version = self.index.version
+        return self._by_id
+
+    def get_many(self, ids: Iterable[Any]) -> List[Mapping[str, Any]]:
+        """The entries with these ids (those found), each once, in the ids' order."""
+        found = self.current()
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def settled(self, rows: Iterable[Mapping[str, Any]], gone: Iterable[Any]) -> None:
+        """Record an edit made through this lookup (rows written, ids removed)."""
+        for row in rows:
+            self._by_id[row.get("id")] = row
+        for entry_id in gone:
+            self._by_id.pop(entry_id, None)
+        self._version = self.index.version
+
+
+def commit_to_index(index: MemoryIndex, change: Change, lock: Any, lookup: Optional[IdLookup] = None) -> None:
     """Apply ``change`` to ``index`` under ``lock``: verified against the
     indexed entries, then one index edit per entry (a replaced entry is
-    swapped atomically, new ones added in one batch)."""
+    swapped atomically, new ones added in one batch). With ``lookup`` (over
+    the same index) the touched entries are found by id, not by a scan."""
     with lock:
-        touched = set(change.touched)
-        current = change.verify(dict(e) for e in index.entries if e.get("id") in touched)
+        ids = IdLookup(index) if lookup is None else lookup
+        live = ids.current()
+        current = change.verify(dict(e) for e in ids.get_many(change.touched))
         rows = change.rows(current)
-        live = {e.get("id"): e for e in index.entries}
         fresh = []
         for row in rows:
             if row["id"] in live:
@@ -45,6 +84,7 @@ def commit_to_index(index: MemoryIndex, change: Change, lock: Any) -> None:
             index.extend(fresh)
         for gone in change.forget:
             index.remove_id(gone)
+        ids.settled(rows, change.forget)
 
 
 class InProcessStore(StoreVerbs):
@@ -85,6 +125,7 @@ class InProcessStore(StoreVerbs):
         self._clock = clock
         self._watch = ExpiryWatch(is_active)
         self.index = MemoryIndex(copies, token_counter=token_counter, is_active=self._watch.is_active)
+        self._ids = IdLookup(self.index)
         self._lock = threading.RLock()
 
     def stamp(self) -> str:
@@ -99,25 +140,24 @@ class InProcessStore(StoreVerbs):
         return self.index.version
 
     def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        """Copies of the entries with these ids, or of every entry (of
-        ``namespace`` when given), in index order."""
-        wanted = None if ids is None else set(ids)
-        return [
-            dict(e)
-            for e in self.index.entries
-            if (wanted is None or e.get("id") in wanted) and (namespace is None or e.get("namespace") == namespace)
-        ]
+        """Copies of the entries with these ids (in the ids' order, found by
+        id), or of every entry (of ``namespace`` when given), in index order."""
+        if ids is not None:
+            with self._lock:
+                found = self._ids.get_many(ids)
+            return [dict(e) for e in found if namespace is None or e.get("namespace") == namespace]
+        return [dict(e) for e in self.index.entries if namespace is None or e.get("namespace") == namespace]
 
     def commit(self, change: Change) -> None:
         """Apply ``change`` to the index (:func:`commit_to_index`)."""
-        commit_to_index(self.index, change, self._lock)
+        commit_to_index(self.index, change, self._lock, self._ids)
 
     def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
         """Write ``entries``, replacing entries with the same id; checked
         first as every write is. Returns their ids."""
         prepared = prepare_entries(entries, self.stamp())
         with self._lock:
-            live = {e.get("id"): e for e in self.index.entries}
+            live = self._ids.current()
             fresh = []
             for entry in prepared:
                 if entry["id"] in live:
@@ -126,6 +166,7 @@ class InProcessStore(StoreVerbs):
                     fresh.append(entry)
             if fresh:
                 self.index.extend(fresh)
+            self._ids.settled(prepared, ())
         return [e["id"] for e in prepared]
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
