@@ -23,6 +23,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from ..call import AdapterCall, cap, record_selection
 from ..checks import ArgumentError
 from ..index import MemoryIndex
+from ..memory.consolidate import ConsolidationResult
 from ..memory.expiry import Moment
 from ..memory.write_gate import GateReport, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
@@ -143,6 +144,14 @@ class PoolSplitMemoryStore(StoreVerbs):
             ``created``); default ``WriteGate()``. What it refused is
             counted in :attr:`gate_report`. (A callable on a message here
             is the deprecated spelling of ``flush_filter``.)
+        consolidator: the host's own model (a LangChain chat model, a
+            LlamaIndex ``LLM`` or a
+            :class:`~poolsplit_adapters.memory.consolidate.Decider`) to
+            consolidate flushed lines with what is stored (add, update =
+            supersede, retire, noop; every operation validated, see
+            :meth:`StoreVerbs.consolidate
+            <poolsplit_adapters.stores.base.StoreVerbs.consolidate>`); default
+            None: off. The result is kept in :attr:`last_consolidation`.
         **settings: the selection settings of
             :class:`~poolsplit_adapters.settings.AdapterSettings`
             (``token_counter`` defaults to LlamaIndex's tokenizer, which is
@@ -173,6 +182,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         episode_priority: float = 2,
         flush_filter: Optional[Callable[[ChatMessage], bool]] = None,
         write_gate: Optional[WriteGate] = None,
+        consolidator: Any = None,
         **settings: Any,
     ) -> None:
         self.settings = AdapterSettings.held_by("PoolSplitMemoryStore", Framework.LLAMA_INDEX, pools=pools, **settings)
@@ -201,6 +211,9 @@ class PoolSplitMemoryStore(StoreVerbs):
         self.write_gate = write_gate or WriteGate()
         #: What the write gate did to flushed chat: ids written, refusals by reason.
         self.gate_report = GateReport()
+        self.consolidator = consolidator
+        #: The last flush's consolidation (None: no consolidator, or nothing new).
+        self.last_consolidation: Optional[ConsolidationResult] = None
         #: Name of the block that renders the contextual entries, and whether
         #: a corrections block states their counts (set by the blocks).
         self.pooled_block: Optional[str] = None
@@ -354,7 +367,14 @@ class PoolSplitMemoryStore(StoreVerbs):
                 if session:
                     entry[SESSION_KEY] = session
                 accepted.append(entry)
-        kept = self.write(accepted).kept if accepted else []
+        target = self.long_term if isinstance(self.long_term, StoreVerbs) else self
+        if accepted and self.consolidator is not None and isinstance(target, StoreVerbs):
+            report, result = target.consolidate(accepted, model=self.consolidator, at=stamp)
+            self.last_consolidation = result
+            written = set(report.written) | {w["id"] for w in result.writes()}
+            kept: List[Optional[str]] = [None if e["id"] in written else e["id"] for e in accepted]
+        else:
+            kept = self.write(accepted).kept if accepted else []
         settled = self.write_gate.repeated(settled, kept)
         self.gate_report.count(settled)
         return [entry for entry, repeat in zip(accepted, kept) if repeat is None]

@@ -54,11 +54,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
+from ..memory.consolidate import ConsolidationOp, ConsolidationResult
+from ..memory.consolidate import consolidate as consolidate_entries
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
 from ..memory.expiry import Moment, is_expired, moment_of
 from ..memory.validity import Version, history, supersede, valid_from
 from ..memory.write_gate import check_write, utc_stamp
-from ..poolsplit import Pool, Selection, check_entry, default_is_active, entry_error
+from ..poolsplit import EntryError, Pool, Selection, check_entry, default_is_active, entry_error
 from .checks import stored_copy
 
 __all__ = [
@@ -141,6 +143,8 @@ class Change:
         retire: ``(old id, new id)`` pairs: the old entry must be stored and
             not superseded; it gets ``superseded_by = new id``.
         forget: ids to delete for good.
+        replace: new versions of stored, active entries (a consolidator's
+            retirement or recorded repeat), written as given.
         repeat: ``(kept id, candidate)`` pairs: the candidate repeats the kept
             entry, whose ``seen`` gets the candidate's provenance
             (:func:`~poolsplit_adapters.memory.duplicates.record_repeat`); if
@@ -161,6 +165,7 @@ class Change:
     retire: Tuple[Tuple[str, str], ...] = ()
     forget: Tuple[str, ...] = ()
     repeat: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
+    replace: Tuple[Dict[str, Any], ...] = ()
 
     @property
     def touched(self) -> List[str]:
@@ -169,6 +174,7 @@ class Change:
             [e["id"] for e in self.insert]
             + [old for old, _ in self.retire]
             + [kept for kept, _ in self.repeat if kept not in {e["id"] for e in self.insert}]
+            + [e["id"] for e in self.replace]
         )
 
     def verify(self, stored: Iterable[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
@@ -178,6 +184,12 @@ class Change:
         for position, entry in enumerate(self.insert):
             if entry["id"] in current and not _same_text(current[entry["id"]], entry):
                 raise entry_error(entry, position, "id", "is already in the store (use supersede to replace it)")
+        for entry in self.replace:
+            found = current.get(entry["id"])
+            if found is None:
+                raise EntryNotFound(entry["id"])
+            if not live(found):
+                raise ValueError("entry %r is no longer active; it cannot be changed" % entry["id"])
         for old_id, _ in self.retire:
             old = current.get(old_id)
             if old is None:
@@ -221,7 +233,8 @@ class Change:
                     inserted.setdefault(candidate["id"], dict(candidate))
                 continue
             kept[kept_id] = _repeated(dict(target), candidate)
-        return retired + [stored_copy(e)[1] for e in kept.values()] + list(inserted.values())
+        replaced = [stored_copy(e)[1] for e in self.replace]
+        return retired + replaced + [stored_copy(e)[1] for e in kept.values()] + list(inserted.values())
 
 
 def unmatched_ids(prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]]) -> List[str]:
@@ -487,6 +500,61 @@ class StoreVerbs(ABC):
         if isinstance(entries, Mapping):
             raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
         return prepare_entries(entries, self.stamp(), unique=False)
+
+    def consolidate(
+        self, entries: Iterable[Mapping[str, Any]], *, model: Any, at: Optional[Moment] = None, nearest: int = 5
+    ) -> Tuple[WriteReport, ConsolidationResult]:
+        """:meth:`write` with the host's model as consolidator: the entries
+        that repeat nothing (exact or near) are shown to ``model`` beside
+        their ``nearest`` active neighbours
+        (:func:`~poolsplit_adapters.memory.consolidate.consolidate`: small
+        integer handles, every operation validated), and the accepted
+        operations are applied: ``add`` writes the entry, ``update``
+        supersedes (validity times, history kept), ``retire`` closes an
+        entry, ``noop`` records a repeat. What no accepted operation
+        disposed of is written as :meth:`write` would; an operation the
+        store refuses when it applies (the target changed meanwhile) leaves
+        its entry to that ordinary write too. Nothing is lost.
+
+        Example::
+
+            report, result = store.consolidate(candidates, model=chat_model)
+            result.to_dict()    # {'accepted': {'update': 1}, 'refused': {}, 'unresolved': 0}
+        """
+        prepared = self.preparing(entries)
+        with _FINDERS:
+            finder = self.duplicate_finder(prepared)
+            hits = [finder.find(entry) for entry in prepared]
+            shown: Dict[str, Mapping[str, Any]] = {}
+            for entry, hit in zip(prepared, hits):
+                if hit is None:
+                    for neighbour, _ in finder.nearest(entry, nearest):
+                        shown.setdefault(str(neighbour["id"]), neighbour)
+        fresh = [entry for entry, hit in zip(prepared, hits) if hit is None]
+        result = consolidate_entries(
+            fresh, [dict(e) for e in shown.values() if e["id"] not in {c["id"] for c in fresh}], model=model, at=at
+        )
+        left = set(result.unresolved)
+        for op in result.accepted:
+            if op.op is ConsolidationOp.ADD:
+                left.add(op.candidate if op.candidate is not None else -1)
+                continue
+            target = None if op.target is None else op.target["id"]
+            change = Change(
+                insert=tuple(w for w in op.writes if w["id"] != target),
+                replace=tuple(w for w in op.writes if w["id"] == target),
+            )
+            try:
+                if change.insert or change.replace:
+                    self._commit_tracked(change)
+            except (EntryError, EntryNotFound, ValueError):
+                if op.candidate is not None:
+                    left.add(op.candidate)
+        rest = [fresh[i] for i in sorted(left) if 0 <= i < len(fresh)]
+        # The repeats and the unresolved entries take the ordinary path (the
+        # report is that write's: what was stored, what repeated).
+        ordinary = [e for e, hit in zip(prepared, hits) if hit is not None] + rest
+        return (self.write(ordinary) if ordinary else WriteReport([], [])), result
 
     # -- the duplicates index ------------------------------------------------------------
 

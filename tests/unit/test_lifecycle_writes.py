@@ -363,3 +363,73 @@ def test_cli_forget_needs_an_id_or_a_namespace(tmp_path, capsys):
     assert "either an ID or --namespace" in capsys.readouterr().err
     assert main(["sweep", "--store", db, "--now", "2026-07-06T00:00:00Z"]) == 0
     assert capsys.readouterr().out.strip() == "swept 0 expired entries"
+
+
+# -- the consolidator at LlamaIndex's flush ------------------------------------------------
+
+
+class ScriptedDecider:
+    """A consolidator that answers with fixed operations (a Decider)."""
+
+    def __init__(self, operations: List[Dict[str, Any]]) -> None:
+        self.operations = operations
+        self.prompts: List[Any] = []
+
+    def decide(self, prompt: Any) -> List[Dict[str, Any]]:
+        self.prompts.append(prompt)
+        return self.operations
+
+    async def adecide(self, prompt: Any) -> List[Dict[str, Any]]:
+        return self.decide(prompt)
+
+
+def _flushing(tmp_path: pathlib.Path, decider: Any) -> Any:
+    durable = SQLiteMemoryStore(tmp_path / "memory.db", token_counter=counter, clock=clock)
+    durable.add(
+        [
+            {"id": "db", "type": "episode", "content": "user: the staging database is db-7", "source": "session:alpha",
+             "session": "alpha", "created": "2026-07-01T00:00:00Z"},
+            {"id": "fix", "type": "episode", "scope": "always", "content": "user: never deploy on fridays",
+             "source": "host", "session": "alpha", "created": "2026-07-01T00:00:00Z"},
+        ]
+    )  # fmt: skip
+    memory = PoolSplitMemoryStore(
+        [], POOLS, store=durable, token_counter=counter, consolidator=decider, now=datetime.datetime(2026, 7, 2, 9, 0)
+    )
+    return durable, memory
+
+
+def test_the_consolidator_at_flush_supersedes_the_stale_value_and_keeps_history(tmp_path):
+    decider = ScriptedDecider([{"op": "update", "new": 3, "old": 1}])
+    durable, memory = _flushing(tmp_path, decider)
+    message = ChatMessage(
+        role="user", content="the staging database is db-9", additional_kwargs={"session_id": "alpha"}
+    )
+    [written] = memory.flush([message])
+    assert [e["text"] for e in json.loads(decider.prompts[0].payload)["existing"]] == [
+        "user: the staging database is db-7",
+        "user: never deploy on fridays",
+    ]
+    assert memory.last_consolidation.to_dict() == {"accepted": {"update": 1}, "refused": {}, "unresolved": 0}
+    assert [(v.id, v.valid_until) for v in durable.history("db")] == [
+        ("db", "2026-07-02T09:00:00Z"),
+        (written["id"], None),
+    ]
+    chosen = [c.entry["id"] for c in durable.select(POOLS, {"message": "staging database"}, now=NOW).chosen]
+    assert "db" not in chosen and written["id"] in chosen
+
+
+def test_a_hostile_consolidator_at_flush_is_refused_and_loses_nothing(tmp_path):
+    decider = ScriptedDecider([{"op": "retire", "old": 2}, {"op": "update", "new": 3, "old": 9}])
+    durable, memory = _flushing(tmp_path, decider)
+    message = ChatMessage(role="user", content="deploys moved to thursdays", additional_kwargs={"session_id": "alpha"})
+    [written] = memory.flush([message])
+    assert memory.last_consolidation.to_dict() == {
+        "accepted": {},
+        "refused": {"always_scope": 1, "unknown_handle": 1},
+        "unresolved": 1,
+    }
+    fix = durable.get("fix")  # a model never retires a correction
+    assert fix.get("status", "active") == "active" and "valid_until" not in fix and "superseded_by" not in fix
+    assert durable.get(written["id"])["content"] == "user: deploys moved to thursdays"
+    assert len(durable.entries()) == 3
