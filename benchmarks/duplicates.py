@@ -13,7 +13,10 @@ statement finds the candidate. Prints, as markdown:
    cosine over :class:`HashEmbedder` vectors, at thresholds around the
    defaults (the chosen ones marked), on the tuning seed and on a held-out
    seed;
-2. at the defaults, which kinds of pair each measure gets wrong.
+2. at the defaults, which kinds of pair each measure gets wrong;
+3. what the check costs a write (``--write-cost``): milliseconds per
+   one-entry ``InProcessStore.write`` into a store already holding N
+   entries of one namespace and type (the word index keeps it flat in N).
 """
 
 from __future__ import annotations
@@ -104,5 +107,38 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         )
 
 
+def write_cost(sizes: Sequence[int] = (1_000, 10_000, 50_000), writes: int = 200) -> None:
+    """Print ms per one-entry write (the duplicate check included) at each store size."""
+    import time
+
+    from poolsplit_adapters.stores import InProcessStore
+
+    words = ["deploy", "staging", "refund", "invoice", "rollback", "metrics", "release", "cluster", "billing", "cache"]
+
+    def text(i: int) -> str:
+        return "%s %s %s %s entry %d" % (
+            words[i % 10],
+            words[i // 10 % 10],
+            words[i // 100 % 10],
+            words[i // 1000 % 10],
+            i,
+        )
+
+    print("\n### write cost (duplicate check included)\n")
+    print("| stored entries | ms per write |")
+    print("|---|---|")
+    for size in sizes:
+        store = InProcessStore(token_counter=lambda t: 1)
+        store.add([{"type": "note", "namespace": "n", "content": text(i)} for i in range(size)])
+        store.write([{"type": "note", "namespace": "n", "content": "warm up the finder"}])
+        start = time.perf_counter()
+        for i in range(writes):
+            store.write([{"type": "note", "namespace": "n", "content": text(size + i)}])
+        print("| %d | %.3f |" % (size, (time.perf_counter() - start) * 1000 / writes))
+
+
 if __name__ == "__main__":
-    main()
+    if "--write-cost" in sys.argv:
+        write_cost()
+    else:
+        main()

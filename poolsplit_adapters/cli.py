@@ -11,7 +11,8 @@ read as JSON Lines. A read-only file (or folder) is opened read-only:
 
     poolsplit select  QUERY --store S --pools P.toml [--since/--until ISO] [--namespace N] [--json]
     poolsplit add     --store memory.db (--content TEXT [--type ...] | --json OBJECT)
-    poolsplit forget  ID --store memory.db
+    poolsplit forget  (ID | --namespace NS) --store memory.db
+    poolsplit sweep   --store memory.db [--now ISO]      (delete expired entries)
     poolsplit import  FILE.jsonl --into memory.db
     poolsplit export  --store S [--namespace N]          (JSON Lines on stdout)
     poolsplit search  QUERY --all-namespaces --store S   (operators only)
@@ -39,6 +40,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, U
 
 from .poolsplit import Selection, Visibility, select
 from .render import explain, render_context, selection_dict
+from .stores.base import WriteReport
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
 from .stores.search import search_all_namespaces
 from .stores.sqlite import SQLITE_MAGIC, EntryNotFound, SQLiteMemoryStore, StoreError
@@ -220,15 +222,43 @@ def _entry_from_flags(args: argparse.Namespace) -> Dict[str, Any]:
     return entry
 
 
+#: Repeats named one per line on stderr; past this many, one line counts the rest.
+SHOWN_REPEATS = 5
+
+
+def _say_duplicates(report: WriteReport) -> None:
+    """A stderr line per repeat (stored once: where, and how it matched),
+    the first :data:`SHOWN_REPEATS` of them, then how many more."""
+    for position, hit in report.duplicates[:SHOWN_REPEATS]:
+        print(
+            "poolsplit: entry %d repeats %s (%s duplicate): kept once, the repeat recorded in its 'seen'"
+            % (position + 1, hit.kept["id"], hit.kind.value),
+            file=sys.stderr,
+        )
+    more = len(report.duplicates) - SHOWN_REPEATS
+    if more > 0:
+        print("poolsplit: and %d more repeat(s), each kept once" % more, file=sys.stderr)
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     entry = _entry_from_flags(args)
     with _write_store(args.store) as store:
-        [entry_id] = store.add([entry])
-    print(entry_id)
+        report = store.write([entry])
+    _say_duplicates(report)
+    print(report.ids[0])  # a repeat prints the kept entry's id: where the memory is
     return 0
 
 
 def cmd_forget(args: argparse.Namespace) -> int:
+    if (args.id is None) == (args.namespace is None):
+        raise InputFileError("forget: give either an ID or --namespace NS (not both)")
+    if args.namespace is not None:
+        if args.keep_history:
+            raise InputFileError("forget: --keep-history applies to one ID; --namespace forgets every version")
+        with _write_store(args.store) as store:
+            gone = store.forget(namespace=args.namespace)
+        print("forgot %d entries of namespace %s" % (gone, args.namespace))
+        return 0
     with _write_store(args.store) as store:
         before = len(store)
         if not store.delete(args.id, history=not args.keep_history):
@@ -242,8 +272,19 @@ def cmd_forget(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     entries = load_store(args.file, for_writing=True)
     with _write_store(args.into) as store:
-        ids = store.add(entries)
-    print("imported %d entries from %s into %s" % (len(ids), args.file, args.into))
+        report = store.write(entries)
+    _say_duplicates(report)
+    repeats = len(report.duplicates)
+    extra = "" if not repeats else " (%d repeat(s) kept once)" % repeats
+    print("imported %d entries from %s into %s%s" % (len(report.written), args.file, args.into, extra))
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    now = _moment("--now", args.now)
+    with _write_store(args.store) as store:
+        gone = store.sweep_expired(now)
+    print("swept %d expired entr%s" % (len(gone), "y" if len(gone) == 1 else "ies"))
     return 0
 
 
@@ -353,11 +394,20 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--created", help="ISO-8601 creation time (default: now, UTC)")
     add.set_defaults(func=cmd_add)
 
-    forget = sub.add_parser("forget", help="delete an entry for good (and the older versions it superseded)")
-    forget.add_argument("id", help="the entry's id")
+    forget = sub.add_parser(
+        "forget",
+        help="delete an entry (and the older versions it superseded), or every entry of a namespace, for good",
+    )
+    forget.add_argument("id", nargs="?", help="the entry's id")
+    forget.add_argument("--namespace", help="forget every entry of this namespace (its bytes leave the file)")
     forget.add_argument("--store", required=True, help="memory.db")
     forget.add_argument("--keep-history", action="store_true", help="keep the versions it superseded")
     forget.set_defaults(func=cmd_forget)
+
+    sweep = sub.add_parser("sweep", help="delete the entries whose 'expires' time has passed")
+    sweep.add_argument("--store", required=True, help="memory.db")
+    sweep.add_argument("--now", help="judge expiry at this ISO-8601 time (default: now)")
+    sweep.set_defaults(func=cmd_sweep)
 
     imp = sub.add_parser("import", help="copy a JSON Lines store into a SQLite store, in one transaction")
     imp.add_argument("file", help="JSON Lines file")

@@ -576,26 +576,21 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     # -- writing through the gate (demoted turns and the remember tool alike) -----------
 
     def _write(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
-        """Settle ``proposals`` against the store (read only when one is
-        still fresh) and write the accepted ones in one write. An id another
-        writer stored in between (a racing thread of the same user) is a
-        ``duplicate``, like one found before. Raises if the write fails
-        (then nothing is reported)."""
-        fresh = [p.key for p in proposals if p.refused is None]
-        settled = self.write_gate.settle(proposals, where.source.existing(where.chain, fresh) if fresh else set())
+        """Write the proposals the gate accepts in one write, through the
+        store's duplicate check (a repeat of a stored entry, exact or near,
+        is kept once, its provenance recorded in that entry's ``seen``, and
+        reported ``duplicate``). Raises if the write fails (then nothing is
+        reported)."""
+        settled = self.write_gate.settle(proposals, ())
         accepted = [p.entry for p in settled if p.refused is None]
-        raced = where.source.write(where.chain, accepted) if accepted else set()
-        return self.write_gate.settle(settled, raced) if raced else settled
+        return self.write_gate.repeated(settled, where.source.write(where.chain, accepted) if accepted else [])
 
     async def _awrite(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
         """Async :meth:`_write`."""
-        fresh = [p.key for p in proposals if p.refused is None]
-        settled = self.write_gate.settle(
-            proposals, await where.source.aexisting(where.chain, fresh) if fresh else set()
-        )
+        settled = self.write_gate.settle(proposals, ())
         accepted = [p.entry for p in settled if p.refused is None]
-        raced = await where.source.awrite(where.chain, accepted) if accepted else set()
-        return self.write_gate.settle(settled, raced) if raced else settled
+        kept = await where.source.awrite(where.chain, accepted) if accepted else []
+        return self.write_gate.repeated(settled, kept)
 
     # -- demote + write: the parts both twins share ---------------------------------------
 
@@ -731,7 +726,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
                 "empty": "the note is empty.",
                 "oversized": "the note is longer than %d characters; save the essential part."
                 % self.write_gate.max_chars,
-                "duplicate": "this note is already saved as %s." % proposal.key,
+                "duplicate": "this note is already saved as %s." % (proposal.kept or proposal.key),
                 "always_scope": "standing corrections are curated by the user and cannot be saved by the agent.",
             }[proposal.refused.value],
         )

@@ -49,6 +49,8 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack
 
 from ..checks import ArgumentError
+from ..memory.duplicates import DuplicateFinder
+from ..memory.expiry import EXPIRES, active_at, is_expired, moment_of, note_expired
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import (
     EntryError,
@@ -67,7 +69,16 @@ from ..poolsplit import (
 )
 from ..recall import RecallPlan, Search
 from ..reports import select_noted
-from ..stores.base import Change, StoreVerbs, prepare_entries
+from ..stores.base import (
+    Change,
+    StoreVerbs,
+    WriteReport,
+    live,
+    prepare_entries,
+    same_id_repeats,
+    settle_repeats,
+    unmatched_ids,
+)
 from ..stores.checks import storable_text
 from ..tokens import default_counter
 
@@ -81,6 +92,9 @@ _LOCATION_KEYS = ("id", "namespace")
 #: ``limit`` of an op that reads everything it matches in one exact query:
 #: more than any namespace holds (and within every engine's 64-bit LIMIT).
 READ_ALL = 2**62
+#: On a vector-indexed store, how many nearest items of its type a written
+#: entry is compared with for near duplicates.
+NEAR_K = 10
 
 
 @runtime_checkable
@@ -439,7 +453,7 @@ class BaseStoreMemory(StoreVerbs):
         ``layering``: progressive loading, see
         :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`;
         ``visibility``: default this memory's namespace chain)."""
-        return select_noted(
+        selection = select_noted(
             recall.entries,
             pools,
             context,
@@ -448,7 +462,9 @@ class BaseStoreMemory(StoreVerbs):
             now=now,
             visibility=self.visibility if visibility is None else visibility,
             layering=layering,
+            is_active=active_at(now),  # what expired by ``now`` is inactive (and noted below)
         )
+        return note_expired(selection, _expired_ids(recall.entries, now))
 
     def get(self, entry_id: str) -> Optional[Dict[str, Any]]:
         """The entry stored under ``entry_id`` in this memory's namespaces
@@ -589,10 +605,54 @@ class BaseStoreMemory(StoreVerbs):
 
     async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
         """Async :meth:`add`."""
-        change = self.adding(entries)
-        if change.insert:
+        return (await self.awrite(entries)).ids
+
+    # -- duplicates: the one gate, with the store's own search -----------------------
+
+    def _near_ops(self, prepared: Sequence[Mapping[str, Any]]) -> List[Union[GetOp, SearchOp]]:
+        """What a write's candidates could repeat, in the own namespace: each
+        candidate's id (the write gate's content key finds an exact repeat),
+        and its type's items: the ``NEAR_K`` nearest to its text on a
+        vector-indexed store, else all of them (one read per type)."""
+        ops: List[Union[GetOp, SearchOp]] = [GetOp(self.namespace, str(e["id"])) for e in prepared]
+        kinds: List[Optional[str]] = []
+        for entry in prepared:
+            kind = entry.get("type")
+            wanted = [kind] if kind not in (None, "note") else ["note", None]
+            if self.indexed:
+                for w in wanted:
+                    ops.append(SearchOp(self.namespace, filter={"type": w}, query=str(entry["content"]), limit=NEAR_K))
+            else:
+                kinds += [w for w in wanted if w not in kinds]
+        ops += [SearchOp(self.namespace, filter={"type": w}, limit=READ_ALL) for w in kinds]
+        return ops
+
+    def _neighbours(self, results: Sequence[Any]) -> DuplicateFinder:
+        items: Dict[str, Item] = {}
+        for result in results:
+            for item in [result] if isinstance(result, Item) else _items(result):
+                if tuple(item.namespace) == self.namespace:
+                    items.setdefault(item.key, item)
+        ordered = sorted(items.values(), key=lambda item: (item.created_at, item.key))
+        return DuplicateFinder([self._entry(item, counted=False) for item in ordered], is_active=live)
+
+    def duplicate_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """The stored entries ``candidates`` could repeat, read with the
+        store's own search (:meth:`_near_ops`), never the whole namespace."""
+        ops = self._near_ops(candidates)
+        return self._neighbours(self.store.batch(ops) if ops else [])
+
+    async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
+        """Async :meth:`write`."""
+        prepared = self.preparing(entries)
+        ops = self._near_ops(prepared)
+        finder = self._neighbours(await self.store.abatch(ops) if ops else [])
+        hits = finder.admit(prepared)
+        hits = same_id_repeats(prepared, hits, await self.aread(unmatched_ids(prepared, hits)))
+        change, report = settle_repeats(prepared, hits)
+        if change.insert or change.repeat:
             await self.acommit(change)
-        return [e["id"] for e in change.insert]
+        return report
 
     def existing(self, ids: Iterable[str]) -> Set[str]:
         """Which of ``ids`` are stored in the own namespace (one batch)."""
@@ -608,6 +668,34 @@ class BaseStoreMemory(StoreVerbs):
         await self.acommit(change)
         return str(change.insert[0]["id"])
 
+    def _forget_ops(self, namespace: str) -> Tuple[Namespace, SearchOp]:
+        if not isinstance(namespace, str) or not namespace:
+            raise ValueError("forget namespace must be a non-empty string, got %r" % (namespace,))
+        target = _check_one(tuple(namespace.split(".")), "forget namespace")
+        return target, SearchOp(target, limit=READ_ALL)
+
+    def forget(self, *, namespace: str) -> int:
+        """Delete every item of the namespace labelled ``namespace`` (e.g.
+        ``"memories.u1"``: any namespace of the store, exactly, never its
+        children) in one batch, their vectors with them; return how many.
+        Every version goes (superseded ones are items of the same namespace).
+        """
+        target, op = self._forget_ops(namespace)
+        [found] = self.store.batch([op])
+        keys = [item.key for item in _items(found) if tuple(item.namespace) == target]
+        if keys:
+            self.store.batch([PutOp(target, key, None) for key in keys])
+        return len(keys)
+
+    async def aforget(self, *, namespace: str) -> int:
+        """Async :meth:`forget`."""
+        target, op = self._forget_ops(namespace)
+        [found] = await self.store.abatch([op])
+        keys = [item.key for item in _items(found) if tuple(item.namespace) == target]
+        if keys:
+            await self.store.abatch([PutOp(target, key, None) for key in keys])
+        return len(keys)
+
     async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
         """Async :meth:`delete`."""
         doomed: List[str] = []
@@ -619,6 +707,12 @@ class BaseStoreMemory(StoreVerbs):
         if doomed:
             await self.acommit(Change(forget=tuple(doomed)))
         return bool(doomed)
+
+
+def _expired_ids(entries: Sequence[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Set[str]:
+    """The ids of ``entries`` whose ``expires`` is at or before ``now``."""
+    moment = moment_of(now)
+    return {str(e.get("id")) for e in entries if e.get(EXPIRES) is not None and is_expired(e, moment)}
 
 
 def _keeper(searches: Sequence[Search]) -> Callable[[Mapping[str, Any]], bool]:

@@ -23,13 +23,15 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from ..call import AdapterCall, cap, record_selection
 from ..checks import ArgumentError
 from ..index import MemoryIndex
+from ..memory.consolidate import ConsolidationResult
+from ..memory.expiry import Moment
 from ..memory.write_gate import GateReport, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
 from ..recall import VisibleEntries, present_types
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings, Framework
-from ..stores.base import Change, MemoryStore, StoreVerbs
-from ..stores.memory import commit_to_index
+from ..stores.base import Change, MemoryStore, StoreVerbs, WriteReport
+from ..stores.memory import IdLookup, commit_to_index
 from .events import announce
 
 #: Entry key naming the chat session a flushed message came from. An entry
@@ -142,6 +144,14 @@ class PoolSplitMemoryStore(StoreVerbs):
             ``created``); default ``WriteGate()``. What it refused is
             counted in :attr:`gate_report`. (A callable on a message here
             is the deprecated spelling of ``flush_filter``.)
+        consolidator: the host's own model (a LangChain chat model, a
+            LlamaIndex ``LLM`` or a
+            :class:`~poolsplit_adapters.memory.consolidate.Decider`) to
+            consolidate flushed lines with what is stored (add, update =
+            supersede, retire, noop; every operation validated, see
+            :meth:`StoreVerbs.consolidate
+            <poolsplit_adapters.stores.base.StoreVerbs.consolidate>`); default
+            None: off. The result is kept in :attr:`last_consolidation`.
         **settings: the selection settings of
             :class:`~poolsplit_adapters.settings.AdapterSettings`
             (``token_counter`` defaults to LlamaIndex's tokenizer, which is
@@ -172,6 +182,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         episode_priority: float = 2,
         flush_filter: Optional[Callable[[ChatMessage], bool]] = None,
         write_gate: Optional[WriteGate] = None,
+        consolidator: Any = None,
         **settings: Any,
     ) -> None:
         self.settings = AdapterSettings.held_by("PoolSplitMemoryStore", Framework.LLAMA_INDEX, pools=pools, **settings)
@@ -191,6 +202,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         assert self.settings.token_counter is not None
         self.token_counter = self.settings.token_counter
         self.index = MemoryIndex(entries, token_counter=self.token_counter)
+        self._ids = IdLookup(self.index)
         self.long_term = store
         self.share_chat = share_chat
         self.episode_type = episode_type
@@ -199,6 +211,9 @@ class PoolSplitMemoryStore(StoreVerbs):
         self.write_gate = write_gate or WriteGate()
         #: What the write gate did to flushed chat: ids written, refusals by reason.
         self.gate_report = GateReport()
+        self.consolidator = consolidator
+        #: The last flush's consolidation (None: no consolidator, or nothing new).
+        self.last_consolidation: Optional[ConsolidationResult] = None
         #: Name of the block that renders the contextual entries, and whether
         #: a corrections block states their counts (set by the blocks).
         self.pooled_block: Optional[str] = None
@@ -333,10 +348,13 @@ class PoolSplitMemoryStore(StoreVerbs):
         ``"<role>: <text>"``, ``source`` ``"session:<id>"`` (else
         ``"chat"``), the session as ``session``, the visibility's own
         namespace, ``created`` stamped now, or at the settings' ``now``).
-        The gate then refuses empty, oversized and duplicate lines (the same
-        line twice in one session's namespace is one memory); the rest go to
+        The gate then refuses empty and oversized lines; the rest go to
         ``store`` when given (durable when this returns), else to
-        :attr:`index`. Refusals are counted in :attr:`gate_report`.
+        :attr:`index`, through the store's duplicate check: a line that
+        repeats a stored one of the same session and namespace (exactly, or
+        in other words) is kept once, its provenance added to the kept
+        entry's ``seen``. Refusals, duplicates included, are counted in
+        :attr:`gate_report`.
         """
         stamp = utc_stamp(self.settings.now or datetime.datetime.now(datetime.timezone.utc))
         visibility = self.settings.visibility
@@ -357,20 +375,26 @@ class PoolSplitMemoryStore(StoreVerbs):
                     owner=owner,
                 )
             )
-        keys = [p.key for p in proposals if p.refused is None]
-        settled = self.write_gate.settle(proposals, {e["id"] for e in self.read(keys)} if keys else set())
-        added: List[Dict[str, Any]] = []
+        settled = self.write_gate.settle(proposals, ())
+        accepted: List[Dict[str, Any]] = []
         for proposal in settled:
             if proposal.refused is None:
                 entry = dict(proposal.entry, base_priority=self.episode_priority)
                 session = entry["source"][len("session:") :] if entry["source"].startswith("session:") else None
                 if session:
                     entry[SESSION_KEY] = session
-                added.append(entry)
-        if added:
-            self.add(added)
+                accepted.append(entry)
+        target = self.long_term if isinstance(self.long_term, StoreVerbs) else self
+        if accepted and self.consolidator is not None and isinstance(target, StoreVerbs):
+            report, result = target.consolidate(accepted, model=self.consolidator, at=stamp)
+            self.last_consolidation = result
+            written = set(report.written) | {w["id"] for w in result.writes()}
+            kept: List[Optional[str]] = [None if e["id"] in written else e["id"] for e in accepted]
+        else:
+            kept = self.write(accepted).kept if accepted else []
+        settled = self.write_gate.repeated(settled, kept)
         self.gate_report.count(settled)
-        return added
+        return [entry for entry, repeat in zip(accepted, kept) if repeat is None]
 
     def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
         """Deprecated name of :meth:`flush` (``remember`` is the agent's tool)."""
@@ -408,14 +432,17 @@ class PoolSplitMemoryStore(StoreVerbs):
     def commit(self, change: Change) -> None:
         """Apply ``change`` to the index (one ``MemoryIndex`` edit per entry,
         under the store's lock)."""
-        commit_to_index(self.index, change, self._lock)
+        commit_to_index(self.index, change, self._lock, self._ids)
 
-    def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
-        """Store entries (the contract's ``add``): in the durable store when
-        one was given, else in :attr:`index`."""
+    def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
+        """The contract's ``write`` (``add`` with its report): in the durable
+        store when one was given, else in :attr:`index`."""
+        if isinstance(self.long_term, StoreVerbs):
+            return self.long_term.write(entries)
         if self.long_term is not None:
-            return self.long_term.add(entries)
-        return super().add(entries)
+            rows = list(entries)
+            return WriteReport(self.long_term.add(rows), [])
+        return super().write(entries)
 
     def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
         """The contract's ``supersede``, in the durable store when one was given."""
@@ -428,6 +455,21 @@ class PoolSplitMemoryStore(StoreVerbs):
         gone = super().delete(entry_id, history=history)
         if self.long_term is not None:
             gone = self.long_term.delete(entry_id) or gone
+        return gone
+
+    def forget(self, *, namespace: str) -> int:
+        """The contract's ``forget``: every entry of ``namespace``, from the
+        index and from the durable store; how many ids went."""
+        count = super().forget(namespace=namespace)
+        if isinstance(self.long_term, StoreVerbs):
+            self.long_term.forget(namespace=namespace)
+        return count
+
+    def sweep_expired(self, now: Optional[Moment] = None) -> List[str]:
+        """The contract's ``sweep_expired``, on the index and the durable store."""
+        gone = super().sweep_expired(now)
+        if isinstance(self.long_term, StoreVerbs):
+            gone += [i for i in self.long_term.sweep_expired(now) if i not in gone]
         return gone
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:

@@ -106,12 +106,30 @@ class VectorIndexMemory(StoreVerbs):
         if self._text_in_store:
             if ids is not None and not ids:
                 return []
+            if ids is None and not self.lists_entries:
+                raise TypeError(
+                    "%s cannot list its nodes without ids or filters; read by id with get()"
+                    % type(self.index.vector_store).__name__
+                )
             return list(self.index.vector_store.get_nodes(node_ids=None if ids is None else list(ids)))
         docstore = self.index.docstore
         if ids is None:
             return list(docstore.docs.values())
         found = (docstore.get_node(i, raise_error=False) for i in dict.fromkeys(ids))
         return [n for n in found if n is not None]
+
+    @property
+    def lists_entries(self) -> bool:
+        """Whether every node can be listed (``entries()``): the docstore
+        can; a vector store holding the text only when it lists without ids
+        (Postgres' ``PGVectorStore`` needs ids or filters)."""
+        if not self._text_in_store:
+            return True
+        try:
+            from llama_index.vector_stores.postgres import PGVectorStore
+        except ImportError:  # pragma: no cover - the postgres extra is not installed
+            return True
+        return not isinstance(self.index.vector_store, PGVectorStore)
 
     def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The entries with these ids, or every entry (of ``namespace`` when given)."""

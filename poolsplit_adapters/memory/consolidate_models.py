@@ -23,7 +23,8 @@ in use; this module is imported only when a consolidation runs.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+import contextlib
+from typing import Any, Iterator, List, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
@@ -68,6 +69,13 @@ def _loggable(value: Any) -> Any:
     return repr(value)[:500]
 
 
+def _framework_object(value: Any, kind: type, who: str, what: str) -> Any:
+    """``value`` when it is a ``kind``, else the one TypeError both drivers raise."""
+    if not isinstance(value, kind):
+        raise TypeError("%s needs %s, got %s" % (who, what, type(value).__name__))
+    return value
+
+
 class LangChainDecider:
     """Drives a consolidation with a LangChain chat model's structured output.
 
@@ -85,9 +93,7 @@ class LangChainDecider:
     def __init__(self, model: Any) -> None:
         from langchain_core.language_models import BaseChatModel
 
-        if not isinstance(model, BaseChatModel):
-            raise TypeError("LangChainDecider needs a BaseChatModel, got %s" % type(model).__name__)
-        self.model = model
+        self.model = _framework_object(model, BaseChatModel, "LangChainDecider", "a BaseChatModel")
         self._structured = model.with_structured_output(ConsolidationPlan, include_raw=True)
 
     @staticmethod
@@ -124,45 +130,46 @@ class LangChainDecider:
 
 
 class LlamaIndexDecider:
-    """Drives a consolidation with a LlamaIndex LLM's ``structured_predict``.
-
-    Args:
-        llm: a ``llama_index.core.llms.LLM``.
+    """Drives a consolidation with a LlamaIndex LLM's ``structured_predict``
+    (``llm``: any ``llama_index.core.llms.LLM``; the memories go in as
+    template *values*, so braces in their text are never read as fields).
 
     Example::
 
         from llama_index.llms.openai import OpenAI
-        result = consolidate(candidates, existing, model=OpenAI(model="gpt-4.1-mini"))
+        result = consolidate(candidates, existing, model=LlamaIndexDecider(OpenAI(model="gpt-4.1-mini")))
     """
 
     def __init__(self, llm: Any) -> None:
         from llama_index.core.llms import LLM
         from llama_index.core.prompts import PromptTemplate
 
-        if not isinstance(llm, LLM):
-            raise TypeError("LlamaIndexDecider needs a llama_index LLM, got %s" % type(llm).__name__)
-        self.llm = llm
-        # The memories go in as template *values*, so braces in their text
-        # are never read as template fields.
+        self.llm = _framework_object(llm, LLM, "LlamaIndexDecider", "a llama_index LLM")
         self._template = PromptTemplate("{system}\n\n{payload}")
 
     def decide(self, prompt: ConsolidationPrompt) -> List[dict[str, Any]]:
-        try:
+        with _parsing():
             plan = self.llm.structured_predict(
                 ConsolidationPlan, self._template, system=prompt.system, payload=prompt.payload
             )
-        except (ValueError, ValidationError) as err:  # no JSON, or not the schema
-            raise MalformedOutput("the output does not parse as a plan: %s" % err) from err
         return _operations(plan)
 
     async def adecide(self, prompt: ConsolidationPrompt) -> List[dict[str, Any]]:
-        try:
+        with _parsing():
             plan = await self.llm.astructured_predict(
                 ConsolidationPlan, self._template, system=prompt.system, payload=prompt.payload
             )
-        except (ValueError, ValidationError) as err:
-            raise MalformedOutput("the output does not parse as a plan: %s" % err) from err
         return _operations(plan)
+
+
+@contextlib.contextmanager
+def _parsing() -> Iterator[None]:
+    """A structured prediction's parse failure (no JSON, or not the schema)
+    as a :class:`MalformedOutput`, reported like any malformed answer."""
+    try:
+        yield
+    except (ValueError, ValidationError) as err:
+        raise MalformedOutput("the output does not parse as a plan: %s" % err) from err
 
 
 def decider_for(model: Any) -> Decider:

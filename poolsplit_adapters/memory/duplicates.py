@@ -24,7 +24,7 @@ task):
   Two guards apply to both measures, because the most similar pairs of all
   are *updates*, not repeats ("staging DB is db-7" / "staging DB is db-9"):
   the two texts must carry the same **numbers and identifiers** (words with
-  a digit), the same **negations** ("not", "never", ...) and the same
+  a digit, paths, snake_case and dotted names, in the same order), the same **negations** ("not", "never", ...) and the same
   **linkers** ("and", "only", "except", ...). A change of value, polarity or
   extent is never merged; it is the consolidator's to supersede.
 
@@ -65,7 +65,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..poolsplit import MIN_WORD_LENGTH, STOPWORDS, default_is_active, entry_error
 from .expiry import moment_of
@@ -74,6 +74,7 @@ __all__ = [
     "SEEN",
     "OVERLAP_THRESHOLD",
     "JACCARD_FLOOR",
+    "MIN_NEAR_WORDS",
     "COSINE_THRESHOLD",
     "NEGATIONS",
     "LINKERS",
@@ -82,8 +83,10 @@ __all__ = [
     "DuplicateFinder",
     "Embed",
     "normalise_text",
+    "bucket",
     "content_words",
     "key_tokens",
+    "identifiers",
     "word_overlap",
     "jaccard",
     "record_repeat",
@@ -104,6 +107,11 @@ OVERLAP_THRESHOLD = 0.9
 #: candidate that adds more new words than it shares ("the framework is React
 #: and Vue" against "the framework is React") says something new.
 JACCARD_FLOOR = 0.5
+#: And the shorter text must have at least this many content words: in
+#: "user: keep this" / "user: keep that" every content word is shared
+#: ("this" and "that" are stopwords), yet they are two messages. Below it
+#: only an exact repeat is a duplicate.
+MIN_NEAR_WORDS = 3
 #: Cosine at or above which two embeddings are near duplicates, measured with
 #: :class:`~poolsplit_adapters.memory.hash_embedding.HashEmbedder` on the same
 #: set: precision 0.99 at recall 0.91 (held out 0.99 / 0.90); 0.80 merged 9
@@ -129,6 +137,9 @@ _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _DIGIT = re.compile(r"\d")
+# Inside one whitespace-separated token: a slash, an underscore, or a dot
+# between two word characters (one linear scan, no backtracking).
+_NAME_MARK = re.compile(r"[/_]|[^\W_]\.[^\W_]")
 
 #: A batch embedding function: texts -> one vector per text.
 Embed = Callable[[List[str]], Sequence[Sequence[float]]]
@@ -172,10 +183,32 @@ def key_tokens(text: str) -> FrozenSet[str]:
     return frozenset(t for t in _tokens(normalise_text(text)) if _DIGIT.search(t) or t in NEGATIONS or t in LINKERS)
 
 
+def identifiers(text: str) -> Tuple[str, ...]:
+    """The code-like names in ``text``, in order: paths (``/cart/merge``),
+    snake_case and dotted names (``retry_limit``, ``settings.timeout``).
+    Two texts that name different routes or settings say different things
+    however many other words they share ("sandbox returned 76 errors of type
+    /refunds" is not "... of type /checkout/confirm")."""
+    names = (token.strip(".,;:!?()[]{}'\"`") for token in normalise_text(text).split())
+    return tuple(dict.fromkeys(name.strip("/") for name in names if _NAME_MARK.search(name) and name.strip("/_.")))
+
+
+def _values_in_order(text: str) -> Tuple[Tuple[str, ...], FrozenSet[str]]:
+    """:func:`key_tokens` as a shelf key: the digit words and the
+    :func:`identifiers`, in the order they come (once each), then the
+    negations and linkers as a set. Order matters for values: "port 80
+    forwards to 443" and "port 443 forwards to 80" share every word and
+    mean the opposite."""
+    tokens = _tokens(normalise_text(text))
+    values = tuple(dict.fromkeys(t for t in tokens if _DIGIT.search(t))) + identifiers(text)
+    return values, frozenset(t for t in tokens if t in NEGATIONS or t in LINKERS)
+
+
 def word_overlap(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     """Shared words over the words of the smaller set, or 0.0 when the
-    Jaccard similarity is under :data:`JACCARD_FLOOR` (or a set is empty)."""
-    if not a or not b:
+    Jaccard similarity is under :data:`JACCARD_FLOOR` or the smaller set has
+    fewer than :data:`MIN_NEAR_WORDS` words."""
+    if min(len(a), len(b)) < MIN_NEAR_WORDS:
         return 0.0
     shared = len(a & b)
     if shared < JACCARD_FLOOR * len(a | b):
@@ -229,14 +262,30 @@ class Duplicate:
 class _Indexed:
     entry: Mapping[str, Any]
     words: FrozenSet[str]
-    keys: FrozenSet[str]
+    keys: Tuple[Tuple[str, ...], FrozenSet[str]]
     vector: Optional[Sequence[float]]
 
 
-def _bucket(entry: Mapping[str, Any]) -> Tuple[str, str]:
+#: (namespace, type, always-scope?, session): what a repeat must share with
+#: what it repeats. Scope is part of it so that nothing contextual (a model's
+#: note) is ever folded into, or recorded on, an always-scope correction; the
+#: ``session`` an entry belongs to (LlamaIndex's flushed chat) so that two
+#: sessions' identical lines stay two memories, each recalled by its session.
+_Bucket = Tuple[str, str, bool, str]
+
+
+def bucket(entry: Mapping[str, Any]) -> _Bucket:
+    """What a repeat must share with the entry it repeats: namespace, type
+    (default ``"note"``), whether it is always-scope, and its ``session``."""
     namespace = entry.get("namespace")
     kind = entry.get("type", "note")
-    return ("" if namespace is None else str(namespace), "note" if kind is None else str(kind))
+    session = entry.get("session")
+    return (
+        "" if namespace is None else str(namespace),
+        "note" if kind is None else str(kind),
+        entry.get("scope") == "always",
+        "" if session is None else str(session),
+    )
 
 
 def _content(entry: Any, index: Optional[int]) -> str:
@@ -248,9 +297,48 @@ def _content(entry: Any, index: Optional[int]) -> str:
     return text
 
 
+class _Shelf:
+    """The kept rows of one bucket that share the same key tokens (only those
+    can be near duplicates of each other), with a word index so a candidate
+    is compared with the rows sharing one of its rarer words, not all."""
+
+    def __init__(self) -> None:
+        self.rows: Dict[int, _Indexed] = {}
+        self.postings: Dict[str, Set[int]] = {}
+
+    def put(self, seq: int, row: _Indexed) -> None:
+        self.rows[seq] = row
+        for word in row.words:
+            self.postings.setdefault(word, set()).add(seq)
+
+    def drop(self, seq: int) -> None:
+        row = self.rows.pop(seq)
+        for word in row.words:
+            found = self.postings.get(word)
+            if found is not None:
+                found.discard(seq)
+                if not found:
+                    del self.postings[word]
+
+    def sharing(self, words: FrozenSet[str]) -> List[int]:
+        """The rows that can reach the Jaccard floor with ``words``: a row
+        sharing at least ``ceil(JACCARD_FLOOR * |words|)`` of them contains
+        one of the ``|words| - that + 1`` rarest (prefix filtering), in
+        kept order."""
+        if not words:
+            return []
+        need = max(1, math.ceil(JACCARD_FLOOR * len(words)))
+        rarest = sorted(words, key=lambda w: (len(self.postings.get(w, ())), w))[: len(words) - need + 1]
+        found: Set[int] = set()
+        for word in rarest:
+            found |= self.postings.get(word, set())
+        return sorted(found)
+
+
 class DuplicateFinder:
     """An incremental index of kept entries that tells whether a candidate
-    repeats one of them (exact or near), within namespace and type.
+    repeats one of them (exact or near), within namespace, type and scope
+    (a contextual entry never repeats an always-scope one).
 
     Args:
         entries: the kept entries to start from (inactive ones are skipped).
@@ -261,10 +349,17 @@ class DuplicateFinder:
             ``embed``.
         is_active: which entries may be kept (default: the core's).
 
-    :meth:`find` only reads; :meth:`add` records an entry once it is written;
-    :meth:`admit` does both for a batch, so a batch that repeats itself
-    writes its first copy only. The finder keeps the entries it was given (the
-    same objects) and never changes them.
+    :meth:`find` only reads; :meth:`add` records an entry once it is written,
+    :meth:`discard` forgets one (deleted, superseded); :meth:`admit` finds
+    and adds for a batch, so a batch that repeats itself writes its first
+    copy only. The finder keeps the entries it was given (the same objects)
+    and never changes them.
+
+    Cost: an exact match is one dictionary lookup; a near match by words
+    compares the candidate with the kept rows of its bucket that carry the
+    same numbers, negations and linkers and share one of its rarer words (a
+    word index), never with the whole store. With ``embed`` every row of that
+    shelf is compared (a cosine can be high without a shared word).
 
     Example::
 
@@ -292,8 +387,11 @@ class DuplicateFinder:
         self.embed = embed
         self.threshold = float(threshold)
         self.is_active = is_active
-        self._exact: Dict[Tuple[str, str, str], Mapping[str, Any]] = {}
-        self._buckets: Dict[Tuple[str, str], List[_Indexed]] = {}
+        self._exact: Dict[Tuple[str, str, bool, str, str], int] = {}
+        self._shelves: Dict[Tuple[_Bucket, Any], _Shelf] = {}
+        self._rows: Dict[int, Tuple[Tuple[_Bucket, Any], str, _Indexed]] = {}
+        self._by_id: Dict[str, List[int]] = {}
+        self._seq = 0
         self.extend(entries)
 
     def __repr__(self) -> str:
@@ -304,7 +402,7 @@ class DuplicateFinder:
         )
 
     def __len__(self) -> int:
-        return sum(len(rows) for rows in self._buckets.values())
+        return len(self._rows)
 
     def _vectors(self, texts: List[str]) -> List[Optional[Sequence[float]]]:
         if self.embed is None or not texts:
@@ -319,7 +417,7 @@ class DuplicateFinder:
         texts = [_content(entry, index) for index, entry in enumerate(entries)]
         vectors = self._vectors(texts)
         return [
-            _Indexed(entry, content_words(text), key_tokens(text), vector)
+            _Indexed(entry, content_words(text), _values_in_order(text), vector)
             for entry, text, vector in zip(entries, texts, vectors)
         ]
 
@@ -333,13 +431,43 @@ class DuplicateFinder:
         for row in self._indexed(live):
             self._keep(row)
 
+    def discard(self, entry_id: str) -> None:
+        """Forget every kept entry with this ``id`` (it was deleted,
+        superseded or retired): it can no longer be repeated."""
+        for seq in self._by_id.pop(entry_id, ()):
+            shelf_key, exact, _ = self._rows.pop(seq)
+            self._shelves[shelf_key].drop(seq)
+            if self._exact.get(shelf_key[0] + (exact,)) == seq:
+                del self._exact[shelf_key[0] + (exact,)]
+                # another kept row with the same text takes over, oldest first
+                for other in sorted(self._shelves[shelf_key].rows):
+                    if self._rows[other][1] == exact:
+                        self._exact[shelf_key[0] + (exact,)] = other
+                        break
+
+    def replace(self, entry: Mapping[str, Any]) -> None:
+        """Keep ``entry`` in place of the kept one with the same ``id`` (e.g.
+        after its ``seen`` grew); an inactive one is only discarded."""
+        entry_id = entry.get("id")
+        if isinstance(entry_id, str):
+            self.discard(entry_id)
+        self.add(entry)
+
     def _keeps(self, entry: Mapping[str, Any]) -> bool:
         return isinstance(entry, Mapping) and bool(self.is_active(entry))
 
     def _keep(self, row: _Indexed) -> None:
-        bucket = _bucket(row.entry)
-        self._exact.setdefault(bucket + (normalise_text(str(row.entry["content"])),), row.entry)
-        self._buckets.setdefault(bucket, []).append(row)
+        self._seq += 1
+        seq = self._seq
+        where = bucket(row.entry)
+        shelf_key = (where, row.keys)
+        exact = normalise_text(str(row.entry["content"]))
+        self._exact.setdefault(where + (exact,), seq)
+        self._shelves.setdefault(shelf_key, _Shelf()).put(seq, row)
+        self._rows[seq] = (shelf_key, exact, row)
+        entry_id = row.entry.get("id")
+        if isinstance(entry_id, str):
+            self._by_id.setdefault(entry_id, []).append(seq)
 
     def find(self, candidate: Mapping[str, Any]) -> Optional[Duplicate]:
         """The kept entry ``candidate`` repeats, or None.
@@ -353,14 +481,17 @@ class DuplicateFinder:
         return self._find(self._indexed([candidate])[0])
 
     def _find(self, row: _Indexed) -> Optional[Duplicate]:
-        bucket = _bucket(row.entry)
-        exact = self._exact.get(bucket + (normalise_text(str(row.entry["content"])),))
+        where = bucket(row.entry)
+        exact = self._exact.get(where + (normalise_text(str(row.entry["content"])),))
         if exact is not None:
-            return Duplicate(exact, DuplicateKind.EXACT, 1.0)
+            return Duplicate(self._rows[exact][2].entry, DuplicateKind.EXACT, 1.0)
+        shelf = self._shelves.get((where, row.keys))
+        if shelf is None:
+            return None
+        near = list(shelf.rows) if row.vector is not None else shelf.sharing(row.words)
         best: Optional[Tuple[Tuple[float, float], Mapping[str, Any]]] = None
-        for kept in self._buckets.get(bucket, ()):
-            if kept.keys != row.keys:
-                continue
+        for seq in near:
+            kept = shelf.rows[seq]
             rank = self._near(row, kept)
             if rank[0] >= self.threshold and (best is None or rank > best[0]):
                 best = (rank, kept.entry)
@@ -394,15 +525,14 @@ class DuplicateFinder:
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValueError("nearest k must be an int >= 0, got %r" % (k,))
         row = self._indexed([candidate])[0]
-        namespace, kind = _bucket(candidate)
+        namespace, kind = bucket(candidate)[:2]
         scored: List[Tuple[float, int, Mapping[str, Any]]] = []
-        order = 0
-        for (space, bucket_type), rows in self._buckets.items():
+        for seq in sorted(self._rows):
+            space, bucket_type = self._rows[seq][0][0][:2]
             if space != namespace or (not any_type and bucket_type != kind):
                 continue
-            for kept in rows:
-                scored.append((self._related(row, kept), order, kept.entry))
-                order += 1
+            kept = self._rows[seq][2]
+            scored.append((self._related(row, kept), seq, kept.entry))
         scored.sort(key=lambda item: (-item[0], item[1]))
         return [(entry, similarity) for similarity, _, entry in scored[:k]]
 

@@ -20,14 +20,17 @@ field: guessing would either keep a memory that was meant to go, or hide one
 that was meant to stay, and neither would show in any report.
 
 The selector's ``select`` takes an ``is_active`` predicate, so a host can
-drop expired entries today::
+drop expired entries with the plain core::
 
     select(entries, pools, context, is_active=active_at(now))
 
 :func:`active_at` composes with the core's ``default_is_active`` (status and
-``superseded_by``), so nothing the default excludes comes back. Entries it
-rejects are reported ``inactive`` by the core; a dedicated ``expired`` reason
-is the core's to add (it owns the reasons).
+``superseded_by``), so nothing the default excludes comes back. The core
+reports what it rejects as ``inactive``; the stores and adapters, which apply
+expiry themselves (:class:`ExpiryWatch` keeps a prepared index's view of it
+current), say which of those expired in ``selection.notes["expired"]`` (their
+ids, sorted). Stores delete expired entries with ``sweep_expired()``
+(``poolsplit sweep``).
 
 Example::
 
@@ -40,9 +43,11 @@ Example::
 from __future__ import annotations
 
 import datetime
-from typing import Any, Callable, Mapping, Optional, Union
+import heapq
+import threading
+from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Set, Tuple, Union
 
-from ..poolsplit import default_is_active, entry_error
+from ..poolsplit import Reason, Selection, default_is_active, entry_error
 
 __all__ = [
     "EXPIRES",
@@ -54,7 +59,14 @@ __all__ = [
     "is_expired",
     "is_active",
     "active_at",
+    "ExpiryWatch",
+    "EXPIRED_NOTE",
+    "note_expired",
 ]
+
+#: The key of ``Selection.notes`` that lists the ids of the entries left out
+#: because they expired (the core reports them ``inactive``).
+EXPIRED_NOTE = "expired"
 
 #: The entry key that holds the expiry time.
 EXPIRES = "expires"
@@ -178,3 +190,74 @@ def active_at(now: Optional[Moment] = None, *, base: IsActive = default_is_activ
         return is_active(entry, moment, base=base)
 
     return active
+
+
+def note_expired(selection: Selection, expired: Collection[str]) -> Selection:
+    """Record in ``selection.notes["expired"]`` the ids of ``expired`` that
+    the selection left out as inactive (nothing when there are none)."""
+    if expired:
+        ids = sorted(
+            str(d.entry.get("id"))
+            for d in selection.dropped
+            if d.reason is Reason.INACTIVE and d.entry.get("id") in expired
+        )
+        if ids:
+            selection.notes[EXPIRED_NOTE] = ids
+    return selection
+
+
+class ExpiryWatch:
+    """Expiry for a prepared index, whose ``is_active`` is judged when an
+    entry is added, not at each query.
+
+    :meth:`is_active` is the index's predicate: ``base`` and not expired at
+    :attr:`judged` (the latest time the store was asked about; ``start``,
+    default: none yet). It also
+    notes every ``expires`` it sees, so that :meth:`due`, called before each
+    query with the query's time, returns the ids that expired since: the
+    store re-reads those entries (``MemoryIndex.refresh``) and the index
+    drops them. Time only moves forward here: a query about an earlier
+    moment does not bring an expired entry back (use
+    :func:`~poolsplit_adapters.memory.validity.valid_at` for time travel).
+
+    Example::
+
+        watch = ExpiryWatch(start="2026-12-01T00:00:00Z")
+        index = MemoryIndex(entries, is_active=watch.is_active)
+        for entry_id in watch.due("2026-12-06T00:00:00Z"):
+            index.refresh(entry_by_id[entry_id])
+    """
+
+    def __init__(self, base: IsActive = default_is_active, *, start: Optional[Moment] = None) -> None:
+        self.base = base
+        # Until the first query says when "now" is, nothing has expired.
+        self.judged = datetime.datetime.min if start is None else moment_of(start)
+        self._heap: List[Tuple[datetime.datetime, str]] = []
+        #: ids of entries seen expired (some may have been deleted since)
+        self.expired: Set[str] = set()
+        self._lock = threading.Lock()
+
+    def is_active(self, entry: Mapping[str, Any]) -> bool:
+        """``base(entry)`` and not expired at :attr:`judged`."""
+        moment = expires_at(entry)
+        if moment is not None:
+            entry_id = str(entry.get("id"))
+            with self._lock:
+                if moment <= self.judged:
+                    self.expired.add(entry_id)
+                    return False
+                heapq.heappush(self._heap, (moment, entry_id))
+        return bool(self.base(entry))
+
+    def due(self, now: Optional[Moment] = None) -> List[str]:
+        """Move :attr:`judged` to ``now`` (if later) and return the ids whose
+        ``expires`` came at or before it since the last call."""
+        moment = moment_of(now)
+        found: Dict[str, None] = {}
+        with self._lock:
+            if moment > self.judged:
+                self.judged = moment
+            while self._heap and self._heap[0][0] <= self.judged:
+                found[heapq.heappop(self._heap)[1]] = None
+            self.expired.update(found)
+        return list(found)

@@ -7,8 +7,13 @@ keep) passes one gate, which refuses:
 
 * ``empty``: nothing but whitespace;
 * ``oversized``: longer than ``max_chars`` (a raw dump is not a memory);
-* ``duplicate``: the same content (case and spacing aside) is already stored
-  in that namespace, or comes twice in one batch;
+* ``duplicate``: the same content (case, spacing and Unicode compatibility
+  forms aside), or the same claim in other words, is already stored in that
+  namespace with that type, or comes twice in one batch. The store decides
+  (:meth:`StoreVerbs.write <poolsplit_adapters.stores.base.StoreVerbs.write>`,
+  through :mod:`~poolsplit_adapters.memory.duplicates`): it keeps one entry
+  and records the repeat's source and time in that entry's ``seen``;
+  :meth:`WriteGate.repeated` marks the proposals it answered for;
 * ``always_scope``: anything claiming ``scope: "always"``. Always-scope
   entries are behavioural corrections, curated by the host, never written by
   a model.
@@ -51,6 +56,8 @@ from enum import Enum
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from ..poolsplit import entry_error
+from .duplicates import normalise_text
+from .expiry import EXPIRES, entry_time
 
 __all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "check_write", "utc_stamp"]
 
@@ -79,8 +86,8 @@ def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:
 def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise :class:`~poolsplit_adapters.EntryError` (naming the entry and
     field) for what no write path may store: blank ``content``, a ``scope``
-    that is ``"always"`` only up to case or spaces, a ``created`` that does
-    not parse as ISO-8601. The core's :func:`~poolsplit_adapters.check_entry`
+    that is ``"always"`` only up to case or spaces, a ``created`` or an
+    ``expires`` that does not parse as ISO-8601. The core's :func:`~poolsplit_adapters.check_entry`
     (types) is the caller's other check; this one is about meaning.
 
     Example::
@@ -104,6 +111,7 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
             "is %r, not exactly %r: scope is exact, so it would be stored as contextual and never load first"
             % (scope, ALWAYS),
         )
+    entry_time(entry, EXPIRES, index)  # a malformed expiry would keep or hide the entry silently
     created = entry.get("created")
     if isinstance(created, str) and created:
         try:
@@ -124,6 +132,8 @@ class Proposal:
 
     entry: Dict[str, Any]
     refused: Optional[Refusal] = None
+    #: for a duplicate, the id of the entry it repeats (kept instead)
+    kept: Optional[str] = None
 
     @property
     def key(self) -> str:
@@ -191,8 +201,10 @@ class WriteGate:
 
     @staticmethod
     def normalise(content: str) -> str:
-        """The form duplicates are compared in: case-folded, spaces collapsed."""
-        return _SPACE.sub(" ", content).strip().casefold()
+        """The form duplicates are compared in (the one rule,
+        :func:`~poolsplit_adapters.memory.duplicates.normalise_text`): NFKC,
+        case-folded, spaces collapsed."""
+        return normalise_text(content)
 
     def key(self, content: str, *, type: str, namespace: Optional[str], owner: Optional[str] = None) -> str:
         """The content key: ``<type>-<hash of namespace, type, normalised
@@ -244,6 +256,22 @@ class WriteGate:
         return Proposal(entry)
 
     @staticmethod
+    def repeated(proposals: Sequence[Proposal], kept: Sequence[Optional[str]]) -> List[Proposal]:
+        """``proposals`` with those the store kept as repeats marked
+        ``duplicate``: ``kept`` holds, for each accepted proposal in order,
+        the id of the entry it repeats, or None when it was written (the
+        answer of ``StoreVerbs.write``, ``WriteReport.kept``)."""
+        answers = iter(kept)
+        out = []
+        for p in proposals:
+            if p.refused is None:
+                kept_id = next(answers, None)
+                if kept_id is not None:
+                    p = replace(p, refused=Refusal.DUPLICATE, kept=kept_id)
+            out.append(p)
+        return out
+
+    @staticmethod
     def settle(proposals: Sequence[Proposal], existing: Collection[str]) -> List[Proposal]:
         """Mark as duplicates the proposals whose key is already stored
         (``existing``) or was proposed earlier in the same batch."""
@@ -251,7 +279,7 @@ class WriteGate:
         out = []
         for p in proposals:
             if p.refused is None and p.key in seen:
-                p = replace(p, refused=Refusal.DUPLICATE)
+                p = replace(p, refused=Refusal.DUPLICATE, kept=p.key)
             elif p.refused is None:
                 seen.add(p.key)
             out.append(p)

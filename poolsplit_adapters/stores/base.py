@@ -16,15 +16,24 @@ inherits every verb (``add``, ``get``, ``supersede``, ``delete``,
   :func:`~poolsplit_adapters.memory.write_gate.check_write`, plain JSON),
   assigns ``id`` (a new random one) and ``created`` (now, UTC) when missing,
   never mutates what the caller passed, and refuses an id that is stored
-  already (:class:`DuplicateEntry`, naming every such id, so a writer that
-  raced another with the same content can count it instead of failing) or
-  repeated in the batch: nothing is written then.
-* **supersede** (the one semantics): the old entry must exist and must not
-  be superseded already (supersede the newer one instead); the new entry
-  must have an id of its own. In one write, the old entry gets
-  ``superseded_by`` (the new id) and stays for audit, never loading again
-  under the default ``is_active``; the new one records ``supersedes`` (the
-  old id).
+  already or repeated in the batch: nothing is written then.
+* **supersede** (the one semantics, :func:`~poolsplit_adapters.memory.validity.supersede`):
+  the old entry must exist and must not be superseded already (supersede
+  the newer one instead); the new entry must have an id of its own. In one
+  write, the old entry gets ``superseded_by`` (the new id), ``valid_until``
+  (when the new one became valid: its ``valid_from``, else its ``created``)
+  and ``closed_source`` (the new one's ``source``), and stays for audit and
+  :meth:`~StoreVerbs.history`, never loading again under the default
+  ``is_active``; the new one records ``supersedes`` (the old id) and
+  ``valid_from``.
+* **write** is ``add`` with its report: an entry that repeats a stored
+  active one (exact or near, within namespace, type and scope; see
+  :mod:`~poolsplit_adapters.memory.duplicates`) is not stored again; the
+  kept entry's ``seen`` records the repeat's ``source`` and ``created``,
+  and nothing a scorer reads changes.
+* **history** returns an entry's version chain with sources and times;
+  **forget** (``namespace=``) deletes a subject's every entry and version;
+  **sweep_expired** deletes what expired.
 * **delete** forgets an entry for good and, by default, the older versions
   it superseded (they hold earlier wordings of the same memory): it follows
   ``supersedes`` back. False when there was no such entry.
@@ -38,17 +47,34 @@ forgetting", not amnesia).
 
 from __future__ import annotations
 
+import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
+from ..memory.consolidate import ConsolidationOp, ConsolidationResult
+from ..memory.consolidate import consolidate as consolidate_entries
+from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
+from ..memory.expiry import Moment, is_expired, moment_of
+from ..memory.validity import Version, history, supersede, valid_from
 from ..memory.write_gate import check_write, utc_stamp
-from ..poolsplit import EntryError, Pool, Selection, check_entry, entry_error
+from ..poolsplit import EntryError, Pool, Selection, check_entry, default_is_active, entry_error
 from .checks import storable_text, stored_copy
 
-__all__ = ["Change", "DuplicateEntry", "EntryNotFound", "MemoryStore", "StoreVerbs", "prepare_entries"]
+__all__ = [
+    "Change",
+    "DuplicateEntry",
+    "EntryNotFound",
+    "MemoryStore",
+    "StoreVerbs",
+    "WriteReport",
+    "live",
+    "prepare_entries",
+    "settle_repeats",
+    "sighting",
+]
 
 
 class EntryNotFound(KeyError):
@@ -142,10 +168,19 @@ class Change:
 
     Attributes:
         insert: new entries, checked and stamped (:func:`prepare_entries`);
-            their ids must not be stored yet.
+            their ids must not be stored yet, except by an entry with the
+            same text (an exact duplicate written concurrently: it becomes
+            a repeat, so two processes demoting the same turn keep one entry).
         retire: ``(old id, new id)`` pairs: the old entry must be stored and
             not superseded; it gets ``superseded_by = new id``.
         forget: ids to delete for good.
+        replace: new versions of stored, active entries (a consolidator's
+            retirement or recorded repeat), written as given.
+        repeat: ``(kept id, candidate)`` pairs: the candidate repeats the kept
+            entry, whose ``seen`` gets the candidate's provenance
+            (:func:`~poolsplit_adapters.memory.duplicates.record_repeat`); if
+            the kept entry is gone or no longer active when the change
+            applies, the candidate is inserted instead (nothing is lost).
 
     A store's :meth:`StoreVerbs.commit` reads the stored versions of
     :attr:`touched` (inside its transaction, where it has one), calls
@@ -160,17 +195,40 @@ class Change:
     insert: Tuple[Dict[str, Any], ...] = ()
     retire: Tuple[Tuple[str, str], ...] = ()
     forget: Tuple[str, ...] = ()
+    repeat: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
+    replace: Tuple[Dict[str, Any], ...] = ()
+    #: Filled by :meth:`rows`: inserted ids found stored with the same text
+    #: when the change applied (another writer of the same content got there
+    #: first): they became repeats, and :meth:`StoreVerbs.write` reports them so.
+    raced: List[str] = field(default_factory=list, compare=False)
 
     @property
     def touched(self) -> List[str]:
         """The ids whose stored versions :meth:`verify` needs."""
-        return [e["id"] for e in self.insert] + [old for old, _ in self.retire]
+        return (
+            [e["id"] for e in self.insert]
+            + [old for old, _ in self.retire]
+            + [kept for kept, _ in self.repeat if kept not in {e["id"] for e in self.insert}]
+            + [e["id"] for e in self.replace]
+        )
 
     def verify(self, stored: Iterable[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
         """The stored versions by id, once the change is known to apply;
         else the error (nothing written)."""
         current = {str(e["id"]): dict(e) for e in stored}
-        self.refuse_stored([n for n, entry in enumerate(self.insert) if entry["id"] in current])
+        self.refuse_stored(
+            [
+                n
+                for n, entry in enumerate(self.insert)
+                if entry["id"] in current and not _same_text(current[entry["id"]], entry)
+            ]
+        )
+        for entry in self.replace:
+            found = current.get(entry["id"])
+            if found is None:
+                raise EntryNotFound(entry["id"])
+            if not live(found):
+                raise ValueError("entry %r is no longer active; it cannot be changed" % entry["id"])
         for old_id, _ in self.retire:
             old = current.get(old_id)
             if old is None:
@@ -186,27 +244,160 @@ class Change:
         (found stored already), when there are any."""
         if positions:
             first = positions[0]
-            raise DuplicateEntry(self.insert[first], first, [str(self.insert[n]["id"]) for n in positions])
+            raise DuplicateEntry(self.insert[first], None, [str(self.insert[n]["id"]) for n in positions])
 
     def rows(self, current: Mapping[str, Mapping[str, Any]]) -> List[Dict[str, Any]]:
         """Every entry to write, as stored: the retired old versions (with
-        ``superseded_by``), then the inserted ones."""
+        ``superseded_by``), the kept entries with their repeats recorded,
+        then the inserted ones."""
         retired = []
+        opened: Dict[str, Dict[str, Any]] = {}
+        news = {e["id"]: e for e in self.insert}
         for old_id, new_id in self.retire:
-            old = dict(current[old_id])
-            old["superseded_by"] = new_id
-            retired.append(stored_copy(old)[1])
-        return retired + [dict(e) for e in self.insert]
+            if new_id in news:
+                # The one supersede semantics (validity.supersede): the old
+                # version closes when the new one opens, and says who closed it.
+                closed, opened[new_id] = _superseded(current[old_id], opened.get(new_id, news[new_id]))
+            else:
+                closed = dict(current[old_id])
+                closed["superseded_by"] = new_id
+            retired.append(stored_copy(closed)[1])
+        inserted: Dict[str, Dict[str, Any]] = {}
+        kept: Dict[str, Dict[str, Any]] = {}
+        for entry in self.insert:
+            if entry["id"] in current:  # the same text, already stored: a repeat of it
+                self.raced.append(str(entry["id"]))
+                kept[entry["id"]] = _repeated(kept.get(entry["id"]) or dict(current[entry["id"]]), entry)
+            else:
+                inserted[entry["id"]] = stored_copy(opened.get(entry["id"], entry))[1]
+        for kept_id, candidate in self.repeat:
+            if kept_id in inserted:  # repeats an earlier entry of the same write
+                inserted[kept_id] = _repeated(inserted[kept_id], candidate)
+                continue
+            target = kept.get(kept_id) or current.get(kept_id)
+            if target is None or (not live(target) and kept_id != candidate["id"]):
+                if candidate["id"] not in current:
+                    inserted.setdefault(candidate["id"], dict(candidate))
+                continue
+            kept[kept_id] = _repeated(dict(target), candidate)
+        replaced = [stored_copy(e)[1] for e in self.replace]
+        return retired + replaced + [stored_copy(e)[1] for e in kept.values()] + list(inserted.values())
+
+
+def _with_raced(report: WriteReport, change: Change, store: StoreVerbs) -> WriteReport:
+    """``report`` with the inserts another writer had stored first counted as
+    repeats of what it stored (exact: the same id and text)."""
+    repeated = {position for position, _ in report.duplicates}
+    raced = set(change.raced)
+    extra = []
+    for position, entry_id in enumerate(report.ids):
+        if position not in repeated and entry_id in raced:
+            kept = store.get(entry_id)
+            if kept is not None:
+                extra.append((position, Duplicate(kept, DuplicateKind.EXACT, 1.0)))
+    return WriteReport(report.ids, sorted(report.duplicates + extra, key=lambda pair: pair[0]))
+
+
+def unmatched_ids(prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]]) -> List[str]:
+    """The ids of the entries no kept one matched (to look up by id)."""
+    return [str(e["id"]) for e, hit in zip(prepared, hits) if hit is None]
+
+
+def same_id_repeats(
+    prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]], stored: Iterable[Mapping[str, Any]]
+) -> List[Optional[Duplicate]]:
+    """``hits``, with an entry whose id is stored already with the same text
+    (a re-import, a retried write; also of an inactive version, which the
+    finder does not match) counted as an exact repeat of it."""
+    by_id = {str(e["id"]): e for e in stored}
+    out = list(hits)
+    for position, (entry, hit) in enumerate(zip(prepared, hits)):
+        found = by_id.get(str(entry["id"])) if hit is None else None
+        if found is not None and _same_text(found, entry):
+            out[position] = Duplicate(found, DuplicateKind.EXACT, 1.0)
+    return out
+
+
+def settle_repeats(
+    prepared: Sequence[Dict[str, Any]], hits: Sequence[Optional[Duplicate]]
+) -> Tuple[Change, WriteReport]:
+    """The change and the report of a write, given each prepared entry's
+    match (``DuplicateFinder.admit``): matched entries become repeats of the
+    kept ones, the rest are inserted (an id given twice among those is an
+    :class:`EntryError`)."""
+    fresh: List[Dict[str, Any]] = []
+    repeats: List[Tuple[str, Dict[str, Any]]] = []
+    seen: set[str] = set()
+    for position, (entry, hit) in enumerate(zip(prepared, hits)):
+        if hit is None:
+            if entry["id"] in seen:
+                raise entry_error(entry, position, "id", "repeats an earlier entry of the same batch")
+            seen.add(entry["id"])
+            fresh.append(entry)
+        else:
+            repeats.append((str(hit.kept["id"]), entry))
+    report = WriteReport(
+        ids=[str(entry["id"] if hit is None else hit.kept["id"]) for entry, hit in zip(prepared, hits)],
+        duplicates=[(position, hit) for position, hit in enumerate(hits) if hit is not None],
+    )
+    return Change(insert=tuple(fresh), repeat=tuple(repeats)), report
+
+
+def _superseded(old: Mapping[str, Any], new: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
+    """:func:`~poolsplit_adapters.memory.validity.supersede` at the moment
+    the new version became valid, or, when that is before the old one
+    opened (a new entry written with a back-dated ``created``), at the old
+    one's start: a version is never closed before it opened."""
+    starts = [t for t in (valid_from(old), valid_from(new)) if t is not None]
+    # Both read as the core reads ``created`` (an offset dropped), so the
+    # closing time is compared with the old start by one rule.
+    return supersede(old, new, at=utc_stamp(max(starts)) if starts else None)
+
+
+def live(entry: Mapping[str, Any], now: Optional[Any] = None) -> bool:
+    """Whether ``entry`` can be repeated (and so absorb a duplicate): the
+    core's ``default_is_active`` and not expired at ``now`` (default: now)."""
+    return bool(default_is_active(entry)) and not is_expired(entry, now)
+
+
+def _same_text(stored: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
+    return (
+        bucket(stored) == bucket(entry)
+        and isinstance(stored.get("content"), str)
+        and normalise_text(str(stored["content"])) == normalise_text(str(entry["content"]))
+    )
+
+
+def sighting(candidate: Mapping[str, Any]) -> Tuple[str, str]:
+    """``(source, at)`` of a repeat: the candidate's ``source`` (``"unknown"``
+    when it has none) and its ``created`` (stamped on every prepared entry)."""
+    source = candidate.get("source")
+    at = candidate.get("created")
+    return (source if isinstance(source, str) and source else "unknown", str(at) if at else utc_stamp())
+
+
+def _repeated(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> Dict[str, Any]:
+    if kept.get("source") == candidate.get("source") and kept.get("created") == candidate.get("created"):
+        return dict(kept)  # the kept entry's own first sighting (a retried write, a re-import)
+    source, at = sighting(candidate)
+    return record_repeat(kept, source=source, at=at)
 
 
 def prepare_entries(
-    entries: Iterable[Mapping[str, Any]], stamp: str, extra: Optional[Mapping[str, Any]] = None
+    entries: Iterable[Mapping[str, Any]],
+    stamp: str,
+    extra: Optional[Mapping[str, Any]] = None,
+    *,
+    unique: bool = True,
 ) -> List[Dict[str, Any]]:
     """The entries as a store writes them: each checked (the core's
     ``check_entry``, :func:`check_write`, plain JSON), with ``id`` and
     ``created`` assigned when missing and ``extra`` fields set; fresh dicts,
     the caller's untouched. Raises :class:`EntryError` naming the entry
-    (position, id) and field; ``TypeError`` for a single mapping."""
+    (position, id) and field; ``TypeError`` for a single mapping.
+    ``unique=False`` leaves the check that no id repeats in the batch to the
+    caller (:meth:`StoreVerbs.write` first folds repeated texts, whose
+    content-derived ids are equal, into one entry)."""
     if isinstance(entries, Mapping):
         raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
     prepared: List[Dict[str, Any]] = []
@@ -223,11 +414,55 @@ def prepare_entries(
             copy["created"] = stamp
         copy.update(extra or {})
         copy = stored_copy(copy, position)[1]
-        if copy["id"] in seen:
+        if unique and copy["id"] in seen:
             raise entry_error(copy, position, "id", "repeats an earlier entry of the same batch")
         seen.add(copy["id"])
         prepared.append(copy)
     return prepared
+
+
+#: Finders are kept per store and changed by every write: one lock for all
+#: (held for index lookups only, never across a store's I/O).
+_FINDERS = threading.RLock()
+
+
+@dataclass(frozen=True)
+class WriteReport:
+    """What one :meth:`StoreVerbs.write` did.
+
+    Attributes:
+        ids: for each entry given, in order, the id it is stored under (the
+            kept entry's, for a repeat).
+        duplicates: ``(position, match)`` of every entry that repeated a
+            kept one (stored or earlier in the batch) and was not stored.
+
+    Example::
+
+        report = store.write([{"content": "Hi"}, {"content": "hi "}])
+        report.ids[0] == report.ids[1], report.to_dict()   # (True, {'written': 1, 'refused': {'duplicate': 1}})
+    """
+
+    ids: List[str]
+    duplicates: List[Tuple[int, Duplicate]]
+
+    @property
+    def kept(self) -> List[Optional[str]]:
+        """For each entry given, the id of the entry it repeats, or None
+        when it was stored (what :meth:`WriteGate.repeated
+        <poolsplit_adapters.memory.WriteGate.repeated>` takes)."""
+        repeats = {position: str(hit.kept["id"]) for position, hit in self.duplicates}
+        return [repeats.get(position) for position in range(len(self.ids))]
+
+    @property
+    def written(self) -> List[str]:
+        """The ids of the entries stored by this write."""
+        repeated = {position for position, _ in self.duplicates}
+        return [i for position, i in enumerate(self.ids) if position not in repeated]
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The write gate's counts (as :class:`~poolsplit_adapters.memory.GateReport`)."""
+        refused = {"duplicate": len(self.duplicates)} if self.duplicates else {}
+        return {"written": len(self.written), "refused": refused}
 
 
 class StoreVerbs(ABC):
@@ -252,6 +487,9 @@ class StoreVerbs(ABC):
                     self.rows.pop(gone, None)
     """
 
+    #: (version, finder) of :meth:`duplicate_finder`, kept between writes.
+    _finder: Optional[Tuple[Any, DuplicateFinder]] = None
+
     # -- the primitives --------------------------------------------------------------
 
     @abstractmethod
@@ -265,6 +503,11 @@ class StoreVerbs(ABC):
         stored versions of its touched ids, then write :meth:`Change.rows`
         and delete :attr:`Change.forget`."""
 
+    @property
+    @abstractmethod
+    def version(self) -> Any:
+        """Changes whenever the content changes (equal values: same content)."""
+
     def stamp(self) -> str:
         """The ``created`` given to an entry without one (now, UTC)."""
         return utc_stamp()
@@ -274,18 +517,161 @@ class StoreVerbs(ABC):
     def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
         """Store entries in one write; return their ids (module rules).
 
+        An entry that repeats a stored one (or an earlier one of the batch)
+        is not stored again: its id in the answer is the kept entry's, and
+        the kept entry's ``seen`` records the repeat (:meth:`write` says
+        which were repeats).
+
         Raises:
-            DuplicateEntry: an ``id`` already in the store (an
-                ``EntryError`` naming it; ``ids`` holds every such id);
-                nothing is written then.
-            EntryError: a malformed entry, or an ``id`` repeated in the
-                batch (named by position, id and field); nothing is written.
+            EntryError: a malformed entry, or an ``id`` already in the store
+                or repeated in the batch with other text (named by position,
+                id and field); nothing is written then.
             TypeError: a single mapping instead of an iterable of them.
         """
-        change = self.adding(entries)
-        if change.insert:
+        return self.write(entries).ids
+
+    def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
+        """:meth:`add`, answering what happened to each entry: the one write
+        gate of every store. Each entry is checked and stamped
+        (:func:`prepare_entries`), then compared with the stored active
+        entries of its namespace, type and scope
+        (:class:`~poolsplit_adapters.memory.duplicates.DuplicateFinder`:
+        exact after normalising, near by word overlap at the measured
+        threshold); a repeat adds its ``source`` and ``created`` to the kept
+        entry's ``seen`` and changes nothing a scorer reads.
+
+        Example::
+
+            report = store.write([{"type": "note", "content": "User prefers dark mode."},
+                                  {"type": "note", "content": "Note: the user prefers dark mode"}])
+            report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
+        """
+        prepared = self.preparing(entries)
+        with _FINDERS:
+            hits = self.duplicate_finder(prepared).admit(prepared)
+        hits = same_id_repeats(prepared, hits, self.read(unmatched_ids(prepared, hits)))
+        change, report = settle_repeats(prepared, hits)
+        if change.insert or change.repeat:
+            self._commit_tracked(change)
+        return _with_raced(report, change, self) if change.raced else report
+
+    def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+        """The entries as :meth:`write` compares them: checked and stamped,
+        ids not yet checked for repeats (async twins reuse it)."""
+        if isinstance(entries, Mapping):
+            raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
+        return prepare_entries(entries, self.stamp(), unique=False)
+
+    def consolidate(
+        self, entries: Iterable[Mapping[str, Any]], *, model: Any, at: Optional[Moment] = None, nearest: int = 5
+    ) -> Tuple[WriteReport, ConsolidationResult]:
+        """:meth:`write` with the host's model as consolidator: the entries
+        that repeat nothing (exact or near) are shown to ``model`` beside
+        their ``nearest`` active neighbours
+        (:func:`~poolsplit_adapters.memory.consolidate.consolidate`: small
+        integer handles, every operation validated), and the accepted
+        operations are applied: ``add`` writes the entry, ``update``
+        supersedes (validity times, history kept), ``retire`` closes an
+        entry, ``noop`` records a repeat. What no accepted operation
+        disposed of is written as :meth:`write` would; an operation the
+        store refuses when it applies (the target changed meanwhile) leaves
+        its entry to that ordinary write too. Nothing is lost.
+
+        Example::
+
+            report, result = store.consolidate(candidates, model=chat_model)
+            result.to_dict()    # {'accepted': {'update': 1}, 'refused': {}, 'unresolved': 0}
+        """
+        prepared = self.preparing(entries)
+        with _FINDERS:
+            finder = self.duplicate_finder(prepared)
+            hits = [finder.find(entry) for entry in prepared]
+            shown: Dict[str, Mapping[str, Any]] = {}
+            for entry, hit in zip(prepared, hits):
+                if hit is None:
+                    for neighbour, _ in finder.nearest(entry, nearest):
+                        shown.setdefault(str(neighbour["id"]), neighbour)
+        fresh = [entry for entry, hit in zip(prepared, hits) if hit is None]
+        result = consolidate_entries(
+            fresh, [dict(e) for e in shown.values() if e["id"] not in {c["id"] for c in fresh}], model=model, at=at
+        )
+        left = set(result.unresolved)
+        for op in result.accepted:
+            if op.op is ConsolidationOp.ADD:
+                left.add(op.candidate if op.candidate is not None else -1)
+                continue
+            target = None if op.target is None else op.target["id"]
+            change = Change(
+                insert=tuple(w for w in op.writes if w["id"] != target),
+                replace=tuple(w for w in op.writes if w["id"] == target),
+            )
+            try:
+                if change.insert or change.replace:
+                    self._commit_tracked(change)
+            except (EntryError, EntryNotFound, ValueError):
+                if op.candidate is not None:
+                    left.add(op.candidate)
+        rest = [fresh[i] for i in sorted(left) if 0 <= i < len(fresh)]
+        # The repeats and the unresolved entries take the ordinary path (the
+        # report is that write's: what was stored, what repeated).
+        ordinary = [e for e, hit in zip(prepared, hits) if hit is not None] + rest
+        return (self.write(ordinary) if ordinary else WriteReport([], [])), result
+
+    # -- the duplicates index ------------------------------------------------------------
+
+    def duplicate_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """A :class:`~poolsplit_adapters.memory.duplicates.DuplicateFinder`
+        over the stored active entries ``candidates`` could repeat (called
+        under a lock; the finder may be kept and is changed by ``admit``).
+
+        The default keeps one finder per store, built from :meth:`read` once
+        and kept in step with this object's own writes; it is rebuilt only
+        when :attr:`version` shows a change made elsewhere. So a write costs
+        a word-index lookup, not a read of the store. A store that cannot
+        list its entries (a vector store without a listing API) is compared
+        by id only: an exact repeat with a content-derived id (the write
+        gate's) is still found.
+        """
+        version = self.version
+        cached = self._finder
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        try:
+            stored = self.read()
+        except TypeError:  # cannot list: compare with what the candidates' ids name
+            stored = self.read([str(c["id"]) for c in candidates])
+            return DuplicateFinder(stored, is_active=live)
+        finder = DuplicateFinder(stored, is_active=live)
+        self._finder = (version, finder)
+        return finder
+
+    def _commit_tracked(self, change: Change) -> None:
+        """:meth:`commit`, then the kept finder brought along when nothing
+        else changed the store meanwhile (else it is dropped, and rebuilt
+        on the next write)."""
+        with _FINDERS:
+            cached = self._finder
+        if cached is None:
             self.commit(change)
-        return [e["id"] for e in change.insert]
+            return
+        before = self.version
+        try:
+            self.commit(change)
+        finally:
+            with _FINDERS:
+                self._finder = None  # until brought along below
+        with _FINDERS:
+            if cached[0] != before:
+                return
+            finder = cached[1]
+            for old_id, _ in change.retire:
+                finder.discard(old_id)
+            for gone in change.forget:
+                finder.discard(gone)
+            written = self.read([str(e["id"]) for e in change.insert] + [kept for kept, _ in change.repeat])
+            for entry in written:
+                finder.replace(entry)
+            self._finder = (self.version, finder)
 
     def adding(self, entries: Iterable[Mapping[str, Any]]) -> Change:
         """The :class:`Change` that :meth:`add` commits (async twins reuse it)."""
@@ -320,7 +706,7 @@ class StoreVerbs(ABC):
                 another stored id.
         """
         change = self.superseding(entry_id, new_entry)
-        self.commit(change)
+        self._commit_tracked(change)
         return str(change.insert[0]["id"])
 
     def delete(self, entry_id: str, *, history: bool = True) -> bool:
@@ -334,5 +720,79 @@ class StoreVerbs(ABC):
             found = self.read([earlier]) if history and isinstance(earlier, str) else []
         if not doomed:
             return False
-        self.commit(Change(forget=tuple(doomed)))
+        self._commit_tracked(Change(forget=tuple(doomed)))
         return True
+
+    # -- history, forgetting, expiry -------------------------------------------------
+
+    def history(self, entry_id: str) -> List[Version]:
+        """The version chain ``entry_id`` belongs to, oldest to newest, each
+        with its source and validity times
+        (:func:`~poolsplit_adapters.memory.validity.history`, the one
+        semantics). Read by id along ``supersedes`` / ``superseded_by``, so it
+        works on stores that cannot list their entries.
+
+        Raises:
+            UnknownEntryError: no entry ``entry_id`` in the store.
+
+        Example::
+
+            store.supersede(old_id, {"type": "fact", "content": "staging DB is db-9"})
+            [(v.id, v.source, v.valid_until) for v in store.history(old_id)]
+        """
+        found: Dict[str, Dict[str, Any]] = {}
+        todo = [entry_id]
+        while todo:
+            batch = [i for i in dict.fromkeys(todo) if i not in found]
+            todo = []
+            for entry in self.read(batch) if batch else []:
+                found[str(entry["id"])] = entry
+                for link in (entry.get("supersedes"), entry.get("superseded_by")):
+                    if isinstance(link, str) and link not in found:
+                        todo.append(link)
+        return history(list(found.values()), entry_id)
+
+    def forget(self, *, namespace: str) -> int:
+        """Delete every entry of ``namespace`` for good (every version: the
+        history goes with them); return how many. What a person asks for
+        when they say "forget me": afterwards no read of this store (search,
+        recall, ``history``, ``entries``, export) returns any of it.
+
+        Raises:
+            ValueError: ``namespace`` is not a non-empty string.
+        """
+        if not isinstance(namespace, str) or not namespace:
+            raise ValueError("forget namespace must be a non-empty string, got %r" % (namespace,))
+        doomed = [str(e["id"]) for e in self.read(None, namespace)]
+        if doomed:
+            self._commit_tracked(Change(forget=tuple(doomed)))
+        return len(doomed)
+
+    def expired(self, now: Optional[Moment] = None) -> List[Dict[str, Any]]:
+        """The stored entries whose ``expires`` is at or before ``now``
+        (default: now), in store order."""
+        moment = moment_of(now)
+        return [e for e in self.read() if is_expired(e, moment)]
+
+    def sweep_expired(self, now: Optional[Moment] = None) -> List[str]:
+        """Delete the entries expired at ``now`` (default: now) and the older
+        versions they superseded, in one write; return their ids.
+
+        Example::
+
+            store.sweep_expired()            # what expired is gone
+        """
+        stored = {str(e["id"]): e for e in self.read()}
+        moment = moment_of(now)
+        doomed: List[str] = []
+        for entry_id, entry in stored.items():
+            if not is_expired(entry, moment):
+                continue
+            key: Optional[str] = entry_id
+            while key is not None and key in stored and key not in doomed:
+                doomed.append(key)
+                back = stored[key].get("supersedes")
+                key = back if isinstance(back, str) else None
+        if doomed:
+            self._commit_tracked(Change(forget=tuple(doomed)))
+        return doomed

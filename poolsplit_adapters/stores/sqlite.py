@@ -48,6 +48,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, Optional, Union
 
 from ..index import MemoryIndex
+from ..memory.expiry import ExpiryWatch, note_expired
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import IsActive, Pool, Selection, TokenCounter, default_is_active, default_token_counter
 from .base import Change, EntryNotFound, StoreVerbs
@@ -307,7 +308,8 @@ class SQLiteMemoryStore(StoreVerbs):
             pass :func:`~poolsplit_adapters.tokens.default_counter`).
         is_active: activeness predicate for selection (default: the core's).
         timeout: seconds to wait for another process's write lock.
-        clock: the time stamped into ``created`` when an entry has none
+        clock: the time stamped into ``created`` when an entry has none, and
+            the time expiry is judged at when a query gives no ``now``
             (default: now, UTC); injectable for reproducible tests.
 
     The verbs and their rules are the store contract's
@@ -350,8 +352,10 @@ class SQLiteMemoryStore(StoreVerbs):
     ) -> None:
         self.path = pathlib.Path(path)
         self._token_counter = token_counter
-        self._is_active = is_active
         self._clock = clock
+        # The index's predicate: is_active, and not expired (judged at each query's time).
+        self._watch = ExpiryWatch(is_active)
+        self._is_active = self._watch.is_active
         self._lock = threading.RLock()
         self._index: Optional[MemoryIndex] = None
         self._live: dict[str, dict[str, Any]] = {}  # id -> the dict object inside the index
@@ -533,14 +537,23 @@ class SQLiteMemoryStore(StoreVerbs):
         process's committed writes included; ``options`` as
         :meth:`MemoryIndex.select` (``now``, ``scorer``, ``visibility``)."""
         with self._lock:
-            return self._synced().select(pools, context, **options)
+            return note_expired(self._current(options).select(pools, context, **options), self._watch.expired)
+
+    def _current(self, options: Mapping[str, Any]) -> MemoryIndex:
+        """The synced index, with what expired by the query's ``now``
+        (default: the clock) made inactive."""
+        index = self._synced()
+        due = [self._live[i] for i in self._watch.due(options.get("now") or self._clock()) if i in self._live]
+        if due:
+            index.refresh_all(due)
+        return index
 
     def retrieve_pools(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
     ) -> dict[str, list[Any]]:
         """The core's ``retrieve_pools`` over the current content (no report)."""
         with self._lock:
-            return self._synced().retrieve_pools(pools, context, **options)
+            return self._current(options).retrieve_pools(pools, context, **options)
 
     def _synced(self) -> MemoryIndex:
         """The index, brought in step with the file: a warm start the first
@@ -627,14 +640,13 @@ class SQLiteMemoryStore(StoreVerbs):
         with self._lock:
             with self._writing():
                 head, _ = self._read_head()
-                # The retired rows are read and checked here; a new id already
-                # stored is the INSERT's own primary-key refusal (see _insert).
-                retired = [old for old, _ in change.retire]
-                current = change.verify(self._parse(text, i) for i, text in self._rows(retired))
+                # Read inside the write transaction: another connection's
+                # write of the same id is either seen here (the same text: a
+                # repeat; other text: DuplicateEntry) or waits for this one.
+                current = change.verify(self._parse(text, i) for i, text in self._rows(change.touched))
                 rows = change.rows(current)
                 changes: list[_Change] = []
-                stored: list[int] = []
-                for n, entry in enumerate(rows):
+                for entry in rows:
                     seq = head + len(changes) + 1
                     text = json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
                     if entry["id"] in current:
@@ -643,11 +655,9 @@ class SQLiteMemoryStore(StoreVerbs):
                             "superseded_by = ?, seq = ?, entry = ? WHERE id = ?",
                             _columns(entry)[1:] + (seq, text, entry["id"]),
                         )
-                    elif not self._insert(entry, seq, text):
-                        stored.append(n - len(change.retire))  # its position in change.insert
-                        continue
+                    else:
+                        self._conn.execute(_INSERT, _columns(entry) + (seq, text))
                     changes.append((entry["id"], entry))
-                change.refuse_stored(stored)  # raising rolls the whole transaction back
                 for gone, _ in self._rows(change.forget):
                     self._conn.execute("DELETE FROM memory WHERE id = ?", (gone,))
                     self._conn.execute("INSERT INTO forgotten (seq, id) VALUES (?, ?)", (head + len(changes) + 1, gone))
@@ -663,19 +673,6 @@ class SQLiteMemoryStore(StoreVerbs):
                 # (another reader) is left to the next checkpoint.
                 with suppress(sqlite3.OperationalError):
                     self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def _insert(self, entry: Mapping[str, Any], seq: int, text: str) -> bool:
-        """INSERT one new row; False when its id is stored already (the
-        primary key refused it: the check and the write are one statement,
-        so no other writer can slip in between). Known by SQLite's error
-        code, not by its message; other errors raise."""
-        try:
-            self._conn.execute(_INSERT, _columns(entry) + (seq, text))
-        except sqlite3.IntegrityError as exc:
-            if getattr(exc, "sqlite_errorname", None) == "SQLITE_CONSTRAINT_PRIMARYKEY":
-                return False  # a failed statement leaves the transaction open
-            raise
-        return True
 
     def _set_head(self, head: int) -> None:
         self._conn.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (head,))
@@ -705,6 +702,45 @@ class SQLiteMemoryStore(StoreVerbs):
         the ids are kept, in ``forgotten``, so other processes drop them.
         """
         return super().delete(entry_id, history=history)
+
+    def forget(self, *, namespace: str) -> int:
+        """Delete every entry of ``namespace`` for good (the contract's
+        ``forget``), then make sure no byte of it stays in the file: the rows
+        go with ``secure_delete`` on, their ids are not kept in
+        ``forgotten`` (the other processes reload instead: the change floor
+        is raised past them), the log is checkpointed and truncated, and the
+        file is rebuilt (``VACUUM``), so neither free pages nor old log
+        frames hold the text.
+
+        Raises:
+            StoreError: the file could not be compacted (another connection
+                held it for the whole timeout); the entries are deleted, run
+                it again to compact.
+        """
+        count = super().forget(namespace=namespace)
+        if count:
+            self.compact()
+        return count
+
+    def compact(self) -> None:
+        """Rebuild the file so that nothing deleted survives in it: forget
+        the ids kept for other processes (they reload), checkpoint the log,
+        ``VACUUM``, and truncate the log again."""
+        with self._lock:
+            with self._writing():
+                head, _ = self._read_head()
+                self._conn.execute("DELETE FROM forgotten")
+                self._conn.execute("UPDATE meta SET value = ? WHERE key = 'floor'", (head,))
+            try:
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                self._conn.execute("VACUUM")
+                busy = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.OperationalError as exc:
+                raise StoreError(
+                    "%s: deleted, but could not compact the file (%s); run it again" % (self.path, exc)
+                ) from None
+            if busy and busy[0]:
+                raise StoreError("%s: deleted, but a reader held the log; run it again to compact" % self.path)
 
     def _prune_forgotten(self) -> None:
         count = self._conn.execute("SELECT count(*) FROM forgotten").fetchone()[0]

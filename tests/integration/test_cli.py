@@ -239,10 +239,24 @@ def test_unadmitted_correction_warning_is_one_plain_line(tmp_path):
 def test_add_forget_import_export_and_select_a_sqlite_store(tmp_path, capsys):
     db = str(tmp_path / "memory.db")
     assert main(["import", STORE, "--into", db]) == 0
-    assert capsys.readouterr().out == "imported 178 entries from %s into %s\n" % (STORE, db)
+    # the bundled file holds one exact repeat (note-033 says what note-028 says): stored once
+    captured = capsys.readouterr()
+    assert captured.out == "imported 177 entries from %s into %s (1 repeat(s) kept once)\n" % (STORE, db)
+    assert (
+        captured.err
+        == "poolsplit: entry 109 repeats note-028 (exact duplicate): kept once, the repeat recorded in its 'seen'\n"
+    )
     assert main(["export", "--store", db]) == 0
     exported = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert exported == load_store(STORE)  # a lossless round trip, in store order
+    original = load_store(STORE)
+    repeat = next(e for e in original if e["id"] == "note-033")
+    kept = next(e for e in exported if e["id"] == "note-028")
+    assert kept.pop("seen") == [{"source": repeat.get("source", "unknown"), "at": repeat["created"]}]
+    assert exported == [e for e in original if e["id"] != "note-033"]  # otherwise lossless, in store order
+    assert main(["import", STORE, "--into", db]) == 0  # importing again changes nothing
+    assert capsys.readouterr().out.startswith("imported 0 entries from %s into %s (178 repeat(s)" % (STORE, db))
+    assert main(["export", "--store", db]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 177
 
     # The same selection from the file and from the SQLite store.
     args = ["--pools", POOLS, "--now", "2026-11-20T09:00:00Z", "--json", "rounding bug in refunds"]
@@ -251,7 +265,12 @@ def test_add_forget_import_export_and_select_a_sqlite_store(tmp_path, capsys):
     assert main(["select", "--store", db, *args]) == 0
     from_db = json.loads(capsys.readouterr().out)
     assert [c["id"] for c in from_db["chosen"]] == [c["id"] for c in from_jsonl["chosen"]]
-    assert from_db["context"] == from_jsonl["context"]
+    # the repeat stored once is one entry fewer left out by the budget
+    fewer = "[151 more entries left out by budget: content 126,"
+    assert from_db["context"] == from_jsonl["context"].replace(
+        "[152 more entries left out by budget: content 127,", fewer
+    )
+    assert fewer in from_db["context"]
 
     assert main(["add", "--store", db, "--content", "Refunds are rounded half-even.", "--type", "fact",
                  "--tag", "money", "--priority", "9", "--id", "fact-new"]) == 0  # fmt: skip
@@ -278,14 +297,14 @@ def test_add_forget_import_export_and_select_a_sqlite_store(tmp_path, capsys):
     assert main(["forget", "fact-new", "--store", db]) == 2
     assert capsys.readouterr().err == "poolsplit: no entry with id 'fact-new' in the store\n"
     assert main(["export", "--store", db]) == 0
-    assert len(capsys.readouterr().out.splitlines()) == 179
+    assert len(capsys.readouterr().out.splitlines()) == 178
 
 
 def test_write_commands_refuse_bad_input_in_one_line_and_write_nothing(tmp_path):
     db = tmp_path / "memory.db"
     code, out, _ = run_cli("import", STORE, "--into", str(db))
     assert code == 0
-    code, _, err = run_cli("import", STORE, "--into", str(db))
+    code, _, err = run_cli("add", "--store", str(db), "--json", '{"id": "fix-001", "content": "other text"}')
     assert_one_line_error(code, err, "entry 'fix-001' (index 0): field 'id' is already in the store")
     code, _, err = run_cli("add", "--store", str(db), "--content", "x", "--priority", "1" + "0" * 400)
     assert_one_line_error(code, err, "field 'base_priority' must be a finite number, got ")
@@ -303,7 +322,7 @@ def test_write_commands_refuse_bad_input_in_one_line_and_write_nothing(tmp_path)
     # A file named as a database is opened as one: text there is not read as JSON Lines.
     assert_one_line_error(code, err, "notes.db: not a SQLite database")
     code, out, _ = run_cli("export", "--store", str(db))
-    assert len(out.splitlines()) == 178
+    assert len(out.splitlines()) == 177  # the bundled file's one repeat is stored once
 
 
 def test_select_since_until_bound_created(tmp_path):

@@ -148,6 +148,19 @@ def test_a_candidate_adding_more_than_it_shares_is_not_a_duplicate() -> None:
     )
 
 
+def test_short_texts_are_duplicates_only_when_exact() -> None:
+    # every content word shared ("this"/"that" are stopwords), yet two messages
+    finder = DuplicateFinder([note("user: keep this", id="a")])
+    assert finder.find({"type": "note", "content": "user: keep that"}) is None
+    assert finder.find({"type": "note", "content": "User:  keep THIS"}).kind is DuplicateKind.EXACT
+
+
+def test_values_must_come_in_the_same_order() -> None:
+    finder = DuplicateFinder([note("port 80 forwards traffic to port 443 on the gateway", id="a")])
+    assert finder.find({"type": "note", "content": "port 443 forwards traffic to port 80 on the gateway"}) is None
+    assert finder.find({"type": "note", "content": "Port 80 forwards traffic to port 443 on the gateway!"}) is not None
+
+
 def test_the_most_similar_kept_entry_wins_and_the_first_on_a_tie() -> None:
     a, b = note("alpha beta gamma", id="a"), note("alpha beta gamma delta", id="b")
     finder = DuplicateFinder([a, b], threshold=0.5)
@@ -156,8 +169,8 @@ def test_the_most_similar_kept_entry_wins_and_the_first_on_a_tie() -> None:
     assert hit is not None and hit.kept is b and hit.kind is DuplicateKind.NEAR
     hit = DuplicateFinder([b, a], threshold=0.5).find({"type": "note", "content": "alpha beta gamma!"})
     assert hit is not None and hit.kept is a
-    c, d = note("one two three four", id="c"), note("one two three five", id="d")
-    hit = DuplicateFinder([c, d], threshold=0.7).find({"type": "note", "content": "one two three"})
+    c, d = note("apple pear plum fig", id="c"), note("apple pear plum kiwi", id="d")
+    hit = DuplicateFinder([c, d], threshold=0.7).find({"type": "note", "content": "apple pear plum"})
     assert hit is not None and hit.kept is c and hit.similarity == 1.0
 
 
@@ -357,3 +370,26 @@ def test_any_respacing_or_recasing_is_an_exact_duplicate_in_its_bucket_only(word
         assert hit is not None and hit.kept is kept and hit.kind is DuplicateKind.EXACT
     for other in ({"namespace": "b"}, {"namespace": None}, {"namespace": "a", "type": "fact"}):
         assert finder.find(dict({"type": "note", "content": text}, **other)) is None
+
+
+@pytest.mark.parametrize(
+    "kept, other",
+    [
+        # from the bundled demo store: one word in ten differs, and it is a route
+        (
+            "Provider sandbox returned 76 errors of type /checkout/confirm during the retry test.",
+            "Provider sandbox returned 76 errors of type /refunds during the retry test.",
+        ),
+        (
+            "Ported route /cart to FastAPI; 45 tests green, response schema unchanged.",
+            "Ported route /cart/merge to FastAPI; 45 tests green, response schema unchanged.",
+        ),
+        (
+            "Raise retry_limit before the nightly import job runs.",
+            "Raise retry_delay before the nightly import job runs.",
+        ),
+    ],
+)
+def test_texts_naming_other_paths_or_settings_are_never_near_duplicates(kept: str, other: str) -> None:
+    assert DuplicateFinder([note(kept, id="k")]).find(note(other)) is None
+    assert DuplicateFinder([note(kept, id="k")]).find(note("Note: " + kept.lower())) is not None

@@ -1,9 +1,9 @@
 """Two writers of the same content race (check, then add): the loser's write
 is a ``duplicate``, counted, never an error out of ``agent.invoke``.
 
-The race is forced, not hoped for: both workers' store wait at a barrier
-right after the middleware's "is it stored?" read, so both see the content
-absent and both add. Two workers (two middlewares, each with its own
+The race is forced, not hoped for: both workers' stores wait at a barrier
+after the write gate's duplicate check and before the commit, so both see
+the content absent and both write. Two workers (two middlewares, each with its own
 connection to one SQLite file, as two server processes would have) run two
 threads of one user through real ``create_agent`` agents.
 """
@@ -21,23 +21,23 @@ from langchain_core.messages import ToolMessage
 from poolsplit_adapters import EntryError, Pool
 from poolsplit_adapters.langchain import SELECTION_EVENT, PoolSplitMemoryMiddleware
 from poolsplit_adapters.poolsplit import default_token_counter
-from poolsplit_adapters.stores import DuplicateEntry, InProcessStore, SQLiteMemoryStore
+from poolsplit_adapters.stores import Change, DuplicateEntry, InProcessStore, SQLiteMemoryStore
 
 NOW = datetime.datetime(2026, 7, 1, 8, 30)
 POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 300, 5, ("note", "episode"))]
 
 
 class RacingStore(SQLiteMemoryStore):
-    """The real SQLite store; while :attr:`barrier` is set, a read by ids
-    (the middleware's duplicate check) waits for the other worker's."""
+    """The real SQLite store; while :attr:`barrier` is set, a write waits for
+    the other worker's right before it commits, after its duplicate check:
+    both checks saw the content absent, and both write."""
 
     barrier: Optional[threading.Barrier] = None
 
-    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        found = super().read(ids, namespace)
-        if ids is not None and self.barrier is not None:
+    def _commit_tracked(self, change: Change) -> None:
+        if change.insert and self.barrier is not None:
             self.barrier.wait(timeout=20)
-        return found
+        super()._commit_tracked(change)
 
 
 def worker(path: Any, **options: Any) -> tuple[RacingStore, Any]:
@@ -138,30 +138,36 @@ async def test_the_async_path_counts_a_raced_duplicate_too(tmp_path):
     other = SQLiteMemoryStore(tmp_path / "memory.db")
     other.add([{"id": "n-1", "content": "Refunds go through billing.", "type": "note"}])
     sink = backend_for(store, AgentMemorySettings.held_by("test", pools=list(POOLS), now=NOW))
-    entries = [{"id": "n-0", "content": "a", "type": "note"}, {"id": "n-1", "content": "b", "type": "note"}]
-    assert await sink.awrite((("memories", "ana"),), entries) == {"n-1"}
+    entries = [
+        {"id": "n-0", "content": "a", "type": "note"},
+        {"id": "n-1", "content": "Refunds go through billing.", "type": "note"},
+    ]
+    assert await sink.awrite((("memories", "ana"),), entries) == [None, "n-1"]
     assert {e["id"]: e["content"] for e in store.entries()} == {"n-1": "Refunds go through billing.", "n-0": "a"}
 
 
 @pytest.mark.parametrize("make", [lambda p: SQLiteMemoryStore(p / "m.db"), lambda p: InProcessStore()])
-def test_add_of_a_stored_id_is_a_typed_duplicate_naming_every_such_id_and_writes_nothing(tmp_path, make):
+def test_an_add_of_a_stored_id_with_other_text_is_a_typed_duplicate_and_writes_nothing(tmp_path, make):
+    """The same id with the same text is a repeat (kept once); with other
+    text it is a DuplicateEntry naming the id (use supersede), and nothing
+    of the batch is written."""
     store = make(tmp_path)
     store.add([{"id": "a", "content": "x"}, {"id": "b", "content": "y"}])
     version = store.version
     with pytest.raises(DuplicateEntry) as caught:
         store.add([{"id": "c", "content": "z"}, {"id": "b", "content": "y"}, {"id": "a", "content": "q"}])
     err = caught.value
-    assert isinstance(err, EntryError) and (err.ids, err.index, err.entry_id, err.field) == (("b", "a"), 1, "b", "id")
-    assert str(err) == (
-        "entry 'b' (index 1): field 'id' is already in the store (use supersede to replace it); so are 'a'"
-    )
+    assert isinstance(err, EntryError) and (err.ids, err.entry_id, err.field) == (("a",), "a", "id")
+    assert str(err) == "entry 'a': field 'id' is already in the store (use supersede to replace it)"
     assert sorted(e["id"] for e in store.entries()) == ["a", "b"] and store.version == version
+    report = store.write([{"id": "c", "content": "z"}, {"id": "b", "content": "y"}])
+    assert report.kept == [None, "b"] and sorted(e["id"] for e in store.entries()) == ["a", "b", "c"]
 
 
 def test_a_sqlite_insert_of_an_id_another_connection_stored_is_refused_by_the_primary_key(tmp_path):
-    """Two connections to one file: the second's add is checked by the
-    INSERT itself (no read of the new ids first), so no writer can slip in
-    between a check and the write."""
+    """Two connections to one file: the second's add is checked inside its
+    write transaction, so no writer can slip in between a check and the
+    write."""
     one, two = SQLiteMemoryStore(tmp_path / "m.db"), SQLiteMemoryStore(tmp_path / "m.db")
     one.add([{"id": "a", "content": "first"}])
     with pytest.raises(DuplicateEntry) as caught:

@@ -1,0 +1,435 @@
+"""The lifecycle on every write path: a repeat is stored once and reported,
+its provenance kept in ``seen``; supersede has one semantics with validity
+times and ``history``; expired entries are inactive and reported; and
+``forget(namespace=...)`` leaves nothing behind."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import pathlib
+from typing import Any, Callable, Dict, List
+
+import pytest
+from agent_fakes import ToolCallingFakeModel, scripted_agent, thread
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.vectorstores import InMemoryVectorStore
+from langgraph.store.memory import InMemoryStore
+from llama_index.core.base.llms.types import ChatMessage
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.cli import main
+from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
+from poolsplit_adapters.llama_index import PoolSplitMemoryStore
+from poolsplit_adapters.memory import UnknownEntryError
+from poolsplit_adapters.poolsplit import default_token_counter
+from poolsplit_adapters.stores import InProcessStore, SQLiteMemoryStore
+
+NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
+POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 400, 10, ("note", "fact", "episode"))]
+U1 = ("memories", "u1")
+LABEL = "memories.u1"
+
+
+def counter(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def clock() -> datetime.datetime:
+    return NOW
+
+
+STORES: Dict[str, Callable[[pathlib.Path], Any]] = {
+    "sqlite": lambda tmp: SQLiteMemoryStore(tmp / "memory.db", token_counter=counter, clock=clock),
+    "in-process": lambda tmp: InProcessStore(token_counter=counter, clock=clock),
+    "basestore": lambda tmp: BaseStoreMemory(InMemoryStore(), U1, token_counter=counter),
+    "basestore-indexed": lambda tmp: BaseStoreMemory(
+        InMemoryStore(index={"dims": 256, "embed": HashEmbeddings()}), U1, token_counter=counter
+    ),
+    "langchain-vectorstore": lambda tmp: VectorStoreMemory(
+        InMemoryVectorStore(HashEmbeddings()), token_counter=counter
+    ),
+    "llama-memory-store": lambda tmp: PoolSplitMemoryStore([], POOLS, token_counter=counter),
+    "llama-over-sqlite": lambda tmp: PoolSplitMemoryStore(
+        [],
+        POOLS,
+        store=SQLiteMemoryStore(tmp / "durable.db", token_counter=counter, clock=clock),
+        token_counter=counter,
+    ),
+}
+
+
+@pytest.fixture(params=sorted(STORES))
+def store(request: Any, tmp_path: pathlib.Path) -> Any:
+    return STORES[request.param](tmp_path)
+
+
+def note(content: str, source: str, created: str, **extra: Any) -> Dict[str, Any]:
+    entry = {"type": "note", "content": content, "source": source, "created": created, "namespace": LABEL}
+    entry.update(extra)
+    return entry
+
+
+# -- duplicates: every store ------------------------------------------------------------
+
+
+def test_every_store_keeps_one_entry_for_a_repeat_and_records_where_it_was_seen(store):
+    [kept] = store.add([note("User prefers dark mode in every editor.", "thread:a", "2026-07-01T09:00:00Z")])
+    report = store.write(
+        [
+            note("user prefers dark mode   in every editor.", "thread:b", "2026-07-02T09:00:00Z"),  # exact
+            note("Note: the user prefers dark mode in every editor", "thread:c", "2026-07-03T09:00:00Z"),  # near
+            note("User prefers light mode in every editor.", "thread:d", "2026-07-04T09:00:00Z"),  # another fact
+        ]
+    )
+    assert report.ids[:2] == [kept, kept] and report.ids[2] != kept
+    assert [(position, hit.kind.value) for position, hit in report.duplicates] == [(0, "exact"), (1, "near")]
+    assert report.to_dict() == {"written": 1, "refused": {"duplicate": 2}}
+    assert sorted(e["content"] for e in store.entries()) == [
+        "User prefers dark mode in every editor.",
+        "User prefers light mode in every editor.",
+    ]
+    assert store.get(kept)["seen"] == [
+        {"source": "thread:b", "at": "2026-07-02T09:00:00Z"},
+        {"source": "thread:c", "at": "2026-07-03T09:00:00Z"},
+    ]
+    # a retried write of the same repeat is not recorded twice
+    store.add([note("user prefers dark mode in every editor.", "thread:b", "2026-07-02T09:00:00Z")])
+    assert len(store.get(kept)["seen"]) == 2
+
+
+def test_a_batch_that_repeats_itself_stores_its_first_copy(store):
+    report = store.write(
+        [
+            note("Deploys go through the release checklist.", "thread:a", "2026-07-01T09:00:00Z"),
+            note("deploys go through the release checklist", "thread:b", "2026-07-01T10:00:00Z"),
+        ]
+    )
+    [entry] = store.entries()
+    assert report.ids == [entry["id"], entry["id"]]
+    assert entry["seen"] == [{"source": "thread:b", "at": "2026-07-01T10:00:00Z"}]
+
+
+def test_repeats_are_matched_within_namespace_type_and_scope_only(store):
+    if isinstance(store, BaseStoreMemory):
+        pytest.skip("a BaseStoreMemory writes to its own namespace only")
+    store.add([note("Refunds round half-even.", "a", "2026-07-01T00:00:00Z", type="fact")])
+    store.add(
+        [
+            note("Refunds round half-even.", "b", "2026-07-01T00:00:00Z", type="note"),  # another type
+            note("Refunds round half-even.", "c", "2026-07-01T00:00:00Z", type="fact", namespace="memories.u2"),
+            note("Refunds round half-even.", "d", "2026-07-01T00:00:00Z", type="fact", scope="always"),
+        ]
+    )
+    assert len(store.entries()) == 4 and not any("seen" in e for e in store.entries())
+
+
+def test_a_superseded_entry_absorbs_no_repeat(store):
+    [old] = store.add([note("Staging DB is db-7 for the payments team.", "a", "2026-07-01T00:00:00Z")])
+    store.supersede(old, note("Staging DB is db-9 for the payments team.", "b", "2026-07-02T00:00:00Z"))
+    [again] = store.add([note("Staging DB is db-7 for the payments team.", "c", "2026-07-03T00:00:00Z")])
+    assert again != old and "seen" not in store.get(old)
+
+
+# -- duplicates: no score changes (property) ------------------------------------------
+
+WORDS = ["deploy", "staging", "refund", "invoice", "checklist", "rollback", "metrics", "release", "db-7", "friday"]
+texts = st.lists(st.sampled_from(WORDS), min_size=3, max_size=7).map(" ".join)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(contents=st.lists(texts, min_size=1, max_size=8, unique=True), pick=st.integers(0, 100), data=st.data())
+def test_a_repeat_never_changes_any_score_or_selection(contents, pick, data):
+    store = InProcessStore(token_counter=counter, clock=clock)
+    store.add([note(text, "thread:%d" % i, "2026-06-%02dT00:00:00Z" % (i + 1)) for i, text in enumerate(contents)])
+    context = {"message": data.draw(texts, label="message")}
+
+    def picture() -> List[Any]:
+        selection = store.select(POOLS, context, now=NOW)
+        return [(c.entry["id"], c.pool, c.score) for c in selection.chosen] + [
+            (d.entry["id"], d.reason, d.score) for d in selection.dropped
+        ]
+
+    before = picture()
+    original = contents[pick % len(contents)]
+    repeat = data.draw(st.sampled_from([original, original.upper(), "  %s  " % original, "%s!" % original]))
+    report = store.write([note(repeat, "thread:late", "2026-07-06T00:00:00Z")])
+    assert report.to_dict()["refused"] == {"duplicate": 1}
+    assert picture() == before
+
+
+# -- duplicates: the agent's and LlamaIndex's paths, the CLI -----------------------------
+
+
+def _middleware() -> PoolSplitMemoryMiddleware:
+    return PoolSplitMemoryMiddleware(
+        POOLS,
+        namespace=lambda rt: U1,
+        max_turns=1,
+        token_counter=default_token_counter,
+        now=datetime.datetime(2026, 7, 1, 8, 30),
+    )
+
+
+def test_the_same_episode_demoted_by_two_threads_is_stored_once_with_both_sources():
+    store = InMemoryStore()
+    for thread_id in ("t1", "t2"):  # a fresh model each: the same answers in both threads
+        agent = scripted_agent(_middleware(), store, model=ToolCallingFakeModel())
+        for text in ("hello there", "what is new"):
+            agent.invoke({"messages": [("user", text)]}, thread(thread_id), context={"user_id": "u1"})
+    episodes = [e for e in BaseStoreMemory(store, U1).entries() if e["type"] == "episode"]
+    [greeting] = [e for e in episodes if "hello there" in e["content"]]
+    assert greeting["source"] == "thread:t1"
+    assert greeting["seen"] == [{"source": "thread:t2", "at": "2026-07-01T08:30:00Z"}]
+    assert len(episodes) == len({e["content"] for e in episodes})
+
+
+def test_remember_reports_a_near_repeat_as_a_duplicate_of_the_kept_note():
+    store = InMemoryStore()
+    mw = PoolSplitMemoryMiddleware(POOLS, namespace=lambda rt: U1, token_counter=default_token_counter, now=NOW)
+    agent = scripted_agent(mw, store, model=ToolCallingFakeModel())
+    answers, writes = [], []
+    turns = [
+        ("t1", "remember=Staging deploys need the release checklist"),
+        ("t2", "remember=Note: staging deploys need the release checklist"),
+        ("t2", "thanks"),
+    ]
+    for thread_id, text in turns:
+        for mode, chunk in agent.stream(
+            {"messages": [("user", text)]},
+            thread(thread_id),
+            context={"user_id": "u1"},
+            stream_mode=["custom", "values"],
+        ):
+            if mode == "custom":
+                writes.append(chunk["poolsplit_selection"]["writes"])
+            else:
+                last = chunk
+        answers.append([str(m.text) for m in last["messages"] if getattr(m, "name", None) == "remember"][-1])
+    [kept] = [e for e in BaseStoreMemory(store, U1).entries() if e["type"] == "note"]
+    assert answers[:2] == [
+        "Saved as %s." % kept["id"],
+        "Not saved (duplicate): this note is already saved as %s." % kept["id"],
+    ]
+    assert kept["source"] == "agent:thread:t1"
+    assert kept["seen"] == [{"source": "agent:thread:t2", "at": "2026-07-07T00:00:00Z"}]
+    assert {"written": 0, "refused": {"duplicate": 1}} in writes
+
+
+def test_llama_index_flush_keeps_a_near_repeat_once_and_counts_it(tmp_path):
+    durable = SQLiteMemoryStore(tmp_path / "memory.db", token_counter=counter)
+
+    def memory_at(hour: int) -> PoolSplitMemoryStore:
+        return PoolSplitMemoryStore(
+            [], POOLS, store=durable, token_counter=counter, now=datetime.datetime(2026, 7, 1, hour, 0)
+        )
+
+    def say(text: str) -> ChatMessage:
+        return ChatMessage(role="user", content=text, additional_kwargs={"session_id": "alpha"})
+
+    memory_at(9).flush([say("the staging database moved to the new cluster")])
+    later = memory_at(12)
+    assert later.flush([say("The staging database moved to the new cluster today")]) == []
+    assert later.gate_report.to_dict() == {"written": 0, "refused": {"duplicate": 1}}
+    [entry] = durable.entries()
+    assert entry["created"] == "2026-07-01T09:00:00Z"
+    assert entry["seen"] == [{"source": "session:alpha", "at": "2026-07-01T12:00:00Z"}]
+
+
+def test_cli_add_and_import_keep_one_entry_per_repeat(tmp_path, capsys):
+    db = str(tmp_path / "memory.db")
+    assert main(["add", "--store", db, "--content", "Deploys need the release checklist.", "--source", "cli:a"]) == 0
+    kept = capsys.readouterr().out.strip()
+    assert main(["add", "--store", db, "--content", "deploys  need the RELEASE checklist.", "--source", "cli:b"]) == 0
+    out = capsys.readouterr()
+    assert out.out.strip() == kept and "repeats %s (exact duplicate)" % kept in out.err
+    lines = tmp_path / "more.jsonl"
+    lines.write_text(
+        "\n".join(
+            json.dumps(e)
+            for e in [
+                {"content": "Note: deploys need the release checklist", "source": "import"},
+                {"content": "Invoices are monthly.", "source": "import"},
+            ]
+        )
+    )
+    assert main(["import", str(lines), "--into", db]) == 0
+    assert "imported 1 entries" in capsys.readouterr().out
+    with SQLiteMemoryStore(db) as memory:
+        assert len(memory) == 2
+        assert [s["source"] for s in memory.get(kept)["seen"]] == ["cli:b", "import"]
+
+
+# -- one supersede semantics, history on every store ------------------------------------
+
+
+def test_supersede_closes_the_old_version_with_validity_times_and_history_shows_the_chain(store):
+    [v1] = store.add([note("Staging DB is db-7.", "thread:a", "2026-07-01T00:00:00Z")])
+    v2 = store.supersede(v1, note("Staging DB is db-9.", "thread:b", "2026-07-02T00:00:00Z"))
+    v3 = store.supersede(v2, note("Staging DB is db-11.", "thread:c", "2026-07-03T00:00:00Z"))
+    old = store.get(v1)
+    assert (old["superseded_by"], old["valid_until"], old["closed_source"]) == (v2, "2026-07-02T00:00:00Z", "thread:b")
+    assert store.get(v2)["valid_from"] == "2026-07-02T00:00:00Z"
+    for entry_id in (v1, v2, v3):
+        chain = store.history(entry_id)
+        assert [(v.id, v.source, v.valid_from, v.valid_until) for v in chain] == [
+            (v1, "thread:a", "2026-07-01T00:00:00Z", "2026-07-02T00:00:00Z"),
+            (v2, "thread:b", "2026-07-02T00:00:00Z", "2026-07-03T00:00:00Z"),
+            (v3, "thread:c", "2026-07-03T00:00:00Z", None),
+        ]
+    with pytest.raises(UnknownEntryError):
+        store.history("missing")
+    # a selection never loads two versions
+    chosen = [c.entry["id"] for c in store.select(POOLS, {"message": "staging db"}, now=NOW).chosen]
+    assert chosen == [v3]
+
+
+# -- expiry ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "in-process", "basestore"])
+def test_an_expired_entry_is_inactive_reported_expired_and_swept(kind, tmp_path):
+    store = STORES[kind](tmp_path)
+    [freeze] = store.add(
+        [note("Deploy freeze on staging.", "cli", "2026-07-01T00:00:00Z", expires="2026-07-05T18:00:00Z")]
+    )
+    [rule] = store.add([note("Deploys need the staging checklist.", "cli", "2026-07-01T00:00:00Z")])
+    before = store.select(POOLS, {"message": "staging deploy"}, now=datetime.datetime(2026, 7, 5, 17, 59))
+    assert sorted(c.entry["id"] for c in before.chosen) == sorted([freeze, rule]) and "expired" not in before.notes
+    after = store.select(POOLS, {"message": "staging deploy"}, now=datetime.datetime(2026, 7, 5, 18, 0))
+    assert [c.entry["id"] for c in after.chosen] == [rule]
+    assert after.notes["expired"] == [freeze]
+    assert [(d.entry["id"], d.reason.value) for d in after.dropped] == [(freeze, "inactive")]
+    assert store.sweep_expired("2026-07-06T00:00:00Z") == [freeze]
+    assert [e["id"] for e in store.entries()] == [rule]
+
+
+def test_a_malformed_expiry_is_refused_naming_the_entry_and_field(store):
+    from poolsplit_adapters import EntryError
+
+    with pytest.raises(EntryError) as caught:
+        store.add([{"id": "x", "content": "Freeze.", "expires": "next friday"}])
+    assert (caught.value.entry_id, caught.value.field) == ("x", "expires")
+
+
+# -- forgetting --------------------------------------------------------------------------
+
+
+def test_forget_a_namespace_removes_every_entry_and_version_on_every_store(store):
+    own = LABEL if not isinstance(store, BaseStoreMemory) else None
+    [v1] = store.add([note("Alice lives at 12 Marker Lane.", "thread:a", "2026-07-01T00:00:00Z")])
+    store.supersede(v1, note("Alice lives at 14 Marker Lane.", "thread:b", "2026-07-02T00:00:00Z"))
+    if own is not None:
+        store.add([note("Bob likes tea.", "thread:c", "2026-07-01T00:00:00Z", namespace="memories.u2")])
+    assert store.forget(namespace=LABEL) == 2
+    assert [e for e in store.entries() if e.get("namespace") == LABEL] == []
+    assert store.get(v1) is None
+    with pytest.raises(UnknownEntryError):
+        store.history(v1)
+    selection = store.select(POOLS, {"message": "where does alice live marker lane"}, now=NOW)
+    assert not any("Marker" in c.entry["content"] for c in selection.chosen)
+    assert len(store.entries()) == (1 if own is not None else 0)
+
+
+def test_forget_on_sqlite_leaves_no_byte_of_the_subject_in_the_file(tmp_path, capsys):
+    db = tmp_path / "memory.db"
+    marker = "zq-unique-marker-7f3a"
+    with SQLiteMemoryStore(db) as store:
+        [v1] = store.add([note("The customer's code word is %s." % marker, "thread:a", "2026-07-01T00:00:00Z")])
+        store.supersede(v1, note("The customer's code word is %s-2." % marker, "thread:b", "2026-07-02T00:00:00Z"))
+        store.add([note("Invoices are monthly.", "thread:c", "2026-07-01T00:00:00Z", namespace="memories.u2")])
+
+        def file_bytes() -> bytes:
+            return b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("memory.db"))
+
+        assert marker.encode() in file_bytes()  # the check can fail
+        assert main(["forget", "--namespace", LABEL, "--store", str(db)]) == 0
+        assert capsys.readouterr().out.strip() == "forgot 2 entries of namespace %s" % LABEL
+        assert marker.encode() not in file_bytes()
+        assert [e["content"] for e in store.entries()] == ["Invoices are monthly."]
+        assert not any(marker in c.entry["content"] for c in store.select(POOLS, {"message": marker}, now=NOW).chosen)
+    assert main(["export", "--store", str(db)]) == 0
+    assert marker not in capsys.readouterr().out
+    assert main(["search", marker, "--all-namespaces", "--include-inactive", "--store", str(db)]) == 0
+    assert marker not in capsys.readouterr().out
+    assert marker.encode() not in file_bytes()
+
+
+def test_cli_forget_needs_an_id_or_a_namespace(tmp_path, capsys):
+    db = str(tmp_path / "memory.db")
+    assert main(["forget", "--store", db]) == 2
+    assert "either an ID or --namespace" in capsys.readouterr().err
+    assert main(["sweep", "--store", db, "--now", "2026-07-06T00:00:00Z"]) == 0
+    assert capsys.readouterr().out.strip() == "swept 0 expired entries"
+
+
+# -- the consolidator at LlamaIndex's flush ------------------------------------------------
+
+
+class ScriptedDecider:
+    """A consolidator that answers with fixed operations (a Decider)."""
+
+    def __init__(self, operations: List[Dict[str, Any]]) -> None:
+        self.operations = operations
+        self.prompts: List[Any] = []
+
+    def decide(self, prompt: Any) -> List[Dict[str, Any]]:
+        self.prompts.append(prompt)
+        return self.operations
+
+    async def adecide(self, prompt: Any) -> List[Dict[str, Any]]:
+        return self.decide(prompt)
+
+
+def _flushing(tmp_path: pathlib.Path, decider: Any) -> Any:
+    durable = SQLiteMemoryStore(tmp_path / "memory.db", token_counter=counter, clock=clock)
+    durable.add(
+        [
+            {"id": "db", "type": "episode", "content": "user: the staging database is db-7", "source": "session:alpha",
+             "session": "alpha", "created": "2026-07-01T00:00:00Z"},
+            {"id": "fix", "type": "episode", "scope": "always", "content": "user: never deploy on fridays",
+             "source": "host", "session": "alpha", "created": "2026-07-01T00:00:00Z"},
+        ]
+    )  # fmt: skip
+    memory = PoolSplitMemoryStore(
+        [], POOLS, store=durable, token_counter=counter, consolidator=decider, now=datetime.datetime(2026, 7, 2, 9, 0)
+    )
+    return durable, memory
+
+
+def test_the_consolidator_at_flush_supersedes_the_stale_value_and_keeps_history(tmp_path):
+    decider = ScriptedDecider([{"op": "update", "new": 3, "old": 1}])
+    durable, memory = _flushing(tmp_path, decider)
+    message = ChatMessage(
+        role="user", content="the staging database is db-9", additional_kwargs={"session_id": "alpha"}
+    )
+    [written] = memory.flush([message])
+    assert [e["text"] for e in json.loads(decider.prompts[0].payload)["existing"]] == [
+        "user: the staging database is db-7",
+        "user: never deploy on fridays",
+    ]
+    assert memory.last_consolidation.to_dict() == {"accepted": {"update": 1}, "refused": {}, "unresolved": 0}
+    assert [(v.id, v.valid_until) for v in durable.history("db")] == [
+        ("db", "2026-07-02T09:00:00Z"),
+        (written["id"], None),
+    ]
+    chosen = [c.entry["id"] for c in durable.select(POOLS, {"message": "staging database"}, now=NOW).chosen]
+    assert "db" not in chosen and written["id"] in chosen
+
+
+def test_a_hostile_consolidator_at_flush_is_refused_and_loses_nothing(tmp_path):
+    decider = ScriptedDecider([{"op": "retire", "old": 2}, {"op": "update", "new": 3, "old": 9}])
+    durable, memory = _flushing(tmp_path, decider)
+    message = ChatMessage(role="user", content="deploys moved to thursdays", additional_kwargs={"session_id": "alpha"})
+    [written] = memory.flush([message])
+    assert memory.last_consolidation.to_dict() == {
+        "accepted": {},
+        "refused": {"always_scope": 1, "unknown_handle": 1},
+        "unresolved": 1,
+    }
+    fix = durable.get("fix")  # a model never retires a correction
+    assert fix.get("status", "active") == "active" and "valid_until" not in fix and "superseded_by" not in fix
+    assert durable.get(written["id"])["content"] == "user: deploys moved to thursdays"
+    assert len(durable.entries()) == 3
