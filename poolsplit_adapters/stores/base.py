@@ -87,13 +87,12 @@ class EntryNotFound(KeyError):
 class DuplicateEntry(EntryError):
     """An ``add`` whose ids are stored already: nothing of the batch was written.
 
-    A typed outcome, not only an error: two writers that check, then add,
-    the same content (two threads of one user demoting the same turn) race,
-    and the loser's write is a duplicate to count, not a failure. Raised by
-    the one check of :meth:`Change.verify` and, where the store can make
-    the check atomic with the write, by the store's own unique constraint
-    (the SQLite store's ``INSERT``). It is an
-    :class:`~poolsplit_adapters.EntryError` naming the first such entry.
+    An id stored with the same text is not this error but a repeat (kept
+    once, reported ``duplicate``): two writers of the same content (two
+    threads of one user demoting the same turn) race, and the loser's write
+    is checked inside its store's write transaction, where it finds the
+    winner's row. The same id with other text is a conflict only
+    ``supersede`` resolves; this error names the first such entry.
 
     Attributes:
         ids: every id of the batch that was already stored.
