@@ -143,6 +143,24 @@ class RelevanceScorer:
         for entry in entries:
             self.corpus.remove(entry["content"])
 
+    def with_corpus(self, corpus: WordIndex) -> RelevanceScorer:
+        """A view ranking against ``corpus``'s statistics (a
+        :class:`~poolsplit_adapters.MemoryIndex` passes the corpus it keeps
+        of its own entries); shares every setting and the embedding cache,
+        and leaves this scorer's own corpus as it was.
+
+        Raises:
+            ValueError: ``corpus`` was built with another analyzer.
+        """
+        if not isinstance(corpus, WordIndex):
+            raise TypeError("RelevanceScorer.with_corpus takes a WordIndex, got %s" % type(corpus).__name__)
+        if corpus.analyzer != self.analyzer:
+            raise ValueError("RelevanceScorer corpus was built with another analyzer than the scorer's")
+        view = object.__new__(RelevanceScorer)
+        view.__dict__.update(self.__dict__)
+        view.corpus = corpus
+        return view
+
     def with_known_relevance(self, known: Mapping[str, float]) -> RelevanceScorer:
         """A view whose cosine for the entries with an ``id`` in ``known`` is
         taken from there (a vector store already returned it); shares the
