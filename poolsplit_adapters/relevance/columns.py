@@ -29,7 +29,7 @@ import array
 import itertools
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .bm25 import B, K1, Query, WordIndex, _counts
+from .bm25 import K1, B, Query, WordIndex, _counts
 from .words import Analyzer, cache_key
 
 __all__ = ["TermPostings"]
@@ -139,23 +139,24 @@ class TermPostings:
             overridden = np.fromiter(self._overrides, dtype=np.int64, count=len(self._overrides))
         found: List[Tuple[Any, Any]] = []
         for variants in query.words:
-            positions, counts = [], []
+            where: List[Any] = []
+            often: List[Any] = []
             for variant in variants:
                 term = self._codes.get(variant)
                 if term is not None:
-                    positions.append(np.frombuffer(self._positions[term], dtype=np.int32))
-                    counts.append(np.frombuffer(self._counts[term], dtype=np.int32))
-            held = np.concatenate(positions) if positions else np.zeros(0, dtype=np.int32)
-            many = np.concatenate(counts) if counts else np.zeros(0, dtype=np.int32)
+                    where.append(np.frombuffer(self._positions[term], dtype=np.int32))
+                    often.append(np.frombuffer(self._counts[term], dtype=np.int32))
+            held = np.concatenate(where) if where else np.zeros(0, dtype=np.int32)
+            many = np.concatenate(often) if often else np.zeros(0, dtype=np.int32)
             if overridden is not None and len(held):
                 keep = ~np.isin(held, overridden)
                 held, many = held[keep], many[keep]
             found.append((held, many))
         rows: List[Tuple[int, List[int]]] = []  # overridden positions' tf per query word
-        for position, counts in self._overrides.items():
-            tf = [sum(counts.get(variant, 0) for variant in variants) for variants in query.words]
-            if any(tf):
-                rows.append((position, tf))
+        for position, own in self._overrides.items():
+            found_tf = [sum(own.get(variant, 0) for variant in variants) for variants in query.words]
+            if any(found_tf):
+                rows.append((position, found_tf))
         union = np.unique(
             np.concatenate([held for held, _ in found] + [np.array([p for p, _ in rows], dtype=np.int32)])
         )

@@ -241,6 +241,11 @@ class Analyzer:
         """A query's distinct words, each as the set of its stems in every
         configured language (CJK bigrams and unstemmable words: themselves).
         The query's own language's stopwords are dropped."""
+        return [variants for _word, variants in self.query_words(text)]
+
+    def query_words(self, text: str) -> List[Tuple[str, FrozenSet[str]]]:
+        """:meth:`query_terms` with each word as the query wrote it
+        (normalised): ``(word, its stems)``, for a report of what matched."""
         self._stem_ready()
         tokens = words(text)
         language = detect_language(tokens, text, self.languages, self.default_language)
@@ -254,7 +259,7 @@ class Analyzer:
                 stems = [_stemmer(name) for name in self.languages]
                 variants = {stem(token) for stem in stems if stem is not None} or {token}
             seen[token] = frozenset(variants)
-        return list(seen.values())
+        return list(seen.items())
 
 
 def cache_key(analyzer: Analyzer) -> Tuple[Any, ...]:

@@ -20,9 +20,6 @@ from strategies import WORDS, contexts, nows, pools, scopes, stores
 from poolsplit_adapters import fastpath
 from poolsplit_adapters.fastpath import BestFirstCandidates, plain_entry_ok, word_runs
 from poolsplit_adapters.index import MIN_WORD_LENGTH, WORD_CHARACTERS, MemoryIndex
-from poolsplit_adapters.relevance import RelevanceScorer
-from poolsplit_adapters.relevance.bm25 import WordIndex
-from poolsplit_adapters.relevance.columns import TermPostings
 from poolsplit_adapters.poolsplit import (
     STOPWORDS,
     EntryError,
@@ -35,6 +32,9 @@ from poolsplit_adapters.poolsplit import (
     select,
     significant_words,
 )
+from poolsplit_adapters.relevance import RelevanceScorer
+from poolsplit_adapters.relevance.bm25 import WordIndex
+from poolsplit_adapters.relevance.columns import TermPostings
 
 # Random plans may leave a correction's type unadmitted: the warning is
 # expected there (its own tests pin it in test_core_errors).
