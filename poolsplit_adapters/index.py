@@ -738,12 +738,12 @@ class MemoryIndex:
             # brings a corpus of its own): the per-entry path through the
             # same view, so both give the same bits.
             terms = self._terms_for(scorer)
-            if scorer.corpus is None or not len(scorer.corpus):
-                scorer = scorer.with_corpus(terms.corpus)
+            corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
             if self._numpy and scorer.embedding is None:
                 ctx = ScoringContext(context, now)  # checks the context first, as prepare would
-                assert scorer.corpus is not None
-                words = (scorer, terms, scorer.corpus.query((context or {}).get("message") or ""))
+                words = (scorer, terms, corpus.query((context or {}).get("message") or ""))
+            elif corpus is not scorer.corpus:
+                scorer = scorer.with_corpus(corpus)
         if words is not None:
             source = _ColumnSource(self, ctx, view, report, words=words)
         elif self._numpy and (scorer is default_scorer or vectorised):

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import array
 import itertools
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence
 
 from .bm25 import K1, B, Query, WordIndex, _counts
 from .words import Analyzer, cache_key
@@ -134,42 +134,25 @@ class TermPostings:
         out = np.zeros(size, dtype=np.float64)
         if not query.words or query.ceiling <= 0.0 or not self.columns:
             return out
-        overridden: Optional[Any] = None
-        if self._overrides:
-            overridden = np.fromiter(self._overrides, dtype=np.int64, count=len(self._overrides))
-        found: List[Tuple[Any, Any]] = []
-        for variants in query.words:
-            where: List[Any] = []
-            often: List[Any] = []
+        # Term frequency per query word (a word's stem variants summed), one
+        # dense row per word: O(postings of the query's terms) additions.
+        tf = np.zeros((len(query.words), size), dtype=np.float64)
+        for number, variants in enumerate(query.words):
+            row = tf[number]
             for variant in variants:
                 term = self._codes.get(variant)
                 if term is not None:
-                    where.append(np.frombuffer(self._positions[term], dtype=np.int32))
-                    often.append(np.frombuffer(self._counts[term], dtype=np.int32))
-            held = np.concatenate(where) if where else np.zeros(0, dtype=np.int32)
-            many = np.concatenate(often) if often else np.zeros(0, dtype=np.int32)
-            if overridden is not None and len(held):
-                keep = ~np.isin(held, overridden)
-                held, many = held[keep], many[keep]
-            found.append((held, many))
-        rows: List[Tuple[int, List[int]]] = []  # overridden positions' tf per query word
+                    # A term lists a position once: a fancy += is exact.
+                    row[np.frombuffer(self._positions[term], dtype=np.int32)] += np.frombuffer(
+                        self._counts[term], dtype=np.int32
+                    )
         for position, own in self._overrides.items():
-            found_tf = [sum(own.get(variant, 0) for variant in variants) for variants in query.words]
-            if any(found_tf):
-                rows.append((position, found_tf))
-        union = np.unique(
-            np.concatenate([held for held, _ in found] + [np.array([p for p, _ in rows], dtype=np.int32)])
-        )
-        union = union[union < size]
+            if position < size:
+                tf[:, position] = [sum(own.get(variant, 0) for variant in variants) for variants in query.words]
+        union = np.flatnonzero(tf.any(axis=0))
         if not len(union):
             return out
-        tf = np.zeros((len(query.words), len(union)), dtype=np.float64)
-        for number, (held, many) in enumerate(found):
-            inside = held < size
-            np.add.at(tf[number], np.searchsorted(union, held[inside]), many[inside])
-        for position, counts_of in rows:
-            if position < size:
-                tf[:, int(np.searchsorted(union, position))] = counts_of
+        tf = tf[:, union]
         length = np.frombuffer(self._lengths, dtype=np.int32)[union].astype(np.float64)
         norm = K1 * (1.0 - B + B * length / query.average_length)
         total = np.zeros(len(union), dtype=np.float64)
