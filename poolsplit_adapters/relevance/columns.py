@@ -131,32 +131,43 @@ class TermPostings:
         of :meth:`~.bm25.Query.relevance`."""
         import numpy as np
 
-        out = np.zeros(size, dtype=np.float64)
+        total = np.zeros(size, dtype=np.float64)
         if not query.words or query.ceiling <= 0.0 or not self.columns:
-            return out
-        # Term frequency per query word (a word's stem variants summed), one
-        # dense row per word: O(postings of the query's terms) additions.
-        tf = np.zeros((len(query.words), size), dtype=np.float64)
-        for number, variants in enumerate(query.words):
-            row = tf[number]
-            for variant in variants:
-                term = self._codes.get(variant)
-                if term is not None:
-                    # A term lists a position once: a fancy += is exact.
-                    row[np.frombuffer(self._positions[term], dtype=np.int32)] += np.frombuffer(
-                        self._counts[term], dtype=np.int32
-                    )
-        for position, own in self._overrides.items():
-            if position < size:
-                tf[:, position] = [sum(own.get(variant, 0) for variant in variants) for variants in query.words]
-        union = np.flatnonzero(tf.any(axis=0))
-        if not len(union):
-            return out
-        tf = tf[:, union]
-        length = np.frombuffer(self._lengths, dtype=np.int32)[union].astype(np.float64)
-        norm = K1 * (1.0 - B + B * length / query.average_length)
-        total = np.zeros(len(union), dtype=np.float64)
-        for weight, count in zip(query.weights, tf):
-            total = total + np.where(count > 0.0, weight * count * (K1 + 1.0) / (count + norm), 0.0)
-        out[union] = total / query.ceiling
-        return out
+            return total
+        lengths = np.frombuffer(self._lengths, dtype=np.int32)[:size].astype(np.float64)
+        norm = K1 * (1.0 - B + B * lengths / query.average_length)
+        overridden = np.fromiter(self._overrides, dtype=np.int64, count=len(self._overrides))
+        # Word by word, in the query's order, each position adds its term's
+        # share: the per-entry sum's order (a position without the word adds
+        # nothing there, as here).
+        for weight, variants in zip(query.weights, query.words):
+            held = [self._codes[v] for v in variants if v in self._codes]
+            if not held:
+                continue
+            where = np.concatenate([np.frombuffer(self._positions[t], dtype=np.int32) for t in held])
+            count = np.concatenate([np.frombuffer(self._counts[t], dtype=np.int32) for t in held])
+            if len(held) > 1:  # two stems of the word in one text: their counts add up
+                where, inverse = np.unique(where, return_inverse=True)
+                count = np.bincount(inverse, weights=count)
+            count = count.astype(np.float64)
+            if len(overridden):
+                keep = ~np.isin(where, overridden)
+                where, count = where[keep], count[keep]
+            total[where] += weight * count * (K1 + 1.0) / (count + norm[where])
+        if len(overridden):
+            self._overridden(query, overridden[overridden < size], norm, total)
+        return total / query.ceiling
+
+    def _overridden(self, query: Query, positions: Any, norm: Any, total: Any) -> None:
+        """The sums of the positions re-read in place, from their own term
+        counts (the postings still list their old terms), in the same order."""
+        import numpy as np
+
+        for position in positions.tolist():
+            own = self._overrides[position]
+            value = 0.0
+            for weight, variants in zip(query.weights, query.words):
+                count = float(sum(own.get(variant, 0) for variant in variants))
+                if count:
+                    value += float(weight * np.float64(count) * (K1 + 1.0) / (np.float64(count) + norm[position]))
+            total[position] = value

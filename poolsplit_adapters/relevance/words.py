@@ -95,8 +95,11 @@ def normalise(text: str) -> str:
 def words(text: str) -> List[str]:
     """The normalised words of ``text`` in order, CJK runs as bigrams
     (steps 1 to 3), neither stemmed nor stopword-filtered."""
+    folded = normalise(text)
+    if folded.isascii():  # the common case, in one pass: no CJK to split
+        return [word for word in _WORD.findall(folded) if len(word) > 1 or word.isdigit()]
     found: List[str] = []
-    for word in _WORD.findall(normalise(text)):
+    for word in _WORD.findall(folded):
         if word.isascii():
             if len(word) > 1 or word.isdigit():
                 found.append(word)
@@ -162,7 +165,7 @@ def detect_language(tokens: List[str], text: str, candidates: Tuple[str, ...], d
         stop = STOPWORDS.get(language)
         if stop is None:
             continue
-        count = sum(1 for token in tokens if token in stop)
+        count = sum(map(stop.__contains__, tokens))
         if count > hits:
             best, hits = language, count
     return best
@@ -274,12 +277,11 @@ def _cached_terms(key: Tuple[Any, ...], text: str) -> Tuple[str, ...]:
     language = detect_language(tokens, text, languages, default)
     stop = STOPWORDS.get(language, frozenset())
     stem = _stemmer(language)
-    out: List[str] = []
-    for token in tokens:
-        if token in stop:
-            continue
-        out.append(stem(token) if stem is not None and not _CJK_RUN.fullmatch(token) else token)
-    return tuple(out)
+    kept = [token for token in tokens if token not in stop]
+    if stem is None:
+        return tuple(kept)
+    # An ASCII token is never a CJK run: only the others need the check.
+    return tuple(stem(t) if t.isascii() or not _CJK_RUN.fullmatch(t) else t for t in kept)
 
 
 def _terms(analyzer: Analyzer, text: str) -> Tuple[str, ...]:
