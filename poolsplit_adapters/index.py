@@ -17,8 +17,15 @@ spec's factors are applied element-wise in the spec's order, so every score
 is bit-identical to :func:`~poolsplit_adapters.poolsplit.default_scorer`;
 the message and tag factors come from compact postings (word -> positions)
 instead of re-reading every text; and each pool ranks only the top slice of
-its candidates exactly, widening it only if the budget is not yet full. With
-a custom scorer, or without numpy, the stateless path's candidates
+its candidates exactly, widening it only if the budget is not yet full.
+With a :class:`~poolsplit_adapters.relevance.RelevanceScorer` (the
+adapters' default) the BM25 relevance is vectorised too: term postings kept
+as entries come and go (:mod:`poolsplit_adapters.relevance.columns`), the
+document frequencies those of every entry the index holds, the bounded
+boosts over the columns; bit-identical to the scorer's per-entry score over
+the same statistics (``RelevanceScorer.with_corpus``), which is what the
+index hands the generic path. With another custom scorer, or without numpy,
+the stateless path's candidates
 (:class:`~poolsplit_adapters.fastpath.BestFirstCandidates`) run with the
 cached costs and activeness, so the tokenizer is still never asked
 twice about an unchanged entry.
@@ -404,6 +411,11 @@ class MemoryIndex:
         is_active: activeness predicate, evaluated when an entry is added or
             refreshed.
         use_numpy: set False to force the pure-Python generic path.
+        scorer: the index's own scorer (default: the spec's
+            ``default_scorer``); ``select(scorer=...)`` overrides it per call.
+            With a :class:`~poolsplit_adapters.relevance.RelevanceScorer`
+            (the adapters' default) the BM25 postings are built with the
+            index instead of on its first query.
 
     Example::
 
