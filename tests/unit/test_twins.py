@@ -237,6 +237,8 @@ _RELEVANCE_STORE = st.lists(
             "tags": st.lists(st.sampled_from(["ops", "billing"]), max_size=2),
             "project": st.sampled_from(["checkout", "search"]),
             "status": st.sampled_from(["active", "archived"]),
+            "namespace": st.sampled_from(["A", "B", "global"]),
+            "source": st.just("chat"),
         },
     ),
     max_size=20,
@@ -244,8 +246,8 @@ _RELEVANCE_STORE = st.lists(
 
 
 @RANDOM_PLANS
-@given(store=_RELEVANCE_STORE, plan=pools(), message=_RELEVANCE_TEXT, now=nows, data=st.data())
-def test_memory_index_ranks_with_the_relevance_scorer_as_the_per_entry_path_does(store, plan, message, now, data):
+@given(store=_RELEVANCE_STORE, plan=pools(), message=_RELEVANCE_TEXT, now=nows, view=scopes, data=st.data())
+def test_memory_index_ranks_with_the_relevance_scorer_as_the_per_entry_path_does(store, plan, message, now, view, data):
     """MemoryIndex's vectorised BM25 (TermPostings + Modifiers.boost_columns +
     combine_columns) mirrors RelevanceScorer's per-entry score over a corpus
     of the index's entries: with numpy and without, after additions,
@@ -265,9 +267,9 @@ def test_memory_index_ranks_with_the_relevance_scorer_as_the_per_entry_path_does
         index.refresh_all(changed)
     kept = RelevanceScorer()
     kept.index_entries(indexes[0].entries)
-    expected = _report(select(indexes[0].entries, plan, context, now=now, scorer=kept))
+    expected = _report(select(indexes[0].entries, plan, context, now=now, scorer=kept, visibility=view))
     for index in indexes:
-        assert _report(index.select(plan, context, now=now, scorer=RelevanceScorer())) == expected
+        assert _report(index.select(plan, context, now=now, scorer=RelevanceScorer(), visibility=view)) == expected
 
 
 def test_memory_index_bm25_survives_a_compaction():
