@@ -1,6 +1,7 @@
 """Starvation benchmark: one shared budget vs pools, on a synthetic store.
 
-    python benchmarks/starvation.py
+    python benchmarks/starvation.py                    # the core's default_scorer
+    python benchmarks/starvation.py --scorer adapters  # the adapters' default (relevance first)
 
 Prints (1) the per-type load rate over ~50 queries on a ~5k-entry mixed
 store: the share of queries on which at least one entry of the type loaded,
@@ -13,6 +14,7 @@ The notebook notebooks/starvation.ipynb plots the same numbers.
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import os
 import random
@@ -25,6 +27,8 @@ import docs_tables  # noqa: E402
 import synth  # noqa: E402
 
 from poolsplit_adapters import MemoryIndex, Pool  # noqa: E402
+from poolsplit_adapters.poolsplit import Scorer, default_scorer  # noqa: E402
+from poolsplit_adapters.settings import default_adapter_scorer  # noqa: E402
 
 TYPES = ["correction", "note", "task", "fact", "episode", "skill", "growth"]
 FLOODS = [0, 100, 1_000, 10_000]
@@ -68,10 +72,12 @@ def without_always(store: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return [{k: v for k, v in e.items() if k != "scope"} for e in store]
 
 
-def load_rates(store: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]]) -> Dict[str, Dict[str, float]]:
+def load_rates(
+    store: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], scorer: Scorer = default_scorer
+) -> Dict[str, Dict[str, float]]:
     """Per type: share of queries that loaded at least one entry of it."""
-    pooled = MemoryIndex(store)
-    shared = MemoryIndex(without_always(store))
+    pooled = MemoryIndex(store, scorer=scorer)
+    shared = MemoryIndex(without_always(store), scorer=scorer)
     hits: Dict[str, Dict[str, int]] = {"shared": dict.fromkeys(TYPES, 0), "pools": dict.fromkeys(TYPES, 0)}
     for ctx in queries:
         results = {
@@ -121,7 +127,10 @@ def quiet(store: Sequence[Dict[str, Any]], days: float = 30.0) -> List[Dict[str,
 
 
 def correction_presence(
-    store: Sequence[Dict[str, Any]], queries: Sequence[Dict[str, Any]], floods: Sequence[int] = FLOODS
+    store: Sequence[Dict[str, Any]],
+    queries: Sequence[Dict[str, Any]],
+    floods: Sequence[int] = FLOODS,
+    scorer: Scorer = default_scorer,
 ) -> Dict[str, List[float]]:
     """Share of corrections loaded (mean over queries) for each flood size,
     starting from a quiet store (see :func:`quiet`)."""
@@ -130,8 +139,8 @@ def correction_presence(
     out: Dict[str, List[float]] = {"shared": [], "pools": []}
     for size in floods:
         grown = list(store) + flood(size, queries)
-        pooled = MemoryIndex(grown)
-        shared = MemoryIndex(without_always(grown))
+        pooled = MemoryIndex(grown, scorer=scorer)
+        shared = MemoryIndex(without_always(grown), scorer=scorer)
         got = {"shared": 0.0, "pools": 0.0}
         for ctx in queries:
             for name, index, plan in (
@@ -146,9 +155,18 @@ def correction_presence(
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--scorer",
+        choices=["spec", "adapters"],
+        default="spec",
+        help="spec: the core's default_scorer (the docs table); adapters: default_adapter_scorer() (printed only)",
+    )
+    args = parser.parse_args()
+    scorer = default_scorer if args.scorer == "spec" else default_adapter_scorer()
     store = make_store()
     queries = synth.make_queries(50, seed=8)
-    rates = load_rates(store, queries)
+    rates = load_rates(store, queries, scorer)
     print(
         "per-type load rate over %d queries, %d-entry store (share of queries loading >= 1 entry)"
         % (len(queries), len(store))
@@ -156,7 +174,7 @@ def main() -> None:
     print("  %-12s %14s %8s" % ("type", "one budget", "pools"))
     for kind in TYPES:
         print("  %-12s %13.0f%% %7.0f%%" % (kind, 100 * rates["shared"][kind], 100 * rates["pools"][kind]))
-    presence = correction_presence(store, queries)
+    presence = correction_presence(store, queries, scorer=scorer)
     print(
         "\ncorrections present as fresh content floods into a quiet store (mean share of the %d corrections)"
         % sum(1 for e in store if e.get("scope") == "always")
@@ -164,6 +182,8 @@ def main() -> None:
     print("  %-12s %14s %8s" % ("flood", "one budget", "pools"))
     for size, a, b in zip(FLOODS, presence["shared"], presence["pools"]):
         print("  %-12d %13.0f%% %7.0f%%" % (size, 100 * a, 100 * b))
+    if args.scorer != "spec":
+        return
     per_type = docs_tables.markdown_table(
         ["type", "one shared budget", "pools"],
         [[kind, "%.0f%%" % (100 * rates["shared"][kind]), "%.0f%%" % (100 * rates["pools"][kind])] for kind in TYPES],

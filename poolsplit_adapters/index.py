@@ -17,8 +17,15 @@ spec's factors are applied element-wise in the spec's order, so every score
 is bit-identical to :func:`~poolsplit_adapters.poolsplit.default_scorer`;
 the message and tag factors come from compact postings (word -> positions)
 instead of re-reading every text; and each pool ranks only the top slice of
-its candidates exactly, widening it only if the budget is not yet full. With
-a custom scorer, or without numpy, the stateless path's candidates
+its candidates exactly, widening it only if the budget is not yet full.
+With a :class:`~poolsplit_adapters.relevance.RelevanceScorer` (the
+adapters' default) the BM25 relevance is vectorised too: term postings kept
+as entries come and go (:mod:`poolsplit_adapters.relevance.columns`), the
+document frequencies those of every entry the index holds, the bounded
+boosts over the columns; bit-identical to the scorer's per-entry score over
+the same statistics (``RelevanceScorer.with_corpus``), which is what the
+index hands the generic path. With another custom scorer, or without numpy,
+the stateless path's candidates
 (:class:`~poolsplit_adapters.fastpath.BestFirstCandidates`) run with the
 cached costs and activeness, so the tokenizer is still never asked
 twice about an unchanged entry.
@@ -84,7 +91,11 @@ from .poolsplit import (
     prepare_scorer,
     significant_words,
 )
+from .relevance.bm25 import Query
+from .relevance.columns import TermPostings
 from .relevance.modifiers import combine_columns
+from .relevance.scorer import RelevanceScorer
+from .relevance.words import cache_key
 from .reports import note_fallback
 
 try:  # numpy is optional: without it the generic path serves every query.
@@ -423,6 +434,11 @@ class MemoryIndex:
         is_active: activeness predicate, evaluated when an entry is added or
             refreshed.
         use_numpy: set False to force the pure-Python generic path.
+        scorer: the index's own scorer (default: the spec's
+            ``default_scorer``); ``select(scorer=...)`` overrides it per call.
+            With a :class:`~poolsplit_adapters.relevance.RelevanceScorer`
+            (the adapters' default) the BM25 postings are built with the
+            index instead of on its first query.
 
     Example::
 
@@ -463,6 +479,14 @@ class MemoryIndex:
         self._vectors: Optional[_Rows] = None
         if self._numpy and callable(getattr(scorer, "vectors_of", None)):
             self._vectors = _Rows()
+        # The text each position was counted with (what removing or
+        # re-reading it takes out of the BM25 statistics), and those
+        # statistics per analyzer of a RelevanceScorer: for the index's own
+        # scorer from the start, for another when it first queries.
+        self._texts: list[Optional[str]] = []
+        self._terms: dict[tuple[Any, ...], TermPostings] = {}
+        if isinstance(scorer, RelevanceScorer):
+            self._terms_for(scorer)
         self.extend(entries)
 
     # -- contents ---------------------------------------------------------------
@@ -525,6 +549,10 @@ class MemoryIndex:
             for name, values in self._values(chunk, costs[span], active[span]).items():
                 self._columns[name].extend(values)
             self._post(start, chunk)
+            texts = [entry["content"] for entry in chunk]
+            self._texts.extend(texts)
+            for terms in self._terms.values():
+                terms.add(start, texts)
         self._embed(len(self._slots) - len(batch), batch)
 
     def _costs(self, batch: Sequence[Mapping[str, Any]], start: int) -> list[int]:
@@ -612,6 +640,9 @@ class MemoryIndex:
         self._where.pop(id(entry))
         self._slots[position] = None
         self._columns["alive"][position] = False
+        text, self._texts[position] = self._texts[position], None
+        for terms in self._terms.values():
+            terms.remove(text)  # type: ignore[arg-type]
         if len(self._slots) > 64 and self._where.size < len(self._slots) // 2:
             self._compact()
 
@@ -655,6 +686,9 @@ class MemoryIndex:
             for name, values in self._values([entry], [cost], [live]).items():
                 self._columns[name][position] = values[0]
             self._post(position, [entry], fresh=False)
+            old, self._texts[position] = self._texts[position], entry["content"]
+            for terms in self._terms.values():
+                terms.replace(position, old, entry["content"])  # type: ignore[arg-type]
             self._embed(position, [entry])
 
     def _compact(self) -> None:
@@ -672,7 +706,27 @@ class MemoryIndex:
         if self._vectors is not None:
             self._vectors.keep(alive)
         self._slots = [self._slots[p] for p in alive]
+        self._texts = [self._texts[p] for p in alive]
+        for terms in self._terms.values():
+            terms.rebuild(self._texts)  # type: ignore[arg-type]
         self._where.rebuild(self._slots)
+
+    def _terms_for(self, scorer: RelevanceScorer) -> TermPostings:
+        """The BM25 statistics of this index's texts for ``scorer``'s
+        analyzer, built on first use (O(store) once) and kept in step with
+        every mutation after that."""
+        key = cache_key(scorer.analyzer)
+        terms = self._terms.get(key)
+        if terms is None:
+            terms = self._terms[key] = TermPostings(scorer.analyzer, columns=self._numpy)
+            alive = [p for p, text in enumerate(self._texts) if text is not None]
+            if alive:
+                terms.corpus.add_many([self._texts[p] for p in alive])  # type: ignore[misc]
+                if self._numpy:
+                    # Removed slots still hold a position: postings of the
+                    # texts as they stand, the dead ones read as empty.
+                    terms.rebuild([text if text is not None else "" for text in self._texts])
+        return terms
 
     def prepare(self) -> MemoryIndex:
         """Nothing left to prepare (kept for 0.1 callers): the columns are
@@ -726,7 +780,21 @@ class MemoryIndex:
         # An embedding scorer that fell back for this query ranks with its
         # lexical scorer, entry by entry: the generic path, same prepared scorer.
         vectorised = prepared is not None and not getattr(prepared, "fallback_reason", None)
-        if self._numpy and (scorer is default_scorer or vectorised):
+        words: Optional[tuple[RelevanceScorer, TermPostings, Query]] = None
+        if isinstance(scorer, RelevanceScorer):
+            # Ranked against this index's statistics (unless the scorer
+            # brings a corpus of its own): the per-entry path through the
+            # same view, so both give the same bits.
+            terms = self._terms_for(scorer)
+            corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
+            if self._numpy and scorer.embedding is None:
+                ctx = ScoringContext(context, now)  # checks the context first, as prepare would
+                words = (scorer, terms, corpus.query((context or {}).get("message") or ""))
+            elif corpus is not scorer.corpus:
+                scorer = scorer.with_corpus(corpus)
+        if words is not None:
+            source = _ColumnSource(self, ctx, view, report, words=words)
+        elif self._numpy and (scorer is default_scorer or vectorised):
             source = _ColumnSource(self, ScoringContext(context, now), view, report, prepared)
         else:
             alive = [p for p, e in enumerate(self._slots) if e is not None]
@@ -774,9 +842,11 @@ class _ColumnSource:
         view: Optional[Visibility],
         report: bool,
         embedding: Any = None,
+        words: Optional[tuple[RelevanceScorer, TermPostings, Query]] = None,
     ) -> None:
         self.owner = index
         self.embedding = embedding
+        self.words = words
         self.slots: Sequence[Optional[Mapping[str, Any]]] = index._slots
         size = self.size = len(self.slots)
         # Views of the index's columns, valid while the query holds the lock
@@ -855,18 +925,21 @@ class _ColumnSource:
         project = col["project"]
         same = project == (code if code is not None else -2)
         embedding = self.embedding
-        if embedding is not None and embedding.fallback_reason is None:
-            # The embedding scorer ranks relevance first: its bounded boost
+        relevance_first = self.words[0] if self.words is not None else None
+        if relevance_first is None and embedding is not None and embedding.fallback_reason is None:
+            relevance_first = embedding.scorer
+        if relevance_first is not None:
+            # The relevance-first scorers (RelevanceScorer's BM25, the
+            # embedding scorer's cosine): their bounded boost
             # (Modifiers.boost_columns, the twin of Modifiers.boost) over the
-            # cosine column, combined as relevance.combine does per entry.
+            # relevance column, combined as relevance.combine does per entry.
             assert index._tags is not None
-            scorer = embedding.scorer
             shared = index._tags.count(ctx.tags, self.size) if ctx.tags else np.zeros(self.size, dtype=np.float64)
             placed = np.where(project < 0, 1, np.where(same, 2, 0)).astype(np.int8)
-            boost = scorer.modifiers.boost_columns(
+            boost = relevance_first.modifiers.boost_columns(
                 col["priority"], seconds / 86400.0, col["created"] >= 0, shared, col["ntags"], placed
             )
-            return combine_columns(self._overlap(), boost, scorer.floor)
+            return combine_columns(self._overlap(), boost, relevance_first.floor)
         score = col["priority"].copy()
         days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
         days = np.where(days < 0.0, 0.0, days)
@@ -883,8 +956,12 @@ class _ColumnSource:
         return score
 
     def _overlap(self) -> Any:
-        """The relevance column: the embedding scorer's (cosine, or its
-        hybrid mix) when it ranks by vectors, else the lexical overlap."""
+        """The relevance column: RelevanceScorer's normalised BM25, the
+        embedding scorer's (cosine, or its hybrid mix) when it ranks by
+        vectors, else the lexical overlap."""
+        if self._relevance is None and self.words is not None:
+            _scorer, terms, query = self.words
+            self._relevance = terms.relevance(query, self.size)
         embedding = self.embedding
         if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
             vectors = self.owner._vectors

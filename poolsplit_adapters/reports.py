@@ -26,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
+from .relevance.scorer import RelevanceScorer
 from .render import always_outside_namespace, selection_dict
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
@@ -116,13 +117,20 @@ def select_noted(
     now: Optional[datetime.datetime] = None,
     **options: Any,
 ) -> Selection:
-    """The core ``select`` (same arguments), with the scorer's fallback noted.
+    """The core ``select`` (same arguments), with the scorer's fallback noted;
+    a :class:`~poolsplit_adapters.relevance.RelevanceScorer` without a corpus
+    ranks against the statistics of every entry given
+    (:meth:`~poolsplit_adapters.relevance.RelevanceScorer.over`), as a
+    ``MemoryIndex`` of the same entries does.
 
     Example::
 
         selection = select_noted(entries, pools, {"message": "refund"}, scorer=EmbeddingScorer(embedder))
         selection.notes.get("scorer_fallback")   # e.g. "query embedding failed: ..."
     """
+    if isinstance(scorer, RelevanceScorer):
+        entries = entries if isinstance(entries, (list, tuple)) else list(entries)
+        scorer = scorer.over(entries)
     prepared = prepare_scorer(scorer, context, now)
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this function
     selection = select(entries, pools, context, scorer=_Prepared(prepared), now=now, **options)

@@ -1,7 +1,12 @@
-"""The paraphrase case both adapters' wiring tests share (framework-neutral):
-lexically the fresher note wins (one shared word is under the overlap
-threshold); hashed n-grams see "refund"/"refunded", "rounding"/"rounded", so
-an embedding ranks the episode first."""
+"""The paraphrase case both adapters' wiring tests share (framework-neutral).
+
+With the spec's ``default_scorer`` the fresher note wins: the episode shares
+one of the question's seven significant words ("totals", 1/7 = 0.14), under
+the 0.15 overlap threshold, so only recency counts. The adapters' default
+(``RelevanceScorer``) stems both texts: the episode holds the question's
+stems refund, round and total, the note none of them (relevance 0), so the
+episode wins on words alone; hashed n-grams see "refund"/"refunded",
+"rounding"/"rounded", so an embedding ranks the episode first as well."""
 
 from __future__ import annotations
 

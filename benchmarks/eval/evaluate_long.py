@@ -27,7 +27,12 @@ Methods:
 * ``core + EmbeddingScorer``: the relevance-first one;
 * ``core + RelevanceScorer`` (words) and ``core + RelevanceScorer(e)``
   (words and vectors fused), their corpus kept as a store would
-  (``index_entries``).
+  (``index_entries``);
+* ``LangChain PoolSplitRetriever (default scorer)``: the adapter over the
+  memories as documents, nothing but pools given: the adapters' default
+  scorer (``settings.default_adapter_scorer``) over the retriever's
+  ``MemoryIndex`` (vectorised BM25). Until 0.5 that default was the spec's
+  scorer, the ``core + spec scorer`` row.
 
 A question's ranking is computed once per method (one ``select`` whose budget
 holds the whole store returns every entry in the core's rank order) and the
@@ -156,6 +161,32 @@ def bm25_method(entries: List[Dict[str, Any]]) -> Callable[[str, int], Ranking]:
     return rank
 
 
+def adapter_method(entries: List[Dict[str, Any]]) -> Callable[[str, int], Ranking]:
+    """The LangChain retriever with its defaults, one per budget (a
+    retriever's pools are fixed at construction), each built once."""
+    from langchain_core.documents import Document
+
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+
+    documents = [
+        Document(
+            page_content=e["content"], id=e["id"], metadata={k: v for k, v in e.items() if k not in ("content", "id")}
+        )
+        for e in entries
+    ]
+    retrievers: Dict[int, Any] = {}
+
+    def rank(message: str, budget: int) -> Ranking:
+        retriever = retrievers.get(budget)
+        if retriever is None:
+            plan = [Pool("all", budget, 10**9)]
+            retriever = retrievers[budget] = PoolSplitRetriever(documents=documents, pools=plan, now=long_horizon.NOW)
+        retriever.invoke(message)
+        return [(c.entry["id"], c.cost) for c in retriever.last_selection.chosen]
+
+    return rank
+
+
 def methods(
     embedder: Any,
     entries: List[Dict[str, Any]],
@@ -183,6 +214,7 @@ def methods(
         "core + EmbeddingScorer": core_method(embedding, entries),
         "core + RelevanceScorer (words)": core_method(words, entries),
         "core + RelevanceScorer (fused)": core_method(fused, entries),
+        "LangChain PoolSplitRetriever (default scorer)": adapter_method(entries),
     }
     for threshold in thresholds:
         found["core + RelevanceScorer (fused), min_relevance=%g" % threshold] = core_method(fused, entries, threshold)

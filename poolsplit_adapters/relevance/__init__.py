@@ -4,11 +4,14 @@ embeddings fused in, priority/recency/tags/project as bounded boosts.
 One concern per module: :mod:`.words` (text to terms), :mod:`.bm25` (an
 incrementally kept corpus and the normalised BM25), :mod:`.fusion` (words
 and vectors), :mod:`.modifiers` (the bounded boosts and the score's shape),
-:mod:`.scorer` (the scorer the core calls). Standard library only unless an
-embedder is given; ``snowballstemmer`` for stemming (see :mod:`.words`).
+:mod:`.scorer` (the scorer the core calls), :mod:`.columns` (BM25 postings
+of a columnar store, the vectorised twin of :mod:`.bm25`, numpy on use).
+Standard library only unless an embedder is given or columns are kept;
+``snowballstemmer`` for stemming (see :mod:`.words`).
 """
 
 from .bm25 import WordIndex
+from .columns import TermPostings
 from .fusion import fuse
 from .modifiers import Modifiers, combine
 from .scorer import PreparedRelevance, RelevanceScorer
@@ -19,6 +22,7 @@ __all__ = [
     "PreparedRelevance",
     "Modifiers",
     "WordIndex",
+    "TermPostings",
     "Analyzer",
     "fuse",
     "combine",

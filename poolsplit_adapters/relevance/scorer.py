@@ -143,6 +143,38 @@ class RelevanceScorer:
         for entry in entries:
             self.corpus.remove(entry["content"])
 
+    def with_corpus(self, corpus: WordIndex) -> RelevanceScorer:
+        """A view ranking against ``corpus``'s statistics (a
+        :class:`~poolsplit_adapters.MemoryIndex` passes the corpus it keeps
+        of its own entries); shares every setting and the embedding cache,
+        and leaves this scorer's own corpus as it was.
+
+        Raises:
+            ValueError: ``corpus`` was built with another analyzer.
+        """
+        if not isinstance(corpus, WordIndex):
+            raise TypeError("RelevanceScorer.with_corpus takes a WordIndex, got %s" % type(corpus).__name__)
+        if corpus.analyzer != self.analyzer:
+            raise ValueError("RelevanceScorer corpus was built with another analyzer than the scorer's")
+        view = object.__new__(RelevanceScorer)
+        view.__dict__.update(self.__dict__)
+        view.corpus = corpus
+        return view
+
+    def over(self, entries: Iterable[Any]) -> RelevanceScorer:
+        """This scorer ranking against the statistics of ``entries``, every
+        one of them (a view with a corpus of their contents), or itself when
+        it keeps a corpus of its own. The adapters select through it, so a
+        list of documents ranks as a :class:`~poolsplit_adapters.MemoryIndex`
+        of the same documents does (its statistics are its whole store's),
+        rather than against each pool's candidates. What is not an entry
+        with a text is left for the selector to reject."""
+        if self.corpus is not None and len(self.corpus):
+            return self
+        corpus = WordIndex(self.analyzer)
+        corpus.add_many([e["content"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("content"), str)])
+        return self.with_corpus(corpus)
+
     def with_known_relevance(self, known: Mapping[str, float]) -> RelevanceScorer:
         """A view whose cosine for the entries with an ``id`` in ``known`` is
         taken from there (a vector store already returned it); shares the

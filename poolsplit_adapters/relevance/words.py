@@ -95,8 +95,11 @@ def normalise(text: str) -> str:
 def words(text: str) -> List[str]:
     """The normalised words of ``text`` in order, CJK runs as bigrams
     (steps 1 to 3), neither stemmed nor stopword-filtered."""
+    folded = normalise(text)
+    if folded.isascii():  # the common case, in one pass: no CJK to split
+        return [word for word in _WORD.findall(folded) if len(word) > 1 or word.isdigit()]
     found: List[str] = []
-    for word in _WORD.findall(normalise(text)):
+    for word in _WORD.findall(folded):
         if word.isascii():
             if len(word) > 1 or word.isdigit():
                 found.append(word)
@@ -162,7 +165,7 @@ def detect_language(tokens: List[str], text: str, candidates: Tuple[str, ...], d
         stop = STOPWORDS.get(language)
         if stop is None:
             continue
-        count = sum(1 for token in tokens if token in stop)
+        count = sum(map(stop.__contains__, tokens))
         if count > hits:
             best, hits = language, count
     return best
@@ -241,6 +244,11 @@ class Analyzer:
         """A query's distinct words, each as the set of its stems in every
         configured language (CJK bigrams and unstemmable words: themselves).
         The query's own language's stopwords are dropped."""
+        return [variants for _word, variants in self.query_words(text)]
+
+    def query_words(self, text: str) -> List[Tuple[str, FrozenSet[str]]]:
+        """:meth:`query_terms` with each word as the query wrote it
+        (normalised): ``(word, its stems)``, for a report of what matched."""
         self._stem_ready()
         tokens = words(text)
         language = detect_language(tokens, text, self.languages, self.default_language)
@@ -254,7 +262,7 @@ class Analyzer:
                 stems = [_stemmer(name) for name in self.languages]
                 variants = {stem(token) for stem in stems if stem is not None} or {token}
             seen[token] = frozenset(variants)
-        return list(seen.values())
+        return list(seen.items())
 
 
 def cache_key(analyzer: Analyzer) -> Tuple[Any, ...]:
@@ -269,12 +277,11 @@ def _cached_terms(key: Tuple[Any, ...], text: str) -> Tuple[str, ...]:
     language = detect_language(tokens, text, languages, default)
     stop = STOPWORDS.get(language, frozenset())
     stem = _stemmer(language)
-    out: List[str] = []
-    for token in tokens:
-        if token in stop:
-            continue
-        out.append(stem(token) if stem is not None and not _CJK_RUN.fullmatch(token) else token)
-    return tuple(out)
+    kept = [token for token in tokens if token not in stop]
+    if stem is None:
+        return tuple(kept)
+    # An ASCII token is never a CJK run: only the others need the check.
+    return tuple(stem(t) if t.isascii() or not _CJK_RUN.fullmatch(t) else t for t in kept)
 
 
 def _terms(analyzer: Analyzer, text: str) -> Tuple[str, ...]:

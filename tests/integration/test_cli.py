@@ -390,6 +390,28 @@ def test_search_all_namespaces_groups_matches_and_must_be_asked_for(tmp_path):
     assert_one_line_error(code, err, "the query 'the' has no searchable word")
 
 
+def test_search_finds_inflections_and_words_of_other_scripts(tmp_path):
+    db = str(tmp_path / "memory.db")
+    entries = [{"id": "r%02d" % i, "content": "Customer %d asked about refunds" % i} for i in range(15)]
+    entries += [
+        {"id": "zh", "content": "退款金额被四舍五入少了一分钱"},
+        {"id": "he", "content": "החזר כספי נשלח ללקוח אתמול"},
+        {"id": "menu", "content": "Lunch menu for Friday"},
+    ]
+    source = tmp_path / "entries.jsonl"
+    source.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries), encoding="utf-8")
+    assert run_cli("import", str(source), "--into", db)[0] == 0
+    code, out, err = run_cli("search", "refund", "--all-namespaces", "--limit", "20", "--store", db, "--json")
+    assert code == 0, err
+    hits = json.loads(out)["namespaces"][0]["hits"]
+    assert sorted(h["id"] for h in hits) == ["r%02d" % i for i in range(15)]  # every one that says "refunds"
+    assert {tuple(h["matched"]) for h in hits} == {("refund",)}
+    for query, expected in (("为什么退款少了一分钱", "zh"), ("מתי נשלח החזר כספי", "he")):
+        code, out, err = run_cli("search", query, "--all-namespaces", "--store", db, "--json")
+        assert code == 0, err
+        assert [h["id"] for group in json.loads(out)["namespaces"] for h in group["hits"]] == [expected]
+
+
 @pytest.mark.parametrize(
     "flags, named",
     [

@@ -174,7 +174,7 @@ def test_the_long_horizon_evaluation_runs_and_relevance_first_holds_over_months(
     entries, questions = long_set
     rows = evaluate_long.run(HashEmbedder(), entries, questions[::12], budgets=(256, 1024), latency_every=4)
     by = {(r["method"], r["budget"]): r for r in rows}
-    assert len(rows) == 2 * 7
+    assert len(rows) == 2 * 8
     for row in rows:
         assert 0.0 <= row["recall"] <= 1.0 and 0.0 <= row["all evidence"] <= 1.0
         assert row["p50"] <= row["p95"]
@@ -183,5 +183,12 @@ def test_the_long_horizon_evaluation_runs_and_relevance_first_holds_over_months(
         new = by[("core + EmbeddingScorer", budget)]["recall"]
         assert new > 2 * old  # the regression the 0.3 shape had over months
         assert by[("core + RelevanceScorer (fused)", budget)]["recall"] > 2 * old
+        # The LangChain retriever with its defaults ranks as RelevanceScorer
+        # over a corpus of the whole store (its MemoryIndex's statistics, bit
+        # for bit): the same evidence loads.
+        adapter = by[("LangChain PoolSplitRetriever (default scorer)", budget)]
+        words = by[("core + RelevanceScorer (words)", budget)]
+        assert (adapter["recall"], adapter["all evidence"]) == (words["recall"], words["all evidence"])
+        assert adapter["recall"] > 2 * by[("core + spec scorer", budget)]["recall"]
     text = evaluate_long.render(rows)
     assert "vector top-k" in text and "recall @1024" in text

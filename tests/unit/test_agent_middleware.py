@@ -312,7 +312,13 @@ def test_a_pools_relevance_floor_passes_through_and_is_reported():
             {"id": "deploy", "content": "staging deploy checklist", "type": "note"},
         ]
     )
-    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 300, 3, ("episode", "note"), min_relevance=0.5)]
+    # The default scorer's relevance is normalised BM25 over the three recalled
+    # entries (bm25's module docstring): the query's words u1, own, bill,
+    # refund are each in one entry (equal idf); "billing" holds three of them
+    # once, at length 4 against an average of 13/3, so its relevance is
+    # 3 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 4 / (13/3))) / (4 * 2.2) = 0.352;
+    # "deploy" holds none (0). A floor of 0.3 keeps the one, cuts the other.
+    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 300, 3, ("episode", "note"), min_relevance=0.3)]
     agent, model = agent_for(middleware(pools=pools), store)
     got = events(agent, "[u1] who owns billing refunds", "t")
     assert [m["id"] for m in markers(model.requests[-1])] == ["u1-fix-0", "billing"]  # the correction never is cut

@@ -57,6 +57,21 @@ def test_reads_a_store_and_refuses_bad_arguments(tmp_path):
         search_all_namespaces([ENTRIES[0], {"id": "x", "content": "y", "tags": "ops"}], "refund")
 
 
+def test_words_of_any_script_and_their_inflections_match():
+    entries = [
+        {"id": "r1", "content": "Refunds are rounded down to the cent"},
+        {"id": "r2", "content": "Two refunds were late"},
+        {"id": "zh", "content": "退款被四舍五入到分"},
+        {"id": "he", "content": "החזר כספי נשלח ביום שני"},
+        {"id": "menu", "content": "Lunch menu"},
+    ]
+    # Both say "refunds" once (share 1.0); r2 has 3 terms (two, refund, late)
+    # against r1's 4 (refund, round, down, cent), so BM25 puts it first.
+    assert ids(search_all_namespaces(entries, "refund")) == {None: [("r2", 1.0, ("refund",)), ("r1", 1.0, ("refund",))]}
+    assert ids(search_all_namespaces(entries, "退款")) == {None: [("zh", 1.0, ("退款",))]}
+    assert ids(search_all_namespaces(entries, "מתי נשלח החזר")) == {None: [("he", 2 / 3, ("החזר", "נשלח"))]}
+
+
 def test_no_agent_path_uses_the_cross_namespace_search():
     # Only the CLI (an operator's tool) and the stores package that defines
     # and exports it may name it; adapters, middleware and memory blocks never.

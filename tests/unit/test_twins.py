@@ -32,6 +32,9 @@ from poolsplit_adapters.poolsplit import (
     select,
     significant_words,
 )
+from poolsplit_adapters.relevance import RelevanceScorer
+from poolsplit_adapters.relevance.bm25 import WordIndex
+from poolsplit_adapters.relevance.columns import TermPostings
 
 # Random plans may leave a correction's type unadmitted: the warning is
 # expected there (its own tests pin it in test_core_errors).
@@ -197,3 +200,91 @@ def test_counts_without_rows_are_the_counts_of_the_rows(store, plan, context, no
     for make in made:
         counted = make().counts  # counted before any row exists
         assert counted == _counted_from_rows(make())
+
+
+# Words of several scripts and their inflections: stems, CJK bigrams, marks.
+_RELEVANCE_WORDS = ["refund", "refunds", "Refunded", "rounding", "staging", "deploy", "the", "退款被四舍五入", "退款"]
+_RELEVANCE_WORDS += ["החזר", "הֶחְזֵר", "Rückerstattung", "reembolso", "x", "42"]
+_RELEVANCE_TEXT = st.lists(st.sampled_from(_RELEVANCE_WORDS), max_size=8).map(" ".join)
+
+
+@given(texts=st.lists(_RELEVANCE_TEXT, max_size=12), message=_RELEVANCE_TEXT, data=st.data())
+def test_term_postings_give_the_per_entry_bm25_of_every_text(texts, message, data):
+    """relevance.columns.TermPostings.relevance mirrors bm25.Query.relevance:
+    the same bits for every position, also after texts are re-read in place."""
+    postings = TermPostings(RelevanceScorer().analyzer)
+    postings.add(0, texts)
+    current = list(texts)
+    for position in data.draw(st.lists(st.integers(0, max(len(texts) - 1, 0)), max_size=3)) if texts else []:
+        new = data.draw(_RELEVANCE_TEXT)
+        postings.replace(position, current[position], new)
+        current[position] = new
+    query = postings.corpus.query(message)
+    per_entry = WordIndex(postings.analyzer)
+    per_entry.add_many(current)
+    expected = [per_entry.query(message).relevance(text, postings.analyzer) for text in current]
+    assert postings.relevance(query, len(current)).tolist() == expected
+
+
+_RELEVANCE_STORE = st.lists(
+    st.fixed_dictionaries(
+        {"content": _RELEVANCE_TEXT},
+        optional={
+            "type": st.sampled_from(["note", "fact", "correction"]),
+            "scope": st.just("always"),
+            "base_priority": st.sampled_from([0, 1, 5, 9, 12]),
+            "created": st.sampled_from(["2025-01-01T00:00:00Z", "2026-06-20T00:00:00Z", "not a date"]),
+            "tags": st.lists(st.sampled_from(["ops", "billing"]), max_size=2),
+            "project": st.sampled_from(["checkout", "search"]),
+            "status": st.sampled_from(["active", "archived"]),
+            "namespace": st.sampled_from(["A", "B", "global"]),
+            "source": st.just("chat"),
+        },
+    ),
+    max_size=20,
+).map(lambda store: [dict(entry, id="e%d" % (n % 7)) for n, entry in enumerate(store)])
+
+
+@RANDOM_PLANS
+@given(store=_RELEVANCE_STORE, plan=pools(), message=_RELEVANCE_TEXT, now=nows, view=scopes, data=st.data())
+def test_memory_index_ranks_with_the_relevance_scorer_as_the_per_entry_path_does(store, plan, message, now, view, data):
+    """MemoryIndex's vectorised BM25 (TermPostings + Modifiers.boost_columns +
+    combine_columns) mirrors RelevanceScorer's per-entry score over a corpus
+    of the index's entries: with numpy and without, after additions,
+    removals (and the compaction they trigger) and in-place re-reads."""
+    context = {"message": message, "tags": data.draw(st.sampled_from([[], ["ops"]])), "project": "checkout"}
+    indexes = [MemoryIndex(store, scorer=RelevanceScorer()), MemoryIndex(store, use_numpy=False)]
+    later = data.draw(_RELEVANCE_STORE)
+    gone = data.draw(st.lists(st.sampled_from(store), max_size=len(store), unique_by=id)) if store else []
+    changed = [entry for entry in store if entry not in gone][:2]
+    for index in indexes:
+        index.extend(later)
+        for entry in gone:
+            index.remove(entry)
+    for entry in changed:
+        entry["content"] += " refunds"
+    for index in indexes:
+        index.refresh_all(changed)
+    kept = RelevanceScorer()
+    kept.index_entries(indexes[0].entries)
+    expected = _report(select(indexes[0].entries, plan, context, now=now, scorer=kept, visibility=view))
+    for index in indexes:
+        assert _report(index.select(plan, context, now=now, scorer=RelevanceScorer(), visibility=view)) == expected
+
+
+def test_memory_index_bm25_survives_a_compaction():
+    """After removals compact the index (positions renumbered, postings
+    rebuilt), the vectorised BM25 still gives the per-entry scores."""
+    store = [
+        {"id": "e%d" % n, "content": _RELEVANCE_WORDS[n % len(_RELEVANCE_WORDS)] + " refunds" * (n % 3)}
+        for n in range(100)
+    ]
+    index = MemoryIndex(store, scorer=RelevanceScorer())
+    for entry in store[::3] + store[1::3]:
+        index.remove(entry)
+    assert len(index._slots) < 100  # compacted
+    plan, context = [Pool("all", 10_000, 100)], {"message": "refund 退款"}
+    kept = RelevanceScorer()
+    kept.index_entries(index.entries)
+    expected = _report(select(index.entries, plan, context, now=NOW, scorer=kept))
+    assert _report(index.select(plan, context, now=NOW)) == expected

@@ -14,7 +14,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore
 
-from poolsplit_adapters import Pool, Visibility
+from poolsplit_adapters import Pool, Visibility, default_scorer
 from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import (
     HashEmbeddings,
@@ -253,9 +253,11 @@ PARAPHRASE = [doc(id_, text, **metadata) for id_, text, metadata in paraphrase.P
 
 def test_embeddings_rank_a_paraphrase_above_an_unrelated_entry():
     one = [Pool("one", 1000, 1)]
-    lexical = PoolSplitRetriever(documents=PARAPHRASE, pools=one, now=paraphrase.JULY)
+    spec = PoolSplitRetriever(documents=PARAPHRASE, pools=one, scorer=default_scorer, now=paraphrase.JULY)
+    words = PoolSplitRetriever(documents=PARAPHRASE, pools=one, now=paraphrase.JULY)
     embedded = PoolSplitRetriever(documents=PARAPHRASE, pools=one, embeddings=HashEmbeddings(), now=paraphrase.JULY)
-    assert [d.id for d in lexical.invoke(paraphrase.QUESTION)] == ["note"]
+    assert [d.id for d in spec.invoke(paraphrase.QUESTION)] == ["note"]  # see tests/paraphrase.py for all three
+    assert [d.id for d in words.invoke(paraphrase.QUESTION)] == ["episode"]
     assert [d.id for d in embedded.invoke(paraphrase.QUESTION)] == ["episode"]
 
 
@@ -348,3 +350,28 @@ def test_a_failing_embedder_falls_back_and_the_report_says_so():
     assert retriever.last_selection.notes["scorer_fallback"] == (
         "query embedding failed: the embedder raised RuntimeError: quota exceeded"
     )
+
+
+# -- the default scorer: words of any language -------------------------------------------
+
+MULTILINGUAL = [
+    doc("menu", "午餐菜单已经更新", base_priority=10, created="2026-11-19T00:00:00Z"),
+    doc("zh", "退款金额被四舍五入少了一分钱", created="2025-07-01T00:00:00Z"),
+    doc("he", "החזר כספי נשלח ללקוח אתמול", created="2025-07-01T00:00:00Z"),
+    doc("en", "Customer asked about refunds for order 12", created="2025-07-01T00:00:00Z"),
+    doc("fresh", "Stand-up: the deploy went fine", base_priority=10, created="2026-11-20T00:00:00Z"),
+]
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [("为什么退款少了一分钱", "zh"), ("מתי נשלח החזר כספי", "he"), ("refund", "en")],
+)
+def test_the_default_retriever_finds_the_entry_that_answers_in_any_language(query, expected):
+    # Each answer is the one entry sharing the query's words (CJK bigrams,
+    # Hebrew words, the stem of "refunds"), older than the fresh top-priority
+    # noise: relevance first (the bound of relevance.modifiers).
+    retriever = PoolSplitRetriever(documents=MULTILINGUAL, pools=[Pool("one", 1000, 1)], now=NOW)
+    assert [d.id for d in retriever.invoke(query)] == [expected]
+    spec = PoolSplitRetriever(documents=MULTILINGUAL, pools=[Pool("one", 1000, 1)], scorer=default_scorer, now=NOW)
+    assert [d.id for d in spec.invoke(query)] == ["fresh"]  # the spec's words: no match, recency and priority rank

@@ -15,7 +15,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.schema import TextNode
 from pydantic import PrivateAttr
 
-from poolsplit_adapters import Pool
+from poolsplit_adapters import Pool, default_scorer
 from poolsplit_adapters.llama_index import HashEmbedding, PoolSplitRetriever, poolsplit_memory_blocks
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.render import parse_markers
@@ -120,9 +120,11 @@ PARAPHRASE = [node(id_, text, **metadata) for id_, text, metadata in paraphrase.
 
 def test_embeddings_rank_a_paraphrase_above_an_unrelated_node():
     one = [Pool("one", 1000, 1)]
-    lexical = PoolSplitRetriever(one, PARAPHRASE, now=paraphrase.JULY)
+    spec = PoolSplitRetriever(one, PARAPHRASE, scorer=default_scorer, now=paraphrase.JULY)
+    words = PoolSplitRetriever(one, PARAPHRASE, now=paraphrase.JULY)
     embedded = PoolSplitRetriever(one, PARAPHRASE, embeddings=HashEmbedding(), now=paraphrase.JULY)
-    assert [n.node.node_id for n in lexical.retrieve(paraphrase.QUESTION)] == ["note"]
+    assert [n.node.node_id for n in spec.retrieve(paraphrase.QUESTION)] == ["note"]  # see tests/paraphrase.py
+    assert [n.node.node_id for n in words.retrieve(paraphrase.QUESTION)] == ["episode"]
     assert [n.node.node_id for n in embedded.retrieve(paraphrase.QUESTION)] == ["episode"]
 
 

@@ -1,0 +1,173 @@
+"""BM25 over a columnar store: postings kept as entries come and go, and
+the relevance of every position in one numpy pass.
+
+:class:`~poolsplit_adapters.MemoryIndex` answers a query with columns, one
+value per position. For :class:`~.scorer.RelevanceScorer` that column is
+the normalised BM25 of :mod:`.bm25`; computing it entry by entry would be
+Python work proportional to the store on every call. :class:`TermPostings`
+keeps, per term, the positions holding it and how often (two typed arrays,
+appended as entries are added: O(terms of the new entries), no merge step),
+each position's length in terms, and a :class:`~.bm25.WordIndex` of the
+same texts for the document frequencies. A query then reads the postings of
+its few terms, so the per-call work is O(postings of the query's terms) in
+numpy plus one array the size of the store.
+
+**Twin.** :meth:`TermPostings.relevance` is the twin of
+:meth:`.bm25.Query.relevance`: the same float64 operations in the same
+order (a term the text lacks adds exactly 0.0 where the per-entry path adds
+nothing), so every position gets the per-entry value's exact bits
+(``tests/unit/test_twins.py`` compares them on generated text).
+
+**What counts as the corpus.** Every text the store holds (active or not,
+always-scope or not, whatever a query's visibility): the statistics of a
+store, as a search engine keeps them, not of one call's candidates.
+"""
+
+from __future__ import annotations
+
+import array
+import itertools
+from typing import Any, Dict, List, Mapping, Sequence
+
+from .bm25 import K1, B, Query, WordIndex, _counts
+from .words import Analyzer, cache_key
+
+__all__ = ["TermPostings"]
+
+
+class TermPostings:
+    """Term -> (positions, counts) of a store's texts, their lengths, and
+    their :class:`~.bm25.WordIndex`; see the module docstring.
+
+    Args:
+        analyzer: how texts become terms (the scorer's).
+        columns: keep the postings (numpy installed); False keeps only the
+            document frequencies, for the per-entry path.
+
+    Example:
+        >>> postings = TermPostings(Analyzer())
+        >>> postings.add(0, ["Refunds are rounded down", "The staging gate"])
+        >>> query = postings.corpus.query("refund")
+        >>> [round(float(r), 4) for r in postings.relevance(query, 2)]
+        [0.4737, 0.0]
+    """
+
+    def __init__(self, analyzer: Analyzer, *, columns: bool = True) -> None:
+        self.analyzer = analyzer
+        self.corpus = WordIndex(analyzer)
+        self.columns = columns
+        self._key = cache_key(analyzer)
+        self._codes: Dict[str, int] = {}
+        self._positions: List[array.array[int]] = []
+        self._counts: List[array.array[int]] = []
+        self._lengths = array.array("i")
+        # Positions re-read in place: their arrays still list the old terms;
+        # the override (term counts, length) wins.
+        self._overrides: Dict[int, Mapping[str, int]] = {}
+
+    def add(self, start: int, texts: Sequence[str]) -> None:
+        """Count ``texts[k]`` as the document at position ``start + k``
+        (positions from ``start`` are new, in order)."""
+        self.corpus.add_many(texts)
+        if self.columns:
+            self._post(start, texts)
+
+    def _post(self, start: int, texts: Sequence[str]) -> None:
+        import numpy as np
+
+        held = [_counts(self._key, self.analyzer, text) for text in texts]
+        self._lengths.extend(length for _, length in held)
+        counters = [counts for counts, _ in held]
+        codes = self._codes
+
+        def code(term: str) -> int:
+            found = codes.get(term)
+            if found is None:
+                found = codes[term] = len(codes)
+                self._positions.append(array.array("i"))
+                self._counts.append(array.array("i"))
+            return found
+
+        flat = np.fromiter(map(code, itertools.chain.from_iterable(c.keys() for c in counters)), dtype=np.int64)
+        counts = np.fromiter(itertools.chain.from_iterable(c.values() for c in counters), dtype=np.int32)
+        sizes = np.fromiter(map(len, counters), dtype=np.int64, count=len(counters))
+        positions = np.repeat(np.arange(start, start + len(texts), dtype=np.int32), sizes)
+        # One stable sort groups the pairs by term, positions still ascending.
+        order = np.argsort(flat, kind="stable")
+        flat, counts, positions = flat[order], counts[order], positions[order]
+        if not len(flat):
+            return
+        bounds = (np.flatnonzero(flat[1:] != flat[:-1]) + 1).tolist()
+        for first, end in zip([0, *bounds], [*bounds, len(flat)]):
+            term = int(flat[first])
+            self._positions[term].frombytes(positions[first:end].tobytes())
+            self._counts[term].frombytes(counts[first:end].tobytes())
+
+    def remove(self, text: str) -> None:
+        """The document ``text`` is gone (its position is no longer alive;
+        the postings keep it, the caller's alive mask hides it)."""
+        self.corpus.remove(text)
+
+    def replace(self, position: int, old: str, new: str) -> None:
+        """The document at ``position`` now reads ``new``."""
+        self.corpus.remove(old)
+        self.corpus.add(new)
+        if self.columns:
+            counts, length = _counts(self._key, self.analyzer, new)
+            self._overrides[position] = counts
+            self._lengths[position] = length
+
+    def rebuild(self, texts: Sequence[str]) -> None:
+        """Postings of ``texts`` at positions 0.. (after a compaction; the
+        corpus holds the same documents and is kept)."""
+        self._codes, self._positions, self._counts = {}, [], []
+        self._lengths, self._overrides = array.array("i"), {}
+        if self.columns:
+            self._post(0, texts)
+
+    def relevance(self, query: Query, size: int) -> Any:
+        """The normalised BM25 of every position below ``size`` for
+        ``query`` (a :meth:`~.bm25.WordIndex.query`), as float64; the twin
+        of :meth:`~.bm25.Query.relevance`."""
+        import numpy as np
+
+        total = np.zeros(size, dtype=np.float64)
+        if not query.words or query.ceiling <= 0.0 or not self.columns:
+            return total
+        lengths = np.frombuffer(self._lengths, dtype=np.int32)[:size].astype(np.float64)
+        norm = K1 * (1.0 - B + B * lengths / query.average_length)
+        overridden = np.fromiter(self._overrides, dtype=np.int64, count=len(self._overrides))
+        # Word by word, in the query's order, each position adds its term's
+        # share: the per-entry sum's order (a position without the word adds
+        # nothing there, as here).
+        for weight, variants in zip(query.weights, query.words):
+            held = [self._codes[v] for v in variants if v in self._codes]
+            if not held:
+                continue
+            where = np.concatenate([np.frombuffer(self._positions[t], dtype=np.int32) for t in held])
+            count = np.concatenate([np.frombuffer(self._counts[t], dtype=np.int32) for t in held])
+            if len(held) > 1:  # two stems of the word in one text: their counts add up
+                where, inverse = np.unique(where, return_inverse=True)
+                count = np.bincount(inverse, weights=count)
+            count = count.astype(np.float64)
+            if len(overridden):
+                keep = ~np.isin(where, overridden)
+                where, count = where[keep], count[keep]
+            total[where] += weight * count * (K1 + 1.0) / (count + norm[where])
+        if len(overridden):
+            self._overridden(query, overridden[overridden < size], norm, total)
+        return total / query.ceiling
+
+    def _overridden(self, query: Query, positions: Any, norm: Any, total: Any) -> None:
+        """The sums of the positions re-read in place, from their own term
+        counts (the postings still list their old terms), in the same order."""
+        import numpy as np
+
+        for position in positions.tolist():
+            own = self._overrides[position]
+            value = 0.0
+            for weight, variants in zip(query.weights, query.words):
+                count = float(sum(own.get(variant, 0) for variant in variants))
+                if count:
+                    value += float(weight * np.float64(count) * (K1 + 1.0) / (np.float64(count) + norm[position]))
+            total[position] = value
