@@ -105,7 +105,7 @@ class DuplicateEntry(EntryError):
             store.add([e for e in entries if e["id"] not in err.ids])
     """
 
-    def __init__(self, entry: Mapping[str, Any], index: int, ids: Sequence[str]) -> None:
+    def __init__(self, entry: Mapping[str, Any], index: Optional[int], ids: Sequence[str]) -> None:
         named = entry_error(entry, index, "id", "is already in the store (use supersede to replace it)")
         more = [i for i in ids if i != entry.get("id")]
         message = str(named) + ("; so are %s" % ", ".join(map(repr, more)) if more else "")
