@@ -941,10 +941,32 @@ class _ColumnSource:
         return np.flatnonzero(self.visible & self.col["always"] & unadmitted).tolist()  # type: ignore[no-any-return]
 
     def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
-        """Twin of the core's ``_left_out`` rule, counted with arrays: the
-        last pool that considered a candidate it did not load names the
-        reason (token budget when it costs more than the pool's final room,
-        else the entry cap), with no row per entry."""
+        """Twin of the core's ``_left_out`` rule, counted with arrays (see
+        :meth:`_left_masks`), with no row per entry."""
+        cost = self.col["cost"]
+        counts: dict[tuple[Optional[str], Reason], tuple[int, int]] = {}
+        for (pool, reason), mask in self._left_masks(filled, lost):
+            found = int(np.count_nonzero(mask))
+            if found:
+                counts[(pool, reason)] = (found, int(cost[mask].sum()) if pool is not None else 0)
+        return counts
+
+    def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:
+        """The first ``per_key`` positions of each (pool, reason) left out,
+        in input order: the core's sample, from the same masks as the counts."""
+        found = [
+            (int(p), reason, pool)
+            for (pool, reason), mask in self._left_masks(filled, lost)
+            for p in np.flatnonzero(mask)[:per_key]
+        ]
+        return sorted(found, key=lambda left: left[0])
+
+    def _left_masks(self, filled: list[Any], lost: set[int]) -> Iterator[tuple[tuple[Optional[str], Reason], Any]]:
+        """Twin of the core's ``_left_out`` rule, with arrays: per (pool or
+        None, reason), the mask of the positions left out for it. The last
+        pool that considered a candidate it did not load names the reason
+        (token budget when it costs more than the pool's final room, else
+        the entry cap)."""
         size, cost = self.size, self.col["cost"]
         last = np.full(size, -1, dtype=np.int64)  # the pool that last considered the position
         code = np.zeros(size, dtype=np.int64)  # its reason there, by _POOL_REASONS
@@ -959,29 +981,20 @@ class _ColumnSource:
             left = left[~np.isin(left, picked)]
             room = pool.max_tokens - sum(p[2] for p in picks)
             last[left], code[left] = k, np.where(cost[left] > room, 1, 2)
-        counts: dict[tuple[Optional[str], Reason], tuple[int, int]] = {}
-
-        def add(key: tuple[Optional[str], Reason], mask: Any, tokens: int = 0) -> None:
-            found = int(np.count_nonzero(mask))
-            if found:
-                counts[key] = (found, tokens)
-
         alive, active = self.col["alive"], self.col["active"]
-        add((None, Reason.INACTIVE), alive & ~active)
+        yield (None, Reason.INACTIVE), alive & ~active
         for number, reason in enumerate(_WHY[1:-1], start=1):
             assert reason is not None
-            add((None, reason), alive & active & (self.why == number))
+            yield (None, reason), alive & active & (self.why == number)
         left_out = self.visible & ~chosen
         for k, (pool, *_rest) in enumerate(filled):
             for number, reason in enumerate(_POOL_REASONS):
-                mask = left_out & (last == k) & (code == number)
-                add((pool.name, reason), mask, int(cost[mask].sum()))
+                yield (pool.name, reason), left_out & (last == k) & (code == number)
         unpooled = left_out & (last < 0)
         always = np.zeros(size, dtype=bool)
         always[list(lost)] = True
-        add((None, Reason.ALWAYS_NO_POOL), unpooled & always)
-        add((None, Reason.NO_POOL), unpooled & ~always)
-        return counts
+        yield (None, Reason.ALWAYS_NO_POOL), unpooled & always
+        yield (None, Reason.NO_POOL), unpooled & ~always
 
 
 #: The reasons a pool gives a candidate it did not load, by code in ``tally``.

@@ -72,8 +72,7 @@ from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter
-from ..render import goal_line, render_context
-from ..reports import event_payload
+from ..render import goal_line, render_context, selection_dict
 from ..settings import TASK_FIELDS, AgentMemorySettings
 from .backends import Backend, Plan, backend_for
 from .documents import SELECTION_EVENT
@@ -669,7 +668,10 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     @staticmethod
     def _promote(step: _Step, version: Hashable, selection: Selection) -> PromotedStep:
         selection = step.call.record(step.call.annotate(selection))
-        return {"key": step.key(version), "text": render_context(selection).text, "selection": event_payload(selection)}
+        # The state holds the plain JSON form (bounded: counts and a sample of
+        # what did not load); the whole report is the recorded selection's.
+        body = selection_dict(selection)
+        return {"key": step.key(version), "text": render_context(selection).text, "selection": body}
 
     def _inject(
         self, request: ModelRequest[Any], step: _Step, promoted: PromotedStep, *, reused: bool
