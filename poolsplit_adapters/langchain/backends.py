@@ -38,7 +38,7 @@ from ..recall import VisibleEntries
 from ..settings import AgentMemorySettings
 from ..stores.base import MemoryStore, StoreVerbs
 from ..stores.memory import InProcessStore
-from .prepared import PreparedRecall, prepares
+from .prepared import PreparedRecall, prepares, watermark
 from .store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
 from .vector_memory import VectorStoreMemory
 
@@ -233,10 +233,23 @@ class _BaseStoreBackend(Backend):
         return await self.memory(chain).aexisting(ids)
 
     def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        self.memory(chain).put_many(entries)
+        before = watermark(self.store, chain)
+        keys = self.memory(chain).put_many(entries)
+        self._wrote(chain, keys, before)
 
     async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        await self.memory(chain).aput_many(entries)
+        before = watermark(self.store, chain)
+        keys = await self.memory(chain).aput_many(entries)
+        self._wrote(chain, keys, before)
+
+    def _wrote(self, chain: Sequence[Namespace], keys: Sequence[str], before: Any) -> None:
+        """Tell the chain's prepared states what this write changed (the
+        own namespace, link 0), so the next turn reads only these keys."""
+        after = watermark(self.store, chain)
+        with self._lock:
+            kept = [p for (c, _), p in self._prepared.items() if c == tuple(chain)]
+        for prepared in kept:
+            prepared.wrote(0, keys, before, after)
 
 
 class _ContractBackend(Backend):

@@ -40,13 +40,14 @@ is not prepared.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import sqlite3
 import threading
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from langgraph.store.base import BaseStore, GetOp, Item
 from langgraph.store.memory import InMemoryStore
@@ -59,9 +60,17 @@ from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 __all__ = ["PreparedRecall", "prepares", "watermark"]
 
 _Key = Tuple[int, str]  # (chain link, item key)
+_Read = Tuple[int, str, Any, Item]  # (chain link, key, stamp, item) of an item that changed
+
+#: Kept entries an in-place update may move behind new ones (at least; or an
+#: eighth of the index) before rebuilding costs less: new items are the
+#: newest, so only those created in the same second (SqliteStore's
+#: resolution) with a later key sort after them.
+MOVED_TAIL = 256
 
 #: The SqliteStore columns one diff read takes (a value's JSON text, not parsed).
 _SQLITE_ROWS = "SELECT key, value, created_at, updated_at FROM store WHERE prefix = ?"
+_SQLITE_ROW = _SQLITE_ROWS + " AND key = ?"
 
 
 def _sqlite(store: BaseStore) -> Optional[sqlite3.Connection]:
@@ -148,6 +157,8 @@ class PreparedRecall:
         self._index: Optional[MemoryIndex] = None
         self._token: Optional[Hashable] = None
         self._digest = 0
+        self._sqlite_seen: Dict[int, Set[Tuple[Any, ...]]] = {}  # link -> the rows of the last diff read
+        self._own: Optional[Tuple[Hashable, List[_Key]]] = None  # (watermark after, keys) of a noted own write
         self._lock = threading.Lock()
         self.reads = 0  # store reads beyond the watermark (for benchmarks and tests)
 
@@ -170,21 +181,22 @@ class PreparedRecall:
         """Bring the index up to date with the store: a watermark read, and
         when it moved, the changed items only."""
         with self._lock:
-            store, chain = self.memory.store, self.memory.chain
-            token = watermark(store, chain)
+            store = self.memory.store
+            token = watermark(store, self.memory.chain)
             if token is not None and token == self._token and self._index is not None:
                 return
-            data = _in_memory(store)
-            if data is not None:
-                # The watermark is the items themselves: identity is the stamp.
-                found = [(link, item.key, item, item) for link, ns in enumerate(chain) for item in token[1][link]]  # type: ignore[index]
+            if _in_memory(store) is not None:
+                changed, gone = self._in_memory_delta(token)
             elif _sqlite(store) is not None:
-                found = self._sqlite_rows()
+                own = self._own_writes(token)
+                changed, gone, seen = own if own is not None else self._sqlite_delta()
+                self._update(changed, gone, token)
+                self._sqlite_seen = seen  # only once applied: a malformed item is read again
+                return
             else:
                 self.reads += 1
-                results = store.batch(self.memory._ops(self.memory._plan(None, None)))
-                found = self._generic_rows(results)
-            self._apply(found, token)
+                changed, gone = self._delta_of(store.batch(self.memory._ops(self.memory._plan(None, None))))
+            self._update(changed, gone, token)
 
     async def arefresh(self) -> None:
         """Async :meth:`refresh` (a store without a watermark is read with ``abatch``)."""
@@ -195,84 +207,167 @@ class PreparedRecall:
         results = await store.abatch(self.memory._ops(self.memory._plan(None, None)))
         with self._lock:
             self.reads += 1
-            self._apply(self._generic_rows(results), None)
+            self._update(*self._delta_of(results), None)
 
-    def _generic_rows(self, results: Sequence[Any]) -> List[Tuple[int, str, Any, Optional[Item]]]:
-        chain = self.memory.chain
-        found: List[Tuple[int, str, Any, Optional[Item]]] = []
+    def _in_memory_delta(self, token: Any) -> Tuple[List[_Read], Set[_Key]]:
+        """What changed, from the items themselves: when the kept items are
+        a prefix of the namespace's (``put`` of a new key appends; a rewrite
+        keeps its place but is a new object), only the appended ones; else
+        every item by identity."""
+        before = self._token[1] if isinstance(self._token, tuple) and self._token[0] == "items" else None
+        changed: List[_Read] = []
+        gone: Set[_Key] = set()
+        for link, items in enumerate(token[1]):
+            kept = before[link] if before is not None else None
+            if kept is not None and len(items) >= len(kept) and items[: len(kept)] == kept:
+                changed += [(link, item.key, item, item) for item in items[len(kept) :]]
+                continue
+            seen = {item.key for item in items}
+            changed += [(link, i.key, i, i) for i in items if _moved(self._rows.get((link, i.key)), i)]
+            gone |= {k for k in self._rows if k[0] == link and k[1] not in seen}
+        return changed, gone
+
+    def _delta_of(self, results: Sequence[Any]) -> Tuple[List[_Read], Set[_Key]]:
+        """What changed in a full read of the chain (one result per link)."""
+        chain, known = self.memory.chain, self._rows
+        changed: List[_Read] = []
+        seen: Set[_Key] = set()
         for link, items in enumerate(results):
             for item in items or ():
-                if tuple(item.namespace) == chain[link]:  # search matched the prefix: children are not ours
-                    found.append((link, item.key, (item.updated_at, item.created_at, item.value), item))
-        return found
+                if tuple(item.namespace) != chain[link]:
+                    continue  # search matched the prefix: children are not ours
+                stamp = (item.updated_at, item.created_at, item.value)
+                seen.add((link, item.key))
+                if _moved(known.get((link, item.key)), stamp):
+                    changed.append((link, item.key, stamp, item))
+        return changed, set(known) - seen
 
-    def _sqlite_rows(self) -> List[Tuple[int, str, Any, Optional[Item]]]:
-        """Each item's key and stamp (value text, timestamps) from one query
-        per namespace; the items whose stamp changed read through the store."""
+    def wrote(self, link: int, keys: Sequence[str], before: Optional[Hashable], after: Optional[Hashable]) -> None:
+        """Note a write of ``keys`` (one ``put_many`` through this memory)
+        between the watermarks ``before`` and ``after``: when the index was
+        up to date at ``before``, no other connection committed in between
+        (``data_version`` unchanged) and the connection's changes grew by
+        exactly one row per key, these keys are all that changed, and the
+        next refresh reads only them."""
+        if not (isinstance(before, tuple) and isinstance(after, tuple) and before[0] == after[0] == "sqlite"):
+            return
+        with self._lock:
+            if self._token == before and after[1] == before[1] and after[2] - before[2] == len(keys):
+                self._own = (after, [(link, key) for key in keys])
+            else:
+                self._own = None
+
+    def _own_writes(
+        self, token: Optional[Hashable]
+    ) -> Optional[Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]]:
+        """The delta of the noted own write, when the watermark is the one
+        it left (else None: read the namespace's rows)."""
+        own, self._own = self._own, None
+        if own is None or own[0] != token:
+            return None
+        store, chain = self.memory.store, self.memory.chain
+        conn = _sqlite(store)
+        assert conn is not None
+        keys = list(dict.fromkeys(own[1]))
+        self.reads += 2
+        with store.lock:  # type: ignore[attr-defined]
+            found = {
+                (link, key): conn.execute(_SQLITE_ROW, (namespace_label(chain[link]), key)).fetchone()
+                for link, key in keys
+            }
+        seen = {link: set(rows) for link, rows in self._sqlite_seen.items()}
+        for (link, key), row in found.items():
+            seen.setdefault(link, set()).difference_update({r for r in seen.get(link, ()) if r[0] == key})
+            if row is not None:
+                seen[link].add(tuple(row))
+        results = store.batch([GetOp(chain[link], key) for link, key in keys])
+        changed: List[_Read] = []
+        gone: Set[_Key] = set()
+        for (link, key), item in zip(keys, results):
+            row = found[(link, key)]
+            if isinstance(item, Item) and row is not None:
+                changed.append((link, key, tuple(row[1:]), item))
+            else:
+                gone.add((link, key))
+        return changed, gone, seen
+
+    def _sqlite_delta(self) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
+        """Each item's key, value text and timestamps from one query per
+        namespace, compared as sets with the last read's (no JSON parsed, no
+        Python per unchanged row); the items whose row changed are read
+        through the store. Returns the rows read too, kept once applied."""
         store, chain = self.memory.store, self.memory.chain
         conn = _sqlite(store)
         assert conn is not None
         self.reads += 1
-        stamped: List[Tuple[int, str, Any]] = []
         with store.lock:  # type: ignore[attr-defined]
-            for link, ns in enumerate(chain):
-                rows = conn.execute(_SQLITE_ROWS, (namespace_label(ns),)).fetchall()
-                stamped += [(link, str(key), (value, created, updated)) for key, value, created, updated in rows]
-        known = self._rows
-        fresh = [(link, key) for link, key, stamp in stamped if _moved(known.get((link, key)), stamp)]
-        got: Dict[_Key, Item] = {}
+            now = [set(conn.execute(_SQLITE_ROWS, (namespace_label(ns),)).fetchall()) for ns in chain]
+        fresh: List[Tuple[int, str, Any]] = []
+        gone: Set[_Key] = set()
+        for link, rows in enumerate(now):
+            before = self._sqlite_seen.get(link, set())
+            new = rows - before
+            fresh += [(link, str(key), (value, created, updated)) for key, value, created, updated in new]
+            gone |= {(link, str(row[0])) for row in before - rows} - {(link, key) for _, key, _ in fresh}
+        changed: List[_Read] = []
         if fresh:
             self.reads += 1
-            results = store.batch([GetOp(chain[link], key) for link, key in fresh])
-            got = {k: item for k, item in zip(fresh, results) if isinstance(item, Item)}
-        found: List[Tuple[int, str, Any, Optional[Item]]] = []
-        for link, key, stamp in stamped:
-            item = got.get((link, key))
-            if item is None:
-                old = known.get((link, key))
-                if _moved(old, stamp):
-                    continue  # deleted between the two reads: gone
-                item = old.item  # type: ignore[union-attr]
-            found.append((link, key, stamp, item))
-        return found
+            results = store.batch([GetOp(chain[link], key) for link, key, _ in fresh])
+            for (link, key, stamp), item in zip(fresh, results):
+                if isinstance(item, Item):
+                    changed.append((link, key, stamp, item))
+                else:  # deleted between the two reads: not seen either
+                    gone.add((link, key))
+                    now[link].discard((key, *stamp))
+        return changed, gone, dict(enumerate(now))
 
-    def _apply(self, found: Sequence[Tuple[int, str, Any, Optional[Item]]], token: Optional[Hashable]) -> None:
-        """Turn the rows read into the kept rows and index: unchanged stamps
-        keep their entry; the index is updated in place when the unchanged
-        entries keep their order and every new one sorts after them, else
-        rebuilt."""
+    def _update(self, changed: Sequence[_Read], gone: Set[_Key], token: Optional[Hashable]) -> None:
+        """Apply what changed: new and rewritten items converted (all of
+        them first: a malformed one raises and changes nothing), then the
+        index updated in place when every new entry sorts after the ones
+        kept (the recall's order: link, creation time, key), else rebuilt."""
         known, memory = self._rows, self.memory
-        rows: Dict[_Key, _Row] = {}
-        same: set[_Key] = set()
-        for link, key, stamp, item in found:
-            assert item is not None
-            old = known.get((link, key))
-            if not _moved(old, stamp):
-                rows[(link, key)] = old  # type: ignore[assignment]
-                same.add((link, key))
-                continue
+        fresh = []
+        for link, key, stamp, item in changed:
             entry = memory._entry(item, counted=True) if self._keep(item.value) else None
-            rows[(link, key)] = _Row(stamp, item, entry, _digest(link, item) if entry is not None else 0)
-        order = sorted(
-            (k for k, row in rows.items() if row.entry is not None), key=lambda k: _sort_key(k, rows[k].item)
-        )
-        kept_before = [k for k in self._order if k in same]
-        head = len(kept_before)
+            fresh.append(((link, key), _Row(stamp, item, entry, _digest(link, item) if entry is not None else 0)))
+        out = {k for k in gone | {k for k, _ in fresh} if k in known and known[k].entry is not None}
+        new_rows = dict(fresh)
+        added = sorted((k for k, row in fresh if row.entry is not None), key=lambda k: _sort_key(k, new_rows[k]))
+        if not out and not added and self._index is not None:
+            self._rows = {k: r for k, r in known.items() if k not in gone} if gone else known
+            self._rows.update(fresh)
+            self._token = token
+            return
+        rows = {k: r for k, r in known.items() if k not in gone}
+        rows.update(fresh)
+        remaining = [k for k in self._order if k not in out] if out else self._order
+        # Where the first new entry goes: the kept entries after it (a short
+        # tail: new items are the newest) are moved behind the new ones.
+        cut = len(remaining)
+        if added:
+            cut = bisect.bisect_right(
+                remaining, _sort_key(added[0], rows[added[0]]), key=lambda k: _sort_key(k, rows[k])
+            )
+        tail = remaining[cut:]
         index = self._index
-        changed = order != self._order or head != len(order)
-        if index is not None and order[:head] == kept_before:
-            for k in self._order:
-                if k not in same:
-                    index.remove(known[k].entry)  # type: ignore[arg-type]
-            index.extend([rows[k].entry for k in order[head:]])  # type: ignore[misc]
+        if index is not None and len(tail) <= max(MOVED_TAIL, len(remaining) // 8):
+            for k in out:
+                index.remove(known[k].entry)  # type: ignore[arg-type]
+            moved = sorted(added + tail, key=lambda k: _sort_key(k, rows[k]))
+            for k in tail:
+                index.remove(rows[k].entry)  # type: ignore[arg-type]
+            index.extend([rows[k].entry for k in moved])  # type: ignore[misc]
+            order = remaining[:cut] + moved
         else:
+            order = sorted((k for k, row in rows.items() if row.entry is not None), key=lambda k: _sort_key(k, rows[k]))
             index = MemoryIndex(
                 [rows[k].entry for k in order],  # type: ignore[misc]
                 token_counter=memory._counts.counter,
                 scorer=self.scorer,
             )
-        if changed or index is not self._index:
-            self._digest = sum(rows[k].digest for k in order) % (1 << 128)
+        lost = sum(known[k].digest for k in out)
+        self._digest = (self._digest - lost + sum(rows[k].digest for k in added)) % (1 << 128)
         self._rows, self._order, self._index, self._token = rows, order, index, token
 
     # -- selecting --------------------------------------------------------------------
@@ -303,5 +398,6 @@ def _moved(old: Optional[_Row], stamp: Any) -> bool:
     return old is None or not (old.stamp is stamp or old.stamp == stamp)
 
 
-def _sort_key(key: _Key, item: Item) -> Tuple[int, Any, str]:
-    return key[0], item.created_at, key[1]
+def _sort_key(key: _Key, row: _Row) -> Tuple[int, Any, str]:
+    """The recall's order: chain link, the store's creation time, key."""
+    return key[0], row.item.created_at, key[1]

@@ -167,3 +167,51 @@ def test_a_version_is_the_same_for_two_middleware_objects_over_one_content(tmp_p
     BaseStoreMemory(stores.other, U1).put(_fix(1, "Korrection 1."))
     middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
     assert backend_for(stores.other, middleware.settings).snapshot([U1], context, plan).version != versions[0]
+
+
+def test_own_writes_are_read_by_key_and_any_other_write_still_shows(tmp_path):
+    stores = Stores("sqlite", tmp_path)
+    BaseStoreMemory(stores.agent, U1).put_many(_seed())
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+    backend = backend_for(stores.agent, middleware.settings)
+    plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
+
+    def check() -> Any:
+        snap = backend.snapshot([U1], context, plan)
+        got = backend.select(snap, [U1], context, plan)
+        expected = _fresh(stores.agent, POOLS, "deploy")
+        assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
+        return snap.prepared
+
+    prepared = check()
+    reads = prepared.reads
+    backend.write([U1], [{"id": "ep-1", "type": "episode", "content": "deploy episode one"}])
+    check()
+    assert prepared.reads == reads + 2  # the written key only: its row, its item
+    # Another write on the same connection after the middleware's own: the
+    # noted delta is not the whole story, so the namespace's rows are read.
+    backend.write([U1], [{"id": "ep-2", "type": "episode", "content": "deploy episode two"}])
+    BaseStoreMemory(stores.agent, U1).put(_fix(1, "Korrection 1."))
+    reads = prepared.reads
+    check()
+    assert prepared.reads == reads + 2  # the rows of the namespace, then the changed items
+    assert ("fix-1", "Korrection 1.") in [
+        (c.entry["id"], c.entry["content"])
+        for c in backend.select(backend.snapshot([U1], context, plan), [U1], context, plan).chosen
+    ]
+
+
+def test_a_noted_write_is_trusted_only_when_nothing_else_changed_in_between(tmp_path):
+    stores = Stores("sqlite", tmp_path)
+    BaseStoreMemory(stores.agent, U1).put_many(_seed())
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+    backend = backend_for(stores.agent, middleware.settings)
+    plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
+    prepared = backend.snapshot([U1], context, plan).prepared
+    before = prepared._token
+    _, version, changes = before
+    for after in [("sqlite", version, changes + 2), ("sqlite", version + 1, changes + 1)]:
+        prepared.wrote(0, ["ep-1"], before, after)  # one key, but two changes / another connection committed
+        assert prepared._own is None
+    prepared.wrote(0, ["ep-1"], before, ("sqlite", version, changes + 1))
+    assert prepared._own is not None
