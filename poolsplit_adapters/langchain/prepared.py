@@ -334,13 +334,16 @@ class PreparedRecall:
         out = {k for k in gone | {k for k, _ in fresh} if k in known and known[k].entry is not None}
         new_rows = dict(fresh)
         added = sorted((k for k, row in fresh if row.entry is not None), key=lambda k: _sort_key(k, new_rows[k]))
+        leaving = {k: known[k] for k in out}  # the kept rows whose entries leave the index
+        # Everything is converted: the kept rows change in place from here
+        # (no copy of the namespace's rows per turn).
+        rows = known
+        for k in gone:
+            rows.pop(k, None)
+        rows.update(fresh)
         if not out and not added and self._index is not None:
-            self._rows = {k: r for k, r in known.items() if k not in gone} if gone else known
-            self._rows.update(fresh)
             self._token = token
             return
-        rows = {k: r for k, r in known.items() if k not in gone}
-        rows.update(fresh)
         remaining = [k for k in self._order if k not in out] if out else self._order
         # Where the first new entry goes: the kept entries after it (a short
         # tail: new items are the newest) are moved behind the new ones.
@@ -352,8 +355,8 @@ class PreparedRecall:
         tail = remaining[cut:]
         index = self._index
         if index is not None and len(tail) <= max(MOVED_TAIL, len(remaining) // 8):
-            for k in out:
-                index.remove(known[k].entry)  # type: ignore[arg-type]
+            for row in leaving.values():
+                index.remove(row.entry)  # type: ignore[arg-type]
             moved = sorted(added + tail, key=lambda k: _sort_key(k, rows[k]))
             for k in tail:
                 index.remove(rows[k].entry)  # type: ignore[arg-type]
@@ -366,7 +369,7 @@ class PreparedRecall:
                 token_counter=memory._counts.counter,
                 scorer=self.scorer,
             )
-        lost = sum(known[k].digest for k in out)
+        lost = sum(row.digest for row in leaving.values())
         self._digest = (self._digest - lost + sum(rows[k].digest for k in added)) % (1 << 128)
         self._rows, self._order, self._index, self._token = rows, order, index, token
 
