@@ -748,6 +748,7 @@ class _ColumnSource:
         self.claimed = np.zeros(size, dtype=bool)
         self._logical: Optional[Any] = None
         self._relevance: Optional[Any] = None
+        self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
         self._lexical: Optional[Any] = None
         # A product past the float range is inf, silently, as on the
         # stateless path (Python floats do not warn).
@@ -942,31 +943,31 @@ class _ColumnSource:
 
     def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
         """Twin of the core's ``_left_out`` rule, counted with arrays (see
-        :meth:`_left_masks`), with no row per entry."""
-        cost = self.col["cost"]
-        counts: dict[tuple[Optional[str], Reason], tuple[int, int]] = {}
-        for (pool, reason), mask in self._left_masks(filled, lost):
-            found = int(np.count_nonzero(mask))
-            if found:
-                counts[(pool, reason)] = (found, int(cost[mask].sum()) if pool is not None else 0)
-        return counts
+        :meth:`_left_keys`), with no row per entry."""
+        key, keys = self._left_keys(filled, lost)
+        left = key >= 0
+        found = np.bincount(key[left], minlength=len(keys))
+        tokens = np.bincount(key[left], weights=self.col["cost"][left], minlength=len(keys))
+        return {k: (int(found[n]), int(tokens[n]) if k[0] is not None else 0) for n, k in enumerate(keys) if found[n]}
 
     def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:
         """The first ``per_key`` positions of each (pool, reason) left out,
-        in input order: the core's sample, from the same masks as the counts."""
-        found = [
-            (int(p), reason, pool)
-            for (pool, reason), mask in self._left_masks(filled, lost)
-            for p in np.flatnonzero(mask)[:per_key]
-        ]
+        in input order: the core's sample, from the same keys as the counts."""
+        key, keys = self._left_keys(filled, lost)
+        present = np.flatnonzero(np.bincount(key[key >= 0], minlength=len(keys)))
+        found = [(int(p), keys[n][1], keys[n][0]) for n in present.tolist() for p in np.flatnonzero(key == n)[:per_key]]
         return sorted(found, key=lambda left: left[0])
 
-    def _left_masks(self, filled: list[Any], lost: set[int]) -> Iterator[tuple[tuple[Optional[str], Reason], Any]]:
-        """Twin of the core's ``_left_out`` rule, with arrays: per (pool or
-        None, reason), the mask of the positions left out for it. The last
-        pool that considered a candidate it did not load names the reason
-        (token budget when it costs more than the pool's final room, else
-        the entry cap)."""
+    def _left_keys(self, filled: list[Any], lost: set[int]) -> tuple[Any, list[tuple[Optional[str], Reason]]]:
+        """Twin of the core's ``_left_out`` rule, with arrays: per position,
+        the number of its (pool or None, reason) in the returned list, -1 for
+        what loaded (or was removed). The last pool that considered a
+        candidate it did not load names the reason (token budget when it
+        costs more than the pool's final room, else the entry cap). Computed
+        once per selection (the counts and the sample share it)."""
+        cached = self._left
+        if cached is not None and cached[0] is filled:
+            return cached[1], cached[2]
         size, cost = self.size, self.col["cost"]
         last = np.full(size, -1, dtype=np.int64)  # the pool that last considered the position
         code = np.zeros(size, dtype=np.int64)  # its reason there, by _POOL_REASONS
@@ -981,20 +982,27 @@ class _ColumnSource:
             left = left[~np.isin(left, picked)]
             room = pool.max_tokens - sum(p[2] for p in picks)
             last[left], code[left] = k, np.where(cost[left] > room, 1, 2)
+        # Keys: inactive, the visibility reasons by their code in ``why``,
+        # each pool's three reasons, then the unpooled always-scope and others.
+        keys: list[tuple[Optional[str], Reason]] = [(None, Reason.INACTIVE)]
+        keys += [(None, reason) for reason in _WHY[1:-1]]  # type: ignore[misc]
+        keys += [(f[0].name, reason) for f in filled for reason in _POOL_REASONS]
+        keys += [(None, Reason.ALWAYS_NO_POOL), (None, Reason.NO_POOL)]
         alive, active = self.col["alive"], self.col["active"]
-        yield (None, Reason.INACTIVE), alive & ~active
-        for number, reason in enumerate(_WHY[1:-1], start=1):
-            assert reason is not None
-            yield (None, reason), alive & active & (self.why == number)
+        key = np.full(size, -1, dtype=np.int64)
+        key[alive & ~active] = 0
+        hidden = alive & active & (self.why > 0) & (self.why < len(_WHY) - 1)
+        key[hidden] = self.why[hidden]
         left_out = self.visible & ~chosen
-        for k, (pool, *_rest) in enumerate(filled):
-            for number, reason in enumerate(_POOL_REASONS):
-                yield (pool.name, reason), left_out & (last == k) & (code == number)
+        pooled = left_out & (last >= 0)
+        key[pooled] = len(_WHY) - 1 + last[pooled] * len(_POOL_REASONS) + code[pooled]
         unpooled = left_out & (last < 0)
         always = np.zeros(size, dtype=bool)
         always[list(lost)] = True
-        yield (None, Reason.ALWAYS_NO_POOL), unpooled & always
-        yield (None, Reason.NO_POOL), unpooled & ~always
+        key[unpooled & always] = len(keys) - 2
+        key[unpooled & ~always] = len(keys) - 1
+        self._left = (filled, key, keys)
+        return key, keys
 
 
 #: The reasons a pool gives a candidate it did not load, by code in ``tally``.

@@ -5,11 +5,15 @@ writer (another instance, another connection) changed it."""
 from __future__ import annotations
 
 import datetime
+import pathlib
 import sqlite3
+import tempfile
 from typing import Any, List
 
 import pytest
 from agent_fakes import ToolCallingFakeModel, markers, thread
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -215,3 +219,50 @@ def test_a_noted_write_is_trusted_only_when_nothing_else_changed_in_between(tmp_
         assert prepared._own is None
     prepared.wrote(0, ["ep-1"], before, ("sqlite", version, changes + 1))
     assert prepared._own is not None
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "own", "rewrite", "delete", "child"]),
+        st.integers(0, 7),
+        st.sampled_from(["note", "episode", "skill", "correction", "growth"]),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(deadline=None)
+@given(ops=_OPS, kind=st.sampled_from(["in-memory", "sqlite"]))
+def test_after_any_writes_the_kept_selection_is_a_fresh_recalls(ops, kind):
+    """Invariant: whatever mix of writes (the middleware's own, another
+    writer's new items, rewrites, deletions, a child namespace's items)
+    happened since the last turn, the kept index selects what a fresh recall
+    of the namespace selects, report and rendering alike."""
+    with tempfile.TemporaryDirectory() as folder:
+        stores = Stores(kind, pathlib.Path(folder))
+        BaseStoreMemory(stores.agent, U1).put_many(_seed()[:8])
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        backend = backend_for(stores.agent, middleware.settings)
+        plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
+        other = BaseStoreMemory(stores.other, U1)
+        backend.snapshot([U1], context, plan)
+        for op, n, kind_of in ops:
+            entry = {"id": "k%d" % n, "type": kind_of, "content": "deploy %s %d" % (kind_of, n)}
+            if kind_of == "correction":
+                entry["scope"] = "always"
+            if op == "put":
+                other.put(entry)
+            elif op == "own":
+                backend.write([U1], [entry])
+            elif op == "rewrite":
+                other.put(dict(entry, content="rewritten %d!" % n))
+            elif op == "delete":
+                stores.other.delete(U1, "k%d" % n)
+            else:
+                BaseStoreMemory(stores.other, (*U1, "child")).put(entry)
+            snap = backend.snapshot([U1], context, plan)
+            got = backend.select(snap, [U1], context, plan)
+            expected = _fresh(stores.agent, POOLS, "deploy")
+            assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
+            assert render_context(got).text == render_context(expected).text
