@@ -24,9 +24,9 @@ are checked on every model call: a turn whose model request lacks one of
 them stops the run.
 
 PostgresStore runs on a throwaway embedded Postgres (tests/pg_server.py,
-unix socket only); it has no watermark, so every turn reads the namespace
-(one exact read) and only the changed items are converted again. It is
-skipped with a line when the server cannot start.
+unix socket only); its watermark is a server-side digest of the namespace
+(one query per turn), and it is skipped with a line when the server cannot
+start.
 """
 
 from __future__ import annotations

@@ -23,11 +23,15 @@ differ). How each store kind answers:
   (no JSON parsing), and only changed keys are read through the store
   (``GetOp``): ``updated_at`` there has one-second resolution, so the value
   text, not the time, tells a rewrite apart.
-* Any other store (``PostgresStore``, ...), or one with a TTL (expiry
-  changes what a read returns without a write): no watermark; the whole
-  namespace is read every turn (one exact read per namespace, as before),
-  and the stamp ``(updated_at, created_at, value)`` still spares the
-  conversion and the index build.
+* ``PostgresStore``: the number of items and the sum of a per-row digest
+  (md5 of key, value, times), computed by the server in one query: any
+  writer, in any process or transaction, moves it, and no row is sent.
+  When it moved, each item's key and digest are read (one query) and
+  compared as sets; only changed keys are read through the store.
+* Any other store, or one with a TTL (expiry changes what a read returns
+  without a write): no watermark; the whole namespace is read every turn
+  (one exact read per namespace, as before), and the stamp ``(updated_at,
+  created_at, value)`` still spares the conversion and the index build.
 
 The candidates and their order are exactly those of
 :meth:`BaseStoreMemory.recall` (own namespace first, then each link; by
@@ -93,6 +97,37 @@ def _in_memory(store: BaseStore) -> Optional[Dict[Namespace, Dict[str, Item]]]:
     return None
 
 
+#: PostgresStore: one digest per item (key, value, times; ``value::text`` of
+#: a jsonb is its canonical form), and per namespace their number and sum.
+_PG_DIGEST = (
+    "('x' || left(md5(key || chr(31) || value::text || chr(31) || created_at::text || chr(31)"
+    " || updated_at::text), 15))::bit(60)::bigint"
+)
+_PG_MARK = "SELECT count(*) AS n, coalesce(sum(%s), 0)::text AS s FROM store WHERE prefix = %%s" % _PG_DIGEST
+_PG_ROWS = "SELECT key, %s AS d FROM store WHERE prefix = %%s" % _PG_DIGEST
+
+
+def _postgres(store: BaseStore) -> Optional[Any]:
+    """A (sync) ``PostgresStore`` without a TTL, else None."""
+    try:
+        from langgraph.store.postgres import PostgresStore
+    except ImportError:  # the postgres extra is optional
+        return None
+    if isinstance(store, PostgresStore) and not store.ttl_config and callable(getattr(store, "_cursor", None)):
+        return store
+    return None
+
+
+def _pg_query(store: Any, sql: str, chain: Sequence[Namespace]) -> List[List[Any]]:
+    """``sql`` with each namespace's label as its one parameter (never in the text)."""
+    found = []
+    with store._cursor() as cur:
+        for ns in chain:
+            cur.execute(sql, (namespace_label(ns),))
+            found.append([tuple(row.values()) for row in cur.fetchall()])
+    return found
+
+
 def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable]:
     """A cheap value that changes whenever the items of ``chain`` may have
     changed, or None when ``store`` offers none (then read every turn)."""
@@ -104,6 +139,10 @@ def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable
         with store.lock:  # type: ignore[attr-defined]
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             return ("sqlite", version, conn.total_changes)
+    if _postgres(store) is not None:
+        # O(namespace) in the server (a digest per row), one round trip, no
+        # row to Python: any writer, any process, any transaction shows.
+        return ("postgres", tuple(tuple(rows[0]) for rows in _pg_query(store, _PG_MARK, chain)))
     return None
 
 
@@ -193,6 +232,11 @@ class PreparedRecall:
                 self._update(changed, gone, token)
                 self._sqlite_seen = seen  # only once applied: a malformed item is read again
                 return
+            elif _postgres(store) is not None:
+                changed, gone, seen = self._postgres_delta()
+                self._update(changed, gone, token)
+                self._sqlite_seen = seen
+                return
             else:
                 self.reads += 1
                 changed, gone = self._delta_of(store.batch(self.memory._ops(self.memory._plan(None, None))))
@@ -201,8 +245,8 @@ class PreparedRecall:
     async def arefresh(self) -> None:
         """Async :meth:`refresh` (a store without a watermark is read with ``abatch``)."""
         store = self.memory.store
-        if _in_memory(store) is not None or _sqlite(store) is not None:
-            self.refresh()  # in-process reads, no I/O to await
+        if _in_memory(store) is not None or _sqlite(store) is not None or _postgres(store) is not None:
+            self.refresh()  # a sync store: its reads block either way
             return
         results = await store.abatch(self.memory._ops(self.memory._plan(None, None)))
         with self._lock:
@@ -319,6 +363,32 @@ class PreparedRecall:
                 else:  # deleted between the two reads: not seen either
                     gone.add((link, key))
                     now[link].discard((key, *stamp))
+        return changed, gone, dict(enumerate(now))
+
+    def _postgres_delta(self) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
+        """Each item's key and digest (computed by the server), compared as
+        sets with the last read's; the items whose digest changed are read
+        through the store. Returns the rows read too, kept once applied."""
+        store, chain = self.memory.store, self.memory.chain
+        self.reads += 1
+        now = [set(rows) for rows in _pg_query(store, _PG_ROWS, chain)]
+        fresh: List[Tuple[int, str, Any]] = []
+        gone: Set[_Key] = set()
+        for link, rows in enumerate(now):
+            before = self._sqlite_seen.get(link, set())
+            new = rows - before
+            fresh += [(link, str(key), digest) for key, digest in new]
+            gone |= {(link, str(row[0])) for row in before - rows} - {(link, key) for _, key, _ in fresh}
+        changed: List[_Read] = []
+        if fresh:
+            self.reads += 1
+            results = store.batch([GetOp(chain[link], key) for link, key, _ in fresh])
+            for (link, key, digest), item in zip(fresh, results):
+                if isinstance(item, Item):
+                    changed.append((link, key, digest, item))
+                else:  # deleted between the two reads: not seen either
+                    gone.add((link, key))
+                    now[link].discard((key, digest))
         return changed, gone, dict(enumerate(now))
 
     def _update(self, changed: Sequence[_Read], gone: Set[_Key], token: Optional[Hashable]) -> None:
