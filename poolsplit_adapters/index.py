@@ -945,16 +945,16 @@ class _ColumnSource:
         """Twin of the core's ``_left_out`` rule, counted with arrays (see
         :meth:`_left_keys`), with no row per entry."""
         key, keys = self._left_keys(filled, lost)
-        left = key >= 0
-        found = np.bincount(key[left], minlength=len(keys))
-        tokens = np.bincount(key[left], weights=self.col["cost"][left], minlength=len(keys))
+        shifted = key + 1  # bin 0: what loaded
+        found = np.bincount(shifted, minlength=len(keys) + 1)[1:]
+        tokens = np.bincount(shifted, weights=self.col["cost"], minlength=len(keys) + 1)[1:]
         return {k: (int(found[n]), int(tokens[n]) if k[0] is not None else 0) for n, k in enumerate(keys) if found[n]}
 
     def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:
         """The first ``per_key`` positions of each (pool, reason) left out,
         in input order: the core's sample, from the same keys as the counts."""
         key, keys = self._left_keys(filled, lost)
-        present = np.flatnonzero(np.bincount(key[key >= 0], minlength=len(keys)))
+        present = np.flatnonzero(np.bincount(key + 1, minlength=len(keys) + 1)[1:])
         found = [(int(p), keys[n][1], keys[n][0]) for n in present.tolist() for p in np.flatnonzero(key == n)[:per_key]]
         return sorted(found, key=lambda left: left[0])
 
@@ -969,8 +969,8 @@ class _ColumnSource:
         if cached is not None and cached[0] is filled:
             return cached[1], cached[2]
         size, cost = self.size, self.col["cost"]
-        last = np.full(size, -1, dtype=np.int64)  # the pool that last considered the position
-        code = np.zeros(size, dtype=np.int64)  # its reason there, by _POOL_REASONS
+        last = np.full(size, -1, dtype=np.int32)  # the pool that last considered the position
+        code = np.zeros(size, dtype=np.int32)  # its reason there, by _POOL_REASONS
         chosen = np.zeros(size, dtype=bool)
         for k, (pool, always, contextual, below, picks) in enumerate(filled):
             picked = np.fromiter((p[0] for p in picks), dtype=np.int64, count=len(picks))
@@ -979,7 +979,7 @@ class _ColumnSource:
             if below is not None and len(below):
                 last[below], code[below] = k, 0
             left = np.asarray(contextual, dtype=np.int64)
-            left = left[~np.isin(left, picked)]
+            left = left[~chosen[left]]  # what earlier pools took is not among this pool's members
             room = pool.max_tokens - sum(p[2] for p in picks)
             last[left], code[left] = k, np.where(cost[left] > room, 1, 2)
         # Keys: inactive, the visibility reasons by their code in ``why``,
@@ -989,7 +989,7 @@ class _ColumnSource:
         keys += [(f[0].name, reason) for f in filled for reason in _POOL_REASONS]
         keys += [(None, Reason.ALWAYS_NO_POOL), (None, Reason.NO_POOL)]
         alive, active = self.col["alive"], self.col["active"]
-        key = np.full(size, -1, dtype=np.int64)
+        key = np.full(size, -1, dtype=np.int32)
         key[alive & ~active] = 0
         hidden = alive & active & (self.why > 0) & (self.why < len(_WHY) - 1)
         key[hidden] = self.why[hidden]
