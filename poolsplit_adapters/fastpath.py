@@ -16,7 +16,8 @@ core stays readable. Each twin names the core rule it mirrors, and
   an upper bound (the message factor is at most 2.5), so entries far down
   the order never have their content read, and it drops entries that can no
   longer fit in one pass;
-* :func:`select` and :func:`retrieve_pools` mirror the core's.
+* :func:`select` and :func:`retrieve_pools` are the core's over
+  :class:`BestFirstCandidates` (``select(..., candidates=...)``).
 
 ``MemoryIndex`` (:mod:`poolsplit_adapters.index`) is the hot path; this is
 the fast path for callers who hold a list and no index.
@@ -26,31 +27,29 @@ from __future__ import annotations
 
 import heapq
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
+from . import poolsplit
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MAX_MESSAGE_FACTOR,
     MESSAGE_THRESHOLD,
     MESSAGE_WEIGHT,
+    Context,
+    Entry,
     IsActive,
     ListCandidates,
+    Loaded,
     Pool,
     Reason,
-    Room,
     ScoringContext,
     Selection,
     Visibility,
-    active_visibility,
     check_entry,
-    check_pools,
     default_is_active,
-    default_scorer,
     default_token_counter,
     entry_cost,
-    fill_pools,
-    prepare_scorer,
 )
 
 __all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retrieve_pools"]
@@ -198,7 +197,7 @@ class BestFirstCandidates(ListCandidates):
         entry = self.items[position]
         return (-self.score(position), entry.get("created") or "", entry.get("id") or "", position)
 
-    def ranked(self, group: list[int], room: Room) -> Iterator[tuple[int, float, int]]:
+    def ranked(self, group: list[int], left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
         if self.lexical is None or not self.lexical.nwords:
             if self.lexical is None:
                 self.warm(group)
@@ -227,15 +226,15 @@ class BestFirstCandidates(ListCandidates):
         while bounds or ready:
             while bounds and (not ready or bounds[0][0] <= ready[0][0]):
                 k = heapq.heappop(bounds)[1]
-                if costs is not None and costs[k] > room.left:
+                if costs is not None and costs[k] > left():
                     # Cannot fit any more: the fill would skip it. Once the
                     # room is small most entries are like it; a pass that
                     # drops them all (~20x cheaper per entry than a pop) runs
                     # once 1/PRUNE_SHARE of the rest were skipped one by one.
                     skipped += 1
                     if skipped >= prune_after:
-                        left = room.left
-                        bounds = [b for b in bounds if costs[b[1]] <= left]
+                        room = left()
+                        bounds = [b for b in bounds if costs[b[1]] <= room]
                         heapq.heapify(bounds)
                         skipped, prune_after = 0, max(PRUNE_AFTER_SKIPS, len(bounds) // PRUNE_SHARE)
                     continue
@@ -245,29 +244,13 @@ class BestFirstCandidates(ListCandidates):
                 yield key[3], -key[0], self.cost(key[3])
 
 
-def select(
-    entries: Sequence[Mapping[str, Any]],
-    pools: Sequence[Pool],
-    context: Optional[Mapping[str, Any]] = None,
-    **options: Any,
-) -> Selection:
+def select(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Selection:
     """Twin of :func:`~poolsplit_adapters.poolsplit.select` (the same keywords,
-    the same selection) over :class:`BestFirstCandidates`; an unknown keyword
-    is a ``TypeError``."""
-    pool_list = check_pools(pools)
-    layering = options.pop("layering", None)
-    report, stacklevel = options.pop("_report", True), options.pop("_stacklevel", 2)
-    prepared = prepare_scorer(options.pop("scorer", default_scorer), context, options.pop("now", None))
-    visibility = active_visibility(options.pop("visibility", None))
-    candidates = BestFirstCandidates(entries, prepared, visibility=visibility, **options)
-    return fill_pools(pool_list, candidates, report=report, layering=layering, stacklevel=stacklevel)
+    the same selection): the core's ``select`` over :class:`BestFirstCandidates`."""
+    options.setdefault("_stacklevel", 3)  # warnings name the caller of this wrapper
+    return poolsplit.select(entries, pools, context, candidates=BestFirstCandidates, **options)
 
 
-def retrieve_pools(
-    entries: Sequence[Mapping[str, Any]],
-    pools: Sequence[Pool],
-    context: Optional[Mapping[str, Any]] = None,
-    **options: Any,
-) -> dict[str, list[Any]]:
+def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
     """Twin of :func:`~poolsplit_adapters.poolsplit.retrieve_pools` (same keywords as :func:`select`)."""
-    return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools
+    return select(entries, pools, context, _report=False, _stacklevel=4, **options).pools

@@ -47,7 +47,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
 from .compat import resolve_visibility
-from .fastpath import BestFirstCandidates
+from .fastpath import BestFirstCandidates, plain_entry_ok
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MESSAGE_THRESHOLD,
@@ -65,7 +65,6 @@ from .poolsplit import (
     Layering,
     Pool,
     Reason,
-    Room,
     Scorer,
     ScoringContext,
     Selection,
@@ -138,9 +137,6 @@ class _Codes(dict[Any, int]):
     def known(self, name: Optional[str]) -> Optional[int]:
         return self.get(name)
 
-    def names(self) -> list[str]:
-        return [name for name in self if name is not None]
-
 
 #: The per-entry columns: name -> (array typecode, numpy dtype). One
 #: registry, so a new column is one line here and one in ``_values``.
@@ -182,29 +178,52 @@ class _Identities:
             return int(self.where[at])  # type: ignore[index]
         return None
 
+    def keys(self, entries: Sequence[Mapping[str, Any]]) -> Any:
+        """The identities of ``entries``: an int64 array when compact (8 bytes
+        a key, where a list of a million ids holds ~40 MB), else a list."""
+        if self.compact:
+            return np.fromiter(map(id, entries), dtype=np.int64, count=len(entries))
+        return [id(entry) for entry in entries]
+
     def known(self, keys: Sequence[int]) -> Optional[int]:
         """The offset of the first of ``keys`` already present (or repeated
-        within ``keys``), else None; one vectorised lookup for a batch."""
-        seen: set[int] = set()
-        for offset, key in enumerate(keys):
-            if key in seen or key in self.recent:
-                return offset
-            seen.add(key)
-        if self.ids is None or not len(self.ids):
+        within ``keys``), else None; one vectorised lookup for a batch (no
+        Python set of a million keys)."""
+        if not self.compact:
+            seen: set[int] = set()
+            for offset, key in enumerate(keys):
+                if key in seen or key in self.recent:
+                    return offset
+                seen.add(key)
             return None
-        wanted = np.fromiter(keys, dtype=np.int64, count=len(keys))
-        at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
-        hit = self.ids[at] == wanted
-        if self.gone:
-            hit &= ~np.isin(wanted, np.fromiter(self.gone, dtype=np.int64, count=len(self.gone)))
+        wanted = keys if isinstance(keys, np.ndarray) else np.fromiter(keys, dtype=np.int64, count=len(keys))
+        hit = np.zeros(len(wanted), dtype=bool)
+        order = np.argsort(wanted, kind="stable")  # a repeat is hit at its later offsets
+        ordered = wanted[order]
+        hit[order[1:][ordered[1:] == ordered[:-1]]] = True
+        if self.recent:
+            hit |= np.isin(wanted, np.fromiter(self.recent, dtype=np.int64, count=len(self.recent)))
+        if self.ids is not None and len(self.ids):
+            at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
+            based = self.ids[at] == wanted
+            if self.gone:
+                based &= ~np.isin(wanted, np.fromiter(self.gone, dtype=np.int64, count=len(self.gone)))
+            hit |= based
         found = np.flatnonzero(hit)
         return int(found[0]) if len(found) else None
 
     def put_many(self, keys: Sequence[int], start: int) -> None:
-        """Record ``keys[k]`` at position ``start + k``."""
-        self.recent.update(zip(keys, range(start, start + len(keys))))
+        """Record ``keys[k]`` at position ``start + k``. A big batch goes
+        straight into the sorted base (16 bytes an entry); a small one into
+        the recent dict, folded in once it outgrows the base: O(n log n)
+        overall either way."""
         self.size += len(keys)
-        # Folded in once the recent part outgrows the base: O(n log n) overall.
+        if self.compact and len(keys) >= 65536:
+            fresh = keys if isinstance(keys, np.ndarray) else np.fromiter(keys, dtype=np.int64, count=len(keys))
+            self.rebuild(None, (fresh, np.arange(start, start + len(keys), dtype=np.int64)))
+            return
+        keys = keys.tolist() if self.compact and isinstance(keys, np.ndarray) else keys
+        self.recent.update(zip(keys, range(start, start + len(keys))))
         if self.compact and len(self.recent) > max(65536, len(self.ids) if self.ids is not None else 0):
             self.rebuild(None)
 
@@ -213,9 +232,10 @@ class _Identities:
             self.gone.add(key)
         self.size -= 1
 
-    def rebuild(self, slots: Optional[Sequence[Optional[Mapping[str, Any]]]]) -> None:
-        """Fold the recent additions into the base (or, given ``slots``,
-        rebuild from them after a compaction)."""
+    def rebuild(self, slots: Optional[Sequence[Optional[Mapping[str, Any]]]], fresh: Any = None) -> None:
+        """Fold the recent additions (and ``fresh``, an (ids, positions) pair
+        of arrays) into the base, or, given ``slots``, rebuild from them
+        after a compaction."""
         if slots is not None:
             pairs = {id(e): n for n, e in enumerate(slots) if e is not None}
             self.size = len(pairs)
@@ -226,8 +246,11 @@ class _Identities:
             self.ids, self.where, self.recent = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), pairs
         assert self.ids is not None and self.where is not None
         keep = ~np.isin(self.ids, np.fromiter(self.gone, dtype=np.int64, count=len(self.gone)))
-        ids = np.concatenate([self.ids[keep], np.fromiter(self.recent.keys(), np.int64, len(self.recent))])
-        where = np.concatenate([self.where[keep], np.fromiter(self.recent.values(), np.int64, len(self.recent))])
+        extra_ids, extra_where = fresh if fresh is not None else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+        recent_ids = np.fromiter(self.recent.keys(), np.int64, len(self.recent))
+        ids = np.concatenate([self.ids[keep], recent_ids, extra_ids])
+        recent_where = np.fromiter(self.recent.values(), np.int64, len(self.recent))
+        where = np.concatenate([self.where[keep], recent_where, extra_where])
         order = np.argsort(ids, kind="stable")
         self.ids, self.where, self.recent, self.gone = ids[order], where[order], {}, set()
 
@@ -477,8 +500,13 @@ class MemoryIndex:
         batch = list(entries)
         size = len(self)
         for offset, entry in enumerate(batch):
-            check_entry(entry, size + offset)
-        known = self._where.known([id(entry) for entry in batch])
+            # The twin answers for a plain dict of built-in values (most of a
+            # big batch); anything else, or anything it doubts, gets the
+            # core's check, which names the entry and the field.
+            if not (type(entry) is dict and plain_entry_ok(entry)):
+                check_entry(entry, size + offset)
+        identities = self._where.keys(batch)
+        known = self._where.known(identities)
         if known is not None:
             raise ValueError("%s is already in the index" % describe_entry(batch[known], size + known))
         costs = self._costs(batch, len(self))
@@ -488,9 +516,10 @@ class MemoryIndex:
         self._version += 1
         # In chunks: the per-column Python lists of a million-entry batch
         # would otherwise hold ~150 MB of temporary objects.
+        self._where.put_many(identities, len(self._slots))
+        del identities
         for first in range(0, len(batch), _CHUNK):
             chunk, start = batch[first : first + _CHUNK], len(self._slots)
-            self._where.put_many([id(entry) for entry in chunk], start)
             self._slots.extend(chunk)
             span = slice(first, first + _CHUNK)
             for name, values in self._values(chunk, costs[span], active[span]).items():
@@ -502,12 +531,19 @@ class MemoryIndex:
         """Costs of a batch; a counter with ``count_many`` gets every text in
         one call (costs are still validated by the core's ``entry_cost``)."""
         counter: TokenCounter = self._counter
+        given = [given_token_count(e) for e in batch]
         many = getattr(counter, "count_many", None)
         if many is not None:
-            texts = list(dict.fromkeys(e["content"] for e in batch if given_token_count(e) is None))
+            texts = list(dict.fromkeys(e["content"] for e, g in zip(batch, given) if g is None))
             if texts:
                 counter = dict(zip(texts, many(texts))).__getitem__
-        return [entry_cost(e, counter, start + k) for k, e in enumerate(batch)]
+        costs = [counter(e["content"]) if g is None else g for e, g in zip(batch, given)]
+        # The core's entry_cost is the rule; when every answer is already a
+        # positive int it would return each unchanged, so it is asked only
+        # to name the entry whose cost it refuses.
+        if all(type(c) is int and c >= 1 for c in costs):
+            return costs
+        return [entry_cost(e, _answering(c), start + k) for k, (e, c) in enumerate(zip(batch, costs))]
 
     def _active(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
         # Asked before anything changes: a predicate that raises leaves the
@@ -715,6 +751,11 @@ class MemoryIndex:
         return _np(self._columns[name], _COLUMNS[name][1])
 
 
+def _answering(answer: Any) -> TokenCounter:
+    """A counter that gives the answer already obtained for one text."""
+    return lambda _text: answer  # type: ignore[no-any-return]
+
+
 def _np(column: Any, dtype: str) -> Any:
     return np.frombuffer(column, dtype=dtype) if len(column) else np.zeros(0, dtype=dtype)
 
@@ -886,13 +927,13 @@ class _ColumnSource:
         keep = self._overlap()[group] >= threshold
         return group[keep], group[~keep]
 
-    def ranked(self, group: Any, room: Room) -> Iterator[tuple[int, float, int]]:
+    def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
         score, cost, slots = self.score_all, self.col["cost"], self.slots
         pending = group
         want = 32
         while pending.size:
             # Whatever costs more than the room left can never be taken.
-            pending = pending[cost[pending] <= room.left]
+            pending = pending[cost[pending] <= left()]
             if not pending.size:
                 return
             want *= 2  # a slice twice the last: few partitions whatever the cap
@@ -933,13 +974,6 @@ class _ColumnSource:
         alive = np.flatnonzero(self.col["alive"])
         codes = np.where(self.col["active"][alive], self.why[alive], _WHY.index(Reason.INACTIVE))
         return ((p, _WHY[c]) for p, c in zip(alive.tolist(), codes.tolist()))
-
-    def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]:
-        if any(p.types is None for p in pools):
-            return []
-        admitted = {t for p in pools for t in p.types or ()}
-        unadmitted = self._type_mask(t for t in self.owner._types.names() if t not in admitted)
-        return np.flatnonzero(self.visible & self.col["always"] & unadmitted).tolist()  # type: ignore[no-any-return]
 
     def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
         """Twin of the core's ``_left_out`` rule, counted with arrays (see

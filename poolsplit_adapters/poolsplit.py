@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import functools
 import math
 import numbers
 import re
@@ -54,7 +55,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protoco
 # fmt: off
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError",
-    "UnadmittedCorrectionWarning", "ScoringContext", "Candidates", "ListCandidates", "Room", "Layering",
+    "UnadmittedCorrectionWarning", "ScoringContext", "Candidates", "ListCandidates", "Layering",
     "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer", "check_entry", "check_pools",
     "active_visibility", "entry_cost", "given_token_count", "entry_error", "describe_entry", "significant_words",
     "parse_created", "fill_pools", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
@@ -253,9 +254,10 @@ def parse_created(value: Optional[str]) -> Moment:
     """``created`` as a naive datetime, or None when empty or unparseable (scored as age 0). An offset is dropped,
     not converted: stores hold UTC."""
     try:
-        return datetime.datetime.fromisoformat(value.rstrip("Z")).replace(tzinfo=None) if value else None
+        moment = datetime.datetime.fromisoformat(value.rstrip("Z")) if value else None
     except (ValueError, AttributeError):
         return None
+    return moment.replace(tzinfo=None) if moment is not None and moment.tzinfo is not None else moment
 
 
 def _time_bound(name: str, value: Any) -> Moment:
@@ -286,7 +288,8 @@ class Visibility:
     require_source: bool = False
     since: Union[None, str, datetime.datetime] = None
     until: Union[None, str, datetime.datetime] = None
-    _bounds: tuple[Moment, Moment] = field(default=(None, None), init=False, repr=False, compare=False)
+    #: ``(since, until)`` as naive UTC datetimes (None: unbounded).
+    bounds: tuple[Moment, Moment] = field(default=(None, None), init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         chain, tags = self.namespace, self.require_tags
@@ -310,7 +313,7 @@ class Visibility:
         since, until = _time_bound("since", self.since), _time_bound("until", self.until)
         if since is not None and until is not None and since > until:
             raise ValueError("Visibility since (%s) is after until (%s)" % (since, until))
-        object.__setattr__(self, "_bounds", (since, until))
+        object.__setattr__(self, "bounds", (since, until))
 
     @property
     def chain(self) -> tuple[Optional[str], ...]:
@@ -319,18 +322,13 @@ class Visibility:
         return () if ns is None else (ns,) if isinstance(ns, str) else ns
 
     @property
-    def bounds(self) -> tuple[Moment, Moment]:
-        """``(since, until)`` as naive UTC datetimes (None: unbounded)."""
-        return self._bounds
-
-    @property
     def active(self) -> bool:
         """Whether it filters anything at all."""
-        return bool(self.chain or self.require_tags or self.require_source or self._bounds != (None, None))
+        return bool(self.chain or self.require_tags or self.require_source or self.bounds != (None, None))
 
     def judge(self, entry: Entry) -> tuple[Optional[Reason], float]:
         """(why the entry is not visible, or None; its score factor), checking namespace, tags, source, time."""
-        factor, chain, (since, until) = 1.0, self.chain, self._bounds
+        factor, chain, (since, until) = 1.0, self.chain, self.bounds
         if chain:
             if entry.get("namespace") not in chain:
                 return Reason.NAMESPACE, factor
@@ -406,8 +404,6 @@ class Selection:
     Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``.
     """
 
-    __slots__ = ("pools", "chosen", "stats", "notes", "_dropped", "_build", "_counts", "_sample")
-
     def __init__(
         self,
         pools: Loaded,
@@ -419,33 +415,27 @@ class Selection:
         sample: Optional[Callable[[int], list[Dropped]]] = None,
     ) -> None:
         self.pools, self.chosen, self.stats, self.notes = pools, chosen, stats, dict(notes or {})
-        self._build: Optional[Callable[[], list[Dropped]]] = dropped if callable(dropped) else None
-        self._dropped: Optional[list[Dropped]] = None if callable(dropped) else list(dropped)
-        self._counts: Any = counts
-        self._sample = sample
+        self._rows, self._counted, self._sample = dropped, counts, sample
 
-    @property
+    @functools.cached_property
+    def dropped(self) -> list[Dropped]:
+        return list(self._rows() if callable(self._rows) else self._rows)
+
+    @functools.cached_property
     def counts(self) -> Counts:
         """``(pool or None, reason) -> (entries, tokens)`` of what did not load (tokens: the pool's costs; 0 where
         no pool considered the entry)."""
-        if self._counts is None:  # rows given: count them
-            self._counts = _tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
-        elif not isinstance(self._counts, dict):
-            self._counts = self._counts()
-        return self._counts  # type: ignore[no-any-return]
-
-    @property
-    def dropped(self) -> list[Dropped]:
-        if self._dropped is None:
-            self._dropped, self._build = self._build(), None  # type: ignore[misc]
-        return self._dropped  # type: ignore[return-value]
+        if self._counted is not None:
+            return self._counted()
+        return _tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
 
     def dropped_sample(self, per_key: int) -> list[Dropped]:
         """The first ``per_key`` rows of each ``counts`` key (pool and reason), in input order: a report bounded
         by the number of pools and reasons, not by the store (from the rows when they are built or given)."""
-        if self._dropped is None and self._sample is not None:
+        if "dropped" not in self.__dict__ and self._sample is not None:  # rows not built: build only the sample's
             return self._sample(per_key)
-        return [self.dropped[i] for i in _first_per_key(((d.pool, d.reason) for d in self.dropped), per_key)]
+        rows = self.dropped
+        return [rows[i] for i in _first_per_key(((d.pool, d.reason) for d in rows), per_key)]
 
     def __repr__(self) -> str:
         counts = {name: len(got) for name, got in self.pools.items()}
@@ -630,38 +620,26 @@ def _checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
     return float(value)
 
 
-class Room:
-    """A pool's token room during its fill (a ranking may leave out what costs more than ``left``)."""
-
-    def __init__(self, limit: Union[int, float]) -> None:
-        self.limit, self.used = limit, 0
-
-    @property
-    def left(self) -> float:
-        return self.limit - self.used
-
-
 class Candidates(Protocol):
     """The entries of one call as :func:`fill_pools` asks about them (steps 1 and 2 happen behind it):
     :class:`ListCandidates` serves a list, ``MemoryIndex`` its columns. Positions are the implementation's
     handles; a *group* is any sized iterable of them. ``members``: (always-scope positions in input order,
     contextual group) of the pool's types, admitted and unclaimed; ``ranked``: ``(position, score, cost)`` in the
-    total order, possibly without what costs more than ``room.left``; ``verdicts``: every position in input order,
-    with why it was not admitted (None: it was); ``index``: its index in the caller's order; ``tally``: the
-    report's counts, or None to have them counted from ``verdicts``; ``sample``: ``(position, reason, pool or
-    None)`` of the first ``per_key`` left out per pool and reason, in input order, or None to take them from
-    ``verdicts``."""
+    total order, possibly without what costs more than ``left()``, the room the pool has left; ``verdicts``: every
+    position in input order, with why it was not admitted (None: it was); ``index``: its index in the caller's
+    order; ``tally``: the report's counts, or None to have them counted from ``verdicts``; ``sample``:
+    ``(position, reason, pool or None)`` of the first ``per_key`` left out per pool and reason, in input order,
+    or None to take them from ``verdicts``."""
 
     def members(self, pool: Pool) -> tuple[list[int], Any]: ...
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]: ...
-    def ranked(self, group: Any, room: Room) -> Iterator[tuple[int, float, int]]: ...
+    def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]: ...
     def claim(self, positions: Iterable[int]) -> None: ...
     def entry(self, position: int) -> Entry: ...
     def index(self, position: int) -> int: ...
     def cost(self, position: int) -> int: ...
     def score(self, position: int) -> float: ...
     def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
-    def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]: ...
     def tally(self, filled: list[_Filled], lost: set[int]) -> Optional[Counts]: ...
     def sample(self, filled: list[_Filled], lost: set[int], per_key: int) -> Optional[list[_Left]]: ...
 
@@ -746,7 +724,7 @@ class ListCandidates:
         kept = {i for i in group if _checked_score(relevance(at[i]), at[i], i, "relevance") >= threshold}
         return [i for i in group if i in kept], [i for i in group if i not in kept]
 
-    def ranked(self, group: list[int], room: Room) -> Iterator[tuple[int, float, int]]:
+    def ranked(self, group: list[int], left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
         self.warm(group)
         at = self.items
         keys = sorted((-self.score(i), at[i].get("created") or "", at[i].get("id") or "", i) for i in group)
@@ -764,10 +742,6 @@ class ListCandidates:
     def verdicts(self) -> Iterator[tuple[int, Optional[Reason]]]:
         return ((i, self.reason.get(i)) for i in range(len(self.items)))
 
-    def unadmitted_always(self, pools: Sequence[Pool]) -> list[int]:
-        lost = (run for t, run in self.by_type.items() if not any(pool.admits(t) for pool in pools))
-        return sorted(i for run in lost for i in run if i in self.always)
-
     def tally(self, filled: list[_Filled], lost: set[int]) -> None:
         return None  # counted by the rule itself
 
@@ -775,18 +749,21 @@ class ListCandidates:
         return None  # taken from the rule itself
 
 
-class Layering(Protocol):
-    """Progressive loading (``memory.progressive.ProgressiveLayers``): ``fill`` replaces the greedy fill of each
-    pool, ranked candidates to ``(position, layer, cost)`` picks; on ``deepen(loaded)``, every pool fills again."""
-
-    def fill(self, pool: Pool, ranked: list[_Ranked], deepen: bool) -> list[tuple[int, str, int]]: ...
-    def deepen(self, loaded: int) -> bool: ...
-
-
-_Pick = tuple[int, float, int, str]  # position, score, cost, layer
-_Ranked = tuple[int, Entry, float, int]  # position, entry, score, full cost
+_Pick = tuple[int, float, int, str]  # position, score, cost, layer ("full" unless a layering says otherwise)
 _Filled = tuple[Pool, list[int], Any, Any, list[_Pick]]  # pool, always, contextual, below, picks
 _Left = tuple[int, Reason, Optional[str]]  # position, reason, pool (None: no pool considered it)
+
+
+class Layering(Protocol):
+    """Step 3c done another way (progressive loading: ``memory.progressive.ProgressiveLayers``): ``pick`` a pool's
+    contextual group, as the greedy fill does; once every pool is filled, ``settle`` sees every pool's picks and may
+    change their layers and costs, never which entries loaded (those are claimed)."""
+
+    def pick(self, pool: Pool, candidates: Candidates, group: Any) -> list[_Pick]: ...
+    def settle(self, pools: list[Pool], picks: list[list[_Pick]]) -> list[list[_Pick]]: ...
+
+
+_EVERY_TYPE = Pool("every type", 0, 0)
 
 
 def fill_pools(
@@ -807,7 +784,7 @@ def fill_pools(
     4. Warn about corrections no pool admits; then (unless ``report=False``) the report: chosen rows and each
        pool's stats now, the dropped rows and their counts when first read.
     """
-    pool_list, filled, ranked = check_pools(pools), [], []
+    pool_list, filled = check_pools(pools), []
     for pool in pool_list:
         # 3a. Always-scope entries first, in input order, outside both caps.
         always, contextual = candidates.members(pool)
@@ -815,21 +792,20 @@ def fill_pools(
         below = None
         if pool.min_relevance is not None:
             contextual, below = candidates.split_below(contextual, pool.min_relevance)
-        # 3c. The greedy fill in rank order (or the layered one).
-        if layering is None:
-            picks = _greedy(pool, candidates, contextual)
-        else:
-            ranked.append(_ranked_all(pool, candidates, contextual))
-            picks = _layered(pool, ranked[-1], layering, deepen=False)
+        # 3c. The greedy fill in rank order (or the layering's).
+        picks = (
+            _greedy(pool, candidates, contextual) if layering is None else layering.pick(pool, candidates, contextual)
+        )
         # 3d. What loaded is claimed: an entry lands in one pool at most.
         candidates.claim(always + [p[0] for p in picks])
         filled.append((pool, always, contextual, below, picks))
-    if layering is not None and layering.deepen(sum(len(f[4]) for f in filled)):
-        filled = [f[:4] + (_layered(f[0], r, layering, deepen=True),) for f, r in zip(filled, ranked)]
+    if layering is not None:  # every pool filled: the layering may change layers and costs, not entries
+        filled = [f[:4] + (p,) for f, p in zip(filled, layering.settle(pool_list, [f[4] for f in filled]))]
     at, index, cost = candidates.entry, candidates.index, candidates.cost
     result = {f[0].name: [at(i) for i in f[1] + [p[0] for p in f[4]]] for f in filled}
-    # 4. Report; a correction no pool admits is never only a report line.
-    lost = candidates.unadmitted_always(pool_list)
+    # 4. Report. Every pool claimed its types' always-scope entries (3a, 3d): those left, no pool admits. Such a
+    # correction is never only a report line.
+    lost = candidates.members(_EVERY_TYPE)[0]
     for i in lost if warn else ():
         message = "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
         message %= (describe_entry(at(i), index(i)), at(i).get("type", "note"))
@@ -868,28 +844,19 @@ def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
     """3c: take entries in rank order while they fit; skip one that overflows the tokens (a smaller, lower-ranked
     one may fit); stop at the entry cap, or when not even a 1-token entry could fit."""
     picks: list[_Pick] = []
-    room = Room(pool.max_tokens)
-    for i, score, cost in candidates.ranked(contextual, room) if pool.loads_contextual else ():
-        if room.used + cost > pool.max_tokens:
+    used = 0
+
+    def left() -> float:  # read as the fill goes: a ranking may leave out what no longer fits
+        return pool.max_tokens - used
+
+    for i, score, cost in candidates.ranked(contextual, left) if pool.loads_contextual else ():
+        if used + cost > pool.max_tokens:
             continue
         picks.append((i, score, cost, "full"))
-        room.used += cost
-        if len(picks) >= pool.max_entries or room.used + 1 > pool.max_tokens:
+        used += cost
+        if len(picks) >= pool.max_entries or used + 1 > pool.max_tokens:
             break
     return picks
-
-
-def _ranked_all(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Ranked]:
-    """Every candidate of a pool in rank order, for both passes of a layering."""
-    ranked = candidates.ranked(contextual, Room(math.inf)) if pool.loads_contextual else iter(())
-    return [(i, candidates.entry(i), score, cost) for i, score, cost in ranked]
-
-
-def _layered(pool: Pool, ranked: list[_Ranked], layering: Layering, deepen: bool) -> list[_Pick]:
-    """3c with a :class:`Layering`: the pool's ranked candidates to its picks."""
-    score_at = {i: score for i, _, score, _ in ranked}
-    picks = layering.fill(pool, ranked, deepen) if pool.loads_contextual else []
-    return [(i, score_at[i], cost, layer) for i, layer, cost in picks]
 
 
 def _left_out(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> Iterator[_Left]:
@@ -922,19 +889,21 @@ def select(
     now: Moment = None,
     visibility: Optional[Visibility] = None,
     layering: Optional[Layering] = None,
+    candidates: Callable[..., Candidates] = ListCandidates,
     _report: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
     """Steps 1-4, reporting what loaded, what did not and why, and each pool's budget use (silent truncation makes
     a model believe "that is all there is"). ``visibility`` limits what the query may see; ``layering`` turns on
-    progressive loading (off: exactly the spec). Raises :class:`EntryError` (a malformed entry, a non-finite
+    progressive loading (off: exactly the spec); ``candidates`` holds the entries (:class:`ListCandidates`' arguments;
+    ``fastpath.BestFirstCandidates`` is its faster twin). Raises :class:`EntryError` (a malformed entry, a non-finite
     score, a non-positive cost), ``ValueError`` (two pools share a name), ``TypeError`` (a wrong argument)."""
     pool_list, view = check_pools(pools), active_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
-    candidates = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view)
+    source = candidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view)
     # 3. Fill each pool and 4. report.
-    return fill_pools(pool_list, candidates, report=_report, layering=layering, stacklevel=_stacklevel)
+    return fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=_stacklevel)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
@@ -957,7 +926,6 @@ def retrieve(
     mutated."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
-    candidates = ListCandidates(
-        entries, prepare_scorer(scorer, context, now), token_counter=token_counter, is_active=is_active
-    )
-    return fill_pools([pool], candidates, report=False, warn=False).pools[pool.name]
+    prepared = prepare_scorer(scorer, context, now)
+    source = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active)
+    return fill_pools([pool], source, report=False, warn=False).pools[pool.name]

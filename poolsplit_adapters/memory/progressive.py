@@ -36,9 +36,12 @@ Which layer loaded is rendered into the marker (``layer="summary"``) so the
 model knows there is more, and :func:`~poolsplit_adapters.memory.expand.expand`
 (an agent tool) fetches the full text by id.
 
-The fill (:func:`progressive_fill`) is pure: the core's selection calls it per
-pool. :func:`progressive_select` runs the whole selection on the core's
-public :func:`~poolsplit_adapters.poolsplit.select`.
+The fill (:func:`progressive_fill`) is pure. :class:`ProgressiveLayers` is
+the core's :class:`~poolsplit_adapters.poolsplit.Layering`: the core's fill
+asks it for each pool's picks (breadth and timeline), then lets it settle
+(depth, once sufficiency is known for the whole selection).
+:func:`progressive_select` runs the whole selection on the core's public
+:func:`~poolsplit_adapters.poolsplit.select`.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from typing import (
 )
 
 from ..poolsplit import (
+    Candidates,
     Layering,
     Pool,
     Selection,
@@ -360,25 +364,35 @@ class ProgressiveLayers(Layering):
         self.sufficient = sufficient
         self.timeline_share = timeline_share
         self.deepened = False
-        # pool name -> (the ranked list, its candidates): the core hands the
-        # same list to the deepening pass, whose summaries need no recount.
-        self._offered: Dict[str, Tuple[List[Any], List[Candidate]]] = {}
+        # pool name -> its candidates in rank order, from the breadth pass:
+        # the deepening pass re-fills the same list, its summaries counted.
+        self._offered: Dict[str, List[Candidate]] = {}
 
-    def fill(
-        self, pool: Pool, ranked: List[Tuple[int, Mapping[str, Any], float, int]], deepen: bool
-    ) -> List[Tuple[int, str, int]]:
-        kept = self._offered.get(pool.name)
-        if kept is not None and kept[0] is ranked:
-            offered = kept[1]
-        else:
-            offered = [candidate(i, entry, score, cost, self.token_counter) for i, entry, score, cost in ranked]
-            self._offered[pool.name] = (ranked, offered)
+    def pick(self, pool: Pool, candidates: Candidates, group: Any) -> List[Tuple[int, float, int, str]]:
+        """The pool's picks without depth (the core's step 3c)."""
+        if not pool.loads_contextual:
+            return []
+        ranked = candidates.ranked(group, lambda: math.inf)
+        offered = [candidate(i, candidates.entry(i), s, c, self.token_counter) for i, s, c in ranked]
+        self._offered[pool.name] = offered
+        return self._picks(pool, offered, deepen=False)
+
+    def settle(
+        self, pools: List[Pool], picks: List[List[Tuple[int, float, int, str]]]
+    ) -> List[List[Tuple[int, float, int, str]]]:
+        """Every pool filled: decide sufficiency for the whole selection,
+        and when it is not sufficient fill each pool again with depth (the
+        same entries; only their layers and costs change)."""
+        offered, self._offered = self._offered, {}
+        self.deepened = needs_full_text(sum(map(len, picks)), detail=self.detail, sufficient=self.sufficient)
+        if not self.deepened:
+            return picks
+        return [self._picks(p, offered[p.name], deepen=True) if p.loads_contextual else [] for p in pools]
+
+    def _picks(self, pool: Pool, offered: List[Candidate], deepen: bool) -> List[Tuple[int, float, int, str]]:
+        score = {item.position: item.score for item in offered}
         picks = progressive_fill(offered, pool, deepen=deepen, timeline_share=self.timeline_share)
-        return [(pick.position, pick.layer.value, pick.cost) for pick in picks]
-
-    def deepen(self, loaded: int) -> bool:
-        self.deepened = needs_full_text(loaded, detail=self.detail, sufficient=self.sufficient)
-        return self.deepened
+        return [(pick.position, score[pick.position], pick.cost, pick.layer.value) for pick in picks]
 
 
 def progressive_notes(metrics: TokenMetrics, *, detail: bool, deepened: bool) -> Dict[str, Any]:

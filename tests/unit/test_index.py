@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import re
 
 import pytest
 import reference
@@ -225,3 +226,61 @@ def test_index_checks_the_visibility_filter_as_the_core_does():
     ):
         with pytest.raises(TypeError, match="visibility must be a Visibility, got str 'A'"):
             ask(visibility="A")
+
+
+@pytest.mark.parametrize("use_numpy", [True, False])
+def test_the_same_dict_twice_is_refused_wherever_the_first_copy_is(use_numpy):
+    """Identity is checked against the sorted base (a big batch goes there
+    directly), the recent additions and the batch itself; the error names the
+    first offending entry (of a repeat, its second copy) and the index is left
+    unchanged."""
+    many = [{"id": "e%d" % i, "content": "x"} for i in range(70000)]  # over the fold size: straight into the base
+    index = MemoryIndex(many, use_numpy=use_numpy)
+    fresh = {"id": "fresh", "content": "y"}
+    index.add(fresh)  # a small batch: into the recent part
+    for batch, named in (
+        ([{"id": "ok", "content": "z"}, many[123]], "'e123' (index 70002)"),
+        ([{"id": "ok", "content": "z"}, fresh], "'fresh' (index 70002)"),
+        ([fresh, many[5]], "'fresh' (index 70001)"),
+    ):
+        with pytest.raises(ValueError, match=re.escape("entry %s is already in the index" % named)):
+            index.extend(batch)
+    twice = {"id": "twice", "content": "w"}
+    with pytest.raises(ValueError, match=re.escape("entry 'twice' (index 70003) is already in the index")):
+        index.extend([{"id": "ok", "content": "z"}, twice, twice])
+    assert len(index) == 70001 and index.version == 2
+    index.remove(many[7])
+    index.add(many[7])  # removed from the base, so it may come back
+    assert len(index) == 70001 and index.entries[-1] is many[7]
+
+
+@pytest.mark.parametrize("answer", [0, -3, 2.7, True, "4"])
+def test_a_counter_answer_the_core_refuses_names_its_entry_and_changes_nothing(answer):
+    """The index asks the core's entry_cost about every answer it did not
+    accept on sight: the same EntryError as select, naming the entry."""
+    entries = [
+        {"id": "given", "content": "has its own count", "token_count": 7},
+        {"id": "bad", "content": "the counter fails on this one"},
+    ]
+    index = MemoryIndex(
+        [{"id": "first", "content": "before"}], token_counter=lambda text: answer if "fails" in text else 3
+    )
+    with pytest.raises(EntryError, match=re.escape("entry 'bad' (index 2): field 'token_count'")) as info:
+        index.extend(entries)
+    with pytest.raises(EntryError) as core:
+        select(entries, [Pool("all", 100, 5)], token_counter=lambda text: answer if "fails" in text else 3)
+    assert info.value.problem == core.value.problem and info.value.entry_id == "bad"
+    assert [e["id"] for e in index.entries] == ["first"] and index.version == 1
+
+
+def test_a_subclass_of_dict_or_a_mapping_gets_the_core_check():
+    """The fast check answers only for plain dicts; anything else is checked
+    by the core, with its message."""
+
+    class Entry(dict):  # type: ignore[type-arg]
+        pass
+
+    with pytest.raises(EntryError, match=re.escape("entry 'sub' (index 0): field 'tags' must be a list or tuple")):
+        MemoryIndex([Entry(id="sub", content="x", tags="ops")])
+    index = MemoryIndex([Entry(id="ok", content="x", tags=["ops"])])
+    assert [e["id"] for e in index.entries] == ["ok"]

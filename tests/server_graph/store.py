@@ -1,0 +1,12 @@
+# store.py: LangGraph's Postgres store under the server, in place of its own.
+import contextlib
+import os
+
+from langgraph.store.postgres.aio import AsyncPostgresStore
+
+
+@contextlib.asynccontextmanager
+async def make_store():
+    async with AsyncPostgresStore.from_conn_string(os.environ["MEMORY_STORE_URI"]) as store:
+        await store.setup()  # creates or migrates its tables
+        yield store
