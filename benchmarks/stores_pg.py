@@ -310,7 +310,11 @@ def plans(engine: Any, message: str, fetch_k: int, k: int) -> List[str]:
     sqlalchemy.event.listen(engine, "before_cursor_execute", capture)
     store = make_store(engine, "memory")
     store.similarity_search(message, k=k)
-    PoolSplitRetriever.from_vectorstore(store, synth.POOLS, fetch_k=fetch_k, now=synth.NOW).invoke(message)
+    retriever = PoolSplitRetriever.from_vectorstore(store, synth.POOLS, fetch_k=fetch_k, now=synth.NOW)
+    # The statements are labelled by their order: capture them in plan order
+    # (the retriever otherwise runs a Postgres plan's searches at once).
+    retriever._recall.concurrent = False  # type: ignore[union-attr]
+    retriever.invoke(message)
     sqlalchemy.event.remove(engine, "before_cursor_execute", capture)
     # The order they ran in: the plain query, then the retriever's recall plan.
     labels = ["plain top-k"] + [search.label for search in RecallPlan(synth.POOLS, fetch_k=fetch_k).searches()]

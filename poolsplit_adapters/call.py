@@ -29,14 +29,14 @@ objects to entries and back, and leave everything in between to an
 from __future__ import annotations
 
 import datetime
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Union, runtime_checkable
 
 from .checks import ArgumentError, check_k, check_overrides
 from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
-from .memory.tasks import TaskDetection, resolve_pools
+from .memory.tasks import AUTO, TaskDetection, resolve_pools
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
 from .reports import record, select_noted
 from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
@@ -110,6 +110,9 @@ class AdapterCall:
             (checked here; an unknown key raises).
         named: how an error names an override (default: its keyword; the
             middleware's come from ``runtime.context``).
+        entry_types: for ``pools="auto"`` only (not called otherwise): the
+            entry types the adapter's source holds, or None when it cannot
+            list them; the settings' ``entry_types`` take precedence.
 
     Example::
 
@@ -125,6 +128,7 @@ class AdapterCall:
         overrides: Optional[Mapping[str, Any]] = None,
         *,
         named: Callable[[str], str] = label_plain,
+        entry_types: Optional[Callable[[], Optional[Collection[str]]]] = None,
     ) -> None:
         self.settings = settings
         # 1. options
@@ -137,8 +141,16 @@ class AdapterCall:
             if value is not None:
                 task[name] = value
         # 2. plan
+        types: Optional[Collection[str]] = settings.entry_types
+        if types is None and entry_types is not None and settings.pools == AUTO:
+            types = entry_types()  # what the source holds: the plan shares the budget among those types
         pools, detection = resolve_pools(
-            settings.pools, task, total_tokens=settings.total_tokens, total_entries=settings.total_entries
+            settings.pools,
+            task,
+            total_tokens=settings.total_tokens,
+            total_entries=settings.total_entries,
+            entry_types=types if settings.pools == AUTO else None,
+            collections=settings.collections,
         )
         namespace = given.get("namespace")
         project, k, now = given.get("project"), given.get("k"), given.get("now")

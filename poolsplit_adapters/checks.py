@@ -175,6 +175,8 @@ def check_plan(
     total_tokens: Optional[int] = None,
     total_entries: Optional[int] = None,
     owner: str = "",
+    entry_types: Any = None,
+    collections: Any = None,
 ) -> Union[list[Pool], str]:
     """An adapter's pool plan: a list of :class:`Pool` checked by the core
     itself (every item a Pool, names unique), or ``"auto"`` (a task-aware
@@ -195,7 +197,14 @@ def check_plan(
         except (TypeError, ValueError) as err:
             raise ArgumentError("%s: %s" % (name, err)) from None
     try:  # one rule for the totals: resolve_pools's
-        resolve_pools(value, {}, total_tokens=total_tokens, total_entries=total_entries)
+        resolve_pools(
+            value,
+            {},
+            total_tokens=total_tokens,
+            total_entries=total_entries,
+            entry_types=entry_types,
+            collections=collections,
+        )
     except (TypeError, ValueError) as err:
         raise ArgumentError("%s: %s" % (owner, err) if owner else str(err)) from None
     return AUTO if value == AUTO else list(value)
@@ -262,7 +271,12 @@ def checked_settings(owner: str, data: Mapping[str, Any], known: Sequence[str]) 
         if name in data:
             data[name] = check(data[name], name)
     data["pools"] = check_plan(
-        data["pools"], total_tokens=data.get("total_tokens"), total_entries=data.get("total_entries"), owner=owner
+        data["pools"],
+        total_tokens=data.get("total_tokens"),
+        total_entries=data.get("total_entries"),
+        owner=owner,
+        entry_types=data.get("entry_types"),
+        collections=data.get("collections"),
     )
     return data
 

@@ -15,16 +15,26 @@ adapter translates a :class:`Search` into its store's filter dialect
 ``$in``: one ``SearchOp`` per type, in ``BaseStoreMemory``) and embeds the
 query once for all of them. A store that can read a namespace exactly and
 needs no similarity ranking reads it once and keeps what :meth:`RecallPlan.admits`.
+
+**Budgets are filled.** A pool's first search asks for ``fetch_k``
+candidates; when the selection over them leaves that pool's budget with
+room and nothing cut, and the search came back full (the store may hold
+more), :class:`FillingRecall` runs it again with ``k`` at least doubled
+(more when the budget looks to need more), up to ``max_fetch_k``, until
+the budget is full or the store has nothing more. Which of the two stopped it is in ``selection.notes["recall"]``: a fixed
+top-k used to fill 462 of 1,024 tokens on a long conversation and say
+nothing.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Protocol, Tuple, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Dict, Generic, List, Optional, Protocol, Tuple, TypeVar, runtime_checkable
 
-from .poolsplit import Pool, Visibility
+from .poolsplit import BUDGET_REASONS, Pool, Selection, Visibility
 
 #: The type an entry without ``type`` has (the entry schema's default). A
 #: store filter on ``type`` does not see that default, so the plan adds a
@@ -52,10 +62,12 @@ class Search:
         namespaces: the ``namespace`` metadata must be one of these; empty:
             no namespace condition (also when the visibility chain has a
             ``None`` link).
+        pool: the pool whose candidates it recalls (None: the always-scope
+            fetch), so a search can grow until that pool's budget is full.
 
     Example::
 
-        Search("pool:skills", 20, types=("skill",), namespaces=("team-a",))
+        Search("pool:skills", 20, types=("skill",), namespaces=("team-a",), pool="skills")
     """
 
     label: str
@@ -64,6 +76,7 @@ class Search:
     untyped: bool = False
     always: bool = False
     namespaces: Tuple[str, ...] = ()
+    pool: Optional[str] = None
 
     def admits(self, entry: Mapping[str, Any]) -> bool:
         """Whether this search's filter matches ``entry``, as a store filter
@@ -84,12 +97,18 @@ class RecallPlan:
 
     Attributes:
         pools: the pool plan the candidates are for.
-        fetch_k: results per pool search. Larger finds more candidates for
-            each pool's budget to choose from, at the cost of a bigger search.
+        fetch_k: results of each pool search's first round. Larger finds
+            more candidates for each pool's budget to choose from at once;
+            smaller costs less when few candidates fill a budget.
         always_k: results of the one always-scope fetch. It should exceed
             the number of corrections the store can hold: a fetch that comes
-            back full is warned about (:meth:`check_always_fetch`), since a
-            correction cut there would never load.
+            back full is warned about (:meth:`collect`), since a correction
+            cut there would never load.
+        max_fetch_k: the most results one pool search grows to
+            (:class:`FillingRecall` grows ``k`` while the pool's budget has
+            room); a pool that still has room there is reported as
+            ``capped``. ``max_fetch_k=fetch_k`` turns growth off; a
+            ``fetch_k`` above it never grows.
 
     Example::
 
@@ -100,9 +119,10 @@ class RecallPlan:
     pools: Sequence[Pool]
     fetch_k: int = 20
     always_k: int = 1000
+    max_fetch_k: int = 1000
 
     def __post_init__(self) -> None:
-        for name in ("fetch_k", "always_k"):
+        for name in ("fetch_k", "always_k", "max_fetch_k"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError("%s must be a positive int, got %r" % (name, value))
@@ -121,10 +141,10 @@ class RecallPlan:
         for pool in self.pools:
             if not pool.loads_contextual:
                 continue  # nothing contextual can load; its always-scope entries come below
-            label = "pool:%s" % pool.name
-            plan.append(Search(label, self.fetch_k, types=pool.types, namespaces=namespaces))
+            label, name = "pool:%s" % pool.name, pool.name
+            plan.append(Search(label, self.fetch_k, types=pool.types, namespaces=namespaces, pool=name))
             if pool.types is not None and UNTYPED_DEFAULT in pool.types:
-                plan.append(Search(label + ":untyped", self.fetch_k, untyped=True, namespaces=namespaces))
+                plan.append(Search(label + ":untyped", self.fetch_k, untyped=True, namespaces=namespaces, pool=name))
         plan.append(Search("always", self.always_k, always=True, namespaces=namespaces))
         return plan
 
@@ -133,15 +153,16 @@ class RecallPlan:
         store that read the namespace whole instead of searching)."""
         return any(search.admits(entry) for search in self.searches(visibility))
 
-    def collect(self, searches: Sequence[Search], results: Sequence[Sequence[T]]) -> List[T]:
+    def collect(self, searches: Sequence[Search], results: Sequence[Sequence[T]], *, warn: bool = True) -> List[T]:
         """Every search's results, in plan order (duplicates included).
 
-        Warns when the always-scope fetch came back full: it may have been
-        truncated, and a correction cut there would never load.
+        Warns (unless ``warn=False``) when the always-scope fetch came back
+        full: it may have been truncated, and a correction cut there would
+        never load.
         """
         found: List[T] = []
         for search, items in zip(searches, results):
-            if search.always and len(items) >= self.always_k:
+            if warn and search.always and len(items) >= self.always_k:
                 warnings.warn(
                     "the always-scope fetch returned always_k=%d results and may have been truncated: "
                     "raise always_k so that every correction loads" % self.always_k,
@@ -169,6 +190,160 @@ def merge_recalled(found: Iterable[T], key: Callable[[T], Optional[str]]) -> Lis
         else:
             by_id.setdefault(item_id, item)
     return [by_id[i] for i in sorted(by_id)] + anonymous
+
+
+def budget_filled(selection: Selection, pool: str) -> bool:
+    """Whether ``pool``'s budget, in ``selection``, is the limit: it has no
+    room for another entry (entry cap reached, or not a token left), or it
+    cut a candidate (token budget or entry cap). Only then can more recall
+    not load more: a candidate cut by the budget shows the budget, not the
+    recall, decided. A pool that is not in the selection counts as filled."""
+    stats = selection.stats.get(pool)
+    if stats is None:
+        return True
+    if stats.entries_used >= stats.max_entries or stats.tokens_used + 1 > stats.max_tokens:
+        return True
+    counts = selection.counts
+    return any(counts.get((pool, reason), (0, 0))[0] for reason in BUDGET_REASONS)
+
+
+#: Headroom on the estimate of :func:`grown_k`: the last candidates of a
+#: greedy fill often overflow, so aim a quarter past the exact fill.
+GROWTH_HEADROOM = 1.25
+
+
+def grown_k(k: int, selection: Selection, pool: Optional[str]) -> int:
+    """The next round's ``k`` for a search of ``pool`` that returned ``k``
+    candidates: at least double, or as many as the budget looks to need
+    from what ``k`` candidates loaded (``k x max_tokens / tokens_used``, the
+    same for entries, whichever cap comes first, with
+    :data:`GROWTH_HEADROOM`), so a pool far from full gets there in one
+    more round instead of several."""
+    stats = selection.stats.get(pool) if pool is not None else None
+    if stats is None or stats.tokens_used <= 0 or stats.entries_used <= 0:
+        return 2 * k  # nothing loaded to extrapolate from
+    needed = min(k * stats.max_tokens / stats.tokens_used, k * stats.max_entries / stats.entries_used)
+    return max(2 * k, math.ceil(needed * GROWTH_HEADROOM))
+
+
+class FillingRecall(Generic[T]):
+    """One call's per-pool recall, grown until each pool's budget is filled.
+
+    The rule, once for every vector-store path (LangChain and LlamaIndex,
+    sync and async): after each round's selection, a pool search is run
+    again with a larger ``k`` (:func:`grown_k`, at most the plan's
+    ``max_fetch_k``) when it came back full (``len(results) == k``: the
+    store may hold more) and its pool's budget is not filled
+    (:func:`budget_filled`). The always-scope fetch runs once. A store has
+    no cursor the frameworks share, so a grown search asks again from the
+    top: growing by at least double keeps the total work under twice the
+    last round's.
+
+    When it stops, :meth:`settle` writes ``selection.notes["recall"]``:
+    ``fetch_k`` (pool -> the ``k`` its searches reached), ``rounds``, and the
+    pools whose budget still has room, with why: ``store_ran_out`` (the
+    store has nothing more for them: all there is loaded) and ``capped``
+    (recall stopped at ``max_fetch_k``: more candidates may exist).
+
+    Example::
+
+        recall = FillingRecall(RecallPlan(pools, fetch_k=20), visibility)
+        selection = fill(recall, lambda searches: [store_search(s) for s in searches], choose)
+        selection.notes["recall"]["store_ran_out"]   # e.g. ['skills']
+    """
+
+    def __init__(self, plan: RecallPlan, visibility: Optional[Visibility] = None) -> None:
+        self.plan = plan
+        self.searches: List[Search] = plan.searches(visibility)
+        self.results: List[Sequence[T]] = [() for _ in self.searches]
+        self.rounds = 0
+        self._pending = list(range(len(self.searches)))
+
+    def asks(self) -> List[Search]:
+        """The searches this round runs (the first round: all of them)."""
+        return [self.searches[i] for i in self._pending]
+
+    def found(self, results: Sequence[Sequence[T]]) -> List[T]:
+        """Take this round's results (one list per :meth:`asks` search), and
+        return every candidate so far, in plan order (:meth:`RecallPlan.collect`)."""
+        for i, items in zip(self._pending, results):
+            self.results[i] = items
+        self.rounds += 1
+        return self.plan.collect(self.searches, self.results, warn=self.rounds == 1)
+
+    def _room_left(self, selection: Selection) -> List[str]:
+        pools = dict.fromkeys(s.pool for s in self.searches if s.pool is not None)
+        return [name for name in pools if not budget_filled(selection, name)]
+
+    def settle(self, selection: Selection) -> bool:
+        """After a round's selection: True when recall is done (the notes are
+        written on ``selection``); else the next round's searches are set."""
+        short = set(self._room_left(selection))
+        cap = self.plan.max_fetch_k
+        grow = [
+            i
+            for i, search in enumerate(self.searches)
+            if search.pool in short and len(self.results[i]) >= search.k and search.k < cap
+        ]
+        if not grow:
+            selection.notes["recall"] = self.report(short)
+            return True
+        for i in grow:
+            search = self.searches[i]
+            self.searches[i] = replace(search, k=min(grown_k(search.k, selection, search.pool), cap))
+        self._pending = grow
+        return False
+
+    def report(self, short: Iterable[str]) -> Dict[str, Any]:
+        """``notes["recall"]`` for the pools in ``short`` (budget with room)."""
+        reached: Dict[str, int] = {}
+        full: Dict[str, bool] = {}
+        for search, items in zip(self.searches, self.results):
+            if search.pool is None:
+                continue
+            reached[search.pool] = max(reached.get(search.pool, 0), search.k)
+            full[search.pool] = full.get(search.pool, False) or len(items) >= search.k
+        room = [name for name in reached if name in set(short)]
+        return {
+            "fetch_k": reached,
+            "rounds": self.rounds,
+            "store_ran_out": [name for name in room if not full[name]],
+            "capped": [name for name in room if full[name]],
+        }
+
+
+def fill(
+    recall: FillingRecall[T],
+    search: Callable[[List[Search]], Sequence[Sequence[T]]],
+    choose: Callable[[List[T]], Selection],
+) -> Selection:
+    """Run ``recall``'s rounds: ``search`` runs a round's searches (one
+    result list each), ``choose`` selects over every candidate so far."""
+    while True:
+        selection = choose(recall.found(search(recall.asks())))
+        if recall.settle(selection):
+            return selection
+
+
+async def afill(
+    recall: FillingRecall[T],
+    search: Callable[[List[Search]], Awaitable[Sequence[Sequence[T]]]],
+    choose: Callable[[List[T]], Selection],
+) -> Selection:
+    """:func:`fill` with an async ``search``."""
+    while True:
+        selection = choose(recall.found(await search(recall.asks())))
+        if recall.settle(selection):
+            return selection
+
+
+def present_types(entries: Iterable[Mapping[str, Any]]) -> frozenset[str]:
+    """The entry types among ``entries`` (entries, or the metadata of
+    documents and nodes), each as the selector reads it (no ``type``:
+    :data:`UNTYPED_DEFAULT`): what ``pools="auto"`` shares the budget among
+    (:func:`~poolsplit_adapters.memory.tasks.plan_for_task`)."""
+    found = (entry.get("type", UNTYPED_DEFAULT) for entry in entries)
+    return frozenset(t for t in found if isinstance(t, str))
 
 
 def store_metric(store: Any, given: Any = None) -> Any:
@@ -204,6 +379,27 @@ class EmbeddingScorerLike(Protocol):
 
     embedder: Any
     model_id: str
+
+
+@runtime_checkable
+class TakesQueryVector(Protocol):
+    """An optional capability of a scorer: it can take the query's vector
+    from the caller (``EmbeddingScorer.with_query_vector``) instead of
+    embedding the query again."""
+
+    def with_query_vector(self, text: str, vector: Sequence[float]) -> Any:
+        """The scorer with ``vector`` as the embedding of message ``text``."""
+
+
+def with_query_vector(scorer: Any, text: str, vector: Optional[Sequence[float]]) -> Any:
+    """``scorer`` reusing ``vector``, the query embedding a vector store's
+    search was made with, for the message ``text`` (one query embedding per
+    call); unchanged without a vector or for a scorer that cannot take one.
+    The caller checks :func:`same_vector_space` first: a vector of another
+    model would be a wrong relevance, not a saving."""
+    if vector is None or not isinstance(scorer, TakesQueryVector):
+        return scorer
+    return scorer.with_query_vector(text, vector)
 
 
 def same_vector_space(scorer: Any, embeddings: Any) -> bool:

@@ -182,18 +182,52 @@ def expand_hint(short: int) -> str:
     return EXPAND_HINT[0] if short == 1 else EXPAND_HINT[1] % short
 
 
+def recall_line(selection: Selection) -> str:
+    """``[recall stopped at 1000 candidates while budget was left: facts]``
+    when a vector store's per-pool recall reached ``max_fetch_k`` with
+    room left in those pools (``notes["recall"]["capped"]``): more matching
+    entries may exist than were considered, and the model must not read
+    the context as all there is. Empty otherwise (a pool the store ran out
+    for loaded all there is)."""
+    recall = selection.notes.get("recall")
+    capped = list(recall.get("capped") or ()) if isinstance(recall, Mapping) else []
+    if not capped:
+        return ""
+    reached = recall.get("fetch_k") or {}  # type: ignore[union-attr]
+    most = max((int(reached.get(name, 0)) for name in capped), default=0)
+    names = ", ".join(_inline(str(name)) for name in capped)
+    return "[recall stopped at %d candidates per search while budget was left: %s]" % (most, names)
+
+
+def recall_summary(selection: Selection) -> str:
+    """The ``recall:`` line of :func:`explain`: which pools' budgets have
+    room because the store ran out, and which because recall was capped."""
+    recall = selection.notes.get("recall")
+    if not isinstance(recall, Mapping):
+        return ""
+    parts = []
+    if recall.get("store_ran_out"):
+        parts.append("the store ran out for %s" % ", ".join(map(str, recall["store_ran_out"])))
+    if recall.get("capped"):
+        parts.append("stopped at max_fetch_k for %s" % ", ".join(map(str, recall["capped"])))
+    rounds = int(recall.get("rounds", 1))
+    return "recall: %s (%d round%s)" % ("; ".join(parts), rounds, "" if rounds == 1 else "s") if parts else ""
+
+
 def render_context(selection: Selection, *, with_omissions: bool = True, with_hint: bool = True) -> RenderedContext:
     """Render ``selection`` as cite-able markers, always-scope entries first,
     then one explicit line per cause saying how many entries were left out
     and from which pools ("[7 more entries left out by budget: skills 3,
     content 4]", "[2 more entries left out below the relevance threshold:
-    notes 2]"), then, when some entries loaded as summaries (progressive
+    notes 2]"; and :func:`recall_line` when a store's recall was capped with
+    budget left), then, when some entries loaded as summaries (progressive
     loading), a line saying their full text is available by id."""
     blocks = [marker(c.entry, c.pool, c.layer) for c in selection.chosen]
     by_pool = omitted_by_pool(selection)
     if with_omissions:
         below = omitted_by_pool(selection, reasons=(Reason.BELOW_RELEVANCE,))
-        for line in (omission_line(by_pool, "by budget"), omission_line(below, "below the relevance threshold")):
+        lines = (omission_line(by_pool, "by budget"), omission_line(below, "below the relevance threshold"))
+        for line in (*lines, recall_line(selection)):
             if line:
                 blocks.append(line)
     short = sum(1 for c in selection.chosen if str(c.layer) != "full")
@@ -225,10 +259,58 @@ def _fmt(value: Optional[float]) -> str:
     return "-" if value is None else "%.3g" % value
 
 
+#: A selector that counts :func:`always_outside_namespace` itself (with its
+#: columns, no row per entry) leaves the number in ``selection.notes`` here.
+OUTSIDE_NOTE = "always_outside_namespace"
+
+
+def always_outside_namespace(selection: Selection) -> int:
+    """How many always-scope entries the query's namespace kept out (reason
+    ``namespace``): corrections that would have loaded first on every call
+    had they been stored under this namespace.
+
+    Namespace is exact, so a correction written as ``namespace="ana"`` never
+    loads for an agent whose memory is ``("memories", "ana")`` (its entries
+    carry ``"memories.ana"``, see
+    :func:`~poolsplit_adapters.langchain.store.namespace_label`). Only a count
+    says so at a glance; :func:`explain` and the agent middleware's selection
+    event both show it. It counts every tenant's corrections the store
+    showed the selector (a shared store: the other users' too), never their
+    content.
+
+    Example::
+
+        >>> from poolsplit_adapters import Pool, Visibility, select
+        >>> fix = {"id": "cents", "content": "Use cents.", "scope": "always", "namespace": "ana"}
+        >>> always_outside_namespace(select([fix], [Pool("p", 100, 3)], visibility=Visibility("memories.ana")))
+        1
+    """
+    given = selection.notes.get(OUTSIDE_NOTE)
+    if isinstance(given, int) and not isinstance(given, bool):
+        return given  # counted by the selector, without rows
+    if not selection.counts.get((None, Reason.NAMESPACE)):
+        return 0  # the namespace kept nothing out: no row is built (the usual case)
+    # Rows only when the namespace did keep entries out (a store shared by
+    # tenants): the report's counts do not split them by scope yet.
+    return sum(1 for d in selection.dropped if d.reason is Reason.NAMESPACE and d.entry.get("scope") == "always")
+
+
+def outside_namespace_line(count: int) -> str:
+    """The line :func:`explain` shows when :func:`always_outside_namespace`
+    is not 0 ('' when it is)."""
+    if not count:
+        return ""
+    return "%d always-scope %s outside this namespace (not loaded: reason namespace; namespace is exact)" % (
+        count,
+        "entry" if count == 1 else "entries",
+    )
+
+
 def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     """A readable why/why-not table: per pool, what loaded (score, cost) and
-    budget use; then what did not load and why, grouped by reason (at most
-    ``limit`` rows per reason; None for all)."""
+    budget use; the always-scope entries kept out by namespace, counted
+    (:func:`always_outside_namespace`); then what did not load and why,
+    grouped by reason (at most ``limit`` rows per reason; None for all)."""
     lines: List[str] = []
     header = "%-12s %-14s %-11s %8s %6s" % ("pool", "id", "type", "score", "tokens")
     lines.append(header)
@@ -266,6 +348,11 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     for key in ("task_type", "scorer_fallback"):
         if selection.notes.get(key):
             lines.append("%s: %s" % (key.replace("_", " "), selection.notes[key]))
+    if recall_summary(selection):
+        lines.append(recall_summary(selection))
+    outside = outside_namespace_line(always_outside_namespace(selection))
+    if outside:
+        lines.append(outside)
     # Per reason: its count from the counts, its first rows from the sample
     # (the first ``limit`` of a reason are among the first ``limit`` of each
     # of its pools), in the order the reasons first occur in the input.

@@ -32,7 +32,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
-from .render import dropped_rows, selection_dict
+from .render import always_outside_namespace, dropped_rows, selection_dict
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
     "poolsplit_capture_sinks", default=()
@@ -95,6 +95,11 @@ class EventPayload(dict[str, Any]):
 
     def __init__(self, selection: Selection) -> None:
         super().__init__(selection_dict(selection))
+        # The always-scope entries the namespace kept out, counted
+        # (:func:`~poolsplit_adapters.render.always_outside_namespace`), so a
+        # correction stored under the wrong namespace shows at the top of the
+        # event, not only as one ``namespace`` reason among the dropped rows.
+        self["always_outside_namespace"] = always_outside_namespace(selection)
         self._selection = selection
 
     def all_dropped(self) -> list[dict[str, Any]]:
@@ -116,7 +121,8 @@ class EventPayload(dict[str, Any]):
 def event_payload(selection: Selection) -> EventPayload:
     """The JSON form of ``selection`` that both frameworks' selection events
     carry: :func:`~poolsplit_adapters.render.selection_dict`, the one JSON
-    form, as an :class:`EventPayload` (every left-out row on request)."""
+    form plus ``always_outside_namespace``, as an :class:`EventPayload`
+    (every left-out row on request)."""
     return EventPayload(selection)
 
 

@@ -165,6 +165,22 @@ class AdapterSettings(BaseModel):
         default=None, description="pools='auto': what the agent is doing (per call: action_type=)."
     )
     phase: Optional[str] = Field(default=None, description="pools='auto': the task's phase (per call: phase=).")
+    entry_types: Optional[list[str]] = Field(
+        default=None,
+        description=(
+            "pools='auto': the entry types the store holds, so the budget is shared among them "
+            "(memory.tasks.plan_for_task). None: read from the source where it can list them (documents=, "
+            "nodes=, InMemoryVectorStore, SimpleVectorStore), else a catch-all pool takes unknown types."
+        ),
+    )
+    collections: Optional[dict[str, list[str]]] = Field(
+        default=None,
+        description=(
+            "pools='auto': collection -> the entry types that fill it, merged over memory.tasks.COLLECTIONS. "
+            "Map your own types onto the seed's collections (episodic, semantic, skills, anti_patterns) so that "
+            "its task weights apply to them."
+        ),
+    )
     progressive: bool = Field(
         default=False,
         description=(
@@ -268,6 +284,6 @@ class AgentMemorySettings(AdapterSettings):
         default=None,
         description=(
             "Per-type recall size for indexed stores and vector stores (None: every item for a LangGraph "
-            "store; 20 for a vector store)."
+            "store; for a vector store 20, its first round: it grows while a pool's budget has room)."
         ),
     )

@@ -18,7 +18,7 @@ Block = Tuple[str, int, str]  # (file relative to the repository, number in that
 
 def fence(info: str) -> re.Pattern[str]:
     """A fence opening at the start of a line with exactly this info string:
-    ```` ```python ```` is not ```` ```python postgres ````."""
+    ```` ```python ```` is not ```` ```python {.postgres} ````."""
     return re.compile(r"^```%s\n(.*?)^```" % re.escape(info), re.S | re.M)
 
 

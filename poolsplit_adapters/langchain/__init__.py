@@ -25,7 +25,8 @@ Entry points:
 * :class:`PoolSplitMemoryMiddleware` for ``langchain.agents.create_agent`` and
   :class:`BaseStoreMemory` over a LangGraph store (long-term memory for
   agents); :class:`VectorStoreMemory`, a vector store under the same store
-  contract. Imported on first use: they pull in ``langchain.agents``, which
+  contract; :func:`~.store.namespace_label`, the one mapping of a LangGraph
+  namespace tuple to an entry's ``namespace`` string. Imported on first use: they pull in ``langchain.agents``, which
   retriever-only users need not pay for.
 """
 
@@ -48,6 +49,10 @@ def __getattr__(name: str) -> Any:
         from .store import BaseStoreMemory
 
         return BaseStoreMemory
+    if name == "namespace_label":
+        from .store import namespace_label
+
+        return namespace_label
     if name == "VectorStoreMemory":
         from .vector_memory import VectorStoreMemory
 
@@ -74,5 +79,6 @@ __all__ = [
     "dict_filter",
     "document_to_entry",
     "format_documents",
+    "namespace_label",
     "type_filter",
 ]

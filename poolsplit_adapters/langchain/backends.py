@@ -36,13 +36,13 @@ from ..memory.progressive import ProgressiveLayers
 from ..poolsplit import EntryError, Pool, Selection
 from ..recall import VisibleEntries
 from ..settings import AgentMemorySettings
-from ..stores.base import MemoryStore, StoreVerbs
+from ..stores.base import DuplicateEntry, MemoryStore, StoreVerbs
 from ..stores.memory import InProcessStore
 from .prepared import PreparedRecall, prepares, watermark
 from .store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
 from .vector_memory import VectorStoreMemory
 
-__all__ = ["AsyncMemoryStore", "Backend", "Plan", "Puts", "Snapshot", "backend_for"]
+__all__ = ["AsyncMemoryStore", "Backend", "Plan", "Puts", "Snapshot", "add_new", "backend_for"]
 
 
 @runtime_checkable
@@ -120,7 +120,11 @@ class Backend(ABC):
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]: ...
 
     @abstractmethod
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None: ...
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> Set[str]:
+        """Write ``entries`` (settled against :meth:`existing` just before);
+        return the ids found stored already after all (another writer of
+        the same content got there in between): those were not written, the
+        rest were. Raises, and writes nothing more, on any other failure."""
 
     async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
         return self.snapshot(chain, context, plan)
@@ -133,8 +137,8 @@ class Backend(ABC):
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return self.existing(chain, ids)
 
-    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
-        self.write(chain, entries)
+    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> Set[str]:
+        return self.write(chain, entries)
 
 
 #: How many namespace chains (per set of pool types) keep a prepared index
@@ -232,15 +236,20 @@ class _BaseStoreBackend(Backend):
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return await self.memory(chain).aexisting(ids)
 
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> Set[str]:
+        # A LangGraph store has no insert-if-absent: a racing writer of the
+        # same content puts the same value under the same key (the id is the
+        # content key), so the race loses nothing, and both count it written.
         before = watermark(self.store, chain)
         keys = self.memory(chain).put_many(entries)
         self._wrote(chain, keys, before)
+        return set()
 
-    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
+    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> Set[str]:
         before = watermark(self.store, chain)
         keys = await self.memory(chain).aput_many(entries)
         self._wrote(chain, keys, before)
+        return set()
 
     def _wrote(self, chain: Sequence[Namespace], keys: Sequence[str], before: Any) -> None:
         """Tell the chain's prepared states what this write changed (the
@@ -292,11 +301,35 @@ class _ContractBackend(Backend):
             return {str(e["id"]) for e in self.store.read(list(ids))}  # one read, not one per id
         return {i for i in ids if self.store.get(i) is not None}
 
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> None:
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> Set[str]:
         if isinstance(self.store, Puts):
             self.store.put_many(list(entries))
-        else:
-            self.store.add(list(entries))
+            return set()
+        return add_new(self.store, entries)
+
+
+def add_new(store: MemoryStore, entries: Sequence[Mapping[str, Any]]) -> Set[str]:
+    """``store.add`` the entries not stored yet; return the ids that were.
+
+    The middleware settles a write against the store, then adds: two
+    threads of one user doing so with the same content race, and the
+    loser's ``add`` raises :class:`~poolsplit_adapters.stores.DuplicateEntry`
+    (atomically, on the SQLite store: its ``INSERT``'s primary key). Those
+    ids are duplicates to count, not a failure; the rest of the batch is
+    added again (each round drops at least one id, so it ends)."""
+    pending = list(entries)
+    stored: Set[str] = set()
+    while pending:
+        try:
+            store.add(pending)
+            break
+        except DuplicateEntry as err:
+            found = set(err.ids) & {str(e["id"]) for e in pending}
+            if not found:
+                raise
+            stored |= found
+            pending = [e for e in pending if str(e["id"]) not in found]
+    return stored
 
 
 def _vector_memory(store: VectorStore, settings: AgentMemorySettings) -> VectorStoreMemory:

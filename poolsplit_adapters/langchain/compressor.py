@@ -12,6 +12,7 @@ from pydantic import ConfigDict
 
 from ..call import AdapterCall
 from ..poolsplit import Selection
+from ..recall import present_types
 from ..reports import event_payload
 from ..settings import AdapterSettings
 from .documents import SELECTION_EVENT, DocumentConverter
@@ -61,7 +62,7 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
 
     def _compress(self, documents: Sequence[Document], query: str) -> tuple[Selection, list[Document]]:
         entries, source = DocumentConverter.entries(documents)
-        call = AdapterCall(self, query or "")
+        call = AdapterCall(self, query or "", entry_types=lambda: present_types(entries))
         selection = call.select(entries)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
 

@@ -72,7 +72,8 @@ from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter
-from ..render import goal_line, render_context, selection_dict
+from ..render import goal_line, render_context
+from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
 from .backends import Backend, Plan, backend_for
 from .documents import SELECTION_EVENT
@@ -576,14 +577,15 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
 
     def _write(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
         """Settle ``proposals`` against the store (read only when one is
-        still fresh) and write the accepted ones in one write. Raises if the
-        write fails (then nothing is reported)."""
+        still fresh) and write the accepted ones in one write. An id another
+        writer stored in between (a racing thread of the same user) is a
+        ``duplicate``, like one found before. Raises if the write fails
+        (then nothing is reported)."""
         fresh = [p.key for p in proposals if p.refused is None]
         settled = self.write_gate.settle(proposals, where.source.existing(where.chain, fresh) if fresh else set())
         accepted = [p.entry for p in settled if p.refused is None]
-        if accepted:
-            where.source.write(where.chain, accepted)
-        return settled
+        raced = where.source.write(where.chain, accepted) if accepted else set()
+        return self.write_gate.settle(settled, raced) if raced else settled
 
     async def _awrite(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
         """Async :meth:`_write`."""
@@ -592,9 +594,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             proposals, await where.source.aexisting(where.chain, fresh) if fresh else set()
         )
         accepted = [p.entry for p in settled if p.refused is None]
-        if accepted:
-            await where.source.awrite(where.chain, accepted)
-        return settled
+        raced = await where.source.awrite(where.chain, accepted) if accepted else set()
+        return self.write_gate.settle(settled, raced) if raced else settled
 
     # -- demote + write: the parts both twins share ---------------------------------------
 
@@ -670,7 +671,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         selection = step.call.record(step.call.annotate(selection))
         # The state holds the plain JSON form (bounded: counts and a sample of
         # what did not load); the whole report is the recorded selection's.
-        body = selection_dict(selection)
+        body = dict(event_payload(selection))
         return {"key": step.key(version), "text": render_context(selection).text, "selection": body}
 
     def _inject(

@@ -9,7 +9,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as Asyn
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import Unpack
 
@@ -17,7 +17,18 @@ from ..call import AdapterCall, EmbeddingRanker
 from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection, Visibility
-from ..recall import RecallPlan, same_vector_space, store_metric, with_store_scores
+from ..recall import (
+    FillingRecall,
+    RecallPlan,
+    Search,
+    afill,
+    fill,
+    present_types,
+    same_vector_space,
+    store_metric,
+    with_query_vector,
+    with_store_scores,
+)
 from ..render import explain
 from ..reports import event_payload
 from ..settings import AdapterSettings, CallOverrides
@@ -123,6 +134,10 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     )
     fetch_k: int = Field(default=RecallPlan.fetch_k, description="Vector-store mode: see RecallPlan.fetch_k.")
     always_k: int = Field(default=RecallPlan.always_k, description="Vector-store mode: see RecallPlan.always_k.")
+    max_fetch_k: int = Field(
+        default=RecallPlan.max_fetch_k,
+        description="Vector-store mode: a pool search grows up to this many results (see RecallPlan.max_fetch_k).",
+    )
     filter_builder: Optional[FilterBuilder] = Field(
         default=None,
         description="Vector-store mode: (Search) -> the store's filter (default: type_filter(vectorstore)).",
@@ -136,6 +151,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     _source: dict[int, Document] = PrivateAttr(default_factory=dict)
     _recall: Optional[DocumentRecall] = PrivateAttr(default=None)
     _metric: Any = PrivateAttr(default=None)
+    _reuse_query: bool = PrivateAttr(default=False)
+    _held_types: Optional[frozenset[str]] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         super().__init__(**data)
@@ -148,7 +165,10 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         if self.vectorstore is not None:
             # Each call recalls for its own plan (pools="auto" varies by
             # message); the recall plan holds the search sizes.
-            plan = RecallPlan([], fetch_k=self.fetch_k, always_k=self.always_k)
+            try:
+                plan = RecallPlan([], fetch_k=self.fetch_k, always_k=self.always_k, max_fetch_k=self.max_fetch_k)
+            except ValueError as err:
+                raise ArgumentError(str(err)) from None
             try:
                 self._metric = store_metric(self.vectorstore, self.store_metric)
             except ValueError as err:
@@ -156,17 +176,29 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             build = self.filter_builder or type_filter(self.vectorstore)
             # The store's scores serve only an embedding scorer in the store's
             # own vector space, and only when their metric is known.
-            scored = (
-                self._metric is not None
-                and isinstance(self.scorer, EmbeddingRanker)
-                and same_vector_space(self.scorer, self.vectorstore.embeddings)
-            )
+            # ... and the store's query vector serves any scorer in that space
+            # (one query embedding per call, not one per scorer and store).
+            self._reuse_query = same_vector_space(self.scorer, self.vectorstore.embeddings)
+            scored = self._metric is not None and isinstance(self.scorer, EmbeddingRanker) and self._reuse_query
             self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored)
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
         if self.documents is not None:
             assert self.token_counter is not None
             self._index, self._source = DocumentConverter.index(self.documents, self.token_counter)
+            self._held_types = present_types(d.metadata for d in self.documents)
+
+    def _entry_types(self) -> Optional[frozenset[str]]:
+        """The types the source holds, for ``pools="auto"``: the documents'
+        (fixed at construction), an ``InMemoryVectorStore``'s (read per
+        call: it can change, and its own search reads every row anyway),
+        else None (a store that cannot list: the host may declare
+        ``entry_types=``)."""
+        if self._held_types is not None:
+            return self._held_types
+        if isinstance(self.vectorstore, InMemoryVectorStore):
+            return present_types(row["metadata"] for row in list(self.vectorstore.store.values()))
+        return None
 
     @classmethod
     def from_vectorstore(
@@ -174,7 +206,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     ) -> PoolSplitRetriever:
         """Recall candidates per pool from ``vectorstore``, then select.
 
-        ``options``: ``fetch_k``, ``always_k`` (see
+        ``options``: ``fetch_k``, ``always_k``, ``max_fetch_k`` (see
         :class:`~poolsplit_adapters.recall.RecallPlan`), ``filter_builder``
         and the selection settings. The searches are the plan's: each pool's
         types pushed down as a filter (plus a search for documents without
@@ -188,11 +220,18 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         Recalled documents are put in id order before selection, so
         always-scope documents come back in a stable order: by id.
 
+        Budgets are filled: a pool search that came back full while its
+        pool's budget has room is run again with ``k`` at least doubled, up
+        to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`),
+        by the same query vector. ``selection.notes["recall"]`` says how far
+        each pool's recall went and which pools the store ran out for.
+
         With ``embeddings=`` (the store's own model) the relevance of each
         recalled document is the store's score, turned into a cosine by
         ``store_metric`` (known for ``InMemoryVectorStore``), so documents
-        are not embedded again per query. With ``pools="auto"`` each call
-        recalls for its own plan.
+        are not embedded again per query, and the query vector of the
+        store's searches is the scorer's too: one query embedding per call,
+        sync and async. With ``pools="auto"`` each call recalls for its own plan.
         """
         return cls(vectorstore=vectorstore, pools=pools if isinstance(pools, str) else list(pools), **options)
 
@@ -223,29 +262,93 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             assert self._index is not None
             selection, source = call.select_in(self._index), self._source
         else:
-            candidates, scores = recalled
-            entries, source = DocumentConverter.entries(candidates, recalled=isinstance(self._recall, VectorRecall))
+            candidates, scores = recalled  # another retriever's: one search, no growth
+            entries, source = DocumentConverter.entries(candidates)
             selection = call.select(entries, scorer=with_store_scores(call.scorer, scores, self._metric))
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
+
+    def _store_call(self, call: AdapterCall, query: str, vector: Optional[list[float]]) -> _StoreCall:
+        assert isinstance(self._recall, VectorRecall)
+        scorer = with_query_vector(call.scorer, query, vector) if self._reuse_query else call.scorer
+        return _StoreCall(call, self._recall, query, vector, scorer, self._metric)
+
+    def _from_store(self, call: AdapterCall, query: str, run_manager: SyncRun) -> tuple[Selection, list[Document]]:
+        assert isinstance(self._recall, VectorRecall)
+        one = self._store_call(call, query, self._recall.embed(query))
+        selection = fill(one.rounds, lambda searches: one.search(searches, run_manager), one.choose)
+        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
+
+    async def _afrom_store(
+        self, call: AdapterCall, query: str, run_manager: AsyncRun
+    ) -> tuple[Selection, list[Document]]:
+        assert isinstance(self._recall, VectorRecall)
+        one = self._store_call(call, query, await self._recall.aembed(query))
+        selection = await afill(one.rounds, lambda searches: one.asearch(searches, run_manager), one.choose)
+        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
     ) -> list[Document]:
-        call = AdapterCall(self, query, kw)
+        call = AdapterCall(self, query, kw, entry_types=self._entry_types)
         options, recall = call.options, self._recall
-        recalled = None if recall is None else recall.run(query, options.visibility, options.pools, run_manager)
-        selection, documents = self._finish(call, recalled)
+        if isinstance(recall, VectorRecall):
+            selection, documents = self._from_store(call, query, run_manager)
+        else:
+            recalled = None if recall is None else recall.run(query, options.visibility, options.pools, run_manager)
+            selection, documents = self._finish(call, recalled)
         run_manager.get_child().on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id)
         return documents
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncRun, **kw: Unpack[CallOverrides]
     ) -> list[Document]:
-        call = AdapterCall(self, query, kw)
+        call = AdapterCall(self, query, kw, entry_types=self._entry_types)
         options, recall = call.options, self._recall
-        recalled = None if recall is None else await recall.arun(query, options.visibility, options.pools, run_manager)
-        selection, documents = self._finish(call, recalled)
+        if isinstance(recall, VectorRecall):
+            selection, documents = await self._afrom_store(call, query, run_manager)
+        else:
+            recalled = None
+            if recall is not None:
+                recalled = await recall.arun(query, options.visibility, options.pools, run_manager)
+            selection, documents = self._finish(call, recalled)
         await run_manager.get_child().on_custom_event(
             SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id
         )
         return documents
+
+
+class _StoreCall:
+    """One call's per-pool recall over a vector store, grown round by round
+    until the budgets are filled (:class:`~poolsplit_adapters.recall.FillingRecall`):
+    every round searches by the one query vector, gathers the store's
+    scores, and selects over every candidate so far."""
+
+    def __init__(
+        self,
+        call: AdapterCall,
+        recall: VectorRecall,
+        query: str,
+        vector: Optional[list[float]],
+        scorer: Any,
+        metric: Any,
+    ) -> None:
+        self.call, self.recall, self.query, self.vector = call, recall, query, vector
+        self.scorer, self.metric = scorer, metric
+        options = call.options
+        self.rounds: FillingRecall[Document] = FillingRecall(recall.plan_for(options.pools), options.visibility)
+        self.scores: dict[str, float] = {}
+        self.source: dict[int, Document] = {}
+
+    def search(self, searches: list[Search], run_manager: SyncRun) -> list[list[Document]]:
+        results, scores = self.recall.search(self.query, self.vector, searches, run_manager)
+        self.scores.update(scores)
+        return results
+
+    async def asearch(self, searches: list[Search], run_manager: AsyncRun) -> list[list[Document]]:
+        results, scores = await self.recall.asearch(self.query, self.vector, searches, run_manager)
+        self.scores.update(scores)
+        return results
+
+    def choose(self, candidates: list[Document]) -> Selection:
+        entries, self.source = DocumentConverter.entries(candidates, recalled=True)
+        return self.call.select(entries, scorer=with_store_scores(self.scorer, self.scores, self.metric))

@@ -6,7 +6,7 @@ LangGraph keeps an agent's long-term memory in a ``BaseStore``
 namespaces such as ``("memories", user_id)``, each a JSON value. Here an item
 is an entry: its value holds the entry's fields, its key is the entry ``id``,
 and its namespace (labels joined by ``"."``, which LangGraph forbids inside a
-label) is the entry ``namespace``.
+label: :func:`namespace_label`, the one mapping) is the entry ``namespace``.
 
 Reading is where a plain ``store.search`` goes wrong for this job, so the
 rules are written once here:
@@ -50,6 +50,7 @@ from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runti
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack
 
+from ..checks import ArgumentError
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import (
     EntryError,
@@ -69,6 +70,7 @@ from ..poolsplit import (
 from ..recall import RecallPlan, Search
 from ..reports import select_noted
 from ..stores.base import Change, StoreVerbs, prepare_entries
+from ..stores.checks import storable_text
 from ..tokens import default_counter
 
 __all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
@@ -92,8 +94,29 @@ class VectorIndexed(Protocol):
     index_config: Any
 
 
-def namespace_label(namespace: Namespace) -> str:
-    """The entry ``namespace`` string for a LangGraph namespace tuple."""
+def namespace_label(namespace: Sequence[str]) -> str:
+    """The entry ``namespace`` string of a LangGraph namespace tuple: its
+    labels joined by ``"."`` (which a label may not hold, so the mapping is
+    one to one). The one mapping between the two forms.
+
+    The agent middleware and :class:`BaseStoreMemory` take namespaces as
+    LangGraph does, tuples such as ``("memories", "ana")``; an entry (in the
+    SQLite store, a vector store's metadata, ``Visibility``) carries a
+    string. To write a correction for the agent whose memory is
+    ``("memories", "ana")`` into a store that holds entries (the SQLite
+    store, ``InProcessStore``, a vector store), give it
+    ``namespace=namespace_label(("memories", "ana"))``, i.e.
+    ``"memories.ana"``: namespaces are exact, so ``"ana"`` never loads (the
+    selection counts it, see
+    :func:`~poolsplit_adapters.render.always_outside_namespace`).
+
+    Example::
+
+        >>> namespace_label(("memories", "ana"))
+        'memories.ana'
+    """
+    if isinstance(namespace, str):  # "ana" would join as "a.n.a"
+        raise ArgumentError("namespace_label takes a tuple of labels such as ('memories', 'ana'), got %r" % namespace)
     return ".".join(namespace)
 
 
@@ -107,15 +130,27 @@ def chain_visibility(chain: Sequence[Namespace], chain_penalty: float) -> Visibi
 
 def _check_one(value: Any, argument: str) -> Namespace:
     if isinstance(value, str) or not isinstance(value, (tuple, list)) or not value:
-        raise ValueError(
+        raise ArgumentError(
             "%s must be a non-empty tuple of strings such as ('memories', 'user-1'), got %r" % (argument, value)
         )
     for label in value:
         if not isinstance(label, str) or not label or "." in label:
-            raise ValueError(
+            raise ArgumentError(
                 "%s: every label must be a non-empty string without '.', got %r in %r" % (argument, label, value)
             )
+        storable_text(label, "%s label" % argument)  # NUL, lone surrogate: before any store sees it
     return tuple(value)
+
+
+def _check_ids(ids: Iterable[Any], argument: str = "entry id") -> List[str]:
+    """``ids`` as a list of distinct strings every store can hold (NUL and
+    lone surrogates refused, naming ``argument``, before any query runs)."""
+    keys = []
+    for key in dict.fromkeys(ids):
+        if not isinstance(key, str):
+            raise ArgumentError("%s must be a string, got %s %r" % (argument, type(key).__name__, key))
+        keys.append(storable_text(key, argument))
+    return keys
 
 
 def check_namespaces(value: Any, argument: str = "namespace") -> Tuple[Namespace, ...]:
@@ -293,6 +328,9 @@ class BaseStoreMemory(StoreVerbs):
         if pools is None:  # entries(): everything
             return [_Spec(link, None, None, READ_ALL) for link in links]
         searches = tuple(RecallPlan(pools, fetch_k=self.fetch_k or 1).searches())
+        for search in searches:  # every engine alike, filtered in the store or here
+            for name in search.types or ():
+                storable_text(name, "pool type")
         ranked = bool(query and self.indexed and self.fetch_k is not None)
         if all(search.always for search in searches):
             return [_Spec(link, {"scope": "always"}, None, READ_ALL) for link in links]
@@ -420,6 +458,7 @@ class BaseStoreMemory(StoreVerbs):
         """The entry stored under ``entry_id`` in this memory's namespaces
         (own first, then the chain; exact, never a child namespace), else
         None. One batch. The expand tool reads full text through it."""
+        [entry_id] = _check_ids([entry_id])
         results = self.store.batch([GetOp(ns, entry_id) for ns in self.chain])
         for item in results:
             if isinstance(item, Item):
@@ -428,6 +467,7 @@ class BaseStoreMemory(StoreVerbs):
 
     async def aget(self, entry_id: str) -> Optional[Dict[str, Any]]:
         """Async :meth:`get`."""
+        [entry_id] = _check_ids([entry_id])
         results = await self.store.abatch([GetOp(ns, entry_id) for ns in self.chain])
         for item in results:
             if isinstance(item, Item):
@@ -477,13 +517,13 @@ class BaseStoreMemory(StoreVerbs):
         batch), or of every entry of the chain (of ``namespace`` when given)."""
         if ids is None:
             return self._collect(self._run(self._scan(namespace)), counted=False).entries
-        keys = list(dict.fromkeys(ids))
+        keys = _check_ids(ids)
         results = self.store.batch([GetOp(self.namespace, k) for k in keys]) if keys else []
         return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
 
     async def aread(self, ids: Sequence[str]) -> List[Dict[str, Any]]:
         """Async :meth:`read` by ids."""
-        keys = list(dict.fromkeys(ids))
+        keys = _check_ids(ids)
         results = await self.store.abatch([GetOp(self.namespace, k) for k in keys]) if keys else []
         return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
 

@@ -63,8 +63,12 @@ class VectorStoreMemory(StoreVerbs):
             ``PGVector``, ...).
         **retriever_options: the options of
             :meth:`PoolSplitRetriever.from_vectorstore` used by every
-            :meth:`select` (``fetch_k``, ``always_k``, ``token_counter``,
-            ``scorer``, ``embeddings``, ...); a call's keywords override them.
+            :meth:`select` (``fetch_k``, ``always_k``, ``max_fetch_k``,
+            ``token_counter``, ``scorer``, ``embeddings``, ...); a call's
+            keywords override them. Each pool's recall grows until its budget
+            is full or the store has nothing more, and
+            ``selection.notes["recall"]`` says which
+            (:class:`~poolsplit_adapters.recall.FillingRecall`).
 
     Example::
 

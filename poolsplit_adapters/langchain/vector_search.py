@@ -15,7 +15,10 @@ has it) and :meth:`VectorRecall.run` returns each document's score.
 
 The always-scope fetch never depends on similarity where the store can say
 so exactly: on LangChain's ``PGVector`` it is one query by collection and
-metadata (:class:`PGVectorAlwaysFetch`), with no distance ordering. Through
+metadata (:class:`PGVectorAlwaysFetch`), with no distance ordering; on
+langchain-postgres v2's ``PGVectorStore`` it is the store's own exact
+``get(where=...)`` (:class:`PGVectorStoreAlwaysFetch`), whose filter values
+are bound parameters. Through
 an HNSW index a filtered similarity search looks at the ``hnsw.ef_search``
 nearest rows and then filters, so corrections far from the query came back
 in none of the queries once the planner used the index. Other stores get the
@@ -27,21 +30,21 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import run_in_executor
+from langchain_core.runnables.config import get_executor_for_config, run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
 from ..stores.postgres import check_search
-from .filters import FilterBuilder
+from .filters import FilterBuilder, dict_filter
 
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
 _SCORED_SEARCH = "similarity_search_with_score_by_vector"
@@ -169,8 +172,71 @@ class PGVectorAlwaysFetch(BaseRetriever):
             return self._documents((await session.execute(self._statement(collection))).scalars().all())
 
 
+class PGVectorStoreAlwaysFetch(BaseRetriever):
+    """The always-scope fetch on langchain-postgres v2's ``PGVectorStore``
+    (``langchain_postgres.PGVectorStore`` over a ``PGEngine``): the store's
+    own exact read, ``get(where=..., limit=...)``, with no distance in it,
+    so an HNSW index cannot cut a correction. ``PGVectorStore`` writes each
+    filter value as a bound parameter (``:name``) and only the field names
+    (here the fixed ``scope``, ``namespace``) into its SQL text; the values
+    are checked for NUL first
+    (:func:`~poolsplit_adapters.stores.postgres.check_search`). Rows come
+    back in id order, as from ``PGVector``.
+
+    Example::
+
+        fetch = PGVectorStoreAlwaysFetch(store=pg_vector_store, search=Search("always", 1000, always=True))
+        corrections = fetch.invoke("")
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: VectorStore
+    search: Search
+
+    @staticmethod
+    def serves(store: VectorStore) -> bool:
+        """Whether ``store`` is a v2 ``PGVectorStore`` (never imports the package)."""
+        module = sys.modules.get("langchain_postgres.v2.vectorstores")
+        return module is not None and isinstance(store, module.PGVectorStore)
+
+    @property
+    def scores(self) -> Dict[str, float]:
+        """No scores: the fetch is not ranked."""
+        return {}
+
+    def _where(self) -> Dict[str, Any]:
+        where = dict_filter(self.search)
+        assert where is not None  # an always search filters by scope at least
+        return dict(where)
+
+    @staticmethod
+    def _documents(found: Mapping[str, Any]) -> List[Document]:
+        rows = zip(found["ids"], found["documents"], found["metadatas"])
+        docs = [Document(id=str(i), page_content=text, metadata=dict(meta or {})) for i, text, meta in rows]
+        return sorted(docs, key=lambda d: str(d.id))
+
+    def _get_relevant_documents(self, query: str, *, run_manager: SyncRun) -> List[Document]:
+        store: Any = self.store
+        return self._documents(store.get(where=self._where(), limit=self.search.k))
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncRun) -> List[Document]:
+        store: Any = self.store
+        return self._documents(await store.aget(where=self._where(), limit=self.search.k))
+
+
 #: One search of the plan as a retriever run.
-SearchRun = Union[StoreSearch, PGVectorAlwaysFetch]
+SearchRun = Union[StoreSearch, PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch]
+
+
+def exact_always_fetch(store: VectorStore) -> Optional[Any]:
+    """The exact always-scope fetch class for ``store`` (``PGVector``, v2
+    ``PGVectorStore``), or None: a filtered similarity search (exact for the
+    in-memory stores)."""
+    for fetch in (PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch):
+        if fetch.serves(store):
+            return fetch
+    return None
 
 
 class VectorRecall:
@@ -191,6 +257,11 @@ class VectorRecall:
         self.plan = plan
         self.build = build
         self.scored = scored
+        #: Run the sync searches at once, on threads (a Postgres store: each
+        #: search is a round trip to the server, on its own pooled
+        #: connection). In-process stores search in turn: they are CPU-bound
+        #: under the GIL, where threads would only add overhead.
+        self.concurrent = exact_always_fetch(store) is not None
 
     @property
     def searches_by_vector(self) -> bool:
@@ -210,18 +281,19 @@ class VectorRecall:
         is then embedded once, with them), else None: search by text."""
         return self.store.embeddings if self.searches_by_vector else None
 
-    def _runs(
-        self, vector: Optional[List[float]], visibility: Optional[Visibility], pools: Sequence[Pool]
-    ) -> Tuple[RecallPlan, List[Tuple[Search, SearchRun]]]:
-        plan = dataclasses.replace(self.plan, pools=tuple(pools))
+    def plan_for(self, pools: Sequence[Pool]) -> RecallPlan:
+        """This recall's plan (``fetch_k``, ``always_k``, ``max_fetch_k``) for a call's ``pools``."""
+        return dataclasses.replace(self.plan, pools=tuple(pools))
+
+    def _runs(self, vector: Optional[List[float]], searches: Sequence[Search]) -> List[Tuple[Search, SearchRun]]:
         with_scores = self.scored and self.scores_available and vector is not None
-        exact = PGVectorAlwaysFetch.serves(self.store)
+        exact = exact_always_fetch(self.store)
         runs: List[Tuple[Search, SearchRun]] = []
-        for search in plan.searches(visibility):
-            if exact:
+        for search in searches:
+            if exact is not None:
                 check_search(search)  # NUL: one clear error before any query runs
-            if exact and search.always:
-                runs.append((search, PGVectorAlwaysFetch(store=self.store, search=search)))
+            if exact is not None and search.always:
+                runs.append((search, exact(store=self.store, search=search)))
                 continue
             kwargs: Dict[str, Any] = {"k": search.k}
             flt = self.build(search)
@@ -230,37 +302,74 @@ class VectorRecall:
             runs.append(
                 (search, StoreSearch(store=self.store, vector=vector, search_kwargs=kwargs, with_scores=with_scores))
             )
-        return plan, runs
+        return runs
 
     @staticmethod
-    def _recalled(
-        plan: RecallPlan, runs: Sequence[Tuple[Search, SearchRun]], results: Sequence[List[Document]]
-    ) -> Recalled:
+    def _scores(runs: Sequence[Tuple[Search, SearchRun]]) -> Dict[str, float]:
         scores: Dict[str, float] = {}
         for _, retriever in runs:
             scores.update(retriever.scores)
-        return plan.collect([search for search, _ in runs], results), scores
+        return scores
+
+    def embed(self, query: str) -> Optional[List[float]]:
+        """The query's vector, embedded once with the store's embeddings, or
+        None when the store is searched by text."""
+        embeddings = self._query_embeddings()
+        return None if embeddings is None else embeddings.embed_query(query)
+
+    async def aembed(self, query: str) -> Optional[List[float]]:
+        """Async :meth:`embed`."""
+        embeddings = self._query_embeddings()
+        return None if embeddings is None else await embeddings.aembed_query(query)
+
+    def search(
+        self, query: str, vector: Optional[List[float]], searches: Sequence[Search], run_manager: SyncRun
+    ) -> Tuple[List[List[Document]], Dict[str, float]]:
+        """Each search's documents (by ``vector`` when given, else by text),
+        and document id -> the store's score when ``scored`` (else empty)."""
+        runs = self._runs(vector, searches)
+
+        def one(run: Tuple[Search, SearchRun]) -> List[Document]:
+            search, retriever = run
+            return retriever.invoke(query, config={"callbacks": run_manager.get_child(search.label)})
+
+        if self.concurrent and len(runs) > 1:
+            # Each search waits on the server: in turn, a call costs their sum;
+            # at once (one pooled connection each), the slowest one's.
+            with get_executor_for_config(None) as executor:
+                results = list(executor.map(one, runs))
+        else:
+            results = [one(run) for run in runs]
+        return results, self._scores(runs)
+
+    async def asearch(
+        self, query: str, vector: Optional[List[float]], searches: Sequence[Search], run_manager: AsyncRun
+    ) -> Tuple[List[List[Document]], Dict[str, float]]:
+        """:meth:`search`, the searches concurrently."""
+        runs = self._runs(vector, searches)
+        found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
+        return list(await asyncio.gather(*found)), self._scores(runs)
 
     def run(
         self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
     ) -> Recalled:
-        """Every search's documents (in plan order, duplicates included) for
+        """Every search's documents (in plan order, duplicates included; on a
+        Postgres store the searches run at once, see :attr:`concurrent`) for
         this call's ``pools`` (the plan gives ``fetch_k`` and ``always_k``;
         a call's plan may differ, e.g. ``pools="auto"``), and document id -> the
         store's score when ``scored`` and the store returns scores (else
-        empty)."""
-        embeddings = self._query_embeddings()
-        vector = None if embeddings is None else embeddings.embed_query(query)
-        plan, runs = self._runs(vector, visibility, pools)
-        results = [r.invoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
-        return self._recalled(plan, runs, results)
+        empty). One round: the retriever grows the searches until the
+        budgets are filled (:class:`~poolsplit_adapters.recall.FillingRecall`)."""
+        plan = self.plan_for(pools)
+        searches = plan.searches(visibility)
+        results, scores = self.search(query, self.embed(query), searches, run_manager)
+        return plan.collect(searches, results), scores
 
     async def arun(
         self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
     ) -> Recalled:
         """:meth:`run`, the searches concurrently."""
-        embeddings = self._query_embeddings()
-        vector = None if embeddings is None else await embeddings.aembed_query(query)
-        plan, runs = self._runs(vector, visibility, pools)
-        found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
-        return self._recalled(plan, runs, await asyncio.gather(*found))
+        plan = self.plan_for(pools)
+        searches = plan.searches(visibility)
+        results, scores = await self.asearch(query, await self.aembed(query), searches, run_manager)
+        return plan.collect(searches, results), scores

@@ -25,7 +25,7 @@ from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..memory.write_gate import GateReport, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
-from ..recall import VisibleEntries
+from ..recall import VisibleEntries, present_types
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings, Framework
 from ..stores.base import Change, MemoryStore, StoreVerbs
@@ -205,6 +205,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         self.ledger_in_corrections = False
         self._memo: Optional[Tuple[Tuple[Any, ...], Selection]] = None
         self._sessions: Tuple[int, FrozenSet[str]] = (-1, frozenset())
+        self._types: Optional[Tuple[Any, FrozenSet[str]]] = None
         self._renders: collections.OrderedDict[str, PooledRender] = collections.OrderedDict()
         self._last_render: Optional[Tuple[Selection, PooledRender]] = None  # both blocks of one get share it
         self._recallable: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
@@ -230,7 +231,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         memo = self._memo
         if memo is not None and memo[0] == key:
             return record_selection(self.settings, memo[1])
-        call = AdapterCall(self.settings, message)
+        call = AdapterCall(self.settings, message, entry_types=self._entry_types)
         if self.long_term is None and (self.share_chat or self._sessions_in_index() <= {session_id}):
             selection = call.select_in(self.index)  # nothing to hide: the prepared index
         else:
@@ -238,6 +239,22 @@ class PoolSplitMemoryStore(StoreVerbs):
         self._memo = (key, selection)
         announce("memory", selection)
         return call.record(selection)
+
+    def _entry_types(self) -> FrozenSet[str]:
+        """The types this store holds (the index's and the long-term
+        store's, within the visibility), for ``pools="auto"``: read once per
+        change of either version, not once per message."""
+        key = (self.index.version, self._long_term_version())
+        kept = self._types
+        if kept is None or kept[0] != key:
+            entries = list(self.index.entries)
+            if self.long_term is not None:
+                chain = self.settings.visibility.chain if self.settings.visibility is not None else ()
+                for namespace in chain or (None,):
+                    entries += self.long_term.entries(namespace)
+            kept = (key, present_types(entries))
+            self._types = kept
+        return kept[1]
 
     def _long_term_version(self) -> Any:
         return self.long_term.version if self.long_term is not None else None

@@ -10,6 +10,7 @@ from pydantic import ConfigDict, Field
 
 from ..call import AdapterCall
 from ..checks import ArgumentError
+from ..recall import present_types
 from ..settings import AdapterSettings, Framework
 from .events import announce
 from .nodes import NodeConverter, node_to_entry
@@ -61,7 +62,9 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
         present = {n.node.node_id for n in nodes}
         restored = [NodeWithScore(node=n) for n in self.always_nodes if n.node_id not in present]
         entries, source = NodeConverter.entries([*restored, *nodes])
-        call = AdapterCall(self, query_bundle.query_str if query_bundle else "")
+        call = AdapterCall(
+            self, query_bundle.query_str if query_bundle else "", entry_types=lambda: present_types(entries)
+        )
         selection = call.select(entries)
         returned = call.finish(selection)
         announce("postprocessor", selection)

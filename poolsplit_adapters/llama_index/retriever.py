@@ -12,13 +12,24 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores import SimpleVectorStore
 from typing_extensions import Unpack
 
 from ..call import AdapterCall, EmbeddingRanker
 from ..checks import ArgumentError, check_overrides, check_tags
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
-from ..recall import RecallPlan, VisibleEntries, same_vector_space, with_store_scores
+from ..recall import (
+    FillingRecall,
+    RecallPlan,
+    VisibleEntries,
+    afill,
+    fill,
+    present_types,
+    same_vector_space,
+    with_query_vector,
+    with_store_scores,
+)
 from ..recall import store_metric as metric_of
 from ..render import explain
 from ..reports import capture_selections
@@ -95,17 +106,22 @@ class PoolSplitRetriever(BaseRetriever):
         self._recall = recall
         # Whether the store's scores are the scorer's cosines: both are fixed
         # here, so it is decided once (LangChain's retriever does the same).
+        # The query vector of the index's searches serves any scorer in its
+        # vector space: one query embedding per call.
+        self._reuse_query = recall is not None and same_vector_space(self.settings.scorer, recall.embed_model)
         self._store_scores = (
             recall is not None
             and recall.metric is not None
             and isinstance(self.settings.scorer, EmbeddingRanker)
-            and same_vector_space(self.settings.scorer, recall.embed_model)
+            and self._reuse_query
         )
         self._index: Optional[MemoryIndex] = None
+        self._held_types: Optional[frozenset[str]] = None
         self._source: dict[int, BaseNode] = {}
         if nodes is not None:
             assert self.settings.token_counter is not None
             self._index, self._source = NodeConverter.index(nodes, self.settings.token_counter)
+            self._held_types = present_types((n.node if isinstance(n, NodeWithScore) else n).metadata for n in nodes)
 
     @classmethod
     def from_vector_store_index(
@@ -115,6 +131,7 @@ class PoolSplitRetriever(BaseRetriever):
         *,
         fetch_k: int = RecallPlan.fetch_k,
         always_k: int = RecallPlan.always_k,
+        max_fetch_k: int = RecallPlan.max_fetch_k,
         type_key: str = "type",
         embed_model: Optional[BaseEmbedding] = None,
         store_metric: Any = None,
@@ -129,7 +146,14 @@ class PoolSplitRetriever(BaseRetriever):
         always-scope fetch (up to ``always_k``, independent of similarity),
         and the visibility's namespaces (``IN``) on all of them. The query is
         embedded once per retrieval (``embed_model``, default the index's
-        own), sync and async.
+        own), sync and async, and that vector is the scorer's too (with
+        ``embeddings=`` in the same vector space): one query embedding per call.
+
+        Budgets are filled: a pool search that came back full while its
+        pool's budget has room runs again with ``similarity_top_k`` at least
+        doubled, up to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`);
+        ``selection.notes["recall"]`` says how far each pool's recall went
+        and which pools the index ran out for.
 
         With ``embeddings=`` (the index's own model) each recalled node's
         relevance is its ``NodeWithScore.score``, turned into a cosine by
@@ -141,7 +165,10 @@ class PoolSplitRetriever(BaseRetriever):
         # Each call recalls for its own plan (pools="auto" varies by message),
         # so the recall plan holds the search sizes only; the settings check
         # the pools, once, when the retriever is built below.
-        plan = RecallPlan([], fetch_k=fetch_k, always_k=always_k)
+        try:
+            plan = RecallPlan([], fetch_k=fetch_k, always_k=always_k, max_fetch_k=max_fetch_k)
+        except ValueError as err:
+            raise ArgumentError(str(err)) from None
         recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model)
         try:
             recall.metric = metric_of(index, store_metric)
@@ -215,32 +242,71 @@ class PoolSplitRetriever(BaseRetriever):
         given: CallOverrides = {**(self._overrides() or {})}
         if given.get("tags") is None:
             given["tags"] = self.context_tags
-        return AdapterCall(self.settings, query.query_str, given)
+        return AdapterCall(self.settings, query.query_str, given, entry_types=self._entry_types)
 
-    def _choose(self, call: AdapterCall, candidates: Optional[list[NodeWithScore]]) -> list[NodeWithScore]:
-        if candidates is None:
-            assert self._index is not None
-            selection, source = call.select_in(self._index), self._source
-        else:
-            scorer = call.scorer
-            if self._store_scores:  # the recalled nodes' relevance from their store scores
-                assert self._recall is not None
-                scores = {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
-                scorer = with_store_scores(scorer, scores, self._recall.metric)
-            entries, source = NodeConverter.entries(candidates, recalled=True)
-            selection = call.select(entries, scorer=scorer)
+    def _entry_types(self) -> Optional[frozenset[str]]:
+        """The types the source holds, for ``pools="auto"``: the nodes'
+        (fixed at construction), a ``SimpleVectorStore``'s (its filter
+        metadata, read per call), else None (the host may declare
+        ``entry_types=``)."""
+        if self._held_types is not None or self._recall is None:
+            return self._held_types
+        store = self._recall.index.vector_store
+        if isinstance(store, SimpleVectorStore):
+            return present_types(list(store.data.metadata_dict.values()))
+        return None
+
+    def _finish(self, call: AdapterCall, selection: Selection, source: dict[int, BaseNode]) -> list[NodeWithScore]:
         returned = call.finish(selection)
         announce("retriever", selection)
         return self._converter.to_nodes(returned, source)
 
+    def _store_call(self, call: AdapterCall, query: QueryBundle) -> _IndexCall:
+        """One call's growing recall over the index, for an embedded ``query``."""
+        assert self._recall is not None
+        scorer = call.scorer
+        if self._reuse_query and list(query.embedding_strs) == [query.query_str]:
+            scorer = with_query_vector(scorer, query.query_str, query.embedding)  # the vector is the message's
+        return _IndexCall(call, self._recall, scorer, self._store_scores)
+
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         call = self._call(query_bundle)
-        options, recall = call.options, self._recall
-        candidates = None if recall is None else recall.retrieve(query_bundle, options.visibility, options.pools)
-        return self._choose(call, candidates)
+        recall = self._recall
+        if recall is None:
+            assert self._index is not None
+            return self._finish(call, call.select_in(self._index), self._source)
+        query = recall.embedded(query_bundle)
+        one = self._store_call(call, query)
+        selection = fill(one.rounds, lambda searches: recall.search(query, searches), one.choose)
+        return self._finish(call, selection, one.source)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         call = self._call(query_bundle)
-        options, recall = call.options, self._recall
-        candidates = None if recall is None else await recall.aretrieve(query_bundle, options.visibility, options.pools)
-        return self._choose(call, candidates)
+        recall = self._recall
+        if recall is None:
+            assert self._index is not None
+            return self._finish(call, call.select_in(self._index), self._source)
+        query = await recall.aembedded(query_bundle)
+        one = self._store_call(call, query)
+        selection = await afill(one.rounds, lambda searches: recall.asearch(query, searches), one.choose)
+        return self._finish(call, selection, one.source)
+
+
+class _IndexCall:
+    """One call's per-pool recall over an index, grown round by round until
+    the budgets are filled (:class:`~poolsplit_adapters.recall.FillingRecall`),
+    each round selecting over every node recalled so far."""
+
+    def __init__(self, call: AdapterCall, recall: IndexRecall, scorer: Any, store_scores: bool) -> None:
+        self.call, self.recall, self.scorer, self.store_scores = call, recall, scorer, store_scores
+        options = call.options
+        self.rounds: FillingRecall[NodeWithScore] = FillingRecall(recall.plan_for(options.pools), options.visibility)
+        self.source: dict[int, BaseNode] = {}
+
+    def choose(self, candidates: list[NodeWithScore]) -> Selection:
+        scorer = self.scorer
+        if self.store_scores:  # the recalled nodes' relevance from their store scores
+            scores = {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
+            scorer = with_store_scores(scorer, scores, self.recall.metric)
+        entries, self.source = NodeConverter.entries(candidates, recalled=True)
+        return self.call.select(entries, scorer=scorer)

@@ -39,7 +39,11 @@ class VectorIndexMemory(StoreVerbs):
         index: the ``VectorStoreIndex`` (over any vector store).
         **retriever_options: the options of
             :meth:`PoolSplitRetriever.from_vector_store_index` used by every
-            :meth:`select` (``fetch_k``, ``always_k``, ``token_counter``, ...).
+            :meth:`select` (``fetch_k``, ``always_k``, ``max_fetch_k``,
+            ``token_counter``, ...). Each pool's recall grows until its
+            budget is full or the index has nothing more, and
+            ``selection.notes["recall"]`` says which
+            (:class:`~poolsplit_adapters.recall.FillingRecall`).
 
     Example::
 

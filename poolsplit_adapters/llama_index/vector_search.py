@@ -25,9 +25,12 @@ same condition. Those private names are pinned by the Postgres tests.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
+import functools
 import sys
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
 
 import sqlalchemy
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -89,24 +92,14 @@ class IndexRecall:
         #: retriever then takes recalled nodes' relevance from their scores.
         self.metric: Any = None
 
-    def _plan(self, pools: Optional[Sequence[Pool]]) -> RecallPlan:
+    def plan_for(self, pools: Optional[Sequence[Pool]]) -> RecallPlan:
+        """This recall's plan for a call's ``pools`` (default: the plan's)."""
         return self.plan if pools is None else dataclasses.replace(self.plan, pools=tuple(pools))
 
-    def _retrievers(
-        self, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
-    ) -> Tuple[RecallPlan, List[Tuple[Search, BaseRetriever]]]:
-        plan = self._plan(pools)
-        return plan, [
-            (
-                search,
-                self.index.as_retriever(
-                    similarity_top_k=search.k,
-                    filters=metadata_filters(search, self.type_key),
-                    embed_model=self.embed_model,
-                ),
-            )
-            for search in plan.searches(visibility)
-        ]
+    def _retriever(self, search: Search) -> BaseRetriever:
+        return self.index.as_retriever(
+            similarity_top_k=search.k, filters=metadata_filters(search, self.type_key), embed_model=self.embed_model
+        )
 
     def _postgres(self) -> Optional[PGVectorStoreSearch]:
         store = self.index.vector_store
@@ -115,27 +108,58 @@ class IndexRecall:
     def _needs_embedding(self, query: QueryBundle) -> bool:
         return bool(self.index.vector_store.is_embedding_query and query.embedding is None and query.embedding_strs)
 
+    def embedded(self, query: QueryBundle) -> QueryBundle:
+        """``query`` carrying its embedding (computed once here when the
+        store searches by vector and it has none), for every search."""
+        if self._needs_embedding(query):
+            embedding = self.embed_model.get_agg_embedding_from_queries(query.embedding_strs)
+            query = dataclasses.replace(query, embedding=embedding)
+        return query
+
+    async def aembedded(self, query: QueryBundle) -> QueryBundle:
+        """Async :meth:`embedded`."""
+        if self._needs_embedding(query):
+            embedding = await self.embed_model.aget_agg_embedding_from_queries(query.embedding_strs)
+            query = dataclasses.replace(query, embedding=embedding)
+        return query
+
+    def search(self, query: QueryBundle, searches: Sequence[Search]) -> List[List[NodeWithScore]]:
+        """Each search's nodes for an :meth:`embedded` query (a pool's: most
+        similar first, each ``NodeWithScore`` with the store's score)."""
+        postgres = self._postgres()
+        if postgres is not None:
+            checked = postgres.checked(list(searches))
+            postgres.store._initialize()  # once, before the threads
+            return _at_once([functools.partial(postgres.search, search, query.embedding) for search in checked])
+        results = []
+        for search in searches:
+            exact = self._always_exactly(search)
+            results.append(exact if exact is not None else self._retriever(search).retrieve(query))
+        return results
+
+    async def asearch(self, query: QueryBundle, searches: Sequence[Search]) -> List[List[NodeWithScore]]:
+        """:meth:`search`, the searches concurrently."""
+        postgres = self._postgres()
+        if postgres is not None:
+            checked = postgres.checked(list(searches))
+            return list(await asyncio.gather(*(postgres.asearch(search, query.embedding) for search in checked)))
+
+        async def one(search: Search) -> List[NodeWithScore]:
+            exact = await self._aalways_exactly(search)
+            return exact if exact is not None else await self._retriever(search).aretrieve(query)
+
+        return list(await asyncio.gather(*(one(search) for search in searches)))
+
     def retrieve(
         self, query: QueryBundle, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
     ) -> List[NodeWithScore]:
         """Every search's nodes (plan order, duplicates included), for this
-        call's ``pools`` (default: the plan's). Each ``NodeWithScore`` keeps
-        the store's score."""
-        if self._needs_embedding(query):
-            embedding = self.embed_model.get_agg_embedding_from_queries(query.embedding_strs)
-            query = dataclasses.replace(query, embedding=embedding)
-        postgres = self._postgres()
-        if postgres is not None:
-            plan = self._plan(pools)
-            searches = postgres.checked(plan.searches(visibility))
-            found = [postgres.search(search, query.embedding) for search in searches]
-            return plan.collect(searches, found)
-        plan, retrievers = self._retrievers(visibility, pools)
-        results = []
-        for search, retriever in retrievers:
-            exact = self._always_exactly(search)
-            results.append(exact if exact is not None else retriever.retrieve(query))
-        return plan.collect([search for search, _ in retrievers], results)
+        call's ``pools`` (default: the plan's), in one round (the retriever
+        grows the searches until the budgets are filled). Each
+        ``NodeWithScore`` keeps the store's score."""
+        plan = self.plan_for(pools)
+        searches = plan.searches(visibility)
+        return plan.collect(searches, self.search(self.embedded(query), searches))
 
     def _always_exactly(self, search: Search) -> Optional[List[NodeWithScore]]:
         """Every always-scope node by filter alone, or None when the store
@@ -161,23 +185,24 @@ class IndexRecall:
         self, query: QueryBundle, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
     ) -> List[NodeWithScore]:
         """:meth:`retrieve`, the searches concurrently."""
-        if self._needs_embedding(query):
-            embedding = await self.embed_model.aget_agg_embedding_from_queries(query.embedding_strs)
-            query = dataclasses.replace(query, embedding=embedding)
-        postgres = self._postgres()
-        if postgres is not None:
-            plan = self._plan(pools)
-            searches = postgres.checked(plan.searches(visibility))
-            found = await asyncio.gather(*(postgres.asearch(search, query.embedding) for search in searches))
-            return plan.collect(searches, found)
-        plan, retrievers = self._retrievers(visibility, pools)
+        plan = self.plan_for(pools)
+        searches = plan.searches(visibility)
+        return plan.collect(searches, await self.asearch(await self.aembedded(query), searches))
 
-        async def one(search: Search, retriever: BaseRetriever) -> List[NodeWithScore]:
-            exact = await self._aalways_exactly(search)
-            return exact if exact is not None else await retriever.aretrieve(query)
 
-        results = await asyncio.gather(*(one(search, retriever) for search, retriever in retrievers))
-        return plan.collect([search for search, _ in retrievers], results)
+_T = TypeVar("_T")
+
+
+def _at_once(calls: Sequence[Callable[[], _T]]) -> List[_T]:
+    """Every call's result, in order, the calls run at once on threads (each
+    in a copy of this context, so ``capture_selections`` and tracing follow):
+    each Postgres search is a round trip on its own pooled connection, so
+    the sync retrieval costs its slowest search rather than their sum."""
+    if len(calls) < 2:
+        return [call() for call in calls]
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        futures = [pool.submit(contextvars.copy_context().run, call) for call in calls]
+        return [future.result() for future in futures]
 
 
 class PGVectorStoreSearch:

@@ -42,7 +42,10 @@ whose own vector cannot be computed is scored lexically too.
 
 **Cost.** Entry vectors are computed in batches and cached by content hash
 (:mod:`~poolsplit_adapters.memory.vector_cache`); the query is embedded once
-per :meth:`EmbeddingScorer.prepare` (and remembered for repeated messages).
+per :meth:`EmbeddingScorer.prepare` (and remembered for repeated messages),
+or not at all when the caller already has its vector: a vector store embeds
+the query for its search, and :meth:`EmbeddingScorer.with_query_vector`
+hands that vector over instead of paying for a second embedding.
 Over a matrix of entry vectors, relevance is one matrix-vector product
 (:meth:`PreparedEmbeddingScore.relevance_of_matrix`); vectors are quantised
 so that product is exact and every path ranks identically.
@@ -192,6 +195,7 @@ class EmbeddingScorer:
         self.batch_size = batch_size
         self._model_id = model_id
         self._known: Mapping[str, float] = {}
+        self._given_query: Optional[tuple[str, Any]] = None
         self._shared = _Shared(cache if cache is not None else InMemoryVectorCache())
 
     # -- identity and cache ---------------------------------------------------
@@ -263,6 +267,13 @@ class EmbeddingScorer:
         return self._check_batch(raw, len(texts))
 
     def _embed_query(self, text: str) -> FloatArray:
+        given = self._given_query
+        if given is not None and given[0] == text:
+            # Checked here, not when handed over: a bad vector is a fallback
+            # of this call, reported like a failing embedder.
+            handed: FloatArray = self._check_batch([given[1]], 1)[0]
+            handed.setflags(write=False)
+            return handed
         shared = self._shared
         with shared.lock:
             known = shared.queries.get(text)
@@ -405,6 +416,26 @@ class EmbeddingScorer:
         view = object.__new__(EmbeddingScorer)
         view.__dict__.update(self.__dict__)
         view._known = dict(known)
+        return view
+
+    def with_query_vector(self, text: str, vector: Sequence[float]) -> EmbeddingScorer:
+        """A view of this scorer that takes ``vector`` as the embedding of
+        the message ``text`` instead of asking the embedder: the vector a
+        vector store's search was made with (same model: see
+        :func:`~poolsplit_adapters.recall.same_vector_space`), so a call
+        costs one query embedding, not two. A message other than ``text`` is
+        embedded as usual. Shares the cache, the query memo and the
+        warn-once state.
+
+        Example::
+
+            vector = embeddings.embed_query("refund rounding")
+            hits = store.similarity_search_by_vector(vector, k=20)
+            scorer = EmbeddingScorer(embeddings).with_query_vector("refund rounding", vector)
+        """
+        view = object.__new__(EmbeddingScorer)
+        view.__dict__.update(self.__dict__)
+        view._given_query = (text, vector)
         return view
 
     def _fell_back(self, reason: str) -> None:

@@ -12,9 +12,21 @@ proven procedures. One fixed pool plan serves every task the same. Here:
    match it falls back to ``implementation``, the type most tasks end in.
 2. :func:`task_pools` turns the detected type into a pool plan: a
    corrections pool first, then one pool per collection (episodic, semantic,
-   skills, anti-patterns) and a catch-all, with the totals shared out by the
-   type's preset weights (:data:`DEFAULT_PRESETS`, one table, a why for each
-   row) so that the budgets add up exactly to the totals.
+   skills, anti-patterns), with the totals shared out by the type's preset
+   weights (:data:`DEFAULT_PRESETS`, one table, a why for each row) so that
+   the budgets add up exactly to the totals.
+3. **Any vocabulary.** Given the entry types the store holds
+   (``entry_types``: the adapters read them from their source where it can
+   list them, or the host declares them), the budget is shared among those
+   types only: a collection the store holds none of gets no pool (its share
+   goes to the rest), and every type no collection names gets a pool of its
+   own, weighing as much as the preset's average collection. Seed 003's
+   weights apply to the types they name; a store of ``turn`` and ``event``
+   entries gets its whole budget, not the catch-all's 10%. To give your own
+   types the seed's weights, map them onto its collections (``collections=``,
+   e.g. ``{"episodic": ("episode", "turn", "event"), ...}``). Only when the
+   types are unknown does the plan keep the catch-all ``other``
+   (``types=None``, the preset's small constant share).
 
 Signals match whole words, case-insensitively (see ``_words``): ``fix``
 matches "Fix the login" but not "prefix" or "fixing"; a signal of several
@@ -369,6 +381,17 @@ class Preset:
     def weight(self, name: str) -> Union[int, float]:
         return self.weights.get(name, 0)
 
+    def unnamed_weight(self, collections: Sequence[str]) -> Fraction:
+        """The weight of an entry type no collection names, in a plan that
+        knows the store's types: the mean of ``collections``' weights. The
+        preset says nothing about such a type, so it weighs like an average
+        collection (22.5 of 100 for every default preset), never the
+        catch-all's small constant, which only insures against types a plan
+        cannot see."""
+        if not collections:
+            return Fraction(1)
+        return sum((Fraction(self.weight(name)) for name in collections), Fraction(0)) / len(collections)
+
 
 # One table: task type -> collection weights. Read a row as "of the budget
 # left after the always tier, this task gives X% to ...". The columns are the
@@ -403,7 +426,7 @@ DEFAULT_PRESETS: Mapping[str, Preset] = MappingProxyType(
 )
 
 
-def share_out(total: int, weights: Sequence[Union[int, float]]) -> List[int]:
+def share_out(total: int, weights: Sequence[Union[int, float, Fraction]]) -> List[int]:
     """Split ``total`` into integers proportional to ``weights`` that add up
     to exactly ``total`` (largest remainder: each share is its exact quota
     rounded down, and the units left over go to the largest fractional parts,
@@ -454,20 +477,25 @@ def plan_for_task(
        corrections are always-scope and load outside every budget, so room
        reserved for them would sit unused on every call. (A correction that
        is not always-scope is reported as cut by this pool's budget.)
-    2. one pool per collection, named after it, admitting its entry types;
-    3. the catch-all ``other`` for every type no collection names. Given
-       ``entry_types`` (the types present in the store), it admits exactly
-       the unnamed ones, and is left out, its weight unused, when there are
-       none. Without it, it admits every type (``types=None``) and, being
-       filled last, also takes what the collection pools' budgets cut.
+    2. one pool per collection, named after it, admitting its entry types,
+       weighed by the preset. Given ``entry_types`` (the types the store
+       holds), only the collections that hold one of them.
+    3. Given ``entry_types``: one pool per present type that no collection
+       names (sorted; named after the type, or ``type:<name>`` when that
+       name is taken), each weighing :meth:`Preset.unnamed_weight`.
+       Without them: the catch-all ``other`` (``types=None``, the preset's
+       ``other`` weight), filled last, so it also takes what the collection
+       pools' budgets cut.
 
-    ``total_tokens`` and ``total_entries`` are shared out by the preset's
-    weights with :func:`share_out`: the budgets add up exactly to them.
+    ``total_tokens`` and ``total_entries`` are shared out over the plan's
+    weights with :func:`share_out`: the budgets add up exactly to them. A
+    store whose types all weigh 0 in the preset shares the budget equally
+    among them rather than leave it unused.
 
     Raises:
         ValueError: no preset for ``task_type``; a preset naming an unknown
-            collection or weighing everything 0; a collection named
-            ``corrections`` or ``other``; a negative total.
+            collection or weighing everything 0 (types unknown); a
+            collection named ``corrections`` or ``other``; a negative total.
         TypeError: a total that is not an int.
     """
     total_tokens = _check_total("total_tokens", total_tokens)
@@ -487,21 +515,30 @@ def plan_for_task(
             "preset %r weighs unknown collection(s) %s (collections: %s, plus %r)"
             % (task_type, ", ".join(map(repr, unknown)), ", ".join(names), CATCH_ALL)
         )
-    named = set(CORRECTION_TYPES).union(*(set(_strings(collections[n], "collection %r" % n)) for n in names))
-    catch_all: Optional[Tuple[str, ...]] = None
-    with_catch_all = True
-    if entry_types is not None:
-        catch_all = tuple(sorted(set(_strings(list(entry_types), "entry_types")) - named))
-        with_catch_all = bool(catch_all)
-    parts = names + ([CATCH_ALL] if with_catch_all else [])
-    weights = [preset.weight(name) for name in parts]
-    if not any(weights):
-        raise ValueError("preset %r gives every pool of this plan weight 0" % task_type)
-    tokens = share_out(total_tokens, weights)
-    entries = share_out(total_entries, weights)
+    members = {n: _strings(collections[n], "collection %r" % n) for n in names}
+    parts: List[Tuple[str, Optional[Tuple[str, ...]], Union[int, float, Fraction]]] = []
+    if entry_types is None:
+        parts = [(n, members[n], preset.weight(n)) for n in names] + [(CATCH_ALL, None, preset.weight(CATCH_ALL))]
+        if not any(weight for _, _, weight in parts):
+            raise ValueError("preset %r gives every pool of this plan weight 0" % task_type)
+    else:
+        present = set(_strings(list(entry_types), "entry_types"))
+        parts = [(n, members[n], preset.weight(n)) for n in names if present & set(members[n])]
+        taken = {CORRECTIONS_POOL, CATCH_ALL, *names}
+        named = set(CORRECTION_TYPES).union(*(set(m) for m in members.values()))
+        unnamed = preset.unnamed_weight(names)
+        for entry_type in sorted(present - named):
+            pool_name = entry_type if entry_type not in taken else "type:%s" % entry_type
+            taken.add(pool_name)
+            parts.append((pool_name, (entry_type,), unnamed))
+        if parts and not any(weight for _, _, weight in parts):
+            parts = [(name, types, 1) for name, types, _ in parts]  # nothing weighed: share equally
     plan = [Pool(CORRECTIONS_POOL, 0, 0, CORRECTION_TYPES)]
-    for i, name in enumerate(parts):
-        types = catch_all if name == CATCH_ALL else tuple(collections[name])
+    if not parts:  # the store holds corrections only: nothing contextual to share out
+        return plan
+    tokens = share_out(total_tokens, [weight for _, _, weight in parts])
+    entries = share_out(total_entries, [weight for _, _, weight in parts])
+    for i, (name, types, _) in enumerate(parts):
         plan.append(Pool(name, tokens[i], entries[i], types))
     return plan
 
@@ -560,13 +597,15 @@ def resolve_pools(
     entry_types: Optional[Iterable[str]] = None,
     presets: Mapping[str, Preset] = DEFAULT_PRESETS,
     signals: Mapping[str, Signals] = DEFAULT_SIGNALS,
+    collections: Optional[Mapping[str, Sequence[str]]] = None,
 ) -> Tuple[List[Pool], Optional[TaskDetection]]:
     """The one call an adapter makes for its ``pools`` setting.
 
     ``pools="auto"`` detects the task type from ``context`` and returns its
-    plan (:func:`plan_for_task`) with the detection, which the adapter puts
-    in its selection report. Explicit pools come back as a list, with
-    detection None.
+    plan (:func:`plan_for_task`, over ``entry_types`` when the adapter knows
+    them, and :data:`COLLECTIONS` with the host's ``collections`` merged
+    over it: name only the collections you change) with the detection, which the adapter puts in its selection report. Explicit
+    pools come back as a list, with detection None.
 
     Example::
 
@@ -575,17 +614,21 @@ def resolve_pools(
         found.type  # "debugging" (the message stands in for the missing goal)
 
     Raises:
-        ValueError: ``"auto"`` without both totals, totals with explicit
-            pools (they would be silently ignored), or another string.
+        ValueError: ``"auto"`` without both totals, totals (or
+            ``entry_types``, ``collections``) with explicit pools (they would
+            be silently ignored), or another string.
     """
     if isinstance(pools_or_auto, str):
         if pools_or_auto != AUTO:
             raise ValueError("pools must be a sequence of Pool objects or %r, got %r" % (AUTO, pools_or_auto))
         if total_tokens is None or total_entries is None:
             raise ValueError("pools='auto' needs total_tokens and total_entries (the budget to share out)")
-        return _detect_and_plan(context, total_tokens, total_entries, presets, signals, COLLECTIONS, entry_types)
+        chosen = COLLECTIONS if collections is None else {**COLLECTIONS, **collections}
+        return _detect_and_plan(context, total_tokens, total_entries, presets, signals, chosen, entry_types)
     if total_tokens is not None or total_entries is not None:
         raise ValueError("total_tokens/total_entries apply only to pools='auto'; explicit pools carry their budgets")
+    if entry_types is not None or collections is not None:
+        raise ValueError("entry_types/collections apply only to pools='auto'; explicit pools name their types")
     if isinstance(pools_or_auto, Pool):
         raise TypeError("pools must be a sequence of Pool objects, not a single Pool (wrap it in a list)")
     return list(pools_or_auto), None

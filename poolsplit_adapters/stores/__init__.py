@@ -6,24 +6,28 @@ protocol every store meets (``isinstance`` holds for each), and
 :class:`StoreVerbs` writes its verbs once over two primitives, so add,
 supersede and delete mean the same on every store; :class:`InProcessStore`
 holds the contract in a ``MemoryIndex`` (no file); :func:`search_all_namespaces` is the operators'
-search across tenants (never used on an agent's path). The JSON Lines and
-TOML loaders live in :mod:`.files`.
+search across tenants (never used on an agent's path);
+:class:`PostgresConnection` gives each framework's Postgres store its form of
+one connection setting. The JSON Lines and TOML loaders live in :mod:`.files`.
 """
 
 from __future__ import annotations
 
-from .base import Change, EntryNotFound, MemoryStore, StoreVerbs
+from .base import Change, DuplicateEntry, EntryNotFound, MemoryStore, StoreVerbs
 from .files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store
 from .memory import InProcessStore
+from .postgres import PostgresConnection
 from .search import SearchHit, search_all_namespaces
 from .sqlite import SCHEMA_VERSION, SQLiteMemoryStore, StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
+    "DuplicateEntry",
     "EntryNotFound",
     "InProcessStore",
     "InputFileError",
     "MemoryStore",
+    "PostgresConnection",
     "StoreVerbs",
     "Change",
     "SQLiteMemoryStore",

@@ -16,7 +16,9 @@ inherits every verb (``add``, ``get``, ``supersede``, ``delete``,
   :func:`~poolsplit_adapters.memory.write_gate.check_write`, plain JSON),
   assigns ``id`` (a new random one) and ``created`` (now, UTC) when missing,
   never mutates what the caller passed, and refuses an id that is stored
-  already or repeated in the batch: nothing is written then.
+  already (:class:`DuplicateEntry`, naming every such id, so a writer that
+  raced another with the same content can count it instead of failing) or
+  repeated in the batch: nothing is written then.
 * **supersede** (the one semantics): the old entry must exist and must not
   be superseded already (supersede the newer one instead); the new entry
   must have an id of its own. In one write, the old entry gets
@@ -43,10 +45,10 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
 from ..memory.write_gate import check_write, utc_stamp
-from ..poolsplit import Pool, Selection, check_entry, entry_error
-from .checks import stored_copy
+from ..poolsplit import EntryError, Pool, Selection, check_entry, entry_error
+from .checks import storable_text, stored_copy
 
-__all__ = ["Change", "EntryNotFound", "MemoryStore", "StoreVerbs", "prepare_entries"]
+__all__ = ["Change", "DuplicateEntry", "EntryNotFound", "MemoryStore", "StoreVerbs", "prepare_entries"]
 
 
 class EntryNotFound(KeyError):
@@ -54,6 +56,36 @@ class EntryNotFound(KeyError):
 
     def __str__(self) -> str:
         return "no entry with id %r in the store" % (self.args[0],)
+
+
+class DuplicateEntry(EntryError):
+    """An ``add`` whose ids are stored already: nothing of the batch was written.
+
+    A typed outcome, not only an error: two writers that check, then add,
+    the same content (two threads of one user demoting the same turn) race,
+    and the loser's write is a duplicate to count, not a failure. Raised by
+    the one check of :meth:`Change.verify` and, where the store can make
+    the check atomic with the write, by the store's own unique constraint
+    (the SQLite store's ``INSERT``). It is an
+    :class:`~poolsplit_adapters.EntryError` naming the first such entry.
+
+    Attributes:
+        ids: every id of the batch that was already stored.
+
+    Example::
+
+        try:
+            store.add(entries)
+        except DuplicateEntry as err:
+            store.add([e for e in entries if e["id"] not in err.ids])
+    """
+
+    def __init__(self, entry: Mapping[str, Any], index: int, ids: Sequence[str]) -> None:
+        named = entry_error(entry, index, "id", "is already in the store (use supersede to replace it)")
+        more = [i for i in ids if i != entry.get("id")]
+        message = str(named) + ("; so are %s" % ", ".join(map(repr, more)) if more else "")
+        super().__init__(message, index=index, entry_id=named.entry_id, field="id", problem=named.problem)
+        self.ids: Tuple[str, ...] = tuple(ids)
 
 
 @runtime_checkable
@@ -138,9 +170,7 @@ class Change:
         """The stored versions by id, once the change is known to apply;
         else the error (nothing written)."""
         current = {str(e["id"]): dict(e) for e in stored}
-        for position, entry in enumerate(self.insert):
-            if entry["id"] in current:
-                raise entry_error(entry, position, "id", "is already in the store (use supersede to replace it)")
+        self.refuse_stored([n for n, entry in enumerate(self.insert) if entry["id"] in current])
         for old_id, _ in self.retire:
             old = current.get(old_id)
             if old is None:
@@ -150,6 +180,13 @@ class Change:
                     "entry %r is already superseded by %r; supersede that one" % (old_id, old["superseded_by"])
                 )
         return current
+
+    def refuse_stored(self, positions: Sequence[int]) -> None:
+        """:class:`DuplicateEntry` for the inserted entries at ``positions``
+        (found stored already), when there are any."""
+        if positions:
+            first = positions[0]
+            raise DuplicateEntry(self.insert[first], first, [str(self.insert[n]["id"]) for n in positions])
 
     def rows(self, current: Mapping[str, Mapping[str, Any]]) -> List[Dict[str, Any]]:
         """Every entry to write, as stored: the retired old versions (with
@@ -238,9 +275,11 @@ class StoreVerbs(ABC):
         """Store entries in one write; return their ids (module rules).
 
         Raises:
-            EntryError: a malformed entry, or an ``id`` already in the store
-                or repeated in the batch (named by position, id and field);
+            DuplicateEntry: an ``id`` already in the store (an
+                ``EntryError`` naming it; ``ids`` holds every such id);
                 nothing is written then.
+            EntryError: a malformed entry, or an ``id`` repeated in the
+                batch (named by position, id and field); nothing is written.
             TypeError: a single mapping instead of an iterable of them.
         """
         change = self.adding(entries)
@@ -254,6 +293,8 @@ class StoreVerbs(ABC):
 
     def superseding(self, entry_id: str, new_entry: Mapping[str, Any]) -> Change:
         """The :class:`Change` that :meth:`supersede` commits."""
+        if isinstance(entry_id, str):
+            storable_text(entry_id, "entry id")  # named as the argument, not as the new entry's supersedes
         [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
         if copy["id"] == entry_id:
             raise entry_error(copy, 0, "id", "must differ from the id it supersedes (give the new entry a new id)")

@@ -5,7 +5,10 @@ an entry can be *selected*; a store must also be able to write it and read it
 back unchanged. So on top of the core's checks an entry must be plain JSON
 (string keys, no NaN or infinity, nothing a JSON parser would refuse on the
 way back), UTF-8 text (a lone surrogate such as ``"\\ud800"`` is a valid
-Python string that no file, database or wire format can hold), and its
+Python string that no file, database or wire format can hold) without NUL
+(``"\\x00"``: Postgres text and JSONB cannot hold it, so it is refused on
+every store alike, and an entry written to a SQLite file can move to
+Postgres unchanged), and its
 ``base_priority`` must fit a float (``10**400`` passes a type check but
 makes every scorer raise ``OverflowError``).
 """
@@ -15,9 +18,10 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Mapping, Optional, Tuple
 
+from ..checks import ArgumentError
 from ..poolsplit import entry_error
 
-__all__ = ["check_storable", "entry_json", "stored_copy"]
+__all__ = ["check_storable", "entry_json", "storable_text", "stored_copy"]
 
 
 def _encode(value: Any) -> str:
@@ -29,6 +33,34 @@ def check_storable(entry: Mapping[str, Any], index: Optional[int] = None) -> Non
     can write ``entry`` and read it back unchanged: the one rule every write
     path applies after the core's ``check_entry``."""
     stored_copy(entry, index)
+
+
+def storable_text(value: str, name: str) -> str:
+    """``value`` when every store can hold it as text, else
+    :class:`~poolsplit_adapters.checks.ArgumentError` naming ``name`` (an
+    argument such as a namespace label, an id or a type): NUL, or a lone
+    surrogate (not UTF-8). Checked before any query runs, so the caller
+    reads this instead of a driver's traceback that names neither."""
+    if "\x00" in value:
+        raise ArgumentError("%s %r contains NUL (\\x00), which Postgres text cannot hold" % (name, value))
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ArgumentError(
+            "%s %r contains a lone surrogate at position %d (not UTF-8), which Postgres text cannot hold"
+            % (name, value, exc.start)
+        ) from None
+    return value
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    if isinstance(value, Mapping):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    return False
 
 
 def _is_utf8(text: str) -> bool:
@@ -53,14 +85,16 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
     for key in entry:
         if not isinstance(key, str):
             raise entry_error(entry, index, None, "has a non-string key %r (JSON keys are strings)" % (key,))
+    whole: Optional[Tuple[str, Dict[str, Any]]] = None
     try:
         text = _encode(dict(entry))
-        copy = json.loads(text)
+        whole = text, json.loads(text)
     except (TypeError, ValueError, RecursionError):
         pass  # find the field at fault below
     else:
-        if _is_utf8(text):
-            return text, copy
+        # JSON writes NUL as the escape \u0000: without that text, no value holds one.
+        if _is_utf8(text) and "\\u0000" not in text:
+            return whole
     for key, value in entry.items():
         try:
             text = _encode(value)
@@ -74,6 +108,12 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
             raise entry_error(
                 entry, index, key, "contains a lone surrogate (%s), which is not UTF-8 text" % _surrogates(text)
             )
+        if "\x00" in key:
+            raise entry_error(entry, index, None, "has a key with NUL %r, which Postgres text cannot hold" % (key,))
+        if _has_nul(value):
+            raise entry_error(entry, index, key, "contains NUL (\\x00), which Postgres text cannot hold")
+    if whole is not None:
+        return whole  # the text held a backslash before "u0000", not a NUL
     raise entry_error(entry, index, None, "cannot be stored as JSON")  # pragma: no cover
 
 

@@ -17,52 +17,56 @@ query would silently never load.
 
 Postgres text cannot hold NUL, nor a lone surrogate (not UTF-8): such a
 value is refused up front with an :class:`~poolsplit_adapters.settings.ArgumentError`
-naming the field, instead of a driver traceback from inside the store.
+naming the field (an argument) or an :class:`~poolsplit_adapters.EntryError`
+naming the entry and field (a write), instead of a driver traceback from
+inside the store; the rule is :mod:`.checks`', so every store refuses the same.
+
+**One connection setting.** The three stores want the same database in
+different forms: ``PGVector`` and LlamaIndex's ``PGVectorStore`` (and
+langchain-postgres v2's ``PGEngine``) a SQLAlchemy URL naming the psycopg 3
+driver, ``postgresql+psycopg://``; LangGraph's ``PostgresStore`` a libpq
+connection string, ``postgresql://`` (psycopg itself). :class:`PostgresConnection`
+takes one (either form, or libpq's ``key=value`` form) and gives each store
+its own, so a deployment sets one variable.
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional
 
 from ..checks import ArgumentError
-from ..poolsplit import entry_error
 from ..recall import Search
+from .checks import check_storable, storable_text
 
-__all__ = ["check_entry_text", "check_search", "check_postgres_text", "metadata_condition"]
+__all__ = [
+    "PostgresConnection",
+    "check_entry_text",
+    "check_search",
+    "check_postgres_text",
+    "metadata_condition",
+]
+
+#: The URL schemes taken as Postgres (libpq's two, and SQLAlchemy's with a driver).
+_SCHEMES = ("postgresql", "postgres")
+_SQLALCHEMY_DRIVERS = ("psycopg", "psycopg2", "psycopg_async", "asyncpg", "pg8000")
 
 
 def check_postgres_text(field: str, value: str) -> str:
     """``value`` when Postgres text can hold it, else :class:`ArgumentError`
-    naming ``field`` (NUL, or a lone surrogate, which is not UTF-8)."""
-    if "\x00" in value:
-        raise ArgumentError("%s %r contains NUL (\\x00), which Postgres text cannot hold" % (field, value))
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ArgumentError(
-            "%s %r contains a lone surrogate at position %d (not UTF-8), which Postgres text cannot hold"
-            % (field, value, exc.start)
-        ) from None
-    return value
-
-
-def _has_nul(value: Any) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, (list, tuple)):
-        return any(_has_nul(v) for v in value)
-    if isinstance(value, Mapping):
-        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
-    return False
+    naming ``field`` (NUL, or a lone surrogate, which is not UTF-8): the one
+    rule every store applies, :func:`~poolsplit_adapters.stores.checks.storable_text`."""
+    return storable_text(value, field)
 
 
 def check_entry_text(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise :class:`~poolsplit_adapters.EntryError` naming the entry and
-    field when a value of ``entry`` holds NUL: Postgres text and JSONB
-    cannot store it (the driver's own error names neither)."""
-    for key, value in entry.items():
-        if _has_nul(value):
-            raise entry_error(entry, index, key, "contains NUL (\\x00), which Postgres text cannot hold")
+    field when a value of ``entry`` holds NUL or a lone surrogate: Postgres
+    text and JSONB cannot store it (the driver's own error names neither).
+    The storable rule every write path applies
+    (:func:`~poolsplit_adapters.stores.checks.check_storable`)."""
+    check_storable(entry, index)
 
 
 def check_search(search: Search, type_key: str = "type") -> None:
@@ -97,3 +101,97 @@ def metadata_condition(metadata: Any, search: Search, type_key: str = "type") ->
     if search.namespaces:
         clauses.append(metadata["namespace"].astext.in_(list(search.namespaces)))
     return sqlalchemy.and_(sqlalchemy.true(), *clauses)
+
+
+@dataclass(frozen=True)
+class PostgresConnection:
+    """One Postgres connection setting, in the form each store takes.
+
+    Args:
+        url: the database, as a libpq URI (``postgresql://me@db-host/memory``,
+            ``postgres://...``), a SQLAlchemy URL with any Postgres driver
+            (``postgresql+psycopg://...``, ``+psycopg2``, ``+asyncpg``) or a
+            libpq keyword string (``host=db-host dbname=memory user=me``).
+            Query parameters (``sslmode``, ``host=/socket/dir``, ...) carry
+            over to both forms unchanged.
+
+    The forms differ only in the scheme: :attr:`sqlalchemy_url` names the
+    psycopg 3 driver, the one all three stores share (sync and async), and
+    :attr:`conninfo` is libpq's own. An unparsable value is an
+    :class:`~poolsplit_adapters.checks.ArgumentError` naming ``url``. The
+    password never shows in ``repr``.
+
+    Example::
+
+        >>> pg = PostgresConnection("postgresql://me:secret@db-host:5432/memory?sslmode=require")
+        >>> pg.sqlalchemy_url    # PGVector(connection=...), PGEngine.from_connection_string(...)
+        'postgresql+psycopg://me:secret@db-host:5432/memory?sslmode=require'
+        >>> pg.conninfo          # PostgresStore.from_conn_string(...), psycopg.connect(...)
+        'postgresql://me:secret@db-host:5432/memory?sslmode=require'
+        >>> sorted(pg.llama_index)  # PGVectorStore(**pg.llama_index, table_name=..., embed_dim=...)
+        ['async_connection_string', 'connection_string']
+        >>> pg
+        PostgresConnection('postgresql://me:***@db-host:5432/memory?sslmode=require')
+    """
+
+    url: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.url, str) or not self.url.strip():
+            raise ArgumentError("PostgresConnection url must be a non-empty string, got %r" % (self.url,))
+        object.__setattr__(self, "url", _as_uri(self.url.strip()))
+
+    def __repr__(self) -> str:
+        parts = urllib.parse.urlsplit(self.url)
+        if parts.password is None:
+            return "PostgresConnection(%r)" % self.url
+        netloc = parts.netloc.replace(":%s@" % parts.password, ":***@", 1)
+        return "PostgresConnection(%r)" % urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+    @property
+    def conninfo(self) -> str:
+        """libpq's form (``postgresql://...``): LangGraph's ``PostgresStore``, psycopg."""
+        return self.url
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """SQLAlchemy's form with the psycopg 3 driver (``postgresql+psycopg://...``):
+        LangChain's ``PGVector``, langchain-postgres v2's ``PGEngine``,
+        LlamaIndex's ``PGVectorStore``; one driver for sync and async."""
+        return "postgresql+psycopg" + self.url[len("postgresql") :]
+
+    @property
+    def llama_index(self) -> Dict[str, str]:
+        """LlamaIndex ``PGVectorStore``'s two connection keywords (sync and
+        async, the same psycopg URL): ``PGVectorStore(**pg.llama_index, ...)``."""
+        return {"connection_string": self.sqlalchemy_url, "async_connection_string": self.sqlalchemy_url}
+
+
+def _as_uri(value: str) -> str:
+    """``value`` as a libpq ``postgresql://`` URI (see :class:`PostgresConnection`)."""
+    if "://" not in value:
+        return _keywords_uri(value)
+    scheme, rest = value.split("://", 1)
+    base, _, driver = scheme.lower().partition("+")
+    if base not in _SCHEMES or (driver and driver not in _SQLALCHEMY_DRIVERS):
+        raise ArgumentError(
+            "PostgresConnection url must start with postgresql:// (or postgres://, postgresql+psycopg://), got %r"
+            % (scheme + "://",)
+        )
+    return "postgresql://" + rest
+
+
+def _keywords_uri(value: str) -> str:
+    """A libpq ``key=value`` string as a URI, every keyword a query
+    parameter (libpq reads ``dbname``, ``host``, ``user`` ... there too)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict  # the Postgres stores' own driver
+    except ImportError:  # pragma: no cover - the postgres extra brings it
+        raise ArgumentError("PostgresConnection: a key=value url needs psycopg (pip install psycopg)") from None
+    try:
+        params = conninfo_to_dict(value)
+    except Exception as exc:  # psycopg.ProgrammingError: the message says what is wrong
+        raise ArgumentError("PostgresConnection url %r is not a libpq connection string: %s" % (value, exc)) from None
+    if not params:
+        raise ArgumentError("PostgresConnection url %r names no connection parameter" % (value,))
+    return "postgresql://?" + urllib.parse.urlencode(sorted((k, str(v)) for k, v in params.items()))

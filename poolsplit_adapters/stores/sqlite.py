@@ -627,10 +627,14 @@ class SQLiteMemoryStore(StoreVerbs):
         with self._lock:
             with self._writing():
                 head, _ = self._read_head()
-                current = change.verify(self._parse(text, i) for i, text in self._rows(change.touched))
+                # The retired rows are read and checked here; a new id already
+                # stored is the INSERT's own primary-key refusal (see _insert).
+                retired = [old for old, _ in change.retire]
+                current = change.verify(self._parse(text, i) for i, text in self._rows(retired))
                 rows = change.rows(current)
                 changes: list[_Change] = []
-                for entry in rows:
+                stored: list[int] = []
+                for n, entry in enumerate(rows):
                     seq = head + len(changes) + 1
                     text = json.dumps(entry, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
                     if entry["id"] in current:
@@ -639,9 +643,11 @@ class SQLiteMemoryStore(StoreVerbs):
                             "superseded_by = ?, seq = ?, entry = ? WHERE id = ?",
                             _columns(entry)[1:] + (seq, text, entry["id"]),
                         )
-                    else:
-                        self._conn.execute(_INSERT, _columns(entry) + (seq, text))
+                    elif not self._insert(entry, seq, text):
+                        stored.append(n - len(change.retire))  # its position in change.insert
+                        continue
                     changes.append((entry["id"], entry))
+                change.refuse_stored(stored)  # raising rolls the whole transaction back
                 for gone, _ in self._rows(change.forget):
                     self._conn.execute("DELETE FROM memory WHERE id = ?", (gone,))
                     self._conn.execute("INSERT INTO forgotten (seq, id) VALUES (?, ?)", (head + len(changes) + 1, gone))
@@ -657,6 +663,19 @@ class SQLiteMemoryStore(StoreVerbs):
                 # (another reader) is left to the next checkpoint.
                 with suppress(sqlite3.OperationalError):
                     self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def _insert(self, entry: Mapping[str, Any], seq: int, text: str) -> bool:
+        """INSERT one new row; False when its id is stored already (the
+        primary key refused it: the check and the write are one statement,
+        so no other writer can slip in between). Known by SQLite's error
+        code, not by its message; other errors raise."""
+        try:
+            self._conn.execute(_INSERT, _columns(entry) + (seq, text))
+        except sqlite3.IntegrityError as exc:
+            if getattr(exc, "sqlite_errorname", None) == "SQLITE_CONSTRAINT_PRIMARYKEY":
+                return False  # a failed statement leaves the transaction open
+            raise
+        return True
 
     def _set_head(self, head: int) -> None:
         self._conn.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (head,))

@@ -1,8 +1,8 @@
 """Every Python example of the documentation (README.md and every page under
 docs/) runs, offline, as written, from the repository root, and prints
 exactly what its ``#> `` lines say it prints. Examples fenced
-```` ```python postgres ```` need a server and run in
-tests/test_postgres_readme.py instead."""
+```` ```python {.postgres} ```` need a server and run in
+tests/integration/test_postgres_readme.py instead."""
 
 from __future__ import annotations
 

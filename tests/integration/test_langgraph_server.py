@@ -337,7 +337,7 @@ def _check_recalled(second: dict[str, Any], work: Workload, first: dict[str, Any
 
 
 def _docs_example() -> str:
-    [(_, _, code)] = [block for block in code_blocks("python server") if block[0] == DOCS_PAGE]
+    [(_, _, code)] = [block for block in code_blocks("python {.server}") if block[0] == DOCS_PAGE]
     assert DOCS_URL in code
     return code
 

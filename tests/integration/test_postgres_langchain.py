@@ -16,7 +16,7 @@ from pg_server import Database
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from poolsplit_adapters import Visibility
-from poolsplit_adapters.langchain import SELECTION_KEY, PoolSplitRetriever
+from poolsplit_adapters.langchain import SELECTION_KEY, PoolSplitRetriever, capture_selections
 from poolsplit_adapters.langchain.filters import dict_filter, type_filter
 from poolsplit_adapters.recall import Search
 
@@ -80,14 +80,19 @@ def test_each_pool_recalls_its_own_top_fetch_k_from_pgvector(engine):
     store = pgvector(engine, docs)
     in_memory = InMemoryVectorStore(HashedNgramEmbeddings())
     in_memory.add_documents(docs)
-    over_pg = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=4, now=NOW)
-    over_memory = PoolSplitRetriever.from_vectorstore(in_memory, POOLS, fetch_k=4, now=NOW)
+    over_pg = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=4, max_fetch_k=4, now=NOW)
+    over_memory = PoolSplitRetriever.from_vectorstore(in_memory, POOLS, fetch_k=4, max_fetch_k=4, now=NOW)
     got = over_pg.invoke(QUERY)
     assert ids(got) == ids(over_memory.invoke(QUERY))
-    # The content pool chose among the 4 most similar notes only.
+    # The content pool chose among the 4 most similar notes only (no growth: max_fetch_k=fetch_k).
     content = [d.id for d in got if d.metadata[SELECTION_KEY]["pool"] == "content"]
     assert sorted(content) == ["note-00", "note-01", "note-02", "note-03"]
     assert ids(got)[:3] == ["fix-0", "fix-1", "fix-2"]  # fetched by scope, not by similarity
+    # Growing (the default), both stores recall alike until the pools are filled.
+    grown_pg = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=4, now=NOW).invoke(QUERY)
+    grown_memory = PoolSplitRetriever.from_vectorstore(in_memory, POOLS, fetch_k=4, now=NOW).invoke(QUERY)
+    assert ids(grown_pg) == ids(grown_memory)
+    assert len([d for d in grown_pg if d.metadata[SELECTION_KEY]["pool"] == "content"]) == 6  # the pool's cap
 
 
 def test_default_filters_are_pgvectors_dialect(engine):
@@ -183,11 +188,21 @@ def test_without_the_namespace_push_down_the_small_tenant_starves(engine):
     def no_namespace(search: Search) -> Any:
         return default(replace(search, namespaces=()))
 
+    small_only = Visibility(namespace="small")
     starved = PoolSplitRetriever.from_vectorstore(
-        store, POOLS, fetch_k=3, now=NOW, visibility=Visibility(namespace="small"), filter_builder=no_namespace
+        store, POOLS, fetch_k=3, max_fetch_k=3, now=NOW, visibility=small_only, filter_builder=no_namespace
     )
     got = starved.invoke(QUERY)
     assert {d.metadata["type"] for d in got} == {"correction"}  # always-scope fetch only: every pool starved
+    # Growing recall digs through the big tenant until the small one's pools fill, at the cost of
+    # more rounds: pushing the namespace down is what keeps recall at fetch_k.
+    grown = PoolSplitRetriever.from_vectorstore(
+        store, POOLS, fetch_k=3, now=NOW, visibility=small_only, filter_builder=no_namespace
+    )
+    with capture_selections() as mine:
+        found = grown.invoke(QUERY)
+    assert {d.metadata["type"] for d in found} == {"correction", "note", "skill", "growth"}
+    assert mine[0].notes["recall"]["rounds"] > 1
 
 
 async def test_async_retrieval_needs_an_async_pgvector(pg_database):

@@ -78,14 +78,20 @@ def test_pool_split_over_pgvectorstore_reaches_every_pool_and_loads_corrections_
 
 
 def test_each_pool_recalls_its_own_top_fetch_k_from_pgvectorstore(store):
-    retriever = PoolSplitRetriever.from_vector_store_index(
-        index_of(store, entries(notes=30)), POOLS, fetch_k=4, now=NOW
-    )
+    index = index_of(store, entries(notes=30))
+    retriever = PoolSplitRetriever.from_vector_store_index(index, POOLS, fetch_k=4, max_fetch_k=4, now=NOW)
     got = retriever.retrieve(QUERY)
     content = [n.node.node_id for n in got if n.node.metadata["poolsplit"]["pool"] == "content"]
-    assert sorted(content) == ["note-00", "note-01", "note-02", "note-03"]
+    assert sorted(content) == ["note-00", "note-01", "note-02", "note-03"]  # no growth: max_fetch_k=fetch_k
     assert ids(got)[:3] == ["fix-0", "fix-1", "fix-2"]
     assert {n.node.metadata["type"] for n in got} == {"correction", "note", "skill", "growth"}
+    # Growing (the default), the content pool fills its 6-entry cap from the 30 notes.
+    grown, selection = PoolSplitRetriever.from_vector_store_index(
+        index, POOLS, fetch_k=4, now=NOW
+    ).retrieve_with_selection(QUERY)
+    assert len([n for n in grown if n.node.metadata["poolsplit"]["pool"] == "content"]) == 6
+    assert ids(grown)[:3] == ["fix-0", "fix-1", "fix-2"]
+    assert selection.notes["recall"]["rounds"] == 2
 
 
 def test_in_filters_are_answered_by_pgvectorstore(store):

@@ -1,12 +1,11 @@
 """The documentation's Postgres examples (docs/stores.md) run, as written,
 against the test server.
 
-They are fenced as ```` ```python postgres ```` (rendered as Python; skipped
+They are fenced as ```` ```python {.postgres} ```` (rendered as Python; skipped
 by tests/integration/test_docs.py, which runs only plain ```` ```python ````
-blocks offline) and read their connection string from ``POOLSPLIT_PG_URL``
-(SQLAlchemy form) or ``POOLSPLIT_PG_DSN`` (libpq form, for LangGraph's
-``PostgresStore``), which this test points at a fresh database on the
-embedded server. Each example's
+blocks offline) and read the one connection setting ``POOLSPLIT_PG_URL``
+(each store gets its form through ``PostgresConnection``), which this test
+points at a fresh database on the embedded server. Each example's
 last line prints a list and says in a comment what it prints.
 """
 
@@ -17,7 +16,7 @@ import re
 import pytest
 from doc_blocks import code_blocks
 
-BLOCKS = code_blocks("python postgres")
+BLOCKS = code_blocks("python {.postgres}")
 
 
 def test_the_postgres_examples_exist():
@@ -28,7 +27,6 @@ def test_the_postgres_examples_exist():
 def test_postgres_example_runs_and_prints_what_it_says(where, pg_database, monkeypatch, capsys):
     name, number, block = where
     monkeypatch.setenv("POOLSPLIT_PG_URL", pg_database.url)
-    monkeypatch.setenv("POOLSPLIT_PG_DSN", pg_database.conninfo)
     exec(compile(block, "%s postgres example %d" % (name, number), "exec"), {"__name__": "__readme__"})
     promised = re.search(r"print\(.*\)\s*#\s*(.+)\s*$", block.strip())
     assert promised, "the example's last line should print and say what it prints"

@@ -219,10 +219,14 @@ def test_documents_without_type_reach_a_note_pool_through_vector_recall():
     # 40 typed notes match the query better than the two untyped ones; the
     # note pool's own untyped search still finds them.
     store = _vector_store(untyped_memory(40))
-    retriever = PoolSplitRetriever.from_vectorstore(store, [Pool("notes", 10_000, 50, ("note",))], fetch_k=5, now=NOW)
-    got = {d.id for d in retriever.invoke("deploy checkout staging")}
+    pool = [Pool("notes", 10_000, 50, ("note",))]
+    fixed = PoolSplitRetriever.from_vectorstore(store, pool, fetch_k=5, max_fetch_k=5, now=NOW)
+    got = {d.id for d in fixed.invoke("deploy checkout staging")}
     assert {"untyped-0", "untyped-1"} & got == {"untyped-0", "untyped-1"}
-    assert len(got) == 7  # 5 typed notes + the 2 untyped
+    assert len(got) == 7  # 5 typed notes + the 2 untyped (no growth: max_fetch_k=fetch_k)
+    # Growing (the default), the pool's room takes every note the store holds.
+    grown = PoolSplitRetriever.from_vectorstore(store, pool, fetch_k=5, now=NOW)
+    assert len(grown.invoke("deploy checkout staging")) == 42
 
 
 def test_recall_embeds_the_query_once_per_retrieval_sync_and_async():
@@ -303,7 +307,9 @@ async def test_async_batch_and_astream_events():
     async for event in retriever.astream_events(QUERY, version="v2"):
         kinds.append((event["event"], event.get("name")))
     assert kinds.count(("on_custom_event", SELECTION_EVENT)) == 1
-    assert sum(1 for kind, _ in kinds if kind == "on_retriever_start") == 6
+    # The retriever, its five searches, and one grown search: the content pool
+    # (6 entries) had room after fetch_k=5 and asked again with k=10.
+    assert sum(1 for kind, _ in kinds if kind == "on_retriever_start") == 7
 
 
 async def test_async_recall_runs_concurrently():

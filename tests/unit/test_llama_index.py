@@ -183,9 +183,12 @@ def test_nodes_without_type_reach_a_note_pool_on_every_path():
     untyped = [TextNode(text="untyped memo %d" % n, id_="untyped-%d" % n) for n in range(2)]
     plan = [Pool("notes", 10_000, 50, ("note",))]
     index = VectorStoreIndex([*typed, *untyped], embed_model=MockEmbedding(embed_dim=8))
-    recalled = PoolSplitRetriever.from_vector_store_index(index, plan, fetch_k=5, now=NOW).retrieve("memo")
+    fixed = PoolSplitRetriever.from_vector_store_index(index, plan, fetch_k=5, max_fetch_k=5, now=NOW)
+    recalled = fixed.retrieve("memo")
     assert sorted(n.node.node_id for n in recalled if not n.node.metadata.get("type")) == ["untyped-0", "untyped-1"]
-    assert len(recalled) == 7  # 5 typed (fetch_k) + the 2 untyped
+    assert len(recalled) == 7  # 5 typed (fetch_k, no growth) + the 2 untyped
+    # Growing (the default), the pool's room takes every node the index holds.
+    assert len(PoolSplitRetriever.from_vector_store_index(index, plan, fetch_k=5, now=NOW).retrieve("memo")) == 32
     held = PoolSplitRetriever(plan, [*typed, *untyped], now=NOW).retrieve("memo")
     assert len(held) == 32
     post = PoolSplitNodePostprocessor(pools=plan, now=NOW).postprocess_nodes([NodeWithScore(node=untyped[0])])

@@ -15,7 +15,7 @@ from langgraph.store.sqlite import SqliteStore
 from llama_index.core import VectorStoreIndex
 
 from poolsplit_adapters import EntryError, Pool
-from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings
+from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, namespace_label
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore
 from poolsplit_adapters.llama_index.embeddings import HashEmbedding
@@ -176,7 +176,7 @@ def test_the_middleware_takes_every_store_as_a_backend(store):
     from poolsplit_adapters.settings import AgentMemorySettings
 
     settings = AgentMemorySettings.held_by("test", pools=POOLS, token_counter=counter, now=NOW, chain_penalty=0.9)
-    label = ".".join(U1)
+    label = namespace_label(U1)
     store.add(
         [
             {"id": "fix", "type": "correction", "scope": "always", "content": "Amounts in cents.", "namespace": label},

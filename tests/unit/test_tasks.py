@@ -177,31 +177,92 @@ def test_every_task_type_has_a_preset_with_a_why():
         assert sum(preset.weights.values()) == 100, name
 
 
-def test_known_entry_types_narrow_the_catch_all():
+def test_known_entry_types_share_the_budget_among_the_types_the_store_holds():
     plan = plan_for_task("exploration", total_tokens=100, total_entries=10, entry_types=["episode", "custom", "zeta"])
-    assert plan[-1].name == "other" and plan[-1].types == ("custom", "zeta")
-    # Every type named by a collection: no catch-all, its weight shared among the four.
+    # episodic 25, and each unnamed type the mean collection weight (90 / 4 = 22.5): 100 x 25/70, 22.5/70, 22.5/70
+    # = 35.7, 32.1, 32.1 -> 35, 32, 32 and the 1 left to the largest remainder. No pool for absent collections.
+    assert [(p.name, p.max_tokens, p.max_entries, p.types) for p in plan] == [
+        ("corrections", 0, 0, ("correction",)),
+        ("episodic", 36, 4, ("episode",)),
+        ("custom", 32, 3, ("custom",)),
+        ("zeta", 32, 3, ("zeta",)),
+    ]
     named = plan_for_task("debugging", total_tokens=100, total_entries=9, entry_types=["episode", "fact", "correction"])
-    # 100 x 35/90, 15/90, 20/90, 20/90 = 38.9, 16.7, 22.2, 22.2 -> 38, 16, 22, 22 + the 2 left to the first two.
-    assert [(p.name, p.max_tokens) for p in named] == [
-        ("corrections", 0),
-        ("episodic", 39),
-        ("semantic", 17),
-        ("skills", 22),
-        ("anti_patterns", 22),
+    # Only the collections the store holds: 35 and 15 of 50 -> 70 and 30 tokens; 6.3 and 2.7 -> 6 and 3 entries.
+    assert [(p.name, p.max_tokens, p.max_entries) for p in named] == [
+        ("corrections", 0, 0),
+        ("episodic", 70, 6),
+        ("semantic", 30, 3),
     ]
 
 
-def test_an_unnamed_type_still_loads_through_the_catch_all():
+def test_a_store_of_turns_and_events_gets_the_whole_budget_not_the_catch_all_share():
+    # The benchmark vocabulary: with the types unknown they shared the catch-all's 10% (102 of 1,024).
+    unknown = plan_for_task("implementation", total_tokens=1024, total_entries=40)
+    assert [(p.name, p.max_tokens) for p in unknown][-1] == ("other", 102)
+    plan = plan_for_task("implementation", total_tokens=1024, total_entries=40, entry_types=["turn", "event"])
+    assert [(p.name, p.max_tokens, p.max_entries, p.types) for p in plan] == [
+        ("corrections", 0, 0, ("correction",)),
+        ("event", 512, 20, ("event",)),
+        ("turn", 512, 20, ("turn",)),
+    ]
+    # Next to named types, each weighs like an average collection: semantic 35, skills 30, turn 22.5, event 22.5.
+    mixed = plan_for_task(
+        "implementation", total_tokens=1100, total_entries=22, entry_types=["fact", "skill", "turn", "event"]
+    )
+    assert [(p.name, p.max_tokens, p.max_entries) for p in mixed] == [
+        ("corrections", 0, 0),
+        ("semantic", 350, 7),
+        ("skills", 300, 6),
+        ("event", 225, 5),
+        ("turn", 225, 4),
+    ]
+
+
+def test_a_host_maps_its_types_onto_the_seed_collections_so_the_task_weights_apply():
+    collections = {**COLLECTIONS, "episodic": ("episode", "turn", "event")}
+    debugging = plan_for_task(
+        "debugging", total_tokens=1000, total_entries=20, collections=collections, entry_types=["turn", "event", "fact"]
+    )
+    # episodic 35, semantic 15: 700 and 300.
+    assert [(p.name, p.max_tokens, p.max_entries) for p in debugging] == [
+        ("corrections", 0, 0),
+        ("episodic", 700, 14),
+        ("semantic", 300, 6),
+    ]
+    pools, found = resolve_pools(
+        "auto", {"phase": "debugging"}, total_tokens=1000, total_entries=20,
+        entry_types=["turn", "event", "fact"], collections=collections,
+    )  # fmt: skip
+    assert found is not None and pools == debugging
+
+
+def test_a_pool_named_after_a_type_never_takes_a_reserved_or_collection_name():
+    plan = plan_for_task("review", total_tokens=90, total_entries=3, entry_types=["semantic", "other", "x"])
+    assert [(p.name, p.types) for p in plan] == [
+        ("corrections", ("correction",)),
+        ("type:other", ("other",)),
+        ("type:semantic", ("semantic",)),
+        ("x", ("x",)),
+    ]
+
+
+def test_a_store_of_corrections_only_plans_the_corrections_pool():
+    assert plan_for_task("review", total_tokens=90, total_entries=3, entry_types=["correction"]) == [
+        Pool("corrections", 0, 0, ("correction",))
+    ]
+
+
+def test_an_unnamed_type_still_loads_through_its_own_pool_or_the_catch_all():
     entries = [
         {"id": "h1", "type": "hypothesis", "content": "The cache is stale after deploys."},
         {"id": "e1", "type": "episode", "content": "Deploy on Monday broke the cache."},
         {"id": "c1", "type": "correction", "scope": "always", "content": "Never skip tests."},
     ]
-    for entry_types in (None, {e["type"] for e in entries}):
+    for entry_types, pool in ((None, "other"), ({e["type"] for e in entries}, "hypothesis")):
         plan = task_pools({"phase": "debugging"}, total_tokens=400, total_entries=8, entry_types=entry_types)
         got = select(entries, plan, {"message": "cache"}, now=NOW)
-        assert got.pools["other"] == [entries[0]]
+        assert got.pools[pool] == [entries[0]]
         assert got.pools["corrections"] == [entries[2]]
         assert got.dropped == []
 
@@ -286,10 +347,13 @@ def test_plan_budgets_add_up_to_the_totals_and_corrections_come_first(total_toke
         plan = plan_for_task(
             "t", total_tokens=total_tokens, total_entries=total_entries, presets=table, entry_types=types
         )
-    except ValueError as err:  # only when the one weighted pool is the catch-all and it was left out
-        assert "weight 0" in str(err) and types is not None
+    except ValueError as err:  # never with the store's types known: its types share the budget
+        assert "weight 0" in str(err) and types is None
         return
     assert plan[0].name == "corrections" and plan[0].types == ("correction",)
+    if types is not None and not types - {"correction"}:
+        assert plan == [Pool("corrections", 0, 0, ("correction",))]  # nothing contextual to share out
+        return
     assert sum(p.max_tokens for p in plan) == total_tokens
     assert sum(p.max_entries for p in plan) == total_entries
     assert len({p.name for p in plan}) == len(plan)

@@ -90,24 +90,16 @@ def test_auto_pools_record_the_detected_type_and_the_plan_follows_the_phase():
         assert ("phase", phase, 4) in decided
         assert parse_markers(text)[0]["id"] == "fix-cents"  # the correction first, whatever the plan
         budgets[phase] = {name: s.max_tokens for name, s in selection.stats.items()}
-    # The presets' weights over 400 tokens (corrections 0; "other" catches unnamed types):
-    # debugging 35/15/20/20/10, review 15/30/10/35/10.
+    # The presets' weights over 400 tokens, shared among the types the documents hold (all four
+    # collections, no unnamed type: no catch-all): debugging 35/15/20/20, review 15/30/10/35, of 90.
     assert budgets["debugging"] == {
         "corrections": 0,
-        "episodic": 140,
-        "semantic": 60,
-        "skills": 80,
-        "anti_patterns": 80,
-        "other": 40,
+        "episodic": 155,
+        "semantic": 67,
+        "skills": 89,
+        "anti_patterns": 89,
     }
-    assert budgets["review"] == {
-        "corrections": 0,
-        "episodic": 60,
-        "semantic": 120,
-        "skills": 40,
-        "anti_patterns": 140,
-        "other": 40,
-    }
+    assert budgets["review"] == {"corrections": 0, "episodic": 67, "semantic": 133, "skills": 44, "anti_patterns": 156}
 
 
 def test_auto_pools_read_the_goal_and_fall_back_to_the_query():
@@ -307,8 +299,8 @@ def test_vector_store_recall_uses_the_store_scores_instead_of_re_embedding():
         assert [d.id for d in retriever.invoke(paraphrase.QUESTION)] == ["episode"]
         assert [d.id for d in retriever.invoke("refunded totals")] == ["episode"]
     assert embeddings.documents == 2  # the recalled documents were never embedded again
-    # Per query: the store's embedding of the query, and the scorer's (remembered per message).
-    assert embeddings.queries == 4
+    # One query embedding per call: the scorer takes the vector the store searched with.
+    assert embeddings.queries == 2
     # The relevance is the store's cosine, so the score matches the scorer's own within quantisation.
     own = PoolSplitRetriever(
         documents=PARAPHRASE, pools=[Pool("one", 1000, 1)], embeddings=embeddings, now=paraphrase.JULY

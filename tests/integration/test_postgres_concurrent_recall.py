@@ -1,0 +1,96 @@
+"""Over a Postgres vector store the sync retriever runs its plan's searches
+at once (each a round trip on its own pooled connection), so a call costs
+its slowest search, not their sum, and returns exactly what it returned
+with the searches in turn.
+
+Shown without a clock: every similarity search of the plan waits at a
+barrier for all the others, so run in turn the first would wait alone and
+break it.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterator, List
+
+import pytest
+import sqlalchemy
+from pg_corpus import NOW, POOLS, QUERY, documents, entries
+from pg_embeddings import DIMS, HashedNgramEmbeddings
+from pg_server import Database
+
+from poolsplit_adapters.recall import RecallPlan
+
+PGVector = pytest.importorskip("langchain_postgres").PGVector
+
+
+class MeetingPGVector(PGVector):  # type: ignore[misc, valid-type]
+    """The real PGVector; while :attr:`barrier` is set, each search by
+    vector waits there for the plan's other searches."""
+
+    barrier: Any = None
+
+    def similarity_search_by_vector(self, embedding: List[float], k: int = 4, **kwargs: Any) -> Any:
+        if self.barrier is not None:
+            self.barrier.wait(timeout=20)
+        return super().similarity_search_by_vector(embedding, k=k, **kwargs)
+
+
+@pytest.fixture
+def engine(pg_database: Database) -> Iterator[sqlalchemy.Engine]:
+    engine = sqlalchemy.create_engine(pg_database.url)
+    yield engine
+    engine.dispose()
+
+
+def test_the_plans_searches_run_at_once_and_return_what_they_return_in_turn(engine):
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+
+    store = MeetingPGVector(HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS)
+    store.add_documents(documents(entries("u1") + entries("u2", prefix="u2-")))
+    retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=20, now=NOW)
+    in_turn = [d.id for d in retriever.invoke(QUERY, namespace="u1")]  # no barrier yet: one after another
+    similarity = [s for s in RecallPlan(POOLS, fetch_k=20).searches() if not s.always]
+    store.barrier = threading.Barrier(len(similarity))
+    at_once = [d.id for d in retriever.invoke(QUERY, namespace="u1")]
+    assert not store.barrier.broken
+    assert at_once == in_turn and at_once[0] == "fix-0"
+
+
+def test_llama_indexs_pgvectorstore_searches_run_at_once_too(pg_database):
+    postgres = pytest.importorskip("llama_index.vector_stores.postgres")
+    from llama_index.core import VectorStoreIndex
+    from pg_embeddings import HashedNgramLlamaEmbedding
+
+    from poolsplit_adapters.llama_index import PoolSplitRetriever
+    from poolsplit_adapters.llama_index.nodes import nodes_from
+
+    class MeetingPGVectorStore(postgres.PGVectorStore):  # type: ignore[misc, name-defined]
+        """The real store; while ``barrier`` is set, each similarity query
+        the plan builds waits there for the plan's other searches."""
+
+        barrier: Any = None
+
+        def _build_query(self, *args: Any, **kwargs: Any) -> Any:
+            if self.barrier is not None:
+                self.barrier.wait(timeout=20)
+            return super()._build_query(*args, **kwargs)
+
+    store = MeetingPGVectorStore(
+        connection_string=pg_database.url, async_connection_string=pg_database.url, table_name="memory", embed_dim=DIMS
+    )
+    try:
+        nodes = nodes_from(entries("u1") + entries("u2", prefix="u2-"))
+        for node in nodes:
+            node.excluded_embed_metadata_keys = list(node.metadata)
+        index = VectorStoreIndex.from_vector_store(store, embed_model=HashedNgramLlamaEmbedding())
+        index.insert_nodes(nodes)
+        retriever = PoolSplitRetriever.from_vector_store_index(index, POOLS, fetch_k=20, now=NOW)
+        in_turn = [n.node.node_id for n in retriever.retrieve(QUERY)]
+        similarity = [s for s in RecallPlan(POOLS, fetch_k=20).searches() if not s.always]
+        store.barrier = threading.Barrier(len(similarity))
+        at_once = [n.node.node_id for n in retriever.retrieve(QUERY)]
+        assert not store.barrier.broken
+        assert at_once == in_turn and at_once[0] == "fix-0"
+    finally:
+        store._engine.dispose()

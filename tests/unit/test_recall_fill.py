@@ -1,0 +1,459 @@
+"""Issue 19 item 3 and issue 23 item 4 over real vector stores: per-pool
+recall grows until each pool's budget is full or the store has nothing
+more (LangChain ``InMemoryVectorStore``, LlamaIndex ``VectorStoreIndex``
+over its ``SimpleVectorStore``; sync and async), the report says which, the
+corrections always load, and every call embeds the query exactly once."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, List
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.documents import Document
+from langchain_core.embeddings import DeterministicFakeEmbedding, Embeddings
+from langchain_core.vectorstores import InMemoryVectorStore
+from llama_index.core import VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import TextNode
+from pydantic import PrivateAttr
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.checks import ArgumentError
+from poolsplit_adapters.langchain import PoolSplitRetriever as LangChainRetriever
+from poolsplit_adapters.langchain import capture_selections
+from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
+from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
+from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
+from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+from poolsplit_adapters.recall import FillingRecall, RecallPlan, budget_filled, grown_k
+from poolsplit_adapters.render import explain, recall_line, render_context
+
+NOW = datetime.datetime(2026, 11, 20, 9)
+FACTS = 60  # each exactly 10 tokens (one per word)
+FIXES = ["fix-0", "fix-1"]
+
+
+def words(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+def fact_text(n: int) -> str:
+    return "refund fact %02d says totals round half even per ledger" % n  # 10 words
+
+
+def entries() -> List[dict[str, Any]]:
+    made: List[dict[str, Any]] = [
+        {"id": "fix-%d" % n, "type": "correction", "scope": "always", "source": "user",
+         "content": "Always quote amounts in integer cents, rule %d." % n, "created": "2026-01-01T00:00:00Z"}
+        for n in range(2)
+    ]  # fmt: skip
+    made += [
+        {"id": "fact-%02d" % n, "type": "fact", "content": fact_text(n), "created": "2026-11-01T00:00:00Z"}
+        for n in range(FACTS)
+    ]
+    return made
+
+
+def plan(tokens: int) -> List[Pool]:
+    return [Pool("corrections", 0, 0, ("correction",)), Pool("facts", tokens, 100, ("fact",))]
+
+
+QUERY = "how do refund totals round"
+
+
+class CountingEmbeddings(Embeddings):
+    """The hash embedding as a LangChain ``Embeddings`` that counts query embeddings."""
+
+    def __init__(self) -> None:
+        self.inner = HashEmbedder()
+        self.queries = 0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def embed_documents(self, texts: List[str]) -> List[List[float]]:
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text: str) -> List[float]:
+        self.queries += 1
+        return self.inner.embed_query(text)
+
+    async def aembed_query(self, text: str) -> List[float]:
+        self.queries += 1
+        return self.inner.embed_query(text)
+
+
+class CountingEmbedding(BaseEmbedding):
+    """The hash embedding as a LlamaIndex ``BaseEmbedding`` that counts query embeddings."""
+
+    _inner: HashEmbedder = PrivateAttr(default_factory=HashEmbedder)
+    _queries: int = PrivateAttr(default=0)
+
+    @property
+    def model_id(self) -> str:
+        return self._inner.model_id
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        self._queries += 1
+        return self._inner.embed_query(query)
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> List[float]:
+        return self._inner.embed_documents([text])[0]
+
+
+def lc_store(embeddings: Embeddings, **extra: str) -> InMemoryVectorStore:
+    store = InMemoryVectorStore(embeddings)
+    docs = [
+        Document(
+            page_content=e["content"],
+            id=e["id"],
+            metadata={**{k: v for k, v in e.items() if k not in ("id", "content")}, **extra},
+        )
+        for e in entries()
+    ]
+    store.add_documents(docs)
+    return store
+
+
+def li_index(embed: BaseEmbedding) -> VectorStoreIndex:
+    nodes = []
+    for e in entries():
+        made = TextNode(text=e["content"], metadata={k: v for k, v in e.items() if k not in ("id", "content")})
+        made.id_ = e["id"]
+        nodes.append(made)
+    return VectorStoreIndex(nodes, embed_model=embed)
+
+
+def loaded(selection: Any) -> tuple[int, int, list[str]]:
+    """(facts loaded, their tokens, always-scope ids)."""
+    facts = [c for c in selection.chosen if not c.always]
+    return len(facts), sum(c.cost for c in facts), [c.entry["id"] for c in selection.chosen if c.always]
+
+
+# Budget -> (facts loaded, tokens, rounds, fetch_k reached, store ran out for).
+EXPECTED = {
+    300: (30, 300, 2, 40, []),  # 20 -> 40 candidates: the budget cut 10, it is full
+    # 20 loaded 200 tokens (and 20 of 100 entries): the budget looks to need 5 x 20 = 100, and a
+    # quarter more: 125 asked, 60 came back: all there is loaded.
+    1024: (60, 600, 2, 125, ["facts"]),
+}
+
+
+def check(selection: Any, tokens: int) -> None:
+    facts, used, rounds, reached, ran_out = EXPECTED[tokens]
+    assert loaded(selection) == (facts, used, FIXES)
+    assert selection.notes["recall"] == {
+        "fetch_k": {"facts": reached},
+        "rounds": rounds,
+        "store_ran_out": ran_out,
+        "capped": [],
+    }
+
+
+# -- LangChain ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tokens", sorted(EXPECTED))
+def test_langchain_recall_grows_until_the_budget_is_full_or_the_store_runs_out(tokens: int) -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(store, plan(tokens), token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        documents = retriever.invoke(QUERY)
+    check(mine[0], tokens)
+    assert [d.id for d in documents[:2]] == FIXES
+    assert embeddings.queries == 1  # every round searched by the one query vector
+
+
+@pytest.mark.parametrize("tokens", sorted(EXPECTED))
+async def test_langchain_recall_grows_async(tokens: int) -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(store, plan(tokens), token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        await retriever.ainvoke(QUERY)
+    check(mine[0], tokens)
+    assert embeddings.queries == 1
+
+
+def test_a_fixed_fetch_k_fills_part_of_the_budget_and_says_recall_was_capped() -> None:
+    store = lc_store(CountingEmbeddings())
+    fixed = LangChainRetriever.from_vectorstore(store, plan(1024), token_counter=words, now=NOW, max_fetch_k=20)
+    with capture_selections() as mine:
+        fixed.invoke(QUERY)
+    (selection,) = mine
+    assert loaded(selection) == (20, 200, FIXES)  # what a fixed top-20 used to fill, silently
+    assert selection.notes["recall"] == {
+        "fetch_k": {"facts": 20},
+        "rounds": 1,
+        "store_ran_out": [],
+        "capped": ["facts"],
+    }
+    assert recall_line(selection) == "[recall stopped at 20 candidates per search while budget was left: facts]"
+    assert render_context(selection).text.splitlines()[-1] == recall_line(selection)
+    assert "recall: stopped at max_fetch_k for facts (1 round)" in explain(selection).splitlines()
+
+
+def test_when_the_store_runs_out_the_report_says_so_and_renders_no_cut() -> None:
+    store = lc_store(CountingEmbeddings())
+    retriever = LangChainRetriever.from_vectorstore(store, plan(1024), token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        retriever.invoke(QUERY)
+    (selection,) = mine
+    assert "recall: the store ran out for facts (2 rounds)" in explain(selection).splitlines()
+    assert recall_line(selection) == ""  # all there is loaded: nothing to warn the model about
+    assert render_context(selection).text.splitlines()[-1] == "</memory>"  # markers only, no line after them
+
+
+def test_corrections_load_even_when_the_pool_has_no_room() -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(store, plan(0), token_counter=words, now=NOW)
+    with capture_selections() as mine:
+        assert [d.id for d in retriever.invoke(QUERY)] == FIXES
+    assert mine[0].notes["recall"] == {"fetch_k": {}, "rounds": 1, "store_ran_out": [], "capped": []}
+    assert embeddings.queries == 1
+
+
+def test_embeddings_scorer_over_the_store_embeds_the_query_once_per_call_while_growing() -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(
+        store, plan(1024), token_counter=words, now=NOW, embeddings=embeddings
+    )
+    for call, query in enumerate((QUERY, "ledger rounding", QUERY), start=1):
+        with capture_selections() as mine:
+            retriever.invoke(query)
+        assert mine[0].notes["recall"]["rounds"] == 2
+        assert loaded(mine[0])[0] == FACTS
+        assert embeddings.queries == call
+
+
+async def test_embeddings_scorer_over_the_store_embeds_once_per_async_call() -> None:
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings)
+    retriever = LangChainRetriever.from_vectorstore(
+        store, plan(300), token_counter=words, now=NOW, embeddings=embeddings
+    )
+    await retriever.ainvoke(QUERY)
+    await retriever.ainvoke("ledger rounding")
+    assert embeddings.queries == 2
+
+
+def test_the_vector_store_memory_fills_the_same_way() -> None:
+    embeddings = CountingEmbeddings()
+    memory = VectorStoreMemory(lc_store(embeddings), token_counter=words, now=NOW, embeddings=embeddings)
+    selection = memory.select(plan(1024), {"message": QUERY})
+    check(selection, 1024)
+    assert embeddings.queries == 1
+
+
+async def test_the_vector_store_memory_fills_the_same_way_async() -> None:
+    memory = VectorStoreMemory(lc_store(CountingEmbeddings()), token_counter=words, now=NOW)
+    check(await memory.aselect(plan(300), {"message": QUERY}), 300)
+
+
+def test_max_fetch_k_is_checked() -> None:
+    store = lc_store(CountingEmbeddings())
+    with pytest.raises(ArgumentError, match="max_fetch_k must be a positive int"):
+        LangChainRetriever.from_vectorstore(store, plan(10), max_fetch_k=0)
+
+
+# -- LlamaIndex -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tokens", sorted(EXPECTED))
+def test_llama_index_recall_grows_until_the_budget_is_full_or_the_index_runs_out(tokens: int) -> None:
+    embed = CountingEmbedding()
+    index = li_index(embed)
+    retriever = LlamaRetriever.from_vector_store_index(index, plan(tokens), token_counter=words, now=NOW)
+    nodes, selection = retriever.retrieve_with_selection(QUERY)
+    check(selection, tokens)
+    assert [n.node.node_id for n in nodes[:2]] == FIXES
+    assert embed._queries == 1
+
+
+@pytest.mark.parametrize("tokens", sorted(EXPECTED))
+async def test_llama_index_recall_grows_async(tokens: int) -> None:
+    embed = CountingEmbedding()
+    retriever = LlamaRetriever.from_vector_store_index(li_index(embed), plan(tokens), token_counter=words, now=NOW)
+    _, selection = await retriever.aretrieve_with_selection(QUERY)
+    check(selection, tokens)
+    assert embed._queries == 1
+
+
+def test_llama_index_embeddings_scorer_embeds_the_query_once_per_call() -> None:
+    embed = CountingEmbedding()
+    retriever = LlamaRetriever.from_vector_store_index(
+        li_index(embed), plan(1024), token_counter=words, now=NOW, embeddings=embed
+    )
+    _, selection = retriever.retrieve_with_selection(QUERY)
+    assert (loaded(selection)[0], selection.notes["recall"]["rounds"], embed._queries) == (FACTS, 2, 1)
+    retriever.retrieve("ledger rounding")
+    assert embed._queries == 2
+
+
+async def test_llama_index_embeddings_scorer_embeds_once_per_async_call() -> None:
+    embed = CountingEmbedding()
+    retriever = LlamaRetriever.from_vector_store_index(
+        li_index(embed), plan(300), token_counter=words, now=NOW, embeddings=embed
+    )
+    await retriever.aretrieve(QUERY)
+    await retriever.aretrieve("ledger rounding")
+    assert embed._queries == 2
+
+
+def test_the_vector_index_memory_fills_the_same_way() -> None:
+    embed = CountingEmbedding()
+    memory = VectorIndexMemory(li_index(embed), token_counter=words, now=NOW, embeddings=embed)
+    check(memory.select(plan(300), {"message": QUERY}), 300)
+    assert embed._queries == 1
+
+
+# -- the rule -------------------------------------------------------------------------
+
+
+def test_a_pool_is_filled_when_its_budget_cut_something_or_has_no_room() -> None:
+    from poolsplit_adapters import select
+
+    items = [{"id": "a", "type": "fact", "content": "one two three"}, {"id": "b", "type": "fact", "content": "x y"}]
+    assert budget_filled(select(items, [Pool("p", 4, 9)], token_counter=words), "p")  # b cut by the tokens
+    assert budget_filled(select(items, [Pool("p", 99, 2)], token_counter=words), "p")  # entry cap reached
+    assert not budget_filled(select(items, [Pool("p", 99, 9)], token_counter=words), "p")  # room left
+
+
+def test_the_next_k_is_at_least_double_or_what_the_budget_looks_to_need() -> None:
+    from poolsplit_adapters import select
+
+    items = [{"id": "e%d" % n, "type": "fact", "content": "w w"} for n in range(10)]  # 2 tokens each
+    # 10 candidates loaded 20 of 1,000 tokens: 50 x 10 = 500 look needed, 625 with the headroom.
+    assert grown_k(10, select(items, [Pool("p", 1000, 1000)], token_counter=words), "p") == 625
+    # The entry cap comes first: 30 entries of 10 loaded -> 3 x 10 = 30, 38 with the headroom.
+    assert grown_k(10, select(items, [Pool("p", 1000, 30)], token_counter=words), "p") == 38
+    # Close to full: at least double.
+    assert grown_k(10, select(items, [Pool("p", 22, 1000)], token_counter=words), "p") == 20
+    # Nothing loaded to extrapolate from (the threshold set everything aside): double.
+    below = select(items, [Pool("p", 1000, 1000, min_relevance=0.5)], {"message": "zzz"}, token_counter=words)
+    assert grown_k(10, below, "p") == 20
+
+
+def test_growth_doubles_only_full_searches_of_pools_with_room_and_stops_at_max_fetch_k() -> None:
+    from poolsplit_adapters import select
+
+    pools = [Pool("a", 1000, 100, ("x",)), Pool("b", 1000, 100, ("y",))]
+    recall: FillingRecall[dict[str, Any]] = FillingRecall(RecallPlan(pools, fetch_k=2, max_fetch_k=3))
+    assert [(s.label, s.k) for s in recall.asks()] == [("pool:a", 2), ("pool:b", 2), ("always", 1000)]
+    xs = [{"id": "x%d" % n, "type": "x", "content": "w"} for n in range(5)]
+    ys = [{"id": "y0", "type": "y", "content": "w"}]
+    candidates = recall.found([xs[:2], ys, []])
+    assert not recall.settle(select(candidates, pools, token_counter=words))
+    assert [(s.label, s.k) for s in recall.asks()] == [("pool:a", 3)]  # b came back short: the store ran out
+    candidates = recall.found([xs[:3]])
+    selection = select(candidates, pools, token_counter=words)
+    assert recall.settle(selection)
+    assert selection.notes["recall"] == {
+        "fetch_k": {"a": 3, "b": 2},
+        "rounds": 2,
+        "store_ran_out": ["b"],
+        "capped": ["a"],
+    }
+
+
+# -- the agent middleware over a vector store --------------------------------------------
+
+
+def test_the_middleware_over_a_vector_store_embeds_the_query_once_per_selection() -> None:
+    from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+
+    embeddings = CountingEmbeddings()
+    store = lc_store(embeddings, namespace="memories.u1")
+    middleware = PoolSplitMemoryMiddleware(
+        plan(300),
+        store=store,
+        namespace=lambda runtime: ("memories", runtime.context["user_id"]),
+        embeddings=embeddings,
+        token_counter=words,
+        now=NOW,
+        max_turns=3,
+    )
+    agent = create_agent(
+        ToolCallingFakeModel(),
+        tools=[lookup],
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+        context_schema=UserContext,
+    )
+    with capture_selections() as mine:
+        for i in range(3):
+            agent.invoke({"messages": [("user", "how do refund totals round %d calls=1" % i)]}, thread("t"),
+                         context={"user_id": "u1"})  # fmt: skip
+    assert mine and all(loaded(s)[:2] == (30, 300) and s.notes["recall"]["rounds"] == 2 for s in mine)
+    assert embeddings.queries == len({id(s) for s in mine})  # one query embedding per selection made
+
+
+# -- invariants ---------------------------------------------------------------------------
+
+
+stored = st.lists(
+    st.tuples(st.sampled_from(["fact", "skill", "correction"]), st.integers(1, 12), st.booleans()), max_size=40
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    stored,
+    st.integers(0, 120),
+    st.integers(0, 60),
+    st.integers(1, 12),
+    st.integers(1, 6),
+    st.integers(0, 30),
+)
+def test_recall_ends_with_every_pool_filled_or_reported_and_every_correction_loaded(
+    rows_, fact_tokens, skill_tokens, fact_entries, fetch_k, more
+):
+    docs = [
+        Document(
+            page_content=" ".join(["word%d" % n] * size),
+            id="d%02d" % n,
+            metadata={"type": kind, **({"scope": "always"} if kind == "correction" and always else {})},
+        )
+        for n, (kind, size, always) in enumerate(rows_)
+    ]
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    if docs:
+        store.add_documents(docs)
+    pools = [
+        Pool("corrections", 0, 0, ("correction",)),
+        Pool("facts", fact_tokens, fact_entries, ("fact",)),
+        Pool("skills", skill_tokens, 3, ("skill",)),
+    ]
+    retriever = LangChainRetriever.from_vectorstore(
+        store, pools, fetch_k=fetch_k, max_fetch_k=fetch_k + more, token_counter=words, now=NOW
+    )
+    with capture_selections() as mine:
+        retriever.invoke("word1 word2")
+    (selection,) = mine
+    corrections = {d.id for d in docs if d.metadata.get("scope") == "always"}
+    assert corrections <= {c.entry["id"] for c in selection.chosen if c.always}
+    report = selection.notes["recall"]
+    assert not set(report["store_ran_out"]) & set(report["capped"])
+    for pool in pools[1:]:
+        ran_out, capped = pool.name in report["store_ran_out"], pool.name in report["capped"]
+        assert budget_filled(selection, pool.name) != (ran_out or capped)
+        if ran_out:  # every document of the pool's types was a candidate: all there is was considered
+            held = {d.id for d in docs if d.metadata["type"] in (pool.types or ())}
+            seen = {c.entry["id"] for c in selection.chosen} | {d.entry["id"] for d in selection.dropped}
+            assert held <= seen
+        if capped:
+            assert report["fetch_k"][pool.name] == fetch_k + more

@@ -1,0 +1,170 @@
+"""Two writers of the same content race (check, then add): the loser's write
+is a ``duplicate``, counted, never an error out of ``agent.invoke``.
+
+The race is forced, not hoped for: both workers' store wait at a barrier
+right after the middleware's "is it stored?" read, so both see the content
+absent and both add. Two workers (two middlewares, each with its own
+connection to one SQLite file, as two server processes would have) run two
+threads of one user through real ``create_agent`` agents.
+"""
+
+from __future__ import annotations
+
+import datetime
+import threading
+from typing import Any, Dict, List, Optional, Sequence
+
+import pytest
+from agent_fakes import ToolCallingFakeModel, scripted_agent, thread
+from langchain_core.messages import ToolMessage
+
+from poolsplit_adapters import EntryError, Pool
+from poolsplit_adapters.langchain import SELECTION_EVENT, PoolSplitMemoryMiddleware
+from poolsplit_adapters.poolsplit import default_token_counter
+from poolsplit_adapters.stores import DuplicateEntry, InProcessStore, SQLiteMemoryStore
+
+NOW = datetime.datetime(2026, 7, 1, 8, 30)
+POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 300, 5, ("note", "episode"))]
+
+
+class RacingStore(SQLiteMemoryStore):
+    """The real SQLite store; while :attr:`barrier` is set, a read by ids
+    (the middleware's duplicate check) waits for the other worker's."""
+
+    barrier: Optional[threading.Barrier] = None
+
+    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        found = super().read(ids, namespace)
+        if ids is not None and self.barrier is not None:
+            self.barrier.wait(timeout=20)
+        return found
+
+
+def worker(path: Any, **options: Any) -> tuple[RacingStore, Any]:
+    store = RacingStore(path)
+    middleware = PoolSplitMemoryMiddleware(
+        POOLS, namespace=("memories", "ana"), store=store, token_counter=default_token_counter, now=NOW, **options
+    )
+    return store, scripted_agent(middleware, model=ToolCallingFakeModel())
+
+
+def turn(agent: Any, text: str, thread_id: str) -> Dict[str, Any]:
+    """One turn: the selection events, the remember tool's answers, the messages."""
+    events, last = [], None
+    for mode, chunk in agent.stream(
+        {"messages": [("user", text)]}, thread(thread_id), stream_mode=["custom", "values"]
+    ):
+        if mode == "custom":
+            events.append(chunk[SELECTION_EVENT])
+        else:
+            last = chunk
+    assert last is not None
+    answers = [str(m.text) for m in last["messages"] if isinstance(m, ToolMessage) and m.name == "remember"]
+    return {"events": events, "answers": answers, "messages": last["messages"]}
+
+
+def race(stores: Sequence[RacingStore], runs: Sequence[Any]) -> List[Dict[str, Any]]:
+    """Run ``runs`` in two threads at once, both duplicate checks done
+    before either write; what each returned (an exception fails the test)."""
+    barrier = threading.Barrier(len(runs))
+    for store in stores:
+        store.barrier = barrier
+    results: List[Any] = [None] * len(runs)
+
+    def run(n: int) -> None:
+        try:
+            results[n] = runs[n]()
+        except BaseException as err:  # reported below, with its type
+            results[n] = err
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(runs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    for store in stores:
+        store.barrier = None
+    for got in results:
+        assert not isinstance(got, BaseException), "escaped agent.invoke: %s: %s" % (type(got).__name__, got)
+    return results
+
+
+def test_two_threads_demoting_the_same_turn_write_it_once_and_count_a_duplicate(tmp_path):
+    path = tmp_path / "memory.db"
+    (a_store, a), (b_store, b) = worker(path, max_turns=1), worker(path, max_turns=1)
+    answers = set()
+    for agent, thread_id in ((a, "t-a"), (b, "t-b")):
+        done = turn(agent, "The staging deploy runs on Fridays.", thread_id)  # nothing to demote yet
+        answers |= {m.text for m in done["messages"] if m.type == "ai"}
+    [answer] = answers  # both threads said the same: the same content to demote
+    first, second = race(
+        [a_store, b_store],
+        [lambda: turn(a, "And production?", "t-a"), lambda: turn(b, "And production?", "t-b")],
+    )
+    writes = sorted([first["events"][0]["writes"], second["events"][0]["writes"]], key=str)
+    assert writes == [{"written": 0, "refused": {"duplicate": 1}}, {"written": 1, "refused": {}}]
+    [episode] = [e for e in a_store.entries() if e["type"] == "episode"]
+    assert episode["content"].startswith("user: The staging deploy runs on Fridays.")
+    for got in (first, second):  # the demoted answer left both working sets: it is stored (recallable)
+        assert episode["content"] == "user: The staging deploy runs on Fridays.\nassistant: " + answer
+        assert answer not in [m.text for m in got["messages"]]
+
+
+def test_two_threads_remembering_the_same_note_save_it_once_and_count_a_duplicate(tmp_path):
+    path = tmp_path / "memory.db"
+    (a_store, a), (b_store, b) = worker(path), worker(path)
+    first, second = race(
+        [a_store, b_store],
+        [
+            lambda: turn(a, "remember=Refunds go through billing", "t-a"),
+            lambda: turn(b, "remember=refunds go through  billing", "t-b"),
+        ],
+    )
+    [note] = [e for e in a_store.entries() if e["type"] == "note"]
+    answers = sorted([*first["answers"], *second["answers"]])
+    assert answers == [
+        "Not saved (duplicate): this note is already saved as %s." % note["id"],
+        "Saved as %s." % note["id"],
+    ]
+    writes = sorted([first["events"][-1]["writes"], second["events"][-1]["writes"]], key=str)
+    assert writes == [{"written": 0, "refused": {"duplicate": 1}}, {"written": 1, "refused": {}}]
+
+
+async def test_the_async_path_counts_a_raced_duplicate_too(tmp_path):
+    from poolsplit_adapters.langchain.backends import backend_for
+    from poolsplit_adapters.settings import AgentMemorySettings
+
+    store = SQLiteMemoryStore(tmp_path / "memory.db")
+    other = SQLiteMemoryStore(tmp_path / "memory.db")
+    other.add([{"id": "n-1", "content": "Refunds go through billing.", "type": "note"}])
+    sink = backend_for(store, AgentMemorySettings.held_by("test", pools=list(POOLS), now=NOW))
+    entries = [{"id": "n-0", "content": "a", "type": "note"}, {"id": "n-1", "content": "b", "type": "note"}]
+    assert await sink.awrite((("memories", "ana"),), entries) == {"n-1"}
+    assert {e["id"]: e["content"] for e in store.entries()} == {"n-1": "Refunds go through billing.", "n-0": "a"}
+
+
+@pytest.mark.parametrize("make", [lambda p: SQLiteMemoryStore(p / "m.db"), lambda p: InProcessStore()])
+def test_add_of_a_stored_id_is_a_typed_duplicate_naming_every_such_id_and_writes_nothing(tmp_path, make):
+    store = make(tmp_path)
+    store.add([{"id": "a", "content": "x"}, {"id": "b", "content": "y"}])
+    version = store.version
+    with pytest.raises(DuplicateEntry) as caught:
+        store.add([{"id": "c", "content": "z"}, {"id": "b", "content": "y"}, {"id": "a", "content": "q"}])
+    err = caught.value
+    assert isinstance(err, EntryError) and (err.ids, err.index, err.entry_id, err.field) == (("b", "a"), 1, "b", "id")
+    assert str(err) == (
+        "entry 'b' (index 1): field 'id' is already in the store (use supersede to replace it); so are 'a'"
+    )
+    assert sorted(e["id"] for e in store.entries()) == ["a", "b"] and store.version == version
+
+
+def test_a_sqlite_insert_of_an_id_another_connection_stored_is_refused_by_the_primary_key(tmp_path):
+    """Two connections to one file: the second's add is checked by the
+    INSERT itself (no read of the new ids first), so no writer can slip in
+    between a check and the write."""
+    one, two = SQLiteMemoryStore(tmp_path / "m.db"), SQLiteMemoryStore(tmp_path / "m.db")
+    one.add([{"id": "a", "content": "first"}])
+    with pytest.raises(DuplicateEntry) as caught:
+        two.add([{"id": "a", "content": "second"}])
+    assert caught.value.ids == ("a",)
+    assert [e["content"] for e in two.entries()] == ["first"] and two.version == one.version == 1
