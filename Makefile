@@ -72,7 +72,8 @@ demo: $(DEMO_STAMP)
 
 # Every benchmark, one command: core/index at 10k-1M, adapter construction
 # against the bare index, the SQLite store, the embedding scorer, progressive
-# loading, pools vs one budget, and pgvector
+# loading, pools vs one budget, pgvector, the agent middleware per turn, and
+# each adapter's call against the bare index
 # (an embedded Postgres on a unix socket; skipped with a line if it cannot start).
 bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/run.py
@@ -82,6 +83,8 @@ bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/progressive.py
 	$(BIN)/python benchmarks/starvation.py
 	$(BIN)/python benchmarks/stores_pg.py
+	$(BIN)/python benchmarks/middleware_turn.py
+	$(BIN)/python benchmarks/adapter_calls.py
 
 # Labelled quality evaluation (benchmarks/eval): the deterministic hash
 # embedding by default (what CI runs); EMBEDDING=minilm for the real model,

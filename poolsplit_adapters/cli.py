@@ -9,7 +9,7 @@ a text or random file under such a name is "not a SQLite database", never
 read as JSON Lines. A read-only file (or folder) is opened read-only:
 ``select``, ``export`` and ``search`` work, writes say the file is read-only.
 
-    poolsplit select  QUERY --store S --pools P.toml [--since/--until ISO] [--namespace N] [--json]
+    poolsplit select  QUERY --store S --pools P.toml [--since/--until ISO] [--namespace N] [--json [--all-dropped]]
     poolsplit add     --store memory.db (--content TEXT [--type ...] | --json OBJECT)
     poolsplit forget  (ID | --namespace NS) --store memory.db
     poolsplit sweep   --store memory.db [--now ISO]      (delete expired entries)
@@ -39,7 +39,7 @@ import warnings
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
 from .poolsplit import Selection, Visibility, select
-from .render import explain, render_context, selection_dict
+from .render import DROPPED_SAMPLE, explain, render_context, selection_dict
 from .stores.base import WriteReport
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
 from .stores.search import search_all_namespaces
@@ -143,9 +143,12 @@ def _say_empty(name: str, what: str) -> None:
 # -- select -----------------------------------------------------------------------
 
 
-def _selection_json(selection: Selection) -> Dict[str, Any]:
-    """The selection's one JSON form, plus the rendered context."""
-    return dict(selection_dict(selection), context=render_context(selection).text)
+def _selection_json(selection: Selection, all_dropped: bool = False) -> Dict[str, Any]:
+    """The selection's one JSON form (every left-out row with
+    ``all_dropped``, else the first few per pool and reason), plus the
+    rendered context."""
+    body = selection_dict(selection, dropped=None if all_dropped else DROPPED_SAMPLE)
+    return dict(body, context=render_context(selection).text)
 
 
 def _visibility(args: argparse.Namespace) -> Optional[Visibility]:
@@ -182,7 +185,7 @@ def cmd_select(args: argparse.Namespace) -> int:
     if empty:
         _say_empty(args.store, "nothing to select")
     if args.json:
-        print(json.dumps(_selection_json(selection), indent=2))
+        print(json.dumps(_selection_json(selection, args.all_dropped), indent=2))
     elif not empty:
         print(explain(selection, limit=args.limit))
         print("\n--- rendered context ---")
@@ -376,6 +379,12 @@ def build_parser() -> argparse.ArgumentParser:
     sel.add_argument("--since", help="only entries created at or after this ISO-8601 time")
     sel.add_argument("--until", help="only entries created at or before this ISO-8601 time")
     sel.add_argument("--json", action="store_true", help="machine-readable output")
+    sel.add_argument(
+        "--all-dropped",
+        action="store_true",
+        help="with --json, list every entry that did not load (default: the first %d per pool and reason, "
+        "and the counts of all)" % DROPPED_SAMPLE,
+    )
     sel.add_argument("--limit", type=_non_negative, default=20, help="dropped rows shown per reason (default 20)")
     sel.set_defaults(func=cmd_select)
 

@@ -859,6 +859,7 @@ class _ColumnSource:
         self.claimed = np.zeros(size, dtype=bool)
         self._logical: Optional[Any] = None
         self._relevance: Optional[Any] = None
+        self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
         self._lexical: Optional[Any] = None
         # A product past the float range is inf, silently, as on the
         # stateless path (Python floats do not warn).
@@ -1052,13 +1053,35 @@ class _ColumnSource:
         return ((p, _WHY[c]) for p, c in zip(alive.tolist(), codes.tolist()))
 
     def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
-        """Twin of the core's ``_left_out`` rule, counted with arrays: the
-        last pool that considered a candidate it did not load names the
-        reason (token budget when it costs more than the pool's final room,
-        else the entry cap), with no row per entry."""
+        """Twin of the core's ``_left_out`` rule, counted with arrays (see
+        :meth:`_left_keys`), with no row per entry."""
+        key, keys = self._left_keys(filled, lost)
+        shifted = key + 1  # bin 0: what loaded
+        found = np.bincount(shifted, minlength=len(keys) + 1)[1:]
+        tokens = np.bincount(shifted, weights=self.col["cost"], minlength=len(keys) + 1)[1:]
+        return {k: (int(found[n]), int(tokens[n]) if k[0] is not None else 0) for n, k in enumerate(keys) if found[n]}
+
+    def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:
+        """The first ``per_key`` positions of each (pool, reason) left out,
+        in input order: the core's sample, from the same keys as the counts."""
+        key, keys = self._left_keys(filled, lost)
+        present = np.flatnonzero(np.bincount(key + 1, minlength=len(keys) + 1)[1:])
+        found = [(int(p), keys[n][1], keys[n][0]) for n in present.tolist() for p in np.flatnonzero(key == n)[:per_key]]
+        return sorted(found, key=lambda left: left[0])
+
+    def _left_keys(self, filled: list[Any], lost: set[int]) -> tuple[Any, list[tuple[Optional[str], Reason]]]:
+        """Twin of the core's ``_left_out`` rule, with arrays: per position,
+        the number of its (pool or None, reason) in the returned list, -1 for
+        what loaded (or was removed). The last pool that considered a
+        candidate it did not load names the reason (token budget when it
+        costs more than the pool's final room, else the entry cap). Computed
+        once per selection (the counts and the sample share it)."""
+        cached = self._left
+        if cached is not None and cached[0] is filled:
+            return cached[1], cached[2]
         size, cost = self.size, self.col["cost"]
-        last = np.full(size, -1, dtype=np.int64)  # the pool that last considered the position
-        code = np.zeros(size, dtype=np.int64)  # its reason there, by _POOL_REASONS
+        last = np.full(size, -1, dtype=np.int32)  # the pool that last considered the position
+        code = np.zeros(size, dtype=np.int32)  # its reason there, by _POOL_REASONS
         chosen = np.zeros(size, dtype=bool)
         for k, (pool, always, contextual, below, picks) in enumerate(filled):
             picked = np.fromiter((p[0] for p in picks), dtype=np.int64, count=len(picks))
@@ -1067,32 +1090,30 @@ class _ColumnSource:
             if below is not None and len(below):
                 last[below], code[below] = k, 0
             left = np.asarray(contextual, dtype=np.int64)
-            left = left[~np.isin(left, picked)]
+            left = left[~chosen[left]]  # what earlier pools took is not among this pool's members
             room = pool.max_tokens - sum(p[2] for p in picks)
             last[left], code[left] = k, np.where(cost[left] > room, 1, 2)
-        counts: dict[tuple[Optional[str], Reason], tuple[int, int]] = {}
-
-        def add(key: tuple[Optional[str], Reason], mask: Any, tokens: int = 0) -> None:
-            found = int(np.count_nonzero(mask))
-            if found:
-                counts[key] = (found, tokens)
-
+        # Keys: inactive, the visibility reasons by their code in ``why``,
+        # each pool's three reasons, then the unpooled always-scope and others.
+        keys: list[tuple[Optional[str], Reason]] = [(None, Reason.INACTIVE)]
+        keys += [(None, reason) for reason in _WHY[1:-1]]  # type: ignore[misc]
+        keys += [(f[0].name, reason) for f in filled for reason in _POOL_REASONS]
+        keys += [(None, Reason.ALWAYS_NO_POOL), (None, Reason.NO_POOL)]
         alive, active = self.col["alive"], self.col["active"]
-        add((None, Reason.INACTIVE), alive & ~active)
-        for number, reason in enumerate(_WHY[1:-1], start=1):
-            assert reason is not None
-            add((None, reason), alive & active & (self.why == number))
+        key = np.full(size, -1, dtype=np.int32)
+        key[alive & ~active] = 0
+        hidden = alive & active & (self.why > 0) & (self.why < len(_WHY) - 1)
+        key[hidden] = self.why[hidden]
         left_out = self.visible & ~chosen
-        for k, (pool, *_rest) in enumerate(filled):
-            for number, reason in enumerate(_POOL_REASONS):
-                mask = left_out & (last == k) & (code == number)
-                add((pool.name, reason), mask, int(cost[mask].sum()))
+        pooled = left_out & (last >= 0)
+        key[pooled] = len(_WHY) - 1 + last[pooled] * len(_POOL_REASONS) + code[pooled]
         unpooled = left_out & (last < 0)
         always = np.zeros(size, dtype=bool)
         always[list(lost)] = True
-        add((None, Reason.ALWAYS_NO_POOL), unpooled & always)
-        add((None, Reason.NO_POOL), unpooled & ~always)
-        return counts
+        key[unpooled & always] = len(keys) - 2
+        key[unpooled & ~always] = len(keys) - 1
+        self._left = (filled, key, keys)
+        return key, keys
 
 
 #: The reasons a pool gives a candidate it did not load, by code in ``tally``.

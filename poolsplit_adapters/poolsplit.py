@@ -398,7 +398,8 @@ class Selection:
     (:func:`retrieve_pools`' answer), ``chosen`` in render order (always-scope entries of all pools, then each
     pool's in rank order), ``dropped`` in input order, ``counts`` (the same per pool and reason without a row per
     entry: what an omission line needs), ``stats`` (:class:`PoolStats` by pool), ``notes``. ``dropped`` and
-    ``counts`` are built when first read: an unread report costs nothing.
+    ``counts`` are built when first read: an unread report costs nothing; :meth:`dropped_sample` builds only the
+    rows it returns.
 
     Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``.
     """
@@ -411,9 +412,10 @@ class Selection:
         stats: dict[str, PoolStats],
         notes: Optional[dict[str, Any]] = None,
         counts: Optional[Callable[[], Counts]] = None,
+        sample: Optional[Callable[[int], list[Dropped]]] = None,
     ) -> None:
         self.pools, self.chosen, self.stats, self.notes = pools, chosen, stats, dict(notes or {})
-        self._rows, self._counted = dropped, counts
+        self._rows, self._counted, self._sample = dropped, counts, sample
 
     @functools.cached_property
     def dropped(self) -> list[Dropped]:
@@ -426,6 +428,14 @@ class Selection:
         if self._counted is not None:
             return self._counted()
         return _tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
+
+    def dropped_sample(self, per_key: int) -> list[Dropped]:
+        """The first ``per_key`` rows of each ``counts`` key (pool and reason), in input order: a report bounded
+        by the number of pools and reasons, not by the store (from the rows when they are built or given)."""
+        if "dropped" not in self.__dict__ and self._sample is not None:  # rows not built: build only the sample's
+            return self._sample(per_key)
+        rows = self.dropped
+        return [rows[i] for i in _first_per_key(((d.pool, d.reason) for d in rows), per_key)]
 
     def __repr__(self) -> str:
         counts = {name: len(got) for name, got in self.pools.items()}
@@ -441,6 +451,17 @@ class Selection:
         for item in self.dropped:
             grouped.setdefault(item.reason, []).append(item)
         return grouped
+
+
+def _first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
+    """Positions (in ``keys``' order) of the first ``per_key`` occurrences of each key."""
+    seen: dict[Any, int] = {}
+    kept = []
+    for position, key in enumerate(keys):
+        if seen.get(key, 0) < per_key:
+            seen[key] = seen.get(key, 0) + 1
+            kept.append(position)
+    return kept
 
 
 def _tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
@@ -606,7 +627,9 @@ class Candidates(Protocol):
     contextual group) of the pool's types, admitted and unclaimed; ``ranked``: ``(position, score, cost)`` in the
     total order, possibly without what costs more than ``left()``, the room the pool has left; ``verdicts``: every
     position in input order, with why it was not admitted (None: it was); ``index``: its index in the caller's
-    order; ``tally``: the report's counts, or None to have them counted from ``verdicts``."""
+    order; ``tally``: the report's counts, or None to have them counted from ``verdicts``; ``sample``:
+    ``(position, reason, pool or None)`` of the first ``per_key`` left out per pool and reason, in input order,
+    or None to take them from ``verdicts``."""
 
     def members(self, pool: Pool) -> tuple[list[int], Any]: ...
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]: ...
@@ -618,6 +641,7 @@ class Candidates(Protocol):
     def score(self, position: int) -> float: ...
     def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
     def tally(self, filled: list[_Filled], lost: set[int]) -> Optional[Counts]: ...
+    def sample(self, filled: list[_Filled], lost: set[int], per_key: int) -> Optional[list[_Left]]: ...
 
 
 class ListCandidates:
@@ -721,9 +745,13 @@ class ListCandidates:
     def tally(self, filled: list[_Filled], lost: set[int]) -> None:
         return None  # counted by the rule itself
 
+    def sample(self, filled: list[_Filled], lost: set[int], per_key: int) -> None:
+        return None  # taken from the rule itself
+
 
 _Pick = tuple[int, float, int, str]  # position, score, cost, layer ("full" unless a layering says otherwise)
 _Filled = tuple[Pool, list[int], Any, Any, list[_Pick]]  # pool, always, contextual, below, picks
+_Left = tuple[int, Reason, Optional[str]]  # position, reason, pool (None: no pool considered it)
 
 
 class Layering(Protocol):
@@ -792,15 +820,24 @@ def fill_pools(
         seen, used = len(always) + len(contextual) + (len(below) if below is not None else 0), sum(p[2] for p in picks)
         stats[name] = PoolStats(name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(paid), seen)
 
+    def row(i: int, why: Reason, p: Optional[str]) -> Dropped:
+        return Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ()))
+
     def rows() -> list[Dropped]:
-        left = _left_out(candidates, filled, lost_set)
-        return [Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ())) for i, why, p in left]
+        return [row(*left) for left in _left_out(candidates, filled, lost_set)]
 
     def counts() -> Counts:
         counted, left = candidates.tally(filled, lost_set), _left_out(candidates, filled, lost_set)
         return counted if counted is not None else _tally((p, why, cost(i) if p else 0) for i, why, p in left)
 
-    return Selection(result, always_rows + picked_rows, rows, stats, notes, counts)
+    def sample(per_key: int) -> list[Dropped]:
+        found = candidates.sample(filled, lost_set, per_key)
+        if found is None:
+            left = list(_left_out(candidates, filled, lost_set))
+            found = [left[n] for n in _first_per_key(((p, why) for _, why, p in left), per_key)]
+        return [row(*left) for left in found]
+
+    return Selection(result, always_rows + picked_rows, rows, stats, notes, counts, sample)
 
 
 def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
@@ -822,7 +859,7 @@ def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
     return picks
 
 
-def _left_out(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> Iterator[tuple[int, Reason, Any]]:
+def _left_out(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> Iterator[_Left]:
     """4. ``(position, reason, pool or None)`` of each entry that did not load, in input order. A candidate left
     out costs more than the room its pool had left at the end (the token budget: it could never have fitted),
     else the entry cap cut it: decided from the final room, not from how far the fill scanned. The last pool

@@ -353,12 +353,20 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     outside = outside_namespace_line(always_outside_namespace(selection))
     if outside:
         lines.append(outside)
-    grouped = selection.dropped_by_reason()
+    # Per reason: its count from the counts, its first rows from the sample
+    # (the first ``limit`` of a reason are among the first ``limit`` of each
+    # of its pools), in the order the reasons first occur in the input.
+    grouped: Dict[Reason, List[Any]] = {}
+    for d in selection.dropped if limit is None else selection.dropped_sample(max(limit, 1)):
+        grouped.setdefault(d.reason, []).append(d)
+    total: Dict[Reason, int] = {}
+    for (_, reason), (count, _) in selection.counts.items():
+        total[reason] = total.get(reason, 0) + count
     if grouped:
         lines.append("")
         lines.append("not loaded:")
     for reason, items in grouped.items():
-        lines.append("  %s (%d)" % (reason, len(items)))
+        lines.append("  %s (%d)" % (reason, total[reason]))
         shown: Sequence[Any] = items if limit is None else items[:limit]
         for d in shown:
             lines.append(
@@ -371,8 +379,8 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
                     "-" if d.cost is None else d.cost,
                 )
             )
-        if limit is not None and len(items) > limit:
-            lines.append("    ... %d more" % (len(items) - limit))
+        if limit is not None and total[reason] > limit:
+            lines.append("    ... %d more" % (total[reason] - limit))
     return "\n".join(lines)
 
 
@@ -380,10 +388,68 @@ def _cap(value: float) -> str:
     return "%g" % value
 
 
-def selection_dict(selection: Selection) -> Dict[str, Any]:
+#: How many left-out entries the JSON form lists per pool and reason unless
+#: asked for all: bounded by the pools and reasons, never by the store's size.
+DROPPED_SAMPLE = 5
+
+
+def dropped_rows(selection: Selection, per_key: Optional[int] = DROPPED_SAMPLE) -> List[Dict[str, Any]]:
+    """The left-out entries in the JSON form's shape (id, type, index,
+    reason, pool, score, tokens), in input order: the first ``per_key`` of
+    each pool and reason (``selection.dropped_sample``, only those rows
+    built), or every one for ``per_key=None``."""
+    rows = selection.dropped if per_key is None else selection.dropped_sample(per_key)
+    return [
+        {
+            "id": d.entry.get("id"),
+            "type": d.entry.get("type", "note"),
+            "index": d.index,
+            "reason": d.reason.value,
+            "pool": d.pool,
+            "score": d.score,
+            "tokens": d.cost,
+        }
+        for d in rows
+    ]
+
+
+def dropped_counts(selection: Selection) -> List[Dict[str, Any]]:
+    """``selection.counts`` as JSON rows (pool, reason, entries, tokens), by
+    reason in :class:`~poolsplit_adapters.poolsplit.Reason` order, then pool
+    order (no pool first): the same order on every path."""
+    reasons, pools = list(Reason), list(selection.stats)
+
+    def order(key: Tuple[Optional[str], Reason]) -> Tuple[int, int]:
+        pool, reason = key
+        return reasons.index(reason), -1 if pool is None or pool not in pools else pools.index(pool)
+
+    return [
+        {"pool": pool, "reason": reason.value, "entries": count, "tokens": tokens}
+        for (pool, reason), (count, tokens) in sorted(selection.counts.items(), key=lambda item: order(item[0]))
+    ]
+
+
+def selection_dict(selection: Selection, *, dropped: Optional[int] = DROPPED_SAMPLE) -> Dict[str, Any]:
     """The one JSON form of a selection (the CLI's ``--json`` and both
-    frameworks' selection events): chosen and dropped entries by id, type,
-    index, pool, score and tokens, each pool's stats, and the notes."""
+    frameworks' selection events): chosen entries by id, type, index, pool,
+    score and tokens; what did not load as counts per pool and reason
+    (``dropped_counts``, ``dropped_total``) and as rows (``dropped``: the
+    first ``dropped`` of each pool and reason, :data:`DROPPED_SAMPLE` by
+    default, or all for ``dropped=None``; ``dropped_complete`` says whether
+    the rows list every one); each pool's stats, and the notes.
+
+    Its size follows what loaded, not the store: a report of a million
+    entries that did not load lists a few rows and the counts of all.
+
+    Example::
+
+        data = selection_dict(selection)
+        data["dropped_total"], len(data["dropped"])        # e.g. (99980, 12)
+        every = selection_dict(selection, dropped=None)["dropped"]
+    """
+    counts = dropped_counts(selection)
+    rows = dropped_rows(selection, dropped)
+    total = sum(row["entries"] for row in counts)
     return {
         "chosen": [
             {
@@ -398,18 +464,10 @@ def selection_dict(selection: Selection) -> Dict[str, Any]:
             }
             for c in selection.chosen
         ],
-        "dropped": [
-            {
-                "id": d.entry.get("id"),
-                "type": d.entry.get("type", "note"),
-                "index": d.index,
-                "reason": d.reason.value,
-                "pool": d.pool,
-                "score": d.score,
-                "tokens": d.cost,
-            }
-            for d in selection.dropped
-        ],
+        "dropped": rows,
+        "dropped_counts": counts,
+        "dropped_total": total,
+        "dropped_complete": len(rows) == total,
         "stats": {
             name: {
                 "max_tokens": s.max_tokens,

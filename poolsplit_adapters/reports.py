@@ -8,7 +8,13 @@ tasks) each see only their own, however deep in a chain the adapter runs.
 
 The frameworks' own per-call channels carry the same report as JSON
 (:func:`event_payload`): the LangChain callback event ``poolsplit_selection``
-and the LlamaIndex ``PoolSplitSelectionEvent``.
+and the LlamaIndex ``PoolSplitSelectionEvent``. An event is sent on every
+call whether or not anyone listens, so its size follows what loaded, not
+the store: the chosen entries, the counts of what did not load per pool and
+reason, and the first :data:`~poolsplit_adapters.render.DROPPED_SAMPLE` rows
+of each; the full list is built only when asked
+(:meth:`EventPayload.all_dropped`, or ``selection.dropped`` of a captured
+selection).
 
 A scorer that falls back (an embedding scorer whose embedder failed ranks
 lexically) warns once; :func:`select_noted` and :func:`note_fallback` put
@@ -27,7 +33,7 @@ from typing import Any, Optional
 
 from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
 from .relevance.scorer import RelevanceScorer
-from .render import always_outside_namespace, selection_dict
+from .render import always_outside_namespace, dropped_rows, selection_dict
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
     "poolsplit_capture_sinks", default=()
@@ -69,17 +75,56 @@ def record(selection: Selection) -> Selection:
     return selection
 
 
-def event_payload(selection: Selection) -> dict[str, Any]:
+class EventPayload(dict[str, Any]):
+    """The body of a selection event: a plain JSON dict
+    (:func:`~poolsplit_adapters.render.selection_dict`, with its bounded
+    sample of what did not load) that can also list every left-out entry
+    on request, built then and not before.
+
+    Copied, pickled or serialised, it is the plain dict (the selection it
+    reads from stays in this process).
+
+    Example::
+
+        def on_custom_event(self, name, data, **kwargs):
+            if name == "poolsplit_selection":
+                data["dropped_total"], data["dropped_counts"]   # always there
+                every = data.all_dropped()                      # rows, built now
+    """
+
+    __slots__ = ("_selection",)
+
+    def __init__(self, selection: Selection) -> None:
+        super().__init__(selection_dict(selection))
+        # The always-scope entries the namespace kept out, counted
+        # (:func:`~poolsplit_adapters.render.always_outside_namespace`), so a
+        # correction stored under the wrong namespace shows at the top of the
+        # event, not only as one ``namespace`` reason among the dropped rows.
+        self["always_outside_namespace"] = always_outside_namespace(selection)
+        self._selection = selection
+
+    def all_dropped(self) -> list[dict[str, Any]]:
+        """Every left-out entry as a row of the JSON form, in input order."""
+        return dropped_rows(self._selection, None)
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        import copy
+
+        return copy.deepcopy(dict(self), memo)
+
+    def __reduce__(self) -> Any:
+        return (dict, (dict(self),))
+
+
+def event_payload(selection: Selection) -> EventPayload:
     """The JSON form of ``selection`` that both frameworks' selection events
     carry: :func:`~poolsplit_adapters.render.selection_dict`, the one JSON
-    form, plus ``always_outside_namespace``: the always-scope entries the
-    namespace kept out, counted
-    (:func:`~poolsplit_adapters.render.always_outside_namespace`), so a
-    correction stored under the wrong namespace shows at the top of the
-    event, not only as one ``namespace`` reason among the dropped rows."""
-    payload = selection_dict(selection)
-    payload["always_outside_namespace"] = always_outside_namespace(selection)
-    return payload
+    form plus ``always_outside_namespace``, as an :class:`EventPayload`
+    (every left-out row on request)."""
+    return EventPayload(selection)
 
 
 def note_fallback(selection: Selection, prepared: Any) -> Selection:

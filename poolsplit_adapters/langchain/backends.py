@@ -38,7 +38,8 @@ from ..recall import VisibleEntries
 from ..settings import AgentMemorySettings
 from ..stores.base import MemoryStore, StoreVerbs
 from ..stores.memory import InProcessStore
-from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
+from .prepared import PreparedRecall, prepares, watermark
+from .store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
 from .vector_memory import VectorStoreMemory
 
 __all__ = ["AsyncMemoryStore", "Backend", "Plan", "Puts", "Snapshot", "backend_for"]
@@ -83,10 +84,13 @@ class Snapshot:
     Attributes:
         version: equal versions mean the store did not change (for this read).
         recall: the candidates, when the source had to read them to know.
+        prepared: the kept index of the candidates (a LangGraph store's
+            recall that no vector index ranks), brought up to date.
     """
 
     version: Hashable
     recall: Optional[Recall] = None
+    prepared: Optional[PreparedRecall] = None
 
 
 class Backend(ABC):
@@ -136,16 +140,43 @@ class Backend(ABC):
         return self.write(chain, entries)
 
 
+#: How many namespace chains (per set of pool types) keep a prepared index
+#: between turns; the least recently used is dropped (and rebuilt when its
+#: user comes back), so memory follows the active users, not the store.
+PREPARED_CHAINS = 32
+
+
 class _BaseStoreBackend(Backend):
-    """A LangGraph store: read every call (it has no change counter), select
-    only when what was read changed."""
+    """A LangGraph store: each turn a watermark read, and the selection over
+    a kept index of the namespace (:class:`PreparedRecall`), updated with
+    the items that changed; a recall ranked by the store's vector index is
+    read every call."""
 
     def __init__(self, store: BaseStore, settings: AgentMemorySettings, cache: int = 1024) -> None:
         super().__init__(settings)
         self.store = store
         self._memories: OrderedDict[Tuple[Namespace, ...], BaseStoreMemory] = OrderedDict()
+        self._prepared: OrderedDict[Tuple[Any, ...], PreparedRecall] = OrderedDict()
         self._cache = cache
         self._lock = threading.Lock()
+
+    def prepared(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Optional[PreparedRecall]:
+        """The chain's kept index for the plan's types, or None when the
+        recall is ranked by the store's vector index for this query."""
+        memory = self.memory(chain)
+        if not prepares(memory, _query(context)):
+            return None
+        key = (tuple(chain), PreparedRecall.signature(plan.pools))
+        with self._lock:
+            found = self._prepared.get(key)
+            if found is None or found.memory is not memory:
+                found = PreparedRecall(memory, plan.pools, self.settings.scorer)
+                self._prepared[key] = found
+                if len(self._prepared) > PREPARED_CHAINS:
+                    self._prepared.popitem(last=False)
+            else:
+                self._prepared.move_to_end(key)
+            return found
 
     def memory(self, chain: Sequence[Namespace]) -> BaseStoreMemory:
         key = tuple(chain)
@@ -168,16 +199,26 @@ class _BaseStoreBackend(Backend):
             return found
 
     def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
+        prepared = self.prepared(chain, context, plan)
+        if prepared is not None:
+            prepared.refresh()
+            return Snapshot(prepared.version, prepared=prepared)
         recall = self.memory(chain).recall(plan.pools, context)
         return Snapshot(recall.fingerprint, recall)
 
     async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
+        prepared = self.prepared(chain, context, plan)
+        if prepared is not None:
+            await prepared.arefresh()
+            return Snapshot(prepared.version, prepared=prepared)
         recall = await self.memory(chain).arecall(plan.pools, context)
         return Snapshot(recall.fingerprint, recall)
 
     def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
-        assert snap.recall is not None
         s = self.settings
+        if snap.prepared is not None:
+            return snap.prepared.select(plan.pools, context, now=s.now, scorer=s.scorer, layering=plan.layering)
+        assert snap.recall is not None
         return self.memory(chain).select_from(
             snap.recall, plan.pools, context, now=s.now, scorer=s.scorer, layering=plan.layering
         )
@@ -195,10 +236,25 @@ class _BaseStoreBackend(Backend):
         return await self.memory(chain).aexisting(ids)
 
     def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
-        return self.memory(chain).write(entries).kept
+        before = watermark(self.store, chain)
+        report = self.memory(chain).write(entries)
+        self._wrote(chain, list(dict.fromkeys(report.ids)), before)
+        return report.kept
 
     async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
-        return (await self.memory(chain).awrite(entries)).kept
+        before = watermark(self.store, chain)
+        report = await self.memory(chain).awrite(entries)
+        self._wrote(chain, list(dict.fromkeys(report.ids)), before)
+        return report.kept
+
+    def _wrote(self, chain: Sequence[Namespace], keys: Sequence[str], before: Any) -> None:
+        """Tell the chain's prepared states what this write changed (the
+        own namespace, link 0), so the next turn reads only these keys."""
+        after = watermark(self.store, chain)
+        with self._lock:
+            kept = [p for (c, _), p in self._prepared.items() if c == tuple(chain)]
+        for prepared in kept:
+            prepared.wrote(0, keys, before, after)
 
 
 class _ContractBackend(Backend):

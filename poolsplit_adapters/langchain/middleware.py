@@ -664,7 +664,10 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     @staticmethod
     def _promote(step: _Step, version: Hashable, selection: Selection) -> PromotedStep:
         selection = step.call.record(step.call.annotate(selection))
-        return {"key": step.key(version), "text": render_context(selection).text, "selection": event_payload(selection)}
+        # The state holds the plain JSON form (bounded: counts and a sample of
+        # what did not load); the whole report is the recorded selection's.
+        body = dict(event_payload(selection))
+        return {"key": step.key(version), "text": render_context(selection).text, "selection": body}
 
     def _inject(
         self, request: ModelRequest[Any], step: _Step, promoted: PromotedStep, *, reused: bool

@@ -33,7 +33,9 @@ rules are written once here:
   ``fetch_k`` is set: each type op then recalls its ``fetch_k`` nearest
   items; corrections are always read whole, by filter.
 * **Counted once.** Token counts are cached by ``(namespace, key,
-  updated_at)``: repeated turns over an unchanged store make no tokenizer call.
+  updated_at, content)``: repeated turns over an unchanged store make no
+  tokenizer call (the content too: SqliteStore's ``updated_at`` has
+  one-second resolution, so a rewrite within the second keeps its time).
 """
 
 from __future__ import annotations
@@ -225,22 +227,22 @@ class _Spec:
 
 
 class _Counts:
-    """Token counts (and the validity check) by ``(namespace, key, updated_at)``."""
+    """Token counts (and the validity check) by ``(namespace, key, updated_at, content)``."""
 
     def __init__(self, counter: TokenCounter, size: int) -> None:
         self.counter = counter
         self.size = size
-        self._data: OrderedDict[Tuple[Namespace, str, Any], int] = OrderedDict()
+        self._data: OrderedDict[Tuple[Namespace, str, Any, Any], int] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Tuple[Namespace, str, Any]) -> Optional[int]:
+    def get(self, key: Tuple[Namespace, str, Any, Any]) -> Optional[int]:
         with self._lock:
             found = self._data.get(key)
             if found is not None:
                 self._data.move_to_end(key)
             return found
 
-    def put(self, key: Tuple[Namespace, str, Any], count: int) -> None:
+    def put(self, key: Tuple[Namespace, str, Any, Any], count: int) -> None:
         with self._lock:
             self._data[key] = count
             if len(self._data) > self.size:
@@ -389,7 +391,9 @@ class BaseStoreMemory(StoreVerbs):
             entry["created"] = utc_stamp(item.created_at)
         if not counted:
             return entry
-        cache_key = (tuple(item.namespace), item.key, item.updated_at)
+        # The content is part of the key: SqliteStore's updated_at has
+        # one-second resolution, so a rewrite within the second kept its time.
+        cache_key = (tuple(item.namespace), item.key, item.updated_at, entry.get("content"))
         cost = self._counts.get(cache_key)
         if cost is None:
             try:

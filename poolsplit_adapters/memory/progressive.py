@@ -437,6 +437,7 @@ class ProgressiveSelection(Selection):
             selection.stats,
             notes,
             counts=lambda: selection.counts,
+            sample=selection.dropped_sample,
         )
         self.metrics = metrics
         self.detail = detail

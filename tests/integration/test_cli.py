@@ -71,8 +71,33 @@ def test_select_json_is_machine_readable(capsys):
     data = json.loads(capsys.readouterr().out)
     assert [c["id"] for c in data["chosen"][:10]] == ["fix-%03d" % n for n in range(1, 11)]
     assert {d["reason"] for d in data["dropped"]} >= {"inactive", "entry_cap"}
-    assert len(data["chosen"]) + len(data["dropped"]) == 178
+    # The rows are a sample (the first 5 per pool and reason); the counts cover every entry.
+    assert len(data["chosen"]) + data["dropped_total"] == 178
+    assert sum(row["entries"] for row in data["dropped_counts"]) == data["dropped_total"]
+    assert not data["dropped_complete"] and len(data["dropped"]) < data["dropped_total"]
     assert data["stats"]["growth"]["max_entries"] == 1
+
+
+def test_select_json_all_dropped_lists_every_entry(capsys):
+    args = ["select", "--store", STORE, "--pools", POOLS, "--now", "2026-11-20", "--json"]
+    assert main([*args, "deploy"]) == 0
+    sample = json.loads(capsys.readouterr().out)
+    assert main([*args, "--all-dropped", "deploy"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["chosen"]) + len(data["dropped"]) == 178
+    assert data["dropped_complete"] and len(data["dropped"]) == data["dropped_total"]
+    # The sample is the first 5 of each pool and reason of the full list, in input order.
+    seen: dict = {}
+    expected = []
+    for row in data["dropped"]:
+        key = (row["pool"], row["reason"])
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] <= 5:
+            expected.append(row)
+    assert sample["dropped"] == expected
+    assert {k: v for k, v in sample.items() if not k.startswith("dropped")} == {
+        k: v for k, v in data.items() if not k.startswith("dropped")
+    }
 
 
 @pytest.mark.parametrize(

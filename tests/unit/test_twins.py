@@ -288,3 +288,31 @@ def test_memory_index_bm25_survives_a_compaction():
     kept.index_entries(index.entries)
     expected = _report(select(index.entries, plan, context, now=NOW, scorer=kept))
     assert _report(index.select(plan, context, now=NOW)) == expected
+
+
+def _rows(rows):
+    return [(id(d.entry), d.index, d.reason, d.pool, d.score, d.cost) for d in rows]
+
+
+@RANDOM_PLANS
+@given(store=stores(), plan=pools(), context=contexts, now=nows, view=scopes, per_key=st.integers(1, 3))
+def test_dropped_sample_is_the_first_rows_of_each_pool_and_reason(store, plan, context, now, view, per_key):
+    """Selection.dropped_sample, from the core's rule (list paths) or
+    MemoryIndex's vectorised masks (its twin), before any row exists, is
+    the first ``per_key`` rows of .dropped per (pool, reason), in input order."""
+    unique = _unique(store)
+    made = [
+        lambda: select(store, plan, context, now=now, visibility=view),
+        lambda: fastpath.select(store, plan, context, now=now, visibility=view),
+        lambda: MemoryIndex(unique).select(plan, context, now=now, visibility=view),
+        lambda: MemoryIndex(unique, use_numpy=False).select(plan, context, now=now, visibility=view),
+    ]
+    for make in made:
+        sampled = make().dropped_sample(per_key)  # no row built before
+        seen: dict = {}
+        expected = []
+        for d in make().dropped:
+            seen[(d.pool, d.reason)] = seen.get((d.pool, d.reason), 0) + 1
+            if seen[(d.pool, d.reason)] <= per_key:
+                expected.append(d)
+        assert _rows(sampled) == _rows(expected)

@@ -1,0 +1,247 @@
+"""Benchmark: what ``PoolSplitMemoryMiddleware`` adds to one agent turn, by
+namespace size and LangGraph store.
+
+    python benchmarks/middleware_turn.py                       # 10k and 100k; InMemoryStore, SqliteStore, PostgresStore
+    python benchmarks/middleware_turn.py --sizes 10000 --stores memory sqlite
+
+One user's namespace holds N memories (20 always-scope corrections, the rest
+mixed episodes, facts, skills, notes and tasks). A real ``create_agent``
+agent (LangChain's ``GenericFakeChatModel``, a checkpointer) answers one
+human message per turn on one thread, with and without the middleware; the
+overhead is the difference of the medians. Two kinds of turn:
+
+- **quiet**: nothing is written between turns (``max_turns`` above the
+  number of turns): the middleware reads its watermark and selects over the
+  index it kept;
+- **demoting**: ``max_turns=1``, so every turn writes the oldest turn back
+  to the store as an episode before the model call: the watermark moves and
+  the changed items are read again.
+
+Reported per store and size: the turn's p50 / p95 with the middleware, the
+overhead (p50 with - p50 without), and the store round trips (``batch`` /
+``abatch`` calls) per turn, excluding the checkpointer's. The corrections
+are checked on every model call: a turn whose model request lacks one of
+them stops the run.
+
+PostgresStore runs on a throwaway embedded Postgres (tests/pg_server.py,
+unix socket only); its watermark is a server-side digest of the namespace
+(one query per turn), and it is skipped with a line when the server cannot
+start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from itertools import repeat
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
+
+import docs_tables  # noqa: E402
+from langchain.agents import create_agent  # noqa: E402
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa: E402
+from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
+from langgraph.store.memory import InMemoryStore  # noqa: E402
+from langgraph.store.sqlite import SqliteStore  # noqa: E402
+
+from poolsplit_adapters import Pool  # noqa: E402
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware  # noqa: E402
+from poolsplit_adapters.render import parse_markers  # noqa: E402
+
+U1 = ("memories", "u1")
+TYPES = ["episode", "fact", "skill", "note", "task"]
+POOLS = [
+    Pool("fixes", 0, 0, ("correction",)),
+    Pool("content", 400, 6, ("episode", "fact")),
+    Pool("skills", 200, 3, ("skill",)),
+    Pool("rest", 200, 3, ("note", "task")),
+]
+FIXES = 20
+WORDS = "deploy refund checkout staging invoice currency retry webhook ledger rollout".split()
+
+
+def counter(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def memories(size: int) -> List[Dict[str, Any]]:
+    entries = [
+        {"id": "fix-%02d" % n, "type": "correction", "scope": "always", "content": "Standing correction %d." % n}
+        for n in range(FIXES)
+    ]
+    entries += [
+        {
+            "id": "m%06d" % n,
+            "type": TYPES[n % 5],
+            "content": "memory %d about %s and %s" % (n, WORDS[n % 10], WORDS[(n * 7) % 10]),
+            "created": "2026-11-%02dT10:00:00Z" % (1 + n % 28),
+        }
+        for n in range(size - FIXES)
+    ]
+    return entries
+
+
+def counting(cls: type) -> type:
+    """``cls`` (a LangGraph store class) counting its batches: the real store answers."""
+
+    class Counting(cls):  # type: ignore[misc, valid-type]
+        calls = 0
+
+        def batch(self, ops: Any) -> Any:
+            self.calls += 1
+            return super().batch(ops)
+
+        async def abatch(self, ops: Any) -> Any:
+            self.calls += 1
+            return await super().abatch(ops)
+
+    return Counting
+
+
+@contextlib.contextmanager
+def in_memory() -> Iterator[Any]:
+    yield counting(InMemoryStore)()
+
+
+@contextlib.contextmanager
+def sqlite() -> Iterator[Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        conn = sqlite3.connect(os.path.join(folder, "lg.db"), check_same_thread=False, isolation_level=None)
+        store = counting(SqliteStore)(conn)
+        store.setup()
+        try:
+            yield store
+        finally:
+            conn.close()
+
+
+@contextlib.contextmanager
+def postgres() -> Iterator[Any]:
+    from langgraph.store.postgres import PostgresStore
+    from pg_server import EmbeddedPostgres
+    from psycopg import Connection
+    from psycopg.rows import dict_row
+
+    with EmbeddedPostgres() as pg:
+        db = pg.create_database("turns")
+        with Connection.connect(db.conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
+            store = counting(PostgresStore)(conn)
+            store.setup()
+            yield store
+
+
+STORES: Dict[str, Callable[[], Any]] = {"memory": in_memory, "sqlite": sqlite, "postgres": postgres}
+NAMES = {"memory": "InMemoryStore", "sqlite": "SqliteStore", "postgres": "PostgresStore"}
+
+
+def _fixes_seen(model_requests: List[List[BaseMessage]]) -> int:
+    text = str(model_requests[-1][0].text) if model_requests and model_requests[-1] else ""
+    return sum(1 for m in parse_markers(text) if m.get("scope") == "always")
+
+
+class RecordingModel(GenericFakeChatModel):
+    """LangChain's fake chat model, keeping each request's messages."""
+
+    requests: List[List[BaseMessage]] = []
+
+    def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        self.requests.append(list(messages))
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
+
+
+def turns(store: Any, middleware: Optional[PoolSplitMemoryMiddleware], count: int) -> Tuple[List[float], List[int]]:
+    """Seconds and store round trips of each of ``count`` turns on one thread (after one warm-up turn)."""
+    model = RecordingModel(messages=repeat(AIMessage("ok")), requests=[])
+    agent = create_agent(
+        model, middleware=[middleware] if middleware else [], checkpointer=InMemorySaver(), store=store
+    )
+    config = {"configurable": {"thread_id": "t-%d" % id(model)}}
+    agent.invoke({"messages": [HumanMessage("warm up: deploy")]}, config)
+    times, trips = [], []
+    for n in range(count):
+        before = store.calls
+        start = time.perf_counter()
+        agent.invoke({"messages": [HumanMessage("what about the %s %d?" % (WORDS[n % 10], n))]}, config)
+        times.append(time.perf_counter() - start)
+        trips.append(store.calls - before)
+        if middleware is not None and _fixes_seen(model.requests) != FIXES:
+            raise SystemExit("turn %d: the model call lacked a correction" % n)
+    return times, trips
+
+
+def p95(values: List[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+
+
+def measure(kind: str, size: int, count: int) -> List[List[str]]:
+    rows = []
+    with STORES[kind]() as store:
+        begin = time.perf_counter()
+        loader, items = BaseStoreMemory(store, U1, token_counter=counter), memories(size)
+        for start in range(0, size, 2_000):  # SqliteStore binds every value of one batch: keep batches small
+            loader.put_many(items[start : start + 2_000])
+        loaded = time.perf_counter() - begin
+        bare, _ = turns(store, None, count)
+        for label, max_turns in (("quiet", count + 10), ("demoting", 1)):
+            middleware = PoolSplitMemoryMiddleware(
+                POOLS, namespace=U1, remember=False, token_counter=counter, max_turns=max_turns
+            )
+            first = time.perf_counter()
+            times, trips = turns(store, middleware, count)
+            total = time.perf_counter() - first
+            overhead = statistics.median(times) - statistics.median(bare)
+            rows.append(
+                [
+                    NAMES[kind],
+                    f"{size:,}",
+                    label,
+                    "%.1f ms" % (1000 * statistics.median(times)),
+                    "%.1f ms" % (1000 * p95(times)),
+                    "%.1f ms" % (1000 * overhead),
+                    "%.1f" % statistics.mean(trips),
+                ]
+            )
+            print(" | ".join(rows[-1]), "(load %.1f s, %d turns + warm-up in %.1f s)" % (loaded, count, total))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--stores", nargs="+", choices=sorted(STORES), default=["memory", "sqlite", "postgres"])
+    parser.add_argument("--turns", type=int, default=15)
+    args = parser.parse_args()
+    header = ["store", "memories", "turn", "p50", "p95", "overhead (p50)", "store round trips / turn"]
+    rows: List[List[str]] = []
+    skipped: List[str] = []
+    for kind in args.stores:
+        for size in args.sizes:
+            try:
+                rows += measure(kind, size, args.turns)
+            except ImportError as err:
+                skipped.append("%s skipped: %s" % (NAMES[kind], err))
+                break
+            except RuntimeError as err:  # the embedded Postgres did not start
+                skipped.append("%s skipped: %s" % (NAMES[kind], str(err).splitlines()[0]))
+                break
+    for line in skipped:
+        print(line)
+    body = docs_tables.markdown_table(header, rows, "lllrrrr")
+    if skipped:
+        body += "\n\n" + "\n".join("*%s.*" % line for line in skipped)
+    docs_tables.write_table("middleware_turn", body)
+
+
+if __name__ == "__main__":
+    main()

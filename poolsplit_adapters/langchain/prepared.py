@@ -1,0 +1,476 @@
+"""The agent middleware's recall over a LangGraph store, prepared once and
+kept between turns while the namespace has not changed.
+
+A LangGraph ``BaseStore`` has no change counter, so reading the whole
+namespace and selecting over it afresh on every agent turn made each turn
+cost O(namespace) in Python (~1 s at 10k memories). Here each namespace
+chain keeps a :class:`~poolsplit_adapters.MemoryIndex` of its entries and,
+per item, a *stamp* of what was read; a turn first asks the store for a
+cheap **watermark** and selects over the kept index when it is the one the
+index was built at. When it moved (the middleware's own writes move it too),
+only the items whose stamp changed are converted again, and the index is
+updated in place (or rebuilt when the store's order would otherwise
+differ). How each store kind answers:
+
+* ``InMemoryStore`` (one process by construction): the watermark is the
+  namespace's item objects themselves; every ``put`` makes a new ``Item``,
+  so identity says exactly which items changed (the kept index holds the
+  old ones, so their identities cannot be reused).
+* ``SqliteStore``: ``PRAGMA data_version`` (changes whenever *another*
+  connection, in this or another process, commits) with the connection's
+  ``total_changes`` (every write through this connection, any thread). When
+  either moved, one query reads each item's key, value text and timestamps
+  (no JSON parsing), and only changed keys are read through the store
+  (``GetOp``): ``updated_at`` there has one-second resolution, so the value
+  text, not the time, tells a rewrite apart.
+* ``PostgresStore``: the number of items and the sum of a per-row digest
+  (md5 of key, value, times), computed by the server in one query: any
+  writer, in any process or transaction, moves it, and no row is sent.
+  When it moved, each item's key and digest are read (one query) and
+  compared as sets; only changed keys are read through the store.
+* Any other store, or one with a TTL (expiry changes what a read returns
+  without a write): no watermark; the whole namespace is read every turn
+  (one exact read per namespace, as before), and the stamp ``(updated_at,
+  created_at, value)`` still spares the conversion and the index build.
+
+The candidates and their order are exactly those of
+:meth:`BaseStoreMemory.recall` (own namespace first, then each link; by
+creation time, then key), filtered by the pools' types the same way, so
+the selection is the one ``select`` over the recalled list makes (the
+index's twins are tested against the core). A recall ranked by the store's
+vector index (``fetch_k`` with an indexed store) depends on the query and
+is not prepared.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+
+from langgraph.store.base import BaseStore, GetOp, Item
+from langgraph.store.memory import InMemoryStore
+
+from ..index import MemoryIndex
+from ..poolsplit import Layering, Pool, Scorer, Selection
+from ..recall import RecallPlan, Search
+from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
+
+__all__ = ["PreparedRecall", "prepares", "watermark"]
+
+_Key = Tuple[int, str]  # (chain link, item key)
+_Read = Tuple[int, str, Any, Item]  # (chain link, key, stamp, item) of an item that changed
+
+#: Kept entries an in-place update may move behind new ones (at least; or an
+#: eighth of the index) before rebuilding costs less: new items are the
+#: newest, so only those created in the same second (SqliteStore's
+#: resolution) with a later key sort after them.
+MOVED_TAIL = 256
+
+#: The SqliteStore columns one diff read takes (a value's JSON text, not parsed).
+_SQLITE_ROWS = "SELECT key, value, created_at, updated_at FROM store WHERE prefix = ?"
+_SQLITE_ROW = _SQLITE_ROWS + " AND key = ?"
+
+
+def _sqlite(store: BaseStore) -> Optional[sqlite3.Connection]:
+    """The connection of a (sync) ``SqliteStore`` without a TTL, else None."""
+    try:
+        from langgraph.store.sqlite import SqliteStore
+    except ImportError:  # pragma: no cover - the langchain extra installs it
+        return None
+    conn = getattr(store, "conn", None)
+    if isinstance(store, SqliteStore) and isinstance(conn, sqlite3.Connection) and not store.ttl_config:
+        return conn
+    return None
+
+
+def _in_memory(store: BaseStore) -> Optional[Dict[Namespace, Dict[str, Item]]]:
+    """An ``InMemoryStore``'s items by namespace, else None."""
+    data = getattr(store, "_data", None)
+    if isinstance(store, InMemoryStore) and isinstance(data, dict) and not getattr(store, "ttl_config", None):
+        return data
+    return None
+
+
+#: PostgresStore: one digest per item (key, value, times; ``value::text`` of
+#: a jsonb is its canonical form), and per namespace their number and sum.
+_PG_DIGEST = (
+    "('x' || left(md5(key || chr(31) || value::text || chr(31) || created_at::text || chr(31)"
+    " || updated_at::text), 15))::bit(60)::bigint"
+)
+_PG_MARK = "SELECT count(*) AS n, coalesce(sum(%s), 0)::text AS s FROM store WHERE prefix = %%s" % _PG_DIGEST
+_PG_ROWS = "SELECT key, %s AS d FROM store WHERE prefix = %%s" % _PG_DIGEST
+
+
+def _postgres(store: BaseStore) -> Optional[Any]:
+    """A (sync) ``PostgresStore`` without a TTL, else None."""
+    try:
+        from langgraph.store.postgres import PostgresStore
+    except ImportError:  # the postgres extra is optional
+        return None
+    if isinstance(store, PostgresStore) and not store.ttl_config and callable(getattr(store, "_cursor", None)):
+        return store
+    return None
+
+
+def _pg_query(store: Any, sql: str, chain: Sequence[Namespace]) -> List[List[Any]]:
+    """``sql`` with each namespace's label as its one parameter (never in the text)."""
+    found = []
+    with store._cursor() as cur:
+        for ns in chain:
+            cur.execute(sql, (namespace_label(ns),))
+            found.append([tuple(row.values()) for row in cur.fetchall()])
+    return found
+
+
+def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable]:
+    """A cheap value that changes whenever the items of ``chain`` may have
+    changed, or None when ``store`` offers none (then read every turn)."""
+    data = _in_memory(store)
+    if data is not None:
+        return ("items", tuple(tuple(data.get(ns, {}).values()) for ns in chain))
+    conn = _sqlite(store)
+    if conn is not None:
+        with store.lock:  # type: ignore[attr-defined]
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            return ("sqlite", version, conn.total_changes)
+    if _postgres(store) is not None:
+        # O(namespace) in the server (a digest per row), one round trip, no
+        # row to Python: any writer, any process, any transaction shows.
+        return ("postgres", tuple(tuple(rows[0]) for rows in _pg_query(store, _PG_MARK, chain)))
+    return None
+
+
+def prepares(memory: BaseStoreMemory, query: Optional[str]) -> bool:
+    """Whether this recall can be prepared: not when the store's vector
+    index ranks it for the query (``fetch_k`` on an indexed store)."""
+    return not (query and memory.indexed and memory.fetch_k is not None)
+
+
+@dataclass
+class _Row:
+    stamp: Any
+    item: Item
+    entry: Optional[Dict[str, Any]]  # None: not kept by the pools' types
+    digest: int = 0  # of the item's content, the same in every process
+
+
+def _digest(link: int, item: Item) -> int:
+    """A digest of what an item says (namespace link, key, times, value),
+    the same in every process, so two middleware objects serving one
+    thread agree on whether the store changed."""
+    value = json.dumps(item.value, sort_keys=True, ensure_ascii=False, default=str)
+    text = repr((link, item.key, str(item.created_at), str(item.updated_at))) + value
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16], "big")
+
+
+class PreparedRecall:
+    """The entries of one namespace chain, for one set of pool types, as a
+    kept :class:`~poolsplit_adapters.MemoryIndex`.
+
+    Args:
+        memory: the chain's :class:`BaseStoreMemory` (reads and conversion).
+        pools: the pools whose types decide which items are candidates.
+        scorer: the index's scorer (an embedding scorer is vectorised).
+
+    Example::
+
+        prepared = PreparedRecall(memory, pools, scorer)
+        prepared.refresh()                       # cheap when nothing changed
+        selection = prepared.select(pools, {"message": "deploy"})
+        prepared.version                         # equal: the same content
+    """
+
+    def __init__(self, memory: BaseStoreMemory, pools: Sequence[Pool], scorer: Scorer) -> None:
+        self.memory = memory
+        self.scorer = scorer
+        searches = tuple(RecallPlan(pools, fetch_k=1).searches())
+        self._keep: Callable[[Mapping[str, Any]], bool] = _keeper(searches)
+        self._rows: Dict[_Key, _Row] = {}
+        self._order: List[_Key] = []
+        self._index: Optional[MemoryIndex] = None
+        self._token: Optional[Hashable] = None
+        self._digest = 0
+        self._sqlite_seen: Dict[int, Set[Tuple[Any, ...]]] = {}  # link -> the rows of the last diff read
+        self._own: Optional[Tuple[Hashable, List[_Key]]] = None  # (watermark after, keys) of a noted own write
+        self._lock = threading.Lock()
+        self.reads = 0  # store reads beyond the watermark (for benchmarks and tests)
+
+    @staticmethod
+    def signature(pools: Sequence[Pool]) -> Tuple[Any, ...]:
+        """What decides the candidates of ``pools`` (prepared states are
+        shared by plans with the same one)."""
+        searches: Tuple[Search, ...] = tuple(RecallPlan(pools, fetch_k=1).searches())
+        return tuple(sorted({(s.types, s.always, s.untyped) for s in searches}, key=repr))
+
+    @property
+    def version(self) -> Tuple[str, int, str]:
+        """Equal versions mean the same candidates, in this process or
+        another (a sum of the candidates' content digests, with their number)."""
+        return ("prepared", len(self._order), "%032x" % self._digest)
+
+    # -- reading what changed ---------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Bring the index up to date with the store: a watermark read, and
+        when it moved, the changed items only."""
+        with self._lock:
+            store = self.memory.store
+            token = watermark(store, self.memory.chain)
+            if token is not None and token == self._token and self._index is not None:
+                return
+            if _in_memory(store) is not None:
+                changed, gone = self._in_memory_delta(token)
+            elif _sqlite(store) is not None:
+                own = self._own_writes(token)
+                changed, gone, seen = own if own is not None else self._sqlite_delta()
+                self._update(changed, gone, token)
+                self._sqlite_seen = seen  # only once applied: a malformed item is read again
+                return
+            elif _postgres(store) is not None:
+                changed, gone, seen = self._postgres_delta()
+                self._update(changed, gone, token)
+                self._sqlite_seen = seen
+                return
+            else:
+                self.reads += 1
+                changed, gone = self._delta_of(store.batch(self.memory._ops(self.memory._plan(None, None))))
+            self._update(changed, gone, token)
+
+    async def arefresh(self) -> None:
+        """Async :meth:`refresh` (a store without a watermark is read with ``abatch``)."""
+        store = self.memory.store
+        if _in_memory(store) is not None or _sqlite(store) is not None or _postgres(store) is not None:
+            self.refresh()  # a sync store: its reads block either way
+            return
+        results = await store.abatch(self.memory._ops(self.memory._plan(None, None)))
+        with self._lock:
+            self.reads += 1
+            self._update(*self._delta_of(results), None)
+
+    def _in_memory_delta(self, token: Any) -> Tuple[List[_Read], Set[_Key]]:
+        """What changed, from the items themselves: when the kept items are
+        a prefix of the namespace's (``put`` of a new key appends; a rewrite
+        keeps its place but is a new object), only the appended ones; else
+        every item by identity."""
+        before = self._token[1] if isinstance(self._token, tuple) and self._token[0] == "items" else None
+        changed: List[_Read] = []
+        gone: Set[_Key] = set()
+        for link, items in enumerate(token[1]):
+            kept = before[link] if before is not None else None
+            if kept is not None and len(items) >= len(kept) and items[: len(kept)] == kept:
+                changed += [(link, item.key, item, item) for item in items[len(kept) :]]
+                continue
+            seen = {item.key for item in items}
+            changed += [(link, i.key, i, i) for i in items if _moved(self._rows.get((link, i.key)), i)]
+            gone |= {k for k in self._rows if k[0] == link and k[1] not in seen}
+        return changed, gone
+
+    def _delta_of(self, results: Sequence[Any]) -> Tuple[List[_Read], Set[_Key]]:
+        """What changed in a full read of the chain (one result per link)."""
+        chain, known = self.memory.chain, self._rows
+        changed: List[_Read] = []
+        seen: Set[_Key] = set()
+        for link, items in enumerate(results):
+            for item in items or ():
+                if tuple(item.namespace) != chain[link]:
+                    continue  # search matched the prefix: children are not ours
+                stamp = (item.updated_at, item.created_at, item.value)
+                seen.add((link, item.key))
+                if _moved(known.get((link, item.key)), stamp):
+                    changed.append((link, item.key, stamp, item))
+        return changed, set(known) - seen
+
+    def wrote(self, link: int, keys: Sequence[str], before: Optional[Hashable], after: Optional[Hashable]) -> None:
+        """Note a write of ``keys`` (one ``put_many`` through this memory)
+        between the watermarks ``before`` and ``after``: when the index was
+        up to date at ``before``, no other connection committed in between
+        (``data_version`` unchanged) and the connection's changes grew by
+        exactly one row per key, these keys are all that changed, and the
+        next refresh reads only them."""
+        if not (isinstance(before, tuple) and isinstance(after, tuple) and before[0] == after[0] == "sqlite"):
+            return
+        with self._lock:
+            if self._token == before and after[1] == before[1] and after[2] - before[2] == len(keys):
+                self._own = (after, [(link, key) for key in keys])
+            else:
+                self._own = None
+
+    def _own_writes(
+        self, token: Optional[Hashable]
+    ) -> Optional[Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]]:
+        """The delta of the noted own write, when the watermark is the one
+        it left (else None: read the namespace's rows)."""
+        own, self._own = self._own, None
+        if own is None or own[0] != token:
+            return None
+        store, chain = self.memory.store, self.memory.chain
+        conn = _sqlite(store)
+        assert conn is not None
+        keys = list(dict.fromkeys(own[1]))
+        self.reads += 2
+        with store.lock:  # type: ignore[attr-defined]
+            found = {
+                (link, key): conn.execute(_SQLITE_ROW, (namespace_label(chain[link]), key)).fetchone()
+                for link, key in keys
+            }
+        seen = {link: set(rows) for link, rows in self._sqlite_seen.items()}
+        for (link, key), row in found.items():
+            seen.setdefault(link, set()).difference_update({r for r in seen.get(link, ()) if r[0] == key})
+            if row is not None:
+                seen[link].add(tuple(row))
+        results = store.batch([GetOp(chain[link], key) for link, key in keys])
+        changed: List[_Read] = []
+        gone: Set[_Key] = set()
+        for (link, key), item in zip(keys, results):
+            row = found[(link, key)]
+            if isinstance(item, Item) and row is not None:
+                changed.append((link, key, tuple(row[1:]), item))
+            else:
+                gone.add((link, key))
+        return changed, gone, seen
+
+    def _sqlite_delta(self) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
+        """Each item's key, value text and timestamps from one query per
+        namespace, compared as sets with the last read's (no JSON parsed, no
+        Python per unchanged row); the items whose row changed are read
+        through the store. Returns the rows read too, kept once applied."""
+        store, chain = self.memory.store, self.memory.chain
+        conn = _sqlite(store)
+        assert conn is not None
+        self.reads += 1
+        with store.lock:  # type: ignore[attr-defined]
+            now = [set(conn.execute(_SQLITE_ROWS, (namespace_label(ns),)).fetchall()) for ns in chain]
+        fresh: List[Tuple[int, str, Any]] = []
+        gone: Set[_Key] = set()
+        for link, rows in enumerate(now):
+            before = self._sqlite_seen.get(link, set())
+            new = rows - before
+            fresh += [(link, str(key), (value, created, updated)) for key, value, created, updated in new]
+            gone |= {(link, str(row[0])) for row in before - rows} - {(link, key) for _, key, _ in fresh}
+        changed: List[_Read] = []
+        if fresh:
+            self.reads += 1
+            results = store.batch([GetOp(chain[link], key) for link, key, _ in fresh])
+            for (link, key, stamp), item in zip(fresh, results):
+                if isinstance(item, Item):
+                    changed.append((link, key, stamp, item))
+                else:  # deleted between the two reads: not seen either
+                    gone.add((link, key))
+                    now[link].discard((key, *stamp))
+        return changed, gone, dict(enumerate(now))
+
+    def _postgres_delta(self) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
+        """Each item's key and digest (computed by the server), compared as
+        sets with the last read's; the items whose digest changed are read
+        through the store. Returns the rows read too, kept once applied."""
+        store, chain = self.memory.store, self.memory.chain
+        self.reads += 1
+        now = [set(rows) for rows in _pg_query(store, _PG_ROWS, chain)]
+        fresh: List[Tuple[int, str, Any]] = []
+        gone: Set[_Key] = set()
+        for link, rows in enumerate(now):
+            before = self._sqlite_seen.get(link, set())
+            new = rows - before
+            fresh += [(link, str(key), digest) for key, digest in new]
+            gone |= {(link, str(row[0])) for row in before - rows} - {(link, key) for _, key, _ in fresh}
+        changed: List[_Read] = []
+        if fresh:
+            self.reads += 1
+            results = store.batch([GetOp(chain[link], key) for link, key, _ in fresh])
+            for (link, key, digest), item in zip(fresh, results):
+                if isinstance(item, Item):
+                    changed.append((link, key, digest, item))
+                else:  # deleted between the two reads: not seen either
+                    gone.add((link, key))
+                    now[link].discard((key, digest))
+        return changed, gone, dict(enumerate(now))
+
+    def _update(self, changed: Sequence[_Read], gone: Set[_Key], token: Optional[Hashable]) -> None:
+        """Apply what changed: new and rewritten items converted (all of
+        them first: a malformed one raises and changes nothing), then the
+        index updated in place when every new entry sorts after the ones
+        kept (the recall's order: link, creation time, key), else rebuilt."""
+        known, memory = self._rows, self.memory
+        fresh = []
+        for link, key, stamp, item in changed:
+            entry = memory._entry(item, counted=True) if self._keep(item.value) else None
+            fresh.append(((link, key), _Row(stamp, item, entry, _digest(link, item) if entry is not None else 0)))
+        out = {k for k in gone | {k for k, _ in fresh} if k in known and known[k].entry is not None}
+        new_rows = dict(fresh)
+        added = sorted((k for k, row in fresh if row.entry is not None), key=lambda k: _sort_key(k, new_rows[k]))
+        leaving = {k: known[k] for k in out}  # the kept rows whose entries leave the index
+        # Everything is converted: the kept rows change in place from here
+        # (no copy of the namespace's rows per turn).
+        rows = known
+        for k in gone:
+            rows.pop(k, None)
+        rows.update(fresh)
+        if not out and not added and self._index is not None:
+            self._token = token
+            return
+        remaining = [k for k in self._order if k not in out] if out else self._order
+        # Where the first new entry goes: the kept entries after it (a short
+        # tail: new items are the newest) are moved behind the new ones.
+        cut = len(remaining)
+        if added:
+            cut = bisect.bisect_right(
+                remaining, _sort_key(added[0], rows[added[0]]), key=lambda k: _sort_key(k, rows[k])
+            )
+        tail = remaining[cut:]
+        index = self._index
+        if index is not None and len(tail) <= max(MOVED_TAIL, len(remaining) // 8):
+            for row in leaving.values():
+                index.remove(row.entry)  # type: ignore[arg-type]
+            moved = sorted(added + tail, key=lambda k: _sort_key(k, rows[k]))
+            for k in tail:
+                index.remove(rows[k].entry)  # type: ignore[arg-type]
+            index.extend([rows[k].entry for k in moved])  # type: ignore[misc]
+            order = remaining[:cut] + moved
+        else:
+            order = sorted((k for k, row in rows.items() if row.entry is not None), key=lambda k: _sort_key(k, rows[k]))
+            index = MemoryIndex(
+                [rows[k].entry for k in order],  # type: ignore[misc]
+                token_counter=memory._counts.counter,
+                scorer=self.scorer,
+            )
+        lost = sum(row.digest for row in leaving.values())
+        self._digest = (self._digest - lost + sum(rows[k].digest for k in added)) % (1 << 128)
+        self._rows, self._order, self._index, self._token = rows, order, index, token
+
+    # -- selecting --------------------------------------------------------------------
+
+    def select(
+        self,
+        pools: Sequence[Pool],
+        context: Optional[Mapping[str, Any]],
+        *,
+        now: Any = None,
+        scorer: Optional[Scorer] = None,
+        layering: Optional[Layering] = None,
+    ) -> Selection:
+        """The core's selection over the kept candidates (as
+        :meth:`BaseStoreMemory.select_from` over a fresh recall)."""
+        assert self._index is not None, "refresh() first"
+        return self._index.select(
+            list(pools), context, now=now, scorer=scorer, visibility=self.memory.visibility, layering=layering
+        )
+
+    def entries(self) -> List[Mapping[str, Any]]:
+        """The candidates in recall order (what a fresh recall returns)."""
+        return [] if self._index is None else self._index.entries
+
+
+def _moved(old: Optional[_Row], stamp: Any) -> bool:
+    """Whether an item read with ``stamp`` differs from the kept row (identity first: an ``InMemoryStore`` item)."""
+    return old is None or not (old.stamp is stamp or old.stamp == stamp)
+
+
+def _sort_key(key: _Key, row: _Row) -> Tuple[int, Any, str]:
+    """The recall's order: chain link, the store's creation time, key."""
+    return key[0], row.item.created_at, key[1]

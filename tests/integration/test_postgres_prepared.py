@@ -1,0 +1,94 @@
+"""The middleware's kept index over LangGraph's PostgresStore (a real
+Postgres): the server-side digest watermark sees what another connection
+wrote between turns, and the kept selection is a fresh recall's."""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, List
+
+import pytest
+from agent_fakes import ToolCallingFakeModel, markers, thread
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain.backends import Plan, backend_for
+from poolsplit_adapters.langchain.prepared import watermark
+from poolsplit_adapters.render import render_context, selection_dict
+
+PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
+
+NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
+U1 = ("memories", "u1")
+POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 60, 3, ("note", "episode"))]
+
+
+def _fix(n: int, text: str = "") -> dict:
+    return {"id": "fix-%d" % n, "type": "correction", "scope": "always", "content": text or "Correction %d." % n}
+
+
+def _seed() -> List[dict]:
+    return [_fix(n) for n in range(3)] + [
+        {"id": "note-%02d" % n, "type": "note", "content": "deploy note %d" % n} for n in range(20)
+    ]
+
+
+def _fixes(model: ToolCallingFakeModel) -> List[tuple]:
+    return [(m["id"], m["content"]) for m in markers(model.requests[-1]) if m.get("scope") == "always"]
+
+
+def test_the_next_turn_sees_what_another_connection_wrote(pg_database: Any) -> None:
+    with (
+        PostgresStore.from_conn_string(pg_database.conninfo) as mine,
+        PostgresStore.from_conn_string(pg_database.conninfo) as other,
+    ):
+        mine.setup()
+        BaseStoreMemory(mine, U1).put_many(_seed())
+        model = ToolCallingFakeModel()
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=mine)
+        agent.invoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
+        assert _fixes(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
+        mark = watermark(mine, [U1])
+        writer = BaseStoreMemory(other, U1)
+        writer.put(_fix(1, "Korrection 1."))  # the same length: only the content tells
+        writer.put(_fix(7))
+        other.delete(U1, "fix-2")
+        BaseStoreMemory(other, (*U1, "drafts")).put(_fix(9))  # a child namespace: not ours
+        assert watermark(mine, [U1]) != mark
+        agent.invoke({"messages": [HumanMessage("and now?")]}, thread("t1"))
+        assert _fixes(model) == [("fix-0", "Correction 0."), ("fix-1", "Korrection 1."), ("fix-7", "Correction 7.")]
+
+
+def test_the_kept_selection_is_a_fresh_recalls_after_every_write(pg_database: Any) -> None:
+    with (
+        PostgresStore.from_conn_string(pg_database.conninfo) as mine,
+        PostgresStore.from_conn_string(pg_database.conninfo) as other,
+    ):
+        mine.setup()
+        writer = BaseStoreMemory(other, U1)
+        writer.put_many(_seed())
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        backend = backend_for(mine, middleware.settings)
+        plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
+        writes = [
+            lambda: None,
+            lambda: writer.put({"id": "note-05", "type": "note", "content": "deploy note five, rewritten"}),
+            lambda: backend.write([U1], [{"id": "ep-1", "type": "episode", "content": "deploy episode"}]),
+            lambda: other.delete(U1, "note-00"),
+            lambda: writer.put(_fix(0, "Correction 0, reworded.")),
+        ]
+        for write in writes:
+            write()
+            snap = backend.snapshot([U1], context, plan)
+            got = backend.select(snap, [U1], context, plan)
+            fresh = BaseStoreMemory(mine, U1)
+            expected = fresh.select_from(fresh.recall(POOLS, context), POOLS, context, now=NOW)
+            assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
+            assert render_context(got).text == render_context(expected).text
+            reads = snap.prepared.reads
+            assert backend.snapshot([U1], context, plan).version == snap.version
+            assert snap.prepared.reads == reads  # unchanged: the watermark only
