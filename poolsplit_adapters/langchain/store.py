@@ -543,6 +543,14 @@ class BaseStoreMemory(StoreVerbs):
         results = await self.store.abatch([GetOp(self.namespace, k) for k in keys]) if keys else []
         return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
 
+    def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+        """:meth:`StoreVerbs.preparing`, each entry placed in the own namespace
+        (an entry without one is written there, and read back with its
+        label): so a repeat is compared with stored entries as they read."""
+        prepared = super().preparing(entries)
+        own = namespace_label(self.namespace)
+        return [entry if entry.get("namespace") is not None else dict(entry, namespace=own) for entry in prepared]
+
     def _item_value(self, entry: Mapping[str, Any], position: int) -> Dict[str, Any]:
         own = namespace_label(self.namespace)
         where = entry.get("namespace")

@@ -551,7 +551,11 @@ class StoreVerbs(ABC):
         hits = same_id_repeats(prepared, hits, self.read(unmatched_ids(prepared, hits)))
         change, report = settle_repeats(prepared, hits)
         if change.insert or change.repeat:
-            self._commit_tracked(change)
+            try:
+                self._commit_tracked(change)
+            except DuplicateEntry as err:  # named by its position in what the caller gave
+                at = next(n for n, e in enumerate(prepared) if e["id"] == err.entry_id)
+                raise DuplicateEntry(prepared[at], at, err.ids) from None
         return _with_raced(report, change, self) if change.raced else report
 
     def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:

@@ -100,9 +100,11 @@ def test_the_next_turn_sees_what_another_writer_changed_between_turns(kind, tmp_
     assert _fixes(model) == [("fix-0", "Correction 0."), ("fix-1", "Korrection 1."), ("fix-7", "Correction 7.")]
 
 
-def _fresh(store: BaseStore, pools: List[Pool], message: str) -> Any:
+def _fresh(store: BaseStore, pools: List[Pool], message: str, scorer: Any) -> Any:
+    """What a fresh recall selects, ranked by the middleware's scorer."""
     memory = BaseStoreMemory(store, U1)
-    return memory.select_from(memory.recall(pools, {"message": message}), pools, {"message": message}, now=NOW)
+    recalled = memory.recall(pools, {"message": message})
+    return memory.select_from(recalled, pools, {"message": message}, now=NOW, scorer=scorer)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -129,7 +131,7 @@ def test_the_kept_selection_is_the_one_a_fresh_recall_makes_after_every_write(ki
         context = {"message": "deploy", "tags": [], "project": None}
         snap = backend.snapshot([U1], context, plan)
         got = backend.select(snap, [U1], context, plan)
-        expected = _fresh(stores.agent, POOLS, "deploy")
+        expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings.scorer)
         assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
         assert render_context(got).text == render_context(expected).text
         again = backend.snapshot([U1], context, plan)
@@ -183,7 +185,7 @@ def test_own_writes_are_read_by_key_and_any_other_write_still_shows(tmp_path):
     def check() -> Any:
         snap = backend.snapshot([U1], context, plan)
         got = backend.select(snap, [U1], context, plan)
-        expected = _fresh(stores.agent, POOLS, "deploy")
+        expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings.scorer)
         assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
         return snap.prepared
 
@@ -253,8 +255,8 @@ def test_after_any_writes_the_kept_selection_is_a_fresh_recalls(ops, kind):
                 entry["scope"] = "always"
             if op == "put":
                 other.put(entry)
-            elif op == "own":
-                backend.write([U1], [entry])
+            elif op == "own":  # the middleware's ids are content keys: one id, one text
+                backend.write([U1], [dict(entry, id="own-%s-%d" % (kind_of, n))])
             elif op == "rewrite":
                 other.put(dict(entry, content="rewritten %d!" % n))
             elif op == "delete":
@@ -263,6 +265,6 @@ def test_after_any_writes_the_kept_selection_is_a_fresh_recalls(ops, kind):
                 BaseStoreMemory(stores.other, (*U1, "child")).put(entry)
             snap = backend.snapshot([U1], context, plan)
             got = backend.select(snap, [U1], context, plan)
-            expected = _fresh(stores.agent, POOLS, "deploy")
+            expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings.scorer)
             assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
             assert render_context(got).text == render_context(expected).text

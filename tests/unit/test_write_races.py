@@ -158,7 +158,10 @@ def test_an_add_of_a_stored_id_with_other_text_is_a_typed_duplicate_and_writes_n
         store.add([{"id": "c", "content": "z"}, {"id": "b", "content": "y"}, {"id": "a", "content": "q"}])
     err = caught.value
     assert isinstance(err, EntryError) and (err.ids, err.entry_id, err.field) == (("a",), "a", "id")
-    assert str(err) == "entry 'a': field 'id' is already in the store (use supersede to replace it)"
+    assert (
+        err.index == 2
+        and str(err) == "entry 'a' (index 2): field 'id' is already in the store (use supersede to replace it)"
+    )
     assert sorted(e["id"] for e in store.entries()) == ["a", "b"] and store.version == version
     report = store.write([{"id": "c", "content": "z"}, {"id": "b", "content": "y"}])
     assert report.kept == [None, "b"] and sorted(e["id"] for e in store.entries()) == ["a", "b", "c"]
