@@ -293,8 +293,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     entries = _read_entries(args.store, args.namespace)
-    if not entries:
-        _say_empty(args.store, "nothing to export" if args.namespace is None else "nothing in that namespace")
+    if not entries and (args.namespace is None or not _read_entries(args.store, None)):
+        _say_empty(args.store, "nothing to export")
+    elif not entries:  # the store holds entries, none of them in this namespace
+        print("poolsplit: %s: no entry in namespace %r" % (args.store, args.namespace), file=sys.stderr)
     dump_store(entries, sys.stdout)
     return 0
 

@@ -245,6 +245,10 @@ def test_empty_store_says_so_in_one_line_and_exits_0(tmp_path):
     db.write_bytes(b"")
     code, out, err = run_cli("export", "--store", str(db))
     assert (code, out, err) == (0, "", "poolsplit: %s: the store is empty; nothing to export\n" % db)
+    held = tmp_path / "held.db"
+    assert run_cli("add", "--store", str(held), "--content", "Refunds round half-even.")[0] == 0
+    code, out, err = run_cli("export", "--store", str(held), "--namespace", "acme")
+    assert (code, out, err) == (0, "", "poolsplit: %s: no entry in namespace 'acme'\n" % held)
 
 
 def test_unadmitted_correction_warning_is_one_plain_line(tmp_path):

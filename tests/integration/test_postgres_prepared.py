@@ -86,7 +86,9 @@ def test_the_kept_selection_is_a_fresh_recalls_after_every_write(pg_database: An
             snap = backend.snapshot([U1], context, plan)
             got = backend.select(snap, [U1], context, plan)
             fresh = BaseStoreMemory(mine, U1)
-            expected = fresh.select_from(fresh.recall(POOLS, context), POOLS, context, now=NOW)
+            expected = fresh.select_from(
+                fresh.recall(POOLS, context), POOLS, context, now=NOW, scorer=middleware.settings.scorer
+            )
             assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
             assert render_context(got).text == render_context(expected).text
             reads = snap.prepared.reads
