@@ -346,12 +346,33 @@ class PreparedRecall:
         self.reads += 1
         with store.lock:  # type: ignore[attr-defined]
             now = [set(conn.execute(_SQLITE_ROWS, (namespace_label(ns),)).fetchall()) for ns in chain]
+        return self._compared(now, lambda row: tuple(row[1:]), lambda key, stamp: (key, *stamp))
+
+    def _postgres_delta(self) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
+        """Each item's key and digest (computed by the server), compared as
+        sets with the last read's; the items whose digest changed are read
+        through the store. Returns the rows read too, kept once applied."""
+        store, chain = self.memory.store, self.memory.chain
+        self.reads += 1
+        now = [set(rows) for rows in _pg_query(store, _PG_ROWS, chain)]
+        return self._compared(now, lambda row: row[1], lambda key, digest: (key, digest))
+
+    def _compared(
+        self,
+        now: List[Set[Tuple[Any, ...]]],
+        stamp_of: Callable[[Tuple[Any, ...]], Any],
+        row_of: Callable[[str, Any], Tuple[Any, ...]],
+    ) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
+        """Each link's rows (key first, then what marks the item's version:
+        ``stamp_of`` picks it, ``row_of`` rebuilds the row) compared as sets
+        with the last read's; the items whose rows are new are read through
+        the store, the keys whose rows are gone reported gone."""
+        store, chain = self.memory.store, self.memory.chain
         fresh: List[Tuple[int, str, Any]] = []
         gone: Set[_Key] = set()
         for link, rows in enumerate(now):
             before = self._sqlite_seen.get(link, set())
-            new = rows - before
-            fresh += [(link, str(key), (value, created, updated)) for key, value, created, updated in new]
+            fresh += [(link, str(row[0]), stamp_of(row)) for row in rows - before]
             gone |= {(link, str(row[0])) for row in before - rows} - {(link, key) for _, key, _ in fresh}
         changed: List[_Read] = []
         if fresh:
@@ -362,33 +383,7 @@ class PreparedRecall:
                     changed.append((link, key, stamp, item))
                 else:  # deleted between the two reads: not seen either
                     gone.add((link, key))
-                    now[link].discard((key, *stamp))
-        return changed, gone, dict(enumerate(now))
-
-    def _postgres_delta(self) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
-        """Each item's key and digest (computed by the server), compared as
-        sets with the last read's; the items whose digest changed are read
-        through the store. Returns the rows read too, kept once applied."""
-        store, chain = self.memory.store, self.memory.chain
-        self.reads += 1
-        now = [set(rows) for rows in _pg_query(store, _PG_ROWS, chain)]
-        fresh: List[Tuple[int, str, Any]] = []
-        gone: Set[_Key] = set()
-        for link, rows in enumerate(now):
-            before = self._sqlite_seen.get(link, set())
-            new = rows - before
-            fresh += [(link, str(key), digest) for key, digest in new]
-            gone |= {(link, str(row[0])) for row in before - rows} - {(link, key) for _, key, _ in fresh}
-        changed: List[_Read] = []
-        if fresh:
-            self.reads += 1
-            results = store.batch([GetOp(chain[link], key) for link, key, _ in fresh])
-            for (link, key, digest), item in zip(fresh, results):
-                if isinstance(item, Item):
-                    changed.append((link, key, digest, item))
-                else:  # deleted between the two reads: not seen either
-                    gone.add((link, key))
-                    now[link].discard((key, digest))
+                    now[link].discard(row_of(key, stamp))
         return changed, gone, dict(enumerate(now))
 
     def _update(self, changed: Sequence[_Read], gone: Set[_Key], token: Optional[Hashable]) -> None:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
@@ -102,7 +102,33 @@ class StoreSearch(BaseRetriever):
         return await self.store.asimilarity_search(query, **self.search_kwargs)
 
 
-class PGVectorAlwaysFetch(BaseRetriever):
+class _ExactAlwaysFetch(BaseRetriever):
+    """What both exact always-scope fetches share: the store, the plan's
+    always search, no scores, and which store class each one serves
+    (looked up in ``sys.modules``: a store of that class means its package
+    is imported already, so this never imports it)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    store: VectorStore
+    search: Search
+
+    #: ``(module, class name)`` of the store this fetch serves.
+    SERVES: ClassVar[Tuple[str, str]] = ("", "")
+
+    @classmethod
+    def serves(cls, store: VectorStore) -> bool:
+        """Whether ``store`` is of the class this fetch serves."""
+        module = sys.modules.get(cls.SERVES[0])
+        return module is not None and isinstance(store, getattr(module, cls.SERVES[1]))
+
+    @property
+    def scores(self) -> Dict[str, float]:
+        """No scores: the fetch is not ranked."""
+        return {}
+
+
+class PGVectorAlwaysFetch(_ExactAlwaysFetch):
     """The always-scope fetch on LangChain's ``PGVector``: one exact query on
     the store's own session, by collection and metadata (scope, namespace),
     in id order, with no similarity in it, so an HNSW index cannot cut a
@@ -115,22 +141,7 @@ class PGVectorAlwaysFetch(BaseRetriever):
         corrections = fetch.invoke("")
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    store: VectorStore
-    search: Search
-
-    @staticmethod
-    def serves(store: VectorStore) -> bool:
-        """Whether ``store`` is a ``PGVector`` (never imports the package: a
-        store of that class means it is imported already)."""
-        module = sys.modules.get("langchain_postgres.vectorstores")
-        return module is not None and isinstance(store, module.PGVector)
-
-    @property
-    def scores(self) -> Dict[str, float]:
-        """No scores: the fetch is not ranked."""
-        return {}
+    SERVES: ClassVar[Tuple[str, str]] = ("langchain_postgres.vectorstores", "PGVector")
 
     def _statement(self, collection: Any) -> Any:
         from sqlalchemy import select
@@ -172,7 +183,7 @@ class PGVectorAlwaysFetch(BaseRetriever):
             return self._documents((await session.execute(self._statement(collection))).scalars().all())
 
 
-class PGVectorStoreAlwaysFetch(BaseRetriever):
+class PGVectorStoreAlwaysFetch(_ExactAlwaysFetch):
     """The always-scope fetch on langchain-postgres v2's ``PGVectorStore``
     (``langchain_postgres.PGVectorStore`` over a ``PGEngine``): the store's
     own exact read, ``get(where=..., limit=...)``, with no distance in it,
@@ -189,21 +200,7 @@ class PGVectorStoreAlwaysFetch(BaseRetriever):
         corrections = fetch.invoke("")
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    store: VectorStore
-    search: Search
-
-    @staticmethod
-    def serves(store: VectorStore) -> bool:
-        """Whether ``store`` is a v2 ``PGVectorStore`` (never imports the package)."""
-        module = sys.modules.get("langchain_postgres.v2.vectorstores")
-        return module is not None and isinstance(store, module.PGVectorStore)
-
-    @property
-    def scores(self) -> Dict[str, float]:
-        """No scores: the fetch is not ranked."""
-        return {}
+    SERVES: ClassVar[Tuple[str, str]] = ("langchain_postgres.v2.vectorstores", "PGVectorStore")
 
     def _where(self) -> Dict[str, Any]:
         where = dict_filter(self.search)
