@@ -62,10 +62,11 @@ docs: $(DEV_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # Everything: lint, types, the docs site, both tiers (tests/unit,
-# tests/integration: Postgres, processes, notebooks, docs) at the full
-# hypothesis profile.
+# tests/integration: Postgres, processes, notebooks, docs, the LangGraph
+# server) at the full hypothesis profile, on both cores: one file per worker
+# at a time (each worker starts its own Postgres), half the serial time.
 test: lint typecheck docs
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m poolsplit_adapters demo
