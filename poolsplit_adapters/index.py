@@ -96,6 +96,7 @@ from .relevance.columns import TermPostings
 from .relevance.modifiers import combine_columns
 from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
+from .render import OUTSIDE_NOTE
 from .reports import note_fallback
 
 try:  # numpy is optional: without it the generic path serves every query.
@@ -811,6 +812,7 @@ class MemoryIndex:
         selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4 if report else 5)
         note_fallback(selection, prepared if prepared is not None else getattr(source, "prepared", None))
         if report and isinstance(source, _ColumnSource):
+            selection.notes[OUTSIDE_NOTE] = source.always_outside_namespace()
             source.detach()
         return selection
 
@@ -867,6 +869,12 @@ class _ColumnSource:
             self.score_all = self._scores()
         if view is not None:
             self._judge(view)
+
+    def always_outside_namespace(self) -> int:
+        """Twin of :func:`~poolsplit_adapters.render.always_outside_namespace`:
+        the always-scope entries the namespace kept out, from the columns."""
+        kept_out = self.why == _WHY.index(Reason.NAMESPACE)
+        return int(np.count_nonzero(kept_out & self.col["always"]))
 
     def detach(self) -> None:
         """Keep only private copies of what a lazy report reads, so the

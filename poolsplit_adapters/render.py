@@ -480,5 +480,7 @@ def selection_dict(selection: Selection, *, dropped: Optional[int] = DROPPED_SAM
             }
             for name, s in selection.stats.items()
         },
-        "notes": dict(selection.notes),
+        # A selector's own count of always_outside_namespace is how it was
+        # counted, not a note: every path gives the same JSON.
+        "notes": {key: value for key, value in selection.notes.items() if key != OUTSIDE_NOTE},
     }

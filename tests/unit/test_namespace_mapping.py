@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import doctest
+import functools
 import pathlib
 import re
 
@@ -70,6 +71,38 @@ def test_always_scope_entries_outside_the_namespace_are_counted_and_explained():
     alone = select([fix("ours", "memories.ana")], POOLS, visibility=Visibility(namespace="memories.ana"))
     assert always_outside_namespace(alone) == 0 and "outside this namespace" not in explain(alone)
     assert event_payload(alone)["always_outside_namespace"] == 0
+
+
+@pytest.mark.parametrize("use_numpy", [True, False])
+def test_the_index_counts_corrections_kept_out_by_namespace_without_a_row(use_numpy, monkeypatch):
+    """A shared store: MemoryIndex counts the always-scope entries the
+    namespace kept out from its columns (no dropped row built), the same
+    number as the list path; the JSON form is the same on both paths."""
+    from poolsplit_adapters import Selection
+    from poolsplit_adapters.index import MemoryIndex
+    from poolsplit_adapters.render import selection_dict
+
+    entries = [fix("ours", "memories.ana"), fix("typo", "ana"), fix("other", "memories.bo")]
+    entries += [
+        {"id": "n%d" % n, "type": "note", "content": "note %d" % n, "namespace": "memories.bo"} for n in range(50)
+    ]
+    view = Visibility(namespace="memories.ana")
+    listed = select(entries, POOLS, visibility=view)
+    indexed = MemoryIndex(entries, use_numpy=use_numpy).select(POOLS, visibility=view)
+    assert selection_dict(indexed, dropped=None) == selection_dict(listed, dropped=None)
+    built: list = []
+    build = Selection.__dict__["dropped"].func  # the core's cached property
+
+    def counted(self: Selection) -> list:
+        built.append(1)
+        return build(self)
+
+    counting = functools.cached_property(counted)
+    counting.__set_name__(Selection, "dropped")
+    monkeypatch.setattr(Selection, "dropped", counting)
+    fresh = MemoryIndex(entries, use_numpy=use_numpy).select(POOLS, visibility=view)
+    assert always_outside_namespace(fresh) == 2 and event_payload(fresh)["always_outside_namespace"] == 2
+    assert built == ([] if use_numpy else [1])  # the generic path counts from rows
 
 
 def test_the_agent_loads_a_correction_stored_under_namespace_label_and_counts_one_stored_as_ana(tmp_path):
