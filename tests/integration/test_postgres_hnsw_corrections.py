@@ -16,28 +16,18 @@ from typing import Any, Dict, Iterator, List
 import pytest
 import sqlalchemy
 import synth
+from hnsw_checks import (
+    CORRECTIONS,
+    FORCE_INDEX,
+    QUERIES,
+    assert_every_call_holds_every_correction,
+    assert_store_search_misses_corrections,
+    fix_ids,
+    memory,
+    queries,
+)
 from pg_embeddings import DIMS, HashedNgramEmbeddings, HashedNgramLlamaEmbedding, hashed_ngrams
 from pg_server import Database
-
-ROWS = 5_000
-CORRECTIONS = 6
-QUERIES = 20
-FORCE_INDEX = {"options": "-c enable_seqscan=off"}
-
-
-def memory() -> List[Dict[str, Any]]:
-    return synth.make_store(ROWS, corrections=CORRECTIONS)
-
-
-def fix_ids(items: List[Dict[str, Any]]) -> List[str]:
-    ids = sorted(e["id"] for e in items if e.get("scope") == "always")
-    assert len(ids) == CORRECTIONS
-    return ids
-
-
-def queries() -> List[str]:
-    return [q["message"] for q in synth.make_queries(QUERIES)]
-
 
 # -- LangChain: PGVector --------------------------------------------------------------
 
@@ -76,19 +66,12 @@ def forced(pg_database: Database, loaded: List[Dict[str, Any]]) -> Iterator[Any]
 
 
 def test_a_filtered_similarity_search_through_hnsw_misses_corrections(forced, loaded):
-    """The premise: with the index forced, the store's own filtered search
-    for the corrections loses some (so the next test can fail)."""
-    found = [len(forced.similarity_search(q, k=1000, filter={"scope": "always"})) for q in queries()]
-    assert max(found) < CORRECTIONS
+    """The premise: the store's own filtered search through the forced index misses corrections."""
+    assert_store_search_misses_corrections(forced)
 
 
 def test_every_call_over_pgvector_with_hnsw_forced_holds_every_correction(forced, loaded):
-    from poolsplit_adapters.langchain import PoolSplitRetriever
-
-    retriever = PoolSplitRetriever.from_vectorstore(forced, synth.POOLS, fetch_k=20, now=synth.NOW)
-    wanted = fix_ids(loaded)
-    present = [sorted(d.id for d in retriever.invoke(q) if d.metadata.get("scope") == "always") for q in queries()]
-    assert present == [wanted] * QUERIES  # 100% of corrections in 100% of queries
+    assert_every_call_holds_every_correction(forced, loaded)
 
 
 async def test_every_async_call_over_pgvector_with_hnsw_forced_holds_every_correction(pg_database, loaded):

@@ -20,6 +20,15 @@ import psycopg
 import pytest
 import sqlalchemy
 import synth
+from hnsw_checks import (
+    CORRECTIONS,
+    FORCE_INDEX,
+    ROWS,
+    assert_every_call_holds_every_correction,
+    assert_store_search_misses_corrections,
+    fix_ids,
+    queries,
+)
 from pg_corpus import NOW, POOLS, QUERY, documents, entries
 from pg_embeddings import DIMS, HashedNgramEmbeddings, hashed_ngrams
 from pg_server import Database
@@ -28,8 +37,6 @@ from poolsplit_adapters.settings import ArgumentError
 
 v2 = pytest.importorskip("langchain_postgres.v2.vectorstores")
 
-ROWS, CORRECTIONS, QUERIES = 5_000, 6, 20
-FORCE_INDEX = {"options": "-c enable_seqscan=off"}
 HOSTILE = [
     "x'); DROP TABLE canary; --",
     "zz'); DELETE FROM memory_v2; --",
@@ -121,30 +128,13 @@ def forced(hnsw_database: Database, hnsw_items: Any) -> Iterator[Any]:
     close(engine)
 
 
-def fix_ids(items: List[Dict[str, Any]]) -> List[str]:
-    ids = sorted(e["id"] for e in items if e.get("scope") == "always")
-    assert len(ids) == CORRECTIONS
-    return ids
-
-
-def queries() -> List[str]:
-    return [q["message"] for q in synth.make_queries(QUERIES)]
-
-
 def test_pgvectorstores_own_filtered_search_through_hnsw_misses_corrections(forced):
-    """The premise: with the index forced, the store's filtered similarity
-    search for the corrections loses some (so the next test can fail)."""
-    found = [len(forced.similarity_search(q, k=1000, filter={"scope": "always"})) for q in queries()]
-    assert max(found) < CORRECTIONS
+    """The premise: the store's own filtered search through the forced index misses corrections."""
+    assert_store_search_misses_corrections(forced)
 
 
 def test_every_call_over_pgvectorstore_v2_with_hnsw_forced_holds_every_correction(forced, hnsw_items):
-    from poolsplit_adapters.langchain import PoolSplitRetriever
-
-    retriever = PoolSplitRetriever.from_vectorstore(forced, synth.POOLS, fetch_k=20, now=synth.NOW)
-    wanted = fix_ids(hnsw_items)
-    present = [sorted(d.id for d in retriever.invoke(q) if d.metadata.get("scope") == "always") for q in queries()]
-    assert present == [wanted] * QUERIES  # 100% of corrections in 100% of queries
+    assert_every_call_holds_every_correction(forced, hnsw_items)
 
 
 async def test_every_async_call_over_pgvectorstore_v2_with_hnsw_forced_holds_every_correction(forced, hnsw_items):

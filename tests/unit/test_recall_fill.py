@@ -10,6 +10,7 @@ import datetime
 from typing import Any, List
 
 import pytest
+from counting_embeddings import CountingEmbedding, CountingEmbeddings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.documents import Document
@@ -18,7 +19,6 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from llama_index.core import VectorStoreIndex
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import TextNode
-from pydantic import PrivateAttr
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.checks import ArgumentError
@@ -27,7 +27,6 @@ from poolsplit_adapters.langchain import capture_selections
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
 from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
-from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.recall import FillingRecall, RecallPlan, budget_filled, grown_k
 from poolsplit_adapters.render import explain, recall_line, render_context
 
@@ -62,50 +61,6 @@ def plan(tokens: int) -> List[Pool]:
 
 
 QUERY = "how do refund totals round"
-
-
-class CountingEmbeddings(Embeddings):
-    """The hash embedding as a LangChain ``Embeddings`` that counts query embeddings."""
-
-    def __init__(self) -> None:
-        self.inner = HashEmbedder()
-        self.queries = 0
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    def embed_documents(self, texts: List[str]) -> List[List[float]]:
-        return self.inner.embed_documents(texts)
-
-    def embed_query(self, text: str) -> List[float]:
-        self.queries += 1
-        return self.inner.embed_query(text)
-
-    async def aembed_query(self, text: str) -> List[float]:
-        self.queries += 1
-        return self.inner.embed_query(text)
-
-
-class CountingEmbedding(BaseEmbedding):
-    """The hash embedding as a LlamaIndex ``BaseEmbedding`` that counts query embeddings."""
-
-    _inner: HashEmbedder = PrivateAttr(default_factory=HashEmbedder)
-    _queries: int = PrivateAttr(default=0)
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    def _get_query_embedding(self, query: str) -> List[float]:
-        self._queries += 1
-        return self._inner.embed_query(query)
-
-    async def _aget_query_embedding(self, query: str) -> List[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> List[float]:
-        return self._inner.embed_documents([text])[0]
 
 
 def lc_store(embeddings: Embeddings, **extra: str) -> InMemoryVectorStore:

@@ -185,19 +185,24 @@ def _counted_from_rows(selection):
     return counted
 
 
-@RANDOM_PLANS
-@given(store=stores(), plan=pools(), context=contexts, now=nows, view=scopes)
-def test_counts_without_rows_are_the_counts_of_the_rows(store, plan, context, now, view):
-    """Selection.counts, from the core's rule (list paths) or MemoryIndex's
-    vectorised tally (its twin), equal what the rows of .dropped count."""
+def _every_path(store, plan, context, now, view):
+    """A fresh selection from each path (core, fastpath, the index with and
+    without numpy), made on demand: a report read once is built once."""
     unique = _unique(store)
-    made = [
+    return [
         lambda: select(store, plan, context, now=now, visibility=view),
         lambda: fastpath.select(store, plan, context, now=now, visibility=view),
         lambda: MemoryIndex(unique).select(plan, context, now=now, visibility=view),
         lambda: MemoryIndex(unique, use_numpy=False).select(plan, context, now=now, visibility=view),
     ]
-    for make in made:
+
+
+@RANDOM_PLANS
+@given(store=stores(), plan=pools(), context=contexts, now=nows, view=scopes)
+def test_counts_without_rows_are_the_counts_of_the_rows(store, plan, context, now, view):
+    """Selection.counts, from the core's rule (list paths) or MemoryIndex's
+    vectorised tally (its twin), equal what the rows of .dropped count."""
+    for make in _every_path(store, plan, context, now, view):
         counted = make().counts  # counted before any row exists
         assert counted == _counted_from_rows(make())
 
@@ -300,14 +305,7 @@ def test_dropped_sample_is_the_first_rows_of_each_pool_and_reason(store, plan, c
     """Selection.dropped_sample, from the core's rule (list paths) or
     MemoryIndex's vectorised masks (its twin), before any row exists, is
     the first ``per_key`` rows of .dropped per (pool, reason), in input order."""
-    unique = _unique(store)
-    made = [
-        lambda: select(store, plan, context, now=now, visibility=view),
-        lambda: fastpath.select(store, plan, context, now=now, visibility=view),
-        lambda: MemoryIndex(unique).select(plan, context, now=now, visibility=view),
-        lambda: MemoryIndex(unique, use_numpy=False).select(plan, context, now=now, visibility=view),
-    ]
-    for make in made:
+    for make in _every_path(store, plan, context, now, view):
         sampled = make().dropped_sample(per_key)  # no row built before
         seen: dict = {}
         expected = []

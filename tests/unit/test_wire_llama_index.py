@@ -5,19 +5,17 @@ FunctionTool, embeddings= and index recall that reuses NodeWithScore.score."""
 from __future__ import annotations
 
 import datetime
-from typing import Any, List
+from typing import Any
 
 import paraphrase
+from counting_embeddings import CountingEmbedding
 from llama_index.core import VectorStoreIndex
-from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import ChatMessage
 from llama_index.core.memory import Memory
 from llama_index.core.schema import TextNode
-from pydantic import PrivateAttr
 
 from poolsplit_adapters import Pool, default_scorer
 from poolsplit_adapters.llama_index import HashEmbedding, PoolSplitRetriever, poolsplit_memory_blocks
-from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.render import parse_markers
 
 NOW = datetime.datetime(2026, 11, 20, 9)
@@ -92,29 +90,6 @@ def test_memory_blocks_render_summaries_and_the_store_expands_for_its_session():
     assert store.expand_tool("alice").call(entry_id="ep-round").content == FULL
 
 
-class Counting(BaseEmbedding):
-    """HashEmbedder as a LlamaIndex embedding that counts text and query calls."""
-
-    _inner: HashEmbedder = PrivateAttr(default_factory=HashEmbedder)
-    _texts: int = PrivateAttr(default=0)
-    _queries: int = PrivateAttr(default=0)
-
-    @property
-    def model_id(self) -> str:
-        return self._inner.model_id
-
-    def _get_query_embedding(self, query: str) -> List[float]:
-        self._queries += 1
-        return self._inner.embed_query(query)
-
-    async def _aget_query_embedding(self, query: str) -> List[float]:
-        return self._get_query_embedding(query)
-
-    def _get_text_embedding(self, text: str) -> List[float]:
-        self._texts += 1
-        return self._inner.embed_documents([text])[0]
-
-
 PARAPHRASE = [node(id_, text, **metadata) for id_, text, metadata in paraphrase.PARAPHRASE]
 
 
@@ -129,7 +104,7 @@ def test_embeddings_rank_a_paraphrase_above_an_unrelated_node():
 
 
 async def test_index_recall_uses_node_scores_instead_of_re_embedding():
-    embed = Counting()
+    embed = CountingEmbedding()
     index = VectorStoreIndex(PARAPHRASE, embed_model=embed)
     assert embed._texts == 2
     retriever = PoolSplitRetriever.from_vector_store_index(
