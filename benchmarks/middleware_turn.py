@@ -47,6 +47,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import docs_tables  # noqa: E402
+from basestore_recall import POOLS, TYPES  # noqa: E402  (the same memory and pools)
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa: E402
@@ -54,18 +55,10 @@ from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 from langgraph.store.sqlite import SqliteStore  # noqa: E402
 
-from poolsplit_adapters import Pool  # noqa: E402
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware  # noqa: E402
 from poolsplit_adapters.render import parse_markers  # noqa: E402
 
 U1 = ("memories", "u1")
-TYPES = ["episode", "fact", "skill", "note", "task"]
-POOLS = [
-    Pool("fixes", 0, 0, ("correction",)),
-    Pool("content", 400, 6, ("episode", "fact")),
-    Pool("skills", 200, 3, ("skill",)),
-    Pool("rest", 200, 3, ("note", "task")),
-]
 FIXES = 20
 WORDS = "deploy refund checkout staging invoice currency retry webhook ledger rollout".split()
 

@@ -22,24 +22,16 @@ import argparse
 import os
 import sys
 import time
-from typing import Any, Callable, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import synth  # noqa: E402
+from run import best_of  # noqa: E402  (the same timing rule)
 
 from poolsplit_adapters import MemoryIndex, select  # noqa: E402
 from poolsplit_adapters.relevance import RelevanceScorer  # noqa: E402
 from poolsplit_adapters.settings import default_adapter_scorer  # noqa: E402
-
-
-def best_of(fn: Callable[[], Any], repeats: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def report(selection: Any) -> Any:
@@ -59,8 +51,8 @@ def bench(size: int, queries: int, check: int) -> None:
     t_words_build = time.perf_counter() - start
     t_spec = t_words = 0.0
     for ctx in contexts:
-        t_spec += best_of(lambda ctx=ctx: spec.select(synth.POOLS, ctx, now=synth.NOW))
-        t_words += best_of(lambda ctx=ctx: words.select(synth.POOLS, ctx, now=synth.NOW))
+        t_spec += best_of(lambda ctx=ctx: spec.select(synth.POOLS, ctx, now=synth.NOW), 3)
+        t_words += best_of(lambda ctx=ctx: words.select(synth.POOLS, ctx, now=synth.NOW), 3)
     t_spec /= len(contexts)
     t_words /= len(contexts)
     per_entry = MemoryIndex(store, use_numpy=False)
