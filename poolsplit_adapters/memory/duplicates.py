@@ -204,6 +204,14 @@ def _values_in_order(text: str) -> Tuple[Tuple[str, ...], FrozenSet[str]]:
     return values, frozenset(t for t in tokens if t in NEGATIONS or t in LINKERS)
 
 
+def _same_words(a: Any, b: Any) -> bool:
+    """Whether two texts are the same words in the same order, punctuation
+    aside ("deploy deploy deploy!" and "Deploy deploy deploy"): the short
+    texts MIN_NEAR_WORDS leaves to exact matching ("keep this" is not "keep
+    that": a stopword differs)."""
+    return _tokens(normalise_text(str(a.entry["content"]))) == _tokens(normalise_text(str(b.entry["content"])))
+
+
 def word_overlap(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     """Shared words over the words of the smaller set, or 0.0 when the
     Jaccard similarity is under :data:`JACCARD_FLOOR` or the smaller set has
@@ -504,6 +512,8 @@ class DuplicateFinder:
         if a.vector is not None and b.vector is not None:
             cosine = _cosine(a.vector, b.vector)
             return cosine, cosine
+        if min(len(a.words), len(b.words)) < MIN_NEAR_WORDS and _same_words(a, b):
+            return 1.0, 1.0  # too short for overlap, but every word, stopwords too, in the same order
         return word_overlap(a.words, b.words), jaccard(a.words, b.words)
 
     def _related(self, a: _Indexed, b: _Indexed) -> float:

@@ -287,13 +287,12 @@ def _with_raced(report: WriteReport, change: Change, store: StoreVerbs) -> Write
     """``report`` with the inserts another writer had stored first counted as
     repeats of what it stored (exact: the same id and text)."""
     repeated = {position for position, _ in report.duplicates}
-    raced = set(change.raced)
-    extra = []
-    for position, entry_id in enumerate(report.ids):
-        if position not in repeated and entry_id in raced:
-            kept = store.get(entry_id)
-            if kept is not None:
-                extra.append((position, Duplicate(kept, DuplicateKind.EXACT, 1.0)))
+    kept = {str(e["id"]): e for e in store.read(list(dict.fromkeys(change.raced)))}  # one read for the batch
+    extra = [
+        (position, Duplicate(kept[entry_id], DuplicateKind.EXACT, 1.0))
+        for position, entry_id in enumerate(report.ids)
+        if position not in repeated and entry_id in kept
+    ]
     return WriteReport(report.ids, sorted(report.duplicates + extra, key=lambda pair: pair[0]))
 
 

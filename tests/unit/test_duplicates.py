@@ -393,3 +393,17 @@ def test_any_respacing_or_recasing_is_an_exact_duplicate_in_its_bucket_only(word
 def test_texts_naming_other_paths_or_settings_are_never_near_duplicates(kept: str, other: str) -> None:
     assert DuplicateFinder([note(kept, id="k")]).find(note(other)) is None
     assert DuplicateFinder([note(kept, id="k")]).find(note("Note: " + kept.lower())) is not None
+
+
+def test_a_short_text_differing_only_by_punctuation_is_a_repeat():
+    """Below MIN_NEAR_WORDS word overlap does not count, but the same words
+    in the same order, punctuation aside, are one text (found by the
+    score-invariance property: "deploy deploy deploy!" was stored twice)."""
+    from poolsplit_adapters.memory.duplicates import DuplicateFinder, DuplicateKind
+
+    finder = DuplicateFinder([{"id": "a", "content": "deploy deploy deploy"}])
+    for repeat in ("deploy deploy deploy!", "Deploy deploy deploy.", "deploy deploy deploy ?"):
+        found = finder.find({"content": repeat})
+        assert found is not None and (found.kept["id"], found.kind) == ("a", DuplicateKind.NEAR)
+    assert finder.find({"content": "deploy deploy"}) is None  # a word fewer: another text
+    assert DuplicateFinder([{"id": "k", "content": "user: keep this"}]).find({"content": "user: keep that"}) is None
