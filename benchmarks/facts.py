@@ -257,3 +257,101 @@ def questions() -> Sequence[Tuple[int, str]]:
         subject, name = fact_subject(fact)
         out.append((fact, subject.question.format(s=name)))
     return out
+
+
+#: Hard cases the subject set does not hold: two statements that differ in
+#: one small token that word overlap cannot see (a sign, a decimal, a unit
+#: written apart, a stopword that carries meaning), by kind. Each gives one
+#: distinct pair and, for both statements, two repeats (filler, re-cased).
+EDGE_CASES: Tuple[Tuple[str, str, str], ...] = (
+    ("sign", "Set the request timeout to 5 seconds.", "Set the request timeout to -5 seconds."),
+    ("sign", "The freezer room is kept at -18 °C.", "The freezer room is kept at 18 °C."),
+    ("sign", "Clock offset for the build agents is +2 hours.", "Clock offset for the build agents is -2 hours."),
+    ("decimal", "Set the sampling rate for traces to 1.5 percent.", "Set the sampling rate for traces to 15 percent."),
+    (
+        "decimal",
+        "The error budget for checkout is 0.1% per month.",
+        "The error budget for checkout is 0.01% per month.",
+    ),
+    (
+        "version",
+        "Pin the payments client library at version 1.2.3.",
+        "Pin the payments client library at version 1.2.4.",
+    ),
+    (
+        "version",
+        "The billing worker runs Python 3.11 in production.",
+        "The billing worker runs Python 3.1.1 in production.",
+    ),
+    ("unit", "Retry delay for the payment gateway is 5ms.", "Retry delay for the payment gateway is 50ms."),
+    ("unit", "Retry delay for the payment gateway is 5 ms.", "Retry delay for the payment gateway is 5 s."),
+    ("unit", "The nightly report job starts at 9 am sharp.", "The nightly report job starts at 9 pm sharp."),
+    (
+        "unit",
+        "Keep uploaded invoices in the archive bucket for 30 days.",
+        "Keep uploaded invoices in the archive bucket for 30 weeks.",
+    ),
+    ("unit", "The cache for product images holds 512 mb.", "The cache for product images holds 512 gb."),
+    (
+        "identifier",
+        "The primary region is us-east-1 for the orders service.",
+        "The primary region is eu-east-1 for the orders service.",
+    ),
+    ("frequency", "Always use tabs for indentation in Go files.", "Never use tabs for indentation in Go files."),
+    (
+        "frequency",
+        "Always run the full integration suite before merging a change to the main branch of the billing repository.",
+        "Sometimes run the full integration suite before merging a change to the main branch of the billing repository.",
+    ),
+    ("negation", "Deploy the billing service on Fridays.", "Do not deploy the billing service on Fridays."),
+    ("negation", "You can deploy the billing service on Fridays.", "You can't deploy the billing service on Fridays."),
+    (
+        "negation",
+        "The nightly build has passed on the release branch.",
+        "The nightly build hasn't passed on the release branch.",
+    ),
+    (
+        "modality",
+        "Reviewers must approve schema migrations for the orders database.",
+        "Reviewers may approve schema migrations for the orders database.",
+    ),
+    (
+        "quantity",
+        "Delete all debug logs older than a week in the staging cluster.",
+        "Delete some debug logs older than a week in the staging cluster.",
+    ),
+    (
+        "quantity",
+        "Keep two replicas of the orders database in the staging cluster.",
+        "Keep one replica of the orders database in the staging cluster.",
+    ),
+    (
+        "polarity",
+        "Turn the response cache off for the checkout service in staging.",
+        "Turn the response cache on for the checkout service in staging.",
+    ),
+    (
+        "polarity",
+        "Scale the search workers up during the nightly reindex job.",
+        "Scale the search workers down during the nightly reindex job.",
+    ),
+    (
+        "polarity",
+        "Route payment webhooks to the new ingestion endpoint in production.",
+        "Route payment webhooks to the old ingestion endpoint in production.",
+    ),
+)
+
+
+def edge_pairs() -> List[Pair]:
+    """The :data:`EDGE_CASES` as labelled pairs: per case one distinct pair
+    (kind ``<kind>``) and four repeats (kind ``repeat``): each statement
+    wrapped in filler and re-cased. Fixed, no seed."""
+    pairs: List[Pair] = []
+    for kind, kept, other in EDGE_CASES:
+        pairs.append(Pair(kept, other, False, kind))
+        for text in (kept, other):
+            body = text.rstrip(".")
+            pairs.append(Pair(text, "Note: " + body[0].lower() + body[1:] + ".", True, "repeat"))
+            pairs.append(Pair(text, body.upper() + "!", True, "repeat"))
+    return pairs

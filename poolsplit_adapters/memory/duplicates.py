@@ -23,10 +23,15 @@ task):
 
   Two guards apply to both measures, because the most similar pairs of all
   are *updates*, not repeats ("staging DB is db-7" / "staging DB is db-9"):
-  the two texts must carry the same **numbers and identifiers** (words with
-  a digit, paths, snake_case and dotted names, in the same order), the same **negations** ("not", "never", ...) and the same
-  **linkers** ("and", "only", "except", ...). A change of value, polarity or
-  extent is never merged; it is the consolidator's to supersede.
+  the two texts must carry the same **values and identifiers**, in the same
+  order (every run with a digit, whole: its sign, decimals, version dots,
+  hyphens and unit, "-5", "1.2.3", "eu-west-1", "5ms", "5 ms"; paths,
+  snake_case and dotted names), the same **negations** ("not", "never",
+  "n't", ...), **linkers** ("and", "only", "except", ...) and
+  **qualifiers** ("always", "must", "all", "two", "off", "new", ...: words
+  that say how often, how much or which way, many of them stopwords the
+  overlap cannot see). A change of value, sign, unit, polarity or extent is
+  never merged; it is the consolidator's to supersede.
 
 Thresholds (:data:`OVERLAP_THRESHOLD`, :data:`COSINE_THRESHOLD`) were chosen
 on a deterministic labelled set of paraphrased repeats against
@@ -78,6 +83,8 @@ __all__ = [
     "COSINE_THRESHOLD",
     "NEGATIONS",
     "LINKERS",
+    "QUALIFIERS",
+    "UNITS",
     "DuplicateKind",
     "Duplicate",
     "DuplicateFinder",
@@ -86,6 +93,7 @@ __all__ = [
     "bucket",
     "content_words",
     "key_tokens",
+    "values",
     "identifiers",
     "word_overlap",
     "jaccard",
@@ -125,18 +133,53 @@ COSINE_THRESHOLD = 0.85
 #: near duplicates. Apostrophes are separators, so "don't" gives "don" + "t".
 NEGATIONS = frozenset(
     "not no never none nothing nobody neither nor cannot without don doesn didn isn wasn aren weren won "
-    "shouldn couldn wouldn".split()
+    "shouldn couldn wouldn hasn haven hadn mustn needn mightn shan ain t".split()
 )
+#: (``t`` is what any other "n't" leaves: "can't" gives "can" + "t".)
 #: Words that join, add or limit claims ("React *and* Vue", "*only* on
 #: Fridays", "*except* staging"): a repeat that gains or loses one likely says
 #: something new, so these must match too. A repeat that adds one as filler is
 #: missed and stored twice, the cheap error.
 LINKERS = frozenset("and or but also plus except only unless instead both either".split())
+#: Words that say how often, how much, how surely or which way a claim holds
+#: ("*always* use tabs" / "*sometimes* use tabs", "keep *two* replicas" /
+#: "keep *one* replica", "turn the cache *off*", "use the *new* API"). Many
+#: are stopwords or too short for :func:`content_words`, so overlap never
+#: sees them, and the others are one word among many that a 0.9 overlap
+#: outvotes in a long text. So the two texts must have the same set of
+#: them. English only, like the negations; a repeat that adds one for
+#: emphasis ("use tabs" / "always use tabs") is stored twice, the cheap error.
+QUALIFIERS = frozenset(
+    """always usually often sometimes rarely seldom occasionally frequently ever
+    must should may might can could will would shall
+    all some any every each most many few several more less fewer least much
+    zero one two three four five six seven eight nine ten eleven twelve once twice half double triple
+    off out up down over under above below before after new old first last min max
+    enable enabled disable disabled allow allowed deny denied include exclude increase decrease
+    true false yes start stop open closed lock unlock public private""".split()
+)
+#: Unit words: a number's unit is part of its value when it is written apart
+#: ("5 ms" / "5 s", "9 am" / "9 pm", "30 days" / "30 weeks"): short units are
+#: below :data:`~poolsplit_adapters.poolsplit.MIN_WORD_LENGTH` and invisible
+#: to the overlap, long ones one word that a long text outvotes. An attached
+#: unit ("5ms", "50ms", "5%") is already part of the value token.
+UNITS = frozenset(
+    """ns us µs ms s sec secs second seconds m min mins minute minutes h hr hrs hour hours d day days
+    week weeks month months y yr yrs year years am pm
+    b kb mb gb tb pb kib mib gib tib byte bytes bit bits kbps mbps gbps
+    mm cm km ft mi g kg mg l ml px em rem pt dpi hz khz mhz ghz
+    % ‰ ° °c °f k x percent rps qps""".split()
+)
 
 _SPACE = re.compile(r"\s+")
 _WORD = re.compile(r"[^\W_]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _DIGIT = re.compile(r"\d")
+# A run of text between spaces, CJK characters and CJK punctuation: where a
+# value token ("-5", "1.2.3", "eu-west-1", "5ms", "$5", "5%") is looked for.
+_RUN = re.compile(r"[^\s\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
+# Signs that read as a minus: the minus sign and the en dash.
+_MINUS = str.maketrans({"\u2212": "-", "\u2013": "-"})
 # Inside one whitespace-separated token: a slash, an underscore, or a dot
 # between two word characters (one linear scan, no backtracking).
 _NAME_MARK = re.compile(r"[/_]|[^\W_]\.[^\W_]")
@@ -178,9 +221,42 @@ def content_words(text: str) -> FrozenSet[str]:
 
 
 def key_tokens(text: str) -> FrozenSet[str]:
-    """What two near duplicates must share exactly: the words that carry a
-    digit (values, versions, identifiers), the negations and the linkers."""
-    return frozenset(t for t in _tokens(normalise_text(text)) if _DIGIT.search(t) or t in NEGATIONS or t in LINKERS)
+    """What two near duplicates must share exactly: the :func:`values`, the
+    negations, the linkers and the qualifiers."""
+    return frozenset(values(text)) | _guard_words(text)
+
+
+def _guard_words(text: str) -> FrozenSet[str]:
+    return frozenset(t for t in _tokens(normalise_text(text)) if t in NEGATIONS or t in LINKERS or t in QUALIFIERS)
+
+
+def _bare(run: str) -> str:
+    """A run without the punctuation around it, except what belongs to a
+    value: a leading sign, ``#`` or currency symbol, a trailing ``%``."""
+    start, end = 0, len(run)
+    while start < end and run[start] not in "-+#" and unicodedata.category(run[start])[0] == "P":
+        start += 1
+    while end > start and run[end - 1] not in "%‰" and unicodedata.category(run[end - 1])[0] == "P":
+        end -= 1
+    return run[start:end]
+
+
+def values(text: str) -> Tuple[str, ...]:
+    """The value tokens of ``text``, in order, once each: every run between
+    spaces (and CJK characters) that holds a digit, whole, with its sign,
+    decimals, version dots, hyphens and attached unit ("-5", "+5", "1.5",
+    "1.2.3", "eu-west-1", "5ms", "5%", "$5"), followed by its unit when the
+    next word is one of :data:`UNITS` ("5 ms", "9 pm"). Two texts whose
+    values differ in any of these say different things however many words
+    they share: "timeout 5" and "timeout -5", "5 ms" and "5 s"."""
+    runs = [_bare(run.translate(_MINUS)) for run in _RUN.findall(normalise_text(text))]
+    out: List[str] = []
+    for i, run in enumerate(runs):
+        if not _DIGIT.search(run):
+            continue
+        unit = runs[i + 1] if i + 1 < len(runs) else ""
+        out.append(run + " " + unit if unit in UNITS else run)
+    return tuple(dict.fromkeys(out))
 
 
 def identifiers(text: str) -> Tuple[str, ...]:
@@ -194,14 +270,12 @@ def identifiers(text: str) -> Tuple[str, ...]:
 
 
 def _values_in_order(text: str) -> Tuple[Tuple[str, ...], FrozenSet[str]]:
-    """:func:`key_tokens` as a shelf key: the digit words and the
+    """:func:`key_tokens` as a shelf key: the :func:`values` and the
     :func:`identifiers`, in the order they come (once each), then the
-    negations and linkers as a set. Order matters for values: "port 80
-    forwards to 443" and "port 443 forwards to 80" share every word and
-    mean the opposite."""
-    tokens = _tokens(normalise_text(text))
-    values = tuple(dict.fromkeys(t for t in tokens if _DIGIT.search(t))) + identifiers(text)
-    return values, frozenset(t for t in tokens if t in NEGATIONS or t in LINKERS)
+    negations, linkers and qualifiers as a set. Order matters for values:
+    "port 80 forwards to 443" and "port 443 forwards to 80" share every word
+    and mean the opposite."""
+    return tuple(dict.fromkeys(values(text) + identifiers(text))), _guard_words(text)
 
 
 def _same_words(a: Any, b: Any) -> bool:

@@ -8,7 +8,8 @@ import duplicates as duplicates_bench
 import facts
 import pytest
 
-from poolsplit_adapters.memory.duplicates import OVERLAP_THRESHOLD
+from poolsplit_adapters.memory.duplicates import COSINE_THRESHOLD, OVERLAP_THRESHOLD
+from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 
 
 def test_the_word_overlap_default_has_the_precision_and_recall_its_docstring_quotes() -> None:
@@ -23,6 +24,19 @@ def test_the_word_overlap_default_has_the_precision_and_recall_its_docstring_quo
 def test_updates_and_negations_of_the_labelled_set_are_never_merged() -> None:
     pairs = [p for p in facts.labelled_pairs(1) if p.kind in ("value", "negation", "extension")]
     assert not any(duplicates_bench.predictions(pairs, embed=None, threshold=OVERLAP_THRESHOLD))
+
+
+def test_the_edge_cases_are_never_merged_and_their_repeats_always_are() -> None:
+    """A sign, a decimal, a unit written apart or a qualifier stopword is a
+    value change (``facts.EDGE_CASES``); before the value rule kept signs,
+    units and qualifiers, 14 of the 24 were merged by word overlap."""
+    pairs = facts.edge_pairs()
+    assert (len(pairs), sum(p.duplicate for p in pairs)) == (120, 96)
+    for embed in (None, HashEmbedder().embed_documents):
+        predicted = duplicates_bench.predictions(
+            pairs, embed=embed, threshold=OVERLAP_THRESHOLD if embed is None else COSINE_THRESHOLD
+        )
+        assert duplicates_bench.precision_recall(pairs, predicted) == (1.0, 1.0, 0, 0)
 
 
 def test_consolidation_leaves_one_current_version_per_fact_with_its_full_history() -> None:

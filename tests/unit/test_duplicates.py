@@ -23,6 +23,7 @@ from poolsplit_adapters.memory.duplicates import (
     key_tokens,
     normalise_text,
     record_repeat,
+    values,
 )
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.poolsplit import EntryError, default_scorer, prepare_scorer
@@ -112,8 +113,100 @@ def test_updates_negations_and_extensions_are_never_near_duplicates(distinct: st
         assert DuplicateFinder([kept], embed=embed, threshold=0.5).find({"type": "note", "content": distinct}) is None
 
 
-def test_key_tokens_are_digit_words_negations_and_linkers() -> None:
-    assert key_tokens("Region eu-west-1 is NOT primary and v2.3 only") == {"1", "not", "and", "v2", "3", "only"}
+def test_key_tokens_are_values_negations_linkers_and_qualifiers() -> None:
+    assert key_tokens("Region eu-west-1 is NOT primary and v2.3 only") == {"eu-west-1", "not", "and", "v2.3", "only"}
+    assert key_tokens("Always keep two replicas, never 3 (-1 is off)") == {
+        "always",
+        "two",
+        "never",
+        "3",
+        "-1",
+        "off",
+    }
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Set timeout to -5.", ("-5",)),
+        ("Set timeout to \u22125", ("-5",)),  # the minus sign reads as a hyphen-minus
+        ("Set timeout to +5", ("+5",)),
+        ("The staging DB is db-7, not db-9.", ("db-7", "db-9")),
+        ("Sample 1.5 percent of traces on v1.2.3", ("1.5 percent", "v1.2.3")),
+        ("Delay is 5ms; before it was 5 ms and 5 s", ("5ms", "5 ms", "5 s")),
+        ("Discount: 5% (was $5)", ("5%", "$5")),
+        ("Runs at 9 pm, then 9 am", ("9 pm", "9 am")),
+        ("Keep 3 replicas, 3 of them warm", ("3",)),  # once each; "replicas" and "of" are no units
+        ("部署db7之后检查", ("db7",)),  # CJK characters end a run
+        ("no numbers here", ()),
+    ],
+)
+def test_values_keep_sign_decimals_versions_and_units(text: str, expected: Any) -> None:
+    assert values(text) == expected
+
+
+@pytest.mark.parametrize(
+    "kept, other",
+    [
+        ("Set the checkout service timeout to 5", "Set the checkout service timeout to -5"),
+        ("Set the request timeout to 5 seconds.", "Set the request timeout to \u22125 seconds."),
+        ("Clock offset for the build agents is +2 hours.", "Clock offset for the build agents is -2 hours."),
+        ("Set the sampling rate for traces to 1.5 percent.", "Set the sampling rate for traces to 15 percent."),
+        ("Pin the payments client library at version 1.2.3.", "Pin the payments client library at version 1.2.4."),
+        ("Retry delay for the payment gateway is 5ms.", "Retry delay for the payment gateway is 50ms."),
+        ("Retry delay for the payment gateway is 5 ms.", "Retry delay for the payment gateway is 5 s."),
+        ("The nightly report job starts at 9 am sharp.", "The nightly report job starts at 9 pm sharp."),
+        ("The primary region is us-east-1 for orders.", "The primary region is eu-east-1 for orders."),
+        ("Discount for partner accounts is 5%.", "Discount for partner accounts is 5."),
+        ("Always use tabs for indentation in Go files.", "Sometimes use tabs for indentation in Go files."),
+        ("Do use tabs for indentation in Go files.", "Do not use tabs for indentation in Go files."),
+        ("You can deploy the billing service on Fridays.", "You can't deploy the billing service on Fridays."),
+        (
+            "The nightly build has passed on the release branch.",
+            "The nightly build hasn\u2019t passed on the release branch.",
+        ),
+        ("Reviewers must approve schema migrations.", "Reviewers may approve schema migrations."),
+        ("Delete all debug logs older than a week.", "Delete some debug logs older than a week."),
+        ("Keep two replicas of the orders database.", "Keep one replicas of the orders database."),
+        ("Turn the response cache off for checkout in staging.", "Turn the response cache on for checkout in staging."),
+        ("Scale the search workers up during the reindex.", "Scale the search workers down during the reindex."),
+        (
+            "Route payment webhooks to the new ingestion endpoint.",
+            "Route payment webhooks to the old ingestion endpoint.",
+        ),
+        # one word in twelve differs: the overlap alone (11 / 12 >= 0.9) would merge them
+        (
+            "Always run the full integration suite before merging a change to the main branch of billing.",
+            "Usually run the full integration suite before merging a change to the main branch of billing.",
+        ),
+    ],
+)
+def test_a_change_of_sign_decimal_version_unit_or_qualifier_is_never_a_near_duplicate(kept: str, other: str) -> None:
+    for embed in (None, HashEmbedder().embed_documents):
+        for a, b in ((kept, other), (other, kept)):
+            assert DuplicateFinder([note(a, id="k")], embed=embed).find(note(b)) is None
+            # while each still merges with its own re-wording
+            for repeat in ("Note: " + a[0].lower() + a[1:], a.upper().rstrip(".") + "!"):
+                hit = DuplicateFinder([note(a, id="k")], embed=embed).find(note(repeat))
+                assert (embed, repeat, hit and hit.kept["id"]) == (embed, repeat, "k")
+
+
+@pytest.mark.parametrize(
+    "kept, other", [("Set timeout to 5", "Set timeout to -5"), ("always use tabs", "never use tabs")]
+)
+def test_short_texts_differing_in_sign_or_frequency_are_two_memories(kept: str, other: str) -> None:
+    for embed in (None, HashEmbedder().embed_documents):
+        for a, b in ((kept, other), (other, kept)):
+            assert DuplicateFinder([note(a, id="k")], embed=embed).find(note(b)) is None
+            assert DuplicateFinder([note(a, id="k")], embed=embed).find(note(a.upper() + "!")) is not None
+
+
+def test_a_repeat_adding_a_qualifier_for_emphasis_is_stored_twice() -> None:
+    """The cheap error, chosen: "always" changes the claim as often as it
+    only stresses it, and a missed repeat costs one slot, not a fact."""
+    finder = DuplicateFinder([note("Use tabs for indentation in Go files.", id="k")])
+    assert finder.find(note("Always use tabs for indentation in Go files.")) is None
+    assert finder.find(note("Note: use tabs for indentation in Go files, as agreed")) is not None
 
 
 def test_content_words_drop_short_function_words_but_keep_digits_and_cjk() -> None:
