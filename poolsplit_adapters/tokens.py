@@ -21,6 +21,13 @@ If none has it, :class:`TokenizerUnavailable` says which file is missing and
 how to provide it, instead of a network error from deep inside tiktoken.
 :func:`encoding_source` tells which folder served an encoding.
 
+**Lazy.** Loading an encoding takes about a second (o200k_base), so no
+default counter loads one before its first count: :class:`TiktokenCounter`
+checks at construction that the file is there and loads it on the first
+count, and LlamaIndex's global tokenizer is looked up at each count
+(:class:`DeferredCounter`). Building an adapter or a middleware, or the
+graph module a LangGraph server imports, costs no tokenizer.
+
 **Cached.** Counts are cached by content, so an unchanged entry is never
 re-tokenised.
 
@@ -51,9 +58,11 @@ __all__ = [
     "TiktokenCounter",
     "TokenizerCounter",
     "TokenizerUnavailable",
+    "DeferredCounter",
     "default_counter",
     "encoding_source",
     "load_encoding",
+    "locate_encoding",
 ]
 
 DEFAULT_ENCODING = "o200k_base"
@@ -139,6 +148,35 @@ def _has_all(folder: pathlib.Path, urls: List[str], digests: List[str]) -> bool:
     return all(f.is_file() for f in files) and all(_intact(f, digests) for f in files)
 
 
+def locate_encoding(encoding: str = DEFAULT_ENCODING) -> pathlib.Path:
+    """The folder holding an intact local copy of ``encoding``'s BPE file,
+    found without loading it (tens of milliseconds the first time, for the
+    checksum; loading is the slow part, about a second).
+
+    Raises:
+        TokenizerUnavailable: tiktoken is missing, the name is unknown, or no
+            local copy of the encoding's BPE file exists.
+    """
+    try:
+        import tiktoken
+    except ImportError:
+        raise TokenizerUnavailable("tiktoken is not installed: pip install 'poolsplit-adapters[tokens]'") from None
+    urls, digests = _constructor_constants(encoding)
+    if not urls:
+        raise TokenizerUnavailable(
+            "unknown tiktoken encoding %r (known: %s)" % (encoding, ", ".join(tiktoken.list_encoding_names()))
+        )
+    folder = next((d for d in search_path() if _has_all(d, urls, digests)), None)
+    if folder is None:
+        names = ", ".join(hashlib.sha1(u.encode()).hexdigest() for u in urls)
+        raise TokenizerUnavailable(
+            "no local copy of the %r tokenizer file and no network to fetch it (this package ships "
+            "o200k_base and cl100k_base only). Fix: put the file(s) %s (tiktoken's cache names) in a "
+            "folder named by POOLSPLIT_TIKTOKEN_DIR or TIKTOKEN_CACHE_DIR." % (encoding, names)
+        )
+    return folder
+
+
 def load_encoding(encoding: str = DEFAULT_ENCODING) -> Any:
     """A ``tiktoken.Encoding`` loaded without touching the network.
 
@@ -149,23 +187,9 @@ def load_encoding(encoding: str = DEFAULT_ENCODING) -> Any:
     with _LOCK:
         if encoding in _ENCODINGS:
             return _ENCODINGS[encoding]
-        try:
-            import tiktoken
-        except ImportError:
-            raise TokenizerUnavailable("tiktoken is not installed: pip install 'poolsplit-adapters[tokens]'") from None
-        urls, digests = _constructor_constants(encoding)
-        if not urls:
-            raise TokenizerUnavailable(
-                "unknown tiktoken encoding %r (known: %s)" % (encoding, ", ".join(tiktoken.list_encoding_names()))
-            )
-        folder = next((d for d in search_path() if _has_all(d, urls, digests)), None)
-        if folder is None:
-            names = ", ".join(hashlib.sha1(u.encode()).hexdigest() for u in urls)
-            raise TokenizerUnavailable(
-                "no local copy of the %r tokenizer file and no network to fetch it (this package ships "
-                "o200k_base and cl100k_base only). Fix: put the file(s) %s (tiktoken's cache names) in a "
-                "folder named by POOLSPLIT_TIKTOKEN_DIR or TIKTOKEN_CACHE_DIR." % (encoding, names)
-            )
+        import tiktoken
+
+        folder = locate_encoding(encoding)  # the clear errors, before tiktoken's own
         # tiktoken reads its cache folder from the environment; point it at
         # the local copy for this one load (under the lock), then put things back.
         previous = os.environ.get("TIKTOKEN_CACHE_DIR")
@@ -282,6 +306,12 @@ class TiktokenCounter(TokenizerCounter):
     text (``<|endoftext|>``) as ordinary text rather than raising, since
     memory content is data, not a prompt template.
 
+    **Lazy.** Construction only checks that the encoding is known and its
+    file is on this machine (a bad name or a missing file fails here, with
+    :class:`TokenizerUnavailable`); the encoding itself, about a second to
+    load, loads on the first count (or :attr:`encoding`). So building an
+    adapter, or the graph a LangGraph server imports, costs no tokenizer.
+
     Example::
 
         counter = TiktokenCounter(model="gpt-4o")
@@ -290,8 +320,19 @@ class TiktokenCounter(TokenizerCounter):
 
     def __init__(self, encoding: str = DEFAULT_ENCODING, *, model: Optional[str] = None, cache_size: int = _CACHE_SIZE):
         self.encoding_name = encoding_for_model(model) if model else encoding
-        self._encoding = load_encoding(self.encoding_name)
-        super().__init__(self._encoding.encode_ordinary, cache_size=cache_size)
+        locate_encoding(self.encoding_name)
+        super().__init__(self._first_encode, cache_size=cache_size)
+
+    @property
+    def encoding(self) -> Any:
+        """The ``tiktoken.Encoding``, loaded now if no count has loaded it."""
+        return load_encoding(self.encoding_name)
+
+    def _first_encode(self, text: str) -> List[int]:
+        # The first count loads the encoding; later ones call it directly.
+        encode: Callable[[str], List[int]] = self.encoding.encode_ordinary
+        self._tokenize = encode
+        return encode(text)
 
     def __repr__(self) -> str:
         return "TiktokenCounter(%r)" % self.encoding_name
@@ -316,12 +357,61 @@ def default_counter() -> TiktokenCounter:
 # -- counters over another tokenizer (LlamaIndex) ------------------------------------------
 
 
-def llama_index_counter() -> Callable[[str], int]:
-    """Counts with LlamaIndex's global tokenizer, the one ``Memory`` uses by
-    default, so budgets and ``Memory``'s own arithmetic agree."""
+class DeferredCounter:
+    """A counter (``counter(text) -> int``, with ``count_many``) that asks
+    ``resolve()`` for the counter to use at each count instead of at
+    construction: a default tokenizer that takes a second to load then loads
+    on the first count, not when an adapter is built.
+
+    Args:
+        resolve: returns the counter to delegate to; called on every count,
+            so it must be cheap once warm (a cached lookup).
+
+    Example::
+
+        counter = DeferredCounter(lambda: TiktokenCounter("cl100k_base"))
+        counter("Never force-push to main.")   # resolved and counted here
+    """
+
+    def __init__(self, resolve: Callable[[], Callable[[str], int]]) -> None:
+        self._resolve = resolve
+
+    @property
+    def counter(self) -> Callable[[str], int]:
+        """The counter counts go to now (resolving it, and loading its
+        tokenizer, if needed)."""
+        return self._resolve()
+
+    def __call__(self, text: str) -> int:
+        return self._resolve()(text)
+
+    def count_many(self, texts: Iterable[str]) -> List[int]:
+        """Counts for many texts, in order, in one batch when the counter
+        batches."""
+        counter = self._resolve()
+        many = getattr(counter, "count_many", None)
+        return list(many(texts)) if many is not None else [counter(text) for text in texts]
+
+
+def _llama_index_global() -> Callable[[str], int]:
     from llama_index.core.utils import get_tokenizer
 
     return counter_from(get_tokenizer())
+
+
+_LLAMA_INDEX = DeferredCounter(_llama_index_global)
+
+
+def llama_index_counter() -> Callable[[str], int]:
+    """Counts with LlamaIndex's global tokenizer, the one ``Memory`` uses by
+    default, so budgets and ``Memory``'s own arithmetic agree.
+
+    One shared :class:`DeferredCounter`: LlamaIndex loads that tokenizer
+    (tiktoken ``cl100k_base``, under a second) on its first use, so it is
+    looked up at each count, never when an adapter is built. A tokenizer set
+    later (``Settings.tokenizer = ...``) is the one counted with from then
+    on; each tokenizer keeps its own cache (:func:`counter_from`)."""
+    return _LLAMA_INDEX
 
 
 def counter_from(tokenizer_fn: Callable[[str], list[Any]]) -> Callable[[str], int]:

@@ -151,3 +151,75 @@ def test_a_call_applies_its_overrides_and_names_a_bad_one():
     with pytest.raises(ArgumentError, match="unexpected per-call keyword argument"):
         AdapterCall(settings, "deploy", {"kk": 2})
     assert TextNode  # the LlamaIndex classes above are real framework objects
+
+
+@pytest.fixture
+def tokenizer_loads(monkeypatch):
+    """Every tokenizer load from now on, named: our tiktoken loader's
+    (``tokens.load_encoding``, the shared default counter forgotten so it is
+    built again) and LlamaIndex's global tokenizer lookup."""
+    from llama_index.core import utils as llama_utils
+
+    from poolsplit_adapters import tokens
+
+    loads: list[str] = []
+    real_load, real_get = tokens.load_encoding, llama_utils.get_tokenizer
+
+    def load(name: str = "o200k_base") -> Any:
+        loads.append(name)
+        return real_load(name)
+
+    def get_tokenizer(*args: Any, **kwargs: Any) -> Any:
+        loads.append("llama_index")
+        return real_get(*args, **kwargs)
+
+    monkeypatch.setattr(tokens, "_DEFAULT", None)
+    monkeypatch.setattr(tokens, "load_encoding", load)
+    monkeypatch.setattr(llama_utils, "get_tokenizer", get_tokenizer)
+    return loads
+
+
+def test_building_any_adapter_loads_no_tokenizer_and_the_first_count_counts_as_before(tokenizer_loads):
+    from llama_index.core.utils import get_tokenizer
+
+    from poolsplit_adapters.tokens import load_encoding
+
+    found = settings_of_every_adapter_class()
+    assert tokenizer_loads == []
+    text = "Never force-push to main; open a pull request. <|endoftext|>"
+    langchain = {"langchain retriever", "langchain compressor", "middleware"}
+    counts = {name: s.token_counter(text) for name, s in found.items()}
+    assert tokenizer_loads.count("o200k_base") == 1  # the shared default, loaded on its first count only
+    assert counts == {
+        name: len(load_encoding("o200k_base").encode_ordinary(text))
+        if name in langchain
+        else len(get_tokenizer()(text))
+        for name in found
+    }
+
+
+def test_the_middleware_loads_tiktoken_on_its_first_turn_and_counts_as_tiktoken_does(tokenizer_loads):
+    from agent_fakes import ToolCallingFakeModel, UserContext
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage
+
+    from poolsplit_adapters.reports import capture_selections
+    from poolsplit_adapters.tokens import load_encoding
+
+    store = InMemoryStore()
+    notes = ["Deploys go through the release checklist.", "The staging database is db-7; never drop it."]
+    for i, text in enumerate(notes):
+        store.put(("memories", "u1"), "n%d" % i, {"content": text, "type": "note"})
+    middleware = PoolSplitMemoryMiddleware([Pool("notes", 500, 5, ("note",))], namespace=("memories", "u1"))
+    assert tokenizer_loads == []
+    model = ToolCallingFakeModel(messages=iter([AIMessage(content="ok")]))
+    agent = create_agent(model, tools=[], middleware=[middleware], store=store, context_schema=UserContext)
+    assert tokenizer_loads == []
+    with capture_selections() as selections:
+        agent.invoke({"messages": [{"role": "user", "content": "how do deploys go?"}]}, context={"user_id": "u1"})
+    (selection,) = selections
+    assert tokenizer_loads.count("o200k_base") == 1
+    encoding = load_encoding("o200k_base")
+    assert sorted((c.entry["content"], c.cost) for c in selection.chosen) == sorted(
+        (text, len(encoding.encode_ordinary(text))) for text in notes
+    )

@@ -72,7 +72,8 @@ def test_llama_index_counter_batches_and_counts_like_its_tokenizer():
 
     tokenizer = get_tokenizer()
     counter = llama_index_counter()
-    assert counter is counter_from(tokenizer)  # one cache per tokenizer
+    assert counter is llama_index_counter()  # one shared default
+    assert counter.counter is counter_from(tokenizer)  # one cache per tokenizer
     texts = _texts(2500)
     # allowed_special="all": "<|endoftext|>" is one token there, as Memory counts it.
     assert counter.count_many(texts) == [max(1, len(tokenizer(t))) for t in texts]
@@ -175,3 +176,24 @@ def test_missing_file_names_the_fix_instead_of_downloading(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("unavailable no local copy of the 'p50k_base' tokenizer file")
     assert "POOLSPLIT_TIKTOKEN_DIR" in out.stdout
+
+
+def test_a_tiktoken_counter_loads_its_encoding_on_the_first_count_and_counts_the_same(monkeypatch):
+    from poolsplit_adapters import tokens
+
+    loads = []
+    monkeypatch.setattr(tokens, "load_encoding", lambda name="o200k_base": loads.append(name) or load_encoding(name))
+    counter = TiktokenCounter("cl100k_base")
+    assert loads == []  # constructed: the file is checked, not loaded
+    text = "Never force-push to main; open a pull request instead."
+    assert counter(text) == len(load_encoding("cl100k_base").encode_ordinary(text))
+    assert counter.count_many(["a b", text, "<|endoftext|>"]) == [
+        len(load_encoding("cl100k_base").encode_ordinary(t)) for t in ["a b", text, "<|endoftext|>"]
+    ]
+    assert loads == ["cl100k_base"]  # once: later counts call the encoding directly
+    assert counter.encoding is load_encoding("cl100k_base")
+
+
+def test_a_bad_encoding_still_fails_at_construction():
+    with pytest.raises(TokenizerUnavailable, match="unknown tiktoken encoding 'nope'"):
+        TiktokenCounter("nope")
