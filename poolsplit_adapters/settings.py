@@ -291,7 +291,7 @@ class AgentMemorySettings(AdapterSettings):
     chain_penalty: float = Field(
         default=0.9, description="Score factor per namespace-chain link after the first (0 < x <= 1)."
     )
-    page_size: int = Field(default=100, description="Items per store search page.")
+    page_size: int = Field(default=100, description="Kept for compatibility, no effect: recall no longer pages.")
     fetch_k: Optional[int] = Field(
         default=None,
         description=(

@@ -326,7 +326,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         now: fixed reference time for scoring and for ``created`` stamps
             (default: the time of each call).
         chain_penalty: score factor per chain link after the first (0.9).
-        page_size: items per store search page (default 100).
+        page_size: kept for compatibility, no effect: recall reads each
+            search in one exact read, without paging (default 100).
         fetch_k: per-type recall size for indexed stores and vector stores
             (default: every item for a LangGraph store; 20 for a vector store).
         remember: register the ``remember`` tool (default True).

@@ -149,6 +149,21 @@ def test_demo_runs_through_core_and_both_frameworks(tmp_path):
     assert "corrections first in the prompt: True" in text
     assert "the first 10 are the corrections (priority-0 block)" in text
     assert "extra to see" not in text
+    assert out.stderr == ""  # no warning on the first command a newcomer runs
+
+
+def test_the_demo_group_brings_the_stemmer_without_which_the_demo_warns(tmp_path):
+    """`make demo` installs the `demo` dependency group only: without
+    snowballstemmer in it, the adapters' default scorer warns on the demo's
+    LCEL and LlamaIndex parts."""
+    import tomllib
+
+    group = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]["demo"]
+    assert [r for r in group if r.startswith("snowballstemmer")] == ["snowballstemmer>=2.2"]
+    prelude = "import sys; sys.modules.update(dict.fromkeys(['snowballstemmer', 'Stemmer'])); "
+    code, out, err = run_cli("demo", cwd=tmp_path, prelude=prelude)
+    assert code == 0, err
+    assert "snowballstemmer is not installed" in err
 
 
 @pytest.mark.parametrize(
