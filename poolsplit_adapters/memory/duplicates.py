@@ -439,8 +439,8 @@ class DuplicateFinder:
 
     Cost: an exact match is one dictionary lookup; a near match by words
     compares the candidate with the kept rows of its bucket that carry the
-    same numbers, negations and linkers and share one of its rarer words (a
-    word index), never with the whole store. With ``embed`` every row of that
+    same values, negations, linkers and qualifiers and share one of its
+    rarer words (a word index), never with the whole store. With ``embed`` every row of that
     shelf is compared (a cosine can be high without a shared word).
 
     Example::

@@ -26,7 +26,7 @@ from poolsplit_adapters.memory.duplicates import (
     values,
 )
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
-from poolsplit_adapters.poolsplit import EntryError, default_scorer, prepare_scorer
+from poolsplit_adapters.poolsplit import STOPWORDS, EntryError, default_scorer, prepare_scorer
 
 NOW = datetime.datetime(2026, 12, 1)
 
@@ -199,6 +199,39 @@ def test_short_texts_differing_in_sign_or_frequency_are_two_memories(kept: str, 
         for a, b in ((kept, other), (other, kept)):
             assert DuplicateFinder([note(a, id="k")], embed=embed).find(note(b)) is None
             assert DuplicateFinder([note(a, id="k")], embed=embed).find(note(a.upper() + "!")) is not None
+
+
+_word = st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=3, max_size=8).filter(lambda w: w not in STOPWORDS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(_word, min_size=3, max_size=10, unique=True),
+    st.integers(min_value=0, max_value=10_000),
+    st.decimals(min_value=0, max_value=100, places=2, allow_nan=False),
+    st.sampled_from(["ms", "s", "min", "gb", "mb", "%", "days"]),
+    st.data(),
+)
+def test_a_value_and_its_negation_or_another_unit_never_merge_whatever_the_words(
+    words: List[str], number: int, decimal: Any, unit: str, data: Any
+) -> None:
+    """However many words two texts share, "N" / "-N", "N.d" / "Nd" and
+    "N unit" / "N other-unit" say different things; the same text re-cased
+    and wrapped in filler still merges."""
+    at = data.draw(st.integers(min_value=0, max_value=len(words)))
+    other_unit = data.draw(st.sampled_from([u for u in ("ms", "s", "min", "gb", "mb", "%", "days") if u != unit]))
+
+    def text(value: str) -> str:
+        return " ".join(words[:at] + [value] + words[at:])
+
+    pairs = [(str(number), "-%d" % number), ("%s %s" % (number, unit), "%s %s" % (number, other_unit))]
+    if decimal != decimal.to_integral_value():
+        pairs.append((str(decimal), str(decimal).replace(".", "")))
+    for a, b in pairs:
+        finder = DuplicateFinder([note(text(a), id="k")])
+        assert finder.find(note(text(b))) is None, (text(a), text(b))
+        hit = finder.find(note("Note: " + text(a).upper() + "!"))
+        assert hit is not None and hit.kept["id"] == "k", text(a)
 
 
 def test_a_repeat_adding_a_qualifier_for_emphasis_is_stored_twice() -> None:
