@@ -93,7 +93,7 @@ __all__ = [
     "bucket",
     "content_words",
     "key_tokens",
-    "values",
+    "value_tokens",
     "identifiers",
     "word_overlap",
     "jaccard",
@@ -221,9 +221,9 @@ def content_words(text: str) -> FrozenSet[str]:
 
 
 def key_tokens(text: str) -> FrozenSet[str]:
-    """What two near duplicates must share exactly: the :func:`values`, the
+    """What two near duplicates must share exactly: the :func:`value_tokens`, the
     negations, the linkers and the qualifiers."""
-    return frozenset(values(text)) | _guard_words(text)
+    return frozenset(value_tokens(text)) | _guard_words(text)
 
 
 def _guard_words(text: str) -> FrozenSet[str]:
@@ -241,7 +241,7 @@ def _bare(run: str) -> str:
     return run[start:end]
 
 
-def values(text: str) -> Tuple[str, ...]:
+def value_tokens(text: str) -> Tuple[str, ...]:
     """The value tokens of ``text``, in order, once each: every run between
     spaces (and CJK characters) that holds a digit, whole, with its sign,
     decimals, version dots, hyphens and attached unit ("-5", "+5", "1.5",
@@ -270,12 +270,12 @@ def identifiers(text: str) -> Tuple[str, ...]:
 
 
 def _values_in_order(text: str) -> Tuple[Tuple[str, ...], FrozenSet[str]]:
-    """:func:`key_tokens` as a shelf key: the :func:`values` and the
+    """:func:`key_tokens` as a shelf key: the :func:`value_tokens` and the
     :func:`identifiers`, in the order they come (once each), then the
     negations, linkers and qualifiers as a set. Order matters for values:
     "port 80 forwards to 443" and "port 443 forwards to 80" share every word
     and mean the opposite."""
-    return tuple(dict.fromkeys(values(text) + identifiers(text))), _guard_words(text)
+    return tuple(dict.fromkeys(value_tokens(text) + identifiers(text))), _guard_words(text)
 
 
 def _same_words(a: Any, b: Any) -> bool:

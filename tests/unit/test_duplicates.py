@@ -23,7 +23,7 @@ from poolsplit_adapters.memory.duplicates import (
     key_tokens,
     normalise_text,
     record_repeat,
-    values,
+    value_tokens,
 )
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.poolsplit import STOPWORDS, EntryError, default_scorer, prepare_scorer
@@ -142,7 +142,7 @@ def test_key_tokens_are_values_negations_linkers_and_qualifiers() -> None:
     ],
 )
 def test_values_keep_sign_decimals_versions_and_units(text: str, expected: Any) -> None:
-    assert values(text) == expected
+    assert value_tokens(text) == expected
 
 
 @pytest.mark.parametrize(
