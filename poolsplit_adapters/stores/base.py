@@ -670,7 +670,11 @@ class StoreVerbs(ABC):
                 finder.discard(old_id)
             for gone in change.forget:
                 finder.discard(gone)
-            written = self.read([str(e["id"]) for e in change.insert] + [kept for kept, _ in change.repeat])
+            written = self.read(
+                [str(e["id"]) for e in change.insert]
+                + [kept for kept, _ in change.repeat]
+                + [str(e["id"]) for e in change.replace]  # a closed one is only discarded
+            )
             for entry in written:
                 finder.replace(entry)
             self._finder = (self.version, finder)
