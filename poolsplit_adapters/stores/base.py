@@ -510,6 +510,14 @@ class StoreVerbs(ABC):
         """The ``created`` given to an entry without one (now, UTC)."""
         return utc_stamp()
 
+    @property
+    def holder(self) -> StoreVerbs:
+        """The store whose commits change the entries this one writes:
+        itself, or the durable store a front writes through to (LlamaIndex's
+        ``PoolSplitMemoryStore`` over SQLite); what a consolidation of
+        stored entries reads and changes."""
+        return self
+
     # -- the verbs ---------------------------------------------------------------------
 
     def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:

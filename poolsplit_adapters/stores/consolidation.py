@@ -110,6 +110,7 @@ def consolidation_view(
     """
     if isinstance(nearest, bool) or not isinstance(nearest, int) or nearest < 0:
         raise ValueError("nearest must be an int >= 0, got %r" % (nearest,))
+    store = store.holder
     wanted = list(dict.fromkeys(str(i) for i in ids))
     found = {str(e["id"]): e for e in store.read(wanted)} if wanted else {}
     candidates = [found[i] for i in wanted if i in found and live(found[i])]
@@ -164,6 +165,7 @@ def apply_consolidation(
     (the ones :func:`consolidation_view` returned, in that order), one
     :class:`~poolsplit_adapters.stores.base.Change` per operation, in plan
     order; see the module docstring for what each writes."""
+    store = store.holder
     when = at if isinstance(at, str) else utc_stamp(moment_of(at, "at"))
     latest: Dict[str, Dict[str, Any]] = {str(c["id"]): dict(c) for c in candidates}
     for op in result.accepted:
