@@ -156,6 +156,9 @@ class BackgroundConsolidation:
         self._flushing = 0
         self._since_drain: List[ConsolidationRun] = []
         self._unshown: Dict[Hashable, List[ConsolidationRun]] = {}
+        # One run at a time per store (whatever the key): a run's view is
+        # then never older than the last run's changes to the same entries.
+        self._store_locks: Dict[int, threading.Lock] = {}
 
     def __repr__(self) -> str:
         return "BackgroundConsolidation(%s, delay=%gs, %d pending)" % (
@@ -283,8 +286,16 @@ class BackgroundConsolidation:
     def _at(self) -> str:
         return utc_stamp(self.now)
 
+    def _store_lock(self, store: StoreVerbs) -> threading.Lock:
+        with self._lock:
+            return self._store_locks.setdefault(id(store.holder), threading.Lock())
+
     def _run(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
         """One run, in the calling thread: view, decide (sync), apply."""
+        with self._store_lock(store):
+            return self._run_locked(key, store, ids)
+
+    def _run_locked(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
         try:
             candidates, existing, skipped = consolidation_view(store, ids, nearest=self.nearest)
             at = self._at()
@@ -297,7 +308,17 @@ class BackgroundConsolidation:
 
     async def _arun(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
         """:meth:`_run` on the loop: the store's sync verbs in a worker
-        thread, the model awaited."""
+        thread, the model awaited (waiting for the store's lock never blocks
+        the loop, and a cancelled wait leaves it free)."""
+        lock = self._store_lock(store)
+        while not lock.acquire(blocking=False):
+            await asyncio.sleep(0.005)
+        try:
+            return await self._arun_locked(key, store, ids)
+        finally:
+            lock.release()
+
+    async def _arun_locked(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
         try:
             candidates, existing, skipped = await asyncio.to_thread(
                 consolidation_view, store, ids, nearest=self.nearest

@@ -37,7 +37,13 @@ Nothing is deleted, so nothing is lost: a wrong or hostile plan can close a
 version, and the closed version stays in the store, in ``history(id)`` and
 in ``Visibility(as_of=...)``. An operation whose target changed between the
 view and the commit (another run, another process) is not applied and is
-listed in :attr:`StoredConsolidation.failed` with the store's reason.
+listed in :attr:`StoredConsolidation.failed` with the store's reason: each
+change carries the versions it was derived from (``Change.unchanged``) and
+applies only while they are stored exactly so. That check runs inside the
+commit's transaction on SQLite; a LangGraph store has none, so there it is
+a read just before the write, and two processes racing within that gap can
+still interleave (in one process, the middleware's background runs on one
+store never overlap: :mod:`poolsplit_adapters.memory.background`).
 """
 
 from __future__ import annotations
@@ -179,12 +185,13 @@ def apply_consolidation(
         try:
             rows = _change(op, candidate, target, when)
             if rows:
-                store._commit_tracked(Change(replace=rows))
+                bases = tuple(latest[str(row["id"])] for row in rows)
+                store._commit_tracked(Change(replace=rows, unchanged=bases))
         except (EntryError, EntryNotFound, ValueError) as err:
             failed.append((op, "%s: %s" % (type(err).__name__, err)))
             continue
-        for row in rows:
-            latest[str(row["id"])] = dict(row)
+        if rows:  # what the next operation derives from: the versions as stored
+            latest.update({str(e["id"]): e for e in store.read([str(row["id"]) for row in rows])})
         applied.append(op)
     return StoredConsolidation(result, tuple(applied), tuple(failed), tuple(skipped))
 
