@@ -354,3 +354,27 @@ def test_two_middleware_instances_on_one_thread_never_apply_a_change_twice():
     assert winner in (note_id(store, "db-9"), note_id(store, "db-11"))
     for fragment in ("db-9", "db-11"):
         assert rows[note_id(store, fragment)].get("status", "active") == "active"
+
+
+def test_the_embedded_sqlite_store_is_consolidated_from_the_background_thread(tmp_path):
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    store = SQLiteMemoryStore(tmp_path / "memory.db")
+    store.add([DB7 | {"namespace": "memories.u1"}])
+    mw = PoolSplitMemoryMiddleware(
+        POOLS,
+        namespace=NS,
+        store=store,
+        token_counter=default_token_counter,
+        now=NOW,
+        consolidator=PlanningFakeModel(
+            decide=lambda p: plan({"op": "update", "new": handle(p, "db-9"), "old": handle(p, "db-7")})
+        ),
+        consolidation_delay=60.0,
+    )
+    agent = scripted_agent(mw, None, model=ToolCallingFakeModel())
+    say(agent, "remember=The staging database is db-9 now.")
+    [run] = mw.consolidation.drain()
+    assert run.error is None and run.outcome.to_dict()["applied"] == {"update": 1}
+    new = store.get("db-7")["superseded_by"]
+    assert [v.id for v in store.history(new)] == ["db-7", new]

@@ -513,3 +513,22 @@ def test_consolidating_stored_entries_supersedes_retires_and_closes_repeats_on_e
     # no longer absorbs a write of its text.
     report = store.write([note("A dark theme is what the user likes.", "thread:t2", "2026-07-07T00:00:00Z")])
     assert report.duplicates == [] and report.written == report.ids
+
+
+def test_a_consolidation_read_before_another_write_does_not_overwrite_it(store):
+    """The plan was read (and the model asked) before another writer recorded
+    a repeat on its target: applying it would drop that repeat, so it is
+    refused at commit and listed failed; the other write stays."""
+    from poolsplit_adapters.memory.consolidate import validate
+    from poolsplit_adapters.stores.consolidation import apply_consolidation, consolidation_view
+
+    [kept] = store.add([note("User prefers dark mode in every editor.", "host", "2026-07-01T00:00:00Z")])
+    [new] = store.add([note("A dark theme is what the user likes.", "thread:t1", "2026-07-05T00:00:00Z")])
+    candidates, existing, _ = consolidation_view(store, [new])
+    assert [e["id"] for e in existing] == [kept]
+    plan = validate([{"op": "noop", "new": 2, "old": 1}], candidates, existing, at="2026-07-06T00:00:00Z")
+    store.write([note("user prefers dark mode in every editor", "thread:t9", "2026-07-05T12:00:00Z")])
+    done = apply_consolidation(store, candidates, plan, at="2026-07-06T00:00:00Z")
+    assert done.applied == () and "changed since it was read" in done.failed[0][1]
+    assert store.get(kept)["seen"] == [{"source": "thread:t9", "at": "2026-07-05T12:00:00Z"}]
+    assert store.get(new).get("status", "active") == "active"
