@@ -46,7 +46,7 @@ import datetime
 import logging
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Sequence, Tuple
 
@@ -59,6 +59,10 @@ __all__ = ["BackgroundConsolidation", "ConsolidationRun", "LOGGER"]
 
 #: Where failed runs and refused operations are logged.
 LOGGER = logging.getLogger("poolsplit_adapters.consolidation")
+
+#: How many keys (threads) keep reports not yet shown in a selection event;
+#: the least recently reported go first (their runs stay in ``runs``).
+UNSHOWN_KEYS = 1024
 
 
 @dataclass(frozen=True)
@@ -112,7 +116,8 @@ class BackgroundConsolidation:
         now: a fixed time for the operations (default: the time of each run).
         on_run: called with each finished :class:`ConsolidationRun` (in the
             runner's thread or task; an exception it raises is logged).
-        keep: how many finished runs :attr:`runs` keeps.
+        keep: how many finished runs :attr:`runs` keeps (and, per key,
+            how many wait to be reported by :meth:`take`); >= 1.
 
     Example::
 
@@ -140,6 +145,8 @@ class BackgroundConsolidation:
             raise ValueError("consolidation delay must be a number of seconds >= 0, got %r" % (delay,))
         if isinstance(nearest, bool) or not isinstance(nearest, int) or nearest < 0:
             raise ValueError("consolidation nearest must be an int >= 0, got %r" % (nearest,))
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ValueError("consolidation keep must be an int >= 1, got %r" % (keep,))
         if on_run is not None and not callable(on_run):
             raise TypeError("on_run must be callable, got %r" % (on_run,))
         #: The driver of the host's model (checked once, here).
@@ -155,7 +162,10 @@ class BackgroundConsolidation:
         self._slots: Dict[Tuple[int, Hashable], _Slot] = {}
         self._flushing = 0
         self._since_drain: List[ConsolidationRun] = []
-        self._unshown: Dict[Hashable, List[ConsolidationRun]] = {}
+        # Reports not yet shown, for the keys seen last (a thread that never
+        # calls the model again must not keep its reports for ever).
+        self._unshown: OrderedDict[Hashable, List[ConsolidationRun]] = OrderedDict()
+        self._keep = keep
         # One run at a time per store (whatever the key): a run's view is
         # then never older than the last run's changes to the same entries.
         self._store_locks: Dict[int, threading.Lock] = {}
@@ -277,7 +287,7 @@ class BackgroundConsolidation:
             with self._lock:
                 if ids is not None:
                     slot.pending.update(dict.fromkeys(ids))
-                if slot.pending and self._slots.get(slot_key) is slot:
+                if slot.pending:
                     self._start_thread(slot_key, slot)
                 else:
                     self._next(slot_key, slot)
@@ -348,7 +358,12 @@ class BackgroundConsolidation:
         with self._lock:
             self.runs.append(run)
             self._since_drain.append(run)
-            self._unshown.setdefault(run.key, []).append(run)
+            shown = self._unshown.setdefault(run.key, [])
+            shown.append(run)
+            del shown[: -self._keep]
+            self._unshown.move_to_end(run.key)
+            while len(self._unshown) > UNSHOWN_KEYS:
+                self._unshown.popitem(last=False)
             self._changed.notify_all()
         if self.on_run is not None:
             try:
