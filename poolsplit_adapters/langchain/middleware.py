@@ -522,6 +522,16 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         settled = self._write(where, self._episodes(state["messages"], demotion, where))
         return self._demoted(state["messages"], demotion, settled)
 
+    @override
+    async def abefore_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
+        """Async :meth:`before_model`."""
+        demotion = self._demotion(state["messages"], runtime)
+        if not demotion.demote:
+            return None
+        where = self._where(runtime)
+        settled = await self._awrite(where, self._episodes(state["messages"], demotion, where))
+        return self._demoted(state["messages"], demotion, settled)
+
     # -- hooks: consolidate -------------------------------------------------------------
 
     @override
@@ -534,16 +544,6 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     async def aafter_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         """Async :meth:`after_agent` (a task on the running loop)."""
         return self._consolidate(state, runtime, asynchronous=True)
-
-    @override
-    async def abefore_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
-        """Async :meth:`before_model`."""
-        demotion = self._demotion(state["messages"], runtime)
-        if not demotion.demote:
-            return None
-        where = self._where(runtime)
-        settled = await self._awrite(where, self._episodes(state["messages"], demotion, where))
-        return self._demoted(state["messages"], demotion, settled)
 
     # -- hooks: recall + promote --------------------------------------------------------
 
