@@ -625,6 +625,9 @@ class StoreVerbs(ABC):
             change = Change(
                 insert=tuple(w for w in op.writes if w["id"] != target),
                 replace=tuple(w for w in op.writes if w["id"] == target),
+                # derived from the target as shown to the model: applied only
+                # while it is stored so (another writer's repeat is never lost)
+                unchanged=() if op.target is None else (dict(op.target),),
             )
             try:
                 if change.insert or change.replace:
