@@ -122,3 +122,42 @@ def scripted_agent(
         store=store,
         context_schema=UserContext,
     )
+
+
+# -- a consolidator: the host's chat model asked for a plan -----------------------------
+
+
+def plan(*ops: Dict[str, Any]) -> AIMessage:
+    """A reply that calls the consolidation plan tool with these operations
+    (what ``with_structured_output`` asks a tool-calling model for)."""
+    return AIMessage("", tool_calls=[{"name": "ConsolidationPlan", "args": {"operations": list(ops)}, "id": "plan-1"}])
+
+
+def handle(payload: Dict[str, Any], fragment: str) -> Optional[int]:
+    """The handle of the shown memory (existing or new) whose text holds ``fragment``."""
+    for row in [*payload["existing"], *payload["new"]]:
+        if fragment in row["text"]:
+            return int(row["handle"])
+    return None
+
+
+class PlanningFakeModel(GenericFakeChatModel):
+    """LangChain's fake chat model as a consolidator: ``bind_tools`` returns
+    itself (so ``with_structured_output`` goes through a tool call, as with a
+    real tool-calling model) and each reply is ``decide(payload)``, decided
+    from the numbered memories it is shown. Every payload is recorded."""
+
+    messages: Iterator[Any] = Field(default_factory=lambda: iter(()))
+    decide: Any = None
+    payloads: List[Dict[str, Any]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PlanningFakeModel:  # type: ignore[override]
+        return self
+
+    def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        import json
+
+        payload = json.loads(str(messages[-1].text))
+        self.payloads.append(payload)
+        self.messages = iter([self.decide(payload)])
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)

@@ -125,6 +125,11 @@ class Backend(ABC):
         stored entry it repeats (kept instead, the repeat recorded in its
         ``seen``), or None when it was written."""
 
+    def verbs(self, chain: Sequence[Namespace]) -> Optional[StoreVerbs]:
+        """The store verbs that write ``chain``'s own namespace (what the
+        consolidator reads and changes), or None when the store has none."""
+        return None
+
     async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
         return self.snapshot(chain, context, plan)
 
@@ -226,6 +231,9 @@ class _BaseStoreBackend(Backend):
     def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
         return self.memory(chain).get(entry_id)
 
+    def verbs(self, chain: Sequence[Namespace]) -> Optional[StoreVerbs]:
+        return self.memory(chain)
+
     async def aget(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
         return await self.memory(chain).aget(entry_id)
 
@@ -291,6 +299,9 @@ class _ContractBackend(Backend):
         return VisibleEntries(
             [found] if found is not None else [], chain_visibility(chain, self.settings.chain_penalty)
         ).get(entry_id)
+
+    def verbs(self, chain: Sequence[Namespace]) -> Optional[StoreVerbs]:
+        return self.store if isinstance(self.store, StoreVerbs) else None
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         if isinstance(self.store, StoreVerbs):

@@ -22,6 +22,15 @@ Per agent step (one model call and the tool-loop calls that follow it):
 * **expand_memory** (registered with ``progressive=True``): the full text of
   an entry the context showed as a summary, read from the same store and
   namespaces as the recall, so the agent can read no more than it may see.
+* **Consolidate** (``after_agent``, with ``consolidator=`` the host's chat
+  model; off by default): once the agent's turn is over, the entries the
+  turn wrote are shown to the model beside their nearest stored neighbours
+  and its operations (add / update / retire / noop) are validated and
+  applied to the store, in the background, debounced per thread
+  (:class:`~poolsplit_adapters.memory.background.BackgroundConsolidation`,
+  :mod:`~poolsplit_adapters.stores.consolidation`). The turn never waits for
+  it and never fails because of it; the next selection event of the thread
+  reports what it did.
 
 With ``pools="auto"`` each model call plans its pools for the task type
 detected from the message and ``runtime.context`` (``goal``,
@@ -33,7 +42,10 @@ keeps per thread lives in the agent's graph state
 shown, and the current step's rendered memory with its reuse key. Two
 processes serving one thread through one checkpointer agree on both, and a
 restart loses neither. The object itself holds settings and a cache of store
-adapters only.
+adapters, and, with a consolidator, the background runs' process-local
+schedule (deadlines, ids not yet run, reports not yet shown; see
+:mod:`~poolsplit_adapters.memory.background`); the ids a turn wrote wait in
+the state until the turn's ``after_agent`` hands them over.
 """
 
 from __future__ import annotations
@@ -67,6 +79,7 @@ from typing_extensions import NotRequired, TypedDict, override
 
 from ..call import AdapterCall
 from ..checks import ArgumentError, check_flag, check_instance, check_label, check_positive_int, check_string
+from ..memory.background import BackgroundConsolidation, ConsolidationRun
 from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
@@ -105,6 +118,7 @@ REMEMBER_DESCRIPTION = (
 #: The state keys the middleware adds (private: not in the agent's input or output).
 WRITES_KEY = "poolsplit_writes"
 PROMOTED_KEY = "poolsplit_promoted"
+UNCONSOLIDATED_KEY = "poolsplit_unconsolidated"
 
 
 class GateTally(TypedDict):
@@ -126,6 +140,15 @@ def add_tallies(left: Optional[GateTally], right: Optional[GateTally]) -> Option
     for reason, n in right["refused"].items():
         refused[reason] = refused.get(reason, 0) + n
     return {"written": [*left["written"], *right["written"]], "refused": refused}
+
+
+def add_ids(left: Optional[list[str]], right: Optional[list[str]]) -> Optional[list[str]]:
+    """The state reducer of :data:`UNCONSOLIDATED_KEY`: the ids written by a
+    turn's demotions and notes add up; None clears (handed to the
+    consolidator)."""
+    if right is None or left is None:
+        return right
+    return [*left, *(i for i in right if i not in left)]
 
 
 class PromotedStep(TypedDict):
@@ -152,6 +175,7 @@ class PoolSplitMemoryState(AgentState[Any]):
 
     poolsplit_writes: NotRequired[Annotated[Optional[GateTally], PrivateStateAttr, add_tallies]]
     poolsplit_promoted: NotRequired[Annotated[Optional[PromotedStep], PrivateStateAttr]]
+    poolsplit_unconsolidated: NotRequired[Annotated[Optional[list[str]], PrivateStateAttr, add_ids]]
 
 
 class RememberInput(BaseModel):
@@ -343,6 +367,20 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         embeddings: a LangChain ``Embeddings``: rank by embedding similarity
             (an :class:`~poolsplit_adapters.memory.embedding.EmbeddingScorer`
             over it). Give it or ``scorer``, not both.
+        consolidator: the host's own chat model (``with_structured_output``
+            must work: a tool-calling model), a LlamaIndex LLM or a
+            :class:`~poolsplit_adapters.memory.consolidate.Decider`; default
+            None: no consolidation. After each agent run (``after_agent``)
+            the entries the turn wrote are consolidated with their nearest
+            stored neighbours in the background: ``update`` supersedes,
+            ``retire`` closes, ``noop`` records a repeat and closes it,
+            nothing is deleted and a correction is never touched. Held as
+            :attr:`consolidation` (``drain()`` / ``await adrain()`` wait for
+            it in tests and at shutdown; its ``runs`` report every run).
+            The store must be a LangGraph store or follow the store
+            contract's verbs (``StoreVerbs``: SQLite, vector-store memories).
+        consolidation_delay: seconds a thread must be quiet before its
+            consolidation runs (default 1.0): a burst of turns runs it once.
 
     ``pools="auto"`` detects the task type per model call from the last
     human message and ``goal``, ``action_type`` and ``phase`` in
@@ -397,6 +435,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         total_entries: Optional[int] = None,
         progressive: bool = False,
         embeddings: Any = None,
+        consolidator: Any = None,
+        consolidation_delay: float = 1.0,
     ) -> None:
         super().__init__()
         check_positive_int(page_size, "page_size")
@@ -433,6 +473,13 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         # Adapters over each runtime store seen (a cache, not thread state).
         self._runtime_backends: OrderedDict[int, tuple[Any, Backend]] = OrderedDict()
         self._lock = threading.Lock()
+        #: The background consolidation (None: off, the default).
+        self.consolidation: Optional[BackgroundConsolidation] = None
+        if consolidator is not None:
+            try:
+                self.consolidation = BackgroundConsolidation(consolidator, delay=consolidation_delay, now=now)
+            except (TypeError, ValueError, NotImplementedError) as err:
+                raise ArgumentError("PoolSplitMemoryMiddleware consolidator: %s" % err) from err
         self.tools: list[BaseTool] = []
         if check_flag(remember, "remember"):
             self.tools.append(
@@ -485,6 +532,19 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         where = self._where(runtime)
         settled = await self._awrite(where, self._episodes(state["messages"], demotion, where))
         return self._demoted(state["messages"], demotion, settled)
+
+    # -- hooks: consolidate -------------------------------------------------------------
+
+    @override
+    def after_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
+        """Hand the ids this turn wrote to the background consolidation (a
+        thread); returns at once."""
+        return self._consolidate(state, runtime, asynchronous=False)
+
+    @override
+    async def aafter_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
+        """Async :meth:`after_agent` (a task on the running loop)."""
+        return self._consolidate(state, runtime, asynchronous=True)
 
     # -- hooks: recall + promote --------------------------------------------------------
 
@@ -621,12 +681,46 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             )
         return proposals
 
-    @staticmethod
-    def _demoted(messages: Sequence[BaseMessage], plan: Demotion, settled: Sequence[Proposal]) -> dict[str, Any]:
+    def _demoted(self, messages: Sequence[BaseMessage], plan: Demotion, settled: Sequence[Proposal]) -> dict[str, Any]:
         """The state update of a demotion: the written turns removed, the
-        gate's report kept for the next selection event."""
+        gate's report kept for the next selection event (and, with a
+        consolidator, the written ids for the turn's end)."""
         removals = [RemoveMessage(id=str(messages[i].id)) for t in plan.demote for i in t.indices]
-        return {"messages": removals, WRITES_KEY: _tally(settled)}
+        return {"messages": removals, **self._written(settled)}
+
+    def _written(self, settled: Sequence[Proposal]) -> dict[str, Any]:
+        """The state update of a write: the gate's tally, and the written
+        ids when a consolidator waits for them."""
+        tally = _tally(settled)
+        update: dict[str, Any] = {WRITES_KEY: tally}
+        if self.consolidation is not None and tally["written"]:
+            update[UNCONSOLIDATED_KEY] = list(tally["written"])
+        return update
+
+    # -- consolidate: the part both twins share -------------------------------------------
+
+    def _consolidate(
+        self, state: PoolSplitMemoryState, runtime: Any, *, asynchronous: bool
+    ) -> Optional[dict[str, Any]]:
+        """Submit the turn's written ids (debounced per thread and
+        namespace) and clear them from the state. Never raises: a store
+        that cannot consolidate, or a namespace that fails, is reported as
+        a failed run."""
+        ids = cast("Optional[list[str]]", state.get(UNCONSOLIDATED_KEY))
+        background = self.consolidation
+        if background is None or not ids:
+            return None
+        key: tuple[Optional[str], Optional[str]] = (_thread_id(runtime), None)
+        try:
+            where = self._where(runtime)
+            key = (where.thread, namespace_label(where.chain[0]))
+            verbs = where.source.verbs(where.chain)
+            if verbs is None:
+                raise TypeError("the store %s has no store verbs to consolidate with" % type(where.source).__name__)
+            (background.asubmit if asynchronous else background.submit)(key, verbs, ids)
+        except Exception as err:  # the turn is over and its writes are durable: report, never raise
+            background.record(ConsolidationRun(key, tuple(ids), None, "%s: %s" % (type(err).__name__, err)))
+        return {UNCONSOLIDATED_KEY: None}
 
     # -- recall + promote: the parts both twins share -------------------------------------
 
@@ -690,6 +784,9 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             "writes": _report(writes),
             **promoted["selection"],
         }
+        if self.consolidation is not None:
+            runs = self.consolidation.take((where.thread, namespace_label(where.chain[0])))
+            event["consolidation"] = [run.to_dict() for run in runs]
         request.runtime.stream_writer({SELECTION_EVENT: event})
         goal = self._goal(request.runtime)
         parts = [p for p in (goal_line(goal) if goal else "", promoted["text"]) if p]
@@ -719,7 +816,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         if runtime.tool_call_id is None:
             return answer
         message = ToolMessage(answer, tool_call_id=runtime.tool_call_id, name="remember")
-        return Command(update={WRITES_KEY: _tally(settled), "messages": [message]})
+        return Command(update={**self._written(settled), "messages": [message]})
 
     def _answer(self, proposal: Proposal) -> str:
         if proposal.refused is None:

@@ -30,7 +30,7 @@ from ..stores.base import Change, StoreVerbs, prepare_entries
 from ..stores.postgres import check_entry_text
 from .documents import document_to_entry
 from .retriever import PoolSplitRetriever
-from .vector_search import PGVectorAlwaysFetch
+from .vector_search import PGVectorAlwaysFetch, namespace_documents
 
 __all__ = ["ListsDocuments", "VectorStoreMemory", "entry_to_document"]
 
@@ -138,11 +138,18 @@ class VectorStoreMemory(StoreVerbs):
 
     def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The entries with these ids (``get_by_ids``), or every entry (of
-        ``namespace`` when given) of a store that can list its documents."""
+        ``namespace`` when given) of a store that can list its documents; on
+        Postgres (``PGVector``, v2 ``PGVectorStore``) the entries of one
+        ``namespace`` are read exactly, so ``forget(namespace=...)`` and
+        ``entries(namespace)`` work there too."""
         if ids is not None:
             wanted = list(dict.fromkeys(ids))
             found = self.store.get_by_ids(wanted) if wanted else []
             return [document_to_entry(d, n) for n, d in enumerate(found)]
+        if namespace is not None and not isinstance(self.store, ListsDocuments):
+            exact = namespace_documents(self.store, namespace)
+            if exact is not None:
+                return [document_to_entry(d, n) for n, d in enumerate(exact)]
         if not isinstance(self.store, ListsDocuments):
             raise TypeError(
                 "%s cannot list its documents (no listing API): entries() needs a store such as "

@@ -222,6 +222,41 @@ class PGVectorStoreAlwaysFetch(_ExactAlwaysFetch):
         return self._documents(await store.aget(where=self._where(), limit=self.search.k))
 
 
+def namespace_documents(store: VectorStore, namespace: str) -> Optional[List[Document]]:
+    """Every document of ``namespace`` on a Postgres vector store that
+    cannot list its documents (``PGVector``, v2 ``PGVectorStore``), read
+    exactly (no similarity, the namespace a bound parameter), in id order;
+    None for any other store. What ``forget(namespace=...)`` deletes and an
+    export of one subject reads.
+
+    Raises:
+        ArgumentError: ``namespace`` holds a value Postgres text cannot hold.
+    """
+    from ..stores.postgres import check_postgres_text
+
+    if PGVectorAlwaysFetch.serves(store):
+        from sqlalchemy import select
+
+        check_postgres_text("namespace", namespace)
+        pg: Any = store
+        rows = pg.EmbeddingStore
+        with pg._make_sync_session() as session:
+            collection = pg.get_collection(session)
+            if collection is None:
+                return []
+            statement = (
+                select(rows)
+                .where(rows.collection_id == collection.uuid, rows.cmetadata["namespace"].astext == namespace)
+                .order_by(rows.id)
+            )
+            return PGVectorAlwaysFetch._documents(session.execute(statement).scalars().all())
+    if PGVectorStoreAlwaysFetch.serves(store):
+        check_postgres_text("namespace", namespace)
+        v2: Any = store
+        return PGVectorStoreAlwaysFetch._documents(v2.get(where={"namespace": namespace}))
+    return None
+
+
 #: One search of the plan as a retriever run.
 SearchRun = Union[StoreSearch, PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch]
 

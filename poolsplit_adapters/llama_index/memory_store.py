@@ -384,7 +384,7 @@ class PoolSplitMemoryStore(StoreVerbs):
                 if session:
                     entry[SESSION_KEY] = session
                 accepted.append(entry)
-        target = self.long_term if isinstance(self.long_term, StoreVerbs) else self
+        target = self.holder
         if accepted and self.consolidator is not None and isinstance(target, StoreVerbs):
             report, result = target.consolidate(accepted, model=self.consolidator, at=stamp)
             self.last_consolidation = result
@@ -428,6 +428,11 @@ class PoolSplitMemoryStore(StoreVerbs):
                 more = [e for e in (self.long_term.get(i) for i in dict.fromkeys(ids)) if e is not None]
             found += [e for e in more if e.get("id") is None or e.get("id") not in seen]
         return found
+
+    @property
+    def holder(self) -> StoreVerbs:
+        """The durable store when one was given (its writes land there), else this store."""
+        return self.long_term if isinstance(self.long_term, StoreVerbs) else self
 
     def commit(self, change: Change) -> None:
         """Apply ``change`` to the index (one ``MemoryIndex`` edit per entry,

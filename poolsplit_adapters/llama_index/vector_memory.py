@@ -28,6 +28,7 @@ from ..poolsplit import Pool, Selection
 from ..stores.base import Change, StoreVerbs, prepare_entries
 from .nodes import node_to_entry, nodes_from
 from .retriever import PoolSplitRetriever
+from .vector_search import PGVectorStoreSearch
 
 __all__ = ["VectorIndexMemory"]
 
@@ -102,10 +103,14 @@ class VectorIndexMemory(StoreVerbs):
 
     # -- the contract's primitives ----------------------------------------------------
 
-    def _nodes(self, ids: Optional[Sequence[str]]) -> List[BaseNode]:
+    def _nodes(self, ids: Optional[Sequence[str]], namespace: Optional[str] = None) -> List[BaseNode]:
         if self._text_in_store:
             if ids is not None and not ids:
                 return []
+            if ids is None and namespace is not None and PGVectorStoreSearch.serves(self.index.vector_store):
+                # One subject's nodes, exactly (forget, export): the store's
+                # own filters would paste the namespace into SQL text.
+                return PGVectorStoreSearch(self.index.vector_store).in_namespace(namespace)
             if ids is None and not self.lists_entries:
                 raise TypeError(
                     "%s cannot list its nodes without ids or filters; read by id with get()"
@@ -132,8 +137,11 @@ class VectorIndexMemory(StoreVerbs):
         return not isinstance(self.index.vector_store, PGVectorStore)
 
     def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        """The entries with these ids, or every entry (of ``namespace`` when given)."""
-        entries = [node_to_entry(n, i) for i, n in enumerate(self._nodes(ids))]
+        """The entries with these ids, or every entry (of ``namespace`` when
+        given; on ``PGVectorStore``, which lists nothing without ids, the
+        entries of one ``namespace`` are read exactly, so
+        ``forget(namespace=...)`` and ``entries(namespace)`` work there too)."""
+        entries = [node_to_entry(n, i) for i, n in enumerate(self._nodes(ids, namespace))]
         return [e for e in entries if namespace is None or e.get("namespace") == namespace]
 
     def commit(self, change: Change) -> None:

@@ -36,12 +36,12 @@ import sqlalchemy
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
-from ..stores.postgres import check_search, metadata_condition
+from ..stores.postgres import check_postgres_text, check_search, metadata_condition
 
 
 def metadata_filters(search: Search, type_key: str = "type") -> Optional[MetadataFilters]:
@@ -283,6 +283,21 @@ class PGVectorStoreSearch:
             NodeWithScore(node=node, score=None if search.always else similarity)
             for node, similarity in zip(result.nodes, result.similarities)
         ]
+
+    def in_namespace(self, namespace: str) -> List[BaseNode]:
+        """Every node of ``namespace``, by that condition alone (a bound
+        parameter), in node id order: what ``forget(namespace=...)`` deletes."""
+        check_postgres_text("namespace", namespace)
+        table = self.store._table_class
+        statement = (
+            sqlalchemy.select(table.node_id, table.text, table.metadata_)
+            .where(table.metadata_["namespace"].astext == namespace)
+            .order_by(table.node_id)
+        )
+        self.store._initialize()
+        with self.store._session() as session, session.begin():
+            rows = session.execute(statement).all()
+        return [found.node for found in self._nodes(Search("namespace", len(rows) or 1, always=True), rows)]
 
     def search(self, search: Search, embedding: Optional[List[float]]) -> List[NodeWithScore]:
         """The nodes ``search`` finds (a pool's: most similar first)."""

@@ -14,6 +14,7 @@ one connection setting. The JSON Lines and TOML loaders live in :mod:`.files`.
 from __future__ import annotations
 
 from .base import Change, DuplicateEntry, EntryNotFound, MemoryStore, StoreVerbs
+from .consolidation import StoredConsolidation, consolidate_stored
 from .files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store
 from .memory import InProcessStore
 from .postgres import PostgresConnection
@@ -29,6 +30,8 @@ __all__ = [
     "MemoryStore",
     "PostgresConnection",
     "StoreVerbs",
+    "StoredConsolidation",
+    "consolidate_stored",
     "Change",
     "SQLiteMemoryStore",
     "SearchHit",

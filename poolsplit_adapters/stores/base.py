@@ -180,6 +180,10 @@ class Change:
             (:func:`~poolsplit_adapters.memory.duplicates.record_repeat`); if
             the kept entry is gone or no longer active when the change
             applies, the candidate is inserted instead (nothing is lost).
+        unchanged: the stored versions the change was derived from (a
+            consolidator's plan is read before its model call); each must
+            still be stored exactly so, else the change is refused: two
+            writers deriving from one version cannot both apply.
 
     A store's :meth:`StoreVerbs.commit` reads the stored versions of
     :attr:`touched` (inside its transaction, where it has one), calls
@@ -196,6 +200,7 @@ class Change:
     forget: Tuple[str, ...] = ()
     repeat: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
     replace: Tuple[Dict[str, Any], ...] = ()
+    unchanged: Tuple[Dict[str, Any], ...] = ()
     #: Filled by :meth:`rows`: inserted ids found stored with the same text
     #: when the change applied (another writer of the same content got there
     #: first): they became repeats, and :meth:`StoreVerbs.write` reports them so.
@@ -209,6 +214,7 @@ class Change:
             + [old for old, _ in self.retire]
             + [kept for kept, _ in self.repeat if kept not in {e["id"] for e in self.insert}]
             + [e["id"] for e in self.replace]
+            + [e["id"] for e in self.unchanged if e["id"] not in {r["id"] for r in self.replace}]
         )
 
     def verify(self, stored: Iterable[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
@@ -228,6 +234,11 @@ class Change:
                 raise EntryNotFound(entry["id"])
             if not live(found):
                 raise ValueError("entry %r is no longer active; it cannot be changed" % entry["id"])
+        for entry in self.unchanged:
+            if current.get(entry["id"]) is None:
+                raise EntryNotFound(entry["id"])
+            if current[entry["id"]] != entry:
+                raise ValueError("entry %r changed since it was read; it was not changed again" % entry["id"])
         for old_id, _ in self.retire:
             old = current.get(old_id)
             if old is None:
@@ -510,6 +521,14 @@ class StoreVerbs(ABC):
         """The ``created`` given to an entry without one (now, UTC)."""
         return utc_stamp()
 
+    @property
+    def holder(self) -> StoreVerbs:
+        """The store whose commits change the entries this one writes:
+        itself, or the durable store a front writes through to (LlamaIndex's
+        ``PoolSplitMemoryStore`` over SQLite); what a consolidation of
+        stored entries reads and changes."""
+        return self
+
     # -- the verbs ---------------------------------------------------------------------
 
     def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
@@ -606,6 +625,9 @@ class StoreVerbs(ABC):
             change = Change(
                 insert=tuple(w for w in op.writes if w["id"] != target),
                 replace=tuple(w for w in op.writes if w["id"] == target),
+                # derived from the target as shown to the model: applied only
+                # while it is stored so (another writer's repeat is never lost)
+                unchanged=() if op.target is None else (dict(op.target),),
             )
             try:
                 if change.insert or change.replace:
@@ -670,7 +692,11 @@ class StoreVerbs(ABC):
                 finder.discard(old_id)
             for gone in change.forget:
                 finder.discard(gone)
-            written = self.read([str(e["id"]) for e in change.insert] + [kept for kept, _ in change.repeat])
+            written = self.read(
+                [str(e["id"]) for e in change.insert]
+                + [kept for kept, _ in change.repeat]
+                + [str(e["id"]) for e in change.replace]  # a closed one is only discarded
+            )
             for entry in written:
                 finder.replace(entry)
             self._finder = (self.version, finder)

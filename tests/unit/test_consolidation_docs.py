@@ -9,12 +9,13 @@ import pytest
 
 # By name: the package exports the function ``consolidate``, which shadows its
 # module as an attribute.
-MODULES = ["duplicates", "validity", "expiry", "consolidate", "consolidate_models"]
+MODULES = ["memory.duplicates", "memory.validity", "memory.expiry", "memory.consolidate", "memory.consolidate_models"]
+MODULES += ["memory.background", "stores.consolidation"]
 
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples_run(name: str) -> None:
-    module = importlib.import_module("poolsplit_adapters.memory." + name)
+    module = importlib.import_module("poolsplit_adapters." + name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
     assert result.attempted > 0

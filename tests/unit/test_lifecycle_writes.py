@@ -436,3 +436,99 @@ def test_a_hostile_consolidator_at_flush_is_refused_and_loses_nothing(tmp_path):
     assert fix.get("status", "active") == "active" and "valid_until" not in fix and "superseded_by" not in fix
     assert durable.get(written["id"])["content"] == "user: deploys moved to thursdays"
     assert len(durable.entries()) == 3
+
+
+# -- consolidating what is stored (the middleware's background consolidator) -------------
+
+
+class ByText:
+    """A Decider that names memories by a fragment of their text (what a
+    model would do with the handles it is shown)."""
+
+    def __init__(self, *ops: Dict[str, Any]) -> None:
+        self.ops = ops
+
+    def decide(self, prompt: Any) -> List[Dict[str, Any]]:
+        rows = json.loads(prompt.payload)
+        handles = {r["text"]: r["handle"] for r in rows["existing"] + rows["new"]}
+
+        def find(fragment: Any) -> Any:
+            if not isinstance(fragment, str):
+                return fragment
+            return next(h for text, h in handles.items() if fragment in text)
+
+        return [{k: find(v) if k in ("new", "old") else v for k, v in op.items()} for op in self.ops]
+
+    async def adecide(self, prompt: Any) -> List[Dict[str, Any]]:
+        return self.decide(prompt)
+
+
+def test_consolidating_stored_entries_supersedes_retires_and_closes_repeats_on_every_store(store):
+    from poolsplit_adapters.stores import consolidate_stored
+
+    ids = store.add(
+        [
+            note("The staging database is db-7.", "host", "2026-07-01T00:00:00Z"),
+            note("Deploys are frozen until the audit ends.", "host", "2026-07-01T00:00:00Z"),
+            note("User prefers dark mode.", "host", "2026-07-01T00:00:00Z"),
+            note("Never deploy on Fridays.", "host", "2026-07-01T00:00:00Z", scope="always"),
+        ]
+    )
+    db7, freeze, dark, friday = ids
+    new = store.add(
+        [
+            note("Staging moved to db-9.", "thread:t1", "2026-07-05T00:00:00Z"),
+            note("A dark theme is what the user likes.", "thread:t1", "2026-07-05T00:00:00Z"),
+            note("The audit is over.", "thread:t1", "2026-07-05T00:00:00Z"),
+        ]
+    )
+    model = ByText(
+        {"op": "update", "new": "db-9", "old": "db-7"},
+        {"op": "noop", "new": "dark theme", "old": "dark mode"},
+        {"op": "retire", "old": "frozen", "new": "audit is over"},
+        {"op": "add", "new": "audit is over"},
+        {"op": "retire", "old": "Fridays"},  # refused: a correction
+    )
+    done = consolidate_stored(store, new, model=model, at="2026-07-06T00:00:00Z")
+    assert done.to_dict() == {
+        "accepted": {"add": 1, "noop": 1, "retire": 1, "update": 1},
+        "refused": {"always_scope": 1},
+        "unresolved": 0,
+        "applied": {"add": 1, "noop": 1, "retire": 1, "update": 1},
+        "failed": 0,
+        "skipped": 0,
+    }
+    rows = {e["id"]: e for e in store.entries()}
+    assert len(rows) == 7  # nothing deleted
+    assert rows[db7]["superseded_by"] == new[0] and rows[new[0]]["supersedes"] == db7
+    assert [v.id for v in store.history(new[0])] == [db7, new[0]]
+    assert rows[dark]["seen"] == [{"source": "thread:t1", "at": "2026-07-05T00:00:00Z"}]
+    assert rows[new[1]]["status"] == "retired" and rows[freeze]["status"] == "retired"
+    assert rows[friday].get("status", "active") == "active" and "valid_until" not in rows[friday]
+    # A second run over the same ids: the closed repeat is skipped, a change
+    # to a version closed meanwhile fails at commit, nothing is applied twice.
+    again = consolidate_stored(store, new, model=ByText({"op": "add", "new": "db-9"}), at="2026-07-06T00:00:00Z")
+    assert again.skipped == (new[1],) and again.to_dict()["applied"] == {"add": 1}
+    # The kept duplicate finder follows the closed entries: the closed repeat
+    # no longer absorbs a write of its text.
+    report = store.write([note("A dark theme is what the user likes.", "thread:t2", "2026-07-07T00:00:00Z")])
+    assert report.duplicates == [] and report.written == report.ids
+
+
+def test_a_consolidation_read_before_another_write_does_not_overwrite_it(store):
+    """The plan was read (and the model asked) before another writer recorded
+    a repeat on its target: applying it would drop that repeat, so it is
+    refused at commit and listed failed; the other write stays."""
+    from poolsplit_adapters.memory.consolidate import validate
+    from poolsplit_adapters.stores.consolidation import apply_consolidation, consolidation_view
+
+    [kept] = store.add([note("User prefers dark mode in every editor.", "host", "2026-07-01T00:00:00Z")])
+    [new] = store.add([note("A dark theme is what the user likes.", "thread:t1", "2026-07-05T00:00:00Z")])
+    candidates, existing, _ = consolidation_view(store, [new])
+    assert [e["id"] for e in existing] == [kept]
+    plan = validate([{"op": "noop", "new": 2, "old": 1}], candidates, existing, at="2026-07-06T00:00:00Z")
+    store.write([note("user prefers dark mode in every editor", "thread:t9", "2026-07-05T12:00:00Z")])
+    done = apply_consolidation(store, candidates, plan, at="2026-07-06T00:00:00Z")
+    assert done.applied == () and "changed since it was read" in done.failed[0][1]
+    assert store.get(kept)["seen"] == [{"source": "thread:t9", "at": "2026-07-05T12:00:00Z"}]
+    assert store.get(new).get("status", "active") == "active"
