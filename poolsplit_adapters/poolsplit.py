@@ -630,7 +630,8 @@ class _PlainScorer:
     """A spec-form scorer function, asked once per entry (by id(): the entries outlive the call)."""
 
     def __init__(self, scorer: Scorer, context: Context, now: Moment) -> None:
-        self.scorer, self.context, self.now, self.answers = scorer, context, now, {}
+        self.scorer, self.context, self.now = scorer, context, now
+        self.answers: dict[int, Any] = {}
 
     def score(self, entry: Entry) -> float:
         if id(entry) not in self.answers:

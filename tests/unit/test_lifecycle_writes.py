@@ -304,7 +304,7 @@ def test_an_expired_entry_is_inactive_reported_expired_and_swept(kind, tmp_path)
     after = store.select(POOLS, {"message": "staging deploy"}, now=datetime.datetime(2026, 7, 5, 18, 0))
     assert [c.entry["id"] for c in after.chosen] == [rule]
     assert after.notes["expired"] == [freeze]
-    assert [(d.entry["id"], d.reason.value) for d in after.dropped] == [(freeze, "inactive")]
+    assert [(d.entry["id"], d.reason.value) for d in after.dropped] == [(freeze, "expired")]  # the core's reason
     assert store.sweep_expired("2026-07-06T00:00:00Z") == [freeze]
     assert [e["id"] for e in store.entries()] == [rule]
 
