@@ -77,6 +77,7 @@ Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
 Loaded = dict[str, list[Any]]  # pool name -> the entries it loaded
+Text, Index = Optional[str], Optional[int]
 
 # The default scorer's factors, named once (the index's vectorised twin reproduces them bit for bit).
 RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
@@ -91,13 +92,7 @@ class EntryError(ValueError):
     entry's name, for adapters to re-word. Example: ``except EntryError as err: print(err.entry_id, err.field)``."""
 
     def __init__(
-        self,
-        message: str,
-        *,
-        index: Optional[int] = None,
-        entry_id: Optional[str] = None,
-        field: Optional[str] = None,
-        problem: Optional[str] = None,
+        self, message: str, *, index: Index = None, entry_id: Text = None, field: Text = None, problem: Text = None
     ) -> None:
         super().__init__(message)
         self.index, self.entry_id, self.field = index, entry_id, field
@@ -287,8 +282,8 @@ def entry_time(entry: Entry, key: str, index: Optional[int] = None) -> Moment:
     return moment
 
 
-def _time_bound(name: str, value: Any) -> Moment:
-    moment = parse_created(value) if isinstance(value, str) else value
+def _time_bound(name: str, value: Any, parse: Callable[[str], Moment] = parse_created) -> Moment:
+    moment = parse(value) if isinstance(value, str) else value
     if isinstance(value, str) and moment is None:
         raise ValueError("Visibility %s must be an ISO-8601 time, got %r" % (name, value))
     if moment is not None and not isinstance(moment, datetime.datetime):
@@ -336,11 +331,8 @@ class Visibility:
         since, until = _time_bound("since", self.since), _time_bound("until", self.until)
         if since is not None and until is not None and since > until:
             raise ValueError("Visibility since (%s) is after until (%s)" % (since, until))
-        at = parse_time(self.as_of) if isinstance(self.as_of, str) else _time_bound("as_of", self.as_of)
-        if isinstance(self.as_of, str) and at is None:
-            raise ValueError("Visibility as_of must be an ISO-8601 time, got %r" % (self.as_of,))
         object.__setattr__(self, "bounds", (since, until))
-        object.__setattr__(self, "at", at)
+        object.__setattr__(self, "at", _time_bound("as_of", self.as_of, parse_time))
 
     @property
     def chain(self) -> tuple[Optional[str], ...]:
@@ -381,11 +373,12 @@ def active_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
     return visibility if visibility is not None and visibility.active else None
 
 
-def lifecycle_reason(entry: Entry, index: int, is_active: IsActive, now: datetime.datetime, as_of: Moment) -> Any:
-    """1. Why ``entry`` is not live (a :class:`Reason`), or None. At ``now``: ``is_active``, then ``expires``. With
-    ``as_of``: an entry closed at a time (``valid_until``, exclusive) is judged by it, not by ``is_active`` (today's
-    state); it must have opened (``valid_from``, else ``created``) by then, undated only if always-scope; and not
-    have expired by then."""
+def lifecycle_reason(
+    entry: Entry, index: int, is_active: IsActive, now: datetime.datetime, as_of: Moment
+) -> Optional[Reason]:
+    """1. Why ``entry`` is not live, or None: ``is_active``, then ``expires`` (at ``now``). With ``as_of``, what was
+    true then: a closing time (``valid_until``, exclusive) overrides ``is_active`` (today's state); the entry must
+    have opened by then (``valid_from``, else ``created``; undated: only always-scope); expiry is judged then."""
     expires = entry_time(entry, "expires", index)
     if as_of is not None:
         until, start = entry_time(entry, "valid_until", index), entry_time(entry, "valid_from", index)
@@ -917,20 +910,10 @@ def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Con
     return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools
 
 
-def retrieve(
-    entries: Sequence[Entry],
-    pool: Pool,
-    context: Context = None,
-    *,
-    scorer: Scorer = default_scorer,
-    token_counter: TokenCounter = default_token_counter,
-    is_active: IsActive = default_is_active,
-    now: Moment = None,
-) -> list[Any]:
-    """Fill one pool, as the spec's ``retrieve`` (steps 1-3, no warning or report): the same dict objects, never
-    mutated."""
+def retrieve(entries: Sequence[Entry], pool: Pool, context: Context = None, **options: Any) -> list[Any]:
+    """Fill one pool, as the spec's ``retrieve`` (steps 1-3, no warning or report; keywords ``scorer``,
+    ``token_counter``, ``is_active``, ``now``): the same dict objects, never mutated."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
-    prepared = prepare_scorer(scorer, context, now)
-    source = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active, now=now)
-    return fill_pools([pool], source, report=False, warn=False).pools[pool.name]
+    prepared = prepare_scorer(options.pop("scorer", default_scorer), context, options.get("now"))
+    return fill_pools([pool], ListCandidates(entries, prepared, **options), report=False, warn=False).pools[pool.name]

@@ -43,9 +43,7 @@ Example::
 from __future__ import annotations
 
 import datetime
-import heapq
-import threading
-from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Set, Tuple, Union
+from typing import Any, Callable, Collection, Mapping, Optional, Union
 
 from ..poolsplit import Reason, Selection, as_utc, default_is_active, parse_time
 from ..poolsplit import entry_time as core_entry_time
@@ -60,7 +58,6 @@ __all__ = [
     "is_expired",
     "is_active",
     "active_at",
-    "ExpiryWatch",
     "EXPIRED_NOTE",
     "note_expired",
 ]
@@ -176,60 +173,3 @@ def note_expired(selection: Selection, expired: Optional[Collection[str]] = None
         ids = sorted(str(d.entry.get("id")) for d in selection.dropped if d.reason is Reason.EXPIRED)
         selection.notes[EXPIRED_NOTE] = ids
     return selection
-
-
-class ExpiryWatch:
-    """Expiry for a prepared index, whose ``is_active`` is judged when an
-    entry is added, not at each query.
-
-    :meth:`is_active` is the index's predicate: ``base`` and not expired at
-    :attr:`judged` (the latest time the store was asked about; ``start``,
-    default: none yet). It also
-    notes every ``expires`` it sees, so that :meth:`due`, called before each
-    query with the query's time, returns the ids that expired since: the
-    store re-reads those entries (``MemoryIndex.refresh``) and the index
-    drops them. Time only moves forward here: a query about an earlier
-    moment does not bring an expired entry back (use
-    :func:`~poolsplit_adapters.memory.validity.valid_at` for time travel).
-
-    Example::
-
-        watch = ExpiryWatch(start="2026-12-01T00:00:00Z")
-        index = MemoryIndex(entries, is_active=watch.is_active)
-        for entry_id in watch.due("2026-12-06T00:00:00Z"):
-            index.refresh(entry_by_id[entry_id])
-    """
-
-    def __init__(self, base: IsActive = default_is_active, *, start: Optional[Moment] = None) -> None:
-        self.base = base
-        # Until the first query says when "now" is, nothing has expired.
-        self.judged = datetime.datetime.min if start is None else moment_of(start)
-        self._heap: List[Tuple[datetime.datetime, str]] = []
-        #: ids of entries seen expired (some may have been deleted since)
-        self.expired: Set[str] = set()
-        self._lock = threading.Lock()
-
-    def is_active(self, entry: Mapping[str, Any]) -> bool:
-        """``base(entry)`` and not expired at :attr:`judged`."""
-        moment = expires_at(entry)
-        if moment is not None:
-            entry_id = str(entry.get("id"))
-            with self._lock:
-                if moment <= self.judged:
-                    self.expired.add(entry_id)
-                    return False
-                heapq.heappush(self._heap, (moment, entry_id))
-        return bool(self.base(entry))
-
-    def due(self, now: Optional[Moment] = None) -> List[str]:
-        """Move :attr:`judged` to ``now`` (if later) and return the ids whose
-        ``expires`` came at or before it since the last call."""
-        moment = moment_of(now)
-        found: Dict[str, None] = {}
-        with self._lock:
-            if moment > self.judged:
-                self.judged = moment
-            while self._heap and self._heap[0][0] <= self.judged:
-                found[heapq.heappop(self._heap)[1]] = None
-            self.expired.update(found)
-        return list(found)
