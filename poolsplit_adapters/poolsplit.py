@@ -77,7 +77,8 @@ Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
 Loaded = dict[str, list[Any]]  # pool name -> the entries it loaded
-Text, Index = Optional[str], Optional[int]
+Text = Optional[str]
+Index = Optional[int]
 
 # The default scorer's factors, named once (the index's vectorised twin reproduces them bit for bit).
 RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
