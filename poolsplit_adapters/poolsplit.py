@@ -248,8 +248,7 @@ Counts = dict[tuple[Optional[str], Reason], tuple[int, int]]  # (pool or None, r
 
 
 def parse_created(value: Optional[str]) -> Moment:
-    """``created`` as a naive datetime, or None when empty or unparseable (scored as age 0). An offset is dropped,
-    not converted: stores hold UTC."""
+    """``created`` as naive datetime (an offset dropped: stores hold UTC), None if empty or unparseable (age 0)."""
     try:
         moment = datetime.datetime.fromisoformat(value.rstrip("Z")) if value else None
     except (ValueError, AttributeError):
@@ -263,8 +262,7 @@ def as_utc(moment: datetime.datetime) -> datetime.datetime:
 
 
 def parse_time(text: str) -> Moment:
-    """A lifecycle time (``expires``, ``valid_from``, ``valid_until``) as naive UTC: ``Z`` or an offset converted,
-    naive taken as UTC; None when not ISO-8601."""
+    """A lifecycle time as naive UTC (``Z`` or an offset converted), or None when not ISO-8601."""
     value = text.strip()
     try:
         return as_utc(datetime.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value))
@@ -273,8 +271,8 @@ def parse_time(text: str) -> Moment:
 
 
 def entry_time(entry: Entry, key: str, index: Optional[int] = None) -> Moment:
-    """``entry[key]`` as :func:`parse_time` reads it, None when missing; strict, unlike ``created``: a misread
-    lifecycle time would keep or hide an entry and no report would show it."""
+    """``entry[key]`` by :func:`parse_time` (None if missing), strict unlike ``created``: a misread lifecycle time
+    would keep or hide an entry, unreported."""
     value = entry.get(key)
     moment = parse_time(value) if isinstance(value, str) else None
     if value is not None and moment is None:
@@ -508,8 +506,7 @@ def _tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
 
 
 def default_token_counter(text: str) -> int:
-    """``max(1, len(text) // 4)``: crude on purpose (``poolsplit_adapters.tokens`` has real tokenizers) and never
-    0, which would exempt an entry from every budget."""
+    """``max(1, len(text) // 4)``: crude on purpose (``.tokens`` has tokenizers), never 0 (exempt from budgets)."""
     return max(1, len(text) // 4)
 
 
@@ -548,8 +545,7 @@ _RUNS = re.compile("[a-z0-9]+")
 
 
 def significant_words(text: str) -> frozenset[str]:
-    """What the message factor compares: lower-cased ASCII alphanumeric runs of at least
-    :data:`MIN_WORD_LENGTH` characters, minus :data:`STOPWORDS`."""
+    """What the message factor compares: lower-cased ASCII alphanumeric runs, long enough, not stopwords."""
     return frozenset(w for w in _RUNS.findall(text.lower()) if len(w) >= MIN_WORD_LENGTH and w not in STOPWORDS)
 
 
@@ -593,8 +589,7 @@ class ScoringContext:
         return score
 
     def relevance(self, entry: Entry) -> float:
-        """The share of the message's significant words in the content (0 without a message), the query-match
-        part. Every content run counts: a short run or a stopword never equals a significant word anyway."""
+        """The share of the message's significant words in the content: the query-match part of the score."""
         found = self.words.intersection(_RUNS.findall(entry["content"].lower())) if self.nwords else ()
         return len(found) / self.nwords if self.nwords else 0.0
 
@@ -636,9 +631,8 @@ class _PlainScorer:
 
 
 def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
-    """``scorer`` for one call: an object with ``score(entry)``, ``relevance(entry)`` and optionally
-    ``warm(entries)`` (embed a pool's candidates at once). An object with ``prepare(context, now)`` prepares itself
-    (an embedding scorer embeds the query once); a spec-form function is wrapped."""
+    """``scorer`` for one call, with ``score(entry)``, ``relevance(entry)`` (optionally ``warm(entries)``: embed a
+    pool's candidates at once): ``prepare(context, now)`` if it has one (embed the query once), else wrapped."""
     if scorer is default_scorer:
         return ScoringContext(context, now)
     if getattr(scorer, "prepare", None) is not None:
@@ -655,9 +649,9 @@ def _checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
 
 
 class ListCandidates:
-    """:class:`Candidates` over a list, for one call: step 1 in the constructor, step 2 once per entry a pool
-    ranks, a cost only for entries the fill reaches (a tokenizer is a call's expensive part); known ``costs`` mark
-    the entries as checked. Example: ``fill_pools(pools, ListCandidates(entries, prepare_scorer(f, ctx, now)))``."""
+    """The plain list source (``seams.Candidates``): step 1 at once, step 2 and costs (a tokenizer is a call's
+    dear part) only for what the fill reaches; given ``costs``, entries count as checked.
+    Example: ``fill_pools(pools, ListCandidates(entries, prepare_scorer(f, ctx, now)))``."""
 
     def __init__(
         self,
@@ -707,8 +701,7 @@ class ListCandidates:
                 self.always.add(index)
 
     def score(self, position: int) -> float:
-        """2. Score, once, times the namespace-chain factor. The default score (checked finite factors) is not
-        re-checked: past the float range it ranks as inf, as in the index's twin."""
+        """2. Score, once, times the chain factor (the default score is not re-checked: an overflow ranks as inf)."""
         if position not in self.scores:
             entry = self.items[position]
             score = self.prepared.score(entry)
@@ -840,8 +833,7 @@ def fill_pools(
 
 
 def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[Pick]:
-    """3c: take entries in rank order while they fit; skip one that overflows the tokens (a smaller, lower-ranked
-    one may fit); stop at the entry cap, or when not even a 1-token entry could fit."""
+    """3c: in rank order, skip what overflows the tokens (a smaller one may fit); stop at the entry cap or when full."""
     picks: list[Pick] = []
     used = 0
 
@@ -906,8 +898,7 @@ def select(
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
-    """:func:`select` without the report (same keywords): pool name -> the same dict objects, always-scope first
-    (input order), then the ranked rest."""
+    """:func:`select` without the report: pool name -> the same dict objects, always-scope first, then ranked."""
     return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools
 
 
