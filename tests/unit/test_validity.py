@@ -299,3 +299,18 @@ def test_as_of_is_checked() -> None:
         Visibility(as_of=20260101)  # type: ignore[arg-type]
     assert Visibility(as_of="2026-01-01T02:00:00+02:00").at == datetime.datetime(2026, 1, 1)
     assert Visibility().active is False and Visibility(as_of=T0).active is True
+
+
+def test_a_malformed_lifecycle_time_is_refused_on_every_path() -> None:
+    from poolsplit_adapters import MemoryIndex, Visibility, fastpath
+
+    bad = {"id": "b", "type": "fact", "content": "y", "expires": "soon"}
+    index = MemoryIndex([{"id": "a", "content": "x"}])
+    with pytest.raises(EntryError) as err:
+        index.add(bad)  # refused before any change
+    assert (err.value.entry_id, err.value.field, len(index)) == ("b", "expires", 1)
+    for run in (select, fastpath.select):
+        with pytest.raises(EntryError, match="'expires'"):
+            run([bad], [Pool("f", 100, 5)])
+        with pytest.raises(EntryError, match="'valid_from'"):
+            run([{"id": "c", "content": "z", "valid_from": 7}], [Pool("f", 100, 5)], visibility=Visibility(as_of=T0))
