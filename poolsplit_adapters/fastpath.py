@@ -50,6 +50,7 @@ from .poolsplit import (
     default_is_active,
     default_token_counter,
     entry_cost,
+    lifecycle_reason,
 )
 
 __all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retrieve_pools"]
@@ -141,9 +142,11 @@ class BestFirstCandidates(ListCandidates):
         super().__init__(entries, prepared, **options)
 
     def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
-        # ListCandidates._admit with the fast check, the default activeness
-        # inline, and the partial score and cheap cost read in the same pass.
+        # ListCandidates.admit with the fast check, the default activeness
+        # inline (lifecycle_reason when a lifecycle time is involved), and the
+        # partial score and cheap cost read in the same pass.
         default_active = is_active is default_is_active
+        as_of = visibility.at if visibility is not None else None
         reason, by_type, always, costs = self.reason, self.by_type, self.always, self.costs
         partial = self.lexical.partial if self.lexical is not None else None
         read_cost = self.cheap and not checked
@@ -151,12 +154,14 @@ class BestFirstCandidates(ListCandidates):
             if not checked and not (type(entry) is dict and plain_entry_ok(entry)):
                 check_entry(entry, index)
             get = entry.get
-            if default_active:
-                live = get("status", "active") == "active" and not get("superseded_by")
+            if as_of is not None or get("expires") is not None:
+                why = lifecycle_reason(entry, index, is_active, self.now, as_of)
+            elif default_active:
+                why = None if get("status", "active") == "active" and not get("superseded_by") else Reason.INACTIVE
             else:
-                live = bool(is_active(entry))
-            if not live:
-                reason[index] = Reason.INACTIVE
+                why = None if is_active(entry) else Reason.INACTIVE
+            if why is not None:
+                reason[index] = why
                 continue
             if visibility is not None:
                 why, factor = visibility.judge(entry)

@@ -67,9 +67,7 @@ from .poolsplit import (
     RECENCY_HORIZON_DAYS,
     STOPWORDS,
     TAG_WEIGHT,
-    Candidates,
     IsActive,
-    Layering,
     Pool,
     Reason,
     Scorer,
@@ -78,6 +76,7 @@ from .poolsplit import (
     TokenCounter,
     Visibility,
     active_visibility,
+    as_utc,
     check_entry,
     check_pools,
     default_is_active,
@@ -85,6 +84,7 @@ from .poolsplit import (
     default_token_counter,
     describe_entry,
     entry_cost,
+    entry_time,
     fill_pools,
     given_token_count,
     parse_created,
@@ -98,6 +98,7 @@ from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
 from .render import OUTSIDE_NOTE
 from .reports import note_fallback
+from .seams import Candidates, Layering
 
 try:  # numpy is optional: without it the generic path serves every query.
     import numpy as np
@@ -126,6 +127,12 @@ _MICRO = datetime.timedelta(microseconds=1)
 
 def _micros(moment: datetime.datetime) -> int:
     return (moment - _EPOCH) // _MICRO
+
+
+def _expiry(entry: Mapping[str, Any]) -> int:
+    """The ``expires`` column value: the core's ``entry_time`` in microseconds, -1 when it never expires."""
+    moment = entry_time(entry, "expires")
+    return -1 if moment is None else _micros(moment)
 
 
 _CHUNK = 16384  # entries whose column values are staged at once
@@ -164,6 +171,7 @@ _COLUMNS: dict[str, tuple[str, str]] = {
     "namespace": ("i", "int32"),
     "has_source": ("b", "bool"),
     "ntags": ("d", "float64"),  # distinct tags, at least 1 (a divisor)
+    "expires": ("q", "int64"),  # microseconds since year 1 (naive UTC, core.entry_time); -1 when it never expires
 }
 
 
@@ -577,7 +585,10 @@ class MemoryIndex:
     def _active(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
         # Asked before anything changes: a predicate that raises leaves the
         # index as it was (the other column values cannot fail on a checked
-        # entry).
+        # entry; a malformed ``expires`` is named here, before any change).
+        for entry in batch:
+            if entry.get("expires") is not None:
+                entry_time(entry, "expires")
         return [bool(self._is_active(e)) for e in batch]
 
     def _values(
@@ -600,6 +611,7 @@ class MemoryIndex:
             "namespace": list(map(self._namespaces.__getitem__, [e.get("namespace") for e in batch])),
             "has_source": [bool(e.get("source")) for e in batch],
             "ntags": [float(len(set(t))) if t else 1.0 for t in tags],
+            "expires": [_expiry(e) for e in batch],
         }
 
     def _post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> None:
@@ -793,10 +805,12 @@ class MemoryIndex:
                 words = (scorer, terms, corpus.query((context or {}).get("message") or ""))
             elif corpus is not scorer.corpus:
                 scorer = scorer.with_corpus(corpus)
-        if words is not None:
-            source = _ColumnSource(self, ctx, view, report, words=words)
-        elif self._numpy and (scorer is default_scorer or vectorised):
-            source = _ColumnSource(self, ScoringContext(context, now), view, report, prepared)
+        # Time travel (Visibility.as_of) reads validity times the columns do not hold: the generic path.
+        columns = view is None or view.at is None
+        if words is not None and columns:
+            source = _ColumnSource(self, ctx, view, report, words=words, now=now)
+        elif self._numpy and columns and (scorer is default_scorer or vectorised):
+            source = _ColumnSource(self, ScoringContext(context, now), view, report, prepared, now=now)
         else:
             alive = [p for p, e in enumerate(self._slots) if e is not None]
             active = {id(self._slots[p]): bool(self._columns["active"][p]) for p in alive}
@@ -807,6 +821,7 @@ class MemoryIndex:
                 is_active=lambda entry: active[id(entry)],
                 visibility=view,
                 costs=[cost[p] for p in alive],
+                now=now,
             )
         # Frames: caller -> [retrieve_pools ->] select -> _locked wrapper -> _query -> fill_pools.
         selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4 if report else 5)
@@ -831,7 +846,7 @@ def _np(column: Any, dtype: str) -> Any:
 
 
 class _ColumnSource:
-    """The index's columns as the core's :class:`~poolsplit_adapters.poolsplit.Candidates`,
+    """The index's columns as the core's :class:`~poolsplit_adapters.seams.Candidates`,
     for one query with the default (or the index's embedding) scorer: twin
     of :class:`~poolsplit_adapters.poolsplit.ListCandidates`, with visibility
     and score vectorised over every position and ranking by top slices.
@@ -845,6 +860,7 @@ class _ColumnSource:
         report: bool,
         embedding: Any = None,
         words: Optional[tuple[RelevanceScorer, TermPostings, Query]] = None,
+        now: Optional[datetime.datetime] = None,
     ) -> None:
         self.owner = index
         self.embedding = embedding
@@ -867,6 +883,10 @@ class _ColumnSource:
         # stateless path (Python floats do not warn).
         with np.errstate(over="ignore"):
             self.score_all = self._scores()
+        # Twin of lifecycle_reason at the call's time (its as_of branch is the generic path's).
+        moment = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        expires = col["expires"]
+        self._exclude(self.visible & (expires >= 0) & (expires <= _micros(moment)), Reason.EXPIRED)
         if view is not None:
             self._judge(view)
 
@@ -1135,5 +1155,6 @@ _WHY: list[Optional[Reason]] = [
     Reason.NO_SOURCE,
     Reason.UNDATED,
     Reason.OUT_OF_TIME,
+    Reason.EXPIRED,
     Reason.INACTIVE,
 ]

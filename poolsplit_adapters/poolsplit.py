@@ -1,10 +1,9 @@
 """poolsplit: pool-split retrieval for agent memory (the core selector).
 
-One scorer filling one token budget from a mixed-type memory starves the low-priority types and lets fresh
-content crowd a standing correction out. **Pools** (reserved token and entry budgets per group of types, filled
-independently) and **always-scope entries** (``scope == "always"``, loaded first, outside every budget) fix both.
-Standard library only (Python 3.9+): copy this file and ``import poolsplit`` works; faster twins of some rules
-(``poolsplit_adapters.index``, ``.fastpath``) are tested against these.
+One scorer filling one budget from a mixed-type memory starves low-priority types and lets fresh content crowd
+a standing correction out. **Pools** (token and entry budgets per group of types, filled independently) and
+**always-scope entries** (loaded first, outside every budget) fix both. Standard library only (Python 3.9+): copy
+this file and ``import poolsplit`` works; the faster twins (``poolsplit_adapters.index``) are tested against it.
 
 Entries are plain mappings; every key but ``content`` is optional:
 
@@ -22,13 +21,17 @@ Entries are plain mappings; every key but ``content`` is optional:
     source         str | None     provenance (see Visibility.require_source)
     namespace      str | None     tenant, matched exactly by Visibility.namespace
     summary        str | None     a short form of content (progressive loading)
+    expires        str | None     ISO-8601; from then on (inclusive) the entry drops as ``expired``
+    valid_from     str | None     ISO-8601; when it became valid (default: ``created``), read by Visibility.as_of
+    valid_until    str | None     ISO-8601, exclusive; when a superseded or retired entry closed, read by as_of
 
 A malformed typed key raises :class:`EntryError` naming the entry and the key, not a silently wrong ranking (a
 string ``tags`` would be read as letters).
 
 The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve` are the same without the report):
 
-1. **Admit** the active entries (``is_active``) the query may see (:class:`Visibility`), each checked and read once.
+1. **Admit** the active entries (``is_active``, not expired) the query may see (:class:`Visibility`), each checked
+   and read once.
 2. **Score** each admitted contextual entry a pool ranks, once per call.
 3. **Fill each pool** in order, from the admitted entries of its types that no earlier pool took (by identity):
 
@@ -50,16 +53,19 @@ import numbers
 import re
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
+
+if TYPE_CHECKING:  # the seams are types only: this file still works copied alone
+    from .seams import Candidates, Filled, Layering, Left, Pick
 
 # fmt: off
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError",
-    "UnadmittedCorrectionWarning", "ScoringContext", "Candidates", "ListCandidates", "Layering",
+    "UnadmittedCorrectionWarning", "ScoringContext", "ListCandidates",
     "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer", "check_entry", "check_pools",
     "active_visibility", "entry_cost", "given_token_count", "entry_error", "describe_entry", "significant_words",
-    "parse_created", "fill_pools", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
-    "BUDGET_REASONS",
+    "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason", "fill_pools", "select", "retrieve_pools",
+    "retrieve", "STOPWORDS", "MIN_WORD_LENGTH", "BUDGET_REASONS",
 ]
 # fmt: on
 __version__ = "0.2.0"
@@ -71,6 +77,8 @@ Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
 Loaded = dict[str, list[Any]]  # pool name -> the entries it loaded
+Text = Optional[str]
+Index = Optional[int]
 
 # The default scorer's factors, named once (the index's vectorised twin reproduces them bit for bit).
 RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
@@ -81,18 +89,11 @@ DEFAULT_PRIORITY = 5
 
 
 class EntryError(ValueError):
-    """A memory entry (or what a callback said about it) is malformed; ``index`` (input position), ``entry_id``
-    and ``field`` point at the record, ``problem`` is the message without the entry's name (adapters re-word it).
-    Example: ``except EntryError as err: print(err.entry_id, err.field)``."""
+    """A malformed entry: ``index``, ``entry_id``, ``field`` locate it; ``problem`` is the message without the
+    entry's name, for adapters to re-word. Example: ``except EntryError as err: print(err.entry_id, err.field)``."""
 
     def __init__(
-        self,
-        message: str,
-        *,
-        index: Optional[int] = None,
-        entry_id: Optional[str] = None,
-        field: Optional[str] = None,
-        problem: Optional[str] = None,
+        self, message: str, *, index: Index = None, entry_id: Text = None, field: Text = None, problem: Text = None
     ) -> None:
         super().__init__(message)
         self.index, self.entry_id, self.field = index, entry_id, field
@@ -133,9 +134,8 @@ def _is_number(value: Any, finite: bool = False) -> bool:
 
 
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
-    """Raise :class:`EntryError` unless the keys the selector relies on are well typed. ``status`` and
-    ``superseded_by`` are ``is_active``'s to read (a custom predicate may read them otherwise); ``token_count``
-    follows the spec (anything but a positive int is counted)."""
+    """Raise :class:`EntryError` unless the keys the selector reads are well typed (``status``, ``superseded_by``:
+    ``is_active``'s; ``token_count``: counted when unusable; lifecycle times: when read, :func:`entry_time`)."""
     if not isinstance(entry, Mapping):
         raise entry_error(entry, index, None, "is not a mapping (%s)" % _got(entry))
     get = entry.get
@@ -160,14 +160,10 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
 
 @dataclass(frozen=True)
 class Pool:
-    """A reserved retrieval budget for a group of entry types: ``name`` (unique key of its results),
-    ``max_tokens`` and ``max_entries`` (caps on contextual entries; always-scope ones use neither), ``types``
-    (``None``: every type; a list or set becomes a tuple; a bare string is refused: ``"skill"`` would read as
-    ``"s"``, ``"k"``, ...), ``min_relevance`` (contextual candidates whose relevance, the scorer's query-match
-    part, is lower are set aside before the fill: marginal memories cost budget and distract the model).
-
-    Example: ``[Pool("corrections", 0, 0, ("correction",)), Pool("content", 600, 10, ("note", "task"))]``.
-    """
+    """A reserved budget for a group of entry types: ``max_tokens`` and ``max_entries`` cap contextual entries
+    only; ``types`` None admits every type (a bare string is refused: ``"skill"`` is not ``"s"``, ``"k"``, ...);
+    below ``min_relevance`` (the query-match part of the score) a candidate is set aside: it costs budget and
+    distracts the model. Example: ``[Pool("corrections", 0, 0, ("correction",)), Pool("notes", 600, 10)]``."""
 
     name: str
     max_tokens: Union[int, float]
@@ -205,8 +201,8 @@ class Pool:
 
     @property
     def loads_contextual(self) -> bool:
-        """Whether any contextual entry can load: an entry slot and a token (every entry costs at least 1). A pool
-        without room still loads its always-scope entries; recall asks it for no candidates."""
+        """Whether a contextual entry can load (a slot and a token: every entry costs 1 or more): else the pool
+        loads only its always-scope entries."""
         return self.max_entries > 0 and self.max_tokens >= 1
 
 
@@ -229,12 +225,13 @@ def check_pools(pools: Sequence[Pool]) -> list[Pool]:
 class Reason(str, enum.Enum):
     """Why an entry did not load, one cause each; a ``str`` enum (``Reason.INACTIVE == "inactive"``)."""
 
-    INACTIVE = "inactive"  #: ``is_active`` said no (status, superseded_by)
+    INACTIVE = "inactive"  #: ``is_active`` said no (status, superseded_by), or closed by ``as_of``
+    EXPIRED = "expired"  #: its ``expires`` is at or before the call's time
     NAMESPACE = "namespace"  #: its namespace is not the query's (nor in its explicit chain)
     TAGS = "tags"  #: it lacks one of the tags the query requires
     NO_SOURCE = "no_source"  #: provenance required and it has no ``source``
     UNDATED = "undated"  #: a time bound was given and its ``created`` is missing or unparseable
-    OUT_OF_TIME = "out_of_time"  #: its ``created`` is outside the query's time bound
+    OUT_OF_TIME = "out_of_time"  #: its ``created`` is outside the query's time bound (``valid_from`` after as_of)
     NO_POOL = "no_pool"  #: no pool admits the entry's type
     ALWAYS_NO_POOL = "always_no_pool"  #: an always-scope entry no pool admits (also warned)
     BELOW_RELEVANCE = "below_relevance"  #: its relevance is below its pool's ``min_relevance``
@@ -251,8 +248,7 @@ Counts = dict[tuple[Optional[str], Reason], tuple[int, int]]  # (pool or None, r
 
 
 def parse_created(value: Optional[str]) -> Moment:
-    """``created`` as a naive datetime, or None when empty or unparseable (scored as age 0). An offset is dropped,
-    not converted: stores hold UTC."""
+    """``created`` as naive datetime (an offset dropped: stores hold UTC), None if empty or unparseable (age 0)."""
     try:
         moment = datetime.datetime.fromisoformat(value.rstrip("Z")) if value else None
     except (ValueError, AttributeError):
@@ -260,27 +256,47 @@ def parse_created(value: Optional[str]) -> Moment:
     return moment.replace(tzinfo=None) if moment is not None and moment.tzinfo is not None else moment
 
 
-def _time_bound(name: str, value: Any) -> Moment:
-    moment = parse_created(value) if isinstance(value, str) else value
+def as_utc(moment: datetime.datetime) -> datetime.datetime:
+    """``moment`` as naive UTC (aware: converted; naive: taken as UTC already)."""
+    return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None) if moment.tzinfo is not None else moment
+
+
+def parse_time(text: str) -> Moment:
+    """A lifecycle time as naive UTC (``Z`` or an offset converted), or None when not ISO-8601."""
+    value = text.strip()
+    try:
+        return as_utc(datetime.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value))
+    except ValueError:
+        return None
+
+
+def entry_time(entry: Entry, key: str, index: Optional[int] = None) -> Moment:
+    """``entry[key]`` by :func:`parse_time` (None if missing), strict unlike ``created``: a misread lifecycle time
+    would keep or hide an entry, unreported."""
+    value = entry.get(key)
+    moment = parse_time(value) if isinstance(value, str) else None
+    if value is not None and moment is None:
+        kind = "an ISO-8601 time" if isinstance(value, str) else "an ISO-8601 time string"
+        raise entry_error(entry, index, key, "must be %s, %s" % (kind, _got(value)))
+    return moment
+
+
+def _time_bound(name: str, value: Any, parse: Callable[[str], Moment] = parse_created) -> Moment:
+    moment = parse(value) if isinstance(value, str) else value
     if isinstance(value, str) and moment is None:
         raise ValueError("Visibility %s must be an ISO-8601 time, got %r" % (name, value))
     if moment is not None and not isinstance(moment, datetime.datetime):
         raise TypeError("Visibility %s must be a datetime, an ISO-8601 string or None, %s" % (name, _got(value)))
-    aware = moment is not None and moment.tzinfo is not None
-    return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None) if aware else moment  # type: ignore[union-attr]
+    return moment if moment is None else as_utc(moment)
 
 
 @dataclass(frozen=True)
 class Visibility:
-    """Which entries a query may see at all, before any pool or budget. ``namespace``: None, one namespace, or an
-    explicit chain such as ``("project-a", None)`` (None: entries without one), matched exactly with no implicit
-    fallback (a silent fallback makes a project-only memory apply everywhere while reports look normal); link ``i``
-    scores ``x chain_penalty ** i``. ``require_tags``: all of them. ``require_source``: without provenance an entry
-    reads like the model's own guess. ``since``/``until``: inclusive bounds on ``created`` (an undated contextual
-    entry is reported, never an error; always-scope entries are never time-filtered).
-
-    Example: ``Visibility(namespace=("tenant-a", None), since="2026-11-01")``.
-    """
+    """What a query may see, before any pool. ``namespace``: one, or a chain like ``("project-a", None)`` (None:
+    entries without one), matched exactly (a silent fallback makes a project memory apply everywhere), link ``i``
+    scoring ``x chain_penalty ** i``; ``require_tags``: all; ``require_source``: unsourced text reads like the
+    model's guess; ``since``/``until``: inclusive bounds on a contextual entry's ``created``; ``as_of``: what was
+    valid then (:func:`lifecycle_reason`). Example: ``Visibility(namespace=("a", None), since="2026-11-01")``."""
 
     namespace: Union[None, str, tuple[Optional[str], ...]] = None
     chain_penalty: float = 0.9
@@ -288,8 +304,9 @@ class Visibility:
     require_source: bool = False
     since: Union[None, str, datetime.datetime] = None
     until: Union[None, str, datetime.datetime] = None
-    #: ``(since, until)`` as naive UTC datetimes (None: unbounded).
-    bounds: tuple[Moment, Moment] = field(default=(None, None), init=False, repr=False, compare=False)
+    as_of: Union[None, str, datetime.datetime] = None
+    bounds: tuple[Moment, Moment] = field(default=(None, None), init=False, repr=False, compare=False)  #: naive UTC
+    at: Moment = field(default=None, init=False, repr=False, compare=False)  #: ``as_of``, naive UTC
 
     def __post_init__(self) -> None:
         chain, tags = self.namespace, self.require_tags
@@ -314,6 +331,7 @@ class Visibility:
         if since is not None and until is not None and since > until:
             raise ValueError("Visibility since (%s) is after until (%s)" % (since, until))
         object.__setattr__(self, "bounds", (since, until))
+        object.__setattr__(self, "at", _time_bound("as_of", self.as_of, parse_time))
 
     @property
     def chain(self) -> tuple[Optional[str], ...]:
@@ -324,7 +342,8 @@ class Visibility:
     @property
     def active(self) -> bool:
         """Whether it filters anything at all."""
-        return bool(self.chain or self.require_tags or self.require_source or self.bounds != (None, None))
+        filters = self.chain or self.require_tags or self.require_source
+        return bool(filters or self.bounds != (None, None) or self.at is not None)
 
     def judge(self, entry: Entry) -> tuple[Optional[Reason], float]:
         """(why the entry is not visible, or None; its score factor), checking namespace, tags, source, time."""
@@ -351,6 +370,28 @@ def active_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
     if visibility is not None and not isinstance(visibility, Visibility):
         raise TypeError("visibility must be a Visibility, %s" % _got(visibility))
     return visibility if visibility is not None and visibility.active else None
+
+
+def lifecycle_reason(
+    entry: Entry, index: int, is_active: IsActive, now: datetime.datetime, as_of: Moment
+) -> Optional[Reason]:
+    """1. Why ``entry`` is not live, or None: ``is_active``, then ``expires`` (at ``now``). With ``as_of``, what was
+    true then: a closing time (``valid_until``, exclusive) overrides ``is_active`` (today's state); the entry must
+    have opened by then (``valid_from``, else ``created``; undated: only always-scope); expiry is judged then."""
+    expires = entry_time(entry, "expires", index)
+    if as_of is not None:
+        until, start = entry_time(entry, "valid_until", index), entry_time(entry, "valid_from", index)
+        if (until is None and not is_active(entry)) or (until is not None and until <= as_of):
+            return Reason.INACTIVE
+        start = start if start is not None else parse_created(entry.get("created"))
+        if start is None and entry.get("scope") != "always":
+            return Reason.UNDATED
+        if start is not None and start > as_of:
+            return Reason.OUT_OF_TIME
+        now = as_of
+    elif not is_active(entry):
+        return Reason.INACTIVE
+    return Reason.EXPIRED if expires is not None and expires <= now else None
 
 
 @dataclass(frozen=True)
@@ -394,15 +435,10 @@ class PoolStats:
 
 
 class Selection:
-    """What :func:`select` chose and why the rest did not load (each input entry once): ``pools``
-    (:func:`retrieve_pools`' answer), ``chosen`` in render order (always-scope entries of all pools, then each
-    pool's in rank order), ``dropped`` in input order, ``counts`` (the same per pool and reason without a row per
-    entry: what an omission line needs), ``stats`` (:class:`PoolStats` by pool), ``notes``. ``dropped`` and
-    ``counts`` are built when first read: an unread report costs nothing; :meth:`dropped_sample` builds only the
-    rows it returns.
-
-    Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``.
-    """
+    """What :func:`select` chose and why the rest did not: ``pools`` (:func:`retrieve_pools`' answer), ``chosen``
+    in render order (every always-scope entry, then each pool's in rank order), ``dropped`` (input order),
+    ``counts``, ``stats``, ``notes``. The report is built when read: unread, it costs nothing.
+    Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``."""
 
     def __init__(
         self,
@@ -423,15 +459,13 @@ class Selection:
 
     @functools.cached_property
     def counts(self) -> Counts:
-        """``(pool or None, reason) -> (entries, tokens)`` of what did not load (tokens: the pool's costs; 0 where
-        no pool considered the entry)."""
+        """``(pool or None, reason) -> (entries, tokens)`` of what did not load (what an omission line needs)."""
         if self._counted is not None:
             return self._counted()
         return _tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
 
     def dropped_sample(self, per_key: int) -> list[Dropped]:
-        """The first ``per_key`` rows of each ``counts`` key (pool and reason), in input order: a report bounded
-        by the number of pools and reasons, not by the store (from the rows when they are built or given)."""
+        """The first ``per_key`` rows of each ``counts`` key: a report bounded by pools and reasons, not the store."""
         if "dropped" not in self.__dict__ and self._sample is not None:  # rows not built: build only the sample's
             return self._sample(per_key)
         rows = self.dropped
@@ -454,7 +488,6 @@ class Selection:
 
 
 def _first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
-    """Positions (in ``keys``' order) of the first ``per_key`` occurrences of each key."""
     seen: dict[Any, int] = {}
     kept = []
     for position, key in enumerate(keys):
@@ -473,8 +506,7 @@ def _tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
 
 
 def default_token_counter(text: str) -> int:
-    """``max(1, len(text) // 4)``: crude on purpose (``poolsplit_adapters.tokens`` has real tokenizers) and never
-    0, which would exempt an entry from every budget."""
+    """``max(1, len(text) // 4)``: crude on purpose (``.tokens`` has tokenizers), never 0 (exempt from budgets)."""
     return max(1, len(text) // 4)
 
 
@@ -491,9 +523,8 @@ def given_token_count(entry: Entry) -> Optional[int]:
 
 
 def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] = None) -> int:
-    """A positive-int ``token_count``, else ``token_counter(content)``. Never 0 for a missing count (a zero
-    default would silently exempt the entry from every budget); a counter answering 0, a negative number or a
-    non-integer is reported rather than trusted, for the same reason."""
+    """A positive-int ``token_count``, else ``token_counter(content)``. A counter answering 0, a negative number
+    or a non-integer is an error, not trusted: 0 would exempt the entry from every budget."""
     given = given_token_count(entry)
     measured = given if given is not None else token_counter(entry.get("content", ""))
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
@@ -514,8 +545,7 @@ _RUNS = re.compile("[a-z0-9]+")
 
 
 def significant_words(text: str) -> frozenset[str]:
-    """What the message factor compares: lower-cased ASCII alphanumeric runs of at least
-    :data:`MIN_WORD_LENGTH` characters, minus :data:`STOPWORDS`."""
+    """What the message factor compares: lower-cased ASCII alphanumeric runs, long enough, not stopwords."""
     return frozenset(w for w in _RUNS.findall(text.lower()) if len(w) >= MIN_WORD_LENGTH and w not in STOPWORDS)
 
 
@@ -538,15 +568,13 @@ class ScoringContext:
             raise TypeError("context['project'] must be a string or None, %s" % _got(project))
         if not isinstance(message, str):
             raise TypeError("context['message'] must be a string, %s" % _got(message))
-        if now is not None and not isinstance(now, datetime.datetime):
-            raise TypeError("now must be a datetime.datetime or None, %s" % _got(now))
+        _check_now(now)
         self.tags, self.project, self.words = frozenset(tags), project, significant_words(message)
         self.nwords = len(self.words)
         self.ref = (now or datetime.datetime.now(datetime.timezone.utc)).replace(tzinfo=None)  # naive, as parse_created
 
     def partial(self, entry: Entry) -> float:
-        """Every factor but the message overlap, in the spec's order (the message factor is the last product:
-        ``partial * factor`` is the score)."""
+        """Every factor but the message overlap, in the spec's order (``partial * message factor`` is the score)."""
         score = float(entry.get("base_priority", DEFAULT_PRIORITY))
         created = parse_created(entry.get("created"))
         days = 0.0 if created is None else (self.ref - created).total_seconds() / 86400.0
@@ -561,9 +589,7 @@ class ScoringContext:
         return score
 
     def relevance(self, entry: Entry) -> float:
-        """The share of the message's significant words in the content (0 without a message): the query-match part
-        of the score. Every run of the content counts, not only its significant words: a short run or a stopword
-        can never equal a significant word of the message."""
+        """The share of the message's significant words in the content: the query-match part of the score."""
         found = self.words.intersection(_RUNS.findall(entry["content"].lower())) if self.nwords else ()
         return len(found) / self.nwords if self.nwords else 0.0
 
@@ -571,6 +597,11 @@ class ScoringContext:
         """The default score of a checked entry (see :func:`default_scorer`)."""
         overlap = self.relevance(entry)
         return self.partial(entry) * (1.0 + overlap * MESSAGE_WEIGHT if overlap > MESSAGE_THRESHOLD else 1.0)
+
+
+def _check_now(now: Any) -> None:
+    if now is not None and not isinstance(now, datetime.datetime):
+        raise TypeError("now must be a datetime.datetime or None, %s" % _got(now))
 
 
 def default_scorer(entry: Entry, context: Context, *, now: Moment = None) -> float:
@@ -585,26 +616,23 @@ def default_scorer(entry: Entry, context: Context, *, now: Moment = None) -> flo
 
 
 class _PlainScorer:
-    """A spec-form scorer function for one call: each entry scored once (a threshold and the ranking read one
-    answer); relevance is the score."""
+    """A spec-form scorer function, asked once per entry (by id(): the entries outlive the call)."""
 
     def __init__(self, scorer: Scorer, context: Context, now: Moment) -> None:
         self.scorer, self.context, self.now = scorer, context, now
-        self.answers: dict[int, Any] = {}  # by id(): the entries outlive the call
+        self.answers: dict[int, Any] = {}
 
     def score(self, entry: Entry) -> float:
         if id(entry) not in self.answers:
             self.answers[id(entry)] = self.scorer(entry, self.context, now=self.now)
         return self.answers[id(entry)]  # type: ignore[no-any-return]
 
-    relevance = score
+    relevance = score  # a threshold and the ranking read one answer
 
 
 def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
-    """``scorer`` for one call: an object with ``score(entry)``, ``relevance(entry)`` (and optionally
-    ``warm(entries)``, to embed a pool's candidates at once). The default scorer becomes a
-    :class:`ScoringContext`; an object with ``prepare(context, now)`` prepares itself (an embedding scorer embeds
-    the query once); a spec-form function is wrapped."""
+    """``scorer`` for one call, with ``score(entry)``, ``relevance(entry)`` (optionally ``warm(entries)``: embed a
+    pool's candidates at once): ``prepare(context, now)`` if it has one (embed the query once), else wrapped."""
     if scorer is default_scorer:
         return ScoringContext(context, now)
     if getattr(scorer, "prepare", None) is not None:
@@ -620,34 +648,10 @@ def _checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
     return float(value)
 
 
-class Candidates(Protocol):
-    """The entries of one call as :func:`fill_pools` asks about them (steps 1 and 2 happen behind it):
-    :class:`ListCandidates` serves a list, ``MemoryIndex`` its columns. Positions are the implementation's
-    handles; a *group* is any sized iterable of them. ``members``: (always-scope positions in input order,
-    contextual group) of the pool's types, admitted and unclaimed; ``ranked``: ``(position, score, cost)`` in the
-    total order, possibly without what costs more than ``left()``, the room the pool has left; ``verdicts``: every
-    position in input order, with why it was not admitted (None: it was); ``index``: its index in the caller's
-    order; ``tally``: the report's counts, or None to have them counted from ``verdicts``; ``sample``:
-    ``(position, reason, pool or None)`` of the first ``per_key`` left out per pool and reason, in input order,
-    or None to take them from ``verdicts``."""
-
-    def members(self, pool: Pool) -> tuple[list[int], Any]: ...
-    def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]: ...
-    def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]: ...
-    def claim(self, positions: Iterable[int]) -> None: ...
-    def entry(self, position: int) -> Entry: ...
-    def index(self, position: int) -> int: ...
-    def cost(self, position: int) -> int: ...
-    def score(self, position: int) -> float: ...
-    def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
-    def tally(self, filled: list[_Filled], lost: set[int]) -> Optional[Counts]: ...
-    def sample(self, filled: list[_Filled], lost: set[int], per_key: int) -> Optional[list[_Left]]: ...
-
-
 class ListCandidates:
-    """:class:`Candidates` over a list, for one call: step 1 in the constructor, step 2 once per entry a pool
-    ranks, costs only for entries the fill reaches (a tokenizer is a call's expensive part); known ``costs`` mark
-    the entries as checked. Example: ``fill_pools(pools, ListCandidates(entries, prepare_scorer(scorer, ctx, now)))``."""
+    """The plain list source (``seams.Candidates``): step 1 at once, step 2 and costs (a tokenizer is a call's
+    dear part) only for what the fill reaches; given ``costs``, entries count as checked.
+    Example: ``fill_pools(pools, ListCandidates(entries, prepare_scorer(f, ctx, now)))``."""
 
     def __init__(
         self,
@@ -658,14 +662,17 @@ class ListCandidates:
         is_active: IsActive = default_is_active,
         visibility: Optional[Visibility] = None,
         costs: Optional[Sequence[int]] = None,
+        now: Moment = None,
     ) -> None:
         if isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Iterable):
             raise TypeError("entries must be a sequence of entry mappings, %s" % _got(entries))
         if not callable(getattr(prepared, "score", None)):
             hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now), %s"
             raise TypeError(hint % _got(prepared))
+        _check_now(now)
         self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
         self.prepared, self.counter = prepared, token_counter
+        self.now = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
         self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
         self.reason: dict[int, Reason] = {}  # position -> why not admitted
         self.penalty: dict[int, float] = {}  # position -> namespace-chain factor, when not 1
@@ -676,11 +683,12 @@ class ListCandidates:
         self.admit(is_active, visibility, checked=costs is not None)
 
     def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
-        """1. Admit: checked, active and visible entries, grouped by type."""
+        """1. Admit: checked, live and visible entries, grouped by type."""
+        as_of = visibility.at if visibility is not None else None
         for index, entry in enumerate(self.items):
             if not checked:
                 check_entry(entry, index)
-            why, factor = (None, 1.0) if is_active(entry) else (Reason.INACTIVE, 1.0)
+            why, factor = lifecycle_reason(entry, index, is_active, self.now, as_of), 1.0
             if why is None and visibility is not None:
                 why, factor = visibility.judge(entry)
             if why is not None:
@@ -693,8 +701,7 @@ class ListCandidates:
                 self.always.add(index)
 
     def score(self, position: int) -> float:
-        """2. Score, once, times the namespace-chain factor. The default score, a product of checked finite
-        factors, is not re-checked: past the float range it ranks as inf (as in the index's twin)."""
+        """2. Score, once, times the chain factor (the default score is not re-checked: an overflow ranks as inf)."""
         if position not in self.scores:
             entry = self.items[position]
             score = self.prepared.score(entry)
@@ -714,8 +721,7 @@ class ListCandidates:
         return [i for i in found if i in self.always], [i for i in found if i not in self.always]
 
     def warm(self, group: list[int]) -> None:
-        """Hand a scorer that embeds entries a pool's candidates in one batch."""
-        if getattr(self.prepared, "warm", None) is not None:
+        if getattr(self.prepared, "warm", None) is not None:  # a scorer that embeds entries: one batch per pool
             self.prepared.warm([self.items[i] for i in group])
 
     def split_below(self, group: list[int], threshold: float) -> tuple[list[int], list[int]]:
@@ -742,25 +748,11 @@ class ListCandidates:
     def verdicts(self) -> Iterator[tuple[int, Optional[Reason]]]:
         return ((i, self.reason.get(i)) for i in range(len(self.items)))
 
-    def tally(self, filled: list[_Filled], lost: set[int]) -> None:
+    def tally(self, filled: list[Filled], lost: set[int]) -> None:
         return None  # counted by the rule itself
 
-    def sample(self, filled: list[_Filled], lost: set[int], per_key: int) -> None:
+    def sample(self, filled: list[Filled], lost: set[int], per_key: int) -> None:
         return None  # taken from the rule itself
-
-
-_Pick = tuple[int, float, int, str]  # position, score, cost, layer ("full" unless a layering says otherwise)
-_Filled = tuple[Pool, list[int], Any, Any, list[_Pick]]  # pool, always, contextual, below, picks
-_Left = tuple[int, Reason, Optional[str]]  # position, reason, pool (None: no pool considered it)
-
-
-class Layering(Protocol):
-    """Step 3c done another way (progressive loading: ``memory.progressive.ProgressiveLayers``): ``pick`` a pool's
-    contextual group, as the greedy fill does; once every pool is filled, ``settle`` sees every pool's picks and may
-    change their layers and costs, never which entries loaded (those are claimed)."""
-
-    def pick(self, pool: Pool, candidates: Candidates, group: Any) -> list[_Pick]: ...
-    def settle(self, pools: list[Pool], picks: list[list[_Pick]]) -> list[list[_Pick]]: ...
 
 
 _EVERY_TYPE = Pool("every type", 0, 0)
@@ -840,10 +832,9 @@ def fill_pools(
     return Selection(result, always_rows + picked_rows, rows, stats, notes, counts, sample)
 
 
-def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
-    """3c: take entries in rank order while they fit; skip one that overflows the tokens (a smaller, lower-ranked
-    one may fit); stop at the entry cap, or when not even a 1-token entry could fit."""
-    picks: list[_Pick] = []
+def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[Pick]:
+    """3c: in rank order, skip what overflows the tokens (a smaller one may fit); stop at the entry cap or when full."""
+    picks: list[Pick] = []
     used = 0
 
     def left() -> float:  # read as the fill goes: a ranking may leave out what no longer fits
@@ -859,11 +850,10 @@ def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[_Pick]:
     return picks
 
 
-def _left_out(candidates: Candidates, filled: list[_Filled], lost: set[int]) -> Iterator[_Left]:
-    """4. ``(position, reason, pool or None)`` of each entry that did not load, in input order. A candidate left
-    out costs more than the room its pool had left at the end (the token budget: it could never have fitted),
-    else the entry cap cut it: decided from the final room, not from how far the fill scanned. The last pool
-    that considered an entry decides."""
+def _left_out(candidates: Candidates, filled: list[Filled], lost: set[int]) -> Iterator[Left]:
+    """4. ``(position, reason, pool or None)`` of each entry that did not load, in input order. The last pool that
+    considered an entry decides: token budget if it costs more than that pool's final room (it could never have
+    fitted), else the entry cap, whatever how far the fill scanned."""
     last: dict[int, tuple[str, Reason]] = {}
     chosen: set[int] = set()
     for pool, always, contextual, below, picks in filled:
@@ -901,31 +891,21 @@ def select(
     pool_list, view = check_pools(pools), active_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
-    source = candidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view)
+    options: dict[str, Any] = {"token_counter": token_counter, "is_active": is_active, "visibility": view, "now": now}
+    source = candidates(entries, prepared, **options)
     # 3. Fill each pool and 4. report.
     return fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=_stacklevel)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
-    """:func:`select` without the report (same keywords): pool name -> the same dict objects, always-scope first
-    (input order), then the ranked rest."""
+    """:func:`select` without the report: pool name -> the same dict objects, always-scope first, then ranked."""
     return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools
 
 
-def retrieve(
-    entries: Sequence[Entry],
-    pool: Pool,
-    context: Context = None,
-    *,
-    scorer: Scorer = default_scorer,
-    token_counter: TokenCounter = default_token_counter,
-    is_active: IsActive = default_is_active,
-    now: Moment = None,
-) -> list[Any]:
-    """Fill one pool, as the spec's ``retrieve`` (steps 1-3, no warning or report): the same dict objects, never
-    mutated."""
+def retrieve(entries: Sequence[Entry], pool: Pool, context: Context = None, **options: Any) -> list[Any]:
+    """Fill one pool, as the spec's ``retrieve`` (steps 1-3, no warning or report; keywords ``scorer``,
+    ``token_counter``, ``is_active``, ``now``): the same dict objects, never mutated."""
     if not isinstance(pool, Pool):
         raise TypeError("pool must be a Pool, %s" % _got(pool))
-    prepared = prepare_scorer(scorer, context, now)
-    source = ListCandidates(entries, prepared, token_counter=token_counter, is_active=is_active)
-    return fill_pools([pool], source, report=False, warn=False).pools[pool.name]
+    prepared = prepare_scorer(options.pop("scorer", default_scorer), context, options.get("now"))
+    return fill_pools([pool], ListCandidates(entries, prepared, **options), report=False, warn=False).pools[pool.name]

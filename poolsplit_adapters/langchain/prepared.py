@@ -57,8 +57,9 @@ from langgraph.store.base import BaseStore, GetOp, Item
 from langgraph.store.memory import InMemoryStore
 
 from ..index import MemoryIndex
-from ..poolsplit import Layering, Pool, Scorer, Selection
+from ..poolsplit import Pool, Scorer, Selection
 from ..recall import RecallPlan, Search
+from ..seams import Layering
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
 __all__ = ["PreparedRecall", "prepares", "watermark"]

@@ -52,11 +52,10 @@ from typing_extensions import TypedDict, Unpack
 
 from ..checks import ArgumentError
 from ..memory.duplicates import DuplicateFinder
-from ..memory.expiry import EXPIRES, active_at, is_expired, moment_of, note_expired
+from ..memory.expiry import EXPIRES, is_expired, moment_of, note_expired
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import (
     EntryError,
-    Layering,
     Pool,
     Scorer,
     Selection,
@@ -71,6 +70,7 @@ from ..poolsplit import (
 )
 from ..recall import RecallPlan, Search
 from ..reports import select_noted
+from ..seams import Layering
 from ..stores.base import (
     Change,
     StoreVerbs,
@@ -466,7 +466,6 @@ class BaseStoreMemory(StoreVerbs):
             now=now,
             visibility=self.visibility if visibility is None else visibility,
             layering=layering,
-            is_active=active_at(now),  # what expired by ``now`` is inactive (and noted below)
         )
         return note_expired(selection, _expired_ids(recall.entries, now))
 

@@ -25,11 +25,11 @@ drop expired entries with the plain core::
     select(entries, pools, context, is_active=active_at(now))
 
 :func:`active_at` composes with the core's ``default_is_active`` (status and
-``superseded_by``), so nothing the default excludes comes back. The core
-reports what it rejects as ``inactive``; the stores and adapters, which apply
-expiry themselves (:class:`ExpiryWatch` keeps a prepared index's view of it
-current), say which of those expired in ``selection.notes["expired"]`` (their
-ids, sorted). Stores delete expired entries with ``sweep_expired()``
+``superseded_by``), so nothing the default excludes comes back. The core itself
+drops an entry expired at the call's ``now`` and reports it ``expired``
+(``Reason.EXPIRED``) on every path (the index holds an ``expires`` column);
+the stores and adapters also name those ids in ``selection.notes["expired"]``
+(sorted). Stores delete expired entries with ``sweep_expired()``
 (``poolsplit sweep``).
 
 Example::
@@ -43,11 +43,10 @@ Example::
 from __future__ import annotations
 
 import datetime
-import heapq
-import threading
-from typing import Any, Callable, Collection, Dict, List, Mapping, Optional, Set, Tuple, Union
+from typing import Any, Callable, Collection, Mapping, Optional, Union
 
-from ..poolsplit import Reason, Selection, default_is_active, entry_error
+from ..poolsplit import Reason, Selection, as_utc, default_is_active, parse_time
+from ..poolsplit import entry_time as core_entry_time
 
 __all__ = [
     "EXPIRES",
@@ -59,7 +58,6 @@ __all__ = [
     "is_expired",
     "is_active",
     "active_at",
-    "ExpiryWatch",
     "EXPIRED_NOTE",
     "note_expired",
 ]
@@ -78,23 +76,9 @@ Moment = Union[datetime.datetime, str]
 IsActive = Callable[[Mapping[str, Any]], bool]
 
 
-def _parse(text: str) -> Optional[datetime.datetime]:
-    """An ISO-8601 string as a naive UTC datetime, or None if unparseable."""
-    value = text.strip()
-    if value.endswith(("Z", "z")):
-        value = value[:-1] + "+00:00"
-    try:
-        moment = datetime.datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return to_utc(moment)
-
-
-def to_utc(moment: datetime.datetime) -> datetime.datetime:
-    """``moment`` as a naive UTC datetime (aware: converted; naive: as is)."""
-    if moment.tzinfo is not None:
-        return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-    return moment
+#: ``moment`` as a naive UTC datetime (aware: converted; naive: as is): the core's rule.
+to_utc = as_utc
+_parse = parse_time
 
 
 def moment_of(value: Optional[Moment], what: str = "now") -> datetime.datetime:
@@ -116,25 +100,11 @@ def moment_of(value: Optional[Moment], what: str = "now") -> datetime.datetime:
     raise TypeError("%s must be a datetime, an ISO-8601 string or None, got %s" % (what, type(value).__name__))
 
 
-def entry_time(entry: Mapping[str, Any], field: str, index: Optional[int] = None) -> Optional[datetime.datetime]:
-    """The time an entry holds in ``field``, as naive UTC; None when the key is
-    missing or None. The one parser of every time field the lifecycle adds
-    (``expires``, ``valid_from``, ``valid_until``, ``seen[].at``).
-
-    Raises:
-        EntryError: the value is not a string, or not ISO-8601.
-    """
-    value = entry.get(field)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise entry_error(
-            entry, index, field, "must be an ISO-8601 time string, got %s %r" % (type(value).__name__, value)
-        )
-    moment = _parse(value)
-    if moment is None:
-        raise entry_error(entry, index, field, "must be an ISO-8601 time, got %r" % (value,))
-    return moment
+#: The one parser of every time field the lifecycle adds (``expires``,
+#: ``valid_from``, ``valid_until``, ``seen[].at``): the core's, which raises
+#: :class:`~poolsplit_adapters.poolsplit.EntryError` for a value that is not
+#: an ISO-8601 string, naming the entry and the field.
+entry_time = core_entry_time
 
 
 def expires_at(entry: Mapping[str, Any], index: Optional[int] = None) -> Optional[datetime.datetime]:
@@ -192,72 +162,14 @@ def active_at(now: Optional[Moment] = None, *, base: IsActive = default_is_activ
     return active
 
 
-def note_expired(selection: Selection, expired: Collection[str]) -> Selection:
-    """Record in ``selection.notes["expired"]`` the ids of ``expired`` that
-    the selection left out as inactive (nothing when there are none)."""
-    if expired:
-        ids = sorted(
-            str(d.entry.get("id"))
-            for d in selection.dropped
-            if d.reason is Reason.INACTIVE and d.entry.get("id") in expired
-        )
-        if ids:
-            selection.notes[EXPIRED_NOTE] = ids
+def note_expired(selection: Selection, expired: Optional[Collection[str]] = None) -> Selection:
+    """Record in ``selection.notes["expired"]`` the ids of the entries the
+    selection reported :attr:`~poolsplit_adapters.poolsplit.Reason.EXPIRED`
+    (sorted; nothing when there are none). ``expired`` (ids) is only a hint
+    that spares reading the rows when nothing can have expired."""
+    if expired is not None and not expired:
+        return selection
+    if any(reason is Reason.EXPIRED for _pool, reason in selection.counts):
+        ids = sorted(str(d.entry.get("id")) for d in selection.dropped if d.reason is Reason.EXPIRED)
+        selection.notes[EXPIRED_NOTE] = ids
     return selection
-
-
-class ExpiryWatch:
-    """Expiry for a prepared index, whose ``is_active`` is judged when an
-    entry is added, not at each query.
-
-    :meth:`is_active` is the index's predicate: ``base`` and not expired at
-    :attr:`judged` (the latest time the store was asked about; ``start``,
-    default: none yet). It also
-    notes every ``expires`` it sees, so that :meth:`due`, called before each
-    query with the query's time, returns the ids that expired since: the
-    store re-reads those entries (``MemoryIndex.refresh``) and the index
-    drops them. Time only moves forward here: a query about an earlier
-    moment does not bring an expired entry back (use
-    :func:`~poolsplit_adapters.memory.validity.valid_at` for time travel).
-
-    Example::
-
-        watch = ExpiryWatch(start="2026-12-01T00:00:00Z")
-        index = MemoryIndex(entries, is_active=watch.is_active)
-        for entry_id in watch.due("2026-12-06T00:00:00Z"):
-            index.refresh(entry_by_id[entry_id])
-    """
-
-    def __init__(self, base: IsActive = default_is_active, *, start: Optional[Moment] = None) -> None:
-        self.base = base
-        # Until the first query says when "now" is, nothing has expired.
-        self.judged = datetime.datetime.min if start is None else moment_of(start)
-        self._heap: List[Tuple[datetime.datetime, str]] = []
-        #: ids of entries seen expired (some may have been deleted since)
-        self.expired: Set[str] = set()
-        self._lock = threading.Lock()
-
-    def is_active(self, entry: Mapping[str, Any]) -> bool:
-        """``base(entry)`` and not expired at :attr:`judged`."""
-        moment = expires_at(entry)
-        if moment is not None:
-            entry_id = str(entry.get("id"))
-            with self._lock:
-                if moment <= self.judged:
-                    self.expired.add(entry_id)
-                    return False
-                heapq.heappush(self._heap, (moment, entry_id))
-        return bool(self.base(entry))
-
-    def due(self, now: Optional[Moment] = None) -> List[str]:
-        """Move :attr:`judged` to ``now`` (if later) and return the ids whose
-        ``expires`` came at or before it since the last call."""
-        moment = moment_of(now)
-        found: Dict[str, None] = {}
-        with self._lock:
-            if moment > self.judged:
-                self.judged = moment
-            while self._heap and self._heap[0][0] <= self.judged:
-                found[heapq.heappop(self._heap)[1]] = None
-            self.expired.update(found)
-        return list(found)

@@ -66,8 +66,6 @@ from typing import (
 )
 
 from ..poolsplit import (
-    Candidates,
-    Layering,
     Pool,
     Selection,
     Visibility,
@@ -76,6 +74,7 @@ from ..poolsplit import (
     parse_created,
     select,
 )
+from ..seams import Candidates, Layering
 from ._words import contains, words
 from .metrics import TokenMetrics, token_metrics
 

@@ -13,7 +13,7 @@ import threading
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from ..index import MemoryIndex
-from ..memory.expiry import ExpiryWatch, note_expired
+from ..memory.expiry import note_expired
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import IsActive, Pool, Selection, TokenCounter, check_entry, default_is_active, default_token_counter
 from .base import Change, StoreVerbs, prepare_entries
@@ -123,8 +123,7 @@ class InProcessStore(StoreVerbs):
             check_entry(entry, position)
             copies.append(dict(entry))
         self._clock = clock
-        self._watch = ExpiryWatch(is_active)
-        self.index = MemoryIndex(copies, token_counter=token_counter, is_active=self._watch.is_active)
+        self.index = MemoryIndex(copies, token_counter=token_counter, is_active=is_active)
         self._ids = IdLookup(self.index)
         self._lock = threading.RLock()
 
@@ -173,9 +172,7 @@ class InProcessStore(StoreVerbs):
         """The core's ``select`` over the current content
         (:meth:`MemoryIndex.select`'s options: ``now``, ``scorer``,
         ``visibility``, ``layering``); what expired by ``now`` (default: the
-        clock) is left out and named in ``notes["expired"]``."""
+        clock) is reported ``expired`` and named in ``notes["expired"]``."""
+        options["now"] = options.get("now") or self._clock()
         with self._lock:
-            due = set(self._watch.due(options.get("now") or self._clock()))
-            if due:
-                self.index.refresh_all([e for e in self.index.entries if e.get("id") in due])
-        return note_expired(self.index.select(pools, context, **options), self._watch.expired)
+            return note_expired(self.index.select(pools, context, **options))

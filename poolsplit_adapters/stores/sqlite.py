@@ -48,7 +48,7 @@ from contextlib import contextmanager, suppress
 from typing import Any, Optional, Union
 
 from ..index import MemoryIndex
-from ..memory.expiry import ExpiryWatch, note_expired
+from ..memory.expiry import note_expired
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import IsActive, Pool, Selection, TokenCounter, default_is_active, default_token_counter
 from .base import Change, EntryNotFound, StoreVerbs
@@ -353,9 +353,8 @@ class SQLiteMemoryStore(StoreVerbs):
         self.path = pathlib.Path(path)
         self._token_counter = token_counter
         self._clock = clock
-        # The index's predicate: is_active, and not expired (judged at each query's time).
-        self._watch = ExpiryWatch(is_active)
-        self._is_active = self._watch.is_active
+        # Expiry is the core's, judged at each query's ``now`` (default: the clock).
+        self._is_active = is_active
         self._lock = threading.RLock()
         self._index: Optional[MemoryIndex] = None
         self._live: dict[str, dict[str, Any]] = {}  # id -> the dict object inside the index
@@ -537,23 +536,16 @@ class SQLiteMemoryStore(StoreVerbs):
         process's committed writes included; ``options`` as
         :meth:`MemoryIndex.select` (``now``, ``scorer``, ``visibility``)."""
         with self._lock:
-            return note_expired(self._current(options).select(pools, context, **options), self._watch.expired)
-
-    def _current(self, options: Mapping[str, Any]) -> MemoryIndex:
-        """The synced index, with what expired by the query's ``now``
-        (default: the clock) made inactive."""
-        index = self._synced()
-        due = [self._live[i] for i in self._watch.due(options.get("now") or self._clock()) if i in self._live]
-        if due:
-            index.refresh_all(due)
-        return index
+            options["now"] = options.get("now") or self._clock()
+            return note_expired(self._synced().select(pools, context, **options))
 
     def retrieve_pools(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
     ) -> dict[str, list[Any]]:
         """The core's ``retrieve_pools`` over the current content (no report)."""
         with self._lock:
-            return self._current(options).retrieve_pools(pools, context, **options)
+            options["now"] = options.get("now") or self._clock()
+            return self._synced().retrieve_pools(pools, context, **options)
 
     def _synced(self) -> MemoryIndex:
         """The index, brought in step with the file: a warm start the first

@@ -76,3 +76,37 @@ def test_sqlite_store_needs_only_the_standard_library(tmp_path: pathlib.Path):
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['c', 'n']"
+
+
+def test_the_spec_suite_passes_against_the_core_copied_alone(tmp_path: pathlib.Path):
+    """tests/unit/test_core_semantics.py (the exact-value tests of every rule of
+    the spec, seed 001) run against poolsplit.py copied alone into an empty
+    folder: the vendorable file is the whole selector."""
+    here = pathlib.Path(__file__).resolve().parents[1]
+    shutil.copy(core.__file__, tmp_path / "poolsplit.py")
+    suite = (here / "unit" / "test_core_semantics.py").read_text()
+    assert "from poolsplit_adapters import " in suite
+    (tmp_path / "test_spec.py").write_text(suite.replace("from poolsplit_adapters import ", "from poolsplit import "))
+    (tmp_path / "conftest.py").write_text("import datetime\n\nNOW = datetime.datetime(2026, 7, 7, 12, 0, 0)\n")
+    probe = "import poolsplit, sys; assert poolsplit.__file__.startswith(sys.argv[1]); import pytest; sys.exit(pytest.main(sys.argv[2:]))"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            probe,
+            str(tmp_path),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "test_spec.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert " passed" in out.stdout and "failed" not in out.stdout

@@ -18,7 +18,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.memory import InMemoryStore
 from llama_index.core.base.llms.types import ChatMessage
 
-from poolsplit_adapters import Pool
+from poolsplit_adapters import Pool, Visibility
 from poolsplit_adapters.cli import main
 from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, PoolSplitMemoryMiddleware
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
@@ -287,6 +287,11 @@ def test_supersede_closes_the_old_version_with_validity_times_and_history_shows_
     # a selection never loads two versions
     chosen = [c.entry["id"] for c in store.select(POOLS, {"message": "staging db"}, now=NOW).chosen]
     assert chosen == [v3]
+    # Visibility(as_of=...) loads the version valid then, on every store; the history is unchanged.
+    for at, version in (("2026-07-01T12:00:00Z", v1), ("2026-07-02T00:00:00Z", v2), ("2026-07-05T00:00:00Z", v3)):
+        got = store.select(POOLS, {"message": "staging db"}, now=NOW, visibility=Visibility(as_of=at))
+        assert [c.entry["id"] for c in got.chosen] == [version]
+    assert [v.id for v in store.history(v1)] == [v1, v2, v3]
 
 
 # -- expiry ------------------------------------------------------------------------------
@@ -304,7 +309,7 @@ def test_an_expired_entry_is_inactive_reported_expired_and_swept(kind, tmp_path)
     after = store.select(POOLS, {"message": "staging deploy"}, now=datetime.datetime(2026, 7, 5, 18, 0))
     assert [c.entry["id"] for c in after.chosen] == [rule]
     assert after.notes["expired"] == [freeze]
-    assert [(d.entry["id"], d.reason.value) for d in after.dropped] == [(freeze, "inactive")]
+    assert [(d.entry["id"], d.reason.value) for d in after.dropped] == [(freeze, "expired")]  # the core's reason
     assert store.sweep_expired("2026-07-06T00:00:00Z") == [freeze]
     assert [e["id"] for e in store.entries()] == [rule]
 

@@ -10,6 +10,8 @@ spec (``benchmarks/reference.py``) is the third opinion on every path.
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 import reference
 from conftest import NOW
@@ -25,8 +27,12 @@ from poolsplit_adapters.poolsplit import (
     EntryError,
     ListCandidates,
     Pool,
+    Reason,
+    Visibility,
+    as_utc,
     check_entry,
     default_scorer,
+    entry_time,
     fill_pools,
     prepare_scorer,
     select,
@@ -314,3 +320,43 @@ def test_dropped_sample_is_the_first_rows_of_each_pool_and_reason(store, plan, c
             if seen[(d.pool, d.reason)] <= per_key:
                 expected.append(d)
         assert _rows(sampled) == _rows(expected)
+
+
+# Lifecycle times (expires, valid_from, valid_until) in both spellings the
+# core reads (Z, an offset, naive, a bare date), around the strategies' nows.
+_DAY = datetime.timedelta(days=1)
+_LIFE_TIMES = ["2026-01-01T00:00:00Z", "2026-07-07T02:00:00+02:00", "2026-07-07", "2026-07-08T12:00:00", "2027-01-01"]
+
+
+@st.composite
+def _lifecycle_stores(draw):
+    renewed = {}
+    for entry in draw(stores()):
+        if id(entry) not in renewed:
+            entry = dict(entry)
+            for key in ("expires", "valid_from", "valid_until"):
+                if draw(st.integers(0, 2)) == 0:
+                    entry[key] = draw(st.sampled_from(_LIFE_TIMES))
+            if "valid_until" in entry and draw(st.booleans()):
+                entry["superseded_by"] = "newer"
+            renewed[id(entry)] = entry
+        renewed.setdefault(id(entry), entry)
+    return [renewed[k] for k in renewed]
+
+
+@RANDOM_PLANS
+@given(store=_lifecycle_stores(), plan=pools(), context=contexts, now=nows, at=st.sampled_from([None, *_LIFE_TIMES]))
+def test_every_path_judges_expiry_and_as_of_as_the_core_does(store, plan, context, now, at):
+    """core.lifecycle_reason is the one rule of expiry and time travel: the
+    fastpath admission, the index's ``expires`` column (with and without
+    numpy) and its as_of route give the core's report, reasons included."""
+    view = None if at is None else Visibility(as_of=at)
+    expected = _report(select(store, plan, context, now=now, visibility=view))
+    for make in _every_path(store, plan, context, now, view)[1:]:
+        assert _report(make()) == expected
+    # And the rule itself: nothing expired at the reference time loads; what is reported expired is.
+    selection = select(store, plan, context, now=now, visibility=view)
+    moment = view.at if view is not None else as_utc(now)
+    assert all((entry_time(c.entry, "expires") or moment + _DAY) > moment for c in selection.chosen)
+    expired = [d.entry for d in selection.dropped if d.reason is Reason.EXPIRED]
+    assert all(entry_time(entry, "expires") <= moment for entry in expired)

@@ -15,7 +15,7 @@ from poolsplit_adapters import Pool, select
 from poolsplit_adapters.memory.expand import UnknownEntryError
 from poolsplit_adapters.memory.expiry import active_at, expires_at, is_active, is_expired
 from poolsplit_adapters.memory.validity import as_of, history, is_valid_at, retire, supersede, valid_at
-from poolsplit_adapters.poolsplit import EntryError, default_is_active
+from poolsplit_adapters.poolsplit import EntryError, Reason, default_is_active
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-02-01T00:00:00Z", "2026-03-01T00:00:00Z"
 
@@ -211,17 +211,29 @@ def test_is_active_composes_with_the_core_default() -> None:
     assert is_active(dict(live, status="archived"), T1, base=lambda e: True)
 
 
-def test_active_at_drops_expired_entries_from_a_selection() -> None:
+def test_the_core_drops_expired_entries_and_reports_them_expired() -> None:
     entries = [
         {"id": "old", "type": "note", "content": "deploy freeze", "expires": T1},
         {"id": "new", "type": "note", "content": "deploy checklist"},
-        {"id": "gone", "type": "note", "content": "deploy x", "status": "retired"},
+        {"id": "gone", "type": "note", "content": "deploy x", "status": "retired", "expires": T1},
     ]
-    selection = select(entries, [Pool("notes", 100, 5)], {"message": "deploy"}, is_active=active_at(T2))
+    now = datetime.datetime(2026, 3, 1)
+    selection = select(entries, [Pool("notes", 100, 5)], {"message": "deploy"}, now=now)
     assert [e["id"] for e in selection.pools["notes"]] == ["new"]
-    assert {(d.entry["id"], d.reason.value) for d in selection.dropped} == {("old", "inactive"), ("gone", "inactive")}
-    before = select(entries, [Pool("notes", 100, 5)], {"message": "deploy"}, is_active=active_at(T0))
+    # Inactive first: an entry both retired and expired is reported inactive.
+    assert {(d.entry["id"], d.reason.value) for d in selection.dropped} == {("old", "expired"), ("gone", "inactive")}
+    assert selection.counts[(None, Reason.EXPIRED)] == (1, 0)
+    at_expiry = select(entries, [Pool("notes", 100, 5)], now=datetime.datetime(2026, 2, 1))  # the instant: expired
+    assert [e["id"] for e in at_expiry.pools["notes"]] == ["new"]
+    before = select(entries, [Pool("notes", 100, 5)], {"message": "deploy"}, now=datetime.datetime(2026, 1, 1))
     assert {e["id"] for e in before.pools["notes"]} == {"old", "new"}
+    # active_at stays a plain is_active predicate: what it refuses is its own "inactive".
+    assert (
+        select(entries, [Pool("notes", 100, 5)], is_active=active_at(T2), now=datetime.datetime(2026, 1, 1))
+        .dropped[0]
+        .reason
+        is Reason.INACTIVE
+    )
 
 
 def test_time_arguments_are_checked() -> None:
@@ -229,3 +241,76 @@ def test_time_arguments_are_checked() -> None:
         is_expired({"content": "x", "expires": T1}, "tomorrow")
     with pytest.raises(TypeError):
         is_expired({"content": "x", "expires": T1}, 5)  # type: ignore[arg-type]
+
+
+# -- Visibility(as_of=...): time travel in the core, on every path -----------------------------------------
+
+
+def _facts(entries: Any, when: Any, **options: Any) -> Any:
+    from poolsplit_adapters import MemoryIndex, Visibility
+
+    pools = [Pool("facts", 100, 5, ("fact",))]
+    view = Visibility(as_of=when)
+    got = [[e["id"] for e in select(entries, pools, visibility=view, **options).pools["facts"]]]
+    got.append([e["id"] for e in MemoryIndex(entries).select(pools, visibility=view, **options).pools["facts"]])
+    assert got[0] == got[1]
+    return got[0]
+
+
+def test_as_of_selects_the_old_version_and_leaves_history_alone() -> None:
+    from poolsplit_adapters import Visibility
+
+    a, b, c = chain()
+    entries = [a, b, c]
+    before = copy.deepcopy(entries)
+    assert _facts(entries, "2026-01-15T00:00:00Z") == ["a"]  # superseded since, but valid then
+    assert _facts(entries, T1) == ["b"]  # valid_until exclusive, valid_from inclusive
+    assert _facts(entries, datetime.datetime(2026, 2, 28, 23, 59)) == ["b"]
+    assert _facts(entries, "2026-03-01T01:00:00+01:00") == ["c"]  # an offset is converted to UTC
+    assert _facts(entries, "2025-12-31") == []  # nothing was valid yet
+    assert [x.id for x in history(entries, "b")] == ["a", "b", "c"] and entries == before
+    dropped = select(entries, [Pool("facts", 100, 5)], visibility=Visibility(as_of=T0))
+    assert {(d.entry["id"], d.reason.value) for d in dropped.dropped} == {("b", "out_of_time"), ("c", "out_of_time")}
+
+
+def test_as_of_reasons_closed_undated_and_expired_entries() -> None:
+    from poolsplit_adapters import Visibility
+
+    closed = retire({"id": "r", "type": "fact", "content": "x", "created": T0}, at=T1)
+    undated = {"id": "u", "type": "fact", "content": "y"}
+    standing = {"id": "s", "type": "fact", "content": "z", "scope": "always"}
+    temp = {"id": "t", "type": "fact", "content": "w", "created": T0, "expires": T2}
+    entries = [closed, undated, standing, temp]
+    assert _facts(entries, "2026-01-15") == ["s", "r", "t"]
+    why = {
+        d.entry["id"]: d.reason for d in select(entries, [Pool("f", 100, 5)], visibility=Visibility(as_of=T2)).dropped
+    }
+    assert why == {"r": Reason.INACTIVE, "u": Reason.UNDATED, "t": Reason.EXPIRED}
+    # Expiry is judged at as_of, not at now: it had not expired in January, though it has by now.
+    assert "t" in _facts(entries, "2026-01-15", now=datetime.datetime(2026, 6, 1))
+
+
+def test_as_of_is_checked() -> None:
+    from poolsplit_adapters import Visibility
+
+    with pytest.raises(ValueError, match="as_of must be an ISO-8601 time"):
+        Visibility(as_of="last week")
+    with pytest.raises(TypeError, match="as_of"):
+        Visibility(as_of=20260101)  # type: ignore[arg-type]
+    assert Visibility(as_of="2026-01-01T02:00:00+02:00").at == datetime.datetime(2026, 1, 1)
+    assert Visibility().active is False and Visibility(as_of=T0).active is True
+
+
+def test_a_malformed_lifecycle_time_is_refused_on_every_path() -> None:
+    from poolsplit_adapters import MemoryIndex, Visibility, fastpath
+
+    bad = {"id": "b", "type": "fact", "content": "y", "expires": "soon"}
+    index = MemoryIndex([{"id": "a", "content": "x"}])
+    with pytest.raises(EntryError) as err:
+        index.add(bad)  # refused before any change
+    assert (err.value.entry_id, err.value.field, len(index)) == ("b", "expires", 1)
+    for run in (select, fastpath.select):
+        with pytest.raises(EntryError, match="'expires'"):
+            run([bad], [Pool("f", 100, 5)])
+        with pytest.raises(EntryError, match="'valid_from'"):
+            run([{"id": "c", "content": "z", "valid_from": 7}], [Pool("f", 100, 5)], visibility=Visibility(as_of=T0))

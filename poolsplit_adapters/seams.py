@@ -1,0 +1,63 @@
+"""The two seams of the core's fill, as types: what holds a call's entries, and another step 3c.
+
+They live here, not in :mod:`poolsplit_adapters.poolsplit`, because only implementations need them:
+:class:`~poolsplit_adapters.poolsplit.ListCandidates` (a list), ``index._ColumnSource`` (the index's columns)
+and ``fastpath.BestFirstCandidates`` satisfy :class:`Candidates`; ``memory.progressive.ProgressiveLayers``
+satisfies :class:`Layering`. The core names them for type checkers only, so its file still works copied alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, Callable, Optional, Protocol
+
+from .poolsplit import Counts, Entry, Pool, Reason
+
+__all__ = ["Candidates", "Layering", "Pick", "Filled", "Left"]
+
+Pick = tuple[int, float, int, str]  #: position, score, cost, layer ("full" unless a layering says otherwise)
+Filled = tuple[Pool, list[int], Any, Any, list[Pick]]  #: pool, always, contextual, below, picks
+Left = tuple[int, Reason, Optional[str]]  #: position, reason, pool (None: no pool considered it)
+
+
+class Candidates(Protocol):
+    """The entries of one call as :func:`~poolsplit_adapters.poolsplit.fill_pools` asks about them (steps 1 and 2
+    happen behind it), by the implementation's positions; a *group* is any sized iterable of them.
+
+    ``members``: (always-scope positions in input order, contextual group) of the pool's types, admitted and
+    unclaimed; ``ranked``: ``(position, score, cost)`` in the total order, possibly without what costs more than
+    ``left()``, the room the pool has left; ``verdicts``: every position in input order, with why it was not
+    admitted (None: it was); ``index``: its index in the caller's order; ``tally``: the report's counts, or None
+    to have them counted from ``verdicts``; ``sample``: ``(position, reason, pool or None)`` of the first
+    ``per_key`` left out per pool and reason, in input order, or None to take them from ``verdicts``.
+
+    Example::
+
+        fill_pools(pools, ListCandidates(entries, prepare_scorer(default_scorer, context, now)))
+    """
+
+    def members(self, pool: Pool) -> tuple[list[int], Any]: ...
+    def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]: ...
+    def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]: ...
+    def claim(self, positions: Iterable[int]) -> None: ...
+    def entry(self, position: int) -> Entry: ...
+    def index(self, position: int) -> int: ...
+    def cost(self, position: int) -> int: ...
+    def score(self, position: int) -> float: ...
+    def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
+    def tally(self, filled: list[Filled], lost: set[int]) -> Optional[Counts]: ...
+    def sample(self, filled: list[Filled], lost: set[int], per_key: int) -> Optional[list[Left]]: ...
+
+
+class Layering(Protocol):
+    """Step 3c done another way (progressive loading: ``memory.progressive.ProgressiveLayers``): ``pick`` a
+    pool's contextual group, as the greedy fill does; once every pool is filled, ``settle`` sees every pool's
+    picks and may change their layers and costs, never which entries loaded (those are claimed).
+
+    Example::
+
+        select(entries, pools, context, layering=ProgressiveLayers(detail=False))
+    """
+
+    def pick(self, pool: Pool, candidates: Candidates, group: Any) -> list[Pick]: ...
+    def settle(self, pools: list[Pool], picks: list[list[Pick]]) -> list[list[Pick]]: ...
