@@ -45,6 +45,7 @@ from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
 from ..stores.postgres import check_search
 from .filters import FilterBuilder, dict_filter
+from .pgvector_search import plan_search
 
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
 _SCORED_SEARCH = "similarity_search_with_score_by_vector"
@@ -301,6 +302,19 @@ class VectorRecall:
             )
         return runs
 
+    def _whole_plan(self, vector: Optional[List[float]], searches: Sequence[Search], *, asynchronous: bool) -> Any:
+        """The round as one statement (LangChain's ``PGVector`` searched by
+        vector with the default filters:
+        :class:`~poolsplit_adapters.langchain.pgvector_search.PGVectorPlanSearch`),
+        else None. A caller's own ``filter_builder`` keeps the store's own
+        search, which is what it speaks."""
+        if self.build is not dict_filter:
+            return None
+        for search in searches:
+            check_search(search)  # NUL: one clear error before any query runs
+        with_scores = self.scored and self.scores_available
+        return plan_search(self.store, searches, vector, with_scores, asynchronous=asynchronous)
+
     @staticmethod
     def _scores(runs: Sequence[Tuple[Search, SearchRun]]) -> Dict[str, float]:
         scores: Dict[str, float] = {}
@@ -324,6 +338,10 @@ class VectorRecall:
     ) -> Tuple[List[List[Document]], Dict[str, float]]:
         """Each search's documents (by ``vector`` when given, else by text),
         and document id -> the store's score when ``scored`` (else empty)."""
+        whole = self._whole_plan(vector, searches, asynchronous=False)
+        if whole is not None:
+            whole.invoke(query, config={"callbacks": run_manager.get_child("recall")})
+            return whole.found, whole.scores
         runs = self._runs(vector, searches)
 
         def one(run: Tuple[Search, SearchRun]) -> List[Document]:
@@ -343,6 +361,10 @@ class VectorRecall:
         self, query: str, vector: Optional[List[float]], searches: Sequence[Search], run_manager: AsyncRun
     ) -> Tuple[List[List[Document]], Dict[str, float]]:
         """:meth:`search`, the searches concurrently."""
+        whole = self._whole_plan(vector, searches, asynchronous=True)
+        if whole is not None:
+            await whole.ainvoke(query, config={"callbacks": run_manager.get_child("recall")})
+            return whole.found, whole.scores
         runs = self._runs(vector, searches)
         found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
         return list(await asyncio.gather(*found)), self._scores(runs)

@@ -45,6 +45,8 @@ __all__ = [
     "check_entry_text",
     "check_search",
     "check_postgres_text",
+    "exact_search_settings",
+    "hnsw_search_settings",
     "metadata_condition",
 ]
 
@@ -101,6 +103,57 @@ def metadata_condition(metadata: Any, search: Search, type_key: str = "type") ->
     if search.namespaces:
         clauses.append(metadata["namespace"].astext.in_(list(search.namespaces)))
     return sqlalchemy.and_(sqlalchemy.true(), *clauses)
+
+
+#: pgvector's bounds on ``hnsw.ef_search`` (its default is 40).
+HNSW_EF_SEARCH = (40, 1000)
+
+#: For the current transaction only (``set_config(..., true)``), so a pooled
+#: connection goes back as it came: ``hnsw.ef_search`` raised to the
+#: largest ``k`` (an HNSW scan returns at most ``ef_search`` rows), and
+#: ``hnsw.iterative_scan`` from ``off`` to ``relaxed_order`` when the
+#: server's pgvector has it (>= 0.8; on an older one the name is refused).
+#: A setting someone chose stays: a larger ``ef_search``, and
+#: ``strict_order``. The GUCs may not exist yet in a fresh session (pgvector
+#: defines them when its library loads), hence the defaults in
+#: ``coalesce``. The one value, ``k``, is a bound parameter.
+_HNSW_SETTINGS = """
+SELECT set_config('hnsw.ef_search', LEAST(:most, GREATEST(:k,
+           coalesce(nullif(current_setting('hnsw.ef_search', true), '')::int, :least)))::text, true),
+       CASE WHEN coalesce(nullif(current_setting('hnsw.iterative_scan', true), ''), 'off') = 'off'
+             AND (SELECT (regexp_match(extversion, '^(\\d+)\\.(\\d+)'))::int[] >= ARRAY[0, 8]
+                  FROM pg_extension WHERE extname = 'vector')
+            THEN set_config('hnsw.iterative_scan', 'relaxed_order', true) END
+"""
+
+
+def hnsw_search_settings(k: int) -> Any:
+    """The statement that makes the current transaction's filtered HNSW
+    searches come back full: ``ef_search`` at least ``k`` and pgvector's
+    iterative scan on (see :data:`_HNSW_SETTINGS`). Without them a filtered
+    HNSW scan looks at ``ef_search`` (40) nearest rows and then filters, so a
+    pool whose types are a tenth of the table got about 4 of its 20; that
+    read as "the store has nothing more".
+
+    Example::
+
+        session.execute(hnsw_search_settings(20))   # then the searches, same transaction
+    """
+    import sqlalchemy
+
+    least, most = HNSW_EF_SEARCH
+    return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=int(k), least=least, most=most)
+
+
+def exact_search_settings() -> Any:
+    """The statement that makes the current transaction's similarity
+    searches exact (no index scan, so no HNSW; a bitmap scan of a btree
+    index on the filter columns stays allowed): the completion of a search
+    the index returned short, which then says truthfully whether the store
+    holds more."""
+    import sqlalchemy
+
+    return sqlalchemy.text("SELECT set_config('enable_indexscan', 'off', true)")
 
 
 @dataclass(frozen=True)
