@@ -389,7 +389,7 @@ def _scan_of(node: Dict[str, Any]) -> str:
     names: List[str] = []
 
     def walk(n: Dict[str, Any]) -> None:
-        if n.get("Relation Name") == "langchain_pg_embedding" and n.get("Index Name"):
+        if n.get("Index Name"):  # an Index Scan of the table, or a Bitmap Index Scan feeding one
             names.append(n["Index Name"])
         for child in n.get("Plans", []):
             walk(child)
