@@ -135,6 +135,10 @@ class PGVectorPlanSearch(BaseRetriever):
             return branches[0]
         return sqlalchemy.union_all(*branches)
 
+    def _ranked(self) -> bool:
+        """Whether a search here is ranked by distance (the always fetch is not)."""
+        return any(not s.always for s in self.searches)
+
     def _largest_k(self) -> int:
         return max((s.k for s in self.searches if not s.always), default=1)
 
@@ -166,7 +170,8 @@ class PGVectorPlanSearch(BaseRetriever):
         everything = list(range(len(self.searches)))
         found: List[List[Any]] = [[] for _ in self.searches]
         with store._make_sync_session() as session:
-            session.execute(hnsw_search_settings(self._largest_k()))
+            if self._ranked():
+                session.execute(hnsw_search_settings(self._largest_k()))
             self._split(session.execute(self._statement(everything)).all(), found, everything)
             session.commit()
             short = self._short(found)
@@ -184,7 +189,8 @@ class PGVectorPlanSearch(BaseRetriever):
         async with store._make_async_session() as session:
             if not hasattr(store, "EmbeddingStore"):  # an async PGVector sets its tables up on first use
                 await store.aget_collection(session)
-            await session.execute(hnsw_search_settings(self._largest_k()))
+            if self._ranked():
+                await session.execute(hnsw_search_settings(self._largest_k()))
             self._split((await session.execute(self._statement(everything))).all(), found, everything)
             await session.commit()
             short = self._short(found)

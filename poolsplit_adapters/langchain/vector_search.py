@@ -45,7 +45,7 @@ from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
 from ..stores.postgres import check_search
 from .filters import FilterBuilder, dict_filter
-from .pgvector_search import plan_search
+from .pgvector_search import PGVectorPlanSearch, plan_search
 
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
 _SCORED_SEARCH = "similarity_search_with_score_by_vector"
@@ -224,7 +224,7 @@ class PGVectorStoreAlwaysFetch(_ExactAlwaysFetch):
 
 
 #: One search of the plan as a retriever run.
-SearchRun = Union[StoreSearch, PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch]
+SearchRun = Union[StoreSearch, PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch, PGVectorPlanSearch]
 
 
 def exact_always_fetch(store: VectorStore) -> Optional[Any]:
@@ -283,13 +283,24 @@ class VectorRecall:
         """This recall's plan (``fetch_k``, ``always_k``, ``max_fetch_k``) for a call's ``pools``."""
         return dataclasses.replace(self.plan, pools=tuple(pools))
 
-    def _runs(self, vector: Optional[List[float]], searches: Sequence[Search]) -> List[Tuple[Search, SearchRun]]:
+    def _runs(
+        self, vector: Optional[List[float]], searches: Sequence[Search], *, asynchronous: bool = False
+    ) -> List[Tuple[Search, SearchRun]]:
         with_scores = self.scored and self.scores_available and vector is not None
         exact = exact_always_fetch(self.store)
+        # LangChain's PGVector with the default filters: each search is our
+        # own statement on its table (the HNSW scan sized to k, a short page
+        # completed exactly, "no type" said exactly). A caller's own
+        # filter_builder keeps the store's own search, which is what it speaks.
+        own = self.build is dict_filter and vector is not None
         runs: List[Tuple[Search, SearchRun]] = []
         for search in searches:
             if exact is not None:
                 check_search(search)  # NUL: one clear error before any query runs
+            mine = plan_search(self.store, [search], vector, with_scores, asynchronous=asynchronous) if own else None
+            if mine is not None:
+                runs.append((search, mine))
+                continue
             if exact is not None and search.always:
                 runs.append((search, exact(store=self.store, search=search)))
                 continue
@@ -301,19 +312,6 @@ class VectorRecall:
                 (search, StoreSearch(store=self.store, vector=vector, search_kwargs=kwargs, with_scores=with_scores))
             )
         return runs
-
-    def _whole_plan(self, vector: Optional[List[float]], searches: Sequence[Search], *, asynchronous: bool) -> Any:
-        """The round as one statement (LangChain's ``PGVector`` searched by
-        vector with the default filters:
-        :class:`~poolsplit_adapters.langchain.pgvector_search.PGVectorPlanSearch`),
-        else None. A caller's own ``filter_builder`` keeps the store's own
-        search, which is what it speaks."""
-        if self.build is not dict_filter:
-            return None
-        for search in searches:
-            check_search(search)  # NUL: one clear error before any query runs
-        with_scores = self.scored and self.scores_available
-        return plan_search(self.store, searches, vector, with_scores, asynchronous=asynchronous)
 
     @staticmethod
     def _scores(runs: Sequence[Tuple[Search, SearchRun]]) -> Dict[str, float]:
@@ -338,10 +336,6 @@ class VectorRecall:
     ) -> Tuple[List[List[Document]], Dict[str, float]]:
         """Each search's documents (by ``vector`` when given, else by text),
         and document id -> the store's score when ``scored`` (else empty)."""
-        whole = self._whole_plan(vector, searches, asynchronous=False)
-        if whole is not None:
-            whole.invoke(query, config={"callbacks": run_manager.get_child("recall")})
-            return whole.found, whole.scores
         runs = self._runs(vector, searches)
 
         def one(run: Tuple[Search, SearchRun]) -> List[Document]:
@@ -361,11 +355,7 @@ class VectorRecall:
         self, query: str, vector: Optional[List[float]], searches: Sequence[Search], run_manager: AsyncRun
     ) -> Tuple[List[List[Document]], Dict[str, float]]:
         """:meth:`search`, the searches concurrently."""
-        whole = self._whole_plan(vector, searches, asynchronous=True)
-        if whole is not None:
-            await whole.ainvoke(query, config={"callbacks": run_manager.get_child("recall")})
-            return whole.found, whole.scores
-        runs = self._runs(vector, searches)
+        runs = self._runs(vector, searches, asynchronous=True)
         found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
         return list(await asyncio.gather(*found)), self._scores(runs)
 
