@@ -1,30 +1,35 @@
-"""A recall plan over LangChain's ``PGVector`` in one round trip.
+"""The recall plan's searches over LangChain's ``PGVector``, as our own statements.
 
-Run through ``PGVector``'s own search, a plan of five searches cost five
-sessions, ten round trips (each search looks its collection up first) and,
-through an HNSW index, a page short for every pool whose types are a small
-part of the table: a filtered HNSW scan looks at the ``hnsw.ef_search`` (40)
-nearest rows and then filters, and what it returned read as "the store has
-nothing more". Here the plan is one statement on the store's own table and
-session, one branch per search (``UNION ALL``), the collection looked up
-inside it, after one statement that sizes the transaction's HNSW scan
+Through ``PGVector``'s own search, a filtered search through an HNSW index
+looks at the ``hnsw.ef_search`` (40) nearest rows and then filters: a pool
+whose types are a small part of the table (one tenant's skills in a shared
+table) got a few of its ``fetch_k``, and what came back read as "the store
+has nothing more". Its dict filter cannot say "no ``type``" either. So each
+search of the plan is one statement on the store's own table and session:
+the collection looked up inside it, the search's conditions as bound
+parameters (:func:`~poolsplit_adapters.stores.postgres.metadata_condition`:
+the query vector, types, namespaces, ``k`` and the collection's name are all
+parameters, never SQL text), after one statement that sizes the
+transaction's HNSW scan
 (:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings`:
-``ef_search`` at least ``k``, pgvector's iterative scan on). Every value
-(the query vector, types, namespaces, ``k``, the collection's name) is a
-bound parameter (:func:`~poolsplit_adapters.stores.postgres.metadata_condition`).
+``ef_search`` at least ``k``, pgvector's iterative scan on). The retriever
+runs the plan's searches at once, each on its own pooled connection (one
+statement for the whole plan ran its branches one after another in one
+server process: slower on two cores than five at once).
 
 What is kept from ``PGVector``: its distance (``store.distance_strategy``),
 its documents (id, text, metadata as stored) and its score (the distance).
-The always-scope branch has no similarity in it: by collection and metadata
+The always-scope search has no similarity in it: by collection and metadata
 (the JSONB containment PGVector's GIN index answers), in id order.
 
 **A short page is checked, not believed.** A pool search that returns fewer
-than ``k`` rows is run again exactly, in a second round trip (index scans
-off for that transaction: no HNSW; a btree index on the filter columns
-still serves it), so "the store ran out" in ``notes["recall"]`` is what the
-table says. With the iterative scan this happens only when the scan hit
-``hnsw.max_scan_tuples`` or the store truly holds fewer: a rare type in a
-small tenant. An index on the filter columns keeps that completion cheap::
+than ``k`` rows is run again exactly, in the same session (index scans off
+for that transaction: no HNSW; a btree index on the filter columns still
+serves it), so "the store ran out" in ``notes["recall"]`` is what the table
+says. With the iterative scan this happens only when the scan hit
+``hnsw.max_scan_tuples`` or the table truly holds fewer: a rare type in a
+small tenant. An index on the filter columns keeps that completion cheap,
+and tells the planner how selective each pool's filter is::
 
     CREATE INDEX ON langchain_pg_embedding ((cmetadata->>'namespace'), (cmetadata->>'type'));
 """
@@ -55,8 +60,9 @@ def serves_pgvector(store: VectorStore) -> bool:
 
 
 class PGVectorPlanSearch(BaseRetriever):
-    """One round of a recall plan over ``PGVector``, as one retriever run
-    (traces show it as one child run with every document it found).
+    """Searches of a recall plan over ``PGVector`` as one retriever run and
+    one statement (``UNION ALL`` when there are several; the retriever gives
+    each search its own, so traces show each as a child run).
 
     ``invoke`` returns every search's documents in plan order; :attr:`found`
     splits them by search and :attr:`scores` holds the store's distance per
