@@ -116,3 +116,43 @@ async def test_the_async_recall_completes_a_short_page_too(pg_database: Database
         assert recall_notes(retriever)["store_ran_out"] == ["rare", "few"]
     finally:
         await engine.dispose()
+
+
+def test_llama_index_pgvectorstore_completes_a_short_page_too(pg_database: Database):
+    """The same on LlamaIndex's PGVectorStore (its own HNSW index, the same
+    forced sessions): every rare node recalled, "ran out" only once true."""
+    postgres = pytest.importorskip("llama_index.vector_stores.postgres")
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+    from pg_embeddings import HashedNgramLlamaEmbedding
+
+    from poolsplit_adapters.llama_index import PoolSplitRetriever
+
+    def make(**engine: Any) -> Any:
+        return postgres.PGVectorStore(
+            connection_string=pg_database.url,
+            async_connection_string=pg_database.url,
+            table_name="memory",
+            embed_dim=DIMS,
+            hnsw_kwargs={"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 40},
+            **engine,
+        )
+
+    loader = make()
+    nodes = [TextNode(text=d.page_content, id_=str(d.id), metadata=dict(d.metadata)) for d in corpus()]
+    for node in nodes:
+        node.excluded_embed_metadata_keys = list(node.metadata)
+    VectorStoreIndex.from_vector_store(loader, embed_model=HashedNgramLlamaEmbedding()).insert_nodes(nodes)
+    with loader._engine.begin() as conn:
+        conn.exec_driver_sql("ANALYZE data_memory")
+    loader._engine.dispose()
+    store = make(create_engine_kwargs={"connect_args": SHORT_SCANS})
+    try:
+        index = VectorStoreIndex.from_vector_store(store, embed_model=HashedNgramLlamaEmbedding())
+        retriever = PoolSplitRetriever.from_vector_store_index(index, POOLS, fetch_k=20)
+        _, selection = retriever.retrieve_with_selection(QUERY, namespace="t")
+        seen = [c.entry["id"] for c in selection.chosen] + [d.entry["id"] for d in selection.dropped]
+        assert sorted(i for i in seen if i.startswith("rare-")) == ["rare-%03d" % i for i in range(RARE)]
+        assert selection.notes["recall"]["store_ran_out"] == ["rare", "few"]
+    finally:
+        store._engine.dispose()
