@@ -377,6 +377,8 @@ def plans(engine: Any, message: str, fetch_k: int, k: int, tenant: str) -> List[
     visibility = Visibility(namespace=tenant)
     labels = ["plain top-k"] + [s.label for s in RecallPlan(synth.POOLS, fetch_k=fetch_k).searches(visibility)]
     branches: List[Any] = []
+    # A short page's exact completion sends its search's statement again: one branch.
+    captured = [c for n, c in enumerate(captured) if n == 0 or c != captured[n - 1]]
     with engine.connect() as conn:
         for statement, parameters in captured:
             plan = conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters).scalar()[0]["Plan"]

@@ -4,7 +4,7 @@ Through ``PGVector``'s own search, a filtered search through an HNSW index
 looks at the ``hnsw.ef_search`` (40) nearest rows and then filters: a pool
 whose types are a small part of the table (one tenant's skills in a shared
 table) got a few of its ``fetch_k``, and what came back read as "the store
-has nothing more". Its dict filter cannot say "no ``type``" either. So each
+has nothing more". So each
 search of the plan is one statement on the store's own table and session:
 the collection looked up inside it, the search's conditions as bound
 parameters (:func:`~poolsplit_adapters.stores.postgres.metadata_condition`:
@@ -36,6 +36,7 @@ and tells the planner how selective each pool's filter is::
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -112,7 +113,12 @@ class PGVectorPlanSearch(BaseRetriever):
         collection = (
             sqlalchemy.select(collections.uuid).where(collections.name == store.collection_name).scalar_subquery()
         )
-        where = [rows.collection_id == collection, metadata_condition(rows.cmetadata, search)]
+        # "No type" as PGVector's own dict filter says it (it cannot): no type
+        # condition, the untyped entries among the nearest of any type. Said
+        # exactly, a store whose entries all have a type (the advice) paid a
+        # full scan per call to find none.
+        condition = dataclasses.replace(search, untyped=False) if search.untyped else search
+        where = [rows.collection_id == collection, metadata_condition(rows.cmetadata, condition)]
         if search.always:
             # The containment PGVector's GIN index on cmetadata answers.
             where.append(rows.cmetadata.contains({"scope": "always"}))
@@ -151,7 +157,9 @@ class PGVectorPlanSearch(BaseRetriever):
     # -- results ------------------------------------------------------------------------
 
     def _short(self, found: List[List[Any]]) -> List[int]:
-        return [i for i, s in enumerate(self.searches) if not s.always and len(found[i]) < s.k]
+        """The pool searches that came back short (the untyped one is a side
+        search: its pool's typed search says whether the pool is full)."""
+        return [i for i, s in enumerate(self.searches) if not (s.always or s.untyped) and len(found[i]) < s.k]
 
     @staticmethod
     def _split(rows: Sequence[Any], found: List[List[Any]], positions: Sequence[int]) -> None:

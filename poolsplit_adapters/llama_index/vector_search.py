@@ -289,13 +289,18 @@ class PGVectorStoreSearch:
         the HNSW scan sized to the search's ``k`` with pgvector's iterative
         scan on (:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings`)."""
         statements = [sqlalchemy.text(sql).bindparams(**params) for sql, params in self._settings(search)]
-        return statements + ([] if search.always else [hnsw_search_settings(search.k)])
+        # Not the untyped side search ("no type": none, where every entry
+        # has one): an iterative scan would visit hnsw.max_scan_tuples rows
+        # to find nothing, on every call.
+        return statements + ([] if search.always or search.untyped else [hnsw_search_settings(search.k)])
 
     @staticmethod
     def _short(search: Search, rows: Sequence[Any]) -> bool:
         """A pool page with fewer rows than asked: the index may have cut it,
-        so it is run again exactly before anyone reads it as "the store ran out"."""
-        return not search.always and len(rows) < search.k
+        so it is run again exactly before anyone reads it as "the store ran
+        out" (the untyped side search is not: its pool's typed search says
+        whether the pool is full)."""
+        return not (search.always or search.untyped) and len(rows) < search.k
 
     def search(self, search: Search, embedding: Optional[List[float]]) -> List[NodeWithScore]:
         """The nodes ``search`` finds (a pool's: most similar first; a short

@@ -131,12 +131,10 @@ def pgvector_filter(search: Search) -> Any:
 
 
 def test_untyped_documents_are_recalled_exactly_with_pgvectors_exists(engine):
-    """The dict filter cannot say "missing", so over the store's own search
-    the untyped search of a pool that admits "note" ran without a type
-    condition, and an untyped document far from the query was not among its
-    fetch_k nearest. The default recall over PGVector is one statement of
-    ours that says "no type" exactly (behaviour change: it used to miss it);
-    a caller's filter_builder speaking PGVector's ``$exists`` finds it too."""
+    """The default dict filter cannot say "missing", so the untyped search of
+    a pool that admits "note" runs without a type condition: an untyped
+    document far from the query is not among its fetch_k nearest. PGVector's
+    ``$exists`` says it, and the same document is recalled."""
     untyped = Document(page_content="Quarterly budget spreadsheet cells.", id="untyped", metadata={})
     store = pgvector(engine, documents(entries()) + [untyped])
 
@@ -147,7 +145,7 @@ def test_untyped_documents_are_recalled_exactly_with_pgvectors_exists(engine):
         assert sel is not None
         return {c.entry.get("id") for c in sel.chosen} | {d.entry.get("id") for d in sel.dropped}
 
-    assert "untyped" in recalled()
+    assert "untyped" not in recalled()
     assert "untyped" in recalled(filter_builder=pgvector_filter)
 
 
