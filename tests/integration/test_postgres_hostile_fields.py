@@ -267,11 +267,19 @@ def test_postgres_store_memory_round_trips_each_hostile_field_and_binds_it(pg_da
     recorded_store.log.assert_clean()
 
 
+@pytest.mark.parametrize("counted", [False, True], ids=["digest", "change-counter"])
 @pytest.mark.parametrize("field", FIELDS)
-def test_the_middleware_over_postgres_store_loads_each_hostile_field_and_binds_it(pg_database, recorded_store, field):
+def test_the_middleware_over_postgres_store_loads_each_hostile_field_and_binds_it(
+    pg_database, recorded_store, field, counted
+):
     """An agent turn with the middleware over the PostgresStore (its
-    prepared recall and watermark queries included): every note's marker
-    reaches the model, and no value is in any SQL text."""
+    prepared recall and watermark queries included, the digest's and the
+    change counter's): every note's marker reaches the model, and no value
+    is in any SQL text."""
+    from poolsplit_adapters.stores.postgres import install_change_counter
+
+    if counted:
+        install_change_counter(recorded_store)
     from langchain.agents import create_agent
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage
