@@ -1,7 +1,8 @@
 """Benchmark: what ``PoolSplitMemoryMiddleware`` adds to one agent turn, by
 namespace size and LangGraph store.
 
-    python benchmarks/middleware_turn.py                       # 10k and 100k; InMemoryStore, SqliteStore, PostgresStore
+    python benchmarks/middleware_turn.py                       # 10k and 100k; every store kind
+    python benchmarks/middleware_turn.py --stores postgres postgres-counter
     python benchmarks/middleware_turn.py --sizes 10000 --stores memory sqlite
 
 One user's namespace holds N memories (20 always-scope corrections, the rest
@@ -25,7 +26,10 @@ them stops the run.
 
 PostgresStore runs on a throwaway embedded Postgres (tests/pg_server.py,
 unix socket only); its watermark is a server-side digest of the namespace
-(one query per turn), and it is skipped with a line when the server cannot
+(one query per turn, O(namespace) in the server), or, as
+``postgres-counter``, the per-namespace change counter that
+``stores.postgres.install_change_counter`` keeps with triggers (one
+primary-key lookup); it is skipped with a line when the server cannot
 start.
 """
 
@@ -119,22 +123,43 @@ def sqlite() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def postgres() -> Iterator[Any]:
+def postgres(counted: bool = False) -> Iterator[Any]:
     from langgraph.store.postgres import PostgresStore
     from pg_server import EmbeddedPostgres
     from psycopg import Connection
     from psycopg.rows import dict_row
+
+    from poolsplit_adapters.stores.postgres import install_change_counter
 
     with EmbeddedPostgres() as pg:
         db = pg.create_database("turns")
         with Connection.connect(db.conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
             store = counting(PostgresStore)(conn)
             store.setup()
+            if counted:
+                install_change_counter(store)
             yield store
 
 
-STORES: Dict[str, Callable[[], Any]] = {"memory": in_memory, "sqlite": sqlite, "postgres": postgres}
-NAMES = {"memory": "InMemoryStore", "sqlite": "SqliteStore", "postgres": "PostgresStore"}
+@contextlib.contextmanager
+def postgres_counted() -> Iterator[Any]:
+    """PostgresStore with the change counter's triggers installed (O(1) watermark)."""
+    with postgres(counted=True) as store:
+        yield store
+
+
+STORES: Dict[str, Callable[[], Any]] = {
+    "memory": in_memory,
+    "sqlite": sqlite,
+    "postgres": postgres,
+    "postgres-counter": postgres_counted,
+}
+NAMES = {
+    "memory": "InMemoryStore",
+    "sqlite": "SqliteStore",
+    "postgres": "PostgresStore",
+    "postgres-counter": "PostgresStore + install_change_counter",
+}
 
 
 def _fixes_seen(model_requests: List[List[BaseMessage]]) -> int:
@@ -212,7 +237,7 @@ def measure(kind: str, size: int, count: int) -> List[List[str]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--stores", nargs="+", choices=sorted(STORES), default=["memory", "sqlite", "postgres"])
+    parser.add_argument("--stores", nargs="+", choices=sorted(STORES), default=list(STORES))
     parser.add_argument("--turns", type=int, default=15)
     args = parser.parse_args()
     header = ["store", "memories", "turn", "p50", "p95", "overhead (p50)", "store round trips / turn"]

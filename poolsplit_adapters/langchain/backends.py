@@ -244,23 +244,33 @@ class _BaseStoreBackend(Backend):
         return await self.memory(chain).aexisting(ids)
 
     def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
-        before = watermark(self.store, chain)
+        kept = self._kept(chain)
+        before = watermark(self.store, chain) if kept else None
         report = self.memory(chain).write(entries)
-        self._wrote(chain, list(dict.fromkeys(report.ids)), before)
+        self._wrote(kept, chain, list(dict.fromkeys(report.ids)), before)
         return report.kept
 
     async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
-        before = watermark(self.store, chain)
+        kept = self._kept(chain)
+        before = watermark(self.store, chain) if kept else None
         report = await self.memory(chain).awrite(entries)
-        self._wrote(chain, list(dict.fromkeys(report.ids)), before)
+        self._wrote(kept, chain, list(dict.fromkeys(report.ids)), before)
         return report.kept
 
-    def _wrote(self, chain: Sequence[Namespace], keys: Sequence[str], before: Any) -> None:
+    def _kept(self, chain: Sequence[Namespace]) -> List[PreparedRecall]:
+        """The chain's prepared states (none on a vector-indexed recall: then
+        a write reads no watermark, and costs nothing more with the namespace)."""
+        with self._lock:
+            return [p for (c, _), p in self._prepared.items() if c == tuple(chain)]
+
+    def _wrote(
+        self, kept: Sequence[PreparedRecall], chain: Sequence[Namespace], keys: Sequence[str], before: Any
+    ) -> None:
         """Tell the chain's prepared states what this write changed (the
         own namespace, link 0), so the next turn reads only these keys."""
+        if not kept:
+            return
         after = watermark(self.store, chain)
-        with self._lock:
-            kept = [p for (c, _), p in self._prepared.items() if c == tuple(chain)]
         for prepared in kept:
             prepared.wrote(0, keys, before, after)
 

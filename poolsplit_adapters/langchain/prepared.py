@@ -23,11 +23,20 @@ differ). How each store kind answers:
   (no JSON parsing), and only changed keys are read through the store
   (``GetOp``): ``updated_at`` there has one-second resolution, so the value
   text, not the time, tells a rewrite apart.
-* ``PostgresStore``: the number of items and the sum of a per-row digest
-  (md5 of key, value, times), computed by the server in one query: any
-  writer, in any process or transaction, moves it, and no row is sent.
-  When it moved, each item's key and digest are read (one query) and
-  compared as sets; only changed keys are read through the store.
+* ``PostgresStore`` with the change counter installed
+  (:func:`~poolsplit_adapters.stores.postgres.install_change_counter`:
+  triggers on the store table count every insert, update and delete per
+  namespace, whoever writes): the namespace's counter, one primary-key
+  lookup, whatever the namespace's size; the query also checks that the
+  triggers are all there and enabled. When it moved by exactly the rows of
+  the middleware's own write (and the index was current just before), only
+  those keys are read; otherwise, as below, each item's key and digest.
+* ``PostgresStore`` without it: the number of items and the sum of a
+  per-row digest (md5 of key, value, times), computed by the server in one
+  query: any writer, in any process or transaction, moves it, and no row
+  is sent, but the server reads the whole namespace every turn (~0.5 s at
+  100k). When it moved, each item's key and digest are read (one query)
+  and compared as sets; only changed keys are read through the store.
 * Any other store, or one with a TTL (expiry changes what a read returns
   without a write): no watermark; the whole namespace is read every turn
   (one exact read per namespace, as before), and the stamp ``(updated_at,
@@ -60,6 +69,7 @@ from ..index import MemoryIndex
 from ..poolsplit import Pool, Scorer, Selection
 from ..recall import RecallPlan, Search
 from ..seams import Layering
+from ..stores.postgres import CHANGE_TRIGGERS, CHANGES_TABLE
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
 __all__ = ["PreparedRecall", "prepares", "watermark"]
@@ -106,6 +116,16 @@ _PG_DIGEST = (
 )
 _PG_MARK = "SELECT count(*) AS n, coalesce(sum(%s), 0)::text AS s FROM store WHERE prefix = %%s" % _PG_DIGEST
 _PG_ROWS = "SELECT key, %s AS d FROM store WHERE prefix = %%s" % _PG_DIGEST
+_PG_ROW = _PG_ROWS + " AND key = %s"
+#: Whether the change counter's table exists (then :data:`_PG_CHANGES` can run).
+_PG_COUNTED = "SELECT to_regclass('%s') IS NOT NULL AS counted" % CHANGES_TABLE
+#: A namespace's change counter, and how many of the counter's triggers are
+#: there and enabled (all of them, or the counter is not trusted).
+_PG_CHANGES = (
+    "SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('store') AND tgname = ANY(%%s)"
+    " AND tgenabled <> 'D') AS armed,"
+    " coalesce((SELECT changes FROM %s WHERE prefix = %%s), 0) AS changes" % CHANGES_TABLE
+)
 
 
 def _postgres(store: BaseStore) -> Optional[Any]:
@@ -129,6 +149,25 @@ def _pg_query(store: Any, sql: str, chain: Sequence[Namespace]) -> List[List[Any
     return found
 
 
+def _pg_changes(store: Any, chain: Sequence[Namespace]) -> Optional[Tuple[int, ...]]:
+    """Each namespace's change counter (one primary-key lookup each), or
+    None when the counter is not installed or a trigger is missing or
+    disabled (then it would not be sound)."""
+    with store._cursor() as cur:
+        cur.execute(_PG_COUNTED)
+        row = cur.fetchone()
+        if not row or not row["counted"]:
+            return None
+        counts = []
+        for ns in chain:
+            cur.execute(_PG_CHANGES, (list(CHANGE_TRIGGERS), namespace_label(ns)))
+            row = cur.fetchone()
+            if row is None or row["armed"] != len(CHANGE_TRIGGERS):
+                return None
+            counts.append(int(row["changes"]))
+    return tuple(counts)
+
+
 def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable]:
     """A cheap value that changes whenever the items of ``chain`` may have
     changed, or None when ``store`` offers none (then read every turn)."""
@@ -141,6 +180,9 @@ def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable
             version = conn.execute("PRAGMA data_version").fetchone()[0]
             return ("sqlite", version, conn.total_changes)
     if _postgres(store) is not None:
+        counts = _pg_changes(store, chain)
+        if counts is not None:  # O(1): the triggers counted every writer's changes
+            return ("pgchanges", counts)
         # O(namespace) in the server (a digest per row), one round trip, no
         # row to Python: any writer, any process, any transaction shows.
         return ("postgres", tuple(tuple(rows[0]) for rows in _pg_query(store, _PG_MARK, chain)))
@@ -234,7 +276,8 @@ class PreparedRecall:
                 self._sqlite_seen = seen  # only once applied: a malformed item is read again
                 return
             elif _postgres(store) is not None:
-                changed, gone, seen = self._postgres_delta()
+                own = self._own_writes(token)
+                changed, gone, seen = own if own is not None else self._postgres_delta()
                 self._update(changed, gone, token)
                 self._sqlite_seen = seen
                 return
@@ -290,17 +333,18 @@ class PreparedRecall:
     def wrote(self, link: int, keys: Sequence[str], before: Optional[Hashable], after: Optional[Hashable]) -> None:
         """Note a write of ``keys`` (one ``put_many`` through this memory)
         between the watermarks ``before`` and ``after``: when the index was
-        up to date at ``before``, no other connection committed in between
-        (``data_version`` unchanged) and the connection's changes grew by
-        exactly one row per key, these keys are all that changed, and the
-        next refresh reads only them."""
-        if not (isinstance(before, tuple) and isinstance(after, tuple) and before[0] == after[0] == "sqlite"):
-            return
+        up to date at ``before`` and the watermark moved by exactly one row
+        per key and nothing else (SqliteStore: ``data_version`` unchanged,
+        the connection's changes grown by ``len(keys)``; PostgresStore's
+        change counter: link ``link``'s counter grown by ``len(keys)``, the
+        others unchanged), no other writer committed in between, these keys
+        are all that changed, and the next refresh reads only them."""
         with self._lock:
-            if self._token == before and after[1] == before[1] and after[2] - before[2] == len(keys):
-                self._own = (after, [(link, key) for key in keys])
-            else:
-                self._own = None
+            self._own = None
+            if self._token != before or not _own_only(link, len(keys), before, after):
+                return
+            assert after is not None
+            self._own = (after, [(link, key) for key in keys])
 
     def _own_writes(
         self, token: Optional[Hashable]
@@ -311,27 +355,35 @@ class PreparedRecall:
         if own is None or own[0] != token:
             return None
         store, chain = self.memory.store, self.memory.chain
-        conn = _sqlite(store)
-        assert conn is not None
         keys = list(dict.fromkeys(own[1]))
         self.reads += 2
-        with store.lock:  # type: ignore[attr-defined]
-            found = {
-                (link, key): conn.execute(_SQLITE_ROW, (namespace_label(chain[link]), key)).fetchone()
-                for link, key in keys
-            }
+        found: Dict[_Key, Optional[Tuple[Any, ...]]] = {}
+        conn = _sqlite(store)
+        if conn is not None:
+            with store.lock:  # type: ignore[attr-defined]
+                for link, key in keys:
+                    row = conn.execute(_SQLITE_ROW, (namespace_label(chain[link]), key)).fetchone()
+                    found[(link, key)] = None if row is None else tuple(row)
+            stamp_of: Callable[[Tuple[Any, ...]], Any] = lambda row: tuple(row[1:])  # noqa: E731
+        else:
+            with store._cursor() as cur:  # type: ignore[attr-defined]
+                for link, key in keys:
+                    cur.execute(_PG_ROW, (namespace_label(chain[link]), key))
+                    row = cur.fetchone()
+                    found[(link, key)] = None if row is None else tuple(row.values())
+            stamp_of = lambda row: row[1]  # noqa: E731
         seen = {link: set(rows) for link, rows in self._sqlite_seen.items()}
         for (link, key), row in found.items():
             seen.setdefault(link, set()).difference_update({r for r in seen.get(link, ()) if r[0] == key})
             if row is not None:
-                seen[link].add(tuple(row))
+                seen[link].add(row)
         results = store.batch([GetOp(chain[link], key) for link, key in keys])
         changed: List[_Read] = []
         gone: Set[_Key] = set()
         for (link, key), item in zip(keys, results):
             row = found[(link, key)]
             if isinstance(item, Item) and row is not None:
-                changed.append((link, key, tuple(row[1:]), item))
+                changed.append((link, key, stamp_of(row), item))
             else:
                 gone.add((link, key))
         return changed, gone, seen
@@ -460,6 +512,20 @@ class PreparedRecall:
     def entries(self) -> List[Mapping[str, Any]]:
         """The candidates in recall order (what a fresh recall returns)."""
         return [] if self._index is None else self._index.entries
+
+
+def _own_only(link: int, rows: int, before: Optional[Hashable], after: Optional[Hashable]) -> bool:
+    """Whether the watermark moved from ``before`` to ``after`` by exactly
+    ``rows`` rows written to chain link ``link`` and nothing else (a
+    watermark that can tell: SqliteStore's, PostgresStore's change counter)."""
+    if not (isinstance(before, tuple) and isinstance(after, tuple) and before[0] == after[0]):
+        return False
+    if before[0] == "sqlite":
+        return bool(after[1] == before[1] and after[2] - before[2] == rows)
+    if before[0] == "pgchanges":
+        moved = [a - b for a, b in zip(after[1], before[1])]
+        return len(moved) == len(before[1]) > link and moved[link] == rows and not any(moved[:link] + moved[link + 1 :])
+    return False
 
 
 def _moved(old: Optional[_Row], stamp: Any) -> bool:

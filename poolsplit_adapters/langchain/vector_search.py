@@ -45,6 +45,7 @@ from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
 from ..stores.postgres import check_search
 from .filters import FilterBuilder, dict_filter
+from .pgvector_search import PGVectorPlanSearch, plan_search
 
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
 _SCORED_SEARCH = "similarity_search_with_score_by_vector"
@@ -258,7 +259,7 @@ def namespace_documents(store: VectorStore, namespace: str) -> Optional[List[Doc
 
 
 #: One search of the plan as a retriever run.
-SearchRun = Union[StoreSearch, PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch]
+SearchRun = Union[StoreSearch, PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch, PGVectorPlanSearch]
 
 
 def exact_always_fetch(store: VectorStore) -> Optional[Any]:
@@ -317,13 +318,24 @@ class VectorRecall:
         """This recall's plan (``fetch_k``, ``always_k``, ``max_fetch_k``) for a call's ``pools``."""
         return dataclasses.replace(self.plan, pools=tuple(pools))
 
-    def _runs(self, vector: Optional[List[float]], searches: Sequence[Search]) -> List[Tuple[Search, SearchRun]]:
+    def _runs(
+        self, vector: Optional[List[float]], searches: Sequence[Search], *, asynchronous: bool = False
+    ) -> List[Tuple[Search, SearchRun]]:
         with_scores = self.scored and self.scores_available and vector is not None
         exact = exact_always_fetch(self.store)
+        # LangChain's PGVector with the default filters: each search is our
+        # own statement on its table (the HNSW scan sized to k, a short page
+        # completed exactly, "no type" said exactly). A caller's own
+        # filter_builder keeps the store's own search, which is what it speaks.
+        own = self.build is dict_filter and vector is not None
         runs: List[Tuple[Search, SearchRun]] = []
         for search in searches:
             if exact is not None:
                 check_search(search)  # NUL: one clear error before any query runs
+            mine = plan_search(self.store, [search], vector, with_scores, asynchronous=asynchronous) if own else None
+            if mine is not None:
+                runs.append((search, mine))
+                continue
             if exact is not None and search.always:
                 runs.append((search, exact(store=self.store, search=search)))
                 continue
@@ -378,7 +390,7 @@ class VectorRecall:
         self, query: str, vector: Optional[List[float]], searches: Sequence[Search], run_manager: AsyncRun
     ) -> Tuple[List[List[Document]], Dict[str, float]]:
         """:meth:`search`, the searches concurrently."""
-        runs = self._runs(vector, searches)
+        runs = self._runs(vector, searches, asynchronous=True)
         found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
         return list(await asyncio.gather(*found)), self._scores(runs)
 

@@ -41,7 +41,13 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
-from ..stores.postgres import check_postgres_text, check_search, metadata_condition
+from ..stores.postgres import (
+    check_postgres_text,
+    check_search,
+    exact_search_settings,
+    hnsw_search_settings,
+    metadata_condition,
+)
 
 
 def metadata_filters(search: Search, type_key: str = "type") -> Optional[MetadataFilters]:
@@ -299,22 +305,51 @@ class PGVectorStoreSearch:
             rows = session.execute(statement).all()
         return [found.node for found in self._nodes(Search("namespace", len(rows) or 1, always=True), rows)]
 
+    def _sized(self, search: Search) -> List[Any]:
+        """The transaction's settings as statements: the store's own, then
+        the HNSW scan sized to the search's ``k`` with pgvector's iterative
+        scan on (:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings`)."""
+        statements = [sqlalchemy.text(sql).bindparams(**params) for sql, params in self._settings(search)]
+        # Not the untyped side search ("no type": none, where every entry
+        # has one): an iterative scan would visit hnsw.max_scan_tuples rows
+        # to find nothing, on every call.
+        return statements + ([] if search.always or search.untyped else [hnsw_search_settings(search.k)])
+
+    @staticmethod
+    def _short(search: Search, rows: Sequence[Any]) -> bool:
+        """A pool page with fewer rows than asked: the index may have cut it,
+        so it is run again exactly before anyone reads it as "the store ran
+        out" (the untyped side search is not: its pool's typed search says
+        whether the pool is full)."""
+        return not (search.always or search.untyped) and len(rows) < search.k
+
     def search(self, search: Search, embedding: Optional[List[float]]) -> List[NodeWithScore]:
-        """The nodes ``search`` finds (a pool's: most similar first)."""
+        """The nodes ``search`` finds (a pool's: most similar first; a short
+        page completed by an exact search)."""
         self.store._initialize()
         statement = self._statement(search, embedding)
-        with self.store._session() as session, session.begin():
-            for sql, params in self._settings(search):
-                session.execute(sqlalchemy.text(sql), params)
-            rows = session.execute(statement).all()
+        with self.store._session() as session:
+            with session.begin():
+                for setting in self._sized(search):
+                    session.execute(setting)
+                rows = session.execute(statement).all()
+            if self._short(search, rows):
+                with session.begin():
+                    session.execute(exact_search_settings())
+                    rows = session.execute(statement).all()
         return self._nodes(search, rows)
 
     async def asearch(self, search: Search, embedding: Optional[List[float]]) -> List[NodeWithScore]:
         """:meth:`search` on the store's async engine."""
         self.store._initialize()
         statement = self._statement(search, embedding)
-        async with self.store._async_session() as session, session.begin():
-            for sql, params in self._settings(search):
-                await session.execute(sqlalchemy.text(sql), params)
-            rows = (await session.execute(statement)).all()
+        async with self.store._async_session() as session:
+            async with session.begin():
+                for setting in self._sized(search):
+                    await session.execute(setting)
+                rows = (await session.execute(statement)).all()
+            if self._short(search, rows):
+                async with session.begin():
+                    await session.execute(exact_search_settings())
+                    rows = (await session.execute(statement)).all()
         return self._nodes(search, rows)

@@ -45,6 +45,9 @@ __all__ = [
     "check_entry_text",
     "check_search",
     "check_postgres_text",
+    "exact_search_settings",
+    "hnsw_search_settings",
+    "install_change_counter",
     "metadata_condition",
 ]
 
@@ -101,6 +104,143 @@ def metadata_condition(metadata: Any, search: Search, type_key: str = "type") ->
     if search.namespaces:
         clauses.append(metadata["namespace"].astext.in_(list(search.namespaces)))
     return sqlalchemy.and_(sqlalchemy.true(), *clauses)
+
+
+#: pgvector's bounds on ``hnsw.ef_search`` (its default is 40).
+HNSW_EF_SEARCH = (40, 1000)
+
+#: For the current transaction only (``set_config(..., true)``), so a pooled
+#: connection goes back as it came: ``hnsw.ef_search`` raised to the
+#: largest ``k`` (an HNSW scan returns at most ``ef_search`` rows), and
+#: ``hnsw.iterative_scan`` from ``off`` to ``relaxed_order`` when the
+#: server's pgvector has it (>= 0.8; on an older one the name is refused).
+#: A setting someone chose stays: a larger ``ef_search``, and
+#: ``strict_order``. The GUCs may not exist yet in a fresh session (pgvector
+#: defines them when its library loads), hence the defaults in
+#: ``coalesce``. The one value, ``k``, is a bound parameter.
+_HNSW_SETTINGS = """
+SELECT set_config('hnsw.ef_search', LEAST(:most, GREATEST(:k,
+           coalesce(nullif(current_setting('hnsw.ef_search', true), '')::int, :least)))::text, true),
+       CASE WHEN coalesce(nullif(current_setting('hnsw.iterative_scan', true), ''), 'off') = 'off'
+             AND (SELECT (regexp_match(extversion, '^(\\d+)\\.(\\d+)'))::int[] >= ARRAY[0, 8]
+                  FROM pg_extension WHERE extname = 'vector')
+            THEN set_config('hnsw.iterative_scan', 'relaxed_order', true) END
+"""
+
+
+def hnsw_search_settings(k: int) -> Any:
+    """The statement that makes the current transaction's filtered HNSW
+    searches come back full: ``ef_search`` at least ``k`` and pgvector's
+    iterative scan on (see :data:`_HNSW_SETTINGS`). Without them a filtered
+    HNSW scan looks at ``ef_search`` (40) nearest rows and then filters, so a
+    pool whose types are a tenth of the table got about 4 of its 20; that
+    read as "the store has nothing more".
+
+    Example::
+
+        session.execute(hnsw_search_settings(20))   # then the searches, same transaction
+    """
+    import sqlalchemy
+
+    least, most = HNSW_EF_SEARCH
+    return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=int(k), least=least, most=most)
+
+
+def exact_search_settings() -> Any:
+    """The statement that makes the current transaction's similarity
+    searches exact (no index scan, so no HNSW; a bitmap scan of a btree
+    index on the filter columns stays allowed): the completion of a search
+    the index returned short, which then says truthfully whether the store
+    holds more."""
+    import sqlalchemy
+
+    return sqlalchemy.text("SELECT set_config('enable_indexscan', 'off', true)")
+
+
+#: The per-namespace change counters of LangGraph's ``store`` table, kept by
+#: triggers (:func:`install_change_counter`). Fixed names: no value is ever
+#: part of this SQL.
+CHANGES_TABLE = "poolsplit_store_changes"
+#: The triggers that keep it; all of them enabled means the counters are sound.
+CHANGE_TRIGGERS = (
+    "poolsplit_store_changes_insert",
+    "poolsplit_store_changes_update",
+    "poolsplit_store_changes_delete",
+    "poolsplit_store_changes_truncate",
+)
+_CHANGE_COUNTER_DDL = [
+    "CREATE TABLE IF NOT EXISTS poolsplit_store_changes (prefix text PRIMARY KEY, changes bigint NOT NULL)",
+    """
+CREATE OR REPLACE FUNCTION poolsplit_store_changed() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        UPDATE poolsplit_store_changes SET changes = changes + 1;
+    ELSIF TG_OP = 'INSERT' THEN
+        INSERT INTO poolsplit_store_changes AS c (prefix, changes)
+            SELECT prefix, count(*) FROM new_rows GROUP BY prefix
+            ON CONFLICT (prefix) DO UPDATE SET changes = c.changes + EXCLUDED.changes;
+    ELSIF TG_OP = 'UPDATE' THEN
+        INSERT INTO poolsplit_store_changes AS c (prefix, changes)
+            SELECT prefix, count(*) FROM (SELECT prefix FROM new_rows UNION ALL SELECT prefix FROM old_rows
+                                          WHERE prefix NOT IN (SELECT prefix FROM new_rows)) moved GROUP BY prefix
+            ON CONFLICT (prefix) DO UPDATE SET changes = c.changes + EXCLUDED.changes;
+    ELSE
+        INSERT INTO poolsplit_store_changes AS c (prefix, changes)
+            SELECT prefix, count(*) FROM old_rows GROUP BY prefix
+            ON CONFLICT (prefix) DO UPDATE SET changes = c.changes + EXCLUDED.changes;
+    END IF;
+    RETURN NULL;
+END
+$body$""",
+    "DROP TRIGGER IF EXISTS poolsplit_store_changes_insert ON store",
+    "CREATE TRIGGER poolsplit_store_changes_insert AFTER INSERT ON store REFERENCING NEW TABLE AS new_rows"
+    " FOR EACH STATEMENT EXECUTE FUNCTION poolsplit_store_changed()",
+    "DROP TRIGGER IF EXISTS poolsplit_store_changes_update ON store",
+    "CREATE TRIGGER poolsplit_store_changes_update AFTER UPDATE ON store"
+    " REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION poolsplit_store_changed()",
+    "DROP TRIGGER IF EXISTS poolsplit_store_changes_delete ON store",
+    "CREATE TRIGGER poolsplit_store_changes_delete AFTER DELETE ON store REFERENCING OLD TABLE AS old_rows"
+    " FOR EACH STATEMENT EXECUTE FUNCTION poolsplit_store_changed()",
+    "DROP TRIGGER IF EXISTS poolsplit_store_changes_truncate ON store",
+    "CREATE TRIGGER poolsplit_store_changes_truncate AFTER TRUNCATE ON store"
+    " FOR EACH STATEMENT EXECUTE FUNCTION poolsplit_store_changed()",
+    # Last, once the triggers count every write: every namespace already
+    # stored gets its counter, so a TRUNCATE
+    # (which names no rows) moves every counter that a reader may hold.
+    "INSERT INTO poolsplit_store_changes (prefix, changes) SELECT DISTINCT prefix, 0 FROM store"
+    " ON CONFLICT (prefix) DO NOTHING",
+]
+
+
+def install_change_counter(store: Any) -> None:
+    """Give LangGraph's ``PostgresStore`` table a change counter per
+    namespace, so the agent middleware's turn costs the same at 10k and
+    100k memories. Run once per database, after ``store.setup()`` (like it,
+    it changes the schema: it needs the right to create a table, a function
+    and triggers on ``store``); running it again is harmless.
+
+    Why a trigger: a LangGraph store has no change counter, and every
+    watermark the middleware can compute without one reads the whole
+    namespace (a digest of its rows: ~0.5 s a turn at 100k memories). A
+    counter the middleware's own writes bumped would miss every other
+    writer (a tool's ``store.put``, another process, a migration). The
+    triggers fire for every writer of the table, in the writer's own
+    transaction: a reader sees the new count exactly when it sees the
+    write. Cost: one small upsert per write statement, and concurrent
+    writers of one namespace queue on its counter row until they commit.
+
+    The middleware checks on every turn that all four triggers are there and
+    enabled (:data:`CHANGE_TRIGGERS`); if not, it falls back to the digest.
+
+    Example::
+
+        with PostgresStore.from_conn_string(url) as store:
+            store.setup()
+            install_change_counter(store)
+    """
+    with store._cursor() as cur:
+        for statement in _CHANGE_COUNTER_DDL:
+            cur.execute(statement)
 
 
 @dataclass(frozen=True)

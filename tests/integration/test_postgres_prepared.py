@@ -1,6 +1,7 @@
 """The middleware's kept index over LangGraph's PostgresStore (a real
-Postgres): the server-side digest watermark sees what another connection
-wrote between turns, and the kept selection is a fresh recall's."""
+Postgres): the watermark (the change counter's triggers when installed, the
+server-side digest otherwise) sees what another connection wrote between
+turns, and the kept selection is a fresh recall's."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddlew
 from poolsplit_adapters.langchain.backends import Plan, backend_for
 from poolsplit_adapters.langchain.prepared import watermark
 from poolsplit_adapters.render import render_context, selection_dict
+from poolsplit_adapters.stores.postgres import install_change_counter
 
 PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
 
@@ -40,12 +42,19 @@ def _fixes(model: ToolCallingFakeModel) -> List[tuple]:
     return [(m["id"], m["content"]) for m in markers(model.requests[-1]) if m.get("scope") == "always"]
 
 
-def test_the_next_turn_sees_what_another_connection_wrote(pg_database: Any) -> None:
+def _setup(store: Any, counted: bool) -> None:
+    store.setup()
+    if counted:
+        install_change_counter(store)
+
+
+@pytest.mark.parametrize("counted", [False, True], ids=["digest", "change-counter"])
+def test_the_next_turn_sees_what_another_connection_wrote(pg_database: Any, counted: bool) -> None:
     with (
         PostgresStore.from_conn_string(pg_database.conninfo) as mine,
         PostgresStore.from_conn_string(pg_database.conninfo) as other,
     ):
-        mine.setup()
+        _setup(mine, counted)
         BaseStoreMemory(mine, U1).put_many(_seed())
         model = ToolCallingFakeModel()
         middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
@@ -53,6 +62,7 @@ def test_the_next_turn_sees_what_another_connection_wrote(pg_database: Any) -> N
         agent.invoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
         assert _fixes(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
         mark = watermark(mine, [U1])
+        assert mark[0] == ("pgchanges" if counted else "postgres")
         writer = BaseStoreMemory(other, U1)
         writer.put(_fix(1, "Korrection 1."))  # the same length: only the content tells
         writer.put(_fix(7))
@@ -63,12 +73,13 @@ def test_the_next_turn_sees_what_another_connection_wrote(pg_database: Any) -> N
         assert _fixes(model) == [("fix-0", "Correction 0."), ("fix-1", "Korrection 1."), ("fix-7", "Correction 7.")]
 
 
-def test_the_kept_selection_is_a_fresh_recalls_after_every_write(pg_database: Any) -> None:
+@pytest.mark.parametrize("counted", [False, True], ids=["digest", "change-counter"])
+def test_the_kept_selection_is_a_fresh_recalls_after_every_write(pg_database: Any, counted: bool) -> None:
     with (
         PostgresStore.from_conn_string(pg_database.conninfo) as mine,
         PostgresStore.from_conn_string(pg_database.conninfo) as other,
     ):
-        mine.setup()
+        _setup(mine, counted)
         writer = BaseStoreMemory(other, U1)
         writer.put_many(_seed())
         middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
@@ -94,3 +105,68 @@ def test_the_kept_selection_is_a_fresh_recalls_after_every_write(pg_database: An
             reads = snap.prepared.reads
             assert backend.snapshot([U1], context, plan).version == snap.version
             assert snap.prepared.reads == reads  # unchanged: the watermark only
+
+
+def test_the_change_counter_moves_for_every_writer_and_is_one_lookup(pg_database: Any) -> None:
+    """Installed, the watermark is the namespace's counter: another
+    connection's insert, rewrite, delete and a TRUNCATE each move it, a
+    child namespace's write does not, and the query is a primary-key lookup
+    (no scan of the store table), whatever the namespace's size."""
+    with (
+        PostgresStore.from_conn_string(pg_database.conninfo) as mine,
+        PostgresStore.from_conn_string(pg_database.conninfo) as other,
+    ):
+        mine.setup()
+        BaseStoreMemory(mine, U1).put_many(_seed())  # written before the counter: counted from install on
+        install_change_counter(mine)
+        install_change_counter(mine)  # again: harmless
+        marks = [watermark(mine, [U1])]
+        writer = BaseStoreMemory(other, U1)
+        for write in [
+            lambda: writer.put({"id": "note-99", "type": "note", "content": "new"}),
+            lambda: writer.put({"id": "note-99", "type": "note", "content": "rewritten"}),
+            lambda: other.delete(U1, "note-99"),
+            lambda: BaseStoreMemory(other, (*U1, "drafts")).put(_fix(9)),  # a child namespace: not ours
+        ]:
+            write()
+            marks.append(watermark(mine, [U1]))
+        assert [m[0] for m in marks] == ["pgchanges"] * 5
+        assert len({m for m in marks[:4]}) == 4 and marks[4] == marks[3]
+        with other._cursor() as cur:
+            cur.execute("TRUNCATE store CASCADE")
+        assert watermark(mine, [U1]) != marks[4]
+        with mine._cursor() as cur:
+            from poolsplit_adapters.langchain.prepared import _PG_CHANGES
+
+            cur.execute("EXPLAIN " + _PG_CHANGES, (["x"], "memories.u1"))
+            plan = " ".join(row["QUERY PLAN"] for row in cur.fetchall())
+        assert "on store " not in plan and "Index Scan using poolsplit_store_changes_pkey" in plan
+
+
+def test_a_disabled_trigger_falls_back_to_the_digest(pg_database: Any) -> None:
+    """The counter is trusted only with all its triggers enabled: with one
+    off, a delete would not move it, so the watermark is the digest again."""
+    with PostgresStore.from_conn_string(pg_database.conninfo) as store:
+        store.setup()
+        install_change_counter(store)
+        assert watermark(store, [U1])[0] == "pgchanges"
+        with store._cursor() as cur:
+            cur.execute("ALTER TABLE store DISABLE TRIGGER poolsplit_store_changes_delete")
+        assert watermark(store, [U1])[0] == "postgres"
+
+
+def test_the_middlewares_own_write_reads_only_its_keys_with_the_counter(pg_database: Any) -> None:
+    """A demoting turn's write moves the counter by exactly its rows: the
+    next turn reads those keys, not the namespace's digest rows."""
+    with PostgresStore.from_conn_string(pg_database.conninfo) as store:
+        _setup(store, True)
+        BaseStoreMemory(store, U1).put_many(_seed())
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        backend = backend_for(store, middleware.settings)
+        plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
+        snap = backend.snapshot([U1], context, plan)
+        reads = snap.prepared.reads
+        backend.write([U1], [{"id": "ep-1", "type": "episode", "content": "deploy episode"}])
+        snap = backend.snapshot([U1], context, plan)
+        assert snap.prepared.reads == reads + 2  # the written key's row and item, nothing else
+        assert "ep-1" in [e["id"] for e in snap.prepared.entries()]

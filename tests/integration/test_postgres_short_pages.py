@@ -1,0 +1,158 @@
+"""A pool search that an HNSW index returns short is not "the store ran out".
+
+A filtered HNSW scan looks at ``hnsw.ef_search`` nearest rows and then
+filters; pgvector's iterative scan (>= 0.8) goes on scanning, but only up to
+``hnsw.max_scan_tuples``. Either way a rare type's search can come back with
+fewer rows than asked while the table holds more, and the recall then
+reported that pool as having nothing more (``notes["recall"]["store_ran_out"]``)
+with a few of its rows loaded. Here the index is forced (no sequential scan)
+and the iterative scan stopped after its first batch
+(``hnsw.max_scan_tuples = 1``), on a real Postgres: the store's own filtered
+search comes back short (the premise), and the retriever over it still
+recalls every row of the rare type and says it ran out only once it has.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Iterator, List
+
+import pytest
+import sqlalchemy
+from langchain_core.documents import Document
+from pg_embeddings import DIMS, HashedNgramEmbeddings
+from pg_server import Database
+
+from poolsplit_adapters import Pool, Visibility
+
+NOTES, RARE, FEW = 400, 60, 3
+#: The index forced, and pgvector's iterative scan cut to its first batch.
+SHORT_SCANS = {"options": "-c enable_seqscan=off -c hnsw.max_scan_tuples=1"}
+QUERY = "deploy the checkout service to staging"
+POOLS = [
+    Pool("corrections", 0, 0, ("correction",)),
+    Pool("notes", 60, 2, ("note",)),
+    Pool("rare", 100_000, 1_000, ("rare",)),  # room for every rare row: recall must find them all
+    Pool("few", 100_000, 1_000, ("few",)),  # fewer rows than fetch_k: the store truly runs out
+]
+
+
+def corpus() -> List[Document]:
+    words = ["deploy", "checkout", "staging", "ledger", "refund", "cache", "queue", "service", "build", "audit"]
+    docs = [Document("Quote amounts in cents.", id="fix-0", metadata={"type": "correction", "scope": "always"})]
+    for i in range(NOTES):
+        text = " ".join(words[(i * k) % len(words)] for k in range(1, 6)) + " note %d" % i
+        docs.append(Document(text, id="note-%03d" % i, metadata={"type": "note", "namespace": "t"}))
+    for i in range(RARE):
+        docs.append(Document("rare fact %d about the audit ledger" % i, id="rare-%03d" % i, metadata={"type": "rare"}))
+    for i in range(FEW):
+        docs.append(Document("few item %d" % i, id="few-%d" % i, metadata={"type": "few"}))
+    for doc in docs:
+        doc.metadata.setdefault("namespace", "t")
+    return docs
+
+
+@pytest.fixture
+def store(pg_database: Database) -> Iterator[Any]:
+    from langchain_postgres import PGVector
+
+    loader = sqlalchemy.create_engine(pg_database.url)
+    PGVector(HashedNgramEmbeddings(), connection=loader, embedding_length=DIMS).add_documents(corpus())
+    with loader.begin() as conn:
+        conn.exec_driver_sql("CREATE INDEX hnsw ON langchain_pg_embedding USING hnsw (embedding vector_cosine_ops)")
+        conn.exec_driver_sql("ANALYZE langchain_pg_embedding")
+    loader.dispose()
+    engine = sqlalchemy.create_engine(pg_database.url, connect_args=SHORT_SCANS)
+    yield PGVector(HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS)
+    engine.dispose()
+
+
+def recall_notes(retriever: Any) -> Dict[str, Any]:
+    selection = retriever.last_selection
+    assert selection is not None
+    return dict(selection.notes["recall"])
+
+
+def recalled_ids(retriever: Any, prefix: str) -> List[str]:
+    selection = retriever.last_selection
+    seen = [c.entry["id"] for c in selection.chosen] + [d.entry["id"] for d in selection.dropped]
+    return sorted(i for i in seen if i.startswith(prefix))
+
+
+def test_the_forced_index_returns_a_rare_types_page_short(store):
+    """The premise: the store's own filtered search, through the index,
+    comes back with fewer rare rows than asked (the table holds 60)."""
+    found = store.similarity_search(QUERY, k=20, filter={"type": "rare"})
+    assert len(found) < 20
+
+
+def test_a_short_index_page_is_completed_and_the_store_runs_out_only_when_it_has(store):
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+
+    retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=20, visibility=Visibility(namespace="t"))
+    docs = retriever.invoke(QUERY)
+    assert recalled_ids(retriever, "rare-") == ["rare-%03d" % i for i in range(RARE)]
+    assert recalled_ids(retriever, "few-") == ["few-%d" % i for i in range(FEW)]
+    notes = recall_notes(retriever)
+    # Both pools loaded all there is: now "ran out" is what the table says.
+    assert notes["store_ran_out"] == ["rare", "few"]
+    assert notes["fetch_k"]["rare"] > RARE  # grown past what the table holds, then believed
+    assert [d.id for d in docs][0] == "fix-0"
+
+
+async def test_the_async_recall_completes_a_short_page_too(pg_database: Database, store):
+    from langchain_postgres import PGVector
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+
+    engine = create_async_engine(pg_database.url, connect_args=SHORT_SCANS)
+    try:
+        async_store = PGVector(HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS, async_mode=True)
+        retriever = PoolSplitRetriever.from_vectorstore(
+            async_store, POOLS, fetch_k=20, visibility=Visibility(namespace="t")
+        )
+        await retriever.ainvoke(QUERY)
+        assert recalled_ids(retriever, "rare-") == ["rare-%03d" % i for i in range(RARE)]
+        assert recall_notes(retriever)["store_ran_out"] == ["rare", "few"]
+    finally:
+        await engine.dispose()
+
+
+def test_llama_index_pgvectorstore_completes_a_short_page_too(pg_database: Database):
+    """The same on LlamaIndex's PGVectorStore (its own HNSW index, the same
+    forced sessions): every rare node recalled, "ran out" only once true."""
+    postgres = pytest.importorskip("llama_index.vector_stores.postgres")
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+    from pg_embeddings import HashedNgramLlamaEmbedding
+
+    from poolsplit_adapters.llama_index import PoolSplitRetriever
+
+    def make(**engine: Any) -> Any:
+        return postgres.PGVectorStore(
+            connection_string=pg_database.url,
+            async_connection_string=pg_database.url,
+            table_name="memory",
+            embed_dim=DIMS,
+            hnsw_kwargs={"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 40},
+            **engine,
+        )
+
+    loader = make()
+    nodes = [TextNode(text=d.page_content, id_=str(d.id), metadata=dict(d.metadata)) for d in corpus()]
+    for node in nodes:
+        node.excluded_embed_metadata_keys = list(node.metadata)
+    VectorStoreIndex.from_vector_store(loader, embed_model=HashedNgramLlamaEmbedding()).insert_nodes(nodes)
+    with loader._engine.begin() as conn:
+        conn.exec_driver_sql("ANALYZE data_memory")
+    loader._engine.dispose()
+    store = make(create_engine_kwargs={"connect_args": SHORT_SCANS})
+    try:
+        index = VectorStoreIndex.from_vector_store(store, embed_model=HashedNgramLlamaEmbedding())
+        retriever = PoolSplitRetriever.from_vector_store_index(index, POOLS, fetch_k=20)
+        _, selection = retriever.retrieve_with_selection(QUERY, namespace="t")
+        seen = [c.entry["id"] for c in selection.chosen] + [d.entry["id"] for d in selection.dropped]
+        assert sorted(i for i in seen if i.startswith("rare-")) == ["rare-%03d" % i for i in range(RARE)]
+        assert selection.notes["recall"]["store_ran_out"] == ["rare", "few"]
+    finally:
+        store._engine.dispose()
