@@ -41,7 +41,7 @@ import unicodedata
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 try:  # pragma: no cover - exercised by the environment, not by a test
     import snowballstemmer as _snowball
@@ -277,6 +277,13 @@ class Analyzer:
         """A document's terms in order: words stemmed in the text's
         language, that language's stopwords dropped."""
         return _terms(self, text)
+
+    def terms_many(self, texts: Sequence[str]) -> List[Tuple[str, ...]]:
+        """:meth:`terms` of each text (a store's batch: the settings are
+        read once)."""
+        self._stem_ready()
+        key = cache_key(self)
+        return [_cached_terms(key, text) for text in texts]
 
     def query_terms(self, text: str) -> List[FrozenSet[str]]:
         """A query's distinct words, each as the set of its stems in every
