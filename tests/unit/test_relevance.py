@@ -150,6 +150,14 @@ def test_word_index_kept_incrementally_equals_one_built_from_scratch(texts, data
         assert kept.frequency(term) == fresh.frequency(term)
 
 
+def test_add_many_refuses_a_batch_with_a_non_text_and_counts_none_of_it():
+    index = WordIndex()
+    index.add("the staging gate")
+    with pytest.raises(TypeError, match="got int"):
+        index.add_many(["refunds are rounded", 7])
+    assert (index.documents, index.frequency("refund"), "refunds are rounded" in index) == (1, 0, False)
+
+
 def test_removing_an_unknown_text_names_it():
     with pytest.raises(KeyError, match="never there"):
         WordIndex().remove("never there")
