@@ -28,6 +28,7 @@ query word once at average length scores ``1 / (k1 + 1)``, about 0.45.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from typing import Dict, FrozenSet, List, Mapping, Sequence, Tuple
@@ -93,9 +94,17 @@ class WordIndex:
         self._df.update(set(terms))
 
     def add_many(self, texts: Sequence[str]) -> None:
-        """:meth:`add` each text."""
+        """:meth:`add` each text, in one pass (the same counts as one
+        :meth:`add` after another)."""
+        texts = list(texts)
         for text in texts:
-            self.add(text)
+            if not isinstance(text, str):
+                raise TypeError("WordIndex.add takes a text, got %s" % type(text).__name__)
+        analysed = self.analyzer.terms_many(texts)
+        self._copies.update(texts)
+        self.documents += len(texts)
+        self.total_length += sum(map(len, analysed))
+        self._df.update(itertools.chain.from_iterable(map(set, analysed)))
 
     def remove(self, text: str) -> None:
         """Count one document with this text less.

@@ -35,6 +35,14 @@ from .words import Analyzer, cache_key
 __all__ = ["TermPostings"]
 
 
+class _Codes(Dict[str, int]):
+    """term -> its code, the next code for a term not seen yet."""
+
+    def __missing__(self, term: str) -> int:
+        code = self[term] = len(self)
+        return code
+
+
 class TermPostings:
     """Term -> (positions, counts) of a store's texts, their lengths, and
     their :class:`~.bm25.WordIndex`; see the module docstring.
@@ -57,7 +65,7 @@ class TermPostings:
         self.corpus = WordIndex(analyzer)
         self.columns = columns
         self._key = cache_key(analyzer)
-        self._codes: Dict[str, int] = {}
+        self._codes: _Codes = _Codes()
         self._positions: List[array.array[int]] = []
         self._counts: List[array.array[int]] = []
         self._lengths = array.array("i")
@@ -79,16 +87,15 @@ class TermPostings:
         self._lengths.extend(length for _, length in held)
         counters = [counts for counts, _ in held]
         codes = self._codes
-
-        def code(term: str) -> int:
-            found = codes.get(term)
-            if found is None:
-                found = codes[term] = len(codes)
-                self._positions.append(array.array("i"))
-                self._counts.append(array.array("i"))
-            return found
-
-        flat = np.fromiter(map(code, itertools.chain.from_iterable(c.keys() for c in counters)), dtype=np.int64)
+        known = len(codes)
+        # A term seen before is one dict lookup at C speed; a new one gets
+        # the next code (its posting arrays are appended below).
+        flat = np.fromiter(
+            map(codes.__getitem__, itertools.chain.from_iterable(c.keys() for c in counters)), dtype=np.int64
+        )
+        for _ in range(len(codes) - known):
+            self._positions.append(array.array("i"))
+            self._counts.append(array.array("i"))
         counts = np.fromiter(itertools.chain.from_iterable(c.values() for c in counters), dtype=np.int32)
         sizes = np.fromiter(map(len, counters), dtype=np.int64, count=len(counters))
         positions = np.repeat(np.arange(start, start + len(texts), dtype=np.int32), sizes)
@@ -120,7 +127,7 @@ class TermPostings:
     def rebuild(self, texts: Sequence[str]) -> None:
         """Postings of ``texts`` at positions 0.. (after a compaction; the
         corpus holds the same documents and is kept)."""
-        self._codes, self._positions, self._counts = {}, [], []
+        self._codes, self._positions, self._counts = _Codes(), [], []
         self._lengths, self._overrides = array.array("i"), {}
         if self.columns:
             self._post(0, texts)

@@ -39,8 +39,9 @@ import functools
 import re
 import unicodedata
 import warnings
+from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 try:  # pragma: no cover - exercised by the environment, not by a test
     import snowballstemmer as _snowball
@@ -60,6 +61,10 @@ __all__ = [
 STEMMING = _snowball is not None
 
 _WORD = re.compile(r"[^\W_]+")
+# The same runs on ASCII text, a lone letter dropped by the pattern itself:
+# a run of two or more is matched whole from its start, a one-character run
+# only when it is a digit.
+_ASCII_WORD = re.compile(r"[a-z0-9]{2,}|[0-9]")
 # Han (with extensions and compatibility ideographs), kana, Hangul syllables.
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\U00020000-\U0002ffff"
 _CJK_RUN = re.compile("([%s]+)" % _CJK)
@@ -97,7 +102,7 @@ def words(text: str) -> List[str]:
     (steps 1 to 3), neither stemmed nor stopword-filtered."""
     folded = normalise(text)
     if folded.isascii():  # the common case, in one pass: no CJK to split
-        return [word for word in _WORD.findall(folded) if len(word) > 1 or word.isdigit()]
+        return _ASCII_WORD.findall(folded)
     found: List[str] = []
     for word in _WORD.findall(folded):
         if word.isascii():
@@ -149,38 +154,71 @@ STOPWORDS: Dict[str, FrozenSet[str]] = {
         "maar hoe wanneer waar wat wie bij naar uit heeft hebben".split()
     ),
 }
+_ANY_STOPWORD: FrozenSet[str] = frozenset().union(*STOPWORDS.values())
 
 
 def detect_language(tokens: List[str], text: str, candidates: Tuple[str, ...], default: str) -> str:
     """Step 4: the language of a text, from its script, else from the
-    candidates' stopwords (most hits wins; ties and no hits: ``default``)."""
-    if _CYRILLIC.search(text):
-        return "russian"
-    if _GREEK.search(text):
-        return "greek"
-    if _ARABIC.search(text):
-        return "arabic"
-    best, hits = default, 0
+    candidates' stopwords (most hits wins, the first of the candidates on a
+    tie; no hits: ``default``)."""
+    if not text.isascii():
+        if _CYRILLIC.search(text):
+            return "russian"
+        if _GREEK.search(text):
+            return "greek"
+        if _ARABIC.search(text):
+            return "arabic"
+    # Only the text's stopwords are counted per language: most of a text's
+    # words are none, and one pass over the text finds the few that are.
+    hits = [token for token in tokens if token in _ANY_STOPWORD]
+    if not hits:
+        return default
+    counted = Counter(hits)
+    best, most = default, 0
     for language in candidates:
         stop = STOPWORDS.get(language)
         if stop is None:
             continue
-        count = sum(map(stop.__contains__, tokens))
-        if count > hits:
-            best, hits = language, count
+        count = sum(n for token, n in counted.items() if token in stop)
+        if count > most:
+            best, most = language, count
     return best
 
 
-def _stemmer(language: str) -> Optional[Callable[[str], str]]:
+class _Stems(Dict[str, str]):
+    """word -> stem in one language, each distinct word stemmed once.
+
+    Stemming is what an analysis costs (Snowball in pure Python is tens of
+    microseconds a word) while a store repeats the same few thousand words:
+    a hit is one dict lookup at C speed (``map(stems.__getitem__, words)``),
+    a miss stems that word. A CJK run is its own stem (step 3 keeps it).
+    The table is emptied when it passes :data:`_STEMS_LIMIT` words, so a
+    stream of distinct tokens (ids, hashes) cannot grow it without end."""
+
+    def __init__(self, stem_word: Callable[[str], str]) -> None:
+        super().__init__()
+        self.stem_word = stem_word
+
+    def __missing__(self, word: str) -> str:
+        stem = word if not word.isascii() and _CJK_RUN.fullmatch(word) else self.stem_word(word)
+        if len(self) >= _STEMS_LIMIT:
+            self.clear()
+        self[word] = stem
+        return stem
+
+
+_STEMS_LIMIT = 1 << 18
+
+
+def _stemmer(language: str) -> Optional[_Stems]:
     return None if _snowball is None else _snowball_stemmer(language)
 
 
 @functools.cache
-def _snowball_stemmer(language: str) -> Optional[Callable[[str], str]]:
+def _snowball_stemmer(language: str) -> Optional[_Stems]:
     if _snowball is None or language not in _snowball.algorithms():
         return None
-    stem: Callable[[str], str] = _snowball.stemmer(language).stemWord
-    return functools.lru_cache(maxsize=1 << 16)(stem)
+    return _Stems(_snowball.stemmer(language).stemWord)
 
 
 @dataclass(frozen=True)
@@ -240,6 +278,13 @@ class Analyzer:
         language, that language's stopwords dropped."""
         return _terms(self, text)
 
+    def terms_many(self, texts: Sequence[str]) -> List[Tuple[str, ...]]:
+        """:meth:`terms` of each text (a store's batch: the settings are
+        read once)."""
+        self._stem_ready()
+        key = cache_key(self)
+        return [_cached_terms(key, text) for text in texts]
+
     def query_terms(self, text: str) -> List[FrozenSet[str]]:
         """A query's distinct words, each as the set of its stems in every
         configured language (CJK bigrams and unstemmable words: themselves).
@@ -260,7 +305,7 @@ class Analyzer:
             variants = {token}
             if not _CJK_RUN.fullmatch(token):
                 stems = [_stemmer(name) for name in self.languages]
-                variants = {stem(token) for stem in stems if stem is not None} or {token}
+                variants = {stem[token] for stem in stems if stem is not None} or {token}
             seen[token] = frozenset(variants)
         return list(seen.items())
 
@@ -275,13 +320,12 @@ def _cached_terms(key: Tuple[Any, ...], text: str) -> Tuple[str, ...]:
     languages, default, _stemming = key
     tokens = words(text)
     language = detect_language(tokens, text, languages, default)
-    stop = STOPWORDS.get(language, frozenset())
-    stem = _stemmer(language)
-    kept = [token for token in tokens if token not in stop]
-    if stem is None:
+    stop = STOPWORDS.get(language)
+    kept = tokens if stop is None else [token for token in tokens if token not in stop]
+    stems = _stemmer(language)
+    if stems is None:
         return tuple(kept)
-    # An ASCII token is never a CJK run: only the others need the check.
-    return tuple(stem(t) if t.isascii() or not _CJK_RUN.fullmatch(t) else t for t in kept)
+    return tuple(map(stems.__getitem__, kept))
 
 
 def _terms(analyzer: Analyzer, text: str) -> Tuple[str, ...]:

@@ -70,6 +70,31 @@ def test_stems_in_the_text_language_and_its_stopwords_dropped():
     assert analyzer.language_of("reembolsos redondeados hoy") == "english"
 
 
+def test_each_distinct_word_is_stemmed_once_and_a_cjk_run_is_its_own_stem():
+    calls = []
+
+    def stem(word):
+        calls.append(word)
+        return word.rstrip("s")
+
+    table = words._Stems(stem)
+    assert [table[w] for w in ["refunds", "gates", "refunds", "退款", "refunds"]] == [
+        "refund",
+        "gate",
+        "refund",
+        "退款",
+        "refund",
+    ]
+    assert calls == ["refunds", "gates"]
+
+
+def test_language_ties_go_to_the_first_candidate_and_no_stopword_to_the_default():
+    # One English and one Spanish stopword: English is listed first.
+    assert words.detect_language(["the", "el", "gato"], "the el gato", ("english", "spanish"), "spanish") == "english"
+    assert words.detect_language(["the", "el", "gato"], "the el gato", ("spanish", "english"), "english") == "spanish"
+    assert words.detect_language(["gato"], "gato", ("english", "spanish"), "spanish") == "spanish"
+
+
 def test_a_query_word_keeps_its_stems_in_every_language():
     assert Analyzer().query_terms("the Rückerstattung") == [frozenset({"rückerstattung", "ruckerstatt"})]
     only_english = Analyzer(languages=("english",))
@@ -123,6 +148,14 @@ def test_word_index_kept_incrementally_equals_one_built_from_scratch(texts, data
     assert (kept.documents, kept.total_length) == (fresh.documents, fresh.total_length)
     for term in ["refund", "round", "cent", "stage", "退款", "החזר"]:
         assert kept.frequency(term) == fresh.frequency(term)
+
+
+def test_add_many_refuses_a_batch_with_a_non_text_and_counts_none_of_it():
+    index = WordIndex()
+    index.add("the staging gate")
+    with pytest.raises(TypeError, match="got int"):
+        index.add_many(["refunds are rounded", 7])
+    assert (index.documents, index.frequency("refund"), "refunds are rounded" in index) == (1, 0, False)
 
 
 def test_removing_an_unknown_text_names_it():
