@@ -2,10 +2,9 @@
 
 One scorer filling one budget from a mixed-type memory starves low-priority types and lets fresh content crowd
 a standing correction out. **Pools** (token and entry budgets per group of types, filled independently) and
-**always-scope entries** (loaded first, outside every budget) fix both. Standard library only (Python 3.9+): copy
-this file and ``import poolsplit`` works; the faster twins (``poolsplit_adapters.index``) are tested against it.
-
-Entries are plain mappings; every key but ``content`` is optional:
+**always-scope entries** (loaded first, outside every budget) fix both. Standard library only (Python 3.9+):
+copy this file and ``import poolsplit`` works; the faster twins (``index``, ``fastpath``) are tested against it.
+Entries are plain mappings; every key but ``content`` is optional, a malformed one an :class:`EntryError`:
 
     content        str            the payload text (required)
     type           str            entry type; default "note"
@@ -24,9 +23,6 @@ Entries are plain mappings; every key but ``content`` is optional:
     expires        str | None     ISO-8601; from then on (inclusive) the entry drops as ``expired``
     valid_from     str | None     ISO-8601; when it became valid (default: ``created``), read by Visibility.as_of
     valid_until    str | None     ISO-8601, exclusive; when a superseded or retired entry closed, read by as_of
-
-A malformed typed key raises :class:`EntryError` naming the entry and the key, not a silently wrong ranking (a
-string ``tags`` would be read as letters).
 
 The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve` are the same without the report):
 
@@ -77,6 +73,7 @@ Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
 Loaded = dict[str, list[Any]]  # pool name -> the entries it loaded
+_NOW = "now must be a datetime.datetime or None"
 Text = Optional[str]
 Index = Optional[int]
 
@@ -127,8 +124,7 @@ def _got(value: Any) -> str:
 
 
 def _check(ok: Any, error: Callable[[str], Exception], message: str, *value: Any) -> None:
-    """The one argument guard: raise ``error(message)`` unless ``ok``, naming the offending ``value`` if given
-    (worded only on failure)."""
+    """The one argument guard: ``error(message)`` unless ``ok``, naming ``value`` if given (worded only then)."""
     if not ok:
         raise error(message + "".join(", " + _got(v) for v in value))
 
@@ -204,8 +200,7 @@ class Pool:
 
     @property
     def loads_contextual(self) -> bool:
-        """Whether a contextual entry can load (a slot and a token: every entry costs 1 or more): else the pool
-        loads only its always-scope entries."""
+        """Whether a contextual entry can load (a slot and a token: every entry costs 1 or more), not only always."""
         return self.max_entries > 0 and self.max_tokens >= 1
 
 
@@ -292,11 +287,9 @@ def _time_bound(name: str, value: Any, parse: Callable[[str], Moment] = parse_cr
 
 @dataclass(frozen=True)
 class Visibility:
-    """What a query may see, before any pool. ``namespace``: one, or a chain like ``("project-a", None)`` (None:
-    entries without one), matched exactly (a silent fallback makes a project memory apply everywhere), link ``i``
-    scoring ``x chain_penalty ** i``; ``require_tags``: all; ``require_source``: unsourced text reads like the
-    model's guess; ``since``/``until``: inclusive bounds on a contextual entry's ``created``; ``as_of``: what was
-    valid then (:func:`lifecycle_reason`). Example: ``Visibility(namespace=("a", None), since="2026-11-01")``."""
+    """What a query may see, before any pool (docs/core.md): a namespace or an exact chain (a silent fallback makes
+    a project memory apply everywhere), required tags, a source (unsourced text reads like the model's guess),
+    ``created`` bounds, ``as_of``. Example: ``Visibility(namespace=("a", None), since="2026-11-01")``."""
 
     namespace: Union[None, str, tuple[Optional[str], ...]] = None
     chain_penalty: float = 0.9
@@ -435,11 +428,9 @@ class PoolStats:
 
 
 class Selection:
-    """What :func:`select` chose and why the rest did not: ``pools`` (:func:`retrieve_pools`' answer), ``chosen``
-    in render order (every always-scope entry, then each pool's in rank order), ``dropped`` (input order),
-    ``counts``, ``stats``, ``notes``. The report is built when read: unread, it costs nothing. ``counts`` and
-    ``sample`` let a source that holds columns answer without a row per entry (``index``).
-    Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``."""
+    """What :func:`select` chose (``chosen``: always-scope first, then by pool and rank) and why the rest did not
+    (``dropped``, in input order): built when read, so unread it costs nothing; ``counts``/``sample`` hooks let a
+    column source answer without a row each. Example: ``[d.reason for d in select(entries, pools).dropped]``."""
 
     def __init__(
         self,
@@ -558,7 +549,7 @@ class ScoringContext:
         known = project is None or isinstance(project, str)
         _check(known, TypeError, "context['project'] must be a string or None", project)
         _check(isinstance(message, str), TypeError, "context['message'] must be a string", message)
-        _check_now(now)
+        _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
         self.tags, self.project, self.words = frozenset(tags), project, significant_words(message)
         self.nwords = len(self.words)
         self.ref = (now or datetime.datetime.now(datetime.timezone.utc)).replace(tzinfo=None)  # naive, as parse_created
@@ -587,11 +578,6 @@ class ScoringContext:
         """The default score of a checked entry (see :func:`default_scorer`)."""
         overlap = self.relevance(entry)
         return self.partial(entry) * (1.0 + overlap * MESSAGE_WEIGHT if overlap > MESSAGE_THRESHOLD else 1.0)
-
-
-def _check_now(now: Any) -> None:
-    known = now is None or isinstance(now, datetime.datetime)
-    _check(known, TypeError, "now must be a datetime.datetime or None", now)
 
 
 def default_scorer(entry: Entry, context: Context, *, now: Moment = None) -> float:
@@ -657,7 +643,7 @@ class ListCandidates:
         _check(listed, TypeError, "entries must be a sequence of entry mappings", entries)
         hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now)"
         _check(callable(getattr(prepared, "score", None)), TypeError, hint, prepared)
-        _check_now(now)
+        _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
         self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
         self.prepared, self.counter = prepared, token_counter
         self.now = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
@@ -750,26 +736,17 @@ def fill_pools(
     layering: Optional[Layering] = None,
     stacklevel: int = 2,
 ) -> Selection:
-    """Steps 3 and 4 over ``candidates``: the one fill, whatever holds the entries.
-
-    3. For each pool in order: (a) its always-scope entries, in input order, outside both caps; (b) contextual
-       candidates below ``min_relevance`` set aside; (c) the rest taken greedily in rank order (or by
-       ``layering``); (d) what loaded claimed, so no later pool takes it.
-    4. Warn about corrections no pool admits; then (unless ``report=False``) the report: chosen rows and each
-       pool's stats now, the dropped rows and their counts when first read.
-    """
+    """Steps 3 and 4 of the module docstring over ``candidates``: the one fill, whatever holds the entries."""
     pool_list, filled = check_pools(pools), []
     for pool in pool_list:
         # 3a. Always-scope entries first, in input order, outside both caps.
         always, contextual = candidates.members(pool)
         # 3b. Threshold, then budgets: marginal candidates are set aside first.
-        below = None
-        if pool.min_relevance is not None:
-            contextual, below = candidates.split_below(contextual, pool.min_relevance)
+        low, below = pool.min_relevance, None
+        if low is not None:
+            contextual, below = candidates.split_below(contextual, low)
         # 3c. The greedy fill in rank order (or the layering's).
-        picks = (
-            _greedy(pool, candidates, contextual) if layering is None else layering.pick(pool, candidates, contextual)
-        )
+        picks = (_greedy if layering is None else layering.pick)(pool, candidates, contextual)
         # 3d. What loaded is claimed: an entry lands in one pool at most.
         candidates.claim(always + [p[0] for p in picks])
         filled.append((pool, always, contextual, below, picks))
@@ -856,11 +833,8 @@ def select(
     _report: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
-    """Steps 1-4, reporting what loaded, what did not and why, and each pool's budget use (silent truncation makes
-    a model believe "that is all there is"). ``visibility`` limits what the query may see; ``layering`` turns on
-    progressive loading (off: exactly the spec); ``candidates`` holds the entries (:class:`ListCandidates`' arguments;
-    ``fastpath.BestFirstCandidates`` is its faster twin). Raises :class:`EntryError` (a malformed entry, a non-finite
-    score, a non-positive cost), ``ValueError`` (two pools share a name), ``TypeError`` (a wrong argument)."""
+    """Steps 1-4 with the report of what did not load and why (silent truncation makes a model believe "that is
+    all there is"); ``layering``: progressive loading; ``candidates``: what holds the entries (see docs/core.md)."""
     pool_list, view = check_pools(pools), active_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
