@@ -467,8 +467,8 @@ class Selection:
         kept: list[Dropped] = []
         seen: dict[tuple[Optional[str], Reason], int] = {}
         for d in self.dropped:
-            seen[(d.pool, d.reason)] = seen.get((d.pool, d.reason), 0) + 1
-            if seen[(d.pool, d.reason)] <= per_key:
+            if seen.setdefault((d.pool, d.reason), 0) < per_key:
+                seen[(d.pool, d.reason)] += 1
                 kept.append(d)
         return kept
 
@@ -838,8 +838,7 @@ def select(
     pool_list, view = check_pools(pools), active_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
-    options: dict[str, Any] = {"token_counter": token_counter, "is_active": is_active, "visibility": view, "now": now}
-    source = candidates(entries, prepared, **options)
+    source = candidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view, now=now)
     # 3. Fill each pool and 4. report.
     return fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=_stacklevel)
 
