@@ -454,23 +454,14 @@ class Selection:
         """``(pool or None, reason) -> (entries, tokens)`` of what did not load (what an omission line needs)."""
         if self._counted is not None:
             return self._counted()
-        counted: Counts = {}
-        for d in self.dropped:
-            entries, tokens = counted.get((d.pool, d.reason), (0, 0))
-            counted[(d.pool, d.reason)] = (entries + 1, tokens + (d.cost or 0))
-        return counted
+        return _tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
 
     def dropped_sample(self, per_key: int) -> list[Dropped]:
         """The first ``per_key`` rows of each ``counts`` key: a report bounded by pools and reasons, not the store."""
         if "dropped" not in self.__dict__ and self._sample is not None:  # rows not built: build only the sample's
             return self._sample(per_key)
-        kept: list[Dropped] = []
-        seen: dict[tuple[Optional[str], Reason], int] = {}
-        for d in self.dropped:
-            if seen.setdefault((d.pool, d.reason), 0) < per_key:
-                seen[(d.pool, d.reason)] += 1
-                kept.append(d)
-        return kept
+        rows = self.dropped
+        return [rows[i] for i in _first_per_key(((d.pool, d.reason) for d in rows), per_key)]
 
     def __repr__(self) -> str:
         counts = {name: len(got) for name, got in self.pools.items()}
@@ -486,6 +477,24 @@ class Selection:
         for item in self.dropped:
             grouped.setdefault(item.reason, []).append(item)
         return grouped
+
+
+def _first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
+    seen: dict[Any, int] = {}
+    kept = []
+    for position, key in enumerate(keys):
+        if seen.get(key, 0) < per_key:
+            seen[key] = seen.get(key, 0) + 1
+            kept.append(position)
+    return kept
+
+
+def _tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
+    counted: Counts = {}
+    for pool, why, tokens in rows:
+        count, total = counted.get((pool, why), (0, 0))
+        counted[(pool, why)] = (count + 1, total + tokens)
+    return counted
 
 
 def default_token_counter(text: str) -> int:
@@ -775,11 +784,21 @@ def fill_pools(
         left = _left_out(candidates, filled, lost_set) if left is None else left
         return [Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ())) for i, why, p in left]
 
-    # A source holding columns counts and samples the left-out without a row each (seams.Counting: the index's).
-    tally, sample = getattr(candidates, "tally", None), getattr(candidates, "sample", None)
-    counts = None if tally is None else functools.partial(tally, filled, lost_set)
-    sampled = None if sample is None else lambda per_key: rows(sample(filled, lost_set, per_key))
-    return Selection(result, always_rows + picked_rows, rows, stats, notes, counts, sampled)
+    # Counts and sample without a row per entry left out: a column source's (seams.Counting), else from the rule.
+    tally, taken = getattr(candidates, "tally", None), getattr(candidates, "sample", None)
+
+    def counts() -> Counts:
+        if tally is not None:
+            return tally(filled, lost_set)  # type: ignore[no-any-return]
+        return _tally((p, why, cost(i) if p else 0) for i, why, p in _left_out(candidates, filled, lost_set))
+
+    def sample(per_key: int) -> list[Dropped]:
+        if taken is not None:
+            return rows(taken(filled, lost_set, per_key))
+        left = list(_left_out(candidates, filled, lost_set))
+        return rows([left[n] for n in _first_per_key(((p, why) for _, why, p in left), per_key)])
+
+    return Selection(result, always_rows + picked_rows, rows, stats, notes, counts, sample)
 
 
 def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[Pick]:

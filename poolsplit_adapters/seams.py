@@ -48,8 +48,8 @@ class Candidates(Protocol):
 @runtime_checkable
 class Counting(Protocol):
     """An optional capability of a :class:`Candidates` that holds columns (``index._ColumnSource``): the report's
-    counts and sample without a row per entry left out. Without it the core's
-    :class:`~poolsplit_adapters.poolsplit.Selection` counts and samples its rows (the rule these twin).
+    counts and sample without a row per entry left out. Without it the core's fill counts and samples the
+    ``(position, reason, pool)`` triples of its ``_left_out`` rule (the rule these twin), building only the sample's rows.
 
     ``tally``: ``(pool or None, reason) -> (entries, tokens)``; ``sample``: ``(position, reason, pool or None)``
     of the first ``per_key`` left out per pool and reason, in input order.
