@@ -2,10 +2,9 @@
 
 One scorer filling one budget from a mixed-type memory starves low-priority types and lets fresh content crowd
 a standing correction out. **Pools** (token and entry budgets per group of types, filled independently) and
-**always-scope entries** (loaded first, outside every budget) fix both. Standard library only (Python 3.9+): copy
-this file and ``import poolsplit`` works; the faster twins (``poolsplit_adapters.index``) are tested against it.
-
-Entries are plain mappings; every key but ``content`` is optional:
+**always-scope entries** (loaded first, outside every budget) fix both. Standard library only (Python 3.9+):
+copy this file and ``import poolsplit`` works; the faster twins (``index``, ``fastpath``) are tested against it.
+Entries are plain mappings; every key but ``content`` is optional, a malformed one an :class:`EntryError`:
 
     content        str            the payload text (required)
     type           str            entry type; default "note"
@@ -24,9 +23,6 @@ Entries are plain mappings; every key but ``content`` is optional:
     expires        str | None     ISO-8601; from then on (inclusive) the entry drops as ``expired``
     valid_from     str | None     ISO-8601; when it became valid (default: ``created``), read by Visibility.as_of
     valid_until    str | None     ISO-8601, exclusive; when a superseded or retired entry closed, read by as_of
-
-A malformed typed key raises :class:`EntryError` naming the entry and the key, not a silently wrong ranking (a
-string ``tags`` would be read as letters).
 
 The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve` are the same without the report):
 
@@ -77,6 +73,7 @@ Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
 Loaded = dict[str, list[Any]]  # pool name -> the entries it loaded
+_NOW = "now must be a datetime.datetime or None"
 Text = Optional[str]
 Index = Optional[int]
 
@@ -126,6 +123,12 @@ def _got(value: Any) -> str:
     return "got %s %s" % (type(value).__name__, text[:57] + "..." if len(text) > 60 else text)
 
 
+def _check(ok: Any, error: Callable[[str], Exception], message: str, *value: Any) -> None:
+    """The one argument guard: ``error(message)`` unless ``ok``, naming ``value`` if given (worded only then)."""
+    if not ok:
+        raise error(message + "".join(", " + _got(v) for v in value))
+
+
 def _is_number(value: Any, finite: bool = False) -> bool:
     try:  # float() of a huge int overflows: as unusable as an infinity
         return isinstance(value, numbers.Real) and not isinstance(value, bool) and (not finite or math.isfinite(value))
@@ -173,26 +176,22 @@ class Pool:
 
     def __post_init__(self) -> None:
         name, types, low = self.name, self.types, self.min_relevance
-        if not isinstance(name, str):
-            raise TypeError("Pool name must be a string, %s" % _got(name))
-        if not name:
-            raise ValueError("Pool name must not be empty")
+        _check(isinstance(name, str), TypeError, "Pool name must be a string", name)
+        _check(name, ValueError, "Pool name must not be empty")
+        where = "Pool %r: " % (name,)
         for attr, value in (("max_tokens", self.max_tokens), ("max_entries", self.max_entries)):
-            if not _is_number(value):
-                raise TypeError("Pool %r: %s must be a number, %s" % (name, attr, _got(value)))
-            if value != value or value < 0:
-                problem = "be >= 0, got %r" % value if value == value else "not be NaN"
-                raise ValueError("Pool %r: %s must %s" % (name, attr, problem))
-        if low is not None and not _is_number(low, finite=True):
-            raise TypeError("Pool %r: min_relevance must be a finite number or None, %s" % (name, _got(low)))
-        if isinstance(types, str):
-            problem = "not the bare string %r (did you mean (%r,)?)" % (types, types)
-            raise TypeError("Pool %r: types must be a tuple of type names, %s" % (name, problem))
-        if types is not None and not isinstance(types, (set, frozenset, list, tuple)):
-            raise TypeError("Pool %r: types must be a tuple of strings or None, %s" % (name, _got(types)))
+            _check(_is_number(value), TypeError, where + attr + " must be a number", value)
+            _check(value == value, ValueError, where + attr + " must not be NaN")
+            _check(value >= 0, ValueError, where + "%s must be >= 0, got %r" % (attr, value))
+        finite = low is None or _is_number(low, finite=True)
+        _check(finite, TypeError, where + "min_relevance must be a finite number or None", low)
+        hint = "not the bare string %r (did you mean (%r,)?)" % (types, types)
+        _check(not isinstance(types, str), TypeError, where + "types must be a tuple of type names, " + hint)
+        known = types is None or isinstance(types, (set, frozenset, list, tuple))
+        _check(known, TypeError, where + "types must be a tuple of strings or None", types)
         types = None if types is None else tuple(sorted(types)) if isinstance(types, (set, frozenset)) else tuple(types)
         for bad in (t for t in types or () if not isinstance(t, str)):
-            raise TypeError("Pool %r: every type must be a string, %s" % (name, _got(bad)))
+            raise TypeError(where + "every type must be a string, " + _got(bad))
         object.__setattr__(self, "types", types)
 
     def admits(self, entry_type: str) -> bool:
@@ -201,23 +200,19 @@ class Pool:
 
     @property
     def loads_contextual(self) -> bool:
-        """Whether a contextual entry can load (a slot and a token: every entry costs 1 or more): else the pool
-        loads only its always-scope entries."""
+        """Whether a contextual entry can load (a slot and a token: every entry costs 1 or more), not only always."""
         return self.max_entries > 0 and self.max_tokens >= 1
 
 
 def check_pools(pools: Sequence[Pool]) -> list[Pool]:
     """``pools`` as a list; raises for anything but distinct :class:`Pool` s."""
-    if isinstance(pools, Pool):
-        raise TypeError("pools must be a sequence of Pool objects, not a single Pool (wrap it in a list)")
-    if isinstance(pools, (str, bytes, Mapping)) or not isinstance(pools, Iterable):
-        raise TypeError("pools must be a sequence of Pool objects, %s" % _got(pools))
+    whole = "pools must be a sequence of Pool objects"
+    _check(not isinstance(pools, Pool), TypeError, whole + ", not a single Pool (wrap it in a list)")
+    _check(isinstance(pools, Iterable) and not isinstance(pools, (str, bytes, Mapping)), TypeError, whole, pools)
     checked, seen = list(pools), set()
     for position, pool in enumerate(checked):
-        if not isinstance(pool, Pool):
-            raise TypeError("pools[%d] must be a Pool, %s" % (position, _got(pool)))
-        if pool.name in seen:
-            raise ValueError("duplicate pool name: %r" % (pool.name,))
+        _check(isinstance(pool, Pool), TypeError, "pools[%d] must be a Pool" % position, pool)
+        _check(pool.name not in seen, ValueError, "duplicate pool name: %r" % (pool.name,))
         seen.add(pool.name)
     return checked
 
@@ -283,20 +278,18 @@ def entry_time(entry: Entry, key: str, index: Optional[int] = None) -> Moment:
 
 def _time_bound(name: str, value: Any, parse: Callable[[str], Moment] = parse_created) -> Moment:
     moment = parse(value) if isinstance(value, str) else value
-    if isinstance(value, str) and moment is None:
-        raise ValueError("Visibility %s must be an ISO-8601 time, got %r" % (name, value))
-    if moment is not None and not isinstance(moment, datetime.datetime):
-        raise TypeError("Visibility %s must be a datetime, an ISO-8601 string or None, %s" % (name, _got(value)))
+    parsed = not isinstance(value, str) or moment is not None
+    _check(parsed, ValueError, "Visibility %s must be an ISO-8601 time, got %r" % (name, value))
+    known = moment is None or isinstance(moment, datetime.datetime)
+    _check(known, TypeError, "Visibility %s must be a datetime, an ISO-8601 string or None" % name, value)
     return moment if moment is None else as_utc(moment)
 
 
 @dataclass(frozen=True)
 class Visibility:
-    """What a query may see, before any pool. ``namespace``: one, or a chain like ``("project-a", None)`` (None:
-    entries without one), matched exactly (a silent fallback makes a project memory apply everywhere), link ``i``
-    scoring ``x chain_penalty ** i``; ``require_tags``: all; ``require_source``: unsourced text reads like the
-    model's guess; ``since``/``until``: inclusive bounds on a contextual entry's ``created``; ``as_of``: what was
-    valid then (:func:`lifecycle_reason`). Example: ``Visibility(namespace=("a", None), since="2026-11-01")``."""
+    """What a query may see, before any pool (docs/core.md): a namespace or an exact chain (a silent fallback makes
+    a project memory apply everywhere), required tags, a source (unsourced text reads like the model's guess),
+    ``created`` bounds, ``as_of``. Example: ``Visibility(namespace=("a", None), since="2026-11-01")``."""
 
     namespace: Union[None, str, tuple[Optional[str], ...]] = None
     chain_penalty: float = 0.9
@@ -309,27 +302,27 @@ class Visibility:
     at: Moment = field(default=None, init=False, repr=False, compare=False)  #: ``as_of``, naive UTC
 
     def __post_init__(self) -> None:
-        chain, tags = self.namespace, self.require_tags
+        chain, tags, penalty = self.namespace, self.require_tags, self.chain_penalty
         if isinstance(chain, (list, tuple)):
-            if not chain or not all(n is None or (isinstance(n, str) and n) for n in chain):
-                problem = "must be non-empty strings (or None for entries without a namespace), got %r" % (chain,)
-                raise TypeError("Visibility namespace chain " + problem)
-            if len(set(chain)) != len(chain):
-                raise ValueError("Visibility namespace chain repeats a link: %r" % (chain,))
+            links = chain and all(n is None or (isinstance(n, str) and n) for n in chain)
+            problem = "must be non-empty strings (or None for entries without a namespace), got %r" % (chain,)
+            _check(links, TypeError, "Visibility namespace chain " + problem)
+            distinct = len(set(chain)) == len(chain)
+            _check(distinct, ValueError, "Visibility namespace chain repeats a link: %r" % (chain,))
             object.__setattr__(self, "namespace", tuple(chain))
-        elif chain is not None and not (isinstance(chain, str) and chain):
-            problem = "must be a non-empty string, a chain of them, or None, %s" % _got(chain)
-            raise TypeError("Visibility namespace " + problem)
-        if not _is_number(self.chain_penalty) or not 0.0 < self.chain_penalty <= 1.0:
-            raise ValueError("Visibility chain_penalty must be in (0, 1], got %r" % (self.chain_penalty,))
-        if isinstance(tags, str) or not isinstance(tags, Iterable) or not all(isinstance(t, str) for t in tags):
-            raise TypeError("Visibility require_tags must be a list of strings, %s" % _got(tags))
+        else:
+            known = chain is None or (isinstance(chain, str) and chain)
+            _check(known, TypeError, "Visibility namespace must be a non-empty string, a chain of them, or None", chain)
+        in_range = _is_number(penalty) and 0.0 < penalty <= 1.0
+        _check(in_range, ValueError, "Visibility chain_penalty must be in (0, 1], got %r" % (penalty,))
+        strings = not isinstance(tags, str) and isinstance(tags, Iterable) and all(isinstance(t, str) for t in tags)
+        _check(strings, TypeError, "Visibility require_tags must be a list of strings", tags)
         object.__setattr__(self, "require_tags", tuple(tags))
-        if not isinstance(self.require_source, bool):
-            raise TypeError("Visibility require_source must be a bool, %s" % _got(self.require_source))
+        flag = self.require_source
+        _check(isinstance(flag, bool), TypeError, "Visibility require_source must be a bool", flag)
         since, until = _time_bound("since", self.since), _time_bound("until", self.until)
-        if since is not None and until is not None and since > until:
-            raise ValueError("Visibility since (%s) is after until (%s)" % (since, until))
+        ordered = since is None or until is None or since <= until
+        _check(ordered, ValueError, "Visibility since (%s) is after until (%s)" % (since, until))
         object.__setattr__(self, "bounds", (since, until))
         object.__setattr__(self, "at", _time_bound("as_of", self.as_of, parse_time))
 
@@ -367,8 +360,8 @@ class Visibility:
 
 def active_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
     """The filter a call asked for (checked), or None when it filters nothing."""
-    if visibility is not None and not isinstance(visibility, Visibility):
-        raise TypeError("visibility must be a Visibility, %s" % _got(visibility))
+    known = visibility is None or isinstance(visibility, Visibility)
+    _check(known, TypeError, "visibility must be a Visibility", visibility)
     return visibility if visibility is not None and visibility.active else None
 
 
@@ -435,10 +428,9 @@ class PoolStats:
 
 
 class Selection:
-    """What :func:`select` chose and why the rest did not: ``pools`` (:func:`retrieve_pools`' answer), ``chosen``
-    in render order (every always-scope entry, then each pool's in rank order), ``dropped`` (input order),
-    ``counts``, ``stats``, ``notes``. The report is built when read: unread, it costs nothing.
-    Example: ``[(d.entry.get("id"), d.reason) for d in select(entries, pools).dropped]``."""
+    """What :func:`select` chose (``chosen``: always-scope first, then by pool and rank) and why the rest did not
+    (``dropped``, in input order): built when read, so unread it costs nothing; ``counts``/``sample`` hooks let a
+    column source answer without a row each. Example: ``[d.reason for d in select(entries, pools).dropped]``."""
 
     def __init__(
         self,
@@ -557,18 +549,16 @@ class ScoringContext:
 
     def __init__(self, context: Context, now: Moment) -> None:
         context = {} if context is None else context
-        if not isinstance(context, Mapping):
-            raise TypeError("context must be a mapping or None, %s" % _got(context))
+        _check(isinstance(context, Mapping), TypeError, "context must be a mapping or None", context)
         tags, project, message = context.get("tags") or (), context.get("project"), context.get("message") or ""
-        if not isinstance(tags, (list, tuple, set, frozenset)):
-            raise TypeError("context['tags'] must be a list of strings, %s" % _got(tags))
-        if not all(isinstance(t, str) for t in tags):
-            raise TypeError("context['tags'] must contain only strings, got %r" % (tags,))
-        if project is not None and not isinstance(project, str):
-            raise TypeError("context['project'] must be a string or None, %s" % _got(project))
-        if not isinstance(message, str):
-            raise TypeError("context['message'] must be a string, %s" % _got(message))
-        _check_now(now)
+        listed = isinstance(tags, (list, tuple, set, frozenset))
+        _check(listed, TypeError, "context['tags'] must be a list of strings", tags)
+        strings = all(isinstance(t, str) for t in tags)
+        _check(strings, TypeError, "context['tags'] must contain only strings, got %r" % (tags,))
+        known = project is None or isinstance(project, str)
+        _check(known, TypeError, "context['project'] must be a string or None", project)
+        _check(isinstance(message, str), TypeError, "context['message'] must be a string", message)
+        _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
         self.tags, self.project, self.words = frozenset(tags), project, significant_words(message)
         self.nwords = len(self.words)
         self.ref = (now or datetime.datetime.now(datetime.timezone.utc)).replace(tzinfo=None)  # naive, as parse_created
@@ -597,11 +587,6 @@ class ScoringContext:
         """The default score of a checked entry (see :func:`default_scorer`)."""
         overlap = self.relevance(entry)
         return self.partial(entry) * (1.0 + overlap * MESSAGE_WEIGHT if overlap > MESSAGE_THRESHOLD else 1.0)
-
-
-def _check_now(now: Any) -> None:
-    if now is not None and not isinstance(now, datetime.datetime):
-        raise TypeError("now must be a datetime.datetime or None, %s" % _got(now))
 
 
 def default_scorer(entry: Entry, context: Context, *, now: Moment = None) -> float:
@@ -637,8 +622,7 @@ def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
         return ScoringContext(context, now)
     if getattr(scorer, "prepare", None) is not None:
         return scorer.prepare(context, now)  # type: ignore[attr-defined]
-    if not callable(scorer):
-        raise TypeError("scorer must be callable, %s" % _got(scorer))
+    _check(callable(scorer), TypeError, "scorer must be callable", scorer)
     return _PlainScorer(scorer, context, now)
 
 
@@ -664,12 +648,11 @@ class ListCandidates:
         costs: Optional[Sequence[int]] = None,
         now: Moment = None,
     ) -> None:
-        if isinstance(entries, (str, bytes, Mapping)) or not isinstance(entries, Iterable):
-            raise TypeError("entries must be a sequence of entry mappings, %s" % _got(entries))
-        if not callable(getattr(prepared, "score", None)):
-            hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now), %s"
-            raise TypeError(hint % _got(prepared))
-        _check_now(now)
+        listed = isinstance(entries, Iterable) and not isinstance(entries, (str, bytes, Mapping))
+        _check(listed, TypeError, "entries must be a sequence of entry mappings", entries)
+        hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now)"
+        _check(callable(getattr(prepared, "score", None)), TypeError, hint, prepared)
+        _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
         self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
         self.prepared, self.counter = prepared, token_counter
         self.now = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
@@ -748,12 +731,6 @@ class ListCandidates:
     def verdicts(self) -> Iterator[tuple[int, Optional[Reason]]]:
         return ((i, self.reason.get(i)) for i in range(len(self.items)))
 
-    def tally(self, filled: list[Filled], lost: set[int]) -> None:
-        return None  # counted by the rule itself
-
-    def sample(self, filled: list[Filled], lost: set[int], per_key: int) -> None:
-        return None  # taken from the rule itself
-
 
 _EVERY_TYPE = Pool("every type", 0, 0)
 
@@ -768,26 +745,17 @@ def fill_pools(
     layering: Optional[Layering] = None,
     stacklevel: int = 2,
 ) -> Selection:
-    """Steps 3 and 4 over ``candidates``: the one fill, whatever holds the entries.
-
-    3. For each pool in order: (a) its always-scope entries, in input order, outside both caps; (b) contextual
-       candidates below ``min_relevance`` set aside; (c) the rest taken greedily in rank order (or by
-       ``layering``); (d) what loaded claimed, so no later pool takes it.
-    4. Warn about corrections no pool admits; then (unless ``report=False``) the report: chosen rows and each
-       pool's stats now, the dropped rows and their counts when first read.
-    """
+    """Steps 3 and 4 of the module docstring over ``candidates``: the one fill, whatever holds the entries."""
     pool_list, filled = check_pools(pools), []
     for pool in pool_list:
         # 3a. Always-scope entries first, in input order, outside both caps.
         always, contextual = candidates.members(pool)
         # 3b. Threshold, then budgets: marginal candidates are set aside first.
-        below = None
-        if pool.min_relevance is not None:
-            contextual, below = candidates.split_below(contextual, pool.min_relevance)
+        low, below = pool.min_relevance, None
+        if low is not None:
+            contextual, below = candidates.split_below(contextual, low)
         # 3c. The greedy fill in rank order (or the layering's).
-        picks = (
-            _greedy(pool, candidates, contextual) if layering is None else layering.pick(pool, candidates, contextual)
-        )
+        picks = (_greedy if layering is None else layering.pick)(pool, candidates, contextual)
         # 3d. What loaded is claimed: an entry lands in one pool at most.
         candidates.claim(always + [p[0] for p in picks])
         filled.append((pool, always, contextual, below, picks))
@@ -812,22 +780,23 @@ def fill_pools(
         seen, used = len(always) + len(contextual) + (len(below) if below is not None else 0), sum(p[2] for p in picks)
         stats[name] = PoolStats(name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(paid), seen)
 
-    def row(i: int, why: Reason, p: Optional[str]) -> Dropped:
-        return Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ()))
+    def rows(left: Optional[Iterable[Left]] = None) -> list[Dropped]:
+        left = _left_out(candidates, filled, lost_set) if left is None else left
+        return [Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ())) for i, why, p in left]
 
-    def rows() -> list[Dropped]:
-        return [row(*left) for left in _left_out(candidates, filled, lost_set)]
+    # Counts and sample without a row per entry left out: a column source's (seams.Counting), else from the rule.
+    tally, taken = getattr(candidates, "tally", None), getattr(candidates, "sample", None)
 
     def counts() -> Counts:
-        counted, left = candidates.tally(filled, lost_set), _left_out(candidates, filled, lost_set)
-        return counted if counted is not None else _tally((p, why, cost(i) if p else 0) for i, why, p in left)
+        if tally is not None:
+            return tally(filled, lost_set)  # type: ignore[no-any-return]
+        return _tally((p, why, cost(i) if p else 0) for i, why, p in _left_out(candidates, filled, lost_set))
 
     def sample(per_key: int) -> list[Dropped]:
-        found = candidates.sample(filled, lost_set, per_key)
-        if found is None:
-            left = list(_left_out(candidates, filled, lost_set))
-            found = [left[n] for n in _first_per_key(((p, why) for _, why, p in left), per_key)]
-        return [row(*left) for left in found]
+        if taken is not None:
+            return rows(taken(filled, lost_set, per_key))
+        left = list(_left_out(candidates, filled, lost_set))
+        return rows([left[n] for n in _first_per_key(((p, why) for _, why, p in left), per_key)])
 
     return Selection(result, always_rows + picked_rows, rows, stats, notes, counts, sample)
 
@@ -883,16 +852,12 @@ def select(
     _report: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
-    """Steps 1-4, reporting what loaded, what did not and why, and each pool's budget use (silent truncation makes
-    a model believe "that is all there is"). ``visibility`` limits what the query may see; ``layering`` turns on
-    progressive loading (off: exactly the spec); ``candidates`` holds the entries (:class:`ListCandidates`' arguments;
-    ``fastpath.BestFirstCandidates`` is its faster twin). Raises :class:`EntryError` (a malformed entry, a non-finite
-    score, a non-positive cost), ``ValueError`` (two pools share a name), ``TypeError`` (a wrong argument)."""
+    """Steps 1-4 with the report of what did not load and why (silent truncation makes a model believe "that is
+    all there is"); ``layering``: progressive loading; ``candidates``: what holds the entries (see docs/core.md)."""
     pool_list, view = check_pools(pools), active_visibility(visibility)
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
     prepared = prepare_scorer(scorer, context, now)
-    options: dict[str, Any] = {"token_counter": token_counter, "is_active": is_active, "visibility": view, "now": now}
-    source = candidates(entries, prepared, **options)
+    source = candidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view, now=now)
     # 3. Fill each pool and 4. report.
     return fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=_stacklevel)
 
@@ -905,7 +870,6 @@ def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Con
 def retrieve(entries: Sequence[Entry], pool: Pool, context: Context = None, **options: Any) -> list[Any]:
     """Fill one pool, as the spec's ``retrieve`` (steps 1-3, no warning or report; keywords ``scorer``,
     ``token_counter``, ``is_active``, ``now``): the same dict objects, never mutated."""
-    if not isinstance(pool, Pool):
-        raise TypeError("pool must be a Pool, %s" % _got(pool))
+    _check(isinstance(pool, Pool), TypeError, "pool must be a Pool", pool)
     prepared = prepare_scorer(options.pop("scorer", default_scorer), context, options.get("now"))
     return fill_pools([pool], ListCandidates(entries, prepared, **options), report=False, warn=False).pools[pool.name]

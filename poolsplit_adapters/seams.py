@@ -9,11 +9,11 @@ satisfies :class:`Layering`. The core names them for type checkers only, so its 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Callable, Optional, Protocol, runtime_checkable
 
 from .poolsplit import Counts, Entry, Pool, Reason
 
-__all__ = ["Candidates", "Layering", "Pick", "Filled", "Left"]
+__all__ = ["Candidates", "Counting", "Layering", "Pick", "Filled", "Left"]
 
 Pick = tuple[int, float, int, str]  #: position, score, cost, layer ("full" unless a layering says otherwise)
 Filled = tuple[Pool, list[int], Any, Any, list[Pick]]  #: pool, always, contextual, below, picks
@@ -27,9 +27,7 @@ class Candidates(Protocol):
     ``members``: (always-scope positions in input order, contextual group) of the pool's types, admitted and
     unclaimed; ``ranked``: ``(position, score, cost)`` in the total order, possibly without what costs more than
     ``left()``, the room the pool has left; ``verdicts``: every position in input order, with why it was not
-    admitted (None: it was); ``index``: its index in the caller's order; ``tally``: the report's counts, or None
-    to have them counted from ``verdicts``; ``sample``: ``(position, reason, pool or None)`` of the first
-    ``per_key`` left out per pool and reason, in input order, or None to take them from ``verdicts``.
+    admitted (None: it was); ``index``: its index in the caller's order. A source may also be :class:`Counting`.
 
     Example::
 
@@ -45,8 +43,24 @@ class Candidates(Protocol):
     def cost(self, position: int) -> int: ...
     def score(self, position: int) -> float: ...
     def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
-    def tally(self, filled: list[Filled], lost: set[int]) -> Optional[Counts]: ...
-    def sample(self, filled: list[Filled], lost: set[int], per_key: int) -> Optional[list[Left]]: ...
+
+
+@runtime_checkable
+class Counting(Protocol):
+    """An optional capability of a :class:`Candidates` that holds columns (``index._ColumnSource``): the report's
+    counts and sample without a row per entry left out. Without it the core's fill counts and samples the
+    ``(position, reason, pool)`` triples of its ``_left_out`` rule (the rule these twin), building only the sample's rows.
+
+    ``tally``: ``(pool or None, reason) -> (entries, tokens)``; ``sample``: ``(position, reason, pool or None)``
+    of the first ``per_key`` left out per pool and reason, in input order.
+
+    Example::
+
+        isinstance(source, Counting)  # fill_pools hands the selection source.tally and source.sample
+    """
+
+    def tally(self, filled: list[Filled], lost: set[int]) -> Counts: ...
+    def sample(self, filled: list[Filled], lost: set[int], per_key: int) -> list[Left]: ...
 
 
 class Layering(Protocol):
