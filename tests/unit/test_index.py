@@ -284,3 +284,26 @@ def test_a_subclass_of_dict_or_a_mapping_gets_the_core_check():
         MemoryIndex([Entry(id="sub", content="x", tags="ops")])
     index = MemoryIndex([Entry(id="ok", content="x", tags=["ops"])])
     assert [e["id"] for e in index.entries] == ["ok"]
+
+
+def test_a_selection_reports_the_index_as_it_was_whatever_changes_after():
+    """A selection's lazy report (rows and counts of what did not load)
+    describes the index at query time, also after removals (the index
+    shares its entries list with the selection and copies it before its
+    next in-place change), additions and a compaction."""
+    entries = [
+        {"id": "n%03d" % n, "type": "note", "content": "staging note %d" % n, "token_count": 5} for n in range(100)
+    ]
+    index = MemoryIndex(entries)
+    plan, context = [Pool("notes", 20, 4)], {"message": "staging"}
+    selection = index.select(plan, context, now=NOW)
+    expected = select(entries, plan, context, now=NOW)
+    for entry in entries[:60]:  # past half of the slots: the index compacts
+        index.remove(entry)
+    index.add({"id": "late", "content": "staging late", "token_count": 1})
+    assert [(d.entry["id"], d.index, d.reason) for d in selection.dropped] == [
+        (d.entry["id"], d.index, d.reason) for d in expected.dropped
+    ]
+    assert len(selection.dropped) == 96
+    assert selection.counts == expected.counts
+    assert [c.entry["id"] for c in index.select(plan, context, now=NOW).chosen] == ["late", "n060", "n061", "n062"]
