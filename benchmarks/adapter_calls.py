@@ -10,7 +10,9 @@ counter on every side, and the median over the queries (each query the best
 of ``--repeats``) of:
 
 * ``MemoryIndex.retrieve_pools`` (the baseline) and ``MemoryIndex.select``
-  (the same with the report, never read);
+  (the same with the report, never read), and ``MemoryIndex.select`` with
+  the adapters' default scorer (``RelevanceScorer``: BM25 and bounded
+  boosts), the part of each adapter call that is the ranking itself;
 * LangChain ``PoolSplitRetriever(documents=...).invoke`` with a callback
   handler listening to its ``poolsplit_selection`` event (so the event is
   built and sent, as under tracing);
@@ -63,6 +65,7 @@ from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaIndexRetri
 from poolsplit_adapters.llama_index import poolsplit_memory_blocks  # noqa: E402
 from poolsplit_adapters.llama_index.events import PoolSplitSelectionEvent  # noqa: E402
 from poolsplit_adapters.poolsplit import default_token_counter  # noqa: E402
+from poolsplit_adapters.relevance import RelevanceScorer  # noqa: E402
 
 
 class Listening(BaseCallbackHandler):
@@ -107,6 +110,8 @@ def bench_size(size: int, queries: int, repeats: int) -> List[List[str]]:
     pools, now = synth.POOLS, synth.NOW
     counter = default_token_counter
     index = MemoryIndex(store, token_counter=counter)
+    relevance = RelevanceScorer()
+    index.select(pools, {"message": messages[-1]}, now=now, scorer=relevance)  # its postings, built once
     langchain = LangChainRetriever(documents=documents, pools=pools, token_counter=counter, now=now)
     llama = LlamaIndexRetriever(pools, nodes=nodes, token_counter=counter, now=now)
     blocks = poolsplit_memory_blocks(store, pools, token_counter=counter, now=now)
@@ -123,6 +128,11 @@ def bench_size(size: int, queries: int, repeats: int) -> List[List[str]]:
     calls: Dict[str, Callable[[int], Any]] = {
         "MemoryIndex.retrieve_pools": lambda n: index.retrieve_pools(pools, {"message": messages[n]}, now=now),
         "MemoryIndex.select (report unread)": lambda n: index.select(pools, {"message": messages[n]}, now=now),
+        # The adapters rank with RelevanceScorer (BM25 + bounded boosts): the
+        # bare index with that scorer is what the adapters add their work to.
+        "MemoryIndex.select, the adapters' RelevanceScorer": lambda n: index.select(
+            pools, {"message": messages[n]}, now=now, scorer=relevance
+        ),
         "LangChain PoolSplitRetriever(documents=).invoke": lambda n: langchain.invoke(
             messages[n], config={"callbacks": [handler]}
         ),
