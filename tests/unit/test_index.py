@@ -307,3 +307,18 @@ def test_a_selection_reports_the_index_as_it_was_whatever_changes_after():
     assert len(selection.dropped) == 96
     assert selection.counts == expected.counts
     assert [c.entry["id"] for c in index.select(plan, context, now=NOW).chosen] == ["late", "n060", "n061", "n062"]
+
+
+def test_a_counter_is_asked_once_per_distinct_text():
+    """The build counts each distinct text once (a store repeats texts), and
+    every entry still gets its cost."""
+    calls = []
+
+    def counter(text):
+        calls.append(text)
+        return len(text)
+
+    entries = [{"id": "e%d" % n, "content": ("same text" if n % 2 else "other")} for n in range(6)]
+    index = MemoryIndex(entries, token_counter=counter)
+    assert calls == ["other", "same text"]
+    assert [c.cost for c in index.select([Pool("all", 100, 10)], {}, now=NOW).chosen] == [5, 9, 5, 9, 5, 9]
