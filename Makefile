@@ -72,20 +72,23 @@ demo: $(DEMO_STAMP)
 	$(BIN)/python -m poolsplit_adapters demo
 
 # Every benchmark, one command: core/index at 10k-1M, adapter construction
-# against the bare index, the SQLite store, the embedding scorer, progressive
-# loading, pools vs one budget, pgvector, the agent middleware per turn, and
-# each adapter's call against the bare index
+# against the bare index (100k, and 1M with the len/4 counter, once), the
+# SQLite store, the embedding scorer, progressive loading, pools vs one
+# budget, pgvector, the agent middleware per turn (10k, 100k), and each
+# adapter's call against the bare index at 100k and 1M (1M: one repetition)
+# with the query embeddings per call; every speed figure a ratio against the
+# bare index measured in the same run
 # (an embedded Postgres on a unix socket; skipped with a line if it cannot start).
 bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/run.py
-	$(BIN)/python benchmarks/construction.py
+	$(BIN)/python benchmarks/construction.py --sizes 100000 1000000
 	$(BIN)/python benchmarks/stores_sqlite.py
 	$(BIN)/python benchmarks/embedding.py
 	$(BIN)/python benchmarks/progressive.py
 	$(BIN)/python benchmarks/starvation.py
 	$(BIN)/python benchmarks/stores_pg.py
 	$(BIN)/python benchmarks/middleware_turn.py
-	$(BIN)/python benchmarks/adapter_calls.py
+	$(BIN)/python benchmarks/adapter_calls.py --sizes 100000 1000000
 
 # Labelled quality evaluation (benchmarks/eval): the deterministic hash
 # embedding by default (what CI runs); EMBEDDING=minilm for the real model,

@@ -3,6 +3,11 @@ over the same entries with the same token counter, in one run.
 
     python benchmarks/construction.py                     # 20k and 100k
     python benchmarks/construction.py --sizes 20000 --repeats 3
+    python benchmarks/construction.py --sizes 100000 1000000   # what make bench runs
+
+From ``--large`` entries on (default 500k) a size runs the ``len/4`` counter
+only, once: a million texts through a real tokenizer, four builds each, would
+take most of the run. The ratios go to ``docs/benchmarks/_generated/construction.md``.
 
 For each size and counter it times, best of ``--repeats``:
 
@@ -43,6 +48,7 @@ from typing import Any, Callable, Dict, List, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import docs_tables  # noqa: E402
 import synth  # noqa: E402
 from langchain_core.documents import Document  # noqa: E402
 from llama_index.core.schema import TextNode  # noqa: E402
@@ -93,7 +99,7 @@ def inputs(size: int) -> Tuple[List[Dict[str, Any]], List[Document], List[TextNo
     return store, documents, nodes
 
 
-def bench_size(size: int, counters: List[str], repeats: int) -> None:
+def bench_size(size: int, counters: List[str], repeats: int) -> List[List[str]]:
     store, documents, nodes = inputs(size)
     pools = synth.POOLS
     builds: List[Tuple[str, Callable[[Counter], Any]]] = [
@@ -105,6 +111,7 @@ def bench_size(size: int, counters: List[str], repeats: int) -> None:
         ("LlamaIndex PoolSplitRetriever(nodes=)", lambda c: LlamaIndexRetriever(pools, nodes=nodes, token_counter=c)),
         ("LlamaIndex poolsplit_memory_blocks", lambda c: poolsplit_memory_blocks(store, pools, token_counter=c)),
     ]
+    rows: List[List[str]] = []
     for name in counters:
         make = COUNTERS[name]
         make()("warm up")  # the tokenizer's one-time load is not construction
@@ -115,6 +122,9 @@ def bench_size(size: int, counters: List[str], repeats: int) -> None:
             wall, cpu = timed(lambda build=build, make=make: build(make()), repeats)
             base = base if base[0] else (wall, cpu)
             print("  %-42s %8.3f %8.3f %7.2fx %7.2fx" % (label, wall, cpu, wall / base[0], cpu / base[1]))
+            ratios = "x%.2f" % (wall / base[0]), "x%.2f" % (cpu / base[1])
+            rows.append([f"{size:,}", name, label, "%.2f s" % wall, "%.2f s" % cpu, *ratios])
+    return rows
 
 
 def bench_tokens(count: int, repeats: int) -> None:
@@ -153,15 +163,20 @@ def main() -> None:
     parser.add_argument("--counters", nargs="+", choices=sorted(COUNTERS), default=["len/4", "tiktoken", "llama"])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--token-texts", type=int, default=20_000)
+    parser.add_argument("--large", type=int, default=500_000, help="from this size on: len/4 only, one run")
     args = parser.parse_args()
     print(
         "machine: %s, %d cores, load %.1f, Python %s"
         % (platform.machine(), os.cpu_count() or 0, os.getloadavg()[0], platform.python_version())
     )
+    rows: List[List[str]] = []
     for size in args.sizes:
-        bench_size(size, args.counters, args.repeats)
+        large = size >= args.large
+        rows += bench_size(size, ["len/4"] if large else args.counters, 1 if large else args.repeats)
     bench_tokens(args.token_texts, args.repeats)
     print("\nload at the end %.1f" % os.getloadavg()[0])
+    header = ["entries", "counter", "construction", "wall", "cpu", "÷ MemoryIndex (wall)", "÷ MemoryIndex (cpu)"]
+    docs_tables.write_table("construction", docs_tables.markdown_table(header, rows, "lllrrrr"))
 
 
 if __name__ == "__main__":

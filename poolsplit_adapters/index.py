@@ -49,6 +49,7 @@ import array
 import datetime
 import functools
 import itertools
+import operator
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, TypeVar
@@ -135,7 +136,44 @@ def _expiry(entry: Mapping[str, Any]) -> int:
     return -1 if moment is None else _micros(moment)
 
 
+def _expiries(chunk: Sequence[Mapping[str, Any]]) -> Any:
+    """The ``expires`` column of a chunk: -1 throughout when no entry has one
+    (the common case, read in one ``map``), else :func:`_expiry` per entry."""
+    if not any(map(operator.methodcaller("get", "expires"), chunk)):
+        return np.full(len(chunk), -1, dtype=np.int64)
+    return np.fromiter(map(_expiry, chunk), dtype=np.int64, count=len(chunk))
+
+
 _CHUNK = 16384  # entries whose column values are staged at once
+_CONTENT = operator.itemgetter("content")
+_STR_OR_NONE = frozenset((str, type(None)))
+#: The numpy type of each array typecode the columns use (bytes copied as is).
+_BYTES = {"b": "int8", "q": "int64", "i": "int32", "d": "float64"}
+
+
+def _created_micros(values: list[Optional[str]]) -> Any:
+    """Twin of ``parse_created`` then ``_micros`` (-1 for None) over a chunk
+    of strings and Nones: every text parsed by ``fromisoformat`` in one
+    ``map``; any text it refuses or any offset sends the chunk to the core's
+    rule, entry by entry."""
+    size = len(values)
+    dated = np.fromiter(map(bool, values), dtype=bool, count=size)
+    try:
+        stripped = map(str.rstrip, itertools.compress(values, dated), itertools.repeat("Z"))  # type: ignore[arg-type]
+        moments = list(map(datetime.datetime.fromisoformat, stripped))
+    except ValueError:
+        moments = None
+    if moments is None or not all(
+        map(operator.is_, map(operator.attrgetter("tzinfo"), moments), itertools.repeat(None))
+    ):
+        parsed = map(parse_created, values)
+        return np.fromiter((-1 if c is None else _micros(c) for c in parsed), dtype=np.int64, count=size)
+    found = np.full(size, -1, dtype=np.int64)
+    since_epoch = map(operator.sub, moments, itertools.repeat(_EPOCH))
+    found[dated] = np.fromiter(
+        map(operator.floordiv, since_epoch, itertools.repeat(_MICRO)), dtype=np.int64, count=len(moments)
+    )
+    return found
 
 
 class _Codes(dict[Any, int]):
@@ -322,9 +360,10 @@ class _Postings:
         self.lists: list[array.array[int]] = [array.array("i") for _ in range(len(codes) - 1)]
         self.overrides: dict[int, frozenset[str]] = {}
 
-    def add(self, codes: Any, positions: Any) -> None:
+    def add(self, codes: Any, positions: Any) -> Any:
         """Record key ``codes[k]`` at ``positions[k]`` (a key repeated at one
-        position counts once)."""
+        position counts once); return the positions recorded, one per
+        distinct (key, position)."""
         # One sort of (code, position) pairs packed in an int64 groups them
         # by key with positions ascending, and drops repeats.
         pairs = np.sort((codes.astype(np.int64) << 32) | positions.astype(np.int64))
@@ -337,13 +376,16 @@ class _Postings:
         lists = self.lists
         for code, first, end in zip(codes[starts].tolist() if len(codes) else (), starts, ends):
             lists[code].frombytes(positions[first:end].tobytes())
+        return positions
 
-    def add_sets(self, start: int, keysets: Sequence[Iterable[str]]) -> None:
-        """Record ``keysets[k]`` at position ``start + k``."""
+    def add_sets(self, start: int, keysets: Sequence[Iterable[str]]) -> Any:
+        """Record ``keysets[k]`` at position ``start + k``; return how many
+        distinct keys each position holds."""
         flat = list(itertools.chain.from_iterable(keysets))
         codes = np.fromiter(map(self.codes.__getitem__, flat), dtype=np.int32, count=len(flat))
         lengths = np.fromiter(map(len, keysets), dtype=np.int64, count=len(keysets))  # type: ignore[arg-type]
-        self.add(codes, np.repeat(np.arange(start, start + len(keysets), dtype=np.int32), lengths))
+        recorded = self.add(codes, np.repeat(np.arange(start, start + len(keysets), dtype=np.int32), lengths))
+        return np.bincount(recorded - start, minlength=len(keysets)) if len(keysets) else np.zeros(0, dtype=np.int64)
 
     def code(self, key: str) -> Optional[int]:
         return self.codes.get(key)
@@ -476,6 +518,10 @@ class MemoryIndex:
         self._is_active = is_active
         self._numpy = bool(use_numpy and np is not None)
         self._slots: list[Optional[Mapping[str, Any]]] = []  # position -> entry (None: removed)
+        # Whether a detached selection holds _slots: the next in-place change
+        # (a removal) then works on a copy. Appends are harmless (a selection
+        # reads only the positions it had).
+        self._slots_lent = False
         self._where = _Identities(compact=self._numpy)
         self._columns = {name: array.array(code) for name, (code, _) in _COLUMNS.items()}
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
@@ -532,18 +578,21 @@ class MemoryIndex:
         or nothing: a bad entry leaves the index unchanged."""
         batch = list(entries)
         size = len(self)
+        # The twin answers for a plain dict of built-in values (most of a
+        # big batch); anything else, or anything it doubts, gets the core's
+        # check, which names the entry and the field. A batch of plain dicts
+        # only is then read key by key, in C (the batch twins below).
+        plain = True
         for offset, entry in enumerate(batch):
-            # The twin answers for a plain dict of built-in values (most of a
-            # big batch); anything else, or anything it doubts, gets the
-            # core's check, which names the entry and the field.
             if not (type(entry) is dict and plain_entry_ok(entry)):
+                plain = False
                 check_entry(entry, size + offset)
         identities = self._where.keys(batch)
         known = self._where.known(identities)
         if known is not None:
             raise ValueError("%s is already in the index" % describe_entry(batch[known], size + known))
-        costs = self._costs(batch, len(self))
-        active = self._active(batch)
+        costs = self._costs(batch, len(self), plain)
+        active = self._active(batch, plain)
         if not batch:
             return
         self._version += 1
@@ -555,41 +604,109 @@ class MemoryIndex:
             chunk, start = batch[first : first + _CHUNK], len(self._slots)
             self._slots.extend(chunk)
             span = slice(first, first + _CHUNK)
-            for name, values in self._values(chunk, costs[span], active[span]).items():
-                self._columns[name].extend(values)
-            self._post(start, chunk)
-            texts = [entry["content"] for entry in chunk]
+            texts = list(map(_CONTENT, chunk))
+            if plain and self._numpy:
+                self._plain_columns(chunk, texts, costs[span], active[span], start)
+            else:
+                for name, values in self._values(chunk, costs[span], active[span]).items():
+                    self._columns[name].extend(values)
+                self._post(start, chunk)
             self._texts.extend(texts)
             for terms in self._terms.values():
                 terms.add(start, texts)
         self._embed(len(self._slots) - len(batch), batch)
 
-    def _costs(self, batch: Sequence[Mapping[str, Any]], start: int) -> list[int]:
-        """Costs of a batch; a counter with ``count_many`` gets every text in
-        one call (costs are still validated by the core's ``entry_cost``)."""
-        counter: TokenCounter = self._counter
-        given = [given_token_count(e) for e in batch]
-        many = getattr(counter, "count_many", None)
-        if many is not None:
-            texts = list(dict.fromkeys(e["content"] for e, g in zip(batch, given) if g is None))
-            if texts:
-                counter = dict(zip(texts, many(texts))).__getitem__
-        costs = [counter(e["content"]) if g is None else g for e, g in zip(batch, given)]
+    def _costs(self, batch: Sequence[Mapping[str, Any]], start: int, plain: bool = False) -> Sequence[int]:
+        """Costs of a batch: the counter asked once per distinct text that
+        gives no count (a counter with ``count_many`` once for all of them);
+        costs are still validated by the core's ``entry_cost``."""
+        given: Optional[list[Optional[int]]]
+        if plain and set(map(type, map(dict.get, batch, itertools.repeat("token_count")))) == {type(None)}:  # type: ignore[arg-type]
+            given = None  # twin of given_token_count: no entry gives a count
+        else:
+            given = [given_token_count(e) for e in batch]
+            given = None if given.count(None) == len(given) else given
+        texts = (
+            list(map(_CONTENT, batch)) if given is None else [e["content"] for e, g in zip(batch, given) if g is None]
+        )
+        counted = self._count(texts)
+        if given is None:
+            costs: Sequence[Any] = counted
+        else:
+            answers = iter(counted.tolist() if isinstance(counted, np.ndarray) else counted)
+            costs = [next(answers) if g is None else g for g in given]
         # The core's entry_cost is the rule; when every answer is already a
         # positive int it would return each unchanged, so it is asked only
         # to name the entry whose cost it refuses.
-        if all(type(c) is int and c >= 1 for c in costs):
-            return costs
-        return [entry_cost(e, _answering(c), start + k) for k, (e, c) in enumerate(zip(batch, costs))]
+        if isinstance(costs, list) and costs and not (set(map(type, costs)) == {int} and min(costs) >= 1):
+            return [entry_cost(e, _answering(c), start + k) for k, (e, c) in enumerate(zip(batch, costs))]
+        return costs
 
-    def _active(self, batch: Sequence[Mapping[str, Any]]) -> list[bool]:
+    def _count(self, texts: list[str]) -> Any:
+        """One cost per text (a list, or an int64 array for the default counter)."""
+        counter: TokenCounter = self._counter
+        if counter is default_token_counter and self._numpy:
+            # Twin of default_token_counter, max(1, len(text) // 4), as an array.
+            return np.maximum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) // 4, 1)
+        distinct = list(dict.fromkeys(texts))
+        many = getattr(counter, "count_many", None)
+        answers = list(many(distinct)) if many is not None else list(map(counter, distinct))
+        if len(distinct) == len(texts):
+            return answers
+        return list(map(dict(zip(distinct, answers)).__getitem__, texts))
+
+    def _active(self, batch: Sequence[Mapping[str, Any]], plain: bool = False) -> list[bool]:
         # Asked before anything changes: a predicate that raises leaves the
         # index as it was (the other column values cannot fail on a checked
         # entry; a malformed ``expires`` is named here, before any change).
-        for entry in batch:
-            if entry.get("expires") is not None:
-                entry_time(entry, "expires")
+        expiring = map(operator.methodcaller("get", "expires"), batch)
+        if any(value is not None for value in expiring):
+            for entry in batch:
+                if entry.get("expires") is not None:
+                    entry_time(entry, "expires")
+        if plain and self._is_active is default_is_active:
+            # Twin of default_is_active over a batch of plain dicts whose
+            # status is a string and superseded_by a string or None.
+            status = list(map(dict.get, batch, itertools.repeat("status"), itertools.repeat("active")))  # type: ignore[arg-type]
+            newer = list(map(dict.get, batch, itertools.repeat("superseded_by")))  # type: ignore[arg-type]
+            if set(map(type, status)) <= {str} and set(map(type, newer)) <= _STR_OR_NONE:
+                return list(
+                    map(operator.and_, map(operator.eq, status, itertools.repeat("active")), map(operator.not_, newer))
+                )
         return [bool(self._is_active(e)) for e in batch]
+
+    def _plain_columns(
+        self, chunk: Sequence[Mapping[str, Any]], texts: list[str], costs: Any, active: Sequence[bool], start: int
+    ) -> None:
+        """The column values, words and tags of a chunk of plain dicts (each
+        passed ``plain_entry_ok``), key by key: what ``_values`` and ``_post`` give
+        entry by entry, with no Python call per entry."""
+        assert self._words is not None and self._tags is not None
+        size = len(chunk)
+
+        def read(key: str, default: Any = None) -> Iterator[Any]:
+            return map(dict.get, chunk, itertools.repeat(key), itertools.repeat(default))  # type: ignore[arg-type]
+
+        self._words.add_texts(start, texts)
+        # ntags is len(set(tags)) or 1: the distinct tags per position, which
+        # the postings count as they drop repeats.
+        distinct = self._tags.add_sets(start, [tags or () for tags in read("tags")])
+        values = {
+            "alive": np.ones(size, dtype=bool),
+            "active": np.fromiter(active, dtype=bool, count=size),
+            "always": np.fromiter(map(operator.eq, read("scope"), itertools.repeat("always")), dtype=bool, count=size),
+            "cost": np.asarray(costs, dtype=np.int64),
+            "type": np.fromiter(map(self._types.__getitem__, read("type", "note")), dtype=np.int32, count=size),
+            "priority": np.fromiter(map(float, read("base_priority", DEFAULT_PRIORITY)), dtype=np.float64, count=size),
+            "created": _created_micros(list(read("created"))),
+            "project": np.fromiter(map(self._projects.__getitem__, read("project")), dtype=np.int32, count=size),
+            "namespace": np.fromiter(map(self._namespaces.__getitem__, read("namespace")), dtype=np.int32, count=size),
+            "has_source": np.fromiter(map(bool, read("source")), dtype=bool, count=size),
+            "ntags": np.maximum(distinct, 1).astype(np.float64),
+            "expires": _expiries(chunk),
+        }
+        for name, column in values.items():
+            self._columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name][0]]).tobytes())
 
     def _values(
         self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int], active: Sequence[bool]
@@ -651,6 +768,8 @@ class MemoryIndex:
         position = self._position(entry)
         self._version += 1
         self._where.pop(id(entry))
+        if self._slots_lent:  # a selection reads this list: it keeps it as it was
+            self._slots, self._slots_lent = list(self._slots), False
         self._slots[position] = None
         self._columns["alive"][position] = False
         text, self._texts[position] = self._texts[position], None
@@ -718,7 +837,7 @@ class MemoryIndex:
             self._columns[name] = array.array(code, (old[p] for p in alive))
         if self._vectors is not None:
             self._vectors.keep(alive)
-        self._slots = [self._slots[p] for p in alive]
+        self._slots, self._slots_lent = [self._slots[p] for p in alive], False
         self._texts = [self._texts[p] for p in alive]
         for terms in self._terms.values():
             terms.rebuild(self._texts)  # type: ignore[arg-type]
@@ -902,7 +1021,9 @@ class _ColumnSource:
         buffers are free to grow again."""
         keep = ("alive", "active", "cost")
         self.col = {name: self.col[name].copy() for name in keep}
-        self.slots = list(self.slots)
+        # The entries list is shared, not copied (an O(store) copy per
+        # query): the index copies it before its next in-place change.
+        self.owner._slots_lent = True
         self.owner = None  # type: ignore[assignment]
 
     # Step 1: admit, vectorised (the checks of Visibility.judge, same order).
@@ -1108,38 +1229,36 @@ class _ColumnSource:
         if cached is not None and cached[0] is filled:
             return cached[1], cached[2]
         size, cost = self.size, self.col["cost"]
-        last = np.full(size, -1, dtype=np.int32)  # the pool that last considered the position
-        code = np.zeros(size, dtype=np.int32)  # its reason there, by _POOL_REASONS
-        chosen = np.zeros(size, dtype=bool)
-        for k, (pool, always, contextual, below, picks) in enumerate(filled):
-            picked = np.fromiter((p[0] for p in picks), dtype=np.int64, count=len(picks))
-            chosen[always] = True
-            chosen[picked] = True
-            if below is not None and len(below):
-                last[below], code[below] = k, 0
-            left = np.asarray(contextual, dtype=np.int64)
-            left = left[~chosen[left]]  # what earlier pools took is not among this pool's members
-            room = pool.max_tokens - sum(p[2] for p in picks)
-            last[left], code[left] = k, np.where(cost[left] > room, 1, 2)
         # Keys: inactive, the visibility reasons by their code in ``why``,
         # each pool's three reasons, then the unpooled always-scope and others.
         keys: list[tuple[Optional[str], Reason]] = [(None, Reason.INACTIVE)]
         keys += [(None, reason) for reason in _WHY[1:-1]]  # type: ignore[misc]
         keys += [(f[0].name, reason) for f in filled for reason in _POOL_REASONS]
         keys += [(None, Reason.ALWAYS_NO_POOL), (None, Reason.NO_POOL)]
-        alive, active = self.col["alive"], self.col["active"]
-        key = np.full(size, -1, dtype=np.int32)
-        key[alive & ~active] = 0
-        hidden = alive & active & (self.why > 0) & (self.why < len(_WHY) - 1)
-        key[hidden] = self.why[hidden]
-        left_out = self.visible & ~chosen
-        pooled = left_out & (last >= 0)
-        key[pooled] = len(_WHY) - 1 + last[pooled] * len(_POOL_REASONS) + code[pooled]
-        unpooled = left_out & (last < 0)
+        # The key of the pool that last considered the position (-1: none).
+        pooled = np.full(size, -1, dtype=np.int32)
+        chosen = np.zeros(size, dtype=bool)
+        for k, (pool, always, contextual, below, picks) in enumerate(filled):
+            picked = np.fromiter((p[0] for p in picks), dtype=np.int64, count=len(picks))
+            chosen[always] = True
+            chosen[picked] = True
+            first = len(_WHY) - 1 + k * len(_POOL_REASONS)  # this pool's BELOW_RELEVANCE
+            if below is not None and len(below):
+                pooled[below] = first
+            left = np.asarray(contextual, dtype=np.int64)
+            left = left[~chosen[left]]  # what earlier pools took is not among this pool's members
+            room = pool.max_tokens - sum(p[2] for p in picks)
+            pooled[left] = np.where(cost[left] > room, first + 1, first + 2)
+        # The four cases below are disjoint (inactive, hidden by visibility,
+        # left out while visible, loaded or removed), so each is one select.
+        alive, active, why = self.col["alive"], self.col["active"], self.why
         always = np.zeros(size, dtype=bool)
         always[list(lost)] = True
-        key[unpooled & always] = len(keys) - 2
-        key[unpooled & ~always] = len(keys) - 1
+        unpooled = np.where(always, np.int32(len(keys) - 2), np.int32(len(keys) - 1))
+        key = np.where(self.visible & ~chosen, np.where(pooled >= 0, pooled, unpooled), np.int32(-1))
+        hidden = alive & active & (why > 0) & (why < len(_WHY) - 1)
+        key = np.where(hidden, why.astype(np.int32), key)
+        key = np.where(alive & ~active, np.int32(0), key)
         self._left = (filled, key, keys)
         return key, keys
 

@@ -284,3 +284,41 @@ def test_a_subclass_of_dict_or_a_mapping_gets_the_core_check():
         MemoryIndex([Entry(id="sub", content="x", tags="ops")])
     index = MemoryIndex([Entry(id="ok", content="x", tags=["ops"])])
     assert [e["id"] for e in index.entries] == ["ok"]
+
+
+def test_a_selection_reports_the_index_as_it_was_whatever_changes_after():
+    """A selection's lazy report (rows and counts of what did not load)
+    describes the index at query time, also after removals (the index
+    shares its entries list with the selection and copies it before its
+    next in-place change), additions and a compaction."""
+    entries = [
+        {"id": "n%03d" % n, "type": "note", "content": "staging note %d" % n, "token_count": 5} for n in range(100)
+    ]
+    index = MemoryIndex(entries)
+    plan, context = [Pool("notes", 20, 4)], {"message": "staging"}
+    selection = index.select(plan, context, now=NOW)
+    expected = select(entries, plan, context, now=NOW)
+    for entry in entries[:60]:  # past half of the slots: the index compacts
+        index.remove(entry)
+    index.add({"id": "late", "content": "staging late", "token_count": 1})
+    assert [(d.entry["id"], d.index, d.reason) for d in selection.dropped] == [
+        (d.entry["id"], d.index, d.reason) for d in expected.dropped
+    ]
+    assert len(selection.dropped) == 96
+    assert selection.counts == expected.counts
+    assert [c.entry["id"] for c in index.select(plan, context, now=NOW).chosen] == ["late", "n060", "n061", "n062"]
+
+
+def test_a_counter_is_asked_once_per_distinct_text():
+    """The build counts each distinct text once (a store repeats texts), and
+    every entry still gets its cost."""
+    calls = []
+
+    def counter(text):
+        calls.append(text)
+        return len(text)
+
+    entries = [{"id": "e%d" % n, "content": ("same text" if n % 2 else "other")} for n in range(6)]
+    index = MemoryIndex(entries, token_counter=counter)
+    assert calls == ["other", "same text"]
+    assert [c.cost for c in index.select([Pool("all", 100, 10)], {}, now=NOW).chosen] == [5, 9, 5, 9, 5, 9]

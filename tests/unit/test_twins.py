@@ -360,3 +360,43 @@ def test_every_path_judges_expiry_and_as_of_as_the_core_does(store, plan, contex
     assert all((entry_time(c.entry, "expires") or moment + _DAY) > moment for c in selection.chosen)
     expired = [d.entry for d in selection.dropped if d.reason is Reason.EXPIRED]
     assert all(entry_time(entry, "expires") <= moment for entry in expired)
+
+
+# Values the batch readers must read as the per-entry ones do: offsets,
+# trailing Zs, impossible dates, statuses and counts of every kind.
+_BATCH_ENTRY = st.fixed_dictionaries(
+    {"content": _TEXT},
+    optional={
+        "type": st.sampled_from(["note", "fact", "correction"]),
+        "scope": st.sampled_from(["always", "session", None]),
+        "created": st.sampled_from(
+            [None, "", "Z", "2026-06-20T00:00:00Z", "2026-06-20", "2026-06-20T10:00:00+05:00", "2026-02-30", "x"]
+            + ["2026-06-20T00:00:00.250ZZ", "0001-01-01T00:00:00", "9999-12-31T23:59:59.999999"]
+        ),
+        "base_priority": st.sampled_from([0, 1, 5.5, -2, 10**20]),
+        "tags": st.lists(st.sampled_from(["ops", "billing", "x"]), max_size=3),
+        "project": st.sampled_from(["checkout", None]),
+        "namespace": st.sampled_from(["A", None]),
+        "source": st.sampled_from(["chat", "", None]),
+        "status": st.sampled_from(["active", "archived", None, 3]),
+        "superseded_by": st.sampled_from([None, "", "n2", 0, 1]),
+        "token_count": st.sampled_from([None, 0, 3, True, -1, 2.0]),
+        "expires": st.sampled_from([None, "2026-06-20T00:00:00Z", "2026-06-20T10:00:00+05:00", "2027-01-01"]),
+    },
+)
+
+
+@given(store=st.lists(_BATCH_ENTRY, max_size=30))
+def test_the_index_reads_a_batch_of_plain_dicts_as_it_reads_each_entry(store):
+    """MemoryIndex._plain_columns and its batch twins (parse_created,
+    default_is_active, default_token_counter, given_token_count, read key by
+    key) give every column, word and tag the per-entry readers give (a
+    mapping that is not a dict takes the per-entry path)."""
+    import types
+
+    batch = MemoryIndex(store)
+    each = MemoryIndex([types.MappingProxyType(entry) for entry in store])
+    for name, column in batch._columns.items():
+        assert column.tobytes() == each._columns[name].tobytes(), name
+    assert [found.tobytes() for found in batch._words.lists] == [found.tobytes() for found in each._words.lists]
+    assert [found.tobytes() for found in batch._tags.lists] == [found.tobytes() for found in each._tags.lists]
