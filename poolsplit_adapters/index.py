@@ -998,16 +998,20 @@ class _ColumnSource:
         self._relevance: Optional[Any] = None
         self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
         self._lexical: Optional[Any] = None
-        # A product past the float range is inf, silently, as on the
-        # stateless path (Python floats do not warn).
-        with np.errstate(over="ignore"):
-            self.score_all = self._scores()
+        self._penalty: Optional[Any] = None
         # Twin of lifecycle_reason at the call's time (its as_of branch is the generic path's).
         moment = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
         expires = col["expires"]
         self._exclude(self.visible & (expires >= 0) & (expires <= _micros(moment)), Reason.EXPIRED)
         if view is not None:
             self._judge(view)
+        # Scored once the admitted candidates are known (feedback reads them).
+        # A product past the float range is inf, silently, as on the
+        # stateless path (Python floats do not warn).
+        with np.errstate(over="ignore"):
+            self.score_all = self._scores()
+        if self._penalty is not None:
+            self.score_all = self.score_all * self._penalty
 
     def always_outside_namespace(self) -> int:
         """Twin of :func:`~poolsplit_adapters.render.always_outside_namespace`:
@@ -1042,7 +1046,7 @@ class _ColumnSource:
                 factors = np.array([view.chain_penalty**n for n in range(len(chain))], dtype=np.float64)
                 penalty = np.where(link >= 0, factors[np.maximum(link, 0)], 1.0)
                 if (penalty[self.visible] != 1.0).any():
-                    self.score_all = self.score_all * penalty
+                    self._penalty = penalty
         if view.require_tags:
             assert self.owner._tags is not None
             wanted = set(view.require_tags)
@@ -1110,8 +1114,10 @@ class _ColumnSource:
         embedding scorer's (cosine, or its hybrid mix) when it ranks by
         vectors, else the lexical overlap."""
         if self._relevance is None and self.words is not None:
-            _scorer, terms, query = self.words
+            scorer, terms, query = self.words
             self._relevance = terms.relevance(query, self.size)
+            if scorer.feedback is not None:
+                self._relevance = self._expanded(scorer, terms, self._relevance)
         embedding = self.embedding
         if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
             vectors = self.owner._vectors
@@ -1123,6 +1129,20 @@ class _ColumnSource:
                     vectors.matrix[: self.size], vectors.norms[: self.size], overlap=lexical
                 )
         return self._lexical_overlap() if self._relevance is None else self._relevance
+
+    def _expanded(self, scorer: RelevanceScorer, terms: TermPostings, first: Any) -> Any:
+        """Twin of PreparedRelevance's feedback (relevance.feedback): the
+        best admitted contextual positions (visible, not always-scope) of
+        ``first`` above 0, ties by position, expand the query."""
+        feedback = scorer.feedback
+        assert feedback is not None
+        sources = np.flatnonzero(self.visible & ~self.col["always"] & (first > 0.0))
+        if not len(sources):
+            return first
+        best = sources[np.lexsort((sources, -first[sources]))[: feedback.top]].tolist()
+        corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
+        second = corpus.query(" ".join(self.slots[p]["content"] for p in best))  # type: ignore[index]
+        return (1.0 - feedback.weight) * first + feedback.weight * terms.relevance(second, self.size)
 
     def _lexical_overlap(self) -> Any:
         if self._lexical is None:

@@ -617,7 +617,8 @@ class _PlainScorer:
 
 def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
     """``scorer`` for one call, with ``score(entry)``, ``relevance(entry)`` (optionally ``warm(entries)``: embed a
-    pool's candidates at once): ``prepare(context, now)`` if it has one (embed the query once), else wrapped."""
+    pool's candidates at once; ``admitted(entries)``: the call's admitted contextual candidates, once, before any
+    ranking): ``prepare(context, now)`` if it has one (embed the query once), else wrapped."""
     if scorer is default_scorer:
         return ScoringContext(context, now)
     if getattr(scorer, "prepare", None) is not None:
@@ -664,6 +665,9 @@ class ListCandidates:
         self.scores: dict[int, float] = {}
         self.claimed: set[int] = set()  # id() of every entry an earlier pool took
         self.admit(is_active, visibility, checked=costs is not None)
+        if getattr(prepared, "admitted", None) is not None:  # a scorer that reads the call's candidates first
+            contextual = sorted(i for run in self.by_type.values() for i in run if i not in self.always)
+            prepared.admitted([self.items[i] for i in contextual])
 
     def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
         """1. Admit: checked, live and visible entries, grouped by type."""

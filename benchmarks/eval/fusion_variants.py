@@ -51,9 +51,20 @@ import numpy as np  # noqa: E402
 from evaluate_long import BUDGETS, load  # noqa: E402
 
 from poolsplit_adapters.poolsplit import ScoringContext  # noqa: E402
-from poolsplit_adapters.relevance import Modifiers, PreparedRelevance, RelevanceScorer, WordIndex  # noqa: E402
+from poolsplit_adapters.relevance import (  # noqa: E402
+    Feedback,
+    Modifiers,
+    PreparedRelevance,
+    RelevanceScorer,
+    WordIndex,
+)
 
 Matrix = Any  # numpy array, questions x entries
+
+#: (lexical weight, feedback top, feedback weight) measured with a fusion.
+GRID = [(w, m, b) for w in (0.5, 0.6, 0.7) for m in (1, 2, 3) for b in (0.1, 0.2, 0.3)]
+#: the same through select on the short set (the long set's best rows).
+SHORT_FEEDBACK = [(0.5, 2, 0.3), (0.5, 3, 0.2), (0.6, 2, 0.3), (0.6, 3, 0.3), (0.7, 2, 0.2), (0.7, 2, 0.3), (0.7, 3, 0.2)]
 
 
 class LongSet:
@@ -107,9 +118,14 @@ class LongSet:
         return [hits[b] / total for b in BUDGETS]
 
     def feedback(self, first: Matrix, m: int) -> Matrix:
+        """The library's rule (:mod:`poolsplit_adapters.relevance.feedback`):
+        the ``m`` most relevant entries with relevance above 0, ties by
+        position, their texts joined in that order as the second query."""
         out = np.zeros_like(first)
+        positions = np.arange(first.shape[1])
         for number in range(len(first)):
-            best = [k for k in self.order(first[number])[:m].tolist() if first[number][k] > 0.0]
+            order = np.lexsort((positions, -first[number]))[:m]
+            best = [k for k in order.tolist() if first[number][k] > 0.0]
             if best:
                 out[number] = self.bm25(" ".join(self.texts[k] for k in best))
         return out
@@ -147,14 +163,16 @@ def long_variants(data: LongSet) -> Dict[str, Callable[[], List[float]]]:
         return data.recall(fused * 61.0 / 2.0)
 
     found["RRF k=60"] = rrf
-    found["words + feedback m=2 b=0.1"] = lambda: data.recall(0.9 * lexical + 0.1 * data.feedback(lexical, 2))
-    found["words + feedback m=2 b=0.3"] = lambda: data.recall(0.7 * lexical + 0.3 * data.feedback(lexical, 2))
+    for m, b in ((1, 0.1), (2, 0.1), (2, 0.2), (2, 0.3), (3, 0.1)):
+        found["words + feedback m=%d b=%.1f" % (m, b)] = lambda m=m, b=b: data.recall(
+            (1 - b) * lexical + b * data.feedback(lexical, m)
+        )
 
     def fused_feedback(w: float, m: int, b: float) -> List[float]:
         first = w * lexical + (1 - w) * positive
         return data.recall((1 - b) * first + b * data.feedback(first, m))
 
-    for w, m, b in ((0.5, 2, 0.3), (0.7, 2, 0.3), (0.7, 3, 0.3)):
+    for w, m, b in GRID:
         found["convex w=%.1f + feedback m=%d b=%.1f" % (w, m, b)] = lambda w=w, m=m, b=b: fused_feedback(w, m, b)
     return found
 
@@ -221,6 +239,12 @@ def short_rows(embedder: Any) -> List[Tuple[str, str, Dict[str, float]]]:
     scorers: Dict[str, Any] = {"embedding": embedding, "words": RelevanceScorer()}
     for w in (0.5, 0.6, 0.7, 0.8):
         scorers["convex w=%.1f" % w] = RelevanceScorer(embedding, lexical_weight=w)
+    # The library's feedback (RelevanceScorer(feedback=...)), through select.
+    scorers["words + feedback m=2 b=0.1"] = RelevanceScorer(feedback=Feedback(top=2, weight=0.1))
+    for w, m, b in SHORT_FEEDBACK:
+        scorers["convex w=%.1f + feedback m=%d b=%.1f" % (w, m, b)] = RelevanceScorer(
+            embedding, lexical_weight=w, feedback=Feedback(top=m, weight=b)
+        )
     for mode in (
         "max-normalised BM25 and cosine",
         "max-normalised BM25",

@@ -4,6 +4,7 @@ embeddings fused in, priority/recency/tags/project as bounded boosts.
 One concern per module: :mod:`.words` (text to terms), :mod:`.bm25` (an
 incrementally kept corpus and the normalised BM25), :mod:`.fusion` (words
 and vectors), :mod:`.modifiers` (the bounded boosts and the score's shape),
+:mod:`.feedback` (query expansion from the call's best matches),
 :mod:`.scorer` (the scorer the core calls), :mod:`.columns` (BM25 postings
 of a columnar store, the vectorised twin of :mod:`.bm25`, numpy on use).
 Standard library only unless an embedder is given or columns are kept;
@@ -11,6 +12,7 @@ Standard library only unless an embedder is given or columns are kept;
 """
 
 from .bm25 import WordIndex
+from .feedback import Feedback
 from .columns import TermPostings
 from .fusion import fuse
 from .modifiers import Modifiers, combine
@@ -21,6 +23,7 @@ __all__ = [
     "RelevanceScorer",
     "PreparedRelevance",
     "Modifiers",
+    "Feedback",
     "WordIndex",
     "TermPostings",
     "Analyzer",

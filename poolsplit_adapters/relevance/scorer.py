@@ -34,6 +34,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from ..poolsplit import ScoringContext, check_entry
 from .bm25 import Query, WordIndex
+from .feedback import Feedback, best_sources, expand
 from .fusion import DEFAULT_LEXICAL_WEIGHT, fuse
 from .modifiers import DEFAULT_FLOOR, Modifiers, combine
 from .words import Analyzer
@@ -63,6 +64,9 @@ class RelevanceScorer:
         analyzer: how texts become words (languages, stemming).
         corpus: document frequencies kept by the store (see the module
             docstring); None: counted per call.
+        feedback: expand the query by the call's best admitted candidates
+            (:class:`~.feedback.Feedback`, pseudo-relevance feedback); the
+            relevance is then the expanded query's. None (the default): off.
 
     Example:
         >>> from poolsplit_adapters import Pool, select
@@ -84,6 +88,7 @@ class RelevanceScorer:
         floor: float = DEFAULT_FLOOR,
         analyzer: Optional[Analyzer] = None,
         corpus: Optional[WordIndex] = None,
+        feedback: Optional[Feedback] = None,
     ) -> None:
         if (
             isinstance(lexical_weight, bool)
@@ -95,6 +100,8 @@ class RelevanceScorer:
             raise ValueError("RelevanceScorer floor must be in [0, 1], got %r" % (floor,))
         if modifiers is not None and not isinstance(modifiers, Modifiers):
             raise TypeError("RelevanceScorer modifiers must be a Modifiers, got %s" % type(modifiers).__name__)
+        if feedback is not None and not isinstance(feedback, Feedback):
+            raise TypeError("RelevanceScorer feedback must be a Feedback or None, got %s" % type(feedback).__name__)
         if corpus is not None and not isinstance(corpus, WordIndex):
             raise TypeError("RelevanceScorer corpus must be a WordIndex, got %s" % type(corpus).__name__)
         self.analyzer = analyzer if analyzer is not None else (corpus.analyzer if corpus is not None else Analyzer())
@@ -104,6 +111,7 @@ class RelevanceScorer:
         self.modifiers = modifiers if modifiers is not None else Modifiers()
         self.floor = float(floor)
         self.corpus = corpus
+        self.feedback = feedback
         self.embedding: Any = None
         if embedder is not None:
             from ..memory.embedding import EmbeddingScorer  # numpy only when vectors are used
@@ -227,6 +235,10 @@ class PreparedRelevance:
         self._counted: Dict[int, Mapping[str, Any]] = {}  # id -> entry, in the call's own corpus
         self._query: Optional[Query] = None
         self._memo: Dict[int, Any] = {}  # id -> (entry, relevance)
+        self._first: Dict[int, Any] = {}  # id -> (entry, first-pass relevance), with feedback
+        self._sources: Optional[List[Mapping[str, Any]]] = None  # the call's admitted candidates
+        self._second: Optional[Query] = None  # the expanded query, once built
+        self._expanding = False
         self.embedding: Any = None
         if scorer.embedding is not None:
             self.embedding = scorer.embedding.prepare(raw, context.ref)
@@ -255,6 +267,35 @@ class PreparedRelevance:
         # New statistics: this call's later answers use them.
         self._query = None
         self._memo.clear()
+        self._first.clear()
+        self._second = None
+        self._expanding = False
+
+    def admitted(self, entries: Sequence[Mapping[str, Any]]) -> None:
+        """The call's admitted contextual candidates, in the call's order,
+        before any ranking (the core calls it once per call): the only
+        entries whose words :class:`~.feedback.Feedback` may add to the
+        query. Without feedback it does nothing."""
+        feedback = self.scorer.feedback
+        if feedback is None:
+            return
+        self._sources = list(entries)
+        self._count(self._sources)
+        self._memo.clear()
+        self._second, self._expanding = None, False
+        if self.embedding is not None:
+            self.embedding.warm(self._sources)
+
+    def _expanded(self) -> Optional[Query]:
+        """The second query (the best sources' texts), built on first use;
+        None when there are no sources above 0."""
+        if not self._expanding:
+            feedback = self.scorer.feedback
+            assert feedback is not None and self._sources is not None
+            best = best_sources(self._sources, self.first_relevance, feedback.top)
+            self._second = self._corpus().query(" ".join(e["content"] for e in best)) if best else None
+            self._expanding = True
+        return self._second
 
     def warm(self, entries: Sequence[Mapping[str, Any]]) -> None:
         """Count a pool's candidates (when the scorer keeps no corpus) and
@@ -274,14 +315,31 @@ class PreparedRelevance:
             self._query = self._corpus().query(self.message)
         return self._query.relevance(entry["content"], self.scorer.analyzer)
 
-    def relevance(self, entry: Mapping[str, Any]) -> float:
-        """The fused relevance in [0, 1] (BM25 alone without embeddings)."""
-        held = self._memo.get(id(entry))
+    def first_relevance(self, entry: Mapping[str, Any]) -> float:
+        """The fused relevance of the query as given, in [0, 1] (BM25
+        alone without embeddings): the relevance without feedback."""
+        held = self._first.get(id(entry))
         if held is not None and held[0] is entry:
             return held[1]  # type: ignore[no-any-return]
         lexical = self.lexical_relevance(entry)
         cosine = None if self.embedding is None else self.embedding.embedded_relevance(entry)
         value = fuse(lexical, cosine, self.scorer.lexical_weight) if self.embedding is not None else lexical
+        self._first[id(entry)] = (entry, value)
+        return value
+
+    def relevance(self, entry: Mapping[str, Any]) -> float:
+        """The relevance in [0, 1]: :meth:`first_relevance`, expanded by
+        the call's best candidates when the scorer has feedback and the
+        call's candidates are known (:meth:`admitted`)."""
+        held = self._memo.get(id(entry))
+        if held is not None and held[0] is entry:
+            return held[1]  # type: ignore[no-any-return]
+        value = self.first_relevance(entry)
+        feedback = self.scorer.feedback
+        if feedback is not None and self._sources is not None:
+            second = self._expanded()
+            if second is not None:
+                value = expand(value, second.relevance(entry["content"], self.scorer.analyzer), feedback.weight)
         self._memo[id(entry)] = (entry, value)
         return value
 

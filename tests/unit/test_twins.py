@@ -41,6 +41,7 @@ from poolsplit_adapters.poolsplit import (
 from poolsplit_adapters.relevance import RelevanceScorer
 from poolsplit_adapters.relevance.bm25 import WordIndex
 from poolsplit_adapters.relevance.columns import TermPostings
+from poolsplit_adapters.relevance.feedback import Feedback
 
 # Random plans may leave a correction's type unadmitted: the warning is
 # expected there (its own tests pin it in test_core_errors).
@@ -262,9 +263,12 @@ def test_memory_index_ranks_with_the_relevance_scorer_as_the_per_entry_path_does
     """MemoryIndex's vectorised BM25 (TermPostings + Modifiers.boost_columns +
     combine_columns) mirrors RelevanceScorer's per-entry score over a corpus
     of the index's entries: with numpy and without, after additions,
-    removals (and the compaction they trigger) and in-place re-reads."""
+    removals (and the compaction they trigger) and in-place re-reads; with
+    pseudo-relevance feedback too (its sources, the admitted contextual
+    candidates, read from the columns there)."""
     context = {"message": message, "tags": data.draw(st.sampled_from([[], ["ops"]])), "project": "checkout"}
-    indexes = [MemoryIndex(store, scorer=RelevanceScorer()), MemoryIndex(store, use_numpy=False)]
+    feedback = data.draw(st.sampled_from([None, Feedback(top=1, weight=0.3), Feedback(top=2, weight=0.1)]))
+    indexes = [MemoryIndex(store, scorer=RelevanceScorer(feedback=feedback)), MemoryIndex(store, use_numpy=False)]
     later = data.draw(_RELEVANCE_STORE)
     gone = data.draw(st.lists(st.sampled_from(store), max_size=len(store), unique_by=id)) if store else []
     changed = [entry for entry in store if entry not in gone][:2]
@@ -276,11 +280,12 @@ def test_memory_index_ranks_with_the_relevance_scorer_as_the_per_entry_path_does
         entry["content"] += " refunds"
     for index in indexes:
         index.refresh_all(changed)
-    kept = RelevanceScorer()
+    kept = RelevanceScorer(feedback=feedback)
     kept.index_entries(indexes[0].entries)
     expected = _report(select(indexes[0].entries, plan, context, now=now, scorer=kept, visibility=view))
     for index in indexes:
-        assert _report(index.select(plan, context, now=now, scorer=RelevanceScorer(), visibility=view)) == expected
+        got = index.select(plan, context, now=now, scorer=RelevanceScorer(feedback=feedback), visibility=view)
+        assert _report(got) == expected
 
 
 def test_memory_index_bm25_survives_a_compaction():

@@ -1,0 +1,96 @@
+"""Pseudo-relevance feedback: the query expanded by the call's best matches.
+
+Why: a multi-hop question ("Which city does Maya's brother live in now?")
+names the first hop ("Maya's brother is Tom") and shares no word with the
+second ("Tom moved to Sydney"). The first pass finds the first hop; its
+words ("Tom") find the second. This is query expansion from the top results
+(as RM3 does for a search engine), kept lexical:
+
+    first    = the fused relevance (BM25, with an embedder the cosine too)
+    sources  = the ``top`` candidates of highest ``first`` above 0,
+               ties by position (the call's candidate order)
+    F        = the normalised BM25 of the sources' texts, joined in that
+               order, as a second query (same corpus statistics)
+    relevance = (1 - weight) * first + weight * F
+
+so the relevance stays in [0, 1] and the relevance-first bound of
+:mod:`.scorer` holds for it as it stands. Only BM25 is expanded: no second
+query embedding (one per call, as without feedback) and the cosine half is
+the first pass's.
+
+**Where the sources come from.** Only from the call's *admitted
+contextual* candidates: entries the call's activeness, lifecycle,
+visibility and namespace already let through, so no word of another
+tenant's, an inactive or an expired entry reaches the query; always-scope
+entries (corrections) are never sources, since they load on every call
+whatever the question. The core hands them over once per call, before any
+ranking (``PreparedRelevance.admitted``); a scorer asked about one entry
+alone (``scorer(entry, context)``) has no candidates and its relevance is
+the first pass.
+
+**Measured** (``benchmarks/eval/fusion_variants.py`` and
+``evaluate_long.py``, README "Pseudo-relevance feedback"): off by default;
+the README gives the figures and why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, List, Sequence, TypeVar
+
+__all__ = ["Feedback", "best_sources", "expand"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """How far a call's best matches expand its query (see the module
+    docstring).
+
+    Args:
+        top: how many of the best candidates give their words (at least 1).
+        weight: the share of the expanded query's BM25 in the relevance,
+            in (0, 1).
+
+    Example:
+        >>> from poolsplit_adapters.relevance import RelevanceScorer
+        >>> scorer = RelevanceScorer(feedback=Feedback(top=2, weight=0.1))
+        >>> scorer.feedback
+        Feedback(top=2, weight=0.1)
+    """
+
+    top: int = 2
+    weight: float = 0.1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 1:
+            raise ValueError("Feedback top must be an int of at least 1, got %r" % (self.top,))
+        weight = self.weight
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 < weight < 1.0:
+            raise ValueError("Feedback weight must be in (0, 1), got %r" % (weight,))
+        object.__setattr__(self, "weight", float(weight))
+
+
+def best_sources(candidates: Sequence[T], first: Callable[[T], float], top: int) -> List[T]:
+    """The ``top`` candidates of highest ``first`` above 0, best first,
+    ties by position (the twin of the columns' ``lexsort`` in
+    :class:`~poolsplit_adapters.MemoryIndex`).
+
+    Example:
+        >>> best_sources(["a", "b", "c", "d"], {"a": 0.2, "b": 0.5, "c": 0.2, "d": 0.0}.get, 3)
+        ['b', 'a', 'c']
+    """
+    scored = [(-first(c), n) for n, c in enumerate(candidates)]
+    return [candidates[n] for negative, n in sorted(scored)[:top] if negative < 0.0]
+
+
+def expand(first: float, second: float, weight: float) -> float:
+    """The relevance with feedback: ``(1 - weight) * first + weight * second``
+    (the columns compute the same float64 operations in the same order).
+
+    Example:
+        >>> expand(0.5, 0.25, 0.2)
+        0.45
+    """
+    return (1.0 - weight) * first + weight * second

@@ -1,0 +1,97 @@
+"""Pseudo-relevance feedback (relevance.feedback): exact semantics, where
+its words may come from, and the same answer on every path."""
+
+import datetime
+
+import pytest
+
+from poolsplit_adapters import MemoryIndex, Pool, select
+from poolsplit_adapters.poolsplit import Visibility
+from poolsplit_adapters.relevance import RelevanceScorer
+from poolsplit_adapters.relevance.feedback import Feedback, best_sources
+
+NOW = datetime.datetime(2026, 7, 1)
+PLAN = [Pool("all", 1000, 10)]
+ASK = {"message": "Which city does Maya's brother live in now?"}
+
+
+def memories(*extra):
+    return [
+        {"id": "hop1", "content": "Maya's brother is called Tom.", "created": "2025-01-01T00:00:00Z"},
+        {"id": "hop2", "content": "Tom moved to Sydney in August.", "created": "2025-02-01T00:00:00Z"},
+        {"id": "chat", "content": "Lunch menu for Friday.", "created": "2026-06-30T00:00:00Z", "base_priority": 9},
+        *extra,
+    ]
+
+
+def order(selection):
+    return [c.entry["id"] for c in selection.chosen]
+
+
+def both(store, feedback, view=None):
+    """The per-entry path (select over a scorer with the store's corpus)
+    and the index's columns: their reports must agree exactly."""
+    kept = RelevanceScorer(feedback=feedback)
+    kept.index_entries(store)
+    per_entry = select(store, PLAN, ASK, now=NOW, scorer=kept, visibility=view)
+    index = MemoryIndex(store, scorer=RelevanceScorer(feedback=feedback))
+    columns = index.select(PLAN, ASK, now=NOW, visibility=view)
+    assert [(c.entry["id"], c.score) for c in columns.chosen] == [(c.entry["id"], c.score) for c in per_entry.chosen]
+    return per_entry
+
+
+def test_the_first_hop_s_words_lift_the_second_hop_above_unrelated_chatter():
+    assert order(both(memories(), None)) == ["hop1", "chat", "hop2"]  # no shared word: recency wins
+    assert order(both(memories(), Feedback(top=1, weight=0.3))) == ["hop1", "hop2", "chat"]
+
+
+def test_the_relevance_is_the_weighted_sum_of_both_queries():
+    store = memories()
+    kept = RelevanceScorer(feedback=Feedback(top=1, weight=0.3))
+    kept.index_entries(store)
+    prepared = kept.prepare(ASK, NOW)
+    prepared.admitted(store)
+    first = prepared.first_relevance(store[1])
+    second = kept.corpus.query(store[0]["content"]).relevance(store[1]["content"], kept.analyzer)
+    assert first == 0.0 and second > 0.0
+    assert prepared.relevance(store[1]) == 0.7 * first + 0.3 * second
+
+
+def test_another_namespace_s_words_never_expand_the_query():
+    # Only "hop1b" in namespace B links Maya to Tom: seen from A, hop2 stays unlifted.
+    b = {"id": "hop1b", "content": "Maya's brother is called Tom.", "namespace": "B", "created": "2025-01-01T00:00:00Z"}
+    store = memories(b)[1:]
+    assert order(both(store, Feedback(top=1, weight=0.3), Visibility(namespace="B")))[:1] == ["hop1b"]
+    seen_from_a = both(store, Feedback(top=1, weight=0.3), Visibility(namespace=("A", None)))
+    assert order(seen_from_a) == ["chat", "hop2"]
+    assert order(both(store, None, Visibility(namespace=("A", None)))) == ["chat", "hop2"]
+
+
+def test_inactive_and_always_scope_entries_are_not_sources():
+    for source in ({"status": "archived"}, {"scope": "always"}):
+        hop1 = dict(memories()[0], **source)
+        store = [hop1, *memories()[1:]]
+        with_feedback = both(store, Feedback(top=1, weight=0.3))
+        without = both(store, None)
+        assert [(c.entry["id"], c.score) for c in with_feedback.chosen] == [
+            (c.entry["id"], c.score) for c in without.chosen
+        ]
+
+
+def test_sources_are_the_best_above_zero_ties_by_position():
+    assert best_sources(["a", "b", "c"], {"a": 0.3, "b": 0.3, "c": 0.0}.get, 3) == ["a", "b"]
+    assert best_sources(["a", "b", "c"], {"a": 0.1, "b": 0.3, "c": 0.3}.get, 2) == ["b", "c"]
+
+
+def test_a_scorer_asked_about_one_entry_has_no_sources():
+    store = memories()
+    plain, expanded = RelevanceScorer(), RelevanceScorer(feedback=Feedback(top=1, weight=0.3))
+    assert expanded(store[1], ASK, now=NOW) == plain(store[1], ASK, now=NOW)
+
+
+@pytest.mark.parametrize("top, weight", [(0, 0.1), (True, 0.1), (2, 0.0), (2, 1.0), (2, "0.1")])
+def test_bad_settings_are_refused(top, weight):
+    with pytest.raises(ValueError, match="Feedback"):
+        Feedback(top=top, weight=weight)
+    with pytest.raises(TypeError, match="feedback"):
+        RelevanceScorer(feedback=(2, 0.1))  # type: ignore[arg-type]
