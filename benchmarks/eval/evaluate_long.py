@@ -59,7 +59,7 @@ from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
 from poolsplit_adapters import Pool, default_scorer, select  # noqa: E402
 from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.poolsplit import ScoringContext  # noqa: E402
-from poolsplit_adapters.relevance import RelevanceScorer, WordIndex  # noqa: E402
+from poolsplit_adapters.relevance import Feedback, RelevanceScorer, WordIndex  # noqa: E402
 from poolsplit_adapters.tokens import TiktokenCounter  # noqa: E402
 
 BUDGETS = (256, 512, 1024, 2048)
@@ -192,10 +192,15 @@ def methods(
     entries: List[Dict[str, Any]],
     thresholds: Sequence[float] = (),
     lexical_weights: Sequence[float] = (),
+    feedback: Sequence[Tuple[float, int, float]] = (),
+    only: Sequence[str] = (),
 ) -> Dict[str, Callable[[str, int], Ranking]]:
     """Every compared method, its vectors and corpus built up front;
     ``thresholds`` adds the fused scorer behind ``Pool(min_relevance=t)``,
-    ``lexical_weights`` the fused scorer with other fusion weights."""
+    ``lexical_weights`` the fused scorer with other fusion weights,
+    ``feedback`` (lexical weight, top, weight; a lexical weight of 1: words
+    alone) the scorer with pseudo-relevance feedback; ``only`` keeps the
+    methods whose name holds one of its strings."""
     cached = CachedEmbeddings(embedder)
     cost = {e["id"]: e["token_count"] for e in entries}
     store = InMemoryVectorStore(embedding=cached)
@@ -222,7 +227,15 @@ def methods(
         other = RelevanceScorer(embedding, lexical_weight=weight)
         other.index_entries(entries)
         found["core + RelevanceScorer (fused, lexical_weight=%g)" % weight] = core_method(other, entries)
-    return found
+    for weight, top, share in feedback:
+        with_feedback = RelevanceScorer(
+            embedding if weight < 1.0 else None, lexical_weight=min(weight, 1.0), feedback=Feedback(top, share)
+        )
+        with_feedback.index_entries(entries)
+        what = "words" if weight >= 1.0 else "fused, lexical_weight=%g" % weight
+        name = "core + RelevanceScorer (%s, feedback top=%d weight=%g)" % (what, top, share)
+        found[name] = core_method(with_feedback, entries)
+    return {name: rank for name, rank in found.items() if not only or any(part in name for part in only)}
 
 
 def run(
@@ -233,12 +246,14 @@ def run(
     thresholds: Sequence[float] = (),
     latency_every: int = 1,
     lexical_weights: Sequence[float] = (),
+    feedback: Sequence[Tuple[float, int, float]] = (),
+    only: Sequence[str] = (),
 ) -> List[Dict[str, Any]]:
     """One row per method and budget; latency is timed on every
     ``latency_every``-th question."""
     everything = sum(e["token_count"] for e in entries)
     rows: List[Dict[str, Any]] = []
-    for name, rank in methods(embedder, entries, thresholds, lexical_weights).items():
+    for name, rank in methods(embedder, entries, thresholds, lexical_weights, feedback, only).items():
         latencies: List[float] = []
         loaded: Dict[int, List[set]] = {b: [] for b in budgets}
         for number, question in enumerate(questions):
@@ -326,6 +341,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--latency-every", type=int, default=4, help="time every n-th question")
     parser.add_argument("--thresholds", type=float, nargs="*", default=[0.05, 0.1, 0.2])
     parser.add_argument("--lexical-weights", type=float, nargs="*", default=[0.8])
+    parser.add_argument(
+        "--feedback",
+        nargs="*",
+        default=[],
+        metavar="W:TOP:WEIGHT",
+        help="rows with RelevanceScorer(feedback=Feedback(TOP, WEIGHT)) at lexical weight W (1: words alone)",
+    )
+    parser.add_argument("--only", nargs="*", default=[], help="only the methods whose name holds one of these")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     entries, questions = load()
@@ -339,6 +362,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         thresholds=args.thresholds,
         latency_every=args.latency_every,
         lexical_weights=args.lexical_weights,
+        feedback=[(float(w), int(m), float(b)) for w, m, b in (spec.split(":") for spec in args.feedback)],
+        only=args.only,
     )
     print(long_horizon.describe(entries, questions))
     print("embedding %s; tokens: tiktoken o200k_base" % getattr(embedder, "model_id", args.embedding))

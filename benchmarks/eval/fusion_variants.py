@@ -64,7 +64,15 @@ Matrix = Any  # numpy array, questions x entries
 #: (lexical weight, feedback top, feedback weight) measured with a fusion.
 GRID = [(w, m, b) for w in (0.5, 0.6, 0.7) for m in (1, 2, 3) for b in (0.1, 0.2, 0.3)]
 #: the same through select on the short set (the long set's best rows).
-SHORT_FEEDBACK = [(0.5, 2, 0.3), (0.5, 3, 0.2), (0.6, 2, 0.3), (0.6, 3, 0.3), (0.7, 2, 0.2), (0.7, 2, 0.3), (0.7, 3, 0.2)]
+SHORT_FEEDBACK = [
+    (0.5, 2, 0.3),
+    (0.5, 3, 0.2),
+    (0.6, 2, 0.3),
+    (0.6, 3, 0.3),
+    (0.7, 2, 0.2),
+    (0.7, 2, 0.3),
+    (0.7, 3, 0.2),
+]
 
 
 class LongSet:

@@ -4,6 +4,8 @@ its words may come from, and the same answer on every path."""
 import datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from poolsplit_adapters import MemoryIndex, Pool, select
 from poolsplit_adapters.poolsplit import Visibility
@@ -95,3 +97,39 @@ def test_bad_settings_are_refused(top, weight):
         Feedback(top=top, weight=weight)
     with pytest.raises(TypeError, match="feedback"):
         RelevanceScorer(feedback=(2, 0.1))  # type: ignore[arg-type]
+
+
+WORDS = "maya brother tom sydney moved lunch menu refund 退款 cent".split()
+STORE = st.lists(
+    st.builds(
+        lambda n, words, prio, age, status: {
+            "id": "e%d" % n,
+            "content": " ".join(words),
+            "base_priority": prio,
+            "created": (NOW - datetime.timedelta(days=age)).isoformat() + "Z",
+            "status": status,
+        },
+        st.integers(0, 10_000),
+        st.lists(st.sampled_from(WORDS), min_size=1, max_size=5),
+        st.sampled_from([0, 1, 5, 9, 12]),
+        st.integers(0, 700),
+        st.sampled_from(["active", "active", "archived"]),
+    ),
+    max_size=15,
+    unique_by=lambda e: e["id"],
+)
+
+
+@given(STORE, st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join), st.integers(1, 3))
+def test_the_relevance_first_bound_holds_for_the_expanded_relevance(store, message, top):
+    """Relevance is the expanded query's: a lead of δ in it is never undone
+    by priority or age, with feedback on."""
+    scorer = RelevanceScorer(feedback=Feedback(top=top, weight=0.3))
+    scorer.index_entries(store)
+    context = {"message": message}
+    chosen = select(store, [Pool("all", 10_000, 100)], context, scorer=scorer, now=NOW).chosen
+    prepared = scorer.prepare(context, NOW)
+    prepared.admitted([e for e in store if e["status"] == "active"])
+    ranked = [prepared.relevance(c.entry) for c in chosen]
+    for n, earlier in enumerate(ranked):
+        assert all(later < earlier + scorer.delta for later in ranked[n + 1 :])
