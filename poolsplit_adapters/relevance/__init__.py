@@ -12,8 +12,8 @@ Standard library only unless an embedder is given or columns are kept;
 """
 
 from .bm25 import WordIndex
-from .feedback import Feedback
 from .columns import TermPostings
+from .feedback import Feedback
 from .fusion import fuse
 from .modifiers import Modifiers, combine
 from .scorer import PreparedRelevance, RelevanceScorer
