@@ -1133,13 +1133,23 @@ class _ColumnSource:
     def _expanded(self, scorer: RelevanceScorer, terms: TermPostings, first: Any) -> Any:
         """Twin of PreparedRelevance's feedback (relevance.feedback): the
         best admitted contextual positions (visible, not always-scope) of
-        ``first`` above 0, ties by position, expand the query."""
+        ``first`` above 0, ties by the core's key (created, id, position),
+        expand the query."""
         feedback = scorer.feedback
         assert feedback is not None
         sources = np.flatnonzero(self.visible & ~self.col["always"] & (first > 0.0))
         if not len(sources):
             return first
-        best = sources[np.lexsort((sources, -first[sources]))[: feedback.top]].tolist()
+        if len(sources) > feedback.top:  # the best values, every tie at the cut kept
+            values = first[sources]
+            cut = np.partition(values, len(sources) - feedback.top)[len(sources) - feedback.top]
+            sources = sources[values >= cut]
+        slots = self.slots
+        keyed = sorted(
+            (-v, slots[p].get("created") or "", slots[p].get("id") or "", p)  # type: ignore[union-attr]
+            for v, p in zip(first[sources].tolist(), sources.tolist())
+        )
+        best = [key[3] for key in keyed[: feedback.top]]
         corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
         second = corpus.query(" ".join(self.slots[p]["content"] for p in best))  # type: ignore[index]
         return (1.0 - feedback.weight) * first + feedback.weight * terms.relevance(second, self.size)

@@ -128,11 +128,11 @@ class LongSet:
     def feedback(self, first: Matrix, m: int) -> Matrix:
         """The library's rule (:mod:`poolsplit_adapters.relevance.feedback`):
         the ``m`` most relevant entries with relevance above 0, ties by
-        position, their texts joined in that order as the second query."""
+        (created, id, position), their texts joined in that order as the
+        second query."""
         out = np.zeros_like(first)
-        positions = np.arange(first.shape[1])
         for number in range(len(first)):
-            order = np.lexsort((positions, -first[number]))[:m]
+            order = np.lexsort((self.tie, -first[number]))[:m]
             best = [k for k in order.tolist() if first[number][k] > 0.0]
             if best:
                 out[number] = self.bm25(" ".join(self.texts[k] for k in best))

@@ -8,7 +8,7 @@ words ("Tom") find the second. This is query expansion from the top results
 
     first    = the fused relevance (BM25, with an embedder the cosine too)
     sources  = the ``top`` candidates of highest ``first`` above 0,
-               ties by position (the call's candidate order)
+               ties by the core's order (created, id, position)
     F        = the normalised BM25 of the sources' texts, joined in that
                order, as a second query (same corpus statistics)
     relevance = (1 - weight) * first + weight * F
@@ -36,11 +36,9 @@ the README gives the figures and why.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Sequence, TypeVar
+from typing import Any, Callable, List, Mapping, Sequence
 
 __all__ = ["Feedback", "best_sources", "expand"]
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -72,17 +70,22 @@ class Feedback:
         object.__setattr__(self, "weight", float(weight))
 
 
-def best_sources(candidates: Sequence[T], first: Callable[[T], float], top: int) -> List[T]:
+def best_sources(
+    candidates: Sequence[Mapping[str, Any]], first: Callable[[Mapping[str, Any]], float], top: int
+) -> List[Mapping[str, Any]]:
     """The ``top`` candidates of highest ``first`` above 0, best first,
-    ties by position (the twin of the columns' ``lexsort`` in
+    ties by the core's ranking key (created, id, position): the same
+    sources whatever the input order (the twin of the columns' choice in
     :class:`~poolsplit_adapters.MemoryIndex`).
 
     Example:
-        >>> best_sources(["a", "b", "c", "d"], {"a": 0.2, "b": 0.5, "c": 0.2, "d": 0.0}.get, 3)
-        ['b', 'a', 'c']
+        >>> found = [{"id": "a"}, {"id": "c"}, {"id": "b"}, {"id": "d"}]
+        >>> relevance = {"a": 0.2, "b": 0.2, "c": 0.5, "d": 0.0}
+        >>> [e["id"] for e in best_sources(found, lambda e: relevance[e["id"]], 3)]
+        ['c', 'a', 'b']
     """
-    scored = [(-first(c), n) for n, c in enumerate(candidates)]
-    return [candidates[n] for negative, n in sorted(scored)[:top] if negative < 0.0]
+    scored = sorted((-first(e), e.get("created") or "", e.get("id") or "", n) for n, e in enumerate(candidates))
+    return [candidates[key[3]] for key in scored[:top] if key[0] < 0.0]
 
 
 def expand(first: float, second: float, weight: float) -> float:

@@ -80,9 +80,26 @@ def test_inactive_and_always_scope_entries_are_not_sources():
         ]
 
 
-def test_sources_are_the_best_above_zero_ties_by_position():
-    assert best_sources(["a", "b", "c"], {"a": 0.3, "b": 0.3, "c": 0.0}.get, 3) == ["a", "b"]
-    assert best_sources(["a", "b", "c"], {"a": 0.1, "b": 0.3, "c": 0.3}.get, 2) == ["b", "c"]
+def test_sources_are_the_best_above_zero_ties_by_created_id_then_position():
+    def ids(found, relevance, top):
+        return [e["id"] for e in best_sources(found, lambda e: relevance[e["id"]], top)]
+
+    entries = [{"id": "b"}, {"id": "a"}, {"id": "c"}]
+    assert ids(entries, {"a": 0.3, "b": 0.3, "c": 0.0}, 3) == ["a", "b"]
+    assert ids(entries, {"a": 0.1, "b": 0.3, "c": 0.3}, 2) == ["b", "c"]
+    dated = [{"id": "a", "created": "2026-02-01"}, {"id": "b", "created": "2026-01-01"}]
+    assert ids(dated, {"a": 0.3, "b": 0.3}, 1) == ["b"]
+    twins = [{"id": "x", "content": "one"}, {"id": "x", "content": "two"}]
+    assert [e["content"] for e in best_sources(twins, lambda e: 0.5, 1)] == ["one"]
+
+
+def test_the_sources_do_not_depend_on_the_input_order():
+    store = memories({"id": "hop1c", "content": "Maya's brother is called Tom.", "created": "2025-01-01T00:00:00Z"})
+    scorer = RelevanceScorer(feedback=Feedback(top=1, weight=0.3))
+    scorer.index_entries(store)
+    forward = select(store, PLAN, ASK, now=NOW, scorer=scorer)
+    backward = select(store[::-1], PLAN, ASK, now=NOW, scorer=scorer)
+    assert [(c.entry["id"], c.score) for c in forward.chosen] == [(c.entry["id"], c.score) for c in backward.chosen]
 
 
 def test_a_scorer_asked_about_one_entry_has_no_sources():
