@@ -82,18 +82,22 @@ def default_adapter_counter(framework: Framework = Framework.LANGCHAIN) -> Token
 
 
 def embedding_scorer_for(embeddings: Any, name: str = "embeddings") -> Scorer:
-    """An :class:`~poolsplit_adapters.memory.embedding.EmbeddingScorer` over
-    a framework's embeddings object (LangChain ``Embeddings``, LlamaIndex
-    ``BaseEmbedding``); the error names the argument. Imported here, on
-    use: the scorer needs numpy."""
+    """The scorer of ``embeddings=``: a fresh
+    :class:`~poolsplit_adapters.relevance.RelevanceScorer` fusing BM25 with
+    the cosine of a framework's embeddings object (LangChain ``Embeddings``,
+    LlamaIndex ``BaseEmbedding``, or an ``EmbeddingScorer``, whose vector
+    cache it shares): words and vectors together, as the adapters' default
+    ranks words alone (:func:`default_adapter_scorer`). Until 0.5 it was a
+    bare ``EmbeddingScorer`` (cosine alone, no exact names or numbers);
+    ``scorer=EmbeddingScorer(e)`` still gives that. The error names the
+    argument. Imported here, on use: the embedding part needs numpy."""
     from .memory.embedding import EmbeddingScorer
 
-    if isinstance(embeddings, EmbeddingScorer):
-        return embeddings
     try:
-        return EmbeddingScorer(embeddings)
+        inner = embeddings if isinstance(embeddings, EmbeddingScorer) else EmbeddingScorer(embeddings)
     except TypeError as err:
         raise ArgumentError("%s: %s" % (name, err)) from None
+    return RelevanceScorer(inner)
 
 
 def _resolved(owner: str, data: dict[str, Any], known: Sequence[str], framework: Framework) -> dict[str, Any]:
@@ -204,8 +208,8 @@ class AdapterSettings(BaseModel):
         default=None,
         exclude=True,
         description=(
-            "The framework's embeddings object (LangChain Embeddings, LlamaIndex BaseEmbedding): ranks with an "
-            "EmbeddingScorer over it (cosine relevance). Give it or scorer=, not both."
+            "The framework's embeddings object (LangChain Embeddings, LlamaIndex BaseEmbedding): ranks with a "
+            "RelevanceScorer fusing BM25 and its cosine (embedding_scorer_for). Give it or scorer=, not both."
         ),
     )
     k: Optional[int] = Field(
@@ -228,8 +232,8 @@ class AdapterSettings(BaseModel):
         default_factory=default_adapter_scorer,
         exclude=True,
         description=(
-            "Ranking function scorer(entry, context, *, now=None) -> float. None: an EmbeddingScorer over "
-            "embeddings= when given, else the adapters' default (default_adapter_scorer)."
+            "Ranking function scorer(entry, context, *, now=None) -> float. None: words and vectors fused over "
+            "embeddings= when given (embedding_scorer_for), else the adapters' default (default_adapter_scorer)."
         ),
     )
     visibility: Optional[Visibility] = Field(
