@@ -493,6 +493,10 @@ class VisibleEntries:
             return False
         return self.allowed is None or self.allowed(entry)
 
+    def visible_entries(self) -> List[Mapping[str, Any]]:
+        """Every entry a query may see (what ``pools="auto"`` plans for)."""
+        return [e for e in self.entries if isinstance(e, Mapping) and self.visible(e)]
+
     def get(self, entry_id: str) -> Optional[Mapping[str, Any]]:
         """The visible entry with this id (the first, in input order), else None."""
         for entry in self.entries:

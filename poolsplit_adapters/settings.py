@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from typing_extensions import TypedDict
 
 from .checks import ArgumentError, checked_settings
+from .defaults import default_adapter_scorer
 from .poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility
 from .relevance import RelevanceScorer
 from .tokens import default_counter, llama_index_counter
@@ -54,23 +55,6 @@ class Framework(str, Enum):
     """tiktoken ``o200k_base``, offline (also the plain-Python default)."""
     LLAMA_INDEX = "llama_index"
     """LlamaIndex's global tokenizer, the one ``Memory`` counts with."""
-
-
-def default_adapter_scorer() -> Scorer:
-    """The scorer of every adapter, the middleware, the LangGraph store
-    memory and the CLI's ``search`` when neither ``scorer=`` nor
-    ``embeddings=`` is given: the one place it is chosen.
-
-    A fresh :class:`~poolsplit_adapters.relevance.RelevanceScorer` (BM25
-    over Unicode words, stemmed, CJK bigrams; priority, recency, tags and
-    project as bounded boosts), not the core's ``default_scorer``: the
-    spec's recency factor (x0.3 after 90 days against a relevance factor of
-    at most x2.5) lets any entry of the last month outrank any older match,
-    and its ASCII word rule gives other scripts no relevance at all. Fresh
-    on every call, so a host that gives one adapter's scorer a corpus
-    (``index_entries``) changes no other adapter. ``scorer=default_scorer``
-    brings the spec's ranking back (docs/migrating.md)."""
-    return RelevanceScorer()
 
 
 def default_adapter_counter(framework: Framework = Framework.LANGCHAIN) -> TokenCounter:
