@@ -331,7 +331,9 @@ def llama_retriever_method(index: Any) -> PerBudget:
     from poolsplit_adapters.llama_index import PoolSplitRetriever
 
     def build(budget: int) -> Callable[[str], Any]:
-        retriever = PoolSplitRetriever.from_vector_store_index(index, [Pool("all", budget, 10**9)], now=long_horizon.NOW)
+        retriever = PoolSplitRetriever.from_vector_store_index(
+            index, [Pool("all", budget, 10**9)], now=long_horizon.NOW
+        )
         return lambda message: _capture(lambda: retriever.retrieve(message))
 
     return PerBudget(build)

@@ -27,7 +27,20 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, FrozenSet, Hashable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, runtime_checkable
+from typing import (
+    Any,
+    Dict,
+    FrozenSet,
+    Hashable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Set,
+    Tuple,
+    runtime_checkable,
+)
 
 from langchain_core.vectorstores import VectorStore
 from langgraph.store.base import BaseStore
