@@ -188,6 +188,10 @@ def cmd_select(args: argparse.Namespace) -> int:
             selection = store.select(pools, context, **options)
     else:
         empty = not store
+        if not args.spec_scorer:
+            # Ranked against the whole file's statistics, as a SQLite
+            # store's index ranks against its own: both give one answer.
+            options["scorer"] = options["scorer"].over(store)
         selection = select(store, pools, context, **options)
     if empty:
         _say_empty(args.store, "nothing to select")
