@@ -403,6 +403,19 @@ def methods(
     return found
 
 
+#: The default path of every adapter, as the run names them (issue 19's "Done when").
+ADAPTER_PATHS = (
+    "LC from_vectorstore (default)",
+    "LC from_vectorstore (embeddings=)",
+    'LC from_vectorstore, pools="auto"',
+    'LC from_vectorstore, pools="auto", embeddings=',
+    "LC middleware (create_agent, InMemoryStore index)",
+    "LI from_vector_store_index (default)",
+    "LI memory blocks (default)",
+    "LI memory blocks (embeddings=)",
+)
+
+
 def adapter_methods(
     cached: CachedEmbeddings, entries: List[Dict[str, Any]], store: InMemoryVectorStore
 ) -> Dict[str, Callable[[str, int], Ranking]]:
@@ -418,16 +431,17 @@ def adapter_methods(
         for e in entries
     ]
     index = VectorStoreIndex(nodes, embed_model=llama_embedding)
-    return {
-        "LC from_vectorstore (default)": lc_vectorstore_method(store),
-        "LC from_vectorstore (embeddings=)": lc_vectorstore_method(store, embeddings=cached),
-        'LC from_vectorstore, pools="auto"': lc_vectorstore_method(store, auto=True),
-        'LC from_vectorstore, pools="auto", embeddings=': lc_vectorstore_method(store, auto=True, embeddings=cached),
-        "LC middleware (create_agent, InMemoryStore index)": middleware_method(cached, entries, dims),
-        "LI from_vector_store_index (default)": llama_retriever_method(index),
-        "LI memory blocks (default)": llama_blocks_method(entries),
-        "LI memory blocks (embeddings=)": llama_blocks_method(entries, embeddings=llama_embedding),
-    }
+    made = (
+        lc_vectorstore_method(store),
+        lc_vectorstore_method(store, embeddings=cached),
+        lc_vectorstore_method(store, auto=True),
+        lc_vectorstore_method(store, auto=True, embeddings=cached),
+        middleware_method(cached, entries, dims),
+        llama_retriever_method(index),
+        llama_blocks_method(entries),
+        llama_blocks_method(entries, embeddings=llama_embedding),
+    )
+    return dict(zip(ADAPTER_PATHS, made))
 
 
 def run(
