@@ -33,6 +33,20 @@ Methods:
   scorer (``settings.default_adapter_scorer``) over the retriever's
   ``MemoryIndex`` (vectorised BM25). Until 0.5 that default was the spec's
   scorer, the ``core + spec scorer`` row.
+* the default path of every adapter (:data:`ADAPTER_PATHS`, issue 19's
+  "Done when"), each built with nothing but its pools (``Pool("all",
+  budget)``) and called at each budget, since its recall grows with the
+  budget: LangChain ``PoolSplitRetriever.from_vectorstore`` over the same
+  ``InMemoryVectorStore`` as ``vector top-k``, without and with
+  ``embeddings=``, and with ``pools="auto"`` (``total_tokens=budget``);
+  ``PoolSplitMemoryMiddleware`` in a real ``create_agent``
+  (``GenericFakeChatModel``) over a LangGraph ``InMemoryStore`` with a
+  vector index on ``content`` (one agent turn per question); LlamaIndex
+  ``PoolSplitRetriever.from_vector_store_index`` over a ``VectorStoreIndex``
+  of the same vectors (the metadata left out of what is embedded), and the
+  memory blocks (the pooled block's ``aget``), without and
+  with ``embeddings=``. ``--no-adapters`` leaves them out, ``--only`` picks
+  methods by name.
 
 A question's ranking is computed once per method (one ``select`` whose budget
 holds the whole store returns every entry in the core's rank order) and the
@@ -393,7 +407,7 @@ def methods(
         "LangChain PoolSplitRetriever (default scorer)": adapter_method(entries),
     }
     if adapters:
-        found.update(adapter_methods(cached, entries, store))
+        found.update(adapter_methods(cached, entries))
     for threshold in thresholds:
         found["core + RelevanceScorer (fused), min_relevance=%g" % threshold] = core_method(fused, entries, threshold)
     for weight in lexical_weights:
@@ -417,7 +431,7 @@ ADAPTER_PATHS = (
 
 
 def adapter_methods(
-    cached: CachedEmbeddings, entries: List[Dict[str, Any]], store: InMemoryVectorStore
+    cached: CachedEmbeddings, entries: List[Dict[str, Any]]
 ) -> Dict[str, Callable[[str, int], Ranking]]:
     """The default path of every adapter (issue 19's "Done when"), each
     called at each budget (:class:`PerBudget`)."""
@@ -425,11 +439,20 @@ def adapter_methods(
     from llama_index.core.schema import TextNode
 
     dims = len(cached.embed_query("dimension probe"))
+    # The adapters' store holds the memories as a host would keep them, as
+    # documents with their metadata (type, created, ...), and the same vectors
+    # as the baseline's (content only, one embedding per text, cached).
+    store = InMemoryVectorStore(embedding=cached)
+    store.add_documents(_documents(entries))
     llama_embedding = LlamaEmbedding(cached)
-    nodes = [
-        TextNode(text=e["content"], id_=e["id"], metadata={k: v for k, v in e.items() if k not in ("content", "id")})
-        for e in entries
-    ]
+    nodes = []
+    for e in entries:
+        metadata = {k: v for k, v in e.items() if k not in ("content", "id")}
+        # The same vectors as the LangChain store's (content only): LlamaIndex
+        # would embed "type: turn\ncreated: ..." with each text by default.
+        nodes.append(
+            TextNode(text=e["content"], id_=e["id"], metadata=metadata, excluded_embed_metadata_keys=list(metadata))
+        )
     index = VectorStoreIndex(nodes, embed_model=llama_embedding)
     made = (
         lc_vectorstore_method(store),
