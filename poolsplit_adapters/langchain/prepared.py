@@ -191,8 +191,8 @@ def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable
 
 def prepares(memory: BaseStoreMemory, query: Optional[str]) -> bool:
     """Whether this recall can be prepared: not when the store's vector
-    index ranks it for the query (``fetch_k`` on an indexed store)."""
-    return not (query and memory.indexed and memory.fetch_k is not None)
+    index ranks it for the query (an indexed store, given a query)."""
+    return not (query and memory.indexed)
 
 
 @dataclass
