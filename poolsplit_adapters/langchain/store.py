@@ -103,6 +103,10 @@ _LOCATION_KEYS = ("id", "namespace")
 #: ``limit`` of an op that reads everything it matches in one exact query:
 #: more than any namespace holds (and within every engine's 64-bit LIMIT).
 READ_ALL = 2**62
+#: ``limit`` of a ranked op (``query=``) that ranks everything it matches:
+#: ``PostgresStore`` multiplies a vector search's limit by its vectors per
+#: item and 2 before binding it, so READ_ALL would overflow its BIGINT.
+RANK_ALL = 2**31 - 1
 #: On a vector-indexed store, how many nearest items of its type a written
 #: entry is compared with for near duplicates.
 NEAR_K = 10
@@ -374,7 +378,7 @@ class BaseStoreMemory(StoreVerbs):
             return [_Spec(link, {"scope": "always"}, None, READ_ALL) for link in links]
         if not ranked:
             return [_Spec(link, None, None, READ_ALL, searches) for link in links]
-        limit = self.fetch_k if self.fetch_k is not None else READ_ALL
+        limit = self.fetch_k if self.fetch_k is not None else RANK_ALL
         filters: List[Optional[Dict[str, Any]]] = []
         for search in searches:
             if search.always:
