@@ -66,6 +66,7 @@ from langgraph.store.base import BaseStore, GetOp, Item
 from langgraph.store.memory import InMemoryStore
 
 from ..index import MemoryIndex
+from ..memory.repeat_candidates import RepeatCandidates
 from ..poolsplit import Pool, Scorer, Selection
 from ..recall import RecallPlan, Search
 from ..seams import Layering
@@ -241,6 +242,7 @@ class PreparedRecall:
         self._digest = 0
         self._sqlite_seen: Dict[int, Set[Tuple[Any, ...]]] = {}  # link -> the rows of the last diff read
         self._own: Optional[Tuple[Hashable, List[_Key]]] = None  # (watermark after, keys) of a noted own write
+        self._repeats: Optional[RepeatCandidates] = None  # of the own namespace's items, built on the first write
         self._lock = threading.Lock()
         self.reads = 0  # store reads beyond the watermark (for benchmarks and tests)
 
@@ -453,6 +455,13 @@ class PreparedRecall:
         new_rows = dict(fresh)
         added = sorted((k for k, row in fresh if row.entry is not None), key=lambda k: _sort_key(k, new_rows[k]))
         leaving = {k: known[k] for k in out}  # the kept rows whose entries leave the index
+        if self._repeats is not None:
+            for link, key in gone:
+                if link == 0:
+                    self._repeats.drop(key)
+            for (link, key), row in fresh:
+                if link == 0:
+                    self._repeats.put(key, memory._entry(row.item, counted=False))
         # Everything is converted: the kept rows change in place from here
         # (no copy of the namespace's rows per turn).
         rows = known
@@ -490,6 +499,42 @@ class PreparedRecall:
         lost = sum(row.digest for row in leaving.values())
         self._digest = (self._digest - lost + sum(rows[k].digest for k in added)) % (1 << 128)
         self._rows, self._order, self._index, self._token = rows, order, index, token
+
+    # -- what a write could repeat -------------------------------------------------------
+
+    def repeatable(self, candidates: Sequence[Mapping[str, Any]]) -> Optional[List[Item]]:
+        """The own namespace's items ``candidates`` could repeat, after a
+        refresh: every item the write's duplicate check would read (the
+        candidates' ids, and the items of their types, ``type`` as the
+        store's filter compares it) that :class:`RepeatCandidates` names, so
+        the finder over these gives the verdict it gives over all of them.
+
+        None when the store's rows are not all kept here (a store without a
+        watermark is read through the pools' searches): then the caller
+        reads the store. The candidate index is built on the first call
+        (one pass over the kept items) and follows every refresh after.
+        """
+        store = self.memory.store
+        if _in_memory(store) is None and _sqlite(store) is None and _postgres(store) is None:
+            return None
+        self.refresh()
+        with self._lock:
+            own = {key: row.item for (link, key), row in self._rows.items() if link == 0}
+            if self._repeats is None:
+                self._repeats = RepeatCandidates(
+                    (key, self.memory._entry(item, counted=False)) for key, item in own.items()
+                )
+            keys: Set[str] = set()
+            for entry in candidates:
+                kind = entry.get("type")
+                wanted = [kind] if kind not in (None, "note") else ["note", None]
+                keys.add(str(entry["id"]))
+                keys |= {
+                    str(key)
+                    for key in self._repeats.candidates(entry)
+                    if key in own and isinstance(own[key].value, Mapping) and own[key].value.get("type") in wanted
+                }
+            return [own[key] for key in keys if key in own]
 
     # -- selecting --------------------------------------------------------------------
 
