@@ -98,6 +98,7 @@ __all__ = [
     "word_overlap",
     "jaccard",
     "record_repeat",
+    "shared_needed",
 ]
 
 #: The field of the kept entry that lists its repeats' provenance.
@@ -296,6 +297,32 @@ def word_overlap(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     if shared < JACCARD_FLOOR * len(a | b):
         return 0.0
     return shared / min(len(a), len(b))
+
+
+def shared_needed(n: int, m: int, threshold: float = OVERLAP_THRESHOLD) -> Optional[int]:
+    """The fewest content words two texts with ``n`` and ``m`` of them must
+    share to be near duplicates by words at ``threshold``, or None when no
+    number can: what an index may filter on without missing a repeat.
+
+    Below :data:`MIN_NEAR_WORDS` on either side only the same words match
+    (``n == m``, all shared); else the smallest ``s`` that passes
+    :func:`word_overlap`'s own comparisons, the Jaccard floor and the
+    threshold (both only grow easier as ``s`` grows).
+
+    Example::
+
+        >>> shared_needed(6, 6), shared_needed(6, 3), shared_needed(2, 2), shared_needed(2, 3), shared_needed(3, 9)
+        (6, 3, 2, None, None)
+    """
+    least = min(n, m)
+    if least < MIN_NEAR_WORDS:
+        return n if n == m and n > 0 else None
+    for shared in range(1, least + 1):
+        if shared < JACCARD_FLOOR * (n + m - shared):
+            continue
+        if shared / least >= threshold:
+            return shared
+    return None
 
 
 def jaccard(a: FrozenSet[str], b: FrozenSet[str]) -> float:

@@ -15,20 +15,20 @@ Exact, not approximate: nothing outside the set can match, because
 * an **exact** repeat has the same bucket and normalised text: one map lookup;
 * a **near** repeat by words lives on the same shelf as the candidate (the
   same bucket, values, identifiers, negations, linkers and qualifiers: the
-  finder compares nothing else), and either
-
-  - one of the two has fewer than
-    :data:`~poolsplit_adapters.memory.duplicates.MIN_NEAR_WORDS` content
-    words: then only the same words in the same order match, so both have
-    the same (non-empty) word set: one map lookup by that set; or
-  - both have at least that many, and they share ``s`` content words with
-    ``s >= JACCARD_FLOOR * |a ∪ b|`` (else the overlap is 0), so ``s >=
-    ceil(JACCARD_FLOOR * |a|)`` and ``s >= ceil(JACCARD_FLOOR * |b|)``.
-    Order every text's words by one fixed order; the first shared word
-    has at least ``s - 1`` shared words after it in each text, so it is
-    among the first ``|x| - ceil(JACCARD_FLOOR * |x|) + 1`` words of each
-    (prefix filtering). Each stored entry is posted under its prefix only,
-    and a candidate probes its own prefix: every possible match is found.
+  finder compares nothing else), and two texts of ``n`` and ``m`` content
+  words match only when they share at least
+  :func:`~poolsplit_adapters.memory.duplicates.shared_needed` ``(n, m)`` of
+  them (the word rule's own comparisons: the Jaccard floor, the threshold,
+  and below ``MIN_NEAR_WORDS`` words the same words only). Order every
+  text's words by one fixed order; the first word two texts share has at
+  least ``s - 1`` shared words after it in each, so it is among the first
+  ``n - s + 1`` words of one and ``m - s + 1`` of the other (prefix
+  filtering). A stored entry of ``m`` words is posted under its first
+  ``m - t + 1``, ``t`` the least ``shared_needed(k, m)`` over every partner
+  size ``k``; a candidate of ``n`` words probes, among the stored entries of
+  each size ``m``, its first ``n - shared_needed(n, m) + 1``. Same sizes at
+  the 0.9 threshold need every word shared, so a probe is one word: the
+  candidate's rarest.
 
   The fixed order is the words' document frequency when the index was built
   (rarest first, then the word; a word first seen later counts 0): any fixed
@@ -54,15 +54,15 @@ Example::
 
 from __future__ import annotations
 
-import math
+import functools
 from collections import Counter
 from typing import Any, Dict, FrozenSet, Hashable, Iterable, List, Mapping, Optional, Set, Tuple
 
-from .duplicates import JACCARD_FLOOR, MIN_NEAR_WORDS, _values_in_order, bucket, content_words, normalise_text
+from .duplicates import OVERLAP_THRESHOLD, _values_in_order, bucket, content_words, normalise_text, shared_needed
 
 __all__ = ["RepeatCandidates"]
 
-_Row = Tuple[Hashable, Optional[Hashable], List[Hashable]]  # (exact key, short key, posting keys)
+_Row = Tuple[Hashable, Optional[Hashable], List[Tuple[Hashable, int, str]]]  # (exact key, shelf if posted, postings)
 
 
 class RepeatCandidates:
@@ -72,6 +72,8 @@ class RepeatCandidates:
     Args:
         entries: ``(key, entry)`` pairs to start from; their words fix the
             order prefixes are taken in.
+        threshold: the finder's word-overlap threshold (default
+            :data:`~poolsplit_adapters.memory.duplicates.OVERLAP_THRESHOLD`).
 
     ``put`` / ``drop`` keep it in step with the store (a rewrite is a
     ``drop`` then a ``put``); ``candidates`` only reads.
@@ -83,21 +85,23 @@ class RepeatCandidates:
         {'a'}
     """
 
-    def __init__(self, entries: Iterable[Tuple[Hashable, Mapping[str, Any]]] = ()) -> None:
-        given = list(entries)
-        frequency: Counter[str] = Counter()
-        for _, entry in given:
-            text = _text(entry)
-            if text is not None:
-                frequency.update(content_words(text))
-        self._rank: Dict[str, int] = dict(frequency)
+    def __init__(
+        self, entries: Iterable[Tuple[Hashable, Mapping[str, Any]]] = (), *, threshold: float = OVERLAP_THRESHOLD
+    ) -> None:
+        self.threshold = threshold
         self._exact: Dict[Hashable, Set[Hashable]] = {}
-        self._short: Dict[Hashable, Set[Hashable]] = {}
         self._postings: Dict[Hashable, Set[Hashable]] = {}
+        self._sizes: Dict[Hashable, Counter[int]] = {}  # shelf -> how many posted entries of each word count
         self._malformed: Set[Hashable] = set()
         self._rows: Dict[Hashable, _Row] = {}
-        for key, entry in given:
-            self.put(key, entry)
+        given = [(key, entry, _text(entry)) for key, entry in entries]
+        words = [content_words(text) if text is not None else frozenset() for _, _, text in given]
+        frequency: Counter[str] = Counter()
+        for found in words:
+            frequency.update(found)
+        self._rank: Dict[str, int] = dict(frequency)  # fixed from here on
+        for (key, entry, text), found in zip(given, words):
+            self._put(key, entry, text, found)
 
     def __len__(self) -> int:
         return len(self._rows) + len(self._malformed)
@@ -105,36 +109,32 @@ class RepeatCandidates:
     def __repr__(self) -> str:
         return "RepeatCandidates(%d entries)" % len(self)
 
-    def _prefix(self, words: FrozenSet[str]) -> List[str]:
-        """The first ``|words| - ceil(JACCARD_FLOOR * |words|) + 1`` words in the fixed order."""
-        keep = len(words) - max(1, math.ceil(JACCARD_FLOOR * len(words))) + 1
-        return sorted(words, key=lambda w: (self._rank.get(w, 0), w))[:keep]
+    def _first(self, words: FrozenSet[str], count: int) -> List[str]:
+        """The first ``count`` of ``words`` in the fixed order."""
+        return sorted(words, key=lambda w: (self._rank.get(w, 0), w))[:count]
 
-    def _keys(self, entry: Mapping[str, Any], text: str) -> Tuple[Hashable, Optional[Hashable], List[Hashable]]:
-        where = bucket(entry)
-        shelf = (where, _values_in_order(text))
-        words = content_words(text)
-        exact = (where, normalise_text(text))
-        if not words:
-            return exact, None, []
-        if len(words) < MIN_NEAR_WORDS:
-            return exact, (shelf, words), []
-        return exact, None, [(shelf, word) for word in self._prefix(words)]
+    def _shelf(self, entry: Mapping[str, Any], text: str) -> Hashable:
+        return bucket(entry), _values_in_order(text)
 
     def put(self, key: Hashable, entry: Mapping[str, Any]) -> None:
         """Record a stored entry under ``key`` (replacing what ``key`` held)."""
-        self.drop(key)
         text = _text(entry)
+        self._put(key, entry, text, content_words(text) if text is not None else frozenset())
+
+    def _put(self, key: Hashable, entry: Mapping[str, Any], text: Optional[str], words: FrozenSet[str]) -> None:
+        self.drop(key)
         if text is None:
             self._malformed.add(key)
             return
-        exact, short, posted = self._keys(entry, text)
+        exact = (bucket(entry), normalise_text(text))
         self._exact.setdefault(exact, set()).add(key)
-        if short is not None:
-            self._short.setdefault(short, set()).add(key)
+        shelf = self._shelf(entry, text)
+        posted = [(shelf, len(words), w) for w in self._first(words, _posted_prefix(len(words), self.threshold))]
         for where in posted:
             self._postings.setdefault(where, set()).add(key)
-        self._rows[key] = (exact, short, posted)
+        if posted:
+            self._sizes.setdefault(shelf, Counter())[len(words)] += 1
+        self._rows[key] = (exact, shelf if posted else None, posted)
 
     def drop(self, key: Hashable) -> None:
         """Forget ``key`` (deleted, or about to be rewritten); unknown keys are ignored."""
@@ -142,16 +142,19 @@ class RepeatCandidates:
         row = self._rows.pop(key, None)
         if row is None:
             return
-        exact, short, posted = row
-        for table, where in (
-            [(self._exact, exact)]
-            + [(self._short, short)] * (short is not None)
-            + [(self._postings, p) for p in posted]
-        ):
+        exact, shelf, posted = row
+        for table, where in [(self._exact, exact)] + [(self._postings, p) for p in posted]:
             found = table[where]
             found.discard(key)
             if not found:
                 del table[where]
+        if shelf is not None:  # posted: under its word count
+            sizes, size = self._sizes[shelf], posted[0][1]
+            sizes[size] -= 1
+            if sizes[size] <= 0:
+                del sizes[size]
+            if not sizes:
+                del self._sizes[shelf]
 
     def candidates(self, entry: Mapping[str, Any]) -> Set[Hashable]:
         """The keys of every stored entry ``entry`` could repeat, exactly or
@@ -161,16 +164,26 @@ class RepeatCandidates:
         text = _text(entry)
         if text is None:
             return found
-        exact, short, _ = self._keys(entry, text)
-        found |= self._exact.get(exact, set())
-        if short is not None:
-            return found | self._short.get(short, set())
+        found |= self._exact.get((bucket(entry), normalise_text(text)), set())
         words = content_words(text)
-        if len(words) >= MIN_NEAR_WORDS:
-            shelf = (bucket(entry), _values_in_order(text))
-            for word in self._prefix(words):
-                found |= self._postings.get((shelf, word), set())
+        shelf = self._shelf(entry, text)
+        for size in self._sizes.get(shelf, ()):
+            need = shared_needed(len(words), size, self.threshold)
+            if need is None:
+                continue
+            for word in self._first(words, len(words) - need + 1):
+                found |= self._postings.get((shelf, size, word), set())
         return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _posted_prefix(size: int, threshold: float) -> int:
+    """How many of a stored entry's ``size`` words it is posted under: all
+    but the fewest any partner must share, plus one (0: it can match
+    nothing near)."""
+    needs = [shared_needed(k, size, threshold) for k in range(1, 3 * size + 2)]
+    least = min((t for t in needs if t is not None), default=None)
+    return 0 if least is None else size - least + 1
 
 
 def _text(entry: Any) -> Optional[str]:

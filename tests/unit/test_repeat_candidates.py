@@ -26,7 +26,14 @@ from langgraph.store.sqlite import SqliteStore
 from poolsplit_adapters import EntryError, Pool
 from poolsplit_adapters.langchain import BaseStoreMemory
 from poolsplit_adapters.langchain.prepared import PreparedRecall
-from poolsplit_adapters.memory.duplicates import Duplicate, DuplicateFinder
+from poolsplit_adapters.memory.duplicates import (
+    MIN_NEAR_WORDS,
+    OVERLAP_THRESHOLD,
+    Duplicate,
+    DuplicateFinder,
+    shared_needed,
+    word_overlap,
+)
 from poolsplit_adapters.memory.repeat_candidates import RepeatCandidates
 from poolsplit_adapters.poolsplit import default_scorer
 from poolsplit_adapters.stores.base import live
@@ -162,6 +169,20 @@ def test_exact_twins_keep_the_first_in_store_order_and_short_texts_match_only_wh
     assert bounded(kept, index, batch)[0] == full_scan(kept, batch) == [("exact", "b", 1.0), None, ("near", "d", 1.0)]
 
 
+def test_shared_needed_is_the_least_overlap_the_word_rule_accepts() -> None:
+    for n in range(0, 14):
+        for m in range(0, 14):
+            a = frozenset("a%d" % i for i in range(n))
+            accepted = [
+                s
+                for s in range(0, min(n, m) + 1)
+                if word_overlap(a, frozenset(sorted(a)[:s]) | frozenset("b%d" % i for i in range(m - s)))
+                >= OVERLAP_THRESHOLD
+            ]
+            expected = min(accepted) if accepted and min(n, m) >= MIN_NEAR_WORDS else (n if n == m > 0 else None)
+            assert shared_needed(n, m) == expected, (n, m)
+
+
 def test_a_malformed_stored_entry_fails_the_write_as_the_full_scan_does() -> None:
     kept = [{"id": "bad", "content": 7}, {"id": "ok", "content": "fine words here"}]
     index = RepeatCandidates((e["id"], e) for e in kept)
@@ -186,6 +207,11 @@ def _stores(kind: str, tmp_path: Any) -> Tuple[Any, Any]:
         store.setup()
         out.append(store)
     return out[0], out[1]
+
+
+def _contents(memory: BaseStoreMemory) -> Dict[str, Tuple[Any, ...]]:
+    """What is stored, by id (the times are each store's own clock)."""
+    return {e["id"]: (e["type"], e["content"], [s["source"] for s in e.get("seen", [])]) for e in memory.entries()}
 
 
 @pytest.mark.parametrize("kind", ["in-memory", "sqlite"])
@@ -215,11 +241,20 @@ def test_basestorememory_writes_through_the_kept_index_as_through_a_full_read(ki
         [{"type": "fact", "content": "Staging DB is db-9 (confirmed)"}],  # repeats the write before
     ]
     for n, batch in enumerate(writes):
-        batch = [dict(e, id="w%d-%d" % (n, m)) for m, e in enumerate(batch)]
+        batch = [dict(e, id="w%d-%d" % (n, m), source="thread:t%d" % n) for m, e in enumerate(batch)]
         a, b = plain.write(batch), fast.write(batch)
         assert (a.ids, a.to_dict(), a.kept) == (b.ids, b.to_dict(), b.kept)
-    assert plain.entries() == fast.entries()
-    assert prepared._repeats is not None  # the kept index answered
+    assert _contents(plain) == _contents(fast)
+    assert set(prepared._repeats) == {("note", None), ("fact",), ("episode",)}  # the kept indexes answered
+    probe = [
+        {
+            "id": "p",
+            "type": "episode",
+            "namespace": "memories.u1",
+            "content": "user: deploy 7 went fine / assistant: noted",
+        }
+    ]
+    assert sorted(item.key for item in prepared.repeatable(probe) or []) == ["e7"]  # not the 40 episodes
     del prepared  # dropped with its index: writes read the store again
     again = [{"id": "last", "type": "fact", "content": "staging db is db-9"}]
     assert fast.write(again).kept == plain.write(again).kept == ["w2-0"]
