@@ -26,6 +26,7 @@ from langgraph.store.sqlite import SqliteStore
 from poolsplit_adapters import EntryError, Pool
 from poolsplit_adapters.langchain import BaseStoreMemory
 from poolsplit_adapters.langchain.prepared import PreparedRecall
+from poolsplit_adapters.memory import duplicates
 from poolsplit_adapters.memory.duplicates import (
     MIN_NEAR_WORDS,
     OVERLAP_THRESHOLD,
@@ -103,6 +104,19 @@ def full_scan(kept: Sequence[Mapping[str, Any]], batch: Sequence[Mapping[str, An
     return [verdict(h) for h in DuplicateFinder(kept, is_active=live).admit(batch)]
 
 
+def _every_row(shelf: Any, words: Any, threshold: float) -> List[int]:
+    # (a text without content words is matched exactly only, as the finder always did)
+    return sorted(shelf.rows) if words else []
+
+
+def reference_scan(kept: Sequence[Mapping[str, Any]], batch: Sequence[Mapping[str, Any]]) -> List[Verdict]:
+    """The finder with its word index bypassed: every row of the shelf is
+    compared (the rule itself, with no filtering to trust)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(duplicates._Shelf, "sharing", _every_row)
+        return full_scan(kept, batch)
+
+
 def bounded(
     kept: Sequence[Mapping[str, Any]], index: RepeatCandidates, batch: Sequence[Mapping[str, Any]]
 ) -> Tuple[List[Verdict], int]:
@@ -136,19 +150,26 @@ def test_bounded_candidates_give_the_full_scans_verdict(data: Any) -> None:
         candidate = {k: v for k, v in base.items() if k not in ("id", "superseded_by")}
         candidate["content"] = _variant(str(base["content"]), data.draw)
         batch.append(dict(candidate, id="new-%d" % len(batch)))
-    assert bounded(kept, index, batch)[0] == full_scan(kept, batch)
+    expected = reference_scan(kept, batch)
+    assert full_scan(kept, batch) == expected  # the finder's own word index misses nothing
+    assert bounded(kept, index, batch)[0] == expected
 
 
 def test_the_labelled_set_and_edge_cases_decide_the_same_in_one_store() -> None:
     pairs = facts.labelled_pairs(0) + facts.labelled_pairs(1) + facts.edge_pairs()
     kept = [{"id": "k%d" % n, "type": "fact", "content": p.kept} for n, p in enumerate(pairs)]
     index = RepeatCandidates((e["id"], e) for e in kept)
+    batches = [[{"id": "c%d" % n, "type": "fact", "content": pair.candidate}] for n, pair in enumerate(pairs)]
     everything = DuplicateFinder(kept, is_active=live)  # find() only reads: one full index for every pair
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(duplicates._Shelf, "sharing", _every_row)
+        reference = DuplicateFinder(kept, is_active=live)
+        expected = [verdict(reference.find(batch[0])) for batch in batches]
+    assert any(v is not None and v[0] == "near" for v in expected)
     widest = 0
-    for n, pair in enumerate(pairs):
-        batch = [{"id": "c%d" % n, "type": "fact", "content": pair.candidate}]
+    for pair, batch, want in zip(pairs, batches, expected):
         got, read = bounded(kept, index, batch)
-        assert got == [verdict(everything.find(batch[0]))], pair
+        assert got == [verdict(everything.find(batch[0]))] == [want], pair
         widest = max(widest, read)
     assert widest < len(kept) // 10  # the point: a few candidates, not the store
 
