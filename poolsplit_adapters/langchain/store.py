@@ -672,6 +672,13 @@ class BaseStoreMemory(StoreVerbs):
         ops = self._near_ops(candidates)
         return self._neighbours(self.store.batch(ops) if ops else [])
 
+    def neighbour_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """A consolidation's finder: always read with the store's own search
+        (the kept index names only what a repeat could be, and the model is
+        shown the nearest entries of the type, repeats or not)."""
+        ops = self._near_ops(candidates)
+        return self._neighbours(self.store.batch(ops) if ops else [])
+
     async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
         """Async :meth:`write`."""
         prepared = self.preparing(entries)
