@@ -196,6 +196,7 @@ class _BaseStoreBackend(Backend):
             if found is None or found.memory is not memory:
                 found = PreparedRecall(memory, plan.pools, self.settings.scorer)
                 self._prepared[key] = found
+                memory.keep_repeats_in(found)  # the write's duplicate check reads the kept index
                 if len(self._prepared) > PREPARED_CHAINS:
                     self._prepared.popitem(last=False)
             else:

@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import datetime
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -334,6 +335,7 @@ class BaseStoreMemory(StoreVerbs):
         self.page_size = page_size
         self.fetch_k = fetch_k
         self._counts = _Counts(token_counter or default_counter(), cache_size)
+        self._repeats: Optional[Callable[[], Any]] = None  # a weak reference to a kept index (keep_repeats_in)
 
     def __repr__(self) -> str:
         return "BaseStoreMemory(%s, %r)" % (type(self.store).__name__, list(self.chain))
@@ -690,17 +692,45 @@ class BaseStoreMemory(StoreVerbs):
         ordered = sorted(items.values(), key=lambda item: (item.created_at, item.key))
         return DuplicateFinder([self._entry(item, counted=False) for item in ordered], is_active=live)
 
+    def keep_repeats_in(self, kept: Any) -> None:
+        """Answer the duplicate check from ``kept`` (an object whose
+        ``repeatable(candidates)`` returns the own namespace's items the
+        candidates could repeat, or None to read the store: the agent
+        middleware's prepared recall) instead of reading every item of the
+        written types. Held weakly: when the kept index is dropped, writes
+        read the store again. A vector-indexed store keeps its search."""
+        self._repeats = weakref.ref(kept)
+
+    def _kept_repeats(self, candidates: Sequence[Mapping[str, Any]]) -> Optional[List[Item]]:
+        kept = None if self._repeats is None or self.indexed else self._repeats()
+        return None if kept is None else kept.repeatable(candidates)  # type: ignore[no-any-return]
+
     def duplicate_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
-        """The stored entries ``candidates`` could repeat, read with the
-        store's own search (:meth:`_near_ops`), never the whole namespace."""
+        """The stored entries ``candidates`` could repeat: from the kept
+        index (:meth:`keep_repeats_in`) when there is one, else read with
+        the store's own search (:meth:`_near_ops`)."""
+        items = self._kept_repeats(candidates)
+        if items is not None:
+            return self._neighbours([items])
+        ops = self._near_ops(candidates)
+        return self._neighbours(self.store.batch(ops) if ops else [])
+
+    def neighbour_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """A consolidation's finder: always read with the store's own search
+        (the kept index names only what a repeat could be, and the model is
+        shown the nearest entries of the type, repeats or not)."""
         ops = self._near_ops(candidates)
         return self._neighbours(self.store.batch(ops) if ops else [])
 
     async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
         """Async :meth:`write`."""
         prepared = self.preparing(entries)
-        ops = self._near_ops(prepared)
-        finder = self._neighbours(await self.store.abatch(ops) if ops else [])
+        items = self._kept_repeats(prepared)
+        if items is not None:
+            finder = self._neighbours([items])
+        else:
+            ops = self._near_ops(prepared)
+            finder = self._neighbours(await self.store.abatch(ops) if ops else [])
         hits = finder.admit(prepared)
         hits = same_id_repeats(prepared, hits, await self.aread(unmatched_ids(prepared, hits)))
         change, report = settle_repeats(prepared, hits)
