@@ -3,7 +3,7 @@
 One scorer filling one budget from a mixed-type memory starves low-priority types and lets fresh content crowd
 a standing correction out. **Pools** (token and entry budgets per group of types, filled independently) and
 **always-scope entries** (loaded first, outside every budget) fix both. Standard library only (Python 3.9+):
-copy this file and ``import poolsplit`` works; the faster twins (``index``, ``fastpath``) are tested against it.
+copy this file and ``import poolsplit`` works; the twins (``seamed``, ``index``, ``fastpath``) are tested against it.
 Entries are plain mappings; every key but ``content`` is optional, a malformed one an :class:`EntryError`:
 
     content        str            the payload text (required)
@@ -53,12 +53,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Op
 
 # fmt: off
 __all__ = [
-    "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError",
-    "UnadmittedCorrectionWarning", "ScoringContext",
-    "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer", "check_entry", "check_pools",
-    "active_visibility", "entry_cost", "given_token_count", "entry_error", "describe_entry", "significant_words",
-    "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason", "checked_score", "tally", "first_per_key", "check_argument", "select", "retrieve_pools",
-    "retrieve", "STOPWORDS", "MIN_WORD_LENGTH", "BUDGET_REASONS",
+    "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
+    "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
+    "check_entry", "check_pools", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
+    "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
+    "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS",
+    "MIN_WORD_LENGTH", "BUDGET_REASONS",
 ]
 # fmt: on
 __version__ = "0.2.0"
@@ -671,7 +671,6 @@ def select(
         return value * verdicts[i][1]  # type: ignore[no-any-return]
 
     cost = functools.lru_cache(None)(lambda i: entry_cost(at[i], token_counter, i))
-    warm = getattr(prepared, "warm", None) or (lambda group: None)  # a scorer that embeds: one batch per pool
     rank = lambda i: (-score(i), at[i].get("created") or "", at[i].get("id") or "", i)  # noqa: E731 (the total order)
     # 3. Fill each pool in order, from the admitted entries of its types that no earlier pool took (by identity).
     filled: list[tuple[Pool, list[int], list[int], list[int], list[int]]] = []
@@ -683,7 +682,6 @@ def select(
         contextual, below = [i for i in mine if at[i].get("scope") != "always"], []
         # 3b. Contextual entries below the pool's min_relevance are set aside.
         if pool.min_relevance is not None:
-            warm([at[i] for i in contextual])
             relevance = [checked_score(prepared.relevance(at[i]), at[i], i, "relevance") for i in contextual]
             below = [i for i, r in zip(contextual, relevance) if r < pool.min_relevance]
             contextual = [i for i, r in zip(contextual, relevance) if r >= pool.min_relevance]
@@ -692,7 +690,6 @@ def select(
         picks: list[int] = []
         used = 0
         if pool.loads_contextual:
-            warm([at[i] for i in contextual])
             for i in sorted(contextual, key=rank):
                 if used + cost(i) <= pool.max_tokens:
                     picks.append(i)
@@ -719,8 +716,8 @@ def select(
         stats[p.name] = PoolStats(p.name, p.max_tokens, p.max_entries, tokens, len(picks), len(always), paid, seen)
 
     def left() -> Iterator[tuple[int, Reason, Optional[str]]]:
-        """(position, reason, pool or None) of each entry that did not load, in input order. The last pool that
-        considered it decides: token budget if it costs more than that pool's final room, else the entry cap."""
+        # (position, reason, pool or None) per entry left out, in input order. The last pool that considered it
+        # decides: token budget if it costs more than that pool's final room (it never fitted), else the entry cap.
         last: dict[int, tuple[Optional[str], Reason]] = {}
         for pool, _, contextual, below, picks in filled:
             room, picked = pool.max_tokens - sum(map(cost, picks)), set(picks)
@@ -757,12 +754,11 @@ def retrieve(entries: Sequence[Entry], pool: Pool, context: Context = None, **op
     return select(entries, [pool], context, _report=False, _warn=False, **options).pools[pool.name]
 
 
-if not TYPE_CHECKING:  # (hidden from type checkers: they would read every unknown name as Any)
+if not TYPE_CHECKING:  # hidden from type checkers, which would read every unknown name as Any
 
-    def __getattr__(name: str) -> Any:
-        """``fill_pools`` and ``ListCandidates`` left the core for ``poolsplit_adapters.seamed`` (compat warns)."""
-        if name in ("fill_pools", "ListCandidates") and __package__:
-            from .compat import moved
+    def __getattr__(name: str) -> Any:  # fill_pools, ListCandidates: now in poolsplit_adapters.seamed (compat warns)
+        if name not in ("fill_pools", "ListCandidates") or not __package__:
+            raise AttributeError("module %r has no attribute %r" % (__name__, name))
+        from .compat import moved
 
-            return moved(name)
-        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+        return moved(name)
