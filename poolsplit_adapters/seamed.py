@@ -29,7 +29,6 @@ from .poolsplit import (
     Pool,
     PoolStats,
     Reason,
-    Scorer,
     ScoringContext,
     Selection,
     TokenCounter,
@@ -268,22 +267,19 @@ def select(
     pools: Sequence[Pool],
     context: Context = None,
     *,
-    scorer: Scorer = default_scorer,
-    token_counter: TokenCounter = default_token_counter,
-    is_active: IsActive = default_is_active,
-    now: Moment = None,
-    visibility: Optional[Visibility] = None,
     layering: Optional[Layering] = None,
     candidates: Callable[..., Candidates] = ListCandidates,
     _report: bool = True,
     _stacklevel: int = 2,
+    **options: Any,
 ) -> Selection:
-    """Twin of :func:`poolsplit_adapters.poolsplit.select` (the same keywords, the same selection), with the seams:
-    ``layering`` (progressive loading) and ``candidates``, what holds the entries (see docs/core.md)."""
-    pool_list, view = check_pools(pools), active_visibility(visibility)
+    """Twin of :func:`poolsplit_adapters.poolsplit.select` (its keywords in ``options``: ``scorer``,
+    ``token_counter``, ``is_active``, ``now``, ``visibility``; the same selection), with the seams: ``layering``
+    (progressive loading) and ``candidates``, what holds the entries (see docs/core.md)."""
+    scorer, now = options.pop("scorer", default_scorer), options.get("now")
+    pool_list, options["visibility"] = check_pools(pools), active_visibility(options.get("visibility"))
     # 1. Admit and 2. score (once each, when a pool ranks the entry).
-    prepared = prepare_scorer(scorer, context, now)
-    source = candidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view, now=now)
+    source = candidates(entries, prepare_scorer(scorer, context, now), **options)
     # 3. Fill each pool and 4. report.
     return fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=_stacklevel)
 
