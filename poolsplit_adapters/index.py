@@ -9,7 +9,7 @@ identical to the stateless functions over ``index.entries``.
 
 It holds no selection rule of its own. Per query it computes only what
 depends on the query — visibility, score and cost order — as columns, and
-hands them to the core's :func:`~poolsplit_adapters.poolsplit.fill_pools`
+hands them to the seamed fill, :func:`~poolsplit_adapters.seamed.fill_pools`
 through a candidate source; the fill and the report are the core's.
 
 With the default scorer and numpy installed, the score is vectorised: the
@@ -86,7 +86,6 @@ from .poolsplit import (
     describe_entry,
     entry_cost,
     entry_time,
-    fill_pools,
     given_token_count,
     parse_created,
     prepare_scorer,
@@ -99,6 +98,7 @@ from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
 from .render import OUTSIDE_NOTE
 from .reports import note_fallback
+from .seamed import fill_pools
 from .seams import Candidates, Layering
 
 try:  # numpy is optional: without it the generic path serves every query.
