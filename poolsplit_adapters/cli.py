@@ -10,6 +10,7 @@ read as JSON Lines. A read-only file (or folder) is opened read-only:
 ``select``, ``export`` and ``search`` work, writes say the file is read-only.
 
     poolsplit select  QUERY --store S --pools P.toml [--since/--until ISO] [--namespace N] [--json [--all-dropped]]
+                      [--spec-scorer]  (default: the adapters' relevance-first scorer)
     poolsplit add     --store memory.db (--content TEXT [--type ...] | --json OBJECT)
     poolsplit forget  (ID | --namespace NS) --store memory.db
     poolsplit sweep   --store memory.db [--now ISO]      (delete expired entries)
@@ -38,7 +39,8 @@ import sys
 import warnings
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
-from .poolsplit import Selection, Visibility, select
+from .defaults import default_adapter_scorer
+from .poolsplit import Selection, Visibility, default_scorer, select
 from .render import DROPPED_SAMPLE, explain, render_context, selection_dict
 from .stores.base import WriteReport
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
@@ -174,13 +176,22 @@ def cmd_select(args: argparse.Namespace) -> int:
     store = _read_store(args.store)
     pools = load_pools(args.pools)
     context = {"message": args.query, "tags": args.tag or [], "project": args.project}
-    options: Dict[str, Any] = {"now": _moment("--now", args.now), "visibility": _visibility(args)}
+    # The adapters' default scorer (relevance first), as the stores' select.
+    options: Dict[str, Any] = {
+        "now": _moment("--now", args.now),
+        "visibility": _visibility(args),
+        "scorer": default_scorer if args.spec_scorer else default_adapter_scorer(),
+    }
     if isinstance(store, SQLiteMemoryStore):
         with store:
             empty = len(store) == 0
             selection = store.select(pools, context, **options)
     else:
         empty = not store
+        if not args.spec_scorer:
+            # Ranked against the whole file's statistics, as a SQLite
+            # store's index ranks against its own: both give one answer.
+            options["scorer"] = options["scorer"].over(store)
         selection = select(store, pools, context, **options)
     if empty:
         _say_empty(args.store, "nothing to select")
@@ -376,6 +387,11 @@ def build_parser() -> argparse.ArgumentParser:
     sel.add_argument("--pools", required=True, help="TOML file with [[pool]] tables")
     sel.add_argument("--now", help="reference time (ISO-8601), for reproducible recency")
     sel.add_argument("--project", help="current project")
+    sel.add_argument(
+        "--spec-scorer",
+        action="store_true",
+        help="rank with the core spec's default_scorer (recency x0.3 after 90 days) instead of the relevance-first default",
+    )
     sel.add_argument("--tag", action="append", help="context tag (repeatable)")
     sel.add_argument("--namespace", action="append", help="namespace to see (repeat for an explicit chain)")
     sel.add_argument("--since", help="only entries created at or after this ISO-8601 time")

@@ -4,7 +4,8 @@
 was called ``Scope`` too, and one name with two meanings is the kind of clash
 that hides bugs, so the filter became :class:`~poolsplit_adapters.poolsplit.Visibility`
 and its keyword ``visibility=``. The package's ``select`` and
-``retrieve_pools`` are the core's, plus the deprecated ``scope=`` keyword.
+``retrieve_pools`` are the core's (through :mod:`poolsplit_adapters.seamed`, for ``layering=``),
+plus the deprecated ``scope=`` keyword.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from . import poolsplit
+from . import seamed
 from .poolsplit import Pool, Selection, Visibility
 
-__all__ = ["Scope", "resolve_visibility", "select", "retrieve_pools"]
+__all__ = ["Scope", "moved", "resolve_visibility", "select", "retrieve_pools"]
 
 
 class Scope(Visibility):
@@ -58,10 +59,10 @@ def select(
     visibility: Optional[Visibility] = None,
     **options: Any,
 ) -> Selection:
-    """:func:`poolsplit_adapters.poolsplit.select`, also taking ``scope=``."""
+    """:func:`poolsplit_adapters.seamed.select` (the core's, with its seams), also taking ``scope=``."""
     view = resolve_visibility(visibility, scope)
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this wrapper
-    return poolsplit.select(entries, pools, context, visibility=view, **options)
+    return seamed.select(entries, pools, context, visibility=view, **options)
 
 
 def retrieve_pools(
@@ -72,3 +73,16 @@ def retrieve_pools(
 ) -> dict[str, list[Any]]:
     """:func:`poolsplit_adapters.poolsplit.retrieve_pools`, also taking ``scope=``."""
     return select(entries, pools, context, _report=False, _stacklevel=4, **options).pools
+
+
+def moved(name: str) -> Any:
+    """``poolsplit_adapters.poolsplit.<name>`` for a name that left the core in 0.3 (``fill_pools``,
+    ``ListCandidates``: the seamed fill, :mod:`poolsplit_adapters.seamed`), with a warning naming its home.
+
+    Example::
+
+        from poolsplit_adapters.seamed import ListCandidates, fill_pools   # instead of ...poolsplit import ...
+    """
+    message = "poolsplit_adapters.poolsplit.%s moved to poolsplit_adapters.seamed; import it from there" % name
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
+    return getattr(seamed, name)

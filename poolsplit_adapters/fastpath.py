@@ -11,13 +11,13 @@ core stays readable. Each twin names the core rule it mirrors, and
 * :func:`word_runs` mirrors :func:`~poolsplit_adapters.poolsplit.significant_words`
   (byte translation and split, all in C);
 * :class:`BestFirstCandidates` mirrors
-  :class:`~poolsplit_adapters.poolsplit.ListCandidates`: same admission, same
+  :class:`~poolsplit_adapters.seamed.ListCandidates`: same admission, same
   scores, same order, but with the default scorer it ranks best-first against
   an upper bound (the message factor is at most 2.5), so entries far down
   the order never have their content read, and it drops entries that can no
   longer fit in one pass;
-* :func:`select` and :func:`retrieve_pools` are the core's over
-  :class:`BestFirstCandidates` (``select(..., candidates=...)``).
+* :func:`select` and :func:`retrieve_pools` are the seamed fill's
+  (:mod:`poolsplit_adapters.seamed`) over :class:`BestFirstCandidates`.
 
 ``MemoryIndex`` (:mod:`poolsplit_adapters.index`) is the hot path; this is
 the fast path for callers who hold a list and no index.
@@ -30,7 +30,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
-from . import poolsplit
+from . import seamed
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MAX_MESSAGE_FACTOR,
@@ -39,7 +39,6 @@ from .poolsplit import (
     Context,
     Entry,
     IsActive,
-    ListCandidates,
     Loaded,
     Pool,
     Reason,
@@ -52,6 +51,7 @@ from .poolsplit import (
     entry_cost,
     lifecycle_reason,
 )
+from .seamed import ListCandidates
 
 __all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retrieve_pools"]
 
@@ -116,7 +116,7 @@ _Key = tuple[float, str, str, int]
 
 
 class BestFirstCandidates(ListCandidates):
-    """Twin of :class:`~poolsplit_adapters.poolsplit.ListCandidates` (same
+    """Twin of :class:`~poolsplit_adapters.seamed.ListCandidates` (same
     arguments, same answers), faster on large lists with the default scorer.
 
     The admission pass reads, while each entry is at hand, the cheap part of
@@ -132,7 +132,7 @@ class BestFirstCandidates(ListCandidates):
     """
 
     def __init__(self, entries: Iterable[Mapping[str, Any]], prepared: Any, **options: Any) -> None:
-        """The arguments of :class:`~poolsplit_adapters.poolsplit.ListCandidates`."""
+        """The arguments of :class:`~poolsplit_adapters.seamed.ListCandidates`."""
         self.lexical = prepared if isinstance(prepared, ScoringContext) else None
         self.runs = frozenset(w.encode() for w in self.lexical.words) if self.lexical is not None else frozenset()
         # Costs known without a tokenizer call let the ranking skip what cannot fit.
@@ -253,7 +253,7 @@ def select(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = N
     """Twin of :func:`~poolsplit_adapters.poolsplit.select` (the same keywords,
     the same selection): the core's ``select`` over :class:`BestFirstCandidates`."""
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this wrapper
-    return poolsplit.select(entries, pools, context, candidates=BestFirstCandidates, **options)
+    return seamed.select(entries, pools, context, candidates=BestFirstCandidates, **options)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:

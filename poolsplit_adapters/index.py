@@ -9,7 +9,7 @@ identical to the stateless functions over ``index.entries``.
 
 It holds no selection rule of its own. Per query it computes only what
 depends on the query — visibility, score and cost order — as columns, and
-hands them to the core's :func:`~poolsplit_adapters.poolsplit.fill_pools`
+hands them to the seamed fill, :func:`~poolsplit_adapters.seamed.fill_pools`
 through a candidate source; the fill and the report are the core's.
 
 With the default scorer and numpy installed, the score is vectorised: the
@@ -86,7 +86,6 @@ from .poolsplit import (
     describe_entry,
     entry_cost,
     entry_time,
-    fill_pools,
     given_token_count,
     parse_created,
     prepare_scorer,
@@ -99,6 +98,7 @@ from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
 from .render import OUTSIDE_NOTE
 from .reports import note_fallback
+from .seamed import fill_pools
 from .seams import Candidates, Layering
 
 try:  # numpy is optional: without it the generic path serves every query.
@@ -527,13 +527,17 @@ class MemoryIndex:
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
         self._words: Optional[_Words] = _Words() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings(_Codes()) if self._numpy else None
-        # An embedding scorer's entry vectors, one row per position, with
-        # their norms: a query then costs one matrix-vector product. None
-        # when the scorer does not embed (or an embedder failure made the
-        # rows incomplete: queries then take the core's per-entry path).
-        self._vectors: Optional[_Rows] = None
-        if self._numpy and callable(getattr(scorer, "vectors_of", None)):
-            self._vectors = _Rows()
+        # Entry vectors per embedding model (model id -> the scorer that
+        # embeds them and its rows by position, with their norms), so a
+        # query costs one matrix-vector product: for the index's own
+        # embedding scorer (or a RelevanceScorer's embedder) from the start,
+        # for another when it first queries; kept in step with every
+        # mutation after that. A broken set (an embedder failure made its
+        # rows incomplete) sends its queries to the core's per-entry path.
+        self._vectors: dict[str, tuple[Any, _Rows]] = {}
+        own = _embedder_of(scorer)
+        if self._numpy and own is not None:
+            self._vectors[own.model_id] = (own, _Rows())
         # The text each position was counted with (what removing or
         # re-reading it takes out of the BM25 statistics), and those
         # statistics per analyzer of a RelevanceScorer: for the index's own
@@ -649,6 +653,8 @@ class MemoryIndex:
             # Twin of default_token_counter, max(1, len(text) // 4), as an array.
             return np.maximum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) // 4, 1)
         distinct = list(dict.fromkeys(texts))
+        if not distinct:  # nothing to count: a lazy counter stays unloaded
+            return []
         many = getattr(counter, "count_many", None)
         answers = list(many(distinct)) if many is not None else list(map(counter, distinct))
         if len(distinct) == len(texts):
@@ -744,16 +750,42 @@ class MemoryIndex:
             self._tags.override(start + offset, entry.get("tags") or ())
 
     def _embed(self, start: int, batch: Sequence[Mapping[str, Any]]) -> None:
-        """Entry vectors for ``batch`` (one batched embedder call for the
-        texts the scorer's cache lacks), at positions from ``start``."""
-        if self._vectors is None or self._vectors.broken:
-            return
-        try:
-            matrix = self._scorer.vectors_of([e["content"] for e in batch])  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
-            self._vectors.broken = True
-            return
-        self._vectors.put(start, matrix)
+        """Entry vectors for ``batch`` (one batched embedder call per model
+        for the texts its cache lacks), at positions from ``start``."""
+        for embedder, rows in self._vectors.values():
+            if rows.broken:
+                continue
+            try:
+                matrix = embedder.vectors_of([e["content"] for e in batch])
+            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
+                rows.broken = True
+                continue
+            rows.put(start, matrix)
+
+    def _rows_for(self, embedder: Any) -> Optional[_Rows]:
+        """The entry vectors of ``embedder``'s model (an ``EmbeddingScorer``),
+        built on its first query (one batched embedding of the texts its
+        cache lacks, O(store) once) and kept in step after that; None when
+        they cannot be had (then the per-entry path reports the fallback)."""
+        if not self._numpy:
+            return None
+        key = embedder.model_id
+        held = self._vectors.get(key)
+        if held is None:
+            rows = _Rows()
+            alive = [p for p, text in enumerate(self._texts) if text is not None]
+            try:
+                found = embedder.vectors_of([self._texts[p] for p in alive])
+            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
+                rows.broken = True
+            else:
+                if alive:
+                    full = np.zeros((len(self._texts), found.shape[1]), dtype=found.dtype)
+                    full[alive] = found
+                    rows.put(0, full)
+            held = self._vectors[key] = (embedder, rows)
+        rows = held[1]
+        return None if rows.broken else rows
 
     def _position(self, entry: Mapping[str, Any]) -> int:
         position = self._where.get(id(entry))
@@ -835,8 +867,8 @@ class MemoryIndex:
         for name, (code, _) in _COLUMNS.items():
             old = self._columns[name]
             self._columns[name] = array.array(code, (old[p] for p in alive))
-        if self._vectors is not None:
-            self._vectors.keep(alive)
+        for _embedder, rows in self._vectors.values():
+            rows.keep(alive)
         self._slots, self._slots_lent = [self._slots[p] for p in alive], False
         self._texts = [self._texts[p] for p in alive]
         for terms in self._terms.values():
@@ -906,30 +938,41 @@ class MemoryIndex:
         pool_list = check_pools(pools)
         source: Candidates
         prepared: Any = None
-        vectors = self._vectors
-        if scorer is self._scorer and vectors is not None and not vectors.broken:
+        rows: Optional[_Rows] = None
+        embedder = _embedder_of(scorer)
+        if embedder is not None and not getattr(embedder, "_known", None):
+            rows = self._rows_for(embedder)
+        if rows is not None and not isinstance(scorer, RelevanceScorer):
             prepared = scorer.prepare(context, now)  # type: ignore[attr-defined]
         # An embedding scorer that fell back for this query ranks with its
         # lexical scorer, entry by entry: the generic path, same prepared scorer.
         vectorised = prepared is not None and not getattr(prepared, "fallback_reason", None)
         words: Optional[tuple[RelevanceScorer, TermPostings, Query]] = None
+        fused: Any = None  # a RelevanceScorer's prepared embedder: its cosines, fused over the columns
         if isinstance(scorer, RelevanceScorer):
             # Ranked against this index's statistics (unless the scorer
             # brings a corpus of its own): the per-entry path through the
             # same view, so both give the same bits.
             terms = self._terms_for(scorer)
             corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
-            if self._numpy and scorer.embedding is None:
+            if self._numpy and scorer.embedding is None and not scorer.known:
                 ctx = ScoringContext(context, now)  # checks the context first, as prepare would
                 words = (scorer, terms, corpus.query((context or {}).get("message") or ""))
+            elif self._numpy and rows is not None:
+                ctx = ScoringContext(context, now)
+                words = (scorer, terms, corpus.query((context or {}).get("message") or ""))
+                # One query embedding; when it failed the relevance is BM25
+                # alone, as PreparedRelevance.relevance says (fuse(x, None)).
+                prepared = scorer.embedding.prepare(context, now)
+                fused = prepared if prepared.fallback_reason is None else None
             elif corpus is not scorer.corpus:
                 scorer = scorer.with_corpus(corpus)
         # Time travel (Visibility.as_of) reads validity times the columns do not hold: the generic path.
         columns = view is None or view.at is None
         if words is not None and columns:
-            source = _ColumnSource(self, ctx, view, report, words=words, now=now)
+            source = _ColumnSource(self, ctx, view, report, words=words, fused=fused, rows=rows, now=now)
         elif self._numpy and columns and (scorer is default_scorer or vectorised):
-            source = _ColumnSource(self, ScoringContext(context, now), view, report, prepared, now=now)
+            source = _ColumnSource(self, ScoringContext(context, now), view, report, prepared, rows=rows, now=now)
         else:
             alive = [p for p, e in enumerate(self._slots) if e is not None]
             active = {id(self._slots[p]): bool(self._columns["active"][p]) for p in alive}
@@ -953,6 +996,14 @@ class MemoryIndex:
     def _view(self, name: str) -> Any:
         """A numpy view of a column (valid until the column next grows)."""
         return _np(self._columns[name], _COLUMNS[name][1])
+
+
+def _embedder_of(scorer: Any) -> Any:
+    """The ``EmbeddingScorer`` whose entry vectors a query with ``scorer``
+    needs: the scorer itself, a RelevanceScorer's embedder, or None."""
+    if isinstance(scorer, RelevanceScorer):
+        return scorer.embedding
+    return scorer if callable(getattr(scorer, "vectors_of", None)) and hasattr(scorer, "model_id") else None
 
 
 def _answering(answer: Any) -> TokenCounter:
@@ -980,10 +1031,14 @@ class _ColumnSource:
         embedding: Any = None,
         words: Optional[tuple[RelevanceScorer, TermPostings, Query]] = None,
         now: Optional[datetime.datetime] = None,
+        fused: Any = None,
+        rows: Optional[_Rows] = None,
     ) -> None:
         self.owner = index
         self.embedding = embedding
         self.words = words
+        self.fused = fused
+        self.rows = rows
         self.slots: Sequence[Optional[Mapping[str, Any]]] = index._slots
         size = self.size = len(self.slots)
         # Views of the index's columns, valid while the query holds the lock
@@ -1116,18 +1171,17 @@ class _ColumnSource:
         if self._relevance is None and self.words is not None:
             scorer, terms, query = self.words
             self._relevance = terms.relevance(query, self.size)
+            if self.fused is not None:
+                # fuse() over the columns, the same float64 operations:
+                # (1 - w) * max(0, cosine) + w * BM25.
+                cosine = self._cosines(self.fused)
+                w = scorer.lexical_weight
+                self._relevance = (1.0 - w) * np.where(cosine > 0.0, cosine, 0.0) + w * self._relevance
             if scorer.feedback is not None:
                 self._relevance = self._expanded(scorer, terms, self._relevance)
         embedding = self.embedding
         if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
-            vectors = self.owner._vectors
-            if embedding.query_vector is None or vectors is None or vectors.matrix is None:
-                self._relevance = np.zeros(self.size, dtype=np.float64)
-            else:
-                lexical = self._lexical_overlap() if embedding.scorer.lexical_weight else None
-                self._relevance = embedding.relevance_of_matrix(
-                    vectors.matrix[: self.size], vectors.norms[: self.size], overlap=lexical
-                )
+            self._relevance = self._cosines(embedding)
         return self._lexical_overlap() if self._relevance is None else self._relevance
 
     def _expanded(self, scorer: RelevanceScorer, terms: TermPostings, first: Any) -> Any:
@@ -1153,6 +1207,15 @@ class _ColumnSource:
         corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
         second = corpus.query(" ".join(self.slots[p]["content"] for p in best))  # type: ignore[index]
         return (1.0 - feedback.weight) * first + feedback.weight * terms.relevance(second, self.size)
+
+    def _cosines(self, embedding: Any) -> Any:
+        """An embedding scorer's relevance of every row (cosine, or its
+        hybrid mix); zeros without a query vector (no message)."""
+        vectors = self.rows
+        if embedding.query_vector is None or vectors is None or vectors.matrix is None:
+            return np.zeros(self.size, dtype=np.float64)
+        lexical = self._lexical_overlap() if embedding.scorer.lexical_weight else None
+        return embedding.relevance_of_matrix(vectors.matrix[: self.size], vectors.norms[: self.size], overlap=lexical)
 
     def _lexical_overlap(self) -> Any:
         if self._lexical is None:

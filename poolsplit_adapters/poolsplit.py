@@ -3,7 +3,7 @@
 One scorer filling one budget from a mixed-type memory starves low-priority types and lets fresh content crowd
 a standing correction out. **Pools** (token and entry budgets per group of types, filled independently) and
 **always-scope entries** (loaded first, outside every budget) fix both. Standard library only (Python 3.9+):
-copy this file and ``import poolsplit`` works; the faster twins (``index``, ``fastpath``) are tested against it.
+copy this file and ``import poolsplit`` works; the twins (``seamed``, ``index``, ``fastpath``) are tested against it.
 Entries are plain mappings; every key but ``content`` is optional, a malformed one an :class:`EntryError`:
 
     content        str            the payload text (required)
@@ -51,17 +51,14 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
-if TYPE_CHECKING:  # the seams are types only: this file still works copied alone
-    from .seams import Candidates, Filled, Layering, Left, Pick
-
 # fmt: off
 __all__ = [
-    "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError",
-    "UnadmittedCorrectionWarning", "ScoringContext", "ListCandidates",
-    "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer", "check_entry", "check_pools",
-    "active_visibility", "entry_cost", "given_token_count", "entry_error", "describe_entry", "significant_words",
-    "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason", "fill_pools", "select", "retrieve_pools",
-    "retrieve", "STOPWORDS", "MIN_WORD_LENGTH", "BUDGET_REASONS",
+    "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
+    "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
+    "check_entry", "check_pools", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
+    "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
+    "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS",
+    "MIN_WORD_LENGTH", "BUDGET_REASONS",
 ]
 # fmt: on
 __version__ = "0.2.0"
@@ -123,10 +120,13 @@ def _got(value: Any) -> str:
     return "got %s %s" % (type(value).__name__, text[:57] + "..." if len(text) > 60 else text)
 
 
-def _check(ok: Any, error: Callable[[str], Exception], message: str, *value: Any) -> None:
+def check_argument(ok: Any, error: Callable[[str], Exception], message: str, *value: Any) -> None:
     """The one argument guard: ``error(message)`` unless ``ok``, naming ``value`` if given (worded only then)."""
     if not ok:
         raise error(message + "".join(", " + _got(v) for v in value))
+
+
+_check = check_argument
 
 
 def _is_number(value: Any, finite: bool = False) -> bool:
@@ -454,14 +454,14 @@ class Selection:
         """``(pool or None, reason) -> (entries, tokens)`` of what did not load (what an omission line needs)."""
         if self._counted is not None:
             return self._counted()
-        return _tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
+        return tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
 
     def dropped_sample(self, per_key: int) -> list[Dropped]:
         """The first ``per_key`` rows of each ``counts`` key: a report bounded by pools and reasons, not the store."""
         if "dropped" not in self.__dict__ and self._sample is not None:  # rows not built: build only the sample's
             return self._sample(per_key)
         rows = self.dropped
-        return [rows[i] for i in _first_per_key(((d.pool, d.reason) for d in rows), per_key)]
+        return [rows[i] for i in first_per_key(((d.pool, d.reason) for d in rows), per_key)]
 
     def __repr__(self) -> str:
         counts = {name: len(got) for name, got in self.pools.items()}
@@ -479,7 +479,7 @@ class Selection:
         return grouped
 
 
-def _first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
+def first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
     seen: dict[Any, int] = {}
     kept = []
     for position, key in enumerate(keys):
@@ -489,7 +489,7 @@ def _first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
     return kept
 
 
-def _tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
+def tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
     counted: Counts = {}
     for pool, why, tokens in rows:
         count, total = counted.get((pool, why), (0, 0))
@@ -627,218 +627,11 @@ def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
     return _PlainScorer(scorer, context, now)
 
 
-def _checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
-    if not _is_number(value, finite=True):  # NaN breaks the total order, an infinity every tie
+def checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
+    """A scorer's answer as a float; NaN would break the total order, an infinity every tie: the entry's error."""
+    if not _is_number(value, finite=True):
         raise entry_error(entry, index, None, "%s must return a finite number, %s" % (what, _got(value)))
     return float(value)
-
-
-class ListCandidates:
-    """The plain list source (``seams.Candidates``): step 1 at once, step 2 and costs (a tokenizer is a call's
-    dear part) only for what the fill reaches; given ``costs``, entries count as checked.
-    Example: ``fill_pools(pools, ListCandidates(entries, prepare_scorer(f, ctx, now)))``."""
-
-    def __init__(
-        self,
-        entries: Iterable[Entry],
-        prepared: Any,
-        *,
-        token_counter: TokenCounter = default_token_counter,
-        is_active: IsActive = default_is_active,
-        visibility: Optional[Visibility] = None,
-        costs: Optional[Sequence[int]] = None,
-        now: Moment = None,
-    ) -> None:
-        listed = isinstance(entries, Iterable) and not isinstance(entries, (str, bytes, Mapping))
-        _check(listed, TypeError, "entries must be a sequence of entry mappings", entries)
-        hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now)"
-        _check(callable(getattr(prepared, "score", None)), TypeError, hint, prepared)
-        _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
-        self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
-        self.prepared, self.counter = prepared, token_counter
-        self.now = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-        self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
-        self.reason: dict[int, Reason] = {}  # position -> why not admitted
-        self.penalty: dict[int, float] = {}  # position -> namespace-chain factor, when not 1
-        self.by_type: dict[str, list[int]] = {}
-        self.always: set[int] = set()
-        self.scores: dict[int, float] = {}
-        self.claimed: set[int] = set()  # id() of every entry an earlier pool took
-        self.admit(is_active, visibility, checked=costs is not None)
-        if getattr(prepared, "admitted", None) is not None:  # a scorer that reads the call's candidates first
-            contextual = sorted(i for run in self.by_type.values() for i in run if i not in self.always)
-            prepared.admitted([self.items[i] for i in contextual])
-
-    def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
-        """1. Admit: checked, live and visible entries, grouped by type."""
-        as_of = visibility.at if visibility is not None else None
-        for index, entry in enumerate(self.items):
-            if not checked:
-                check_entry(entry, index)
-            why, factor = lifecycle_reason(entry, index, is_active, self.now, as_of), 1.0
-            if why is None and visibility is not None:
-                why, factor = visibility.judge(entry)
-            if why is not None:
-                self.reason[index] = why
-                continue
-            if factor != 1.0:
-                self.penalty[index] = factor
-            self.by_type.setdefault(entry.get("type", "note"), []).append(index)
-            if entry.get("scope") == "always":
-                self.always.add(index)
-
-    def score(self, position: int) -> float:
-        """2. Score, once, times the chain factor (the default score is not re-checked: an overflow ranks as inf)."""
-        if position not in self.scores:
-            entry = self.items[position]
-            score = self.prepared.score(entry)
-            if not isinstance(self.prepared, ScoringContext):
-                score = _checked_score(score, entry, position, "scorer")
-            self.scores[position] = score * self.penalty.get(position, 1.0)
-        return self.scores[position]
-
-    def cost(self, position: int) -> int:
-        if position not in self.costs:
-            self.costs[position] = entry_cost(self.items[position], self.counter, position)
-        return self.costs[position]
-
-    def members(self, pool: Pool) -> tuple[list[int], list[int]]:
-        runs = [run for entry_type, run in self.by_type.items() if pool.admits(entry_type)]
-        found = sorted(i for run in runs for i in run if id(self.items[i]) not in self.claimed)
-        return [i for i in found if i in self.always], [i for i in found if i not in self.always]
-
-    def warm(self, group: list[int]) -> None:
-        if getattr(self.prepared, "warm", None) is not None:  # a scorer that embeds entries: one batch per pool
-            self.prepared.warm([self.items[i] for i in group])
-
-    def split_below(self, group: list[int], threshold: float) -> tuple[list[int], list[int]]:
-        self.warm(group)
-        at, relevance = self.items, self.prepared.relevance
-        kept = {i for i in group if _checked_score(relevance(at[i]), at[i], i, "relevance") >= threshold}
-        return [i for i in group if i in kept], [i for i in group if i not in kept]
-
-    def ranked(self, group: list[int], left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
-        self.warm(group)
-        at = self.items
-        keys = sorted((-self.score(i), at[i].get("created") or "", at[i].get("id") or "", i) for i in group)
-        return ((i, -negative, self.cost(i)) for negative, _, _, i in keys)
-
-    def claim(self, positions: Iterable[int]) -> None:
-        self.claimed.update(id(self.items[i]) for i in positions)
-
-    def entry(self, position: int) -> Entry:
-        return self.items[position]
-
-    def index(self, position: int) -> int:
-        return position
-
-    def verdicts(self) -> Iterator[tuple[int, Optional[Reason]]]:
-        return ((i, self.reason.get(i)) for i in range(len(self.items)))
-
-
-_EVERY_TYPE = Pool("every type", 0, 0)
-
-
-def fill_pools(
-    pools: Sequence[Pool],
-    candidates: Candidates,
-    *,
-    report: bool = True,
-    warn: bool = True,
-    notes: Optional[dict[str, Any]] = None,
-    layering: Optional[Layering] = None,
-    stacklevel: int = 2,
-) -> Selection:
-    """Steps 3 and 4 of the module docstring over ``candidates``: the one fill, whatever holds the entries."""
-    pool_list, filled = check_pools(pools), []
-    for pool in pool_list:
-        # 3a. Always-scope entries first, in input order, outside both caps.
-        always, contextual = candidates.members(pool)
-        # 3b. Threshold, then budgets: marginal candidates are set aside first.
-        low, below = pool.min_relevance, None
-        if low is not None:
-            contextual, below = candidates.split_below(contextual, low)
-        # 3c. The greedy fill in rank order (or the layering's).
-        picks = (_greedy if layering is None else layering.pick)(pool, candidates, contextual)
-        # 3d. What loaded is claimed: an entry lands in one pool at most.
-        candidates.claim(always + [p[0] for p in picks])
-        filled.append((pool, always, contextual, below, picks))
-    if layering is not None:  # every pool filled: the layering may change layers and costs, not entries
-        filled = [f[:4] + (p,) for f, p in zip(filled, layering.settle(pool_list, [f[4] for f in filled]))]
-    at, index, cost = candidates.entry, candidates.index, candidates.cost
-    result = {f[0].name: [at(i) for i in f[1] + [p[0] for p in f[4]]] for f in filled}
-    # 4. Report. Every pool claimed its types' always-scope entries (3a, 3d): those left, no pool admits. Such a
-    # correction is never only a report line.
-    lost = candidates.members(_EVERY_TYPE)[0]
-    for i in lost if warn else ():
-        message = "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
-        message %= (describe_entry(at(i), index(i)), at(i).get("type", "note"))
-        warnings.warn(message + "Add the type to a pool.", UnadmittedCorrectionWarning, stacklevel=stacklevel + 1)
-    if not report:
-        return Selection(result, [], [], {}, notes)
-    always_rows, picked_rows, stats, lost_set = [], [], {}, set(lost)
-    for pool, always, contextual, below, picks in filled:
-        paid, name = [cost(i) for i in always], pool.name
-        always_rows += [Chosen(at(i), index(i), name, True, None, c, "full", c) for i, c in zip(always, paid)]
-        picked_rows += [Chosen(at(i), index(i), name, False, s, c, layer, cost(i)) for i, s, c, layer in picks]
-        seen, used = len(always) + len(contextual) + (len(below) if below is not None else 0), sum(p[2] for p in picks)
-        stats[name] = PoolStats(name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(paid), seen)
-
-    def rows(left: Optional[Iterable[Left]] = None) -> list[Dropped]:
-        left = _left_out(candidates, filled, lost_set) if left is None else left
-        return [Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ())) for i, why, p in left]
-
-    # Counts and sample without a row per entry left out: a column source's (seams.Counting), else from the rule.
-    tally, taken = getattr(candidates, "tally", None), getattr(candidates, "sample", None)
-
-    def counts() -> Counts:
-        if tally is not None:
-            return tally(filled, lost_set)  # type: ignore[no-any-return]
-        return _tally((p, why, cost(i) if p else 0) for i, why, p in _left_out(candidates, filled, lost_set))
-
-    def sample(per_key: int) -> list[Dropped]:
-        if taken is not None:
-            return rows(taken(filled, lost_set, per_key))
-        left = list(_left_out(candidates, filled, lost_set))
-        return rows([left[n] for n in _first_per_key(((p, why) for _, why, p in left), per_key)])
-
-    return Selection(result, always_rows + picked_rows, rows, stats, notes, counts, sample)
-
-
-def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[Pick]:
-    """3c: in rank order, skip what overflows the tokens (a smaller one may fit); stop at the entry cap or when full."""
-    picks: list[Pick] = []
-    used = 0
-
-    def left() -> float:  # read as the fill goes: a ranking may leave out what no longer fits
-        return pool.max_tokens - used
-
-    for i, score, cost in candidates.ranked(contextual, left) if pool.loads_contextual else ():
-        if used + cost > pool.max_tokens:
-            continue
-        picks.append((i, score, cost, "full"))
-        used += cost
-        if len(picks) >= pool.max_entries or used + 1 > pool.max_tokens:
-            break
-    return picks
-
-
-def _left_out(candidates: Candidates, filled: list[Filled], lost: set[int]) -> Iterator[Left]:
-    """4. ``(position, reason, pool or None)`` of each entry that did not load, in input order. The last pool that
-    considered an entry decides: token budget if it costs more than that pool's final room (it could never have
-    fitted), else the entry cap, whatever how far the fill scanned."""
-    last: dict[int, tuple[str, Reason]] = {}
-    chosen: set[int] = set()
-    for pool, always, contextual, below, picks in filled:
-        picked, room = {p[0] for p in picks}, pool.max_tokens - sum(p[2] for p in picks)
-        chosen.update(always, picked)
-        last.update((int(i), (pool.name, Reason.BELOW_RELEVANCE)) for i in (() if below is None else below))
-        for i in (int(i) for i in contextual if i not in picked):
-            last[i] = (pool.name, Reason.TOKEN_BUDGET if candidates.cost(i) > room else Reason.ENTRY_CAP)
-    for i, why in candidates.verdicts():
-        if i not in chosen:
-            unpooled = Reason.ALWAYS_NO_POOL if i in lost else Reason.NO_POOL
-            yield (i, last[i][1], last[i][0]) if why is None and i in last else (i, why or unpooled, None)
 
 
 def select(
@@ -851,19 +644,105 @@ def select(
     is_active: IsActive = default_is_active,
     now: Moment = None,
     visibility: Optional[Visibility] = None,
-    layering: Optional[Layering] = None,
-    candidates: Callable[..., Candidates] = ListCandidates,
     _report: bool = True,
+    _warn: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
     """Steps 1-4 with the report of what did not load and why (silent truncation makes a model believe "that is
-    all there is"); ``layering``: progressive loading; ``candidates``: what holds the entries (see docs/core.md)."""
-    pool_list, view = check_pools(pools), active_visibility(visibility)
-    # 1. Admit and 2. score (once each, when a pool ranks the entry).
-    prepared = prepare_scorer(scorer, context, now)
-    source = candidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view, now=now)
-    # 3. Fill each pool and 4. report.
-    return fill_pools(pool_list, source, report=_report, layering=layering, stacklevel=_stacklevel)
+    all there is"). The same fill with seams (progressive loading, other sources): ``seamed.select``."""
+    pool_list, view, prepared = check_pools(pools), active_visibility(visibility), prepare_scorer(scorer, context, now)
+    listed = isinstance(entries, Iterable) and not isinstance(entries, (str, bytes, Mapping))
+    _check(listed, TypeError, "entries must be a sequence of entry mappings", entries)
+    _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
+    at, when = list(entries), as_utc(now or datetime.datetime.now(datetime.timezone.utc))
+    # 1. Admit: each entry checked, then whether it is live and visible, read once.
+    verdicts: dict[int, tuple[Optional[Reason], float]] = {}  # position -> (why not admitted, namespace-chain factor)
+    for i, entry in enumerate(at):
+        check_entry(entry, i)
+        why = lifecycle_reason(entry, i, is_active, when, view.at if view is not None else None)
+        verdicts[i] = view.judge(entry) if why is None and view is not None else (why, 1.0)
+    live = [i for i, (why, _) in verdicts.items() if why is None]
+    if getattr(prepared, "admitted", None) is not None:  # a scorer that reads the call's candidates first (feedback)
+        prepared.admitted([at[i] for i in live if at[i].get("scope") != "always"])
+
+    # 2. Score and cost an entry once, when the fill or the report first needs it (a tokenizer is a call's dear part;
+    # the default score is not re-checked: an overflow ranks as inf).
+    @functools.lru_cache(None)
+    def score(i: int) -> float:
+        value = prepared.score(at[i])
+        value = value if isinstance(prepared, ScoringContext) else checked_score(value, at[i], i, "scorer")
+        return value * verdicts[i][1]  # type: ignore[no-any-return]
+
+    cost = functools.lru_cache(None)(lambda i: entry_cost(at[i], token_counter, i))
+    rank = lambda i: (-score(i), at[i].get("created") or "", at[i].get("id") or "", i)  # noqa: E731 (the total order)
+    # 3. Fill each pool in order, from the admitted entries of its types that no earlier pool took (by identity).
+    filled: list[tuple[Pool, list[int], list[int], list[int], list[int]]] = []
+    claimed: set[int] = set()
+    for pool in pool_list:
+        mine = [i for i in live if pool.admits(at[i].get("type", "note")) and id(at[i]) not in claimed]
+        # 3a. Every always-scope entry first, in input order, outside both caps.
+        always = [i for i in mine if at[i].get("scope") == "always"]
+        contextual, below = [i for i in mine if at[i].get("scope") != "always"], []
+        # 3b. Contextual entries below the pool's min_relevance are set aside.
+        if pool.min_relevance is not None:
+            relevance = [checked_score(prepared.relevance(at[i]), at[i], i, "relevance") for i in contextual]
+            below = [i for i, r in zip(contextual, relevance) if r < pool.min_relevance]
+            contextual = [i for i, r in zip(contextual, relevance) if r >= pool.min_relevance]
+        # 3c. The rest in the total order, greedily: what overflows the tokens is skipped (a smaller one may fit);
+        # the entry cap counts contextual entries only.
+        picks: list[int] = []
+        used = 0
+        if pool.loads_contextual:
+            for i in sorted(contextual, key=rank):
+                if used + cost(i) <= pool.max_tokens:
+                    picks.append(i)
+                    used += cost(i)
+                if len(picks) >= pool.max_entries or used + 1 > pool.max_tokens:
+                    break
+        # 3d. What loaded is claimed: an entry lands in one pool at most.
+        claimed.update(id(at[i]) for i in always + picks)
+        filled.append((pool, always, contextual, below, picks))
+    # 4. Report. Every pool claimed its types' always-scope entries: those left, no pool admits (never only a row).
+    loaded = {pool.name: [at[i] for i in always + picks] for pool, always, _, _, picks in filled}
+    lost = [i for i in live if at[i].get("scope") == "always" and id(at[i]) not in claimed]
+    for i in lost if _warn else ():
+        message = "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
+        message %= (describe_entry(at[i], i), at[i].get("type", "note"))
+        warnings.warn(message + "Add the type to a pool.", UnadmittedCorrectionWarning, stacklevel=_stacklevel + 1)
+    if not _report:
+        return Selection(loaded, [], [], {})
+    chosen = [Chosen(at[i], i, f[0].name, True, None, cost(i), "full", cost(i)) for f in filled for i in f[1]]
+    chosen += [Chosen(at[i], i, f[0].name, False, score(i), cost(i), "full", cost(i)) for f in filled for i in f[4]]
+    stats: dict[str, PoolStats] = {}
+    for p, always, contextual, below, picks in filled:
+        tokens, paid, seen = sum(map(cost, picks)), sum(map(cost, always)), len(always) + len(contextual) + len(below)
+        stats[p.name] = PoolStats(p.name, p.max_tokens, p.max_entries, tokens, len(picks), len(always), paid, seen)
+
+    def left() -> Iterator[tuple[int, Reason, Optional[str]]]:
+        # (position, reason, pool or None) per entry left out, in input order. The last pool that considered it
+        # decides: token budget if it costs more than that pool's final room (it never fitted), else the entry cap.
+        last: dict[int, tuple[Optional[str], Reason]] = {}
+        for pool, _, contextual, below, picks in filled:
+            room, picked = pool.max_tokens - sum(map(cost, picks)), set(picks)
+            last.update((i, (pool.name, Reason.BELOW_RELEVANCE)) for i in below)
+            for i in (i for i in contextual if i not in picked):
+                last[i] = (pool.name, Reason.TOKEN_BUDGET if cost(i) > room else Reason.ENTRY_CAP)
+        taken, lost_set = {i for f in filled for i in f[1] + f[4]}, set(lost)
+        for i, (why, _) in verdicts.items():
+            if i not in taken:
+                unpooled = Reason.ALWAYS_NO_POOL if i in lost_set else Reason.NO_POOL
+                pool_name, why = last.get(i, (None, why or unpooled))
+                yield i, why, pool_name
+
+    def rows(triples: Iterable[tuple[int, Reason, Optional[str]]]) -> list[Dropped]:
+        return [Dropped(at[i], i, why, *((p, score(i), cost(i)) if p else ())) for i, why, p in triples]
+
+    def sample(per_key: int) -> list[Dropped]:  # the first rows per pool and reason, building only those
+        triples = list(left())
+        return rows([triples[n] for n in first_per_key(((p, why) for _, why, p in triples), per_key)])
+
+    counts = lambda: tally((p, why, cost(i) if p else 0) for i, why, p in left())  # noqa: E731
+    return Selection(loaded, chosen, lambda: rows(left()), stats, None, counts, sample)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
@@ -875,5 +754,14 @@ def retrieve(entries: Sequence[Entry], pool: Pool, context: Context = None, **op
     """Fill one pool, as the spec's ``retrieve`` (steps 1-3, no warning or report; keywords ``scorer``,
     ``token_counter``, ``is_active``, ``now``): the same dict objects, never mutated."""
     _check(isinstance(pool, Pool), TypeError, "pool must be a Pool", pool)
-    prepared = prepare_scorer(options.pop("scorer", default_scorer), context, options.get("now"))
-    return fill_pools([pool], ListCandidates(entries, prepared, **options), report=False, warn=False).pools[pool.name]
+    return select(entries, [pool], context, _report=False, _warn=False, **options).pools[pool.name]
+
+
+if not TYPE_CHECKING:  # hidden from type checkers, which would read every unknown name as Any
+
+    def __getattr__(name: str) -> Any:  # fill_pools, ListCandidates: now in poolsplit_adapters.seamed (compat warns)
+        if name not in ("fill_pools", "ListCandidates") or not __package__:
+            raise AttributeError("module %r has no attribute %r" % (__name__, name))
+        from .compat import moved
+
+        return moved(name)

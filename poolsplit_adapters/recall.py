@@ -402,10 +402,21 @@ def with_query_vector(scorer: Any, text: str, vector: Optional[Sequence[float]])
     return scorer.with_query_vector(text, vector)
 
 
+def embedding_of(scorer: Any) -> Any:
+    """The embedding part of ``scorer``: a
+    :class:`~poolsplit_adapters.relevance.RelevanceScorer`'s embedder (None
+    for words alone), else the scorer itself (an ``EmbeddingScorer``)."""
+    from .relevance import RelevanceScorer
+
+    return scorer.embedding if isinstance(scorer, RelevanceScorer) else scorer
+
+
 def same_vector_space(scorer: Any, embeddings: Any) -> bool:
-    """Whether ``scorer`` (an EmbeddingScorer) embeds with ``embeddings``, the
-    store's model: the same object, or the same model id. Only then is the
-    store's score the cosine the scorer would compute."""
+    """Whether ``scorer`` (an EmbeddingScorer, or a RelevanceScorer fusing
+    one) embeds with ``embeddings``, the store's model: the same object, or
+    the same model id. Only then is the store's score the cosine the scorer
+    would compute."""
+    scorer = embedding_of(scorer)
     if embeddings is None or not isinstance(scorer, EmbeddingScorerLike) or scorer.embedder is None:
         return False
     if scorer.embedder is embeddings:
@@ -416,6 +427,28 @@ def same_vector_space(scorer: Any, embeddings: Any) -> bool:
         return bool(scorer.model_id == EmbeddingScorer(embeddings).model_id)
     except TypeError:
         return False
+
+
+def takes_store_scores(scorer: Any, embeddings: Any) -> bool:
+    """Whether a vector store's scores (converted to cosines) serve
+    ``scorer`` as the similarity of the entries it recalled:
+
+    * the adapters' default, a :class:`~poolsplit_adapters.relevance.RelevanceScorer`
+      without an embedder: the store's similarity is the vector half of the
+      fused relevance (BM25 the other), so the default over a vector store
+      never discards the ranking the store alone would give;
+    * a scorer that embeds (``EmbeddingScorer``, a fused ``RelevanceScorer``)
+      with the store's own model (:func:`same_vector_space`): the store's
+      score is the cosine it would compute, so nothing is embedded again;
+    * any other scorer (another model, a custom ranking): no, it ranks alone.
+
+    The caller still needs the score's metric (:func:`store_metric`): an
+    unknown one is never guessed at."""
+    from .relevance import RelevanceScorer
+
+    if isinstance(scorer, RelevanceScorer) and scorer.embedding is None:
+        return True
+    return same_vector_space(scorer, embeddings) and callable(getattr(scorer, "with_known_relevance", None))
 
 
 def with_store_scores(scorer: Any, scores: Mapping[str, float], metric: Any) -> Any:
@@ -459,6 +492,10 @@ class VisibleEntries:
         if self.visibility is not None and self.visibility.judge(entry)[0] is not None:
             return False
         return self.allowed is None or self.allowed(entry)
+
+    def visible_entries(self) -> List[Mapping[str, Any]]:
+        """Every entry a query may see (what ``pools="auto"`` plans for)."""
+        return [e for e in self.entries if isinstance(e, Mapping) and self.visible(e)]
 
     def get(self, entry_id: str) -> Optional[Mapping[str, Any]]:
         """The visible entry with this id (the first, in input order), else None."""

@@ -31,9 +31,10 @@ import datetime
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
-from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
+from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer
 from .relevance.scorer import RelevanceScorer
 from .render import always_outside_namespace, dropped_rows, selection_dict
+from .seamed import select
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
     "poolsplit_capture_sinks", default=()
@@ -162,7 +163,7 @@ def select_noted(
     now: Optional[datetime.datetime] = None,
     **options: Any,
 ) -> Selection:
-    """The core ``select`` (same arguments), with the scorer's fallback noted;
+    """The seamed ``select`` (the core's, with ``layering=``; same arguments), with the scorer's fallback noted;
     a :class:`~poolsplit_adapters.relevance.RelevanceScorer` without a corpus
     ranks against the statistics of every entry given
     (:meth:`~poolsplit_adapters.relevance.RelevanceScorer.over`), as a

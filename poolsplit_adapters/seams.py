@@ -1,9 +1,10 @@
-"""The two seams of the core's fill, as types: what holds a call's entries, and another step 3c.
+"""The two seams of the seamed fill (:mod:`poolsplit_adapters.seamed`), as types: what holds a call's entries,
+and another step 3c.
 
-They live here, not in :mod:`poolsplit_adapters.poolsplit`, because only implementations need them:
-:class:`~poolsplit_adapters.poolsplit.ListCandidates` (a list), ``index._ColumnSource`` (the index's columns)
+The core's :func:`~poolsplit_adapters.poolsplit.select` is the plain fill and has no seams; only implementations
+need these: :class:`~poolsplit_adapters.seamed.ListCandidates` (a list), ``index._ColumnSource`` (the index's columns)
 and ``fastpath.BestFirstCandidates`` satisfy :class:`Candidates`; ``memory.progressive.ProgressiveLayers``
-satisfies :class:`Layering`. The core names them for type checkers only, so its file still works copied alone.
+satisfies :class:`Layering`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ Left = tuple[int, Reason, Optional[str]]  #: position, reason, pool (None: no po
 
 
 class Candidates(Protocol):
-    """The entries of one call as :func:`~poolsplit_adapters.poolsplit.fill_pools` asks about them (steps 1 and 2
+    """The entries of one call as :func:`~poolsplit_adapters.seamed.fill_pools` asks about them (steps 1 and 2
     happen behind it), by the implementation's positions; a *group* is any sized iterable of them.
 
     ``members``: (always-scope positions in input order, contextual group) of the pool's types, admitted and
@@ -48,7 +49,7 @@ class Candidates(Protocol):
 @runtime_checkable
 class Counting(Protocol):
     """An optional capability of a :class:`Candidates` that holds columns (``index._ColumnSource``): the report's
-    counts and sample without a row per entry left out. Without it the core's fill counts and samples the
+    counts and sample without a row per entry left out. Without it the seamed fill counts and samples the
     ``(position, reason, pool)`` triples of its ``_left_out`` rule (the rule these twin), building only the sample's rows.
 
     ``tally``: ``(pool or None, reason) -> (entries, tokens)``; ``sample``: ``(position, reason, pool or None)``

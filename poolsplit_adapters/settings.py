@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from typing_extensions import TypedDict
 
 from .checks import ArgumentError, checked_settings
+from .defaults import default_adapter_scorer
 from .poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility
 from .relevance import RelevanceScorer
 from .tokens import default_counter, llama_index_counter
@@ -56,23 +57,6 @@ class Framework(str, Enum):
     """LlamaIndex's global tokenizer, the one ``Memory`` counts with."""
 
 
-def default_adapter_scorer() -> Scorer:
-    """The scorer of every adapter, the middleware, the LangGraph store
-    memory and the CLI's ``search`` when neither ``scorer=`` nor
-    ``embeddings=`` is given: the one place it is chosen.
-
-    A fresh :class:`~poolsplit_adapters.relevance.RelevanceScorer` (BM25
-    over Unicode words, stemmed, CJK bigrams; priority, recency, tags and
-    project as bounded boosts), not the core's ``default_scorer``: the
-    spec's recency factor (x0.3 after 90 days against a relevance factor of
-    at most x2.5) lets any entry of the last month outrank any older match,
-    and its ASCII word rule gives other scripts no relevance at all. Fresh
-    on every call, so a host that gives one adapter's scorer a corpus
-    (``index_entries``) changes no other adapter. ``scorer=default_scorer``
-    brings the spec's ranking back (docs/migrating.md)."""
-    return RelevanceScorer()
-
-
 def default_adapter_counter(framework: Framework = Framework.LANGCHAIN) -> TokenCounter:
     """The token counter of an adapter given no ``token_counter=``: the one
     place it is chosen. Counts are cached per text, process-wide."""
@@ -82,18 +66,22 @@ def default_adapter_counter(framework: Framework = Framework.LANGCHAIN) -> Token
 
 
 def embedding_scorer_for(embeddings: Any, name: str = "embeddings") -> Scorer:
-    """An :class:`~poolsplit_adapters.memory.embedding.EmbeddingScorer` over
-    a framework's embeddings object (LangChain ``Embeddings``, LlamaIndex
-    ``BaseEmbedding``); the error names the argument. Imported here, on
-    use: the scorer needs numpy."""
+    """The scorer of ``embeddings=``: a fresh
+    :class:`~poolsplit_adapters.relevance.RelevanceScorer` fusing BM25 with
+    the cosine of a framework's embeddings object (LangChain ``Embeddings``,
+    LlamaIndex ``BaseEmbedding``, or an ``EmbeddingScorer``, whose vector
+    cache it shares): words and vectors together, as the adapters' default
+    ranks words alone (:func:`default_adapter_scorer`). Until 0.5 it was a
+    bare ``EmbeddingScorer`` (cosine alone, no exact names or numbers);
+    ``scorer=EmbeddingScorer(e)`` still gives that. The error names the
+    argument. Imported here, on use: the embedding part needs numpy."""
     from .memory.embedding import EmbeddingScorer
 
-    if isinstance(embeddings, EmbeddingScorer):
-        return embeddings
     try:
-        return EmbeddingScorer(embeddings)
+        inner = embeddings if isinstance(embeddings, EmbeddingScorer) else EmbeddingScorer(embeddings)
     except TypeError as err:
         raise ArgumentError("%s: %s" % (name, err)) from None
+    return RelevanceScorer(inner)
 
 
 def _resolved(owner: str, data: dict[str, Any], known: Sequence[str], framework: Framework) -> dict[str, Any]:
@@ -204,8 +192,8 @@ class AdapterSettings(BaseModel):
         default=None,
         exclude=True,
         description=(
-            "The framework's embeddings object (LangChain Embeddings, LlamaIndex BaseEmbedding): ranks with an "
-            "EmbeddingScorer over it (cosine relevance). Give it or scorer=, not both."
+            "The framework's embeddings object (LangChain Embeddings, LlamaIndex BaseEmbedding): ranks with a "
+            "RelevanceScorer fusing BM25 and its cosine (embedding_scorer_for). Give it or scorer=, not both."
         ),
     )
     k: Optional[int] = Field(
@@ -228,8 +216,8 @@ class AdapterSettings(BaseModel):
         default_factory=default_adapter_scorer,
         exclude=True,
         description=(
-            "Ranking function scorer(entry, context, *, now=None) -> float. None: an EmbeddingScorer over "
-            "embeddings= when given, else the adapters' default (default_adapter_scorer)."
+            "Ranking function scorer(entry, context, *, now=None) -> float. None: words and vectors fused over "
+            "embeddings= when given (embedding_scorer_for), else the adapters' default (default_adapter_scorer)."
         ),
     )
     visibility: Optional[Visibility] = Field(

@@ -387,7 +387,10 @@ class DeferredCounter:
 
     def count_many(self, texts: Iterable[str]) -> List[int]:
         """Counts for many texts, in order, in one batch when the counter
-        batches."""
+        batches; no texts resolve no tokenizer."""
+        texts = list(texts)
+        if not texts:
+            return []
         counter = self._resolve()
         many = getattr(counter, "count_many", None)
         return list(many(texts)) if many is not None else [counter(text) for text in texts]

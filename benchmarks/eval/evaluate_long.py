@@ -33,6 +33,20 @@ Methods:
   scorer (``settings.default_adapter_scorer``) over the retriever's
   ``MemoryIndex`` (vectorised BM25). Until 0.5 that default was the spec's
   scorer, the ``core + spec scorer`` row.
+* the default path of every adapter (:data:`ADAPTER_PATHS`, issue 19's
+  "Done when"), each built with nothing but its pools (``Pool("all",
+  budget)``) and called at each budget, since its recall grows with the
+  budget: LangChain ``PoolSplitRetriever.from_vectorstore`` over the same
+  ``InMemoryVectorStore`` as ``vector top-k``, without and with
+  ``embeddings=``, and with ``pools="auto"`` (``total_tokens=budget``);
+  ``PoolSplitMemoryMiddleware`` in a real ``create_agent``
+  (``GenericFakeChatModel``) over a LangGraph ``InMemoryStore`` with a
+  vector index on ``content`` (one agent turn per question); LlamaIndex
+  ``PoolSplitRetriever.from_vector_store_index`` over a ``VectorStoreIndex``
+  of the same vectors (the metadata left out of what is embedded), and the
+  memory blocks (the pooled block's ``aget``), without and
+  with ``embeddings=``. ``--no-adapters`` leaves them out, ``--only`` picks
+  methods by name.
 
 A question's ranking is computed once per method (one ``select`` whose budget
 holds the whole store returns every entry in the core's rank order) and the
@@ -55,6 +69,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import long_horizon  # noqa: E402
 from langchain_core.embeddings import Embeddings  # noqa: E402
 from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
+from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
+from pydantic import PrivateAttr  # noqa: E402
 
 from poolsplit_adapters import Pool, default_scorer, select  # noqa: E402
 from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
@@ -77,6 +93,9 @@ class CachedEmbeddings(Embeddings):
         self.inner = inner
         self.model_id = getattr(inner, "model_id", type(inner).__name__)
         self.memo: Dict[str, List[float]] = {}
+        self.query_memo: Dict[str, List[float]] = {}
+        self.queries = 0
+        self.timing = False
 
     def embed_documents(self, texts: List[str]) -> List[List[float]]:
         missing = [t for t in dict.fromkeys(texts) if t not in self.memo]
@@ -85,7 +104,38 @@ class CachedEmbeddings(Embeddings):
         return [self.memo[t] for t in texts]
 
     def embed_query(self, text: str) -> List[float]:
-        return self.inner.embed_query(text)  # type: ignore[no-any-return]
+        self.queries += 1
+        if self.timing or text not in self.query_memo:
+            # Timed calls pay for their query embedding; the untimed ones
+            # (the same question at each budget) reuse it.
+            self.query_memo[text] = self.inner.embed_query(text)
+        return self.query_memo[text]
+
+
+class LlamaEmbedding(BaseEmbedding):
+    """The same cached embedder behind LlamaIndex's ``BaseEmbedding``."""
+
+    _cached: Any = PrivateAttr()
+
+    def __init__(self, cached: CachedEmbeddings) -> None:
+        super().__init__(model_name=cached.model_id)
+        self._cached = cached
+
+    @property
+    def model_id(self) -> str:
+        return self._cached.model_id  # type: ignore[no-any-return]
+
+    def _get_query_embedding(self, query: str) -> List[float]:
+        return self._cached.embed_query(query)  # type: ignore[no-any-return]
+
+    async def _aget_query_embedding(self, query: str) -> List[float]:
+        return self._get_query_embedding(query)
+
+    def _get_text_embedding(self, text: str) -> List[float]:
+        return self._cached.embed_documents([text])[0]  # type: ignore[no-any-return]
+
+    def _get_text_embeddings(self, texts: List[str]) -> List[List[float]]:
+        return self._cached.embed_documents(texts)  # type: ignore[no-any-return]
 
 
 class SpecShapedEmbeddingScorer:
@@ -187,21 +237,159 @@ def adapter_method(entries: List[Dict[str, Any]]) -> Callable[[str, int], Rankin
     return rank
 
 
+def _documents(entries: List[Dict[str, Any]]) -> List[Any]:
+    from langchain_core.documents import Document
+
+    return [
+        Document(
+            page_content=e["content"], id=e["id"], metadata={k: v for k, v in e.items() if k not in ("content", "id")}
+        )
+        for e in entries
+    ]
+
+
+class PerBudget:
+    """A method whose object is built per budget (an adapter's pools are
+    fixed at construction) and called at that budget: what it returns is
+    the selection it made there, not a ranking to replay (recall grows
+    with the budget, so a whole-store call would not be the same call)."""
+
+    def __init__(self, build: Callable[[int], Callable[[str], Any]]) -> None:
+        self.build = build
+        self.made: Dict[int, Callable[[str], Any]] = {}
+
+    def __call__(self, message: str, budget: int) -> Ranking:
+        call = self.made.get(budget)
+        if call is None:
+            call = self.made[budget] = self.build(budget)
+        selection = call(message)
+        return [(c.entry["id"], c.cost) for c in selection.chosen if not c.always]
+
+
+def _capture(run: Callable[[], Any]) -> Any:
+    from poolsplit_adapters.reports import capture_selections
+
+    with capture_selections() as mine:
+        run()
+    return mine[-1]
+
+
+def lc_vectorstore_method(store: InMemoryVectorStore, auto: bool = False, **options: Any) -> PerBudget:
+    """``PoolSplitRetriever.from_vectorstore`` with its defaults (and
+    ``options``, e.g. ``embeddings=``); ``auto``: ``pools="auto"`` with the
+    budget as ``total_tokens``."""
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+
+    def build(budget: int) -> Callable[[str], Any]:
+        if auto:
+            retriever = PoolSplitRetriever.from_vectorstore(
+                store, "auto", total_tokens=budget, total_entries=10**6, now=long_horizon.NOW, **options
+            )
+        else:
+            retriever = PoolSplitRetriever.from_vectorstore(
+                store, [Pool("all", budget, 10**9)], now=long_horizon.NOW, **options
+            )
+        return lambda message: _capture(lambda: retriever.invoke(message))
+
+    return PerBudget(build)
+
+
+def middleware_method(cached: CachedEmbeddings, entries: List[Dict[str, Any]], dims: int) -> PerBudget:
+    """``PoolSplitMemoryMiddleware`` with its defaults in a real
+    ``create_agent`` (``GenericFakeChatModel``), over a LangGraph
+    ``InMemoryStore`` with a vector index on ``content``: one agent turn per
+    question; what the model call got is the middleware's selection."""
+    from langchain.agents import create_agent
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.store.base import PutOp
+    from langgraph.store.memory import InMemoryStore
+
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+
+    store = InMemoryStore(index={"dims": dims, "embed": cached, "fields": ["content"]})
+    namespace = ("memories", "eval")
+    # In batches of distinct texts: InMemoryStore's batch embeds each text
+    # once and then miscounts the items that share it (langgraph 1.x).
+    rounds: List[List[Dict[str, Any]]] = []
+    for entry in entries:
+        home = next((r for r in rounds if all(e["content"] != entry["content"] for e in r)), None)
+        if home is None:
+            rounds.append([])
+            home = rounds[-1]
+        home.append(entry)
+    for batch in rounds:
+        store.batch([PutOp(namespace, e["id"], {k: v for k, v in e.items() if k != "id"}) for e in batch])
+
+    class Model(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    def build(budget: int) -> Callable[[str], Any]:
+        middleware = PoolSplitMemoryMiddleware(
+            [Pool("all", budget, 10**9)], namespace=namespace, now=long_horizon.NOW, remember=False
+        )
+        model = Model(messages=iter(AIMessage("ok") for _ in range(10**9)))
+        agent = create_agent(model, middleware=[middleware], store=store)
+
+        def turn(message: str) -> Any:
+            return _capture(lambda: agent.invoke({"messages": [HumanMessage(message)]}))
+
+        return turn
+
+    return PerBudget(build)
+
+
+def llama_retriever_method(index: Any) -> PerBudget:
+    """LlamaIndex ``PoolSplitRetriever.from_vector_store_index`` with its defaults."""
+    from poolsplit_adapters.llama_index import PoolSplitRetriever
+
+    def build(budget: int) -> Callable[[str], Any]:
+        retriever = PoolSplitRetriever.from_vector_store_index(
+            index, [Pool("all", budget, 10**9)], now=long_horizon.NOW
+        )
+        return lambda message: _capture(lambda: retriever.retrieve(message))
+
+    return PerBudget(build)
+
+
+def llama_blocks_method(entries: List[Dict[str, Any]], **options: Any) -> PerBudget:
+    """LlamaIndex memory blocks (``poolsplit_memory_blocks``, defaults and
+    ``options``): the pooled block's ``aget`` for the question."""
+    import asyncio
+
+    from llama_index.core.base.llms.types import ChatMessage, MessageRole
+
+    from poolsplit_adapters.llama_index import poolsplit_memory_blocks
+
+    def build(budget: int) -> Callable[[str], Any]:
+        _corrections, pooled = poolsplit_memory_blocks(
+            entries, [Pool("all", budget, 10**9)], now=long_horizon.NOW, **options
+        )
+
+        def get(message: str) -> Any:
+            messages = [ChatMessage(role=MessageRole.USER, content=message)]
+            return _capture(lambda: asyncio.run(pooled.aget(messages)))
+
+        return get
+
+    return PerBudget(build)
+
+
 def methods(
     embedder: Any,
     entries: List[Dict[str, Any]],
     thresholds: Sequence[float] = (),
     lexical_weights: Sequence[float] = (),
+    adapters: bool = True,
     feedback: Sequence[Tuple[float, int, float]] = (),
-    only: Sequence[str] = (),
 ) -> Dict[str, Callable[[str, int], Ranking]]:
     """Every compared method, its vectors and corpus built up front;
     ``thresholds`` adds the fused scorer behind ``Pool(min_relevance=t)``,
     ``lexical_weights`` the fused scorer with other fusion weights,
     ``feedback`` (lexical weight, top, weight; a lexical weight of 1: words
-    alone) the scorer with pseudo-relevance feedback; ``only`` keeps the
-    methods whose name holds one of its strings."""
-    cached = CachedEmbeddings(embedder)
+    alone) the scorer with pseudo-relevance feedback."""
+    cached = embedder if isinstance(embedder, CachedEmbeddings) else CachedEmbeddings(embedder)
     cost = {e["id"]: e["token_count"] for e in entries}
     store = InMemoryVectorStore(embedding=cached)
     store.add_texts([e["content"] for e in entries], ids=[e["id"] for e in entries])
@@ -221,6 +409,8 @@ def methods(
         "core + RelevanceScorer (fused)": core_method(fused, entries),
         "LangChain PoolSplitRetriever (default scorer)": adapter_method(entries),
     }
+    if adapters:
+        found.update(adapter_methods(cached, entries))
     for threshold in thresholds:
         found["core + RelevanceScorer (fused), min_relevance=%g" % threshold] = core_method(fused, entries, threshold)
     for weight in lexical_weights:
@@ -235,7 +425,57 @@ def methods(
         what = "words" if weight >= 1.0 else "fused, lexical_weight=%g" % weight
         name = "core + RelevanceScorer (%s, feedback top=%d weight=%g)" % (what, top, share)
         found[name] = core_method(with_feedback, entries)
-    return {name: rank for name, rank in found.items() if not only or any(part in name for part in only)}
+    return found
+
+
+#: The default path of every adapter, as the run names them (issue 19's "Done when").
+ADAPTER_PATHS = (
+    "LC from_vectorstore (default)",
+    "LC from_vectorstore (embeddings=)",
+    'LC from_vectorstore, pools="auto"',
+    'LC from_vectorstore, pools="auto", embeddings=',
+    "LC middleware (create_agent, InMemoryStore index)",
+    "LI from_vector_store_index (default)",
+    "LI memory blocks (default)",
+    "LI memory blocks (embeddings=)",
+)
+
+
+def adapter_methods(
+    cached: CachedEmbeddings, entries: List[Dict[str, Any]]
+) -> Dict[str, Callable[[str, int], Ranking]]:
+    """The default path of every adapter (issue 19's "Done when"), each
+    called at each budget (:class:`PerBudget`)."""
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.schema import TextNode
+
+    dims = len(cached.embed_query("dimension probe"))
+    # The adapters' store holds the memories as a host would keep them, as
+    # documents with their metadata (type, created, ...), and the same vectors
+    # as the baseline's (content only, one embedding per text, cached).
+    store = InMemoryVectorStore(embedding=cached)
+    store.add_documents(_documents(entries))
+    llama_embedding = LlamaEmbedding(cached)
+    nodes = []
+    for e in entries:
+        metadata = {k: v for k, v in e.items() if k not in ("content", "id")}
+        # The same vectors as the LangChain store's (content only): LlamaIndex
+        # would embed "type: turn\ncreated: ..." with each text by default.
+        nodes.append(
+            TextNode(text=e["content"], id_=e["id"], metadata=metadata, excluded_embed_metadata_keys=list(metadata))
+        )
+    index = VectorStoreIndex(nodes, embed_model=llama_embedding)
+    made = (
+        lc_vectorstore_method(store),
+        lc_vectorstore_method(store, embeddings=cached),
+        lc_vectorstore_method(store, auto=True),
+        lc_vectorstore_method(store, auto=True, embeddings=cached),
+        middleware_method(cached, entries, dims),
+        llama_retriever_method(index),
+        llama_blocks_method(entries),
+        llama_blocks_method(entries, embeddings=llama_embedding),
+    )
+    return dict(zip(ADAPTER_PATHS, made))
 
 
 def run(
@@ -246,21 +486,34 @@ def run(
     thresholds: Sequence[float] = (),
     latency_every: int = 1,
     lexical_weights: Sequence[float] = (),
+    adapters: bool = True,
+    only: Optional[Sequence[str]] = None,
     feedback: Sequence[Tuple[float, int, float]] = (),
-    only: Sequence[str] = (),
 ) -> List[Dict[str, Any]]:
     """One row per method and budget; latency is timed on every
-    ``latency_every``-th question."""
+    ``latency_every``-th question (the query's embedding included: the
+    timed call embeds it afresh). ``only``: methods whose name contains one
+    of these (plus the vector top-k baseline)."""
     everything = sum(e["token_count"] for e in entries)
     rows: List[Dict[str, Any]] = []
-    for name, rank in methods(embedder, entries, thresholds, lexical_weights, feedback, only).items():
+    cached = CachedEmbeddings(embedder)  # run() switches its query memo off for the timed calls
+    found = methods(cached, entries, thresholds, lexical_weights, adapters, feedback)
+    for name, rank in found.items():
+        if only and name != "vector top-k" and not any(part in name for part in only):
+            continue
         latencies: List[float] = []
         loaded: Dict[int, List[set]] = {b: [] for b in budgets}
         for number, question in enumerate(questions):
             if number % latency_every == 0:
+                cached.timing = True
                 start = time.perf_counter()
                 rank(question["message"], LATENCY_BUDGET)
                 latencies.append((time.perf_counter() - start) * 1000.0)
+                cached.timing = False
+            if isinstance(rank, PerBudget):
+                for budget in budgets:
+                    loaded[budget].append(set(fill(rank(question["message"], budget), budget)))
+                continue
             ranking = rank(question["message"], everything)
             for budget in budgets:
                 loaded[budget].append(set(fill(ranking, budget)))
@@ -348,8 +601,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         metavar="W:TOP:WEIGHT",
         help="rows with RelevanceScorer(feedback=Feedback(TOP, WEIGHT)) at lexical weight W (1: words alone)",
     )
-    parser.add_argument("--only", nargs="*", default=[], help="only the methods whose name holds one of these")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--no-adapters", action="store_true", help="leave out the adapters' default paths")
+    parser.add_argument("--only", nargs="*", help="only methods whose name contains one of these (and vector top-k)")
     args = parser.parse_args(argv)
     entries, questions = load()
     questions = questions[:: args.every]
@@ -362,6 +616,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         thresholds=args.thresholds,
         latency_every=args.latency_every,
         lexical_weights=args.lexical_weights,
+        adapters=not args.no_adapters,
         feedback=[(float(w), int(m), float(b)) for w, m, b in (spec.split(":") for spec in args.feedback)],
         only=args.only,
     )

@@ -27,14 +27,27 @@ import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, Hashable, List, Mapping, Optional, Protocol, Sequence, Set, Tuple, runtime_checkable
+from typing import (
+    Any,
+    Dict,
+    FrozenSet,
+    Hashable,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Set,
+    Tuple,
+    runtime_checkable,
+)
 
 from langchain_core.vectorstores import VectorStore
 from langgraph.store.base import BaseStore
 
 from ..memory.progressive import ProgressiveLayers
 from ..poolsplit import EntryError, Pool, Selection
-from ..recall import VisibleEntries
+from ..recall import VisibleEntries, present_types
 from ..settings import AgentMemorySettings
 from ..stores.base import MemoryStore, StoreVerbs
 from ..stores.memory import InProcessStore
@@ -120,6 +133,12 @@ class Backend(ABC):
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]: ...
 
     @abstractmethod
+    def entry_types(self, chain: Sequence[Namespace]) -> Optional[FrozenSet[str]]:
+        """The entry types a reader of ``chain`` has in the store, for
+        ``pools="auto"`` (the plan shares the budget among them, as the
+        retrievers do), or None when the store cannot list them."""
+
+    @abstractmethod
     def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
         """Write ``entries`` through the store's gate; for each, the id of the
         stored entry it repeats (kept instead, the repeat recorded in its
@@ -177,6 +196,7 @@ class _BaseStoreBackend(Backend):
             if found is None or found.memory is not memory:
                 found = PreparedRecall(memory, plan.pools, self.settings.scorer)
                 self._prepared[key] = found
+                memory.keep_repeats_in(found)  # the write's duplicate check reads the kept index
                 if len(self._prepared) > PREPARED_CHAINS:
                     self._prepared.popitem(last=False)
             else:
@@ -239,6 +259,9 @@ class _BaseStoreBackend(Backend):
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return self.memory(chain).existing(ids)
+
+    def entry_types(self, chain: Sequence[Namespace]) -> Optional[FrozenSet[str]]:
+        return present_types(self.memory(chain).entries())
 
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return await self.memory(chain).aexisting(ids)
@@ -312,6 +335,10 @@ class _ContractBackend(Backend):
 
     def verbs(self, chain: Sequence[Namespace]) -> Optional[StoreVerbs]:
         return self.store if isinstance(self.store, StoreVerbs) else None
+
+    def entry_types(self, chain: Sequence[Namespace]) -> Optional[FrozenSet[str]]:
+        visibility = chain_visibility(chain, self.settings.chain_penalty)
+        return present_types(VisibleEntries(self.store.entries(), visibility).visible_entries())
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         if isinstance(self.store, StoreVerbs):

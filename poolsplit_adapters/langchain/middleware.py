@@ -734,7 +734,11 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         given = {key: _context_value(ctx, key) for key in ("tags", "project", *TASK_FIELDS)}
         message = str(last.text) if last is not None else ""
         call = AdapterCall(
-            self.settings, message, {k: v for k, v in given.items() if v is not None}, named=_from_runtime_context
+            self.settings,
+            message,
+            {k: v for k, v in given.items() if v is not None},
+            named=_from_runtime_context,
+            entry_types=lambda: where.source.entry_types(where.chain),  # pools="auto": the store's own types
         )
         options = call.options
         identity = json.dumps(

@@ -66,6 +66,7 @@ from langgraph.store.base import BaseStore, GetOp, Item
 from langgraph.store.memory import InMemoryStore
 
 from ..index import MemoryIndex
+from ..memory.repeat_candidates import RepeatCandidates
 from ..poolsplit import Pool, Scorer, Selection
 from ..recall import RecallPlan, Search
 from ..seams import Layering
@@ -191,8 +192,8 @@ def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable
 
 def prepares(memory: BaseStoreMemory, query: Optional[str]) -> bool:
     """Whether this recall can be prepared: not when the store's vector
-    index ranks it for the query (``fetch_k`` on an indexed store)."""
-    return not (query and memory.indexed and memory.fetch_k is not None)
+    index ranks it for the query (an indexed store, given a query)."""
+    return not (query and memory.indexed)
 
 
 @dataclass
@@ -241,6 +242,8 @@ class PreparedRecall:
         self._digest = 0
         self._sqlite_seen: Dict[int, Set[Tuple[Any, ...]]] = {}  # link -> the rows of the last diff read
         self._own: Optional[Tuple[Hashable, List[_Key]]] = None  # (watermark after, keys) of a noted own write
+        # the own namespace's items of each written type group, built on its first write
+        self._repeats: Dict[Tuple[Any, ...], RepeatCandidates] = {}
         self._lock = threading.Lock()
         self.reads = 0  # store reads beyond the watermark (for benchmarks and tests)
 
@@ -453,6 +456,15 @@ class PreparedRecall:
         new_rows = dict(fresh)
         added = sorted((k for k, row in fresh if row.entry is not None), key=lambda k: _sort_key(k, new_rows[k]))
         leaving = {k: known[k] for k in out}  # the kept rows whose entries leave the index
+        for wanted, repeats in self._repeats.items():
+            for link, key in gone:
+                if link == 0:
+                    repeats.drop(key)
+            for (link, key), row in fresh:
+                if link == 0:
+                    repeats.drop(key)
+                    if _typed(row.item, wanted):
+                        repeats.put(key, _bucketed(row.item))
         # Everything is converted: the kept rows change in place from here
         # (no copy of the namespace's rows per turn).
         rows = known
@@ -491,6 +503,43 @@ class PreparedRecall:
         self._digest = (self._digest - lost + sum(rows[k].digest for k in added)) % (1 << 128)
         self._rows, self._order, self._index, self._token = rows, order, index, token
 
+    # -- what a write could repeat -------------------------------------------------------
+
+    def repeatable(self, candidates: Sequence[Mapping[str, Any]]) -> Optional[List[Item]]:
+        """The own namespace's items ``candidates`` could repeat, after a
+        refresh: every item the write's duplicate check would read (the
+        candidates' ids, and the items of their types, ``type`` as the
+        store's filter compares it) that :class:`RepeatCandidates` names, so
+        the finder over these gives the verdict it gives over all of them.
+
+        None when the store's rows are not all kept here (a store without a
+        watermark is read through the pools' searches): then the caller
+        reads the store. Each written type's candidate index is built on
+        its first write (one pass over the kept items, what one full read
+        cost) and follows every refresh after, so a write then costs its
+        candidates, not the namespace.
+        """
+        store = self.memory.store
+        if _in_memory(store) is None and _sqlite(store) is None and _postgres(store) is None:
+            return None
+        self.refresh()
+        with self._lock:
+            keys: Set[str] = set()
+            for entry in candidates:
+                kind = entry.get("type")
+                wanted = (kind,) if kind not in (None, "note") else ("note", None)
+                repeats = self._repeats.get(wanted)
+                if repeats is None:
+                    repeats = self._repeats[wanted] = RepeatCandidates(
+                        (key, _bucketed(row.item))
+                        for (link, key), row in self._rows.items()
+                        if link == 0 and _typed(row.item, wanted)
+                    )
+                keys.add(str(entry["id"]))  # the write's own id is read whatever its type
+                keys |= {str(key) for key in repeats.candidates(entry)}
+            found = (self._rows.get((0, key)) for key in keys)
+            return [row.item for row in found if row is not None]
+
     # -- selecting --------------------------------------------------------------------
 
     def select(
@@ -526,6 +575,18 @@ def _own_only(link: int, rows: int, before: Optional[Hashable], after: Optional[
         moved = [a - b for a, b in zip(after[1], before[1])]
         return len(moved) == len(before[1]) > link and moved[link] == rows and not any(moved[:link] + moved[link + 1 :])
     return False
+
+
+def _typed(item: Item, wanted: Tuple[Any, ...]) -> bool:
+    """Whether the store's ``filter={"type": w}`` for one of ``wanted``
+    returns ``item`` (a missing ``type`` compares as None)."""
+    return isinstance(item.value, Mapping) and item.value.get("type") in wanted
+
+
+def _bucketed(item: Item) -> Dict[str, Any]:
+    """What the duplicate check compares of an item: its value, in its namespace."""
+    value = item.value if isinstance(item.value, Mapping) else {}
+    return {**value, "namespace": namespace_label(item.namespace)}
 
 
 def _moved(old: Optional[_Row], stamp: Any) -> bool:

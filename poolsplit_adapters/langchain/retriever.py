@@ -13,7 +13,7 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import Unpack
 
-from ..call import AdapterCall, EmbeddingRanker
+from ..call import AdapterCall
 from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection, Visibility
@@ -26,6 +26,7 @@ from ..recall import (
     present_types,
     same_vector_space,
     store_metric,
+    takes_store_scores,
     with_query_vector,
     with_store_scores,
 )
@@ -179,7 +180,10 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             # ... and the store's query vector serves any scorer in that space
             # (one query embedding per call, not one per scorer and store).
             self._reuse_query = same_vector_space(self.scorer, self.vectorstore.embeddings)
-            scored = self._metric is not None and isinstance(self.scorer, EmbeddingRanker) and self._reuse_query
+            # The store's scores: the vector half of the default scorer's
+            # fused relevance, or an embedding scorer's cosines in the store's
+            # own space (recall.takes_store_scores), when their metric is known.
+            scored = self._metric is not None and takes_store_scores(self.scorer, self.vectorstore.embeddings)
             self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored)
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)

@@ -29,9 +29,18 @@ rules are written once here:
   ``put_many`` share, so offset pages overlapped and skipped items at their
   edges; and ``InMemoryStore`` scans the namespace once per op, so paging
   made a recall cost grow with the square of the namespace.
-* **``query=``** is passed when the store has a vector index and
-  ``fetch_k`` is set: each type op then recalls its ``fetch_k`` nearest
-  items; corrections are always read whole, by filter.
+* **``query=``** is passed when the store has a vector index: each type op
+  then recalls its ``fetch_k`` nearest items (every item, ranked, when
+  ``fetch_k`` is None); corrections are always read whole, by filter. The
+  items' ``score`` is kept (:attr:`Recall.scores`): with the adapters'
+  default scorer it is the vector half of the fused relevance (BM25 the
+  other), so a selection over an indexed store never discards the store's
+  own similarity. **Normalisation**: LangGraph's stores score a cosine
+  index (``distance_type`` ``"cosine"``, the default) with the cosine
+  similarity itself, in [-1, 1] (``InMemoryStore``; ``PostgresStore`` and
+  ``SqliteStore`` as ``1 - cosine distance``): taken as is. Another
+  ``distance_type`` (``"l2"``, ``"inner_product"``) gives no cosine, so its
+  scores are not used and the selection ranks by words.
 * **Counted once.** Token counts are cached by ``(namespace, key,
   updated_at, content)``: repeated turns over an unchanged store make no
   tokenizer call (the content too: SqliteStore's ``updated_at`` has
@@ -42,9 +51,10 @@ from __future__ import annotations
 
 import datetime
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runtime_checkable
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
@@ -63,14 +73,14 @@ from ..poolsplit import (
     Visibility,
     check_entry,
     check_pools,
-    default_scorer,
     entry_cost,
     entry_error,
     given_token_count,
 )
-from ..recall import RecallPlan, Search
+from ..recall import RecallPlan, Search, takes_store_scores, with_store_scores
 from ..reports import select_noted
 from ..seams import Layering
+from ..settings import default_adapter_scorer
 from ..stores.base import (
     Change,
     StoreVerbs,
@@ -94,6 +104,10 @@ _LOCATION_KEYS = ("id", "namespace")
 #: ``limit`` of an op that reads everything it matches in one exact query:
 #: more than any namespace holds (and within every engine's 64-bit LIMIT).
 READ_ALL = 2**62
+#: ``limit`` of a ranked op (``query=``) that ranks everything it matches:
+#: ``PostgresStore`` multiplies a vector search's limit by its vectors per
+#: item and 2 before binding it, so READ_ALL would overflow its BIGINT.
+RANK_ALL = 2**31 - 1
 #: On a vector-indexed store, how many nearest items of its type a written
 #: entry is compared with for near duplicates.
 NEAR_K = 10
@@ -194,6 +208,9 @@ class Recall:
 
     entries: List[Dict[str, Any]]
     fingerprint: Tuple[Tuple[str, str, Any], ...]
+    scores: Dict[str, float] = field(default_factory=dict)
+    """Entry id -> the cosine the store's vector index gave the item (its
+    ``score``; empty without ``query=`` or for a non-cosine index)."""
 
 
 class SelectKeywords(TypedDict, total=False):
@@ -207,8 +224,9 @@ class SelectKeywords(TypedDict, total=False):
 
     now: Optional[datetime.datetime]
     """Reference time for recency (default: the time of the call)."""
-    scorer: Scorer
-    """Ranking function ``scorer(entry, context, *, now=None) -> float`` (default: the spec's scorer)."""
+    scorer: Optional[Scorer]
+    """Ranking function ``scorer(entry, context, *, now=None) -> float`` (default: the adapters' default,
+    :func:`~poolsplit_adapters.settings.default_adapter_scorer`; ``default_scorer`` for the spec's ranking)."""
     visibility: Optional[Visibility]
     """What the query may see (default: this memory's namespace chain)."""
     layering: Optional[Layering]
@@ -317,6 +335,7 @@ class BaseStoreMemory(StoreVerbs):
         self.page_size = page_size
         self.fetch_k = fetch_k
         self._counts = _Counts(token_counter or default_counter(), cache_size)
+        self._repeats: Optional[Callable[[], Any]] = None  # a weak reference to a kept index (keep_repeats_in)
 
     def __repr__(self) -> str:
         return "BaseStoreMemory(%s, %r)" % (type(self.store).__name__, list(self.chain))
@@ -325,6 +344,17 @@ class BaseStoreMemory(StoreVerbs):
     def indexed(self) -> bool:
         """Whether the store has a vector index (then recall passes ``query=``)."""
         return isinstance(self.store, VectorIndexed) and bool(self.store.index_config)
+
+    @property
+    def cosine_scores(self) -> bool:
+        """Whether the index's item scores are cosine similarities (its
+        ``distance_type`` is ``"cosine"``, LangGraph's default; see the
+        module docstring), so a selection may use them."""
+        if not self.indexed:
+            return False
+        config = self.store.index_config  # type: ignore[attr-defined]
+        kind = config.get("distance_type", "cosine") if isinstance(config, Mapping) else "cosine"
+        return kind == "cosine"
 
     # -- the read plan ----------------------------------------------------------------
 
@@ -345,12 +375,12 @@ class BaseStoreMemory(StoreVerbs):
         for search in searches:  # every engine alike, filtered in the store or here
             for name in search.types or ():
                 storable_text(name, "pool type")
-        ranked = bool(query and self.indexed and self.fetch_k is not None)
+        ranked = bool(query and self.indexed)
         if all(search.always for search in searches):
             return [_Spec(link, {"scope": "always"}, None, READ_ALL) for link in links]
         if not ranked:
             return [_Spec(link, None, None, READ_ALL, searches) for link in links]
-        assert self.fetch_k is not None
+        limit = self.fetch_k if self.fetch_k is not None else RANK_ALL
         filters: List[Optional[Dict[str, Any]]] = []
         for search in searches:
             if search.always:
@@ -367,7 +397,7 @@ class BaseStoreMemory(StoreVerbs):
         specs = []
         for link in links:
             specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))  # corrections never by similarity
-            specs += [_Spec(link, where, query, self.fetch_k) for where in filters]
+            specs += [_Spec(link, where, query, limit) for where in filters]
         return specs
 
     def _ops(self, specs: Sequence[_Spec]) -> List[SearchOp]:
@@ -414,6 +444,8 @@ class BaseStoreMemory(StoreVerbs):
 
     def _collect(self, found: Iterable[Tuple[_Spec, List[Item]]], *, counted: bool) -> Recall:
         seen: Dict[Tuple[Namespace, str], Tuple[int, Item]] = {}
+        scores: Dict[str, float] = {}
+        cosine = self.cosine_scores
         for spec, items in found:
             own = self.chain[spec.link]
             keep = _keeper(spec.keep) if spec.keep else None
@@ -423,11 +455,14 @@ class BaseStoreMemory(StoreVerbs):
                 if keep is not None and not keep(item.value):
                     continue  # read with the namespace, but no search of the plan would find it
                 seen.setdefault((own, item.key), (spec.link, item))
+                score = getattr(item, "score", None)
+                if cosine and spec.query is not None and score is not None:
+                    scores.setdefault(item.key, float(score))  # the own namespace's first
         ordered = sorted(seen.values(), key=lambda li: (li[0], li[1].created_at, li[1].key))
         labels = {ns: namespace_label(ns) for ns in self.chain}
         fingerprint = tuple((labels[tuple(item.namespace)], item.key, item.updated_at) for _, item in ordered)
         entries = [self._entry(item, counted=counted) for _, item in ordered]
-        return Recall(entries, fingerprint)
+        return Recall(entries, fingerprint, scores)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -449,19 +484,29 @@ class BaseStoreMemory(StoreVerbs):
         context: Optional[Mapping[str, Any]] = None,
         *,
         now: Optional[datetime.datetime] = None,
-        scorer: Scorer = default_scorer,
+        scorer: Optional[Scorer] = None,
         layering: Optional[Layering] = None,
         visibility: Optional[Visibility] = None,
     ) -> Selection:
         """Select over a :class:`Recall` (the core selector, unchanged;
+        ``scorer``: default the adapters' default scorer
+        (:func:`~poolsplit_adapters.settings.default_adapter_scorer`; until
+        0.5 the spec's ``default_scorer``, still one argument away), taking
+        the store's scores as the vector half of its relevance
+        (:func:`~poolsplit_adapters.recall.takes_store_scores`);
         ``layering``: progressive loading, see
         :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`;
         ``visibility``: default this memory's namespace chain)."""
+        used = default_adapter_scorer() if scorer is None else scorer
+        if recall.scores and takes_store_scores(used, None):
+            from ..memory.similarity import StoreMetric  # numpy, on use: the store has a vector index
+
+            used = with_store_scores(used, recall.scores, StoreMetric.COSINE)
         selection = select_noted(
             recall.entries,
             pools,
             context,
-            scorer=scorer,
+            scorer=used,
             token_counter=self._counts.counter,
             now=now,
             visibility=self.visibility if visibility is None else visibility,
@@ -647,17 +692,45 @@ class BaseStoreMemory(StoreVerbs):
         ordered = sorted(items.values(), key=lambda item: (item.created_at, item.key))
         return DuplicateFinder([self._entry(item, counted=False) for item in ordered], is_active=live)
 
+    def keep_repeats_in(self, kept: Any) -> None:
+        """Answer the duplicate check from ``kept`` (an object whose
+        ``repeatable(candidates)`` returns the own namespace's items the
+        candidates could repeat, or None to read the store: the agent
+        middleware's prepared recall) instead of reading every item of the
+        written types. Held weakly: when the kept index is dropped, writes
+        read the store again. A vector-indexed store keeps its search."""
+        self._repeats = weakref.ref(kept)
+
+    def _kept_repeats(self, candidates: Sequence[Mapping[str, Any]]) -> Optional[List[Item]]:
+        kept = None if self._repeats is None or self.indexed else self._repeats()
+        return None if kept is None else kept.repeatable(candidates)  # type: ignore[no-any-return]
+
     def duplicate_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
-        """The stored entries ``candidates`` could repeat, read with the
-        store's own search (:meth:`_near_ops`), never the whole namespace."""
+        """The stored entries ``candidates`` could repeat: from the kept
+        index (:meth:`keep_repeats_in`) when there is one, else read with
+        the store's own search (:meth:`_near_ops`)."""
+        items = self._kept_repeats(candidates)
+        if items is not None:
+            return self._neighbours([items])
+        ops = self._near_ops(candidates)
+        return self._neighbours(self.store.batch(ops) if ops else [])
+
+    def neighbour_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """A consolidation's finder: always read with the store's own search
+        (the kept index names only what a repeat could be, and the model is
+        shown the nearest entries of the type, repeats or not)."""
         ops = self._near_ops(candidates)
         return self._neighbours(self.store.batch(ops) if ops else [])
 
     async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
         """Async :meth:`write`."""
         prepared = self.preparing(entries)
-        ops = self._near_ops(prepared)
-        finder = self._neighbours(await self.store.abatch(ops) if ops else [])
+        items = self._kept_repeats(prepared)
+        if items is not None:
+            finder = self._neighbours([items])
+        else:
+            ops = self._near_ops(prepared)
+            finder = self._neighbours(await self.store.abatch(ops) if ops else [])
         hits = finder.admit(prepared)
         hits = same_id_repeats(prepared, hits, await self.aread(unmatched_ids(prepared, hits)))
         change, report = settle_repeats(prepared, hits)

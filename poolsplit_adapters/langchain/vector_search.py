@@ -95,6 +95,9 @@ class StoreSearch(BaseRetriever):
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncRun) -> List[Document]:
         if self.vector is not None and self.with_scores:
+            native = getattr(self.store, "a" + _SCORED_SEARCH, None)
+            if callable(native):  # PGVector and others: the store's own async search
+                return self._keep(await native(self.vector, **self.search_kwargs))
             # No async twin in LangChain's interface: run it off the event loop.
             search = getattr(self.store, _SCORED_SEARCH)
             return self._keep(await run_in_executor(None, search, self.vector, **self.search_kwargs))

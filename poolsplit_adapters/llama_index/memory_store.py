@@ -479,7 +479,10 @@ class PoolSplitMemoryStore(StoreVerbs):
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over every entry (the index's and the durable
-        store's; no session filter: that is :meth:`select_for`'s)."""
+        store's; no session filter: that is :meth:`select_for`'s), ranked by
+        this store's scorer (the adapters' default, or ``embeddings=``'s
+        fused one) unless ``scorer=`` is given."""
+        options.setdefault("scorer", self.settings.scorer)
         if self.long_term is None:
             return self.index.select(pools, context, **options)
         key = self.version

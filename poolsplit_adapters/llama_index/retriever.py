@@ -15,7 +15,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import SimpleVectorStore
 from typing_extensions import Unpack
 
-from ..call import AdapterCall, EmbeddingRanker
+from ..call import AdapterCall
 from ..checks import ArgumentError, check_overrides, check_tags
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
@@ -27,6 +27,7 @@ from ..recall import (
     fill,
     present_types,
     same_vector_space,
+    takes_store_scores,
     with_query_vector,
     with_store_scores,
 )
@@ -109,11 +110,13 @@ class PoolSplitRetriever(BaseRetriever):
         # The query vector of the index's searches serves any scorer in its
         # vector space: one query embedding per call.
         self._reuse_query = recall is not None and same_vector_space(self.settings.scorer, recall.embed_model)
+        # The store's scores: the vector half of the default scorer's fused
+        # relevance, or an embedding scorer's cosines in the index's own
+        # space (recall.takes_store_scores), when their metric is known.
         self._store_scores = (
             recall is not None
             and recall.metric is not None
-            and isinstance(self.settings.scorer, EmbeddingRanker)
-            and self._reuse_query
+            and takes_store_scores(self.settings.scorer, recall.embed_model)
         )
         self._index: Optional[MemoryIndex] = None
         self._held_types: Optional[frozenset[str]] = None

@@ -98,6 +98,7 @@ __all__ = [
     "word_overlap",
     "jaccard",
     "record_repeat",
+    "shared_needed",
 ]
 
 #: The field of the kept entry that lists its repeats' provenance.
@@ -298,6 +299,32 @@ def word_overlap(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     return shared / min(len(a), len(b))
 
 
+def shared_needed(n: int, m: int, threshold: float = OVERLAP_THRESHOLD) -> Optional[int]:
+    """The fewest content words two texts with ``n`` and ``m`` of them must
+    share to be near duplicates by words at ``threshold``, or None when no
+    number can: what an index may filter on without missing a repeat.
+
+    Below :data:`MIN_NEAR_WORDS` on either side only the same words match
+    (``n == m``, all shared); else the smallest ``s`` that passes
+    :func:`word_overlap`'s own comparisons, the Jaccard floor and the
+    threshold (both only grow easier as ``s`` grows).
+
+    Example::
+
+        >>> shared_needed(6, 6), shared_needed(6, 3), shared_needed(2, 2), shared_needed(2, 3), shared_needed(3, 9)
+        (6, 3, 2, None, None)
+    """
+    least = min(n, m)
+    if least < MIN_NEAR_WORDS:
+        return n if n == m and n > 0 else None
+    for shared in range(1, least + 1):
+        if shared < JACCARD_FLOOR * (n + m - shared):
+            continue
+        if shared / least >= threshold:
+            return shared
+    return None
+
+
 def jaccard(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     """Shared words over all words of both (0.0 if both are empty)."""
     union = len(a | b)
@@ -381,39 +408,50 @@ def _content(entry: Any, index: Optional[int]) -> str:
 
 class _Shelf:
     """The kept rows of one bucket that share the same key tokens (only those
-    can be near duplicates of each other), with a word index so a candidate
-    is compared with the rows sharing one of its rarer words, not all."""
+    can be near duplicates of each other), with a word index by word count,
+    so a candidate is compared with the rows that can share enough of its
+    words, not all."""
 
     def __init__(self) -> None:
         self.rows: Dict[int, _Indexed] = {}
-        self.postings: Dict[str, Set[int]] = {}
+        self.postings: Dict[Tuple[int, str], Set[int]] = {}
+        self.sizes: Dict[int, int] = {}  # word count -> rows
 
     def put(self, seq: int, row: _Indexed) -> None:
         self.rows[seq] = row
+        size = len(row.words)
+        self.sizes[size] = self.sizes.get(size, 0) + 1
         for word in row.words:
-            self.postings.setdefault(word, set()).add(seq)
+            self.postings.setdefault((size, word), set()).add(seq)
 
     def drop(self, seq: int) -> None:
         row = self.rows.pop(seq)
+        size = len(row.words)
+        self.sizes[size] -= 1
+        if not self.sizes[size]:
+            del self.sizes[size]
         for word in row.words:
-            found = self.postings.get(word)
+            found = self.postings.get((size, word))
             if found is not None:
                 found.discard(seq)
                 if not found:
-                    del self.postings[word]
+                    del self.postings[(size, word)]
 
-    def sharing(self, words: FrozenSet[str]) -> List[int]:
-        """The rows that can reach the Jaccard floor with ``words``: a row
-        sharing at least ``ceil(JACCARD_FLOOR * |words|)`` of them contains
-        one of the ``|words| - that + 1`` rarest (prefix filtering), in
-        kept order."""
-        if not words:
-            return []
-        need = max(1, math.ceil(JACCARD_FLOOR * len(words)))
-        rarest = sorted(words, key=lambda w: (len(self.postings.get(w, ())), w))[: len(words) - need + 1]
+    def sharing(self, words: FrozenSet[str], threshold: float) -> List[int]:
+        """The rows that can be near duplicates of ``words`` by overlap at
+        ``threshold``, in kept order: among the rows of each word count
+        ``m``, those holding one of the ``|words| - shared_needed(|words|,
+        m) + 1`` rarest of ``words`` (any row sharing the ``shared_needed``
+        words must hold one of them: prefix filtering). Rows of the
+        candidate's own size at 0.9 need every word: one posting read."""
         found: Set[int] = set()
-        for word in rarest:
-            found |= self.postings.get(word, set())
+        for size in self.sizes:
+            need = shared_needed(len(words), size, threshold)
+            if need is None:
+                continue
+            ranked = sorted(words, key=lambda w: (len(self.postings.get((size, w), ())), w))
+            for word in ranked[: len(words) - need + 1]:
+                found |= self.postings.get((size, word), set())
         return sorted(found)
 
 
@@ -570,7 +608,7 @@ class DuplicateFinder:
         shelf = self._shelves.get((where, row.keys))
         if shelf is None:
             return None
-        near = list(shelf.rows) if row.vector is not None else shelf.sharing(row.words)
+        near = list(shelf.rows) if row.vector is not None else shelf.sharing(row.words, self.threshold)
         best: Optional[Tuple[Tuple[float, float], Mapping[str, Any]]] = None
         for seq in near:
             kept = shelf.rows[seq]

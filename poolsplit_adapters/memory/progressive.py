@@ -72,8 +72,8 @@ from ..poolsplit import (
     default_token_counter,
     entry_error,
     parse_created,
-    select,
 )
+from ..seamed import select
 from ..seams import Candidates, Layering
 from ._words import contains, words
 from .metrics import TokenMetrics, token_metrics

@@ -113,6 +113,9 @@ class RelevanceScorer:
         self.corpus = corpus
         self.feedback = feedback
         self.embedding: Any = None
+        #: entry id -> cosine a vector store returned, without an embedder
+        #: (:meth:`with_known_relevance`).
+        self.known: Mapping[str, float] = {}
         if embedder is not None:
             from ..memory.embedding import EmbeddingScorer  # numpy only when vectors are used
 
@@ -186,11 +189,29 @@ class RelevanceScorer:
     def with_known_relevance(self, known: Mapping[str, float]) -> RelevanceScorer:
         """A view whose cosine for the entries with an ``id`` in ``known`` is
         taken from there (a vector store already returned it); shares the
-        corpus, the embedding cache and the settings."""
+        corpus, the embedding cache and the settings. Without an embedder
+        the store's similarity is the vector half of the fusion all the
+        same, for those entries (the others: BM25 alone), so ranking the
+        candidates of a vector store never discards the store's own
+        similarity."""
         view = object.__new__(RelevanceScorer)
         view.__dict__.update(self.__dict__)
         if self.embedding is not None:
             view.embedding = self.embedding.with_known_relevance(known)
+        else:
+            view.known = dict(known)
+        return view
+
+    def with_query_vector(self, text: str, vector: Sequence[float]) -> RelevanceScorer:
+        """A view whose embedder takes ``vector`` as the embedding of the
+        message ``text`` (the vector a store's search was made with:
+        :meth:`EmbeddingScorer.with_query_vector`), so a call embeds its
+        query once; itself without an embedder."""
+        if self.embedding is None:
+            return self
+        view = object.__new__(RelevanceScorer)
+        view.__dict__.update(self.__dict__)
+        view.embedding = self.embedding.with_query_vector(text, vector)
         return view
 
     # -- per call ---------------------------------------------------------------
@@ -322,8 +343,11 @@ class PreparedRelevance:
         if held is not None and held[0] is entry:
             return held[1]  # type: ignore[no-any-return]
         lexical = self.lexical_relevance(entry)
-        cosine = None if self.embedding is None else self.embedding.embedded_relevance(entry)
-        value = fuse(lexical, cosine, self.scorer.lexical_weight) if self.embedding is not None else lexical
+        if self.embedding is not None:
+            value = fuse(lexical, self.embedding.embedded_relevance(entry), self.scorer.lexical_weight)
+        else:
+            known = self.scorer.known.get(entry.get("id")) if self.scorer.known else None  # type: ignore[arg-type]
+            value = lexical if known is None else fuse(lexical, known, self.scorer.lexical_weight)
         self._first[id(entry)] = (entry, value)
         return value
 

@@ -605,7 +605,7 @@ class StoreVerbs(ABC):
         """
         prepared = self.preparing(entries)
         with _FINDERS:
-            finder = self.duplicate_finder(prepared)
+            finder = self.neighbour_finder(prepared)
             hits = [finder.find(entry) for entry in prepared]
             shown: Dict[str, Mapping[str, Any]] = {}
             for entry, hit in zip(prepared, hits):
@@ -668,6 +668,14 @@ class StoreVerbs(ABC):
         finder = DuplicateFinder(stored, is_active=live)
         self._finder = (version, finder)
         return finder
+
+    def neighbour_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """The finder a consolidation reads: :meth:`duplicate_finder`'s
+        verdicts, and every stored entry :meth:`DuplicateFinder.nearest
+        <poolsplit_adapters.memory.duplicates.DuplicateFinder.nearest>` may
+        show the model (a store whose duplicate check holds only the entries
+        a repeat could be overrides it)."""
+        return self.duplicate_finder(candidates)
 
     def _commit_tracked(self, change: Change) -> None:
         """:meth:`commit`, then the kept finder brought along when nothing

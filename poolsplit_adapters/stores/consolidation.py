@@ -125,7 +125,7 @@ def consolidation_view(
     if not candidates:
         return [], [], skipped
     with _FINDERS:
-        finder = store.duplicate_finder(candidates)
+        finder = store.neighbour_finder(candidates)
         shown: Dict[str, Dict[str, Any]] = {}
         for candidate in candidates:
             # The candidates are stored, so the finder holds them too: ask

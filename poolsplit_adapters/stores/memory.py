@@ -12,6 +12,7 @@ import datetime
 import threading
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence
 
+from ..defaults import default_adapter_scorer
 from ..index import MemoryIndex
 from ..memory.expiry import note_expired
 from ..memory.write_gate import utc_stamp
@@ -123,7 +124,11 @@ class InProcessStore(StoreVerbs):
             check_entry(entry, position)
             copies.append(dict(entry))
         self._clock = clock
-        self.index = MemoryIndex(copies, token_counter=token_counter, is_active=is_active)
+        # The adapters' default scorer (relevance first), not the spec's:
+        # select(..., scorer=default_scorer) brings the spec's ranking back.
+        self.index = MemoryIndex(
+            copies, token_counter=token_counter, is_active=is_active, scorer=default_adapter_scorer()
+        )
         self._ids = IdLookup(self.index)
         self._lock = threading.RLock()
 

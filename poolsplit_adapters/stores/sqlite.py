@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Optional, Union
 
+from ..defaults import default_adapter_scorer
 from ..index import MemoryIndex
 from ..memory.expiry import note_expired
 from ..memory.write_gate import utc_stamp
@@ -573,7 +574,11 @@ class SQLiteMemoryStore(StoreVerbs):
         rows = self._conn.execute("SELECT id, entry FROM memory ORDER BY seq").fetchall()
         entries = [self._parse(text, entry_id) for entry_id, text in rows]
         self._index = None
-        index = MemoryIndex(entries, token_counter=self._token_counter, is_active=self._is_active)
+        # The adapters' default scorer (relevance first), not the spec's:
+        # select(..., scorer=default_scorer) brings the spec's ranking back.
+        index = MemoryIndex(
+            entries, token_counter=self._token_counter, is_active=self._is_active, scorer=default_adapter_scorer()
+        )
         self._live = {e["id"]: e for e in entries}
         self._index, self._seq = index, head
         self._full_loads += 1

@@ -172,7 +172,9 @@ def test_the_replayed_fill_is_the_cores(long_set):
 
 def test_the_long_horizon_evaluation_runs_and_relevance_first_holds_over_months(long_set):
     entries, questions = long_set
-    rows = evaluate_long.run(HashEmbedder(), entries, questions[::12], budgets=(256, 1024), latency_every=4)
+    rows = evaluate_long.run(
+        HashEmbedder(), entries, questions[::12], budgets=(256, 1024), latency_every=4, adapters=False
+    )
     by = {(r["method"], r["budget"]): r for r in rows}
     assert len(rows) == 2 * 8
     for row in rows:
@@ -192,3 +194,16 @@ def test_the_long_horizon_evaluation_runs_and_relevance_first_holds_over_months(
         assert adapter["recall"] > 2 * by[("core + spec scorer", budget)]["recall"]
     text = evaluate_long.render(rows)
     assert "vector top-k" in text and "recall @1024" in text
+
+
+def test_the_long_horizon_evaluation_runs_every_default_path_at_each_budget(long_set):
+    entries, questions = long_set
+    rows = evaluate_long.run(
+        HashEmbedder(), entries, questions[::40], budgets=(256, 1024), latency_every=8, only=["LC", "LI"]
+    )
+    names = list(dict.fromkeys(r["method"] for r in rows))
+    assert names == ["vector top-k"] + list(evaluate_long.ADAPTER_PATHS)
+    by = {(r["method"], r["budget"]): r for r in rows}
+    for name in names:
+        # Each path is called at each budget: more budget never loads less.
+        assert by[(name, 256)]["recall"] <= by[(name, 1024)]["recall"]

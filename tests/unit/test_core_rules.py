@@ -250,7 +250,8 @@ def test_best_first_bound_holds_at_overflow_and_in_subnormals(a_priority, b_prio
 
 
 def test_list_candidates_name_a_context_passed_where_the_prepared_scorer_goes():
-    from poolsplit_adapters.poolsplit import ListCandidates, default_scorer, prepare_scorer
+    from poolsplit_adapters.poolsplit import default_scorer, prepare_scorer
+    from poolsplit_adapters.seamed import ListCandidates
 
     with pytest.raises(TypeError, match=r"prepare_scorer\(scorer, context, now\), got dict"):
         ListCandidates([{"content": "x"}], {"message": "deploy"})
@@ -315,3 +316,17 @@ def test_loads_contextual_says_whether_the_fill_can_load_a_contextual_entry(max_
     cheapest = {"id": "e", "content": "x", "token_count": 1}
     loaded = select([cheapest], [pool]).pools["p"]
     assert pool.loads_contextual == bool(loaded)
+
+
+def test_the_seamed_fill_is_still_found_under_its_old_core_names_with_a_warning():
+    from poolsplit_adapters import seamed
+
+    with pytest.warns(DeprecationWarning, match="moved to poolsplit_adapters.seamed"):
+        from poolsplit_adapters.poolsplit import fill_pools
+    with pytest.warns(DeprecationWarning, match="moved to poolsplit_adapters.seamed"):
+        from poolsplit_adapters.poolsplit import ListCandidates
+    assert (fill_pools, ListCandidates) == (seamed.fill_pools, seamed.ListCandidates)
+    import poolsplit_adapters.poolsplit as core
+
+    with pytest.raises(AttributeError, match="no attribute 'fill_poolz'"):
+        _ = core.fill_poolz

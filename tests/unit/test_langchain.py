@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import threading
+import time
 from typing import Any, Dict, List
 
 import pytest
@@ -313,16 +315,22 @@ async def test_async_batch_and_astream_events():
 
 
 async def test_async_recall_runs_concurrently():
+    # The default scorer takes the store's scores, so each search is
+    # similarity_search_with_score_by_vector, which LangChain's interface has
+    # no async twin of: async recall runs each in the loop's executor, all at once.
     class SlowStore(InMemoryVectorStore):
         active = 0
         peak = 0
+        lock = threading.Lock()
 
-        async def asimilarity_search_by_vector(self, embedding, k=4, **kwargs):  # noqa: ANN001
-            SlowStore.active += 1
-            SlowStore.peak = max(SlowStore.peak, SlowStore.active)
-            await asyncio.sleep(0.02)
-            SlowStore.active -= 1
-            return self.similarity_search_by_vector(embedding, k=k, **kwargs)
+        def similarity_search_with_score_by_vector(self, embedding, k=4, **kwargs):  # noqa: ANN001
+            with SlowStore.lock:
+                SlowStore.active += 1
+                SlowStore.peak = max(SlowStore.peak, SlowStore.active)
+            time.sleep(0.05)
+            with SlowStore.lock:
+                SlowStore.active -= 1
+            return super().similarity_search_with_score_by_vector(embedding, k=k, **kwargs)
 
     store = SlowStore(WordHashEmbedding())
     store.add_documents(flooded_memory(20))

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import entries as entry_strategy
 
-from poolsplit_adapters import EntryError, Pool, Visibility, select
+from poolsplit_adapters import EntryError, Pool, Visibility, default_scorer, select
+from poolsplit_adapters.defaults import default_adapter_scorer
 from poolsplit_adapters.stores import (
     SCHEMA_VERSION,
     EntryNotFound,
@@ -92,22 +93,27 @@ def test_select_is_the_core_selection_over_the_stored_entries(tmp_path):
     )
     context = {"message": "refund rounding"}
     selection = store.select(POOLS, context, now=NOW)
+    # The adapters' default scorer, relevance first: f1 matches both words
+    # ("rounding" stems to "round"), f3 one, whatever its priority 9.
     assert [(c.entry["id"], c.pool) for c in selection.chosen] == [
         ("fix-1", "corrections"),
-        ("f3", "facts"),
         ("f1", "facts"),
+        ("f3", "facts"),
         ("n1", "rest"),
     ]
+    # The spec's scorer is one argument away: priority 9 first.
+    spec = store.select(POOLS, context, now=NOW, scorer=default_scorer)
+    assert [c.entry["id"] for c in spec.chosen] == ["fix-1", "f3", "f1", "n1"]
     # f2 lost the facts pool to its cap, then the catch-all pool's budget (25 of 30 used).
     assert [(d.entry["id"], d.reason, d.pool) for d in selection.dropped] == [
         ("f2", "token_budget", "rest"),
         ("n2", "inactive", None),
     ]
-    core = select(store.entries(), POOLS, context, now=NOW)
+    core = select(store.entries(), POOLS, context, now=NOW, scorer=default_adapter_scorer())
     assert [c.entry["id"] for c in core.chosen] == [c.entry["id"] for c in selection.chosen]
     assert {k: [e["id"] for e in v] for k, v in store.retrieve_pools(POOLS, context, now=NOW).items()} == {
         "corrections": ["fix-1"],
-        "facts": ["f3", "f1"],
+        "facts": ["f1", "f3"],
         "rest": ["n1"],
     }
     scoped = store.select(POOLS, context, now=NOW, visibility=Visibility(require_tags=("x",)))
@@ -354,7 +360,8 @@ def test_a_long_lived_store_stays_identical_to_the_core_over_the_file(ops, conte
             elif op[0] == "delete" and live:
                 writer.delete(live[op[1] % len(live)], history=op[2])
             got = reader.select(POOLS, context, now=NOW)
-            want = select(reader.entries(), POOLS, context, now=NOW)
+            stored = reader.entries()
+            want = select(stored, POOLS, context, now=NOW, scorer=default_adapter_scorer().over(stored))
             assert [(c.entry["id"], c.pool) for c in got.chosen] == [(c.entry["id"], c.pool) for c in want.chosen]
             assert [(d.entry["id"], d.reason) for d in got.dropped] == [(d.entry["id"], d.reason) for d in want.dropped]
         assert reader.full_loads == 1

@@ -61,8 +61,13 @@ def test_auto_pools_plan_each_call_for_the_phase_in_the_runtime_context():
         (m["field"], m["signal"], m["weight"]) for m in review[0]["notes"]["task"]["matched_signals"]
     ]
     tokens = [{name: s["max_tokens"] for name, s in e["stats"].items()} for e in debugging + review]
-    assert [t["episodic"] for t in tokens] == [140, 60]  # 35% and 15% of 400
-    assert [t["anti_patterns"] for t in tokens] == [80, 140]
+    # The store holds episodes, notes and skills: the preset's weights of
+    # those three collections share the 400 tokens (debugging 35/15/20,
+    # review 15/30/10); anti_patterns, holding none of its types, gets no pool.
+    assert tokens == [
+        {"corrections": 0, "episodic": 200, "semantic": 86, "skills": 114},
+        {"corrections": 0, "episodic": 109, "semantic": 218, "skills": 73},
+    ]
     assert debugging[0]["chosen"][0]["id"] == "fix-cents"
 
 

@@ -1,0 +1,45 @@
+"""The adapters' default scorer, chosen in one place, with the standard
+library only: the stores (SQLite, in-process), the CLI and every adapter
+import it from here (:mod:`poolsplit_adapters.settings` re-exports it), so
+a store needs no pydantic to rank as the adapters do.
+
+The vendorable core's :func:`~poolsplit_adapters.poolsplit.default_scorer`
+stays exactly the spec's; it is one argument away everywhere
+(``scorer=default_scorer``, docs/migrating.md).
+"""
+
+from __future__ import annotations
+
+from .poolsplit import Scorer
+from .relevance import RelevanceScorer
+
+__all__ = ["default_adapter_scorer"]
+
+
+def default_adapter_scorer() -> Scorer:
+    """The scorer of every adapter, the middleware, the LangGraph store
+    memory, the stores' ``select`` and the CLI's ``search`` and ``select``
+    when neither ``scorer=`` nor ``embeddings=`` is given: the one place it
+    is chosen.
+
+    A fresh :class:`~poolsplit_adapters.relevance.RelevanceScorer` (BM25
+    over Unicode words, stemmed, CJK bigrams; priority, recency, tags and
+    project as bounded boosts), not the core's ``default_scorer``: the
+    spec's recency factor (x0.3 after 90 days against a relevance factor of
+    at most x2.5) lets any entry of the last month outrank any older match,
+    and its ASCII word rule gives other scripts no relevance at all. Fresh
+    on every call, so a host that gives one adapter's scorer a corpus
+    (``index_entries``) changes no other adapter. Over a vector store the
+    store's similarity is its vector half
+    (:func:`~poolsplit_adapters.recall.takes_store_scores`).
+    ``scorer=default_scorer`` brings the spec's ranking back
+    (docs/migrating.md).
+
+    Example:
+        >>> from poolsplit_adapters import Pool, select
+        >>> entries = [{"id": "a", "content": "Refunds are rounded down"}, {"id": "b", "content": "Lunch menu"}]
+        >>> picked = select(entries, [Pool("all", 100, 1)], {"message": "refund"}, scorer=default_adapter_scorer())
+        >>> [e["id"] for e in picked.entries()]
+        ['a']
+    """
+    return RelevanceScorer()
