@@ -150,3 +150,20 @@ def test_the_relevance_first_bound_holds_for_the_expanded_relevance(store, messa
     ranked = [prepared.relevance(c.entry) for c in chosen]
     for n, earlier in enumerate(ranked):
         assert all(later < earlier + scorer.delta for later in ranked[n + 1 :])
+
+
+def test_the_fused_columns_expand_as_the_per_entry_path_does():
+    """With an embedder the index fuses over its columns, then expands:
+    the same scores as select over a scorer with the same corpus."""
+    from poolsplit_adapters.memory import HashEmbedder
+
+    store = memories({"id": "hop1b", "content": "Maya's brother is called Tom.", "namespace": "B"})
+    for view in (None, Visibility(namespace=("A", None))):
+        kept = RelevanceScorer(HashEmbedder(), feedback=Feedback(top=2, weight=0.3))
+        kept.index_entries(store)
+        per_entry = select(store, PLAN, ASK, now=NOW, scorer=kept, visibility=view)
+        index = MemoryIndex(store, scorer=RelevanceScorer(HashEmbedder(), feedback=Feedback(top=2, weight=0.3)))
+        columns = index.select(PLAN, ASK, now=NOW, visibility=view)
+        expected = [(c.entry["id"], c.score) for c in per_entry.chosen]
+        assert [(c.entry["id"], c.score) for c in columns.chosen] == expected
+        assert expected[0][0] in ("hop1", "hop1b")
