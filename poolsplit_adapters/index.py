@@ -93,6 +93,7 @@ from .poolsplit import (
 )
 from .relevance.bm25 import Query
 from .relevance.columns import TermPostings
+from .relevance.feedback import SETTLE_STEP
 from .relevance.modifiers import combine_columns
 from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
@@ -1206,7 +1207,9 @@ class _ColumnSource:
         best = [key[3] for key in keyed[: feedback.top]]
         corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
         second = corpus.query(" ".join(self.slots[p]["content"] for p in best))  # type: ignore[index]
-        return (1.0 - feedback.weight) * first + feedback.weight * terms.relevance(second, self.size)
+        found = terms.relevance(second, self.size)
+        found = np.floor(found / SETTLE_STEP + 0.5) * SETTLE_STEP  # twin of relevance.feedback.settled
+        return (1.0 - feedback.weight) * first + feedback.weight * found
 
     def _cosines(self, embedding: Any) -> Any:
         """An embedding scorer's relevance of every row (cosine, or its

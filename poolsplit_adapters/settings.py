@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from typing_extensions import TypedDict
 
 from .checks import ArgumentError, checked_settings
-from .defaults import default_adapter_scorer
+from .defaults import FUSED_FEEDBACK, FUSED_LEXICAL_WEIGHT, default_adapter_scorer
 from .poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility
 from .relevance import RelevanceScorer
 from .tokens import default_counter, llama_index_counter
@@ -74,14 +74,17 @@ def embedding_scorer_for(embeddings: Any, name: str = "embeddings") -> Scorer:
     ranks words alone (:func:`default_adapter_scorer`). Until 0.5 it was a
     bare ``EmbeddingScorer`` (cosine alone, no exact names or numbers);
     ``scorer=EmbeddingScorer(e)`` still gives that. The error names the
-    argument. Imported here, on use: the embedding part needs numpy."""
+    argument. Words weigh :data:`~poolsplit_adapters.defaults.FUSED_LEXICAL_WEIGHT`
+    and the query expansion :data:`~poolsplit_adapters.defaults.FUSED_FEEDBACK`
+    (measured: benchmarks/eval/README.md). Imported here, on use: the
+    embedding part needs numpy."""
     from .memory.embedding import EmbeddingScorer
 
     try:
         inner = embeddings if isinstance(embeddings, EmbeddingScorer) else EmbeddingScorer(embeddings)
     except TypeError as err:
         raise ArgumentError("%s: %s" % (name, err)) from None
-    return RelevanceScorer(inner)
+    return RelevanceScorer(inner, lexical_weight=FUSED_LEXICAL_WEIGHT, feedback=FUSED_FEEDBACK)
 
 
 def _resolved(owner: str, data: dict[str, Any], known: Sequence[str], framework: Framework) -> dict[str, Any]:

@@ -35,10 +35,11 @@ the README gives the figures and why.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, List, Mapping, Sequence
 
-__all__ = ["Feedback", "best_sources", "expand"]
+__all__ = ["Feedback", "best_sources", "expand", "settled", "SETTLE_STEP"]
 
 
 @dataclass(frozen=True)
@@ -88,6 +89,25 @@ def best_sources(
     return [candidates[key[3]] for key in scored[:top] if key[0] < 0.0]
 
 
+#: The expanded query's BM25 is rounded to a multiple of this (2**-40, about
+#: 1e-12): two entries whose second-pass sums are equal but for the order
+#: their terms were added in (note "0" and note "1" against a query holding
+#: both) then tie exactly, and the core's tie rule (created, id, position)
+#: decides, not the last bit of a float.
+SETTLE_STEP = 2.0**-40
+
+
+def settled(second: float) -> float:
+    """``second`` rounded to a multiple of :data:`SETTLE_STEP` (the columns
+    apply the same float64 operations: a power of two scales exactly).
+
+    Example:
+        >>> settled(0.5882646376750952) == settled(0.5882646376750951)
+        True
+    """
+    return math.floor(second / SETTLE_STEP + 0.5) * SETTLE_STEP
+
+
 def expand(first: float, second: float, weight: float) -> float:
     """The relevance with feedback: ``(1 - weight) * first + weight * second``
     (the columns compute the same float64 operations in the same order).
@@ -96,4 +116,4 @@ def expand(first: float, second: float, weight: float) -> float:
         >>> expand(0.5, 0.25, 0.2)
         0.45
     """
-    return (1.0 - weight) * first + weight * second
+    return (1.0 - weight) * first + weight * settled(second)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from poolsplit_adapters import MemoryIndex, Pool, select
 from poolsplit_adapters.poolsplit import Visibility
 from poolsplit_adapters.relevance import RelevanceScorer
-from poolsplit_adapters.relevance.feedback import Feedback, best_sources
+from poolsplit_adapters.relevance.feedback import Feedback, best_sources, settled
 
 NOW = datetime.datetime(2026, 7, 1)
 PLAN = [Pool("all", 1000, 10)]
@@ -56,7 +56,7 @@ def test_the_relevance_is_the_weighted_sum_of_both_queries():
     first = prepared.first_relevance(store[1])
     second = kept.corpus.query(store[0]["content"]).relevance(store[1]["content"], kept.analyzer)
     assert first == 0.0 and second > 0.0
-    assert prepared.relevance(store[1]) == 0.7 * first + 0.3 * second
+    assert prepared.relevance(store[1]) == 0.7 * first + 0.3 * settled(second)  # settled: ties by the core rule
 
 
 def test_another_namespace_s_words_never_expand_the_query():
@@ -167,3 +167,18 @@ def test_the_fused_columns_expand_as_the_per_entry_path_does():
         expected = [(c.entry["id"], c.score) for c in per_entry.chosen]
         assert [(c.entry["id"], c.score) for c in columns.chosen] == expected
         assert expected[0][0] in ("hop1", "hop1b")
+
+
+def test_equal_second_pass_sums_tie_by_the_core_rule_not_by_the_last_bit():
+    # Deploy notes alike but for their number: the expanded query holds the
+    # two best notes' numbers, so their BM25 sums differ only in the order
+    # the terms were added (one ulp apart before settling); the earlier id
+    # must still come first, through the LangChain retriever's default scorer.
+    from lc_helpers import flooded_memory
+
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("content", 400, 1, ("note", "task", "fact"))]
+    retriever = PoolSplitRetriever(documents=flooded_memory(5), pools=pools, now=datetime.datetime(2026, 7, 7))
+    retriever.invoke("did the deploy of checkout to staging finish", tags=["ops"])
+    assert [c.entry["id"] for c in retriever.last_selection.chosen if not c.always] == ["note-000"]

@@ -139,8 +139,14 @@ def test_langchain_vector_store_default_fuses_the_store_scores(fetch_k: int) -> 
     embeddings.queries = 0
     assert [d.id for d in retriever.invoke(QUERY)] == FUSED_ORDER
     assert embeddings.queries == 1  # the store's search vector, once, whatever the rounds
-    chosen = {c.entry["id"]: c.score for c in retriever.last_selection.chosen}
-    # d2 and d3 have no lexical part: 0.5 x their cosine, the same boost.
+    # The arithmetic without the default's query expansion (which adds the
+    # best matches' words, d2's among them): d2 and d3 have no lexical part,
+    # so each scores 0.5 x its cosine, with the same boost.
+    plain = PoolSplitRetriever.from_vectorstore(
+        _vector_store(embeddings), POOLS, now=NOW, fetch_k=fetch_k, scorer=RelevanceScorer()
+    )
+    assert [d.id for d in plain.invoke(QUERY)] == FUSED_ORDER
+    chosen = {c.entry["id"]: c.score for c in plain.last_selection.chosen}
     assert chosen["d2"] / chosen["d3"] == pytest.approx((0.45 + DEFAULT_FLOOR) / (0.25 + DEFAULT_FLOOR), rel=1e-12)
 
 
