@@ -26,7 +26,9 @@ Methods:
   times ``1 + 1.5 max(0, cos)`` (reimplemented here to show the regression);
 * ``core + EmbeddingScorer``: the relevance-first one;
 * ``core + RelevanceScorer`` (words) and ``core + RelevanceScorer(e)``
-  (words and vectors fused), their corpus kept as a store would
+  (words and vectors fused): the adapters' two defaults
+  (``defaults.default_adapter_scorer`` and ``settings.embedding_scorer_for``,
+  query expansion included), their corpus kept as a store would
   (``index_entries``);
 * ``LangChain PoolSplitRetriever (default scorer)``: the adapter over the
   memories as documents, nothing but pools given: the adapters' default
@@ -76,6 +78,7 @@ from poolsplit_adapters import Pool, default_scorer, select  # noqa: E402
 from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.poolsplit import ScoringContext  # noqa: E402
 from poolsplit_adapters.relevance import Feedback, RelevanceScorer, WordIndex  # noqa: E402
+from poolsplit_adapters.settings import default_adapter_scorer, embedding_scorer_for  # noqa: E402
 from poolsplit_adapters.tokens import TiktokenCounter  # noqa: E402
 
 BUDGETS = (256, 512, 1024, 2048)
@@ -395,9 +398,11 @@ def methods(
     store.add_texts([e["content"] for e in entries], ids=[e["id"] for e in entries])
     embedding = EmbeddingScorer(cached)
     embedding.embed_entries(entries)
-    words = RelevanceScorer()
+    # The adapters' two defaults: words alone, and what embeddings= builds
+    # (both with their query expansion, poolsplit_adapters.defaults).
+    words = default_adapter_scorer()
     words.index_entries(entries)
-    fused = RelevanceScorer(embedding)
+    fused = embedding_scorer_for(embedding)
     fused.index_entries(entries)
     found = {
         "vector top-k": vector_method(store, cost),

@@ -309,8 +309,9 @@ def test_add_forget_import_export_and_select_a_sqlite_store(tmp_path, capsys):
     assert main(["select", "--store", db, *args]) == 0
     from_db = json.loads(capsys.readouterr().out)
     # The file's two identical notes tie (same text, same relevance, and
-    # recency older than its horizon): the later-written note-033 loads from
-    # the file, the one kept, note-028, from the store.
+    # recency older than its horizon): where the repeat loads, the
+    # later-written note-033 loads from the file, the one kept, note-028,
+    # from the store.
     same = {"note-033": "note-028"}
     assert [c["id"] for c in from_db["chosen"]] == [same.get(c["id"], c["id"]) for c in from_jsonl["chosen"]]
     # the repeat stored once is one entry fewer left out by the budget
@@ -321,7 +322,8 @@ def test_add_forget_import_export_and_select_a_sqlite_store(tmp_path, capsys):
         return [line for line in text.splitlines() if 'id="note-028"' not in line and 'id="note-033"' not in line]
 
     assert without_repeat(from_db["context"]) == without_repeat(from_file)
-    assert 'id="note-028"' in from_db["context"] and 'id="note-033"' in from_file
+    assert ('id="note-028"' in from_db["context"]) == ('id="note-033"' in from_file)
+    assert 'id="note-033"' not in from_db["context"] and 'id="note-028"' not in from_file
     assert fewer in from_db["context"]
 
     assert main(["add", "--store", db, "--content", "Refunds are rounded half-even.", "--type", "fact",
