@@ -1035,11 +1035,7 @@ class _ColumnSource:
         fused: Any = None,
         rows: Optional[_Rows] = None,
     ) -> None:
-        self.owner = index
-        self.embedding = embedding
-        self.words = words
-        self.fused = fused
-        self.rows = rows
+        self.owner, self.embedding, self.words, self.fused, self.rows = index, embedding, words, fused, rows
         self.slots: Sequence[Optional[Mapping[str, Any]]] = index._slots
         size = self.size = len(self.slots)
         # Views of the index's columns, valid while the query holds the lock

@@ -66,6 +66,7 @@ from ..memory.expiry import EXPIRES, is_expired, moment_of, note_expired
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import (
     EntryError,
+    Moment,
     Pool,
     Scorer,
     Selection,
@@ -483,7 +484,7 @@ class BaseStoreMemory(StoreVerbs):
         pools: Sequence[Pool],
         context: Optional[Mapping[str, Any]] = None,
         *,
-        now: Optional[datetime.datetime] = None,
+        now: Moment = None,
         scorer: Optional[Scorer] = None,
         layering: Optional[Layering] = None,
         visibility: Optional[Visibility] = None,
