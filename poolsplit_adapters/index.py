@@ -654,8 +654,6 @@ class MemoryIndex:
             # Twin of default_token_counter, max(1, len(text) // 4), as an array.
             return np.maximum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) // 4, 1)
         distinct = list(dict.fromkeys(texts))
-        if not distinct:  # nothing to count: a lazy counter stays unloaded
-            return []
         many = getattr(counter, "count_many", None)
         answers = list(many(distinct)) if many is not None else list(map(counter, distinct))
         if len(distinct) == len(texts):
