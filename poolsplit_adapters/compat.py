@@ -14,7 +14,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from . import seamed
+from . import poolsplit, seamed
 from .poolsplit import Pool, Selection, Visibility
 
 __all__ = ["Scope", "moved", "resolve_visibility", "select", "retrieve_pools"]
@@ -86,3 +86,14 @@ def moved(name: str) -> Any:
     message = "poolsplit_adapters.poolsplit.%s moved to poolsplit_adapters.seamed; import it from there" % name
     warnings.warn(message, DeprecationWarning, stacklevel=3)
     return getattr(seamed, name)
+
+
+def _core_getattr(name: str) -> Any:
+    """The core module's ``__getattr__`` (PEP 562), installed below so the vendorable file carries no
+    compatibility code: an old name found through :func:`moved`, any other an ``AttributeError``."""
+    if name not in ("fill_pools", "ListCandidates"):
+        raise AttributeError("module %r has no attribute %r" % (poolsplit.__name__, name))
+    return moved(name)
+
+
+vars(poolsplit)["__getattr__"] = _core_getattr  # the package imports this module first: every import path has it

@@ -33,7 +33,6 @@ from typing import Any, Optional
 from . import seamed
 from .poolsplit import (
     DEFAULT_PRIORITY,
-    MAX_MESSAGE_FACTOR,
     MESSAGE_THRESHOLD,
     MESSAGE_WEIGHT,
     Context,
@@ -58,6 +57,7 @@ __all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retr
 _STR_OR_NONE = (str, type(None))
 _SEQUENCES = (list, tuple)
 _FLOAT_MAX = sys.float_info.max
+MAX_MESSAGE_FACTOR = 1.0 + MESSAGE_WEIGHT  # every message word shared: the default score's highest message factor
 #: Consecutive entries too costly for a pool's room before the ranking
 #: drops every such entry at once.
 PRUNE_AFTER_SKIPS = 8

@@ -47,9 +47,10 @@ import functools
 import math
 import numbers
 import re
+import types
 import warnings
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
 
 # fmt: off
 __all__ = [
@@ -78,7 +79,6 @@ Index = Optional[int]
 RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
 TAG_WEIGHT, PROJECT_SAME, PROJECT_OTHER = 0.5, 1.5, 0.5
 MESSAGE_THRESHOLD, MESSAGE_WEIGHT = 0.15, 1.5
-MAX_MESSAGE_FACTOR = 1.0 + MESSAGE_WEIGHT  # every message word shared
 DEFAULT_PRIORITY = 5
 
 
@@ -473,10 +473,8 @@ class Selection:
 
     def dropped_by_reason(self) -> dict[Reason, list[Dropped]]:
         """Dropped entries grouped by reason code."""
-        grouped: dict[Reason, list[Dropped]] = {}
-        for item in self.dropped:
-            grouped.setdefault(item.reason, []).append(item)
-        return grouped
+        rows = self.dropped
+        return {why: [d for d in rows if d.reason == why] for why in dict.fromkeys(d.reason for d in rows)}
 
 
 def first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
@@ -600,31 +598,24 @@ def default_scorer(entry: Entry, context: Context, *, now: Moment = None) -> flo
     return ScoringContext(context, now).score(entry)
 
 
-class _PlainScorer:
-    """A spec-form scorer function, asked once per entry (by id(): the entries outlive the call)."""
-
-    def __init__(self, scorer: Scorer, context: Context, now: Moment) -> None:
-        self.scorer, self.context, self.now = scorer, context, now
-        self.answers: dict[int, Any] = {}
-
-    def score(self, entry: Entry) -> float:
-        if id(entry) not in self.answers:
-            self.answers[id(entry)] = self.scorer(entry, self.context, now=self.now)
-        return self.answers[id(entry)]  # type: ignore[no-any-return]
-
-    relevance = score  # a threshold and the ranking read one answer
-
-
 def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
     """``scorer`` for one call, with ``score(entry)``, ``relevance(entry)`` (optionally ``warm(entries)``: embed a
     pool's candidates at once; ``admitted(entries)``: the call's admitted contextual candidates, once, before any
-    ranking): ``prepare(context, now)`` if it has one (embed the query once), else wrapped."""
+    ranking): ``prepare(context, now)`` if it has one (embed the query once), else a spec-form function, asked
+    once per entry (by id(): the entries outlive the call) for both (a threshold and the ranking read one answer)."""
     if scorer is default_scorer:
         return ScoringContext(context, now)
     if getattr(scorer, "prepare", None) is not None:
         return scorer.prepare(context, now)  # type: ignore[attr-defined]
     _check(callable(scorer), TypeError, "scorer must be callable", scorer)
-    return _PlainScorer(scorer, context, now)
+    answers: dict[int, Any] = {}
+
+    def score(entry: Entry) -> Any:
+        if id(entry) not in answers:
+            answers[id(entry)] = scorer(entry, context, now=now)
+        return answers[id(entry)]
+
+    return types.SimpleNamespace(score=score, relevance=score)
 
 
 def checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
@@ -734,15 +725,8 @@ def select(
                 pool_name, why = last.get(i, (None, why or unpooled))
                 yield i, why, pool_name
 
-    def rows(triples: Iterable[tuple[int, Reason, Optional[str]]]) -> list[Dropped]:
-        return [Dropped(at[i], i, why, *((p, score(i), cost(i)) if p else ())) for i, why, p in triples]
-
-    def sample(per_key: int) -> list[Dropped]:  # the first rows per pool and reason, building only those
-        triples = list(left())
-        return rows([triples[n] for n in first_per_key(((p, why) for _, why, p in triples), per_key)])
-
-    counts = lambda: tally((p, why, cost(i) if p else 0) for i, why, p in left())  # noqa: E731
-    return Selection(loaded, chosen, lambda: rows(left()), stats, None, counts, sample)
+    rows = lambda: [Dropped(at[i], i, why, *((p, score(i), cost(i)) if p else ())) for i, why, p in left()]  # noqa: E731
+    return Selection(loaded, chosen, rows, stats)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
@@ -755,13 +739,3 @@ def retrieve(entries: Sequence[Entry], pool: Pool, context: Context = None, **op
     ``token_counter``, ``is_active``, ``now``): the same dict objects, never mutated."""
     _check(isinstance(pool, Pool), TypeError, "pool must be a Pool", pool)
     return select(entries, [pool], context, _report=False, _warn=False, **options).pools[pool.name]
-
-
-if not TYPE_CHECKING:  # hidden from type checkers, which would read every unknown name as Any
-
-    def __getattr__(name: str) -> Any:  # fill_pools, ListCandidates: now in poolsplit_adapters.seamed (compat warns)
-        if name not in ("fill_pools", "ListCandidates") or not __package__:
-            raise AttributeError("module %r has no attribute %r" % (__name__, name))
-        from .compat import moved
-
-        return moved(name)
