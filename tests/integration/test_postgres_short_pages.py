@@ -256,3 +256,53 @@ async def test_pgvectorstore_v2_async_recall_completes_a_short_page_too(v2_store
     assert recalled_ids(retriever, "few-") == ["few-%d" % i for i in range(FEW)]
     assert recall_notes(retriever)["store_ran_out"] == ["rare", "few"]
     assert [d.id for d in docs][0] == "fix-0"
+
+
+def v2_like(store: Any, engine: Any, **options: Any) -> Any:
+    """Another ``PGVectorStore`` on ``store``'s table (its metadata columns), over ``engine``."""
+    from langchain_postgres import PGVectorStore
+
+    from poolsplit_adapters.langchain.pgvector_v2_search import StoreTable
+
+    kept = list(StoreTable.of(store).metadata_columns)
+    return PGVectorStore.create_sync(
+        engine, embedding_service=HashedNgramEmbeddings(), table_name="memory_v2", metadata_columns=kept, **options
+    )
+
+
+def test_a_short_v2_page_is_run_again_exactly_and_the_stores_own_ef_search_stays(pg_database: Database, v2_store):
+    """One pool search on its own: the forced index returns the rare page
+    short, and the completion is Postgres' exact answer (an engine that
+    cannot scan an index gives it: the same ids in order, the same
+    distances). A store whose ``index_query_options`` ask ``ef_search =
+    1000`` (more than the table holds) gets that, not the sizing's 20: its
+    first index batch holds 20 rare rows and nothing is run again."""
+    from langchain_postgres import PGEngine
+    from langchain_postgres.v2.indexes import HNSWQueryOptions
+
+    from poolsplit_adapters.langchain.pgvector_v2_search import PGVectorStorePlanSearch
+    from poolsplit_adapters.recall import Search
+
+    search = Search("pool:rare", 20, types=("rare",), namespaces=("t",), pool="rare")
+    vector = HashedNgramEmbeddings().embed_query(QUERY)
+    seqscan = PGEngine.from_connection_string(pg_database.url, connect_args={"options": "-c enable_indexscan=off"})
+    try:
+        oracle = v2_like(v2_store, seqscan).similarity_search_with_score_by_vector(
+            vector, k=20, filter={"type": "rare"}
+        )
+    finally:
+        seqscan._run_as_sync(seqscan.close())
+    wanted = sorted((score, str(doc.id)) for doc, score in oracle)
+    assert len(wanted) == 20
+
+    run = PGVectorStorePlanSearch(store=v2_store, search=search, vector=vector, with_scores=True)
+    found = run.invoke(QUERY)
+    assert run.completed
+    assert [(run.scores[str(d.id)], d.id) for d in found] == wanted
+
+    wide = v2_like(v2_store, v2_store._engine, index_query_options=HNSWQueryOptions(ef_search=1000))
+    run = PGVectorStorePlanSearch(store=wide, search=search, vector=vector, with_scores=True)
+    found = run.invoke(QUERY)
+    assert not run.completed
+    assert len(found) == 20  # the index's own nearest 20 (approximate, so not compared with the exact ones)
+    assert all(d.metadata["type"] == "rare" for d in found)
