@@ -46,6 +46,8 @@ from ..recall import RecallPlan, Search
 from ..stores.postgres import check_search
 from .filters import FilterBuilder, dict_filter
 from .pgvector_search import PGVectorPlanSearch, plan_search
+from .pgvector_v2_search import PGVectorStorePlanSearch
+from .pgvector_v2_search import plan_search as v2_plan_search
 
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
 _SCORED_SEARCH = "similarity_search_with_score_by_vector"
@@ -262,7 +264,9 @@ def namespace_documents(store: VectorStore, namespace: str) -> Optional[List[Doc
 
 
 #: One search of the plan as a retriever run.
-SearchRun = Union[StoreSearch, PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch, PGVectorPlanSearch]
+SearchRun = Union[
+    StoreSearch, PGVectorAlwaysFetch, PGVectorStoreAlwaysFetch, PGVectorPlanSearch, PGVectorStorePlanSearch
+]
 
 
 def exact_always_fetch(store: VectorStore) -> Optional[Any]:
@@ -338,6 +342,11 @@ class VectorRecall:
             mine = plan_search(self.store, [search], vector, with_scores, asynchronous=asynchronous) if own else None
             if mine is not None:
                 runs.append((search, mine))
+                continue
+            # v2 PGVectorStore's pool searches: the same, on its own engine.
+            v2 = v2_plan_search(self.store, search, vector, with_scores) if own else None
+            if v2 is not None:
+                runs.append((search, v2))
                 continue
             if exact is not None and search.always:
                 runs.append((search, exact(store=self.store, search=search)))

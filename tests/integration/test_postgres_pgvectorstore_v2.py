@@ -221,3 +221,35 @@ def test_a_nul_or_lone_surrogate_namespace_is_an_argument_error_before_any_query
         with pytest.raises(ArgumentError, match="namespace"):
             retriever.invoke(QUERY, namespace=bad)
     assert log.texts == []
+
+
+def test_hostile_namespaces_in_metadata_columns_recall_exactly_and_reach_no_sql_text(pg_database):
+    """The same with the filtered keys in columns of their own (the store's
+    ``metadata_columns``): our pool searches read them there, bound."""
+    from langchain_postgres import Column
+
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+
+    kept = ["type", "scope", "namespace"]
+    engine = engine_for(pg_database)
+    try:
+        engine.init_vectorstore_table(
+            "memory_v2",
+            DIMS,
+            id_column=Column("langchain_id", "TEXT", nullable=False),
+            metadata_columns=[Column(name, "TEXT") for name in kept],
+        )
+        store = v2.PGVectorStore.create_sync(
+            engine, embedding_service=HashedNgramEmbeddings(), table_name="memory_v2", metadata_columns=kept
+        )
+        store.add_documents(documents(memory()))
+        retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=20, now=NOW)
+        log = StatementLog(engine)
+        for n, tenant in enumerate(HOSTILE, 1):
+            docs = retriever.invoke(QUERY, namespace=tenant)
+            assert sorted(str(d.id) for d in docs) == expected(tenant), tenant
+            assert docs[0].id == "t%d-fix-0" % n
+        log.assert_clean(HOSTILE)
+        assert [t for t in log.texts if "memory_v2.namespace IN" in t]  # the column, not the JSON
+    finally:
+        close(engine)

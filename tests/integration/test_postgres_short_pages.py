@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterator, List
 
+import psycopg
 import pytest
 import sqlalchemy
 from langchain_core.documents import Document
@@ -156,3 +157,152 @@ def test_llama_index_pgvectorstore_completes_a_short_page_too(pg_database: Datab
         assert selection.notes["recall"]["store_ran_out"] == ["rare", "few"]
     finally:
         store._engine.dispose()
+
+
+# -- langchain-postgres v2 PGVectorStore ------------------------------------------------
+
+#: How v2 tables keep metadata: every key in its JSON column (the default),
+#: or the keys the recall filters by in columns of their own, the rest in JSON.
+V2_LAYOUTS = {"json": (), "columns": ("type", "scope", "namespace")}
+
+
+@pytest.fixture(params=sorted(V2_LAYOUTS))
+def v2_store(request: Any, pg_database: Database) -> Iterator[Any]:
+    """A v2 ``PGVectorStore`` with an HNSW index, on a ``PGEngine`` whose
+    sessions must use it and whose iterative scan stops after one batch."""
+    pytest.importorskip("langchain_postgres.v2.vectorstores")
+    from langchain_postgres import Column, PGEngine, PGVectorStore
+    from langchain_postgres.v2.indexes import HNSWIndex
+
+    kept = list(V2_LAYOUTS[request.param])
+
+    def make(engine: Any) -> Any:
+        return PGVectorStore.create_sync(
+            engine, embedding_service=HashedNgramEmbeddings(), table_name="memory_v2", metadata_columns=kept
+        )
+
+    loader = PGEngine.from_connection_string(pg_database.url)
+    try:
+        loader.init_vectorstore_table(
+            "memory_v2",
+            DIMS,
+            id_column=Column("langchain_id", "TEXT", nullable=False),
+            metadata_columns=[Column(name, "TEXT") for name in kept],
+        )
+        store = make(loader)
+        docs = corpus()
+        store.add_documents(docs, ids=[d.id for d in docs])
+        store.apply_vector_index(HNSWIndex())
+        with psycopg.connect(pg_database.conninfo, autocommit=True) as conn:
+            conn.execute("ANALYZE memory_v2")
+    finally:
+        loader._run_as_sync(loader.close())
+    engine = PGEngine.from_connection_string(pg_database.url, connect_args=SHORT_SCANS)
+    yield make(engine)
+    engine._run_as_sync(engine.close())
+
+
+def written(doc: Document) -> Dict[str, Any]:
+    """A returned document's metadata as written (our ``poolsplit`` key apart;
+    a metadata column the document did not set reads back as None)."""
+    return {k: v for k, v in doc.metadata.items() if k != "poolsplit" and v is not None}
+
+
+def test_the_forced_index_returns_a_rare_types_page_short_on_pgvectorstore_v2(v2_store):
+    """The premise on v2: its own filtered search comes back short."""
+    found = v2_store.similarity_search(QUERY, k=20, filter={"type": "rare"})
+    assert len(found) < 20
+
+
+def test_pgvectorstore_v2_completes_a_short_page_and_runs_out_only_when_it_has(v2_store):
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+
+    # The store's distances serve the fused relevance, as an in-memory store's cosines do.
+    retriever = PoolSplitRetriever.from_vectorstore(
+        v2_store, POOLS, fetch_k=20, visibility=Visibility(namespace="t"), store_metric="cosine_distance"
+    )
+    docs = retriever.invoke(QUERY)
+    assert recalled_ids(retriever, "rare-") == ["rare-%03d" % i for i in range(RARE)]
+    assert recalled_ids(retriever, "few-") == ["few-%d" % i for i in range(FEW)]
+    notes = recall_notes(retriever)
+    assert notes["store_ran_out"] == ["rare", "few"]
+    assert notes["fetch_k"]["rare"] > RARE
+    assert [d.id for d in docs][0] == "fix-0"
+    # The completed pools load what an exact in-memory store loads, each
+    # document as written (the notes pool's full page is the index's own
+    # approximate nearest 20: not compared).
+    exact = InMemoryVectorStore(HashedNgramEmbeddings())
+    exact.add_documents(corpus())
+    oracle = PoolSplitRetriever.from_vectorstore(exact, POOLS, fetch_k=20, visibility=Visibility(namespace="t"))
+
+    def loaded(found: List[Document]) -> List[Any]:
+        # By pool and id: within a pool the order follows float32 distances
+        # here and float64 cosines there, which tie differently.
+        kept = [(d.metadata["poolsplit"]["pool"], d.id, d.page_content, written(d)) for d in found]
+        return sorted(k for k in kept if k[3]["type"] != "note")
+
+    assert loaded(docs) == loaded(oracle.invoke(QUERY))
+    assert len(loaded(docs)) == 1 + RARE + FEW
+
+
+async def test_pgvectorstore_v2_async_recall_completes_a_short_page_too(v2_store):
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+
+    retriever = PoolSplitRetriever.from_vectorstore(v2_store, POOLS, fetch_k=20, visibility=Visibility(namespace="t"))
+    docs = await retriever.ainvoke(QUERY)
+    assert recalled_ids(retriever, "rare-") == ["rare-%03d" % i for i in range(RARE)]
+    assert recalled_ids(retriever, "few-") == ["few-%d" % i for i in range(FEW)]
+    assert recall_notes(retriever)["store_ran_out"] == ["rare", "few"]
+    assert [d.id for d in docs][0] == "fix-0"
+
+
+def v2_like(store: Any, engine: Any, **options: Any) -> Any:
+    """Another ``PGVectorStore`` on ``store``'s table (its metadata columns), over ``engine``."""
+    from langchain_postgres import PGVectorStore
+
+    from poolsplit_adapters.langchain.pgvector_v2_search import StoreTable
+
+    kept = list(StoreTable.of(store).metadata_columns)
+    return PGVectorStore.create_sync(
+        engine, embedding_service=HashedNgramEmbeddings(), table_name="memory_v2", metadata_columns=kept, **options
+    )
+
+
+def test_a_short_v2_page_is_run_again_exactly_and_the_stores_own_ef_search_stays(pg_database: Database, v2_store):
+    """One pool search on its own: the forced index returns the rare page
+    short, and the completion is Postgres' exact answer (an engine that
+    cannot scan an index gives it: the same ids in order, the same
+    distances). A store whose ``index_query_options`` ask ``ef_search =
+    1000`` (more than the table holds) gets that, not the sizing's 20: its
+    first index batch holds 20 rare rows and nothing is run again."""
+    from langchain_postgres import PGEngine
+    from langchain_postgres.v2.indexes import HNSWQueryOptions
+
+    from poolsplit_adapters.langchain.pgvector_v2_search import PGVectorStorePlanSearch
+    from poolsplit_adapters.recall import Search
+
+    search = Search("pool:rare", 20, types=("rare",), namespaces=("t",), pool="rare")
+    vector = HashedNgramEmbeddings().embed_query(QUERY)
+    seqscan = PGEngine.from_connection_string(pg_database.url, connect_args={"options": "-c enable_indexscan=off"})
+    try:
+        oracle = v2_like(v2_store, seqscan).similarity_search_with_score_by_vector(
+            vector, k=20, filter={"type": "rare"}
+        )
+    finally:
+        seqscan._run_as_sync(seqscan.close())
+    wanted = sorted((score, str(doc.id)) for doc, score in oracle)
+    assert len(wanted) == 20
+
+    run = PGVectorStorePlanSearch(store=v2_store, search=search, vector=vector, with_scores=True)
+    found = run.invoke(QUERY)
+    assert run.completed
+    assert [(run.scores[str(d.id)], d.id) for d in found] == wanted
+
+    wide = v2_like(v2_store, v2_store._engine, index_query_options=HNSWQueryOptions(ef_search=1000))
+    run = PGVectorStorePlanSearch(store=wide, search=search, vector=vector, with_scores=True)
+    found = run.invoke(QUERY)
+    assert not run.completed
+    assert len(found) == 20  # the index's own nearest 20 (approximate, so not compared with the exact ones)
+    assert all(d.metadata["type"] == "rare" for d in found)
