@@ -28,10 +28,17 @@ for that transaction: no HNSW; a btree index on the filter columns still
 serves it), so "the store ran out" in ``notes["recall"]`` is what the table
 says. With the iterative scan this happens only when the scan hit
 ``hnsw.max_scan_tuples`` or the table truly holds fewer: a rare type in a
-small tenant. An index on the filter columns keeps that completion cheap,
-and tells the planner how selective each pool's filter is::
+small tenant.
 
-    CREATE INDEX ON langchain_pg_embedding ((cmetadata->>'namespace'), (cmetadata->>'type'));
+**A few matching rows are read, not searched for.** A filtered HNSW scan
+visits rows until ``k`` match: for a rare type that is thousands of rows.
+With the filter index (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`),
+each search's statement first counts its matching rows through that index,
+never past :func:`~poolsplit_adapters.stores.postgres.filter_first_bound`;
+when they are at most that many it reads them and orders them by distance
+(exact: its page is never completed), else it walks the HNSW index as
+above. One statement, one round trip: the count decides which of its two
+branches runs. Without the index nothing of this runs.
 """
 
 from __future__ import annotations
