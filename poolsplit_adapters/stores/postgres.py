@@ -32,6 +32,7 @@ its own, so a deployment sets one variable.
 
 from __future__ import annotations
 
+import functools
 import math
 import urllib.parse
 from dataclasses import dataclass
@@ -157,13 +158,21 @@ def hnsw_search_settings(k: int, *, filter_index: bool = False) -> Any:
 
         session.execute(hnsw_search_settings(20))   # then the searches, same transaction
     """
+    return _hnsw_search_settings(int(k), filter_index)
+
+
+@functools.lru_cache(maxsize=64)
+def _hnsw_search_settings(k: int, filter_index: bool) -> Any:
+    """:func:`hnsw_search_settings`, built once per ``k`` (every call of a
+    retriever sends it: building a text construct each time cost more than
+    the server spends on it)."""
     import sqlalchemy
 
     least, most = HNSW_EF_SEARCH
     if not filter_index:
-        return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=int(k), least=least, most=most)
+        return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=k, least=least, most=most)
     sql = _HNSW_SETTINGS.rstrip() + _FILTER_INDEX_ROWS
-    return sqlalchemy.text(sql).bindparams(k=int(k), least=least, most=most, filter_index=FILTER_INDEX)
+    return sqlalchemy.text(sql).bindparams(k=k, least=least, most=most, filter_index=FILTER_INDEX)
 
 
 #: The btree index :func:`install_filter_index` puts on ``PGVector``'s
