@@ -28,17 +28,25 @@ for that transaction: no HNSW; a btree index on the filter columns still
 serves it), so "the store ran out" in ``notes["recall"]`` is what the table
 says. With the iterative scan this happens only when the scan hit
 ``hnsw.max_scan_tuples`` or the table truly holds fewer: a rare type in a
-small tenant. An index on the filter columns keeps that completion cheap,
-and tells the planner how selective each pool's filter is::
+small tenant.
 
-    CREATE INDEX ON langchain_pg_embedding ((cmetadata->>'namespace'), (cmetadata->>'type'));
+**A few matching rows are read, not searched for.** A filtered HNSW scan
+visits rows until ``k`` match: for a rare type that is thousands of rows.
+With the filter index (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`),
+each search's statement first counts its matching rows through that index,
+never past :func:`~poolsplit_adapters.stores.postgres.filter_first_bound`;
+when they are at most that many it reads them and orders them by distance
+(exact: its page is never completed), else it walks the HNSW index as
+above. One statement, one round trip: the count decides which of its two
+branches runs. Without the index nothing of this runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
@@ -48,7 +56,13 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
 from ..recall import Search
-from ..stores.postgres import exact_search_settings, hnsw_search_settings, metadata_condition
+from ..stores.postgres import (
+    exact_search_settings,
+    filter_first,
+    filter_first_bound,
+    hnsw_search_settings,
+    metadata_condition,
+)
 
 __all__ = ["PGVectorPlanSearch", "serves_pgvector"]
 
@@ -87,6 +101,8 @@ class PGVectorPlanSearch(BaseRetriever):
     _scores: Dict[str, float] = PrivateAttr(default_factory=dict)
     #: Labels of the searches an index scan returned short and an exact scan completed.
     _completed: List[str] = PrivateAttr(default_factory=list)
+    #: Labels of the searches read through the filter index and ordered exactly.
+    _filtered: List[str] = PrivateAttr(default_factory=list)
 
     @property
     def found(self) -> List[List[Document]]:
@@ -103,49 +119,35 @@ class PGVectorPlanSearch(BaseRetriever):
         """The searches the index scan returned short and an exact scan then ran again, from the last run."""
         return self._completed
 
+    @property
+    def filtered(self) -> List[str]:
+        """The pool searches whose matching rows were few enough to be read
+        through the filter index and ordered exactly (no HNSW scan), from the
+        last run; a search that found nothing is not listed."""
+        return self._filtered
+
     # -- the statement ----------------------------------------------------------------
 
-    def _branch(self, position: int, search: Search) -> Any:
+    def _statement(self, positions: Sequence[int], index_rows: Optional[float] = None) -> Any:
+        """The statement for the searches at ``positions`` (``UNION ALL`` of
+        their branches) and its parameters: the query vector and each
+        filter-first bound (:func:`~poolsplit_adapters.stores.postgres.filter_first_bound`,
+        from ``index_rows``, the filter index's size: None when it is not there)."""
         import sqlalchemy
 
         store: Any = self.store
-        rows, collections = store.EmbeddingStore, store.CollectionStore
-        collection = (
-            sqlalchemy.select(collections.uuid).where(collections.name == store.collection_name).scalar_subquery()
-        )
-        # "No type" as PGVector's own dict filter says it (it cannot): no type
-        # condition, the untyped entries among the nearest of any type. Said
-        # exactly, a store whose entries all have a type (the advice) paid a
-        # full scan per call to find none.
-        condition = dataclasses.replace(search, untyped=False) if search.untyped else search
-        where = [rows.collection_id == collection, metadata_condition(rows.cmetadata, condition)]
-        if search.always:
-            # The containment PGVector's GIN index on cmetadata answers.
-            where.append(rows.cmetadata.contains({"scope": "always"}))
-            distance: Any = sqlalchemy.cast(sqlalchemy.null(), sqlalchemy.Float)
-            order: Any = rows.id
-        else:
-            distance = order = store.distance_strategy(self.vector)
-        return (
-            sqlalchemy.select(
-                sqlalchemy.literal(position).label("search"),
-                rows.id,
-                rows.document,
-                rows.cmetadata,
-                distance.label("distance"),
-            )
-            .where(*where)
-            .order_by(order)
-            .limit(search.k)
-        )
-
-    def _statement(self, positions: Sequence[int]) -> Any:
-        import sqlalchemy
-
-        branches = [self._branch(i, self.searches[i]) for i in positions]
-        if len(branches) == 1:
-            return branches[0]
-        return sqlalchemy.union_all(*branches)
+        tables = (store.EmbeddingStore, store.CollectionStore, store.collection_name)
+        distance = store.distance_strategy.__name__  # cosine_distance, l2_distance, max_inner_product
+        params: Dict[str, Any] = {QUERY_VECTOR: self.vector}
+        branches = []
+        for i in positions:
+            search = self.searches[i]
+            bound = None if search.always else filter_first_bound(search.k, index_rows)
+            branches.append(search_branch(tables, distance, i, search, bound is not None))
+            if bound is not None:
+                params[bound_name(i)] = bound
+        statement = branches[0] if len(branches) == 1 else sqlalchemy.union_all(*branches)
+        return statement, params
 
     def _ranked(self) -> bool:
         """Whether a search here is ranked by distance (the always fetch is not)."""
@@ -157,9 +159,14 @@ class PGVectorPlanSearch(BaseRetriever):
     # -- results ------------------------------------------------------------------------
 
     def _short(self, found: List[List[Any]]) -> List[int]:
-        """The pool searches that came back short (the untyped one is a side
-        search: its pool's typed search says whether the pool is full)."""
-        return [i for i, s in enumerate(self.searches) if not (s.always or s.untyped) and len(found[i]) < s.k]
+        """The pool searches the HNSW scan returned short (the untyped one is
+        a side search: its pool's typed search says whether the pool is
+        full; a page read through the filter index is exact already)."""
+        return [
+            i
+            for i, s in enumerate(self.searches)
+            if not (s.always or s.untyped) and len(found[i]) < s.k and not (found[i] and found[i][0].exact)
+        ]
 
     @staticmethod
     def _split(rows: Sequence[Any], found: List[List[Any]], positions: Sequence[int]) -> None:
@@ -172,6 +179,7 @@ class PGVectorPlanSearch(BaseRetriever):
 
     def _finish(self, found: List[List[Any]]) -> List[Document]:
         self._found, self._scores = [], {}
+        self._filtered = [s.label for s, rows in zip(self.searches, found) if not s.always and rows and rows[0].exact]
         for search, rows in zip(self.searches, found):
             docs = [Document(id=str(r.id), page_content=r.document, metadata=r.cmetadata) for r in rows]
             if self.with_scores and not search.always:
@@ -184,14 +192,17 @@ class PGVectorPlanSearch(BaseRetriever):
         everything = list(range(len(self.searches)))
         found: List[List[Any]] = [[] for _ in self.searches]
         with store._make_sync_session() as session:
+            index_rows = None
             if self._ranked():
-                session.execute(hnsw_search_settings(self._largest_k()))
-            self._split(session.execute(self._statement(everything)).all(), found, everything)
+                index_rows = session.execute(hnsw_search_settings(self._largest_k(), filter_index=True)).one()[-1]
+            connection = session.connection()
+            self._split(connection.execute(*self._statement(everything, index_rows)).all(), found, everything)
             session.commit()
             short = self._short(found)
             if short:
-                session.execute(exact_search_settings())
-                self._split(session.execute(self._statement(short)).all(), found, short)
+                connection = session.connection()
+                connection.execute(exact_search_settings())
+                self._split(connection.execute(*self._statement(short, index_rows)).all(), found, short)
                 session.commit()
         self._completed = [self.searches[i].label for i in short]
         return self._finish(found)
@@ -203,17 +214,88 @@ class PGVectorPlanSearch(BaseRetriever):
         async with store._make_async_session() as session:
             if not hasattr(store, "EmbeddingStore"):  # an async PGVector sets its tables up on first use
                 await store.aget_collection(session)
+            index_rows = None
             if self._ranked():
-                await session.execute(hnsw_search_settings(self._largest_k()))
-            self._split((await session.execute(self._statement(everything))).all(), found, everything)
+                settings = hnsw_search_settings(self._largest_k(), filter_index=True)
+                index_rows = (await session.execute(settings)).one()[-1]
+            connection = await session.connection()
+            self._split((await connection.execute(*self._statement(everything, index_rows))).all(), found, everything)
             await session.commit()
             short = self._short(found)
             if short:
-                await session.execute(exact_search_settings())
-                self._split((await session.execute(self._statement(short))).all(), found, short)
+                connection = await session.connection()
+                await connection.execute(exact_search_settings())
+                self._split((await connection.execute(*self._statement(short, index_rows))).all(), found, short)
                 await session.commit()
         self._completed = [self.searches[i].label for i in short]
         return self._finish(found)
+
+
+#: The query vector's parameter name in every statement here.
+QUERY_VECTOR = "query_vector"
+
+
+def bound_name(position: int) -> str:
+    """The parameter holding the filter-first bound of the search at ``position``."""
+    return "filter_first_bound_%d" % position
+
+
+@functools.lru_cache(maxsize=512)
+def search_branch(
+    tables: Tuple[Any, Any, str], distance: str, position: int, search: Search, filter_first_on: bool
+) -> Any:
+    """One search's statement, built once per shape and kept (building and
+    hashing one cost milliseconds of Python per search per call): every
+    value that changes between calls (the query vector, the filter-first
+    bound) is a named parameter, everything else is a bound parameter the
+    statement carries. ``tables``: ``PGVector``'s embedding and collection
+    tables and the collection's name; ``distance``: the store's distance
+    method on the vector column; ``filter_first_on``: the filter index is
+    there, so a filter matching few rows is read first and ordered exactly
+    (:func:`~poolsplit_adapters.stores.postgres.filter_first_bound`)."""
+    import sqlalchemy
+
+    rows, collections, name = tables
+    collection = sqlalchemy.select(collections.uuid).where(collections.name == name).scalar_subquery()
+    # "No type" as PGVector's own dict filter says it (it cannot): no type
+    # condition, the untyped entries among the nearest of any type. Said
+    # exactly without the filter index, a store whose entries all have a
+    # type (the advice) paid a full scan per call to find none; the index
+    # answers it exactly for the cost of a probe.
+    condition = dataclasses.replace(search, untyped=False) if search.untyped and not filter_first_on else search
+    where = [rows.collection_id == collection, metadata_condition(rows.cmetadata, condition)]
+    columns = [sqlalchemy.literal(position).label("search"), rows.id, rows.document, rows.cmetadata]
+    if search.always:
+        # The containment PGVector's GIN index on cmetadata answers.
+        where.append(rows.cmetadata.contains({"scope": "always"}))
+        nothing = sqlalchemy.cast(sqlalchemy.null(), sqlalchemy.Float).label("distance")
+        exact = sqlalchemy.true().label("exact")
+        return sqlalchemy.select(*columns, nothing, exact).where(*where).order_by(rows.id).limit(search.k)
+    vector = sqlalchemy.bindparam(QUERY_VECTOR, type_=rows.embedding.type)
+    order = getattr(rows.embedding, distance)(vector)
+    by_index = sqlalchemy.select(*columns, order.label("distance"), sqlalchemy.false().label("exact"))
+    if not filter_first_on:
+        return by_index.where(*where).order_by(order).limit(search.k)
+    bound = sqlalchemy.bindparam(bound_name(position), type_=sqlalchemy.Integer)
+    few = filter_first(rows, where, bound).cte("filter_first_%d" % position)
+    is_few = sqlalchemy.select(few.c.exact).scalar_subquery()
+    # Few matching rows: read them first, then order them. A MATERIALIZED
+    # CTE is a fence: the planner cannot answer its order with the HNSW
+    # index. Many: the HNSW scan, as without the index. The probe decides
+    # once (a CTE) and gates both branches: one of them runs.
+    matching = (
+        sqlalchemy.select(*columns, order.label("distance"))
+        .where(*where, is_few)
+        .cte("matching_%d" % position)
+        .prefix_with("MATERIALIZED")
+    )
+    by_filter = (
+        sqlalchemy.select(*matching.c, sqlalchemy.true().label("exact"))
+        .order_by(matching.c.distance, matching.c.id)
+        .limit(search.k)
+    )
+    by_index = by_index.where(*where, sqlalchemy.not_(is_few)).order_by(order).limit(search.k)
+    return sqlalchemy.union_all(by_filter, by_index)
 
 
 def plan_search(

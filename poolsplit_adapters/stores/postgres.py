@@ -32,9 +32,11 @@ its own, so a deployment sets one variable.
 
 from __future__ import annotations
 
+import functools
+import math
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..checks import ArgumentError
 from ..recall import Search
@@ -45,9 +47,13 @@ __all__ = [
     "check_entry_text",
     "check_search",
     "check_postgres_text",
+    "FILTER_INDEX",
     "exact_search_settings",
+    "filter_first",
+    "filter_first_bound",
     "hnsw_search_settings",
     "install_change_counter",
+    "install_filter_index",
     "metadata_condition",
 ]
 
@@ -128,7 +134,15 @@ SELECT set_config('hnsw.ef_search', LEAST(:most, GREATEST(:k,
 """
 
 
-def hnsw_search_settings(k: int) -> Any:
+#: The one more column :func:`hnsw_search_settings` returns with
+#: ``filter_index=True``: how many rows :data:`FILTER_INDEX` covers (the
+#: planner's count, ``pg_class.reltuples``), NULL when it does not exist.
+_FILTER_INDEX_ROWS = """,
+       (SELECT reltuples FROM pg_class WHERE oid = to_regclass(:filter_index)) AS filter_index_rows
+"""
+
+
+def hnsw_search_settings(k: int, *, filter_index: bool = False) -> Any:
     """The statement that makes the current transaction's filtered HNSW
     searches come back full: ``ef_search`` at least ``k`` and pgvector's
     iterative scan on (see :data:`_HNSW_SETTINGS`). Without them a filtered
@@ -136,14 +150,126 @@ def hnsw_search_settings(k: int) -> Any:
     pool whose types are a tenth of the table got about 4 of its 20; that
     read as "the store has nothing more".
 
+    With ``filter_index``, the same round trip also reads the size of
+    :data:`FILTER_INDEX` (column ``filter_index_rows``, None when there is no
+    such index): what :func:`filter_first_bound` needs.
+
     Example::
 
         session.execute(hnsw_search_settings(20))   # then the searches, same transaction
     """
+    return _hnsw_search_settings(int(k), filter_index)
+
+
+@functools.lru_cache(maxsize=64)
+def _hnsw_search_settings(k: int, filter_index: bool) -> Any:
+    """:func:`hnsw_search_settings`, built once per ``k`` (every call of a
+    retriever sends it: building a text construct each time cost more than
+    the server spends on it)."""
     import sqlalchemy
 
     least, most = HNSW_EF_SEARCH
-    return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=int(k), least=least, most=most)
+    if not filter_index:
+        return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=k, least=least, most=most)
+    sql = _HNSW_SETTINGS.rstrip() + _FILTER_INDEX_ROWS
+    return sqlalchemy.text(sql).bindparams(k=k, least=least, most=most, filter_index=FILTER_INDEX)
+
+
+#: The btree index :func:`install_filter_index` puts on ``PGVector``'s
+#: filter columns (collection, ``namespace``, ``type``). A fixed name, so a
+#: search can tell in the same round trip whether it is there.
+FILTER_INDEX = "poolsplit_pool_filter"
+
+#: How many times one row an HNSW scan visits costs over one matching row
+#: read through :data:`FILTER_INDEX` with its distance: ~50 us against
+#: ~5 us (measured on 100k rows; ``benchmarks/stores_pg.py`` prints each
+#: search's plan). It sets where :func:`filter_first_bound` switches.
+HNSW_VISIT_COST = 10
+
+
+def filter_first_bound(k: int, index_rows: Optional[float]) -> Optional[int]:
+    """The most rows a pool's filter may match for its search to read them
+    all and order them exactly, rather than walk the HNSW index; None
+    without :data:`FILTER_INDEX` (``index_rows`` None: the index is not there).
+
+    Why this bound: to find ``k`` rows matching ``n`` of ``N``, an HNSW
+    scan visits about ``k x N / n`` rows, each :data:`HNSW_VISIT_COST`
+    times the cost of reading one of the ``n``; the two cost the same at
+    ``n = sqrt(HNSW_VISIT_COST x k x N)``. Below it the exact read is both
+    cheaper and exact (no similarity cut-off at all); above it the HNSW
+    scan is cheaper. At least ``k``: a filter with at most ``k`` rows is
+    read whole either way.
+
+    Example::
+
+        >>> filter_first_bound(20, 100_000)
+        4472
+        >>> filter_first_bound(20, None) is None
+        True
+    """
+    if index_rows is None:
+        return None
+    return max(int(k), math.isqrt(int(HNSW_VISIT_COST * int(k) * max(float(index_rows), 0.0))))
+
+
+def filter_first(rows: Any, where: Sequence[Any], bound: Any) -> Any:
+    """The one-row, one-column (``exact``) select that says whether the rows
+    of ``rows`` matching ``where`` number at most ``bound`` (an int, or a
+    SQLAlchemy ``bindparam`` the caller fills in): counted through
+    :data:`FILTER_INDEX`, never past ``bound + 1``, so a large pool pays a
+    bounded probe. Either way ``bound`` is a bound parameter.
+
+    Example::
+
+        few = filter_first(table, [table.c.namespace == "team-a"], 4472).cte("few")
+    """
+    import sqlalchemy
+
+    if isinstance(bound, int):
+        bound = sqlalchemy.bindparam("bound", bound, type_=sqlalchemy.Integer, unique=True)
+    probe = sqlalchemy.select(sqlalchemy.literal(1)).select_from(rows).where(*where).limit(bound + 1).subquery()
+    counted = sqlalchemy.select(sqlalchemy.func.count()).select_from(probe).scalar_subquery()
+    return sqlalchemy.select((counted <= bound).label("exact"))
+
+
+def install_filter_index(store: Any) -> None:
+    """Give ``PGVector``'s table the btree index :data:`FILTER_INDEX` on
+    ``(collection_id, cmetadata->>'namespace', cmetadata->>'type')``, then
+    ``ANALYZE`` it, so each pool search of the retriever over it costs about
+    what one plain filtered ``similarity_search`` does. Run once per
+    database, on a ``PGVector`` made for sync use (it changes the schema: it
+    needs the right to create an index on the table); running it again is
+    harmless.
+
+    Why: a filtered HNSW scan visits rows until ``k`` of them match, so a
+    pool of a rare type (one tenant's skills: ~1% of the table) visited
+    thousands of rows per search, ~10x one plain filtered search. With the
+    index, a pool search counts its matching rows first (at most
+    :func:`filter_first_bound` of them, in the same statement) and, when
+    they are few, reads just those and orders them by distance: exact, with
+    no HNSW cut-off, and cheap. A pool with many matching rows still walks
+    the HNSW index (cheap there: matches are dense). Untyped entries
+    (no ``type``) are then found exactly too (the index answers "no type").
+    Without the index nothing changes: every pool search walks the HNSW index.
+
+    Example::
+
+        store = PGVector(embeddings, connection=url, embedding_length=256)
+        install_filter_index(store)
+    """
+    rows = store.EmbeddingStore
+    with store._make_sync_session() as session:
+        connection = session.connection()
+        # Fixed names only: ours and the framework's own table (quoted by the
+        # dialect). Not a SQLAlchemy Index on the ORM table: that would join
+        # PGVector's shared metadata, and its create_all would make it too.
+        table = connection.dialect.identifier_preparer.format_table(rows.__table__)
+        connection.exec_driver_sql(
+            "CREATE INDEX IF NOT EXISTS %s ON %s (collection_id, (cmetadata->>'namespace'), (cmetadata->>'type'))"
+            % (FILTER_INDEX, table)
+        )
+        connection.exec_driver_sql("ANALYZE " + table)
+        session.commit()
 
 
 def exact_search_settings() -> Any:
