@@ -48,7 +48,10 @@ creation time, then key), filtered by the pools' types the same way, so
 the selection is the one ``select`` over the recalled list makes (the
 index's twins are tested against the core). A recall ranked by the store's
 vector index (``fetch_k`` with an indexed store) depends on the query and
-is not prepared.
+is not prepared; its corrections are, when the store's watermark is cheap
+(:func:`cheap_watermark`): a kept index of the always-scope items only
+(:data:`CORRECTIONS_ONLY`), so a turn sends the store its ranked searches
+alone, none of which reads the whole namespace.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ from ..seams import Layering
 from ..stores.postgres import CHANGE_TRIGGERS, CHANGES_TABLE
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
-__all__ = ["PreparedRecall", "prepares", "watermark"]
+__all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "prepares", "watermark"]
 
 _Key = Tuple[int, str]  # (chain link, item key)
 _Read = Tuple[int, str, Any, Item]  # (chain link, key, stamp, item) of an item that changed
@@ -188,6 +191,22 @@ def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable
         # row to Python: any writer, any process, any transaction shows.
         return ("postgres", tuple(tuple(rows[0]) for rows in _pg_query(store, _PG_MARK, chain)))
     return None
+
+
+def cheap_watermark(store: BaseStore, chain: Sequence[Namespace]) -> bool:
+    """Whether ``store``'s watermark costs nothing that grows with the
+    namespace's size: an ``InMemoryStore``'s items (a tuple of references),
+    a ``SqliteStore``'s data version, a PostgresStore's change counter when
+    it is installed and armed (one small query to know); not the digest of
+    a PostgresStore without it, which the server computes over every row."""
+    if _in_memory(store) is not None or _sqlite(store) is not None:
+        return True
+    return _postgres(store) is not None and _pg_changes(store, chain) is not None
+
+
+#: The pool plan of a kept index of corrections only: no contextual budget,
+#: so the only search is the corrections' (always-scope, any type).
+CORRECTIONS_ONLY = (Pool("corrections", 0, 0),)
 
 
 def prepares(memory: BaseStoreMemory, query: Optional[str]) -> bool:
@@ -561,6 +580,18 @@ class PreparedRecall:
     def entries(self) -> List[Mapping[str, Any]]:
         """The candidates in recall order (what a fresh recall returns)."""
         return [] if self._index is None else self._index.entries
+
+    def items(self) -> List[List[Item]]:
+        """The kept candidates' store items, one list per chain link, in
+        recall order (with :data:`CORRECTIONS_ONLY`, what the corrections'
+        read by filter returns: for
+        :meth:`~poolsplit_adapters.langchain.BaseStoreMemory.recall_with`)."""
+        with self._lock:
+            assert self._index is not None, "refresh() first"
+            found: List[List[Item]] = [[] for _ in self.memory.chain]
+            for link, key in self._order:
+                found[link].append(self._rows[(link, key)].item)
+            return found
 
 
 def _own_only(link: int, rows: int, before: Optional[Hashable], after: Optional[Hashable]) -> bool:
