@@ -147,6 +147,9 @@ def sqlite(indexed: bool = False) -> Iterator[Any]:
     with tempfile.TemporaryDirectory() as folder:
         conn = sqlite3.connect(os.path.join(folder, "lg.db"), check_same_thread=False, isolation_level=None)
         store = counting(SqliteStore)(conn, index=vector_index() if indexed else None)
+        if indexed and not hasattr(conn, "enable_load_extension"):
+            conn.close()
+            raise RuntimeError("this Python's sqlite3 cannot load extensions, and SqliteStore's index needs sqlite-vec")
         store.setup()
         try:
             yield store
@@ -170,6 +173,19 @@ def postgres(counted: bool = False, indexed: bool = False) -> Iterator[Any]:
             store.setup()
             if counted:
                 install_change_counter(store)
+            if indexed:  # bulk load, then build the HNSW index (as LangGraph's setup defines it): minutes faster
+                with conn.cursor() as cur:
+                    cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_embedding_idx'")
+                    definition = cur.fetchone()["indexdef"]
+                    cur.execute("DROP INDEX store_vectors_embedding_idx")
+
+                def loaded() -> None:
+                    with conn.cursor() as cur:
+                        cur.execute("SET maintenance_work_mem = '512MB'")
+                        cur.execute(definition)
+                        cur.execute("ANALYZE")
+
+                store.loaded = loaded
             yield store
 
 
@@ -251,6 +267,7 @@ def measure(kind: str, size: int, count: int) -> List[List[str]]:
         loader, items = BaseStoreMemory(store, U1, token_counter=counter), memories(size)
         for start in range(0, size, 2_000):  # SqliteStore binds every value of one batch: keep batches small
             loader.put_many(items[start : start + 2_000])
+        getattr(store, "loaded", lambda: None)()
         loaded = time.perf_counter() - begin
         bare, _, _ = turns(store, None, count)
         fetch_k = FETCH_K if kind.endswith("-index") else None
