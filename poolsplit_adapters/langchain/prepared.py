@@ -401,10 +401,13 @@ class PreparedRecall:
         patch: List[Tuple[int, Set[Tuple[Any, ...]], Optional[Tuple[Any, ...]]]] = []
         for (link, key), row in found.items():
             kept_rows, old = self._sqlite_seen.get(link, set()), self._rows.get((link, key))
-            stale = row_of(key, old.stamp) if old is not None else None
-            if stale is not None and stale in kept_rows:
+            if old is None:  # a new key: the kept rows are the kept items', so it has none
+                patch.append((link, set(), row))
+                continue
+            stale = row_of(key, old.stamp)
+            if stale in kept_rows:
                 patch.append((link, {stale}, row))  # a key has one row: this is it
-            else:  # not kept as read (or new): whatever row the key had
+            else:  # not kept as read: whatever row the key had
                 patch.append((link, {r for r in kept_rows if r[0] == key}, row))
 
         def settle() -> None:
