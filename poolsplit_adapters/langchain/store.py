@@ -502,8 +502,15 @@ class BaseStoreMemory(StoreVerbs):
         returns them (the agent middleware keeps them in an index it brings
         up to date with a cheap watermark). On a vector-indexed store, given
         a query, only the ranked searches then reach the store, ``fetch_k``
-        items a type: a turn reads nothing whose size follows the
-        namespace's. The result is the one :meth:`recall` returns."""
+        items a type, and no read by filter of the whole namespace (whether
+        a ranked search costs the namespace's size is the store's own
+        search: exhaustive in ``InMemoryStore`` and sqlite-vec). The result
+        is the one :meth:`recall` returns.
+
+        Example::
+
+            memory.recall_with(pools, {"message": "deploy"}, [fixes])  # fixes: this chain link's correction items
+        """
         pools = check_pools(pools)
         found = self._run(self._plan(pools, _query(context), corrections=False))
         return self._collect(self._with(corrections) + found, counted=True)
