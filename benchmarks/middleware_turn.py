@@ -4,6 +4,7 @@ namespace size and LangGraph store.
     python benchmarks/middleware_turn.py                       # 10k and 100k; every store kind
     python benchmarks/middleware_turn.py --stores postgres postgres-counter
     python benchmarks/middleware_turn.py --sizes 10000 --stores memory sqlite
+    python benchmarks/middleware_turn.py --stores memory-index sqlite-index postgres-index
 
 One user's namespace holds N memories (20 always-scope corrections, the rest
 mixed episodes, facts, skills, notes and tasks). A real ``create_agent``
@@ -31,6 +32,18 @@ unix socket only); its watermark is a server-side digest of the namespace
 ``stores.postgres.install_change_counter`` keeps with triggers (one
 primary-key lookup); it is skipped with a line when the server cannot
 start.
+
+The ``-index`` kinds are the same stores built with a vector index
+(``index={"dims": ..., "embed": ..., "fields": ["content"]}``: a
+deterministic offline embedding, tests/pg_embeddings.py's hashed word
+n-grams; PostgresStore's default HNSW index) and the middleware given
+``fetch_k``: each pool's types are recalled by the store's vector search,
+``fetch_k`` items a type, and the corrections by filter. The index's own
+search is the store's: ``InMemoryStore`` and ``SqliteStore`` (sqlite-vec)
+compare the query with every vector of the namespace, so only PostgresStore's
+HNSW index makes the search itself independent of the namespace's size.
+Reported for every kind: the time spent inside the store's ``batch`` calls
+per turn (p50), so what the middleware itself adds is the overhead less it.
 """
 
 from __future__ import annotations
@@ -58,9 +71,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa
 from langgraph.checkpoint.memory import InMemorySaver  # noqa: E402
 from langgraph.store.memory import InMemoryStore  # noqa: E402
 from langgraph.store.sqlite import SqliteStore  # noqa: E402
+from pg_embeddings import HashedNgramEmbeddings  # noqa: E402
 
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware  # noqa: E402
 from poolsplit_adapters.render import parse_markers  # noqa: E402
+
+#: fetch_k of the middleware over a vector-indexed store: items each type's search recalls.
+FETCH_K = 20
 
 U1 = ("memories", "u1")
 FIXES = 20
@@ -93,28 +110,46 @@ def counting(cls: type) -> type:
 
     class Counting(cls):  # type: ignore[misc, valid-type]
         calls = 0
+        seconds = 0.0
 
         def batch(self, ops: Any) -> Any:
             self.calls += 1
-            return super().batch(ops)
+            start = time.perf_counter()
+            try:
+                return super().batch(ops)
+            finally:
+                self.seconds += time.perf_counter() - start
 
         async def abatch(self, ops: Any) -> Any:
             self.calls += 1
-            return await super().abatch(ops)
+            start = time.perf_counter()
+            try:
+                return await super().abatch(ops)
+            finally:
+                self.seconds += time.perf_counter() - start
 
     return Counting
 
 
-@contextlib.contextmanager
-def in_memory() -> Iterator[Any]:
-    yield counting(InMemoryStore)()
+def vector_index() -> Dict[str, Any]:
+    """A LangGraph store's ``index=`` config: the offline hashed n-gram embedding of each item's content."""
+    embeddings = HashedNgramEmbeddings()
+    return {"dims": embeddings.dims, "embed": embeddings, "fields": ["content"]}
 
 
 @contextlib.contextmanager
-def sqlite() -> Iterator[Any]:
+def in_memory(indexed: bool = False) -> Iterator[Any]:
+    yield counting(InMemoryStore)(index=vector_index() if indexed else None)
+
+
+@contextlib.contextmanager
+def sqlite(indexed: bool = False) -> Iterator[Any]:
     with tempfile.TemporaryDirectory() as folder:
         conn = sqlite3.connect(os.path.join(folder, "lg.db"), check_same_thread=False, isolation_level=None)
-        store = counting(SqliteStore)(conn)
+        store = counting(SqliteStore)(conn, index=vector_index() if indexed else None)
+        if indexed and not hasattr(conn, "enable_load_extension"):
+            conn.close()
+            raise RuntimeError("this Python's sqlite3 cannot load extensions, and SqliteStore's index needs sqlite-vec")
         store.setup()
         try:
             yield store
@@ -123,7 +158,7 @@ def sqlite() -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def postgres(counted: bool = False) -> Iterator[Any]:
+def postgres(counted: bool = False, indexed: bool = False) -> Iterator[Any]:
     from langgraph.store.postgres import PostgresStore
     from pg_server import EmbeddedPostgres
     from psycopg import Connection
@@ -134,10 +169,23 @@ def postgres(counted: bool = False) -> Iterator[Any]:
     with EmbeddedPostgres() as pg:
         db = pg.create_database("turns")
         with Connection.connect(db.conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row) as conn:
-            store = counting(PostgresStore)(conn)
+            store = counting(PostgresStore)(conn, index=vector_index() if indexed else None)  # HNSW by default
             store.setup()
             if counted:
                 install_change_counter(store)
+            if indexed:  # bulk load, then build the HNSW index (as LangGraph's setup defines it): minutes faster
+                with conn.cursor() as cur:
+                    cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'store_vectors_embedding_idx'")
+                    definition = cur.fetchone()["indexdef"]
+                    cur.execute("DROP INDEX store_vectors_embedding_idx")
+
+                def loaded() -> None:
+                    with conn.cursor() as cur:
+                        cur.execute("SET maintenance_work_mem = '512MB'")
+                        cur.execute(definition)
+                        cur.execute("ANALYZE")
+
+                store.loaded = loaded
             yield store
 
 
@@ -153,12 +201,18 @@ STORES: Dict[str, Callable[[], Any]] = {
     "sqlite": sqlite,
     "postgres": postgres,
     "postgres-counter": postgres_counted,
+    "memory-index": lambda: in_memory(indexed=True),
+    "sqlite-index": lambda: sqlite(indexed=True),
+    "postgres-index": lambda: postgres(counted=True, indexed=True),
 }
 NAMES = {
     "memory": "InMemoryStore",
     "sqlite": "SqliteStore",
     "postgres": "PostgresStore",
     "postgres-counter": "PostgresStore + install_change_counter",
+    "memory-index": "InMemoryStore(index=), fetch_k=%d" % FETCH_K,
+    "sqlite-index": "SqliteStore(index=, sqlite-vec), fetch_k=%d" % FETCH_K,
+    "postgres-index": "PostgresStore(index=, HNSW) + install_change_counter, fetch_k=%d" % FETCH_K,
 }
 
 
@@ -177,24 +231,28 @@ class RecordingModel(GenericFakeChatModel):
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kw)
 
 
-def turns(store: Any, middleware: Optional[PoolSplitMemoryMiddleware], count: int) -> Tuple[List[float], List[int]]:
-    """Seconds and store round trips of each of ``count`` turns on one thread (after one warm-up turn)."""
+def turns(
+    store: Any, middleware: Optional[PoolSplitMemoryMiddleware], count: int
+) -> Tuple[List[float], List[int], List[float]]:
+    """Seconds, store round trips and seconds inside the store's batches of
+    each of ``count`` turns on one thread (after one warm-up turn)."""
     model = RecordingModel(messages=repeat(AIMessage("ok")), requests=[])
     agent = create_agent(
         model, middleware=[middleware] if middleware else [], checkpointer=InMemorySaver(), store=store
     )
     config = {"configurable": {"thread_id": "t-%d" % id(model)}}
     agent.invoke({"messages": [HumanMessage("warm up: deploy")]}, config)
-    times, trips = [], []
+    times, trips, inside = [], [], []
     for n in range(count):
-        before = store.calls
+        before, spent = store.calls, store.seconds
         start = time.perf_counter()
         agent.invoke({"messages": [HumanMessage("what about the %s %d?" % (WORDS[n % 10], n))]}, config)
         times.append(time.perf_counter() - start)
         trips.append(store.calls - before)
+        inside.append(store.seconds - spent)
         if middleware is not None and _fixes_seen(model.requests) != FIXES:
             raise SystemExit("turn %d: the model call lacked a correction" % n)
-    return times, trips
+    return times, trips, inside
 
 
 def p95(values: List[float]) -> float:
@@ -209,14 +267,16 @@ def measure(kind: str, size: int, count: int) -> List[List[str]]:
         loader, items = BaseStoreMemory(store, U1, token_counter=counter), memories(size)
         for start in range(0, size, 2_000):  # SqliteStore binds every value of one batch: keep batches small
             loader.put_many(items[start : start + 2_000])
+        getattr(store, "loaded", lambda: None)()
         loaded = time.perf_counter() - begin
-        bare, _ = turns(store, None, count)
+        bare, _, _ = turns(store, None, count)
+        fetch_k = FETCH_K if kind.endswith("-index") else None
         for label, max_turns in (("quiet", count + 10), ("demoting", 1)):
             middleware = PoolSplitMemoryMiddleware(
-                POOLS, namespace=U1, remember=False, token_counter=counter, max_turns=max_turns
+                POOLS, namespace=U1, remember=False, token_counter=counter, max_turns=max_turns, fetch_k=fetch_k
             )
             first = time.perf_counter()
-            times, trips = turns(store, middleware, count)
+            times, trips, inside = turns(store, middleware, count)
             total = time.perf_counter() - first
             overhead = statistics.median(times) - statistics.median(bare)
             rows.append(
@@ -228,6 +288,7 @@ def measure(kind: str, size: int, count: int) -> List[List[str]]:
                     "%.1f ms" % (1000 * p95(times)),
                     "%.1f ms" % (1000 * overhead),
                     "%.1f" % statistics.mean(trips),
+                    "%.1f ms" % (1000 * statistics.median(inside)),
                 ]
             )
             print(" | ".join(rows[-1]), "(load %.1f s, %d turns + warm-up in %.1f s)" % (loaded, count, total))
@@ -240,7 +301,16 @@ def main() -> None:
     parser.add_argument("--stores", nargs="+", choices=sorted(STORES), default=list(STORES))
     parser.add_argument("--turns", type=int, default=15)
     args = parser.parse_args()
-    header = ["store", "memories", "turn", "p50", "p95", "overhead (p50)", "store round trips / turn"]
+    header = [
+        "store",
+        "memories",
+        "turn",
+        "p50",
+        "p95",
+        "overhead (p50)",
+        "store round trips / turn",
+        "in the store's batches (p50)",
+    ]
     rows: List[List[str]] = []
     skipped: List[str] = []
     for kind in args.stores:
@@ -255,7 +325,7 @@ def main() -> None:
                 break
     for line in skipped:
         print(line)
-    body = docs_tables.markdown_table(header, rows, "lllrrrr")
+    body = docs_tables.markdown_table(header, rows, "lllrrrrr")
     if skipped:
         body += "\n\n" + "\n".join("*%s.*" % line for line in skipped)
     docs_tables.write_table("middleware_turn", body)

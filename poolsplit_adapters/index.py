@@ -48,6 +48,7 @@ from __future__ import annotations
 import array
 import datetime
 import functools
+import heapq
 import itertools
 import operator
 import threading
@@ -1189,16 +1190,24 @@ class _ColumnSource:
         sources = np.flatnonzero(self.visible & ~self.col["always"] & (first > 0.0))
         if not len(sources):
             return first
-        if len(sources) > feedback.top:  # the best values, every tie at the cut kept
+        slots = self.slots
+
+        def tie_key(p: int) -> tuple[str, str, int]:  # the core's order after the score
+            slot = slots[p]
+            assert slot is not None
+            return slot.get("created") or "", slot.get("id") or "", p
+
+        ties: list[int] = []
+        if len(sources) > feedback.top:  # the best values: fewer than top above the cut, the rest from its ties
             values = first[sources]
             cut = np.partition(values, len(sources) - feedback.top)[len(sources) - feedback.top]
-            sources = sources[values >= cut]
-        slots = self.slots
-        keyed = sorted(
-            (-v, slots[p].get("created") or "", slots[p].get("id") or "", p)  # type: ignore[union-attr]
-            for v, p in zip(first[sources].tolist(), sources.tolist())
-        )
+            ties = sources[values == cut].tolist()
+            sources = sources[values > cut]
+        keyed = sorted((-v, *tie_key(p)) for v, p in zip(first[sources].tolist(), sources.tolist()))
         best = [key[3] for key in keyed[: feedback.top]]
+        # Many entries can share the cut's value (one template, one length):
+        # the few wanted are picked from them in one pass, none sorted.
+        best += heapq.nsmallest(feedback.top - len(best), ties, key=tie_key)
         corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
         second = corpus.query(" ".join(self.slots[p]["content"] for p in best))  # type: ignore[index]
         found = terms.relevance(second, self.size)

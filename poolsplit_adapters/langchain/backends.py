@@ -51,7 +51,7 @@ from ..recall import VisibleEntries, present_types
 from ..settings import AgentMemorySettings
 from ..stores.base import MemoryStore, StoreVerbs
 from ..stores.memory import InProcessStore
-from .prepared import PreparedRecall, prepares, watermark
+from .prepared import CORRECTIONS_ONLY, PreparedRecall, cheap_watermark, prepares, watermark
 from .store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
 from .vector_memory import VectorStoreMemory
 
@@ -174,13 +174,16 @@ class _BaseStoreBackend(Backend):
     """A LangGraph store: each turn a watermark read, and the selection over
     a kept index of the namespace (:class:`PreparedRecall`), updated with
     the items that changed; a recall ranked by the store's vector index is
-    read every call."""
+    read every call, its corrections from a kept index of them when the
+    store's watermark is cheap (:func:`cheap_watermark`)."""
 
     def __init__(self, store: BaseStore, settings: AgentMemorySettings, cache: int = 1024) -> None:
         super().__init__(settings)
         self.store = store
         self._memories: OrderedDict[Tuple[Namespace, ...], BaseStoreMemory] = OrderedDict()
         self._prepared: OrderedDict[Tuple[Any, ...], PreparedRecall] = OrderedDict()
+        # per chain: the kept corrections of a recall the vector index ranks
+        self._corrections: OrderedDict[Tuple[Namespace, ...], PreparedRecall] = OrderedDict()
         self._cache = cache
         self._lock = threading.Lock()
 
@@ -201,6 +204,27 @@ class _BaseStoreBackend(Backend):
                     self._prepared.popitem(last=False)
             else:
                 self._prepared.move_to_end(key)
+            return found
+
+    def corrections(self, chain: Sequence[Namespace]) -> Optional[PreparedRecall]:
+        """The chain's kept index of its corrections (for a recall the
+        store's vector index ranks), or None when the store's watermark
+        would cost what the corrections' read by filter costs (then they
+        are read by filter, and a kept one is dropped)."""
+        memory, key = self.memory(chain), tuple(chain)
+        cheap = cheap_watermark(self.store, key)
+        with self._lock:
+            found = self._corrections.get(key)
+            if not cheap:
+                self._corrections.pop(key, None)
+                return None
+            if found is None or found.memory is not memory:
+                found = PreparedRecall(memory, CORRECTIONS_ONLY, self.settings.scorer)
+                self._corrections[key] = found
+                if len(self._corrections) > PREPARED_CHAINS:
+                    self._corrections.popitem(last=False)
+            else:
+                self._corrections.move_to_end(key)
             return found
 
     def memory(self, chain: Sequence[Namespace]) -> BaseStoreMemory:
@@ -228,7 +252,12 @@ class _BaseStoreBackend(Backend):
         if prepared is not None:
             prepared.refresh()
             return Snapshot(prepared.version, prepared=prepared)
-        recall = self.memory(chain).recall(plan.pools, context)
+        fixes = self.corrections(chain)
+        if fixes is None:
+            recall = self.memory(chain).recall(plan.pools, context)
+        else:
+            fixes.refresh()
+            recall = self.memory(chain).recall_with(plan.pools, context, fixes.items())
         return Snapshot(recall.fingerprint, recall)
 
     async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
@@ -236,7 +265,12 @@ class _BaseStoreBackend(Backend):
         if prepared is not None:
             await prepared.arefresh()
             return Snapshot(prepared.version, prepared=prepared)
-        recall = await self.memory(chain).arecall(plan.pools, context)
+        fixes = self.corrections(chain)
+        if fixes is None:
+            recall = await self.memory(chain).arecall(plan.pools, context)
+        else:
+            await fixes.arefresh()
+            recall = await self.memory(chain).arecall_with(plan.pools, context, fixes.items())
         return Snapshot(recall.fingerprint, recall)
 
     def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
@@ -281,10 +315,13 @@ class _BaseStoreBackend(Backend):
         return report.kept
 
     def _kept(self, chain: Sequence[Namespace]) -> List[PreparedRecall]:
-        """The chain's prepared states (none on a vector-indexed recall: then
-        a write reads no watermark, and costs nothing more with the namespace)."""
+        """The chain's prepared states (on a vector-indexed recall, its kept
+        corrections only, kept only where the watermark is cheap: a write
+        then costs nothing more with the namespace)."""
         with self._lock:
-            return [p for (c, _), p in self._prepared.items() if c == tuple(chain)]
+            kept = [p for (c, _), p in self._prepared.items() if c == tuple(chain)]
+            fixes = self._corrections.get(tuple(chain))
+            return kept if fixes is None else [*kept, fixes]
 
     def _wrote(
         self, kept: Sequence[PreparedRecall], chain: Sequence[Namespace], keys: Sequence[str], before: Any

@@ -48,7 +48,10 @@ creation time, then key), filtered by the pools' types the same way, so
 the selection is the one ``select`` over the recalled list makes (the
 index's twins are tested against the core). A recall ranked by the store's
 vector index (``fetch_k`` with an indexed store) depends on the query and
-is not prepared.
+is not prepared; its corrections are, when the store's watermark is cheap
+(:func:`cheap_watermark`): a kept index of the always-scope items only
+(:data:`CORRECTIONS_ONLY`), so a turn sends the store its ranked searches
+alone, none of which reads the whole namespace.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ from ..seams import Layering
 from ..stores.postgres import CHANGE_TRIGGERS, CHANGES_TABLE
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
-__all__ = ["PreparedRecall", "prepares", "watermark"]
+__all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "prepares", "watermark"]
 
 _Key = Tuple[int, str]  # (chain link, item key)
 _Read = Tuple[int, str, Any, Item]  # (chain link, key, stamp, item) of an item that changed
@@ -190,6 +193,22 @@ def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable
     return None
 
 
+def cheap_watermark(store: BaseStore, chain: Sequence[Namespace]) -> bool:
+    """Whether ``store``'s watermark costs nothing that grows with the
+    namespace's size: an ``InMemoryStore``'s items (a tuple of references),
+    a ``SqliteStore``'s data version, a PostgresStore's change counter when
+    it is installed and armed (one small query to know); not the digest of
+    a PostgresStore without it, which the server computes over every row."""
+    if _in_memory(store) is not None or _sqlite(store) is not None:
+        return True
+    return _postgres(store) is not None and _pg_changes(store, chain) is not None
+
+
+#: The pool plan of a kept index of corrections only: no contextual budget,
+#: so the only search is the corrections' (always-scope, any type).
+CORRECTIONS_ONLY = (Pool("corrections", 0, 0),)
+
+
 def prepares(memory: BaseStoreMemory, query: Optional[str]) -> bool:
     """Whether this recall can be prepared: not when the store's vector
     index ranks it for the query (an indexed store, given a query)."""
@@ -274,15 +293,15 @@ class PreparedRecall:
                 changed, gone = self._in_memory_delta(token)
             elif _sqlite(store) is not None:
                 own = self._own_writes(token)
-                changed, gone, seen = own if own is not None else self._sqlite_delta()
+                changed, gone, settle = own if own is not None else self._sqlite_delta()
                 self._update(changed, gone, token)
-                self._sqlite_seen = seen  # only once applied: a malformed item is read again
+                settle()  # the rows read, kept only once applied: a malformed item is read again
                 return
             elif _postgres(store) is not None:
                 own = self._own_writes(token)
-                changed, gone, seen = own if own is not None else self._postgres_delta()
+                changed, gone, settle = own if own is not None else self._postgres_delta()
                 self._update(changed, gone, token)
-                self._sqlite_seen = seen
+                settle()
                 return
             else:
                 self.reads += 1
@@ -349,11 +368,13 @@ class PreparedRecall:
             assert after is not None
             self._own = (after, [(link, key) for key in keys])
 
-    def _own_writes(
-        self, token: Optional[Hashable]
-    ) -> Optional[Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]]:
+    def _own_writes(self, token: Optional[Hashable]) -> Optional[Tuple[List[_Read], Set[_Key], Callable[[], None]]]:
         """The delta of the noted own write, when the watermark is the one
-        it left (else None: read the namespace's rows)."""
+        it left (else None: read the namespace's rows), and how to settle
+        the kept rows once it is applied: each written key's old row is
+        replaced by its new one in place (the old row rebuilt from the kept
+        stamp; the namespace's rows are neither copied nor scanned, so an
+        own write costs its keys, not the namespace)."""
         own, self._own = self._own, None
         if own is None or own[0] != token:
             return None
@@ -368,6 +389,7 @@ class PreparedRecall:
                     row = conn.execute(_SQLITE_ROW, (namespace_label(chain[link]), key)).fetchone()
                     found[(link, key)] = None if row is None else tuple(row)
             stamp_of: Callable[[Tuple[Any, ...]], Any] = lambda row: tuple(row[1:])  # noqa: E731
+            row_of: Callable[[str, Any], Tuple[Any, ...]] = lambda key, stamp: (key, *stamp)  # noqa: E731
         else:
             with store._cursor() as cur:  # type: ignore[attr-defined]
                 for link, key in keys:
@@ -375,11 +397,26 @@ class PreparedRecall:
                     row = cur.fetchone()
                     found[(link, key)] = None if row is None else tuple(row.values())
             stamp_of = lambda row: row[1]  # noqa: E731
-        seen = {link: set(rows) for link, rows in self._sqlite_seen.items()}
+            row_of = lambda key, digest: (key, digest)  # noqa: E731
+        patch: List[Tuple[int, Set[Tuple[Any, ...]], Optional[Tuple[Any, ...]]]] = []
         for (link, key), row in found.items():
-            seen.setdefault(link, set()).difference_update({r for r in seen.get(link, ()) if r[0] == key})
-            if row is not None:
-                seen[link].add(row)
+            kept_rows, old = self._sqlite_seen.get(link, set()), self._rows.get((link, key))
+            if old is None:  # a new key: the kept rows are the kept items', so it has none
+                patch.append((link, set(), row))
+                continue
+            stale = row_of(key, old.stamp)
+            if stale in kept_rows:
+                patch.append((link, {stale}, row))  # a key has one row: this is it
+            else:  # not kept as read: whatever row the key had
+                patch.append((link, {r for r in kept_rows if r[0] == key}, row))
+
+        def settle() -> None:
+            for link, stale_rows, row in patch:
+                rows = self._sqlite_seen.setdefault(link, set())
+                rows -= stale_rows
+                if row is not None:
+                    rows.add(row)
+
         results = store.batch([GetOp(chain[link], key) for link, key in keys])
         changed: List[_Read] = []
         gone: Set[_Key] = set()
@@ -389,13 +426,13 @@ class PreparedRecall:
                 changed.append((link, key, stamp_of(row), item))
             else:
                 gone.add((link, key))
-        return changed, gone, seen
+        return changed, gone, settle
 
-    def _sqlite_delta(self) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
+    def _sqlite_delta(self) -> Tuple[List[_Read], Set[_Key], Callable[[], None]]:
         """Each item's key, value text and timestamps from one query per
         namespace, compared as sets with the last read's (no JSON parsed, no
         Python per unchanged row); the items whose row changed are read
-        through the store. Returns the rows read too, kept once applied."""
+        through the store. Returns how to keep the rows read, once applied."""
         store, chain = self.memory.store, self.memory.chain
         conn = _sqlite(store)
         assert conn is not None
@@ -404,10 +441,10 @@ class PreparedRecall:
             now = [set(conn.execute(_SQLITE_ROWS, (namespace_label(ns),)).fetchall()) for ns in chain]
         return self._compared(now, lambda row: tuple(row[1:]), lambda key, stamp: (key, *stamp))
 
-    def _postgres_delta(self) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
+    def _postgres_delta(self) -> Tuple[List[_Read], Set[_Key], Callable[[], None]]:
         """Each item's key and digest (computed by the server), compared as
         sets with the last read's; the items whose digest changed are read
-        through the store. Returns the rows read too, kept once applied."""
+        through the store. Returns how to keep the rows read, once applied."""
         store, chain = self.memory.store, self.memory.chain
         self.reads += 1
         now = [set(rows) for rows in _pg_query(store, _PG_ROWS, chain)]
@@ -418,7 +455,7 @@ class PreparedRecall:
         now: List[Set[Tuple[Any, ...]]],
         stamp_of: Callable[[Tuple[Any, ...]], Any],
         row_of: Callable[[str, Any], Tuple[Any, ...]],
-    ) -> Tuple[List[_Read], Set[_Key], Dict[int, Set[Tuple[Any, ...]]]]:
+    ) -> Tuple[List[_Read], Set[_Key], Callable[[], None]]:
         """Each link's rows (key first, then what marks the item's version:
         ``stamp_of`` picks it, ``row_of`` rebuilds the row) compared as sets
         with the last read's; the items whose rows are new are read through
@@ -440,7 +477,12 @@ class PreparedRecall:
                 else:  # deleted between the two reads: not seen either
                     gone.add((link, key))
                     now[link].discard(row_of(key, stamp))
-        return changed, gone, dict(enumerate(now))
+        seen = dict(enumerate(now))
+
+        def settle() -> None:
+            self._sqlite_seen = seen
+
+        return changed, gone, settle
 
     def _update(self, changed: Sequence[_Read], gone: Set[_Key], token: Optional[Hashable]) -> None:
         """Apply what changed: new and rewritten items converted (all of
@@ -561,6 +603,18 @@ class PreparedRecall:
     def entries(self) -> List[Mapping[str, Any]]:
         """The candidates in recall order (what a fresh recall returns)."""
         return [] if self._index is None else self._index.entries
+
+    def items(self) -> List[List[Item]]:
+        """The kept candidates' store items, one list per chain link, in
+        recall order (with :data:`CORRECTIONS_ONLY`, what the corrections'
+        read by filter returns: for
+        :meth:`~poolsplit_adapters.langchain.BaseStoreMemory.recall_with`)."""
+        with self._lock:
+            assert self._index is not None, "refresh() first"
+            found: List[List[Item]] = [[] for _ in self.memory.chain]
+            for link, key in self._order:
+                found[link].append(self._rows[(link, key)].item)
+            return found
 
 
 def _own_only(link: int, rows: int, before: Optional[Hashable], after: Optional[Hashable]) -> bool:

@@ -359,7 +359,7 @@ class BaseStoreMemory(StoreVerbs):
 
     # -- the read plan ----------------------------------------------------------------
 
-    def _plan(self, pools: Optional[Sequence[Pool]], query: Optional[str]) -> List[_Spec]:
+    def _plan(self, pools: Optional[Sequence[Pool]], query: Optional[str], *, corrections: bool = True) -> List[_Spec]:
         """The search ops of one recall, each one exact read (no paging).
 
         Without similarity ranking (no ``query`` on an indexed store with
@@ -368,7 +368,10 @@ class BaseStoreMemory(StoreVerbs):
         the plan's searches admit (``InMemoryStore`` scans a namespace once
         per op, and ``PostgresStore`` runs a filter as a scan too). A plan
         that can load corrections only reads them by filter. With ranking,
-        the plan's searches in ``BaseStore``'s dialect: one op per type."""
+        the plan's searches in ``BaseStore``'s dialect: one op per type.
+        ``corrections=False`` (a ranked recall only): without the
+        corrections' read by filter, for a caller that keeps them
+        (:meth:`recall_with`)."""
         links = range(len(self.chain))
         if pools is None:  # entries(): everything
             return [_Spec(link, None, None, READ_ALL) for link in links]
@@ -378,7 +381,7 @@ class BaseStoreMemory(StoreVerbs):
                 storable_text(name, "pool type")
         ranked = bool(query and self.indexed)
         if all(search.always for search in searches):
-            return [_Spec(link, {"scope": "always"}, None, READ_ALL) for link in links]
+            return [_Spec(link, {"scope": "always"}, None, READ_ALL) for link in links] if corrections else []
         if not ranked:
             return [_Spec(link, None, None, READ_ALL, searches) for link in links]
         limit = self.fetch_k if self.fetch_k is not None else RANK_ALL
@@ -397,7 +400,8 @@ class BaseStoreMemory(StoreVerbs):
             filters = [None]
         specs = []
         for link in links:
-            specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))  # corrections never by similarity
+            if corrections:
+                specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))  # corrections never by similarity
             specs += [_Spec(link, where, query, limit) for where in filters]
         return specs
 
@@ -477,6 +481,47 @@ class BaseStoreMemory(StoreVerbs):
         """Async :meth:`recall`."""
         pools = check_pools(pools)
         return self._collect(await self._arun(self._plan(pools, _query(context))), counted=True)
+
+    def _with(self, corrections: Sequence[Sequence[Item]]) -> List[Tuple[_Spec, List[Item]]]:
+        """``corrections`` (one list of items per chain link) as the
+        corrections' read by filter would have returned them."""
+        if len(corrections) != len(self.chain):
+            raise ValueError(
+                "corrections: one list of items per namespace of the chain (%d), got %d"
+                % (len(self.chain), len(corrections))
+            )
+        return [
+            (_Spec(link, {"scope": "always"}, None, READ_ALL), list(items)) for link, items in enumerate(corrections)
+        ]
+
+    def recall_with(
+        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]], corrections: Sequence[Sequence[Item]]
+    ) -> Recall:
+        """:meth:`recall` with the corrections given instead of read: one
+        list of the always-scope items per chain link, as the read by filter
+        returns them (the agent middleware keeps them in an index it brings
+        up to date with a cheap watermark). On a vector-indexed store, given
+        a query, only the ranked searches then reach the store, ``fetch_k``
+        items a type, and no read by filter of the whole namespace (whether
+        a ranked search costs the namespace's size is the store's own
+        search: exhaustive in ``InMemoryStore`` and sqlite-vec). The result
+        is the one :meth:`recall` returns.
+
+        Example::
+
+            memory.recall_with(pools, {"message": "deploy"}, [fixes])  # fixes: this chain link's correction items
+        """
+        pools = check_pools(pools)
+        found = self._run(self._plan(pools, _query(context), corrections=False))
+        return self._collect(self._with(corrections) + found, counted=True)
+
+    async def arecall_with(
+        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]], corrections: Sequence[Sequence[Item]]
+    ) -> Recall:
+        """Async :meth:`recall_with`."""
+        pools = check_pools(pools)
+        found = await self._arun(self._plan(pools, _query(context), corrections=False))
+        return self._collect(self._with(corrections) + found, counted=True)
 
     def select_from(
         self,

@@ -13,6 +13,8 @@ from agent_fakes import ToolCallingFakeModel, markers, thread
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import SearchOp
+from pg_embeddings import HashedNgramEmbeddings
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
@@ -170,3 +172,55 @@ def test_the_middlewares_own_write_reads_only_its_keys_with_the_counter(pg_datab
         snap = backend.snapshot([U1], context, plan)
         assert snap.prepared.reads == reads + 2  # the written key's row and item, nothing else
         assert "ep-1" in [e["id"] for e in snap.prepared.entries()]
+
+
+@pytest.mark.parametrize("counted", [False, True], ids=["digest", "change-counter"])
+def test_an_indexed_stores_ranked_recall_keeps_its_corrections_with_the_counter(
+    pg_database: Any, counted: bool
+) -> None:
+    """PostgresStore with a vector index (HNSW) and fetch_k: with the change
+    counter the corrections come from the kept index (the store is asked
+    the ranked searches only), without it they are read by filter (the
+    digest would cost as much); either way the selection is a fresh
+    recall's, after another connection's writes and the middleware's own."""
+    index = {"dims": 256, "embed": HashedNgramEmbeddings(), "fields": ["content"]}
+    with (
+        PostgresStore.from_conn_string(pg_database.conninfo, index=index) as mine,
+        PostgresStore.from_conn_string(pg_database.conninfo, index=index) as other,
+    ):
+        _setup(mine, counted)
+        writer = BaseStoreMemory(other, U1)
+        writer.put_many(_seed())
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=3)
+        backend = backend_for(mine, middleware.settings)
+        plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
+        asked: List[Any] = []
+        batch = mine.batch
+
+        def recording(ops: Any) -> Any:
+            ops = list(ops)
+            asked.extend(ops)
+            return batch(ops)
+
+        mine.batch = recording  # type: ignore[method-assign]  # the real store answers; the ops are noted
+        writes = [
+            lambda: None,
+            lambda: writer.put(_fix(7)),
+            lambda: backend.write([U1], [{"id": "ep-1", "type": "episode", "content": "deploy episode"}]),
+            lambda: other.delete(U1, "fix-2"),
+            lambda: writer.put(_fix(0, "Correction 0, reworded.")),
+        ]
+        for write in writes:
+            write()
+            asked.clear()
+            got = backend.select(backend.snapshot([U1], context, plan), [U1], context, plan)
+            searches = [op for op in asked if isinstance(op, SearchOp)]
+            assert [op.query is None for op in searches].count(True) == (0 if counted else 1)
+            fresh = BaseStoreMemory(mine, U1, fetch_k=3)
+            expected = fresh.select_from(
+                fresh.recall(POOLS, context), POOLS, context, now=NOW, scorer=middleware.settings.scorer
+            )
+            assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
+            assert render_context(got).text == render_context(expected).text
+        fixes = sorted((c.entry["id"], c.entry["content"]) for c in got.chosen if c.entry.get("scope") == "always")
+        assert fixes == [("fix-0", "Correction 0, reworded."), ("fix-1", "Correction 1."), ("fix-7", "Correction 7.")]

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, SearchOp
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
+from lc_helpers import WordHashEmbedding
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
@@ -34,6 +35,8 @@ POOLS = [
     Pool("skills", 30, 1, ("skill",)),
 ]
 KINDS = ["in-memory", "sqlite", "sqlite with ttl (no watermark)"]
+#: A LangGraph store's vector index (SqliteStore's needs sqlite-vec loaded, which this Python's sqlite3 cannot).
+INDEX = {"dims": 256, "embed": WordHashEmbedding()}
 
 
 def _fix(n: int, text: str = "") -> dict:
@@ -54,8 +57,8 @@ class Stores:
 
     def __init__(self, kind: str, tmp_path: Any) -> None:
         self.kind = kind
-        if kind == "in-memory":
-            self.agent = self.other = InMemoryStore()
+        if kind.startswith("in-memory"):
+            self.agent = self.other = InMemoryStore(index=INDEX if "indexed" in kind else None)
             return
         path = str(tmp_path / "lg.db")
         ttl = {"default_ttl": 10_000} if "ttl" in kind else None
@@ -78,7 +81,7 @@ def _fixes(model: ToolCallingFakeModel) -> List[tuple]:
     return [(m["id"], m["content"]) for m in markers(model.requests[-1]) if m.get("scope") == "always"]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", [*KINDS, "in-memory, vector-indexed"])
 def test_the_next_turn_sees_what_another_writer_changed_between_turns(kind, tmp_path):
     stores = Stores(kind, tmp_path)
     BaseStoreMemory(stores.agent, U1).put_many(_seed())
@@ -268,3 +271,76 @@ def test_after_any_writes_the_kept_selection_is_a_fresh_recalls(ops, kind):
             expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings.scorer)
             assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
             assert render_context(got).text == render_context(expected).text
+
+
+class Recording(InMemoryStore):
+    """The real InMemoryStore, keeping every op it is asked."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.ops: List[Any] = []
+
+    def batch(self, ops: Any) -> List[Any]:
+        ops = list(ops)
+        self.ops += ops
+        return super().batch(ops)
+
+
+def _fresh_ranked(store: BaseStore, message: str, scorer: Any, fetch_k: int) -> Any:
+    """What a fresh recall ranked by the store's vector index selects."""
+    memory = BaseStoreMemory(store, U1, fetch_k=fetch_k)
+    recalled = memory.recall(POOLS, {"message": message})
+    return memory.select_from(recalled, POOLS, {"message": message}, now=NOW, scorer=scorer)
+
+
+def test_a_ranked_recall_takes_its_corrections_from_the_kept_index_and_selects_a_fresh_recalls():
+    """On a vector-indexed store the ranked searches (fetch_k a type) are all
+    the store is asked: the corrections come from a kept index of them,
+    brought up to date by the watermark, and the selection is the one a
+    fresh recall (corrections read by filter) makes, after every kind of
+    write, by the middleware and by another writer."""
+    store = Recording(index=INDEX)
+    writer = BaseStoreMemory(store, U1)
+    writer.put_many(_seed())
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=2)
+    backend = backend_for(store, middleware.settings)
+    plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
+    writes = [
+        lambda: None,
+        lambda: writer.put(_fix(7)),
+        lambda: writer.put(_fix(1, "Correction 1, reworded.")),
+        lambda: store.delete(U1, "fix-2"),
+        lambda: BaseStoreMemory(store, (*U1, "drafts")).put(_fix(9)),  # a child namespace: not ours
+        lambda: writer.put({"id": "note-99", "type": "note", "content": "deploy deploy note"}),
+        lambda: backend.write([U1], [{"id": "ep-1", "type": "episode", "content": "deploy episode one"}]),
+        lambda: writer.put({"id": "fix-8", "type": "note", "scope": "always", "content": "Untyped-pool fix."}),
+    ]
+    for write in writes:
+        write()
+        store.ops.clear()
+        snap = backend.snapshot([U1], context, plan)
+        got = backend.select(snap, [U1], context, plan)
+        searches = [op for op in store.ops if isinstance(op, SearchOp)]
+        assert searches and all(op.query == "deploy" and op.limit == 2 for op in searches)  # no read by filter
+        expected = _fresh_ranked(store, "deploy", middleware.settings.scorer, 2)
+        assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
+        assert render_context(got).text == render_context(expected).text
+    fixes = [c.entry["id"] for c in got.chosen if c.entry.get("scope") == "always"]
+    assert sorted(fixes) == ["fix-0", "fix-1", "fix-7", "fix-8"]  # in the order a fresh recall gives
+
+
+async def test_the_async_ranked_recall_takes_the_kept_corrections_too():
+    store = Recording(index=INDEX)
+    BaseStoreMemory(store, U1).put_many(_seed())
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=2)
+    backend = backend_for(store, middleware.settings)
+    plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
+    await backend.asnapshot([U1], context, plan)
+    BaseStoreMemory(store, U1).put(_fix(5))
+    store.ops.clear()
+    snap = await backend.asnapshot([U1], context, plan)
+    got = await backend.aselect(snap, [U1], context, plan)
+    assert all(op.query == "deploy" for op in store.ops if isinstance(op, SearchOp))
+    expected = _fresh_ranked(store, "deploy", middleware.settings.scorer, 2)
+    assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
+    assert "fix-5" in {c.entry["id"] for c in got.chosen}

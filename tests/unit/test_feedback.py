@@ -182,3 +182,22 @@ def test_equal_second_pass_sums_tie_by_the_core_rule_not_by_the_last_bit():
     retriever = PoolSplitRetriever(documents=flooded_memory(5), pools=pools, now=datetime.datetime(2026, 7, 7))
     retriever.invoke("did the deploy of checkout to staging finish", tags=["ops"])
     assert [c.entry["id"] for c in retriever.last_selection.chosen if not c.always] == ["note-000"]
+
+
+def test_many_entries_tied_at_the_cut_give_the_sources_the_core_rule_picks_on_both_paths():
+    """Forty entries share the cut's value (one template, one length): the
+    sources are the ties first by the core's order (created, then id), on
+    the index's columns as on the per-entry path; their own words then lift
+    the entries that share them."""
+    start = datetime.datetime(2025, 3, 1)
+    ties = [
+        {
+            "id": "tie-%02d" % n,
+            "content": "Maya's brother likes word%02d." % n,
+            "created": (start + datetime.timedelta(days=(n * 17) % 40)).strftime("%Y-%m-%dT00:00:00Z"),
+        }
+        for n in range(40)
+    ]  # shuffled days: the ties created first are not the first listed
+    echoes = [{"id": "echo-%02d" % n, "content": "word%02d word%02d" % (n, n)} for n in range(40)]
+    per_entry = both(memories(*ties, *echoes), Feedback(top=3, weight=0.5))  # hop1 above the cut, then two ties
+    assert sorted(i for i in order(per_entry) if i.startswith("echo-")) == ["echo-00", "echo-33"]  # days 0 and 1
