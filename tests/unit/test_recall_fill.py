@@ -224,6 +224,26 @@ def test_max_fetch_k_is_checked() -> None:
         LangChainRetriever.from_vectorstore(store, plan(10), max_fetch_k=0)
 
 
+def test_breadth_is_a_retriever_setting_on_both_frameworks() -> None:
+    # breadth 1: recall stops once the budget is full (20 -> 40 candidates, the budget cut 10).
+    lc = LangChainRetriever.from_vectorstore(
+        lc_store(CountingEmbeddings()), plan(300), breadth=1, token_counter=words, now=NOW
+    )
+    li = LlamaRetriever.from_vector_store_index(
+        li_index(CountingEmbedding()), plan(300), breadth=1, token_counter=words, now=NOW
+    )
+    with capture_selections() as mine:
+        lc.invoke(QUERY)
+    _, selection = li.retrieve_with_selection(QUERY)
+    for made in (mine[0], selection):
+        assert loaded(made) == (30, 300, FIXES)
+        assert made.notes["recall"] == {"fetch_k": {"facts": 40}, "rounds": 2, "store_ran_out": [], "capped": []}
+    with pytest.raises(ArgumentError, match="breadth"):
+        LangChainRetriever.from_vectorstore(lc_store(CountingEmbeddings()), plan(10), breadth=0.5)
+    with pytest.raises(ArgumentError, match="breadth"):
+        LlamaRetriever.from_vector_store_index(li_index(CountingEmbedding()), plan(10), breadth=0.5)
+
+
 # -- LlamaIndex -----------------------------------------------------------------------
 
 
