@@ -18,12 +18,26 @@ needs no similarity ranking reads it once and keeps what :meth:`RecallPlan.admit
 
 **Budgets are filled.** A pool's first search asks for ``fetch_k``
 candidates; when the selection over them leaves that pool's budget with
-room and nothing cut, and the search came back full (the store may hold
-more), :class:`FillingRecall` runs it again with ``k`` at least doubled
-(more when the budget looks to need more), up to ``max_fetch_k``, until
-the budget is full or the store has nothing more. Which of the two stopped it is in ``selection.notes["recall"]``: a fixed
-top-k used to fill 462 of 1,024 tokens on a long conversation and say
-nothing.
+room for an entry as short as one it loaded (:func:`budget_filled`), and
+the search came back full (the store may hold more), :class:`FillingRecall`
+runs it again with ``k`` at least doubled (more when the budget looks to
+need more), up to ``max_fetch_k``, until the budget is full or the store
+has nothing more. Which of the two stopped it is in
+``selection.notes["recall"]``: a fixed top-k used to fill 462 of 1,024
+tokens on a long conversation and say nothing.
+
+**The ranking has a choice.** A full budget is not enough: if a pool's
+candidates are only what its budget holds, the scorer's order (words and
+vectors fused, :mod:`~poolsplit_adapters.relevance`) can only drop what the
+store's own order would have loaded, never bring in a better match that
+the store ranked below the budget line. So recall also grows until the
+candidates a pool considered hold :attr:`RecallPlan.breadth` times its
+budget (tokens or entries, whichever cap is its own): with the default 2,
+the selection passes over at least as much as it loads. Measured on the
+long-horizon set (``benchmarks/eval/README.md``): with candidates only to
+fill the budget the vector-store paths were one to three evidence memories
+short of the store's own top-k at 256 tokens; with twice the budget they
+are above it at every budget.
 """
 
 from __future__ import annotations
@@ -109,6 +123,10 @@ class RecallPlan:
             room); a pool that still has room there is reported as
             ``capped``. ``max_fetch_k=fetch_k`` turns growth off; a
             ``fetch_k`` above it never grows.
+        breadth: recall also grows until a pool's candidates hold this
+            many times its budget (:func:`has_breadth`), so the scorer
+            chooses what loads from more than fits (module docstring); 1:
+            only until the budget is filled. At least 1.
 
     Example::
 
@@ -120,12 +138,16 @@ class RecallPlan:
     fetch_k: int = 20
     always_k: int = 1000
     max_fetch_k: int = 1000
+    breadth: float = 2.0
 
     def __post_init__(self) -> None:
         for name in ("fetch_k", "always_k", "max_fetch_k"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError("%s must be a positive int, got %r" % (name, value))
+        breadth = self.breadth
+        if isinstance(breadth, bool) or not isinstance(breadth, (int, float)) or not 1.0 <= breadth < math.inf:
+            raise ValueError("breadth must be a finite number of at least 1, got %r" % (breadth,))
         object.__setattr__(self, "pools", tuple(self.pools))
 
     def searches(self, visibility: Optional[Visibility] = None) -> List[Search]:
@@ -193,18 +215,62 @@ def merge_recalled(found: Iterable[T], key: Callable[[T], Optional[str]]) -> Lis
 
 
 def budget_filled(selection: Selection, pool: str) -> bool:
-    """Whether ``pool``'s budget, in ``selection``, is the limit: it has no
-    room for another entry (entry cap reached, or not a token left), or it
-    cut a candidate (token budget or entry cap). Only then can more recall
-    not load more: a candidate cut by the budget shows the budget, not the
-    recall, decided. A pool that is not in the selection counts as filled."""
+    """Whether ``pool``'s budget, in ``selection``, is the limit: its entry
+    cap is reached, or the tokens left would not hold an entry as short as
+    the shortest it loaded. Only then can more recall not load more: the
+    fill skips a candidate that does not fit and goes on, so a budget with
+    room for a short entry takes one the store has not returned yet (a cut
+    candidate shows only that *it* did not fit). A pool that loaded nothing
+    is filled when its budget cut something (every candidate was larger
+    than it). A pool that is not in the selection counts as filled.
+
+    Example:
+        >>> from poolsplit_adapters import Pool, select
+        >>> words = lambda text: len(text.split())
+        >>> items = [{"id": "a", "content": "one two three"}, {"id": "b", "content": "four five six seven"}]
+        >>> budget_filled(select(items, [Pool("p", 6, 9)], token_counter=words), "p")  # 3 left, a took 3
+        False
+        >>> budget_filled(select(items, [Pool("p", 5, 9)], token_counter=words), "p")  # 2 left
+        True
+    """
     stats = selection.stats.get(pool)
     if stats is None:
         return True
-    if stats.entries_used >= stats.max_entries or stats.tokens_used + 1 > stats.max_tokens:
+    if stats.entries_used >= stats.max_entries:
         return True
+    room = stats.max_tokens - stats.tokens_used
+    if room < 1:
+        return True
+    loaded = [c.cost for c in selection.chosen if c.pool == pool and not c.always]
+    if loaded:
+        return room < min(loaded)
     counts = selection.counts
     return any(counts.get((pool, reason), (0, 0))[0] for reason in BUDGET_REASONS)
+
+
+def considered(selection: Selection, pool: str) -> Tuple[int, int]:
+    """``(entries, tokens)`` of the contextual candidates ``pool`` ranked in
+    ``selection``: what it loaded and what it passed over (cut by its
+    budget, below its threshold, a duplicate, ...)."""
+    stats = selection.stats.get(pool)
+    if stats is None:
+        return 0, 0
+    entries, tokens = stats.entries_used, stats.tokens_used
+    for (name, _reason), (count, cost) in selection.counts.items():
+        if name == pool:
+            entries, tokens = entries + count, tokens + cost
+    return entries, tokens
+
+
+def has_breadth(selection: Selection, pool: str, breadth: float) -> bool:
+    """Whether ``pool``'s candidates hold ``breadth`` times its budget, in
+    tokens or in entries (:attr:`RecallPlan.breadth`): enough for the
+    scorer's order to choose from. A pool not in the selection has."""
+    stats = selection.stats.get(pool)
+    if stats is None:
+        return True
+    entries, tokens = considered(selection, pool)
+    return tokens >= breadth * stats.max_tokens or entries >= breadth * stats.max_entries
 
 
 #: Headroom on the estimate of :func:`grown_k`: the last candidates of a
@@ -212,18 +278,23 @@ def budget_filled(selection: Selection, pool: str) -> bool:
 GROWTH_HEADROOM = 1.25
 
 
-def grown_k(k: int, selection: Selection, pool: Optional[str]) -> int:
+def grown_k(k: int, selection: Selection, pool: Optional[str], breadth: float = 1.0) -> int:
     """The next round's ``k`` for a search of ``pool`` that returned ``k``
     candidates: at least double, or as many as the budget looks to need
     from what ``k`` candidates loaded (``k x max_tokens / tokens_used``, the
     same for entries, whichever cap comes first, with
-    :data:`GROWTH_HEADROOM`), so a pool far from full gets there in one
-    more round instead of several."""
+    :data:`GROWTH_HEADROOM`), or as many as ``breadth`` times the budget
+    looks to need from what the pool considered (:func:`considered`),
+    whichever is more, so a pool far from full gets there in one more round
+    instead of several."""
     stats = selection.stats.get(pool) if pool is not None else None
     if stats is None or stats.tokens_used <= 0 or stats.entries_used <= 0:
         return 2 * k  # nothing loaded to extrapolate from
     needed = min(k * stats.max_tokens / stats.tokens_used, k * stats.max_entries / stats.entries_used)
-    return max(2 * k, math.ceil(needed * GROWTH_HEADROOM))
+    assert pool is not None
+    entries, tokens = considered(selection, pool)
+    wide = min(k * breadth * stats.max_tokens / tokens, k * breadth * stats.max_entries / entries)
+    return max(2 * k, math.ceil(max(needed, wide) * GROWTH_HEADROOM))
 
 
 class FillingRecall(Generic[T]):
@@ -234,7 +305,8 @@ class FillingRecall(Generic[T]):
     again with a larger ``k`` (:func:`grown_k`, at most the plan's
     ``max_fetch_k``) when it came back full (``len(results) == k``: the
     store may hold more) and its pool's budget is not filled
-    (:func:`budget_filled`). The always-scope fetch runs once. A store has
+    (:func:`budget_filled`) or its candidates are fewer than the plan's
+    ``breadth`` asks (:func:`has_breadth`). The always-scope fetch runs once. A store has
     no cursor the frameworks share, so a grown search asks again from the
     top: growing by at least double keeps the total work under twice the
     last round's.
@@ -279,18 +351,21 @@ class FillingRecall(Generic[T]):
         """After a round's selection: True when recall is done (the notes are
         written on ``selection``); else the next round's searches are set."""
         short = set(self._room_left(selection))
-        cap = self.plan.max_fetch_k
+        cap, breadth = self.plan.max_fetch_k, self.plan.breadth
+        wanting = short | {
+            s.pool for s in self.searches if s.pool is not None and not has_breadth(selection, s.pool, breadth)
+        }
         grow = [
             i
             for i, search in enumerate(self.searches)
-            if search.pool in short and len(self.results[i]) >= search.k and search.k < cap
+            if search.pool in wanting and len(self.results[i]) >= search.k and search.k < cap
         ]
         if not grow:
             selection.notes["recall"] = self.report(short)
             return True
         for i in grow:
             search = self.searches[i]
-            self.searches[i] = replace(search, k=min(grown_k(search.k, selection, search.pool), cap))
+            self.searches[i] = replace(search, k=min(grown_k(search.k, selection, search.pool, breadth), cap))
         self._pending = grow
         return False
 

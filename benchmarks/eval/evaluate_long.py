@@ -3,6 +3,7 @@ reach the model, at equal token budgets?
 
     python benchmarks/eval/evaluate_long.py                    # hash embedding
     python benchmarks/eval/evaluate_long.py --embedding minilm # all-MiniLM-L6-v2 (eval extra)
+    python benchmarks/eval/evaluate_long.py --every 2 --offset 1  # the other half of the questions
 
 Every method fills the same budget of tiktoken tokens (o200k_base, counted
 once per memory) from the whole store of :mod:`long_horizon`, for every
@@ -596,6 +597,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--embedding", default="hash", choices=["hash", "minilm"])
     parser.add_argument("--every", type=int, default=1, help="evaluate every n-th question (1: all)")
+    parser.add_argument(
+        "--offset", type=int, default=0, help="with --every n, start at this question (the other split: 1)"
+    )
     parser.add_argument("--latency-every", type=int, default=4, help="time every n-th question")
     parser.add_argument("--thresholds", type=float, nargs="*", default=[0.05, 0.1, 0.2])
     parser.add_argument("--lexical-weights", type=float, nargs="*", default=[0.8])
@@ -611,7 +615,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--only", nargs="*", help="only methods whose name contains one of these (and vector top-k)")
     args = parser.parse_args(argv)
     entries, questions = load()
-    questions = questions[:: args.every]
+    questions = questions[args.offset :: args.every]
     embedder = embedder_named(args.embedding)
     start = time.perf_counter()
     rows = run(

@@ -139,6 +139,11 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         default=RecallPlan.max_fetch_k,
         description="Vector-store mode: a pool search grows up to this many results (see RecallPlan.max_fetch_k).",
     )
+    breadth: float = Field(
+        default=RecallPlan.breadth,
+        description="Vector-store mode: recall grows until a pool's candidates hold this many times its budget "
+        "(see RecallPlan.breadth).",
+    )
     filter_builder: Optional[FilterBuilder] = Field(
         default=None,
         description="Vector-store mode: (Search) -> the store's filter (default: type_filter(vectorstore)).",
@@ -167,7 +172,9 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             # Each call recalls for its own plan (pools="auto" varies by
             # message); the recall plan holds the search sizes.
             try:
-                plan = RecallPlan([], fetch_k=self.fetch_k, always_k=self.always_k, max_fetch_k=self.max_fetch_k)
+                plan = RecallPlan(
+                    [], fetch_k=self.fetch_k, always_k=self.always_k, max_fetch_k=self.max_fetch_k, breadth=self.breadth
+                )
             except ValueError as err:
                 raise ArgumentError(str(err)) from None
             try:
@@ -210,7 +217,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     ) -> PoolSplitRetriever:
         """Recall candidates per pool from ``vectorstore``, then select.
 
-        ``options``: ``fetch_k``, ``always_k``, ``max_fetch_k`` (see
+        ``options``: ``fetch_k``, ``always_k``, ``max_fetch_k``, ``breadth`` (see
         :class:`~poolsplit_adapters.recall.RecallPlan`), ``filter_builder``
         and the selection settings. The searches are the plan's: each pool's
         types pushed down as a filter (plus a search for documents without
@@ -227,7 +234,9 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         Budgets are filled: a pool search that came back full while its
         pool's budget has room is run again with ``k`` at least doubled, up
         to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`),
-        by the same query vector. ``selection.notes["recall"]`` says how far
+        by the same query vector; it also grows until a pool's candidates
+        hold ``breadth`` (default 2) times its budget, so the scorer's order
+        chooses from more than fits. ``selection.notes["recall"]`` says how far
         each pool's recall went and which pools the store ran out for.
 
         With ``embeddings=`` (the store's own model) the relevance of each

@@ -135,6 +135,7 @@ class PoolSplitRetriever(BaseRetriever):
         fetch_k: int = RecallPlan.fetch_k,
         always_k: int = RecallPlan.always_k,
         max_fetch_k: int = RecallPlan.max_fetch_k,
+        breadth: float = RecallPlan.breadth,
         type_key: str = "type",
         embed_model: Optional[BaseEmbedding] = None,
         store_metric: Any = None,
@@ -154,7 +155,9 @@ class PoolSplitRetriever(BaseRetriever):
 
         Budgets are filled: a pool search that came back full while its
         pool's budget has room runs again with ``similarity_top_k`` at least
-        doubled, up to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`);
+        doubled, up to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`),
+        and until a pool's candidates hold ``breadth`` (default 2) times its
+        budget, so the scorer's order chooses from more than fits;
         ``selection.notes["recall"]`` says how far each pool's recall went
         and which pools the index ran out for.
 
@@ -169,7 +172,7 @@ class PoolSplitRetriever(BaseRetriever):
         # so the recall plan holds the search sizes only; the settings check
         # the pools, once, when the retriever is built below.
         try:
-            plan = RecallPlan([], fetch_k=fetch_k, always_k=always_k, max_fetch_k=max_fetch_k)
+            plan = RecallPlan([], fetch_k=fetch_k, always_k=always_k, max_fetch_k=max_fetch_k, breadth=breadth)
         except ValueError as err:
             raise ArgumentError(str(err)) from None
         recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model)

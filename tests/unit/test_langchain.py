@@ -254,11 +254,12 @@ def test_a_store_that_cannot_search_by_vector_is_searched_by_text():
     embedding = CountingEmbedding()
     store = TextOnlyStore(embedding)
     store.add_documents(flooded_memory(40))
-    retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=10, now=NOW)
+    # fetch_k 20: every pool's first search holds twice its entry cap (RecallPlan.breadth), one round.
+    retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=20, now=NOW)
     by_text = retriever.invoke(QUERY)
     searches = len(RecallPlan(POOLS).searches())
     assert (searches, embedding.sync_queries) == (5, 5)  # one embedding per text search
-    by_vector = PoolSplitRetriever.from_vectorstore(_vector_store(flooded_memory(40)), POOLS, fetch_k=10, now=NOW)
+    by_vector = PoolSplitRetriever.from_vectorstore(_vector_store(flooded_memory(40)), POOLS, fetch_k=20, now=NOW)
     assert [d.id for d in by_text] == [d.id for d in by_vector.invoke(QUERY)]
 
 
@@ -288,6 +289,7 @@ def test_sub_retrievals_are_child_runs_and_the_report_is_an_event():
         ["pool:skills"],
         ["pool:growth"],
         ["always"],
+        ["pool:content"],  # grown: 10 candidates are fewer than twice its 6 entries (RecallPlan.breadth)
     ]
     (selection,) = mine
     assert log.events == [event_payload(selection)]

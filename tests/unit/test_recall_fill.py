@@ -94,10 +94,13 @@ def loaded(selection: Any) -> tuple[int, int, list[str]]:
 
 # Budget -> (facts loaded, tokens, rounds, fetch_k reached, store ran out for).
 EXPECTED = {
-    300: (30, 300, 2, 40, []),  # 20 -> 40 candidates: the budget cut 10, it is full
-    # 20 loaded 200 tokens (and 20 of 100 entries): the budget looks to need 5 x 20 = 100, and a
-    # quarter more: 125 asked, 60 came back: all there is loaded.
-    1024: (60, 600, 2, 125, ["facts"]),
+    # 20 loaded 200 tokens: filling looks to need 30, candidates of twice the budget (RecallPlan.breadth)
+    # 60, and a quarter more: 75 asked, 60 came back (600 tokens, twice 300): the budget cut 30, it is full.
+    300: (30, 300, 2, 75, []),
+    # 20 loaded 200 tokens (and 20 of 100 entries): the budget looks to need 5 x 20 = 100, twice the
+    # budget 2 x 5 x 20 = 200 (the entry cap comes first), and a quarter more: 250 asked, 60 came back:
+    # all there is loaded.
+    1024: (60, 600, 2, 250, ["facts"]),
 }
 
 
@@ -221,6 +224,26 @@ def test_max_fetch_k_is_checked() -> None:
         LangChainRetriever.from_vectorstore(store, plan(10), max_fetch_k=0)
 
 
+def test_breadth_is_a_retriever_setting_on_both_frameworks() -> None:
+    # breadth 1: recall stops once the budget is full (20 -> 40 candidates, the budget cut 10).
+    lc = LangChainRetriever.from_vectorstore(
+        lc_store(CountingEmbeddings()), plan(300), breadth=1, token_counter=words, now=NOW
+    )
+    li = LlamaRetriever.from_vector_store_index(
+        li_index(CountingEmbedding()), plan(300), breadth=1, token_counter=words, now=NOW
+    )
+    with capture_selections() as mine:
+        lc.invoke(QUERY)
+    _, selection = li.retrieve_with_selection(QUERY)
+    for made in (mine[0], selection):
+        assert loaded(made) == (30, 300, FIXES)
+        assert made.notes["recall"] == {"fetch_k": {"facts": 40}, "rounds": 2, "store_ran_out": [], "capped": []}
+    with pytest.raises(ArgumentError, match="breadth"):
+        LangChainRetriever.from_vectorstore(lc_store(CountingEmbeddings()), plan(10), breadth=0.5)
+    with pytest.raises(ArgumentError, match="breadth"):
+        LlamaRetriever.from_vector_store_index(li_index(CountingEmbedding()), plan(10), breadth=0.5)
+
+
 # -- LlamaIndex -----------------------------------------------------------------------
 
 
@@ -319,6 +342,60 @@ def test_growth_doubles_only_full_searches_of_pools_with_room_and_stops_at_max_f
         "store_ran_out": ["b"],
         "capped": ["a"],
     }
+
+
+def _grown_over(store_order: List[dict[str, Any]], plan: RecallPlan) -> tuple[Any, list[str]]:
+    """Recall over a store whose similarity order is ``store_order`` (each
+    search returns its first ``k``), the core's spec scorer ranking by
+    priority: the selection and the ids it loaded."""
+    from poolsplit_adapters import select
+    from poolsplit_adapters.recall import fill
+
+    recall: FillingRecall[dict[str, Any]] = FillingRecall(plan)
+    selection = fill(
+        recall,
+        lambda searches: [[] if s.always else store_order[: s.k] for s in searches],
+        lambda found: select(found, list(plan.pools), token_counter=words),
+    )
+    return selection, [c.entry["id"] for c in selection.chosen]
+
+
+def test_a_budget_with_room_for_a_short_entry_is_not_filled_by_a_cut() -> None:
+    # a (3 tokens) loads, b (8) is cut, and 3 tokens are left: an entry as
+    # short as a still fits, so recall grows and finds c (2 tokens), as the
+    # greedy fill over the store's whole order would.
+    store_order = [
+        {"id": "a", "content": "w w w", "base_priority": 9},
+        {"id": "b", "content": "w w w w w w w w", "base_priority": 8},
+        {"id": "c", "content": "w w", "base_priority": 7},
+    ]
+    plan = RecallPlan([Pool("p", 6, 9)], fetch_k=2, breadth=1)
+    selection, ids = _grown_over(store_order, plan)
+    assert ids == ["a", "c"]
+    # k 5: filling looks to need 2 x 6 / 3 = 4, and a quarter more.
+    assert selection.notes["recall"] == {"fetch_k": {"p": 5}, "rounds": 2, "store_ran_out": [], "capped": []}
+    assert budget_filled(selection, "p")  # 1 token left: shorter than anything loaded
+
+
+def test_recall_grows_until_the_candidates_hold_twice_the_budget() -> None:
+    # Two 2-token entries fill the 4-token budget from the first search, but
+    # the scorer (priority) prefers entries the store ranked lower: with
+    # breadth 2 recall grows to 8 tokens of candidates (k 5: twice the
+    # budget looks to need 4, and a quarter more) and the best two load.
+    store_order = [{"id": "e%d" % n, "content": "w w", "base_priority": n} for n in range(6)]
+    selection, ids = _grown_over(store_order, RecallPlan([Pool("p", 4, 9)], fetch_k=2))
+    assert ids == ["e4", "e3"]
+    assert selection.notes["recall"] == {"fetch_k": {"p": 5}, "rounds": 2, "store_ran_out": [], "capped": []}
+    # breadth 1: only until the budget is filled, the store's first two.
+    selection, ids = _grown_over(store_order, RecallPlan([Pool("p", 4, 9)], fetch_k=2, breadth=1))
+    assert ids == ["e1", "e0"]
+    assert selection.notes["recall"]["rounds"] == 1
+
+
+@pytest.mark.parametrize("breadth", [0.5, True, float("inf"), "2"])
+def test_breadth_is_checked(breadth: Any) -> None:
+    with pytest.raises(ValueError, match="breadth"):
+        RecallPlan([], breadth=breadth)
 
 
 # -- the agent middleware over a vector store --------------------------------------------
