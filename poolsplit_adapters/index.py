@@ -882,13 +882,9 @@ class MemoryIndex:
         terms = self._terms.get(key)
         if terms is None:
             terms = self._terms[key] = TermPostings(scorer.analyzer, columns=self._numpy)
-            alive = [p for p, text in enumerate(self._texts) if text is not None]
-            if alive:
-                terms.corpus.add_many([self._texts[p] for p in alive])  # type: ignore[misc]
-                if self._numpy:
-                    # Removed slots still hold a position: postings of the
-                    # texts as they stand, the dead ones read as empty.
-                    terms.rebuild([text if text is not None else "" for text in self._texts])
+            # Removed slots still hold a position: postings of the texts as
+            # they stand, the dead ones read as empty.
+            terms.load(self._texts)
         return terms
 
     def prepare(self) -> MemoryIndex:

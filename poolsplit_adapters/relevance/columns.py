@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import array
 import itertools
-from typing import Any, Dict, List, Mapping, Sequence
+from collections import Counter
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .bm25 import K1, B, Query, WordIndex, _counts
 from .words import Analyzer, cache_key
@@ -91,14 +92,34 @@ class TermPostings:
     def add(self, start: int, texts: Sequence[str]) -> None:
         """Count ``texts[k]`` as the document at position ``start + k``
         (positions from ``start`` are new, in order)."""
-        self.corpus.add_many(texts)
-        if self.columns:
-            self._post(start, texts)
+        if not self.columns:
+            self.corpus.add_many(texts)
+            return
+        analysed = self.analyzer.terms_many(texts)
+        self.corpus.add_analysed(texts, analysed)
+        self._post(start, analysed)
 
-    def _post(self, start: int, texts: Sequence[str]) -> None:
+    def load(self, texts: Sequence[Optional[str]]) -> None:
+        """Count every text (None: a removed position, empty) as the
+        documents at positions 0.. of empty postings, each text analysed
+        once for the statistics and the postings alike (an index building
+        them for a store it already holds)."""
+        alive = [text for text in texts if text is not None]
+        if not self.columns:
+            self.corpus.add_many(alive)
+            return
+        analysed = self.analyzer.terms_many(alive)
+        self.corpus.add_analysed(alive, analysed)
+        if len(alive) < len(texts):
+            found = iter(analysed)
+            analysed = [next(found) if text is not None else () for text in texts]
+        self._post(0, analysed)
+
+    def _post(self, start: int, analysed: Sequence[Sequence[str]]) -> None:
+        """Postings of the analysed texts at positions ``start``..."""
         import numpy as np
 
-        held = [_counts(self._key, self.analyzer, text) for text in texts]
+        held = [(Counter(terms), len(terms)) for terms in analysed]
         lengths = np.fromiter((length for _, length in held), dtype=np.int32, count=len(held))
         self._lengths.frombytes(lengths.tobytes())
         counters = [counts for counts, _ in held]
@@ -114,7 +135,7 @@ class TermPostings:
             self._pairs.append(array.array("i"))
         counts = np.fromiter(itertools.chain.from_iterable(c.values() for c in counters), dtype=np.int32)
         sizes = np.fromiter(map(len, counters), dtype=np.int64, count=len(counters))
-        positions = np.repeat(np.arange(start, start + len(texts), dtype=np.int32), sizes)
+        positions = np.repeat(np.arange(start, start + len(analysed), dtype=np.int32), sizes)
         pairs = self._pair_code(counts, np.repeat(lengths, sizes))
         # One stable sort groups the postings by term, positions still ascending.
         order = np.argsort(flat, kind="stable")
@@ -166,7 +187,7 @@ class TermPostings:
         self._lengths, self._overrides = array.array("i"), {}
         self._pair_count, self._pair_length, self._pair_codes = array.array("i"), array.array("i"), {}
         if self.columns:
-            self._post(0, texts)
+            self._post(0, self.analyzer.terms_many(texts))
 
     def relevance(self, query: Query, size: int) -> Any:
         """The normalised BM25 of every position below ``size`` for
@@ -199,7 +220,10 @@ class TermPostings:
             if len(held) == 1:
                 # Its share per (count, length) pair, then one lookup per posting.
                 share = weight * pair_counts * (K1 + 1.0) / (pair_counts + pair_norm)
-                total[where] += share[pairs]
+                # One addition per posting, in place (a term lists a position
+                # once): ``total[where] += ...`` with a gather and a scatter
+                # on either side of it costs three times as much.
+                np.add.at(total, where, share[pairs])
                 continue
             # Two stems of the word in one text: their counts add up, so the
             # pair no longer names the count; the formula per posting.
@@ -208,7 +232,7 @@ class TermPostings:
             if norm is None:
                 lengths = np.frombuffer(self._lengths, dtype=np.int32)[:size].astype(np.float64)
                 norm = K1 * (1.0 - B + B * lengths / average)
-            total[where] += weight * count * (K1 + 1.0) / (count + norm[where])
+            np.add.at(total, where, weight * count * (K1 + 1.0) / (count + norm[where]))
         if len(overridden):
             if norm is None:
                 lengths = np.frombuffer(self._lengths, dtype=np.int32)[:size].astype(np.float64)
