@@ -7,8 +7,7 @@ core stays readable. Each twin names the core rule it mirrors, and
 ``tests/unit/test_twins.py`` checks every one against that rule:
 
 * :func:`plain_entry_ok` mirrors :func:`~poolsplit_adapters.poolsplit.check_entry`
-  for a plain dict of built-in values (exact type tests, no error wording),
-  and :func:`plain_batch_ok` asks it of a whole batch key by key;
+  for a plain dict of built-in values (exact type tests, no error wording);
 * :func:`word_runs` mirrors :func:`~poolsplit_adapters.poolsplit.significant_words`
   (byte translation and split, all in C);
 * :class:`BestFirstCandidates` mirrors
@@ -27,8 +26,6 @@ the fast path for callers who hold a list and no index.
 from __future__ import annotations
 
 import heapq
-import itertools
-import math
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
@@ -56,7 +53,7 @@ from .poolsplit import (
 )
 from .seamed import ListCandidates
 
-__all__ = ["BestFirstCandidates", "plain_batch_ok", "plain_entry_ok", "word_runs", "select", "retrieve_pools"]
+__all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retrieve_pools"]
 
 _STR_OR_NONE = (str, type(None))
 _SEQUENCES = (list, tuple)
@@ -101,45 +98,6 @@ def plain_entry_ok(entry: dict[str, Any]) -> bool:
             or (type(priority) is float and priority - priority == 0.0)
         )
     )
-
-
-_OPTIONAL_TEXTS = ("id", "scope", "project", "created", "namespace", "source", "summary")
-_NONE_OR_SEQUENCE = {type(None), list, tuple}
-
-
-def plain_batch_ok(batch: Sequence[Any]) -> bool:
-    """``all(type(e) is dict and plain_entry_ok(e) for e in batch)``, asked
-    key by key over the batch (each key's values read in C), so a
-    million-entry store costs a dozen passes instead of a Python call per
-    entry. False means "ask entry by entry", as for :func:`plain_entry_ok`."""
-    if not batch:
-        return True
-    if set(map(type, batch)) != {dict}:
-        return False
-
-    def kinds(key: str, default: Any = None) -> set[type]:
-        return set(map(type, map(dict.get, batch, itertools.repeat(key), itertools.repeat(default))))
-
-    if kinds("content") != {str} or not kinds("type", "note") <= {str}:
-        return False
-    if not all(kinds(key) <= {str, type(None)} for key in _OPTIONAL_TEXTS):
-        return False
-    tags = list(map(dict.get, batch, itertools.repeat("tags")))
-    if not set(map(type, tags)) <= _NONE_OR_SEQUENCE:
-        return False
-    try:  # every tag a string: str.join accepts nothing else (in C)
-        "".join(itertools.chain.from_iterable(t for t in tags if t is not None))
-    except TypeError:
-        return False
-    priorities = list(map(dict.get, batch, itertools.repeat("base_priority"), itertools.repeat(DEFAULT_PRIORITY)))
-    found = set(map(type, priorities))
-    if not found <= {int, float}:
-        return False
-    if int in found:  # compared as ints: exact, where a float conversion rounds
-        whole = [p for p in priorities if type(p) is int]
-        if min(whole) < -_FLOAT_MAX or max(whole) > _FLOAT_MAX:
-            return False
-    return float not in found or all(map(math.isfinite, (p for p in priorities if type(p) is float)))
 
 
 #: Every byte that cannot be part of a word becomes a space.

@@ -55,7 +55,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
 from .compat import resolve_visibility
-from .fastpath import BestFirstCandidates, plain_batch_ok, plain_entry_ok
+from .fastpath import BestFirstCandidates, plain_entry_ok
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MESSAGE_THRESHOLD,
@@ -587,9 +587,10 @@ class MemoryIndex:
         # big batch); anything else, or anything it doubts, gets the core's
         # check, which names the entry and the field. A batch of plain dicts
         # only is then read key by key, in C (the batch twins below).
-        plain = plain_batch_ok(batch)
-        for offset, entry in enumerate(batch if not plain else ()):
+        plain = True
+        for offset, entry in enumerate(batch):
             if not (type(entry) is dict and plain_entry_ok(entry)):
+                plain = False
                 check_entry(entry, size + offset)
         identities = self._where.keys(batch)
         known = self._where.known(identities)

@@ -13,7 +13,6 @@ spec (``benchmarks/reference.py``) is the third opinion on every path.
 from __future__ import annotations
 
 import datetime
-import sys
 
 import pytest
 import reference
@@ -23,7 +22,7 @@ from hypothesis import strategies as st
 from strategies import WORDS, contexts, nows, pools, scopes, stores
 
 from poolsplit_adapters import fastpath, seamed
-from poolsplit_adapters.fastpath import BestFirstCandidates, plain_batch_ok, plain_entry_ok, word_runs
+from poolsplit_adapters.fastpath import BestFirstCandidates, plain_entry_ok, word_runs
 from poolsplit_adapters.index import MIN_WORD_LENGTH, WORD_CHARACTERS, MemoryIndex
 from poolsplit_adapters.poolsplit import (
     STOPWORDS,
@@ -79,21 +78,6 @@ def _passes_check_entry(entry):
 def test_plain_entry_ok_passes_exactly_what_check_entry_passes(entry):
     """fastpath.plain_entry_ok mirrors check_entry for a plain dict of built-in values."""
     assert plain_entry_ok(entry) == _passes_check_entry(entry)
-
-
-@given(st.lists(st.one_of(st.dictionaries(st.sampled_from(_KEYS), _VALUES), st.just([]), st.just(None)), max_size=6))
-def test_plain_batch_ok_passes_exactly_the_batches_whose_every_entry_plain_entry_ok_passes(batch):
-    """fastpath.plain_batch_ok mirrors plain_entry_ok over a batch, key by key."""
-    assert plain_batch_ok(batch) == all(type(e) is dict and plain_entry_ok(e) for e in batch)
-
-
-def test_plain_batch_ok_compares_huge_integer_priorities_exactly():
-    """An int just past the float range rounds to a finite float: the batch
-    check compares it as an int, as plain_entry_ok does."""
-    just_past = int(sys.float_info.max) + 1
-    assert float(just_past) == sys.float_info.max
-    batch = [{"content": "x", "base_priority": just_past}]
-    assert plain_batch_ok(batch) is plain_entry_ok(batch[0]) is False
 
 
 @given(st.text())
