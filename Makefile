@@ -75,7 +75,7 @@ demo: $(DEMO_STAMP)
 # against the bare index (100k, and 1M with the len/4 counter, once), the
 # SQLite store, the embedding scorer, progressive loading, pools vs one
 # budget, pgvector, the agent middleware per turn (10k, 100k), and each
-# adapter's call against the bare index at 100k and 1M (1M: one repetition)
+# adapter's call against the bare index at 100k and 1M (1M: two rounds)
 # with the query embeddings per call; every speed figure a ratio against the
 # bare index measured in the same run
 # (an embedded Postgres on a unix socket; skipped with a line if it cannot start).

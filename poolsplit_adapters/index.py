@@ -883,14 +883,29 @@ class MemoryIndex:
         terms = self._terms.get(key)
         if terms is None:
             terms = self._terms[key] = TermPostings(scorer.analyzer, columns=self._numpy)
-            alive = [p for p, text in enumerate(self._texts) if text is not None]
-            if alive:
-                terms.corpus.add_many([self._texts[p] for p in alive])  # type: ignore[misc]
-                if self._numpy:
-                    # Removed slots still hold a position: postings of the
-                    # texts as they stand, the dead ones read as empty.
-                    terms.rebuild([text if text is not None else "" for text in self._texts])
+            # Removed slots still hold a position: postings of the texts as
+            # they stand, the dead ones read as empty.
+            terms.load(self._texts)
         return terms
+
+    def prepare_for(self, scorer: Scorer) -> MemoryIndex:
+        """Build now what the first query ranked by ``scorer`` would build
+        on first use: a :class:`~poolsplit_adapters.relevance.RelevanceScorer`'s
+        BM25 postings (O(store), once; kept in step with every mutation
+        after that). Other scorers have nothing to build (an embedding
+        scorer's entry vectors stay lazy: embedding a store is a cost the
+        host may not want at construction). An adapter calls it when it is
+        built, so its first call costs what every later one does, and its
+        construction time is what the memory really costs to hold.
+
+        Example::
+
+            index = MemoryIndex(entries).prepare_for(RelevanceScorer())
+        """
+        if isinstance(scorer, RelevanceScorer):
+            with self._lock:
+                self._terms_for(scorer)
+        return self
 
     def prepare(self) -> MemoryIndex:
         """Nothing left to prepare (kept for 0.1 callers): the columns are

@@ -202,6 +202,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         assert self.settings.token_counter is not None
         self.token_counter = self.settings.token_counter
         self.index = MemoryIndex(entries, token_counter=self.token_counter)
+        self.index.prepare_for(self.settings.scorer)  # the first call costs what the others do
         self._ids = IdLookup(self.index)
         self.long_term = store
         self.share_chat = share_chat

@@ -124,6 +124,7 @@ class PoolSplitRetriever(BaseRetriever):
         if nodes is not None:
             assert self.settings.token_counter is not None
             self._index, self._source = NodeConverter.index(nodes, self.settings.token_counter)
+            self._index.prepare_for(self.settings.scorer)  # the first call costs what the others do
             self._held_types = present_types((n.node if isinstance(n, NodeWithScore) else n).metadata for n in nodes)
 
     @classmethod

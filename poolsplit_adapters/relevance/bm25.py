@@ -100,7 +100,12 @@ class WordIndex:
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError("WordIndex.add takes a text, got %s" % type(text).__name__)
-        analysed = self.analyzer.terms_many(texts)
+        self.add_analysed(texts, self.analyzer.terms_many(texts))
+
+    def add_analysed(self, texts: Sequence[str], analysed: Sequence[Sequence[str]]) -> None:
+        """:meth:`add_many` for texts already analysed by this index's
+        analyzer (``analysed[k]`` is ``analyzer.terms(texts[k])``): a store
+        building its postings analyses each text once for both."""
         self._copies.update(texts)
         self.documents += len(texts)
         self.total_length += sum(map(len, analysed))

@@ -5,18 +5,29 @@ the relevance of every position in one numpy pass.
 value per position. For :class:`~.scorer.RelevanceScorer` that column is
 the normalised BM25 of :mod:`.bm25`; computing it entry by entry would be
 Python work proportional to the store on every call. :class:`TermPostings`
-keeps, per term, the positions holding it and how often (two typed arrays,
-appended as entries are added: O(terms of the new entries), no merge step),
-each position's length in terms, and a :class:`~.bm25.WordIndex` of the
-same texts for the document frequencies. A query then reads the postings of
-its few terms, so the per-call work is O(postings of the query's terms) in
-numpy plus one array the size of the store.
+keeps, per term, the positions holding it and, for each, the code of its
+(count, length) pair (two typed arrays, appended as entries are added:
+O(terms of the new entries), no merge step), each position's length in
+terms, and a :class:`~.bm25.WordIndex` of the same texts for the document
+frequencies. A query then reads the postings of its few terms, so the
+per-call work is O(postings of the query's terms) in numpy plus one array
+the size of the store.
+
+**Why pairs.** A term's share at a position depends on nothing but its count
+there and the position's length (the query fixes the weight and the average
+length), and a store holds few distinct (count, length) pairs: a few
+hundred where it holds millions of postings. So each query word computes its
+share once per pair, a table that fits in cache, and every posting is one
+lookup into it and one addition: the formula's five array operations per
+posting (and a float copy of the counts) become a gather from a small table.
 
 **Twin.** :meth:`TermPostings.relevance` is the twin of
 :meth:`.bm25.Query.relevance`: the same float64 operations in the same
 order (a term the text lacks adds exactly 0.0 where the per-entry path adds
 nothing), so every position gets the per-entry value's exact bits
-(``tests/unit/test_twins.py`` compares them on generated text).
+(``tests/unit/test_twins.py`` compares them on generated text). The pair
+table computes each share with the same operations on the same two
+numbers, so its entries are the per-position values' exact bits.
 
 **What counts as the corpus.** Every text the store holds (active or not,
 always-scope or not, whatever a query's visibility): the statistics of a
@@ -27,7 +38,8 @@ from __future__ import annotations
 
 import array
 import itertools
-from typing import Any, Dict, List, Mapping, Sequence
+from collections import Counter
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .bm25 import K1, B, Query, WordIndex, _counts
 from .words import Analyzer, cache_key
@@ -67,8 +79,12 @@ class TermPostings:
         self._key = cache_key(analyzer)
         self._codes: _Codes = _Codes()
         self._positions: List[array.array[int]] = []
-        self._counts: List[array.array[int]] = []
+        self._pairs: List[array.array[int]] = []  # per term: the (count, length) code of each posting
         self._lengths = array.array("i")
+        # (count, length) code -> its count and its length; count << 32 | length -> code.
+        self._pair_count = array.array("i")
+        self._pair_length = array.array("i")
+        self._pair_codes: Dict[int, int] = {}
         # Positions re-read in place: their arrays still list the old terms;
         # the override (term counts, length) wins.
         self._overrides: Dict[int, Mapping[str, int]] = {}
@@ -76,15 +92,36 @@ class TermPostings:
     def add(self, start: int, texts: Sequence[str]) -> None:
         """Count ``texts[k]`` as the document at position ``start + k``
         (positions from ``start`` are new, in order)."""
-        self.corpus.add_many(texts)
-        if self.columns:
-            self._post(start, texts)
+        if not self.columns:
+            self.corpus.add_many(texts)
+            return
+        analysed = self.analyzer.terms_many(texts)
+        self.corpus.add_analysed(texts, analysed)
+        self._post(start, analysed)
 
-    def _post(self, start: int, texts: Sequence[str]) -> None:
+    def load(self, texts: Sequence[Optional[str]]) -> None:
+        """Count every text (None: a removed position, empty) as the
+        documents at positions 0.. of empty postings, each text analysed
+        once for the statistics and the postings alike (an index building
+        them for a store it already holds)."""
+        alive = [text for text in texts if text is not None]
+        if not self.columns:
+            self.corpus.add_many(alive)
+            return
+        analysed = self.analyzer.terms_many(alive)
+        self.corpus.add_analysed(alive, analysed)
+        if len(alive) < len(texts):
+            found = iter(analysed)
+            analysed = [next(found) if text is not None else () for text in texts]
+        self._post(0, analysed)
+
+    def _post(self, start: int, analysed: Sequence[Sequence[str]]) -> None:
+        """Postings of the analysed texts at positions ``start``..."""
         import numpy as np
 
-        held = [_counts(self._key, self.analyzer, text) for text in texts]
-        self._lengths.extend(length for _, length in held)
+        held = [(Counter(terms), len(terms)) for terms in analysed]
+        lengths = np.fromiter((length for _, length in held), dtype=np.int32, count=len(held))
+        self._lengths.frombytes(lengths.tobytes())
         counters = [counts for counts, _ in held]
         codes = self._codes
         known = len(codes)
@@ -95,20 +132,39 @@ class TermPostings:
         )
         for _ in range(len(codes) - known):
             self._positions.append(array.array("i"))
-            self._counts.append(array.array("i"))
+            self._pairs.append(array.array("i"))
         counts = np.fromiter(itertools.chain.from_iterable(c.values() for c in counters), dtype=np.int32)
         sizes = np.fromiter(map(len, counters), dtype=np.int64, count=len(counters))
-        positions = np.repeat(np.arange(start, start + len(texts), dtype=np.int32), sizes)
-        # One stable sort groups the pairs by term, positions still ascending.
+        positions = np.repeat(np.arange(start, start + len(analysed), dtype=np.int32), sizes)
+        pairs = self._pair_code(counts, np.repeat(lengths, sizes))
+        # One stable sort groups the postings by term, positions still ascending.
         order = np.argsort(flat, kind="stable")
-        flat, counts, positions = flat[order], counts[order], positions[order]
+        flat, pairs, positions = flat[order], pairs[order], positions[order]
         if not len(flat):
             return
         bounds = (np.flatnonzero(flat[1:] != flat[:-1]) + 1).tolist()
         for first, end in zip([0, *bounds], [*bounds, len(flat)]):
             term = int(flat[first])
             self._positions[term].frombytes(positions[first:end].tobytes())
-            self._counts[term].frombytes(counts[first:end].tobytes())
+            self._pairs[term].frombytes(pairs[first:end].tobytes())
+
+    def _pair_code(self, counts: Any, lengths: Any) -> Any:
+        """The (count, length) code of each posting (int32), new pairs
+        numbered in the order of their first key."""
+        import numpy as np
+
+        keys = (counts.astype(np.int64) << 32) | lengths.astype(np.int64)
+        distinct, inverse = _distinct(keys, int(counts.max(initial=0)), int(lengths.max(initial=0)))
+        known = self._pair_codes
+        table = np.empty(len(distinct), dtype=np.int32)
+        for n, key in enumerate(distinct.tolist()):
+            code = known.get(key)
+            if code is None:
+                code = known[key] = len(known)
+                self._pair_count.append(key >> 32)
+                self._pair_length.append(key & 0xFFFFFFFF)
+            table[n] = code
+        return table[inverse]
 
     def remove(self, text: str) -> None:
         """The document ``text`` is gone (its position is no longer alive;
@@ -127,10 +183,11 @@ class TermPostings:
     def rebuild(self, texts: Sequence[str]) -> None:
         """Postings of ``texts`` at positions 0.. (after a compaction; the
         corpus holds the same documents and is kept)."""
-        self._codes, self._positions, self._counts = _Codes(), [], []
+        self._codes, self._positions, self._pairs = _Codes(), [], []
         self._lengths, self._overrides = array.array("i"), {}
+        self._pair_count, self._pair_length, self._pair_codes = array.array("i"), array.array("i"), {}
         if self.columns:
-            self._post(0, texts)
+            self._post(0, self.analyzer.terms_many(texts))
 
     def relevance(self, query: Query, size: int) -> Any:
         """The normalised BM25 of every position below ``size`` for
@@ -141,8 +198,12 @@ class TermPostings:
         total = np.zeros(size, dtype=np.float64)
         if not query.words or query.ceiling <= 0.0 or not self.columns:
             return total
-        lengths = np.frombuffer(self._lengths, dtype=np.int32)[:size].astype(np.float64)
-        norm = K1 * (1.0 - B + B * lengths / query.average_length)
+        average = query.average_length
+        pair_count = np.frombuffer(self._pair_count, dtype=np.int32)
+        pair_counts = pair_count.astype(np.float64)
+        # The same operations as the per-position norm below, on each pair's length.
+        pair_norm = K1 * (1.0 - B + B * np.frombuffer(self._pair_length, dtype=np.int32).astype(np.float64) / average)
+        norm: Any = None  # per position, for the words whose counts add up over stems
         overridden = np.fromiter(self._overrides, dtype=np.int64, count=len(self._overrides))
         # Word by word, in the query's order, each position adds its term's
         # share: the per-entry sum's order (a position without the word adds
@@ -151,17 +212,31 @@ class TermPostings:
             held = [self._codes[v] for v in variants if v in self._codes]
             if not held:
                 continue
-            where = np.concatenate([np.frombuffer(self._positions[t], dtype=np.int32) for t in held])
-            count = np.concatenate([np.frombuffer(self._counts[t], dtype=np.int32) for t in held])
-            if len(held) > 1:  # two stems of the word in one text: their counts add up
-                where, inverse = np.unique(where, return_inverse=True)
-                count = np.bincount(inverse, weights=count)
-            count = count.astype(np.float64)
+            where = _joined(self._positions, held)
+            pairs = _joined(self._pairs, held)
             if len(overridden):
                 keep = ~np.isin(where, overridden)
-                where, count = where[keep], count[keep]
-            total[where] += weight * count * (K1 + 1.0) / (count + norm[where])
+                where, pairs = where[keep], pairs[keep]
+            if len(held) == 1:
+                # Its share per (count, length) pair, then one lookup per posting.
+                share = weight * pair_counts * (K1 + 1.0) / (pair_counts + pair_norm)
+                # One addition per posting, in place (a term lists a position
+                # once): ``total[where] += ...`` with a gather and a scatter
+                # on either side of it costs three times as much.
+                np.add.at(total, where, share[pairs])
+                continue
+            # Two stems of the word in one text: their counts add up, so the
+            # pair no longer names the count; the formula per posting.
+            where, inverse = np.unique(where, return_inverse=True)
+            count = np.bincount(inverse, weights=pair_count[pairs])
+            if norm is None:
+                lengths = np.frombuffer(self._lengths, dtype=np.int32)[:size].astype(np.float64)
+                norm = K1 * (1.0 - B + B * lengths / average)
+            np.add.at(total, where, weight * count * (K1 + 1.0) / (count + norm[where]))
         if len(overridden):
+            if norm is None:
+                lengths = np.frombuffer(self._lengths, dtype=np.int32)[:size].astype(np.float64)
+                norm = K1 * (1.0 - B + B * lengths / average)
             self._overridden(query, overridden[overridden < size], norm, total)
         return total / query.ceiling
 
@@ -178,3 +253,34 @@ class TermPostings:
                 if count:
                     value += float(weight * np.float64(count) * (K1 + 1.0) / (np.float64(count) + norm[position]))
             total[position] = value
+
+
+def _joined(arrays: List[array.array[int]], terms: List[int]) -> Any:
+    """The int32 postings of ``terms`` one after the other (a view, not a
+    copy, for one term)."""
+    import numpy as np
+
+    if len(terms) == 1:
+        return np.frombuffer(arrays[terms[0]], dtype=np.int32)
+    return np.concatenate([np.frombuffer(arrays[t], dtype=np.int32) for t in terms])
+
+
+def _distinct(keys: Any, most_count: int, most_length: int) -> tuple[Any, Any]:
+    """``np.unique(keys, return_inverse=True)`` for (count << 32 | length)
+    keys: through a dense table of the batch's counts by lengths when it is
+    small (a store's usual case: a few passes over the postings instead of
+    sorting them), else by sorting."""
+    import numpy as np
+
+    width = most_length + 1
+    cells = (most_count + 1) * width
+    if cells > 1 << 22:
+        return np.unique(keys, return_inverse=True)
+    cell = (keys >> 32) * width + (keys & 0xFFFFFFFF)
+    seen = np.zeros(cells, dtype=bool)
+    seen[cell] = True
+    present = np.flatnonzero(seen)
+    number = np.zeros(cells, dtype=np.int64)
+    number[present] = np.arange(len(present))
+    distinct = ((present // width) << 32) | (present % width)
+    return distinct, number[cell]

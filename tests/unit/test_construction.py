@@ -217,3 +217,27 @@ def test_construction_never_changes_the_callers_objects():
     LlamaIndexRetriever([Pool("all", 100, 5)], nodes=[node]).retrieve("deploy")
     assert doc.metadata == metadata
     assert node.metadata == metadata
+
+
+def test_adapters_over_documents_and_nodes_build_their_scorers_postings_when_constructed():
+    """MemoryIndex.prepare_for builds a RelevanceScorer's BM25 postings now
+    (the default scorer has none to build), and the retrievers over
+    documents and nodes call it at construction: their first call costs
+    what every later one does, and ranks as a lazily built index does."""
+    from poolsplit_adapters.relevance import RelevanceScorer
+
+    texts = ["Refunds are rounded down", "The staging gate opens at noon", "Refund the duplicate charge"]
+    entries = [{"id": "e%d" % n, "type": "note", "content": text} for n, text in enumerate(texts)]
+    plain = MemoryIndex(entries)
+    assert plain.prepare_for(plain._scorer) is plain and not plain._terms
+    assert plain.prepare_for(RelevanceScorer()) is plain and len(plain._terms) == 1
+    pools = [Pool("all", 100, 2)]
+    documents = [Document(page_content=e["content"], metadata={"type": "note"}, id=e["id"]) for e in entries]
+    nodes = [TextNode(text=e["content"], metadata={"type": "note"}, id_=e["id"]) for e in entries]
+    langchain = LangChainRetriever(documents=documents, pools=pools, token_counter=default_token_counter, now=NOW)
+    llama = LlamaIndexRetriever(pools, nodes=nodes, token_counter=default_token_counter, now=NOW)
+    assert len(langchain._index._terms) == 1 and len(llama._index._terms) == 1
+    lazy = MemoryIndex(entries)
+    expected = [e["id"] for e in lazy.select(pools, {"message": "refund"}, now=NOW, scorer=langchain.scorer).entries()]
+    assert [d.id for d in langchain.invoke("refund")] == expected
+    assert [n.node.node_id for n in llama.retrieve("refund")] == expected
