@@ -10,6 +10,8 @@ stays exactly the spec's; it is one argument away everywhere
 
 from __future__ import annotations
 
+from typing import Any
+
 from .poolsplit import Scorer
 from .relevance import Feedback, RelevanceScorer
 
@@ -22,7 +24,7 @@ WORDS_FEEDBACK = Feedback(top=2, weight=0.1)
 #: 0.3 (the measured setting with margin at every budget, MiniLM).
 FUSED_LEXICAL_WEIGHT, FUSED_FEEDBACK = 0.6, Feedback(top=2, weight=0.3)
 
-__all__ = ["default_adapter_scorer"]
+__all__ = ["default_adapter_scorer", "hybrid_scorer"]
 
 
 def default_adapter_scorer() -> Scorer:
@@ -54,3 +56,29 @@ def default_adapter_scorer() -> Scorer:
         ['a']
     """
     return RelevanceScorer(feedback=WORDS_FEEDBACK)
+
+
+def hybrid_scorer(embeddings: Any) -> RelevanceScorer:
+    """The words-and-vectors default, the one place it is chosen: what every
+    adapter's ``embeddings=`` builds, and what the core takes as
+    ``select(..., scorer=hybrid_scorer(embeddings))``.
+
+    A fresh :class:`~poolsplit_adapters.relevance.RelevanceScorer` fusing
+    BM25 (:data:`FUSED_LEXICAL_WEIGHT` of the relevance) with the cosine of
+    ``embeddings`` (a LangChain ``Embeddings``, a LlamaIndex
+    ``BaseEmbedding``, or an ``EmbeddingScorer``, whose vector cache it
+    shares), the query expanded by :data:`FUSED_FEEDBACK`. Cosine alone
+    (``EmbeddingScorer(embeddings)``) misses exact names and numbers and, on
+    the long-horizon evaluation, loads less evidence than plain vector top-k
+    at 2,048 tokens; the fusion loads more at every budget
+    (benchmarks/eval/README.md). numpy is imported on use.
+
+    Example:
+        >>> from poolsplit_adapters import Pool, select
+        >>> from poolsplit_adapters.memory import HashEmbedder
+        >>> entries = [{"id": "a", "content": "Refunds are rounded down"}, {"id": "b", "content": "Lunch menu"}]
+        >>> picked = select(entries, [Pool("all", 100, 1)], {"message": "refund"}, scorer=hybrid_scorer(HashEmbedder()))
+        >>> [e["id"] for e in picked.entries()]
+        ['a']
+    """
+    return RelevanceScorer(embeddings, lexical_weight=FUSED_LEXICAL_WEIGHT, feedback=FUSED_FEEDBACK)

@@ -26,9 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from typing_extensions import TypedDict
 
 from .checks import ArgumentError, checked_settings
-from .defaults import FUSED_FEEDBACK, FUSED_LEXICAL_WEIGHT, default_adapter_scorer
+from .defaults import default_adapter_scorer, hybrid_scorer
 from .poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility
-from .relevance import RelevanceScorer
 from .tokens import default_counter, llama_index_counter
 
 __all__ = [
@@ -66,25 +65,16 @@ def default_adapter_counter(framework: Framework = Framework.LANGCHAIN) -> Token
 
 
 def embedding_scorer_for(embeddings: Any, name: str = "embeddings") -> Scorer:
-    """The scorer of ``embeddings=``: a fresh
-    :class:`~poolsplit_adapters.relevance.RelevanceScorer` fusing BM25 with
-    the cosine of a framework's embeddings object (LangChain ``Embeddings``,
-    LlamaIndex ``BaseEmbedding``, or an ``EmbeddingScorer``, whose vector
-    cache it shares): words and vectors together, as the adapters' default
-    ranks words alone (:func:`default_adapter_scorer`). Until 0.5 it was a
-    bare ``EmbeddingScorer`` (cosine alone, no exact names or numbers);
-    ``scorer=EmbeddingScorer(e)`` still gives that. The error names the
-    argument. Words weigh :data:`~poolsplit_adapters.defaults.FUSED_LEXICAL_WEIGHT`
-    and the query expansion :data:`~poolsplit_adapters.defaults.FUSED_FEEDBACK`
-    (measured: benchmarks/eval/README.md). Imported here, on use: the
-    embedding part needs numpy."""
-    from .memory.embedding import EmbeddingScorer
-
+    """The scorer of ``embeddings=``:
+    :func:`~poolsplit_adapters.defaults.hybrid_scorer` (words and vectors
+    together, as the adapters' default ranks words alone:
+    :func:`default_adapter_scorer`), with an error that names the argument
+    (``name``). Until 0.5 it was a bare ``EmbeddingScorer`` (cosine alone, no
+    exact names or numbers); ``scorer=EmbeddingScorer(e)`` still gives that."""
     try:
-        inner = embeddings if isinstance(embeddings, EmbeddingScorer) else EmbeddingScorer(embeddings)
+        return hybrid_scorer(embeddings)
     except TypeError as err:
         raise ArgumentError("%s: %s" % (name, err)) from None
-    return RelevanceScorer(inner, lexical_weight=FUSED_LEXICAL_WEIGHT, feedback=FUSED_FEEDBACK)
 
 
 def _resolved(owner: str, data: dict[str, Any], known: Sequence[str], framework: Framework) -> dict[str, Any]:

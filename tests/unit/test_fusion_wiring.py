@@ -37,7 +37,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import TextNode
 from pydantic import PrivateAttr
 
-from poolsplit_adapters import MemoryIndex, Pool, default_scorer
+from poolsplit_adapters import MemoryIndex, Pool, default_scorer, select
+from poolsplit_adapters.defaults import FUSED_FEEDBACK, FUSED_LEXICAL_WEIGHT, hybrid_scorer
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, PoolSplitRetriever
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
 from poolsplit_adapters.llama_index import poolsplit_memory_blocks
@@ -122,6 +123,21 @@ def test_embeddings_builds_the_fused_scorer() -> None:
     settings = AdapterSettings(pools=POOLS, embeddings=HashEmbedder())
     assert isinstance(settings.scorer, RelevanceScorer) and settings.scorer.embedding is not None
     assert isinstance(AdapterSettings(pools=POOLS).scorer, RelevanceScorer)
+
+
+def test_the_cores_hybrid_scorer_is_what_embeddings_builds_and_ranks_as_the_adapters_do() -> None:
+    # One rule for "words and vectors": defaults.hybrid_scorer, taken by the
+    # core as scorer= and built by every adapter's embeddings=.
+    settings = AdapterSettings(pools=POOLS, embeddings=TableEmbeddings())
+    hybrid = hybrid_scorer(TableEmbeddings())
+    assert type(settings.scorer) is type(hybrid) is RelevanceScorer
+    assert (settings.scorer.lexical_weight, settings.scorer.feedback) == (hybrid.lexical_weight, hybrid.feedback)
+    assert (hybrid.lexical_weight, hybrid.feedback) == (FUSED_LEXICAL_WEIGHT, FUSED_FEEDBACK)
+    entries = [{"id": d.id, "content": d.page_content, **d.metadata} for d in _documents()]
+    core = select(entries, POOLS, {"message": QUERY}, scorer=hybrid, now=NOW)
+    assert [c.entry["id"] for c in core.chosen] == FUSED_ORDER
+    retriever = PoolSplitRetriever(documents=_documents(), pools=POOLS, now=NOW, embeddings=TableEmbeddings())
+    assert [d.id for d in retriever.invoke(QUERY)] == FUSED_ORDER
 
 
 def test_the_store_orders_alone_and_words_alone_differ_from_the_fusion() -> None:
