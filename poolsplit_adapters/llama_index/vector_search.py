@@ -251,6 +251,8 @@ class PGVectorStoreSearch:
         # in the index): with another key the probe would walk a whole
         # namespace, so those searches run as without the index.
         self._filter_index = llama_index_filter_index(store) if type_key == "type" else None
+        #: Labels of the searches an index scan returned short and an exact scan completed.
+        self.completed: List[str] = []
 
     @staticmethod
     def serves(store: Any) -> bool:
@@ -396,6 +398,7 @@ class PGVectorStoreSearch:
                 statement = self._statement(search, embedding, index_rows)
                 rows = list(session.execute(statement).all())
             if self._short(search, rows):
+                self.completed.append(search.label)
                 with session.begin():
                     session.execute(exact_search_settings())
                     rows = list(session.execute(statement).all())
@@ -418,6 +421,7 @@ class PGVectorStoreSearch:
                 statement = self._statement(search, embedding, index_rows)
                 rows = list((await session.execute(statement)).all())
             if self._short(search, rows):
+                self.completed.append(search.label)
                 async with session.begin():
                     await session.execute(exact_search_settings())
                     rows = list((await session.execute(statement)).all())

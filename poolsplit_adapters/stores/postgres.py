@@ -360,12 +360,19 @@ def llama_index_filter_index(store: Any) -> str:
     ``PGVectorStore`` ``store`` (:func:`filter_index_name` of its table, in
     the table's schema): what a search passes, as a bound parameter, to
     :func:`hnsw_search_settings` and :func:`filter_index_rows`."""
-    import sqlalchemy.dialects.postgresql as postgresql
-
     table = store._table_class.__table__
-    preparer = postgresql.dialect().identifier_preparer  # every Postgres driver quotes the same
+    preparer = _postgres_quoting()
     name = preparer.quote(filter_index_name(table.name))
     return "%s.%s" % (preparer.quote_schema(table.schema), name) if table.schema else name
+
+
+@functools.lru_cache(maxsize=1)
+def _postgres_quoting() -> Any:
+    """The Postgres dialect's identifier quoting (every Postgres driver quotes the same)."""
+    from sqlalchemy.dialects import postgresql
+
+    dialect: Any = postgresql.dialect
+    return dialect().identifier_preparer
 
 
 def _install_llama_index_filter_index(store: Any) -> None:
