@@ -232,7 +232,12 @@ class PGVectorStoreSearch:
     :func:`~poolsplit_adapters.stores.postgres.metadata_condition` added, run
     on the store's session with its index settings (``hnsw.ef_search``);
     the always-scope fetch selects by that condition alone, in node id
-    order, with no similarity in it.
+    order, with no similarity in it. With the filter index
+    (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`; its
+    size read in the same round trip as the HNSW settings), a pool search
+    whose filter matches few rows reads them and orders them exactly
+    (:meth:`filtered` says which), and a short HNSW page is completed by an
+    exact search (:attr:`completed` lists those).
 
     Example::
 
