@@ -21,9 +21,8 @@ from pg_embeddings import DIMS, HashedNgramLlamaEmbedding, hashed_ngrams
 from pg_server import Database
 
 from poolsplit_adapters import Pool, Visibility
-from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.recall import RecallPlan, Search
-from poolsplit_adapters.stores.postgres import filter_first_bound, filter_index_name, install_filter_index
+from poolsplit_adapters.stores.postgres import filter_first_bound, install_filter_index
 
 postgres = pytest.importorskip("llama_index.vector_stores.postgres")
 
@@ -162,16 +161,6 @@ def test_install_filter_index_puts_one_index_on_each_table(pg_database: Database
         ["data_other", "poolsplit_pool_filter_data_other"],
     ]
     assert "'namespace'" in found[0] and "'type'" in found[0] and "metadata_" in found[0]
-
-
-def test_a_long_table_name_gets_a_distinct_index_name_postgres_keeps_whole():
-    a, b = filter_index_name("data_" + "x" * 60 + "a"), filter_index_name("data_" + "x" * 60 + "b")
-    assert a != b and len(a) == len(b) == 63
-
-
-def test_install_filter_index_refuses_another_store():
-    with pytest.raises(ArgumentError, match="install_filter_index takes"):
-        install_filter_index(object())
 
 
 def test_without_the_index_a_rare_pools_short_hnsw_page_is_completed(short: Any):
