@@ -19,7 +19,9 @@ the query's tenant:
   .retrieve_with_selection(query, namespace=tenant)``.
 
 Printed (nothing is written to the docs): latency p50/p95 of both, their
-ratio, and how many of the tenant's corrections each result holds.
+ratio, how many of the tenant's corrections each result holds, and each
+search of the recall plan timed alone (with how often it was read through
+the filter index, or completed by an exact search).
 """
 
 from __future__ import annotations
@@ -87,7 +89,36 @@ def run_queries(store: Any, queries: List[Dict[str, Any]], k: int, fetch_k: int,
         pool_t.append(time.perf_counter() - start)
         plain_fix.append(sum(1 for n in top if n.node.metadata.get("scope") == "always"))
         pool_fix.append(sum(1 for n in got if n.node.metadata.get("scope") == "always"))
-    return {"plain": percentiles(plain_t), "pools": percentiles(pool_t), "fix": (plain_fix, pool_fix)}
+    return {
+        "plain": percentiles(plain_t),
+        "pools": percentiles(pool_t),
+        "fix": (plain_fix, pool_fix),
+        "sub": sub_searches(store, queries, fetch_k, tenants),
+    }
+
+
+def sub_searches(store: Any, queries: List[Dict[str, Any]], fetch_k: int, tenants: int) -> Dict[str, Any]:
+    """Each search of the recall plan alone (its statements, one after
+    another): label -> ((p50, p95) ms, read through the filter index in
+    how many of the queries, completed by an exact search in how many)."""
+    from poolsplit_adapters import Visibility
+    from poolsplit_adapters.llama_index.vector_search import PGVectorStoreSearch
+    from poolsplit_adapters.recall import RecallPlan
+
+    times: Dict[str, List[float]] = {}
+    filtered: Dict[str, int] = {}
+    completed: Dict[str, int] = {}
+    for position, context in enumerate(queries):
+        vector = hashed_ngrams(context["message"])
+        plan = RecallPlan(synth.POOLS, fetch_k=fetch_k).searches(Visibility(namespace=tenant_of(position, tenants)))
+        for search in plan:
+            runner = PGVectorStoreSearch(store)
+            start = time.perf_counter()
+            rows = runner.rows(search, vector)
+            times.setdefault(search.label, []).append(time.perf_counter() - start)
+            filtered[search.label] = filtered.get(search.label, 0) + runner.filtered(search, rows)
+            completed[search.label] = completed.get(search.label, 0) + len(runner.completed)
+    return {label: (percentiles(ts), filtered[label], completed[label]) for label, ts in times.items()}
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -143,6 +174,11 @@ def main(argv: Optional[List[str]] = None) -> None:
                 % (pool50, pool95, statistics.mean(pool_fix), min(pool_fix))
             )
             print("  ratio pool split / plain top-k: %.1fx at p50, %.1fx at p95" % (pool50 / plain50, pool95 / plain95))
+            for sub, ((p50, p95), filtered, completed) in sorted(result["sub"].items()):
+                print(
+                    "  - search %s alone: p50 %.1f ms, p95 %.1f ms; read through the filter index %d, completed %d"
+                    " (of %d)" % (sub, p50, p95, filtered, completed, len(queries))
+                )
         loader._engine.dispose()
 
 
