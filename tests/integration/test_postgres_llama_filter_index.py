@@ -160,7 +160,7 @@ def test_install_filter_index_puts_one_index_on_each_table(pg_database: Database
         ["data_memory", "poolsplit_pool_filter_data_memory"],
         ["data_other", "poolsplit_pool_filter_data_other"],
     ]
-    assert "'namespace'" in found[0] and "'type'" in found[0] and "metadata_" in found[0]
+    assert "'namespace'" in found[0] and "'type'" in found[0] and "'scope'" in found[0] and "metadata_" in found[0]
 
 
 def test_without_the_index_a_rare_pools_short_hnsw_page_is_completed(short: Any):
