@@ -20,6 +20,13 @@ the plan's condition added as bound parameters
 (:func:`~poolsplit_adapters.stores.postgres.metadata_condition`), on the
 store's own sessions, and the always-scope fetch is one exact query on the
 same condition. Those private names are pinned by the Postgres tests.
+
+With the filter index (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`
+on the store), a pool search whose filter matches few rows (at most
+:func:`~poolsplit_adapters.stores.postgres.filter_first_bound`, counted
+through that index in the same statement) reads just those rows and orders
+them exactly by distance, as over LangChain's ``PGVector``; with many it is
+the store's query through the HNSW index, as without the index.
 """
 
 from __future__ import annotations
@@ -45,7 +52,11 @@ from ..stores.postgres import (
     check_postgres_text,
     check_search,
     exact_search_settings,
+    filter_first,
+    filter_first_bound,
+    filter_index_rows,
     hnsw_search_settings,
+    llama_index_filter_index,
     metadata_condition,
 )
 
@@ -221,7 +232,12 @@ class PGVectorStoreSearch:
     :func:`~poolsplit_adapters.stores.postgres.metadata_condition` added, run
     on the store's session with its index settings (``hnsw.ef_search``);
     the always-scope fetch selects by that condition alone, in node id
-    order, with no similarity in it.
+    order, with no similarity in it. With the filter index
+    (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`; its
+    size read in the same round trip as the HNSW settings), a pool search
+    whose filter matches few rows reads them and orders them exactly
+    (:meth:`filtered` says which), and a short HNSW page is completed by an
+    exact search (:attr:`completed` lists those).
 
     Example::
 
@@ -229,11 +245,19 @@ class PGVectorStoreSearch:
         nodes = search.search(Search("always", 1000, always=True, namespaces=("o'brien",)), None)
     """
 
-    _OWN_COLUMNS = ("id", "node_id", "text", "metadata_", "distance")
+    _OWN_COLUMNS = ("id", "node_id", "text", "metadata_", "distance", "poolsplit_exact")
+    #: The column saying a row came through the filter index, ordered exactly.
+    _EXACT = "poolsplit_exact"
 
     def __init__(self, store: Any, type_key: str = "type") -> None:
         self.store = store
         self.type_key = type_key
+        # The filter index serves the ``type`` key only (the key is fixed
+        # in the index): with another key the probe would walk a whole
+        # namespace, so those searches run as without the index.
+        self._filter_index = llama_index_filter_index(store) if type_key == "type" else None
+        #: Labels of the searches an index scan returned short and an exact scan completed.
+        self.completed: List[str] = []
 
     @staticmethod
     def serves(store: Any) -> bool:
@@ -249,13 +273,34 @@ class PGVectorStoreSearch:
             check_search(search, self.type_key)
         return searches
 
-    def _statement(self, search: Search, embedding: Optional[List[float]]) -> Any:
+    def _statement(self, search: Search, embedding: Optional[List[float]], index_rows: Optional[float] = None) -> Any:
+        """``search``'s statement: the always fetch by condition alone; a
+        pool search the store's own query with the condition, and, when the
+        filter index is there (``index_rows``, its size), first the bounded
+        count that picks between reading the few matching rows exactly and
+        that query through the HNSW index (one of the two branches runs)."""
         table = self.store._table_class
         condition = metadata_condition(table.metadata_, search, self.type_key)
         if search.always:
             columns = (table.node_id, table.text, table.metadata_)
             return sqlalchemy.select(*columns).where(condition).order_by(table.node_id).limit(search.k)
-        return self.store._build_query(embedding, search.k).where(condition)
+        query = self.store._build_query(embedding, search.k)
+        bound = filter_first_bound(search.k, index_rows)
+        if bound is None:
+            return query.where(condition)
+        few = filter_first(table, [condition], bound).cte("filter_first")
+        is_few = sqlalchemy.select(few.c.exact).scalar_subquery()
+        # Few: the store's own columns (and query hook), without its order
+        # and limit, read behind a MATERIALIZED fence (the planner cannot
+        # answer their order with the HNSW index), then ordered exactly.
+        matching = query.limit(None).order_by(None).where(condition, is_few).cte("matching").prefix_with("MATERIALIZED")
+        by_filter = (
+            sqlalchemy.select(*matching.c, sqlalchemy.true().label(self._EXACT))
+            .order_by(matching.c.distance, matching.c.id)
+            .limit(search.k)
+        )
+        by_index = query.where(condition, sqlalchemy.not_(is_few)).add_columns(sqlalchemy.false().label(self._EXACT))
+        return sqlalchemy.union_all(by_filter, by_index)
 
     def _settings(self, search: Search) -> List[Tuple[str, Any]]:
         """The store's HNSW search setting (a similarity search only), for
@@ -305,51 +350,84 @@ class PGVectorStoreSearch:
             rows = session.execute(statement).all()
         return [found.node for found in self._nodes(Search("namespace", len(rows) or 1, always=True), rows)]
 
-    def _sized(self, search: Search) -> List[Any]:
+    def _sized(self, search: Search) -> Tuple[List[Any], bool]:
         """The transaction's settings as statements: the store's own, then
         the HNSW scan sized to the search's ``k`` with pgvector's iterative
-        scan on (:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings`)."""
+        scan on (:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings`);
+        and whether the last of them reads the filter index's size (its
+        last column)."""
         statements = [sqlalchemy.text(sql).bindparams(**params) for sql, params in self._settings(search)]
-        # Not the untyped side search ("no type": none, where every entry
-        # has one): an iterative scan would visit hnsw.max_scan_tuples rows
-        # to find nothing, on every call.
-        return statements + ([] if search.always or search.untyped else [hnsw_search_settings(search.k)])
+        if search.always:
+            return statements, False
+        if search.untyped:
+            # Not the untyped side search ("no type": none, where every entry
+            # has one): an iterative scan would visit hnsw.max_scan_tuples
+            # rows to find nothing, on every call. The filter index, when
+            # there, answers it exactly for the cost of a probe.
+            if self._filter_index is None:
+                return statements, False
+            return statements + [filter_index_rows(self._filter_index)], True
+        sized = hnsw_search_settings(search.k, filter_index=self._filter_index or False)
+        return statements + [sized], self._filter_index is not None
 
-    @staticmethod
-    def _short(search: Search, rows: Sequence[Any]) -> bool:
+    def _short(self, search: Search, rows: Sequence[Any]) -> bool:
         """A pool page with fewer rows than asked: the index may have cut it,
         so it is run again exactly before anyone reads it as "the store ran
         out" (the untyped side search is not: its pool's typed search says
-        whether the pool is full)."""
-        return not (search.always or search.untyped) and len(rows) < search.k
+        whether the pool is full; nor is a page read through the filter
+        index: it is exact already)."""
+        if search.always or search.untyped or len(rows) >= search.k:
+            return False
+        return not self.filtered(search, rows)
+
+    def filtered(self, search: Search, rows: Sequence[Any]) -> bool:
+        """Whether ``rows`` (a pool search's) were read through the filter
+        index and ordered exactly (a search that found nothing is not)."""
+        return not search.always and bool(rows) and bool(getattr(rows[0], self._EXACT, False))
 
     def search(self, search: Search, embedding: Optional[List[float]]) -> List[NodeWithScore]:
         """The nodes ``search`` finds (a pool's: most similar first; a short
         page completed by an exact search)."""
+        return self._nodes(search, self.rows(search, embedding))
+
+    def rows(self, search: Search, embedding: Optional[List[float]]) -> List[Any]:
+        """:meth:`search`'s rows as the server returned them."""
         self.store._initialize()
-        statement = self._statement(search, embedding)
+        settings, reads_index = self._sized(search)
         with self.store._session() as session:
             with session.begin():
-                for setting in self._sized(search):
-                    session.execute(setting)
-                rows = session.execute(statement).all()
+                result = None
+                for setting in settings:
+                    result = session.execute(setting)
+                index_rows = result.one()[-1] if reads_index and result is not None else None
+                statement = self._statement(search, embedding, index_rows)
+                rows = list(session.execute(statement).all())
             if self._short(search, rows):
+                self.completed.append(search.label)
                 with session.begin():
                     session.execute(exact_search_settings())
-                    rows = session.execute(statement).all()
-        return self._nodes(search, rows)
+                    rows = list(session.execute(statement).all())
+        return rows
 
     async def asearch(self, search: Search, embedding: Optional[List[float]]) -> List[NodeWithScore]:
         """:meth:`search` on the store's async engine."""
+        return self._nodes(search, await self.arows(search, embedding))
+
+    async def arows(self, search: Search, embedding: Optional[List[float]]) -> List[Any]:
+        """:meth:`rows` on the store's async engine."""
         self.store._initialize()
-        statement = self._statement(search, embedding)
+        settings, reads_index = self._sized(search)
         async with self.store._async_session() as session:
             async with session.begin():
-                for setting in self._sized(search):
-                    await session.execute(setting)
-                rows = (await session.execute(statement)).all()
+                result = None
+                for setting in settings:
+                    result = await session.execute(setting)
+                index_rows = result.one()[-1] if reads_index and result is not None else None
+                statement = self._statement(search, embedding, index_rows)
+                rows = list((await session.execute(statement)).all())
             if self._short(search, rows):
+                self.completed.append(search.label)
                 async with session.begin():
                     await session.execute(exact_search_settings())
-                    rows = (await session.execute(statement)).all()
-        return self._nodes(search, rows)
+                    rows = list((await session.execute(statement)).all())
+        return rows
