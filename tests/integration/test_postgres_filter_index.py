@@ -21,27 +21,16 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 import sqlalchemy
+from filter_index_plan import GROWTH, NOTES, OTHER, POOLS, QUERY, SHORT_SCANS, SKILLS, K
 from langchain_core.documents import Document
 from pg_embeddings import DIMS, HashedNgramEmbeddings, hashed_ngrams
 from pg_server import Database
 
-from poolsplit_adapters import Pool, Visibility
+from poolsplit_adapters import Visibility
 from poolsplit_adapters.recall import RecallPlan, Search
 from poolsplit_adapters.stores.postgres import FILTER_INDEX, filter_first_bound, install_filter_index
 
 langchain_postgres = pytest.importorskip("langchain_postgres")
-
-QUERY = "deploy the checkout service to staging"
-NOTES, SKILLS, GROWTH, OTHER = 300, 12, 3, 300
-#: Sessions that must use an index, with the HNSW scan cut to its first batch.
-SHORT_SCANS = {"options": "-c enable_seqscan=off -c hnsw.max_scan_tuples=1"}
-POOLS = [
-    Pool("corrections", 0, 0, ("correction",)),
-    Pool("content", 200, 3, ("note",)),
-    Pool("skills", 10_000, 100, ("skill",)),
-    Pool("growth", 10_000, 100, ("growth",)),
-]
-K = 5
 
 
 def corpus() -> List[Document]:

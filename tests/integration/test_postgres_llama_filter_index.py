@@ -17,10 +17,11 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 import sqlalchemy
+from filter_index_plan import GROWTH, NOTES, OTHER, POOLS, QUERY, SHORT_SCANS, SKILLS, K
 from pg_embeddings import DIMS, HashedNgramLlamaEmbedding, hashed_ngrams
 from pg_server import Database
 
-from poolsplit_adapters import Pool, Visibility
+from poolsplit_adapters import Visibility
 from poolsplit_adapters.recall import RecallPlan, Search
 from poolsplit_adapters.stores.postgres import filter_first_bound, install_filter_index
 
@@ -32,17 +33,7 @@ from llama_index.core.schema import TextNode  # noqa: E402
 from poolsplit_adapters.llama_index import PoolSplitRetriever  # noqa: E402
 from poolsplit_adapters.llama_index.vector_search import PGVectorStoreSearch  # noqa: E402
 
-QUERY = "deploy the checkout service to staging"
-NOTES, SKILLS, GROWTH, OTHER = 300, 12, 3, 300
-SHORT_SCANS = {"options": "-c enable_seqscan=off -c hnsw.max_scan_tuples=1"}
 HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 40, "hnsw_dist_method": "vector_cosine_ops"}
-POOLS = [
-    Pool("corrections", 0, 0, ("correction",)),
-    Pool("content", 200, 3, ("note",)),
-    Pool("skills", 10_000, 100, ("skill",)),
-    Pool("growth", 10_000, 100, ("growth",)),
-]
-K = 5
 #: Farther from the query than anything else (cosine distance above 1,
 #: beyond an HNSW scan's first batch), each skill at its own distance (the
 #: exact order has no ties; the more " again", the nearer).
