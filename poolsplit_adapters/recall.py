@@ -297,6 +297,13 @@ def grown_k(k: int, selection: Selection, pool: Optional[str], breadth: float = 
     return max(2 * k, math.ceil(max(needed, wide) * GROWTH_HEADROOM))
 
 
+#: Rounds in a row that load nothing more before a pool with breadth stops
+#: growing for room its budget has left (:meth:`FillingRecall.settle`): k at
+#: least quadruples over them, so a match the greedy fill over the store's
+#: order would take is found unless it ranks far below the last one loaded.
+IDLE_ROUNDS = 2
+
+
 class FillingRecall(Generic[T]):
     """One call's per-pool recall, grown until each pool's budget is filled.
 
@@ -304,9 +311,10 @@ class FillingRecall(Generic[T]):
     sync and async): after each round's selection, a pool search is run
     again with a larger ``k`` (:func:`grown_k`, at most the plan's
     ``max_fetch_k``) when it came back full (``len(results) == k``: the
-    store may hold more) and its pool's budget is not filled
-    (:func:`budget_filled`) or its candidates are fewer than the plan's
-    ``breadth`` asks (:func:`has_breadth`). The always-scope fetch runs once. A store has
+    store may hold more) and its candidates are fewer than the plan's
+    ``breadth`` asks (:func:`has_breadth`), or its pool's budget is not
+    filled (:func:`budget_filled`) and its last :data:`IDLE_ROUNDS` rounds
+    did not all load nothing more. The always-scope fetch runs once. A store has
     no cursor the frameworks share, so a grown search asks again from the
     top: growing by at least double keeps the total work under twice the
     last round's.
@@ -315,7 +323,8 @@ class FillingRecall(Generic[T]):
     ``fetch_k`` (pool -> the ``k`` its searches reached), ``rounds``, and the
     pools whose budget still has room, with why: ``store_ran_out`` (the
     store has nothing more for them: all there is loaded) and ``capped``
-    (recall stopped at ``max_fetch_k``: more candidates may exist).
+    (recall stopped before the store ran out, at ``max_fetch_k`` or after
+    rounds that loaded nothing more: more candidates may exist).
 
     Example::
 
@@ -330,6 +339,8 @@ class FillingRecall(Generic[T]):
         self.results: List[Sequence[T]] = [() for _ in self.searches]
         self.rounds = 0
         self._pending = list(range(len(self.searches)))
+        self._loaded: Dict[str, Tuple[int, int]] = {}  # pool -> (tokens, entries) it loaded last round
+        self._idle: Dict[str, int] = {}  # pool -> rounds in a row that loaded nothing more
 
     def asks(self) -> List[Search]:
         """The searches this round runs (the first round: all of them)."""
@@ -352,9 +363,10 @@ class FillingRecall(Generic[T]):
         written on ``selection``); else the next round's searches are set."""
         short = set(self._room_left(selection))
         cap, breadth = self.plan.max_fetch_k, self.plan.breadth
-        wanting = short | {
-            s.pool for s in self.searches if s.pool is not None and not has_breadth(selection, s.pool, breadth)
-        }
+        broad = {s.pool for s in self.searches if s.pool is not None and has_breadth(selection, s.pool, breadth)}
+        wanting = {s.pool for s in self.searches if s.pool is not None and s.pool not in broad}
+        stalled = {name for name in short if self._stalled(selection, name)}  # counted every round
+        wanting |= {name for name in short if name not in broad or name not in stalled}
         grow = [
             i
             for i, search in enumerate(self.searches)
@@ -368,6 +380,17 @@ class FillingRecall(Generic[T]):
             self.searches[i] = replace(search, k=min(grown_k(search.k, selection, search.pool, breadth), cap))
         self._pending = grow
         return False
+
+    def _stalled(self, selection: Selection, pool: str) -> bool:
+        """Whether ``pool``'s last :data:`IDLE_ROUNDS` rounds loaded nothing
+        more: room a short entry left (one short outlier loaded) is no sign
+        that the store holds another, so a pool with breadth stops growing
+        there instead of asking up to ``max_fetch_k`` on every call."""
+        stats = selection.stats.get(pool)
+        now = (stats.tokens_used, stats.entries_used) if stats is not None else (0, 0)
+        self._idle[pool] = self._idle.get(pool, 0) + 1 if self._loaded.get(pool) == now else 0
+        self._loaded[pool] = now
+        return self._idle[pool] >= IDLE_ROUNDS
 
     def report(self, short: Iterable[str]) -> Dict[str, Any]:
         """``notes["recall"]`` for the pools in ``short`` (budget with room)."""

@@ -184,8 +184,9 @@ def expand_hint(short: int) -> str:
 
 def recall_line(selection: Selection) -> str:
     """``[recall stopped at 1000 candidates while budget was left: facts]``
-    when a vector store's per-pool recall reached ``max_fetch_k`` with
-    room left in those pools (``notes["recall"]["capped"]``): more matching
+    when a vector store's per-pool recall stopped (at ``max_fetch_k``, or
+    after rounds that loaded nothing more) with room left in those pools
+    (``notes["recall"]["capped"]``): more matching
     entries may exist than were considered, and the model must not read
     the context as all there is. Empty otherwise (a pool the store ran out
     for loaded all there is)."""
@@ -209,7 +210,7 @@ def recall_summary(selection: Selection) -> str:
     if recall.get("store_ran_out"):
         parts.append("the store ran out for %s" % ", ".join(map(str, recall["store_ran_out"])))
     if recall.get("capped"):
-        parts.append("stopped at max_fetch_k for %s" % ", ".join(map(str, recall["capped"])))
+        parts.append("stopped before the store ran out for %s" % ", ".join(map(str, recall["capped"])))
     rounds = int(recall.get("rounds", 1))
     return "recall: %s (%d round%s)" % ("; ".join(parts), rounds, "" if rounds == 1 else "s") if parts else ""
 

@@ -156,7 +156,7 @@ def test_a_fixed_fetch_k_fills_part_of_the_budget_and_says_recall_was_capped() -
     }
     assert recall_line(selection) == "[recall stopped at 20 candidates per search while budget was left: facts]"
     assert render_context(selection).text.splitlines()[-1] == recall_line(selection)
-    assert "recall: stopped at max_fetch_k for facts (1 round)" in explain(selection).splitlines()
+    assert "recall: stopped before the store ran out for facts (1 round)" in explain(selection).splitlines()
 
 
 def test_when_the_store_runs_out_the_report_says_so_and_renders_no_cut() -> None:
@@ -489,3 +489,16 @@ def test_recall_ends_with_every_pool_filled_or_reported_and_every_correction_loa
             assert held <= seen
         if capped:
             assert report["fetch_k"][pool.name] == fetch_k + more
+
+
+def test_one_short_outlier_does_not_grow_recall_to_max_fetch_k_on_every_call() -> None:
+    # One 1-token fact loads with 50-token notes beside it; the 30 tokens left
+    # are room for another such fact, which the store does not hold. Recall
+    # grows while that could still be found, then stops after two rounds that
+    # loaded nothing more (k 20 -> 40 -> 80), where it used to ask for 1,000
+    # on every call; the pool is reported as stopped with room (capped).
+    store_order = [{"id": "fact", "content": "w", "base_priority": 9}]
+    store_order += [{"id": "n%d" % n, "content": " ".join(["w"] * 50), "base_priority": 5} for n in range(5000)]
+    selection, ids = _grown_over(store_order, RecallPlan([Pool("p", 81, 50)], fetch_k=20))
+    assert ids == ["fact", "n0"]
+    assert selection.notes["recall"] == {"fetch_k": {"p": 80}, "rounds": 3, "store_ran_out": [], "capped": ["p"]}
