@@ -54,7 +54,6 @@ from ..stores.postgres import (
     exact_search_settings,
     filter_first,
     filter_first_bound,
-    filter_index_rows,
     hnsw_search_settings,
     llama_index_filter_index,
     metadata_condition,
@@ -359,14 +358,14 @@ class PGVectorStoreSearch:
         statements = [sqlalchemy.text(sql).bindparams(**params) for sql, params in self._settings(search)]
         if search.always:
             return statements, False
-        if search.untyped:
-            # Not the untyped side search ("no type": none, where every entry
-            # has one): an iterative scan would visit hnsw.max_scan_tuples
-            # rows to find nothing, on every call. The filter index, when
-            # there, answers it exactly for the cost of a probe.
-            if self._filter_index is None:
-                return statements, False
-            return statements + [filter_index_rows(self._filter_index)], True
+        if search.untyped and self._filter_index is None:
+            # Not the untyped side search without the filter index ("no
+            # type": none, where every entry has one): an iterative scan would
+            # visit hnsw.max_scan_tuples rows to find nothing, on every call.
+            # With the index, few untyped rows are read exactly and many walk
+            # HNSW with the scan sized, as a typed pool search does (PGVector's
+            # rule): unsized, 40 nearest rows then filtered left a few of them.
+            return statements, False
         sized = hnsw_search_settings(search.k, filter_index=self._filter_index or False)
         return statements + [sized], self._filter_index is not None
 

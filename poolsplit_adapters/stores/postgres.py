@@ -54,7 +54,6 @@ __all__ = [
     "filter_first",
     "filter_first_bound",
     "filter_index_name",
-    "filter_index_rows",
     "hnsw_search_settings",
     "install_change_counter",
     "install_filter_index",
@@ -181,23 +180,6 @@ def _hnsw_search_settings(k: int, filter_index: Optional[str]) -> Any:
         return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=k, least=least, most=most)
     sql = _HNSW_SETTINGS.rstrip() + _FILTER_INDEX_ROWS
     return sqlalchemy.text(sql).bindparams(k=k, least=least, most=most, filter_index=filter_index)
-
-
-@functools.lru_cache(maxsize=64)
-def filter_index_rows(filter_index: str) -> Any:
-    """The one-row statement reading how many rows the index named
-    ``filter_index`` (schema-qualified, a bound parameter) covers, NULL when
-    it does not exist: :func:`hnsw_search_settings`' last column alone, for
-    a search that must not turn the iterative scan on (the untyped side
-    search: it would visit ``hnsw.max_scan_tuples`` rows to find nothing).
-
-    Example::
-
-        rows = session.execute(filter_index_rows('public.poolsplit_pool_filter_data_memory')).scalar()
-    """
-    import sqlalchemy
-
-    return sqlalchemy.text("SELECT" + _FILTER_INDEX_ROWS.lstrip(",")).bindparams(filter_index=filter_index)
 
 
 #: The btree index :func:`install_filter_index` puts on ``PGVector``'s
@@ -363,7 +345,7 @@ def llama_index_filter_index(store: Any) -> str:
     """The schema-qualified, quoted name of the filter index of LlamaIndex
     ``PGVectorStore`` ``store`` (:func:`filter_index_name` of its table, in
     the table's schema): what a search passes, as a bound parameter, to
-    :func:`hnsw_search_settings` and :func:`filter_index_rows`."""
+    :func:`hnsw_search_settings`."""
     table = store._table_class.__table__
     preparer = _postgres_quoting()
     name = preparer.quote(filter_index_name(table.name))
