@@ -232,6 +232,18 @@ def _inner(store: Any) -> Any:
     return store._PGVectorStore__vs
 
 
+def _takes_our_statement(store: Any) -> bool:
+    """Whether our statement can run over ``store``: it is not hybrid, and it
+    has the private parts this module reads (the wrapped async store, the
+    engine's two runners), which a langchain-postgres release may rename; then
+    the store's own search serves it, never an ``AttributeError`` from inside
+    a search."""
+    inner, engine = getattr(store, "_PGVectorStore__vs", None), getattr(store, "_engine", None)
+    runners = all(callable(getattr(engine, name, None)) for name in ("_run_as_sync", "_run_as_async"))
+    plain = hasattr(inner, "hybrid_search_config") and inner.hybrid_search_config is None
+    return inner is not None and runners and plain
+
+
 def _setting(parameter: str) -> Tuple[str, str]:
     """``"hnsw.ef_search = 40"`` (a ``QueryOptions.to_parameter()`` item) as ``(name, value)``."""
     name, _, value = parameter.partition("=")
@@ -319,6 +331,6 @@ def plan_search(
     hybrid; else None (the store's own search, or the exact always fetch)."""
     if vector is None or search.always or not serves_pgvectorstore(store):
         return None
-    if _inner(store).hybrid_search_config is not None:
+    if not _takes_our_statement(store):
         return None
     return PGVectorStorePlanSearch(store=store, search=search, vector=vector, with_scores=with_scores)
