@@ -240,8 +240,8 @@ def _takes_our_statement(store: Any) -> bool:
     a search."""
     inner, engine = getattr(store, "_PGVectorStore__vs", None), getattr(store, "_engine", None)
     runners = all(callable(getattr(engine, name, None)) for name in ("_run_as_sync", "_run_as_async"))
-    plain = hasattr(inner, "hybrid_search_config") and inner.hybrid_search_config is None
-    return inner is not None and runners and plain
+    plain = inner is not None and hasattr(inner, "hybrid_search_config") and inner.hybrid_search_config is None
+    return runners and plain
 
 
 def _setting(parameter: str) -> Tuple[str, str]:
