@@ -26,6 +26,17 @@ answers "refund". This module is the rule for everything beyond the core:
    drop that language's stopwords. A query is short and its language a
    guess, so each query word keeps its stems in *every* configured
    language (a set of variants); it matches a document word equal to any.
+6. **Hebrew** has no Snowball stemmer, and its particles are written joined
+   to the next word: "the refund" is one word, ``ההחזר``, "and in the
+   house" is ``ובבית``. A Hebrew word loses its leading particle letters
+   (ו ה ב כ ל מ ש) one by one while three letters or more remain, whatever
+   the text's language, in a document and a query alike. Stripping to a
+   fixed length, not a list of particle spellings, is what makes
+   ``stem(particle + word) == stem(word)`` hold for every word of three
+   letters or more, so a query written with or without the article finds
+   the entry either way; the price is that a root starting with one of
+   those letters can meet another word's (BM25's document frequencies
+   weigh such collisions down).
 
 Without ``snowballstemmer`` installed words are not stemmed ("refund" no
 longer finds "refunds"); :data:`STEMMING` says so, and :class:`Analyzer`
@@ -55,6 +66,7 @@ __all__ = [
     "normalise",
     "words",
     "detect_language",
+    "hebrew_stem",
 ]
 
 #: Whether Snowball stemming is available (``snowballstemmer`` installed).
@@ -71,6 +83,10 @@ _CJK_RUN = re.compile("([%s]+)" % _CJK)
 _CYRILLIC = re.compile("[\u0400-\u04ff]")
 _GREEK = re.compile("[\u0370-\u03ff]")
 _ARABIC = re.compile("[\u0600-\u06ff]")
+_HEBREW_WORD = re.compile("[\u05d0-\u05ea]+")
+# The particles written joined to the next word: and, the, in, as, to, from, that.
+_HEBREW_PARTICLES = frozenset("\u05d5\u05d4\u05d1\u05db\u05dc\u05de\u05e9")
+_HEBREW_MIN = 3
 
 
 class StemmingUnavailableWarning(UserWarning):
@@ -200,7 +216,12 @@ class _Stems(Dict[str, str]):
         self.stem_word = stem_word
 
     def __missing__(self, word: str) -> str:
-        stem = word if not word.isascii() and _CJK_RUN.fullmatch(word) else self.stem_word(word)
+        if word.isascii():
+            stem = self.stem_word(word)
+        elif _HEBREW_WORD.fullmatch(word):
+            stem = hebrew_stem(word)
+        else:
+            stem = word if _CJK_RUN.fullmatch(word) else self.stem_word(word)
         if len(self) >= _STEMS_LIMIT:
             self.clear()
         self[word] = stem
@@ -208,6 +229,22 @@ class _Stems(Dict[str, str]):
 
 
 _STEMS_LIMIT = 1 << 18
+
+
+def hebrew_stem(word: str) -> str:
+    """Step 6: a Hebrew word without its leading particle letters, stripped
+    one by one while three letters or more remain.
+
+    Example:
+        >>> hebrew_stem("ההחזר") == hebrew_stem("החזר") == "חזר"
+        True
+        >>> hebrew_stem("ובבית") == hebrew_stem("בית") == "בית"
+        True
+    """
+    start = 0
+    while len(word) - start > _HEBREW_MIN and word[start] in _HEBREW_PARTICLES:
+        start += 1
+    return word[start:]
 
 
 def _stemmer(language: str) -> Optional[_Stems]:
@@ -239,6 +276,8 @@ class Analyzer:
         ['refund']
         >>> analyzer.terms("退款被四舍五入")
         ('退款', '款被', '被四', '四舍', '舍五', '五入')
+        >>> analyzer.terms("ההחזר נשלח") == analyzer.terms("החזר נשלח")
+        True
     """
 
     languages: Tuple[str, ...] = ("english", "spanish", "german", "french", "portuguese", "italian", "dutch")

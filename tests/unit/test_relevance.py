@@ -218,6 +218,39 @@ def test_a_hebrew_query_finds_the_hebrew_entry():
     assert ids(chosen) == ["refund"]
 
 
+def test_hebrew_particles_joined_to_a_word_are_stripped_to_three_letters():
+    assert words.hebrew_stem("ההחזר") == words.hebrew_stem("החזר") == "חזר"
+    assert words.hebrew_stem("ובבית") == words.hebrew_stem("בבית") == words.hebrew_stem("בית") == "בית"
+    assert words.hebrew_stem("מתי") == "מתי"  # three letters: nothing is stripped
+    assert words.hebrew_stem("נשלח") == "נשלח"  # no particle letter in front
+    analyzer = Analyzer()
+    # The same rule in a document and a query, whatever the text's language.
+    assert analyzer.terms("ההחזר נשלח") == ("חזר", "נשלח")
+    assert analyzer.query_terms("החזר refunds") == [frozenset({"חזר"}), frozenset({"refund", "refunds"})]
+
+
+HEBREW_LETTERS = st.text(st.sampled_from([chr(c) for c in range(0x05D0, 0x05EB)]), min_size=3, max_size=8)
+
+
+@given(HEBREW_LETTERS, st.text(st.sampled_from("והבכלמש"), min_size=1, max_size=4))
+def test_a_hebrew_word_with_particles_in_front_has_the_words_stem(word, particles):
+    assert words.hebrew_stem(particles + word) == words.hebrew_stem(word)
+    assert len(words.hebrew_stem(word)) >= 3
+
+
+def test_a_hebrew_query_without_the_article_finds_the_entry_written_with_it_and_back():
+    entries = [
+        {"id": "menu", "content": "תפריט ארוחת הצהריים עודכן", "base_priority": 10},
+        {"id": "refund", "content": "ההחזר נשלח ללקוח אתמול"},
+    ]
+    for message in ("מתי נשלח החזר", "איפה ההחזר", "ובהחזר"):
+        chosen = select(entries, [Pool("one", 1000, 1)], {"message": message}, scorer=RelevanceScorer(), now=NOW)
+        assert ids(chosen) == ["refund"], message
+    written_bare = [{"id": "refund", "content": "החזר נשלח ללקוח"}, entries[0]]
+    chosen = select(written_bare, [Pool("one", 1000, 1)], {"message": "ההחזר"}, scorer=RelevanceScorer(), now=NOW)
+    assert ids(chosen) == ["refund"]
+
+
 def test_spanish_and_german_queries_match_inflected_entries():
     entries = [
         {"id": "es", "content": "Los reembolsos se redondean hacia abajo"},
