@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import array
 import itertools
-from collections import Counter
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from .bm25 import K1, B, Query, WordIndex, _counts
@@ -119,29 +118,28 @@ class TermPostings:
         """Postings of the analysed texts at positions ``start``..."""
         import numpy as np
 
-        held = [(Counter(terms), len(terms)) for terms in analysed]
-        lengths = np.fromiter((length for _, length in held), dtype=np.int32, count=len(held))
+        lengths = np.fromiter(map(len, analysed), dtype=np.int32, count=len(analysed))
         self._lengths.frombytes(lengths.tobytes())
-        counters = [counts for counts, _ in held]
         codes = self._codes
         known = len(codes)
-        # A term seen before is one dict lookup at C speed; a new one gets
-        # the next code (its posting arrays are appended below).
-        flat = np.fromiter(
-            map(codes.__getitem__, itertools.chain.from_iterable(c.keys() for c in counters)), dtype=np.int64
+        # Every term of every text, in order: a term seen before is one dict
+        # lookup at C speed, a new one gets the next code (the order of first
+        # appearance, as text by text). No per-text counting in Python: one
+        # sort of (term, text) keys counts each term in each text, grouped by
+        # term with the texts ascending, as the posting arrays are kept.
+        terms = np.fromiter(
+            map(codes.__getitem__, itertools.chain.from_iterable(analysed)), dtype=np.int64, count=int(lengths.sum())
         )
         for _ in range(len(codes) - known):
             self._positions.append(array.array("i"))
             self._pairs.append(array.array("i"))
-        counts = np.fromiter(itertools.chain.from_iterable(c.values() for c in counters), dtype=np.int32)
-        sizes = np.fromiter(map(len, counters), dtype=np.int64, count=len(counters))
-        positions = np.repeat(np.arange(start, start + len(analysed), dtype=np.int32), sizes)
-        pairs = self._pair_code(counts, np.repeat(lengths, sizes))
-        # One stable sort groups the postings by term, positions still ascending.
-        order = np.argsort(flat, kind="stable")
-        flat, pairs, positions = flat[order], pairs[order], positions[order]
-        if not len(flat):
+        if not len(terms):
             return
+        texts = np.repeat(np.arange(len(analysed), dtype=np.int64), lengths)
+        keys, counts = np.unique((terms << 32) | texts, return_counts=True)
+        flat, offsets = keys >> 32, (keys & 0xFFFFFFFF).astype(np.int32)
+        pairs = self._pair_code(counts.astype(np.int32), lengths[offsets])
+        positions = offsets + np.int32(start)
         bounds = (np.flatnonzero(flat[1:] != flat[:-1]) + 1).tolist()
         for first, end in zip([0, *bounds], [*bounds, len(flat)]):
             term = int(flat[first])

@@ -257,9 +257,13 @@ _RELEVANCE_TEXT = st.lists(st.sampled_from(_RELEVANCE_WORDS), max_size=8).map(" 
 @given(texts=st.lists(_RELEVANCE_TEXT, max_size=12), message=_RELEVANCE_TEXT, data=st.data())
 def test_term_postings_give_the_per_entry_bm25_of_every_text(texts, message, data):
     """relevance.columns.TermPostings.relevance mirrors bm25.Query.relevance:
-    the same bits for every position, also after texts are re-read in place."""
+    the same bits for every position, the texts added in one batch or two
+    (the second at positions from the cut), also after texts are re-read in
+    place."""
     postings = TermPostings(RelevanceScorer().analyzer)
-    postings.add(0, texts)
+    cut = data.draw(st.integers(0, len(texts)))
+    postings.add(0, texts[:cut])
+    postings.add(cut, texts[cut:])
     current = list(texts)
     for position in data.draw(st.lists(st.integers(0, max(len(texts) - 1, 0)), max_size=3)) if texts else []:
         new = data.draw(_RELEVANCE_TEXT)
