@@ -251,6 +251,36 @@ def test_a_hebrew_query_without_the_article_finds_the_entry_written_with_it_and_
     assert ids(chosen) == ["refund"]
 
 
+_LATIN = "abcdefghijklmnopqrstuvwxyzäöüßéèàçñóíúâêôõãë"
+_SCRIPTS = {
+    "russian": "абвгдеёжзийклмнопрстуфхцчшщъыьэюя",
+    "greek": "αβγδεζηθικλμνξοπρστυφχψωάέήίόύώ",
+    "arabic": "ابتثجحخدذرزسشصضطظعغفقكلمنهوي",
+}
+
+
+@pytest.mark.parametrize("language", [*Analyzer().languages, *_SCRIPTS])
+def test_snowballs_c_code_gives_the_pure_python_stems(language):
+    """The ``fast`` extra's PyStemmer is what snowballstemmer runs once it is
+    installed: swapping it in must not change one stem (real words of the
+    language and arbitrary strings of its alphabet)."""
+    import importlib
+
+    c_stemmer = pytest.importorskip("Stemmer").Stemmer(language)
+    module = importlib.import_module("snowballstemmer.%s_stemmer" % language)
+    python_stemmer = getattr(module, language.capitalize() + "Stemmer")()
+    alphabet = _SCRIPTS.get(language, _LATIN)
+    samples = ["refunds", "rounding", "Rückerstattungen", "reembolsos", "возвраты", "επιστροφές", "الاسترداد"]
+    samples += [alphabet[n % len(alphabet) :] + alphabet[: n % 7] for n in range(200)]
+
+    @given(st.lists(st.text(alphabet, min_size=1, max_size=14), max_size=50))
+    def same(words_):
+        assert [c_stemmer.stemWord(w) for w in words_] == [python_stemmer.stemWord(w) for w in words_]
+
+    same()
+    assert [c_stemmer.stemWord(w) for w in samples] == [python_stemmer.stemWord(w) for w in samples]
+
+
 def test_spanish_and_german_queries_match_inflected_entries():
     entries = [
         {"id": "es", "content": "Los reembolsos se redondean hacia abajo"},
