@@ -363,10 +363,10 @@ class FillingRecall(Generic[T]):
         written on ``selection``); else the next round's searches are set."""
         short = set(self._room_left(selection))
         cap, breadth = self.plan.max_fetch_k, self.plan.breadth
-        broad = {s.pool for s in self.searches if s.pool is not None and has_breadth(selection, s.pool, breadth)}
-        wanting = {s.pool for s in self.searches if s.pool is not None and s.pool not in broad}
+        pools = {s.pool for s in self.searches if s.pool is not None}
         stalled = {name for name in short if self._stalled(selection, name)}  # counted every round
-        wanting |= {name for name in short if name not in broad or name not in stalled}
+        # Grow a pool without breadth yet, or with room its budget has left unless it stalled there.
+        wanting = {name for name in pools if not has_breadth(selection, name, breadth)} | (short - stalled)
         grow = [
             i
             for i, search in enumerate(self.searches)

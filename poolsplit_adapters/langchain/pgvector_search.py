@@ -58,8 +58,8 @@ from pydantic import ConfigDict, PrivateAttr
 from ..recall import Search
 from ..stores.postgres import (
     exact_search_settings,
-    filter_first,
     filter_first_bound,
+    filter_first_search,
     hnsw_search_settings,
     metadata_condition,
 )
@@ -277,25 +277,9 @@ def search_branch(
     if not filter_first_on:
         return by_index.where(*where).order_by(order).limit(search.k)
     bound = sqlalchemy.bindparam(bound_name(position), type_=sqlalchemy.Integer)
-    few = filter_first(rows, where, bound).cte("filter_first_%d" % position)
-    is_few = sqlalchemy.select(few.c.exact).scalar_subquery()
-    # Few matching rows: read them first, then order them. A MATERIALIZED
-    # CTE is a fence: the planner cannot answer its order with the HNSW
-    # index. Many: the HNSW scan, as without the index. The probe decides
-    # once (a CTE) and gates both branches: one of them runs.
-    matching = (
-        sqlalchemy.select(*columns, order.label("distance"))
-        .where(*where, is_few)
-        .cte("matching_%d" % position)
-        .prefix_with("MATERIALIZED")
-    )
-    by_filter = (
-        sqlalchemy.select(*matching.c, sqlalchemy.true().label("exact"))
-        .order_by(matching.c.distance, matching.c.id)
-        .limit(search.k)
-    )
-    by_index = by_index.where(*where, sqlalchemy.not_(is_few)).order_by(order).limit(search.k)
-    return sqlalchemy.union_all(by_filter, by_index)
+    matching = sqlalchemy.select(*columns, order.label("distance")).where(*where)
+    by_index = by_index.where(*where).order_by(order).limit(search.k)
+    return filter_first_search(rows, where, bound, matching, by_index, search.k, exact="exact", name=str(position))
 
 
 def plan_search(

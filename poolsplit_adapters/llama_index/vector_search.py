@@ -52,8 +52,8 @@ from ..stores.postgres import (
     check_postgres_text,
     check_search,
     exact_search_settings,
-    filter_first,
     filter_first_bound,
+    filter_first_search,
     hnsw_search_settings,
     llama_index_filter_index,
     metadata_condition,
@@ -287,19 +287,11 @@ class PGVectorStoreSearch:
         bound = filter_first_bound(search.k, index_rows)
         if bound is None:
             return query.where(condition)
-        few = filter_first(table, [condition], bound).cte("filter_first")
-        is_few = sqlalchemy.select(few.c.exact).scalar_subquery()
-        # Few: the store's own columns (and query hook), without its order
-        # and limit, read behind a MATERIALIZED fence (the planner cannot
-        # answer their order with the HNSW index), then ordered exactly.
-        matching = query.limit(None).order_by(None).where(condition, is_few).cte("matching").prefix_with("MATERIALIZED")
-        by_filter = (
-            sqlalchemy.select(*matching.c, sqlalchemy.true().label(self._EXACT))
-            .order_by(matching.c.distance, matching.c.id)
-            .limit(search.k)
-        )
-        by_index = query.where(condition, sqlalchemy.not_(is_few)).add_columns(sqlalchemy.false().label(self._EXACT))
-        return sqlalchemy.union_all(by_filter, by_index)
+        # The store's own columns (and query hook): without its order and
+        # limit for the few rows read exactly, as they are through HNSW.
+        matching = query.limit(None).order_by(None).where(condition)
+        by_index = query.where(condition).add_columns(sqlalchemy.false().label(self._EXACT))
+        return filter_first_search(table, [condition], bound, matching, by_index, search.k, exact=self._EXACT, name="0")
 
     def _settings(self, search: Search) -> List[Tuple[str, Any]]:
         """The store's HNSW search setting (a similarity search only), for

@@ -53,6 +53,7 @@ __all__ = [
     "exact_search_settings",
     "filter_first",
     "filter_first_bound",
+    "filter_first_search",
     "filter_index_name",
     "hnsw_search_settings",
     "install_change_counter",
@@ -269,6 +270,37 @@ def filter_first(rows: Any, where: Sequence[Any], bound: Any) -> Any:
     return sqlalchemy.select((counted <= bound).label("exact"))
 
 
+def filter_first_search(
+    rows: Any, where: Sequence[Any], bound: Any, matching: Any, by_index: Any, k: int, *, exact: str, name: str
+) -> Any:
+    """A pool search with the filter index: one statement whose
+    :func:`filter_first` probe (on ``rows`` matching ``where``, at most
+    ``bound``) decides, once, which of its two branches runs. Few matching
+    rows: ``matching`` (the search's columns, a ``distance`` and an ``id``
+    among them, filtered by ``where``, neither ordered nor limited) read
+    behind a ``MATERIALIZED`` fence, so the planner cannot answer the order
+    with the HNSW index, then ordered exactly by distance (ties by id), the
+    first ``k``. Many: ``by_index`` (the search through the HNSW index,
+    filtered, ordered and limited). Column ``exact`` (its name) says which
+    branch a row came from; ``name`` keeps the statement's CTE names apart
+    from another search's in one statement. The one rule of PGVector's and
+    LlamaIndex's pool searches.
+
+    Example::
+
+        statement = filter_first_search(table, [cond], 4472, matching, by_index, 20, exact="exact", name="0")
+    """
+    import sqlalchemy
+
+    few = filter_first(rows, where, bound).cte("filter_first_%s" % name)
+    is_few = sqlalchemy.select(few.c.exact).scalar_subquery()
+    fenced = matching.where(is_few).cte("matching_%s" % name).prefix_with("MATERIALIZED")
+    by_filter = (
+        sqlalchemy.select(*fenced.c, sqlalchemy.true().label(exact)).order_by(fenced.c.distance, fenced.c.id).limit(k)
+    )
+    return sqlalchemy.union_all(by_filter, by_index.where(sqlalchemy.not_(is_few)))
+
+
 def install_filter_index(store: Any) -> None:
     """Give the store's table a btree index on its filter columns, then
     ``ANALYZE`` it, so each pool search of the retriever over it costs about
@@ -366,7 +398,7 @@ def _install_llama_index_filter_index(store: Any) -> None:
     table = store._table_class.__table__
     with store._session() as session, session.begin():
         connection = session.connection()
-        preparer = connection.dialect.identifier_preparer
+        preparer = _postgres_quoting()
         # Names: ours, derived from the store's declared table name, and the
         # table itself, both quoted by the dialect. The index lands in the
         # table's schema (an index name cannot be qualified in CREATE INDEX).
