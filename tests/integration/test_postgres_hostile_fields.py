@@ -135,11 +135,13 @@ def recording_cursor(log: SqlTexts) -> Any:
 # -- LangChain PGVector -----------------------------------------------------------------
 
 
+@pytest.mark.parametrize("filter_index", [False, True], ids=["hnsw", "filter-first"])
 @pytest.mark.parametrize("field", FIELDS)
-def test_pgvector_round_trips_each_hostile_field_and_binds_it(pg_database, field):
+def test_pgvector_round_trips_each_hostile_field_and_binds_it(pg_database, field, filter_index):
     from langchain_postgres import PGVector
 
     from poolsplit_adapters.langchain import PoolSplitRetriever
+    from poolsplit_adapters.stores.postgres import install_filter_index
 
     canary(pg_database)
     engine = sqlalchemy.create_engine(pg_database.url)
@@ -147,6 +149,8 @@ def test_pgvector_round_trips_each_hostile_field_and_binds_it(pg_database, field
         log = SqlTexts().on(engine)
         store = PGVector(HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS)
         store.add_documents(documents(memory(field)))
+        if filter_index:  # the pool searches then take the filter-first statement
+            install_filter_index(store)
         before = rows(pg_database, "langchain_pg_embedding")
         retriever = PoolSplitRetriever.from_vectorstore(store, pools(field), fetch_k=20, now=NOW)
         retriever.invoke(QUERY, namespace=TENANT, **context(field))
@@ -189,13 +193,15 @@ def test_pgvectorstore_v2_round_trips_each_hostile_field_and_binds_it(pg_databas
 # -- LlamaIndex PGVectorStore -------------------------------------------------------------
 
 
+@pytest.mark.parametrize("filter_index", [False, True], ids=["hnsw", "filter-first"])
 @pytest.mark.parametrize("field", FIELDS)
-def test_llama_index_pgvectorstore_round_trips_each_hostile_field_and_binds_it(pg_database, field):
+def test_llama_index_pgvectorstore_round_trips_each_hostile_field_and_binds_it(pg_database, field, filter_index):
     postgres = pytest.importorskip("llama_index.vector_stores.postgres")
     from llama_index.core import VectorStoreIndex
 
     from poolsplit_adapters.llama_index import PoolSplitRetriever
     from poolsplit_adapters.llama_index.nodes import nodes_from
+    from poolsplit_adapters.stores.postgres import install_filter_index
 
     canary(pg_database)
     store = postgres.PGVectorStore(
@@ -207,6 +213,8 @@ def test_llama_index_pgvectorstore_round_trips_each_hostile_field_and_binds_it(p
             node.excluded_embed_metadata_keys = list(node.metadata)
         index = VectorStoreIndex.from_vector_store(store, embed_model=HashedNgramLlamaEmbedding())
         index.insert_nodes(nodes)
+        if filter_index:  # the pool searches then take the filter-first statement
+            install_filter_index(store)
         log = SqlTexts().on(store._engine)
         before = rows(pg_database, "data_memory")
         retriever = PoolSplitRetriever.from_vector_store_index(index, pools(field), fetch_k=20, now=NOW)
