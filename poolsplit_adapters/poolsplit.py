@@ -41,9 +41,11 @@ The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve` are t
 
 from __future__ import annotations
 
+import collections
 import datetime
 import enum
 import functools
+import itertools
 import math
 import numbers
 import re
@@ -56,10 +58,10 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
     "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
-    "check_entry", "check_pools", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
+    "check_entry", "check_pools", "active_visibility", "entry_cost", "given_token_count", "entry_error",
     "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
-    "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS",
-    "MIN_WORD_LENGTH", "BUDGET_REASONS",
+    "checked_score", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
+    "BUDGET_REASONS",
 ]
 # fmt: on
 __version__ = "0.2.0"
@@ -429,8 +431,8 @@ class PoolStats:
 
 class Selection:
     """What :func:`select` chose (``chosen``: always-scope first, then by pool and rank) and why the rest did not
-    (``dropped``, in input order): built when read, so unread it costs nothing; ``counts``/``sample`` hooks let a
-    column source answer without a row each. Example: ``[d.reason for d in select(entries, pools).dropped]``."""
+    (``dropped``, in input order): built when read, so unread it costs nothing (a column source's selection,
+    ``seamed.CountedSelection``, also counts without rows). Example: ``[d.reason for d in select(e, p).dropped]``."""
 
     def __init__(
         self,
@@ -439,11 +441,9 @@ class Selection:
         dropped: Union[list[Dropped], Callable[[], list[Dropped]]],
         stats: dict[str, PoolStats],
         notes: Optional[dict[str, Any]] = None,
-        counts: Optional[Callable[[], Counts]] = None,
-        sample: Optional[Callable[[int], list[Dropped]]] = None,
     ) -> None:
         self.pools, self.chosen, self.stats, self.notes = pools, chosen, stats, dict(notes or {})
-        self._rows, self._counted, self._sample = dropped, counts, sample
+        self._rows = dropped
 
     @functools.cached_property
     def dropped(self) -> list[Dropped]:
@@ -452,16 +452,16 @@ class Selection:
     @functools.cached_property
     def counts(self) -> Counts:
         """``(pool or None, reason) -> (entries, tokens)`` of what did not load (what an omission line needs)."""
-        if self._counted is not None:
-            return self._counted()
-        return tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
+        counted: Counts = {}
+        for d in self.dropped:
+            entries, tokens = counted.get((d.pool, d.reason), (0, 0))
+            counted[(d.pool, d.reason)] = (entries + 1, tokens + (d.cost or 0))
+        return counted
 
     def dropped_sample(self, per_key: int) -> list[Dropped]:
         """The first ``per_key`` rows of each ``counts`` key: a report bounded by pools and reasons, not the store."""
-        if "dropped" not in self.__dict__ and self._sample is not None:  # rows not built: build only the sample's
-            return self._sample(per_key)
-        rows = self.dropped
-        return [rows[i] for i in first_per_key(((d.pool, d.reason) for d in rows), per_key)]
+        numbered: dict[Any, Iterator[int]] = collections.defaultdict(itertools.count)  # the n-th row of its key
+        return [d for d in self.dropped if next(numbered[d.pool, d.reason]) < per_key]
 
     def __repr__(self) -> str:
         counts = {name: len(got) for name, got in self.pools.items()}
@@ -475,24 +475,6 @@ class Selection:
         """Dropped entries grouped by reason code."""
         rows = self.dropped
         return {why: [d for d in rows if d.reason == why] for why in dict.fromkeys(d.reason for d in rows)}
-
-
-def first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
-    seen: dict[Any, int] = {}
-    kept = []
-    for position, key in enumerate(keys):
-        if seen.get(key, 0) < per_key:
-            seen[key] = seen.get(key, 0) + 1
-            kept.append(position)
-    return kept
-
-
-def tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
-    counted: Counts = {}
-    for pool, why, tokens in rows:
-        count, total = counted.get((pool, why), (0, 0))
-        counted[(pool, why)] = (count + 1, total + tokens)
-    return counted
 
 
 def default_token_counter(text: str) -> int:

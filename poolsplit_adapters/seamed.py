@@ -13,9 +13,10 @@ fill and every seamed path give the same selection, report included.
 from __future__ import annotations
 
 import datetime
+import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from .poolsplit import (
     Chosen,
@@ -45,14 +46,12 @@ from .poolsplit import (
     default_token_counter,
     describe_entry,
     entry_cost,
-    first_per_key,
     lifecycle_reason,
     prepare_scorer,
-    tally,
 )
-from .seams import Candidates, Filled, Layering, Left, Pick
+from .seams import Candidates, Counting, Filled, Layering, Left, Pick
 
-__all__ = ["ListCandidates", "fill_pools", "select", "retrieve_pools"]
+__all__ = ["CountedSelection", "ListCandidates", "fill_pools", "select", "retrieve_pools"]
 
 NOW_PROBLEM = "now must be a datetime.datetime or None"
 
@@ -213,20 +212,84 @@ def fill_pools(
         return [Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ())) for i, why, p in left]
 
     # Counts and sample without a row per entry left out: a column source's (seams.Counting), else from the rule.
-    counted, taken = getattr(candidates, "tally", None), getattr(candidates, "sample", None)
+    if isinstance(candidates, Counting):
+        counting = candidates
 
-    def counts() -> Counts:
-        if counted is not None:
-            return counted(filled, lost_set)  # type: ignore[no-any-return]
-        return tally((p, why, cost(i) if p else 0) for i, why, p in _left_out(candidates, filled, lost_set))
+        def counts() -> Counts:
+            return counting.tally(filled, lost_set)
 
-    def sample(per_key: int) -> list[Dropped]:
-        if taken is not None:
-            return rows(taken(filled, lost_set, per_key))
-        left = list(_left_out(candidates, filled, lost_set))
-        return rows([left[n] for n in first_per_key(((p, why) for _, why, p in left), per_key)])
+        def sample(per_key: int) -> list[Dropped]:
+            return rows(counting.sample(filled, lost_set, per_key))
 
-    return Selection(result, always_rows + picked_rows, rows, stats, notes, counts, sample)
+    else:
+
+        def counts() -> Counts:
+            return tally((p, why, cost(i) if p else 0) for i, why, p in _left_out(candidates, filled, lost_set))
+
+        def sample(per_key: int) -> list[Dropped]:
+            left = list(_left_out(candidates, filled, lost_set))
+            return rows([left[n] for n in first_per_key(((p, why) for _, why, p in left), per_key)])
+
+    return CountedSelection(result, always_rows + picked_rows, rows, stats, notes, counts=counts, sample=sample)
+
+
+class CountedSelection(Selection):
+    """A :class:`~poolsplit_adapters.poolsplit.Selection` whose ``counts`` and ``dropped_sample`` come from the
+    fill's source (a column source's :class:`~poolsplit_adapters.seams.Counting`, else the left-out rule's
+    triples): what an omission line and an event need, without a ``Dropped`` row per entry left out (the core's
+    ``Selection`` builds every row first). Once ``dropped`` is built the sample is read from it.
+
+    Example::
+
+        picked = fill_pools(pools, ListCandidates(entries, prepare_scorer(default_scorer, ctx, now)))
+        picked.counts                # {(pool, Reason.TOKEN_BUDGET): (entries, tokens), ...}, no row built
+        picked.dropped_sample(3)     # the first three rows of each (pool, reason)
+    """
+
+    def __init__(
+        self,
+        pools: Loaded,
+        chosen: list[Chosen],
+        dropped: Union[list[Dropped], Callable[[], list[Dropped]]],
+        stats: dict[str, PoolStats],
+        notes: Optional[dict[str, Any]] = None,
+        *,
+        counts: Callable[[], Counts],
+        sample: Callable[[int], list[Dropped]],
+    ) -> None:
+        super().__init__(pools, chosen, dropped, stats, notes)
+        self._counted, self._sample = counts, sample
+
+    @functools.cached_property
+    def counts(self) -> Counts:
+        """``(pool or None, reason) -> (entries, tokens)`` of what did not load, from the source."""
+        return self._counted()
+
+    def dropped_sample(self, per_key: int) -> list[Dropped]:
+        """The first ``per_key`` rows of each ``counts`` key; only the sample's rows are built."""
+        if "dropped" in self.__dict__:  # the rows are built already: read them
+            return super().dropped_sample(per_key)
+        return self._sample(per_key)
+
+
+def first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
+    """The positions of the first ``per_key`` of each key, in order."""
+    seen: dict[Any, int] = {}
+    kept = []
+    for position, key in enumerate(keys):
+        if seen.get(key, 0) < per_key:
+            seen[key] = seen.get(key, 0) + 1
+            kept.append(position)
+    return kept
+
+
+def tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
+    """``(pool, reason, tokens)`` triples counted into :attr:`Selection.counts`' form."""
+    counted: Counts = {}
+    for pool, why, tokens in rows:
+        count, total = counted.get((pool, why), (0, 0))
+        counted[(pool, why)] = (count + 1, total + tokens)
+    return counted
 
 
 def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[Pick]:

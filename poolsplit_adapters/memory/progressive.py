@@ -73,7 +73,7 @@ from ..poolsplit import (
     entry_error,
     parse_created,
 )
-from ..seamed import select
+from ..seamed import CountedSelection, select
 from ..seams import Candidates, Layering
 from ._words import contains, words
 from .metrics import TokenMetrics, token_metrics
@@ -408,7 +408,7 @@ def progressive_notes(metrics: TokenMetrics, *, detail: bool, deepened: bool) ->
     return {"metrics": metrics.to_dict(), "detail": detail, "deepened": deepened}
 
 
-class ProgressiveSelection(Selection):
+class ProgressiveSelection(CountedSelection):
     """A :class:`~poolsplit_adapters.poolsplit.Selection` with the token
     metrics and the sufficiency decision (also in ``notes``).
 

@@ -132,12 +132,14 @@ def test_the_docstring_examples_run():
 
 
 def test_the_count_builds_no_dropped_rows_when_the_namespace_kept_nothing_out():
-    from poolsplit_adapters.poolsplit import Reason, Selection
+    from poolsplit_adapters.poolsplit import Reason
+    from poolsplit_adapters.seamed import CountedSelection
 
     def rows() -> list:
         raise AssertionError("the dropped rows were built")
 
-    quiet = Selection({}, [], rows, {}, counts=lambda: {(None, Reason.TOKEN_BUDGET): (40, 900)})
+    counted = {(None, Reason.TOKEN_BUDGET): (40, 900)}
+    quiet = CountedSelection({}, [], rows, {}, counts=lambda: counted, sample=lambda per_key: rows())
     assert always_outside_namespace(quiet) == 0  # from the counts alone
     real = select([fix("ours", "memories.ana")], POOLS, visibility=Visibility(namespace="memories.ana"))
     assert always_outside_namespace(real) == 0

@@ -17,6 +17,7 @@ from poolsplit_adapters.render import (
     render_context,
     selected_line,
 )
+from poolsplit_adapters.seamed import CountedSelection
 
 NOW = datetime.datetime(2026, 7, 7)
 HOSTILE = [
@@ -128,14 +129,20 @@ def test_omitted_by_pool_counts_budget_cuts_and_what_the_caller_did_not_return()
     assert omitted_by_pool(selection, []) == {"content": 5, "skills": 2}
 
 
-class _RowCountingSelection(Selection):
+class _RowCountingSelection(CountedSelection):
     """A selection that counts how often its per-entry rows are read."""
 
     __slots__ = ("row_reads",)
 
     def __init__(self, inner: Selection) -> None:
         super().__init__(
-            inner.pools, inner.chosen, lambda: inner.dropped, inner.stats, inner.notes, counts=lambda: inner.counts
+            inner.pools,
+            inner.chosen,
+            lambda: inner.dropped,
+            inner.stats,
+            inner.notes,
+            counts=lambda: inner.counts,
+            sample=inner.dropped_sample,
         )
         self.row_reads = 0
 
