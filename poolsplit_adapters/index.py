@@ -94,7 +94,7 @@ from .poolsplit import (
 )
 from .relevance.bm25 import Query
 from .relevance.columns import TermPostings
-from .relevance.feedback import SETTLE_STEP
+from .relevance.feedback import SETTLE_STEP, expansion
 from .relevance.modifiers import combine_columns
 from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
@@ -1224,7 +1224,7 @@ class _ColumnSource:
         # the few wanted are picked from them in one pass, none sorted.
         best += heapq.nsmallest(feedback.top - len(best), ties, key=tie_key)
         corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
-        second = corpus.query(" ".join(self.slots[p]["content"] for p in best))  # type: ignore[index]
+        second = expansion(corpus, [self.slots[p]["content"] for p in best], feedback)  # type: ignore[index]
         found = terms.relevance(second, self.size)
         found = np.floor(found / SETTLE_STEP + 0.5) * SETTLE_STEP  # twin of relevance.feedback.settled
         return (1.0 - feedback.weight) * first + feedback.weight * found

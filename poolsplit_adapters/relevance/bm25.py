@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from typing import Dict, FrozenSet, List, Mapping, Sequence, Tuple
+from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from .words import Analyzer, cache_key
 
@@ -141,9 +141,11 @@ class WordIndex:
         lone scored text has length ratio 1)."""
         return self.total_length / self.documents if self.documents and self.total_length else 1.0
 
-    def query(self, text: str) -> Query:
-        """Digest a query once against the current statistics."""
-        return Query(self, self.analyzer.query_terms(text))
+    def query(self, text: str, most: Optional[int] = None) -> Query:
+        """Digest a query once against the current statistics; with
+        ``most``, only its ``most`` words of highest idf (the rarest; ties:
+        the earlier), in the query's order."""
+        return Query(self, self.analyzer.query_terms(text), most)
 
 
 class Query:
@@ -152,12 +154,14 @@ class Query:
 
     __slots__ = ("words", "weights", "ceiling", "average_length", "_owners", "_key")
 
-    def __init__(self, index: WordIndex, words: List[FrozenSet[str]]) -> None:
+    def __init__(self, index: WordIndex, words: List[FrozenSet[str]], most: Optional[int] = None) -> None:
         documents = max(index.documents, 1)
+        weights = [idf(documents, min(max(index.frequency(v) for v in variants), documents)) for variants in words]
+        if most is not None and len(words) > most:
+            kept = sorted(sorted(range(len(words)), key=lambda n: (-weights[n], n))[:most])
+            words, weights = [words[n] for n in kept], [weights[n] for n in kept]
         self.words: List[FrozenSet[str]] = words
-        self.weights: List[float] = [
-            idf(documents, min(max(index.frequency(v) for v in variants), documents)) for variants in words
-        ]
+        self.weights: List[float] = weights
         self.ceiling = math.fsum(self.weights) * (K1 + 1.0)
         self.average_length = index.average_length
         # variant -> the query words it belongs to: a text that shares no

@@ -10,7 +10,8 @@ words ("Tom") find the second. This is query expansion from the top results
     sources  = the ``top`` candidates of highest ``first`` above 0,
                ties by the core's order (created, id, position)
     F        = the normalised BM25 of the sources' texts, joined in that
-               order, as a second query (same corpus statistics)
+               order, as a second query (same corpus statistics) of
+               their ``terms`` rarest words (highest idf; all with None)
     relevance = (1 - weight) * first + weight * F
 
 so the relevance stays in [0, 1] and the relevance-first bound of
@@ -37,9 +38,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, List, Mapping, Sequence
+from typing import Any, Callable, List, Mapping, Optional, Sequence
 
-__all__ = ["Feedback", "best_sources", "expand", "settled", "SETTLE_STEP"]
+__all__ = ["Feedback", "EXPANSION_TERMS", "best_sources", "expansion", "expand", "settled", "SETTLE_STEP"]
+
+
+#: How many words the second query holds by default: on the long-horizon
+#: questions (benchmarks/eval/evaluate_long.py, both halves) every default
+#: path recalls what it did with every word; 16 lost one piece of evidence
+#: with vectors, at 256 and at 1,024 tokens.
+EXPANSION_TERMS = 24
 
 
 @dataclass(frozen=True)
@@ -51,20 +59,31 @@ class Feedback:
         top: how many of the best candidates give their words (at least 1).
         weight: the share of the expanded query's BM25 in the relevance,
             in (0, 1).
+        terms: how many of the sources' words the second query holds: their
+            rarest (highest idf; ties: the earlier), as RM3 keeps its best
+            expansion terms. Each word costs a pass over its postings, so
+            without a bound a long best match (a pasted document, a long
+            turn) makes every call pay for all of its words, and the most
+            common of them add the least. None: every word. Default
+            :data:`EXPANSION_TERMS`.
 
     Example:
         >>> from poolsplit_adapters.relevance import RelevanceScorer
         >>> scorer = RelevanceScorer(feedback=Feedback(top=2, weight=0.1))
         >>> scorer.feedback
-        Feedback(top=2, weight=0.1)
+        Feedback(top=2, weight=0.1, terms=24)
     """
 
     top: int = 2
     weight: float = 0.1
+    terms: Optional[int] = EXPANSION_TERMS
 
     def __post_init__(self) -> None:
         if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 1:
             raise ValueError("Feedback top must be an int of at least 1, got %r" % (self.top,))
+        terms = self.terms
+        if terms is not None and (isinstance(terms, bool) or not isinstance(terms, int) or terms < 1):
+            raise ValueError("Feedback terms must be an int of at least 1 or None, got %r" % (terms,))
         weight = self.weight
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 < weight < 1.0:
             raise ValueError("Feedback weight must be in (0, 1), got %r" % (weight,))
@@ -87,6 +106,13 @@ def best_sources(
     """
     scored = sorted((-first(e), e.get("created") or "", e.get("id") or "", n) for n, e in enumerate(candidates))
     return [candidates[key[3]] for key in scored[:top] if key[0] < 0.0]
+
+
+def expansion(corpus: Any, texts: Sequence[str], feedback: Feedback) -> Any:
+    """The second query: the sources' texts joined in order, as a
+    :class:`~.bm25.Query` of ``corpus`` holding the ``feedback.terms``
+    rarest of their words (all with None)."""
+    return corpus.query(" ".join(texts), feedback.terms)
 
 
 #: The expanded query's BM25 is rounded to a multiple of this (2**-40, about

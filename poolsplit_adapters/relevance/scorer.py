@@ -34,7 +34,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence
 
 from ..poolsplit import ScoringContext, check_entry
 from .bm25 import Query, WordIndex
-from .feedback import Feedback, best_sources, expand
+from .feedback import Feedback, best_sources, expand, expansion
 from .fusion import DEFAULT_LEXICAL_WEIGHT, fuse
 from .modifiers import DEFAULT_FLOOR, Modifiers, combine
 from .words import Analyzer
@@ -314,7 +314,7 @@ class PreparedRelevance:
             feedback = self.scorer.feedback
             assert feedback is not None and self._sources is not None
             best = best_sources(self._sources, self.first_relevance, feedback.top)
-            self._second = self._corpus().query(" ".join(e["content"] for e in best)) if best else None
+            self._second = expansion(self._corpus(), [e["content"] for e in best], feedback) if best else None
             self._expanding = True
         return self._second
 

@@ -201,3 +201,66 @@ def test_many_entries_tied_at_the_cut_give_the_sources_the_core_rule_picks_on_bo
     echoes = [{"id": "echo-%02d" % n, "content": "word%02d word%02d" % (n, n)} for n in range(40)]
     per_entry = both(memories(*ties, *echoes), Feedback(top=3, weight=0.5))  # hop1 above the cut, then two ties
     assert sorted(i for i in order(per_entry) if i.startswith("echo-")) == ["echo-00", "echo-33"]  # days 0 and 1
+
+
+def test_a_query_with_most_keeps_its_rarest_words_in_the_query_s_order():
+    from poolsplit_adapters.relevance.bm25 import WordIndex, idf
+    from poolsplit_adapters.relevance.words import Analyzer
+
+    def named(query):  # each query word by the word it was written as (its variants hold it)
+        return [
+            next(word for word in ("amber", "basil", "cedar", "dune") if word in variants) for variants in query.words
+        ]
+
+    corpus = WordIndex(Analyzer())
+    corpus.add_many(
+        ["amber basil", "amber cedar", "amber basil dune", "amber"]
+    )  # df: amber 4, basil 2, cedar 1, dune 1
+    assert named(corpus.query("amber basil cedar dune")) == ["amber", "basil", "cedar", "dune"]
+    two = corpus.query("amber basil cedar dune", 2)
+    assert named(two) == ["cedar", "dune"]  # idf ties: the earlier first
+    assert two.weights == [idf(4, 1), idf(4, 1)]
+    assert two.ceiling == (idf(4, 1) + idf(4, 1)) * 2.2
+    assert named(corpus.query("dune amber basil cedar", 3)) == ["dune", "basil", "cedar"]  # in the query's order
+    assert named(corpus.query("amber basil", 5)) == ["amber", "basil"]
+
+
+def test_the_expansion_holds_at_most_terms_words_whatever_the_sources_length():
+    """A long best match expands the query by its ``terms`` rarest words,
+    not all of them: a call's second pass costs what those words cost."""
+    long_text = "Tom moved to Sydney. " + " ".join("word%03d" % n for n in range(300))
+    store = [
+        {"id": "hop1", "content": long_text, "created": "2025-01-01T00:00:00Z"},
+        {"id": "hop2", "content": "Maya's brother is called Tom.", "created": "2025-02-01T00:00:00Z"},
+        *({"id": "w%d" % n, "content": "word%03d and more" % n} for n in range(0, 300, 3)),
+    ]
+    # Only the long entry says Sydney: it is the one source. Its words: tom,
+    # moved, sydney and 300 numbered ones ("to" is a stopword).
+    for terms, expected in ((None, 303), (16, 16)):
+        scorer = RelevanceScorer(feedback=Feedback(top=1, weight=0.3, terms=terms))
+        scorer.index_entries(store)
+        prepared = scorer.prepare({"message": "Who lives in Sydney?"}, NOW)
+        prepared.admitted(store)
+        second = prepared._expanded()
+        assert second is not None and len(second.words) == expected
+    # The 16 kept are the rarest (no other entry holds them): never "tom"
+    # (hop2 holds it too) nor a numbered word a "w" entry repeats.
+    kept = sorted(min(variants, key=len) for variants in second.words)
+    assert "tom" not in kept and all(not w.startswith("word") or int(w[4:]) % 3 for w in kept)
+
+
+@given(STORE, st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join), st.integers(1, 4))
+def test_a_bounded_expansion_gives_the_same_selection_on_the_columns_and_per_entry(store, message, terms):
+    feedback = Feedback(top=2, weight=0.3, terms=terms)
+    context = {"message": message}
+    kept = RelevanceScorer(feedback=feedback)
+    kept.index_entries(store)
+    per_entry = select(store, PLAN, context, now=NOW, scorer=kept)
+    columns = MemoryIndex(store, scorer=RelevanceScorer(feedback=feedback)).select(PLAN, context, now=NOW)
+    assert [(c.entry["id"], c.score) for c in columns.chosen] == [(c.entry["id"], c.score) for c in per_entry.chosen]
+
+
+@pytest.mark.parametrize("terms", [0, -1, True, 2.0, "8"])
+def test_a_bad_terms_bound_is_refused(terms):
+    with pytest.raises(ValueError, match="Feedback terms must be an int of at least 1 or None"):
+        Feedback(top=2, weight=0.1, terms=terms)

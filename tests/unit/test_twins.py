@@ -305,7 +305,11 @@ def test_memory_index_ranks_with_the_relevance_scorer_as_the_per_entry_path_does
     pseudo-relevance feedback too (its sources, the admitted contextual
     candidates, read from the columns there)."""
     context = {"message": message, "tags": data.draw(st.sampled_from([[], ["ops"]])), "project": "checkout"}
-    feedback = data.draw(st.sampled_from([None, Feedback(top=1, weight=0.3), Feedback(top=2, weight=0.1)]))
+    feedback = data.draw(
+        st.sampled_from(
+            [None, Feedback(top=1, weight=0.3), Feedback(top=2, weight=0.1), Feedback(top=2, weight=0.3, terms=2)]
+        )
+    )
     indexes = [MemoryIndex(store, scorer=RelevanceScorer(feedback=feedback)), MemoryIndex(store, use_numpy=False)]
     later = data.draw(_RELEVANCE_STORE)
     gone = data.draw(st.lists(st.sampled_from(store), max_size=len(store), unique_by=id)) if store else []
