@@ -1328,9 +1328,24 @@ class _ColumnSource:
         """The first ``per_key`` positions of each (pool, reason) left out,
         in input order: the core's sample, from the same keys as the counts."""
         key, keys = self._left_keys(filled, lost)
-        present = np.flatnonzero(np.bincount(key + 1, minlength=len(keys) + 1)[1:])
-        found = [(int(p), keys[n][1], keys[n][0]) for n in present.tolist() for p in np.flatnonzero(key == n)[:per_key]]
-        return sorted(found, key=lambda left: left[0])
+        # Read from the front in slices, each twice the last, only for the
+        # keys still short of their rows: the rows of a key most of the
+        # store shares are in the first slice, one pass finds the rare ones.
+        wanting = np.minimum(np.bincount(key + 1, minlength=len(keys) + 1)[1:], per_key)
+        wanting = np.append(wanting, 0)  # the slot of key -1 (what loaded): never wanted
+        found: list[tuple[int, Reason, Optional[str]]] = []
+        start, width = 0, 512
+        while wanting.any() and start < len(key):
+            piece = key[start : start + width]
+            offsets = np.flatnonzero(wanting[piece] > 0)
+            left = wanting.tolist()
+            for offset, n in zip(offsets.tolist(), piece[offsets].tolist()):
+                if left[n] > 0:
+                    left[n] -= 1
+                    found.append((start + offset, keys[n][1], keys[n][0]))
+            wanting = np.array(left)
+            start, width = start + width, width * 2
+        return found
 
     def _left_keys(self, filled: list[Any], lost: set[int]) -> tuple[Any, list[tuple[Optional[str], Reason]]]:
         """Twin of the core's ``_left_out`` rule, with arrays: per position,
@@ -1350,29 +1365,28 @@ class _ColumnSource:
         keys += [(f[0].name, reason) for f in filled for reason in _POOL_REASONS]
         keys += [(None, Reason.ALWAYS_NO_POOL), (None, Reason.NO_POOL)]
         # The key of the pool that last considered the position (-1: none).
-        pooled = np.full(size, -1, dtype=np.int32)
+        # A pool's members exclude what earlier pools took, and what it took
+        # itself is keyed -1 below, so its whole group is keyed here.
+        pooled = np.full(size, -1, dtype=np.intp)
         chosen = np.zeros(size, dtype=bool)
         for k, (pool, always, contextual, below, picks) in enumerate(filled):
-            picked = np.fromiter((p[0] for p in picks), dtype=np.int64, count=len(picks))
             chosen[always] = True
-            chosen[picked] = True
+            chosen[np.fromiter((p[0] for p in picks), dtype=np.intp, count=len(picks))] = True
             first = len(_WHY) - 1 + k * len(_POOL_REASONS)  # this pool's BELOW_RELEVANCE
             if below is not None and len(below):
                 pooled[below] = first
-            left = np.asarray(contextual, dtype=np.int64)
-            left = left[~chosen[left]]  # what earlier pools took is not among this pool's members
             room = pool.max_tokens - sum(p[2] for p in picks)
-            pooled[left] = np.where(cost[left] > room, first + 1, first + 2)
-        # The four cases below are disjoint (inactive, hidden by visibility,
-        # left out while visible, loaded or removed), so each is one select.
+            pooled[contextual] = np.where(cost[contextual] > room, first + 1, first + 2)
+        # Visible and left out: its pool's key, else no pool (an unclaimed
+        # always-scope entry is in no pool's group); then, each overriding
+        # the last, what is not visible or loaded (-1), hidden by visibility
+        # (its code in ``why``) and inactive (0): the four cases are disjoint.
         alive, active, why = self.col["alive"], self.col["active"], self.why
-        always = np.zeros(size, dtype=bool)
-        always[list(lost)] = True
-        unpooled = np.where(always, np.int32(len(keys) - 2), np.int32(len(keys) - 1))
-        key = np.where(self.visible & ~chosen, np.where(pooled >= 0, pooled, unpooled), np.int32(-1))
-        hidden = alive & active & (why > 0) & (why < len(_WHY) - 1)
-        key = np.where(hidden, why.astype(np.int32), key)
-        key = np.where(alive & ~active, np.int32(0), key)
+        key = np.where(pooled >= 0, pooled, len(keys) - 1)
+        key[list(lost)] = len(keys) - 2
+        key[chosen | ~self.visible] = -1
+        np.copyto(key, why, where=alive & active & (why > 0) & (why < len(_WHY) - 1))
+        key[alive & ~active] = 0
         self._left = (filled, key, keys)
         return key, keys
 
