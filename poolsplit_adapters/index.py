@@ -1063,6 +1063,7 @@ class _ColumnSource:
         self._logical: Optional[Any] = None
         self._relevance: Optional[Any] = None
         self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
+        self._counted: Optional[tuple[Any, Any]] = None  # (key, how many positions hold each of its keys)
         self._lexical: Optional[Any] = None
         self._penalty: Optional[Any] = None
         # Twin of lifecycle_reason at the call's time (its as_of branch is the generic path's).
@@ -1154,7 +1155,7 @@ class _ColumnSource:
             # (Modifiers.boost_columns, the twin of Modifiers.boost) over the
             # relevance column, combined as relevance.combine does per entry.
             assert index._tags is not None
-            shared = index._tags.count(ctx.tags, self.size) if ctx.tags else np.zeros(self.size, dtype=np.float64)
+            shared = index._tags.count(ctx.tags, self.size) if ctx.tags else None
             placed = np.where(project < 0, 1, np.where(same, 2, 0)).astype(np.int8)
             boost = relevance_first.modifiers.boost_columns(
                 col["priority"], seconds / 86400.0, col["created"] >= 0, shared, col["ntags"], placed
@@ -1319,9 +1320,8 @@ class _ColumnSource:
         """Twin of the core's ``_left_out`` rule, counted with arrays (see
         :meth:`_left_keys`), with no row per entry."""
         key, keys = self._left_keys(filled, lost)
-        shifted = key + 1  # bin 0: what loaded
-        found = np.bincount(shifted, minlength=len(keys) + 1)[1:]
-        tokens = np.bincount(shifted, weights=self.col["cost"], minlength=len(keys) + 1)[1:]
+        found = self._left_counts(filled, lost)
+        tokens = np.bincount(key + 1, weights=self.col["cost"], minlength=len(keys) + 1)[1:]  # bin 0: what loaded
         return {k: (int(found[n]), int(tokens[n]) if k[0] is not None else 0) for n, k in enumerate(keys) if found[n]}
 
     def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:
@@ -1331,7 +1331,7 @@ class _ColumnSource:
         # Read from the front in slices, each twice the last, only for the
         # keys still short of their rows: the rows of a key most of the
         # store shares are in the first slice, one pass finds the rare ones.
-        wanting = np.minimum(np.bincount(key + 1, minlength=len(keys) + 1)[1:], per_key)
+        wanting = np.minimum(self._left_counts(filled, lost), per_key)
         wanting = np.append(wanting, 0)  # the slot of key -1 (what loaded): never wanted
         found: list[tuple[int, Reason, Optional[str]]] = []
         start, width = 0, 512
@@ -1346,6 +1346,14 @@ class _ColumnSource:
             wanting = np.array(left)
             start, width = start + width, width * 2
         return found
+
+    def _left_counts(self, filled: list[Any], lost: set[int]) -> Any:
+        """How many positions hold each key of :meth:`_left_keys` (the counts
+        and the sample share one count)."""
+        key, keys = self._left_keys(filled, lost)
+        if self._counted is None or self._counted[0] is not key:
+            self._counted = (key, np.bincount(key + 1, minlength=len(keys) + 1)[1:])
+        return self._counted[1]
 
     def _left_keys(self, filled: list[Any], lost: set[int]) -> tuple[Any, list[tuple[Optional[str], Reason]]]:
         """Twin of the core's ``_left_out`` rule, with arrays: per position,

@@ -87,13 +87,17 @@ class NodeConverter:
         out = []
         for c in chosen:
             original = source[id(c.entry)]
-            node = original.model_copy()
+            # One copy with the new fields (each a new object, the caller's
+            # untouched), not three validated assignments after the copy.
+            update: dict[str, Any] = {
+                "metadata": {**original.metadata, SELECTION_KEY: selection_metadata(c)},
+                "excluded_embed_metadata_keys": [*original.excluded_embed_metadata_keys, SELECTION_KEY],
+            }
+            if not self.show:
+                update["excluded_llm_metadata_keys"] = [*original.excluded_llm_metadata_keys, SELECTION_KEY]
+            node = original.model_copy(update=update)
             if str(c.layer) != "full":  # progressive loading: the summary, full text by id (expand tool)
                 node.set_content(loaded_text(c, original.get_content(metadata_mode=MetadataMode.NONE)))
-            node.metadata = {**original.metadata, SELECTION_KEY: selection_metadata(c)}
-            node.excluded_embed_metadata_keys = [*original.excluded_embed_metadata_keys, SELECTION_KEY]
-            if not self.show:
-                node.excluded_llm_metadata_keys = [*original.excluded_llm_metadata_keys, SELECTION_KEY]
             out.append(NodeWithScore(node=node, score=always_score if c.always else float(c.score or 0.0)))
         return out
 

@@ -144,23 +144,25 @@ class Modifiers:
                 (the per-entry path's ``total_seconds() / 86400``).
             dated: bool, whether ``created`` parsed.
             tags_shared: float64, the entry's distinct tags named in the
-                context (0 when either has none).
+                context (0 when either has none), or None when the context
+                names no tag (no entry shares one).
             tags_distinct: float64, the entry's distinct tags (1 when none).
             project: int8, 2 for the context's project, 1 for no project,
                 0 for another.
         """
         import numpy as np  # the per-entry path needs no numpy
 
-        clamped = np.where(priority > 0.0, np.where(priority > 10.0, 10.0, priority), 0.0)
-        total = self.priority_weight * clamped / 10.0
+        # Finite inputs: maximum/minimum clamp as the per-entry comparisons
+        # do (a zero's sign may differ, and the additions below make it +0).
+        total = self.priority_weight * np.minimum(np.maximum(priority, 0.0), 10.0) / 10.0
         if self.recency_weight:
-            age = np.where(days > 0.0, days, 0.0)
+            age = np.maximum(days, 0.0)
             fresh = dated & (age < self.recency_horizon_days)
             total = total + np.where(fresh, self.recency_weight * (1.0 - age / self.recency_horizon_days), 0.0)
-        if self.tag_weight:
+        if self.tag_weight and tags_shared is not None:  # None: the context names no tag (0 for every entry)
             total = total + np.where(tags_shared > 0.0, self.tag_weight * tags_shared / tags_distinct, 0.0)
-        half = self.project_weight / 2.0
-        return total + np.where(project == 2, self.project_weight, np.where(project == 1, half, 0.0))
+        # By the project code (0 another, 1 none, 2 the context's): one lookup each.
+        return total + np.array([0.0, self.project_weight / 2.0, self.project_weight])[project]
 
 
 def combine(relevance: float, boost: float, floor: float = DEFAULT_FLOOR) -> float:
