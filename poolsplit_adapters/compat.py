@@ -75,9 +75,14 @@ def retrieve_pools(
     return select(entries, pools, context, _report=False, _stacklevel=4, **options).pools
 
 
+#: The names that left the core for :mod:`poolsplit_adapters.seamed`.
+MOVED = ("fill_pools", "ListCandidates", "tally", "first_per_key")
+
+
 def moved(name: str) -> Any:
     """``poolsplit_adapters.poolsplit.<name>`` for a name that left the core in 0.3 (``fill_pools``,
-    ``ListCandidates``: the seamed fill, :mod:`poolsplit_adapters.seamed`), with a warning naming its home.
+    ``ListCandidates``: the seamed fill; ``tally``, ``first_per_key``: the counts and sample of its
+    ``CountedSelection``; all in :mod:`poolsplit_adapters.seamed`), with a warning naming its home.
 
     Example::
 
@@ -91,7 +96,7 @@ def moved(name: str) -> Any:
 def _core_getattr(name: str) -> Any:
     """The core module's ``__getattr__`` (PEP 562), installed below so the vendorable file carries no
     compatibility code: an old name found through :func:`moved`, any other an ``AttributeError``."""
-    if name not in ("fill_pools", "ListCandidates"):
+    if name not in MOVED:
         raise AttributeError("module %r has no attribute %r" % (poolsplit.__name__, name))
     return moved(name)
 

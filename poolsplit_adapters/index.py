@@ -1328,6 +1328,7 @@ class _ColumnSource:
         """The first ``per_key`` positions of each (pool, reason) left out,
         in input order: the core's sample, from the same keys as the counts."""
         key, keys = self._left_keys(filled, lost)
+        per_key = max(0, min(per_key, len(key)))  # a key never holds more rows than there are positions
         # Read from the front in slices, each twice the last, only for the
         # keys still short of their rows: the rows of a key most of the
         # store shares are in the first slice, one pass finds the rare ones.

@@ -51,7 +51,7 @@ from .poolsplit import (
 )
 from .seams import Candidates, Counting, Filled, Layering, Left, Pick
 
-__all__ = ["CountedSelection", "ListCandidates", "fill_pools", "select", "retrieve_pools"]
+__all__ = ["CountedSelection", "ListCandidates", "fill_pools", "select", "retrieve_pools", "tally", "first_per_key"]
 
 NOW_PROBLEM = "now must be a datetime.datetime or None"
 

@@ -156,6 +156,8 @@ class Query:
 
     def __init__(self, index: WordIndex, words: List[FrozenSet[str]], most: Optional[int] = None) -> None:
         documents = max(index.documents, 1)
+        if most is not None and (isinstance(most, bool) or not isinstance(most, int) or most < 1):
+            raise ValueError("Query most must be an int of at least 1 or None, got %r" % (most,))
         weights = [idf(documents, min(max(index.frequency(v) for v in variants), documents)) for variants in words]
         if most is not None and len(words) > most:
             kept = sorted(sorted(range(len(words)), key=lambda n: (-weights[n], n))[:most])

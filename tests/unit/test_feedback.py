@@ -264,3 +264,14 @@ def test_a_bounded_expansion_gives_the_same_selection_on_the_columns_and_per_ent
 def test_a_bad_terms_bound_is_refused(terms):
     with pytest.raises(ValueError, match="Feedback terms must be an int of at least 1 or None"):
         Feedback(top=2, weight=0.1, terms=terms)
+
+
+@pytest.mark.parametrize("most", [0, -1, True, 2.5])
+def test_a_query_bound_that_is_not_a_positive_int_is_refused(most):
+    from poolsplit_adapters.relevance.bm25 import WordIndex
+    from poolsplit_adapters.relevance.words import Analyzer
+
+    corpus = WordIndex(Analyzer())
+    corpus.add_many(["amber basil"])
+    with pytest.raises(ValueError, match="Query most must be an int of at least 1 or None, got"):
+        corpus.query("amber basil", most)

@@ -447,3 +447,32 @@ def test_the_index_reads_a_batch_of_plain_dicts_as_it_reads_each_entry(store):
         assert column.tobytes() == each._columns[name].tobytes(), name
     assert [found.tobytes() for found in batch._words.lists] == [found.tobytes() for found in each._words.lists]
     assert [found.tobytes() for found in batch._tags.lists] == [found.tobytes() for found in each._tags.lists]
+
+
+@pytest.mark.parametrize("per_key", [1, 3, 40, 10**30])
+def test_the_index_sample_past_its_first_slices_is_the_first_rows_of_each_key(per_key):
+    """A store of thousands (the column sample reads from the front in
+    doubling slices, the first of 512): rare keys far back, a key whose
+    rows all sit at the end, removals, a catch-all pool; the sample is the
+    first rows of .dropped per (pool, reason) on the index as on the core."""
+    from poolsplit_adapters.index import MemoryIndex
+
+    store = [{"id": "n%04d" % n, "content": "note %d" % n, "type": "note", "token_count": 3} for n in range(3000)]
+    store += [{"id": "x%d" % n, "content": "retired", "status": "archived"} for n in range(2)]
+    store += [{"id": "f%04d" % n, "content": "fact %d" % n, "type": "fact", "token_count": 2} for n in range(1500)]
+    store += [{"id": "c%d" % n, "content": "fix", "type": "correction", "scope": "always"} for n in range(3)]
+    plan = [Pool("notes", 30, 5, ("note",)), Pool("rest", 40, 1000, None)]
+    index = MemoryIndex(store)
+    index.remove(store[7])
+    kept = [e for e in store if e is not store[7]]
+    sampled = index.select(plan, now=NOW).dropped_sample(per_key)
+    seen: dict = {}
+    expected = []
+    for d in select(kept, plan, now=NOW).dropped:
+        seen[(d.pool, d.reason)] = seen.get((d.pool, d.reason), 0) + 1
+        if seen[(d.pool, d.reason)] <= per_key:
+            expected.append(d)
+    assert [(d.entry["id"], d.reason, d.pool, d.cost) for d in sampled] == [
+        (d.entry["id"], d.reason, d.pool, d.cost) for d in expected
+    ]
+    assert {(d.pool, d.reason) for d in sampled} >= {("rest", Reason.TOKEN_BUDGET), (None, Reason.INACTIVE)}
