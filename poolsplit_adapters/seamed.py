@@ -16,7 +16,7 @@ import datetime
 import functools
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from .poolsplit import (
     Chosen,
@@ -247,17 +247,10 @@ class CountedSelection(Selection):
     """
 
     def __init__(
-        self,
-        pools: Loaded,
-        chosen: list[Chosen],
-        dropped: Union[list[Dropped], Callable[[], list[Dropped]]],
-        stats: dict[str, PoolStats],
-        notes: Optional[dict[str, Any]] = None,
-        *,
-        counts: Callable[[], Counts],
-        sample: Callable[[int], list[Dropped]],
+        self, *selection: Any, counts: Callable[[], Counts], sample: Callable[[int], list[Dropped]], **named: Any
     ) -> None:
-        super().__init__(pools, chosen, dropped, stats, notes)
+        """``selection`` (and ``named``): the core ``Selection``'s arguments; ``counts``, ``sample``: the source's."""
+        super().__init__(*selection, **named)
         self._counted, self._sample = counts, sample
 
     @functools.cached_property
