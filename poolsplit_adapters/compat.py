@@ -76,13 +76,12 @@ def retrieve_pools(
 
 
 #: The names that left the core for :mod:`poolsplit_adapters.seamed`.
-MOVED = ("fill_pools", "ListCandidates", "tally", "first_per_key")
+MOVED = ("fill_pools", "ListCandidates")
 
 
 def moved(name: str) -> Any:
     """``poolsplit_adapters.poolsplit.<name>`` for a name that left the core in 0.3 (``fill_pools``,
-    ``ListCandidates``: the seamed fill; ``tally``, ``first_per_key``: the counts and sample of its
-    ``CountedSelection``; all in :mod:`poolsplit_adapters.seamed`), with a warning naming its home.
+    ``ListCandidates``: the seamed fill, :mod:`poolsplit_adapters.seamed`), with a warning naming its home.
 
     Example::
 

@@ -58,9 +58,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
     "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
-    "check_entry", "check_pools", "active_visibility", "entry_cost", "given_token_count", "entry_error",
+    "check_entry", "check_pools", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
     "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
-    "checked_score", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
+    "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
     "BUDGET_REASONS",
 ]
 # fmt: on
@@ -452,16 +452,12 @@ class Selection:
     @functools.cached_property
     def counts(self) -> Counts:
         """``(pool or None, reason) -> (entries, tokens)`` of what did not load (what an omission line needs)."""
-        counted: Counts = {}
-        for d in self.dropped:
-            entries, tokens = counted.get((d.pool, d.reason), (0, 0))
-            counted[(d.pool, d.reason)] = (entries + 1, tokens + (d.cost or 0))
-        return counted
+        return tally((d.pool, d.reason, d.cost or 0) for d in self.dropped)
 
     def dropped_sample(self, per_key: int) -> list[Dropped]:
         """The first ``per_key`` rows of each ``counts`` key: a report bounded by pools and reasons, not the store."""
-        numbered: dict[Any, Iterator[int]] = collections.defaultdict(itertools.count)  # the n-th row of its key
-        return [d for d in self.dropped if next(numbered[d.pool, d.reason]) < per_key]
+        rows = self.dropped
+        return [rows[n] for n in first_per_key(((d.pool, d.reason) for d in rows), per_key)]
 
     def __repr__(self) -> str:
         counts = {name: len(got) for name, got in self.pools.items()}
@@ -475,6 +471,21 @@ class Selection:
         """Dropped entries grouped by reason code."""
         rows = self.dropped
         return {why: [d for d in rows if d.reason == why] for why in dict.fromkeys(d.reason for d in rows)}
+
+
+def tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
+    """``(pool or None, reason, tokens)`` triples as :attr:`Selection.counts` holds them (every report's rule)."""
+    counted: Counts = {}
+    for pool, why, tokens in rows:
+        entries, total = counted.get((pool, why), (0, 0))
+        counted[(pool, why)] = (entries + 1, total + tokens)
+    return counted
+
+
+def first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
+    """The positions of the first ``per_key`` of each key, in order (every report's sample rule)."""
+    numbered: dict[Any, Iterator[int]] = collections.defaultdict(itertools.count)  # the n-th of its key
+    return [n for n, key in enumerate(keys) if next(numbered[key]) < per_key]
 
 
 def default_token_counter(text: str) -> int:

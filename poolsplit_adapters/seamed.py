@@ -46,12 +46,14 @@ from .poolsplit import (
     default_token_counter,
     describe_entry,
     entry_cost,
+    first_per_key,
     lifecycle_reason,
     prepare_scorer,
+    tally,
 )
 from .seams import Candidates, Counting, Filled, Layering, Left, Pick
 
-__all__ = ["CountedSelection", "ListCandidates", "fill_pools", "select", "retrieve_pools", "tally", "first_per_key"]
+__all__ = ["CountedSelection", "ListCandidates", "fill_pools", "select", "retrieve_pools"]
 
 NOW_PROBLEM = "now must be a datetime.datetime or None"
 
@@ -263,26 +265,6 @@ class CountedSelection(Selection):
         if "dropped" in self.__dict__:  # the rows are built already: read them
             return super().dropped_sample(per_key)
         return self._sample(per_key)
-
-
-def first_per_key(keys: Iterable[Any], per_key: int) -> list[int]:
-    """The positions of the first ``per_key`` of each key, in order."""
-    seen: dict[Any, int] = {}
-    kept = []
-    for position, key in enumerate(keys):
-        if seen.get(key, 0) < per_key:
-            seen[key] = seen.get(key, 0) + 1
-            kept.append(position)
-    return kept
-
-
-def tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
-    """``(pool, reason, tokens)`` triples counted into :attr:`Selection.counts`' form."""
-    counted: Counts = {}
-    for pool, why, tokens in rows:
-        count, total = counted.get((pool, why), (0, 0))
-        counted[(pool, why)] = (count + 1, total + tokens)
-    return counted
 
 
 def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[Pick]:

@@ -400,7 +400,7 @@ def _install_llama_index_filter_index(store: Any) -> None:
         connection = session.connection()
         preparer = _postgres_quoting()
         # Names: ours, derived from the store's declared table name, and the
-        # table itself, both quoted by the dialect. The index lands in the
+        # table itself, both quoted by the Postgres rules (``_postgres_quoting``). The index lands in the
         # table's schema (an index name cannot be qualified in CREATE INDEX).
         qualified = preparer.format_table(table)
         index = preparer.quote(filter_index_name(table.name))

@@ -326,11 +326,6 @@ def test_the_seamed_fill_is_still_found_under_its_old_core_names_with_a_warning(
     with pytest.warns(DeprecationWarning, match="moved to poolsplit_adapters.seamed"):
         from poolsplit_adapters.poolsplit import ListCandidates
     assert (fill_pools, ListCandidates) == (seamed.fill_pools, seamed.ListCandidates)
-    with pytest.warns(DeprecationWarning, match="poolsplit.tally moved to poolsplit_adapters.seamed"):
-        from poolsplit_adapters.poolsplit import tally
-    with pytest.warns(DeprecationWarning, match="poolsplit.first_per_key moved to poolsplit_adapters.seamed"):
-        from poolsplit_adapters.poolsplit import first_per_key
-    assert (tally, first_per_key) == (seamed.tally, seamed.first_per_key)
     import poolsplit_adapters.poolsplit as core
 
     with pytest.raises(AttributeError, match="no attribute 'fill_poolz'"):
