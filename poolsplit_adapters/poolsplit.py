@@ -1,9 +1,8 @@
 """poolsplit: pool-split retrieval for agent memory (the core selector).
 
-One scorer filling one budget from a mixed-type memory starves low-priority types and lets fresh content crowd
-a standing correction out. **Pools** (token and entry budgets per group of types, filled independently) and
-**always-scope entries** (loaded first, outside every budget) fix both. Standard library only (Python 3.9+):
-copy this file and ``import poolsplit`` works; the twins (``seamed``, ``index``, ``fastpath``) are tested against it.
+One scorer filling one budget starves low-priority types and lets fresh content crowd a standing correction out.
+**Pools** (token and entry budgets per group of types, filled independently) and **always-scope entries** (loaded
+first, outside every budget) fix both. Stdlib only (Python 3.9+): copy this file alone; its twins are tested on it.
 Entries are plain mappings; every key but ``content`` is optional, a malformed one an :class:`EntryError`:
 
     content        str            the payload text (required)
@@ -26,8 +25,7 @@ Entries are plain mappings; every key but ``content`` is optional, a malformed o
 
 The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve` are the same without the report):
 
-1. **Admit** the active entries (``is_active``, not expired) the query may see (:class:`Visibility`), each checked
-   and read once.
+1. **Admit** the active entries (``is_active``, not expired) the query may see (:class:`Visibility`), read once.
 2. **Score** each admitted contextual entry a pool ranks, once per call.
 3. **Fill each pool** in order, from the admitted entries of its types that no earlier pool took (by identity):
 
@@ -80,8 +78,7 @@ Index = Optional[int]
 # The default scorer's factors, named once (the index's vectorised twin reproduces them bit for bit).
 RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
 TAG_WEIGHT, PROJECT_SAME, PROJECT_OTHER = 0.5, 1.5, 0.5
-MESSAGE_THRESHOLD, MESSAGE_WEIGHT = 0.15, 1.5
-DEFAULT_PRIORITY = 5
+MESSAGE_THRESHOLD, MESSAGE_WEIGHT, DEFAULT_PRIORITY = 0.15, 1.5, 5
 
 
 class EntryError(ValueError):
@@ -139,8 +136,7 @@ def _is_number(value: Any, finite: bool = False) -> bool:
 
 
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
-    """Raise :class:`EntryError` unless the keys the selector reads are well typed (``status``, ``superseded_by``:
-    ``is_active``'s; ``token_count``: counted when unusable; lifecycle times: when read, :func:`entry_time`)."""
+    """Raise :class:`EntryError` unless the keys the selector reads are well typed (lifecycle times: when read)."""
     if not isinstance(entry, Mapping):
         raise entry_error(entry, index, None, "is not a mapping (%s)" % _got(entry))
     get = entry.get
@@ -165,10 +161,9 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
 
 @dataclass(frozen=True)
 class Pool:
-    """A reserved budget for a group of entry types: ``max_tokens`` and ``max_entries`` cap contextual entries
-    only; ``types`` None admits every type (a bare string is refused: ``"skill"`` is not ``"s"``, ``"k"``, ...);
-    below ``min_relevance`` (the query-match part of the score) a candidate is set aside: it costs budget and
-    distracts the model. Example: ``[Pool("corrections", 0, 0, ("correction",)), Pool("notes", 600, 10)]``."""
+    """A reserved budget for a group of entry types: ``max_tokens`` and ``max_entries`` cap contextual entries only;
+    ``types`` None admits every type (not a bare string); below ``min_relevance`` (the score's query match) a
+    candidate is set aside (it would cost and distract). ``[Pool("c", 0, 0, ("correction",)), Pool("n", 600, 9)]``."""
 
     name: str
     max_tokens: Union[int, float]
@@ -239,18 +234,18 @@ class Reason(str, enum.Enum):
         return str(self.value)
 
 
-#: The reasons that mean "a budget cut it" (what an omission line counts).
-BUDGET_REASONS = frozenset((Reason.TOKEN_BUDGET, Reason.ENTRY_CAP))
+BUDGET_REASONS = frozenset((Reason.TOKEN_BUDGET, Reason.ENTRY_CAP))  #: "a budget cut it": what an omission line counts
 Counts = dict[tuple[Optional[str], Reason], tuple[int, int]]  # (pool or None, reason) -> (entries, tokens)
+Rows = Union[list["Dropped"], Callable[[], list["Dropped"]]]  # a report's rows, or how to build them when read
+Notes = Optional[Mapping[str, Any]]  # what a call path records beside the selection (recall, task, metrics)
 
 
 def parse_created(value: Optional[str]) -> Moment:
     """``created`` as naive datetime (an offset dropped: stores hold UTC), None if empty or unparseable (age 0)."""
     try:
-        moment = datetime.datetime.fromisoformat(value.rstrip("Z")) if value else None
+        return datetime.datetime.fromisoformat(value.rstrip("Z")).replace(tzinfo=None) if value else None
     except (ValueError, AttributeError):
         return None
-    return moment.replace(tzinfo=None) if moment is not None and moment.tzinfo is not None else moment
 
 
 def as_utc(moment: datetime.datetime) -> datetime.datetime:
@@ -268,13 +263,11 @@ def parse_time(text: str) -> Moment:
 
 
 def entry_time(entry: Entry, key: str, index: Optional[int] = None) -> Moment:
-    """``entry[key]`` by :func:`parse_time` (None if missing), strict unlike ``created``: a misread lifecycle time
-    would keep or hide an entry, unreported."""
+    """``entry[key]`` by :func:`parse_time` (None if missing), strict: a misread one would hide or keep the entry."""
     value = entry.get(key)
     moment = parse_time(value) if isinstance(value, str) else None
     if value is not None and moment is None:
-        kind = "an ISO-8601 time" if isinstance(value, str) else "an ISO-8601 time string"
-        raise entry_error(entry, index, key, "must be %s, %s" % (kind, _got(value)))
+        raise entry_error(entry, index, key, "must be an ISO-8601 time string, %s" % _got(value))
     return moment
 
 
@@ -302,13 +295,14 @@ class Visibility:
     as_of: Union[None, str, datetime.datetime] = None
     bounds: tuple[Moment, Moment] = field(default=(None, None), init=False, repr=False, compare=False)  #: naive UTC
     at: Moment = field(default=None, init=False, repr=False, compare=False)  #: ``as_of``, naive UTC
+    chain: tuple[Optional[str], ...] = field(default=(), init=False, repr=False, compare=False)  #: () filters none
+    active: bool = field(default=False, init=False, repr=False, compare=False)  #: whether it filters anything at all
 
     def __post_init__(self) -> None:
         chain, tags, penalty = self.namespace, self.require_tags, self.chain_penalty
         if isinstance(chain, (list, tuple)):
             links = chain and all(n is None or (isinstance(n, str) and n) for n in chain)
-            problem = "must be non-empty strings (or None for entries without a namespace), got %r" % (chain,)
-            _check(links, TypeError, "Visibility namespace chain " + problem)
+            _check(links, TypeError, "Visibility namespace chain must be non-empty strings or None, got %r" % (chain,))
             distinct = len(set(chain)) == len(chain)
             _check(distinct, ValueError, "Visibility namespace chain repeats a link: %r" % (chain,))
             object.__setattr__(self, "namespace", tuple(chain))
@@ -325,20 +319,11 @@ class Visibility:
         since, until = _time_bound("since", self.since), _time_bound("until", self.until)
         ordered = since is None or until is None or since <= until
         _check(ordered, ValueError, "Visibility since (%s) is after until (%s)" % (since, until))
-        object.__setattr__(self, "bounds", (since, until))
-        object.__setattr__(self, "at", _time_bound("as_of", self.as_of, parse_time))
-
-    @property
-    def chain(self) -> tuple[Optional[str], ...]:
-        """The namespaces in order (empty: no namespace filter)."""
-        ns = self.namespace
-        return () if ns is None else (ns,) if isinstance(ns, str) else ns
-
-    @property
-    def active(self) -> bool:
-        """Whether it filters anything at all."""
-        filters = self.chain or self.require_tags or self.require_source
-        return bool(filters or self.bounds != (None, None) or self.at is not None)
+        at, ns = _time_bound("as_of", self.as_of, parse_time), self.namespace
+        namespaces = () if ns is None else (ns,) if isinstance(ns, str) else ns  # the chain, in order
+        active = bool(namespaces or self.require_tags or flag or (since, until) != (None, None) or at is not None)
+        for name, value in (("bounds", (since, until)), ("at", at), ("chain", namespaces), ("active", active)):
+            object.__setattr__(self, name, value)
 
     def judge(self, entry: Entry) -> tuple[Optional[Reason], float]:
         """(why the entry is not visible, or None; its score factor), checking namespace, tags, source, time."""
@@ -431,19 +416,12 @@ class PoolStats:
 
 class Selection:
     """What :func:`select` chose (``chosen``: always-scope first, then by pool and rank) and why the rest did not
-    (``dropped``, in input order): built when read, so unread it costs nothing (a column source's selection,
-    ``seamed.CountedSelection``, also counts without rows). Example: ``[d.reason for d in select(e, p).dropped]``."""
+    (``dropped``, in input order, built only when read). Example: ``[d.reason for d in select(e, p).dropped]``."""
 
     def __init__(
-        self,
-        pools: Loaded,
-        chosen: list[Chosen],
-        dropped: Union[list[Dropped], Callable[[], list[Dropped]]],
-        stats: dict[str, PoolStats],
-        notes: Optional[dict[str, Any]] = None,
+        self, pools: Loaded, chosen: list[Chosen], dropped: Rows, stats: dict[str, PoolStats], notes: Notes = None
     ) -> None:
-        self.pools, self.chosen, self.stats, self.notes = pools, chosen, stats, dict(notes or {})
-        self._rows = dropped
+        self.pools, self.chosen, self.stats, self.notes, self._rows = pools, chosen, stats, dict(notes or {}), dropped
 
     @functools.cached_property
     def dropped(self) -> list[Dropped]:
@@ -494,8 +472,7 @@ def default_token_counter(text: str) -> int:
 
 
 def default_is_active(entry: Entry) -> bool:
-    """``status`` "active" (or missing) and no ``superseded_by``; requiring the key silently excluded every entry
-    that never set it in the origin system."""
+    """``status`` "active" (or missing: requiring it dropped every entry that never set it) and no ``superseded_by``."""
     return entry.get("status", "active") == "active" and not entry.get("superseded_by")
 
 
@@ -506,14 +483,12 @@ def given_token_count(entry: Entry) -> Optional[int]:
 
 
 def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] = None) -> int:
-    """A positive-int ``token_count``, else ``token_counter(content)``. A counter answering 0, a negative number
-    or a non-integer is an error, not trusted: 0 would exempt the entry from every budget."""
+    """A positive-int ``token_count``, else ``token_counter(content)``, which must answer one too (never 0)."""
     given = given_token_count(entry)
     measured = given if given is not None else token_counter(entry.get("content", ""))
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
-        problem = "is not a positive integer and token_counter returned %r for its content; costs must be positive"
-        problem = problem % (measured,) + " integers (0 would exempt the entry from every budget)"
-        raise entry_error(entry, index, "token_count", problem)
+        problem = "is not a positive integer and token_counter returned %r for its content (0 would dodge budgets)"
+        raise entry_error(entry, index, "token_count", problem % (measured,))
     return int(measured)
 
 
@@ -533,8 +508,7 @@ def significant_words(text: str) -> frozenset[str]:
 
 
 class ScoringContext:
-    """The default scorer prepared for one call: the context checked and read once, then :meth:`score` per
-    entry. Example: ``ScoringContext(context, now).score(entry)``."""
+    """The default scorer for one call, the context checked and read once: ``ScoringContext(ctx, now).score(entry)``."""
 
     __slots__ = ("tags", "project", "words", "nwords", "ref")
 
@@ -542,10 +516,8 @@ class ScoringContext:
         context = {} if context is None else context
         _check(isinstance(context, Mapping), TypeError, "context must be a mapping or None", context)
         tags, project, message = context.get("tags") or (), context.get("project"), context.get("message") or ""
-        listed = isinstance(tags, (list, tuple, set, frozenset))
+        listed = isinstance(tags, (list, tuple, set, frozenset)) and all(isinstance(t, str) for t in tags)
         _check(listed, TypeError, "context['tags'] must be a list of strings", tags)
-        strings = all(isinstance(t, str) for t in tags)
-        _check(strings, TypeError, "context['tags'] must contain only strings, got %r" % (tags,))
         known = project is None or isinstance(project, str)
         _check(known, TypeError, "context['project'] must be a string or None", project)
         _check(isinstance(message, str), TypeError, "context['message'] must be a string", message)
@@ -592,10 +564,9 @@ def default_scorer(entry: Entry, context: Context, *, now: Moment = None) -> flo
 
 
 def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
-    """``scorer`` for one call, with ``score(entry)``, ``relevance(entry)`` (optionally ``warm(entries)``: embed a
-    pool's candidates at once; ``admitted(entries)``: the call's admitted contextual candidates, once, before any
-    ranking): ``prepare(context, now)`` if it has one (embed the query once), else a spec-form function, asked
-    once per entry (by id(): the entries outlive the call) for both (a threshold and the ranking read one answer)."""
+    """``scorer`` for one call, with ``score(entry)``, ``relevance(entry)`` and optionally ``warm(entries)`` (embed
+    a pool's candidates at once) and ``admitted(entries)`` (the contextual candidates, before ranking): its
+    ``prepare(context, now)`` (the query embedded once), else a spec-form function asked once per entry (by id())."""
     if scorer is default_scorer:
         return ScoringContext(context, now)
     if getattr(scorer, "prepare", None) is not None:
@@ -674,8 +645,7 @@ def select(
             contextual = [i for i, r in zip(contextual, relevance) if r >= pool.min_relevance]
         # 3c. The rest in the total order, greedily: what overflows the tokens is skipped (a smaller one may fit);
         # the entry cap counts contextual entries only.
-        picks: list[int] = []
-        used = 0
+        picks, used = [], 0
         if pool.loads_contextual:
             for i in sorted(contextual, key=rank):
                 if used + cost(i) <= pool.max_tokens:
@@ -705,18 +675,14 @@ def select(
     def left() -> Iterator[tuple[int, Reason, Optional[str]]]:
         # (position, reason, pool or None) per entry left out, in input order. The last pool that considered it
         # decides: token budget if it costs more than that pool's final room (it never fitted), else the entry cap.
-        last: dict[int, tuple[Optional[str], Reason]] = {}
+        last: dict[int, tuple[Reason, Optional[str]]] = {i: (Reason.ALWAYS_NO_POOL, None) for i in lost}
         for pool, _, contextual, below, picks in filled:
             room, picked = pool.max_tokens - sum(map(cost, picks)), set(picks)
-            last.update((i, (pool.name, Reason.BELOW_RELEVANCE)) for i in below)
+            last.update((i, (Reason.BELOW_RELEVANCE, pool.name)) for i in below)
             for i in (i for i in contextual if i not in picked):
-                last[i] = (pool.name, Reason.TOKEN_BUDGET if cost(i) > room else Reason.ENTRY_CAP)
-        taken, lost_set = {i for f in filled for i in f[1] + f[4]}, set(lost)
-        for i, (why, _) in verdicts.items():
-            if i not in taken:
-                unpooled = Reason.ALWAYS_NO_POOL if i in lost_set else Reason.NO_POOL
-                pool_name, why = last.get(i, (None, why or unpooled))
-                yield i, why, pool_name
+                last[i] = (Reason.TOKEN_BUDGET if cost(i) > room else Reason.ENTRY_CAP, pool.name)
+        taken = {i for f in filled for i in f[1] + f[4]}
+        return ((i, *last.get(i, (why or Reason.NO_POOL, None))) for i, (why, _) in verdicts.items() if i not in taken)
 
     rows = lambda: [Dropped(at[i], i, why, *((p, score(i), cost(i)) if p else ())) for i, why, p in left()]  # noqa: E731
     return Selection(loaded, chosen, rows, stats)

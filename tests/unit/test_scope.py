@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 import pytest
@@ -63,6 +64,20 @@ def test_an_explicit_chain_widens_with_a_penalty_per_link():
     assert score["a1"] == default_scorer(STORE[0], None, now=NOW)
     strict = Visibility(namespace=("A", "global"), chain_penalty=0.5)
     assert select(STORE, ALL, now=NOW, visibility=strict).chosen[-1].score == 2.5
+
+
+def test_the_chain_and_whether_it_filters_are_derived_again_on_replace():
+    # chain and active are computed once, at construction; dataclasses.replace
+    # runs __post_init__ again, so a copy never keeps the original's answer.
+    tenant = Visibility(namespace="t1")
+    assert (tenant.chain, tenant.active) == (("t1",), True)
+    assert (Visibility().chain, Visibility().active) == ((), False)
+    widened = dataclasses.replace(tenant, namespace=["t1", None])
+    assert (widened.namespace, widened.chain, widened.active) == (("t1", None), ("t1", None), True)
+    cleared = dataclasses.replace(tenant, namespace=None)
+    assert (cleared.chain, cleared.active) == ((), False)
+    assert dataclasses.replace(cleared, require_source=True).active is True
+    assert cleared == Visibility() and "chain=" not in repr(cleared) and "active=" not in repr(cleared)
 
 
 def test_required_tags_are_anded_and_narrow():
