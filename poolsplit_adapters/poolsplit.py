@@ -136,7 +136,8 @@ def _is_number(value: Any, finite: bool = False) -> bool:
 
 
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
-    """Raise :class:`EntryError` unless the keys the selector reads are well typed (lifecycle times: when read)."""
+    """Raise :class:`EntryError` unless the keys the selector reads are well typed (``status``, ``superseded_by``:
+    ``is_active``'s; an unusable ``token_count`` is counted instead; lifecycle times: when read)."""
     if not isinstance(entry, Mapping):
         raise entry_error(entry, index, None, "is not a mapping (%s)" % _got(entry))
     get = entry.get
@@ -243,9 +244,10 @@ Notes = Optional[Mapping[str, Any]]  # what a call path records beside the selec
 def parse_created(value: Optional[str]) -> Moment:
     """``created`` as naive datetime (an offset dropped: stores hold UTC), None if empty or unparseable (age 0)."""
     try:
-        return datetime.datetime.fromisoformat(value.rstrip("Z")).replace(tzinfo=None) if value else None
+        moment = datetime.datetime.fromisoformat(value.rstrip("Z")) if value else None
     except (ValueError, AttributeError):
         return None
+    return moment if moment is None or moment.tzinfo is None else moment.replace(tzinfo=None)  # replace is dear
 
 
 def as_utc(moment: datetime.datetime) -> datetime.datetime:
@@ -267,7 +269,7 @@ def entry_time(entry: Entry, key: str, index: Optional[int] = None) -> Moment:
     value = entry.get(key)
     moment = parse_time(value) if isinstance(value, str) else None
     if value is not None and moment is None:
-        raise entry_error(entry, index, key, "must be an ISO-8601 time string, %s" % _got(value))
+        raise entry_error(entry, index, key, "must be an ISO-8601 time (a string), %s" % _got(value))
     return moment
 
 
@@ -284,7 +286,8 @@ def _time_bound(name: str, value: Any, parse: Callable[[str], Moment] = parse_cr
 class Visibility:
     """What a query may see, before any pool (docs/core.md): a namespace or an exact chain (a silent fallback makes
     a project memory apply everywhere), required tags, a source (unsourced text reads like the model's guess),
-    ``created`` bounds, ``as_of``. Example: ``Visibility(namespace=("a", None), since="2026-11-01")``."""
+    ``created`` bounds, ``as_of``; derived (no default: unset fails): ``chain`` (the namespaces in order, () for
+    none), ``active`` (whether it filters anything). Example: ``Visibility(namespace=("a", None), since="2026-11-01")``."""
 
     namespace: Union[None, str, tuple[Optional[str], ...]] = None
     chain_penalty: float = 0.9
@@ -293,22 +296,21 @@ class Visibility:
     since: Union[None, str, datetime.datetime] = None
     until: Union[None, str, datetime.datetime] = None
     as_of: Union[None, str, datetime.datetime] = None
-    bounds: tuple[Moment, Moment] = field(default=(None, None), init=False, repr=False, compare=False)  #: naive UTC
-    at: Moment = field(default=None, init=False, repr=False, compare=False)  #: ``as_of``, naive UTC
-    chain: tuple[Optional[str], ...] = field(default=(), init=False, repr=False, compare=False)  #: () filters none
-    active: bool = field(default=False, init=False, repr=False, compare=False)  #: whether it filters anything at all
+    bounds: tuple[Moment, Moment] = field(init=False, repr=False, compare=False)  #: since, until: naive UTC
+    at: Moment = field(init=False, repr=False, compare=False)  #: ``as_of``, naive UTC
+    chain: tuple[Optional[str], ...] = field(init=False, repr=False, compare=False)
+    active: bool = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        chain, tags, penalty = self.namespace, self.require_tags, self.chain_penalty
-        if isinstance(chain, (list, tuple)):
-            links = chain and all(n is None or (isinstance(n, str) and n) for n in chain)
-            _check(links, TypeError, "Visibility namespace chain must be non-empty strings or None, got %r" % (chain,))
-            distinct = len(set(chain)) == len(chain)
-            _check(distinct, ValueError, "Visibility namespace chain repeats a link: %r" % (chain,))
-            object.__setattr__(self, "namespace", tuple(chain))
+        ns, tags, penalty = self.namespace, self.require_tags, self.chain_penalty
+        if isinstance(ns, (list, tuple)):
+            links = ns and all(n is None or (isinstance(n, str) and n) for n in ns)
+            _check(links, TypeError, "Visibility namespace chain must be non-empty strings or None, got %r" % (ns,))
+            _check(len(set(ns)) == len(ns), ValueError, "Visibility namespace chain repeats a link: %r" % (ns,))
+            object.__setattr__(self, "namespace", tuple(ns))
         else:
-            known = chain is None or (isinstance(chain, str) and chain)
-            _check(known, TypeError, "Visibility namespace must be a non-empty string, a chain of them, or None", chain)
+            known = ns is None or (isinstance(ns, str) and ns)
+            _check(known, TypeError, "Visibility namespace must be a non-empty string, a chain of them, or None", ns)
         in_range = _is_number(penalty) and 0.0 < penalty <= 1.0
         _check(in_range, ValueError, "Visibility chain_penalty must be in (0, 1], got %r" % (penalty,))
         strings = not isinstance(tags, str) and isinstance(tags, Iterable) and all(isinstance(t, str) for t in tags)
@@ -320,9 +322,9 @@ class Visibility:
         ordered = since is None or until is None or since <= until
         _check(ordered, ValueError, "Visibility since (%s) is after until (%s)" % (since, until))
         at, ns = _time_bound("as_of", self.as_of, parse_time), self.namespace
-        namespaces = () if ns is None else (ns,) if isinstance(ns, str) else ns  # the chain, in order
-        active = bool(namespaces or self.require_tags or flag or (since, until) != (None, None) or at is not None)
-        for name, value in (("bounds", (since, until)), ("at", at), ("chain", namespaces), ("active", active)):
+        chain = () if ns is None else (ns,) if isinstance(ns, str) else ns
+        active = bool(chain or self.require_tags or flag or (since, until) != (None, None) or at is not None)
+        for name, value in (("bounds", (since, until)), ("at", at), ("chain", chain), ("active", active)):
             object.__setattr__(self, name, value)
 
     def judge(self, entry: Entry) -> tuple[Optional[Reason], float]:
@@ -347,8 +349,7 @@ class Visibility:
 
 def active_visibility(visibility: Optional[Visibility]) -> Optional[Visibility]:
     """The filter a call asked for (checked), or None when it filters nothing."""
-    known = visibility is None or isinstance(visibility, Visibility)
-    _check(known, TypeError, "visibility must be a Visibility", visibility)
+    _check(isinstance(visibility, (Visibility, type(None))), TypeError, "visibility must be a Visibility", visibility)
     return visibility if visibility is not None and visibility.active else None
 
 
@@ -434,8 +435,7 @@ class Selection:
 
     def dropped_sample(self, per_key: int) -> list[Dropped]:
         """The first ``per_key`` rows of each ``counts`` key: a report bounded by pools and reasons, not the store."""
-        rows = self.dropped
-        return [rows[n] for n in first_per_key(((d.pool, d.reason) for d in rows), per_key)]
+        return [self.dropped[n] for n in first_per_key(((d.pool, d.reason) for d in self.dropped), per_key)]
 
     def __repr__(self) -> str:
         counts = {name: len(got) for name, got in self.pools.items()}
@@ -447,8 +447,7 @@ class Selection:
 
     def dropped_by_reason(self) -> dict[Reason, list[Dropped]]:
         """Dropped entries grouped by reason code."""
-        rows = self.dropped
-        return {why: [d for d in rows if d.reason == why] for why in dict.fromkeys(d.reason for d in rows)}
+        return {r: [d for d in self.dropped if d.reason == r] for r in dict.fromkeys(d.reason for d in self.dropped)}
 
 
 def tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
@@ -483,11 +482,11 @@ def given_token_count(entry: Entry) -> Optional[int]:
 
 
 def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] = None) -> int:
-    """A positive-int ``token_count``, else ``token_counter(content)``, which must answer one too (never 0)."""
+    """A positive-int ``token_count``, else ``token_counter(content)``, which must answer one too (0: no budget)."""
     given = given_token_count(entry)
     measured = given if given is not None else token_counter(entry.get("content", ""))
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
-        problem = "is not a positive integer and token_counter returned %r for its content (0 would dodge budgets)"
+        problem = "is not a positive integer and token_counter returned %r for its content (costs are positive ints)"
         raise entry_error(entry, index, "token_count", problem % (measured,))
     return int(measured)
 
@@ -516,8 +515,8 @@ class ScoringContext:
         context = {} if context is None else context
         _check(isinstance(context, Mapping), TypeError, "context must be a mapping or None", context)
         tags, project, message = context.get("tags") or (), context.get("project"), context.get("message") or ""
-        listed = isinstance(tags, (list, tuple, set, frozenset)) and all(isinstance(t, str) for t in tags)
-        _check(listed, TypeError, "context['tags'] must be a list of strings", tags)
+        bad = [t for t in tags if not isinstance(t, str)] if isinstance(tags, (list, tuple, set, frozenset)) else [tags]
+        _check(not bad, TypeError, "context['tags'] must be a list of strings", *bad[:1])  # names the culprit
         known = project is None or isinstance(project, str)
         _check(known, TypeError, "context['project'] must be a string or None", project)
         _check(isinstance(message, str), TypeError, "context['message'] must be a string", message)
@@ -565,8 +564,9 @@ def default_scorer(entry: Entry, context: Context, *, now: Moment = None) -> flo
 
 def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
     """``scorer`` for one call, with ``score(entry)``, ``relevance(entry)`` and optionally ``warm(entries)`` (embed
-    a pool's candidates at once) and ``admitted(entries)`` (the contextual candidates, before ranking): its
-    ``prepare(context, now)`` (the query embedded once), else a spec-form function asked once per entry (by id())."""
+    a pool's candidates at once) and ``admitted(entries)`` (once a call, its admitted contextual entries, before any
+    ranking): its ``prepare(context, now)`` (the query embedded once), else a spec-form function asked once per entry
+    (by id()), whose one answer is both score and relevance (``min_relevance`` thresholds the whole score)."""
     if scorer is default_scorer:
         return ScoringContext(context, now)
     if getattr(scorer, "prepare", None) is not None:

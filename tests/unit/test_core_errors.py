@@ -97,6 +97,29 @@ def test_context_errors():
         retrieve([{"content": "a"}], POOL, now="2026-07-07")
 
 
+def test_a_bad_tag_in_the_context_is_named_even_past_a_long_list():
+    tags = ["a" * 25, "b" * 25, 3]
+    with pytest.raises(TypeError) as info:
+        retrieve([{"content": "a"}], POOL, {"tags": tags}, now=NOW)
+    assert str(info.value) == "context['tags'] must be a list of strings, got int 3"
+    with pytest.raises(TypeError) as info:
+        retrieve([{"content": "a"}], POOL, {"tags": "ops"}, now=NOW)
+    assert str(info.value) == "context['tags'] must be a list of strings, got str 'ops'"
+
+
+def test_cost_and_time_errors_say_what_was_wanted():
+    with pytest.raises(EntryError) as info:
+        retrieve([{"id": "e1", "content": "a"}], POOL, token_counter=lambda t: 2.5, now=NOW)
+    assert str(info.value) == (
+        "entry 'e1' (index 0): field 'token_count' is not a positive integer and token_counter returned 2.5 "
+        "for its content (costs are positive ints)"
+    )
+    for value, got in (("soon", "got str 'soon'"), (5, "got int 5")):
+        with pytest.raises(EntryError) as info:
+            retrieve([{"id": "e1", "content": "a", "expires": value}], POOL, now=NOW)
+        assert str(info.value) == "entry 'e1' (index 0): field 'expires' must be an ISO-8601 time (a string), " + got
+
+
 def test_unadmitted_correction_is_warned_and_reported():
     entries = [
         {"id": "fix-1", "content": "Never force-push main.", "type": "correction", "scope": "always"},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import pickle
 
 import pytest
 from hypothesis import given
@@ -78,6 +79,17 @@ def test_the_chain_and_whether_it_filters_are_derived_again_on_replace():
     assert (cleared.chain, cleared.active) == ((), False)
     assert dataclasses.replace(cleared, require_source=True).active is True
     assert cleared == Visibility() and "chain=" not in repr(cleared) and "active=" not in repr(cleared)
+
+
+def test_a_visibility_not_built_by_its_constructor_fails_instead_of_filtering_less():
+    # The derived fields have no default: a pickle of a version without them,
+    # restored by __dict__ as pickle does, must not read as "no namespace".
+    tenant = Visibility(namespace="t1", since="2026-01-01")
+    assert pickle.loads(pickle.dumps(tenant)).chain == ("t1",)
+    old = object.__new__(Visibility)
+    old.__dict__.update({k: v for k, v in tenant.__dict__.items() if k not in ("chain", "active")})
+    with pytest.raises(AttributeError, match="chain|active"):
+        select(STORE, ALL, now=NOW, visibility=old)
 
 
 def test_required_tags_are_anded_and_narrow():
