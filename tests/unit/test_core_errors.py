@@ -138,6 +138,33 @@ def test_unadmitted_correction_is_warned_and_reported():
         retrieve_pools(entries, [Pool("all", 100, 5)], now=NOW)
 
 
+def test_every_path_words_the_unadmitted_correction_warning_alike():
+    # The core select and its twins (seamed, the index) each warn in step 4.
+    from poolsplit_adapters import MemoryIndex, poolsplit, seamed
+
+    entries = [
+        {"id": "fix-1", "content": "Never force-push main.", "type": "correction", "scope": "always"},
+        {"id": "t1", "content": "ship it", "type": "task"},
+    ]
+    plan = [Pool("tasks", 100, 5, types=("task",))]
+    paths = [
+        lambda: poolsplit.select(entries, plan, now=NOW),
+        lambda: poolsplit.retrieve_pools(entries, plan, now=NOW),
+        lambda: seamed.select(entries, plan, now=NOW),
+        lambda: MemoryIndex(entries).select(plan, now=NOW),
+    ]
+    said = []
+    for run in paths:
+        with pytest.warns(UnadmittedCorrectionWarning) as caught:
+            run()
+        said.append([str(w.message) for w in caught])
+    expected = (
+        "entry 'fix-1' (index 0) is an always-scope correction of type 'correction', but no pool admits that type: "
+        "it will not load. Add the type to a pool."
+    )
+    assert said == [[expected]] * len(paths)
+
+
 def test_report_reasons_exact():
     entries = [
         {"id": "old", "content": "a", "status": "archived"},
