@@ -102,14 +102,19 @@ class WordIndex:
                 raise TypeError("WordIndex.add takes a text, got %s" % type(text).__name__)
         self.add_analysed(texts, self.analyzer.terms_many(texts))
 
-    def add_analysed(self, texts: Sequence[str], analysed: Sequence[Sequence[str]]) -> None:
+    def add_analysed(
+        self, texts: Sequence[str], analysed: Sequence[Sequence[str]], frequencies: Optional[Mapping[str, int]] = None
+    ) -> None:
         """:meth:`add_many` for texts already analysed by this index's
         analyzer (``analysed[k]`` is ``analyzer.terms(texts[k])``): a store
-        building its postings analyses each text once for both."""
+        building its postings analyses each text once for both.
+        ``frequencies``: how many of ``texts`` hold each term, when the caller
+        has counted them already (the postings do, from their (term, text)
+        keys), so no set is built per text here."""
         self._copies.update(texts)
         self.documents += len(texts)
         self.total_length += sum(map(len, analysed))
-        self._df.update(itertools.chain.from_iterable(map(set, analysed)))
+        self._df.update(itertools.chain.from_iterable(map(set, analysed)) if frequencies is None else frequencies)
 
     def remove(self, text: str) -> None:
         """Count one document with this text less.

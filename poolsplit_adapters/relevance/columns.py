@@ -77,6 +77,7 @@ class TermPostings:
         self.columns = columns
         self._key = cache_key(analyzer)
         self._codes: _Codes = _Codes()
+        self._terms: List[str] = []  # code -> term
         self._positions: List[array.array[int]] = []
         self._pairs: List[array.array[int]] = []  # per term: the (count, length) code of each posting
         self._lengths = array.array("i")
@@ -95,8 +96,7 @@ class TermPostings:
             self.corpus.add_many(texts)
             return
         analysed = self.analyzer.terms_many(texts)
-        self.corpus.add_analysed(texts, analysed)
-        self._post(start, analysed)
+        self.corpus.add_analysed(texts, analysed, self._post(start, analysed))
 
     def load(self, texts: Sequence[Optional[str]]) -> None:
         """Count every text (None: a removed position, empty) as the
@@ -108,14 +108,16 @@ class TermPostings:
             self.corpus.add_many(alive)
             return
         analysed = self.analyzer.terms_many(alive)
-        self.corpus.add_analysed(alive, analysed)
+        postings = analysed
         if len(alive) < len(texts):
             found = iter(analysed)
-            analysed = [next(found) if text is not None else () for text in texts]
-        self._post(0, analysed)
+            postings = [next(found) if text is not None else () for text in texts]
+        self.corpus.add_analysed(alive, analysed, self._post(0, postings))
 
-    def _post(self, start: int, analysed: Sequence[Sequence[str]]) -> None:
-        """Postings of the analysed texts at positions ``start``..."""
+    def _post(self, start: int, analysed: Sequence[Sequence[str]]) -> Dict[str, int]:
+        """Postings of the analysed texts at positions ``start``..., and how
+        many of them hold each term (the document frequencies, read from the
+        postings' (term, text) keys: no set per text)."""
         import numpy as np
 
         lengths = np.fromiter(map(len, analysed), dtype=np.int32, count=len(analysed))
@@ -133,18 +135,22 @@ class TermPostings:
         for _ in range(len(codes) - known):
             self._positions.append(array.array("i"))
             self._pairs.append(array.array("i"))
+        self._terms.extend(list(itertools.islice(reversed(codes), len(codes) - known))[::-1])
         if not len(terms):
-            return
+            return {}
         texts = np.repeat(np.arange(len(analysed), dtype=np.int64), lengths)
         keys, counts = np.unique((terms << 32) | texts, return_counts=True)
         flat, offsets = keys >> 32, (keys & 0xFFFFFFFF).astype(np.int32)
         pairs = self._pair_code(counts.astype(np.int32), lengths[offsets])
         positions = offsets + np.int32(start)
         bounds = (np.flatnonzero(flat[1:] != flat[:-1]) + 1).tolist()
+        frequencies: Dict[str, int] = {}
         for first, end in zip([0, *bounds], [*bounds, len(flat)]):
             term = int(flat[first])
             self._positions[term].frombytes(positions[first:end].tobytes())
             self._pairs[term].frombytes(pairs[first:end].tobytes())
+            frequencies[self._terms[term]] = end - first
+        return frequencies
 
     def _pair_code(self, counts: Any, lengths: Any) -> Any:
         """The (count, length) code of each posting (int32), new pairs
@@ -181,7 +187,7 @@ class TermPostings:
     def rebuild(self, texts: Sequence[str]) -> None:
         """Postings of ``texts`` at positions 0.. (after a compaction; the
         corpus holds the same documents and is kept)."""
-        self._codes, self._positions, self._pairs = _Codes(), [], []
+        self._codes, self._positions, self._pairs, self._terms = _Codes(), [], [], []
         self._lengths, self._overrides = array.array("i"), {}
         self._pair_count, self._pair_length, self._pair_codes = array.array("i"), array.array("i"), {}
         if self.columns:

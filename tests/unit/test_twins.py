@@ -276,6 +276,26 @@ def test_term_postings_give_the_per_entry_bm25_of_every_text(texts, message, dat
     assert postings.relevance(query, len(current)).tolist() == expected
 
 
+@given(texts=st.lists(st.one_of(st.none(), _RELEVANCE_TEXT), max_size=12), data=st.data())
+def test_the_postings_count_the_statistics_the_per_entry_corpus_counts(texts, data):
+    """The document frequencies TermPostings hands its corpus (read from the
+    postings' (term, text) keys) are the per-entry WordIndex's (a set per
+    text), loaded at once (None: a removed position) or added in two batches."""
+    analyzer = RelevanceScorer().analyzer
+    alive = [text for text in texts if text is not None]
+    per_entry = WordIndex(analyzer)
+    per_entry.add_many(alive)
+    loaded = TermPostings(analyzer)
+    loaded.load(texts)
+    added, cut = TermPostings(analyzer), data.draw(st.integers(0, len(alive)))
+    added.add(0, alive[:cut])
+    added.add(cut, alive[cut:])
+    for postings in (loaded, added):
+        corpus = postings.corpus
+        assert dict(corpus._df) == dict(per_entry._df)
+        assert (corpus.documents, corpus.total_length) == (per_entry.documents, per_entry.total_length)
+
+
 _RELEVANCE_STORE = st.lists(
     st.fixed_dictionaries(
         {"content": _RELEVANCE_TEXT},
