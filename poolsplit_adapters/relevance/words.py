@@ -222,6 +222,9 @@ class _Stems(Dict[str, str]):
             stem = hebrew_stem(word)
         else:
             stem = word if _CJK_RUN.fullmatch(word) else self.stem_word(word)
+        # Snowball's Greek stemmer strips some short words to nothing ("ιζε"):
+        # an empty stem would be one word for all of them, so the word stays.
+        stem = stem or word
         if len(self) >= _STEMS_LIMIT:
             self.clear()
         self[word] = stem
@@ -356,15 +359,38 @@ def cache_key(analyzer: Analyzer) -> Tuple[Any, ...]:
 
 @functools.lru_cache(maxsize=1 << 17)
 def _cached_terms(key: Tuple[Any, ...], text: str) -> Tuple[str, ...]:
-    languages, default, _stemming = key
+    languages, default, stemming = key
     tokens = words(text)
-    language = detect_language(tokens, text, languages, default)
-    stop = STOPWORDS.get(language)
-    kept = tokens if stop is None else [token for token in tokens if token not in stop]
-    stems = _stemmer(language)
-    if stems is None:
-        return tuple(kept)
-    return tuple(map(stems.__getitem__, kept))
+    table = _terms_table(detect_language(tokens, text, languages, default), stemming)
+    return tuple(filter(None, map(table.__getitem__, tokens)))
+
+
+class _Terms(Dict[str, str]):
+    """token -> its term in one language (step 5): its stem, or "" when the
+    language drops it as a stopword. Each distinct token is decided once, so
+    dropping and stemming a text's tokens is one lookup each, at C speed
+    (``filter(None, map(table.__getitem__, tokens))``). A token is never
+    empty, nor is a stem, so "" only ever means dropped. Emptied past
+    :data:`_STEMS_LIMIT` tokens, as :class:`_Stems` is."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__()
+        self.stop = STOPWORDS.get(language, frozenset())
+        self.stems = _stemmer(language)
+
+    def __missing__(self, token: str) -> str:
+        term = "" if token in self.stop else token if self.stems is None else self.stems[token]
+        if len(self) >= _STEMS_LIMIT:
+            self.clear()
+        self[token] = term
+        return term
+
+
+@functools.cache
+def _terms_table(language: str, stemming: bool) -> _Terms:
+    """``language``'s table; ``stemming`` (whether Snowball is installed) is
+    part of the key, as it is of every analysis cache."""
+    return _Terms(language)
 
 
 def _terms(analyzer: Analyzer, text: str) -> Tuple[str, ...]:

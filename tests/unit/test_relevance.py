@@ -88,6 +88,18 @@ def test_each_distinct_word_is_stemmed_once_and_a_cjk_run_is_its_own_stem():
     assert calls == ["refunds", "gates"]
 
 
+def test_a_word_snowball_stems_to_nothing_stays_itself():
+    # Snowball's Greek stemmer strips "ιζε" and "ακι" to "": as terms, every
+    # such word would be one and the same, and match the others.
+    analyzer = Analyzer()
+    assert words._stemmer("greek")["καλημερα"] == "καλημερ"
+    assert analyzer.terms("ιζε ακι καλημερα") == ("ιζε", "ακι", "καλημερ")
+    corpus = WordIndex(analyzer)
+    corpus.add_many(["ιζε", "ακι"])
+    assert (corpus.frequency("ιζε"), corpus.frequency("ακι"), corpus.frequency("")) == (1, 1, 0)
+    assert corpus.query("ιζε").relevance("ακι", analyzer) == 0.0 < corpus.query("ιζε").relevance("ιζε", analyzer)
+
+
 def test_language_ties_go_to_the_first_candidate_and_no_stopword_to_the_default():
     # One English and one Spanish stopword: English is listed first.
     assert words.detect_language(["the", "el", "gato"], "the el gato", ("english", "spanish"), "spanish") == "english"
