@@ -186,7 +186,7 @@ def detect_language(tokens: List[str], text: str, candidates: Tuple[str, ...], d
             return "arabic"
     # Only the text's stopwords are counted per language: most of a text's
     # words are none, and one pass over the text finds the few that are.
-    hits = [token for token in tokens if token in _ANY_STOPWORD]
+    hits = list(filter(_ANY_STOPWORD.__contains__, tokens))
     if not hits:
         return default
     counted = Counter(hits)
