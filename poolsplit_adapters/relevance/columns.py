@@ -135,7 +135,8 @@ class TermPostings:
         for _ in range(len(codes) - known):
             self._positions.append(array.array("i"))
             self._pairs.append(array.array("i"))
-        self._terms.extend(list(itertools.islice(reversed(codes), len(codes) - known))[::-1])
+        # code -> term for the new codes: the last ones in the dict's (insertion) order.
+        self._terms.extend(list(itertools.islice(reversed(codes), len(codes) - len(self._terms)))[::-1])
         if not len(terms):
             return {}
         texts = np.repeat(np.arange(len(analysed), dtype=np.int64), lengths)
