@@ -527,6 +527,10 @@ class MemoryIndex:
         self._where = _Identities(compact=self._numpy)
         self._columns = {name: array.array(code) for name, (code, _) in _COLUMNS.items()}
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
+        # A pool's types -> ((version, size), its positions' mask): the same
+        # pools on every call of an unchanged store read one mask, not a
+        # gather over the store per pool (a few plans: bounded below).
+        self._type_masks: dict[tuple[str, ...], tuple[tuple[int, int], Any]] = {}
         self._words: Optional[_Words] = _Words() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings(_Codes()) if self._numpy else None
         # Entry vectors per embedding model (model id -> the scorer that
@@ -1257,12 +1261,22 @@ class _ColumnSource:
         always = self.col["always"]
         return np.flatnonzero(admitted & always).tolist(), np.flatnonzero(admitted & ~always)
 
-    def _type_mask(self, types: Iterable[str]) -> Any:
+    def _type_mask(self, types: tuple[str, ...]) -> Any:
         """Positions whose type is one of ``types`` (a lookup table indexed
-        by type code; the extra last slot is for code -1, never allowed)."""
-        allowed = np.zeros(len(self.owner._types), dtype=bool)
-        allowed[[c for c in (self.owner._types.known(t) for t in types) if c is not None and c >= 0]] = True
-        return allowed[self.col["type"]]
+        by type code; the extra last slot is for code -1, never allowed),
+        kept by the index while it does not change (read-only)."""
+        owner, stamp = self.owner, (self.owner._version, self.size)
+        kept = owner._type_masks.get(types)
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        allowed = np.zeros(len(owner._types), dtype=bool)
+        allowed[[c for c in (owner._types.known(t) for t in types) if c is not None and c >= 0]] = True
+        mask = allowed[self.col["type"]]
+        mask.flags.writeable = False
+        if len(owner._type_masks) >= _KEPT_MASKS:
+            owner._type_masks.clear()
+        owner._type_masks[types] = (stamp, mask)
+        return mask
 
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]:
         keep = self._overlap()[group] >= threshold
@@ -1399,6 +1413,9 @@ class _ColumnSource:
         self._left = (filled, key, keys)
         return key, keys
 
+
+#: How many pools' type masks an index keeps (one per distinct ``types``).
+_KEPT_MASKS = 64
 
 #: The reasons a pool gives a candidate it did not load, by code in ``tally``.
 _POOL_REASONS = [Reason.BELOW_RELEVANCE, Reason.TOKEN_BUDGET, Reason.ENTRY_CAP]
