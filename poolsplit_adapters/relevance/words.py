@@ -26,6 +26,8 @@ answers "refund". This module is the rule for everything beyond the core:
    drop that language's stopwords. A query is short and its language a
    guess, so each query word keeps its stems in *every* configured
    language (a set of variants); it matches a document word equal to any.
+   A word the stemmer strips to nothing (Greek ``ιζε``) stays itself: an
+   empty stem would make every such word one term.
 6. **Hebrew** has no Snowball stemmer, and its particles are written joined
    to the next word: "the refund" is one word, ``ההחזר``, "and in the
    house" is ``ובבית``. A Hebrew word loses its leading particle letters
