@@ -203,21 +203,34 @@ def detect_language(tokens: List[str], text: str, candidates: Tuple[str, ...], d
     return best
 
 
-class _Stems(Dict[str, str]):
-    """word -> stem in one language, each distinct word stemmed once.
+class _WordTable(Dict[str, str]):
+    """word -> what :meth:`decide` says of it, decided once per distinct
+    word: a store repeats the same few thousand words, so a hit is one dict
+    lookup at C speed (``map(table.__getitem__, words)``). Emptied when it
+    passes :data:`_STEMS_LIMIT` words, so a stream of distinct tokens (ids,
+    hashes) cannot grow it without end."""
 
-    Stemming is what an analysis costs (Snowball in pure Python is tens of
-    microseconds a word) while a store repeats the same few thousand words:
-    a hit is one dict lookup at C speed (``map(stems.__getitem__, words)``),
-    a miss stems that word. A CJK run is its own stem (step 3 keeps it).
-    The table is emptied when it passes :data:`_STEMS_LIMIT` words, so a
-    stream of distinct tokens (ids, hashes) cannot grow it without end."""
+    def decide(self, word: str) -> str:
+        raise NotImplementedError
+
+    def __missing__(self, word: str) -> str:
+        value = self.decide(word)
+        if len(self) >= _STEMS_LIMIT:
+            self.clear()
+        self[word] = value
+        return value
+
+
+class _Stems(_WordTable):
+    """word -> stem in one language. Stemming is what an analysis costs
+    (Snowball in pure Python is tens of microseconds a word). A CJK run is
+    its own stem (step 3 keeps it)."""
 
     def __init__(self, stem_word: Callable[[str], str]) -> None:
         super().__init__()
         self.stem_word = stem_word
 
-    def __missing__(self, word: str) -> str:
+    def decide(self, word: str) -> str:
         if word.isascii():
             stem = self.stem_word(word)
         elif _HEBREW_WORD.fullmatch(word):
@@ -226,11 +239,7 @@ class _Stems(Dict[str, str]):
             stem = word if _CJK_RUN.fullmatch(word) else self.stem_word(word)
         # Snowball's Greek stemmer strips some short words to nothing ("ιζε"):
         # an empty stem would be one word for all of them, so the word stays.
-        stem = stem or word
-        if len(self) >= _STEMS_LIMIT:
-            self.clear()
-        self[word] = stem
-        return stem
+        return stem or word
 
 
 _STEMS_LIMIT = 1 << 18
@@ -367,25 +376,19 @@ def _cached_terms(key: Tuple[Any, ...], text: str) -> Tuple[str, ...]:
     return tuple(filter(None, map(table.__getitem__, tokens)))
 
 
-class _Terms(Dict[str, str]):
+class _Terms(_WordTable):
     """token -> its term in one language (step 5): its stem, or "" when the
-    language drops it as a stopword. Each distinct token is decided once, so
-    dropping and stemming a text's tokens is one lookup each, at C speed
-    (``filter(None, map(table.__getitem__, tokens))``). A token is never
-    empty, nor is a stem, so "" only ever means dropped. Emptied past
-    :data:`_STEMS_LIMIT` tokens, as :class:`_Stems` is."""
+    language drops it as a stopword, so dropping and stemming a text's tokens
+    is one lookup each (``filter(None, map(table.__getitem__, tokens))``). A
+    token is never empty, nor is a stem, so "" only ever means dropped."""
 
     def __init__(self, language: str) -> None:
         super().__init__()
         self.stop = STOPWORDS.get(language, frozenset())
         self.stems = _stemmer(language)
 
-    def __missing__(self, token: str) -> str:
-        term = "" if token in self.stop else token if self.stems is None else self.stems[token]
-        if len(self) >= _STEMS_LIMIT:
-            self.clear()
-        self[token] = term
-        return term
+    def decide(self, token: str) -> str:
+        return "" if token in self.stop else token if self.stems is None else self.stems[token]
 
 
 @functools.cache
