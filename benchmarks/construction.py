@@ -13,8 +13,10 @@ For each size and counter it times, best of ``--repeats``:
 
 * ``MemoryIndex(entries)``, the baseline;
 * ``MemoryIndex(entries).prepare_for(default_adapter_scorer())``: the index
-  with the BM25 postings of the adapters' default scorer, which every
-  adapter below builds at construction (before, their first call did);
+  with the BM25 postings of the adapters' default scorer, built after it;
+* ``MemoryIndex(entries, prepare_for=[default_adapter_scorer()])``: the same
+  built with the entries, as every adapter below builds it (one split of the
+  texts for the index's words and the postings);
 * LangChain ``PoolSplitRetriever(documents=...)``;
 * LlamaIndex ``PoolSplitRetriever(nodes=...)``;
 * LlamaIndex ``poolsplit_memory_blocks(entries, ...)``;
@@ -119,6 +121,10 @@ def bench_size(size: int, counters: List[str], repeats: int) -> List[List[str]]:
         (
             "MemoryIndex + prepare_for(default_adapter_scorer())",
             lambda c: MemoryIndex(store, token_counter=c).prepare_for(default_adapter_scorer()),
+        ),
+        (
+            "MemoryIndex(prepare_for=[default_adapter_scorer()])",
+            lambda c: MemoryIndex(store, token_counter=c, prepare_for=[default_adapter_scorer()]),
         ),
         (
             "LangChain PoolSplitRetriever(documents=)",

@@ -16,7 +16,7 @@ import uuid
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .index import MemoryIndex
-from .poolsplit import Chosen, EntryError, TokenCounter, check_entry, given_token_count
+from .poolsplit import Chosen, EntryError, Scorer, TokenCounter, check_entry, given_token_count
 
 _T = TypeVar("_T")
 _S = TypeVar("_S")
@@ -107,6 +107,7 @@ def index_from(
     *,
     kind: str,
     token_counter: TokenCounter,
+    prepare_for: Sequence[Scorer] = (),
 ) -> Tuple[MemoryIndex, Dict[int, _S]]:
     """A :class:`~poolsplit_adapters.MemoryIndex` over framework objects,
     and the way back from each entry (by ``id()``) to its object.
@@ -117,6 +118,8 @@ def index_from(
     check twice per object), yet fails exactly as :func:`entry_from` would
     fail one by one: the first malformed object in input order, worded for
     the framework; a token counter's own error keeps the index's wording.
+    ``prepare_for``: the scorers whose structures the index builds with the
+    entries (:class:`~poolsplit_adapters.MemoryIndex`'s keyword).
     """
     entries: List[Dict[str, Any]] = []
     source: Dict[int, _S] = {}
@@ -133,7 +136,7 @@ def index_from(
         if entry.get("token_count") is not None and given_token_count(entry) is None:
             _check_each(entries[: position + 1], kind)  # the adapters' stricter rule: raises
     try:
-        index = MemoryIndex(entries, token_counter=token_counter)
+        index = MemoryIndex(entries, token_counter=token_counter, prepare_for=prepare_for)
     except EntryError as err:
         if err.index is not None and 0 <= err.index < len(entries):
             check_converted(entries[err.index], kind=kind, position=err.index)

@@ -92,6 +92,7 @@ from .poolsplit import (
     prepare_scorer,
     significant_words,
 )
+from .relevance.batch import SEPARATOR, WORD_BYTES, join_texts
 from .relevance.bm25 import Query
 from .relevance.columns import TermPostings
 from .relevance.feedback import SETTLE_STEP, expansion
@@ -419,26 +420,25 @@ class _Postings:
 
 class _WordCodes(_Codes):
     """Word codes keyed by ASCII bytes, each with a flag: dropped (the
-    separator, a stopword, a run shorter than a word)."""
+    separator, a stopword, a run shorter than a word), and as text
+    (``words``): a :class:`~poolsplit_adapters.relevance.batch.Vocabulary`,
+    so the BM25 postings code the tokens this reader split."""
 
     def __init__(self) -> None:
         self.dropped = array.array("b")
-        super().__init__([_SEPARATOR.encode()])
+        self.words: list[str] = []
+        super().__init__([SEPARATOR.encode()])
 
     def __missing__(self, name: Any) -> int:
         self.dropped.append(len(name) < MIN_WORD_LENGTH or name in _STOP_BYTES)
+        self.words.append(name.decode("ascii"))
         return super().__missing__(name)
 
 
 #: The word reader's twin of ``significant_words``: a word is a maximal run
 #: of at least MIN_WORD_LENGTH of WORD_CHARACTERS in the lower-cased text.
 WORD_CHARACTERS = "abcdefghijklmnopqrstuvwxyz0123456789"
-_SEPARATOR = "\x01"
 _STOP_BYTES = frozenset(word.encode() for word in STOPWORDS)
-# Bytes that can be part of a word keep their value; every other byte
-# becomes a space (the separator is kept as a token of its own).
-_WORD_BYTES = frozenset((WORD_CHARACTERS + _SEPARATOR).encode())
-_ONLY_WORD_BYTES = bytes(c if c in _WORD_BYTES else 32 for c in range(256))
 
 
 class _Words(_Postings):
@@ -455,18 +455,19 @@ class _Words(_Postings):
         self.words = _WordCodes()
         super().__init__(self.words)
 
-    def add_texts(self, start: int, texts: Sequence[str]) -> None:
-        separator = " %s " % _SEPARATOR
-        joined = separator.join(texts)
-        if joined.count(_SEPARATOR) >= len(texts):  # a text holds it: as a space it reads the same
-            joined = separator.join(text.replace(_SEPARATOR, " ") for text in texts)
+    def add_texts(self, start: int, texts: Sequence[str]) -> Any:
+        """Post the words of ``texts`` at positions from ``start``; return
+        the codes of every token split (the separators included) when the
+        texts are all ASCII, for the BM25 postings to reuse, else None."""
+        joined = join_texts(texts)
         # Lower-casing works per character for every character that lowers
         # to ASCII, so lowering the joined text lowers each text.
-        tokens = joined.lower().encode("ascii", "replace").translate(_ONLY_WORD_BYTES).split()
+        tokens = joined.lower().encode("ascii", "replace").translate(WORD_BYTES).split()
         codes = np.fromiter(map(self.codes.__getitem__, tokens), dtype=np.int32, count=len(tokens))
         positions = np.cumsum(codes == 0, dtype=np.int32) + np.int32(start)
         dropped = np.frombuffer(self.words.dropped, dtype=np.int8)[codes] != 0
         self.add(codes[~dropped], positions[~dropped])
+        return codes if joined.isascii() else None
 
     def code(self, key: str) -> Optional[int]:
         try:
@@ -492,6 +493,11 @@ class MemoryIndex:
             With a :class:`~poolsplit_adapters.relevance.RelevanceScorer`
             (the adapters' default) the BM25 postings are built with the
             index instead of on its first query.
+        prepare_for: scorers whose structures are built with the entries:
+            what :meth:`prepare_for` builds after construction, built while
+            the entries are read (a RelevanceScorer's postings then code the
+            words the index splits for its own word column, one split for
+            both), without making any of them the index's own scorer.
 
     Example::
 
@@ -512,6 +518,7 @@ class MemoryIndex:
         is_active: IsActive = default_is_active,
         use_numpy: bool = True,
         scorer: Scorer = default_scorer,
+        prepare_for: Iterable[Scorer] = (),
     ) -> None:
         self._lock = threading.RLock()
         self._scorer = scorer
@@ -550,8 +557,9 @@ class MemoryIndex:
         # scorer from the start, for another when it first queries.
         self._texts: list[Optional[str]] = []
         self._terms: dict[tuple[Any, ...], TermPostings] = {}
-        if isinstance(scorer, RelevanceScorer):
-            self._terms_for(scorer)
+        for prepared in (scorer, *prepare_for):
+            if isinstance(prepared, RelevanceScorer):
+                self._terms_for(prepared)
         self.extend(entries)
 
     # -- contents ---------------------------------------------------------------
@@ -616,14 +624,14 @@ class MemoryIndex:
             span = slice(first, first + _CHUNK)
             texts = list(map(_CONTENT, chunk))
             if plain and self._numpy:
-                self._plain_columns(chunk, texts, costs[span], active[span], start)
+                ids = self._plain_columns(chunk, texts, costs[span], active[span], start)
             else:
                 for name, values in self._values(chunk, costs[span], active[span]).items():
                     self._columns[name].extend(values)
-                self._post(start, chunk)
+                ids = self._post(start, chunk)
             self._texts.extend(texts)
             for terms in self._terms.values():
-                terms.add(start, texts)
+                terms.add(start, texts, ids)  # the words' split, coded once for both
         self._embed(len(self._slots) - len(batch), batch)
 
     def _costs(self, batch: Sequence[Mapping[str, Any]], start: int, plain: bool = False) -> Sequence[int]:
@@ -687,17 +695,18 @@ class MemoryIndex:
 
     def _plain_columns(
         self, chunk: Sequence[Mapping[str, Any]], texts: list[str], costs: Any, active: Sequence[bool], start: int
-    ) -> None:
+    ) -> Any:
         """The column values, words and tags of a chunk of plain dicts (each
         passed ``plain_entry_ok``), key by key: what ``_values`` and ``_post`` give
-        entry by entry, with no Python call per entry."""
+        entry by entry, with no Python call per entry. Returns the word
+        reader's token codes (see ``_Words.add_texts``)."""
         assert self._words is not None and self._tags is not None
         size = len(chunk)
 
         def read(key: str, default: Any = None) -> Iterator[Any]:
             return map(dict.get, chunk, itertools.repeat(key), itertools.repeat(default))  # type: ignore[arg-type]
 
-        self._words.add_texts(start, texts)
+        ids = self._words.add_texts(start, texts)
         # ntags is len(set(tags)) or 1: the distinct tags per position, which
         # the postings count as they drop repeats.
         distinct = self._tags.add_sets(start, [tags or () for tags in read("tags")])
@@ -717,6 +726,7 @@ class MemoryIndex:
         }
         for name, column in values.items():
             self._columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name][0]]).tobytes())
+        return ids
 
     def _values(
         self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int], active: Sequence[bool]
@@ -741,14 +751,15 @@ class MemoryIndex:
             "expires": [_expiry(e) for e in batch],
         }
 
-    def _post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> None:
-        """Record the words and tags of ``batch`` (at positions from ``start``)."""
+    def _post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> Any:
+        """Record the words and tags of ``batch`` (at positions from
+        ``start``); a fresh batch returns the word reader's token codes."""
         if self._words is None or self._tags is None:
-            return
+            return None
         if fresh:
-            self._words.add_texts(start, [entry["content"] for entry in batch])
+            ids = self._words.add_texts(start, [entry["content"] for entry in batch])
             self._tags.add_sets(start, [entry.get("tags") or () for entry in batch])
-            return
+            return ids
         for offset, entry in enumerate(batch):
             self._words.override(start + offset, significant_words(entry["content"]))
             self._tags.override(start + offset, entry.get("tags") or ())
@@ -886,7 +897,8 @@ class MemoryIndex:
         key = cache_key(scorer.analyzer)
         terms = self._terms.get(key)
         if terms is None:
-            terms = self._terms[key] = TermPostings(scorer.analyzer, columns=self._numpy)
+            vocabulary = None if self._words is None else self._words.words
+            terms = self._terms[key] = TermPostings(scorer.analyzer, columns=self._numpy, vocabulary=vocabulary)
             # Removed slots still hold a position: postings of the texts as
             # they stand, the dead ones read as empty.
             terms.load(self._texts)

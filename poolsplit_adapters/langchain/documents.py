@@ -19,7 +19,7 @@ from ..convert import (
     trusted_omissions,
 )
 from ..index import MemoryIndex
-from ..poolsplit import Chosen, EntryError, Selection, TokenCounter
+from ..poolsplit import Chosen, EntryError, Scorer, Selection, TokenCounter
 from ..recall import merge_recalled
 from ..render import expand_hint, marker, omission_line, omitted_by_pool
 
@@ -84,11 +84,14 @@ class DocumentConverter:
         return entries, source
 
     @staticmethod
-    def index(documents: Sequence[Document], token_counter: TokenCounter) -> tuple[MemoryIndex, dict[int, Document]]:
+    def index(
+        documents: Sequence[Document], token_counter: TokenCounter, prepare_for: Sequence[Scorer] = ()
+    ) -> tuple[MemoryIndex, dict[int, Document]]:
         """A :class:`~poolsplit_adapters.MemoryIndex` over ``documents``
-        (built once, every cost counted in one batch) and the way back to
-        each document; fails as :meth:`entries` would."""
-        return index_from(documents, _parts, kind="document", token_counter=token_counter)
+        (built once, every cost counted in one batch, with what
+        ``prepare_for``'s scorers rank by) and the way back to each
+        document; fails as :meth:`entries` would."""
+        return index_from(documents, _parts, kind="document", token_counter=token_counter, prepare_for=prepare_for)
 
     @staticmethod
     def to_documents(

@@ -196,8 +196,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             self._recall = BaseRetrieverRecall(self.base_retriever)
         if self.documents is not None:
             assert self.token_counter is not None
-            self._index, self._source = DocumentConverter.index(self.documents, self.token_counter)
-            self._index.prepare_for(self.scorer)  # the first call costs what the others do
+            # Built with the scorer's structures: the first call costs what the others do.
+            self._index, self._source = DocumentConverter.index(self.documents, self.token_counter, (self.scorer,))
             self._held_types = present_types(d.metadata for d in self.documents)
 
     def _entry_types(self) -> Optional[frozenset[str]]:

@@ -201,8 +201,8 @@ class PoolSplitMemoryStore(StoreVerbs):
             flush_filter, write_gate = write_gate, None
         assert self.settings.token_counter is not None
         self.token_counter = self.settings.token_counter
-        self.index = MemoryIndex(entries, token_counter=self.token_counter)
-        self.index.prepare_for(self.settings.scorer)  # the first call costs what the others do
+        # Built with the scorer's structures: the first call costs what the others do.
+        self.index = MemoryIndex(entries, token_counter=self.token_counter, prepare_for=(self.settings.scorer,))
         self._ids = IdLookup(self.index)
         self.long_term = store
         self.share_chat = share_chat

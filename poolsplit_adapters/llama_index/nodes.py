@@ -9,7 +9,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 
 from ..convert import SELECTION_KEY, entry_from, index_from, loaded_text, selection_metadata
 from ..index import MemoryIndex
-from ..poolsplit import Chosen, TokenCounter
+from ..poolsplit import Chosen, Scorer, TokenCounter
 from ..recall import merge_recalled
 
 AnyNode = Union[BaseNode, NodeWithScore]
@@ -73,11 +73,14 @@ class NodeConverter:
         return entries, source
 
     @staticmethod
-    def index(nodes: Sequence[AnyNode], token_counter: TokenCounter) -> tuple[MemoryIndex, dict[int, BaseNode]]:
+    def index(
+        nodes: Sequence[AnyNode], token_counter: TokenCounter, prepare_for: Sequence[Scorer] = ()
+    ) -> tuple[MemoryIndex, dict[int, BaseNode]]:
         """A :class:`~poolsplit_adapters.MemoryIndex` over ``nodes`` (built
-        once, every cost counted in one batch) and the way back to each
-        node; fails as :meth:`entries` would."""
-        return index_from(nodes, _parts, kind="node", token_counter=token_counter)
+        once, every cost counted in one batch, with what ``prepare_for``'s
+        scorers rank by) and the way back to each node; fails as
+        :meth:`entries` would."""
+        return index_from(nodes, _parts, kind="node", token_counter=token_counter, prepare_for=prepare_for)
 
     def to_nodes(self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode]) -> list[NodeWithScore]:
         scores = [c.score for c in chosen if c.score is not None]

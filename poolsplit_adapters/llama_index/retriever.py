@@ -123,8 +123,9 @@ class PoolSplitRetriever(BaseRetriever):
         self._source: dict[int, BaseNode] = {}
         if nodes is not None:
             assert self.settings.token_counter is not None
-            self._index, self._source = NodeConverter.index(nodes, self.settings.token_counter)
-            self._index.prepare_for(self.settings.scorer)  # the first call costs what the others do
+            # Built with the scorer's structures: the first call costs what the others do.
+            counter, scorer = self.settings.token_counter, self.settings.scorer
+            self._index, self._source = NodeConverter.index(nodes, counter, (scorer,))
             self._held_types = present_types((n.node if isinstance(n, NodeWithScore) else n).metadata for n in nodes)
 
     @classmethod

@@ -111,10 +111,18 @@ class WordIndex:
         ``frequencies``: how many of ``texts`` hold each term, when the caller
         has counted them already (the postings do, from their (term, text)
         keys), so no set is built per text here."""
+        if frequencies is None:
+            frequencies = Counter(itertools.chain.from_iterable(map(set, analysed)))
+        self.add_counted(texts, sum(map(len, analysed)), frequencies)
+
+    def add_counted(self, texts: Sequence[str], total_length: int, frequencies: Mapping[str, int]) -> None:
+        """Count ``texts`` as documents whose statistics the caller has
+        counted: their total length in terms and how many of them hold each
+        term (what :class:`~.columns.TermPostings` reads from its postings)."""
         self._copies.update(texts)
         self.documents += len(texts)
-        self.total_length += sum(map(len, analysed))
-        self._df.update(itertools.chain.from_iterable(map(set, analysed)) if frequencies is None else frequencies)
+        self.total_length += total_length
+        self._df.update(frequencies)
 
     def remove(self, text: str) -> None:
         """Count one document with this text less.

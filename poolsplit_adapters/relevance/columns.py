@@ -38,20 +38,13 @@ from __future__ import annotations
 
 import array
 import itertools
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .batch import Codes, TermCoder, Vocabulary
 from .bm25 import K1, B, Query, WordIndex, _counts
 from .words import Analyzer, cache_key
 
 __all__ = ["TermPostings"]
-
-
-class _Codes(Dict[str, int]):
-    """term -> its code, the next code for a term not seen yet."""
-
-    def __missing__(self, term: str) -> int:
-        code = self[term] = len(self)
-        return code
 
 
 class TermPostings:
@@ -62,6 +55,8 @@ class TermPostings:
         analyzer: how texts become terms (the scorer's).
         columns: keep the postings (numpy installed); False keeps only the
             document frequencies, for the per-entry path.
+        vocabulary: the token ids to share with another reader of the same
+            texts (a :class:`~poolsplit_adapters.MemoryIndex`'s word codes).
 
     Example:
         >>> postings = TermPostings(Analyzer())
@@ -71,12 +66,14 @@ class TermPostings:
         [0.4737, 0.0]
     """
 
-    def __init__(self, analyzer: Analyzer, *, columns: bool = True) -> None:
+    def __init__(self, analyzer: Analyzer, *, columns: bool = True, vocabulary: Optional[Vocabulary] = None) -> None:
         self.analyzer = analyzer
         self.corpus = WordIndex(analyzer)
         self.columns = columns
         self._key = cache_key(analyzer)
-        self._codes: _Codes = _Codes()
+        self._codes = Codes()
+        self._vocabulary = vocabulary
+        self._coder = TermCoder(analyzer, self._codes, vocabulary)
         self._terms: List[str] = []  # code -> term
         self._positions: List[array.array[int]] = []
         self._pairs: List[array.array[int]] = []  # per term: the (count, length) code of each posting
@@ -89,58 +86,59 @@ class TermPostings:
         # the override (term counts, length) wins.
         self._overrides: Dict[int, Mapping[str, int]] = {}
 
-    def add(self, start: int, texts: Sequence[str]) -> None:
+    def add(self, start: int, texts: Sequence[str], ids: Any = None) -> None:
         """Count ``texts[k]`` as the document at position ``start + k``
-        (positions from ``start`` are new, in order)."""
+        (positions from ``start`` are new, in order). ``ids``: the texts'
+        tokens as this postings' vocabulary coded them, when the caller split
+        them already (see :meth:`~.batch.TermCoder.code`)."""
         if not self.columns:
             self.corpus.add_many(texts)
-            return
-        analysed = self.analyzer.terms_many(texts)
-        self.corpus.add_analysed(texts, analysed, self._post(start, analysed))
+        elif ids is not None:
+            frequencies, total = self._post(start, texts, ids)
+            self.corpus.add_counted(texts, total, frequencies)
+        else:
+            self._post_all(start, texts)
 
     def load(self, texts: Sequence[Optional[str]]) -> None:
         """Count every text (None: a removed position, empty) as the
         documents at positions 0.. of empty postings, each text analysed
         once for the statistics and the postings alike (an index building
         them for a store it already holds)."""
-        alive = [text for text in texts if text is not None]
         if not self.columns:
-            self.corpus.add_many(alive)
+            self.corpus.add_many([text for text in texts if text is not None])
             return
-        analysed = self.analyzer.terms_many(alive)
-        postings = analysed
-        if len(alive) < len(texts):
-            found = iter(analysed)
-            postings = [next(found) if text is not None else () for text in texts]
-        self.corpus.add_analysed(alive, analysed, self._post(0, postings))
+        self._post_all(0, texts)
 
-    def _post(self, start: int, analysed: Sequence[Sequence[str]]) -> Dict[str, int]:
-        """Postings of the analysed texts at positions ``start``..., and how
+    def _post_all(self, start: int, texts: Sequence[Optional[str]]) -> None:
+        """Post ``texts`` at positions from ``start`` and count them (the
+        alive ones) in the corpus, a chunk at a time: each chunk's sort is
+        small and no analysis of the whole store is held at once."""
+        for first in range(0, len(texts), _CHUNK):
+            chunk = texts[first : first + _CHUNK]
+            frequencies, total = self._post(start + first, chunk)
+            self.corpus.add_counted([text for text in chunk if text is not None], total, frequencies)
+
+    def _post(self, start: int, texts: Sequence[Optional[str]], ids: Any = None) -> Tuple[Dict[str, int], int]:
+        """Postings of ``texts`` at positions ``start``... (None: empty), how
         many of them hold each term (the document frequencies, read from the
-        postings' (term, text) keys: no set per text)."""
+        postings' (term, text) keys: no set per text) and their total
+        length in terms."""
         import numpy as np
 
-        lengths = np.fromiter(map(len, analysed), dtype=np.int32, count=len(analysed))
-        self._lengths.frombytes(lengths.tobytes())
         codes = self._codes
         known = len(codes)
-        # Every term of every text, in order: a term seen before is one dict
-        # lookup at C speed, a new one gets the next code (the order of first
-        # appearance, as text by text). No per-text counting in Python: one
-        # sort of (term, text) keys counts each term in each text, grouped by
-        # term with the texts ascending, as the posting arrays are kept.
-        terms = np.fromiter(
-            map(codes.__getitem__, itertools.chain.from_iterable(analysed)), dtype=np.int64, count=int(lengths.sum())
-        )
+        terms, holders, lengths = self._coder.code(texts, ids)
+        self._lengths.frombytes(lengths.tobytes())
         for _ in range(len(codes) - known):
             self._positions.append(array.array("i"))
             self._pairs.append(array.array("i"))
         # code -> term for the new codes: the last ones in the dict's (insertion) order.
         self._terms.extend(list(itertools.islice(reversed(codes), len(codes) - len(self._terms)))[::-1])
         if not len(terms):
-            return {}
-        texts = np.repeat(np.arange(len(analysed), dtype=np.int64), lengths)
-        keys, counts = np.unique((terms << 32) | texts, return_counts=True)
+            return {}, 0
+        # One sort of (term, text) keys counts each term in each text, grouped
+        # by term with the texts ascending, as the posting arrays are kept.
+        keys, counts = np.unique((terms << 32) | holders, return_counts=True)
         flat, offsets = keys >> 32, (keys & 0xFFFFFFFF).astype(np.int32)
         pairs = self._pair_code(counts.astype(np.int32), lengths[offsets])
         positions = offsets + np.int32(start)
@@ -151,7 +149,7 @@ class TermPostings:
             self._positions[term].frombytes(positions[first:end].tobytes())
             self._pairs[term].frombytes(pairs[first:end].tobytes())
             frequencies[self._terms[term]] = end - first
-        return frequencies
+        return frequencies, len(terms)
 
     def _pair_code(self, counts: Any, lengths: Any) -> Any:
         """The (count, length) code of each posting (int32), new pairs
@@ -188,11 +186,13 @@ class TermPostings:
     def rebuild(self, texts: Sequence[str]) -> None:
         """Postings of ``texts`` at positions 0.. (after a compaction; the
         corpus holds the same documents and is kept)."""
-        self._codes, self._positions, self._pairs, self._terms = _Codes(), [], [], []
+        self._codes, self._positions, self._pairs, self._terms = Codes(), [], [], []
+        self._coder = TermCoder(self.analyzer, self._codes, self._vocabulary)
         self._lengths, self._overrides = array.array("i"), {}
         self._pair_count, self._pair_length, self._pair_codes = array.array("i"), array.array("i"), {}
         if self.columns:
-            self._post(0, self.analyzer.terms_many(texts))
+            for first in range(0, len(texts), _CHUNK):
+                self._post(first, texts[first : first + _CHUNK])
 
     def relevance(self, query: Query, size: int) -> Any:
         """The normalised BM25 of every position below ``size`` for
@@ -258,6 +258,10 @@ class TermPostings:
                 if count:
                     value += float(weight * np.float64(count) * (K1 + 1.0) / (np.float64(count) + norm[position]))
             total[position] = value
+
+
+#: Texts analysed and posted at a time.
+_CHUNK = 16384
 
 
 def _joined(arrays: List[array.array[int]], terms: List[int]) -> Any:

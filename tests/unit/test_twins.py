@@ -12,6 +12,7 @@ spec (``benchmarks/reference.py``) is the third opinion on every path.
 
 from __future__ import annotations
 
+import collections
 import datetime
 
 import pytest
@@ -39,10 +40,12 @@ from poolsplit_adapters.poolsplit import (
     select,
     significant_words,
 )
-from poolsplit_adapters.relevance import RelevanceScorer
+from poolsplit_adapters.relevance import Analyzer, RelevanceScorer
+from poolsplit_adapters.relevance.batch import Codes, TermCoder
 from poolsplit_adapters.relevance.bm25 import WordIndex
 from poolsplit_adapters.relevance.columns import TermPostings
 from poolsplit_adapters.relevance.feedback import Feedback
+from poolsplit_adapters.relevance.words import cache_key
 from poolsplit_adapters.seamed import ListCandidates, fill_pools
 
 # Random plans may leave a correction's type unadmitted: the warning is
@@ -294,6 +297,89 @@ def test_the_postings_count_the_statistics_the_per_entry_corpus_counts(texts, da
         corpus = postings.corpus
         assert dict(corpus._df) == dict(per_entry._df)
         assert (corpus.documents, corpus.total_length) == (per_entry.documents, per_entry.total_length)
+
+
+# ASCII words whose language votes differ (stopwords of several languages),
+# lone letters, digits, case, punctuation, underscores, the coder's separator.
+_CODED_WORDS = ["The", "the", "and", "el", "los", "der", "und", "het", "van", "le", "et", "il", "di", "de", "en"]
+_CODED_WORDS += ["refund", "Refunds", "rounding", "a", "I", "x", "7", "42", "a5", "don't", "e-mail", "snake_case"]
+_CODED_WORDS += [
+    "\x00",
+    "\x01",
+    "\x01\x01",
+    "a\x01b",
+    "...",
+    "",
+    "Ünïcode",
+    "退款",
+    "ιζε",
+    "Straße",
+    "ｒｅｆｕｎｄ",
+    "\t\n",
+]
+_CODED_TEXT = st.one_of(
+    st.lists(st.sampled_from(_CODED_WORDS), max_size=10).map(" ".join),
+    st.lists(st.sampled_from(_CODED_WORDS), max_size=6).map("".join),
+    st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=30),
+    st.text(max_size=12),
+)
+_CODED_ANALYZERS = [
+    RelevanceScorer().analyzer,
+    Analyzer(languages=("german", "english", "spanish"), default_language="spanish"),
+    Analyzer(languages=("english", "english", "dutch"), default_language="dutch"),
+    Analyzer(languages=("russian", "french"), default_language="russian"),
+    Analyzer(languages=("finnish",), default_language="finnish"),
+]
+
+
+@given(
+    batches=st.lists(st.lists(st.one_of(st.none(), _CODED_TEXT), max_size=12), min_size=1, max_size=3),
+    analyzer=st.sampled_from(_CODED_ANALYZERS),
+)
+def test_the_batch_coder_gives_each_text_its_per_text_terms(batches, analyzer):
+    """relevance.batch.TermCoder (split, vote and stem per distinct word)
+    mirrors Analyzer.terms text by text: each text holds exactly its terms
+    (as a multiset, coded by the caller's codes) and its length, whatever
+    mix of ASCII, Unicode, separator-holding and None texts a batch holds,
+    batch after batch on one coder (its word tables grown, not rebuilt)."""
+    codes = Codes()
+    coder = TermCoder(analyzer, codes)
+    for texts in batches:
+        terms, holders, lengths = coder.code(texts)
+        named = list(codes)
+        got = [collections.Counter() for _ in texts]
+        for term, holder in zip(terms.tolist(), holders.tolist()):
+            got[holder][named[term]] += 1
+        expected = [collections.Counter(analyzer.terms(text) if text is not None else ()) for text in texts]
+        assert got == expected
+        assert lengths.tolist() == [sum(counted.values()) for counted in expected]
+
+
+@given(
+    first=st.lists(_CODED_TEXT, max_size=10),
+    later=st.lists(_CODED_TEXT, max_size=6),
+    message=_CODED_TEXT,
+    analyzer=st.sampled_from(_CODED_ANALYZERS),
+)
+def test_the_index_and_its_bm25_postings_split_a_batch_once_with_the_per_text_result(first, later, message, analyzer):
+    """MemoryIndex(prepare_for=[scorer]) hands the token ids its word reader
+    split (an ASCII batch) to the BM25 postings, which code them with the
+    index's shared vocabulary; prepare_for after construction codes the
+    stored texts itself. Both give every position the per-entry BM25 bits
+    (bm25.Query.relevance over Analyzer.terms), at construction and after
+    a later batch."""
+    scorer = RelevanceScorer(analyzer=analyzer)
+    entries = [{"id": "e%d" % n, "content": text} for n, text in enumerate(first + later)]
+    built = MemoryIndex(entries[: len(first)], prepare_for=[scorer])
+    afterwards = MemoryIndex(entries[: len(first)]).prepare_for(scorer)
+    per_entry = WordIndex(analyzer)
+    per_entry.add_many(first + later)
+    for index in (built, afterwards):
+        index.extend(entries[len(first) :])
+        postings = index._terms[cache_key(analyzer)]
+        expected = [per_entry.query(message).relevance(text, analyzer) for text in first + later]
+        assert postings.relevance(postings.corpus.query(message), len(entries)).tolist() == expected
+        assert dict(postings.corpus._df) == dict(per_entry._df)
 
 
 _RELEVANCE_STORE = st.lists(
