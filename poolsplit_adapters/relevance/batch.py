@@ -126,9 +126,15 @@ class TermCoder:
         self._languages: Tuple[str, ...] = analyzer.languages
         self._default = self._languages.index(analyzer.default_language)
         self._ids: Vocabulary = _Ids() if vocabulary is None else vocabulary
-        # Per candidate language: 1 for a word it counts as a stopword.
-        self._voters = [(n, STOPWORDS[name]) for n, name in enumerate(self._languages) if name in STOPWORDS]
-        self._votes = [array.array("b") for _ in self._voters]
+        # The candidates with stopwords, each once (a repeated name can only
+        # tie with its first place, which wins a tie), and per word a bit per
+        # voter: set when that voter lists the word as a stopword.
+        names = self._languages
+        self._voters = [
+            (n, STOPWORDS[name]) for n, name in enumerate(names) if name in STOPWORDS and names.index(name) == n
+        ]
+        self._votes = array.array("H")  # 16 bits: STOPWORDS has fewer languages
+        self._grow_votes()
         # Per language name: word id -> term code, -1 when the word is no term there.
         self._terms: Dict[str, array.array[int]] = {}
 
@@ -195,22 +201,25 @@ class TermCoder:
         return terms[kept], owner[kept]
 
     def _grow_votes(self) -> None:
-        """Each new word's stopword flags (a lone letter is no word: never a vote)."""
-        words = self._ids.words
-        for (_n, stop), votes in zip(self._voters, self._votes):
-            votes.extend([len(word) > 1 and word in stop for word in words[len(votes) :]])
+        """The stopword bits of each word new to the vocabulary (a lone
+        letter is no word: never a vote)."""
+        words, votes, voters = self._ids.words, self._votes, self._voters
+        for word in words[len(votes) :]:
+            votes.append(sum(1 << j for j, (_n, stop) in enumerate(voters) if word in stop) if len(word) > 1 else 0)
 
     def _vote(self, ids: Any, owner: Any, size: int, language: Any) -> Any:
         """Step 3: each text's language, ``language`` (the default) where no
         candidate's stopword occurs in it."""
         import numpy as np
 
-        flags = [np.frombuffer(votes, dtype=np.int8) for votes in self._votes]
-        hit = np.flatnonzero(np.logical_or.reduce([flag[ids] for flag in flags]) if len(flags) > 1 else flags[0][ids])
+        bits = np.frombuffer(self._votes, dtype=np.uint16)[ids]
+        hit = np.flatnonzero(bits)
         if not len(hit):
             return language
-        hit_ids, hit_owner = ids[hit], owner[hit]
-        tally = np.stack([np.bincount(hit_owner[flag[hit_ids] == 1], minlength=size) for flag in flags])
+        hit_bits, hit_owner = bits[hit], owner[hit]
+        tally = np.stack(
+            [np.bincount(hit_owner[(hit_bits >> j) & 1 == 1], minlength=size) for j in range(len(self._voters))]
+        )
         # argmax takes the first of the most: the candidates' order decides a tie.
         best = np.asarray([n for n, _stop in self._voters], dtype=np.int64)[tally.argmax(axis=0)]
         return np.where(tally.max(axis=0) > 0, best, language)
