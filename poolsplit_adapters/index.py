@@ -1347,7 +1347,7 @@ class _ColumnSource:
         :meth:`_left_keys`), with no row per entry."""
         key, keys = self._left_keys(filled, lost)
         found = self._left_counts(filled, lost)
-        tokens = np.bincount(key + 1, weights=self.col["cost"], minlength=len(keys) + 1)[1:]  # bin 0: what loaded
+        tokens = np.bincount(key, weights=self.col["cost"], minlength=len(keys) + 1)[:-1]  # the last bin: what loaded
         return {k: (int(found[n]), int(tokens[n]) if k[0] is not None else 0) for n, k in enumerate(keys) if found[n]}
 
     def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:
@@ -1359,7 +1359,7 @@ class _ColumnSource:
         # keys still short of their rows: the rows of a key most of the
         # store shares are in the first slice, one pass finds the rare ones.
         wanting = np.minimum(self._left_counts(filled, lost), per_key)
-        wanting = np.append(wanting, 0)  # the slot of key -1 (what loaded): never wanted
+        wanting = np.append(wanting, 0)  # the slot of what loaded (key len(keys)): never wanted
         found: list[tuple[int, Reason, Optional[str]]] = []
         start, width = 0, 512
         while wanting.any() and start < len(key):
@@ -1379,13 +1379,13 @@ class _ColumnSource:
         and the sample share one count)."""
         key, keys = self._left_keys(filled, lost)
         if self._counted is None or self._counted[0] is not key:
-            self._counted = (key, np.bincount(key + 1, minlength=len(keys) + 1)[1:])
+            self._counted = (key, np.bincount(key, minlength=len(keys) + 1)[:-1])
         return self._counted[1]
 
     def _left_keys(self, filled: list[Any], lost: set[int]) -> tuple[Any, list[tuple[Optional[str], Reason]]]:
         """Twin of the core's ``_left_out`` rule, with arrays: per position,
-        the number of its (pool or None, reason) in the returned list, -1 for
-        what loaded (or was removed). The last pool that considered a
+        the number of its (pool or None, reason) in the returned list,
+        ``len(keys)`` for what loaded (or was removed, or is hidden). The last pool that considered a
         candidate it did not load names the reason (token budget when it
         costs more than the pool's final room, else the entry cap). Computed
         once per selection (the counts and the sample share it)."""
@@ -1399,27 +1399,28 @@ class _ColumnSource:
         keys += [(None, reason) for reason in _WHY[1:-1]]  # type: ignore[misc]
         keys += [(f[0].name, reason) for f in filled for reason in _POOL_REASONS]
         keys += [(None, Reason.ALWAYS_NO_POOL), (None, Reason.NO_POOL)]
-        # The key of the pool that last considered the position (-1: none).
+        # Visible and left out: the key of the pool that last considered it,
+        # else no pool (an unclaimed always-scope entry is in no pool's group).
         # A pool's members exclude what earlier pools took, and what it took
-        # itself is keyed -1 below, so its whole group is keyed here.
-        pooled = np.full(size, -1, dtype=np.intp)
+        # itself is keyed as loaded below, so its whole group is keyed here.
+        loaded = len(keys)
+        key = np.full(size, len(keys) - 1, dtype=np.intp)
         chosen = np.zeros(size, dtype=bool)
         for k, (pool, always, contextual, below, picks) in enumerate(filled):
             chosen[always] = True
             chosen[np.fromiter((p[0] for p in picks), dtype=np.intp, count=len(picks))] = True
             first = len(_WHY) - 1 + k * len(_POOL_REASONS)  # this pool's BELOW_RELEVANCE
             if below is not None and len(below):
-                pooled[below] = first
+                key[below] = first
             room = pool.max_tokens - sum(p[2] for p in picks)
-            pooled[contextual] = np.where(cost[contextual] > room, first + 1, first + 2)
-        # Visible and left out: its pool's key, else no pool (an unclaimed
-        # always-scope entry is in no pool's group); then, each overriding
-        # the last, what is not visible or loaded (-1), hidden by visibility
-        # (its code in ``why``) and inactive (0): the four cases are disjoint.
+            # The token budget when it costs more than the final room, else the entry cap.
+            key[contextual] = np.where(cost[contextual] > room, first + 1, first + 2)
+        # Then, each overriding the last, what is not visible or loaded,
+        # hidden by visibility (its code in ``why``) and inactive (0): the
+        # four cases are disjoint.
         alive, active, why = self.col["alive"], self.col["active"], self.why
-        key = np.where(pooled >= 0, pooled, len(keys) - 1)
         key[list(lost)] = len(keys) - 2
-        key[chosen | ~self.visible] = -1
+        key[chosen | ~self.visible] = loaded
         np.copyto(key, why, where=alive & active & (why > 0) & (why < len(_WHY) - 1))
         key[alive & ~active] = 0
         self._left = (filled, key, keys)
