@@ -28,9 +28,10 @@ can from the token to the distinct word:
    the same table the per-text analysis uses (stem, or dropped as a
    stopword), then per token a gather from that table.
 
-A text that is not ASCII takes the per-text analysis: its script decides its language and its words need Unicode
-rules. Both routes give every text exactly its :meth:`~.words.Analyzer.terms`
-as a multiset, which ``tests/unit/test_twins.py`` checks on generated text.
+A text that is not ASCII takes the per-text analysis: its script decides
+its language and its words need Unicode rules. Both routes give every text
+exactly its :meth:`~.words.Analyzer.terms` as a multiset, which
+``tests/unit/test_twins.py`` checks on generated text.
 """
 
 from __future__ import annotations
