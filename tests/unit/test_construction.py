@@ -221,8 +221,9 @@ def test_construction_never_changes_the_callers_objects():
 
 def test_adapters_over_documents_and_nodes_build_their_scorers_postings_when_constructed():
     """MemoryIndex.prepare_for builds a RelevanceScorer's BM25 postings now
-    (the default scorer has none to build), and the retrievers over
-    documents and nodes call it at construction: their first call costs
+    (the default scorer has none to build), MemoryIndex(prepare_for=[...])
+    while reading the entries, and the retrievers over documents and nodes
+    build them at construction: their first call costs
     what every later one does, and ranks as a lazily built index does."""
     from poolsplit_adapters.relevance import RelevanceScorer
 
@@ -231,6 +232,9 @@ def test_adapters_over_documents_and_nodes_build_their_scorers_postings_when_con
     plain = MemoryIndex(entries)
     assert plain.prepare_for(plain._scorer) is plain and not plain._terms
     assert plain.prepare_for(RelevanceScorer()) is plain and len(plain._terms) == 1
+    # The constructor's keyword builds the same, while the entries are read.
+    assert not MemoryIndex(entries, prepare_for=[plain._scorer])._terms
+    assert len(MemoryIndex(entries, prepare_for=[RelevanceScorer(), RelevanceScorer()])._terms) == 1
     pools = [Pool("all", 100, 2)]
     documents = [Document(page_content=e["content"], metadata={"type": "note"}, id=e["id"]) for e in entries]
     nodes = [TextNode(text=e["content"], metadata={"type": "note"}, id_=e["id"]) for e in entries]
