@@ -1385,10 +1385,11 @@ class _ColumnSource:
     def _left_keys(self, filled: list[Any], lost: set[int]) -> tuple[Any, list[tuple[Optional[str], Reason]]]:
         """Twin of the core's ``_left_out`` rule, with arrays: per position,
         the number of its (pool or None, reason) in the returned list,
-        ``len(keys)`` for what loaded (or was removed, or is hidden). The last pool that considered a
-        candidate it did not load names the reason (token budget when it
-        costs more than the pool's final room, else the entry cap). Computed
-        once per selection (the counts and the sample share it)."""
+        ``len(keys)`` for what loaded (or was removed, or is hidden). The
+        last pool that considered a candidate it did not load names the
+        reason (token budget when it costs more than the pool's final room,
+        else the entry cap). Computed once per selection (the counts and the
+        sample share it)."""
         cached = self._left
         if cached is not None and cached[0] is filled:
             return cached[1], cached[2]

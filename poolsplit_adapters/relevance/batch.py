@@ -136,8 +136,14 @@ class TermCoder:
         ]
         self._votes = array.array("H")  # 16 bits: STOPWORDS has fewer languages
         self._grow_votes()
-        # Per language name: word id -> term code, -1 when the word is no term there.
+        # Per language name: word id -> the coder's own term id, -1 when the
+        # word is no term there. A term gets the caller's code only when a
+        # text holds it (``_coded``, -1 until then): the caller's codes are
+        # the terms posted, not every stem of every word seen.
         self._terms: Dict[str, array.array[int]] = {}
+        self._own = Codes()
+        self._names: List[str] = []  # own term id -> term
+        self._coded = array.array("q")  # own term id -> the caller's code
 
     def code(self, texts: Sequence[Optional[str]], ids: Any = None) -> Tuple[Any, Any, Any]:
         """``(terms, texts, lengths)``: int64 term codes with the batch
@@ -199,7 +205,20 @@ class TermCoder:
                 mine = spoken == n
                 terms[mine] = np.frombuffer(self._table(names[n]), dtype=np.int64)[ids[mine]]
         kept = terms >= 0
-        return terms[kept], owner[kept]
+        return self._caller_codes(terms[kept]), owner[kept]
+
+    def _caller_codes(self, own: Any) -> Any:
+        """The caller's codes of the coder's own term ids, coding (in id
+        order) the terms no text held before."""
+        import numpy as np
+
+        coded = np.frombuffer(self._coded, dtype=np.int64)[own]
+        new = np.unique(own[coded < 0]).tolist()
+        if not new:
+            return coded
+        for term in new:
+            self._coded[term] = self.codes[self._names[term]]
+        return np.frombuffer(self._coded, dtype=np.int64)[own]
 
     def _grow_votes(self) -> None:
         """The stopword bits of each word new to the vocabulary (a lone
@@ -226,15 +245,17 @@ class TermCoder:
         return np.where(tally.max(axis=0) > 0, best, language)
 
     def _table(self, language: str) -> array.array[int]:
-        """``language``'s word id -> term code, extended to every word seen
+        """``language``'s word id -> own term id, extended to every word seen
         (the separator and a lone letter are no term)."""
         table = self._terms.setdefault(language, array.array("q"))
         words = self._ids.words
         if len(table) < len(words):
-            decide, codes = _terms_table(language, self._stemming), self.codes
+            decide, own = _terms_table(language, self._stemming), self._own
             fresh = []
             for word in words[len(table) :]:
                 term = "" if word == SEPARATOR or (len(word) == 1 and not word.isdigit()) else decide[word]
-                fresh.append(codes[term] if term else -1)
+                fresh.append(own[term] if term else -1)
             table.extend(fresh)
+            self._names.extend(list(itertools.islice(reversed(own), len(own) - len(self._names)))[::-1])
+            self._coded.extend([-1] * (len(own) - len(self._coded)))
         return table

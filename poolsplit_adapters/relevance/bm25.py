@@ -100,20 +100,8 @@ class WordIndex:
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError("WordIndex.add takes a text, got %s" % type(text).__name__)
-        self.add_analysed(texts, self.analyzer.terms_many(texts))
-
-    def add_analysed(
-        self, texts: Sequence[str], analysed: Sequence[Sequence[str]], frequencies: Optional[Mapping[str, int]] = None
-    ) -> None:
-        """:meth:`add_many` for texts already analysed by this index's
-        analyzer (``analysed[k]`` is ``analyzer.terms(texts[k])``): a store
-        building its postings analyses each text once for both.
-        ``frequencies``: how many of ``texts`` hold each term, when the caller
-        has counted them already (the postings do, from their (term, text)
-        keys), so no set is built per text here."""
-        if frequencies is None:
-            frequencies = Counter(itertools.chain.from_iterable(map(set, analysed)))
-        self.add_counted(texts, sum(map(len, analysed)), frequencies)
+        analysed = self.analyzer.terms_many(texts)
+        self.add_counted(texts, sum(map(len, analysed)), Counter(itertools.chain.from_iterable(map(set, analysed))))
 
     def add_counted(self, texts: Sequence[str], total_length: int, frequencies: Mapping[str, int]) -> None:
         """Count ``texts`` as documents whose statistics the caller has

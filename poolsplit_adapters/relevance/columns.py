@@ -109,14 +109,16 @@ class TermPostings:
             return
         self._post_all(0, texts)
 
-    def _post_all(self, start: int, texts: Sequence[Optional[str]]) -> None:
-        """Post ``texts`` at positions from ``start`` and count them (the
-        alive ones) in the corpus, a chunk at a time: each chunk's sort is
-        small and no analysis of the whole store is held at once."""
+    def _post_all(self, start: int, texts: Sequence[Optional[str]], counted: bool = True) -> None:
+        """Post ``texts`` at positions from ``start`` and, unless the corpus
+        holds them already (``counted`` False), count the alive ones in it;
+        a chunk at a time: each chunk's sort is small and no analysis of
+        the whole store is held at once."""
         for first in range(0, len(texts), _CHUNK):
             chunk = texts[first : first + _CHUNK]
             frequencies, total = self._post(start + first, chunk)
-            self.corpus.add_counted([text for text in chunk if text is not None], total, frequencies)
+            if counted:
+                self.corpus.add_counted([text for text in chunk if text is not None], total, frequencies)
 
     def _post(self, start: int, texts: Sequence[Optional[str]], ids: Any = None) -> Tuple[Dict[str, int], int]:
         """Postings of ``texts`` at positions ``start``... (None: empty), how
@@ -191,8 +193,7 @@ class TermPostings:
         self._lengths, self._overrides = array.array("i"), {}
         self._pair_count, self._pair_length, self._pair_codes = array.array("i"), array.array("i"), {}
         if self.columns:
-            for first in range(0, len(texts), _CHUNK):
-                self._post(first, texts[first : first + _CHUNK])
+            self._post_all(0, texts, counted=False)
 
     def relevance(self, query: Query, size: int) -> Any:
         """The normalised BM25 of every position below ``size`` for
