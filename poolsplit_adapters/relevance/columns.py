@@ -63,7 +63,7 @@ class TermPostings:
         >>> postings.add(0, ["Refunds are rounded down", "The staging gate"])
         >>> query = postings.corpus.query("refund")
         >>> [round(float(r), 4) for r in postings.relevance(query, 2)]
-        [0.4737, 0.0]
+        [0.4202, 0.0]
     """
 
     def __init__(self, analyzer: Analyzer, *, columns: bool = True, vocabulary: Optional[Vocabulary] = None) -> None:
