@@ -57,6 +57,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from ..recall import Search
 from ..stores.postgres import (
+    LargeFilters,
     exact_search_settings,
     filter_first_bound,
     filter_first_search,
@@ -96,6 +97,10 @@ class PGVectorPlanSearch(BaseRetriever):
     searches: List[Search]
     vector: List[float]
     with_scores: bool = False
+    #: The retriever's memory of filters too large to count (the count is
+    #: then skipped, see :class:`~poolsplit_adapters.stores.postgres.LargeFilters`);
+    #: None: every search counts.
+    large_filters: Optional[LargeFilters] = None
 
     _found: List[List[Document]] = PrivateAttr(default_factory=list)
     _scores: Dict[str, float] = PrivateAttr(default_factory=dict)
@@ -103,6 +108,8 @@ class PGVectorPlanSearch(BaseRetriever):
     _completed: List[str] = PrivateAttr(default_factory=list)
     #: Labels of the searches read through the filter index and ordered exactly.
     _filtered: List[str] = PrivateAttr(default_factory=list)
+    #: The filter-first bound each search's statement was sent with.
+    _bounds: Dict[int, Optional[int]] = PrivateAttr(default_factory=dict)
 
     @property
     def found(self) -> List[List[Document]]:
@@ -142,12 +149,18 @@ class PGVectorPlanSearch(BaseRetriever):
         branches = []
         for i in positions:
             search = self.searches[i]
-            bound = None if search.always else filter_first_bound(search.k, index_rows)
+            bound = None if search.always else self._bound(search, index_rows)
+            self._bounds[i] = bound
             branches.append(search_branch(tables, distance, i, search, bound is not None))
             if bound is not None:
                 params[bound_name(i)] = bound
         statement = branches[0] if len(branches) == 1 else sqlalchemy.union_all(*branches)
         return statement, params
+
+    def _bound(self, search: Search, index_rows: Optional[float]) -> Optional[int]:
+        if self.large_filters is None:
+            return filter_first_bound(search.k, index_rows)
+        return self.large_filters.bound(search, index_rows)
 
     def _ranked(self) -> bool:
         """Whether a search here is ranked by distance (the always fetch is not)."""
@@ -179,6 +192,10 @@ class PGVectorPlanSearch(BaseRetriever):
 
     def _finish(self, found: List[List[Any]]) -> List[Document]:
         self._found, self._scores = [], {}
+        if self.large_filters is not None:
+            for i, rows in enumerate(found):
+                exact = bool(rows) and bool(rows[0].exact)
+                self.large_filters.saw(self.searches[i], self._bounds.get(i), found=len(rows), exact=exact)
         self._filtered = [s.label for s, rows in zip(self.searches, found) if not s.always and rows and rows[0].exact]
         for search, rows in zip(self.searches, found):
             docs = [Document(id=str(r.id), page_content=r.document, metadata=r.cmetadata) for r in rows]
@@ -289,6 +306,7 @@ def plan_search(
     with_scores: bool,
     *,
     asynchronous: bool,
+    large_filters: Optional[LargeFilters] = None,
 ) -> Optional[PGVectorPlanSearch]:
     """The one-statement round for ``store`` (a ``PGVector`` searched by
     vector, in the mode it was made for), else None: a ``PGVector`` in the
@@ -297,4 +315,6 @@ def plan_search(
         return None
     if bool(getattr(store, "async_mode", False)) != asynchronous:
         return None
-    return PGVectorPlanSearch(store=store, searches=list(searches), vector=vector, with_scores=with_scores)
+    return PGVectorPlanSearch(
+        store=store, searches=list(searches), vector=vector, with_scores=with_scores, large_filters=large_filters
+    )

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import sys
 from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -37,13 +38,14 @@ from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.runnables.config import get_executor_for_config, run_in_executor
+from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
-from ..stores.postgres import check_search
+from ..stores.postgres import LargeFilters, check_search
+from ..threads import at_once
 from .filters import FilterBuilder, dict_filter
 from .pgvector_search import PGVectorPlanSearch, plan_search
 from .pgvector_v2_search import PGVectorStorePlanSearch
@@ -302,6 +304,9 @@ class VectorRecall:
         #: connection). In-process stores search in turn: they are CPU-bound
         #: under the GIL, where threads would only add overhead.
         self.concurrent = exact_always_fetch(store) is not None
+        #: The pool filters found too large to count, kept between calls
+        #: (over PGVector with the filter index: their count is skipped).
+        self.large_filters = LargeFilters()
 
     @property
     def searches_by_vector(self) -> bool:
@@ -339,7 +344,16 @@ class VectorRecall:
         for search in searches:
             if exact is not None:
                 check_search(search)  # NUL: one clear error before any query runs
-            mine = plan_search(self.store, [search], vector, with_scores, asynchronous=asynchronous) if own else None
+            mine = None
+            if own:
+                mine = plan_search(
+                    self.store,
+                    [search],
+                    vector,
+                    with_scores,
+                    asynchronous=asynchronous,
+                    large_filters=self.large_filters,
+                )
             if mine is not None:
                 runs.append((search, mine))
                 continue
@@ -389,11 +403,10 @@ class VectorRecall:
             search, retriever = run
             return retriever.invoke(query, config={"callbacks": run_manager.get_child(search.label)})
 
-        if self.concurrent and len(runs) > 1:
+        if self.concurrent:
             # Each search waits on the server: in turn, a call costs their sum;
             # at once (one pooled connection each), the slowest one's.
-            with get_executor_for_config(None) as executor:
-                results = list(executor.map(one, runs))
+            results = at_once([functools.partial(one, run) for run in runs])
         else:
             results = [one(run) for run in runs]
         return results, self._scores(runs)

@@ -32,12 +32,10 @@ the store's query through the HNSW index, as without the index.
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import dataclasses
 import functools
 import sys
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
 import sqlalchemy
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -49,6 +47,7 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
 from ..stores.postgres import (
+    LargeFilters,
     check_postgres_text,
     check_search,
     exact_search_settings,
@@ -58,6 +57,7 @@ from ..stores.postgres import (
     llama_index_filter_index,
     metadata_condition,
 )
+from ..threads import at_once
 
 
 def metadata_filters(search: Search, type_key: str = "type") -> Optional[MetadataFilters]:
@@ -107,6 +107,9 @@ class IndexRecall:
         #: What the index's scores measure (a StoreMetric), when known: the
         #: retriever then takes recalled nodes' relevance from their scores.
         self.metric: Any = None
+        #: The pool filters found too large to count, kept between calls
+        #: (over PGVectorStore with the filter index: their count is skipped).
+        self.large_filters = LargeFilters()
 
     def plan_for(self, pools: Optional[Sequence[Pool]]) -> RecallPlan:
         """This recall's plan for a call's ``pools`` (default: the plan's)."""
@@ -119,7 +122,9 @@ class IndexRecall:
 
     def _postgres(self) -> Optional[PGVectorStoreSearch]:
         store = self.index.vector_store
-        return PGVectorStoreSearch(store, self.type_key) if PGVectorStoreSearch.serves(store) else None
+        if not PGVectorStoreSearch.serves(store):
+            return None
+        return PGVectorStoreSearch(store, self.type_key, large_filters=self.large_filters)
 
     def _needs_embedding(self, query: QueryBundle) -> bool:
         return bool(self.index.vector_store.is_embedding_query and query.embedding is None and query.embedding_strs)
@@ -146,7 +151,7 @@ class IndexRecall:
         if postgres is not None:
             checked = postgres.checked(list(searches))
             postgres.store._initialize()  # once, before the threads
-            return _at_once([functools.partial(postgres.search, search, query.embedding) for search in checked])
+            return at_once([functools.partial(postgres.search, search, query.embedding) for search in checked])
         results = []
         for search in searches:
             exact = self._always_exactly(search)
@@ -206,21 +211,6 @@ class IndexRecall:
         return plan.collect(searches, await self.asearch(await self.aembedded(query), searches))
 
 
-_T = TypeVar("_T")
-
-
-def _at_once(calls: Sequence[Callable[[], _T]]) -> List[_T]:
-    """Every call's result, in order, the calls run at once on threads (each
-    in a copy of this context, so ``capture_selections`` and tracing follow):
-    each Postgres search is a round trip on its own pooled connection, so
-    the sync retrieval costs its slowest search rather than their sum."""
-    if len(calls) < 2:
-        return [call() for call in calls]
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        futures = [pool.submit(contextvars.copy_context().run, call) for call in calls]
-        return [future.result() for future in futures]
-
-
 class PGVectorStoreSearch:
     """The plan's searches on LlamaIndex's ``PGVectorStore``, every filter
     value a bound parameter.
@@ -248,9 +238,13 @@ class PGVectorStoreSearch:
     #: The column saying a row came through the filter index, ordered exactly.
     _EXACT = "poolsplit_exact"
 
-    def __init__(self, store: Any, type_key: str = "type") -> None:
+    def __init__(self, store: Any, type_key: str = "type", *, large_filters: Optional[LargeFilters] = None) -> None:
         self.store = store
         self.type_key = type_key
+        #: The caller's memory of filters too large to count (their count is
+        #: then skipped, see :class:`~poolsplit_adapters.stores.postgres.LargeFilters`);
+        #: None: every search counts.
+        self.large_filters = large_filters
         # The filter index serves the ``type`` key only (the key is fixed
         # in the index): with another key the probe would walk a whole
         # namespace, so those searches run as without the index.
@@ -272,19 +266,28 @@ class PGVectorStoreSearch:
             check_search(search, self.type_key)
         return searches
 
-    def _statement(self, search: Search, embedding: Optional[List[float]], index_rows: Optional[float] = None) -> Any:
+    def _bound(self, search: Search, index_rows: Optional[float]) -> Optional[int]:
+        """The filter-first bound of ``search`` with the filter index of
+        ``index_rows`` rows (None: no index, or the always fetch)."""
+        if search.always:
+            return None
+        if self.large_filters is None:
+            return filter_first_bound(search.k, index_rows)
+        return self.large_filters.bound(search, index_rows)
+
+    def _statement(self, search: Search, embedding: Optional[List[float]], bound: Optional[int] = None) -> Any:
         """``search``'s statement: the always fetch by condition alone; a
-        pool search the store's own query with the condition, and, when the
-        filter index is there (``index_rows``, its size), first the bounded
-        count that picks between reading the few matching rows exactly and
-        that query through the HNSW index (one of the two branches runs)."""
+        pool search the store's own query with the condition, and, with a
+        filter-first ``bound`` (:meth:`_bound`: the filter index is there),
+        first the bounded count that picks between reading the few matching
+        rows exactly and that query through the HNSW index (one of the two
+        branches runs)."""
         table = self.store._table_class
         condition = metadata_condition(table.metadata_, search, self.type_key)
         if search.always:
             columns = (table.node_id, table.text, table.metadata_)
             return sqlalchemy.select(*columns).where(condition).order_by(table.node_id).limit(search.k)
         query = self.store._build_query(embedding, search.k)
-        bound = filter_first_bound(search.k, index_rows)
         if bound is None:
             return query.where(condition)
         # The store's own columns (and query hook): without its order and
@@ -371,6 +374,10 @@ class PGVectorStoreSearch:
             return False
         return not self.filtered(search, rows)
 
+    def _saw(self, search: Search, bound: Optional[int], rows: Sequence[Any]) -> None:
+        if self.large_filters is not None:
+            self.large_filters.saw(search, bound, found=len(rows), exact=self.filtered(search, rows))
+
     def filtered(self, search: Search, rows: Sequence[Any]) -> bool:
         """Whether ``rows`` (a pool search's) were read through the filter
         index and ordered exactly (a search that found nothing is not)."""
@@ -391,8 +398,10 @@ class PGVectorStoreSearch:
                 for setting in settings:
                     result = session.execute(setting)
                 index_rows = result.one()[-1] if reads_index and result is not None else None
-                statement = self._statement(search, embedding, index_rows)
+                bound = self._bound(search, index_rows)
+                statement = self._statement(search, embedding, bound)
                 rows = list(session.execute(statement).all())
+            self._saw(search, bound, rows)
             if self._short(search, rows):
                 self.completed.append(search.label)
                 with session.begin():
@@ -414,8 +423,10 @@ class PGVectorStoreSearch:
                 for setting in settings:
                     result = await session.execute(setting)
                 index_rows = result.one()[-1] if reads_index and result is not None else None
-                statement = self._statement(search, embedding, index_rows)
+                bound = self._bound(search, index_rows)
+                statement = self._statement(search, embedding, bound)
                 rows = list((await session.execute(statement)).all())
+            self._saw(search, bound, rows)
             if self._short(search, rows):
                 self.completed.append(search.label)
                 async with session.begin():

@@ -11,7 +11,7 @@ break it.
 from __future__ import annotations
 
 import threading
-from typing import Any, Iterator, List
+from typing import Any, Iterator
 
 import pytest
 import sqlalchemy
@@ -25,15 +25,16 @@ PGVector = pytest.importorskip("langchain_postgres").PGVector
 
 
 class MeetingPGVector(PGVector):  # type: ignore[misc, valid-type]
-    """The real PGVector; while :attr:`barrier` is set, each search by
-    vector waits there for the plan's other searches."""
+    """The real PGVector; while :attr:`barrier` is set, each session the
+    plan's searches open (each search is our own statement on its own
+    session) waits there for the plan's other searches."""
 
     barrier: Any = None
 
-    def similarity_search_by_vector(self, embedding: List[float], k: int = 4, **kwargs: Any) -> Any:
+    def _make_sync_session(self) -> Any:
         if self.barrier is not None:
             self.barrier.wait(timeout=20)
-        return super().similarity_search_by_vector(embedding, k=k, **kwargs)
+        return super()._make_sync_session()
 
 
 @pytest.fixture
@@ -50,10 +51,9 @@ def test_the_plans_searches_run_at_once_and_return_what_they_return_in_turn(engi
     store.add_documents(documents(entries("u1") + entries("u2", prefix="u2-")))
     retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=20, now=NOW)
     in_turn = [d.id for d in retriever.invoke(QUERY, namespace="u1")]  # no barrier yet: one after another
-    similarity = [s for s in RecallPlan(POOLS, fetch_k=20).searches() if not s.always]
-    store.barrier = threading.Barrier(len(similarity))
+    store.barrier = threading.Barrier(len(RecallPlan(POOLS, fetch_k=20).searches()))
     at_once = [d.id for d in retriever.invoke(QUERY, namespace="u1")]
-    assert not store.barrier.broken
+    assert not store.barrier.broken and store.barrier.n_waiting == 0
     assert at_once == in_turn and at_once[0] == "fix-0"
 
 

@@ -230,3 +230,69 @@ def test_hostile_values_stay_parameters_through_the_filter_first_statement(index
     assert done.found == [[]]
     still = run(indexed, [by_label(plan())["pool:skills"]])
     assert [d.id for d in still.found[0]] == exact_top("skill-", K)
+
+
+def sent_bounds(engine: Any, store: Any, searches: List[Search], large: Any) -> Tuple[List[Any], Any]:
+    """The filter-first bounds the plan search's statements were sent with,
+    and the finished search (``large``: the retriever's memory of large filters)."""
+    from poolsplit_adapters.langchain.pgvector_search import PGVectorPlanSearch
+
+    bounds: List[Any] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        if isinstance(parameters, dict):
+            bounds.extend(v for k, v in sorted(parameters.items()) if k.startswith("filter_first_bound_"))
+
+    sqlalchemy.event.listen(engine, "before_cursor_execute", capture)
+    try:
+        search = PGVectorPlanSearch(store=store, searches=searches, vector=hashed_ngrams(QUERY), large_filters=large)
+        search.invoke(QUERY)
+    finally:
+        sqlalchemy.event.remove(engine, "before_cursor_execute", capture)
+    return bounds, search
+
+
+def test_a_pool_found_large_skips_its_count_on_the_next_call_and_finds_the_same_rows(pg_database, loaded):
+    """The dense pool's count said "many": the next call sends the bound
+    that reads no row (SKIP_COUNT) and walks HNSW at once, with the same
+    page; the rare pool is counted (and read exactly) on every call; after
+    the memory's window the dense pool is counted again."""
+    from poolsplit_adapters.stores.postgres import SKIP_COUNT, LargeFilters
+
+    install_filter_index(make_store(loaded))
+    engine = sqlalchemy.create_engine(pg_database.url, connect_args=SHORT_SCANS)
+    try:
+        store = make_store(engine)
+        now = [0.0]
+        large = LargeFilters(seconds=60.0, clock=lambda: now[0])
+        searches = by_label(plan())
+        dense, rare = searches["pool:content"], searches["pool:skills"]
+        bound = filter_first_bound(K, len(corpus()))
+        first, done = sent_bounds(engine, store, [dense, rare], large)
+        assert first == [bound, bound]
+        pages = [[d.id for d in docs] for docs in done.found]
+        assert pages == [exact_top("note-", K), exact_top("skill-", K)] and done.filtered == ["pool:skills"]
+        now[0] = 59.0
+        second, done = sent_bounds(engine, store, [dense, rare], large)
+        assert second == [SKIP_COUNT, bound]
+        assert [[d.id for d in docs] for docs in done.found] == pages and done.filtered == ["pool:skills"]
+        assert done.completed == []
+        now[0] = 60.0  # the window is over: counted again (the skipped call did not extend it)
+        third, done = sent_bounds(engine, store, [dense, rare], large)
+        assert third == [bound, bound]
+        assert [[d.id for d in docs] for docs in done.found] == pages
+    finally:
+        engine.dispose()
+
+
+def test_the_retriever_keeps_its_memory_of_large_filters_between_calls(indexed):
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+    from poolsplit_adapters.stores.postgres import SKIP_COUNT
+
+    retriever = PoolSplitRetriever.from_vectorstore(indexed, POOLS, fetch_k=K, visibility=Visibility(namespace="t"))
+    first = [str(d.id) for d in retriever.invoke(QUERY)]
+    content = by_label(plan())["pool:content"]
+    large = retriever._recall.large_filters  # type: ignore[union-attr]
+    assert large.bound(content, len(corpus())) == SKIP_COUNT
+    assert large.bound(by_label(plan())["pool:skills"], len(corpus())) == filter_first_bound(K, len(corpus()))
+    assert [str(d.id) for d in retriever.invoke(QUERY)] == first

@@ -225,3 +225,44 @@ def test_hostile_values_stay_parameters_through_the_filter_first_statement(index
     assert run(indexed, by_label()["pool:skills"]) == (exact_top("skill-", K), True, [])
     with indexed._engine.connect() as conn:
         assert conn.execute(sqlalchemy.text("SELECT count(*) FROM data_memory")).scalar() == len(corpus())
+
+
+async def test_a_pool_found_large_skips_its_count_on_the_next_call_sync_and_async(indexed: Any):
+    """PGVectorStore's searches share PGVector's memory of large filters: the
+    dense pool's count said "many", so its next searches (sync and async)
+    send the bound that reads no row and walk HNSW at once, with the same
+    page; the rare pool is counted and read exactly every time."""
+    from poolsplit_adapters.stores.postgres import SKIP_COUNT, LargeFilters
+
+    bounds: List[Any] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        if isinstance(parameters, dict):
+            bounds.extend(v for k, v in parameters.items() if k.startswith("bound"))
+
+    large = LargeFilters()
+    runner = PGVectorStoreSearch(indexed, large_filters=large)
+    dense, rare = by_label()["pool:content"], by_label()["pool:skills"]
+    bound = filter_first_bound(K, len(corpus()))
+    indexed._initialize()  # its engines exist after it
+    engines = [indexed._engine] + ([indexed._async_engine.sync_engine] if indexed._async_engine is not None else [])
+    for engine in engines:
+        sqlalchemy.event.listen(engine, "before_cursor_execute", capture)
+    try:
+        pages = []
+        for call in range(3):
+            bounds.clear()
+            if call < 2:
+                found = [runner.rows(s, hashed_ngrams(QUERY)) for s in (dense, rare)]
+            else:
+                found = [await runner.arows(s, hashed_ngrams(QUERY)) for s in (dense, rare)]
+            pages.append([[r.node_id for r in rows] for rows in found])
+            assert bounds == ([bound, bound] if call == 0 else [SKIP_COUNT, bound])
+            assert [runner.filtered(s, rows) for s, rows in zip((dense, rare), found)] == [False, True]
+        assert pages[0] == pages[1] == pages[2] == [exact_top("note-", K), exact_top("skill-", K)]
+        assert runner.completed == []
+    finally:
+        for engine in engines:
+            sqlalchemy.event.remove(engine, "before_cursor_execute", capture)
+        if indexed._async_engine is not None:
+            await indexed._async_engine.dispose()
