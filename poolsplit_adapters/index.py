@@ -538,6 +538,8 @@ class MemoryIndex:
         # pools on every call of an unchanged store read one mask, not a
         # gather over the store per pool (a few plans: bounded below).
         self._type_masks: dict[tuple[str, ...], tuple[tuple[int, int], Any]] = {}
+        # ((version, size, priority weight), the boost's priority term of every position).
+        self._priority_terms: Optional[tuple[tuple[int, int, float], Any]] = None
         self._words: Optional[_Words] = _Words() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings(_Codes()) if self._numpy else None
         # Entry vectors per embedding model (model id -> the scorer that
@@ -1160,7 +1162,6 @@ class _ColumnSource:
         seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
         code = index._projects.known(ctx.project) if ctx.project is not None else None
         project = col["project"]
-        same = project == (code if code is not None else -2)
         embedding = self.embedding
         relevance_first = self.words[0] if self.words is not None else None
         if relevance_first is None and embedding is not None and embedding.fallback_reason is None:
@@ -1172,9 +1173,21 @@ class _ColumnSource:
             # relevance column, combined as relevance.combine does per entry.
             assert index._tags is not None
             shared = index._tags.count(ctx.tags, self.size) if ctx.tags else None
-            placed = np.where(project < 0, 1, np.where(same, 2, 0)).astype(np.int8)
-            boost = relevance_first.modifiers.boost_columns(
-                col["priority"], seconds / 86400.0, col["created"] >= 0, shared, col["ntags"], placed
+            # The project code (0 another, 1 none, 2 the context's) by one
+            # gather from a table indexed by project code (None, -1, is its last slot).
+            table = np.zeros(len(index._projects), dtype=np.int8)
+            table[-1] = 1
+            if code is not None and code >= 0:
+                table[code] = 2
+            modifiers = relevance_first.modifiers
+            boost = modifiers.boost_columns(
+                col["priority"],
+                seconds / 86400.0,
+                col["created"] >= 0,
+                shared,
+                col["ntags"],
+                table[project],
+                priority_term=self._priority_term(modifiers),
             )
             return combine_columns(self._overlap(), boost, relevance_first.floor)
         score = col["priority"].copy()
@@ -1186,11 +1199,25 @@ class _ColumnSource:
             assert index._tags is not None
             shared = index._tags.count(ctx.tags, self.size)
             score *= 1.0 + (shared / col["ntags"]) * TAG_WEIGHT
+        same = project == (code if code is not None else -2)
         score *= np.where(project < 0, 1.0, np.where(same, PROJECT_SAME, PROJECT_OTHER))
         if ctx.nwords:
             overlap = self._overlap()
             score *= np.where(overlap > MESSAGE_THRESHOLD, 1.0 + overlap * MESSAGE_WEIGHT, 1.0)
         return score
+
+    def _priority_term(self, modifiers: Any) -> Any:
+        """``modifiers``' priority term of every position
+        (:meth:`~.relevance.modifiers.Modifiers.priority_columns`), kept by the
+        index while it does not change: it depends on no query."""
+        owner = self.owner
+        stamp = (owner._version, self.size, modifiers.priority_weight)
+        kept = owner._priority_terms
+        if kept is None or kept[0] != stamp:
+            term = modifiers.priority_columns(self.col["priority"])
+            term.flags.writeable = False
+            kept = owner._priority_terms = (stamp, term)
+        return kept[1]
 
     def _overlap(self) -> Any:
         """The relevance column: RelevanceScorer's normalised BM25, the

@@ -124,6 +124,16 @@ class Modifiers:
             total += self.project_weight
         return total
 
+    def priority_columns(self, priority: Any) -> Any:
+        """The priority term of :meth:`boost_columns` (``base_priority`` as
+        float64, clamped to [0, 10], weighted): the boost's one part that no
+        query changes, so an index keeps it."""
+        import numpy as np
+
+        # Finite inputs: maximum/minimum clamp as the per-entry comparisons
+        # do (a zero's sign may differ, and the additions below make it +0).
+        return self.priority_weight * np.minimum(np.maximum(priority, 0.0), 10.0) / 10.0
+
     def boost_columns(
         self,
         priority: Any,
@@ -132,6 +142,8 @@ class Modifiers:
         tags_shared: Any,
         tags_distinct: Any,
         project: Any,
+        *,
+        priority_term: Any = None,
     ) -> Any:
         """:meth:`boost` of many entries at once, from numpy columns (what a
         vectorised index keeps), bit-identical to the per-entry one: the
@@ -149,12 +161,12 @@ class Modifiers:
             tags_distinct: float64, the entry's distinct tags (1 when none).
             project: int8, 2 for the context's project, 1 for no project,
                 0 for another.
+            priority_term: :meth:`priority_columns` of ``priority``, when
+                the caller keeps it (it depends on no query).
         """
         import numpy as np  # the per-entry path needs no numpy
 
-        # Finite inputs: maximum/minimum clamp as the per-entry comparisons
-        # do (a zero's sign may differ, and the additions below make it +0).
-        total = self.priority_weight * np.minimum(np.maximum(priority, 0.0), 10.0) / 10.0
+        total = self.priority_columns(priority) if priority_term is None else priority_term
         if self.recency_weight:
             age = np.maximum(days, 0.0)
             fresh = dated & (age < self.recency_horizon_days)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from typing import Any, List
 
 import pytest
 import reference
@@ -323,3 +324,29 @@ def test_a_counter_is_asked_once_per_distinct_text():
     index = MemoryIndex(entries, token_counter=counter)
     assert calls == ["other", "same text"]
     assert [c.cost for c in index.select([Pool("all", 100, 10)], {}, now=NOW).chosen] == [5, 9, 5, 9, 5, 9]
+
+
+def test_the_kept_priority_term_follows_a_refreshed_priority_with_the_adapters_scorer():
+    """The boost's priority term is kept between selections (no query
+    changes it): a priority changed in place and refreshed must reach the
+    next selection, as the core's per-entry boost reads it."""
+    from poolsplit_adapters.defaults import default_adapter_scorer
+
+    entries = [
+        {"id": "e%d" % n, "content": "deploy the staging service %d" % n, "base_priority": n % 5 + 1, "token_count": 3}
+        for n in range(12)
+    ]
+    index = MemoryIndex(entries)
+    plan = [Pool("p", 9, 3)]
+    context = {"message": "deploy staging"}
+
+    def ranked(selection: Any) -> List[Any]:
+        return [(c.entry["id"], c.score) for c in selection.chosen]
+
+    first = ranked(index.select(plan, context, now=NOW, scorer=default_adapter_scorer()))
+    assert first == ranked(select(entries, plan, context, now=NOW, scorer=default_adapter_scorer()))
+    entries[0]["base_priority"] = 10
+    index.refresh(entries[0])
+    after = ranked(index.select(plan, context, now=NOW, scorer=default_adapter_scorer()))
+    assert after == ranked(select(entries, plan, context, now=NOW, scorer=default_adapter_scorer()))
+    assert after[0][0] == "e0" and after != first
