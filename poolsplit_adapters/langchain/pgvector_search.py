@@ -38,7 +38,10 @@ never past :func:`~poolsplit_adapters.stores.postgres.filter_first_bound`;
 when they are at most that many it reads them and orders them by distance
 (exact: its page is never completed), else it walks the HNSW index as
 above. One statement, one round trip: the count decides which of its two
-branches runs. Without the index nothing of this runs.
+branches runs. Without the index nothing of this runs. A filter the count
+found larger than the bound is remembered by the retriever for a while
+(:class:`~poolsplit_adapters.stores.postgres.LargeFilters`): its next
+searches skip the count and walk the HNSW index at once.
 """
 
 from __future__ import annotations
@@ -59,10 +62,10 @@ from ..recall import Search
 from ..stores.postgres import (
     LargeFilters,
     exact_search_settings,
-    filter_first_bound,
     filter_first_search,
     hnsw_search_settings,
     metadata_condition,
+    pool_search_bound,
 )
 
 __all__ = ["PGVectorPlanSearch", "serves_pgvector"]
@@ -149,18 +152,12 @@ class PGVectorPlanSearch(BaseRetriever):
         branches = []
         for i in positions:
             search = self.searches[i]
-            bound = None if search.always else self._bound(search, index_rows)
-            self._bounds[i] = bound
+            bound = self._bounds[i] = pool_search_bound(search, index_rows, self.large_filters)
             branches.append(search_branch(tables, distance, i, search, bound is not None))
             if bound is not None:
                 params[bound_name(i)] = bound
         statement = branches[0] if len(branches) == 1 else sqlalchemy.union_all(*branches)
         return statement, params
-
-    def _bound(self, search: Search, index_rows: Optional[float]) -> Optional[int]:
-        if self.large_filters is None:
-            return filter_first_bound(search.k, index_rows)
-        return self.large_filters.bound(search, index_rows)
 
     def _ranked(self) -> bool:
         """Whether a search here is ranked by distance (the always fetch is not)."""

@@ -26,7 +26,9 @@ on the store), a pool search whose filter matches few rows (at most
 :func:`~poolsplit_adapters.stores.postgres.filter_first_bound`, counted
 through that index in the same statement) reads just those rows and orders
 them exactly by distance, as over LangChain's ``PGVector``; with many it is
-the store's query through the HNSW index, as without the index.
+the store's query through the HNSW index, as without the index; a filter
+found that large skips the count on the retriever's next calls for a while
+(:class:`~poolsplit_adapters.stores.postgres.LargeFilters`).
 """
 
 from __future__ import annotations
@@ -51,11 +53,11 @@ from ..stores.postgres import (
     check_postgres_text,
     check_search,
     exact_search_settings,
-    filter_first_bound,
     filter_first_search,
     hnsw_search_settings,
     llama_index_filter_index,
     metadata_condition,
+    pool_search_bound,
 )
 from ..threads import at_once
 
@@ -266,19 +268,11 @@ class PGVectorStoreSearch:
             check_search(search, self.type_key)
         return searches
 
-    def _bound(self, search: Search, index_rows: Optional[float]) -> Optional[int]:
-        """The filter-first bound of ``search`` with the filter index of
-        ``index_rows`` rows (None: no index, or the always fetch)."""
-        if search.always:
-            return None
-        if self.large_filters is None:
-            return filter_first_bound(search.k, index_rows)
-        return self.large_filters.bound(search, index_rows)
-
     def _statement(self, search: Search, embedding: Optional[List[float]], bound: Optional[int] = None) -> Any:
         """``search``'s statement: the always fetch by condition alone; a
         pool search the store's own query with the condition, and, with a
-        filter-first ``bound`` (:meth:`_bound`: the filter index is there),
+        filter-first ``bound`` (:func:`~poolsplit_adapters.stores.postgres.pool_search_bound`:
+        the filter index is there),
         first the bounded count that picks between reading the few matching
         rows exactly and that query through the HNSW index (one of the two
         branches runs)."""
@@ -398,7 +392,7 @@ class PGVectorStoreSearch:
                 for setting in settings:
                     result = session.execute(setting)
                 index_rows = result.one()[-1] if reads_index and result is not None else None
-                bound = self._bound(search, index_rows)
+                bound = pool_search_bound(search, index_rows, self.large_filters)
                 statement = self._statement(search, embedding, bound)
                 rows = list(session.execute(statement).all())
             self._saw(search, bound, rows)
@@ -423,7 +417,7 @@ class PGVectorStoreSearch:
                 for setting in settings:
                     result = await session.execute(setting)
                 index_rows = result.one()[-1] if reads_index and result is not None else None
-                bound = self._bound(search, index_rows)
+                bound = pool_search_bound(search, index_rows, self.large_filters)
                 statement = self._statement(search, embedding, bound)
                 rows = list((await session.execute(statement)).all())
             self._saw(search, bound, rows)

@@ -62,6 +62,7 @@ __all__ = [
     "install_filter_index",
     "llama_index_filter_index",
     "metadata_condition",
+    "pool_search_bound",
 ]
 
 #: The URL schemes taken as Postgres (libpq's two, and SQLAlchemy's with a driver).
@@ -326,6 +327,23 @@ class LargeFilters:
             for key in list(self._seen)[: self.MOST // 2]:
                 self._seen.pop(key, None)
         self._seen[self._key(search, bound)] = self.clock()
+
+
+def pool_search_bound(search: Search, index_rows: Optional[float], large: Optional[LargeFilters]) -> Optional[int]:
+    """The filter-first bound ``search``'s statement is sent with: None for
+    the always-scope fetch (no count) and without the filter index
+    (``index_rows`` None), :data:`SKIP_COUNT` while ``large`` remembers its
+    filter as larger than the bound, else :func:`filter_first_bound`. The
+    one rule of PGVector's and LlamaIndex's pool searches.
+
+    Example::
+
+        >>> pool_search_bound(Search("pool:skills", 20, types=("skill",)), 100_000, None)
+        4472
+    """
+    if search.always:
+        return None
+    return filter_first_bound(search.k, index_rows) if large is None else large.bound(search, index_rows)
 
 
 def filter_first(rows: Any, where: Sequence[Any], bound: Any) -> Any:
