@@ -296,3 +296,34 @@ def test_the_retriever_keeps_its_memory_of_large_filters_between_calls(indexed):
     assert large.bound(content, len(corpus())) == SKIP_COUNT
     assert large.bound(by_label(plan())["pool:skills"], len(corpus())) == filter_first_bound(K, len(corpus()))
     assert [str(d.id) for d in retriever.invoke(QUERY)] == first
+
+
+def test_a_large_filter_made_small_by_deletions_is_still_found_whole_within_its_window(pg_database, loaded):
+    """Only deletions can make a large filter small. Within the window its
+    search skips the count and walks HNSW, whose page comes back short
+    here (one batch) and is completed exactly: the notes left, all of them,
+    in the exact order; after the window the count finds them few and reads
+    them through the filter index."""
+    from poolsplit_adapters.stores.postgres import SKIP_COUNT, LargeFilters
+
+    install_filter_index(make_store(loaded))
+    engine = sqlalchemy.create_engine(pg_database.url, connect_args=SHORT_SCANS)
+    try:
+        store = make_store(engine)
+        now = [0.0]
+        large = LargeFilters(seconds=60.0, clock=lambda: now[0])
+        dense = by_label(plan())["pool:content"]
+        first, done = sent_bounds(engine, store, [dense], large)
+        assert first == [filter_first_bound(K, len(corpus()))] and done.filtered == []
+        left = ["note-%03d" % i for i in range(NOTES - 3, NOTES)]  # the three farthest from the query
+        store.delete(ids=["note-%03d" % i for i in range(NOTES - 3)])
+        second, done = sent_bounds(engine, store, [dense], large)
+        assert second == [SKIP_COUNT, SKIP_COUNT]  # the search, then its exact completion
+        assert [d.id for d in done.found[0]] == left  # exact order: one more " again" each
+        assert done.completed == ["pool:content"] and done.filtered == []
+        now[0] = 61.0
+        third, done = sent_bounds(engine, store, [dense], large)
+        assert third == [filter_first_bound(K, len(corpus()))]
+        assert [d.id for d in done.found[0]] == left and done.filtered == ["pool:content"]
+    finally:
+        engine.dispose()

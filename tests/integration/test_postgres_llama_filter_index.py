@@ -266,3 +266,25 @@ async def test_a_pool_found_large_skips_its_count_on_the_next_call_sync_and_asyn
             sqlalchemy.event.remove(engine, "before_cursor_execute", capture)
         if indexed._async_engine is not None:
             await indexed._async_engine.dispose()
+
+
+def test_a_large_filter_made_small_by_deletions_is_still_found_whole_within_its_window(indexed: Any):
+    """As over PGVector: within the window the search skips the count, its
+    HNSW page comes back short (one batch) and is completed exactly; after
+    the window the count finds the notes left few and reads them exactly."""
+    from poolsplit_adapters.stores.postgres import LargeFilters
+
+    now = [0.0]
+    runner = PGVectorStoreSearch(indexed, large_filters=LargeFilters(seconds=60.0, clock=lambda: now[0]))
+    dense = by_label()["pool:content"]
+    rows = runner.rows(dense, hashed_ngrams(QUERY))
+    assert not runner.filtered(dense, rows) and len(rows) == K
+    left = ["note-%03d" % i for i in range(NOTES - 3, NOTES)]  # the three farthest from the query
+    indexed.delete_nodes(node_ids=["note-%03d" % i for i in range(NOTES - 3)])
+    rows = runner.rows(dense, hashed_ngrams(QUERY))
+    assert [r.node_id for r in rows] == left and runner.completed == ["pool:content"]
+    assert not runner.filtered(dense, rows)
+    now[0] = 61.0
+    rows = runner.rows(dense, hashed_ngrams(QUERY))
+    assert [r.node_id for r in rows] == left and runner.filtered(dense, rows)
+    assert runner.completed == ["pool:content"]  # no second completion: the page was exact
