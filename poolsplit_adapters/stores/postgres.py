@@ -275,11 +275,15 @@ class LargeFilters:
     only to find what it found the call before: 8 ms of a 21 ms search,
     measured at 100k rows. Skipping it changes no guarantee: a filter with
     more rows than the bound is walked through HNSW either way, a short
-    page is still completed by an exact search, and rows only ever make a
-    large filter larger. Only deletions can make it small again: within the
-    window its search still walks the index, as it does for any filter just
-    above the bound, and is counted again after it. A new bound (the table
-    grew or ``k`` changed) is a new filter here, counted at once.
+    page is still completed by an exact search, and new rows only ever make
+    a large filter larger. Only deletions, or rewrites that move rows to
+    another type or namespace, can make it small again: within the window
+    its search still walks the index, as it does for any filter just above
+    the bound, its short page is completed, and it is counted again after
+    the window. A new bound (the table grew or ``k`` changed) is a new
+    filter here, counted at once. The untyped side search is never
+    remembered: its page is not completed (its pool's typed search says
+    whether the pool is full), so only the count makes it exact.
 
     Example::
 
@@ -309,8 +313,8 @@ class LargeFilters:
         """:func:`filter_first_bound` for ``search``, or :data:`SKIP_COUNT`
         while its filter is remembered as larger than that bound."""
         bound = filter_first_bound(search.k, index_rows)
-        if bound is None:
-            return None
+        if bound is None or search.untyped:
+            return bound
         seen = self._seen.get(self._key(search, bound))
         if seen is not None and self.clock() - seen < self.seconds:
             return SKIP_COUNT
@@ -321,7 +325,7 @@ class LargeFilters:
         the HNSW branch (``found`` > 0, not ``exact``) mean the count was
         above the bound. A skipped count (:data:`SKIP_COUNT`) says nothing
         new, so the filter is counted again when its window ends."""
-        if bound is None or bound == SKIP_COUNT or found == 0 or exact:
+        if bound is None or bound == SKIP_COUNT or found == 0 or exact or search.untyped:
             return
         if len(self._seen) >= self.MOST:
             for key in list(self._seen)[: self.MOST // 2]:

@@ -327,3 +327,68 @@ def test_a_large_filter_made_small_by_deletions_is_still_found_whole_within_its_
         assert [d.id for d in done.found[0]] == left and done.filtered == ["pool:content"]
     finally:
         engine.dispose()
+
+
+async def test_the_async_search_skips_a_large_filters_count_too(pg_database: Database, indexed):
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from poolsplit_adapters.langchain.pgvector_search import PGVectorPlanSearch
+    from poolsplit_adapters.stores.postgres import SKIP_COUNT, LargeFilters
+
+    engine = create_async_engine(pg_database.url, connect_args=SHORT_SCANS)
+    bounds: List[Any] = []
+
+    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        if isinstance(parameters, dict):
+            bounds.extend(v for k, v in sorted(parameters.items()) if k.startswith("filter_first_bound_"))
+
+    sqlalchemy.event.listen(engine.sync_engine, "before_cursor_execute", capture)
+    try:
+        store = langchain_postgres.PGVector(
+            HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS, async_mode=True
+        )
+        large = LargeFilters()
+        dense, rare = by_label(plan())["pool:content"], by_label(plan())["pool:skills"]
+        bound = filter_first_bound(K, len(corpus()))
+        pages = []
+        for expected in ([bound, bound], [SKIP_COUNT, bound]):
+            bounds.clear()
+            done = PGVectorPlanSearch(
+                store=store, searches=[dense, rare], vector=hashed_ngrams(QUERY), large_filters=large
+            )
+            await done.ainvoke(QUERY)
+            assert bounds == expected and done.filtered == ["pool:skills"]
+            pages.append([[d.id for d in docs] for docs in done.found])
+        assert pages[0] == pages[1] == [exact_top("note-", K), exact_top("skill-", K)]
+    finally:
+        await engine.dispose()
+
+
+def test_the_untyped_side_search_is_counted_on_every_call(pg_database, loaded):
+    """Its short page is never completed (its pool's typed search says
+    whether the pool is full), so only the count makes it exact: it is
+    never remembered as large. 400 untyped notes > the bound; deletions
+    leave three, far from the query, which the next call still finds."""
+    from poolsplit_adapters.stores.postgres import LargeFilters
+
+    extra = [
+        Document("deploy checkout untyped" + " again" * i, id="loose-%03d" % i, metadata={"namespace": "t"})
+        for i in range(400)
+    ]
+    make_store(loaded).add_documents(extra)
+    install_filter_index(make_store(loaded))
+    engine = sqlalchemy.create_engine(pg_database.url, connect_args=SHORT_SCANS)
+    try:
+        store = make_store(engine)
+        large = LargeFilters()
+        untyped = by_label(plan())["pool:content:untyped"]
+        bound = filter_first_bound(K, len(corpus()) + len(extra))
+        first, done = sent_bounds(engine, store, [untyped], large)
+        assert first == [bound] and done.filtered == [] and len(done.found[0]) == K
+        store.delete(ids=["loose-%03d" % i for i in range(397)] + ["untyped"])
+        second, done = sent_bounds(engine, store, [untyped], large)
+        assert second == [bound]
+        assert [d.id for d in done.found[0]] == ["loose-397", "loose-398", "loose-399"]
+        assert done.filtered == ["pool:content:untyped"]
+    finally:
+        engine.dispose()

@@ -228,7 +228,7 @@ def test_hostile_values_stay_parameters_through_the_filter_first_statement(index
 
 
 async def test_a_pool_found_large_skips_its_count_on_the_next_call_sync_and_async(indexed: Any):
-    """PGVectorStore's searches share PGVector's memory of large filters: the
+    """PGVectorStore's searches follow PGVector's rule for large filters: the
     dense pool's count said "many", so its next searches (sync and async)
     send the bound that reads no row and walk HNSW at once, with the same
     page; the rare pool is counted and read exactly every time."""
@@ -288,3 +288,17 @@ def test_a_large_filter_made_small_by_deletions_is_still_found_whole_within_its_
     rows = runner.rows(dense, hashed_ngrams(QUERY))
     assert [r.node_id for r in rows] == left and runner.filtered(dense, rows)
     assert runner.completed == ["pool:content"]  # no second completion: the page was exact
+
+
+def test_the_retriever_keeps_its_memory_of_large_filters_between_calls(indexed: Any):
+    from poolsplit_adapters.stores.postgres import SKIP_COUNT
+
+    index = VectorStoreIndex.from_vector_store(indexed, embed_model=HashedNgramLlamaEmbedding())
+    retriever = PoolSplitRetriever.from_vector_store_index(
+        index, POOLS, fetch_k=K, visibility=Visibility(namespace="t")
+    )
+    first = [n.node.node_id for n in retriever.retrieve(QUERY)]
+    large = retriever._recall.large_filters  # type: ignore[union-attr]
+    assert large.bound(by_label()["pool:content"], len(corpus())) == SKIP_COUNT
+    assert large.bound(by_label()["pool:skills"], len(corpus())) == filter_first_bound(K, len(corpus()))
+    assert [n.node.node_id for n in retriever.retrieve(QUERY)] == first

@@ -56,3 +56,11 @@ def test_past_its_size_the_oldest_half_is_forgotten():
     assert large.bound(names[LargeFilters.MOST // 2 - 1], 100_000) == 4472
     assert large.bound(names[LargeFilters.MOST // 2], 100_000) == SKIP_COUNT
     assert large.bound(names[-1], 100_000) == SKIP_COUNT
+
+
+def test_the_untyped_side_search_is_never_remembered():
+    """Its page is never completed, so only the count makes it exact."""
+    large, _ = memory()
+    untyped = Search("pool:content:untyped", 20, untyped=True, namespaces=("t",), pool="content")
+    large.saw(untyped, 4472, found=20, exact=False)
+    assert large.bound(untyped, 100_000) == 4472

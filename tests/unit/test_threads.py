@@ -1,4 +1,4 @@
-"""``at_once``: a plan's store searches at once, on threads kept between calls.
+"""``at_once``: a plan's store searches at once, each on a thread of its own.
 
 Shown without a clock: calls that meet at a barrier can only pass it when
 they run at the same time.
@@ -7,14 +7,13 @@ they run at the same time.
 from __future__ import annotations
 
 import contextvars
-import multiprocessing
 import threading
+import time
 from typing import Callable, List
 
 import pytest
 
-from poolsplit_adapters import threads
-from poolsplit_adapters.threads import MAX_SEARCH_THREADS, at_once
+from poolsplit_adapters.threads import at_once
 
 CALLER = contextvars.ContextVar("caller", default="none")
 
@@ -40,13 +39,6 @@ def test_the_calls_run_at_once_in_order_in_the_callers_context():
         CALLER.reset(token)
 
 
-def test_the_threads_are_kept_between_calls():
-    at_once(meeting(4))
-    first = set(threads._pool()._threads)
-    at_once(meeting(4))
-    assert set(threads._pool()._threads) == first and 4 <= len(first) <= MAX_SEARCH_THREADS
-
-
 def test_the_first_error_in_call_order_is_raised_after_every_call_has_finished():
     finished: List[int] = []
     gate = threading.Event()
@@ -59,6 +51,7 @@ def test_the_first_error_in_call_order_is_raised_after_every_call_has_finished()
 
     def slow() -> int:
         gate.wait(timeout=10)
+        time.sleep(0.2)  # an error raised before this call finished would find the list empty
         finished.append(1)
         return 1
 
@@ -71,15 +64,13 @@ def test_the_first_error_in_call_order_is_raised_after_every_call_has_finished()
     assert finished == [1]
 
 
-def test_a_call_on_a_pool_thread_runs_its_own_calls_in_turn():
-    """Nested at once on a bounded pool could wait for ever; in turn it
-    returns, on the same thread."""
-
-    def outer() -> List[str]:
-        me = threading.current_thread().name
-        return at_once([lambda: threading.current_thread().name == me and "same" or "other"] * 3)
-
-    assert at_once([outer, outer]) == [["same"] * 3, ["same"] * 3]
+def test_calls_made_from_a_search_run_at_once_too():
+    """A search that itself runs searches at once gets threads of its own
+    (no pool shared across calls that its own calls could wait behind)."""
+    assert at_once([lambda: at_once(meeting(3)), lambda: at_once(meeting(2))]) == [
+        ["0:none", "1:none", "2:none"],
+        ["0:none", "1:none"],
+    ]
 
 
 def test_one_call_runs_on_the_callers_thread():
@@ -87,17 +78,19 @@ def test_one_call_runs_on_the_callers_thread():
     assert at_once([]) == []
 
 
-def _in_child(queue: multiprocessing.Queue[List[str]]) -> None:
-    queue.put(at_once(meeting(3)))
-
-
-@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
-def test_a_forked_child_gets_threads_of_its_own():
-    at_once(meeting(3))  # the parent's threads exist before the fork
-    context = multiprocessing.get_context("fork")
-    queue = context.Queue()
-    child = context.Process(target=_in_child, args=(queue,), daemon=True)
-    child.start()
-    got = queue.get(timeout=30)
-    child.join(timeout=30)
-    assert got == ["0:none", "1:none", "2:none"] and child.exitcode == 0
+def test_a_blocked_caller_does_not_hold_back_another():
+    """Each call's threads are its own: two instant calls finish while
+    other callers' searches are still blocked."""
+    release = threading.Event()
+    blocked = [threading.Thread(target=at_once, args=([release.wait, release.wait],)) for _ in range(20)]
+    for thread in blocked:
+        thread.start()
+    try:
+        done = threading.Event()
+        quick = threading.Thread(target=lambda: (at_once([lambda: 1, lambda: 2]), done.set()))
+        quick.start()
+        assert done.wait(timeout=5)
+    finally:
+        release.set()
+        for thread in blocked:
+            thread.join(timeout=10)
