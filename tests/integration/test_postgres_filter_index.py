@@ -252,37 +252,43 @@ def sent_bounds(engine: Any, store: Any, searches: List[Search], large: Any) -> 
     return bounds, search
 
 
-def test_a_pool_found_large_skips_its_count_on_the_next_call_and_finds_the_same_rows(pg_database, loaded):
+@pytest.fixture
+def windowed(pg_database: Database, loaded: sqlalchemy.Engine) -> Iterator[Tuple[Any, Any, Any, List[float]]]:
+    """The indexed store on short-scanning sessions, its engine, and a
+    memory of large filters on a clock the test moves (``now[0]``)."""
+    from poolsplit_adapters.stores.postgres import LargeFilters
+
+    install_filter_index(make_store(loaded))
+    engine = sqlalchemy.create_engine(pg_database.url, connect_args=SHORT_SCANS)
+    now = [0.0]
+    yield engine, make_store(engine), LargeFilters(seconds=60.0, clock=lambda: now[0]), now
+    engine.dispose()
+
+
+def test_a_pool_found_large_skips_its_count_on_the_next_call_and_finds_the_same_rows(windowed):
     """The dense pool's count said "many": the next call sends the bound
     that reads no row (SKIP_COUNT) and walks HNSW at once, with the same
     page; the rare pool is counted (and read exactly) on every call; after
     the memory's window the dense pool is counted again."""
-    from poolsplit_adapters.stores.postgres import SKIP_COUNT, LargeFilters
+    from poolsplit_adapters.stores.postgres import SKIP_COUNT
 
-    install_filter_index(make_store(loaded))
-    engine = sqlalchemy.create_engine(pg_database.url, connect_args=SHORT_SCANS)
-    try:
-        store = make_store(engine)
-        now = [0.0]
-        large = LargeFilters(seconds=60.0, clock=lambda: now[0])
-        searches = by_label(plan())
-        dense, rare = searches["pool:content"], searches["pool:skills"]
-        bound = filter_first_bound(K, len(corpus()))
-        first, done = sent_bounds(engine, store, [dense, rare], large)
-        assert first == [bound, bound]
-        pages = [[d.id for d in docs] for docs in done.found]
-        assert pages == [exact_top("note-", K), exact_top("skill-", K)] and done.filtered == ["pool:skills"]
-        now[0] = 59.0
-        second, done = sent_bounds(engine, store, [dense, rare], large)
-        assert second == [SKIP_COUNT, bound]
-        assert [[d.id for d in docs] for docs in done.found] == pages and done.filtered == ["pool:skills"]
-        assert done.completed == []
-        now[0] = 60.0  # the window is over: counted again (the skipped call did not extend it)
-        third, done = sent_bounds(engine, store, [dense, rare], large)
-        assert third == [bound, bound]
-        assert [[d.id for d in docs] for docs in done.found] == pages
-    finally:
-        engine.dispose()
+    engine, store, large, now = windowed
+    searches = by_label(plan())
+    dense, rare = searches["pool:content"], searches["pool:skills"]
+    bound = filter_first_bound(K, len(corpus()))
+    first, done = sent_bounds(engine, store, [dense, rare], large)
+    assert first == [bound, bound]
+    pages = [[d.id for d in docs] for docs in done.found]
+    assert pages == [exact_top("note-", K), exact_top("skill-", K)] and done.filtered == ["pool:skills"]
+    now[0] = 59.0
+    second, done = sent_bounds(engine, store, [dense, rare], large)
+    assert second == [SKIP_COUNT, bound]
+    assert [[d.id for d in docs] for docs in done.found] == pages and done.filtered == ["pool:skills"]
+    assert done.completed == []
+    now[0] = 60.0  # the window is over: counted again (the skipped call did not extend it)
+    third, done = sent_bounds(engine, store, [dense, rare], large)
+    assert third == [bound, bound]
+    assert [[d.id for d in docs] for docs in done.found] == pages
 
 
 def test_the_retriever_keeps_its_memory_of_large_filters_between_calls(indexed):
@@ -298,35 +304,28 @@ def test_the_retriever_keeps_its_memory_of_large_filters_between_calls(indexed):
     assert [str(d.id) for d in retriever.invoke(QUERY)] == first
 
 
-def test_a_large_filter_made_small_by_deletions_is_still_found_whole_within_its_window(pg_database, loaded):
-    """Only deletions can make a large filter small. Within the window its
+def test_a_large_filter_made_small_by_deletions_is_still_found_whole_within_its_window(windowed):
+    """Only deletions (or rewrites to another type or namespace) can make a large filter small. Within the window its
     search skips the count and walks HNSW, whose page comes back short
     here (one batch) and is completed exactly: the notes left, all of them,
     in the exact order; after the window the count finds them few and reads
     them through the filter index."""
-    from poolsplit_adapters.stores.postgres import SKIP_COUNT, LargeFilters
+    from poolsplit_adapters.stores.postgres import SKIP_COUNT
 
-    install_filter_index(make_store(loaded))
-    engine = sqlalchemy.create_engine(pg_database.url, connect_args=SHORT_SCANS)
-    try:
-        store = make_store(engine)
-        now = [0.0]
-        large = LargeFilters(seconds=60.0, clock=lambda: now[0])
-        dense = by_label(plan())["pool:content"]
-        first, done = sent_bounds(engine, store, [dense], large)
-        assert first == [filter_first_bound(K, len(corpus()))] and done.filtered == []
-        left = ["note-%03d" % i for i in range(NOTES - 3, NOTES)]  # the three farthest from the query
-        store.delete(ids=["note-%03d" % i for i in range(NOTES - 3)])
-        second, done = sent_bounds(engine, store, [dense], large)
-        assert second == [SKIP_COUNT, SKIP_COUNT]  # the search, then its exact completion
-        assert [d.id for d in done.found[0]] == left  # exact order: one more " again" each
-        assert done.completed == ["pool:content"] and done.filtered == []
-        now[0] = 61.0
-        third, done = sent_bounds(engine, store, [dense], large)
-        assert third == [filter_first_bound(K, len(corpus()))]
-        assert [d.id for d in done.found[0]] == left and done.filtered == ["pool:content"]
-    finally:
-        engine.dispose()
+    engine, store, large, now = windowed
+    dense = by_label(plan())["pool:content"]
+    first, done = sent_bounds(engine, store, [dense], large)
+    assert first == [filter_first_bound(K, len(corpus()))] and done.filtered == []
+    left = ["note-%03d" % i for i in range(NOTES - 3, NOTES)]  # the three farthest from the query
+    store.delete(ids=["note-%03d" % i for i in range(NOTES - 3)])
+    second, done = sent_bounds(engine, store, [dense], large)
+    assert second == [SKIP_COUNT, SKIP_COUNT]  # the search, then its exact completion
+    assert [d.id for d in done.found[0]] == left  # exact order: one more " again" each
+    assert done.completed == ["pool:content"] and done.filtered == []
+    now[0] = 61.0
+    third, done = sent_bounds(engine, store, [dense], large)
+    assert third == [filter_first_bound(K, len(corpus()))]
+    assert [d.id for d in done.found[0]] == left and done.filtered == ["pool:content"]
 
 
 async def test_the_async_search_skips_a_large_filters_count_too(pg_database: Database, indexed):
