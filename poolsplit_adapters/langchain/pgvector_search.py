@@ -189,11 +189,11 @@ class PGVectorPlanSearch(BaseRetriever):
 
     def _finish(self, found: List[List[Any]]) -> List[Document]:
         self._found, self._scores = [], {}
+        exact = [bool(rows) and bool(rows[0].exact) for rows in found]  # read through the filter index
         if self.large_filters is not None:
             for i, rows in enumerate(found):
-                exact = bool(rows) and bool(rows[0].exact)
-                self.large_filters.saw(self.searches[i], self._bounds.get(i), found=len(rows), exact=exact)
-        self._filtered = [s.label for s, rows in zip(self.searches, found) if not s.always and rows and rows[0].exact]
+                self.large_filters.saw(self.searches[i], self._bounds.get(i), found=len(rows), exact=exact[i])
+        self._filtered = [s.label for s, read in zip(self.searches, exact) if read and not s.always]
         for search, rows in zip(self.searches, found):
             docs = [Document(id=str(r.id), page_content=r.document, metadata=r.cmetadata) for r in rows]
             if self.with_scores and not search.always:

@@ -271,10 +271,10 @@ class PGVectorStoreSearch:
     def _statement(self, search: Search, embedding: Optional[List[float]], bound: Optional[int] = None) -> Any:
         """``search``'s statement: the always fetch by condition alone; a
         pool search the store's own query with the condition, and, with a
-        filter-first ``bound`` (:func:`~poolsplit_adapters.stores.postgres.pool_search_bound`:
-        the filter index is there),
-        first the bounded count that picks between reading the few matching
-        rows exactly and that query through the HNSW index (one of the two
+        filter-first ``bound`` (the filter index is there:
+        :func:`~poolsplit_adapters.stores.postgres.pool_search_bound`), first
+        the bounded count that picks between reading the few matching rows
+        exactly and that query through the HNSW index (one of the two
         branches runs)."""
         table = self.store._table_class
         condition = metadata_condition(table.metadata_, search, self.type_key)

@@ -88,6 +88,23 @@ class Codes(Dict[str, int]):
         return code
 
 
+class _Terms(Dict[str, int]):
+    """The coder's own term ids (:class:`Codes`), each term's name kept in
+    id order (``names``) and its caller's code, -1 until a text holds it
+    (``coded``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: List[str] = []
+        self.coded = array.array("q")
+
+    def __missing__(self, term: str) -> int:
+        code = self[term] = len(self.names)
+        self.names.append(term)
+        self.coded.append(-1)
+        return code
+
+
 class _Ids(Dict[bytes, int]):
     """A :class:`Vocabulary` of the coder's own."""
 
@@ -138,12 +155,10 @@ class TermCoder:
         self._grow_votes()
         # Per language name: word id -> the coder's own term id, -1 when the
         # word is no term there. A term gets the caller's code only when a
-        # text holds it (``_coded``, -1 until then): the caller's codes are
+        # text holds it (``_Terms.coded``, -1 until then): the caller's codes are
         # the terms posted, not every stem of every word seen.
         self._terms: Dict[str, array.array[int]] = {}
-        self._own = Codes()
-        self._names: List[str] = []  # own term id -> term
-        self._coded = array.array("q")  # own term id -> the caller's code
+        self._own = _Terms()
 
     def code(self, texts: Sequence[Optional[str]], ids: Any = None) -> Tuple[Any, Any, Any]:
         """``(terms, texts, lengths)``: int64 term codes with the batch
@@ -212,13 +227,14 @@ class TermCoder:
         order) the terms no text held before."""
         import numpy as np
 
-        coded = np.frombuffer(self._coded, dtype=np.int64)[own]
+        terms = self._own
+        coded = np.frombuffer(terms.coded, dtype=np.int64)[own]
         new = np.unique(own[coded < 0]).tolist()
         if not new:
             return coded
         for term in new:
-            self._coded[term] = self.codes[self._names[term]]
-        return np.frombuffer(self._coded, dtype=np.int64)[own]
+            terms.coded[term] = self.codes[terms.names[term]]
+        return np.frombuffer(terms.coded, dtype=np.int64)[own]
 
     def _grow_votes(self) -> None:
         """The stopword bits of each word new to the vocabulary (a lone
@@ -256,6 +272,4 @@ class TermCoder:
                 term = "" if word == SEPARATOR or (len(word) == 1 and not word.isdigit()) else decide[word]
                 fresh.append(own[term] if term else -1)
             table.extend(fresh)
-            self._names.extend(list(itertools.islice(reversed(own), len(own) - len(self._names)))[::-1])
-            self._coded.extend([-1] * (len(own) - len(self._coded)))
         return table

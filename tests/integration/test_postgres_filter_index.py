@@ -16,6 +16,7 @@ exactly, corrections all load, and no value reaches SQL text.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any, Dict, Iterator, List, Optional, Tuple
 
@@ -232,11 +233,10 @@ def test_hostile_values_stay_parameters_through_the_filter_first_statement(index
     assert [d.id for d in still.found[0]] == exact_top("skill-", K)
 
 
-def sent_bounds(engine: Any, store: Any, searches: List[Search], large: Any) -> Tuple[List[Any], Any]:
-    """The filter-first bounds the plan search's statements were sent with,
-    and the finished search (``large``: the retriever's memory of large filters)."""
-    from poolsplit_adapters.langchain.pgvector_search import PGVectorPlanSearch
-
+@contextlib.contextmanager
+def bounds_sent(engine: Any) -> Iterator[List[Any]]:
+    """The filter-first bounds of the statements ``engine`` (a sync engine)
+    sends while the block runs, in the order sent."""
     bounds: List[Any] = []
 
     def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
@@ -245,10 +245,19 @@ def sent_bounds(engine: Any, store: Any, searches: List[Search], large: Any) -> 
 
     sqlalchemy.event.listen(engine, "before_cursor_execute", capture)
     try:
-        search = PGVectorPlanSearch(store=store, searches=searches, vector=hashed_ngrams(QUERY), large_filters=large)
-        search.invoke(QUERY)
+        yield bounds
     finally:
         sqlalchemy.event.remove(engine, "before_cursor_execute", capture)
+
+
+def sent_bounds(engine: Any, store: Any, searches: List[Search], large: Any) -> Tuple[List[Any], Any]:
+    """The filter-first bounds the plan search's statements were sent with,
+    and the finished search (``large``: the retriever's memory of large filters)."""
+    from poolsplit_adapters.langchain.pgvector_search import PGVectorPlanSearch
+
+    with bounds_sent(engine) as bounds:
+        search = PGVectorPlanSearch(store=store, searches=searches, vector=hashed_ngrams(QUERY), large_filters=large)
+        search.invoke(QUERY)
     return bounds, search
 
 
@@ -335,13 +344,6 @@ async def test_the_async_search_skips_a_large_filters_count_too(pg_database: Dat
     from poolsplit_adapters.stores.postgres import SKIP_COUNT, LargeFilters
 
     engine = create_async_engine(pg_database.url, connect_args=SHORT_SCANS)
-    bounds: List[Any] = []
-
-    def capture(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
-        if isinstance(parameters, dict):
-            bounds.extend(v for k, v in sorted(parameters.items()) if k.startswith("filter_first_bound_"))
-
-    sqlalchemy.event.listen(engine.sync_engine, "before_cursor_execute", capture)
     try:
         store = langchain_postgres.PGVector(
             HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS, async_mode=True
@@ -351,11 +353,11 @@ async def test_the_async_search_skips_a_large_filters_count_too(pg_database: Dat
         bound = filter_first_bound(K, len(corpus()))
         pages = []
         for expected in ([bound, bound], [SKIP_COUNT, bound]):
-            bounds.clear()
             done = PGVectorPlanSearch(
                 store=store, searches=[dense, rare], vector=hashed_ngrams(QUERY), large_filters=large
             )
-            await done.ainvoke(QUERY)
+            with bounds_sent(engine.sync_engine) as bounds:
+                await done.ainvoke(QUERY)
             assert bounds == expected and done.filtered == ["pool:skills"]
             pages.append([[d.id for d in docs] for docs in done.found])
         assert pages[0] == pages[1] == [exact_top("note-", K), exact_top("skill-", K)]
