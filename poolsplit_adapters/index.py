@@ -48,7 +48,6 @@ from __future__ import annotations
 import array
 import datetime
 import functools
-import heapq
 import itertools
 import operator
 import threading
@@ -106,6 +105,8 @@ from .seams import Candidates, Layering
 
 try:  # numpy is optional: without it the generic path serves every query.
     import numpy as np
+
+    from .ties import TieKeys
 except ImportError:  # pragma: no cover - exercised only without numpy
     np = None  # type: ignore[assignment]
 
@@ -541,6 +542,9 @@ class MemoryIndex:
         # ((version, size, priority weight), the boost's priority term of every position).
         self._priority_terms: Optional[tuple[tuple[int, int, float], Any]] = None
         self._words: Optional[_Words] = _Words() if self._numpy else None
+        # Per position, the strings the core's order reads after the score
+        # (created, id): ties are broken in C, not entry by entry.
+        self._ties: Optional[TieKeys] = TieKeys() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings(_Codes()) if self._numpy else None
         # Entry vectors per embedding model (model id -> the scorer that
         # embeds them and its rows by position, with their norms), so a
@@ -620,9 +624,13 @@ class MemoryIndex:
         # would otherwise hold ~150 MB of temporary objects.
         self._where.put_many(identities, len(self._slots))
         del identities
+        if self._ties is not None:
+            self._ties.reserve(len(self._slots) + len(batch))
         for first in range(0, len(batch), _CHUNK):
             chunk, start = batch[first : first + _CHUNK], len(self._slots)
             self._slots.extend(chunk)
+            if self._ties is not None:
+                self._ties.extend(chunk)
             span = slice(first, first + _CHUNK)
             texts = list(map(_CONTENT, chunk))
             if plain and self._numpy:
@@ -867,6 +875,8 @@ class MemoryIndex:
             for name, values in self._values([entry], [cost], [live]).items():
                 self._columns[name][position] = values[0]
             self._post(position, [entry], fresh=False)
+            if self._ties is not None:
+                self._ties.put(position, entry)
             old, self._texts[position] = self._texts[position], entry["content"]
             for terms in self._terms.values():
                 terms.replace(position, old, entry["content"])  # type: ignore[arg-type]
@@ -886,6 +896,8 @@ class MemoryIndex:
             self._columns[name] = array.array(code, (old[p] for p in alive))
         for _embedder, rows in self._vectors.values():
             rows.keep(alive)
+        if self._ties is not None:
+            self._ties.keep(alive)
         self._slots, self._slots_lent = [self._slots[p] for p in alive], False
         self._texts = [self._texts[p] for p in alive]
         for terms in self._terms.values():
@@ -1069,6 +1081,8 @@ class _ColumnSource:
     ) -> None:
         self.owner, self.embedding, self.words, self.fused, self.rows = index, embedding, words, fused, rows
         self.slots: Sequence[Optional[Mapping[str, Any]]] = index._slots
+        assert index._ties is not None
+        self.ties: TieKeys = index._ties
         size = self.size = len(self.slots)
         # Views of the index's columns, valid while the query holds the lock
         # (see detach).
@@ -1249,24 +1263,17 @@ class _ColumnSource:
         sources = np.flatnonzero(self.visible & ~self.col["always"] & (first > 0.0))
         if not len(sources):
             return first
-        slots = self.slots
-
-        def tie_key(p: int) -> tuple[str, str, int]:  # the core's order after the score
-            slot = slots[p]
-            assert slot is not None
-            return slot.get("created") or "", slot.get("id") or "", p
-
-        ties: list[int] = []
+        ties = sources[:0]
         if len(sources) > feedback.top:  # the best values: fewer than top above the cut, the rest from its ties
             values = first[sources]
             cut = np.partition(values, len(sources) - feedback.top)[len(sources) - feedback.top]
-            ties = sources[values == cut].tolist()
+            ties = sources[values == cut]
             sources = sources[values > cut]
-        keyed = sorted((-v, *tie_key(p)) for v, p in zip(first[sources].tolist(), sources.tolist()))
-        best = [key[3] for key in keyed[: feedback.top]]
+        # Ties by the core's order after the score (created, id, position).
+        best = [key[3] for key in self.ties.ordered(first[sources], sources)[: feedback.top]]
         # Many entries can share the cut's value (one template, one length):
-        # the few wanted are picked from them in one pass, none sorted.
-        best += heapq.nsmallest(feedback.top - len(best), ties, key=tie_key)
+        # the few wanted are picked from them by comparisons in C, none sorted.
+        best += self.ties.smallest(ties, feedback.top - len(best))
         corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
         second = expansion(corpus, [self.slots[p]["content"] for p in best], feedback)  # type: ignore[index]
         found = terms.relevance(second, self.size)
@@ -1322,7 +1329,7 @@ class _ColumnSource:
         return group[keep], group[~keep]
 
     def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
-        score, cost, slots = self.score_all, self.col["cost"], self.slots
+        score, cost = self.score_all, self.col["cost"]
         pending = group
         want = 32
         while pending.size:
@@ -1338,11 +1345,7 @@ class _ColumnSource:
                 top, pending = pending[top_mask], pending[~top_mask]
             else:
                 top, pending = pending, pending[:0]
-            keyed = sorted(
-                (-s, slots[i].get("created") or "", slots[i].get("id") or "", i)  # type: ignore[union-attr]
-                for s, i in zip(score[top].tolist(), top.tolist())
-            )
-            for neg_score, _created, _id, i in keyed:
+            for neg_score, _created, _id, i in self.ties.ordered(score[top], top):
                 yield i, -neg_score, int(cost[i])
 
     def claim(self, positions: Iterable[int]) -> None:
