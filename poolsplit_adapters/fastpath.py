@@ -33,6 +33,7 @@ from typing import Any, Optional
 from . import seamed
 from .poolsplit import (
     DEFAULT_PRIORITY,
+    MAX_COST,
     MESSAGE_THRESHOLD,
     MESSAGE_WEIGHT,
     Context,
@@ -81,6 +82,7 @@ def plain_entry_ok(entry: dict[str, Any]) -> bool:
     get = entry.get
     tags = get("tags")
     priority = get("base_priority", DEFAULT_PRIORITY)
+    count = get("token_count")
     return (
         type(get("content")) is str
         and type(get("type", "note")) is str
@@ -97,6 +99,8 @@ def plain_entry_ok(entry: dict[str, Any]) -> bool:
             (type(priority) is int and -_FLOAT_MAX <= priority <= _FLOAT_MAX)
             or (type(priority) is float and priority - priority == 0.0)
         )
+        # A given count above the largest cost is refused; an int subclass: ask check_entry.
+        and (not isinstance(count, int) or type(count) is bool or (type(count) is int and count <= MAX_COST))
     )
 
 

@@ -58,6 +58,7 @@ from .compat import resolve_visibility
 from .fastpath import BestFirstCandidates, plain_entry_ok
 from .poolsplit import (
     DEFAULT_PRIORITY,
+    MAX_COST,
     MESSAGE_THRESHOLD,
     MESSAGE_WEIGHT,
     MIN_WORD_LENGTH,
@@ -525,6 +526,9 @@ class MemoryIndex:
         self._scorer = scorer
         self._version = 0
         self._counter = token_counter
+        # No entry ever cost more (removals do not lower it): whether a
+        # float64 sum of costs can round (see _ColumnSource.tally).
+        self._max_cost = 0
         self._is_active = is_active
         self._numpy = bool(use_numpy and np is not None)
         self._slots: list[Optional[Mapping[str, Any]]] = []  # position -> entry (None: removed)
@@ -620,6 +624,9 @@ class MemoryIndex:
         if not batch:
             return
         self._version += 1
+        self._max_cost = max(
+            self._max_cost, int(costs.max() if np is not None and isinstance(costs, np.ndarray) else max(costs))
+        )
         # In chunks: the per-column Python lists of a million-entry batch
         # would otherwise hold ~150 MB of temporary objects.
         self._where.put_many(identities, len(self._slots))
@@ -666,7 +673,11 @@ class MemoryIndex:
         # The core's entry_cost is the rule; when every answer is already a
         # positive int it would return each unchanged, so it is asked only
         # to name the entry whose cost it refuses.
-        if isinstance(costs, list) and costs and not (set(map(type, costs)) == {int} and min(costs) >= 1):
+        if (
+            isinstance(costs, list)
+            and costs
+            and not (set(map(type, costs)) == {int} and min(costs) >= 1 and max(costs) <= MAX_COST)
+        ):
             return [entry_cost(e, _answering(c), start + k) for k, (e, c) in enumerate(zip(batch, costs))]
         return costs
 
@@ -871,6 +882,7 @@ class MemoryIndex:
         costs = self._costs(targets, 0)
         active = self._active(targets)
         self._version += 1
+        self._max_cost = max([self._max_cost, *costs])
         for entry, position, cost, live in zip(targets, positions, costs, active):
             for name, values in self._values([entry], [cost], [live]).items():
                 self._columns[name][position] = values[0]
@@ -1084,6 +1096,7 @@ class _ColumnSource:
         assert index._ties is not None
         self.ties: TieKeys = index._ties
         size = self.size = len(self.slots)
+        self.max_cost = index._max_cost
         # Views of the index's columns, valid while the query holds the lock
         # (see detach).
         col = {name: index._view(name) for name in _COLUMNS}
@@ -1377,7 +1390,13 @@ class _ColumnSource:
         :meth:`_left_keys`), with no row per entry."""
         key, keys = self._left_keys(filled, lost)
         found = self._left_counts(filled, lost)
-        tokens = np.bincount(key, weights=self.col["cost"], minlength=len(keys) + 1)[:-1]  # the last bin: what loaded
+        tokens: Any
+        if self.max_cost * self.size < 2**53:  # every sum of costs is exact in float64
+            tokens = np.bincount(key, weights=self.col["cost"], minlength=len(keys) + 1)  # the last bin: what loaded
+        else:  # costs near MAX_COST: summed as Python ints
+            tokens = [0] * (len(keys) + 1)
+            for n, cost in zip(key.tolist(), self.col["cost"].tolist()):
+                tokens[n] += cost
         return {k: (int(found[n]), int(tokens[n]) if k[0] is not None else 0) for n, k in enumerate(keys) if found[n]}
 
     def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:

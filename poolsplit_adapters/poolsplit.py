@@ -56,7 +56,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
     "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
-    "check_entry", "check_pools", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
+    "check_entry", "check_pools", "MAX_COST", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
     "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
     "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
     "BUDGET_REASONS",
@@ -161,6 +161,9 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
     # NaN or an infinity would break the total order of scores.
     if "base_priority" in entry and not _is_number(get("base_priority"), finite=True):
         raise entry_error(entry, index, "base_priority", "must be a finite number, %s" % _got(get("base_priority")))
+    count = given_token_count(entry)
+    if count is not None and count > MAX_COST:
+        raise entry_error(entry, index, "token_count", "is %s, above the largest cost, 2**53 - 1" % _short(count))
 
 
 @dataclass(frozen=True)
@@ -478,6 +481,19 @@ def default_is_active(entry: Entry) -> bool:
     return entry.get("status", "active") == "active" and not entry.get("superseded_by")
 
 
+#: The largest cost an entry may have (given or counted): every cost and
+#: every sum of costs a report gives stays an exact integer in the
+#: vectorised paths (int64 columns, float64 sums; MemoryIndex sums exactly
+#: past 2**53). A larger count is no text's: an error names it.
+MAX_COST = 2**53 - 1
+
+
+def _short(number: int) -> str:
+    """A huge int's digits, abridged for a one-line error."""
+    digits = str(number)
+    return digits if len(digits) <= 24 else "%s... (%d digits)" % (digits[:12], len(digits))
+
+
 def given_token_count(entry: Entry) -> Optional[int]:
     """``token_count`` when a positive int (bool is no int here), else None."""
     count = entry.get("token_count")
@@ -491,6 +507,9 @@ def entry_cost(entry: Entry, token_counter: TokenCounter, index: Optional[int] =
     if not isinstance(measured, numbers.Integral) or isinstance(measured, bool) or measured < 1:
         problem = "is not a positive integer and token_counter returned %r for its content (costs are positive ints)"
         raise entry_error(entry, index, "token_count", problem % (measured,))
+    if measured > MAX_COST:
+        problem = "is not given and token_counter returned %s for its content, above the largest cost, 2**53 - 1"
+        raise entry_error(entry, index, "token_count", problem % _short(int(measured)))
     return int(measured)
 
 

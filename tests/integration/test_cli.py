@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from poolsplit_adapters import Pool
 from poolsplit_adapters.cli import main
 from poolsplit_adapters.store import bundled_pools, bundled_store, load_store
 from poolsplit_adapters.stores import SQLiteMemoryStore
@@ -507,3 +508,24 @@ def test_import_names_file_line_entry_and_field_of_a_lone_surrogate(tmp_path, ca
         "(\\ud800), which is not UTF-8 text\n" % source
     )
     assert not db.exists() or SQLiteMemoryStore(db).entries() == []
+
+
+def test_import_refuses_a_token_count_above_the_largest_cost_and_leaves_the_store_as_it_was(tmp_path, capsys):
+    """A count of 10**30 was stored and then broke every select on the
+    store, corrections included: it is refused at the write, by name."""
+    db = tmp_path / "memory.db"
+    first = tmp_path / "first.jsonl"
+    first.write_text('{"id": "fix", "type": "correction", "scope": "always", "content": "Use cents."}\n')
+    assert main(["import", str(first), "--into", str(db)]) == 0
+    before = db.read_bytes()
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "big", "type": "fact", "content": "Refunds.", "token_count": %d}\n' % 10**30)
+    capsys.readouterr()
+    assert main(["import", str(source), "--into", str(db)]) == 2
+    assert capsys.readouterr().err == (
+        "poolsplit: %s:1: entry 'big' (index 0): field 'token_count' is 100000000000... (31 digits), "
+        "above the largest cost, 2**53 - 1\n" % source
+    )
+    assert db.read_bytes() == before
+    with SQLiteMemoryStore(db) as store:
+        assert [c.entry["id"] for c in store.select([Pool("fixes", 0, 0, ("correction",))], {}).chosen] == ["fix"]

@@ -8,7 +8,17 @@ import warnings
 import pytest
 from conftest import NOW
 
-from poolsplit_adapters import EntryError, Pool, Reason, UnadmittedCorrectionWarning, retrieve, retrieve_pools, select
+from poolsplit_adapters import (
+    EntryError,
+    MemoryIndex,
+    Pool,
+    Reason,
+    UnadmittedCorrectionWarning,
+    retrieve,
+    retrieve_pools,
+    select,
+)
+from poolsplit_adapters.poolsplit import MAX_COST
 
 POOL = Pool("p", 100, 10)
 
@@ -65,6 +75,38 @@ def test_token_counter_must_return_a_positive_int(bad):
     with pytest.raises(EntryError, match="token_counter returned") as info:
         retrieve([{"id": "e1", "content": "a"}], POOL, token_counter=lambda t: bad, now=NOW)
     assert info.value.field == "token_count"
+
+
+def test_a_cost_above_the_largest_is_refused_given_or_counted():
+    """A count no text has (past 2**53 - 1, where the vectorised paths'
+    int64 columns and float sums stop being exact) is named, on every path,
+    where it is met: the index, the stateless path, a counter's answer."""
+    fine = {"id": "ok", "content": "a", "token_count": MAX_COST}
+    huge = {"id": "big", "content": "a", "token_count": MAX_COST + 1}
+    message = "entry 'big' (index 1): field 'token_count' is 9007199254740992, above the largest cost, 2**53 - 1"
+    for path in (lambda e: select(e, [POOL], now=NOW), lambda e: MemoryIndex(e)):
+        path([{"content": "x"}, fine])
+        with pytest.raises(EntryError) as info:
+            path([{"content": "x"}, huge])
+        assert str(info.value) == message and info.value.field == "token_count"
+    with pytest.raises(EntryError, match=r"is 100000000000\.\.\. \(31 digits\), above the largest cost"):
+        MemoryIndex([{"id": "big", "content": "a", "token_count": 10**30}])
+    for path in (lambda c: select([{"id": "e1", "content": "a"}], [POOL], token_counter=c, now=NOW),
+                 lambda c: MemoryIndex([{"id": "e1", "content": "a"}], token_counter=c)):  # fmt: skip
+        with pytest.raises(EntryError, match="token_counter returned 9007199254740992 for its content, above"):
+            path(lambda text: MAX_COST + 1)
+
+
+def test_the_index_sums_costs_near_the_largest_exactly():
+    """Five costs of 2**53 - 1 sum past float64's exact integers: the
+    index's counts of what a budget cut are the core's, to the token."""
+    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("facts", 200, 5, ("fact",))]
+    entries = [{"id": "f%d" % n, "type": "fact", "content": "x", "token_count": MAX_COST} for n in range(5)]
+    entries.append({"id": "c", "type": "correction", "scope": "always", "content": "fix", "token_count": MAX_COST})
+    got = MemoryIndex(entries).select(pools, {"message": "x"}, now=NOW)
+    assert got.counts == select(entries, pools, {"message": "x"}, now=NOW).counts
+    assert got.counts == {("facts", Reason.TOKEN_BUDGET): (5, 5 * MAX_COST)}
+    assert [c.entry["id"] for c in got.chosen] == ["c"]  # the correction loads, outside every budget
 
 
 def test_pool_argument_errors():
