@@ -15,15 +15,22 @@ from ..recall import merge_recalled
 AnyNode = Union[BaseNode, NodeWithScore]
 
 
-def node_to_entry(node: AnyNode, position: int = 0) -> dict[str, Any]:
+def node_to_entry(node: AnyNode, position: int = 0, *, type_key: str = "type") -> dict[str, Any]:
     """The entry for a node: its metadata, ``content`` = its text (no
-    metadata), ``id`` = its node id.
+    metadata), ``id`` = its node id. ``type_key``: the metadata key that
+    holds the node's type (a retriever's ``type_key``): its value is the
+    entry's ``type``, and a node without it has none (a ``"note"``), as the
+    store's type filters found it, whatever its metadata ``"type"`` says.
 
     Raises:
         EntryError: malformed metadata, naming the node and the field.
         TypeError: ``node`` is neither a node nor a ``NodeWithScore``.
     """
     text, metadata, node_id, _ = _parts(node, position)
+    if type_key != "type":
+        metadata = {k: v for k, v in metadata.items() if k != "type"}
+        if metadata.get(type_key) is not None:  # None: no type (IS_EMPTY finds it as untyped)
+            metadata["type"] = metadata[type_key]
     return entry_from(text, metadata, node_id, kind="node", position=position)
 
 
@@ -57,17 +64,18 @@ class NodeConverter:
 
     @staticmethod
     def entries(
-        nodes: Sequence[AnyNode], *, recalled: bool = False
+        nodes: Sequence[AnyNode], *, recalled: bool = False, type_key: str = "type"
     ) -> tuple[list[dict[str, Any]], dict[int, BaseNode]]:
         """Entries and the way back to each node. ``recalled``: nodes come
         from several searches of one index (see
-        :func:`~poolsplit_adapters.recall.merge_recalled`)."""
+        :func:`~poolsplit_adapters.recall.merge_recalled`); ``type_key``: as
+        :func:`node_to_entry`'s."""
         items = list(nodes)
         if recalled:
             items = merge_recalled(items, key=lambda n: n.node.node_id if isinstance(n, NodeWithScore) else n.node_id)
         entries, source = [], {}
         for position, node in enumerate(items):
-            entry = node_to_entry(node, position)
+            entry = node_to_entry(node, position, type_key=type_key)
             entries.append(entry)
             source[id(entry)] = node.node if isinstance(node, NodeWithScore) else node
         return entries, source

@@ -259,9 +259,12 @@ class PoolSplitRetriever(BaseRetriever):
         ``entry_types=``)."""
         if self._held_types is not None or self._recall is None:
             return self._held_types
-        store = self._recall.index.vector_store
+        store, key = self._recall.index.vector_store, self._recall.type_key
         if isinstance(store, SimpleVectorStore):
-            return present_types(list(store.data.metadata_dict.values()))
+            found = store.data.metadata_dict.values()
+            return present_types(
+                [m if key == "type" else {"type": m[key]} if m.get(key) is not None else {} for m in found]
+            )
         return None
 
     def _finish(self, call: AdapterCall, selection: Selection, source: dict[int, BaseNode]) -> list[NodeWithScore]:
@@ -316,5 +319,5 @@ class _IndexCall:
         if self.store_scores:  # the recalled nodes' relevance from their store scores
             scores = {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
             scorer = with_store_scores(scorer, scores, self.recall.metric)
-        entries, self.source = NodeConverter.entries(candidates, recalled=True)
+        entries, self.source = NodeConverter.entries(candidates, recalled=True, type_key=self.recall.type_key)
         return self.call.select(entries, scorer=scorer)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import re
+import warnings
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
 import pytest
@@ -193,6 +194,38 @@ def test_nodes_without_type_reach_a_note_pool_on_every_path():
     assert len(held) == 32
     post = PoolSplitNodePostprocessor(pools=plan, now=NOW).postprocess_nodes([NodeWithScore(node=untyped[0])])
     assert [n.node.node_id for n in post] == ["untyped-0"]
+
+
+def test_a_custom_type_key_types_the_recalled_nodes_so_corrections_load():
+    """With ``type_key="kind"`` the store's filters find nodes by ``kind``,
+    and the entries take their type from it too: before, every recalled
+    node read as a "note", the correction was warned unadmitted and nothing
+    loaded. A node's own ``"type"`` key does not type it then; a node
+    without ``kind`` is untyped, as the untyped search found it."""
+    nodes = [
+        TextNode(text="Never force-push to main.", id_="fix-1", metadata={"kind": "correction", "scope": "always"}),
+        TextNode(text="The deploy finished.", id_="ep-1", metadata={"kind": "episode", "type": "correction"}),
+        TextNode(text="Deploy notes, untyped.", id_="memo-1", metadata={"type": "episode"}),
+        TextNode(text="Deploy skill.", id_="skill-1", metadata={"kind": "skill"}),
+    ]
+    index = VectorStoreIndex(nodes, embed_model=MockEmbedding(embed_dim=8))
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("content", 400, 6, ("episode", "note"))]
+    retriever = PoolSplitRetriever.from_vector_store_index(index, pools, fetch_k=5, type_key="kind", now=NOW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnadmittedCorrectionWarning)
+        got = retriever.retrieve("did the deploy finish?")
+    assert sorted(n.node.node_id for n in got) == ["ep-1", "fix-1", "memo-1"]
+    chosen = {c.entry["id"]: (c.entry.get("type"), c.pool, c.always) for c in retriever.last_selection.chosen}
+    assert chosen == {
+        "fix-1": ("correction", "corrections", True),
+        "ep-1": ("episode", "content", False),
+        "memo-1": (None, "content", False),  # no kind: a note
+    }
+    assert [n.node.metadata for n in got if n.node.node_id == "ep-1"][0]["type"] == "correction"  # the node as stored
+    auto = PoolSplitRetriever.from_vector_store_index(
+        index, "auto", type_key="kind", total_tokens=600, total_entries=8, now=NOW
+    )
+    assert auto._entry_types() == frozenset({"correction", "episode", "skill", "note"})
 
 
 def test_retriever_query_engine_prompt_holds_the_corrections():
