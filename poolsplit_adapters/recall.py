@@ -43,7 +43,6 @@ are above it at every budget.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Generic, List, Optional, Protocol, Tuple, TypeVar, runtime_checkable
@@ -114,10 +113,11 @@ class RecallPlan:
         fetch_k: results of each pool search's first round. Larger finds
             more candidates for each pool's budget to choose from at once;
             smaller costs less when few candidates fill a budget.
-        always_k: results of the one always-scope fetch. It should exceed
-            the number of corrections the store can hold: a fetch that comes
-            back full is warned about (:meth:`collect`), since a correction
-            cut there would never load.
+        always_k: results of the always-scope fetch's first round. A fetch
+            that comes back full is run again with ``k`` doubled, with no
+            cap, until it comes back short (:class:`FillingRecall`): a
+            correction cut there would never load, and corrections load
+            outside every budget, however many there are.
         max_fetch_k: the most results one pool search grows to
             (:class:`FillingRecall` grows ``k`` while the pool's budget has
             room); a pool that still has room there is reported as
@@ -175,21 +175,10 @@ class RecallPlan:
         store that read the namespace whole instead of searching)."""
         return any(search.admits(entry) for search in self.searches(visibility))
 
-    def collect(self, searches: Sequence[Search], results: Sequence[Sequence[T]], *, warn: bool = True) -> List[T]:
-        """Every search's results, in plan order (duplicates included).
-
-        Warns (unless ``warn=False``) when the always-scope fetch came back
-        full: it may have been truncated, and a correction cut there would
-        never load.
-        """
+    def collect(self, searches: Sequence[Search], results: Sequence[Sequence[T]]) -> List[T]:
+        """Every search's results, in plan order (duplicates included)."""
         found: List[T] = []
-        for search, items in zip(searches, results):
-            if warn and search.always and len(items) >= self.always_k:
-                warnings.warn(
-                    "the always-scope fetch returned always_k=%d results and may have been truncated: "
-                    "raise always_k so that every correction loads" % self.always_k,
-                    stacklevel=4,
-                )
+        for items in results:
             found += items
         return found
 
@@ -314,7 +303,9 @@ class FillingRecall(Generic[T]):
     store may hold more) and its candidates are fewer than the plan's
     ``breadth`` asks (:func:`has_breadth`), or its pool's budget is not
     filled (:func:`budget_filled`) and its last :data:`IDLE_ROUNDS` rounds
-    did not all load nothing more. The always-scope fetch runs once. A store has
+    did not all load nothing more. The always-scope fetch runs again, with
+    ``k`` doubled and no cap, while it comes back full: every correction
+    loads, whatever ``always_k`` was (it sizes the first round). A store has
     no cursor the frameworks share, so a grown search asks again from the
     top: growing by at least double keeps the total work under twice the
     last round's.
@@ -352,7 +343,7 @@ class FillingRecall(Generic[T]):
         for i, items in zip(self._pending, results):
             self.results[i] = items
         self.rounds += 1
-        return self.plan.collect(self.searches, self.results, warn=self.rounds == 1)
+        return self.plan.collect(self.searches, self.results)
 
     def _room_left(self, selection: Selection) -> List[str]:
         pools = dict.fromkeys(s.pool for s in self.searches if s.pool is not None)
@@ -372,13 +363,18 @@ class FillingRecall(Generic[T]):
             for i, search in enumerate(self.searches)
             if search.pool in wanting and len(self.results[i]) >= search.k and search.k < cap
         ]
-        if not grow:
+        # A full always-scope fetch may have cut a correction: every one
+        # loads, so it doubles, uncapped, until the store has no more.
+        cut = [i for i, search in enumerate(self.searches) if search.always and len(self.results[i]) >= search.k]
+        if not grow and not cut:
             selection.notes["recall"] = self.report(short)
             return True
         for i in grow:
             search = self.searches[i]
             self.searches[i] = replace(search, k=min(grown_k(search.k, selection, search.pool, breadth), cap))
-        self._pending = grow
+        for i in cut:
+            self.searches[i] = replace(self.searches[i], k=2 * self.searches[i].k)
+        self._pending = grow + cut
         return False
 
     def _stalled(self, selection: Selection, pool: str) -> bool:

@@ -502,3 +502,40 @@ def test_one_short_outlier_does_not_grow_recall_to_max_fetch_k_on_every_call() -
     selection, ids = _grown_over(store_order, RecallPlan([Pool("p", 81, 50)], fetch_k=20))
     assert ids == ["fact", "n0"]
     assert selection.notes["recall"] == {"fetch_k": {"p": 80}, "rounds": 3, "store_ran_out": [], "capped": ["p"]}
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_a_full_always_fetch_doubles_until_every_correction_loads_on_both_frameworks(asynchronous: bool) -> None:
+    """Seven corrections, ``always_k=3``: over the in-memory stores the
+    always-scope fetch is a similarity search cut at ``k``, so three loaded
+    and a warning was the only trace. It now runs again, ``k`` 3 -> 6 -> 12,
+    until it comes back short, and all seven load (outside every budget)."""
+    import asyncio
+    import warnings
+
+    extra = [
+        {"id": "fix-%d" % n, "type": "correction", "scope": "always", "content": "Standing rule number %d." % n}
+        for n in range(2, 7)
+    ]
+    store = lc_store(CountingEmbeddings())
+    store.add_documents(
+        [Document(page_content=e["content"], id=e["id"], metadata={"type": e["type"], "scope": "always"}) for e in extra]
+    )
+    index = li_index(CountingEmbedding())
+    for e in extra:
+        node = TextNode(text=e["content"], metadata={"type": e["type"], "scope": "always"})
+        node.id_ = e["id"]
+        index.insert_nodes([node])
+    lc = LangChainRetriever.from_vectorstore(store, plan(100), always_k=3, token_counter=words, now=NOW)
+    li = LlamaRetriever.from_vector_store_index(index, plan(100), always_k=3, token_counter=words, now=NOW)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with capture_selections() as mine:
+            asyncio.run(lc.ainvoke(QUERY)) if asynchronous else lc.invoke(QUERY)
+        if asynchronous:
+            _, selection = asyncio.run(li.aretrieve_with_selection(QUERY))
+        else:
+            _, selection = li.retrieve_with_selection(QUERY)
+    for made in (mine[0], selection):
+        assert sorted(loaded(made)[2]) == ["fix-%d" % n for n in range(7)]
+        assert made.notes["recall"]["rounds"] >= 3  # 3 and 6 came back full, 12 short
