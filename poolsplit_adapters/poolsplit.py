@@ -11,7 +11,7 @@ Entries are plain mappings; every key but ``content`` is optional, a malformed o
     tags           list[str]      topical tags (list or tuple of strings)
     project        str | None     owning project; None means "general"
     created        str | None     ISO-8601 (UTC); drives recency; unparseable text counts as age 0
-    token_count    int            the cost when a positive int (not bool); else the token counter measures content
+    token_count    int            the cost when a positive int (not bool; above MAX_COST refused); else counted
     base_priority  int | float    ranking weight; default 5
     status         str            "active" (default) loads; anything else drops
     superseded_by  any            when truthy, the entry is retired and drops
