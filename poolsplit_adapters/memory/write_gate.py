@@ -86,8 +86,9 @@ def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:
 def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise :class:`~poolsplit_adapters.EntryError` (naming the entry and
     field) for what no write path may store: blank ``content``, a ``scope``
-    that is ``"always"`` only up to case or spaces, a ``created`` or an
-    ``expires`` that does not parse as ISO-8601. The core's :func:`~poolsplit_adapters.check_entry`
+    that is ``"always"`` only up to case or spaces, a ``created``,
+    ``expires``, ``valid_from`` or ``valid_until`` that does not parse as
+    ISO-8601. The core's :func:`~poolsplit_adapters.check_entry`
     (types) is the caller's other check; this one is about meaning.
 
     Example::
@@ -111,7 +112,10 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
             "is %r, not exactly %r: scope is exact, so it would be stored as contextual and never load first"
             % (scope, ALWAYS),
         )
-    entry_time(entry, EXPIRES, index)  # a malformed expiry would keep or hide the entry silently
+    # A malformed lifecycle time would keep or hide the entry silently, or
+    # fail only the first query that reads it (an as_of query, history).
+    for key in (EXPIRES, "valid_from", "valid_until"):
+        entry_time(entry, key, index)
     created = entry.get("created")
     if isinstance(created, str) and created:
         try:

@@ -476,6 +476,14 @@ def test_search_finds_inflections_and_words_of_other_scripts(tmp_path):
         (["--content", "Use cents.", "--scope", " always", "--id", "e1"], "field 'scope' is ' always', not exactly"),
         (["--content", "Use cents.", "--created", "yesterday"], "--created: not an ISO-8601 time: 'yesterday'"),
         (["--json", '{"id": "e1", "content": "x", "created": "yesterday"}'], "field 'created' is 'yesterday'"),
+        (
+            ["--json", '{"id": "e1", "content": "x", "valid_until": "never"}'],
+            "entry 'e1' (index 0): field 'valid_until' must be an ISO-8601 time (a string), got str 'never'",
+        ),
+        (
+            ["--json", '{"id": "e1", "content": "x", "valid_from": 12}'],
+            "entry 'e1' (index 0): field 'valid_from' must be an ISO-8601 time (a string), got int 12",
+        ),
     ],
 )
 def test_add_refuses_blank_content_near_miss_scope_and_a_bad_created_in_one_line(tmp_path, capsys, flags, named):
