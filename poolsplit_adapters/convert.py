@@ -16,7 +16,7 @@ import uuid
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .index import MemoryIndex
-from .poolsplit import Chosen, EntryError, Scorer, TokenCounter, check_entry, given_token_count
+from .poolsplit import Chosen, EntryError, Scorer, TokenCounter, check_entry, given_token_count, near_miss_scope
 
 _T = TypeVar("_T")
 _S = TypeVar("_S")
@@ -51,9 +51,10 @@ def check_converted(entry: Mapping[str, Any], *, kind: str, position: int) -> No
     the framework object (``document 'x': metadata field 'tags' ...``).
 
     Stricter than the core: metadata written by hand or by a loader is where
-    a string ``tags`` or a negative ``token_count`` comes from, and both would
-    be silently reinterpreted by the spec's lenient rules, so they are
-    refused here with the object's id and the field.
+    a string ``tags``, a negative ``token_count`` or a ``scope`` of
+    ``"Always"`` comes from, and each would be silently reinterpreted by the
+    spec's lenient rules (the last: a correction that never loads first), so
+    they are refused here with the object's id and the field.
     """
     try:
         check_entry(entry, position)
@@ -72,6 +73,14 @@ def check_converted(entry: Mapping[str, Any], *, kind: str, position: int) -> No
             index=position,
             entry_id=entry.get("id"),
             field="token_count",
+        )
+    if near_miss_scope(entry.get("scope")):
+        raise EntryError(
+            "%s: metadata field 'scope' is %r, not exactly 'always': scope is exact, so it would be "
+            "contextual and never load first" % (_label(entry, kind, position), entry["scope"]),
+            index=position,
+            entry_id=entry.get("id"),
+            field="scope",
         )
 
 
@@ -133,8 +142,10 @@ def index_from(
         entries.append(entry)
         source[id(entry)] = original
     for position, entry in enumerate(entries):
-        if entry.get("token_count") is not None and given_token_count(entry) is None:
-            _check_each(entries[: position + 1], kind)  # the adapters' stricter rule: raises
+        if (entry.get("token_count") is not None and given_token_count(entry) is None) or near_miss_scope(
+            entry.get("scope")
+        ):
+            _check_each(entries[: position + 1], kind)  # the adapters' stricter rules: raises
     try:
         index = MemoryIndex(entries, token_counter=token_counter, prepare_for=prepare_for)
     except EntryError as err:

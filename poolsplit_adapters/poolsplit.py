@@ -56,7 +56,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
     "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
-    "check_entry", "check_pools", "MAX_COST", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
+    "check_entry", "check_pools", "MAX_COST", "near_miss_scope", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
     "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
     "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
     "BUDGET_REASONS",
@@ -479,6 +479,13 @@ def default_token_counter(text: str) -> int:
 def default_is_active(entry: Entry) -> bool:
     """``status`` "active" (or missing: requiring it dropped every entry that never set it) and no ``superseded_by``."""
     return entry.get("status", "active") == "active" and not entry.get("superseded_by")
+
+
+def near_miss_scope(scope: Any) -> bool:
+    """Whether ``scope`` reads "always" only up to case or spaces (``"Always"``,
+    ``" always"``): scope is exact, so such an entry is contextual and never
+    loads first; where entries are written or built from metadata, it is refused."""
+    return isinstance(scope, str) and scope != "always" and scope.strip().casefold() == "always"
 
 
 #: The largest cost an entry may have (given or counted): every cost and

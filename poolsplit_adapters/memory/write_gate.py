@@ -55,7 +55,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
-from ..poolsplit import entry_error
+from ..poolsplit import entry_error, near_miss_scope
 from .duplicates import normalise_text
 from .expiry import EXPIRES, entry_time
 
@@ -104,7 +104,7 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     if isinstance(content, str) and not content.strip():
         raise entry_error(entry, index, "content", "is empty or blank: there is nothing to remember")
     scope = entry.get("scope")
-    if isinstance(scope, str) and scope != ALWAYS and scope.strip().casefold() == ALWAYS:
+    if near_miss_scope(scope):
         raise entry_error(
             entry,
             index,
