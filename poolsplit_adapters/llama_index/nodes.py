@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
@@ -90,7 +90,13 @@ class NodeConverter:
         :meth:`entries` would."""
         return index_from(nodes, _parts, kind="node", token_counter=token_counter, prepare_for=prepare_for)
 
-    def to_nodes(self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode]) -> list[NodeWithScore]:
+    def to_nodes(
+        self, chosen: Sequence[Chosen], source: Mapping[int, BaseNode], upstream: Optional[Mapping[int, float]] = None
+    ) -> list[NodeWithScore]:
+        """The chosen entries as nodes, each scored by the selection (its
+        ``NodeWithScore.score``, as a reranker's). ``upstream``: the score
+        each entry's node came with from an earlier stage (by ``id`` of the
+        entry), kept as ``metadata["poolsplit"]["upstream_score"]``."""
         scores = [c.score for c in chosen if c.score is not None]
         # Never None: several postprocessors drop score=None. Always-scope
         # nodes rank above everything returned with them.
@@ -100,8 +106,11 @@ class NodeConverter:
             original = source[id(c.entry)]
             # One copy with the new fields (each a new object, the caller's
             # untouched), not three validated assignments after the copy.
+            made = selection_metadata(c)
+            if upstream is not None and id(c.entry) in upstream:
+                made["upstream_score"] = upstream[id(c.entry)]
             update: dict[str, Any] = {
-                "metadata": {**original.metadata, SELECTION_KEY: selection_metadata(c)},
+                "metadata": {**original.metadata, SELECTION_KEY: made},
                 "excluded_embed_metadata_keys": [*original.excluded_embed_metadata_keys, SELECTION_KEY],
             }
             if not self.show:

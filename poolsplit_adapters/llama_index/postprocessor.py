@@ -33,6 +33,9 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     that finished last (use
     :func:`~poolsplit_adapters.reports.capture_selections` for your own).
 
+    Each returned node's score is the selection's, as a reranker's is; the
+    score it came with is kept as ``metadata["poolsplit"]["upstream_score"]``.
+
     Example::
 
         post = PoolSplitNodePostprocessor(pools=pools, always_nodes=corrections)
@@ -61,11 +64,14 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     ) -> list[NodeWithScore]:
         present = {n.node.node_id for n in nodes}
         restored = [NodeWithScore(node=n) for n in self.always_nodes if n.node_id not in present]
-        entries, source = NodeConverter.entries([*restored, *nodes])
+        given = [*restored, *nodes]
+        entries, source = NodeConverter.entries(given)
+        # The earlier stage's scores, kept beside the selection's (which replaces them, as a reranker's does).
+        upstream = {id(e): float(n.score) for e, n in zip(entries, given) if n.score is not None}
         call = AdapterCall(
             self, query_bundle.query_str if query_bundle else "", entry_types=lambda: present_types(entries)
         )
         selection = call.select(entries)
         returned = call.finish(selection)
         announce("postprocessor", selection)
-        return NodeConverter(self.show_selection_to_llm).to_nodes(returned, source)
+        return NodeConverter(self.show_selection_to_llm).to_nodes(returned, source, upstream)

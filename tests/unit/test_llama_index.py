@@ -21,7 +21,7 @@ from llama_index.core.llms.mock import MockFunctionCallingLLM
 from llama_index.core.memory import Memory
 from llama_index.core.postprocessor import SimilarityPostprocessor
 from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.schema import MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.storage.chat_store.sql import MessageStatus
 from pydantic import PrivateAttr
 
@@ -670,3 +670,23 @@ def test_scope_keyword_is_a_deprecated_alias_in_every_llama_index_class():
             [{"id": "a", "content": "a memory", "namespace": "A"}], POOLS, scope=Visibility(namespace="A")
         )
     assert store.settings.visibility == Visibility(namespace="A")
+
+
+def test_the_postprocessor_keeps_the_score_each_node_came_with():
+    """The selection's score replaces the earlier stage's, as a reranker's
+    does; the one the node came with is kept beside it, so a pipeline can
+    still read what the vector store said (restored corrections had none)."""
+    nodes = [
+        NodeWithScore(node=TextNode(text="deploy ok", id_="n1", metadata={"type": "note"}), score=0.9),
+        NodeWithScore(node=TextNode(text="other", id_="n2", metadata={"type": "note"}), score=0.8),
+        NodeWithScore(node=TextNode(text="no score", id_="n3", metadata={"type": "note"})),
+    ]
+    fix = TextNode(text="Use cents.", id_="fix", metadata={"type": "correction", "scope": "always"})
+    post = PoolSplitNodePostprocessor(
+        pools=[Pool("fixes", 0, 0, ("correction",)), Pool("notes", 100, 3, ("note",))], always_nodes=[fix], now=NOW
+    )
+    out = post.postprocess_nodes(nodes, query_bundle=QueryBundle("deploy"))
+    kept = {n.node.node_id: n.node.metadata["poolsplit"].get("upstream_score", "none") for n in out}
+    assert kept == {"fix": "none", "n1": 0.9, "n2": 0.8, "n3": "none"}
+    assert [n.score for n in nodes] == [0.9, 0.8, None]  # the caller's nodes unchanged
+    assert "upstream_score" not in nodes[0].node.metadata.get("poolsplit", {})
