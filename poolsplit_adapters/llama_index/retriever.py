@@ -149,7 +149,8 @@ class PoolSplitRetriever(BaseRetriever):
         as ``MetadataFilters``: each pool's types on ``type_key`` (``IN``),
         nodes without a type (``IS_EMPTY``; they count as ``"note"``) for a
         pool that admits ``"note"``, ``scope == "always"`` for the
-        always-scope fetch (up to ``always_k``, independent of similarity),
+        always-scope fetch (``always_k`` a round, doubled while it comes back
+        full, independent of similarity),
         and the visibility's namespaces (``IN``) on all of them. The query is
         embedded once per retrieval (``embed_model``, default the index's
         own), sync and async, and that vector is the scorer's too (with
