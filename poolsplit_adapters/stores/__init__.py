@@ -13,7 +13,7 @@ one connection setting. The JSON Lines and TOML loaders live in :mod:`.files`.
 
 from __future__ import annotations
 
-from .base import Change, DuplicateEntry, EntryNotFound, MemoryStore, StoreVerbs
+from .base import Change, DuplicateEntry, EntryNotFound, IdHeldElsewhere, MemoryStore, StoreVerbs
 from .consolidation import StoredConsolidation, consolidate_stored
 from .files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store
 from .memory import InProcessStore
@@ -24,6 +24,7 @@ from .sqlite import SCHEMA_VERSION, SQLiteMemoryStore, StoreError
 __all__ = [
     "SCHEMA_VERSION",
     "DuplicateEntry",
+    "IdHeldElsewhere",
     "EntryNotFound",
     "InProcessStore",
     "InputFileError",

@@ -67,6 +67,7 @@ __all__ = [
     "Change",
     "DuplicateEntry",
     "EntryNotFound",
+    "IdHeldElsewhere",
     "MemoryStore",
     "StoreVerbs",
     "WriteReport",
@@ -105,12 +106,39 @@ class DuplicateEntry(EntryError):
             store.add([e for e in entries if e["id"] not in err.ids])
     """
 
+    #: What is wrong with the first such entry's id (a subclass says where it is held).
+    PROBLEM = "is already in the store (use supersede to replace it)"
+
     def __init__(self, entry: Mapping[str, Any], index: Optional[int], ids: Sequence[str]) -> None:
-        named = entry_error(entry, index, "id", "is already in the store (use supersede to replace it)")
+        named = entry_error(entry, index, "id", self.PROBLEM)
         more = [i for i in ids if i != entry.get("id")]
         message = str(named) + ("; so are %s" % ", ".join(map(repr, more)) if more else "")
         super().__init__(message, index=index, entry_id=named.entry_id, field="id", problem=named.problem)
         self.ids: Tuple[str, ...] = tuple(ids)
+
+
+class IdHeldElsewhere(DuplicateEntry):
+    """A write whose ids another collection of the same database holds:
+    nothing of the batch was written, and that collection's rows are as
+    they were.
+
+    LangChain's ``PGVector`` keeps every collection in one table whose
+    primary key is the document id, and its upsert by id overwrites the
+    text of a row of *another* collection (the row stays there): one
+    tenant's write would silently replace another's memory. So a write
+    through :class:`~poolsplit_adapters.langchain.VectorStoreMemory` that
+    would take such an id is refused instead. The message names the id
+    only: the other collection's name and content are not this caller's.
+    A :class:`DuplicateEntry`, so code that handles a stored id handles
+    this one too; unlike an id of one's own, ``supersede`` cannot resolve
+    it, only an id of the entry's own (or a namespace per collection, for
+    the write gate's content-derived ids).
+    """
+
+    PROBLEM = (
+        "is held by another collection of this database (PGVector ids are unique per database, "
+        "not per collection): give the entry an id of its own"
+    )
 
 
 @runtime_checkable
@@ -573,7 +601,7 @@ class StoreVerbs(ABC):
                 self._commit_tracked(change)
             except DuplicateEntry as err:  # named by its position in what the caller gave
                 at = next(n for n, e in enumerate(prepared) if e["id"] == err.entry_id)
-                raise DuplicateEntry(prepared[at], at, err.ids) from None
+                raise type(err)(prepared[at], at, err.ids) from None
         return _with_raced(report, change, self) if change.raced else report
 
     def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
