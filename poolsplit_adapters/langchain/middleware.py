@@ -56,7 +56,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Callable, Optional, Union, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -83,11 +83,12 @@ from ..memory.background import BackgroundConsolidation, ConsolidationRun
 from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
-from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
+from ..memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter
 from ..render import goal_line, render_context
 from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
+from ..stores.base import IdHeldElsewhere
 from .backends import Backend, Plan, backend_for
 from .documents import SELECTION_EVENT
 from .store import Namespace, check_namespaces, namespace_label
@@ -586,13 +587,23 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
     ) -> Union[Command[Any], str]:
         where = self._where(runtime)
-        return self._remembered(runtime, self._write(where, [self._note(note, tags, scope, where)]))
+        proposal = self._note(note, tags, scope, where)
+        try:
+            settled = self._write(where, [proposal])
+        except IdHeldElsewhere:
+            settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
+        return self._remembered(runtime, settled)
 
     async def _aremember(
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
     ) -> Union[Command[Any], str]:
         where = self._where(runtime)
-        return self._remembered(runtime, await self._awrite(where, [self._note(note, tags, scope, where)]))
+        proposal = self._note(note, tags, scope, where)
+        try:
+            settled = await self._awrite(where, [proposal])
+        except IdHeldElsewhere:
+            settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
+        return self._remembered(runtime, settled)
 
     def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:
         where = self._where(runtime)
@@ -833,6 +844,9 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
                 % self.write_gate.max_chars,
                 "duplicate": "this note is already saved as %s." % (proposal.kept or proposal.key),
                 "always_scope": "standing corrections are curated by the user and cannot be saved by the agent.",
+                # The note's content key is another tenant's row: say so, never what that row holds.
+                "held_elsewhere": "another memory collection of this database holds the id %s; nothing was "
+                "changed (each collection needs its own namespace)." % proposal.key,
             }[proposal.refused.value],
         )
 

@@ -15,6 +15,12 @@ seen by every :meth:`~VectorStoreMemory.select` (a fresh recall) but does not
 change the version. Listing every entry (``entries()``) needs a store that can
 list its documents (:class:`ListsDocuments`: LangChain's ``InMemoryVectorStore``);
 a vector store without a listing API says so.
+
+``PGVector`` keeps one id space per database, not per collection, and its
+upsert would overwrite another collection's row: every write here that could
+take an id (``add``/``write``, ``supersede``, ``put_many``, the async twins)
+is refused with :class:`~poolsplit_adapters.stores.IdHeldElsewhere` instead
+(:mod:`~poolsplit_adapters.langchain.pgvector_ids`).
 """
 
 from __future__ import annotations
@@ -26,9 +32,10 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from ..poolsplit import Pool, Selection
-from ..stores.base import Change, StoreVerbs, prepare_entries
+from ..stores.base import Change, IdHeldElsewhere, StoreVerbs, prepare_entries
 from ..stores.postgres import check_entry_text
 from .documents import document_to_entry
+from .pgvector_ids import aclaim_ids, claim_ids
 from .retriever import PoolSplitRetriever
 from .vector_search import PGVectorAlwaysFetch, namespace_documents
 
@@ -166,10 +173,30 @@ class VectorStoreMemory(StoreVerbs):
         found = await self.store.aget_by_ids(wanted) if wanted else []
         return [document_to_entry(d, n) for n, d in enumerate(found)]
 
-    def _documents(self, change: Change, stored: List[Dict[str, Any]]) -> Tuple[List[Document], List[str]]:
+    def _planned(self, change: Change, stored: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[str]]:
         rows = change.rows(change.verify(stored))
         gone = {e["id"] for e in stored}
-        return self._to_documents(rows), [i for i in change.forget if i in gone]
+        return rows, [i for i in change.forget if i in gone]
+
+    @staticmethod
+    def _claimed(change: Change) -> List[str]:
+        """Every id ``change`` may write: its touched ids and the repeats'
+        own (a repeat whose kept entry is gone is inserted under its id)."""
+        return change.touched + [str(candidate["id"]) for _, candidate in change.repeat]
+
+    @staticmethod
+    def _refuse_held(
+        rows: Sequence[Mapping[str, Any]], held: Sequence[str], batch: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """:class:`~poolsplit_adapters.stores.IdHeldElsewhere` when another
+        collection holds ids of ``rows`` (nothing is written then), naming
+        the first by its position in ``batch`` (what the caller gave) when
+        it is there."""
+        if not held:
+            return
+        first = next(r for r in rows if r["id"] == held[0])
+        position = next((n for n, e in enumerate(batch) if e["id"] == held[0]), None)
+        raise IdHeldElsewhere(first, position, held)
 
     def _to_documents(self, entries: Sequence[Mapping[str, Any]]) -> List[Document]:
         """The documents to write, all built before any is written: on
@@ -183,21 +210,31 @@ class VectorStoreMemory(StoreVerbs):
     def commit(self, change: Change) -> None:
         """Apply ``change``: verified against the documents as read just
         before, then one ``add_documents`` (new and retired versions, by id)
-        and one ``delete``."""
-        docs, doomed = self._documents(change, self.read(change.touched + list(change.forget)))
-        if docs:
-            self.store.add_documents(docs, ids=[str(d.id) for d in docs])
-        if doomed:
-            self.store.delete(doomed)
+        and one ``delete``. On ``PGVector``, whose ids are unique per
+        database, an id another collection holds is refused
+        (:class:`~poolsplit_adapters.stores.IdHeldElsewhere`), checked
+        under a lock on the ids held until the write ended
+        (:func:`~poolsplit_adapters.langchain.pgvector_ids.claim_ids`)."""
+        with claim_ids(self.store, self._claimed(change)) as held:
+            rows, doomed = self._planned(change, self.read(change.touched + list(change.forget)))
+            self._refuse_held(rows, held([str(r["id"]) for r in rows]), change.insert)
+            docs = self._to_documents(rows)
+            if docs:
+                self.store.add_documents(docs, ids=[str(d.id) for d in docs])
+            if doomed:
+                self.store.delete(doomed)
         self._wrote(bool(docs or doomed))
 
     async def acommit(self, change: Change) -> None:
-        """Async :meth:`commit`."""
-        docs, doomed = self._documents(change, await self.aread(change.touched + list(change.forget)))
-        if docs:
-            await self.store.aadd_documents(docs, ids=[str(d.id) for d in docs])
-        if doomed:
-            await self.store.adelete(doomed)
+        """Async :meth:`commit` (on an async-mode ``PGVector``, the same claim)."""
+        async with aclaim_ids(self.store, self._claimed(change)) as held:
+            rows, doomed = self._planned(change, await self.aread(change.touched + list(change.forget)))
+            self._refuse_held(rows, await held([str(r["id"]) for r in rows]), change.insert)
+            docs = self._to_documents(rows)
+            if docs:
+                await self.store.aadd_documents(docs, ids=[str(d.id) for d in docs])
+            if doomed:
+                await self.store.adelete(doomed)
         self._wrote(bool(docs or doomed))
 
     def _wrote(self, changed: bool) -> None:
@@ -208,20 +245,30 @@ class VectorStoreMemory(StoreVerbs):
     def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
         """Write ``entries`` in one ``add_documents``, overwriting documents
         with the same id (the vector store's own upsert); checked first as
-        every write is. Returns their ids."""
-        docs = self._to_documents(prepare_entries(entries, self.stamp()))
-        if docs:
-            self.store.add_documents(docs, ids=[str(d.id) for d in docs])
-            self._wrote(True)
-        return [str(d.id) for d in docs]
+        every write is. Returns their ids. Only this collection's own
+        documents are overwritten: on ``PGVector`` an id another collection
+        holds is refused (:meth:`commit` says how)."""
+        rows = prepare_entries(entries, self.stamp())
+        ids = [str(r["id"]) for r in rows]
+        docs = self._to_documents(rows)  # checked before any I/O
+        with claim_ids(self.store, ids) as held:
+            self._refuse_held(rows, held(ids), rows)
+            if docs:
+                self.store.add_documents(docs, ids=ids)
+        self._wrote(bool(docs))
+        return ids
 
     async def aput_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
         """Async :meth:`put_many`."""
-        docs = self._to_documents(prepare_entries(entries, self.stamp()))
-        if docs:
-            await self.store.aadd_documents(docs, ids=[str(d.id) for d in docs])
-            self._wrote(True)
-        return [str(d.id) for d in docs]
+        rows = prepare_entries(entries, self.stamp())
+        ids = [str(r["id"]) for r in rows]
+        docs = self._to_documents(rows)  # checked before any I/O
+        async with aclaim_ids(self.store, ids) as held:
+            self._refuse_held(rows, await held(ids), rows)
+            if docs:
+                await self.store.aadd_documents(docs, ids=ids)
+        self._wrote(bool(docs))
+        return ids
 
     async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
         """Async :meth:`add`."""

@@ -16,7 +16,13 @@ keep) passes one gate, which refuses:
   :meth:`WriteGate.repeated` marks the proposals it answered for;
 * ``always_scope``: anything claiming ``scope: "always"``. Always-scope
   entries are behavioural corrections, curated by the host, never written by
-  a model.
+  a model;
+* ``held_elsewhere``: the store refused the entry's id because another
+  collection of the same database holds it (LangChain's ``PGVector``, whose
+  ids are unique per database:
+  :class:`~poolsplit_adapters.stores.IdHeldElsewhere`). The content key has
+  no collection in it, so two collections on one namespace label saving the
+  same text meet on one id; the first keeps it, the second is told.
 
 Every write path, not only the harness's, also meets :func:`check_write`:
 a store's ``add``/``supersede``/``put``, the CLI's ``add`` and ``import``,
@@ -73,6 +79,8 @@ class Refusal(str, Enum):
     OVERSIZED = "oversized"
     DUPLICATE = "duplicate"
     ALWAYS_SCOPE = "always_scope"
+    #: decided by the store: another collection of its database holds the id
+    HELD_ELSEWHERE = "held_elsewhere"
 
 
 def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:

@@ -1,0 +1,133 @@
+"""PGVector's ids are one key space per database: the claim that keeps a
+write from taking another collection's row.
+
+LangChain's ``PGVector`` keeps every collection in one table,
+``langchain_pg_embedding``, whose primary key is the document id alone, and
+writes with ``INSERT ... ON CONFLICT (id) DO UPDATE`` of text, vector and
+metadata: an id another collection holds is overwritten there (the row stays
+in that collection, with the new text). A write through
+:class:`~poolsplit_adapters.langchain.VectorStoreMemory` therefore first
+claims its ids: inside a transaction of its own it takes a transaction-level
+advisory lock per id, asks which of the ids another collection holds, and
+keeps the locks until the store's own upsert has committed. A second claim
+of an id (any collection, any process) waits on the lock until the first
+write ended, then finds its row: the check cannot be overtaken by a
+concurrent write of the same new id. Writes that do not go through a claim
+(``PGVector.add_documents`` called directly) are not held back.
+
+The claim costs one extra connection while the write runs (so a pool must
+have room for two per concurrent writer) and one round trip per id. Every
+value is a bound parameter; the statements are built from the store's own
+ORM model (``EmbeddingStore``) and its own session factory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from typing import Any, AsyncIterator, Callable, Collection, Iterator, List, Sequence
+
+from langchain_core.vectorstores import VectorStore
+
+from .vector_search import PGVectorAlwaysFetch
+
+__all__ = ["aclaim_ids", "claim_ids", "lock_key"]
+
+#: Which of the given ids another collection holds (the claim's answer).
+Held = Callable[[Sequence[str]], List[str]]
+
+
+def lock_key(entry_id: str) -> int:
+    """The advisory lock key of an id: 64 bits of a hash of it, as Postgres'
+    signed ``bigint``. Computed here, not by the server, so every claim
+    takes its locks in the same (sorted) order and two claims of
+    overlapping ids cannot deadlock. The hash is personalised, so its keys
+    are unlikely to meet another application's advisory locks on the same
+    database; two ids sharing a key only wait for each other."""
+    digest = hashlib.blake2b(entry_id.encode("utf-8"), digest_size=8, person=b"poolsplit-ids").digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def _claims(store: VectorStore) -> bool:
+    return PGVectorAlwaysFetch.serves(store)
+
+
+def _lock_statements(ids: Collection[str]) -> List[Any]:
+    from sqlalchemy import BigInteger, func, literal, select
+
+    keys = sorted({lock_key(i) for i in ids})
+    return [select(func.pg_advisory_xact_lock(literal(key, BigInteger))) for key in keys]
+
+
+def _held_statement(store: Any, collection: Any, ids: Sequence[str]) -> Any:
+    from sqlalchemy import select
+
+    rows = store.EmbeddingStore
+    return select(rows.id).where(rows.id.in_(list(ids)), rows.collection_id.is_distinct_from(collection.uuid))
+
+
+@contextlib.contextmanager
+def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
+    """Hold ``ids`` for one write to ``store`` and yield the check: called
+    with the ids about to be written, it returns those another collection
+    holds (in the order given). The write itself goes inside the block; the
+    locks are released when it ends. On any store but a sync ``PGVector``
+    the check finds nothing (other stores keep ids per collection or per
+    table; an async-mode ``PGVector`` refuses sync writes itself).
+
+    Example::
+
+        with claim_ids(pgvector, ["pref-1"]) as held:
+            if not held(["pref-1"]):
+                pgvector.add_documents(docs, ids=["pref-1"])
+    """
+    pg: Any = store
+    if not _claims(store) or pg.async_mode or not ids:
+        yield lambda wanted: []
+        return
+    # A session of its own: the store's session maker is thread-scoped, and
+    # its upsert would commit (and so release) the locks taken on it.
+    with pg.session_maker.session_factory() as session:
+        for statement in _lock_statements(ids):
+            session.execute(statement)
+        collection = pg.get_collection(session)
+
+        def held(wanted: Sequence[str]) -> List[str]:
+            if collection is None or not wanted:  # no collection: the store's own write says so
+                return []
+            found = set(session.execute(_held_statement(pg, collection, wanted)).scalars())
+            return [i for i in wanted if i in found]
+
+        try:
+            yield held
+        finally:
+            session.rollback()  # wrote nothing: ending the transaction releases the locks
+
+
+@contextlib.asynccontextmanager
+async def aclaim_ids(store: VectorStore, ids: Collection[str]) -> AsyncIterator[Callable[[Sequence[str]], Any]]:
+    """Async :func:`claim_ids`, on an async-mode ``PGVector``: the check is
+    a coroutine function."""
+    pg: Any = store
+
+    async def nothing(wanted: Sequence[str]) -> List[str]:
+        return []
+
+    if not _claims(store) or not pg.async_mode or not ids:
+        yield nothing
+        return
+    async with pg.session_maker() as session:
+        for statement in _lock_statements(ids):
+            await session.execute(statement)
+        collection = await pg.aget_collection(session)
+
+        async def held(wanted: Sequence[str]) -> List[str]:
+            if collection is None or not wanted:
+                return []
+            found = set((await session.execute(_held_statement(pg, collection, wanted))).scalars())
+            return [i for i in wanted if i in found]
+
+        try:
+            yield held
+        finally:
+            await session.rollback()
