@@ -25,6 +25,9 @@ SQLite error the store raises names the file.
 log before the write returns, so an acknowledged write survives ``kill -9``
 of the writer, an OS crash and a power cut (on a disk that honours fsync).
 Each call is one transaction: a batch is stored whole or not at all.
+``":memory:"`` is the exception, by request: a store in one object, with no
+file and no log (one connection, which no other can see), gone at ``close``
+(:func:`memory_target`).
 
 **In step across processes.** Queries are answered by a
 :class:`~poolsplit_adapters.index.MemoryIndex` built from the table once (warm
@@ -54,7 +57,15 @@ from ..memory.write_gate import utc_stamp
 from ..poolsplit import IsActive, Pool, Selection, TokenCounter, default_is_active, default_token_counter
 from .base import Change, EntryNotFound, StoreVerbs
 
-__all__ = ["SQLiteMemoryStore", "StoreError", "EntryNotFound", "SCHEMA_VERSION", "MIGRATIONS", "identify"]
+__all__ = [
+    "SQLiteMemoryStore",
+    "StoreError",
+    "EntryNotFound",
+    "SCHEMA_VERSION",
+    "MIGRATIONS",
+    "identify",
+    "memory_target",
+]
 
 PathLike = Union[str, "pathlib.Path"]
 Clock = Callable[[], datetime.datetime]
@@ -192,6 +203,55 @@ def identify(path: pathlib.Path) -> int:
     return version
 
 
+#: The name SQLite gives a private in-memory database (no URI).
+MEMORY = ":memory:"
+
+
+def memory_target(path: PathLike) -> Optional[str]:
+    """What to open for an in-memory store at ``path``: ``":memory:"`` or a
+    private in-memory URI (``file::memory:``, ``file:name?mode=memory``),
+    else None (a file path).
+
+    An in-memory database is seen by the one connection that opened it, so
+    the store needs no write-ahead log there: WAL is what lets other
+    connections read while one writes, and there are none. Every other
+    guarantee holds as on a file (each write one transaction, reads see
+    every write) except durability: nothing survives :meth:`close
+    <SQLiteMemoryStore.close>`.
+
+    Raises:
+        StoreError: a shared-cache in-memory URI (other connections of the
+            process would share the database under shared-cache table locks,
+            not the WAL the store keeps its connections in step with); an
+            empty path (most often an unset setting: a store that silently
+            forgot everything at exit would be worse than an error); another
+            ``file:`` URI (read only for in-memory databases: pass the path).
+    """
+    if isinstance(path, pathlib.PurePath):
+        return None  # a Path names a file (pathlib.Path("") is ".")
+    text = str(path)
+    if text == MEMORY:
+        return MEMORY
+    if text == "":
+        raise StoreError(
+            "'': an empty path names no store file (an unset setting?); give a file path, or ':memory:' for a "
+            "store that lives only as long as the object"
+        )
+    if not text.startswith("file:"):
+        return None
+    name, _, query = text[len("file:") :].partition("?")
+    options = urllib.parse.parse_qs(query)
+    if name != MEMORY and options.get("mode") != ["memory"]:
+        raise StoreError("%s: only in-memory URIs are read (file::memory:, mode=memory); pass the file's path" % text)
+    if options.get("cache") == ["shared"]:
+        raise StoreError(
+            "%s: a shared-cache in-memory database is refused: other connections of this process would share it "
+            "without the write-ahead log that keeps the store's connections in step; use ':memory:' (one private "
+            "connection) or a file path (e.g. in tempfile.mkdtemp())" % text
+        )
+    return text
+
+
 def _writable(path: pathlib.Path) -> bool:
     """Whether this process may write the store at ``path``: the file (when
     it exists) and its folder (where SQLite keeps its log) are writable."""
@@ -304,6 +364,13 @@ class SQLiteMemoryStore(StoreVerbs):
 
     Args:
         path: the database file; created (with the schema) when missing.
+            ``":memory:"`` (or a private in-memory URI such as
+            ``"file::memory:"``) is a store in this object only: one
+            connection, so no write-ahead log is needed, every verb as on a
+            file, and nothing left after :meth:`close` (for memory that must
+            outlive the process, a file; for a throwaway one on disk, a file
+            in ``tempfile.mkdtemp()``). A shared-cache URI or an empty path
+            is a :class:`StoreError` (:func:`memory_target` says why).
         token_counter: cost of an entry without ``token_count`` (passed to
             the index; default: the core's ``len // 4`` estimate; the adapters
             pass :func:`~poolsplit_adapters.tokens.default_counter`).
@@ -363,12 +430,16 @@ class SQLiteMemoryStore(StoreVerbs):
         self._head: Optional[int] = None  # latest change number seen in the file
         self._data_version: Optional[int] = None
         self._full_loads = 0
-        version = identify(self.path)  # before anything touches the file
-        if not self.path.parent.is_dir():
+        self._memory = memory_target(path)
+        #: A store in this object only (``":memory:"``): no file, no log.
+        self.in_memory = self._memory is not None
+        # An in-memory target names no file: nothing of the folder is looked at.
+        version = 0 if self.in_memory else identify(self.path)  # before anything touches the file
+        if not self.in_memory and not self.path.parent.is_dir():
             raise StoreError("%s: cannot create the store: no folder %s" % (self.path, self.path.parent))
         #: Opened read-only: the file or its folder is not writable (reads
         #: work; a write raises StoreError naming the file).
-        self.read_only = not _writable(self.path)
+        self.read_only = not self.in_memory and not _writable(self.path)
         if self.read_only and version < SCHEMA_VERSION:
             raise StoreError(
                 "%s: cannot create or upgrade a memory store here: the file or its folder is read-only" % self.path
@@ -378,10 +449,12 @@ class SQLiteMemoryStore(StoreVerbs):
         except sqlite3.Error as exc:
             raise StoreError("%s: cannot open (%s)" % (self.path, exc)) from None
         try:
-            if not self.read_only:
+            # No other connection can see an in-memory database: its own journal will do.
+            if not self.read_only and not self.in_memory:
                 mode = self._conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
                 if str(mode).lower() != "wal":
                     raise StoreError("%s: cannot use write-ahead logging (journal_mode=%s)" % (self.path, mode))
+            if not self.read_only:
                 self._conn.execute("PRAGMA synchronous=FULL")
                 # Deleted content is overwritten in the file, not just unlinked.
                 self._conn.execute("PRAGMA secure_delete=ON")
@@ -400,6 +473,8 @@ class SQLiteMemoryStore(StoreVerbs):
         shared-memory file when it can be made, else immutable). Errors
         SQLite raises through it name the file (:class:`_FileConnection`)."""
         options: dict[str, Any] = {"isolation_level": None, "check_same_thread": False, "factory": _FileConnection}
+        if self._memory is not None:
+            return _named(sqlite3.connect(self._memory, timeout, uri=self._memory != MEMORY, **options), self.path)
         if not self.read_only:
             return _named(sqlite3.connect(str(self.path), timeout, **options), self.path)
         for immutable in (False, True):
