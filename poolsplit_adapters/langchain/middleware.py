@@ -14,7 +14,9 @@ Per agent step (one model call and the tool-loop calls that follow it):
   provenance markers and an explicit omission line, and put into this call's
   system message, after the agent's own system prompt; the messages never
   hold it. A digest of the selection goes out on ``runtime.stream_writer``
-  (``stream_mode="custom"``) so a UI can show why. The selection goes through
+  (``stream_mode="custom"``) so a UI can show why, and as the
+  ``poolsplit_selection`` custom callback event (``astream_events``, tracers,
+  callback handlers), as the retrievers send it. The selection goes through
   :class:`~poolsplit_adapters.call.AdapterCall`, like every adapter's.
 * **remember** (a tool the middleware registers): the agent saves a note it
   must not forget; the harness stamps its provenance and the gate refuses
@@ -62,6 +64,8 @@ from typing import Annotated, Any, Callable, Optional, Union, cast
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
 from langchain.tools import ToolRuntime
+from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -71,6 +75,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.runtime import Runtime
 from langgraph.types import Command
@@ -296,6 +302,22 @@ def _with_memory(system: Optional[SystemMessage], block: str) -> SystemMessage:
     else:
         content = [*system.content, {"type": "text", "text": "\n\n" + block}]
     return system.model_copy(update={"content": content})
+
+
+def _listening() -> Optional[RunnableConfig]:
+    """The config of the run this model call is part of, when that run has a
+    callback handler to tell (``astream_events``, a tracer, a
+    ``BaseCallbackHandler``); else None.
+
+    ``dispatch_custom_event`` raises without a parent run (a direct
+    ``wrap_model_call``, as the benchmarks make) and, with no handler, would
+    build a callback manager only to drop the event: both cases stop here,
+    at the cost of one context-variable read."""
+    config = var_child_runnable_config.get()
+    callbacks = config.get("callbacks") if config is not None else None
+    if isinstance(callbacks, BaseCallbackManager) and callbacks.parent_run_id is not None and callbacks.handlers:
+        return config
+    return None
 
 
 def _from_runtime_context(key: str) -> str:
@@ -562,7 +584,10 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         reused = promoted is not None
         if promoted is None:
             promoted = self._promote(step, snap.version, step.where.source.select(snap, *step.reading))
-        injected, update = self._inject(request, step, promoted, reused=reused)
+        injected, update, event = self._inject(request, step, promoted, reused=reused)
+        config = _listening()
+        if config is not None:
+            dispatch_custom_event(SELECTION_EVENT, event, config=config)
         return ExtendedModelResponse(handler(injected), Command(update=update) if update else None)
 
     @override
@@ -578,7 +603,10 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         reused = promoted is not None
         if promoted is None:
             promoted = self._promote(step, snap.version, await step.where.source.aselect(snap, *step.reading))
-        injected, update = self._inject(request, step, promoted, reused=reused)
+        injected, update, event = self._inject(request, step, promoted, reused=reused)
+        config = _listening()
+        if config is not None:
+            await adispatch_custom_event(SELECTION_EVENT, event, config=config)
         return ExtendedModelResponse(await handler(injected), Command(update=update) if update else None)
 
     # -- the tools ------------------------------------------------------------------------
@@ -781,10 +809,11 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
 
     def _inject(
         self, request: ModelRequest[Any], step: _Step, promoted: PromotedStep, *, reused: bool
-    ) -> tuple[ModelRequest[Any], dict[str, Any]]:
-        """The request with the memory after the agent's system prompt, and
-        the state update: the gate report shown (cleared), a new step's
-        memory kept. Sends the selection event."""
+    ) -> tuple[ModelRequest[Any], dict[str, Any], dict[str, Any]]:
+        """The request with the memory after the agent's system prompt, the
+        state update (the gate report shown, cleared; a new step's memory
+        kept) and the selection event, already written to the stream; the
+        twins send it to the run's callbacks (the async one must await)."""
         if self.tools:
             _check_binds_tools(request.model)
         writes = cast("Optional[GateTally]", request.state.get(WRITES_KEY))
@@ -806,9 +835,9 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         goal = self._goal(request.runtime)
         parts = [p for p in (goal_line(goal) if goal else "", promoted["text"]) if p]
         if not parts:
-            return request, update
+            return request, update, event
         block = "\n".join([self.heading, *parts]) if self.heading else "\n".join(parts)
-        return request.override(system_message=_with_memory(request.system_message, block)), update
+        return request.override(system_message=_with_memory(request.system_message, block)), update, event
 
     # -- the tools: the parts both twins share ---------------------------------------------
 

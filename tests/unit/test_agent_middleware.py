@@ -10,10 +10,14 @@ from typing import Any, Dict, List
 import pytest
 from agent_fakes import ToolCallingFakeModel, UserContext, lookup, markers, system_text, thread
 from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, ModelResponse
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import Runtime
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 from lc_helpers import Counter, WordHashEmbedding
@@ -570,3 +574,101 @@ def test_every_new_selection_is_captured_once_whatever_the_store(kind):
     assert [e["reused"] for e in got] == [False, True, True]
     assert [[c.entry["id"] for c in s.chosen] for s in mine] == [["u1-fix"]]
     assert selection_dict(mine[0])["chosen"] == got[0]["chosen"]
+
+
+class SelectionLog(BaseCallbackHandler):
+    """A callback handler (a tracer's view) that keeps the selection events."""
+
+    def __init__(self) -> None:
+        self.events: List[Dict[str, Any]] = []
+
+    def on_custom_event(self, name: str, data: Any, **kwargs: Any) -> None:
+        if name == SELECTION_EVENT:
+            self.events.append(data)
+
+
+def test_the_selection_event_reaches_callback_handlers_as_the_stream_carries_it():
+    store = InMemoryStore()
+    seed_corrections(store, "u1", 2)
+    agent, _ = agent_for(middleware(max_turns=50), store)
+    log = SelectionLog()
+    agent.invoke(
+        {"messages": [("user", "[u1] check calls=2,1")]},
+        {**thread("t"), "callbacks": [log]},
+        context={"user_id": "u1"},
+    )
+    assert [e["reused"] for e in log.events] == [False, True, True]
+    assert [c["id"] for c in log.events[0]["chosen"]] == ["u1-fix-0", "u1-fix-1"]
+    assert log.events[0]["thread"] == "t" and log.events[0]["namespace"] == [["memories", "u1"]]
+    # stream_mode="custom" still carries it, and both carry the same payload
+    log.events.clear()
+    streamed = [
+        chunk[SELECTION_EVENT]
+        for chunk in agent.stream(
+            {"messages": [("user", "[u1] again calls=1")]},
+            {**thread("t"), "callbacks": [log]},
+            context={"user_id": "u1"},
+            stream_mode="custom",
+        )
+    ]
+    assert [e["reused"] for e in streamed] == [False, True]
+    assert log.events == streamed
+
+
+async def test_the_selection_event_is_an_on_custom_event_of_astream_events():
+    store = InMemoryStore()
+    seed_corrections(store, "u1", 2)
+    # GenericFakeChatModel streams no tool calls: the model answers whole.
+    agent = create_agent(
+        ToolCallingFakeModel(disable_streaming=True),
+        tools=[lookup],
+        middleware=[middleware(max_turns=50)],
+        checkpointer=InMemorySaver(),
+        store=store,
+        context_schema=UserContext,
+    )
+    got = [
+        event
+        async for event in agent.astream_events(
+            {"messages": [("user", "[u1] check calls=1")]}, thread("t"), context={"user_id": "u1"}, version="v2"
+        )
+        if event["event"] == "on_custom_event"
+    ]
+    assert [e["name"] for e in got] == [SELECTION_EVENT, SELECTION_EVENT]
+    assert [e["data"]["reused"] for e in got] == [False, True]
+    assert [c["id"] for c in got[0]["data"]["chosen"]] == ["u1-fix-0", "u1-fix-1"]
+
+
+def _direct_request(mw, events):
+    runtime = Runtime(context={"user_id": "u1"}, stream_writer=events.append)
+    messages = [HumanMessage("[u1] hi", id="m-1")]
+    return ModelRequest(model=ToolCallingFakeModel(), messages=messages, state={"messages": messages}, runtime=runtime)
+
+
+async def test_a_direct_call_outside_a_run_still_streams_and_a_run_around_it_is_told():
+    # The benchmarks call wrap_model_call directly: no run, so no handler to
+    # tell, and no error; a run around the call (here a RunnableLambda) gets
+    # the event through its callbacks.
+    fixes = [{"id": "fix", "content": "Amounts in cents.", "type": "correction", "scope": "always"}]
+    mw = middleware(store=[{**fixes[0], "namespace": "memories.u1"}], remember=False)
+    answer = ModelResponse(result=[AIMessage("ok")])
+    streamed: List[Any] = []
+    mw.wrap_model_call(_direct_request(mw, streamed), lambda _request: answer)
+
+    async def ahandler(_request):
+        return answer
+
+    await mw.awrap_model_call(_direct_request(mw, streamed), ahandler)
+    assert [[c["id"] for c in e[SELECTION_EVENT]["chosen"]] for e in streamed] == [["fix"], ["fix"]]
+    log = SelectionLog()
+    streamed.clear()
+    RunnableLambda(lambda _: mw.wrap_model_call(_direct_request(mw, streamed), lambda _request: answer)).invoke(
+        None, {"callbacks": [log]}
+    )
+
+    async def arun(_):
+        return await mw.awrap_model_call(_direct_request(mw, streamed), ahandler)
+
+    await RunnableLambda(arun).ainvoke(None, {"callbacks": [log]})
+    assert log.events == [e[SELECTION_EVENT] for e in streamed]
+    assert [[c["id"] for c in e["chosen"]] for e in log.events] == [["fix"], ["fix"]]
