@@ -43,11 +43,12 @@ keeps per thread lives in the agent's graph state
 (:class:`PoolSplitMemoryState`, private keys): the gate's report not yet
 shown, and the current step's rendered memory with its reuse key. Two
 processes serving one thread through one checkpointer agree on both, and a
-restart loses neither. The object itself holds settings and a cache of store
-adapters, and, with a consolidator, the background runs' process-local
-schedule (deadlines, ids not yet run, reports not yet shown; see
-:mod:`~poolsplit_adapters.memory.background`); the ids a turn wrote wait in
-the state until the turn's ``after_agent`` hands them over.
+restart loses neither. The object itself holds settings, a cache of store
+adapters, the last selection it made (process-local, for
+:meth:`~PoolSplitMemoryMiddleware.explain`), and, with a consolidator, the
+background runs' process-local schedule (deadlines, ids not yet run, reports
+not yet shown; see :mod:`~poolsplit_adapters.memory.background`); the ids a
+turn wrote wait in the state until the turn's ``after_agent`` hands them over.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter
-from ..render import goal_line, render_context
+from ..render import explain, goal_line, render_context
 from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
 from ..stores.base import IdHeldElsewhere
@@ -432,6 +433,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
                              checkpointer=InMemorySaver(), store=InMemoryStore())
         agent.invoke({"messages": [("user", "hi")]},
                      {"configurable": {"thread_id": "t1"}}, context={"user_id": "u1"})
+        print(memory.explain())  # what loaded and what did not, and why
     """
 
     state_schema = PoolSplitMemoryState  # type: ignore[assignment]
@@ -532,6 +534,24 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     def pools(self) -> Union[list[Pool], str]:
         """The pool plan (a list of pools, or ``"auto"``)."""
         return self.settings.pools
+
+    @property
+    def last_selection(self) -> Optional[Selection]:
+        """The last selection this middleware made in this process (None
+        before the first), as the retrievers keep theirs: safe to read while
+        other threads call the agent (one reference, replaced whole), but
+        with concurrent threads or users not necessarily yours. A tool-loop
+        call that reuses its step's memory makes no new selection, and a
+        step selected in another process is not here: for a call's own, use
+        :func:`~poolsplit_adapters.reports.capture_selections` around it or
+        the ``poolsplit_selection`` event."""
+        return self.settings.last_selection
+
+    def explain(self) -> str:
+        """The why/why-not table (:func:`~poolsplit_adapters.render.explain`)
+        of :attr:`last_selection`."""
+        last = self.last_selection
+        return "no call yet" if last is None else explain(last)
 
     # -- hooks: demote + write ----------------------------------------------------------
 

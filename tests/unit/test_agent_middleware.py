@@ -26,7 +26,7 @@ from poolsplit_adapters import Pool, select
 from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
 from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.poolsplit import default_token_counter
-from poolsplit_adapters.render import selection_dict
+from poolsplit_adapters.render import explain, selection_dict
 from poolsplit_adapters.reports import capture_selections
 
 NOW = datetime.datetime(2026, 7, 1)
@@ -672,3 +672,18 @@ async def test_a_direct_call_outside_a_run_still_streams_and_a_run_around_it_is_
     await RunnableLambda(arun).ainvoke(None, {"callbacks": [log]})
     assert log.events == [e[SELECTION_EVENT] for e in streamed]
     assert [[c["id"] for c in e["chosen"]] for e in log.events] == [["fix"], ["fix"]]
+
+
+def test_last_selection_and_explain_are_the_last_selection_this_middleware_made():
+    store = InMemoryStore()
+    seed_corrections(store, "u1", 2)
+    mw = middleware(max_turns=50)
+    agent, _ = agent_for(mw, store)
+    assert mw.last_selection is None and mw.explain() == "no call yet"
+    with capture_selections() as mine:
+        got = events(agent, "[u1] check calls=1", "t")
+    assert [e["reused"] for e in got] == [False, True]  # the tool loop's call made no new selection
+    assert len(mine) == 1 and mw.last_selection is mine[0]
+    assert [c.entry["id"] for c in mw.last_selection.chosen] == ["u1-fix-0", "u1-fix-1"]
+    assert mw.explain() == explain(mine[0])
+    assert mw.explain().splitlines()[2].split()[:3] == ["fixes", "u1-fix-0", "correction"]
