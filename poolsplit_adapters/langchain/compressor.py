@@ -30,7 +30,12 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
 
     Example::
 
-        compressor = PoolSplitCompressor(pools=[Pool("notes", 400, 6), Pool("skills", 100, 1)], k=4)
+        pools = [
+            Pool("fixes", 0, 0, ("correction",)),  # every always-scope correction, outside the budgets
+            Pool("notes", 400, 6, ("note",)),
+            Pool("skills", 100, 1, ("skill",)),  # reserved: notes cannot take its slot
+        ]
+        compressor = PoolSplitCompressor(pools=pools, k=4)
         retriever = ContextualCompressionRetriever(base_compressor=compressor, base_retriever=wide)
         selector = compressor.as_runnable()    # retriever | selector in LCEL
     """

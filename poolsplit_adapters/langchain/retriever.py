@@ -120,7 +120,12 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     Example::
 
-        retriever = PoolSplitRetriever(documents=docs, pools=[Pool("notes", 400, 6), Pool("skills", 100, 1)])
+        pools = [
+            Pool("fixes", 0, 0, ("correction",)),  # every always-scope correction, outside the budgets
+            Pool("notes", 400, 6, ("note",)),
+            Pool("skills", 100, 1, ("skill",)),  # reserved: notes cannot take its slot
+        ]
+        retriever = PoolSplitRetriever(documents=docs, pools=pools)
         chain = {"context": retriever | format_documents, "question": RunnablePassthrough()} | prompt | model
         with capture_selections() as mine:
             docs = retriever.invoke("did the deploy finish?", k=3)
