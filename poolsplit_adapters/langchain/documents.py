@@ -3,11 +3,12 @@ and the provenance-tagged formatter for prompts."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
 from langchain_core.documents import Document
 
+from ..checks import ArgumentError
 from ..convert import (
     SELECTION_KEY,
     entry_from,
@@ -33,9 +34,30 @@ def _label(document: Any, position: int) -> str:
 
 
 def _checked(document: Any, position: int) -> Document:
+    """The one rule for a document every LangChain adapter takes: a
+    ``Document``, else an error naming its position and what was found (an
+    :class:`~poolsplit_adapters.checks.ArgumentError`, so a ``TypeError``)."""
     if not isinstance(document, Document):
-        raise TypeError("documents[%d] must be a langchain_core Document, got %s" % (position, type(document).__name__))
+        hint = " (build a Document(page_content, metadata=...))" if isinstance(document, Mapping) else ""
+        raise ArgumentError(
+            "documents[%d] must be a langchain_core Document, got %s%s" % (position, type(document).__name__, hint)
+        )
     return document
+
+
+def checked_documents(documents: Any) -> list[Document]:
+    """``documents`` as a new list, each document checked as the conversion
+    checks it: for the retriever's ``documents=``, checked before pydantic
+    sees it, whose report names neither the position nor the rule (and which
+    would build a ``Document`` from a dict the compressor refuses).
+
+    Example::
+
+        held = checked_documents(documents)   # ArgumentError: documents[1] must be a ... Document, got str
+    """
+    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Iterable):
+        raise ArgumentError("documents must be a list of langchain_core Documents, got %s" % type(documents).__name__)
+    return [_checked(document, position) for position, document in enumerate(documents)]
 
 
 def document_to_entry(document: Document, position: int = 0) -> dict[str, Any]:

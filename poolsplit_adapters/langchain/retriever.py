@@ -33,7 +33,7 @@ from ..recall import (
 from ..render import explain
 from ..reports import event_payload
 from ..settings import AdapterSettings, CallOverrides
-from .documents import SELECTION_EVENT, DocumentConverter
+from .documents import SELECTION_EVENT, DocumentConverter, checked_documents
 from .filters import FilterBuilder, type_filter
 from .vector_search import Recalled, VectorRecall
 
@@ -166,6 +166,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     _held_types: Optional[frozenset[str]] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        if data.get("documents") is not None:
+            data["documents"] = checked_documents(data["documents"])
         super().__init__(**data)
         modes = [m for m in (self.documents, self.vectorstore, self.base_retriever) if m is not None]
         if len(modes) != 1:

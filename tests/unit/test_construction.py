@@ -245,3 +245,31 @@ def test_adapters_over_documents_and_nodes_build_their_scorers_postings_when_con
     expected = [e["id"] for e in lazy.select(pools, {"message": "refund"}, now=NOW, scorer=langchain.scorer).entries()]
     assert [d.id for d in langchain.invoke("refund")] == expected
     assert [n.node.node_id for n in llama.retrieve("refund")] == expected
+
+
+@pytest.mark.parametrize(
+    "bad, found",
+    [
+        ("text", "got str"),
+        (
+            {"page_content": "x", "metadata": {"type": "note"}},
+            "got dict (build a Document(page_content, metadata=...))",
+        ),
+        ({"id": "x"}, "got dict (build a Document(page_content, metadata=...))"),
+    ],
+)
+def test_a_document_that_is_not_one_is_named_by_position_by_the_retriever_as_by_the_compressor(bad, found):
+    good = Document(page_content="fine", id="ok")
+    pools = [Pool("all", 100, 5)]
+    message = "documents[1] must be a langchain_core Document, " + found
+    with pytest.raises(ValueError) as by_retriever:  # a ValueError, as pydantic's report was, and a TypeError
+        LangChainRetriever(documents=[good, bad], pools=pools)
+    with pytest.raises(TypeError) as by_compressor:
+        PoolSplitCompressor(pools=pools).compress_documents([good, bad], "q")
+    assert isinstance(by_retriever.value, TypeError)
+    assert str(by_retriever.value) == str(by_compressor.value) == message
+
+
+def test_documents_that_are_not_a_list_are_named():
+    with pytest.raises(TypeError, match=r"^documents must be a list of langchain_core Documents, got str$"):
+        LangChainRetriever(documents="fine", pools=[Pool("all", 100, 5)])
