@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Optional, Protocol, Union
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
@@ -80,6 +81,17 @@ class BaseRetrieverRecall:
         return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")}), {}
 
 
+@dataclass(frozen=True)
+class _Held:
+    """The index over ``documents=`` and what it is read with, replaced as
+    one value when ``documents`` is assigned (a call reads one of them,
+    never an index with another list's way back)."""
+
+    index: MemoryIndex
+    source: dict[int, Document]
+    types: frozenset[str]
+
+
 class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     """A retriever that fills reserved per-type budgets and always returns
     behavioural corrections first.
@@ -90,7 +102,13 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     one source of documents:
 
     * ``documents=[...]``: the memory itself, held in a
-      :class:`~poolsplit_adapters.MemoryIndex` built once;
+      :class:`~poolsplit_adapters.MemoryIndex` built when the list is given:
+      at construction, and again on ``retriever.documents = [...]`` (checked
+      as at construction; a bad list raises and changes nothing). The list
+      is read then, so a change made in place (``retriever.documents.append``,
+      an edited document) is not seen: assign a new list, e.g.
+      ``retriever.documents = [*retriever.documents, doc]`` (an
+      :meth:`expand_tool` made before reads the documents it was made over);
     * a vector store, through :meth:`from_vectorstore` (per-pool recall);
     * ``base_retriever=``: pool whatever another retriever returns. It can
       only pool what that retriever returns: if its top-k holds no skill, no
@@ -158,23 +176,16 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         description="Vector-store mode with embeddings=: what the store's scores measure (see recall.store_metric).",
     )
 
-    _index: Optional[MemoryIndex] = PrivateAttr(default=None)
-    _source: dict[int, Document] = PrivateAttr(default_factory=dict)
+    _held: Optional[_Held] = PrivateAttr(default=None)
     _recall: Optional[DocumentRecall] = PrivateAttr(default=None)
     _metric: Any = PrivateAttr(default=None)
     _reuse_query: bool = PrivateAttr(default=False)
-    _held_types: Optional[frozenset[str]] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         if data.get("documents") is not None:
             data["documents"] = checked_documents(data["documents"])
         super().__init__(**data)
-        modes = [m for m in (self.documents, self.vectorstore, self.base_retriever) if m is not None]
-        if len(modes) != 1:
-            raise ArgumentError(
-                "PoolSplitRetriever needs exactly one of documents=, vectorstore= or base_retriever= "
-                "(got %d)" % len(modes)
-            )
+        self._one_source(self.documents, self.vectorstore, self.base_retriever)
         if self.vectorstore is not None:
             # Each call recalls for its own plan (pools="auto" varies by
             # message); the recall plan holds the search sizes.
@@ -202,19 +213,43 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
         if self.documents is not None:
-            assert self.token_counter is not None
-            # Built with the scorer's structures: the first call costs what the others do.
-            self._index, self._source = DocumentConverter.index(self.documents, self.token_counter, (self.scorer,))
-            self._held_types = present_types(d.metadata for d in self.documents)
+            self._held = self._indexed(self.documents)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Assigning ``documents`` rebuilds the index (the other settings
+        are read per call): checked and built first, so a bad list raises
+        and leaves the retriever as it was."""
+        if name != "documents":
+            super().__setattr__(name, value)
+            return
+        documents = None if value is None else checked_documents(value)
+        self._one_source(documents, self.vectorstore, self.base_retriever)
+        held = None if documents is None else self._indexed(documents)
+        super().__setattr__("documents", documents)
+        self._held = held
+
+    @staticmethod
+    def _one_source(*sources: Any) -> None:
+        given = sum(source is not None for source in sources)
+        if given != 1:
+            raise ArgumentError(
+                "PoolSplitRetriever needs exactly one of documents=, vectorstore= or base_retriever= (got %d)" % given
+            )
+
+    def _indexed(self, documents: list[Document]) -> _Held:
+        assert self.token_counter is not None
+        # Built with the scorer's structures: the first call costs what the others do.
+        index, source = DocumentConverter.index(documents, self.token_counter, (self.scorer,))
+        return _Held(index, source, present_types(d.metadata for d in documents))
 
     def _entry_types(self) -> Optional[frozenset[str]]:
         """The types the source holds, for ``pools="auto"``: the documents'
-        (fixed at construction), an ``InMemoryVectorStore``'s (read per
+        (read when they are given), an ``InMemoryVectorStore``'s (read per
         call: it can change, and its own search reads every row anyway),
         else None (a store that cannot list: the host may declare
         ``entry_types=``)."""
-        if self._held_types is not None:
-            return self._held_types
+        if self._held is not None:
+            return self._held.types
         if isinstance(self.vectorstore, InMemoryVectorStore):
             return present_types(row["metadata"] for row in list(self.vectorstore.store.values()))
         return None
@@ -261,7 +296,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         documents (``documents=`` mode), limited to what its visibility lets
         a query see: give it to an agent that reads this retriever's
         summaries (``progressive=True``)."""
-        if self._index is None:
+        if self._held is None:
             raise ArgumentError(
                 "expand_tool() needs documents= mode; for a vector store, build "
                 "memory.expand_tools.langchain_expand_tool over the memory the agent may read"
@@ -269,7 +304,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         from ..memory.expand_tools import langchain_expand_tool
         from ..recall import VisibleEntries
 
-        return langchain_expand_tool(VisibleEntries(self._index, self.visibility))
+        return langchain_expand_tool(VisibleEntries(self._held.index, self.visibility))
 
     def explain(self) -> str:
         """The why/why-not table of the call that finished last."""
@@ -280,8 +315,9 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def _finish(self, call: AdapterCall, recalled: Optional[Recalled]) -> tuple[Selection, list[Document]]:
         if recalled is None:
-            assert self._index is not None
-            selection, source = call.select_in(self._index), self._source
+            held = self._held
+            assert held is not None
+            selection, source = call.select_in(held.index), held.source
         else:
             candidates, scores = recalled  # another retriever's: one search, no growth
             entries, source = DocumentConverter.entries(candidates)

@@ -240,7 +240,7 @@ def test_adapters_over_documents_and_nodes_build_their_scorers_postings_when_con
     nodes = [TextNode(text=e["content"], metadata={"type": "note"}, id_=e["id"]) for e in entries]
     langchain = LangChainRetriever(documents=documents, pools=pools, token_counter=default_token_counter, now=NOW)
     llama = LlamaIndexRetriever(pools, nodes=nodes, token_counter=default_token_counter, now=NOW)
-    assert len(langchain._index._terms) == 1 and len(llama._index._terms) == 1
+    assert len(langchain._held.index._terms) == 1 and len(llama._index._terms) == 1
     lazy = MemoryIndex(entries)
     expected = [e["id"] for e in lazy.select(pools, {"message": "refund"}, now=NOW, scorer=langchain.scorer).entries()]
     assert [d.id for d in langchain.invoke("refund")] == expected

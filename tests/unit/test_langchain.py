@@ -21,6 +21,7 @@ from langchain_tests.integration_tests import RetrieversIntegrationTests
 from lc_helpers import CORRECTIONS, CountingEmbedding, WordHashEmbedding, flooded_memory, untyped_memory
 
 from poolsplit_adapters import EntryError, Pool, Reason, UnadmittedCorrectionWarning, Visibility
+from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import (
     SELECTION_EVENT,
     SELECTION_KEY,
@@ -514,3 +515,41 @@ def test_an_unadmitted_correction_is_warned_about():
         "entry 'fix-1' (index 1)",
         "entry 'fix-2' (index 2)",
     ]
+
+
+def _note(doc_id: str, text: str, kind: str = "note") -> Document:
+    return Document(text, id=doc_id, metadata={"type": kind, "created": "2026-07-0%s" % doc_id[-1]})
+
+
+def test_assigning_documents_rebuilds_the_index_and_a_bad_list_changes_nothing():
+    pools = [Pool("notes", 100, 5, ("note",)), Pool("skills", 100, 1, ("skill",))]
+    retriever = PoolSplitRetriever(documents=[_note("n1", "deploy of checkout finished")], pools=pools, now=NOW)
+    assert [d.id for d in retriever.invoke("deploy")] == ["n1"]
+    retriever.documents = [*retriever.documents, _note("s2", "how to deploy: run make ship", "skill")]
+    assert [d.id for d in retriever.invoke("deploy")] == ["n1", "s2"]
+    # The list is read when assigned: appending to it in place is not seen.
+    retriever.documents.append(_note("n3", "deploy of search finished"))
+    assert [d.id for d in retriever.invoke("deploy")] == ["n1", "s2"]
+    # A bad list raises what construction raises, and leaves the retriever as it was.
+    held = retriever.documents
+    malformed = Document("x", id="bad-tags", metadata={"tags": "ops"})
+    for bad, error, message in (
+        ([_note("n4", "fine"), "text"], TypeError, r"^documents\[1\] must be a langchain_core Document, got str$"),
+        ([_note("n4", "fine"), malformed], EntryError, r"^document 'bad-tags': metadata field 'tags' must be a list"),
+        (None, ArgumentError, r"^PoolSplitRetriever needs exactly one of documents=, vectorstore= or base_retriever="),
+    ):
+        with pytest.raises(error, match=message):
+            retriever.documents = bad
+        assert retriever.documents is held
+        assert [d.id for d in retriever.invoke("deploy")] == ["n1", "s2"]
+
+
+def test_assigning_documents_renews_the_types_an_auto_plan_shares_the_budget_among():
+    retriever = PoolSplitRetriever(
+        documents=[_note("n1", "deploy of checkout finished")], pools="auto", total_tokens=300, total_entries=6, now=NOW
+    )
+    retriever.invoke("deploy")
+    assert retriever.last_selection is not None and list(retriever.last_selection.stats) == ["corrections", "semantic"]
+    retriever.documents = [_note("n1", "deploy of checkout finished"), _note("s2", "how to deploy", "skill")]
+    retriever.invoke("deploy")
+    assert list(retriever.last_selection.stats) == ["corrections", "semantic", "skills"]
