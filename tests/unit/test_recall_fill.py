@@ -519,7 +519,10 @@ def test_a_full_always_fetch_doubles_until_every_correction_loads_on_both_framew
     ]
     store = lc_store(CountingEmbeddings())
     store.add_documents(
-        [Document(page_content=e["content"], id=e["id"], metadata={"type": e["type"], "scope": "always"}) for e in extra]
+        [
+            Document(page_content=e["content"], id=e["id"], metadata={"type": e["type"], "scope": "always"})
+            for e in extra
+        ]
     )
     index = li_index(CountingEmbedding())
     for e in extra:
