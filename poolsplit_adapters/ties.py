@@ -84,9 +84,9 @@ class TieKeys:
 
     def keep(self, positions: Sequence[int]) -> None:
         """Keep only ``positions``, in their order (after a compaction)."""
-        self.created = self.created[list(positions)]
-        self.ids = self.ids[list(positions)]
-        self.size = len(self.created)
+        kept = list(positions)
+        self.created, self.ids = self.created[kept], self.ids[kept]
+        self.size = len(kept)
 
     def smallest(self, positions: Any, count: int) -> list[int]:
         """The ``count`` first of ``positions`` (ascending int array) in the
