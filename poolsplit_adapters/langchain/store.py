@@ -40,7 +40,11 @@ rules are written once here:
   similarity itself, in [-1, 1] (``InMemoryStore``; ``PostgresStore`` and
   ``SqliteStore`` as ``1 - cosine distance``): taken as is. Another
   ``distance_type`` (``"l2"``, ``"inner_product"``) gives no cosine, so its
-  scores are not used and the selection ranks by words.
+  scores are not used and the selection ranks by words. Over a sync
+  ``PostgresStore(index=)`` the ranked ops are our own statements
+  (:mod:`~poolsplit_adapters.langchain.postgres_store_search`: the HNSW
+  index walked, a type of few items read exactly), with the scores the
+  store's own search gives.
 * **Counted once.** Token counts are cached by ``(namespace, key,
   updated_at, content)``: repeated turns over an unchanged store make no
   tokenizer call (the content too: SqliteStore's ``updated_at`` has
@@ -49,6 +53,7 @@ rules are written once here:
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import threading
 import weakref
@@ -94,6 +99,7 @@ from ..stores.base import (
 )
 from ..stores.checks import storable_text
 from ..tokens import default_counter
+from .postgres_store_search import MOST_RANKED, PostgresStoreSearch, RankedSearch, serves_postgres_store
 
 __all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
 
@@ -337,6 +343,7 @@ class BaseStoreMemory(StoreVerbs):
         self.fetch_k = fetch_k
         self._counts = _Counts(token_counter or default_counter(), cache_size)
         self._repeats: Optional[Callable[[], Any]] = None  # a weak reference to a kept index (keep_repeats_in)
+        self._pg_search: Optional[PostgresStoreSearch] = None  # our ranked searches over PostgresStore(index=)
 
     def __repr__(self) -> str:
         return "BaseStoreMemory(%s, %r)" % (type(self.store).__name__, list(self.chain))
@@ -408,13 +415,67 @@ class BaseStoreMemory(StoreVerbs):
     def _ops(self, specs: Sequence[_Spec]) -> List[SearchOp]:
         return [SearchOp(self.chain[s.link], filter=s.filter, limit=s.limit, query=s.query) for s in specs]
 
+    def _postgres_search(self) -> Optional[PostgresStoreSearch]:
+        """Our own ranked searches when the store is a ``PostgresStore`` with
+        a vector index they serve (made on first use, kept: it remembers
+        large filters), else None."""
+        if self._pg_search is None and serves_postgres_store(self.store):
+            self._pg_search = PostgresStoreSearch(self.store)
+        return self._pg_search
+
+    def _split(self, specs: Sequence[_Spec]) -> Tuple[List[int], List[RankedSearch]]:
+        """Which of ``specs`` our own ranked search answers (their positions
+        and searches): on a served ``PostgresStore``, every ranked op within
+        :data:`~poolsplit_adapters.langchain.postgres_store_search.MOST_RANKED`
+        (see :mod:`~poolsplit_adapters.langchain.postgres_store_search`)."""
+        if not any(s.query is not None for s in specs):
+            return [], []
+        ours = self._postgres_search()
+        if ours is None:
+            return [], []
+        positions: List[int] = []
+        searches: List[RankedSearch] = []
+        for i, spec in enumerate(specs):
+            if spec.query is None or spec.limit > MOST_RANKED:
+                continue
+            kind = (spec.filter or {}).get("type")
+            untyped = spec.filter is not None and "type" in spec.filter and kind is None
+            positions.append(i)
+            searches.append(RankedSearch(self.chain[spec.link], spec.limit, type=kind, untyped=untyped))
+        return positions, searches
+
+    def _ranked(self, specs: Sequence[_Spec], searches: Sequence[RankedSearch]) -> List[List[Item]]:
+        query = next(s.query for s in specs if s.query is not None)
+        ours = self._pg_search
+        assert ours is not None and query is not None
+        return [list(items) for items in ours.run(searches, query)]
+
+    @staticmethod
+    def _merged(
+        specs: Sequence[_Spec], positions: Sequence[int], ranked: Sequence[List[Item]], rest: Sequence[Any]
+    ) -> List[Tuple[_Spec, List[Item]]]:
+        found: List[Any] = [None] * len(specs)
+        for i, items in zip(positions, ranked):
+            found[i] = items
+        others = iter(rest)
+        return [(spec, _items(found[i] if found[i] is not None else next(others))) for i, spec in enumerate(specs)]
+
     def _run(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
-        results = self.store.batch(self._ops(specs)) if specs else []
-        return [(spec, _items(found)) for spec, found in zip(specs, results)]
+        positions, searches = self._split(specs)
+        served = set(positions)
+        others = [s for i, s in enumerate(specs) if i not in served]
+        rest = self.store.batch(self._ops(others)) if others else []
+        ranked = self._ranked(specs, searches) if searches else []
+        return self._merged(specs, positions, ranked, rest)
 
     async def _arun(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
-        results = await self.store.abatch(self._ops(specs)) if specs else []
-        return [(spec, _items(found)) for spec, found in zip(specs, results)]
+        positions, searches = self._split(specs)
+        served = set(positions)
+        others = [s for i, s in enumerate(specs) if i not in served]
+        rest = await self.store.abatch(self._ops(others)) if others else []
+        # The sync store's own abatch runs its batch in a worker thread: so do we.
+        ranked = await asyncio.to_thread(self._ranked, specs, searches) if searches else []
+        return self._merged(specs, positions, ranked, rest)
 
     # -- items -> entries ---------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import re
 import sys
 import time
 import urllib.parse
@@ -58,8 +59,10 @@ __all__ = [
     "filter_first_search",
     "filter_index_name",
     "hnsw_search_settings",
+    "hnsw_search_settings_psycopg",
     "install_change_counter",
     "install_filter_index",
+    "is_postgres_store",
     "llama_index_filter_index",
     "metadata_condition",
     "pool_search_bound",
@@ -184,6 +187,29 @@ def _hnsw_search_settings(k: int, filter_index: Optional[str]) -> Any:
         return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=k, least=least, most=most)
     sql = _HNSW_SETTINGS.rstrip() + _FILTER_INDEX_ROWS
     return sqlalchemy.text(sql).bindparams(k=k, least=least, most=most, filter_index=filter_index)
+
+
+#: A ``:name`` parameter of the settings' SQL (never a ``::type`` cast).
+_NAMED_PARAMETER = re.compile(r"(?<![:\w]):([a-z_]+)\b")
+
+
+def hnsw_search_settings_psycopg(k: int, filter_index: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
+    """:func:`hnsw_search_settings` for a psycopg cursor (LangGraph's
+    ``PostgresStore`` talks psycopg, not SQLAlchemy): the same SQL, its
+    parameters in psycopg's ``%(name)s`` form, and their values. One text
+    for both drivers, so the two settings can never differ.
+
+    Example::
+
+        sql, params = hnsw_search_settings_psycopg(20, "poolsplit_pool_filter_store")
+        cursor.execute(sql, params)   # inside the transaction of the searches
+    """
+    least, most = HNSW_EF_SEARCH
+    sql = _HNSW_SETTINGS if filter_index is None else _HNSW_SETTINGS.rstrip() + _FILTER_INDEX_ROWS
+    params: Dict[str, Any] = {"k": int(k), "least": least, "most": most}
+    if filter_index is not None:
+        params["filter_index"] = filter_index
+    return _NAMED_PARAMETER.sub(r"%(\1)s", sql), params
 
 
 #: The btree index :func:`install_filter_index` puts on ``PGVector``'s
@@ -418,6 +444,10 @@ def install_filter_index(store: Any) -> None:
       there (``metadata_`` is JSON by default, text parsed on every row
       read): through this index it reads just the tenant's corrections,
       measured 35 ms -> 6 ms per call at 2k entries.
+    - LangGraph's ``PostgresStore`` (with ``index=``): ``filter_index_name("store")``
+      on ``store (prefix, (value->>'type'))``, for the agent middleware's
+      ranked type searches
+      (:mod:`~poolsplit_adapters.langchain.postgres_store_search`).
 
     Why: a filtered HNSW scan visits rows until ``k`` of them match, so a
     pool of a rare type (one tenant's skills: ~1% of the table) visited
@@ -443,11 +473,24 @@ def install_filter_index(store: Any) -> None:
         _install_pgvector_filter_index(store)
     elif _is_llama_index_store(store):
         _install_llama_index_filter_index(store)
+    elif is_postgres_store(store):
+        with store._cursor() as cur:  # fixed names only: ours and LangGraph's table
+            cur.execute(
+                "CREATE INDEX IF NOT EXISTS %s ON store (prefix, (value->>'type'))" % filter_index_name("store")
+            )
+            cur.execute("ANALYZE store")
     else:
         raise ArgumentError(
-            "install_filter_index takes LangChain's PGVector (made for sync use) or LlamaIndex's PGVectorStore, got %s"
-            % type(store).__name__
+            "install_filter_index takes LangChain's PGVector (made for sync use), LlamaIndex's PGVectorStore"
+            " or LangGraph's PostgresStore, got %s" % type(store).__name__
         )
+
+
+def is_postgres_store(store: Any) -> bool:
+    """Whether ``store`` is LangGraph's sync ``PostgresStore`` (looked up in
+    ``sys.modules``: never imports the package)."""
+    module = sys.modules.get("langgraph.store.postgres.base")
+    return module is not None and isinstance(store, module.PostgresStore)
 
 
 def _is_llama_index_store(store: Any) -> bool:

@@ -1,0 +1,347 @@
+"""Ranked type searches over LangGraph's ``PostgresStore(index=)``, as our own statements.
+
+Over a vector-indexed ``PostgresStore`` the agent middleware recalls each
+pool's types by similarity, ``fetch_k`` items a type. Through the store's
+own ``search`` that cost grew with the namespace: its statement joins
+``store`` and ``store_vectors`` under a namespace-prefix condition and a
+JSON filter the planner cannot estimate (it guesses 0.5% of the rows), so
+it sorts every matching row by distance instead of walking the HNSW index:
+about 120 ms a type at 100k memories, 716 of a turn's 729 ms.
+
+So each ranked search here is one statement on the store's own tables and
+connection, every value a bound parameter (the namespace label, the type,
+the query vector, ``k``); only fixed names and the operator of the index's
+``distance_type`` are SQL text. In one transaction:
+
+* **The HNSW settings** of PGVector's searches
+  (:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings_psycopg`:
+  ``ef_search`` at least ``k``, pgvector's iterative scan on), and sorts
+  discouraged (``enable_sort`` off, for this transaction only), so an
+  ordered ``LIMIT`` is answered by the index: the search then visits about
+  ``k`` divided by the type's share of the table, whatever the namespace's size.
+* **A few matching items are read, not searched for.** With the filter
+  index (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`
+  on the store: ``(prefix, value->>'type')``), the statement first counts a
+  type's items in the namespace through it, never past
+  :func:`~poolsplit_adapters.stores.postgres.filter_first_bound`; when they
+  are that few, it reads them and orders them exactly (a rare type walked
+  through HNSW visits up to ``hnsw.max_scan_tuples`` rows and still comes
+  back short). The rule is PGVector's (the same bound, the same memory of
+  large filters, :class:`~poolsplit_adapters.stores.postgres.LargeFilters`).
+* **A short page is checked, not believed.** A search that returns fewer
+  than ``k`` distinct items is run again exactly (every item of the type
+  in the namespace, ordered by its nearest vector), so "the store ran out"
+  is what the table says.
+
+What stays LangGraph's: its tables, its distance (``distance_type``) and
+score (``1 - distance`` for cosine, as its own search gives), its items.
+The namespace is matched exactly (``prefix = label``), never as a prefix: a
+child namespace's items are not this user's memory. One query embedding per
+recall, with the store's own embeddings (``embed_documents``, as its
+search does).
+
+Served: a sync ``PostgresStore`` (the async one searches through its own
+``abatch``) with an ``hnsw`` or ``flat`` index of ``vector`` or ``halfvec``
+and no TTL (expiry and refresh-on-read stay the store's), and a ``limit``
+the HNSW scan can give (:data:`MOST_RANKED`). Anything else is searched by
+the store itself, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from langgraph.store.base import SearchItem
+
+from ..recall import Search
+from ..stores.postgres import (
+    HNSW_EF_SEARCH,
+    HNSW_VISIT_COST,
+    LargeFilters,
+    filter_first_bound,
+    filter_index_name,
+    hnsw_search_settings_psycopg,
+    is_postgres_store,
+    pool_search_bound,
+)
+
+__all__ = ["MOST_RANKED", "PostgresStoreSearch", "RankedSearch", "STORE_FILTER_INDEX", "serves_postgres_store"]
+
+#: The filter index :func:`~poolsplit_adapters.stores.postgres.install_filter_index`
+#: puts on LangGraph's ``store`` table.
+STORE_FILTER_INDEX = filter_index_name("store")
+#: The largest ``limit`` served here: an HNSW scan gives at most
+#: ``hnsw.ef_search`` rows a round, and pgvector caps that at 1000.
+MOST_RANKED = HNSW_EF_SEARCH[1]
+
+#: ``distance_type`` -> (pgvector's operator, the score LangGraph gives of distance ``d``).
+_DISTANCES: Dict[str, Tuple[str, Callable[[float], float]]] = {
+    "cosine": ("<=>", lambda d: 1.0 - d),
+    "l2": ("<->", lambda d: -d),
+    "inner_product": ("<#>", lambda d: -d),
+}
+_VECTOR_TYPES = ("vector", "halfvec")
+
+
+#: Sorts discouraged for this transaction (an ordered ``LIMIT`` is then the
+#: HNSW index's to answer), and the table's size (the planner's count).
+_TABLE_ROWS = (
+    "SELECT set_config('enable_sort', 'off', true),"
+    " (SELECT reltuples FROM pg_class WHERE oid = to_regclass('store')) AS table_rows"
+)
+#: The most rows an HNSW walk of this transaction visits (pgvector's
+#: ``hnsw.max_scan_tuples``, default 20,000), set to :func:`walk_budget`.
+#: A smaller budget someone chose for the session stays.
+_WALK_BUDGET = (
+    "SELECT set_config('hnsw.max_scan_tuples', LEAST(%(budget)s::int,"
+    " coalesce(nullif(current_setting('hnsw.max_scan_tuples', true), '')::int, %(budget)s::int))::text, true)"
+)
+#: How many times the expected walk (items spread evenly over the index)
+#: a walk may visit before it gives up and the exact read completes it.
+WALK_MARGIN = 4
+
+
+def walk_budget(k: int, rows: float) -> int:
+    """The most rows a search's HNSW walk visits before it stops and its
+    short page is completed by the exact read.
+
+    Why: a walk visits rows until ``k`` of them match. When a type's items
+    lie far from the query (types that follow the words: a query about
+    deploys is near the episodes only), it walked its 20,000 rows, came back
+    short, and the exact read ran anyway: 500 ms of one search at 100k
+    items. With the filter-first count, a walk runs only for a type of more
+    than ``filter_first_bound(k, rows)`` items, whose evenly spread walk
+    visits ``k x rows / items``, less than that bound over
+    :data:`~poolsplit_adapters.stores.postgres.HNSW_VISIT_COST`; allowed
+    :data:`WALK_MARGIN` times that (at least two rounds of ``ef_search``),
+    a walk costs at most a few times the search it would be, and the exact
+    read takes what lies beyond.
+
+    Example::
+
+        >>> walk_budget(20, 100_000)
+        1788
+    """
+    least = 2 * max(HNSW_EF_SEARCH[0], int(k))
+    bound = filter_first_bound(k, rows)
+    assert bound is not None
+    return max(least, WALK_MARGIN * bound // HNSW_VISIT_COST)
+
+
+@dataclass(frozen=True)
+class RankedSearch:
+    """One ranked search: the ``limit`` items of ``namespace`` nearest the
+    query, of one ``type`` (``untyped``: of none; both unset: of any).
+
+    Example::
+
+        RankedSearch(("memories", "u1"), 20, type="fact")
+    """
+
+    namespace: Tuple[str, ...]
+    limit: int
+    type: Optional[str] = None
+    untyped: bool = False
+
+    def as_search(self, label: str) -> Search:
+        """The recall plan's :class:`~poolsplit_adapters.recall.Search` of the
+        same filter (what :class:`LargeFilters` remembers)."""
+        types = (self.type,) if self.type is not None else None
+        return Search("ranked", self.limit, types=types, untyped=self.untyped, namespaces=(label,))
+
+
+def _index_config(store: Any) -> Optional[Mapping[str, Any]]:
+    config = getattr(store, "index_config", None)
+    return config if isinstance(config, Mapping) and config else None
+
+
+def serves_postgres_store(store: Any) -> bool:
+    """Whether :class:`PostgresStoreSearch` serves ``store``: LangGraph's
+    sync ``PostgresStore`` (looked up in ``sys.modules``: never imports it)
+    with a vector index we can walk and no TTL (see the module docstring)."""
+    if not is_postgres_store(store):
+        return False
+    config = _index_config(store)
+    if config is None or store.ttl_config or not callable(getattr(store, "_cursor", None)):
+        return False
+    ann = config.get("ann_index_config") or {}
+    kind, vector_type = ann.get("kind", "hnsw"), ann.get("vector_type", "vector")
+    return (
+        kind in ("hnsw", "flat")
+        and vector_type in _VECTOR_TYPES
+        and config.get("distance_type", "cosine") in _DISTANCES
+        and getattr(store, "embeddings", None) is not None
+    )
+
+
+def _type_condition(search: RankedSearch) -> Tuple[str, Dict[str, Any]]:
+    """The type part of a search's condition on ``store s``, in the form the
+    filter index answers (``value->>'type'``: a JSON null reads as no type)."""
+    if search.untyped:
+        return " AND s.value->>'type' IS NULL", {}
+    if search.type is not None:
+        return " AND s.value->>'type' = %(type)s", {"type": search.type}
+    return "", {}
+
+
+class PostgresStoreSearch:
+    """Ranked searches over one ``PostgresStore(index=)`` (see the module
+    docstring), as the store's ``SearchItem`` lists.
+
+    Example::
+
+        search = PostgresStoreSearch(store)
+        [facts, tasks] = search.run([RankedSearch(ns, 20, type="fact"), RankedSearch(ns, 20, type="task")], "deploy")
+    """
+
+    def __init__(self, store: Any) -> None:
+        if not serves_postgres_store(store):
+            raise ValueError("PostgresStoreSearch takes a sync PostgresStore with a vector index and no TTL")
+        self.store = store
+        config = _index_config(store) or {}
+        ann = config.get("ann_index_config") or {}
+        self._operator, self._score = _DISTANCES[config.get("distance_type", "cosine")]
+        self._cast = ann.get("vector_type", "vector")
+        #: LangGraph's own estimate of vectors per item (one per embedded field).
+        self._per_item = max(1, int(config.get("__estimated_num_vectors", 1) or 1))
+        self.large_filters = LargeFilters()
+        #: How each search of the last run was answered: "index", "filter" (read
+        #: through the filter index, exact) or "exact" (a short page completed).
+        self.last_paths: List[str] = []
+
+    # -- SQL ----------------------------------------------------------------------------
+
+    def _distance(self) -> str:
+        return "sv.embedding %s %%(vector)s::%s" % (self._operator, self._cast)
+
+    def _exact_sql(self, condition: str, gate: str = "") -> str:
+        """Every item of the search's filter with its nearest vector's
+        distance, unordered (no ORDER BY on the operator: no index can
+        answer it, so it is exact)."""
+        return (
+            "SELECT s.key, s.value, s.created_at, s.updated_at, min(%s) AS distance"
+            " FROM store s JOIN store_vectors sv ON sv.prefix = s.prefix AND sv.key = s.key"
+            " WHERE %ss.prefix = %%(namespace)s%s GROUP BY s.prefix, s.key" % (self._distance(), gate, condition)
+        )
+
+    def _index_sql(self, condition: str, gate: str = "") -> str:
+        """The search through the HNSW index: vectors by distance, filtered
+        by namespace and type, ``rows`` of them."""
+        return (
+            "SELECT s.key, s.value, s.created_at, s.updated_at, %s AS distance"
+            " FROM store_vectors sv JOIN store s ON s.prefix = sv.prefix AND s.key = sv.key"
+            " WHERE %ssv.prefix = %%(namespace)s%s ORDER BY %s LIMIT %%(rows)s"
+            % (self._distance(), gate, condition, self._distance())
+        )
+
+    def _statement(self, search: RankedSearch, bound: int) -> Tuple[str, Dict[str, Any]]:
+        """The search's one statement and its parameters: the filter-first
+        count (at most ``bound``) picks the exact read or the HNSW walk."""
+        condition, params = _type_condition(search)
+        params.update(rows=search.limit * self._per_item * 2 + 1, k=search.limit, bound=bound)
+        probe = "SELECT 1 FROM store s WHERE s.prefix = %%(namespace)s%s LIMIT %%(bound)s + 1" % condition
+        sql = (
+            "WITH few AS (SELECT count(*) <= %%(bound)s AS exact FROM (%s) probe),"
+            " matching AS MATERIALIZED (%s)"
+            " (SELECT *, true AS exact FROM matching ORDER BY distance, key LIMIT %%(k)s)"
+            " UNION ALL (SELECT *, false AS exact FROM (%s) found)"
+            # the count's answer, even when the type has no item: a row without a key
+            " UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, true WHERE (SELECT exact FROM few)"
+            % (
+                probe,
+                self._exact_sql(condition, "(SELECT exact FROM few) AND "),
+                self._index_sql(condition, "NOT (SELECT exact FROM few) AND "),
+            )
+        )
+        return sql, params
+
+    # -- running ------------------------------------------------------------------------
+
+    def embed(self, query: str) -> List[float]:
+        """The query's one embedding, by the store's own embeddings (its
+        search embeds queries with ``embed_documents``)."""
+        return list(self.store.embeddings.embed_documents([query])[0])
+
+    def run(self, searches: Sequence[RankedSearch], query: str) -> List[List[SearchItem]]:
+        """Each search's items, nearest first, with the store's score."""
+        if not searches:
+            return []
+        vector = self.embed(query)
+        most = max(s.limit for s in searches)
+        if most > MOST_RANKED:
+            raise ValueError("PostgresStoreSearch serves a limit of at most %d, got %d" % (MOST_RANKED, most))
+        found: List[List[SearchItem]] = []
+        paths: List[str] = []
+        with self.store._cursor(pipeline=True) as cur, cur.connection.transaction():
+            settings, params = hnsw_search_settings_psycopg(most, STORE_FILTER_INDEX)
+            cur.execute(settings, params)
+            row = cur.fetchone()
+            rows = row["filter_index_rows"] if row else None
+            cur.execute(_TABLE_ROWS)
+            counted = cur.fetchone()
+            if rows is None and counted:  # no filter index: the table's size, and a count through its prefix index
+                rows = counted["table_rows"]
+            rows = max(0.0, float(rows or 0.0))
+            cur.execute(_WALK_BUDGET, {"budget": walk_budget(most, rows)})
+            for search in searches:
+                items, path = self._one(cur, search, vector, rows)
+                found.append(items)
+                paths.append(path)
+        self.last_paths = paths
+        return found
+
+    def _one(self, cur: Any, search: RankedSearch, vector: List[float], size: float) -> Tuple[List[SearchItem], str]:
+        label = ".".join(search.namespace)
+        as_search = search.as_search(label)
+        bound = pool_search_bound(as_search, size, self.large_filters)
+        assert bound is not None  # a ranked search always counts (never the always-scope fetch)
+        sql, params = self._statement(search, bound)
+        params.update(namespace=label, vector=vector)
+        cur.execute(sql, params)
+        found = cur.fetchall()
+        exact = any(row["key"] is None for row in found)  # the count said "few": read exactly
+        rows = [row for row in found if row["key"] is not None]
+        self.large_filters.saw(as_search, bound, found=len(rows), exact=exact)
+        items = self._items(search, rows)
+        path = "filter" if exact else "index"
+        if not exact and len(items) < search.limit:  # a short page: what does the table hold?
+            condition, _ = _type_condition(search)
+            cur.execute(
+                "SELECT * FROM (%s) matching ORDER BY distance, key LIMIT %%(k)s" % self._exact_sql(condition), params
+            )
+            items, path = self._items(search, cur.fetchall()), "exact"
+        return items, path
+
+    def _items(self, search: RankedSearch, rows: Sequence[Mapping[str, Any]]) -> List[SearchItem]:
+        """Rows as the store's items, one per key (its nearest vector), nearest first, ``limit`` of them."""
+        best: Dict[str, Mapping[str, Any]] = {}
+        for row in rows:
+            kept = best.get(row["key"])
+            if kept is None or row["distance"] < kept["distance"]:
+                best[row["key"]] = row
+        ordered = sorted(best.values(), key=lambda r: (r["distance"], r["key"]))[: search.limit]
+        loader = _loader(self.store)
+        return [
+            SearchItem(
+                namespace=search.namespace,
+                key=row["key"],
+                value=row["value"] if isinstance(row["value"], dict) else loader(row["value"]),
+                created_at=row["created_at"],
+                updated_at=row["updated_at"],
+                score=self._score(float(row["distance"])),
+            )
+            for row in ordered
+        ]
+
+
+def _loader(store: Any) -> Any:
+    """How the store reads a value that did not come back as a dict: its own
+    deserializer, else LangGraph's JSON loader (the store's own rule)."""
+    custom = getattr(store, "_deserializer", None)
+    if custom is not None:
+        return custom
+    from langgraph.store.postgres.base import _json_loads  # the store's own decoding
+
+    return _json_loads

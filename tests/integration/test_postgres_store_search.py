@@ -1,0 +1,321 @@
+"""Ranked type searches over LangGraph's PostgresStore(index=), on the embedded
+Postgres + pgvector: our own statements walk the HNSW index, read a rare
+type through the filter index, complete a short page exactly, and give the
+items and scores the store's own search gives."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, Iterator, List, Tuple
+
+import psycopg
+import pytest
+from agent_fakes import ToolCallingFakeModel, scripted_agent, system_text, thread
+from langchain_core.embeddings import Embeddings
+from langgraph.store.memory import InMemoryStore
+from pg_embeddings import DIMS, hashed_ngrams
+from pg_server import Database
+from psycopg.rows import dict_row
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain.postgres_store_search import (
+    PostgresStoreSearch,
+    RankedSearch,
+    serves_postgres_store,
+    walk_budget,
+)
+from poolsplit_adapters.stores.postgres import filter_first_bound, install_filter_index
+
+PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
+
+U1, U2 = ("memories", "u1"), ("memories", "u2")
+QUERY = "deploy the checkout service to staging"
+NOTES, RARE = 240, 6
+POOLS = [
+    Pool("corrections", 0, 0, ("correction",)),
+    Pool("notes", 10_000, 100, ("note",)),
+    Pool("rare", 10_000, 100, ("rare",)),
+]
+WORDS = ["deploy", "checkout", "staging", "ledger", "refund", "cache", "queue", "service", "build", "audit"]
+
+
+class CountedEmbeddings(Embeddings):
+    """The tests' hashed n-gram embedding, counting the texts it embeds."""
+
+    def __init__(self) -> None:
+        self.texts: List[str] = []
+
+    def embed_documents(self, texts: List[str]) -> List[List[float]]:
+        self.texts += texts
+        return [hashed_ngrams(t) for t in texts]
+
+    def embed_query(self, text: str) -> List[float]:
+        self.texts.append(text)
+        return hashed_ngrams(text)
+
+
+def items() -> List[Tuple[Tuple[str, ...], str, Dict[str, Any]]]:
+    """(namespace, key, value): U1's notes, rare items, untyped items and
+    corrections, and the same kinds in a child namespace and another user's."""
+    found = [
+        (U1, "fix-%d" % i, {"content": "Quote amounts in cents %d." % i, "type": "correction", "scope": "always"})
+        for i in range(2)
+    ]
+    for i in range(NOTES):
+        text = " ".join(WORDS[(i * k) % len(WORDS)] for k in range(1, 6)) + " note %d" % i
+        found.append((U1, "note-%03d" % i, {"content": text, "type": "note"}))
+    for i in range(RARE):
+        found.append((U1, "rare-%d" % i, {"content": "rare fact %d about the audit ledger" % i, "type": "rare"}))
+    for i in range(2):  # no type at all: counts as a note
+        found.append((U1, "bare-%d" % i, {"content": "deploy checkout staging bare %d" % i}))
+    for ns in (U1 + ("drafts",), U2):
+        for i in range(5):
+            found.append(
+                (ns, "%s-note-%d" % (ns[-1], i), {"content": "deploy the checkout service %d" % i, "type": "note"})
+            )
+            found.append((ns, "%s-rare-%d" % (ns[-1], i), {"content": "rare fact %d" % i, "type": "rare"}))
+    return found
+
+
+def index_config(embeddings: Embeddings, **extra: Any) -> Dict[str, Any]:
+    return {"dims": DIMS, "embed": embeddings, "fields": ["content"], **extra}
+
+
+def fill(store: Any) -> None:
+    for ns, key, value in items():
+        store.put(ns, key, value)
+
+
+@pytest.fixture
+def loaded(pg_database: Database) -> Database:
+    with PostgresStore.from_conn_string(pg_database.conninfo, index=index_config(CountedEmbeddings())) as store:
+        store.setup()
+        fill(store)
+        with store._cursor() as cur:
+            cur.execute("ANALYZE")
+    return pg_database
+
+
+def connect(database: Database, options: str = "") -> psycopg.Connection:
+    return psycopg.Connection.connect(
+        database.conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
+    )
+
+
+@pytest.fixture
+def store(loaded: Database) -> Iterator[Any]:
+    with connect(loaded) as conn:
+        yield PostgresStore(conn, index=index_config(CountedEmbeddings()))
+
+
+@pytest.fixture
+def short_store(loaded: Database) -> Iterator[Any]:
+    """The store with pgvector's iterative scan cut after its first batch."""
+    with connect(loaded, "-c hnsw.max_scan_tuples=1") as conn:
+        yield PostgresStore(conn, index=index_config(CountedEmbeddings()))
+
+
+def recalled(memory: BaseStoreMemory, pools: List[Pool] = POOLS) -> List[str]:
+    return sorted(e["id"] for e in memory.recall(pools, {"message": QUERY}).entries)
+
+
+def paths(memory: BaseStoreMemory) -> List[str]:
+    search = memory._postgres_search()
+    assert search is not None
+    return search.last_paths
+
+
+def test_a_vector_indexed_postgres_store_is_served_and_others_are_not(store):
+    assert serves_postgres_store(store)
+    assert not serves_postgres_store(InMemoryStore(index=index_config(CountedEmbeddings())))
+    assert not serves_postgres_store(PostgresStore(store.conn))  # no index: nothing to rank with
+    ttl = PostgresStore(store.conn, index=index_config(CountedEmbeddings()), ttl={"default_ttl": 5})
+    assert not serves_postgres_store(ttl)  # expiry and refresh-on-read stay the store's
+
+
+def test_each_type_is_walked_through_the_hnsw_index_with_the_stores_own_scores(store):
+    memory = BaseStoreMemory(store, U1, fetch_k=10)
+    recall = memory.recall(POOLS, {"message": QUERY})
+    assert paths(memory) == ["index", "filter", "filter"]  # notes: many, walked; untyped (2) and rare (6): few, read
+    notes = [e for e in recall.entries if e.get("type") == "note"]
+    assert len(notes) == 10
+    query = hashed_ngrams(QUERY)
+    for entry in recall.entries:
+        if entry.get("scope") == "always":
+            continue
+        cosine = sum(a * b for a, b in zip(query, hashed_ngrams(entry["content"])))
+        assert math.isclose(recall.scores[entry["id"]], cosine, abs_tol=1e-5)  # the store's score: 1 - distance
+    # Never a child namespace's or another user's item; corrections by filter, whole.
+    assert {e["namespace"] for e in recall.entries} == {"memories.u1"}
+    assert sorted(e["id"] for e in recall.entries if e.get("scope") == "always") == ["fix-0", "fix-1"]
+    assert sorted(e["id"] for e in recall.entries if e.get("type") == "rare") == ["rare-%d" % i for i in range(RARE)]
+
+
+def test_a_larger_ef_search_of_the_session_stays_and_the_walk_is_then_exhaustive(loaded: Database):
+    """HNSW is approximate; with the session's ``hnsw.ef_search`` above the
+    table's size (kept: a search only ever raises it) the walk reaches every
+    note, so it gives what an exact ranking of U1's notes gives, up to ties."""
+    with connect(loaded, "-c hnsw.ef_search=1000") as conn:
+        store = PostgresStore(conn, index=index_config(CountedEmbeddings()))
+        memory = BaseStoreMemory(store, U1, fetch_k=10)
+        recall = memory.recall(POOLS[:2], {"message": QUERY})
+        assert paths(memory)[0] == "index"
+    got = sorted(round(recall.scores[e["id"]], 5) for e in recall.entries if e.get("type") == "note")
+    query = hashed_ngrams(QUERY)
+    every = [
+        round(sum(a * b for a, b in zip(query, hashed_ngrams(value["content"]))), 5)
+        for ns, key, value in items()
+        if ns == U1 and value.get("type") == "note"
+    ]
+    assert got == sorted(every)[-10:]
+
+
+def test_items_without_a_type_are_recalled_as_notes(store):
+    """LangGraph's filter ``{"type": None}`` matches a stored JSON null, not
+    a missing key (the premise), so its own search never found them."""
+    own = store.search(U1, filter={"type": None}, query=QUERY, limit=10)
+    assert [i.key for i in own] == []
+    memory = BaseStoreMemory(store, U1, fetch_k=10)
+    assert {"bare-0", "bare-1"} <= set(recalled(memory, POOLS[:2]))
+
+
+def test_a_short_page_is_completed_exactly(short_store):
+    """A walk cut short (here by the session's own ``hnsw.max_scan_tuples``,
+    which a search never raises) is completed by the exact read. The rare
+    type's filter is remembered as large (as after deletions within the
+    window), so its search walks the index instead of counting."""
+    memory = BaseStoreMemory(short_store, U1, fetch_k=10)
+    search = memory._postgres_search()
+    assert search is not None
+    rare = RankedSearch(U1, 10, type="rare").as_search("memories.u1")
+    search.large_filters.saw(rare, filter_first_bound(10, table_rows(short_store)), found=10, exact=False)
+    got = recalled(memory)
+    assert [i for i in got if i.startswith("rare-")] == ["rare-%d" % i for i in range(RARE)]
+    assert paths(memory)[2] == "exact"
+    # The premise: the index walk alone comes back short of k (10), so only
+    # the exact read can say whether the table holds more.
+    condition = " AND s.value->>'type' = %(type)s"
+    with short_store._cursor(pipeline=True) as cur, cur.connection.transaction():
+        cur.execute(
+            "SELECT set_config('enable_sort', 'off', true), set_config('hnsw.iterative_scan', 'relaxed_order', true)"
+        )
+        params = {"namespace": "memories.u1", "type": "rare", "rows": 21, "vector": search.embed(QUERY)}
+        cur.execute(search._index_sql(condition), params)
+        assert len(cur.fetchall()) < 10
+
+
+def table_rows(store: Any) -> float:
+    with store._cursor() as cur:
+        cur.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass('store')")
+        return float(cur.fetchone()["reltuples"])
+
+
+def test_a_search_never_raises_the_sessions_own_scan_budget(short_store):
+    memory = BaseStoreMemory(short_store, U1, fetch_k=10)
+    memory.recall(POOLS, {"message": QUERY})
+    with short_store._cursor() as cur:
+        cur.execute("SHOW hnsw.max_scan_tuples")
+        assert cur.fetchone()["hnsw.max_scan_tuples"] == "1"  # and the transaction's own setting is gone
+
+
+def test_the_walk_budget_follows_the_filter_first_bound():
+    assert walk_budget(20, 100_000) == 4 * filter_first_bound(20, 100_000) // 10 == 1788
+    assert walk_budget(20, 0) == 80  # at least two rounds of ef_search
+    assert walk_budget(200, 0) == 400
+
+
+def test_with_the_filter_index_a_rare_type_is_read_exactly_and_a_common_one_walked(short_store):
+    install_filter_index(short_store)
+    memory = BaseStoreMemory(short_store, U1, fetch_k=10)
+    got = recalled(memory)
+    assert paths(memory) == ["index", "filter", "filter"]  # notes: many; untyped and rare: few
+    assert [i for i in got if i.startswith("rare-")] == ["rare-%d" % i for i in range(RARE)]
+    assert {"bare-0", "bare-1"} <= set(got)
+    assert recalled(memory) == got  # the notes' filter is now remembered as large: same answer
+    assert paths(memory) == ["index", "filter", "filter"]
+
+
+def test_the_filter_index_makes_the_ranking_exact_as_langgraphs_in_memory_store(loaded: Database):
+    with connect(loaded) as conn:
+        store = PostgresStore(conn, index=index_config(CountedEmbeddings()))
+        install_filter_index(store)
+        pools = [POOLS[0], Pool("notes", 60, 3, ("note",)), POOLS[2]]
+        memory = BaseStoreMemory(store, U1, fetch_k=300)  # every note: under the filter-first bound
+        got = [(c.entry["id"], c.pool) for c in memory.select(pools, {"message": QUERY}).chosen]
+        assert set(paths(memory)) == {"filter"}
+    oracle = InMemoryStore(index=index_config(CountedEmbeddings()))
+    fill(oracle)
+    want = [
+        (c.entry["id"], c.pool)
+        for c in BaseStoreMemory(oracle, U1, fetch_k=300).select(pools, {"message": QUERY}).chosen
+    ]
+    assert got == want
+
+
+def test_hostile_namespaces_and_types_are_values_not_sql(store):
+    ns = ("memories", "x'); DROP TABLE store; --")
+    kind = "fact'; DROP TABLE store_vectors; --"
+    store.put(ns, "k1", {"content": "deploy checkout", "type": kind})
+    memory = BaseStoreMemory(store, ns, fetch_k=5)
+    got = memory.recall([Pool("odd", 100, 5, (kind,))], {"message": QUERY})
+    assert [e["id"] for e in got.entries] == ["k1"]
+    assert len(store.search(U1, limit=1000)) > NOTES  # both tables are still there
+
+
+async def test_the_async_recall_is_the_sync_recall(store):
+    memory = BaseStoreMemory(store, U1, fetch_k=10)
+    want = recalled(memory)
+    got = await memory.arecall(POOLS, {"message": QUERY})
+    assert sorted(e["id"] for e in got.entries) == want
+
+
+def test_one_query_embedding_per_recall(store):
+    embeddings = CountedEmbeddings()
+    counted = PostgresStore(store.conn, index=index_config(embeddings))
+    memory = BaseStoreMemory(counted, U1, fetch_k=10)
+    memory.recall(POOLS, {"message": QUERY})
+    assert embeddings.texts == [QUERY]  # three ranked searches, one embedding
+
+
+def test_an_item_with_several_vectors_comes_back_once(pg_database: Database):
+    config = index_config(CountedEmbeddings(), fields=["content", "title"])
+    with PostgresStore.from_conn_string(pg_database.conninfo, index=config) as store:
+        store.setup()
+        for i in range(30):
+            store.put(
+                U1, "n%d" % i, {"content": "deploy checkout %d" % i, "title": "staging service %d" % i, "type": "note"}
+            )
+        memory = BaseStoreMemory(store, U1, fetch_k=8)
+        ids = [e["id"] for e in memory.recall(POOLS[:2], {"message": QUERY}).entries]
+        assert len(ids) == len(set(ids)) == 8
+        searches = [RankedSearch(U1, 8, type="note")]
+        [found] = PostgresStoreSearch(store).run(searches, QUERY)
+        own = store.search(U1, filter={"type": "note"}, query=QUERY, limit=8)
+        assert [round(i.score, 5) for i in found] == [round(i.score, 5) for i in own]  # each item's best field
+
+
+class BatchCountingPostgresStore(PostgresStore):  # type: ignore[misc, valid-type]
+    """The real store, keeping the ranked search ops its own batch ran."""
+
+    ranked_ops: List[Any] = []
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        self.ranked_ops += [op for op in ops if getattr(op, "query", None)]
+        return super().batch(ops)
+
+
+def test_the_agent_sees_every_correction_and_the_nearest_notes_on_each_turn(loaded: Database):
+    with connect(loaded) as conn:
+        store = BatchCountingPostgresStore(conn, index=index_config(CountedEmbeddings()))
+        store.ranked_ops = []
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, fetch_k=10)
+        model = ToolCallingFakeModel()
+        agent = scripted_agent(middleware, store, model=model)
+        for text in (QUERY, "and the audit ledger?"):
+            agent.invoke({"messages": [("user", text)]}, thread("t1"))
+            system = system_text(model.requests[-1])
+            assert "Quote amounts in cents 0." in system and "Quote amounts in cents 1." in system
+            assert "rare fact 0 about the audit ledger" in system
+        assert store.ranked_ops == []  # every ranked search was ours, none the store's own
