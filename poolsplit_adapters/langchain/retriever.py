@@ -92,6 +92,23 @@ class _Held:
     types: frozenset[str]
 
 
+#: The fields the vector-store and ``base_retriever=`` recall is built from:
+#: assigning one rebuilds it.
+_RECALL_SETTINGS = frozenset(
+    {
+        "vectorstore",
+        "base_retriever",
+        "fetch_k",
+        "always_k",
+        "max_fetch_k",
+        "breadth",
+        "store_metric",
+        "filter_builder",
+        "scorer",
+    }
+)
+
+
 class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     """A retriever that fills reserved per-type budgets and always returns
     behavioural corrections first.
@@ -186,6 +203,14 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             data["documents"] = checked_documents(data["documents"])
         super().__init__(**data)
         self._one_source(self.documents, self.vectorstore, self.base_retriever)
+        self._build_recall()
+        if self.documents is not None:
+            self._held = self._indexed(self.documents)
+
+    def _build_recall(self) -> None:
+        """The recall of the vector-store or ``base_retriever=`` mode, from
+        the current settings (None in documents mode)."""
+        self._recall, self._metric, self._reuse_query = None, None, False
         if self.vectorstore is not None:
             # Each call recalls for its own plan (pools="auto" varies by
             # message); the recall plan holds the search sizes.
@@ -212,13 +237,24 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored)
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
-        if self.documents is not None:
-            self._held = self._indexed(self.documents)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        """Assigning ``documents`` rebuilds the index (the other settings
-        are read per call): checked and built first, so a bad list raises
-        and leaves the retriever as it was."""
+        """Assigning ``documents`` rebuilds the index, and assigning a source
+        or a recall setting (:data:`_RECALL_SETTINGS`) rebuilds the recall
+        (the other settings are read per call). Either is checked and built
+        first: a bad value raises and leaves the retriever as it was."""
+        if name in _RECALL_SETTINGS and "_recall" in (self.__pydantic_private__ or {}):
+            before = getattr(self, name)
+            kept = (self._recall, self._metric, self._reuse_query)
+            super().__setattr__(name, value)
+            try:
+                self._one_source(self.documents, self.vectorstore, self.base_retriever)
+                self._build_recall()
+            except BaseException:
+                super().__setattr__(name, before)
+                self._recall, self._metric, self._reuse_query = kept
+                raise
+            return
         if name != "documents":
             super().__setattr__(name, value)
             return

@@ -553,3 +553,46 @@ def test_assigning_documents_renews_the_types_an_auto_plan_shares_the_budget_amo
     retriever.documents = [_note("n1", "deploy of checkout finished"), _note("s2", "how to deploy", "skill")]
     retriever.invoke("deploy")
     assert list(retriever.last_selection.stats) == ["corrections", "semantic", "skills"]
+
+
+def _store_of(*docs: Document) -> InMemoryVectorStore:
+    store = InMemoryVectorStore(WordHashEmbedding())
+    store.add_documents(list(docs))
+    return store
+
+
+def test_assigning_a_vector_store_or_a_recall_setting_rebuilds_the_recall():
+    pools = [Pool("notes", 100, 5, ("note",))]
+    first = _store_of(_note("n1", "deploy of checkout finished"))
+    second = _store_of(_note("n2", "deploy of search finished"), _note("n3", "deploy of ledger finished"))
+    retriever = PoolSplitRetriever.from_vectorstore(first, pools, now=NOW)
+    assert [d.id for d in retriever.invoke("deploy")] == ["n1"]
+    retriever.vectorstore = second
+    assert sorted(d.id for d in retriever.invoke("deploy")) == ["n2", "n3"]
+    retriever.fetch_k = 1  # the plan is rebuilt: one note a search, never grown
+    retriever.max_fetch_k = 1
+    assert len(retriever.invoke("deploy")) == 1
+    with pytest.raises(ArgumentError, match=r"got 2\)$"):  # two sources: refused, nothing changes
+        retriever.base_retriever = first.as_retriever()
+    assert retriever.base_retriever is None and len(retriever.invoke("deploy")) == 1
+
+
+def test_a_bad_assigned_setting_raises_and_leaves_the_retriever_as_it_was():
+    pools = [Pool("notes", 100, 5, ("note",))]
+    store = _store_of(_note("n1", "deploy of checkout finished"), _note("n2", "deploy of search finished"))
+    retriever = PoolSplitRetriever.from_vectorstore(store, pools, now=NOW)
+    with pytest.raises(ArgumentError, match="fetch_k"):
+        retriever.fetch_k = 0
+    assert retriever.fetch_k == RecallPlan.fetch_k
+    assert sorted(d.id for d in retriever.invoke("deploy")) == ["n1", "n2"]
+    with pytest.raises(ArgumentError, match=r"^PoolSplitRetriever needs exactly one of documents="):
+        retriever.documents = [_note("n3", "deploy")]
+    assert retriever.documents is None and sorted(d.id for d in retriever.invoke("deploy")) == ["n1", "n2"]
+
+
+def test_a_base_retriever_assigned_after_construction_is_the_one_asked():
+    pools = [Pool("notes", 100, 5, ("note",))]
+    retriever = PoolSplitRetriever(base_retriever=_store_of(_note("n1", "deploy")).as_retriever(), pools=pools, now=NOW)
+    assert [d.id for d in retriever.invoke("deploy")] == ["n1"]
+    retriever.base_retriever = _store_of(_note("n2", "deploy")).as_retriever()
+    assert [d.id for d in retriever.invoke("deploy")] == ["n2"]
