@@ -319,3 +319,26 @@ def test_the_agent_sees_every_correction_and_the_nearest_notes_on_each_turn(load
             assert "Quote amounts in cents 0." in system and "Quote amounts in cents 1." in system
             assert "rare fact 0 about the audit ledger" in system
         assert store.ranked_ops == []  # every ranked search was ours, none the store's own
+
+
+def _plans(node: Dict[str, Any]) -> Iterator[Dict[str, Any]]:
+    yield node
+    for child in node.get("Plans", ()):
+        yield from _plans(child)
+
+
+def test_a_large_filters_statement_never_starts_the_exact_read(store):
+    """The filter-first count says "many" (here: the count skipped, as for
+    a filter remembered as large): the exact read behind the fence must not
+    run at all, not even to launch its parallel workers and find its gate false."""
+    search = PostgresStoreSearch(store)
+    sql, params = search._statement(RankedSearch(U1, 10, type="note"), -1)
+    params.update(namespace="memories.u1", vector=search.embed(QUERY))
+    with store._cursor(pipeline=True) as cur, cur.connection.transaction():
+        cur.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, params)
+        [plan] = cur.fetchone()["QUERY PLAN"]
+        cur.execute(sql, params)
+        rows = cur.fetchall()
+    fence = [n for n in _plans(plan["Plan"]) if n.get("Subplan Name") == "CTE matching"]
+    assert len(fence) == 1 and fence[0]["Actual Loops"] == 0
+    assert len(rows) == 21 and not any(row["exact"] for row in rows)  # the walk's 2k + 1 vectors, all of them
