@@ -147,7 +147,7 @@ def counting(cls: type) -> type:
 _own_run = PostgresStoreSearch.run
 
 
-def _counted_run(self: PostgresStoreSearch, searches: Any, query: str) -> Any:
+def _counted_run(self: PostgresStoreSearch, searches: Any, query: Optional[str] = None) -> Any:
     """Our own ranked searches over PostgresStore(index=) (one transaction
     of statements, not a ``batch``), counted as one round trip of the store
     and timed with its batches."""

@@ -144,6 +144,9 @@ class RankedSearch:
     limit: int
     type: Optional[str] = None
     untyped: bool = False
+    #: This search's own query text (a write's near-duplicate search has its
+    #: entry's); None: the run's query.
+    query: Optional[str] = None
 
     def as_search(self, label: str) -> Search:
         """The recall plan's :class:`~poolsplit_adapters.recall.Search` of the
@@ -264,13 +267,22 @@ class PostgresStoreSearch:
     def embed(self, query: str) -> List[float]:
         """The query's one embedding, by the store's own embeddings (its
         search embeds queries with ``embed_documents``)."""
-        return list(self.store.embeddings.embed_documents([query])[0])
+        return self._embedded([query])[query]
 
-    def run(self, searches: Sequence[RankedSearch], query: str) -> List[List[SearchItem]]:
-        """Each search's items, nearest first, with the store's score."""
+    def _embedded(self, texts: Sequence[str]) -> Dict[str, List[float]]:
+        """Each distinct text's embedding, in one call."""
+        distinct = list(dict.fromkeys(texts))
+        return {t: list(v) for t, v in zip(distinct, self.store.embeddings.embed_documents(distinct))}
+
+    def run(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]:
+        """Each search's items, nearest first, with the store's score: for
+        its own ``query``, else ``query`` (each distinct text embedded once)."""
         if not searches:
             return []
-        vector = self.embed(query)
+        texts = [s.query if s.query is not None else query for s in searches]
+        if any(t is None for t in texts):
+            raise ValueError("PostgresStoreSearch.run: a search without a query, and no query for the run")
+        vectors = self._embedded([t for t in texts if t is not None])
         most = max(s.limit for s in searches)
         if most > MOST_RANKED:
             raise ValueError("PostgresStoreSearch serves a limit of at most %d, got %d" % (MOST_RANKED, most))
@@ -287,8 +299,8 @@ class PostgresStoreSearch:
                 rows = counted["table_rows"]
             rows = max(0.0, float(rows or 0.0))
             cur.execute(_WALK_BUDGET, {"budget": walk_budget(most, rows)})
-            for search in searches:
-                items, path = self._one(cur, search, vector, rows)
+            for search, text in zip(searches, texts):
+                items, path = self._one(cur, search, vectors[str(text)], rows)
                 found.append(items)
                 paths.append(path)
         self.last_paths = paths

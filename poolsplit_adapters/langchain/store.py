@@ -423,59 +423,71 @@ class BaseStoreMemory(StoreVerbs):
             self._pg_search = PostgresStoreSearch(self.store)
         return self._pg_search
 
-    def _split(self, specs: Sequence[_Spec]) -> Tuple[List[int], List[RankedSearch]]:
-        """Which of ``specs`` our own ranked search answers (their positions
-        and searches): on a served ``PostgresStore``, every ranked op within
+    def _split(self, ops: Sequence[Any]) -> Tuple[List[int], List[RankedSearch]]:
+        """Which of ``ops`` our own ranked search answers (their positions
+        and searches): on a served ``PostgresStore``, every ranked
+        ``SearchOp`` filtered by type at most, within
         :data:`~poolsplit_adapters.langchain.postgres_store_search.MOST_RANKED`
         (see :mod:`~poolsplit_adapters.langchain.postgres_store_search`)."""
-        if not any(s.query is not None for s in specs):
+        if not any(isinstance(op, SearchOp) and op.query for op in ops):
             return [], []
         ours = self._postgres_search()
         if ours is None:
             return [], []
         positions: List[int] = []
         searches: List[RankedSearch] = []
-        for i, spec in enumerate(specs):
-            if spec.query is None or spec.limit > MOST_RANKED:
+        for i, op in enumerate(ops):
+            where = op.filter if isinstance(op, SearchOp) else None
+            if not isinstance(op, SearchOp) or not op.query or op.limit > MOST_RANKED or op.offset:
                 continue
-            kind = (spec.filter or {}).get("type")
-            untyped = spec.filter is not None and "type" in spec.filter and kind is None
+            if where is not None and (set(where) - {"type"} or not isinstance(where.get("type"), (str, type(None)))):
+                continue  # a filter of the store's own dialect: its own search
+            kind = (where or {}).get("type")
+            untyped = where is not None and "type" in where and kind is None
             positions.append(i)
-            searches.append(RankedSearch(self.chain[spec.link], spec.limit, type=kind, untyped=untyped))
+            searches.append(
+                RankedSearch(tuple(op.namespace_prefix), op.limit, type=kind, untyped=untyped, query=op.query)
+            )
         return positions, searches
 
-    def _ranked(self, specs: Sequence[_Spec], searches: Sequence[RankedSearch]) -> List[List[Item]]:
-        query = next(s.query for s in specs if s.query is not None)
+    def _ranked(self, searches: Sequence[RankedSearch]) -> List[List[Item]]:
         ours = self._pg_search
-        assert ours is not None and query is not None
-        return [list(items) for items in ours.run(searches, query)]
+        assert ours is not None
+        return [list(items) for items in ours.run(searches)]
 
     @staticmethod
-    def _merged(
-        specs: Sequence[_Spec], positions: Sequence[int], ranked: Sequence[List[Item]], rest: Sequence[Any]
-    ) -> List[Tuple[_Spec, List[Item]]]:
-        found: List[Any] = [None] * len(specs)
-        for i, items in zip(positions, ranked):
-            found[i] = items
+    def _merged(count: int, positions: Sequence[int], ranked: Sequence[List[Item]], rest: Sequence[Any]) -> List[Any]:
+        found: Dict[int, List[Item]] = dict(zip(positions, ranked))
         others = iter(rest)
-        return [(spec, _items(found[i] if found[i] is not None else next(others))) for i, spec in enumerate(specs)]
+        return [found[i] if i in found else next(others) for i in range(count)]
+
+    def _batch(self, ops: Sequence[Any]) -> List[Any]:
+        """``store.batch(ops)``, its ranked searches ours where we serve
+        them (:meth:`_split`): the results in ``ops`` order."""
+        positions, searches = self._split(ops)
+        served = set(positions)
+        others = [op for i, op in enumerate(ops) if i not in served]
+        rest = self.store.batch(others) if others else []
+        ranked = self._ranked(searches) if searches else []
+        return self._merged(len(ops), positions, ranked, rest)
+
+    async def _abatch(self, ops: Sequence[Any]) -> List[Any]:
+        """Async :meth:`_batch`."""
+        positions, searches = self._split(ops)
+        served = set(positions)
+        others = [op for i, op in enumerate(ops) if i not in served]
+        rest = await self.store.abatch(others) if others else []
+        # The sync store's own abatch runs its batch in a worker thread: so do we.
+        ranked = await asyncio.to_thread(self._ranked, searches) if searches else []
+        return self._merged(len(ops), positions, ranked, rest)
 
     def _run(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
-        positions, searches = self._split(specs)
-        served = set(positions)
-        others = [s for i, s in enumerate(specs) if i not in served]
-        rest = self.store.batch(self._ops(others)) if others else []
-        ranked = self._ranked(specs, searches) if searches else []
-        return self._merged(specs, positions, ranked, rest)
+        results = self._batch(self._ops(specs)) if specs else []
+        return [(spec, _items(found)) for spec, found in zip(specs, results)]
 
     async def _arun(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
-        positions, searches = self._split(specs)
-        served = set(positions)
-        others = [s for i, s in enumerate(specs) if i not in served]
-        rest = await self.store.abatch(self._ops(others)) if others else []
-        # The sync store's own abatch runs its batch in a worker thread: so do we.
-        ranked = await asyncio.to_thread(self._ranked, specs, searches) if searches else []
-        return self._merged(specs, positions, ranked, rest)
+        results = await self._abatch(self._ops(specs)) if specs else []
+        return [(spec, _items(found)) for spec, found in zip(specs, results)]
 
     # -- items -> entries ---------------------------------------------------------------
 
@@ -820,14 +832,14 @@ class BaseStoreMemory(StoreVerbs):
         if items is not None:
             return self._neighbours([items])
         ops = self._near_ops(candidates)
-        return self._neighbours(self.store.batch(ops) if ops else [])
+        return self._neighbours(self._batch(ops) if ops else [])
 
     def neighbour_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
         """A consolidation's finder: always read with the store's own search
         (the kept index names only what a repeat could be, and the model is
         shown the nearest entries of the type, repeats or not)."""
         ops = self._near_ops(candidates)
-        return self._neighbours(self.store.batch(ops) if ops else [])
+        return self._neighbours(self._batch(ops) if ops else [])
 
     async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
         """Async :meth:`write`."""
@@ -837,7 +849,7 @@ class BaseStoreMemory(StoreVerbs):
             finder = self._neighbours([items])
         else:
             ops = self._near_ops(prepared)
-            finder = self._neighbours(await self.store.abatch(ops) if ops else [])
+            finder = self._neighbours(await self._abatch(ops) if ops else [])
         hits = finder.admit(prepared)
         hits = same_id_repeats(prepared, hits, await self.aread(unmatched_ids(prepared, hits)))
         change, report = settle_repeats(prepared, hits)

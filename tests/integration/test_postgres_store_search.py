@@ -342,3 +342,17 @@ def test_a_large_filters_statement_never_starts_the_exact_read(store):
     fence = [n for n in _plans(plan["Plan"]) if n.get("Subplan Name") == "CTE matching"]
     assert len(fence) == 1 and fence[0]["Actual Loops"] == 0
     assert len(rows) == 21 and not any(row["exact"] for row in rows)  # the walk's 2k + 1 vectors, all of them
+
+
+def test_a_writes_near_duplicate_search_is_ours_and_still_finds_the_repeat(loaded: Database):
+    with connect(loaded) as conn:
+        store = BatchCountingPostgresStore(conn, index=index_config(CountedEmbeddings()))
+        store.ranked_ops = []
+        memory = BaseStoreMemory(store, U1)
+        kept = dict(next(v for ns, key, v in items() if key == "note-005"))
+        report = memory.write(
+            [{"content": kept["content"] + " ", "type": "note"}, {"content": "a new note", "type": "note"}]
+        )
+        assert report.kept == ["note-005", None]
+        assert store.ranked_ops == []  # the near-duplicate searches (NEAR_K a type) were ours
+        assert memory._postgres_search() is not None and memory._postgres_search().last_paths  # and ran
