@@ -15,30 +15,39 @@ the query vector, ``k``); only fixed names and the operator of the index's
 
 * **The HNSW settings** of PGVector's searches
   (:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings_psycopg`:
-  ``ef_search`` at least ``k``, pgvector's iterative scan on), and sorts
+  ``ef_search`` at least ``k``, pgvector's iterative scan on), sorts
   discouraged (``enable_sort`` off, for this transaction only), so an
-  ordered ``LIMIT`` is answered by the index: the search then visits about
-  ``k`` divided by the type's share of the table, whatever the namespace's size.
-* **A few matching items are read, not searched for.** With the filter
-  index (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`
-  on the store: ``(prefix, value->>'type')``), the statement first counts a
-  type's items in the namespace through it, never past
+  ordered ``LIMIT`` is answered by the index, and a walk budget
+  (:func:`walk_budget`, as ``hnsw.max_scan_tuples``; a smaller one set for
+  the session stays).
+* **A few matching items are read, not searched for.** Each statement
+  first counts the type's items in the namespace, never past
   :func:`~poolsplit_adapters.stores.postgres.filter_first_bound`; when they
-  are that few, it reads them and orders them exactly (a rare type walked
-  through HNSW visits up to ``hnsw.max_scan_tuples`` rows and still comes
-  back short). The rule is PGVector's (the same bound, the same memory of
+  are that few, it reads them and orders them exactly, else it walks the
+  HNSW index. The rule is PGVector's (the same bound, the same memory of
   large filters, :class:`~poolsplit_adapters.stores.postgres.LargeFilters`).
-* **A short page is checked, not believed.** A search that returns fewer
-  than ``k`` distinct items is run again exactly (every item of the type
-  in the namespace, ordered by its nearest vector), so "the store ran out"
-  is what the table says.
+  With the filter index
+  (:func:`~poolsplit_adapters.stores.postgres.install_filter_index` on the
+  store: ``(prefix, value->>'type')``) the count and the read cost the
+  type's own items; without it they read the namespace through its prefix,
+  and the bound is sized by the table.
+* **A short page is checked, not believed.** A walk that returns fewer
+  than ``k`` distinct items (the type ran out, or the walk its budget) is
+  completed by the exact read (every item of the type in the namespace,
+  ordered by its nearest vector), so "the store ran out" is what the table
+  says.
+
+What this cannot make cheap: a type whose every item lies behind many
+nearer items of other types (a query about deploys when only the episodes
+mention deploys) walks its budget and ends in the exact read of its items,
+which is what the store's own search always cost.
 
 What stays LangGraph's: its tables, its distance (``distance_type``) and
 score (``1 - distance`` for cosine, as its own search gives), its items.
 The namespace is matched exactly (``prefix = label``), never as a prefix: a
-child namespace's items are not this user's memory. One query embedding per
-recall, with the store's own embeddings (``embed_documents``, as its
-search does).
+child namespace's items are not this user's memory. Each distinct query
+text is embedded once a run, by the store's own embeddings
+(``embed_documents``, as its search does): one embedding per recall.
 
 Served: a sync ``PostgresStore`` (the async one searches through its own
 ``abatch``) with an ``hnsw`` or ``flat`` index of ``vector`` or ``halfvec``
