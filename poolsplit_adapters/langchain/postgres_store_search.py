@@ -316,7 +316,9 @@ class PostgresStoreSearch:
         return found
 
     def _one(self, cur: Any, search: RankedSearch, vector: List[float], size: float) -> Tuple[List[SearchItem], str]:
-        label = ".".join(search.namespace)
+        from .store import namespace_label  # the one mapping (store.py imports this module)
+
+        label = namespace_label(search.namespace)
         as_search = search.as_search(label)
         bound = pool_search_bound(as_search, size, self.large_filters)
         assert bound is not None  # a ranked search always counts (never the always-scope fetch)
