@@ -358,3 +358,15 @@ def test_a_writes_near_duplicate_search_is_ours_and_still_finds_the_repeat(loade
         assert report.kept == ["note-005", None]
         assert store.ranked_ops == []  # the near-duplicate searches (NEAR_K a type) were ours
         assert memory._postgres_search() is not None and memory._postgres_search().last_paths  # and ran
+
+
+@pytest.mark.parametrize("how", [{"pipeline": True}, {"pool_config": {"min_size": 1, "max_size": 2}}])
+def test_a_pipelined_or_pooled_store_is_searched_the_same(loaded: Database, how: Dict[str, Any]):
+    with connect(loaded) as conn:
+        want = recalled(BaseStoreMemory(PostgresStore(conn, index=index_config(CountedEmbeddings())), U1, fetch_k=10))
+    with PostgresStore.from_conn_string(loaded.conninfo, index=index_config(CountedEmbeddings()), **how) as store:
+        memory = BaseStoreMemory(store, U1, fetch_k=10)
+        assert recalled(memory) == want
+        assert paths(memory) == ["index", "filter", "filter"]
+        store.put(U1, "later", {"content": "deploy the checkout service to staging now", "type": "rare"})
+        assert "later" in recalled(memory)  # the transaction ended: the next one sees the write
