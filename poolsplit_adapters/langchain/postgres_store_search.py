@@ -76,7 +76,15 @@ from ..stores.postgres import (
     pool_search_bound,
 )
 
-__all__ = ["MOST_RANKED", "PostgresStoreSearch", "RankedSearch", "STORE_FILTER_INDEX", "serves_postgres_store"]
+__all__ = [
+    "MOST_RANKED",
+    "PostgresStoreSearch",
+    "RankedSearch",
+    "STORE_FILTER_INDEX",
+    "WALK_MARGIN",
+    "serves_postgres_store",
+    "walk_budget",
+]
 
 #: The filter index :func:`~poolsplit_adapters.stores.postgres.install_filter_index`
 #: puts on LangGraph's ``store`` table.
@@ -219,8 +227,9 @@ class PostgresStoreSearch:
         #: LangGraph's own estimate of vectors per item (one per embedded field).
         self._per_item = max(1, int(config.get("__estimated_num_vectors", 1) or 1))
         self.large_filters = LargeFilters()
-        #: How each search of the last run was answered: "index", "filter" (read
-        #: through the filter index, exact) or "exact" (a short page completed).
+        #: How each search of the last run was answered: "index" (the HNSW walk),
+        #: "filter" (the count said few: read and ordered exactly) or "exact"
+        #: (a short walk completed by the exact read).
         self.last_paths: List[str] = []
 
     # -- SQL ----------------------------------------------------------------------------
