@@ -72,7 +72,7 @@ from ..stores.postgres import (
     filter_first_bound,
     filter_index_name,
     hnsw_search_settings_psycopg,
-    is_postgres_store,
+    plain_postgres_store,
     pool_search_bound,
 )
 
@@ -102,10 +102,11 @@ _DISTANCES: Dict[str, Tuple[str, Callable[[float], float]]] = {
 _VECTOR_TYPES = ("vector", "halfvec")
 
 
-#: Sorts discouraged for this transaction (an ordered ``LIMIT`` is then the
-#: HNSW index's to answer), and the table's size (the planner's count).
+#: Two more columns of the settings' one statement: sorts discouraged for
+#: this transaction (an ordered ``LIMIT`` is then the HNSW index's to
+#: answer), and the table's size (the planner's count).
 _TABLE_ROWS = (
-    "SELECT set_config('enable_sort', 'off', true),"
+    ", set_config('enable_sort', 'off', true),"
     " (SELECT reltuples FROM pg_class WHERE oid = to_regclass('store')) AS table_rows"
 )
 #: The most rows an HNSW walk of this transaction visits (pgvector's
@@ -181,10 +182,8 @@ def serves_postgres_store(store: Any) -> bool:
     """Whether :class:`PostgresStoreSearch` serves ``store``: LangGraph's
     sync ``PostgresStore`` (looked up in ``sys.modules``: never imports it)
     with a vector index we can walk and no TTL (see the module docstring)."""
-    if not is_postgres_store(store):
-        return False
     config = _index_config(store)
-    if config is None or store.ttl_config or not callable(getattr(store, "_cursor", None)):
+    if config is None or not plain_postgres_store(store):
         return False
     ann = config.get("ann_index_config") or {}
     kind, vector_type = ann.get("kind", "hnsw"), ann.get("vector_type", "vector")
@@ -226,6 +225,7 @@ class PostgresStoreSearch:
         self._cast = ann.get("vector_type", "vector")
         #: LangGraph's own estimate of vectors per item (one per embedded field).
         self._per_item = max(1, int(config.get("__estimated_num_vectors", 1) or 1))
+        self._load = _loader(store)
         self.large_filters = LargeFilters()
         #: How each search of the last run was answered: "index" (the HNSW walk),
         #: "filter" (the count said few: read and ordered exactly) or "exact"
@@ -308,13 +308,11 @@ class PostgresStoreSearch:
         paths: List[str] = []
         with self.store._cursor(pipeline=True) as cur, cur.connection.transaction():
             settings, params = hnsw_search_settings_psycopg(most, STORE_FILTER_INDEX)
-            cur.execute(settings, params)
-            row = cur.fetchone()
-            rows = row["filter_index_rows"] if row else None
-            cur.execute(_TABLE_ROWS)
-            counted = cur.fetchone()
-            if rows is None and counted:  # no filter index: the table's size, and a count through its prefix index
-                rows = counted["table_rows"]
+            cur.execute(settings.rstrip() + _TABLE_ROWS, params)
+            row = cur.fetchone() or {}
+            rows = row.get("filter_index_rows")
+            if rows is None:  # no filter index: the table's size, and a count through its prefix index
+                rows = row.get("table_rows")
             rows = max(0.0, float(rows or 0.0))
             cur.execute(_WALK_BUDGET, {"budget": walk_budget(most, rows)})
             for search, text in zip(searches, texts):
@@ -356,12 +354,11 @@ class PostgresStoreSearch:
             if kept is None or row["distance"] < kept["distance"]:
                 best[row["key"]] = row
         ordered = sorted(best.values(), key=lambda r: (r["distance"], r["key"]))[: search.limit]
-        loader = _loader(self.store)
         return [
             SearchItem(
                 namespace=search.namespace,
                 key=row["key"],
-                value=row["value"] if isinstance(row["value"], dict) else loader(row["value"]),
+                value=row["value"] if isinstance(row["value"], dict) else self._load(row["value"]),
                 created_at=row["created_at"],
                 updated_at=row["updated_at"],
                 score=self._score(float(row["distance"])),

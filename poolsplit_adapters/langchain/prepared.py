@@ -73,7 +73,7 @@ from ..memory.repeat_candidates import RepeatCandidates
 from ..poolsplit import Pool, Scorer, Selection
 from ..recall import RecallPlan, Search
 from ..seams import Layering
-from ..stores.postgres import CHANGE_TRIGGERS, CHANGES_TABLE, is_postgres_store
+from ..stores.postgres import CHANGE_TRIGGERS, CHANGES_TABLE, plain_postgres_store
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
 __all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "prepares", "watermark"]
@@ -134,7 +134,7 @@ _PG_CHANGES = (
 
 def _postgres(store: BaseStore) -> Optional[Any]:
     """A (sync) ``PostgresStore`` without a TTL, else None."""
-    if is_postgres_store(store) and not store.ttl_config and callable(getattr(store, "_cursor", None)):
+    if plain_postgres_store(store):
         return store
     return None
 

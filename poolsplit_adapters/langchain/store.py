@@ -343,7 +343,8 @@ class BaseStoreMemory(StoreVerbs):
         self.fetch_k = fetch_k
         self._counts = _Counts(token_counter or default_counter(), cache_size)
         self._repeats: Optional[Callable[[], Any]] = None  # a weak reference to a kept index (keep_repeats_in)
-        self._pg_search: Optional[PostgresStoreSearch] = None  # our ranked searches over PostgresStore(index=)
+        # Our ranked searches over a PostgresStore(index=) we serve (kept: it remembers large filters).
+        self._pg_search = PostgresStoreSearch(store) if serves_postgres_store(store) else None
 
     def __repr__(self) -> str:
         return "BaseStoreMemory(%s, %r)" % (type(self.store).__name__, list(self.chain))
@@ -417,69 +418,54 @@ class BaseStoreMemory(StoreVerbs):
 
     def _postgres_search(self) -> Optional[PostgresStoreSearch]:
         """Our own ranked searches when the store is a ``PostgresStore`` with
-        a vector index they serve (made on first use, kept: it remembers
-        large filters), else None."""
-        if self._pg_search is None and serves_postgres_store(self.store):
-            self._pg_search = PostgresStoreSearch(self.store)
+        a vector index they serve, else None."""
         return self._pg_search
 
-    def _split(self, ops: Sequence[Any]) -> Tuple[List[int], List[RankedSearch]]:
-        """Which of ``ops`` our own ranked search answers (their positions
-        and searches): on a served ``PostgresStore``, every ranked
-        ``SearchOp`` filtered by type at most, within
+    def _split(self, ops: Sequence[Any]) -> Tuple[Dict[int, RankedSearch], List[Any]]:
+        """The ops our own ranked search answers (by position) and the rest,
+        in order: on a served ``PostgresStore``, every ranked ``SearchOp``
+        filtered by type at most, within
         :data:`~poolsplit_adapters.langchain.postgres_store_search.MOST_RANKED`
         (see :mod:`~poolsplit_adapters.langchain.postgres_store_search`)."""
-        if not any(isinstance(op, SearchOp) and op.query for op in ops):
-            return [], []
-        ours = self._postgres_search()
-        if ours is None:
-            return [], []
-        positions: List[int] = []
-        searches: List[RankedSearch] = []
+        ours: Dict[int, RankedSearch] = {}
         for i, op in enumerate(ops):
-            where = op.filter if isinstance(op, SearchOp) else None
-            if not isinstance(op, SearchOp) or not op.query or op.limit > MOST_RANKED or op.offset:
+            if self._pg_search is None or not isinstance(op, SearchOp) or not op.query:
+                continue
+            where = op.filter
+            if op.limit > MOST_RANKED or op.offset:
                 continue
             if where is not None and (set(where) - {"type"} or not isinstance(where.get("type"), (str, type(None)))):
                 continue  # a filter of the store's own dialect: its own search
             kind = (where or {}).get("type")
             untyped = where is not None and "type" in where and kind is None
-            positions.append(i)
-            searches.append(
-                RankedSearch(tuple(op.namespace_prefix), op.limit, type=kind, untyped=untyped, query=op.query)
-            )
-        return positions, searches
+            ours[i] = RankedSearch(tuple(op.namespace_prefix), op.limit, type=kind, untyped=untyped, query=op.query)
+        return ours, [op for i, op in enumerate(ops) if i not in ours]
 
-    def _ranked(self, searches: Sequence[RankedSearch]) -> List[List[Item]]:
-        ours = self._pg_search
-        assert ours is not None
-        return [list(items) for items in ours.run(searches)]
+    def _ranked(self, ours: Dict[int, RankedSearch]) -> Dict[int, List[Item]]:
+        if not ours:
+            return {}
+        assert self._pg_search is not None
+        return {i: list(items) for i, items in zip(ours, self._pg_search.run(list(ours.values())))}
 
     @staticmethod
-    def _merged(count: int, positions: Sequence[int], ranked: Sequence[List[Item]], rest: Sequence[Any]) -> List[Any]:
-        found: Dict[int, List[Item]] = dict(zip(positions, ranked))
+    def _merged(count: int, ranked: Dict[int, List[Item]], rest: Sequence[Any]) -> List[Any]:
         others = iter(rest)
-        return [found[i] if i in found else next(others) for i in range(count)]
+        return [ranked[i] if i in ranked else next(others) for i in range(count)]
 
     def _batch(self, ops: Sequence[Any]) -> List[Any]:
         """``store.batch(ops)``, its ranked searches ours where we serve
         them (:meth:`_split`): the results in ``ops`` order."""
-        positions, searches = self._split(ops)
-        served = set(positions)
-        others = [op for i, op in enumerate(ops) if i not in served]
+        ours, others = self._split(ops)
         rest = self.store.batch(others) if others else []
-        ranked = self._ranked(searches) if searches else []
-        return self._merged(len(ops), positions, ranked, rest)
+        return self._merged(len(ops), self._ranked(ours), rest)
 
     async def _abatch(self, ops: Sequence[Any]) -> List[Any]:
         """Async :meth:`_batch`."""
-        positions, searches = self._split(ops)
-        served = set(positions)
-        others = [op for i, op in enumerate(ops) if i not in served]
+        ours, others = self._split(ops)
         rest = await self.store.abatch(others) if others else []
         # The sync store's own abatch runs its batch in a worker thread: so do we.
-        ranked = await asyncio.to_thread(self._ranked, searches) if searches else []
-        return self._merged(len(ops), positions, ranked, rest)
+        ranked = await asyncio.to_thread(self._ranked, ours) if ours else {}
+        return self._merged(len(ops), ranked, rest)
 
     def _run(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
         results = self._batch(self._ops(specs)) if specs else []

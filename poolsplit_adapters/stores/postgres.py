@@ -63,6 +63,7 @@ __all__ = [
     "install_change_counter",
     "install_filter_index",
     "is_postgres_store",
+    "plain_postgres_store",
     "llama_index_filter_index",
     "metadata_condition",
     "pool_search_bound",
@@ -497,6 +498,14 @@ def is_postgres_store(store: Any) -> bool:
     ``sys.modules``: never imports the package)."""
     module = sys.modules.get("langgraph.store.postgres.base")
     return module is not None and isinstance(store, module.PostgresStore)
+
+
+def plain_postgres_store(store: Any) -> bool:
+    """Whether ``store`` is a sync ``PostgresStore`` without a TTL whose
+    cursor we can use: what the middleware's watermark and our ranked
+    searches read directly (with a TTL, expiry and refresh-on-read stay the
+    store's own). The one rule of both."""
+    return is_postgres_store(store) and not store.ttl_config and callable(getattr(store, "_cursor", None))
 
 
 def _is_llama_index_store(store: Any) -> bool:
