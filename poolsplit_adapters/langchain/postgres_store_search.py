@@ -49,18 +49,21 @@ child namespace's items are not this user's memory. Each distinct query
 text is embedded once a run, by the store's own embeddings
 (``embed_documents``, as its search does): one embedding per recall.
 
-Served: a sync ``PostgresStore`` (the async one searches through its own
-``abatch``) with an ``hnsw`` or ``flat`` index of ``vector`` or ``halfvec``
-and no TTL (expiry and refresh-on-read stay the store's), and a ``limit``
-the HNSW scan can give (:data:`MOST_RANKED`). Anything else is searched by
-the store itself, as before.
+Served: a ``PostgresStore`` or an ``AsyncPostgresStore`` (the same
+statements through its async cursor, the query embedded with
+``aembed_documents``; a sync call from another thread waits on the store's
+loop, as the store's own ``batch`` does) with an ``hnsw`` or ``flat`` index
+of ``vector`` or ``halfvec`` and no TTL (expiry and refresh-on-read stay the
+store's), and a ``limit`` the HNSW scan can give (:data:`MOST_RANKED`).
+Anything else is searched by the store itself, as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Generator, List, Optional, Tuple, cast
 
 from langgraph.store.base import SearchItem
 
@@ -72,6 +75,7 @@ from ..stores.postgres import (
     filter_first_bound,
     filter_index_name,
     hnsw_search_settings_psycopg,
+    plain_async_postgres_store,
     plain_postgres_store,
     pool_search_bound,
 )
@@ -100,6 +104,8 @@ _DISTANCES: Dict[str, Tuple[str, Callable[[float], float]]] = {
     "inner_product": ("<#>", lambda d: -d),
 }
 _VECTOR_TYPES = ("vector", "halfvec")
+#: A run's statements, each sent its rows; returns each search's items.
+_Steps = Generator[Tuple[str, Dict[str, Any]], List[Dict[str, Any]], List[List[SearchItem]]]
 
 
 #: Two more columns of the settings' one statement: sorts discouraged for
@@ -180,10 +186,11 @@ def _index_config(store: Any) -> Optional[Mapping[str, Any]]:
 
 def serves_postgres_store(store: Any) -> bool:
     """Whether :class:`PostgresStoreSearch` serves ``store``: LangGraph's
-    sync ``PostgresStore`` (looked up in ``sys.modules``: never imports it)
-    with a vector index we can walk and no TTL (see the module docstring)."""
+    ``PostgresStore`` or ``AsyncPostgresStore`` (looked up in
+    ``sys.modules``: never imports them) with a vector index we can walk and
+    no TTL (see the module docstring)."""
     config = _index_config(store)
-    if config is None or not plain_postgres_store(store):
+    if config is None or not (plain_postgres_store(store) or plain_async_postgres_store(store)):
         return False
     ann = config.get("ann_index_config") or {}
     kind, vector_type = ann.get("kind", "hnsw"), ann.get("vector_type", "vector")
@@ -217,8 +224,10 @@ class PostgresStoreSearch:
 
     def __init__(self, store: Any) -> None:
         if not serves_postgres_store(store):
-            raise ValueError("PostgresStoreSearch takes a sync PostgresStore with a vector index and no TTL")
+            raise ValueError("PostgresStoreSearch takes a PostgresStore with a vector index and no TTL")
         self.store = store
+        #: An ``AsyncPostgresStore``: :meth:`arun` is the run, :meth:`run` waits for it on the store's loop.
+        self.asynchronous = plain_async_postgres_store(store)
         config = _index_config(store) or {}
         ann = config.get("ann_index_config") or {}
         self._operator, self._score = _DISTANCES[config.get("distance_type", "cosine")]
@@ -292,37 +301,100 @@ class PostgresStoreSearch:
         distinct = list(dict.fromkeys(texts))
         return {t: list(v) for t, v in zip(distinct, self.store.embeddings.embed_documents(distinct))}
 
+    async def _aembedded(self, texts: Sequence[str]) -> Dict[str, List[float]]:
+        """Async :meth:`_embedded` (the async store's search embeds with ``aembed_documents``)."""
+        distinct = list(dict.fromkeys(texts))
+        return {t: list(v) for t, v in zip(distinct, await self.store.embeddings.aembed_documents(distinct))}
+
     def run(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]:
         """Each search's items, nearest first, with the store's score: for
         its own ``query``, else ``query`` (each distinct text embedded once)."""
         if not searches:
             return []
+        if self.asynchronous:
+            return self._on_store_loop(self.arun(searches, query))
+        texts = self._texts(searches, query)
+        vectors = self._embedded(texts)
+        steps = self._steps(searches, [vectors[t] for t in texts])
+        with self.store._cursor(pipeline=True) as cur, cur.connection.transaction():
+            sql, params = next(steps)
+            while True:
+                cur.execute(sql, params)
+                try:
+                    sql, params = steps.send(cur.fetchall())
+                except StopIteration as done:
+                    return cast("List[List[SearchItem]]", done.value)
+
+    async def arun(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]:
+        """Async :meth:`run`, over an ``AsyncPostgresStore`` (its cursor and
+        ``aembed_documents``); the same statements, in the same order."""
+        if not searches:
+            return []
+        if not self.asynchronous:  # a sync store's cursor blocks: in a worker thread, as its own abatch
+            return await asyncio.to_thread(self.run, searches, query)
+        texts = self._texts(searches, query)
+        vectors = await self._aembedded(texts)
+        steps = self._steps(searches, [vectors[t] for t in texts])
+        async with self.store._cursor(pipeline=True) as cur, cur.connection.transaction():
+            sql, params = next(steps)
+            while True:
+                await cur.execute(sql, params)
+                try:
+                    sql, params = steps.send(await cur.fetchall())
+                except StopIteration as done:
+                    return cast("List[List[SearchItem]]", done.value)
+
+    def _on_store_loop(self, run: Coroutine[Any, Any, List[List[SearchItem]]]) -> List[List[SearchItem]]:
+        """A sync call over an ``AsyncPostgresStore``: the async run on the
+        store's own loop, waited for (what the store's own ``batch`` does);
+        refused on that loop's thread, where waiting would never end."""
+        loop = self.store._loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            run.close()
+            raise asyncio.InvalidStateError(
+                "a synchronous recall over AsyncPostgresStore on its own event loop would deadlock: "
+                "use the async interface (arecall, ainvoke, the agent's async run)"
+            )
+        return asyncio.run_coroutine_threadsafe(run, loop).result()
+
+    @staticmethod
+    def _texts(searches: Sequence[RankedSearch], query: Optional[str]) -> List[str]:
         texts = [s.query if s.query is not None else query for s in searches]
         if any(t is None for t in texts):
             raise ValueError("PostgresStoreSearch.run: a search without a query, and no query for the run")
-        vectors = self._embedded([t for t in texts if t is not None])
         most = max(s.limit for s in searches)
         if most > MOST_RANKED:
             raise ValueError("PostgresStoreSearch serves a limit of at most %d, got %d" % (MOST_RANKED, most))
+        return [str(t) for t in texts]
+
+    def _steps(self, searches: Sequence[RankedSearch], vectors: Sequence[List[float]]) -> _Steps:
+        """The run's statements, one at a time, each answered with its rows
+        (sans I/O: the sync and the async run drive the same steps, in one
+        transaction); returns each search's items."""
+        most = max(s.limit for s in searches)
+        settings, params = hnsw_search_settings_psycopg(most, STORE_FILTER_INDEX)
+        row = next(iter((yield settings.rstrip() + _TABLE_ROWS, params)), {})
+        rows = row.get("filter_index_rows")
+        if rows is None:  # no filter index: the table's size, and a count through its prefix index
+            rows = row.get("table_rows")
+        size = max(0.0, float(rows or 0.0))
+        yield _WALK_BUDGET, {"budget": walk_budget(most, size)}
         found: List[List[SearchItem]] = []
         paths: List[str] = []
-        with self.store._cursor(pipeline=True) as cur, cur.connection.transaction():
-            settings, params = hnsw_search_settings_psycopg(most, STORE_FILTER_INDEX)
-            cur.execute(settings.rstrip() + _TABLE_ROWS, params)
-            row = cur.fetchone() or {}
-            rows = row.get("filter_index_rows")
-            if rows is None:  # no filter index: the table's size, and a count through its prefix index
-                rows = row.get("table_rows")
-            rows = max(0.0, float(rows or 0.0))
-            cur.execute(_WALK_BUDGET, {"budget": walk_budget(most, rows)})
-            for search, text in zip(searches, texts):
-                items, path = self._one(cur, search, vectors[str(text)], rows)
-                found.append(items)
-                paths.append(path)
+        for search, vector in zip(searches, vectors):
+            items, path = yield from self._one(search, vector, size)
+            found.append(items)
+            paths.append(path)
         self.last_paths = paths
         return found
 
-    def _one(self, cur: Any, search: RankedSearch, vector: List[float], size: float) -> Tuple[List[SearchItem], str]:
+    def _one(
+        self, search: RankedSearch, vector: List[float], size: float
+    ) -> Generator[Tuple[str, Dict[str, Any]], List[Dict[str, Any]], Tuple[List[SearchItem], str]]:
         from .store import namespace_label  # the one mapping (store.py imports this module)
 
         label = namespace_label(search.namespace)
@@ -331,8 +403,7 @@ class PostgresStoreSearch:
         assert bound is not None  # a ranked search always counts (never the always-scope fetch)
         sql, params = self._statement(search, bound)
         params.update(namespace=label, vector=vector)
-        cur.execute(sql, params)
-        found = cur.fetchall()
+        found = yield sql, params
         exact = any(row["key"] is None for row in found)  # the count said "few": read exactly
         rows = [row for row in found if row["key"] is not None]
         self.large_filters.saw(as_search, bound, found=len(rows), exact=exact)
@@ -340,10 +411,11 @@ class PostgresStoreSearch:
         path = "filter" if exact else "index"
         if not exact and len(items) < search.limit:  # a short page: what does the table hold?
             condition, _ = _type_condition(search)
-            cur.execute(
-                "SELECT * FROM (%s) matching ORDER BY distance, key LIMIT %%(k)s" % self._exact_sql(condition), params
+            every = yield (
+                "SELECT * FROM (%s) matching ORDER BY distance, key LIMIT %%(k)s" % self._exact_sql(condition),
+                params,
             )
-            items, path = self._items(search, cur.fetchall()), "exact"
+            items, path = self._items(search, every), "exact"
         return items, path
 
     def _items(self, search: RankedSearch, rows: Sequence[Mapping[str, Any]]) -> List[SearchItem]:

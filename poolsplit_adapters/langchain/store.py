@@ -53,7 +53,6 @@ rules are written once here:
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import threading
 import weakref
@@ -463,8 +462,11 @@ class BaseStoreMemory(StoreVerbs):
         """Async :meth:`_batch`."""
         ours, others = self._split(ops)
         rest = await self.store.abatch(others) if others else []
-        # The sync store's own abatch runs its batch in a worker thread: so do we.
-        ranked = await asyncio.to_thread(self._ranked, ours) if ours else {}
+        ranked: Dict[int, List[Item]] = {}
+        if ours:  # an async store's run on its cursor; a sync store's in a worker thread (as its own abatch)
+            assert self._pg_search is not None
+            found = await self._pg_search.arun(list(ours.values()))
+            ranked = {i: list(items) for i, items in zip(ours, found)}
         return self._merged(len(ops), ranked, rest)
 
     def _run(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:

@@ -62,7 +62,9 @@ __all__ = [
     "hnsw_search_settings_psycopg",
     "install_change_counter",
     "install_filter_index",
+    "is_async_postgres_store",
     "is_postgres_store",
+    "plain_async_postgres_store",
     "plain_postgres_store",
     "llama_index_filter_index",
     "metadata_condition",
@@ -500,12 +502,30 @@ def is_postgres_store(store: Any) -> bool:
     return module is not None and isinstance(store, module.PostgresStore)
 
 
+def is_async_postgres_store(store: Any) -> bool:
+    """Whether ``store`` is LangGraph's ``AsyncPostgresStore`` (looked up in
+    ``sys.modules``: never imports the package)."""
+    module = sys.modules.get("langgraph.store.postgres.aio")
+    return module is not None and isinstance(store, module.AsyncPostgresStore)
+
+
+def _plain(store: Any) -> bool:
+    return not store.ttl_config and callable(getattr(store, "_cursor", None))
+
+
 def plain_postgres_store(store: Any) -> bool:
     """Whether ``store`` is a sync ``PostgresStore`` without a TTL whose
     cursor we can use: what the middleware's watermark and our ranked
     searches read directly (with a TTL, expiry and refresh-on-read stay the
-    store's own). The one rule of both."""
-    return is_postgres_store(store) and not store.ttl_config and callable(getattr(store, "_cursor", None))
+    store's own). The one rule of both (:func:`plain_async_postgres_store`
+    is its async twin)."""
+    return is_postgres_store(store) and _plain(store)
+
+
+def plain_async_postgres_store(store: Any) -> bool:
+    """:func:`plain_postgres_store` of an ``AsyncPostgresStore``: the same
+    tables and statements, through its async cursor."""
+    return is_async_postgres_store(store) and _plain(store)
 
 
 def _is_llama_index_store(store: Any) -> bool:

@@ -5,6 +5,7 @@ items and scores the store's own search gives."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any, Dict, Iterator, List, Tuple
 
@@ -370,3 +371,80 @@ def test_a_pipelined_or_pooled_store_is_searched_the_same(loaded: Database, how:
         assert paths(memory) == ["index", "filter", "filter"]
         store.put(U1, "later", {"content": "deploy the checkout service to staging now", "type": "rare"})
         assert "later" in recalled(memory)  # the transaction ended: the next one sees the write
+
+
+AsyncPostgresStore = pytest.importorskip("langgraph.store.postgres.aio").AsyncPostgresStore
+
+
+class AsyncCountedEmbeddings(CountedEmbeddings):
+    """Counting the async embeddings apart: the async store embeds with ``aembed_documents``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.async_texts: List[str] = []
+
+    async def aembed_documents(self, texts: List[str]) -> List[List[float]]:
+        self.async_texts += texts
+        return [hashed_ngrams(t) for t in texts]
+
+
+class AsyncBatchCounting(AsyncPostgresStore):  # type: ignore[misc, valid-type]
+    """The real async store, keeping the ranked search ops its own abatch ran."""
+
+    ranked_ops: List[Any] = []
+
+    async def abatch(self, ops: Any) -> Any:
+        ops = list(ops)
+        self.ranked_ops += [op for op in ops if getattr(op, "query", None)]
+        return await super().abatch(ops)
+
+
+async def test_an_async_postgres_store_is_searched_by_our_statements_as_the_sync_one(loaded: Database, store):
+    want = recalled(BaseStoreMemory(store, U1, fetch_k=10))
+    embeddings = AsyncCountedEmbeddings()
+    async with AsyncBatchCounting.from_conn_string(loaded.conninfo, index=index_config(embeddings)) as astore:
+        astore.ranked_ops = []
+        assert serves_postgres_store(astore)
+        memory = BaseStoreMemory(astore, U1, fetch_k=10)
+        got = await memory.arecall(POOLS, {"message": QUERY})
+        assert sorted(e["id"] for e in got.entries) == want
+        assert {"bare-0", "bare-1"} <= set(want)  # the untyped items, which its own filter never finds
+        assert astore.ranked_ops == []  # every ranked search ours, none the store's own
+        assert paths(memory) == ["index", "filter", "filter"]
+        assert embeddings.async_texts == [QUERY] and embeddings.texts == []  # one async embedding per recall
+
+
+async def test_a_sync_recall_over_an_async_store_on_its_own_loop_is_refused(loaded: Database):
+    async with AsyncPostgresStore.from_conn_string(loaded.conninfo, index=index_config(CountedEmbeddings())) as astore:
+        memory = BaseStoreMemory(astore, U1, fetch_k=10)
+        search = memory._postgres_search()
+        assert search is not None and search.asynchronous
+        with pytest.raises(asyncio.InvalidStateError, match="use the async interface"):
+            search.run([RankedSearch(U1, 5, type="note")], QUERY)
+
+
+def test_a_sync_recall_over_an_async_store_from_another_thread_waits_on_its_loop(loaded: Database, store):
+    want = recalled(BaseStoreMemory(store, U1, fetch_k=10))
+
+    async def main() -> List[str]:
+        config = index_config(CountedEmbeddings())
+        async with AsyncPostgresStore.from_conn_string(loaded.conninfo, index=config) as astore:
+            memory = BaseStoreMemory(astore, U1, fetch_k=10)
+            return await asyncio.to_thread(recalled, memory)
+
+    assert asyncio.run(main()) == want
+
+
+async def test_the_agent_over_an_async_store_sees_every_correction_and_the_nearest_notes(loaded: Database):
+    async with AsyncBatchCounting.from_conn_string(loaded.conninfo, index=index_config(CountedEmbeddings())) as astore:
+        astore.ranked_ops = []
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, fetch_k=10)
+        model = ToolCallingFakeModel()
+        agent = scripted_agent(middleware, astore, model=model)
+        for text in (QUERY, "and the audit ledger?"):
+            await agent.ainvoke({"messages": [("user", text)]}, thread("t1"))
+            system = system_text(model.requests[-1])
+            assert "Quote amounts in cents 0." in system and "Quote amounts in cents 1." in system
+            assert "rare fact 0 about the audit ledger" in system
+            assert "deploy checkout staging bare 0" in system  # an untyped note
+        assert astore.ranked_ops == []
