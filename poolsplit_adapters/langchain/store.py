@@ -97,6 +97,7 @@ from ..stores.base import (
     unmatched_ids,
 )
 from ..stores.checks import storable_text
+from ..stores.postgres import is_async_postgres_store, is_postgres_store
 from ..tokens import default_counter
 from .postgres_store_search import MOST_RANKED, PostgresStoreSearch, RankedSearch, serves_postgres_store
 
@@ -344,6 +345,7 @@ class BaseStoreMemory(StoreVerbs):
         self._repeats: Optional[Callable[[], Any]] = None  # a weak reference to a kept index (keep_repeats_in)
         # Our ranked searches over a PostgresStore(index=) we serve (kept: it remembers large filters).
         self._pg_search = PostgresStoreSearch(store) if serves_postgres_store(store) else None
+        self._postgres_family = is_postgres_store(store) or is_async_postgres_store(store)
 
     def __repr__(self) -> str:
         return "BaseStoreMemory(%s, %r)" % (type(self.store).__name__, list(self.chain))
@@ -393,9 +395,16 @@ class BaseStoreMemory(StoreVerbs):
             return [_Spec(link, None, None, READ_ALL, searches) for link in links]
         limit = self.fetch_k if self.fetch_k is not None else RANK_ALL
         filters: List[Optional[Dict[str, Any]]] = []
+        # A Postgres store's own filter {"type": None} matches a stored null,
+        # never a missing key: where our statements do not serve it (a TTL,
+        # a limit past theirs), untyped notes are the untyped items among
+        # the nearest of any type, kept here (as PGVector's side search).
+        nearest_untyped = [
+            s for s in searches if s.untyped and not s.always and self._pg_search is None and self._postgres_family
+        ]
         for search in searches:
-            if search.always:
-                continue  # read whole, by filter, below
+            if search.always or search in nearest_untyped:
+                continue  # read whole, by filter, below; the untyped side search below
             if search.untyped:
                 found: List[Optional[Dict[str, Any]]] = [{"type": None}]
             elif search.types is None:
@@ -410,6 +419,8 @@ class BaseStoreMemory(StoreVerbs):
             if corrections:
                 specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))  # corrections never by similarity
             specs += [_Spec(link, where, query, limit) for where in filters]
+            if nearest_untyped and filters != [None]:  # (one search of every type finds them already)
+                specs.append(_Spec(link, None, query, limit, tuple(nearest_untyped)))
         return specs
 
     def _ops(self, specs: Sequence[_Spec]) -> List[SearchOp]:

@@ -448,3 +448,17 @@ async def test_the_agent_over_an_async_store_sees_every_correction_and_the_neare
             assert "rare fact 0 about the audit ledger" in system
             assert "deploy checkout staging bare 0" in system  # an untyped note
         assert astore.ranked_ops == []
+
+
+def test_a_store_we_do_not_serve_still_recalls_untyped_items_as_notes(store):
+    """With a TTL the store searches itself; its ``{"type": None}`` filter
+    finds no untyped item, so they come from a search of any type, kept
+    when untyped (the nearest of them: here both)."""
+    ttl = PostgresStore(store.conn, index=index_config(CountedEmbeddings()), ttl={"default_ttl": 5})
+    memory = BaseStoreMemory(ttl, U1, fetch_k=10)
+    assert memory._postgres_search() is None
+    got = memory.recall(POOLS[:2], {"message": QUERY}).entries
+    assert {"bare-0", "bare-1"} <= {e["id"] for e in got}
+    assert all(e.get("type") in ("note", "correction", None) for e in got)  # the side search keeps only untyped
+    own = ttl.search(U1, filter={"type": "note"}, query=QUERY, limit=10)  # its prefix match: children too
+    assert {e["id"] for e in got if e.get("type") == "note"} == {i.key for i in own if tuple(i.namespace) == U1}
