@@ -23,6 +23,7 @@ middleware can reuse one selection for the model calls of one agent step.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -51,7 +52,7 @@ from ..recall import VisibleEntries, present_types
 from ..settings import AgentMemorySettings
 from ..stores.base import MemoryStore, StoreVerbs
 from ..stores.memory import InProcessStore
-from .prepared import CORRECTIONS_ONLY, PreparedRecall, cheap_watermark, prepares, watermark
+from .prepared import CORRECTIONS_ONLY, PreparedRecall, cheap_watermark, off_the_loop, prepares, watermark
 from .store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
 from .vector_memory import VectorStoreMemory
 
@@ -186,6 +187,7 @@ class _BaseStoreBackend(Backend):
         self._corrections: OrderedDict[Tuple[Namespace, ...], PreparedRecall] = OrderedDict()
         self._cache = cache
         self._lock = threading.Lock()
+        self._off_loop = off_the_loop(store)
 
     def prepared(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Optional[PreparedRecall]:
         """The chain's kept index for the plan's types, or None when the
@@ -265,7 +267,8 @@ class _BaseStoreBackend(Backend):
         if prepared is not None:
             await prepared.arefresh()
             return Snapshot(prepared.version, prepared=prepared)
-        fixes = self.corrections(chain)
+        # An AsyncPostgresStore's watermark reads wait on its loop: from a worker thread.
+        fixes = await asyncio.to_thread(self.corrections, chain) if self._off_loop else self.corrections(chain)
         if fixes is None:
             recall = await self.memory(chain).arecall(plan.pools, context)
         else:
@@ -309,9 +312,16 @@ class _BaseStoreBackend(Backend):
 
     async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
         kept = self._kept(chain)
-        before = watermark(self.store, chain) if kept else None
+        if kept and self._off_loop:  # the watermark's reads wait on the store's loop: from a worker thread
+            before = await asyncio.to_thread(watermark, self.store, chain)
+        else:
+            before = watermark(self.store, chain) if kept else None
         report = await self.memory(chain).awrite(entries)
-        self._wrote(kept, chain, list(dict.fromkeys(report.ids)), before)
+        ids = list(dict.fromkeys(report.ids))
+        if kept and self._off_loop:  # (and the kept states' lock is never waited for on the loop)
+            await asyncio.to_thread(self._wrote, kept, chain, ids, before)
+        else:
+            self._wrote(kept, chain, ids, before)
         return report.kept
 
     def _kept(self, chain: Sequence[Namespace]) -> List[PreparedRecall]:

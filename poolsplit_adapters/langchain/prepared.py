@@ -37,6 +37,11 @@ differ). How each store kind answers:
   is sent, but the server reads the whole namespace every turn (~0.5 s at
   100k). When it moved, each item's key and digest are read (one query)
   and compared as sets; only changed keys are read through the store.
+* ``AsyncPostgresStore``: the same reads, as statements on its own loop; an
+  async turn waits for them from a worker thread (a wait on the loop's own
+  thread would never end), so the loop keeps running. The write's duplicate
+  check reads the store (it runs on the loop, where the kept index cannot be
+  refreshed).
 * Any other store, or one with a TTL (expiry changes what a read returns
   without a write): no watermark; the whole namespace is read every turn
   (one exact read per namespace, as before), and the stamp ``(updated_at,
@@ -56,6 +61,7 @@ alone, none of which reads the whole namespace.
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import hashlib
 import json
@@ -73,10 +79,10 @@ from ..memory.repeat_candidates import RepeatCandidates
 from ..poolsplit import Pool, Scorer, Selection
 from ..recall import RecallPlan, Search
 from ..seams import Layering
-from ..stores.postgres import CHANGE_TRIGGERS, CHANGES_TABLE, plain_postgres_store
+from ..stores.postgres import CHANGE_TRIGGERS, CHANGES_TABLE, plain_async_postgres_store, plain_postgres_store
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
-__all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "prepares", "watermark"]
+__all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "off_the_loop", "prepares", "watermark"]
 
 _Key = Tuple[int, str]  # (chain link, item key)
 _Read = Tuple[int, str, Any, Item]  # (chain link, key, stamp, item) of an item that changed
@@ -133,38 +139,70 @@ _PG_CHANGES = (
 
 
 def _postgres(store: BaseStore) -> Optional[Any]:
-    """A (sync) ``PostgresStore`` without a TTL, else None."""
-    if plain_postgres_store(store):
+    """A ``PostgresStore`` or an ``AsyncPostgresStore`` without a TTL, else None."""
+    if plain_postgres_store(store) or plain_async_postgres_store(store):
         return store
     return None
 
 
+def off_the_loop(store: BaseStore) -> bool:
+    """Whether an async caller runs this store's prepared reads in a worker
+    thread: an ``AsyncPostgresStore``, whose statements run on its own loop
+    and are waited for from the thread (a wait on the loop's own thread
+    would never end)."""
+    return plain_async_postgres_store(store)
+
+
+async def _async_rows(store: Any, statements: Sequence[Tuple[str, Tuple[Any, ...]]]) -> List[List[Dict[str, Any]]]:
+    async with store._cursor() as cur:
+        found = []
+        for sql, params in statements:
+            await cur.execute(sql, params)
+            found.append(list(await cur.fetchall()))
+        return found
+
+
+def _pg_rows(store: Any, statements: Sequence[Tuple[str, Tuple[Any, ...]]]) -> List[List[Dict[str, Any]]]:
+    """Each statement's rows, one cursor for all: the sync store's, or the
+    async store's on its own loop, waited for here (as its own ``batch``
+    does; refused on that loop's thread)."""
+    if not plain_async_postgres_store(store):
+        with store._cursor() as cur:
+            found = []
+            for sql, params in statements:
+                cur.execute(sql, params)
+                found.append(list(cur.fetchall()))
+            return found
+    try:
+        running: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is store._loop:
+        raise asyncio.InvalidStateError(
+            "a synchronous read of AsyncPostgresStore on its own event loop would deadlock: use the async interface"
+        )
+    return asyncio.run_coroutine_threadsafe(_async_rows(store, statements), store._loop).result()
+
+
 def _pg_query(store: Any, sql: str, chain: Sequence[Namespace]) -> List[List[Any]]:
     """``sql`` with each namespace's label as its one parameter (never in the text)."""
-    found = []
-    with store._cursor() as cur:
-        for ns in chain:
-            cur.execute(sql, (namespace_label(ns),))
-            found.append([tuple(row.values()) for row in cur.fetchall()])
-    return found
+    found = _pg_rows(store, [(sql, (namespace_label(ns),)) for ns in chain])
+    return [[tuple(row.values()) for row in rows] for rows in found]
 
 
 def _pg_changes(store: Any, chain: Sequence[Namespace]) -> Optional[Tuple[int, ...]]:
     """Each namespace's change counter (one primary-key lookup each), or
     None when the counter is not installed or a trigger is missing or
     disabled (then it would not be sound)."""
-    with store._cursor() as cur:
-        cur.execute(_PG_COUNTED)
-        row = cur.fetchone()
-        if not row or not row["counted"]:
+    [[row]] = _pg_rows(store, [(_PG_COUNTED, ())])
+    if not row["counted"]:
+        return None
+    found = _pg_rows(store, [(_PG_CHANGES, (list(CHANGE_TRIGGERS), namespace_label(ns))) for ns in chain])
+    counts = []
+    for rows in found:
+        if not rows or rows[0]["armed"] != len(CHANGE_TRIGGERS):
             return None
-        counts = []
-        for ns in chain:
-            cur.execute(_PG_CHANGES, (list(CHANGE_TRIGGERS), namespace_label(ns)))
-            row = cur.fetchone()
-            if row is None or row["armed"] != len(CHANGE_TRIGGERS):
-                return None
-            counts.append(int(row["changes"]))
+        counts.append(int(rows[0]["changes"]))
     return tuple(counts)
 
 
@@ -307,6 +345,9 @@ class PreparedRecall:
     async def arefresh(self) -> None:
         """Async :meth:`refresh` (a store without a watermark is read with ``abatch``)."""
         store = self.memory.store
+        if off_the_loop(store):  # its statements on its loop, waited for in a worker thread
+            await asyncio.to_thread(self.refresh)
+            return
         if _in_memory(store) is not None or _sqlite(store) is not None or _postgres(store) is not None:
             self.refresh()  # a sync store: its reads block either way
             return
@@ -387,11 +428,9 @@ class PreparedRecall:
             stamp_of: Callable[[Tuple[Any, ...]], Any] = lambda row: tuple(row[1:])  # noqa: E731
             row_of: Callable[[str, Any], Tuple[Any, ...]] = lambda key, stamp: (key, *stamp)  # noqa: E731
         else:
-            with store._cursor() as cur:  # type: ignore[attr-defined]
-                for link, key in keys:
-                    cur.execute(_PG_ROW, (namespace_label(chain[link]), key))
-                    row = cur.fetchone()
-                    found[(link, key)] = None if row is None else tuple(row.values())
+            rows = _pg_rows(store, [(_PG_ROW, (namespace_label(chain[link]), key)) for link, key in keys])
+            for (link, key), read in zip(keys, rows):
+                found[(link, key)] = tuple(read[0].values()) if read else None
             stamp_of = lambda row: row[1]  # noqa: E731
             row_of = lambda key, digest: (key, digest)  # noqa: E731
         patch: List[Tuple[int, Set[Tuple[Any, ...]], Optional[Tuple[Any, ...]]]] = []
@@ -559,6 +598,8 @@ class PreparedRecall:
         """
         store = self.memory.store
         if _in_memory(store) is None and _sqlite(store) is None and _postgres(store) is None:
+            return None
+        if off_the_loop(store):  # an async write's check runs on the loop: the store reads its own
             return None
         self.refresh()
         with self._lock:

@@ -62,6 +62,8 @@ __all__ = [
     "hnsw_search_settings_psycopg",
     "install_change_counter",
     "install_filter_index",
+    "ainstall_change_counter",
+    "ainstall_filter_index",
     "is_async_postgres_store",
     "is_postgres_store",
     "plain_async_postgres_store",
@@ -483,16 +485,48 @@ def install_filter_index(store: Any) -> None:
     elif _is_llama_index_store(store):
         _install_llama_index_filter_index(store)
     elif is_postgres_store(store):
-        with store._cursor() as cur:  # fixed names only: ours and LangGraph's table
-            cur.execute(
-                "CREATE INDEX IF NOT EXISTS %s ON store (prefix, (value->>'type'))" % filter_index_name("store")
-            )
-            cur.execute("ANALYZE store")
+        with store._cursor() as cur:
+            for statement in _STORE_FILTER_INDEX_DDL:
+                cur.execute(statement)
+    elif is_async_postgres_store(store):
+        raise ArgumentError("install_filter_index: an AsyncPostgresStore takes `await ainstall_filter_index(store)`")
     else:
         raise ArgumentError(
             "install_filter_index takes LangChain's PGVector (made for sync use), LlamaIndex's PGVectorStore"
             " or LangGraph's PostgresStore, got %s" % type(store).__name__
         )
+
+
+#: The filter index of LangGraph's ``store`` table (fixed names only: ours and LangGraph's table).
+_STORE_FILTER_INDEX_DDL = (
+    "CREATE INDEX IF NOT EXISTS %s ON store (prefix, (value->>'type'))" % filter_index_name("store"),
+    "ANALYZE store",
+)
+
+
+async def ainstall_filter_index(store: Any) -> None:
+    """:func:`install_filter_index` of LangGraph's ``AsyncPostgresStore``
+    (the same index, through its async cursor): run once, after
+    ``await store.setup()``.
+
+    Example::
+
+        async with AsyncPostgresStore.from_conn_string(url, index=index) as store:
+            await store.setup()
+            await ainstall_filter_index(store)
+    """
+    await _async_ddl(store, _STORE_FILTER_INDEX_DDL, "ainstall_filter_index")
+
+
+async def _async_ddl(store: Any, statements: Sequence[str], name: str) -> None:
+    if not is_async_postgres_store(store):
+        raise ArgumentError(
+            "%s takes LangGraph's AsyncPostgresStore, got %s (a sync store: %s)"
+            % (name, type(store).__name__, name[1:])
+        )
+    async with store._cursor() as cur:
+        for statement in statements:
+            await cur.execute(statement)
 
 
 def is_postgres_store(store: Any) -> bool:
@@ -681,9 +715,27 @@ def install_change_counter(store: Any) -> None:
             store.setup()
             install_change_counter(store)
     """
+    if is_async_postgres_store(store):
+        raise ArgumentError(
+            "install_change_counter: an AsyncPostgresStore takes `await ainstall_change_counter(store)`"
+        )
     with store._cursor() as cur:
         for statement in _CHANGE_COUNTER_DDL:
             cur.execute(statement)
+
+
+async def ainstall_change_counter(store: Any) -> None:
+    """:func:`install_change_counter` of LangGraph's ``AsyncPostgresStore``
+    (the same table, function and triggers, through its async cursor): run
+    once, after ``await store.setup()``.
+
+    Example::
+
+        async with AsyncPostgresStore.from_conn_string(url) as store:
+            await store.setup()
+            await ainstall_change_counter(store)
+    """
+    await _async_ddl(store, _CHANGE_COUNTER_DDL, "ainstall_change_counter")
 
 
 @dataclass(frozen=True)

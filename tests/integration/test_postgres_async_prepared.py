@@ -1,0 +1,198 @@
+"""The middleware's kept index over LangGraph's ``AsyncPostgresStore`` (a
+real Postgres), as over the sync store: the watermark (the change counter
+when installed, the server-side digest otherwise) is read on the store's own
+loop from a worker thread, sees what another connection wrote between
+turns, and the kept selection is a fresh recall's."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any, Awaitable, Callable, List
+
+import pytest
+from agent_fakes import ToolCallingFakeModel, markers, thread
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import SearchOp
+from pg_embeddings import HashedNgramEmbeddings
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain.backends import Plan, backend_for
+from poolsplit_adapters.langchain.prepared import watermark
+from poolsplit_adapters.render import render_context, selection_dict
+from poolsplit_adapters.settings import ArgumentError
+from poolsplit_adapters.stores.postgres import (
+    ainstall_change_counter,
+    ainstall_filter_index,
+    install_change_counter,
+    install_filter_index,
+)
+
+PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
+AsyncPostgresStore = pytest.importorskip("langgraph.store.postgres.aio").AsyncPostgresStore
+
+NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
+U1 = ("memories", "u1")
+POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 60, 3, ("note", "episode"))]
+CONTEXT = {"message": "deploy", "tags": [], "project": None}
+
+
+def _fix(n: int, text: str = "") -> dict:
+    return {"id": "fix-%d" % n, "type": "correction", "scope": "always", "content": text or "Correction %d." % n}
+
+
+def _seed() -> List[dict]:
+    return [_fix(n) for n in range(3)] + [
+        {"id": "note-%02d" % n, "type": "note", "content": "deploy note %d" % n} for n in range(20)
+    ]
+
+
+def _fixes(model: ToolCallingFakeModel) -> List[tuple]:
+    return [(m["id"], m["content"]) for m in markers(model.requests[-1]) if m.get("scope") == "always"]
+
+
+async def _setup(store: Any, counted: bool) -> None:
+    await store.setup()
+    if counted:
+        await ainstall_change_counter(store)
+
+
+@pytest.mark.parametrize("counted", [False, True], ids=["digest", "change-counter"])
+async def test_the_next_async_turn_sees_what_another_connection_wrote(pg_database: Any, counted: bool) -> None:
+    with PostgresStore.from_conn_string(pg_database.conninfo) as other:
+        async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as mine:
+            await _setup(mine, counted)
+            await BaseStoreMemory(mine, U1).aput_many(_seed())
+            model = ToolCallingFakeModel()
+            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+            agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=mine)
+            await agent.ainvoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
+            assert _fixes(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
+            mark = await asyncio.to_thread(watermark, mine, [U1])
+            assert mark[0] == ("pgchanges" if counted else "postgres")
+            writer = BaseStoreMemory(other, U1)
+            writer.put(_fix(1, "Korrection 1."))  # the same length: only the content tells
+            writer.put(_fix(7))
+            other.delete(U1, "fix-2")
+            BaseStoreMemory(other, (*U1, "drafts")).put(_fix(9))  # a child namespace: not ours
+            assert await asyncio.to_thread(watermark, mine, [U1]) != mark
+            await agent.ainvoke({"messages": [HumanMessage("and now?")]}, thread("t1"))
+            assert _fixes(model) == [
+                ("fix-0", "Correction 0."),
+                ("fix-1", "Korrection 1."),
+                ("fix-7", "Correction 7."),
+            ]
+
+
+@pytest.mark.parametrize("counted", [False, True], ids=["digest", "change-counter"])
+async def test_the_kept_async_selection_is_a_fresh_recalls_after_every_write(pg_database: Any, counted: bool) -> None:
+    with PostgresStore.from_conn_string(pg_database.conninfo) as other:
+        async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as mine:
+            await _setup(mine, counted)
+            writer = BaseStoreMemory(other, U1)
+            writer.put_many(_seed())
+            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+            backend = backend_for(mine, middleware.settings)
+            plan = Plan(list(POOLS))
+            episode = {"id": "ep-1", "type": "episode", "content": "deploy episode"}
+            writes: List[Callable[[], Awaitable[Any]]] = [
+                lambda: asyncio.sleep(0),
+                lambda: asyncio.to_thread(
+                    writer.put, {"id": "note-05", "type": "note", "content": "deploy note five, rewritten"}
+                ),
+                lambda: backend.awrite([U1], [episode]),
+                lambda: asyncio.to_thread(other.delete, U1, "note-00"),
+                lambda: asyncio.to_thread(writer.put, _fix(0, "Correction 0, reworded.")),
+            ]
+            for write in writes:
+                await write()
+                snap = await backend.asnapshot([U1], CONTEXT, plan)
+                assert snap.prepared is not None  # the kept index, not a read of the namespace
+                got = backend.select(snap, [U1], CONTEXT, plan)
+                fresh = BaseStoreMemory(other, U1)
+                expected = fresh.select_from(
+                    fresh.recall(POOLS, CONTEXT), POOLS, CONTEXT, now=NOW, scorer=middleware.settings.scorer
+                )
+                assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
+                assert render_context(got).text == render_context(expected).text
+                reads = snap.prepared.reads
+                assert (await backend.asnapshot([U1], CONTEXT, plan)).version == snap.version
+                assert snap.prepared.reads == reads  # unchanged: the watermark only
+
+
+async def test_the_middlewares_own_async_write_reads_only_its_keys_with_the_counter(pg_database: Any) -> None:
+    async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
+        await _setup(store, True)
+        await BaseStoreMemory(store, U1).aput_many(_seed())
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        backend = backend_for(store, middleware.settings)
+        plan = Plan(list(POOLS))
+        snap = await backend.asnapshot([U1], CONTEXT, plan)
+        reads = snap.prepared.reads
+        await backend.awrite([U1], [{"id": "ep-1", "type": "episode", "content": "deploy episode"}])
+        snap = await backend.asnapshot([U1], CONTEXT, plan)
+        assert snap.prepared.reads == reads + 2  # the written key's row and item, nothing else
+        assert "ep-1" in [e["id"] for e in snap.prepared.entries()]
+
+
+async def test_an_indexed_async_stores_ranked_recall_keeps_its_corrections_with_the_counter(
+    pg_database: Any,
+) -> None:
+    """With the counter, the corrections of a ranked recall come from the
+    kept index: the async store is asked its ranked searches only (ours,
+    not through its ``abatch``), and the selection is a fresh recall's."""
+    index = {"dims": 256, "embed": HashedNgramEmbeddings(), "fields": ["content"]}
+    with PostgresStore.from_conn_string(pg_database.conninfo, index=index) as other:
+        async with AsyncPostgresStore.from_conn_string(pg_database.conninfo, index=index) as mine:
+            await _setup(mine, True)
+            await ainstall_filter_index(mine)
+            writer = BaseStoreMemory(other, U1)
+            writer.put_many(_seed())
+            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=3)
+            backend = backend_for(mine, middleware.settings)
+            plan = Plan(list(POOLS))
+            asked: List[Any] = []
+            abatch = mine.abatch
+
+            async def recording(ops: Any) -> Any:
+                ops = list(ops)
+                asked.extend(ops)
+                return await abatch(ops)
+
+            mine.abatch = recording  # type: ignore[method-assign]  # the real store answers; the ops are noted
+            for write in (lambda: None, lambda: writer.put(_fix(7)), lambda: other.delete(U1, "fix-2")):
+                write()
+                asked.clear()
+                got = backend.select(await backend.asnapshot([U1], CONTEXT, plan), [U1], CONTEXT, plan)
+                assert [op for op in asked if isinstance(op, SearchOp)] == []
+                fresh = BaseStoreMemory(other, U1, fetch_k=3)
+                expected = fresh.select_from(
+                    fresh.recall(POOLS, CONTEXT), POOLS, CONTEXT, now=NOW, scorer=middleware.settings.scorer
+                )
+                assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
+            fixes = sorted(c.entry["id"] for c in got.chosen if c.entry.get("scope") == "always")
+            assert fixes == ["fix-0", "fix-1", "fix-7"]
+
+
+async def test_each_installer_names_its_twin_for_the_other_kind_of_store(pg_database: Any) -> None:
+    with PostgresStore.from_conn_string(pg_database.conninfo) as sync_store:
+        sync_store.setup()
+        with pytest.raises(ArgumentError, match="a sync store: install_change_counter"):
+            await ainstall_change_counter(sync_store)
+        with pytest.raises(ArgumentError, match="a sync store: install_filter_index"):
+            await ainstall_filter_index(sync_store)
+    async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as async_store:
+        with pytest.raises(ArgumentError, match="await ainstall_change_counter"):
+            install_change_counter(async_store)
+        with pytest.raises(ArgumentError, match="await ainstall_filter_index"):
+            install_filter_index(async_store)
+
+
+async def test_a_sync_watermark_read_on_the_async_stores_own_loop_is_refused(pg_database: Any) -> None:
+    async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
+        await store.setup()
+        with pytest.raises(asyncio.InvalidStateError, match="use the async interface"):
+            watermark(store, [U1])
