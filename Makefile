@@ -74,7 +74,8 @@ demo: $(DEMO_STAMP)
 # Every benchmark, one command: core/index at 10k-1M, adapter construction
 # against the bare index (100k, and 1M with the len/4 counter, once), the
 # SQLite store, the embedding scorer, progressive loading, pools vs one
-# budget, pgvector, the agent middleware per turn (10k, 100k), and each
+# budget, pgvector, the agent middleware per turn (10k, 100k; sync and async
+# Postgres stores), and each
 # adapter's call against the bare index at 100k and 1M (1M: two rounds)
 # with the query embeddings per call; every speed figure a ratio against the
 # bare index measured in the same run
@@ -88,6 +89,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/starvation.py
 	$(BIN)/python benchmarks/stores_pg.py
 	$(BIN)/python benchmarks/middleware_turn.py
+	$(BIN)/python benchmarks/middleware_turn_async.py
 	$(BIN)/python benchmarks/adapter_calls.py --sizes 100000 1000000
 
 # Labelled quality evaluation (benchmarks/eval): the deterministic hash

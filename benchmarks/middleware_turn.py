@@ -160,7 +160,22 @@ def _counted_run(self: PostgresStoreSearch, searches: Any, query: Optional[str] 
             self.store.seconds += time.perf_counter() - start
 
 
+_own_arun = PostgresStoreSearch.arun
+
+
+async def _counted_arun(self: PostgresStoreSearch, searches: Any, query: Optional[str] = None) -> Any:
+    """:func:`_counted_run` of the async run (an ``AsyncPostgresStore``'s)."""
+    start = time.perf_counter()
+    try:
+        return await _own_arun(self, searches, query)
+    finally:
+        if hasattr(self.store, "calls"):
+            self.store.calls += 1
+            self.store.seconds += time.perf_counter() - start
+
+
 PostgresStoreSearch.run = _counted_run  # type: ignore[method-assign]
+PostgresStoreSearch.arun = _counted_arun  # type: ignore[method-assign]
 
 
 def vector_index() -> Dict[str, Any]:
@@ -270,21 +285,26 @@ class RecordingModel(GenericFakeChatModel):
 
 
 def turns(
-    store: Any, middleware: Optional[PoolSplitMemoryMiddleware], count: int
+    store: Any,
+    middleware: Optional[PoolSplitMemoryMiddleware],
+    count: int,
+    run: Optional[Callable[[Any, Any, Any], Any]] = None,
 ) -> Tuple[List[float], List[int], List[float]]:
     """Seconds, store round trips and seconds inside the store's batches of
-    each of ``count`` turns on one thread (after one warm-up turn)."""
+    each of ``count`` turns on one thread (after one warm-up turn); ``run``
+    runs one turn (``run(agent, input, config)``), ``agent.invoke`` by default."""
     model = RecordingModel(messages=repeat(AIMessage("ok")), requests=[])
     agent = create_agent(
         model, middleware=[middleware] if middleware else [], checkpointer=InMemorySaver(), store=store
     )
     config = {"configurable": {"thread_id": "t-%d" % id(model)}}
-    agent.invoke({"messages": [HumanMessage("warm up: deploy")]}, config)
+    run = run or (lambda agent, given, config: agent.invoke(given, config))
+    run(agent, {"messages": [HumanMessage("warm up: deploy")]}, config)
     times, trips, inside = [], [], []
     for n in range(count):
         before, spent = store.calls, store.seconds
         start = time.perf_counter()
-        agent.invoke({"messages": [HumanMessage("what about the %s %d?" % (WORDS[n % 10], n))]}, config)
+        run(agent, {"messages": [HumanMessage("what about the %s %d?" % (WORDS[n % 10], n))]}, config)
         times.append(time.perf_counter() - start)
         trips.append(store.calls - before)
         inside.append(store.seconds - spent)

@@ -39,9 +39,8 @@ differ). How each store kind answers:
   and compared as sets; only changed keys are read through the store.
 * ``AsyncPostgresStore``: the same reads, as statements on its own loop; an
   async turn waits for them from a worker thread (a wait on the loop's own
-  thread would never end), so the loop keeps running. The write's duplicate
-  check reads the store (it runs on the loop, where the kept index cannot be
-  refreshed).
+  thread would never end), so the loop keeps running; so does an async
+  write's duplicate check, which reads the kept index as a sync one does.
 * Any other store, or one with a TTL (expiry changes what a read returns
   without a write): no watermark; the whole namespace is read every turn
   (one exact read per namespace, as before), and the stamp ``(updated_at,
@@ -598,8 +597,6 @@ class PreparedRecall:
         """
         store = self.memory.store
         if _in_memory(store) is None and _sqlite(store) is None and _postgres(store) is None:
-            return None
-        if off_the_loop(store):  # an async write's check runs on the loop: the store reads its own
             return None
         self.refresh()
         with self._lock:

@@ -53,6 +53,7 @@ rules are written once here:
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import threading
 import weakref
@@ -97,7 +98,7 @@ from ..stores.base import (
     unmatched_ids,
 )
 from ..stores.checks import storable_text
-from ..stores.postgres import is_async_postgres_store, is_postgres_store
+from ..stores.postgres import is_async_postgres_store, is_postgres_store, plain_async_postgres_store
 from ..tokens import default_counter
 from .postgres_store_search import MOST_RANKED, PostgresStoreSearch, RankedSearch, serves_postgres_store
 
@@ -843,7 +844,11 @@ class BaseStoreMemory(StoreVerbs):
     async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
         """Async :meth:`write`."""
         prepared = self.preparing(entries)
-        items = self._kept_repeats(prepared)
+        if plain_async_postgres_store(self.store) and self._repeats is not None:
+            # the kept index's refresh waits on the store's loop: from a worker thread
+            items = await asyncio.to_thread(self._kept_repeats, prepared)
+        else:
+            items = self._kept_repeats(prepared)
         if items is not None:
             finder = self._neighbours([items])
         else:

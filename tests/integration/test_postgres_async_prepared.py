@@ -196,3 +196,29 @@ async def test_a_sync_watermark_read_on_the_async_stores_own_loop_is_refused(pg_
         await store.setup()
         with pytest.raises(asyncio.InvalidStateError, match="use the async interface"):
             watermark(store, [U1])
+
+
+async def test_an_async_writes_duplicate_check_reads_the_kept_index_not_the_store(pg_database: Any) -> None:
+    """Over the async store too, a write's repeats are looked up in the kept
+    index (refreshed from a worker thread): the store is asked no search of
+    the written type, and the repeat is still found."""
+    async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
+        await _setup(store, True)
+        await BaseStoreMemory(store, U1).aput_many(_seed())
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        backend = backend_for(store, middleware.settings)
+        await backend.asnapshot([U1], CONTEXT, plan := Plan(list(POOLS)))
+        asked: List[Any] = []
+        abatch = store.abatch
+
+        async def recording(ops: Any) -> Any:
+            ops = list(ops)
+            asked.extend(ops)
+            return await abatch(ops)
+
+        store.abatch = recording  # type: ignore[method-assign]  # the real store answers; the ops are noted
+        kept = await backend.awrite([U1], [{"id": "again", "type": "note", "content": "deploy note 4"}])
+        assert kept == ["note-04"]  # the repeat of a stored note, kept once
+        assert [op for op in asked if isinstance(op, SearchOp)] == []
+        snap = await backend.asnapshot([U1], CONTEXT, plan)
+        assert "again" not in [e["id"] for e in snap.prepared.entries()]
