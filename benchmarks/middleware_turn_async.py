@@ -39,7 +39,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import docs_tables  # noqa: E402
-from middleware_turn import POOLS, U1, counter, counting, memories, p95, turns  # noqa: E402
+from middleware_turn import HEADER, POOLS, U1, counter, counting, memories, p95, turns  # noqa: E402
 
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware  # noqa: E402
 
@@ -132,17 +132,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--turns", type=int, default=15)
     args = parser.parse_args()
-    header = [
-        "store",
-        "memories",
-        "turn",
-        "p50",
-        "p95",
-        "overhead (p50)",
-        "store round trips / turn",
-        "in the store (p50)",
-        "p50 ÷ the sync store's",
-    ]
+    header = [*HEADER, "p50 ÷ the sync store's"]
     rows: List[List[str]] = []
     started = time.perf_counter()
     for size in args.sizes:

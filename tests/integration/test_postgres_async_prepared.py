@@ -7,22 +7,31 @@ turns, and the kept selection is a fresh recall's."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 from typing import Any, Awaitable, Callable, List
 
 import pytest
-from agent_fakes import ToolCallingFakeModel, markers, thread
+from agent_fakes import ToolCallingFakeModel, thread
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import SearchOp
 from pg_embeddings import HashedNgramEmbeddings
+from prepared_seed import (
+    AFTER_OTHERS,
+    NOW,
+    POOLS,
+    U1,
+    assert_a_fresh_recalls,
+    fix,
+    fixes_shown,
+    others_writes,
+    record_abatch,
+    seed,
+)
 
-from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
 from poolsplit_adapters.langchain.backends import Plan, backend_for
 from poolsplit_adapters.langchain.prepared import watermark
-from poolsplit_adapters.render import render_context, selection_dict
 from poolsplit_adapters.settings import ArgumentError
 from poolsplit_adapters.stores.postgres import (
     ainstall_change_counter,
@@ -34,24 +43,7 @@ from poolsplit_adapters.stores.postgres import (
 PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
 AsyncPostgresStore = pytest.importorskip("langgraph.store.postgres.aio").AsyncPostgresStore
 
-NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
-U1 = ("memories", "u1")
-POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 60, 3, ("note", "episode"))]
 CONTEXT = {"message": "deploy", "tags": [], "project": None}
-
-
-def _fix(n: int, text: str = "") -> dict:
-    return {"id": "fix-%d" % n, "type": "correction", "scope": "always", "content": text or "Correction %d." % n}
-
-
-def _seed() -> List[dict]:
-    return [_fix(n) for n in range(3)] + [
-        {"id": "note-%02d" % n, "type": "note", "content": "deploy note %d" % n} for n in range(20)
-    ]
-
-
-def _fixes(model: ToolCallingFakeModel) -> List[tuple]:
-    return [(m["id"], m["content"]) for m in markers(model.requests[-1]) if m.get("scope") == "always"]
 
 
 async def _setup(store: Any, counted: bool) -> None:
@@ -65,26 +57,18 @@ async def test_the_next_async_turn_sees_what_another_connection_wrote(pg_databas
     with PostgresStore.from_conn_string(pg_database.conninfo) as other:
         async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as mine:
             await _setup(mine, counted)
-            await BaseStoreMemory(mine, U1).aput_many(_seed())
+            await BaseStoreMemory(mine, U1).aput_many(seed())
             model = ToolCallingFakeModel()
             middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
             agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=mine)
             await agent.ainvoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
-            assert _fixes(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
+            assert fixes_shown(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
             mark = await asyncio.to_thread(watermark, mine, [U1])
             assert mark[0] == ("pgchanges" if counted else "postgres")
-            writer = BaseStoreMemory(other, U1)
-            writer.put(_fix(1, "Korrection 1."))  # the same length: only the content tells
-            writer.put(_fix(7))
-            other.delete(U1, "fix-2")
-            BaseStoreMemory(other, (*U1, "drafts")).put(_fix(9))  # a child namespace: not ours
+            others_writes(other)
             assert await asyncio.to_thread(watermark, mine, [U1]) != mark
             await agent.ainvoke({"messages": [HumanMessage("and now?")]}, thread("t1"))
-            assert _fixes(model) == [
-                ("fix-0", "Correction 0."),
-                ("fix-1", "Korrection 1."),
-                ("fix-7", "Correction 7."),
-            ]
+            assert fixes_shown(model) == AFTER_OTHERS
 
 
 @pytest.mark.parametrize("counted", [False, True], ids=["digest", "change-counter"])
@@ -93,7 +77,7 @@ async def test_the_kept_async_selection_is_a_fresh_recalls_after_every_write(pg_
         async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as mine:
             await _setup(mine, counted)
             writer = BaseStoreMemory(other, U1)
-            writer.put_many(_seed())
+            writer.put_many(seed())
             middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
             backend = backend_for(mine, middleware.settings)
             plan = Plan(list(POOLS))
@@ -105,19 +89,14 @@ async def test_the_kept_async_selection_is_a_fresh_recalls_after_every_write(pg_
                 ),
                 lambda: backend.awrite([U1], [episode]),
                 lambda: asyncio.to_thread(other.delete, U1, "note-00"),
-                lambda: asyncio.to_thread(writer.put, _fix(0, "Correction 0, reworded.")),
+                lambda: asyncio.to_thread(writer.put, fix(0, "Correction 0, reworded.")),
             ]
             for write in writes:
                 await write()
                 snap = await backend.asnapshot([U1], CONTEXT, plan)
                 assert snap.prepared is not None  # the kept index, not a read of the namespace
                 got = backend.select(snap, [U1], CONTEXT, plan)
-                fresh = BaseStoreMemory(other, U1)
-                expected = fresh.select_from(
-                    fresh.recall(POOLS, CONTEXT), POOLS, CONTEXT, now=NOW, scorer=middleware.settings.scorer
-                )
-                assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
-                assert render_context(got).text == render_context(expected).text
+                assert_a_fresh_recalls(got, other, middleware.settings.scorer, CONTEXT)
                 reads = snap.prepared.reads
                 assert (await backend.asnapshot([U1], CONTEXT, plan)).version == snap.version
                 assert snap.prepared.reads == reads  # unchanged: the watermark only
@@ -126,7 +105,7 @@ async def test_the_kept_async_selection_is_a_fresh_recalls_after_every_write(pg_
 async def test_the_middlewares_own_async_write_reads_only_its_keys_with_the_counter(pg_database: Any) -> None:
     async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
         await _setup(store, True)
-        await BaseStoreMemory(store, U1).aput_many(_seed())
+        await BaseStoreMemory(store, U1).aput_many(seed())
         middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
         backend = backend_for(store, middleware.settings)
         plan = Plan(list(POOLS))
@@ -150,29 +129,17 @@ async def test_an_indexed_async_stores_ranked_recall_keeps_its_corrections_with_
             await _setup(mine, True)
             await ainstall_filter_index(mine)
             writer = BaseStoreMemory(other, U1)
-            writer.put_many(_seed())
+            writer.put_many(seed())
             middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=3)
             backend = backend_for(mine, middleware.settings)
             plan = Plan(list(POOLS))
-            asked: List[Any] = []
-            abatch = mine.abatch
-
-            async def recording(ops: Any) -> Any:
-                ops = list(ops)
-                asked.extend(ops)
-                return await abatch(ops)
-
-            mine.abatch = recording  # type: ignore[method-assign]  # the real store answers; the ops are noted
-            for write in (lambda: None, lambda: writer.put(_fix(7)), lambda: other.delete(U1, "fix-2")):
+            asked = record_abatch(mine)
+            for write in (lambda: None, lambda: writer.put(fix(7)), lambda: other.delete(U1, "fix-2")):
                 write()
                 asked.clear()
                 got = backend.select(await backend.asnapshot([U1], CONTEXT, plan), [U1], CONTEXT, plan)
                 assert [op for op in asked if isinstance(op, SearchOp)] == []
-                fresh = BaseStoreMemory(other, U1, fetch_k=3)
-                expected = fresh.select_from(
-                    fresh.recall(POOLS, CONTEXT), POOLS, CONTEXT, now=NOW, scorer=middleware.settings.scorer
-                )
-                assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
+                assert_a_fresh_recalls(got, other, middleware.settings.scorer, CONTEXT, fetch_k=3)
             fixes = sorted(c.entry["id"] for c in got.chosen if c.entry.get("scope") == "always")
             assert fixes == ["fix-0", "fix-1", "fix-7"]
 
@@ -204,19 +171,11 @@ async def test_an_async_writes_duplicate_check_reads_the_kept_index_not_the_stor
     the written type, and the repeat is still found."""
     async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
         await _setup(store, True)
-        await BaseStoreMemory(store, U1).aput_many(_seed())
+        await BaseStoreMemory(store, U1).aput_many(seed())
         middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
         backend = backend_for(store, middleware.settings)
         await backend.asnapshot([U1], CONTEXT, plan := Plan(list(POOLS)))
-        asked: List[Any] = []
-        abatch = store.abatch
-
-        async def recording(ops: Any) -> Any:
-            ops = list(ops)
-            asked.extend(ops)
-            return await abatch(ops)
-
-        store.abatch = recording  # type: ignore[method-assign]  # the real store answers; the ops are noted
+        asked = record_abatch(store)
         kept = await backend.awrite([U1], [{"id": "again", "type": "note", "content": "deploy note 4"}])
         assert kept == ["note-04"]  # the repeat of a stored note, kept once
         assert [op for op in asked if isinstance(op, SearchOp)] == []

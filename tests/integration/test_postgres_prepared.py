@@ -5,43 +5,23 @@ turns, and the kept selection is a fresh recall's."""
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, List
 
 import pytest
-from agent_fakes import ToolCallingFakeModel, markers, thread
+from agent_fakes import ToolCallingFakeModel, thread
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import SearchOp
 from pg_embeddings import HashedNgramEmbeddings
+from prepared_seed import AFTER_OTHERS, NOW, POOLS, U1, assert_a_fresh_recalls, fix, fixes_shown, others_writes, seed
 
-from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
 from poolsplit_adapters.langchain.backends import Plan, backend_for
 from poolsplit_adapters.langchain.prepared import watermark
-from poolsplit_adapters.render import render_context, selection_dict
 from poolsplit_adapters.stores.postgres import install_change_counter
 
 PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
-
-NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
-U1 = ("memories", "u1")
-POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 60, 3, ("note", "episode"))]
-
-
-def _fix(n: int, text: str = "") -> dict:
-    return {"id": "fix-%d" % n, "type": "correction", "scope": "always", "content": text or "Correction %d." % n}
-
-
-def _seed() -> List[dict]:
-    return [_fix(n) for n in range(3)] + [
-        {"id": "note-%02d" % n, "type": "note", "content": "deploy note %d" % n} for n in range(20)
-    ]
-
-
-def _fixes(model: ToolCallingFakeModel) -> List[tuple]:
-    return [(m["id"], m["content"]) for m in markers(model.requests[-1]) if m.get("scope") == "always"]
 
 
 def _setup(store: Any, counted: bool) -> None:
@@ -57,22 +37,18 @@ def test_the_next_turn_sees_what_another_connection_wrote(pg_database: Any, coun
         PostgresStore.from_conn_string(pg_database.conninfo) as other,
     ):
         _setup(mine, counted)
-        BaseStoreMemory(mine, U1).put_many(_seed())
+        BaseStoreMemory(mine, U1).put_many(seed())
         model = ToolCallingFakeModel()
         middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
         agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=mine)
         agent.invoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
-        assert _fixes(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
+        assert fixes_shown(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
         mark = watermark(mine, [U1])
         assert mark[0] == ("pgchanges" if counted else "postgres")
-        writer = BaseStoreMemory(other, U1)
-        writer.put(_fix(1, "Korrection 1."))  # the same length: only the content tells
-        writer.put(_fix(7))
-        other.delete(U1, "fix-2")
-        BaseStoreMemory(other, (*U1, "drafts")).put(_fix(9))  # a child namespace: not ours
+        others_writes(other)
         assert watermark(mine, [U1]) != mark
         agent.invoke({"messages": [HumanMessage("and now?")]}, thread("t1"))
-        assert _fixes(model) == [("fix-0", "Correction 0."), ("fix-1", "Korrection 1."), ("fix-7", "Correction 7.")]
+        assert fixes_shown(model) == AFTER_OTHERS
 
 
 @pytest.mark.parametrize("counted", [False, True], ids=["digest", "change-counter"])
@@ -83,7 +59,7 @@ def test_the_kept_selection_is_a_fresh_recalls_after_every_write(pg_database: An
     ):
         _setup(mine, counted)
         writer = BaseStoreMemory(other, U1)
-        writer.put_many(_seed())
+        writer.put_many(seed())
         middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
         backend = backend_for(mine, middleware.settings)
         plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
@@ -92,18 +68,13 @@ def test_the_kept_selection_is_a_fresh_recalls_after_every_write(pg_database: An
             lambda: writer.put({"id": "note-05", "type": "note", "content": "deploy note five, rewritten"}),
             lambda: backend.write([U1], [{"id": "ep-1", "type": "episode", "content": "deploy episode"}]),
             lambda: other.delete(U1, "note-00"),
-            lambda: writer.put(_fix(0, "Correction 0, reworded.")),
+            lambda: writer.put(fix(0, "Correction 0, reworded.")),
         ]
         for write in writes:
             write()
             snap = backend.snapshot([U1], context, plan)
             got = backend.select(snap, [U1], context, plan)
-            fresh = BaseStoreMemory(mine, U1)
-            expected = fresh.select_from(
-                fresh.recall(POOLS, context), POOLS, context, now=NOW, scorer=middleware.settings.scorer
-            )
-            assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
-            assert render_context(got).text == render_context(expected).text
+            assert_a_fresh_recalls(got, mine, middleware.settings.scorer, context)
             reads = snap.prepared.reads
             assert backend.snapshot([U1], context, plan).version == snap.version
             assert snap.prepared.reads == reads  # unchanged: the watermark only
@@ -119,7 +90,7 @@ def test_the_change_counter_moves_for_every_writer_and_is_one_lookup(pg_database
         PostgresStore.from_conn_string(pg_database.conninfo) as other,
     ):
         mine.setup()
-        BaseStoreMemory(mine, U1).put_many(_seed())  # written before the counter: counted from install on
+        BaseStoreMemory(mine, U1).put_many(seed())  # written before the counter: counted from install on
         install_change_counter(mine)
         install_change_counter(mine)  # again: harmless
         marks = [watermark(mine, [U1])]
@@ -128,7 +99,7 @@ def test_the_change_counter_moves_for_every_writer_and_is_one_lookup(pg_database
             lambda: writer.put({"id": "note-99", "type": "note", "content": "new"}),
             lambda: writer.put({"id": "note-99", "type": "note", "content": "rewritten"}),
             lambda: other.delete(U1, "note-99"),
-            lambda: BaseStoreMemory(other, (*U1, "drafts")).put(_fix(9)),  # a child namespace: not ours
+            lambda: BaseStoreMemory(other, (*U1, "drafts")).put(fix(9)),  # a child namespace: not ours
         ]:
             write()
             marks.append(watermark(mine, [U1]))
@@ -162,7 +133,7 @@ def test_the_middlewares_own_write_reads_only_its_keys_with_the_counter(pg_datab
     next turn reads those keys, not the namespace's digest rows."""
     with PostgresStore.from_conn_string(pg_database.conninfo) as store:
         _setup(store, True)
-        BaseStoreMemory(store, U1).put_many(_seed())
+        BaseStoreMemory(store, U1).put_many(seed())
         middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
         backend = backend_for(store, middleware.settings)
         plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
@@ -190,7 +161,7 @@ def test_an_indexed_stores_ranked_recall_keeps_its_corrections_with_the_counter(
     ):
         _setup(mine, counted)
         writer = BaseStoreMemory(other, U1)
-        writer.put_many(_seed())
+        writer.put_many(seed())
         middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=3)
         backend = backend_for(mine, middleware.settings)
         plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
@@ -205,10 +176,10 @@ def test_an_indexed_stores_ranked_recall_keeps_its_corrections_with_the_counter(
         mine.batch = recording  # type: ignore[method-assign]  # the real store answers; the ops are noted
         writes = [
             lambda: None,
-            lambda: writer.put(_fix(7)),
+            lambda: writer.put(fix(7)),
             lambda: backend.write([U1], [{"id": "ep-1", "type": "episode", "content": "deploy episode"}]),
             lambda: other.delete(U1, "fix-2"),
-            lambda: writer.put(_fix(0, "Correction 0, reworded.")),
+            lambda: writer.put(fix(0, "Correction 0, reworded.")),
         ]
         for write in writes:
             write()
@@ -216,11 +187,6 @@ def test_an_indexed_stores_ranked_recall_keeps_its_corrections_with_the_counter(
             got = backend.select(backend.snapshot([U1], context, plan), [U1], context, plan)
             searches = [op for op in asked if isinstance(op, SearchOp)]
             assert [op.query is None for op in searches].count(True) == (0 if counted else 1)
-            fresh = BaseStoreMemory(mine, U1, fetch_k=3)
-            expected = fresh.select_from(
-                fresh.recall(POOLS, context), POOLS, context, now=NOW, scorer=middleware.settings.scorer
-            )
-            assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
-            assert render_context(got).text == render_context(expected).text
+            assert_a_fresh_recalls(got, mine, middleware.settings.scorer, context, fetch_k=3)
         fixes = sorted((c.entry["id"], c.entry["content"]) for c in got.chosen if c.entry.get("scope") == "always")
         assert fixes == [("fix-0", "Correction 0, reworded."), ("fix-1", "Correction 1."), ("fix-7", "Correction 7.")]
