@@ -171,6 +171,12 @@ class Backend(ABC):
 PREPARED_CHAINS = 32
 
 
+def _refreshed_items(prepared: PreparedRecall) -> List[List[Any]]:
+    """``prepared`` brought up to date, then its items (in a worker thread)."""
+    prepared.refresh()
+    return prepared.items()
+
+
 class _BaseStoreBackend(Backend):
     """A LangGraph store: each turn a watermark read, and the selection over
     a kept index of the namespace (:class:`PreparedRecall`), updated with
@@ -272,9 +278,21 @@ class _BaseStoreBackend(Backend):
         if fixes is None:
             recall = await self.memory(chain).arecall(plan.pools, context)
         else:
-            await fixes.arefresh()
-            recall = await self.memory(chain).arecall_with(plan.pools, context, fixes.items())
+            # Off the loop, its items too: their lock may be held by a refresh waiting on the loop.
+            items = await asyncio.to_thread(_refreshed_items, fixes) if self._off_loop else None
+            if items is None:
+                await fixes.arefresh()
+                items = fixes.items()
+            recall = await self.memory(chain).arecall_with(plan.pools, context, items)
         return Snapshot(recall.fingerprint, recall)
+
+    async def aselect(
+        self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
+    ) -> Selection:
+        if snap.prepared is not None and self._off_loop:
+            # The kept index's lock may be held by a refresh waiting on the store's loop: select from a worker.
+            return await asyncio.to_thread(self.select, snap, chain, context, plan)
+        return self.select(snap, chain, context, plan)
 
     def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
         s = self.settings

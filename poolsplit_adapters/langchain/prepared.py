@@ -629,10 +629,11 @@ class PreparedRecall:
     ) -> Selection:
         """The core's selection over the kept candidates (as
         :meth:`BaseStoreMemory.select_from` over a fresh recall)."""
-        assert self._index is not None, "refresh() first"
-        return self._index.select(
-            list(pools), context, now=now, scorer=scorer, visibility=self.memory.visibility, layering=layering
-        )
+        with self._lock:  # never half a refresh: another thread's update changes the index in place
+            assert self._index is not None, "refresh() first"
+            return self._index.select(
+                list(pools), context, now=now, scorer=scorer, visibility=self.memory.visibility, layering=layering
+            )
 
     def entries(self) -> List[Mapping[str, Any]]:
         """The candidates in recall order (what a fresh recall returns)."""

@@ -398,11 +398,10 @@ class BaseStoreMemory(StoreVerbs):
         filters: List[Optional[Dict[str, Any]]] = []
         # A Postgres store's own filter {"type": None} matches a stored null,
         # never a missing key: where our statements do not serve it (a TTL,
-        # a limit past theirs), untyped notes are the untyped items among
+        # a limit past theirs, no fetch_k), untyped notes are the untyped items among
         # the nearest of any type, kept here (as PGVector's side search).
-        nearest_untyped = [
-            s for s in searches if s.untyped and not s.always and self._pg_search is None and self._postgres_family
-        ]
+        ours = self._pg_search is not None and limit <= MOST_RANKED  # else the store's own search
+        nearest_untyped = [s for s in searches if s.untyped and not s.always and not ours and self._postgres_family]
         for search in searches:
             if search.always or search in nearest_untyped:
                 continue  # read whole, by filter, below; the untyped side search below

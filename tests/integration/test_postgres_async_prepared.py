@@ -7,7 +7,10 @@ turns, and the kept selection is a fresh recall's."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, List
+import contextlib
+import faulthandler
+import time
+from typing import Any, Awaitable, Callable, Iterator, List
 
 import pytest
 from agent_fakes import ToolCallingFakeModel, thread
@@ -29,6 +32,7 @@ from prepared_seed import (
     seed,
 )
 
+from poolsplit_adapters.index import MemoryIndex
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
 from poolsplit_adapters.langchain.backends import Plan, backend_for
 from poolsplit_adapters.langchain.prepared import watermark
@@ -181,3 +185,70 @@ async def test_an_async_writes_duplicate_check_reads_the_kept_index_not_the_stor
         assert [op for op in asked if isinstance(op, SearchOp)] == []
         snap = await backend.asnapshot([U1], CONTEXT, plan)
         assert "again" not in [e["id"] for e in snap.prepared.entries()]
+
+
+@contextlib.contextmanager
+def _fails_instead_of_hanging(seconds: float) -> Iterator[None]:
+    """A deadlock blocks the loop (no timeout of its own can fire): the
+    process dumps its threads and exits, so the test fails."""
+    faulthandler.dump_traceback_later(seconds, exit=True)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+async def test_concurrent_ranked_async_turns_never_wait_for_the_kept_corrections_on_the_loop(pg_database: Any) -> None:
+    """Many turns at once over an indexed async store: one turn's refresh
+    holds the kept corrections' lock in a worker while it waits for the
+    loop; another turn must not take that lock on the loop (it did: the
+    corrections' items were read there, and both waited forever)."""
+    index = {"dims": 256, "embed": HashedNgramEmbeddings(), "fields": ["content"]}
+    async with AsyncPostgresStore.from_conn_string(pg_database.conninfo, index=index) as store:
+        await _setup(store, True)
+        await BaseStoreMemory(store, U1).aput_many(seed())
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=3)
+        backend = backend_for(store, middleware.settings)
+        plan = Plan(list(POOLS))
+        with _fails_instead_of_hanging(90):
+            for _ in range(10):
+                snaps = await asyncio.gather(*(backend.asnapshot([U1], CONTEXT, plan) for _ in range(12)))
+                for snap in snaps:
+                    got = await backend.aselect(snap, [U1], CONTEXT, plan)
+                    assert sorted(c.entry["id"] for c in got.chosen if c.entry.get("scope") == "always") == [
+                        "fix-0",
+                        "fix-1",
+                        "fix-2",
+                    ]
+
+
+async def test_an_async_select_never_sees_another_turns_refresh_half_applied(pg_database: Any, monkeypatch) -> None:
+    """A refresh runs in a worker and updates the kept index in place
+    (remove, then extend); a select meanwhile waits for it to finish
+    (slowed here between the two steps, where a thread switch may fall)."""
+    with PostgresStore.from_conn_string(pg_database.conninfo) as other:
+        async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
+            await _setup(store, True)
+            await BaseStoreMemory(store, U1).aput_many(seed())
+            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+            backend = backend_for(store, middleware.settings)
+            plan = Plan(list(POOLS))
+            snap = await backend.asnapshot([U1], CONTEXT, plan)
+            BaseStoreMemory(other, U1).put(fix(0, "Correction 0, reworded."))
+            original = MemoryIndex.remove
+
+            def slow_remove(self: MemoryIndex, entry: Any) -> None:
+                original(self, entry)
+                time.sleep(0.5)
+
+            monkeypatch.setattr(MemoryIndex, "remove", slow_remove)
+            with _fails_instead_of_hanging(60):
+                refreshing = asyncio.create_task(backend.asnapshot([U1], CONTEXT, plan))
+                await asyncio.sleep(0.3)  # the refresh is between its remove and its extend
+                got = await backend.aselect(snap, [U1], CONTEXT, plan)
+                await refreshing
+            assert sorted(c.entry["id"] for c in got.chosen if c.entry.get("scope") == "always") == [
+                "fix-0",
+                "fix-1",
+                "fix-2",
+            ]

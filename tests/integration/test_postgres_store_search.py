@@ -462,3 +462,12 @@ def test_a_store_we_do_not_serve_still_recalls_untyped_items_as_notes(store):
     assert all(e.get("type") in ("note", "correction", None) for e in got)  # the side search keeps only untyped
     own = ttl.search(U1, filter={"type": "note"}, query=QUERY, limit=10)  # its prefix match: children too
     assert {e["id"] for e in got if e.get("type") == "note"} == {i.key for i in own if tuple(i.namespace) == U1}
+
+
+@pytest.mark.parametrize("fetch_k", [10, 2000, None], ids=["ours", "past-ours", "every-item"])
+def test_a_served_store_recalls_untyped_items_whatever_fetch_k(store, fetch_k):
+    """A limit past our statements' (and no fetch_k: every item) goes to the
+    store's own search, which finds no untyped item: the side search does."""
+    memory = BaseStoreMemory(store, U1, fetch_k=fetch_k)
+    assert memory._postgres_search() is not None
+    assert {"bare-0", "bare-1"} <= set(recalled(memory, POOLS[:2]))
