@@ -114,6 +114,10 @@ class Backend(ABC):
     def __init__(self, settings: AgentMemorySettings) -> None:
         self.settings = settings
 
+    #: Whether an async caller must make this store's sync reads in a worker
+    #: thread (an ``AsyncPostgresStore``: its reads wait on its own loop).
+    off_loop = False
+
     @abstractmethod
     def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot: ...
 
@@ -193,7 +197,7 @@ class _BaseStoreBackend(Backend):
         self._corrections: OrderedDict[Tuple[Namespace, ...], PreparedRecall] = OrderedDict()
         self._cache = cache
         self._lock = threading.Lock()
-        self._off_loop = off_the_loop(store)
+        self.off_loop = off_the_loop(store)
 
     def prepared(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Optional[PreparedRecall]:
         """The chain's kept index for the plan's types, or None when the
@@ -274,12 +278,12 @@ class _BaseStoreBackend(Backend):
             await prepared.arefresh()
             return Snapshot(prepared.version, prepared=prepared)
         # An AsyncPostgresStore's watermark reads wait on its loop: from a worker thread.
-        fixes = await asyncio.to_thread(self.corrections, chain) if self._off_loop else self.corrections(chain)
+        fixes = await asyncio.to_thread(self.corrections, chain) if self.off_loop else self.corrections(chain)
         if fixes is None:
             recall = await self.memory(chain).arecall(plan.pools, context)
         else:
             # Off the loop, its items too: their lock may be held by a refresh waiting on the loop.
-            items = await asyncio.to_thread(_refreshed_items, fixes) if self._off_loop else None
+            items = await asyncio.to_thread(_refreshed_items, fixes) if self.off_loop else None
             if items is None:
                 await fixes.arefresh()
                 items = fixes.items()
@@ -289,7 +293,7 @@ class _BaseStoreBackend(Backend):
     async def aselect(
         self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
     ) -> Selection:
-        if snap.prepared is not None and self._off_loop:
+        if snap.prepared is not None and self.off_loop:
             # The kept index's lock may be held by a refresh waiting on the store's loop: select from a worker.
             return await asyncio.to_thread(self.select, snap, chain, context, plan)
         return self.select(snap, chain, context, plan)
@@ -330,13 +334,13 @@ class _BaseStoreBackend(Backend):
 
     async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
         kept = self._kept(chain)
-        if kept and self._off_loop:  # the watermark's reads wait on the store's loop: from a worker thread
+        if kept and self.off_loop:  # the watermark's reads wait on the store's loop: from a worker thread
             before = await asyncio.to_thread(watermark, self.store, chain)
         else:
             before = watermark(self.store, chain) if kept else None
         report = await self.memory(chain).awrite(entries)
         ids = list(dict.fromkeys(report.ids))
-        if kept and self._off_loop:  # (and the kept states' lock is never waited for on the loop)
+        if kept and self.off_loop:  # (and the kept states' lock is never waited for on the loop)
             await asyncio.to_thread(self._wrote, kept, chain, ids, before)
         else:
             self._wrote(kept, chain, ids, before)

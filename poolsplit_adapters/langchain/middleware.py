@@ -53,6 +53,7 @@ turn wrote wait in the state until the turn's ``after_agent`` hands them over.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hashlib
 import json
@@ -617,7 +618,9 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
-        step = self._step(request)
+        # pools="auto" reads the store's types: an AsyncPostgresStore's sync read, from a worker thread.
+        off_loop = self._source(request.runtime).off_loop
+        step = await asyncio.to_thread(self._step, request) if off_loop else self._step(request)
         snap = await step.where.source.asnapshot(*step.reading)
         promoted = self._kept(request, step.key(snap.version))
         reused = promoted is not None

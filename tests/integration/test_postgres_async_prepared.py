@@ -252,3 +252,19 @@ async def test_an_async_select_never_sees_another_turns_refresh_half_applied(pg_
                 "fix-1",
                 "fix-2",
             ]
+
+
+async def test_an_async_agent_with_pools_auto_reads_the_stores_types_off_the_loop(pg_database: Any) -> None:
+    """``pools="auto"`` asks the store which types it holds (a sync read):
+    over the async store it was made on the loop, which LangGraph refuses."""
+    async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
+        await _setup(store, True)
+        await BaseStoreMemory(store, U1).aput_many(seed())
+        middleware = PoolSplitMemoryMiddleware(
+            "auto", total_tokens=500, total_entries=10, namespace=U1, remember=False, now=NOW
+        )
+        model = ToolCallingFakeModel()
+        agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=store)
+        with _fails_instead_of_hanging(60):
+            await agent.ainvoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
+        assert fixes_shown(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
