@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import faulthandler
 import time
-from typing import Any, Awaitable, Callable, Iterator, List
+from typing import Any, Awaitable, Callable, Iterator, List, Tuple
 
 import pytest
 from agent_fakes import ToolCallingFakeModel, thread
@@ -48,6 +48,15 @@ PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
 AsyncPostgresStore = pytest.importorskip("langgraph.store.postgres.aio").AsyncPostgresStore
 
 CONTEXT = {"message": "deploy", "tags": [], "project": None}
+
+
+async def _seeded(store: Any, **options: Any) -> Tuple[PoolSplitMemoryMiddleware, Any, Plan]:
+    """The store set up with the counter and the seed memories, and a
+    middleware's backend over it (``options``: the middleware's)."""
+    await _setup(store, True)
+    await BaseStoreMemory(store, U1).aput_many(seed())
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, **options)
+    return middleware, backend_for(store, middleware.settings), Plan(list(POOLS))
 
 
 async def _setup(store: Any, counted: bool) -> None:
@@ -108,11 +117,7 @@ async def test_the_kept_async_selection_is_a_fresh_recalls_after_every_write(pg_
 
 async def test_the_middlewares_own_async_write_reads_only_its_keys_with_the_counter(pg_database: Any) -> None:
     async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
-        await _setup(store, True)
-        await BaseStoreMemory(store, U1).aput_many(seed())
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
-        backend = backend_for(store, middleware.settings)
-        plan = Plan(list(POOLS))
+        middleware, backend, plan = await _seeded(store)
         snap = await backend.asnapshot([U1], CONTEXT, plan)
         reads = snap.prepared.reads
         await backend.awrite([U1], [{"id": "ep-1", "type": "episode", "content": "deploy episode"}])
@@ -205,11 +210,7 @@ async def test_concurrent_ranked_async_turns_never_wait_for_the_kept_corrections
     corrections' items were read there, and both waited forever)."""
     index = {"dims": 256, "embed": HashedNgramEmbeddings(), "fields": ["content"]}
     async with AsyncPostgresStore.from_conn_string(pg_database.conninfo, index=index) as store:
-        await _setup(store, True)
-        await BaseStoreMemory(store, U1).aput_many(seed())
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=3)
-        backend = backend_for(store, middleware.settings)
-        plan = Plan(list(POOLS))
+        middleware, backend, plan = await _seeded(store, fetch_k=3)
         with _fails_instead_of_hanging(90):
             for _ in range(10):
                 snaps = await asyncio.gather(*(backend.asnapshot([U1], CONTEXT, plan) for _ in range(12)))
@@ -228,11 +229,7 @@ async def test_an_async_select_never_sees_another_turns_refresh_half_applied(pg_
     (slowed here between the two steps, where a thread switch may fall)."""
     with PostgresStore.from_conn_string(pg_database.conninfo) as other:
         async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
-            await _setup(store, True)
-            await BaseStoreMemory(store, U1).aput_many(seed())
-            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
-            backend = backend_for(store, middleware.settings)
-            plan = Plan(list(POOLS))
+            middleware, backend, plan = await _seeded(store)
             snap = await backend.asnapshot([U1], CONTEXT, plan)
             BaseStoreMemory(other, U1).put(fix(0, "Correction 0, reworded."))
             original = MemoryIndex.remove
