@@ -30,6 +30,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import (
     Any,
+    Callable,
     Dict,
     FrozenSet,
     Hashable,
@@ -278,7 +279,7 @@ class _BaseStoreBackend(Backend):
             await prepared.arefresh()
             return Snapshot(prepared.version, prepared=prepared)
         # An AsyncPostgresStore's watermark reads wait on its loop: from a worker thread.
-        fixes = await asyncio.to_thread(self.corrections, chain) if self.off_loop else self.corrections(chain)
+        fixes = await self._off_the_loop(self.corrections, chain)
         if fixes is None:
             recall = await self.memory(chain).arecall(plan.pools, context)
         else:
@@ -334,17 +335,16 @@ class _BaseStoreBackend(Backend):
 
     async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
         kept = self._kept(chain)
-        if kept and self.off_loop:  # the watermark's reads wait on the store's loop: from a worker thread
-            before = await asyncio.to_thread(watermark, self.store, chain)
-        else:
-            before = watermark(self.store, chain) if kept else None
+        before = await self._off_the_loop(watermark, self.store, chain) if kept else None
         report = await self.memory(chain).awrite(entries)
-        ids = list(dict.fromkeys(report.ids))
-        if kept and self.off_loop:  # (and the kept states' lock is never waited for on the loop)
-            await asyncio.to_thread(self._wrote, kept, chain, ids, before)
-        else:
-            self._wrote(kept, chain, ids, before)
+        await self._off_the_loop(self._wrote, kept, chain, list(dict.fromkeys(report.ids)), before)
         return report.kept
+
+    async def _off_the_loop(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)``; for an off-loop store in a worker thread (its reads
+        wait on its own loop, and a kept state's lock is never waited for
+        on the loop)."""
+        return await asyncio.to_thread(fn, *args) if self.off_loop else fn(*args)
 
     def _kept(self, chain: Sequence[Namespace]) -> List[PreparedRecall]:
         """The chain's prepared states (on a vector-indexed recall, its kept

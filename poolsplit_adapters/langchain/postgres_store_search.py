@@ -61,7 +61,7 @@ Anything else is searched by the store itself, as before.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generator, List, Optional, Tuple, cast
 
@@ -78,6 +78,7 @@ from ..stores.postgres import (
     plain_async_postgres_store,
     plain_postgres_store,
     pool_search_bound,
+    wait_on_store_loop,
 )
 
 __all__ = [
@@ -312,7 +313,7 @@ class PostgresStoreSearch:
         if not searches:
             return []
         if self.asynchronous:
-            return self._on_store_loop(self.arun(searches, query))
+            return cast("List[List[SearchItem]]", wait_on_store_loop(self.store, self.arun(searches, query)))
         texts = self._texts(searches, query)
         vectors = self._embedded(texts)
         steps = self._steps(searches, [vectors[t] for t in texts])
@@ -343,23 +344,6 @@ class PostgresStoreSearch:
                     sql, params = steps.send(await cur.fetchall())
                 except StopIteration as done:
                     return cast("List[List[SearchItem]]", done.value)
-
-    def _on_store_loop(self, run: Coroutine[Any, Any, List[List[SearchItem]]]) -> List[List[SearchItem]]:
-        """A sync call over an ``AsyncPostgresStore``: the async run on the
-        store's own loop, waited for (what the store's own ``batch`` does);
-        refused on that loop's thread, where waiting would never end."""
-        loop = self.store._loop
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            run.close()
-            raise asyncio.InvalidStateError(
-                "a synchronous recall over AsyncPostgresStore on its own event loop would deadlock: "
-                "use the async interface (arecall, ainvoke, the agent's async run)"
-            )
-        return asyncio.run_coroutine_threadsafe(run, loop).result()
 
     @staticmethod
     def _texts(searches: Sequence[RankedSearch], query: Optional[str]) -> List[str]:

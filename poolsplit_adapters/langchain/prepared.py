@@ -68,7 +68,7 @@ import sqlite3
 import threading
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item
 from langgraph.store.memory import InMemoryStore
@@ -78,7 +78,13 @@ from ..memory.repeat_candidates import RepeatCandidates
 from ..poolsplit import Pool, Scorer, Selection
 from ..recall import RecallPlan, Search
 from ..seams import Layering
-from ..stores.postgres import CHANGE_TRIGGERS, CHANGES_TABLE, plain_async_postgres_store, plain_postgres_store
+from ..stores.postgres import (
+    CHANGE_TRIGGERS,
+    CHANGES_TABLE,
+    plain_async_postgres_store,
+    plain_postgres_store,
+    wait_on_store_loop,
+)
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
 __all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "off_the_loop", "prepares", "watermark"]
@@ -172,15 +178,7 @@ def _pg_rows(store: Any, statements: Sequence[Tuple[str, Tuple[Any, ...]]]) -> L
                 cur.execute(sql, params)
                 found.append(list(cur.fetchall()))
             return found
-    try:
-        running: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is store._loop:
-        raise asyncio.InvalidStateError(
-            "a synchronous read of AsyncPostgresStore on its own event loop would deadlock: use the async interface"
-        )
-    return asyncio.run_coroutine_threadsafe(_async_rows(store, statements), store._loop).result()
+    return cast("List[List[Dict[str, Any]]]", wait_on_store_loop(store, _async_rows(store, statements)))
 
 
 def _pg_query(store: Any, sql: str, chain: Sequence[Namespace]) -> List[List[Any]]:

@@ -32,6 +32,7 @@ its own, so a deployment sets one variable.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import hashlib
 import math
@@ -68,6 +69,7 @@ __all__ = [
     "is_postgres_store",
     "plain_async_postgres_store",
     "plain_postgres_store",
+    "wait_on_store_loop",
     "llama_index_filter_index",
     "metadata_condition",
     "pool_search_bound",
@@ -545,6 +547,23 @@ def is_async_postgres_store(store: Any) -> bool:
 
 def _plain(store: Any) -> bool:
     return not store.ttl_config and callable(getattr(store, "_cursor", None))
+
+
+def wait_on_store_loop(store: Any, work: Any) -> Any:
+    """The coroutine ``work`` run on the ``AsyncPostgresStore``'s own loop
+    and waited for here (what the store's own sync ``batch`` does); refused
+    on that loop's thread, where the wait would never end."""
+    try:
+        running: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is store._loop:
+        work.close()
+        raise asyncio.InvalidStateError(
+            "a synchronous read of AsyncPostgresStore on its own event loop would deadlock: "
+            "use the async interface (arecall, ainvoke, the agent's async run)"
+        )
+    return asyncio.run_coroutine_threadsafe(work, store._loop).result()
 
 
 def plain_postgres_store(store: Any) -> bool:
