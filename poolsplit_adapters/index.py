@@ -545,6 +545,7 @@ class MemoryIndex:
         self._type_masks: dict[tuple[str, ...], tuple[tuple[int, int], Any]] = {}
         # ((version, size, priority weight), the boost's priority term of every position).
         self._priority_terms: Optional[tuple[tuple[int, int, float], Any]] = None
+        self._project_terms: Optional[tuple[tuple[Any, ...], Any]] = None
         self._words: Optional[_Words] = _Words() if self._numpy else None
         # Per position, the strings the core's order reads after the score
         # (created, id): ties are broken in C, not entry by entry.
@@ -1186,7 +1187,6 @@ class _ColumnSource:
 
     def _scores(self) -> Any:
         col, ctx, index = self.col, self.ctx, self.owner
-        seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
         code = index._projects.known(ctx.project) if ctx.project is not None else None
         project = col["project"]
         embedding = self.embedding
@@ -1200,23 +1200,20 @@ class _ColumnSource:
             # relevance column, combined as relevance.combine does per entry.
             assert index._tags is not None
             shared = index._tags.count(ctx.tags, self.size) if ctx.tags else None
-            # The project code (0 another, 1 none, 2 the context's) by one
-            # gather from a table indexed by project code (None, -1, is its last slot).
-            table = np.zeros(len(index._projects), dtype=np.int8)
-            table[-1] = 1
-            if code is not None and code >= 0:
-                table[code] = 2
             modifiers = relevance_first.modifiers
             boost = modifiers.boost_columns(
                 col["priority"],
-                seconds / 86400.0,
-                col["created"] >= 0,
+                None,
+                None,
                 shared,
                 col["ntags"],
-                table[project],
+                None,
                 priority_term=self._priority_term(modifiers),
+                recency_term=modifiers.recency_columns(col["created"], _micros(ctx.ref)),
+                project_term=self._project_term(modifiers, code),
             )
             return combine_columns(self._overlap(), boost, relevance_first.floor)
+        seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
         score = col["priority"].copy()
         days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
         days = np.where(days < 0.0, 0.0, days)
@@ -1244,6 +1241,26 @@ class _ColumnSource:
             term = modifiers.priority_columns(self.col["priority"])
             term.flags.writeable = False
             kept = owner._priority_terms = (stamp, term)
+        return kept[1]
+
+    def _project_term(self, modifiers: Any, code: Optional[int]) -> Any:
+        """``modifiers``' project term of every position
+        (:meth:`~.relevance.modifiers.Modifiers.project_columns`) for the
+        context's project ``code``, kept by the index while neither it nor
+        the project changes (an agent's calls name one project)."""
+        owner = self.owner
+        stamp = (owner._version, self.size, len(owner._projects), code, modifiers.project_weight)
+        kept = owner._project_terms
+        if kept is None or kept[0] != stamp:
+            # The project code (0 another, 1 none, 2 the context's) by one
+            # gather from a table indexed by project code (None, -1, is its last slot).
+            table = np.zeros(len(owner._projects), dtype=np.int8)
+            table[-1] = 1
+            if code is not None and code >= 0:
+                table[code] = 2
+            term = modifiers.project_columns(table[self.col["project"]])
+            term.flags.writeable = False
+            kept = owner._project_terms = (stamp, term)
         return kept[1]
 
     def _overlap(self) -> Any:

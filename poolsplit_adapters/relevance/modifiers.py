@@ -134,6 +134,43 @@ class Modifiers:
         # do (a zero's sign may differ, and the additions below make it +0).
         return self.priority_weight * np.minimum(np.maximum(priority, 0.0), 10.0) / 10.0
 
+    def recency_columns(self, created: Any, ref: int) -> Any:
+        """The recency term of :meth:`boost_columns` from a store's
+        ``created`` column (int64 microseconds since a fixed epoch, negative
+        when undated) and the reference moment in the same unit: float64,
+        0.0 past the horizon or undated, bit-identical to the term computed
+        from ``days`` and ``dated``.
+
+        Why: only entries younger than the horizon get a term, and on a
+        store of months most are older. One integer comparison finds a
+        superset of them (a second's margin past the horizon, far wider
+        than any rounding of the float days), and the float operations run
+        on those positions only, each the same operation in the same order
+        as over the whole column."""
+        import numpy as np
+
+        term = np.zeros(len(created), dtype=np.float64)
+        if not self.recency_weight:
+            return term
+        horizon = self.recency_horizon_days
+        # Past this many microseconds every entry is at least a second older than the horizon.
+        reach = int(horizon * 86_400_000_000.0) + 1_000_000
+        near = np.flatnonzero((created >= 0) & (created > ref - reach))
+        if not len(near):
+            return term
+        days = ((ref - created[near]).astype(np.float64) / 1e6) / 86400.0
+        age = np.maximum(days, 0.0)
+        term[near] = np.where(age < horizon, self.recency_weight * (1.0 - age / horizon), 0.0)
+        return term
+
+    def project_columns(self, project: Any) -> Any:
+        """The project term of :meth:`boost_columns` from the int8 project
+        codes (0 another, 1 none, 2 the context's): one lookup each. It
+        depends on the query's project only, so an index keeps it."""
+        import numpy as np
+
+        return np.array([0.0, self.project_weight / 2.0, self.project_weight])[project]
+
     def boost_columns(
         self,
         priority: Any,
@@ -144,6 +181,8 @@ class Modifiers:
         project: Any,
         *,
         priority_term: Any = None,
+        recency_term: Any = None,
+        project_term: Any = None,
     ) -> Any:
         """:meth:`boost` of many entries at once, from numpy columns (what a
         vectorised index keeps), bit-identical to the per-entry one: the
@@ -153,28 +192,35 @@ class Modifiers:
         Args:
             priority: ``base_priority`` as float64.
             days: age in days, ``(now - created) in microseconds / 1e6 / 86400``
-                (the per-entry path's ``total_seconds() / 86400``).
-            dated: bool, whether ``created`` parsed.
+                (the per-entry path's ``total_seconds() / 86400``); unread
+                when ``recency_term`` is given.
+            dated: bool, whether ``created`` parsed; unread when
+                ``recency_term`` is given.
             tags_shared: float64, the entry's distinct tags named in the
                 context (0 when either has none), or None when the context
                 names no tag (no entry shares one).
             tags_distinct: float64, the entry's distinct tags (1 when none).
             project: int8, 2 for the context's project, 1 for no project,
-                0 for another.
+                0 for another; unread when ``project_term`` is given.
             priority_term: :meth:`priority_columns` of ``priority``, when
                 the caller keeps it (it depends on no query).
+            recency_term: :meth:`recency_columns`, when the caller has the
+                ``created`` column (cheaper than ``days`` and ``dated``).
+            project_term: :meth:`project_columns` of ``project``, when the
+                caller keeps it (it depends on the query's project only).
         """
         import numpy as np  # the per-entry path needs no numpy
 
         total = self.priority_columns(priority) if priority_term is None else priority_term
-        if self.recency_weight:
+        if recency_term is not None:
+            total = total + recency_term
+        elif self.recency_weight:
             age = np.maximum(days, 0.0)
             fresh = dated & (age < self.recency_horizon_days)
             total = total + np.where(fresh, self.recency_weight * (1.0 - age / self.recency_horizon_days), 0.0)
         if self.tag_weight and tags_shared is not None:  # None: the context names no tag (0 for every entry)
             total = total + np.where(tags_shared > 0.0, self.tag_weight * tags_shared / tags_distinct, 0.0)
-        # By the project code (0 another, 1 none, 2 the context's): one lookup each.
-        return total + np.array([0.0, self.project_weight / 2.0, self.project_weight])[project]
+        return total + (self.project_columns(project) if project_term is None else project_term)
 
 
 def combine(relevance: float, boost: float, floor: float = DEFAULT_FLOOR) -> float:

@@ -558,3 +558,39 @@ def test_boost_columns_are_bit_identical_to_the_per_entry_boost(metas, tags, pro
     assert modifiers.combine_columns(relevance, np.array(one_by_one)).tolist() == [
         combine(float(r), b) for r, b in zip(relevance, one_by_one)
     ]
+
+
+@settings(max_examples=80)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),  # undated
+            st.tuples(st.just("edge"), st.integers(-3_000_000, 3_000_000)),  # microseconds off the horizon
+            st.tuples(st.just("any"), st.integers(-10 * 86_400_000_000, 400 * 86_400_000_000)),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+    st.sampled_from([30.0, 0.5, 7.25]),
+    st.sampled_from([0.1, 0.0, 0.37]),
+)
+def test_recency_columns_equal_the_term_from_days_bit_for_bit(picks, horizon, weight):
+    # recency_columns reads the created column (microseconds) and computes
+    # only where an entry can be younger than the horizon: its terms are
+    # those boost_columns computes from days and dated over every position.
+    np = pytest.importorskip("numpy")
+    ref = 63_900_000_000_000_000  # microseconds since year 1, in 2026
+    edge = int(horizon * 86_400_000_000)
+    ages = [None if p is None else (edge + p[1] if p[0] == "edge" else p[1]) for p in picks]
+    created = np.array([-1 if age is None else ref - age for age in ages], dtype=np.int64)
+    mods = Modifiers(recency_weight=weight, recency_horizon_days=horizon)
+    days = (ref - created).astype(np.float64) / 1e6 / 86400.0
+    zeros = np.zeros(len(ages))
+    plain = dict(priority=zeros, tags_shared=None, tags_distinct=zeros + 1.0, project=np.ones(len(ages), dtype=np.int8))
+    from_days = mods.boost_columns(days=days, dated=created >= 0, **plain)
+    term = mods.recency_columns(created, ref)
+    from_created = mods.boost_columns(days=None, dated=None, recency_term=term, **plain)
+    assert from_created.tolist() == from_days.tolist()
+    # Exactly the dated entries younger than the horizon get a term.
+    young = [age is not None and weight > 0.0 and max(age / 1e6 / 86400.0, 0.0) < horizon for age in ages]
+    assert [t > 0.0 for t in term.tolist()] == young
