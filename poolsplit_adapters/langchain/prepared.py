@@ -85,6 +85,7 @@ from ..stores.postgres import (
     plain_postgres_store,
     wait_on_store_loop,
 )
+from .dict_version import dict_version
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
 __all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "off_the_loop", "prepares", "watermark"]
@@ -208,7 +209,11 @@ def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable
     changed, or None when ``store`` offers none (then read every turn)."""
     data = _in_memory(store)
     if data is not None:
-        return ("items", tuple(tuple(data.get(ns, {}).values()) for ns in chain))
+        dicts = [data.get(ns) for ns in chain]
+        versions = [None if d is None else dict_version(d) for d in dicts]
+        if all(d is None or v is not None for d, v in zip(dicts, versions)):
+            return ("versions", tuple(versions))  # O(1) a namespace: see dict_version
+        return ("items", _in_memory_items(data, chain))
     conn = _sqlite(store)
     if conn is not None:
         with store.lock:  # type: ignore[attr-defined]
@@ -222,6 +227,12 @@ def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable
         # row to Python: any writer, any process, any transaction shows.
         return ("postgres", tuple(tuple(rows[0]) for rows in _pg_query(store, _PG_MARK, chain)))
     return None
+
+
+def _in_memory_items(data: Dict[Namespace, Dict[str, Item]], chain: Sequence[Namespace]) -> Tuple[Any, ...]:
+    """The items of each namespace of ``chain`` in an ``InMemoryStore``'s
+    data, in its order (a ``put`` of a new key appends)."""
+    return tuple(tuple(data.get(ns, {}).values()) for ns in chain)
 
 
 def cheap_watermark(store: BaseStore, chain: Sequence[Namespace]) -> bool:
@@ -289,6 +300,8 @@ class PreparedRecall:
         self._order: List[_Key] = []
         self._index: Optional[MemoryIndex] = None
         self._token: Optional[Hashable] = None
+        # an InMemoryStore's items of each link, as last applied (what its next delta is read against)
+        self._items: Optional[Tuple[Any, ...]] = None
         self._digest = 0
         self._sqlite_seen: Dict[int, Set[Tuple[Any, ...]]] = {}  # link -> the rows of the last diff read
         self._own: Optional[Tuple[Hashable, List[_Key]]] = None  # (watermark after, keys) of a noted own write
@@ -320,8 +333,14 @@ class PreparedRecall:
             token = watermark(store, self.memory.chain)
             if token is not None and token == self._token and self._index is not None:
                 return
-            if _in_memory(store) is not None:
-                changed, gone = self._in_memory_delta(token)
+            data = _in_memory(store)
+            if data is not None:
+                # Read after the watermark: a write in between moves the next one.
+                items = _in_memory_items(data, self.memory.chain)
+                changed, gone = self._in_memory_delta(items)
+                self._update(changed, gone, token)
+                self._items = items  # kept once applied: a malformed item is read again
+                return
             elif _sqlite(store) is not None:
                 own = self._own_writes(token)
                 changed, gone, settle = own if own is not None else self._sqlite_delta()
@@ -353,15 +372,15 @@ class PreparedRecall:
             self.reads += 1
             self._update(*self._delta_of(results), None)
 
-    def _in_memory_delta(self, token: Any) -> Tuple[List[_Read], Set[_Key]]:
+    def _in_memory_delta(self, token: Tuple[Any, ...]) -> Tuple[List[_Read], Set[_Key]]:
         """What changed, from the items themselves: when the kept items are
         a prefix of the namespace's (``put`` of a new key appends; a rewrite
         keeps its place but is a new object), only the appended ones; else
         every item by identity."""
-        before = self._token[1] if isinstance(self._token, tuple) and self._token[0] == "items" else None
+        before = self._items
         changed: List[_Read] = []
         gone: Set[_Key] = set()
-        for link, items in enumerate(token[1]):
+        for link, items in enumerate(token):
             kept = before[link] if before is not None else None
             if kept is not None and len(items) >= len(kept) and items[: len(kept)] == kept:
                 changed += [(link, item.key, item, item) for item in items[len(kept) :]]
