@@ -1110,6 +1110,8 @@ class _ColumnSource:
         self._relevance: Optional[Any] = None
         self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
         self._counted: Optional[tuple[Any, Any]] = None  # (key, how many positions hold each of its keys)
+        # (filled, _parts) of the report: its keys when the pool types are disjoint, else None
+        self._split: Optional[tuple[Any, Optional[list[tuple[Any, int, int, Any]]]]] = None
         self._lexical: Optional[Any] = None
         self._penalty: Optional[Any] = None
         # Twin of lifecycle_reason at the call's time (its as_of branch is the generic path's).
@@ -1404,7 +1406,11 @@ class _ColumnSource:
 
     def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
         """Twin of the core's ``_left_out`` rule, counted with arrays (see
-        :meth:`_left_keys`), with no row per entry."""
+        :meth:`_left_keys`, or :meth:`_parts` when the pools' types are
+        disjoint), with no row per entry."""
+        parts = self._parts(filled, lost)
+        if parts is not None:
+            return {k: (n, tokens if k[0] is not None else 0) for k, n, tokens, _ in parts if n}
         key, keys = self._left_keys(filled, lost)
         found = self._left_counts(filled, lost)
         tokens: Any
@@ -1419,6 +1425,11 @@ class _ColumnSource:
     def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:
         """The first ``per_key`` positions of each (pool, reason) left out,
         in input order: the core's sample, from the same keys as the counts."""
+        parts = self._parts(filled, lost)
+        if parts is not None:
+            per_key = max(0, per_key)
+            rows = [(p, k[1], k[0]) for k, n, _, first in parts if n and per_key for p in first(per_key)]
+            return sorted(rows, key=lambda row: row[0])
         key, keys = self._left_keys(filled, lost)
         per_key = max(0, min(per_key, len(key)))  # a key never holds more rows than there are positions
         # Read from the front in slices, each twice the last, only for the
@@ -1439,6 +1450,90 @@ class _ColumnSource:
             wanting = np.array(left)
             start, width = start + width, width * 2
         return found
+
+    def _parts(self, filled: list[Any], lost: set[int]) -> Optional[list[tuple[Any, int, int, Any]]]:
+        """The left-out keys of :meth:`_left_keys` as ``(key, entries,
+        tokens, first)`` (``first(n)``: the key's first ``n`` positions, in
+        input order), in its key order, without a key per position: when
+        every pool names its types and no two share one, no pool can
+        consider what another did (a pool's group is exactly the visible
+        contextual entries of its types, an always-scope entry of its types
+        is loaded by it), so each key is one pool's group cut by cost, or a
+        mask; else None (the general rule, :meth:`_left_keys`). Computed
+        once per selection (the counts and the sample share it)."""
+        cached = self._split
+        if cached is not None and cached[0] is filled:
+            return cached[1]
+        parts = self._split_keys(filled, lost)
+        self._split = (filled, parts)
+        return parts
+
+    def _split_keys(self, filled: list[Any], lost: set[int]) -> Optional[list[tuple[Any, int, int, Any]]]:
+        named: set[str] = set()
+        for f in filled:
+            types = f[0].types
+            if types is None or named.intersection(types):
+                return None
+            named.update(types)
+        if self.max_cost * self.size >= 2**62:  # sums of costs past int64: the general rule sums Python ints
+            return None
+        cost, alive, active, why = self.col["cost"], self.col["alive"], self.col["active"], self.why
+        parts: list[tuple[Any, int, int, Any]] = []
+
+        def positions(where: Any) -> Any:
+            return lambda n: where[:n].tolist()
+
+        def masked(mask: Callable[[], Any]) -> Any:
+            return lambda n: np.flatnonzero(mask())[:n].tolist()
+
+        inactive = alive & ~active
+        parts.append(((None, Reason.INACTIVE), int(np.count_nonzero(inactive)), 0, masked(lambda: inactive)))
+        # Visibility: a code in ``why`` marks only visible positions it took out (one reason each).
+        codes = np.bincount(why.view(np.uint8), minlength=len(_WHY)) if why.any() else np.zeros(len(_WHY), np.intp)
+        for code, reason in enumerate(_WHY[1:-1], start=1):
+            parts.append(((None, reason), int(codes[code]), 0, masked(lambda c=code: why == c)))  # type: ignore[misc]
+        grouped = 0
+        for pool, always, contextual, below, picks in filled:
+            below = below if below is not None else contextual[:0]
+            picked = np.fromiter((p[0] for p in picks), dtype=np.intp, count=len(picks))
+            room = pool.max_tokens - sum(p[2] for p in picks)
+            grouped += len(always) + len(contextual) + len(below)
+            paid = cost[contextual]
+            over = paid > room
+            picked_over = cost[picked] > room
+            # Loaded picks are part of the group's costs: taken out of the side each falls on.
+            budget = (
+                int(np.count_nonzero(over)) - int(np.count_nonzero(picked_over)),
+                int(np.sum(paid, where=over)) - int(cost[picked][picked_over].sum()),
+            )
+            everything = (len(contextual) - len(picked), int(paid.sum()) - int(cost[picked].sum()))
+            cap = (everything[0] - budget[0], everything[1] - budget[1])
+            taken = set(picked.tolist())
+
+            def side(group: Any, over: Any, skip: set[int] = taken) -> Any:
+                # the first n positions of the group on one side of the room (built when sampled)
+                return lambda n: [p for p in group[over][: n + len(skip)].tolist() if p not in skip][:n]
+
+            parts.append(((pool.name, Reason.BELOW_RELEVANCE), len(below), int(cost[below].sum()), positions(below)))
+            parts.append(((pool.name, Reason.TOKEN_BUDGET), *budget, side(contextual, over)))
+            parts.append(((pool.name, Reason.ENTRY_CAP), *cap, side(contextual, ~over)))
+        unpooled = sorted(lost)
+        parts.append(((None, Reason.ALWAYS_NO_POOL), len(unpooled), 0, lambda n: unpooled[:n]))
+        # The rest of the visible entries: contextual, of no pool's types
+        # (the index's type column is not kept past the query: by elimination).
+        rest = int(np.count_nonzero(self.visible)) - grouped - len(unpooled)
+
+        def unclaimed() -> Any:
+            mask = self.visible & ~self.claimed
+            for _, _, contextual, below, _ in filled:
+                mask[contextual] = False
+                if below is not None:
+                    mask[below] = False
+            mask[unpooled] = False
+            return mask
+
+        parts.append(((None, Reason.NO_POOL), rest, 0, masked(unclaimed)))
+        return parts
 
     def _left_counts(self, filled: list[Any], lost: set[int]) -> Any:
         """How many positions hold each key of :meth:`_left_keys` (the counts

@@ -74,6 +74,22 @@ def pools(draw):
     return plan
 
 
+@st.composite
+def disjoint_pools(draw):
+    """Pools that each name their types, no two sharing one (some types in
+    no pool): the plan whose report MemoryIndex counts per pool group."""
+    kinds = draw(st.permutations(TYPES))
+    cuts = sorted(draw(st.lists(st.integers(1, len(kinds)), min_size=1, max_size=4, unique=True)))
+    plan, start = [], 0
+    for n, end in enumerate(cuts):
+        if end > start:
+            threshold = draw(st.sampled_from([None, None, 0.0, 0.2, 0.5, 1.0]))
+            size = (draw(st.integers(0, 40)), draw(st.integers(0, 5)))
+            plan.append(Pool("pool%d" % n, *size, tuple(kinds[start:end]), threshold))
+        start = end
+    return plan
+
+
 contexts = st.one_of(
     st.none(),
     st.fixed_dictionaries(

@@ -20,7 +20,7 @@ import reference
 from conftest import NOW
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import WORDS, contexts, nows, pools, scopes, stores
+from strategies import WORDS, contexts, disjoint_pools, nows, pools, scopes, stores
 
 from poolsplit_adapters import fastpath, seamed
 from poolsplit_adapters.fastpath import BestFirstCandidates, plain_entry_ok, word_runs
@@ -249,6 +249,85 @@ def test_counts_without_rows_are_the_counts_of_the_rows(store, plan, context, no
     for make in _every_path(store, plan, context, now, view):
         counted = make().counts  # counted before any row exists
         assert counted == _counted_from_rows(make())
+
+
+@RANDOM_PLANS
+@given(
+    store=stores(),
+    plan=disjoint_pools(),
+    context=contexts,
+    now=nows,
+    view=scopes,
+    per_key=st.integers(0, 3),
+    scorer=st.sampled_from([None, RelevanceScorer()]),
+)
+def test_pools_of_disjoint_types_count_and_sample_each_group_as_the_rows_do(
+    store, plan, context, now, view, per_key, scorer
+):
+    """When no two pools share a type, MemoryIndex counts and samples each
+    pool's group by cost and a mask per key, with no key per position: the
+    counts and the sample of the rows all the same (the core's rule)."""
+    options = {"now": now, "visibility": view, **({"scorer": scorer} if scorer else {})}
+    index = MemoryIndex(_unique(store))
+    rows = index.select(plan, context, **options).dropped  # the general rule's rows, one per entry left out
+    assert index.select(plan, context, **options).counts == _counted_from_rows(index.select(plan, context, **options))
+    if scorer is None:  # (a RelevanceScorer's corpus is the index's store, the core's the call's entries)
+        assert _rows(rows) == _rows(select(_unique(store), plan, context, **options).dropped)
+    seen: dict = {}
+    expected = []
+    for d in rows:
+        seen[(d.pool, d.reason)] = seen.get((d.pool, d.reason), 0) + 1
+        if seen[(d.pool, d.reason)] <= per_key:
+            expected.append(d)
+    assert _rows(index.select(plan, context, **options).dropped_sample(per_key)) == _rows(expected)
+
+
+def test_pools_of_disjoint_types_count_each_reason_exactly():
+    # One pick of cost 5 leaves a room of 5: an entry of cost 5 was cut by
+    # the entry cap, one of 7 by the budget, and the pick (5, the final room)
+    # counts in neither; a skill no pool admits, a correction no pool
+    # admits, an archived note, a note outside the namespace.
+    def note(n, cost, **more):
+        return {
+            "id": "n%d" % n,
+            "type": "note",
+            "content": "deploy %d" % n,
+            "token_count": cost,
+            "namespace": "team",
+            **more,
+        }
+
+    store = [
+        note(1, 5, base_priority=9),
+        note(2, 5),
+        note(3, 7),
+        note(4, 3, status="archived"),
+        note(5, 2, namespace="other"),
+        {"id": "s1", "type": "skill", "content": "bisect", "token_count": 4, "namespace": "team"},
+        {"id": "c1", "type": "correction", "scope": "always", "content": "no force-push", "namespace": "team"},
+    ]
+    plan = [Pool("notes", 10, 1, ("note",)), Pool("episodes", 10, 1, ("episode",))]
+    with pytest.warns(UserWarning, match="no pool admits"):
+        picked = MemoryIndex(store).select(
+            plan, {"message": "deploy"}, now=NOW, visibility=Visibility(namespace="team")
+        )
+    assert [e["id"] for e in picked.entries()] == ["n1"]
+    assert picked.counts == {
+        (None, Reason.INACTIVE): (1, 0),
+        (None, Reason.NAMESPACE): (1, 0),
+        ("notes", Reason.TOKEN_BUDGET): (1, 7),
+        ("notes", Reason.ENTRY_CAP): (1, 5),
+        (None, Reason.ALWAYS_NO_POOL): (1, 0),
+        (None, Reason.NO_POOL): (1, 0),
+    }
+    assert [(d.entry["id"], d.reason, d.pool) for d in picked.dropped_sample(1)] == [
+        ("n2", Reason.ENTRY_CAP, "notes"),
+        ("n3", Reason.TOKEN_BUDGET, "notes"),
+        ("n4", Reason.INACTIVE, None),
+        ("n5", Reason.NAMESPACE, None),
+        ("s1", Reason.NO_POOL, None),
+        ("c1", Reason.ALWAYS_NO_POOL, None),
+    ]
 
 
 # Words of several scripts and their inflections: stems, CJK bigrams, marks.
