@@ -1106,7 +1106,10 @@ class _ColumnSource:
         self.visible = col["alive"] & col["active"]
         self.why = np.zeros(size, dtype=np.int8)  # index into _WHY; 0: admitted (or removed)
         self.claimed = np.zeros(size, dtype=bool)
-        self._logical: Optional[Any] = None
+        self._logical: Optional[Any] = None  # each position's logical index; () when nothing is removed
+        self._split_visible: Optional[tuple[Any, Any]] = (
+            None  # (visible always-scope positions, visible contextual mask)
+        )
         self._relevance: Optional[Any] = None
         self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
         self._counted: Optional[tuple[Any, Any]] = None  # (key, how many positions hold each of its keys)
@@ -1333,11 +1336,18 @@ class _ColumnSource:
     # Step 3: what each pool may take, and in what order.
 
     def members(self, pool: Pool) -> tuple[list[int], Any]:
-        admitted = self.visible & ~self.claimed
+        if self._split_visible is None:  # visibility is settled: split once per query
+            always = self.col["always"]
+            self._split_visible = (np.flatnonzero(self.visible & always), self.visible & ~always)
+        fixes, contextual = self._split_visible
+        # The always-scope positions are few: checked one by one in numpy, not as a mask over the store.
+        admitted = ~self.claimed[fixes]
+        contextual = contextual & ~self.claimed
         if pool.types is not None:
-            admitted &= self._type_mask(pool.types)
-        always = self.col["always"]
-        return np.flatnonzero(admitted & always).tolist(), np.flatnonzero(admitted & ~always)
+            types = self._type_mask(pool.types)
+            admitted &= types[fixes]
+            contextual &= types
+        return fixes[admitted].tolist(), np.flatnonzero(contextual)
 
     def _type_mask(self, types: tuple[str, ...]) -> Any:
         """Positions whose type is one of ``types`` (a lookup table indexed
@@ -1390,8 +1400,11 @@ class _ColumnSource:
 
     def index(self, position: int) -> int:
         if self._logical is None:
-            self._logical = np.cumsum(self.col["alive"]) - 1
-        return int(self._logical[position])
+            alive = self.col["alive"]
+            # Nothing removed (the usual case): each position is its own logical index.
+            self._logical = () if alive.all() else np.cumsum(alive) - 1
+        logical = self._logical
+        return position if isinstance(logical, tuple) else int(logical[position])
 
     def cost(self, position: int) -> int:
         return int(self.col["cost"][position])
@@ -1484,7 +1497,7 @@ class _ColumnSource:
             return lambda n: where[:n].tolist()
 
         def masked(mask: Callable[[], Any]) -> Any:
-            return lambda n: np.flatnonzero(mask())[:n].tolist()
+            return lambda n: _first(mask(), n)
 
         inactive = alive & ~active
         parts.append(((None, Reason.INACTIVE), int(np.count_nonzero(inactive)), 0, masked(lambda: inactive)))
@@ -1511,8 +1524,8 @@ class _ColumnSource:
             taken = set(picked.tolist())
 
             def side(group: Any, over: Any, skip: set[int] = taken) -> Any:
-                # the first n positions of the group on one side of the room (built when sampled)
-                return lambda n: [p for p in group[over][: n + len(skip)].tolist() if p not in skip][:n]
+                # the first n positions of the group on one side of the room, the picks skipped
+                return lambda n: [group[p] for p in _first(over, n + len(skip)) if group[p] not in skip][:n]
 
             parts.append(((pool.name, Reason.BELOW_RELEVANCE), len(below), int(cost[below].sum()), positions(below)))
             parts.append(((pool.name, Reason.TOKEN_BUDGET), *budget, side(contextual, over)))
@@ -1587,6 +1600,18 @@ class _ColumnSource:
         key[alive & ~active] = 0
         self._left = (filled, key, keys)
         return key, keys
+
+
+def _first(mask: Any, n: int) -> list[int]:
+    """The first ``n`` positions where ``mask`` holds, read from the front
+    in slices, each twice the last (a sample of a few rows does not pass
+    over the whole mask when its rows come early)."""
+    found: list[int] = []
+    start, width = 0, 256
+    while len(found) < n and start < len(mask):
+        found += (np.flatnonzero(mask[start : start + width]) + start).tolist()
+        start, width = start + width, width * 2
+    return found[:n]
 
 
 #: How many pools' type masks an index keeps (one per distinct ``types``).
