@@ -299,8 +299,12 @@ class Analyzer:
     _warned: List[bool] = field(default_factory=lambda: [False], repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.languages, str) or not self.languages:
+        if isinstance(self.languages, str) or not isinstance(self.languages, (tuple, list)) or not self.languages:
             raise ValueError("Analyzer languages must be a non-empty tuple of Snowball language names")
+        # A list reads as the tuple it spells (the analysis caches key on it).
+        object.__setattr__(self, "languages", tuple(self.languages))
+        if not all(isinstance(name, str) for name in self.languages):
+            raise ValueError("Analyzer languages must be Snowball language names (str), got %r" % (self.languages,))
         known = set(STOPWORDS) | {"russian", "greek", "arabic"}
         if _snowball is not None:
             known |= set(_snowball.algorithms())
@@ -352,15 +356,24 @@ class Analyzer:
         language = detect_language(tokens, text, self.languages, self.default_language)
         stop = STOPWORDS.get(language, frozenset())
         seen: Dict[str, FrozenSet[str]] = {}
+        languages, stemming = self.languages, _snowball is not None
         for token in tokens:
             if token in stop or token in seen:
                 continue
-            variants = {token}
-            if not _CJK_RUN.fullmatch(token):
-                stems = [_stemmer(name) for name in self.languages]
-                variants = {stem[token] for stem in stems if stem is not None} or {token}
-            seen[token] = frozenset(variants)
+            seen[token] = _query_variants(languages, stemming, token)
         return list(seen.items())
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _query_variants(languages: Tuple[str, ...], stemming: bool, token: str) -> FrozenSet[str]:
+    """A query word's stems in every one of ``languages`` (a CJK run, or a
+    word no language stems: itself), cached (a feedback query repeats the
+    store's words on every call); ``stemming``: whether Snowball is
+    installed, part of the key as of every analysis cache."""
+    if _CJK_RUN.fullmatch(token):
+        return frozenset((token,))
+    stems = [_stemmer(name) for name in languages]
+    return frozenset({stem[token] for stem in stems if stem is not None} or {token})
 
 
 def cache_key(analyzer: Analyzer) -> Tuple[Any, ...]:

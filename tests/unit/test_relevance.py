@@ -120,6 +120,16 @@ def test_analyzer_settings_are_checked():
         Analyzer(languages=("spanish",))
     with pytest.raises(ValueError, match="non-empty"):
         Analyzer(languages="english")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"names \(str\), got \(1,\)"):
+        Analyzer(languages=[1])  # type: ignore[list-item]
+
+
+def test_a_list_of_languages_reads_as_the_tuple_it_spells():
+    # It used to be kept as given: every analysis cache then failed on an unhashable list.
+    listed = Analyzer(languages=["english", "german"])  # type: ignore[arg-type]
+    assert listed == Analyzer(languages=("english", "german"))
+    assert listed.terms("refunds were rounded") == ("refund", "round")
+    assert listed.query_terms("refunds") == [frozenset({"refund"})]
 
 
 def test_without_snowball_words_are_unstemmed_and_it_says_so(monkeypatch):
