@@ -155,12 +155,21 @@ class Modifiers:
         horizon = self.recency_horizon_days
         # Past this many microseconds every entry is at least a second older than the horizon.
         reach = int(horizon * 86_400_000_000.0) + 1_000_000
-        near = np.flatnonzero((created >= 0) & (created > ref - reach))
+        near = np.flatnonzero(created > max(ref - reach, -1))  # undated (negative) never near
         if not len(near):
             return term
-        days = ((ref - created[near]).astype(np.float64) / 1e6) / 86400.0
-        age = np.maximum(days, 0.0)
-        term[near] = np.where(age < horizon, self.recency_weight * (1.0 - age / horizon), 0.0)
+        # In place, each step the operation of the whole-column form:
+        # ((ref - created) / 1e6) / 86400, max(., 0), then w * (1 - age / horizon) below the horizon.
+        age = np.subtract(ref, created[near]).astype(np.float64)
+        age /= 1e6
+        age /= 86400.0
+        np.maximum(age, 0.0, out=age)
+        young = age < horizon
+        age /= horizon
+        np.subtract(1.0, age, out=age)
+        age *= self.recency_weight
+        age[~young] = 0.0
+        term[near] = age
         return term
 
     def project_columns(self, project: Any) -> Any:
