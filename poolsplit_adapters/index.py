@@ -1404,7 +1404,7 @@ class _ColumnSource:
             # Nothing removed (the usual case): each position is its own logical index.
             self._logical = () if alive.all() else np.cumsum(alive) - 1
         logical = self._logical
-        return position if isinstance(logical, tuple) else int(logical[position])
+        return int(position) if isinstance(logical, tuple) else int(logical[position])
 
     def cost(self, position: int) -> int:
         return int(self.col["cost"][position])
@@ -1525,7 +1525,7 @@ class _ColumnSource:
 
             def side(group: Any, over: Any, skip: set[int] = taken) -> Any:
                 # the first n positions of the group on one side of the room, the picks skipped
-                return lambda n: [group[p] for p in _first(over, n + len(skip)) if group[p] not in skip][:n]
+                return lambda n: [p for p in group[_first(over, n + len(skip))].tolist() if p not in skip][:n]
 
             parts.append(((pool.name, Reason.BELOW_RELEVANCE), len(below), int(cost[below].sum()), positions(below)))
             parts.append(((pool.name, Reason.TOKEN_BUDGET), *budget, side(contextual, over)))

@@ -320,6 +320,8 @@ def test_pools_of_disjoint_types_count_each_reason_exactly():
         (None, Reason.ALWAYS_NO_POOL): (1, 0),
         (None, Reason.NO_POOL): (1, 0),
     }
+    # Plain ints, as every row's: events and checkpoints serialise them.
+    assert {type(d.index) for d in picked.dropped_sample(2)} == {int}
     assert [(d.entry["id"], d.reason, d.pool) for d in picked.dropped_sample(1)] == [
         ("n2", Reason.ENTRY_CAP, "notes"),
         ("n3", Reason.TOKEN_BUDGET, "notes"),
