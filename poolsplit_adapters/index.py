@@ -1107,14 +1107,13 @@ class _ColumnSource:
         self.why = np.zeros(size, dtype=np.int8)  # index into _WHY; 0: admitted (or removed)
         self.claimed = np.zeros(size, dtype=bool)
         self._logical: Optional[Any] = None  # each position's logical index; () when nothing is removed
-        self._split_visible: Optional[tuple[Any, Any]] = (
-            None  # (visible always-scope positions, visible contextual mask)
-        )
+        # (the visible always-scope positions, the visible contextual mask), once visibility is settled
+        self._split_visible: Optional[tuple[Any, Any]] = None
         self._relevance: Optional[Any] = None
         self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
         self._counted: Optional[tuple[Any, Any]] = None  # (key, how many positions hold each of its keys)
         # (filled, _parts) of the report: its keys when the pool types are disjoint, else None
-        self._split: Optional[tuple[Any, Optional[list[tuple[Any, int, int, Any]]]]] = None
+        self._by_group: Optional[tuple[Any, Optional[list[tuple[Any, int, int, Any]]]]] = None
         self._lexical: Optional[Any] = None
         self._penalty: Optional[Any] = None
         # Twin of lifecycle_reason at the call's time (its as_of branch is the generic path's).
@@ -1474,11 +1473,11 @@ class _ColumnSource:
         is loaded by it), so each key is one pool's group cut by cost, or a
         mask; else None (the general rule, :meth:`_left_keys`). Computed
         once per selection (the counts and the sample share it)."""
-        cached = self._split
+        cached = self._by_group
         if cached is not None and cached[0] is filled:
             return cached[1]
         parts = self._split_keys(filled, lost)
-        self._split = (filled, parts)
+        self._by_group = (filled, parts)
         return parts
 
     def _split_keys(self, filled: list[Any], lost: set[int]) -> Optional[list[tuple[Any, int, int, Any]]]:
