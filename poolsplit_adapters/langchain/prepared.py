@@ -13,9 +13,12 @@ updated in place (or rebuilt when the store's order would otherwise
 differ). How each store kind answers:
 
 * ``InMemoryStore`` (one process by construction): the watermark is the
-  namespace's item objects themselves; every ``put`` makes a new ``Item``,
-  so identity says exactly which items changed (the kept index holds the
-  old ones, so their identities cannot be reused).
+  change version CPython keeps in each namespace's dict (O(1): see
+  :mod:`.dict_version`), or where the interpreter keeps none the
+  namespace's item objects themselves. When it moved, the items are
+  compared by identity: every ``put`` makes a new ``Item``, so identity
+  says exactly which items changed (the kept index holds the old ones, so
+  their identities cannot be reused).
 * ``SqliteStore``: ``PRAGMA data_version`` (changes whenever *another*
   connection, in this or another process, commits) with the connection's
   ``total_changes`` (every write through this connection, any thread). When
@@ -237,7 +240,8 @@ def _in_memory_items(data: Dict[Namespace, Dict[str, Item]], chain: Sequence[Nam
 
 def cheap_watermark(store: BaseStore, chain: Sequence[Namespace]) -> bool:
     """Whether ``store``'s watermark costs nothing that grows with the
-    namespace's size: an ``InMemoryStore``'s items (a tuple of references),
+    namespace's size: an ``InMemoryStore``'s dict versions (else a tuple
+    of references to its items, built in C),
     a ``SqliteStore``'s data version, a PostgresStore's change counter when
     it is installed and armed (one small query to know); not the digest of
     a PostgresStore without it, which the server computes over every row."""
