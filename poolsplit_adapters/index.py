@@ -1253,7 +1253,7 @@ class _ColumnSource:
         context's project ``code``, kept by the index while neither it nor
         the project changes (an agent's calls name one project)."""
         owner = self.owner
-        stamp = (owner._version, self.size, len(owner._projects), code, modifiers.project_weight)
+        stamp = (owner._version, self.size, code, modifiers.project_weight)
         kept = owner._project_terms
         if kept is None or kept[0] != stamp:
             # The project code (0 another, 1 none, 2 the context's) by one
@@ -1510,15 +1510,14 @@ class _ColumnSource:
             picked = np.fromiter((p[0] for p in picks), dtype=np.intp, count=len(picks))
             room = pool.max_tokens - sum(p[2] for p in picks)
             grouped += len(always) + len(contextual) + len(below)
-            paid = cost[contextual]
-            over = paid > room
-            picked_over = cost[picked] > room
+            paid, spent = cost[contextual], cost[picked]
+            over, picked_over = paid > room, spent > room
             # Loaded picks are part of the group's costs: taken out of the side each falls on.
             budget = (
                 int(np.count_nonzero(over)) - int(np.count_nonzero(picked_over)),
-                int(np.sum(paid, where=over)) - int(cost[picked][picked_over].sum()),
+                int(np.sum(paid, where=over)) - int(np.sum(spent, where=picked_over)),
             )
-            everything = (len(contextual) - len(picked), int(paid.sum()) - int(cost[picked].sum()))
+            everything = (len(contextual) - len(picked), int(paid.sum()) - int(spent.sum()))
             cap = (everything[0] - budget[0], everything[1] - budget[1])
             taken = set(picked.tolist())
 
