@@ -218,13 +218,14 @@ def sqlite(indexed: bool = False) -> Iterator[Any]:
 
 
 @contextlib.contextmanager
-def postgres(counted: bool = False, indexed: bool = False) -> Iterator[Any]:
+def postgres(counted: bool = False, indexed: bool = False, typed: bool = False) -> Iterator[Any]:
     from langgraph.store.postgres import PostgresStore
     from pg_server import EmbeddedPostgres
     from psycopg import Connection
     from psycopg.rows import dict_row
 
     from poolsplit_adapters.stores.postgres import install_change_counter, install_filter_index
+    from poolsplit_adapters.stores.type_indexes import install_type_indexes
 
     with EmbeddedPostgres() as pg:
         db = pg.create_database("turns")
@@ -242,6 +243,8 @@ def postgres(counted: bool = False, indexed: bool = False) -> Iterator[Any]:
                 def loaded() -> None:
                     with conn.cursor() as cur:
                         cur.execute("SET maintenance_work_mem = '512MB'")
+                        if typed:  # before the store's own index: the codes' backfill re-indexes nothing
+                            install_type_indexes(store, TYPES)
                         cur.execute(definition)
                         cur.execute("ANALYZE")
                     install_filter_index(store)  # as the docs advise for the ranked searches
@@ -266,6 +269,7 @@ STORES: Dict[str, Callable[[], Any]] = {
     "sqlite-index": lambda: sqlite(indexed=True),
     "postgres-index": lambda: postgres(counted=True, indexed=True),
     "postgres-index-spread": lambda: postgres(counted=True, indexed=True),
+    "postgres-index-types": lambda: postgres(counted=True, indexed=True, typed=True),
 }
 #: The kinds whose memories spread every word over every type (:func:`memories`).
 SPREAD = ("postgres-index-spread",)
@@ -279,6 +283,7 @@ NAMES = {
     "postgres-index": "PostgresStore(index=, HNSW) + install_change_counter + install_filter_index, fetch_k=%d"
     % FETCH_K,
     "postgres-index-spread": "the same, every type holding memories of every word",
+    "postgres-index-types": "the same as two rows up (words follow the type) + install_type_indexes",
 }
 
 

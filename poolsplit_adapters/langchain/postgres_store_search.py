@@ -61,6 +61,7 @@ Anything else is searched by the store itself, as before.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Generator, List, Optional, Tuple, cast
@@ -80,6 +81,7 @@ from ..stores.postgres import (
     pool_search_bound,
     wait_on_store_loop,
 )
+from ..stores.type_indexes import CODE_COLUMN, CODES_SECONDS, TYPE_CODES, type_codes_sql
 
 __all__ = [
     "MOST_RANKED",
@@ -114,7 +116,8 @@ _Steps = Generator[Tuple[str, Dict[str, Any]], List[Dict[str, Any]], List[List[S
 #: answer), and the table's size (the planner's count).
 _TABLE_ROWS = (
     ", set_config('enable_sort', 'off', true),"
-    " (SELECT reltuples FROM pg_class WHERE oid = to_regclass('store')) AS table_rows"
+    " (SELECT reltuples FROM pg_class WHERE oid = to_regclass('store')) AS table_rows,"
+    " to_regclass('%s') IS NOT NULL AS type_codes" % TYPE_CODES
 )
 #: The most rows an HNSW walk of this transaction visits (pgvector's
 #: ``hnsw.max_scan_tuples``, default 20,000), set to :func:`walk_budget`.
@@ -123,6 +126,32 @@ _WALK_BUDGET = (
     "SELECT set_config('hnsw.max_scan_tuples', LEAST(%(budget)s::int,"
     " coalesce(nullif(current_setting('hnsw.max_scan_tuples', true), '')::int, %(budget)s::int))::text, true)"
 )
+#: With type indexes (:mod:`~poolsplit_adapters.stores.type_indexes`) in
+#: use, ``hnsw.ef_search`` is raised to at least this (a larger one set for
+#: the session stays; pgvector's cap, 1000, holds).
+_TYPE_EF = ", set_config('hnsw.ef_search', GREATEST(%(ef)s::int, current_setting('hnsw.ef_search')::int)::text, true)"
+
+
+def type_index_ef(k: int) -> int:
+    """The ``hnsw.ef_search`` of a run that walks type indexes: five times
+    the largest ``k``, at least 100, at most pgvector's 1000.
+
+    Why: a type's own index holds only that type's items, and a memory
+    store's items of one type are often near-duplicates (every episode of
+    the same deploy). Over such clusters the walk with ``ef_search`` at
+    ``k`` (or pgvector's 40) found 82% of the exact nearest 20 at 100k
+    memories (benchmarks/middleware_turn.py's corpus); at 100 it found all
+    of them, for ~1.7 ms more a type. The store's own index, where a
+    near type's items are dense among others, found all at 40.
+
+    Example::
+
+        >>> type_index_ef(20)
+        100
+    """
+    return min(HNSW_EF_SEARCH[1], max(100, 5 * int(k)))
+
+
 #: How many times the expected walk (items spread evenly over the index)
 #: a walk may visit before it gives up and the exact read completes it.
 WALK_MARGIN = 4
@@ -237,9 +266,16 @@ class PostgresStoreSearch:
         self._per_item = max(1, int(config.get("__estimated_num_vectors", 1) or 1))
         self._load = _loader(store)
         self.large_filters = LargeFilters()
+        #: The types with their own HNSW index (type -> code, see
+        #: :mod:`~poolsplit_adapters.stores.type_indexes`), read at most
+        #: every ``CODES_SECONDS`` by the clock.
+        self.type_codes: Dict[str, int] = {}
+        self._codes_read: Optional[float] = None
+        self.clock: Callable[[], float] = time.monotonic
         #: How each search of the last run was answered: "index" (the HNSW walk),
-        #: "filter" (the count said few: read and ordered exactly) or "exact"
-        #: (a short walk completed by the exact read).
+        #: "type index" (the walk of its type's own HNSW index), "filter" (the
+        #: count said few: read and ordered exactly) or "exact" (a short walk
+        #: completed by the exact read).
         self.last_paths: List[str] = []
 
     # -- SQL ----------------------------------------------------------------------------
@@ -257,15 +293,23 @@ class PostgresStoreSearch:
             " WHERE s.prefix = %%(namespace)s%s GROUP BY s.prefix, s.key" % (self._distance(), condition)
         )
 
-    def _index_sql(self, condition: str, gate: str = "") -> str:
+    def _index_sql(self, condition: str, gate: str = "", code: Optional[int] = None) -> str:
         """The search through the HNSW index: vectors by distance, filtered
-        by namespace and type, ``rows`` of them."""
+        by namespace and type, ``rows`` of them; with a type ``code``, through
+        that type's own index (its predicate, our integer, is the one part
+        of a type in SQL text: the planner matches a partial index only to a
+        literal)."""
+        own = "" if code is None else "sv.%s = %d AND " % (CODE_COLUMN, int(code))
         return (
             "SELECT s.key, s.value, s.created_at, s.updated_at, %s AS distance"
             " FROM store_vectors sv JOIN store s ON s.prefix = sv.prefix AND s.key = sv.key"
-            " WHERE %ssv.prefix = %%(namespace)s%s ORDER BY %s LIMIT %%(rows)s"
-            % (self._distance(), gate, condition, self._distance())
+            " WHERE %s%ssv.prefix = %%(namespace)s%s ORDER BY %s LIMIT %%(rows)s"
+            % (self._distance(), gate, own, condition, self._distance())
         )
+
+    def _code(self, search: RankedSearch) -> Optional[int]:
+        """The code of the search's type when it has its own HNSW index."""
+        return None if search.type is None or search.untyped else self.type_codes.get(search.type)
 
     def _statement(self, search: RankedSearch, bound: int) -> Tuple[str, Dict[str, Any]]:
         """The search's one statement and its parameters: the filter-first
@@ -285,7 +329,7 @@ class PostgresStoreSearch:
             % (
                 probe,
                 self._exact_sql(condition),
-                self._index_sql(condition, "NOT (SELECT exact FROM few) AND "),
+                self._index_sql(condition, "NOT (SELECT exact FROM few) AND ", self._code(search)),
             )
         )
         return sql, params
@@ -366,7 +410,16 @@ class PostgresStoreSearch:
         if rows is None:  # no filter index: the table's size, and a count through its prefix index
             rows = row.get("table_rows")
         size = max(0.0, float(rows or 0.0))
-        yield _WALK_BUDGET, {"budget": walk_budget(most, size)}
+        if not row.get("type_codes"):  # no type indexes installed (or no longer)
+            self.type_codes, self._codes_read = {}, None
+        elif self._codes_read is None or self.clock() - self._codes_read >= CODES_SECONDS:
+            codes = yield type_codes_sql(), {}
+            self.type_codes = {str(r["type"]): int(r["code"]) for r in codes}
+            self._codes_read = self.clock()
+        if self.type_codes and any(self._code(search) is not None for search in searches):
+            yield _WALK_BUDGET + _TYPE_EF, {"budget": walk_budget(most, size), "ef": type_index_ef(most)}
+        else:
+            yield _WALK_BUDGET, {"budget": walk_budget(most, size)}
         found: List[List[SearchItem]] = []
         paths: List[str] = []
         for search, vector in zip(searches, vectors):
@@ -392,7 +445,7 @@ class PostgresStoreSearch:
         rows = [row for row in found if row["key"] is not None]
         self.large_filters.saw(as_search, bound, found=len(rows), exact=exact)
         items = self._items(search, rows)
-        path = "filter" if exact else "index"
+        path = "filter" if exact else ("index" if self._code(search) is None else "type index")
         if not exact and len(items) < search.limit:  # a short page: what does the table hold?
             condition, _ = _type_condition(search)
             every = yield (
