@@ -4,7 +4,7 @@ namespace size and LangGraph store.
     python benchmarks/middleware_turn.py                       # 10k and 100k; every store kind
     python benchmarks/middleware_turn.py --stores postgres postgres-counter
     python benchmarks/middleware_turn.py --sizes 10000 --stores memory sqlite
-    python benchmarks/middleware_turn.py --stores memory-index sqlite-index postgres-index postgres-index-spread
+    python benchmarks/middleware_turn.py --stores memory-index sqlite-index postgres-index postgres-index-spread postgres-index-types
 
 One user's namespace holds N memories (20 always-scope corrections, the rest
 mixed episodes, facts, skills, notes and tasks). A real ``create_agent``
@@ -48,7 +48,10 @@ gives up completed exactly), timed as one round trip of the store.
 ``postgres-index`` keeps the memories whose words follow their type (a
 query about deploys is near the episodes only: every other type's search
 ends in the exact read of its items); ``postgres-index-spread`` is the same
-store with every type holding memories of every word.
+store with every type holding memories of every word;
+``postgres-index-types`` is the first corpus with
+``stores.type_indexes.install_type_indexes`` run for every type (each type
+walks its own HNSW index).
 Reported for every kind: the time spent inside the store per turn (its
 ``batch`` calls and our ranked searches; p50), so what the middleware itself
 adds is the overhead less it.
