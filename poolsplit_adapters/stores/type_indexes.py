@@ -116,6 +116,9 @@ _CODES_OF = "SELECT type, code FROM poolsplit_vector_types WHERE type = ANY(%(ty
 _OPS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
 _VECTOR_TYPES = ("vector", "halfvec")
 _HNSW_PARAMETERS = ("m", "ef_construction")
+#: The longest type name (UTF-8 bytes) the table of codes takes: well under
+#: what a btree key holds (~2,700 bytes), so an insert never fails there.
+_MOST_TYPE_BYTES = 1000
 
 
 def type_index_name(code: int) -> str:
@@ -150,7 +153,12 @@ def _checked_types(types: Any) -> List[str]:
     for position, name in enumerate(types):
         if not isinstance(name, str) or not name:
             raise ArgumentError("install_type_indexes: types[%d] must be a non-empty string, got %r" % (position, name))
-        checked.append(check_postgres_text("type", name))
+        checked.append(check_postgres_text("types[%d]" % position, name))
+        if len(name.encode("utf-8")) > _MOST_TYPE_BYTES:  # the codes' btree key must hold it
+            raise ArgumentError(
+                "install_type_indexes: types[%d] is %d bytes long; a type name takes at most %d"
+                % (position, len(name.encode("utf-8")), _MOST_TYPE_BYTES)
+            )
     return list(dict.fromkeys(checked))
 
 
