@@ -85,6 +85,7 @@ from langgraph.store.sqlite import SqliteStore  # noqa: E402
 from pg_embeddings import HashedNgramEmbeddings  # noqa: E402
 
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware  # noqa: E402
+from poolsplit_adapters.langchain.memory_store_search import InMemoryStoreSearch  # noqa: E402
 from poolsplit_adapters.langchain.postgres_store_search import PostgresStoreSearch  # noqa: E402
 from poolsplit_adapters.render import parse_markers  # noqa: E402
 
@@ -160,30 +161,30 @@ def counting(cls: type) -> type:
     return Counting
 
 
-_own_run = PostgresStoreSearch.run
+_own_runs = {PostgresStoreSearch: PostgresStoreSearch.run, InMemoryStoreSearch: InMemoryStoreSearch.run}
 
 
-def _counted_run(self: PostgresStoreSearch, searches: Any, query: Optional[str] = None) -> Any:
+def _counted_run(self: Any, searches: Any, query: Optional[str] = None) -> Any:
     """Our own ranked searches over PostgresStore(index=) (one transaction
     of statements, not a ``batch``), counted as one round trip of the store
     and timed with its batches."""
     start = time.perf_counter()
     try:
-        return _own_run(self, searches, query)
+        return _own_runs[type(self)](self, searches, query)
     finally:
         if hasattr(self.store, "calls"):
             self.store.calls += 1
             self.store.seconds += time.perf_counter() - start
 
 
-_own_arun = PostgresStoreSearch.arun
+_own_aruns = {PostgresStoreSearch: PostgresStoreSearch.arun, InMemoryStoreSearch: InMemoryStoreSearch.arun}
 
 
-async def _counted_arun(self: PostgresStoreSearch, searches: Any, query: Optional[str] = None) -> Any:
+async def _counted_arun(self: Any, searches: Any, query: Optional[str] = None) -> Any:
     """:func:`_counted_run` of the async run (an ``AsyncPostgresStore``'s)."""
     start = time.perf_counter()
     try:
-        return await _own_arun(self, searches, query)
+        return await _own_aruns[type(self)](self, searches, query)
     finally:
         if hasattr(self.store, "calls"):
             self.store.calls += 1
@@ -192,6 +193,8 @@ async def _counted_arun(self: PostgresStoreSearch, searches: Any, query: Optiona
 
 PostgresStoreSearch.run = _counted_run  # type: ignore[method-assign]
 PostgresStoreSearch.arun = _counted_arun  # type: ignore[method-assign]
+InMemoryStoreSearch.run = _counted_run  # type: ignore[method-assign]  # the same count for the in-memory searches
+InMemoryStoreSearch.arun = _counted_arun  # type: ignore[method-assign]
 
 
 def vector_index() -> Dict[str, Any]:
@@ -200,9 +203,36 @@ def vector_index() -> Dict[str, Any]:
     return {"dims": embeddings.dims, "embed": embeddings, "fields": ["content"]}
 
 
+def counted_instance(store: Any) -> Any:
+    """``store`` counting its batches through instance attributes: its class
+    stays the store's own, so the middleware serves its ranked searches as
+    it would a user's (a subclass with its own ``batch`` keeps its own search)."""
+    store.calls, store.seconds = 0, 0.0
+    own_batch, own_abatch = store.batch, store.abatch
+
+    def batch(ops: Any) -> Any:
+        store.calls += 1
+        start = time.perf_counter()
+        try:
+            return own_batch(ops)
+        finally:
+            store.seconds += time.perf_counter() - start
+
+    async def abatch(ops: Any) -> Any:
+        store.calls += 1
+        start = time.perf_counter()
+        try:
+            return await own_abatch(ops)
+        finally:
+            store.seconds += time.perf_counter() - start
+
+    store.batch, store.abatch = batch, abatch
+    return store
+
+
 @contextlib.contextmanager
 def in_memory(indexed: bool = False) -> Iterator[Any]:
-    yield counting(InMemoryStore)(index=vector_index() if indexed else None)
+    yield counted_instance(InMemoryStore(index=vector_index() if indexed else None))
 
 
 @contextlib.contextmanager

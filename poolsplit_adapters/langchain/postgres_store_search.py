@@ -64,7 +64,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generator, List, Optional, Tuple, cast
+from typing import Any, Callable, Dict, Generator, List, Optional, Protocol, Tuple, cast
 
 from langgraph.store.base import SearchItem
 
@@ -87,6 +87,7 @@ __all__ = [
     "MOST_RANKED",
     "PostgresStoreSearch",
     "RankedSearch",
+    "RankedSearcher",
     "STORE_FILTER_INDEX",
     "WALK_MARGIN",
     "serves_postgres_store",
@@ -209,6 +210,22 @@ class RankedSearch:
         return Search("ranked", self.limit, types=types, untyped=self.untyped, namespaces=(label,))
 
 
+class RankedSearcher(Protocol):
+    """What answers a recall's ranked type searches for the middleware's
+    store (:class:`PostgresStoreSearch`,
+    :class:`~poolsplit_adapters.langchain.memory_store_search.InMemoryStoreSearch`):
+    each search's items, nearest first, as the store's ``SearchItem``s."""
+
+    #: The largest ``limit`` it serves (a larger one is the store's own search).
+    most: int
+    #: How each search of the last run was answered (for tests and benchmarks).
+    last_paths: List[str]
+
+    def run(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]: ...
+
+    async def arun(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]: ...
+
+
 def _index_config(store: Any) -> Optional[Mapping[str, Any]]:
     config = getattr(store, "index_config", None)
     return config if isinstance(config, Mapping) and config else None
@@ -251,6 +268,9 @@ class PostgresStoreSearch:
         search = PostgresStoreSearch(store)
         [facts, tasks] = search.run([RankedSearch(ns, 20, type="fact"), RankedSearch(ns, 20, type="task")], "deploy")
     """
+
+    #: The largest ``limit`` served: what one HNSW scan round can give.
+    most = MOST_RANKED
 
     def __init__(self, store: Any) -> None:
         if not serves_postgres_store(store):

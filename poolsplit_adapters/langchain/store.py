@@ -100,7 +100,8 @@ from ..stores.base import (
 from ..stores.checks import storable_text
 from ..stores.postgres import is_async_postgres_store, is_postgres_store, plain_async_postgres_store
 from ..tokens import default_counter
-from .postgres_store_search import MOST_RANKED, PostgresStoreSearch, RankedSearch, serves_postgres_store
+from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
+from .postgres_store_search import MOST_RANKED, PostgresStoreSearch, RankedSearch, RankedSearcher, serves_postgres_store
 
 __all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
 
@@ -346,6 +347,10 @@ class BaseStoreMemory(StoreVerbs):
         self._repeats: Optional[Callable[[], Any]] = None  # a weak reference to a kept index (keep_repeats_in)
         # Our ranked searches over a PostgresStore(index=) we serve (kept: it remembers large filters).
         self._pg_search = PostgresStoreSearch(store) if serves_postgres_store(store) else None
+        # ... or over an InMemoryStore(index=) (kept: it keeps each namespace's vectors as a matrix).
+        self._ranked_search: Optional[RankedSearcher] = self._pg_search
+        if self._ranked_search is None and serves_in_memory_store(store):
+            self._ranked_search = InMemoryStoreSearch(store)
         self._postgres_family = is_postgres_store(store) or is_async_postgres_store(store)
 
     def __repr__(self) -> str:
@@ -433,16 +438,18 @@ class BaseStoreMemory(StoreVerbs):
 
     def _split(self, ops: Sequence[Any]) -> Tuple[Dict[int, RankedSearch], List[Any]]:
         """The ops our own ranked search answers (by position) and the rest,
-        in order: on a served ``PostgresStore``, every ranked ``SearchOp``
-        filtered by type at most, within
-        :data:`~poolsplit_adapters.langchain.postgres_store_search.MOST_RANKED`
-        (see :mod:`~poolsplit_adapters.langchain.postgres_store_search`)."""
+        in order: on a served ``PostgresStore`` or ``InMemoryStore``, every
+        ranked ``SearchOp`` filtered by type at most, within the search's
+        largest ``limit`` (:data:`~poolsplit_adapters.langchain.postgres_store_search.MOST_RANKED`
+        on Postgres; see :mod:`~poolsplit_adapters.langchain.postgres_store_search`
+        and :mod:`~poolsplit_adapters.langchain.memory_store_search`)."""
         ours: Dict[int, RankedSearch] = {}
+        searcher = self._ranked_search
         for i, op in enumerate(ops):
-            if self._pg_search is None or not isinstance(op, SearchOp) or not op.query:
+            if searcher is None or not isinstance(op, SearchOp) or not op.query:
                 continue
             where = op.filter
-            if op.limit > MOST_RANKED or op.offset:
+            if op.limit > searcher.most or op.offset:
                 continue
             if where is not None and (set(where) - {"type"} or not isinstance(where.get("type"), (str, type(None)))):
                 continue  # a filter of the store's own dialect: its own search
@@ -454,8 +461,8 @@ class BaseStoreMemory(StoreVerbs):
     def _ranked(self, ours: Dict[int, RankedSearch]) -> Dict[int, List[Item]]:
         if not ours:
             return {}
-        assert self._pg_search is not None
-        return {i: list(items) for i, items in zip(ours, self._pg_search.run(list(ours.values())))}
+        assert self._ranked_search is not None
+        return {i: list(items) for i, items in zip(ours, self._ranked_search.run(list(ours.values())))}
 
     @staticmethod
     def _merged(count: int, ranked: Dict[int, List[Item]], rest: Sequence[Any]) -> List[Any]:
@@ -475,8 +482,8 @@ class BaseStoreMemory(StoreVerbs):
         rest = await self.store.abatch(others) if others else []
         ranked: Dict[int, List[Item]] = {}
         if ours:  # an async store's run on its cursor; a sync store's in a worker thread (as its own abatch)
-            assert self._pg_search is not None
-            found = await self._pg_search.arun(list(ours.values()))
+            assert self._ranked_search is not None
+            found = await self._ranked_search.arun(list(ours.values()))
             ranked = {i: list(items) for i, items in zip(ours, found)}
         return self._merged(len(ops), ranked, rest)
 
