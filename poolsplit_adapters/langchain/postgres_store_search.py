@@ -64,7 +64,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generator, List, Optional, Protocol, Tuple, cast
+from typing import Any, Callable, Dict, Generator, List, Optional, Protocol, Set, Tuple, cast
 
 from langgraph.store.base import SearchItem
 
@@ -81,7 +81,7 @@ from ..stores.postgres import (
     pool_search_bound,
     wait_on_store_loop,
 )
-from ..stores.type_indexes import CODE_COLUMN, CODES_SECONDS, TYPE_CODES, type_codes_sql
+from ..stores.type_indexes import CODE_COLUMN, CODES_SECONDS, NULL_CODES, TYPE_CODES, type_codes_sql
 
 __all__ = [
     "MOST_RANKED",
@@ -291,6 +291,8 @@ class PostgresStoreSearch:
         #: every ``CODES_SECONDS`` by the clock.
         self.type_codes: Dict[str, int] = {}
         self._codes_read: Optional[float] = None
+        #: The run's namespaces (labels) holding a vector without its code (see :data:`NULL_CODES`).
+        self._uncoded: Set[str] = set()
         self.clock: Callable[[], float] = time.monotonic
         #: How each search of the last run was answered: "index" (the HNSW walk),
         #: "type index" (the walk of its type's own HNSW index), "filter" (the
@@ -328,8 +330,13 @@ class PostgresStoreSearch:
         )
 
     def _code(self, search: RankedSearch) -> Optional[int]:
-        """The code of the search's type when it has its own HNSW index."""
-        return None if search.type is None or search.untyped else self.type_codes.get(search.type)
+        """The code of the search's type when it has its own HNSW index and
+        every vector of the search's namespace has its code."""
+        if search.type is None or search.untyped:
+            return None
+        from .store import namespace_label
+
+        return None if namespace_label(search.namespace) in self._uncoded else self.type_codes.get(search.type)
 
     def _statement(self, search: RankedSearch, bound: int) -> Tuple[str, Dict[str, Any]]:
         """The search's one statement and its parameters: the filter-first
@@ -436,6 +443,14 @@ class PostgresStoreSearch:
             codes = yield type_codes_sql(), {}
             self.type_codes = {str(r["type"]): int(r["code"]) for r in codes}
             self._codes_read = self.clock()
+        self._uncoded = set()
+        if self.type_codes:  # a namespace holding a vector written without the triggers: no type index there
+            from .store import namespace_label  # the one mapping (store.py imports this module)
+
+            for label in dict.fromkeys(namespace_label(s.namespace) for s in searches):
+                missing = yield NULL_CODES, {"namespace": label}
+                if missing and missing[0]["missing"]:
+                    self._uncoded.add(label)
         if self.type_codes and any(self._code(search) is not None for search in searches):
             yield _WALK_BUDGET + _TYPE_EF, {"budget": walk_budget(most, size), "ef": type_index_ef(most)}
         else:

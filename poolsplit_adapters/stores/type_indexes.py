@@ -26,25 +26,38 @@ database, after ``store.setup()``:
 - per listed type, the partial index ``poolsplit_type_hnsw_<code>`` with the
   store's own operator class and HNSW parameters.
 
-The search reads the codes of the types whose index exists, and only while
-both triggers are there and enabled (a code nobody keeps could hide an item
-from its type's index); it reads them again every :data:`CODES_SECONDS`. A
-type's walk through its own index is still filtered by namespace and type
-and still completed exactly when it comes back short, as every walk.
+The search reads the codes of the types whose index exists and is valid,
+and only while both triggers are there, on their tables, and enabled; it
+reads them again every :data:`CODES_SECONDS`. A vector written while the
+triggers did not run (disabled, or a session with
+``session_replication_role = replica``, as a logical-replication apply)
+has no code, and its namespace is searched without the type indexes (one
+index probe a run, :data:`NULL_CODES`) until an install gives it its code.
+What no check here sees: an item whose *type* was changed while the
+triggers did not run keeps its old code; install again after such writes
+(every code is then made what the rule gives). A type's walk through its
+own index is still filtered by namespace and type and still completed
+exactly when it comes back short, as every walk.
 
 Costs: each vector insert of a listed type goes into two HNSW indexes (the
 store's and its type's), and each listed type's vectors are stored in its
-index once more. The first install over a table that already holds vectors
-updates each vector row of the listed types once (a new row version, so the
-store's HNSW index takes it again: about 1 ms a row). Installing over a
-freshly loaded table before the store's own index is built is the fast
-way; running it again (or with more types) is harmless and only indexes
-what is new.
+index once more. While an install runs, writes wait (the tables are locked
+in the order LangGraph's writes take them, so a ``put`` never deadlocks
+with it) and reads go on; the type indexes are then built ``CONCURRENTLY``
+(on an autocommit connection, LangGraph's advice). The first install over
+a table that already holds vectors gives each vector row its code (a new
+row version, so the store's HNSW index takes it again: about 1 ms a row at
+100k); on a bulk load, install before building the store's own HNSW index
+(drop ``store_vectors_embedding_idx`` after ``store.setup()``, load,
+install, then create it again with its definition), as
+``benchmarks/middleware_turn.py`` does. Running the install again, or with
+more types, only does what is missing.
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Mapping, Optional, Sequence, Tuple
+import contextlib
+from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
 
 from ..checks import ArgumentError
 from .postgres import check_postgres_text, is_async_postgres_store, is_postgres_store
@@ -52,6 +65,7 @@ from .postgres import check_postgres_text, is_async_postgres_store, is_postgres_
 __all__ = [
     "CODES_SECONDS",
     "CODE_COLUMN",
+    "NULL_CODES",
     "TYPE_CODES",
     "TYPE_TRIGGERS",
     "ainstall_type_indexes",
@@ -70,47 +84,83 @@ TYPE_TRIGGERS = ("poolsplit_vector_type_code", "poolsplit_store_type_moved")
 #: How long a search keeps the codes it read before reading them again.
 CODES_SECONDS = 60.0
 
-_DDL = (
-    "CREATE TABLE IF NOT EXISTS poolsplit_vector_types"
-    " (type text PRIMARY KEY, code integer GENERATED ALWAYS AS IDENTITY UNIQUE)",
-    "ALTER TABLE store_vectors ADD COLUMN IF NOT EXISTS poolsplit_type_code integer",
-    # The one rule of a vector's code: its item's type, looked up.
+#: The one rule of a vector's code: its item's type looked up, 0 for a type
+#: not listed. NULL only ever means "written while the triggers did not
+#: run" (disabled, or a session in ``session_replication_role = replica``):
+#: a namespace holding such a vector is searched without the type indexes
+#: (:data:`NULL_CODES`) until an install gives it its code. The functions
+#: keep the install's ``search_path``, so every writer's trigger finds the
+#: same tables.
+_FUNCTIONS = (
     """
-CREATE OR REPLACE FUNCTION poolsplit_vector_type_code() RETURNS trigger LANGUAGE plpgsql AS $body$
+CREATE OR REPLACE FUNCTION poolsplit_vector_type_code() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $body$
 BEGIN
-    NEW.poolsplit_type_code := (SELECT t.code FROM store s JOIN poolsplit_vector_types t ON t.type = s.value->>'type'
-                                WHERE s.prefix = NEW.prefix AND s.key = NEW.key);
+    NEW.poolsplit_type_code := coalesce(
+        (SELECT t.code FROM store s JOIN poolsplit_vector_types t ON t.type = s.value->>'type'
+         WHERE s.prefix = NEW.prefix AND s.key = NEW.key), 0);
     RETURN NEW;
 END
 $body$""",
-    "DROP TRIGGER IF EXISTS poolsplit_vector_type_code ON store_vectors",
-    "CREATE TRIGGER poolsplit_vector_type_code BEFORE INSERT OR UPDATE ON store_vectors"
-    " FOR EACH ROW EXECUTE FUNCTION poolsplit_vector_type_code()",
     # An item whose type changed: its vectors are touched, and the trigger
     # above gives them their new code (LangGraph writes the item before its
-    # vectors, and may keep the vectors of an item put with index=False).
+    # vectors, and keeps the vectors of an item put again with index=False).
     """
-CREATE OR REPLACE FUNCTION poolsplit_store_type_moved() RETURNS trigger LANGUAGE plpgsql AS $body$
+CREATE OR REPLACE FUNCTION poolsplit_store_type_moved() RETURNS trigger LANGUAGE plpgsql
+SET search_path FROM CURRENT AS $body$
 BEGIN
     UPDATE store_vectors SET poolsplit_type_code = NULL WHERE prefix = NEW.prefix AND key = NEW.key;
     RETURN NULL;
 END
 $body$""",
-    "DROP TRIGGER IF EXISTS poolsplit_store_type_moved ON store",
-    "CREATE TRIGGER poolsplit_store_type_moved AFTER UPDATE ON store FOR EACH ROW"
-    " WHEN (OLD.value->>'type' IS DISTINCT FROM NEW.value->>'type') EXECUTE FUNCTION poolsplit_store_type_moved()",
 )
-
+#: Each trigger: (its name, its table, its definition), created where the table has none of that name.
+_TRIGGERS = (
+    (
+        TYPE_TRIGGERS[0],
+        "store_vectors",
+        "CREATE TRIGGER poolsplit_vector_type_code BEFORE INSERT OR UPDATE ON store_vectors"
+        " FOR EACH ROW EXECUTE FUNCTION poolsplit_vector_type_code()",
+    ),
+    (
+        TYPE_TRIGGERS[1],
+        "store",
+        "CREATE TRIGGER poolsplit_store_type_moved AFTER UPDATE ON store FOR EACH ROW"
+        " WHEN (OLD.value->>'type' IS DISTINCT FROM NEW.value->>'type') EXECUTE FUNCTION poolsplit_store_type_moved()",
+    ),
+)
+#: The tables, locked first in the order LangGraph's writes take them
+#: (``store``, then ``store_vectors``), so an install never deadlocks with a
+#: ``put``: writes wait for the install's transaction; reads go on.
+_LOCK = "LOCK TABLE store, store_vectors IN SHARE ROW EXCLUSIVE MODE"
+_TABLES_READY = "SELECT to_regclass('store') IS NOT NULL AND to_regclass('store_vectors') IS NOT NULL AS ready"
+_HAS_COLUMN = (
+    "SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'store_vectors'::regclass"
+    " AND attname = 'poolsplit_type_code' AND NOT attisdropped) AS present"
+)
+_HAS_TRIGGER = (
+    "SELECT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = %(name)s AND tgrelid = %(table)s::regclass) AS present"
+)
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS poolsplit_vector_types"
+    " (type text PRIMARY KEY, code integer GENERATED ALWAYS AS IDENTITY UNIQUE)",
+    "CREATE INDEX IF NOT EXISTS poolsplit_type_code_missing ON store_vectors (prefix) WHERE poolsplit_type_code IS NULL",
+)
 #: Register the listed types (a bound array: never SQL text).
 _REGISTER = "INSERT INTO poolsplit_vector_types (type) SELECT unnest(%(types)s::text[]) ON CONFLICT (type) DO NOTHING"
-#: Give the vectors of the listed types their code where they lack it (the trigger computes it).
+#: Every vector whose code is not what the rule gives (NULL, or a type that
+#: changed while the triggers did not run) is touched: the trigger computes it.
 _BACKFILL = (
-    "UPDATE store_vectors sv SET poolsplit_type_code = NULL FROM store s"
-    " WHERE s.prefix = sv.prefix AND s.key = sv.key AND s.value->>'type' = ANY(%(types)s::text[])"
-    " AND sv.poolsplit_type_code IS DISTINCT FROM"
-    " (SELECT t.code FROM poolsplit_vector_types t WHERE t.type = s.value->>'type')"
+    "UPDATE store_vectors sv SET poolsplit_type_code = NULL"
+    " WHERE sv.poolsplit_type_code IS DISTINCT FROM coalesce("
+    "(SELECT t.code FROM store s JOIN poolsplit_vector_types t ON t.type = s.value->>'type'"
+    " WHERE s.prefix = sv.prefix AND s.key = sv.key), 0)"
 )
 _CODES_OF = "SELECT type, code FROM poolsplit_vector_types WHERE type = ANY(%(types)s::text[]) ORDER BY code"
+#: Whether a namespace holds a vector written while the triggers did not run
+#: (psycopg parameter ``namespace``: its label). Answered by the partial
+#: index ``poolsplit_type_code_missing``.
+NULL_CODES = "SELECT EXISTS (SELECT 1 FROM store_vectors WHERE prefix = %(namespace)s AND poolsplit_type_code IS NULL) AS missing"
 
 #: ``distance_type`` -> the last part of pgvector's operator class name.
 _OPS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
@@ -134,13 +184,16 @@ def type_index_name(code: int) -> str:
 
 def type_codes_sql() -> str:
     """The statement a search reads its type codes with (psycopg
-    parameters; none): each listed type whose index exists, and none at all
-    unless both :data:`TYPE_TRIGGERS` are there and enabled. Run it only
-    where :data:`TYPE_CODES` exists."""
+    parameters; none): each listed type whose index exists and is valid (a
+    concurrent build that failed leaves an invalid one), and none at all
+    unless both :data:`TYPE_TRIGGERS` are there, on their own tables, and
+    enabled. Run it only where :data:`TYPE_CODES` exists."""
     return (
         "SELECT t.type, t.code FROM poolsplit_vector_types t"
-        " WHERE to_regclass('poolsplit_type_hnsw_' || t.code) IS NOT NULL"
-        " AND (SELECT count(*) FROM pg_trigger WHERE tgname IN ('%s', '%s') AND tgenabled <> 'D') = 2" % TYPE_TRIGGERS
+        " JOIN pg_index i ON i.indexrelid = to_regclass('poolsplit_type_hnsw_' || t.code) AND i.indisvalid"
+        " WHERE (SELECT count(*) FROM pg_trigger WHERE tgenabled <> 'D' AND ("
+        "(tgname = '%s' AND tgrelid = to_regclass('store_vectors'))"
+        " OR (tgname = '%s' AND tgrelid = to_regclass('store')))) = 2" % TYPE_TRIGGERS
     )
 
 
@@ -188,10 +241,11 @@ def _index_definition(store: Any) -> Tuple[str, str]:
     return "%s_%s_ops" % (vector_type, _OPS[distance]), options
 
 
-def _create_index(code: int, opclass: str, options: str) -> str:
+def _create_index(code: int, opclass: str, options: str, concurrently: bool) -> str:
     return (
-        "CREATE INDEX IF NOT EXISTS %s ON store_vectors USING hnsw (embedding %s)%s WHERE poolsplit_type_code = %d"
+        "CREATE INDEX %sIF NOT EXISTS %s ON store_vectors USING hnsw (embedding %s)%s WHERE poolsplit_type_code = %d"
         % (
+            "CONCURRENTLY " if concurrently else "",
             type_index_name(code),
             opclass,
             options,
@@ -200,11 +254,58 @@ def _create_index(code: int, opclass: str, options: str) -> str:
     )
 
 
+#: A type index left invalid (by a concurrent build that failed), by name.
+_INVALID = "SELECT 1 FROM pg_index WHERE indexrelid = to_regclass(%(name)s) AND NOT indisvalid"
+
+
+def _drop_index(code: int, concurrently: bool) -> str:
+    return "DROP INDEX %sIF EXISTS %s" % ("CONCURRENTLY " if concurrently else "", type_index_name(code))
+
+
+#: The install's statements, one at a time (sans I/O: the sync and the
+#: async install drive the same steps); each is sent its rows.
+_Steps = Generator[Tuple[str, Dict[str, Any]], List[Any], List[Tuple[str, int]]]
+
+
+def _schema_steps(names: List[str]) -> _Steps:
+    """Inside the install's transaction: the tables locked, the column, the
+    functions, the triggers, the table of codes, the types, the backfill."""
+    ready = yield _TABLES_READY, {}
+    if not _first(ready):
+        raise ArgumentError("install_type_indexes: the store has no store_vectors table yet; run store.setup() first")
+    yield _LOCK, {}
+    present = yield _HAS_COLUMN, {}
+    if not _first(present):  # ACCESS EXCLUSIVE, brief: only the first install
+        yield "ALTER TABLE store_vectors ADD COLUMN poolsplit_type_code integer", {}
+    for statement in _FUNCTIONS:
+        yield statement, {}
+    for name, table, definition in _TRIGGERS:
+        exists = yield _HAS_TRIGGER, {"name": name, "table": table}
+        if not _first(exists):
+            yield definition, {}
+    for statement in _SCHEMA:
+        yield statement, {}
+    yield _REGISTER, {"types": names}
+    yield _BACKFILL, {}
+    rows = yield _CODES_OF, {"types": names}
+    return [_row(row) for row in rows]
+
+
+def _first(rows: List[Any]) -> Any:
+    row = rows[0]
+    return next(iter(row.values())) if isinstance(row, Mapping) else row[0]
+
+
 def install_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[str, int]]:
     """Give each of ``types`` its own HNSW index on LangGraph's
     ``PostgresStore(index=)`` (see the module docstring), and return each
     type with its code. Run once per database after ``store.setup()``;
-    running it again, or with more types, is harmless.
+    running it again, or with more types, only does what is missing.
+
+    While it runs, writes to the store wait (its tables are locked in the
+    order LangGraph's writes take them) and reads go on; the type indexes
+    are then built ``CONCURRENTLY`` when the store's connection is in
+    autocommit (LangGraph's advice), so nothing waits for the builds.
 
     Example::
 
@@ -220,18 +321,29 @@ def install_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[str, in
         raise ArgumentError("install_type_indexes takes LangGraph's PostgresStore, got %s" % type(store).__name__)
     names = _checked_types(types)
     opclass, options = _index_definition(store)
-    # One transaction: no write between a trigger's drop and its creation
-    # goes without its code, and a failed install leaves nothing behind.
-    with store._cursor() as cur, cur.connection.transaction():
-        for statement in _DDL:
-            cur.execute(statement)
-        cur.execute(_REGISTER, {"types": names})
-        cur.execute(_BACKFILL, {"types": names})
-        cur.execute(_CODES_OF, {"types": names})
-        codes = [_row(row) for row in cur.fetchall()]
+    # The store's own lock, as its batch takes it on a shared connection: no
+    # other thread's statements run inside this transaction.
+    lock = store.lock if getattr(store, "pipe", None) is None else contextlib.nullcontext()
+    with lock, store._cursor() as cur:
+        with cur.connection.transaction():
+            steps = _schema_steps(names)
+            sql, params = next(steps)
+            while True:
+                cur.execute(sql, params)
+                try:
+                    sql, params = steps.send(cur.fetchall() if cur.description else [])
+                except StopIteration as done:
+                    codes: List[Tuple[str, int]] = done.value
+                    break
+        concurrently = bool(cur.connection.autocommit)
         for _, code in codes:
-            cur.execute(_create_index(code, opclass, options))
+            cur.execute(_INVALID, {"name": type_index_name(code)})
+            if cur.fetchall():  # a concurrent build that failed: built again
+                cur.execute(_drop_index(code, concurrently))
+            cur.execute(_create_index(code, opclass, options, concurrently))
         cur.execute("ANALYZE store_vectors")
+        if not concurrently:
+            cur.connection.commit()
     return codes
 
 
@@ -251,16 +363,26 @@ async def ainstall_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[
         )
     names = _checked_types(types)
     opclass, options = _index_definition(store)
-    async with store._cursor() as cur, cur.connection.transaction():
-        for statement in _DDL:
-            await cur.execute(statement)
-        await cur.execute(_REGISTER, {"types": names})
-        await cur.execute(_BACKFILL, {"types": names})
-        await cur.execute(_CODES_OF, {"types": names})
-        codes = [_row(row) for row in await cur.fetchall()]
+    async with store._cursor() as cur:
+        async with cur.connection.transaction():
+            steps = _schema_steps(names)
+            sql, params = next(steps)
+            while True:
+                await cur.execute(sql, params)
+                try:
+                    sql, params = steps.send(await cur.fetchall() if cur.description else [])
+                except StopIteration as done:
+                    codes: List[Tuple[str, int]] = done.value
+                    break
+        concurrently = bool(cur.connection.autocommit)
         for _, code in codes:
-            await cur.execute(_create_index(code, opclass, options))
+            await cur.execute(_INVALID, {"name": type_index_name(code)})
+            if await cur.fetchall():
+                await cur.execute(_drop_index(code, concurrently))
+            await cur.execute(_create_index(code, opclass, options, concurrently))
         await cur.execute("ANALYZE store_vectors")
+        if not concurrently:
+            await cur.connection.commit()
     return codes
 
 

@@ -171,11 +171,13 @@ def test_every_kind_of_write_keeps_the_codes(store):
     assert "ep-new" not in [i.key for i in walked(search, "episode", 3)]
     store.put(U1, "ep-new", {"content": QUERY, "type": "episode"}, index=False)
     assert code_of(store, "ep-new") == codes["episode"]
-    # A type not listed has no code; deleted, its vector is gone with it.
+    # A type not listed: code 0 (kept, in no type's index); deleted, its vector is gone with it.
     store.put(U1, "ep-new", {"content": QUERY, "type": "task"})
-    assert code_of(store, "ep-new") is None
+    assert code_of(store, "ep-new") == 0
     store.delete(U1, "ep-new")
-    assert code_of(store, "ep-new") is None
+    with store._cursor() as cur:
+        cur.execute("SELECT count(*) AS n FROM store_vectors WHERE key = 'ep-new'")
+        assert cur.fetchone()["n"] == 0
 
 
 def test_installing_again_or_with_more_types_keeps_the_codes(store):
@@ -199,13 +201,47 @@ def test_a_disabled_trigger_or_a_dropped_index_stops_the_codes_being_used(store)
     assert search.last_paths == ["type index"]  # read within the window: kept
     now[0] += CODES_SECONDS
     walked(search, "episode")
-    assert search.type_codes == {} and search.last_paths == ["exact"]
+    assert search.type_codes == {} and "type index" not in search.last_paths
     with store._cursor() as cur:
         cur.execute("ALTER TABLE store ENABLE TRIGGER poolsplit_store_type_moved")
         cur.execute("DROP INDEX %s" % type_index_name(codes["episode"]))
     now[0] += CODES_SECONDS
     walked(search, "episode")
-    assert search.type_codes == {} and search.last_paths == ["exact"]
+    assert search.type_codes == {} and "type index" not in search.last_paths
+
+
+def test_a_vector_written_without_the_triggers_turns_its_namespace_back_to_the_stores_index(store):
+    """Written while the vector trigger was off (or by a session replicating
+    with triggers off), a vector has no code: its namespace is searched
+    without the type indexes (and the item is found), until an install
+    gives it its code."""
+    install_type_indexes(store, ["episode"])
+    with store._cursor() as cur:
+        cur.execute("ALTER TABLE store_vectors DISABLE TRIGGER poolsplit_vector_type_code")
+    store.put(U1, "ep-blind", {"content": QUERY, "type": "episode"})
+    with store._cursor() as cur:
+        cur.execute("ALTER TABLE store_vectors ENABLE TRIGGER poolsplit_vector_type_code")
+    assert code_of(store, "ep-blind") is None
+    search = PostgresStoreSearch(store)
+    found = walked(search, "episode", 3)
+    assert "type index" not in search.last_paths and found[0].key == "ep-blind"
+    with connect_replica(store) as replica:  # another blind write, as a logical-replication apply
+        PostgresStore(replica, index=index_config()).put(U2, "u2-blind", {"content": QUERY, "type": "episode"})
+    install_type_indexes(store, ["episode"])  # again: every code as the rule gives it
+    assert code_of(store, "ep-blind") == search.type_codes["episode"]
+    found = walked(search, "episode", 3)
+    assert search.last_paths == ["type index"] and found[0].key == "ep-blind"
+
+
+def connect_replica(store: Any) -> psycopg.Connection:
+    info = store.conn.info
+    return psycopg.Connection.connect(
+        "host=%s dbname=%s user=%s" % (info.host, info.dbname, info.user),
+        autocommit=True,
+        prepare_threshold=0,
+        row_factory=dict_row,
+        options="-c session_replication_role=replica",
+    )
 
 
 def test_hostile_type_names_are_values_not_sql(store):
@@ -266,8 +302,9 @@ async def test_the_async_install_and_search_walk_the_type_index(loaded: Database
             install_type_indexes(astore, ["episode"])
         codes = await ainstall_type_indexes(astore, ["episode"])
         search = PostgresStoreSearch(astore)
+        search.large_filters.bound = lambda s, rows: SKIP_COUNT  # type: ignore[method-assign]  # a walk
         found = (await search.arun([RankedSearch(U1, 10, type="episode")], QUERY))[0]
-        assert search.type_codes == dict(codes)
+        assert search.type_codes == dict(codes) and search.last_paths == ["type index"]
         assert [round(i.score, 4) for i in found] == exact("episode")
     with connect(loaded) as conn, pytest.raises(ArgumentError, match="a sync store: install_type_indexes"):
         await ainstall_type_indexes(PostgresStore(conn, index=index_config()), ["episode"])
@@ -279,6 +316,42 @@ def test_the_middleware_recall_over_type_indexes_is_the_exact_one(store):
     memory = BaseStoreMemory(store, U1, fetch_k=5)
     recall = memory.recall(pools, {"message": QUERY})
     search = memory._postgres_search()
-    assert search is not None
+    assert search is not None and search.last_paths[0] in ("type index", "filter")  # 60 episodes: few, read exactly
+    recall = memory.recall(pools, {"message": QUERY})  # their filter remembered as small: the same answer
     got = sorted(round(recall.scores[e["id"]], 4) for e in recall.entries if e["type"] == "episode")
     assert got == sorted(exact("episode", 5))
+
+
+def test_writes_during_an_install_wait_for_it_and_get_their_codes(loaded: Database, store):
+    """The install locks the tables in the order LangGraph's writes take
+    them (no deadlock with a put), and a write that waited gets its code."""
+    import threading
+
+    errors: List[BaseException] = []
+    done = threading.Event()
+
+    def writer() -> None:
+        with connect(loaded) as conn:
+            other = PostgresStore(conn, index=index_config())
+            n = 0
+            try:
+                while not done.is_set() or n < 20:
+                    other.put(U1, "w-%03d" % n, {"content": "%s %d" % (QUERY, n), "type": "episode"})
+                    n += 1
+            except BaseException as err:  # noqa: BLE001 - reported below
+                errors.append(err)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        codes = dict(install_type_indexes(store, ["episode", "note"]))
+    finally:
+        done.set()
+        thread.join()
+    assert errors == []
+    with store._cursor() as cur:
+        cur.execute(
+            "SELECT count(*) AS n FROM store_vectors WHERE key LIKE 'w-%%' AND poolsplit_type_code IS DISTINCT FROM %s",
+            (codes["episode"],),
+        )
+        assert cur.fetchone()["n"] == 0
