@@ -54,12 +54,13 @@ turn wrote wait in the state until the turn's ``after_agent`` hands them over.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import hashlib
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Callable, Optional, Union, cast
 
@@ -92,7 +93,7 @@ from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
-from ..poolsplit import Pool, Scorer, Selection, TokenCounter
+from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter
 from ..render import explain, goal_line, render_context
 from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
@@ -289,6 +290,18 @@ def _check_binds_tools(model: Any) -> None:
             "and the middleware registers the remember tool; pass remember=False (and progressive=False, "
             "which registers the expand tool) or use a model that supports tool calling" % type(model).__name__
         )
+
+
+@contextlib.contextmanager
+def _told_to_the_model() -> Iterator[None]:
+    """A value the model passed a tool that the memory refuses (an id with
+    NUL, a tag of the wrong kind) as a ``ToolException``: the tool answers
+    with the refusal, naming the argument, and the model can correct it
+    (``handle_tool_error``), instead of the agent's run ending."""
+    try:
+        yield
+    except (ArgumentError, EntryError) as err:
+        raise ToolException(str(err)) from None
 
 
 def _transcript(messages: Sequence[BaseMessage]) -> str:
@@ -516,6 +529,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
                     description=REMEMBER_DESCRIPTION,
                     args_schema=RememberInput,
                     infer_schema=False,
+                    handle_tool_error=True,
                 )
             )
         if self.settings.progressive:
@@ -638,31 +652,35 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
     ) -> Union[Command[Any], str]:
         where = self._where(runtime)
-        proposal = self._note(note, tags, scope, where)
-        try:
-            settled = self._write(where, [proposal])
-        except IdHeldElsewhere:
-            settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
+        with _told_to_the_model():
+            proposal = self._note(note, tags, scope, where)
+            try:
+                settled = self._write(where, [proposal])
+            except IdHeldElsewhere:
+                settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
         return self._remembered(runtime, settled)
 
     async def _aremember(
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
     ) -> Union[Command[Any], str]:
         where = self._where(runtime)
-        proposal = self._note(note, tags, scope, where)
-        try:
-            settled = await self._awrite(where, [proposal])
-        except IdHeldElsewhere:
-            settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
+        with _told_to_the_model():
+            proposal = self._note(note, tags, scope, where)
+            try:
+                settled = await self._awrite(where, [proposal])
+            except IdHeldElsewhere:
+                settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
         return self._remembered(runtime, settled)
 
     def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:
         where = self._where(runtime)
-        return self._full_text(where.source.get(where.chain, entry_id), entry_id)
+        with _told_to_the_model():
+            return self._full_text(where.source.get(where.chain, entry_id), entry_id)
 
     async def _aexpand(self, runtime: ToolRuntime, entry_id: str) -> str:
         where = self._where(runtime)
-        return self._full_text(await where.source.aget(where.chain, entry_id), entry_id)
+        with _told_to_the_model():
+            return self._full_text(await where.source.aget(where.chain, entry_id), entry_id)
 
     # -- where the memory is ------------------------------------------------------------
 

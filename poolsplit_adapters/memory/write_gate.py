@@ -62,6 +62,7 @@ from enum import Enum
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from ..poolsplit import entry_error, near_miss_scope
+from ..storable import storable_form
 from .duplicates import normalise_text
 from .expiry import EXPIRES, entry_time
 
@@ -246,7 +247,9 @@ class WriteGate:
         ``owner``: the chat session the entry belongs to, if any (part of its
         key, see :meth:`key`).
         """
-        text = content if isinstance(content, str) else ("" if content is None else str(content))
+        # What was said, as every store can hold it (NUL and lone surrogates
+        # replaced): a turn the gate refused for a NUL would never leave the thread.
+        text = storable_form(content if isinstance(content, str) else ("" if content is None else str(content)))
         entry: Dict[str, Any] = {
             "id": self.key(text, type=type, namespace=namespace, owner=owner),
             "content": text,
@@ -257,7 +260,7 @@ class WriteGate:
         if namespace is not None:
             entry["namespace"] = namespace
         if tags:
-            entry["tags"] = [str(t) for t in tags]
+            entry["tags"] = [storable_form(str(t)) for t in tags]
         scope = (claims or {}).get("scope")
         if isinstance(scope, str) and scope.strip().casefold() == "always":
             return Proposal(entry, Refusal.ALWAYS_SCOPE)

@@ -20,8 +20,9 @@ from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..checks import ArgumentError
 from ..poolsplit import entry_error
+from ..storable import REPLACEMENT, storable_form
 
-__all__ = ["check_storable", "entry_json", "storable_text", "stored_copy"]
+__all__ = ["REPLACEMENT", "check_storable", "entry_json", "storable_form", "storable_text", "stored_copy"]
 
 
 def _encode(value: Any) -> str:

@@ -537,3 +537,31 @@ def test_a_consolidation_read_before_another_write_does_not_overwrite_it(store):
     assert done.applied == () and "changed since it was read" in done.failed[0][1]
     assert store.get(kept)["seen"] == [{"source": "thread:t9", "at": "2026-07-05T12:00:00Z"}]
     assert store.get(new).get("status", "active") == "active"
+
+
+def test_a_turn_holding_nul_or_a_lone_surrogate_is_demoted_with_the_replacement_character():
+    """Every store refuses NUL and lone surrogates in an entry. The gate
+    writes what was said with U+FFFD in their place: refused, the demoted
+    turn could never be written, and every later turn of the thread failed."""
+    store = InMemoryStore()
+    mw = PoolSplitMemoryMiddleware(POOLS, namespace=U1, max_turns=1, now=NOW)
+    agent = scripted_agent(mw, store)
+    for text in ("hello \x00 there", "and \ud800 this", "third turn", "fourth turn"):
+        agent.invoke({"messages": [("user", text)]}, thread("nul"))
+    contents = [e["content"] for e in BaseStoreMemory(store, U1).entries() if e["type"] == "episode"]
+    assert any("hello \ufffd there" in c for c in contents)
+    # (LangChain's own message handling may already have made the surrogate a "?")
+    assert any("and \ufffd this" in c or "and ? this" in c for c in contents)
+    assert not any(ch == "\x00" or "\ud800" <= ch <= "\udfff" for c in contents for ch in c)
+    assert any("third turn" in c for c in contents)  # the thread went on writing
+
+
+def test_a_remembered_note_holding_nul_is_saved_with_the_replacement_character():
+    store = InMemoryStore()
+    mw = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW)
+    agent = scripted_agent(mw, store)
+    last = agent.invoke({"messages": [("user", "remember=cents \x00 only")]}, thread("tools"))
+    answer = [str(m.text) for m in last["messages"] if getattr(m, "name", None) == "remember"][-1]
+    [note] = [e for e in BaseStoreMemory(store, U1).entries() if e["type"] == "note"]
+    assert answer == "Saved as %s." % note["id"]
+    assert note["content"] == "cents \ufffd only"

@@ -173,3 +173,12 @@ def test_embeddings_rank_the_paraphrase_into_the_agents_context():
         agent.invoke({"messages": [HumanMessage(question)]}, thread("t1"))
         seen.append([m["id"] for m in markers(model.requests[0])])
     assert seen == [["note"], ["episode"], ["episode"]]
+
+
+def test_an_id_the_memory_refuses_is_the_tools_answer_and_the_run_goes_on():
+    model = ExpandingModel()
+    agent = progressive_agent(store_with(ENTRIES), model)
+    result = agent.invoke({"messages": [HumanMessage("expand=ep\x00round")]}, thread("t9"), context={"user_id": "ana"})
+    [answer] = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    assert answer.status == "error" and "NUL" in str(answer.content)
+    assert result["messages"][-1].content.startswith("expanded: ")
