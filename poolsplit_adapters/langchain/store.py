@@ -97,7 +97,7 @@ from ..stores.base import (
     settle_repeats,
     unmatched_ids,
 )
-from ..stores.checks import storable_text
+from ..stores.checks import check_key_text, storable_text
 from ..stores.postgres import is_async_postgres_store, is_postgres_store, plain_async_postgres_store
 from ..tokens import default_counter
 from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
@@ -176,7 +176,14 @@ def _check_one(value: Any, argument: str) -> Namespace:
                 "%s: every label must be a non-empty string without '.', got %r in %r" % (argument, label, value)
             )
         storable_text(label, "%s label" % argument)  # NUL, lone surrogate: before any store sees it
+    check_key_text(".".join(value), "%s %r" % (argument, _preview(value)))  # a Postgres key holds it
     return tuple(value)
+
+
+def _preview(value: Sequence[str]) -> str:
+    """The first 40 characters of a namespace's label (an error names it without pasting a long one whole)."""
+    label = ".".join(value)
+    return label if len(label) <= 40 else label[:40] + "..."
 
 
 def _check_ids(ids: Iterable[Any], argument: str = "entry id") -> List[str]:

@@ -22,7 +22,17 @@ from ..checks import ArgumentError
 from ..poolsplit import entry_error
 from ..storable import REPLACEMENT, storable_form
 
-__all__ = ["REPLACEMENT", "check_storable", "entry_json", "storable_form", "storable_text", "stored_copy"]
+__all__ = [
+    "KEY_FIELDS",
+    "MOST_KEY_BYTES",
+    "REPLACEMENT",
+    "check_key_text",
+    "check_storable",
+    "entry_json",
+    "storable_form",
+    "storable_text",
+    "stored_copy",
+]
 
 
 def _encode(value: Any) -> str:
@@ -80,12 +90,41 @@ def entry_json(entry: Mapping[str, Any], index: Optional[int] = None) -> str:
     return stored_copy(entry, index)[0]
 
 
+#: The longest id, type or namespace (UTF-8 bytes) an entry may have, on
+#: every store alike: the Postgres stores index them (LangGraph's primary
+#: key, PGVector's id, the filter indexes), and a btree key holds ~2,700
+#: bytes; past that a write failed deep in the driver. Well under it, so
+#: an entry a SQLite file holds moves to Postgres unchanged.
+MOST_KEY_BYTES = 1000
+#: The fields :data:`MOST_KEY_BYTES` bounds.
+KEY_FIELDS = ("id", "type", "namespace")
+
+
+def check_key_text(value: str, name: str) -> str:
+    """``value`` when it is at most :data:`MOST_KEY_BYTES` long (UTF-8),
+    else :class:`~poolsplit_adapters.checks.ArgumentError` naming ``name``."""
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MOST_KEY_BYTES:
+        raise ArgumentError("%s is %d bytes long; it takes at most %d (UTF-8)" % (name, size, MOST_KEY_BYTES))
+    return value
+
+
 def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[str, Dict[str, Any]]:
     """(JSON text, the dict read back from it): what a store writes and what
     it hands to its index, sharing nothing with the caller's objects."""
     for key in entry:
         if not isinstance(key, str):
             raise entry_error(entry, index, None, "has a non-string key %r (JSON keys are strings)" % (key,))
+    for key in KEY_FIELDS:
+        value = entry.get(key)
+        if isinstance(value, str) and len(value.encode("utf-8", "surrogatepass")) > MOST_KEY_BYTES:
+            raise entry_error(
+                entry,
+                index,
+                key,
+                "is %d bytes long; an id, type or namespace takes at most %d (UTF-8)"
+                % (len(value.encode("utf-8", "surrogatepass")), MOST_KEY_BYTES),
+            )
     whole: Optional[Tuple[str, Dict[str, Any]]] = None
     try:
         text = _encode(dict(entry))

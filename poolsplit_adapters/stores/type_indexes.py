@@ -60,6 +60,7 @@ import contextlib
 from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
 
 from ..checks import ArgumentError
+from .checks import check_key_text
 from .postgres import check_postgres_text, is_async_postgres_store, is_postgres_store
 
 __all__ = [
@@ -166,9 +167,6 @@ NULL_CODES = "SELECT EXISTS (SELECT 1 FROM store_vectors WHERE prefix = %(namesp
 _OPS = {"cosine": "cosine", "l2": "l2", "inner_product": "ip"}
 _VECTOR_TYPES = ("vector", "halfvec")
 _HNSW_PARAMETERS = ("m", "ef_construction")
-#: The longest type name (UTF-8 bytes) the table of codes takes: well under
-#: what a btree key holds (~2,700 bytes), so an insert never fails there.
-_MOST_TYPE_BYTES = 1000
 
 
 def type_index_name(code: int) -> str:
@@ -206,12 +204,7 @@ def _checked_types(types: Any) -> List[str]:
     for position, name in enumerate(types):
         if not isinstance(name, str) or not name:
             raise ArgumentError("install_type_indexes: types[%d] must be a non-empty string, got %r" % (position, name))
-        checked.append(check_postgres_text("types[%d]" % position, name))
-        if len(name.encode("utf-8")) > _MOST_TYPE_BYTES:  # the codes' btree key must hold it
-            raise ArgumentError(
-                "install_type_indexes: types[%d] is %d bytes long; a type name takes at most %d"
-                % (position, len(name.encode("utf-8")), _MOST_TYPE_BYTES)
-            )
+        checked.append(check_key_text(check_postgres_text("types[%d]" % position, name), "types[%d]" % position))
     return list(dict.fromkeys(checked))
 
 

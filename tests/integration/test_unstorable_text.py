@@ -46,6 +46,9 @@ BAD_ENTRIES = [
     ("nul in a key", [{"id": "e4", "content": "x", "me\x00ta": 1}], "entry 'e4' (index 0): has a key with NUL"),
     ("nul in the id", [{"id": "e\x005", "content": "x"}], "field 'id' contains NUL"),
     ("nul in a nested value", [{"id": "e6", "content": "x", "meta": {"k": NUL}}], "field 'meta' contains NUL"),
+    # Longer than a database index key holds (Postgres raised ProgramLimitExceeded from the driver).
+    ("a long id", [{"id": "i" * 1001, "content": "x"}], "field 'id' is 1001 bytes long; an id, type or namespace"),
+    ("a long type", [{"id": "e7", "content": "x", "type": "\u6f22" * 400}], "field 'type' is 1200 bytes long"),
 ]
 
 
@@ -105,6 +108,7 @@ def test_an_unstorable_entry_is_an_entry_error_naming_it_and_nothing_is_written(
         (("memories", NUL), "namespace label 'a\\x00b' contains NUL"),
         (("memories", LONE), "namespace label 'lone \\ud800' contains a lone surrogate at position 5"),
         ([U1, ("shared", NUL)], "namespace label 'a\\x00b' contains NUL"),
+        (("memories", "u" * 1001), "is 1010 bytes long; it takes at most 1000"),
     ],
 )
 def test_a_namespace_with_nul_or_a_lone_surrogate_is_an_argument_error_before_any_query(store, bad, message):
