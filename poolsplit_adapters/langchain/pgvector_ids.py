@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from typing import Any, AsyncIterator, Callable, Collection, Iterator, List, Sequence
+from typing import Any, AsyncIterator, Callable, Collection, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from langchain_core.vectorstores import VectorStore
 
@@ -33,8 +33,8 @@ from .vector_search import PGVectorAlwaysFetch
 
 __all__ = ["aclaim_ids", "claim_ids", "lock_key"]
 
-#: Which of the given ids another collection holds (the claim's answer).
-Held = Callable[[Sequence[str]], List[str]]
+#: Which ids of the given rows another collection (or namespace) holds (the claim's answer).
+Held = Callable[[Sequence[Mapping[str, Any]]], List[str]]
 
 
 def lock_key(entry_id: str) -> int:
@@ -59,18 +59,46 @@ def _lock_statements(ids: Collection[str]) -> List[Any]:
     return [select(func.pg_advisory_xact_lock(literal(key, BigInteger))) for key in keys]
 
 
-def _held_statement(store: Any, collection: Any, ids: Sequence[str]) -> Any:
-    from sqlalchemy import select
+#: One row about to be written, as the claim checks it: (id, its namespace label or None).
+Wanted = Tuple[str, Optional[str]]
+
+
+def wanted_of(rows: Sequence[Mapping[str, Any]]) -> List[Wanted]:
+    """What the claim checks of the rows about to be written: each id with
+    its namespace label (None when it has none)."""
+    out: List[Wanted] = []
+    for row in rows:
+        namespace = row.get("namespace")
+        out.append((str(row["id"]), namespace if isinstance(namespace, str) else None))
+    return out
+
+
+def _held_statement(store: Any, collection: Any, wanted: Sequence[Wanted]) -> Any:
+    """The ids among ``wanted`` whose stored row another collection holds,
+    or another namespace of this collection: PGVector keeps one row per id,
+    so either write would replace another tenant's memory. Every id and
+    namespace is a bound parameter (a ``VALUES`` list)."""
+    from sqlalchemy import String, column, or_, select, values
 
     rows = store.EmbeddingStore
-    return select(rows.id).where(rows.id.in_(list(ids)), rows.collection_id.is_distinct_from(collection.uuid))
+    given = values(column("id", String), column("namespace", String), name="poolsplit_wanted").data(list(wanted))
+    return (
+        select(rows.id)
+        .join(given, rows.id == given.c.id)
+        .where(
+            or_(
+                rows.collection_id.is_distinct_from(collection.uuid),
+                rows.cmetadata["namespace"].astext.is_distinct_from(given.c.namespace),
+            )
+        )
+    )
 
 
 @contextlib.contextmanager
 def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
     """Hold ``ids`` for one write to ``store`` and yield the check: called
-    with the ids about to be written, it returns those another collection
-    holds (in the order given). The write itself goes inside the block; the
+    with the rows about to be written, it returns the ids another collection
+    holds, or another namespace of this one (in the order given). The write itself goes inside the block; the
     locks are released when it ends. On any store but a sync ``PGVector``
     the check finds nothing (other stores keep ids per collection or per
     table; an async-mode ``PGVector`` refuses sync writes itself).
@@ -78,7 +106,7 @@ def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
     Example::
 
         with claim_ids(pgvector, ["pref-1"]) as held:
-            if not held(["pref-1"]):
+            if not held([{"id": "pref-1", "namespace": "team-a"}]):
                 pgvector.add_documents(docs, ids=["pref-1"])
     """
     pg: Any = store
@@ -92,11 +120,12 @@ def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
             session.execute(statement)
         collection = pg.get_collection(session)
 
-        def held(wanted: Sequence[str]) -> List[str]:
+        def held(rows: Sequence[Mapping[str, Any]]) -> List[str]:
+            wanted = wanted_of(rows)
             if collection is None or not wanted:  # no collection: the store's own write says so
                 return []
             found = set(session.execute(_held_statement(pg, collection, wanted)).scalars())
-            return [i for i in wanted if i in found]
+            return [i for i, _ in wanted if i in found]
 
         try:
             yield held
@@ -105,12 +134,14 @@ def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
 
 
 @contextlib.asynccontextmanager
-async def aclaim_ids(store: VectorStore, ids: Collection[str]) -> AsyncIterator[Callable[[Sequence[str]], Any]]:
+async def aclaim_ids(
+    store: VectorStore, ids: Collection[str]
+) -> AsyncIterator[Callable[[Sequence[Mapping[str, Any]]], Any]]:
     """Async :func:`claim_ids`, on an async-mode ``PGVector``: the check is
     a coroutine function."""
     pg: Any = store
 
-    async def nothing(wanted: Sequence[str]) -> List[str]:
+    async def nothing(rows: Sequence[Mapping[str, Any]]) -> List[str]:
         return []
 
     if not _claims(store) or not pg.async_mode or not ids:
@@ -121,11 +152,12 @@ async def aclaim_ids(store: VectorStore, ids: Collection[str]) -> AsyncIterator[
             await session.execute(statement)
         collection = await pg.aget_collection(session)
 
-        async def held(wanted: Sequence[str]) -> List[str]:
+        async def held(rows: Sequence[Mapping[str, Any]]) -> List[str]:
+            wanted = wanted_of(rows)
             if collection is None or not wanted:
                 return []
             found = set((await session.execute(_held_statement(pg, collection, wanted))).scalars())
-            return [i for i in wanted if i in found]
+            return [i for i, _ in wanted if i in found]
 
         try:
             yield held

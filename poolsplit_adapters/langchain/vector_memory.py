@@ -217,7 +217,7 @@ class VectorStoreMemory(StoreVerbs):
         (:func:`~poolsplit_adapters.langchain.pgvector_ids.claim_ids`)."""
         with claim_ids(self.store, self._claimed(change)) as held:
             rows, doomed = self._planned(change, self.read(change.touched + list(change.forget)))
-            self._refuse_held(rows, held([str(r["id"]) for r in rows]), change.insert)
+            self._refuse_held(rows, held(rows), change.insert)
             docs = self._to_documents(rows)
             if docs:
                 self.store.add_documents(docs, ids=[str(d.id) for d in docs])
@@ -229,7 +229,7 @@ class VectorStoreMemory(StoreVerbs):
         """Async :meth:`commit` (on an async-mode ``PGVector``, the same claim)."""
         async with aclaim_ids(self.store, self._claimed(change)) as held:
             rows, doomed = self._planned(change, await self.aread(change.touched + list(change.forget)))
-            self._refuse_held(rows, await held([str(r["id"]) for r in rows]), change.insert)
+            self._refuse_held(rows, await held(rows), change.insert)
             docs = self._to_documents(rows)
             if docs:
                 await self.store.aadd_documents(docs, ids=[str(d.id) for d in docs])
@@ -252,7 +252,7 @@ class VectorStoreMemory(StoreVerbs):
         ids = [str(r["id"]) for r in rows]
         docs = self._to_documents(rows)  # checked before any I/O
         with claim_ids(self.store, ids) as held:
-            self._refuse_held(rows, held(ids), rows)
+            self._refuse_held(rows, held(rows), rows)
             if docs:
                 self.store.add_documents(docs, ids=ids)
         self._wrote(bool(docs))
@@ -264,7 +264,7 @@ class VectorStoreMemory(StoreVerbs):
         ids = [str(r["id"]) for r in rows]
         docs = self._to_documents(rows)  # checked before any I/O
         async with aclaim_ids(self.store, ids) as held:
-            self._refuse_held(rows, await held(ids), rows)
+            self._refuse_held(rows, await held(rows), rows)
             if docs:
                 await self.store.aadd_documents(docs, ids=ids)
         self._wrote(bool(docs))

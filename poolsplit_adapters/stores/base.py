@@ -127,7 +127,10 @@ class IdHeldElsewhere(DuplicateEntry):
     text of a row of *another* collection (the row stays there): one
     tenant's write would silently replace another's memory. So a write
     through :class:`~poolsplit_adapters.langchain.VectorStoreMemory` that
-    would take such an id is refused instead. The message names the id
+    would take such an id is refused instead, and so is one that would take
+    the id of another namespace's entry in the same collection (one
+    collection serving several tenants: the row would move to the writer's
+    namespace, and the other tenant's entry, a correction say, be gone). The message names the id
     only: the other collection's name and content are not this caller's.
     A :class:`DuplicateEntry`, so code that handles a stored id handles
     this one too; unlike an id of one's own, ``supersede`` cannot resolve
@@ -136,8 +139,8 @@ class IdHeldElsewhere(DuplicateEntry):
     """
 
     PROBLEM = (
-        "is held by another collection of this database (PGVector ids are unique per database, "
-        "not per collection): give the entry an id of its own"
+        "is held by another collection of this database, or another namespace of this one (PGVector "
+        "ids are unique per database, not per collection or namespace): give the entry an id of its own"
     )
 
 

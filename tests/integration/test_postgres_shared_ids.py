@@ -27,8 +27,9 @@ PGVector = pytest.importorskip("langchain_postgres").PGVector
 BOB_FIX = {"id": "pref-1", "type": "correction", "scope": "always", "content": "Bob: never deploy on Fridays."}
 ANA_NOTE = {"id": "pref-1", "type": "note", "content": "Ana: likes dark mode."}
 HELD = (
-    "entry 'pref-1' (index 0): field 'id' is held by another collection of this database "
-    "(PGVector ids are unique per database, not per collection): give the entry an id of its own"
+    "entry 'pref-1' (index 0): field 'id' is held by another collection of this database, or another "
+    "namespace of this one (PGVector ids are unique per database, not per collection or namespace): give "
+    "the entry an id of its own"
 )
 
 
@@ -196,3 +197,18 @@ async def test_the_async_store_refuses_a_held_id_on_every_write(pg_database):
     finally:
         sync_engine.dispose()
         await async_engine.dispose()
+
+
+def test_an_id_held_by_another_namespace_of_the_collection_is_refused_and_its_correction_kept(engine):
+    shared = memory(engine, "tenants")
+    shared.put_many([{**BOB_FIX, "namespace": "bob"}])
+    with pytest.raises(IdHeldElsewhere) as refused:
+        shared.put_many([{**ANA_NOTE, "namespace": "ana"}])
+    assert str(refused.value) == HELD
+    with pytest.raises(DuplicateEntry):  # add refuses any stored id
+        shared.add([{**ANA_NOTE, "namespace": "ana"}])
+    assert text_of(shared, "pref-1") == BOB_FIX["content"]
+    shared.put_many([{**BOB_FIX, "namespace": "bob", "content": "Bob: never deploy on Fridays or Mondays."}])
+    assert text_of(shared, "pref-1") == "Bob: never deploy on Fridays or Mondays."  # its own namespace: updated
+    with pytest.raises(IdHeldElsewhere):
+        shared.put_many([{**ANA_NOTE}])  # no namespace at all is another namespace too
