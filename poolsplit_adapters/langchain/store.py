@@ -176,14 +176,9 @@ def _check_one(value: Any, argument: str) -> Namespace:
                 "%s: every label must be a non-empty string without '.', got %r in %r" % (argument, label, value)
             )
         storable_text(label, "%s label" % argument)  # NUL, lone surrogate: before any store sees it
-    check_key_text(".".join(value), "%s %r" % (argument, _preview(value)))  # a Postgres key holds it
+    label = namespace_label(value)  # a Postgres key holds it: an error names its start, not the whole
+    check_key_text(label, "%s %r" % (argument, label if len(label) <= 40 else label[:40] + "..."))
     return tuple(value)
-
-
-def _preview(value: Sequence[str]) -> str:
-    """The first 40 characters of a namespace's label (an error names it without pasting a long one whole)."""
-    label = ".".join(value)
-    return label if len(label) <= 40 else label[:40] + "..."
 
 
 def _check_ids(ids: Iterable[Any], argument: str = "entry id") -> List[str]:
