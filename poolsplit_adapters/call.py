@@ -131,6 +131,8 @@ class AdapterCall:
         entry_types: Optional[Callable[[], Optional[Collection[str]]]] = None,
     ) -> None:
         self.settings = settings
+        if not isinstance(message, str):  # before any search embeds it or any store sees it
+            raise ArgumentError("the query must be a string, got %s %r" % (type(message).__name__, message))
         # 1. options
         given = check_overrides(overrides or {}, _OVERRIDES, named)
         own = {"goal": settings.goal, "action_type": settings.action_type, "phase": settings.phase}

@@ -223,3 +223,17 @@ def test_the_middleware_loads_tiktoken_on_its_first_turn_and_counts_as_tiktoken_
     assert sorted((c.entry["content"], c.cost) for c in selection.chosen) == sorted(
         (text, len(encoding.encode_ordinary(text))) for text in notes
     )
+
+
+@pytest.mark.parametrize("query", [5, None, ["deploy"], b"deploy"])
+def test_a_query_that_is_not_a_string_is_refused_by_name_on_every_retriever(query):
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    from poolsplit_adapters.langchain import HashEmbeddings, PoolSplitRetriever
+
+    pools = [Pool("notes", 100, 3, ("note",))]
+    held = PoolSplitRetriever(documents=[], pools=pools)
+    store = PoolSplitRetriever.from_vectorstore(InMemoryVectorStore(HashEmbeddings()), pools)
+    for retriever in (held, store):
+        with pytest.raises(ArgumentError, match="the query must be a string, got %s" % type(query).__name__):
+            retriever.invoke(query)
