@@ -255,7 +255,8 @@ def _type_condition(search: RankedSearch) -> Tuple[str, Dict[str, Any]]:
     if search.untyped:
         return " AND s.value->>'type' IS NULL", {}
     if search.type is not None:
-        return " AND s.value->>'type' = %(type)s", {"type": search.type}
+        # A string type only, as the store's own filter compares (a foreign item's type 5 is not "5").
+        return " AND s.value->>'type' = %(type)s AND jsonb_typeof(s.value->'type') = 'string'", {"type": search.type}
     return "", {}
 
 

@@ -471,3 +471,13 @@ def test_a_served_store_recalls_untyped_items_whatever_fetch_k(store, fetch_k):
     memory = BaseStoreMemory(store, U1, fetch_k=fetch_k)
     assert memory._postgres_search() is not None
     assert {"bare-0", "bare-1"} <= set(recalled(memory, POOLS[:2]))
+
+
+def test_a_foreign_items_number_type_is_not_a_pools_string_type(store):
+    """``value->>'type'`` reads the number 5 as the text "5"; the store's own
+    filter (and every other engine) compares the JSON values: no match."""
+    store.put(U1, "foreign", {"content": QUERY, "type": 5})
+    store.put(U1, "five", {"content": QUERY + " five", "type": "5"})
+    memory = BaseStoreMemory(store, U1, fetch_k=5)
+    got = recalled(memory, [Pool("fives", 10_000, 5, ("5",))])
+    assert [i for i in got if not i.startswith("fix-")] == ["five"]  # and the corrections, as always
