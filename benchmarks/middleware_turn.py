@@ -39,9 +39,13 @@ deterministic offline embedding, tests/pg_embeddings.py's hashed word
 n-grams; PostgresStore's default HNSW index) and the middleware given
 ``fetch_k``: each pool's types are recalled by similarity, ``fetch_k``
 items a type, and the corrections come from the middleware's kept index of
-them. ``InMemoryStore`` and ``SqliteStore`` (sqlite-vec) search with their
-own ``search``, which compares the query with every vector of the
-namespace. Over PostgresStore the ranked searches are ours
+them. Over ``InMemoryStore`` the ranked searches are ours
+(``langchain/memory_store_search.py``: a kept matrix of the namespace's
+vectors, one NumPy pass a query; the store counts its batches through
+instance attributes, so its class stays the store's own and is served);
+``SqliteStore`` (sqlite-vec) searches with its own ``search``, which
+compares the query with every vector of the namespace. Over PostgresStore
+the ranked searches are ours
 (``langchain/postgres_store_search.py``: the HNSW index walked, a type of few
 items read exactly through ``install_filter_index``'s index, a walk that
 gives up completed exactly), timed as one round trip of the store.
