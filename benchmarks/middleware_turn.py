@@ -234,9 +234,14 @@ def counted_instance(store: Any) -> Any:
     return store
 
 
+class PlainInMemoryStore(InMemoryStore):
+    """``InMemoryStore`` itself (no method of its own), with an instance
+    ``__dict__`` (the store declares ``__slots__``) for the counting wrappers."""
+
+
 @contextlib.contextmanager
 def in_memory(indexed: bool = False) -> Iterator[Any]:
-    yield counted_instance(InMemoryStore(index=vector_index() if indexed else None))
+    yield counted_instance(PlainInMemoryStore(index=vector_index() if indexed else None))
 
 
 @contextlib.contextmanager

@@ -40,7 +40,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional
 
 import pytest
 
@@ -81,6 +81,17 @@ class Database:
         what ``langchain_postgres.PGVector`` and LlamaIndex's
         ``PGVectorStore`` take. ``host=`` a directory means a unix socket."""
         return "postgresql+psycopg://%s@/%s?host=%s" % (SUPERUSER, self.name, self.socket_dir)
+
+    def connect(self, options: str = "") -> Any:
+        """A psycopg connection as LangGraph's ``PostgresStore`` wants one
+        (autocommit, dict rows, no server-side prepared statements), with
+        the session ``options`` given (``-c name=value ...``)."""
+        import psycopg
+        from psycopg.rows import dict_row
+
+        return psycopg.Connection.connect(
+            self.conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
+        )
 
 
 class EmbeddedPostgres:

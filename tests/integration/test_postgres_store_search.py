@@ -16,7 +16,6 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.memory import InMemoryStore
 from pg_embeddings import DIMS, hashed_ngrams
 from pg_server import Database
-from psycopg.rows import dict_row
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
@@ -99,9 +98,7 @@ def loaded(pg_database: Database) -> Database:
 
 
 def connect(database: Database, options: str = "") -> psycopg.Connection:
-    return psycopg.Connection.connect(
-        database.conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
-    )
+    return database.connect(options)  # type: ignore[no-any-return]
 
 
 @pytest.fixture

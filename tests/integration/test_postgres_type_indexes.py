@@ -69,23 +69,19 @@ def items() -> List[Tuple[Tuple[str, ...], str, Dict[str, Any]]]:
 
 @pytest.fixture
 def loaded(pg_database: Database) -> Database:
-    with PostgresStore.from_conn_string(pg_database.conninfo, index=index_config()) as store:
+    """The database, its store set up and filled with :func:`items` in one
+    batch (the embeddings in one call), then analysed."""
+    with pg_database.connect() as conn:
+        store = PostgresStore(conn, index=index_config())
         store.setup()
-        store.batch([PutOp(ns, key, value) for ns, key, value in items()])  # one batch: the embeddings in one call
-        with store._cursor() as cur:
-            cur.execute("ANALYZE")
+        store.batch([PutOp(ns, key, value) for ns, key, value in items()])
+        conn.execute("ANALYZE")
     return pg_database
-
-
-def connect(database: Database, options: str = "") -> psycopg.Connection:
-    return psycopg.Connection.connect(
-        database.conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row, options=options
-    )
 
 
 @pytest.fixture
 def store(loaded: Database) -> Iterator[Any]:
-    with connect(loaded) as conn:
+    with loaded.connect() as conn:
         yield PostgresStore(conn, index=index_config())
 
 
@@ -119,7 +115,7 @@ def code_of(store: Any, key: str) -> Any:
 def test_a_far_type_walks_its_own_index_and_gives_the_exact_ranking(loaded: Database, store):
     # One batch of the walk only (the session's hnsw.max_scan_tuples, which a
     # search never raises): a table as small as a test's is then as a large one.
-    with connect(loaded, "-c hnsw.max_scan_tuples=1") as conn:
+    with loaded.connect("-c hnsw.max_scan_tuples=1") as conn:
         short = PostgresStore(conn, index=index_config())
         before = PostgresStoreSearch(short)
         got = walked(before, "episode")
@@ -282,7 +278,7 @@ def test_bad_types_are_refused_by_name_before_anything_runs(store, types, words)
 def test_other_stores_are_refused_with_what_to_use(loaded: Database):
     with pytest.raises(ArgumentError, match="PostgresStore"):
         install_type_indexes(InMemoryStore(index=index_config()), ["episode"])
-    with connect(loaded) as conn:
+    with loaded.connect() as conn:
         with pytest.raises(ArgumentError, match="index="):
             install_type_indexes(PostgresStore(conn), ["episode"])
         flat = PostgresStore(conn, index=index_config(ann_index_config={"kind": "flat"}))
@@ -306,7 +302,7 @@ async def test_the_async_install_and_search_walk_the_type_index(loaded: Database
         found = (await search.arun([RankedSearch(U1, 10, type="episode")], QUERY))[0]
         assert search.type_codes == dict(codes) and search.last_paths == ["type index"]
         assert [round(i.score, 4) for i in found] == exact("episode")
-    with connect(loaded) as conn, pytest.raises(ArgumentError, match="a sync store: install_type_indexes"):
+    with loaded.connect() as conn, pytest.raises(ArgumentError, match="a sync store: install_type_indexes"):
         await ainstall_type_indexes(PostgresStore(conn, index=index_config()), ["episode"])
 
 
@@ -331,7 +327,7 @@ def test_writes_during_an_install_wait_for_it_and_get_their_codes(loaded: Databa
     done = threading.Event()
 
     def writer() -> None:
-        with connect(loaded) as conn:
+        with loaded.connect() as conn:
             other = PostgresStore(conn, index=index_config())
             n = 0
             try:
