@@ -255,8 +255,7 @@ def _type_condition(search: RankedSearch) -> Tuple[str, Dict[str, Any]]:
     if search.untyped:
         return " AND s.value->>'type' IS NULL", {}
     if search.type is not None:
-        # A string type only, as the store's own filter compares (a foreign item's type 5 is not "5").
-        return " AND s.value->>'type' = %(type)s AND jsonb_typeof(s.value->'type') = 'string'", {"type": search.type}
+        return " AND s.value->>'type' = %(type)s", {"type": search.type}
     return "", {}
 
 
@@ -498,18 +497,28 @@ class PostgresStoreSearch:
             kept = best.get(row["key"])
             if kept is None or row["distance"] < kept["distance"]:
                 best[row["key"]] = row
-        ordered = sorted(best.values(), key=lambda r: (r["distance"], r["key"]))[: search.limit]
-        return [
-            SearchItem(
-                namespace=search.namespace,
-                key=row["key"],
-                value=row["value"] if isinstance(row["value"], dict) else self._load(row["value"]),
-                created_at=row["created_at"],
-                updated_at=row["updated_at"],
-                score=self._score(float(row["distance"])),
+        ordered = sorted(best.values(), key=lambda r: (r["distance"], r["key"]))
+        found = []
+        for row in ordered:
+            value = row["value"] if isinstance(row["value"], dict) else self._load(row["value"])
+            if search.type is not None and value.get("type") != search.type:
+                # ``value->>'type'`` reads a foreign item's number 5 as "5"; the store's
+                # own filter compares JSON values (checked here: a condition in the
+                # statement cost the planner its estimate, and the walk its index).
+                continue
+            found.append(
+                SearchItem(
+                    namespace=search.namespace,
+                    key=row["key"],
+                    value=value,
+                    created_at=row["created_at"],
+                    updated_at=row["updated_at"],
+                    score=self._score(float(row["distance"])),
+                )
             )
-            for row in ordered
-        ]
+            if len(found) == search.limit:
+                break
+        return found
 
 
 def _loader(store: Any) -> Any:
