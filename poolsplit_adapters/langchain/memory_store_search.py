@@ -43,6 +43,8 @@ from __future__ import annotations
 import asyncio
 import operator
 import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -118,16 +120,32 @@ class InMemoryStoreSearch:
 
     #: Any ``limit`` is served (the Postgres search's is capped by its index).
     most = 2**62
+    #: The most namespaces whose matrices one search keeps (the least
+    #: recently searched is dropped past it, and read again when searched).
+    MOST_NAMESPACES = 64
 
     def __init__(self, store: Any) -> None:
         if not serves_in_memory_store(store):
             raise ValueError("InMemoryStoreSearch takes an InMemoryStore with a vector index")
         self.store = store
-        self._kept: Dict[Tuple[str, ...], _Kept] = {}
+        self._kept: OrderedDict[Tuple[str, ...], _Kept] = OrderedDict()
         self._types: Dict[str, int] = {}  # type -> its row code (>= 1)
         self._lock = threading.Lock()
         #: How each search of the last run was answered: "matrix", or "store" (the store's own search).
         self.last_paths: List[str] = []
+
+    @classmethod
+    def shared(cls, store: Any) -> InMemoryStoreSearch:
+        """The one search of ``store`` in this process, made on first use:
+        every memory over the store (each user's chain, which may share a
+        namespace such as ``("memories", "shared")``) reads the same kept
+        matrices, instead of one copy (and one first build) each. Kept while
+        a memory holds it."""
+        with _SHARED_LOCK:
+            found = _SHARED.get(id(store))
+            if found is None or found.store is not store:
+                found = _SHARED[id(store)] = cls(store)
+            return found
 
     # -- keeping the rows ---------------------------------------------------------------
 
@@ -150,13 +168,23 @@ class InMemoryStoreSearch:
             return None
         version = dict_version(data)
         kept = self._kept.get(namespace)
-        if kept is not None and version is not None and kept.stamp == (id(data), version):
-            return kept
+        if kept is not None:
+            self._kept.move_to_end(namespace)
+            if version is not None and kept.stamp == (id(data), version):
+                return kept
         vectors = self.store._vectors.get(namespace) or {}
         if kept is None:
-            first = next((v for k in data for v in (vectors.get(k) or {}).values()), None)
+            first = next((v for k in list(data) for v in (vectors.get(k) or {}).values()), None)
             kept = self._kept[namespace] = _Kept(dims=len(first) if first is not None else 0)
-        self._update(kept, data, vectors)
+            while len(self._kept) > self.MOST_NAMESPACES:
+                self._kept.popitem(last=False)
+        try:
+            self._update(kept, data, vectors)
+        except BaseException:
+            # Half applied, the rows would no longer match what they were
+            # read from: forget them, the next search reads the namespace again.
+            self._kept.pop(namespace, None)
+            raise
         kept.stamp = (id(data), version)
         return kept
 
@@ -164,7 +192,9 @@ class InMemoryStoreSearch:
         """Bring ``kept`` to the namespace's items: rows of removed and
         rewritten items retired, rows of new and rewritten ones appended,
         each item's place in the store's order kept or moved last."""
-        keys, values = list(data), list(data.values())
+        items = list(data.items())  # one snapshot: another thread's write cannot change it under us
+        keys, values = [k for k, _ in items], [v for _, v in items]
+        current = dict(items)
         known = len(kept.keys)
         if len(keys) >= known and keys[:known] == kept.keys:
             # Nothing removed or moved (the usual write: items put, new or
@@ -176,13 +206,13 @@ class InMemoryStoreSearch:
                 kept.next_order += 1
             ordered = True
         else:
-            changed, ordered = self._reordered(kept, data)
+            changed, ordered = self._reordered(kept, current)
         kept.keys, kept.values = keys, values
         new_rows: List[Any] = []
         owners: List[Tuple[str, int, int]] = []  # (key, path position, type code) per new row
         for key in changed:
             self._retire(kept, key)
-            item = data[key]
+            item = current[key]
             kept.items[key] = item
             code = self._type_code(item.value)
             found = list((vectors.get(key) or {}).values())
@@ -196,7 +226,7 @@ class InMemoryStoreSearch:
         if new_rows:
             self._append(kept, new_rows, owners)
         if not ordered:
-            self._renumber(kept, data)
+            self._renumber(kept, current)
         if kept.used - int(kept.alive[: kept.used].sum()) > max(1024, kept.used // 2):
             self._compact(kept)
 
@@ -232,7 +262,10 @@ class InMemoryStoreSearch:
         kept.unscored.pop(key, None)
 
     def _append(self, kept: _Kept, new_rows: List[Any], owners: List[Tuple[str, int, int]]) -> None:
-        block = np.asarray(new_rows, dtype=np.float64)
+        try:
+            block = np.asarray(new_rows, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise _Unserved("vectors of differing lengths, or not numbers") from None
         if block.ndim != 2 or (kept.dims and block.shape[1] != kept.dims):
             raise _Unserved("vectors of differing lengths")
         kept.dims = block.shape[1]
@@ -425,6 +458,11 @@ class InMemoryStoreSearch:
         left = [s for s, got in zip(searches, answered) if got is None]
         own = await self.store.abatch(self._own_ops(left, query)) if left else []
         return self._finish(searches, answered, own)
+
+
+#: The one search per store (:meth:`InMemoryStoreSearch.shared`), by the store's id.
+_SHARED: weakref.WeakValueDictionary[int, InMemoryStoreSearch] = weakref.WeakValueDictionary()
+_SHARED_LOCK = threading.Lock()
 
 
 class _Unserved(Exception):

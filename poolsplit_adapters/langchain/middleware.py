@@ -297,7 +297,9 @@ def _told_to_the_model() -> Iterator[None]:
     """A value the model passed a tool that the memory refuses (an id with
     NUL, a tag of the wrong kind) as a ``ToolException``: the tool answers
     with the refusal, naming the argument, and the model can correct it
-    (``handle_tool_error``), instead of the agent's run ending."""
+    (``handle_tool_error``), instead of the agent's run ending. Only around
+    the reading of the model's arguments: a store's own failure is the
+    developer's, and is raised."""
     try:
         yield
     except (ArgumentError, EntryError) as err:
@@ -654,10 +656,10 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         where = self._where(runtime)
         with _told_to_the_model():
             proposal = self._note(note, tags, scope, where)
-            try:
-                settled = self._write(where, [proposal])
-            except IdHeldElsewhere:
-                settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
+        try:
+            settled = self._write(where, [proposal])
+        except IdHeldElsewhere:
+            settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
         return self._remembered(runtime, settled)
 
     async def _aremember(
@@ -666,10 +668,10 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         where = self._where(runtime)
         with _told_to_the_model():
             proposal = self._note(note, tags, scope, where)
-            try:
-                settled = await self._awrite(where, [proposal])
-            except IdHeldElsewhere:
-                settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
+        try:
+            settled = await self._awrite(where, [proposal])
+        except IdHeldElsewhere:
+            settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
         return self._remembered(runtime, settled)
 
     def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:

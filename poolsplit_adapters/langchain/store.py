@@ -352,7 +352,7 @@ class BaseStoreMemory(StoreVerbs):
         # ... or over an InMemoryStore(index=) (kept: it keeps each namespace's vectors as a matrix).
         self._ranked_search: Optional[RankedSearcher] = self._pg_search
         if self._ranked_search is None and serves_in_memory_store(store):
-            self._ranked_search = InMemoryStoreSearch(store)
+            self._ranked_search = InMemoryStoreSearch.shared(store)
         self._postgres_family = is_postgres_store(store) or is_async_postgres_store(store)
 
     def __repr__(self) -> str:

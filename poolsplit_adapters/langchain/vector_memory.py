@@ -216,6 +216,9 @@ class VectorStoreMemory(StoreVerbs):
         under a lock on the ids held until the write ended
         (:func:`~poolsplit_adapters.langchain.pgvector_ids.claim_ids`)."""
         with claim_ids(self.store, self._claimed(change)) as held:
+            # First the new entries: an id another namespace holds is that, not
+            # "already in the store" (whose advice, supersede, would retire the other's entry).
+            self._refuse_held(change.insert, held(change.insert), change.insert)
             rows, doomed = self._planned(change, self.read(change.touched + list(change.forget)))
             self._refuse_held(rows, held(rows), change.insert)
             docs = self._to_documents(rows)
@@ -228,6 +231,7 @@ class VectorStoreMemory(StoreVerbs):
     async def acommit(self, change: Change) -> None:
         """Async :meth:`commit` (on an async-mode ``PGVector``, the same claim)."""
         async with aclaim_ids(self.store, self._claimed(change)) as held:
+            self._refuse_held(change.insert, await held(change.insert), change.insert)
             rows, doomed = self._planned(change, await self.aread(change.touched + list(change.forget)))
             self._refuse_held(rows, await held(rows), change.insert)
             docs = self._to_documents(rows)

@@ -62,7 +62,7 @@ from enum import Enum
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from ..poolsplit import entry_error, near_miss_scope
-from ..storable import storable_form
+from ..storable import REPLACEMENT, storable_form
 from .duplicates import normalise_text
 from .expiry import EXPIRES, entry_time
 
@@ -254,7 +254,7 @@ class WriteGate:
             "id": self.key(text, type=type, namespace=namespace, owner=owner),
             "content": text,
             "type": type,
-            "source": source,
+            "source": storable_form(source),  # a thread id is the caller's text too
             "created": created or utc_stamp(),
         }
         if namespace is not None:
@@ -264,7 +264,7 @@ class WriteGate:
         scope = (claims or {}).get("scope")
         if isinstance(scope, str) and scope.strip().casefold() == "always":
             return Proposal(entry, Refusal.ALWAYS_SCOPE)
-        if not text.strip():
+        if not text.replace(REPLACEMENT, "").strip():  # nothing said but what no store could hold
             return Proposal(entry, Refusal.EMPTY)
         if len(text) > self.max_chars:
             return Proposal(entry, Refusal.OVERSIZED)

@@ -205,7 +205,7 @@ def test_an_id_held_by_another_namespace_of_the_collection_is_refused_and_its_co
     with pytest.raises(IdHeldElsewhere) as refused:
         shared.put_many([{**ANA_NOTE, "namespace": "ana"}])
     assert str(refused.value) == HELD
-    with pytest.raises(DuplicateEntry):  # add refuses any stored id
+    with pytest.raises(IdHeldElsewhere):  # not "already stored: supersede it", which would retire Bob's
         shared.add([{**ANA_NOTE, "namespace": "ana"}])
     assert text_of(shared, "pref-1") == BOB_FIX["content"]
     shared.put_many([{**BOB_FIX, "namespace": "bob", "content": "Bob: never deploy on Fridays or Mondays."}])

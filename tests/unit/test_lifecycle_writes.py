@@ -565,3 +565,17 @@ def test_a_remembered_note_holding_nul_is_saved_with_the_replacement_character()
     [note] = [e for e in BaseStoreMemory(store, U1).entries() if e["type"] == "note"]
     assert answer == "Saved as %s." % note["id"]
     assert note["content"] == "cents \ufffd only"
+
+
+def test_a_thread_id_holding_nul_still_demotes_and_remembers_and_nul_alone_is_empty():
+    from poolsplit_adapters.memory.write_gate import Refusal, WriteGate
+
+    store = InMemoryStore()
+    mw = PoolSplitMemoryMiddleware(POOLS, namespace=U1, max_turns=1, now=NOW)
+    agent = scripted_agent(mw, store)
+    for text in ("first turn", "remember=cents only", "third turn"):
+        agent.invoke({"messages": [("user", text)]}, thread("t\x00x"))
+    sources = {e["source"] for e in BaseStoreMemory(store, U1).entries()}
+    assert sources == {"thread:t\ufffdx", "agent:thread:t\ufffdx"}
+    gate = WriteGate()
+    assert gate.propose("\x00 \ud800", type="note", source="s", namespace="n").refused is Refusal.EMPTY

@@ -10,6 +10,7 @@ import math
 from typing import Any, Dict, List, Optional, Tuple
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.embeddings import Embeddings
@@ -216,6 +217,7 @@ def test_a_child_namespace_never_takes_the_limit():
     assert [i.key for i in got] == ["mine"]
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # the store's own 0/0
 def test_a_zero_query_is_the_stores_own_search():
     store = make_store()
     store.put(NS, "a", {"content": "deploy", "type": "note"})
@@ -252,3 +254,70 @@ def test_the_middleware_memory_serves_its_ranked_searches_from_the_matrix():
     assert sorted(e["id"] for e in recall.entries) == sorted(e["id"] for e in want.entries)
     assert recall.scores.keys() == want.scores.keys()
     assert all(abs(recall.scores[k] - want.scores[k]) <= TIE for k in want.scores)
+
+
+def test_every_memory_over_a_store_shares_one_search_and_its_kept_namespaces_are_bounded(monkeypatch):
+    store = make_store()
+    for n, ns in enumerate([("m", "a"), ("m", "b"), ("m", "c")]):
+        store.put(ns, "k", {"content": WORDS[n], "type": "note"})
+    one, two = (
+        BaseStoreMemory(store, ("m", "a"), fetch_k=3),
+        BaseStoreMemory(store, [("m", "b"), ("m", "a")], fetch_k=3),
+    )
+    assert one._ranked_search is two._ranked_search  # one matrix per namespace, whoever reads it
+    search = one._ranked_search
+    assert isinstance(search, InMemoryStoreSearch)
+    monkeypatch.setattr(InMemoryStoreSearch, "MOST_NAMESPACES", 2)
+    for ns in [("m", "a"), ("m", "b"), ("m", "c"), ("m", "a")]:
+        [found] = search.run([RankedSearch(ns, 3, type="note")], "deploy")
+        assert [i.key for i in found] == ["k"] and found[0].namespace == ns
+    assert list(search._kept) == [("m", "c"), ("m", "a")]  # the least recently searched dropped
+
+
+def test_an_update_that_fails_halfway_is_forgotten_and_read_again():
+    store = make_store()
+    for key in ("a", "b", "c"):
+        store.put(NS, key, {"content": "deploy " + key, "type": "note"})
+    search = InMemoryStoreSearch(store)
+    plan = [RankedSearch(NS, 5, type="note")]
+    search.run(plan, "deploy")
+    store.put(NS, "a", {"content": "deploy a again", "type": "note"})
+    store.put(NS, "c", {"content": "deploy c again", "type": "note"})
+    calls = [0]
+    own = InMemoryStoreSearch._type_code
+
+    def failing(self: InMemoryStoreSearch, value: Any) -> int:
+        calls[0] += 1
+        if calls[0] == 2:  # the second rewritten item: the first is read already
+            raise RuntimeError("interrupted")
+        return own(self, value)
+
+    with (
+        mock.patch.object(InMemoryStoreSearch, "_type_code", failing),
+        pytest.raises(RuntimeError, match="interrupted"),
+    ):
+        search.run(plan, "deploy")
+    assert sorted(i.key for i in search.run(plan, "deploy")[0]) == ["a", "b", "c"]
+    assert_same_ranking(search.run(plan, "deploy")[0], store, plan[0], "deploy")
+
+
+class Ragged(Embeddings):
+    """Vectors whose length follows the text: no matrix holds them."""
+
+    def embed_documents(self, texts: List[str]) -> List[List[float]]:
+        return [[1.0] * (2 + len(t) % 3) for t in texts]
+
+    def embed_query(self, text: str) -> List[float]:
+        return [1.0] * 2
+
+
+def test_vectors_of_differing_lengths_are_left_to_the_stores_own_search():
+    store = InMemoryStore(index={"dims": 2, "embed": Ragged(), "fields": ["content"]})
+    store.put(NS, "two", {"content": "ab", "type": "note"})
+    store.put(NS, "three", {"content": "abc", "type": "note"})
+    search = InMemoryStoreSearch(store)
+    with pytest.raises(ValueError, match="inhomogeneous"):  # the store's own search, and its own error
+        search.run([RankedSearch(NS, 5, type="note")], "q")
+    with pytest.raises(ValueError, match="inhomogeneous"):
+        store.search(NS, query="q", filter={"type": "note"})
+    assert NS not in search._kept
