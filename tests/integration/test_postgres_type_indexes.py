@@ -351,3 +351,23 @@ def test_writes_during_an_install_wait_for_it_and_get_their_codes(loaded: Databa
             (codes["episode"],),
         )
         assert cur.fetchone()["n"] == 0
+
+
+def test_a_generic_plan_of_the_search_still_walks_the_types_index(store):
+    """psycopg prepares a statement run often; Postgres may then plan it once
+    for every value. The type's code is a literal in the text for this: the
+    planner proves a partial index's predicate from a literal only."""
+    import re
+
+    codes = dict(install_type_indexes(store, ["episode"]))
+    search = PostgresStoreSearch(store)
+    search.run([RankedSearch(U1, 10, type="episode")], QUERY)  # reads the codes
+    sql, _ = search._statement(RankedSearch(U1, 10, type="episode"), SKIP_COUNT)
+    names: Dict[str, int] = {}
+    numbered = re.sub(r"%\((\w+)\)s", lambda m: "$%d" % names.setdefault(m.group(1), len(names) + 1), sql)
+    with store._cursor() as cur, cur.connection.transaction():
+        cur.execute("SELECT set_config('enable_sort', 'off', true)")
+        # The simple query protocol: parameters named but given no value (a generic plan).
+        result = cur.connection.pgconn.exec_(("EXPLAIN (GENERIC_PLAN) " + numbered.replace("%%", "%")).encode())
+        plan = "\n".join((result.get_value(row, 0) or b"").decode() for row in range(result.ntuples))
+    assert "$1" in numbered and type_index_name(codes["episode"]) in plan, plan
