@@ -60,7 +60,7 @@ class EmbeddingRanker(Protocol):
 
     embedder: Any
 
-    def with_known_relevance(self, known: Mapping[str, float]) -> Any:
+    def with_known_relevance(self, known: Mapping[Any, float]) -> Any:
         """The scorer with these entries' relevance known (entry id -> cosine)."""
 
 

@@ -545,7 +545,7 @@ def takes_store_scores(scorer: Any, embeddings: Any) -> bool:
     return same_vector_space(scorer, embeddings) and callable(getattr(scorer, "with_known_relevance", None))
 
 
-def with_store_scores(scorer: Any, scores: Mapping[str, float], metric: Any) -> Any:
+def with_store_scores(scorer: Any, scores: Mapping[Any, float], metric: Any) -> Any:
     """``scorer`` taking the relevance of the recalled entries from the store
     (``scores``: entry id -> the store's score, turned into a cosine by
     :func:`~poolsplit_adapters.memory.similarity.relevance_from_store_score`)

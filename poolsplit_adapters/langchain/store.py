@@ -57,7 +57,7 @@ import asyncio
 import datetime
 import threading
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runtime_checkable
@@ -84,6 +84,7 @@ from ..poolsplit import (
     given_token_count,
 )
 from ..recall import RecallPlan, Search, takes_store_scores, with_store_scores
+from ..relevance.known import KnownKey
 from ..reports import select_noted
 from ..seams import Layering
 from ..settings import default_adapter_scorer
@@ -219,7 +220,7 @@ class Recall:
 
     entries: List[Dict[str, Any]]
     fingerprint: Tuple[Tuple[str, str, Any], ...]
-    scores: Dict[str, float] = field(default_factory=dict)
+    scores: Dict[KnownKey, float] = field(default_factory=dict)
     """Entry id -> the cosine the store's vector index gave the item (its
     ``score``; empty without ``query=`` or for a non-cosine index)."""
 
@@ -530,7 +531,7 @@ class BaseStoreMemory(StoreVerbs):
 
     def _collect(self, found: Iterable[Tuple[_Spec, List[Item]]], *, counted: bool) -> Recall:
         seen: Dict[Tuple[Namespace, str], Tuple[int, Item]] = {}
-        scores: Dict[str, float] = {}
+        by_place: Dict[Tuple[str, str], float] = {}  # (namespace label, key) -> the store's score
         cosine = self.cosine_scores
         for spec, items in found:
             own = self.chain[spec.link]
@@ -543,7 +544,13 @@ class BaseStoreMemory(StoreVerbs):
                 seen.setdefault((own, item.key), (spec.link, item))
                 score = getattr(item, "score", None)
                 if cosine and spec.query is not None and score is not None:
-                    scores.setdefault(item.key, float(score))  # the own namespace's first
+                    by_place.setdefault((namespace_label(own), item.key), float(score))
+        # By id; an id two namespaces of the chain hold, by (namespace, id)
+        # for each (relevance.known): neither takes the other's score.
+        places = Counter(key for _, key in by_place)
+        scores: Dict[KnownKey, float] = {
+            (key if places[key] == 1 else (label, key)): score for (label, key), score in by_place.items()
+        }
         ordered = sorted(seen.values(), key=lambda li: (li[0], li[1].created_at, li[1].key))
         labels = {ns: namespace_label(ns) for ns in self.chain}
         fingerprint = tuple((labels[tuple(item.namespace)], item.key, item.updated_at) for _, item in ordered)

@@ -65,6 +65,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..poolsplit import ScoringContext, check_entry
+from ..relevance.known import KnownKey, known_relevance
 from ..relevance.modifiers import DEFAULT_FLOOR, Modifiers, combine
 from .similarity import Float64Array, FloatArray, cosine, norms_of, quantise, score_matrix
 from .vector_cache import InMemoryVectorCache, VectorCache, content_key
@@ -194,7 +195,7 @@ class EmbeddingScorer:
         self.lexical_weight = float(lexical_weight)
         self.batch_size = batch_size
         self._model_id = model_id
-        self._known: Mapping[str, float] = {}
+        self._known: Mapping[KnownKey, float] = {}
         self._given_query: Optional[tuple[str, Any]] = None
         self._shared = _Shared(cache if cache is not None else InMemoryVectorCache())
 
@@ -407,7 +408,7 @@ class EmbeddingScorer:
         check_entry(entry)
         return self.prepare(context, now).score(entry)
 
-    def with_known_relevance(self, known: Mapping[str, float]) -> EmbeddingScorer:
+    def with_known_relevance(self, known: Mapping[KnownKey, float]) -> EmbeddingScorer:
         """A view of this scorer that takes the relevance of the entries
         whose ``id`` is in ``known`` from there instead of embedding them:
         a vector store already returned their similarity (converted by
@@ -542,10 +543,10 @@ class PreparedEmbeddingScore:
             return held[1]  # type: ignore[no-any-return]
         relevance: Optional[float]
         scorer = self.scorer
-        entry_id = entry.get("id")
-        if isinstance(entry_id, str) and entry_id in scorer._known:
+        given = known_relevance(scorer._known, entry)
+        if given is not None:
             overlap = self._overlap(entry) if scorer.lexical_weight else None
-            relevance = float(scorer.relevance_from(float(scorer._known[entry_id]), overlap))
+            relevance = float(scorer.relevance_from(float(given), overlap))
         elif self.query_vector is None:
             relevance = 0.0
         else:
@@ -626,7 +627,7 @@ class PreparedEmbeddingScore:
         memo = self._memo
         pending: List[Mapping[str, Any]] = []
         for entry in entries:
-            if known and entry.get("id") in known:  # a vector store already said how relevant it is
+            if known and known_relevance(known, entry) is not None:  # a vector store already said how relevant
                 continue
             held = memo.get(id(entry))
             if held is not None and held[0] is entry:

@@ -36,6 +36,7 @@ from ..poolsplit import ScoringContext, check_entry
 from .bm25 import Query, WordIndex
 from .feedback import Feedback, best_sources, expand, expansion
 from .fusion import DEFAULT_LEXICAL_WEIGHT, fuse
+from .known import KnownKey, known_relevance
 from .modifiers import DEFAULT_FLOOR, Modifiers, combine
 from .words import Analyzer
 
@@ -115,7 +116,7 @@ class RelevanceScorer:
         self.embedding: Any = None
         #: entry id -> cosine a vector store returned, without an embedder
         #: (:meth:`with_known_relevance`).
-        self.known: Mapping[str, float] = {}
+        self.known: Mapping[KnownKey, float] = {}
         if embedder is not None:
             from ..memory.embedding import EmbeddingScorer  # numpy only when vectors are used
 
@@ -186,7 +187,7 @@ class RelevanceScorer:
         corpus.add_many([e["content"] for e in entries if isinstance(e, Mapping) and isinstance(e.get("content"), str)])
         return self.with_corpus(corpus)
 
-    def with_known_relevance(self, known: Mapping[str, float]) -> RelevanceScorer:
+    def with_known_relevance(self, known: Mapping[KnownKey, float]) -> RelevanceScorer:
         """A view whose cosine for the entries with an ``id`` in ``known`` is
         taken from there (a vector store already returned it); shares the
         corpus, the embedding cache and the settings. Without an embedder
@@ -346,7 +347,7 @@ class PreparedRelevance:
         if self.embedding is not None:
             value = fuse(lexical, self.embedding.embedded_relevance(entry), self.scorer.lexical_weight)
         else:
-            known = self.scorer.known.get(entry.get("id")) if self.scorer.known else None  # type: ignore[arg-type]
+            known = known_relevance(self.scorer.known, entry)
             value = lexical if known is None else fuse(lexical, known, self.scorer.lexical_weight)
         self._first[id(entry)] = (entry, value)
         return value

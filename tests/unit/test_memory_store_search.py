@@ -321,3 +321,20 @@ def test_vectors_of_differing_lengths_are_left_to_the_stores_own_search():
     with pytest.raises(ValueError, match="inhomogeneous"):
         store.search(NS, query="q", filter={"type": "note"})
     assert NS not in search._kept
+
+
+def test_an_id_two_namespaces_of_a_chain_hold_keeps_each_entrys_own_store_score():
+    """Scores keyed by id alone gave the shared namespace's exact match the
+    user's own far entry's score, and the selection passed it over."""
+    store = make_store()
+    own, shared = ("memories", "u1"), ("memories", "shared")
+    query = "deploy the checkout service"
+    store.put(own, "n", {"content": "quarterly tax ledger archive", "type": "note"})
+    store.put(shared, "n", {"content": query, "type": "note"})
+    store.put(own, "m", {"content": "the checkout", "type": "note"})
+    memory = BaseStoreMemory(store, [own, shared], fetch_k=5)
+    recall = memory.recall([Pool("notes", 10_000, 1, ("note",))], {"message": query})
+    assert recall.scores[("memories.shared", "n")] > 0.99
+    assert recall.scores[("memories.u1", "n")] < 0.1 and "n" not in recall.scores and "m" in recall.scores
+    chosen = memory.select([Pool("notes", 10_000, 1, ("note",))], {"message": query}).chosen
+    assert [(c.entry["namespace"], c.entry["id"]) for c in chosen] == [("memories.shared", "n")]
