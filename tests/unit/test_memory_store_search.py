@@ -43,11 +43,19 @@ def make_store(fields: Tuple[str, ...] = ("content",)) -> InMemoryStore:
 def expected(
     store: InMemoryStore, search: RankedSearch, query: str, limit: Optional[int] = None
 ) -> List[Tuple[str, Any]]:
+    """:func:`expected_with` the tests' hashed n-gram embedding."""
+    ranked = expected_with(store, search, query, Hashed())
+    return ranked if limit is None else ranked[:limit]
+
+
+def expected_with(
+    store: InMemoryStore, search: RankedSearch, query: str, embeddings: Embeddings
+) -> List[Tuple[str, Any]]:
     """The store's documented ranking, in plain Python: the namespace's
     items the filter admits, each vector's cosine, sorted by score (stable:
     the store's order), an item's first (best) row, then items without
     vectors; (key, score) pairs."""
-    q = Hashed().embed_query(query)
+    q = embeddings.embed_query(query)
     qn = math.sqrt(sum(a * a for a in q))
     rows, loose = [], []
     for key, item in store._data.get(search.namespace, {}).items():
@@ -64,8 +72,7 @@ def expected(
     seen: Dict[str, float] = {}
     for score, key in rows:
         seen.setdefault(key, score)
-    ranked: List[Tuple[str, Any]] = list(seen.items()) + [(k, None) for k in loose]
-    return ranked if limit is None else ranked[:limit]
+    return list(seen.items()) + [(k, None) for k in loose]
 
 
 def assert_same_ranking(got: List[Any], store: InMemoryStore, search: RankedSearch, query: str) -> None:
@@ -338,3 +345,39 @@ def test_an_id_two_namespaces_of_a_chain_hold_keeps_each_entrys_own_store_score(
     assert recall.scores[("memories.u1", "n")] < 0.1 and "n" not in recall.scores and "m" in recall.scores
     chosen = memory.select([Pool("notes", 10_000, 1, ("note",))], {"message": query}).chosen
     assert [(c.entry["namespace"], c.entry["id"]) for c in chosen] == [("memories.shared", "n")]
+
+
+class SmallInts(Embeddings):
+    """Vectors of small integers (one count per word of a six-word
+    vocabulary): every dot product and norm is exact in float64, so equal
+    scores are exactly equal and the store's order alone breaks the tie."""
+
+    def embed_documents(self, texts: List[str]) -> List[List[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> List[float]:
+        words = text.split()
+        return [float(words.count(w)) for w in WORDS] + [1.0]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rounds=st.lists(st.lists(writes, max_size=10), min_size=1, max_size=5),
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
+    limit=st.integers(1, 8),
+    titled=st.booleans(),
+)
+def test_with_exact_scores_the_order_is_the_stores_exactly(rounds, query, limit, titled):
+    store = InMemoryStore(
+        index={"dims": len(WORDS) + 1, "embed": SmallInts(), "fields": ["content", "title"] if titled else ["content"]}
+    )
+    search = InMemoryStoreSearch(store)
+    for writes_now in rounds:
+        for write in writes_now:
+            apply(store, write)
+        plan = searches(limit)
+        for one, found in zip(plan, search.run(plan, query)):
+            # The plain-Python ranking computes the same exact values: ties and all, the same order.
+            assert [(i.key, None if i.score is None else round(i.score, 12)) for i in found] == [
+                (k, None if s is None else round(s, 12)) for k, s in expected_with(store, one, query, SmallInts())
+            ][: one.limit]
