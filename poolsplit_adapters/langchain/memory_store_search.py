@@ -35,7 +35,12 @@ embedding is all zeros (no cosine exists) is left to the store's own search.
 Cost: the matrix holds 8 bytes a dimension a vector (200 MB for 100k
 vectors of 256 dimensions; the store itself holds each vector as a list of
 Python floats, about four times that); a run costs one pass over it
-(~16 ms at 100k x 256) and a partial sort per search.
+(~16 ms at 100k x 256) and a partial sort per search. One search serves a
+store in a process (:meth:`InMemoryStoreSearch.shared`: every memory over
+it, each user's chain, reads the same matrices), and keeps at most
+:attr:`InMemoryStoreSearch.MOST_NAMESPACES` namespaces (the least recently
+searched is dropped, and read again when searched). An update that fails
+halfway forgets the namespace, which is then read again whole.
 """
 
 from __future__ import annotations
