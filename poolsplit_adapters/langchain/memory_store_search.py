@@ -197,20 +197,26 @@ class InMemoryStoreSearch:
         """Bring ``kept`` to the namespace's items: rows of removed and
         rewritten items retired, rows of new and rewritten ones appended,
         each item's place in the store's order kept or moved last."""
-        items = list(data.items())  # one snapshot: another thread's write cannot change it under us
-        keys, values = [k for k, _ in items], [v for _, v in items]
-        current = dict(items)
+        # One snapshot (a dict copy is one C call: another thread's write
+        # cannot change it under us). Not list(data.items()): 100k new tuples
+        # set off the garbage collector over the store's millions of objects.
+        snapshot = data.copy()
+        keys, values = list(snapshot), list(snapshot.values())
         known = len(kept.keys)
+        current: Dict[str, Any]
         if len(keys) >= known and keys[:known] == kept.keys:
             # Nothing removed or moved (the usual write: items put, new or
             # in place): the rewritten ones are found by identity, in C.
             same = np.fromiter(map(operator.is_, values[:known], kept.values), dtype=bool, count=known)
-            changed = [keys[i] for i in np.flatnonzero(~same).tolist()] + keys[known:]
+            at = np.flatnonzero(~same).tolist() + list(range(known, len(keys)))
+            changed = [keys[i] for i in at]
+            current = {keys[i]: values[i] for i in at}
             for key in keys[known:]:
                 kept.order[key] = kept.next_order
                 kept.next_order += 1
             ordered = True
         else:
+            current = snapshot
             changed, ordered = self._reordered(kept, current)
         kept.keys, kept.values = keys, values
         new_rows: List[Any] = []
