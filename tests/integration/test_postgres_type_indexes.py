@@ -371,3 +371,33 @@ def test_a_generic_plan_of_the_search_still_walks_the_types_index(store):
         result = cur.connection.pgconn.exec_(("EXPLAIN (GENERIC_PLAN) " + numbered.replace("%%", "%")).encode())
         plan = "\n".join((result.get_value(row, 0) or b"").decode() for row in range(result.ntuples))
     assert "$1" in numbered and type_index_name(codes["episode"]) in plan, plan
+
+
+def test_a_run_raises_ef_search_only_when_it_walks_a_type_index(store):
+    install_type_indexes(store, ["episode"])
+    search = PostgresStoreSearch(store)
+    sent: List[Tuple[str, Dict[str, Any]]] = []
+    own = search._steps
+
+    def recorded(*args: Any) -> Any:  # our own statements, recorded as the run sends them
+        steps = own(*args)
+        answer = None
+        try:
+            while True:
+                statement = steps.send(answer)
+                sent.append(statement)
+                answer = yield statement
+        except StopIteration as done:
+            return done.value
+
+    search._steps = recorded  # type: ignore[method-assign]
+
+    def ef_set() -> List[Any]:
+        return [params.get("ef") for sql, params in sent if "hnsw.max_scan_tuples" in sql]
+
+    search.run([RankedSearch(U1, 10, type="episode")], QUERY)
+    assert ef_set() == [type_index_ef(10)]
+    assert all("set_config('hnsw.ef_search'" in sql for sql, params in sent if params.get("ef"))
+    sent.clear()
+    search.run([RankedSearch(U1, 10, type="note"), RankedSearch(U1, 10, untyped=True)], QUERY)  # no type index
+    assert ef_set() == [None]
