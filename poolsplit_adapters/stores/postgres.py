@@ -612,7 +612,10 @@ def llama_index_filter_index(store: Any) -> str:
     table = store._table_class.__table__
     preparer = _postgres_quoting()
     name = preparer.quote(filter_index_name(table.name))
-    return "%s.%s" % (preparer.quote_schema(table.schema), name) if table.schema else name
+    qualified = "%s.%s" % (preparer.quote_schema(table.schema), name) if table.schema else name
+    # The dialect quotes for SQL text sent with parameters, where it doubles
+    # "%"; a bound value is read as it is (doubled, to_regclass found nothing).
+    return qualified.replace("%%", "%")
 
 
 @functools.lru_cache(maxsize=1)

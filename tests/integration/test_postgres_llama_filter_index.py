@@ -302,3 +302,20 @@ def test_the_retriever_keeps_its_memory_of_large_filters_between_calls(indexed: 
     assert large.bound(by_label()["pool:content"], len(corpus())) == SKIP_COUNT
     assert large.bound(by_label()["pool:skills"], len(corpus())) == filter_first_bound(K, len(corpus()))
     assert [n.node.node_id for n in retriever.retrieve(QUERY)] == first
+
+
+def test_a_table_name_holding_percent_finds_its_filter_index(pg_database: Database):
+    """The index name travels as a bound parameter, where ``%`` is itself
+    (the dialect doubles it only for SQL text): doubled, the search looked
+    for an index that is not there and never read through it."""
+    store = make_store(pg_database, table="mem%")
+    try:
+        nodes = [TextNode(text=text, id_=node_id, metadata=dict(metadata)) for node_id, text, metadata in corpus()]
+        for node in nodes:
+            node.excluded_embed_metadata_keys = list(node.metadata)
+        VectorStoreIndex.from_vector_store(store, embed_model=HashedNgramLlamaEmbedding()).insert_nodes(nodes)
+        install_filter_index(store)
+        found, filtered, _ = run(store, by_label()["pool:skills"])
+        assert filtered and found == exact_top("skill-", K)
+    finally:
+        dispose(store)
