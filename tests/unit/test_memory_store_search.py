@@ -143,14 +143,13 @@ def apply(store: InMemoryStore, write: Tuple[Any, ...]) -> None:
     store.put(ns, key, value, index=index)
 
 
+#: Rounds of writes (a search after each round), a query, a limit.
+histories = st.lists(st.lists(writes, max_size=10), min_size=1, max_size=5)
+queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
+
+
 @settings(max_examples=60, deadline=None)
-@given(
-    rounds=st.lists(st.lists(writes, max_size=10), min_size=1, max_size=5),
-    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
-    limit=st.integers(1, 8),
-    titled=st.booleans(),
-    versions=st.booleans(),
-)
+@given(rounds=histories, query=queries, limit=st.integers(1, 8), titled=st.booleans(), versions=st.booleans())
 def test_the_kept_matrix_ranks_as_the_store_after_every_write(rounds, query, limit, titled, versions):
     store = make_store(("content", "title") if titled else ("content",))
     search = InMemoryStoreSearch(store)
@@ -361,12 +360,7 @@ class SmallInts(Embeddings):
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    rounds=st.lists(st.lists(writes, max_size=10), min_size=1, max_size=5),
-    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join),
-    limit=st.integers(1, 8),
-    titled=st.booleans(),
-)
+@given(rounds=histories, query=queries, limit=st.integers(1, 8), titled=st.booleans())
 def test_with_exact_scores_the_order_is_the_stores_exactly(rounds, query, limit, titled):
     store = InMemoryStore(
         index={"dims": len(WORDS) + 1, "embed": SmallInts(), "fields": ["content", "title"] if titled else ["content"]}
