@@ -390,38 +390,47 @@ class InMemoryStoreSearch:
         self, searches: Sequence[RankedSearch], vectors: Dict[str, List[float]], query: Optional[str]
     ) -> List[Optional[List[SearchItem]]]:
         """Each search's items, or None where the store's own search must answer it."""
+        # (namespace, query text) -> its rows and their scores, None (the
+        # store's own search), or () (an empty namespace): once per pair.
+        scored: Dict[Tuple[Tuple[str, ...], str], Any] = {}
         out: List[Optional[List[SearchItem]]] = []
-        scored: Dict[Tuple[Tuple[str, ...], str], np.ndarray] = {}
         with self._lock:
             for search in searches:
                 text = search.query if search.query is not None else query
                 assert text is not None
-                try:
-                    kept = self._fresh(tuple(search.namespace))
-                except _Unserved:
-                    self._kept.pop(tuple(search.namespace), None)
-                    out.append(None)
-                    continue
-                if kept is None:
-                    out.append([])
-                    continue
-                q = np.asarray(vectors[text], dtype=np.float64)
-                norm = float(np.linalg.norm(q))
-                if norm == 0.0 or (kept.dims and q.shape != (kept.dims,)):
-                    out.append(None)  # no cosine of a zero query; a query of another length: the store's own
-                    continue
                 key = (tuple(search.namespace), text)
-                scores = scored.get(key)
-                if scores is None:
-                    used = kept.used
-                    dots = np.einsum("ij,j->i", kept.matrix[:used], q) if used else np.zeros(0)
-                    norms = kept.norms[:used]
-                    scores = np.zeros(used)
-                    nonzero = norms != 0
-                    scores[nonzero] = dots[nonzero] / (norms[nonzero] * norm)
-                    scored[key] = scores
-                out.append(self._search(kept, scores, search))
+                if key not in scored:
+                    scored[key] = self._scored(key[0], vectors[text])
+                found = scored[key]
+                if not found:  # None: the store's own search; (): nothing there
+                    out.append(None if found is None else [])
+                else:
+                    kept, scores = found
+                    out.append(self._search(kept, scores, search))
         return out
+
+    def _scored(self, namespace: Tuple[str, ...], vector: List[float]) -> Any:
+        """The namespace's rows and each row's cosine with ``vector``; ()
+        for an empty namespace; None where the store's own search answers
+        (vectors no matrix holds, a zero query, a query of another length)."""
+        try:
+            kept = self._fresh(namespace)
+        except _Unserved:
+            self._kept.pop(namespace, None)
+            return None
+        if kept is None:
+            return ()
+        q = np.asarray(vector, dtype=np.float64)
+        norm = float(np.linalg.norm(q))
+        if norm == 0.0 or (kept.dims and q.shape != (kept.dims,)):
+            return None
+        used = kept.used
+        dots = np.einsum("ij,j->i", kept.matrix[:used], q) if used else np.zeros(0)
+        norms = kept.norms[:used]
+        scores = np.zeros(used)
+        nonzero = norms != 0
+        scores[nonzero] = dots[nonzero] / (norms[nonzero] * norm)
+        return kept, scores
 
     @staticmethod
     def _texts(searches: Sequence[RankedSearch], query: Optional[str]) -> List[str]:

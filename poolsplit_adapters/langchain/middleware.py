@@ -653,9 +653,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     def _remember(
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
     ) -> Union[Command[Any], str]:
-        where = self._where(runtime)
-        with _told_to_the_model():
-            proposal = self._note(note, tags, scope, where)
+        where, proposal = self._proposed(runtime, note, tags, scope)
         try:
             settled = self._write(where, [proposal])
         except IdHeldElsewhere:
@@ -665,9 +663,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     async def _aremember(
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
     ) -> Union[Command[Any], str]:
-        where = self._where(runtime)
-        with _told_to_the_model():
-            proposal = self._note(note, tags, scope, where)
+        where, proposal = self._proposed(runtime, note, tags, scope)
         try:
             settled = await self._awrite(where, [proposal])
         except IdHeldElsewhere:
@@ -883,6 +879,15 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         return request.override(system_message=_with_memory(request.system_message, block)), update, event
 
     # -- the tools: the parts both twins share ---------------------------------------------
+
+    def _proposed(
+        self, runtime: ToolRuntime, note: str, tags: Optional[list[str]], scope: Optional[str]
+    ) -> tuple[_Where, Proposal]:
+        """Where the ``remember`` call writes, and its proposal (a refused
+        argument told to the model, :func:`_told_to_the_model`)."""
+        where = self._where(runtime)
+        with _told_to_the_model():
+            return where, self._note(note, tags, scope, where)
 
     def _note(self, note: str, tags: Optional[list[str]], scope: Optional[str], where: _Where) -> Proposal:
         return self.write_gate.propose(

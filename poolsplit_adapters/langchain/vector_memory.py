@@ -185,6 +185,13 @@ class VectorStoreMemory(StoreVerbs):
         return change.touched + [str(candidate["id"]) for _, candidate in change.repeat]
 
     @staticmethod
+    def _unchecked(rows: Sequence[Mapping[str, Any]], change: Change) -> List[Mapping[str, Any]]:
+        """The planned rows the claim has not checked yet: all but the
+        change's new entries as given (checked first, one round trip each)."""
+        checked = {(str(e["id"]), e.get("namespace")) for e in change.insert}
+        return [r for r in rows if (str(r["id"]), r.get("namespace")) not in checked]
+
+    @staticmethod
     def _refuse_held(
         rows: Sequence[Mapping[str, Any]], held: Sequence[str], batch: Sequence[Mapping[str, Any]]
     ) -> None:
@@ -220,7 +227,8 @@ class VectorStoreMemory(StoreVerbs):
             # "already in the store" (whose advice, supersede, would retire the other's entry).
             self._refuse_held(change.insert, held(change.insert), change.insert)
             rows, doomed = self._planned(change, self.read(change.touched + list(change.forget)))
-            self._refuse_held(rows, held(rows), change.insert)
+            rest = self._unchecked(rows, change)
+            self._refuse_held(rest, held(rest), change.insert)
             docs = self._to_documents(rows)
             if docs:
                 self.store.add_documents(docs, ids=[str(d.id) for d in docs])
@@ -233,7 +241,8 @@ class VectorStoreMemory(StoreVerbs):
         async with aclaim_ids(self.store, self._claimed(change)) as held:
             self._refuse_held(change.insert, await held(change.insert), change.insert)
             rows, doomed = self._planned(change, await self.aread(change.touched + list(change.forget)))
-            self._refuse_held(rows, await held(rows), change.insert)
+            rest = self._unchecked(rows, change)
+            self._refuse_held(rest, await held(rest), change.insert)
             docs = self._to_documents(rows)
             if docs:
                 await self.store.aadd_documents(docs, ids=[str(d.id) for d in docs])

@@ -100,11 +100,19 @@ MOST_KEY_BYTES = 1000
 KEY_FIELDS = ("id", "type", "namespace")
 
 
+def key_overflow(value: str) -> Optional[int]:
+    """``value``'s UTF-8 length when it is longer than :data:`MOST_KEY_BYTES`,
+    else None: the one rule of :func:`check_key_text` and of an entry's
+    :data:`KEY_FIELDS`."""
+    size = len(value.encode("utf-8", "surrogatepass"))
+    return size if size > MOST_KEY_BYTES else None
+
+
 def check_key_text(value: str, name: str) -> str:
     """``value`` when it is at most :data:`MOST_KEY_BYTES` long (UTF-8),
     else :class:`~poolsplit_adapters.checks.ArgumentError` naming ``name``."""
-    size = len(value.encode("utf-8", "surrogatepass"))
-    if size > MOST_KEY_BYTES:
+    size = key_overflow(value)
+    if size is not None:
         raise ArgumentError("%s is %d bytes long; it takes at most %d (UTF-8)" % (name, size, MOST_KEY_BYTES))
     return value
 
@@ -117,13 +125,13 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
             raise entry_error(entry, index, None, "has a non-string key %r (JSON keys are strings)" % (key,))
     for key in KEY_FIELDS:
         value = entry.get(key)
-        if isinstance(value, str) and len(value.encode("utf-8", "surrogatepass")) > MOST_KEY_BYTES:
+        size = key_overflow(value) if isinstance(value, str) else None
+        if size is not None:
             raise entry_error(
                 entry,
                 index,
                 key,
-                "is %d bytes long; an id, type or namespace takes at most %d (UTF-8)"
-                % (len(value.encode("utf-8", "surrogatepass")), MOST_KEY_BYTES),
+                "is %d bytes long; an id, type or namespace takes at most %d (UTF-8)" % (size, MOST_KEY_BYTES),
             )
     whole: Optional[Tuple[str, Dict[str, Any]]] = None
     try:

@@ -57,7 +57,7 @@ more types, only does what is missing.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, cast
 
 from ..checks import ArgumentError
 from .checks import check_key_text
@@ -284,6 +284,40 @@ def _schema_steps(names: List[str]) -> _Steps:
     return [_row(row) for row in rows]
 
 
+def _index_steps(codes: List[Tuple[str, int]], opclass: str, options: str, concurrently: bool) -> _Steps:
+    """After the schema's transaction: each type's index (an invalid one,
+    left by a concurrent build that failed, built again), then ANALYZE."""
+    for _, code in codes:
+        invalid = yield _INVALID, {"name": type_index_name(code)}
+        if invalid:
+            yield _drop_index(code, concurrently), {}
+        yield _create_index(code, opclass, options, concurrently), {}
+    yield "ANALYZE store_vectors", {}
+    return codes
+
+
+def _run(cur: Any, steps: _Steps) -> List[Tuple[str, int]]:
+    """Drive ``steps`` on a sync cursor: each statement sent its rows."""
+    sql, params = next(steps)
+    while True:
+        cur.execute(sql, params)
+        try:
+            sql, params = steps.send(cur.fetchall() if cur.description else [])
+        except StopIteration as done:
+            return cast("List[Tuple[str, int]]", done.value)
+
+
+async def _arun(cur: Any, steps: _Steps) -> List[Tuple[str, int]]:
+    """:func:`_run` on an async cursor."""
+    sql, params = next(steps)
+    while True:
+        await cur.execute(sql, params)
+        try:
+            sql, params = steps.send(await cur.fetchall() if cur.description else [])
+        except StopIteration as done:
+            return cast("List[Tuple[str, int]]", done.value)
+
+
 def _first(rows: List[Any]) -> Any:
     row = rows[0]
     return next(iter(row.values())) if isinstance(row, Mapping) else row[0]
@@ -319,22 +353,9 @@ def install_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[str, in
     lock = store.lock if getattr(store, "pipe", None) is None else contextlib.nullcontext()
     with lock, store._cursor() as cur:
         with cur.connection.transaction():
-            steps = _schema_steps(names)
-            sql, params = next(steps)
-            while True:
-                cur.execute(sql, params)
-                try:
-                    sql, params = steps.send(cur.fetchall() if cur.description else [])
-                except StopIteration as done:
-                    codes: List[Tuple[str, int]] = done.value
-                    break
+            codes = _run(cur, _schema_steps(names))
         concurrently = bool(cur.connection.autocommit)
-        for _, code in codes:
-            cur.execute(_INVALID, {"name": type_index_name(code)})
-            if cur.fetchall():  # a concurrent build that failed: built again
-                cur.execute(_drop_index(code, concurrently))
-            cur.execute(_create_index(code, opclass, options, concurrently))
-        cur.execute("ANALYZE store_vectors")
+        _run(cur, _index_steps(codes, opclass, options, concurrently))
         if not concurrently:
             cur.connection.commit()
     return codes
@@ -358,22 +379,9 @@ async def ainstall_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[
     opclass, options = _index_definition(store)
     async with store._cursor() as cur:
         async with cur.connection.transaction():
-            steps = _schema_steps(names)
-            sql, params = next(steps)
-            while True:
-                await cur.execute(sql, params)
-                try:
-                    sql, params = steps.send(await cur.fetchall() if cur.description else [])
-                except StopIteration as done:
-                    codes: List[Tuple[str, int]] = done.value
-                    break
+            codes = await _arun(cur, _schema_steps(names))
         concurrently = bool(cur.connection.autocommit)
-        for _, code in codes:
-            await cur.execute(_INVALID, {"name": type_index_name(code)})
-            if await cur.fetchall():
-                await cur.execute(_drop_index(code, concurrently))
-            await cur.execute(_create_index(code, opclass, options, concurrently))
-        await cur.execute("ANALYZE store_vectors")
+        await _arun(cur, _index_steps(codes, opclass, options, concurrently))
         if not concurrently:
             await cur.connection.commit()
     return codes
