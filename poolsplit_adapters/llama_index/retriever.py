@@ -126,6 +126,7 @@ class PoolSplitRetriever(BaseRetriever):
             # Built with the scorer's structures: the first call costs what the others do.
             counter, scorer = self.settings.token_counter, self.settings.scorer
             self._index, self._source = NodeConverter.index(nodes, counter, (scorer,))
+            _one_node_per_id(nodes)  # each checked to be a node by the line above
             self._held_types = present_types((n.node if isinstance(n, NodeWithScore) else n).metadata for n in nodes)
 
     @classmethod
@@ -322,3 +323,22 @@ class _IndexCall:
             scorer = with_store_scores(scorer, scores, self.recall.metric)
         entries, self.source = NodeConverter.entries(candidates, recalled=True, type_key=self.recall.type_key)
         return self.call.select(entries, scorer=scorer)
+
+
+def _one_node_per_id(nodes: Sequence[Any]) -> None:
+    """Refuse two nodes with one id. LlamaIndex's ``BaseRetriever.retrieve``
+    keeps the first node of each id and drops the rest after our selection
+    chose them, so a second correction under a taken id would be reported
+    loaded and never reach the model."""
+    ids = [n.node.node_id if isinstance(n, NodeWithScore) else getattr(n, "node_id", None) for n in nodes]
+    if len(set(ids)) == len(ids):
+        return
+    first: dict[Any, int] = {}
+    for position, node_id in enumerate(ids):
+        if node_id in first:
+            raise ArgumentError(
+                "nodes[%d] and nodes[%d] share the node id %r: LlamaIndex's retriever returns one node per id, "
+                "so one of them would be lost; give each node its own id_" % (first[node_id], position, node_id)
+            )
+        first[node_id] = position
+

@@ -47,6 +47,7 @@ forgetting", not amnesia).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import uuid
 from abc import ABC, abstractmethod
@@ -347,15 +348,35 @@ def same_id_repeats(
     prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]], stored: Iterable[Mapping[str, Any]]
 ) -> List[Optional[Duplicate]]:
     """``hits``, with an entry whose id is stored already with the same text
-    (a re-import, a retried write; also of an inactive version, which the
-    finder does not match) counted as an exact repeat of it."""
+    counted as an exact repeat of it: a retried write, a re-import (also of
+    an inactive version, which the finder does not match).
+
+    A closed version's text said again by a *new* sighting (another source
+    or time) is no repeat: the fact returned after it was superseded or
+    retired, and folding it into the closed version would keep it from ever
+    loading again. Such an entry gets a new id (:func:`returned_id`, in
+    ``prepared``: the caller's entries are never these objects) and is
+    written."""
     by_id = {str(e["id"]): e for e in stored}
     out = list(hits)
     for position, (entry, hit) in enumerate(zip(prepared, hits)):
         found = by_id.get(str(entry["id"])) if hit is None else None
-        if found is not None and _same_text(found, entry):
+        if found is None or not _same_text(found, entry):
+            continue
+        if live(found) or _same_sighting(found, entry):
             out[position] = Duplicate(found, DuplicateKind.EXACT, 1.0)
+        else:
+            entry["id"] = returned_id(found, entry)
     return out
+
+
+def returned_id(closed: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
+    """The id of a fact that returned after its version ``closed`` (same
+    id, same text) was superseded or retired: derived from that id and the
+    new sighting, so a retried write of the return lands on it again."""
+    source, at = sighting(entry)
+    digest = hashlib.sha256("\x00".join((str(closed["id"]), source, at)).encode("utf-8")).hexdigest()
+    return "%s-%s" % (entry.get("type", "note"), digest[:24])
 
 
 def settle_repeats(
@@ -416,9 +437,14 @@ def sighting(candidate: Mapping[str, Any]) -> Tuple[str, str]:
     return (source if isinstance(source, str) and source else "unknown", str(at) if at else utc_stamp())
 
 
+def _same_sighting(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> bool:
+    """Whether ``candidate`` is ``kept``'s own first sighting (a retried write, a re-import)."""
+    return kept.get("source") == candidate.get("source") and kept.get("created") == candidate.get("created")
+
+
 def _repeated(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> Dict[str, Any]:
-    if kept.get("source") == candidate.get("source") and kept.get("created") == candidate.get("created"):
-        return dict(kept)  # the kept entry's own first sighting (a retried write, a re-import)
+    if _same_sighting(kept, candidate):
+        return dict(kept)
     source, at = sighting(candidate)
     return record_repeat(kept, source=source, at=at)
 

@@ -37,6 +37,7 @@ from poolsplit_adapters.llama_index import (
     nodes_from,
     poolsplit_memory_blocks,
 )
+from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.render import parse_markers
 from poolsplit_adapters.reports import event_payload
 
@@ -150,6 +151,20 @@ def test_retriever_over_nodes_puts_corrections_first_with_numeric_scores():
     assert "not loaded:" in retriever.explain().splitlines()
     shown = PoolSplitRetriever(POOLS, nodes, now=NOW, show_selection_to_llm=True).retrieve("deploy")
     assert SELECTION_KEY in shown[3].node.get_content(metadata_mode=MetadataMode.LLM)
+
+
+def test_two_nodes_with_one_id_are_refused_by_name_not_lost_after_selection():
+    # LlamaIndex's retrieve() keeps one node per id: the second correction
+    # would be reported loaded and never reach the model.
+    def node(node_id: str, text: str) -> TextNode:
+        return TextNode(text=text, id_=node_id, metadata={"type": "correction", "scope": "always"})
+
+    nodes = [node("fix", "Never force-push to main."), node("other", "x"), node("fix", "Never deploy on Fridays.")]
+    with pytest.raises(ArgumentError, match=r"nodes\[0\] and nodes\[2\] share the node id 'fix'"):
+        PoolSplitRetriever(POOLS, nodes, now=NOW)
+    distinct = [node("fix-1", "Never force-push to main."), node("fix-2", "Never deploy on Fridays.")]
+    got = PoolSplitRetriever(POOLS, distinct, now=NOW).retrieve("deploy")
+    assert sorted(n.node.node_id for n in got) == ["fix-1", "fix-2"]
 
 
 def test_k_caps_contextual_nodes_round_robin():

@@ -140,6 +140,27 @@ def test_supersede_has_one_semantics_on_every_store(store):
     assert sorted(e["id"] for e in store.entries()) == ["fix", "new", "old"]
 
 
+def test_a_fact_said_again_after_its_version_closed_is_written_again_on_every_store(store):
+    # The write gate's content key gives the returning text the closed
+    # version's id: folded into it, the fact would never load again.
+    text = "Use the staging database for load tests."
+    first = {"id": "fact-key", "type": "fact", "content": text, "source": "thread:t1", "created": "2026-07-01T00:00:00Z"}
+    assert store.write([first]).ids == ["fact-key"]
+    store.supersede("fact-key", {"id": "perf", "type": "fact", "content": "Use the perf database for load tests."})
+    retried = store.write([first])  # the first write retried: still its closed version
+    assert retried.ids == ["fact-key"] and retried.to_dict()["refused"] == {"duplicate": 1}
+    again = dict(first, source="thread:t2", created="2026-07-05T00:00:00Z")
+    report = store.write([again])
+    assert report.to_dict()["written"] == 1 and not report.duplicates
+    (returned,) = report.ids
+    assert returned not in ("fact-key", "perf") and returned.startswith("fact-")
+    assert store.get(returned)["content"] == text and store.get("fact-key")["superseded_by"] == "perf"
+    assert store.write([again]).ids == [returned]  # the return retried lands on it
+    loaded = [c.entry["id"] for c in store.select(POOLS, {"message": "database load tests"}, now=NOW).chosen]
+    assert sorted(loaded) == sorted(["perf", returned])
+    assert "seen" not in store.get("fact-key")
+
+
 def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
     store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round down."})
