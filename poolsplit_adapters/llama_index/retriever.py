@@ -341,4 +341,3 @@ def _one_node_per_id(nodes: Sequence[Any]) -> None:
                 "so one of them would be lost; give each node its own id_" % (first[node_id], position, node_id)
             )
         first[node_id] = position
-

@@ -345,7 +345,7 @@ def unmatched_ids(prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional
 
 
 def same_id_repeats(
-    prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]], stored: Iterable[Mapping[str, Any]]
+    prepared: Sequence[Dict[str, Any]], hits: Sequence[Optional[Duplicate]], stored: Iterable[Mapping[str, Any]]
 ) -> List[Optional[Duplicate]]:
     """``hits``, with an entry whose id is stored already with the same text
     counted as an exact repeat of it: a retried write, a re-import (also of

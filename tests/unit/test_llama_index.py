@@ -26,6 +26,7 @@ from llama_index.core.storage.chat_store.sql import MessageStatus
 from pydantic import PrivateAttr
 
 from poolsplit_adapters import EntryError, Pool, Reason, Selection, UnadmittedCorrectionWarning, Visibility, select
+from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.llama_index import (
     SELECTION_KEY,
     PooledMemoryBlock,
@@ -37,7 +38,6 @@ from poolsplit_adapters.llama_index import (
     nodes_from,
     poolsplit_memory_blocks,
 )
-from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.render import parse_markers
 from poolsplit_adapters.reports import event_payload
 

@@ -144,7 +144,13 @@ def test_a_fact_said_again_after_its_version_closed_is_written_again_on_every_st
     # The write gate's content key gives the returning text the closed
     # version's id: folded into it, the fact would never load again.
     text = "Use the staging database for load tests."
-    first = {"id": "fact-key", "type": "fact", "content": text, "source": "thread:t1", "created": "2026-07-01T00:00:00Z"}
+    first = {
+        "id": "fact-key",
+        "type": "fact",
+        "content": text,
+        "source": "thread:t1",
+        "created": "2026-07-01T00:00:00Z",
+    }
     assert store.write([first]).ids == ["fact-key"]
     store.supersede("fact-key", {"id": "perf", "type": "fact", "content": "Use the perf database for load tests."})
     retried = store.write([first])  # the first write retried: still its closed version
