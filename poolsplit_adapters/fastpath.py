@@ -26,7 +26,6 @@ the fast path for callers who hold a list and no index.
 from __future__ import annotations
 
 import heapq
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
@@ -34,6 +33,7 @@ from . import seamed
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MAX_COST,
+    MAX_PRIORITY,
     MESSAGE_THRESHOLD,
     MESSAGE_WEIGHT,
     Context,
@@ -57,7 +57,6 @@ __all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retr
 
 _STR_OR_NONE = (str, type(None))
 _SEQUENCES = (list, tuple)
-_FLOAT_MAX = sys.float_info.max
 MAX_MESSAGE_FACTOR = 1.0 + MESSAGE_WEIGHT  # every message word shared: the default score's highest message factor
 #: Consecutive entries too costly for a pool's room before the ranking
 #: drops every such entry at once.
@@ -94,11 +93,9 @@ def plain_entry_ok(entry: dict[str, Any]) -> bool:
         and type(get("source")) in _STR_OR_NONE
         and type(get("summary")) in _STR_OR_NONE
         and (tags is None or (type(tags) in _SEQUENCES and _all_strings(tags)))
-        # x - x == 0 rejects NaN and the infinities; the bound, ints too large for a float.
-        and (
-            (type(priority) is int and -_FLOAT_MAX <= priority <= _FLOAT_MAX)
-            or (type(priority) is float and priority - priority == 0.0)
-        )
+        # The bound rejects NaN, the infinities and what check_entry refuses as beyond MAX_PRIORITY.
+        and (type(priority) is int or type(priority) is float)
+        and -MAX_PRIORITY <= priority <= MAX_PRIORITY
         # A given count above the largest cost is refused; an int subclass: ask check_entry.
         and (not isinstance(count, int) or type(count) is bool or (type(count) is int and count <= MAX_COST))
     )

@@ -12,7 +12,7 @@ Entries are plain mappings; every key but ``content`` is optional, a malformed o
     project        str | None     owning project; None means "general"
     created        str | None     ISO-8601 (UTC); drives recency; unparseable text counts as age 0
     token_count    int            the cost when a positive int (not bool; above MAX_COST refused); else counted
-    base_priority  int | float    ranking weight; default 5
+    base_priority  int | float    ranking weight; default 5; finite, at most MAX_PRIORITY in magnitude
     status         str            "active" (default) loads; anything else drops
     superseded_by  any            when truthy, the entry is retired and drops
     id             str | None     stable identifier (sort tiebreak, reports)
@@ -56,7 +56,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
     "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
-    "check_entry", "check_pools", "MAX_COST", "near_miss_scope", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
+    "check_entry", "check_pools", "MAX_COST", "MAX_PRIORITY", "near_miss_scope", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
     "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
     "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
     "BUDGET_REASONS",
@@ -158,9 +158,14 @@ def check_entry(entry: Any, index: Optional[int] = None) -> None:
         raise entry_error(entry, index, "tags", "must be a list or tuple of strings, %s" % _got(tags))
     for tag in (t for t in tags or () if not isinstance(t, str)):
         raise entry_error(entry, index, "tags", "must contain only strings, %s" % _got(tag))
-    # NaN or an infinity would break the total order of scores.
-    if "base_priority" in entry and not _is_number(get("base_priority"), finite=True):
-        raise entry_error(entry, index, "base_priority", "must be a finite number, %s" % _got(get("base_priority")))
+    # NaN or an infinity would break the total order of scores; so would a
+    # finite priority whose score the factors carry past the largest float.
+    if "base_priority" in entry:
+        priority: Any = get("base_priority")
+        if not _is_number(priority, finite=True):
+            raise entry_error(entry, index, "base_priority", "must be a finite number, %s" % _got(priority))
+        if not -MAX_PRIORITY <= priority <= MAX_PRIORITY:
+            raise entry_error(entry, index, "base_priority", "is %r, beyond MAX_PRIORITY (1e300)" % (priority,))
     count = given_token_count(entry)
     if count is not None and count > MAX_COST:
         raise entry_error(entry, index, "token_count", "is %s, above the largest cost, 2**53 - 1" % _short(count))
@@ -493,6 +498,12 @@ def near_miss_scope(scope: Any) -> bool:
 #: vectorised paths (int64 columns, float64 sums; MemoryIndex sums exactly
 #: past 2**53). A larger count is no text's: an error names it.
 MAX_COST = 2**53 - 1
+
+#: The largest ``base_priority`` in magnitude: a score is the priority times
+#: factors (the default scorer's at most x5.625, an adapter's boosts a few
+#: more), so one near the largest float became an infinity, which no order
+#: of scores can hold. 1e300 leaves every scorer a factor of 1e8.
+MAX_PRIORITY = 1e300
 
 
 def _short(number: int) -> str:

@@ -18,7 +18,7 @@ from poolsplit_adapters import (
     retrieve_pools,
     select,
 )
-from poolsplit_adapters.poolsplit import MAX_COST
+from poolsplit_adapters.poolsplit import MAX_COST, MAX_PRIORITY
 
 POOL = Pool("p", 100, 10)
 
@@ -68,6 +68,18 @@ def test_non_finite_priority_is_refused(bad):
     with pytest.raises(EntryError, match="finite number") as info:
         retrieve([{"id": "e1", "content": "a", "base_priority": bad}], POOL, now=NOW)
     assert info.value.field == "base_priority"
+
+
+@pytest.mark.parametrize("bad", [1.7e308, -1.7e308, 10**301, 2**1023])
+def test_a_priority_whose_score_could_overflow_is_refused_by_name(bad):
+    # x1.7e308 times the default score's factors (up to x5.625) was an
+    # infinity: no order of scores holds one, and --json printed "Infinity".
+    with pytest.raises(EntryError, match="beyond MAX_PRIORITY") as info:
+        retrieve([{"id": "e1", "content": "a", "base_priority": bad}], POOL, now=NOW)
+    assert info.value.field == "base_priority" and info.value.entry_id == "e1"
+    entry = {"id": "e1", "content": "alpha", "base_priority": MAX_PRIORITY, "tags": ["t"], "project": "p"}
+    chosen = select([entry], [POOL], {"message": "alpha", "tags": ["t"], "project": "p"}, now=NOW).chosen
+    assert chosen[0].score == MAX_PRIORITY * 1.5 * 1.5 * 2.5  # every factor at its largest, still finite
 
 
 @pytest.mark.parametrize("bad", [0, -2, 1.5, None, True])

@@ -221,13 +221,14 @@ def test_threshold_cuts_are_shown_in_their_own_omission_line():
 @pytest.mark.parametrize(
     "a_priority, b_priority, message",
     [
-        # a's score overflows to inf; b's stays finite (1.5e308)
-        (1e308, 1.5e308, "deploy"),
+        # the largest priorities there are (MAX_PRIORITY: a larger one could
+        # overflow to inf and is refused): a 1e300 x 2.5 x 0.5 above b's 9e299
+        (1e300, 9e299, "deploy"),
         # both scores round to the smallest subnormal; the id breaks the tie
         (5e-324, 5e-324, "deploy staging cluster review"),
     ],
 )
-def test_best_first_bound_holds_at_overflow_and_in_subnormals(a_priority, b_priority, message):
+def test_best_first_bound_holds_at_the_largest_priorities_and_in_subnormals(a_priority, b_priority, message):
     """With a namespace-chain penalty the best-first bound multiplies in the
     score's own order: it never falls below the exact score, so the stateless
     path and the index both rank a first (found by review: a bound taken in

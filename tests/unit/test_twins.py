@@ -61,7 +61,7 @@ _VALUES = st.one_of(
     st.binary(max_size=2),
     st.booleans(),
     st.integers(-3, 3),
-    st.sampled_from([10**400, -(10**400), 2**1023, 2**53 - 1, 2**53]),
+    st.sampled_from([10**400, -(10**400), 2**1023, 2**53 - 1, 2**53, 10**300, 10**300 + 1, 1e300, -1e300, 1.7e308]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.lists(st.one_of(st.text(max_size=2), st.integers(0, 1), st.none()), max_size=3),
     st.lists(st.text(max_size=2), max_size=3).map(tuple),
