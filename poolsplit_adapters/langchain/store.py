@@ -68,7 +68,7 @@ from typing_extensions import TypedDict, Unpack
 from ..checks import ArgumentError
 from ..memory.duplicates import DuplicateFinder
 from ..memory.expiry import EXPIRES, is_expired, moment_of, note_expired
-from ..memory.write_gate import utc_stamp
+from ..memory.write_gate import check_scope, utc_stamp
 from ..poolsplit import (
     EntryError,
     Moment,
@@ -515,6 +515,7 @@ class BaseStoreMemory(StoreVerbs):
         if cost is None:
             try:
                 check_entry(entry)
+                check_scope(entry)  # a near-miss "Always" a host wrote past us: a correction that would never load
                 cost = entry_cost(entry, self._counts.counter)  # the core's rule: never 0, never 2.7
             except EntryError as err:
                 where = "field %r " % err.field if err.field else ""

@@ -66,7 +66,7 @@ from ..storable import REPLACEMENT, storable_form
 from .duplicates import normalise_text
 from .expiry import EXPIRES, entry_time
 
-__all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "check_write", "utc_stamp"]
+__all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "check_scope", "check_write", "utc_stamp"]
 
 _SPACE = re.compile(r"\s+")
 #: The one scope value with a meaning (the core compares it exactly).
@@ -92,6 +92,23 @@ def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:
     return moment.isoformat(timespec="seconds") + "Z"
 
 
+def check_scope(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
+    """Refuse a near-miss scope (``"Always"``, ``" always"``): scope is
+    exact, so such an entry would be contextual and never load first. The
+    write path's rule, also asked of what a store hands back (an item a
+    host wrote past our writes would otherwise be a correction that never
+    loads and that no report names)."""
+    scope = entry.get("scope")
+    if near_miss_scope(scope):
+        raise entry_error(
+            entry,
+            index,
+            "scope",
+            "is %r, not exactly %r: scope is exact, so it would be stored as contextual and never load first"
+            % (scope, ALWAYS),
+        )
+
+
 def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise :class:`~poolsplit_adapters.EntryError` (naming the entry and
     field) for what no write path may store: blank ``content``, a ``scope``
@@ -112,15 +129,7 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     content = entry.get("content")
     if isinstance(content, str) and not content.strip():
         raise entry_error(entry, index, "content", "is empty or blank: there is nothing to remember")
-    scope = entry.get("scope")
-    if near_miss_scope(scope):
-        raise entry_error(
-            entry,
-            index,
-            "scope",
-            "is %r, not exactly %r: scope is exact, so it would be stored as contextual and never load first"
-            % (scope, ALWAYS),
-        )
+    check_scope(entry, index)
     # A malformed lifecycle time would keep or hide the entry silently, or
     # fail only the first query that reads it (an as_of query, history).
     for key in (EXPIRES, "valid_from", "valid_until"):

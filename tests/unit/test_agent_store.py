@@ -124,6 +124,23 @@ def test_a_rare_type_is_recalled_whatever_the_flood():
     assert [e["id"] for e in selection.pools["skills"]] == ["skill-1"]
 
 
+@pytest.mark.parametrize("scope", ["Always", " always", "ALWAYS "])
+def test_an_item_a_host_wrote_with_a_near_miss_scope_is_named_not_read_as_contextual(scope):
+    # Our writes refuse it; written past them, it read as a contextual entry:
+    # a correction that never loads first, and no report said why.
+    store = InMemoryStore()
+    memory = BaseStoreMemory(store, U1, token_counter=Counter())
+    with pytest.raises(EntryError, match="not exactly 'always'"):
+        memory.put({"id": "fix-2", "content": "Refunds over 500 need approval.", "type": "note", "scope": scope})
+    store.put(U1, "fix-2", {"content": "Refunds over 500 need approval.", "type": "note", "scope": scope})
+    with pytest.raises(EntryError, match=r"store item 'fix-2' in namespace 'memories\.u1': field 'scope' is ") as info:
+        memory.select(POOLS, {"message": "refunds approval"}, now=NOW)
+    assert info.value.entry_id == "fix-2" and info.value.field == "scope"
+    store.put(U1, "fix-2", {"content": "Refunds over 500 need approval.", "type": "note", "scope": "always"})
+    chosen = memory.select(POOLS, {"message": "refunds approval"}, now=NOW).chosen
+    assert [(c.entry["id"], c.always) for c in chosen] == [("fix-2", True)]
+
+
 def test_token_counts_are_cached_by_namespace_key_and_updated_at():
     counter = Counter()
     memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=counter)
