@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 import pytest
 from hypothesis import given, settings
@@ -23,6 +23,7 @@ from poolsplit_adapters.memory.duplicates import (
     key_tokens,
     normalise_text,
     record_repeat,
+    swapped,
     value_tokens,
 )
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
@@ -253,14 +254,35 @@ def test_cjk_near_duplicates() -> None:
     assert DuplicateFinder([kept]).find({"type": "note", "content": "部署之后不用通过预发布检查"}) is None
 
 
+@pytest.mark.parametrize("embed", [None, HashEmbedder().embed_documents], ids=["words", "cosine"])
+def test_a_swapped_word_is_another_claim_however_long_the_text(embed: Any) -> None:
+    # 11 of 12 content words shared (overlap 0.92): the recipient changed.
+    text = "please send the quarterly revenue report for the north region to %s in finance before the friday meeting"
+    finder = DuplicateFinder([note(text % "alice")], embed=embed)
+    assert finder.find({"type": "note", "content": text % "bob"}) is None
+    assert swapped(frozenset({"report", "alice"}), frozenset({"report", "bob"}))
+    # Wrapped or trimmed, it is still the same claim.
+    wrapped = finder.find({"type": "note", "content": "Note: " + text % "alice"})
+    assert wrapped is not None and wrapped.kind is DuplicateKind.NEAR
+    assert not swapped(frozenset({"report", "alice"}), frozenset({"report", "alice", "note"}))
+
+
 def test_threshold_is_inclusive_and_checked() -> None:
     kept = note("alpha beta gamma delta")
     # 4 shared of 5 words: overlap 1.0 (the shorter is contained), Jaccard 0.8.
     assert DuplicateFinder([kept], threshold=1.0).find({"type": "note", "content": "alpha beta gamma delta epsilon"})
-    # 3 shared of the shorter 4: overlap 0.75.
-    finder = DuplicateFinder([kept], threshold=0.75)
-    assert finder.find({"type": "note", "content": "alpha beta gamma omega"}) is not None
-    assert DuplicateFinder([kept], threshold=0.76).find({"type": "note", "content": "alpha beta gamma omega"}) is None
+    # 3 shared of the shorter 4 (overlap 0.75), but a word swapped: never a repeat.
+    swap = {"type": "note", "content": "alpha beta gamma omega"}
+    assert DuplicateFinder([kept], threshold=0.5).find(swap) is None
+    # The cosine judged at exactly the threshold counts (contained words, no swap).
+    vectors = {"alpha beta gamma delta": (1.0, 0.0), "alpha beta gamma delta epsilon": (0.75, 0.4375**0.5)}
+
+    def embed(texts: List[str]) -> List[Tuple[float, float]]:
+        return [vectors[t] for t in texts]
+
+    longer = {"type": "note", "content": "alpha beta gamma delta epsilon"}
+    assert DuplicateFinder([kept], embed=embed, threshold=0.75).find(longer) is not None
+    assert DuplicateFinder([kept], embed=embed, threshold=0.76).find(longer) is None
     for bad in (0, 1.5, -0.1, True, "0.9"):
         with pytest.raises(ValueError, match="threshold"):
             DuplicateFinder(threshold=bad)  # type: ignore[arg-type]
