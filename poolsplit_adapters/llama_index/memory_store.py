@@ -31,6 +31,7 @@ from ..recall import VisibleEntries, present_types
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings, Framework
 from ..stores.base import Change, MemoryStore, StoreVerbs, WriteReport
+from ..stores.checks import storable_text
 from ..stores.memory import IdLookup, commit_to_index
 from .events import announce
 
@@ -199,6 +200,12 @@ class PoolSplitMemoryStore(StoreVerbs):
                 stacklevel=2,
             )
             flush_filter, write_gate = write_gate, None
+        visibility = self.settings.visibility
+        for link in visibility.chain if visibility is not None else ():
+            # Flushed chat is written under the first: refused now, not on the
+            # first flush, after LlamaIndex has already archived the lines.
+            if isinstance(link, str):
+                storable_text(link, "visibility namespace")
         assert self.settings.token_counter is not None
         self.token_counter = self.settings.token_counter
         # Built with the scorer's structures: the first call costs what the others do.
@@ -243,6 +250,8 @@ class PoolSplitMemoryStore(StoreVerbs):
         the content changes (the index's and the store's ``version``), so an
         edit is seen on the very next call, whatever the clock says.
         """
+        if session_id:
+            _session_text(session_id)
         key = (message, session_id, self.index.version, self._long_term_version())
         memo = self._memo
         if memo is not None and memo[0] == key:
@@ -365,7 +374,7 @@ class PoolSplitMemoryStore(StoreVerbs):
             if not self.flush_filter(message):
                 continue
             session = message.additional_kwargs.get("session_id")
-            owner = str(session) if session else None
+            owner = _session_text(session) if session else None
             proposals.append(
                 self.write_gate.propose(
                     "%s: %s" % (message.role.value, message_text(message)),
@@ -546,3 +555,11 @@ def message_text(message: ChatMessage) -> str:
 
 def _default_filter(message: ChatMessage) -> bool:
     return message.role in (MessageRole.USER, MessageRole.ASSISTANT) and bool(message_text(message))
+
+
+def _session_text(session: Any) -> str:
+    """A session id as the flushed chat's owner: every store must hold it as
+    it is, so one with NUL or a lone surrogate is refused (written with the
+    replacement character it became another session's, "alice\\ufffd", and
+    the session that wrote it could no longer recall it)."""
+    return storable_text(str(session), "session_id")

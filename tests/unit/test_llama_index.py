@@ -496,6 +496,32 @@ def test_a_session_recalls_only_its_own_flushed_chat_by_default():
     assert _chat_sources(shared["bob"], "did the nightly deploy finish for alice?") == ["session:alice"]
 
 
+@pytest.mark.parametrize("bad", ["alice\x00", "alice\ud800"])
+def test_a_session_id_or_namespace_no_store_can_hold_is_refused_by_name(bad):
+    # Written with U+FFFD, "alice\x00"'s chat became "alice\ufffd"'s: recalled
+    # by that other session, never by the one that wrote it.
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
+    with pytest.raises(ArgumentError, match="visibility namespace .* cannot hold"):
+        poolsplit_memory_blocks([], pools, visibility=Visibility(namespace=bad))
+    store = poolsplit_memory_blocks([], pools)[0].store
+    with pytest.raises(ArgumentError, match="session_id .* cannot hold"):
+        store.flush([ChatMessage(role="user", content="hello", additional_kwargs={"session_id": bad})])
+    with pytest.raises(ArgumentError, match="session_id .* cannot hold"):
+        store.select_for("hello", bad)
+    assert list(store.index.entries) == []  # nothing written under a mangled owner
+
+
+def test_a_memory_whose_session_id_holds_nul_is_told_so_on_its_first_call():
+    # (A lone surrogate fails in LlamaIndex's own chat store first.)
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
+    memory = Memory.from_defaults(
+        session_id="alice\x00", token_limit=1500, memory_blocks=poolsplit_memory_blocks([], pools)
+    )
+    memory.put(ChatMessage(role="user", content="my staging password hint is number 1"))
+    with pytest.raises(ArgumentError, match="session_id 'alice.x00' contains NUL"):
+        memory.get()
+
+
 def test_flushed_chat_carries_the_store_namespace_and_is_recalled():
     blocks = poolsplit_memory_blocks(
         memory_entries(4, namespace="t"), CHAT_POOLS, now=NOW, visibility=Visibility(namespace="t")
