@@ -34,6 +34,7 @@ from ..recall import (
 from ..render import explain
 from ..reports import event_payload
 from ..settings import AdapterSettings, CallOverrides
+from ..storable import storable_form
 from .documents import SELECTION_EVENT, DocumentConverter, checked_documents
 from .filters import FilterBuilder, type_filter
 from .vector_search import Recalled, VectorRecall
@@ -367,6 +368,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def _from_store(self, call: AdapterCall, query: str, run_manager: SyncRun) -> tuple[Selection, list[Document]]:
         assert isinstance(self._recall, VectorRecall)
+        query = storable_form(query)  # what an embedding API or a store can take (a lone surrogate cannot be encoded)
         one = self._store_call(call, query, self._recall.embed(query))
         selection = fill(one.rounds, lambda searches: one.search(searches, run_manager), one.choose)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
@@ -375,6 +377,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         self, call: AdapterCall, query: str, run_manager: AsyncRun
     ) -> tuple[Selection, list[Document]]:
         assert isinstance(self._recall, VectorRecall)
+        query = storable_form(query)  # as in _from_store
         one = self._store_call(call, query, await self._recall.aembed(query))
         selection = await afill(one.rounds, lambda searches: one.asearch(searches, run_manager), one.choose)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)

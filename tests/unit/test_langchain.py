@@ -561,6 +561,20 @@ def _store_of(*docs: Document) -> InMemoryVectorStore:
     return store
 
 
+def test_a_query_with_a_lone_surrogate_searches_a_vector_store_as_the_documents_path_does():
+    # The store's embeddings encode the query: LangChain's fake one raised a
+    # UnicodeEncodeError from deep inside; the text goes with U+FFFD instead.
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    fix = Document(page_content="Amounts in cents.", id="fix", metadata={"type": "correction", "scope": "always"})
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=8))
+    store.add_documents([fix, _note("n1", "deploy of checkout finished")])
+    retriever = PoolSplitRetriever.from_vectorstore(store, [POOLS[0], Pool("notes", 100, 5, ("note",))], now=NOW)
+    for query in ("deploy\ud800", "\udfffdeploy"):
+        assert sorted(d.id for d in retriever.invoke(query)) == ["fix", "n1"]
+        assert sorted(d.id for d in asyncio.run(retriever.ainvoke(query))) == ["fix", "n1"]
+
+
 def test_assigning_a_vector_store_or_a_recall_setting_rebuilds_the_recall():
     pools = [Pool("notes", 100, 5, ("note",))]
     first = _store_of(_note("n1", "deploy of checkout finished"))
