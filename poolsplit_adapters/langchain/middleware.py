@@ -97,7 +97,7 @@ from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter
 from ..render import explain, goal_line, render_context
 from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
-from ..stores.base import IdHeldElsewhere
+from ..stores.base import DuplicateEntry, IdHeldElsewhere
 from .backends import Backend, Plan, backend_for
 from .documents import SELECTION_EVENT
 from .store import Namespace, check_namespaces, namespace_label
@@ -658,6 +658,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             settled = self._write(where, [proposal])
         except IdHeldElsewhere:
             settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
+        except DuplicateEntry:  # a host's entry under the note's content key
+            settled = [replace(proposal, refused=Refusal.ID_TAKEN)]
         return self._remembered(runtime, settled)
 
     async def _aremember(
@@ -668,6 +670,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             settled = await self._awrite(where, [proposal])
         except IdHeldElsewhere:
             settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
+        except DuplicateEntry:  # a host's entry under the note's content key
+            settled = [replace(proposal, refused=Refusal.ID_TAKEN)]
         return self._remembered(runtime, settled)
 
     def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:
@@ -924,6 +928,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
                 # The note's content key is another tenant's row: say so, never what that row holds.
                 "held_elsewhere": "another memory collection of this database holds the id %s; nothing was "
                 "changed (each collection needs its own namespace)." % proposal.key,
+                "id_taken": "another memory is stored under the id %s; nothing was changed." % proposal.key,
             }[proposal.refused.value],
         )
 

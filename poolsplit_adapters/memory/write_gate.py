@@ -23,6 +23,9 @@ keep) passes one gate, which refuses:
   :class:`~poolsplit_adapters.stores.IdHeldElsewhere`). The content key has
   no collection in it, so two collections on one namespace label saving the
   same text meet on one id; the first keeps it, the second is told.
+* ``id_taken``: the store holds another entry under the content key (a host
+  wrote one there, e.g. a correction): it is not folded into it, nor
+  replaced.
 
 Every write path, not only the harness's, also meets :func:`check_write`:
 a store's ``add``/``supersede``/``put``, the CLI's ``add`` and ``import``,
@@ -82,6 +85,9 @@ class Refusal(str, Enum):
     ALWAYS_SCOPE = "always_scope"
     #: decided by the store: another collection of its database holds the id
     HELD_ELSEWHERE = "held_elsewhere"
+    #: decided by the store: another entry holds the content key as its id,
+    #: with other text or scope (a host's entry written under that key)
+    ID_TAKEN = "id_taken"
 
 
 def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:

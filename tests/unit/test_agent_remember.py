@@ -86,6 +86,22 @@ def test_duplicates_are_refused_whatever_the_case_and_spacing():
     assert note["source"] == "agent:thread:t1"  # the first writer's provenance stays
 
 
+def test_a_note_whose_content_key_a_host_correction_holds_is_refused_and_the_run_goes_on():
+    # Not a repeat (a note is never folded into a correction), not a write
+    # over it: the store's DuplicateEntry ended the agent's run before.
+    store = InMemoryStore()
+    text = "Staging runs on Fridays"
+    key = WriteGate().key(text, type="note", namespace="memories.u1")
+    fix = {"type": "note", "scope": "always", "content": text}
+    BaseStoreMemory(store, ("memories", "u1")).put({"id": key, **fix})
+    agent, _, _ = make(store)
+    answer, seen = say(agent, "remember=" + text)
+    assert answer == "Not saved (id_taken): another memory is stored under the id %s; nothing was changed." % key
+    assert seen[-1]["writes"] == {"written": 0, "refused": {"id_taken": 1}}
+    [kept] = BaseStoreMemory(store, ("memories", "u1")).entries()
+    assert {k: kept.get(k) for k in fix} == fix and "seen" not in kept
+
+
 def test_empty_and_oversized_notes_are_refused():
     store = InMemoryStore()
     agent, _, _ = make(store, write_gate=WriteGate(max_chars=20))
