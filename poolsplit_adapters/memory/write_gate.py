@@ -66,7 +66,7 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from ..poolsplit import entry_error, near_miss_scope
 from ..storable import REPLACEMENT, storable_form
-from .duplicates import normalise_text
+from .duplicates import SEEN, normalise_text
 from .expiry import EXPIRES, entry_time
 
 __all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "check_scope", "check_write", "utc_stamp"]
@@ -118,9 +118,10 @@ def check_scope(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
 def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise :class:`~poolsplit_adapters.EntryError` (naming the entry and
     field) for what no write path may store: blank ``content``, a ``scope``
-    that is ``"always"`` only up to case or spaces, a ``created``,
-    ``expires``, ``valid_from`` or ``valid_until`` that does not parse as
-    ISO-8601. The core's :func:`~poolsplit_adapters.check_entry`
+    that is ``"always"`` only up to case or spaces, a non-string ``status``,
+    a ``supersedes`` or ``superseded_by`` that is not an id, a ``seen`` that
+    is not a list of ``{source, at}`` strings, a ``created``, ``expires``,
+    ``valid_from`` or ``valid_until`` that does not parse as ISO-8601. The core's :func:`~poolsplit_adapters.check_entry`
     (types) is the caller's other check; this one is about meaning.
 
     Example::
@@ -136,6 +137,7 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     if isinstance(content, str) and not content.strip():
         raise entry_error(entry, index, "content", "is empty or blank: there is nothing to remember")
     check_scope(entry, index)
+    _check_lifecycle_fields(entry, index)
     # A malformed lifecycle time would keep or hide the entry silently, or
     # fail only the first query that reads it (an as_of query, history).
     for key in (EXPIRES, "valid_from", "valid_until"):
@@ -146,6 +148,28 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
             datetime.datetime.fromisoformat(created[:-1] if created.endswith("Z") else created)
         except ValueError:
             raise entry_error(entry, index, "created", "is %r, not an ISO-8601 time" % (created,)) from None
+
+
+def _check_lifecycle_fields(entry: Mapping[str, Any], index: Optional[int]) -> None:
+    """The write path's fields a store sets and reads back: ``status`` a
+    string (a number retired the entry with no word of why), the version
+    links ``supersedes`` / ``superseded_by`` ids, and ``seen`` the list of
+    ``{source, at}`` sightings that the next repeat appends to (else that
+    repeat's write failed, long after this one was accepted)."""
+    status = entry.get("status")
+    if "status" in entry and not isinstance(status, str):
+        raise entry_error(entry, index, "status", "must be a string ('active' loads), got %r" % (status,))
+    for key in ("supersedes", "superseded_by"):
+        link = entry.get(key)
+        if link is not None and not isinstance(link, str):
+            raise entry_error(entry, index, key, "must be an entry id (a string), got %r" % (link,))
+    seen = entry.get(SEEN)
+    rows_ok = isinstance(seen, (list, tuple)) and all(
+        isinstance(row, Mapping) and isinstance(row.get("source"), str) and isinstance(row.get("at"), str)
+        for row in seen
+    )
+    if seen is not None and not rows_ok:
+        raise entry_error(entry, index, SEEN, "must be a list of {source, at} mappings of strings, got %r" % (seen,))
 
 
 @dataclass(frozen=True)

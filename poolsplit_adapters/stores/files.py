@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import pathlib
 import sys
-from typing import IO, Any, Dict, Iterable, List, Mapping, NoReturn, Union
+from typing import IO, Any, Dict, Iterable, List, Mapping, NoReturn, Tuple, Union
 
 from ..memory.write_gate import check_write
 from ..poolsplit import Pool, check_entry
@@ -77,12 +77,23 @@ def _no_constant(name: str) -> NoReturn:
     raise ValueError("%s is not a JSON number" % name)
 
 
+def _one_value_per_key(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    found: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ValueError("the key %r appears twice in one object" % key)
+        found[key] = value
+    return found
+
+
 def parse_line(text: str) -> Any:
-    """One JSON value, refusing NaN/Infinity; ValueError for anything a JSON
+    """One JSON value, refusing NaN/Infinity and an object that gives a key
+    twice (a parser keeps the last one: ``{"id": "f", ..., "id": "g"}``
+    would be read as ``g`` without a word); ValueError for anything a JSON
     parser rejects, including numbers too long to convert and nesting too
     deep to read (which Python reports as other exception types)."""
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return json.loads(text, parse_constant=_no_constant, object_pairs_hook=_one_value_per_key)
     except RecursionError:
         raise ValueError("nested too deeply") from None
     except ValueError as exc:

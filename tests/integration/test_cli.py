@@ -506,6 +506,31 @@ def test_import_refuses_a_near_miss_scope_naming_file_line_entry_and_field(tmp_p
     assert not db.exists() or SQLiteMemoryStore(db).entries() == []
 
 
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"id": "f", "content": "x", "id": "g"}', "invalid JSON (the key 'id' appears twice in one object)"),
+        ('{"id": "s", "content": "x", "status": 5}', "entry 's' (index 0): field 'status' must be a string"),
+        ('{"id": "n", "content": "x", "seen": "garbage"}', "entry 'n' (index 0): field 'seen' must be a list of"),
+        ('{"id": "n", "content": "x", "seen": [{"at": 1}]}', "entry 'n' (index 0): field 'seen' must be a list of"),
+        ('{"id": "v", "content": "x", "supersedes": 5}', "entry 'v' (index 0): field 'supersedes' must be an entry id"),
+        ('{"id": "v", "content": "x", "superseded_by": []}', "entry 'v' (index 0): field 'superseded_by' must be"),
+    ],
+)
+def test_import_refuses_what_it_would_misread_naming_the_line_and_field(tmp_path, capsys, line, message):
+    # Each was accepted: a repeated key kept its last value, a number status
+    # retired the entry without a word, a malformed seen broke the next repeat.
+    source = tmp_path / "in.jsonl"
+    source.write_text(line + "\n")
+    before = source.read_bytes()
+    db = tmp_path / "memory.db"
+    assert main(["import", str(source), "--into", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("poolsplit: %s:1: %s" % (source, message)) and err.count("\n") == 1, err
+    assert source.read_bytes() == before
+    assert not db.exists() or SQLiteMemoryStore(db).entries() == []
+
+
 def test_import_names_file_line_entry_and_field_of_a_lone_surrogate(tmp_path, capsys):
     source = tmp_path / "in.jsonl"
     source.write_text('{"id": "ok", "content": "fine"}\n{"id": "bad", "content": "lone \\ud800"}\n')
