@@ -25,7 +25,7 @@ from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..memory.consolidate import ConsolidationResult
 from ..memory.expiry import Moment
-from ..memory.write_gate import GateReport, WriteGate, utc_stamp
+from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
 from ..recall import VisibleEntries, present_types
 from ..render import marker, omission_line, omitted_by_pool, selected_line
@@ -233,6 +233,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         self._last_render: Optional[Tuple[Selection, PooledRender]] = None  # both blocks of one get share it
         self._recallable: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
         self._lock = threading.Lock()
+        self._unflushed: List[Proposal] = []  # lines whose write failed, in order (see flush)
         self._contents: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
 
     @property
@@ -365,7 +366,34 @@ class PoolSplitMemoryStore(StoreVerbs):
         in other words) is kept once, its provenance added to the kept
         entry's ``seen``. Refusals, duplicates included, are counted in
         :attr:`gate_report`.
+
+        **A failed write is retried, not lost.** LlamaIndex's ``Memory``
+        archives the lines out of its chat queue *before* it hands them to
+        the block, so when the write raises (the store is down, the disk is
+        full) the lines are in neither place. They are kept here, in order,
+        and written first by the next flush (:attr:`unflushed` counts them);
+        the error is raised all the same. A line the gate or the checks
+        refuse (a session id no store can hold) is not kept: it raises at
+        once and would fail again.
         """
+        candidates = self._flush_candidates(messages)
+        with self._lock:
+            pending, self._unflushed = self._unflushed, []
+        batch = pending + candidates
+        try:
+            return self._write_flushed(batch)
+        except Exception:
+            with self._lock:
+                self._unflushed = batch + self._unflushed
+            raise
+
+    @property
+    def unflushed(self) -> int:
+        """Flushed lines whose write failed, kept for the next flush (see :meth:`flush`)."""
+        return len(self._unflushed)
+
+    def _flush_candidates(self, messages: Sequence[ChatMessage]) -> List[Proposal]:
+        """The gate's judgement of each line :attr:`flush_filter` accepts, stamped now."""
         stamp = utc_stamp(self.settings.now or datetime.datetime.now(datetime.timezone.utc))
         visibility = self.settings.visibility
         namespace = visibility.chain[0] if visibility is not None and visibility.chain else None
@@ -385,6 +413,11 @@ class PoolSplitMemoryStore(StoreVerbs):
                     owner=owner,
                 )
             )
+        return proposals
+
+    def _write_flushed(self, proposals: List[Proposal]) -> List[Dict[str, Any]]:
+        """Write the proposals the gate accepts (one write); count every refusal."""
+        stamp = proposals[0].entry["created"] if proposals else utc_stamp()
         settled = self.write_gate.settle(proposals, ())
         accepted: List[Dict[str, Any]] = []
         for proposal in settled:

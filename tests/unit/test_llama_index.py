@@ -522,6 +522,42 @@ def test_a_memory_whose_session_id_holds_nul_is_told_so_on_its_first_call():
         memory.get()
 
 
+def test_a_flush_whose_write_fails_keeps_its_lines_for_the_next_flush(tmp_path):
+    # LlamaIndex archives the lines out of its chat queue before the block's
+    # aput: a failed write left them in neither place.
+    import sqlite3
+
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    class Flaky(SQLiteMemoryStore):
+        failures = 0
+
+        def commit(self, change: Any) -> Any:
+            if self.failures:
+                self.failures -= 1
+                raise sqlite3.OperationalError("disk I/O error (injected)")
+            return super().commit(change)
+
+    durable = Flaky(tmp_path / "m.db")
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
+    store = poolsplit_memory_blocks([], pools, store=durable)[1].store
+
+    def line(n: int) -> ChatMessage:
+        return ChatMessage(role="user", content="line %d of the ledger" % n, additional_kwargs={"session_id": "s"})
+
+    durable.failures = 2
+    for n in (0, 1):
+        with pytest.raises(sqlite3.OperationalError):
+            store.flush([line(n)])
+    assert store.unflushed == 2 and durable.entries() == []
+    with pytest.raises(ArgumentError, match="session_id"):  # a refused line is not kept: it would fail again
+        store.flush([ChatMessage(role="user", content="x", additional_kwargs={"session_id": "a\x00"})])
+    written = store.flush([line(2)])
+    assert [e["content"] for e in written] == ["user: line %d of the ledger" % n for n in (0, 1, 2)]
+    assert store.unflushed == 0 and len(durable.entries()) == 3
+    assert store.gate_report.to_dict()["written"] == 3
+
+
 def test_flushed_chat_carries_the_store_namespace_and_is_recalled():
     blocks = poolsplit_memory_blocks(
         memory_entries(4, namespace="t"), CHAT_POOLS, now=NOW, visibility=Visibility(namespace="t")
