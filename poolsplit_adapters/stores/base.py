@@ -340,8 +340,18 @@ def _with_raced(report: WriteReport, change: Change, store: StoreVerbs) -> Write
 
 
 def unmatched_ids(prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]]) -> List[str]:
-    """The ids of the entries no kept one matched (to look up by id)."""
-    return [str(e["id"]) for e, hit in zip(prepared, hits) if hit is None]
+    """The ids of the entries no kept one matched, or that a match cannot
+    take (:func:`_in_a_history`): to look up by id."""
+    return [str(e["id"]) for e, hit in zip(prepared, hits) if hit is None or _in_a_history(e)]
+
+
+def _in_a_history(entry: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` is a version of a history (it names the version it
+    supersedes or the one that superseded it, e.g. a line of an export).
+    Such an entry keeps its own id: folded into another entry with the same
+    text, the links to and from its id would point at nothing, and an
+    ``import`` of an export would not restore it."""
+    return bool(entry.get("supersedes") or entry.get("superseded_by"))
 
 
 def same_id_repeats(
@@ -356,10 +366,13 @@ def same_id_repeats(
     retired, and folding it into the closed version would keep it from ever
     loading again. Such an entry gets a new id (:func:`returned_id`, in
     ``prepared``: the caller's entries are never these objects) and is
-    written."""
+    written. A version of a history (:func:`_in_a_history`) is never folded
+    into an entry of another id."""
     by_id = {str(e["id"]): e for e in stored}
     out = list(hits)
     for position, (entry, hit) in enumerate(zip(prepared, hits)):
+        if hit is not None and _in_a_history(entry) and hit.kept.get("id") != entry["id"]:
+            out[position] = hit = None  # a version keeps its id (an export's line, re-imported)
         found = by_id.get(str(entry["id"])) if hit is None else None
         if found is None or not _same_text(found, entry):
             continue

@@ -495,6 +495,26 @@ def test_add_refuses_blank_content_near_miss_scope_and_a_bad_created_in_one_line
     assert not db.exists() or SQLiteMemoryStore(db).entries() == []
 
 
+def test_export_then_import_restores_a_history_whose_new_version_repeats_another_entry(tmp_path, capsys):
+    # supersede stores what it is given; B's new version says what A says.
+    # Re-imported, it was folded into A and B's superseded_by named nothing.
+    with SQLiteMemoryStore(tmp_path / "a.db") as store:
+        store.add([{"id": "A", "type": "note", "content": "Deploy on Fridays is forbidden."}])
+        store.add([{"id": "B", "type": "note", "content": "Something else entirely here."}])
+        store.supersede("B", {"id": "B2", "type": "note", "content": "Deploy on Fridays is forbidden."})
+        before = store.entries()
+    assert main(["export", "--store", str(tmp_path / "a.db")]) == 0
+    (tmp_path / "x.jsonl").write_text(capsys.readouterr().out)
+    assert main(["import", str(tmp_path / "x.jsonl"), "--into", str(tmp_path / "b.db")]) == 0
+    assert capsys.readouterr().out.startswith("imported 3 entries")
+    with SQLiteMemoryStore(tmp_path / "b.db") as restored:
+        assert restored.entries() == before
+        assert [v.id for v in restored.history("B")] == ["B", "B2"]
+    assert main(["import", str(tmp_path / "x.jsonl"), "--into", str(tmp_path / "b.db")]) == 0  # again: repeats
+    with SQLiteMemoryStore(tmp_path / "b.db") as again:
+        assert again.entries() == before
+
+
 def test_import_refuses_a_near_miss_scope_naming_file_line_entry_and_field(tmp_path, capsys):
     source = tmp_path / "in.jsonl"
     source.write_text('{"id": "ok", "content": "fine"}\n\n{"id": "fix", "content": "Use cents.", "scope": "Always"}\n')

@@ -167,6 +167,23 @@ def test_a_fact_said_again_after_its_version_closed_is_written_again_on_every_st
     assert "seen" not in store.get("fact-key")
 
 
+def test_a_version_of_a_history_keeps_its_id_when_its_text_repeats_another_entry(store):
+    # What an export holds after supersede gave B the text of A: restored,
+    # B2 was folded into A and B's superseded_by named nothing.
+    text = "Deploy on Fridays is forbidden."
+    written = store.write(
+        [
+            {"id": "A", "type": "fact", "content": text},
+            {"id": "B", "type": "fact", "content": "Something else.", "superseded_by": "B2", "status": "active"},
+            {"id": "B2", "type": "fact", "content": text, "supersedes": "B"},
+        ]
+    )
+    assert written.ids == ["A", "B", "B2"] and not written.duplicates
+    assert store.get("B2")["content"] == text and store.get("B")["superseded_by"] == "B2"
+    plain = store.write([{"id": "C", "type": "fact", "content": text}])  # no history: a repeat, as ever
+    assert plain.ids[0] in ("A", "B2") and len(plain.duplicates) == 1
+
+
 def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
     store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round down."})
