@@ -117,8 +117,10 @@ class OpRefusal(str, Enum):
     MALFORMED = "malformed"
     #: a handle that was not shown, or one from the wrong list
     UNKNOWN_HANDLE = "unknown_handle"
-    #: it updates, retires or names an always-scope correction, writes an
-    #: always-scope candidate, or claims ``scope: "always"``
+    #: it updates, retires or names an always-scope correction, takes an
+    #: always-scope candidate by any op (a noop would drop it unwritten, or
+    #: retire it once stored; refused, it is written as given), or claims
+    #: ``scope: "always"``
     ALWAYS_SCOPE = "always_scope"
     #: an earlier accepted operation already took that handle
     CONFLICT = "conflict"
@@ -424,12 +426,9 @@ def validate(
                 "existing %s is an always-scope correction; a model never %s one" % (old, _VERB[op]),
             )
             continue
-        if (
-            candidate is not None
-            and op in (ConsolidationOp.ADD, ConsolidationOp.UPDATE)
-            and candidate.get("scope") == "always"
-        ):
-            refuse(OpRefusal.ALWAYS_SCOPE, "new %s is always-scope; a model never writes one" % new)
+        if candidate is not None and candidate.get("scope") == "always":
+            # Any op: a noop folded (or dropped) a host's correction, retiring it once stored.
+            refuse(OpRefusal.ALWAYS_SCOPE, "new %s is always-scope; a model never writes, folds or drops one" % new)
             continue
         if target is not None and not default_is_active(target):
             refuse(OpRefusal.INACTIVE, "existing %s is no longer active" % old)

@@ -184,6 +184,24 @@ def test_a_version_of_a_history_keeps_its_id_when_its_text_repeats_another_entry
     assert plain.ids[0] in ("A", "B2") and len(plain.duplicates) == 1
 
 
+def test_a_consolidator_noop_never_drops_or_retires_a_correction_on_every_store(store):
+    # A noop on an always-scope candidate dropped the host's correction before
+    # the write, and retired it once stored; refused now, the correction written.
+    from agent_fakes import PlanningFakeModel, handle, plan
+
+    fix = {"id": "fix", "type": "fact", "scope": "always", "content": "Never deploy on Fridays."}
+    note = {"id": "n1", "type": "fact", "content": "Release notes go to the wiki."}
+
+    def decide(payload: Any) -> Any:
+        return plan({"op": "noop", "new": handle(payload, "Never")}, {"op": "add", "new": handle(payload, "wiki")})
+
+    report, result = store.consolidate([fix, note], model=PlanningFakeModel(decide=decide))
+    assert result.to_dict() == {"accepted": {"add": 1}, "refused": {"always_scope": 1}, "unresolved": 1}
+    assert sorted(report.ids) == ["fix", "n1"]
+    assert store.get("fix")["scope"] == "always" and store.get("fix").get("status", "active") == "active"
+    assert chosen(store)[0] == ("fix", True)
+
+
 def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
     store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round down."})
