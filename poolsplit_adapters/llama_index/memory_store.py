@@ -492,6 +492,17 @@ class PoolSplitMemoryStore(StoreVerbs):
             return WriteReport(self.long_term.add(rows), [])
         return super().write(entries)
 
+    def consolidate(
+        self, entries: Iterable[Mapping[str, Any]], *, model: Any, at: Optional[Moment] = None, nearest: int = 5
+    ) -> Tuple[WriteReport, ConsolidationResult]:
+        """The contract's ``consolidate``, in the durable store when one was
+        given (its operations applied there: committed to the index, an
+        update's target was not found and the operation fell to a plain write)."""
+        holder = self.holder
+        if holder is not self:
+            return holder.consolidate(entries, model=model, at=at, nearest=nearest)
+        return super().consolidate(entries, model=model, at=at, nearest=nearest)
+
     def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
         """The contract's ``supersede``, in the durable store when one was given."""
         if self.long_term is not None:

@@ -206,6 +206,10 @@ class ConsolidationResult:
     unresolved: Tuple[int, ...] = ()
     #: the model's output as parsed, for logs
     output: Any = field(default=None, compare=False)
+    #: ``(operation, reason)`` of accepted operations the store refused when
+    #: they applied (the target changed meanwhile): their candidates took
+    #: the ordinary write (set by a store's ``consolidate``)
+    failed: Tuple[Tuple[Accepted, str], ...] = ()
 
     def writes(self) -> List[Dict[str, Any]]:
         """Every entry dict to write, in operation order."""
@@ -219,11 +223,14 @@ class ConsolidationResult:
         refused: Dict[str, int] = {}
         for r in self.refused:
             refused[r.reason.value] = refused.get(r.reason.value, 0) + 1
-        return {
+        counts: Dict[str, Any] = {
             "accepted": dict(sorted(ops.items())),
             "refused": dict(sorted(refused.items())),
             "unresolved": len(self.unresolved),
         }
+        if self.failed:  # only when some did: the events' shape is otherwise unchanged
+            counts["failed"] = len(self.failed)
+        return counts
 
 
 class MalformedOutput(ValueError):

@@ -52,10 +52,10 @@ import threading
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
-from ..memory.consolidate import ConsolidationOp, ConsolidationResult
+from ..memory.consolidate import Accepted, ConsolidationOp, ConsolidationResult
 from ..memory.consolidate import consolidate as consolidate_entries
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
 from ..memory.expiry import Moment, is_expired, moment_of
@@ -666,7 +666,9 @@ class StoreVerbs(ABC):
         entry, ``noop`` records a repeat. What no accepted operation
         disposed of is written as :meth:`write` would; an operation the
         store refuses when it applies (the target changed meanwhile) leaves
-        its entry to that ordinary write too. Nothing is lost.
+        its entry to that ordinary write too, and is listed in the result's
+        ``failed`` with why. Nothing is lost. An entry whose id is stored
+        with other text fails the whole call before any operation applies.
 
         Example::
 
@@ -674,6 +676,12 @@ class StoreVerbs(ABC):
             result.to_dict()    # {'accepted': {'update': 1}, 'refused': {}, 'unresolved': 0}
         """
         prepared = self.preparing(entries)
+        # An id stored with other text fails the whole write: found before
+        # any operation applies, so a failed consolidation changes nothing.
+        stored = {str(e["id"]): e for e in self.read([str(e["id"]) for e in prepared])}
+        clash = [n for n, e in enumerate(prepared) if e["id"] in stored and not _same_text(stored[e["id"]], e)]
+        if clash:
+            raise DuplicateEntry(prepared[clash[0]], clash[0], [str(prepared[n]["id"]) for n in clash])
         with _FINDERS:
             finder = self.neighbour_finder(prepared)
             hits = [finder.find(entry) for entry in prepared]
@@ -687,6 +695,7 @@ class StoreVerbs(ABC):
             fresh, [dict(e) for e in shown.values() if e["id"] not in {c["id"] for c in fresh}], model=model, at=at
         )
         left = set(result.unresolved)
+        failed: List[Tuple[Accepted, str]] = []
         for op in result.accepted:
             if op.op is ConsolidationOp.ADD:
                 left.add(op.candidate if op.candidate is not None else -1)
@@ -702,9 +711,12 @@ class StoreVerbs(ABC):
             try:
                 if change.insert or change.replace:
                     self._commit_tracked(change)
-            except (EntryError, EntryNotFound, ValueError):
+            except (EntryError, EntryNotFound, ValueError) as err:
+                failed.append((op, "%s: %s" % (type(err).__name__, err)))  # reported, never silent
                 if op.candidate is not None:
                     left.add(op.candidate)
+        if failed:
+            result = replace(result, failed=tuple(failed))
         rest = [fresh[i] for i in sorted(left) if 0 <= i < len(fresh)]
         # The repeats and the unresolved entries take the ordinary path (the
         # report is that write's: what was stored, what repeated).

@@ -202,6 +202,58 @@ def test_a_consolidator_noop_never_drops_or_retires_a_correction_on_every_store(
     assert chosen(store)[0] == ("fix", True)
 
 
+def _consolidator(decide: Any) -> Any:
+    from agent_fakes import PlanningFakeModel
+
+    return PlanningFakeModel(decide=decide)
+
+
+OLD = {"id": "old", "type": "fact", "content": "The staging database is db-7.", "created": "2026-02-01T00:00:00Z"}
+NEW = {"id": "c1", "type": "fact", "content": "We moved staging to database db-9.", "created": "2026-03-01T00:00:00Z"}
+
+
+def test_a_consolidators_update_applies_on_every_store(store):
+    # Over a durable store, PoolSplitMemoryStore applied it to its own index:
+    # the target was not there, and the update fell silently to a plain add.
+    from agent_fakes import handle, plan
+
+    store.add([OLD])
+    decide = lambda payload: plan({"op": "update", "new": handle(payload, "db-9"), "old": handle(payload, "db-7")})  # noqa: E731
+    report, result = store.consolidate([NEW], model=_consolidator(decide), at="2026-03-05T00:00:00Z")
+    assert result.to_dict() == {"accepted": {"update": 1}, "refused": {}, "unresolved": 0}
+    assert store.get("old")["superseded_by"] == "c1" and store.get("c1")["supersedes"] == "old"
+    assert [v.id for v in store.history("c1")] == ["old", "c1"]
+
+
+def test_an_update_the_store_refuses_when_it_applies_is_reported_failed_and_its_entry_written(store):
+    from agent_fakes import handle, plan
+
+    store.add([OLD])
+
+    def decide(payload: Any) -> Any:  # another writer records a sighting on the target meanwhile
+        store.write([{"type": "fact", "content": "the staging database is db-7", "source": "thread:other"}])
+        return plan({"op": "update", "new": handle(payload, "db-9"), "old": handle(payload, "db-7")})
+
+    report, result = store.consolidate([NEW], model=_consolidator(decide), at="2026-03-05T00:00:00Z")
+    assert result.to_dict() == {"accepted": {"update": 1}, "refused": {}, "unresolved": 0, "failed": 1}
+    [(op, reason)] = result.failed
+    assert op.op.value == "update" and reason
+    assert store.get("old").get("superseded_by") is None and store.get("c1")["content"] == NEW["content"]
+    assert [r["source"] for r in store.get("old")["seen"]] == ["thread:other"]  # the other writer's sighting kept
+
+
+def test_a_consolidation_whose_write_must_fail_changes_nothing(store):
+    from agent_fakes import handle, plan
+
+    store.add([OLD, {"id": "taken", "type": "fact", "content": "Invoices are monthly."}])
+    before = sorted((e["id"], e.get("superseded_by")) for e in store.entries())
+    decide = lambda payload: plan({"op": "update", "new": handle(payload, "db-9"), "old": handle(payload, "db-7")})  # noqa: E731
+    clash = {"id": "taken", "type": "fact", "content": "Refunds are weekly."}
+    with pytest.raises(EntryError, match="taken"):
+        store.consolidate([NEW, clash], model=_consolidator(decide), at="2026-03-05T00:00:00Z")
+    assert sorted((e["id"], e.get("superseded_by")) for e in store.entries()) == before
+
+
 def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
     store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round down."})
