@@ -299,7 +299,8 @@ class Change:
             if new_id in news:
                 # The one supersede semantics (validity.supersede): the old
                 # version closes when the new one opens, and says who closed it.
-                closed, opened[new_id] = _superseded(current[old_id], opened.get(new_id, news[new_id]))
+                new = _in_its_namespace(current[old_id], opened.get(new_id, news[new_id]))
+                closed, opened[new_id] = _superseded(current[old_id], new)
             else:
                 closed = dict(current[old_id])
                 closed["superseded_by"] = new_id
@@ -415,6 +416,26 @@ def settle_repeats(
         duplicates=[(position, hit) for position, hit in enumerate(hits) if hit is not None],
     )
     return Change(insert=tuple(fresh), repeat=tuple(repeats)), report
+
+
+def _in_its_namespace(old: Mapping[str, Any], new: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``new`` as the next version of ``old``: in ``old``'s namespace (taken
+    when ``new`` names none). Another namespace is refused: one tenant's
+    write would close another tenant's entry, and a ``forget`` of the
+    writer's namespace would leave that entry closed by a version that no
+    longer exists."""
+    place, given = old.get("namespace"), new.get("namespace")
+    if given == place:
+        return new
+    if given is None:
+        return dict(new, namespace=place)
+    raise entry_error(
+        new,
+        None,
+        "namespace",
+        "is %r but the entry it supersedes, %r, is in %r: a version stays in its namespace"
+        % (given, old.get("id"), place),
+    )
 
 
 def _superseded(old: Mapping[str, Any], new: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:

@@ -254,6 +254,25 @@ def test_a_consolidation_whose_write_must_fail_changes_nothing(store):
     assert sorted((e["id"], e.get("superseded_by")) for e in store.entries()) == before
 
 
+def test_a_version_stays_in_the_namespace_of_the_entry_it_supersedes(store):
+    # One tenant's supersede closed another tenant's entry on the shared
+    # stores; forget() of the writer's namespace then left it closed by nothing.
+    label = namespace_label(U1)
+    store.add([{"id": "b", "type": "fact", "namespace": label, "content": "U1's account ends in 1234."}])
+    if isinstance(store, BaseStoreMemory):  # one namespace per memory: another tenant's id is not found at all
+        other = BaseStoreMemory(store.store, ("memories", "u2"), token_counter=counter)
+        with pytest.raises(EntryNotFound):
+            other.supersede("b", {"id": "x", "type": "fact", "content": "hijack"})
+    else:
+        with pytest.raises(
+            EntryError, match="field 'namespace' is 'memories.u2' but the entry it supersedes, 'b', is in"
+        ):
+            store.supersede("b", {"id": "x", "type": "fact", "namespace": "memories.u2", "content": "hijack"})
+    assert store.get("b").get("superseded_by") is None and store.get("x") is None
+    assert store.supersede("b", {"id": "b2", "type": "fact", "content": "U1's account ends in 9999."}) == "b2"
+    assert store.get("b2")["namespace"] == label  # named none: the version takes the entry's namespace
+
+
 def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
     store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round down."})

@@ -356,7 +356,10 @@ def test_a_long_lived_store_stays_identical_to_the_core_over_the_file(ops, conte
             if op[0] == "add":
                 writer.add([{k: v for k, v in e.items() if k != "id"} for e in op[1]])
             elif op[0] == "supersede" and live:
-                writer.supersede(live[op[1] % len(live)], {k: v for k, v in op[2].items() if k != "id"})
+                # the new version takes its entry's namespace (a version stays in its namespace)
+                writer.supersede(
+                    live[op[1] % len(live)], {k: v for k, v in op[2].items() if k not in ("id", "namespace")}
+                )
             elif op[0] == "delete" and live:
                 writer.delete(live[op[1] % len(live)], history=op[2])
             got = reader.select(POOLS, context, now=NOW)
