@@ -47,6 +47,7 @@ forgetting", not amnesia).
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import threading
 import uuid
@@ -483,6 +484,29 @@ def _repeated(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> Dict[str
     return record_repeat(kept, source=source, at=at)
 
 
+def utc_created(created: Any) -> Any:
+    """``created`` as stores hold it: UTC. A time with an offset
+    (``...T10:00:00-05:00``) is converted (``...T15:00:00Z``): the core
+    reads ``created`` with the offset dropped (as UTC), while ``as_of``,
+    ``valid_from`` and ``expires`` convert it, so kept as given it loaded
+    a version hours before it existed. Anything else is returned as it is.
+
+    Example::
+
+        >>> utc_created("2026-03-01T10:00:00-05:00"), utc_created("2026-03-01T10:00:00Z")
+        ('2026-03-01T15:00:00Z', '2026-03-01T10:00:00Z')
+    """
+    if not isinstance(created, str) or created.endswith(("Z", "z")):
+        return created
+    try:
+        moment = datetime.datetime.fromisoformat(created)
+    except ValueError:
+        return created
+    if moment.tzinfo is None:
+        return created
+    return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
+
+
 def prepare_entries(
     entries: Iterable[Mapping[str, Any]],
     stamp: str,
@@ -512,6 +536,8 @@ def prepare_entries(
             raise entry_error(entry, position, "id", "must be a non-empty string or missing, got ''")
         if copy.get("created") is None:
             copy["created"] = stamp
+        else:
+            copy["created"] = utc_created(copy["created"])
         copy.update(extra or {})
         copy = stored_copy(copy, position)[1]
         if unique and copy["id"] in seen:

@@ -273,6 +273,27 @@ def test_a_version_stays_in_the_namespace_of_the_entry_it_supersedes(store):
     assert store.get("b2")["namespace"] == label  # named none: the version takes the entry's namespace
 
 
+def test_a_created_time_with_an_offset_is_stored_in_utc_so_time_travel_holds(store):
+    # Kept as given, the core read 10:00-05:00 as 10:00 UTC while as_of
+    # converted it: at 12:00Z the new version loaded, three hours early.
+    from poolsplit_adapters import Visibility
+
+    store.add([{"id": "old", "type": "fact", "content": "Refunds round up.", "created": "2026-02-01T00:00:00Z"}])
+    store.supersede(
+        "old", {"id": "new", "type": "fact", "content": "Refunds round down.", "created": "2026-03-01T10:00:00-05:00"}
+    )
+    assert store.get("new")["created"] == "2026-03-01T15:00:00Z"
+    assert store.get("old")["valid_until"] == store.get("new")["valid_from"] == "2026-03-01T15:00:00Z"
+
+    def valid_at(moment: str) -> List[str]:
+        at = datetime.datetime.fromisoformat(moment)
+        selection = store.select(POOLS, {"message": "refunds"}, now=NOW, visibility=Visibility(as_of=at))
+        return [c.entry["id"] for c in selection.chosen]
+
+    assert valid_at("2026-03-01T12:00:00+00:00") == ["old"]
+    assert valid_at("2026-03-01T16:00:00+00:00") == ["new"]
+
+
 def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
     store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round down."})
