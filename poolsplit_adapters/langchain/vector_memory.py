@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
+from ..memory.expiry import note_expired
 from ..poolsplit import Pool, Selection
 from ..stores.base import Change, IdHeldElsewhere, StoreVerbs, prepare_entries
 from ..stores.postgres import check_entry_text
@@ -129,7 +130,7 @@ class VectorStoreMemory(StoreVerbs):
         retriever = self.retriever(pools, **options)
         retriever.invoke(query, **keywords)
         assert retriever.last_selection is not None
-        return retriever.last_selection
+        return note_expired(retriever.last_selection)
 
     async def aselect(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
@@ -139,7 +140,7 @@ class VectorStoreMemory(StoreVerbs):
         retriever = self.retriever(pools, **options)
         await retriever.ainvoke(query, **keywords)
         assert retriever.last_selection is not None
-        return retriever.last_selection
+        return note_expired(retriever.last_selection)
 
     # -- the contract's primitives ----------------------------------------------------
 

@@ -24,7 +24,7 @@ from ..call import AdapterCall, cap, record_selection
 from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..memory.consolidate import ConsolidationResult
-from ..memory.expiry import Moment
+from ..memory.expiry import Moment, note_expired
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
 from ..recall import VisibleEntries, present_types
@@ -538,7 +538,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         fused one) unless ``scorer=`` is given."""
         options.setdefault("scorer", self.settings.scorer)
         if self.long_term is None:
-            return self.index.select(pools, context, **options)
+            return note_expired(self.index.select(pools, context, **options))
         key = self.version
         with self._lock:
             kept = self._contents
@@ -546,7 +546,7 @@ class PoolSplitMemoryStore(StoreVerbs):
             kept = (key, MemoryIndex(self.read(), token_counter=self.token_counter))
             with self._lock:
                 self._contents = kept
-        return kept[1].select(pools, context, **options)
+        return note_expired(kept[1].select(pools, context, **options))
 
     # -- the pooled block's text ----------------------------------------------------
 

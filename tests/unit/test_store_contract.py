@@ -294,6 +294,19 @@ def test_a_created_time_with_an_offset_is_stored_in_utc_so_time_travel_holds(sto
     assert valid_at("2026-03-01T16:00:00+00:00") == ["new"]
 
 
+def test_an_expired_entry_is_reported_and_named_in_the_notes_on_every_store(store):
+    store.add(
+        [
+            {"id": "e", "type": "fact", "content": "Refund freeze until Friday.", "expires": "2026-07-01T00:00:00Z"},
+            {"id": "k", "type": "fact", "content": "Refunds need two approvals."},
+        ]
+    )
+    selection = store.select(POOLS, {"message": "refund freeze"}, now=NOW)
+    assert [c.entry["id"] for c in selection.chosen] == ["k"]
+    assert [(d.entry["id"], d.reason.value) for d in selection.dropped] == [("e", "expired")]
+    assert selection.notes["expired"] == ["e"]
+
+
 def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
     store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round down."})
