@@ -403,6 +403,18 @@ class BaseStoreMemory(StoreVerbs):
         if not ranked:
             return [_Spec(link, None, None, READ_ALL, searches) for link in links]
         limit = self.fetch_k if self.fetch_k is not None else RANK_ALL
+        if self.fetch_k is None:
+            # Every item ranked: one op per namespace finds what the per-type
+            # ops would (no limit cuts any of them), kept by the plan's
+            # searches here. One op asks the store to embed the query once:
+            # per type, it embedded it once per op (three times for three types).
+            contextual = tuple(s for s in searches if not s.always)
+            specs = []
+            for link in links:
+                if corrections:
+                    specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))
+                specs.append(_Spec(link, None, query, limit, contextual))
+            return specs
         filters: List[Optional[Dict[str, Any]]] = []
         # A Postgres store's own filter {"type": None} matches a stored null,
         # never a missing key: where our statements do not serve it (a TTL,

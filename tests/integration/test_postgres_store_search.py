@@ -270,12 +270,18 @@ async def test_the_async_recall_is_the_sync_recall(store):
     assert sorted(e["id"] for e in got.entries) == want
 
 
-def test_one_query_embedding_per_recall(store):
+@pytest.mark.parametrize("fetch_k", [10, None])
+def test_one_query_embedding_per_recall(store, fetch_k):
+    # fetch_k=None (every item ranked, the store's own search) asked the
+    # store to embed the query once per type op: three times a call.
     embeddings = CountedEmbeddings()
     counted = PostgresStore(store.conn, index=index_config(embeddings))
-    memory = BaseStoreMemory(counted, U1, fetch_k=10)
-    memory.recall(POOLS, {"message": QUERY})
+    memory = BaseStoreMemory(counted, U1, fetch_k=fetch_k)
+    got = memory.recall(POOLS, {"message": QUERY})
     assert embeddings.texts == [QUERY]  # three ranked searches, one embedding
+    every = BaseStoreMemory(store, U1).recall(POOLS, {"message": QUERY})  # the same store, no ranking
+    if fetch_k is None:  # every item of the plan's types: what the unranked read finds
+        assert sorted(e["id"] for e in got.entries) == sorted(e["id"] for e in every.entries)
 
 
 def test_an_item_with_several_vectors_comes_back_once(pg_database: Database):
