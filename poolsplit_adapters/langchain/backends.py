@@ -23,7 +23,6 @@ middleware can reuse one selection for the model calls of one agent step.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
@@ -53,6 +52,7 @@ from ..recall import VisibleEntries, present_types
 from ..settings import AgentMemorySettings
 from ..stores.base import MemoryStore, StoreVerbs
 from ..stores.memory import InProcessStore
+from ..threads import off_loop
 from .prepared import CORRECTIONS_ONLY, PreparedRecall, cheap_watermark, off_the_loop, prepares, watermark
 from .store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
 from .vector_memory import VectorStoreMemory
@@ -284,7 +284,7 @@ class _BaseStoreBackend(Backend):
             recall = await self.memory(chain).arecall(plan.pools, context)
         else:
             # Off the loop, its items too: their lock may be held by a refresh waiting on the loop.
-            items = await asyncio.to_thread(_refreshed_items, fixes) if self.off_loop else None
+            items = await off_loop(_refreshed_items, fixes) if self.off_loop else None
             if items is None:
                 await fixes.arefresh()
                 items = fixes.items()
@@ -296,7 +296,7 @@ class _BaseStoreBackend(Backend):
     ) -> Selection:
         if snap.prepared is not None and self.off_loop:
             # The kept index's lock may be held by a refresh waiting on the store's loop: select from a worker.
-            return await asyncio.to_thread(self.select, snap, chain, context, plan)
+            return await off_loop(self.select, snap, chain, context, plan)
         return self.select(snap, chain, context, plan)
 
     def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
@@ -344,7 +344,7 @@ class _BaseStoreBackend(Backend):
         """``fn(*args)``; for an off-loop store in a worker thread (its reads
         wait on its own loop, and a kept state's lock is never waited for
         on the loop)."""
-        return await asyncio.to_thread(fn, *args) if self.off_loop else fn(*args)
+        return await off_loop(fn, *args) if self.off_loop else fn(*args)
 
     def _kept(self, chain: Sequence[Namespace]) -> List[PreparedRecall]:
         """The chain's prepared states (on a vector-indexed recall, its kept

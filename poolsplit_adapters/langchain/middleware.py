@@ -53,7 +53,6 @@ turn wrote wait in the state until the turn's ``after_agent`` hands them over.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime
 import hashlib
@@ -98,6 +97,7 @@ from ..render import explain, goal_line, render_context
 from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
 from ..stores.base import DuplicateEntry, IdHeldElsewhere
+from ..threads import off_loop
 from .backends import Backend, Plan, backend_for
 from .documents import SELECTION_EVENT
 from .store import Namespace, check_namespaces, namespace_label
@@ -635,8 +635,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     ) -> ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`."""
         # pools="auto" reads the store's types: an AsyncPostgresStore's sync read, from a worker thread.
-        off_loop = self._source(request.runtime).off_loop
-        step = await asyncio.to_thread(self._step, request) if off_loop else self._step(request)
+        away = self._source(request.runtime).off_loop
+        step = await off_loop(self._step, request) if away else self._step(request)
         snap = await step.where.source.asnapshot(*step.reading)
         promoted = self._kept(request, step.key(snap.version))
         reused = promoted is not None

@@ -60,7 +60,6 @@ Anything else is searched by the store itself, as before.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -82,6 +81,7 @@ from ..stores.postgres import (
     wait_on_store_loop,
 )
 from ..stores.type_indexes import CODE_COLUMN, CODES_SECONDS, NULL_CODES, TYPE_CODES, type_codes_sql
+from ..threads import off_loop
 
 __all__ = [
     "MOST_RANKED",
@@ -403,7 +403,7 @@ class PostgresStoreSearch:
         if not searches:
             return []
         if not self.asynchronous:  # a sync store's cursor blocks: in a worker thread, as its own abatch
-            return await asyncio.to_thread(self.run, searches, query)
+            return await off_loop(self.run, searches, query)
         texts = self._texts(searches, query)
         vectors = await self._aembedded(texts)
         steps = self._steps(searches, [vectors[t] for t in texts])

@@ -63,7 +63,6 @@ alone, none of which reads the whole namespace.
 
 from __future__ import annotations
 
-import asyncio
 import bisect
 import hashlib
 import json
@@ -88,6 +87,7 @@ from ..stores.postgres import (
     plain_postgres_store,
     wait_on_store_loop,
 )
+from ..threads import off_loop
 from .dict_version import dict_version
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
@@ -366,7 +366,7 @@ class PreparedRecall:
         """Async :meth:`refresh` (a store without a watermark is read with ``abatch``)."""
         store = self.memory.store
         if off_the_loop(store):  # its statements on its loop, waited for in a worker thread
-            await asyncio.to_thread(self.refresh)
+            await off_loop(self.refresh)
             return
         if _in_memory(store) is not None or _sqlite(store) is not None or _postgres(store) is not None:
             self.refresh()  # a sync store: its reads block either way

@@ -53,7 +53,6 @@ rules are written once here:
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import threading
 import weakref
@@ -100,6 +99,7 @@ from ..stores.base import (
 )
 from ..stores.checks import check_key_text, storable_text
 from ..stores.postgres import is_async_postgres_store, is_postgres_store, plain_async_postgres_store
+from ..threads import off_loop
 from ..tokens import default_counter
 from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
 from .postgres_store_search import MOST_RANKED, PostgresStoreSearch, RankedSearch, RankedSearcher, serves_postgres_store
@@ -874,7 +874,7 @@ class BaseStoreMemory(StoreVerbs):
         prepared = self.preparing(entries)
         if plain_async_postgres_store(self.store) and self._repeats is not None:
             # the kept index's refresh waits on the store's loop: from a worker thread
-            items = await asyncio.to_thread(self._kept_repeats, prepared)
+            items = await off_loop(self._kept_repeats, prepared)
         else:
             items = self._kept_repeats(prepared)
         if items is not None:

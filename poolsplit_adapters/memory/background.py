@@ -15,7 +15,7 @@ question later:
   in flight wait for the next one.
 * **Async-safe.** Called from an async hook (:meth:`asubmit`), the run is an
   ``asyncio`` task on the running loop: the model through ``ainvoke``, the
-  store's sync verbs in a worker thread (``asyncio.to_thread``), so the loop
+  store's sync verbs in a worker thread (:func:`~poolsplit_adapters.threads.off_loop`), so the loop
   never blocks. Called from a sync hook (:meth:`submit`), it is a daemon
   thread. If the loop closes first (``asyncio.run`` returned), the task hands
   its pending ids to a thread instead of dropping them.
@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import functools
 import logging
 import threading
 import time
@@ -52,6 +53,7 @@ from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Sequenc
 
 from ..stores.base import StoreVerbs
 from ..stores.consolidation import StoredConsolidation, apply_consolidation, consolidation_view
+from ..threads import off_loop
 from .consolidate import ConsolidationResult, Decider, aconsolidate, consolidate
 from .write_gate import utc_stamp
 
@@ -330,8 +332,8 @@ class BackgroundConsolidation:
 
     async def _arun_locked(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
         try:
-            candidates, existing, skipped = await asyncio.to_thread(
-                consolidation_view, store, ids, nearest=self.nearest
+            candidates, existing, skipped = await off_loop(
+                functools.partial(consolidation_view, store, ids, nearest=self.nearest)
             )
             at = self._at()
             result = (
@@ -339,7 +341,9 @@ class BackgroundConsolidation:
                 if candidates
                 else ConsolidationResult()
             )
-            outcome = await asyncio.to_thread(apply_consolidation, store, candidates, result, at=at, skipped=skipped)
+            outcome = await off_loop(
+                functools.partial(apply_consolidation, store, candidates, result, at=at, skipped=skipped)
+            )
             return ConsolidationRun(key, ids, outcome)
         except asyncio.CancelledError:
             raise

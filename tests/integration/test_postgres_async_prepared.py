@@ -223,6 +223,42 @@ async def test_concurrent_ranked_async_turns_never_wait_for_the_kept_corrections
                     ]
 
 
+async def test_more_concurrent_demoting_runs_than_default_executor_threads_all_finish(pg_database: Any) -> None:
+    """Our blocking waits on the store's loop ran on the loop's default
+    executor; LangGraph embeds through that executor too (an Embeddings
+    without native async), while it holds the store's one connection. With
+    more demoting runs at once than the executor has threads, every thread
+    waited on the connection and the embedding that would free it never ran."""
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    users = 12  # the default executor has min(32, cores + 4) threads: 6 on this machine's 2 cores
+    index = {"dims": 64, "embed": DeterministicFakeEmbedding(size=64), "fields": ["content"]}
+    async with AsyncPostgresStore.from_conn_string(pg_database.conninfo, index=index) as store:
+        await _setup(store, True)
+        for u in range(users):
+            await BaseStoreMemory(store, ("memories", "u%d" % u)).aput(fix(0, "Correction of user %d." % u))
+        middleware = PoolSplitMemoryMiddleware(
+            POOLS, namespace=lambda runtime: ("memories", runtime.context["user_id"]), max_turns=1, remember=False
+        )
+
+        async def user(u: int) -> None:
+            agent = create_agent(
+                ToolCallingFakeModel(), middleware=[middleware], checkpointer=InMemorySaver(), store=store
+            )
+            for n in range(3):
+                await agent.ainvoke(
+                    {"messages": [HumanMessage("refund order %d of user %d" % (n, u))]},
+                    thread("t%d" % u),
+                    context={"user_id": "u%d" % u},
+                )
+
+        with _fails_instead_of_hanging(120):
+            await asyncio.gather(*(user(u) for u in range(users)))
+        for u in range(users):
+            stored = await BaseStoreMemory(store, ("memories", "u%d" % u)).aentries()
+            assert sum(1 for e in stored if e["type"] == "episode") == 2  # the two older turns, demoted
+
+
 async def test_an_async_select_never_sees_another_turns_refresh_half_applied(pg_database: Any, monkeypatch) -> None:
     """A refresh runs in a worker and updates the kept index in place
     (remove, then extend); a select meanwhile waits for it to finish
