@@ -138,12 +138,18 @@ _PG_ROWS = "SELECT key, %s AS d FROM store WHERE prefix = %%s" % _PG_DIGEST
 _PG_ROW = _PG_ROWS + " AND key = %s"
 #: Whether the change counter's table exists (then :data:`_PG_CHANGES` can run).
 _PG_COUNTED = "SELECT to_regclass('%s') IS NOT NULL AS counted" % CHANGES_TABLE
-#: A namespace's change counter, and how many of the counter's triggers are
-#: there and enabled (all of them, or the counter is not trusted).
+#: A namespace's change counter, how many of the counter's triggers are
+#: there and fire in every session (``ENABLE ALWAYS``: all of them, or the
+#: counter is not trusted), and which database and server answered: a
+#: database restored from an older copy, or a failover to a replica that
+#: lagged, can bring a counter back to a value a reader holds while the
+#: items differ; the database's oid and the server's start time change then.
 _PG_CHANGES = (
     "SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('store') AND tgname = ANY(%%s)"
-    " AND tgenabled <> 'D') AS armed,"
-    " coalesce((SELECT changes FROM %s WHERE prefix = %%s), 0) AS changes" % CHANGES_TABLE
+    " AND tgenabled = 'A') AS armed,"
+    " coalesce((SELECT changes FROM %s WHERE prefix = %%s), 0) AS changes,"
+    " (SELECT oid FROM pg_database WHERE datname = current_database())::bigint AS db,"
+    " pg_postmaster_start_time()::text AS started" % CHANGES_TABLE
 )
 
 
@@ -191,19 +197,20 @@ def _pg_query(store: Any, sql: str, chain: Sequence[Namespace]) -> List[List[Any
     return [[tuple(row.values()) for row in rows] for rows in found]
 
 
-def _pg_changes(store: Any, chain: Sequence[Namespace]) -> Optional[Tuple[int, ...]]:
-    """Each namespace's change counter (one primary-key lookup each), or
-    None when the counter is not installed or a trigger is missing or
-    disabled (then it would not be sound)."""
+def _pg_changes(store: Any, chain: Sequence[Namespace]) -> Optional[Tuple[Any, ...]]:
+    """Each namespace's change counter (one primary-key lookup each), with
+    the database and server that answered (see :data:`_PG_CHANGES`), or
+    None when the counter is not installed or a trigger is missing or not
+    enabled in every session (then it would not be sound)."""
     [[row]] = _pg_rows(store, [(_PG_COUNTED, ())])
     if not row["counted"]:
         return None
     found = _pg_rows(store, [(_PG_CHANGES, (list(CHANGE_TRIGGERS), namespace_label(ns))) for ns in chain])
-    counts = []
+    counts: List[Any] = []
     for rows in found:
         if not rows or rows[0]["armed"] != len(CHANGE_TRIGGERS):
             return None
-        counts.append(int(rows[0]["changes"]))
+        counts.append((int(rows[0]["changes"]), int(rows[0]["db"]), rows[0]["started"]))
     return tuple(counts)
 
 
@@ -682,7 +689,9 @@ def _own_only(link: int, rows: int, before: Optional[Hashable], after: Optional[
     if before[0] == "sqlite":
         return bool(after[1] == before[1] and after[2] - before[2] == rows)
     if before[0] == "pgchanges":
-        moved = [a - b for a, b in zip(after[1], before[1])]
+        if [place for _, *place in after[1]] != [place for _, *place in before[1]]:
+            return False  # another database or server answered: nothing can be told
+        moved = [a[0] - b[0] for a, b in zip(after[1], before[1])]
         return len(moved) == len(before[1]) > link and moved[link] == rows and not any(moved[:link] + moved[link + 1 :])
     return False
 

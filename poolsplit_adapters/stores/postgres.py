@@ -703,6 +703,11 @@ $body$""",
     "DROP TRIGGER IF EXISTS poolsplit_store_changes_truncate ON store",
     "CREATE TRIGGER poolsplit_store_changes_truncate AFTER TRUNCATE ON store"
     " FOR EACH STATEMENT EXECUTE FUNCTION poolsplit_store_changed()",
+    # In every session, replica ones too (session_replication_role =
+    # replica: a logical replication apply worker, a restore tool): enabled
+    # for origin sessions only, as CREATE TRIGGER leaves them, they missed
+    # those writers, and the middleware trusted a counter that had not moved.
+    *("ALTER TABLE store ENABLE ALWAYS TRIGGER %s" % name for name in CHANGE_TRIGGERS),
     # Last, once the triggers count every write: every namespace already
     # stored gets its counter, so a TRUNCATE
     # (which names no rows) moves every counter that a reader may hold.
@@ -728,8 +733,11 @@ def install_change_counter(store: Any) -> None:
     write. Cost: one small upsert per write statement, and concurrent
     writers of one namespace queue on its counter row until they commit.
 
-    The middleware checks on every turn that all four triggers are there and
-    enabled (:data:`CHANGE_TRIGGERS`); if not, it falls back to the digest.
+    The triggers fire in every session, ``session_replication_role =
+    replica`` included (``ENABLE ALWAYS``). The middleware checks on every
+    turn that all four triggers are there and enabled so
+    (:data:`CHANGE_TRIGGERS`); if not (e.g. installed by an older version:
+    install again), it falls back to the digest.
 
     Example::
 

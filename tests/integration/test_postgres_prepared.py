@@ -128,6 +128,47 @@ def test_a_disabled_trigger_falls_back_to_the_digest(pg_database: Any) -> None:
         assert watermark(store, [U1])[0] == "postgres"
 
 
+def test_a_write_in_a_replica_session_moves_the_counter_and_the_next_turn_sees_it(pg_database: Any) -> None:
+    """session_replication_role = replica (a logical replication apply
+    worker, a restore tool) skips triggers enabled for origin sessions only:
+    the counter did not move and the middleware kept loading the old
+    corrections. The triggers fire ALWAYS; ones that do not are not trusted."""
+    with PostgresStore.from_conn_string(pg_database.conninfo) as mine:
+        _setup(mine, True)
+        BaseStoreMemory(mine, U1).put_many(seed())
+        model = ToolCallingFakeModel()
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=mine)
+        agent.invoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
+        mark = watermark(mine, [U1])
+        assert mark[0] == "pgchanges"
+        replica = PostgresStore(pg_database.connect(options="-c session_replication_role=replica"))
+        BaseStoreMemory(replica, U1).put(fix(3, "Correction 3."))
+        assert watermark(mine, [U1]) != mark
+        agent.invoke({"messages": [HumanMessage("and now?")]}, thread("t1"))
+        assert fixes_shown(model)[-1] == ("fix-3", "Correction 3.")
+        with mine._cursor() as cur:  # enabled for origin sessions only: not trusted
+            cur.execute("ALTER TABLE store ENABLE TRIGGER poolsplit_store_changes_insert")
+        assert watermark(mine, [U1])[0] == "postgres"
+
+
+def test_the_counter_watermark_names_its_database(pg_server: Any) -> None:
+    """A database restored from an older copy brings the counters back to
+    values a reader may hold: equal counts in another database are another
+    watermark, and the middleware's own-write shortcut never bridges them."""
+    from poolsplit_adapters.langchain.prepared import _own_only
+
+    marks = []
+    for _ in range(2):
+        with PostgresStore.from_conn_string(pg_server.create_database().conninfo) as store:
+            _setup(store, True)
+            BaseStoreMemory(store, U1).put(fix(0, "Correction 0."))
+            marks.append(watermark(store, [U1]))
+    assert [m[1][0][0] for m in marks] == [1, 1] and marks[0] != marks[1]
+    bumped = ("pgchanges", ((2,) + tuple(marks[1][1][0][1:]),))
+    assert _own_only(0, 1, marks[1], bumped) and not _own_only(0, 1, marks[0], bumped)
+
+
 def test_the_middlewares_own_write_reads_only_its_keys_with_the_counter(pg_database: Any) -> None:
     """A demoting turn's write moves the counter by exactly its rows: the
     next turn reads those keys, not the namespace's digest rows."""
