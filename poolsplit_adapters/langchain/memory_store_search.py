@@ -57,7 +57,7 @@ import numpy as np
 from langgraph.store.base import SearchItem, SearchOp
 
 from .dict_version import dict_version
-from .postgres_store_search import RankedSearch
+from .postgres_store_search import QueryVectors, RankedSearch
 
 __all__ = ["InMemoryStoreSearch", "serves_in_memory_store"]
 
@@ -133,6 +133,7 @@ class InMemoryStoreSearch:
         if not serves_in_memory_store(store):
             raise ValueError("InMemoryStoreSearch takes an InMemoryStore with a vector index")
         self.store = store
+        self.vectors = QueryVectors()
         self._kept: OrderedDict[Tuple[str, ...], _Kept] = OrderedDict()
         self._types: Dict[str, int] = {}  # type -> its row code (>= 1)
         self._lock = threading.Lock()
@@ -462,6 +463,7 @@ class InMemoryStoreSearch:
         texts = self._texts(searches, query)
         distinct = list(dict.fromkeys(texts))
         vectors = {t: self.store.embeddings.embed_query(t) for t in distinct}
+        self.vectors.keep(vectors)
         answered = self._answer(searches, vectors, query)
         left = [s for s, found in zip(searches, answered) if found is None]
         own = self.store.batch(self._own_ops(left, query)) if left else []
@@ -474,6 +476,7 @@ class InMemoryStoreSearch:
         texts = self._texts(searches, query)
         distinct = list(dict.fromkeys(texts))
         found = await asyncio.gather(*(self.store.embeddings.aembed_query(t) for t in distinct))
+        self.vectors.keep(dict(zip(distinct, found)))
         answered = self._answer(searches, dict(zip(distinct, found)), query)
         left = [s for s, got in zip(searches, answered) if got is None]
         own = await self.store.abatch(self._own_ops(left, query)) if left else []

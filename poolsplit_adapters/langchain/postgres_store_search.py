@@ -60,6 +60,8 @@ Anything else is searched by the store itself, as before.
 
 from __future__ import annotations
 
+import collections
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -221,9 +223,47 @@ class RankedSearcher(Protocol):
     #: How each search of the last run was answered (for tests and benchmarks).
     last_paths: List[str]
 
+    #: the query vectors its runs embedded, by text (see :class:`QueryVectors`)
+    vectors: QueryVectors
+
     def run(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]: ...
 
     async def arun(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]: ...
+
+
+class QueryVectors:
+    """The query vectors a ranked searcher embedded lately, by text (the
+    last :attr:`MOST`): the middleware's scorer, when it embeds with the
+    store's own model, takes the recall's vector instead of embedding the
+    message a second time (one query embedding per call).
+
+    Example::
+
+        vectors = QueryVectors()
+        vectors.keep({"refund rounding": [0.1, 0.3]})
+        vectors.get("refund rounding")   # [0.1, 0.3]
+    """
+
+    #: The most texts kept (the oldest goes first).
+    MOST = 64
+
+    def __init__(self) -> None:
+        self._kept: collections.OrderedDict[str, List[float]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def keep(self, vectors: Mapping[str, Sequence[float]]) -> None:
+        """Remember each text's vector."""
+        with self._lock:
+            for text, vector in vectors.items():
+                self._kept[text] = [float(x) for x in vector]
+                self._kept.move_to_end(text)
+            while len(self._kept) > self.MOST:
+                self._kept.popitem(last=False)
+
+    def get(self, text: str) -> Optional[List[float]]:
+        """``text``'s vector if a run embedded it lately, else None."""
+        with self._lock:
+            return self._kept.get(text)
 
 
 def _index_config(store: Any) -> Optional[Mapping[str, Any]]:
@@ -276,6 +316,7 @@ class PostgresStoreSearch:
         if not serves_postgres_store(store):
             raise ValueError("PostgresStoreSearch takes a PostgresStore with a vector index and no TTL")
         self.store = store
+        self.vectors = QueryVectors()
         #: An ``AsyncPostgresStore``: :meth:`arun` is the run, :meth:`run` waits for it on the store's loop.
         self.asynchronous = plain_async_postgres_store(store)
         config = _index_config(store) or {}
@@ -387,6 +428,7 @@ class PostgresStoreSearch:
             return cast("List[List[SearchItem]]", wait_on_store_loop(self.store, self.arun(searches, query)))
         texts = self._texts(searches, query)
         vectors = self._embedded(texts)
+        self.vectors.keep(vectors)
         steps = self._steps(searches, [vectors[t] for t in texts])
         with self.store._cursor(pipeline=True) as cur, cur.connection.transaction():
             sql, params = next(steps)
@@ -406,6 +448,7 @@ class PostgresStoreSearch:
             return await off_loop(self.run, searches, query)
         texts = self._texts(searches, query)
         vectors = await self._aembedded(texts)
+        self.vectors.keep(vectors)
         steps = self._steps(searches, [vectors[t] for t in texts])
         async with self.store._cursor(pipeline=True) as cur, cur.connection.transaction():
             sql, params = next(steps)

@@ -82,7 +82,7 @@ from ..poolsplit import (
     entry_error,
     given_token_count,
 )
-from ..recall import RecallPlan, Search, takes_store_scores, with_store_scores
+from ..recall import RecallPlan, Search, same_vector_space, takes_store_scores, with_query_vector, with_store_scores
 from ..relevance.known import KnownKey
 from ..reports import select_noted
 from ..seams import Layering
@@ -365,6 +365,17 @@ class BaseStoreMemory(StoreVerbs):
         return isinstance(self.store, VectorIndexed) and bool(self.store.index_config)
 
     @property
+    def index_embeddings(self) -> Any:
+        """The embeddings the store's vector index was configured with
+        (``index={"embed": ...}``), or None: a scorer embedding with the
+        same model takes the store's scores and query vector instead of
+        embedding again."""
+        if not self.indexed:
+            return None
+        config = self.store.index_config  # type: ignore[attr-defined]
+        return config.get("embed") if isinstance(config, Mapping) else None
+
+    @property
     def cosine_scores(self) -> bool:
         """Whether the index's item scores are cosine similarities (its
         ``distance_type`` is ``"cosine"``, LangGraph's default; see the
@@ -645,7 +656,12 @@ class BaseStoreMemory(StoreVerbs):
         :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`;
         ``visibility``: default this memory's namespace chain)."""
         used = default_adapter_scorer() if scorer is None else scorer
-        if recall.scores and takes_store_scores(used, None):
+        model = self.index_embeddings
+        message = _query(context)
+        if message is not None and self._ranked_search is not None and same_vector_space(used, model):
+            # The recall's own query vector: the scorer embeds with the store's model, so it would only embed again.
+            used = with_query_vector(used, message, self._ranked_search.vectors.get(message))
+        if recall.scores and takes_store_scores(used, model):
             from ..memory.similarity import StoreMetric  # numpy, on use: the store has a vector index
 
             used = with_store_scores(used, recall.scores, StoreMetric.COSINE)

@@ -284,6 +284,21 @@ def test_one_query_embedding_per_recall(store, fetch_k):
         assert sorted(e["id"] for e in got.entries) == sorted(e["id"] for e in every.entries)
 
 
+def test_a_selection_with_the_stores_own_model_embeds_the_query_once(store):
+    # The middleware's scorer with embeddings= the store's model embedded the
+    # message again after our ranked search had, and every recalled entry too.
+    from poolsplit_adapters.memory.embedding import EmbeddingScorer
+
+    embeddings = CountedEmbeddings()
+    counted = PostgresStore(store.conn, index=index_config(embeddings))
+    memory = BaseStoreMemory(counted, U1, fetch_k=10)
+    recall = memory.recall(POOLS, {"message": QUERY})
+    memory.select_from(recall, POOLS, {"message": QUERY}, scorer=EmbeddingScorer(embeddings))
+    assert embeddings.texts.count(QUERY) == 1
+    unscored = {e["content"] for e in recall.entries if e["id"] not in recall.scores}
+    assert recall.scores and set(embeddings.texts) - {QUERY} <= unscored  # only what the store gave no score for
+
+
 def test_an_item_with_several_vectors_comes_back_once(pg_database: Database):
     config = index_config(CountedEmbeddings(), fields=["content", "title"])
     with PostgresStore.from_conn_string(pg_database.conninfo, index=config) as store:

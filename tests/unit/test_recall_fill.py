@@ -434,6 +434,41 @@ def test_the_middleware_over_a_vector_store_embeds_the_query_once_per_selection(
     assert embeddings.queries == len({id(s) for s in mine})  # one query embedding per selection made
 
 
+@pytest.mark.parametrize("fetch_k", [10, None])
+def test_the_middleware_over_an_indexed_langgraph_store_embeds_the_query_once_with_its_model(fetch_k: Any) -> None:
+    # With embeddings= the store's own model, the scorer embedded the message
+    # again after the store's search had (and, with fetch_k=None, the store
+    # embedded it once per type op): two to four embeddings a call.
+    import asyncio
+
+    from agent_fakes import ToolCallingFakeModel, thread
+    from langchain.agents import create_agent
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.store.memory import InMemoryStore
+
+    from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+
+    embeddings = CountingEmbeddings()
+    store = InMemoryStore(index={"dims": len(embeddings.embed_documents(["x"])[0]), "embed": embeddings})
+    ns = ("memories", "u1")
+    fixes = [{"id": "fix", "type": "correction", "scope": "always", "content": "Totals round half-even."}]
+    BaseStoreMemory(store, ns).put_many(
+        fixes + [{"id": "n%d" % j, "type": "note", "content": "refund %d" % j} for j in range(30)]
+    )
+    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 300, 4, ("episode", "note"))]
+    middleware = PoolSplitMemoryMiddleware(
+        pools, namespace=ns, remember=False, fetch_k=fetch_k, embeddings=embeddings, max_turns=50
+    )
+    agent = create_agent(ToolCallingFakeModel(), middleware=[middleware], checkpointer=InMemorySaver(), store=store)
+    for i in range(2):
+        before = embeddings.queries
+        agent.invoke({"messages": [("user", "how do refund totals round %d" % i)]}, thread("t"))
+        assert embeddings.queries - before == 1
+        before = embeddings.queries
+        asyncio.run(agent.ainvoke({"messages": [("user", "and refunds %d" % i)]}, thread("a")))
+        assert embeddings.queries - before == 1
+
+
 # -- invariants ---------------------------------------------------------------------------
 
 
