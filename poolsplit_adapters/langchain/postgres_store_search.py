@@ -87,6 +87,7 @@ from ..threads import off_loop
 
 __all__ = [
     "MOST_RANKED",
+    "EVERY_ITEM",
     "PostgresStoreSearch",
     "RankedSearch",
     "RankedSearcher",
@@ -102,6 +103,9 @@ STORE_FILTER_INDEX = filter_index_name("store")
 #: The largest ``limit`` served here: an HNSW scan gives at most
 #: ``hnsw.ef_search`` rows a round, and pgvector caps that at 1000.
 MOST_RANKED = HNSW_EF_SEARCH[1]
+#: A ``limit`` that ranks every item: the largest a LangGraph store binds
+#: (it multiplies a vector search's limit before binding it as a BIGINT).
+EVERY_ITEM = 2**31 - 1
 
 #: ``distance_type`` -> (pgvector's operator, the score LangGraph gives of distance ``d``).
 _DISTANCES: Dict[str, Tuple[str, Callable[[float], float]]] = {
@@ -309,8 +313,10 @@ class PostgresStoreSearch:
         [facts, tasks] = search.run([RankedSearch(ns, 20, type="fact"), RankedSearch(ns, 20, type="task")], "deploy")
     """
 
-    #: The largest ``limit`` served: what one HNSW scan round can give.
-    most = MOST_RANKED
+    #: The largest ``limit`` served: up to :data:`MOST_RANKED` (what one
+    #: HNSW scan round can give) through the index; past it (every item
+    #: ranked, the middleware's ``fetch_k=None``) by one exact read.
+    most = EVERY_ITEM
 
     def __init__(self, store: Any) -> None:
         if not serves_postgres_store(store):
@@ -465,15 +471,15 @@ class PostgresStoreSearch:
         if any(t is None for t in texts):
             raise ValueError("PostgresStoreSearch.run: a search without a query, and no query for the run")
         most = max(s.limit for s in searches)
-        if most > MOST_RANKED:
-            raise ValueError("PostgresStoreSearch serves a limit of at most %d, got %d" % (MOST_RANKED, most))
+        if most > EVERY_ITEM:
+            raise ValueError("PostgresStoreSearch serves a limit of at most %d, got %d" % (EVERY_ITEM, most))
         return [str(t) for t in texts]
 
     def _steps(self, searches: Sequence[RankedSearch], vectors: Sequence[List[float]]) -> _Steps:
         """The run's statements, one at a time, each answered with its rows
         (sans I/O: the sync and the async run drive the same steps, in one
         transaction); returns each search's items."""
-        most = max(s.limit for s in searches)
+        most = min(max(s.limit for s in searches), MOST_RANKED)  # the walks' (a larger limit reads exactly)
         settings, params = hnsw_search_settings_psycopg(most, STORE_FILTER_INDEX)
         row = next(iter((yield settings.rstrip() + _TABLE_ROWS, params)), {})
         rows = row.get("filter_index_rows")
@@ -513,6 +519,14 @@ class PostgresStoreSearch:
         from .store import namespace_label  # the one mapping (store.py imports this module)
 
         label = namespace_label(search.namespace)
+        if search.limit > MOST_RANKED:  # every item ranked: one exact read, no walk could give them
+            condition, params = _type_condition(search)
+            params.update(namespace=label, vector=vector, k=search.limit)
+            every = yield (
+                "SELECT * FROM (%s) matching ORDER BY distance, key LIMIT %%(k)s" % self._exact_sql(condition),
+                params,
+            )
+            return self._items(search, every), "exact"
         as_search = search.as_search(label)
         bound = pool_search_bound(as_search, size, self.large_filters)
         assert bound is not None  # a ranked search always counts (never the always-scope fetch)

@@ -102,7 +102,14 @@ from ..stores.postgres import is_async_postgres_store, is_postgres_store, plain_
 from ..threads import off_loop
 from ..tokens import default_counter
 from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
-from .postgres_store_search import MOST_RANKED, PostgresStoreSearch, RankedSearch, RankedSearcher, serves_postgres_store
+from .postgres_store_search import (
+    EVERY_ITEM,
+    MOST_RANKED,
+    PostgresStoreSearch,
+    RankedSearch,
+    RankedSearcher,
+    serves_postgres_store,
+)
 
 __all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
 
@@ -117,7 +124,7 @@ READ_ALL = 2**62
 #: ``limit`` of a ranked op (``query=``) that ranks everything it matches:
 #: ``PostgresStore`` multiplies a vector search's limit by its vectors per
 #: item and 2 before binding it, so READ_ALL would overflow its BIGINT.
-RANK_ALL = 2**31 - 1
+RANK_ALL = EVERY_ITEM
 #: On a vector-indexed store, how many nearest items of its type a written
 #: entry is compared with for near duplicates.
 NEAR_K = 10

@@ -279,19 +279,22 @@ def test_one_query_embedding_per_recall(store, fetch_k):
     memory = BaseStoreMemory(counted, U1, fetch_k=fetch_k)
     got = memory.recall(POOLS, {"message": QUERY})
     assert embeddings.texts == [QUERY]  # three ranked searches, one embedding
-    every = BaseStoreMemory(store, U1).recall(POOLS, {"message": QUERY})  # the same store, no ranking
-    if fetch_k is None:  # every item of the plan's types: what the unranked read finds
+    every = BaseStoreMemory(PostgresStore(store.conn), U1).recall(POOLS, {"message": QUERY})  # no index: read whole
+    if fetch_k is None:  # every item of the plan's types, each with the store's own score for it
         assert sorted(e["id"] for e in got.entries) == sorted(e["id"] for e in every.entries)
+        own = {i.key: i.score for i in store.search(U1, query=QUERY, limit=10_000)}
+        assert got.scores and all(abs(score - own[key]) < 1e-6 for key, score in got.scores.items())
 
 
-def test_a_selection_with_the_stores_own_model_embeds_the_query_once(store):
+@pytest.mark.parametrize("fetch_k", [10, None])
+def test_a_selection_with_the_stores_own_model_embeds_the_query_once(store, fetch_k):
     # The middleware's scorer with embeddings= the store's model embedded the
     # message again after our ranked search had, and every recalled entry too.
     from poolsplit_adapters.memory.embedding import EmbeddingScorer
 
     embeddings = CountedEmbeddings()
     counted = PostgresStore(store.conn, index=index_config(embeddings))
-    memory = BaseStoreMemory(counted, U1, fetch_k=10)
+    memory = BaseStoreMemory(counted, U1, fetch_k=fetch_k)
     recall = memory.recall(POOLS, {"message": QUERY})
     memory.select_from(recall, POOLS, {"message": QUERY}, scorer=EmbeddingScorer(embeddings))
     assert embeddings.texts.count(QUERY) == 1
