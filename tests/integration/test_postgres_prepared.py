@@ -30,18 +30,25 @@ def _setup(store: Any, counted: bool) -> None:
         install_change_counter(store)
 
 
+def _seeded_agent(store: Any, counted: bool) -> Any:
+    """(model, agent): the store set up and seeded, an agent with the
+    middleware over it, after its first turn."""
+    _setup(store, counted)
+    BaseStoreMemory(store, U1).put_many(seed())
+    model = ToolCallingFakeModel()
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+    agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=store)
+    agent.invoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
+    return model, agent
+
+
 @pytest.mark.parametrize("counted", [False, True], ids=["digest", "change-counter"])
 def test_the_next_turn_sees_what_another_connection_wrote(pg_database: Any, counted: bool) -> None:
     with (
         PostgresStore.from_conn_string(pg_database.conninfo) as mine,
         PostgresStore.from_conn_string(pg_database.conninfo) as other,
     ):
-        _setup(mine, counted)
-        BaseStoreMemory(mine, U1).put_many(seed())
-        model = ToolCallingFakeModel()
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
-        agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=mine)
-        agent.invoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
+        model, agent = _seeded_agent(mine, counted)
         assert fixes_shown(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
         mark = watermark(mine, [U1])
         assert mark[0] == ("pgchanges" if counted else "postgres")
@@ -134,12 +141,7 @@ def test_a_write_in_a_replica_session_moves_the_counter_and_the_next_turn_sees_i
     the counter did not move and the middleware kept loading the old
     corrections. The triggers fire ALWAYS; ones that do not are not trusted."""
     with PostgresStore.from_conn_string(pg_database.conninfo) as mine:
-        _setup(mine, True)
-        BaseStoreMemory(mine, U1).put_many(seed())
-        model = ToolCallingFakeModel()
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
-        agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=mine)
-        agent.invoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
+        model, agent = _seeded_agent(mine, True)
         mark = watermark(mine, [U1])
         assert mark[0] == "pgchanges"
         replica = PostgresStore(pg_database.connect(options="-c session_replication_role=replica"))

@@ -270,13 +270,17 @@ async def test_the_async_recall_is_the_sync_recall(store):
     assert sorted(e["id"] for e in got.entries) == want
 
 
+def _counted(store: Any, fetch_k: Any) -> Tuple[CountedEmbeddings, BaseStoreMemory]:
+    """The store's connection with counting embeddings, and a memory over it."""
+    embeddings = CountedEmbeddings()
+    return embeddings, BaseStoreMemory(PostgresStore(store.conn, index=index_config(embeddings)), U1, fetch_k=fetch_k)
+
+
 @pytest.mark.parametrize("fetch_k", [10, None])
 def test_one_query_embedding_per_recall(store, fetch_k):
     # fetch_k=None (every item ranked, the store's own search) asked the
     # store to embed the query once per type op: three times a call.
-    embeddings = CountedEmbeddings()
-    counted = PostgresStore(store.conn, index=index_config(embeddings))
-    memory = BaseStoreMemory(counted, U1, fetch_k=fetch_k)
+    embeddings, memory = _counted(store, fetch_k)
     got = memory.recall(POOLS, {"message": QUERY})
     assert embeddings.texts == [QUERY]  # three ranked searches, one embedding
     every = BaseStoreMemory(PostgresStore(store.conn), U1).recall(POOLS, {"message": QUERY})  # no index: read whole
@@ -292,9 +296,7 @@ def test_a_selection_with_the_stores_own_model_embeds_the_query_once(store, fetc
     # message again after our ranked search had, and every recalled entry too.
     from poolsplit_adapters.memory.embedding import EmbeddingScorer
 
-    embeddings = CountedEmbeddings()
-    counted = PostgresStore(store.conn, index=index_config(embeddings))
-    memory = BaseStoreMemory(counted, U1, fetch_k=fetch_k)
+    embeddings, memory = _counted(store, fetch_k)
     recall = memory.recall(POOLS, {"message": QUERY})
     memory.select_from(recall, POOLS, {"message": QUERY}, scorer=EmbeddingScorer(embeddings))
     assert embeddings.texts.count(QUERY) == 1
