@@ -93,9 +93,9 @@ from ..stores.base import (
     WriteReport,
     live,
     prepare_entries,
+    returning,
     same_id_repeats,
     settle_repeats,
-    unmatched_ids,
 )
 from ..stores.checks import check_key_text, storable_text
 from ..stores.postgres import is_async_postgres_store, is_postgres_store, plain_async_postgres_store
@@ -104,7 +104,6 @@ from ..tokens import default_counter
 from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
 from .postgres_store_search import (
     EVERY_ITEM,
-    MOST_RANKED,
     PostgresStoreSearch,
     RankedSearch,
     RankedSearcher,
@@ -435,10 +434,10 @@ class BaseStoreMemory(StoreVerbs):
             return specs
         filters: List[Optional[Dict[str, Any]]] = []
         # A Postgres store's own filter {"type": None} matches a stored null,
-        # never a missing key: where our statements do not serve it (a TTL,
-        # a limit past theirs, no fetch_k), untyped notes are the untyped items among
-        # the nearest of any type, kept here (as PGVector's side search).
-        ours = self._pg_search is not None and limit <= MOST_RANKED  # else the store's own search
+        # never a missing key: where our statements do not serve it (a TTL),
+        # untyped notes are the untyped items among the nearest of any type,
+        # kept here (as PGVector's side search).
+        ours = self._pg_search is not None and limit <= self._pg_search.most  # else the store's own search
         nearest_untyped = [s for s in searches if s.untyped and not s.always and not ours and self._postgres_family]
         for search in searches:
             if search.always or search in nearest_untyped:
@@ -472,9 +471,10 @@ class BaseStoreMemory(StoreVerbs):
     def _split(self, ops: Sequence[Any]) -> Tuple[Dict[int, RankedSearch], List[Any]]:
         """The ops our own ranked search answers (by position) and the rest,
         in order: on a served ``PostgresStore`` or ``InMemoryStore``, every
-        ranked ``SearchOp`` filtered by type at most, within the search's
-        largest ``limit`` (:data:`~poolsplit_adapters.langchain.postgres_store_search.MOST_RANKED`
-        on Postgres; see :mod:`~poolsplit_adapters.langchain.postgres_store_search`
+        ranked ``SearchOp`` filtered by type at most, within the searcher's
+        largest ``limit`` (its ``most``: on Postgres a walk up to
+        :data:`~poolsplit_adapters.langchain.postgres_store_search.MOST_RANKED`,
+        an exact read past it; see :mod:`~poolsplit_adapters.langchain.postgres_store_search`
         and :mod:`~poolsplit_adapters.langchain.memory_store_search`)."""
         ours: Dict[int, RankedSearch] = {}
         searcher = self._ranked_search
@@ -895,6 +895,10 @@ class BaseStoreMemory(StoreVerbs):
     async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
         """Async :meth:`write`."""
         prepared = self.preparing(entries)
+        stored = await self.aread([str(e["id"]) for e in prepared])
+        moved = returning(prepared, stored)  # before any finder files them (see stored_for)
+        if moved:
+            stored += await self.aread(moved)
         if plain_async_postgres_store(self.store) and self._repeats is not None:
             # the kept index's refresh waits on the store's loop: from a worker thread
             items = await off_loop(self._kept_repeats, prepared)
@@ -906,7 +910,7 @@ class BaseStoreMemory(StoreVerbs):
             ops = self._near_ops(prepared)
             finder = self._neighbours(await self._abatch(ops) if ops else [])
         hits = finder.admit(prepared)
-        hits = same_id_repeats(prepared, hits, await self.aread(unmatched_ids(prepared, hits)))
+        hits = same_id_repeats(prepared, hits, stored)
         change, report = settle_repeats(prepared, hits)
         if change.insert or change.repeat:
             await self.acommit(change)

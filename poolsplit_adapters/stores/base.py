@@ -341,12 +341,6 @@ def _with_raced(report: WriteReport, change: Change, store: StoreVerbs) -> Write
     return WriteReport(report.ids, sorted(report.duplicates + extra, key=lambda pair: pair[0]))
 
 
-def unmatched_ids(prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]]) -> List[str]:
-    """The ids of the entries no kept one matched, or that a match cannot
-    take (:func:`_in_a_history`): to look up by id."""
-    return [str(e["id"]) for e, hit in zip(prepared, hits) if hit is None or _in_a_history(e)]
-
-
 def _in_a_history(entry: Mapping[str, Any]) -> bool:
     """Whether ``entry`` is a version of a history (it names the version it
     supersedes or the one that superseded it, e.g. a line of an export).
@@ -366,9 +360,8 @@ def same_id_repeats(
     A closed version's text said again by a *new* sighting (another source
     or time) is no repeat: the fact returned after it was superseded or
     retired, and folding it into the closed version would keep it from ever
-    loading again. Such an entry gets a new id (:func:`returned_id`, in
-    ``prepared``: the caller's entries are never these objects) and is
-    written. A version of a history (:func:`_in_a_history`) is never folded
+    loading again; :func:`returning` gave it its own id before the duplicate
+    check. A version of a history (:func:`_in_a_history`) is never folded
     into an entry of another id."""
     by_id = {str(e["id"]): e for e in stored}
     out = list(hits)
@@ -376,13 +369,26 @@ def same_id_repeats(
         if hit is not None and _in_a_history(entry) and hit.kept.get("id") != entry["id"]:
             out[position] = hit = None  # a version keeps its id (an export's line, re-imported)
         found = by_id.get(str(entry["id"])) if hit is None else None
-        if found is None or not _same_text(found, entry):
-            continue
-        if live(found) or _same_sighting(found, entry):
+        if found is not None and _same_text(found, entry) and (live(found) or _same_sighting(found, entry)):
             out[position] = Duplicate(found, DuplicateKind.EXACT, 1.0)
-        else:
-            entry["id"] = returned_id(found, entry)
     return out
+
+
+def returning(prepared: Sequence[Dict[str, Any]], stored: Iterable[Mapping[str, Any]]) -> List[str]:
+    """Give each entry whose id is a closed version with the same text,
+    said again by a new sighting, its :func:`returned_id` (in ``prepared``,
+    whose dicts are never the caller's), before any duplicate check sees
+    it: a finder that kept the entry under the closed id would hold a row
+    whose id changed under it. Returns the new ids (for the caller to read:
+    a retried return is stored under one)."""
+    by_id = {str(e["id"]): e for e in stored}
+    moved: List[str] = []
+    for entry in prepared:
+        found = by_id.get(str(entry["id"]))
+        if found is not None and _same_text(found, entry) and not live(found) and not _same_sighting(found, entry):
+            entry["id"] = returned_id(found, entry)
+            moved.append(entry["id"])
+    return moved
 
 
 def returned_id(closed: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
@@ -500,11 +506,11 @@ def utc_created(created: Any) -> Any:
         return created
     try:
         moment = datetime.datetime.fromisoformat(created)
-    except ValueError:
+        if moment.tzinfo is None:
+            return created
+        return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
+    except (ValueError, OverflowError):  # not a time, or past year 1..9999 once in UTC: kept as given
         return created
-    if moment.tzinfo is None:
-        return created
-    return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
 
 
 def prepare_entries(
@@ -681,9 +687,10 @@ class StoreVerbs(ABC):
             report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
         """
         prepared = self.preparing(entries)
+        stored = self.stored_for(prepared)
         with _FINDERS:
             hits = self.duplicate_finder(prepared).admit(prepared)
-        hits = same_id_repeats(prepared, hits, self.read(unmatched_ids(prepared, hits)))
+        hits = same_id_repeats(prepared, hits, stored)
         change, report = settle_repeats(prepared, hits)
         if change.insert or change.repeat:
             try:
@@ -692,6 +699,14 @@ class StoreVerbs(ABC):
                 at = next(n for n, e in enumerate(prepared) if e["id"] == err.entry_id)
                 raise type(err)(prepared[at], at, err.ids) from None
         return _with_raced(report, change, self) if change.raced else report
+
+    def stored_for(self, prepared: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """What is stored under the ids of ``prepared`` (one read), after
+        :func:`returning` gave a returning fact its own id (then its new id
+        is read too)."""
+        stored = self.read([str(e["id"]) for e in prepared])
+        moved = returning(prepared, stored)
+        return stored + self.read(moved) if moved else stored
 
     def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
         """The entries as :meth:`write` compares them: checked and stamped,
@@ -725,7 +740,8 @@ class StoreVerbs(ABC):
         prepared = self.preparing(entries)
         # An id stored with other text fails the whole write: found before
         # any operation applies, so a failed consolidation changes nothing.
-        stored = {str(e["id"]): e for e in self.read([str(e["id"]) for e in prepared])}
+        # (A returning fact has its own id by now: an update of it is no loop.)
+        stored = {str(e["id"]): e for e in self.stored_for(prepared)}
         clash = [n for n, e in enumerate(prepared) if e["id"] in stored and not _same_text(stored[e["id"]], e)]
         if clash:
             raise DuplicateEntry(prepared[clash[0]], clash[0], [str(prepared[n]["id"]) for n in clash])

@@ -165,6 +165,22 @@ def test_a_fact_said_again_after_its_version_closed_is_written_again_on_every_st
     loaded = [c.entry["id"] for c in store.select(POOLS, {"message": "database load tests"}, now=NOW).chosen]
     assert sorted(loaded) == sorted(["perf", returned])
     assert "seen" not in store.get("fact-key")
+    # Closed again and said again: a third version of its own (a kept duplicate
+    # finder once held the return under the closed id, and folded this into it).
+    store.supersede(returned, {"id": "perf2", "type": "fact", "content": "Use the perf2 database for load tests."})
+    third = store.write([dict(first, source="thread:t3", created="2026-07-09T00:00:00Z")])
+    assert third.to_dict()["written"] == 1 and third.ids[0] not in ("fact-key", returned, "perf2")
+    assert store.get("fact-key")["superseded_by"] == "perf" and store.get(returned)["superseded_by"] == "perf2"
+    live = {c.entry["id"] for c in store.select(POOLS, {"message": "database load tests"}, now=NOW).chosen}
+    assert live == {"perf", "perf2", third.ids[0]}
+
+
+def test_a_created_time_past_the_calendar_once_in_utc_is_kept_as_given(store):
+    # Converting it to UTC overflowed (OverflowError from every store's write).
+    early = {"id": "e", "type": "fact", "content": "The first fact.", "created": "0001-01-01T00:30:00+01:00"}
+    late = {"id": "l", "type": "fact", "content": "The last fact.", "created": "9999-12-31T23:00:00-05:00"}
+    assert store.write([early, late]).ids == ["e", "l"]
+    assert [store.get("e")["created"], store.get("l")["created"]] == [early["created"], late["created"]]
 
 
 def test_a_version_of_a_history_keeps_its_id_when_its_text_repeats_another_entry(store):
@@ -305,6 +321,25 @@ def test_an_expired_entry_is_reported_and_named_in_the_notes_on_every_store(stor
     assert [c.entry["id"] for c in selection.chosen] == ["k"]
     assert [(d.entry["id"], d.reason.value) for d in selection.dropped] == [("e", "expired")]
     assert selection.notes["expired"] == ["e"]
+
+
+def test_a_consolidators_update_back_to_a_closed_text_leaves_that_text_live(store):
+    # The update's candidate kept the content key, a closed version's id:
+    # folded into it, A closed B and B closed A, and nothing was live.
+    from agent_fakes import handle, plan
+
+    store.add([{"id": "A", "type": "fact", "content": "We deploy from the staging branch.", "source": "s1"}])
+    store.supersede("A", {"id": "B", "type": "fact", "content": "We deploy from the release branch.", "source": "s2"})
+    back = {"id": "A", "type": "fact", "content": "We deploy from the staging branch.", "source": "s3"}
+
+    def decide(payload: Any) -> Any:
+        return plan({"op": "update", "new": handle(payload, "staging"), "old": handle(payload, "release")})
+
+    report, result = store.consolidate([back], model=_consolidator(decide))
+    assert result.to_dict() == {"accepted": {"update": 1}, "refused": {}, "unresolved": 0}
+    live = [e["id"] for e in store.entries() if not e.get("superseded_by") and e.get("status", "active") == "active"]
+    assert len(live) == 1 and live[0] not in ("A", "B") and store.get(live[0])["supersedes"] == "B"
+    assert store.get("A")["superseded_by"] == "B"
 
 
 def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
