@@ -306,6 +306,13 @@ def _told_to_the_model() -> Iterator[None]:
         raise ToolException(str(err)) from None
 
 
+def _id_refused(proposal: Proposal, err: DuplicateEntry) -> Proposal:
+    """The note refused because its content key is another entry's id:
+    another collection's (``held_elsewhere``), or a host's entry in this
+    one (``id_taken``); the run goes on, the model is told."""
+    return replace(proposal, refused=Refusal.HELD_ELSEWHERE if isinstance(err, IdHeldElsewhere) else Refusal.ID_TAKEN)
+
+
 def _transcript(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(line for m in messages for line in _line(m))
 
@@ -656,10 +663,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         where, proposal = self._proposed(runtime, note, tags, scope)
         try:
             settled = self._write(where, [proposal])
-        except IdHeldElsewhere:
-            settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
-        except DuplicateEntry:  # a host's entry under the note's content key
-            settled = [replace(proposal, refused=Refusal.ID_TAKEN)]
+        except DuplicateEntry as err:
+            settled = [_id_refused(proposal, err)]
         return self._remembered(runtime, settled)
 
     async def _aremember(
@@ -668,10 +673,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         where, proposal = self._proposed(runtime, note, tags, scope)
         try:
             settled = await self._awrite(where, [proposal])
-        except IdHeldElsewhere:
-            settled = [replace(proposal, refused=Refusal.HELD_ELSEWHERE)]
-        except DuplicateEntry:  # a host's entry under the note's content key
-            settled = [replace(proposal, refused=Refusal.ID_TAKEN)]
+        except DuplicateEntry as err:
+            settled = [_id_refused(proposal, err)]
         return self._remembered(runtime, settled)
 
     def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:

@@ -420,42 +420,39 @@ class BaseStoreMemory(StoreVerbs):
         if not ranked:
             return [_Spec(link, None, None, READ_ALL, searches) for link in links]
         limit = self.fetch_k if self.fetch_k is not None else RANK_ALL
+        filters: List[Optional[Dict[str, Any]]] = []
+        keep: Tuple[Search, ...] = ()  # what each op's items must match: nothing more than its filter
+        nearest_untyped: List[Search] = []
         if self.fetch_k is None:
             # Every item ranked: one op per namespace finds what the per-type
             # ops would (no limit cuts any of them), kept by the plan's
             # searches here. One op asks the store to embed the query once:
             # per type, it embedded it once per op (three times for three types).
-            contextual = tuple(s for s in searches if not s.always)
-            specs = []
-            for link in links:
-                if corrections:
-                    specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))
-                specs.append(_Spec(link, None, query, limit, contextual))
-            return specs
-        filters: List[Optional[Dict[str, Any]]] = []
-        # A Postgres store's own filter {"type": None} matches a stored null,
-        # never a missing key: where our statements do not serve it (a TTL),
-        # untyped notes are the untyped items among the nearest of any type,
-        # kept here (as PGVector's side search).
-        ours = self._pg_search is not None and limit <= self._pg_search.most  # else the store's own search
-        nearest_untyped = [s for s in searches if s.untyped and not s.always and not ours and self._postgres_family]
-        for search in searches:
-            if search.always or search in nearest_untyped:
-                continue  # read whole, by filter, below; the untyped side search below
-            if search.untyped:
-                found: List[Optional[Dict[str, Any]]] = [{"type": None}]
-            elif search.types is None:
-                found = [None]
-            else:
-                found = [{"type": name} for name in search.types]
-            filters += [f for f in found if f not in filters]
-        if None in filters:  # one pool takes every type: one search serves all
-            filters = [None]
+            filters, keep = [None], tuple(s for s in searches if not s.always)
+        else:
+            # A Postgres store's own filter {"type": None} matches a stored null,
+            # never a missing key: where our statements do not serve it (a TTL),
+            # untyped notes are the untyped items among the nearest of any type,
+            # kept here (as PGVector's side search).
+            ours = self._pg_search is not None and limit <= self._pg_search.most  # else the store's own search
+            nearest_untyped = [s for s in searches if s.untyped and not s.always and not ours and self._postgres_family]
+            for search in searches:
+                if search.always or search in nearest_untyped:
+                    continue  # read whole, by filter, below; the untyped side search below
+                if search.untyped:
+                    found: List[Optional[Dict[str, Any]]] = [{"type": None}]
+                elif search.types is None:
+                    found = [None]
+                else:
+                    found = [{"type": name} for name in search.types]
+                filters += [f for f in found if f not in filters]
+            if None in filters:  # one pool takes every type: one search serves all
+                filters = [None]
         specs = []
         for link in links:
             if corrections:
                 specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))  # corrections never by similarity
-            specs += [_Spec(link, where, query, limit) for where in filters]
+            specs += [_Spec(link, where, query, limit, keep) for where in filters]
             if nearest_untyped and filters != [None]:  # (one search of every type finds them already)
                 specs.append(_Spec(link, None, query, limit, tuple(nearest_untyped)))
         return specs

@@ -102,6 +102,7 @@ __all__ = [
     "swapped",
     "jaccard",
     "record_repeat",
+    "seen_rows",
     "shared_needed",
 ]
 
@@ -704,6 +705,27 @@ class DuplicateFinder:
         return out
 
 
+def seen_rows(entry: Mapping[str, Any], index: Optional[int] = None) -> List[Dict[str, Any]]:
+    """Copies of ``entry``'s ``seen`` rows (none when it has no ``seen``):
+    the one rule of that field, asked on every write
+    (:func:`~poolsplit_adapters.memory.write_gate.check_write`) and by
+    :func:`record_repeat`.
+
+    Raises:
+        EntryError: ``seen`` is not a list of ``{source, at}`` mappings of
+            strings (naming the entry and the field).
+    """
+    seen = entry.get(SEEN)
+    if seen is None:
+        return []
+    if isinstance(seen, (list, tuple)) and all(
+        isinstance(row, Mapping) and isinstance(row.get("source"), str) and isinstance(row.get("at"), str)
+        for row in seen
+    ):
+        return [dict(row) for row in seen]
+    raise entry_error(entry, index, SEEN, "must be a list of {source, at} mappings of strings, got %r" % (seen,))
+
+
 def record_repeat(kept: Mapping[str, Any], *, source: str, at: str) -> Dict[str, Any]:
     """A copy of ``kept`` whose ``seen`` list ends with the repeat's
     provenance ``{"source": source, "at": at}``.
@@ -723,13 +745,7 @@ def record_repeat(kept: Mapping[str, Any], *, source: str, at: str) -> Dict[str,
     if not isinstance(at, str):
         raise TypeError("record_repeat at must be an ISO-8601 string, got %s" % type(at).__name__)
     moment_of(at, "record_repeat at")
-    seen = kept.get(SEEN)
-    if seen is None:
-        rows: List[Dict[str, Any]] = []
-    elif isinstance(seen, (list, tuple)) and all(isinstance(r, Mapping) for r in seen):
-        rows = [dict(r) for r in seen]
-    else:
-        raise entry_error(kept, None, SEEN, "must be a list of {source, at} mappings, got %s" % type(seen).__name__)
+    rows = seen_rows(kept)
     sighting = {"source": source, "at": at}
     copy = dict(kept)
     if sighting not in rows:

@@ -66,10 +66,10 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from ..poolsplit import entry_error, near_miss_scope
 from ..storable import REPLACEMENT, storable_form
-from .duplicates import SEEN, normalise_text
+from .duplicates import normalise_text, seen_rows
 from .expiry import EXPIRES, entry_time
 
-__all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "check_scope", "check_write", "utc_stamp"]
+__all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "check_scope", "check_write", "hashed_id", "utc_stamp"]
 
 _SPACE = re.compile(r"\s+")
 #: The one scope value with a meaning (the core compares it exactly).
@@ -88,6 +88,13 @@ class Refusal(str, Enum):
     #: decided by the store: another entry holds the content key as its id,
     #: with other text or scope (a host's entry written under that key)
     ID_TAKEN = "id_taken"
+
+
+def hashed_id(type: str, parts: Sequence[str]) -> str:
+    """``<type>-<24 hex of the SHA-256 of parts>``: the form of every id the
+    write path derives (the content key, :func:`WriteGate.key`; a returning
+    fact's, :func:`~poolsplit_adapters.stores.base.returned_id`)."""
+    return "%s-%s" % (type, hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:24])
 
 
 def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:
@@ -163,13 +170,7 @@ def _check_lifecycle_fields(entry: Mapping[str, Any], index: Optional[int]) -> N
         link = entry.get(key)
         if link is not None and not isinstance(link, str):
             raise entry_error(entry, index, key, "must be an entry id (a string), got %r" % (link,))
-    seen = entry.get(SEEN)
-    rows_ok = isinstance(seen, (list, tuple)) and all(
-        isinstance(row, Mapping) and isinstance(row.get("source"), str) and isinstance(row.get("at"), str)
-        for row in seen
-    )
-    if seen is not None and not rows_ok:
-        raise entry_error(entry, index, SEEN, "must be a list of {source, at} mappings of strings, got %r" % (seen,))
+    seen_rows(entry, index)
 
 
 @dataclass(frozen=True)
@@ -262,9 +263,7 @@ class WriteGate:
         """The content key: ``<type>-<hash of namespace, type, normalised
         content>`` (and ``owner``, when the entry belongs to one chat
         session: two sessions' identical lines are two memories)."""
-        parts = (namespace or "", type, self.normalise(content)) + (() if owner is None else (owner,))
-        digest = hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()
-        return "%s-%s" % (type, digest[:24])
+        return hashed_id(type, (namespace or "", type, self.normalise(content)) + (() if owner is None else (owner,)))
 
     def propose(
         self,

@@ -48,7 +48,6 @@ forgetting", not amnesia).
 from __future__ import annotations
 
 import datetime
-import hashlib
 import threading
 import uuid
 from abc import ABC, abstractmethod
@@ -61,8 +60,8 @@ from ..memory.consolidate import consolidate as consolidate_entries
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
 from ..memory.expiry import Moment, is_expired, moment_of
 from ..memory.validity import Version, history, supersede, valid_from
-from ..memory.write_gate import check_write, utc_stamp
-from ..poolsplit import EntryError, Pool, Selection, check_entry, default_is_active, entry_error
+from ..memory.write_gate import check_write, hashed_id, utc_stamp
+from ..poolsplit import EntryError, Pool, Selection, as_utc, check_entry, default_is_active, entry_error
 from .checks import storable_text, stored_copy
 
 __all__ = [
@@ -395,9 +394,7 @@ def returned_id(closed: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
     """The id of a fact that returned after its version ``closed`` (same
     id, same text) was superseded or retired: derived from that id and the
     new sighting, so a retried write of the return lands on it again."""
-    source, at = sighting(entry)
-    digest = hashlib.sha256("\x00".join((str(closed["id"]), source, at)).encode("utf-8")).hexdigest()
-    return "%s-%s" % (entry.get("type", "note"), digest[:24])
+    return hashed_id(str(entry.get("type", "note")), (str(closed["id"]), *sighting(entry)))
 
 
 def settle_repeats(
@@ -506,9 +503,7 @@ def utc_created(created: Any) -> Any:
         return created
     try:
         moment = datetime.datetime.fromisoformat(created)
-        if moment.tzinfo is None:
-            return created
-        return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None).isoformat() + "Z"
+        return created if moment.tzinfo is None else as_utc(moment).isoformat() + "Z"
     except (ValueError, OverflowError):  # not a time, or past year 1..9999 once in UTC: kept as given
         return created
 
