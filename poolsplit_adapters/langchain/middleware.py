@@ -90,6 +90,7 @@ from ..checks import ArgumentError, check_flag, check_instance, check_label, che
 from ..memory.background import BackgroundConsolidation, ConsolidationRun
 from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
+from ..memory.turns import ASSISTANT, USER, Said, exchange_id, exchange_proposals, standing_proposals
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter
@@ -129,6 +130,7 @@ REMEMBER_DESCRIPTION = (
 WRITES_KEY = "poolsplit_writes"
 PROMOTED_KEY = "poolsplit_promoted"
 UNCONSOLIDATED_KEY = "poolsplit_unconsolidated"
+HEARD_KEY = "poolsplit_heard"
 
 
 class GateTally(TypedDict):
@@ -186,6 +188,7 @@ class PoolSplitMemoryState(AgentState[Any]):
     poolsplit_writes: NotRequired[Annotated[Optional[GateTally], PrivateStateAttr, add_tallies]]
     poolsplit_promoted: NotRequired[Annotated[Optional[PromotedStep], PrivateStateAttr]]
     poolsplit_unconsolidated: NotRequired[Annotated[Optional[list[str]], PrivateStateAttr, add_ids]]
+    poolsplit_heard: NotRequired[Annotated[Optional[str], PrivateStateAttr]]
 
 
 class RememberInput(BaseModel):
@@ -313,8 +316,55 @@ def _id_refused(proposal: Proposal, err: DuplicateEntry) -> Proposal:
     return replace(proposal, refused=Refusal.HELD_ELSEWHERE if isinstance(err, IdHeldElsewhere) else Refusal.ID_TAKEN)
 
 
-def _transcript(messages: Sequence[BaseMessage]) -> str:
-    return "\n".join(line for m in messages for line in _line(m))
+#: What a turn's proposal may have been answered with for the turn to leave
+#: the working set: written, kept as a repeat of a stored entry, or nothing
+#: to keep (blank).
+_STORED = (None, Refusal.DUPLICATE, Refusal.EMPTY)
+
+
+@dataclass(frozen=True)
+class _Writing:
+    """One step's write: where, the proposals, the demotion and each
+    demoted turn's slice of the proposals, the last human message's id."""
+
+    where: _Where
+    proposals: list[Proposal]
+    demotion: Demotion
+    turns: list[tuple[int, int]]
+    heard: Optional[str]
+
+
+def _unheard(messages: Sequence[BaseMessage], heard: Optional[str]) -> list[int]:
+    """Positions of the human messages after the last one heard (all of
+    them when none was, or when it is no longer in the messages)."""
+    positions = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
+    if heard is not None:
+        at = next((n for n, i in enumerate(positions) if messages[i].id == heard), None)
+        if at is not None:
+            return positions[at + 1 :]
+    return positions
+
+
+def _sides(messages: Sequence[BaseMessage]) -> list[Said]:
+    """A turn's messages as the sides of an exchange: the user's words, then
+    the answer with its tool calls and results (labelled line by line)."""
+    user = "\n".join(str(m.text).strip() for m in messages if isinstance(m, HumanMessage))
+    rest = "\n".join(line for m in messages if not isinstance(m, HumanMessage) for line in _line(m))
+    sides = [Said(USER, user)] if user.strip() else []
+    if rest.strip():
+        sides.append(Said(ASSISTANT, rest, labelled=True))
+    return sides
+
+
+def _held(settled: Sequence[Proposal], err: DuplicateEntry) -> list[Proposal]:
+    """``settled`` with the proposals whose id the store holds for another
+    entry refused (:func:`_id_refused`); raises ``err`` when none is (a
+    write that refuses what it does not name must not loop)."""
+    held = set(err.ids) | {err.entry_id}
+    out = [_id_refused(p, err) if p.refused is None and p.key in held else p for p in settled]
+    if out == list(settled):
+        raise err
+    return out
 
 
 def _with_memory(system: Optional[SystemMessage], block: str) -> SystemMessage:
@@ -581,24 +631,26 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
 
     @override
     def before_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
-        """Demote the turns beyond the working set: write each through the
-        gate, then remove it. Raises (and removes nothing) if the write fails."""
-        demotion = self._demotion(state["messages"], runtime)
-        if not demotion.demote:
+        """Write what must be kept, then let go of what was written: the
+        instructions and preferences of the user's new messages, and the
+        turns beyond the working set (each side its own entry, a long one in
+        parts). A turn is removed only when every part of it is stored; one
+        the store refuses stays, and the refusal is reported. Raises (and
+        removes nothing) if the write fails."""
+        writing = self._writing(state, runtime)
+        if writing is None:
             return None
-        where = self._where(runtime)
-        settled = self._write(where, self._episodes(state["messages"], demotion, where))
-        return self._demoted(state["messages"], demotion, settled)
+        settled = self._write(writing.where, writing.proposals)
+        return self._demoted(state["messages"], writing, settled)
 
     @override
     async def abefore_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         """Async :meth:`before_model`."""
-        demotion = self._demotion(state["messages"], runtime)
-        if not demotion.demote:
+        writing = self._writing(state, runtime)
+        if writing is None:
             return None
-        where = self._where(runtime)
-        settled = await self._awrite(where, self._episodes(state["messages"], demotion, where))
-        return self._demoted(state["messages"], demotion, settled)
+        settled = await self._awrite(writing.where, writing.proposals)
+        return self._demoted(state["messages"], writing, settled)
 
     # -- hooks: consolidate -------------------------------------------------------------
 
@@ -661,20 +713,14 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
     ) -> Union[Command[Any], str]:
         where, proposal = self._proposed(runtime, note, tags, scope)
-        try:
-            settled = self._write(where, [proposal])
-        except DuplicateEntry as err:
-            settled = [_id_refused(proposal, err)]
+        settled = self._write(where, [proposal])
         return self._remembered(runtime, settled)
 
     async def _aremember(
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
     ) -> Union[Command[Any], str]:
         where, proposal = self._proposed(runtime, note, tags, scope)
-        try:
-            settled = await self._awrite(where, [proposal])
-        except DuplicateEntry as err:
-            settled = [_id_refused(proposal, err)]
+        settled = await self._awrite(where, [proposal])
         return self._remembered(runtime, settled)
 
     def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:
@@ -725,18 +771,28 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         """Write the proposals the gate accepts in one write, through the
         store's duplicate check (a repeat of a stored entry, exact or near,
         is kept once, its provenance recorded in that entry's ``seen``, and
-        reported ``duplicate``). Raises if the write fails (then nothing is
-        reported)."""
+        reported ``duplicate``). An entry whose content key the store holds
+        for another entry is refused by name (``id_taken``,
+        ``held_elsewhere``) and the rest written. Raises if the write fails
+        (then nothing is reported)."""
         settled = self.write_gate.settle(proposals, ())
-        accepted = [p.entry for p in settled if p.refused is None]
-        return self.write_gate.repeated(settled, where.source.write(where.chain, accepted) if accepted else [])
+        while True:
+            accepted = [p.entry for p in settled if p.refused is None]
+            try:
+                return self.write_gate.repeated(settled, where.source.write(where.chain, accepted) if accepted else [])
+            except DuplicateEntry as err:
+                settled = _held(settled, err)
 
     async def _awrite(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
         """Async :meth:`_write`."""
         settled = self.write_gate.settle(proposals, ())
-        accepted = [p.entry for p in settled if p.refused is None]
-        kept = await where.source.awrite(where.chain, accepted) if accepted else []
-        return self.write_gate.repeated(settled, kept)
+        while True:
+            accepted = [p.entry for p in settled if p.refused is None]
+            try:
+                kept = await where.source.awrite(where.chain, accepted) if accepted else []
+                return self.write_gate.repeated(settled, kept)
+            except DuplicateEntry as err:
+                settled = _held(settled, err)
 
     # -- demote + write: the parts both twins share ---------------------------------------
 
@@ -747,31 +803,70 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     def _demotion(self, messages: Sequence[BaseMessage], runtime: Any) -> Demotion:
         return plan_demotion([_view(m) for m in messages], self.max_turns, pin_goal=self._goal(runtime) is None)
 
-    def _episodes(self, messages: Sequence[BaseMessage], plan: Demotion, where: _Where) -> list[Proposal]:
-        created = utc_stamp(self.now)
-        source = "thread:%s" % (where.thread or "none")
-        proposals = []
-        for turn in plan.demote:
-            part = [messages[i] for i in turn.indices]
-            if plan.goal is not None and not isinstance(part[0], HumanMessage) and turn.indices[0] > plan.goal:
-                part = [messages[plan.goal], *part]  # the answer to the goal reads better with the goal
-            proposals.append(
-                self.write_gate.propose(
-                    _transcript(part),
-                    type=self.episode_type,
-                    source=source,
-                    namespace=namespace_label(where.chain[0]),
-                    created=created,
+    def _writing(self, state: PoolSplitMemoryState, runtime: Any) -> Optional[_Writing]:
+        """What this step writes: the standing statements of the human
+        messages not heard yet, and the turns beyond the working set."""
+        messages = state["messages"]
+        heard = _unheard(messages, cast("Optional[str]", state.get(HEARD_KEY)))
+        demotion = self._demotion(messages, runtime)
+        if not demotion.demote and not heard:
+            return None
+        where = self._where(runtime)
+        common = self._provenance(where)
+        proposals: list[Proposal] = []
+        for i in heard:
+            proposals.extend(
+                standing_proposals(
+                    self.write_gate, str(messages[i].text), exchange=self._exchange(where, messages[i]), **common
                 )
             )
-        return proposals
+        turns: list[tuple[int, int]] = []  # each demoted turn's slice of the proposals
+        for turn in demotion.demote:
+            part = [messages[i] for i in turn.indices]
+            if demotion.goal is not None and not isinstance(part[0], HumanMessage) and turn.indices[0] > demotion.goal:
+                part = [messages[demotion.goal], *part]  # the answer to the goal reads better with the goal
+            start = len(proposals)
+            proposals.extend(
+                exchange_proposals(
+                    self.write_gate,
+                    _sides(part),
+                    type=self.episode_type,
+                    exchange=self._exchange(where, part[0]),
+                    standing=False,  # recognised when the message was heard
+                    **common,
+                )
+            )
+            turns.append((start, len(proposals)))
+        last_human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+        return _Writing(where, proposals, demotion, turns, None if last_human is None else last_human.id)
 
-    def _demoted(self, messages: Sequence[BaseMessage], plan: Demotion, settled: Sequence[Proposal]) -> dict[str, Any]:
-        """The state update of a demotion: the written turns removed, the
-        gate's report kept for the next selection event (and, with a
-        consolidator, the written ids for the turn's end)."""
-        removals = [RemoveMessage(id=str(messages[i].id)) for t in plan.demote for i in t.indices]
-        return {"messages": removals, **self._written(settled)}
+    def _provenance(self, where: _Where) -> dict[str, Any]:
+        return {
+            "source": "thread:%s" % (where.thread or "none"),
+            "namespace": namespace_label(where.chain[0]),
+            "created": utc_stamp(self.now),
+        }
+
+    @staticmethod
+    def _exchange(where: _Where, message: BaseMessage) -> str:
+        return exchange_id(namespace_label(where.chain[0]), where.thread or "", str(message.id or message.text))
+
+    def _demoted(
+        self, messages: Sequence[BaseMessage], writing: _Writing, settled: Sequence[Proposal]
+    ) -> dict[str, Any]:
+        """The state update of a write: the turns whose every part is stored
+        removed (a turn with a part the store refused stays, and says why in
+        the gate's report), the gate's report kept for the next selection
+        event (and, with a consolidator, the written ids for the turn's
+        end), the last human message marked heard."""
+        removals = []
+        for turn, (start, end) in zip(writing.demotion.demote, writing.turns):
+            if all(p.refused in _STORED for p in settled[start:end]):
+                removals.extend(RemoveMessage(id=str(messages[i].id)) for i in turn.indices)
+        update: dict[str, Any] = {**self._written(settled), HEARD_KEY: writing.heard}
+        if removals:
+            update["messages"] = removals
+        return update
 
     def _written(self, settled: Sequence[Proposal]) -> dict[str, Any]:
         """The state update of a write: the gate's tally, and the written

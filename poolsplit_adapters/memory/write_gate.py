@@ -68,10 +68,13 @@ from ..poolsplit import entry_error, near_miss_scope
 from ..storable import REPLACEMENT, storable_form
 from .duplicates import normalise_text, seen_rows
 from .expiry import EXPIRES, entry_time
+from .standing import RULES, StandingRules
 
 __all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "check_scope", "check_write", "hashed_id", "utc_stamp"]
 
 _SPACE = re.compile(r"\s+")
+#: The default longest part of a split turn (characters).
+PART_CHARS = 1000
 #: The one scope value with a meaning (the core compares it exactly).
 ALWAYS = "always"
 
@@ -235,22 +238,45 @@ class WriteGate:
     """The durability gate every harness write goes through.
 
     Args:
-        max_chars: longest content accepted (default 8000 characters): a
-            memory is recalled into a small budget, so a raw dump would only
-            crowd it.
+        max_chars: longest content accepted for one note (default 8000
+            characters): a memory is recalled into a small budget, so a raw
+            dump would only crowd it. A turn leaving the working set is never
+            refused for its length: it is split into parts instead.
+        part_chars: the longest part a turn (or a flushed chat line) is split
+            into (default :data:`PART_CHARS`, 1000 characters, about 250
+            tokens, or ``max_chars`` when smaller: a part must fit a pool's
+            share of a small budget; at most ``max_chars``).
+        standing: the rules that recognise standing instructions and
+            preferences in the user's messages
+            (:data:`~poolsplit_adapters.memory.standing.RULES`, the default),
+            or None to store none.
 
     Use :meth:`propose` for each candidate, then :meth:`settle` with the keys
     already in the store (one batched lookup) to mark duplicates; write the
     accepted entries; count them with :class:`GateReport`.
     """
 
-    def __init__(self, *, max_chars: int = 8000) -> None:
-        if isinstance(max_chars, bool) or not isinstance(max_chars, int) or max_chars < 1:
-            raise ValueError("WriteGate max_chars must be an int >= 1, got %r" % (max_chars,))
+    def __init__(
+        self, *, max_chars: int = 8000, part_chars: Optional[int] = None, standing: Optional[StandingRules] = RULES
+    ) -> None:
+        if part_chars is None:
+            part_chars = min(PART_CHARS, max_chars) if isinstance(max_chars, int) else PART_CHARS
+        for name, value in (("max_chars", max_chars), ("part_chars", part_chars)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError("WriteGate %s must be an int >= 1, got %r" % (name, value))
+        if part_chars > max_chars:
+            raise ValueError("WriteGate part_chars (%d) must not exceed max_chars (%d)" % (part_chars, max_chars))
+        if standing is not None and not isinstance(standing, StandingRules):
+            raise TypeError("WriteGate standing must be StandingRules or None, got %s" % type(standing).__name__)
         self.max_chars = max_chars
+        #: The longest part a turn is split into (:mod:`~poolsplit_adapters.memory.turns`).
+        self.part_chars = part_chars
+        #: The rules that recognise the user's standing instructions and
+        #: preferences (:mod:`~poolsplit_adapters.memory.standing`); None: off.
+        self.standing = standing
 
     def __repr__(self) -> str:
-        return "WriteGate(max_chars=%d)" % self.max_chars
+        return "WriteGate(max_chars=%d, part_chars=%d)" % (self.max_chars, self.part_chars)
 
     @staticmethod
     def normalise(content: str) -> str:

@@ -109,8 +109,8 @@ def test_300_turns_two_users_every_call_holds_every_correction_first_and_nothing
         assert {m["id"] for m in found} <= final[user]
         assert not any(t in text for t in other_text[user]) and "draft" not in text
         episodes_seen += sum(m["id"].startswith("episode-") for m in found)
-    assert episodes_seen == 1718  # the store filled and episodes were recalled (deterministic run)
-    assert sum(i.startswith("episode-") for i in final["u1"]) == 144
+    assert episodes_seen == 1725  # the store filled and episodes were recalled (deterministic run)
+    assert sum(i.startswith("episode-") for i in final["u1"]) == 288  # 144 turns, two sides each
     for name in ("u1-0", "u1-1", "u2-0", "u2-1"):
         state = agent.get_state(thread(name)).values["messages"]
         assert not any(isinstance(m, SystemMessage) or "<memory" in str(m.text) for m in state)  # nothing injected
@@ -187,18 +187,23 @@ def test_evicted_turns_become_episodes_with_provenance_in_the_users_namespace():
         (e for e in BaseStoreMemory(store, ("memories", "u1")).entries() if e["type"] == "episode"),
         key=lambda e: e["content"],
     )
-    assert [e["source"] for e in episodes] == ["thread:t-9"] * 3
+    # each side of an exchange is its own entry, linked by the exchange id
+    assert [e["source"] for e in episodes] == ["thread:t-9"] * 6
     assert {e["created"] for e in episodes} == {"2026-07-01T00:00:00Z"}
-    assert episodes[0]["content"].splitlines() == [
+    users = [e for e in episodes if e["role"] == "user"]
+    answers = [e for e in episodes if e["role"] == "assistant"]
+    assert [e["content"] for e in users] == [
         "user: [u1] step 0 calls=1",
+        "user: [u1] step 1 calls=1",
+        "user: [u1] step 2 calls=1",
+    ]
+    assert answers[0]["content"].splitlines() == [
         'assistant called lookup({"q": "1.0"})',
         "tool lookup: result for 1.0",
         "assistant: answer 2 (1 tool results)",
     ]
-    assert [e["content"].splitlines()[0] for e in episodes[1:]] == [
-        "user: [u1] step 1 calls=1",
-        "user: [u1] step 2 calls=1",
-    ]
+    assert len(answers) == 3 and {e["exchange"] for e in users} == {e["exchange"] for e in answers}
+    assert len({e["exchange"] for e in users}) == 3
     assert BaseStoreMemory(store, ("memories", "u2")).entries() == []
 
 
@@ -297,16 +302,15 @@ def test_gate_refusals_are_counted_in_the_selection_event():
     agent, _ = agent_for(middleware(max_turns=1, write_gate=WriteGate(max_chars=60)), store)
     events(agent, "[u1] goal", "t")
     got = events(agent, "[u1] a short one", "t")
-    assert got[0]["writes"] == {"written": 1, "refused": {}}  # 'user: [u1] goal / assistant: answer 1 ...'
-    events(agent, "[u1] a very long question that makes the turn far longer than sixty characters", "t")
+    assert got[0]["writes"] == {"written": 2, "refused": {}}  # 'user: [u1] goal', 'assistant: answer 1 ...'
+    long = "[u1] a very long question that makes the turn far longer than sixty characters"
+    events(agent, long, "t")
     got = events(agent, "[u1] next", "t")
-    assert got[0]["writes"] == {"written": 0, "refused": {"oversized": 1}}
-    got = events(agent, "[u1] last", "t")
-    assert got[0]["writes"] == {"written": 1, "refused": {}}
+    # a turn is never refused for its length: its long side is split into parts that fit
+    assert got[0]["writes"] == {"written": 3, "refused": {}}
     contents = [e["content"] for e in BaseStoreMemory(store, ("memories", "u1")).entries()]
-    assert len(contents) == 3 and not any("very long" in c for c in contents)
-
-
+    parts = [c for c in contents if c.startswith("user: ") and c[len("user: ") :] in long]
+    assert " ".join(c[len("user: ") :] for c in parts) == long and all(len(c) <= 60 for c in contents)
 def test_a_pools_relevance_floor_passes_through_and_is_reported():
     store = InMemoryStore()
     seed_corrections(store, "u1", 1)
@@ -362,7 +366,7 @@ async def test_the_async_twins_run_the_same_loop():
     assert len(seen) == 12 and [e["reused"] for e in seen[:2]] == [False, True]
     for request in model.requests:
         assert [m["id"] for m in markers(request) if m.get("scope")] == fixes
-    assert sum(i.startswith("episode-") for i in stored_ids(store, "u1")) == 4
+    assert sum(i.startswith("episode-") for i in stored_ids(store, "u1")) == 8  # 4 turns, 2 sides each
     state = (await agent.aget_state(thread("t"))).values["messages"]
     assert len([m for m in state if isinstance(m, HumanMessage)]) == 3
 
@@ -390,7 +394,7 @@ def test_a_vector_store_is_recalled_per_pool_by_the_retriever_and_receives_episo
         assert found[0]["id"] == "u1-fix" and "u2-fix" not in {m["id"] for m in found}
         assert sum(1 for m in found if not m.get("scope")) <= 3
     episodes = [d for d in vs.store.values() if d["metadata"].get("type") == "episode"]
-    assert len(episodes) == 2  # five turns, three kept
+    assert len(episodes) == 4  # five turns, three kept: two turns, two sides each
     assert {(d["metadata"]["namespace"], d["metadata"]["source"]) for d in episodes} == {("memories.u1", "thread:t")}
 
 
@@ -474,7 +478,8 @@ def test_a_store_contract_object_is_read_and_written_by_version():
     assert all(markers(r)[0]["id"] == "fix" for r in model.requests)
     # one selection per step: each step's evictions are written before its first model call
     assert store.selects == 3 and len(model.requests) == 6
-    assert sum(r["type"] == "episode" and r["namespace"] == "memories.u1" for r in store.rows.values()) == 2
+    # two turns demoted, the user's side and the answer of each
+    assert sum(r["type"] == "episode" and r["namespace"] == "memories.u1" for r in store.rows.values()) == 4
 
 
 def test_context_tags_and_project_reach_the_scorer():

@@ -75,9 +75,9 @@ def test_two_middleware_objects_serving_one_thread_agree_on_the_gate_report():
     assert events(a, turn("[u1] turn 3"), interrupt_before=["model"]) == []
     # ... B makes that model call: the report of A's write is B's to show, once.
     (shown,) = events(b, None)
-    assert shown["writes"] == {"written": 1, "refused": {}}
+    assert shown["writes"] == {"written": 2, "refused": {}}  # the user's side and the answer
     (after,) = events(a, turn("[u1] turn 4"))
-    assert after["writes"] == {"written": 1, "refused": {}}  # turn 4's own demotion, not turn 3's again
+    assert after["writes"] == {"written": 2, "refused": {}}  # turn 4's own demotion, not turn 3's again
 
 
 def test_two_middleware_objects_serving_one_thread_agree_on_the_reuse_of_a_step():
@@ -112,7 +112,7 @@ def test_a_restart_loses_neither_the_gate_report_nor_the_steps_selection(tmp_pat
         events(first, turn("[u1] turn %d" % i))
     assert events(first, turn("[u1] turn 3 calls=1"), interrupt_before=["model"]) == []  # demoted, then down
     (shown,) = events(restart(), None, interrupt_before=["tools"])  # the model call, then down again
-    assert (shown["writes"], shown["reused"]) == ({"written": 1, "refused": {}}, False)
+    assert (shown["writes"], shown["reused"]) == ({"written": 2, "refused": {}}, False)
     (reused,) = events(restart(), None)  # the tool, then the step's second model call
     assert (reused["writes"], reused["reused"]) == ({"written": 0, "refused": {}}, True)
     assert [c["id"] for c in reused["chosen"]] == [c["id"] for c in shown["chosen"]]

@@ -1,0 +1,154 @@
+"""From a conversation to entries: the write path's one shape for what was said.
+
+Both frameworks' write paths (the agent middleware's demoted turns,
+LlamaIndex's flushed chat) hand over messages and get back the gate's
+proposals from here, so a turn is stored the same way wherever it was said:
+
+* **each side of an exchange is its own entry**: the user's message
+  (``role: "user"``, content ``"user: ..."``) and the answer with its tool
+  calls and results (``role: "assistant"``), linked by one ``exchange`` id.
+  The user's words carry the instructions, preferences and facts, and are
+  short; stored together with a long answer they would cost as much as the
+  answer and compete with it for one budget.
+* **a long side is split, never refused** (:func:`~poolsplit_adapters.memory.parts.split_text`):
+  parts of at most :attr:`WriteGate.part_chars
+  <poolsplit_adapters.memory.write_gate.WriteGate.part_chars>` characters
+  on paragraph, line, sentence or word boundaries, each with the turn's
+  provenance, its ``exchange``, and ``part`` / ``parts`` (1-based position
+  and count). The working set lets a turn go only after every part is
+  written, so a turn is never in neither place.
+* **standing instructions and preferences** the user stated
+  (:mod:`~poolsplit_adapters.memory.standing`) are entries of their own,
+  ``type`` ``instruction`` or ``preference``, the sentence verbatim, with
+  the user's provenance and the ``exchange``: only for the user's side, never
+  for the model's or a tool's.
+
+Example::
+
+    >>> from poolsplit_adapters.memory import WriteGate
+    >>> from poolsplit_adapters.memory.turns import Said, exchange_proposals
+    >>> gate = WriteGate(part_chars=40)
+    >>> props = exchange_proposals(gate, [Said("user", "Always answer briefly. What is 2+2?"),
+    ...                                   Said("assistant", "4. " + "It is four. " * 5)],
+    ...                            type="episode", source="thread:t1", namespace="memories.u1",
+    ...                            created="2026-07-01T00:00:00Z", exchange="x1")
+    >>> [(p.entry["type"], p.entry.get("role"), p.entry.get("part")) for p in props]
+    [('episode', 'user', None), ('instruction', 'user', None), ('episode', 'assistant', 1), ('episode', 'assistant', 2)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Dict, List, Optional, Sequence
+
+from .parts import split_text
+from .standing import recognise
+from .write_gate import Proposal, WriteGate, hashed_id
+
+__all__ = ["Said", "USER", "ASSISTANT", "exchange_id", "exchange_proposals", "standing_proposals"]
+
+USER = "user"
+ASSISTANT = "assistant"
+
+
+@dataclass(frozen=True)
+class Said:
+    """One side of an exchange: who said it (``"user"``, ``"assistant"``, or
+    another role), and the text. ``labelled``: the text already carries its
+    speakers' labels line by line (an answer with its tool calls), so no
+    ``"<role>: "`` is put before it."""
+
+    role: str
+    text: str
+    labelled: bool = False
+
+
+def exchange_id(namespace: Optional[str], *parts: str) -> str:
+    """The id linking the entries of one exchange (stable: a retried write
+    gives the same)."""
+    return hashed_id("exchange", (namespace or "", *parts))
+
+
+def _stamped(proposal: Proposal, fields: Dict[str, Any]) -> Proposal:
+    return replace(proposal, entry={**proposal.entry, **fields})
+
+
+def standing_proposals(
+    gate: WriteGate,
+    text: str,
+    *,
+    source: str,
+    namespace: Optional[str],
+    created: Optional[str],
+    exchange: Optional[str],
+    owner: Optional[str] = None,
+) -> List[Proposal]:
+    """The instructions and preferences the user stated in ``text`` (the
+    gate's :attr:`~poolsplit_adapters.memory.write_gate.WriteGate.standing`
+    rules; none when they are off), one proposal each."""
+    if gate.standing is None:
+        return []
+    out = []
+    for found in recognise(text, gate.standing):
+        proposal = gate.propose(
+            found.text, type=found.kind, source=source, namespace=namespace, created=created, owner=owner
+        )
+        out.append(_stamped(proposal, {"role": USER, **({"exchange": exchange} if exchange else {})}))
+    return out
+
+
+def side_proposals(
+    gate: WriteGate,
+    said: Said,
+    *,
+    type: str,
+    source: str,
+    namespace: Optional[str],
+    created: Optional[str],
+    exchange: Optional[str],
+    owner: Optional[str] = None,
+) -> List[Proposal]:
+    """One side of an exchange as proposals: one entry, or its parts when it
+    is longer than the gate's ``part_chars`` (each labelled with its role)."""
+    label = "" if said.labelled else "%s: " % said.role
+    pieces = split_text(said.text, max(1, gate.part_chars - len(label)))
+    if not pieces:
+        pieces = [said.text]  # blank: the gate says so
+    out = []
+    for n, piece in enumerate(pieces, 1):
+        fields: Dict[str, Any] = {"role": said.role}
+        if exchange:
+            fields["exchange"] = exchange
+        if len(pieces) > 1:
+            fields.update(part=n, parts=len(pieces))
+        proposal = gate.propose(
+            label + piece, type=type, source=source, namespace=namespace, created=created, owner=owner
+        )
+        out.append(_stamped(proposal, fields))
+    return out
+
+
+def exchange_proposals(
+    gate: WriteGate,
+    sides: Sequence[Said],
+    *,
+    type: str,
+    source: str,
+    namespace: Optional[str],
+    created: Optional[str],
+    exchange: Optional[str],
+    owner: Optional[str] = None,
+    standing: bool = True,
+) -> List[Proposal]:
+    """Every proposal of one exchange, in order: each side's entry or parts,
+    and after a user's side the instructions and preferences it stated
+    (``standing=False``: the caller recognised them already)."""
+    out: List[Proposal] = []
+    where = dict(source=source, namespace=namespace, created=created, exchange=exchange, owner=owner)
+    for said in sides:
+        if not said.text.strip():
+            continue
+        out.extend(side_proposals(gate, said, type=type, **where))  # type: ignore[arg-type]
+        if standing and said.role == USER:
+            out.extend(standing_proposals(gate, said.text, **where))  # type: ignore[arg-type]
+    return out
