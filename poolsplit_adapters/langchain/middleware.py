@@ -349,8 +349,14 @@ def _sides(messages: Sequence[BaseMessage]) -> list[Said]:
     """A turn's messages as the sides of an exchange: the user's words, then
     the answer with its tool calls and results (labelled line by line)."""
     user = "\n".join(str(m.text).strip() for m in messages if isinstance(m, HumanMessage))
-    rest = "\n".join(line for m in messages if not isinstance(m, HumanMessage) for line in _line(m))
+    others = [m for m in messages if not isinstance(m, HumanMessage)]
     sides = [Said(USER, user)] if user.strip() else []
+    if all(isinstance(m, AIMessage) and not m.tool_calls for m in others):  # a plain answer
+        answer = "\n".join(str(m.text).strip() for m in others)
+        if answer.strip():
+            sides.append(Said(ASSISTANT, answer))
+        return sides
+    rest = "\n".join(line for m in others for line in _line(m))
     if rest.strip():
         sides.append(Said(ASSISTANT, rest, labelled=True))
     return sides

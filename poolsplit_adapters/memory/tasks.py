@@ -344,6 +344,21 @@ COLLECTIONS: Mapping[str, Tuple[str, ...]] = MappingProxyType(
 #: Entry types the corrections pool admits.
 CORRECTION_TYPES: Tuple[str, ...] = ("correction",)
 CORRECTIONS_POOL = "corrections"
+#: The user's standing instructions and preferences
+#: (:mod:`~poolsplit_adapters.memory.standing`): a pool of their own in every
+#: plan, filled right after the corrections, so they load whenever the budget
+#: allows, however little the message resembles them.
+STANDING_TYPES: Tuple[str, ...] = ("instruction", "preference")
+STANDING_POOL = "standing"
+#: The standing pool's share of ``total_tokens``, taken before the preset
+#: shares the rest out. A quarter: at 1,024 tokens, 256, room for about a
+#: dozen short sentences.
+STANDING_SHARE = Fraction(1, 4)
+#: The standing pool's entry cap is its token budget over this (a short
+#: sentence's tokens), never less than its share of ``total_entries``: a
+#: user's instructions are many short entries, and a cap taken from a total
+#: sized for long episodes would cut them while their tokens fit.
+STANDING_ENTRY_TOKENS = 12
 #: The pool for entry types no collection names, so that nothing starves.
 CATCH_ALL = "other"
 
@@ -477,18 +492,25 @@ def plan_for_task(
        corrections are always-scope and load outside every budget, so room
        reserved for them would sit unused on every call. (A correction that
        is not always-scope is reported as cut by this pool's budget.)
-    2. one pool per collection, named after it, admitting its entry types,
+    2. ``standing`` (:data:`STANDING_TYPES`: the user's instructions and
+       preferences): :data:`STANDING_SHARE` of ``total_tokens``, and as many
+       entries as its tokens over :data:`STANDING_ENTRY_TOKENS` (at least its
+       share of ``total_entries``); the rest of both totals is shared out
+       below. Given ``entry_types``, only when the store holds one of them.
+    3. one pool per collection, named after it, admitting its entry types,
        weighed by the preset. Given ``entry_types`` (the types the store
        holds), only the collections that hold one of them.
-    3. Given ``entry_types``: one pool per present type that no collection
+    4. Given ``entry_types``: one pool per present type that no collection
        names (sorted; named after the type, or ``type:<name>`` when that
        name is taken), each weighing :meth:`Preset.unnamed_weight`.
        Without them: the catch-all ``other`` (``types=None``, the preset's
        ``other`` weight), filled last, so it also takes what the collection
        pools' budgets cut.
 
-    ``total_tokens`` and ``total_entries`` are shared out over the plan's
-    weights with :func:`share_out`: the budgets add up exactly to them. A
+    ``total_tokens`` is shared out (the standing pool's, then the rest over
+    the plan's weights with :func:`share_out`): the budgets add up exactly to
+    it. So does ``total_entries``, except that the standing pool's cap may
+    exceed its share (step 2). A
     store whose types all weigh 0 in the preset shares the budget equally
     among them rather than leave it unused.
 
@@ -517,6 +539,7 @@ def plan_for_task(
         )
     members = {n: _strings(collections[n], "collection %r" % n) for n in names}
     parts: List[Tuple[str, Optional[Tuple[str, ...]], Union[int, float, Fraction]]] = []
+    present: set[str] = set()
     if entry_types is None:
         parts = [(n, members[n], preset.weight(n)) for n in names] + [(CATCH_ALL, None, preset.weight(CATCH_ALL))]
         if not any(weight for _, _, weight in parts):
@@ -524,8 +547,8 @@ def plan_for_task(
     else:
         present = set(_strings(list(entry_types), "entry_types"))
         parts = [(n, members[n], preset.weight(n)) for n in names if present & set(members[n])]
-        taken = {CORRECTIONS_POOL, CATCH_ALL, *names}
-        named = set(CORRECTION_TYPES).union(*(set(m) for m in members.values()))
+        taken = {CORRECTIONS_POOL, STANDING_POOL, CATCH_ALL, *names}
+        named = set(CORRECTION_TYPES).union(STANDING_TYPES, *(set(m) for m in members.values()))
         unnamed = preset.unnamed_weight(names)
         for entry_type in sorted(present - named):
             pool_name = entry_type if entry_type not in taken else "type:%s" % entry_type
@@ -534,6 +557,18 @@ def plan_for_task(
         if parts and not any(weight for _, _, weight in parts):
             parts = [(name, types, 1) for name, types, _ in parts]  # nothing weighed: share equally
     plan = [Pool(CORRECTIONS_POOL, 0, 0, CORRECTION_TYPES)]
+    standing = entry_types is None or bool(present & set(STANDING_TYPES))
+    if standing and STANDING_POOL not in names:
+        parts = [p for p in parts if p[0] not in STANDING_TYPES]  # never a pool of their own twice
+        if parts:
+            room = int(total_tokens * STANDING_SHARE)
+            share = int(total_entries * STANDING_SHARE)
+            plan.append(Pool(STANDING_POOL, room, max(share, room // STANDING_ENTRY_TOKENS), STANDING_TYPES))
+            total_tokens, total_entries = total_tokens - room, total_entries - share
+        else:  # the store holds nothing else contextual: the whole budget is theirs
+            cap = max(total_entries, total_tokens // STANDING_ENTRY_TOKENS)
+            plan.append(Pool(STANDING_POOL, total_tokens, cap, STANDING_TYPES))
+            return plan
     if not parts:  # the store holds corrections only: nothing contextual to share out
         return plan
     tokens = share_out(total_tokens, [weight for _, _, weight in parts])

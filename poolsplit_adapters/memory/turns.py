@@ -27,9 +27,9 @@ Example::
 
     >>> from poolsplit_adapters.memory import WriteGate
     >>> from poolsplit_adapters.memory.turns import Said, exchange_proposals
-    >>> gate = WriteGate(part_chars=40)
+    >>> gate = WriteGate(part_chars=60)
     >>> props = exchange_proposals(gate, [Said("user", "Always answer briefly. What is 2+2?"),
-    ...                                   Said("assistant", "4. " + "It is four. " * 5)],
+    ...                                   Said("assistant", "4. " + "It is four. " * 6)],
     ...                            type="episode", source="thread:t1", namespace="memories.u1",
     ...                            created="2026-07-01T00:00:00Z", exchange="x1")
     >>> [(p.entry["type"], p.entry.get("role"), p.entry.get("part")) for p in props]
@@ -38,6 +38,7 @@ Example::
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -49,6 +50,8 @@ __all__ = ["Said", "USER", "ASSISTANT", "exchange_id", "exchange_proposals", "st
 
 USER = "user"
 ASSISTANT = "assistant"
+#: How a labelled line starts ("assistant: ...", "assistant called f(...)", "tool lookup: ...").
+_LABELLED = re.compile(r"^(?:assistant[: ]|tool |user: )")
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ def side_proposals(
 ) -> List[Proposal]:
     """One side of an exchange as proposals: one entry, or its parts when it
     is longer than the gate's ``part_chars`` (each labelled with its role)."""
-    label = "" if said.labelled else "%s: " % said.role
+    label = "%s: " % said.role
     pieces = split_text(said.text, max(1, gate.part_chars - len(label)))
     if not pieces:
         pieces = [said.text]  # blank: the gate says so

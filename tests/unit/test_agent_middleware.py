@@ -311,6 +311,8 @@ def test_gate_refusals_are_counted_in_the_selection_event():
     contents = [e["content"] for e in BaseStoreMemory(store, ("memories", "u1")).entries()]
     parts = [c for c in contents if c.startswith("user: ") and c[len("user: ") :] in long]
     assert " ".join(c[len("user: ") :] for c in parts) == long and all(len(c) <= 60 for c in contents)
+
+
 def test_a_pools_relevance_floor_passes_through_and_is_reported():
     store = InMemoryStore()
     seed_corrections(store, "u1", 1)

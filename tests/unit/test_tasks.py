@@ -157,16 +157,35 @@ def test_detection_reports_as_json():
 
 def test_debugging_plan_exact():
     plan = task_pools({"phase": "debugging"}, total_tokens=600, total_entries=12)
-    # Tokens: 600 x 35/15/20/20/10 % is exact. Entries: quotas 4.2, 1.8, 2.4, 2.4, 1.2 -> floors 4, 1, 2, 2, 1
-    # (10); the two units left go to the largest remainders: semantic (.8), then skills (.4, first of a tie).
+    # The standing pool first: a quarter of the tokens (150) and of the entries (3), its cap raised to
+    # 150 // 12 = 12 short sentences. The rest, 450 tokens and 9 entries, shared out by the preset.
+    # Tokens: 450 x 35/15/20/20/10 % = 157.5, 67.5, 90, 90, 45 -> floors (449); the unit left goes to the
+    # first of the .5 tie, episodic. Entries: quotas 3.15, 1.35, 1.8, 1.8, 0.9 -> floors 3, 1, 1, 1, 0 (6);
+    # the three units left go to the largest remainders: other (.9), skills and anti_patterns (.8).
     assert [(p.name, p.max_tokens, p.max_entries, p.types) for p in plan] == [
         ("corrections", 0, 0, ("correction",)),
-        ("episodic", 210, 4, ("episode",)),
-        ("semantic", 90, 2, ("fact", "note", "task")),
-        ("skills", 120, 3, ("skill",)),
-        ("anti_patterns", 120, 2, ("anti_pattern", "growth")),
-        ("other", 60, 1, None),
+        ("standing", 150, 12, ("instruction", "preference")),
+        ("episodic", 158, 3, ("episode",)),
+        ("semantic", 67, 1, ("fact", "note", "task")),
+        ("skills", 90, 2, ("skill",)),
+        ("anti_patterns", 90, 2, ("anti_pattern", "growth")),
+        ("other", 45, 1, None),
     ]
+
+
+def test_the_standing_pool_is_planned_when_the_store_holds_instructions_or_types_are_unknown():
+    with_turns = plan_for_task(
+        "implementation", total_tokens=1024, total_entries=40, entry_types=["turn", "instruction"]
+    )
+    assert [(p.name, p.max_tokens, p.max_entries) for p in with_turns] == [
+        ("corrections", 0, 0),
+        ("standing", 256, 21),  # 1024 / 4; max(40 // 4, 256 // 12)
+        ("turn", 768, 30),
+    ]
+    only = plan_for_task("implementation", total_tokens=1024, total_entries=40, entry_types=["preference"])
+    assert [(p.name, p.max_tokens, p.max_entries) for p in only] == [("corrections", 0, 0), ("standing", 1024, 85)]
+    without = plan_for_task("implementation", total_tokens=1024, total_entries=40, entry_types=["turn"])
+    assert "standing" not in [p.name for p in without]
 
 
 def test_every_task_type_has_a_preset_with_a_why():
@@ -197,9 +216,10 @@ def test_known_entry_types_share_the_budget_among_the_types_the_store_holds():
 
 
 def test_a_store_of_turns_and_events_gets_the_whole_budget_not_the_catch_all_share():
-    # The benchmark vocabulary: with the types unknown they shared the catch-all's 10% (102 of 1,024).
+    # The benchmark vocabulary: with the types unknown they shared the catch-all's 10% of what the
+    # standing pool leaves (77 of 768).
     unknown = plan_for_task("implementation", total_tokens=1024, total_entries=40)
-    assert [(p.name, p.max_tokens) for p in unknown][-1] == ("other", 102)
+    assert [(p.name, p.max_tokens) for p in unknown][-1] == ("other", 77)
     plan = plan_for_task("implementation", total_tokens=1024, total_entries=40, entry_types=["turn", "event"])
     assert [(p.name, p.max_tokens, p.max_entries, p.types) for p in plan] == [
         ("corrections", 0, 0, ("correction",)),
@@ -339,7 +359,10 @@ presets = st.fixed_dictionaries(
     st.integers(0, 5_000),
     st.integers(0, 200),
     presets,
-    st.one_of(st.none(), st.sets(st.sampled_from(["episode", "fact", "skill", "growth", "x", "y", "correction"]))),
+    st.one_of(
+        st.none(),
+        st.sets(st.sampled_from(["episode", "fact", "skill", "growth", "x", "y", "correction", "instruction"])),
+    ),
 )
 def test_plan_budgets_add_up_to_the_totals_and_corrections_come_first(total_tokens, total_entries, weights, types):
     table = {"t": Preset(weights)}
@@ -355,7 +378,12 @@ def test_plan_budgets_add_up_to_the_totals_and_corrections_come_first(total_toke
         assert plan == [Pool("corrections", 0, 0, ("correction",))]  # nothing contextual to share out
         return
     assert sum(p.max_tokens for p in plan) == total_tokens
-    assert sum(p.max_entries for p in plan) == total_entries
+    standing = [p for p in plan if p.name == "standing"]
+    assert len(standing) == (1 if types is None or types & {"instruction", "preference"} else 0)
+    share = total_entries // 4 if standing and len(plan) > 2 else total_entries if standing else 0
+    assert sum(p.max_entries for p in plan if p.name != "standing") == total_entries - share
+    if standing:  # its entry cap: its share, raised to its tokens over 12
+        assert standing[0].max_entries == max(share, standing[0].max_tokens // 12)
     assert len({p.name for p in plan}) == len(plan)
     # Every type present in the store is admitted by some pool, and a named type by exactly one.
     for entry_type in types or ():

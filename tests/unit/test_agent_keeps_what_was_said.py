@@ -1,0 +1,178 @@
+"""The agent keeps what the user said: through a real ``create_agent``, every
+user and assistant message stays recallable (in the store or the working
+set), each side of an exchange is its own entry, long sides are split,
+never refused, and the user's standing instructions and preferences are
+stored as their own types and loaded by the default plans."""
+
+from __future__ import annotations
+
+import datetime
+import sqlite3
+from typing import Any, Dict, Iterator, List
+
+from agent_fakes import UserContext, markers, system_text, thread
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+from pydantic import Field
+
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.memory import WriteGate
+from poolsplit_adapters.memory.duplicates import DuplicateFinder
+from poolsplit_adapters.memory.parts import split_text
+from poolsplit_adapters.poolsplit import default_token_counter
+from poolsplit_adapters.stores import SQLiteMemoryStore
+
+NOW = datetime.datetime(2026, 7, 1)
+
+
+class ScriptedAnswers(GenericFakeChatModel):
+    """A fake chat model that answers each request with the next scripted
+    answer and records every request."""
+
+    messages: Iterator[Any] = Field(default_factory=lambda: iter(()))
+    answers: List[str] = Field(default_factory=list)
+    requests: List[List[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
+        self.requests.append(list(messages))
+        self.messages = iter([AIMessage(self.answers[len(self.requests) - 1])])
+        return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def by_user(rt: Any) -> Any:
+    return ("memories", rt.context["user_id"])
+
+
+def run(backing: Any, users: List[str], answers: List[str], **kw: Any) -> tuple[Any, ScriptedAnswers, Any]:
+    model = ScriptedAnswers(answers=answers)
+    options: Dict[str, Any] = {"namespace": by_user, "max_turns": 2, "token_counter": default_token_counter}
+    options.update(kw)
+    if isinstance(backing, SQLiteMemoryStore):
+        options["store"] = backing
+    mw = PoolSplitMemoryMiddleware(options.pop("pools", "auto"), remember=False, now=NOW, **options)
+    lg_store = None if isinstance(backing, SQLiteMemoryStore) else backing
+    agent = create_agent(
+        model, middleware=[mw], checkpointer=InMemorySaver(), store=lg_store, context_schema=UserContext
+    )
+    for text in users:
+        agent.invoke({"messages": [("user", text)]}, thread("t"), context={"user_id": "u1"})
+    return agent, model, mw
+
+
+def stored(store: Any) -> List[Dict[str, Any]]:
+    if isinstance(store, SQLiteMemoryStore):
+        return store.entries()
+    return BaseStoreMemory(store, ("memories", "u1")).entries()
+
+
+sentences = st.text(alphabet="abcdefghij klmno", min_size=1, max_size=60).map(lambda s: s.strip() + ".")
+messages = st.lists(sentences, min_size=1, max_size=30).map(" ".join).filter(lambda s: s.strip(". "))
+
+
+def stores() -> List[Any]:
+    lite = SqliteStore(sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None))
+    lite.setup()
+    return [InMemoryStore(), lite, SQLiteMemoryStore(":memory:")]
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(messages, messages), min_size=1, max_size=5), st.integers(40, 400))
+def test_every_message_is_recallable_after_any_number_of_turns_on_every_store(turns, part_chars):
+    users = [u for u, _ in turns]
+    answers = [a for _, a in turns]
+    gate = WriteGate(max_chars=part_chars, part_chars=part_chars)
+    for store in stores():
+        kw = {"total_tokens": 200, "total_entries": 4, "write_gate": gate}
+        agent, _, _ = run(store, users, answers, **kw)
+        state = agent.get_state(thread("t")).values["messages"]
+        in_state = {(type(m).__name__, str(m.text)) for m in state}
+        kept = stored(store)
+        contents = {e["content"] for e in kept}
+        finder = DuplicateFinder(kept)  # a repeat (exact or near) is kept once, under its twin
+        for role, kind, texts in (("user", "HumanMessage", users), ("assistant", "AIMessage", answers)):
+            for text in texts:
+                if (kind, text) in in_state:
+                    continue
+                label = "%s: " % role
+                for part in split_text(text, part_chars - len(label)):
+                    said = {"content": label + part, "type": "episode", "namespace": "memories.u1"}
+                    assert label + part in contents or finder.find(said), (type(store).__name__, role, part)
+
+
+def test_each_side_is_its_own_entry_linked_by_its_exchange_and_long_sides_are_split():
+    store = InMemoryStore()
+    long_answer = " ".join("Sentence number %d of the answer." % i for i in range(200))  # 6,5k characters
+    huge_question = "Here is my log. " + "".join("line %d of the log; " % i for i in range(500))  # > 8,000 chars
+    run(
+        store,
+        ["[u1] goal", huge_question, "next", "last"],
+        ["ok", long_answer, "fine", "done"],
+        total_tokens=400,
+        total_entries=8,
+    )
+    entries = stored(store)
+    answer_parts = sorted((e for e in entries if e.get("part") and e["role"] == "assistant"), key=lambda e: e["part"])
+    question_parts = sorted((e for e in entries if e.get("part") and e["role"] == "user"), key=lambda e: e["part"])
+    assert [e["part"] for e in answer_parts] == list(range(1, answer_parts[0]["parts"] + 1))
+    assert all(len(e["content"]) <= 1000 for e in entries)
+    assert " ".join(e["content"][len("assistant: ") :] for e in answer_parts) == long_answer
+    assert " ".join(e["content"][len("user: ") :] for e in question_parts) == huge_question.strip()
+    assert {e["exchange"] for e in answer_parts} == {e["exchange"] for e in question_parts}
+    assert len(question_parts) == 11  # 10,405 characters in parts of at most 994 (1,000 less "user: ")
+
+
+def test_standing_instructions_and_preferences_come_from_the_users_words_only():
+    store = InMemoryStore()
+    users = [
+        "Hi! Always include version numbers when I list dependencies. What is pip?",
+        "I prefer tabs over spaces. Prefiero respuestas cortas. 以后请用中文回答。",
+        "What is a wheel?",
+    ]
+    answers = ["Never trust the model's own orders. Pip installs packages.", "Noted.", "I like wheels. A package."]
+    run(store, users, answers, total_tokens=400, total_entries=8)
+    standing = sorted((e["type"], e["content"]) for e in stored(store) if e["type"] in ("instruction", "preference"))
+    assert standing == [
+        ("instruction", "Always include version numbers when I list dependencies."),
+        ("instruction", "以后请用中文回答。"),
+        ("preference", "I prefer tabs over spaces."),
+        ("preference", "Prefiero respuestas cortas."),
+    ]
+    for entry in stored(store):
+        if entry["type"] in ("instruction", "preference"):
+            assert (entry["role"], entry["source"]) == ("user", "thread:t") and entry["exchange"]
+
+
+def test_a_standing_instruction_loads_on_an_unrelated_message_when_the_budget_is_tight():
+    store = InMemoryStore()
+    users = ["Always include version numbers when I list dependencies."]
+    users += ["Tell me about the history of topic %d in great detail please." % i for i in range(12)]
+    users += ["What packages does the scraper need?"]
+    answers = ["Answer %d: " % i + "A long explanation about many things. " * 20 for i in range(len(users))]
+    _, model, mw = run(store, users, answers, total_tokens=300, total_entries=6)
+    loaded = system_text(model.requests[-1])
+    assert "Always include version numbers when I list dependencies." in loaded
+    assert "standing" in mw.last_selection.pools  # type: ignore[union-attr]
+    assert any(m["pool"] == "standing" for m in markers(model.requests[-1]))
+
+
+def test_a_turn_the_store_refuses_stays_in_the_working_set_and_says_why():
+    store = InMemoryStore()
+    gate = WriteGate()
+    question = "user: what is the staging host"
+    taken = gate.key(question, type="episode", namespace="memories.u1")
+    BaseStoreMemory(store, ("memories", "u1")).put({"id": taken, "content": "a host's own entry", "type": "note"})
+    users = ["goal", "what is the staging host", "b", "c", "d"]
+    agent, model, mw = run(store, users, ["1", "2", "3", "4", "5"], total_tokens=200, total_entries=4)
+    state = agent.get_state(thread("t")).values["messages"]
+    assert "what is the staging host" in [str(m.text) for m in state if isinstance(m, HumanMessage)]
+    assert BaseStoreMemory(store, ("memories", "u1")).get(taken)["content"] == "a host's own entry"
+    # the other turns left the working set, written; the refusal was reported by name
+    assert [str(m.text) for m in state if isinstance(m, HumanMessage)] == ["goal", "what is the staging host", "c", "d"]
+    assert "user: b" in {e["content"] for e in stored(store)}
+    del mw, model
