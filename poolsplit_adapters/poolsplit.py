@@ -48,6 +48,7 @@ import math
 import numbers
 import re
 import types
+import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
@@ -56,7 +57,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequenc
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
     "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
-    "check_entry", "check_pools", "MAX_COST", "MAX_PRIORITY", "near_miss_scope", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
+    "check_entry", "check_pools", "MAX_COST", "MAX_PRIORITY", "near_miss_scope", "visible", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
     "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
     "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
     "BUDGET_REASONS",
@@ -486,11 +487,43 @@ def default_is_active(entry: Entry) -> bool:
     return entry.get("status", "active") == "active" and not entry.get("superseded_by")
 
 
+class _Invisible(dict):  # type: ignore[type-arg]
+    """``str.translate`` table dropping the format characters (Unicode
+    category Cf), filled as characters are met (the whole range would cost
+    a second to build)."""
+
+    def __missing__(self, code: int) -> Optional[int]:
+        found = None if unicodedata.category(chr(code)) == "Cf" else code
+        self[code] = found
+        return found
+
+
+_INVISIBLE = _Invisible()
+
+
+def visible(text: str) -> str:
+    """``text`` without its invisible format characters (Unicode category
+    Cf: zero-width space and joiners, soft hyphen, word joiner, byte order
+    mark, direction marks). A reader sees none of them, yet each splits the
+    word it sits in: ``"n\u200bot"`` reads "not" but is two words that are
+    no negation. The one rule of every text comparison beyond the spec's
+    ASCII words: the duplicate finder's and write gate's normalised text
+    (:func:`~poolsplit_adapters.memory.duplicates.normalise_text`), the
+    relevance words, task signals and :func:`near_miss_scope`.
+
+    Example::
+
+        >>> visible("Do n\u200bot deploy on Fri\u00addays")
+        'Do not deploy on Fridays'
+    """
+    return text if text.isascii() else text.translate(_INVISIBLE)
+
+
 def near_miss_scope(scope: Any) -> bool:
-    """Whether ``scope`` reads "always" only up to case or spaces (``"Always"``,
-    ``" always"``): scope is exact, so such an entry is contextual and never
+    """Whether ``scope`` reads "always" only up to case, spaces or invisible
+    characters (``"Always"``, ``" always"``, ``"al\u200bways"``): scope is exact, so such an entry is contextual and never
     loads first; where entries are written or built from metadata, it is refused."""
-    return isinstance(scope, str) and scope != "always" and scope.strip().casefold() == "always"
+    return isinstance(scope, str) and scope != "always" and visible(scope).strip().casefold() == "always"
 
 
 #: The largest cost an entry may have (given or counted): every cost and

@@ -27,3 +27,91 @@ def check_add_and_supersede(memory: Any) -> None:
         memory.supersede("v1", {"id": "v3", "content": "x"})
     with pytest.raises(EntryNotFound):
         memory.supersede("missing", {"id": "v4", "content": "x"})
+
+
+def check_supersede_back_to_a_closed_version(memory: Any) -> None:
+    """``a -> b -> c``, then ``c`` superseded by ``a``'s own id and text: a
+    new sighting of a closed version's text opens a version of its own (its
+    ``returned_id``, as a write of that text gets), never a loop through
+    ``a``; the same sighting again, or an id stored active, is refused."""
+    fact = {"type": "fact", "source": "s1", "created": "2026-01-01T00:00:00Z"}
+    memory.add([dict(fact, id="a", content="Deploys go out from staging.")])
+    memory.supersede(
+        "a", dict(fact, id="b", content="Deploys go out from release.", source="s2", created="2026-02-01T00:00:00Z")
+    )
+    memory.supersede(
+        "b", dict(fact, id="c", content="Deploys go out from main.", source="s3", created="2026-03-01T00:00:00Z")
+    )
+    back = dict(fact, id="a", content="Deploys go out from staging.", source="s4", created="2026-04-01T00:00:00Z")
+    returned = memory.supersede("c", back)
+    assert returned == "fact-af6c8e6ffad9589b0379d198"
+    assert [memory.get(i).get("superseded_by") for i in ("a", "b", "c", returned)] == ["b", "c", returned, None]
+    assert memory.get(returned)["supersedes"] == "c" and memory.get(returned)["content"] == back["content"]
+    assert [v.id for v in memory.history("a")] == ["a", "b", "c", returned]
+    memory.add([dict(fact, id="k", content="Keep the changelog short.", created="2026-01-02T00:00:00Z")])
+    version = memory.version
+    for again, what in (
+        (
+            dict(fact, id="b", content="Deploys go out from release.", source="s2", created="2026-02-01T00:00:00Z"),
+            "a closed version",
+        ),
+        (dict(fact, id="k", content="Keep the changelog short.", created="2026-01-02T00:00:00Z"), "an active entry"),
+    ):
+        with pytest.raises(EntryError) as caught:
+            memory.supersede(returned, again)
+        assert (caught.value.entry_id, caught.value.field) == (again["id"], "id")
+        assert "is already in the store (%s): a new version needs an id of its own" % what in str(caught.value)
+    assert memory.version == version and memory.get(returned).get("superseded_by") is None
+
+
+def check_add_with_supersedes_closes_its_predecessor(memory: Any) -> None:
+    """An entry added with ``supersedes`` (an import's line) closes the
+    version it names as ``supersede`` does, so ``history`` holds both; one
+    naming a version superseded already, or a loop, is refused by field."""
+    memory.add([{"id": "p", "type": "fact", "content": "Refunds round up.", "created": "2026-01-01T00:00:00Z"}])
+    new = {
+        "id": "q",
+        "type": "fact",
+        "content": "Refunds round half-even.",
+        "supersedes": "p",
+        "source": "import",
+        "created": "2026-02-01T00:00:00Z",
+    }
+    assert memory.add([new]) == ["q"]
+    closed = memory.get("p")
+    assert [closed.get(k) for k in ("superseded_by", "valid_until", "closed_source")] == [
+        "q",
+        "2026-02-01T00:00:00Z",
+        "import",
+    ]
+    assert memory.get("q")["valid_from"] == "2026-02-01T00:00:00Z"
+    assert [v.id for v in memory.history("q")] == ["p", "q"] == [v.id for v in memory.history("p")]
+    version = memory.version
+    with pytest.raises(EntryError) as caught:
+        memory.add([{"id": "r", "type": "fact", "content": "Refunds round down.", "supersedes": "p"}])
+    assert (caught.value.entry_id, caught.value.field) == ("r", "supersedes")
+    assert "names 'p', which is already superseded by 'q'" in str(caught.value)
+    with pytest.raises(EntryError) as caught:
+        memory.add(
+            [
+                {"id": "x", "type": "fact", "content": "One.", "supersedes": "y"},
+                {"id": "y", "type": "fact", "content": "Two.", "supersedes": "x"},
+            ]
+        )
+    assert (caught.value.entry_id, caught.value.field) == ("x", "supersedes") and "cycle" in str(caught.value)
+    assert memory.version == version and memory.get("r") is None and memory.get("x") is None
+    # a history added in one write: the older version closed by the newer one
+    memory.add(
+        [
+            {"id": "m1", "type": "fact", "content": "Standup at nine.", "created": "2026-01-01T00:00:00Z"},
+            {
+                "id": "m2",
+                "type": "fact",
+                "content": "Standup at ten.",
+                "supersedes": "m1",
+                "created": "2026-03-01T00:00:00Z",
+            },
+        ]
+    )
+    assert memory.get("m1")["superseded_by"] == "m2" and memory.get("m1")["valid_until"] == "2026-03-01T00:00:00Z"
+    assert [v.id for v in memory.history("m2")] == ["m1", "m2"]

@@ -924,6 +924,7 @@ class BaseStoreMemory(StoreVerbs):
     async def asupersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
         """Async :meth:`supersede`."""
         change = self.superseding(entry_id, new_entry)
+        change = change.returned(await self.aread(change.touched))
         await self.acommit(change)
         return str(change.insert[0]["id"])
 

@@ -14,12 +14,15 @@ from __future__ import annotations
 import re
 from typing import Tuple
 
+from ..poolsplit import visible
+
 _WORD = re.compile(r"[^\W_]+")
 
 
 def words(text: str) -> Tuple[str, ...]:
-    """The lower-cased words of ``text``, in order."""
-    return tuple(_WORD.findall(text.lower()))
+    """The lower-cased words of ``text``, in order (invisible characters
+    removed first: :func:`~poolsplit_adapters.poolsplit.visible`)."""
+    return tuple(_WORD.findall(visible(text).lower()))
 
 
 def contains(haystack: Tuple[str, ...], signal: str) -> bool:

@@ -73,7 +73,7 @@ from typing import (
     runtime_checkable,
 )
 
-from ..poolsplit import EntryError, default_is_active, entry_error
+from ..poolsplit import EntryError, default_is_active, entry_error, near_miss_scope
 from .duplicates import record_repeat
 from .expiry import Moment, moment_of
 from .validity import retire, supersede
@@ -353,7 +353,7 @@ def _handle(raw: Mapping[str, Any], key: str) -> Optional[int]:
 
 def _claims_always(raw: Mapping[str, Any]) -> bool:
     scope = raw.get("scope")
-    return isinstance(scope, str) and scope.strip().casefold() == "always"
+    return scope == "always" or near_miss_scope(scope)
 
 
 def validate(

@@ -7,8 +7,11 @@ write is first compared with what is stored, within its **namespace and
 type** (a tenant's note never merges with another tenant's, nor a fact with a
 task):
 
-* **exact**: the same normalised text: Unicode NFKC (full-width and
-  compatibility forms folded), case-folded, whitespace collapsed.
+* **exact**: the same normalised text (:func:`normalise_text`): invisible
+  format characters removed, Unicode NFKC (full-width and compatibility
+  forms folded), case-folded, whitespace collapsed. Every word the guards
+  below compare is read from it, so a zero-width space or soft hyphen
+  cannot hide a "not" or an "always".
 * **near**: the same claim in other words. Either the cosine of two
   embeddings (``embed=``: a batch function such as
   :meth:`HashEmbedder.embed_documents
@@ -75,7 +78,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..poolsplit import MIN_WORD_LENGTH, STOPWORDS, default_is_active, entry_error
+from ..poolsplit import MIN_WORD_LENGTH, STOPWORDS, default_is_active, entry_error, visible
 from .expiry import moment_of
 
 __all__ = [
@@ -199,9 +202,10 @@ IsActive = Callable[[Mapping[str, Any]], bool]
 
 
 def normalise_text(text: str) -> str:
-    """The form exact duplicates are compared in: NFKC, case-folded,
-    whitespace collapsed and stripped."""
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """The form exact duplicates are compared in: invisible characters
+    removed (:func:`~poolsplit_adapters.poolsplit.visible`: ``"n\u200bot"``
+    is "not"), NFKC, case-folded, whitespace collapsed and stripped."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFKC", visible(text)).casefold()).strip()
 
 
 def _tokens(normalised: str) -> List[str]:

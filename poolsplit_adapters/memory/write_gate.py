@@ -281,8 +281,8 @@ class WriteGate:
     @staticmethod
     def normalise(content: str) -> str:
         """The form duplicates are compared in (the one rule,
-        :func:`~poolsplit_adapters.memory.duplicates.normalise_text`): NFKC,
-        case-folded, spaces collapsed."""
+        :func:`~poolsplit_adapters.memory.duplicates.normalise_text`): invisible
+        characters removed, NFKC, case-folded, spaces collapsed."""
         return normalise_text(content)
 
     def key(self, content: str, *, type: str, namespace: Optional[str], owner: Optional[str] = None) -> str:

@@ -5,7 +5,9 @@ ASCII runs of three or more characters. It gives Hebrew, Chinese, Greek or
 accented words no lexical relevance at all and cannot see that "refunds"
 answers "refund". This module is the rule for everything beyond the core:
 
-1. **Normalise**: NFKC (full-width letters and ligatures become plain ones)
+1. **Normalise**: invisible format characters (zero-width space, soft
+   hyphen, ...) removed, as every text comparison removes them
+   (:func:`~poolsplit_adapters.poolsplit.visible`); NFKC (full-width letters and ligatures become plain ones)
    then ``casefold`` (``"Straße"`` matches ``"STRASSE"``); combining marks
    are then dropped, so pointed and unpointed Hebrew match.
 2. **Words**: maximal runs of letters and digits of any script (``_`` and
@@ -55,6 +57,8 @@ import warnings
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+from ..poolsplit import visible
 
 try:  # pragma: no cover - exercised by the environment, not by a test
     import snowballstemmer as _snowball
@@ -110,8 +114,9 @@ _MARKS = _Marks()
 
 
 def normalise(text: str) -> str:
-    """NFKC, casefold, combining marks removed (steps 1 of the module doc)."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
+    """Invisible characters removed (:func:`~poolsplit_adapters.poolsplit.visible`),
+    NFKC, casefold, combining marks removed (steps 1 of the module doc)."""
+    folded = unicodedata.normalize("NFKC", visible(text)).casefold()
     return folded if folded.isascii() else folded.translate(_MARKS)
 
 

@@ -19,13 +19,18 @@ inherits every verb (``add``, ``get``, ``supersede``, ``delete``,
   already or repeated in the batch: nothing is written then.
 * **supersede** (the one semantics, :func:`~poolsplit_adapters.memory.validity.supersede`):
   the old entry must exist and must not be superseded already (supersede
-  the newer one instead); the new entry must have an id of its own. In one
+  the newer one instead); the new entry must have an id of its own, never a
+  stored one (:meth:`Change.versions`, the one check of every new version;
+  back to a closed version's text, by a new sighting, it gets its
+  :func:`returned_id`, as a write of that text does). In one
   write, the old entry gets ``superseded_by`` (the new id), ``valid_until``
   (when the new one became valid: its ``valid_from``, else its ``created``)
   and ``closed_source`` (the new one's ``source``), and stays for audit and
   :meth:`~StoreVerbs.history`, never loading again under the default
   ``is_active``; the new one records ``supersedes`` (the old id) and
   ``valid_from``.
+* An entry **added** with ``supersedes`` (a line of an imported history)
+  closes the version it names as ``supersede`` would, by the same check.
 * **write** is ``add`` with its report: an entry that repeats a stored
   active one (exact or near, within namespace, type and scope; see
   :mod:`~poolsplit_adapters.memory.duplicates`) is not stored again; the
@@ -247,7 +252,16 @@ class Change:
             + [kept for kept, _ in self.repeat if kept not in {e["id"] for e in self.insert}]
             + [e["id"] for e in self.replace]
             + [e["id"] for e in self.unchanged if e["id"] not in {r["id"] for r in self.replace}]
+            + [old for old, _ in self.links if old not in {o for o, _ in self.retire}]
         )
+
+    @property
+    def links(self) -> List[Tuple[str, str]]:
+        """``(predecessor id, new id)`` of every inserted entry that names the
+        version it supersedes (``supersedes``): a supersede's new version, a
+        line of an imported history. :meth:`verify` checks each
+        (:meth:`versions`)."""
+        return [(str(e["supersedes"]), str(e["id"])) for e in self.insert if isinstance(e.get("supersedes"), str)]
 
     def verify(self, stored: Iterable[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
         """The stored versions by id, once the change is known to apply;
@@ -279,7 +293,107 @@ class Change:
                 raise ValueError(
                     "entry %r is already superseded by %r; supersede that one" % (old_id, old["superseded_by"])
                 )
+        self.versions(current)
         return current
+
+    def versions(self, current: Mapping[str, Mapping[str, Any]]) -> List[Tuple[str, str]]:
+        """The one check of every new version (an inserted entry naming the
+        version it supersedes: ``supersede``'s, or a line of an imported
+        history added with ``supersedes``) against the stored versions and
+        the rest of the write, raising :class:`EntryError` naming the new
+        entry and the field; returns ``(old, new)``: the predecessors this
+        change closes besides :attr:`retire` (as ``supersede`` closes them).
+
+        * A supersede's new version is not stored already (its id would
+          close a version into another entry, or into its own history: a
+          cycle, and nothing of the fact would load). A closed version's
+          text said again by a new sighting has its :func:`returned_id` by
+          then, as :meth:`StoreVerbs.write` gives it one. An *added* entry
+          stored already is a repeat of it and closes nothing.
+        * Following ``supersedes`` back from it never reaches it (no cycle).
+        * Its predecessor, stored or in the same write, is in its namespace
+          (one naming none takes the predecessor's); and is closed by it
+          alone: active (then closed now) or already superseded by it (a
+          history imported whole); one superseded by another version, or
+          named by two new versions of the write, is refused.
+        * A predecessor found nowhere (a forgotten version) leaves the link
+          as given: the history starts at the new version.
+        """
+        news = {str(e["id"]): e for e in self.insert}
+        retired = dict(self.retire)
+        stated = {str(e["id"]) for e in self.replace}  # closed as given (a consolidator's update)
+        claimed = dict(retired)
+        closes: List[Tuple[str, str]] = []
+        for old, new in self.links:
+            entry = news[new]
+            if new in current:
+                if retired.get(old) == new:
+                    raise entry_error(
+                        entry,
+                        None,
+                        "id",
+                        "is already in the store (%s): a new version needs an id of its own"
+                        % ("an active entry" if live(current[new]) else "a closed version"),
+                    )
+                continue  # an added entry stored already: a repeat, it closes nothing
+            walk: Any = old
+            walked: set[str] = set()
+            while isinstance(walk, str) and walk not in walked:
+                if walk == new:
+                    raise entry_error(
+                        entry,
+                        None,
+                        "supersedes",
+                        "names %r, %s: the versions would form a cycle"
+                        % (old, "the entry itself" if old == new else "which follows this entry in its history"),
+                    )
+                walked.add(walk)
+                found = current.get(walk, news.get(walk))
+                walk = None if found is None else found.get("supersedes")
+            before = current.get(old, news.get(old))
+            if before is None:
+                continue  # a forgotten version: the history starts here
+            _in_its_namespace(before, entry)
+            if retired.get(old) == new or old in stated:
+                continue
+            if claimed.get(old, new) != new:
+                raise entry_error(
+                    entry, None, "supersedes", "names %r, which %r supersedes in the same write" % (old, claimed[old])
+                )
+            closer = before.get("superseded_by")
+            if closer == new:
+                continue  # closed by it already (a history imported whole)
+            if closer:
+                raise entry_error(
+                    entry,
+                    None,
+                    "supersedes",
+                    "names %r, which is already superseded by %r: a new version supersedes the newest" % (old, closer),
+                )
+            claimed[old] = new
+            closes.append((old, new))
+        return closes
+
+    def returned(self, stored: Iterable[Mapping[str, Any]]) -> Change:
+        """This change with each new entry whose id is a closed version with
+        the same text, said again by a new sighting, under its
+        :func:`returned_id` (:func:`returning`, the rule of every write), its
+        :attr:`retire` pairs renamed with it: ``supersede`` back to a closed
+        version's text opens a version of its own, as a write of that text
+        and a consolidator's update do. ``stored``: the stored versions of
+        :attr:`touched` (each new entry is compared in the namespace it
+        takes from the version it supersedes)."""
+        stored = list(stored)
+        by_id = {str(e["id"]): e for e in stored}
+        news = {str(e["id"]): e for e in self.insert}
+        for old, new in self.retire:
+            if old in by_id and new in news:
+                news[new].update(_in_its_namespace(by_id[old], news[new]))
+        given = [str(e["id"]) for e in self.insert]
+        if not returning(self.insert, stored):
+            return self
+        renamed = {old: str(e["id"]) for old, e in zip(given, self.insert)}
+        return replace(self, retire=tuple((old, renamed.get(new, new)) for old, new in self.retire))
 
     def refuse_stored(self, positions: Sequence[int]) -> None:
         """:class:`DuplicateEntry` for the inserted entries at ``positions``
@@ -295,12 +409,17 @@ class Change:
         retired = []
         opened: Dict[str, Dict[str, Any]] = {}
         news = {e["id"]: e for e in self.insert}
-        for old_id, new_id in self.retire:
+        for old_id, new_id in self.retire + tuple(self.versions(current)):
             if new_id in news:
                 # The one supersede semantics (validity.supersede): the old
                 # version closes when the new one opens, and says who closed it.
-                new = _in_its_namespace(current[old_id], opened.get(new_id, news[new_id]))
-                closed, opened[new_id] = _superseded(current[old_id], new)
+                # (An added version's predecessor may be new in this write too.)
+                before = current[old_id] if old_id in current else opened.get(old_id, news[old_id])
+                new = _in_its_namespace(before, opened.get(new_id, news[new_id]))
+                closed, opened[new_id] = _superseded(before, new)
+                if old_id not in current:
+                    opened[old_id] = closed
+                    continue
             else:
                 closed = dict(current[old_id])
                 closed["superseded_by"] = new_id
@@ -842,6 +961,7 @@ class StoreVerbs(ABC):
                 finder.discard(gone)
             written = self.read(
                 [str(e["id"]) for e in change.insert]
+                + [old for old, _ in change.links]  # a predecessor an added version closed
                 + [kept for kept, _ in change.repeat]
                 + [str(e["id"]) for e in change.replace]  # a closed one is only discarded
             )
@@ -882,6 +1002,7 @@ class StoreVerbs(ABC):
                 another stored id.
         """
         change = self.superseding(entry_id, new_entry)
+        change = change.returned(self.read(change.touched))
         self._commit_tracked(change)
         return str(change.insert[0]["id"])
 

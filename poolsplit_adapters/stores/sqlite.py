@@ -17,7 +17,11 @@ schema through a read-only connection (:func:`identify`): a file that is not
 SQLite, another program's database (also one that claims ``user_version``
 1 without these tables) or a newer schema is refused with a
 :class:`StoreError` naming it, byte-identical, before WAL mode or a
-migration could touch it. A file (or folder) this process cannot write is
+migration could touch it, and with nothing beside it: a file with no log
+beside it is read ``immutable`` (a read-only connection to a WAL file makes
+its ``-wal`` and ``-shm``), and a file SQLite finds damaged only once the
+store's own connection reads it is refused with the files that connection
+made removed. A file (or folder) this process cannot write is
 opened read-only: reads work, a write raises :class:`StoreError`. Every
 SQLite error the store raises names the file.
 
@@ -134,10 +138,34 @@ def _cannot_open(exc: sqlite3.Error) -> bool:
     return "unable to open" in str(exc) or "readonly database" in str(exc)
 
 
+#: What SQLite keeps beside a database file: its write-ahead log and shared
+#: memory, or its rollback journal.
+SIDECARS = ("-wal", "-shm", "-journal")
+
+
+def _sidecars(path: pathlib.Path) -> set[pathlib.Path]:
+    """The files SQLite keeps beside ``path`` (:data:`SIDECARS`) that exist now."""
+    return {side for side in (path.with_name(path.name + s) for s in SIDECARS) if side.exists()}
+
+
+def _remove_created(path: pathlib.Path, before: set[pathlib.Path]) -> None:
+    """Remove the files beside ``path`` that an open refused as not a store
+    created (those not in ``before``): the refused file is left as it was
+    found, alone. Called only once SQLite found the file itself unusable
+    (corrupt, not a database), never on a busy one: then nothing of another
+    writer can be in a log that did not exist before this open."""
+    for side in _sidecars(path) - before:
+        with suppress(OSError):
+            side.unlink()
+
+
 def _probe(path: pathlib.Path) -> tuple[int, dict[str, frozenset[str]]]:
     """(``user_version``, table -> columns) of an existing SQLite file, read
-    through a read-only connection: identifying a file never writes to it."""
-    for immutable in (False, True):
+    through a read-only connection: identifying a file never writes to it,
+    nor beside it. Without a log beside it the file is the whole database,
+    read ``immutable`` (a read-only connection to a WAL file makes its
+    ``-wal`` and ``-shm``, and would leave both beside a file it refuses)."""
+    for immutable in (False, True) if _sidecars(path) else (True,):
         try:
             conn = sqlite3.connect(_read_only_uri(path, immutable), uri=True)
         except sqlite3.Error as exc:
@@ -440,6 +468,7 @@ class SQLiteMemoryStore(StoreVerbs):
         #: Opened read-only: the file or its folder is not writable (reads
         #: work; a write raises StoreError naming the file).
         self.read_only = not self.in_memory and not _writable(self.path)
+        beside = set() if self.in_memory else _sidecars(self.path)
         if self.read_only and version < SCHEMA_VERSION:
             raise StoreError(
                 "%s: cannot create or upgrade a memory store here: the file or its folder is read-only" % self.path
@@ -462,6 +491,8 @@ class SQLiteMemoryStore(StoreVerbs):
             self._read_head()  # a read-only file is read once here, so a bad one fails now
         except sqlite3.DatabaseError as exc:
             self._conn.close()
+            if not self.in_memory and not isinstance(exc, sqlite3.OperationalError):  # unusable, not busy
+                _remove_created(self.path, beside)
             problem = str(exc).removeprefix("%s: " % self.path)
             raise StoreError("%s: not a usable SQLite memory store (%s)" % (self.path, problem)) from None
         except BaseException:

@@ -126,7 +126,11 @@ def test_ten_thousand_items_of_one_batch_are_each_read_once_on_postgres_store(pg
 
 
 def test_the_store_contract_holds_over_postgres_store(pg_database):
-    from contract_checks import check_add_and_supersede
+    from contract_checks import (
+        check_add_and_supersede,
+        check_add_with_supersedes_closes_its_predecessor,
+        check_supersede_back_to_a_closed_version,
+    )
 
     from poolsplit_adapters import EntryError
     from poolsplit_adapters.stores import MemoryStore
@@ -139,3 +143,5 @@ def test_the_store_contract_holds_over_postgres_store(pg_database):
         with pytest.raises(EntryError, match="'scope'"):
             memory.add([{"id": "v5", "content": "x", "scope": "Always"}])
         assert memory.delete("v2") is True and memory.entries() == []
+        check_supersede_back_to_a_closed_version(memory)
+        check_add_with_supersedes_closes_its_predecessor(memory)

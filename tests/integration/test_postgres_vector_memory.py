@@ -9,7 +9,11 @@ from typing import Any, Iterator
 
 import pytest
 import sqlalchemy
-from contract_checks import check_add_and_supersede
+from contract_checks import (
+    check_add_and_supersede,
+    check_add_with_supersedes_closes_its_predecessor,
+    check_supersede_back_to_a_closed_version,
+)
 from pg_embeddings import DIMS, HashedNgramEmbeddings, HashedNgramLlamaEmbedding
 from pg_server import Database
 
@@ -61,6 +65,8 @@ def check_the_contract(memory: Any) -> None:
     assert memory.delete("v2") is True
     assert memory.get("v1") is None and memory.get("v2") is None and memory.get("fix") is not None
     assert memory.delete("v2") is False
+    check_supersede_back_to_a_closed_version(memory)
+    check_add_with_supersedes_closes_its_predecessor(memory)
 
 
 def test_the_store_contract_holds_over_pgvector(langchain_memory):

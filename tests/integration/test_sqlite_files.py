@@ -206,6 +206,50 @@ def test_a_damaged_file_is_named_in_the_error(tmp_path):
         SQLiteMemoryStore(path).entries()
 
 
+def damaged(path: pathlib.Path, damage: str) -> bytes:
+    """A store of 300 entries at ``path``, then damaged: ``half`` cut at half
+    its length (its header still counts every page), ``page`` cut to its
+    first page, ``meta`` its change counter's page overwritten (the header
+    and schema read well: the damage shows only once the store reads it)."""
+    with SQLiteMemoryStore(path) as store:
+        store.add([{"type": "fact", "content": "fact %d %s" % (n, "x" * 200)} for n in range(300)])
+    data = bytearray(path.read_bytes())
+    if damage == "half":
+        data = data[: len(data) // 2]
+    elif damage == "page":
+        data = data[:4096]
+    else:
+        with sqlite3.connect(path) as conn:
+            [(root,)] = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = 'meta'")
+        data[(root - 1) * 4096 : root * 4096] = b"\xa5" * 4096
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+@pytest.mark.parametrize("damage", ["half", "page", "meta"])
+def test_a_refused_damaged_file_is_left_alone_with_nothing_beside_it(tmp_path, damage):
+    # The read-only probe (and the store's own connection) made memory.db-wal
+    # and memory.db-shm beside a file it then refused, and left them there.
+    folder = tmp_path / "store"
+    folder.mkdir()
+    path = folder / "memory.db"
+    data = damaged(path, damage)
+    pools = tmp_path / "p.toml"
+    pools.write_text(POOLS_TOML)
+    for args in (
+        ["select", "fact", "--store", str(path), "--pools", str(pools)],
+        ["export", "--store", str(path)],
+        ["add", "--store", str(path), "--content", "x"],
+    ):
+        code, _, err = cli(*args)
+        one_line_error(code, err, "poolsplit: %s: " % path, "database disk image is malformed", "not a usable SQLite")
+        assert sorted(p.name for p in folder.iterdir()) == ["memory.db"], args
+        assert path.read_bytes() == data
+    with pytest.raises(StoreError, match="^%s: .*malformed" % path):
+        SQLiteMemoryStore(path)
+    assert sorted(p.name for p in folder.iterdir()) == ["memory.db"] and path.read_bytes() == data
+
+
 @pytest.mark.parametrize("content", [b"just some notes\nnot a database\n", bytes(range(256)) * 8, b"{}\n"])
 def test_a_text_or_random_file_named_db_is_not_a_sqlite_database(tmp_path, content):
     path = tmp_path / "memory.db"

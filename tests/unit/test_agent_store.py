@@ -283,6 +283,17 @@ async def test_async_twins_match_the_sync_methods():
     assert sorted(e["id"] for e in await memory.aentries()) == ["a", "a2", "u1-fix-1"]
 
 
+async def test_async_supersede_back_to_a_closed_version_opens_a_version_of_its_own():
+    # The async twin closed "b" into the closed "a" (a loop: nothing of the fact loaded).
+    memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=Counter())
+    a = {"id": "a", "type": "fact", "content": "Deploys go out from staging.", "source": "s1"}
+    await memory.aadd([dict(a, created="2026-01-01T00:00:00Z")])
+    await memory.asupersede("a", {"id": "b", "type": "fact", "content": "Deploys go out from main.", "source": "s2"})
+    returned = await memory.asupersede("b", dict(a, source="s4", created="2026-04-01T00:00:00Z"))
+    assert returned == "fact-af6c8e6ffad9589b0379d198" == memory.get("b")["superseded_by"]
+    assert [v.id for v in memory.history(returned)] == ["a", "b", returned]
+
+
 def test_put_many_is_one_batch_of_puts():
     store = RecordingStore()
     BaseStoreMemory(store, U1).put_many([{"content": "one"}, {"content": "two"}])

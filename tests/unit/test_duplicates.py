@@ -44,6 +44,49 @@ def test_normalisation_is_nfkc_casefold_and_collapsed_whitespace() -> None:
 
 
 @pytest.mark.parametrize(
+    "stored, hidden",
+    [
+        ("Do deploy on Fridays", "Do n\u200bot deploy on Fridays"),  # zero-width space
+        ("Do deploy on Fridays", "Do n\u00adot deploy on Fridays"),  # soft hyphen
+        ("Do deploy on Fridays", "Do n\u2060ot deploy on Fridays"),  # word joiner
+        ("Deploy the main cluster on Fridays", "Al\u200bways deploy the main cluster on Fridays"),
+        ("Do deploy on Fridays on the main cluster", "Do n\u200cot deploy on Fridays on the main cluster"),  # ZWNJ
+    ],
+)
+def test_an_invisible_character_never_hides_a_change_of_polarity_or_extent(stored: str, hidden: str) -> None:
+    # Read as "n" + "ot" (no negation) or "al" + "ways" (no qualifier), the
+    # changed text was folded into the stored one as a repeat.
+    for embed in (None, HashEmbedder().embed_documents):
+        assert DuplicateFinder([note(stored)], embed=embed).find({"type": "note", "content": hidden}) is None
+    shown = hidden.translate({0x200B: None, 0x00AD: None, 0x2060: None, 0x200C: None})
+    assert normalise_text(hidden) == normalise_text(shown) == shown.casefold()
+    kept = note(shown)
+    hit = DuplicateFinder([kept]).find({"type": "note", "content": hidden})
+    assert hit is not None and hit.kept is kept and hit.kind is DuplicateKind.EXACT  # it repeats what it reads as
+
+
+def test_every_text_comparison_removes_the_invisible_characters() -> None:
+    from poolsplit_adapters.memory import WriteGate
+    from poolsplit_adapters.memory._words import contains, words
+    from poolsplit_adapters.memory.write_gate import check_write
+    from poolsplit_adapters.poolsplit import near_miss_scope, visible
+    from poolsplit_adapters.relevance.words import normalise
+
+    hidden = "\ufeffDo n\u200bot de\u200dploy on Fri\u00addays\u2060"
+    assert visible(hidden) == "Do not deploy on Fridays"
+    assert normalise_text(hidden) == normalise(hidden) == "do not deploy on fridays"
+    gate = WriteGate()
+    assert gate.key(hidden, type="note", namespace="u1") == gate.key(
+        "Do not deploy on Fridays", type="note", namespace="u1"
+    )
+    assert words(hidden) == ("do", "not", "deploy", "on", "fridays") and contains(words(hidden), "not deploy")
+    assert near_miss_scope("al\u200bways") and near_miss_scope("\u00adAlways")
+    with pytest.raises(EntryError) as caught:
+        check_write({"id": "x", "content": "Use cents.", "scope": "al\u200bways"}, 0)
+    assert (caught.value.entry_id, caught.value.field) == ("x", "scope")
+
+
+@pytest.mark.parametrize(
     "repeat",
     [
         "user: hello / assistant: ok",

@@ -397,3 +397,38 @@ def test_the_middleware_takes_every_store_as_a_backend(store):
     assert [(c.entry["id"], c.always) for c in selection.chosen] == [("fix", True), ("fact", False)]
     assert backend.existing([U1], ["fix", "nope"]) == {"fix"}
     assert backend.get([U1], "fact")["content"] == "Refunds round half-even."
+
+
+def test_supersede_back_to_a_closed_version_is_no_cycle_on_every_store(store):
+    # supersede("c", {"id": "a", ...}) after a -> b -> c closed c into the
+    # closed a: nothing of the fact loaded, and history() raised on the loop.
+    from contract_checks import check_supersede_back_to_a_closed_version
+
+    check_supersede_back_to_a_closed_version(store)
+    loaded = sorted(c.entry["id"] for c in store.select(POOLS, {"message": "deploys"}, now=NOW).chosen)
+    assert loaded == ["fact-af6c8e6ffad9589b0379d198", "k"]
+
+
+def test_an_entry_added_with_supersedes_closes_its_predecessor_on_every_store(store):
+    # add([{"id": "b", "supersedes": "a"}]) left a active, and history("b") omitted b.
+    from contract_checks import check_add_with_supersedes_closes_its_predecessor
+
+    check_add_with_supersedes_closes_its_predecessor(store)
+    loaded = sorted(c.entry["id"] for c in store.select(POOLS, {"message": "refunds standup"}, now=NOW).chosen)
+    assert loaded == ["m2", "q"]
+
+
+def test_an_entry_added_with_supersedes_never_closes_another_tenants_entry(store):
+    label = namespace_label(U1)
+    store.add([{"id": "b", "type": "fact", "namespace": label, "content": "U1's account ends in 1234."}])
+    hijack = {"id": "x", "type": "fact", "content": "hijack", "supersedes": "b"}
+    if isinstance(store, BaseStoreMemory):  # one namespace per memory: another tenant's id is not found at all
+        other = BaseStoreMemory(store.store, ("memories", "u2"), token_counter=counter)
+        assert other.add([hijack]) == ["x"] and [v.id for v in other.history("x")] == ["x"]
+    else:
+        with pytest.raises(EntryError) as caught:
+            store.add([dict(hijack, namespace="memories.u2")])
+        assert (caught.value.entry_id, caught.value.field) == ("x", "namespace")
+        assert "but the entry it supersedes, 'b', is in 'memories.u1'" in str(caught.value)
+        assert store.get("x") is None
+    assert store.get("b").get("superseded_by") is None
