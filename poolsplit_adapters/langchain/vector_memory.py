@@ -31,6 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
+from ..convert import stored_parts
 from ..memory.expiry import note_expired
 from ..poolsplit import Pool, Selection
 from ..stores.base import Change, IdHeldElsewhere, StoreVerbs, prepare_entries
@@ -56,11 +57,9 @@ def entry_to_document(entry: Mapping[str, Any]) -> Document:
     """The document for an entry: ``content`` as page content, ``id`` as the
     document id, every other field as metadata (the inverse of
     :func:`~poolsplit_adapters.langchain.document_to_entry`)."""
-    metadata = {k: v for k, v in entry.items() if k not in ("content", "id")}
+    text, metadata = stored_parts(entry)  # page_content is what the store embeds
     entry_id = entry.get("id")
-    return Document(
-        page_content=str(entry["content"]), metadata=metadata, id=None if entry_id is None else str(entry_id)
-    )
+    return Document(page_content=text, metadata=metadata, id=None if entry_id is None else str(entry_id))
 
 
 class VectorStoreMemory(StoreVerbs):
