@@ -32,7 +32,6 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from ..convert import stored_parts
-from ..memory.expiry import note_expired
 from ..poolsplit import Pool, Selection
 from ..stores.base import Change, IdHeldElsewhere, StoreVerbs, prepare_entries
 from ..stores.postgres import check_entry_text
@@ -129,7 +128,7 @@ class VectorStoreMemory(StoreVerbs):
         retriever = self.retriever(pools, **options)
         retriever.invoke(query, **keywords)
         assert retriever.last_selection is not None
-        return note_expired(retriever.last_selection)
+        return retriever.last_selection  # noted by the call (expired ids too)
 
     async def aselect(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
@@ -139,7 +138,7 @@ class VectorStoreMemory(StoreVerbs):
         retriever = self.retriever(pools, **options)
         await retriever.ainvoke(query, **keywords)
         assert retriever.last_selection is not None
-        return note_expired(retriever.last_selection)
+        return retriever.last_selection  # noted by the call (expired ids too)
 
     # -- the contract's primitives ----------------------------------------------------
 
