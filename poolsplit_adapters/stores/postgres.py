@@ -555,27 +555,29 @@ def _plain(store: Any) -> bool:
 @contextlib.contextmanager
 def locked_cursor(store: Any) -> Iterator[Any]:
     """A cursor of LangGraph's sync ``PostgresStore`` with the store's lock
-    held as its own ``batch`` holds it: every statement of ours on a
-    LangGraph Postgres store runs through this (or :func:`alocked_cursor`).
+    held: every statement of ours on a LangGraph Postgres store runs through
+    this (or :func:`alocked_cursor`).
 
     Why: ``PostgresStore.from_conn_string`` opens one connection, and a
     psycopg connection not in pipeline mode runs one command at a time.
     The store's ``batch`` takes ``store.lock`` for it (``_cursor(pipeline=True)``);
     its plain ``_cursor()`` takes none, so our reads through it, in threads
     beside the store's own batches, failed with "another command is already
-    in progress". The rule is the store's: the lock unless the store runs a
-    pipeline (``pipe``: its connection then takes commands from every thread,
-    and the store takes no lock). No pipeline mode is entered here (a
-    statement such as ``CREATE INDEX CONCURRENTLY`` cannot run in one), and
-    the lock is not reentrant: nothing inside may reach the store.
+    in progress". In pipeline mode (``pipe``) the store takes no lock and
+    its batches run side by side; ours still take it, so a transaction of
+    ours (:class:`~poolsplit_adapters.langchain.postgres_store_search.PostgresStoreSearch`'s
+    run, :func:`~poolsplit_adapters.stores.type_indexes.install_type_indexes`)
+    never nests with another (psycopg refused them "at the wrong nesting
+    level"). No pipeline mode is entered here (a statement such as ``CREATE
+    INDEX CONCURRENTLY`` cannot run in one), and the lock is not reentrant:
+    nothing inside may reach the store.
 
     Example::
 
         with locked_cursor(store) as cur:
             cur.execute("SELECT 1")
     """
-    lock = store.lock if getattr(store, "pipe", None) is None else contextlib.nullcontext()
-    with lock, store._cursor() as cur:
+    with store.lock, store._cursor() as cur:
         yield cur
 
 
@@ -583,9 +585,10 @@ def locked_cursor(store: Any) -> Iterator[Any]:
 async def alocked_cursor(store: Any) -> AsyncIterator[Any]:
     """:func:`locked_cursor` of LangGraph's ``AsyncPostgresStore``: its own
     ``_cursor()`` takes its ``asyncio`` lock on a single connection (a
-    pooled one needs none), as its ``abatch`` does, so this is that cursor.
+    pooled one needs none) except in pipeline mode, where this takes it.
     Run on the store's loop (:func:`wait_on_store_loop` from another thread)."""
-    async with store._cursor() as cur:
+    lock = store.lock if getattr(store, "pipe", None) is not None else contextlib.nullcontext()
+    async with lock, store._cursor() as cur:
         yield cur
 
 

@@ -159,3 +159,36 @@ def test_each_of_our_statements_waits_for_the_stores_lock(pg_database: Any, call
             assert not done.wait(0.5)  # waiting on the lock, not running beside its holder
         worker.join(timeout=30)
         assert done.is_set()
+
+
+def test_ranked_searches_in_threads_over_a_pipelined_store_take_turns(pg_database: Any) -> None:
+    """In pipeline mode the store takes no lock; our ranked searches (each
+    one transaction) still take it, so twenty at once never nest their
+    transactions (psycopg refused them "at the wrong nesting level")."""
+    from poolsplit_adapters.langchain.postgres_store_search import PostgresStoreSearch, RankedSearch
+
+    index = FORMS["index"][0]["index"]
+    with postgres.PostgresStore.from_conn_string(pg_database.conninfo, index=index) as plain:
+        plain.setup()
+        BaseStoreMemory(plain, _namespace(0)).put_many(
+            [{"id": "n%d" % n, "type": "note", "content": "deploy note %d" % n} for n in range(5)]
+        )
+    with postgres.PostgresStore.from_conn_string(pg_database.conninfo, index=index, pipeline=True) as store:
+        search = PostgresStoreSearch(store)
+        start = threading.Barrier(USERS)
+        found: List[Any] = [None] * USERS
+
+        def run(n: int) -> None:
+            start.wait(timeout=60)
+            try:
+                [items] = search.run([RankedSearch(_namespace(0), 3, type="note")], "deploy note %d" % (n % 5))
+                found[n] = [item.key for item in items][0]
+            except Exception as error:  # noqa: BLE001 - each search's failure is reported
+                found[n] = repr(error)
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(USERS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=120)
+        assert found == ["n%d" % (n % 5) for n in range(USERS)]
