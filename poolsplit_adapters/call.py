@@ -16,9 +16,10 @@ objects to entries and back, and leave everything in between to an
 3. **layering**: progressive loading's layers (None: the spec's fill);
 4. **select**: the core ``select`` over entries, ``MemoryIndex.select``, or
    a selection the caller's store made over its recalled candidates;
-5. **annotate**: the task detection and the layers' token metrics in
-   ``selection.notes`` (an embedding scorer's fallback the core notes
-   itself, from the call's own prepared scorer);
+5. **annotate**: the task detection, the layers' token metrics and the
+   expired ids (``notes["expired"]``) in ``selection.notes`` (an embedding
+   scorer's fallback the core notes itself, from the call's own prepared
+   scorer);
 6. **record**: ``last_selection``, every active
    :func:`~poolsplit_adapters.reports.capture_selections`; the framework
    event carries :func:`~poolsplit_adapters.reports.event_payload`;
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Union, runtime_checkable
 
 from .checks import ArgumentError, check_k, check_overrides
+from .memory.expiry import note_expired
 from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import AUTO, TaskDetection, resolve_pools
@@ -219,7 +221,11 @@ class AdapterCall:
         """5. Record in ``selection.notes`` what this call decided around the
         core: ``task_type`` and ``task`` (the detection: scores, matched
         signals) for ``pools="auto"``; ``metrics`` (tokens per layer,
-        savings), ``detail`` and ``deepened`` for progressive loading.
+        savings), ``detail`` and ``deepened`` for progressive loading;
+        ``expired``, the ids the selection dropped as expired
+        (:func:`~poolsplit_adapters.memory.expiry.note_expired`, as every
+        store's ``select`` notes them): every adapter's selection passes
+        here, whichever path made it.
 
         Notes a selection already has are kept: a selection made by a nested
         adapter call (the middleware over a vector store goes through the
@@ -233,7 +239,7 @@ class AdapterCall:
             selection.notes.update(
                 progressive_notes(token_metrics(selection.chosen), detail=layering.detail, deepened=layering.deepened)
             )
-        return selection
+        return note_expired(selection)
 
     # 6. record, 7. cap ------------------------------------------------------------------
 

@@ -45,6 +45,29 @@ def entry_of(content: str, metadata: Optional[Mapping[str, Any]], object_id: Opt
     return entry
 
 
+def stored_parts(entry: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    """What a vector store keeps of an entry: ``(text, metadata)``, the
+    entry's ``content`` and every other field but ``id``. The one rule of
+    what is embedded, on every vector store: **the text only**.
+
+    Why: the other fields change over an entry's life while its meaning
+    does not (a repeat adds to ``seen``, a new version sets
+    ``superseded_by`` and ``valid_to``); embedded with the text, each repeat
+    moved the kept entry's vector and so its score. LangChain's vector
+    stores embed a document's ``page_content`` only (the base
+    ``add_documents``, ``InMemoryVectorStore``, ``PGVector``); a LlamaIndex
+    node embeds its metadata unless excluded, so
+    :func:`~poolsplit_adapters.llama_index.nodes.nodes_from` excludes every
+    key of it (``excluded_embed_metadata_keys``).
+
+    Example::
+
+        >>> stored_parts({"id": "n1", "content": "Refunds round half-even.", "seen": []})
+        ('Refunds round half-even.', {'seen': []})
+    """
+    return str(entry["content"]), {k: v for k, v in entry.items() if k not in ("content", "id")}
+
+
 def check_converted(entry: Mapping[str, Any], *, kind: str, position: int) -> None:
     """The adapters' check of an entry made by :func:`entry_of`: the
     core's :func:`~poolsplit_adapters.poolsplit.check_entry`, worded for

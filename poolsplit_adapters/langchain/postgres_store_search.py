@@ -74,9 +74,11 @@ from ..stores.postgres import (
     HNSW_EF_SEARCH,
     HNSW_VISIT_COST,
     LargeFilters,
+    alocked_cursor,
     filter_first_bound,
     filter_index_name,
     hnsw_search_settings_psycopg,
+    locked_cursor,
     plain_async_postgres_store,
     plain_postgres_store,
     pool_search_bound,
@@ -436,7 +438,7 @@ class PostgresStoreSearch:
         vectors = self._embedded(texts)
         self.vectors.keep(vectors)
         steps = self._steps(searches, [vectors[t] for t in texts])
-        with self.store._cursor(pipeline=True) as cur, cur.connection.transaction():
+        with locked_cursor(self.store) as cur, cur.connection.transaction():
             sql, params = next(steps)
             while True:
                 cur.execute(sql, params)
@@ -456,7 +458,7 @@ class PostgresStoreSearch:
         vectors = await self._aembedded(texts)
         self.vectors.keep(vectors)
         steps = self._steps(searches, [vectors[t] for t in texts])
-        async with self.store._cursor(pipeline=True) as cur, cur.connection.transaction():
+        async with alocked_cursor(self.store) as cur, cur.connection.transaction():
             sql, params = next(steps)
             while True:
                 await cur.execute(sql, params)

@@ -83,6 +83,8 @@ from ..seams import Layering
 from ..stores.postgres import (
     CHANGE_TRIGGERS,
     CHANGES_TABLE,
+    alocked_cursor,
+    locked_cursor,
     plain_async_postgres_store,
     plain_postgres_store,
     wait_on_store_loop,
@@ -169,7 +171,7 @@ def off_the_loop(store: BaseStore) -> bool:
 
 
 async def _async_rows(store: Any, statements: Sequence[Tuple[str, Tuple[Any, ...]]]) -> List[List[Dict[str, Any]]]:
-    async with store._cursor() as cur:
+    async with alocked_cursor(store) as cur:
         found = []
         for sql, params in statements:
             await cur.execute(sql, params)
@@ -182,7 +184,7 @@ def _pg_rows(store: Any, statements: Sequence[Tuple[str, Tuple[Any, ...]]]) -> L
     async store's on its own loop, waited for here (as its own ``batch``
     does; refused on that loop's thread)."""
     if not plain_async_postgres_store(store):
-        with store._cursor() as cur:
+        with locked_cursor(store) as cur:
             found = []
             for sql, params in statements:
                 cur.execute(sql, params)

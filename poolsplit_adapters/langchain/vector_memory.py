@@ -31,7 +31,7 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
-from ..memory.expiry import note_expired
+from ..convert import stored_parts
 from ..poolsplit import Pool, Selection
 from ..stores.base import Change, IdHeldElsewhere, StoreVerbs, prepare_entries
 from ..stores.postgres import check_entry_text
@@ -56,11 +56,9 @@ def entry_to_document(entry: Mapping[str, Any]) -> Document:
     """The document for an entry: ``content`` as page content, ``id`` as the
     document id, every other field as metadata (the inverse of
     :func:`~poolsplit_adapters.langchain.document_to_entry`)."""
-    metadata = {k: v for k, v in entry.items() if k not in ("content", "id")}
+    text, metadata = stored_parts(entry)  # page_content is what the store embeds
     entry_id = entry.get("id")
-    return Document(
-        page_content=str(entry["content"]), metadata=metadata, id=None if entry_id is None else str(entry_id)
-    )
+    return Document(page_content=text, metadata=metadata, id=None if entry_id is None else str(entry_id))
 
 
 class VectorStoreMemory(StoreVerbs):
@@ -130,7 +128,7 @@ class VectorStoreMemory(StoreVerbs):
         retriever = self.retriever(pools, **options)
         retriever.invoke(query, **keywords)
         assert retriever.last_selection is not None
-        return note_expired(retriever.last_selection)
+        return retriever.last_selection  # noted by the call (expired ids too)
 
     async def aselect(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
@@ -140,7 +138,7 @@ class VectorStoreMemory(StoreVerbs):
         retriever = self.retriever(pools, **options)
         await retriever.ainvoke(query, **keywords)
         assert retriever.last_selection is not None
-        return note_expired(retriever.last_selection)
+        return retriever.last_selection  # noted by the call (expired ids too)
 
     # -- the contract's primitives ----------------------------------------------------
 

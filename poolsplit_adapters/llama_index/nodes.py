@@ -7,7 +7,7 @@ from typing import Any, Optional, Union
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
-from ..convert import SELECTION_KEY, entry_from, index_from, loaded_text, selection_metadata
+from ..convert import SELECTION_KEY, entry_from, index_from, loaded_text, selection_metadata, stored_parts
 from ..index import MemoryIndex
 from ..poolsplit import Chosen, Scorer, TokenCounter
 from ..recall import merge_recalled
@@ -124,11 +124,13 @@ class NodeConverter:
 
 def nodes_from(entries: Iterable[Mapping[str, Any]]) -> list[TextNode]:
     """Entries as ``TextNode``s (metadata = every key but content and id),
-    e.g. to build a ``VectorStoreIndex`` from a JSONL store."""
+    e.g. to build a ``VectorStoreIndex`` from a JSONL store. Only a node's
+    text is embedded: every metadata key is in its
+    ``excluded_embed_metadata_keys`` (:func:`~poolsplit_adapters.convert.stored_parts`)."""
     out = []
     for entry in entries:
-        metadata = {k: v for k, v in entry.items() if k not in ("content", "id")}
-        node = TextNode(text=entry["content"], metadata=metadata)
+        text, metadata = stored_parts(entry)
+        node = TextNode(text=text, metadata=metadata, excluded_embed_metadata_keys=list(metadata))
         if entry.get("id"):
             node.id_ = entry["id"]
         out.append(node)

@@ -24,7 +24,6 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import BaseNode
 
-from ..memory.expiry import note_expired
 from ..poolsplit import Pool, Selection
 from ..stores.base import Change, StoreVerbs, prepare_entries
 from .nodes import node_to_entry, nodes_from
@@ -100,7 +99,7 @@ class VectorIndexMemory(StoreVerbs):
         _, selection = retriever.retrieve_with_selection(
             str(context.get("message") or ""), tags=context.get("tags"), project=context.get("project")
         )
-        return note_expired(selection)
+        return selection  # noted by the call (expired ids too)
 
     # -- the contract's primitives ----------------------------------------------------
 

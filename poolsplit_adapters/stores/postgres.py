@@ -33,6 +33,7 @@ its own, so a deployment sets one variable.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import hashlib
 import math
@@ -41,7 +42,7 @@ import sys
 import time
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..checks import ArgumentError
 from ..recall import Search
@@ -67,6 +68,8 @@ __all__ = [
     "ainstall_filter_index",
     "is_async_postgres_store",
     "is_postgres_store",
+    "locked_cursor",
+    "alocked_cursor",
     "plain_async_postgres_store",
     "plain_postgres_store",
     "wait_on_store_loop",
@@ -487,7 +490,7 @@ def install_filter_index(store: Any) -> None:
     elif _is_llama_index_store(store):
         _install_llama_index_filter_index(store)
     elif is_postgres_store(store):
-        with store._cursor() as cur:
+        with locked_cursor(store) as cur:
             for statement in _STORE_FILTER_INDEX_DDL:
                 cur.execute(statement)
     elif is_async_postgres_store(store):
@@ -526,7 +529,7 @@ async def _async_ddl(store: Any, statements: Sequence[str], name: str) -> None:
             "%s takes LangGraph's AsyncPostgresStore, got %s (a sync store: %s)"
             % (name, type(store).__name__, name[1:])
         )
-    async with store._cursor() as cur:
+    async with alocked_cursor(store) as cur:
         for statement in statements:
             await cur.execute(statement)
 
@@ -547,6 +550,46 @@ def is_async_postgres_store(store: Any) -> bool:
 
 def _plain(store: Any) -> bool:
     return not store.ttl_config and callable(getattr(store, "_cursor", None))
+
+
+@contextlib.contextmanager
+def locked_cursor(store: Any) -> Iterator[Any]:
+    """A cursor of LangGraph's sync ``PostgresStore`` with the store's lock
+    held: every statement of ours on a LangGraph Postgres store runs through
+    this (or :func:`alocked_cursor`).
+
+    Why: ``PostgresStore.from_conn_string`` opens one connection, and a
+    psycopg connection not in pipeline mode runs one command at a time.
+    The store's ``batch`` takes ``store.lock`` for it (``_cursor(pipeline=True)``);
+    its plain ``_cursor()`` takes none, so our reads through it, in threads
+    beside the store's own batches, failed with "another command is already
+    in progress". In pipeline mode (``pipe``) the store takes no lock and
+    its batches run side by side; ours still take it, so a transaction of
+    ours (:class:`~poolsplit_adapters.langchain.postgres_store_search.PostgresStoreSearch`'s
+    run, :func:`~poolsplit_adapters.stores.type_indexes.install_type_indexes`)
+    never nests with another (psycopg refused them "at the wrong nesting
+    level"). No pipeline mode is entered here (a statement such as ``CREATE
+    INDEX CONCURRENTLY`` cannot run in one), and the lock is not reentrant:
+    nothing inside may reach the store.
+
+    Example::
+
+        with locked_cursor(store) as cur:
+            cur.execute("SELECT 1")
+    """
+    with store.lock, store._cursor() as cur:
+        yield cur
+
+
+@contextlib.asynccontextmanager
+async def alocked_cursor(store: Any) -> AsyncIterator[Any]:
+    """:func:`locked_cursor` of LangGraph's ``AsyncPostgresStore``: its own
+    ``_cursor()`` takes its ``asyncio`` lock on a single connection (a
+    pooled one needs none) except in pipeline mode, where this takes it.
+    Run on the store's loop (:func:`wait_on_store_loop` from another thread)."""
+    lock = store.lock if getattr(store, "pipe", None) is not None else contextlib.nullcontext()
+    async with lock, store._cursor() as cur:
+        yield cur
 
 
 def wait_on_store_loop(store: Any, work: Any) -> Any:
@@ -749,7 +792,7 @@ def install_change_counter(store: Any) -> None:
         raise ArgumentError(
             "install_change_counter: an AsyncPostgresStore takes `await ainstall_change_counter(store)`"
         )
-    with store._cursor() as cur:
+    with locked_cursor(store) as cur:
         for statement in _CHANGE_COUNTER_DDL:
             cur.execute(statement)
 

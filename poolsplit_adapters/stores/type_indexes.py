@@ -56,12 +56,11 @@ more types, only does what is missing.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, cast
 
 from ..checks import ArgumentError
 from .checks import check_key_text
-from .postgres import check_postgres_text, is_async_postgres_store, is_postgres_store
+from .postgres import alocked_cursor, check_postgres_text, is_async_postgres_store, is_postgres_store, locked_cursor
 
 __all__ = [
     "CODES_SECONDS",
@@ -350,8 +349,7 @@ def install_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[str, in
     opclass, options = _index_definition(store)
     # The store's own lock, as its batch takes it on a shared connection: no
     # other thread's statements run inside this transaction.
-    lock = store.lock if getattr(store, "pipe", None) is None else contextlib.nullcontext()
-    with lock, store._cursor() as cur:
+    with locked_cursor(store) as cur:
         with cur.connection.transaction():
             codes = _run(cur, _schema_steps(names))
         concurrently = bool(cur.connection.autocommit)
@@ -377,7 +375,7 @@ async def ainstall_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[
         )
     names = _checked_types(types)
     opclass, options = _index_definition(store)
-    async with store._cursor() as cur:
+    async with alocked_cursor(store) as cur:
         async with cur.connection.transaction():
             codes = await _arun(cur, _schema_steps(names))
         concurrently = bool(cur.connection.autocommit)
