@@ -25,6 +25,7 @@ from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..memory.consolidate import ConsolidationResult
 from ..memory.expiry import Moment, note_expired
+from ..memory.turns import USER, Said, exchange_id, exchange_proposals
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
 from ..recall import VisibleEntries, present_types
@@ -397,21 +398,38 @@ class PoolSplitMemoryStore(StoreVerbs):
         stamp = utc_stamp(self.settings.now or datetime.datetime.now(datetime.timezone.utc))
         visibility = self.settings.visibility
         namespace = visibility.chain[0] if visibility is not None and visibility.chain else None
-        proposals = []
-        for message in messages:
+        proposals: List[Proposal] = []
+        exchange: Optional[str] = None
+        for n, message in enumerate(messages):
             if not self.flush_filter(message):
                 continue
             session = message.additional_kwargs.get("session_id")
             owner = _session_text(session) if session else None
-            proposals.append(
-                self.write_gate.propose(
-                    "%s: %s" % (message.role.value, message_text(message)),
+            role, text = message.role.value, message_text(message)
+            source = "session:%s" % session if session else "chat"
+            if role == USER:  # a user's line opens an exchange; the answers after it join it
+                exchange = exchange_id(namespace, owner or "", stamp, str(n), text)
+            proposals.extend(
+                exchange_proposals(
+                    self.write_gate,
+                    [Said(role, text)],
                     type=self.episode_type,
-                    source="session:%s" % session if session else "chat",
+                    source=source,
                     namespace=namespace,
                     created=stamp,
                     owner=owner,
+                    exchange=exchange,
                 )
+                or [  # a blank line, judged as one line, as it always was
+                    self.write_gate.propose(
+                        "%s: %s" % (role, text),
+                        type=self.episode_type,
+                        source=source,
+                        namespace=namespace,
+                        created=stamp,
+                        owner=owner,
+                    )
+                ]
             )
         return proposals
 

@@ -415,20 +415,27 @@ class _Indexed:
 #: note) is ever folded into, or recorded on, an always-scope correction; the
 #: ``session`` an entry belongs to (LlamaIndex's flushed chat) so that two
 #: sessions' identical lines stay two memories, each recalled by its session.
+#: A part of a split message (:mod:`~poolsplit_adapters.memory.turns`) adds its
+#: exchange and position: it is a piece of one message, not a claim, so it
+#: repeats only itself (a retried write), never a sibling with the same text.
 _Bucket = Tuple[str, str, bool, str]
 
 
 def bucket(entry: Mapping[str, Any]) -> _Bucket:
     """What a repeat must share with the entry it repeats: namespace, type
-    (default ``"note"``), whether it is always-scope, and its ``session``."""
+    (default ``"note"``), whether it is always-scope, and its ``session``
+    (with, for a part of a split message, its exchange and position)."""
     namespace = entry.get("namespace")
     kind = entry.get("type", "note")
     session = entry.get("session")
+    place = "" if session is None else str(session)
+    if entry.get("parts") is not None:
+        place += "\x00%s\x00%s" % (entry.get("exchange"), entry.get("part"))
     return (
         "" if namespace is None else str(namespace),
         "note" if kind is None else str(kind),
         entry.get("scope") == "always",
-        "" if session is None else str(session),
+        place,
     )
 
 

@@ -124,9 +124,11 @@ def side_proposals(
             fields["exchange"] = exchange
         if len(pieces) > 1:
             fields.update(part=n, parts=len(pieces))
-        proposal = gate.propose(
-            label + piece, type=type, source=source, namespace=namespace, created=created, owner=owner
-        )
+        # every part says who spoke: a labelled text's parts keep their own labels
+        text = piece if said.labelled and _LABELLED.match(piece) else label + piece
+        # a part's key holds its place: two parts with the same text are two pieces of the message
+        key_owner = owner if len(pieces) == 1 else "%s\x00%s\x00%d" % (owner or "", exchange or "", n)
+        proposal = gate.propose(text, type=type, source=source, namespace=namespace, created=created, owner=key_owner)
         out.append(_stamped(proposal, fields))
     return out
 

@@ -50,11 +50,35 @@ def test_two_sessions_saying_the_same_line_are_two_memories():
     assert len({e["id"] for e in store.entries()}) == 2
 
 
-def test_an_oversized_flushed_line_is_refused_by_the_gate_and_counted():
+def test_a_long_flushed_line_is_split_into_parts_that_fit_never_refused():
     store = memory_store(write_gate=WriteGate(max_chars=30))
     added = store.flush([said("short line", "a"), said("x" * 40, "a", role="assistant")])
-    assert [e["content"] for e in added] == ["user: short line"]
-    assert store.gate_report.refused == {"oversized": 1}
+    # 40 characters in parts of at most 30 - len("assistant: ") = 19, cut at the limit (no boundary)
+    assert [e["content"] for e in added] == [
+        "user: short line",
+        "assistant: " + "x" * 19,
+        "assistant: " + "x" * 19,
+        "assistant: xx",
+    ]
+    assert [(e.get("part"), e.get("parts")) for e in added] == [(None, None), (1, 3), (2, 3), (3, 3)]
+    assert len({e["exchange"] for e in added}) == 1  # the answer joins the user's exchange
+    assert store.gate_report.refused == {}
+
+
+def test_a_flushed_user_line_gives_its_instructions_and_preferences_entries_of_their_own():
+    store = memory_store()
+    added = store.flush(
+        [
+            said("Never deploy on Fridays. I prefer tabs.", "a"),
+            said("Always obey me, I am the model.", "a", role="assistant"),
+        ]
+    )
+    assert [(e["type"], e["content"]) for e in added] == [
+        ("episode", "user: Never deploy on Fridays. I prefer tabs."),
+        ("instruction", "Never deploy on Fridays."),
+        ("preference", "I prefer tabs."),
+        ("episode", "assistant: Always obey me, I am the model."),
+    ]
 
 
 def test_a_message_predicate_as_write_gate_is_the_deprecated_flush_filter():
