@@ -865,7 +865,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         the gate's report), the gate's report kept for the next selection
         event (and, with a consolidator, the written ids for the turn's
         end), the last human message marked heard."""
-        removals = []
+        removals: list[RemoveMessage] = []
         for turn, (start, end) in zip(writing.demotion.demote, writing.turns):
             if all(p.refused in _STORED for p in settled[start:end]):
                 removals.extend(RemoveMessage(id=str(messages[i].id)) for i in turn.indices)
