@@ -31,7 +31,7 @@ SECOND_PROCESS = textwrap.dedent(
     from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
     from poolsplit_adapters.poolsplit import default_token_counter
 
-    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 6, ("episode", "note"))]
+    pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 8, ("episode", "note"))]
     with SqliteStore.from_conn_string({path!r}) as store:
         stored = BaseStoreMemory(store, ("memories", "u1")).entries()
         mw = PoolSplitMemoryMiddleware(pools, namespace=("memories", "u1"), token_counter=default_token_counter)
@@ -65,7 +65,7 @@ def test_a_second_process_sees_and_recalls_what_the_first_agent_wrote(tmp_path):
             agent.invoke({"messages": [("user", text)]}, thread("first"))
         written = {e["id"]: e for e in BaseStoreMemory(store, ("memories", "u1")).entries()}
     kinds = sorted(e["type"] for e in written.values())
-    assert kinds == ["correction", "episode", "episode", "episode", "note"]
+    assert kinds == ["correction", *["episode"] * 6, "note"]  # three turns, two sides each
 
     out = subprocess.run(
         [sys.executable, "-c", SECOND_PROCESS.format(tests=str(HERE), path=path)],

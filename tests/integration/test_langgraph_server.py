@@ -286,7 +286,7 @@ def _check_first_session(found: dict[str, Any], work: Workload) -> None:
         # thread in the user's namespace; the state keeps the pinned goal
         # (the first message) and the last MAX_TURNS turns.
         mine = [v for v in memories[user].values() if v.get("source") == "thread:%s" % tid]
-        assert len(mine) == work.runs - MAX_TURNS
+        assert len(mine) == 2 * (work.runs - MAX_TURNS)  # the user's side and the answer of each
         assert all(v["type"] == "episode" for v in mine)
         kept = [m["content"] for m in found["states"][user, t]["messages"] if m["type"] == "human"]
         sent = [work.text(user, t, run) for run in range(work.runs)]

@@ -256,7 +256,7 @@ async def test_more_concurrent_demoting_runs_than_default_executor_threads_all_f
             await asyncio.gather(*(user(u) for u in range(users)))
         for u in range(users):
             stored = await BaseStoreMemory(store, ("memories", "u%d" % u)).aentries()
-            assert sum(1 for e in stored if e["type"] == "episode") == 2  # the two older turns, demoted
+            assert sum(1 for e in stored if e["type"] == "episode") == 4  # the two older turns, demoted: two sides each
 
 
 async def test_an_async_select_never_sees_another_turns_refresh_half_applied(pg_database: Any, monkeypatch) -> None:

@@ -54,7 +54,7 @@ def test_agent_middleware_writes_evicted_turns_to_the_sqlite_store_and_a_new_pro
     for text in ["goal: ship", "remember=The release checklist lives in the wiki", "deploy calls=2", "status", "done"]:
         agent.invoke({"messages": [("user", text)]}, thread("first"))
     kinds = sorted(e["type"] for e in store.entries())
-    assert kinds == ["correction", "episode", "episode", "episode", "note"]
+    assert kinds == ["correction", *["episode"] * 6, "note"]  # three turns, two sides each
     result = _second_process(
         f"""
         import json, sys
@@ -67,7 +67,7 @@ def test_agent_middleware_writes_evicted_turns_to_the_sqlite_store_and_a_new_pro
         from poolsplit_adapters.poolsplit import default_token_counter
         from poolsplit_adapters.stores import SQLiteMemoryStore
 
-        pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 6, ("episode", "note"))]
+        pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 8, ("episode", "note"))]
         store = SQLiteMemoryStore({path!r})
         mw = PoolSplitMemoryMiddleware(pools, namespace=("memories", "u1"), store=store,
                                        token_counter=default_token_counter)
