@@ -465,7 +465,9 @@ def make_conversation(index: int, turns: int = 200, seed: int = 39) -> Dict[str,
             if t not in used:
                 used.add(t)
                 return t
-        t = next(t for t in range(turns) if t not in used and session_of[t] == session and t != firsts[session])
+        # A short conversation: the free turn of the nearest session.
+        free = [t for t in range(turns) if t not in used and t not in firsts]
+        t = min(free, key=lambda t: (abs(session_of[t] - session), t))
         used.add(t)
         return t
 
