@@ -488,7 +488,7 @@ def make_conversation(index: int, turns: int = 200, seed: int = 39) -> Dict[str,
         add_probe("instruction", probe, [(t, sentence)], language="other")
     # The contradicted instruction: stated in session 0, replaced in session 5.
     first, later, probe = CONTRADICTED
-    t1, t2 = place(0), place(5)
+    t1, t2 = sorted((place(0), place(5)))
     plan.at.setdefault(t1, []).append(first)
     plan.at.setdefault(t2, []).append(later)
     add_probe(
@@ -518,15 +518,15 @@ def make_conversation(index: int, turns: int = 200, seed: int = 39) -> Dict[str,
     add_probe("fact", log_probe, [(log_turns[0], log_fact)])
     # Facts updated several times: two subjects, values in sessions 0-1, 3-4, 6-7.
     for number, (subject, templates, values, probe) in enumerate(rnd.sample(UPDATED, 2)):
-        statements = []
+        slots = []
         for k, session in enumerate((rnd.choice((0, 1)), rnd.choice((3, 4)), rnd.choice((6, 7)))):
+            in_log = k == 1 and number == 0 and index % 2 == 0  # the second value inside the second pasted log
+            slots.append((log_turns[1], True) if in_log else (place(session), False))
+        statements = []
+        # In time order (a short conversation may place a later session's turn early).
+        for k, (t, in_log) in enumerate(sorted(slots)):
             sentence = templates[k].format(v=values[k])
-            if k == 1 and number == 0 and index % 2 == 0:
-                t = log_turns[1]  # the second value inside the second pasted log
-                plan.long_user[t].append(sentence)
-            else:
-                t = place(session)
-                plan.at.setdefault(t, []).append(sentence)
+            (plan.long_user[t] if in_log else plan.at.setdefault(t, [])).append(sentence)
             statements.append((t, sentence))
         add_probe(
             "updated",
@@ -539,7 +539,7 @@ def make_conversation(index: int, turns: int = 200, seed: int = 39) -> Dict[str,
         )
     # A contradiction of a fact.
     stated, correction, old, new, probe = CONTRADICTIONS[index % len(CONTRADICTIONS)]
-    t1, t2 = place(1), place(4)
+    t1, t2 = sorted((place(1), place(4)))
     plan.at.setdefault(t1, []).append(stated)
     plan.at.setdefault(t2, []).append(correction)
     add_probe("contradiction", probe, [(t2, correction)], current=new, stale=[old], subject=old.lower())
