@@ -82,6 +82,7 @@ import datetime
 import html
 import math
 import os
+import platform
 import re
 import statistics
 import sys
@@ -474,6 +475,10 @@ def run(
                     chosen = path(probe["question"], budget)
                     scored.setdefault(key, []).append(judge(probe, "\n".join(chosen)))
                     tokens.setdefault(key, []).append(sum(counts.get(t) or counter(t) for t in chosen))
+    # How many probes (key sentences for recall) each column averages over.
+    first = next(iter(scored.values()), [])
+    sizes = {c: sum(1 for s in first if s[c] is not None) for c in COLUMNS if c not in ("tokens", "recall")}
+    sizes["recall"] = int(sum(s["evidence"] or 0.0 for s in first))
     rows = []
     for (name, budget), values in scored.items():
         row = {"path": name, "budget": budget, **summarise(values, tokens[(name, budget)])}
@@ -484,6 +489,7 @@ def run(
     return {
         "rows": rows,
         "with_ms": with_ms,
+        "sizes": sizes,
         "lost": lost,
         "evidence_lost": sorted(set(lost) & set(evidence)),
         "evidence": len(set(evidence)),
@@ -505,9 +511,11 @@ def render(result: Dict[str, Any], command: str) -> str:
     budgets = sorted({r["budget"] for r in rows})
     names = list(dict.fromkeys(r["path"] for r in rows))
     by = {(r["path"], r["budget"]): r for r in rows}
+    machine = "Python %s, %s, %d cores" % (platform.python_version(), platform.machine(), os.cpu_count() or 0)
     lines = [
         "<!-- written by benchmarks/conversations/evaluate.py on %s: %s -->"
         % (datetime.date.today().isoformat(), command),
+        "*`%s`, %s (%s).*" % (command, datetime.date.today().isoformat(), machine),
         "",
         "%d conversations, %d turns, %d probes; tokens: tiktoken o200k_base; embeddings: HashEmbeddings"
         % (result["conversations"], result["turns"], result["probes"]),
@@ -527,6 +535,13 @@ def render(result: Dict[str, Any], command: str) -> str:
                 cells.append("%.0f" % value if column == "tokens" else "%.2f" % value)
             cells.append("%.2f" % row["ws"] if "ws" in row else "")
             lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(
+        "Each column averages over: %s."
+        % ", ".join(
+            "%s %d %s" % (c, n, "key sentences" if c == "recall" else "probes") for c, n in result["sizes"].items()
+        )
+    )
     lines.append("")
     lines.append(
         "Turns lost by the write path (the user message in no stored entry and out of the working set): "
