@@ -100,6 +100,7 @@ from make_conversations import make_conversations  # noqa: E402
 from pydantic import Field, PrivateAttr  # noqa: E402
 
 from poolsplit_adapters import Pool  # noqa: E402
+from poolsplit_adapters.memory.standing import sentences
 
 BUDGETS = (1024, 2048, 4096)
 NAMESPACE = ("memories", "u1")
@@ -228,16 +229,17 @@ class Replayed:
 
     def _lost(self, conversation: Dict[str, Any], working: Sequence[BaseMessage]) -> List[str]:
         """The user message ids of the turns in neither place after the
-        replay: no stored entry holds the turn (its user message and the
-        start of its answer) and its user message left the working set."""
+        replay: the turn's user message left the working set and the store
+        does not hold every sentence of it and of its answer's start, in
+        whatever entries (one per turn, one per side, or parts)."""
         kept = {m.id for m in working}
-        stored = [str(item.value.get("content", "")) for item in self.store.search(NAMESPACE, limit=10**6)]
+        stored = "\n".join(str(item.value.get("content", "")) for item in self.store.search(NAMESPACE, limit=10**6))
         lost = []
         for turn in conversation["turns"]:
             if turn["user_id"] in kept:
                 continue
-            answer = turn["assistant"][:300]
-            if not any(turn["user"] in text and answer in text for text in stored):
+            said = sentences(turn["user"]) + sentences(turn["assistant"])[:3]
+            if not all(sentence in stored for sentence in said):
                 lost.append(turn["user_id"])
         return lost
 
