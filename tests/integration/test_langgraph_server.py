@@ -292,12 +292,12 @@ def _check_first_session(found: dict[str, Any], work: Workload) -> None:
         sent = [work.text(user, t, run) for run in range(work.runs)]
         assert kept == [sent[0], *sent[-MAX_TURNS:]]
         for text in sent[: work.runs - MAX_TURNS]:
-            assert sum("user: %s\n" % text in v["content"] for v in mine) == 1, text
+            assert sum(v["content"] == "user: %s" % text for v in mine) == 1, text  # the user's side, whole
         notes = sorted(v["content"] for v in memories[user].values() if v.get("source") == "agent:thread:%s" % tid)
         assert notes == sorted(_note(user, t, run) for run in work.remember_runs)
     for user in work.users:
         assert {k: memories[user][k] for k in _fixes(user)} == _fixes(user)
-        assert len(memories[user]) == 2 + work.threads * (work.runs - MAX_TURNS + len(work.remember_runs))
+        assert len(memories[user]) == 2 + work.threads * (2 * (work.runs - MAX_TURNS) + len(work.remember_runs))
 
 
 async def _second_session(url: str, work: Workload, first: dict[str, Any], *, resume: bool) -> dict[str, Any]:
@@ -384,7 +384,7 @@ def test_agents_under_the_langgraph_server_keep_corrections_tenants_and_memories
     assert printed.getvalue().splitlines() == claimed_output(_docs_example())
     assert dev_server.stop() == 0, dev_server.tail()
     _check_recalled(second, WORKLOAD, first)
-    assert second["resumed_episodes"] == WORKLOAD.runs - MAX_TURNS + 1
+    assert second["resumed_episodes"] == 2 * (WORKLOAD.runs - MAX_TURNS + 1)  # two sides a demoted turn
     _no_network(dev_server)
     _quiet_log(dev_server)
 
