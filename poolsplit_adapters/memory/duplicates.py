@@ -97,6 +97,7 @@ __all__ = [
     "Embed",
     "normalise_text",
     "bucket",
+    "verbatim",
     "content_words",
     "key_tokens",
     "value_tokens",
@@ -439,6 +440,16 @@ def bucket(entry: Mapping[str, Any]) -> _Bucket:
     )
 
 
+def verbatim(entry: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` is a record of what was said (a side of an
+    exchange, with a ``role``: :mod:`~poolsplit_adapters.memory.turns`), which
+    repeats only exactly: the same words in another order may say the
+    opposite ("should the fetcher depend on the parser" / "should the
+    parser depend on the fetcher"), and a message folded into its twin would
+    be in neither the store nor the working set."""
+    return entry.get("role") is not None
+
+
 def _content(entry: Any, index: Optional[int]) -> str:
     if not isinstance(entry, Mapping):
         raise entry_error(entry, index, None, "is not a mapping (%s)" % type(entry).__name__)
@@ -648,7 +659,7 @@ class DuplicateFinder:
         if exact is not None:
             return Duplicate(self._rows[exact][2].entry, DuplicateKind.EXACT, 1.0)
         shelf = self._shelves.get((where, row.keys))
-        if shelf is None:
+        if shelf is None or verbatim(row.entry):
             return None
         near = list(shelf.rows) if row.vector is not None else shelf.sharing(row.words, self.threshold)
         best: Optional[Tuple[Tuple[float, float], Mapping[str, Any]]] = None

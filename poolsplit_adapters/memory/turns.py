@@ -20,8 +20,13 @@ proposals from here, so a turn is stored the same way wherever it was said:
 * **standing instructions and preferences** the user stated
   (:mod:`~poolsplit_adapters.memory.standing`) are entries of their own,
   ``type`` ``instruction`` or ``preference``, the sentence verbatim, with
-  the user's provenance and the ``exchange``: only for the user's side, never
-  for the model's or a tool's.
+  the user's provenance (``said_by: "user"``) and the ``exchange``: only for
+  the user's side, never for the model's or a tool's.
+
+A side of an exchange is a record of what was said: it is stored once only
+when the very same text was stored (an exact repeat), never folded into a
+text with the same words in another order ("should A depend on B" is not
+"should B depend on A"); see :func:`~poolsplit_adapters.memory.duplicates.verbatim`.
 
 Example::
 
@@ -33,7 +38,7 @@ Example::
     ...                            type="episode", source="thread:t1", namespace="memories.u1",
     ...                            created="2026-07-01T00:00:00Z", exchange="x1")
     >>> [(p.entry["type"], p.entry.get("role"), p.entry.get("part")) for p in props]
-    [('episode', 'user', None), ('instruction', 'user', None), ('episode', 'assistant', 1), ('episode', 'assistant', 2)]
+    [('episode', 'user', None), ('instruction', None, None), ('episode', 'assistant', 1), ('episode', 'assistant', 2)]
 """
 
 from __future__ import annotations
@@ -96,7 +101,9 @@ def standing_proposals(
         proposal = gate.propose(
             found.text, type=found.kind, source=source, namespace=namespace, created=created, owner=owner
         )
-        out.append(_stamped(proposal, {"role": USER, **({"exchange": exchange} if exchange else {})}))
+        # no ``role``: a recognised statement is a claim, matched as claims are (near repeats
+        # too), while a side of an exchange is a record of what was said, repeated only exactly
+        out.append(_stamped(proposal, {"said_by": USER, **({"exchange": exchange} if exchange else {})}))
     return out
 
 
