@@ -65,6 +65,7 @@ from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack
 
 from ..checks import ArgumentError
+from ..memory.changes import changing, updates
 from ..memory.duplicates import DuplicateFinder
 from ..memory.expiry import EXPIRES, is_expired, moment_of, note_expired
 from ..memory.write_gate import check_scope, utc_stamp
@@ -882,6 +883,14 @@ class BaseStoreMemory(StoreVerbs):
         ops = self._near_ops(candidates)
         return self._neighbours(self._batch(ops) if ops else [])
 
+    def change_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """What a changing statement is compared with: read with the store's
+        own search (:meth:`_near_ops`, for the changing statements only),
+        never the kept index, which holds only what a repeat could be (the
+        same values), never a statement's older value."""
+        ops = self._near_ops([c for c in candidates if changing(c)])
+        return self._neighbours(self._batch(ops) if ops else [])
+
     def neighbour_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
         """A consolidation's finder: always read with the store's own search
         (the kept index names only what a repeat could be, and the model is
@@ -908,7 +917,13 @@ class BaseStoreMemory(StoreVerbs):
             finder = self._neighbours(await self._abatch(ops) if ops else [])
         hits = finder.admit(prepared)
         hits = same_id_repeats(prepared, hits, stored)
-        change, report = settle_repeats(prepared, hits)
+        repeats = {n for n, hit in enumerate(hits) if hit is not None}
+        changed = None
+        statements = [e for n, e in enumerate(prepared) if n not in repeats and changing(e)]
+        if statements:
+            ops = self._near_ops(statements)
+            changed = updates(self._neighbours(await self._abatch(ops)), prepared, repeats)
+        change, report = settle_repeats(prepared, hits, changed)
         if change.insert or change.repeat:
             await self.acommit(change)
         return report

@@ -564,6 +564,7 @@ class DuplicateFinder:
         self._shelves: Dict[Tuple[_Bucket, Any], _Shelf] = {}
         self._rows: Dict[int, Tuple[Tuple[_Bucket, Any], str, _Indexed]] = {}
         self._by_id: Dict[str, List[int]] = {}
+        self._by_bucket: Dict[_Bucket, Set[int]] = {}
         self._seq = 0
         self.extend(entries)
 
@@ -609,6 +610,7 @@ class DuplicateFinder:
         superseded or retired): it can no longer be repeated."""
         for seq in self._by_id.pop(entry_id, ()):
             shelf_key, exact, _ = self._rows.pop(seq)
+            self._by_bucket[shelf_key[0]].discard(seq)
             self._shelves[shelf_key].drop(seq)
             if self._exact.get(shelf_key[0] + (exact,)) == seq:
                 del self._exact[shelf_key[0] + (exact,)]
@@ -641,6 +643,13 @@ class DuplicateFinder:
         entry_id = row.entry.get("id")
         if isinstance(entry_id, str):
             self._by_id.setdefault(entry_id, []).append(seq)
+        self._by_bucket.setdefault(where, set()).add(seq)
+
+    def kept_like(self, candidate: Mapping[str, Any]) -> List[Mapping[str, Any]]:
+        """The kept entries of ``candidate``'s bucket (namespace, type, scope,
+        session), oldest kept first: what a change of one of them may be
+        compared with (:mod:`~poolsplit_adapters.memory.changes`)."""
+        return [self._rows[seq][2].entry for seq in sorted(self._by_bucket.get(bucket(candidate), ()))]
 
     def find(self, candidate: Mapping[str, Any]) -> Optional[Duplicate]:
         """The kept entry ``candidate`` repeats, or None.

@@ -43,14 +43,20 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import List, Mapping, Pattern, Sequence, Tuple
+from typing import List, Mapping, Optional, Pattern, Sequence, Tuple
 
-from .duplicates import normalise_text
+from .changes import states
+from .duplicates import normalise_text, value_tokens
 
-__all__ = ["INSTRUCTION", "PREFERENCE", "RULES", "Standing", "StandingRules", "recognise", "sentences"]
+__all__ = ["FACT", "INSTRUCTION", "PREFERENCE", "RULES", "Standing", "StandingRules", "recognise", "sentences"]
 
 INSTRUCTION = "instruction"
 PREFERENCE = "preference"
+#: A statement of the user's about themselves or their work that holds a value
+#: or opens with the user as its subject ("The launch is on March 3.", "My
+#: team has 5 people."): stored on its own so that a later statement of the
+#: same subject supersedes it (:mod:`~poolsplit_adapters.memory.changes`).
+FACT = "fact"
 
 _OPENERS = r"^(?:(?:and|also|oh|ok|okay|so|but|please|pls|btw|by the way|one more thing|also,)[,:]?\s+)*"
 
@@ -73,11 +79,19 @@ def sentences(text: str) -> List[str]:
     return out
 
 
+#: A fact is a sentence of at least this many words (CJK: characters / 2) ...
+FACT_MIN_WORDS = 3
+#: ... and at most this many: a longer one is an explanation, not a statement.
+FACT_MAX_WORDS = 40
+
+
 @dataclass(frozen=True)
 class StandingRules:
     """The recognition tables: for each language, the patterns that make a
     sentence an instruction and those that make it a preference (matched
-    with ``re.search`` on the normalised sentence).
+    with ``re.search`` on the normalised sentence); and, for facts, the
+    openers that make the user a sentence's subject (``facts``) and those
+    that make it a request instead (``requests``).
 
     Example::
 
@@ -86,7 +100,10 @@ class StandingRules:
     """
 
     tables: Mapping[str, Tuple[Sequence[str], Sequence[str]]]
+    facts: Sequence[str] = ()
+    requests: Sequence[str] = ()
     _compiled: Tuple[Tuple[Pattern[str], ...], Tuple[Pattern[str], ...]] = field(init=False, repr=False, compare=False)
+    _facts: Tuple[Optional[Pattern[str]], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         instructions: List[Pattern[str]] = []
@@ -101,16 +118,34 @@ class StandingRules:
                     except re.error as err:
                         raise ValueError("StandingRules[%r]: bad pattern %r: %s" % (language, pattern, err)) from err
         object.__setattr__(self, "_compiled", (tuple(instructions), tuple(preferences)))
+        joined = ["|".join("(?:%s)" % p for p in patterns) for patterns in (self.facts, self.requests)]
+        try:
+            compiled = tuple(re.compile(j) if j else None for j in joined)
+        except re.error as err:
+            raise ValueError("StandingRules facts/requests: bad pattern: %s" % err) from err
+        object.__setattr__(self, "_facts", compiled)
 
     def kind(self, sentence: str) -> str:
-        """``"instruction"``, ``"preference"`` or ``""`` for one sentence."""
+        """``"instruction"``, ``"preference"``, ``"fact"`` or ``""`` for one sentence."""
         text = normalise_text(sentence)
         instructions, preferences = self._compiled
         if any(p.search(text) for p in instructions):
             return INSTRUCTION
         if any(p.search(text) for p in preferences):
             return PREFERENCE
-        return ""
+        return FACT if self._fact(sentence, text) else ""
+
+    def _fact(self, sentence: str, text: str) -> bool:
+        """A statement (a subject and a relation word: :func:`~poolsplit_adapters.memory.changes.states`),
+        not a question or a request, of a statement's length, that holds a
+        value or opens with the user as its subject."""
+        opener, request = self._facts
+        if opener is None or sentence.rstrip().endswith(("?", "？")) or (request is not None and request.search(text)):
+            return False
+        size = len(text.split()) if " " in text else len(text) // 2
+        if not FACT_MIN_WORDS <= size <= FACT_MAX_WORDS:
+            return False
+        return states(text) and (bool(value_tokens(text)) or bool(opener.search(text)))
 
 
 _EN_ALWAYS = r"(?:always|never|not ever|no longer)"
@@ -171,7 +206,19 @@ RULES = StandingRules(
             ),
             (r"我(?:更|比较|很|非常|真的)?(?:喜欢|偏好|倾向于|讨厌|不喜欢|宁愿|宁可|爱用)",),
         ),
-    }
+    },
+    facts=(
+        _OPENERS + r"(?:my|our|i|we|i'm|we're|i've|we've|i am|we are)\b",
+        r"^(?:mi|mis|nuestro|nuestra|nuestros|yo|tengo|vivo|trabajo)\b",
+        r"^(?:mein|meine|unser|unsere|ich|wir)\b",
+        r"^(?:mon|ma|mes|notre|nos|je|j'|nous)\b",
+        r"^(?:我|我们|我的)",
+    ),
+    requests=(
+        _OPENERS + r"(?:i need|i want|i'd like|i would like|i was wondering|i wonder|i think|i guess|i hope"
+        r"|i'm not sure|i am not sure|i'm trying|i am trying|i'm looking|i am looking|can|could|would|let's"
+        r"|thanks|thank you|hi|hello|hey|here is|here's)\b",
+    ),
 )
 
 

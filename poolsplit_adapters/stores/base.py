@@ -60,6 +60,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
+from ..memory.changes import changing, updates
 from ..memory.consolidate import Accepted, ConsolidationOp, ConsolidationResult
 from ..memory.consolidate import consolidate as consolidate_entries
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
@@ -517,12 +518,16 @@ def returned_id(closed: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
 
 
 def settle_repeats(
-    prepared: Sequence[Dict[str, Any]], hits: Sequence[Optional[Duplicate]]
+    prepared: Sequence[Dict[str, Any]],
+    hits: Sequence[Optional[Duplicate]],
+    changed: Optional[Sequence[Optional[str]]] = None,
 ) -> Tuple[Change, WriteReport]:
     """The change and the report of a write, given each prepared entry's
     match (``DuplicateFinder.admit``): matched entries become repeats of the
     kept ones, the rest are inserted (an id given twice among those is an
-    :class:`EntryError`)."""
+    :class:`EntryError`); an inserted entry that changes a stored statement
+    (``changed``, :func:`~poolsplit_adapters.memory.changes.updates`)
+    supersedes it."""
     fresh: List[Dict[str, Any]] = []
     repeats: List[Tuple[str, Dict[str, Any]]] = []
     seen: set[str] = set()
@@ -538,7 +543,12 @@ def settle_repeats(
         ids=[str(entry["id"] if hit is None else hit.kept["id"]) for entry, hit in zip(prepared, hits)],
         duplicates=[(position, hit) for position, hit in enumerate(hits) if hit is not None],
     )
-    return Change(insert=tuple(fresh), repeat=tuple(repeats)), report
+    retire = tuple(
+        (old, str(entry["id"]))
+        for entry, hit, old in zip(prepared, hits, changed or [None] * len(prepared))
+        if hit is None and old is not None
+    )
+    return Change(insert=tuple(fresh), repeat=tuple(repeats), retire=retire), report
 
 
 def _in_its_namespace(old: Mapping[str, Any], new: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -805,14 +815,47 @@ class StoreVerbs(ABC):
         with _FINDERS:
             hits = self.duplicate_finder(prepared).admit(prepared)
         hits = same_id_repeats(prepared, hits, stored)
-        change, report = settle_repeats(prepared, hits)
+        change, report = settle_repeats(prepared, hits, self.changed(prepared, hits))
         if change.insert or change.repeat:
             try:
-                self._commit_tracked(change)
+                try:
+                    self._commit_tracked(change)
+                except (EntryNotFound, ValueError) as raced:
+                    if not change.retire or isinstance(raced, EntryError):
+                        raise
+                    # another writer closed or removed the version this one changes:
+                    # the new statement is written all the same, unlinked (nothing lost)
+                    change = replace(change, retire=(), raced=[])
+                    self._commit_tracked(change)
             except DuplicateEntry as err:  # named by its position in what the caller gave
                 at = next(n for n, e in enumerate(prepared) if e["id"] == err.entry_id)
                 raise type(err)(prepared[at], at, err.ids) from None
         return _with_raced(report, change, self) if change.raced else report
+
+    def changed(
+        self, prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]]
+    ) -> List[Optional[str]]:
+        """For each prepared entry, the stored statement it changes (its id)
+        or None (:func:`~poolsplit_adapters.memory.changes.updates`, over
+        :meth:`change_finder`); only statements of a changing type that
+        repeat nothing are compared, and only when there are some."""
+        repeats = {n for n, hit in enumerate(hits) if hit is not None}
+        if not any(changing(e) for n, e in enumerate(prepared) if n not in repeats):
+            return [None] * len(prepared)
+        with _FINDERS:
+            found = updates(self.change_finder(prepared), prepared, repeats)
+        # A kept finder also holds what another writer's batch admitted and has
+        # not committed yet: only a version stored and active now is changed.
+        targets = [t for t in found if t is not None]
+        alive = {str(e["id"]) for e in self.read(targets) if live(e)} if targets else set()
+        return [t if t in alive else None for t in found]
+
+    def change_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
+        """The finder whose kept entries a changing statement is compared
+        with: :meth:`duplicate_finder`'s (every stored active entry); a
+        store whose duplicate check holds only what a repeat could be
+        overrides it."""
+        return self.duplicate_finder(candidates)
 
     def stored_for(self, prepared: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
         """What is stored under the ids of ``prepared`` (one read), after

@@ -21,6 +21,7 @@ from poolsplit_adapters import Pool
 from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
 from poolsplit_adapters.langchain.middleware import UNCONSOLIDATED_KEY
+from poolsplit_adapters.memory.write_gate import WriteGate
 from poolsplit_adapters.poolsplit import default_token_counter
 
 NOW = datetime.datetime(2026, 7, 1, 8, 30)
@@ -78,6 +79,7 @@ def make(store: Any, decide: Any, *, delay: float = 60.0, checkpointer: Any = No
         now=NOW,
         consolidator=consolidator,
         consolidation_delay=delay,
+        write_gate=WriteGate(standing=None),  # the consolidator alone links versions here
     )
     agent = scripted_agent(mw, store, model=ToolCallingFakeModel(), checkpointer=checkpointer)
     return agent, mw, consolidator
@@ -367,6 +369,7 @@ def test_the_embedded_sqlite_store_is_consolidated_from_the_background_thread(tm
         store=store,
         token_counter=default_token_counter,
         now=NOW,
+        write_gate=WriteGate(standing=None),  # the consolidator alone links versions here
         consolidator=PlanningFakeModel(
             decide=lambda p: plan({"op": "update", "new": handle(p, "db-9"), "old": handle(p, "db-7")})
         ),

@@ -24,6 +24,7 @@ from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, PoolSp
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore
 from poolsplit_adapters.memory import UnknownEntryError
+from poolsplit_adapters.memory.write_gate import WriteGate
 from poolsplit_adapters.poolsplit import default_token_counter
 from poolsplit_adapters.stores import InProcessStore, SQLiteMemoryStore
 
@@ -221,7 +222,7 @@ def test_remember_reports_a_near_repeat_as_a_duplicate_of_the_kept_note():
     assert {"written": 0, "refused": {"duplicate": 1}} in writes
 
 
-def test_llama_index_flush_keeps_a_near_repeat_once_and_counts_it(tmp_path):
+def test_llama_index_flush_keeps_a_said_line_verbatim_and_an_exact_repeat_once(tmp_path):
     durable = SQLiteMemoryStore(tmp_path / "memory.db", token_counter=counter)
 
     def memory_at(hour: int) -> PoolSplitMemoryStore:
@@ -234,11 +235,18 @@ def test_llama_index_flush_keeps_a_near_repeat_once_and_counts_it(tmp_path):
 
     memory_at(9).flush([say("the staging database moved to the new cluster")])
     later = memory_at(12)
-    assert later.flush([say("The staging database moved to the new cluster today")]) == []
-    assert later.gate_report.to_dict() == {"written": 0, "refused": {"duplicate": 1}}
-    [entry] = durable.entries()
-    assert entry["created"] == "2026-07-01T09:00:00Z"
-    assert entry["seen"] == [{"source": "session:alpha", "at": "2026-07-01T12:00:00Z"}]
+    # a flushed line is a record of what was said: a near repeat is stored as said ...
+    assert [e["content"] for e in later.flush([say("The staging database moved to the new cluster today")])] == [
+        "user: The staging database moved to the new cluster today"
+    ]
+    # ... and an exact one is kept once, its sighting recorded
+    again = memory_at(15)
+    assert again.flush([say("The staging database moved to the new cluster  today")]) == []
+    assert later.gate_report.to_dict() == {"written": 1, "refused": {}}
+    assert again.gate_report.to_dict() == {"written": 0, "refused": {"duplicate": 1}}
+    entry = next(e for e in durable.entries() if e["content"].endswith("today"))
+    assert entry["created"] == "2026-07-01T12:00:00Z"
+    assert entry["seen"] == [{"source": "session:alpha", "at": "2026-07-01T15:00:00Z"}]
 
 
 def test_cli_add_and_import_keep_one_entry_per_repeat(tmp_path, capsys):
@@ -402,7 +410,13 @@ def _flushing(tmp_path: pathlib.Path, decider: Any) -> Any:
         ]
     )  # fmt: skip
     memory = PoolSplitMemoryStore(
-        [], POOLS, store=durable, token_counter=counter, consolidator=decider, now=datetime.datetime(2026, 7, 2, 9, 0)
+        [],
+        POOLS,
+        store=durable,
+        token_counter=counter,
+        consolidator=decider,
+        now=datetime.datetime(2026, 7, 2, 9, 0),
+        write_gate=WriteGate(standing=None),  # the consolidator's view alone: no statements recognised
     )
     return durable, memory
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from poolsplit_adapters.memory.parts import split_text
-from poolsplit_adapters.memory.standing import INSTRUCTION, PREFERENCE, StandingRules, recognise, sentences
+from poolsplit_adapters.memory.standing import FACT, INSTRUCTION, PREFERENCE, StandingRules, recognise, sentences
 
 texts = st.text(alphabet=st.sampled_from(list("ab cd.!?\n;。xyz")), max_size=400)
 
@@ -61,7 +61,10 @@ def test_a_bad_limit_is_refused(bad):
         ("What did I say yesterday?", ""),
         ("I always forget my keys.", ""),
         ("Do you think I should always test?", ""),
-        ("The launch moved to March 17.", ""),
+        ("The launch moved to March 17.", FACT),
+        ("My team has 5 people.", FACT),
+        ("I need help with my app.", ""),
+        ("[u1] step 0 calls=1", ""),
         ("吃饭以后我们去公园。", ""),
     ],
 )
