@@ -115,3 +115,39 @@ def check_add_with_supersedes_closes_its_predecessor(memory: Any) -> None:
     )
     assert memory.get("m1")["superseded_by"] == "m2" and memory.get("m1")["valid_until"] == "2026-03-01T00:00:00Z"
     assert [v.id for v in memory.history("m2")] == ["m1", "m2"]
+
+
+def check_a_changed_statement_supersedes_the_older(memory: Any) -> None:
+    """A fact, instruction or preference that changes an active stored one of
+    its namespace and type supersedes it on write (memory/changes.py): the
+    older is closed and kept in history; a statement of another subject, a
+    repeat, a correction and another type are left alone."""
+    memory.add(
+        [
+            {"id": "l1", "type": "fact", "content": "The launch is on March 3.", "created": "2026-01-01T00:00:00Z"},
+            {"id": "r1", "type": "fact", "content": "The release notes are in the wiki.", "created": "2026-01-01T00:00:00Z"},
+            {"id": "i1", "type": "instruction", "content": "Always use tabs.", "created": "2026-01-01T00:00:00Z"},
+            {"id": "n1", "type": "note", "content": "The launch is on March 3.", "created": "2026-01-01T00:00:00Z"},
+            {"id": "fx", "type": "fact", "scope": "always", "content": "The budget is 5 dollars.",
+             "created": "2026-01-01T00:00:00Z"},
+        ]
+    )  # fmt: skip
+    report = memory.write(
+        [
+            {"id": "l2", "type": "fact", "content": "The launch moved to March 17.", "created": "2026-02-01T00:00:00Z"},
+            {"id": "i2", "type": "instruction", "content": "Never use tabs.", "created": "2026-02-01T00:00:00Z"},
+            {"id": "b2", "type": "fact", "content": "The budget is 9 dollars.", "created": "2026-02-01T00:00:00Z"},
+        ]
+    )  # fmt: skip
+    assert report.ids == ["l2", "i2", "b2"] and report.kept == [None, None, None]
+    mine = [memory.get(i) for i in ("l1", "r1", "i1", "n1", "fx", "l2", "i2", "b2")]
+    closed = {e["id"]: e.get("superseded_by") for e in mine if e.get("superseded_by")}
+    assert closed == {"l1": "l2", "i1": "i2"}  # not the note, not the correction
+    assert memory.get("l1")["valid_until"] == "2026-02-01T00:00:00Z"
+    assert memory.get("l2")["supersedes"] == "l1"
+    assert [v.id for v in memory.history("l2")] == ["l1", "l2"]
+    memory.add(
+        [{"id": "l3", "type": "fact", "content": "The launch is now March 24.", "created": "2026-03-01T00:00:00Z"}]
+    )
+    assert [v.id for v in memory.history("l1")] == ["l1", "l2", "l3"]
+    assert memory.get("r1").get("superseded_by") is None

@@ -127,6 +127,7 @@ def test_ten_thousand_items_of_one_batch_are_each_read_once_on_postgres_store(pg
 
 def test_the_store_contract_holds_over_postgres_store(pg_database):
     from contract_checks import (
+        check_a_changed_statement_supersedes_the_older,
         check_add_and_supersede,
         check_add_with_supersedes_closes_its_predecessor,
         check_supersede_back_to_a_closed_version,
@@ -145,3 +146,4 @@ def test_the_store_contract_holds_over_postgres_store(pg_database):
         assert memory.delete("v2") is True and memory.entries() == []
         check_supersede_back_to_a_closed_version(memory)
         check_add_with_supersedes_closes_its_predecessor(memory)
+        check_a_changed_statement_supersedes_the_older(memory)

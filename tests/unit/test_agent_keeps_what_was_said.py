@@ -187,3 +187,19 @@ def test_a_message_with_the_same_words_in_another_order_is_kept_verbatim_not_fol
     assert {"user: " + users[1], "user: " + users[2]} <= contents
     # an exact repeat is still stored once (the answers "ok")
     assert sum(c == "assistant: ok" for c in contents) == 1
+
+
+def test_the_current_value_of_a_changed_fact_loads_not_the_stale_one():
+    store = InMemoryStore()
+    users = ["hello", "By the way, the launch is on March 3. Can you plan the blog post?"]
+    users += ["Tell me more about topic %d please." % i for i in range(6)]
+    users += ["Update: the launch moved to March 17. Please adjust the plan."]
+    users += ["Tell me more about subject %d please." % i for i in range(6)]
+    users += ["When is the launch?"]
+    answers = ["Sure, noted. " + "Some long explanation here. " * 15 for _ in users]
+    _, model, _ = run(store, users, answers, total_tokens=300, total_entries=6)
+    facts = {e["content"]: e for e in stored(store) if e["type"] == "fact"}
+    old, new = facts["By the way, the launch is on March 3."], facts["Update: the launch moved to March 17."]
+    assert old["superseded_by"] == new["id"] and new["supersedes"] == old["id"]
+    loaded = [m for m in markers(model.requests[-1]) if m.get("pool") == "semantic"]
+    assert [m["id"] for m in loaded][:1] == [new["id"]] and old["id"] not in {m["id"] for m in loaded}

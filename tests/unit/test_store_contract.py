@@ -432,3 +432,14 @@ def test_an_entry_added_with_supersedes_never_closes_another_tenants_entry(store
         assert "but the entry it supersedes, 'b', is in 'memories.u1'" in str(caught.value)
         assert store.get("x") is None
     assert store.get("b").get("superseded_by") is None
+
+
+def test_a_changed_statement_supersedes_the_older_on_every_store(store):
+    # "The launch moved to March 17." beside "The launch is on March 3.": both loaded on equal
+    # terms, and when one fit it was as often the stale one.
+    from contract_checks import check_a_changed_statement_supersedes_the_older
+
+    check_a_changed_statement_supersedes_the_older(store)
+    facts = [Pool("facts", 400, 10, ("fact", "instruction"))]
+    loaded = sorted(c.entry["id"] for c in store.select(facts, {"message": "launch tabs"}, now=NOW).chosen)
+    assert loaded == ["b2", "fx", "i2", "l3", "r1"]

@@ -1,0 +1,82 @@
+"""The current value first (memory/changes.py): which statements change
+which, exactly, and the rule's measured false-supersede rate."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from poolsplit_adapters.memory.changes import changes, changing, subject, updates
+from poolsplit_adapters.memory.duplicates import DuplicateFinder
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+
+
+@pytest.mark.parametrize(
+    "new, old, changed",
+    [
+        ("The launch moved to March 17.", "The launch is on March 3.", True),
+        ("The launch is now March 24.", "The launch moved to March 17.", True),
+        ("My team now has 7 people.", "My team has 5 people.", True),
+        ("The frontend framework is Vue.", "The frontend framework is React.", True),
+        ("Db-9 is the staging database.", "Db-7 is the staging database.", True),
+        ("Never use tabs.", "Always use tabs.", True),
+        ("Don't use semicolons in JavaScript examples.", "Always use semicolons in JavaScript examples.", True),
+        # another subject, the same value: never
+        ("The release date is March 3.", "The launch is on March 3.", False),
+        ("The search API version is v2.4.", "The billing API version is v2.4.", False),
+        (
+            "Logs are kept for 30 days, the backup retention period.",
+            "Logs are kept for 30 days, the log retention period.",
+            False,
+        ),
+        # more words, not another value; two things numbered alike; the same text
+        ("Staging DB is db-9 (confirmed)", "Staging DB is db-9", False),
+        ("deploy 4 went fine", "deploy 3 went fine", False),
+        ("The launch is on March 3.", "the launch is on  March 3.", False),
+    ],
+)
+def test_which_statements_change_which(new, old, changed):
+    assert changes(new, old) is changed
+
+
+def test_the_subject_is_before_the_relation_word_or_after_a_leading_value():
+    assert subject("The launch moved to March 17.") == frozenset({"launch"})
+    assert subject("Db-7 is the staging database.") == frozenset({"staging", "database"})
+    assert subject("Always use tabs.") is None
+
+
+def test_only_active_contextual_statements_of_a_changing_type_change_anything():
+    assert changing({"type": "fact", "content": "x"}) and changing({"type": "preference", "content": "x"})
+    assert not changing({"type": "episode", "content": "x"})
+    assert not changing({"type": "fact", "scope": "always", "content": "x"})  # a correction is the host's
+    assert not changing({"type": "fact", "supersedes": "a", "content": "x"})  # linked as it says
+
+
+def test_updates_picks_the_newest_stored_version_and_never_one_of_the_batch_or_twice():
+    finder = DuplicateFinder(
+        [
+            {"id": "a", "type": "fact", "content": "The launch is on March 3."},
+            {"id": "b", "type": "fact", "content": "The launch moved to March 10."},
+            {"id": "fx", "type": "fact", "scope": "always", "content": "The launch is on May 1."},
+            {"id": "n", "type": "note", "content": "The launch is on March 3."},
+        ]
+    )
+    batch = [
+        {"id": "c", "type": "fact", "content": "The launch is now March 24."},
+        {"id": "d", "type": "fact", "content": "The launch is on March 30."},
+        {"id": "e", "type": "fact", "content": "The launch is on April 2."},
+    ]
+    assert updates(finder, batch) == ["b", "a", None]
+    assert updates(finder, batch, skip={0}) == [None, "b", "a"]
+
+
+def test_the_measured_false_supersede_rate_is_zero_on_both_seeds():
+    import changes as bench  # benchmarks/changes.py
+
+    for seed in (0, 1):
+        linked = bench.linked_by_kind(seed)
+        assert sum(linked["twin"]) == 0 and len(linked["twin"]) == 48
+        assert sum(linked["value"] + linked["negation"]) / 96 >= 0.75
