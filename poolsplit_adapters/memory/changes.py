@@ -14,8 +14,11 @@ correction is the host's), never a repeat (the duplicate check runs first).
 
 The rule (:func:`changes`) is deterministic. A statement names a **subject**,
 the content words before its first relation word (*is, are, was, has,
-moved, changed, switched, became, now, ...*, or a colon), without values
-and without the words that only say a change happened (*now, moved,
+moved, changed, switched, became, now, ...*, or a colon), in the clause
+that holds it and from its last determiner on ("After the reorg my team
+has 9 people." -> *team*), or the phrase a changing verb takes ("We
+changed the sprints to three weeks." -> *sprints*), without values and
+without the words that only say a change happened (*now, moved,
 actually, ...*: :data:`CHANGE_WORDS`). Two statements change one another
 when:
 
@@ -93,8 +96,18 @@ CHANGE_WORDS: FrozenSet[str] = frozenset(
 # The relation words: where a statement's subject ends ...
 _WORDS = (
     r"\b(?:is|are|was|were|has|have|had|moved|changed|switched|became|becomes|now|will|equals|lives|works|uses"
-    r"|use|live|work|serves|'m|'re|am)\b|(?:是|在|有|改为|改成|变成)"
+    r"|use|live|work|serves|runs|run|sits|costs|starts|begins|lasts|got|raised|lowered|increased|decreased"
+    r"|reduced|cut|set|pushed|bumped|extended|'m|'re|am)\b|(?:是|在|有|改为|改成|变成)"
 )
+# A relation word that takes its subject after it: "we changed the sprints to three weeks".
+_TRANSITIVE = re.compile(
+    r"\b(?:changed|moved|switched|raised|lowered|increased|decreased|reduced|cut|set|pushed|bumped|extended)"
+    r" (?:the|my|our|your|their|his|her|its) (.+?) (?:to|from|by|at|for)\b(.*)$"
+)
+# Where the clause that holds a subject starts: after the last comma or
+# conjunction, then at its last determiner ("after the reorg my team" -> "team").
+_CLAUSE = re.compile(r".*(?:[,;]| so | and | but | then | because )")
+_DETERMINER = re.compile(r".*\b(?:the|my|our|your|their|his|her|its)\b")
 _RELATION_WORD = re.compile(_WORDS)
 # ... or a colon or an equals sign ("Primary region: eu-west-1").
 _RELATION = re.compile(_WORDS + r"|[:=]")
@@ -128,7 +141,11 @@ def _split(text: str) -> Optional[Tuple[FrozenSet[str], str]]:
     if found is None or found.start() == 0:
         return None
     before, after = normal[: found.start()], normal[found.start() :]
-    words = _words(before)
+    transitive = _TRANSITIVE.match(after)
+    if transitive is not None and _words(transitive.group(1)):
+        return _words(transitive.group(1)), transitive.group(2)
+    clause = _CLAUSE.sub("", before)
+    words = _words(_DETERMINER.sub("", clause)) or _words(clause)
     if words:
         return words, after
     if value_tokens(before) and _words(after):

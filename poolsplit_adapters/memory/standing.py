@@ -79,6 +79,11 @@ def sentences(text: str) -> List[str]:
     return out
 
 
+# A value in words: a number word, or a name (a capitalised word that does not open the sentence).
+_NUMBER_WORD = re.compile(
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|hundred|thousand)\b"
+)
+_NAME = re.compile(r"(?<=\w[ ,])[A-Z][A-Za-z]+")
 #: A fact is a sentence of at least this many words (CJK: characters / 2) ...
 FACT_MIN_WORDS = 3
 #: ... and at most this many: a longer one is an explanation, not a statement.
@@ -138,14 +143,16 @@ class StandingRules:
     def _fact(self, sentence: str, text: str) -> bool:
         """A statement (a subject and a relation word: :func:`~poolsplit_adapters.memory.changes.states`),
         not a question or a request, of a statement's length, that holds a
-        value or opens with the user as its subject."""
+        value (a number, in digits or words, or a name) or opens with the
+        user as its subject."""
         opener, request = self._facts
         if opener is None or sentence.rstrip().endswith(("?", "？")) or (request is not None and request.search(text)):
             return False
         size = len(text.split()) if " " in text else len(text) // 2
         if not FACT_MIN_WORDS <= size <= FACT_MAX_WORDS:
             return False
-        return states(text) and (bool(value_tokens(text)) or bool(opener.search(text)))
+        holds_value = bool(value_tokens(text) or _NUMBER_WORD.search(text) or _NAME.search(sentence.strip()))
+        return states(text) and (holds_value or bool(opener.search(text)))
 
 
 _EN_ALWAYS = r"(?:always|never|not ever|no longer)"
