@@ -7,6 +7,8 @@ from __future__ import annotations
 import datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.memory import InMemoryStore
 from llama_index.core.base.llms.types import ChatMessage
@@ -17,6 +19,7 @@ from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore
 from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.memory.write_gate import check_write
+from poolsplit_adapters.stores import SQLiteMemoryStore
 
 POOLS = [Pool("episodes", 400, 10, ("episode",))]
 CET = datetime.timezone(datetime.timedelta(hours=1))
@@ -113,3 +116,32 @@ def test_put_paths_refuse_what_add_refuses(entry, field):
 def test_exact_always_scope_and_plain_scopes_pass_the_write_rules():
     for scope in ("always", "session", None, "alwaysish"):
         check_write({"id": "e", "content": "Use cents.", "scope": scope, "created": "2026-07-01T00:00:00+02:00"})
+
+
+_lines = st.lists(
+    st.tuples(
+        st.sampled_from(["user", "assistant"]),
+        st.lists(st.text(alphabet="abcdefgh ij.", min_size=1, max_size=50), min_size=1, max_size=20)
+        .map(" ".join)
+        .filter(lambda s: s.strip()),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(_lines, min_size=1, max_size=4), st.integers(30, 300), st.booleans())
+def test_every_flushed_line_is_stored_in_its_parts_whatever_its_length(flushes, part_chars, durable):
+    from poolsplit_adapters.memory.parts import split_text
+
+    gate = WriteGate(max_chars=part_chars, part_chars=part_chars)
+    store = memory_store(write_gate=gate, **({"store": SQLiteMemoryStore(":memory:")} if durable else {}))
+    for lines in flushes:
+        store.flush([said(text, "alpha", role=role) for role, text in lines])
+    contents = {e["content"] for e in store.entries()}
+    for lines in flushes:
+        for role, text in lines:
+            label = role + ": "
+            for part in split_text(text, part_chars - len(label)):
+                assert label + part in contents, (role, part)
