@@ -23,10 +23,14 @@ actually, ...*: :data:`CHANGE_WORDS`). Two statements change one another
 when:
 
 * their subjects are the same within :data:`SUBJECT_OVERLAP` (Jaccard), and
-  what follows differs: another value, another polarity or qualifier, or a
-  word swapped for another, not only words added ("The launch is on March
-  3." / "The launch moved to March 17."; "... is db-9" / "... is db-9
-  (confirmed)" is no change);
+  what is said of them changes: both hold values and the values differ
+  ("The launch is on March 3." / "The launch moved to March 17."); or the
+  same words with another polarity or qualifier; or a value in words of at
+  most :data:`MAX_VALUE_WORDS` words sharing none of the old one's ("is nord"
+  / "is solarized dark"). Words added are no change ("... is db-9" / "...
+  is db-9 (confirmed)"), nor another claim about the subject ("Refunds are
+  rounded half-even." / "Refunds are asynchronous: the provider calls our
+  webhook within 24 hours.");
 * or, without a relation word (an instruction: "Always use tabs." / "Never
   use tabs."), their content words are the same within
   :data:`WORDING_OVERLAP` and their negations or qualifiers differ (not only
@@ -53,11 +57,17 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import math
 import re
-from typing import Any, Collection, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+import threading
+import weakref
+from dataclasses import dataclass
+from typing import AbstractSet, Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from .duplicates import (
     DuplicateFinder,
+    bucket,
     content_words,
     jaccard,
     key_tokens,
@@ -69,6 +79,7 @@ from .duplicates import (
 __all__ = [
     "CHANGE_WORDS",
     "CHANGING_TYPES",
+    "MAX_VALUE_WORDS",
     "SUBJECT_OVERLAP",
     "WORDING_OVERLAP",
     "changes",
@@ -87,6 +98,9 @@ SUBJECT_OVERLAP = 0.6
 #: Without a relation word, the two texts' content words at least this
 #: similar, and a value, negation or qualifier that differs.
 WORDING_OVERLAP = 0.8
+#: A value in words ("nord", "solarized dark", "three weeks") is at most this
+#: many content words; a longer rest is another claim about the subject.
+MAX_VALUE_WORDS = 3
 #: Words that say a change happened, not what changed.
 CHANGE_WORDS: FrozenSet[str] = frozenset(
     """now actually currently moved changed switched updated instead anymore longer latest still again
@@ -160,26 +174,69 @@ def subject(text: str) -> Optional[FrozenSet[str]]:
     return None if parts is None else parts[0]
 
 
+@dataclass(frozen=True)
+class _Parsed:
+    """What :func:`changes` compares of one text, read once (cached)."""
+
+    normal: str
+    subject: Optional[FrozenSet[str]]
+    rest: FrozenSet[str]
+    rest_values: FrozenSet[str]
+    rest_guards: FrozenSet[str]
+    words: FrozenSet[str]
+    guards: FrozenSet[str]
+
+
+_NONE: FrozenSet[str] = frozenset()
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(text: str) -> _Parsed:
+    split = _split(text)
+    keys = key_tokens(text)
+    subject_words: Optional[FrozenSet[str]] = None
+    rest, rest_values, rest_guards = _NONE, _NONE, _NONE
+    if split is not None:
+        subject_words = split[0]
+        rest = frozenset(content_words(split[1]) - CHANGE_WORDS - subject_words)
+        rest_values = frozenset(value_tokens(split[1]))
+        rest_guards = frozenset(key_tokens(split[1]) - rest_values)
+    return _Parsed(
+        normalise_text(text),
+        subject_words,
+        rest,
+        rest_values,
+        rest_guards,
+        frozenset(content_words(text) - CHANGE_WORDS - keys),
+        frozenset(keys - set(value_tokens(text))),
+    )
+
+
 def changes(new: str, old: str) -> bool:
     """Whether the statement ``new`` changes ``old`` (see the module)."""
-    if normalise_text(new) == normalise_text(old):
+    a, b = _parsed(new), _parsed(old)
+    if a.normal == b.normal:
         return False
-    a, b = _split(new), _split(old)
-    if a is not None and b is not None:
-        if jaccard(a[0], b[0]) < SUBJECT_OVERLAP:
+    if a.subject is not None and b.subject is not None:
+        if jaccard(a.subject, b.subject) < SUBJECT_OVERLAP:
             return False
-        rest_a = content_words(a[1]) - CHANGE_WORDS - a[0]
-        rest_b = content_words(b[1]) - CHANGE_WORDS - b[0]
-        # another value, polarity or qualifier; or another value in words, sharing none
-        # of the old one's ("is nord" / "is solarized dark"; "kept for 30 days, the log
-        # retention period" / "..., the backup retention period" share the rest: no change)
-        return key_tokens(a[1]) != key_tokens(b[1]) or (swapped(rest_a, rest_b) and not rest_a & rest_b)
-    keys_a, keys_b = key_tokens(new), key_tokens(old)
-    words_a = content_words(new) - CHANGE_WORDS - keys_a
-    words_b = content_words(old) - CHANGE_WORDS - keys_b
+        if a.rest_values and b.rest_values and a.rest_values != b.rest_values:
+            return True  # another value: "March 3" / "March 17"
+        if a.rest_guards != b.rest_guards and (a.rest & b.rest or a.rest_values & b.rest_values):
+            return True  # the same claim, another polarity: "is db-7" / "is not db-7"
+        if a.rest_values and b.rest_values:
+            return False
+        # another value in words, short and sharing none of the old one's ("is nord" / "is
+        # solarized dark"); not another claim of the subject ("are rounded half-even" / "are
+        # asynchronous: the provider calls our webhook")
+        return (
+            swapped(a.rest, b.rest)
+            and not a.rest & b.rest
+            and max(len(a.rest), len(b.rest)) <= MAX_VALUE_WORDS
+            and not (a.rest_values or b.rest_values)
+        )
     # Polarity and qualifiers only: "deploy 3 went fine" / "deploy 4 went fine" are two deploys.
-    guards_a, guards_b = keys_a - set(value_tokens(new)), keys_b - set(value_tokens(old))
-    return bool(words_a) and jaccard(words_a, words_b) >= WORDING_OVERLAP and guards_a != guards_b
+    return bool(a.words) and jaccard(a.words, b.words) >= WORDING_OVERLAP and a.guards != b.guards
 
 
 def changing(entry: Mapping[str, Any]) -> bool:
@@ -192,6 +249,54 @@ def changing(entry: Mapping[str, Any]) -> bool:
         and entry.get("supersedes") is None
         and entry.get("superseded_by") is None
     )
+
+
+class _Index:
+    """The statements of one bucket of a finder, by the words that can make
+    two of them one subject, and by polarity: which of them one statement
+    could change, without comparing it with all (kept in step with the
+    finder's live positions on every call)."""
+
+    def __init__(self) -> None:
+        self.seqs: set[int] = set()
+        self.posts: Dict[str, set[int]] = {}
+        self.guards: Dict[FrozenSet[str], set[int]] = {}
+        self.parsed: Dict[int, Tuple[str, _Parsed]] = {}
+
+    def sync(self, finder: DuplicateFinder, live: AbstractSet[int]) -> None:
+        for seq in self.seqs - live:
+            text, parsed = self.parsed.pop(seq)
+            for word in parsed.subject or parsed.words:
+                self.posts[word].discard(seq)
+            self.guards[parsed.guards].discard(seq)
+        for seq in live - self.seqs:
+            text = str(finder.kept_entry(seq).get("content", ""))
+            parsed = _parsed(text)
+            self.parsed[seq] = (text, parsed)
+            for word in parsed.subject or parsed.words:
+                self.posts.setdefault(word, set()).add(seq)
+            self.guards.setdefault(parsed.guards, set()).add(seq)
+        self.seqs = set(live)
+
+    def candidates(self, parsed: _Parsed) -> List[int]:
+        """The positions a statement could change, newest first: those
+        sharing one of the rarest of its subject's words (Jaccard at the
+        threshold needs that many shared: prefix filtering); without a
+        subject, only those of another polarity or qualifier."""
+        words = parsed.subject or parsed.words
+        threshold = SUBJECT_OVERLAP if parsed.subject else WORDING_OVERLAP
+        if not words:
+            return []
+        need = math.ceil(threshold * len(words))
+        rare = sorted(words, key=lambda w: (len(self.posts.get(w, ())), w))[: len(words) - need + 1]
+        found = set().union(*(self.posts.get(w, set()) for w in rare))
+        if parsed.subject is None:
+            found -= self.guards.get(parsed.guards, set())
+        return sorted(found, reverse=True)
+
+
+_INDEXES: weakref.WeakKeyDictionary[DuplicateFinder, Dict[Any, _Index]] = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
 
 
 def updates(
@@ -210,7 +315,13 @@ def updates(
         found = None
         if position not in skip and changing(entry):
             text = str(entry.get("content", ""))
-            for kept in reversed(finder.kept_like(entry)):
+            live = finder.kept_in(entry)
+            with _LOCK:
+                index = _INDEXES.setdefault(finder, {}).setdefault(bucket(entry), _Index())
+                index.sync(finder, live)
+                seqs = index.candidates(_parsed(text))
+            for seq in seqs:
+                kept = finder.kept_entry(seq)
                 kept_id = str(kept.get("id"))
                 if kept_id in own or kept_id in taken or kept.get("scope") == "always":
                     continue

@@ -76,7 +76,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
 from ..poolsplit import MIN_WORD_LENGTH, STOPWORDS, default_is_active, entry_error, visible
 from .expiry import moment_of
@@ -645,11 +645,16 @@ class DuplicateFinder:
             self._by_id.setdefault(entry_id, []).append(seq)
         self._by_bucket.setdefault(where, set()).add(seq)
 
-    def kept_like(self, candidate: Mapping[str, Any]) -> List[Mapping[str, Any]]:
-        """The kept entries of ``candidate``'s bucket (namespace, type, scope,
-        session), oldest kept first: what a change of one of them may be
-        compared with (:mod:`~poolsplit_adapters.memory.changes`)."""
-        return [self._rows[seq][2].entry for seq in sorted(self._by_bucket.get(bucket(candidate), ()))]
+    def kept_in(self, candidate: Mapping[str, Any]) -> AbstractSet[int]:
+        """The positions of the kept entries of ``candidate``'s bucket
+        (namespace, type, scope, session), a live view: what a change of one
+        of them may be compared with (:mod:`~poolsplit_adapters.memory.changes`,
+        which reads each with :meth:`kept_entry`)."""
+        return self._by_bucket.get(bucket(candidate), frozenset())
+
+    def kept_entry(self, seq: int) -> Mapping[str, Any]:
+        """The kept entry at position ``seq`` (one of :meth:`kept_in`'s)."""
+        return self._rows[seq][2].entry
 
     def find(self, candidate: Mapping[str, Any]) -> Optional[Duplicate]:
         """The kept entry ``candidate`` repeats, or None.

@@ -285,7 +285,7 @@ def _check_first_session(found: dict[str, Any], work: Workload) -> None:
         # Nothing evicted is lost: each demoted turn is an episode of this
         # thread in the user's namespace; the state keeps the pinned goal
         # (the first message) and the last MAX_TURNS turns.
-        mine = [v for v in memories[user].values() if v.get("source") == "thread:%s" % tid]
+        mine = [v for v in memories[user].values() if v.get("source") == "thread:%s" % tid and v["type"] == "episode"]
         assert len(mine) == 2 * (work.runs - MAX_TURNS)  # the user's side and the answer of each
         assert all(v["type"] == "episode" for v in mine)
         kept = [m["content"] for m in found["states"][user, t]["messages"] if m["type"] == "human"]
@@ -297,7 +297,8 @@ def _check_first_session(found: dict[str, Any], work: Workload) -> None:
         assert notes == sorted(_note(user, t, run) for run in work.remember_runs)
     for user in work.users:
         assert {k: memories[user][k] for k in _fixes(user)} == _fixes(user)
-        assert len(memories[user]) == 2 + work.threads * (2 * (work.runs - MAX_TURNS) + len(work.remember_runs))
+        said = [v for v in memories[user].values() if v["type"] not in ("fact", "instruction", "preference")]
+        assert len(said) == 2 + work.threads * (2 * (work.runs - MAX_TURNS) + len(work.remember_runs))
 
 
 async def _second_session(url: str, work: Workload, first: dict[str, Any], *, resume: bool) -> dict[str, Any]:
@@ -320,7 +321,7 @@ async def _second_session(url: str, work: Workload, first: dict[str, Any], *, re
         old = first["threads"][user, t]
         await _run(client, old, user, work.text(user, t, work.runs))
         after = await _items(client, ["memories", user])
-        resumed = len([v for v in after.values() if v.get("source") == "thread:%s" % old])
+        resumed = len([v for v in after.values() if v.get("source") == "thread:%s" % old and v["type"] == "episode"])
     return {"memories": memories, "recalled": recalled, "resumed_episodes": resumed}
 
 

@@ -32,6 +32,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmar
             "Logs are kept for 30 days, the log retention period.",
             False,
         ),
+        # another claim about the subject, not another value of one
+        (
+            "Refunds are rounded half-even.",
+            "Refunds are asynchronous: the provider calls our webhook within 24 hours.",
+            False,
+        ),
+        ("The staging database is not db-7.", "Db-7 is the staging database.", True),
         # more words, not another value; two things numbered alike; the same text
         ("Staging DB is db-9 (confirmed)", "Staging DB is db-9", False),
         ("deploy 4 went fine", "deploy 3 went fine", False),

@@ -9,9 +9,18 @@ import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "conversations"))
+HERE = os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks", "conversations")
+sys.path.insert(0, HERE)
 
-import evaluate  # noqa: E402
+import importlib.util  # noqa: E402
+
+# by its path, under a name of its own: benchmarks/eval has an evaluate.py too, and one
+# test process (a pytest-xdist worker) may import both
+_spec = importlib.util.spec_from_file_location("conversations_evaluate", os.path.join(HERE, "evaluate.py"))
+assert _spec is not None and _spec.loader is not None
+evaluate = importlib.util.module_from_spec(_spec)
+sys.modules["conversations_evaluate"] = evaluate
+_spec.loader.exec_module(evaluate)
 import make_conversations as mc  # noqa: E402
 
 
