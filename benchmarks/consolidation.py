@@ -29,7 +29,8 @@ tokens; the spec's default scorer). Printed as markdown: the share of questions 
 value loads, the share where a stale value of the same fact loads beside it,
 the share of loaded slots spent on a stale value or a second copy of the
 current one, entries stored and active, duplicates stored per 1,000 writes
-(an entry whose fact and value an earlier, still open entry held), and the
+(an entry whose fact and value an earlier, still open entry held; a repeat
+the consolidator's noop stored closed is history, not a duplicate), and the
 facts whose ``history`` holds every value in order.
 """
 
@@ -167,9 +168,13 @@ def measure(entries: List[Dict[str, Any]], writes: Sequence[facts.Write], cap: i
         # A slot is wasted on a stale value or a second copy of the current one.
         wasted += sum(1 for v in values if v != current[fact]) + max(0, values.count(current[fact]) - 1)
     # A stored duplicate: an entry whose (fact, value) an earlier entry held
-    # and still held (not closed) when it was written.
+    # and still held (not closed) when it was written. A repeat closed as it
+    # was written (a consolidator's noop keeps it so, as history) was never
+    # open: it is no duplicate.
     duplicates = 0
     for e in entries:
+        if e.get("valid_until") is not None and e["valid_until"] <= e["created"]:
+            continue
         pair = truth[e["content"]]
         duplicates += any(
             other is not e

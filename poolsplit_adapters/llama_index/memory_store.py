@@ -23,7 +23,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from ..call import AdapterCall, cap, record_selection
 from ..checks import ArgumentError
 from ..index import MemoryIndex
-from ..memory.consolidate import ConsolidationResult
+from ..memory.consolidate import ConsolidationOp, ConsolidationResult
 from ..memory.expiry import Moment, note_expired
 from ..memory.turns import USER, Said, exchange_id, exchange_proposals
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
@@ -366,7 +366,10 @@ class PoolSplitMemoryStore(StoreVerbs):
         repeats a stored one of the same session and namespace (exactly, or
         in other words) is kept once, its provenance added to the kept
         entry's ``seen``. Refusals, duplicates included, are counted in
-        :attr:`gate_report`.
+        :attr:`gate_report`. With a :attr:`consolidator`, a line its
+        ``noop`` folds into a stored entry is kept too, closed (its text in
+        the store, the kept entry's ``seen`` naming it) and counted a
+        duplicate of that entry; a ``noop`` naming no entry writes the line.
 
         **A failed write is retried, not lost.** LlamaIndex's ``Memory``
         archives the lines out of its chat queue *before* it hands them to
@@ -449,8 +452,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         if accepted and self.consolidator is not None and isinstance(target, StoreVerbs):
             report, result = target.consolidate(accepted, model=self.consolidator, at=stamp)
             self.last_consolidation = result
-            written = set(report.written) | {w["id"] for w in result.writes()}
-            kept: List[Optional[str]] = [None if e["id"] in written else e["id"] for e in accepted]
+            kept: List[Optional[str]] = _consolidated(accepted, report, result)
         else:
             kept = self.write(accepted).kept if accepted else []
         settled = self.write_gate.repeated(settled, kept)
@@ -608,6 +610,30 @@ class PoolSplitMemoryStore(StoreVerbs):
         while rendered.items and size - self.token_counter(rendered.text) < tokens_to_truncate:
             rendered = rendered.without_lowest()
         return rendered.text
+
+
+def _consolidated(
+    entries: Sequence[Mapping[str, Any]], report: WriteReport, result: ConsolidationResult
+) -> List[Optional[str]]:
+    """For each flushed line, None when it was stored as an active memory,
+    else the id of the entry it repeats (what :meth:`WriteGate.repeated
+    <poolsplit_adapters.memory.WriteGate.repeated>` takes): a line a
+    consolidator's noop closed repeats the entry the noop named (its text
+    is stored, closed; the kept entry's ``seen`` names it); a line the
+    ordinary write found a repeat is reported under its own id."""
+    applied = [op for op in result.accepted if not any(op is f for f, _ in result.failed)]
+    repeats: Dict[str, str] = {}
+    changed: set[str] = set()
+    for op in applied:
+        if op.as_given:  # written by the ordinary write, which reports it
+            continue
+        if op.op is ConsolidationOp.NOOP and op.target is not None:
+            kept = str(op.target["id"])
+            repeats.update({str(row["id"]): kept for row in op.writes if str(row["id"]) != kept})
+        else:
+            changed.update(str(row["id"]) for row in op.writes)
+    written = set(report.written) | changed
+    return [None if e["id"] in written else repeats.get(e["id"], e["id"]) for e in entries]
 
 
 def message_text(message: ChatMessage) -> str:

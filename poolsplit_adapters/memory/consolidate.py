@@ -14,9 +14,11 @@ operations:
     retire   an existing memory is no longer true and nothing replaces it
              (:func:`~.validity.retire`); a new memory may be named as the
              evidence
-    noop     the new memory repeats an existing one (its provenance is added
-             to the kept one's ``seen``, :func:`~.duplicates.record_repeat`)
-             or is not worth keeping
+    noop     the new memory repeats an existing one: its provenance is added
+             to the kept one's ``seen`` (:func:`~.duplicates.record_repeat`)
+             and the repeat is kept closed (retired), its text in history;
+             naming no existing memory, the new one is kept as an add
+             (nothing a model judges dull is dropped)
 
 How the model is kept honest:
 
@@ -95,6 +97,7 @@ __all__ = [
     "SYSTEM_PROMPT",
     "build_prompt",
     "validate",
+    "op_writes",
     "consolidate",
     "aconsolidate",
 ]
@@ -143,10 +146,11 @@ class Accepted:
             without evidence).
         target: the existing entry it acts on (None for add, and for a noop
             that names none).
-        writes: the new entry dicts to store, in order: add, the candidate;
-            update, the closed old version then the new one; retire, the
-            closed entry; noop, the kept entry with the repeat recorded (or
-            nothing).
+        writes: the new entry dicts to store, in order (:func:`op_writes`):
+            add, the candidate; update, the closed old version then the new
+            one; retire, the closed entry; noop, the kept entry with the
+            repeat recorded then the repeat closed, or, with no target, the
+            candidate as given.
         reason: the model's stated reason, for logs (never stored).
 
     Example::
@@ -161,6 +165,21 @@ class Accepted:
     target: Optional[Mapping[str, Any]]
     writes: Tuple[Dict[str, Any], ...]
     reason: Optional[str]
+
+    @property
+    def as_given(self) -> bool:
+        """Whether the operation keeps its candidate as it was given (an add,
+        or a noop that names no existing memory): the host's ordinary write
+        stores it, or, once stored, there is nothing to change."""
+        return (
+            self.candidate is not None
+            and self.target is None
+            and self.op
+            in (
+                ConsolidationOp.ADD,
+                ConsolidationOp.NOOP,
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -452,7 +471,7 @@ def validate(
             refuse(OpRefusal.CONFLICT, "existing %d was already changed by operation %d" % (old, used_old[old]))
             continue
         try:
-            writes = _writes(op, candidate, target, when)
+            writes = op_writes(op, candidate, target, when)
         except EntryError as err:
             refuse(OpRefusal.INVALID_CHANGE, str(err))
             continue
@@ -470,20 +489,41 @@ def validate(
     return ConsolidationResult(tuple(accepted), tuple(refused), unresolved, output)
 
 
-def _writes(
+def op_writes(
     op: ConsolidationOp, candidate: Optional[Mapping[str, Any]], target: Optional[Mapping[str, Any]], when: str
 ) -> Tuple[Dict[str, Any], ...]:
+    """The entry versions an operation writes, derived from ``candidate``
+    and ``target`` (the one rule for both consolidation paths: before the
+    write, LlamaIndex's flush, and after it, the middleware's
+    :mod:`~poolsplit_adapters.stores.consolidation`):
+
+    * add: the candidate as given;
+    * update: the closed target, then the candidate superseding it;
+    * retire: the closed target;
+    * noop with a target: the target with the repeat's provenance in its
+      ``seen`` (when the candidate has a ``source``), then the candidate
+      *closed* (retired): the repeat's own text is kept as history, never
+      reduced to a ``seen`` row;
+    * noop without a target: the candidate as given, as an add (a memory is
+      never dropped because a model found it dull).
+
+    Raises:
+        EntryError: the validity rules refuse the change.
+    """
     source = candidate.get("source") if candidate is not None else None
     source = source if isinstance(source, str) and source else None
-    if op is ConsolidationOp.ADD and candidate is not None:
+    if op in (ConsolidationOp.ADD, ConsolidationOp.NOOP) and target is None and candidate is not None:
         return (dict(candidate),)
     if op is ConsolidationOp.UPDATE and candidate is not None and target is not None:
         return supersede(target, candidate, at=when, source=source)
     if op is ConsolidationOp.RETIRE and target is not None:
         return (retire(target, at=when, source=source),)
-    if op is ConsolidationOp.NOOP and target is not None and candidate is not None and source is not None:
+    if op is ConsolidationOp.NOOP and target is not None and candidate is not None:
+        closed = retire(candidate, at=when, source=source)
+        if source is None:
+            return (closed,)
         seen_at = candidate.get("created")
-        return (record_repeat(target, source=source, at=seen_at if isinstance(seen_at, str) else when),)
+        return (record_repeat(target, source=source, at=seen_at if isinstance(seen_at, str) else when), closed)
     return ()
 
 

@@ -61,7 +61,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
 from ..memory.changes import changing, updates
-from ..memory.consolidate import Accepted, ConsolidationOp, ConsolidationResult
+from ..memory.consolidate import Accepted, ConsolidationResult
 from ..memory.consolidate import consolidate as consolidate_entries
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
 from ..memory.expiry import Moment, is_expired, moment_of
@@ -882,7 +882,11 @@ class StoreVerbs(ABC):
         integer handles, every operation validated), and the accepted
         operations are applied: ``add`` writes the entry, ``update``
         supersedes (validity times, history kept), ``retire`` closes an
-        entry, ``noop`` records a repeat. What no accepted operation
+        entry, ``noop`` records a repeat on the entry it names and stores
+        the repeat closed (its text kept as history), or, naming none,
+        writes the entry as ``add`` does
+        (:func:`~poolsplit_adapters.memory.consolidate.op_writes`, the rule
+        of the middleware's consolidation too). What no accepted operation
         disposed of is written as :meth:`write` would; an operation the
         store refuses when it applies (the target changed meanwhile) leaves
         its entry to that ordinary write too, and is listed in the result's
@@ -917,7 +921,7 @@ class StoreVerbs(ABC):
         left = set(result.unresolved)
         failed: List[Tuple[Accepted, str]] = []
         for op in result.accepted:
-            if op.op is ConsolidationOp.ADD:
+            if op.as_given:  # an add, or a noop naming no memory: the ordinary write stores it
                 left.add(op.candidate if op.candidate is not None else -1)
                 continue
             target = None if op.target is None else op.target["id"]

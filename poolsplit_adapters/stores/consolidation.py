@@ -28,10 +28,14 @@ half, over any :class:`~poolsplit_adapters.stores.base.StoreVerbs`:
            ``valid_until``); the entry gets ``supersedes`` and ``valid_from``
    retire  the neighbour is closed with no successor
    noop    with a neighbour: the entry repeats it; the repeat is recorded in
-           the neighbour's ``seen`` and the entry is *closed* (retired), never
-           deleted; without one: nothing (a stored memory is never dropped
-           because a model found it dull)
+           the neighbour's ``seen`` (when the entry has a ``source``) and the
+           entry is *closed* (retired), never deleted; without one: nothing
+           (a stored memory is never dropped because a model found it dull)
    ======  ===============================================================
+
+   These are the versions
+   :func:`~poolsplit_adapters.memory.consolidate.op_writes` derives, the one
+   rule LlamaIndex's flush applies before the write too.
 
 Nothing is deleted, so nothing is lost: a wrong or hostile plan can close a
 version, and the closed version stays in the store, in ``history(id)`` and
@@ -51,10 +55,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from ..memory.consolidate import Accepted, ConsolidationOp, ConsolidationResult, Model, consolidate
-from ..memory.duplicates import record_repeat
+from ..memory.consolidate import Accepted, ConsolidationResult, Model, consolidate, op_writes
 from ..memory.expiry import Moment, moment_of
-from ..memory.validity import retire, supersede
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import EntryError
 from .base import _FINDERS, Change, EntryNotFound, live
@@ -139,24 +141,15 @@ def consolidation_view(
 def _change(
     op: Accepted, candidate: Optional[Dict[str, Any]], target: Optional[Dict[str, Any]], when: str
 ) -> Tuple[Dict[str, Any], ...]:
-    """The new versions of stored entries that ``op`` writes, derived from
-    their latest versions (an earlier operation of the plan may have
-    recorded a repeat on the same target)."""
-    source = candidate.get("source") if candidate is not None else None
-    source = source if isinstance(source, str) and source else None
-    if op.op is ConsolidationOp.UPDATE and candidate is not None and target is not None:
-        return supersede(target, candidate, at=when, source=source)
-    if op.op is ConsolidationOp.RETIRE and target is not None:
-        return (retire(target, at=when, source=source),)
-    if op.op is ConsolidationOp.NOOP and candidate is not None and target is not None and source is not None:
-        # The repeat's provenance goes to the kept entry (as a write-time
-        # duplicate's does), and the repeat is closed, kept as history.
-        seen_at = candidate.get("created")
-        return (
-            record_repeat(target, source=source, at=seen_at if isinstance(seen_at, str) else when),
-            retire(candidate, at=when, source=source),
-        )
-    return ()  # add (already stored) and a noop without a target (kept as it is)
+    """The new versions of stored entries that ``op`` writes
+    (:func:`~poolsplit_adapters.memory.consolidate.op_writes`, the rule the
+    flush path applies too), derived from their latest versions (an earlier
+    operation of the plan may have recorded a repeat on the same target).
+    An operation that keeps its candidate as given writes nothing: it is
+    stored already."""
+    if op.as_given:
+        return ()
+    return op_writes(op.op, candidate, target, when)
 
 
 def apply_consolidation(

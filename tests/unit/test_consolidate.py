@@ -191,16 +191,23 @@ def test_retire_closes_the_entry_with_the_evidence_as_source() -> None:
     assert result.unresolved == (0, 1)
 
 
-def test_noop_on_a_kept_entry_records_the_repeat_and_changes_nothing_else() -> None:
+def test_noop_on_a_kept_entry_records_the_repeat_and_keeps_the_repeat_closed() -> None:
+    # The repeat's text was not among the writes: only the kept entry's
+    # ``seen`` named its source and time. It is kept now, closed.
     result = consolidate(candidates(), existing(), model=chat(plan({"op": "noop", "new": 4, "old": 1})), at=AT)
     (op,) = result.accepted
-    assert op.writes == (dict(existing()[0], seen=[{"source": "thread:b", "at": "2026-02-01T00:00:00Z"}]),)
-    assert result.unresolved == (1,)
+    assert op.writes == (
+        dict(existing()[0], seen=[{"source": "thread:b", "at": "2026-02-01T00:00:00Z"}]),
+        dict(candidates()[0], status="retired", valid_until=AT, closed_source="thread:b"),
+    )
+    assert not op.as_given and result.unresolved == (1,)
 
 
-def test_noop_without_a_target_writes_nothing_and_disposes_of_the_candidate() -> None:
+def test_noop_without_a_target_keeps_the_candidate_as_an_add() -> None:
+    # Its writes were empty and the candidate disposed of: a host writing
+    # ``writes()`` and ``unresolved`` dropped the memory.
     result = consolidate(candidates(), existing(), model=chat(plan({"op": "noop", "new": 5})), at=AT)
-    assert [(a.op, a.writes) for a in result.accepted] == [(ConsolidationOp.NOOP, ())]
+    assert [(a.op, a.writes, a.as_given) for a in result.accepted] == [(ConsolidationOp.NOOP, (candidates()[1],), True)]
     assert result.unresolved == (0,)
 
 

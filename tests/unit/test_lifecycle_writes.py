@@ -457,6 +457,45 @@ def test_a_hostile_consolidator_at_flush_is_refused_and_loses_nothing(tmp_path):
     assert len(durable.entries()) == 3
 
 
+@pytest.mark.parametrize("plan", [{"op": "noop", "new": 1, "old": None}, {"op": "noop", "new": 1}])
+def test_a_consolidators_noop_without_a_target_at_flush_writes_the_line(tmp_path, plan):
+    # The line was dropped and counted a duplicate, although the store was empty.
+    durable = SQLiteMemoryStore(tmp_path / "memory.db", token_counter=counter, clock=clock)
+    memory = PoolSplitMemoryStore(
+        [], POOLS, store=durable, token_counter=counter, consolidator=ScriptedDecider([plan]),
+        now=datetime.datetime(2026, 7, 2, 9, 0), write_gate=WriteGate(standing=None),
+    )  # fmt: skip
+    message = ChatMessage(role="user", content="deploys moved to thursdays", additional_kwargs={"session_id": "alpha"})
+    [written] = memory.flush([message])
+    assert memory.last_consolidation.to_dict() == {"accepted": {"noop": 1}, "refused": {}, "unresolved": 0}
+    assert memory.gate_report.to_dict() == {"written": 1, "refused": {}}
+    [stored] = durable.entries()
+    assert stored["id"] == written["id"] and stored["content"] == "user: deploys moved to thursdays"
+    assert stored.get("status", "active") == "active" and "valid_until" not in stored
+
+
+def test_a_consolidators_noop_into_an_entry_at_flush_keeps_the_line_as_a_closed_version(tmp_path):
+    # The line's text was erased: only the kept entry's ``seen`` held its source and time.
+    durable, memory = _flushing(tmp_path, ScriptedDecider([{"op": "noop", "new": 3, "old": 1}]))
+    message = ChatMessage(role="user", content="deploys moved to thursdays", additional_kwargs={"session_id": "alpha"})
+    assert memory.flush([message]) == []
+    assert memory.last_consolidation.to_dict() == {"accepted": {"noop": 1}, "refused": {}, "unresolved": 0}
+    assert memory.gate_report.to_dict() == {"written": 0, "refused": {"duplicate": 1}}
+    assert durable.get("db")["seen"] == [{"source": "session:alpha", "at": "2026-07-02T09:00:00Z"}]
+    assert durable.get("db")["content"] == "user: the staging database is db-7" and "status" not in durable.get("db")
+    [line] = [e for e in durable.entries() if e["id"] not in ("db", "fix")]
+    assert {k: line[k] for k in ("content", "source", "session", "status", "valid_until", "closed_source")} == {
+        "content": "user: deploys moved to thursdays",
+        "source": "session:alpha",
+        "session": "alpha",
+        "status": "retired",
+        "valid_until": "2026-07-02T09:00:00Z",
+        "closed_source": "session:alpha",
+    }
+    assert [v.id for v in durable.history(line["id"])] == [line["id"]]
+    assert len(durable.entries()) == 3
+
+
 # -- consolidating what is stored (the middleware's background consolidator) -------------
 
 
@@ -532,6 +571,32 @@ def test_consolidating_stored_entries_supersedes_retires_and_closes_repeats_on_e
     # no longer absorbs a write of its text.
     report = store.write([note("A dark theme is what the user likes.", "thread:t2", "2026-07-07T00:00:00Z")])
     assert report.duplicates == [] and report.written == report.ids
+
+
+def test_a_consolidators_noop_before_the_write_keeps_every_line_on_every_store(store):
+    # ``consolidate`` (LlamaIndex's flush) dropped a noop's line: into an
+    # entry, only that entry's ``seen`` named it; naming none, nothing at all.
+    [dark] = store.add([note("User prefers dark mode.", "host", "2026-07-01T00:00:00Z")])
+    model = ByText({"op": "noop", "new": "dark theme", "old": "dark mode"}, {"op": "noop", "new": "weather"})
+    lines = [
+        note("A dark theme is what the user likes.", "thread:t1", "2026-07-05T00:00:00Z", id="repeat"),
+        note("The weather was nice today.", "thread:t1", "2026-07-05T00:00:00Z", id="dull"),
+    ]
+    report, result = store.consolidate(lines, model=model, at="2026-07-06T00:00:00Z")
+    assert result.to_dict() == {"accepted": {"noop": 2}, "refused": {}, "unresolved": 0}
+    assert report.written == ["dull"]
+    rows = {e["id"]: e for e in store.entries()}
+    assert sorted(rows) == sorted([dark, "repeat", "dull"])
+    assert rows[dark]["seen"] == [{"source": "thread:t1", "at": "2026-07-05T00:00:00Z"}]
+    assert rows[dark].get("status", "active") == "active"
+    repeat = rows["repeat"]
+    assert (repeat["content"], repeat["status"], repeat["valid_until"], repeat["closed_source"]) == (
+        "A dark theme is what the user likes.",
+        "retired",
+        "2026-07-06T00:00:00Z",
+        "thread:t1",
+    )
+    assert rows["dull"]["content"] == "The weather was nice today." and "valid_until" not in rows["dull"]
 
 
 def test_a_consolidation_read_before_another_write_does_not_overwrite_it(store):
