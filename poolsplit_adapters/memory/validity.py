@@ -111,7 +111,8 @@ def supersede(
 
     Raises:
         EntryError: either entry has no string id, both have the same id, the
-            old one is already superseded or retired (supersede the newest
+            new one already supersedes another version, the old one is
+            already superseded or retired (supersede the newest
             version instead: a fork would leave two "current" versions), or
             ``at`` would close the old version before it opened.
     """
@@ -124,6 +125,13 @@ def supersede(
         )
     if old.get(VALID_UNTIL) is not None or old.get("status", "active") == RETIRED:
         raise entry_error(old, None, VALID_UNTIL, "is already set: the entry was closed (retired) before")
+    earlier = new.get(SUPERSEDES)
+    if earlier is not None and earlier != old_id:
+        # a version has one predecessor: two would make the history a tree (the write
+        # path linked it to one; a consolidator's update must not re-link it to another)
+        raise entry_error(
+            new, None, SUPERSEDES, "is already %r: a version supersedes one other, not also %r" % (earlier, old_id)
+        )
     when = _closing_time(at, new)
     _check_order(old, when)
     closed = dict(old)

@@ -87,3 +87,16 @@ def test_the_measured_false_supersede_rate_is_zero_on_both_seeds():
         linked = bench.linked_by_kind(seed)
         assert sum(linked["twin"]) == 0 and len(linked["twin"]) == 48
         assert sum(linked["value"] + linked["negation"]) / 96 >= 0.75
+
+
+def test_a_consolidators_update_never_gives_a_linked_version_a_second_predecessor():
+    from poolsplit_adapters import EntryError
+    from poolsplit_adapters.memory.validity import supersede
+
+    old = {"id": "n", "type": "note", "content": "The staging database is db-1.", "created": "2026-07-01T08:00:00Z"}
+    linked = {"id": "f2", "type": "fact", "content": "The staging database is db-2.", "supersedes": "f1"}
+    with pytest.raises(EntryError) as caught:
+        supersede(old, linked)
+    assert (caught.value.entry_id, caught.value.field) == ("f2", "supersedes")
+    again = supersede({"id": "f1", "content": "x", "created": "2026-07-01T08:00:00Z"}, linked)[1]
+    assert again["supersedes"] == "f1"  # naming the same predecessor is no second one
