@@ -90,7 +90,7 @@ from ..checks import ArgumentError, check_flag, check_instance, check_label, che
 from ..memory.background import BackgroundConsolidation, ConsolidationRun
 from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
-from ..memory.turns import ASSISTANT, USER, Said, exchange_id, exchange_proposals, standing_proposals
+from ..memory.turns import ASSISTANT, USER, Provenance, Said, exchange_id, exchange_proposals, standing_proposals
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
 from ..memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter
@@ -818,13 +818,11 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         if not demotion.demote and not heard:
             return None
         where = self._where(runtime)
-        common = self._provenance(where)
+        stamp = utc_stamp(self.now)
         proposals: list[Proposal] = []
         for i in heard:
             proposals.extend(
-                standing_proposals(
-                    self.write_gate, str(messages[i].text), exchange=self._exchange(where, messages[i]), **common
-                )
+                standing_proposals(self.write_gate, str(messages[i].text), self._said(where, messages[i], stamp))
             )
         turns: list[tuple[int, int]] = []  # each demoted turn's slice of the proposals
         for turn in demotion.demote:
@@ -832,30 +830,20 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             if demotion.goal is not None and not isinstance(part[0], HumanMessage) and turn.indices[0] > demotion.goal:
                 part = [messages[demotion.goal], *part]  # the answer to the goal reads better with the goal
             start = len(proposals)
-            proposals.extend(
-                exchange_proposals(
-                    self.write_gate,
-                    _sides(part),
-                    type=self.episode_type,
-                    exchange=self._exchange(where, part[0]),
-                    standing=False,  # recognised when the message was heard
-                    **common,
-                )
-            )
+            # standing=False: recognised when the message was heard
+            said = self._said(where, part[0], stamp)
+            proposals.extend(exchange_proposals(self.write_gate, _sides(part), self.episode_type, said, standing=False))
             turns.append((start, len(proposals)))
         last_human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         return _Writing(where, proposals, demotion, turns, None if last_human is None else last_human.id)
 
-    def _provenance(self, where: _Where) -> dict[str, Any]:
-        return {
-            "source": "thread:%s" % (where.thread or "none"),
-            "namespace": namespace_label(where.chain[0]),
-            "created": utc_stamp(self.now),
-        }
-
     @staticmethod
-    def _exchange(where: _Where, message: BaseMessage) -> str:
-        return exchange_id(namespace_label(where.chain[0]), where.thread or "", str(message.id or message.text))
+    def _said(where: _Where, opening: BaseMessage, created: str) -> Provenance:
+        """The provenance of the exchange ``opening`` starts: this thread, the
+        own namespace, ``created``, and an exchange id from the message's id."""
+        label = namespace_label(where.chain[0])
+        exchange = exchange_id(label, where.thread or "", str(opening.id or opening.text))
+        return Provenance("thread:%s" % (where.thread or "none"), label, created, exchange=exchange)
 
     def _demoted(
         self, messages: Sequence[BaseMessage], writing: _Writing, settled: Sequence[Proposal]

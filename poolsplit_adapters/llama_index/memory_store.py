@@ -25,7 +25,7 @@ from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..memory.consolidate import ConsolidationOp, ConsolidationResult
 from ..memory.expiry import Moment, note_expired
-from ..memory.turns import USER, Said, exchange_id, exchange_proposals
+from ..memory.turns import USER, Provenance, Said, exchange_id, exchange_proposals
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
 from ..recall import VisibleEntries, present_types
@@ -412,28 +412,8 @@ class PoolSplitMemoryStore(StoreVerbs):
             source = "session:%s" % session if session else "chat"
             if role == USER:  # a user's line opens an exchange; the answers after it join it
                 exchange = exchange_id(namespace, owner or "", stamp, str(n), text)
-            proposals.extend(
-                exchange_proposals(
-                    self.write_gate,
-                    [Said(role, text)],
-                    type=self.episode_type,
-                    source=source,
-                    namespace=namespace,
-                    created=stamp,
-                    owner=owner,
-                    exchange=exchange,
-                )
-                or [  # a blank line, judged as one line, as it always was
-                    self.write_gate.propose(
-                        "%s: %s" % (role, text),
-                        type=self.episode_type,
-                        source=source,
-                        namespace=namespace,
-                        created=stamp,
-                        owner=owner,
-                    )
-                ]
-            )
+            where = Provenance(source, namespace, stamp, exchange=exchange, owner=owner)
+            proposals.extend(exchange_proposals(self.write_gate, [Said(role, text)], self.episode_type, where))
         return proposals
 
     def _write_flushed(self, proposals: List[Proposal]) -> List[Dict[str, Any]]:

@@ -31,12 +31,11 @@ text with the same words in another order ("should A depend on B" is not
 Example::
 
     >>> from poolsplit_adapters.memory import WriteGate
-    >>> from poolsplit_adapters.memory.turns import Said, exchange_proposals
+    >>> from poolsplit_adapters.memory.turns import Provenance, Said, exchange_proposals
     >>> gate = WriteGate(part_chars=60)
+    >>> where = Provenance("thread:t1", "memories.u1", "2026-07-01T00:00:00Z", exchange="x1")
     >>> props = exchange_proposals(gate, [Said("user", "Always answer briefly. What is 2+2?"),
-    ...                                   Said("assistant", "4. " + "It is four. " * 6)],
-    ...                            type="episode", source="thread:t1", namespace="memories.u1",
-    ...                            created="2026-07-01T00:00:00Z", exchange="x1")
+    ...                                   Said("assistant", "4. " + "It is four. " * 6)], "episode", where)
     >>> [(p.entry["type"], p.entry.get("role"), p.entry.get("part")) for p in props]
     [('episode', 'user', None), ('instruction', None, None), ('episode', 'assistant', 1), ('episode', 'assistant', 2)]
 """
@@ -51,7 +50,7 @@ from .parts import split_text
 from .standing import recognise
 from .write_gate import Proposal, WriteGate, hashed_id
 
-__all__ = ["Said", "USER", "ASSISTANT", "exchange_id", "exchange_proposals", "standing_proposals"]
+__all__ = ["Provenance", "Said", "USER", "ASSISTANT", "exchange_id", "exchange_proposals", "standing_proposals"]
 
 USER = "user"
 ASSISTANT = "assistant"
@@ -77,90 +76,71 @@ def exchange_id(namespace: Optional[str], *parts: str) -> str:
     return hashed_id("exchange", (namespace or "", *parts))
 
 
-def _stamped(proposal: Proposal, fields: Dict[str, Any]) -> Proposal:
-    return replace(proposal, entry={**proposal.entry, **fields})
+@dataclass(frozen=True)
+class Provenance:
+    """Where and when one exchange was said, stamped on every entry of it:
+    the harness's ``source``, the writer's ``namespace``, ``created``, the
+    ``exchange`` id linking its entries, and the chat session that owns them
+    (``owner``, part of each content key; None: none)."""
+
+    source: str
+    namespace: Optional[str]
+    created: Optional[str]
+    exchange: Optional[str] = None
+    owner: Optional[str] = None
+
+    def propose(self, gate: WriteGate, text: str, type: str, fields: Dict[str, Any], owner: Optional[str]) -> Proposal:
+        """The gate's proposal of ``text``, with ``fields`` (and the exchange) stamped on it."""
+        proposal = gate.propose(
+            text, type=type, source=self.source, namespace=self.namespace, created=self.created, owner=owner
+        )
+        linked = {**fields, **({"exchange": self.exchange} if self.exchange else {})}
+        return replace(proposal, entry={**proposal.entry, **linked})
 
 
-def standing_proposals(
-    gate: WriteGate,
-    text: str,
-    *,
-    source: str,
-    namespace: Optional[str],
-    created: Optional[str],
-    exchange: Optional[str],
-    owner: Optional[str] = None,
-) -> List[Proposal]:
+def standing_proposals(gate: WriteGate, text: str, where: Provenance) -> List[Proposal]:
     """The instructions and preferences the user stated in ``text`` (the
     gate's :attr:`~poolsplit_adapters.memory.write_gate.WriteGate.standing`
     rules; none when they are off), one proposal each."""
     if gate.standing is None:
         return []
-    out = []
-    for found in recognise(text, gate.standing):
-        proposal = gate.propose(
-            found.text, type=found.kind, source=source, namespace=namespace, created=created, owner=owner
-        )
-        # no ``role``: a recognised statement is a claim, matched as claims are (near repeats
-        # too), while a side of an exchange is a record of what was said, repeated only exactly
-        out.append(_stamped(proposal, {"said_by": USER, **({"exchange": exchange} if exchange else {})}))
-    return out
+    # no ``role``: a recognised statement is a claim, matched as claims are (near repeats
+    # too), while a side of an exchange is a record of what was said, repeated only exactly
+    return [
+        where.propose(gate, found.text, found.kind, {"said_by": USER}, where.owner)
+        for found in recognise(text, gate.standing)
+    ]
 
 
-def side_proposals(
-    gate: WriteGate,
-    said: Said,
-    *,
-    type: str,
-    source: str,
-    namespace: Optional[str],
-    created: Optional[str],
-    exchange: Optional[str],
-    owner: Optional[str] = None,
-) -> List[Proposal]:
+def side_proposals(gate: WriteGate, said: Said, type: str, where: Provenance) -> List[Proposal]:
     """One side of an exchange as proposals: one entry, or its parts when it
-    is longer than the gate's ``part_chars`` (each labelled with its role)."""
+    is longer than the gate's ``part_chars`` (each labelled with its role; a
+    blank side is one proposal, which the gate refuses as empty)."""
     label = "%s: " % said.role
-    pieces = split_text(said.text, max(1, gate.part_chars - len(label)))
-    if not pieces:
-        pieces = [said.text]  # blank: the gate says so
+    pieces = split_text(said.text, max(1, gate.part_chars - len(label))) or [said.text]
     out = []
     for n, piece in enumerate(pieces, 1):
         fields: Dict[str, Any] = {"role": said.role}
-        if exchange:
-            fields["exchange"] = exchange
+        key_owner = where.owner
         if len(pieces) > 1:
             fields.update(part=n, parts=len(pieces))
+            # a part's key holds its place: two parts with the same text are two pieces of the message
+            key_owner = "%s\x00%s\x00%d" % (where.owner or "", where.exchange or "", n)
         # every part says who spoke: a labelled text's parts keep their own labels
         text = piece if said.labelled and _LABELLED.match(piece) else label + piece
-        # a part's key holds its place: two parts with the same text are two pieces of the message
-        key_owner = owner if len(pieces) == 1 else "%s\x00%s\x00%d" % (owner or "", exchange or "", n)
-        proposal = gate.propose(text, type=type, source=source, namespace=namespace, created=created, owner=key_owner)
-        out.append(_stamped(proposal, fields))
+        out.append(where.propose(gate, text, type, fields, key_owner))
     return out
 
 
 def exchange_proposals(
-    gate: WriteGate,
-    sides: Sequence[Said],
-    *,
-    type: str,
-    source: str,
-    namespace: Optional[str],
-    created: Optional[str],
-    exchange: Optional[str],
-    owner: Optional[str] = None,
-    standing: bool = True,
+    gate: WriteGate, sides: Sequence[Said], type: str, where: Provenance, *, standing: bool = True
 ) -> List[Proposal]:
     """Every proposal of one exchange, in order: each side's entry or parts,
     and after a user's side the instructions and preferences it stated
     (``standing=False``: the caller recognised them already)."""
     out: List[Proposal] = []
-    where = dict(source=source, namespace=namespace, created=created, exchange=exchange, owner=owner)
     for said in sides:
-        if not said.text.strip():
-            continue
-        out.extend(side_proposals(gate, said, type=type, **where))  # type: ignore[arg-type]
+        out.extend(side_proposals(gate, said, type, where))
         if standing and said.role == USER:
-            out.extend(standing_proposals(gate, said.text, **where))  # type: ignore[arg-type]
+            out.extend(standing_proposals(gate, said.text, where))
     return out
