@@ -203,3 +203,20 @@ def test_the_current_value_of_a_changed_fact_loads_not_the_stale_one():
     assert old["superseded_by"] == new["id"] and new["supersedes"] == old["id"]
     loaded = [m for m in markers(model.requests[-1]) if m.get("pool") == "semantic"]
     assert [m["id"] for m in loaded][:1] == [new["id"]] and old["id"] not in {m["id"] for m in loaded}
+
+
+def test_hostile_text_through_the_write_path_is_stored_as_every_store_can_hold_it():
+    bad = [
+        "Always use 'quotes'; -- DROP TABLE store; \x00 end.",
+        "My team has 5 people \ud800 now.",
+        'I prefer \u200btabs "x" OR 1=1.',
+        "从现在开始用英文 ；--",
+        "x" * 3000 + "'; --",
+    ]
+    for store in stores():
+        run(store, ["goal", *bad, "a", "b"], ["ok\x00'; --"] * 8, total_tokens=300, total_entries=6)
+        kept = stored(store)
+        assert not any("\x00" in e["content"] or "\ud800" in e["content"] for e in kept), type(store).__name__
+        kinds = sorted({e["type"] for e in kept})
+        assert kinds == ["episode", "fact", "instruction", "preference"], type(store).__name__
+        assert "user: Always use 'quotes'; -- DROP TABLE store; \ufffd end." in {e["content"] for e in kept}
