@@ -122,7 +122,13 @@ def test_a_far_type_walks_its_own_index_and_gives_the_exact_ranking(loaded: Data
         # Mostly "exact" (the store's index meets the notes first and comes back
         # short); an HNSW graph is random, and now and then its first batch holds them.
         assert before.last_paths[0] in ("exact", "index")
-        assert [round(i.score, 4) for i in got] == exact("episode")
+        scores = [round(i.score, 4) for i in got]
+        if before.last_paths[0] == "exact":
+            assert scores == exact("episode")
+        else:  # the store's own walk is approximate, as every HNSW walk
+            assert len(got) == 10 and {i.value["type"] for i in got} == {"episode"}
+            assert scores == sorted(scores, reverse=True)
+            assert set(scores) <= set(exact("episode", k=FAR))
 
         codes = install_type_indexes(store, ["episode", "note"])
         assert [name for name, _ in codes] == ["episode", "note"]
