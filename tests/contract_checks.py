@@ -4,12 +4,32 @@ PGVectorStore; tests/unit/test_store_contract.py covers the in-process stores)."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 import pytest
 
 from poolsplit_adapters import EntryError
 from poolsplit_adapters.stores import EntryNotFound
+
+
+class _InNamespace:
+    """``memory`` with every added or written entry in ``namespace`` (reads
+    pass through): one check, run namespaced where a store needs it."""
+
+    def __init__(self, memory: Any, namespace: str) -> None:
+        self.memory, self.namespace = memory, namespace
+
+    def _placed(self, entries: Sequence[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+        return [dict(e, namespace=self.namespace) for e in entries]
+
+    def add(self, entries: Sequence[Mapping[str, Any]]) -> Any:
+        return self.memory.add(self._placed(entries))
+
+    def write(self, entries: Sequence[Mapping[str, Any]]) -> Any:
+        return self.memory.write(self._placed(entries))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.memory, name)
 
 
 def check_add_and_supersede(memory: Any) -> None:
@@ -117,11 +137,14 @@ def check_add_with_supersedes_closes_its_predecessor(memory: Any) -> None:
     assert [v.id for v in memory.history("m2")] == ["m1", "m2"]
 
 
-def check_a_changed_statement_supersedes_the_older(memory: Any) -> None:
+def check_a_changed_statement_supersedes_the_older(memory: Any, namespace: Optional[str] = None) -> None:
     """A fact, instruction or preference that changes an active stored one of
     its namespace and type supersedes it on write (memory/changes.py): the
     older is closed and kept in history; a statement of another subject, a
-    repeat, a correction and another type are left alone."""
+    repeat, a correction and another type are left alone. With
+    ``namespace``, every entry is written in it (a store that cannot list
+    its entries reads the namespace to find the older version)."""
+    memory = _InNamespace(memory, namespace) if namespace is not None else memory
     memory.add(
         [
             {"id": "l1", "type": "fact", "content": "The launch is on March 3.", "created": "2026-01-01T00:00:00Z"},

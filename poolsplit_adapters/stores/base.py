@@ -60,7 +60,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
-from ..memory.changes import changing, updates
+from ..memory.changes import CHANGING_TYPES, changing, updates
 from ..memory.consolidate import Accepted, ConsolidationResult
 from ..memory.consolidate import consolidate as consolidate_entries
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
@@ -854,8 +854,26 @@ class StoreVerbs(ABC):
         """The finder whose kept entries a changing statement is compared
         with: :meth:`duplicate_finder`'s (every stored active entry); a
         store whose duplicate check holds only what a repeat could be
-        overrides it."""
-        return self.duplicate_finder(candidates)
+        overrides it.
+
+        A store that cannot list all its entries (``PGVector``,
+        ``PGVectorStore``) reads the namespaces of the changing statements
+        exactly instead (``read(namespace=...)``), so the older version of a
+        statement is found there too; a changing statement without a
+        namespace is compared with the ids it names only."""
+        finder = self.duplicate_finder(candidates)
+        kept = self._finder
+        if kept is not None and kept[1] is finder:
+            return finder  # built from every stored entry
+        spaces = sorted({str(c["namespace"]) for c in candidates if changing(c) and c.get("namespace") is not None})
+        try:
+            stored = [e for space in spaces for e in self.read(None, space) if e.get("type") in CHANGING_TYPES]
+        except TypeError:  # cannot read a namespace either
+            return finder
+        for entry in stored:  # this finder is the call's own (not kept): read once more, kept once
+            finder.discard(str(entry["id"]))
+        finder.extend(stored)
+        return finder
 
     def stored_for(self, prepared: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
         """What is stored under the ids of ``prepared`` (one read), after

@@ -10,6 +10,7 @@ from typing import Any, Iterator
 import pytest
 import sqlalchemy
 from contract_checks import (
+    check_a_changed_statement_supersedes_the_older,
     check_add_and_supersede,
     check_add_with_supersedes_closes_its_predecessor,
     check_supersede_back_to_a_closed_version,
@@ -67,6 +68,8 @@ def check_the_contract(memory: Any) -> None:
     assert memory.delete("v2") is False
     check_supersede_back_to_a_closed_version(memory)
     check_add_with_supersedes_closes_its_predecessor(memory)
+    # PGVector and PGVectorStore list no entries: the statements' namespace is read
+    check_a_changed_statement_supersedes_the_older(memory, namespace="u1")
 
 
 def test_the_store_contract_holds_over_pgvector(langchain_memory):
