@@ -4,15 +4,15 @@ The seven adapter classes (LangChain ``PoolSplitRetriever``,
 ``PoolSplitCompressor`` and ``PoolSplitMemoryMiddleware``; LlamaIndex
 ``PoolSplitRetriever``, ``PoolSplitNodePostprocessor`` and the memory blocks
 through ``PoolSplitMemoryStore``) select with the settings of
-:class:`AdapterSettings`: the pydantic classes inherit it, the others hold
+`AdapterSettings`: the pydantic classes inherit it, the others hold
 one. Declared here, with their documentation, a default or a meaning cannot
 drift between two copies. The per-call overrides are declared here too
-(:class:`CallOverrides`); what a call does with both lives in
-:mod:`poolsplit_adapters.call`, and every check in
-:mod:`poolsplit_adapters.checks`.
+(`CallOverrides`); what a call does with both lives in
+`poolsplit_adapters.call`, and every check in
+`poolsplit_adapters.checks`.
 
 The two defaults a caller may leave out are chosen in one place each:
-:func:`default_adapter_scorer` and :func:`default_adapter_counter`.
+`default_adapter_scorer` and `default_adapter_counter`.
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ def default_adapter_counter(framework: Framework = Framework.LANGCHAIN) -> Token
 
 def embedding_scorer_for(embeddings: Any, name: str = "embeddings") -> Scorer:
     """The scorer of ``embeddings=``:
-    :func:`~poolsplit_adapters.defaults.hybrid_scorer` (words and vectors
+    `hybrid_scorer` (words and vectors
     together, as the adapters' default ranks words alone:
-    :func:`default_adapter_scorer`), with an error that names the argument
+    `default_adapter_scorer`), with an error that names the argument
     (``name``). Until 0.5 it was a bare ``EmbeddingScorer`` (cosine alone, no
     exact names or numbers); ``scorer=EmbeddingScorer(e)`` still gives that."""
     try:
@@ -105,13 +105,13 @@ class CallOverrides(TypedDict, total=False):
     """
 
     k: Optional[int]
-    """Contextual cap for this call (see :attr:`AdapterSettings.k`)."""
+    """Contextual cap for this call (see `AdapterSettings.k`)."""
     tags: Optional[Sequence[str]]
     """Tags of the scoring context (a list; a bare string is refused)."""
     project: Optional[str]
-    """Project of the scoring context, instead of :attr:`AdapterSettings.project`."""
+    """Project of the scoring context, instead of `AdapterSettings.project`."""
     now: Optional[datetime.datetime]
-    """Reference time of this call, instead of :attr:`AdapterSettings.now`."""
+    """Reference time of this call, instead of `AdapterSettings.now`."""
     namespace: Union[None, str, Sequence[str]]
     """Replaces the visibility's namespace for this call: one namespace or an explicit chain."""
     goal: Optional[str]
@@ -124,7 +124,7 @@ class CallOverrides(TypedDict, total=False):
 
 class AdapterSettings(BaseModel):
     """What every adapter selects with; the per-call overrides
-    (:class:`CallOverrides`) replace some of these for one call only.
+    (`CallOverrides`) replace some of these for one call only.
 
     Checked once, at construction, naming the argument (and the class the
     caller used); ``scope=`` is a deprecated alias of ``visibility=``. The
@@ -250,18 +250,18 @@ class AdapterSettings(BaseModel):
     def last_selection(self) -> Optional[Selection]:
         """The selection of the call that finished last (None before the
         first). With concurrent calls on one object that is not necessarily
-        yours: use :func:`~poolsplit_adapters.reports.capture_selections`
+        yours: use [`capture_selections`][poolsplit_adapters.langchain.capture_selections]
         (or the framework's selection event) for a call's own selection."""
         return self._last
 
     def keep_last(self, selection: Selection) -> None:
-        """Keep ``selection`` as :attr:`last_selection` (the call module's
+        """Keep ``selection`` as `last_selection` (the call module's
         record step)."""
         self._last = selection
 
 
 class AgentMemorySettings(AdapterSettings):
-    """:class:`AdapterSettings` plus how the agent middleware reads its
+    """`AdapterSettings` plus how the agent middleware reads its
     store (the middleware holds one; its backends read these).
 
     Example::

@@ -5,7 +5,7 @@ pooled connection, so a sync call costs its slowest search rather than the
 sum of them when they run at once. This is the one rule both adapters'
 sync recall runs its searches by: each call in a copy of the caller's
 context (so callbacks, tracing and
-:func:`~poolsplit_adapters.reports.capture_selections` follow it onto the
+[`capture_selections`][poolsplit_adapters.langchain.capture_selections] follow it onto the
 thread), the results in call order, the first error raised only once every
 call has finished (no search is left running on a connection the caller is
 about to drop).
@@ -56,7 +56,7 @@ def at_once(calls: Sequence[Callable[[], _T]]) -> List[_T]:
     return [future.result() for future in futures]
 
 
-#: Threads of the pool :func:`off_loop` runs blocking work on.
+#: Threads of the pool `off_loop` runs blocking work on.
 OFF_LOOP_WORKERS = 32
 
 _pool: Optional[ThreadPoolExecutor] = None

@@ -17,26 +17,26 @@ expects (a damaged copy would make tiktoken delete it and download again):
    default temp folder), where an earlier online use left other encodings;
 4. the copies ``llama-index-core`` ships in its package data.
 
-If none has it, :class:`TokenizerUnavailable` says which file is missing and
+If none has it, `TokenizerUnavailable` says which file is missing and
 how to provide it, instead of a network error from deep inside tiktoken.
-:func:`encoding_source` tells which folder served an encoding.
+`encoding_source` tells which folder served an encoding.
 
 **Lazy.** Loading an encoding takes about a second (o200k_base), so no
-default counter loads one before its first count: :class:`TiktokenCounter`
+default counter loads one before its first count: [`TiktokenCounter`][]
 checks at construction that the file is there and loads it on the first
 count, and LlamaIndex's global tokenizer is looked up at each count
-(:class:`DeferredCounter`). Building an adapter or a middleware, or the
+(`DeferredCounter`). Building an adapter or a middleware, or the
 graph module a LangGraph server imports, costs no tokenizer.
 
 **Cached.** Counts are cached by content, so an unchanged entry is never
 re-tokenised.
 
-**Batched.** :meth:`TokenizerCounter.count_many` (what
-:class:`~poolsplit_adapters.MemoryIndex` calls once for a whole batch of new
+**Batched.** `TokenizerCounter.count_many` (what
+[`MemoryIndex`][poolsplit_adapters.index.MemoryIndex] calls once for a whole batch of new
 entries) tokenises each distinct uncached text once, one by one in the
 calling thread: tiktoken's own batch API and contiguous chunks on threads
 were both measured and neither is faster here (see
-:meth:`TokenizerCounter.count_many`).
+`TokenizerCounter.count_many`).
 
 **Never 0.** An empty text costs 1: a zero cost would exempt an entry from
 every budget.
@@ -308,8 +308,8 @@ class TiktokenCounter(TokenizerCounter):
 
     **Lazy.** Construction only checks that the encoding is known and its
     file is on this machine (a bad name or a missing file fails here, with
-    :class:`TokenizerUnavailable`); the encoding itself, about a second to
-    load, loads on the first count (or :attr:`encoding`). So building an
+    `TokenizerUnavailable`); the encoding itself, about a second to
+    load, loads on the first count (or [`encoding`][]). So building an
     adapter, or the graph a LangGraph server imports, costs no tokenizer.
 
     Example::
@@ -409,11 +409,11 @@ def llama_index_counter() -> Callable[[str], int]:
     """Counts with LlamaIndex's global tokenizer, the one ``Memory`` uses by
     default, so budgets and ``Memory``'s own arithmetic agree.
 
-    One shared :class:`DeferredCounter`: LlamaIndex loads that tokenizer
+    One shared `DeferredCounter`: LlamaIndex loads that tokenizer
     (tiktoken ``cl100k_base``, under a second) on its first use, so it is
     looked up at each count, never when an adapter is built. A tokenizer set
     later (``Settings.tokenizer = ...``) is the one counted with from then
-    on; each tokenizer keeps its own cache (:func:`counter_from`)."""
+    on; each tokenizer keeps its own cache (`counter_from`)."""
     return _LLAMA_INDEX
 
 

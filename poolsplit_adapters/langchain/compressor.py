@@ -24,9 +24,9 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
     Use it in ``ContextualCompressionRetriever(base_compressor=...)`` or a
     ``DocumentCompressorPipeline``; put it last, since a later filter could
     drop the corrections it puts first. Its settings are those of
-    :class:`~poolsplit_adapters.settings.AdapterSettings`. Every call emits
+    `AdapterSettings`. Every call emits
     the ``poolsplit_selection`` callback event (when it runs with callbacks)
-    and sets :attr:`last_selection` (the call that finished last).
+    and sets `last_selection` (the call that finished last).
 
     Example::
 
@@ -58,7 +58,7 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Optional[Callbacks] = None
     ) -> list[Document]:
-        """:meth:`compress_documents`, with the event sent to async handlers."""
+        """[`compress_documents`][], with the event sent to async handlers."""
         selection, returned = self._compress(documents, query)
         manager = callbacks if isinstance(callbacks, BaseCallbackManager) else AsyncCallbackManager.configure(callbacks)
         if isinstance(manager, AsyncCallbackManager):

@@ -36,7 +36,7 @@ def _label(document: Any, position: int) -> str:
 def _checked(document: Any, position: int) -> Document:
     """The one rule for a document every LangChain adapter takes: a
     ``Document``, else an error naming its position and what was found (an
-    :class:`~poolsplit_adapters.checks.ArgumentError`, so a ``TypeError``)."""
+    `ArgumentError`, so a ``TypeError``)."""
     if not isinstance(document, Document):
         hint = " (build a Document(page_content, metadata=...))" if isinstance(document, Mapping) else ""
         raise ArgumentError(
@@ -94,7 +94,7 @@ class DocumentConverter:
         """Entries for ``documents`` and the way back to each document.
 
         ``recalled``: the documents come from several searches of one store
-        (see :func:`~poolsplit_adapters.recall.merge_recalled`).
+        (see `merge_recalled`).
         """
         if recalled:
             documents = merge_recalled(documents, key=lambda d: d.id)
@@ -109,10 +109,10 @@ class DocumentConverter:
     def index(
         documents: Sequence[Document], token_counter: TokenCounter, prepare_for: Sequence[Scorer] = ()
     ) -> tuple[MemoryIndex, dict[int, Document]]:
-        """A :class:`~poolsplit_adapters.MemoryIndex` over ``documents``
+        """A [`MemoryIndex`][] over ``documents``
         (built once, every cost counted in one batch, with what
         ``prepare_for``'s scorers rank by) and the way back to each
-        document; fails as :meth:`entries` would."""
+        document; fails as `entries` would."""
         return index_from(documents, _parts, kind="document", token_counter=token_counter, prepare_for=prepare_for)
 
     @staticmethod

@@ -1,7 +1,7 @@
 """The consolidator's drivers: a LangChain chat model or a LlamaIndex LLM.
 
-Both ask for the same structured output, :class:`ConsolidationPlan` (a list
-of :class:`PlannedOperation`), so the model sees one JSON schema whatever
+Both ask for the same structured output, `ConsolidationPlan` (a list
+of `PlannedOperation`), so the model sees one JSON schema whatever
 the framework:
 
 * LangChain: ``chat_model.with_structured_output(ConsolidationPlan,
@@ -165,7 +165,7 @@ class LlamaIndexDecider:
 @contextlib.contextmanager
 def _parsing() -> Iterator[None]:
     """A structured prediction's parse failure (no JSON, or not the schema)
-    as a :class:`MalformedOutput`, reported like any malformed answer."""
+    as a `MalformedOutput`, reported like any malformed answer."""
     try:
         yield
     except (ValueError, ValidationError) as err:
@@ -174,7 +174,7 @@ def _parsing() -> Iterator[None]:
 
 def decider_for(model: Any) -> Decider:
     """The driver for ``model``: a LangChain chat model, a LlamaIndex LLM,
-    or a :class:`~poolsplit_adapters.memory.consolidate.Decider` as is.
+    or a `Decider` as is.
 
     Raises:
         TypeError: none of these.

@@ -58,7 +58,7 @@ class TokenMetrics:
 
     @property
     def savings_percent(self) -> float:
-        """Share of :attr:`baseline_tokens` not spent, in percent (0.0 when
+        """Share of `baseline_tokens` not spent, in percent (0.0 when
         nothing loaded)."""
         if not self.baseline_tokens:
             return 0.0

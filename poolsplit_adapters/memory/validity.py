@@ -21,10 +21,10 @@ returns new dicts and never mutates its input):
 The old version keeps every field it had, its own ``source`` and ``created``
 included: history shows who said what, and when.
 
-:func:`retire` closes an entry without a successor (``status: "retired"``,
-``valid_until``, ``closed_source``). :func:`is_valid_at` / :func:`as_of`
-answer "what was valid at time t" and :func:`valid_at` gives the same rule as
-an ``is_active`` predicate for the core's ``select``. :func:`history` returns
+[`retire`][] closes an entry without a successor (``status: "retired"``,
+``valid_until``, ``closed_source``). `is_valid_at` / [`as_of`][]
+answer "what was valid at time t" and [`valid_at`][] gives the same rule as
+an ``is_active`` predicate for the core's ``select``. [`history`][] returns
 a version chain oldest to newest with sources and times.
 
 Example::
@@ -179,7 +179,7 @@ def _check_order(entry: Mapping[str, Any], when: str) -> None:
 def valid_from(entry: Mapping[str, Any], index: Optional[int] = None) -> Optional[datetime.datetime]:
     """When ``entry`` became valid (naive UTC): ``valid_from``, else
     ``created`` read exactly as the core reads it
-    (:func:`~poolsplit_adapters.poolsplit.parse_created`: unparseable text is
+    (`parse_created`: unparseable text is
     no time, never an error), else None (undated).
 
     Raises:
@@ -225,7 +225,7 @@ def is_valid_at(entry: Mapping[str, Any], when: Moment, index: Optional[int] = N
 
 
 def valid_at(when: Moment) -> Callable[[Mapping[str, Any]], bool]:
-    """:func:`is_valid_at` as an ``is_active`` predicate for ``select``:
+    """`is_valid_at` as an ``is_active`` predicate for ``select``:
     select what was valid at ``when``.
 
     Example::
@@ -248,7 +248,7 @@ def as_of(entries: Sequence[Mapping[str, Any]], when: Moment) -> List[Mapping[st
 
 @dataclass(frozen=True)
 class Version:
-    """One version in a :func:`history` chain.
+    """One version in a [`history`][] chain.
 
     Attributes:
         id: the version's entry id.

@@ -1,8 +1,8 @@
 """InProcessStore: the store contract over a MemoryIndex, in this process.
 
-For what needs a :class:`~poolsplit_adapters.stores.MemoryStore` but no file:
+For what needs a [`MemoryStore`][] but no file:
 the agent middleware given a list of entries, tests, notebooks. Nothing
-survives the process (use :class:`~poolsplit_adapters.stores.SQLiteMemoryStore`
+survives the process (use [`SQLiteMemoryStore`][]
 for that); otherwise the verbs mean what they mean on every store.
 """
 
@@ -28,9 +28,9 @@ __all__ = ["IdLookup", "InProcessStore", "commit_to_index"]
 
 
 class IdLookup:
-    """The entries of a :class:`~poolsplit_adapters.MemoryIndex` by id, kept
+    """The entries of a [`MemoryIndex`][] by id, kept
     in step with the index's version: rebuilt (one pass) only after a
-    change made around it, updated in place by :func:`commit_to_index`. So
+    change made around it, updated in place by `commit_to_index`. So
     reading a write's few ids costs a dictionary lookup, not a scan.
 
     Example::
@@ -89,7 +89,7 @@ def commit_to_index(index: MemoryIndex, change: Change, lock: Any, lookup: Optio
 
 
 class InProcessStore(StoreVerbs):
-    """Entries in a :class:`~poolsplit_adapters.MemoryIndex`, under the store contract.
+    """Entries in a [`MemoryIndex`][], under the store contract.
 
     Args:
         entries: initial entries (copied: the caller's dicts are never
@@ -153,7 +153,7 @@ class InProcessStore(StoreVerbs):
         return [dict(e) for e in self.index.entries if namespace is None or e.get("namespace") == namespace]
 
     def commit(self, change: Change) -> None:
-        """Apply ``change`` to the index (:func:`commit_to_index`)."""
+        """Apply ``change`` to the index (`commit_to_index`)."""
         commit_to_index(self.index, change, self._lock, self._ids)
 
     def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
@@ -175,7 +175,7 @@ class InProcessStore(StoreVerbs):
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over the current content
-        (:meth:`MemoryIndex.select`'s options: ``now``, ``scorer``,
+        ([`MemoryIndex.select`][]'s options: ``now``, ``scorer``,
         ``visibility``, ``layering``); what expired by ``now`` (default: the
         clock) is reported ``expired`` and named in ``notes["expired"]``."""
         options["now"] = options.get("now") or self._clock()
