@@ -85,10 +85,11 @@ class CallOptions:
         layering: the progressive fill of this call (None: the spec's).
         task: what the plan was made for (``message`` and the signals given).
 
-    Example::
-
+    Example:
+        ```python
         options = AdapterCall(settings, "deploy", {"k": 2}).options
         options.k, options.context["message"]   # (2, 'deploy')
+        ```
     """
 
     context: dict[str, Any]
@@ -116,11 +117,12 @@ class AdapterCall:
             entry types the adapter's source holds, or None when it cannot
             list them; the settings' ``entry_types`` take precedence.
 
-    Example::
-
+    Example:
+        ```python
         call = AdapterCall(retriever, "did the deploy finish?", {"k": 3})
         selection = call.select(entries)          # steps 4-5
         returned = call.finish(selection)         # steps 6-7
+        ```
     """
 
     def __init__(

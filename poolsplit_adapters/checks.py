@@ -50,12 +50,13 @@ class ArgumentError(ValueError, TypeError):
     call); the message names the argument. Both a ``ValueError`` and a
     ``TypeError``, so either ``except`` catches it.
 
-    Example::
-
+    Example:
+        ```python
         try:
             retriever.invoke("deploy", tags="ops")
         except ArgumentError as err:
             print(err)   # tags must be a list of strings, not the bare string 'ops' (...)
+        ```
     """
 
 

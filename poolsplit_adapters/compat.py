@@ -23,9 +23,10 @@ __all__ = ["Scope", "moved", "resolve_visibility", "select", "retrieve_pools"]
 class Scope(Visibility):
     """Deprecated alias of [`Visibility`][].
 
-    Example::
-
+    Example:
+        ```python
         Visibility(namespace="tenant-a")   # instead of Scope(namespace="tenant-a")
+        ```
     """
 
     def __post_init__(self) -> None:
@@ -83,9 +84,10 @@ def moved(name: str) -> Any:
     """``poolsplit_adapters.poolsplit.<name>`` for a name that left the core in 0.3 (``fill_pools``,
     ``ListCandidates``: the seamed fill, `poolsplit_adapters.seamed`), with a warning naming its home.
 
-    Example::
-
+    Example:
+        ```python
         from poolsplit_adapters.seamed import ListCandidates, fill_pools   # instead of ...poolsplit import ...
+        ```
     """
     message = "poolsplit_adapters.poolsplit.%s moved to poolsplit_adapters.seamed; import it from there" % name
     warnings.warn(message, DeprecationWarning, stacklevel=3)

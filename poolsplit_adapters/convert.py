@@ -60,8 +60,7 @@ def stored_parts(entry: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
     [`nodes_from`][poolsplit_adapters.llama_index.nodes_from] excludes every
     key of it (``excluded_embed_metadata_keys``).
 
-    Example::
-
+    Example:
         >>> stored_parts({"id": "n1", "content": "Refunds round half-even.", "seen": []})
         ('Refunds round half-even.', {'seen': []})
     """

@@ -126,10 +126,11 @@ class BestFirstCandidates(ListCandidates):
     entry's exact score is computed only once its upper bound (partial x 2.5)
     could still beat the best exact key.
 
-    Example::
-
+    Example:
+        ```python
         prepared = prepare_scorer(default_scorer, {"message": "deploy"}, now)
         selection = fill_pools(pools, BestFirstCandidates(entries, prepared))
+        ```
     """
 
     def __init__(self, entries: Iterable[Mapping[str, Any]], prepared: Any, **options: Any) -> None:

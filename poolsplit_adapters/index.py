@@ -501,11 +501,12 @@ class MemoryIndex:
             words the index splits for its own word column, one split for
             both), without making any of them the index's own scorer.
 
-    Example::
-
+    Example:
+        ```python
         index = MemoryIndex(entries)
         selection = index.select(pools, {"message": "deploy checkout"})
         index.add({"id": "n9", "type": "note", "content": "..."})
+        ```
 
     Raises:
         EntryError: a malformed entry (named by id and position).
@@ -941,9 +942,10 @@ class MemoryIndex:
         built, so its first call costs what every later one does, and its
         construction time is what the memory really costs to hold.
 
-        Example::
-
+        Example:
+            ```python
             index = MemoryIndex(entries).prepare_for(RelevanceScorer())
+            ```
         """
         if isinstance(scorer, RelevanceScorer):
             with self._lock:

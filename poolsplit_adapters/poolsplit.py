@@ -29,11 +29,11 @@ The algorithm ([`select`][]; [`retrieve_pools`][] and [`retrieve`][] are the sam
 2. **Score** each admitted contextual entry a pool ranks, once per call.
 3. **Fill each pool** in order, from the admitted entries of its types that no earlier pool took (by identity):
 
-   a. every always-scope entry first, in input order, outside both caps;
-   b. contextual entries below the pool's ``min_relevance`` are set aside;
-   c. the rest in the total order ``(-score, created or "", id or "", input index)``, taken greedily: an entry
+    - a. every always-scope entry first, in input order, outside both caps;
+    - b. contextual entries below the pool's ``min_relevance`` are set aside;
+    - c. the rest in the total order ``(-score, created or "", id or "", input index)``, taken greedily: an entry
       that overflows the tokens is skipped and scanning goes on; the entry cap counts contextual entries only;
-   d. what loaded is claimed: an entry lands in one pool at most.
+    - d. what loaded is claimed: an entry lands in one pool at most.
 4. **Report** what loaded, each pool's budget use, and why the rest did not.
 """
 
@@ -511,8 +511,7 @@ def visible(text: str) -> str:
     (`normalise_text`), the
     relevance words, task signals and `near_miss_scope`.
 
-    Example::
-
+    Example:
         >>> visible("Do n\u200bot deploy on Fri\u00addays")
         'Do not deploy on Fridays'
     """

@@ -78,9 +78,10 @@ class Search:
         pool: the pool whose candidates it recalls (None: the always-scope
             fetch), so a search can grow until that pool's budget is full.
 
-    Example::
-
+    Example:
+        ```python
         Search("pool:skills", 20, types=("skill",), namespaces=("team-a",), pool="skills")
+        ```
     """
 
     label: str
@@ -128,10 +129,11 @@ class RecallPlan:
             chooses what loads from more than fits (module docstring); 1:
             only until the budget is filled. At least 1.
 
-    Example::
-
+    Example:
+        ```python
         plan = RecallPlan([Pool("skills", 100, 2, ("skill",))], fetch_k=10)
         [s.label for s in plan.searches()]   # ['pool:skills', 'always']
+        ```
     """
 
     pools: Sequence[Pool]
@@ -317,11 +319,12 @@ class FillingRecall(Generic[T]):
     (recall stopped before the store ran out, at ``max_fetch_k`` or after
     rounds that loaded nothing more: more candidates may exist).
 
-    Example::
-
+    Example:
+        ```python
         recall = FillingRecall(RecallPlan(pools, fetch_k=20), visibility)
         selection = fill(recall, lambda searches: [store_search(s) for s in searches], choose)
         selection.notes["recall"]["store_ran_out"]   # e.g. ['skills']
+        ```
     """
 
     def __init__(self, plan: RecallPlan, visibility: Optional[Visibility] = None) -> None:
@@ -566,9 +569,10 @@ class VisibleEntries:
     an id. Inactive (superseded) entries stay readable by id: the marker a
     model saw may be older than the supersession.
 
-    Example::
-
+    Example:
+        ```python
         tool = langchain_expand_tool(VisibleEntries(index, Visibility(namespace="team-a")))
+        ```
     """
 
     def __init__(

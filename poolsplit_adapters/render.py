@@ -65,10 +65,11 @@ class RenderedContext:
             from the selection's rows when asked, so rendering itself
             builds no row per entry.
 
-    Example::
-
+    Example:
+        ```python
         rendered = render_context(select(entries, pools))
         prompt = "Memory:\n" + rendered.text
+        ```
     """
 
     text: str
@@ -279,8 +280,7 @@ def always_outside_namespace(selection: Selection) -> int:
     showed the selector (a shared store: the other users' too), never their
     content.
 
-    Example::
-
+    Example:
         >>> from poolsplit_adapters import Pool, Visibility, select
         >>> fix = {"id": "cents", "content": "Use cents.", "scope": "always", "namespace": "ana"}
         >>> always_outside_namespace(select([fix], [Pool("p", 100, 3)], visibility=Visibility("memories.ana")))
@@ -442,11 +442,12 @@ def selection_dict(selection: Selection, *, dropped: Optional[int] = DROPPED_SAM
     Its size follows what loaded, not the store: a report of a million
     entries that did not load lists a few rows and the counts of all.
 
-    Example::
-
+    Example:
+        ```python
         data = selection_dict(selection)
         data["dropped_total"], len(data["dropped"])        # e.g. (99980, 12)
         every = selection_dict(selection, dropped=None)["dropped"]
+        ```
     """
     counts = dropped_counts(selection)
     rows = dropped_rows(selection, dropped)

@@ -46,11 +46,12 @@ def capture_selections() -> Iterator[list[Selection]]:
     """Collect every selection made in this context while the block runs,
     in the order the calls finished.
 
-    Example::
-
+    Example:
+        ```python
         with capture_selections() as mine:
             docs = await retriever.ainvoke("did the deploy finish?")
         (selection,) = mine           # this call's report, whatever ran concurrently
+        ```
 
     Works through LCEL chains, LangChain's thread pools, LlamaIndex query
     engines and ``asyncio`` tasks started inside the block: each copies the
@@ -85,12 +86,13 @@ class EventPayload(dict[str, Any]):
     Copied, pickled or serialised, it is the plain dict (the selection it
     reads from stays in this process).
 
-    Example::
-
+    Example:
+        ```python
         def on_custom_event(self, name, data, **kwargs):
             if name == "poolsplit_selection":
                 data["dropped_total"], data["dropped_counts"]   # always there
                 every = data.all_dropped()                      # rows, built now
+        ```
     """
 
     __slots__ = ("_selection",)
@@ -169,10 +171,11 @@ def select_noted(
     ([`over`][poolsplit_adapters.relevance.RelevanceScorer.over]), as a
     ``MemoryIndex`` of the same entries does.
 
-    Example::
-
+    Example:
+        ```python
         selection = select_noted(entries, pools, {"message": "refund"}, scorer=EmbeddingScorer(embedder))
         selection.notes.get("scorer_fallback")   # e.g. "query embedding failed: ..."
+        ```
     """
     if isinstance(scorer, RelevanceScorer):
         entries = entries if isinstance(entries, (list, tuple)) else list(entries)

@@ -241,11 +241,12 @@ class CountedSelection(Selection):
     triples): what an omission line and an event need, without a ``Dropped`` row per entry left out (the core's
     ``Selection`` builds every row first). Once ``dropped`` is built the sample is read from it.
 
-    Example::
-
+    Example:
+        ```python
         picked = fill_pools(pools, ListCandidates(entries, prepare_scorer(default_scorer, ctx, now)))
         picked.counts                # {(pool, Reason.TOKEN_BUDGET): (entries, tokens), ...}, no row built
         picked.dropped_sample(3)     # the first three rows of each (pool, reason)
+        ```
     """
 
     def __init__(

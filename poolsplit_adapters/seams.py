@@ -30,9 +30,10 @@ class Candidates(Protocol):
     ``left()``, the room the pool has left; ``verdicts``: every position in input order, with why it was not
     admitted (None: it was); ``index``: its index in the caller's order. A source may also be `Counting`.
 
-    Example::
-
+    Example:
+        ```python
         fill_pools(pools, ListCandidates(entries, prepare_scorer(default_scorer, context, now)))
+        ```
     """
 
     def members(self, pool: Pool) -> tuple[list[int], Any]: ...
@@ -55,9 +56,10 @@ class Counting(Protocol):
     ``tally``: ``(pool or None, reason) -> (entries, tokens)``; ``sample``: ``(position, reason, pool or None)``
     of the first ``per_key`` left out per pool and reason, in input order.
 
-    Example::
-
+    Example:
+        ```python
         isinstance(source, Counting)  # fill_pools hands the selection source.tally and source.sample
+        ```
     """
 
     def tally(self, filled: list[Filled], lost: set[int]) -> Counts: ...
@@ -69,9 +71,10 @@ class Layering(Protocol):
     pool's contextual group, as the greedy fill does; once every pool is filled, ``settle`` sees every pool's
     picks and may change their layers and costs, never which entries loaded (those are claimed).
 
-    Example::
-
+    Example:
+        ```python
         select(entries, pools, context, layering=ProgressiveLayers(detail=False))
+        ```
     """
 
     def pick(self, pool: Pool, candidates: Candidates, group: Any) -> list[Pick]: ...

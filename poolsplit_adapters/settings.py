@@ -99,9 +99,10 @@ class CallOverrides(TypedDict, total=False):
     ``retriever.invoke(query, ...)`` and of LlamaIndex
     ``retriever.retrieve_with_selection(query, ...)``.
 
-    Example::
-
+    Example:
+        ```python
         retriever.invoke("deploy", k=3, tags=["ops"], namespace=("team-a", "global"))
+        ```
     """
 
     k: Optional[int]
@@ -131,11 +132,14 @@ class AdapterSettings(BaseModel):
     scorer and the token counter are resolved here, so ``scorer`` and
     ``token_counter`` are never None on a built object.
 
-    Example (the settings alone; adapters take the same keywords)::
+    Example:
+        The settings alone; adapters take the same keywords:
 
+        ```python
         settings = AdapterSettings(pools=[Pool("notes", 400, 6)], k=3)
         call = AdapterCall(settings, "deploy", {"tags": ["ops"]})
         call.finish(call.select(entries))   # <= 3 contextual entries
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -264,9 +268,10 @@ class AgentMemorySettings(AdapterSettings):
     """`AdapterSettings` plus how the agent middleware reads its
     store (the middleware holds one; its backends read these).
 
-    Example::
-
+    Example:
+        ```python
         settings = AgentMemorySettings.held_by("PoolSplitMemoryMiddleware", pools=pools, page_size=50)
+        ```
     """
 
     chain_penalty: float = Field(

@@ -28,8 +28,7 @@ def storable_form(text: str) -> str:
     `check_storable`): only what the gate
     quotes is rewritten.
 
-    Example::
-
+    Example:
         >>> storable_form("a\x00b")
         'a\ufffdb'
     """

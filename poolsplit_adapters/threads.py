@@ -40,8 +40,7 @@ def at_once(calls: Sequence[Callable[[], _T]]) -> List[_T]:
     on the caller's thread. The first exception (in call order) is raised
     after every call has finished.
 
-    Example::
-
+    Example:
         >>> at_once([lambda: 1, lambda: 2])
         [1, 2]
     """
@@ -93,8 +92,7 @@ async def off_loop(fn: Callable[..., _T], *args: Any) -> _T:
     agent runs as it has threads filled it with waiters and no run ever
     finished (measured: 8 runs at once on 2 cores, with the change counter).
 
-    Example::
-
+    Example:
         >>> asyncio.run(off_loop(sum, [1, 2]))
         3
     """

@@ -231,11 +231,12 @@ class TokenizerCounter:
             tokenizer's ``encode``.
         cache_size: how many distinct texts keep their count (LRU).
 
-    Example::
-
+    Example:
+        ```python
         counter = TokenizerCounter(my_tokenizer.encode)
         counter("Never force-push to main.")   # tokenised once, then cached
         counter.count_many(texts)              # the uncached ones in one batch
+        ```
     """
 
     def __init__(self, tokenize: Callable[[str], Sized], *, cache_size: int = _CACHE_SIZE) -> None:
@@ -312,10 +313,11 @@ class TiktokenCounter(TokenizerCounter):
     load, loads on the first count (or [`encoding`][]). So building an
     adapter, or the graph a LangGraph server imports, costs no tokenizer.
 
-    Example::
-
+    Example:
+        ```python
         counter = TiktokenCounter(model="gpt-4o")
         index = MemoryIndex(entries, token_counter=counter)   # one batch for every text
+        ```
     """
 
     def __init__(self, encoding: str = DEFAULT_ENCODING, *, model: Optional[str] = None, cache_size: int = _CACHE_SIZE):
@@ -367,10 +369,11 @@ class DeferredCounter:
         resolve: returns the counter to delegate to; called on every count,
             so it must be cheap once warm (a cached lookup).
 
-    Example::
-
+    Example:
+        ```python
         counter = DeferredCounter(lambda: TiktokenCounter("cl100k_base"))
         counter("Never force-push to main.")   # resolved and counted here
+        ```
     """
 
     def __init__(self, resolve: Callable[[], Callable[[str], int]]) -> None:

@@ -28,8 +28,8 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
     the ``poolsplit_selection`` callback event (when it runs with callbacks)
     and sets `last_selection` (the call that finished last).
 
-    Example::
-
+    Example:
+        ```python
         pools = [
             Pool("fixes", 0, 0, ("correction",)),  # every always-scope correction, outside the budgets
             Pool("notes", 400, 6, ("note",)),
@@ -38,6 +38,7 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
         compressor = PoolSplitCompressor(pools=pools, k=4)
         retriever = ContextualCompressionRetriever(base_compressor=compressor, base_retriever=wide)
         selector = compressor.as_runnable()    # retriever | selector in LCEL
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

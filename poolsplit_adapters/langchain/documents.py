@@ -51,9 +51,10 @@ def checked_documents(documents: Any) -> list[Document]:
     sees it, whose report names neither the position nor the rule (and which
     would build a ``Document`` from a dict the compressor refuses).
 
-    Example::
-
+    Example:
+        ```python
         held = checked_documents(documents)   # ArgumentError: documents[1] must be a ... Document, got str
+        ```
     """
     if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Iterable):
         raise ArgumentError("documents must be a list of langchain_core Documents, got %s" % type(documents).__name__)
@@ -80,11 +81,12 @@ def _parts(document: Any, position: int) -> tuple[str, Mapping[str, Any], Option
 class DocumentConverter:
     """Selection over documents, shared by the retriever and the compressor.
 
-    Example::
-
+    Example:
+        ```python
         entries, source = DocumentConverter.entries(documents)
         selection = select(entries, pools)
         returned = DocumentConverter.to_documents(selection, selection.chosen, source)
+        ```
     """
 
     @staticmethod

@@ -117,10 +117,11 @@ class InMemoryStoreSearch:
     """Ranked type searches over one ``InMemoryStore(index=)`` (see the
     module docstring), as the store's ``SearchItem`` lists.
 
-    Example::
-
+    Example:
+        ```python
         search = InMemoryStoreSearch(store)
         [facts, tasks] = search.run([RankedSearch(ns, 20, type="fact"), RankedSearch(ns, 20, type="task")], "deploy")
+        ```
     """
 
     #: Any ``limit`` is served (the Postgres search's is capped by its index).

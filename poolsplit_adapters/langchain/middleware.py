@@ -495,8 +495,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     ``runtime.context["goal"]`` when given (then shown in the system message),
     else the thread's first human message (then pinned in the state).
 
-    Example::
-
+    Example:
+        ```python
         from langchain.agents import create_agent
         from langgraph.checkpoint.memory import InMemorySaver
         from langgraph.store.memory import InMemoryStore
@@ -513,6 +513,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         agent.invoke({"messages": [("user", "hi")]},
                      {"configurable": {"thread_id": "t1"}}, context={"user_id": "u1"})
         print(memory.explain())  # what loaded and what did not, and why
+        ```
     """
 
     state_schema = PoolSplitMemoryState  # type: ignore[assignment]

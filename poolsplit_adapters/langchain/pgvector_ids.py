@@ -103,11 +103,12 @@ def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
     the check finds nothing (other stores keep ids per collection or per
     table; an async-mode ``PGVector`` refuses sync writes itself).
 
-    Example::
-
+    Example:
+        ```python
         with claim_ids(pgvector, ["pref-1"]) as held:
             if not held([{"id": "pref-1", "namespace": "team-a"}]):
                 pgvector.add_documents(docs, ids=["pref-1"])
+        ```
     """
     pg: Any = store
     if not _claims(store) or pg.async_mode or not ids:

@@ -87,11 +87,12 @@ class PGVectorPlanSearch(BaseRetriever):
     splits them by search and `scores` holds the store's distance per
     document id (pool searches only, when ``with_scores``).
 
-    Example::
-
+    Example:
+        ```python
         run = PGVectorPlanSearch(store=pgvector, searches=plan.searches(), vector=store.embeddings.embed_query(q))
         run.invoke(q)
         per_search = run.found   # one list per search, plan order
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -111,10 +111,11 @@ class StoreTable:
             value)`` settings (``hnsw.ef_search`` ...), for each search's
             transaction, as the store's own search sets them.
 
-    Example::
-
+    Example:
+        ```python
         table = StoreTable.of(pg_vector_store)
         statement = table.statement(Search("pool:notes", 20, types=("note",)), vector)
+        ```
     """
 
     schema: str
@@ -259,10 +260,11 @@ class PGVectorStorePlanSearch(BaseRetriever):
     ``with_scores``), `completed` whether the last run's index page was
     short and an exact scan ran it again.
 
-    Example::
-
+    Example:
+        ```python
         run = PGVectorStorePlanSearch(store=pg_vector_store, search=search, vector=store.embeddings.embed_query(q))
         docs = run.invoke(q)
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

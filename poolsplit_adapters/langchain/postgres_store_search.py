@@ -153,8 +153,7 @@ def type_index_ef(k: int) -> int:
     of them, for ~1.7 ms more a type. The store's own index, where a
     near type's items are dense among others, found all at 40.
 
-    Example::
-
+    Example:
         >>> type_index_ef(20)
         100
     """
@@ -182,8 +181,7 @@ def walk_budget(k: int, rows: float) -> int:
     a walk costs at most a few times the search it would be, and the exact
     read takes what lies beyond.
 
-    Example::
-
+    Example:
         >>> walk_budget(20, 100_000)
         1788
     """
@@ -198,9 +196,10 @@ class RankedSearch:
     """One ranked search: the ``limit`` items of ``namespace`` nearest the
     query, of one ``type`` (``untyped``: of none; both unset: of any).
 
-    Example::
-
+    Example:
+        ```python
         RankedSearch(("memories", "u1"), 20, type="fact")
+        ```
     """
 
     namespace: Tuple[str, ...]
@@ -243,11 +242,12 @@ class QueryVectors:
     store's own model, takes the recall's vector instead of embedding the
     message a second time (one query embedding per call).
 
-    Example::
-
+    Example:
+        ```python
         vectors = QueryVectors()
         vectors.keep({"refund rounding": [0.1, 0.3]})
         vectors.get("refund rounding")   # [0.1, 0.3]
+        ```
     """
 
     #: The most texts kept (the oldest goes first).
@@ -309,10 +309,11 @@ class PostgresStoreSearch:
     """Ranked searches over one ``PostgresStore(index=)`` (see the module
     docstring), as the store's ``SearchItem`` lists.
 
-    Example::
-
+    Example:
+        ```python
         search = PostgresStoreSearch(store)
         [facts, tasks] = search.run([RankedSearch(ns, 20, type="fact"), RankedSearch(ns, 20, type="task")], "deploy")
+        ```
     """
 
     #: The largest ``limit`` served: up to `MOST_RANKED` (what one

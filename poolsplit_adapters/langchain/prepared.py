@@ -296,12 +296,13 @@ class PreparedRecall:
         pools: the pools whose types decide which items are candidates.
         scorer: the index's scorer (an embedding scorer is vectorised).
 
-    Example::
-
+    Example:
+        ```python
         prepared = PreparedRecall(memory, pools, scorer)
         prepared.refresh()                       # cheap when nothing changed
         selection = prepared.select(pools, {"message": "deploy"})
         prepared.version                         # equal: the same content
+        ```
     """
 
     def __init__(self, memory: BaseStoreMemory, pools: Sequence[Pool], scorer: Scorer) -> None:

@@ -61,9 +61,10 @@ class BaseRetrieverRecall:
     """Candidates from another retriever (``base_retriever=`` mode), as a
     child run tagged ``base``. No filter can be pushed down into it.
 
-    Example::
-
+    Example:
+        ```python
         recall = BaseRetrieverRecall(vectorstore.as_retriever(search_kwargs={"k": 40}))
+        ```
     """
 
     def __init__(self, retriever: BaseRetriever) -> None:
@@ -154,8 +155,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     own [`Selection`][], and `last_selection`
     is the selection of the call that finished last.
 
-    Example::
-
+    Example:
+        ```python
         pools = [
             Pool("fixes", 0, 0, ("correction",)),  # every always-scope correction, outside the budgets
             Pool("notes", 400, 6, ("note",)),
@@ -165,6 +166,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         chain = {"context": retriever | format_documents, "question": RunnablePassthrough()} | prompt | model
         with capture_selections() as mine:
             docs = retriever.invoke("did the deploy finish?", k=3)
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -155,8 +155,7 @@ def namespace_label(namespace: Sequence[str]) -> str:
     selection counts it, see
     `always_outside_namespace`).
 
-    Example::
-
+    Example:
         >>> namespace_label(("memories", "ana"))
         'memories.ana'
     """
@@ -236,9 +235,10 @@ class SelectKeywords(TypedDict, total=False):
     """The keywords of [`BaseStoreMemory.select`][] and ``aselect``,
     declared once for both.
 
-    Example::
-
+    Example:
+        ```python
         memory.select(pools, {"message": "deploy"}, now=datetime.datetime(2025, 1, 6, tzinfo=datetime.timezone.utc))
+        ```
     """
 
     now: Optional[datetime.datetime]
@@ -314,8 +314,8 @@ class BaseStoreMemory(StoreVerbs):
     same key.
         cache_size: how many token counts to keep (default 65536).
 
-    Example::
-
+    Example:
+        ```python
         from langgraph.store.memory import InMemoryStore
         from poolsplit_adapters import Pool
         from poolsplit_adapters.langchain import BaseStoreMemory
@@ -325,6 +325,7 @@ class BaseStoreMemory(StoreVerbs):
         memory.put({"content": "Deployed checkout on Monday.", "type": "episode"})
         pools = [Pool("fixes", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
         selection = memory.select(pools, {"message": "when did checkout deploy?"})
+        ```
     """
 
     def __init__(
@@ -624,9 +625,10 @@ class BaseStoreMemory(StoreVerbs):
         search: exhaustive in ``InMemoryStore`` and sqlite-vec). The result
         is the one [`recall`][] returns.
 
-        Example::
-
+        Example:
+            ```python
             memory.recall_with(pools, {"message": "deploy"}, [fixes])  # fixes: this chain link's correction items
+            ```
         """
         pools = check_pools(pools)
         found = self._run(self._plan(pools, _query(context), corrections=False))

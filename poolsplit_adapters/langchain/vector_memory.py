@@ -76,8 +76,8 @@ class VectorStoreMemory(StoreVerbs):
             ``selection.notes["recall"]`` says which
             (`FillingRecall`).
 
-    Example::
-
+    Example:
+        ```python
         from langchain_core.vectorstores import InMemoryVectorStore
         from poolsplit_adapters import Pool
         from poolsplit_adapters.langchain import HashEmbeddings
@@ -87,6 +87,7 @@ class VectorStoreMemory(StoreVerbs):
         [fix] = memory.add([{"type": "correction", "scope": "always", "content": "Amounts in cents."}])
         memory.add([{"type": "fact", "content": "Refunds round half-even."}])
         selection = memory.select([Pool("facts", 200, 5, ("fact",))], {"message": "refund rounding"})
+        ```
     """
 
     def __init__(self, store: VectorStore, **retriever_options: Any) -> None:

@@ -63,9 +63,10 @@ class StoreSearch(BaseRetriever):
     """One search of the plan as a retriever run, so that traces show each
     search as a child run (tagged with its label) with what it found.
 
-    Example::
-
+    Example:
+        ```python
         StoreSearch(store=store, vector=store.embeddings.embed_query("deploy"), search_kwargs={"k": 20}).invoke("deploy")
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -143,10 +144,11 @@ class PGVectorAlwaysFetch(_ExactAlwaysFetch):
     correction. Every value is a bound parameter
     (`metadata_condition`).
 
-    Example::
-
+    Example:
+        ```python
         fetch = PGVectorAlwaysFetch(store=pgvector, search=Search("always", 1000, always=True))
         corrections = fetch.invoke("")
+        ```
     """
 
     SERVES: ClassVar[Tuple[str, str]] = ("langchain_postgres.vectorstores", "PGVector")
@@ -202,10 +204,11 @@ class PGVectorStoreAlwaysFetch(_ExactAlwaysFetch):
     (`check_search`). Rows come
     back in id order, as from ``PGVector``.
 
-    Example::
-
+    Example:
+        ```python
         fetch = PGVectorStoreAlwaysFetch(store=pg_vector_store, search=Search("always", 1000, always=True))
         corrections = fetch.invoke("")
+        ```
     """
 
     SERVES: ClassVar[Tuple[str, str]] = ("langchain_postgres.v2.vectorstores", "PGVectorStore")
@@ -288,10 +291,11 @@ class VectorRecall:
     (`scores_available`), so that an embedding scorer reuses them
     instead of embedding the recalled documents again.
 
-    Example::
-
+    Example:
+        ```python
         recall = VectorRecall(store, RecallPlan(pools, fetch_k=20), type_filter(store))
         candidates, scores = recall.run("deploy", None, pools, run_manager)
+        ```
     """
 
     def __init__(self, store: VectorStore, plan: RecallPlan, build: FilterBuilder, *, scored: bool = False) -> None:

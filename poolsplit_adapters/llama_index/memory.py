@@ -28,14 +28,15 @@ class StoreMemoryBlock(BaseMemoryBlock[str]):
     """A memory block that renders part of one [`PoolSplitMemoryStore`][]
     selection (the base of the two blocks below).
 
-    Example::
-
+    Example:
+        ```python
         class Everything(StoreMemoryBlock):
             name: str = "everything"
             async def _aget(self, messages=None, **kw):
                 return "\\n".join(marker(c.entry, c.pool) for c in self.selection(messages, kw).chosen)
             async def _aput(self, messages):
                 return None
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -59,10 +60,11 @@ class CorrectionsMemoryBlock(StoreMemoryBlock):
     selected per pool, entries budgets left out): ``Memory`` may drop the
     pooled block whole, and the model must still read that they exist.
 
-    Example::
-
+    Example:
+        ```python
         store = PoolSplitMemoryStore(entries, pools)
         memory = Memory.from_defaults(memory_blocks=[CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store)])
+        ```
     """
 
     name: str = "corrections"
@@ -95,10 +97,11 @@ class PooledMemoryBlock(StoreMemoryBlock):
     too, or in the corrections block when there is one). Flushed chat
     messages become long-term entries through ``_aput``.
 
-    Example::
-
+    Example:
+        ```python
         corrections, pooled = poolsplit_memory_blocks(entries, pools)
         memory = Memory.from_defaults(session_id="alice", token_limit=1500, memory_blocks=[corrections, pooled])
+        ```
     """
 
     name: str = "long_term_memory"

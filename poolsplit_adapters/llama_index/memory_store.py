@@ -62,10 +62,11 @@ class PooledRender:
             when the corrections block states it, see [`ledger`][]).
         cut: pool -> entries the context limit left out (after truncation).
 
-    Example::
-
+    Example:
+        ```python
         rendered = store.render_pooled(store.select_for("deploy", "alice"))
         rendered.without_lowest().text   # one entry fewer, and a line that says so
+        ```
     """
 
     items: Tuple[Tuple[Chosen, str], ...]
@@ -166,11 +167,12 @@ class PoolSplitMemoryStore(StoreVerbs):
             namespace (its first link), ``source = "session:<id>"`` and
             ``session = <id>``.
 
-    Example::
-
+    Example:
+        ```python
         store = PoolSplitMemoryStore(curated, pools, visibility=Visibility(namespace="team-a"))
         blocks = [CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store)]
         memory = Memory.from_defaults(session_id="alice", memory_blocks=blocks)
+        ```
     """
 
     def __init__(
@@ -333,9 +335,10 @@ class PoolSplitMemoryStore(StoreVerbs):
         visibility, and that session's own flushed chat (any session's with
         ``share_chat``).
 
-        Example::
-
+        Example:
+            ```python
             agent = FunctionAgent(tools=[store.expand_tool("alice")], llm=llm)
+            ```
         """
         from ..memory.expand_tools import llama_index_expand_tool
 

@@ -52,11 +52,12 @@ def _parts(node: Any, position: int) -> tuple[str, dict[str, Any], str, BaseNode
 class NodeConverter:
     """Shared by the retriever and the postprocessor: nodes in, nodes out.
 
-    Example::
-
+    Example:
+        ```python
         entries, source = NodeConverter.entries(nodes)
         selection = select(entries, pools)
         returned = NodeConverter(show_selection_to_llm=False).to_nodes(selection.chosen, source)
+        ```
     """
 
     def __init__(self, show_selection_to_llm: bool) -> None:

@@ -36,10 +36,11 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     Each returned node's score is the selection's, as a reranker's is; the
     score it came with is kept as ``metadata["poolsplit"]["upstream_score"]``.
 
-    Example::
-
+    Example:
+        ```python
         post = PoolSplitNodePostprocessor(pools=pools, always_nodes=corrections)
         engine = index.as_query_engine(node_postprocessors=[SimilarityPostprocessor(0.5), post])
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

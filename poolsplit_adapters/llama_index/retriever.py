@@ -75,11 +75,12 @@ class PoolSplitRetriever(BaseRetriever):
     [`capture_selections`][]), while
     [`last_selection`][] is the selection of the call that finished last.
 
-    Example::
-
+    Example:
+        ```python
         retriever = PoolSplitRetriever([Pool("facts", 200, 4, ("fact",)), Pool("skills", 60, 1, ("skill",))], nodes)
         engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
         nodes, selection = retriever.retrieve_with_selection("how do we deploy?", tags=["ops"])
+        ```
     """
 
     def __init__(
@@ -198,9 +199,10 @@ class PoolSplitRetriever(BaseRetriever):
         lets a query see: give it to an agent that reads summaries
         (``progressive=True``) so it can load an entry's full text.
 
-        Example::
-
+        Example:
+            ```python
             agent = FunctionAgent(tools=[retriever.expand_tool()], llm=llm)
+            ```
         """
         if self._index is None:
             raise ArgumentError(

@@ -46,8 +46,8 @@ class VectorIndexMemory(StoreVerbs):
             ``selection.notes["recall"]`` says which
             (`FillingRecall`).
 
-    Example::
-
+    Example:
+        ```python
         from llama_index.core import VectorStoreIndex
         from poolsplit_adapters import Pool
         from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
@@ -56,6 +56,7 @@ class VectorIndexMemory(StoreVerbs):
         memory.add([{"type": "correction", "scope": "always", "content": "Amounts in cents."}])
         memory.add([{"type": "fact", "content": "Refunds round half-even."}])
         selection = memory.select([Pool("facts", 200, 5, ("fact",))], {"message": "refund rounding"})
+        ```
     """
 
     def __init__(self, index: VectorStoreIndex, **retriever_options: Any) -> None:

@@ -87,10 +87,11 @@ class IndexRecall:
         embed_model: embeds the query; default: the index's own model (the
             one its vectors were made with).
 
-    Example::
-
+    Example:
+        ```python
         recall = IndexRecall(index, RecallPlan(pools, fetch_k=20))
         candidates = recall.retrieve(QueryBundle("deploy"), visibility=None)
+        ```
     """
 
     def __init__(
@@ -230,10 +231,11 @@ class PGVectorStoreSearch:
     (`filtered` says which), and a short HNSW page is completed by an
     exact search (`completed` lists those).
 
-    Example::
-
+    Example:
+        ```python
         search = PGVectorStoreSearch(vector_store)
         nodes = search.search(Search("always", 1000, always=True, namespaces=("o'brien",)), None)
+        ```
     """
 
     _OWN_COLUMNS = ("id", "node_id", "text", "metadata_", "distance", "poolsplit_exact")

@@ -72,8 +72,7 @@ class ConsolidationRun:
     """One background run: the key, the ids it consolidated, and what it did
     (``outcome``) or why it could not (``error``, "Type: message").
 
-    Example::
-
+    Example:
         >>> ConsolidationRun(("t1", "memories.u1"), ("note-1",), None, "TimeoutError: model").to_dict()["error"]
         'TimeoutError: model'
     """
@@ -121,14 +120,15 @@ class BackgroundConsolidation:
         keep: how many finished runs `runs` keeps (and, per key,
             how many wait to be reported by `take`); >= 1.
 
-    Example::
-
+    Example:
+        ```python
         background = BackgroundConsolidation(chat_model, delay=2.0)
         report = store.write(entries)
         background.submit(("thread-1", "memories.u1"), store, report.written)
         ...
         for run in background.drain():        # tests, shutdown
             print(run.to_dict())
+        ```
     """
 
     def __init__(

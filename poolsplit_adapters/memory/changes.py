@@ -45,8 +45,7 @@ versions, as before this rule; a false link would close a fact still true,
 so the thresholds favour precision. A fact entry the write path derived from
 a turn is a view: the user's words stay in the turn's own entry either way.
 
-Example::
-
+Example:
     >>> changes("The launch moved to March 17.", "The launch is on March 3.")
     True
     >>> changes("The release date is March 3.", "The launch is on March 3.")

@@ -46,14 +46,17 @@ How the model is kept honest:
 The function is pure over entry dicts: it never writes, never mutates its
 input, and returns what to write; the one write gate applies it.
 
-Example (a LangChain chat model; a LlamaIndex ``LLM`` works the same)::
+Example:
+    A LangChain chat model; a LlamaIndex ``LLM`` works the same:
 
+    ```python
     result = consolidate(candidates, finder_nearest, model=chat_model, at="2026-12-01T10:00:00Z")
     for op in result.accepted:
         store.put_many(op.writes)
     for refused in result.refused:
         log.warning("consolidator refused %s: %s", refused.reason, refused.detail)
     write_normally([candidates[i] for i in result.unresolved])
+    ```
 """
 
 from __future__ import annotations
@@ -153,8 +156,7 @@ class Accepted:
             candidate as given.
         reason: the model's stated reason, for logs (never stored).
 
-    Example::
-
+    Example:
         >>> a = Accepted(ConsolidationOp.ADD, 0, None, ({"id": "n1", "content": "x"},), None)
         >>> a.op.value, a.writes[0]["id"]
         ('add', 'n1')
@@ -194,8 +196,7 @@ class Refused:
         reason: why.
         detail: a sentence a person can act on.
 
-    Example::
-
+    Example:
         >>> r = Refused(0, {"op": "retire", "old": 9}, OpRefusal.UNKNOWN_HANDLE, "old 9 was not shown")
         >>> r.reason.value
         'unknown_handle'
@@ -212,8 +213,7 @@ class ConsolidationResult:
     """What a consolidation decided: accepted and refused operations and the
     candidates left for the host's ordinary write path.
 
-    Example::
-
+    Example:
         >>> result = validate([{"op": "add", "new": 2}, {"op": "retire", "old": 7}],
         ...                   [{"id": "n1", "content": "new fact"}], [{"id": "e1", "content": "old fact"}])
         >>> [a.op.value for a in result.accepted], [r.reason.value for r in result.refused], result.unresolved
@@ -282,8 +282,7 @@ class ConsolidationPrompt:
     JSON (content escaped by the encoding, so a memory cannot close the list
     it is in).
 
-    Example::
-
+    Example:
         >>> p = build_prompt([{"id": "n1", "content": "db-9"}], [{"id": "e1", "content": "db-7"}])
         >>> json.loads(p.payload)["new"][0]["handle"]
         2
@@ -535,8 +534,8 @@ class Decider(Protocol):
     `consolidate_models`; a host can pass
     any object with these two methods instead (a rules engine, a cache).
 
-    Example::
-
+    Example:
+        ```python
         class AddEverything:
             def decide(self, prompt):
                 n = len(prompt.existing)
@@ -544,6 +543,7 @@ class Decider(Protocol):
 
             async def adecide(self, prompt):
                 return self.decide(prompt)
+        ```
     """
 
     def decide(self, prompt: ConsolidationPrompt) -> Any:

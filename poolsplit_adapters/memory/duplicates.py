@@ -56,8 +56,7 @@ are not repeated there). No selector, scorer or index reads ``seen``: how
 often something was said must not make it rank higher (no frequency
 feedback), and the tests pin that the kept entry's score is unchanged.
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory.duplicates import DuplicateFinder, record_repeat
     >>> finder = DuplicateFinder([{"id": "n1", "type": "note", "content": "User prefers dark mode."}])
     >>> hit = finder.find({"type": "note", "content": "Note: the user prefers dark mode"})
@@ -322,8 +321,7 @@ def shared_needed(n: int, m: int, threshold: float = OVERLAP_THRESHOLD) -> Optio
     `word_overlap`'s own comparisons, the Jaccard floor and the
     threshold (both only grow easier as ``s`` grows).
 
-    Example::
-
+    Example:
         >>> shared_needed(6, 6), shared_needed(6, 3), shared_needed(2, 2), shared_needed(2, 3), shared_needed(3, 9)
         (6, 3, 2, None, None)
     """
@@ -351,8 +349,7 @@ def swapped(a: FrozenSet[str], b: FrozenSet[str]) -> bool:
     stopword or a form the stemmer folds), cosine goes from precision 0.99
     / recall 0.91 to 1.00 / 0.90.
 
-    Example::
-
+    Example:
         >>> swapped(frozenset({"send", "report", "alice"}), frozenset({"send", "report", "bob"}))
         True
         >>> swapped(frozenset({"send", "report"}), frozenset({"send", "report", "today"}))
@@ -391,8 +388,7 @@ class Duplicate:
         kind: exact or near.
         similarity: 1.0 for exact; the word overlap or cosine for near.
 
-    Example::
-
+    Example:
         >>> d = DuplicateFinder([{"id": "a", "content": "Hi"}]).find({"content": "  hi "})
         >>> d.kept["id"], d.kind.value, d.similarity
         ('a', 'exact', 1.0)
@@ -534,8 +530,7 @@ class DuplicateFinder:
     rarer words (a word index), never with the whole store. With ``embed`` every row of that
     shelf is compared (a cosine can be high without a shared word).
 
-    Example::
-
+    Example:
         >>> from poolsplit_adapters.memory.hash_embedding import HashEmbedder
         >>> finder = DuplicateFinder(embed=HashEmbedder().embed_documents)
         >>> [d if d is None else d.kind.value for d in finder.admit([

@@ -3,10 +3,12 @@
 Word overlap misses paraphrase: "fix the rounding bug in the refunds total"
 shares one word with "The October rounding incident: float multiplication
 lost a cent". This scorer's relevance is the cosine of the query's and the
-entry's embedding vectors, and the score puts it first::
+entry's embedding vectors, and the score puts it first:
 
-    relevance = cos(query, entry)                                   (in [-1, 1])
-    score     = (max(0, relevance) + floor) * (1 + boost(entry))
+```text
+relevance = cos(query, entry)                                   (in [-1, 1])
+score     = (max(0, relevance) + floor) * (1 + boost(entry))
+```
 
 ``boost`` is priority, recency (a linear boost within a horizon, 30 days
 by default), tags and project, each bounded, in ``[0, m]``
@@ -124,7 +126,7 @@ class EmbeddingScorer:
             "no embeddings available" case, warned once).
         modifiers: the bounded boosts (priority, recency horizon and weight,
             tags, project) and so the bound δ; default
-            `Modifiers()`.
+            [`Modifiers()`][poolsplit_adapters.relevance.Modifiers].
         floor: ``floor`` in ``(max(0, relevance) + floor) * (1 + boost)``.
         lexical_weight: ``h`` of the hybrid ``(1 - h) * cos + h * overlap``;
             0 (default) is pure embedding similarity.
@@ -428,11 +430,12 @@ class EmbeddingScorer:
         embedded as usual. Shares the cache, the query memo and the
         warn-once state.
 
-        Example::
-
+        Example:
+            ```python
             vector = embeddings.embed_query("refund rounding")
             hits = store.similarity_search_by_vector(vector, k=20)
             scorer = EmbeddingScorer(embeddings).with_query_vector("refund rounding", vector)
+            ```
         """
         view = object.__new__(EmbeddingScorer)
         view.__dict__.update(self.__dict__)

@@ -60,9 +60,10 @@ def find_entry(source: Source, entry_id: str) -> Mapping[str, Any]:
 def expand(source: Source, entry_id: str) -> str:
     """The full text (``content``) of the entry with id ``entry_id``.
 
-    Example::
-
+    Example:
+        ```python
         expand(entries, "ep-007")   # the episode's whole text, not its summary
+        ```
 
     Raises:
         UnknownEntryError: no entry has that id (the message says so).

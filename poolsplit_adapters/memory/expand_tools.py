@@ -40,10 +40,11 @@ def langchain_expand_tool(
     ``ToolMessage`` with ``status="error"``), not as an exception that ends
     the agent run: the model can correct the id.
 
-    Example::
-
+    Example:
+        ```python
         tool = langchain_expand_tool(entries)
         tool.invoke({"entry_id": "ep-007"})
+        ```
     """
     from langchain_core.tools import StructuredTool, ToolException
 
@@ -64,9 +65,10 @@ def llama_index_expand_tool(
     An unknown id raises [`UnknownEntryError`][],
     which LlamaIndex agents turn into an error tool output the model reads.
 
-    Example::
-
+    Example:
+        ```python
         agent = FunctionAgent(tools=[llama_index_expand_tool(entries)], llm=llm)
+        ```
     """
     from llama_index.core.tools import FunctionTool
 

@@ -20,9 +20,11 @@ field: guessing would either keep a memory that was meant to go, or hide one
 that was meant to stay, and neither would show in any report.
 
 The selector's ``select`` takes an ``is_active`` predicate, so a host can
-drop expired entries with the plain core::
+drop expired entries with the plain core:
 
-    select(entries, pools, context, is_active=active_at(now))
+```python
+select(entries, pools, context, is_active=active_at(now))
+```
 
 [`active_at`][] composes with the core's ``default_is_active`` (status and
 ``superseded_by``), so nothing the default excludes comes back. The core itself
@@ -32,8 +34,7 @@ the stores and adapters also name those ids in ``selection.notes["expired"]``
 (sorted). Stores delete expired entries with ``sweep_expired()``
 (``poolsplit sweep``).
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory.expiry import is_expired
     >>> freeze = {"id": "f1", "content": "Deploy freeze on staging", "expires": "2026-12-05T18:00:00Z"}
     >>> is_expired(freeze, "2026-12-05T17:59:59Z"), is_expired(freeze, "2026-12-05T18:00:00Z")
@@ -145,8 +146,7 @@ def active_at(now: Optional[Moment] = None, *, base: IsActive = default_is_activ
     ``now``, fixed once (default: the time of this call), so every entry of a
     selection is judged against the same instant.
 
-    Example::
-
+    Example:
         >>> from poolsplit_adapters import Pool, select
         >>> entries = [{"id": "a", "content": "old freeze", "expires": "2026-01-01"},
         ...            {"id": "b", "content": "standing note"}]

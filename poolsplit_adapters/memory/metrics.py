@@ -33,10 +33,11 @@ class TokenMetrics:
         summary_entries, timeline_entries, full_entries: how many entries
             loaded at each layer.
 
-    Example::
-
+    Example:
+        ```python
         metrics = token_metrics(selection.chosen)
         metrics.total_tokens, metrics.savings_percent   # (412, 37.5)
+        ```
     """
 
     summary_tokens: int = 0

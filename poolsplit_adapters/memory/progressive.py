@@ -343,11 +343,12 @@ class ProgressiveLayers(Layering):
         sufficient: seed 003's "enough items" count.
         timeline_share: the share of a pool held for the timeline layer.
 
-    Example::
-
+    Example:
+        ```python
         layers = ProgressiveLayers(detail=wants_detail("retry policy"))
         sel = select(entries, pools, {"message": "retry policy"}, layering=layers)
         [(c.entry["id"], c.layer) for c in sel.chosen]
+        ```
     """
 
     def __init__(
@@ -401,9 +402,10 @@ def progressive_notes(metrics: TokenMetrics, *, detail: bool, deepened: bool) ->
     `ProgressiveSelection` and the adapters' settings, so both report
     a progressive call the same way.
 
-    Example::
-
+    Example:
+        ```python
         selection.notes.update(progressive_notes(token_metrics(selection.chosen), detail=False, deepened=True))
+        ```
     """
     return {"metrics": metrics.to_dict(), "detail": detail, "deepened": deepened}
 
@@ -417,11 +419,12 @@ class ProgressiveSelection(CountedSelection):
         detail: whether the query asked for detail.
         deepened: whether the depth layer ran (`needs_full_text`).
 
-    Example::
-
+    Example:
+        ```python
         picked = progressive_select(entries, pools, {"message": "retry policy"}, now=NOW)
         [(c.entry["id"], c.layer) for c in picked.chosen]
         print(picked.metrics)   # tokens 212 (summary 120, timeline 30, full 62); ...
+        ```
     """
 
     __slots__ = ("metrics", "detail", "deepened")
@@ -448,9 +451,10 @@ class SelectOptions(TypedDict, total=False):
     [`progressive_select`][] passes through unchanged (see ``select`` for
     each one's meaning).
 
-    Example::
-
+    Example:
+        ```python
         progressive_select(entries, pools, context, now=NOW, visibility=Visibility(namespace="acme"))
+        ```
     """
 
     scorer: Callable[..., float]

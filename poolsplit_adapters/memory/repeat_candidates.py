@@ -41,8 +41,7 @@ finder decides it at write time) and entries whose content is not a string
 (the finder refuses them, as a full scan would). Cosine near duplicates
 (``embed=``) are not covered: a cosine can be high without a shared word.
 
-Example::
-
+Example:
     >>> c = RepeatCandidates()
     >>> c.put("n1", {"type": "note", "content": "User prefers dark mode in the editor"})
     >>> c.put("n2", {"type": "note", "content": "The deploy runs on Fridays"})
@@ -78,8 +77,7 @@ class RepeatCandidates:
     ``put`` / ``drop`` keep it in step with the store (a rewrite is a
     ``drop`` then a ``put``); ``candidates`` only reads.
 
-    Example::
-
+    Example:
         >>> c = RepeatCandidates([("a", {"content": "Deploys go through the release checklist"})])
         >>> c.candidates({"content": "deploys go through the release checklist!"})
         {'a'}

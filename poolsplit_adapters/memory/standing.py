@@ -31,8 +31,7 @@ same tables exist for Spanish, German, French and Chinese
 write gate (``WriteGate(standing=...)``), or ``standing=None`` to turn the
 recognition off.
 
-Example::
-
+Example:
     >>> [(s.kind, s.text) for s in recognise("Thanks! Always include version numbers. I prefer tabs.")]
     [('instruction', 'Always include version numbers.'), ('preference', 'I prefer tabs.')]
     >>> recognise("What did I say yesterday?")
@@ -98,10 +97,11 @@ class StandingRules:
     openers that make the user a sentence's subject (``facts``) and those
     that make it a request instead (``requests``).
 
-    Example::
-
+    Example:
+        ```python
         rules = StandingRules({"en": ((r"^always\\b",), (r"^i prefer\\b",))})
         [s.kind for s in recognise("Always lint first.", rules)]   # ['instruction']
+        ```
     """
 
     tables: Mapping[str, Tuple[Sequence[str], Sequence[str]]]

@@ -100,9 +100,10 @@ def _strings(value: Any, what: str) -> Tuple[str, ...]:
 class Signals:
     """The words that point to one task type, per context field.
 
-    Example::
-
+    Example:
+        ```python
         Signals(goal=("fix", "bug"), action_type=("run_test",), phase=("debugging",))
+        ```
     """
 
     goal: Tuple[str, ...] = ()
@@ -182,10 +183,11 @@ def extend_signals(base: Mapping[str, Signals], additions: Mapping[str, Signals]
     at the end (so it loses complete ties to the types before it). Neither
     argument is modified.
 
-    Example::
-
+    Example:
+        ```python
         table = extend_signals(DEFAULT_SIGNALS, {"debugging": Signals(goal=("oncall",))})
         detect_task_type({"goal": "oncall page"}, signals=table).type  # "debugging"
+        ```
     """
     table = dict(_check_table(base))
     for name, extra in _check_table(additions).items():
@@ -229,12 +231,13 @@ class TaskDetection:
             order (phase, action_type, goal).
         fallback: True when nothing matched and ``type`` is the fallback.
 
-    Example::
-
+    Example:
+        ```python
         found = detect_task_type({"goal": "fix the flaky login test", "phase": "debugging"})
         found.type                 # "debugging"
         found.scores["debugging"]  # 4 (phase) + 2 ("fix") + 2 ("flaky") = 8
         [m.signal for m in found.decided_by]  # ["debugging", "fix", "flaky"]
+        ```
     """
 
     type: str
@@ -372,10 +375,11 @@ class Preset:
     plan, with no room, so its entries are reported rather than silently
     absent). Only ratios matter; the defaults sum to 100 to read as percent.
 
-    Example::
-
+    Example:
+        ```python
         Preset({"episodic": 40, "semantic": 20, "skills": 20, "anti_patterns": 10, "other": 10},
                why="incidents first")
+        ```
     """
 
     weights: Mapping[str, Union[int, float]]
@@ -450,9 +454,10 @@ def share_out(total: int, weights: Sequence[Union[int, float, Fraction]]) -> Lis
     Exact arithmetic (fractions), so the result never depends on float
     rounding. All weights 0 raises ``ValueError``.
 
-    Example::
-
+    Example:
+        ```python
         share_out(10, [1, 1, 1])  # [4, 3, 3]
+        ```
     """
     exact = [Fraction(w) for w in weights]
     whole = sum(exact, Fraction(0))
@@ -591,12 +596,13 @@ def task_pools(
     """The pool plan for the task ``context`` describes: [`detect_task_type`][]
     then `plan_for_task`.
 
-    Example::
-
+    Example:
+        ```python
         pools = task_pools({"phase": "debugging"}, total_tokens=600, total_entries=12)
         [(p.name, p.max_tokens, p.max_entries) for p in pools]
         # [('corrections', 0, 0), ('episodic', 210, 4), ('semantic', 90, 2),
         #  ('skills', 120, 3), ('anti_patterns', 120, 2), ('other', 60, 1)]
+        ```
     """
     return _detect_and_plan(context, total_tokens, total_entries, presets, signals, collections, entry_types)[0]
 
@@ -642,11 +648,12 @@ def resolve_pools(
     over it: name only the collections you change) with the detection, which the adapter puts in its selection report. Explicit
     pools come back as a list, with detection None.
 
-    Example::
-
+    Example:
+        ```python
         pools, found = resolve_pools("auto", {"message": "why does the import crash"},
                                      total_tokens=800, total_entries=16)
         found.type  # "debugging" (the message stands in for the missing goal)
+        ```
 
     Raises:
         ValueError: ``"auto"`` without both totals, totals (or

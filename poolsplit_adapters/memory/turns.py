@@ -28,8 +28,7 @@ when the very same text was stored (an exact repeat), never folded into a
 text with the same words in another order ("should A depend on B" is not
 "should B depend on A"); see `verbatim`.
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory import WriteGate
     >>> from poolsplit_adapters.memory.turns import Provenance, Said, exchange_proposals
     >>> gate = WriteGate(part_chars=60)

@@ -27,8 +27,7 @@ answer "what was valid at time t" and [`valid_at`][] gives the same rule as
 an ``is_active`` predicate for the core's ``select``. [`history`][] returns
 a version chain oldest to newest with sources and times.
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory.validity import supersede, as_of, history
     >>> old = {"id": "f1", "content": "staging DB is db-7", "source": "thread:a", "created": "2026-01-01T00:00:00Z"}
     >>> new = {"id": "f2", "content": "staging DB is db-9", "source": "thread:b"}
@@ -228,9 +227,10 @@ def valid_at(when: Moment) -> Callable[[Mapping[str, Any]], bool]:
     """`is_valid_at` as an ``is_active`` predicate for ``select``:
     select what was valid at ``when``.
 
-    Example::
-
+    Example:
+        ```python
         select(entries, pools, context, is_active=valid_at("2026-02-01T00:00:00Z"))
+        ```
     """
     moment = moment_of(when, "when")
 
@@ -261,8 +261,7 @@ class Version:
         closed_source: provenance of the write that closed it, or None.
         entry: the entry itself.
 
-    Example::
-
+    Example:
         >>> v = history([{"id": "a", "content": "x", "source": "cli"}], "a")[0]
         >>> v.id, v.source, v.valid_until
         ('a', 'cli', None)

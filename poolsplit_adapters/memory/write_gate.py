@@ -42,8 +42,7 @@ and ``namespace``. The entry id is derived from namespace, type and
 normalised content, so a retried write lands on the same id and a duplicate
 is one key lookup away.
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory import WriteGate
     >>> gate = WriteGate(max_chars=200)
     >>> p = gate.propose("Staging deploys need the release checklist.", type="note",
@@ -134,8 +133,7 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     ``valid_from`` or ``valid_until`` that does not parse as ISO-8601. The core's [`check_entry`][]
     (types) is the caller's other check; this one is about meaning.
 
-    Example::
-
+    Example:
         >>> from poolsplit_adapters import EntryError
         >>> try:
         ...     check_write({"id": "fix", "content": "Use cents.", "scope": " always"})
@@ -201,8 +199,7 @@ class GateReport:
     """What one or more passes through the gate did: ids written and
     refusals counted by reason (reported with the selection events).
 
-    Example::
-
+    Example:
         >>> gate = WriteGate(max_chars=10)
         >>> report = GateReport()
         >>> report.count([gate.propose("short", type="note", source="s", namespace="n"),

@@ -23,8 +23,7 @@ def known_relevance(known: Mapping[Any, float], entry: Mapping[str, Any]) -> Opt
     """The relevance ``known`` holds for ``entry``, or None: under
     ``(namespace, id)`` first, then under its id.
 
-    Example::
-
+    Example:
         >>> known_relevance({("team", "n"): 0.9, "m": 0.2}, {"id": "n", "namespace": "team"})
         0.9
         >>> known_relevance({("team", "n"): 0.9}, {"id": "n", "namespace": "me"}) is None

@@ -16,9 +16,11 @@ boost in [0, its weight]:
 * **project**: ``project_weight`` for the context's project, half of it for
   an entry without project, nothing for another project.
 
-The score is then ([`combine`][])::
+The score is then ([`combine`][]):
 
-    score = (relevance + floor) * (1 + boost),   boost in [0, m]
+```text
+score = (relevance + floor) * (1 + boost),   boost in [0, m]
+```
 
 with ``m`` = [`Modifiers.bound`][], the sum of the four weights (0.3 by
 default). ``floor`` (0.01) lets the modifiers order entries that match

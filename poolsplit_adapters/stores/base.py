@@ -105,12 +105,13 @@ class DuplicateEntry(EntryError):
     Attributes:
         ids: every id of the batch that was already stored.
 
-    Example::
-
+    Example:
+        ```python
         try:
             store.add(entries)
         except DuplicateEntry as err:
             store.add([e for e in entries if e["id"] not in err.ids])
+        ```
     """
 
     #: What is wrong with the first such entry's id (a subclass says where it is held).
@@ -161,11 +162,14 @@ class MemoryStore(Protocol):
     over the current content; ``version`` changes whenever that content
     changes (a cache key).
 
-    Example (any implementation)::
+    Example:
+        Any implementation:
 
+        ```python
         ids = store.add([{"type": "fact", "content": "Refunds round half-even."}])
         store.select([Pool("facts", 200, 5, ("fact",))], {"message": "refund rounding"})
         assert isinstance(store, MemoryStore)
+        ```
     """
 
     def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
@@ -227,10 +231,11 @@ class Change:
     [`touched`][] (inside its transaction, where it has one), calls
     [`verify`][], then writes [`rows`][] and deletes `forget`.
 
-    Example::
-
+    Example:
+        ```python
         change = Change(insert=(new,), retire=(("old-id", new["id"]),))
         rows = change.rows(change.verify(store.read(change.touched)))
+        ```
     """
 
     insert: Tuple[Dict[str, Any], ...] = ()
@@ -623,8 +628,7 @@ def utc_created(created: Any) -> Any:
     ``valid_from`` and ``expires`` convert it, so kept as given it loaded
     a version hours before it existed. Anything else is returned as it is.
 
-    Example::
-
+    Example:
         >>> utc_created("2026-03-01T10:00:00-05:00"), utc_created("2026-03-01T10:00:00Z")
         ('2026-03-01T15:00:00Z', '2026-03-01T10:00:00Z')
     """
@@ -692,10 +696,11 @@ class WriteReport:
         duplicates: ``(position, match)`` of every entry that repeated a
             kept one (stored or earlier in the batch) and was not stored.
 
-    Example::
-
+    Example:
+        ```python
         report = store.write([{"content": "Hi"}, {"content": "hi "}])
         report.ids[0] == report.ids[1], report.to_dict()   # (True, {'written': 1, 'refused': {'duplicate': 1}})
+        ```
     """
 
     ids: List[str]
@@ -729,8 +734,8 @@ class StoreVerbs(ABC):
     ``supersede``, ``delete`` and ``entries`` are thin wrappers here, so
     their rules are the same on every store.
 
-    Example::
-
+    Example:
+        ```python
         class DictStore(StoreVerbs):
             def __init__(self):
                 self.rows = {}
@@ -741,6 +746,7 @@ class StoreVerbs(ABC):
                 self.rows.update({e["id"]: e for e in change.rows(change.verify(self.read(change.touched)))})
                 for gone in change.forget:
                     self.rows.pop(gone, None)
+        ```
     """
 
     #: (version, finder) of [`duplicate_finder`][], kept between writes.
@@ -804,11 +810,12 @@ class StoreVerbs(ABC):
         threshold); a repeat adds its ``source`` and ``created`` to the kept
         entry's ``seen`` and changes nothing a scorer reads.
 
-        Example::
-
+        Example:
+            ```python
             report = store.write([{"type": "note", "content": "User prefers dark mode."},
                                   {"type": "note", "content": "Note: the user prefers dark mode"}])
             report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
+            ```
         """
         prepared = self.preparing(entries)
         stored = self.stored_for(prepared)
@@ -893,10 +900,11 @@ class StoreVerbs(ABC):
         ``failed`` with why. Nothing is lost. An entry whose id is stored
         with other text fails the whole call before any operation applies.
 
-        Example::
-
+        Example:
+            ```python
             report, result = store.consolidate(candidates, model=chat_model)
             result.to_dict()    # {'accepted': {'update': 1}, 'refused': {}, 'unresolved': 0}
+            ```
         """
         prepared = self.preparing(entries)
         # An id stored with other text fails the whole write: found before
@@ -1079,10 +1087,11 @@ class StoreVerbs(ABC):
         Raises:
             UnknownEntryError: no entry ``entry_id`` in the store.
 
-        Example::
-
+        Example:
+            ```python
             store.supersede(old_id, {"type": "fact", "content": "staging DB is db-9"})
             [(v.id, v.source, v.valid_until) for v in store.history(old_id)]
+            ```
         """
         found: Dict[str, Dict[str, Any]] = {}
         todo = [entry_id]
@@ -1122,9 +1131,10 @@ class StoreVerbs(ABC):
         """Delete the entries expired at ``now`` (default: now) and the older
         versions they superseded, in one write; return their ids.
 
-        Example::
-
+        Example:
+            ```python
             store.sweep_expired()            # what expired is gone
+            ```
         """
         stored = {str(e["id"]): e for e in self.read()}
         moment = moment_of(now)

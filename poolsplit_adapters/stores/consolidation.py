@@ -81,8 +81,7 @@ class StoredConsolidation:
         skipped: the ids asked for that were not consolidated: gone, or no
             longer active when the view was read.
 
-    Example::
-
+    Example:
         >>> StoredConsolidation(ConsolidationResult(), (), (), ("note-1",)).to_dict()
         {'accepted': {}, 'refused': {}, 'unresolved': 0, 'applied': {}, 'failed': 0, 'skipped': 1}
     """
@@ -196,11 +195,12 @@ def consolidate_stored(
     host's ``model`` (a LangChain chat model, a LlamaIndex LLM or a
     `Decider`).
 
-    Example::
-
+    Example:
+        ```python
         report = store.write([{"type": "note", "namespace": "u1", "content": "Staging DB is db-9."}])
         done = consolidate_stored(store, report.written, model=chat_model)
         done.to_dict()   # {'accepted': {'update': 1}, ..., 'applied': {'update': 1}, 'failed': 0, ...}
+        ```
     """
     candidates, existing, skipped = consolidation_view(store, ids, nearest=nearest)
     when = at if isinstance(at, str) else utc_stamp(moment_of(at, "at"))

@@ -33,10 +33,11 @@ class IdLookup:
     change made around it, updated in place by `commit_to_index`. So
     reading a write's few ids costs a dictionary lookup, not a scan.
 
-    Example::
-
+    Example:
+        ```python
         lookup = IdLookup(index)
         lookup.get_many(["fix-1", "missing"])    # [the entry fix-1]
+        ```
     """
 
     def __init__(self, index: MemoryIndex) -> None:
@@ -101,14 +102,15 @@ class InProcessStore(StoreVerbs):
         clock: the current time (default: now, UTC), for expiry and the
             ``created`` of entries without one; injectable for tests.
 
-    Example::
-
+    Example:
+        ```python
         from poolsplit_adapters import Pool
         from poolsplit_adapters.stores import InProcessStore
 
         store = InProcessStore([{"id": "fix", "type": "correction", "scope": "always", "content": "Use cents."}])
         store.add([{"type": "fact", "content": "Refunds round half-even."}])
         selection = store.select([Pool("facts", 200, 5, ("fact",))], {"message": "refunds"})
+        ```
     """
 
     def __init__(

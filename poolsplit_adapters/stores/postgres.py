@@ -114,9 +114,10 @@ def metadata_condition(metadata: Any, search: Search, type_key: str = "type") ->
     or JSONB column of the store's table): every key and value is a bound
     parameter, never SQL text.
 
-    Example::
-
+    Example:
+        ```python
         stmt = select(table).where(metadata_condition(table.cmetadata, Search("always", 1000, always=True)))
+        ```
     """
     import sqlalchemy  # the Postgres stores' own dependency, not the core's
 
@@ -178,9 +179,10 @@ def hnsw_search_settings(k: int, *, filter_index: Union[bool, str] = False) -> A
     schema-qualified name (LlamaIndex's, `filter_index_name`), a
     bound parameter like every value here.
 
-    Example::
-
+    Example:
+        ```python
         session.execute(hnsw_search_settings(20))   # then the searches, same transaction
+        ```
     """
     return _hnsw_search_settings(int(k), FILTER_INDEX if filter_index is True else filter_index or None)
 
@@ -209,10 +211,11 @@ def hnsw_search_settings_psycopg(k: int, filter_index: Optional[str] = None) -> 
     parameters in psycopg's ``%(name)s`` form, and their values. One text
     for both drivers, so the two settings can never differ.
 
-    Example::
-
+    Example:
+        ```python
         sql, params = hnsw_search_settings_psycopg(20, "poolsplit_pool_filter_store")
         cursor.execute(sql, params)   # inside the transaction of the searches
+        ```
     """
     least, most = HNSW_EF_SEARCH
     sql = _HNSW_SETTINGS if filter_index is None else _HNSW_SETTINGS.rstrip() + _FILTER_INDEX_ROWS
@@ -240,8 +243,7 @@ def filter_index_name(table: Optional[str] = None) -> str:
     than Postgres keeps ends in a digest of the whole, so two long table
     names never share an index name. The one naming rule of both stores.
 
-    Example::
-
+    Example:
         >>> filter_index_name()
         'poolsplit_pool_filter'
         >>> filter_index_name("data_memory")
@@ -277,8 +279,7 @@ def filter_first_bound(k: int, index_rows: Optional[float]) -> Optional[int]:
     scan is cheaper. At least ``k``: a filter with at most ``k`` rows is
     read whole either way.
 
-    Example::
-
+    Example:
         >>> filter_first_bound(20, 100_000)
         4472
         >>> filter_first_bound(20, None) is None
@@ -321,8 +322,7 @@ class LargeFilters:
     remembered: its page is not completed (its pool's typed search says
     whether the pool is full), so only the count makes it exact.
 
-    Example::
-
+    Example:
         >>> large = LargeFilters()
         >>> search = Search("pool:content", 20, types=("fact",), namespaces=("t",), pool="content")
         >>> bound = large.bound(search, 100_000)
@@ -376,8 +376,7 @@ def pool_search_bound(search: Search, index_rows: Optional[float], large: Option
     filter as larger than the bound, else `filter_first_bound`. The
     one rule of PGVector's and LlamaIndex's pool searches.
 
-    Example::
-
+    Example:
         >>> pool_search_bound(Search("pool:skills", 20, types=("skill",)), 100_000, None)
         4472
     """
@@ -393,9 +392,10 @@ def filter_first(rows: Any, where: Sequence[Any], bound: Any) -> Any:
     `FILTER_INDEX`, never past ``bound + 1``, so a large pool pays a
     bounded probe. Either way ``bound`` is a bound parameter.
 
-    Example::
-
+    Example:
+        ```python
         few = filter_first(table, [table.c.namespace == "team-a"], 4472).cte("few")
+        ```
     """
     import sqlalchemy
 
@@ -422,9 +422,10 @@ def filter_first_search(
     from another search's in one statement. The one rule of PGVector's and
     LlamaIndex's pool searches.
 
-    Example::
-
+    Example:
+        ```python
         statement = filter_first_search(table, [cond], 4472, matching, by_index, 20, exact="exact", name="0")
+        ```
     """
     import sqlalchemy
 
@@ -480,10 +481,11 @@ def install_filter_index(store: Any) -> None:
     dialect) reach this SQL; any other store is an
     `ArgumentError`.
 
-    Example::
-
+    Example:
+        ```python
         store = PGVector(embeddings, connection=url, embedding_length=256)
         install_filter_index(store)
+        ```
     """
     if hasattr(store, "EmbeddingStore"):
         _install_pgvector_filter_index(store)
@@ -514,11 +516,12 @@ async def ainstall_filter_index(store: Any) -> None:
     (the same index, through its async cursor): run once, after
     ``await store.setup()``.
 
-    Example::
-
+    Example:
+        ```python
         async with AsyncPostgresStore.from_conn_string(url, index=index) as store:
             await store.setup()
             await ainstall_filter_index(store)
+        ```
     """
     await _async_ddl(store, _STORE_FILTER_INDEX_DDL, "ainstall_filter_index")
 
@@ -572,10 +575,11 @@ def locked_cursor(store: Any) -> Iterator[Any]:
     INDEX CONCURRENTLY`` cannot run in one), and the lock is not reentrant:
     nothing inside may reach the store.
 
-    Example::
-
+    Example:
+        ```python
         with locked_cursor(store) as cur:
             cur.execute("SELECT 1")
+        ```
     """
     with store.lock, store._cursor() as cur:
         yield cur
@@ -782,11 +786,12 @@ def install_change_counter(store: Any) -> None:
     (`CHANGE_TRIGGERS`); if not (e.g. installed by an older version:
     install again), it falls back to the digest.
 
-    Example::
-
+    Example:
+        ```python
         with PostgresStore.from_conn_string(url) as store:
             store.setup()
             install_change_counter(store)
+        ```
     """
     if is_async_postgres_store(store):
         raise ArgumentError(
@@ -802,11 +807,12 @@ async def ainstall_change_counter(store: Any) -> None:
     (the same table, function and triggers, through its async cursor): run
     once, after ``await store.setup()``.
 
-    Example::
-
+    Example:
+        ```python
         async with AsyncPostgresStore.from_conn_string(url) as store:
             await store.setup()
             await ainstall_change_counter(store)
+        ```
     """
     await _async_ddl(store, _CHANGE_COUNTER_DDL, "ainstall_change_counter")
 
@@ -829,8 +835,7 @@ class PostgresConnection:
     `ArgumentError` naming ``url``. The
     password never shows in ``repr``.
 
-    Example::
-
+    Example:
         >>> pg = PostgresConnection("postgresql://me:secret@db-host:5432/memory?sslmode=require")
         >>> pg.sqlalchemy_url    # PGVector(connection=...), PGEngine.from_connection_string(...)
         'postgresql+psycopg://me:secret@db-host:5432/memory?sslmode=require'

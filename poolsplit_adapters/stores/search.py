@@ -74,11 +74,12 @@ def search_all_namespaces(
         ValueError: ``query`` has no searchable word, or ``limit`` < 0.
         EntryError: a malformed entry (named by position and field).
 
-    Example::
-
+    Example:
+        ```python
         hits = search_all_namespaces(store, "refund rounding")
         for namespace, found in hits.items():
             print(namespace, [h.entry["id"] for h in found])
+        ```
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError("limit must be a non-negative int or None, got %r" % (limit,))

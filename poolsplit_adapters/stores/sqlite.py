@@ -420,8 +420,8 @@ class SQLiteMemoryStore(StoreVerbs):
     dicts: read them, do not change them (use [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede]). [`get`][poolsplit_adapters.stores.StoreVerbs.get]
     and [`entries`][poolsplit_adapters.stores.StoreVerbs.entries] return fresh copies.
 
-    Example::
-
+    Example:
+        ```python
         from poolsplit_adapters import Pool
         from poolsplit_adapters.stores import SQLiteMemoryStore
 
@@ -435,6 +435,7 @@ class SQLiteMemoryStore(StoreVerbs):
             store.supersede(fix, {"type": "correction", "scope": "always",
                                   "content": "Never force-push to a shared branch."})
         # Another process (or a restart) opening memory.db sees all of it.
+        ```
     """
 
     def __init__(

@@ -171,8 +171,7 @@ _HNSW_PARAMETERS = ("m", "ef_construction")
 def type_index_name(code: int) -> str:
     """The partial HNSW index of the type with ``code``.
 
-    Example::
-
+    Example:
         >>> type_index_name(3)
         'poolsplit_type_hnsw_3'
     """
@@ -333,11 +332,12 @@ def install_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[str, in
     are then built ``CONCURRENTLY`` when the store's connection is in
     autocommit (LangGraph's advice), so nothing waits for the builds.
 
-    Example::
-
+    Example:
+        ```python
         store = PostgresStore(conn, index={"dims": 256, "embed": embeddings, "fields": ["content"]})
         store.setup()
         install_type_indexes(store, ["episode", "fact", "skill", "note", "task"])
+        ```
     """
     if is_async_postgres_store(store):
         raise ArgumentError(
@@ -364,9 +364,10 @@ async def ainstall_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[
     (the same statements, through its async cursor): run once, after
     ``await store.setup()``.
 
-    Example::
-
+    Example:
+        ```python
         await ainstall_type_indexes(store, ["episode", "fact"])
+        ```
     """
     if not is_async_postgres_store(store):
         raise ArgumentError(
