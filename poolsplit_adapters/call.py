@@ -5,11 +5,11 @@ The seven adapter classes (LangChain ``PoolSplitRetriever``,
 ``PoolSplitRetriever``, ``PoolSplitNodePostprocessor`` and the two memory
 blocks through ``PoolSplitMemoryStore.select_for``) convert framework
 objects to entries and back, and leave everything in between to an
-:class:`AdapterCall`:
+`AdapterCall`:
 
-1. **options**: the :class:`~poolsplit_adapters.settings.AdapterSettings`
-   with this call's :class:`~poolsplit_adapters.settings.CallOverrides`,
-   each checked (:func:`~poolsplit_adapters.checks.check_overrides`);
+1. **options**: the `AdapterSettings`
+   with this call's `CallOverrides`,
+   each checked (`check_overrides`);
 2. **plan**: the explicit pools (checked at construction; the core's
    ``select`` checks them once per call), or for ``pools="auto"`` the plan
    for the task the message and the signals describe;
@@ -21,10 +21,10 @@ objects to entries and back, and leave everything in between to an
    scorer's fallback the core notes itself, from the call's own prepared
    scorer);
 6. **record**: ``last_selection``, every active
-   :func:`~poolsplit_adapters.reports.capture_selections`; the framework
-   event carries :func:`~poolsplit_adapters.reports.event_payload`;
+   [`capture_selections`][poolsplit_adapters.langchain.capture_selections]; the framework
+   event carries `event_payload`;
 7. **cap**: at most ``k`` contextual results, dealt round-robin across
-   pools (:func:`cap`).
+   pools (`cap`).
 """
 
 from __future__ import annotations
@@ -85,10 +85,11 @@ class CallOptions:
         layering: the progressive fill of this call (None: the spec's).
         task: what the plan was made for (``message`` and the signals given).
 
-    Example::
-
+    Example:
+        ```python
         options = AdapterCall(settings, "deploy", {"k": 2}).options
         options.k, options.context["message"]   # (2, 'deploy')
+        ```
     """
 
     context: dict[str, Any]
@@ -108,7 +109,7 @@ class AdapterCall:
     Args:
         settings: the adapter's settings.
         message: the query (the scoring context's ``message``).
-        overrides: this call's :class:`~poolsplit_adapters.settings.CallOverrides`
+        overrides: this call's `CallOverrides`
             (checked here; an unknown key raises).
         named: how an error names an override (default: its keyword; the
             middleware's come from ``runtime.context``).
@@ -116,11 +117,12 @@ class AdapterCall:
             entry types the adapter's source holds, or None when it cannot
             list them; the settings' ``entry_types`` take precedence.
 
-    Example::
-
+    Example:
+        ```python
         call = AdapterCall(retriever, "did the deploy finish?", {"k": 3})
         selection = call.select(entries)          # steps 4-5
         returned = call.finish(selection)         # steps 6-7
+        ```
     """
 
     def __init__(
@@ -205,7 +207,7 @@ class AdapterCall:
         return self.annotate(selection)
 
     def select_in(self, index: MemoryIndex) -> Selection:
-        """The same selection from a prepared :class:`~poolsplit_adapters.MemoryIndex`."""
+        """The same selection from a prepared [`MemoryIndex`][]."""
         options = self.options
         selection = index.select(
             list(options.pools),
@@ -223,7 +225,7 @@ class AdapterCall:
         signals) for ``pools="auto"``; ``metrics`` (tokens per layer,
         savings), ``detail`` and ``deepened`` for progressive loading;
         ``expired``, the ids the selection dropped as expired
-        (:func:`~poolsplit_adapters.memory.expiry.note_expired`, as every
+        (`note_expired`, as every
         store's ``select`` notes them): every adapter's selection passes
         here, whichever path made it.
 
@@ -244,7 +246,7 @@ class AdapterCall:
     # 6. record, 7. cap ------------------------------------------------------------------
 
     def record(self, selection: Selection) -> Selection:
-        """6. :func:`record_selection` for this call's settings."""
+        """6. `record_selection` for this call's settings."""
         return record_selection(self.settings, selection)
 
     def finish(self, selection: Selection) -> list[Chosen]:
@@ -263,7 +265,7 @@ class AdapterCall:
 
 def record_selection(settings: AdapterSettings, selection: Selection) -> Selection:
     """Keep ``selection`` as ``settings.last_selection`` and hand it to every
-    active :func:`~poolsplit_adapters.reports.capture_selections` (also for
+    active [`capture_selections`][poolsplit_adapters.langchain.capture_selections] (also for
     a selection an adapter reuses, as the two memory blocks of one
     ``Memory.aget`` share one)."""
     settings.keep_last(selection)

@@ -5,7 +5,7 @@ A bad argument fails where it is given (the constructor, or the call that
 carries it) with a message that names it: a bare string ``tags`` would
 otherwise be read as a set of letters, a string ``k`` fail deep inside a
 framework, and pydantic's lax mode turn ``k="3"`` into ``3``. Every check
-raises :class:`ArgumentError` through :func:`argument_error`, so each
+raises `ArgumentError` through `argument_error`, so each
 message has one shape: ``<name> must be <what>, got <type> <value>``.
 """
 
@@ -50,12 +50,13 @@ class ArgumentError(ValueError, TypeError):
     call); the message names the argument. Both a ``ValueError`` and a
     ``TypeError``, so either ``except`` catches it.
 
-    Example::
-
+    Example:
+        ```python
         try:
             retriever.invoke("deploy", tags="ops")
         except ArgumentError as err:
             print(err)   # tags must be a list of strings, not the bare string 'ops' (...)
+        ```
     """
 
 
@@ -160,7 +161,7 @@ def check_instance(value: Any, kind: type, name: str) -> Any:
 
 def check_chain_penalty(value: Any, name: str = "chain_penalty") -> float:
     """A namespace-chain penalty, checked by the one rule that reads it
-    (:class:`~poolsplit_adapters.Visibility`)."""
+    ([`Visibility`][])."""
     try:
         Visibility(namespace="-", chain_penalty=value)
     except (TypeError, ValueError) as err:
@@ -178,9 +179,9 @@ def check_plan(
     entry_types: Any = None,
     collections: Any = None,
 ) -> Union[list[Pool], str]:
-    """An adapter's pool plan: a list of :class:`Pool` checked by the core
+    """An adapter's pool plan: a list of [`Pool`][] checked by the core
     itself (every item a Pool, names unique), or ``"auto"`` (a task-aware
-    plan per call, :func:`~poolsplit_adapters.memory.tasks.resolve_pools`),
+    plan per call, [`resolve_pools`][]),
     with the totals that go with it (``"auto"`` needs both; explicit pools
     take none; that error names ``owner``). Checked once, at construction, so a bad plan fails there
     rather than on the first query; each call's plan is then checked by the

@@ -242,7 +242,7 @@ SHOWN_REPEATS = 5
 
 def _say_duplicates(report: WriteReport) -> None:
     """A stderr line per repeat (stored once: where, and how it matched),
-    the first :data:`SHOWN_REPEATS` of them, then how many more."""
+    the first `SHOWN_REPEATS` of them, then how many more."""
     for position, hit in report.duplicates[:SHOWN_REPEATS]:
         print(
             "poolsplit: entry %d repeats %s (%s duplicate): kept once, the repeat recorded in its 'seen'"

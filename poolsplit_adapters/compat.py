@@ -2,9 +2,9 @@
 
 ``scope`` names an entry's load tier (``"always"``); the visibility filter
 was called ``Scope`` too, and one name with two meanings is the kind of clash
-that hides bugs, so the filter became :class:`~poolsplit_adapters.poolsplit.Visibility`
+that hides bugs, so the filter became [`Visibility`][]
 and its keyword ``visibility=``. The package's ``select`` and
-``retrieve_pools`` are the core's (through :mod:`poolsplit_adapters.seamed`, for ``layering=``),
+``retrieve_pools`` are the core's (through `poolsplit_adapters.seamed`, for ``layering=``),
 plus the deprecated ``scope=`` keyword.
 """
 
@@ -21,11 +21,12 @@ __all__ = ["Scope", "moved", "resolve_visibility", "select", "retrieve_pools"]
 
 
 class Scope(Visibility):
-    """Deprecated alias of :class:`~poolsplit_adapters.poolsplit.Visibility`.
+    """Deprecated alias of [`Visibility`][].
 
-    Example::
-
+    Example:
+        ```python
         Visibility(namespace="tenant-a")   # instead of Scope(namespace="tenant-a")
+        ```
     """
 
     def __post_init__(self) -> None:
@@ -59,7 +60,7 @@ def select(
     visibility: Optional[Visibility] = None,
     **options: Any,
 ) -> Selection:
-    """:func:`poolsplit_adapters.seamed.select` (the core's, with its seams), also taking ``scope=``."""
+    """`poolsplit_adapters.seamed.select` (the core's, with its seams), also taking ``scope=``."""
     view = resolve_visibility(visibility, scope)
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this wrapper
     return seamed.select(entries, pools, context, visibility=view, **options)
@@ -71,21 +72,22 @@ def retrieve_pools(
     context: Optional[Mapping[str, Any]] = None,
     **options: Any,
 ) -> dict[str, list[Any]]:
-    """:func:`poolsplit_adapters.poolsplit.retrieve_pools`, also taking ``scope=``."""
+    """[`poolsplit_adapters.poolsplit.retrieve_pools`][], also taking ``scope=``."""
     return select(entries, pools, context, _report=False, _stacklevel=4, **options).pools
 
 
-#: The names that left the core for :mod:`poolsplit_adapters.seamed`.
+#: The names that left the core for `poolsplit_adapters.seamed`.
 MOVED = ("fill_pools", "ListCandidates")
 
 
 def moved(name: str) -> Any:
     """``poolsplit_adapters.poolsplit.<name>`` for a name that left the core in 0.3 (``fill_pools``,
-    ``ListCandidates``: the seamed fill, :mod:`poolsplit_adapters.seamed`), with a warning naming its home.
+    ``ListCandidates``: the seamed fill, `poolsplit_adapters.seamed`), with a warning naming its home.
 
-    Example::
-
+    Example:
+        ```python
         from poolsplit_adapters.seamed import ListCandidates, fill_pools   # instead of ...poolsplit import ...
+        ```
     """
     message = "poolsplit_adapters.poolsplit.%s moved to poolsplit_adapters.seamed; import it from there" % name
     warnings.warn(message, DeprecationWarning, stacklevel=3)
@@ -94,7 +96,7 @@ def moved(name: str) -> Any:
 
 def _core_getattr(name: str) -> Any:
     """The core module's ``__getattr__`` (PEP 562), installed below so the vendorable file carries no
-    compatibility code: an old name found through :func:`moved`, any other an ``AttributeError``."""
+    compatibility code: an old name found through `moved`, any other an ``AttributeError``."""
     if name not in MOVED:
         raise AttributeError("module %r has no attribute %r" % (poolsplit.__name__, name))
     return moved(name)

@@ -2,7 +2,7 @@
 
 A LangChain document and a LlamaIndex node with the same metadata become the
 same entry and fail the same way. What an adapter writes back onto the
-objects it returns (one metadata key, :data:`SELECTION_KEY`) is defined here
+objects it returns (one metadata key, [`SELECTION_KEY`][]) is defined here
 too, including the omission counts a formatter downstream may trust.
 """
 
@@ -57,11 +57,10 @@ def stored_parts(entry: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
     stores embed a document's ``page_content`` only (the base
     ``add_documents``, ``InMemoryVectorStore``, ``PGVector``); a LlamaIndex
     node embeds its metadata unless excluded, so
-    :func:`~poolsplit_adapters.llama_index.nodes.nodes_from` excludes every
+    [`nodes_from`][poolsplit_adapters.llama_index.nodes_from] excludes every
     key of it (``excluded_embed_metadata_keys``).
 
-    Example::
-
+    Example:
         >>> stored_parts({"id": "n1", "content": "Refunds round half-even.", "seen": []})
         ('Refunds round half-even.', {'seen': []})
     """
@@ -69,8 +68,8 @@ def stored_parts(entry: Mapping[str, Any]) -> Tuple[str, Dict[str, Any]]:
 
 
 def check_converted(entry: Mapping[str, Any], *, kind: str, position: int) -> None:
-    """The adapters' check of an entry made by :func:`entry_of`: the
-    core's :func:`~poolsplit_adapters.poolsplit.check_entry`, worded for
+    """The adapters' check of an entry made by `entry_of`: the
+    core's [`check_entry`][], worded for
     the framework object (``document 'x': metadata field 'tags' ...``).
 
     Stricter than the core: metadata written by hand or by a loader is where
@@ -122,8 +121,8 @@ def entry_from(
     kind: str,
     position: int,
 ) -> Dict[str, Any]:
-    """The checked entry for a framework object (:func:`entry_of`, then
-    :func:`check_converted`).
+    """The checked entry for a framework object (`entry_of`, then
+    `check_converted`).
 
     Raises:
         EntryError: malformed metadata, naming the object and the field.
@@ -141,17 +140,17 @@ def index_from(
     token_counter: TokenCounter,
     prepare_for: Sequence[Scorer] = (),
 ) -> Tuple[MemoryIndex, Dict[int, _S]]:
-    """A :class:`~poolsplit_adapters.MemoryIndex` over framework objects,
+    """A [`MemoryIndex`][] over framework objects,
     and the way back from each entry (by ``id()``) to its object.
 
     ``parts(object, position)`` gives ``(content, metadata, id, original)``
     (raising ``TypeError`` for a foreign object). Each entry is checked
     once, by the index (an adapter that checked it first as well paid the
-    check twice per object), yet fails exactly as :func:`entry_from` would
+    check twice per object), yet fails exactly as `entry_from` would
     fail one by one: the first malformed object in input order, worded for
     the framework; a token counter's own error keeps the index's wording.
     ``prepare_for``: the scorers whose structures the index builds with the
-    entries (:class:`~poolsplit_adapters.MemoryIndex`'s keyword).
+    entries ([`MemoryIndex`][]'s keyword).
     """
     entries: List[Dict[str, Any]] = []
     source: Dict[int, _S] = {}
@@ -184,7 +183,7 @@ def _check_each(entries: Sequence[Mapping[str, Any]], kind: str) -> None:
 
 
 def selection_metadata(chosen: Chosen) -> Dict[str, Any]:
-    """What a returned document/node carries under :data:`SELECTION_KEY`:
+    """What a returned document/node carries under [`SELECTION_KEY`][]:
     ``{"pool", "score", "always"}``, plus ``"layer"`` when progressive
     loading loaded a lighter layer than the full text (absent otherwise, so
     a plain selection's metadata is exactly seed 001's)."""
@@ -219,7 +218,7 @@ def _seal(call: str, omitted: Mapping[str, int]) -> str:
 
 def sealed_omissions(call: str, omitted: Mapping[str, int]) -> Dict[str, Any]:
     """``{"call", "omitted", "seal"}``: a call's per-pool omission counts,
-    sealed so that :func:`trusted_omissions` can tell them from counts
+    sealed so that `trusted_omissions` can tell them from counts
     written by anyone else."""
     counts = dict(omitted)
     return {"call": call, "omitted": counts, "seal": _seal(call, counts)}
@@ -227,7 +226,7 @@ def sealed_omissions(call: str, omitted: Mapping[str, int]) -> Dict[str, Any]:
 
 def trusted_omissions(data: Mapping[str, Any]) -> Optional[Tuple[str, Dict[str, int]]]:
     """``(call, omitted)`` when ``data`` carries counts this process sealed
-    (see :func:`sealed_omissions`), else None: counts in a foreign
+    (see `sealed_omissions`), else None: counts in a foreign
     document's metadata are data, not a statement this package made."""
     call, omitted, seal = data.get("call"), data.get("omitted"), data.get("seal")
     if not (isinstance(call, str) and isinstance(omitted, Mapping) and isinstance(seal, str)):

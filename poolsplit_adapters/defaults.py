@@ -1,9 +1,9 @@
 """The adapters' default scorer, chosen in one place, with the standard
 library only: the stores (SQLite, in-process), the CLI and every adapter
-import it from here (:mod:`poolsplit_adapters.settings` re-exports it), so
+import it from here (`poolsplit_adapters.settings` re-exports it), so
 a store needs no pydantic to rank as the adapters do.
 
-The vendorable core's :func:`~poolsplit_adapters.poolsplit.default_scorer`
+The vendorable core's [`default_scorer`][]
 stays exactly the spec's; it is one argument away everywhere
 (``scorer=default_scorer``, docs/migrating.md).
 """
@@ -33,7 +33,7 @@ def default_adapter_scorer() -> Scorer:
     when neither ``scorer=`` nor ``embeddings=`` is given: the one place it
     is chosen.
 
-    A fresh :class:`~poolsplit_adapters.relevance.RelevanceScorer` (BM25
+    A fresh [`RelevanceScorer`][] (BM25
     over Unicode words, stemmed, CJK bigrams; priority, recency, tags and
     project as bounded boosts), not the core's ``default_scorer``: the
     spec's recency factor (x0.3 after 90 days against a relevance factor of
@@ -42,8 +42,8 @@ def default_adapter_scorer() -> Scorer:
     on every call, so a host that gives one adapter's scorer a corpus
     (``index_entries``) changes no other adapter. Over a vector store the
     store's similarity is its vector half
-    (:func:`~poolsplit_adapters.recall.takes_store_scores`). The query is
-    expanded by the call's two best admitted matches (:data:`WORDS_FEEDBACK`,
+    (`takes_store_scores`). The query is
+    expanded by the call's two best admitted matches (`WORDS_FEEDBACK`,
     pseudo-relevance feedback), which finds the second hop of a question.
     ``scorer=default_scorer`` brings the spec's ranking back
     (docs/migrating.md).
@@ -63,11 +63,11 @@ def hybrid_scorer(embeddings: Any) -> RelevanceScorer:
     adapter's ``embeddings=`` builds, and what the core takes as
     ``select(..., scorer=hybrid_scorer(embeddings))``.
 
-    A fresh :class:`~poolsplit_adapters.relevance.RelevanceScorer` fusing
-    BM25 (:data:`FUSED_LEXICAL_WEIGHT` of the relevance) with the cosine of
+    A fresh [`RelevanceScorer`][] fusing
+    BM25 (`FUSED_LEXICAL_WEIGHT` of the relevance) with the cosine of
     ``embeddings`` (a LangChain ``Embeddings``, a LlamaIndex
     ``BaseEmbedding``, or an ``EmbeddingScorer``, whose vector cache it
-    shares), the query expanded by :data:`FUSED_FEEDBACK`. Cosine alone
+    shares), the query expanded by `FUSED_FEEDBACK`. Cosine alone
     (``EmbeddingScorer(embeddings)``) misses exact names and numbers and, on
     the long-horizon evaluation, loads less evidence than plain vector top-k
     at 2,048 tokens; the fusion loads more at every budget

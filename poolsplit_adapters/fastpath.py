@@ -1,25 +1,25 @@
 """Faster twins of core rules for the stateless path (lists of dicts).
 
-The core (:mod:`poolsplit_adapters.poolsplit`) states each rule once, plainly:
+The core ([`poolsplit_adapters.poolsplit`][]) states each rule once, plainly:
 check every entry, score every candidate, sort, fill. On a large plain list
 the same answers come cheaper, and this module holds those shortcuts so the
 core stays readable. Each twin names the core rule it mirrors, and
 ``tests/unit/test_twins.py`` checks every one against that rule:
 
-* :func:`plain_entry_ok` mirrors :func:`~poolsplit_adapters.poolsplit.check_entry`
+* `plain_entry_ok` mirrors [`check_entry`][]
   for a plain dict of built-in values (exact type tests, no error wording);
-* :func:`word_runs` mirrors :func:`~poolsplit_adapters.poolsplit.significant_words`
+* `word_runs` mirrors `significant_words`
   (byte translation and split, all in C);
-* :class:`BestFirstCandidates` mirrors
-  :class:`~poolsplit_adapters.seamed.ListCandidates`: same admission, same
+* `BestFirstCandidates` mirrors
+  `ListCandidates`: same admission, same
   scores, same order, but with the default scorer it ranks best-first against
   an upper bound (the message factor is at most 2.5), so entries far down
   the order never have their content read, and it drops entries that can no
   longer fit in one pass;
-* :func:`select` and :func:`retrieve_pools` are the seamed fill's
-  (:mod:`poolsplit_adapters.seamed`) over :class:`BestFirstCandidates`.
+* `select` and `retrieve_pools` are the seamed fill's
+  (`poolsplit_adapters.seamed`) over `BestFirstCandidates`.
 
-``MemoryIndex`` (:mod:`poolsplit_adapters.index`) is the hot path; this is
+``MemoryIndex`` (`poolsplit_adapters.index`) is the hot path; this is
 the fast path for callers who hold a list and no index.
 """
 
@@ -117,7 +117,7 @@ _Key = tuple[float, str, str, int]
 
 
 class BestFirstCandidates(ListCandidates):
-    """Twin of :class:`~poolsplit_adapters.seamed.ListCandidates` (same
+    """Twin of `ListCandidates` (same
     arguments, same answers), faster on large lists with the default scorer.
 
     The admission pass reads, while each entry is at hand, the cheap part of
@@ -126,14 +126,15 @@ class BestFirstCandidates(ListCandidates):
     entry's exact score is computed only once its upper bound (partial x 2.5)
     could still beat the best exact key.
 
-    Example::
-
+    Example:
+        ```python
         prepared = prepare_scorer(default_scorer, {"message": "deploy"}, now)
         selection = fill_pools(pools, BestFirstCandidates(entries, prepared))
+        ```
     """
 
     def __init__(self, entries: Iterable[Mapping[str, Any]], prepared: Any, **options: Any) -> None:
-        """The arguments of :class:`~poolsplit_adapters.seamed.ListCandidates`."""
+        """The arguments of `ListCandidates`."""
         self.lexical = prepared if isinstance(prepared, ScoringContext) else None
         self.runs = frozenset(w.encode() for w in self.lexical.words) if self.lexical is not None else frozenset()
         # Costs known without a tokenizer call let the ranking skip what cannot fit.
@@ -251,12 +252,12 @@ class BestFirstCandidates(ListCandidates):
 
 
 def select(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Selection:
-    """Twin of :func:`~poolsplit_adapters.poolsplit.select` (the same keywords,
-    the same selection): the core's ``select`` over :class:`BestFirstCandidates`."""
+    """Twin of [`select`][poolsplit_adapters.poolsplit.select] (the same keywords,
+    the same selection): the core's ``select`` over `BestFirstCandidates`."""
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this wrapper
     return seamed.select(entries, pools, context, candidates=BestFirstCandidates, **options)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
-    """Twin of :func:`~poolsplit_adapters.poolsplit.retrieve_pools` (same keywords as :func:`select`)."""
+    """Twin of [`retrieve_pools`][poolsplit_adapters.poolsplit.retrieve_pools] (same keywords as `select`)."""
     return select(entries, pools, context, _report=False, _stacklevel=4, **options).pools

@@ -3,30 +3,30 @@
 An agent queries its memory on every turn, but most of what selection needs
 from an entry does not change between turns: its cost (a tokenizer call),
 its parsed creation time, its significant words, tags, project, type and
-activeness. :class:`MemoryIndex` reads those once, when an entry is added,
+activeness. [`MemoryIndex`][] reads those once, when an entry is added,
 into typed columns, and answers ``select`` / ``retrieve_pools`` with output
 identical to the stateless functions over ``index.entries``.
 
 It holds no selection rule of its own. Per query it computes only what
 depends on the query — visibility, score and cost order — as columns, and
-hands them to the seamed fill, :func:`~poolsplit_adapters.seamed.fill_pools`
+hands them to the seamed fill, `fill_pools`
 through a candidate source; the fill and the report are the core's.
 
 With the default scorer and numpy installed, the score is vectorised: the
 spec's factors are applied element-wise in the spec's order, so every score
-is bit-identical to :func:`~poolsplit_adapters.poolsplit.default_scorer`;
+is bit-identical to [`default_scorer`][];
 the message and tag factors come from compact postings (word -> positions)
 instead of re-reading every text; and each pool ranks only the top slice of
 its candidates exactly, widening it only if the budget is not yet full.
-With a :class:`~poolsplit_adapters.relevance.RelevanceScorer` (the
+With a [`RelevanceScorer`][] (the
 adapters' default) the BM25 relevance is vectorised too: term postings kept
-as entries come and go (:mod:`poolsplit_adapters.relevance.columns`), the
+as entries come and go (`poolsplit_adapters.relevance.columns`), the
 document frequencies those of every entry the index holds, the bounded
 boosts over the columns; bit-identical to the scorer's per-entry score over
 the same statistics (``RelevanceScorer.with_corpus``), which is what the
 index hands the generic path. With another custom scorer, or without numpy,
 the stateless path's candidates
-(:class:`~poolsplit_adapters.fastpath.BestFirstCandidates`) run with the
+(`BestFirstCandidates`) run with the
 cached costs and activeness, so the tokenizer is still never asked
 twice about an unchanged entry.
 
@@ -36,11 +36,11 @@ twice about an unchanged entry.
 after it, never in between.
 
 **Mutation.** The index caches what it read from each dict when the dict was
-added. If you change an indexed dict in place, call :meth:`refresh` with it
-(or :meth:`refresh_all`); until then the index ranks it by the old values,
-while returning the same, now changed, dict. :meth:`replace` swaps one entry
+added. If you change an indexed dict in place, call [`refresh`][poolsplit_adapters.index.MemoryIndex.refresh] with it
+(or [`refresh_all`][poolsplit_adapters.index.MemoryIndex.refresh_all]); until then the index ranks it by the old values,
+while returning the same, now changed, dict. [`replace`][poolsplit_adapters.index.MemoryIndex.replace] swaps one entry
 for another (the new one goes to the end, as with remove + add). Every
-mutation bumps :attr:`version`, so caches keyed on it are never stale.
+mutation bumps [`version`][poolsplit_adapters.index.MemoryIndex.version], so caches keyed on it are never stale.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _expiry(entry: Mapping[str, Any]) -> int:
 
 def _expiries(chunk: Sequence[Mapping[str, Any]]) -> Any:
     """The ``expires`` column of a chunk: -1 throughout when no entry has one
-    (the common case, read in one ``map``), else :func:`_expiry` per entry."""
+    (the common case, read in one ``map``), else `_expiry` per entry."""
     if not any(map(operator.methodcaller("get", "expires"), chunk)):
         return np.full(len(chunk), -1, dtype=np.int64)
     return np.fromiter(map(_expiry, chunk), dtype=np.int64, count=len(chunk))
@@ -423,7 +423,7 @@ class _Postings:
 class _WordCodes(_Codes):
     """Word codes keyed by ASCII bytes, each with a flag: dropped (the
     separator, a stopword, a run shorter than a word), and as text
-    (``words``): a :class:`~poolsplit_adapters.relevance.batch.Vocabulary`,
+    (``words``): a `Vocabulary`,
     so the BM25 postings code the tokens this reader split."""
 
     def __init__(self) -> None:
@@ -445,7 +445,7 @@ _STOP_BYTES = frozenset(word.encode() for word in STOPWORDS)
 
 class _Words(_Postings):
     """The postings of content words: exactly the words of
-    :func:`~poolsplit_adapters.poolsplit.significant_words` per text, found
+    `significant_words` per text, found
     for a whole chunk of texts at once. The texts are joined by a separator
     and lower-cased, non-ASCII characters become ``?`` and every byte that
     cannot be part of a word a space; a split then yields the maximal runs
@@ -485,27 +485,28 @@ class MemoryIndex:
         entries: initial entries (plain dicts, checked on the way in).
         token_counter: cost of an entry without a positive ``token_count``;
             called once per added entry (a counter with ``count_many``, such
-            as :class:`~poolsplit_adapters.tokens.TiktokenCounter`, is called
+            as [`TiktokenCounter`][poolsplit_adapters.tokens.TiktokenCounter], is called
             once per batch).
         is_active: activeness predicate, evaluated when an entry is added or
             refreshed.
         use_numpy: set False to force the pure-Python generic path.
         scorer: the index's own scorer (default: the spec's
             ``default_scorer``); ``select(scorer=...)`` overrides it per call.
-            With a :class:`~poolsplit_adapters.relevance.RelevanceScorer`
+            With a [`RelevanceScorer`][]
             (the adapters' default) the BM25 postings are built with the
             index instead of on its first query.
         prepare_for: scorers whose structures are built with the entries:
-            what :meth:`prepare_for` builds after construction, built while
+            what [`prepare_for`][] builds after construction, built while
             the entries are read (a RelevanceScorer's postings then code the
             words the index splits for its own word column, one split for
             both), without making any of them the index's own scorer.
 
-    Example::
-
+    Example:
+        ```python
         index = MemoryIndex(entries)
         selection = index.select(pools, {"message": "deploy checkout"})
         index.add({"id": "n9", "type": "note", "content": "..."})
+        ```
 
     Raises:
         EntryError: a malformed entry (named by id and position).
@@ -933,7 +934,7 @@ class MemoryIndex:
 
     def prepare_for(self, scorer: Scorer) -> MemoryIndex:
         """Build now what the first query ranked by ``scorer`` would build
-        on first use: a :class:`~poolsplit_adapters.relevance.RelevanceScorer`'s
+        on first use: a [`RelevanceScorer`][]'s
         BM25 postings (O(store), once; kept in step with every mutation
         after that). Other scorers have nothing to build (an embedding
         scorer's entry vectors stay lazy: embedding a store is a cost the
@@ -941,9 +942,10 @@ class MemoryIndex:
         built, so its first call costs what every later one does, and its
         construction time is what the memory really costs to hold.
 
-        Example::
-
+        Example:
+            ```python
             index = MemoryIndex(entries).prepare_for(RelevanceScorer())
+            ```
         """
         if isinstance(scorer, RelevanceScorer):
             with self._lock:
@@ -961,7 +963,7 @@ class MemoryIndex:
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
     ) -> dict[str, list[Any]]:
         """Same result as ``retrieve_pools(index.entries, pools, context, ...)``
-        (the keywords of :meth:`select`)."""
+        (the keywords of [`select`][])."""
         return self.select(pools, context, _report=False, **options).pools
 
     def select(
@@ -1074,9 +1076,9 @@ def _np(column: Any, dtype: str) -> Any:
 
 
 class _ColumnSource:
-    """The index's columns as the core's :class:`~poolsplit_adapters.seams.Candidates`,
+    """The index's columns as the core's `Candidates`,
     for one query with the default (or the index's embedding) scorer: twin
-    of :class:`~poolsplit_adapters.poolsplit.ListCandidates`, with visibility
+    of `ListCandidates`, with visibility
     and score vectorised over every position and ranking by top slices.
     Built and used under the index's lock."""
 
@@ -1131,7 +1133,7 @@ class _ColumnSource:
             self.score_all = self.score_all * self._penalty
 
     def always_outside_namespace(self) -> int:
-        """Twin of :func:`~poolsplit_adapters.render.always_outside_namespace`:
+        """Twin of `always_outside_namespace`:
         the always-scope entries the namespace kept out, from the columns."""
         kept_out = self.why == _WHY.index(Reason.NAMESPACE)
         return int(np.count_nonzero(kept_out & self.col["always"]))
@@ -1236,7 +1238,7 @@ class _ColumnSource:
 
     def _priority_term(self, modifiers: Any) -> Any:
         """``modifiers``' priority term of every position
-        (:meth:`~.relevance.modifiers.Modifiers.priority_columns`), kept by the
+        ([`priority_columns`][poolsplit_adapters.relevance.Modifiers.priority_columns]), kept by the
         index while it does not change: it depends on no query."""
         owner = self.owner
         stamp = (owner._version, self.size, modifiers.priority_weight)
@@ -1249,7 +1251,7 @@ class _ColumnSource:
 
     def _project_term(self, modifiers: Any, code: Optional[int]) -> Any:
         """``modifiers``' project term of every position
-        (:meth:`~.relevance.modifiers.Modifiers.project_columns`) for the
+        ([`project_columns`][poolsplit_adapters.relevance.Modifiers.project_columns]) for the
         context's project ``code``, kept by the index while neither it nor
         the project changes (an agent's calls name one project)."""
         owner = self.owner
@@ -1418,7 +1420,7 @@ class _ColumnSource:
 
     def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
         """Twin of the core's ``_left_out`` rule, counted with arrays (see
-        :meth:`_left_keys`, or :meth:`_parts` when the pools' types are
+        `_left_keys`, or `_parts` when the pools' types are
         disjoint), with no row per entry."""
         parts = self._parts(filled, lost)
         if parts is not None:
@@ -1464,14 +1466,14 @@ class _ColumnSource:
         return found
 
     def _parts(self, filled: list[Any], lost: set[int]) -> Optional[list[tuple[Any, int, int, Any]]]:
-        """The left-out keys of :meth:`_left_keys` as ``(key, entries,
+        """The left-out keys of `_left_keys` as ``(key, entries,
         tokens, first)`` (``first(n)``: the key's first ``n`` positions, in
         input order), in its key order, without a key per position: when
         every pool names its types and no two share one, no pool can
         consider what another did (a pool's group is exactly the visible
         contextual entries of its types, an always-scope entry of its types
         is loaded by it), so each key is one pool's group cut by cost, or a
-        mask; else None (the general rule, :meth:`_left_keys`). Computed
+        mask; else None (the general rule, `_left_keys`). Computed
         once per selection (the counts and the sample share it)."""
         cached = self._by_group
         if cached is not None and cached[0] is filled:
@@ -1547,7 +1549,7 @@ class _ColumnSource:
         return parts
 
     def _left_counts(self, filled: list[Any], lost: set[int]) -> Any:
-        """How many positions hold each key of :meth:`_left_keys` (the counts
+        """How many positions hold each key of `_left_keys` (the counts
         and the sample share one count)."""
         key, keys = self._left_keys(filled, lost)
         if self._counted is None or self._counted[0] is not key:

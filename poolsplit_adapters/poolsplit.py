@@ -3,7 +3,7 @@
 One scorer filling one budget starves low-priority types and lets fresh content crowd a standing correction out.
 **Pools** (token and entry budgets per group of types, filled independently) and **always-scope entries** (loaded
 first, outside every budget) fix both. Stdlib only (Python 3.9+): copy this file alone; its twins are tested on it.
-Entries are plain mappings; every key but ``content`` is optional, a malformed one an :class:`EntryError`:
+Entries are plain mappings; every key but ``content`` is optional, a malformed one an [`EntryError`][]:
 
     content        str            the payload text (required)
     type           str            entry type; default "note"
@@ -23,17 +23,17 @@ Entries are plain mappings; every key but ``content`` is optional, a malformed o
     valid_from     str | None     ISO-8601; when it became valid (default: ``created``), read by Visibility.as_of
     valid_until    str | None     ISO-8601, exclusive; when a superseded or retired entry closed, read by as_of
 
-The algorithm (:func:`select`; :func:`retrieve_pools` and :func:`retrieve` are the same without the report):
+The algorithm ([`select`][]; [`retrieve_pools`][] and [`retrieve`][] are the same without the report):
 
-1. **Admit** the active entries (``is_active``, not expired) the query may see (:class:`Visibility`), read once.
+1. **Admit** the active entries (``is_active``, not expired) the query may see ([`Visibility`][]), read once.
 2. **Score** each admitted contextual entry a pool ranks, once per call.
 3. **Fill each pool** in order, from the admitted entries of its types that no earlier pool took (by identity):
 
-   a. every always-scope entry first, in input order, outside both caps;
-   b. contextual entries below the pool's ``min_relevance`` are set aside;
-   c. the rest in the total order ``(-score, created or "", id or "", input index)``, taken greedily: an entry
+    - a. every always-scope entry first, in input order, outside both caps;
+    - b. contextual entries below the pool's ``min_relevance`` are set aside;
+    - c. the rest in the total order ``(-score, created or "", id or "", input index)``, taken greedily: an entry
       that overflows the tokens is skipped and scanning goes on; the entry cap counts contextual entries only;
-   d. what loaded is claimed: an entry lands in one pool at most.
+    - d. what loaded is claimed: an entry lands in one pool at most.
 4. **Report** what loaded, each pool's budget use, and why the rest did not.
 """
 
@@ -140,7 +140,7 @@ def _is_number(value: Any, finite: bool = False) -> bool:
 
 
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
-    """Raise :class:`EntryError` unless the keys the selector reads are well typed (``status``, ``superseded_by``:
+    """Raise [`EntryError`][] unless the keys the selector reads are well typed (``status``, ``superseded_by``:
     ``is_active``'s; an unusable ``token_count`` is counted instead; lifecycle times: when read)."""
     if not isinstance(entry, collections.abc.Mapping):  # the ABC itself: through typing's alias it costs twice as much
         raise entry_error(entry, index, None, "is not a mapping (%s)" % _got(entry))
@@ -215,7 +215,7 @@ class Pool:
 
 
 def check_pools(pools: Sequence[Pool]) -> list[Pool]:
-    """``pools`` as a list; raises for anything but distinct :class:`Pool` s."""
+    """``pools`` as a list; raises for anything but distinct [`Pool`][] s."""
     whole = "pools must be a sequence of Pool objects"
     _check(not isinstance(pools, Pool), TypeError, whole + ", not a single Pool (wrap it in a list)")
     _check(isinstance(pools, Iterable) and not isinstance(pools, (str, bytes, Mapping)), TypeError, whole, pools)
@@ -277,7 +277,7 @@ def parse_time(text: str) -> Moment:
 
 
 def entry_time(entry: Entry, key: str, index: Optional[int] = None) -> Moment:
-    """``entry[key]`` by :func:`parse_time` (None if missing), strict: a misread one would hide or keep the entry."""
+    """``entry[key]`` by `parse_time` (None if missing), strict: a misread one would hide or keep the entry."""
     value = entry.get(key)
     moment = parse_time(value) if isinstance(value, str) else None
     if value is not None and moment is None:
@@ -428,7 +428,7 @@ class PoolStats:
 
 
 class Selection:
-    """What :func:`select` chose (``chosen``: always-scope first, then by pool and rank) and why the rest did not
+    """What [`select`][] chose (``chosen``: always-scope first, then by pool and rank) and why the rest did not
     (``dropped``, in input order, built only when read). Example: ``[d.reason for d in select(e, p).dropped]``."""
 
     def __init__(
@@ -463,7 +463,7 @@ class Selection:
 
 
 def tally(rows: Iterable[tuple[Optional[str], Reason, int]]) -> Counts:
-    """``(pool or None, reason, tokens)`` triples as :attr:`Selection.counts` holds them (every report's rule)."""
+    """``(pool or None, reason, tokens)`` triples as [`Selection.counts`][] holds them (every report's rule)."""
     counted: Counts = {}
     for pool, why, tokens in rows:
         entries, total = counted.get((pool, why), (0, 0))
@@ -508,11 +508,10 @@ def visible(text: str) -> str:
     word it sits in: ``"n\u200bot"`` reads "not" but is two words that are
     no negation. The one rule of every text comparison beyond the spec's
     ASCII words: the duplicate finder's and write gate's normalised text
-    (:func:`~poolsplit_adapters.memory.duplicates.normalise_text`), the
-    relevance words, task signals and :func:`near_miss_scope`.
+    (`normalise_text`), the
+    relevance words, task signals and `near_miss_scope`.
 
-    Example::
-
+    Example:
         >>> visible("Do n\u200bot deploy on Fri\u00addays")
         'Do not deploy on Fridays'
     """
@@ -619,7 +618,7 @@ class ScoringContext:
         return len(found) / self.nwords if self.nwords else 0.0
 
     def score(self, entry: Entry) -> float:
-        """The default score of a checked entry (see :func:`default_scorer`)."""
+        """The default score of a checked entry (see [`default_scorer`][])."""
         overlap = self.relevance(entry)
         return self.partial(entry) * (1.0 + overlap * MESSAGE_WEIGHT if overlap > MESSAGE_THRESHOLD else 1.0)
 
@@ -762,7 +761,7 @@ def select(
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
-    """:func:`select` without the report: pool name -> the same dict objects, always-scope first, then ranked."""
+    """[`select`][] without the report: pool name -> the same dict objects, always-scope first, then ranked."""
     return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools
 
 

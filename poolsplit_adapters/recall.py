@@ -9,17 +9,17 @@ search too: filtered only after recall, a small tenant in a large shared
 store would lose its candidates to the other tenants' top-k.
 
 This module says *what* to search for, once, without any framework; each
-adapter translates a :class:`Search` into its store's filter dialect
-(LangChain: :func:`poolsplit_adapters.langchain.type_filter`; LlamaIndex:
+adapter translates a `Search` into its store's filter dialect
+(LangChain: [`poolsplit_adapters.langchain.type_filter`][]; LlamaIndex:
 ``MetadataFilters``; a LangGraph ``BaseStore``, whose filters have no
 ``$in``: one ``SearchOp`` per type, in ``BaseStoreMemory``) and embeds the
 query once for all of them. A store that can read a namespace exactly and
-needs no similarity ranking reads it once and keeps what :meth:`RecallPlan.admits`.
+needs no similarity ranking reads it once and keeps what `RecallPlan.admits`.
 
 **Budgets are filled.** A pool's first search asks for ``fetch_k``
 candidates; when the selection over them leaves that pool's budget with
-room for an entry as short as one it loaded (:func:`budget_filled`), and
-the search came back full (the store may hold more), :class:`FillingRecall`
+room for an entry as short as one it loaded (`budget_filled`), and
+the search came back full (the store may hold more), `FillingRecall`
 runs it again with ``k`` at least doubled (more when the budget looks to
 need more), up to ``max_fetch_k``, until the budget is full or the store
 has nothing more. Which of the two stopped it is in
@@ -28,10 +28,10 @@ tokens on a long conversation and say nothing.
 
 **The ranking has a choice.** A full budget is not enough: if a pool's
 candidates are only what its budget holds, the scorer's order (words and
-vectors fused, :mod:`~poolsplit_adapters.relevance`) can only drop what the
+vectors fused, [`relevance`][]) can only drop what the
 store's own order would have loaded, never bring in a better match that
 the store ranked below the budget line. So recall also grows until the
-candidates a pool considered hold :attr:`RecallPlan.breadth` times its
+candidates a pool considered hold `RecallPlan.breadth` times its
 budget (tokens or entries, whichever cap is its own): with the default 2,
 the selection passes over at least as much as it loads. Measured on the
 long-horizon set (``benchmarks/eval/README.md``): with candidates only to
@@ -68,7 +68,7 @@ class Search:
         types: the ``type`` metadata must be one of these; None: any type
             (or, with ``untyped``, none).
         untyped: only entries *without* ``type`` metadata (they count as
-            :data:`UNTYPED_DEFAULT`). A dialect that cannot say "missing"
+            `UNTYPED_DEFAULT`). A dialect that cannot say "missing"
             searches without a type condition instead and lets the selector
             sort the candidates out.
         always: only entries with ``scope == "always"``.
@@ -78,9 +78,10 @@ class Search:
         pool: the pool whose candidates it recalls (None: the always-scope
             fetch), so a search can grow until that pool's budget is full.
 
-    Example::
-
+    Example:
+        ```python
         Search("pool:skills", 20, types=("skill",), namespaces=("team-a",), pool="skills")
+        ```
     """
 
     label: str
@@ -115,23 +116,24 @@ class RecallPlan:
             smaller costs less when few candidates fill a budget.
         always_k: results of the always-scope fetch's first round. A fetch
             that comes back full is run again with ``k`` doubled, with no
-            cap, until it comes back short (:class:`FillingRecall`): a
+            cap, until it comes back short (`FillingRecall`): a
             correction cut there would never load, and corrections load
             outside every budget, however many there are.
         max_fetch_k: the most results one pool search grows to
-            (:class:`FillingRecall` grows ``k`` while the pool's budget has
+            (`FillingRecall` grows ``k`` while the pool's budget has
             room); a pool that still has room there is reported as
             ``capped``. ``max_fetch_k=fetch_k`` turns growth off; a
             ``fetch_k`` above it never grows.
         breadth: recall also grows until a pool's candidates hold this
-            many times its budget (:func:`has_breadth`), so the scorer
+            many times its budget (`has_breadth`), so the scorer
             chooses what loads from more than fits (module docstring); 1:
             only until the budget is filled. At least 1.
 
-    Example::
-
+    Example:
+        ```python
         plan = RecallPlan([Pool("skills", 100, 2, ("skill",))], fetch_k=10)
         [s.label for s in plan.searches()]   # ['pool:skills', 'always']
+        ```
     """
 
     pools: Sequence[Pool]
@@ -253,7 +255,7 @@ def considered(selection: Selection, pool: str) -> Tuple[int, int]:
 
 def has_breadth(selection: Selection, pool: str, breadth: float) -> bool:
     """Whether ``pool``'s candidates hold ``breadth`` times its budget, in
-    tokens or in entries (:attr:`RecallPlan.breadth`): enough for the
+    tokens or in entries (`RecallPlan.breadth`): enough for the
     scorer's order to choose from. A pool not in the selection has."""
     stats = selection.stats.get(pool)
     if stats is None:
@@ -262,7 +264,7 @@ def has_breadth(selection: Selection, pool: str, breadth: float) -> bool:
     return tokens >= breadth * stats.max_tokens or entries >= breadth * stats.max_entries
 
 
-#: Headroom on the estimate of :func:`grown_k`: the last candidates of a
+#: Headroom on the estimate of `grown_k`: the last candidates of a
 #: greedy fill often overflow, so aim a quarter past the exact fill.
 GROWTH_HEADROOM = 1.25
 
@@ -272,8 +274,8 @@ def grown_k(k: int, selection: Selection, pool: Optional[str], breadth: float = 
     candidates: at least double, or as many as the budget looks to need
     from what ``k`` candidates loaded (``k x max_tokens / tokens_used``, the
     same for entries, whichever cap comes first, with
-    :data:`GROWTH_HEADROOM`), or as many as ``breadth`` times the budget
-    looks to need from what the pool considered (:func:`considered`),
+    `GROWTH_HEADROOM`), or as many as ``breadth`` times the budget
+    looks to need from what the pool considered (`considered`),
     whichever is more, so a pool far from full gets there in one more round
     instead of several."""
     stats = selection.stats.get(pool) if pool is not None else None
@@ -287,7 +289,7 @@ def grown_k(k: int, selection: Selection, pool: Optional[str], breadth: float = 
 
 
 #: Rounds in a row that load nothing more before a pool with breadth stops
-#: growing for room its budget has left (:meth:`FillingRecall.settle`): k at
+#: growing for room its budget has left (`FillingRecall.settle`): k at
 #: least quadruples over them, so a match the greedy fill over the store's
 #: order would take is found unless it ranks far below the last one loaded.
 IDLE_ROUNDS = 2
@@ -298,11 +300,11 @@ class FillingRecall(Generic[T]):
 
     The rule, once for every vector-store path (LangChain and LlamaIndex,
     sync and async): after each round's selection, a pool search is run
-    again with a larger ``k`` (:func:`grown_k`, at most the plan's
+    again with a larger ``k`` (`grown_k`, at most the plan's
     ``max_fetch_k``) when it came back full (``len(results) == k``: the
     store may hold more) and its candidates are fewer than the plan's
-    ``breadth`` asks (:func:`has_breadth`), or its pool's budget is not
-    filled (:func:`budget_filled`) and its last :data:`IDLE_ROUNDS` rounds
+    ``breadth`` asks (`has_breadth`), or its pool's budget is not
+    filled (`budget_filled`) and its last `IDLE_ROUNDS` rounds
     did not all load nothing more. The always-scope fetch runs again, with
     ``k`` doubled and no cap, while it comes back full: every correction
     loads, whatever ``always_k`` was (it sizes the first round). A store has
@@ -310,18 +312,19 @@ class FillingRecall(Generic[T]):
     top: growing by at least double keeps the total work under twice the
     last round's.
 
-    When it stops, :meth:`settle` writes ``selection.notes["recall"]``:
+    When it stops, `settle` writes ``selection.notes["recall"]``:
     ``fetch_k`` (pool -> the ``k`` its searches reached), ``rounds``, and the
     pools whose budget still has room, with why: ``store_ran_out`` (the
     store has nothing more for them: all there is loaded) and ``capped``
     (recall stopped before the store ran out, at ``max_fetch_k`` or after
     rounds that loaded nothing more: more candidates may exist).
 
-    Example::
-
+    Example:
+        ```python
         recall = FillingRecall(RecallPlan(pools, fetch_k=20), visibility)
         selection = fill(recall, lambda searches: [store_search(s) for s in searches], choose)
         selection.notes["recall"]["store_ran_out"]   # e.g. ['skills']
+        ```
     """
 
     def __init__(self, plan: RecallPlan, visibility: Optional[Visibility] = None) -> None:
@@ -338,8 +341,8 @@ class FillingRecall(Generic[T]):
         return [self.searches[i] for i in self._pending]
 
     def found(self, results: Sequence[Sequence[T]]) -> List[T]:
-        """Take this round's results (one list per :meth:`asks` search), and
-        return every candidate so far, in plan order (:meth:`RecallPlan.collect`)."""
+        """Take this round's results (one list per `asks` search), and
+        return every candidate so far, in plan order (`RecallPlan.collect`)."""
         for i, items in zip(self._pending, results):
             self.results[i] = items
         self.rounds += 1
@@ -378,7 +381,7 @@ class FillingRecall(Generic[T]):
         return False
 
     def _stalled(self, selection: Selection, pool: str) -> bool:
-        """Whether ``pool``'s last :data:`IDLE_ROUNDS` rounds loaded nothing
+        """Whether ``pool``'s last `IDLE_ROUNDS` rounds loaded nothing
         more: room a short entry left (one short outlier loaded) is no sign
         that the store holds another, so a pool with breadth stops growing
         there instead of asking up to ``max_fetch_k`` on every call."""
@@ -424,7 +427,7 @@ async def afill(
     search: Callable[[List[Search]], Awaitable[Sequence[Sequence[T]]]],
     choose: Callable[[List[T]], Selection],
 ) -> Selection:
-    """:func:`fill` with an async ``search``."""
+    """`fill` with an async ``search``."""
     while True:
         selection = choose(recall.found(await search(recall.asks())))
         if recall.settle(selection):
@@ -434,17 +437,17 @@ async def afill(
 def present_types(entries: Iterable[Mapping[str, Any]]) -> frozenset[str]:
     """The entry types among ``entries`` (entries, or the metadata of
     documents and nodes), each as the selector reads it (no ``type``:
-    :data:`UNTYPED_DEFAULT`): what ``pools="auto"`` shares the budget among
-    (:func:`~poolsplit_adapters.memory.tasks.plan_for_task`)."""
+    `UNTYPED_DEFAULT`): what ``pools="auto"`` shares the budget among
+    (`plan_for_task`)."""
     found = (entry.get("type", UNTYPED_DEFAULT) for entry in entries)
     return frozenset(t for t in found if isinstance(t, str))
 
 
 def store_metric(store: Any, given: Any = None) -> Any:
-    """The :class:`~poolsplit_adapters.memory.similarity.StoreMetric` of a
+    """The [`StoreMetric`][poolsplit_adapters.memory.similarity.StoreMetric] of a
     vector store's scores: ``given`` (a metric or its name: ``"cosine"``,
     ``"cosine_distance"``, ``"euclidean"``, ...), else the known rule for the
-    store (:func:`~poolsplit_adapters.memory.similarity.metric_for`: e.g.
+    store ([`metric_for`][poolsplit_adapters.memory.similarity.metric_for]: e.g.
     cosine for LangChain's ``InMemoryVectorStore``), else None: an unknown
     store's score is never guessed at (a distance read as a similarity would
     invert the ranking), and the scorer embeds the recalled entries itself
@@ -489,7 +492,7 @@ def with_query_vector(scorer: Any, text: str, vector: Optional[Sequence[float]])
     """``scorer`` reusing ``vector``, the query embedding a vector store's
     search was made with, for the message ``text`` (one query embedding per
     call); unchanged without a vector or for a scorer that cannot take one.
-    The caller checks :func:`same_vector_space` first: a vector of another
+    The caller checks `same_vector_space` first: a vector of another
     model would be a wrong relevance, not a saving."""
     if vector is None or not isinstance(scorer, TakesQueryVector):
         return scorer
@@ -498,7 +501,7 @@ def with_query_vector(scorer: Any, text: str, vector: Optional[Sequence[float]])
 
 def embedding_of(scorer: Any) -> Any:
     """The embedding part of ``scorer``: a
-    :class:`~poolsplit_adapters.relevance.RelevanceScorer`'s embedder (None
+    [`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer]'s embedder (None
     for words alone), else the scorer itself (an ``EmbeddingScorer``)."""
     from .relevance import RelevanceScorer
 
@@ -527,16 +530,16 @@ def takes_store_scores(scorer: Any, embeddings: Any) -> bool:
     """Whether a vector store's scores (converted to cosines) serve
     ``scorer`` as the similarity of the entries it recalled:
 
-    * the adapters' default, a :class:`~poolsplit_adapters.relevance.RelevanceScorer`
+    * the adapters' default, a [`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer]
       without an embedder: the store's similarity is the vector half of the
       fused relevance (BM25 the other), so the default over a vector store
       never discards the ranking the store alone would give;
     * a scorer that embeds (``EmbeddingScorer``, a fused ``RelevanceScorer``)
-      with the store's own model (:func:`same_vector_space`): the store's
+      with the store's own model (`same_vector_space`): the store's
       score is the cosine it would compute, so nothing is embedded again;
     * any other scorer (another model, a custom ranking): no, it ranks alone.
 
-    The caller still needs the score's metric (:func:`store_metric`): an
+    The caller still needs the score's metric (`store_metric`): an
     unknown one is never guessed at."""
     from .relevance import RelevanceScorer
 
@@ -548,7 +551,7 @@ def takes_store_scores(scorer: Any, embeddings: Any) -> bool:
 def with_store_scores(scorer: Any, scores: Mapping[Any, float], metric: Any) -> Any:
     """``scorer`` taking the relevance of the recalled entries from the store
     (``scores``: entry id -> the store's score, turned into a cosine by
-    :func:`~poolsplit_adapters.memory.similarity.relevance_from_store_score`)
+    [`relevance_from_store_score`][poolsplit_adapters.memory.similarity.relevance_from_store_score])
     instead of embedding them again on every query. Unchanged when there are
     no scores or no metric."""
     if not scores or metric is None:
@@ -560,15 +563,16 @@ def with_store_scores(scorer: Any, scores: Mapping[Any, float], metric: Any) -> 
 
 class VisibleEntries:
     """The entries a query may see, as a source for the expand tool
-    (:func:`~poolsplit_adapters.memory.expand.expand`): ``get(id)`` answers
+    ([`expand`][poolsplit_adapters.memory.expand.expand]): ``get(id)`` answers
     only for an entry that ``visibility`` (and ``allowed``, when given)
     admits, so an agent cannot read another namespace's memory by guessing
     an id. Inactive (superseded) entries stay readable by id: the marker a
     model saw may be older than the supersession.
 
-    Example::
-
+    Example:
+        ```python
         tool = langchain_expand_tool(VisibleEntries(index, Visibility(namespace="team-a")))
+        ```
     """
 
     def __init__(

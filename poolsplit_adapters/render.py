@@ -4,8 +4,8 @@ Seed 004 (memorypipe) names what every memory injection needs whatever the
 host's policy: **provenance** (an entry without a source reads like the
 model's own guess), **per-entry markers** carrying id, source and time so the
 model can cite what it used, and **explicit truncation** (silent cutting
-makes the model believe "that is all there is"). :func:`render_context` does
-all three; :func:`explain` is the why-not table for people.
+makes the model believe "that is all there is"). `render_context` does
+all three; `explain` is the why-not table for people.
 
 Marker syntax cannot be forged from data: ``&``, ``<`` and ``>`` in content
 are escaped, attribute values are escaped including quotes and line breaks,
@@ -41,7 +41,7 @@ def _body(text: str) -> str:
 def goal_line(goal: str) -> str:
     """The goal block of an agent's memory message: ``Current goal: ...``,
     escaped like every rendered string, so a goal that carries a marker
-    cannot forge an always-scope entry that :func:`parse_markers` would
+    cannot forge an always-scope entry that `parse_markers` would
     read as real."""
     return "Current goal: " + _body(goal)
 
@@ -65,10 +65,11 @@ class RenderedContext:
             from the selection's rows when asked, so rendering itself
             builds no row per entry.
 
-    Example::
-
+    Example:
+        ```python
         rendered = render_context(select(entries, pools))
         prompt = "Memory:\n" + rendered.text
+        ```
     """
 
     text: str
@@ -201,7 +202,7 @@ def recall_line(selection: Selection) -> str:
 
 
 def recall_summary(selection: Selection) -> str:
-    """The ``recall:`` line of :func:`explain`: which pools' budgets have
+    """The ``recall:`` line of `explain`: which pools' budgets have
     room because the store ran out, and which because recall was capped."""
     recall = selection.notes.get("recall")
     if not isinstance(recall, Mapping):
@@ -220,7 +221,7 @@ def render_context(selection: Selection, *, with_omissions: bool = True, with_hi
     then one explicit line per cause saying how many entries were left out
     and from which pools ("[7 more entries left out by budget: skills 3,
     content 4]", "[2 more entries left out below the relevance threshold:
-    notes 2]"; and :func:`recall_line` when a store's recall was capped with
+    notes 2]"; and `recall_line` when a store's recall was capped with
     budget left), then, when some entries loaded as summaries (progressive
     loading), a line saying their full text is available by id."""
     blocks = [marker(c.entry, c.pool, c.layer) for c in selection.chosen]
@@ -245,7 +246,7 @@ def render_context(selection: Selection, *, with_omissions: bool = True, with_hi
 def parse_markers(text: str) -> List[Dict[str, str]]:
     """Read rendered markers back (attributes and unescaped content).
 
-    The inverse of :func:`marker`, used to check that what a model sees maps
+    The inverse of `marker`, used to check that what a model sees maps
     to exactly the entries that were selected.
     """
     found = []
@@ -260,7 +261,7 @@ def _fmt(value: Optional[float]) -> str:
     return "-" if value is None else "%.3g" % value
 
 
-#: A selector that counts :func:`always_outside_namespace` itself (with its
+#: A selector that counts `always_outside_namespace` itself (with its
 #: columns, no row per entry) leaves the number in ``selection.notes`` here.
 OUTSIDE_NOTE = "always_outside_namespace"
 
@@ -273,14 +274,13 @@ def always_outside_namespace(selection: Selection) -> int:
     Namespace is exact, so a correction written as ``namespace="ana"`` never
     loads for an agent whose memory is ``("memories", "ana")`` (its entries
     carry ``"memories.ana"``, see
-    :func:`~poolsplit_adapters.langchain.store.namespace_label`). Only a count
-    says so at a glance; :func:`explain` and the agent middleware's selection
+    [`namespace_label`][poolsplit_adapters.langchain.store.namespace_label]). Only a count
+    says so at a glance; `explain` and the agent middleware's selection
     event both show it. It counts every tenant's corrections the store
     showed the selector (a shared store: the other users' too), never their
     content.
 
-    Example::
-
+    Example:
         >>> from poolsplit_adapters import Pool, Visibility, select
         >>> fix = {"id": "cents", "content": "Use cents.", "scope": "always", "namespace": "ana"}
         >>> always_outside_namespace(select([fix], [Pool("p", 100, 3)], visibility=Visibility("memories.ana")))
@@ -297,7 +297,7 @@ def always_outside_namespace(selection: Selection) -> int:
 
 
 def outside_namespace_line(count: int) -> str:
-    """The line :func:`explain` shows when :func:`always_outside_namespace`
+    """The line `explain` shows when `always_outside_namespace`
     is not 0 ('' when it is)."""
     if not count:
         return ""
@@ -310,7 +310,7 @@ def outside_namespace_line(count: int) -> str:
 def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     """A readable why/why-not table: per pool, what loaded (score, cost) and
     budget use; the always-scope entries kept out by namespace, counted
-    (:func:`always_outside_namespace`); then what did not load and why,
+    (`always_outside_namespace`); then what did not load and why,
     grouped by reason (at most ``limit`` rows per reason; None for all)."""
     lines: List[str] = []
     header = "%-12s %-14s %-11s %8s %6s" % ("pool", "id", "type", "score", "tokens")
@@ -416,7 +416,7 @@ def dropped_rows(selection: Selection, per_key: Optional[int] = DROPPED_SAMPLE) 
 
 def dropped_counts(selection: Selection) -> List[Dict[str, Any]]:
     """``selection.counts`` as JSON rows (pool, reason, entries, tokens), by
-    reason in :class:`~poolsplit_adapters.poolsplit.Reason` order, then pool
+    reason in [`Reason`][] order, then pool
     order (no pool first): the same order on every path."""
     reasons, pools = list(Reason), list(selection.stats)
 
@@ -435,18 +435,19 @@ def selection_dict(selection: Selection, *, dropped: Optional[int] = DROPPED_SAM
     frameworks' selection events): chosen entries by id, type, index, pool,
     score and tokens; what did not load as counts per pool and reason
     (``dropped_counts``, ``dropped_total``) and as rows (``dropped``: the
-    first ``dropped`` of each pool and reason, :data:`DROPPED_SAMPLE` by
+    first ``dropped`` of each pool and reason, `DROPPED_SAMPLE` by
     default, or all for ``dropped=None``; ``dropped_complete`` says whether
     the rows list every one); each pool's stats, and the notes.
 
     Its size follows what loaded, not the store: a report of a million
     entries that did not load lists a few rows and the counts of all.
 
-    Example::
-
+    Example:
+        ```python
         data = selection_dict(selection)
         data["dropped_total"], len(data["dropped"])        # e.g. (99980, 12)
         every = selection_dict(selection, dropped=None)["dropped"]
+        ```
     """
     counts = dropped_counts(selection)
     rows = dropped_rows(selection, dropped)

@@ -2,22 +2,22 @@
 
 An adapter object is usually shared (one retriever serves every request), so
 its ``last_selection`` is the selection of whichever call finished last.
-:func:`capture_selections` collects the selections made inside a ``with``
+[`capture_selections`][] collects the selections made inside a ``with``
 block of the current context instead: concurrent requests (threads, asyncio
 tasks) each see only their own, however deep in a chain the adapter runs.
 
 The frameworks' own per-call channels carry the same report as JSON
-(:func:`event_payload`): the LangChain callback event ``poolsplit_selection``
+(`event_payload`): the LangChain callback event ``poolsplit_selection``
 and the LlamaIndex ``PoolSplitSelectionEvent``. An event is sent on every
 call whether or not anyone listens, so its size follows what loaded, not
 the store: the chosen entries, the counts of what did not load per pool and
-reason, and the first :data:`~poolsplit_adapters.render.DROPPED_SAMPLE` rows
+reason, and the first `DROPPED_SAMPLE` rows
 of each; the full list is built only when asked
-(:meth:`EventPayload.all_dropped`, or ``selection.dropped`` of a captured
+(`EventPayload.all_dropped`, or ``selection.dropped`` of a captured
 selection).
 
 A scorer that falls back (an embedding scorer whose embedder failed ranks
-lexically) warns once; :func:`select_noted` and :func:`note_fallback` put
+lexically) warns once; `select_noted` and `note_fallback` put
 the fallback on every selection it affected (``notes["scorer_fallback"]``),
 read from that call's own prepared scorer, so concurrent calls never name
 each other's fallback.
@@ -46,11 +46,12 @@ def capture_selections() -> Iterator[list[Selection]]:
     """Collect every selection made in this context while the block runs,
     in the order the calls finished.
 
-    Example::
-
+    Example:
+        ```python
         with capture_selections() as mine:
             docs = await retriever.ainvoke("did the deploy finish?")
         (selection,) = mine           # this call's report, whatever ran concurrently
+        ```
 
     Works through LCEL chains, LangChain's thread pools, LlamaIndex query
     engines and ``asyncio`` tasks started inside the block: each copies the
@@ -66,7 +67,7 @@ def capture_selections() -> Iterator[list[Selection]]:
 
 
 def record(selection: Selection) -> Selection:
-    """Hand ``selection`` to every :func:`capture_selections` block active in
+    """Hand ``selection`` to every [`capture_selections`][] block active in
     this context (called by the adapters once per selection; a selection
     handed over twice in a row, as the two memory blocks of one ``Memory``
     share theirs, is collected once)."""
@@ -78,19 +79,20 @@ def record(selection: Selection) -> Selection:
 
 class EventPayload(dict[str, Any]):
     """The body of a selection event: a plain JSON dict
-    (:func:`~poolsplit_adapters.render.selection_dict`, with its bounded
+    (`selection_dict`, with its bounded
     sample of what did not load) that can also list every left-out entry
     on request, built then and not before.
 
     Copied, pickled or serialised, it is the plain dict (the selection it
     reads from stays in this process).
 
-    Example::
-
+    Example:
+        ```python
         def on_custom_event(self, name, data, **kwargs):
             if name == "poolsplit_selection":
                 data["dropped_total"], data["dropped_counts"]   # always there
                 every = data.all_dropped()                      # rows, built now
+        ```
     """
 
     __slots__ = ("_selection",)
@@ -122,8 +124,8 @@ class EventPayload(dict[str, Any]):
 
 def event_payload(selection: Selection) -> EventPayload:
     """The JSON form of ``selection`` that both frameworks' selection events
-    carry: :func:`~poolsplit_adapters.render.selection_dict`, the one JSON
-    form plus ``always_outside_namespace``, as an :class:`EventPayload`
+    carry: `selection_dict`, the one JSON
+    form plus ``always_outside_namespace``, as an `EventPayload`
     (every left-out row on request)."""
     return EventPayload(selection)
 
@@ -164,15 +166,16 @@ def select_noted(
     **options: Any,
 ) -> Selection:
     """The seamed ``select`` (the core's, with ``layering=``; same arguments), with the scorer's fallback noted;
-    a :class:`~poolsplit_adapters.relevance.RelevanceScorer` without a corpus
+    a [`RelevanceScorer`][] without a corpus
     ranks against the statistics of every entry given
-    (:meth:`~poolsplit_adapters.relevance.RelevanceScorer.over`), as a
+    ([`over`][poolsplit_adapters.relevance.RelevanceScorer.over]), as a
     ``MemoryIndex`` of the same entries does.
 
-    Example::
-
+    Example:
+        ```python
         selection = select_noted(entries, pools, {"message": "refund"}, scorer=EmbeddingScorer(embedder))
         selection.notes.get("scorer_fallback")   # e.g. "query embedding failed: ..."
+        ```
     """
     if isinstance(scorer, RelevanceScorer):
         entries = entries if isinstance(entries, (list, tuple)) else list(entries)

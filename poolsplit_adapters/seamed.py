@@ -1,12 +1,12 @@
 """The core's fill with its seams: any source of candidates, another step 3c.
 
-:func:`poolsplit_adapters.poolsplit.select` is the plain fill (admit once, score once, sort, greedy fill), as the
+[`poolsplit_adapters.poolsplit.select`][] is the plain fill (admit once, score once, sort, greedy fill), as the
 spec reads. The index, progressive loading, the adapters' call and fastpath's best-first source need the same
-steps with seams, and this module is that twin: :func:`fill_pools` mirrors the core ``select``'s steps 3 and 4
-(same step numbers) over a :class:`~poolsplit_adapters.seams.Candidates` (``MemoryIndex``'s columns,
-``fastpath.BestFirstCandidates`` or :class:`ListCandidates`, which mirrors the core's steps 1 and 2 over a list),
-with an optional :class:`~poolsplit_adapters.seams.Layering` (progressive loading) and a
-:class:`~poolsplit_adapters.seams.Counting` source's counts. ``tests/unit/test_twins.py`` checks that the plain
+steps with seams, and this module is that twin: `fill_pools` mirrors the core ``select``'s steps 3 and 4
+(same step numbers) over a `Candidates` (``MemoryIndex``'s columns,
+``fastpath.BestFirstCandidates`` or `ListCandidates`, which mirrors the core's steps 1 and 2 over a list),
+with an optional `Layering` (progressive loading) and a
+`Counting` source's counts. ``tests/unit/test_twins.py`` checks that the plain
 fill and every seamed path give the same selection, report included.
 """
 
@@ -236,16 +236,17 @@ def fill_pools(
 
 
 class CountedSelection(Selection):
-    """A :class:`~poolsplit_adapters.poolsplit.Selection` whose ``counts`` and ``dropped_sample`` come from the
-    fill's source (a column source's :class:`~poolsplit_adapters.seams.Counting`, else the left-out rule's
+    """A [`Selection`][] whose ``counts`` and ``dropped_sample`` come from the
+    fill's source (a column source's `Counting`, else the left-out rule's
     triples): what an omission line and an event need, without a ``Dropped`` row per entry left out (the core's
     ``Selection`` builds every row first). Once ``dropped`` is built the sample is read from it.
 
-    Example::
-
+    Example:
+        ```python
         picked = fill_pools(pools, ListCandidates(entries, prepare_scorer(default_scorer, ctx, now)))
         picked.counts                # {(pool, Reason.TOKEN_BUDGET): (entries, tokens), ...}, no row built
         picked.dropped_sample(3)     # the first three rows of each (pool, reason)
+        ```
     """
 
     def __init__(
@@ -314,7 +315,7 @@ def select(
     _stacklevel: int = 2,
     **options: Any,
 ) -> Selection:
-    """Twin of :func:`poolsplit_adapters.poolsplit.select` (its keywords in ``options``: ``scorer``,
+    """Twin of [`poolsplit_adapters.poolsplit.select`][] (its keywords in ``options``: ``scorer``,
     ``token_counter``, ``is_active``, ``now``, ``visibility``; the same selection), with the seams: ``layering``
     (progressive loading) and ``candidates``, what holds the entries (see docs/core.md)."""
     scorer, now = options.pop("scorer", default_scorer), options.get("now")
@@ -326,5 +327,5 @@ def select(
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:
-    """Twin of :func:`poolsplit_adapters.poolsplit.retrieve_pools` (the keywords of :func:`select`)."""
+    """Twin of [`poolsplit_adapters.poolsplit.retrieve_pools`][] (the keywords of `select`)."""
     return select(entries, pools, context, _report=False, _stacklevel=3, **options).pools

@@ -4,15 +4,15 @@ The seven adapter classes (LangChain ``PoolSplitRetriever``,
 ``PoolSplitCompressor`` and ``PoolSplitMemoryMiddleware``; LlamaIndex
 ``PoolSplitRetriever``, ``PoolSplitNodePostprocessor`` and the memory blocks
 through ``PoolSplitMemoryStore``) select with the settings of
-:class:`AdapterSettings`: the pydantic classes inherit it, the others hold
+`AdapterSettings`: the pydantic classes inherit it, the others hold
 one. Declared here, with their documentation, a default or a meaning cannot
 drift between two copies. The per-call overrides are declared here too
-(:class:`CallOverrides`); what a call does with both lives in
-:mod:`poolsplit_adapters.call`, and every check in
-:mod:`poolsplit_adapters.checks`.
+(`CallOverrides`); what a call does with both lives in
+`poolsplit_adapters.call`, and every check in
+`poolsplit_adapters.checks`.
 
 The two defaults a caller may leave out are chosen in one place each:
-:func:`default_adapter_scorer` and :func:`default_adapter_counter`.
+`default_adapter_scorer` and `default_adapter_counter`.
 """
 
 from __future__ import annotations
@@ -66,9 +66,9 @@ def default_adapter_counter(framework: Framework = Framework.LANGCHAIN) -> Token
 
 def embedding_scorer_for(embeddings: Any, name: str = "embeddings") -> Scorer:
     """The scorer of ``embeddings=``:
-    :func:`~poolsplit_adapters.defaults.hybrid_scorer` (words and vectors
+    `hybrid_scorer` (words and vectors
     together, as the adapters' default ranks words alone:
-    :func:`default_adapter_scorer`), with an error that names the argument
+    `default_adapter_scorer`), with an error that names the argument
     (``name``). Until 0.5 it was a bare ``EmbeddingScorer`` (cosine alone, no
     exact names or numbers); ``scorer=EmbeddingScorer(e)`` still gives that."""
     try:
@@ -99,19 +99,20 @@ class CallOverrides(TypedDict, total=False):
     ``retriever.invoke(query, ...)`` and of LlamaIndex
     ``retriever.retrieve_with_selection(query, ...)``.
 
-    Example::
-
+    Example:
+        ```python
         retriever.invoke("deploy", k=3, tags=["ops"], namespace=("team-a", "global"))
+        ```
     """
 
     k: Optional[int]
-    """Contextual cap for this call (see :attr:`AdapterSettings.k`)."""
+    """Contextual cap for this call (see `AdapterSettings.k`)."""
     tags: Optional[Sequence[str]]
     """Tags of the scoring context (a list; a bare string is refused)."""
     project: Optional[str]
-    """Project of the scoring context, instead of :attr:`AdapterSettings.project`."""
+    """Project of the scoring context, instead of `AdapterSettings.project`."""
     now: Optional[datetime.datetime]
-    """Reference time of this call, instead of :attr:`AdapterSettings.now`."""
+    """Reference time of this call, instead of `AdapterSettings.now`."""
     namespace: Union[None, str, Sequence[str]]
     """Replaces the visibility's namespace for this call: one namespace or an explicit chain."""
     goal: Optional[str]
@@ -124,18 +125,21 @@ class CallOverrides(TypedDict, total=False):
 
 class AdapterSettings(BaseModel):
     """What every adapter selects with; the per-call overrides
-    (:class:`CallOverrides`) replace some of these for one call only.
+    (`CallOverrides`) replace some of these for one call only.
 
     Checked once, at construction, naming the argument (and the class the
     caller used); ``scope=`` is a deprecated alias of ``visibility=``. The
     scorer and the token counter are resolved here, so ``scorer`` and
     ``token_counter`` are never None on a built object.
 
-    Example (the settings alone; adapters take the same keywords)::
+    Example:
+        The settings alone; adapters take the same keywords:
 
+        ```python
         settings = AdapterSettings(pools=[Pool("notes", 400, 6)], k=3)
         call = AdapterCall(settings, "deploy", {"tags": ["ops"]})
         call.finish(call.select(entries))   # <= 3 contextual entries
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -250,23 +254,24 @@ class AdapterSettings(BaseModel):
     def last_selection(self) -> Optional[Selection]:
         """The selection of the call that finished last (None before the
         first). With concurrent calls on one object that is not necessarily
-        yours: use :func:`~poolsplit_adapters.reports.capture_selections`
+        yours: use [`capture_selections`][poolsplit_adapters.langchain.capture_selections]
         (or the framework's selection event) for a call's own selection."""
         return self._last
 
     def keep_last(self, selection: Selection) -> None:
-        """Keep ``selection`` as :attr:`last_selection` (the call module's
+        """Keep ``selection`` as `last_selection` (the call module's
         record step)."""
         self._last = selection
 
 
 class AgentMemorySettings(AdapterSettings):
-    """:class:`AdapterSettings` plus how the agent middleware reads its
+    """`AdapterSettings` plus how the agent middleware reads its
     store (the middleware holds one; its backends read these).
 
-    Example::
-
+    Example:
+        ```python
         settings = AgentMemorySettings.held_by("PoolSplitMemoryMiddleware", pools=pools, page_size=50)
+        ```
     """
 
     chain_penalty: float = Field(

@@ -9,7 +9,7 @@ import re
 
 __all__ = ["REPLACEMENT", "storable_form"]
 
-#: What :func:`storable_form` writes in place of a character no store can hold.
+#: What `storable_form` writes in place of a character no store can hold.
 REPLACEMENT = "\ufffd"
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -24,12 +24,11 @@ def storable_form(text: str) -> str:
     NUL could never be written, and the middleware, which keeps a turn
     until its write succeeds, retried and failed on every later turn of the
     thread. An entry a caller builds is still refused by name
-    (:func:`~poolsplit_adapters.stores.checks.storable_text`,
-    :func:`~poolsplit_adapters.stores.checks.check_storable`): only what the gate
+    (`storable_text`,
+    `check_storable`): only what the gate
     quotes is rewritten.
 
-    Example::
-
+    Example:
         >>> storable_form("a\x00b")
         'a\ufffdb'
     """

@@ -1,6 +1,6 @@
 """Loading stores (JSON Lines) and pool plans (TOML).
 
-Kept importable here; the code lives in :mod:`poolsplit_adapters.stores.files`
+Kept importable here; the code lives in `poolsplit_adapters.stores.files`
 beside the other stores.
 """
 

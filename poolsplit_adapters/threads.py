@@ -5,7 +5,7 @@ pooled connection, so a sync call costs its slowest search rather than the
 sum of them when they run at once. This is the one rule both adapters'
 sync recall runs its searches by: each call in a copy of the caller's
 context (so callbacks, tracing and
-:func:`~poolsplit_adapters.reports.capture_selections` follow it onto the
+[`capture_selections`][poolsplit_adapters.langchain.capture_selections] follow it onto the
 thread), the results in call order, the first error raised only once every
 call has finished (no search is left running on a connection the caller is
 about to drop).
@@ -40,8 +40,7 @@ def at_once(calls: Sequence[Callable[[], _T]]) -> List[_T]:
     on the caller's thread. The first exception (in call order) is raised
     after every call has finished.
 
-    Example::
-
+    Example:
         >>> at_once([lambda: 1, lambda: 2])
         [1, 2]
     """
@@ -56,7 +55,7 @@ def at_once(calls: Sequence[Callable[[], _T]]) -> List[_T]:
     return [future.result() for future in futures]
 
 
-#: Threads of the pool :func:`off_loop` runs blocking work on.
+#: Threads of the pool `off_loop` runs blocking work on.
 OFF_LOOP_WORKERS = 32
 
 _pool: Optional[ThreadPoolExecutor] = None
@@ -93,8 +92,7 @@ async def off_loop(fn: Callable[..., _T], *args: Any) -> _T:
     agent runs as it has threads filled it with waiters and no run ever
     finished (measured: 8 runs at once on 2 cores, with the change counter).
 
-    Example::
-
+    Example:
         >>> asyncio.run(off_loop(sum, [1, 2]))
         3
     """

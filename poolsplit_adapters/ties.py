@@ -9,9 +9,9 @@ call O(store) in Python (30 ms of a 47 ms agent turn at 100k memories). Kept
 as numpy object columns (references to the entries' own strings, 8 bytes a
 position each), a tie is broken by gathers and comparisons in C.
 
-The index fills them as it reads entries (:meth:`TieKeys.extend`), re-reads
-one on ``refresh`` (:meth:`TieKeys.put`) and keeps the survivors of a
-compaction (:meth:`TieKeys.keep`); a removed position's strings stay until
+The index fills them as it reads entries (`TieKeys.extend`), re-reads
+one on ``refresh`` (`TieKeys.put`) and keeps the survivors of a
+compaction (`TieKeys.keep`); a removed position's strings stay until
 then (it is never ranked).
 
 Example:

@@ -17,26 +17,26 @@ expects (a damaged copy would make tiktoken delete it and download again):
    default temp folder), where an earlier online use left other encodings;
 4. the copies ``llama-index-core`` ships in its package data.
 
-If none has it, :class:`TokenizerUnavailable` says which file is missing and
+If none has it, `TokenizerUnavailable` says which file is missing and
 how to provide it, instead of a network error from deep inside tiktoken.
-:func:`encoding_source` tells which folder served an encoding.
+`encoding_source` tells which folder served an encoding.
 
 **Lazy.** Loading an encoding takes about a second (o200k_base), so no
-default counter loads one before its first count: :class:`TiktokenCounter`
+default counter loads one before its first count: [`TiktokenCounter`][]
 checks at construction that the file is there and loads it on the first
 count, and LlamaIndex's global tokenizer is looked up at each count
-(:class:`DeferredCounter`). Building an adapter or a middleware, or the
+(`DeferredCounter`). Building an adapter or a middleware, or the
 graph module a LangGraph server imports, costs no tokenizer.
 
 **Cached.** Counts are cached by content, so an unchanged entry is never
 re-tokenised.
 
-**Batched.** :meth:`TokenizerCounter.count_many` (what
-:class:`~poolsplit_adapters.MemoryIndex` calls once for a whole batch of new
+**Batched.** `TokenizerCounter.count_many` (what
+[`MemoryIndex`][poolsplit_adapters.index.MemoryIndex] calls once for a whole batch of new
 entries) tokenises each distinct uncached text once, one by one in the
 calling thread: tiktoken's own batch API and contiguous chunks on threads
 were both measured and neither is faster here (see
-:meth:`TokenizerCounter.count_many`).
+`TokenizerCounter.count_many`).
 
 **Never 0.** An empty text costs 1: a zero cost would exempt an entry from
 every budget.
@@ -231,11 +231,12 @@ class TokenizerCounter:
             tokenizer's ``encode``.
         cache_size: how many distinct texts keep their count (LRU).
 
-    Example::
-
+    Example:
+        ```python
         counter = TokenizerCounter(my_tokenizer.encode)
         counter("Never force-push to main.")   # tokenised once, then cached
         counter.count_many(texts)              # the uncached ones in one batch
+        ```
     """
 
     def __init__(self, tokenize: Callable[[str], Sized], *, cache_size: int = _CACHE_SIZE) -> None:
@@ -308,14 +309,15 @@ class TiktokenCounter(TokenizerCounter):
 
     **Lazy.** Construction only checks that the encoding is known and its
     file is on this machine (a bad name or a missing file fails here, with
-    :class:`TokenizerUnavailable`); the encoding itself, about a second to
-    load, loads on the first count (or :attr:`encoding`). So building an
+    `TokenizerUnavailable`); the encoding itself, about a second to
+    load, loads on the first count (or [`encoding`][]). So building an
     adapter, or the graph a LangGraph server imports, costs no tokenizer.
 
-    Example::
-
+    Example:
+        ```python
         counter = TiktokenCounter(model="gpt-4o")
         index = MemoryIndex(entries, token_counter=counter)   # one batch for every text
+        ```
     """
 
     def __init__(self, encoding: str = DEFAULT_ENCODING, *, model: Optional[str] = None, cache_size: int = _CACHE_SIZE):
@@ -367,10 +369,11 @@ class DeferredCounter:
         resolve: returns the counter to delegate to; called on every count,
             so it must be cheap once warm (a cached lookup).
 
-    Example::
-
+    Example:
+        ```python
         counter = DeferredCounter(lambda: TiktokenCounter("cl100k_base"))
         counter("Never force-push to main.")   # resolved and counted here
+        ```
     """
 
     def __init__(self, resolve: Callable[[], Callable[[str], int]]) -> None:
@@ -409,11 +412,11 @@ def llama_index_counter() -> Callable[[str], int]:
     """Counts with LlamaIndex's global tokenizer, the one ``Memory`` uses by
     default, so budgets and ``Memory``'s own arithmetic agree.
 
-    One shared :class:`DeferredCounter`: LlamaIndex loads that tokenizer
+    One shared `DeferredCounter`: LlamaIndex loads that tokenizer
     (tiktoken ``cl100k_base``, under a second) on its first use, so it is
     looked up at each count, never when an adapter is built. A tokenizer set
     later (``Settings.tokenizer = ...``) is the one counted with from then
-    on; each tokenizer keeps its own cache (:func:`counter_from`)."""
+    on; each tokenizer keeps its own cache (`counter_from`)."""
     return _LLAMA_INDEX
 
 

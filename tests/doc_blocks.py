@@ -46,3 +46,29 @@ def indented_python_fences() -> List[str]:
 def claimed_output(code: str) -> List[str]:
     """The ``#> `` lines of a block: its printed output, in order."""
     return [line[3:] for line in code.splitlines() if line.startswith("#> ")]
+
+
+def wide_code_lines(limit: int = 88) -> List[str]:
+    """Lines of fenced code blocks under docs/ wider than ``limit`` columns,
+    as ``file:line (width)``. A fence's own indentation (inside a list or an
+    admonition) does not count: the page shows the code without it."""
+    opening = re.compile(r"^(\s*)(```+|~~~+)")
+    wide = []
+    for path in DOC_FILES:
+        if ROOT / "docs" not in path.parents:  # README.md is not a page of the site
+            continue
+        name = path.relative_to(ROOT).as_posix()
+        fence = None  # (indentation, marker) of the open fence
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found = opening.match(line)
+            if fence is None:
+                if found:
+                    fence = (len(found.group(1)), found.group(2))
+                continue
+            if found and found.group(2).startswith(fence[1]) and not line[found.end() :].strip():
+                fence = None
+                continue
+            width = len(line) - (fence[0] if line[: fence[0]].isspace() else 0)
+            if width > limit:
+                wide.append("%s:%d (%d)" % (name, number, width))
+    return wide

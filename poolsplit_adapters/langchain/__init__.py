@@ -10,22 +10,22 @@ documents are copies whose metadata gains one key, ``"poolsplit"``
 
 Entry points:
 
-* :class:`PoolSplitRetriever` standalone over documents
+* [`PoolSplitRetriever`][] standalone over documents
   (``PoolSplitRetriever(documents=..., pools=...)``), over a vector store with
-  per-pool recall (:meth:`PoolSplitRetriever.from_vectorstore`), or over any
+  per-pool recall ([`PoolSplitRetriever.from_vectorstore`][]), or over any
   retriever (``base_retriever=...``).
-* :class:`PoolSplitCompressor` for ``ContextualCompressionRetriever`` and
-  compressor pipelines, and :meth:`PoolSplitCompressor.as_runnable` for
+* [`PoolSplitCompressor`][] for ``ContextualCompressionRetriever`` and
+  compressor pipelines, and [`PoolSplitCompressor.as_runnable`][] for
   ``retriever | selector`` in LCEL.
-* :func:`format_documents`: provenance-tagged text for a prompt.
-* :func:`~poolsplit_adapters.reports.capture_selections` (re-exported): a
+* [`format_documents`][]: provenance-tagged text for a prompt.
+* [`capture_selections`][] (re-exported): a
   caller's own selection reports.
-* :class:`HashEmbeddings`: a deterministic ``Embeddings`` with real
+* [`HashEmbeddings`][poolsplit_adapters.langchain.embeddings.HashEmbeddings]: a deterministic ``Embeddings`` with real
   similarity, for tests and demos (imported on first use).
-* :class:`PoolSplitMemoryMiddleware` for ``langchain.agents.create_agent`` and
-  :class:`BaseStoreMemory` over a LangGraph store (long-term memory for
-  agents); :class:`VectorStoreMemory`, a vector store under the same store
-  contract; :func:`~.store.namespace_label`, the one mapping of a LangGraph
+* [`PoolSplitMemoryMiddleware`][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware] for ``langchain.agents.create_agent`` and
+  [`BaseStoreMemory`][poolsplit_adapters.langchain.store.BaseStoreMemory] over a LangGraph store (long-term memory for
+  agents); [`VectorStoreMemory`][poolsplit_adapters.langchain.vector_memory.VectorStoreMemory], a vector store under the same store
+  contract; [`namespace_label`][poolsplit_adapters.langchain.store.namespace_label], the one mapping of a LangGraph
   namespace tuple to an entry's ``namespace`` string. Imported on first use: they pull in ``langchain.agents``, which
   retriever-only users need not pay for.
 """

@@ -6,15 +6,15 @@ middleware reads (recall, then select) and writes (evicted turns, notes) the
 same way whatever holds the memory:
 
 * a LangGraph ``BaseStore`` (the default: ``runtime.store``), through
-  :class:`~poolsplit_adapters.langchain.BaseStoreMemory`, one per namespace
+  [`BaseStoreMemory`][], one per namespace
   chain (the chain comes from each call's runtime);
-* any :class:`~poolsplit_adapters.stores.MemoryStore` (the store contract):
+* any [`MemoryStore`][] (the store contract):
   the embedded SQLite store, a ``BaseStoreMemory``, LlamaIndex's
   ``PoolSplitMemoryStore``; a LangChain ``VectorStore`` is wrapped in
-  :class:`~poolsplit_adapters.langchain.vector_memory.VectorStoreMemory`
+  [`VectorStoreMemory`][]
   (per-pool recall, corrections by filter: the retriever's recall);
 * a list of entries, held in an
-  :class:`~poolsplit_adapters.stores.InProcessStore` (a copy: the caller's
+  [`InProcessStore`][] (a copy: the caller's
   list is never changed; writes live in this process).
 
 Each kind says how it knows whether it changed (``Snapshot.version``), so the
@@ -184,10 +184,10 @@ def _refreshed_items(prepared: PreparedRecall) -> List[List[Any]]:
 
 class _BaseStoreBackend(Backend):
     """A LangGraph store: each turn a watermark read, and the selection over
-    a kept index of the namespace (:class:`PreparedRecall`), updated with
+    a kept index of the namespace (`PreparedRecall`), updated with
     the items that changed; a recall ranked by the store's vector index is
     read every call, its corrections from a kept index of them when the
-    store's watermark is cheap (:func:`cheap_watermark`)."""
+    store's watermark is cheap (`cheap_watermark`)."""
 
     def __init__(self, store: BaseStore, settings: AgentMemorySettings, cache: int = 1024) -> None:
         super().__init__(settings)
@@ -368,7 +368,7 @@ class _BaseStoreBackend(Backend):
 
 
 class _ContractBackend(Backend):
-    """Any :class:`~poolsplit_adapters.stores.MemoryStore`: its ``version``
+    """Any [`MemoryStore`][]: its ``version``
     changes whenever its content does."""
 
     def __init__(self, store: MemoryStore, settings: AgentMemorySettings) -> None:
@@ -436,7 +436,7 @@ def _vector_memory(store: VectorStore, settings: AgentMemorySettings) -> VectorS
 
 
 def backend_for(store: Any, settings: AgentMemorySettings, *, argument: str = "store") -> Backend:
-    """The :class:`Backend` for ``store``; a clear error naming ``argument``
+    """The `Backend` for ``store``; a clear error naming ``argument``
     for anything else."""
     if isinstance(store, BaseStore):
         return _BaseStoreBackend(store, settings)

@@ -24,12 +24,12 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
     Use it in ``ContextualCompressionRetriever(base_compressor=...)`` or a
     ``DocumentCompressorPipeline``; put it last, since a later filter could
     drop the corrections it puts first. Its settings are those of
-    :class:`~poolsplit_adapters.settings.AdapterSettings`. Every call emits
+    `AdapterSettings`. Every call emits
     the ``poolsplit_selection`` callback event (when it runs with callbacks)
-    and sets :attr:`last_selection` (the call that finished last).
+    and sets `last_selection` (the call that finished last).
 
-    Example::
-
+    Example:
+        ```python
         pools = [
             Pool("fixes", 0, 0, ("correction",)),  # every always-scope correction, outside the budgets
             Pool("notes", 400, 6, ("note",)),
@@ -38,6 +38,7 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
         compressor = PoolSplitCompressor(pools=pools, k=4)
         retriever = ContextualCompressionRetriever(base_compressor=compressor, base_retriever=wide)
         selector = compressor.as_runnable()    # retriever | selector in LCEL
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -58,7 +59,7 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Optional[Callbacks] = None
     ) -> list[Document]:
-        """:meth:`compress_documents`, with the event sent to async handlers."""
+        """[`compress_documents`][], with the event sent to async handlers."""
         selection, returned = self._compress(documents, query)
         manager = callbacks if isinstance(callbacks, BaseCallbackManager) else AsyncCallbackManager.configure(callbacks)
         if isinstance(manager, AsyncCallbackManager):

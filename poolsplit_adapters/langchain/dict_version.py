@@ -10,8 +10,8 @@ CPython 3.9 to 3.13 already count each dict's changes: PEP 509's
 ``ma_version_tag``, a 64-bit field after the object header and the item
 count, given a new value (from one counter of the interpreter, so never a
 value another dict had) whenever an item is added, replaced by another
-object, or removed. :func:`dict_version` reads it. It is used only after
-:func:`_reliable` has seen, on a dict of its own, each of those changes
+object, or removed. `dict_version` reads it. It is used only after
+`_reliable` has seen, on a dict of its own, each of those changes
 move it and a read leave it; anywhere else (another interpreter, another
 version, a build whose layout differs) it returns None and the caller
 compares the items themselves, as before.

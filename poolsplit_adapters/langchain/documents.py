@@ -36,7 +36,7 @@ def _label(document: Any, position: int) -> str:
 def _checked(document: Any, position: int) -> Document:
     """The one rule for a document every LangChain adapter takes: a
     ``Document``, else an error naming its position and what was found (an
-    :class:`~poolsplit_adapters.checks.ArgumentError`, so a ``TypeError``)."""
+    `ArgumentError`, so a ``TypeError``)."""
     if not isinstance(document, Document):
         hint = " (build a Document(page_content, metadata=...))" if isinstance(document, Mapping) else ""
         raise ArgumentError(
@@ -51,9 +51,10 @@ def checked_documents(documents: Any) -> list[Document]:
     sees it, whose report names neither the position nor the rule (and which
     would build a ``Document`` from a dict the compressor refuses).
 
-    Example::
-
+    Example:
+        ```python
         held = checked_documents(documents)   # ArgumentError: documents[1] must be a ... Document, got str
+        ```
     """
     if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Iterable):
         raise ArgumentError("documents must be a list of langchain_core Documents, got %s" % type(documents).__name__)
@@ -80,11 +81,12 @@ def _parts(document: Any, position: int) -> tuple[str, Mapping[str, Any], Option
 class DocumentConverter:
     """Selection over documents, shared by the retriever and the compressor.
 
-    Example::
-
+    Example:
+        ```python
         entries, source = DocumentConverter.entries(documents)
         selection = select(entries, pools)
         returned = DocumentConverter.to_documents(selection, selection.chosen, source)
+        ```
     """
 
     @staticmethod
@@ -94,7 +96,7 @@ class DocumentConverter:
         """Entries for ``documents`` and the way back to each document.
 
         ``recalled``: the documents come from several searches of one store
-        (see :func:`~poolsplit_adapters.recall.merge_recalled`).
+        (see `merge_recalled`).
         """
         if recalled:
             documents = merge_recalled(documents, key=lambda d: d.id)
@@ -109,10 +111,10 @@ class DocumentConverter:
     def index(
         documents: Sequence[Document], token_counter: TokenCounter, prepare_for: Sequence[Scorer] = ()
     ) -> tuple[MemoryIndex, dict[int, Document]]:
-        """A :class:`~poolsplit_adapters.MemoryIndex` over ``documents``
+        """A [`MemoryIndex`][] over ``documents``
         (built once, every cost counted in one batch, with what
         ``prepare_for``'s scorers rank by) and the way back to each
-        document; fails as :meth:`entries` would."""
+        document; fails as `entries` would."""
         return index_from(documents, _parts, kind="document", token_counter=token_counter, prepare_for=prepare_for)
 
     @staticmethod

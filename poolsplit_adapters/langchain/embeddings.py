@@ -2,8 +2,8 @@
 
 LangChain's own test embeddings (``FakeEmbeddings``,
 ``DeterministicFakeEmbedding``) give every text an unrelated random vector,
-so nothing built on them can rank by meaning. :class:`HashEmbeddings` wraps
-:class:`~poolsplit_adapters.memory.hash_embedding.HashEmbedder` (hashed words
+so nothing built on them can rank by meaning. [`HashEmbeddings`][] wraps
+[`HashEmbedder`][] (hashed words
 and character n-grams): offline, the same vector on every machine, and texts
 sharing words or word stems are close. Use it with ``InMemoryVectorStore``,
 ``EmbeddingScorer`` or anything else that takes an ``Embeddings``.

@@ -18,7 +18,7 @@ def type_filter(store: VectorStore) -> FilterBuilder:
     """The default filter builder for ``store``.
 
     ``InMemoryVectorStore`` takes a callable, which says everything a
-    :class:`~poolsplit_adapters.recall.Search` asks, including "no ``type``
+    `Search` asks, including "no ``type``
     metadata" (such documents count as ``"note"``). Other stores get the dict
     form most of them accept (``{"type": {"$in": [...]}}``,
     ``{"scope": "always"}``, ``{"namespace": {"$in": [...]}}``), which has

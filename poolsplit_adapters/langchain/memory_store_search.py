@@ -11,7 +11,7 @@ lists, and sorts every score in Python. With one search per type that was
 So each namespace's vectors are kept here, between runs, as one float64
 matrix (with each row's norm, item, type and place in the store's order),
 and brought up to date only when the namespace changed: its dict's change
-version (PEP 509, read by :mod:`.dict_version`; where the interpreter keeps
+version (PEP 509, read by `dict_version`; where the interpreter keeps
 none, every run compares the items), then only new and rewritten items are
 read again. A run embeds the query once (the store's own ``embed_query``),
 scores every row in one pass (``einsum``: row by row, so equal vectors get
@@ -36,9 +36,9 @@ Cost: the matrix holds 8 bytes a dimension a vector (200 MB for 100k
 vectors of 256 dimensions; the store itself holds each vector as a list of
 Python floats, about four times that); a run costs one pass over it
 (~16 ms at 100k x 256) and a partial sort per search. One search serves a
-store in a process (:meth:`InMemoryStoreSearch.shared`: every memory over
+store in a process (`InMemoryStoreSearch.shared`: every memory over
 it, each user's chain, reads the same matrices), and keeps at most
-:attr:`InMemoryStoreSearch.MOST_NAMESPACES` namespaces (the least recently
+`InMemoryStoreSearch.MOST_NAMESPACES` namespaces (the least recently
 searched is dropped, and read again when searched). An update that fails
 halfway forgets the namespace, which is then read again whole.
 """
@@ -68,7 +68,7 @@ _OTHER = -1
 
 
 def serves_in_memory_store(store: Any) -> bool:
-    """Whether :class:`InMemoryStoreSearch` serves ``store``: LangGraph's
+    """Whether `InMemoryStoreSearch` serves ``store``: LangGraph's
     ``InMemoryStore`` with a vector index and embeddings, holding its items
     and vectors where this version of LangGraph keeps them. A subclass that
     answers ``batch`` or ``abatch`` its own way (an instrumented store, one
@@ -117,10 +117,11 @@ class InMemoryStoreSearch:
     """Ranked type searches over one ``InMemoryStore(index=)`` (see the
     module docstring), as the store's ``SearchItem`` lists.
 
-    Example::
-
+    Example:
+        ```python
         search = InMemoryStoreSearch(store)
         [facts, tasks] = search.run([RankedSearch(ns, 20, type="fact"), RankedSearch(ns, 20, type="task")], "deploy")
+        ```
     """
 
     #: Any ``limit`` is served (the Postgres search's is capped by its index).
@@ -243,7 +244,7 @@ class InMemoryStoreSearch:
             self._compact(kept)
 
     def _reordered(self, kept: _Kept, data: Dict[str, Any]) -> Tuple[List[str], bool]:
-        """:meth:`_update`'s pass when items were removed or moved: the
+        """`_update`'s pass when items were removed or moved: the
         changed keys, each new or moved item's place last, removed items'
         rows retired; and whether the kept places still follow the store's
         order (else they are renumbered)."""
@@ -470,7 +471,7 @@ class InMemoryStoreSearch:
         return self._finish(searches, answered, own)
 
     async def arun(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]:
-        """Async :meth:`run` (the query embedded with ``aembed_query``, as the store's ``abatch`` does)."""
+        """Async `run` (the query embedded with ``aembed_query``, as the store's ``abatch`` does)."""
         if not searches:
             return []
         texts = self._texts(searches, query)
@@ -483,7 +484,7 @@ class InMemoryStoreSearch:
         return self._finish(searches, answered, own)
 
 
-#: The one search per store (:meth:`InMemoryStoreSearch.shared`), by the store's id.
+#: The one search per store (`InMemoryStoreSearch.shared`), by the store's id.
 _SHARED: weakref.WeakValueDictionary[int, InMemoryStoreSearch] = weakref.WeakValueDictionary()
 _SHARED_LOCK = threading.Lock()
 

@@ -17,7 +17,7 @@ Per agent step (one model call and the tool-loop calls that follow it):
   (``stream_mode="custom"``) so a UI can show why, and as the
   ``poolsplit_selection`` custom callback event (``astream_events``, tracers,
   callback handlers), as the retrievers send it. The selection goes through
-  :class:`~poolsplit_adapters.call.AdapterCall`, like every adapter's.
+  `AdapterCall`, like every adapter's.
 * **remember** (a tool the middleware registers): the agent saves a note it
   must not forget; the harness stamps its provenance and the gate refuses
   empty, oversized, duplicate and always-scope notes.
@@ -29,8 +29,8 @@ Per agent step (one model call and the tool-loop calls that follow it):
   turn wrote are shown to the model beside their nearest stored neighbours
   and its operations (add / update / retire / noop) are validated and
   applied to the store, in the background, debounced per thread
-  (:class:`~poolsplit_adapters.memory.background.BackgroundConsolidation`,
-  :mod:`~poolsplit_adapters.stores.consolidation`). The turn never waits for
+  (`BackgroundConsolidation`,
+  `consolidation`). The turn never waits for
   it and never fails because of it; the next selection event of the thread
   reports what it did.
 
@@ -40,14 +40,14 @@ detected from the message and ``runtime.context`` (``goal``,
 
 The class only wires hooks (sync and async twins over shared parts). What it
 keeps per thread lives in the agent's graph state
-(:class:`PoolSplitMemoryState`, private keys): the gate's report not yet
+(`PoolSplitMemoryState`, private keys): the gate's report not yet
 shown, and the current step's rendered memory with its reuse key. Two
 processes serving one thread through one checkpointer agree on both, and a
 restart loses neither. The object itself holds settings, a cache of store
 adapters, the last selection it made (process-local, for
-:meth:`~PoolSplitMemoryMiddleware.explain`), and, with a consolidator, the
+[`explain`][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware.explain]), and, with a consolidator, the
 background runs' process-local schedule (deadlines, ids not yet run, reports
-not yet shown; see :mod:`~poolsplit_adapters.memory.background`); the ids a
+not yet shown; see `background`); the ids a
 turn wrote wait in the state until the turn's ``after_agent`` hands them over.
 """
 
@@ -135,7 +135,7 @@ HEARD_KEY = "poolsplit_heard"
 
 class GateTally(TypedDict):
     """What the write gate did since the last selection event: ids written,
-    refusals counted by reason (a :class:`~poolsplit_adapters.memory.GateReport`
+    refusals counted by reason (a [`GateReport`][]
     in the state's JSON form)."""
 
     written: list[str]
@@ -143,7 +143,7 @@ class GateTally(TypedDict):
 
 
 def add_tallies(left: Optional[GateTally], right: Optional[GateTally]) -> Optional[GateTally]:
-    """The state reducer of :data:`WRITES_KEY`: parallel tool calls and the
+    """The state reducer of `WRITES_KEY`: parallel tool calls and the
     demotion of one step add up; None clears (the selection event showed
     them)."""
     if right is None or left is None:
@@ -155,7 +155,7 @@ def add_tallies(left: Optional[GateTally], right: Optional[GateTally]) -> Option
 
 
 def add_ids(left: Optional[list[str]], right: Optional[list[str]]) -> Optional[list[str]]:
-    """The state reducer of :data:`UNCONSOLIDATED_KEY`: the ids written by a
+    """The state reducer of `UNCONSOLIDATED_KEY`: the ids written by a
     turn's demotions and notes add up; None clears (handed to the
     consolidator)."""
     if right is None or left is None:
@@ -176,7 +176,7 @@ class PromotedStep(TypedDict):
 
 
 class PoolSplitMemoryState(AgentState[Any]):
-    """The agent state :class:`PoolSplitMemoryMiddleware` adds (private keys).
+    """The agent state [`PoolSplitMemoryMiddleware`][] adds (private keys).
 
     Kept in the graph state, not in the middleware object, so two processes
     serving one thread (through one checkpointer) agree, and a restart
@@ -364,7 +364,7 @@ def _sides(messages: Sequence[BaseMessage]) -> list[Said]:
 
 def _held(settled: Sequence[Proposal], err: DuplicateEntry) -> list[Proposal]:
     """``settled`` with the proposals whose id the store holds for another
-    entry refused (:func:`_id_refused`); raises ``err`` when none is (a
+    entry refused (`_id_refused`); raises ``err`` when none is (a
     write that refuses what it does not name must not loop)."""
     held = set(err.ids) | {err.entry_id}
     out = [_id_refused(p, err) if p.refused is None and p.key in held else p for p in settled]
@@ -422,7 +422,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     """Pool-split long-term memory for a LangChain 1.x agent.
 
     Args:
-        pools: the pool plan (:class:`~poolsplit_adapters.Pool` list). Pools
+        pools: the pool plan ([`Pool`][] list). Pools
             pass through to the core unchanged, so per-pool options (such as a
             relevance floor) apply as they do everywhere.
         namespace: the user's namespace, e.g. ``("memories", "u1")``, or a
@@ -435,20 +435,20 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         store: where long-term memory lives: a LangGraph ``BaseStore``
             (default: ``runtime.store``, the one given to
             ``create_agent(store=...)``), a LangChain ``VectorStore`` (recalled
-            per pool by :class:`PoolSplitRetriever`), an object following the
+            per pool by [`PoolSplitRetriever`][]), an object following the
             store contract (e.g. the SQLite store), or a list of entries
             (copied; writes stay in this process).
         max_turns: turns kept verbatim in the state (>= 1; default 12).
-        write_gate: the :class:`~poolsplit_adapters.memory.WriteGate` for
+        write_gate: the [`WriteGate`][] for
             evicted turns and notes (default ``WriteGate()``).
         token_counter: cost of an entry without ``token_count`` (default:
             tiktoken ``o200k_base``, offline; counts are cached per item).
             The selection settings (``pools`` to ``embeddings``, with
             ``chain_penalty``, ``page_size`` and ``fetch_k``) are held, checked
-            once, as :attr:`settings`
-            (:class:`~poolsplit_adapters.settings.AgentMemorySettings`).
+            once, as [`settings`][]
+            (`AgentMemorySettings`).
         scorer: ranking function (default:
-            :func:`~poolsplit_adapters.settings.default_adapter_scorer`, the
+            `default_adapter_scorer`, the
             one every adapter uses).
         now: fixed reference time for scoring and for ``created`` stamps
             (default: the time of each call).
@@ -462,23 +462,23 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         episode_type / note_type: entry types of evicted turns and of notes.
         total_tokens / total_entries: with ``pools="auto"``, the budgets
             each call's task-aware plan shares out
-            (:func:`~poolsplit_adapters.memory.tasks.resolve_pools`).
+            ([`resolve_pools`][poolsplit_adapters.memory.resolve_pools]).
         progressive: progressive loading (summaries first, full text for
             the best entries while room remains or when the message asks
             for detail); registers the ``expand_memory`` tool, which reads
             only the namespaces this call may read.
         embeddings: a LangChain ``Embeddings``: rank by embedding similarity
-            (an :class:`~poolsplit_adapters.memory.embedding.EmbeddingScorer`
+            (an [`EmbeddingScorer`][poolsplit_adapters.memory.embedding.EmbeddingScorer]
             over it). Give it or ``scorer``, not both.
         consolidator: the host's own chat model (``with_structured_output``
             must work: a tool-calling model), a LlamaIndex LLM or a
-            :class:`~poolsplit_adapters.memory.consolidate.Decider`; default
+            `Decider`; default
             None: no consolidation. After each agent run (``after_agent``)
             the entries the turn wrote are consolidated with their nearest
             stored neighbours in the background: ``update`` supersedes,
             ``retire`` closes, ``noop`` records a repeat and closes it,
             nothing is deleted and a correction is never touched. Held as
-            :attr:`consolidation` (``drain()`` / ``await adrain()`` wait for
+            [`consolidation`][] (``drain()`` / ``await adrain()`` wait for
             it in tests and at shutdown; its ``runs`` report every run).
             The store must be a LangGraph store or follow the store
             contract's verbs (``StoreVerbs``: SQLite, vector-store memories).
@@ -495,8 +495,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     ``runtime.context["goal"]`` when given (then shown in the system message),
     else the thread's first human message (then pinned in the state).
 
-    Example::
-
+    Example:
+        ```python
         from langchain.agents import create_agent
         from langgraph.checkpoint.memory import InMemorySaver
         from langgraph.store.memory import InMemoryStore
@@ -513,6 +513,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         agent.invoke({"messages": [("user", "hi")]},
                      {"configurable": {"thread_id": "t1"}}, context={"user_id": "u1"})
         print(memory.explain())  # what loaded and what did not, and why
+        ```
     """
 
     state_schema = PoolSplitMemoryState  # type: ignore[assignment]
@@ -623,13 +624,13 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         with concurrent threads or users not necessarily yours. A tool-loop
         call that reuses its step's memory makes no new selection, and a
         step selected in another process is not here: for a call's own, use
-        :func:`~poolsplit_adapters.reports.capture_selections` around it or
+        [`capture_selections`][] around it or
         the ``poolsplit_selection`` event."""
         return self.settings.last_selection
 
     def explain(self) -> str:
-        """The why/why-not table (:func:`~poolsplit_adapters.render.explain`)
-        of :attr:`last_selection`."""
+        """The why/why-not table (`explain`)
+        of [`last_selection`][]."""
         last = self.last_selection
         return "no call yet" if last is None else explain(last)
 
@@ -651,7 +652,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
 
     @override
     async def abefore_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
-        """Async :meth:`before_model`."""
+        """Async [`before_model`][]."""
         writing = self._writing(state, runtime)
         if writing is None:
             return None
@@ -668,7 +669,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
 
     @override
     async def aafter_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
-        """Async :meth:`after_agent` (a task on the running loop)."""
+        """Async [`after_agent`][] (a task on the running loop)."""
         return self._consolidate(state, runtime, asynchronous=True)
 
     # -- hooks: recall + promote --------------------------------------------------------
@@ -698,7 +699,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
-        """Async :meth:`wrap_model_call`."""
+        """Async [`wrap_model_call`][]."""
         # pools="auto" reads the store's types: an AsyncPostgresStore's sync read, from a worker thread.
         away = self._source(request.runtime).off_loop
         step = await off_loop(self._step, request) if away else self._step(request)
@@ -790,7 +791,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
                 settled = _held(settled, err)
 
     async def _awrite(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
-        """Async :meth:`_write`."""
+        """Async `_write`."""
         settled = self.write_gate.settle(proposals, ())
         while True:
             accepted = [p.entry for p in settled if p.refused is None]
@@ -980,7 +981,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]], scope: Optional[str]
     ) -> tuple[_Where, Proposal]:
         """Where the ``remember`` call writes, and its proposal (a refused
-        argument told to the model, :func:`_told_to_the_model`)."""
+        argument told to the model, `_told_to_the_model`)."""
         where = self._where(runtime)
         with _told_to_the_model():
             return where, self._note(note, tags, scope, where)

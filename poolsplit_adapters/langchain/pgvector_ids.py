@@ -6,7 +6,7 @@ LangChain's ``PGVector`` keeps every collection in one table,
 writes with ``INSERT ... ON CONFLICT (id) DO UPDATE`` of text, vector and
 metadata: an id another collection holds is overwritten there (the row stays
 in that collection, with the new text). A write through
-:class:`~poolsplit_adapters.langchain.VectorStoreMemory` therefore first
+[`VectorStoreMemory`][poolsplit_adapters.langchain.vector_memory.VectorStoreMemory] therefore first
 claims its ids: inside a transaction of its own it takes a transaction-level
 advisory lock per id, asks which of the ids another collection holds, and
 keeps the locks until the store's own upsert has committed. A second claim
@@ -103,11 +103,12 @@ def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
     the check finds nothing (other stores keep ids per collection or per
     table; an async-mode ``PGVector`` refuses sync writes itself).
 
-    Example::
-
+    Example:
+        ```python
         with claim_ids(pgvector, ["pref-1"]) as held:
             if not held([{"id": "pref-1", "namespace": "team-a"}]):
                 pgvector.add_documents(docs, ids=["pref-1"])
+        ```
     """
     pg: Any = store
     if not _claims(store) or pg.async_mode or not ids:
@@ -137,7 +138,7 @@ def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
 async def aclaim_ids(
     store: VectorStore, ids: Collection[str]
 ) -> AsyncIterator[Callable[[Sequence[Mapping[str, Any]]], Any]]:
-    """Async :func:`claim_ids`, on an async-mode ``PGVector``: the check is
+    """Async `claim_ids`, on an async-mode ``PGVector``: the check is
     a coroutine function."""
     pg: Any = store
 

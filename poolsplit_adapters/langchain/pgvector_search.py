@@ -7,11 +7,11 @@ table) got a few of its ``fetch_k``, and what came back read as "the store
 has nothing more". So each
 search of the plan is one statement on the store's own table and session:
 the collection looked up inside it, the search's conditions as bound
-parameters (:func:`~poolsplit_adapters.stores.postgres.metadata_condition`:
+parameters (`metadata_condition`:
 the query vector, types, namespaces, ``k`` and the collection's name are all
 parameters, never SQL text), after one statement that sizes the
 transaction's HNSW scan
-(:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings`:
+(`hnsw_search_settings`:
 ``ef_search`` at least ``k``, pgvector's iterative scan on). The retriever
 runs the plan's searches at once, each on its own pooled connection (one
 statement for the whole plan ran its branches one after another in one
@@ -32,15 +32,15 @@ small tenant.
 
 **A few matching rows are read, not searched for.** A filtered HNSW scan
 visits rows until ``k`` match: for a rare type that is thousands of rows.
-With the filter index (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`),
+With the filter index (`install_filter_index`),
 each search's statement first counts its matching rows through that index,
-never past :func:`~poolsplit_adapters.stores.postgres.filter_first_bound`;
+never past `filter_first_bound`;
 when they are at most that many it reads them and orders them by distance
 (exact: its page is never completed), else it walks the HNSW index as
 above. One statement, one round trip: the count decides which of its two
 branches runs. Without the index nothing of this runs. A filter the count
 found larger than the bound is remembered by the retriever for a while
-(:class:`~poolsplit_adapters.stores.postgres.LargeFilters`): its next
+(`LargeFilters`): its next
 searches skip the count and walk the HNSW index at once.
 """
 
@@ -83,15 +83,16 @@ class PGVectorPlanSearch(BaseRetriever):
     one statement (``UNION ALL`` when there are several; the retriever gives
     each search its own, so traces show each as a child run).
 
-    ``invoke`` returns every search's documents in plan order; :attr:`found`
-    splits them by search and :attr:`scores` holds the store's distance per
+    ``invoke`` returns every search's documents in plan order; `found`
+    splits them by search and `scores` holds the store's distance per
     document id (pool searches only, when ``with_scores``).
 
-    Example::
-
+    Example:
+        ```python
         run = PGVectorPlanSearch(store=pgvector, searches=plan.searches(), vector=store.embeddings.embed_query(q))
         run.invoke(q)
         per_search = run.found   # one list per search, plan order
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -101,7 +102,7 @@ class PGVectorPlanSearch(BaseRetriever):
     vector: List[float]
     with_scores: bool = False
     #: The retriever's memory of filters too large to count (the count is
-    #: then skipped, see :class:`~poolsplit_adapters.stores.postgres.LargeFilters`);
+    #: then skipped, see `LargeFilters`);
     #: None: every search counts.
     large_filters: Optional[LargeFilters] = None
 
@@ -141,7 +142,7 @@ class PGVectorPlanSearch(BaseRetriever):
     def _statement(self, positions: Sequence[int], index_rows: Optional[float] = None) -> Any:
         """The statement for the searches at ``positions`` (``UNION ALL`` of
         their branches) and its parameters: the query vector and each
-        filter-first bound (:func:`~poolsplit_adapters.stores.postgres.filter_first_bound`,
+        filter-first bound (`filter_first_bound`,
         from ``index_rows``, the filter index's size: None when it is not there)."""
         import sqlalchemy
 
@@ -266,7 +267,7 @@ def search_branch(
     tables and the collection's name; ``distance``: the store's distance
     method on the vector column; ``filter_first_on``: the filter index is
     there, so a filter matching few rows is read first and ordered exactly
-    (:func:`~poolsplit_adapters.stores.postgres.filter_first_bound`)."""
+    (`filter_first_bound`)."""
     import sqlalchemy
 
     rows, collections, name = tables

@@ -8,7 +8,7 @@ filters: a pool whose types are a small part of the table got a few of its
 (``notes["recall"]["store_ran_out"]``). So each pool search of the plan is
 one statement of ours on the store's own table, engine and event loop,
 after the store's own ``index_query_options`` and the sizing
-:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings` (``ef_search``
+`hnsw_search_settings` (``ef_search``
 at least ``k``, pgvector's iterative scan on), all in one transaction of one
 pooled connection.
 
@@ -26,13 +26,13 @@ whose value it returns as the score) and its ``index_query_options``. Its
 documents come back as its own search builds them. The names are the store's
 configuration, quoted by SQLAlchemy; every value (the query vector, types,
 namespaces, ``k``, each query option) is a bound parameter
-(:func:`~poolsplit_adapters.stores.postgres.metadata_condition`).
+(`metadata_condition`).
 
 Not taken over: a store with a ``hybrid_search_config`` keeps its own search
 (its score fuses a text search we would not reproduce), and so does a
 caller's own ``filter_builder``. The always-scope fetch is the store's exact
 ``get(where=...)`` already
-(:class:`~poolsplit_adapters.langchain.vector_search.PGVectorStoreAlwaysFetch`).
+(`PGVectorStoreAlwaysFetch`).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def serves_pgvectorstore(store: VectorStore) -> bool:
 
 class _AsText:
     """A metadata column read as text: the ``.astext`` that
-    :func:`~poolsplit_adapters.stores.postgres.metadata_condition` reads of
+    `metadata_condition` reads of
     every key, so the one filter rule serves columns and JSON alike."""
 
     def __init__(self, column: Any) -> None:
@@ -74,7 +74,7 @@ class _AsText:
 class _Fields:
     """Each metadata key as the store's own filter reads it: its column when
     the store declares one, else the JSON column's ``->>`` (what
-    :func:`~poolsplit_adapters.stores.postgres.metadata_condition` indexes)."""
+    `metadata_condition` indexes)."""
 
     def __init__(self, table: StoreTable, columns: Dict[str, Any]) -> None:
         self.table = table
@@ -111,10 +111,11 @@ class StoreTable:
             value)`` settings (``hnsw.ef_search`` ...), for each search's
             transaction, as the store's own search sets them.
 
-    Example::
-
+    Example:
+        ```python
         table = StoreTable.of(pg_vector_store)
         statement = table.statement(Search("pool:notes", 20, types=("note",)), vector)
+        ```
     """
 
     schema: str
@@ -252,17 +253,18 @@ def _setting(parameter: str) -> Tuple[str, str]:
 
 class PGVectorStorePlanSearch(BaseRetriever):
     """One pool search of a recall plan over v2 ``PGVectorStore`` as a
-    retriever run: our statement on the store's table (:class:`StoreTable`),
+    retriever run: our statement on the store's table (`StoreTable`),
     the HNSW scan sized to ``k``, a short page completed exactly.
 
-    :attr:`scores` holds the store's distance per document id (when
-    ``with_scores``), :attr:`completed` whether the last run's index page was
+    `scores` holds the store's distance per document id (when
+    ``with_scores``), `completed` whether the last run's index page was
     short and an exact scan ran it again.
 
-    Example::
-
+    Example:
+        ```python
         run = PGVectorStorePlanSearch(store=pg_vector_store, search=search, vector=store.embeddings.embed_query(q))
         docs = run.invoke(q)
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

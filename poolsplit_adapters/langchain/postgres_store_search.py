@@ -14,20 +14,20 @@ the query vector, ``k``); only fixed names and the operator of the index's
 ``distance_type`` are SQL text. In one transaction:
 
 * **The HNSW settings** of PGVector's searches
-  (:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings_psycopg`:
+  (`hnsw_search_settings_psycopg`:
   ``ef_search`` at least ``k``, pgvector's iterative scan on), sorts
   discouraged (``enable_sort`` off, for this transaction only), so an
   ordered ``LIMIT`` is answered by the index, and a walk budget
-  (:func:`walk_budget`, as ``hnsw.max_scan_tuples``; a smaller one set for
+  (`walk_budget`, as ``hnsw.max_scan_tuples``; a smaller one set for
   the session stays).
 * **A few matching items are read, not searched for.** Each statement
   first counts the type's items in the namespace, never past
-  :func:`~poolsplit_adapters.stores.postgres.filter_first_bound`; when they
+  `filter_first_bound`; when they
   are that few, it reads them and orders them exactly, else it walks the
   HNSW index. The rule is PGVector's (the same bound, the same memory of
-  large filters, :class:`~poolsplit_adapters.stores.postgres.LargeFilters`).
+  large filters, `LargeFilters`).
   With the filter index
-  (:func:`~poolsplit_adapters.stores.postgres.install_filter_index` on the
+  (`install_filter_index` on the
   store: ``(prefix, value->>'type')``) the count and the read cost the
   type's own items; without it they read the namespace through its prefix,
   and the bound is sized by the table.
@@ -54,7 +54,7 @@ statements through its async cursor, the query embedded with
 ``aembed_documents``; a sync call from another thread waits on the store's
 loop, as the store's own ``batch`` does) with an ``hnsw`` or ``flat`` index
 of ``vector`` or ``halfvec`` and no TTL (expiry and refresh-on-read stay the
-store's), and a ``limit`` the HNSW scan can give (:data:`MOST_RANKED`).
+store's), and a ``limit`` the HNSW scan can give (`MOST_RANKED`).
 Anything else is searched by the store itself, as before.
 """
 
@@ -99,7 +99,7 @@ __all__ = [
     "walk_budget",
 ]
 
-#: The filter index :func:`~poolsplit_adapters.stores.postgres.install_filter_index`
+#: The filter index `install_filter_index`
 #: puts on LangGraph's ``store`` table.
 STORE_FILTER_INDEX = filter_index_name("store")
 #: The largest ``limit`` served here: an HNSW scan gives at most
@@ -129,13 +129,13 @@ _TABLE_ROWS = (
     " to_regclass('%s') IS NOT NULL AS type_codes" % TYPE_CODES
 )
 #: The most rows an HNSW walk of this transaction visits (pgvector's
-#: ``hnsw.max_scan_tuples``, default 20,000), set to :func:`walk_budget`.
+#: ``hnsw.max_scan_tuples``, default 20,000), set to `walk_budget`.
 #: A smaller budget someone chose for the session stays.
 _WALK_BUDGET = (
     "SELECT set_config('hnsw.max_scan_tuples', LEAST(%(budget)s::int,"
     " coalesce(nullif(current_setting('hnsw.max_scan_tuples', true), '')::int, %(budget)s::int))::text, true)"
 )
-#: With type indexes (:mod:`~poolsplit_adapters.stores.type_indexes`) in
+#: With type indexes (`type_indexes`) in
 #: use, ``hnsw.ef_search`` is raised to at least this (a larger one set for
 #: the session stays; pgvector's cap, 1000, holds).
 _TYPE_EF = ", set_config('hnsw.ef_search', GREATEST(%(ef)s::int, current_setting('hnsw.ef_search')::int)::text, true)"
@@ -153,8 +153,7 @@ def type_index_ef(k: int) -> int:
     of them, for ~1.7 ms more a type. The store's own index, where a
     near type's items are dense among others, found all at 40.
 
-    Example::
-
+    Example:
         >>> type_index_ef(20)
         100
     """
@@ -177,13 +176,12 @@ def walk_budget(k: int, rows: float) -> int:
     items. With the filter-first count, a walk runs only for a type of more
     than ``filter_first_bound(k, rows)`` items, whose evenly spread walk
     visits ``k x rows / items``, less than that bound over
-    :data:`~poolsplit_adapters.stores.postgres.HNSW_VISIT_COST`; allowed
-    :data:`WALK_MARGIN` times that (at least two rounds of ``ef_search``),
+    `HNSW_VISIT_COST`; allowed
+    `WALK_MARGIN` times that (at least two rounds of ``ef_search``),
     a walk costs at most a few times the search it would be, and the exact
     read takes what lies beyond.
 
-    Example::
-
+    Example:
         >>> walk_budget(20, 100_000)
         1788
     """
@@ -198,9 +196,10 @@ class RankedSearch:
     """One ranked search: the ``limit`` items of ``namespace`` nearest the
     query, of one ``type`` (``untyped``: of none; both unset: of any).
 
-    Example::
-
+    Example:
+        ```python
         RankedSearch(("memories", "u1"), 20, type="fact")
+        ```
     """
 
     namespace: Tuple[str, ...]
@@ -212,16 +211,16 @@ class RankedSearch:
     query: Optional[str] = None
 
     def as_search(self, label: str) -> Search:
-        """The recall plan's :class:`~poolsplit_adapters.recall.Search` of the
-        same filter (what :class:`LargeFilters` remembers)."""
+        """The recall plan's `Search` of the
+        same filter (what `LargeFilters` remembers)."""
         types = (self.type,) if self.type is not None else None
         return Search("ranked", self.limit, types=types, untyped=self.untyped, namespaces=(label,))
 
 
 class RankedSearcher(Protocol):
     """What answers a recall's ranked type searches for the middleware's
-    store (:class:`PostgresStoreSearch`,
-    :class:`~poolsplit_adapters.langchain.memory_store_search.InMemoryStoreSearch`):
+    store (`PostgresStoreSearch`,
+    `InMemoryStoreSearch`):
     each search's items, nearest first, as the store's ``SearchItem``s."""
 
     #: The largest ``limit`` it serves (a larger one is the store's own search).
@@ -229,7 +228,7 @@ class RankedSearcher(Protocol):
     #: How each search of the last run was answered (for tests and benchmarks).
     last_paths: List[str]
 
-    #: the query vectors its runs embedded, by text (see :class:`QueryVectors`)
+    #: the query vectors its runs embedded, by text (see `QueryVectors`)
     vectors: QueryVectors
 
     def run(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]: ...
@@ -239,15 +238,16 @@ class RankedSearcher(Protocol):
 
 class QueryVectors:
     """The query vectors a ranked searcher embedded lately, by text (the
-    last :attr:`MOST`): the middleware's scorer, when it embeds with the
+    last `MOST`): the middleware's scorer, when it embeds with the
     store's own model, takes the recall's vector instead of embedding the
     message a second time (one query embedding per call).
 
-    Example::
-
+    Example:
+        ```python
         vectors = QueryVectors()
         vectors.keep({"refund rounding": [0.1, 0.3]})
         vectors.get("refund rounding")   # [0.1, 0.3]
+        ```
     """
 
     #: The most texts kept (the oldest goes first).
@@ -278,7 +278,7 @@ def _index_config(store: Any) -> Optional[Mapping[str, Any]]:
 
 
 def serves_postgres_store(store: Any) -> bool:
-    """Whether :class:`PostgresStoreSearch` serves ``store``: LangGraph's
+    """Whether `PostgresStoreSearch` serves ``store``: LangGraph's
     ``PostgresStore`` or ``AsyncPostgresStore`` (looked up in
     ``sys.modules``: never imports them) with a vector index we can walk and
     no TTL (see the module docstring)."""
@@ -309,13 +309,14 @@ class PostgresStoreSearch:
     """Ranked searches over one ``PostgresStore(index=)`` (see the module
     docstring), as the store's ``SearchItem`` lists.
 
-    Example::
-
+    Example:
+        ```python
         search = PostgresStoreSearch(store)
         [facts, tasks] = search.run([RankedSearch(ns, 20, type="fact"), RankedSearch(ns, 20, type="task")], "deploy")
+        ```
     """
 
-    #: The largest ``limit`` served: up to :data:`MOST_RANKED` (what one
+    #: The largest ``limit`` served: up to `MOST_RANKED` (what one
     #: HNSW scan round can give) through the index; past it (every item
     #: ranked, the middleware's ``fetch_k=None``) by one exact read.
     most = EVERY_ITEM
@@ -325,7 +326,7 @@ class PostgresStoreSearch:
             raise ValueError("PostgresStoreSearch takes a PostgresStore with a vector index and no TTL")
         self.store = store
         self.vectors = QueryVectors()
-        #: An ``AsyncPostgresStore``: :meth:`arun` is the run, :meth:`run` waits for it on the store's loop.
+        #: An ``AsyncPostgresStore``: `arun` is the run, `run` waits for it on the store's loop.
         self.asynchronous = plain_async_postgres_store(store)
         config = _index_config(store) or {}
         ann = config.get("ann_index_config") or {}
@@ -336,11 +337,11 @@ class PostgresStoreSearch:
         self._load = _loader(store)
         self.large_filters = LargeFilters()
         #: The types with their own HNSW index (type -> code, see
-        #: :mod:`~poolsplit_adapters.stores.type_indexes`), read at most
+        #: `type_indexes`), read at most
         #: every ``CODES_SECONDS`` by the clock.
         self.type_codes: Dict[str, int] = {}
         self._codes_read: Optional[float] = None
-        #: The run's namespaces (labels) holding a vector without its code (see :data:`NULL_CODES`).
+        #: The run's namespaces (labels) holding a vector without its code (see `NULL_CODES`).
         self._uncoded: Set[str] = set()
         self.clock: Callable[[], float] = time.monotonic
         #: How each search of the last run was answered: "index" (the HNSW walk),
@@ -423,7 +424,7 @@ class PostgresStoreSearch:
         return {t: list(v) for t, v in zip(distinct, self.store.embeddings.embed_documents(distinct))}
 
     async def _aembedded(self, texts: Sequence[str]) -> Dict[str, List[float]]:
-        """Async :meth:`_embedded` (the async store's search embeds with ``aembed_documents``)."""
+        """Async `_embedded` (the async store's search embeds with ``aembed_documents``)."""
         distinct = list(dict.fromkeys(texts))
         return {t: list(v) for t, v in zip(distinct, await self.store.embeddings.aembed_documents(distinct))}
 
@@ -448,7 +449,7 @@ class PostgresStoreSearch:
                     return cast("List[List[SearchItem]]", done.value)
 
     async def arun(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]:
-        """Async :meth:`run`, over an ``AsyncPostgresStore`` (its cursor and
+        """Async `run`, over an ``AsyncPostgresStore`` (its cursor and
         ``aembed_documents``); the same statements, in the same order."""
         if not searches:
             return []

@@ -4,7 +4,7 @@ kept between turns while the namespace has not changed.
 A LangGraph ``BaseStore`` has no change counter, so reading the whole
 namespace and selecting over it afresh on every agent turn made each turn
 cost O(namespace) in Python (~1 s at 10k memories). Here each namespace
-chain keeps a :class:`~poolsplit_adapters.MemoryIndex` of its entries and,
+chain keeps a [`MemoryIndex`][] of its entries and,
 per item, a *stamp* of what was read; a turn first asks the store for a
 cheap **watermark** and selects over the kept index when it is the one the
 index was built at. When it moved (the middleware's own writes move it too),
@@ -14,7 +14,7 @@ differ). How each store kind answers:
 
 * ``InMemoryStore`` (one process by construction): the watermark is the
   change version CPython keeps in each namespace's dict (O(1): see
-  :mod:`.dict_version`), or where the interpreter keeps none the
+  `dict_version`), or where the interpreter keeps none the
   namespace's item objects themselves. When it moved, the items are
   compared by identity: every ``put`` makes a new ``Item``, so identity
   says exactly which items changed (the kept index holds the old ones, so
@@ -27,7 +27,7 @@ differ). How each store kind answers:
   (``GetOp``): ``updated_at`` there has one-second resolution, so the value
   text, not the time, tells a rewrite apart.
 * ``PostgresStore`` with the change counter installed
-  (:func:`~poolsplit_adapters.stores.postgres.install_change_counter`:
+  (`install_change_counter`:
   triggers on the store table count every insert, update and delete per
   namespace, whoever writes): the namespace's counter, one primary-key
   lookup, whatever the namespace's size; the query also checks that the
@@ -50,14 +50,14 @@ differ). How each store kind answers:
   created_at, value)`` still spares the conversion and the index build.
 
 The candidates and their order are exactly those of
-:meth:`BaseStoreMemory.recall` (own namespace first, then each link; by
+[`BaseStoreMemory.recall`][] (own namespace first, then each link; by
 creation time, then key), filtered by the pools' types the same way, so
 the selection is the one ``select`` over the recalled list makes (the
 index's twins are tested against the core). A recall ranked by the store's
 vector index (``fetch_k`` with an indexed store) depends on the query and
 is not prepared; its corrections are, when the store's watermark is cheap
-(:func:`cheap_watermark`): a kept index of the always-scope items only
-(:data:`CORRECTIONS_ONLY`), so a turn sends the store its ranked searches
+(`cheap_watermark`): a kept index of the always-scope items only
+(`CORRECTIONS_ONLY`), so a turn sends the store its ranked searches
 alone, none of which reads the whole namespace.
 """
 
@@ -138,7 +138,7 @@ _PG_DIGEST = (
 _PG_MARK = "SELECT count(*) AS n, coalesce(sum(%s), 0)::text AS s FROM store WHERE prefix = %%s" % _PG_DIGEST
 _PG_ROWS = "SELECT key, %s AS d FROM store WHERE prefix = %%s" % _PG_DIGEST
 _PG_ROW = _PG_ROWS + " AND key = %s"
-#: Whether the change counter's table exists (then :data:`_PG_CHANGES` can run).
+#: Whether the change counter's table exists (then `_PG_CHANGES` can run).
 _PG_COUNTED = "SELECT to_regclass('%s') IS NOT NULL AS counted" % CHANGES_TABLE
 #: A namespace's change counter, how many of the counter's triggers are
 #: there and fire in every session (``ENABLE ALWAYS``: all of them, or the
@@ -201,7 +201,7 @@ def _pg_query(store: Any, sql: str, chain: Sequence[Namespace]) -> List[List[Any
 
 def _pg_changes(store: Any, chain: Sequence[Namespace]) -> Optional[Tuple[Any, ...]]:
     """Each namespace's change counter (one primary-key lookup each), with
-    the database and server that answered (see :data:`_PG_CHANGES`), or
+    the database and server that answered (see `_PG_CHANGES`), or
     None when the counter is not installed or a trigger is missing or not
     enabled in every session (then it would not be sound)."""
     [[row]] = _pg_rows(store, [(_PG_COUNTED, ())])
@@ -289,19 +289,20 @@ def _digest(link: int, item: Item) -> int:
 
 class PreparedRecall:
     """The entries of one namespace chain, for one set of pool types, as a
-    kept :class:`~poolsplit_adapters.MemoryIndex`.
+    kept [`MemoryIndex`][].
 
     Args:
-        memory: the chain's :class:`BaseStoreMemory` (reads and conversion).
+        memory: the chain's [`BaseStoreMemory`][] (reads and conversion).
         pools: the pools whose types decide which items are candidates.
         scorer: the index's scorer (an embedding scorer is vectorised).
 
-    Example::
-
+    Example:
+        ```python
         prepared = PreparedRecall(memory, pools, scorer)
         prepared.refresh()                       # cheap when nothing changed
         selection = prepared.select(pools, {"message": "deploy"})
         prepared.version                         # equal: the same content
+        ```
     """
 
     def __init__(self, memory: BaseStoreMemory, pools: Sequence[Pool], scorer: Scorer) -> None:
@@ -372,7 +373,7 @@ class PreparedRecall:
             self._update(changed, gone, token)
 
     async def arefresh(self) -> None:
-        """Async :meth:`refresh` (a store without a watermark is read with ``abatch``)."""
+        """Async `refresh` (a store without a watermark is read with ``abatch``)."""
         store = self.memory.store
         if off_the_loop(store):  # its statements on its loop, waited for in a worker thread
             await off_loop(self.refresh)
@@ -615,7 +616,7 @@ class PreparedRecall:
         """The own namespace's items ``candidates`` could repeat, after a
         refresh: every item the write's duplicate check would read (the
         candidates' ids, and the items of their types, ``type`` as the
-        store's filter compares it) that :class:`RepeatCandidates` names, so
+        store's filter compares it) that `RepeatCandidates` names, so
         the finder over these gives the verdict it gives over all of them.
 
         None when the store's rows are not all kept here (a store without a
@@ -658,7 +659,7 @@ class PreparedRecall:
         layering: Optional[Layering] = None,
     ) -> Selection:
         """The core's selection over the kept candidates (as
-        :meth:`BaseStoreMemory.select_from` over a fresh recall)."""
+        [`BaseStoreMemory.select_from`][] over a fresh recall)."""
         with self._lock:  # never half a refresh: another thread's update changes the index in place
             assert self._index is not None, "refresh() first"
             return self._index.select(
@@ -671,9 +672,9 @@ class PreparedRecall:
 
     def items(self) -> List[List[Item]]:
         """The kept candidates' store items, one list per chain link, in
-        recall order (with :data:`CORRECTIONS_ONLY`, what the corrections'
+        recall order (with `CORRECTIONS_ONLY`, what the corrections'
         read by filter returns: for
-        :meth:`~poolsplit_adapters.langchain.BaseStoreMemory.recall_with`)."""
+        [`recall_with`][poolsplit_adapters.langchain.store.BaseStoreMemory.recall_with])."""
         with self._lock:
             assert self._index is not None, "refresh() first"
             found: List[List[Item]] = [[] for _ in self.memory.chain]

@@ -42,8 +42,8 @@ from .vector_search import Recalled, VectorRecall
 
 class DocumentRecall(Protocol):
     """Where a retriever's candidates come from, per call (a vector store's
-    per-pool searches, :class:`~poolsplit_adapters.langchain.vector_search.VectorRecall`,
-    or another retriever, :class:`BaseRetrieverRecall`): the documents and
+    per-pool searches, `VectorRecall`,
+    or another retriever, `BaseRetrieverRecall`): the documents and
     their store scores by id (empty when the source gives none)."""
 
     def run(
@@ -54,16 +54,17 @@ class DocumentRecall(Protocol):
     async def arun(
         self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
     ) -> Recalled:
-        """Async :meth:`run`."""
+        """Async `run`."""
 
 
 class BaseRetrieverRecall:
     """Candidates from another retriever (``base_retriever=`` mode), as a
     child run tagged ``base``. No filter can be pushed down into it.
 
-    Example::
-
+    Example:
+        ```python
         recall = BaseRetrieverRecall(vectorstore.as_retriever(search_kwargs={"k": 40}))
+        ```
     """
 
     def __init__(self, retriever: BaseRetriever) -> None:
@@ -78,7 +79,7 @@ class BaseRetrieverRecall:
     async def arun(
         self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
     ) -> Recalled:
-        """Async :meth:`run`."""
+        """Async `run`."""
         return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")}), {}
 
 
@@ -120,21 +121,21 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     one source of documents:
 
     * ``documents=[...]``: the memory itself, held in a
-      :class:`~poolsplit_adapters.MemoryIndex` built when the list is given:
+      [`MemoryIndex`][] built when the list is given:
       at construction, and again on ``retriever.documents = [...]`` (checked
       as at construction; a bad list raises and changes nothing). The list
       is read then, so a change made in place (``retriever.documents.append``,
       an edited document) is not seen: assign a new list, e.g.
       ``retriever.documents = [*retriever.documents, doc]`` (an
-      :meth:`expand_tool` made before reads the documents it was made over);
-    * a vector store, through :meth:`from_vectorstore` (per-pool recall);
+      [`expand_tool`][] made before reads the documents it was made over);
+    * a vector store, through [`from_vectorstore`][] (per-pool recall);
     * ``base_retriever=``: pool whatever another retriever returns. It can
       only pool what that retriever returns: if its top-k holds no skill, no
       skill pool can fill. Prefer a vector store when you can.
 
     The selection settings (``pools``, ``k``, ``token_counter``, ``scorer``,
     ``visibility``, ``project``, ``now``) are those of
-    :class:`~poolsplit_adapters.settings.AdapterSettings`; ``scope=`` is a
+    `AdapterSettings`; ``scope=`` is a
     deprecated alias of ``visibility=``.
 
     Per call, ``invoke(query, k=..., tags=[...], project=..., now=...,
@@ -146,16 +147,16 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     pools per call for the detected task type (recorded in
     ``selection.notes["task_type"]``); ``progressive=True`` loads summaries
     first (returned documents then carry the summary as their text and
-    ``metadata["poolsplit"]["layer"]``; :meth:`expand_tool` fetches the full
+    ``metadata["poolsplit"]["layer"]``; [`expand_tool`][] fetches the full
     text); ``embeddings=`` ranks by embedding similarity. Every call emits a
     ``poolsplit_selection`` custom callback event carrying
     ``render.selection_dict(selection)`` (visible in tracing and ``astream_events``);
-    :func:`~poolsplit_adapters.reports.capture_selections` gives a caller its
-    own :class:`~poolsplit_adapters.Selection`, and :attr:`last_selection`
+    [`capture_selections`][] gives a caller its
+    own [`Selection`][], and `last_selection`
     is the selection of the call that finished last.
 
-    Example::
-
+    Example:
+        ```python
         pools = [
             Pool("fixes", 0, 0, ("correction",)),  # every always-scope correction, outside the budgets
             Pool("notes", 400, 6, ("note",)),
@@ -165,6 +166,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         chain = {"context": retriever | format_documents, "question": RunnablePassthrough()} | prompt | model
         with capture_selections() as mine:
             docs = retriever.invoke("did the deploy finish?", k=3)
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -241,7 +243,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Assigning ``documents`` rebuilds the index, and assigning a source
-        or a recall setting (:data:`_RECALL_SETTINGS`) rebuilds the recall
+        or a recall setting (`_RECALL_SETTINGS`) rebuilds the recall
         (the other settings are read per call). Either is checked and built
         first: a bad value raises and leaves the retriever as it was."""
         if name in _RECALL_SETTINGS and "_recall" in (self.__pydantic_private__ or {}):
@@ -298,7 +300,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         """Recall candidates per pool from ``vectorstore``, then select.
 
         ``options``: ``fetch_k``, ``always_k``, ``max_fetch_k``, ``breadth`` (see
-        :class:`~poolsplit_adapters.recall.RecallPlan`), ``filter_builder``
+        `RecallPlan`), ``filter_builder``
         and the selection settings. The searches are the plan's: each pool's
         types pushed down as a filter (plus a search for documents without
         ``type`` when the pool admits ``"note"``), the always-scope documents
@@ -313,7 +315,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
         Budgets are filled: a pool search that came back full while its
         pool's budget has room is run again with ``k`` at least doubled, up
-        to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`),
+        to ``max_fetch_k`` (`FillingRecall`),
         by the same query vector; it also grows until a pool's candidates
         hold ``breadth`` (default 2) times its budget, so the scorer's order
         chooses from more than fits. ``selection.notes["recall"]`` says how far
@@ -415,7 +417,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
 class _StoreCall:
     """One call's per-pool recall over a vector store, grown round by round
-    until the budgets are filled (:class:`~poolsplit_adapters.recall.FillingRecall`):
+    until the budgets are filled (`FillingRecall`):
     every round searches by the one query vector, gathers the store's
     scores, and selects over every candidate so far."""
 

@@ -6,7 +6,7 @@ LangGraph keeps an agent's long-term memory in a ``BaseStore``
 namespaces such as ``("memories", user_id)``, each a JSON value. Here an item
 is an entry: its value holds the entry's fields, its key is the entry ``id``,
 and its namespace (labels joined by ``"."``, which LangGraph forbids inside a
-label: :func:`namespace_label`, the one mapping) is the entry ``namespace``.
+label: [`namespace_label`][], the one mapping) is the entry ``namespace``.
 
 Reading is where a plain ``store.search`` goes wrong for this job, so the
 rules are written once here:
@@ -18,7 +18,7 @@ rules are written once here:
 * **Corrections by filter.** Always-scope entries are fetched with a
   ``scope == "always"`` filter, independent of any query or type.
 * **Each pool's types recalled independently**, by the one recall plan
-  (:class:`~poolsplit_adapters.recall.RecallPlan`) translated to
+  (`RecallPlan`) translated to
   ``BaseStore`` ops: its filters have no ``$in``, so one ``SearchOp`` per
   type (plus one for entries without a ``type``, which default to
   ``"note"``), all in one ``batch`` round trip, so a rare type is never
@@ -32,7 +32,7 @@ rules are written once here:
 * **``query=``** is passed when the store has a vector index: each type op
   then recalls its ``fetch_k`` nearest items (every item, ranked, when
   ``fetch_k`` is None); corrections are always read whole, by filter. The
-  items' ``score`` is kept (:attr:`Recall.scores`): with the adapters'
+  items' ``score`` is kept (`Recall.scores`): with the adapters'
   default scorer it is the vector half of the fused relevance (BM25 the
   other), so a selection over an indexed store never discards the store's
   own similarity. **Normalisation**: LangGraph's stores score a cosine
@@ -42,7 +42,7 @@ rules are written once here:
   ``distance_type`` (``"l2"``, ``"inner_product"``) gives no cosine, so its
   scores are not used and the selection ranks by words. Over a sync
   ``PostgresStore(index=)`` the ranked ops are our own statements
-  (:mod:`~poolsplit_adapters.langchain.postgres_store_search`: the HNSW
+  (`postgres_store_search`: the HNSW
   index walked, a type of few items read exactly), with the scores the
   store's own search gives.
 * **Counted once.** Token counts are cached by ``(namespace, key,
@@ -144,7 +144,7 @@ def namespace_label(namespace: Sequence[str]) -> str:
     labels joined by ``"."`` (which a label may not hold, so the mapping is
     one to one). The one mapping between the two forms.
 
-    The agent middleware and :class:`BaseStoreMemory` take namespaces as
+    The agent middleware and [`BaseStoreMemory`][] take namespaces as
     LangGraph does, tuples such as ``("memories", "ana")``; an entry (in the
     SQLite store, a vector store's metadata, ``Visibility``) carries a
     string. To write a correction for the agent whose memory is
@@ -153,10 +153,9 @@ def namespace_label(namespace: Sequence[str]) -> str:
     ``namespace=namespace_label(("memories", "ana"))``, i.e.
     ``"memories.ana"``: namespaces are exact, so ``"ana"`` never loads (the
     selection counts it, see
-    :func:`~poolsplit_adapters.render.always_outside_namespace`).
+    `always_outside_namespace`).
 
-    Example::
-
+    Example:
         >>> namespace_label(("memories", "ana"))
         'memories.ana'
     """
@@ -233,23 +232,24 @@ class Recall:
 
 
 class SelectKeywords(TypedDict, total=False):
-    """The keywords of :meth:`BaseStoreMemory.select` and ``aselect``,
+    """The keywords of [`BaseStoreMemory.select`][] and ``aselect``,
     declared once for both.
 
-    Example::
-
+    Example:
+        ```python
         memory.select(pools, {"message": "deploy"}, now=datetime.datetime(2025, 1, 6, tzinfo=datetime.timezone.utc))
+        ```
     """
 
     now: Optional[datetime.datetime]
     """Reference time for recency (default: the time of the call)."""
     scorer: Optional[Scorer]
     """Ranking function ``scorer(entry, context, *, now=None) -> float`` (default: the adapters' default,
-    :func:`~poolsplit_adapters.settings.default_adapter_scorer`; ``default_scorer`` for the spec's ranking)."""
+    `default_adapter_scorer`; ``default_scorer`` for the spec's ranking)."""
     visibility: Optional[Visibility]
     """What the query may see (default: this memory's namespace chain)."""
     layering: Optional[Layering]
-    """Progressive loading (see :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`)."""
+    """Progressive loading (see [`ProgressiveLayers`][poolsplit_adapters.memory.ProgressiveLayers])."""
 
 
 @dataclass(frozen=True)
@@ -306,16 +306,16 @@ class BaseStoreMemory(StoreVerbs):
         fetch_k: with a vector-indexed store, how many nearest items each type
             op recalls (default None: every item).
 
-    It satisfies :class:`~poolsplit_adapters.stores.MemoryStore`: ``add``
+    It satisfies [`MemoryStore`][poolsplit_adapters.stores.MemoryStore]: ``add``
     refuses an id already stored, ``supersede`` and ``delete`` follow the
     contract's one semantics, ``version`` is the fingerprint of one read of
-    the namespaces (the store has no change counter). :meth:`put` and
-    :meth:`put_many` are LangGraph's ``put``: they overwrite an item with the
+    the namespaces (the store has no change counter). [`put`][] and
+    [`put_many`][] are LangGraph's ``put``: they overwrite an item with the
     same key.
         cache_size: how many token counts to keep (default 65536).
 
-    Example::
-
+    Example:
+        ```python
         from langgraph.store.memory import InMemoryStore
         from poolsplit_adapters import Pool
         from poolsplit_adapters.langchain import BaseStoreMemory
@@ -325,6 +325,7 @@ class BaseStoreMemory(StoreVerbs):
         memory.put({"content": "Deployed checkout on Monday.", "type": "episode"})
         pools = [Pool("fixes", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
         selection = memory.select(pools, {"message": "when did checkout deploy?"})
+        ```
     """
 
     def __init__(
@@ -407,7 +408,7 @@ class BaseStoreMemory(StoreVerbs):
         the plan's searches in ``BaseStore``'s dialect: one op per type.
         ``corrections=False`` (a ranked recall only): without the
         corrections' read by filter, for a caller that keeps them
-        (:meth:`recall_with`)."""
+        ([`recall_with`][])."""
         links = range(len(self.chain))
         if pools is None:  # entries(): everything
             return [_Spec(link, None, None, READ_ALL) for link in links]
@@ -471,9 +472,9 @@ class BaseStoreMemory(StoreVerbs):
         in order: on a served ``PostgresStore`` or ``InMemoryStore``, every
         ranked ``SearchOp`` filtered by type at most, within the searcher's
         largest ``limit`` (its ``most``: on Postgres a walk up to
-        :data:`~poolsplit_adapters.langchain.postgres_store_search.MOST_RANKED`,
-        an exact read past it; see :mod:`~poolsplit_adapters.langchain.postgres_store_search`
-        and :mod:`~poolsplit_adapters.langchain.memory_store_search`)."""
+        `MOST_RANKED`,
+        an exact read past it; see `postgres_store_search`
+        and `memory_store_search`)."""
         ours: Dict[int, RankedSearch] = {}
         searcher = self._ranked_search
         for i, op in enumerate(ops):
@@ -502,13 +503,13 @@ class BaseStoreMemory(StoreVerbs):
 
     def _batch(self, ops: Sequence[Any]) -> List[Any]:
         """``store.batch(ops)``, its ranked searches ours where we serve
-        them (:meth:`_split`): the results in ``ops`` order."""
+        them (`_split`): the results in ``ops`` order."""
         ours, others = self._split(ops)
         rest = self.store.batch(others) if others else []
         return self._merged(len(ops), self._ranked(ours), rest)
 
     async def _abatch(self, ops: Sequence[Any]) -> List[Any]:
-        """Async :meth:`_batch`."""
+        """Async `_batch`."""
         ours, others = self._split(ops)
         rest = await self.store.abatch(others) if others else []
         ranked: Dict[int, List[Item]] = {}
@@ -589,13 +590,13 @@ class BaseStoreMemory(StoreVerbs):
     # -- reading ----------------------------------------------------------------------
 
     def recall(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None) -> Recall:
-        """The candidates :meth:`select` would see (one batched, paged read),
+        """The candidates [`select`][] would see (one batched, paged read),
         with token counts filled in from the cache."""
         pools = check_pools(pools)
         return self._collect(self._run(self._plan(pools, _query(context))), counted=True)
 
     async def arecall(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None) -> Recall:
-        """Async :meth:`recall`."""
+        """Async [`recall`][]."""
         pools = check_pools(pools)
         return self._collect(await self._arun(self._plan(pools, _query(context))), counted=True)
 
@@ -614,7 +615,7 @@ class BaseStoreMemory(StoreVerbs):
     def recall_with(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]], corrections: Sequence[Sequence[Item]]
     ) -> Recall:
-        """:meth:`recall` with the corrections given instead of read: one
+        """[`recall`][] with the corrections given instead of read: one
         list of the always-scope items per chain link, as the read by filter
         returns them (the agent middleware keeps them in an index it brings
         up to date with a cheap watermark). On a vector-indexed store, given
@@ -622,11 +623,12 @@ class BaseStoreMemory(StoreVerbs):
         items a type, and no read by filter of the whole namespace (whether
         a ranked search costs the namespace's size is the store's own
         search: exhaustive in ``InMemoryStore`` and sqlite-vec). The result
-        is the one :meth:`recall` returns.
+        is the one [`recall`][] returns.
 
-        Example::
-
+        Example:
+            ```python
             memory.recall_with(pools, {"message": "deploy"}, [fixes])  # fixes: this chain link's correction items
+            ```
         """
         pools = check_pools(pools)
         found = self._run(self._plan(pools, _query(context), corrections=False))
@@ -635,7 +637,7 @@ class BaseStoreMemory(StoreVerbs):
     async def arecall_with(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]], corrections: Sequence[Sequence[Item]]
     ) -> Recall:
-        """Async :meth:`recall_with`."""
+        """Async [`recall_with`][]."""
         pools = check_pools(pools)
         found = await self._arun(self._plan(pools, _query(context), corrections=False))
         return self._collect(self._with(corrections) + found, counted=True)
@@ -651,14 +653,14 @@ class BaseStoreMemory(StoreVerbs):
         layering: Optional[Layering] = None,
         visibility: Optional[Visibility] = None,
     ) -> Selection:
-        """Select over a :class:`Recall` (the core selector, unchanged;
+        """Select over a `Recall` (the core selector, unchanged;
         ``scorer``: default the adapters' default scorer
-        (:func:`~poolsplit_adapters.settings.default_adapter_scorer`; until
+        (`default_adapter_scorer`; until
         0.5 the spec's ``default_scorer``, still one argument away), taking
         the store's scores as the vector half of its relevance
-        (:func:`~poolsplit_adapters.recall.takes_store_scores`);
+        (`takes_store_scores`);
         ``layering``: progressive loading, see
-        :class:`~poolsplit_adapters.memory.progressive.ProgressiveLayers`;
+        [`ProgressiveLayers`][poolsplit_adapters.memory.ProgressiveLayers];
         ``visibility``: default this memory's namespace chain)."""
         used = default_adapter_scorer() if scorer is None else scorer
         model = self.index_embeddings
@@ -694,7 +696,7 @@ class BaseStoreMemory(StoreVerbs):
         return None
 
     async def aget(self, entry_id: str) -> Optional[Dict[str, Any]]:
-        """Async :meth:`get`."""
+        """Async [`get`][]."""
         [entry_id] = _check_ids([entry_id])
         results = await self.store.abatch([GetOp(ns, entry_id) for ns in self.chain])
         for item in results:
@@ -706,14 +708,14 @@ class BaseStoreMemory(StoreVerbs):
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Unpack[SelectKeywords]
     ) -> Selection:
         """Recall from the store, then select: corrections first, then each
-        pool's entries (the core's :func:`~poolsplit_adapters.select`).
-        ``options``: ``now``, ``scorer`` (:class:`SelectKeywords`)."""
+        pool's entries (the core's `select`).
+        ``options``: ``now``, ``scorer`` (`SelectKeywords`)."""
         return self.select_from(self.recall(pools, context), pools, context, **options)
 
     async def aselect(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Unpack[SelectKeywords]
     ) -> Selection:
-        """Async :meth:`select`."""
+        """Async [`select`][]."""
         return self.select_from(await self.arecall(pools, context), pools, context, **options)
 
     def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -722,7 +724,7 @@ class BaseStoreMemory(StoreVerbs):
         return self.read(None, namespace)
 
     async def aentries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        """Async :meth:`entries`."""
+        """Async [`entries`][]."""
         return self._collect(await self._arun(self._scan(namespace)), counted=False).entries
 
     @property
@@ -750,13 +752,13 @@ class BaseStoreMemory(StoreVerbs):
         return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
 
     async def aread(self, ids: Sequence[str]) -> List[Dict[str, Any]]:
-        """Async :meth:`read` by ids."""
+        """Async [`read`][] by ids."""
         keys = _check_ids(ids)
         results = await self.store.abatch([GetOp(self.namespace, k) for k in keys]) if keys else []
         return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
 
     def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-        """:meth:`StoreVerbs.preparing`, each entry placed in the own namespace
+        """[`StoreVerbs.preparing`][], each entry placed in the own namespace
         (an entry without one is written there, and read back with its
         label): so a repeat is compared with stored entries as they read."""
         prepared = super().preparing(entries)
@@ -787,7 +789,7 @@ class BaseStoreMemory(StoreVerbs):
             self.store.batch(ops)
 
     async def acommit(self, change: Change) -> None:
-        """Async :meth:`commit`."""
+        """Async [`commit`][]."""
         stored = await self.aread(change.touched + list(change.forget))
         ops = self._change_ops(change, stored)
         if ops:
@@ -804,8 +806,8 @@ class BaseStoreMemory(StoreVerbs):
         """Write ``entries`` to the own namespace in one batch, overwriting
         items with the same key (LangGraph's ``put``); returns their ids
         (``id``, else a new one). Checked first as every write is
-        (:func:`~poolsplit_adapters.stores.base.prepare_entries`): a malformed
-        entry raises :class:`~poolsplit_adapters.EntryError` and nothing is
+        (`prepare_entries`): a malformed
+        entry raises [`EntryError`][] and nothing is
         written. The caller's dicts are not changed."""
         ops, ids = self._put_ops(entries)
         if ops:
@@ -813,7 +815,7 @@ class BaseStoreMemory(StoreVerbs):
         return ids
 
     async def aput_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Async :meth:`put_many`."""
+        """Async [`put_many`][]."""
         ops, ids = self._put_ops(entries)
         if ops:
             await self.store.abatch(ops)
@@ -824,11 +826,11 @@ class BaseStoreMemory(StoreVerbs):
         return self.put_many([entry])[0]
 
     async def aput(self, entry: Mapping[str, Any]) -> str:
-        """Async :meth:`put`."""
+        """Async [`put`][]."""
         return (await self.aput_many([entry]))[0]
 
     async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Async :meth:`add`."""
+        """Async [`add`][poolsplit_adapters.stores.StoreVerbs.add]."""
         return (await self.awrite(entries)).ids
 
     # -- duplicates: the one gate, with the store's own search -----------------------
@@ -875,8 +877,8 @@ class BaseStoreMemory(StoreVerbs):
 
     def duplicate_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
         """The stored entries ``candidates`` could repeat: from the kept
-        index (:meth:`keep_repeats_in`) when there is one, else read with
-        the store's own search (:meth:`_near_ops`)."""
+        index ([`keep_repeats_in`][]) when there is one, else read with
+        the store's own search (`_near_ops`)."""
         items = self._kept_repeats(candidates)
         if items is not None:
             return self._neighbours([items])
@@ -885,7 +887,7 @@ class BaseStoreMemory(StoreVerbs):
 
     def change_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
         """What a changing statement is compared with: read with the store's
-        own search (:meth:`_near_ops`, for the changing statements only),
+        own search (`_near_ops`, for the changing statements only),
         never the kept index, which holds only what a repeat could be (the
         same values), never a statement's older value."""
         ops = self._near_ops([c for c in candidates if changing(c)])
@@ -899,7 +901,7 @@ class BaseStoreMemory(StoreVerbs):
         return self._neighbours(self._batch(ops) if ops else [])
 
     async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
-        """Async :meth:`write`."""
+        """Async [`write`][poolsplit_adapters.stores.StoreVerbs.write]."""
         prepared = self.preparing(entries)
         stored = await self.aread([str(e["id"]) for e in prepared])
         moved = returning(prepared, stored)  # before any finder files them (see stored_for)
@@ -933,11 +935,11 @@ class BaseStoreMemory(StoreVerbs):
         return {e["id"] for e in self.read(list(ids))}
 
     async def aexisting(self, ids: Iterable[str]) -> Set[str]:
-        """Async :meth:`existing`."""
+        """Async [`existing`][]."""
         return {e["id"] for e in await self.aread(list(ids))}
 
     async def asupersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
-        """Async :meth:`supersede`."""
+        """Async [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede]."""
         change = self.superseding(entry_id, new_entry)
         change = change.returned(await self.aread(change.touched))
         await self.acommit(change)
@@ -963,7 +965,7 @@ class BaseStoreMemory(StoreVerbs):
         return len(keys)
 
     async def aforget(self, *, namespace: str) -> int:
-        """Async :meth:`forget`."""
+        """Async [`forget`][]."""
         target, op = self._forget_ops(namespace)
         [found] = await self.store.abatch([op])
         keys = [item.key for item in _items(found) if tuple(item.namespace) == target]
@@ -972,7 +974,7 @@ class BaseStoreMemory(StoreVerbs):
         return len(keys)
 
     async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
-        """Async :meth:`delete`."""
+        """Async [`delete`][poolsplit_adapters.stores.StoreVerbs.delete]."""
         doomed: List[str] = []
         found = await self.aread([entry_id])
         while found and found[0]["id"] not in doomed:
@@ -991,7 +993,7 @@ def _expired_ids(entries: Sequence[Mapping[str, Any]], now: Optional[datetime.da
 
 
 def _keeper(searches: Sequence[Search]) -> Callable[[Mapping[str, Any]], bool]:
-    """:meth:`Search.admits` of any of ``searches`` (no namespace condition:
+    """`Search.admits` of any of ``searches`` (no namespace condition:
     each op reads one namespace), as one predicate over an item's value."""
     if any(s.types is None and not s.always and not s.untyped for s in searches):
         return lambda value: True

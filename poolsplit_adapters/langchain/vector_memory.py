@@ -1,26 +1,26 @@
 """VectorStoreMemory: a LangChain ``VectorStore`` as a store-contract memory.
 
 Retrieval over a vector store already has its one recall plan
-(:meth:`PoolSplitRetriever.from_vectorstore`: per-pool searches, corrections
+([`PoolSplitRetriever.from_vectorstore`][]: per-pool searches, corrections
 by filter). This class adds the other half of the store contract
-(:class:`~poolsplit_adapters.stores.MemoryStore`) on top, so the agent
+([`MemoryStore`][poolsplit_adapters.stores.MemoryStore]) on top, so the agent
 middleware, a host's curation script and the SQLite store all write the same
-way: the verbs and their rules are :class:`~poolsplit_adapters.stores.base.StoreVerbs`';
+way: the verbs and their rules are [`StoreVerbs`][]';
 a document is an entry (``page_content`` = ``content``, ``id`` = the
 document id, every other field in ``metadata``).
 
-A vector store has no change counter, so :attr:`VectorStoreMemory.version`
+A vector store has no change counter, so [`VectorStoreMemory.version`][]
 counts the writes made through this object: a document another path adds is
-seen by every :meth:`~VectorStoreMemory.select` (a fresh recall) but does not
+seen by every [`select`][poolsplit_adapters.langchain.vector_memory.VectorStoreMemory.select] (a fresh recall) but does not
 change the version. Listing every entry (``entries()``) needs a store that can
-list its documents (:class:`ListsDocuments`: LangChain's ``InMemoryVectorStore``);
+list its documents (`ListsDocuments`: LangChain's ``InMemoryVectorStore``);
 a vector store without a listing API says so.
 
 ``PGVector`` keeps one id space per database, not per collection, and its
 upsert would overwrite another collection's row: every write here that could
 take an id (``add``/``write``, ``supersede``, ``put_many``, the async twins)
-is refused with :class:`~poolsplit_adapters.stores.IdHeldElsewhere` instead
-(:mod:`~poolsplit_adapters.langchain.pgvector_ids`).
+is refused with [`IdHeldElsewhere`][] instead
+(`pgvector_ids`).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class ListsDocuments(Protocol):
 def entry_to_document(entry: Mapping[str, Any]) -> Document:
     """The document for an entry: ``content`` as page content, ``id`` as the
     document id, every other field as metadata (the inverse of
-    :func:`~poolsplit_adapters.langchain.document_to_entry`)."""
+    [`document_to_entry`][])."""
     text, metadata = stored_parts(entry)  # page_content is what the store embeds
     entry_id = entry.get("id")
     return Document(page_content=text, metadata=metadata, id=None if entry_id is None else str(entry_id))
@@ -68,16 +68,16 @@ class VectorStoreMemory(StoreVerbs):
         store: any LangChain ``VectorStore`` (``InMemoryVectorStore``,
             ``PGVector``, ...).
         **retriever_options: the options of
-            :meth:`PoolSplitRetriever.from_vectorstore` used by every
-            :meth:`select` (``fetch_k``, ``always_k``, ``max_fetch_k``,
+            [`PoolSplitRetriever.from_vectorstore`][] used by every
+            [`select`][] (``fetch_k``, ``always_k``, ``max_fetch_k``,
             ``token_counter``, ``scorer``, ``embeddings``, ...); a call's
             keywords override them. Each pool's recall grows until its budget
             is full or the store has nothing more, and
             ``selection.notes["recall"]`` says which
-            (:class:`~poolsplit_adapters.recall.FillingRecall`).
+            (`FillingRecall`).
 
-    Example::
-
+    Example:
+        ```python
         from langchain_core.vectorstores import InMemoryVectorStore
         from poolsplit_adapters import Pool
         from poolsplit_adapters.langchain import HashEmbeddings
@@ -87,6 +87,7 @@ class VectorStoreMemory(StoreVerbs):
         [fix] = memory.add([{"type": "correction", "scope": "always", "content": "Amounts in cents."}])
         memory.add([{"type": "fact", "content": "Refunds round half-even."}])
         selection = memory.select([Pool("facts", 200, 5, ("fact",))], {"message": "refund rounding"})
+        ```
     """
 
     def __init__(self, store: VectorStore, **retriever_options: Any) -> None:
@@ -133,7 +134,7 @@ class VectorStoreMemory(StoreVerbs):
     async def aselect(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
     ) -> Selection:
-        """Async :meth:`select`."""
+        """Async [`select`][]."""
         query, keywords = self._call(context, options)
         retriever = self.retriever(pools, **options)
         await retriever.ainvoke(query, **keywords)
@@ -167,7 +168,7 @@ class VectorStoreMemory(StoreVerbs):
         return [e for e in entries if namespace is None or e.get("namespace") == namespace]
 
     async def aread(self, ids: Sequence[str]) -> List[Dict[str, Any]]:
-        """Async :meth:`read` by ids."""
+        """Async [`read`][] by ids."""
         wanted = list(dict.fromkeys(ids))
         found = await self.store.aget_by_ids(wanted) if wanted else []
         return [document_to_entry(d, n) for n, d in enumerate(found)]
@@ -194,7 +195,7 @@ class VectorStoreMemory(StoreVerbs):
     def _refuse_held(
         rows: Sequence[Mapping[str, Any]], held: Sequence[str], batch: Sequence[Mapping[str, Any]]
     ) -> None:
-        """:class:`~poolsplit_adapters.stores.IdHeldElsewhere` when another
+        """[`IdHeldElsewhere`][] when another
         collection holds ids of ``rows`` (nothing is written then), naming
         the first by its position in ``batch`` (what the caller gave) when
         it is there."""
@@ -218,9 +219,9 @@ class VectorStoreMemory(StoreVerbs):
         before, then one ``add_documents`` (new and retired versions, by id)
         and one ``delete``. On ``PGVector``, whose ids are unique per
         database, an id another collection holds is refused
-        (:class:`~poolsplit_adapters.stores.IdHeldElsewhere`), checked
+        ([`IdHeldElsewhere`][]), checked
         under a lock on the ids held until the write ended
-        (:func:`~poolsplit_adapters.langchain.pgvector_ids.claim_ids`)."""
+        (`claim_ids`)."""
         with claim_ids(self.store, self._claimed(change)) as held:
             # First the new entries: an id another namespace holds is that, not
             # "already in the store" (whose advice, supersede, would retire the other's entry).
@@ -236,7 +237,7 @@ class VectorStoreMemory(StoreVerbs):
         self._wrote(bool(docs or doomed))
 
     async def acommit(self, change: Change) -> None:
-        """Async :meth:`commit` (on an async-mode ``PGVector``, the same claim)."""
+        """Async [`commit`][] (on an async-mode ``PGVector``, the same claim)."""
         async with aclaim_ids(self.store, self._claimed(change)) as held:
             self._refuse_held(change.insert, await held(change.insert), change.insert)
             rows, doomed = self._planned(change, await self.aread(change.touched + list(change.forget)))
@@ -259,7 +260,7 @@ class VectorStoreMemory(StoreVerbs):
         with the same id (the vector store's own upsert); checked first as
         every write is. Returns their ids. Only this collection's own
         documents are overwritten: on ``PGVector`` an id another collection
-        holds is refused (:meth:`commit` says how)."""
+        holds is refused ([`commit`][] says how)."""
         rows = prepare_entries(entries, self.stamp())
         ids = [str(r["id"]) for r in rows]
         docs = self._to_documents(rows)  # checked before any I/O
@@ -271,7 +272,7 @@ class VectorStoreMemory(StoreVerbs):
         return ids
 
     async def aput_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Async :meth:`put_many`."""
+        """Async [`put_many`][]."""
         rows = prepare_entries(entries, self.stamp())
         ids = [str(r["id"]) for r in rows]
         docs = self._to_documents(rows)  # checked before any I/O
@@ -283,7 +284,7 @@ class VectorStoreMemory(StoreVerbs):
         return ids
 
     async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Async :meth:`add`."""
+        """Async [`add`][poolsplit_adapters.stores.StoreVerbs.add]."""
         change = self.adding(entries)
         if change.insert:
             await self.acommit(change)

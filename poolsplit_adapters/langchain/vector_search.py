@@ -11,13 +11,13 @@ is searched by text.
 With an embedding scorer the similarity the store computed is used too,
 instead of embedding every recalled document again per query: a search
 then goes through ``similarity_search_with_score_by_vector`` (when the store
-has it) and :meth:`VectorRecall.run` returns each document's score.
+has it) and `VectorRecall.run` returns each document's score.
 
 The always-scope fetch never depends on similarity where the store can say
 so exactly: on LangChain's ``PGVector`` it is one query by collection and
-metadata (:class:`PGVectorAlwaysFetch`), with no distance ordering; on
+metadata (`PGVectorAlwaysFetch`), with no distance ordering; on
 langchain-postgres v2's ``PGVectorStore`` it is the store's own exact
-``get(where=...)`` (:class:`PGVectorStoreAlwaysFetch`), whose filter values
+``get(where=...)`` (`PGVectorStoreAlwaysFetch`), whose filter values
 are bound parameters. Through
 an HNSW index a filtered similarity search looks at the ``hnsw.ef_search``
 nearest rows and then filters, so corrections far from the query came back
@@ -63,9 +63,10 @@ class StoreSearch(BaseRetriever):
     """One search of the plan as a retriever run, so that traces show each
     search as a child run (tagged with its label) with what it found.
 
-    Example::
-
+    Example:
+        ```python
         StoreSearch(store=store, vector=store.embeddings.embed_query("deploy"), search_kwargs={"k": 20}).invoke("deploy")
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -74,7 +75,7 @@ class StoreSearch(BaseRetriever):
     vector: Optional[List[float]] = None
     search_kwargs: Dict[str, Any]
     with_scores: bool = False
-    """Ask the store for its scores (kept in :attr:`scores`, by document id)."""
+    """Ask the store for its scores (kept in `scores`, by document id)."""
 
     _scores: Dict[str, float] = PrivateAttr(default_factory=dict)
 
@@ -141,12 +142,13 @@ class PGVectorAlwaysFetch(_ExactAlwaysFetch):
     the store's own session, by collection and metadata (scope, namespace),
     in id order, with no similarity in it, so an HNSW index cannot cut a
     correction. Every value is a bound parameter
-    (:func:`~poolsplit_adapters.stores.postgres.metadata_condition`).
+    (`metadata_condition`).
 
-    Example::
-
+    Example:
+        ```python
         fetch = PGVectorAlwaysFetch(store=pgvector, search=Search("always", 1000, always=True))
         corrections = fetch.invoke("")
+        ```
     """
 
     SERVES: ClassVar[Tuple[str, str]] = ("langchain_postgres.vectorstores", "PGVector")
@@ -199,13 +201,14 @@ class PGVectorStoreAlwaysFetch(_ExactAlwaysFetch):
     filter value as a bound parameter (``:name``) and only the field names
     (here the fixed ``scope``, ``namespace``) into its SQL text; the values
     are checked for NUL first
-    (:func:`~poolsplit_adapters.stores.postgres.check_search`). Rows come
+    (`check_search`). Rows come
     back in id order, as from ``PGVector``.
 
-    Example::
-
+    Example:
+        ```python
         fetch = PGVectorStoreAlwaysFetch(store=pg_vector_store, search=Search("always", 1000, always=True))
         corrections = fetch.invoke("")
+        ```
     """
 
     SERVES: ClassVar[Tuple[str, str]] = ("langchain_postgres.v2.vectorstores", "PGVectorStore")
@@ -282,16 +285,17 @@ def exact_always_fetch(store: VectorStore) -> Optional[Any]:
 
 
 class VectorRecall:
-    """A :class:`~poolsplit_adapters.recall.RecallPlan` over one store.
+    """A `RecallPlan` over one store.
 
     ``scored``: ask the store for its scores where it can return them
-    (:attr:`scores_available`), so that an embedding scorer reuses them
+    (`scores_available`), so that an embedding scorer reuses them
     instead of embedding the recalled documents again.
 
-    Example::
-
+    Example:
+        ```python
         recall = VectorRecall(store, RecallPlan(pools, fetch_k=20), type_filter(store))
         candidates, scores = recall.run("deploy", None, pools, run_manager)
+        ```
     """
 
     def __init__(self, store: VectorStore, plan: RecallPlan, build: FilterBuilder, *, scored: bool = False) -> None:
@@ -388,7 +392,7 @@ class VectorRecall:
         return None if embeddings is None else embeddings.embed_query(query)
 
     async def aembed(self, query: str) -> Optional[List[float]]:
-        """Async :meth:`embed`."""
+        """Async `embed`."""
         embeddings = self._query_embeddings()
         return None if embeddings is None else await embeddings.aembed_query(query)
 
@@ -414,7 +418,7 @@ class VectorRecall:
     async def asearch(
         self, query: str, vector: Optional[List[float]], searches: Sequence[Search], run_manager: AsyncRun
     ) -> Tuple[List[List[Document]], Dict[str, float]]:
-        """:meth:`search`, the searches concurrently."""
+        """`search`, the searches concurrently."""
         runs = self._runs(vector, searches, asynchronous=True)
         found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
         return list(await asyncio.gather(*found)), self._scores(runs)
@@ -423,12 +427,12 @@ class VectorRecall:
         self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
     ) -> Recalled:
         """Every search's documents (in plan order, duplicates included; on a
-        Postgres store the searches run at once, see :attr:`concurrent`) for
+        Postgres store the searches run at once, see `concurrent`) for
         this call's ``pools`` (the plan gives ``fetch_k`` and ``always_k``;
         a call's plan may differ, e.g. ``pools="auto"``), and document id -> the
         store's score when ``scored`` and the store returns scores (else
         empty). One round: the retriever grows the searches until the
-        budgets are filled (:class:`~poolsplit_adapters.recall.FillingRecall`)."""
+        budgets are filled (`FillingRecall`)."""
         plan = self.plan_for(pools)
         searches = plan.searches(visibility)
         results, scores = self.search(query, self.embed(query), searches, run_manager)
@@ -437,7 +441,7 @@ class VectorRecall:
     async def arun(
         self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
     ) -> Recalled:
-        """:meth:`run`, the searches concurrently."""
+        """`run`, the searches concurrently."""
         plan = self.plan_for(pools)
         searches = plan.searches(visibility)
         results, scores = await self.asearch(query, await self.aembed(query), searches, run_manager)

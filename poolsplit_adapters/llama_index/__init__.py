@@ -9,23 +9,23 @@ and, unless ``show_selection_to_llm``, from the LLM view.
 
 Entry points:
 
-* :class:`PoolSplitRetriever` over nodes, or per-pool recall over a
-  ``VectorStoreIndex`` (:meth:`PoolSplitRetriever.from_vector_store_index`);
-  :meth:`PoolSplitRetriever.retrieve_with_selection` returns a call's own
+* [`PoolSplitRetriever`][] over nodes, or per-pool recall over a
+  ``VectorStoreIndex`` ([`PoolSplitRetriever.from_vector_store_index`][]);
+  [`PoolSplitRetriever.retrieve_with_selection`][] returns a call's own
   selection with the nodes.
-* :class:`PoolSplitNodePostprocessor`: pool budgets for any pipeline; put it
+* [`PoolSplitNodePostprocessor`][]: pool budgets for any pipeline; put it
   last.
-* :func:`poolsplit_memory_blocks`: two blocks for
+* [`poolsplit_memory_blocks`][]: two blocks for
   ``llama_index.core.memory.Memory`` that keep corrections in the context on
   every turn and pool the rest, per session, optionally over a durable
   long-term ``store=``.
 
-Every selection emits a :class:`PoolSplitSelectionEvent` through LlamaIndex
+Every selection emits a [`PoolSplitSelectionEvent`][] through LlamaIndex
 instrumentation and is collected by
-:func:`~poolsplit_adapters.reports.capture_selections`; ``last_selection``
+[`capture_selections`][]; ``last_selection``
 is the call that finished last.
 
-:class:`HashEmbedding` is a deterministic ``BaseEmbedding`` with real
+[`HashEmbedding`][poolsplit_adapters.llama_index.embeddings.HashEmbedding] is a deterministic ``BaseEmbedding`` with real
 similarity, for tests and demos.
 """
 

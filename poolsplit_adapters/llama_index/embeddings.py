@@ -1,8 +1,8 @@
 """A deterministic LlamaIndex ``BaseEmbedding`` with real similarity (tests, demos).
 
 LlamaIndex's ``MockEmbedding`` returns the same vector for every text, so a
-retriever over it ranks nothing. :class:`HashEmbedding` wraps
-:class:`~poolsplit_adapters.memory.hash_embedding.HashEmbedder` (hashed words
+retriever over it ranks nothing. [`HashEmbedding`][] wraps
+[`HashEmbedder`][] (hashed words
 and character n-grams): offline, the same vector on every machine, and texts
 sharing words or word stems are close. Use it as ``embed_model=`` of a
 ``VectorStoreIndex``, with ``EmbeddingScorer``, or in ``Settings``.

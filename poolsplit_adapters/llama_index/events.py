@@ -20,13 +20,14 @@ class PoolSplitSelectionEvent(BaseEvent):
     JSON form (``render.selection_dict``). The event carries the span of the
     call that selected, so a handler can tell concurrent calls apart.
 
-    Example::
-
+    Example:
+        ```python
         class Log(BaseEventHandler):
             def handle(self, event, **kwargs):
                 if isinstance(event, PoolSplitSelectionEvent):
                     print(event.source, event.summary["chosen"])
         get_dispatcher().add_event_handler(Log())
+        ```
     """
 
     source: str

@@ -25,17 +25,18 @@ def _last_user_text(messages: Optional[list[ChatMessage]]) -> str:
 
 
 class StoreMemoryBlock(BaseMemoryBlock[str]):
-    """A memory block that renders part of one :class:`PoolSplitMemoryStore`
+    """A memory block that renders part of one [`PoolSplitMemoryStore`][]
     selection (the base of the two blocks below).
 
-    Example::
-
+    Example:
+        ```python
         class Everything(StoreMemoryBlock):
             name: str = "everything"
             async def _aget(self, messages=None, **kw):
                 return "\\n".join(marker(c.entry, c.pool) for c in self.selection(messages, kw).chosen)
             async def _aput(self, messages):
                 return None
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
@@ -54,15 +55,16 @@ class CorrectionsMemoryBlock(StoreMemoryBlock):
 
     Priority 0: ``Memory`` never truncates a priority-0 block, so the
     corrections survive every flood. List it first in ``memory_blocks`` so
-    they come first in the context. With a :class:`PooledMemoryBlock` on
+    they come first in the context. With a [`PooledMemoryBlock`][] on
     the same store it also ends with the pooled block's counts (entries
     selected per pool, entries budgets left out): ``Memory`` may drop the
     pooled block whole, and the model must still read that they exist.
 
-    Example::
-
+    Example:
+        ```python
         store = PoolSplitMemoryStore(entries, pools)
         memory = Memory.from_defaults(memory_blocks=[CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store)])
+        ```
     """
 
     name: str = "corrections"
@@ -88,17 +90,18 @@ class PooledMemoryBlock(StoreMemoryBlock):
     """The pooled long-term memory for the last user message.
 
     Truncatable (priority >= 1): when ``Memory`` needs room it calls
-    :meth:`atruncate`, which drops entries from the least relevant end (the
+    `atruncate`, which drops entries from the least relevant end (the
     lowest-ranked entry of the pool that holds the most) instead of the whole
     block, and always leaves an explicit line saying how many entries the
     context limit left out, per pool (what budgets left out is stated here
     too, or in the corrections block when there is one). Flushed chat
     messages become long-term entries through ``_aput``.
 
-    Example::
-
+    Example:
+        ```python
         corrections, pooled = poolsplit_memory_blocks(entries, pools)
         memory = Memory.from_defaults(session_id="alice", token_limit=1500, memory_blocks=[corrections, pooled])
+        ```
     """
 
     name: str = "long_term_memory"
@@ -130,12 +133,12 @@ def poolsplit_memory_blocks(
     **store_options: Any,
 ) -> list[BaseMemoryBlock[str]]:
     """The two blocks to give ``Memory.from_defaults(memory_blocks=...)``:
-    a priority-0 :class:`CorrectionsMemoryBlock` (first) and a truncatable
-    :class:`PooledMemoryBlock` sharing one :class:`PoolSplitMemoryStore`.
+    a priority-0 [`CorrectionsMemoryBlock`][] (first) and a truncatable
+    [`PooledMemoryBlock`][] sharing one [`PoolSplitMemoryStore`][].
 
     Pass the same ``tokenizer_fn`` you give ``Memory`` (default: LlamaIndex's
     tokenizer, which is also ``Memory``'s default) so budgets and ``Memory``
-    count alike. ``store_options`` go to :class:`PoolSplitMemoryStore`
+    count alike. ``store_options`` go to [`PoolSplitMemoryStore`][]
     (``store=``, ``share_chat=``, the selection settings, ...).
 
     Why two blocks: in llama-index-core 0.14 ``Memory`` never truncates

@@ -2,9 +2,9 @@
 flushed chat written back through the one write gate, and the pooled block's
 text kept structured so truncation never re-reads it.
 
-:class:`PoolSplitMemoryStore` satisfies the store contract
-(:class:`~poolsplit_adapters.stores.MemoryStore`): its verbs are
-:class:`~poolsplit_adapters.stores.base.StoreVerbs`', over its index, or
+[`PoolSplitMemoryStore`][] satisfies the store contract
+([`MemoryStore`][]): its verbs are
+[`StoreVerbs`][]', over its index, or
 over the durable ``store`` it was given.
 """
 
@@ -59,13 +59,14 @@ class PooledRender:
         budget_cause: how the budget line names its cause.
         pools: the pool order, which the omission lines follow.
         budget_here: whether the budget line is part of this text (False
-            when the corrections block states it, see :meth:`ledger`).
+            when the corrections block states it, see [`ledger`][]).
         cut: pool -> entries the context limit left out (after truncation).
 
-    Example::
-
+    Example:
+        ```python
         rendered = store.render_pooled(store.select_for("deploy", "alice"))
         rendered.without_lowest().text   # one entry fewer, and a line that says so
+        ```
     """
 
     items: Tuple[Tuple[Chosen, str], ...]
@@ -117,7 +118,7 @@ class PooledRender:
 class PoolSplitMemoryStore(StoreVerbs):
     """Long-term memory shared by the two memory blocks of one ``Memory``.
 
-    Holds the entries in a :class:`~poolsplit_adapters.MemoryIndex`
+    Holds the entries in a [`MemoryIndex`][]
     (``index``), selects for a message, and turns flushed chat messages into
     entries (written to ``store`` when one is given).
 
@@ -125,7 +126,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         entries: curated long-term entries (dicts), shared by every session.
         pools: the pool plan.
         store: optional durable long-term store (any
-            :class:`~poolsplit_adapters.stores.MemoryStore`). Flushed chat
+            [`MemoryStore`][]). Flushed chat
             and the contract's writes go there (durable when they return),
             and every selection recalls from its ``entries`` as well.
         share_chat: let every session recall every session's flushed chat.
@@ -140,37 +141,38 @@ class PoolSplitMemoryStore(StoreVerbs):
         flush_filter: which flushed messages are candidates (default: user
             and assistant messages with text). Raw transcripts persisted
             indiscriminately pollute later recall.
-        write_gate: the :class:`~poolsplit_adapters.memory.WriteGate` every
+        write_gate: the [`WriteGate`][] every
             candidate then passes, as the agent middleware's writes do
             (refuses empty, oversized and duplicate lines; stamps
             ``created``); default ``WriteGate()``. What it refused is
-            counted in :attr:`gate_report`. (A callable on a message here
+            counted in [`gate_report`][]. (A callable on a message here
             is the deprecated spelling of ``flush_filter``.)
         consolidator: the host's own model (a LangChain chat model, a
             LlamaIndex ``LLM`` or a
-            :class:`~poolsplit_adapters.memory.consolidate.Decider`) to
+            `Decider`) to
             consolidate flushed lines with what is stored (add, update =
             supersede, retire, noop; every operation validated, see
-            :meth:`StoreVerbs.consolidate
-            <poolsplit_adapters.stores.base.StoreVerbs.consolidate>`); default
-            None: off. The result is kept in :attr:`last_consolidation`.
+            [`StoreVerbs.consolidate`][]
+            ); default
+            None: off. The result is kept in [`last_consolidation`][].
         **settings: the selection settings of
-            :class:`~poolsplit_adapters.settings.AdapterSettings`
+            `AdapterSettings`
             (``token_counter`` defaults to LlamaIndex's tokenizer, which is
             ``Memory``'s default; ``scope=`` is a deprecated alias of
             ``visibility=``; ``pools="auto"`` with ``total_tokens`` /
             ``total_entries`` and ``goal``/``action_type``/``phase``;
             ``progressive=True``, whose summaries the pooled block renders
-            with ``layer="summary"`` and :meth:`expand_tool` expands;
+            with ``layer="summary"`` and [`expand_tool`][] expands;
             ``embeddings=`` a LlamaIndex ``BaseEmbedding``). Flushed messages get the visibility's own
             namespace (its first link), ``source = "session:<id>"`` and
             ``session = <id>``.
 
-    Example::
-
+    Example:
+        ```python
         store = PoolSplitMemoryStore(curated, pools, visibility=Visibility(namespace="team-a"))
         blocks = [CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store)]
         memory = Memory.from_defaults(session_id="alice", memory_blocks=blocks)
+        ```
     """
 
     def __init__(
@@ -299,7 +301,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         return self.share_chat or owner is None or owner == session_id
 
     def _candidate_index(self, session_id: Optional[str]) -> MemoryIndex:
-        """:meth:`_candidates` as a prepared index, kept while the session
+        """`_candidates` as a prepared index, kept while the session
         and both versions stay the same: the store is read, and the texts
         counted, once per change instead of once per message."""
         key = (session_id, self.index.version, self._long_term_version())
@@ -333,9 +335,10 @@ class PoolSplitMemoryStore(StoreVerbs):
         visibility, and that session's own flushed chat (any session's with
         ``share_chat``).
 
-        Example::
-
+        Example:
+            ```python
             agent = FunctionAgent(tools=[store.expand_tool("alice")], llm=llm)
+            ```
         """
         from ..memory.expand_tools import llama_index_expand_tool
 
@@ -355,18 +358,18 @@ class PoolSplitMemoryStore(StoreVerbs):
         """Write flushed chat messages to long-term memory through the write
         gate; return the entries written.
 
-        A message :attr:`flush_filter` accepts becomes a candidate (type
+        A message `flush_filter` accepts becomes a candidate (type
         ``episode_type``, ``base_priority`` ``episode_priority``, ``content``
         ``"<role>: <text>"``, ``source`` ``"session:<id>"`` (else
         ``"chat"``), the session as ``session``, the visibility's own
         namespace, ``created`` stamped now, or at the settings' ``now``).
         The gate then refuses empty and oversized lines; the rest go to
         ``store`` when given (durable when this returns), else to
-        :attr:`index`, through the store's duplicate check: a line that
+        `index`, through the store's duplicate check: a line that
         repeats a stored one of the same session and namespace (exactly, or
         in other words) is kept once, its provenance added to the kept
         entry's ``seen``. Refusals, duplicates included, are counted in
-        :attr:`gate_report`. With a :attr:`consolidator`, a line its
+        [`gate_report`][]. With a `consolidator`, a line its
         ``noop`` folds into a stored entry is kept too, closed (its text in
         the store, the kept entry's ``seen`` naming it) and counted a
         duplicate of that entry; a ``noop`` naming no entry writes the line.
@@ -375,7 +378,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         archives the lines out of its chat queue *before* it hands them to
         the block, so when the write raises (the store is down, the disk is
         full) the lines are in neither place. They are kept here, in order,
-        and written first by the next flush (:attr:`unflushed` counts them);
+        and written first by the next flush ([`unflushed`][] counts them);
         the error is raised all the same. A line the gate or the checks
         refuse (a session id no store can hold) is not kept: it raises at
         once and would fail again.
@@ -393,11 +396,11 @@ class PoolSplitMemoryStore(StoreVerbs):
 
     @property
     def unflushed(self) -> int:
-        """Flushed lines whose write failed, kept for the next flush (see :meth:`flush`)."""
+        """Flushed lines whose write failed, kept for the next flush (see [`flush`][])."""
         return len(self._unflushed)
 
     def _flush_candidates(self, messages: Sequence[ChatMessage]) -> List[Proposal]:
-        """The gate's judgement of each line :attr:`flush_filter` accepts, stamped now."""
+        """The gate's judgement of each line `flush_filter` accepts, stamped now."""
         stamp = utc_stamp(self.settings.now or datetime.datetime.now(datetime.timezone.utc))
         visibility = self.settings.visibility
         namespace = visibility.chain[0] if visibility is not None and visibility.chain else None
@@ -440,7 +443,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         return [entry for entry, repeat in zip(accepted, kept) if repeat is None]
 
     def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
-        """Deprecated name of :meth:`flush` (``remember`` is the agent's tool)."""
+        """Deprecated name of [`flush`][] (``remember`` is the agent's tool)."""
         warnings.warn("PoolSplitMemoryStore.remember is deprecated: use flush", DeprecationWarning, stacklevel=2)
         return self.flush(messages)
 
@@ -484,7 +487,7 @@ class PoolSplitMemoryStore(StoreVerbs):
 
     def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
         """The contract's ``write`` (``add`` with its report): in the durable
-        store when one was given, else in :attr:`index`."""
+        store when one was given, else in `index`."""
         if isinstance(self.long_term, StoreVerbs):
             return self.long_term.write(entries)
         if self.long_term is not None:
@@ -533,7 +536,7 @@ class PoolSplitMemoryStore(StoreVerbs):
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over every entry (the index's and the durable
-        store's; no session filter: that is :meth:`select_for`'s), ranked by
+        store's; no session filter: that is [`select_for`][]'s), ranked by
         this store's scorer (the adapters' default, or ``embeddings=``'s
         fused one) unless ``scorer=`` is given."""
         options.setdefault("scorer", self.settings.scorer)
@@ -552,7 +555,7 @@ class PoolSplitMemoryStore(StoreVerbs):
 
     def render_pooled(self, selection: Selection) -> PooledRender:
         """The pooled (contextual) part of ``selection``, remembered so that
-        :meth:`truncate_pooled` can cut it entry by entry. Both blocks ask
+        [`truncate_pooled`][] can cut it entry by entry. Both blocks ask
         for the same selection on one ``get``: it is rendered once."""
         with self._lock:
             last = self._last_render
@@ -576,7 +579,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         return rendered
 
     def truncate_pooled(self, content: str, tokens_to_truncate: int) -> str:
-        """``content`` (a text :meth:`render_pooled` made) at least
+        """``content`` (a text [`render_pooled`][] made) at least
         ``tokens_to_truncate`` tokens shorter where it can be, entries
         dropped from the least relevant end; the result always ends with
         the explicit omission lines (budget, and the context limit)."""
@@ -596,8 +599,8 @@ def _consolidated(
     entries: Sequence[Mapping[str, Any]], report: WriteReport, result: ConsolidationResult
 ) -> List[Optional[str]]:
     """For each flushed line, None when it was stored as an active memory,
-    else the id of the entry it repeats (what :meth:`WriteGate.repeated
-    <poolsplit_adapters.memory.WriteGate.repeated>` takes): a line a
+    else the id of the entry it repeats (what [`WriteGate.repeated`][]
+     takes): a line a
     consolidator's noop closed repeats the entry the noop named (its text
     is stored, closed; the kept entry's ``seen`` names it); a line the
     ordinary write found a repeat is reported under its own id."""

@@ -52,11 +52,12 @@ def _parts(node: Any, position: int) -> tuple[str, dict[str, Any], str, BaseNode
 class NodeConverter:
     """Shared by the retriever and the postprocessor: nodes in, nodes out.
 
-    Example::
-
+    Example:
+        ```python
         entries, source = NodeConverter.entries(nodes)
         selection = select(entries, pools)
         returned = NodeConverter(show_selection_to_llm=False).to_nodes(selection.chosen, source)
+        ```
     """
 
     def __init__(self, show_selection_to_llm: bool) -> None:
@@ -68,8 +69,8 @@ class NodeConverter:
     ) -> tuple[list[dict[str, Any]], dict[int, BaseNode]]:
         """Entries and the way back to each node. ``recalled``: nodes come
         from several searches of one index (see
-        :func:`~poolsplit_adapters.recall.merge_recalled`); ``type_key``: as
-        :func:`node_to_entry`'s."""
+        `merge_recalled`); ``type_key``: as
+        [`node_to_entry`][]'s."""
         items = list(nodes)
         if recalled:
             items = merge_recalled(items, key=lambda n: n.node.node_id if isinstance(n, NodeWithScore) else n.node_id)
@@ -84,10 +85,10 @@ class NodeConverter:
     def index(
         nodes: Sequence[AnyNode], token_counter: TokenCounter, prepare_for: Sequence[Scorer] = ()
     ) -> tuple[MemoryIndex, dict[int, BaseNode]]:
-        """A :class:`~poolsplit_adapters.MemoryIndex` over ``nodes`` (built
+        """A [`MemoryIndex`][] over ``nodes`` (built
         once, every cost counted in one batch, with what ``prepare_for``'s
         scorers rank by) and the way back to each node; fails as
-        :meth:`entries` would."""
+        `entries` would."""
         return index_from(nodes, _parts, kind="node", token_counter=token_counter, prepare_for=prepare_for)
 
     def to_nodes(
@@ -126,7 +127,7 @@ def nodes_from(entries: Iterable[Mapping[str, Any]]) -> list[TextNode]:
     """Entries as ``TextNode``s (metadata = every key but content and id),
     e.g. to build a ``VectorStoreIndex`` from a JSONL store. Only a node's
     text is embedded: every metadata key is in its
-    ``excluded_embed_metadata_keys`` (:func:`~poolsplit_adapters.convert.stored_parts`)."""
+    ``excluded_embed_metadata_keys`` (`stored_parts`)."""
     out = []
     for entry in entries:
         text, metadata = stored_parts(entry)

@@ -26,20 +26,21 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     earlier stage dropped them.
 
     Its selection settings are those of
-    :class:`~poolsplit_adapters.settings.AdapterSettings` (``scope=`` is a
+    `AdapterSettings` (``scope=`` is a
     deprecated alias of ``visibility=``; ``token_counter`` defaults to
     LlamaIndex's tokenizer, the one ``Memory`` uses). Every call emits a
-    :class:`PoolSplitSelectionEvent`; :attr:`last_selection` is the call
+    [`PoolSplitSelectionEvent`][]; `last_selection` is the call
     that finished last (use
-    :func:`~poolsplit_adapters.reports.capture_selections` for your own).
+    [`capture_selections`][] for your own).
 
     Each returned node's score is the selection's, as a reranker's is; the
     score it came with is kept as ``metadata["poolsplit"]["upstream_score"]``.
 
-    Example::
-
+    Example:
+        ```python
         post = PoolSplitNodePostprocessor(pools=pools, always_nodes=corrections)
         engine = index.as_query_engine(node_postprocessors=[SimilarityPostprocessor(0.5), post])
+        ```
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

@@ -54,9 +54,9 @@ class PoolSplitRetriever(BaseRetriever):
     Args:
         pools: the pool plan.
         nodes: the memory (nodes, documents or ``NodeWithScore``), held in a
-            :class:`~poolsplit_adapters.MemoryIndex`. Or use
-            :meth:`from_vector_store_index` to recall per pool from an index.
-        recall: what :meth:`from_vector_store_index` passes (give ``nodes``
+            [`MemoryIndex`][]. Or use
+            [`from_vector_store_index`][] to recall per pool from an index.
+        recall: what [`from_vector_store_index`][] passes (give ``nodes``
             or ``recall``, not both).
         tags: scoring-context tags for every query.
         show_selection_to_llm: keep the ``poolsplit`` metadata in the LLM view.
@@ -66,20 +66,21 @@ class PoolSplitRetriever(BaseRetriever):
             with ``total_tokens``/``total_entries`` and the task signals
             ``goal``/``action_type``/``phase``; ``progressive``;
             ``embeddings``, a LlamaIndex ``BaseEmbedding``) of
-            :class:`~poolsplit_adapters.settings.AdapterSettings`, held in
-            :attr:`settings`; ``scope=`` is a deprecated alias of
+            `AdapterSettings`, held in
+            `settings`; ``scope=`` is a deprecated alias of
             ``visibility=``.
 
-    Every call emits a :class:`PoolSplitSelectionEvent`; a caller gets its
-    own selection from :meth:`retrieve_with_selection` (or
-    :func:`~poolsplit_adapters.reports.capture_selections`), while
-    :attr:`last_selection` is the selection of the call that finished last.
+    Every call emits a [`PoolSplitSelectionEvent`][]; a caller gets its
+    own selection from [`retrieve_with_selection`][] (or
+    [`capture_selections`][]), while
+    [`last_selection`][] is the selection of the call that finished last.
 
-    Example::
-
+    Example:
+        ```python
         retriever = PoolSplitRetriever([Pool("facts", 200, 4, ("fact",)), Pool("skills", 60, 1, ("skill",))], nodes)
         engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
         nodes, selection = retriever.retrieve_with_selection("how do we deploy?", tags=["ops"])
+        ```
     """
 
     def __init__(
@@ -146,7 +147,7 @@ class PoolSplitRetriever(BaseRetriever):
     ) -> PoolSplitRetriever:
         """Recall candidates per pool from ``index``, then select.
 
-        The searches are the :class:`~poolsplit_adapters.recall.RecallPlan`'s,
+        The searches are the `RecallPlan`'s,
         as ``MetadataFilters``: each pool's types on ``type_key`` (``IN``),
         nodes without a type (``IS_EMPTY``; they count as ``"note"``) for a
         pool that admits ``"note"``, ``scope == "always"`` for the
@@ -159,7 +160,7 @@ class PoolSplitRetriever(BaseRetriever):
 
         Budgets are filled: a pool search that came back full while its
         pool's budget has room runs again with ``similarity_top_k`` at least
-        doubled, up to ``max_fetch_k`` (:class:`~poolsplit_adapters.recall.FillingRecall`),
+        doubled, up to ``max_fetch_k`` (`FillingRecall`),
         and until a pool's candidates hold ``breadth`` (default 2) times its
         budget, so the scorer's order chooses from more than fits;
         ``selection.notes["recall"]`` says how far each pool's recall went
@@ -167,7 +168,7 @@ class PoolSplitRetriever(BaseRetriever):
 
         With ``embeddings=`` (the index's own model) each recalled node's
         relevance is its ``NodeWithScore.score``, turned into a cosine by
-        ``store_metric`` (a :class:`~poolsplit_adapters.memory.similarity.StoreMetric`;
+        ``store_metric`` (a [`StoreMetric`][poolsplit_adapters.memory.similarity.StoreMetric];
         known for ``SimpleVectorStore`` in its default cosine mode), so nodes
         are not embedded again per query. For a store whose metric is not
         known and not given, the scorer embeds the recalled nodes itself.
@@ -189,7 +190,7 @@ class PoolSplitRetriever(BaseRetriever):
     @property
     def last_selection(self) -> Optional[Selection]:
         """The selection of the call that finished last (None before the
-        first); see :meth:`retrieve_with_selection` for your own."""
+        first); see [`retrieve_with_selection`][] for your own."""
         return self.settings.last_selection
 
     def expand_tool(self) -> Any:
@@ -198,9 +199,10 @@ class PoolSplitRetriever(BaseRetriever):
         lets a query see: give it to an agent that reads summaries
         (``progressive=True``) so it can load an entry's full text.
 
-        Example::
-
+        Example:
+            ```python
             agent = FunctionAgent(tools=[retriever.expand_tool()], llm=llm)
+            ```
         """
         if self._index is None:
             raise ArgumentError(
@@ -220,7 +222,7 @@ class PoolSplitRetriever(BaseRetriever):
         self, query: QueryType, **overrides: Unpack[CallOverrides]
     ) -> tuple[list[NodeWithScore], Selection]:
         """``retrieve(query)`` plus this call's own selection, with per-call
-        :class:`~poolsplit_adapters.settings.CallOverrides` (the LangChain
+        `CallOverrides` (the LangChain
         retriever's ``invoke`` keywords)."""
         with self._overridden(overrides) as mine:
             nodes = self.retrieve(query)
@@ -229,7 +231,7 @@ class PoolSplitRetriever(BaseRetriever):
     async def aretrieve_with_selection(
         self, query: QueryType, **overrides: Unpack[CallOverrides]
     ) -> tuple[list[NodeWithScore], Selection]:
-        """:meth:`retrieve_with_selection`, async."""
+        """[`retrieve_with_selection`][], async."""
         with self._overridden(overrides) as mine:
             nodes = await self.aretrieve(query)
         return nodes, mine[-1]
@@ -307,7 +309,7 @@ class PoolSplitRetriever(BaseRetriever):
 
 class _IndexCall:
     """One call's per-pool recall over an index, grown round by round until
-    the budgets are filled (:class:`~poolsplit_adapters.recall.FillingRecall`),
+    the budgets are filled (`FillingRecall`),
     each round selecting over every node recalled so far."""
 
     def __init__(self, call: AdapterCall, recall: IndexRecall, scorer: Any, store_scores: bool) -> None:

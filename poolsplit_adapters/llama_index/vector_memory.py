@@ -1,10 +1,10 @@
 """VectorIndexMemory: a LlamaIndex ``VectorStoreIndex`` as a store-contract memory.
 
 Retrieval over an index already has its one recall plan
-(:meth:`PoolSplitRetriever.from_vector_store_index`: per-pool searches,
+([`PoolSplitRetriever.from_vector_store_index`][]: per-pool searches,
 corrections by filter). This class adds the store contract
-(:class:`~poolsplit_adapters.stores.MemoryStore`) on top: the verbs and their
-rules are :class:`~poolsplit_adapters.stores.base.StoreVerbs`'; a node is an
+([`MemoryStore`][poolsplit_adapters.stores.MemoryStore]) on top: the verbs and their
+rules are [`StoreVerbs`][]'; a node is an
 entry (its text is ``content``, its node id ``id``, every other field in
 ``metadata``).
 
@@ -13,7 +13,7 @@ Where the nodes live depends on the vector store: one that stores text
 ``SimpleVectorStore`` does not, and the index keeps the nodes in its
 docstore instead. A node is replaced by deleting it and inserting the new
 version, since not every vector store overwrites a node id in place.
-:attr:`VectorIndexMemory.version` counts the writes made through this object.
+[`VectorIndexMemory.version`][] counts the writes made through this object.
 """
 
 from __future__ import annotations
@@ -39,15 +39,15 @@ class VectorIndexMemory(StoreVerbs):
     Args:
         index: the ``VectorStoreIndex`` (over any vector store).
         **retriever_options: the options of
-            :meth:`PoolSplitRetriever.from_vector_store_index` used by every
-            :meth:`select` (``fetch_k``, ``always_k``, ``max_fetch_k``,
+            [`PoolSplitRetriever.from_vector_store_index`][] used by every
+            [`select`][] (``fetch_k``, ``always_k``, ``max_fetch_k``,
             ``token_counter``, ...). Each pool's recall grows until its
             budget is full or the index has nothing more, and
             ``selection.notes["recall"]`` says which
-            (:class:`~poolsplit_adapters.recall.FillingRecall`).
+            (`FillingRecall`).
 
-    Example::
-
+    Example:
+        ```python
         from llama_index.core import VectorStoreIndex
         from poolsplit_adapters import Pool
         from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
@@ -56,6 +56,7 @@ class VectorIndexMemory(StoreVerbs):
         memory.add([{"type": "correction", "scope": "always", "content": "Amounts in cents."}])
         memory.add([{"type": "fact", "content": "Refunds round half-even."}])
         selection = memory.select([Pool("facts", 200, 5, ("fact",))], {"message": "refund rounding"})
+        ```
     """
 
     def __init__(self, index: VectorStoreIndex, **retriever_options: Any) -> None:

@@ -17,18 +17,18 @@ Postgres (``PGVectorStore``) is searched around its filter code, which writes
 filter values into SQL text: every search of the plan runs as the store's own
 similarity query (``_build_query``: its distance, limit and query hook) with
 the plan's condition added as bound parameters
-(:func:`~poolsplit_adapters.stores.postgres.metadata_condition`), on the
+(`metadata_condition`), on the
 store's own sessions, and the always-scope fetch is one exact query on the
 same condition. Those private names are pinned by the Postgres tests.
 
-With the filter index (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`
+With the filter index (`install_filter_index`
 on the store), a pool search whose filter matches few rows (at most
-:func:`~poolsplit_adapters.stores.postgres.filter_first_bound`, counted
+`filter_first_bound`, counted
 through that index in the same statement) reads just those rows and orders
 them exactly by distance, as over LangChain's ``PGVector``; with many it is
 the store's query through the HNSW index, as without the index; a filter
 found that large skips the count on the retriever's next calls for a while
-(:class:`~poolsplit_adapters.stores.postgres.LargeFilters`).
+(`LargeFilters`).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def metadata_filters(search: Search, type_key: str = "type") -> Optional[Metadat
 
 
 class IndexRecall:
-    """A :class:`~poolsplit_adapters.recall.RecallPlan` over one index.
+    """A `RecallPlan` over one index.
 
     Args:
         index: the ``VectorStoreIndex`` to search.
@@ -87,10 +87,11 @@ class IndexRecall:
         embed_model: embeds the query; default: the index's own model (the
             one its vectors were made with).
 
-    Example::
-
+    Example:
+        ```python
         recall = IndexRecall(index, RecallPlan(pools, fetch_k=20))
         candidates = recall.retrieve(QueryBundle("deploy"), visibility=None)
+        ```
     """
 
     def __init__(
@@ -140,14 +141,14 @@ class IndexRecall:
         return query
 
     async def aembedded(self, query: QueryBundle) -> QueryBundle:
-        """Async :meth:`embedded`."""
+        """Async [`embedded`][]."""
         if self._needs_embedding(query):
             embedding = await self.embed_model.aget_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
         return query
 
     def search(self, query: QueryBundle, searches: Sequence[Search]) -> List[List[NodeWithScore]]:
-        """Each search's nodes for an :meth:`embedded` query (a pool's: most
+        """Each search's nodes for an [`embedded`][] query (a pool's: most
         similar first, each ``NodeWithScore`` with the store's score)."""
         postgres = self._postgres()
         if postgres is not None:
@@ -161,7 +162,7 @@ class IndexRecall:
         return results
 
     async def asearch(self, query: QueryBundle, searches: Sequence[Search]) -> List[List[NodeWithScore]]:
-        """:meth:`search`, the searches concurrently."""
+        """[`search`][], the searches concurrently."""
         postgres = self._postgres()
         if postgres is not None:
             checked = postgres.checked(list(searches))
@@ -207,7 +208,7 @@ class IndexRecall:
     async def aretrieve(
         self, query: QueryBundle, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
     ) -> List[NodeWithScore]:
-        """:meth:`retrieve`, the searches concurrently."""
+        """[`retrieve`][], the searches concurrently."""
         plan = self.plan_for(pools)
         searches = plan.searches(visibility)
         return plan.collect(searches, await self.asearch(await self.aembedded(query), searches))
@@ -220,20 +221,21 @@ class PGVectorStoreSearch:
     The store's own filter code pastes values into SQL text, so it is never
     given one: a pool search is the store's similarity query
     (``_build_query``, without filters) with
-    :func:`~poolsplit_adapters.stores.postgres.metadata_condition` added, run
+    `metadata_condition` added, run
     on the store's session with its index settings (``hnsw.ef_search``);
     the always-scope fetch selects by that condition alone, in node id
     order, with no similarity in it. With the filter index
-    (:func:`~poolsplit_adapters.stores.postgres.install_filter_index`; its
+    (`install_filter_index`; its
     size read in the same round trip as the HNSW settings), a pool search
     whose filter matches few rows reads them and orders them exactly
-    (:meth:`filtered` says which), and a short HNSW page is completed by an
-    exact search (:attr:`completed` lists those).
+    (`filtered` says which), and a short HNSW page is completed by an
+    exact search (`completed` lists those).
 
-    Example::
-
+    Example:
+        ```python
         search = PGVectorStoreSearch(vector_store)
         nodes = search.search(Search("always", 1000, always=True, namespaces=("o'brien",)), None)
+        ```
     """
 
     _OWN_COLUMNS = ("id", "node_id", "text", "metadata_", "distance", "poolsplit_exact")
@@ -244,7 +246,7 @@ class PGVectorStoreSearch:
         self.store = store
         self.type_key = type_key
         #: The caller's memory of filters too large to count (their count is
-        #: then skipped, see :class:`~poolsplit_adapters.stores.postgres.LargeFilters`);
+        #: then skipped, see `LargeFilters`);
         #: None: every search counts.
         self.large_filters = large_filters
         # The filter index serves the ``type`` key only (the key is fixed
@@ -272,7 +274,7 @@ class PGVectorStoreSearch:
         """``search``'s statement: the always fetch by condition alone; a
         pool search the store's own query with the condition, and, with a
         filter-first ``bound`` (the filter index is there:
-        :func:`~poolsplit_adapters.stores.postgres.pool_search_bound`), first
+        `pool_search_bound`), first
         the bounded count that picks between reading the few matching rows
         exactly and that query through the HNSW index (one of the two
         branches runs)."""
@@ -341,7 +343,7 @@ class PGVectorStoreSearch:
     def _sized(self, search: Search) -> Tuple[List[Any], bool]:
         """The transaction's settings as statements: the store's own, then
         the HNSW scan sized to the search's ``k`` with pgvector's iterative
-        scan on (:func:`~poolsplit_adapters.stores.postgres.hnsw_search_settings`);
+        scan on (`hnsw_search_settings`);
         and whether the last of them reads the filter index's size (its
         last column)."""
         statements = [sqlalchemy.text(sql).bindparams(**params) for sql, params in self._settings(search)]
@@ -383,7 +385,7 @@ class PGVectorStoreSearch:
         return self._nodes(search, self.rows(search, embedding))
 
     def rows(self, search: Search, embedding: Optional[List[float]]) -> List[Any]:
-        """:meth:`search`'s rows as the server returned them."""
+        """`search`'s rows as the server returned them."""
         self.store._initialize()
         settings, reads_index = self._sized(search)
         with self.store._session() as session:
@@ -404,11 +406,11 @@ class PGVectorStoreSearch:
         return rows
 
     async def asearch(self, search: Search, embedding: Optional[List[float]]) -> List[NodeWithScore]:
-        """:meth:`search` on the store's async engine."""
+        """`search` on the store's async engine."""
         return self._nodes(search, await self.arows(search, embedding))
 
     async def arows(self, search: Search, embedding: Optional[List[float]]) -> List[Any]:
-        """:meth:`rows` on the store's async engine."""
+        """`rows` on the store's async engine."""
         self.store._initialize()
         settings, reads_index = self._sized(search)
         async with self.store._async_session() as session:

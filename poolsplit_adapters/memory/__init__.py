@@ -1,16 +1,16 @@
 """The memory lifecycle around the selector (seeds 002 and 003), framework-neutral.
 
 Recall and promote are the selector's job; this room holds the rest of the
-loop: which turns stay in the working set (:mod:`.working_set`), what may be
-written to long-term memory (:mod:`.write_gate`), task-aware pool plans
-(:mod:`.tasks`), progressive loading and its token metrics
-(:mod:`.progressive`, :mod:`.metrics`) and the expand lookup (:mod:`.expand`);
-consolidation's building blocks: duplicates (:mod:`.duplicates`), versions
-with validity times (:mod:`.validity`), expiry (:mod:`.expiry`) and the
-optional model-driven consolidator (:mod:`.consolidate`).
+loop: which turns stay in the working set (`working_set`), what may be
+written to long-term memory (`write_gate`), task-aware pool plans
+(`tasks`), progressive loading and its token metrics
+(`progressive`, `metrics`) and the expand lookup (`expand`);
+consolidation's building blocks: duplicates (`duplicates`), versions
+with validity times (`validity`), expiry (`expiry`) and the
+optional model-driven consolidator (`consolidate`).
 
-The embedding scorer and the vector-store score rule (:mod:`.embedding`,
-:mod:`.similarity`) need numpy; their names are loaded on first use, so
+The embedding scorer and the vector-store score rule (`embedding`,
+`similarity`) need numpy; their names are loaded on first use, so
 ``import poolsplit_adapters.memory`` works without it.
 """
 

@@ -21,7 +21,7 @@ _WORD = re.compile(r"[^\W_]+")
 
 def words(text: str) -> Tuple[str, ...]:
     """The lower-cased words of ``text``, in order (invisible characters
-    removed first: :func:`~poolsplit_adapters.poolsplit.visible`)."""
+    removed first: `visible`)."""
     return tuple(_WORD.findall(visible(text).lower()))
 
 

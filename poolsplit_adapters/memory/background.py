@@ -3,36 +3,36 @@
 An agent turn writes its evicted turns and notes through the ordinary gate
 (they are durable before they leave the working set). Consolidating them
 asks the host's model a second question, and the turn must not wait for
-it, nor fail because of it. :class:`BackgroundConsolidation` runs that
+it, nor fail because of it. `BackgroundConsolidation` runs that
 question later:
 
 * **Debounced per key** (the middleware's key: thread and namespace). Each
-  :meth:`~BackgroundConsolidation.submit` adds the ids the turn wrote to the
+  `submit` adds the ids the turn wrote to the
   key's pending set and moves its deadline ``delay`` seconds on; when the
   deadline passes with no new turn, one run consolidates every pending id
   against the store *as it is then* (a burst of turns runs once, on the
   latest state). Runs of one key never overlap; ids written while a run is
   in flight wait for the next one.
-* **Async-safe.** Called from an async hook (:meth:`asubmit`), the run is an
+* **Async-safe.** Called from an async hook (`asubmit`), the run is an
   ``asyncio`` task on the running loop: the model through ``ainvoke``, the
-  store's sync verbs in a worker thread (:func:`~poolsplit_adapters.threads.off_loop`), so the loop
-  never blocks. Called from a sync hook (:meth:`submit`), it is a daemon
+  store's sync verbs in a worker thread (`off_loop`), so the loop
+  never blocks. Called from a sync hook (`submit`), it is a daemon
   thread. If the loop closes first (``asyncio.run`` returned), the task hands
   its pending ids to a thread instead of dropping them.
 * **Errors are reported, never raised into a turn**: logged on the
-  ``poolsplit_adapters.consolidation`` logger, kept in :attr:`runs` and
+  ``poolsplit_adapters.consolidation`` logger, kept in `runs` and
   passed to ``on_run``.
-* **Drain** (:meth:`drain`, :meth:`adrain`): run everything pending now and
+* **Drain** (`drain`, `adrain`): run everything pending now and
   wait, for tests and at shutdown (daemon threads do not outlive the
   process; what was pending then is not consolidated, and nothing of it is
   lost: it is stored already).
 
 What is process-local: the deadlines, the pending ids not yet run and the
-reports of finished runs, per :class:`BackgroundConsolidation` (one per
+reports of finished runs, per `BackgroundConsolidation` (one per
 middleware instance). What is not: every run re-reads the store, skips an
 entry another run (of this or another instance or process) already closed,
 and every operation is verified against the store when it commits
-(:func:`~poolsplit_adapters.stores.consolidation.apply_consolidation`), so
+(`apply_consolidation`), so
 two instances consolidating one thread at once cannot apply a change to a
 version the other closed: the later one is listed as failed, nothing is
 applied twice and nothing is lost.
@@ -72,8 +72,7 @@ class ConsolidationRun:
     """One background run: the key, the ids it consolidated, and what it did
     (``outcome``) or why it could not (``error``, "Type: message").
 
-    Example::
-
+    Example:
         >>> ConsolidationRun(("t1", "memories.u1"), ("note-1",), None, "TimeoutError: model").to_dict()["error"]
         'TimeoutError: model'
     """
@@ -112,23 +111,24 @@ class BackgroundConsolidation:
     Args:
         model: the host's model: a LangChain chat model with structured
             output, a LlamaIndex LLM, or a
-            :class:`~poolsplit_adapters.memory.consolidate.Decider`.
+            `Decider`.
         delay: seconds without a new submission before a key runs (>= 0).
         nearest: neighbours shown per candidate (>= 0).
         now: a fixed time for the operations (default: the time of each run).
-        on_run: called with each finished :class:`ConsolidationRun` (in the
+        on_run: called with each finished `ConsolidationRun` (in the
             runner's thread or task; an exception it raises is logged).
-        keep: how many finished runs :attr:`runs` keeps (and, per key,
-            how many wait to be reported by :meth:`take`); >= 1.
+        keep: how many finished runs `runs` keeps (and, per key,
+            how many wait to be reported by `take`); >= 1.
 
-    Example::
-
+    Example:
+        ```python
         background = BackgroundConsolidation(chat_model, delay=2.0)
         report = store.write(entries)
         background.submit(("thread-1", "memories.u1"), store, report.written)
         ...
         for run in background.drain():        # tests, shutdown
             print(run.to_dict())
+        ```
     """
 
     def __init__(
@@ -210,7 +210,7 @@ class BackgroundConsolidation:
                 self._wake(slot)
 
     def asubmit(self, key: Hashable, store: StoreVerbs, ids: Sequence[str]) -> None:
-        """:meth:`submit` from async code: the run is a task on the running
+        """`submit` from async code: the run is a task on the running
         loop (the model awaited, the store's verbs in a worker thread)."""
         if not ids:
             return
@@ -319,7 +319,7 @@ class BackgroundConsolidation:
             return ConsolidationRun(key, ids, None, "%s: %s" % (type(err).__name__, err))
 
     async def _arun(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
-        """:meth:`_run` on the loop: the store's sync verbs in a worker
+        """`_run` on the loop: the store's sync verbs in a worker
         thread, the model awaited (waiting for the store's lock never blocks
         the loop, and a cancelled wait leaves it free)."""
         lock = self._store_lock(store)
@@ -351,7 +351,7 @@ class BackgroundConsolidation:
             return ConsolidationRun(key, ids, None, "%s: %s" % (type(err).__name__, err))
 
     def record(self, run: ConsolidationRun) -> None:
-        """Report a finished run: logged, kept in :attr:`runs`, passed to ``on_run``."""
+        """Report a finished run: logged, kept in `runs`, passed to ``on_run``."""
         if run.error is not None:
             LOGGER.warning("consolidation of %d entries (%r) failed: %s", len(run.ids), run.key, run.error)
         elif run.outcome is not None:
@@ -398,7 +398,7 @@ class BackgroundConsolidation:
 
         Raises:
             RuntimeError: called on an event loop whose tasks hold pending
-                work (they could not run while this blocks); use :meth:`adrain`.
+                work (they could not run while this blocks); use `adrain`.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
@@ -418,7 +418,7 @@ class BackgroundConsolidation:
         return done
 
     async def adrain(self, timeout: Optional[float] = None) -> List[ConsolidationRun]:
-        """Async :meth:`drain`: awaits (the loop's own runs go on meanwhile)."""
+        """Async `drain`: awaits (the loop's own runs go on meanwhile)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
             self._flushing += 1

@@ -3,37 +3,37 @@
 "The launch is on March 3." is stored; weeks later the user says "The launch
 moved to March 17." Stored side by side, the two compete on equal terms, and
 when only one fits the budget it is as often the stale one. So when a write
-brings a statement of a **changing type** (:data:`CHANGING_TYPES`: a fact,
+brings a statement of a **changing type** (`CHANGING_TYPES`: a fact,
 an instruction, a preference) that changes an active stored one of the same
 namespace, type and session, the store links them
-(:func:`~poolsplit_adapters.memory.validity.supersede`): the older version is
+([`supersede`][]): the older version is
 closed (``superseded_by``, ``valid_until``), kept in ``history`` and for
 ``as_of`` reads, and the newer loads in its place. Never across namespaces
 or types (the duplicate finder's bucket), never an always-scope entry (a
 correction is the host's), never a repeat (the duplicate check runs first).
 
-The rule (:func:`changes`) is deterministic. A statement names a **subject**,
+The rule (`changes`) is deterministic. A statement names a **subject**,
 the content words before its first relation word (*is, are, was, has,
 moved, changed, switched, became, now, ...*, or a colon), in the clause
 that holds it and from its last determiner on ("After the reorg my team
 has 9 people." -> *team*), or the phrase a changing verb takes ("We
 changed the sprints to three weeks." -> *sprints*), without values and
 without the words that only say a change happened (*now, moved,
-actually, ...*: :data:`CHANGE_WORDS`). Two statements change one another
+actually, ...*: `CHANGE_WORDS`). Two statements change one another
 when:
 
-* their subjects are the same within :data:`SUBJECT_OVERLAP` (Jaccard), and
+* their subjects are the same within `SUBJECT_OVERLAP` (Jaccard), and
   what is said of them changes: both hold values and the values differ
   ("The launch is on March 3." / "The launch moved to March 17."); or the
   same words with another polarity or qualifier; or a value in words of at
-  most :data:`MAX_VALUE_WORDS` words sharing none of the old one's ("is nord"
+  most `MAX_VALUE_WORDS` words sharing none of the old one's ("is nord"
   / "is solarized dark"). Words added are no change ("... is db-9" / "...
   is db-9 (confirmed)"), nor another claim about the subject ("Refunds are
   rounded half-even." / "Refunds are asynchronous: the provider calls our
   webhook within 24 hours.");
 * or, without a relation word (an instruction: "Always use tabs." / "Never
   use tabs."), their content words are the same within
-  :data:`WORDING_OVERLAP` and their negations or qualifiers differ (not only
+  `WORDING_OVERLAP` and their negations or qualifiers differ (not only
   their values: "deploy 3 went fine" / "deploy 4 went fine" are two deploys).
 
 Measured by ``python benchmarks/changes.py`` on the duplicate benchmark's
@@ -45,8 +45,7 @@ versions, as before this rule; a false link would close a fact still true,
 so the thresholds favour precision. A fact entry the write path derived from
 a turn is a view: the user's words stay in the turn's own entry either way.
 
-Example::
-
+Example:
     >>> changes("The launch moved to March 17.", "The launch is on March 3.")
     True
     >>> changes("The release date is March 3.", "The launch is on March 3.")
@@ -176,7 +175,7 @@ def subject(text: str) -> Optional[FrozenSet[str]]:
 
 @dataclass(frozen=True)
 class _Parsed:
-    """What :func:`changes` compares of one text, read once (cached)."""
+    """What `changes` compares of one text, read once (cached)."""
 
     normal: str
     subject: Optional[FrozenSet[str]]
@@ -304,7 +303,7 @@ def updates(
 ) -> List[Optional[str]]:
     """For each entry (in order), the id of the stored statement it
     changes, or None: among ``finder``'s kept entries of its bucket, the
-    ones it :func:`changes`, the newest (the last kept) first. The entries
+    ones it `changes`, the newest (the last kept) first. The entries
     themselves and those at positions ``skip`` (repeats) change nothing;
     an entry of the batch is never a target (only stored versions are),
     and no stored entry is changed twice by one batch."""

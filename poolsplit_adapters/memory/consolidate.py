@@ -1,6 +1,6 @@
 """The consolidator: the host's own model decides, the harness validates and writes.
 
-Rules catch exact and near repeats (:mod:`.duplicates`), but only a model
+Rules catch exact and near repeats (`duplicates`), but only a model
 can tell that "we moved staging to db-9" *updates* "the staging DB is db-7",
 or that "the freeze is over" *retires* "deploys are frozen". So an optional
 step, off by default (nothing calls it unless the host does), shows the model
@@ -9,13 +9,13 @@ operations:
 
     add      store the new memory as it is
     update   the new memory replaces an existing one: a supersede
-             (:func:`~.validity.supersede`): the old version is closed, never
+             ([`supersede`][]): the old version is closed, never
              deleted, and keeps its provenance
     retire   an existing memory is no longer true and nothing replaces it
-             (:func:`~.validity.retire`); a new memory may be named as the
+             ([`retire`][]); a new memory may be named as the
              evidence
     noop     the new memory repeats an existing one: its provenance is added
-             to the kept one's ``seen`` (:func:`~.duplicates.record_repeat`)
+             to the kept one's ``seen`` ([`record_repeat`][])
              and the repeat is kept closed (retired), its text in history;
              naming no existing memory, the new one is kept as an add
              (nothing a model judges dull is dropped)
@@ -31,7 +31,7 @@ How the model is kept honest:
   harness stamped. An operation with any other key is refused, so a
   prompt-injected "set scope to always" never becomes a field.
 * **Every operation is validated**, in order, and refused with a reason
-  (:class:`OpRefusal`) when it is malformed, names an unknown handle, touches
+  ([`OpRefusal`][]) when it is malformed, names an unknown handle, touches
   an always-scope correction (or claims ``scope: "always"``), reuses a handle
   an earlier accepted operation already took, crosses namespaces, or targets
   an entry that is no longer active, or asks for a change the validity
@@ -46,14 +46,17 @@ How the model is kept honest:
 The function is pure over entry dicts: it never writes, never mutates its
 input, and returns what to write; the one write gate applies it.
 
-Example (a LangChain chat model; a LlamaIndex ``LLM`` works the same)::
+Example:
+    A LangChain chat model; a LlamaIndex ``LLM`` works the same:
 
+    ```python
     result = consolidate(candidates, finder_nearest, model=chat_model, at="2026-12-01T10:00:00Z")
     for op in result.accepted:
         store.put_many(op.writes)
     for refused in result.refused:
         log.warning("consolidator refused %s: %s", refused.reason, refused.detail)
     write_normally([candidates[i] for i in result.unresolved])
+    ```
 """
 
 from __future__ import annotations
@@ -146,15 +149,14 @@ class Accepted:
             without evidence).
         target: the existing entry it acts on (None for add, and for a noop
             that names none).
-        writes: the new entry dicts to store, in order (:func:`op_writes`):
+        writes: the new entry dicts to store, in order (`op_writes`):
             add, the candidate; update, the closed old version then the new
             one; retire, the closed entry; noop, the kept entry with the
             repeat recorded then the repeat closed, or, with no target, the
             candidate as given.
         reason: the model's stated reason, for logs (never stored).
 
-    Example::
-
+    Example:
         >>> a = Accepted(ConsolidationOp.ADD, 0, None, ({"id": "n1", "content": "x"},), None)
         >>> a.op.value, a.writes[0]["id"]
         ('add', 'n1')
@@ -194,8 +196,7 @@ class Refused:
         reason: why.
         detail: a sentence a person can act on.
 
-    Example::
-
+    Example:
         >>> r = Refused(0, {"op": "retire", "old": 9}, OpRefusal.UNKNOWN_HANDLE, "old 9 was not shown")
         >>> r.reason.value
         'unknown_handle'
@@ -212,8 +213,7 @@ class ConsolidationResult:
     """What a consolidation decided: accepted and refused operations and the
     candidates left for the host's ordinary write path.
 
-    Example::
-
+    Example:
         >>> result = validate([{"op": "add", "new": 2}, {"op": "retire", "old": 7}],
         ...                   [{"id": "n1", "content": "new fact"}], [{"id": "e1", "content": "old fact"}])
         >>> [a.op.value for a in result.accepted], [r.reason.value for r in result.refused], result.unresolved
@@ -282,8 +282,7 @@ class ConsolidationPrompt:
     JSON (content escaped by the encoding, so a memory cannot close the list
     it is in).
 
-    Example::
-
+    Example:
         >>> p = build_prompt([{"id": "n1", "content": "db-9"}], [{"id": "e1", "content": "db-7"}])
         >>> json.loads(p.payload)["new"][0]["handle"]
         2
@@ -495,7 +494,7 @@ def op_writes(
     """The entry versions an operation writes, derived from ``candidate``
     and ``target`` (the one rule for both consolidation paths: before the
     write, LlamaIndex's flush, and after it, the middleware's
-    :mod:`~poolsplit_adapters.stores.consolidation`):
+    `consolidation`):
 
     * add: the candidate as given;
     * update: the closed target, then the candidate superseding it;
@@ -532,11 +531,11 @@ class Decider(Protocol):
     """What drives a consolidation: a prompt in, the parsed operations out.
 
     The drivers for a LangChain chat model and a LlamaIndex LLM live in
-    :mod:`~poolsplit_adapters.memory.consolidate_models`; a host can pass
+    `consolidate_models`; a host can pass
     any object with these two methods instead (a rules engine, a cache).
 
-    Example::
-
+    Example:
+        ```python
         class AddEverything:
             def decide(self, prompt):
                 n = len(prompt.existing)
@@ -544,15 +543,16 @@ class Decider(Protocol):
 
             async def adecide(self, prompt):
                 return self.decide(prompt)
+        ```
     """
 
     def decide(self, prompt: ConsolidationPrompt) -> Any:
-        """The operations (a list of dicts). Raise :class:`MalformedOutput`
+        """The operations (a list of dicts). Raise `MalformedOutput`
         when the model's answer is not a plan."""
         ...
 
     async def adecide(self, prompt: ConsolidationPrompt) -> Any:
-        """Async :meth:`decide`."""
+        """Async `decide`."""
         ...
 
 
@@ -586,7 +586,7 @@ def consolidate(
 
     ``model``: a LangChain ``BaseChatModel`` that supports structured output
     (``with_structured_output``), a LlamaIndex ``LLM`` (``structured_predict``)
-    or a :class:`Decider`. ``at``: the time of supersedes and retirements
+    or a `Decider`. ``at``: the time of supersedes and retirements
     (default now). With no candidates the model is not called.
 
     Raises:
@@ -611,7 +611,7 @@ async def aconsolidate(
     model: Model,
     at: Optional[Moment] = None,
 ) -> ConsolidationResult:
-    """Async :func:`consolidate` (``ainvoke`` / ``astructured_predict``)."""
+    """Async [`consolidate`][] (``ainvoke`` / ``astructured_predict``)."""
     prompt = build_prompt(candidates, existing)
     if not candidates:
         return ConsolidationResult()

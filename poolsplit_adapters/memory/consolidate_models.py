@@ -1,7 +1,7 @@
 """The consolidator's drivers: a LangChain chat model or a LlamaIndex LLM.
 
-Both ask for the same structured output, :class:`ConsolidationPlan` (a list
-of :class:`PlannedOperation`), so the model sees one JSON schema whatever
+Both ask for the same structured output, `ConsolidationPlan` (a list
+of `PlannedOperation`), so the model sees one JSON schema whatever
 the framework:
 
 * LangChain: ``chat_model.with_structured_output(ConsolidationPlan,
@@ -36,8 +36,7 @@ __all__ = ["PlannedOperation", "ConsolidationPlan", "LangChainDecider", "LlamaIn
 class PlannedOperation(BaseModel):
     """One operation on the memory, by handles only.
 
-    Example::
-
+    Example:
         >>> PlannedOperation(op="update", new=3, old=1).model_dump(exclude_none=True)
         {'op': 'update', 'new': 3, 'old': 1}
     """
@@ -83,11 +82,12 @@ class LangChainDecider:
         model: a ``BaseChatModel`` whose ``with_structured_output`` works
             (it implements ``bind_tools``).
 
-    Example::
-
+    Example:
+        ```python
         from langchain_openai import ChatOpenAI
         result = consolidate(candidates, existing, model=ChatOpenAI(model="gpt-4.1-mini"))
         # or, explicitly: model=LangChainDecider(ChatOpenAI(...))
+        ```
     """
 
     def __init__(self, model: Any) -> None:
@@ -134,10 +134,11 @@ class LlamaIndexDecider:
     (``llm``: any ``llama_index.core.llms.LLM``; the memories go in as
     template *values*, so braces in their text are never read as fields).
 
-    Example::
-
+    Example:
+        ```python
         from llama_index.llms.openai import OpenAI
         result = consolidate(candidates, existing, model=LlamaIndexDecider(OpenAI(model="gpt-4.1-mini")))
+        ```
     """
 
     def __init__(self, llm: Any) -> None:
@@ -165,7 +166,7 @@ class LlamaIndexDecider:
 @contextlib.contextmanager
 def _parsing() -> Iterator[None]:
     """A structured prediction's parse failure (no JSON, or not the schema)
-    as a :class:`MalformedOutput`, reported like any malformed answer."""
+    as a `MalformedOutput`, reported like any malformed answer."""
     try:
         yield
     except (ValueError, ValidationError) as err:
@@ -174,7 +175,7 @@ def _parsing() -> Iterator[None]:
 
 def decider_for(model: Any) -> Decider:
     """The driver for ``model``: a LangChain chat model, a LlamaIndex LLM,
-    or a :class:`~poolsplit_adapters.memory.consolidate.Decider` as is.
+    or a `Decider` as is.
 
     Raises:
         TypeError: none of these.

@@ -7,22 +7,22 @@ write is first compared with what is stored, within its **namespace and
 type** (a tenant's note never merges with another tenant's, nor a fact with a
 task):
 
-* **exact**: the same normalised text (:func:`normalise_text`): invisible
+* **exact**: the same normalised text (`normalise_text`): invisible
   format characters removed, Unicode NFKC (full-width and compatibility
   forms folded), case-folded, whitespace collapsed. Every word the guards
   below compare is read from it, so a zero-width space or soft hyphen
   cannot hide a "not" or an "always".
 * **near**: the same claim in other words. Either the cosine of two
   embeddings (``embed=``: a batch function such as
-  :meth:`HashEmbedder.embed_documents
-  <poolsplit_adapters.memory.hash_embedding.HashEmbedder.embed_documents>`,
+  [`HashEmbedder.embed_documents`][poolsplit_adapters.memory.hash_embedding.HashEmbedder.embed_documents]
+  ,
   a LangChain ``Embeddings.embed_documents`` or a LlamaIndex
   ``BaseEmbedding.get_text_embedding_batch``), or, without embeddings, the
   **word overlap** of the two texts: shared content words (stopwords
   removed; CJK runs as character pairs) over the words of the *shorter*
   text, so a repeat wrapped in filler ("Note: ...", "... as of today")
   still matches the original, provided it does not add more new words than
-  it shares (:data:`JACCARD_FLOOR`).
+  it shares (`JACCARD_FLOOR`).
 
   Two guards apply to both measures, because the most similar pairs of all
   are *updates*, not repeats ("staging DB is db-7" / "staging DB is db-9"):
@@ -35,11 +35,11 @@ task):
   that say how often, how much or which way, many of them stopwords the
   overlap cannot see). A change of value, sign, unit, polarity or extent is
   never merged; it is the consolidator's to supersede. Nor is a **swap**
-  (:func:`swapped`): when each text has a content word the other lacks
+  (`swapped`): when each text has a content word the other lacks
   ("... to alice in finance" / "... to bob in finance"), it is another
   claim, however similar; a repeat may only wrap or trim the text.
 
-Thresholds (:data:`OVERLAP_THRESHOLD`, :data:`COSINE_THRESHOLD`) were chosen
+Thresholds (`OVERLAP_THRESHOLD`, `COSINE_THRESHOLD`) were chosen
 on a deterministic labelled set of paraphrased repeats against
 distinct-but-similar facts (another value, another subject, negated) and are
 measured by ``python benchmarks/duplicates.py``, which prints precision and
@@ -49,15 +49,14 @@ Only **active** entries are matched (``is_active``, default the core's): a
 fact that returns to an earlier value after that value was superseded must be
 written again, not folded into a closed version.
 
-The repeat's provenance is kept on the kept entry by :func:`record_repeat`
+The repeat's provenance is kept on the kept entry by [`record_repeat`][]
 in the ``seen`` field, a list of ``{"source": ..., "at": ...}``, oldest first
 (the kept entry's own ``source`` and ``created`` are its first sighting and
 are not repeated there). No selector, scorer or index reads ``seen``: how
 often something was said must not make it rank higher (no frequency
 feedback), and the tests pin that the kept entry's score is unchanged.
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory.duplicates import DuplicateFinder, record_repeat
     >>> finder = DuplicateFinder([{"id": "n1", "type": "note", "content": "User prefers dark mode."}])
     >>> hit = finder.find({"type": "note", "content": "Note: the user prefers dark mode"})
@@ -120,7 +119,7 @@ SEEN = "seen"
 #: the first twin subjects that differ in one word of five ("release" /
 #: "incident manager"), 0.80 merges 31 distinct pairs. Precision is preferred
 #: to recall: a missed repeat costs one slot, a false merge loses a fact.
-#: Since the swap guard (:func:`swapped`) a match by words is a containment
+#: Since the swap guard (`swapped`) a match by words is a containment
 #: (overlap 1.0), so the threshold no longer changes what merges: 0.70 to
 #: 1.00 give the same results on that set; it stays for the index's filter.
 OVERLAP_THRESHOLD = 0.9
@@ -134,7 +133,7 @@ JACCARD_FLOOR = 0.5
 #: only an exact repeat is a duplicate.
 MIN_NEAR_WORDS = 3
 #: Cosine at or above which two embeddings are near duplicates, measured with
-#: :class:`~poolsplit_adapters.memory.hash_embedding.HashEmbedder` on the same
+#: [`HashEmbedder`][poolsplit_adapters.memory.hash_embedding.HashEmbedder] on the same
 #: set: precision 0.99 at recall 0.91 (held out 0.99 / 0.90; with the swap guard 1.00 / 0.90 on both); 0.80 merged 9
 #: distinct pairs, 0.90 missed 42% of the repeats. A real sentence model
 #: places paraphrases higher and related-but-distinct facts higher too:
@@ -157,7 +156,7 @@ LINKERS = frozenset("and or but also plus except only unless instead both either
 #: Words that say how often, how much, how surely or which way a claim holds
 #: ("*always* use tabs" / "*sometimes* use tabs", "keep *two* replicas" /
 #: "keep *one* replica", "turn the cache *off*", "use the *new* API"). Many
-#: are stopwords or too short for :func:`content_words`, so overlap never
+#: are stopwords or too short for `content_words`, so overlap never
 #: sees them, and the others are one word among many that a 0.9 overlap
 #: outvotes in a long text. So the two texts must have the same set of
 #: them. English only, like the negations; a repeat that adds one for
@@ -173,7 +172,7 @@ QUALIFIERS = frozenset(
 )
 #: Unit words: a number's unit is part of its value when it is written apart
 #: ("5 ms" / "5 s", "9 am" / "9 pm", "30 days" / "30 weeks"): short units are
-#: below :data:`~poolsplit_adapters.poolsplit.MIN_WORD_LENGTH` and invisible
+#: below `MIN_WORD_LENGTH` and invisible
 #: to the overlap, long ones one word that a long text outvotes. An attached
 #: unit ("5ms", "50ms", "5%") is already part of the value token.
 UNITS = frozenset(
@@ -204,7 +203,7 @@ IsActive = Callable[[Mapping[str, Any]], bool]
 
 def normalise_text(text: str) -> str:
     """The form exact duplicates are compared in: invisible characters
-    removed (:func:`~poolsplit_adapters.poolsplit.visible`: ``"n\u200bot"``
+    removed (`visible`: ``"n\u200bot"``
     is "not"), NFKC, case-folded, whitespace collapsed and stripped."""
     return _SPACE.sub(" ", unicodedata.normalize("NFKC", visible(text)).casefold()).strip()
 
@@ -235,7 +234,7 @@ def content_words(text: str) -> FrozenSet[str]:
 
 
 def key_tokens(text: str) -> FrozenSet[str]:
-    """What two near duplicates must share exactly: the :func:`value_tokens`, the
+    """What two near duplicates must share exactly: the `value_tokens`, the
     negations, the linkers and the qualifiers."""
     return frozenset(value_tokens(text)) | _guard_words(text)
 
@@ -260,7 +259,7 @@ def value_tokens(text: str) -> Tuple[str, ...]:
     spaces (and CJK characters) that holds a digit, whole, with its sign,
     decimals, version dots, hyphens and attached unit ("-5", "+5", "1.5",
     "1.2.3", "eu-west-1", "5ms", "5%", "$5"), followed by its unit when the
-    next word is one of :data:`UNITS` ("5 ms", "9 pm"). Two texts whose
+    next word is one of `UNITS` ("5 ms", "9 pm"). Two texts whose
     values differ in any of these say different things however many words
     they share: "timeout 5" and "timeout -5", "5 ms" and "5 s"."""
     runs = [_bare(run.translate(_MINUS)) for run in _RUN.findall(normalise_text(text))]
@@ -284,8 +283,8 @@ def identifiers(text: str) -> Tuple[str, ...]:
 
 
 def _values_in_order(text: str) -> Tuple[Tuple[str, ...], FrozenSet[str]]:
-    """:func:`key_tokens` as a shelf key: the :func:`value_tokens` and the
-    :func:`identifiers`, in the order they come (once each), then the
+    """`key_tokens` as a shelf key: the `value_tokens` and the
+    `identifiers`, in the order they come (once each), then the
     negations, linkers and qualifiers as a set. Order matters for values:
     "port 80 forwards to 443" and "port 443 forwards to 80" share every word
     and mean the opposite."""
@@ -302,8 +301,8 @@ def _same_words(a: Any, b: Any) -> bool:
 
 def word_overlap(a: FrozenSet[str], b: FrozenSet[str]) -> float:
     """Shared words over the words of the smaller set, or 0.0 when the
-    Jaccard similarity is under :data:`JACCARD_FLOOR` or the smaller set has
-    fewer than :data:`MIN_NEAR_WORDS` words."""
+    Jaccard similarity is under `JACCARD_FLOOR` or the smaller set has
+    fewer than `MIN_NEAR_WORDS` words."""
     if min(len(a), len(b)) < MIN_NEAR_WORDS:
         return 0.0
     shared = len(a & b)
@@ -317,13 +316,12 @@ def shared_needed(n: int, m: int, threshold: float = OVERLAP_THRESHOLD) -> Optio
     share to be near duplicates by words at ``threshold``, or None when no
     number can: what an index may filter on without missing a repeat.
 
-    Below :data:`MIN_NEAR_WORDS` on either side only the same words match
+    Below `MIN_NEAR_WORDS` on either side only the same words match
     (``n == m``, all shared); else the smallest ``s`` that passes
-    :func:`word_overlap`'s own comparisons, the Jaccard floor and the
+    `word_overlap`'s own comparisons, the Jaccard floor and the
     threshold (both only grow easier as ``s`` grows).
 
-    Example::
-
+    Example:
         >>> shared_needed(6, 6), shared_needed(6, 3), shared_needed(2, 2), shared_needed(2, 3), shared_needed(3, 9)
         (6, 3, 2, None, None)
     """
@@ -351,8 +349,7 @@ def swapped(a: FrozenSet[str], b: FrozenSet[str]) -> bool:
     stopword or a form the stemmer folds), cosine goes from precision 0.99
     / recall 0.91 to 1.00 / 0.90.
 
-    Example::
-
+    Example:
         >>> swapped(frozenset({"send", "report", "alice"}), frozenset({"send", "report", "bob"}))
         True
         >>> swapped(frozenset({"send", "report"}), frozenset({"send", "report", "today"}))
@@ -391,8 +388,7 @@ class Duplicate:
         kind: exact or near.
         similarity: 1.0 for exact; the word overlap or cosine for near.
 
-    Example::
-
+    Example:
         >>> d = DuplicateFinder([{"id": "a", "content": "Hi"}]).find({"content": "  hi "})
         >>> d.kept["id"], d.kind.value, d.similarity
         ('a', 'exact', 1.0)
@@ -416,7 +412,7 @@ class _Indexed:
 #: note) is ever folded into, or recorded on, an always-scope correction; the
 #: ``session`` an entry belongs to (LlamaIndex's flushed chat) so that two
 #: sessions' identical lines stay two memories, each recalled by its session.
-#: A part of a split message (:mod:`~poolsplit_adapters.memory.turns`) adds its
+#: A part of a split message (`turns`) adds its
 #: exchange and position: it is a piece of one message, not a claim, so it
 #: repeats only itself (a retried write), never a sibling with the same text.
 _Bucket = Tuple[str, str, bool, str]
@@ -442,7 +438,7 @@ def bucket(entry: Mapping[str, Any]) -> _Bucket:
 
 def verbatim(entry: Mapping[str, Any]) -> bool:
     """Whether ``entry`` is a record of what was said (a side of an
-    exchange, with a ``role``: :mod:`~poolsplit_adapters.memory.turns`), which
+    exchange, with a ``role``: `turns`), which
     repeats only exactly: the same words in another order may say the
     opposite ("should the fetcher depend on the parser" / "should the
     parser depend on the fetcher"), and a message folded into its twin would
@@ -518,12 +514,12 @@ class DuplicateFinder:
         embed: a batch embedding function for near duplicates by cosine;
             None (default) compares words instead.
         threshold: the near-duplicate threshold; default
-            :data:`OVERLAP_THRESHOLD` for words, :data:`COSINE_THRESHOLD` with
+            `OVERLAP_THRESHOLD` for words, `COSINE_THRESHOLD` with
             ``embed``.
         is_active: which entries may be kept (default: the core's).
 
-    :meth:`find` only reads; :meth:`add` records an entry once it is written,
-    :meth:`discard` forgets one (deleted, superseded); :meth:`admit` finds
+    [`find`][] only reads; [`add`][] records an entry once it is written,
+    [`discard`][] forgets one (deleted, superseded); [`admit`][] finds
     and adds for a batch, so a batch that repeats itself writes its first
     copy only. The finder keeps the entries it was given (the same objects)
     and never changes them.
@@ -534,8 +530,7 @@ class DuplicateFinder:
     rarer words (a word index), never with the whole store. With ``embed`` every row of that
     shelf is compared (a cosine can be high without a shared word).
 
-    Example::
-
+    Example:
         >>> from poolsplit_adapters.memory.hash_embedding import HashEmbedder
         >>> finder = DuplicateFinder(embed=HashEmbedder().embed_documents)
         >>> [d if d is None else d.kind.value for d in finder.admit([
@@ -648,12 +643,12 @@ class DuplicateFinder:
     def kept_in(self, candidate: Mapping[str, Any]) -> AbstractSet[int]:
         """The positions of the kept entries of ``candidate``'s bucket
         (namespace, type, scope, session), a live view: what a change of one
-        of them may be compared with (:mod:`~poolsplit_adapters.memory.changes`,
-        which reads each with :meth:`kept_entry`)."""
+        of them may be compared with (`changes`,
+        which reads each with [`kept_entry`][])."""
         return self._by_bucket.get(bucket(candidate), frozenset())
 
     def kept_entry(self, seq: int) -> Mapping[str, Any]:
-        """The kept entry at position ``seq`` (one of :meth:`kept_in`'s)."""
+        """The kept entry at position ``seq`` (one of [`kept_in`][]'s)."""
         return self._rows[seq][2].entry
 
     def find(self, candidate: Mapping[str, Any]) -> Optional[Duplicate]:
@@ -688,7 +683,7 @@ class DuplicateFinder:
         """(the similarity the threshold judges, the tie-break): cosine twice,
         or word overlap then Jaccard (of two kept texts that both contain the
         candidate, the closer in length wins); (0, 0) for a swap
-        (:func:`swapped`), by either measure."""
+        (`swapped`), by either measure."""
         if swapped(a.words, b.words):
             return 0.0, 0.0
         if a.vector is not None and b.vector is not None:
@@ -744,8 +739,8 @@ class DuplicateFinder:
 def seen_rows(entry: Mapping[str, Any], index: Optional[int] = None) -> List[Dict[str, Any]]:
     """Copies of ``entry``'s ``seen`` rows (none when it has no ``seen``):
     the one rule of that field, asked on every write
-    (:func:`~poolsplit_adapters.memory.write_gate.check_write`) and by
-    :func:`record_repeat`.
+    (`check_write`) and by
+    [`record_repeat`][].
 
     Raises:
         EntryError: ``seen`` is not a list of ``{source, at}`` mappings of

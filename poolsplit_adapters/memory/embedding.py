@@ -3,14 +3,16 @@
 Word overlap misses paraphrase: "fix the rounding bug in the refunds total"
 shares one word with "The October rounding incident: float multiplication
 lost a cent". This scorer's relevance is the cosine of the query's and the
-entry's embedding vectors, and the score puts it first::
+entry's embedding vectors, and the score puts it first:
 
-    relevance = cos(query, entry)                                   (in [-1, 1])
-    score     = (max(0, relevance) + floor) * (1 + boost(entry))
+```text
+relevance = cos(query, entry)                                   (in [-1, 1])
+score     = (max(0, relevance) + floor) * (1 + boost(entry))
+```
 
 ``boost`` is priority, recency (a linear boost within a horizon, 30 days
 by default), tags and project, each bounded, in ``[0, m]``
-(:class:`~poolsplit_adapters.relevance.modifiers.Modifiers`, where the rule
+([`Modifiers`][], where the rule
 and its bound δ are stated once). Until 0.4 the score was the spec's
 partial score times ``1 + 1.5 * max(0, cos)``: relevance weighed at most
 x2.5 against a recency factor that falls to x0.3 after 90 days, so on a
@@ -29,25 +31,25 @@ Now an entry of cosine ``c`` never outranks one of cosine ``c + δ``.
 A **hybrid** mixes the two measures: ``relevance = (1 - h) * cos + h * f``
 where ``f`` is the core's lexical overlap fraction; ``lexical_weight=h``.
 For words and vectors fused properly (BM25, any language, stemming) use
-:class:`~poolsplit_adapters.relevance.RelevanceScorer` with an embedder.
+[`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer] with an embedder.
 
 **Fallback.** Without an embedder, or when the embedder raises (or returns
 something that is not a vector), the scorer ranks with the lexical
 relevance-first scorer (BM25,
-:class:`~poolsplit_adapters.relevance.RelevanceScorer` with the same
+[`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer] with the same
 modifiers; seed 003: vector search with a keyword fallback). It says so once
-per scorer in an :class:`EmbeddingFallbackWarning` and on every prepared
+per scorer in an [`EmbeddingFallbackWarning`][] and on every prepared
 call in ``prepared.fallback_reason``, for the selection report. An entry
 whose own vector cannot be computed is scored lexically too.
 
 **Cost.** Entry vectors are computed in batches and cached by content hash
-(:mod:`~poolsplit_adapters.memory.vector_cache`); the query is embedded once
-per :meth:`EmbeddingScorer.prepare` (and remembered for repeated messages),
+(`vector_cache`); the query is embedded once
+per [`EmbeddingScorer.prepare`][] (and remembered for repeated messages),
 or not at all when the caller already has its vector: a vector store embeds
-the query for its search, and :meth:`EmbeddingScorer.with_query_vector`
+the query for its search, and [`EmbeddingScorer.with_query_vector`][]
 hands that vector over instead of paying for a second embedding.
 Over a matrix of entry vectors, relevance is one matrix-vector product
-(:meth:`PreparedEmbeddingScore.relevance_of_matrix`); vectors are quantised
+(`PreparedEmbeddingScore.relevance_of_matrix`); vectors are quantised
 so that product is exact and every path ranks identically.
 
 numpy is required (the ``fast`` extra; every framework that provides
@@ -81,7 +83,7 @@ _QUERY_MEMO = 64  # distinct recent messages whose vectors are remembered
 
 
 class EmbeddingFallbackWarning(UserWarning):
-    """An :class:`EmbeddingScorer` is ranking lexically because embeddings
+    """An [`EmbeddingScorer`][] is ranking lexically because embeddings
     are unavailable or the embedder failed. Emitted once per scorer; every
     later fallback is still recorded in ``prepared.fallback_reason``."""
 
@@ -96,7 +98,7 @@ def _describe_embedder(embedder: Any) -> str:
 
 
 class _Shared:
-    """State shared by a scorer and its :meth:`with_known_relevance` views:
+    """State shared by a scorer and its [`with_known_relevance`][poolsplit_adapters.memory.embedding.EmbeddingScorer.with_known_relevance] views:
     the vector cache, the query memo, the dimension and the warn-once flag."""
 
     def __init__(self, cache: VectorCache) -> None:
@@ -114,7 +116,7 @@ class EmbeddingScorer:
     Use it wherever a scorer goes (``select(..., scorer=...)``,
     ``MemoryIndex.select(..., scorer=...)``, the adapters): it is callable as
     ``scorer(entry, context, *, now=None)`` (the spec's scorer form) and has
-    :meth:`prepare`, which the selector calls once per query.
+    [`prepare`][], which the selector calls once per query.
 
     Args:
         embedder: a LangChain ``Embeddings`` (``embed_documents`` /
@@ -124,12 +126,12 @@ class EmbeddingScorer:
             "no embeddings available" case, warned once).
         modifiers: the bounded boosts (priority, recency horizon and weight,
             tags, project) and so the bound δ; default
-            :class:`~poolsplit_adapters.relevance.modifiers.Modifiers()`.
+            [`Modifiers()`][poolsplit_adapters.relevance.Modifiers].
         floor: ``floor`` in ``(max(0, relevance) + floor) * (1 + boost)``.
         lexical_weight: ``h`` of the hybrid ``(1 - h) * cos + h * overlap``;
             0 (default) is pure embedding similarity.
-        cache: where entry vectors are kept (a :class:`VectorCache`); by
-            default an unbounded :class:`InMemoryVectorCache` of this scorer.
+        cache: where entry vectors are kept (a `VectorCache`); by
+            default an unbounded `InMemoryVectorCache` of this scorer.
         model_id: names the vector space in cache keys; by default the
             embedder's ``model_id``, else its class and ``model`` /
             ``model_name``. Give one when two differently configured
@@ -216,7 +218,7 @@ class EmbeddingScorer:
 
     @property
     def cache(self) -> VectorCache:
-        """The entry-vector cache (shared with :meth:`with_known_relevance` views)."""
+        """The entry-vector cache (shared with [`with_known_relevance`][] views)."""
         return self._shared.cache
 
     @property
@@ -352,11 +354,11 @@ class EmbeddingScorer:
         self.cache.put_many({content_key(text, model): array[row] for row, text in enumerate(texts)})
 
     def remember(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
-        """Deprecated name of :meth:`fill_cache` (``remember`` is the agent's tool)."""
+        """Deprecated name of [`fill_cache`][] (``remember`` is the agent's tool)."""
         warnings.warn("EmbeddingScorer.remember is deprecated: use fill_cache", DeprecationWarning, stacklevel=2)
         self.fill_cache(texts, vectors)
 
-    #: Row norms for :func:`~.similarity.score_matrix` (an index keeps them per row).
+    #: Row norms for `score_matrix` (an index keeps them per row).
     norms_of = staticmethod(norms_of)
 
     # -- the score ------------------------------------------------------------
@@ -403,7 +405,7 @@ class EmbeddingScorer:
     def __call__(
         self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]], *, now: Optional[datetime.datetime] = None
     ) -> float:
-        """Score one entry (the spec's scorer form). Prefer :meth:`prepare`
+        """Score one entry (the spec's scorer form). Prefer [`prepare`][]
         for many entries: it checks and digests the context once."""
         check_entry(entry)
         return self.prepare(context, now).score(entry)
@@ -412,7 +414,7 @@ class EmbeddingScorer:
         """A view of this scorer that takes the relevance of the entries
         whose ``id`` is in ``known`` from there instead of embedding them:
         a vector store already returned their similarity (converted by
-        :func:`~.similarity.relevance_from_store_score`). Shares the cache,
+        [`relevance_from_store_score`][poolsplit_adapters.memory.similarity.relevance_from_store_score]). Shares the cache,
         the query memo and the warn-once state."""
         view = object.__new__(EmbeddingScorer)
         view.__dict__.update(self.__dict__)
@@ -423,16 +425,17 @@ class EmbeddingScorer:
         """A view of this scorer that takes ``vector`` as the embedding of
         the message ``text`` instead of asking the embedder: the vector a
         vector store's search was made with (same model: see
-        :func:`~poolsplit_adapters.recall.same_vector_space`), so a call
+        `same_vector_space`), so a call
         costs one query embedding, not two. A message other than ``text`` is
         embedded as usual. Shares the cache, the query memo and the
         warn-once state.
 
-        Example::
-
+        Example:
+            ```python
             vector = embeddings.embed_query("refund rounding")
             hits = store.similarity_search_by_vector(vector, k=20)
             scorer = EmbeddingScorer(embeddings).with_query_vector("refund rounding", vector)
+            ```
         """
         view = object.__new__(EmbeddingScorer)
         view.__dict__.update(self.__dict__)
@@ -454,7 +457,7 @@ class EmbeddingScorer:
 
 
 class PreparedEmbeddingScore:
-    """One query's scorer: what :meth:`EmbeddingScorer.prepare` returns.
+    """One query's scorer: what [`EmbeddingScorer.prepare`][] returns.
 
     Attributes:
         fallback_reason: None when ranking by embeddings; else why this call
@@ -464,7 +467,7 @@ class PreparedEmbeddingScore:
         has_query: False when the context has no message: every relevance is
             then 0 and nothing is embedded.
         query_vector: the quantised query vector (None without a query or in
-            fallback), for :func:`~poolsplit_adapters.memory.similarity.score_matrix`.
+            fallback), for `score_matrix`.
 
     Example:
         >>> from poolsplit_adapters.memory.hash_embedding import HashEmbedder
@@ -596,13 +599,13 @@ class PreparedEmbeddingScore:
         return combine(relevance, self.boost(entry), self.scorer.floor)
 
     def relevances(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
-        """:meth:`relevance` of many entries, their missing vectors embedded
+        """`relevance` of many entries, their missing vectors embedded
         in batches first (one embedder call per ``batch_size`` texts)."""
         self.warm(entries)
         return [self.relevance(entry) for entry in entries]
 
     def scores(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
-        """:meth:`score` of many entries, embedding missing vectors in batches."""
+        """`score` of many entries, embedding missing vectors in batches."""
         self.warm(entries)
         return [self.score(entry) for entry in entries]
 
@@ -657,7 +660,7 @@ class PreparedEmbeddingScore:
         """Relevance of every row of a quantised entry matrix (the vectorised
         path: one matrix-vector product). ``overlap`` holds the lexical
         overlap fractions for a hybrid scorer. Bit-identical, row by row, to
-        :meth:`relevance`.
+        `relevance`.
 
         Raises:
             ValueError: the prepared call is in fallback or has no query (use

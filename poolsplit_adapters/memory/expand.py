@@ -1,9 +1,9 @@
 """Expand: an entry's full text by id, for a model that saw its summary.
 
 Progressive loading shows many entries as summaries; the marker says so
-(``layer="summary"``) and carries the id. :func:`expand` is the
+(``layer="summary"``) and carries the id. [`expand`][] is the
 framework-neutral lookup behind the agent tools in
-:mod:`~poolsplit_adapters.memory.expand_tools`.
+`expand_tools`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def find_entry(source: Source, entry_id: str) -> Mapping[str, Any]:
 
     ``source`` is a mapping of id -> entry, any object with a
     ``get(entry_id)`` method returning the entry or None (a store), or an
-    iterable of entries (a list, a :class:`~poolsplit_adapters.index.MemoryIndex`).
+    iterable of entries (a list, a [`MemoryIndex`][poolsplit_adapters.index.MemoryIndex]).
     In an iterable the first entry with that id wins, as in input order.
 
     Raises:
@@ -60,9 +60,10 @@ def find_entry(source: Source, entry_id: str) -> Mapping[str, Any]:
 def expand(source: Source, entry_id: str) -> str:
     """The full text (``content``) of the entry with id ``entry_id``.
 
-    Example::
-
+    Example:
+        ```python
         expand(entries, "ep-007")   # the episode's whole text, not its summary
+        ```
 
     Raises:
         UnknownEntryError: no entry has that id (the message says so).

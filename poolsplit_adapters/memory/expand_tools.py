@@ -2,12 +2,12 @@
 
 A model that sees ``<memory id="ep-7" layer="summary">`` knows there is more;
 this tool is how it asks. Both wrappers call
-:func:`~poolsplit_adapters.memory.expand.expand` and nothing else. The
+[`expand`][] and nothing else. The
 frameworks are imported when a tool is built, so importing this module pulls
 in neither.
 
 The tool answers from the ``source`` it was built with (entries, a mapping of
-id -> entry, a :class:`~poolsplit_adapters.index.MemoryIndex` or a store with
+id -> entry, a [`MemoryIndex`][poolsplit_adapters.index.MemoryIndex] or a store with
 ``get(id)``): give it the memory the agent may read, and no more.
 """
 
@@ -40,10 +40,11 @@ def langchain_expand_tool(
     ``ToolMessage`` with ``status="error"``), not as an exception that ends
     the agent run: the model can correct the id.
 
-    Example::
-
+    Example:
+        ```python
         tool = langchain_expand_tool(entries)
         tool.invoke({"entry_id": "ep-007"})
+        ```
     """
     from langchain_core.tools import StructuredTool, ToolException
 
@@ -61,12 +62,13 @@ def llama_index_expand_tool(
 ) -> FunctionTool:
     """A LlamaIndex ``FunctionTool`` ``expand_memory(entry_id) -> full text``.
 
-    An unknown id raises :class:`~poolsplit_adapters.memory.expand.UnknownEntryError`,
+    An unknown id raises [`UnknownEntryError`][],
     which LlamaIndex agents turn into an error tool output the model reads.
 
-    Example::
-
+    Example:
+        ```python
         agent = FunctionAgent(tools=[llama_index_expand_tool(entries)], llm=llm)
+        ```
     """
     from llama_index.core.tools import FunctionTool
 

@@ -15,16 +15,18 @@ From that instant on (inclusive) the entry is expired. An entry without
 Times are compared in UTC: an aware value (``Z`` or ``+02:00``) is converted
 to UTC, a naive one is taken as UTC already (the entries' convention). A
 malformed ``expires`` (not a string, or not ISO-8601) raises
-:class:`~poolsplit_adapters.poolsplit.EntryError` naming the entry and the
+[`EntryError`][] naming the entry and the
 field: guessing would either keep a memory that was meant to go, or hide one
 that was meant to stay, and neither would show in any report.
 
 The selector's ``select`` takes an ``is_active`` predicate, so a host can
-drop expired entries with the plain core::
+drop expired entries with the plain core:
 
-    select(entries, pools, context, is_active=active_at(now))
+```python
+select(entries, pools, context, is_active=active_at(now))
+```
 
-:func:`active_at` composes with the core's ``default_is_active`` (status and
+[`active_at`][] composes with the core's ``default_is_active`` (status and
 ``superseded_by``), so nothing the default excludes comes back. The core itself
 drops an entry expired at the call's ``now`` and reports it ``expired``
 (``Reason.EXPIRED``) on every path (the index holds an ``expires`` column);
@@ -32,8 +34,7 @@ the stores and adapters also name those ids in ``selection.notes["expired"]``
 (sorted). Stores delete expired entries with ``sweep_expired()``
 (``poolsplit sweep``).
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory.expiry import is_expired
     >>> freeze = {"id": "f1", "content": "Deploy freeze on staging", "expires": "2026-12-05T18:00:00Z"}
     >>> is_expired(freeze, "2026-12-05T17:59:59Z"), is_expired(freeze, "2026-12-05T18:00:00Z")
@@ -102,7 +103,7 @@ def moment_of(value: Optional[Moment], what: str = "now") -> datetime.datetime:
 
 #: The one parser of every time field the lifecycle adds (``expires``,
 #: ``valid_from``, ``valid_until``, ``seen[].at``): the core's, which raises
-#: :class:`~poolsplit_adapters.poolsplit.EntryError` for a value that is not
+#: [`EntryError`][] for a value that is not
 #: an ISO-8601 string, naming the entry and the field.
 entry_time = core_entry_time
 
@@ -145,8 +146,7 @@ def active_at(now: Optional[Moment] = None, *, base: IsActive = default_is_activ
     ``now``, fixed once (default: the time of this call), so every entry of a
     selection is judged against the same instant.
 
-    Example::
-
+    Example:
         >>> from poolsplit_adapters import Pool, select
         >>> entries = [{"id": "a", "content": "old freeze", "expires": "2026-01-01"},
         ...            {"id": "b", "content": "standing note"}]
@@ -164,7 +164,7 @@ def active_at(now: Optional[Moment] = None, *, base: IsActive = default_is_activ
 
 def note_expired(selection: Selection, expired: Optional[Collection[str]] = None) -> Selection:
     """Record in ``selection.notes["expired"]`` the ids of the entries the
-    selection reported :attr:`~poolsplit_adapters.poolsplit.Reason.EXPIRED`
+    selection reported `EXPIRED`
     (sorted; nothing when there are none). ``expired`` (ids) is only a hint
     that spares reading the rows when nothing can have expired."""
     if expired is not None and not expired:

@@ -7,7 +7,7 @@ test of *ranking by similarity* cannot be written with either. This one
 needs no model and no network and still places related texts close:
 
 * each **significant word** is one feature: the words of
-  :func:`poolsplit_adapters.relevance.words.words` (NFKC, casefolded,
+  `poolsplit_adapters.relevance.words.words` (NFKC, casefolded,
   letters of any script, CJK runs as character bigrams), ASCII ones of 3+
   characters and not in the core's ``STOPWORDS``. On ASCII text these are
   exactly the core's significant words; until 0.4 only those counted, so a

@@ -33,10 +33,11 @@ class TokenMetrics:
         summary_entries, timeline_entries, full_entries: how many entries
             loaded at each layer.
 
-    Example::
-
+    Example:
+        ```python
         metrics = token_metrics(selection.chosen)
         metrics.total_tokens, metrics.savings_percent   # (412, 37.5)
+        ```
     """
 
     summary_tokens: int = 0
@@ -58,7 +59,7 @@ class TokenMetrics:
 
     @property
     def savings_percent(self) -> float:
-        """Share of :attr:`baseline_tokens` not spent, in percent (0.0 when
+        """Share of `baseline_tokens` not spent, in percent (0.0 when
         nothing loaded)."""
         if not self.baseline_tokens:
             return 0.0

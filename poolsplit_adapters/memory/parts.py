@@ -16,8 +16,7 @@ space, and, only for a run with no boundary at all (a long URL, a hash), at
 the limit itself. Parts are packed greedily: each takes as many whole pieces
 as fit.
 
-Example::
-
+Example:
     >>> split_text("One. Two. Three.", 10)
     ['One. Two.', 'Three.']
     >>> split_text("short", 100)

@@ -14,34 +14,34 @@ is filled in layers:
 2. **Timeline (layer 2, "timeline").** The recent history of the best-ranked
    entry's topic: the most recent other entries that share one of its
    ``tags`` and have a summary. The layer holds at most
-   :data:`TIMELINE_SHARE` of the pool's entries, and the same share of its
+   `TIMELINE_SHARE` of the pool's entries, and the same share of its
    tokens is held back from step 1 to make room for it; whatever the
    timeline does not use goes back to breadth (step 1 resumes in rank
    order). With no tags, or no such entry, there is no timeline and nothing
    is held back.
 3. **Depth (layer 3, "full").** Only when the context is not yet
-   sufficient (:func:`needs_full_text`): loaded summaries are upgraded to
+   sufficient (`needs_full_text`): loaded summaries are upgraded to
    full content in rank order while the extra tokens fit; an upgrade that
    does not fit is skipped (the entry keeps its summary: nothing is dropped
    for being long) and the scan goes on.
 
 "Sufficient context" is seed 003's rule, decided once for the whole
 selection (not per pool): three or more loaded entries are enough, unless
-the query asks for detail (:func:`wants_detail`). A pool of two skills is
+the query asks for detail ([`wants_detail`][]). A pool of two skills is
 not "insufficient" while ten other entries loaded beside it.
 
 Always-scope entries are outside all of this: they load in full, first, as
 in plain selection (a summarised correction could lose the instruction).
 Which layer loaded is rendered into the marker (``layer="summary"``) so the
-model knows there is more, and :func:`~poolsplit_adapters.memory.expand.expand`
+model knows there is more, and [`expand`][poolsplit_adapters.memory.expand.expand]
 (an agent tool) fetches the full text by id.
 
-The fill (:func:`progressive_fill`) is pure. :class:`ProgressiveLayers` is
-the core's :class:`~poolsplit_adapters.poolsplit.Layering`: the core's fill
+The fill ([`progressive_fill`][]) is pure. [`ProgressiveLayers`][] is
+the core's `Layering`: the core's fill
 asks it for each pool's picks (breadth and timeline), then lets it settle
 (depth, once sufficiency is known for the whole selection).
-:func:`progressive_select` runs the whole selection on the core's public
-:func:`~poolsplit_adapters.poolsplit.select`.
+[`progressive_select`][] runs the whole selection on the core's public
+[`select`][poolsplit_adapters.poolsplit.select].
 """
 
 from __future__ import annotations
@@ -222,7 +222,7 @@ def candidate(
     full_cost: int,
     token_counter: Callable[[str], int] = default_token_counter,
 ) -> Candidate:
-    """Build a :class:`Candidate`, measuring the summary with ``token_counter``.
+    """Build a `Candidate`, measuring the summary with ``token_counter``.
 
     Raises:
         EntryError: a malformed ``summary``, or a counter that returns a
@@ -267,7 +267,7 @@ def progressive_fill(
     order (best first), always-scope entries excluded. The steps (module
     docstring): breadth with each entry's cheapest layer, the timeline of the
     top entry's topic within ``timeline_share`` of the pool, breadth resumed,
-    then, when ``deepen`` (:func:`needs_full_text` for the whole selection),
+    then, when ``deepen`` (`needs_full_text` for the whole selection),
     upgrades to full text in rank order while they fit.
 
     Guarantees: the picks' costs add up to at most ``pool.max_tokens``; at
@@ -334,20 +334,21 @@ def progressive_fill(
 
 
 class ProgressiveLayers(Layering):
-    """Progressive loading as the core's :class:`~poolsplit_adapters.poolsplit.Layering`:
+    """Progressive loading as the core's `Layering`:
     give it to ``select(..., layering=...)`` (or ``MemoryIndex.select``).
 
     Args:
         token_counter: measures summaries (use the one that measures content).
-        detail: whether the query asks for detail (see :func:`wants_detail`).
+        detail: whether the query asks for detail (see [`wants_detail`][]).
         sufficient: seed 003's "enough items" count.
         timeline_share: the share of a pool held for the timeline layer.
 
-    Example::
-
+    Example:
+        ```python
         layers = ProgressiveLayers(detail=wants_detail("retry policy"))
         sel = select(entries, pools, {"message": "retry policy"}, layering=layers)
         [(c.entry["id"], c.layer) for c in sel.chosen]
+        ```
     """
 
     def __init__(
@@ -396,32 +397,34 @@ class ProgressiveLayers(Layering):
 
 def progressive_notes(metrics: TokenMetrics, *, detail: bool, deepened: bool) -> Dict[str, Any]:
     """What a progressive call records in ``Selection.notes``: ``metrics``
-    (tokens per layer, savings; :meth:`TokenMetrics.to_dict`), ``detail``
+    (tokens per layer, savings; [`TokenMetrics.to_dict`][]), ``detail``
     and ``deepened``. One home for their keys and form, shared by
-    :class:`ProgressiveSelection` and the adapters' settings, so both report
+    `ProgressiveSelection` and the adapters' settings, so both report
     a progressive call the same way.
 
-    Example::
-
+    Example:
+        ```python
         selection.notes.update(progressive_notes(token_metrics(selection.chosen), detail=False, deepened=True))
+        ```
     """
     return {"metrics": metrics.to_dict(), "detail": detail, "deepened": deepened}
 
 
 class ProgressiveSelection(CountedSelection):
-    """A :class:`~poolsplit_adapters.poolsplit.Selection` with the token
+    """A [`Selection`][] with the token
     metrics and the sufficiency decision (also in ``notes``).
 
     Attributes:
         metrics: tokens per layer and savings against all in full.
         detail: whether the query asked for detail.
-        deepened: whether the depth layer ran (:func:`needs_full_text`).
+        deepened: whether the depth layer ran (`needs_full_text`).
 
-    Example::
-
+    Example:
+        ```python
         picked = progressive_select(entries, pools, {"message": "retry policy"}, now=NOW)
         [(c.entry["id"], c.layer) for c in picked.chosen]
         print(picked.metrics)   # tokens 212 (summary 120, timeline 30, full 62); ...
+        ```
     """
 
     __slots__ = ("metrics", "detail", "deepened")
@@ -444,13 +447,14 @@ class ProgressiveSelection(CountedSelection):
 
 
 class SelectOptions(TypedDict, total=False):
-    """The core's :func:`~poolsplit_adapters.poolsplit.select` keywords that
-    :func:`progressive_select` passes through unchanged (see ``select`` for
+    """The core's [`select`][poolsplit_adapters.poolsplit.select] keywords that
+    [`progressive_select`][] passes through unchanged (see ``select`` for
     each one's meaning).
 
-    Example::
-
+    Example:
+        ```python
         progressive_select(entries, pools, context, now=NOW, visibility=Visibility(namespace="acme"))
+        ```
     """
 
     scorer: Callable[..., float]
@@ -470,12 +474,12 @@ def progressive_select(
     timeline_share: float = TIMELINE_SHARE,
     **options: Unpack[SelectOptions],
 ) -> ProgressiveSelection:
-    """:func:`~poolsplit_adapters.poolsplit.select` with progressive loading
-    (:class:`ProgressiveLayers`): admission, scoring, rank order, the always
+    """[`select`][poolsplit_adapters.poolsplit.select] with progressive loading
+    ([`ProgressiveLayers`][]): admission, scoring, rank order, the always
     tier, thresholds and drop reasons are the core's; only the fill differs.
-    ``options`` are ``select``'s (:class:`SelectOptions`); the layers cost
+    ``options`` are ``select``'s ([`SelectOptions`][]); the layers cost
     summaries with the same ``token_counter``. ``detail`` defaults to
-    :func:`wants_detail` of ``context["message"]``. On entries without a
+    [`wants_detail`][] of ``context["message"]``. On entries without a
     ``summary`` the result equals ``select``'s."""
     unknown = sorted(set(options) - set(SelectOptions.__annotations__))
     if unknown:

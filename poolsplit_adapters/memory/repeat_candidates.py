@@ -1,10 +1,10 @@
 """Which stored entries a write could repeat, found without reading the store.
 
-The duplicate check (:class:`~poolsplit_adapters.memory.duplicates.DuplicateFinder`)
+The duplicate check ([`DuplicateFinder`][])
 compares a write with the stored entries of its namespace and type. Built
 afresh for each write from every such entry, it costs what the namespace
 costs (12 s of a 12.4 s write at 100k memories on ``PostgresStore``), though
-only a handful of entries can ever match. :class:`RepeatCandidates` is kept
+only a handful of entries can ever match. `RepeatCandidates` is kept
 beside an index that already follows the store (the agent middleware's
 prepared recall) and names, for a new entry, a **superset** of the stored
 entries the word rule could match; a finder over just those (in the store's
@@ -17,7 +17,7 @@ Exact, not approximate: nothing outside the set can match, because
   same bucket, values, identifiers, negations, linkers and qualifiers: the
   finder compares nothing else), and two texts of ``n`` and ``m`` content
   words match only when they share at least
-  :func:`~poolsplit_adapters.memory.duplicates.shared_needed` ``(n, m)`` of
+  `shared_needed` ``(n, m)`` of
   them (the word rule's own comparisons: the Jaccard floor, the threshold,
   and below ``MIN_NEAR_WORDS`` words the same words only). Order every
   text's words by one fixed order; the first word two texts share has at
@@ -41,8 +41,7 @@ finder decides it at write time) and entries whose content is not a string
 (the finder refuses them, as a full scan would). Cosine near duplicates
 (``embed=``) are not covered: a cosine can be high without a shared word.
 
-Example::
-
+Example:
     >>> c = RepeatCandidates()
     >>> c.put("n1", {"type": "note", "content": "User prefers dark mode in the editor"})
     >>> c.put("n2", {"type": "note", "content": "The deploy runs on Fridays"})
@@ -73,13 +72,12 @@ class RepeatCandidates:
         entries: ``(key, entry)`` pairs to start from; their words fix the
             order prefixes are taken in.
         threshold: the finder's word-overlap threshold (default
-            :data:`~poolsplit_adapters.memory.duplicates.OVERLAP_THRESHOLD`).
+            `OVERLAP_THRESHOLD`).
 
     ``put`` / ``drop`` keep it in step with the store (a rewrite is a
     ``drop`` then a ``put``); ``candidates`` only reads.
 
-    Example::
-
+    Example:
         >>> c = RepeatCandidates([("a", {"content": "Deploys go through the release checklist"})])
         >>> c.candidates({"content": "deploys go through the release checklist!"})
         {'a'}

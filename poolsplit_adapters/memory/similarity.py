@@ -18,8 +18,8 @@ float64 division, the same on every path. The price is a cosine within about
 ``benchmarks/eval``), far below anything that matters for ranking memories;
 the speed is that of a float32 product.
 
-A vector store's score is converted by :func:`relevance_from_store_score`;
-the rule per metric is in :class:`StoreMetric`.
+A vector store's score is converted by [`relevance_from_store_score`][];
+the rule per metric is in [`StoreMetric`][].
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def quantise(vectors: Any) -> FloatArray:
 
 def norms_of(matrix: FloatArray) -> Float64Array:
     """Euclidean norms of the rows of a quantised matrix (exact squares sum,
-    then one correctly rounded square root: the same bits as :func:`cosine`
+    then one correctly rounded square root: the same bits as `cosine`
     computes for one row)."""
     squares: FloatArray = np.einsum("ij,ij->i", matrix, matrix)
     norms: Float64Array = np.sqrt(squares.astype(np.float64))
@@ -97,7 +97,7 @@ def _norm(vector: FloatArray) -> float:
 
 def cosine(query: FloatArray, vector: FloatArray) -> float:
     """Cosine of two quantised vectors, clipped to [-1, 1]; 0 when either is
-    the zero vector. Bit-identical to the same row of :func:`score_matrix`."""
+    the zero vector. Bit-identical to the same row of `score_matrix`."""
     denominator = _norm(query) * _norm(vector)
     if denominator <= 0.0:
         return 0.0
@@ -110,9 +110,9 @@ def score_matrix(query: FloatArray, matrix: FloatArray, norms: Optional[Float64A
     one matrix-vector product (plus a division per row).
 
     Args:
-        query: quantised query vector (:func:`quantise`), shape ``(d,)``.
+        query: quantised query vector (`quantise`), shape ``(d,)``.
         matrix: quantised entry vectors, shape ``(n, d)``.
-        norms: the rows' norms (:func:`norms_of`); computed when omitted, so
+        norms: the rows' norms (`norms_of`); computed when omitted, so
             an index that keeps them per row pays only the product per query.
 
     Returns:
@@ -131,7 +131,7 @@ def score_matrix(query: FloatArray, matrix: FloatArray, norms: Optional[Float64A
 
 class StoreMetric(str, Enum):
     """What a vector store's returned score measures, and so how it becomes
-    a cosine (:func:`relevance_from_store_score`).
+    a cosine ([`relevance_from_store_score`][]).
 
     The distance rules assume unit-length vectors, which is what normalised
     sentence embedders (all-MiniLM-L6-v2, OpenAI, ...) return; for vectors of
@@ -160,7 +160,7 @@ class StoreMetric(str, Enum):
 
 def relevance_from_store_score(score: float, metric: StoreMetric) -> float:
     """A vector store's score as the cosine the embedding scorer would
-    compute, clipped to [-1, 1] (see :class:`StoreMetric` for each rule).
+    compute, clipped to [-1, 1] (see [`StoreMetric`][] for each rule).
 
     Example:
         >>> relevance_from_store_score(0.25, StoreMetric.COSINE_DISTANCE)
@@ -195,7 +195,7 @@ _KNOWN_STORES: Sequence[Tuple[str, str, StoreMetric]] = (
 
 
 def metric_for(store: Any) -> StoreMetric:
-    """The :class:`StoreMetric` of a known vector store (LangChain
+    """The [`StoreMetric`][] of a known vector store (LangChain
     ``InMemoryVectorStore``, LlamaIndex ``SimpleVectorStore``, or a
     ``VectorStoreIndex`` over one).
 

@@ -9,11 +9,11 @@ it. So the write path picks these sentences out of the **user's** messages
 (never the model's, never a tool's output: a model must not be able to write
 itself standing orders) and stores each as an entry of its own type,
 ``instruction`` or ``preference``, which every default pool plan reserves
-room for (:data:`~poolsplit_adapters.memory.tasks.STANDING_TYPES`).
+room for (`STANDING_TYPES`).
 
 The rules are deterministic and few, one table per language, matched per
-sentence (:func:`sentences`), case-insensitively, after the one text
-normalisation (:func:`~poolsplit_adapters.memory.duplicates.normalise_text`):
+sentence (`sentences`), case-insensitively, after the one text
+normalisation (`normalise_text`):
 
 * an **instruction** is a sentence that *starts* with a standing imperative
   ("always", "never", "don't", "do not", "make sure to", "be sure to",
@@ -27,12 +27,11 @@ normalisation (:func:`~poolsplit_adapters.memory.duplicates.normalise_text`):
 
 An instruction marker wins over a preference marker in one sentence. The
 same tables exist for Spanish, German, French and Chinese
-(:data:`RULES`). To change them, pass your own :class:`StandingRules` to the
+(`RULES`). To change them, pass your own `StandingRules` to the
 write gate (``WriteGate(standing=...)``), or ``standing=None`` to turn the
 recognition off.
 
-Example::
-
+Example:
     >>> [(s.kind, s.text) for s in recognise("Thanks! Always include version numbers. I prefer tabs.")]
     [('instruction', 'Always include version numbers.'), ('preference', 'I prefer tabs.')]
     >>> recognise("What did I say yesterday?")
@@ -55,7 +54,7 @@ PREFERENCE = "preference"
 #: A statement of the user's about themselves or their work that holds a value
 #: or opens with the user as its subject ("The launch is on March 3.", "My
 #: team has 5 people."): stored on its own so that a later statement of the
-#: same subject supersedes it (:mod:`~poolsplit_adapters.memory.changes`).
+#: same subject supersedes it (`changes`).
 FACT = "fact"
 
 _OPENERS = r"^(?:(?:and|also|oh|ok|okay|so|but|please|pls|btw|by the way|one more thing|also,)[,:]?\s+)*"
@@ -98,10 +97,11 @@ class StandingRules:
     openers that make the user a sentence's subject (``facts``) and those
     that make it a request instead (``requests``).
 
-    Example::
-
+    Example:
+        ```python
         rules = StandingRules({"en": ((r"^always\\b",), (r"^i prefer\\b",))})
         [s.kind for s in recognise("Always lint first.", rules)]   # ['instruction']
+        ```
     """
 
     tables: Mapping[str, Tuple[Sequence[str], Sequence[str]]]
@@ -141,7 +141,7 @@ class StandingRules:
         return FACT if self._fact(sentence, text) else ""
 
     def _fact(self, sentence: str, text: str) -> bool:
-        """A statement (a subject and a relation word: :func:`~poolsplit_adapters.memory.changes.states`),
+        """A statement (a subject and a relation word: `states`),
         not a question or a request, of a statement's length, that holds a
         value (a number, in digits or words, or a name) or opens with the
         user as its subject."""

@@ -5,15 +5,15 @@ What an agent needs from memory depends on the task: while debugging, past
 incidents and what failed before matter most; while implementing, facts and
 proven procedures. One fixed pool plan serves every task the same. Here:
 
-1. :func:`detect_task_type` reads three signals from the retrieval context,
+1. [`detect_task_type`][] reads three signals from the retrieval context,
    keywords in ``goal`` (weight 2), ``action_type`` (weight 3) and ``phase``
    (weight 4, the strongest: a phase is an explicit statement of the task),
    scores the five task types and reports which signals decided. With no
    match it falls back to ``implementation``, the type most tasks end in.
-2. :func:`task_pools` turns the detected type into a pool plan: a
+2. [`task_pools`][] turns the detected type into a pool plan: a
    corrections pool first, then one pool per collection (episodic, semantic,
    skills, anti-patterns), with the totals shared out by the type's preset
-   weights (:data:`DEFAULT_PRESETS`, one table, a why for each row) so that
+   weights ([`DEFAULT_PRESETS`][], one table, a why for each row) so that
    the budgets add up exactly to the totals.
 3. **Any vocabulary.** Given the entry types the store holds
    (``entry_types``: the adapters read them from their source where it can
@@ -33,7 +33,7 @@ matches "Fix the login" but not "prefix" or "fixing"; a signal of several
 words (``"pull request"``, ``"run_test"``) matches those words in sequence,
 whatever separates them. Each distinct signal counts once per field, however
 often it occurs. Tables, weights, collections and presets are plain data:
-extend them with :func:`extend_signals` or pass your own.
+extend them with `extend_signals` or pass your own.
 """
 
 from __future__ import annotations
@@ -100,9 +100,10 @@ def _strings(value: Any, what: str) -> Tuple[str, ...]:
 class Signals:
     """The words that point to one task type, per context field.
 
-    Example::
-
+    Example:
+        ```python
         Signals(goal=("fix", "bug"), action_type=("run_test",), phase=("debugging",))
+        ```
     """
 
     goal: Tuple[str, ...] = ()
@@ -182,10 +183,11 @@ def extend_signals(base: Mapping[str, Signals], additions: Mapping[str, Signals]
     at the end (so it loses complete ties to the types before it). Neither
     argument is modified.
 
-    Example::
-
+    Example:
+        ```python
         table = extend_signals(DEFAULT_SIGNALS, {"debugging": Signals(goal=("oncall",))})
         detect_task_type({"goal": "oncall page"}, signals=table).type  # "debugging"
+        ```
     """
     table = dict(_check_table(base))
     for name, extra in _check_table(additions).items():
@@ -220,7 +222,7 @@ class MatchedSignal:
 
 @dataclass(frozen=True)
 class TaskDetection:
-    """What :func:`detect_task_type` decided, and why.
+    """What [`detect_task_type`][] decided, and why.
 
     Attributes:
         type: the detected task type.
@@ -229,12 +231,13 @@ class TaskDetection:
             order (phase, action_type, goal).
         fallback: True when nothing matched and ``type`` is the fallback.
 
-    Example::
-
+    Example:
+        ```python
         found = detect_task_type({"goal": "fix the flaky login test", "phase": "debugging"})
         found.type                 # "debugging"
         found.scores["debugging"]  # 4 (phase) + 2 ("fix") + 2 ("flaky") = 8
         [m.signal for m in found.decided_by]  # ["debugging", "fix", "flaky"]
+        ```
     """
 
     type: str
@@ -345,7 +348,7 @@ COLLECTIONS: Mapping[str, Tuple[str, ...]] = MappingProxyType(
 CORRECTION_TYPES: Tuple[str, ...] = ("correction",)
 CORRECTIONS_POOL = "corrections"
 #: The user's standing instructions and preferences
-#: (:mod:`~poolsplit_adapters.memory.standing`): a pool of their own in every
+#: (`standing`): a pool of their own in every
 #: plan, filled right after the corrections, so they load whenever the budget
 #: allows, however little the message resembles them.
 STANDING_TYPES: Tuple[str, ...] = ("instruction", "preference")
@@ -367,15 +370,16 @@ CATCH_ALL = "other"
 class Preset:
     """How one task type shares the budget out over the collections.
 
-    ``weights`` maps a collection name (or :data:`CATCH_ALL`) to a
+    ``weights`` maps a collection name (or `CATCH_ALL`) to a
     non-negative weight; a missing name weighs 0 (its pool is still in the
     plan, with no room, so its entries are reported rather than silently
     absent). Only ratios matter; the defaults sum to 100 to read as percent.
 
-    Example::
-
+    Example:
+        ```python
         Preset({"episodic": 40, "semantic": 20, "skills": 20, "anti_patterns": 10, "other": 10},
                why="incidents first")
+        ```
     """
 
     weights: Mapping[str, Union[int, float]]
@@ -450,9 +454,10 @@ def share_out(total: int, weights: Sequence[Union[int, float, Fraction]]) -> Lis
     Exact arithmetic (fractions), so the result never depends on float
     rounding. All weights 0 raises ``ValueError``.
 
-    Example::
-
+    Example:
+        ```python
         share_out(10, [1, 1, 1])  # [4, 3, 3]
+        ```
     """
     exact = [Fraction(w) for w in weights]
     whole = sum(exact, Fraction(0))
@@ -488,13 +493,13 @@ def plan_for_task(
 
     The plan, in fill order:
 
-    1. ``corrections`` (:data:`CORRECTION_TYPES`) with no contextual room:
+    1. ``corrections`` (`CORRECTION_TYPES`) with no contextual room:
        corrections are always-scope and load outside every budget, so room
        reserved for them would sit unused on every call. (A correction that
        is not always-scope is reported as cut by this pool's budget.)
-    2. ``standing`` (:data:`STANDING_TYPES`: the user's instructions and
-       preferences): :data:`STANDING_SHARE` of ``total_tokens``, and as many
-       entries as its tokens over :data:`STANDING_ENTRY_TOKENS` (at least its
+    2. ``standing`` (`STANDING_TYPES`: the user's instructions and
+       preferences): `STANDING_SHARE` of ``total_tokens``, and as many
+       entries as its tokens over `STANDING_ENTRY_TOKENS` (at least its
        share of ``total_entries``); the rest of both totals is shared out
        below. Given ``entry_types``, only when the store holds one of them.
     3. one pool per collection, named after it, admitting its entry types,
@@ -502,13 +507,13 @@ def plan_for_task(
        holds), only the collections that hold one of them.
     4. Given ``entry_types``: one pool per present type that no collection
        names (sorted; named after the type, or ``type:<name>`` when that
-       name is taken), each weighing :meth:`Preset.unnamed_weight`.
+       name is taken), each weighing `Preset.unnamed_weight`.
        Without them: the catch-all ``other`` (``types=None``, the preset's
        ``other`` weight), filled last, so it also takes what the collection
        pools' budgets cut.
 
     ``total_tokens`` is shared out (the standing pool's, then the rest over
-    the plan's weights with :func:`share_out`): the budgets add up exactly to
+    the plan's weights with `share_out`): the budgets add up exactly to
     it. So does ``total_entries``, except that the standing pool's cap may
     exceed its share (step 2). A
     store whose types all weigh 0 in the preset shares the budget equally
@@ -588,15 +593,16 @@ def task_pools(
     collections: Mapping[str, Sequence[str]] = COLLECTIONS,
     entry_types: Optional[Iterable[str]] = None,
 ) -> List[Pool]:
-    """The pool plan for the task ``context`` describes: :func:`detect_task_type`
-    then :func:`plan_for_task`.
+    """The pool plan for the task ``context`` describes: [`detect_task_type`][]
+    then `plan_for_task`.
 
-    Example::
-
+    Example:
+        ```python
         pools = task_pools({"phase": "debugging"}, total_tokens=600, total_entries=12)
         [(p.name, p.max_tokens, p.max_entries) for p in pools]
         # [('corrections', 0, 0), ('episodic', 210, 4), ('semantic', 90, 2),
         #  ('skills', 120, 3), ('anti_patterns', 120, 2), ('other', 60, 1)]
+        ```
     """
     return _detect_and_plan(context, total_tokens, total_entries, presets, signals, collections, entry_types)[0]
 
@@ -637,16 +643,17 @@ def resolve_pools(
     """The one call an adapter makes for its ``pools`` setting.
 
     ``pools="auto"`` detects the task type from ``context`` and returns its
-    plan (:func:`plan_for_task`, over ``entry_types`` when the adapter knows
-    them, and :data:`COLLECTIONS` with the host's ``collections`` merged
+    plan (`plan_for_task`, over ``entry_types`` when the adapter knows
+    them, and `COLLECTIONS` with the host's ``collections`` merged
     over it: name only the collections you change) with the detection, which the adapter puts in its selection report. Explicit
     pools come back as a list, with detection None.
 
-    Example::
-
+    Example:
+        ```python
         pools, found = resolve_pools("auto", {"message": "why does the import crash"},
                                      total_tokens=800, total_entries=16)
         found.type  # "debugging" (the message stands in for the missing goal)
+        ```
 
     Raises:
         ValueError: ``"auto"`` without both totals, totals (or

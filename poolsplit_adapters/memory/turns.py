@@ -10,15 +10,15 @@ proposals from here, so a turn is stored the same way wherever it was said:
   The user's words carry the instructions, preferences and facts, and are
   short; stored together with a long answer they would cost as much as the
   answer and compete with it for one budget.
-* **a long side is split, never refused** (:func:`~poolsplit_adapters.memory.parts.split_text`):
-  parts of at most :attr:`WriteGate.part_chars
-  <poolsplit_adapters.memory.write_gate.WriteGate.part_chars>` characters
+* **a long side is split, never refused** (`split_text`):
+  parts of at most [`WriteGate.part_chars`][]
+   characters
   on paragraph, line, sentence or word boundaries, each with the turn's
   provenance, its ``exchange``, and ``part`` / ``parts`` (1-based position
   and count). The working set lets a turn go only after every part is
   written, so a turn is never in neither place.
 * **standing instructions and preferences** the user stated
-  (:mod:`~poolsplit_adapters.memory.standing`) are entries of their own,
+  (`standing`) are entries of their own,
   ``type`` ``instruction`` or ``preference``, the sentence verbatim, with
   the user's provenance (``said_by: "user"``) and the ``exchange``: only for
   the user's side, never for the model's or a tool's.
@@ -26,10 +26,9 @@ proposals from here, so a turn is stored the same way wherever it was said:
 A side of an exchange is a record of what was said: it is stored once only
 when the very same text was stored (an exact repeat), never folded into a
 text with the same words in another order ("should A depend on B" is not
-"should B depend on A"); see :func:`~poolsplit_adapters.memory.duplicates.verbatim`.
+"should B depend on A"); see `verbatim`.
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory import WriteGate
     >>> from poolsplit_adapters.memory.turns import Provenance, Said, exchange_proposals
     >>> gate = WriteGate(part_chars=60)
@@ -100,7 +99,7 @@ class Provenance:
 
 def standing_proposals(gate: WriteGate, text: str, where: Provenance) -> List[Proposal]:
     """The instructions and preferences the user stated in ``text`` (the
-    gate's :attr:`~poolsplit_adapters.memory.write_gate.WriteGate.standing`
+    gate's [`standing`][poolsplit_adapters.memory.WriteGate.standing]
     rules; none when they are off), one proposal each."""
     if gate.standing is None:
         return []

@@ -21,14 +21,13 @@ returns new dicts and never mutates its input):
 The old version keeps every field it had, its own ``source`` and ``created``
 included: history shows who said what, and when.
 
-:func:`retire` closes an entry without a successor (``status: "retired"``,
-``valid_until``, ``closed_source``). :func:`is_valid_at` / :func:`as_of`
-answer "what was valid at time t" and :func:`valid_at` gives the same rule as
-an ``is_active`` predicate for the core's ``select``. :func:`history` returns
+[`retire`][] closes an entry without a successor (``status: "retired"``,
+``valid_until``, ``closed_source``). `is_valid_at` / [`as_of`][]
+answer "what was valid at time t" and [`valid_at`][] gives the same rule as
+an ``is_active`` predicate for the core's ``select``. [`history`][] returns
 a version chain oldest to newest with sources and times.
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory.validity import supersede, as_of, history
     >>> old = {"id": "f1", "content": "staging DB is db-7", "source": "thread:a", "created": "2026-01-01T00:00:00Z"}
     >>> new = {"id": "f2", "content": "staging DB is db-9", "source": "thread:b"}
@@ -179,7 +178,7 @@ def _check_order(entry: Mapping[str, Any], when: str) -> None:
 def valid_from(entry: Mapping[str, Any], index: Optional[int] = None) -> Optional[datetime.datetime]:
     """When ``entry`` became valid (naive UTC): ``valid_from``, else
     ``created`` read exactly as the core reads it
-    (:func:`~poolsplit_adapters.poolsplit.parse_created`: unparseable text is
+    (`parse_created`: unparseable text is
     no time, never an error), else None (undated).
 
     Raises:
@@ -225,12 +224,13 @@ def is_valid_at(entry: Mapping[str, Any], when: Moment, index: Optional[int] = N
 
 
 def valid_at(when: Moment) -> Callable[[Mapping[str, Any]], bool]:
-    """:func:`is_valid_at` as an ``is_active`` predicate for ``select``:
+    """`is_valid_at` as an ``is_active`` predicate for ``select``:
     select what was valid at ``when``.
 
-    Example::
-
+    Example:
+        ```python
         select(entries, pools, context, is_active=valid_at("2026-02-01T00:00:00Z"))
+        ```
     """
     moment = moment_of(when, "when")
 
@@ -248,7 +248,7 @@ def as_of(entries: Sequence[Mapping[str, Any]], when: Moment) -> List[Mapping[st
 
 @dataclass(frozen=True)
 class Version:
-    """One version in a :func:`history` chain.
+    """One version in a [`history`][] chain.
 
     Attributes:
         id: the version's entry id.
@@ -261,8 +261,7 @@ class Version:
         closed_source: provenance of the write that closed it, or None.
         entry: the entry itself.
 
-    Example::
-
+    Example:
         >>> v = history([{"id": "a", "content": "x", "source": "cli"}], "a")[0]
         >>> v.id, v.source, v.valid_until
         ('a', 'cli', None)

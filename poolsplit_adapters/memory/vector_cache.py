@@ -2,14 +2,14 @@
 
 Embedding is the expensive step (a model call per batch, or a paid API
 call), and an entry's vector depends only on its text and the model. The
-cache is therefore keyed by :func:`content_key` = hash of (model id, text):
+cache is therefore keyed by `content_key` = hash of (model id, text):
 an edited entry gets a new key, an unchanged one is never re-embedded, and
 vectors of two models never mix.
 
-:class:`VectorCache` is the protocol (two batch methods) that
-``EmbeddingScorer`` uses; :class:`InMemoryVectorCache` is the default. A
+`VectorCache` is the protocol (two batch methods) that
+``EmbeddingScorer`` uses; `InMemoryVectorCache` is the default. A
 durable store implements the same two methods over its own table and uses
-:func:`encode_vector` / :func:`decode_vector` for the bytes, so a restart does
+`encode_vector` / `decode_vector` for the bytes, so a restart does
 not re-embed.
 """
 
@@ -40,18 +40,18 @@ def content_key(text: str, model_id: str) -> str:
 def encode_vector(vector: FloatArray) -> bytes:
     """Bytes of a quantised vector for a durable store: little-endian int16
     (its components are integers of magnitude at most 4096, see
-    :func:`~poolsplit_adapters.memory.similarity.levels`)."""
+    `levels`)."""
     return np.asarray(vector).astype("<i2").tobytes()
 
 
 def decode_vector(data: bytes) -> FloatArray:
-    """The quantised vector :func:`encode_vector` wrote."""
+    """The quantised vector `encode_vector` wrote."""
     return np.frombuffer(data, dtype="<i2").astype(np.float32)
 
 
 class VectorCache(Protocol):
     """Where entry vectors are kept between calls (and, for a durable store,
-    between processes). Keys come from :func:`content_key`; values are
+    between processes). Keys come from `content_key`; values are
     quantised vectors (1-D float32). Both methods work on batches because a
     durable store answers a batch in one query."""
 
@@ -71,7 +71,7 @@ class InMemoryVectorCache:
     Args:
         max_items: bound on the number of vectors; None (default) keeps
             every vector, which suits a cache owned by one store: it grows
-            with the store, and the store can :meth:`discard` what it drops.
+            with the store, and the store can `discard` what it drops.
 
     Example:
         >>> import numpy as np

@@ -28,8 +28,7 @@ Rules, each stated once here:
 5. A turn holding a message without an id cannot be removed by id, so it stays
    (removing it some other way would rewrite the whole history).
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory import View, plan_demotion
     >>> views = [View("human", "m1"), View("ai", "m2"),
     ...          View("human", "m3"), View("ai", "m4"),

@@ -10,26 +10,26 @@ keep) passes one gate, which refuses:
 * ``duplicate``: the same content (case, spacing and Unicode compatibility
   forms aside), or the same claim in other words, is already stored in that
   namespace with that type, or comes twice in one batch. The store decides
-  (:meth:`StoreVerbs.write <poolsplit_adapters.stores.base.StoreVerbs.write>`,
-  through :mod:`~poolsplit_adapters.memory.duplicates`): it keeps one entry
+  ([`StoreVerbs.write`][poolsplit_adapters.stores.StoreVerbs.write],
+  through `duplicates`): it keeps one entry
   and records the repeat's source and time in that entry's ``seen``;
-  :meth:`WriteGate.repeated` marks the proposals it answered for;
+  [`WriteGate.repeated`][] marks the proposals it answered for;
 * ``always_scope``: anything claiming ``scope: "always"``. Always-scope
   entries are behavioural corrections, curated by the host, never written by
   a model;
 * ``held_elsewhere``: the store refused the entry's id because another
   collection of the same database holds it (LangChain's ``PGVector``, whose
   ids are unique per database:
-  :class:`~poolsplit_adapters.stores.IdHeldElsewhere`). The content key has
+  [`IdHeldElsewhere`][poolsplit_adapters.stores.IdHeldElsewhere]). The content key has
   no collection in it, so two collections on one namespace label saving the
   same text meet on one id; the first keeps it, the second is told.
 * ``id_taken``: the store holds another entry under the content key (a host
   wrote one there, e.g. a correction): it is not folded into it, nor
   replaced.
 
-Every write path, not only the harness's, also meets :func:`check_write`:
+Every write path, not only the harness's, also meets `check_write`:
 a store's ``add``/``supersede``/``put``, the CLI's ``add`` and ``import``,
-LlamaIndex's flushed chat. It refuses, with an :class:`EntryError` naming the
+LlamaIndex's flushed chat. It refuses, with an [`EntryError`][] naming the
 entry and field, what the selector would accept but silently misread: a
 near-miss scope (``"Always"``, ``" always"``: scope is exact, so such an
 entry would be stored as contextual and never load first), blank content,
@@ -42,8 +42,7 @@ and ``namespace``. The entry id is derived from namespace, type and
 normalised content, so a retried write lands on the same id and a duplicate
 is one key lookup away.
 
-Example::
-
+Example:
     >>> from poolsplit_adapters.memory import WriteGate
     >>> gate = WriteGate(max_chars=200)
     >>> p = gate.propose("Staging deploys need the release checklist.", type="note",
@@ -95,8 +94,8 @@ class Refusal(str, Enum):
 
 def hashed_id(type: str, parts: Sequence[str]) -> str:
     """``<type>-<24 hex of the SHA-256 of parts>``: the form of every id the
-    write path derives (the content key, :func:`WriteGate.key`; a returning
-    fact's, :func:`~poolsplit_adapters.stores.base.returned_id`)."""
+    write path derives (the content key, [`WriteGate.key`][]; a returning
+    fact's, `returned_id`)."""
     return "%s-%s" % (type, hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:24])
 
 
@@ -126,16 +125,15 @@ def check_scope(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
 
 
 def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
-    """Raise :class:`~poolsplit_adapters.EntryError` (naming the entry and
+    """Raise [`EntryError`][] (naming the entry and
     field) for what no write path may store: blank ``content``, a ``scope``
     that is ``"always"`` only up to case or spaces, a non-string ``status``,
     a ``supersedes`` or ``superseded_by`` that is not an id, a ``seen`` that
     is not a list of ``{source, at}`` strings, a ``created``, ``expires``,
-    ``valid_from`` or ``valid_until`` that does not parse as ISO-8601. The core's :func:`~poolsplit_adapters.check_entry`
+    ``valid_from`` or ``valid_until`` that does not parse as ISO-8601. The core's [`check_entry`][]
     (types) is the caller's other check; this one is about meaning.
 
-    Example::
-
+    Example:
         >>> from poolsplit_adapters import EntryError
         >>> try:
         ...     check_write({"id": "fix", "content": "Use cents.", "scope": " always"})
@@ -201,8 +199,7 @@ class GateReport:
     """What one or more passes through the gate did: ids written and
     refusals counted by reason (reported with the selection events).
 
-    Example::
-
+    Example:
         >>> gate = WriteGate(max_chars=10)
         >>> report = GateReport()
         >>> report.count([gate.propose("short", type="note", source="s", namespace="n"),
@@ -243,17 +240,17 @@ class WriteGate:
             dump would only crowd it. A turn leaving the working set is never
             refused for its length: it is split into parts instead.
         part_chars: the longest part a turn (or a flushed chat line) is split
-            into (default :data:`PART_CHARS`, 1000 characters, about 250
+            into (default `PART_CHARS`, 1000 characters, about 250
             tokens, or ``max_chars`` when smaller: a part must fit a pool's
             share of a small budget; at most ``max_chars``).
         standing: the rules that recognise standing instructions and
             preferences in the user's messages
-            (:data:`~poolsplit_adapters.memory.standing.RULES`, the default),
+            (`RULES`, the default),
             or None to store none.
 
-    Use :meth:`propose` for each candidate, then :meth:`settle` with the keys
+    Use [`propose`][] for each candidate, then [`settle`][] with the keys
     already in the store (one batched lookup) to mark duplicates; write the
-    accepted entries; count them with :class:`GateReport`.
+    accepted entries; count them with [`GateReport`][].
     """
 
     def __init__(
@@ -269,10 +266,10 @@ class WriteGate:
         if standing is not None and not isinstance(standing, StandingRules):
             raise TypeError("WriteGate standing must be StandingRules or None, got %s" % type(standing).__name__)
         self.max_chars = max_chars
-        #: The longest part a turn is split into (:mod:`~poolsplit_adapters.memory.turns`).
+        #: The longest part a turn is split into (`turns`).
         self.part_chars = part_chars
         #: The rules that recognise the user's standing instructions and
-        #: preferences (:mod:`~poolsplit_adapters.memory.standing`); None: off.
+        #: preferences (`standing`); None: off.
         self.standing = standing
 
     def __repr__(self) -> str:
@@ -281,7 +278,7 @@ class WriteGate:
     @staticmethod
     def normalise(content: str) -> str:
         """The form duplicates are compared in (the one rule,
-        :func:`~poolsplit_adapters.memory.duplicates.normalise_text`): invisible
+        `normalise_text`): invisible
         characters removed, NFKC, case-folded, spaces collapsed."""
         return normalise_text(content)
 
@@ -309,7 +306,7 @@ class WriteGate:
         the entry beyond its content. Only ``scope`` is looked at, to refuse
         always-scope claims; nothing else a model says becomes a field.
         ``owner``: the chat session the entry belongs to, if any (part of its
-        key, see :meth:`key`).
+        key, see [`key`][]).
         """
         # What was said, as every store can hold it (NUL and lone surrogates
         # replaced): a turn the gate refused for a NUL would never leave the thread.

@@ -1,16 +1,16 @@
 """The relevance-first scorer: BM25 over Unicode words (stemming, CJK),
 embeddings fused in, priority/recency/tags/project as bounded boosts.
 
-One concern per module: :mod:`.words` (text to terms), :mod:`.bm25` (an
-incrementally kept corpus and the normalised BM25), :mod:`.fusion` (words
-and vectors), :mod:`.modifiers` (the bounded boosts and the score's shape),
-:mod:`.feedback` (query expansion from the call's best matches),
-:mod:`.scorer` (the scorer the core calls), :mod:`.columns` (BM25 postings
-of a columnar store, the vectorised twin of :mod:`.bm25`, numpy on use),
-:mod:`.batch` (a batch of texts to the postings' term codes, each distinct
-word decided once: the batched twin of :mod:`.words`).
+One concern per module: `words` (text to terms), `bm25` (an
+incrementally kept corpus and the normalised BM25), `fusion` (words
+and vectors), `modifiers` (the bounded boosts and the score's shape),
+`feedback` (query expansion from the call's best matches),
+`scorer` (the scorer the core calls), `columns` (BM25 postings
+of a columnar store, the vectorised twin of `bm25`, numpy on use),
+`batch` (a batch of texts to the postings' term codes, each distinct
+word decided once: the batched twin of `words`).
 Standard library only unless an embedder is given or columns are kept;
-``snowballstemmer`` for stemming (see :mod:`.words`).
+``snowballstemmer`` for stemming (see `words`).
 """
 
 from .bm25 import WordIndex

@@ -1,36 +1,36 @@
 """A batch of texts turned into term codes, each distinct word decided once.
 
-:class:`~.columns.TermPostings` needs, for a store's texts, which term each
+[`TermPostings`][] needs, for a store's texts, which term each
 of their words counts as and in which text: codes, not strings. Analysing
-text by text (:meth:`~.words.Analyzer.terms`) costs a regular expression, a
+text by text ([`terms`][poolsplit_adapters.relevance.Analyzer.terms]) costs a regular expression, a
 language vote, a lookup per token and a tuple per text: about 20 µs a text,
 three times what the index pays to hold the entry at all. A store repeats
-the same few thousand words, so :class:`TermCoder` moves every decision it
+the same few thousand words, so `TermCoder` moves every decision it
 can from the token to the distinct word:
 
-1. **Split** the batch's ASCII texts in one pass (:func:`join_texts`):
+1. **Split** the batch's ASCII texts in one pass (`join_texts`):
    joined with a separator, folded to lower case and every byte that is not
    a letter or a digit made a space by one ``bytes.translate``, split on
-   spaces. For an ASCII text this is :func:`~.words.words` exactly (NFKC
+   spaces. For an ASCII text this is `words` exactly (NFKC
    changes no ASCII character, ``casefold`` is ``lower``, a word is a run
-   of letters and digits). :class:`~poolsplit_adapters.MemoryIndex` splits
+   of letters and digits). [`MemoryIndex`][poolsplit_adapters.index.MemoryIndex] splits
    the same way for the core's word rule, so when it builds both at once it
    hands its token ids over and the batch is split once (a
-   :class:`Vocabulary` shared by both).
+   `Vocabulary` shared by both).
 2. **Code** each token by one dict lookup (at C speed); a word seen for the
    first time records what is independent of the text: whether it is a
    lone letter (never a word), and which candidate languages list it as a
    stopword.
 3. **Vote** each text's language with numpy over its stopword tokens: the
    count per candidate language, the first of the most (and the default
-   when none), as :func:`~.words.detect_language` decides it.
+   when none), as `detect_language` decides it.
 4. **Term** of a word in a language: looked up once per (language, word) in
    the same table the per-text analysis uses (stem, or dropped as a
    stopword), then per token a gather from that table.
 
 A text that is not ASCII takes the per-text analysis: its script decides
 its language and its words need Unicode rules. Both routes give every text
-exactly its :meth:`~.words.Analyzer.terms` as a multiset, which
+exactly its [`terms`][poolsplit_adapters.relevance.Analyzer.terms] as a multiset, which
 ``tests/unit/test_twins.py`` checks on generated text.
 """
 
@@ -54,7 +54,7 @@ WORD_BYTES = bytes(byte + 32 if 65 <= byte <= 90 else byte if byte in _KEPT else
 
 
 def join_texts(texts: Sequence[str]) -> str:
-    """``texts`` joined by the spaced :data:`SEPARATOR` (a separator inside
+    """``texts`` joined by the spaced `SEPARATOR` (a separator inside
     a text made a space first), so one split of the folded join yields each
     text's runs of letters and digits with a separator token between texts:
     for an ASCII join that split is
@@ -89,7 +89,7 @@ class Codes(Dict[str, int]):
 
 
 class _Terms(Dict[str, int]):
-    """The coder's own term ids (:class:`Codes`), each term's name kept in
+    """The coder's own term ids (`Codes`), each term's name kept in
     id order (``names``) and its caller's code, -1 until a text holds it
     (``coded``)."""
 
@@ -106,7 +106,7 @@ class _Terms(Dict[str, int]):
 
 
 class _Ids(Dict[bytes, int]):
-    """A :class:`Vocabulary` of the coder's own."""
+    """A `Vocabulary` of the coder's own."""
 
     def __init__(self) -> None:
         super().__init__({SEPARATOR.encode(): 0})
@@ -168,7 +168,7 @@ class TermCoder:
 
         ``ids``: the vocabulary's ids of the tokens of ``texts`` when the
         caller has split them already (every text an ASCII string, split
-        as :func:`join_texts` says), so they are not split again."""
+        as `join_texts` says), so they are not split again."""
         import numpy as np
 
         self.analyzer._stem_ready()

@@ -4,16 +4,16 @@ Why our own BM25 and not ``bm25s``: ``bm25s`` is fast by precomputing a
 sparse matrix of scores for a *fixed* corpus; adding or removing one
 document means re-indexing all of them. A memory store grows by a few
 entries per turn and is queried between writes, so what must be cheap is
-the update: :class:`WordIndex` keeps the document frequency of every term,
+the update: [`WordIndex`][] keeps the document frequency of every term,
 the number of documents and their total length, and changes them by one
-document's terms on :meth:`~WordIndex.add` / :meth:`~WordIndex.remove`
+document's terms on [`add`][poolsplit_adapters.relevance.WordIndex.add] / [`remove`][poolsplit_adapters.relevance.WordIndex.remove]
 (O(terms of that document)). A query then reads the document frequencies
 of its few terms (O(query terms)) and each scored entry's term counts
-(cached by text in :mod:`.words`).
+(cached by text in `words`).
 
 **The score.** Okapi BM25 with ``k1 = 1.2``, ``b = 0.75`` and the
 non-negative idf ``ln(1 + (N - df + 0.5) / (df + 0.5))``; a query word is
-the set of its stem variants (:meth:`~.words.Analyzer.query_terms`), whose
+the set of its stem variants ([`query_terms`][poolsplit_adapters.relevance.Analyzer.query_terms]), whose
 term frequency in a document is the sum over the variants present and
 whose df is the largest of theirs (the form the corpus actually uses).
 
@@ -53,7 +53,7 @@ class WordIndex:
     """Document frequencies of a corpus of texts, updated per text.
 
     A text added twice counts as two documents (two entries saying the same
-    thing); :meth:`remove` takes one copy away.
+    thing); [`remove`][] takes one copy away.
 
     Args:
         analyzer: how texts become terms (shared with the scorer that reads
@@ -94,8 +94,8 @@ class WordIndex:
         self._df.update(set(terms))
 
     def add_many(self, texts: Sequence[str]) -> None:
-        """:meth:`add` each text, in one pass (the same counts as one
-        :meth:`add` after another)."""
+        """[`add`][] each text, in one pass (the same counts as one
+        [`add`][] after another)."""
         texts = list(texts)
         for text in texts:
             if not isinstance(text, str):
@@ -106,7 +106,7 @@ class WordIndex:
     def add_counted(self, texts: Sequence[str], total_length: int, frequencies: Mapping[str, int]) -> None:
         """Count ``texts`` as documents whose statistics the caller has
         counted: their total length in terms and how many of them hold each
-        term (what :class:`~.columns.TermPostings` reads from its postings)."""
+        term (what [`TermPostings`][] reads from its postings)."""
         self._copies.update(texts)
         self.documents += len(texts)
         self.total_length += total_length
@@ -151,7 +151,7 @@ class WordIndex:
 
 class Query:
     """One query's words with their idf, scoring texts (see the module
-    docstring for the formula). Built by :meth:`WordIndex.query`."""
+    docstring for the formula). Built by [`WordIndex.query`][]."""
 
     __slots__ = ("words", "weights", "ceiling", "average_length", "_owners", "_key")
 

@@ -1,14 +1,14 @@
 """BM25 over a columnar store: postings kept as entries come and go, and
 the relevance of every position in one numpy pass.
 
-:class:`~poolsplit_adapters.MemoryIndex` answers a query with columns, one
-value per position. For :class:`~.scorer.RelevanceScorer` that column is
-the normalised BM25 of :mod:`.bm25`; computing it entry by entry would be
-Python work proportional to the store on every call. :class:`TermPostings`
+[`MemoryIndex`][poolsplit_adapters.index.MemoryIndex] answers a query with columns, one
+value per position. For [`RelevanceScorer`][] that column is
+the normalised BM25 of `bm25`; computing it entry by entry would be
+Python work proportional to the store on every call. [`TermPostings`][]
 keeps, per term, the positions holding it and, for each, the code of its
 (count, length) pair (two typed arrays, appended as entries are added:
 O(terms of the new entries), no merge step), each position's length in
-terms, and a :class:`~.bm25.WordIndex` of the same texts for the document
+terms, and a [`WordIndex`][] of the same texts for the document
 frequencies. A query then reads the postings of its few terms, so the
 per-call work is O(postings of the query's terms) in numpy plus one array
 the size of the store.
@@ -21,8 +21,8 @@ share once per pair, a table that fits in cache, and every posting is one
 lookup into it and one addition: the formula's five array operations per
 posting (and a float copy of the counts) become a gather from a small table.
 
-**Twin.** :meth:`TermPostings.relevance` is the twin of
-:meth:`.bm25.Query.relevance`: the same float64 operations in the same
+**Twin.** [`TermPostings.relevance`][] is the twin of
+`bm25.Query.relevance`: the same float64 operations in the same
 order (a term the text lacks adds exactly 0.0 where the per-entry path adds
 nothing), so every position gets the per-entry value's exact bits
 (``tests/unit/test_twins.py`` compares them on generated text). The pair
@@ -49,14 +49,14 @@ __all__ = ["TermPostings"]
 
 class TermPostings:
     """Term -> (positions, counts) of a store's texts, their lengths, and
-    their :class:`~.bm25.WordIndex`; see the module docstring.
+    their [`WordIndex`][]; see the module docstring.
 
     Args:
         analyzer: how texts become terms (the scorer's).
         columns: keep the postings (numpy installed); False keeps only the
             document frequencies, for the per-entry path.
         vocabulary: the token ids to share with another reader of the same
-            texts (a :class:`~poolsplit_adapters.MemoryIndex`'s word codes).
+            texts (a [`MemoryIndex`][poolsplit_adapters.index.MemoryIndex]'s word codes).
 
     Example:
         >>> postings = TermPostings(Analyzer())
@@ -90,7 +90,7 @@ class TermPostings:
         """Count ``texts[k]`` as the document at position ``start + k``
         (positions from ``start`` are new, in order). ``ids``: the texts'
         tokens as this postings' vocabulary coded them, when the caller split
-        them already (see :meth:`~.batch.TermCoder.code`)."""
+        them already (see `code`)."""
         if not self.columns:
             self.corpus.add_many(texts)
         elif ids is not None:
@@ -197,8 +197,8 @@ class TermPostings:
 
     def relevance(self, query: Query, size: int) -> Any:
         """The normalised BM25 of every position below ``size`` for
-        ``query`` (a :meth:`~.bm25.WordIndex.query`), as float64; the twin
-        of :meth:`~.bm25.Query.relevance`."""
+        ``query`` (a [`query`][poolsplit_adapters.relevance.WordIndex.query]), as float64; the twin
+        of `relevance`."""
         import numpy as np
 
         total = np.zeros(size, dtype=np.float64)

@@ -15,7 +15,7 @@ words ("Tom") find the second. This is query expansion from the top results
     relevance = (1 - weight) * first + weight * F
 
 so the relevance stays in [0, 1] and the relevance-first bound of
-:mod:`.scorer` holds for it as it stands. Only BM25 is expanded: no second
+`scorer` holds for it as it stands. Only BM25 is expanded: no second
 query embedding (one per call, as without feedback) and the cosine half is
 the first pass's.
 
@@ -65,7 +65,7 @@ class Feedback:
             without a bound a long best match (a pasted document, a long
             turn) makes every call pay for all of its words, and the most
             common of them add the least. None: every word. Default
-            :data:`EXPANSION_TERMS`.
+            `EXPANSION_TERMS`.
 
     Example:
         >>> from poolsplit_adapters.relevance import RelevanceScorer
@@ -96,7 +96,7 @@ def best_sources(
     """The ``top`` candidates of highest ``first`` above 0, best first,
     ties by the core's ranking key (created, id, position): the same
     sources whatever the input order (the twin of the columns' choice in
-    :class:`~poolsplit_adapters.MemoryIndex`).
+    [`MemoryIndex`][poolsplit_adapters.index.MemoryIndex]).
 
     Example:
         >>> found = [{"id": "a"}, {"id": "c"}, {"id": "b"}, {"id": "d"}]
@@ -110,7 +110,7 @@ def best_sources(
 
 def expansion(corpus: Any, texts: Sequence[str], feedback: Feedback) -> Any:
     """The second query: the sources' texts joined in order, as a
-    :class:`~.bm25.Query` of ``corpus`` holding the ``feedback.terms``
+    `Query` of ``corpus`` holding the ``feedback.terms``
     rarest of their words (all with None)."""
     return corpus.query(" ".join(texts), feedback.terms)
 
@@ -124,7 +124,7 @@ SETTLE_STEP = 2.0**-40
 
 
 def settled(second: float) -> float:
-    """``second`` rounded to a multiple of :data:`SETTLE_STEP` (the columns
+    """``second`` rounded to a multiple of `SETTLE_STEP` (the columns
     apply the same float64 operations: a power of two scales exactly).
 
     Example:

@@ -4,7 +4,7 @@
 lexical weight (default 0.5), both parts on [0, 1]: the cosine of the
 entry's and the query's embeddings (a negative cosine is no evidence
 *against* an entry, so it counts as 0) and the normalised BM25 of
-:mod:`.bm25`. When the embedding is unavailable for a call or an entry the
+`bm25`. When the embedding is unavailable for a call or an entry the
 relevance is the lexical part alone (and the scorer reports the fallback).
 
 Why a weighted sum and not reciprocal-rank fusion: the core asks a scorer

@@ -1,6 +1,6 @@
 """Relevance a vector store already computed, looked up for an entry: the
-one rule of every scorer that takes it (:meth:`~poolsplit_adapters.relevance.scorer.RelevanceScorer.with_known_relevance`,
-:meth:`~poolsplit_adapters.memory.embedding.EmbeddingScorer.with_known_relevance`).
+one rule of every scorer that takes it ([`with_known_relevance`][poolsplit_adapters.relevance.RelevanceScorer.with_known_relevance],
+[`with_known_relevance`][poolsplit_adapters.memory.embedding.EmbeddingScorer.with_known_relevance]).
 
 Keys are entry ids. An id that two namespaces of one recall both hold (a
 chain of namespaces: a user's own and a shared one) is keyed by
@@ -23,8 +23,7 @@ def known_relevance(known: Mapping[Any, float], entry: Mapping[str, Any]) -> Opt
     """The relevance ``known`` holds for ``entry``, or None: under
     ``(namespace, id)`` first, then under its id.
 
-    Example::
-
+    Example:
         >>> known_relevance({("team", "n"): 0.9, "m": 0.2}, {"id": "n", "namespace": "team"})
         0.9
         >>> known_relevance({("team", "n"): 0.9}, {"id": "n", "namespace": "me"}) is None

@@ -16,11 +16,13 @@ boost in [0, its weight]:
 * **project**: ``project_weight`` for the context's project, half of it for
   an entry without project, nothing for another project.
 
-The score is then (:func:`combine`)::
+The score is then ([`combine`][]):
 
-    score = (relevance + floor) * (1 + boost),   boost in [0, m]
+```text
+score = (relevance + floor) * (1 + boost),   boost in [0, m]
+```
 
-with ``m`` = :attr:`Modifiers.bound`, the sum of the four weights (0.3 by
+with ``m`` = [`Modifiers.bound`][], the sum of the four weights (0.3 by
 default). ``floor`` (0.01) lets the modifiers order entries that match
 nothing (a query without words, an unrelated tail that still fits the
 budget) instead of leaving them to the tie-break.
@@ -101,7 +103,7 @@ class Modifiers:
         project: Optional[str],
         now: datetime.datetime,
     ) -> float:
-        """The entry's boost in [0, :attr:`bound`]; ``now`` naive UTC (as
+        """The entry's boost in [0, [`bound`][]]; ``now`` naive UTC (as
         the core's ``ScoringContext.ref``)."""
         get = entry.get
         priority = float(get("base_priority", DEFAULT_PRIORITY))
@@ -125,7 +127,7 @@ class Modifiers:
         return total
 
     def priority_columns(self, priority: Any) -> Any:
-        """The priority term of :meth:`boost_columns` (``base_priority`` as
+        """The priority term of [`boost_columns`][] (``base_priority`` as
         float64, clamped to [0, 10], weighted): the boost's one part that no
         query changes, so an index keeps it."""
         import numpy as np
@@ -135,7 +137,7 @@ class Modifiers:
         return self.priority_weight * np.minimum(np.maximum(priority, 0.0), 10.0) / 10.0
 
     def recency_columns(self, created: Any, ref: int) -> Any:
-        """The recency term of :meth:`boost_columns` from a store's
+        """The recency term of [`boost_columns`][] from a store's
         ``created`` column (int64 microseconds since a fixed epoch, negative
         when undated) and the reference moment in the same unit: float64,
         0.0 past the horizon or undated, bit-identical to the term computed
@@ -173,7 +175,7 @@ class Modifiers:
         return term
 
     def project_columns(self, project: Any) -> Any:
-        """The project term of :meth:`boost_columns` from the int8 project
+        """The project term of [`boost_columns`][] from the int8 project
         codes (0 another, 1 none, 2 the context's): one lookup each. It
         depends on the query's project only, so an index keeps it."""
         import numpy as np
@@ -193,7 +195,7 @@ class Modifiers:
         recency_term: Any = None,
         project_term: Any = None,
     ) -> Any:
-        """:meth:`boost` of many entries at once, from numpy columns (what a
+        """[`boost`][] of many entries at once, from numpy columns (what a
         vectorised index keeps), bit-identical to the per-entry one: the
         same float operations in the same order (adding 0.0 where the
         per-entry path adds nothing is exact).
@@ -211,11 +213,11 @@ class Modifiers:
             tags_distinct: float64, the entry's distinct tags (1 when none).
             project: int8, 2 for the context's project, 1 for no project,
                 0 for another; unread when ``project_term`` is given.
-            priority_term: :meth:`priority_columns` of ``priority``, when
+            priority_term: [`priority_columns`][] of ``priority``, when
                 the caller keeps it (it depends on no query).
-            recency_term: :meth:`recency_columns`, when the caller has the
+            recency_term: [`recency_columns`][], when the caller has the
                 ``created`` column (cheaper than ``days`` and ``dated``).
-            project_term: :meth:`project_columns` of ``project``, when the
+            project_term: [`project_columns`][] of ``project``, when the
                 caller keeps it (it depends on the query's project only).
         """
         import numpy as np  # the per-entry path needs no numpy
@@ -239,7 +241,7 @@ def combine(relevance: float, boost: float, floor: float = DEFAULT_FLOOR) -> flo
 
 
 def combine_columns(relevance: Any, boost: Any, floor: float = DEFAULT_FLOOR) -> Any:
-    """:func:`combine` element-wise on numpy arrays, bit-identical."""
+    """[`combine`][] element-wise on numpy arrays, bit-identical."""
     import numpy as np
 
     return (np.where(relevance > 0.0, relevance, 0.0) + floor) * (1.0 + boost)

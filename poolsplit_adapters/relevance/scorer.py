@@ -3,8 +3,8 @@
 The scorer for every path beyond the core (the core's ``default_scorer``
 stays exactly the spec's):
 
-    relevance = fuse(BM25, cosine)                 (:mod:`.fusion`, :mod:`.bm25`)
-    score     = (relevance + floor) * (1 + boost)  (:mod:`.modifiers`)
+    relevance = fuse(BM25, cosine)                 (`fusion`, `bm25`)
+    score     = (relevance + floor) * (1 + boost)  (`modifiers`)
 
 so an entry of relevance ``r`` never outranks one of relevance ``r + δ``,
 ``δ = (1 + floor) * modifiers.bound`` (0.303 with the defaults), whatever
@@ -12,14 +12,14 @@ their ages, priorities, tags and projects. ``Pool(min_relevance=t)``
 thresholds the fused relevance, in [0, 1].
 
 **Where document frequencies come from.** BM25 needs the corpus's
-statistics. A scorer with a :class:`~.bm25.WordIndex` (``corpus=``, or
-built by :meth:`RelevanceScorer.index_entries`) reads them from there: the
+statistics. A scorer with a [`WordIndex`][] (``corpus=``, or
+built by [`RelevanceScorer.index_entries`][]) reads them from there: the
 store that owns the entries keeps it in step as it grows
-(:meth:`index_entries` / :meth:`forget_entries`, O(terms of the changed
+([`index_entries`][poolsplit_adapters.relevance.RelevanceScorer.index_entries] / [`forget_entries`][poolsplit_adapters.relevance.RelevanceScorer.forget_entries], O(terms of the changed
 entries)), and a query costs O(query words) plus a cached term-count
 lookup per scored entry. Without one (a one-off ``select(entries, ...)``)
 each call counts the candidates it is asked about: the core hands each
-pool's candidates to :meth:`PreparedRelevance.warm` before ranking them, so
+pool's candidates to [`PreparedRelevance.warm`][] before ranking them, so
 a pool's entries are ranked against the statistics of the candidates seen
 so far in the call (the same input gives the same output).
 
@@ -50,23 +50,23 @@ class RelevanceScorer:
 
     Use it wherever a scorer goes: ``select(..., scorer=...)``,
     ``MemoryIndex(..., scorer=...)``, the adapters. It has
-    :meth:`prepare` (the core calls it once per query) and is callable in
+    [`prepare`][] (the core calls it once per query) and is callable in
     the spec's form ``scorer(entry, context, *, now=None)``.
 
     Args:
         embedder: a LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``,
-            an :class:`~poolsplit_adapters.memory.embedding.EmbeddingScorer`
+            an [`EmbeddingScorer`][poolsplit_adapters.memory.embedding.EmbeddingScorer]
             (its cache and vectors are shared), or None for words alone.
-        lexical_weight: ``w`` of the fusion (:func:`~.fusion.fuse`), in
+        lexical_weight: ``w`` of the fusion ([`fuse`][]), in
             [0, 1]; used only with an embedder.
         modifiers: the bounded boosts and their weights, recency horizon
-            included (:class:`~.modifiers.Modifiers`).
+            included ([`Modifiers`][]).
         floor: the ``floor`` of ``(relevance + floor) * (1 + boost)``.
         analyzer: how texts become words (languages, stemming).
         corpus: document frequencies kept by the store (see the module
             docstring); None: counted per call.
         feedback: expand the query by the call's best admitted candidates
-            (:class:`~.feedback.Feedback`, pseudo-relevance feedback); the
+            ([`Feedback`][], pseudo-relevance feedback); the
             relevance is then the expanded query's. None (the default): off.
 
     Example:
@@ -115,7 +115,7 @@ class RelevanceScorer:
         self.feedback = feedback
         self.embedding: Any = None
         #: entry id -> cosine a vector store returned, without an embedder
-        #: (:meth:`with_known_relevance`).
+        #: ([`with_known_relevance`][]).
         self.known: Mapping[KnownKey, float] = {}
         if embedder is not None:
             from ..memory.embedding import EmbeddingScorer  # numpy only when vectors are used
@@ -157,7 +157,7 @@ class RelevanceScorer:
 
     def with_corpus(self, corpus: WordIndex) -> RelevanceScorer:
         """A view ranking against ``corpus``'s statistics (a
-        :class:`~poolsplit_adapters.MemoryIndex` passes the corpus it keeps
+        [`MemoryIndex`][poolsplit_adapters.index.MemoryIndex] passes the corpus it keeps
         of its own entries); shares every setting and the embedding cache,
         and leaves this scorer's own corpus as it was.
 
@@ -177,7 +177,7 @@ class RelevanceScorer:
         """This scorer ranking against the statistics of ``entries``, every
         one of them (a view with a corpus of their contents), or itself when
         it keeps a corpus of its own. The adapters select through it, so a
-        list of documents ranks as a :class:`~poolsplit_adapters.MemoryIndex`
+        list of documents ranks as a [`MemoryIndex`][poolsplit_adapters.index.MemoryIndex]
         of the same documents does (its statistics are its whole store's),
         rather than against each pool's candidates. What is not an entry
         with a text is left for the selector to reject."""
@@ -206,7 +206,7 @@ class RelevanceScorer:
     def with_query_vector(self, text: str, vector: Sequence[float]) -> RelevanceScorer:
         """A view whose embedder takes ``vector`` as the embedding of the
         message ``text`` (the vector a store's search was made with:
-        :meth:`EmbeddingScorer.with_query_vector`), so a call embeds its
+        [`EmbeddingScorer.with_query_vector`][poolsplit_adapters.memory.embedding.EmbeddingScorer.with_query_vector]), so a call embeds its
         query once; itself without an embedder."""
         if self.embedding is None:
             return self
@@ -230,13 +230,13 @@ class RelevanceScorer:
     def __call__(
         self, entry: Mapping[str, Any], context: Optional[Mapping[str, Any]], *, now: Optional[datetime.datetime] = None
     ) -> float:
-        """Score one entry (the spec's scorer form); prefer :meth:`prepare`."""
+        """Score one entry (the spec's scorer form); prefer [`prepare`][]."""
         check_entry(entry)
         return self.prepare(context, now).score(entry)
 
 
 class PreparedRelevance:
-    """One query's scorer (what :meth:`RelevanceScorer.prepare` returns).
+    """One query's scorer (what [`RelevanceScorer.prepare`][] returns).
 
     Attributes:
         fallback_reason: None, or why the embedding part is missing for this
@@ -296,7 +296,7 @@ class PreparedRelevance:
     def admitted(self, entries: Sequence[Mapping[str, Any]]) -> None:
         """The call's admitted contextual candidates, in the call's order,
         before any ranking (the core calls it once per call): the only
-        entries whose words :class:`~.feedback.Feedback` may add to the
+        entries whose words [`Feedback`][] may add to the
         query. Without feedback it does nothing."""
         feedback = self.scorer.feedback
         if feedback is None:
@@ -353,9 +353,9 @@ class PreparedRelevance:
         return value
 
     def relevance(self, entry: Mapping[str, Any]) -> float:
-        """The relevance in [0, 1]: :meth:`first_relevance`, expanded by
+        """The relevance in [0, 1]: [`first_relevance`][], expanded by
         the call's best candidates when the scorer has feedback and the
-        call's candidates are known (:meth:`admitted`)."""
+        call's candidates are known ([`admitted`][])."""
         held = self._memo.get(id(entry))
         if held is not None and held[0] is entry:
             return held[1]  # type: ignore[no-any-return]
@@ -369,7 +369,7 @@ class PreparedRelevance:
         return value
 
     def boost(self, entry: Mapping[str, Any]) -> float:
-        """The entry's bounded boost (:meth:`Modifiers.boost`)."""
+        """The entry's bounded boost ([`Modifiers.boost`][])."""
         ctx = self.context
         return self.scorer.modifiers.boost(entry, ctx.tags, ctx.project, ctx.ref)
 
@@ -378,6 +378,6 @@ class PreparedRelevance:
         return combine(self.relevance(entry), self.boost(entry), self.scorer.floor)
 
     def scores(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
-        """:meth:`score` of many entries (warmed first)."""
+        """[`score`][] of many entries (warmed first)."""
         self.warm(entries)
         return [self.score(entry) for entry in entries]

@@ -7,7 +7,7 @@ answers "refund". This module is the rule for everything beyond the core:
 
 1. **Normalise**: invisible format characters (zero-width space, soft
    hyphen, ...) removed, as every text comparison removes them
-   (:func:`~poolsplit_adapters.poolsplit.visible`); NFKC (full-width letters and ligatures become plain ones)
+   (`visible`); NFKC (full-width letters and ligatures become plain ones)
    then ``casefold`` (``"Straße"`` matches ``"STRASSE"``); combining marks
    are then dropped, so pointed and unpointed Hebrew match.
 2. **Words**: maximal runs of letters and digits of any script (``_`` and
@@ -43,8 +43,8 @@ answers "refund". This module is the rule for everything beyond the core:
    weigh such collisions down).
 
 Without ``snowballstemmer`` installed words are not stemmed ("refund" no
-longer finds "refunds"); :data:`STEMMING` says so, and :class:`Analyzer`
-warns once (:class:`StemmingUnavailableWarning`) rather than rank silently
+longer finds "refunds"); [`STEMMING`][] says so, and [`Analyzer`][]
+warns once ([`StemmingUnavailableWarning`][]) rather than rank silently
 worse. The ``relevance`` extra (and the framework extras) install it.
 """
 
@@ -114,7 +114,7 @@ _MARKS = _Marks()
 
 
 def normalise(text: str) -> str:
-    """Invisible characters removed (:func:`~poolsplit_adapters.poolsplit.visible`),
+    """Invisible characters removed (`visible`),
     NFKC, casefold, combining marks removed (steps 1 of the module doc)."""
     folded = unicodedata.normalize("NFKC", visible(text)).casefold()
     return folded if folded.isascii() else folded.translate(_MARKS)
@@ -209,10 +209,10 @@ def detect_language(tokens: List[str], text: str, candidates: Tuple[str, ...], d
 
 
 class _WordTable(Dict[str, str]):
-    """word -> what :meth:`decide` says of it, decided once per distinct
+    """word -> what `decide` says of it, decided once per distinct
     word: a store repeats the same few thousand words, so a hit is one dict
     lookup at C speed (``map(table.__getitem__, words)``). Emptied when it
-    passes :data:`_STEMS_LIMIT` words, so a stream of distinct tokens (ids,
+    passes `_STEMS_LIMIT` words, so a stream of distinct tokens (ids,
     hashes) cannot grow it without end."""
 
     def decide(self, word: str) -> str:
@@ -341,7 +341,7 @@ class Analyzer:
         return _terms(self, text)
 
     def terms_many(self, texts: Sequence[str]) -> List[Tuple[str, ...]]:
-        """:meth:`terms` of each text (a store's batch: the settings are
+        """[`terms`][] of each text (a store's batch: the settings are
         read once)."""
         self._stem_ready()
         key = cache_key(self)
@@ -354,7 +354,7 @@ class Analyzer:
         return [variants for _word, variants in self.query_words(text)]
 
     def query_words(self, text: str) -> List[Tuple[str, FrozenSet[str]]]:
-        """:meth:`query_terms` with each word as the query wrote it
+        """[`query_terms`][] with each word as the query wrote it
         (normalised): ``(word, its stems)``, for a report of what matched."""
         self._stem_ready()
         tokens = words(text)

@@ -1,14 +1,14 @@
 """Durable long-term memory.
 
-:class:`SQLiteMemoryStore` is the embedded default (one SQLite file, several
-processes, every acknowledged write durable); :class:`MemoryStore` is the
+[`SQLiteMemoryStore`][] is the embedded default (one SQLite file, several
+processes, every acknowledged write durable); [`MemoryStore`][] is the
 protocol every store meets (``isinstance`` holds for each), and
-:class:`StoreVerbs` writes its verbs once over two primitives, so add,
-supersede and delete mean the same on every store; :class:`InProcessStore`
-holds the contract in a ``MemoryIndex`` (no file); :func:`search_all_namespaces` is the operators'
+[`StoreVerbs`][] writes its verbs once over two primitives, so add,
+supersede and delete mean the same on every store; [`InProcessStore`][]
+holds the contract in a ``MemoryIndex`` (no file); [`search_all_namespaces`][] is the operators'
 search across tenants (never used on an agent's path);
-:class:`PostgresConnection` gives each framework's Postgres store its form of
-one connection setting. The JSON Lines and TOML loaders live in :mod:`.files`.
+[`PostgresConnection`][] gives each framework's Postgres store its form of
+one connection setting. The JSON Lines and TOML loaders live in `files`.
 """
 
 from __future__ import annotations

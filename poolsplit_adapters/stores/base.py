@@ -1,39 +1,39 @@
 """The long-term store contract every durable memory backend meets.
 
-The SQLite store (:mod:`.sqlite`), the LangGraph store wrapper
+The SQLite store (`sqlite`), the LangGraph store wrapper
 (``BaseStoreMemory``), the vector-store memories and LlamaIndex's
-``PoolSplitMemoryStore`` all satisfy :class:`MemoryStore`, so a host can move
+``PoolSplitMemoryStore`` all satisfy [`MemoryStore`][], so a host can move
 from the embedded file to a server without touching its agent code, and the
 agent middleware takes any of them.
 
 The contract is written in the LangGraph ``BaseStore`` style: a store
-implements few primitives (:meth:`StoreVerbs.read` and
-:meth:`StoreVerbs.commit`, plus its own ``select`` and ``version``) and
+implements few primitives ([`StoreVerbs.read`][] and
+[`StoreVerbs.commit`][], plus its own ``select`` and ``version``) and
 inherits every verb (``add``, ``get``, ``supersede``, ``delete``,
-``entries``) from :class:`StoreVerbs`, where each rule is written once:
+``entries``) from [`StoreVerbs`][], where each rule is written once:
 
 * **add** checks each entry (the core's ``check_entry``, the write rules of
-  :func:`~poolsplit_adapters.memory.write_gate.check_write`, plain JSON),
+  `check_write`, plain JSON),
   assigns ``id`` (a new random one) and ``created`` (now, UTC) when missing,
   never mutates what the caller passed, and refuses an id that is stored
   already or repeated in the batch: nothing is written then.
-* **supersede** (the one semantics, :func:`~poolsplit_adapters.memory.validity.supersede`):
+* **supersede** (the one semantics, [`supersede`][]):
   the old entry must exist and must not be superseded already (supersede
   the newer one instead); the new entry must have an id of its own, never a
-  stored one (:meth:`Change.versions`, the one check of every new version;
+  stored one ([`Change.versions`][], the one check of every new version;
   back to a closed version's text, by a new sighting, it gets its
-  :func:`returned_id`, as a write of that text does). In one
+  `returned_id`, as a write of that text does). In one
   write, the old entry gets ``superseded_by`` (the new id), ``valid_until``
   (when the new one became valid: its ``valid_from``, else its ``created``)
   and ``closed_source`` (the new one's ``source``), and stays for audit and
-  :meth:`~StoreVerbs.history`, never loading again under the default
+  [`history`][poolsplit_adapters.stores.StoreVerbs.history], never loading again under the default
   ``is_active``; the new one records ``supersedes`` (the old id) and
   ``valid_from``.
 * An entry **added** with ``supersedes`` (a line of an imported history)
   closes the version it names as ``supersede`` would, by the same check.
 * **write** is ``add`` with its report: an entry that repeats a stored
   active one (exact or near, within namespace, type and scope; see
-  :mod:`~poolsplit_adapters.memory.duplicates`) is not stored again; the
+  `duplicates`) is not stored again; the
   kept entry's ``seen`` records the repeat's ``source`` and ``created``,
   and nothing a scorer reads changes.
 * **history** returns an entry's version chain with sources and times;
@@ -105,12 +105,13 @@ class DuplicateEntry(EntryError):
     Attributes:
         ids: every id of the batch that was already stored.
 
-    Example::
-
+    Example:
+        ```python
         try:
             store.add(entries)
         except DuplicateEntry as err:
             store.add([e for e in entries if e["id"] not in err.ids])
+        ```
     """
 
     #: What is wrong with the first such entry's id (a subclass says where it is held).
@@ -133,13 +134,13 @@ class IdHeldElsewhere(DuplicateEntry):
     primary key is the document id, and its upsert by id overwrites the
     text of a row of *another* collection (the row stays there): one
     tenant's write would silently replace another's memory. So a write
-    through :class:`~poolsplit_adapters.langchain.VectorStoreMemory` that
+    through [`VectorStoreMemory`][poolsplit_adapters.langchain.vector_memory.VectorStoreMemory] that
     would take such an id is refused instead, and so is one that would take
     the id of another namespace's entry in the same collection (one
     collection serving several tenants: the row would move to the writer's
     namespace, and the other tenant's entry, a correction say, be gone). The message names the id
     only: the other collection's name and content are not this caller's.
-    A :class:`DuplicateEntry`, so code that handles a stored id handles
+    A [`DuplicateEntry`][], so code that handles a stored id handles
     this one too; unlike an id of one's own, ``supersede`` cannot resolve
     it, only an id of the entry's own (or a namespace per collection, for
     the write gate's content-derived ids).
@@ -156,16 +157,19 @@ class MemoryStore(Protocol):
     """A durable store of memory entries that answers pool-split queries.
 
     Entries are plain dicts (the core's schema). The verbs' semantics are
-    the module's (add, supersede, delete above); :class:`StoreVerbs` writes
+    the module's (add, supersede, delete above); [`StoreVerbs`][] writes
     them once for every store. ``select`` answers with the core's semantics
     over the current content; ``version`` changes whenever that content
     changes (a cache key).
 
-    Example (any implementation)::
+    Example:
+        Any implementation:
 
+        ```python
         ids = store.add([{"type": "fact", "content": "Refunds round half-even."}])
         store.select([Pool("facts", 200, 5, ("fact",))], {"message": "refund rounding"})
         assert isinstance(store, MemoryStore)
+        ```
     """
 
     def add(self, entries: Iterable[Mapping[str, Any]]) -> List[str]:
@@ -204,7 +208,7 @@ class Change:
     """One atomic write, as every store receives it.
 
     Attributes:
-        insert: new entries, checked and stamped (:func:`prepare_entries`);
+        insert: new entries, checked and stamped (`prepare_entries`);
             their ids must not be stored yet, except by an entry with the
             same text (an exact duplicate written concurrently: it becomes
             a repeat, so two processes demoting the same turn keep one entry).
@@ -215,7 +219,7 @@ class Change:
             retirement or recorded repeat), written as given.
         repeat: ``(kept id, candidate)`` pairs: the candidate repeats the kept
             entry, whose ``seen`` gets the candidate's provenance
-            (:func:`~poolsplit_adapters.memory.duplicates.record_repeat`); if
+            ([`record_repeat`][]); if
             the kept entry is gone or no longer active when the change
             applies, the candidate is inserted instead (nothing is lost).
         unchanged: the stored versions the change was derived from (a
@@ -223,14 +227,15 @@ class Change:
             still be stored exactly so, else the change is refused: two
             writers deriving from one version cannot both apply.
 
-    A store's :meth:`StoreVerbs.commit` reads the stored versions of
-    :attr:`touched` (inside its transaction, where it has one), calls
-    :meth:`verify`, then writes :meth:`rows` and deletes :attr:`forget`.
+    A store's [`StoreVerbs.commit`][] reads the stored versions of
+    [`touched`][] (inside its transaction, where it has one), calls
+    [`verify`][], then writes [`rows`][] and deletes `forget`.
 
-    Example::
-
+    Example:
+        ```python
         change = Change(insert=(new,), retire=(("old-id", new["id"]),))
         rows = change.rows(change.verify(store.read(change.touched)))
+        ```
     """
 
     insert: Tuple[Dict[str, Any], ...] = ()
@@ -239,14 +244,14 @@ class Change:
     repeat: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
     replace: Tuple[Dict[str, Any], ...] = ()
     unchanged: Tuple[Dict[str, Any], ...] = ()
-    #: Filled by :meth:`rows`: inserted ids found stored with the same text
+    #: Filled by [`rows`][]: inserted ids found stored with the same text
     #: when the change applied (another writer of the same content got there
-    #: first): they became repeats, and :meth:`StoreVerbs.write` reports them so.
+    #: first): they became repeats, and [`StoreVerbs.write`][] reports them so.
     raced: List[str] = field(default_factory=list, compare=False)
 
     @property
     def touched(self) -> List[str]:
-        """The ids whose stored versions :meth:`verify` needs."""
+        """The ids whose stored versions [`verify`][] needs."""
         return (
             [e["id"] for e in self.insert]
             + [old for old, _ in self.retire]
@@ -260,8 +265,8 @@ class Change:
     def links(self) -> List[Tuple[str, str]]:
         """``(predecessor id, new id)`` of every inserted entry that names the
         version it supersedes (``supersedes``): a supersede's new version, a
-        line of an imported history. :meth:`verify` checks each
-        (:meth:`versions`)."""
+        line of an imported history. [`verify`][] checks each
+        ([`versions`][])."""
         return [(str(e["supersedes"]), str(e["id"])) for e in self.insert if isinstance(e.get("supersedes"), str)]
 
     def verify(self, stored: Iterable[Mapping[str, Any]]) -> Dict[str, Dict[str, Any]]:
@@ -301,15 +306,15 @@ class Change:
         """The one check of every new version (an inserted entry naming the
         version it supersedes: ``supersede``'s, or a line of an imported
         history added with ``supersedes``) against the stored versions and
-        the rest of the write, raising :class:`EntryError` naming the new
+        the rest of the write, raising [`EntryError`][] naming the new
         entry and the field; returns ``(old, new)``: the predecessors this
-        change closes besides :attr:`retire` (as ``supersede`` closes them).
+        change closes besides `retire` (as ``supersede`` closes them).
 
         * A supersede's new version is not stored already (its id would
           close a version into another entry, or into its own history: a
           cycle, and nothing of the fact would load). A closed version's
-          text said again by a new sighting has its :func:`returned_id` by
-          then, as :meth:`StoreVerbs.write` gives it one. An *added* entry
+          text said again by a new sighting has its `returned_id` by
+          then, as [`StoreVerbs.write`][] gives it one. An *added* entry
           stored already is a repeat of it and closes nothing.
         * Following ``supersedes`` back from it never reaches it (no cycle).
         * Its predecessor, stored or in the same write, is in its namespace
@@ -378,11 +383,11 @@ class Change:
     def returned(self, stored: Iterable[Mapping[str, Any]]) -> Change:
         """This change with each new entry whose id is a closed version with
         the same text, said again by a new sighting, under its
-        :func:`returned_id` (:func:`returning`, the rule of every write), its
-        :attr:`retire` pairs renamed with it: ``supersede`` back to a closed
+        `returned_id` (`returning`, the rule of every write), its
+        `retire` pairs renamed with it: ``supersede`` back to a closed
         version's text opens a version of its own, as a write of that text
         and a consolidator's update do. ``stored``: the stored versions of
-        :attr:`touched` (each new entry is compared in the namespace it
+        [`touched`][] (each new entry is compared in the namespace it
         takes from the version it supersedes)."""
         stored = list(stored)
         by_id = {str(e["id"]): e for e in stored}
@@ -397,7 +402,7 @@ class Change:
         return replace(self, retire=tuple((old, renamed.get(new, new)) for old, new in self.retire))
 
     def refuse_stored(self, positions: Sequence[int]) -> None:
-        """:class:`DuplicateEntry` for the inserted entries at ``positions``
+        """[`DuplicateEntry`][] for the inserted entries at ``positions``
         (found stored already), when there are any."""
         if positions:
             first = positions[0]
@@ -479,8 +484,8 @@ def same_id_repeats(
     A closed version's text said again by a *new* sighting (another source
     or time) is no repeat: the fact returned after it was superseded or
     retired, and folding it into the closed version would keep it from ever
-    loading again; :func:`returning` gave it its own id before the duplicate
-    check. A version of a history (:func:`_in_a_history`) is never folded
+    loading again; `returning` gave it its own id before the duplicate
+    check. A version of a history (`_in_a_history`) is never folded
     into an entry of another id."""
     by_id = {str(e["id"]): e for e in stored}
     out = list(hits)
@@ -495,7 +500,7 @@ def same_id_repeats(
 
 def returning(prepared: Sequence[Dict[str, Any]], stored: Iterable[Mapping[str, Any]]) -> List[str]:
     """Give each entry whose id is a closed version with the same text,
-    said again by a new sighting, its :func:`returned_id` (in ``prepared``,
+    said again by a new sighting, its `returned_id` (in ``prepared``,
     whose dicts are never the caller's), before any duplicate check sees
     it: a finder that kept the entry under the closed id would hold a row
     whose id changed under it. Returns the new ids (for the caller to read:
@@ -525,8 +530,8 @@ def settle_repeats(
     """The change and the report of a write, given each prepared entry's
     match (``DuplicateFinder.admit``): matched entries become repeats of the
     kept ones, the rest are inserted (an id given twice among those is an
-    :class:`EntryError`); an inserted entry that changes a stored statement
-    (``changed``, :func:`~poolsplit_adapters.memory.changes.updates`)
+    [`EntryError`][]); an inserted entry that changes a stored statement
+    (``changed``, `updates`)
     supersedes it."""
     fresh: List[Dict[str, Any]] = []
     repeats: List[Tuple[str, Dict[str, Any]]] = []
@@ -572,7 +577,7 @@ def _in_its_namespace(old: Mapping[str, Any], new: Mapping[str, Any]) -> Mapping
 
 
 def _superseded(old: Mapping[str, Any], new: Mapping[str, Any]) -> Tuple[Dict[str, Any], Dict[str, Any]]:
-    """:func:`~poolsplit_adapters.memory.validity.supersede` at the moment
+    """[`supersede`][] at the moment
     the new version became valid, or, when that is before the old one
     opened (a new entry written with a back-dated ``created``), at the old
     one's start: a version is never closed before it opened."""
@@ -623,8 +628,7 @@ def utc_created(created: Any) -> Any:
     ``valid_from`` and ``expires`` convert it, so kept as given it loaded
     a version hours before it existed. Anything else is returned as it is.
 
-    Example::
-
+    Example:
         >>> utc_created("2026-03-01T10:00:00-05:00"), utc_created("2026-03-01T10:00:00Z")
         ('2026-03-01T15:00:00Z', '2026-03-01T10:00:00Z')
     """
@@ -645,12 +649,12 @@ def prepare_entries(
     unique: bool = True,
 ) -> List[Dict[str, Any]]:
     """The entries as a store writes them: each checked (the core's
-    ``check_entry``, :func:`check_write`, plain JSON), with ``id`` and
+    ``check_entry``, `check_write`, plain JSON), with ``id`` and
     ``created`` assigned when missing and ``extra`` fields set; fresh dicts,
-    the caller's untouched. Raises :class:`EntryError` naming the entry
+    the caller's untouched. Raises [`EntryError`][] naming the entry
     (position, id) and field; ``TypeError`` for a single mapping.
     ``unique=False`` leaves the check that no id repeats in the batch to the
-    caller (:meth:`StoreVerbs.write` first folds repeated texts, whose
+    caller ([`StoreVerbs.write`][] first folds repeated texts, whose
     content-derived ids are equal, into one entry)."""
     if isinstance(entries, Mapping):
         raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
@@ -684,7 +688,7 @@ _FINDERS = threading.RLock()
 
 @dataclass(frozen=True)
 class WriteReport:
-    """What one :meth:`StoreVerbs.write` did.
+    """What one [`StoreVerbs.write`][] did.
 
     Attributes:
         ids: for each entry given, in order, the id it is stored under (the
@@ -692,10 +696,11 @@ class WriteReport:
         duplicates: ``(position, match)`` of every entry that repeated a
             kept one (stored or earlier in the batch) and was not stored.
 
-    Example::
-
+    Example:
+        ```python
         report = store.write([{"content": "Hi"}, {"content": "hi "}])
         report.ids[0] == report.ids[1], report.to_dict()   # (True, {'written': 1, 'refused': {'duplicate': 1}})
+        ```
     """
 
     ids: List[str]
@@ -704,8 +709,8 @@ class WriteReport:
     @property
     def kept(self) -> List[Optional[str]]:
         """For each entry given, the id of the entry it repeats, or None
-        when it was stored (what :meth:`WriteGate.repeated
-        <poolsplit_adapters.memory.WriteGate.repeated>` takes)."""
+        when it was stored (what [`WriteGate.repeated`][poolsplit_adapters.memory.WriteGate.repeated]
+         takes)."""
         repeats = {position: str(hit.kept["id"]) for position, hit in self.duplicates}
         return [repeats.get(position) for position in range(len(self.ids))]
 
@@ -716,21 +721,21 @@ class WriteReport:
         return [i for position, i in enumerate(self.ids) if position not in repeated]
 
     def to_dict(self) -> Dict[str, Any]:
-        """The write gate's counts (as :class:`~poolsplit_adapters.memory.GateReport`)."""
+        """The write gate's counts (as [`GateReport`][poolsplit_adapters.memory.GateReport])."""
         refused = {"duplicate": len(self.duplicates)} if self.duplicates else {}
         return {"written": len(self.written), "refused": refused}
 
 
 class StoreVerbs(ABC):
-    """Every :class:`MemoryStore` verb, written once over two primitives.
+    """Every [`MemoryStore`][] verb, written once over two primitives.
 
-    A store subclasses this and implements :meth:`read` and :meth:`commit`
+    A store subclasses this and implements [`read`][] and [`commit`][]
     (and its own ``select`` and ``version``); ``add``, ``get``,
     ``supersede``, ``delete`` and ``entries`` are thin wrappers here, so
     their rules are the same on every store.
 
-    Example::
-
+    Example:
+        ```python
         class DictStore(StoreVerbs):
             def __init__(self):
                 self.rows = {}
@@ -741,9 +746,10 @@ class StoreVerbs(ABC):
                 self.rows.update({e["id"]: e for e in change.rows(change.verify(self.read(change.touched)))})
                 for gone in change.forget:
                     self.rows.pop(gone, None)
+        ```
     """
 
-    #: (version, finder) of :meth:`duplicate_finder`, kept between writes.
+    #: (version, finder) of [`duplicate_finder`][], kept between writes.
     _finder: Optional[Tuple[Any, DuplicateFinder]] = None
 
     # -- the primitives --------------------------------------------------------------
@@ -755,9 +761,9 @@ class StoreVerbs(ABC):
 
     @abstractmethod
     def commit(self, change: Change) -> None:
-        """Apply ``change`` in one write: :meth:`Change.verify` against the
-        stored versions of its touched ids, then write :meth:`Change.rows`
-        and delete :attr:`Change.forget`."""
+        """Apply ``change`` in one write: [`Change.verify`][] against the
+        stored versions of its touched ids, then write [`Change.rows`][]
+        and delete `Change.forget`."""
 
     @property
     @abstractmethod
@@ -783,7 +789,7 @@ class StoreVerbs(ABC):
 
         An entry that repeats a stored one (or an earlier one of the batch)
         is not stored again: its id in the answer is the kept entry's, and
-        the kept entry's ``seen`` records the repeat (:meth:`write` says
+        the kept entry's ``seen`` records the repeat ([`write`][] says
         which were repeats).
 
         Raises:
@@ -795,20 +801,21 @@ class StoreVerbs(ABC):
         return self.write(entries).ids
 
     def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
-        """:meth:`add`, answering what happened to each entry: the one write
+        """[`add`][], answering what happened to each entry: the one write
         gate of every store. Each entry is checked and stamped
-        (:func:`prepare_entries`), then compared with the stored active
+        (`prepare_entries`), then compared with the stored active
         entries of its namespace, type and scope
-        (:class:`~poolsplit_adapters.memory.duplicates.DuplicateFinder`:
+        ([`DuplicateFinder`][]:
         exact after normalising, near by word overlap at the measured
         threshold); a repeat adds its ``source`` and ``created`` to the kept
         entry's ``seen`` and changes nothing a scorer reads.
 
-        Example::
-
+        Example:
+            ```python
             report = store.write([{"type": "note", "content": "User prefers dark mode."},
                                   {"type": "note", "content": "Note: the user prefers dark mode"}])
             report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
+            ```
         """
         prepared = self.preparing(entries)
         stored = self.stored_for(prepared)
@@ -836,8 +843,8 @@ class StoreVerbs(ABC):
         self, prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]]
     ) -> List[Optional[str]]:
         """For each prepared entry, the stored statement it changes (its id)
-        or None (:func:`~poolsplit_adapters.memory.changes.updates`, over
-        :meth:`change_finder`); only statements of a changing type that
+        or None (`updates`, over
+        [`change_finder`][]); only statements of a changing type that
         repeat nothing are compared, and only when there are some."""
         repeats = {n for n, hit in enumerate(hits) if hit is not None}
         if not any(changing(e) for n, e in enumerate(prepared) if n not in repeats):
@@ -852,7 +859,7 @@ class StoreVerbs(ABC):
 
     def change_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
         """The finder whose kept entries a changing statement is compared
-        with: :meth:`duplicate_finder`'s (every stored active entry); a
+        with: [`duplicate_finder`][]'s (every stored active entry); a
         store whose duplicate check holds only what a repeat could be
         overrides it.
 
@@ -877,14 +884,14 @@ class StoreVerbs(ABC):
 
     def stored_for(self, prepared: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
         """What is stored under the ids of ``prepared`` (one read), after
-        :func:`returning` gave a returning fact its own id (then its new id
+        `returning` gave a returning fact its own id (then its new id
         is read too)."""
         stored = self.read([str(e["id"]) for e in prepared])
         moved = returning(prepared, stored)
         return stored + self.read(moved) if moved else stored
 
     def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-        """The entries as :meth:`write` compares them: checked and stamped,
+        """The entries as [`write`][] compares them: checked and stamped,
         ids not yet checked for repeats (async twins reuse it)."""
         if isinstance(entries, Mapping):
             raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
@@ -893,28 +900,29 @@ class StoreVerbs(ABC):
     def consolidate(
         self, entries: Iterable[Mapping[str, Any]], *, model: Any, at: Optional[Moment] = None, nearest: int = 5
     ) -> Tuple[WriteReport, ConsolidationResult]:
-        """:meth:`write` with the host's model as consolidator: the entries
+        """[`write`][] with the host's model as consolidator: the entries
         that repeat nothing (exact or near) are shown to ``model`` beside
         their ``nearest`` active neighbours
-        (:func:`~poolsplit_adapters.memory.consolidate.consolidate`: small
+        ([`consolidate`][poolsplit_adapters.memory.consolidate.consolidate]: small
         integer handles, every operation validated), and the accepted
         operations are applied: ``add`` writes the entry, ``update``
         supersedes (validity times, history kept), ``retire`` closes an
         entry, ``noop`` records a repeat on the entry it names and stores
         the repeat closed (its text kept as history), or, naming none,
         writes the entry as ``add`` does
-        (:func:`~poolsplit_adapters.memory.consolidate.op_writes`, the rule
+        (`op_writes`, the rule
         of the middleware's consolidation too). What no accepted operation
-        disposed of is written as :meth:`write` would; an operation the
+        disposed of is written as [`write`][] would; an operation the
         store refuses when it applies (the target changed meanwhile) leaves
         its entry to that ordinary write too, and is listed in the result's
         ``failed`` with why. Nothing is lost. An entry whose id is stored
         with other text fails the whole call before any operation applies.
 
-        Example::
-
+        Example:
+            ```python
             report, result = store.consolidate(candidates, model=chat_model)
             result.to_dict()    # {'accepted': {'update': 1}, 'refused': {}, 'unresolved': 0}
+            ```
         """
         prepared = self.preparing(entries)
         # An id stored with other text fails the whole write: found before
@@ -968,13 +976,13 @@ class StoreVerbs(ABC):
     # -- the duplicates index ------------------------------------------------------------
 
     def duplicate_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
-        """A :class:`~poolsplit_adapters.memory.duplicates.DuplicateFinder`
+        """A [`DuplicateFinder`][]
         over the stored active entries ``candidates`` could repeat (called
         under a lock; the finder may be kept and is changed by ``admit``).
 
-        The default keeps one finder per store, built from :meth:`read` once
+        The default keeps one finder per store, built from [`read`][] once
         and kept in step with this object's own writes; it is rebuilt only
-        when :attr:`version` shows a change made elsewhere. So a write costs
+        when [`version`][] shows a change made elsewhere. So a write costs
         a word-index lookup, not a read of the store. A store that cannot
         list its entries (a vector store without a listing API) is compared
         by id only: an exact repeat with a content-derived id (the write
@@ -994,15 +1002,15 @@ class StoreVerbs(ABC):
         return finder
 
     def neighbour_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
-        """The finder a consolidation reads: :meth:`duplicate_finder`'s
-        verdicts, and every stored entry :meth:`DuplicateFinder.nearest
-        <poolsplit_adapters.memory.duplicates.DuplicateFinder.nearest>` may
+        """The finder a consolidation reads: [`duplicate_finder`][]'s
+        verdicts, and every stored entry [`DuplicateFinder.nearest`][]
+         may
         show the model (a store whose duplicate check holds only the entries
         a repeat could be overrides it)."""
         return self.duplicate_finder(candidates)
 
     def _commit_tracked(self, change: Change) -> None:
-        """:meth:`commit`, then the kept finder brought along when nothing
+        """[`commit`][], then the kept finder brought along when nothing
         else changed the store meanwhile (else it is dropped, and rebuilt
         on the next write)."""
         with _FINDERS:
@@ -1035,11 +1043,11 @@ class StoreVerbs(ABC):
             self._finder = (self.version, finder)
 
     def adding(self, entries: Iterable[Mapping[str, Any]]) -> Change:
-        """The :class:`Change` that :meth:`add` commits (async twins reuse it)."""
+        """The [`Change`][] that [`add`][] commits (async twins reuse it)."""
         return Change(insert=tuple(prepare_entries(entries, self.stamp())))
 
     def superseding(self, entry_id: str, new_entry: Mapping[str, Any]) -> Change:
-        """The :class:`Change` that :meth:`supersede` commits."""
+        """The [`Change`][] that [`supersede`][] commits."""
         if isinstance(entry_id, str):
             storable_text(entry_id, "entry id")  # named as the argument, not as the new entry's supersedes
         [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
@@ -1090,17 +1098,18 @@ class StoreVerbs(ABC):
     def history(self, entry_id: str) -> List[Version]:
         """The version chain ``entry_id`` belongs to, oldest to newest, each
         with its source and validity times
-        (:func:`~poolsplit_adapters.memory.validity.history`, the one
+        ([`history`][poolsplit_adapters.memory.history], the one
         semantics). Read by id along ``supersedes`` / ``superseded_by``, so it
         works on stores that cannot list their entries.
 
         Raises:
             UnknownEntryError: no entry ``entry_id`` in the store.
 
-        Example::
-
+        Example:
+            ```python
             store.supersede(old_id, {"type": "fact", "content": "staging DB is db-9"})
             [(v.id, v.source, v.valid_until) for v in store.history(old_id)]
+            ```
         """
         found: Dict[str, Dict[str, Any]] = {}
         todo = [entry_id]
@@ -1140,9 +1149,10 @@ class StoreVerbs(ABC):
         """Delete the entries expired at ``now`` (default: now) and the older
         versions they superseded, in one write; return their ids.
 
-        Example::
-
+        Example:
+            ```python
             store.sweep_expired()            # what expired is gone
+            ```
         """
         stored = {str(e["id"]): e for e in self.read()}
         moment = moment_of(now)

@@ -1,6 +1,6 @@
 """Checks an entry must pass before it is written anywhere durable.
 
-The core's :func:`~poolsplit_adapters.poolsplit.check_entry` decides whether
+The core's [`check_entry`][] decides whether
 an entry can be *selected*; a store must also be able to write it and read it
 back unchanged. So on top of the core's checks an entry must be plain JSON
 (string keys, no NaN or infinity, nothing a JSON parser would refuse on the
@@ -40,7 +40,7 @@ def _encode(value: Any) -> str:
 
 
 def check_storable(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
-    """Raise :class:`EntryError` (naming the entry and field) unless a store
+    """Raise [`EntryError`][] (naming the entry and field) unless a store
     can write ``entry`` and read it back unchanged: the one rule every write
     path applies after the core's ``check_entry``."""
     stored_copy(entry, index)
@@ -48,7 +48,7 @@ def check_storable(entry: Mapping[str, Any], index: Optional[int] = None) -> Non
 
 def storable_text(value: str, name: str) -> str:
     """``value`` when every store can hold it as text, else
-    :class:`~poolsplit_adapters.checks.ArgumentError` naming ``name`` (an
+    `ArgumentError` naming ``name`` (an
     argument such as a namespace label, an id or a type): NUL, or a lone
     surrogate (not UTF-8). Checked before any query runs, so the caller
     reads this instead of a driver's traceback that names neither."""
@@ -85,7 +85,7 @@ def _is_utf8(text: str) -> bool:
 
 def entry_json(entry: Mapping[str, Any], index: Optional[int] = None) -> str:
     """``entry`` as compact JSON that parses back to an equal dict, or
-    :class:`EntryError` naming the field whose value JSON cannot carry (a
+    [`EntryError`][] naming the field whose value JSON cannot carry (a
     set, a NaN, an object, a number or a depth the parser would refuse)."""
     return stored_copy(entry, index)[0]
 
@@ -96,21 +96,21 @@ def entry_json(entry: Mapping[str, Any], index: Optional[int] = None) -> str:
 #: bytes; past that a write failed deep in the driver. Well under it, so
 #: an entry a SQLite file holds moves to Postgres unchanged.
 MOST_KEY_BYTES = 1000
-#: The fields :data:`MOST_KEY_BYTES` bounds.
+#: The fields `MOST_KEY_BYTES` bounds.
 KEY_FIELDS = ("id", "type", "namespace")
 
 
 def key_overflow(value: str) -> Optional[int]:
-    """``value``'s UTF-8 length when it is longer than :data:`MOST_KEY_BYTES`,
-    else None: the one rule of :func:`check_key_text` and of an entry's
-    :data:`KEY_FIELDS`."""
+    """``value``'s UTF-8 length when it is longer than `MOST_KEY_BYTES`,
+    else None: the one rule of `check_key_text` and of an entry's
+    `KEY_FIELDS`."""
     size = len(value.encode("utf-8", "surrogatepass"))
     return size if size > MOST_KEY_BYTES else None
 
 
 def check_key_text(value: str, name: str) -> str:
-    """``value`` when it is at most :data:`MOST_KEY_BYTES` long (UTF-8),
-    else :class:`~poolsplit_adapters.checks.ArgumentError` naming ``name``."""
+    """``value`` when it is at most `MOST_KEY_BYTES` long (UTF-8),
+    else `ArgumentError` naming ``name``."""
     size = key_overflow(value)
     if size is not None:
         raise ArgumentError("%s is %d bytes long; it takes at most %d (UTF-8)" % (name, size, MOST_KEY_BYTES))

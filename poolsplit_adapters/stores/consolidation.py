@@ -1,25 +1,25 @@
 """Consolidating what is already stored: the consolidator after the write.
 
-:meth:`StoreVerbs.consolidate <poolsplit_adapters.stores.base.StoreVerbs.consolidate>`
+[`StoreVerbs.consolidate`][]
 consolidates entries *before* they are written (LlamaIndex's flush: the
 lines are in hand until the flush returns). An agent cannot wait for a
 model there: a turn leaves the working set only once its durable write
 returned ("recallable forgetting"), and the turn must not block on a second
 model call. So the agent middleware writes first, through the ordinary
 gate, and consolidates the entries it wrote afterwards, in the background
-(:mod:`poolsplit_adapters.memory.background`). This module is that second
-half, over any :class:`~poolsplit_adapters.stores.base.StoreVerbs`:
+(`poolsplit_adapters.memory.background`). This module is that second
+half, over any [`StoreVerbs`][]:
 
-1. **View** (:func:`consolidation_view`): the stored entries by id that are
+1. **View** (`consolidation_view`): the stored entries by id that are
    still active (a later run, another process or the host may have closed
    them: those are *skipped*, never shown), beside their nearest active
    neighbours of the same namespace and type (corrections among them are
    shown ``locked``).
-2. **Decide**: :func:`~poolsplit_adapters.memory.consolidate.consolidate`
+2. **Decide**: [`consolidate`][]
    (the host's model, small integer handles, every operation validated and
    refused with a reason).
-3. **Apply** (:func:`apply_consolidation`): each accepted operation is one
-   :class:`~poolsplit_adapters.stores.base.Change` of already stored
+3. **Apply** (`apply_consolidation`): each accepted operation is one
+   [`Change`][] of already stored
    entries (``replace``), verified against the store when it commits:
 
    ======  ===============================================================
@@ -34,20 +34,20 @@ half, over any :class:`~poolsplit_adapters.stores.base.StoreVerbs`:
    ======  ===============================================================
 
    These are the versions
-   :func:`~poolsplit_adapters.memory.consolidate.op_writes` derives, the one
+   `op_writes` derives, the one
    rule LlamaIndex's flush applies before the write too.
 
 Nothing is deleted, so nothing is lost: a wrong or hostile plan can close a
 version, and the closed version stays in the store, in ``history(id)`` and
 in ``Visibility(as_of=...)``. An operation whose target changed between the
 view and the commit (another run, another process) is not applied and is
-listed in :attr:`StoredConsolidation.failed` with the store's reason: each
+listed in `StoredConsolidation.failed` with the store's reason: each
 change carries the versions it was derived from (``Change.unchanged``) and
 applies only while they are stored exactly so. That check runs inside the
 commit's transaction on SQLite; a LangGraph store has none, so there it is
 a read just before the write, and two processes racing within that gap can
 still interleave (in one process, the middleware's background runs on one
-store never overlap: :mod:`poolsplit_adapters.memory.background`).
+store never overlap: `poolsplit_adapters.memory.background`).
 """
 
 from __future__ import annotations
@@ -81,8 +81,7 @@ class StoredConsolidation:
         skipped: the ids asked for that were not consolidated: gone, or no
             longer active when the view was read.
 
-    Example::
-
+    Example:
         >>> StoredConsolidation(ConsolidationResult(), (), (), ("note-1",)).to_dict()
         {'accepted': {}, 'refused': {}, 'unresolved': 0, 'applied': {}, 'failed': 0, 'skipped': 1}
     """
@@ -142,7 +141,7 @@ def _change(
     op: Accepted, candidate: Optional[Dict[str, Any]], target: Optional[Dict[str, Any]], when: str
 ) -> Tuple[Dict[str, Any], ...]:
     """The new versions of stored entries that ``op`` writes
-    (:func:`~poolsplit_adapters.memory.consolidate.op_writes`, the rule the
+    (`op_writes`, the rule the
     flush path applies too), derived from their latest versions (an earlier
     operation of the plan may have recorded a repeat on the same target).
     An operation that keeps its candidate as given writes nothing: it is
@@ -161,8 +160,8 @@ def apply_consolidation(
     skipped: Sequence[str] = (),
 ) -> StoredConsolidation:
     """Commit ``result``'s accepted operations on the stored ``candidates``
-    (the ones :func:`consolidation_view` returned, in that order), one
-    :class:`~poolsplit_adapters.stores.base.Change` per operation, in plan
+    (the ones `consolidation_view` returned, in that order), one
+    [`Change`][] per operation, in plan
     order; see the module docstring for what each writes."""
     store = store.holder
     when = at if isinstance(at, str) else utc_stamp(moment_of(at, "at"))
@@ -194,13 +193,14 @@ def consolidate_stored(
 ) -> StoredConsolidation:
     """View, decide, apply: consolidate the stored entries ``ids`` with the
     host's ``model`` (a LangChain chat model, a LlamaIndex LLM or a
-    :class:`~poolsplit_adapters.memory.consolidate.Decider`).
+    `Decider`).
 
-    Example::
-
+    Example:
+        ```python
         report = store.write([{"type": "note", "namespace": "u1", "content": "Staging DB is db-9."}])
         done = consolidate_stored(store, report.written, model=chat_model)
         done.to_dict()   # {'accepted': {'update': 1}, ..., 'applied': {'update': 1}, 'failed': 0, ...}
+        ```
     """
     candidates, existing, skipped = consolidation_view(store, ids, nearest=nearest)
     when = at if isinstance(at, str) else utc_stamp(moment_of(at, "at"))

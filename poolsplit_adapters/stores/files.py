@@ -1,13 +1,13 @@
 """Plain-file stores and pool plans: JSON Lines entries and TOML ``[[pool]]``
 tables, read with errors a person can act on.
 
-A bad file is reported as :class:`InputFileError` with its path and line (or
+A bad file is reported as [`InputFileError`][] with its path and line (or
 pool number) and the offending key, never as a traceback from deep inside a
 parser: not UTF-8, a directory, a 5,000-digit number or an array nested
 100,000 deep are all one readable sentence.
 
 The bundled example store and pool plan ship as package data
-(:func:`bundled_store`, :func:`bundled_pools`), so ``poolsplit demo`` works
+([`bundled_store`][], [`bundled_pools`][]), so ``poolsplit demo`` works
 from any folder after a plain ``pip install``.
 """
 
@@ -52,12 +52,12 @@ def bundled_store() -> pathlib.Path:
 
 
 def bundled_pools() -> pathlib.Path:
-    """The pool plan for :func:`bundled_store` (TOML)."""
+    """The pool plan for [`bundled_store`][] (TOML)."""
     return DATA / "pools.toml"
 
 
 def read_text(path: PathLike) -> str:
-    """The UTF-8 text of ``path``, or :class:`InputFileError` saying why not."""
+    """The UTF-8 text of ``path``, or [`InputFileError`][] saying why not."""
     file = pathlib.Path(path)
     try:
         return file.read_text(encoding="utf-8")
@@ -103,12 +103,12 @@ def parse_line(text: str) -> Any:
 def load_store(path: PathLike, *, for_writing: bool = False) -> List[Dict[str, Any]]:
     """Read a JSON Lines memory store: one entry object per non-blank line.
 
-    Every entry is checked (the core's :func:`check_entry`, plus what a
-    store must be able to write: :func:`~.checks.check_storable`), so a
+    Every entry is checked (the core's [`check_entry`][], plus what a
+    store must be able to write: `check_storable`), so a
     malformed one is reported as ``file:line`` with the entry and the field
     at fault. ``for_writing`` (the CLI's ``import``) adds the write rules
     every write path meets
-    (:func:`~poolsplit_adapters.memory.write_gate.check_write`: no blank
+    (`check_write`: no blank
     content, no near-miss scope, ISO-8601 ``created``), reported the same way.
     """
     file = pathlib.Path(path)
@@ -132,7 +132,7 @@ def load_store(path: PathLike, *, for_writing: bool = False) -> List[Dict[str, A
 
 
 def dump_store(entries: Iterable[Mapping[str, Any]], out: IO[str]) -> int:
-    """Write entries as JSON Lines (the format :func:`load_store` reads);
+    """Write entries as JSON Lines (the format [`load_store`][] reads);
     return how many were written."""
     count = 0
     for count, entry in enumerate(entries, 1):

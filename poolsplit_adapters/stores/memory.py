@@ -1,8 +1,8 @@
 """InProcessStore: the store contract over a MemoryIndex, in this process.
 
-For what needs a :class:`~poolsplit_adapters.stores.MemoryStore` but no file:
+For what needs a [`MemoryStore`][] but no file:
 the agent middleware given a list of entries, tests, notebooks. Nothing
-survives the process (use :class:`~poolsplit_adapters.stores.SQLiteMemoryStore`
+survives the process (use [`SQLiteMemoryStore`][]
 for that); otherwise the verbs mean what they mean on every store.
 """
 
@@ -28,15 +28,16 @@ __all__ = ["IdLookup", "InProcessStore", "commit_to_index"]
 
 
 class IdLookup:
-    """The entries of a :class:`~poolsplit_adapters.MemoryIndex` by id, kept
+    """The entries of a [`MemoryIndex`][] by id, kept
     in step with the index's version: rebuilt (one pass) only after a
-    change made around it, updated in place by :func:`commit_to_index`. So
+    change made around it, updated in place by `commit_to_index`. So
     reading a write's few ids costs a dictionary lookup, not a scan.
 
-    Example::
-
+    Example:
+        ```python
         lookup = IdLookup(index)
         lookup.get_many(["fix-1", "missing"])    # [the entry fix-1]
+        ```
     """
 
     def __init__(self, index: MemoryIndex) -> None:
@@ -89,7 +90,7 @@ def commit_to_index(index: MemoryIndex, change: Change, lock: Any, lookup: Optio
 
 
 class InProcessStore(StoreVerbs):
-    """Entries in a :class:`~poolsplit_adapters.MemoryIndex`, under the store contract.
+    """Entries in a [`MemoryIndex`][], under the store contract.
 
     Args:
         entries: initial entries (copied: the caller's dicts are never
@@ -101,14 +102,15 @@ class InProcessStore(StoreVerbs):
         clock: the current time (default: now, UTC), for expiry and the
             ``created`` of entries without one; injectable for tests.
 
-    Example::
-
+    Example:
+        ```python
         from poolsplit_adapters import Pool
         from poolsplit_adapters.stores import InProcessStore
 
         store = InProcessStore([{"id": "fix", "type": "correction", "scope": "always", "content": "Use cents."}])
         store.add([{"type": "fact", "content": "Refunds round half-even."}])
         selection = store.select([Pool("facts", 200, 5, ("fact",))], {"message": "refunds"})
+        ```
     """
 
     def __init__(
@@ -153,7 +155,7 @@ class InProcessStore(StoreVerbs):
         return [dict(e) for e in self.index.entries if namespace is None or e.get("namespace") == namespace]
 
     def commit(self, change: Change) -> None:
-        """Apply ``change`` to the index (:func:`commit_to_index`)."""
+        """Apply ``change`` to the index (`commit_to_index`)."""
         commit_to_index(self.index, change, self._lock, self._ids)
 
     def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
@@ -175,7 +177,7 @@ class InProcessStore(StoreVerbs):
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over the current content
-        (:meth:`MemoryIndex.select`'s options: ``now``, ``scorer``,
+        ([`MemoryIndex.select`][]'s options: ``now``, ``scorer``,
         ``visibility``, ``layering``); what expired by ``now`` (default: the
         clock) is reported ``expired`` and named in ``notes["expired"]``."""
         options["now"] = options.get("now") or self._clock()

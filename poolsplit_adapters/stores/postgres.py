@@ -16,16 +16,16 @@ the nearest few dozen rows before filtering, so a correction far from the
 query would silently never load.
 
 Postgres text cannot hold NUL, nor a lone surrogate (not UTF-8): such a
-value is refused up front with an :class:`~poolsplit_adapters.settings.ArgumentError`
-naming the field (an argument) or an :class:`~poolsplit_adapters.EntryError`
+value is refused up front with an `ArgumentError`
+naming the field (an argument) or an [`EntryError`][]
 naming the entry and field (a write), instead of a driver traceback from
-inside the store; the rule is :mod:`.checks`', so every store refuses the same.
+inside the store; the rule is `checks`', so every store refuses the same.
 
 **One connection setting.** The three stores want the same database in
 different forms: ``PGVector`` and LlamaIndex's ``PGVectorStore`` (and
 langchain-postgres v2's ``PGEngine``) a SQLAlchemy URL naming the psycopg 3
 driver, ``postgresql+psycopg://``; LangGraph's ``PostgresStore`` a libpq
-connection string, ``postgresql://`` (psycopg itself). :class:`PostgresConnection`
+connection string, ``postgresql://`` (psycopg itself). [`PostgresConnection`][]
 takes one (either form, or libpq's ``key=value`` form) and gives each store
 its own, so a deployment sets one variable.
 """
@@ -84,24 +84,24 @@ _SQLALCHEMY_DRIVERS = ("psycopg", "psycopg2", "psycopg_async", "asyncpg", "pg800
 
 
 def check_postgres_text(field: str, value: str) -> str:
-    """``value`` when Postgres text can hold it, else :class:`ArgumentError`
+    """``value`` when Postgres text can hold it, else `ArgumentError`
     naming ``field`` (NUL, or a lone surrogate, which is not UTF-8): the one
-    rule every store applies, :func:`~poolsplit_adapters.stores.checks.storable_text`."""
+    rule every store applies, `storable_text`."""
     return storable_text(value, field)
 
 
 def check_entry_text(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
-    """Raise :class:`~poolsplit_adapters.EntryError` naming the entry and
+    """Raise [`EntryError`][] naming the entry and
     field when a value of ``entry`` holds NUL or a lone surrogate: Postgres
     text and JSONB cannot store it (the driver's own error names neither).
     The storable rule every write path applies
-    (:func:`~poolsplit_adapters.stores.checks.check_storable`)."""
+    (`check_storable`)."""
     check_storable(entry, index)
 
 
 def check_search(search: Search, type_key: str = "type") -> None:
     """Refuse, before any query runs, a value of ``search`` that Postgres
-    text cannot hold (see :func:`check_postgres_text`)."""
+    text cannot hold (see `check_postgres_text`)."""
     check_postgres_text("type_key", type_key)
     for value in search.types or ():
         check_postgres_text("type", value)
@@ -114,9 +114,10 @@ def metadata_condition(metadata: Any, search: Search, type_key: str = "type") ->
     or JSONB column of the store's table): every key and value is a bound
     parameter, never SQL text.
 
-    Example::
-
+    Example:
+        ```python
         stmt = select(table).where(metadata_condition(table.cmetadata, Search("always", 1000, always=True)))
+        ```
     """
     import sqlalchemy  # the Postgres stores' own dependency, not the core's
 
@@ -155,8 +156,8 @@ SELECT set_config('hnsw.ef_search', LEAST(:most, GREATEST(:k,
 """
 
 
-#: The one more column :func:`hnsw_search_settings` returns with
-#: ``filter_index=True``: how many rows :data:`FILTER_INDEX` covers (the
+#: The one more column `hnsw_search_settings` returns with
+#: ``filter_index=True``: how many rows `FILTER_INDEX` covers (the
 #: planner's count, ``pg_class.reltuples``), NULL when it does not exist.
 _FILTER_INDEX_ROWS = """,
        (SELECT reltuples FROM pg_class WHERE oid = to_regclass(:filter_index)) AS filter_index_rows
@@ -166,28 +167,29 @@ _FILTER_INDEX_ROWS = """,
 def hnsw_search_settings(k: int, *, filter_index: Union[bool, str] = False) -> Any:
     """The statement that makes the current transaction's filtered HNSW
     searches come back full: ``ef_search`` at least ``k`` and pgvector's
-    iterative scan on (see :data:`_HNSW_SETTINGS`). Without them a filtered
+    iterative scan on (see `_HNSW_SETTINGS`). Without them a filtered
     HNSW scan looks at ``ef_search`` (40) nearest rows and then filters, so a
     pool whose types are a tenth of the table got about 4 of its 20; that
     read as "the store has nothing more".
 
     With ``filter_index``, the same round trip also reads the size of the
     filter index (column ``filter_index_rows``, None when there is no such
-    index): what :func:`filter_first_bound` needs. ``True`` means
-    :data:`FILTER_INDEX` (``PGVector``'s); a string is the index's
-    schema-qualified name (LlamaIndex's, :func:`filter_index_name`), a
+    index): what `filter_first_bound` needs. ``True`` means
+    `FILTER_INDEX` (``PGVector``'s); a string is the index's
+    schema-qualified name (LlamaIndex's, `filter_index_name`), a
     bound parameter like every value here.
 
-    Example::
-
+    Example:
+        ```python
         session.execute(hnsw_search_settings(20))   # then the searches, same transaction
+        ```
     """
     return _hnsw_search_settings(int(k), FILTER_INDEX if filter_index is True else filter_index or None)
 
 
 @functools.lru_cache(maxsize=64)
 def _hnsw_search_settings(k: int, filter_index: Optional[str]) -> Any:
-    """:func:`hnsw_search_settings`, built once per ``k`` (every call of a
+    """`hnsw_search_settings`, built once per ``k`` (every call of a
     retriever sends it: building a text construct each time cost more than
     the server spends on it)."""
     import sqlalchemy
@@ -204,15 +206,16 @@ _NAMED_PARAMETER = re.compile(r"(?<![:\w]):([a-z_]+)\b")
 
 
 def hnsw_search_settings_psycopg(k: int, filter_index: Optional[str] = None) -> Tuple[str, Dict[str, Any]]:
-    """:func:`hnsw_search_settings` for a psycopg cursor (LangGraph's
+    """`hnsw_search_settings` for a psycopg cursor (LangGraph's
     ``PostgresStore`` talks psycopg, not SQLAlchemy): the same SQL, its
     parameters in psycopg's ``%(name)s`` form, and their values. One text
     for both drivers, so the two settings can never differ.
 
-    Example::
-
+    Example:
+        ```python
         sql, params = hnsw_search_settings_psycopg(20, "poolsplit_pool_filter_store")
         cursor.execute(sql, params)   # inside the transaction of the searches
+        ```
     """
     least, most = HNSW_EF_SEARCH
     sql = _HNSW_SETTINGS if filter_index is None else _HNSW_SETTINGS.rstrip() + _FILTER_INDEX_ROWS
@@ -222,7 +225,7 @@ def hnsw_search_settings_psycopg(k: int, filter_index: Optional[str] = None) -> 
     return _NAMED_PARAMETER.sub(r"%(\1)s", sql), params
 
 
-#: The btree index :func:`install_filter_index` puts on ``PGVector``'s
+#: The btree index `install_filter_index` puts on ``PGVector``'s
 #: filter columns (collection, ``namespace``, ``type``). A fixed name, so a
 #: search can tell in the same round trip whether it is there.
 FILTER_INDEX = "poolsplit_pool_filter"
@@ -232,16 +235,15 @@ _MAX_IDENTIFIER = 63
 
 
 def filter_index_name(table: Optional[str] = None) -> str:
-    """The name of the filter index on ``table``: :data:`FILTER_INDEX` on
+    """The name of the filter index on ``table``: `FILTER_INDEX` on
     ``PGVector``'s table (``table`` None: one table per schema), and
-    :data:`FILTER_INDEX` then ``_`` and the table's name where one schema
+    `FILTER_INDEX` then ``_`` and the table's name where one schema
     holds several tables of the store (LlamaIndex's ``data_<table_name>``,
     one per ``table_name``), so each table's index is its own. A name longer
     than Postgres keeps ends in a digest of the whole, so two long table
     names never share an index name. The one naming rule of both stores.
 
-    Example::
-
+    Example:
         >>> filter_index_name()
         'poolsplit_pool_filter'
         >>> filter_index_name("data_memory")
@@ -258,27 +260,26 @@ def filter_index_name(table: Optional[str] = None) -> str:
 
 
 #: How many times one row an HNSW scan visits costs over one matching row
-#: read through :data:`FILTER_INDEX` with its distance: ~50 us against
+#: read through `FILTER_INDEX` with its distance: ~50 us against
 #: ~5 us (measured on 100k rows; ``benchmarks/stores_pg.py`` prints each
-#: search's plan). It sets where :func:`filter_first_bound` switches.
+#: search's plan). It sets where `filter_first_bound` switches.
 HNSW_VISIT_COST = 10
 
 
 def filter_first_bound(k: int, index_rows: Optional[float]) -> Optional[int]:
     """The most rows a pool's filter may match for its search to read them
     all and order them exactly, rather than walk the HNSW index; None
-    without :data:`FILTER_INDEX` (``index_rows`` None: the index is not there).
+    without `FILTER_INDEX` (``index_rows`` None: the index is not there).
 
     Why this bound: to find ``k`` rows matching ``n`` of ``N``, an HNSW
-    scan visits about ``k x N / n`` rows, each :data:`HNSW_VISIT_COST`
+    scan visits about ``k x N / n`` rows, each `HNSW_VISIT_COST`
     times the cost of reading one of the ``n``; the two cost the same at
     ``n = sqrt(HNSW_VISIT_COST x k x N)``. Below it the exact read is both
     cheaper and exact (no similarity cut-off at all); above it the HNSW
     scan is cheaper. At least ``k``: a filter with at most ``k`` rows is
     read whole either way.
 
-    Example::
-
+    Example:
         >>> filter_first_bound(20, 100_000)
         4472
         >>> filter_first_bound(20, None) is None
@@ -291,18 +292,18 @@ def filter_first_bound(k: int, index_rows: Optional[float]) -> Optional[int]:
 
 #: The filter-first bound that skips the count: the probe reads no row
 #: (``LIMIT 0``), its count (0) is above this bound, so the search walks the
-#: HNSW index at once. What :meth:`LargeFilters.bound` gives a filter it
+#: HNSW index at once. What `LargeFilters.bound` gives a filter it
 #: remembers as large.
 SKIP_COUNT = -1
 
-#: How long (seconds) :class:`LargeFilters` remembers a filter that matched
+#: How long (seconds) `LargeFilters` remembers a filter that matched
 #: more rows than its bound before counting its rows again.
 LARGE_FILTER_SECONDS = 60.0
 
 
 class LargeFilters:
     """The pool filters a retriever found to match more rows than their
-    :func:`filter_first_bound`, remembered for :data:`LARGE_FILTER_SECONDS`,
+    `filter_first_bound`, remembered for `LARGE_FILTER_SECONDS`,
     so that their searches skip the count and walk the HNSW index at once.
 
     Why: the count of a filter's matching rows reads each row it counts
@@ -321,8 +322,7 @@ class LargeFilters:
     remembered: its page is not completed (its pool's typed search says
     whether the pool is full), so only the count makes it exact.
 
-    Example::
-
+    Example:
         >>> large = LargeFilters()
         >>> search = Search("pool:content", 20, types=("fact",), namespaces=("t",), pool="content")
         >>> bound = large.bound(search, 100_000)
@@ -346,7 +346,7 @@ class LargeFilters:
         return (search.types, search.untyped, search.namespaces, bound)
 
     def bound(self, search: Search, index_rows: Optional[float]) -> Optional[int]:
-        """:func:`filter_first_bound` for ``search``, or :data:`SKIP_COUNT`
+        """`filter_first_bound` for ``search``, or `SKIP_COUNT`
         while its filter is remembered as larger than that bound."""
         bound = filter_first_bound(search.k, index_rows)
         if bound is None or search.untyped:
@@ -359,7 +359,7 @@ class LargeFilters:
     def saw(self, search: Search, bound: Optional[int], *, found: int, exact: bool) -> None:
         """Take what a search counted with ``bound``: rows that came through
         the HNSW branch (``found`` > 0, not ``exact``) mean the count was
-        above the bound. A skipped count (:data:`SKIP_COUNT`) says nothing
+        above the bound. A skipped count (`SKIP_COUNT`) says nothing
         new, so the filter is counted again when its window ends."""
         if bound is None or bound == SKIP_COUNT or found == 0 or exact or search.untyped:
             return
@@ -372,12 +372,11 @@ class LargeFilters:
 def pool_search_bound(search: Search, index_rows: Optional[float], large: Optional[LargeFilters]) -> Optional[int]:
     """The filter-first bound ``search``'s statement is sent with: None for
     the always-scope fetch (no count) and without the filter index
-    (``index_rows`` None), :data:`SKIP_COUNT` while ``large`` remembers its
-    filter as larger than the bound, else :func:`filter_first_bound`. The
+    (``index_rows`` None), `SKIP_COUNT` while ``large`` remembers its
+    filter as larger than the bound, else `filter_first_bound`. The
     one rule of PGVector's and LlamaIndex's pool searches.
 
-    Example::
-
+    Example:
         >>> pool_search_bound(Search("pool:skills", 20, types=("skill",)), 100_000, None)
         4472
     """
@@ -390,12 +389,13 @@ def filter_first(rows: Any, where: Sequence[Any], bound: Any) -> Any:
     """The one-row, one-column (``exact``) select that says whether the rows
     of ``rows`` matching ``where`` number at most ``bound`` (an int, or a
     SQLAlchemy ``bindparam`` the caller fills in): counted through
-    :data:`FILTER_INDEX`, never past ``bound + 1``, so a large pool pays a
+    `FILTER_INDEX`, never past ``bound + 1``, so a large pool pays a
     bounded probe. Either way ``bound`` is a bound parameter.
 
-    Example::
-
+    Example:
+        ```python
         few = filter_first(table, [table.c.namespace == "team-a"], 4472).cte("few")
+        ```
     """
     import sqlalchemy
 
@@ -410,7 +410,7 @@ def filter_first_search(
     rows: Any, where: Sequence[Any], bound: Any, matching: Any, by_index: Any, k: int, *, exact: str, name: str
 ) -> Any:
     """A pool search with the filter index: one statement whose
-    :func:`filter_first` probe (on ``rows`` matching ``where``, at most
+    `filter_first` probe (on ``rows`` matching ``where``, at most
     ``bound``) decides, once, which of its two branches runs. Few matching
     rows: ``matching`` (the search's columns, a ``distance`` and an ``id``
     among them, filtered by ``where``, neither ordered nor limited) read
@@ -422,9 +422,10 @@ def filter_first_search(
     from another search's in one statement. The one rule of PGVector's and
     LlamaIndex's pool searches.
 
-    Example::
-
+    Example:
+        ```python
         statement = filter_first_search(table, [cond], 4472, matching, by_index, 20, exact="exact", name="0")
+        ```
     """
     import sqlalchemy
 
@@ -450,9 +451,9 @@ def install_filter_index(store: Any) -> None:
     a store made for sync use (it changes the schema: it needs the right to
     create an index on the table); running it again is harmless.
 
-    - LangChain's ``PGVector``: :data:`FILTER_INDEX` on ``(collection_id,
+    - LangChain's ``PGVector``: `FILTER_INDEX` on ``(collection_id,
       cmetadata->>'namespace', cmetadata->>'type')``.
-    - LlamaIndex's ``PGVectorStore``: :func:`filter_index_name` of its table
+    - LlamaIndex's ``PGVectorStore``: `filter_index_name` of its table
       ``data_<table_name>`` on ``(metadata_->>'namespace', metadata_->>'type',
       metadata_->>'scope')`` (``type`` is the key the index serves: a
       retriever with another ``type_key`` searches as without the index).
@@ -463,13 +464,13 @@ def install_filter_index(store: Any) -> None:
     - LangGraph's ``PostgresStore`` (with ``index=``): ``filter_index_name("store")``
       on ``store (prefix, (value->>'type'))``, for the agent middleware's
       ranked type searches
-      (:mod:`~poolsplit_adapters.langchain.postgres_store_search`).
+      (`postgres_store_search`).
 
     Why: a filtered HNSW scan visits rows until ``k`` of them match, so a
     pool of a rare type (one tenant's skills: ~1% of the table) visited
     thousands of rows per search, ~10x one plain filtered search. With the
     index, a pool search counts its matching rows first (at most
-    :func:`filter_first_bound` of them, in the same statement) and, when
+    `filter_first_bound` of them, in the same statement) and, when
     they are few, reads just those and orders them by distance: exact, with
     no HNSW cut-off, and cheap. A pool with many matching rows still walks
     the HNSW index (cheap there: matches are dense). Untyped entries
@@ -478,12 +479,13 @@ def install_filter_index(store: Any) -> None:
 
     Only fixed names and the store's own declared table (quoted by the
     dialect) reach this SQL; any other store is an
-    :class:`~poolsplit_adapters.settings.ArgumentError`.
+    `ArgumentError`.
 
-    Example::
-
+    Example:
+        ```python
         store = PGVector(embeddings, connection=url, embedding_length=256)
         install_filter_index(store)
+        ```
     """
     if hasattr(store, "EmbeddingStore"):
         _install_pgvector_filter_index(store)
@@ -510,15 +512,16 @@ _STORE_FILTER_INDEX_DDL = (
 
 
 async def ainstall_filter_index(store: Any) -> None:
-    """:func:`install_filter_index` of LangGraph's ``AsyncPostgresStore``
+    """`install_filter_index` of LangGraph's ``AsyncPostgresStore``
     (the same index, through its async cursor): run once, after
     ``await store.setup()``.
 
-    Example::
-
+    Example:
+        ```python
         async with AsyncPostgresStore.from_conn_string(url, index=index) as store:
             await store.setup()
             await ainstall_filter_index(store)
+        ```
     """
     await _async_ddl(store, _STORE_FILTER_INDEX_DDL, "ainstall_filter_index")
 
@@ -556,7 +559,7 @@ def _plain(store: Any) -> bool:
 def locked_cursor(store: Any) -> Iterator[Any]:
     """A cursor of LangGraph's sync ``PostgresStore`` with the store's lock
     held: every statement of ours on a LangGraph Postgres store runs through
-    this (or :func:`alocked_cursor`).
+    this (or `alocked_cursor`).
 
     Why: ``PostgresStore.from_conn_string`` opens one connection, and a
     psycopg connection not in pipeline mode runs one command at a time.
@@ -565,17 +568,18 @@ def locked_cursor(store: Any) -> Iterator[Any]:
     beside the store's own batches, failed with "another command is already
     in progress". In pipeline mode (``pipe``) the store takes no lock and
     its batches run side by side; ours still take it, so a transaction of
-    ours (:class:`~poolsplit_adapters.langchain.postgres_store_search.PostgresStoreSearch`'s
-    run, :func:`~poolsplit_adapters.stores.type_indexes.install_type_indexes`)
+    ours (`PostgresStoreSearch`'s
+    run, `install_type_indexes`)
     never nests with another (psycopg refused them "at the wrong nesting
     level"). No pipeline mode is entered here (a statement such as ``CREATE
     INDEX CONCURRENTLY`` cannot run in one), and the lock is not reentrant:
     nothing inside may reach the store.
 
-    Example::
-
+    Example:
+        ```python
         with locked_cursor(store) as cur:
             cur.execute("SELECT 1")
+        ```
     """
     with store.lock, store._cursor() as cur:
         yield cur
@@ -583,10 +587,10 @@ def locked_cursor(store: Any) -> Iterator[Any]:
 
 @contextlib.asynccontextmanager
 async def alocked_cursor(store: Any) -> AsyncIterator[Any]:
-    """:func:`locked_cursor` of LangGraph's ``AsyncPostgresStore``: its own
+    """`locked_cursor` of LangGraph's ``AsyncPostgresStore``: its own
     ``_cursor()`` takes its ``asyncio`` lock on a single connection (a
     pooled one needs none) except in pipeline mode, where this takes it.
-    Run on the store's loop (:func:`wait_on_store_loop` from another thread)."""
+    Run on the store's loop (`wait_on_store_loop` from another thread)."""
     lock = store.lock if getattr(store, "pipe", None) is not None else contextlib.nullcontext()
     async with lock, store._cursor() as cur:
         yield cur
@@ -613,13 +617,13 @@ def plain_postgres_store(store: Any) -> bool:
     """Whether ``store`` is a sync ``PostgresStore`` without a TTL whose
     cursor we can use: what the middleware's watermark and our ranked
     searches read directly (with a TTL, expiry and refresh-on-read stay the
-    store's own). The one rule of both (:func:`plain_async_postgres_store`
+    store's own). The one rule of both (`plain_async_postgres_store`
     is its async twin)."""
     return is_postgres_store(store) and _plain(store)
 
 
 def plain_async_postgres_store(store: Any) -> bool:
-    """:func:`plain_postgres_store` of an ``AsyncPostgresStore``: the same
+    """`plain_postgres_store` of an ``AsyncPostgresStore``: the same
     tables and statements, through its async cursor."""
     return is_async_postgres_store(store) and _plain(store)
 
@@ -649,9 +653,9 @@ def _install_pgvector_filter_index(store: Any) -> None:
 
 def llama_index_filter_index(store: Any) -> str:
     """The schema-qualified, quoted name of the filter index of LlamaIndex
-    ``PGVectorStore`` ``store`` (:func:`filter_index_name` of its table, in
+    ``PGVectorStore`` ``store`` (`filter_index_name` of its table, in
     the table's schema): what a search passes, as a bound parameter, to
-    :func:`hnsw_search_settings`."""
+    `hnsw_search_settings`."""
     table = store._table_class.__table__
     preparer = _postgres_quoting()
     name = preparer.quote(filter_index_name(table.name))
@@ -700,7 +704,7 @@ def exact_search_settings() -> Any:
 
 
 #: The per-namespace change counters of LangGraph's ``store`` table, kept by
-#: triggers (:func:`install_change_counter`). Fixed names: no value is ever
+#: triggers (`install_change_counter`). Fixed names: no value is ever
 #: part of this SQL.
 CHANGES_TABLE = "poolsplit_store_changes"
 #: The triggers that keep it; all of them enabled means the counters are sound.
@@ -779,14 +783,15 @@ def install_change_counter(store: Any) -> None:
     The triggers fire in every session, ``session_replication_role =
     replica`` included (``ENABLE ALWAYS``). The middleware checks on every
     turn that all four triggers are there and enabled so
-    (:data:`CHANGE_TRIGGERS`); if not (e.g. installed by an older version:
+    (`CHANGE_TRIGGERS`); if not (e.g. installed by an older version:
     install again), it falls back to the digest.
 
-    Example::
-
+    Example:
+        ```python
         with PostgresStore.from_conn_string(url) as store:
             store.setup()
             install_change_counter(store)
+        ```
     """
     if is_async_postgres_store(store):
         raise ArgumentError(
@@ -798,15 +803,16 @@ def install_change_counter(store: Any) -> None:
 
 
 async def ainstall_change_counter(store: Any) -> None:
-    """:func:`install_change_counter` of LangGraph's ``AsyncPostgresStore``
+    """`install_change_counter` of LangGraph's ``AsyncPostgresStore``
     (the same table, function and triggers, through its async cursor): run
     once, after ``await store.setup()``.
 
-    Example::
-
+    Example:
+        ```python
         async with AsyncPostgresStore.from_conn_string(url) as store:
             await store.setup()
             await ainstall_change_counter(store)
+        ```
     """
     await _async_ddl(store, _CHANGE_COUNTER_DDL, "ainstall_change_counter")
 
@@ -823,14 +829,13 @@ class PostgresConnection:
             Query parameters (``sslmode``, ``host=/socket/dir``, ...) carry
             over to both forms unchanged.
 
-    The forms differ only in the scheme: :attr:`sqlalchemy_url` names the
+    The forms differ only in the scheme: [`sqlalchemy_url`][] names the
     psycopg 3 driver, the one all three stores share (sync and async), and
-    :attr:`conninfo` is libpq's own. An unparsable value is an
-    :class:`~poolsplit_adapters.checks.ArgumentError` naming ``url``. The
+    [`conninfo`][] is libpq's own. An unparsable value is an
+    `ArgumentError` naming ``url``. The
     password never shows in ``repr``.
 
-    Example::
-
+    Example:
         >>> pg = PostgresConnection("postgresql://me:secret@db-host:5432/memory?sslmode=require")
         >>> pg.sqlalchemy_url    # PGVector(connection=...), PGEngine.from_connection_string(...)
         'postgresql+psycopg://me:secret@db-host:5432/memory?sslmode=require'
@@ -876,7 +881,7 @@ class PostgresConnection:
 
 
 def _as_uri(value: str) -> str:
-    """``value`` as a libpq ``postgresql://`` URI (see :class:`PostgresConnection`)."""
+    """``value`` as a libpq ``postgresql://`` URI (see [`PostgresConnection`][])."""
     if "://" not in value:
         return _keywords_uri(value)
     scheme, rest = value.split("://", 1)

@@ -1,7 +1,7 @@
 """Search across namespaces, for operators only.
 
-Every agent-facing path sees memory through a :class:`~poolsplit_adapters.
-poolsplit.Visibility` that matches namespaces exactly, so one tenant never
+Every agent-facing path sees memory through a [`Visibility`][]
+ that matches namespaces exactly, so one tenant never
 reads another's memory. An operator sometimes must: to find where a wrong
 fact came from, or every copy of a secret before forgetting it. This module
 is that one explicit door: it reads every namespace and returns the matches
@@ -52,7 +52,7 @@ def search_all_namespaces(
     grouped by namespace. Operator-only: never call it on an agent's path.
 
     Words are the relevance-first scorer's
-    (:class:`~poolsplit_adapters.relevance.Analyzer`): letters and digits of
+    ([`Analyzer`][]): letters and digits of
     any script, NFKC and casefolded, stemmed (so "refund" finds "refunds"),
     CJK as character bigrams, stopwords dropped; read from content and tags.
     Within a namespace hits rank by score, then by their BM25 relevance over
@@ -74,11 +74,12 @@ def search_all_namespaces(
         ValueError: ``query`` has no searchable word, or ``limit`` < 0.
         EntryError: a malformed entry (named by position and field).
 
-    Example::
-
+    Example:
+        ```python
         hits = search_all_namespaces(store, "refund rounding")
         for namespace, found in hits.items():
             print(namespace, [h.entry["id"] for h in found])
+        ```
     """
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError("limit must be a non-negative int or None, got %r" % (limit,))

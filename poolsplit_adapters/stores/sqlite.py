@@ -10,19 +10,19 @@ notebook) read and write the same memory safely.
 write. ``forgotten`` keeps only the ids (never the content) of deleted entries
 with their change number, so other processes can drop them from their
 indexes. ``meta`` holds the change counter. ``PRAGMA user_version`` is the
-schema version; :data:`MIGRATIONS` upgrades older files step by step.
+schema version; `MIGRATIONS` upgrades older files step by step.
 
 **Identified before written.** Opening a file first reads its header and
-schema through a read-only connection (:func:`identify`): a file that is not
+schema through a read-only connection (`identify`): a file that is not
 SQLite, another program's database (also one that claims ``user_version``
 1 without these tables) or a newer schema is refused with a
-:class:`StoreError` naming it, byte-identical, before WAL mode or a
+[`StoreError`][] naming it, byte-identical, before WAL mode or a
 migration could touch it, and with nothing beside it: a file with no log
 beside it is read ``immutable`` (a read-only connection to a WAL file makes
 its ``-wal`` and ``-shm``), and a file SQLite finds damaged only once the
 store's own connection reads it is refused with the files that connection
 made removed. A file (or folder) this process cannot write is
-opened read-only: reads work, a write raises :class:`StoreError`. Every
+opened read-only: reads work, a write raises [`StoreError`][]. Every
 SQLite error the store raises names the file.
 
 **Durability.** WAL mode with ``synchronous=FULL``: every commit fsyncs the
@@ -31,10 +31,10 @@ of the writer, an OS crash and a power cut (on a disk that honours fsync).
 Each call is one transaction: a batch is stored whole or not at all.
 ``":memory:"`` is the exception, by request: a store in one object, with no
 file and no log (one connection, which no other can see), gone at ``close``
-(:func:`memory_target`).
+(`memory_target`).
 
 **In step across processes.** Queries are answered by a
-:class:`~poolsplit_adapters.index.MemoryIndex` built from the table once (warm
+[`MemoryIndex`][] built from the table once (warm
 start) and then kept in step incrementally: before each query, ``PRAGMA
 data_version`` tells whether any other connection committed since the last
 look (no I/O when nothing did); if one did, only the rows whose ``seq`` is
@@ -117,7 +117,7 @@ RELOAD_AFTER = 2_000
 
 #: The first 16 bytes of every SQLite database file.
 SQLITE_MAGIC = b"SQLite format 3\x00"
-#: The tables (and their columns) of a file at :data:`SCHEMA_VERSION`: a
+#: The tables (and their columns) of a file at [`SCHEMA_VERSION`][]: a
 #: file claiming that version without them is another program's database.
 SCHEMA_TABLES: dict[str, frozenset[str]] = {
     "memory": frozenset({"id", "namespace", "type", "scope", "created", "status", "superseded_by", "seq", "entry"}),
@@ -144,7 +144,7 @@ SIDECARS = ("-wal", "-shm", "-journal")
 
 
 def _sidecars(path: pathlib.Path) -> set[pathlib.Path]:
-    """The files SQLite keeps beside ``path`` (:data:`SIDECARS`) that exist now."""
+    """The files SQLite keeps beside ``path`` (`SIDECARS`) that exist now."""
     return {side for side in (path.with_name(path.name + s) for s in SIDECARS) if side.exists()}
 
 
@@ -191,7 +191,7 @@ def _probe(path: pathlib.Path) -> tuple[int, dict[str, frozenset[str]]]:
 
 def identify(path: pathlib.Path) -> int:
     """The schema version of the memory store at ``path`` (0: a new or empty
-    file), or :class:`StoreError` naming the file when it is not one: not a
+    file), or [`StoreError`][] naming the file when it is not one: not a
     SQLite database, another program's database, a newer schema, a corrupt
     file. Nothing is written, so a refused file is left byte-identical."""
     if path.is_dir():
@@ -244,8 +244,8 @@ def memory_target(path: PathLike) -> Optional[str]:
     the store needs no write-ahead log there: WAL is what lets other
     connections read while one writes, and there are none. Every other
     guarantee holds as on a file (each write one transaction, reads see
-    every write) except durability: nothing survives :meth:`close
-    <SQLiteMemoryStore.close>`.
+    every write) except durability: nothing survives [`close`][poolsplit_adapters.stores.SQLiteMemoryStore.close]
+    .
 
     Raises:
         StoreError: a shared-cache in-memory URI (other connections of the
@@ -328,7 +328,7 @@ def _with_file(exc: sqlite3.Error, path: str) -> sqlite3.Error:
 
 
 class _FileCursor(sqlite3.Cursor):
-    """A cursor whose SQLite errors name the store file (see :func:`_with_file`)."""
+    """A cursor whose SQLite errors name the store file (see `_with_file`)."""
 
     path = ""
 
@@ -366,7 +366,7 @@ class _FileCursor(sqlite3.Cursor):
 
 
 class _FileConnection(sqlite3.Connection):
-    """A connection whose statements run on :class:`_FileCursor`."""
+    """A connection whose statements run on `_FileCursor`."""
 
     path = ""
 
@@ -395,13 +395,13 @@ class SQLiteMemoryStore(StoreVerbs):
             ``":memory:"`` (or a private in-memory URI such as
             ``"file::memory:"``) is a store in this object only: one
             connection, so no write-ahead log is needed, every verb as on a
-            file, and nothing left after :meth:`close` (for memory that must
+            file, and nothing left after [`close`][] (for memory that must
             outlive the process, a file; for a throwaway one on disk, a file
             in ``tempfile.mkdtemp()``). A shared-cache URI or an empty path
-            is a :class:`StoreError` (:func:`memory_target` says why).
+            is a [`StoreError`][] (`memory_target` says why).
         token_counter: cost of an entry without ``token_count`` (passed to
             the index; default: the core's ``len // 4`` estimate; the adapters
-            pass :func:`~poolsplit_adapters.tokens.default_counter`).
+            pass `default_counter`).
         is_active: activeness predicate for selection (default: the core's).
         timeout: seconds to wait for another process's write lock.
         clock: the time stamped into ``created`` when an entry has none, and
@@ -409,19 +409,19 @@ class SQLiteMemoryStore(StoreVerbs):
             (default: now, UTC); injectable for reproducible tests.
 
     The verbs and their rules are the store contract's
-    (:class:`~poolsplit_adapters.stores.base.StoreVerbs`); this class
-    provides the primitives. Writes (:meth:`add`, :meth:`supersede`,
-    :meth:`delete`) are each one transaction (:meth:`commit`), committed durably (WAL, ``synchronous=FULL``) before they
+    ([`StoreVerbs`][]); this class
+    provides the primitives. Writes ([`add`][poolsplit_adapters.stores.StoreVerbs.add], [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede],
+    [`delete`][]) are each one transaction ([`commit`][]), committed durably (WAL, ``synchronous=FULL``) before they
     return; one that raises wrote nothing. Reads see every write committed
     before them, by any process. One object is safe to share between threads
     of one process; do not share it across ``fork``.
 
-    The entries inside a returned :class:`Selection` are the index's own
-    dicts: read them, do not change them (use :meth:`supersede`). :meth:`get`
-    and :meth:`entries` return fresh copies.
+    The entries inside a returned [`Selection`][] are the index's own
+    dicts: read them, do not change them (use [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede]). [`get`][poolsplit_adapters.stores.StoreVerbs.get]
+    and [`entries`][poolsplit_adapters.stores.StoreVerbs.entries] return fresh copies.
 
-    Example::
-
+    Example:
+        ```python
         from poolsplit_adapters import Pool
         from poolsplit_adapters.stores import SQLiteMemoryStore
 
@@ -435,6 +435,7 @@ class SQLiteMemoryStore(StoreVerbs):
             store.supersede(fix, {"type": "correction", "scope": "always",
                                   "content": "Never force-push to a shared branch."})
         # Another process (or a restart) opening memory.db sees all of it.
+        ```
     """
 
     def __init__(
@@ -502,7 +503,7 @@ class SQLiteMemoryStore(StoreVerbs):
     def _connect(self, timeout: float) -> sqlite3.Connection:
         """The store's connection: read-write, or read-only (through the
         shared-memory file when it can be made, else immutable). Errors
-        SQLite raises through it name the file (:class:`_FileConnection`)."""
+        SQLite raises through it name the file (`_FileConnection`)."""
         options: dict[str, Any] = {"isolation_level": None, "check_same_thread": False, "factory": _FileConnection}
         if self._memory is not None:
             return _named(sqlite3.connect(self._memory, timeout, uri=self._memory != MEMORY, **options), self.path)
@@ -641,7 +642,7 @@ class SQLiteMemoryStore(StoreVerbs):
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over the store's current content, every
         process's committed writes included; ``options`` as
-        :meth:`MemoryIndex.select` (``now``, ``scorer``, ``visibility``)."""
+        [`MemoryIndex.select`][] (``now``, ``scorer``, ``visibility``)."""
         with self._lock:
             options["now"] = options.get("now") or self._clock()
             return note_expired(self._synced().select(pools, context, **options))

@@ -2,7 +2,7 @@
 ranked type search never reads a whole type.
 
 Over a vector-indexed ``PostgresStore`` the agent middleware recalls each
-pool's types by similarity (:mod:`~poolsplit_adapters.langchain.postgres_store_search`).
+pool's types by similarity (`postgres_store_search`).
 Through the store's one HNSW index, a type whose items all lie behind nearer
 items of other types (a query about deploys when only the episodes mention
 deploys) is a walk past those other items: it gives up at its budget, and
@@ -10,16 +10,16 @@ the exact read of every item of the type completes it. That read grows with
 the namespace: 10 ms a type at 10k memories, 105 ms at 100k (measured,
 ``benchmarks/middleware_turn.py``).
 
-:func:`install_type_indexes` gives each listed type its own HNSW index, a
+`install_type_indexes` gives each listed type its own HNSW index, a
 partial index over that type's vectors only, so the type's walk starts among
 its own items and its cost no longer depends on what else the namespace
 holds (4-5 ms a type at 100k on the same corpus). What it installs, once per
 database, after ``store.setup()``:
 
-- the table :data:`TYPE_CODES` (``type`` -> a small integer ``code``): the
+- the table `TYPE_CODES` (``type`` -> a small integer ``code``): the
   one thing of a type that reaches SQL text is this integer, which is ours;
   a type itself is only ever a bound parameter;
-- the column :data:`CODE_COLUMN` on ``store_vectors``: each vector's type
+- the column `CODE_COLUMN` on ``store_vectors``: each vector's type
   code, set by triggers from the item's ``value->>'type'`` whoever writes
   (LangGraph's own ``put``, another process): on every insert or update of
   a vector, and when an item's type changes; NULL for a type not listed;
@@ -28,11 +28,11 @@ database, after ``store.setup()``:
 
 The search reads the codes of the types whose index exists and is valid,
 and only while both triggers are there, on their tables, and enabled; it
-reads them again every :data:`CODES_SECONDS`. A vector written while the
+reads them again every `CODES_SECONDS`. A vector written while the
 triggers did not run (disabled, or a session with
 ``session_replication_role = replica``, as a logical-replication apply)
 has no code, and its namespace is searched without the type indexes (one
-index probe a run, :data:`NULL_CODES`) until an install gives it its code.
+index probe a run, `NULL_CODES`) until an install gives it its code.
 What no check here sees: an item whose *type* was changed while the
 triggers did not run keeps its old code; install again after such writes
 (every code is then made what the rule gives). A type's walk through its
@@ -78,7 +78,7 @@ __all__ = [
 TYPE_CODES = "poolsplit_vector_types"
 #: The column of ``store_vectors`` that holds each vector's type code.
 CODE_COLUMN = "poolsplit_type_code"
-#: The triggers that keep :data:`CODE_COLUMN`: on ``store_vectors`` (a vector
+#: The triggers that keep `CODE_COLUMN`: on ``store_vectors`` (a vector
 #: written) and on ``store`` (an item's type changed).
 TYPE_TRIGGERS = ("poolsplit_vector_type_code", "poolsplit_store_type_moved")
 #: How long a search keeps the codes it read before reading them again.
@@ -88,7 +88,7 @@ CODES_SECONDS = 60.0
 #: not listed. NULL only ever means "written while the triggers did not
 #: run" (disabled, or a session in ``session_replication_role = replica``):
 #: a namespace holding such a vector is searched without the type indexes
-#: (:data:`NULL_CODES`) until an install gives it its code. The functions
+#: (`NULL_CODES`) until an install gives it its code. The functions
 #: keep the install's ``search_path``, so every writer's trigger finds the
 #: same tables.
 _FUNCTIONS = (
@@ -171,8 +171,7 @@ _HNSW_PARAMETERS = ("m", "ef_construction")
 def type_index_name(code: int) -> str:
     """The partial HNSW index of the type with ``code``.
 
-    Example::
-
+    Example:
         >>> type_index_name(3)
         'poolsplit_type_hnsw_3'
     """
@@ -183,8 +182,8 @@ def type_codes_sql() -> str:
     """The statement a search reads its type codes with (psycopg
     parameters; none): each listed type whose index exists and is valid (a
     concurrent build that failed leaves an invalid one), and none at all
-    unless both :data:`TYPE_TRIGGERS` are there, on their own tables, and
-    enabled. Run it only where :data:`TYPE_CODES` exists."""
+    unless both `TYPE_TRIGGERS` are there, on their own tables, and
+    enabled. Run it only where `TYPE_CODES` exists."""
     return (
         "SELECT t.type, t.code FROM poolsplit_vector_types t"
         " JOIN pg_index i ON i.indexrelid = to_regclass('poolsplit_type_hnsw_' || t.code) AND i.indisvalid"
@@ -307,7 +306,7 @@ def _run(cur: Any, steps: _Steps) -> List[Tuple[str, int]]:
 
 
 async def _arun(cur: Any, steps: _Steps) -> List[Tuple[str, int]]:
-    """:func:`_run` on an async cursor."""
+    """`_run` on an async cursor."""
     sql, params = next(steps)
     while True:
         await cur.execute(sql, params)
@@ -333,11 +332,12 @@ def install_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[str, in
     are then built ``CONCURRENTLY`` when the store's connection is in
     autocommit (LangGraph's advice), so nothing waits for the builds.
 
-    Example::
-
+    Example:
+        ```python
         store = PostgresStore(conn, index={"dims": 256, "embed": embeddings, "fields": ["content"]})
         store.setup()
         install_type_indexes(store, ["episode", "fact", "skill", "note", "task"])
+        ```
     """
     if is_async_postgres_store(store):
         raise ArgumentError(
@@ -360,13 +360,14 @@ def install_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[str, in
 
 
 async def ainstall_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[str, int]]:
-    """:func:`install_type_indexes` of LangGraph's ``AsyncPostgresStore``
+    """`install_type_indexes` of LangGraph's ``AsyncPostgresStore``
     (the same statements, through its async cursor): run once, after
     ``await store.setup()``.
 
-    Example::
-
+    Example:
+        ```python
         await ainstall_type_indexes(store, ["episode", "fact"])
+        ```
     """
     if not is_async_postgres_store(store):
         raise ArgumentError(

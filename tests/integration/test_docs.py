@@ -7,7 +7,7 @@ tests/integration/test_postgres_readme.py instead."""
 from __future__ import annotations
 
 import pytest
-from doc_blocks import ROOT, claimed_output, code_blocks, indented_python_fences
+from doc_blocks import ROOT, claimed_output, code_blocks, indented_python_fences, wide_code_lines
 
 BLOCKS = code_blocks("python")
 
@@ -21,6 +21,11 @@ def test_the_docs_have_examples_with_printed_output():
 
 def test_no_python_example_is_hidden_in_an_indented_fence():
     assert indented_python_fences() == []
+
+
+def test_every_code_block_of_the_site_fits_88_columns():
+    # Wider lines scroll sideways on the page; a reader loses the end of a call.
+    assert wide_code_lines(88) == []
 
 
 @pytest.mark.parametrize("where", BLOCKS, ids=["%s-%d" % (name, n) for name, n, _ in BLOCKS])
