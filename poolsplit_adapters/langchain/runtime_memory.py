@@ -44,10 +44,15 @@ class RuntimeMemory:
         settings: the selection settings the backends read with.
 
     Example:
-        ```python
-        where = RuntimeMemory("my_tool", lambda rt: ("memories", rt.context["user_id"]), None, settings)
-        backend, chain = where.backend(runtime), where.chain(runtime)
-        ```
+        >>> from langchain.tools import ToolRuntime
+        >>> from langgraph.store.memory import InMemoryStore
+        >>> from poolsplit_adapters import Pool
+        >>> settings = AgentMemorySettings.held_by("my_tool", pools=[Pool("notes", 200, 5)])
+        >>> where = RuntimeMemory("my_tool", lambda rt: ("memories", rt.context["user_id"]), None, settings)
+        >>> runtime = ToolRuntime(state={}, context={"user_id": "ana"}, config={}, stream_writer=print,
+        ...                       tool_call_id=None, store=InMemoryStore())
+        >>> where.chain(runtime), type(where.backend(runtime)).__name__
+        ((('memories', 'ana'),), '_BaseStoreBackend')
     """
 
     def __init__(self, owner: str, namespace: NamespaceSpec, store: Any, settings: AgentMemorySettings) -> None:
