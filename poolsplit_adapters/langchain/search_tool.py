@@ -1,15 +1,9 @@
-"""`create_search_memory_tool`: the model searches its user's memory,
-pool-split, from a `create_agent` agent.
-
-The shape LangMem's `create_search_memory_tool` made familiar (a tool
-built with a namespace, reading the agent's store), answered by the
-pool-split selection and its why-not line
-([poolsplit_adapters.memory.search_tool][]). The memory is found per call
-the way the agent middleware finds it
-([RuntimeMemory][poolsplit_adapters.langchain.runtime_memory.RuntimeMemory]):
-the namespace from the tool's runtime (its `context`, `config`), exact, so
-one user's search never reads another's namespace; the store given, else
-`runtime.store`.
+"""`create_search_memory_tool`: a `create_agent` agent searches its user's
+memory, pool-split, in the shape LangMem's tool of that name made familiar.
+The answer is [poolsplit_adapters.memory.search_tool][]'s; the memory is
+found per call as the middleware finds it
+([RuntimeMemory][poolsplit_adapters.langchain.runtime_memory.RuntimeMemory]),
+so one user's search never reads another's namespace.
 """
 
 from __future__ import annotations
