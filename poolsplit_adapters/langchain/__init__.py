@@ -28,6 +28,9 @@ Entry points:
   contract; [`namespace_label`][poolsplit_adapters.langchain.store.namespace_label], the one mapping of a LangGraph
   namespace tuple to an entry's ``namespace`` string. Imported on first use: they pull in ``langchain.agents``, which
   retriever-only users need not pay for.
+* `create_search_memory_tool`: a `search_memory(query)` tool for
+  `create_agent(tools=[...])`, pool-split, scoped to the caller's namespace
+  (imported on first use, as the middleware).
 """
 
 from typing import Any
@@ -57,6 +60,10 @@ def __getattr__(name: str) -> Any:
         from .vector_memory import VectorStoreMemory
 
         return VectorStoreMemory
+    if name == "create_search_memory_tool":
+        from .search_tool import create_search_memory_tool
+
+        return create_search_memory_tool
     if name == "HashEmbeddings":
         from .embeddings import HashEmbeddings
 
@@ -76,6 +83,7 @@ __all__ = [
     "VectorStoreMemory",
     "callable_filter",
     "capture_selections",
+    "create_search_memory_tool",
     "dict_filter",
     "document_to_entry",
     "format_documents",

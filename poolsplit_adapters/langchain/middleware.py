@@ -57,8 +57,6 @@ import contextlib
 import datetime
 import hashlib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated, Any, Callable, Optional, Union, cast
@@ -99,9 +97,10 @@ from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
 from ..stores.base import DuplicateEntry, IdHeldElsewhere
 from ..threads import off_loop
-from .backends import Backend, Plan, backend_for
+from .backends import Backend, Plan
 from .documents import SELECTION_EVENT
-from .store import Namespace, check_namespaces, namespace_label
+from .runtime_memory import NamespaceSpec, RuntimeMemory
+from .store import Namespace, namespace_label
 
 __all__ = [
     "DEFAULT_HEADING",
@@ -112,8 +111,6 @@ __all__ = [
     "PromotedStep",
     "RememberInput",
 ]
-
-NamespaceSpec = Union[Sequence[str], Sequence[Sequence[str]], Callable[[Any], Any]]
 
 #: The line above the injected memory in the system message.
 DEFAULT_HEADING = (
@@ -562,22 +559,13 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             page_size=page_size,
             fetch_k=fetch_k,
         )
-        if callable(namespace):
-            self._namespace_fn: Optional[Callable[[Any], Any]] = namespace
-            self._namespace: Optional[tuple[Namespace, ...]] = None
-        else:
-            self._namespace_fn = None
-            self._namespace = check_namespaces(namespace)
         self.max_turns = check_positive_int(max_turns, "max_turns", "the current turn always stays")
         self.write_gate = check_instance(write_gate, WriteGate, "write_gate") or WriteGate()
         self.now = now
         self.heading = check_string(heading, "heading")
         self.episode_type = check_label(episode_type, "episode_type")
         self.note_type = check_label(note_type, "note_type")
-        self._fixed: Optional[Backend] = None if store is None else backend_for(store, self.settings)
-        # Adapters over each runtime store seen (a cache, not thread state).
-        self._runtime_backends: OrderedDict[int, tuple[Any, Backend]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._memory = RuntimeMemory("PoolSplitMemoryMiddleware", namespace, store, self.settings)
         #: The background consolidation (None: off, the default).
         self.consolidation: Optional[BackgroundConsolidation] = None
         if consolidator is not None:
@@ -701,7 +689,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     ) -> ExtendedModelResponse[Any]:
         """Async [`wrap_model_call`][]."""
         # pools="auto" reads the store's types: an AsyncPostgresStore's sync read, from a worker thread.
-        away = self._source(request.runtime).off_loop
+        away = self._memory.backend(request.runtime).off_loop
         step = await off_loop(self._step, request) if away else self._step(request)
         snap = await step.where.source.asnapshot(*step.reading)
         promoted = self._kept(request, step.key(snap.version))
@@ -742,35 +730,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
 
     # -- where the memory is ------------------------------------------------------------
 
-    def _chain(self, runtime: Any) -> tuple[Namespace, ...]:
-        if self._namespace is not None:
-            return self._namespace
-        assert self._namespace_fn is not None
-        try:
-            value = self._namespace_fn(runtime)
-        except Exception as err:
-            raise ValueError("namespace(runtime) failed: %s: %s" % (type(err).__name__, err)) from err
-        return check_namespaces(value, "namespace(runtime)")
-
-    def _source(self, runtime: Any) -> Backend:
-        if self._fixed is not None:
-            return self._fixed
-        store = getattr(runtime, "store", None)
-        if store is None:
-            raise ValueError(
-                "PoolSplitMemoryMiddleware has no store: pass store= or give one to create_agent(..., store=...)"
-            )
-        with self._lock:
-            found = self._runtime_backends.get(id(store))
-            if found is None or found[0] is not store:
-                found = (store, backend_for(store, self.settings, argument="runtime.store"))
-                self._runtime_backends[id(store)] = found
-                if len(self._runtime_backends) > 16:
-                    self._runtime_backends.popitem(last=False)
-            return found[1]
-
     def _where(self, runtime: Any) -> _Where:
-        return _Where(self._source(runtime), self._chain(runtime), _thread_id(runtime))
+        return _Where(self._memory.backend(runtime), self._memory.chain(runtime), _thread_id(runtime))
 
     # -- writing through the gate (demoted turns and the remember tool alike) -----------
 

@@ -25,6 +25,9 @@ instrumentation and is collected by
 [`capture_selections`][]; ``last_selection``
 is the call that finished last.
 
+`create_search_memory_tool` gives a `FunctionAgent` a `search_memory(query)`
+tool over the same memory, scoped as its blocks are.
+
 [`HashEmbedding`][poolsplit_adapters.llama_index.embeddings.HashEmbedding] is a deterministic ``BaseEmbedding`` with real
 similarity, for tests and demos.
 """
@@ -39,6 +42,7 @@ from .memory_store import SESSION_KEY, PooledRender, PoolSplitMemoryStore, messa
 from .nodes import node_to_entry, nodes_from
 from .postprocessor import PoolSplitNodePostprocessor
 from .retriever import PoolSplitRetriever
+from .search_tool import create_search_memory_tool
 from .vector_memory import VectorIndexMemory
 from .vector_search import IndexRecall, metadata_filters
 
@@ -66,6 +70,7 @@ __all__ = [
     "StoreMemoryBlock",
     "VectorIndexMemory",
     "capture_selections",
+    "create_search_memory_tool",
     "message_text",
     "metadata_filters",
     "node_to_entry",
