@@ -121,7 +121,7 @@ def save(fig: Figure, name: str, legend_rows: int = 1) -> Path:
     path = PLOTS / (name + ".svg")
     fig.savefig(path, format="svg", metadata={"Date": None})
     plt.close(fig)
-    print("plot written to %s" % path.relative_to(ROOT))
+    print("plot written to %s" % (path.relative_to(ROOT) if path.is_relative_to(ROOT) else path))
     return path
 
 
