@@ -58,7 +58,9 @@ store with every type holding memories of every word;
 walks its own HNSW index).
 Reported for every kind: the time spent inside the store per turn (its
 ``batch`` calls and our ranked searches; p50), so what the middleware itself
-adds is the overhead less it.
+adds is the overhead less it. The run writes the table and draws
+docs/benchmarks/plots/middleware_turn.svg from it (``--plot-only``: from
+the table already written, measuring nothing).
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
 import docs_tables  # noqa: E402
+import plots  # noqa: E402
 from basestore_recall import POOLS, TYPES  # noqa: E402  (the same memory and pools)
 from langchain.agents import create_agent  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
@@ -418,7 +421,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--stores", nargs="+", choices=sorted(STORES), default=list(STORES))
     parser.add_argument("--turns", type=int, default=15)
+    parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the table written before")
     args = parser.parse_args()
+    if args.plot_only:
+        plots.middleware_turn()
+        return
     header = list(HEADER)
     rows: List[List[str]] = []
     skipped: List[str] = []
@@ -438,6 +445,7 @@ def main() -> None:
     if skipped:
         body += "\n\n" + "\n".join("*%s.*" % line for line in skipped)
     docs_tables.write_table("middleware_turn", body)
+    plots.middleware_turn()
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ straightforward implementation of the spec, measured in the same run.
 Prints one table per store size: seconds per query (best of repeats, averaged
 over the queries), the ratio to the baseline, whether every selection was
 identical, index build time and memory, then tiktoken throughput cold vs
-cached.
+cached; writes the table and draws docs/benchmarks/plots/speed.svg from it
+(``--plot-only``: from the table already written, measuring nothing).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
 import docs_tables  # noqa: E402
+import plots  # noqa: E402
 import reference  # noqa: E402
 import synth  # noqa: E402
 
@@ -146,7 +148,11 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     parser.add_argument("--queries", type=int, default=5)
     parser.add_argument("--tiktoken-texts", type=int, default=20_000)
+    parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the table written before")
     args = parser.parse_args()
+    if args.plot_only:
+        plots.speed()
+        return
     print(
         "machine: %s, %s, %d cores, Python %s"
         % (platform.machine(), platform.processor() or "cpu", os.cpu_count() or 0, platform.python_version())
@@ -171,6 +177,7 @@ def main() -> None:
         ["tiktoken `o200k_base`", "cold, texts/s", "`count_many`, texts/s", "cached, texts/s"], [tiktoken_row], "lrrr"
     )
     docs_tables.write_table("speed", speed + "\n\n" + tokens)
+    plots.speed()
 
 
 if __name__ == "__main__":

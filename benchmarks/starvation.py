@@ -9,7 +9,9 @@ under one shared budget of the same total size (every entry ranked by the
 same scorer, corrections included) and under pools with the always tier;
 (2) correction presence as a flood of fresh, matching, high-priority notes
 grows: the share of corrections that loaded, averaged over the queries.
-The notebook notebooks/starvation.ipynb plots the same numbers.
+The notebook notebooks/starvation.ipynb plots the same numbers; the run
+draws docs/benchmarks/plots/starvation.svg from the table it wrote
+(``--plot-only``: from the table already written, measuring nothing).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any, Dict, List, Sequence
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import docs_tables  # noqa: E402
+import plots  # noqa: E402
 import synth  # noqa: E402
 
 from poolsplit_adapters import MemoryIndex, Pool  # noqa: E402
@@ -162,7 +165,11 @@ def main() -> None:
         default="spec",
         help="spec: the core's default_scorer (the docs table); adapters: default_adapter_scorer() (printed only)",
     )
+    parser.add_argument("--plot-only", action="store_true", help="redraw the plot from the table written before")
     args = parser.parse_args()
+    if args.plot_only:
+        plots.starvation()
+        return
     scorer = default_scorer if args.scorer == "spec" else default_adapter_scorer()
     store = make_store()
     queries = synth.make_queries(50, seed=8)
@@ -204,6 +211,7 @@ def main() -> None:
         + "\n\nMean share of the %d corrections present as fresh content floods in:\n\n"
         % sum(1 for e in store if e.get("scope") == "always") + flood,
     )  # fmt: skip
+    plots.starvation()
 
 
 if __name__ == "__main__":

@@ -3,6 +3,13 @@
     python benchmarks/conversations/evaluate.py
     python benchmarks/conversations/evaluate.py --budgets 1024 2048 4096 --conversations 8 \\
         --markdown-out docs/benchmarks/_generated/conversations.md
+    python benchmarks/conversations/evaluate.py --plot-only
+
+A table written to ``docs/benchmarks/_generated/conversations.md`` (the one
+the docs include) is drawn as ``docs/benchmarks/plots/conversations.svg``
+(``benchmarks/plots.py``: recall and the instructions and preferences found,
+against the budget, every path against plain vector top-k); ``--plot-only``
+redraws it from that table, measuring nothing.
 
 Each conversation of :mod:`make_conversations` (seeded, generated in
 memory) is replayed once through a real ``langchain.agents.create_agent``
@@ -558,6 +565,14 @@ def render(result: Dict[str, Any], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _plots() -> Any:
+    """``benchmarks/plots.py`` (matplotlib), imported only when a plot is drawn."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    import plots
+
+    return plots
+
+
 def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budgets", type=int, nargs="+", default=list(BUDGETS))
@@ -574,7 +589,13 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         help="time agent.invoke with and without the middleware on the first N conversations (0: not)",
     )
     parser.add_argument("--markdown-out", help="write the table here as well")
+    parser.add_argument(
+        "--plot-only", action="store_true", help="redraw the plot from the docs' table, measuring nothing"
+    )
     args = parser.parse_args(argv)
+    if args.plot_only:
+        _plots().conversations()
+        return {}
     start = time.perf_counter()
     conversations = make_conversations(args.conversations, args.turns, args.seed)
     result = run(conversations, args.budgets, args.plans, not args.no_retrieval, args.overhead)
@@ -585,6 +606,9 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         os.makedirs(os.path.dirname(args.markdown_out) or ".", exist_ok=True)
         with open(args.markdown_out, "w", encoding="utf-8") as out:
             out.write(table)
+        plots = _plots()
+        if os.path.abspath(args.markdown_out) == str(plots.GENERATED / "conversations.md"):
+            plots.conversations()
     print("took %.1f s" % (time.perf_counter() - start))
     return result
 
