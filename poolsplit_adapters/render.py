@@ -89,6 +89,13 @@ class RenderedContext:
 def marker(entry: Mapping[str, Any], pool: Optional[str] = None, layer: str = "full") -> str:
     """One entry as ``<memory id=".." source=".." at=".." pool="..">text</memory>``.
 
+    An attribute whose value is empty (missing, None or ``""``) is left out:
+    ``source="" at=""`` tells the model nothing and costs tokens on every
+    entry, and an absent ``source`` says "unsourced" just as plainly. A
+    marker left with no attribute at all keeps ``id=""``, so that it stays
+    an entry marker (:func:`parse_markers` reads it) and never looks like the
+    bare ``<memory>`` that LlamaIndex's ``Memory`` wraps its blocks in.
+
     ``layer`` other than ``"full"`` (progressive loading) renders the
     entry's ``summary`` as the text and says so in a ``layer`` attribute: a
     summary reads like the whole memory unless the model is told there is
@@ -110,7 +117,8 @@ def marker(entry: Mapping[str, Any], pool: Optional[str] = None, layer: str = "f
             raise ValueError("entry %r has no summary to render at layer %r" % (entry.get("id"), layer))
         attrs.append(("layer", layer))
         text = summary
-    head = " ".join('%s="%s"' % (key, _attr(value)) for key, value in attrs)
+    shown = [(key, _attr(value)) for key, value in attrs if value is not None and str(value) != ""]
+    head = " ".join('%s="%s"' % pair for pair in shown or [("id", "")])
     return "<memory %s>\n%s\n</memory>" % (head, _body(str(text)))
 
 

@@ -288,15 +288,14 @@ def test_layer_markers_say_what_loaded_and_parse_back():
     entry = {"id": "ep-1", "content": "Full <story>.", "summary": 'Short "gist" > here', "created": "2026-11-01"}
     text = marker(entry, "episodes", S)
     assert text == (
-        '<memory id="ep-1" source="" at="2026-11-01" pool="episodes" layer="summary">\nShort "gist" &gt; here\n</memory>'
+        '<memory id="ep-1" at="2026-11-01" pool="episodes" layer="summary">\nShort "gist" &gt; here\n</memory>'
     )
     assert marker(entry, "episodes", "full") == (
-        '<memory id="ep-1" source="" at="2026-11-01" pool="episodes">\nFull &lt;story&gt;.\n</memory>'
+        '<memory id="ep-1" at="2026-11-01" pool="episodes">\nFull &lt;story&gt;.\n</memory>'
     )
     assert parse_markers(marker(entry, "episodes", T)) == [
         {
             "id": "ep-1",
-            "source": "",
             "at": "2026-11-01",
             "pool": "episodes",
             "layer": "timeline",

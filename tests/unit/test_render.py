@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from poolsplit_adapters import Pool, Reason, Selection, select
 from poolsplit_adapters.render import (
     explain,
+    marker,
     omission_line,
     omitted_by_pool,
     parse_markers,
@@ -64,9 +65,25 @@ def test_hostile_content_cannot_forge_close_or_reopen_a_marker():
 def test_any_text_round_trips_and_maps_to_exactly_the_selected_entries(entries):
     sel = select(entries, [Pool("all", 100_000, 100)], now=NOW)
     markers = parse_markers(render_context(sel).text)
-    assert [(m["id"], m["source"], m["content"]) for m in markers] == [
+    assert [(m["id"], m.get("source", ""), m["content"]) for m in markers] == [
         (c.entry["id"], c.entry["source"], c.entry["content"]) for c in sel.chosen
     ]
+
+
+def test_a_marker_leaves_out_every_attribute_whose_value_is_empty():
+    assert marker({"id": "a", "content": "x", "source": "", "created": None}, "notes") == (
+        '<memory id="a" pool="notes">\nx\n</memory>'
+    )
+    assert marker({"id": "b", "content": "y", "source": "user", "created": "2026-07-01"}) == (
+        '<memory id="b" source="user" at="2026-07-01">\ny\n</memory>'
+    )
+    assert marker({"id": "", "content": "z", "source": "web"}, "notes") == (
+        '<memory source="web" pool="notes">\nz\n</memory>'
+    )
+    # Nothing left to show: id="" keeps it a marker, never a bare <memory>.
+    bare = marker({"content": "w"})
+    assert bare == '<memory id="">\nw\n</memory>'
+    assert parse_markers(bare) == [{"id": "", "content": "w"}]
 
 
 def test_omissions_are_explicit_and_listed_for_the_host():
