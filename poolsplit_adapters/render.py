@@ -319,27 +319,44 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     """A readable why/why-not table: per pool, what loaded (score, cost) and
     budget use; the always-scope entries kept out by namespace, counted
     (:func:`always_outside_namespace`); then what did not load and why,
-    grouped by reason (at most ``limit`` rows per reason; None for all)."""
+    grouped by reason (at most ``limit`` rows per reason; None for all).
+
+    Columns are as wide as their longest value (at least as wide as a short
+    id such as ``fix-001`` needs), so a UUID id or a long pool name never
+    pushes the rest of its row out of line."""
+    # Per reason: its count from the counts, its first rows from the sample
+    # (the first ``limit`` of a reason are among the first ``limit`` of each
+    # of its pools), in the order the reasons first occur in the input.
+    grouped: Dict[Reason, List[Any]] = {}
+    for d in selection.dropped if limit is None else selection.dropped_sample(max(limit, 1)):
+        grouped.setdefault(d.reason, []).append(d)
+    shown = {reason: items if limit is None else items[:limit] for reason, items in grouped.items()}
+    rows = [*selection.chosen, *(d for items in shown.values() for d in items)]
+
+    def ident(row: Any) -> str:
+        return str(row.entry.get("id") or "#%d" % row.index)
+
+    def kind(row: Any) -> str:
+        return str(row.entry.get("type", "note"))
+
+    id_w = max([14, *(len(ident(r)) for r in rows)])
+    type_w = max([11, *(len(kind(r)) for r in rows)])
+    pool_w = max([12, *(len(str(name)) for name in selection.stats), *(len(str(c.pool)) for c in selection.chosen)])
+    left_out = [d for items in shown.values() for d in items]
+    dropped_pool_w = max([11, *(len(str(d.pool or "-")) for d in left_out)])
     lines: List[str] = []
-    header = "%-12s %-14s %-11s %8s %6s" % ("pool", "id", "type", "score", "tokens")
+    header = "%-*s %-*s %-*s %8s %6s" % (pool_w, "pool", id_w, "id", type_w, "type", "score", "tokens")
     lines.append(header)
     lines.append("-" * len(header))
     for c in selection.chosen:
-        lines.append(
-            "%-12s %-14s %-11s %8s %6d"
-            % (
-                c.pool,
-                c.entry.get("id") or "#%d" % c.index,
-                c.entry.get("type", "note"),
-                "always" if c.always else _fmt(c.score),
-                c.cost,
-            )
-        )
+        score = "always" if c.always else _fmt(c.score)
+        lines.append("%-*s %-*s %-*s %8s %6d" % (pool_w, c.pool, id_w, ident(c), type_w, kind(c), score, c.cost))
     lines.append("")
     for name, stat in selection.stats.items():
         lines.append(
-            "%-12s contextual %d/%s entries, %d/%s tokens; always-scope %d (%d tokens)"
+            "%-*s contextual %d/%s entries, %d/%s tokens; always-scope %d (%d tokens)"
             % (
+                pool_w,
                 name,
                 stat.entries_used,
                 _cap(stat.max_entries),
@@ -362,27 +379,23 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     outside = outside_namespace_line(always_outside_namespace(selection))
     if outside:
         lines.append(outside)
-    # Per reason: its count from the counts, its first rows from the sample
-    # (the first ``limit`` of a reason are among the first ``limit`` of each
-    # of its pools), in the order the reasons first occur in the input.
-    grouped: Dict[Reason, List[Any]] = {}
-    for d in selection.dropped if limit is None else selection.dropped_sample(max(limit, 1)):
-        grouped.setdefault(d.reason, []).append(d)
     total: Dict[Reason, int] = {}
     for (_, reason), (count, _) in selection.counts.items():
         total[reason] = total.get(reason, 0) + count
-    if grouped:
+    if shown:
         lines.append("")
         lines.append("not loaded:")
-    for reason, items in grouped.items():
+    for reason, items in shown.items():
         lines.append("  %s (%d)" % (reason, total[reason]))
-        shown: Sequence[Any] = items if limit is None else items[:limit]
-        for d in shown:
+        for d in items:
             lines.append(
-                "    %-14s %-11s pool=%-11s score=%-7s cost=%s"
+                "    %-*s %-*s pool=%-*s score=%-7s cost=%s"
                 % (
-                    d.entry.get("id") or "#%d" % d.index,
-                    d.entry.get("type", "note"),
+                    id_w,
+                    ident(d),
+                    type_w,
+                    kind(d),
+                    dropped_pool_w,
                     d.pool or "-",
                     _fmt(d.score),
                     "-" if d.cost is None else d.cost,

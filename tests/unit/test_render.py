@@ -194,3 +194,33 @@ def test_rendering_the_omission_lines_builds_no_row_per_entry(path):
     assert selection.row_reads == 0
     assert rendered.omitted_ids == ["n2", "n3", "n4", "n5"]
     assert selection.row_reads == 1
+
+
+def test_explain_aligns_its_columns_whatever_the_length_of_the_ids():
+    entries = [
+        {"id": "0b5f6c1e-8a9d-4e2f-9c3b-7d1a2e4f6a80", "type": "correction", "scope": "always", "content": "Use cents."},
+        {"id": "f47ac10b-58cc-4372-a567-0e02b2c3d479", "type": "fact", "content": "x", "created": "2026-07-01"},
+        {"id": "short", "type": "fact", "content": "y", "created": "2026-07-02"},
+        {"id": "9c858901-8a57-4791-81fe-4c455b099bc9", "type": "fact", "content": "z", "created": "2026-07-03"},
+        {"id": "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "type": "note", "content": "retired", "status": "archived"},
+    ]
+    for entry, tokens in zip(entries, (3, 5, 4, 3)):
+        entry["token_count"] = tokens
+    plan = [Pool("corrections", 0, 0, ("correction",)), Pool("facts", 10, 2, ("fact",))]
+    assert explain(select(entries, plan, now=NOW)).splitlines() == [
+        "pool         id                                   type           score tokens",
+        "-----------------------------------------------------------------------------",
+        "corrections  0b5f6c1e-8a9d-4e2f-9c3b-7d1a2e4f6a80 correction    always      3",
+        "facts        9c858901-8a57-4791-81fe-4c455b099bc9 fact            4.84      3",
+        "facts        short                                fact            4.81      4",
+        "",
+        "corrections  contextual 0/0 entries, 0/0 tokens; always-scope 1 (3 tokens)",
+        "facts        contextual 2/2 entries, 7/10 tokens; always-scope 0 (0 tokens)",
+        "tokens: 10, every entry in full text",
+        "",
+        "not loaded:",
+        "  token_budget (1)",
+        "    f47ac10b-58cc-4372-a567-0e02b2c3d479 fact        pool=facts       score=4.77    cost=5",
+        "  inactive (1)",
+        "    6ba7b810-9dad-11d1-80b4-00c04fd430c8 note        pool=-           score=-       cost=-",
+    ]
