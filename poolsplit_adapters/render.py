@@ -160,21 +160,29 @@ def omission_line(omitted: Mapping[str, int], cause: str = "") -> str:
     return "[%d more %s left out%s: %s]" % (total, noun, " " + cause if cause else "", detail)
 
 
-def selected_line(selected: Mapping[str, int], place: str) -> str:
-    """``[14 more entries selected for this message, in long_term_memory as
-    far as the context limit allows: content 8, skills 2]``: announces
-    entries rendered elsewhere (``place``), so that if a later stage drops
-    that place whole, the model still reads that they existed."""
+def selected_line(selected: Mapping[str, int], place: str, budget: Optional[Mapping[str, int]] = None) -> str:
+    """``[below, long_term_memory: 6 entries selected for this message
+    (content 4, skills 2), as many as the context limit allows; budgets
+    left out 36 more (content 36); if it is missing, the context limit left
+    it out]``: what a block that is never cut says about a truncatable
+    block (``place``) rendered after it.
+
+    A host such as LlamaIndex's ``Memory`` may cut that block, or drop it
+    whole with its own omission lines when even they do not fit; this
+    line, written before anyone knows, holds true in every case, and
+    ``budget`` (pool -> entries budgets left out) is stated in it so that
+    count survives the drop too. Empty when there is nothing to announce.
+    """
     total, noun, detail = _tally(selected)
-    if not total:
+    cut, _, cut_detail = _tally(budget or {})
+    if not total and not cut:
         return ""
-    where = _inline(place)
-    return "[%d more %s selected for this message, in %s as far as the context limit allows: %s]" % (
-        total,
-        noun,
-        where,
-        detail,
-    )
+    if total:
+        held = "%d %s selected for this message (%s), as many as the context limit allows" % (total, noun, detail)
+    else:
+        held = "no entry selected for this message"
+    left = "; budgets left out %d%s (%s)" % (cut, " more" if total else "", cut_detail) if cut else ""
+    return "[below, %s: %s%s; if it is missing, the context limit left it out]" % (_inline(place), held, left)
 
 
 #: The hint after the markers when some entries loaded as summaries.

@@ -128,11 +128,21 @@ def test_omission_and_selected_lines_state_exact_counts_in_pool_order():
     assert omission_line({"skills": 1}, "by budget") == "[1 more entry left out by budget: skills 1]"
     assert omission_line({"content": 2, "skills": 1}) == "[3 more entries left out: content 2, skills 1]"
     assert selected_line({"content": 4, "growth": 1}, "long_term_memory") == (
-        "[5 more entries selected for this message, in long_term_memory as far as the context limit allows: "
-        "content 4, growth 1]"
+        "[below, long_term_memory: 5 entries selected for this message (content 4, growth 1), as many as the "
+        "context limit allows; if it is missing, the context limit left it out]"
     )
+    assert selected_line({"content": 1}, "long_term_memory", {"content": 36, "skills": 1}) == (
+        "[below, long_term_memory: 1 entry selected for this message (content 1), as many as the context limit "
+        "allows; budgets left out 37 more (content 36, skills 1); if it is missing, the context limit left it out]"
+    )
+    assert selected_line({}, "long_term_memory", {"skills": 2}) == (
+        "[below, long_term_memory: no entry selected for this message; budgets left out 2 (skills 2); "
+        "if it is missing, the context limit left it out]"
+    )
+    assert selected_line({}, "long_term_memory", {}) == ""
     assert selected_line({"a]": 1}, "b\n") == (
-        "[1 more entry selected for this message, in b&#10; as far as the context limit allows: a&#93; 1]"
+        "[below, b&#10;: 1 entry selected for this message (a&#93; 1), as many as the context limit allows; "
+        "if it is missing, the context limit left it out]"
     )
 
 
@@ -198,7 +208,12 @@ def test_rendering_the_omission_lines_builds_no_row_per_entry(path):
 
 def test_explain_aligns_its_columns_whatever_the_length_of_the_ids():
     entries = [
-        {"id": "0b5f6c1e-8a9d-4e2f-9c3b-7d1a2e4f6a80", "type": "correction", "scope": "always", "content": "Use cents."},
+        {
+            "id": "0b5f6c1e-8a9d-4e2f-9c3b-7d1a2e4f6a80",
+            "type": "correction",
+            "scope": "always",
+            "content": "Use cents.",
+        },
         {"id": "f47ac10b-58cc-4372-a567-0e02b2c3d479", "type": "fact", "content": "x", "created": "2026-07-01"},
         {"id": "short", "type": "fact", "content": "y", "created": "2026-07-02"},
         {"id": "9c858901-8a57-4791-81fe-4c455b099bc9", "type": "fact", "content": "z", "created": "2026-07-03"},
