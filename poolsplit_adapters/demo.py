@@ -34,12 +34,31 @@ def _rule(out: TextIO, title: str) -> None:
     print("\n" + "=" * 78 + "\n" + title + "\n" + "=" * 78, file=out)
 
 
+#: Printed once before the first query: what each part of a report means,
+#: in the words a first reader has (the report's own terms in quotes).
+HOW_TO_READ = """\
+How to read each query's report:
+  the table      what loaded, pool by pool: "score" ranks the entries (higher first),
+                 "always" marks a correction, which loads on every query outside every
+                 budget; "tokens" is what the entry costs in the prompt.
+  per pool       "contextual 8/8 entries, 138/300 tokens" means the pool loaded 8 entries
+                 of the 8 it may hold, for 138 of its 300 tokens; "always-scope" counts
+                 the corrections, which use no budget.
+  tokens         what the whole selection puts in the prompt.
+  not loaded     what stayed out, and why: "entry_cap" (its pool held as many entries as
+                 it may), "token_budget" (its pool had too few tokens left), "inactive"
+                 (retired or replaced by a newer entry).
+  last table     the same query with one shared budget of the same total size, as most
+                 memory retrieval does: how many entries of each type each way loads."""
+
+
 def core_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO) -> None:
     """Pools vs one shared budget of the same total size, on each query."""
     single = [Pool("single", sum(p.max_tokens for p in pools), sum(p.max_entries for p in pools))]
     # The usual retrieval: one scorer, one budget, corrections ranked like the rest.
     flat = [{k: v for k, v in e.items() if k != "scope"} for e in entries]
     corrections = sum(1 for e in entries if e.get("scope") == "always")
+    print("\n" + HOW_TO_READ, file=out)
     for project, tags, message in DEMO_QUERIES:
         context = {"project": project, "tags": tags, "message": message}
         pooled = select(entries, pools, context, now=DEMO_NOW)
@@ -47,11 +66,11 @@ def core_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO) -> 
         _rule(out, "core: %r  (project=%s, tags=%s)" % (message, project, tags))
         print(explain(pooled, limit=3), file=out)
         a, b = _type_counts(shared.entries()), _type_counts(pooled.entries())
-        print("\nloaded per type       one shared budget   pools", file=out)
+        print("\nentries loaded, per type   one shared budget   pools", file=out)
         for kind in KINDS:
-            print("  %-20s %8d %14d" % (kind, a.get(kind, 0), b.get(kind, 0)), file=out)
+            print("  %-24s %8d %14d" % (kind, a.get(kind, 0), b.get(kind, 0)), file=out)
         print(
-            "  corrections present: shared %d/%d, pools %d/%d"
+            "corrections loaded: %d of %d with one shared budget, %d of %d with pools"
             % (a.get("correction", 0), corrections, b.get("correction", 0), corrections),
             file=out,
         )
@@ -96,7 +115,11 @@ def langchain_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO
     for m in markers:
         print("  %-12s %-10s %s" % (m.get("pool"), m.get("id"), m["content"][:52]), file=out)
     first = [m.get("scope") == "always" for m in markers]
-    print("corrections first in the prompt: %s" % (first == sorted(first, reverse=True) and any(first)), file=out)
+    print(
+        "the %d corrections come first in the prompt: %s"
+        % (sum(first), "yes" if first == sorted(first, reverse=True) and any(first) else "no"),
+        file=out,
+    )
 
 
 def llama_index_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO) -> None:
@@ -119,7 +142,11 @@ def llama_index_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: Text
         pooled = blocks[1]
         assert isinstance(pooled, PooledMemoryBlock)
         episodes = sum(1 for e in pooled.store.index if e.get("type") == "episode")
-        print("300 chat messages later: %d flushed into long-term episodes" % episodes, file=out)
+        print(
+            "after 300 chat messages, Memory had moved %d of them out of the chat history into "
+            "long-term memory (as episodes)" % episodes,
+            file=out,
+        )
         return messages
 
     _rule(out, "LlamaIndex: Memory(memory_blocks=poolsplit_memory_blocks(...)), token_limit=1500")
@@ -128,7 +155,8 @@ def llama_index_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: Text
     markers = parse_markers(system.content or "")
     always = sum(1 for m in markers if m.get("scope") == "always")
     print(
-        "system message: %d memories, the first %d are the corrections (priority-0 block)" % (len(markers), always),
+        "the system message holds %d memories; the first %d are the corrections (a block Memory never cuts)"
+        % (len(markers), always),
         file=out,
     )
     for m in markers[: always + 4]:
@@ -170,7 +198,11 @@ def skipped_line(missing: Sequence[Tuple[str, str]]) -> str:
 def run(entries: List[Dict[str, Any]], pools: List[Pool], out: TextIO, *, frameworks: bool = True) -> None:
     """The whole demo: the core part always, each framework part when its
     extra is installed, and one line naming the extra for the rest."""
-    print("store: %d entries, pools: %s" % (len(entries), ", ".join(p.name for p in pools)), file=out)
+    print(
+        "The example store: %d memories of a coding agent; the pool plan reserves a budget for each of: %s"
+        % (len(entries), ", ".join(p.name for p in pools)),
+        file=out,
+    )
     core_demo(entries, pools, out)
     if not frameworks:
         return

@@ -90,6 +90,13 @@ class RenderedContext:
 def marker(entry: Mapping[str, Any], pool: Optional[str] = None, layer: str = "full") -> str:
     """One entry as ``<memory id=".." source=".." at=".." pool="..">text</memory>``.
 
+    An attribute whose value is empty (missing, None or ``""``) is left out:
+    ``source="" at=""`` tells the model nothing and costs tokens on every
+    entry, and an absent ``source`` says "unsourced" just as plainly. A
+    marker left with no attribute at all keeps ``id=""``, so that it stays
+    an entry marker (:func:`parse_markers` reads it) and never looks like the
+    bare ``<memory>`` that LlamaIndex's ``Memory`` wraps its blocks in.
+
     ``layer`` other than ``"full"`` (progressive loading) renders the
     entry's ``summary`` as the text and says so in a ``layer`` attribute: a
     summary reads like the whole memory unless the model is told there is
@@ -111,7 +118,8 @@ def marker(entry: Mapping[str, Any], pool: Optional[str] = None, layer: str = "f
             raise ValueError("entry %r has no summary to render at layer %r" % (entry.get("id"), layer))
         attrs.append(("layer", layer))
         text = summary
-    head = " ".join('%s="%s"' % (key, _attr(value)) for key, value in attrs)
+    shown = [(key, _attr(value)) for key, value in attrs if value is not None and str(value) != ""]
+    head = " ".join('%s="%s"' % pair for pair in shown or [("id", "")])
     return "<memory %s>\n%s\n</memory>" % (head, _body(str(text)))
 
 
@@ -153,21 +161,29 @@ def omission_line(omitted: Mapping[str, int], cause: str = "") -> str:
     return "[%d more %s left out%s: %s]" % (total, noun, " " + cause if cause else "", detail)
 
 
-def selected_line(selected: Mapping[str, int], place: str) -> str:
-    """``[14 more entries selected for this message, in long_term_memory as
-    far as the context limit allows: content 8, skills 2]``: announces
-    entries rendered elsewhere (``place``), so that if a later stage drops
-    that place whole, the model still reads that they existed."""
+def selected_line(selected: Mapping[str, int], place: str, budget: Optional[Mapping[str, int]] = None) -> str:
+    """``[below, long_term_memory: 6 entries selected for this message
+    (content 4, skills 2), as many as the context limit allows; budgets
+    left out 36 more (content 36); if it is missing, the context limit left
+    it out]``: what a block that is never cut says about a truncatable
+    block (``place``) rendered after it.
+
+    A host such as LlamaIndex's ``Memory`` may cut that block, or drop it
+    whole with its own omission lines when even they do not fit; this
+    line, written before anyone knows, holds true in every case, and
+    ``budget`` (pool -> entries budgets left out) is stated in it so that
+    count survives the drop too. Empty when there is nothing to announce.
+    """
     total, noun, detail = _tally(selected)
-    if not total:
+    cut, _, cut_detail = _tally(budget or {})
+    if not total and not cut:
         return ""
-    where = _inline(place)
-    return "[%d more %s selected for this message, in %s as far as the context limit allows: %s]" % (
-        total,
-        noun,
-        where,
-        detail,
-    )
+    if total:
+        held = "%d %s selected for this message (%s), as many as the context limit allows" % (total, noun, detail)
+    else:
+        held = "no entry selected for this message"
+    left = "; budgets left out %d%s (%s)" % (cut, " more" if total else "", cut_detail) if cut else ""
+    return "[below, %s: %s%s; if it is missing, the context limit left it out]" % (_inline(place), held, left)
 
 
 #: The hint after the markers when some entries loaded as summaries.
@@ -311,27 +327,44 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     """A readable why/why-not table: per pool, what loaded (score, cost) and
     budget use; the always-scope entries kept out by namespace, counted
     (`always_outside_namespace`); then what did not load and why,
-    grouped by reason (at most ``limit`` rows per reason; None for all)."""
+    grouped by reason (at most ``limit`` rows per reason; None for all).
+
+    Columns are as wide as their longest value (at least as wide as a short
+    id such as ``fix-001`` needs), so a UUID id or a long pool name never
+    pushes the rest of its row out of line."""
+    # Per reason: its count from the counts, its first rows from the sample
+    # (the first ``limit`` of a reason are among the first ``limit`` of each
+    # of its pools), in the order the reasons first occur in the input.
+    grouped: Dict[Reason, List[Any]] = {}
+    for d in selection.dropped if limit is None else selection.dropped_sample(max(limit, 1)):
+        grouped.setdefault(d.reason, []).append(d)
+    shown = {reason: items if limit is None else items[:limit] for reason, items in grouped.items()}
+    rows = [*selection.chosen, *(d for items in shown.values() for d in items)]
+
+    def ident(row: Any) -> str:
+        return str(row.entry.get("id") or "#%d" % row.index)
+
+    def kind(row: Any) -> str:
+        return str(row.entry.get("type", "note"))
+
+    id_w = max([14, *(len(ident(r)) for r in rows)])
+    type_w = max([11, *(len(kind(r)) for r in rows)])
+    pool_w = max([12, *(len(str(name)) for name in selection.stats), *(len(str(c.pool)) for c in selection.chosen)])
+    left_out = [d for items in shown.values() for d in items]
+    dropped_pool_w = max([11, *(len(str(d.pool or "-")) for d in left_out)])
     lines: List[str] = []
-    header = "%-12s %-14s %-11s %8s %6s" % ("pool", "id", "type", "score", "tokens")
+    header = "%-*s %-*s %-*s %8s %6s" % (pool_w, "pool", id_w, "id", type_w, "type", "score", "tokens")
     lines.append(header)
     lines.append("-" * len(header))
     for c in selection.chosen:
-        lines.append(
-            "%-12s %-14s %-11s %8s %6d"
-            % (
-                c.pool,
-                c.entry.get("id") or "#%d" % c.index,
-                c.entry.get("type", "note"),
-                "always" if c.always else _fmt(c.score),
-                c.cost,
-            )
-        )
+        score = "always" if c.always else _fmt(c.score)
+        lines.append("%-*s %-*s %-*s %8s %6d" % (pool_w, c.pool, id_w, ident(c), type_w, kind(c), score, c.cost))
     lines.append("")
     for name, stat in selection.stats.items():
         lines.append(
-            "%-12s contextual %d/%s entries, %d/%s tokens; always-scope %d (%d tokens)"
+            "%-*s contextual %d/%s entries, %d/%s tokens; always-scope %d (%d tokens)"
             % (
+                pool_w,
                 name,
                 stat.entries_used,
                 _cap(stat.max_entries),
@@ -354,27 +387,23 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     outside = outside_namespace_line(always_outside_namespace(selection))
     if outside:
         lines.append(outside)
-    # Per reason: its count from the counts, its first rows from the sample
-    # (the first ``limit`` of a reason are among the first ``limit`` of each
-    # of its pools), in the order the reasons first occur in the input.
-    grouped: Dict[Reason, List[Any]] = {}
-    for d in selection.dropped if limit is None else selection.dropped_sample(max(limit, 1)):
-        grouped.setdefault(d.reason, []).append(d)
     total: Dict[Reason, int] = {}
     for (_, reason), (count, _) in selection.counts.items():
         total[reason] = total.get(reason, 0) + count
-    if grouped:
+    if shown:
         lines.append("")
         lines.append("not loaded:")
-    for reason, items in grouped.items():
+    for reason, items in shown.items():
         lines.append("  %s (%d)" % (reason, total[reason]))
-        shown: Sequence[Any] = items if limit is None else items[:limit]
-        for d in shown:
+        for d in items:
             lines.append(
-                "    %-14s %-11s pool=%-11s score=%-7s cost=%s"
+                "    %-*s %-*s pool=%-*s score=%-7s cost=%s"
                 % (
-                    d.entry.get("id") or "#%d" % d.index,
-                    d.entry.get("type", "note"),
+                    id_w,
+                    ident(d),
+                    type_w,
+                    kind(d),
+                    dropped_pool_w,
                     d.pool or "-",
                     _fmt(d.score),
                     "-" if d.cost is None else d.cost,

@@ -19,13 +19,13 @@ import re
 from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from poolsplit_adapters.langchain.testing import ToolCallingFakeChatModel
 from poolsplit_adapters.render import parse_markers
 
 
@@ -59,15 +59,13 @@ def _remember_args(text: str) -> Optional[Dict[str, Any]]:
     return args
 
 
-class ToolCallingFakeModel(GenericFakeChatModel):
-    """A fake tool-calling chat model: ``bind_tools`` returns itself, every
-    request (the full message list, system message included) is recorded."""
+class ToolCallingFakeModel(ToolCallingFakeChatModel):
+    """The package's fake tool-calling chat model (``bind_tools`` returns
+    itself), scripted from the conversation; every request (the full
+    message list, system message included) is recorded."""
 
     messages: Iterator[Any] = Field(default_factory=lambda: iter(()))
     requests: List[List[BaseMessage]] = Field(default_factory=list)
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFakeModel:  # type: ignore[override]
-        return self
 
     def reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
         start = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
@@ -141,7 +139,7 @@ def handle(payload: Dict[str, Any], fragment: str) -> Optional[int]:
     return None
 
 
-class PlanningFakeModel(GenericFakeChatModel):
+class PlanningFakeModel(ToolCallingFakeChatModel):
     """LangChain's fake chat model as a consolidator: ``bind_tools`` returns
     itself (so ``with_structured_output`` goes through a tool call, as with a
     real tool-calling model) and each reply is ``decide(payload)``, decided
@@ -150,9 +148,6 @@ class PlanningFakeModel(GenericFakeChatModel):
     messages: Iterator[Any] = Field(default_factory=lambda: iter(()))
     decide: Any = None
     payloads: List[Dict[str, Any]] = Field(default_factory=list)
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> PlanningFakeModel:  # type: ignore[override]
-        return self
 
     def _generate(self, messages: List[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
         import json

@@ -56,9 +56,11 @@ class CorrectionsMemoryBlock(StoreMemoryBlock):
     Priority 0: ``Memory`` never truncates a priority-0 block, so the
     corrections survive every flood. List it first in ``memory_blocks`` so
     they come first in the context. With a [`PooledMemoryBlock`][] on
-    the same store it also ends with the pooled block's counts (entries
-    selected per pool, entries budgets left out): ``Memory`` may drop the
-    pooled block whole, and the model must still read that they exist.
+    the same store it ends with one line about that block, which follows
+    it: how many entries it holds per pool and what budgets left out, and
+    that if it is missing the context limit left it out. ``Memory`` may
+    drop the pooled block whole, and the model must still read that they
+    exist (`render.selected_line`).
 
     Example:
         ```python
@@ -71,9 +73,6 @@ class CorrectionsMemoryBlock(StoreMemoryBlock):
     description: Optional[str] = "Behavioural corrections that always apply."
     priority: int = 0
     accept_short_term_memory: bool = False
-
-    def model_post_init(self, __context: Any) -> None:
-        self.store.ledger_in_corrections = True
 
     async def _aget(self, messages: Optional[list[ChatMessage]] = None, **block_kwargs: Any) -> str:
         selection = self.selection(messages, block_kwargs)
@@ -93,9 +92,9 @@ class PooledMemoryBlock(StoreMemoryBlock):
     `atruncate`, which drops entries from the least relevant end (the
     lowest-ranked entry of the pool that holds the most) instead of the whole
     block, and always leaves an explicit line saying how many entries the
-    context limit left out, per pool (what budgets left out is stated here
-    too, or in the corrections block when there is one). Flushed chat
-    messages become long-term entries through ``_aput``.
+    context limit left out, per pool. What budgets left out is stated after
+    the entries too. Flushed chat messages become long-term entries through
+    ``_aput``.
 
     Example:
         ```python

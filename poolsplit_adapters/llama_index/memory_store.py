@@ -58,8 +58,6 @@ class PooledRender:
         budget: pool -> entries left out by a budget or ``k``.
         budget_cause: how the budget line names its cause.
         pools: the pool order, which the omission lines follow.
-        budget_here: whether the budget line is part of this text (False
-            when the corrections block states it, see [`ledger`][]).
         cut: pool -> entries the context limit left out (after truncation).
 
     Example:
@@ -73,27 +71,29 @@ class PooledRender:
     budget: Mapping[str, int]
     budget_cause: str
     pools: Tuple[str, ...]
-    budget_here: bool = True
     cut: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
+        """The entries, then what was left out of them: by budget (or
+        ``k``), then by the context limit; no line for a cause that left
+        nothing out."""
         lines = [text for _, text in self.items]
-        if self.budget_here:
-            lines.append(omission_line(self.budget, self.budget_cause))
+        lines.append(omission_line(self.budget, self.budget_cause))
         lines.append(omission_line(self.cut, "by the context limit"))
         return "\n".join(line for line in lines if line)
 
     def ledger(self, place: str) -> str:
-        """What the never-truncated corrections block says about this text:
-        how many entries it holds per pool, and what budgets left out.
+        """What the never-truncated corrections block says about this text
+        (:func:`~poolsplit_adapters.render.selected_line`): how many entries
+        it holds per pool and what budgets left out, true whether or not
+        the text survives.
 
         ``Memory`` drops a truncatable block whole when even its omission
         lines do not fit (measured: 6 of 40 turns of the LlamaIndex
         notebook); stated in a priority-0 block, the counts survive that.
         """
-        lines = [selected_line(self.per_pool(), place), omission_line(self.budget, self.budget_cause)]
-        return "\n".join(line for line in lines if line)
+        return selected_line(self.per_pool(), place, self.budget)
 
     def without_lowest(self) -> PooledRender:
         """One entry fewer: the lowest-ranked of the pool holding the most
@@ -225,10 +225,9 @@ class PoolSplitMemoryStore(StoreVerbs):
         self.consolidator = consolidator
         #: The last flush's consolidation (None: no consolidator, or nothing new).
         self.last_consolidation: Optional[ConsolidationResult] = None
-        #: Name of the block that renders the contextual entries, and whether
-        #: a corrections block states their counts (set by the blocks).
+        #: Name of the block that renders the contextual entries (set by
+        #: that block), which a corrections block's last line names.
         self.pooled_block: Optional[str] = None
-        self.ledger_in_corrections = False
         self._memo: Optional[Tuple[Tuple[Any, ...], Selection]] = None
         self._sessions: Tuple[int, FrozenSet[str]] = (-1, frozenset())
         self._types: Optional[Tuple[Any, FrozenSet[str]]] = None
@@ -567,7 +566,6 @@ class PoolSplitMemoryStore(StoreVerbs):
             budget=omitted_by_pool(selection, returned),
             budget_cause="by budget" if self.settings.k is None else "by budget or k",
             pools=tuple(selection.stats),
-            budget_here=not (self.ledger_in_corrections and self.pooled_block),
         )
         text = rendered.text
         with self._lock:

@@ -82,11 +82,25 @@ class TokenMetrics:
         }
 
     def __str__(self) -> str:
-        return "tokens %d (summary %d, timeline %d, full %d); all in full: %d; saved %.1f%%" % (
+        """One line in plain words. A selection that loaded every entry in
+        full (every plain one) says so and nothing more: its layers and a
+        0.0% saving would be numbers with nothing to tell. Otherwise the
+        tokens of each layer that was used, against the same entries in
+        full, and the share saved."""
+        if not self.summary_entries and not self.timeline_entries:
+            return "tokens: %d, every entry in full text" % self.total_tokens
+        used = [
+            "%s %d" % (name, tokens)
+            for name, tokens, entries in (
+                ("summaries", self.summary_tokens, self.summary_entries),
+                ("timeline lines", self.timeline_tokens, self.timeline_entries),
+                ("full text", self.full_tokens, self.full_entries),
+            )
+            if entries
+        ]
+        return "tokens: %d (%s) against %d with every entry in full text: %.1f%% saved" % (
             self.total_tokens,
-            self.summary_tokens,
-            self.timeline_tokens,
-            self.full_tokens,
+            ", ".join(used),
             self.baseline_tokens,
             self.savings_percent,
         )

@@ -423,7 +423,7 @@ class ProgressiveSelection(CountedSelection):
         ```python
         picked = progressive_select(entries, pools, {"message": "retry policy"}, now=NOW)
         [(c.entry["id"], c.layer) for c in picked.chosen]
-        print(picked.metrics)   # tokens 212 (summary 120, timeline 30, full 62); ...
+        print(picked.metrics)   # tokens: 212 (summaries 120, timeline lines 30, full text 62) against ...
         ```
     """
 

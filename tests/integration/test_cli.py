@@ -12,6 +12,7 @@ import pytest
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.cli import main
+from poolsplit_adapters.demo import HOW_TO_READ
 from poolsplit_adapters.store import bundled_pools, bundled_store, load_store
 from poolsplit_adapters.stores import SQLiteMemoryStore
 
@@ -73,7 +74,7 @@ def test_select_json_is_machine_readable(capsys):
     assert [c["id"] for c in data["chosen"][:10]] == ["fix-%03d" % n for n in range(1, 11)]
     assert {d["reason"] for d in data["dropped"]} >= {"inactive", "entry_cap"}
     # The rows are a sample (the first 5 per pool and reason); the counts cover every entry.
-    assert len(data["chosen"]) + data["dropped_total"] == 178
+    assert len(data["chosen"]) + data["dropped_total"] == 177
     assert sum(row["entries"] for row in data["dropped_counts"]) == data["dropped_total"]
     assert not data["dropped_complete"] and len(data["dropped"]) < data["dropped_total"]
     assert data["stats"]["growth"]["max_entries"] == 1
@@ -85,7 +86,7 @@ def test_select_json_all_dropped_lists_every_entry(capsys):
     sample = json.loads(capsys.readouterr().out)
     assert main([*args, "--all-dropped", "deploy"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert len(data["chosen"]) + len(data["dropped"]) == 178
+    assert len(data["chosen"]) + len(data["dropped"]) == 177
     assert data["dropped_complete"] and len(data["dropped"]) == data["dropped_total"]
     # The sample is the first 5 of each pool and reason of the full list, in input order.
     seen: dict = {}
@@ -146,9 +147,39 @@ def test_demo_runs_through_core_and_both_frameworks(tmp_path):
     )
     assert out.returncode == 0, out.stderr
     text = out.stdout
-    assert text.count("corrections present: shared 0/10, pools 10/10") == 3
-    assert "corrections first in the prompt: True" in text
-    assert "the first 10 are the corrections (priority-0 block)" in text
+    lines = text.splitlines()
+    assert lines[0] == (
+        "The example store: 177 memories of a coding agent; the pool plan reserves a budget for each of: "
+        "corrections, content, episodes, skills, growth"
+    )
+    assert "\n" + HOW_TO_READ + "\n" in text  # once, before the first query
+    # Each query's report ends with the comparison, in plain words.
+    first = lines.index("entries loaded, per type   one shared budget   pools")
+    assert lines[first : first + 9] == [
+        "entries loaded, per type   one shared budget   pools",
+        "  correction                      0             10",
+        "  task                            2              2",
+        "  fact                            1              1",
+        "  note                           11              5",
+        "  episode                         0              3",
+        "  skill                           0              2",
+        "  growth                          0              1",
+        "corrections loaded: 0 of 10 with one shared budget, 10 of 10 with pools",
+    ]
+    assert text.count("corrections loaded: 0 of 10 with one shared budget, 10 of 10 with pools") == 3
+    # The token line says what the numbers mean: no layers, no "saved 0.0%".
+    assert [line for line in lines if line.startswith("tokens")] == [
+        "tokens: 474, every entry in full text",
+        "tokens: 445, every entry in full text",
+        "tokens: 460, every entry in full text",
+    ]
+    assert "saved 0.0%" not in text and "timeline 0" not in text
+    assert "the 10 corrections come first in the prompt: yes" in lines
+    assert (
+        "after 300 chat messages, Memory had moved 271 of them out of the chat history into long-term memory "
+        "(as episodes)"
+    ) in lines
+    assert "the system message holds 14 memories; the first 10 are the corrections (a block Memory never cuts)" in lines
     assert "extra to see" not in text
     assert out.stderr == ""  # no warning on the first command a newcomer runs
 
@@ -186,9 +217,9 @@ def test_demo_without_framework_extras_runs_the_core_and_names_the_extra(tmp_pat
     prelude = "import sys; sys.modules.update(dict.fromkeys(%r)); " % (hidden,)
     code, out, err = run_cli("demo", cwd=tmp_path, prelude=prelude)
     assert code == 0, err
-    assert out.count("corrections present: shared 0/10, pools 10/10") == 3
+    assert out.count("corrections loaded: 0 of 10 with one shared budget, 10 of 10 with pools") == 3
     assert out.rstrip().splitlines()[-1] == line
-    assert ("corrections first in the prompt: True" in out) is ("langchain_core" not in hidden)
+    assert ("the 10 corrections come first in the prompt: yes" in out) is ("langchain_core" not in hidden)
 
 
 def _bad_files(tmp_path):
@@ -284,22 +315,15 @@ def test_unadmitted_correction_warning_is_one_plain_line(tmp_path):
 def test_add_forget_import_export_and_select_a_sqlite_store(tmp_path, capsys):
     db = str(tmp_path / "memory.db")
     assert main(["import", STORE, "--into", db]) == 0
-    # the bundled file holds one exact repeat (note-033 says what note-028 says): stored once
+    # The bundled file holds no repeat: a newcomer's first import warns of nothing.
     captured = capsys.readouterr()
-    assert captured.out == "imported 177 entries from %s into %s (1 repeat(s) kept once)\n" % (STORE, db)
-    assert (
-        captured.err
-        == "poolsplit: entry 109 repeats note-028 (exact duplicate): kept once, the repeat recorded in its 'seen'\n"
-    )
+    assert captured.out == "imported 177 entries from %s into %s\n" % (STORE, db)
+    assert captured.err == ""
     assert main(["export", "--store", db]) == 0
     exported = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    original = load_store(STORE)
-    repeat = next(e for e in original if e["id"] == "note-033")
-    kept = next(e for e in exported if e["id"] == "note-028")
-    assert kept.pop("seen") == [{"source": repeat.get("source", "unknown"), "at": repeat["created"]}]
-    assert exported == [e for e in original if e["id"] != "note-033"]  # otherwise lossless, in store order
+    assert exported == load_store(STORE)  # lossless, in store order
     assert main(["import", STORE, "--into", db]) == 0  # importing again changes nothing
-    assert capsys.readouterr().out.startswith("imported 0 entries from %s into %s (178 repeat(s)" % (STORE, db))
+    assert capsys.readouterr().out.startswith("imported 0 entries from %s into %s (177 repeat(s)" % (STORE, db))
     assert main(["export", "--store", db]) == 0
     assert len(capsys.readouterr().out.splitlines()) == 177
 
@@ -309,23 +333,9 @@ def test_add_forget_import_export_and_select_a_sqlite_store(tmp_path, capsys):
     from_jsonl = json.loads(capsys.readouterr().out)
     assert main(["select", "--store", db, *args]) == 0
     from_db = json.loads(capsys.readouterr().out)
-    # The file's two identical notes tie (same text, same relevance, and
-    # recency older than its horizon): where the repeat loads, the
-    # later-written note-033 loads from the file, the one kept, note-028,
-    # from the store.
-    same = {"note-033": "note-028"}
-    assert [c["id"] for c in from_db["chosen"]] == [same.get(c["id"], c["id"]) for c in from_jsonl["chosen"]]
-    # the repeat stored once is one entry fewer left out by the budget
-    fewer = "[151 more entries left out by budget: content 126,"
-    from_file = from_jsonl["context"].replace("[152 more entries left out by budget: content 127,", fewer)
-
-    def without_repeat(text: str) -> list:
-        return [line for line in text.splitlines() if 'id="note-028"' not in line and 'id="note-033"' not in line]
-
-    assert without_repeat(from_db["context"]) == without_repeat(from_file)
-    assert ('id="note-028"' in from_db["context"]) == ('id="note-033"' in from_file)
-    assert 'id="note-033"' not in from_db["context"] and 'id="note-028"' not in from_file
-    assert fewer in from_db["context"]
+    assert [c["id"] for c in from_db["chosen"]] == [c["id"] for c in from_jsonl["chosen"]]
+    assert from_db["context"] == from_jsonl["context"]
+    assert "[151 more entries left out by budget: content 126," in from_db["context"]
 
     assert main(["add", "--store", db, "--content", "Refunds are rounded half-even.", "--type", "fact",
                  "--tag", "money", "--priority", "9", "--id", "fact-new"]) == 0  # fmt: skip
@@ -355,6 +365,22 @@ def test_add_forget_import_export_and_select_a_sqlite_store(tmp_path, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 178
 
 
+def test_import_keeps_an_exact_repeat_once_and_says_so_in_one_line(tmp_path, capsys):
+    lines = pathlib.Path(STORE).read_text(encoding="utf-8").splitlines()[:3]
+    repeat = dict(json.loads(lines[2]), id="fix-003-again", created="2026-11-01T00:00:00Z", source="import")
+    source = tmp_path / "with-repeat.jsonl"
+    source.write_text("\n".join([*lines, json.dumps(repeat)]) + "\n", encoding="utf-8")
+    db = str(tmp_path / "memory.db")
+    assert main(["import", str(source), "--into", db]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "imported 3 entries from %s into %s (1 repeat(s) kept once)\n" % (source, db)
+    assert captured.err == (
+        "poolsplit: entry 4 repeats fix-003 (exact duplicate): kept once, the repeat recorded in its 'seen'\n"
+    )
+    with SQLiteMemoryStore(db) as memory:
+        assert memory.get("fix-003")["seen"] == [{"source": "import", "at": "2026-11-01T00:00:00Z"}]
+
+
 def test_write_commands_refuse_bad_input_in_one_line_and_write_nothing(tmp_path):
     db = tmp_path / "memory.db"
     code, out, _ = run_cli("import", STORE, "--into", str(db))
@@ -377,7 +403,7 @@ def test_write_commands_refuse_bad_input_in_one_line_and_write_nothing(tmp_path)
     # A file named as a database is opened as one: text there is not read as JSON Lines.
     assert_one_line_error(code, err, "notes.db: not a SQLite database")
     code, out, _ = run_cli("export", "--store", str(db))
-    assert len(out.splitlines()) == 177  # the bundled file's one repeat is stored once
+    assert len(out.splitlines()) == 177  # every entry of the bundled file
 
 
 def test_select_since_until_bound_created(tmp_path):

@@ -2,7 +2,9 @@
 docs/) runs, offline, as written, from the repository root, and prints
 exactly what its ``#> `` lines say it prints. Examples fenced
 ```` ```python {.postgres} ```` need a server and run in
-tests/integration/test_postgres_readme.py instead."""
+tests/integration/test_postgres_readme.py instead; those fenced
+```` ```python {.provider} ```` need a model provider and are compiled and
+import-checked in tests/integration/test_real_models_page.py."""
 
 from __future__ import annotations
 

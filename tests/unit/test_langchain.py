@@ -150,7 +150,7 @@ def test_formatter_ignores_omission_counts_it_did_not_produce():
     # A foreign document claiming omissions, and a genuine document whose
     # counts were edited: neither may put a line in the prompt.
     forged = Document("hello", id="x", metadata={SELECTION_KEY: {"pool": "content", "omitted": {"content": 999}}})
-    assert format_documents([forged]) == '<memory id="x" source="" at="" pool="content">\nhello\n</memory>'
+    assert format_documents([forged]) == '<memory id="x" pool="content">\nhello\n</memory>'
     genuine = PoolSplitRetriever(documents=flooded_memory(20), pools=POOLS, now=NOW).invoke(QUERY, k=1)
     edited = [
         Document(d.page_content, id=d.id, metadata={**d.metadata, SELECTION_KEY: {**d.metadata[SELECTION_KEY]}})

@@ -406,15 +406,68 @@ async def test_pooled_block_truncates_from_the_least_relevant_end_fairly():
     assert cut.splitlines()[-1] == "[1 more entry left out by the context limit: content 1]"
     # Needing more room than the whole block: the entries go, the line stays.
     assert await block.atruncate(content, 10_000) == (
+        "[36 more entries left out by budget: content 36]\n"
         "[6 more entries left out by the context limit: content 4, skills 1, growth 1]"
     )
-    # What budgets cut is stated in the never-truncated corrections block.
-    ledger = (await corrections.aget(message, session_id="x")).splitlines()[-2:]
-    assert ledger == [
-        "[6 more entries selected for this message, in long_term_memory as far as the context limit allows: "
-        "content 4, skills 1, growth 1]",
-        "[36 more entries left out by budget: content 36]",
+    # What budgets cut is stated after the entries, and (so that the count
+    # survives Memory dropping this block whole) in the corrections block's
+    # last line, which is true whether or not the block below survives.
+    assert content.splitlines()[-1] == "[36 more entries left out by budget: content 36]"
+    assert (await corrections.aget(message, session_id="x")).splitlines()[-1] == (
+        "[below, long_term_memory: 6 entries selected for this message (content 4, skills 1, growth 1), as many as "
+        "the context limit allows; budgets left out 36 more (content 36); if it is missing, the context limit left "
+        "it out]"
+    )
+
+
+def test_what_was_left_out_is_said_after_the_entries_and_nothing_when_nothing_was():
+    fix = {"id": "fix-1", "type": "correction", "scope": "always", "content": "Never force-push.", "source": "user"}
+    skills = [
+        {"id": "s1", "type": "skill", "content": "Bisect with git bisect run.", "source": "notes"},
+        {"id": "s2", "type": "skill", "content": "Bisect the build with git bisect.", "source": "notes"},
     ]
+    episode = {"id": "e1", "type": "episode", "content": "The build broke on a commit last week.", "source": "notes"}
+    plan = [
+        Pool("corrections", 0, 0, ("correction",)),
+        Pool("episodes", 300, 4, ("episode",)),
+        Pool("skills", 100, 1, ("skill",)),
+    ]
+
+    def section(entries):
+        memory = Memory.from_defaults(
+            session_id="u", token_limit=1500, memory_blocks=poolsplit_memory_blocks(entries, plan)
+        )
+        memory.put(ChatMessage(role="user", content="how do I find the commit that broke the build?"))
+        return _memory_section(memory.get())
+
+    assert section([fix, *skills, episode]) == (
+        "<memory>\n<corrections>\n"
+        '<memory id="fix-1" source="user" pool="corrections" scope="always">\nNever force-push.\n</memory>\n'
+        "[below, long_term_memory: 2 entries selected for this message (episodes 1, skills 1), as many as the context "
+        "limit allows; budgets left out 1 more (skills 1); if it is missing, the context limit left it out]\n"
+        "</corrections>\n<long_term_memory>\n"
+        '<memory id="e1" source="notes" pool="episodes">\nThe build broke on a commit last week.\n</memory>\n'
+        '<memory id="s2" source="notes" pool="skills">\nBisect the build with git bisect.\n</memory>\n'
+        "[1 more entry left out by budget: skills 1]\n"
+        "</long_term_memory>\n</memory>"
+    )
+    # Nothing left out: no omission line; the corrections' last line only points below.
+    assert section([fix, skills[1], episode]) == (
+        "<memory>\n<corrections>\n"
+        '<memory id="fix-1" source="user" pool="corrections" scope="always">\nNever force-push.\n</memory>\n'
+        "[below, long_term_memory: 2 entries selected for this message (episodes 1, skills 1), as many as the context "
+        "limit allows; if it is missing, the context limit left it out]\n"
+        "</corrections>\n<long_term_memory>\n"
+        '<memory id="e1" source="notes" pool="episodes">\nThe build broke on a commit last week.\n</memory>\n'
+        '<memory id="s2" source="notes" pool="skills">\nBisect the build with git bisect.\n</memory>\n'
+        "</long_term_memory>\n</memory>"
+    )
+    # Corrections alone: nothing below, nothing to announce.
+    assert section([fix]) == (
+        "<memory>\n<corrections>\n"
+        '<memory id="fix-1" source="user" pool="corrections" scope="always">\nNever force-push.\n</memory>\n'
+        "</corrections>\n</memory>"
+    )
 
 
 async def test_truncation_counts_come_from_the_selection_not_from_the_text():
@@ -442,13 +495,11 @@ async def test_memory_that_drops_the_pooled_block_whole_still_shows_its_counts()
     section = _memory_section(await memory.aget())
     assert "<long_term_memory>" not in section
     assert [m["id"] for m in parse_markers(section)] == FIXES
-    assert (
-        section.count("[") == 2
-        and (
-            "[6 more entries selected for this message, in long_term_memory as far as the context limit allows: "
-            "content 4, skills 1, growth 1]"
-        )
-        in section
+    assert section.count("[") == 1
+    assert section.split("</corrections>")[0].splitlines()[-1] == (
+        "[below, long_term_memory: 6 entries selected for this message (content 4, skills 1, growth 1), as many as "
+        "the context limit allows; budgets left out 36 more (content 36); if it is missing, the context limit left "
+        "it out]"
     )
 
 

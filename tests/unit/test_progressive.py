@@ -288,15 +288,14 @@ def test_layer_markers_say_what_loaded_and_parse_back():
     entry = {"id": "ep-1", "content": "Full <story>.", "summary": 'Short "gist" > here', "created": "2026-11-01"}
     text = marker(entry, "episodes", S)
     assert text == (
-        '<memory id="ep-1" source="" at="2026-11-01" pool="episodes" layer="summary">\nShort "gist" &gt; here\n</memory>'
+        '<memory id="ep-1" at="2026-11-01" pool="episodes" layer="summary">\nShort "gist" &gt; here\n</memory>'
     )
     assert marker(entry, "episodes", "full") == (
-        '<memory id="ep-1" source="" at="2026-11-01" pool="episodes">\nFull &lt;story&gt;.\n</memory>'
+        '<memory id="ep-1" at="2026-11-01" pool="episodes">\nFull &lt;story&gt;.\n</memory>'
     )
     assert parse_markers(marker(entry, "episodes", T)) == [
         {
             "id": "ep-1",
-            "source": "",
             "at": "2026-11-01",
             "pool": "episodes",
             "layer": "timeline",
@@ -344,11 +343,17 @@ def test_token_metrics_exact():
     assert (m.summary_tokens, m.timeline_tokens, m.full_tokens) == (7, 0, 16)
     assert (m.summary_entries, m.full_entries, m.total_tokens, m.baseline_tokens) == (2, 2, 23, 66)
     assert m.savings_percent == pytest.approx(100 * 43 / 66)
-    assert str(m) == "tokens 23 (summary 7, timeline 0, full 16); all in full: 66; saved 65.2%"
+    assert str(m) == "tokens: 23 (summaries 7, full text 16) against 66 with every entry in full text: 65.2% saved"
     contextual = token_metrics(got.chosen, include_always=False)
     assert (contextual.total_tokens, contextual.baseline_tokens) == (17, 60)
     assert token_metrics(select(entries, plan, now=NOW).chosen).savings_percent == 0.0
+    # A plain selection: every entry in full, said in words, no 0.0% saving.
+    assert str(token_metrics(select(entries, plan, now=NOW).chosen)) == "tokens: 66, every entry in full text"
     assert TokenMetrics().savings_percent == 0.0
+    layered = TokenMetrics(5, 3, 10, 40, summary_entries=1, timeline_entries=1, full_entries=1)
+    assert str(layered) == (
+        "tokens: 18 (summaries 5, timeline lines 3, full text 10) against 40 with every entry in full text: 55.0% saved"
+    )
     assert m.to_dict() == {
         "tokens_by_layer": {"summary": 7, "timeline": 0, "full": 16},
         "entries_by_layer": {"summary": 2, "timeline": 0, "full": 2},

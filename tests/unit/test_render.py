@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from poolsplit_adapters import Pool, Reason, Selection, select
 from poolsplit_adapters.render import (
     explain,
+    marker,
     omission_line,
     omitted_by_pool,
     parse_markers,
@@ -64,9 +65,25 @@ def test_hostile_content_cannot_forge_close_or_reopen_a_marker():
 def test_any_text_round_trips_and_maps_to_exactly_the_selected_entries(entries):
     sel = select(entries, [Pool("all", 100_000, 100)], now=NOW)
     markers = parse_markers(render_context(sel).text)
-    assert [(m["id"], m["source"], m["content"]) for m in markers] == [
+    assert [(m["id"], m.get("source", ""), m["content"]) for m in markers] == [
         (c.entry["id"], c.entry["source"], c.entry["content"]) for c in sel.chosen
     ]
+
+
+def test_a_marker_leaves_out_every_attribute_whose_value_is_empty():
+    assert marker({"id": "a", "content": "x", "source": "", "created": None}, "notes") == (
+        '<memory id="a" pool="notes">\nx\n</memory>'
+    )
+    assert marker({"id": "b", "content": "y", "source": "user", "created": "2026-07-01"}) == (
+        '<memory id="b" source="user" at="2026-07-01">\ny\n</memory>'
+    )
+    assert marker({"id": "", "content": "z", "source": "web"}, "notes") == (
+        '<memory source="web" pool="notes">\nz\n</memory>'
+    )
+    # Nothing left to show: id="" keeps it a marker, never a bare <memory>.
+    bare = marker({"content": "w"})
+    assert bare == '<memory id="">\nw\n</memory>'
+    assert parse_markers(bare) == [{"id": "", "content": "w"}]
 
 
 def test_omissions_are_explicit_and_listed_for_the_host():
@@ -111,11 +128,21 @@ def test_omission_and_selected_lines_state_exact_counts_in_pool_order():
     assert omission_line({"skills": 1}, "by budget") == "[1 more entry left out by budget: skills 1]"
     assert omission_line({"content": 2, "skills": 1}) == "[3 more entries left out: content 2, skills 1]"
     assert selected_line({"content": 4, "growth": 1}, "long_term_memory") == (
-        "[5 more entries selected for this message, in long_term_memory as far as the context limit allows: "
-        "content 4, growth 1]"
+        "[below, long_term_memory: 5 entries selected for this message (content 4, growth 1), as many as the "
+        "context limit allows; if it is missing, the context limit left it out]"
     )
+    assert selected_line({"content": 1}, "long_term_memory", {"content": 36, "skills": 1}) == (
+        "[below, long_term_memory: 1 entry selected for this message (content 1), as many as the context limit "
+        "allows; budgets left out 37 more (content 36, skills 1); if it is missing, the context limit left it out]"
+    )
+    assert selected_line({}, "long_term_memory", {"skills": 2}) == (
+        "[below, long_term_memory: no entry selected for this message; budgets left out 2 (skills 2); "
+        "if it is missing, the context limit left it out]"
+    )
+    assert selected_line({}, "long_term_memory", {}) == ""
     assert selected_line({"a]": 1}, "b\n") == (
-        "[1 more entry selected for this message, in b&#10; as far as the context limit allows: a&#93; 1]"
+        "[below, b&#10;: 1 entry selected for this message (a&#93; 1), as many as the context limit allows; "
+        "if it is missing, the context limit left it out]"
     )
 
 
@@ -177,3 +204,38 @@ def test_rendering_the_omission_lines_builds_no_row_per_entry(path):
     assert selection.row_reads == 0
     assert rendered.omitted_ids == ["n2", "n3", "n4", "n5"]
     assert selection.row_reads == 1
+
+
+def test_explain_aligns_its_columns_whatever_the_length_of_the_ids():
+    entries = [
+        {
+            "id": "0b5f6c1e-8a9d-4e2f-9c3b-7d1a2e4f6a80",
+            "type": "correction",
+            "scope": "always",
+            "content": "Use cents.",
+        },
+        {"id": "f47ac10b-58cc-4372-a567-0e02b2c3d479", "type": "fact", "content": "x", "created": "2026-07-01"},
+        {"id": "short", "type": "fact", "content": "y", "created": "2026-07-02"},
+        {"id": "9c858901-8a57-4791-81fe-4c455b099bc9", "type": "fact", "content": "z", "created": "2026-07-03"},
+        {"id": "6ba7b810-9dad-11d1-80b4-00c04fd430c8", "type": "note", "content": "retired", "status": "archived"},
+    ]
+    for entry, tokens in zip(entries, (3, 5, 4, 3)):
+        entry["token_count"] = tokens
+    plan = [Pool("corrections", 0, 0, ("correction",)), Pool("facts", 10, 2, ("fact",))]
+    assert explain(select(entries, plan, now=NOW)).splitlines() == [
+        "pool         id                                   type           score tokens",
+        "-----------------------------------------------------------------------------",
+        "corrections  0b5f6c1e-8a9d-4e2f-9c3b-7d1a2e4f6a80 correction    always      3",
+        "facts        9c858901-8a57-4791-81fe-4c455b099bc9 fact            4.84      3",
+        "facts        short                                fact            4.81      4",
+        "",
+        "corrections  contextual 0/0 entries, 0/0 tokens; always-scope 1 (3 tokens)",
+        "facts        contextual 2/2 entries, 7/10 tokens; always-scope 0 (0 tokens)",
+        "tokens: 10, every entry in full text",
+        "",
+        "not loaded:",
+        "  token_budget (1)",
+        "    f47ac10b-58cc-4372-a567-0e02b2c3d479 fact        pool=facts       score=4.77    cost=5",
+        "  inactive (1)",
+        "    6ba7b810-9dad-11d1-80b4-00c04fd430c8 note        pool=-           score=-       cost=-",
+    ]
