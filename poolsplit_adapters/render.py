@@ -94,7 +94,7 @@ def marker(entry: Mapping[str, Any], pool: Optional[str] = None, layer: str = "f
     ``source="" at=""`` tells the model nothing and costs tokens on every
     entry, and an absent ``source`` says "unsourced" just as plainly. A
     marker left with no attribute at all keeps ``id=""``, so that it stays
-    an entry marker (:func:`parse_markers` reads it) and never looks like the
+    an entry marker (`parse_markers` reads it) and never looks like the
     bare ``<memory>`` that LlamaIndex's ``Memory`` wraps its blocks in.
 
     ``layer`` other than ``"full"`` (progressive loading) renders the

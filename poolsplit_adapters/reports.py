@@ -100,7 +100,7 @@ class EventPayload(dict[str, Any]):
     def __init__(self, selection: Selection) -> None:
         super().__init__(selection_dict(selection))
         # The always-scope entries the namespace kept out, counted
-        # (:func:`~poolsplit_adapters.render.always_outside_namespace`), so a
+        # (`render.always_outside_namespace`), so a
         # correction stored under the wrong namespace shows at the top of the
         # event, not only as one ``namespace`` reason among the dropped rows.
         self["always_outside_namespace"] = always_outside_namespace(selection)

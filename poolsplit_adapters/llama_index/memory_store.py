@@ -85,7 +85,7 @@ class PooledRender:
 
     def ledger(self, place: str) -> str:
         """What the never-truncated corrections block says about this text
-        (:func:`~poolsplit_adapters.render.selected_line`): how many entries
+        (`render.selected_line`): how many entries
         it holds per pool and what budgets left out, true whether or not
         the text survives.
 
