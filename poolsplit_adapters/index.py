@@ -328,7 +328,7 @@ class _Rows:
         self.broken = False
 
     def put(self, start: int, rows: Any) -> None:
-        from .memory.similarity import norms_of
+        from .relevance.similarity import norms_of
 
         rows = np.asarray(rows)
         end = start + len(rows)

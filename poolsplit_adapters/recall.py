@@ -441,16 +441,16 @@ def present_types(entries: Iterable[Mapping[str, Any]]) -> frozenset[str]:
 
 
 def store_metric(store: Any, given: Any = None) -> Any:
-    """The :class:`~poolsplit_adapters.memory.similarity.StoreMetric` of a
+    """The :class:`~poolsplit_adapters.relevance.similarity.StoreMetric` of a
     vector store's scores: ``given`` (a metric or its name: ``"cosine"``,
     ``"cosine_distance"``, ``"euclidean"``, ...), else the known rule for the
-    store (:func:`~poolsplit_adapters.memory.similarity.metric_for`: e.g.
+    store (:func:`~poolsplit_adapters.relevance.similarity.metric_for`: e.g.
     cosine for LangChain's ``InMemoryVectorStore``), else None: an unknown
     store's score is never guessed at (a distance read as a similarity would
     invert the ranking), and the scorer embeds the recalled entries itself
     instead. This is the ``store_metric`` setting of both frameworks' vector
     store retrievers."""
-    from .memory.similarity import StoreMetric, metric_for
+    from .relevance.similarity import StoreMetric, metric_for
 
     if given is not None:
         try:
@@ -515,7 +515,7 @@ def same_vector_space(scorer: Any, embeddings: Any) -> bool:
         return False
     if scorer.embedder is embeddings:
         return True
-    from .memory.embedding import EmbeddingScorer
+    from .relevance.embedding import EmbeddingScorer
 
     try:
         return bool(scorer.model_id == EmbeddingScorer(embeddings).model_id)
@@ -548,12 +548,12 @@ def takes_store_scores(scorer: Any, embeddings: Any) -> bool:
 def with_store_scores(scorer: Any, scores: Mapping[Any, float], metric: Any) -> Any:
     """``scorer`` taking the relevance of the recalled entries from the store
     (``scores``: entry id -> the store's score, turned into a cosine by
-    :func:`~poolsplit_adapters.memory.similarity.relevance_from_store_score`)
+    :func:`~poolsplit_adapters.relevance.similarity.relevance_from_store_score`)
     instead of embedding them again on every query. Unchanged when there are
     no scores or no metric."""
     if not scores or metric is None:
         return scorer
-    from .memory.similarity import relevance_from_store_score
+    from .relevance.similarity import relevance_from_store_score
 
     return scorer.with_known_relevance({i: relevance_from_store_score(s, metric) for i, s in scores.items()})
 

@@ -468,7 +468,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             for detail); registers the ``expand_memory`` tool, which reads
             only the namespaces this call may read.
         embeddings: a LangChain ``Embeddings``: rank by embedding similarity
-            (an :class:`~poolsplit_adapters.memory.embedding.EmbeddingScorer`
+            (an :class:`~poolsplit_adapters.relevance.embedding.EmbeddingScorer`
             over it). Give it or ``scorer``, not both.
         consolidator: the host's own chat model (``with_structured_output``
             must work: a tool-calling model), a LlamaIndex LLM or a

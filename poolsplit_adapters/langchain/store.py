@@ -641,7 +641,7 @@ class BaseStoreMemory(StoreVerbs):
             # The recall's own query vector: the scorer embeds with the store's model, so it would only embed again.
             used = with_query_vector(used, message, self._ranked_search.vectors.get(message))
         if recall.scores and takes_store_scores(used, model):
-            from ..memory.similarity import StoreMetric  # numpy, on use: the store has a vector index
+            from ..relevance.similarity import StoreMetric  # numpy, on use: the store has a vector index
 
             used = with_store_scores(used, recall.scores, StoreMetric.COSINE)
         selection = select_noted(

@@ -1,6 +1,6 @@
 """Relevance a vector store already computed, looked up for an entry: the
 one rule of every scorer that takes it (:meth:`~poolsplit_adapters.relevance.scorer.RelevanceScorer.with_known_relevance`,
-:meth:`~poolsplit_adapters.memory.embedding.EmbeddingScorer.with_known_relevance`).
+:meth:`~poolsplit_adapters.relevance.embedding.EmbeddingScorer.with_known_relevance`).
 
 Keys are entry ids. An id that two namespaces of one recall both hold (a
 chain of namespaces: a user's own and a shared one) is keyed by

@@ -40,7 +40,7 @@ def content_key(text: str, model_id: str) -> str:
 def encode_vector(vector: FloatArray) -> bytes:
     """Bytes of a quantised vector for a durable store: little-endian int16
     (its components are integers of magnitude at most 4096, see
-    :func:`~poolsplit_adapters.memory.similarity.levels`)."""
+    :func:`~poolsplit_adapters.relevance.similarity.levels`)."""
     return np.asarray(vector).astype("<i2").tobytes()
 
 

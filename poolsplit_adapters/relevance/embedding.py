@@ -41,7 +41,7 @@ call in ``prepared.fallback_reason``, for the selection report. An entry
 whose own vector cannot be computed is scored lexically too.
 
 **Cost.** Entry vectors are computed in batches and cached by content hash
-(:mod:`~poolsplit_adapters.memory.vector_cache`); the query is embedded once
+(:mod:`~poolsplit_adapters.relevance.vector_cache`); the query is embedded once
 per :meth:`EmbeddingScorer.prepare` (and remembered for repeated messages),
 or not at all when the caller already has its vector: a vector store embeds
 the query for its search, and :meth:`EmbeddingScorer.with_query_vector`
@@ -65,10 +65,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..poolsplit import ScoringContext, check_entry
-from ..relevance.known import KnownKey, known_relevance
-from ..relevance.modifiers import DEFAULT_FLOOR, Modifiers, combine
+from .known import KnownKey, known_relevance
+from .lexical import CallWords
+from .modifiers import DEFAULT_FLOOR, Modifiers, combine
 from .similarity import Float64Array, FloatArray, cosine, norms_of, quantise, score_matrix
 from .vector_cache import InMemoryVectorCache, VectorCache, content_key
+from .words import Analyzer
 
 __all__ = [
     "EmbeddingScorer",
@@ -464,7 +466,7 @@ class PreparedEmbeddingScore:
         has_query: False when the context has no message: every relevance is
             then 0 and nothing is embedded.
         query_vector: the quantised query vector (None without a query or in
-            fallback), for :func:`~poolsplit_adapters.memory.similarity.score_matrix`.
+            fallback), for :func:`~poolsplit_adapters.relevance.similarity.score_matrix`.
 
     Example:
         >>> from poolsplit_adapters.memory.hash_embedding import HashEmbedder
@@ -496,7 +498,7 @@ class PreparedEmbeddingScore:
         self.scorer = scorer
         self.lexical = lexical
         self._context = context
-        self._words: Any = None  # the lexical relevance-first fallback, built when first needed
+        self._words: Optional[CallWords] = None  # the lexical fallback, built when first needed
         self.query_vector = query
         self._query_failure = reason
         self.has_query = query is not None or (reason is not None and lexical.nwords > 0)
@@ -509,14 +511,14 @@ class PreparedEmbeddingScore:
         (or some of its entries) ranked lexically."""
         return self._query_failure or self._entry_failure
 
-    def _fallback(self) -> Any:
-        """The lexical relevance-first scorer (BM25, same modifiers) this
-        call ranks with where vectors are missing."""
+    def _fallback(self) -> CallWords:
+        """The lexical relevance (BM25 over the call's own corpus, what a
+        :class:`~poolsplit_adapters.relevance.RelevanceScorer` without an
+        embedder ranks by) this call falls back to where vectors are
+        missing; its score takes the same modifiers and floor
+        (:meth:`score`)."""
         if self._words is None:
-            from ..relevance.scorer import RelevanceScorer
-
-            words = RelevanceScorer(modifiers=self.scorer.modifiers, floor=self.scorer.floor)
-            self._words = words.prepare(self._context, self.lexical.ref)
+            self._words = CallWords(Analyzer(), None, (self._context or {}).get("message") or "")
         return self._words
 
     def embedded_relevance(self, entry: Mapping[str, Any]) -> Optional[float]:
@@ -592,7 +594,7 @@ class PreparedEmbeddingScore:
         in fallback, the lexical relevance-first score (the same shape)."""
         relevance = self._embedded_relevance(entry)
         if relevance is None:
-            return float(self._fallback().score(entry))
+            relevance = self._fallback().relevance(entry)
         return combine(relevance, self.boost(entry), self.scorer.floor)
 
     def relevances(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
@@ -618,7 +620,7 @@ class PreparedEmbeddingScore:
         Entries already worked out in this call are skipped (the core warms
         the same group again for the threshold and the ranking)."""
         if self._query_failure is not None:
-            self._fallback().warm(entries)
+            self._fallback().count(entries)
             return
         if self.query_vector is None:
             return
@@ -642,7 +644,7 @@ class PreparedEmbeddingScore:
             self._entry_failure = reason = "entry embedding failed: %s" % exc
             scorer._shared.last_fallback = reason
             scorer._fell_back(reason)
-            self._fallback().warm(entries)
+            self._fallback().count(entries)
             return
         # The same operations as _embedded_relevance, so the same bits.
         query = self.query_vector
