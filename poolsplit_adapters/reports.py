@@ -17,7 +17,7 @@ of each; the full list is built only when asked
 selection).
 
 A scorer that falls back (an embedding scorer whose embedder failed ranks
-lexically) warns once; :func:`select_noted` and :func:`note_fallback` put
+lexically) warns once; :func:`select_noted` and :func:`~poolsplit_adapters.notes.note_fallback` put
 the fallback on every selection it affected (``notes["scorer_fallback"]``),
 read from that call's own prepared scorer, so concurrent calls never name
 each other's fallback.
@@ -31,6 +31,7 @@ import datetime
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
+from .notes import note_fallback
 from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer
 from .relevance.scorer import RelevanceScorer
 from .render import always_outside_namespace, dropped_rows, selection_dict
@@ -126,15 +127,6 @@ def event_payload(selection: Selection) -> EventPayload:
     form plus ``always_outside_namespace``, as an :class:`EventPayload`
     (every left-out row on request)."""
     return EventPayload(selection)
-
-
-def note_fallback(selection: Selection, prepared: Any) -> Selection:
-    """Record on ``selection`` that ``prepared`` (the call's prepared scorer)
-    fell back, when it says so in ``fallback_reason``."""
-    reason = getattr(prepared, "fallback_reason", None)
-    if reason:
-        selection.notes["scorer_fallback"] = reason
-    return selection
 
 
 class _Prepared:
