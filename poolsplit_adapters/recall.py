@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, Generic, List, Optional, Protocol, Tuple, TypeVar, runtime_checkable
 
 from .poolsplit import BUDGET_REASONS, Pool, Selection, Visibility
+from .recall_search import Search as Search  # the plan's searches: handed out here too (recall.Search in the docs)
 
 #: The type an entry without ``type`` has (the entry schema's default). A
 #: store filter on ``type`` does not see that default, so the plan adds a
@@ -55,53 +56,6 @@ from .poolsplit import BUDGET_REASONS, Pool, Selection, Visibility
 UNTYPED_DEFAULT = "note"
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Search:
-    """One similarity search of the plan, in no particular filter dialect.
-
-    Attributes:
-        label: names the search in traces: ``"pool:<name>"``,
-            ``"pool:<name>:untyped"`` or ``"always"``.
-        k: how many results to ask for.
-        types: the ``type`` metadata must be one of these; None: any type
-            (or, with ``untyped``, none).
-        untyped: only entries *without* ``type`` metadata (they count as
-            :data:`UNTYPED_DEFAULT`). A dialect that cannot say "missing"
-            searches without a type condition instead and lets the selector
-            sort the candidates out.
-        always: only entries with ``scope == "always"``.
-        namespaces: the ``namespace`` metadata must be one of these; empty:
-            no namespace condition (also when the visibility chain has a
-            ``None`` link).
-        pool: the pool whose candidates it recalls (None: the always-scope
-            fetch), so a search can grow until that pool's budget is full.
-
-    Example::
-
-        Search("pool:skills", 20, types=("skill",), namespaces=("team-a",), pool="skills")
-    """
-
-    label: str
-    k: int
-    types: Optional[Tuple[str, ...]] = None
-    untyped: bool = False
-    always: bool = False
-    namespaces: Tuple[str, ...] = ()
-    pool: Optional[str] = None
-
-    def admits(self, entry: Mapping[str, Any]) -> bool:
-        """Whether this search's filter matches ``entry``, as a store filter
-        would (``type`` as written, not its default): for a store that reads
-        a namespace whole and keeps what the plan's searches would find."""
-        if self.namespaces and entry.get("namespace") not in self.namespaces:
-            return False
-        if self.always:
-            return entry.get("scope") == "always"
-        if self.untyped:
-            return entry.get("type") is None
-        return self.types is None or entry.get("type") in self.types
 
 
 @dataclass(frozen=True)
