@@ -29,7 +29,7 @@ Per agent step (one model call and the tool-loop calls that follow it):
   turn wrote are shown to the model beside their nearest stored neighbours
   and its operations (add / update / retire / noop) are validated and
   applied to the store, in the background, debounced per thread
-  (:class:`~poolsplit_adapters.memory.background.BackgroundConsolidation`,
+  (:class:`~poolsplit_adapters.background.BackgroundConsolidation`,
   :mod:`~poolsplit_adapters.stores.consolidation`). The turn never waits for
   it and never fails because of it; the next selection event of the thread
   reports what it did.
@@ -47,7 +47,7 @@ restart loses neither. The object itself holds settings, a cache of store
 adapters, the last selection it made (process-local, for
 :meth:`~PoolSplitMemoryMiddleware.explain`), and, with a consolidator, the
 background runs' process-local schedule (deadlines, ids not yet run, reports
-not yet shown; see :mod:`~poolsplit_adapters.memory.background`); the ids a
+not yet shown; see :mod:`~poolsplit_adapters.background`); the ids a
 turn wrote wait in the state until the turn's ``after_agent`` hands them over.
 """
 
@@ -85,9 +85,9 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict, override
 
+from ..background import BackgroundConsolidation, ConsolidationRun
 from ..call import AdapterCall
 from ..checks import ArgumentError, check_flag, check_instance, check_label, check_positive_int, check_string
-from ..memory.background import BackgroundConsolidation, ConsolidationRun
 from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.turns import ASSISTANT, USER, Provenance, Said, exchange_id, exchange_proposals, standing_proposals
