@@ -40,9 +40,12 @@ $(DEV_STAMP): $(DEMO_STAMP)
 
 install: $(DEV_STAMP)
 
+# lint-imports: the import layers and the frameworks' independence
+# (pyproject.toml's [tool.importlinter]), function-local imports included.
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check poolsplit_adapters tests benchmarks examples notebooks
 	$(BIN)/ruff format --check poolsplit_adapters tests benchmarks examples notebooks
+	$(BIN)/lint-imports
 
 format: $(DEV_STAMP)
 	$(BIN)/ruff format poolsplit_adapters tests benchmarks examples notebooks

@@ -40,8 +40,8 @@ import synth  # noqa: E402
 from run import best_of  # noqa: E402
 
 from poolsplit_adapters import MemoryIndex, select  # noqa: E402
-from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder  # noqa: E402
+from poolsplit_adapters.relevance.embedding import EmbeddingScorer  # noqa: E402
 
 LIMIT_MS = 20.0  # the bound at 100k entries x 384 dims
 

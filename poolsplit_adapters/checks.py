@@ -17,10 +17,11 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
-from .compat import resolve_visibility
+from .errors import ArgumentError, argument_error
 from .memory.tasks import AUTO, resolve_pools
 from .poolsplit import Pool, Visibility
 from .poolsplit import check_pools as core_check_pools
+from .scope_keyword import resolve_visibility
 
 __all__ = [
     "ArgumentError",
@@ -43,29 +44,6 @@ __all__ = [
 ]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-class ArgumentError(ValueError, TypeError):
-    """A bad argument to an adapter or the middleware (constructor or per
-    call); the message names the argument. Both a ``ValueError`` and a
-    ``TypeError``, so either ``except`` catches it.
-
-    Example:
-        ```python
-        try:
-            retriever.invoke("deploy", tags="ops")
-        except ArgumentError as err:
-            print(err)   # tags must be a list of strings, not the bare string 'ops' (...)
-        ```
-    """
-
-
-def argument_error(name: str, expected: str, value: Any = None, *, got: bool = True) -> ArgumentError:
-    """The one error shape: ``<name> must be <expected>, got <type> <value>``
-    (``got=False``: the message ends after ``expected``)."""
-    if not got:
-        return ArgumentError("%s must be %s" % (name, expected))
-    return ArgumentError("%s must be %s, got %s %r" % (name, expected, type(value).__name__, value))
 
 
 def check_k(value: Any, name: str = "k") -> Optional[int]:

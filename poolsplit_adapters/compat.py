@@ -5,7 +5,9 @@ was called ``Scope`` too, and one name with two meanings is the kind of clash
 that hides bugs, so the filter became [`Visibility`][]
 and its keyword ``visibility=``. The package's ``select`` and
 ``retrieve_pools`` are the core's (through `poolsplit_adapters.seamed`, for ``layering=``),
-plus the deprecated ``scope=`` keyword.
+plus the deprecated ``scope=`` keyword (resolved by
+`resolve_visibility`, which the
+engine's ``MemoryIndex.select`` takes too).
 """
 
 from __future__ import annotations
@@ -16,8 +18,9 @@ from typing import Any, Optional
 
 from . import poolsplit, seamed
 from .poolsplit import Pool, Selection, Visibility
+from .scope_keyword import resolve_visibility
 
-__all__ = ["Scope", "moved", "resolve_visibility", "select", "retrieve_pools"]
+__all__ = ["Scope", "moved", "select", "retrieve_pools"]
 
 
 class Scope(Visibility):
@@ -32,23 +35,6 @@ class Scope(Visibility):
     def __post_init__(self) -> None:
         warnings.warn("Scope is deprecated; use Visibility", DeprecationWarning, stacklevel=3)
         super().__post_init__()
-
-
-def resolve_visibility(
-    visibility: Optional[Visibility],
-    scope: Optional[Visibility] = None,
-    stacklevel: int = 3,
-    what: str = "the scope= keyword",
-) -> Optional[Visibility]:
-    """The filter a call asked for: ``visibility=``, or the deprecated
-    ``scope=`` (``what`` names it in the warning, e.g. the adapter's
-    ``Retriever(scope=...)``). Giving both is a ``TypeError``."""
-    if scope is not None:
-        warnings.warn("%s is deprecated; use visibility=" % what, DeprecationWarning, stacklevel=stacklevel)
-        if visibility is not None:
-            raise TypeError("give visibility= only (scope= is its deprecated name)")
-        return scope
-    return visibility
 
 
 def select(

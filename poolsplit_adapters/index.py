@@ -54,8 +54,8 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
-from .compat import resolve_visibility
 from .fastpath import BestFirstCandidates, plain_entry_ok
+from .notes import OUTSIDE_NOTE, note_fallback
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MAX_COST,
@@ -99,8 +99,7 @@ from .relevance.feedback import SETTLE_STEP, expansion
 from .relevance.modifiers import combine_columns
 from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
-from .render import OUTSIDE_NOTE
-from .reports import note_fallback
+from .scope_keyword import resolve_visibility
 from .seamed import fill_pools
 from .seams import Candidates, Layering
 
@@ -328,7 +327,7 @@ class _Rows:
         self.broken = False
 
     def put(self, start: int, rows: Any) -> None:
-        from .memory.similarity import norms_of
+        from .relevance.similarity import norms_of
 
         rows = np.asarray(rows)
         end = start + len(rows)

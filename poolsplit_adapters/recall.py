@@ -48,6 +48,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Dict, Generic, List, Optional, Protocol, Tuple, TypeVar, runtime_checkable
 
 from .poolsplit import BUDGET_REASONS, Pool, Selection, Visibility
+from .recall_search import Search as Search  # the plan's searches: handed out here too (recall.Search in the docs)
 
 #: The type an entry without ``type`` has (the entry schema's default). A
 #: store filter on ``type`` does not see that default, so the plan adds a
@@ -55,54 +56,6 @@ from .poolsplit import BUDGET_REASONS, Pool, Selection, Visibility
 UNTYPED_DEFAULT = "note"
 
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Search:
-    """One similarity search of the plan, in no particular filter dialect.
-
-    Attributes:
-        label: names the search in traces: ``"pool:<name>"``,
-            ``"pool:<name>:untyped"`` or ``"always"``.
-        k: how many results to ask for.
-        types: the ``type`` metadata must be one of these; None: any type
-            (or, with ``untyped``, none).
-        untyped: only entries *without* ``type`` metadata (they count as
-            `UNTYPED_DEFAULT`). A dialect that cannot say "missing"
-            searches without a type condition instead and lets the selector
-            sort the candidates out.
-        always: only entries with ``scope == "always"``.
-        namespaces: the ``namespace`` metadata must be one of these; empty:
-            no namespace condition (also when the visibility chain has a
-            ``None`` link).
-        pool: the pool whose candidates it recalls (None: the always-scope
-            fetch), so a search can grow until that pool's budget is full.
-
-    Example:
-        ```python
-        Search("pool:skills", 20, types=("skill",), namespaces=("team-a",), pool="skills")
-        ```
-    """
-
-    label: str
-    k: int
-    types: Optional[Tuple[str, ...]] = None
-    untyped: bool = False
-    always: bool = False
-    namespaces: Tuple[str, ...] = ()
-    pool: Optional[str] = None
-
-    def admits(self, entry: Mapping[str, Any]) -> bool:
-        """Whether this search's filter matches ``entry``, as a store filter
-        would (``type`` as written, not its default): for a store that reads
-        a namespace whole and keeps what the plan's searches would find."""
-        if self.namespaces and entry.get("namespace") not in self.namespaces:
-            return False
-        if self.always:
-            return entry.get("scope") == "always"
-        if self.untyped:
-            return entry.get("type") is None
-        return self.types is None or entry.get("type") in self.types
 
 
 @dataclass(frozen=True)
@@ -444,16 +397,16 @@ def present_types(entries: Iterable[Mapping[str, Any]]) -> frozenset[str]:
 
 
 def store_metric(store: Any, given: Any = None) -> Any:
-    """The [`StoreMetric`][poolsplit_adapters.memory.similarity.StoreMetric] of a
+    """The `StoreMetric` of a
     vector store's scores: ``given`` (a metric or its name: ``"cosine"``,
     ``"cosine_distance"``, ``"euclidean"``, ...), else the known rule for the
-    store ([`metric_for`][poolsplit_adapters.memory.similarity.metric_for]: e.g.
+    store (`metric_for`: e.g.
     cosine for LangChain's ``InMemoryVectorStore``), else None: an unknown
     store's score is never guessed at (a distance read as a similarity would
     invert the ranking), and the scorer embeds the recalled entries itself
     instead. This is the ``store_metric`` setting of both frameworks' vector
     store retrievers."""
-    from .memory.similarity import StoreMetric, metric_for
+    from .relevance.similarity import StoreMetric, metric_for
 
     if given is not None:
         try:
@@ -518,7 +471,7 @@ def same_vector_space(scorer: Any, embeddings: Any) -> bool:
         return False
     if scorer.embedder is embeddings:
         return True
-    from .memory.embedding import EmbeddingScorer
+    from .relevance.embedding import EmbeddingScorer
 
     try:
         return bool(scorer.model_id == EmbeddingScorer(embeddings).model_id)
@@ -551,12 +504,12 @@ def takes_store_scores(scorer: Any, embeddings: Any) -> bool:
 def with_store_scores(scorer: Any, scores: Mapping[Any, float], metric: Any) -> Any:
     """``scorer`` taking the relevance of the recalled entries from the store
     (``scores``: entry id -> the store's score, turned into a cosine by
-    [`relevance_from_store_score`][poolsplit_adapters.memory.similarity.relevance_from_store_score])
+    `relevance_from_store_score`)
     instead of embedding them again on every query. Unchanged when there are
     no scores or no metric."""
     if not scores or metric is None:
         return scorer
-    from .memory.similarity import relevance_from_store_score
+    from .relevance.similarity import relevance_from_store_score
 
     return scorer.with_known_relevance({i: relevance_from_store_score(s, metric) for i, s in scores.items()})
 

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from .notes import OUTSIDE_NOTE
 from .poolsplit import BUDGET_REASONS, Chosen, Reason, Selection
 
 # At least one attribute: LlamaIndex's Memory wraps all blocks in a bare
@@ -275,11 +276,6 @@ def parse_markers(text: str) -> List[Dict[str, str]]:
 
 def _fmt(value: Optional[float]) -> str:
     return "-" if value is None else "%.3g" % value
-
-
-#: A selector that counts `always_outside_namespace` itself (with its
-#: columns, no row per entry) leaves the number in ``selection.notes`` here.
-OUTSIDE_NOTE = "always_outside_namespace"
 
 
 def always_outside_namespace(selection: Selection) -> int:

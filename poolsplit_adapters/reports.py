@@ -31,6 +31,7 @@ import datetime
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
+from .notes import note_fallback
 from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer
 from .relevance.scorer import RelevanceScorer
 from .render import always_outside_namespace, dropped_rows, selection_dict
@@ -128,15 +129,6 @@ def event_payload(selection: Selection) -> EventPayload:
     form plus ``always_outside_namespace``, as an `EventPayload`
     (every left-out row on request)."""
     return EventPayload(selection)
-
-
-def note_fallback(selection: Selection, prepared: Any) -> Selection:
-    """Record on ``selection`` that ``prepared`` (the call's prepared scorer)
-    fell back, when it says so in ``fallback_reason``."""
-    reason = getattr(prepared, "fallback_reason", None)
-    if reason:
-        selection.notes["scorer_fallback"] = reason
-    return selection
 
 
 class _Prepared:

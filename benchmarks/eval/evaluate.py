@@ -46,9 +46,9 @@ import docs_tables  # noqa: E402
 from dataset import NOW, load_entries, load_pools, load_queries, one_budget  # noqa: E402
 
 from poolsplit_adapters import Pool, default_scorer, select  # noqa: E402
-from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder  # noqa: E402
 from poolsplit_adapters.relevance import RelevanceScorer  # noqa: E402
+from poolsplit_adapters.relevance.embedding import EmbeddingScorer  # noqa: E402
 
 LOW_PRIORITY = ("episode", "skill", "growth")
 THRESHOLDS = (0.1, 0.2, 0.3, 0.4)

@@ -76,9 +76,9 @@ from llama_index.core.base.embeddings.base import BaseEmbedding  # noqa: E402
 from pydantic import PrivateAttr  # noqa: E402
 
 from poolsplit_adapters import Pool, default_scorer, select  # noqa: E402
-from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.poolsplit import ScoringContext  # noqa: E402
 from poolsplit_adapters.relevance import Feedback, RelevanceScorer, WordIndex  # noqa: E402
+from poolsplit_adapters.relevance.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.settings import default_adapter_scorer, embedding_scorer_for  # noqa: E402
 from poolsplit_adapters.tokens import TiktokenCounter  # noqa: E402
 

@@ -237,7 +237,7 @@ def short_rows(embedder: Any) -> List[Tuple[str, str, Dict[str, float]]]:
     import evaluate
     from dataset import load_entries, load_pools, load_queries, one_budget
 
-    from poolsplit_adapters.memory.embedding import EmbeddingScorer
+    from poolsplit_adapters.relevance.embedding import EmbeddingScorer
 
     entries, queries = load_entries(), load_queries()
     pools = load_pools()

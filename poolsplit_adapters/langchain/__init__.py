@@ -53,7 +53,7 @@ def __getattr__(name: str) -> Any:
 
         return BaseStoreMemory
     if name == "namespace_label":
-        from .store import namespace_label
+        from .namespaces import namespace_label
 
         return namespace_label
     if name == "VectorStoreMemory":

@@ -10,10 +10,11 @@ lists, and sorts every score in Python. With one search per type that was
 
 So each namespace's vectors are kept here, between runs, as one float64
 matrix (with each row's norm, item, type and place in the store's order),
-and brought up to date only when the namespace changed: its dict's change
-version (PEP 509, read by `dict_version`; where the interpreter keeps
-none, every run compares the items), then only new and rewritten items are
-read again. A run embeds the query once (the store's own ``embed_query``),
+and brought up to date only when the namespace changed: every ``put`` makes
+a new ``Item`` object, so the namespace's items, listed and compared with
+the kept ones (one C pass, no Python call per item: ~0.8 ms at 100k items),
+say whether anything was added, rewritten or removed; then only new and
+rewritten items are read again. A run embeds the query once (the store's own ``embed_query``),
 scores every row in one pass (``einsum``: row by row, so equal vectors get
 equal scores wherever they sit; a BLAS product may differ in the last bit
 with a row's position), and each search takes the best ``limit`` items of
@@ -56,7 +57,6 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from langgraph.store.base import SearchItem, SearchOp
 
-from .dict_version import dict_version
 from .postgres_store_search import QueryVectors, RankedSearch
 
 __all__ = ["InMemoryStoreSearch", "serves_in_memory_store"]
@@ -92,8 +92,6 @@ class _Kept:
     """One namespace's vectors as rows, and what they were read from."""
 
     dims: int
-    #: (the namespace's dict object, its change version) when last read; the version None: compare the items.
-    stamp: Optional[Tuple[int, Optional[int]]] = None
     items: Dict[str, Any] = field(default_factory=dict)  # key -> the Item object its rows were read from
     keys: List[str] = field(default_factory=list)  # the namespace's keys, in the store's order, when last read
     values: List[Any] = field(default_factory=list)  # its Item objects, the same order
@@ -173,11 +171,13 @@ class InMemoryStoreSearch:
         if not data:
             self._kept.pop(namespace, None)
             return None
-        version = dict_version(data)
         kept = self._kept.get(namespace)
         if kept is not None:
             self._kept.move_to_end(namespace)
-            if version is not None and kept.stamp == (id(data), version):
+            # The items as kept: nothing added, rewritten or removed (each
+            # put makes a new Item; the list compare meets the kept objects
+            # themselves first, so an unchanged namespace costs one C pass).
+            if list(data.values()) == kept.values:
                 return kept
         vectors = self.store._vectors.get(namespace) or {}
         if kept is None:
@@ -192,7 +192,6 @@ class InMemoryStoreSearch:
             # read from: forget them, the next search reads the namespace again.
             self._kept.pop(namespace, None)
             raise
-        kept.stamp = (id(data), version)
         return kept
 
     def _update(self, kept: _Kept, data: Dict[str, Any], vectors: Dict[str, Any]) -> None:

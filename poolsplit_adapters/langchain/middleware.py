@@ -83,9 +83,9 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, TypedDict, override
 
+from ..background import BackgroundConsolidation, ConsolidationRun
 from ..call import AdapterCall
 from ..checks import ArgumentError, check_flag, check_instance, check_label, check_positive_int, check_string
-from ..memory.background import BackgroundConsolidation, ConsolidationRun
 from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.turns import ASSISTANT, USER, Provenance, Said, exchange_id, exchange_proposals, standing_proposals
@@ -465,7 +465,7 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             for detail); registers the ``expand_memory`` tool, which reads
             only the namespaces this call may read.
         embeddings: a LangChain ``Embeddings``: rank by embedding similarity
-            (an [`EmbeddingScorer`][poolsplit_adapters.memory.embedding.EmbeddingScorer]
+            (an `EmbeddingScorer`
             over it). Give it or ``scorer``, not both.
         consolidator: the host's own chat model (``with_structured_output``
             must work: a tool-calling model), a LlamaIndex LLM or a

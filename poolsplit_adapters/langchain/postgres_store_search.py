@@ -86,6 +86,7 @@ from ..stores.postgres import (
 )
 from ..stores.type_indexes import CODE_COLUMN, CODES_SECONDS, NULL_CODES, TYPE_CODES, type_codes_sql
 from ..threads import off_loop
+from .namespaces import namespace_label
 
 __all__ = [
     "MOST_RANKED",
@@ -384,8 +385,6 @@ class PostgresStoreSearch:
         every vector of the search's namespace has its code."""
         if search.type is None or search.untyped:
             return None
-        from .store import namespace_label
-
         return None if namespace_label(search.namespace) in self._uncoded else self.type_codes.get(search.type)
 
     def _statement(self, search: RankedSearch, bound: int) -> Tuple[str, Dict[str, Any]]:
@@ -497,8 +496,6 @@ class PostgresStoreSearch:
             self._codes_read = self.clock()
         self._uncoded = set()
         if self.type_codes:  # a namespace holding a vector written without the triggers: no type index there
-            from .store import namespace_label  # the one mapping (store.py imports this module)
-
             for label in dict.fromkeys(namespace_label(s.namespace) for s in searches):
                 missing = yield NULL_CODES, {"namespace": label}
                 if missing and missing[0]["missing"]:
@@ -519,8 +516,6 @@ class PostgresStoreSearch:
     def _one(
         self, search: RankedSearch, vector: List[float], size: float
     ) -> Generator[Tuple[str, Dict[str, Any]], List[Dict[str, Any]], Tuple[List[SearchItem], str]]:
-        from .store import namespace_label  # the one mapping (store.py imports this module)
-
         label = namespace_label(search.namespace)
         if search.limit > MOST_RANKED:  # every item ranked: one exact read, no walk could give them
             condition, params = _type_condition(search)

@@ -103,6 +103,7 @@ from ..stores.postgres import is_async_postgres_store, is_postgres_store, plain_
 from ..threads import off_loop
 from ..tokens import default_counter
 from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
+from .namespaces import Namespace, namespace_label
 from .postgres_store_search import (
     EVERY_ITEM,
     PostgresStoreSearch,
@@ -113,7 +114,6 @@ from .postgres_store_search import (
 
 __all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
 
-Namespace = Tuple[str, ...]
 NamespaceArg = Union[Sequence[str], Sequence[Sequence[str]]]
 
 #: Value keys that are the item's location, not its content.
@@ -137,31 +137,6 @@ class VectorIndexed(Protocol):
     ``index=``; ``index_config`` is None without one)."""
 
     index_config: Any
-
-
-def namespace_label(namespace: Sequence[str]) -> str:
-    """The entry ``namespace`` string of a LangGraph namespace tuple: its
-    labels joined by ``"."`` (which a label may not hold, so the mapping is
-    one to one). The one mapping between the two forms.
-
-    The agent middleware and [`BaseStoreMemory`][] take namespaces as
-    LangGraph does, tuples such as ``("memories", "ana")``; an entry (in the
-    SQLite store, a vector store's metadata, ``Visibility``) carries a
-    string. To write a correction for the agent whose memory is
-    ``("memories", "ana")`` into a store that holds entries (the SQLite
-    store, ``InProcessStore``, a vector store), give it
-    ``namespace=namespace_label(("memories", "ana"))``, i.e.
-    ``"memories.ana"``: namespaces are exact, so ``"ana"`` never loads (the
-    selection counts it, see
-    `always_outside_namespace`).
-
-    Example:
-        >>> namespace_label(("memories", "ana"))
-        'memories.ana'
-    """
-    if isinstance(namespace, str):  # "ana" would join as "a.n.a"
-        raise ArgumentError("namespace_label takes a tuple of labels such as ('memories', 'ana'), got %r" % namespace)
-    return ".".join(namespace)
 
 
 def chain_visibility(chain: Sequence[Namespace], chain_penalty: float) -> Visibility:
@@ -669,7 +644,7 @@ class BaseStoreMemory(StoreVerbs):
             # The recall's own query vector: the scorer embeds with the store's model, so it would only embed again.
             used = with_query_vector(used, message, self._ranked_search.vectors.get(message))
         if recall.scores and takes_store_scores(used, model):
-            from ..memory.similarity import StoreMetric  # numpy, on use: the store has a vector index
+            from ..relevance.similarity import StoreMetric  # numpy, on use: the store has a vector index
 
             used = with_store_scores(used, recall.scores, StoreMetric.COSINE)
         selection = select_noted(

@@ -168,7 +168,7 @@ class PoolSplitRetriever(BaseRetriever):
 
         With ``embeddings=`` (the index's own model) each recalled node's
         relevance is its ``NodeWithScore.score``, turned into a cosine by
-        ``store_metric`` (a [`StoreMetric`][poolsplit_adapters.memory.similarity.StoreMetric];
+        ``store_metric`` (a `StoreMetric`;
         known for ``SimpleVectorStore`` in its default cosine mode), so nodes
         are not embedded again per query. For a store whose metric is not
         known and not given, the scorer embeds the recalled nodes itself.

@@ -9,8 +9,10 @@ consolidation's building blocks: duplicates (`duplicates`), versions
 with validity times (`validity`), expiry (`expiry`) and the
 optional model-driven consolidator (`consolidate`).
 
-The embedding scorer and the vector-store score rule (`embedding`,
-`similarity`) need numpy; their names are loaded on first use, so
+The embedding scorer and the vector-store score rule
+(`poolsplit_adapters.relevance.embedding`,
+`poolsplit_adapters.relevance.similarity`: scoring, so they live with
+it) need numpy; their names are loaded on first use from here too, so
 ``import poolsplit_adapters.memory`` works without it.
 """
 
@@ -28,13 +30,16 @@ from .working_set import Demotion, Turn, View, plan_demotion, split_turns
 from .write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 
 # name -> module, imported on first access (numpy, except the hash embedder).
+# The embedding scorer and the score rule are scoring (relevance/), named
+# here too: ``from poolsplit_adapters.memory import EmbeddingScorer`` is how
+# the docs import it.
 _LAZY = {
-    "EmbeddingScorer": "embedding",
-    "EmbeddingFallbackWarning": "embedding",
-    "HashEmbedder": "hash_embedding",
-    "StoreMetric": "similarity",
-    "relevance_from_store_score": "similarity",
-    "metric_for": "similarity",
+    "EmbeddingScorer": "poolsplit_adapters.relevance.embedding",
+    "EmbeddingFallbackWarning": "poolsplit_adapters.relevance.embedding",
+    "HashEmbedder": "poolsplit_adapters.memory.hash_embedding",
+    "StoreMetric": "poolsplit_adapters.relevance.similarity",
+    "relevance_from_store_score": "poolsplit_adapters.relevance.similarity",
+    "metric_for": "poolsplit_adapters.relevance.similarity",
 }
 
 
@@ -44,7 +49,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError("module %r has no attribute %r" % (__name__, name))
     import importlib
 
-    return getattr(importlib.import_module("%s.%s" % (__name__, module)), name)
+    return getattr(importlib.import_module(module), name)
 
 
 __all__ = [

@@ -28,7 +28,7 @@ from typing import Any, Iterator, List, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
-from .consolidate import ConsolidationPrompt, Decider, MalformedOutput
+from .consolidate_prompt import ConsolidationPrompt, Decider, MalformedOutput
 
 __all__ = ["PlannedOperation", "ConsolidationPlan", "LangChainDecider", "LlamaIndexDecider", "decider_for"]
 

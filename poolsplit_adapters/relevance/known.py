@@ -1,6 +1,6 @@
 """Relevance a vector store already computed, looked up for an entry: the
-one rule of every scorer that takes it ([`with_known_relevance`][poolsplit_adapters.relevance.RelevanceScorer.with_known_relevance],
-[`with_known_relevance`][poolsplit_adapters.memory.embedding.EmbeddingScorer.with_known_relevance]).
+one rule of every scorer that takes it (`with_known_relevance`,
+`with_known_relevance`).
 
 Keys are entry ids. An id that two namespaces of one recall both hold (a
 chain of namespaces: a user's own and a shared one) is keyed by

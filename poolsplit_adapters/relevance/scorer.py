@@ -37,6 +37,7 @@ from .bm25 import Query, WordIndex
 from .feedback import Feedback, best_sources, expand, expansion
 from .fusion import DEFAULT_LEXICAL_WEIGHT, fuse
 from .known import KnownKey, known_relevance
+from .lexical import CallWords
 from .modifiers import DEFAULT_FLOOR, Modifiers, combine
 from .words import Analyzer
 
@@ -55,7 +56,7 @@ class RelevanceScorer:
 
     Args:
         embedder: a LangChain ``Embeddings``, a LlamaIndex ``BaseEmbedding``,
-            an [`EmbeddingScorer`][poolsplit_adapters.memory.embedding.EmbeddingScorer]
+            an `EmbeddingScorer`
             (its cache and vectors are shared), or None for words alone.
         lexical_weight: ``w`` of the fusion ([`fuse`][]), in
             [0, 1]; used only with an embedder.
@@ -118,7 +119,7 @@ class RelevanceScorer:
         #: ([`with_known_relevance`][]).
         self.known: Mapping[KnownKey, float] = {}
         if embedder is not None:
-            from ..memory.embedding import EmbeddingScorer  # numpy only when vectors are used
+            from .embedding import EmbeddingScorer  # numpy only when vectors are used
 
             self.embedding = embedder if isinstance(embedder, EmbeddingScorer) else EmbeddingScorer(embedder)
 
@@ -252,10 +253,7 @@ class PreparedRelevance:
         self.scorer = scorer
         self.context = context
         self.message: str = (raw or {}).get("message") or ""
-        shared = scorer.corpus
-        self._own: Optional[WordIndex] = None if shared is not None and len(shared) else WordIndex(scorer.analyzer)
-        self._counted: Dict[int, Mapping[str, Any]] = {}  # id -> entry, in the call's own corpus
-        self._query: Optional[Query] = None
+        self._words = CallWords(scorer.analyzer, scorer.corpus, self.message)
         self._memo: Dict[int, Any] = {}  # id -> (entry, relevance)
         self._first: Dict[int, Any] = {}  # id -> (entry, first-pass relevance), with feedback
         self._sources: Optional[List[Mapping[str, Any]]] = None  # the call's admitted candidates
@@ -270,24 +268,10 @@ class PreparedRelevance:
         """Why embeddings were not used (None: they were, or none is set)."""
         return None if self.embedding is None else self.embedding.fallback_reason  # type: ignore[no-any-return]
 
-    def _corpus(self) -> WordIndex:
-        if self._own is not None:
-            return self._own
-        assert self.scorer.corpus is not None
-        return self.scorer.corpus
-
     def _count(self, entries: Sequence[Mapping[str, Any]]) -> None:
-        own = self._own
-        if own is None:
+        if not self._words.count(entries):
             return
-        fresh = [entry for entry in entries if self._counted.get(id(entry)) is not entry]
-        if not fresh:
-            return
-        for entry in fresh:
-            self._counted[id(entry)] = entry
-            own.add(entry["content"])
         # New statistics: this call's later answers use them.
-        self._query = None
         self._memo.clear()
         self._first.clear()
         self._second = None
@@ -315,7 +299,7 @@ class PreparedRelevance:
             feedback = self.scorer.feedback
             assert feedback is not None and self._sources is not None
             best = best_sources(self._sources, self.first_relevance, feedback.top)
-            self._second = expansion(self._corpus(), [e["content"] for e in best], feedback) if best else None
+            self._second = expansion(self._words.corpus(), [e["content"] for e in best], feedback) if best else None
             self._expanding = True
         return self._second
 
@@ -329,13 +313,10 @@ class PreparedRelevance:
 
     def lexical_relevance(self, entry: Mapping[str, Any]) -> float:
         """Normalised BM25 of the entry's content, in [0, 1)."""
-        if not self.message:
-            return 0.0
-        if self._own is not None and self._counted.get(id(entry)) is not entry:
-            self._count([entry])
-        if self._query is None:
-            self._query = self._corpus().query(self.message)
-        return self._query.relevance(entry["content"], self.scorer.analyzer)
+        words = self._words
+        if words.message and words.own is not None and words.counted.get(id(entry)) is not entry:
+            self._count([entry])  # counted here, so this call's stale answers are cleared
+        return words.relevance(entry)
 
     def first_relevance(self, entry: Mapping[str, Any]) -> float:
         """The fused relevance of the query as given, in [0, 1] (BM25

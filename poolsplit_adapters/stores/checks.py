@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from ..checks import ArgumentError
+from ..errors import ArgumentError
 from ..poolsplit import entry_error
 from ..storable import REPLACEMENT, storable_form
 

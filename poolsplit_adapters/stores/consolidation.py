@@ -7,8 +7,8 @@ model there: a turn leaves the working set only once its durable write
 returned ("recallable forgetting"), and the turn must not block on a second
 model call. So the agent middleware writes first, through the ordinary
 gate, and consolidates the entries it wrote afterwards, in the background
-(`poolsplit_adapters.memory.background`). This module is that second
-half, over any [`StoreVerbs`][]:
+(`poolsplit_adapters.background`). This module is that second
+half, over any `StoreVerbs`:
 
 1. **View** (`consolidation_view`): the stored entries by id that are
    still active (a later run, another process or the host may have closed
@@ -47,7 +47,7 @@ applies only while they are stored exactly so. That check runs inside the
 commit's transaction on SQLite; a LangGraph store has none, so there it is
 a read just before the write, and two processes racing within that gap can
 still interleave (in one process, the middleware's background runs on one
-store never overlap: `poolsplit_adapters.memory.background`).
+store never overlap: `poolsplit_adapters.background`).
 """
 
 from __future__ import annotations

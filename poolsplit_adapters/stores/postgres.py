@@ -44,8 +44,8 @@ import urllib.parse
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..checks import ArgumentError
-from ..recall import Search
+from ..errors import ArgumentError
+from ..recall_search import Search
 from .checks import check_storable, storable_text
 
 __all__ = [

@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tuple, cast
 
-from ..checks import ArgumentError
+from ..errors import ArgumentError
 from .checks import check_key_text
 from .postgres import alocked_cursor, check_postgres_text, is_async_postgres_store, is_postgres_store, locked_cursor
 

@@ -21,8 +21,8 @@ import long_horizon  # noqa: E402
 import make_dataset  # noqa: E402
 
 from poolsplit_adapters import Pool, select  # noqa: E402
-from poolsplit_adapters.memory.embedding import EmbeddingScorer  # noqa: E402
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder  # noqa: E402
+from poolsplit_adapters.relevance.embedding import EmbeddingScorer  # noqa: E402
 
 ENTRIES = dataset.load_entries()
 QUERIES = dataset.load_queries()

@@ -294,7 +294,7 @@ def test_one_query_embedding_per_recall(store, fetch_k):
 def test_a_selection_with_the_stores_own_model_embeds_the_query_once(store, fetch_k):
     # The middleware's scorer with embeddings= the store's model embedded the
     # message again after our ranked search had, and every recalled entry too.
-    from poolsplit_adapters.memory.embedding import EmbeddingScorer
+    from poolsplit_adapters.relevance.embedding import EmbeddingScorer
 
     embeddings, memory = _counted(store, fetch_k)
     recall = memory.recall(POOLS, {"message": QUERY})

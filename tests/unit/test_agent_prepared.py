@@ -8,9 +8,7 @@ import datetime
 import pathlib
 import sqlite3
 import tempfile
-from contextlib import nullcontext
 from typing import Any, List
-from unittest import mock
 
 import pytest
 from agent_fakes import ToolCallingFakeModel, markers, thread
@@ -26,7 +24,6 @@ from lc_helpers import WordHashEmbedding
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
-from poolsplit_adapters.langchain import prepared as prepared_module
 from poolsplit_adapters.langchain.backends import Plan, backend_for
 from poolsplit_adapters.render import render_context, selection_dict
 
@@ -241,17 +238,14 @@ _OPS = st.lists(
 
 
 @settings(deadline=None)
-@given(ops=_OPS, kind=st.sampled_from(["in-memory", "in-memory, items compared", "sqlite"]))
+@given(ops=_OPS, kind=st.sampled_from(["in-memory", "sqlite"]))
 def test_after_any_writes_the_kept_selection_is_a_fresh_recalls(ops, kind):
     """Invariant: whatever mix of writes (the middleware's own, another
     writer's new items, rewrites, deletions, a child namespace's items)
     happened since the last turn, the kept index selects what a fresh recall
     of the namespace selects, report and rendering alike. An InMemoryStore's
-    watermark is its dicts' versions where the interpreter keeps them, else
-    its items compared: both are run."""
-    # Our own seam, not the framework's: the interpreter without dict versions.
-    compared = mock.patch.object(prepared_module, "dict_version", lambda d: None)
-    with tempfile.TemporaryDirectory() as folder, compared if "compared" in kind else nullcontext():
+    watermark is its items compared."""
+    with tempfile.TemporaryDirectory() as folder:
         stores = Stores(kind, pathlib.Path(folder))
         BaseStoreMemory(stores.agent, U1).put_many(_seed()[:8])
         middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)

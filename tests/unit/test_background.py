@@ -9,7 +9,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from poolsplit_adapters.memory.background import BackgroundConsolidation, ConsolidationRun
+from poolsplit_adapters.background import BackgroundConsolidation, ConsolidationRun
 from poolsplit_adapters.stores import InProcessStore
 
 

@@ -10,7 +10,7 @@ import pytest
 # By name: the package exports the function ``consolidate``, which shadows its
 # module as an attribute.
 MODULES = ["memory.duplicates", "memory.validity", "memory.expiry", "memory.consolidate", "memory.consolidate_models"]
-MODULES += ["memory.background", "stores.consolidation"]
+MODULES += ["background", "stores.consolidation"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -22,14 +22,16 @@ from langchain_tests.unit_tests import EmbeddingsUnitTests
 
 from poolsplit_adapters import EntryError, Pool, select
 from poolsplit_adapters.index import MemoryIndex
-from poolsplit_adapters.memory import embedding as embedding_module
-from poolsplit_adapters.memory import hash_embedding, similarity, vector_cache
-from poolsplit_adapters.memory.embedding import (
+from poolsplit_adapters.memory import hash_embedding
+from poolsplit_adapters.memory.hash_embedding import HashEmbedder
+from poolsplit_adapters.poolsplit import ScoringContext
+from poolsplit_adapters.relevance import Modifiers, RelevanceScorer, similarity, vector_cache
+from poolsplit_adapters.relevance import embedding as embedding_module
+from poolsplit_adapters.relevance.embedding import (
     EmbeddingFallbackWarning,
     EmbeddingScorer,
 )
-from poolsplit_adapters.memory.hash_embedding import HashEmbedder
-from poolsplit_adapters.memory.similarity import (
+from poolsplit_adapters.relevance.similarity import (
     StoreMetric,
     cosine,
     levels,
@@ -39,9 +41,7 @@ from poolsplit_adapters.memory.similarity import (
     relevance_from_store_score,
     score_matrix,
 )
-from poolsplit_adapters.memory.vector_cache import InMemoryVectorCache, content_key, decode_vector, encode_vector
-from poolsplit_adapters.poolsplit import ScoringContext
-from poolsplit_adapters.relevance import Modifiers, RelevanceScorer
+from poolsplit_adapters.relevance.vector_cache import InMemoryVectorCache, content_key, decode_vector, encode_vector
 
 NOW = datetime.datetime(2026, 7, 7, 12, 0, 0)
 

@@ -7,9 +7,9 @@ import pytest
 from conftest import NOW
 
 from poolsplit_adapters import Pool, select
-from poolsplit_adapters.memory.embedding import EmbeddingFallbackWarning, EmbeddingScorer
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.relevance import RelevanceScorer
+from poolsplit_adapters.relevance.embedding import EmbeddingFallbackWarning, EmbeddingScorer
 from poolsplit_adapters.reports import select_noted
 
 STORE = [

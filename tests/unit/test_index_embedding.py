@@ -13,9 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from poolsplit_adapters import MemoryIndex, Pool, select
-from poolsplit_adapters.memory.embedding import EmbeddingFallbackWarning, EmbeddingScorer
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.relevance import RelevanceScorer
+from poolsplit_adapters.relevance.embedding import EmbeddingFallbackWarning, EmbeddingScorer
 
 WORDS = ["refund", "refunds", "rounding", "rounded", "staging", "deploy", "cluster", "cache", "review", "menu"]
 PLAN = [Pool("corrections", 0, 0, ("correction",)), Pool("notes", 60, 4, ("note",), min_relevance=0.1)]

@@ -19,7 +19,6 @@ from pg_embeddings import DIMS, hashed_ngrams
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory
-from poolsplit_adapters.langchain import memory_store_search as module
 from poolsplit_adapters.langchain.memory_store_search import InMemoryStoreSearch, serves_in_memory_store
 from poolsplit_adapters.langchain.postgres_store_search import RankedSearch
 
@@ -149,37 +148,26 @@ queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=3).map(" ".join)
 
 
 @settings(max_examples=60, deadline=None)
-@given(rounds=histories, query=queries, limit=st.integers(1, 8), titled=st.booleans(), versions=st.booleans())
-def test_the_kept_matrix_ranks_as_the_store_after_every_write(rounds, query, limit, titled, versions):
+@given(rounds=histories, query=queries, limit=st.integers(1, 8), titled=st.booleans())
+def test_the_kept_matrix_ranks_as_the_store_after_every_write(rounds, query, limit, titled):
     store = make_store(("content", "title") if titled else ("content",))
     search = InMemoryStoreSearch(store)
-    # Both watermarks: the dicts' change version, and (where the interpreter has none) the items compared.
-    patch = mock.patch.object(module, "dict_version", side_effect=lambda d: None) if not versions else None
-    with patch if patch is not None else _nothing():
-        for writes_now in rounds:
-            for write in writes_now:
-                apply(store, write)
-            plan = searches(limit)
-            got = search.run(plan, query)
-            assert search.last_paths == ["matrix"] * len(plan)
-            for one, found in zip(plan, got):
-                assert_same_ranking(found, store, one, query)
-                # And the store's own search, its children left out, to its float rounding.
-                where = {"type": None} if one.untyped else ({"type": one.type} if one.type else None)
-                own = [i for i in store.search(NS, filter=where, query=query, limit=10**6) if tuple(i.namespace) == NS]
-                assert [i.key for i in found] == [i.key for i in own][: len(found)] or _same_to_rounding(found, own)
+    for writes_now in rounds:
+        for write in writes_now:
+            apply(store, write)
+        plan = searches(limit)
+        got = search.run(plan, query)
+        assert search.last_paths == ["matrix"] * len(plan)
+        for one, found in zip(plan, got):
+            assert_same_ranking(found, store, one, query)
+            # And the store's own search, its children left out, to its float rounding.
+            where = {"type": None} if one.untyped else ({"type": one.type} if one.type else None)
+            own = [i for i in store.search(NS, filter=where, query=query, limit=10**6) if tuple(i.namespace) == NS]
+            assert [i.key for i in found] == [i.key for i in own][: len(found)] or _same_to_rounding(found, own)
 
 
 def _same_to_rounding(found: List[Any], own: List[Any]) -> bool:
     return all(_tied(a.score, b.score) for a, b in zip(found, own))
-
-
-class _nothing:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> None:
-        return None
 
 
 def test_ties_follow_the_stores_order_rewrites_keep_their_place_and_a_deleted_key_put_again_goes_last():

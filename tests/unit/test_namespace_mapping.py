@@ -52,7 +52,7 @@ def test_the_package_maps_namespaces_in_one_place():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if re.search(r"""["']\.["']\.join\(""", line)
     ]
-    assert joins == ["langchain/store.py:%d" % _join_line(package / "langchain" / "store.py")]
+    assert joins == ["langchain/namespaces.py:%d" % _join_line(package / "langchain" / "namespaces.py")]
 
 
 def _join_line(path: pathlib.Path) -> int:

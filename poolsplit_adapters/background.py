@@ -51,11 +51,11 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Sequence, Tuple
 
-from ..stores.base import StoreVerbs
-from ..stores.consolidation import StoredConsolidation, apply_consolidation, consolidation_view
-from ..threads import off_loop
-from .consolidate import ConsolidationResult, Decider, aconsolidate, consolidate
-from .write_gate import utc_stamp
+from .memory.consolidate import ConsolidationResult, Decider, aconsolidate, consolidate
+from .memory.write_gate import utc_stamp
+from .stores.base import StoreVerbs
+from .stores.consolidation import StoredConsolidation, apply_consolidation, consolidation_view
+from .threads import off_loop
 
 __all__ = ["BackgroundConsolidation", "ConsolidationRun", "LOGGER"]
 
@@ -141,7 +141,7 @@ class BackgroundConsolidation:
         on_run: Optional[Callable[[ConsolidationRun], None]] = None,
         keep: int = 256,
     ) -> None:
-        from .consolidate_models import decider_for
+        from .memory.consolidate_models import decider_for
 
         if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
             raise ValueError("consolidation delay must be a number of seconds >= 0, got %r" % (delay,))

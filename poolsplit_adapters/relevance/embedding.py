@@ -67,10 +67,12 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..poolsplit import ScoringContext, check_entry
-from ..relevance.known import KnownKey, known_relevance
-from ..relevance.modifiers import DEFAULT_FLOOR, Modifiers, combine
+from .known import KnownKey, known_relevance
+from .lexical import CallWords
+from .modifiers import DEFAULT_FLOOR, Modifiers, combine
 from .similarity import Float64Array, FloatArray, cosine, norms_of, quantise, score_matrix
 from .vector_cache import InMemoryVectorCache, VectorCache, content_key
+from .words import Analyzer
 
 __all__ = [
     "EmbeddingScorer",
@@ -499,7 +501,7 @@ class PreparedEmbeddingScore:
         self.scorer = scorer
         self.lexical = lexical
         self._context = context
-        self._words: Any = None  # the lexical relevance-first fallback, built when first needed
+        self._words: Optional[CallWords] = None  # the lexical fallback, built when first needed
         self.query_vector = query
         self._query_failure = reason
         self.has_query = query is not None or (reason is not None and lexical.nwords > 0)
@@ -512,14 +514,14 @@ class PreparedEmbeddingScore:
         (or some of its entries) ranked lexically."""
         return self._query_failure or self._entry_failure
 
-    def _fallback(self) -> Any:
-        """The lexical relevance-first scorer (BM25, same modifiers) this
-        call ranks with where vectors are missing."""
+    def _fallback(self) -> CallWords:
+        """The lexical relevance (BM25 over the call's own corpus, what a
+        `RelevanceScorer` without an
+        embedder ranks by) this call falls back to where vectors are
+        missing; its score takes the same modifiers and floor
+        (`score`)."""
         if self._words is None:
-            from ..relevance.scorer import RelevanceScorer
-
-            words = RelevanceScorer(modifiers=self.scorer.modifiers, floor=self.scorer.floor)
-            self._words = words.prepare(self._context, self.lexical.ref)
+            self._words = CallWords(Analyzer(), None, (self._context or {}).get("message") or "")
         return self._words
 
     def embedded_relevance(self, entry: Mapping[str, Any]) -> Optional[float]:
@@ -595,7 +597,7 @@ class PreparedEmbeddingScore:
         in fallback, the lexical relevance-first score (the same shape)."""
         relevance = self._embedded_relevance(entry)
         if relevance is None:
-            return float(self._fallback().score(entry))
+            relevance = self._fallback().relevance(entry)
         return combine(relevance, self.boost(entry), self.scorer.floor)
 
     def relevances(self, entries: Sequence[Mapping[str, Any]]) -> List[float]:
@@ -621,7 +623,7 @@ class PreparedEmbeddingScore:
         Entries already worked out in this call are skipped (the core warms
         the same group again for the threshold and the ranking)."""
         if self._query_failure is not None:
-            self._fallback().warm(entries)
+            self._fallback().count(entries)
             return
         if self.query_vector is None:
             return
@@ -645,7 +647,7 @@ class PreparedEmbeddingScore:
             self._entry_failure = reason = "entry embedding failed: %s" % exc
             scorer._shared.last_fallback = reason
             scorer._fell_back(reason)
-            self._fallback().warm(entries)
+            self._fallback().count(entries)
             return
         # The same operations as _embedded_relevance, so the same bits.
         query = self.query_vector

@@ -1,0 +1,41 @@
+"""Notes a selector leaves on a selection beyond the core's report
+(``selection.notes``), named in one place: the scorer's fallback and the
+count of always-scope entries the namespace kept out.
+
+Its own module because the selectors that write these notes
+(`MemoryIndex`, the adapters' ``select_noted`` in
+`reports`) sit below what reads them (rendering,
+the reports): kept here, the engine writes them without importing the
+adapters' glue.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .poolsplit import Selection
+
+__all__ = ["OUTSIDE_NOTE", "note_fallback"]
+
+#: A selector that counts
+#: `always_outside_namespace` itself (with
+#: its columns, no row per entry) leaves the number in ``selection.notes``
+#: here.
+OUTSIDE_NOTE = "always_outside_namespace"
+
+
+def note_fallback(selection: Selection, prepared: Any) -> Selection:
+    """Record on ``selection`` that ``prepared`` (the call's prepared scorer)
+    fell back, when it says so in ``fallback_reason``.
+
+    Example:
+        >>> from poolsplit_adapters import Pool, select
+        >>> class Fell:
+        ...     fallback_reason = "query embedding failed: timeout"
+        >>> note_fallback(select([], [Pool("p", 100, 3)]), Fell()).notes["scorer_fallback"]
+        'query embedding failed: timeout'
+    """
+    reason = getattr(prepared, "fallback_reason", None)
+    if reason:
+        selection.notes["scorer_fallback"] = reason
+    return selection
