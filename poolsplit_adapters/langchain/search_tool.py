@@ -1,6 +1,6 @@
 """`create_search_memory_tool`: a `create_agent` agent searches its user's
 memory, pool-split, in the shape LangMem's tool of that name made familiar.
-The answer is [poolsplit_adapters.memory.search_tool][]'s; the memory is
+The answer is [poolsplit_adapters.search_tool][]'s; the memory is
 found per call as the middleware finds it
 ([RuntimeMemory][poolsplit_adapters.langchain.runtime_memory.RuntimeMemory]),
 so one user's search never reads another's namespace.
@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from ..call import AdapterCall
 from ..checks import ArgumentError, check_label, check_string
-from ..memory.search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, asearch, check_query, search
+from ..search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, asearch, check_query, search
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter
 from ..settings import AgentMemorySettings
 from ..threads import off_loop

@@ -5,7 +5,7 @@ The tool reads exactly what the memory blocks of the same `Memory` read
 (`PoolSplitMemoryStore.select_for`): the store's visibility (its
 namespace, exact), the curated entries, and the session's own flushed chat
 (another session's only with `share_chat=True`). The answer and its
-why-not line come from [poolsplit_adapters.memory.search_tool][].
+why-not line come from [poolsplit_adapters.search_tool][].
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.tools import FunctionTool
 
 from ..checks import ArgumentError, argument_error, check_label, check_string, check_text
-from ..memory.search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, search
+from ..search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, search
 from .memory import StoreMemoryBlock
 from .memory_store import PoolSplitMemoryStore
 

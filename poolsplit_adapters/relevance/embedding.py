@@ -100,7 +100,7 @@ def _describe_embedder(embedder: Any) -> str:
 
 
 class _Shared:
-    """State shared by a scorer and its [`with_known_relevance`][poolsplit_adapters.memory.embedding.EmbeddingScorer.with_known_relevance] views:
+    """State shared by a scorer and its [`with_known_relevance`][poolsplit_adapters.relevance.embedding.EmbeddingScorer.with_known_relevance] views:
     the vector cache, the query memo, the dimension and the warn-once flag."""
 
     def __init__(self, cache: VectorCache) -> None:
@@ -416,7 +416,7 @@ class EmbeddingScorer:
         """A view of this scorer that takes the relevance of the entries
         whose ``id`` is in ``known`` from there instead of embedding them:
         a vector store already returned their similarity (converted by
-        [`relevance_from_store_score`][poolsplit_adapters.memory.similarity.relevance_from_store_score]). Shares the cache,
+        [`relevance_from_store_score`][poolsplit_adapters.relevance.similarity.relevance_from_store_score]). Shares the cache,
         the query memo and the warn-once state."""
         view = object.__new__(EmbeddingScorer)
         view.__dict__.update(self.__dict__)

@@ -207,7 +207,7 @@ class RelevanceScorer:
     def with_query_vector(self, text: str, vector: Sequence[float]) -> RelevanceScorer:
         """A view whose embedder takes ``vector`` as the embedding of the
         message ``text`` (the vector a store's search was made with:
-        [`EmbeddingScorer.with_query_vector`][poolsplit_adapters.memory.embedding.EmbeddingScorer.with_query_vector]), so a call embeds its
+        [`EmbeddingScorer.with_query_vector`][poolsplit_adapters.relevance.embedding.EmbeddingScorer.with_query_vector]), so a call embeds its
         query once; itself without an embedder."""
         if self.embedding is None:
             return self

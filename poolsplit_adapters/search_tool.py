@@ -11,7 +11,7 @@ budget, a pool's relevance threshold, a store's capped recall). Repeats
 never reach a selection to be cut there: the store's duplicate check keeps a
 repeated memory once when it is written.
 
-The framework wrappers only find the caller's memory and call [search][poolsplit_adapters.memory.search_tool.search]:
+The framework wrappers only find the caller's memory and call [search][poolsplit_adapters.search_tool.search]:
 `create_search_memory_tool` in
 [poolsplit_adapters.langchain.search_tool][] (a LangChain tool for
 `create_agent`) and in [poolsplit_adapters.llama_index.search_tool][] (a
@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any, Callable
 
-from ..checks import argument_error
-from ..poolsplit import Selection
-from ..render import render_context
+from .checks import argument_error
+from .poolsplit import Selection
+from .render import render_context
 
 __all__ = [
     "NOTHING_SELECTED",
@@ -94,7 +94,7 @@ def answer(selection: Selection) -> str:
 
 def search(select: Callable[[str], Selection], query: Any) -> str:
     """The tool's whole job: check ``query``, ``select(query)`` (the
-    caller's memory, scoped by the wrapper), [answer][poolsplit_adapters.memory.search_tool.answer].
+    caller's memory, scoped by the wrapper), [answer][poolsplit_adapters.search_tool.answer].
 
     Example:
         >>> from poolsplit_adapters import Pool, select
@@ -108,5 +108,5 @@ def search(select: Callable[[str], Selection], query: Any) -> str:
 
 
 async def asearch(select: Callable[[str], Awaitable[Selection]], query: Any) -> str:
-    """Async [search][poolsplit_adapters.memory.search_tool.search], for a store with an async selection."""
+    """Async [search][poolsplit_adapters.search_tool.search], for a store with an async selection."""
     return answer(await select(check_query(query)))
