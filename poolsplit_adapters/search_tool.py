@@ -64,7 +64,7 @@ def check_query(query: Any) -> str:
         >>> check_query("  ")
         Traceback (most recent call last):
         ...
-        poolsplit_adapters.checks.ArgumentError: query must be a non-blank string, got str '  '
+        poolsplit_adapters.errors.ArgumentError: query must be a non-blank string, got str '  '
     """
     if not isinstance(query, str) or not query.strip():
         raise argument_error("query", "a non-blank string", query)
@@ -81,7 +81,7 @@ def answer(selection: Selection) -> str:
         >>> entries = [{"id": "a", "content": "Refunds round down.", "token_count": 5},
         ...            {"id": "b", "content": "Refunds are in cents.", "token_count": 5}]
         >>> print(answer(select(entries, [Pool("notes", 5, 3)], {"message": "refunds"})))
-        <memory id="a" source="" at="" pool="notes">
+        <memory id="a" pool="notes">
         Refunds round down.
         </memory>
         [1 more entry left out by budget: notes 1]
@@ -100,7 +100,7 @@ def search(select: Callable[[str], Selection], query: Any) -> str:
         >>> from poolsplit_adapters import Pool, select
         >>> notes = [{"id": "a", "content": "Deploys go out on Tuesdays."}]
         >>> print(search(lambda q: select(notes, [Pool("notes", 100, 3)], {"message": q}), "deploy day"))
-        <memory id="a" source="" at="" pool="notes">
+        <memory id="a" pool="notes">
         Deploys go out on Tuesdays.
         </memory>
     """

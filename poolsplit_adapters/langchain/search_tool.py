@@ -131,7 +131,7 @@ def create_search_memory_tool(
         >>> runtime = ToolRuntime(state={}, context={"user_id": "ana"}, config={}, stream_writer=print,
         ...                       tool_call_id=None, store=None)
         >>> print(tool.invoke({"query": "when are deploys?", "runtime": runtime}))
-        <memory id="n1" source="" at="" pool="notes">
+        <memory id="n1" pool="notes">
         Ana deploys on Tuesdays.
         </memory>
 

@@ -71,7 +71,7 @@ def create_search_memory_tool(
         >>> blocks = poolsplit_memory_blocks(notes, [Pool("notes", 200, 5, ("note",))])
         >>> tool = create_search_memory_tool(Memory.from_defaults(session_id="ana", memory_blocks=blocks))
         >>> print(tool.call(query="deploy day").content)
-        <memory id="n1" source="wiki" at="" pool="notes">
+        <memory id="n1" source="wiki" pool="notes">
         Deploys go out on Tuesdays.
         </memory>
 
