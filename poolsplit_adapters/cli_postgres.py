@@ -45,7 +45,7 @@ def _say_running(server: LocalPostgres, pid: int) -> None:
 def cmd_start(args: argparse.Namespace) -> int:
     server = _server(args)
     _say_running(server, server.start())
-    print("stop it with: poolsplit postgres stop%s" % ("" if args.dir is None else " --dir %s" % args.dir))
+    print("stop it with: poolsplit postgres stop%s" % ("" if args.dir is None else " --dir %s" % server.directory))
     return 0
 
 

@@ -57,6 +57,9 @@ __all__ = ["DATABASE", "LocalPostgres", "TemporaryPostgres", "default_dir"]
 
 #: The database :class:`LocalPostgres` creates at its first start and names in its URLs.
 DATABASE = "poolsplit"
+#: What :class:`LocalPostgres` puts in its folder; a start that failed
+#: halfway may leave some of it, and the next start goes on from there.
+_OURS = {"data", "sock", "server.log", "install"}
 #: The line :class:`LocalPostgres` writes at the head of its settings in ``postgresql.conf``.
 SETTINGS_MARK = "# poolsplit postgres start: a unix socket only"
 
@@ -116,7 +119,7 @@ class LocalPostgres:
     """
 
     def __init__(self, directory: Optional[pathlib.Path] = None) -> None:
-        self.directory = pathlib.Path(directory if directory is not None else default_dir()).absolute()
+        self.directory = pathlib.Path(directory if directory is not None else default_dir()).expanduser().absolute()
 
     @property
     def data(self) -> pathlib.Path:
@@ -187,9 +190,8 @@ class LocalPostgres:
         done = self._pg_ctl("start", "-w", "-t", str(int(timeout)), "-l", str(self.log_path), timeout=timeout + 10)
         if done.returncode != 0:
             raise ServerError("postgres did not start: %s (log: %s)" % (_tail(self.log_path), self.log_path))
-        conninfo = self.connection.conninfo
-        execute(conninfo.replace("/%s?" % DATABASE, "/template1?"), "CREATE EXTENSION IF NOT EXISTS vector")
-        _ensure_database(conninfo.replace("/%s?" % DATABASE, "/postgres?"), DATABASE)
+        execute(socket_url(self.socket_dir, "template1"), "CREATE EXTENSION IF NOT EXISTS vector")
+        _ensure_database(socket_url(self.socket_dir, "postgres"), DATABASE)
         pid = self.pid()
         if pid is None:
             raise ServerError(
@@ -215,7 +217,10 @@ class LocalPostgres:
         long for the kernel."""
         if self.directory.exists() and not self.directory.is_dir():
             raise ServerError("%s: not a folder" % self.directory)
-        if self.directory.is_dir() and not self.exists() and any(p.name != "install" for p in self.directory.iterdir()):
+        foreign = (
+            self.directory.is_dir() and not self.exists() and any(p.name not in _OURS for p in self.directory.iterdir())
+        )
+        if foreign:
             raise ServerError("%s: not empty and holds no poolsplit Postgres; choose another --dir" % self.directory)
         check_socket_path(self.socket_dir)
         closed = _closed_ancestor(self.directory) if os.geteuid() == 0 else None
@@ -227,15 +232,17 @@ class LocalPostgres:
             )
 
     def _make_folder(self, account: Optional[pwd.struct_passwd]) -> None:
-        """The folder, the socket's folder, owned by the server's account and
-        closed to everyone else (the socket's trust authentication is only as
-        private as its folder)."""
+        """The folder, the socket's folder (and a log already there), owned
+        by the server's account, the folders closed to everyone else (the
+        socket's trust authentication is only as private as its folder)."""
         self.directory.mkdir(parents=True, exist_ok=True, mode=0o755)
         self.socket_dir.mkdir(exist_ok=True)
         for folder in (self.directory, self.socket_dir):
             folder.chmod(0o700)
             if account is not None:
                 os.chown(folder, account.pw_uid, account.pw_gid)
+        if account is not None and self.log_path.exists():  # the server appends to it
+            os.chown(self.log_path, account.pw_uid, account.pw_gid)
 
     def _create_cluster(self, account: Optional[pwd.struct_passwd]) -> None:
         install = usable_install(account, spare=self.directory)

