@@ -94,7 +94,8 @@ demo: $(DEMO_STAMP)
 # its data, the sdist also what a build needs and the changelog, nothing
 # else); then the wheel with both framework extras into a fresh venv outside
 # the clone, from the package registries, where `poolsplit --version` must
-# name the wheel's version and `poolsplit demo` must run.
+# name the wheel's version and `poolsplit demo` must run all three parts
+# (the core, the LCEL chain, the LlamaIndex Memory).
 $(PACKAGE_STAMP): pyproject.toml $(PIP_STAMP)
 	$(PIP) install --quiet --group package
 	touch $(PACKAGE_STAMP)
@@ -112,7 +113,9 @@ package: $(PACKAGE_STAMP)
 	  test "$$(venv/bin/poolsplit --version)" = "poolsplit-adapters $$version"; \
 	  venv/bin/poolsplit --version; \
 	  venv/bin/poolsplit demo > demo.txt; \
-	  grep -q "LangChain" demo.txt && grep -q "LlamaIndex" demo.txt; \
+	  { grep -qF "LangChain: retriever" demo.txt && grep -qF "LlamaIndex: Memory(" demo.txt \
+	    && ! grep -q "skipped: install" demo.txt; } \
+	    || { cat demo.txt; echo "package: poolsplit demo did not run all three parts"; exit 1; }; \
 	  echo "package: $$(basename $$wheel) installs from the registries and runs poolsplit demo"
 
 # Every benchmark, one command: core/index at 10k-1M, adapter construction
