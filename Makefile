@@ -8,7 +8,10 @@ BIN := $(VENV)/bin
 # what poolsplit_adapters imports from them), installed without building this
 # package (`python -m poolsplit_adapters` runs from the clone). Tests, lint, docs
 # and notebooks add the package itself (editable), every extra and the dev tools.
+PIP_STAMP := $(VENV)/.installed-pip
 DEMO_STAMP := $(VENV)/.installed-demo
+DOCS_STAMP := $(VENV)/.installed-docs
+PACKAGE_STAMP := $(VENV)/.installed-package
 DEV_STAMP := $(VENV)/.installed
 # The former name of DEV_STAMP, for targets written against it.
 STAMP := $(DEV_STAMP)
@@ -17,7 +20,7 @@ STAMP := $(DEV_STAMP)
 PIP_OK = $(BIN)/python -c "import sys, pip; sys.exit(tuple(map(int, pip.__version__.split('.')[:2])) < (25, 1))"
 PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/python -m pip
 
-.PHONY: install unit test lint format typecheck docs demo bench eval clean
+.PHONY: install unit test lint format typecheck docs docs-serve demo bench eval package clean
 
 # A venv without ensurepip's pip (4 s of CPU to install pip 23 and setuptools,
 # both replaced at once): the base Python's pip puts the current pip in it;
@@ -25,15 +28,24 @@ PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/python -m pip
 # ensurepip does, and pip upgrades itself. --no-compile: the demo imports a
 # fraction of what it installs; Python compiles those modules on first import
 # instead of pip compiling all of them.
-$(DEMO_STAMP): pyproject.toml
+$(PIP_STAMP):
 	test -x $(BIN)/python || $(PYTHON) -m venv --without-pip $(VENV)
 	$(PIP_OK) 2>/dev/null \
 	  || $(PYTHON) -m pip --python $(BIN)/python install --quiet --no-compile "pip>=25.1" 2>/dev/null \
 	  || { $(BIN)/python -m ensurepip >/dev/null && $(PIP) install --quiet --no-compile --upgrade "pip>=25.1"; }
+	touch $(PIP_STAMP)
+
+$(DEMO_STAMP): pyproject.toml $(PIP_STAMP)
 	$(PIP) install --quiet --no-compile --group demo
 	touch $(DEMO_STAMP)
 
-$(DEV_STAMP): $(DEMO_STAMP)
+# The site's tools only (pyproject.toml's `docs` group: mkdocs-material,
+# mkdocstrings-python and what they bring), so `make docs` needs no framework.
+$(DOCS_STAMP): pyproject.toml $(PIP_STAMP)
+	$(PIP) install --quiet --group docs
+	touch $(DOCS_STAMP)
+
+$(DEV_STAMP): $(DEMO_STAMP) $(DOCS_STAMP)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e ".[all,dev]"
 	touch $(DEV_STAMP)
@@ -60,9 +72,14 @@ unit: $(DEV_STAMP)
 	HYPOTHESIS_PROFILE=unit $(BIN)/python -m pytest -q -n 2 tests/unit
 
 # The documentation site, offline and strict (a broken link, a missing
-# benchmark table or an unreadable docstring fails it); output in site/.
-docs: $(DEV_STAMP)
+# benchmark table or an unreadable docstring fails it); output in site/,
+# which opens from disk (site/index.html: file links, offline search).
+# docs-serve: the same site at http://127.0.0.1:8000, rebuilt on each save.
+docs: $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --strict
 
 # Everything: lint, types, the docs site, both tiers (tests/unit,
 # tests/integration: Postgres, processes, notebooks, docs, the LangGraph
@@ -73,6 +90,36 @@ test: lint typecheck docs
 
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m poolsplit_adapters demo
+
+# The release artefacts as a user meets them: the sdist and, built from it,
+# the wheel (python -m build, into dist/); twine check (the metadata, and the
+# README as PyPI renders it); .ci/check_dist.py (each holds the package and
+# its data, the sdist also what a build needs and the changelog, nothing
+# else); then the wheel with both framework extras into a fresh venv outside
+# the clone, from the package registries, where `poolsplit --version` must
+# name the wheel's version and `poolsplit demo` must run all three parts
+# (the core, the LCEL chain, the LlamaIndex Memory).
+$(PACKAGE_STAMP): pyproject.toml $(PIP_STAMP)
+	$(PIP) install --quiet --group package
+	touch $(PACKAGE_STAMP)
+
+package: $(PACKAGE_STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+	$(BIN)/python .ci/check_dist.py dist
+	set -e; fresh=$$(mktemp -d); trap 'rm -rf "$$fresh"' EXIT; \
+	  wheel=$$(ls dist/*.whl); version=$$(basename "$$wheel" | cut -d- -f2); \
+	  $(PYTHON) -m venv --without-pip "$$fresh/venv"; \
+	  $(PIP) --python "$$fresh/venv/bin/python" install --quiet "$$wheel[langchain,llama-index]"; \
+	  cd "$$fresh"; \
+	  test "$$(venv/bin/poolsplit --version)" = "poolsplit-adapters $$version"; \
+	  venv/bin/poolsplit --version; \
+	  venv/bin/poolsplit demo > demo.txt; \
+	  { grep -qF "LangChain: retriever" demo.txt && grep -qF "LlamaIndex: Memory(" demo.txt \
+	    && ! grep -q "skipped: install" demo.txt; } \
+	    || { cat demo.txt; echo "package: poolsplit demo did not run all three parts"; exit 1; }; \
+	  echo "package: $$(basename $$wheel) installs from the registries and runs poolsplit demo"
 
 # Every benchmark, one command: core/index at 10k-1M, adapter construction
 # against the bare index (100k, and 1M with the len/4 counter, once), the
@@ -107,4 +154,4 @@ endif
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/eval/evaluate.py --embedding $(EMBEDDING)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build dist *.egg-info

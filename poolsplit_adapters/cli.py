@@ -18,6 +18,8 @@ read as JSON Lines. A read-only file (or folder) is opened read-only:
     poolsplit export  --store S [--namespace N]          (JSON Lines on stdout)
     poolsplit search  QUERY --all-namespaces --store S   (operators only)
     poolsplit demo
+    poolsplit postgres start | status | url | stop [--dir DIR]   (see cli_postgres)
+    poolsplit --version
 
 **Errors.** Every bad input (a file that is missing, a directory, not UTF-8,
 not JSON; a malformed entry or pool; a bad flag) prints one line on stderr
@@ -39,11 +41,13 @@ import sys
 import warnings
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
+from .cli_postgres import add_postgres_commands
 from .defaults import default_adapter_scorer
-from .poolsplit import Selection, Visibility, default_scorer, select
+from .poolsplit import Selection, Visibility, __version__, default_scorer, select
 from .render import DROPPED_SAMPLE, explain, render_context, selection_dict
 from .stores.base import WriteReport
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
+from .stores.pg_install import ServerError
 from .stores.search import search_all_namespaces
 from .stores.sqlite import SQLITE_MAGIC, EntryNotFound, SQLiteMemoryStore, StoreError
 
@@ -380,6 +384,7 @@ def _add_reader(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="poolsplit", description="Pool-split memory selection and long-term memory stores.")
+    parser.add_argument("--version", action="version", version="poolsplit-adapters %s" % __version__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     sel = _add_reader(sub, "select", "select memory for a query and show what loaded and why the rest did not")
@@ -458,6 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--pools", default=str(bundled_pools()))
     demo.add_argument("--core-only", action="store_true", help="skip the LangChain and LlamaIndex parts")
     demo.set_defaults(func=cmd_demo)
+
+    add_postgres_commands(sub)
     return parser
 
 
@@ -466,6 +473,7 @@ _USER_ERRORS: Tuple[Type[BaseException], ...] = (
     ValueError,  # EntryError and the core's argument checks
     StoreError,
     EntryNotFound,
+    ServerError,  # the local Postgres: not installed, refused folder, did not start
     sqlite3.Error,
     OSError,
 )

@@ -63,7 +63,7 @@ __all__ = [
     "BUDGET_REASONS",
 ]
 # fmt: on
-__version__ = "0.2.0"
+__version__ = "0.3.0.dev0"
 
 Entry = Mapping[str, Any]
 Context = Optional[Mapping[str, Any]]

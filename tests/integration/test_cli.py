@@ -608,3 +608,19 @@ def test_import_refuses_a_token_count_above_the_largest_cost_and_leaves_the_stor
     assert db.read_bytes() == before
     with SQLiteMemoryStore(db) as store:
         assert [c.entry["id"] for c in store.select([Pool("fixes", 0, 0, ("correction",))], {}).chosen] == ["fix"]
+
+
+def test_version_prints_the_one_version_the_build_reads():
+    """``poolsplit --version`` says the core's ``__version__``, and the
+    package metadata is built from that same attribute (no second copy)."""
+    import tomllib
+
+    import poolsplit_adapters
+    from poolsplit_adapters import poolsplit
+
+    code, out, err = run_cli("--version")
+    assert (code, out, err) == (0, "poolsplit-adapters %s\n" % poolsplit.__version__, "")
+    assert poolsplit_adapters.__version__ == poolsplit.__version__
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "poolsplit_adapters.poolsplit.__version__"}

@@ -13,9 +13,12 @@ import tempfile
 
 import psycopg
 import pytest
-from pg_server import SERVER_USER, EmbeddedPostgres, _copy_install, _install_root, _reachable_by
+from pg_server import EmbeddedPostgres
+
+from poolsplit_adapters.stores.pg_install import SERVER_USER, copy_install, install_root, reachable_by
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]
+ROOT = TESTS.parent
 
 
 def test_the_server_listens_on_its_unix_socket_only(pg_server):
@@ -54,22 +57,22 @@ def test_an_install_the_server_user_cannot_reach_is_copied_where_it_can(tmp_path
     account = pwd.getpwnam(SERVER_USER)
     closed = tmp_path / "closed" / "bin"
     closed.mkdir(parents=True)
-    shutil.copy2(_install_root() / "bin" / "postgres", closed / "postgres")
+    shutil.copy2(install_root() / "bin" / "postgres", closed / "postgres")
     (tmp_path / "closed").chmod(0o700)
-    assert not _reachable_by(closed.parent, account)
+    assert not reachable_by(closed.parent, account)
     shared = pathlib.Path(tempfile.mkdtemp(prefix="pg-copy-", dir="/tmp"))
     try:
         shared.chmod(0o755)
-        assert _reachable_by(_copy_install(_install_root(), shared), account)
+        assert reachable_by(copy_install(install_root(), shared), account)
     finally:
         shutil.rmtree(shared)
 
 
 BROKEN = """
 import pathlib
-import pg_server
+from poolsplit_adapters.stores import pg_install
 
-pg_server._install_root = lambda: pathlib.Path("/nonexistent/pginstall")
+pg_install.install_root = lambda: pathlib.Path("/nonexistent/pginstall")
 pytest_plugins = ["pg_server"]
 """
 
@@ -79,7 +82,9 @@ def test_a_server_that_cannot_start_fails_under_ci_and_skips_elsewhere(tmp_path,
     (tmp_path / "conftest.py").write_text(BROKEN)
     (tmp_path / "test_needs_pg.py").write_text("def test_it(pg_server):\n    pass\n")
     # No third-party plugin autoload: the inner run needs pytest and pg_server only.
-    env = dict(os.environ, PYTHONPATH=str(TESTS), CI=ci, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(ROOT)]), CI=ci, PYTEST_DISABLE_PLUGIN_AUTOLOAD="1"
+    )
     if not ci:
         del env["CI"]
     done = subprocess.run(
