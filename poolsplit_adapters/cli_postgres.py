@@ -38,8 +38,9 @@ def _server(args: argparse.Namespace) -> LocalPostgres:
 def _say_running(server: LocalPostgres, pid: int) -> None:
     pg = server.connection
     print("postgres running (pid %d), data in %s" % (pid, server.directory))
-    print("psycopg, LangGraph PostgresStore:                    %s" % pg.conninfo)
-    print("SQLAlchemy: PGVector, PGEngine, LlamaIndex PGVectorStore: %s" % pg.sqlalchemy_url)
+    # Each URL on a line of its own: a terminal's double-click selects it whole.
+    print("psycopg, LangGraph PostgresStore:\n  %s" % pg.conninfo)
+    print("SQLAlchemy: PGVector, PGEngine, LlamaIndex PGVectorStore:\n  %s" % pg.sqlalchemy_url)
 
 
 def cmd_start(args: argparse.Namespace) -> int:

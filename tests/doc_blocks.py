@@ -48,6 +48,17 @@ def claimed_output(code: str) -> List[str]:
     return [line[3:] for line in code.splitlines() if line.startswith("#> ")]
 
 
+def promised_output(code: str) -> List[str]:
+    """What a block says it prints last: its ``#> `` lines, else the
+    comment after its last line's ``print(...)`` (``print(x)  # [1, 2]``);
+    empty when it says neither."""
+    claimed = claimed_output(code)
+    if claimed:
+        return claimed
+    last = re.search(r"print\(.*\)\s*#\s*(.+)\s*$", code.strip())
+    return [last.group(1).strip()] if last else []
+
+
 def wide_code_lines(limit: int = 88) -> List[str]:
     """Lines of fenced code blocks under docs/ wider than ``limit`` columns,
     as ``file:line (width)``. A fence's own indentation (inside a list or an

@@ -16,7 +16,7 @@ import time
 
 import psycopg
 import pytest
-from doc_blocks import code_blocks
+from doc_blocks import code_blocks, promised_output
 from pg_server import _installed, _unavailable
 
 from poolsplit_adapters.stores.pg_install import INSTALL_COMMAND
@@ -88,7 +88,7 @@ def running(folder):
 
 def urls(out):
     """The two URLs ``start`` and ``status`` print, by their line's label."""
-    found = dict(re.findall(r"^(psycopg|SQLAlchemy)[^:]*:.*?\s(postgresql\S+)$", out, re.M))
+    found = dict(re.findall(r"^(psycopg|SQLAlchemy)[^\n]*:\n  (postgresql\S+)$", out, re.M))
     assert set(found) == {"psycopg", "SQLAlchemy"}, out
     return found["psycopg"], found["SQLAlchemy"]
 
@@ -162,8 +162,8 @@ def test_the_stores_pages_postgres_examples_run_against_it_as_pasted(running, mo
     assert len(blocks) == 5
     for number, block in blocks:
         exec(compile(block, "docs/stores.md postgres example %d" % number, "exec"), {"__name__": "__docs__"})
-        promised = re.search(r"print\(.*\)\s*#\s*(.+)\s*$", block.strip()).group(1).strip()
-        assert capsys.readouterr().out.strip().splitlines()[-1] == promised, number
+        promised = promised_output(block)
+        assert promised and capsys.readouterr().out.strip().splitlines()[-len(promised) :] == promised, number
 
 
 # -- one line, exit 2 ---------------------------------------------------------------------------

@@ -11,10 +11,8 @@ last line prints a list and says in a comment what it prints.
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from doc_blocks import code_blocks
+from doc_blocks import code_blocks, promised_output
 
 BLOCKS = code_blocks("python {.postgres}")
 
@@ -28,6 +26,6 @@ def test_postgres_example_runs_and_prints_what_it_says(where, pg_database, monke
     name, number, block = where
     monkeypatch.setenv("POOLSPLIT_PG_URL", pg_database.url)
     exec(compile(block, "%s postgres example %d" % (name, number), "exec"), {"__name__": "__readme__"})
-    promised = re.search(r"print\(.*\)\s*#\s*(.+)\s*$", block.strip())
-    assert promised, "the example's last line should print and say what it prints"
-    assert capsys.readouterr().out.strip().splitlines()[-1] == promised.group(1).strip()
+    promised = promised_output(block)
+    assert promised, "the example should say what it prints last"
+    assert capsys.readouterr().out.strip().splitlines()[-len(promised) :] == promised
