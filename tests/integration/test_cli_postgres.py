@@ -116,7 +116,7 @@ def test_status_and_url_name_the_running_server(running):
     where, out = running
     code, status, err = poolsplit("postgres", "status", "--dir", str(where))
     assert code == 0, err
-    assert status.splitlines() == out.splitlines()[:3]
+    assert status.splitlines() == out.splitlines()[:5]  # the running line and both labelled URLs
     assert poolsplit("postgres", "url", "--dir", str(where))[1] == urls(out)[1] + "\n"
     assert poolsplit("postgres", "url", "--psycopg", "--dir", str(where))[1] == urls(out)[0] + "\n"
     again = poolsplit("postgres", "start", "--dir", str(where))  # already running: the same server
