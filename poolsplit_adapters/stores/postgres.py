@@ -41,6 +41,7 @@ import re
 import sys
 import time
 import urllib.parse
+import warnings
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -54,7 +55,12 @@ __all__ = [
     "check_search",
     "check_postgres_text",
     "FILTER_INDEX",
+    "FilterIndexSetup",
+    "FirstUseSetup",
+    "StoreSetupWarning",
     "LargeFilters",
+    "aensure_filter_index",
+    "ensure_filter_index",
     "exact_search_settings",
     "filter_first",
     "filter_first_bound",
@@ -156,11 +162,29 @@ SELECT set_config('hnsw.ef_search', LEAST(:most, GREATEST(:k,
 
 
 #: The one more column :func:`hnsw_search_settings` returns with
-#: ``filter_index=True``: how many rows :data:`FILTER_INDEX` covers (the
-#: planner's count, ``pg_class.reltuples``), NULL when it does not exist.
+#: ``filter_index=True``: how many rows the table of :data:`FILTER_INDEX`
+#: holds now, NULL when the index does not exist. The planner's own
+#: estimate: the rows per page the last ``ANALYZE`` (or ``VACUUM``, or
+#: index build) counted, times the pages the table has now. Not the index's
+#: ``reltuples`` alone: an index made on an empty table (on first use, or
+#: ``install_filter_index`` run before the data came, as the docs' example
+#: does) kept 0 there until autovacuum came by, which made every pool
+#: search walk the HNSW index. A table never counted with rows in it
+#: (``relpages`` 0) is taken at :data:`ROWS_PER_PAGE` rows a page.
 _FILTER_INDEX_ROWS = """,
-       (SELECT reltuples FROM pg_class WHERE oid = to_regclass(:filter_index)) AS filter_index_rows
+       (SELECT CASE WHEN t.relpages > 0 AND t.reltuples > 0
+                    THEN t.reltuples / t.relpages
+                    ELSE :rows_per_page END
+               * (pg_relation_size(t.oid) / current_setting('block_size')::int)
+          FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid
+         WHERE x.indexrelid = to_regclass(:filter_index)) AS filter_index_rows
 """
+
+#: The rows per table page :data:`_FILTER_INDEX_ROWS` assumes for a table
+#: whose rows were never counted: a row of a vector store (text, metadata,
+#: a vector of a few hundred dimensions) takes about this (measured 7.6 at
+#: 384 dimensions and 500-character texts, 12 at 256 and 200).
+ROWS_PER_PAGE = 8
 
 
 def hnsw_search_settings(k: int, *, filter_index: Union[bool, str] = False) -> Any:
@@ -196,7 +220,9 @@ def _hnsw_search_settings(k: int, filter_index: Optional[str]) -> Any:
     if filter_index is None:
         return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=k, least=least, most=most)
     sql = _HNSW_SETTINGS.rstrip() + _FILTER_INDEX_ROWS
-    return sqlalchemy.text(sql).bindparams(k=k, least=least, most=most, filter_index=filter_index)
+    return sqlalchemy.text(sql).bindparams(
+        k=k, least=least, most=most, filter_index=filter_index, rows_per_page=ROWS_PER_PAGE
+    )
 
 
 #: A ``:name`` parameter of the settings' SQL (never a ``::type`` cast).
@@ -219,6 +245,7 @@ def hnsw_search_settings_psycopg(k: int, filter_index: Optional[str] = None) -> 
     params: Dict[str, Any] = {"k": int(k), "least": least, "most": most}
     if filter_index is not None:
         params["filter_index"] = filter_index
+        params["rows_per_page"] = ROWS_PER_PAGE
     return _NAMED_PARAMETER.sub(r"%(\1)s", sql), params
 
 
@@ -631,19 +658,214 @@ def _is_llama_index_store(store: Any) -> bool:
     return module is not None and isinstance(store, module.PGVectorStore)
 
 
-def _install_pgvector_filter_index(store: Any) -> None:
-    rows = store.EmbeddingStore
+#: The advisory lock (Postgres' two-key form: a fixed class, then the
+#: setup step) under which :func:`ensure_filter_index` looks for the index
+#: and creates it. Fixed numbers: no value reaches it.
+SETUP_LOCK = (0x706F6F6C, 1)  # "pool", step 1: the filter index
+
+#: How long :func:`ensure_filter_index` waits for the table's lock before it
+#: gives up (a long write transaction on the table): the search then runs
+#: without the index, as before, and says so in a warning.
+SETUP_LOCK_TIMEOUT = "5s"
+
+
+class FilterIndexSetup:
+    """The filter index of a ``PGVector``, created on first use.
+
+    :func:`ensure_filter_index` (and :func:`aensure_filter_index`) run the
+    statements; this holds the text both send, so the sync and async paths
+    cannot differ. In one transaction: an advisory lock (:data:`SETUP_LOCK`),
+    so two processes using a fresh database at once take turns and the
+    second finds the index the first made; then whether the index exists;
+    only if not, ``CREATE INDEX IF NOT EXISTS`` and ``ANALYZE`` of the table
+    (the planner's statistics of the new index's expressions). Fixed names
+    and the store's own table only, quoted by the dialect.
+    """
+
+    LOCK = "SELECT pg_advisory_xact_lock(%d, %d)" % SETUP_LOCK
+    TIMEOUT = "SELECT set_config('lock_timeout', '%s', true)" % SETUP_LOCK_TIMEOUT
+    EXISTS = "SELECT to_regclass('%s') IS NOT NULL" % FILTER_INDEX
+    #: LlamaIndex's index name is derived from the store's table name: a bound parameter.
+    EXISTS_NAMED = "SELECT to_regclass(:name) IS NOT NULL"
+
+    @staticmethod
+    def create(table: str) -> List[str]:
+        """The DDL for ``PGVector``'s quoted table name ``table``."""
+        return [
+            "CREATE INDEX IF NOT EXISTS %s ON %s (collection_id, (cmetadata->>'namespace'), (cmetadata->>'type'))"
+            % (FILTER_INDEX, table),
+            "ANALYZE " + table,
+        ]
+
+    @staticmethod
+    def create_llama_index(index: str, table: str) -> List[str]:
+        """The DDL for LlamaIndex ``PGVectorStore``'s quoted index and table names."""
+        return [
+            "CREATE INDEX IF NOT EXISTS %s ON %s"
+            " ((metadata_->>'namespace'), (metadata_->>'type'), (metadata_->>'scope'))" % (index, table),
+            "ANALYZE " + table,
+        ]
+
+
+def _pgvector_table(store: Any, connection: Any) -> str:
+    """``PGVector``'s embedding table, quoted by the connection's dialect."""
+    return str(connection.dialect.identifier_preparer.format_table(store.EmbeddingStore.__table__))
+
+
+def ensure_filter_index(store: Any) -> bool:
+    """Create :data:`FILTER_INDEX` on LangChain ``PGVector`` ``store``'s
+    table (made for sync use), or LlamaIndex ``PGVectorStore``'s index
+    (:func:`install_filter_index` says which), unless it is there; True when
+    this call created it. What :meth:`PoolSplitRetriever.from_vectorstore
+    <poolsplit_adapters.langchain.PoolSplitRetriever.from_vectorstore>`
+    runs on its first search (``setup_store=False``: never), so each pool
+    search costs about one plain filtered search without anyone running
+    :func:`install_filter_index` first.
+
+    Safe under concurrent first use: the check and the creation hold one
+    advisory lock (:class:`FilterIndexSetup`), so of two processes starting
+    on a fresh database one creates the index and the other waits for it,
+    then finds it and creates nothing. ``CREATE INDEX`` holds off the
+    table's writers while it builds (a second or so a 100k rows); it waits
+    at most :data:`SETUP_LOCK_TIMEOUT` for the table, then raises, like any
+    refusal (a role that may not create an index): the caller decides.
+
+    Example::
+
+        store = PGVector(embeddings, connection=url, embedding_length=384)
+        ensure_filter_index(store)   # True the first time, then False
+    """
+    if _is_llama_index_store(store):
+        return _ensure_llama_index_filter_index(store)
     with store._make_sync_session() as session:
         connection = session.connection()
-        # Fixed names only: ours and the framework's own table (quoted by the
-        # dialect). Not a SQLAlchemy Index on the ORM table: that would join
-        # PGVector's shared metadata, and its create_all would make it too.
-        table = connection.dialect.identifier_preparer.format_table(rows.__table__)
-        connection.exec_driver_sql(
-            "CREATE INDEX IF NOT EXISTS %s ON %s (collection_id, (cmetadata->>'namespace'), (cmetadata->>'type'))"
-            % (FILTER_INDEX, table)
+        connection.exec_driver_sql(FilterIndexSetup.LOCK)
+        if connection.exec_driver_sql(FilterIndexSetup.EXISTS).scalar():
+            session.commit()
+            return False
+        connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
+        for statement in FilterIndexSetup.create(_pgvector_table(store, connection)):
+            connection.exec_driver_sql(statement)
+        session.commit()
+        return True
+
+
+async def aensure_filter_index(store: Any) -> bool:
+    """:func:`ensure_filter_index` of a ``PGVector`` made with
+    ``async_mode=True`` (the same statements, through its async session),
+    or of LlamaIndex's ``PGVectorStore`` through its async engine."""
+    if _is_llama_index_store(store):
+        return await _aensure_llama_index_filter_index(store)
+    async with store._make_async_session() as session:
+        if not hasattr(store, "EmbeddingStore"):  # an async PGVector sets its tables up on first use
+            await store.aget_collection(session)
+        connection = await session.connection()
+        await connection.exec_driver_sql(FilterIndexSetup.LOCK)
+        if (await connection.exec_driver_sql(FilterIndexSetup.EXISTS)).scalar():
+            await session.commit()
+            return False
+        await connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
+        for statement in FilterIndexSetup.create(_pgvector_table(store, connection)):
+            await connection.exec_driver_sql(statement)
+        await session.commit()
+        return True
+
+
+class StoreSetupWarning(UserWarning):
+    """A store's first-use setup (:class:`FirstUseSetup`) could not run:
+    the searches go on without what it would have made (the same results,
+    slower), and the message says why and what to run instead."""
+
+
+def _is_pgvector(store: Any) -> bool:
+    """Whether ``store`` is LangChain's ``PGVector`` (looked up in
+    ``sys.modules``: never imports langchain-postgres)."""
+    module = sys.modules.get("langchain_postgres.vectorstores")
+    return module is not None and isinstance(store, module.PGVector)
+
+
+class FirstUseSetup:
+    """What a retriever's recall makes sure of on its first search of a
+    Postgres store, once (``enabled=False``: never, nothing is created).
+
+    Over LangChain's ``PGVector``: its filter index
+    (:func:`ensure_filter_index`: created when missing, then ``ANALYZE``),
+    which is what makes a pool search cost about one plain filtered search.
+    A plan measured at 100k rows went from 18-23x the plain search to a few
+    times it (``docs/benchmarks/_generated/stores_pg_default.md``), and
+    nobody reads the paragraph that says to run :func:`install_filter_index`.
+    Over LlamaIndex's ``PGVectorStore``: its filter index likewise (the
+    caller enables this only for the ``type`` key, the one it serves).
+    Other stores: nothing (their setup stays the documented helpers).
+
+    A refusal (a role that may not create an index, the table's lock not
+    given within :data:`SETUP_LOCK_TIMEOUT`) is a :class:`StoreSetupWarning`,
+    once, and the searches go on without the index: the same results, as
+    slow as before. :attr:`created` says what the first use did.
+
+    Example::
+
+        setup = FirstUseSetup(pgvector_store)
+        setup.run()        # the first search: creates the index if missing
+        setup.created      # True (made it), False (found it), None (not run, or refused)
+    """
+
+    def __init__(self, store: Any, enabled: bool = True) -> None:
+        self.store = store
+        self.enabled = enabled
+        self.created: Optional[bool] = None
+        self._done = not (enabled and (_is_pgvector(store) or _is_llama_index_store(store)))
+
+    @property
+    def pending(self) -> bool:
+        """Whether the next search should run the setup first."""
+        return not self._done
+
+    def run(self) -> None:
+        """The setup, on a store made for sync use (once; then nothing)."""
+        if self._done:
+            return
+        self._done = True  # once, whatever happens: a refusal is not retried per call
+        import sqlalchemy.exc
+
+        try:
+            self.created = ensure_filter_index(self.store)
+        except sqlalchemy.exc.SQLAlchemyError as err:
+            self._refused(self.store, err)
+
+    async def arun(self) -> None:
+        """:meth:`run` on a store made with ``async_mode=True``."""
+        if self._done:
+            return
+        self._done = True
+        import sqlalchemy.exc
+
+        try:
+            self.created = await aensure_filter_index(self.store)
+        except sqlalchemy.exc.SQLAlchemyError as err:
+            self._refused(self.store, err)
+
+    @staticmethod
+    def _refused(store: Any, err: Exception) -> None:
+        reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+        warnings.warn(
+            "%s: the pool searches' filter index could not be created on first use (%s); the searches run"
+            " without it (the same results, slower). Have the table's owner run install_filter_index(store) once,"
+            " or pass setup_store=False to skip this step." % (type(store).__name__, reason),
+            StoreSetupWarning,
+            stacklevel=4,
         )
-        connection.exec_driver_sql("ANALYZE " + table)
+
+
+def _install_pgvector_filter_index(store: Any) -> None:
+    # Fixed names only: ours and the framework's own table (quoted by the
+    # dialect). Not a SQLAlchemy Index on the ORM table: that would join
+    # PGVector's shared metadata, and its create_all would make it too.
+    with store._make_sync_session() as session:
+        connection = session.connection()
+        connection.exec_driver_sql(FilterIndexSetup.LOCK)  # beside a first use's setup
+        for statement in FilterIndexSetup.create(_pgvector_table(store, connection)):
+            connection.exec_driver_sql(statement)
         session.commit()
 
 
@@ -672,20 +894,55 @@ def _postgres_quoting() -> Any:
 
 def _install_llama_index_filter_index(store: Any) -> None:
     store._initialize()  # the store's own setup: its schema and table exist after it
-    table = store._table_class.__table__
+    # Names: ours, derived from the store's declared table name, and the
+    # table itself, both quoted by the Postgres rules (``_postgres_quoting``). The index lands in the
+    # table's schema (an index name cannot be qualified in CREATE INDEX).
+    _, index, table = _llama_index_names(store)
     with store._session() as session, session.begin():
         connection = session.connection()
-        preparer = _postgres_quoting()
-        # Names: ours, derived from the store's declared table name, and the
-        # table itself, both quoted by the Postgres rules (``_postgres_quoting``). The index lands in the
-        # table's schema (an index name cannot be qualified in CREATE INDEX).
-        qualified = preparer.format_table(table)
-        index = preparer.quote(filter_index_name(table.name))
-        connection.exec_driver_sql(
-            "CREATE INDEX IF NOT EXISTS %s ON %s ((metadata_->>'namespace'), (metadata_->>'type'), (metadata_->>'scope'))"
-            % (index, qualified)
-        )
-        connection.exec_driver_sql("ANALYZE " + qualified)
+        connection.exec_driver_sql(FilterIndexSetup.LOCK)  # beside a first use's setup
+        for statement in FilterIndexSetup.create_llama_index(index, table):
+            connection.exec_driver_sql(statement)
+
+
+def _llama_index_names(store: Any) -> Tuple[str, str, str]:
+    """LlamaIndex ``PGVectorStore``'s index name as :func:`to_regclass`
+    reads it (a bound value), and its index and table names quoted for DDL."""
+    table = store._table_class.__table__
+    preparer = _postgres_quoting()
+    return llama_index_filter_index(store), preparer.quote(filter_index_name(table.name)), preparer.format_table(table)
+
+
+def _ensure_llama_index_filter_index(store: Any) -> bool:
+    import sqlalchemy
+
+    store._initialize()  # the store's own setup: its schema and table exist after it
+    name, index, table = _llama_index_names(store)
+    with store._session() as session, session.begin():
+        connection = session.connection()
+        connection.exec_driver_sql(FilterIndexSetup.LOCK)
+        if connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name}).scalar():
+            return False
+        connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
+        for statement in FilterIndexSetup.create_llama_index(index, table):
+            connection.exec_driver_sql(statement)
+        return True
+
+
+async def _aensure_llama_index_filter_index(store: Any) -> bool:
+    import sqlalchemy
+
+    store._initialize()  # sync, as the store's own async methods run it
+    name, index, table = _llama_index_names(store)
+    async with store._async_session() as session, session.begin():
+        connection = await session.connection()
+        await connection.exec_driver_sql(FilterIndexSetup.LOCK)
+        if (await connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name})).scalar():
+            return False
+        await connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
+        for statement in FilterIndexSetup.create_llama_index(index, table):
+            await connection.exec_driver_sql(statement)
+        return True
 
 
 def exact_search_settings() -> Any:
