@@ -42,6 +42,7 @@ import sys
 import time
 import urllib.parse
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -784,6 +785,24 @@ def _is_pgvector(store: Any) -> bool:
     return module is not None and isinstance(store, module.PGVector)
 
 
+#: The store objects whose filter index this process created or found:
+#: a retriever made later over the same object (the agent middleware makes
+#: one per turn) checks nothing. Weak: a store no longer used is forgotten.
+_VERIFIED_STORES: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _verified(store: Any) -> bool:
+    try:
+        return store in _VERIFIED_STORES
+    except TypeError:  # a store without weak references (a pydantic model): checked per retriever
+        return False
+
+
+def _remember_verified(store: Any) -> None:
+    with contextlib.suppress(TypeError):  # a store without weak references: checked per retriever
+        _VERIFIED_STORES.add(store)
+
+
 class FirstUseSetup:
     """What a retriever's recall makes sure of on its first search of a
     Postgres store, once (``enabled=False``: never, nothing is created).
@@ -801,7 +820,9 @@ class FirstUseSetup:
     A refusal (a role that may not create an index, the table's lock not
     given within :data:`SETUP_LOCK_TIMEOUT`) is a :class:`StoreSetupWarning`,
     once, and the searches go on without the index: the same results, as
-    slow as before. :attr:`created` says what the first use did.
+    slow as before. :attr:`created` says what the first use did. A store
+    object already set up in this process (by an earlier retriever over it:
+    the agent middleware makes one per turn) is not checked again.
 
     Example::
 
@@ -814,7 +835,8 @@ class FirstUseSetup:
         self.store = store
         self.enabled = enabled
         self.created: Optional[bool] = None
-        self._done = not (enabled and (_is_pgvector(store) or _is_llama_index_store(store)))
+        served = enabled and (_is_pgvector(store) or _is_llama_index_store(store))
+        self._done = not served or _verified(store)
 
     @property
     def pending(self) -> bool:
@@ -832,6 +854,8 @@ class FirstUseSetup:
             self.created = ensure_filter_index(self.store)
         except sqlalchemy.exc.SQLAlchemyError as err:
             self._refused(self.store, err)
+        else:
+            _remember_verified(self.store)
 
     async def arun(self) -> None:
         """:meth:`run` on a store made with ``async_mode=True``."""
@@ -844,6 +868,8 @@ class FirstUseSetup:
             self.created = await aensure_filter_index(self.store)
         except sqlalchemy.exc.SQLAlchemyError as err:
             self._refused(self.store, err)
+        else:
+            _remember_verified(self.store)
 
     @staticmethod
     def _refused(store: Any, err: Exception) -> None:

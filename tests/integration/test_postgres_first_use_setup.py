@@ -137,6 +137,9 @@ def test_the_first_use_creates_the_index_once_and_the_second_use_creates_nothing
 
     ddl.clear()
     assert ids(first.invoke(QUERY)) == got  # the same retriever: no check, no DDL
+    same_store = retriever(first.vectorstore)  # a new retriever over the same store (the middleware, per turn)
+    assert same_store._recall is not None and not same_store._recall.setup.pending  # nothing to check
+    assert ids(same_store.invoke(QUERY)) == got
     second = retriever(make_store(engine))  # a second use (a new retriever, e.g. another process)
     assert ids(second.invoke(QUERY)) == got
     assert ddl.sent == []
