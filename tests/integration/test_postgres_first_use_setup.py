@@ -147,6 +147,39 @@ def test_the_first_use_creates_the_index_once_and_the_second_use_creates_nothing
     assert filter_indexes(pg_database) == [FILTER_INDEX]
 
 
+def test_an_index_made_on_the_empty_table_gets_its_statistics_once_the_rows_are_there(pg_database):
+    """An application's first call on an empty store makes the index (and
+    analyzes an empty table); the rows come later. Until autovacuum comes by
+    (off for this table here) the planner has no statistics of the index's
+    expressions, so the next retriever's first use runs ANALYZE, once, and
+    creates nothing; the one after does nothing."""
+    engine = sqlalchemy.create_engine(pg_database.url)
+    try:
+        store = make_store(engine)  # PGVector's own tables and indexes
+        with engine.begin() as conn:
+            conn.exec_driver_sql("ALTER TABLE langchain_pg_embedding SET (autovacuum_enabled = false)")
+        ddl = DDL(engine)
+        retriever(store).invoke(QUERY)  # the empty store
+        assert [s.split()[0] for s in ddl.sent] == ["CREATE", "ANALYZE"]
+        store.add_documents(corpus())
+        ddl.clear()
+        later = retriever(make_store(engine))
+        got = ids(later.invoke(QUERY))
+        assert ddl.sent == ["ANALYZE langchain_pg_embedding"]
+        assert later._recall is not None and later._recall.setup.created is False
+        with engine.connect() as conn:
+            counted = conn.exec_driver_sql(
+                "SELECT reltuples FROM pg_class WHERE oid = 'langchain_pg_embedding'::regclass"
+            ).scalar()
+        assert counted == len(corpus())
+        ddl.clear()
+        assert ids(retriever(make_store(engine)).invoke(QUERY)) == got
+        assert ddl.sent == []
+        assert got[:2] == ["fix-0", "fix-1"]
+    finally:
+        engine.dispose()
+
+
 def test_setup_store_false_creates_nothing(pg_database, engine):
     ddl = DDL(engine)
     plain = retriever(make_store(engine), setup_store=False)
