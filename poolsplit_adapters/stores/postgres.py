@@ -169,8 +169,10 @@ SELECT set_config('hnsw.ef_search', LEAST(:most, GREATEST(:k,
 #: index build) counted, times the pages the table has now. Not the index's
 #: ``reltuples`` alone: an index made on an empty table (on first use, or
 #: ``install_filter_index`` run before the data came, as the docs' example
-#: does) kept 0 there until autovacuum came by, which made every pool
-#: search walk the HNSW index. A table never counted with rows in it
+#: did) kept 0 there until autovacuum came by: the bound was then ``k``,
+#: so every pool search took its by-index branch, as without the index
+#: (and without statistics the planner ran that branch as a read and sort
+#: of all the tenant's rows of the pool's types). A table never counted with rows in it
 #: (``relpages`` 0) is taken at :data:`ROWS_PER_PAGE` rows a page.
 _FILTER_INDEX_ROWS = """,
        (SELECT CASE WHEN t.relpages > 0 AND t.reltuples > 0
@@ -183,8 +185,10 @@ _FILTER_INDEX_ROWS = """,
 
 #: The rows per table page :data:`_FILTER_INDEX_ROWS` assumes for a table
 #: whose rows were never counted: a row of a vector store (text, metadata,
-#: a vector of a few hundred dimensions) takes about this (measured 7.6 at
-#: 384 dimensions and 500-character texts, 12 at 256 and 200).
+#: a vector of a few hundred dimensions) takes about this much of a page
+#: (measured: 7.6 rows a page at 384 dimensions and ~700-character texts,
+#: ``benchmarks/stores_pg_default.py``'s rows). Only the choice between
+#: reading a pool's rows and walking HNSW depends on it, never a result.
 ROWS_PER_PAGE = 8
 
 
@@ -473,10 +477,14 @@ def filter_first_search(
 
 def install_filter_index(store: Any) -> None:
     """Give the store's table a btree index on its filter columns, then
-    ``ANALYZE`` it, so each pool search of the retriever over it costs about
-    what one plain filtered similarity search does. Run once per table, on
-    a store made for sync use (it changes the schema: it needs the right to
-    create an index on the table); running it again is harmless.
+    ``ANALYZE`` it, so a pool search of a rare type reads its few rows
+    instead of walking the HNSW index past thousands. Over ``PGVector`` and
+    LlamaIndex's ``PGVectorStore`` the retrievers do this themselves on
+    their first search (:func:`ensure_filter_index`; ``setup_store=False``
+    turns that off): run it yourself where they may not (a role that may
+    not create an index; at deploy time, as the table's owner). Once per
+    table, on a store made for sync use (it changes the schema: it needs the
+    right to create an index on the table); running it again is harmless.
 
     - LangChain's ``PGVector``: :data:`FILTER_INDEX` on ``(collection_id,
       cmetadata->>'namespace', cmetadata->>'type')``.
@@ -671,16 +679,20 @@ SETUP_LOCK_TIMEOUT = "5s"
 
 
 class FilterIndexSetup:
-    """The filter index of a ``PGVector``, created on first use.
+    """The filter index of a ``PGVector`` or a LlamaIndex ``PGVectorStore``,
+    created on first use.
 
     :func:`ensure_filter_index` (and :func:`aensure_filter_index`) run the
-    statements; this holds the text both send, so the sync and async paths
+    statements; this holds the text they send, so the sync and async paths
     cannot differ. In one transaction: an advisory lock (:data:`SETUP_LOCK`),
     so two processes using a fresh database at once take turns and the
     second finds the index the first made; then whether the index exists;
     only if not, ``CREATE INDEX IF NOT EXISTS`` and ``ANALYZE`` of the table
-    (the planner's statistics of the new index's expressions). Fixed names
-    and the store's own table only, quoted by the dialect.
+    (the planner's statistics of the new index's expressions); if it does
+    but the table's rows were never counted (:attr:`UNCOUNTED`), ``ANALYZE``
+    alone. Fixed names and the store's own table only, quoted by the
+    dialect; LlamaIndex's index name, derived from its table's, is a bound
+    value where it is a value.
     """
 
     LOCK = "SELECT pg_advisory_xact_lock(%d, %d)" % SETUP_LOCK
@@ -742,8 +754,9 @@ def ensure_filter_index(store: Any) -> bool:
     (:func:`install_filter_index` says which), unless it is there; True when
     this call created it. What :meth:`PoolSplitRetriever.from_vectorstore
     <poolsplit_adapters.langchain.PoolSplitRetriever.from_vectorstore>`
-    runs on its first search (``setup_store=False``: never), so each pool
-    search costs about one plain filtered search without anyone running
+    runs on its first search (``setup_store=False``: never), so a pool of a
+    rare type is read through the index instead of walking the HNSW index
+    past thousands of rows, without anyone running
     :func:`install_filter_index` first.
 
     Safe under concurrent first use: the check and the creation hold one
@@ -839,10 +852,11 @@ class FirstUseSetup:
 
     Over LangChain's ``PGVector``: its filter index
     (:func:`ensure_filter_index`: created when missing, then ``ANALYZE``),
-    which is what makes a pool search cost about one plain filtered search.
-    A plan measured at 100k rows went from 18-23x the plain search to a few
-    times it (``docs/benchmarks/_generated/stores_pg_default.md``), and
-    nobody reads the paragraph that says to run :func:`install_filter_index`.
+    without which every pool search walks the HNSW index until ``k`` of its
+    rows turn up (``benchmarks/stores_pg_default.py`` measures the call
+    with and without it against one plain filtered search), and a default
+    is what most users get: few read the paragraph that says to run
+    :func:`install_filter_index`.
     Over LlamaIndex's ``PGVectorStore``: its filter index likewise (the
     caller enables this only for the ``type`` key, the one it serves).
     Other stores: nothing (their setup stays the documented helpers).
