@@ -124,7 +124,8 @@ package: $(PACKAGE_STAMP)
 # Every benchmark, one command: core/index at 10k-1M, adapter construction
 # against the bare index (100k, and 1M with the len/4 counter, once), the
 # SQLite store, the embedding scorer, progressive loading, pools vs one
-# budget, pgvector, the agent middleware per turn (10k, 100k; sync and async
+# budget, pgvector (hand-set planner settings; then what a user gets by
+# default, on data shaped like a user's), the agent middleware per turn (10k, 100k; sync and async
 # Postgres stores), and each
 # adapter's call against the bare index at 100k and 1M (1M: two rounds)
 # with the query embeddings per call; every speed figure a ratio against the
@@ -138,6 +139,7 @@ bench: $(DEV_STAMP)
 	$(BIN)/python benchmarks/progressive.py
 	$(BIN)/python benchmarks/starvation.py
 	$(BIN)/python benchmarks/stores_pg.py
+	$(BIN)/python benchmarks/stores_pg_default.py
 	$(BIN)/python benchmarks/middleware_turn.py
 	$(BIN)/python benchmarks/middleware_turn_async.py
 	$(BIN)/python benchmarks/adapter_calls.py --sizes 100000 1000000

@@ -8,6 +8,7 @@ growth notes, and a handful of always-scope corrections.
 from __future__ import annotations
 
 import datetime
+import math
 import random
 from typing import Any, Dict, List, Tuple
 
@@ -93,3 +94,84 @@ def make_queries(count: int, seed: int = 2) -> List[Dict[str, Any]]:
         }
         for _ in range(count)
     ]
+
+
+#: A user's store, as an agent's long-term memory of several users looks
+#: after months: facts and episodes dominate, skills and growth notes are a
+#: thin tail, and a few preferences. (type, share of the store)
+USER_TYPES: List[Tuple[str, float]] = [
+    ("fact", 0.40),
+    ("episode", 0.30),
+    ("note", 0.15),
+    ("task", 0.08),
+    ("skill", 0.04),
+    ("growth", 0.02),
+    ("preference", 0.01),
+]
+#: Four pools over those types (the corrections pool holds the always tier).
+USER_POOLS = [
+    Pool("corrections", 0, 0, ("correction",)),
+    Pool("knowledge", 800, 10, ("fact", "note", "task", "preference")),
+    Pool("episodes", 400, 4, ("episode",)),
+    Pool("skills", 300, 4, ("skill", "growth")),
+]
+
+
+def tenant_shares(tenants: int) -> List[float]:
+    """Each tenant's share of the store: skewed (the first ~3.5x the last of
+    10), as users of one deployment are."""
+    weights = [1.0 / (i + 1) ** 0.6 for i in range(tenants)]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def make_user_store(n: int, tenants: int = 10, corrections: int = 12, seed: int = 11) -> List[Dict[str, Any]]:
+    """``n`` entries shaped like a user's: ``tenants`` namespaces of skewed
+    sizes (:func:`tenant_shares`), :data:`USER_TYPES`' skewed type counts,
+    texts of a sentence to a few paragraphs (log-normal, median 80 words,
+    ~500 characters, up to 400 words), and the metadata an agent stamps
+    (tags, project, created, source, user, thread, entities, importance).
+    Each tenant has ``corrections`` always-scope corrections of its own,
+    first in the list."""
+    rnd = random.Random(seed)
+    vocab = vocabulary()
+    weights = [1.0 / (rank + 1) for rank in range(len(vocab))]
+    shares = tenant_shares(tenants)
+    store: List[Dict[str, Any]] = []
+    for t in range(tenants):
+        for i in range(corrections):
+            store.append(
+                {
+                    "id": "fix-%d-%d" % (t, i),
+                    "type": "correction",
+                    "scope": "always",
+                    "namespace": "tenant-%d" % t,
+                    "content": "Correction %d: " % i + " ".join(rnd.choices(vocab, weights, k=rnd.randint(12, 40))),
+                    "created": (NOW - datetime.timedelta(days=rnd.uniform(30, 300))).isoformat() + "Z",
+                    "source": "user-feedback",
+                }
+            )
+    kinds = [k for k, _ in USER_TYPES]
+    kind_shares = [s for _, s in USER_TYPES]
+    for i in range(n - len(store)):
+        t = rnd.choices(range(tenants), shares)[0]
+        kind = rnd.choices(kinds, kind_shares)[0]
+        words = max(8, min(400, int(rnd.lognormvariate(math.log(80), 0.7))))
+        store.append(
+            {
+                "id": "%s-%07d" % (kind, i),
+                "type": kind,
+                "namespace": "tenant-%d" % t,
+                "content": " ".join(rnd.choices(vocab, weights, k=words)),
+                "tags": rnd.sample(TAGS, rnd.randint(0, 4)),
+                "project": rnd.choice(PROJECTS),
+                "created": (NOW - datetime.timedelta(days=rnd.uniform(0, 200))).isoformat(timespec="seconds") + "Z",
+                "base_priority": rnd.randint(1, 9),
+                "source": "session-%d" % (i % 700),
+                "user_id": "user-%d-%d" % (t, rnd.randint(0, 20)),
+                "thread_id": "thread-%06d" % rnd.randint(0, 99999),
+                "entities": rnd.sample(vocab[:400], rnd.randint(2, 6)),
+                "importance": round(rnd.random(), 3),
+            }
+        )
+    return store

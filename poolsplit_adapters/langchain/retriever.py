@@ -107,6 +107,7 @@ _RECALL_SETTINGS = frozenset(
         "store_metric",
         "filter_builder",
         "scorer",
+        "setup_store",
     }
 )
 
@@ -191,6 +192,11 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         default=None,
         description="Vector-store mode: (Search) -> the store's filter (default: type_filter(vectorstore)).",
     )
+    setup_store: bool = Field(
+        default=True,
+        description="Vector-store mode: on its first search, create what the store's pool searches need when it is "
+        "missing (over PGVector: the filter index, see stores.postgres.ensure_filter_index); False: create nothing.",
+    )
     store_metric: Optional[str] = Field(
         default=None,
         description="Vector-store mode with embeddings=: what the store's scores measure (see recall.store_metric).",
@@ -237,7 +243,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             # fused relevance, or an embedding scorer's cosines in the store's
             # own space (recall.takes_store_scores), when their metric is known.
             scored = self._metric is not None and takes_store_scores(self.scorer, self.vectorstore.embeddings)
-            self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored)
+            self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored, setup_store=self.setup_store)
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
 
@@ -300,8 +306,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         """Recall candidates per pool from ``vectorstore``, then select.
 
         ``options``: ``fetch_k``, ``always_k``, ``max_fetch_k``, ``breadth`` (see
-        `RecallPlan`), ``filter_builder``
-        and the selection settings. The searches are the plan's: each pool's
+        `RecallPlan`), ``filter_builder``,
+        ``setup_store`` and the selection settings. The searches are the plan's: each pool's
         types pushed down as a filter (plus a search for documents without
         ``type`` when the pool admits ``"note"``), the always-scope documents
         fetched by a scope filter independent of similarity, and a namespace
@@ -327,6 +333,17 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         are not embedded again per query, and the query vector of the
         store's searches is the scorer's too: one query embedding per call,
         sync and async. With ``pools="auto"`` each call recalls for its own plan.
+
+        Over LangChain's ``PGVector`` the first search creates the btree
+        index the pool searches need when it is missing, then ``ANALYZE``
+        (`ensure_filter_index`:
+        once, under an advisory lock, so concurrent first uses create it
+        once): without it each pool search walked the HNSW index, measured
+        at 100k rows at many times one plain filtered search. It needs the
+        right to create an index on the table; where that is refused the
+        searches go on without it (a
+        `StoreSetupWarning` says
+        so). ``setup_store=False`` creates nothing.
         """
         return cls(vectorstore=vectorstore, pools=pools if isinstance(pools, str) else list(pools), **options)
 

@@ -44,7 +44,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
-from ..stores.postgres import LargeFilters, check_search
+from ..stores.postgres import FirstUseSetup, LargeFilters, check_search
 from ..threads import at_once
 from .filters import FilterBuilder, dict_filter
 from .pgvector_search import PGVectorPlanSearch, plan_search
@@ -298,7 +298,15 @@ class VectorRecall:
         ```
     """
 
-    def __init__(self, store: VectorStore, plan: RecallPlan, build: FilterBuilder, *, scored: bool = False) -> None:
+    def __init__(
+        self,
+        store: VectorStore,
+        plan: RecallPlan,
+        build: FilterBuilder,
+        *,
+        scored: bool = False,
+        setup_store: bool = True,
+    ) -> None:
         self.store = store
         self.plan = plan
         self.build = build
@@ -311,6 +319,11 @@ class VectorRecall:
         #: The pool filters found too large to count, kept between calls
         #: (over PGVector with the filter index: their count is skipped).
         self.large_filters = LargeFilters()
+        #: What the first search makes sure the store has (over PGVector
+        #: searched by our own statements: the filter index), unless
+        #: ``setup_store`` is False. A caller's own filter_builder keeps the
+        #: store's own search, which the index does not serve: nothing then.
+        self.setup = FirstUseSetup(store, enabled=setup_store and build is dict_filter)
 
     @property
     def searches_by_vector(self) -> bool:
@@ -401,6 +414,8 @@ class VectorRecall:
     ) -> Tuple[List[List[Document]], Dict[str, float]]:
         """Each search's documents (by ``vector`` when given, else by text),
         and document id -> the store's score when ``scored`` (else empty)."""
+        if self.setup.pending and vector is not None and not getattr(self.store, "async_mode", False):
+            self.setup.run()
         runs = self._runs(vector, searches)
 
         def one(run: Tuple[Search, SearchRun]) -> List[Document]:
@@ -419,6 +434,8 @@ class VectorRecall:
         self, query: str, vector: Optional[List[float]], searches: Sequence[Search], run_manager: AsyncRun
     ) -> Tuple[List[List[Document]], Dict[str, float]]:
         """`search`, the searches concurrently."""
+        if self.setup.pending and vector is not None and getattr(self.store, "async_mode", False):
+            await self.setup.arun()
         runs = self._runs(vector, searches, asynchronous=True)
         found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
         return list(await asyncio.gather(*found)), self._scores(runs)

@@ -143,6 +143,7 @@ class PoolSplitRetriever(BaseRetriever):
         type_key: str = "type",
         embed_model: Optional[BaseEmbedding] = None,
         store_metric: Any = None,
+        setup_store: bool = True,
         **kwargs: Any,
     ) -> PoolSplitRetriever:
         """Recall candidates per pool from ``index``, then select.
@@ -172,6 +173,15 @@ class PoolSplitRetriever(BaseRetriever):
         known for ``SimpleVectorStore`` in its default cosine mode), so nodes
         are not embedded again per query. For a store whose metric is not
         known and not given, the scorer embeds the recalled nodes itself.
+
+        Over ``PGVectorStore`` the first search creates the filter index the
+        pool searches need when it is missing, then ``ANALYZE``
+        (`ensure_filter_index`:
+        once, under an advisory lock, so concurrent first uses create it
+        once; with ``type_key="type"``, the key it serves). Where it is
+        refused the searches go on without it (a
+        `StoreSetupWarning` says
+        so). ``setup_store=False`` creates nothing.
         """
         # Each call recalls for its own plan (pools="auto" varies by message),
         # so the recall plan holds the search sizes only; the settings check
@@ -180,7 +190,7 @@ class PoolSplitRetriever(BaseRetriever):
             plan = RecallPlan([], fetch_k=fetch_k, always_k=always_k, max_fetch_k=max_fetch_k, breadth=breadth)
         except ValueError as err:
             raise ArgumentError(str(err)) from None
-        recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model)
+        recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model, setup_store=setup_store)
         try:
             recall.metric = metric_of(index, store_metric)
         except ValueError as err:

@@ -49,6 +49,7 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 from ..poolsplit import Pool, Visibility
 from ..recall import RecallPlan, Search
 from ..stores.postgres import (
+    FirstUseSetup,
     LargeFilters,
     check_postgres_text,
     check_search,
@@ -101,6 +102,7 @@ class IndexRecall:
         *,
         type_key: str = "type",
         embed_model: Optional[BaseEmbedding] = None,
+        setup_store: bool = True,
     ) -> None:
         self.index = index
         self.plan = plan
@@ -113,6 +115,10 @@ class IndexRecall:
         #: The pool filters found too large to count, kept between calls
         #: (over PGVectorStore with the filter index: their count is skipped).
         self.large_filters = LargeFilters()
+        #: What the first search makes sure the store has (over
+        #: PGVectorStore: the filter index, which serves the ``type`` key
+        #: only), unless ``setup_store`` is False.
+        self.setup = FirstUseSetup(index.vector_store, enabled=setup_store and type_key == "type")
 
     def plan_for(self, pools: Optional[Sequence[Pool]]) -> RecallPlan:
         """This recall's plan for a call's ``pools`` (default: the plan's)."""
@@ -154,6 +160,8 @@ class IndexRecall:
         if postgres is not None:
             checked = postgres.checked(list(searches))
             postgres.store._initialize()  # once, before the threads
+            if self.setup.pending:
+                self.setup.run()
             return at_once([functools.partial(postgres.search, search, query.embedding) for search in checked])
         results = []
         for search in searches:
@@ -166,6 +174,8 @@ class IndexRecall:
         postgres = self._postgres()
         if postgres is not None:
             checked = postgres.checked(list(searches))
+            if self.setup.pending:
+                await self.setup.arun()
             return list(await asyncio.gather(*(postgres.asearch(search, query.embedding) for search in checked)))
 
         async def one(search: Search) -> List[NodeWithScore]:

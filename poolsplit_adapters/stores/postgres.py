@@ -41,6 +41,8 @@ import re
 import sys
 import time
 import urllib.parse
+import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -54,7 +56,12 @@ __all__ = [
     "check_search",
     "check_postgres_text",
     "FILTER_INDEX",
+    "FilterIndexSetup",
+    "FirstUseSetup",
+    "StoreSetupWarning",
     "LargeFilters",
+    "aensure_filter_index",
+    "ensure_filter_index",
     "exact_search_settings",
     "filter_first",
     "filter_first_bound",
@@ -157,11 +164,33 @@ SELECT set_config('hnsw.ef_search', LEAST(:most, GREATEST(:k,
 
 
 #: The one more column `hnsw_search_settings` returns with
-#: ``filter_index=True``: how many rows `FILTER_INDEX` covers (the
-#: planner's count, ``pg_class.reltuples``), NULL when it does not exist.
+#: ``filter_index=True``: how many rows the table of `FILTER_INDEX`
+#: holds now, NULL when the index does not exist. The planner's own
+#: estimate: the rows per page the last ``ANALYZE`` (or ``VACUUM``, or
+#: index build) counted, times the pages the table has now. Not the index's
+#: ``reltuples`` alone: an index made on an empty table (on first use, or
+#: ``install_filter_index`` run before the data came, as the docs' example
+#: did) kept 0 there until autovacuum came by: the bound was then ``k``,
+#: so every pool search took its by-index branch, as without the index
+#: (and without statistics the planner ran that branch as a read and sort
+#: of all the tenant's rows of the pool's types). A table never counted with rows in it
+#: (``relpages`` 0) is taken at `ROWS_PER_PAGE` rows a page.
 _FILTER_INDEX_ROWS = """,
-       (SELECT reltuples FROM pg_class WHERE oid = to_regclass(:filter_index)) AS filter_index_rows
+       (SELECT CASE WHEN t.relpages > 0 AND t.reltuples > 0
+                    THEN t.reltuples / t.relpages
+                    ELSE :rows_per_page END
+               * (pg_relation_size(t.oid) / current_setting('block_size')::int)
+          FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid
+         WHERE x.indexrelid = to_regclass(:filter_index)) AS filter_index_rows
 """
+
+#: The rows per table page `_FILTER_INDEX_ROWS` assumes for a table
+#: whose rows were never counted: a row of a vector store (text, metadata,
+#: a vector of a few hundred dimensions) takes about this much of a page
+#: (measured: 7.6 rows a page at 384 dimensions and ~700-character texts,
+#: ``benchmarks/stores_pg_default.py``'s rows). Only the choice between
+#: reading a pool's rows and walking HNSW depends on it, never a result.
+ROWS_PER_PAGE = 8
 
 
 def hnsw_search_settings(k: int, *, filter_index: Union[bool, str] = False) -> Any:
@@ -198,7 +227,9 @@ def _hnsw_search_settings(k: int, filter_index: Optional[str]) -> Any:
     if filter_index is None:
         return sqlalchemy.text(_HNSW_SETTINGS).bindparams(k=k, least=least, most=most)
     sql = _HNSW_SETTINGS.rstrip() + _FILTER_INDEX_ROWS
-    return sqlalchemy.text(sql).bindparams(k=k, least=least, most=most, filter_index=filter_index)
+    return sqlalchemy.text(sql).bindparams(
+        k=k, least=least, most=most, filter_index=filter_index, rows_per_page=ROWS_PER_PAGE
+    )
 
 
 #: A ``:name`` parameter of the settings' SQL (never a ``::type`` cast).
@@ -222,6 +253,7 @@ def hnsw_search_settings_psycopg(k: int, filter_index: Optional[str] = None) -> 
     params: Dict[str, Any] = {"k": int(k), "least": least, "most": most}
     if filter_index is not None:
         params["filter_index"] = filter_index
+        params["rows_per_page"] = ROWS_PER_PAGE
     return _NAMED_PARAMETER.sub(r"%(\1)s", sql), params
 
 
@@ -446,10 +478,14 @@ def filter_first_search(
 
 def install_filter_index(store: Any) -> None:
     """Give the store's table a btree index on its filter columns, then
-    ``ANALYZE`` it, so each pool search of the retriever over it costs about
-    what one plain filtered similarity search does. Run once per table, on
-    a store made for sync use (it changes the schema: it needs the right to
-    create an index on the table); running it again is harmless.
+    ``ANALYZE`` it, so a pool search of a rare type reads its few rows
+    instead of walking the HNSW index past thousands. Over ``PGVector`` and
+    LlamaIndex's ``PGVectorStore`` the retrievers do this themselves on
+    their first search (`ensure_filter_index`; ``setup_store=False``
+    turns that off): run it yourself where they may not (a role that may
+    not create an index; at deploy time, as the table's owner). Once per
+    table, on a store made for sync use (it changes the schema: it needs the
+    right to create an index on the table); running it again is harmless.
 
     - LangChain's ``PGVector``: `FILTER_INDEX` on ``(collection_id,
       cmetadata->>'namespace', cmetadata->>'type')``.
@@ -635,19 +671,276 @@ def _is_llama_index_store(store: Any) -> bool:
     return module is not None and isinstance(store, module.PGVectorStore)
 
 
-def _install_pgvector_filter_index(store: Any) -> None:
-    rows = store.EmbeddingStore
+#: The advisory lock (Postgres' two-key form: a fixed class, then the
+#: setup step) under which `ensure_filter_index` looks for the index
+#: and creates it. Fixed numbers: no value reaches it.
+SETUP_LOCK = (0x706F6F6C, 1)  # "pool", step 1: the filter index
+
+#: How long `ensure_filter_index` waits for the table's lock before it
+#: gives up (a long write transaction on the table): the search then runs
+#: without the index, as before, and says so in a warning.
+SETUP_LOCK_TIMEOUT = "5s"
+
+
+class FilterIndexSetup:
+    """The filter index of a ``PGVector`` or a LlamaIndex ``PGVectorStore``,
+    created on first use.
+
+    `ensure_filter_index` (and `aensure_filter_index`) run the
+    statements; this holds the text they send, so the sync and async paths
+    cannot differ. In one transaction: an advisory lock (`SETUP_LOCK`),
+    so two processes using a fresh database at once take turns and the
+    second finds the index the first made; then whether the index exists;
+    only if not, ``CREATE INDEX IF NOT EXISTS`` and ``ANALYZE`` of the table
+    (the planner's statistics of the new index's expressions); if it does
+    but the table's rows were never counted (`UNCOUNTED`), ``ANALYZE``
+    alone. Fixed names and the store's own table only, quoted by the
+    dialect; LlamaIndex's index name, derived from its table's, is a bound
+    value where it is a value.
+    """
+
+    LOCK = "SELECT pg_advisory_xact_lock(%d, %d)" % SETUP_LOCK
+    TIMEOUT = "SELECT set_config('lock_timeout', '%s', true)" % SETUP_LOCK_TIMEOUT
+    EXISTS = "SELECT to_regclass('%s') IS NOT NULL" % FILTER_INDEX
+    #: LlamaIndex's index name is derived from the store's table name: a bound parameter.
+    EXISTS_NAMED = "SELECT to_regclass(:name) IS NOT NULL"
+    #: Whether the table of index ``:name`` has rows its statistics never
+    #: counted (``reltuples`` 0, or -1: never analyzed, yet pages on disk):
+    #: an index made on an empty table, the data loaded since, autovacuum not
+    #: yet by (or off). The planner then has no statistics of the index's
+    #: expressions and chose, measured at 100k rows, to read a whole tenant
+    #: through the filter index for the always-scope fetch (7k pages a call
+    #: instead of the GIN index's 35) and for a dense pool instead of
+    #: walking HNSW: 43k pages a call against 25k after ``ANALYZE``.
+    UNCOUNTED = (
+        "SELECT coalesce((SELECT t.reltuples <= 0 AND pg_relation_size(t.oid) > 0 FROM pg_index x"
+        " JOIN pg_class t ON t.oid = x.indrelid WHERE x.indexrelid = to_regclass(:name)), false)"
+    )
+
+    @staticmethod
+    def create(table: str) -> List[str]:
+        """The DDL for ``PGVector``'s quoted table name ``table``."""
+        return [
+            "CREATE INDEX IF NOT EXISTS %s ON %s (collection_id, (cmetadata->>'namespace'), (cmetadata->>'type'))"
+            % (FILTER_INDEX, table),
+            "ANALYZE " + table,
+        ]
+
+    @staticmethod
+    def create_llama_index(index: str, table: str) -> List[str]:
+        """The DDL for LlamaIndex ``PGVectorStore``'s quoted index and table names."""
+        return [
+            "CREATE INDEX IF NOT EXISTS %s ON %s"
+            " ((metadata_->>'namespace'), (metadata_->>'type'), (metadata_->>'scope'))" % (index, table),
+            "ANALYZE " + table,
+        ]
+
+
+def _uncounted_query(index: str) -> Tuple[Any, Dict[str, str]]:
+    """`FilterIndexSetup.UNCOUNTED` for index ``index`` (a bound value)."""
+    import sqlalchemy
+
+    return sqlalchemy.text(FilterIndexSetup.UNCOUNTED), {"name": index}
+
+
+def _uncounted(result: Any) -> bool:
+    return bool(result.scalar())
+
+
+def _pgvector_table(store: Any, connection: Any) -> str:
+    """``PGVector``'s embedding table, quoted by the connection's dialect."""
+    return str(connection.dialect.identifier_preparer.format_table(store.EmbeddingStore.__table__))
+
+
+def ensure_filter_index(store: Any) -> bool:
+    """Create `FILTER_INDEX` on LangChain ``PGVector`` ``store``'s
+    table (made for sync use), or LlamaIndex ``PGVectorStore``'s index
+    (`install_filter_index` says which), unless it is there; True when
+    this call created it. What `PoolSplitRetriever.from_vectorstore`
+    runs on its first search (``setup_store=False``: never), so a pool of a
+    rare type is read through the index instead of walking the HNSW index
+    past thousands of rows, without anyone running
+    `install_filter_index` first.
+
+    Safe under concurrent first use: the check and the creation hold one
+    advisory lock (`FilterIndexSetup`), so of two processes starting
+    on a fresh database one creates the index and the other waits for it,
+    then finds it and creates nothing. Where the index is there but its
+    table holds rows its statistics never counted (it was made on the empty
+    table, autovacuum has not come by since), it runs ``ANALYZE`` once
+    (`FilterIndexSetup.UNCOUNTED` says why). ``CREATE INDEX`` holds off the
+    table's writers while it builds (a second or so a 100k rows); it waits
+    at most `SETUP_LOCK_TIMEOUT` for the table, then raises, like any
+    refusal (a role that may not create an index): the caller decides.
+
+    Example:
+        ```python
+        store = PGVector(embeddings, connection=url, embedding_length=384)
+        ensure_filter_index(store)   # True the first time, then False
+        ```
+    """
+    if _is_llama_index_store(store):
+        return _ensure_llama_index_filter_index(store)
     with store._make_sync_session() as session:
         connection = session.connection()
-        # Fixed names only: ours and the framework's own table (quoted by the
-        # dialect). Not a SQLAlchemy Index on the ORM table: that would join
-        # PGVector's shared metadata, and its create_all would make it too.
-        table = connection.dialect.identifier_preparer.format_table(rows.__table__)
-        connection.exec_driver_sql(
-            "CREATE INDEX IF NOT EXISTS %s ON %s (collection_id, (cmetadata->>'namespace'), (cmetadata->>'type'))"
-            % (FILTER_INDEX, table)
+        connection.exec_driver_sql(FilterIndexSetup.LOCK)
+        table = _pgvector_table(store, connection)
+        create = FilterIndexSetup.create(table)
+        if connection.exec_driver_sql(FilterIndexSetup.EXISTS).scalar():
+            create = create[1:] if _uncounted(connection.execute(*_uncounted_query(FILTER_INDEX))) else []
+        if create:
+            connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
+        for statement in create:
+            connection.exec_driver_sql(statement)
+        session.commit()
+        return len(create) == 2
+
+
+async def aensure_filter_index(store: Any) -> bool:
+    """`ensure_filter_index` of a ``PGVector`` made with
+    ``async_mode=True`` (the same statements, through its async session),
+    or of LlamaIndex's ``PGVectorStore`` through its async engine."""
+    if _is_llama_index_store(store):
+        return await _aensure_llama_index_filter_index(store)
+    async with store._make_async_session() as session:
+        if not hasattr(store, "EmbeddingStore"):  # an async PGVector sets its tables up on first use
+            await store.aget_collection(session)
+        connection = await session.connection()
+        await connection.exec_driver_sql(FilterIndexSetup.LOCK)
+        create = FilterIndexSetup.create(_pgvector_table(store, connection))
+        if (await connection.exec_driver_sql(FilterIndexSetup.EXISTS)).scalar():
+            uncounted = _uncounted(await connection.execute(*_uncounted_query(FILTER_INDEX)))
+            create = create[1:] if uncounted else []
+        if create:
+            await connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
+        for statement in create:
+            await connection.exec_driver_sql(statement)
+        await session.commit()
+        return len(create) == 2
+
+
+class StoreSetupWarning(UserWarning):
+    """A store's first-use setup (`FirstUseSetup`) could not run:
+    the searches go on without what it would have made (the same results,
+    slower), and the message says why and what to run instead."""
+
+
+def _is_pgvector(store: Any) -> bool:
+    """Whether ``store`` is LangChain's ``PGVector`` (looked up in
+    ``sys.modules``: never imports langchain-postgres)."""
+    module = sys.modules.get("langchain_postgres.vectorstores")
+    return module is not None and isinstance(store, module.PGVector)
+
+
+#: The store objects whose filter index this process created or found:
+#: a retriever made later over the same object (the agent middleware makes
+#: one per turn) checks nothing. Weak: a store no longer used is forgotten.
+_VERIFIED_STORES: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _verified(store: Any) -> bool:
+    try:
+        return store in _VERIFIED_STORES
+    except TypeError:  # a store without weak references (a pydantic model): checked per retriever
+        return False
+
+
+def _remember_verified(store: Any) -> None:
+    with contextlib.suppress(TypeError):  # a store without weak references: checked per retriever
+        _VERIFIED_STORES.add(store)
+
+
+class FirstUseSetup:
+    """What a retriever's recall makes sure of on its first search of a
+    Postgres store, once (``enabled=False``: never, nothing is created).
+
+    Over LangChain's ``PGVector``: its filter index
+    (`ensure_filter_index`: created when missing, then ``ANALYZE``),
+    without which every pool search walks the HNSW index until ``k`` of its
+    rows turn up (``benchmarks/stores_pg_default.py`` measures the call
+    with and without it against one plain filtered search), and a default
+    is what most users get: few read the paragraph that says to run
+    `install_filter_index`.
+    Over LlamaIndex's ``PGVectorStore``: its filter index likewise (the
+    caller enables this only for the ``type`` key, the one it serves).
+    Other stores: nothing (their setup stays the documented helpers).
+
+    A refusal (a role that may not create an index, the table's lock not
+    given within `SETUP_LOCK_TIMEOUT`) is a `StoreSetupWarning`,
+    once, and the searches go on without the index: the same results, as
+    slow as before. `created` says what the first use did. A store
+    object already set up in this process (by an earlier retriever over it:
+    the agent middleware makes one per turn) is not checked again.
+
+    Example:
+        ```python
+        setup = FirstUseSetup(pgvector_store)
+        setup.run()        # the first search: creates the index if missing
+        setup.created      # True (made it), False (found it), None (not run, or refused)
+        ```
+    """
+
+    def __init__(self, store: Any, enabled: bool = True) -> None:
+        self.store = store
+        self.enabled = enabled
+        self.created: Optional[bool] = None
+        served = enabled and (_is_pgvector(store) or _is_llama_index_store(store))
+        self._done = not served or _verified(store)
+
+    @property
+    def pending(self) -> bool:
+        """Whether the next search should run the setup first."""
+        return not self._done
+
+    def run(self) -> None:
+        """The setup, on a store made for sync use (once; then nothing)."""
+        if self._done:
+            return
+        self._done = True  # once, whatever happens: a refusal is not retried per call
+        import sqlalchemy.exc
+
+        try:
+            self.created = ensure_filter_index(self.store)
+        except sqlalchemy.exc.SQLAlchemyError as err:
+            self._refused(self.store, err)
+        else:
+            _remember_verified(self.store)
+
+    async def arun(self) -> None:
+        """`run` on a store made with ``async_mode=True``."""
+        if self._done:
+            return
+        self._done = True
+        import sqlalchemy.exc
+
+        try:
+            self.created = await aensure_filter_index(self.store)
+        except sqlalchemy.exc.SQLAlchemyError as err:
+            self._refused(self.store, err)
+        else:
+            _remember_verified(self.store)
+
+    @staticmethod
+    def _refused(store: Any, err: Exception) -> None:
+        reason = str(getattr(err, "orig", None) or err).strip().splitlines()[0]
+        warnings.warn(
+            "%s: the pool searches' filter index could not be created on first use (%s); the searches run"
+            " without it (the same results, slower). Have the table's owner run install_filter_index(store) once,"
+            " or pass setup_store=False to skip this step." % (type(store).__name__, reason),
+            StoreSetupWarning,
+            stacklevel=4,
         )
-        connection.exec_driver_sql("ANALYZE " + table)
+
+
+def _install_pgvector_filter_index(store: Any) -> None:
+    # Fixed names only: ours and the framework's own table (quoted by the
+    # dialect). Not a SQLAlchemy Index on the ORM table: that would join
+    # PGVector's shared metadata, and its create_all would make it too.
+    with store._make_sync_session() as session:
+        connection = session.connection()
+        connection.exec_driver_sql(FilterIndexSetup.LOCK)  # beside a first use's setup
+        for statement in FilterIndexSetup.create(_pgvector_table(store, connection)):
+            connection.exec_driver_sql(statement)
         session.commit()
 
 
@@ -676,20 +969,60 @@ def _postgres_quoting() -> Any:
 
 def _install_llama_index_filter_index(store: Any) -> None:
     store._initialize()  # the store's own setup: its schema and table exist after it
-    table = store._table_class.__table__
+    # Names: ours, derived from the store's declared table name, and the
+    # table itself, both quoted by the Postgres rules (``_postgres_quoting``). The index lands in the
+    # table's schema (an index name cannot be qualified in CREATE INDEX).
+    _, index, table = _llama_index_names(store)
     with store._session() as session, session.begin():
         connection = session.connection()
-        preparer = _postgres_quoting()
-        # Names: ours, derived from the store's declared table name, and the
-        # table itself, both quoted by the Postgres rules (``_postgres_quoting``). The index lands in the
-        # table's schema (an index name cannot be qualified in CREATE INDEX).
-        qualified = preparer.format_table(table)
-        index = preparer.quote(filter_index_name(table.name))
-        connection.exec_driver_sql(
-            "CREATE INDEX IF NOT EXISTS %s ON %s ((metadata_->>'namespace'), (metadata_->>'type'), (metadata_->>'scope'))"
-            % (index, qualified)
-        )
-        connection.exec_driver_sql("ANALYZE " + qualified)
+        connection.exec_driver_sql(FilterIndexSetup.LOCK)  # beside a first use's setup
+        for statement in FilterIndexSetup.create_llama_index(index, table):
+            connection.exec_driver_sql(statement)
+
+
+def _llama_index_names(store: Any) -> Tuple[str, str, str]:
+    """LlamaIndex ``PGVectorStore``'s index name as `to_regclass`
+    reads it (a bound value), and its index and table names quoted for DDL."""
+    table = store._table_class.__table__
+    preparer = _postgres_quoting()
+    return llama_index_filter_index(store), preparer.quote(filter_index_name(table.name)), preparer.format_table(table)
+
+
+def _ensure_llama_index_filter_index(store: Any) -> bool:
+    import sqlalchemy
+
+    store._initialize()  # the store's own setup: its schema and table exist after it
+    name, index, table = _llama_index_names(store)
+    create = FilterIndexSetup.create_llama_index(index, table)
+    with store._session() as session, session.begin():
+        connection = session.connection()
+        connection.exec_driver_sql(FilterIndexSetup.LOCK)
+        if connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name}).scalar():
+            create = create[1:] if _uncounted(connection.execute(*_uncounted_query(name))) else []
+        if create:
+            connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
+        for statement in create:
+            connection.exec_driver_sql(statement)
+        return len(create) == 2
+
+
+async def _aensure_llama_index_filter_index(store: Any) -> bool:
+    import sqlalchemy
+
+    store._initialize()  # sync, as the store's own async methods run it
+    name, index, table = _llama_index_names(store)
+    create = FilterIndexSetup.create_llama_index(index, table)
+    async with store._async_session() as session, session.begin():
+        connection = await session.connection()
+        await connection.exec_driver_sql(FilterIndexSetup.LOCK)
+        if (await connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name})).scalar():
+            uncounted = _uncounted(await connection.execute(*_uncounted_query(name)))
+            create = create[1:] if uncounted else []
+        if create:
+            await connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
+        for statement in create:
+            await connection.exec_driver_sql(statement)
+        return len(create) == 2
 
 
 def exact_search_settings() -> Any:

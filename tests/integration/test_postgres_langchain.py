@@ -133,8 +133,10 @@ def pgvector_filter(search: Search) -> Any:
 def test_untyped_documents_are_recalled_exactly_with_pgvectors_exists(engine):
     """The default dict filter cannot say "missing", so the untyped search of
     a pool that admits "note" runs without a type condition: an untyped
-    document far from the query is not among its fetch_k nearest. PGVector's
-    ``$exists`` says it, and the same document is recalled."""
+    document far from the query is not among its fetch_k nearest
+    (``setup_store=False``: without the filter index). PGVector's ``$exists``
+    says it, and the same document is recalled; so does the default, whose
+    first search creates the filter index, which answers "no type" exactly."""
     untyped = Document(page_content="Quarterly budget spreadsheet cells.", id="untyped", metadata={})
     store = pgvector(engine, documents(entries()) + [untyped])
 
@@ -145,8 +147,9 @@ def test_untyped_documents_are_recalled_exactly_with_pgvectors_exists(engine):
         assert sel is not None
         return {c.entry.get("id") for c in sel.chosen} | {d.entry.get("id") for d in sel.dropped}
 
-    assert "untyped" not in recalled()
-    assert "untyped" in recalled(filter_builder=pgvector_filter)
+    assert "untyped" not in recalled(setup_store=False)
+    assert "untyped" in recalled(filter_builder=pgvector_filter, setup_store=False)
+    assert "untyped" in recalled()
 
 
 def _tenants() -> Tuple[List[Document], List[Document]]:
