@@ -9,7 +9,9 @@ from poolsplit_adapters.stores.postgres import ainstall_change_counter
 
 @contextlib.asynccontextmanager
 async def make_store():
-    async with AsyncPostgresStore.from_conn_string(os.environ["MEMORY_STORE_URI"]) as store:
+    uri = os.environ["MEMORY_STORE_URI"]
+    async with AsyncPostgresStore.from_conn_string(uri) as store:
         await store.setup()  # creates or migrates its tables
-        await ainstall_change_counter(store)  # each turn's watermark: one lookup, not a digest of the namespace
+        # each turn's watermark: one lookup, not a digest of the namespace
+        await ainstall_change_counter(store)
         yield store
