@@ -51,10 +51,17 @@ from ..poolsplit import EntryError, Pool, Selection
 from ..recall import VisibleEntries, present_types
 from ..settings import AgentMemorySettings
 from ..stores.base import MemoryStore, StoreVerbs
+from ..stores.langgraph.prepared import (
+    CORRECTIONS_ONLY,
+    PreparedRecall,
+    cheap_watermark,
+    off_the_loop,
+    prepares,
+    watermark,
+)
+from ..stores.langgraph.store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
 from ..stores.memory import InProcessStore
 from ..threads import off_loop
-from .prepared import CORRECTIONS_ONLY, PreparedRecall, cheap_watermark, off_the_loop, prepares, watermark
-from .store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
 from .vector_memory import VectorStoreMemory
 
 __all__ = ["AsyncMemoryStore", "Backend", "Plan", "Puts", "Snapshot", "backend_for"]

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import Any, Callable, Optional, Union
 
 from ..settings import AgentMemorySettings
+from ..stores.langgraph.store import Namespace, check_namespaces
 from .backends import Backend, backend_for
-from .store import Namespace, check_namespaces
 
 __all__ = ["NamespaceSpec", "RuntimeMemory"]
 
