@@ -37,9 +37,9 @@ from typing import Any
 
 from ..convert import SELECTION_KEY
 from ..reports import capture_selections
+from ..stores.vectorstores.langchain_filters import FilterBuilder, callable_filter, dict_filter, type_filter
 from .compressor import PoolSplitCompressor
 from .documents import SELECTION_EVENT, document_to_entry, format_documents
-from .filters import FilterBuilder, callable_filter, dict_filter, type_filter
 from .retriever import PoolSplitRetriever
 
 

@@ -35,10 +35,10 @@ from ..convert import stored_parts
 from ..poolsplit import Pool, Selection
 from ..stores.base import Change, IdHeldElsewhere, StoreVerbs, prepare_entries
 from ..stores.postgres import check_entry_text
+from ..stores.vectorstores.langchain_search import PGVectorAlwaysFetch, namespace_documents
+from ..stores.vectorstores.pgvector_ids import aclaim_ids, claim_ids
 from .documents import document_to_entry
-from .pgvector_ids import aclaim_ids, claim_ids
 from .retriever import PoolSplitRetriever
-from .vector_search import PGVectorAlwaysFetch, namespace_documents
 
 __all__ = ["ListsDocuments", "VectorStoreMemory", "entry_to_document"]
 

@@ -26,9 +26,9 @@ from llama_index.core.schema import BaseNode
 
 from ..poolsplit import Pool, Selection
 from ..stores.base import Change, StoreVerbs, prepare_entries
+from ..stores.vectorstores.llama_index_search import PGVectorStoreSearch
 from .nodes import node_to_entry, nodes_from
 from .retriever import PoolSplitRetriever
-from .vector_search import PGVectorStoreSearch
 
 __all__ = ["VectorIndexMemory"]
 
