@@ -17,7 +17,8 @@ from pg_embeddings import HashedNgramEmbeddings
 from prepared_seed import AFTER_OTHERS, NOW, POOLS, U1, assert_a_fresh_recalls, fix, fixes_shown, others_writes, seed
 
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
-from poolsplit_adapters.langchain.backends import Plan, backend_for
+from poolsplit_adapters.langchain.backends import backend_for
+from poolsplit_adapters.stores.langgraph.backends import Plan
 from poolsplit_adapters.stores.langgraph.prepared import watermark
 from poolsplit_adapters.stores.postgres import install_change_counter
 
