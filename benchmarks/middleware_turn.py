@@ -40,13 +40,13 @@ n-grams; PostgresStore's default HNSW index) and the middleware given
 ``fetch_k``: each pool's types are recalled by similarity, ``fetch_k``
 items a type, and the corrections come from the middleware's kept index of
 them. Over ``InMemoryStore`` the ranked searches are ours
-(``langchain/memory_store_search.py``: a kept matrix of the namespace's
+(``stores/langgraph/memory_store_search.py``: a kept matrix of the namespace's
 vectors, one NumPy pass a query; the store counts its batches through
 instance attributes, so its class stays the store's own and is served);
 ``SqliteStore`` (sqlite-vec) searches with its own ``search``, which
 compares the query with every vector of the namespace. Over PostgresStore
 the ranked searches are ours
-(``langchain/postgres_store_search.py``: the HNSW index walked, a type of few
+(``stores/langgraph/postgres_store_search.py``: the HNSW index walked, a type of few
 items read exactly through ``install_filter_index``'s index, a walk that
 gives up completed exactly), timed as one round trip of the store.
 ``postgres-index`` keeps the memories whose words follow their type (a
@@ -92,9 +92,9 @@ from langgraph.store.sqlite import SqliteStore  # noqa: E402
 from pg_embeddings import HashedNgramEmbeddings  # noqa: E402
 
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware  # noqa: E402
-from poolsplit_adapters.langchain.memory_store_search import InMemoryStoreSearch  # noqa: E402
-from poolsplit_adapters.langchain.postgres_store_search import PostgresStoreSearch  # noqa: E402
 from poolsplit_adapters.render import parse_markers  # noqa: E402
+from poolsplit_adapters.stores.langgraph.memory_store_search import InMemoryStoreSearch  # noqa: E402
+from poolsplit_adapters.stores.langgraph.postgres_store_search import PostgresStoreSearch  # noqa: E402
 
 #: fetch_k of the middleware over a vector-indexed store: items each type's search recalls.
 FETCH_K = 20

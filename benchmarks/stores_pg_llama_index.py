@@ -108,8 +108,8 @@ def sub_searches(store: Any, queries: List[Dict[str, Any]], fetch_k: int, tenant
     another): label -> ((p50, p95) ms, read through the filter index in
     how many of the queries, completed by an exact search in how many)."""
     from poolsplit_adapters import Visibility
-    from poolsplit_adapters.llama_index.vector_search import PGVectorStoreSearch
     from poolsplit_adapters.recall import RecallPlan
+    from poolsplit_adapters.stores.vectorstores.llama_index_search import PGVectorStoreSearch
 
     times: Dict[str, List[float]] = {}
     filtered: Dict[str, int] = {}

@@ -286,7 +286,7 @@ def always_outside_namespace(selection: Selection) -> int:
     Namespace is exact, so a correction written as ``namespace="ana"`` never
     loads for an agent whose memory is ``("memories", "ana")`` (its entries
     carry ``"memories.ana"``, see
-    [`namespace_label`][poolsplit_adapters.langchain.store.namespace_label]). Only a count
+    [`namespace_label`][poolsplit_adapters.stores.langgraph.store.namespace_label]). Only a count
     says so at a glance; `explain` and the agent middleware's selection
     event both show it. It counts every tenant's corrections the store
     showed the selector (a shared store: the other users' too), never their

@@ -23,9 +23,9 @@ Entry points:
 * [`HashEmbeddings`][poolsplit_adapters.langchain.embeddings.HashEmbeddings]: a deterministic ``Embeddings`` with real
   similarity, for tests and demos (imported on first use).
 * [`PoolSplitMemoryMiddleware`][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware] for ``langchain.agents.create_agent`` and
-  [`BaseStoreMemory`][poolsplit_adapters.langchain.store.BaseStoreMemory] over a LangGraph store (long-term memory for
+  [`BaseStoreMemory`][poolsplit_adapters.stores.langgraph.store.BaseStoreMemory] over a LangGraph store (long-term memory for
   agents); [`VectorStoreMemory`][poolsplit_adapters.langchain.vector_memory.VectorStoreMemory], a vector store under the same store
-  contract; [`namespace_label`][poolsplit_adapters.langchain.store.namespace_label], the one mapping of a LangGraph
+  contract; [`namespace_label`][poolsplit_adapters.stores.langgraph.store.namespace_label], the one mapping of a LangGraph
   namespace tuple to an entry's ``namespace`` string. Imported on first use: they pull in ``langchain.agents``, which
   retriever-only users need not pay for.
 * `create_search_memory_tool`: a `search_memory(query)` tool for
@@ -37,9 +37,9 @@ from typing import Any
 
 from ..convert import SELECTION_KEY
 from ..reports import capture_selections
+from ..stores.vectorstores.langchain_filters import FilterBuilder, callable_filter, dict_filter, type_filter
 from .compressor import PoolSplitCompressor
 from .documents import SELECTION_EVENT, document_to_entry, format_documents
-from .filters import FilterBuilder, callable_filter, dict_filter, type_filter
 from .retriever import PoolSplitRetriever
 
 
@@ -49,11 +49,11 @@ def __getattr__(name: str) -> Any:
 
         return PoolSplitMemoryMiddleware
     if name == "BaseStoreMemory":
-        from .store import BaseStoreMemory
+        from ..stores.langgraph.store import BaseStoreMemory
 
         return BaseStoreMemory
     if name == "namespace_label":
-        from .namespaces import namespace_label
+        from ..stores.langgraph.namespaces import namespace_label
 
         return namespace_label
     if name == "VectorStoreMemory":

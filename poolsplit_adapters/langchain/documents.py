@@ -11,7 +11,6 @@ from langchain_core.documents import Document
 from ..checks import ArgumentError
 from ..convert import (
     SELECTION_KEY,
-    entry_from,
     index_from,
     loaded_text,
     new_call_id,
@@ -23,26 +22,12 @@ from ..index import MemoryIndex
 from ..poolsplit import Chosen, EntryError, Scorer, Selection, TokenCounter
 from ..recall import merge_recalled
 from ..render import expand_hint, marker, omission_line, omitted_by_pool
+from ..stores.vectorstores.langchain_documents import checked_document as _checked
+from ..stores.vectorstores.langchain_documents import document_label as _label
+from ..stores.vectorstores.langchain_documents import document_to_entry as document_to_entry
 
 #: Name of the custom callback event carrying each call's selection report.
 SELECTION_EVENT = "poolsplit_selection"
-
-
-def _label(document: Any, position: int) -> str:
-    doc_id = getattr(document, "id", None)
-    return "document %r" % doc_id if isinstance(doc_id, str) and doc_id else "document at position %d" % position
-
-
-def _checked(document: Any, position: int) -> Document:
-    """The one rule for a document every LangChain adapter takes: a
-    ``Document``, else an error naming its position and what was found (an
-    `ArgumentError`, so a ``TypeError``)."""
-    if not isinstance(document, Document):
-        hint = " (build a Document(page_content, metadata=...))" if isinstance(document, Mapping) else ""
-        raise ArgumentError(
-            "documents[%d] must be a langchain_core Document, got %s%s" % (position, type(document).__name__, hint)
-        )
-    return document
 
 
 def checked_documents(documents: Any) -> list[Document]:
@@ -59,18 +44,6 @@ def checked_documents(documents: Any) -> list[Document]:
     if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Iterable):
         raise ArgumentError("documents must be a list of langchain_core Documents, got %s" % type(documents).__name__)
     return [_checked(document, position) for position, document in enumerate(documents)]
-
-
-def document_to_entry(document: Document, position: int = 0) -> dict[str, Any]:
-    """The entry for a document: its metadata, ``content`` = page content,
-    ``id`` = ``document.id`` (else ``metadata["id"]``).
-
-    Raises:
-        EntryError: malformed metadata, naming the document and the field.
-        TypeError: ``document`` is not a ``Document``.
-    """
-    doc = _checked(document, position)
-    return entry_from(doc.page_content, doc.metadata, doc.id, kind="document", position=position)
 
 
 def _parts(document: Any, position: int) -> tuple[str, Mapping[str, Any], Optional[str], Document]:

@@ -96,11 +96,11 @@ from ..render import explain, goal_line, render_context
 from ..reports import event_payload
 from ..settings import TASK_FIELDS, AgentMemorySettings
 from ..stores.base import DuplicateEntry, IdHeldElsewhere
+from ..stores.langgraph.backends import Backend, Plan
+from ..stores.langgraph.store import Namespace, namespace_label
 from ..threads import off_loop
-from .backends import Backend, Plan
 from .documents import SELECTION_EVENT
 from .runtime_memory import NamespaceSpec, RuntimeMemory
-from .store import Namespace, namespace_label
 
 __all__ = [
     "DEFAULT_HEADING",

@@ -35,9 +35,9 @@ from ..render import explain
 from ..reports import event_payload
 from ..settings import AdapterSettings, CallOverrides
 from ..storable import storable_form
+from ..stores.vectorstores.langchain_filters import FilterBuilder, type_filter
+from ..stores.vectorstores.langchain_search import Recalled, VectorRecall
 from .documents import SELECTION_EVENT, DocumentConverter, checked_documents
-from .filters import FilterBuilder, type_filter
-from .vector_search import Recalled, VectorRecall
 
 
 class DocumentRecall(Protocol):

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from typing import Any, Callable, Optional, Union
 
 from ..settings import AgentMemorySettings
-from .backends import Backend, backend_for
-from .store import Namespace, check_namespaces
+from ..stores.langgraph.backends import Backend
+from ..stores.langgraph.store import Namespace, check_namespaces
+from .backends import backend_for
 
 __all__ = ["NamespaceSpec", "RuntimeMemory"]
 

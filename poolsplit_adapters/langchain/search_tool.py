@@ -21,10 +21,10 @@ from ..checks import ArgumentError, check_label, check_string
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter
 from ..search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, asearch, check_query, search
 from ..settings import AgentMemorySettings
+from ..stores.langgraph.backends import Backend, Plan
+from ..stores.langgraph.store import Namespace
 from ..threads import off_loop
-from .backends import Backend, Plan
 from .runtime_memory import NamespaceSpec, RuntimeMemory
-from .store import Namespace
 
 __all__ = ["SearchInput", "create_search_memory_tool"]
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from ..convert import SELECTION_KEY
 from ..reports import capture_selections
+from ..stores.vectorstores.llama_index_search import IndexRecall, metadata_filters
 from .events import PoolSplitSelectionEvent
 from .memory import CorrectionsMemoryBlock, PooledMemoryBlock, StoreMemoryBlock, poolsplit_memory_blocks
 from .memory_store import SESSION_KEY, PooledRender, PoolSplitMemoryStore, message_text
@@ -44,7 +45,6 @@ from .postprocessor import PoolSplitNodePostprocessor
 from .retriever import PoolSplitRetriever
 from .search_tool import create_search_memory_tool
 from .vector_memory import VectorIndexMemory
-from .vector_search import IndexRecall, metadata_filters
 
 
 def __getattr__(name: str) -> Any:

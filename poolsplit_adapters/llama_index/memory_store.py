@@ -3,43 +3,32 @@ flushed chat written back through the one write gate, and the pooled block's
 text kept structured so truncation never re-reads it.
 
 [`PoolSplitMemoryStore`][] satisfies the store contract
-([`MemoryStore`][]): its verbs are
+([`MemoryStore`][poolsplit_adapters.stores.MemoryStore]): its verbs are
 [`StoreVerbs`][]', over its index, or
-over the durable ``store`` it was given.
+over the durable ``store`` it was given (the engine,
+``stores.chat_memory.ChatMemoryEntries``); this module translates: chat
+messages to lines, the blocks' selection and its event, the pooled text.
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import datetime
-import threading
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 
 from ..call import AdapterCall, cap, record_selection
-from ..checks import ArgumentError
-from ..index import MemoryIndex
-from ..memory.consolidate import ConsolidationOp, ConsolidationResult
-from ..memory.expiry import Moment, note_expired
 from ..memory.turns import USER, Provenance, Said, exchange_id, exchange_proposals
-from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
-from ..poolsplit import Chosen, Pool, Selection
-from ..recall import VisibleEntries, present_types
+from ..memory.write_gate import Proposal, utc_stamp
+from ..poolsplit import Chosen, Selection
+from ..recall import VisibleEntries
 from ..render import marker, omission_line, omitted_by_pool, selected_line
-from ..settings import AdapterSettings, Framework
-from ..stores.base import Change, MemoryStore, StoreVerbs, WriteReport
-from ..stores.checks import storable_text
-from ..stores.memory import IdLookup, commit_to_index
+from ..stores.chat_memory import SESSION_KEY as SESSION_KEY
+from ..stores.chat_memory import ChatMemoryEntries, session_text
 from .events import announce
-
-#: Entry key naming the chat session a flushed message came from. An entry
-#: with it belongs to that session: other sessions do not recall it unless
-#: the store shares chat (``share_chat=True``).
-SESSION_KEY = "session"
 
 # How many recent renders of the pooled block are remembered, so that
 # Memory's truncation call can be answered from the structured selection.
@@ -115,10 +104,10 @@ class PooledRender:
         return sizes
 
 
-class PoolSplitMemoryStore(StoreVerbs):
+class PoolSplitMemoryStore(ChatMemoryEntries):
     """Long-term memory shared by the two memory blocks of one ``Memory``.
 
-    Holds the entries in a [`MemoryIndex`][]
+    Holds the entries in a [`MemoryIndex`][poolsplit_adapters.index.MemoryIndex]
     (``index``), selects for a message, and turns flushed chat messages into
     entries (written to ``store`` when one is given).
 
@@ -126,7 +115,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         entries: curated long-term entries (dicts), shared by every session.
         pools: the pool plan.
         store: optional durable long-term store (any
-            [`MemoryStore`][]). Flushed chat
+            [`MemoryStore`][poolsplit_adapters.stores.MemoryStore]). Flushed chat
             and the contract's writes go there (durable when they return),
             and every selection recalls from its ``entries`` as well.
         share_chat: let every session recall every session's flushed chat.
@@ -141,20 +130,20 @@ class PoolSplitMemoryStore(StoreVerbs):
         flush_filter: which flushed messages are candidates (default: user
             and assistant messages with text). Raw transcripts persisted
             indiscriminately pollute later recall.
-        write_gate: the [`WriteGate`][] every
+        write_gate: the [`WriteGate`][poolsplit_adapters.memory.WriteGate] every
             candidate then passes, as the agent middleware's writes do
             (refuses empty, oversized and duplicate lines; stamps
             ``created``); default ``WriteGate()``. What it refused is
-            counted in [`gate_report`][]. (A callable on a message here
+            counted in ``gate_report``. (A callable on a message here
             is the deprecated spelling of ``flush_filter``.)
         consolidator: the host's own model (a LangChain chat model, a
             LlamaIndex ``LLM`` or a
             `Decider`) to
             consolidate flushed lines with what is stored (add, update =
             supersede, retire, noop; every operation validated, see
-            [`StoreVerbs.consolidate`][]
+            [`StoreVerbs.consolidate`][poolsplit_adapters.stores.StoreVerbs.consolidate]
             ); default
-            None: off. The result is kept in [`last_consolidation`][].
+            None: off. The result is kept in ``last_consolidation``.
         **settings: the selection settings of
             `AdapterSettings`
             (``token_counter`` defaults to LlamaIndex's tokenizer, which is
@@ -175,73 +164,9 @@ class PoolSplitMemoryStore(StoreVerbs):
         ```
     """
 
-    def __init__(
-        self,
-        entries: Iterable[Mapping[str, Any]],
-        pools: Sequence[Pool],
-        *,
-        store: Any = None,
-        share_chat: bool = False,
-        episode_type: str = "episode",
-        episode_priority: float = 2,
-        flush_filter: Optional[Callable[[ChatMessage], bool]] = None,
-        write_gate: Optional[WriteGate] = None,
-        consolidator: Any = None,
-        **settings: Any,
-    ) -> None:
-        self.settings = AdapterSettings.held_by("PoolSplitMemoryStore", Framework.LLAMA_INDEX, pools=pools, **settings)
-        if store is not None and not isinstance(store, MemoryStore):
-            raise ArgumentError(
-                "store must be a MemoryStore (add, get, supersede, delete, entries, select, version), got %r" % (store,)
-            )
-        if write_gate is not None and not isinstance(write_gate, WriteGate):
-            if not callable(write_gate) or flush_filter is not None:
-                raise ArgumentError("write_gate must be a WriteGate, got %r" % (write_gate,))
-            warnings.warn(
-                "PoolSplitMemoryStore(write_gate=<predicate>) is deprecated: pass it as flush_filter=",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            flush_filter, write_gate = write_gate, None
-        visibility = self.settings.visibility
-        for link in visibility.chain if visibility is not None else ():
-            # Flushed chat is written under the first: refused now, not on the
-            # first flush, after LlamaIndex has already archived the lines.
-            if isinstance(link, str):
-                storable_text(link, "visibility namespace")
-        assert self.settings.token_counter is not None
-        self.token_counter = self.settings.token_counter
-        # Built with the scorer's structures: the first call costs what the others do.
-        self.index = MemoryIndex(entries, token_counter=self.token_counter, prepare_for=(self.settings.scorer,))
-        self._ids = IdLookup(self.index)
-        self.long_term = store
-        self.share_chat = share_chat
-        self.episode_type = episode_type
-        self.episode_priority = episode_priority
-        self.flush_filter = flush_filter or _default_filter
-        self.write_gate = write_gate or WriteGate()
-        #: What the write gate did to flushed chat: ids written, refusals by reason.
-        self.gate_report = GateReport()
-        self.consolidator = consolidator
-        #: The last flush's consolidation (None: no consolidator, or nothing new).
-        self.last_consolidation: Optional[ConsolidationResult] = None
-        #: Name of the block that renders the contextual entries (set by
-        #: that block), which a corrections block's last line names.
-        self.pooled_block: Optional[str] = None
-        self._memo: Optional[Tuple[Tuple[Any, ...], Selection]] = None
-        self._sessions: Tuple[int, FrozenSet[str]] = (-1, frozenset())
-        self._types: Optional[Tuple[Any, FrozenSet[str]]] = None
-        self._renders: collections.OrderedDict[str, PooledRender] = collections.OrderedDict()
-        self._last_render: Optional[Tuple[Selection, PooledRender]] = None  # both blocks of one get share it
-        self._recallable: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
-        self._lock = threading.Lock()
-        self._unflushed: List[Proposal] = []  # lines whose write failed, in order (see flush)
-        self._contents: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
-
-    @property
-    def last_selection(self) -> Optional[Selection]:
-        """The selection of the call that finished last (any session)."""
-        return self.settings.last_selection
+    @staticmethod
+    def _default_filter(message: Any) -> bool:
+        return _default_filter(message)
 
     # -- recall ---------------------------------------------------------------------
 
@@ -254,7 +179,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         edit is seen on the very next call, whatever the clock says.
         """
         if session_id:
-            _session_text(session_id)
+            session_text(session_id)
         key = (message, session_id, self.index.version, self._long_term_version())
         memo = self._memo
         if memo is not None and memo[0] == key:
@@ -267,64 +192,6 @@ class PoolSplitMemoryStore(StoreVerbs):
         self._memo = (key, selection)
         announce("memory", selection)
         return call.record(selection)
-
-    def _entry_types(self) -> FrozenSet[str]:
-        """The types this store holds (the index's and the long-term
-        store's, within the visibility), for ``pools="auto"``: read once per
-        change of either version, not once per message."""
-        key = (self.index.version, self._long_term_version())
-        kept = self._types
-        if kept is None or kept[0] != key:
-            entries = list(self.index.entries)
-            if self.long_term is not None:
-                chain = self.settings.visibility.chain if self.settings.visibility is not None else ()
-                for namespace in chain or (None,):
-                    entries += self.long_term.entries(namespace)
-            kept = (key, present_types(entries))
-            self._types = kept
-        return kept[1]
-
-    def _long_term_version(self) -> Any:
-        return self.long_term.version if self.long_term is not None else None
-
-    def _sessions_in_index(self) -> FrozenSet[str]:
-        version, sessions = self._sessions
-        if version != self.index.version:
-            current = self.index.version
-            sessions = frozenset(e[SESSION_KEY] for e in self.index.entries if isinstance(e.get(SESSION_KEY), str))
-            self._sessions = (current, sessions)
-        return sessions
-
-    def _visible(self, entry: Mapping[str, Any], session_id: Optional[str]) -> bool:
-        owner = entry.get(SESSION_KEY)
-        return self.share_chat or owner is None or owner == session_id
-
-    def _candidate_index(self, session_id: Optional[str]) -> MemoryIndex:
-        """`_candidates` as a prepared index, kept while the session
-        and both versions stay the same: the store is read, and the texts
-        counted, once per change instead of once per message."""
-        key = (session_id, self.index.version, self._long_term_version())
-        with self._lock:
-            kept = self._recallable
-        if kept is None or kept[0] != key:
-            kept = (key, MemoryIndex(self._candidates(session_id), token_counter=self.token_counter))
-            with self._lock:
-                self._recallable = kept
-        return kept[1]
-
-    def _candidates(self, session_id: Optional[str]) -> List[Mapping[str, Any]]:
-        """What ``session_id`` may recall: the index's entries, then the
-        long-term store's (each id once), other sessions' chat left out."""
-        found = [e for e in self.index.entries if self._visible(e, session_id)]
-        if self.long_term is not None:
-            seen = {e.get("id") for e in found if e.get("id") is not None}
-            chain = self.settings.visibility.chain if self.settings.visibility is not None else ()
-            for namespace in chain or (None,):
-                for entry in self.long_term.entries(namespace):
-                    if entry.get("id") not in seen and self._visible(entry, session_id):
-                        seen.add(entry.get("id"))
-                        found.append(entry)
-        return found
 
     def expand_tool(self, session_id: Optional[str] = None) -> Any:
         """A LlamaIndex ``FunctionTool`` ``expand_memory(entry_id)`` that loads
@@ -368,7 +235,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         repeats a stored one of the same session and namespace (exactly, or
         in other words) is kept once, its provenance added to the kept
         entry's ``seen``. Refusals, duplicates included, are counted in
-        [`gate_report`][]. With a `consolidator`, a line its
+        ``gate_report``. With a `consolidator`, a line its
         ``noop`` folds into a stored entry is kept too, closed (its text in
         the store, the kept entry's ``seen`` naming it) and counted a
         duplicate of that entry; a ``noop`` naming no entry writes the line.
@@ -377,26 +244,12 @@ class PoolSplitMemoryStore(StoreVerbs):
         archives the lines out of its chat queue *before* it hands them to
         the block, so when the write raises (the store is down, the disk is
         full) the lines are in neither place. They are kept here, in order,
-        and written first by the next flush ([`unflushed`][] counts them);
+        and written first by the next flush (``unflushed`` counts them);
         the error is raised all the same. A line the gate or the checks
         refuse (a session id no store can hold) is not kept: it raises at
         once and would fail again.
         """
-        candidates = self._flush_candidates(messages)
-        with self._lock:
-            pending, self._unflushed = self._unflushed, []
-        batch = pending + candidates
-        try:
-            return self._write_flushed(batch)
-        except Exception:
-            with self._lock:
-                self._unflushed = batch + self._unflushed
-            raise
-
-    @property
-    def unflushed(self) -> int:
-        """Flushed lines whose write failed, kept for the next flush (see [`flush`][])."""
-        return len(self._unflushed)
+        return self._write_pending(self._flush_candidates(messages))
 
     def _flush_candidates(self, messages: Sequence[ChatMessage]) -> List[Proposal]:
         """The gate's judgement of each line `flush_filter` accepts, stamped now."""
@@ -409,7 +262,7 @@ class PoolSplitMemoryStore(StoreVerbs):
             if not self.flush_filter(message):
                 continue
             session = message.additional_kwargs.get("session_id")
-            owner = _session_text(session) if session else None
+            owner = session_text(session) if session else None
             role, text = message.role.value, message_text(message)
             source = "session:%s" % session if session else "chat"
             if role == USER:  # a user's line opens an exchange; the answers after it join it
@@ -418,137 +271,10 @@ class PoolSplitMemoryStore(StoreVerbs):
             proposals.extend(exchange_proposals(self.write_gate, [Said(role, text)], self.episode_type, where))
         return proposals
 
-    def _write_flushed(self, proposals: List[Proposal]) -> List[Dict[str, Any]]:
-        """Write the proposals the gate accepts (one write); count every refusal."""
-        stamp = proposals[0].entry["created"] if proposals else utc_stamp()
-        settled = self.write_gate.settle(proposals, ())
-        accepted: List[Dict[str, Any]] = []
-        for proposal in settled:
-            if proposal.refused is None:
-                entry = dict(proposal.entry, base_priority=self.episode_priority)
-                session = entry["source"][len("session:") :] if entry["source"].startswith("session:") else None
-                if session:
-                    entry[SESSION_KEY] = session
-                accepted.append(entry)
-        target = self.holder
-        if accepted and self.consolidator is not None and isinstance(target, StoreVerbs):
-            report, result = target.consolidate(accepted, model=self.consolidator, at=stamp)
-            self.last_consolidation = result
-            kept: List[Optional[str]] = _consolidated(accepted, report, result)
-        else:
-            kept = self.write(accepted).kept if accepted else []
-        settled = self.write_gate.repeated(settled, kept)
-        self.gate_report.count(settled)
-        return [entry for entry, repeat in zip(accepted, kept) if repeat is None]
-
     def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
         """Deprecated name of [`flush`][] (``remember`` is the agent's tool)."""
         warnings.warn("PoolSplitMemoryStore.remember is deprecated: use flush", DeprecationWarning, stacklevel=2)
         return self.flush(messages)
-
-    # -- the store contract ---------------------------------------------------------
-
-    @property
-    def version(self) -> Tuple[Any, Any]:
-        """(the index's version, the durable store's): changes with either."""
-        return (self.index.version, self._long_term_version())
-
-    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        """Copies of the entries with these ids, or of every entry (of
-        ``namespace`` when given): the index's, then the durable store's,
-        each id once."""
-        found: List[Dict[str, Any]] = []
-        seen: set[Any] = set()
-        wanted = None if ids is None else set(ids)
-        for entry in self.index.entries:
-            if (wanted is None or entry.get("id") in wanted) and (
-                namespace is None or entry.get("namespace") == namespace
-            ):
-                found.append(dict(entry))
-                seen.add(entry.get("id"))
-        if self.long_term is not None:
-            if ids is None:
-                more = self.long_term.entries(namespace)
-            else:
-                more = [e for e in (self.long_term.get(i) for i in dict.fromkeys(ids)) if e is not None]
-            found += [e for e in more if e.get("id") is None or e.get("id") not in seen]
-        return found
-
-    @property
-    def holder(self) -> StoreVerbs:
-        """The durable store when one was given (its writes land there), else this store."""
-        return self.long_term if isinstance(self.long_term, StoreVerbs) else self
-
-    def commit(self, change: Change) -> None:
-        """Apply ``change`` to the index (one ``MemoryIndex`` edit per entry,
-        under the store's lock)."""
-        commit_to_index(self.index, change, self._lock, self._ids)
-
-    def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
-        """The contract's ``write`` (``add`` with its report): in the durable
-        store when one was given, else in `index`."""
-        if isinstance(self.long_term, StoreVerbs):
-            return self.long_term.write(entries)
-        if self.long_term is not None:
-            rows = list(entries)
-            return WriteReport(self.long_term.add(rows), [])
-        return super().write(entries)
-
-    def consolidate(
-        self, entries: Iterable[Mapping[str, Any]], *, model: Any, at: Optional[Moment] = None, nearest: int = 5
-    ) -> Tuple[WriteReport, ConsolidationResult]:
-        """The contract's ``consolidate``, in the durable store when one was
-        given (its operations applied there: committed to the index, an
-        update's target was not found and the operation fell to a plain write)."""
-        holder = self.holder
-        if holder is not self:
-            return holder.consolidate(entries, model=model, at=at, nearest=nearest)
-        return super().consolidate(entries, model=model, at=at, nearest=nearest)
-
-    def supersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
-        """The contract's ``supersede``, in the durable store when one was given."""
-        if self.long_term is not None:
-            return self.long_term.supersede(entry_id, new_entry)
-        return super().supersede(entry_id, new_entry)
-
-    def delete(self, entry_id: str, *, history: bool = True) -> bool:
-        """The contract's ``delete``: from the index, and from the durable store."""
-        gone = super().delete(entry_id, history=history)
-        if self.long_term is not None:
-            gone = self.long_term.delete(entry_id) or gone
-        return gone
-
-    def forget(self, *, namespace: str) -> int:
-        """The contract's ``forget``: every entry of ``namespace``, from the
-        index and from the durable store; how many ids went."""
-        count = super().forget(namespace=namespace)
-        if isinstance(self.long_term, StoreVerbs):
-            self.long_term.forget(namespace=namespace)
-        return count
-
-    def sweep_expired(self, now: Optional[Moment] = None) -> List[str]:
-        """The contract's ``sweep_expired``, on the index and the durable store."""
-        gone = super().sweep_expired(now)
-        if isinstance(self.long_term, StoreVerbs):
-            gone += [i for i in self.long_term.sweep_expired(now) if i not in gone]
-        return gone
-
-    def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
-        """The core's ``select`` over every entry (the index's and the durable
-        store's; no session filter: that is [`select_for`][]'s), ranked by
-        this store's scorer (the adapters' default, or ``embeddings=``'s
-        fused one) unless ``scorer=`` is given."""
-        options.setdefault("scorer", self.settings.scorer)
-        if self.long_term is None:
-            return note_expired(self.index.select(pools, context, **options))
-        key = self.version
-        with self._lock:
-            kept = self._contents
-        if kept is None or kept[0] != key:
-            kept = (key, MemoryIndex(self.read(), token_counter=self.token_counter))
-            with self._lock:
-                self._contents = kept
-        return note_expired(kept[1].select(pools, context, **options))
 
     # -- the pooled block's text ----------------------------------------------------
 
@@ -557,7 +283,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         [`truncate_pooled`][] can cut it entry by entry. Both blocks ask
         for the same selection on one ``get``: it is rendered once."""
         with self._lock:
-            last = self._last_render
+            last: Optional[Tuple[Selection, PooledRender]] = self._last_render
         if last is not None and last[0] is selection:
             return last[1]
         returned = cap(selection, self.settings.k)
@@ -582,7 +308,7 @@ class PoolSplitMemoryStore(StoreVerbs):
         dropped from the least relevant end; the result always ends with
         the explicit omission lines (budget, and the context limit)."""
         with self._lock:
-            rendered = self._renders.get(content)
+            rendered: Optional[PooledRender] = self._renders.get(content)
         if rendered is None:
             # Not a text this store made (or one long gone): nothing to
             # cut entry by entry, but never silently.
@@ -593,30 +319,6 @@ class PoolSplitMemoryStore(StoreVerbs):
         return rendered.text
 
 
-def _consolidated(
-    entries: Sequence[Mapping[str, Any]], report: WriteReport, result: ConsolidationResult
-) -> List[Optional[str]]:
-    """For each flushed line, None when it was stored as an active memory,
-    else the id of the entry it repeats (what [`WriteGate.repeated`][]
-     takes): a line a
-    consolidator's noop closed repeats the entry the noop named (its text
-    is stored, closed; the kept entry's ``seen`` names it); a line the
-    ordinary write found a repeat is reported under its own id."""
-    applied = [op for op in result.accepted if not any(op is f for f, _ in result.failed)]
-    repeats: Dict[str, str] = {}
-    changed: set[str] = set()
-    for op in applied:
-        if op.as_given:  # written by the ordinary write, which reports it
-            continue
-        if op.op is ConsolidationOp.NOOP and op.target is not None:
-            kept = str(op.target["id"])
-            repeats.update({str(row["id"]): kept for row in op.writes if str(row["id"]) != kept})
-        else:
-            changed.update(str(row["id"]) for row in op.writes)
-    written = set(report.written) | changed
-    return [None if e["id"] in written else repeats.get(e["id"], e["id"]) for e in entries]
-
-
 def message_text(message: ChatMessage) -> str:
     """The text of a chat message (its text blocks, stripped)."""
     return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
@@ -624,11 +326,3 @@ def message_text(message: ChatMessage) -> str:
 
 def _default_filter(message: ChatMessage) -> bool:
     return message.role in (MessageRole.USER, MessageRole.ASSISTANT) and bool(message_text(message))
-
-
-def _session_text(session: Any) -> str:
-    """A session id as the flushed chat's owner: every store must hold it as
-    it is, so one with NUL or a lone surrogate is refused (written with the
-    replacement character it became another session's, "alice\\ufffd", and
-    the session that wrote it could no longer recall it)."""
-    return storable_text(str(session), "session_id")

@@ -2,51 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Optional, Union
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 
-from ..convert import SELECTION_KEY, entry_from, index_from, loaded_text, selection_metadata, stored_parts
+from ..convert import SELECTION_KEY, index_from, loaded_text, selection_metadata
 from ..index import MemoryIndex
 from ..poolsplit import Chosen, Scorer, TokenCounter
 from ..recall import merge_recalled
-
-AnyNode = Union[BaseNode, NodeWithScore]
-
-
-def node_to_entry(node: AnyNode, position: int = 0, *, type_key: str = "type") -> dict[str, Any]:
-    """The entry for a node: its metadata, ``content`` = its text (no
-    metadata), ``id`` = its node id. ``type_key``: the metadata key that
-    holds the node's type (a retriever's ``type_key``): its value is the
-    entry's ``type``, and a node without it has none (a ``"note"``), as the
-    store's type filters found it, whatever its metadata ``"type"`` says.
-
-    Raises:
-        EntryError: malformed metadata, naming the node and the field.
-        TypeError: ``node`` is neither a node nor a ``NodeWithScore``.
-    """
-    text, metadata, node_id, _ = _parts(node, position)
-    if type_key != "type":
-        metadata = {k: v for k, v in metadata.items() if k != "type"}
-        if metadata.get(type_key) is not None:  # None: no type (IS_EMPTY finds it as untyped)
-            metadata["type"] = metadata[type_key]
-    return entry_from(text, metadata, node_id, kind="node", position=position)
-
-
-def _parts(node: Any, position: int) -> tuple[str, dict[str, Any], str, BaseNode]:
-    """(text, metadata, id, the node itself) of a node or ``NodeWithScore``."""
-    if not isinstance(node, (BaseNode, NodeWithScore)):
-        raise TypeError(
-            "nodes[%d] must be a llama_index node (TextNode, Document, ...) or NodeWithScore, got %s"
-            % (position, type(node).__name__)
-        )
-    base = node.node if isinstance(node, NodeWithScore) else node
-    # A plain TextNode's text without metadata is its ``text`` (what
-    # get_content(MetadataMode.NONE) returns for it, without building and
-    # discarding a metadata string per node); other kinds say for themselves.
-    text = base.text if type(base) is TextNode else base.get_content(metadata_mode=MetadataMode.NONE)
-    return text, base.metadata, base.node_id, base
+from ..stores.vectorstores.llama_index_nodes import AnyNode as AnyNode
+from ..stores.vectorstores.llama_index_nodes import node_parts as _parts
+from ..stores.vectorstores.llama_index_nodes import node_to_entry as node_to_entry
+from ..stores.vectorstores.llama_index_nodes import nodes_from as nodes_from
 
 
 class NodeConverter:
@@ -121,18 +89,3 @@ class NodeConverter:
                 node.set_content(loaded_text(c, original.get_content(metadata_mode=MetadataMode.NONE)))
             out.append(NodeWithScore(node=node, score=always_score if c.always else float(c.score or 0.0)))
         return out
-
-
-def nodes_from(entries: Iterable[Mapping[str, Any]]) -> list[TextNode]:
-    """Entries as ``TextNode``s (metadata = every key but content and id),
-    e.g. to build a ``VectorStoreIndex`` from a JSONL store. Only a node's
-    text is embedded: every metadata key is in its
-    ``excluded_embed_metadata_keys`` (`stored_parts`)."""
-    out = []
-    for entry in entries:
-        text, metadata = stored_parts(entry)
-        node = TextNode(text=text, metadata=metadata, excluded_embed_metadata_keys=list(metadata))
-        if entry.get("id"):
-            node.id_ = entry["id"]
-        out.append(node)
-    return out

@@ -35,9 +35,9 @@ from ..recall import store_metric as metric_of
 from ..render import explain
 from ..reports import capture_selections
 from ..settings import AdapterSettings, CallOverrides, Framework
+from ..stores.vectorstores.llama_index_search import IndexRecall
 from .events import announce
 from .nodes import AnyNode, NodeConverter
-from .vector_search import IndexRecall
 
 QueryType = Union[str, QueryBundle]
 

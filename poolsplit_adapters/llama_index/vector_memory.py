@@ -6,34 +6,24 @@ corrections by filter). This class adds the store contract
 ([`MemoryStore`][poolsplit_adapters.stores.MemoryStore]) on top: the verbs and their
 rules are [`StoreVerbs`][]'; a node is an
 entry (its text is ``content``, its node id ``id``, every other field in
-``metadata``).
-
-Where the nodes live depends on the vector store: one that stores text
-(``PGVectorStore``, ...) answers ``get_nodes``; the default
-``SimpleVectorStore`` does not, and the index keeps the nodes in its
-docstore instead. A node is replaced by deleting it and inserting the new
-version, since not every vector store overwrites a node id in place.
-[`VectorIndexMemory.version`][] counts the writes made through this object.
+``metadata``). The store engine (reads and writes, where the nodes live) is
+``stores.vectorstores.llama_index_memory``; this class adds the selection.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Mapping, Optional, Sequence
 
 from llama_index.core import VectorStoreIndex
-from llama_index.core.schema import BaseNode
 
 from ..poolsplit import Pool, Selection
-from ..stores.base import Change, StoreVerbs, prepare_entries
-from .nodes import node_to_entry, nodes_from
+from ..stores.vectorstores.llama_index_memory import VectorIndexEntries
 from .retriever import PoolSplitRetriever
-from .vector_search import PGVectorStoreSearch
 
 __all__ = ["VectorIndexMemory"]
 
 
-class VectorIndexMemory(StoreVerbs):
+class VectorIndexMemory(VectorIndexEntries):
     """Long-term memory in a LlamaIndex ``VectorStoreIndex``, under the store contract.
 
     Args:
@@ -60,26 +50,8 @@ class VectorIndexMemory(StoreVerbs):
     """
 
     def __init__(self, index: VectorStoreIndex, **retriever_options: Any) -> None:
-        if not isinstance(index, VectorStoreIndex):
-            raise TypeError(
-                "VectorIndexMemory index must be a LlamaIndex VectorStoreIndex, got %s" % type(index).__name__
-            )
-        self.index = index
+        super().__init__(index)
         self.retriever_options = dict(retriever_options)
-        self._writes = 0
-        self._lock = threading.Lock()
-
-    def __repr__(self) -> str:
-        return "VectorIndexMemory(%s)" % type(self.index.vector_store).__name__
-
-    @property
-    def version(self) -> Tuple[str, int]:
-        """``("writes", n)``: the writes made through this object."""
-        return ("writes", self._writes)
-
-    @property
-    def _text_in_store(self) -> bool:
-        return bool(self.index.vector_store.stores_text)
 
     # -- reading ----------------------------------------------------------------------
 
@@ -101,75 +73,3 @@ class VectorIndexMemory(StoreVerbs):
             str(context.get("message") or ""), tags=context.get("tags"), project=context.get("project")
         )
         return selection  # noted by the call (expired ids too)
-
-    # -- the contract's primitives ----------------------------------------------------
-
-    def _nodes(self, ids: Optional[Sequence[str]], namespace: Optional[str] = None) -> List[BaseNode]:
-        if self._text_in_store:
-            if ids is not None and not ids:
-                return []
-            if ids is None and namespace is not None and PGVectorStoreSearch.serves(self.index.vector_store):
-                # One subject's nodes, exactly (forget, export): the store's
-                # own filters would paste the namespace into SQL text.
-                return PGVectorStoreSearch(self.index.vector_store).in_namespace(namespace)
-            if ids is None and not self.lists_entries:
-                raise TypeError(
-                    "%s cannot list its nodes without ids or filters; read by id with get()"
-                    % type(self.index.vector_store).__name__
-                )
-            return list(self.index.vector_store.get_nodes(node_ids=None if ids is None else list(ids)))
-        docstore = self.index.docstore
-        if ids is None:
-            return list(docstore.docs.values())
-        found = (docstore.get_node(i, raise_error=False) for i in dict.fromkeys(ids))
-        return [n for n in found if n is not None]
-
-    @property
-    def lists_entries(self) -> bool:
-        """Whether every node can be listed (``entries()``): the docstore
-        can; a vector store holding the text only when it lists without ids
-        (Postgres' ``PGVectorStore`` needs ids or filters)."""
-        if not self._text_in_store:
-            return True
-        try:
-            from llama_index.vector_stores.postgres import PGVectorStore
-        except ImportError:  # pragma: no cover - the postgres extra is not installed
-            return True
-        return not isinstance(self.index.vector_store, PGVectorStore)
-
-    def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        """The entries with these ids, or every entry (of ``namespace`` when
-        given; on ``PGVectorStore``, which lists nothing without ids, the
-        entries of one ``namespace`` are read exactly, so
-        ``forget(namespace=...)`` and ``entries(namespace)`` work there too)."""
-        entries = [node_to_entry(n, i) for i, n in enumerate(self._nodes(ids, namespace))]
-        return [e for e in entries if namespace is None or e.get("namespace") == namespace]
-
-    def commit(self, change: Change) -> None:
-        """Apply ``change``: verified against the nodes as read just before;
-        replaced and forgotten nodes deleted, then every new version
-        inserted (embedded by the index's model)."""
-        with self._lock:
-            stored = self.read(change.touched + list(change.forget))
-            rows = change.rows(change.verify(stored))
-            present = {e["id"] for e in stored}
-            doomed = [e["id"] for e in rows if e["id"] in present] + [i for i in change.forget if i in present]
-            if doomed:
-                self.index.delete_nodes(doomed, delete_from_docstore=True)
-            if rows:
-                self.index.insert_nodes(nodes_from(rows))
-            if doomed or rows:
-                self._writes += 1
-
-    def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Write ``entries``, replacing nodes with the same id; checked first
-        as every write is. Returns their ids."""
-        prepared = prepare_entries(entries, self.stamp())
-        with self._lock:
-            present = {e["id"] for e in self.read([e["id"] for e in prepared])}
-            if present:
-                self.index.delete_nodes(sorted(present), delete_from_docstore=True)
-            if prepared:
-                self.index.insert_nodes(nodes_from(prepared))
-                self._writes += 1
-        return [e["id"] for e in prepared]

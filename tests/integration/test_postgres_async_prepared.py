@@ -34,9 +34,10 @@ from prepared_seed import (
 
 from poolsplit_adapters.index import MemoryIndex
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
-from poolsplit_adapters.langchain.backends import Plan, backend_for
-from poolsplit_adapters.langchain.prepared import watermark
+from poolsplit_adapters.langchain.backends import backend_for
 from poolsplit_adapters.settings import ArgumentError
+from poolsplit_adapters.stores.langgraph.backends import Plan
+from poolsplit_adapters.stores.langgraph.prepared import watermark
 from poolsplit_adapters.stores.postgres import (
     ainstall_change_counter,
     ainstall_filter_index,

@@ -104,7 +104,7 @@ def exact_top(prefix: str, k: int) -> List[str]:
 
 
 def run(store: Any, searches: List[Search]) -> Any:
-    from poolsplit_adapters.langchain.pgvector_search import PGVectorPlanSearch
+    from poolsplit_adapters.stores.vectorstores.pgvector_search import PGVectorPlanSearch
 
     search = PGVectorPlanSearch(store=store, searches=searches, vector=hashed_ngrams(QUERY))
     search.invoke(QUERY)
@@ -204,7 +204,7 @@ def test_the_retriever_over_the_indexed_store_loads_every_correction_and_the_rar
 async def test_the_async_search_reads_a_rare_pool_through_the_index(pg_database: Database, indexed):
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from poolsplit_adapters.langchain.pgvector_search import PGVectorPlanSearch
+    from poolsplit_adapters.stores.vectorstores.pgvector_search import PGVectorPlanSearch
 
     engine = create_async_engine(pg_database.url, connect_args=SHORT_SCANS)
     try:
@@ -253,7 +253,7 @@ def bounds_sent(engine: Any) -> Iterator[List[Any]]:
 def sent_bounds(engine: Any, store: Any, searches: List[Search], large: Any) -> Tuple[List[Any], Any]:
     """The filter-first bounds the plan search's statements were sent with,
     and the finished search (``large``: the retriever's memory of large filters)."""
-    from poolsplit_adapters.langchain.pgvector_search import PGVectorPlanSearch
+    from poolsplit_adapters.stores.vectorstores.pgvector_search import PGVectorPlanSearch
 
     with bounds_sent(engine) as bounds:
         search = PGVectorPlanSearch(store=store, searches=searches, vector=hashed_ngrams(QUERY), large_filters=large)
@@ -340,8 +340,8 @@ def test_a_large_filter_made_small_by_deletions_is_still_found_whole_within_its_
 async def test_the_async_search_skips_a_large_filters_count_too(pg_database: Database, indexed):
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    from poolsplit_adapters.langchain.pgvector_search import PGVectorPlanSearch
     from poolsplit_adapters.stores.postgres import SKIP_COUNT, LargeFilters
+    from poolsplit_adapters.stores.vectorstores.pgvector_search import PGVectorPlanSearch
 
     engine = create_async_engine(pg_database.url, connect_args=SHORT_SCANS)
     try:

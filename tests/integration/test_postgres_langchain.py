@@ -17,8 +17,8 @@ from sqlalchemy.ext.asyncio import create_async_engine
 
 from poolsplit_adapters import Visibility
 from poolsplit_adapters.langchain import SELECTION_KEY, PoolSplitRetriever, capture_selections
-from poolsplit_adapters.langchain.filters import dict_filter, type_filter
 from poolsplit_adapters.recall import Search
+from poolsplit_adapters.stores.vectorstores.langchain_filters import dict_filter, type_filter
 
 langchain_postgres = pytest.importorskip("langchain_postgres")
 PGVector = langchain_postgres.PGVector

@@ -31,7 +31,7 @@ from llama_index.core import VectorStoreIndex  # noqa: E402
 from llama_index.core.schema import TextNode  # noqa: E402
 
 from poolsplit_adapters.llama_index import PoolSplitRetriever  # noqa: E402
-from poolsplit_adapters.llama_index.vector_search import PGVectorStoreSearch  # noqa: E402
+from poolsplit_adapters.stores.vectorstores.llama_index_search import PGVectorStoreSearch  # noqa: E402
 
 HNSW = {"hnsw_m": 16, "hnsw_ef_construction": 64, "hnsw_ef_search": 40, "hnsw_dist_method": "vector_cosine_ops"}
 #: Farther from the query than anything else (cosine distance above 1,

@@ -17,8 +17,9 @@ from pg_embeddings import HashedNgramEmbeddings
 from prepared_seed import AFTER_OTHERS, NOW, POOLS, U1, assert_a_fresh_recalls, fix, fixes_shown, others_writes, seed
 
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
-from poolsplit_adapters.langchain.backends import Plan, backend_for
-from poolsplit_adapters.langchain.prepared import watermark
+from poolsplit_adapters.langchain.backends import backend_for
+from poolsplit_adapters.stores.langgraph.backends import Plan
+from poolsplit_adapters.stores.langgraph.prepared import watermark
 from poolsplit_adapters.stores.postgres import install_change_counter
 
 PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
@@ -116,7 +117,7 @@ def test_the_change_counter_moves_for_every_writer_and_is_one_lookup(pg_database
             cur.execute("TRUNCATE store CASCADE")
         assert watermark(mine, [U1]) != marks[4]
         with mine._cursor() as cur:
-            from poolsplit_adapters.langchain.prepared import _PG_CHANGES
+            from poolsplit_adapters.stores.langgraph.prepared import _PG_CHANGES
 
             cur.execute("EXPLAIN " + _PG_CHANGES, (["x"], "memories.u1"))
             plan = " ".join(row["QUERY PLAN"] for row in cur.fetchall())
@@ -158,7 +159,7 @@ def test_the_counter_watermark_names_its_database(pg_server: Any) -> None:
     """A database restored from an older copy brings the counters back to
     values a reader may hold: equal counts in another database are another
     watermark, and the middleware's own-write shortcut never bridges them."""
-    from poolsplit_adapters.langchain.prepared import _own_only
+    from poolsplit_adapters.stores.langgraph.prepared import _own_only
 
     marks = []
     for _ in range(2):

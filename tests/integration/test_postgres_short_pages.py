@@ -262,7 +262,7 @@ def v2_like(store: Any, engine: Any, **options: Any) -> Any:
     """Another ``PGVectorStore`` on ``store``'s table (its metadata columns), over ``engine``."""
     from langchain_postgres import PGVectorStore
 
-    from poolsplit_adapters.langchain.pgvector_v2_search import StoreTable
+    from poolsplit_adapters.stores.vectorstores.pgvector_v2_search import StoreTable
 
     kept = list(StoreTable.of(store).metadata_columns)
     return PGVectorStore.create_sync(
@@ -280,8 +280,8 @@ def test_a_short_v2_page_is_run_again_exactly_and_the_stores_own_ef_search_stays
     from langchain_postgres import PGEngine
     from langchain_postgres.v2.indexes import HNSWQueryOptions
 
-    from poolsplit_adapters.langchain.pgvector_v2_search import PGVectorStorePlanSearch
     from poolsplit_adapters.recall import Search
+    from poolsplit_adapters.stores.vectorstores.pgvector_v2_search import PGVectorStorePlanSearch
 
     search = Search("pool:rare", 20, types=("rare",), namespaces=("t",), pool="rare")
     vector = HashedNgramEmbeddings().embed_query(QUERY)

@@ -19,7 +19,7 @@ from pg_server import Database
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
-from poolsplit_adapters.langchain.postgres_store_search import (
+from poolsplit_adapters.stores.langgraph.postgres_store_search import (
     PostgresStoreSearch,
     RankedSearch,
     serves_postgres_store,

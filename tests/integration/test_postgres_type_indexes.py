@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 from poolsplit_adapters import Pool
 from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import BaseStoreMemory
-from poolsplit_adapters.langchain.postgres_store_search import PostgresStoreSearch, RankedSearch, type_index_ef
+from poolsplit_adapters.stores.langgraph.postgres_store_search import PostgresStoreSearch, RankedSearch, type_index_ef
 from poolsplit_adapters.stores.postgres import SKIP_COUNT
 from poolsplit_adapters.stores.type_indexes import (
     CODES_SECONDS,

@@ -24,8 +24,9 @@ from lc_helpers import WordHashEmbedding
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
-from poolsplit_adapters.langchain.backends import Plan, backend_for
+from poolsplit_adapters.langchain.backends import backend_for
 from poolsplit_adapters.render import render_context, selection_dict
+from poolsplit_adapters.stores.langgraph.backends import Plan
 
 NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
 U1 = ("memories", "u1")

@@ -13,7 +13,7 @@ from lc_helpers import Counter, WordHashEmbedding
 
 from poolsplit_adapters import EntryError, Pool
 from poolsplit_adapters.langchain import BaseStoreMemory
-from poolsplit_adapters.langchain.store import READ_ALL
+from poolsplit_adapters.stores.langgraph.store import READ_ALL
 
 NOW = datetime.datetime(2026, 7, 1)
 U1 = ("memories", "u1")

@@ -1,4 +1,4 @@
-"""An InMemoryStore's watermark (langchain/prepared.py): the namespace's
+"""An InMemoryStore's watermark (stores/langgraph/prepared.py): the namespace's
 items compared, so it moves with every write to the namespace and with
 nothing else."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from langgraph.store.memory import InMemoryStore
 
 from poolsplit_adapters.langchain import BaseStoreMemory
-from poolsplit_adapters.langchain.prepared import watermark
+from poolsplit_adapters.stores.langgraph.prepared import watermark
 
 U1 = ("memories", "u1")
 

@@ -52,7 +52,9 @@ def test_the_package_maps_namespaces_in_one_place():
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if re.search(r"""["']\.["']\.join\(""", line)
     ]
-    assert joins == ["langchain/namespaces.py:%d" % _join_line(package / "langchain" / "namespaces.py")]
+    assert joins == [
+        "stores/langgraph/namespaces.py:%d" % _join_line(package / "stores" / "langgraph" / "namespaces.py")
+    ]
 
 
 def _join_line(path: pathlib.Path) -> int:
@@ -125,7 +127,7 @@ def test_the_agent_loads_a_correction_stored_under_namespace_label_and_counts_on
 
 def test_the_docstring_examples_run():
     from poolsplit_adapters import render
-    from poolsplit_adapters.langchain import store
+    from poolsplit_adapters.stores.langgraph import store
 
     for module in (render, store):
         assert doctest.testmod(module).failed == 0, module.__name__

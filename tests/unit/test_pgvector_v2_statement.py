@@ -20,7 +20,7 @@ sqlalchemy = pytest.importorskip("sqlalchemy")
 
 from sqlalchemy.dialects.postgresql import psycopg  # noqa: E402
 
-from poolsplit_adapters.langchain.pgvector_v2_search import StoreTable  # noqa: E402
+from poolsplit_adapters.stores.vectorstores.pgvector_v2_search import StoreTable  # noqa: E402
 
 HOSTILE = ["x'); DROP TABLE canary; --", "o'brien", "$$dollar$$", "ünïcødé 名前"]
 
@@ -92,7 +92,7 @@ def test_the_stores_distance_orders_and_scores():
 
 def test_the_stores_query_options_are_set_with_name_and_value_bound():
     options = indexes.HNSWQueryOptions(ef_search=123)
-    from poolsplit_adapters.langchain.pgvector_v2_search import _setting
+    from poolsplit_adapters.stores.vectorstores.pgvector_v2_search import _setting
 
     pairs = tuple(_setting(p) for p in options.to_parameter())
     assert pairs == (("hnsw.ef_search", "123"),)

@@ -25,7 +25,6 @@ from langgraph.store.sqlite import SqliteStore
 
 from poolsplit_adapters import EntryError, Pool
 from poolsplit_adapters.langchain import BaseStoreMemory
-from poolsplit_adapters.langchain.prepared import PreparedRecall
 from poolsplit_adapters.memory import duplicates
 from poolsplit_adapters.memory.duplicates import (
     MIN_NEAR_WORDS,
@@ -38,6 +37,7 @@ from poolsplit_adapters.memory.duplicates import (
 from poolsplit_adapters.memory.repeat_candidates import RepeatCandidates
 from poolsplit_adapters.poolsplit import default_scorer
 from poolsplit_adapters.stores.base import live
+from poolsplit_adapters.stores.langgraph.prepared import PreparedRecall
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 import facts  # noqa: E402

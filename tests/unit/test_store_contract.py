@@ -374,8 +374,9 @@ def test_select_loads_corrections_first_then_the_pools(store):
 
 
 def test_the_middleware_takes_every_store_as_a_backend(store):
-    from poolsplit_adapters.langchain.backends import Plan, backend_for
+    from poolsplit_adapters.langchain.backends import backend_for
     from poolsplit_adapters.settings import AgentMemorySettings
+    from poolsplit_adapters.stores.langgraph.backends import Plan
 
     settings = AgentMemorySettings.held_by("test", pools=POOLS, token_counter=counter, now=NOW, chain_penalty=0.9)
     label = namespace_label(U1)

@@ -42,11 +42,11 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
-from ..poolsplit import Pool, Visibility
-from ..recall import RecallPlan, Search
-from ..stores.postgres import FirstUseSetup, LargeFilters, check_search
-from ..threads import at_once
-from .filters import FilterBuilder, dict_filter
+from ...poolsplit import Pool, Visibility
+from ...recall import RecallPlan, Search
+from ...threads import at_once
+from ..postgres import FirstUseSetup, LargeFilters, check_search
+from .langchain_filters import FilterBuilder, dict_filter
 from .pgvector_search import PGVectorPlanSearch, plan_search
 from .pgvector_v2_search import PGVectorStorePlanSearch
 from .pgvector_v2_search import plan_search as v2_plan_search
@@ -156,7 +156,7 @@ class PGVectorAlwaysFetch(_ExactAlwaysFetch):
     def _statement(self, collection: Any) -> Any:
         from sqlalchemy import select
 
-        from ..stores.postgres import metadata_condition
+        from ..postgres import metadata_condition
 
         rows = self.store.EmbeddingStore  # type: ignore[attr-defined]
         return (
@@ -243,7 +243,7 @@ def namespace_documents(store: VectorStore, namespace: str) -> Optional[List[Doc
     Raises:
         ArgumentError: ``namespace`` holds a value Postgres text cannot hold.
     """
-    from ..stores.postgres import check_postgres_text
+    from ..postgres import check_postgres_text
 
     if PGVectorAlwaysFetch.serves(store):
         from sqlalchemy import select

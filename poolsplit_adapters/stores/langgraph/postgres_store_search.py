@@ -69,8 +69,9 @@ from typing import Any, Callable, Dict, Generator, List, Optional, Protocol, Set
 
 from langgraph.store.base import SearchItem
 
-from ..recall import Search
-from ..stores.postgres import (
+from ...recall import Search
+from ...threads import off_loop
+from ..postgres import (
     HNSW_EF_SEARCH,
     HNSW_VISIT_COST,
     LargeFilters,
@@ -84,8 +85,7 @@ from ..stores.postgres import (
     pool_search_bound,
     wait_on_store_loop,
 )
-from ..stores.type_indexes import CODE_COLUMN, CODES_SECONDS, NULL_CODES, TYPE_CODES, type_codes_sql
-from ..threads import off_loop
+from ..type_indexes import CODE_COLUMN, CODES_SECONDS, NULL_CODES, TYPE_CODES, type_codes_sql
 from .namespaces import namespace_label
 
 __all__ = [

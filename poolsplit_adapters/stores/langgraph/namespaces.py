@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Sequence, Tuple
 
-from ..checks import ArgumentError
+from ...errors import ArgumentError
 
 __all__ = ["Namespace", "namespace_label"]
 

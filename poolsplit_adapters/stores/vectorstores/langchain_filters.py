@@ -7,7 +7,7 @@ from typing import Any, Callable, Dict, List
 from langchain_core.documents import Document
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 
-from ..recall import UNTYPED_DEFAULT, Search
+from ...recall import UNTYPED_DEFAULT, Search
 
 #: ``(search) -> filter`` for one vector store's ``filter=`` argument (None:
 #: no filter).

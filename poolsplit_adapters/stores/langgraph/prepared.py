@@ -75,12 +75,13 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple, cast
 from langgraph.store.base import BaseStore, GetOp, Item
 from langgraph.store.memory import InMemoryStore
 
-from ..index import MemoryIndex
-from ..memory.repeat_candidates import RepeatCandidates
-from ..poolsplit import Pool, Scorer, Selection
-from ..recall import RecallPlan, Search
-from ..seams import Layering
-from ..stores.postgres import (
+from ...index import MemoryIndex
+from ...memory.repeat_candidates import RepeatCandidates
+from ...poolsplit import Pool, Scorer, Selection
+from ...recall import RecallPlan, Search
+from ...seams import Layering
+from ...threads import off_loop
+from ..postgres import (
     CHANGE_TRIGGERS,
     CHANGES_TABLE,
     alocked_cursor,
@@ -89,7 +90,6 @@ from ..stores.postgres import (
     plain_postgres_store,
     wait_on_store_loop,
 )
-from ..threads import off_loop
 from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
 
 __all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "off_the_loop", "prepares", "watermark"]
@@ -669,7 +669,7 @@ class PreparedRecall:
         """The kept candidates' store items, one list per chain link, in
         recall order (with `CORRECTIONS_ONLY`, what the corrections'
         read by filter returns: for
-        [`recall_with`][poolsplit_adapters.langchain.store.BaseStoreMemory.recall_with])."""
+        [`recall_with`][poolsplit_adapters.stores.langgraph.store.BaseStoreMemory.recall_with])."""
         with self._lock:
             assert self._index is not None, "refresh() first"
             found: List[List[Item]] = [[] for _ in self.memory.chain]

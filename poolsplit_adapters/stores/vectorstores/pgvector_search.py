@@ -58,8 +58,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
-from ..recall import Search
-from ..stores.postgres import (
+from ...recall import Search
+from ..postgres import (
     LargeFilters,
     exact_search_settings,
     filter_first_search,

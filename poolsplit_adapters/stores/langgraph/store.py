@@ -64,12 +64,13 @@ from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runti
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack
 
-from ..checks import ArgumentError
-from ..memory.changes import changing, updates
-from ..memory.duplicates import DuplicateFinder
-from ..memory.expiry import EXPIRES, is_expired, moment_of, note_expired
-from ..memory.write_gate import check_scope, utc_stamp
-from ..poolsplit import (
+from ...defaults import default_adapter_scorer
+from ...errors import ArgumentError
+from ...memory.changes import changing, updates
+from ...memory.duplicates import DuplicateFinder
+from ...memory.expiry import EXPIRES, is_expired, moment_of, note_expired
+from ...memory.write_gate import check_scope, utc_stamp
+from ...poolsplit import (
     EntryError,
     Moment,
     Pool,
@@ -83,12 +84,13 @@ from ..poolsplit import (
     entry_error,
     given_token_count,
 )
-from ..recall import RecallPlan, Search, same_vector_space, takes_store_scores, with_query_vector, with_store_scores
-from ..relevance.known import KnownKey
-from ..reports import select_noted
-from ..seams import Layering
-from ..settings import default_adapter_scorer
-from ..stores.base import (
+from ...recall import RecallPlan, Search, same_vector_space, takes_store_scores, with_query_vector, with_store_scores
+from ...relevance.known import KnownKey
+from ...reports import select_noted
+from ...seams import Layering
+from ...threads import off_loop
+from ...tokens import default_counter
+from ..base import (
     Change,
     StoreVerbs,
     WriteReport,
@@ -98,10 +100,8 @@ from ..stores.base import (
     same_id_repeats,
     settle_repeats,
 )
-from ..stores.checks import check_key_text, storable_text
-from ..stores.postgres import is_async_postgres_store, is_postgres_store, plain_async_postgres_store
-from ..threads import off_loop
-from ..tokens import default_counter
+from ..checks import check_key_text, storable_text
+from ..postgres import is_async_postgres_store, is_postgres_store, plain_async_postgres_store
 from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
 from .namespaces import Namespace, namespace_label
 from .postgres_store_search import (
@@ -644,7 +644,7 @@ class BaseStoreMemory(StoreVerbs):
             # The recall's own query vector: the scorer embeds with the store's model, so it would only embed again.
             used = with_query_vector(used, message, self._ranked_search.vectors.get(message))
         if recall.scores and takes_store_scores(used, model):
-            from ..relevance.similarity import StoreMetric  # numpy, on use: the store has a vector index
+            from ...relevance.similarity import StoreMetric  # numpy, on use: the store has a vector index
 
             used = with_store_scores(used, recall.scores, StoreMetric.COSINE)
         selection = select_noted(

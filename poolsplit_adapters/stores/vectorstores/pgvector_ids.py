@@ -29,7 +29,7 @@ from typing import Any, AsyncIterator, Callable, Collection, Iterator, List, Map
 
 from langchain_core.vectorstores import VectorStore
 
-from .vector_search import PGVectorAlwaysFetch
+from .langchain_search import PGVectorAlwaysFetch
 
 __all__ = ["aclaim_ids", "claim_ids", "lock_key"]
 

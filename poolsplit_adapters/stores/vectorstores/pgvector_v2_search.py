@@ -48,9 +48,9 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
-from ..checks import ArgumentError
-from ..recall import Search
-from ..stores.postgres import exact_search_settings, hnsw_search_settings, metadata_condition
+from ...errors import ArgumentError
+from ...recall import Search
+from ..postgres import exact_search_settings, hnsw_search_settings, metadata_condition
 
 __all__ = ["PGVectorStorePlanSearch", "StoreTable", "serves_pgvectorstore"]
 

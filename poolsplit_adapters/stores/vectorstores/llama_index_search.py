@@ -46,9 +46,10 @@ from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
-from ..poolsplit import Pool, Visibility
-from ..recall import RecallPlan, Search
-from ..stores.postgres import (
+from ...poolsplit import Pool, Visibility
+from ...recall import RecallPlan, Search
+from ...threads import at_once
+from ..postgres import (
     FirstUseSetup,
     LargeFilters,
     check_postgres_text,
@@ -60,7 +61,6 @@ from ..stores.postgres import (
     metadata_condition,
     pool_search_bound,
 )
-from ..threads import at_once
 
 
 def metadata_filters(search: Search, type_key: str = "type") -> Optional[MetadataFilters]:

@@ -1,0 +1,53 @@
+"""A LangChain ``Document`` <-> an entry, as the vector-store engines read
+and write it (the adapters convert with the same functions: `documents`
+re-exports them)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.documents import Document
+
+from ...convert import entry_from, stored_parts
+from ...errors import ArgumentError
+
+__all__ = ["checked_document", "document_label", "document_to_entry", "entry_to_document"]
+
+
+def document_label(document: Any, position: int) -> str:
+    doc_id = getattr(document, "id", None)
+    return "document %r" % doc_id if isinstance(doc_id, str) and doc_id else "document at position %d" % position
+
+
+def checked_document(document: Any, position: int) -> Document:
+    """The one rule for a document every LangChain adapter takes: a
+    ``Document``, else an error naming its position and what was found (an
+    `ArgumentError`, so a ``TypeError``)."""
+    if not isinstance(document, Document):
+        hint = " (build a Document(page_content, metadata=...))" if isinstance(document, Mapping) else ""
+        raise ArgumentError(
+            "documents[%d] must be a langchain_core Document, got %s%s" % (position, type(document).__name__, hint)
+        )
+    return document
+
+
+def document_to_entry(document: Document, position: int = 0) -> dict[str, Any]:
+    """The entry for a document: its metadata, ``content`` = page content,
+    ``id`` = ``document.id`` (else ``metadata["id"]``).
+
+    Raises:
+        EntryError: malformed metadata, naming the document and the field.
+        TypeError: ``document`` is not a ``Document``.
+    """
+    doc = checked_document(document, position)
+    return entry_from(doc.page_content, doc.metadata, doc.id, kind="document", position=position)
+
+
+def entry_to_document(entry: Mapping[str, Any]) -> Document:
+    """The document for an entry: ``content`` as page content, ``id`` as the
+    document id, every other field as metadata (the inverse of
+    [`document_to_entry`][])."""
+    text, metadata = stored_parts(entry)  # page_content is what the store embeds
+    entry_id = entry.get("id")
+    return Document(page_content=text, metadata=metadata, id=None if entry_id is None else str(entry_id))

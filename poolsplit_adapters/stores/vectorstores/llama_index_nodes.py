@@ -1,0 +1,65 @@
+"""A LlamaIndex node <-> an entry, as the vector-store engines read and
+write it (the adapters convert with the same functions: `nodes` re-exports
+them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Union
+
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+
+from ...convert import entry_from, stored_parts
+
+__all__ = ["AnyNode", "node_parts", "node_to_entry", "nodes_from"]
+
+AnyNode = Union[BaseNode, NodeWithScore]
+
+
+def node_to_entry(node: AnyNode, position: int = 0, *, type_key: str = "type") -> dict[str, Any]:
+    """The entry for a node: its metadata, ``content`` = its text (no
+    metadata), ``id`` = its node id. ``type_key``: the metadata key that
+    holds the node's type (a retriever's ``type_key``): its value is the
+    entry's ``type``, and a node without it has none (a ``"note"``), as the
+    store's type filters found it, whatever its metadata ``"type"`` says.
+
+    Raises:
+        EntryError: malformed metadata, naming the node and the field.
+        TypeError: ``node`` is neither a node nor a ``NodeWithScore``.
+    """
+    text, metadata, node_id, _ = node_parts(node, position)
+    if type_key != "type":
+        metadata = {k: v for k, v in metadata.items() if k != "type"}
+        if metadata.get(type_key) is not None:  # None: no type (IS_EMPTY finds it as untyped)
+            metadata["type"] = metadata[type_key]
+    return entry_from(text, metadata, node_id, kind="node", position=position)
+
+
+def node_parts(node: Any, position: int) -> tuple[str, dict[str, Any], str, BaseNode]:
+    """(text, metadata, id, the node itself) of a node or ``NodeWithScore``."""
+    if not isinstance(node, (BaseNode, NodeWithScore)):
+        raise TypeError(
+            "nodes[%d] must be a llama_index node (TextNode, Document, ...) or NodeWithScore, got %s"
+            % (position, type(node).__name__)
+        )
+    base = node.node if isinstance(node, NodeWithScore) else node
+    # A plain TextNode's text without metadata is its ``text`` (what
+    # get_content(MetadataMode.NONE) returns for it, without building and
+    # discarding a metadata string per node); other kinds say for themselves.
+    text = base.text if type(base) is TextNode else base.get_content(metadata_mode=MetadataMode.NONE)
+    return text, base.metadata, base.node_id, base
+
+
+def nodes_from(entries: Iterable[Mapping[str, Any]]) -> list[TextNode]:
+    """Entries as ``TextNode``s (metadata = every key but content and id),
+    e.g. to build a ``VectorStoreIndex`` from a JSONL store. Only a node's
+    text is embedded: every metadata key is in its
+    ``excluded_embed_metadata_keys`` (`stored_parts`)."""
+    out = []
+    for entry in entries:
+        text, metadata = stored_parts(entry)
+        node = TextNode(text=text, metadata=metadata, excluded_embed_metadata_keys=list(metadata))
+        if entry.get("id"):
+            node.id_ = entry["id"]
+        out.append(node)
+    return out
