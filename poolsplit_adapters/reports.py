@@ -32,10 +32,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from .notes import note_fallback
-from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer
+from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
 from .relevance.scorer import RelevanceScorer
 from .render import always_outside_namespace, dropped_rows, selection_dict
-from .seamed import select
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
     "poolsplit_capture_sinks", default=()

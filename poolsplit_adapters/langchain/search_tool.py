@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 
 from ..call import AdapterCall
 from ..checks import ArgumentError, check_label, check_string
-from ..search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, asearch, check_query, search
 from ..poolsplit import Pool, Scorer, Selection, TokenCounter
+from ..search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, asearch, check_query, search
 from ..settings import AgentMemorySettings
 from ..threads import off_loop
 from .backends import Backend, Plan

@@ -28,9 +28,9 @@ from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import BaseStoreMemory, create_search_memory_tool
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore, poolsplit_memory_blocks
 from poolsplit_adapters.llama_index import create_search_memory_tool as llama_search_tool
-from poolsplit_adapters.search_tool import NOTHING_SELECTED, SEARCH_TOOL_NAME, answer
 from poolsplit_adapters.render import parse_markers
 from poolsplit_adapters.reports import capture_selections
+from poolsplit_adapters.search_tool import NOTHING_SELECTED, SEARCH_TOOL_NAME, answer
 from poolsplit_adapters.stores import SQLiteMemoryStore
 
 NOW = datetime.datetime(2026, 7, 1, 9)
