@@ -23,7 +23,9 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.runtime import Runtime
 from langgraph.store.memory import InMemoryStore
 from lc_helpers import WordHashEmbedding
+from llama_index.core import VectorStoreIndex
 from llama_index.core.base.llms.types import ChatMessage
+from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.memory import Memory
 from llama_index.core.schema import NodeWithScore
 
@@ -127,6 +129,11 @@ def test_a_middleware_model_call_runs_the_core_fill():
 def test_a_llama_index_retriever_memory_blocks_and_postprocessor_run_the_core_fill():
     with core_fills() as fills:
         got = LlamaRetriever(POOLS, nodes_from(ENTRIES), now=NOW).retrieve("refund rounding")
+    assert got[0].node.node_id == "fix"
+    assert fills[0] >= 1
+    index = VectorStoreIndex(nodes_from(ENTRIES), embed_model=MockEmbedding(embed_dim=8))
+    with core_fills() as fills:
+        got = LlamaRetriever.from_vector_store_index(index, POOLS, now=NOW).retrieve("refund rounding")
     assert got[0].node.node_id == "fix"
     assert fills[0] >= 1
     blocks = poolsplit_memory_blocks([dict(e) for e in ENTRIES], POOLS, now=NOW)
