@@ -156,7 +156,7 @@ def select_noted(
     now: Optional[datetime.datetime] = None,
     **options: Any,
 ) -> Selection:
-    """The seamed ``select`` (the core's, with ``layering=``; same arguments), with the scorer's fallback noted;
+    """The core's ``select`` (its one fill, with ``layering=``; same arguments), with the scorer's fallback noted;
     a [`RelevanceScorer`][] without a corpus
     ranks against the statistics of every entry given
     ([`over`][poolsplit_adapters.relevance.RelevanceScorer.over]), as a

@@ -251,8 +251,7 @@ def test_best_first_bound_holds_at_the_largest_priorities_and_in_subnormals(a_pr
 
 
 def test_list_candidates_name_a_context_passed_where_the_prepared_scorer_goes():
-    from poolsplit_adapters.poolsplit import default_scorer, prepare_scorer
-    from poolsplit_adapters.seamed import ListCandidates
+    from poolsplit_adapters.poolsplit import ListCandidates, default_scorer, prepare_scorer
 
     with pytest.raises(TypeError, match=r"prepare_scorer\(scorer, context, now\), got dict"):
         ListCandidates([{"content": "x"}], {"message": "deploy"})
