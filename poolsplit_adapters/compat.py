@@ -4,7 +4,7 @@
 was called ``Scope`` too, and one name with two meanings is the kind of clash
 that hides bugs, so the filter became [`Visibility`][]
 and its keyword ``visibility=``. The package's ``select`` and
-``retrieve_pools`` are the core's (through `poolsplit_adapters.seamed`, for ``layering=``),
+``retrieve_pools`` are the core's (its one fill, with ``layering=``),
 plus the deprecated ``scope=`` keyword (resolved by
 `resolve_visibility`, which the
 engine's ``MemoryIndex.select`` takes too).
@@ -16,11 +16,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from . import poolsplit, seamed
+from . import poolsplit
 from .poolsplit import Pool, Selection, Visibility
 from .scope_keyword import resolve_visibility
 
-__all__ = ["Scope", "moved", "select", "retrieve_pools"]
+__all__ = ["Scope", "select", "retrieve_pools"]
 
 
 class Scope(Visibility):
@@ -46,10 +46,10 @@ def select(
     visibility: Optional[Visibility] = None,
     **options: Any,
 ) -> Selection:
-    """`poolsplit_adapters.seamed.select` (the core's, with its seams), also taking ``scope=``."""
+    """[`poolsplit_adapters.poolsplit.select`][] (with its seams), also taking ``scope=``."""
     view = resolve_visibility(visibility, scope)
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this wrapper
-    return seamed.select(entries, pools, context, visibility=view, **options)
+    return poolsplit.select(entries, pools, context, visibility=view, **options)
 
 
 def retrieve_pools(
@@ -60,32 +60,3 @@ def retrieve_pools(
 ) -> dict[str, list[Any]]:
     """[`poolsplit_adapters.poolsplit.retrieve_pools`][], also taking ``scope=``."""
     return select(entries, pools, context, _report=False, _stacklevel=4, **options).pools
-
-
-#: The names that left the core for `poolsplit_adapters.seamed`.
-MOVED = ("fill_pools", "ListCandidates")
-
-
-def moved(name: str) -> Any:
-    """``poolsplit_adapters.poolsplit.<name>`` for a name that left the core in 0.3 (``fill_pools``,
-    ``ListCandidates``: the seamed fill, `poolsplit_adapters.seamed`), with a warning naming its home.
-
-    Example:
-        ```python
-        from poolsplit_adapters.seamed import ListCandidates, fill_pools   # instead of ...poolsplit import ...
-        ```
-    """
-    message = "poolsplit_adapters.poolsplit.%s moved to poolsplit_adapters.seamed; import it from there" % name
-    warnings.warn(message, DeprecationWarning, stacklevel=3)
-    return getattr(seamed, name)
-
-
-def _core_getattr(name: str) -> Any:
-    """The core module's ``__getattr__`` (PEP 562), installed below so the vendorable file carries no
-    compatibility code: an old name found through `moved`, any other an ``AttributeError``."""
-    if name not in MOVED:
-        raise AttributeError("module %r has no attribute %r" % (poolsplit.__name__, name))
-    return moved(name)
-
-
-vars(poolsplit)["__getattr__"] = _core_getattr  # the package imports this module first: every import path has it

@@ -16,8 +16,9 @@ core stays readable. Each twin names the core rule it mirrors, and
   an upper bound (the message factor is at most 2.5), so entries far down
   the order never have their content read, and it drops entries that can no
   longer fit in one pass;
-* `select` and `retrieve_pools` are the seamed fill's
-  (`poolsplit_adapters.seamed`) over `BestFirstCandidates`.
+* `select` and `retrieve_pools` are the core's one fill
+  ([`fill_pools`][poolsplit_adapters.poolsplit.fill_pools]) over `BestFirstCandidates`: a
+  candidate source, never a second fill.
 
 ``MemoryIndex`` (`poolsplit_adapters.index`) is the hot path; this is
 the fast path for callers who hold a list and no index.
@@ -29,7 +30,7 @@ import heapq
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Optional
 
-from . import seamed
+from . import poolsplit
 from .poolsplit import (
     DEFAULT_PRIORITY,
     MAX_COST,
@@ -39,6 +40,7 @@ from .poolsplit import (
     Context,
     Entry,
     IsActive,
+    ListCandidates,
     Loaded,
     Pool,
     Reason,
@@ -51,7 +53,6 @@ from .poolsplit import (
     entry_cost,
     lifecycle_reason,
 )
-from .seamed import ListCandidates
 
 __all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retrieve_pools"]
 
@@ -255,7 +256,7 @@ def select(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = N
     """Twin of [`select`][poolsplit_adapters.poolsplit.select] (the same keywords,
     the same selection): the core's ``select`` over `BestFirstCandidates`."""
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this wrapper
-    return seamed.select(entries, pools, context, candidates=BestFirstCandidates, **options)
+    return poolsplit.select(entries, pools, context, candidates=BestFirstCandidates, **options)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:

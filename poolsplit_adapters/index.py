@@ -9,7 +9,7 @@ identical to the stateless functions over ``index.entries``.
 
 It holds no selection rule of its own. Per query it computes only what
 depends on the query — visibility, score and cost order — as columns, and
-hands them to the seamed fill, `fill_pools`
+hands them to the core's one fill, [`fill_pools`][poolsplit_adapters.poolsplit.fill_pools],
 through a candidate source; the fill and the report are the core's.
 
 With the default scorer and numpy installed, the score is vectorised: the
@@ -69,7 +69,9 @@ from .poolsplit import (
     RECENCY_HORIZON_DAYS,
     STOPWORDS,
     TAG_WEIGHT,
+    Candidates,
     IsActive,
+    Layering,
     Pool,
     Reason,
     Scorer,
@@ -87,6 +89,7 @@ from .poolsplit import (
     describe_entry,
     entry_cost,
     entry_time,
+    fill_pools,
     given_token_count,
     parse_created,
     prepare_scorer,
@@ -100,8 +103,6 @@ from .relevance.modifiers import combine_columns
 from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
 from .scope_keyword import resolve_visibility
-from .seamed import fill_pools
-from .seams import Candidates, Layering
 
 try:  # numpy is optional: without it the generic path serves every query.
     import numpy as np

@@ -23,7 +23,9 @@ Entries are plain mappings; every key but ``content`` is optional, a malformed o
     valid_from     str | None     ISO-8601; when it became valid (default: ``created``), read by Visibility.as_of
     valid_until    str | None     ISO-8601, exclusive; when a superseded or retired entry closed, read by as_of
 
-The algorithm ([`select`][]; [`retrieve_pools`][] and [`retrieve`][] are the same without the report):
+The algorithm ([`select`][]; [`retrieve_pools`][] and [`retrieve`][] are the same without the report), one fill,
+[`fill_pools`][], over a [`Candidates`][] source (steps 1 and 2; the plain list source is [`ListCandidates`][], the
+package's index and best-first sources are faster ones) with an optional [`Layering`][] (another step 3c):
 
 1. **Admit** the active entries (``is_active``, not expired) the query may see ([`Visibility`][]), read once.
 2. **Score** each admitted contextual entry a pool ranks, once per call.
@@ -51,7 +53,7 @@ import types
 import unicodedata
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protocol, Sequence, Union, runtime_checkable
 
 # fmt: off
 __all__ = [
@@ -60,7 +62,7 @@ __all__ = [
     "check_entry", "check_pools", "MAX_COST", "MAX_PRIORITY", "near_miss_scope", "visible", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
     "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
     "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
-    "BUDGET_REASONS",
+    "BUDGET_REASONS", "Candidates", "Counting", "Layering", "ListCandidates", "CountedSelection", "fill_pools",
 ]
 # fmt: on
 __version__ = "0.3.0.dev0"
@@ -661,6 +663,291 @@ def checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
     return float(value)
 
 
+# The seams of the fill: what holds a call's entries (a Candidates: the list source below, the index's columns,
+# fastpath's best-first source) and another step 3c (a Layering: progressive loading). One fill runs over them all.
+Pick = tuple[int, float, int, str]  #: position, score, cost, layer ("full" unless a layering says otherwise)
+Filled = tuple[Pool, list[int], Any, Any, list[Pick]]  #: pool, always, contextual, below, picks
+Left = tuple[int, Reason, Optional[str]]  #: position, reason, pool (None: no pool considered it)
+
+
+class Candidates(Protocol):
+    """The entries of one call as [`fill_pools`][] asks about them (steps 1 and 2 happen behind it), by the source's
+    positions; a *group* is any sized iterable of them. ``members``: (always-scope positions in input order,
+    contextual group) of the pool's types, admitted and unclaimed; ``ranked``: ``(position, score, cost)`` in the
+    total order, possibly without what costs more than ``left()``, the room the pool has left; ``verdicts``: every
+    position in input order, with why it was not admitted (None: it was); ``index``: its index in the caller's order.
+    A source may also be [`Counting`][]. Example: ``fill_pools(pools, ListCandidates(entries, prepared))``."""
+
+    def members(self, pool: Pool) -> tuple[list[int], Any]: ...
+    def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]: ...
+    def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]: ...
+    def claim(self, positions: Iterable[int]) -> None: ...
+    def entry(self, position: int) -> Entry: ...
+    def index(self, position: int) -> int: ...
+    def cost(self, position: int) -> int: ...
+    def score(self, position: int) -> float: ...
+    def verdicts(self) -> Iterable[tuple[int, Optional[Reason]]]: ...
+
+
+@runtime_checkable
+class Counting(Protocol):
+    """An optional capability of a [`Candidates`][] that holds columns (the index's): the report's counts
+    (``tally``: ``(pool or None, reason) -> (entries, tokens)``) and sample (``sample``: ``(position, reason, pool or
+    None)`` of the first ``per_key`` left out per pool and reason, in input order) without a row per entry left out.
+    Without it the fill counts and samples the triples of its left-out rule, building only the sample's rows."""
+
+    def tally(self, filled: list[Filled], lost: set[int]) -> Counts: ...
+    def sample(self, filled: list[Filled], lost: set[int], per_key: int) -> list[Left]: ...
+
+
+class Layering(Protocol):
+    """Step 3c done another way (progressive loading): ``pick`` a pool's contextual group, as the greedy fill does;
+    once every pool is filled, ``settle`` sees every pool's picks and may change their layers and costs, never which
+    entries loaded (those are claimed). Example: ``select(entries, pools, context, layering=ProgressiveLayers())``."""
+
+    def pick(self, pool: Pool, candidates: Candidates, group: Any) -> list[Pick]: ...
+    def settle(self, pools: list[Pool], picks: list[list[Pick]]) -> list[list[Pick]]: ...
+
+
+class ListCandidates:
+    """The plain list source ([`Candidates`][]): step 1 at once, step 2 and costs (a tokenizer is a call's dear part)
+    only for what the fill reaches; given ``costs``, entries count as checked.
+    Example: ``fill_pools(pools, ListCandidates(entries, prepare_scorer(f, ctx, now)))``."""
+
+    def __init__(
+        self,
+        entries: Iterable[Entry],
+        prepared: Any,
+        *,
+        token_counter: TokenCounter = default_token_counter,
+        is_active: IsActive = default_is_active,
+        visibility: Optional[Visibility] = None,
+        costs: Optional[Sequence[int]] = None,
+        now: Moment = None,
+    ) -> None:
+        listed = isinstance(entries, Iterable) and not isinstance(entries, (str, bytes, Mapping))
+        _check(listed, TypeError, "entries must be a sequence of entry mappings", entries)
+        hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now)"
+        _check(callable(getattr(prepared, "score", None)), TypeError, hint, prepared)
+        _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
+        self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
+        self.prepared, self.counter = prepared, token_counter
+        self.now = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
+        self.reason: dict[int, Reason] = {}  # position -> why not admitted
+        self.penalty: dict[int, float] = {}  # position -> namespace-chain factor, when not 1
+        self.by_type: dict[str, list[int]] = {}
+        self.always: set[int] = set()
+        self.scores: dict[int, float] = {}
+        self.claimed: set[int] = set()  # id() of every entry an earlier pool took
+        self.admit(is_active, visibility, checked=costs is not None)
+        if getattr(prepared, "admitted", None) is not None:  # a scorer that reads the call's candidates first
+            contextual = sorted(i for run in self.by_type.values() for i in run if i not in self.always)
+            prepared.admitted([self.items[i] for i in contextual])
+
+    def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
+        """1. Admit: each entry checked, then whether it is live and visible, read once; grouped by type."""
+        as_of = visibility.at if visibility is not None else None
+        for index, entry in enumerate(self.items):
+            if not checked:
+                check_entry(entry, index)
+            why, factor = lifecycle_reason(entry, index, is_active, self.now, as_of), 1.0
+            if why is None and visibility is not None:
+                why, factor = visibility.judge(entry)
+            if why is not None:
+                self.reason[index] = why
+                continue
+            if factor != 1.0:
+                self.penalty[index] = factor
+            self.by_type.setdefault(entry.get("type", "note"), []).append(index)
+            if entry.get("scope") == "always":
+                self.always.add(index)
+
+    def score(self, position: int) -> float:
+        """2. Score, once, times the chain factor (the default score is not re-checked: an overflow ranks as inf)."""
+        if position not in self.scores:
+            entry = self.items[position]
+            score = self.prepared.score(entry)
+            if not isinstance(self.prepared, ScoringContext):
+                score = checked_score(score, entry, position, "scorer")
+            self.scores[position] = score * self.penalty.get(position, 1.0)
+        return self.scores[position]
+
+    def cost(self, position: int) -> int:
+        if position not in self.costs:
+            self.costs[position] = entry_cost(self.items[position], self.counter, position)
+        return self.costs[position]
+
+    def members(self, pool: Pool) -> tuple[list[int], list[int]]:
+        runs = [run for entry_type, run in self.by_type.items() if pool.admits(entry_type)]
+        found = sorted(i for run in runs for i in run if id(self.items[i]) not in self.claimed)
+        return [i for i in found if i in self.always], [i for i in found if i not in self.always]
+
+    def warm(self, group: list[int]) -> None:
+        if getattr(self.prepared, "warm", None) is not None:  # a scorer that embeds entries: one batch per pool
+            self.prepared.warm([self.items[i] for i in group])
+
+    def split_below(self, group: list[int], threshold: float) -> tuple[list[int], list[int]]:
+        self.warm(group)
+        at, relevance = self.items, self.prepared.relevance
+        kept = {i for i in group if checked_score(relevance(at[i]), at[i], i, "relevance") >= threshold}
+        return [i for i in group if i in kept], [i for i in group if i not in kept]
+
+    def ranked(self, group: list[int], left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
+        self.warm(group)
+        at = self.items
+        keys = sorted((-self.score(i), at[i].get("created") or "", at[i].get("id") or "", i) for i in group)
+        return ((i, -negative, self.cost(i)) for negative, _, _, i in keys)
+
+    def claim(self, positions: Iterable[int]) -> None:
+        self.claimed.update(id(self.items[i]) for i in positions)
+
+    def entry(self, position: int) -> Entry:
+        return self.items[position]
+
+    def index(self, position: int) -> int:
+        return position
+
+    def verdicts(self) -> Iterator[tuple[int, Optional[Reason]]]:
+        return ((i, self.reason.get(i)) for i in range(len(self.items)))
+
+
+class CountedSelection(Selection):
+    """A [`Selection`][] whose ``counts`` and ``dropped_sample`` come from the fill's source (a [`Counting`][] one's
+    columns, else the left-out rule's triples), without a ``Dropped`` row per entry left out; once ``dropped`` is
+    built the sample is read from it. Example: ``fill_pools(pools, source).counts`` builds no row."""
+
+    def __init__(
+        self, *selection: Any, counts: Callable[[], Counts], sample: Callable[[int], list[Dropped]], **named: Any
+    ) -> None:
+        """``selection`` (and ``named``): the ``Selection``'s arguments; ``counts``, ``sample``: the source's."""
+        super().__init__(*selection, **named)
+        self._counted, self._sample = counts, sample
+
+    @functools.cached_property
+    def counts(self) -> Counts:
+        """``(pool or None, reason) -> (entries, tokens)`` of what did not load, from the source."""
+        return self._counted()
+
+    def dropped_sample(self, per_key: int) -> list[Dropped]:
+        """The first ``per_key`` rows of each ``counts`` key; only the sample's rows are built."""
+        if "dropped" in self.__dict__:  # the rows are built already: read them
+            return super().dropped_sample(per_key)
+        return self._sample(per_key)
+
+
+_EVERY_TYPE = Pool("every type", 0, 0)
+
+
+def fill_pools(
+    pools: Sequence[Pool],
+    candidates: Candidates,
+    *,
+    report: bool = True,
+    warn: bool = True,
+    notes: Notes = None,
+    layering: Optional[Layering] = None,
+    stacklevel: int = 2,
+) -> Selection:
+    """Steps 3 and 4 over ``candidates`` (steps 1 and 2 happen behind it): THE fill, whatever holds the entries (the
+    list source, the index's columns, fastpath's best-first source); ``layering`` does step 3c another way."""
+    pool_list, filled = check_pools(pools), []
+    # 3. Fill each pool in order, from the admitted entries of its types that no earlier pool took (by identity).
+    for pool in pool_list:
+        # 3a. Every always-scope entry first, in input order, outside both caps.
+        always, contextual = candidates.members(pool)
+        # 3b. Contextual entries below the pool's min_relevance are set aside.
+        low, below = pool.min_relevance, None
+        if low is not None:
+            contextual, below = candidates.split_below(contextual, low)
+        # 3c. The rest in the total order, greedily (or the layering's way).
+        picks = (_greedy if layering is None else layering.pick)(pool, candidates, contextual)
+        # 3d. What loaded is claimed: an entry lands in one pool at most.
+        candidates.claim(always + [p[0] for p in picks])
+        filled.append((pool, always, contextual, below, picks))
+    if layering is not None:  # every pool filled: the layering may change layers and costs, not entries
+        filled = [f[:4] + (p,) for f, p in zip(filled, layering.settle(pool_list, [f[4] for f in filled]))]
+    at, index, cost = candidates.entry, candidates.index, candidates.cost
+    result = {f[0].name: [at(i) for i in f[1] + [p[0] for p in f[4]]] for f in filled}
+    # 4. Report. Every pool claimed its types' always-scope entries: those left, no pool admits (never only a row).
+    lost = candidates.members(_EVERY_TYPE)[0]
+    for i in lost if warn else ():
+        message = "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
+        message %= (describe_entry(at(i), index(i)), at(i).get("type", "note"))
+        warnings.warn(message + "Add the type to a pool.", UnadmittedCorrectionWarning, stacklevel=stacklevel + 1)
+    if not report:
+        return Selection(result, [], [], {}, notes)
+    always_rows, picked_rows, stats, lost_set = [], [], {}, set(lost)
+    for pool, always, contextual, below, picks in filled:
+        paid, name = [cost(i) for i in always], pool.name
+        always_rows += [Chosen(at(i), index(i), name, True, None, c, "full", c) for i, c in zip(always, paid)]
+        picked_rows += [Chosen(at(i), index(i), name, False, s, c, layer, cost(i)) for i, s, c, layer in picks]
+        seen, used = len(always) + len(contextual) + (len(below) if below is not None else 0), sum(p[2] for p in picks)
+        stats[name] = PoolStats(name, pool.max_tokens, pool.max_entries, used, len(picks), len(always), sum(paid), seen)
+
+    def rows(left: Optional[Iterable[Left]] = None) -> list[Dropped]:
+        left = _left_out(candidates, filled, lost_set) if left is None else left
+        return [Dropped(at(i), index(i), why, *((p, candidates.score(i), cost(i)) if p else ())) for i, why, p in left]
+
+    # Counts and sample without a row per entry left out: a column source's (Counting), else from the rule.
+    if isinstance(candidates, Counting):
+        counting = candidates
+
+        def counts() -> Counts:
+            return counting.tally(filled, lost_set)
+
+        def sample(per_key: int) -> list[Dropped]:
+            return rows(counting.sample(filled, lost_set, per_key))
+
+    else:
+
+        def counts() -> Counts:
+            return tally((p, why, cost(i) if p else 0) for i, why, p in _left_out(candidates, filled, lost_set))
+
+        def sample(per_key: int) -> list[Dropped]:
+            left = list(_left_out(candidates, filled, lost_set))
+            return rows([left[n] for n in first_per_key(((p, why) for _, why, p in left), per_key)])
+
+    return CountedSelection(result, always_rows + picked_rows, rows, stats, notes, counts=counts, sample=sample)
+
+
+def _greedy(pool: Pool, candidates: Candidates, contextual: Any) -> list[Pick]:
+    """3c: in rank order, skip what overflows the tokens (a smaller one may fit); stop at the entry cap or when full;
+    the entry cap counts contextual entries only."""
+    picks: list[Pick] = []
+    used = 0
+
+    def left() -> float:  # read as the fill goes: a ranking may leave out what no longer fits
+        return pool.max_tokens - used
+
+    for i, score, cost in candidates.ranked(contextual, left) if pool.loads_contextual else ():
+        if used + cost > pool.max_tokens:
+            continue
+        picks.append((i, score, cost, "full"))
+        used += cost
+        if len(picks) >= pool.max_entries or used + 1 > pool.max_tokens:
+            break
+    return picks
+
+
+def _left_out(candidates: Candidates, filled: list[Filled], lost: set[int]) -> Iterator[Left]:
+    """4. ``(position, reason, pool or None)`` of each entry that did not load, in input order. The last pool that
+    considered an entry decides: token budget if it costs more than that pool's final room (it could never have
+    fitted), else the entry cap, whatever how far the fill scanned."""
+    last: dict[int, tuple[str, Reason]] = {}
+    chosen: set[int] = set()
+    for pool, always, contextual, below, picks in filled:
+        picked, room = {p[0] for p in picks}, pool.max_tokens - sum(p[2] for p in picks)
+        chosen.update(always, picked)
+        last.update((int(i), (pool.name, Reason.BELOW_RELEVANCE)) for i in (() if below is None else below))
+        for i in (int(i) for i in contextual if i not in picked):
+            last[i] = (pool.name, Reason.TOKEN_BUDGET if candidates.cost(i) > room else Reason.ENTRY_CAP)
+    for i, why in candidates.verdicts():
+        if i not in chosen:
+            unpooled = Reason.ALWAYS_NO_POOL if i in lost else Reason.NO_POOL
+            yield (i, last[i][1], last[i][0]) if why is None and i in last else (i, why or unpooled, None)
+
+
 def select(
     entries: Sequence[Entry],
     pools: Sequence[Pool],
@@ -671,93 +958,20 @@ def select(
     is_active: IsActive = default_is_active,
     now: Moment = None,
     visibility: Optional[Visibility] = None,
+    layering: Optional[Layering] = None,
+    candidates: Callable[..., Candidates] = ListCandidates,
     _report: bool = True,
     _warn: bool = True,
     _stacklevel: int = 2,
 ) -> Selection:
     """Steps 1-4 with the report of what did not load and why (silent truncation makes a model believe "that is
-    all there is"). The same fill with seams (progressive loading, other sources): ``seamed.select``."""
+    all there is"): [`fill_pools`][] over ``candidates(entries, prepared scorer, **keywords)`` (the list source; any
+    source of the same arguments, e.g. fastpath's best-first one), ``layering`` another step 3c."""
     pool_list, view, prepared = check_pools(pools), active_visibility(visibility), prepare_scorer(scorer, context, now)
-    listed = isinstance(entries, Iterable) and not isinstance(entries, (str, bytes, Mapping))
-    _check(listed, TypeError, "entries must be a sequence of entry mappings", entries)
-    _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
-    at, when = list(entries), as_utc(now or datetime.datetime.now(datetime.timezone.utc))
-    # 1. Admit: each entry checked, then whether it is live and visible, read once.
-    verdicts: dict[int, tuple[Optional[Reason], float]] = {}  # position -> (why not admitted, namespace-chain factor)
-    for i, entry in enumerate(at):
-        check_entry(entry, i)
-        why = lifecycle_reason(entry, i, is_active, when, view.at if view is not None else None)
-        verdicts[i] = view.judge(entry) if why is None and view is not None else (why, 1.0)
-    live = [i for i, (why, _) in verdicts.items() if why is None]
-    if getattr(prepared, "admitted", None) is not None:  # a scorer that reads the call's candidates first (feedback)
-        prepared.admitted([at[i] for i in live if at[i].get("scope") != "always"])
-
-    # 2. Score and cost an entry once, when the fill or the report first needs it (a tokenizer is a call's dear part;
-    # the default score is not re-checked: an overflow ranks as inf).
-    @functools.lru_cache(None)
-    def score(i: int) -> float:
-        value = prepared.score(at[i])
-        value = value if isinstance(prepared, ScoringContext) else checked_score(value, at[i], i, "scorer")
-        return value * verdicts[i][1]  # type: ignore[no-any-return]
-
-    cost = functools.lru_cache(None)(lambda i: entry_cost(at[i], token_counter, i))
-    rank = lambda i: (-score(i), at[i].get("created") or "", at[i].get("id") or "", i)  # noqa: E731 (the total order)
-    # 3. Fill each pool in order, from the admitted entries of its types that no earlier pool took (by identity).
-    filled: list[tuple[Pool, list[int], list[int], list[int], list[int]]] = []
-    claimed: set[int] = set()
-    for pool in pool_list:
-        mine = [i for i in live if pool.admits(at[i].get("type", "note")) and id(at[i]) not in claimed]
-        # 3a. Every always-scope entry first, in input order, outside both caps.
-        always = [i for i in mine if at[i].get("scope") == "always"]
-        contextual, below = [i for i in mine if at[i].get("scope") != "always"], []
-        # 3b. Contextual entries below the pool's min_relevance are set aside.
-        if pool.min_relevance is not None:
-            relevance = [checked_score(prepared.relevance(at[i]), at[i], i, "relevance") for i in contextual]
-            below = [i for i, r in zip(contextual, relevance) if r < pool.min_relevance]
-            contextual = [i for i, r in zip(contextual, relevance) if r >= pool.min_relevance]
-        # 3c. The rest in the total order, greedily: what overflows the tokens is skipped (a smaller one may fit);
-        # the entry cap counts contextual entries only.
-        picks, used = [], 0
-        if pool.loads_contextual:
-            for i in sorted(contextual, key=rank):
-                if used + cost(i) <= pool.max_tokens:
-                    picks.append(i)
-                    used += cost(i)
-                if len(picks) >= pool.max_entries or used + 1 > pool.max_tokens:
-                    break
-        # 3d. What loaded is claimed: an entry lands in one pool at most.
-        claimed.update(id(at[i]) for i in always + picks)
-        filled.append((pool, always, contextual, below, picks))
-    # 4. Report. Every pool claimed its types' always-scope entries: those left, no pool admits (never only a row).
-    loaded = {pool.name: [at[i] for i in always + picks] for pool, always, _, _, picks in filled}
-    lost = [i for i in live if at[i].get("scope") == "always" and id(at[i]) not in claimed]
-    for i in lost if _warn else ():
-        message = "%s is an always-scope correction of type %r, but no pool admits that type: it will not load. "
-        message %= (describe_entry(at[i], i), at[i].get("type", "note"))
-        warnings.warn(message + "Add the type to a pool.", UnadmittedCorrectionWarning, stacklevel=_stacklevel + 1)
-    if not _report:
-        return Selection(loaded, [], [], {})
-    chosen = [Chosen(at[i], i, f[0].name, True, None, cost(i), "full", cost(i)) for f in filled for i in f[1]]
-    chosen += [Chosen(at[i], i, f[0].name, False, score(i), cost(i), "full", cost(i)) for f in filled for i in f[4]]
-    stats: dict[str, PoolStats] = {}
-    for p, always, contextual, below, picks in filled:
-        tokens, paid, seen = sum(map(cost, picks)), sum(map(cost, always)), len(always) + len(contextual) + len(below)
-        stats[p.name] = PoolStats(p.name, p.max_tokens, p.max_entries, tokens, len(picks), len(always), paid, seen)
-
-    def left() -> Iterator[tuple[int, Reason, Optional[str]]]:
-        # (position, reason, pool or None) per entry left out, in input order. The last pool that considered it
-        # decides: token budget if it costs more than that pool's final room (it never fitted), else the entry cap.
-        last: dict[int, tuple[Reason, Optional[str]]] = {i: (Reason.ALWAYS_NO_POOL, None) for i in lost}
-        for pool, _, contextual, below, picks in filled:
-            room, picked = pool.max_tokens - sum(map(cost, picks)), set(picks)
-            last.update((i, (Reason.BELOW_RELEVANCE, pool.name)) for i in below)
-            for i in (i for i in contextual if i not in picked):
-                last[i] = (Reason.TOKEN_BUDGET if cost(i) > room else Reason.ENTRY_CAP, pool.name)
-        taken = {i for f in filled for i in f[1] + f[4]}
-        return ((i, *last.get(i, (why or Reason.NO_POOL, None))) for i, (why, _) in verdicts.items() if i not in taken)
-
-    rows = lambda: [Dropped(at[i], i, why, *((p, score(i), cost(i)) if p else ())) for i, why, p in left()]  # noqa: E731
-    return Selection(loaded, chosen, rows, stats)
+    # 1. Admit and 2. score (once each, when a pool ranks the entry): the source's.
+    source = candidates(entries, prepared, token_counter=token_counter, is_active=is_active, visibility=view, now=now)
+    # 3. Fill each pool and 4. report.
+    return fill_pools(pool_list, source, report=_report, warn=_warn, layering=layering, stacklevel=_stacklevel)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:

@@ -32,10 +32,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Optional
 
 from .notes import note_fallback
-from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer
+from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
 from .relevance.scorer import RelevanceScorer
 from .render import always_outside_namespace, dropped_rows, selection_dict
-from .seamed import select
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
     "poolsplit_capture_sinks", default=()
@@ -157,7 +156,7 @@ def select_noted(
     now: Optional[datetime.datetime] = None,
     **options: Any,
 ) -> Selection:
-    """The seamed ``select`` (the core's, with ``layering=``; same arguments), with the scorer's fallback noted;
+    """The core's ``select`` (its one fill, with ``layering=``; same arguments), with the scorer's fallback noted;
     a [`RelevanceScorer`][] without a corpus
     ranks against the statistics of every entry given
     ([`over`][poolsplit_adapters.relevance.RelevanceScorer.over]), as a

@@ -66,15 +66,17 @@ from typing import (
 )
 
 from ..poolsplit import (
+    Candidates,
+    CountedSelection,
+    Layering,
     Pool,
     Selection,
     Visibility,
     default_token_counter,
     entry_error,
     parse_created,
+    select,
 )
-from ..seamed import CountedSelection, select
-from ..seams import Candidates, Layering
 from ._words import contains, words
 from .metrics import TokenMetrics, token_metrics
 

@@ -251,8 +251,7 @@ def test_best_first_bound_holds_at_the_largest_priorities_and_in_subnormals(a_pr
 
 
 def test_list_candidates_name_a_context_passed_where_the_prepared_scorer_goes():
-    from poolsplit_adapters.poolsplit import default_scorer, prepare_scorer
-    from poolsplit_adapters.seamed import ListCandidates
+    from poolsplit_adapters.poolsplit import ListCandidates, default_scorer, prepare_scorer
 
     with pytest.raises(TypeError, match=r"prepare_scorer\(scorer, context, now\), got dict"):
         ListCandidates([{"content": "x"}], {"message": "deploy"})
@@ -319,15 +318,20 @@ def test_loads_contextual_says_whether_the_fill_can_load_a_contextual_entry(max_
     assert pool.loads_contextual == bool(loaded)
 
 
-def test_the_seamed_fill_is_still_found_under_its_old_core_names_with_a_warning():
-    from poolsplit_adapters import seamed
+def test_the_one_fill_lives_in_the_core_and_its_0_3_home_names_the_same_objects():
+    # Issue #40: the fill came back into the core (0.3 had moved it to seamed, with a warning on the old path).
+    import warnings
 
-    with pytest.warns(DeprecationWarning, match="moved to poolsplit_adapters.seamed"):
-        from poolsplit_adapters.poolsplit import fill_pools
-    with pytest.warns(DeprecationWarning, match="moved to poolsplit_adapters.seamed"):
-        from poolsplit_adapters.poolsplit import ListCandidates
+    from poolsplit_adapters import seamed, seams
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from poolsplit_adapters.poolsplit import Candidates, Layering, ListCandidates, fill_pools
     assert (fill_pools, ListCandidates) == (seamed.fill_pools, seamed.ListCandidates)
+    assert (Candidates, Layering) == (seams.Candidates, seams.Layering)
     import poolsplit_adapters.poolsplit as core
+
+    assert seamed.select is core.select
 
     with pytest.raises(AttributeError, match="no attribute 'fill_poolz'"):
         _ = core.fill_poolz

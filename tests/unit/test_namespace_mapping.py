@@ -134,8 +134,7 @@ def test_the_docstring_examples_run():
 
 
 def test_the_count_builds_no_dropped_rows_when_the_namespace_kept_nothing_out():
-    from poolsplit_adapters.poolsplit import Reason
-    from poolsplit_adapters.seamed import CountedSelection
+    from poolsplit_adapters.poolsplit import CountedSelection, Reason
 
     def rows() -> list:
         raise AssertionError("the dropped rows were built")

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from poolsplit_adapters import Pool, Reason, Selection, select
+from poolsplit_adapters.poolsplit import CountedSelection
 from poolsplit_adapters.render import (
     explain,
     marker,
@@ -18,7 +19,6 @@ from poolsplit_adapters.render import (
     render_context,
     selected_line,
 )
-from poolsplit_adapters.seamed import CountedSelection
 
 NOW = datetime.datetime(2026, 7, 7)
 HOSTILE = [

@@ -1,13 +1,14 @@
 """Every fast twin of a core rule gives the rule's answer: one differential
 module for all of them.
 
-The core (``poolsplit_adapters.poolsplit``) states each rule once, plainly
-(its ``select`` is the plain fill); ``poolsplit_adapters.seamed`` holds the
-same fill with seams (a candidate source, a layering), and
-``poolsplit_adapters.fastpath`` and ``poolsplit_adapters.index`` the faster
-sources behind it. Each test below names the twin and the rule it mirrors, and
-compares them on generated input; the straightforward implementation of the
-spec (``benchmarks/reference.py``) is the third opinion on every path.
+The core (``poolsplit_adapters.poolsplit``) states each rule once, plainly,
+and holds the one fill (``fill_pools``) and its plain list source
+(``ListCandidates``, what its ``select`` fills from). ``poolsplit_adapters.fastpath``
+and ``poolsplit_adapters.index`` are faster candidate sources for that same
+fill: every source gives the list source's selection. Each test below names
+the twin and the rule it mirrors, and compares them on generated input; the
+straightforward implementation of the spec (``benchmarks/reference.py``) is
+the third opinion on every path.
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from strategies import WORDS, contexts, disjoint_pools, nows, pools, scopes, stores
 
-from poolsplit_adapters import fastpath, seamed
+from poolsplit_adapters import fastpath
 from poolsplit_adapters.fastpath import BestFirstCandidates, plain_entry_ok, word_runs
 from poolsplit_adapters.index import MIN_WORD_LENGTH, WORD_CHARACTERS, MemoryIndex
 from poolsplit_adapters.poolsplit import (
     STOPWORDS,
     EntryError,
+    ListCandidates,
     Pool,
     Reason,
     Visibility,
@@ -35,8 +37,8 @@ from poolsplit_adapters.poolsplit import (
     check_entry,
     default_scorer,
     entry_time,
+    fill_pools,
     prepare_scorer,
-    retrieve,
     select,
     significant_words,
 )
@@ -46,7 +48,6 @@ from poolsplit_adapters.relevance.bm25 import WordIndex
 from poolsplit_adapters.relevance.columns import TermPostings
 from poolsplit_adapters.relevance.feedback import Feedback
 from poolsplit_adapters.relevance.words import cache_key
-from poolsplit_adapters.seamed import ListCandidates, fill_pools
 
 # Random plans may leave a correction's type unadmitted: the warning is
 # expected there (its own tests pin it in test_core_errors).
@@ -127,12 +128,11 @@ def _reference(store, plan, context, now, **options):
 @RANDOM_PLANS
 @given(store=stores(), plan=pools(), context=contexts, now=nows, view=scopes)
 def test_every_path_selects_what_the_core_selects(store, plan, context, now, view):
-    """The seamed fill (seamed.select over ListCandidates), fastpath.select
-    (BestFirstCandidates) and MemoryIndex, with numpy and without, mirror
-    the core's plain select: the same report, to the score; without a
+    """The faster sources of the one fill, fastpath.select (BestFirstCandidates)
+    and MemoryIndex's columns, with numpy and without, give the list source's
+    selection (the core's select): the same report, to the score; without a
     visibility filter, the reference agrees too."""
     expected = _report(select(store, plan, context, now=now, visibility=view))
-    assert _report(seamed.select(store, plan, context, now=now, visibility=view)) == expected
     assert _report(fastpath.select(store, plan, context, now=now, visibility=view)) == expected
     if view is None:
         assert expected[0] == _reference(store, plan, context, now)
@@ -160,34 +160,6 @@ def test_best_first_candidates_equal_list_candidates_with_any_scorer_and_known_c
             assert _report(fill_pools(plan, fast)) == _report(fill_pools(plan, plain))
     expected = _reference(store, plan, context, now, scorer=scorer)
     assert _report(fastpath.select(store, plan, context, now=now, scorer=scorer))[0] == expected
-
-
-def _whole(selection, per_key):
-    # Everything a selection tells: the report, its notes, the counts and the
-    # sample (each read from a fresh selection: unbuilt rows take their own route).
-    return _report(selection()), selection().notes, selection().counts, _rows(selection().dropped_sample(per_key))
-
-
-@RANDOM_PLANS
-@given(store=stores(), plan=pools(), context=contexts, now=nows, view=scopes, per_key=st.integers(1, 3))
-def test_the_plain_fill_and_the_seamed_fill_give_one_selection(store, plan, context, now, view, per_key):
-    """seamed.select (fill_pools over ListCandidates) mirrors the core's plain
-    select with the default scorer, a spec-form scorer and a token counter:
-    the same pools, chosen, dropped rows, stats, notes, counts and sample;
-    retrieve (one pool) is the seamed fill of that pool."""
-
-    def scorer(entry, ctx, *, now=None):
-        return default_scorer(entry, ctx, now=now) + len(entry["content"]) % 3
-
-    def counter(text):
-        return 1 + len(text) % 5
-
-    for options in ({}, {"scorer": scorer, "token_counter": counter}):
-        options.update(now=now, visibility=view)
-        plain = _whole(lambda o=options: select(store, plan, context, **o), per_key)
-        assert plain == _whole(lambda o=options: seamed.select(store, plan, context, **o), per_key)
-        got = [id(e) for e in retrieve(store, plan[0], context, **options)]
-        assert got == [id(e) for e in seamed.retrieve_pools(store, plan[:1], context, **options)[plan[0].name]]
 
 
 @given(texts=st.lists(_TEXT, min_size=1, max_size=12), message=_TEXT, data=st.data())
@@ -228,13 +200,12 @@ def _counted_from_rows(selection):
 
 
 def _every_path(store, plan, context, now, view):
-    """A fresh selection from each path (the core's plain fill, the seamed
-    fill, fastpath, the index with and without numpy), made on demand: a
-    report read once is built once."""
+    """A fresh selection from each source of the one fill (the list source,
+    fastpath's, the index with and without numpy), made on demand: a report
+    read once is built once."""
     unique = _unique(store)
     return [
         lambda: select(store, plan, context, now=now, visibility=view),
-        lambda: seamed.select(store, plan, context, now=now, visibility=view),
         lambda: fastpath.select(store, plan, context, now=now, visibility=view),
         lambda: MemoryIndex(unique).select(plan, context, now=now, visibility=view),
         lambda: MemoryIndex(unique, use_numpy=False).select(plan, context, now=now, visibility=view),

@@ -77,9 +77,8 @@ from langgraph.store.memory import InMemoryStore
 
 from ...index import MemoryIndex
 from ...memory.repeat_candidates import RepeatCandidates
-from ...poolsplit import Pool, Scorer, Selection
+from ...poolsplit import Layering, Pool, Scorer, Selection
 from ...recall import RecallPlan, Search
-from ...seams import Layering
 from ...threads import off_loop
 from ..postgres import (
     CHANGE_TRIGGERS,

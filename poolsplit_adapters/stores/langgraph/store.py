@@ -72,6 +72,7 @@ from ...memory.expiry import EXPIRES, is_expired, moment_of, note_expired
 from ...memory.write_gate import check_scope, utc_stamp
 from ...poolsplit import (
     EntryError,
+    Layering,
     Moment,
     Pool,
     Scorer,
@@ -87,7 +88,6 @@ from ...poolsplit import (
 from ...recall import RecallPlan, Search, same_vector_space, takes_store_scores, with_query_vector, with_store_scores
 from ...relevance.known import KnownKey
 from ...reports import select_noted
-from ...seams import Layering
 from ...threads import off_loop
 from ...tokens import default_counter
 from ..base import (
