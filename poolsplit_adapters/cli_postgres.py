@@ -53,11 +53,11 @@ def cmd_start(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     server = _server(args)
     pid = server.pid()
-    if pid is None:
-        print("postgres not running (%s)" % server.directory)
-        return NOT_RUNNING
-    _say_running(server, pid)
-    return 0
+    if pid is not None:
+        _say_running(server, pid)
+        return 0
+    print("postgres not running (%s)" % server.directory)
+    return NOT_RUNNING
 
 
 def cmd_url(args: argparse.Namespace) -> int:
@@ -71,10 +71,8 @@ def cmd_url(args: argparse.Namespace) -> int:
 def cmd_stop(args: argparse.Namespace) -> int:
     server = _server(args)
     pid = server.stop()
-    if pid is None:
-        print("postgres not running (%s)" % server.directory)
-    else:
-        print("postgres stopped (pid %d); the data stays in %s" % (pid, server.directory))
+    said = "not running (%s)" if pid is None else "stopped (pid %d); the data stays in %%s" % pid
+    print("postgres " + said % server.directory)
     return 0
 
 

@@ -33,6 +33,7 @@ Entry points:
   (imported on first use, as the middleware).
 """
 
+import importlib
 from typing import Any
 
 from ..convert import SELECTION_KEY
@@ -42,32 +43,21 @@ from .compressor import PoolSplitCompressor
 from .documents import SELECTION_EVENT, document_to_entry, format_documents
 from .retriever import PoolSplitRetriever
 
+#: Names loaded on first use (their modules import ``langchain.agents`` or
+#: numpy, which a retriever-only program never needs): name -> its module.
+_LAZY = {
+    "PoolSplitMemoryMiddleware": ".middleware",
+    "BaseStoreMemory": "..stores.langgraph.store",
+    "namespace_label": "..stores.langgraph.namespaces",
+    "VectorStoreMemory": ".vector_memory",
+    "create_search_memory_tool": ".search_tool",
+    "HashEmbeddings": ".embeddings",
+}
+
 
 def __getattr__(name: str) -> Any:
-    if name == "PoolSplitMemoryMiddleware":
-        from .middleware import PoolSplitMemoryMiddleware
-
-        return PoolSplitMemoryMiddleware
-    if name == "BaseStoreMemory":
-        from ..stores.langgraph.store import BaseStoreMemory
-
-        return BaseStoreMemory
-    if name == "namespace_label":
-        from ..stores.langgraph.namespaces import namespace_label
-
-        return namespace_label
-    if name == "VectorStoreMemory":
-        from .vector_memory import VectorStoreMemory
-
-        return VectorStoreMemory
-    if name == "create_search_memory_tool":
-        from .search_tool import create_search_memory_tool
-
-        return create_search_memory_tool
-    if name == "HashEmbeddings":
-        from .embeddings import HashEmbeddings
-
-        return HashEmbeddings
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 

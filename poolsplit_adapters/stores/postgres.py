@@ -727,6 +727,19 @@ class FilterIndexSetup:
         ]
 
     @staticmethod
+    def to_run(create: List[str], exists: bool, uncounted: bool) -> List[str]:
+        """What is left of ``create`` (the index, then ``ANALYZE``): all of it
+        when the index does not exist, the ``ANALYZE`` alone when it exists
+        uncounted, nothing else; led by the lock timeout when anything runs."""
+        left = create if not exists else create[1:] if uncounted else []
+        return [FilterIndexSetup.TIMEOUT, *left] if left else []
+
+    @staticmethod
+    def created(run: List[str]) -> bool:
+        """Whether ``run`` (from [`to_run`][]) created the index."""
+        return len(run) == 3
+
+    @staticmethod
     def create_llama_index(index: str, table: str) -> List[str]:
         """The DDL for LlamaIndex ``PGVectorStore``'s quoted index and table names."""
         return [
@@ -786,14 +799,13 @@ def ensure_filter_index(store: Any) -> bool:
         connection.exec_driver_sql(FilterIndexSetup.LOCK)
         table = _pgvector_table(store, connection)
         create = FilterIndexSetup.create(table)
-        if connection.exec_driver_sql(FilterIndexSetup.EXISTS).scalar():
-            create = create[1:] if _uncounted(connection.execute(*_uncounted_query(FILTER_INDEX))) else []
-        if create:
-            connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
-        for statement in create:
+        exists = bool(connection.exec_driver_sql(FilterIndexSetup.EXISTS).scalar())
+        uncounted = exists and _uncounted(connection.execute(*_uncounted_query(FILTER_INDEX)))
+        run = FilterIndexSetup.to_run(create, exists, uncounted)
+        for statement in run:
             connection.exec_driver_sql(statement)
         session.commit()
-        return len(create) == 2
+        return FilterIndexSetup.created(run)
 
 
 async def aensure_filter_index(store: Any) -> bool:
@@ -808,15 +820,13 @@ async def aensure_filter_index(store: Any) -> bool:
         connection = await session.connection()
         await connection.exec_driver_sql(FilterIndexSetup.LOCK)
         create = FilterIndexSetup.create(_pgvector_table(store, connection))
-        if (await connection.exec_driver_sql(FilterIndexSetup.EXISTS)).scalar():
-            uncounted = _uncounted(await connection.execute(*_uncounted_query(FILTER_INDEX)))
-            create = create[1:] if uncounted else []
-        if create:
-            await connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
-        for statement in create:
+        exists = bool((await connection.exec_driver_sql(FilterIndexSetup.EXISTS)).scalar())
+        uncounted = exists and _uncounted(await connection.execute(*_uncounted_query(FILTER_INDEX)))
+        run = FilterIndexSetup.to_run(create, exists, uncounted)
+        for statement in run:
             await connection.exec_driver_sql(statement)
         await session.commit()
-        return len(create) == 2
+        return FilterIndexSetup.created(run)
 
 
 class StoreSetupWarning(UserWarning):
@@ -997,13 +1007,12 @@ def _ensure_llama_index_filter_index(store: Any) -> bool:
     with store._session() as session, session.begin():
         connection = session.connection()
         connection.exec_driver_sql(FilterIndexSetup.LOCK)
-        if connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name}).scalar():
-            create = create[1:] if _uncounted(connection.execute(*_uncounted_query(name))) else []
-        if create:
-            connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
-        for statement in create:
+        exists = bool(connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name}).scalar())
+        uncounted = exists and _uncounted(connection.execute(*_uncounted_query(name)))
+        run = FilterIndexSetup.to_run(create, exists, uncounted)
+        for statement in run:
             connection.exec_driver_sql(statement)
-        return len(create) == 2
+        return FilterIndexSetup.created(run)
 
 
 async def _aensure_llama_index_filter_index(store: Any) -> bool:
@@ -1015,14 +1024,13 @@ async def _aensure_llama_index_filter_index(store: Any) -> bool:
     async with store._async_session() as session, session.begin():
         connection = await session.connection()
         await connection.exec_driver_sql(FilterIndexSetup.LOCK)
-        if (await connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name})).scalar():
-            uncounted = _uncounted(await connection.execute(*_uncounted_query(name)))
-            create = create[1:] if uncounted else []
-        if create:
-            await connection.exec_driver_sql(FilterIndexSetup.TIMEOUT)
-        for statement in create:
+        named = await connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name})
+        exists = bool(named.scalar())
+        uncounted = exists and _uncounted(await connection.execute(*_uncounted_query(name)))
+        run = FilterIndexSetup.to_run(create, exists, uncounted)
+        for statement in run:
             await connection.exec_driver_sql(statement)
-        return len(create) == 2
+        return FilterIndexSetup.created(run)
 
 
 def exact_search_settings() -> Any:

@@ -206,8 +206,8 @@ class PGVectorStoreAlwaysFetch(_ExactAlwaysFetch):
 
     Example:
         ```python
-        fetch = PGVectorStoreAlwaysFetch(store=pg_vector_store, search=Search("always", 1000, always=True))
-        corrections = fetch.invoke("")
+        always = Search("always", 1000, always=True, namespaces=("memories.ana",))
+        corrections = PGVectorStoreAlwaysFetch(store=pg_vector_store, search=always).invoke("")
         ```
     """
 
@@ -307,10 +307,7 @@ class VectorRecall:
         scored: bool = False,
         setup_store: bool = True,
     ) -> None:
-        self.store = store
-        self.plan = plan
-        self.build = build
-        self.scored = scored
+        self.store, self.plan, self.build, self.scored = store, plan, build, scored
         #: Run the sync searches at once, on threads (a Postgres store: each
         #: search is a round trip to the server, on its own pooled
         #: connection). In-process stores search in turn: they are CPU-bound
