@@ -19,7 +19,7 @@ Entries are plain mappings; every key but ``content`` is optional, a malformed o
     source         str | None     provenance (see Visibility.require_source)
     namespace      str | None     tenant, matched exactly by Visibility.namespace
     summary        str | None     a short form of content (progressive loading)
-    expires        str | None     ISO-8601; from then on (inclusive) the entry drops as ``expired``
+    expires        str | None     ISO-8601; from then on (inclusive) the entry drops as 'expired'
     valid_from     str | None     ISO-8601; when it became valid (default: ``created``), read by Visibility.as_of
     valid_until    str | None     ISO-8601, exclusive; when a superseded or retired entry closed, read by as_of
 
