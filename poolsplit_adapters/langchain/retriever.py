@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Optional, Protocol, Union
@@ -14,12 +15,11 @@ from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import Unpack
 
-from ..call import AdapterCall
+from ..call import AdapterCall, StoreCall, checked_plan
 from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection, Visibility
 from ..recall import (
-    FillingRecall,
     RecallPlan,
     Search,
     afill,
@@ -223,12 +223,9 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         if self.vectorstore is not None:
             # Each call recalls for its own plan (pools="auto" varies by
             # message); the recall plan holds the search sizes.
-            try:
-                plan = RecallPlan(
-                    [], fetch_k=self.fetch_k, always_k=self.always_k, max_fetch_k=self.max_fetch_k, breadth=self.breadth
-                )
-            except ValueError as err:
-                raise ArgumentError(str(err)) from None
+            plan = checked_plan(
+                fetch_k=self.fetch_k, always_k=self.always_k, max_fetch_k=self.max_fetch_k, breadth=self.breadth
+            )
             try:
                 self._metric = store_metric(self.vectorstore, self.store_metric)
             except ValueError as err:
@@ -380,25 +377,35 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             selection = call.select(entries, scorer=with_store_scores(call.scorer, scores, self._metric))
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
 
-    def _store_call(self, call: AdapterCall, query: str, vector: Optional[list[float]]) -> _StoreCall:
+    def _store_call(self, call: AdapterCall, query: str, vector: Optional[list[float]]) -> StoreCall[Document]:
+        """One call's growing recall over the store (`StoreCall`), by the query's one vector."""
         assert isinstance(self._recall, VectorRecall)
         scorer = with_query_vector(call.scorer, query, vector) if self._reuse_query else call.scorer
-        return _StoreCall(call, self._recall, query, vector, scorer, self._metric)
+        entries = functools.partial(DocumentConverter.entries, recalled=True)
+        return StoreCall(call, self._recall.plan_for(call.options.pools), scorer, self._metric, entries)
 
     def _from_store(self, call: AdapterCall, query: str, run_manager: SyncRun) -> tuple[Selection, list[Document]]:
-        assert isinstance(self._recall, VectorRecall)
+        recall = self._recall
+        assert isinstance(recall, VectorRecall)
         query = storable_form(query)  # what an embedding API or a store can take (a lone surrogate cannot be encoded)
-        one = self._store_call(call, query, self._recall.embed(query))
-        selection = fill(one.rounds, lambda searches: one.search(searches, run_manager), one.choose)
+        vector = recall.embed(query)
+        one = self._store_call(call, query, vector)
+        selection = fill(one.rounds, lambda s: one.gathered(recall.search(query, vector, s, run_manager)), one.choose)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
 
     async def _afrom_store(
         self, call: AdapterCall, query: str, run_manager: AsyncRun
     ) -> tuple[Selection, list[Document]]:
-        assert isinstance(self._recall, VectorRecall)
+        recall = self._recall
+        assert isinstance(recall, VectorRecall)
         query = storable_form(query)  # as in _from_store
-        one = self._store_call(call, query, await self._recall.aembed(query))
-        selection = await afill(one.rounds, lambda searches: one.asearch(searches, run_manager), one.choose)
+        vector = await recall.aembed(query)
+        one = self._store_call(call, query, vector)
+
+        async def search(searches: list[Search]) -> Sequence[Sequence[Document]]:
+            return one.gathered(await recall.asearch(query, vector, searches, run_manager))
+
+        selection = await afill(one.rounds, search, one.choose)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
 
     def _get_relevant_documents(
@@ -430,40 +437,3 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id
         )
         return documents
-
-
-class _StoreCall:
-    """One call's per-pool recall over a vector store, grown round by round
-    until the budgets are filled (`FillingRecall`):
-    every round searches by the one query vector, gathers the store's
-    scores, and selects over every candidate so far."""
-
-    def __init__(
-        self,
-        call: AdapterCall,
-        recall: VectorRecall,
-        query: str,
-        vector: Optional[list[float]],
-        scorer: Any,
-        metric: Any,
-    ) -> None:
-        self.call, self.recall, self.query, self.vector = call, recall, query, vector
-        self.scorer, self.metric = scorer, metric
-        options = call.options
-        self.rounds: FillingRecall[Document] = FillingRecall(recall.plan_for(options.pools), options.visibility)
-        self.scores: dict[str, float] = {}
-        self.source: dict[int, Document] = {}
-
-    def search(self, searches: list[Search], run_manager: SyncRun) -> list[list[Document]]:
-        results, scores = self.recall.search(self.query, self.vector, searches, run_manager)
-        self.scores.update(scores)
-        return results
-
-    async def asearch(self, searches: list[Search], run_manager: AsyncRun) -> list[list[Document]]:
-        results, scores = await self.recall.asearch(self.query, self.vector, searches, run_manager)
-        self.scores.update(scores)
-        return results
-
-    def choose(self, candidates: list[Document]) -> Selection:
-        entries, self.source = DocumentConverter.entries(candidates, recalled=True)
-        return self.call.select(entries, scorer=with_store_scores(self.scorer, self.scores, self.metric))

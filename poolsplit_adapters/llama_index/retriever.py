@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
@@ -15,12 +16,11 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import SimpleVectorStore
 from typing_extensions import Unpack
 
-from ..call import AdapterCall
+from ..call import AdapterCall, StoreCall, checked_plan
 from ..checks import ArgumentError, check_overrides, check_tags
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
 from ..recall import (
-    FillingRecall,
     RecallPlan,
     VisibleEntries,
     afill,
@@ -29,7 +29,6 @@ from ..recall import (
     same_vector_space,
     takes_store_scores,
     with_query_vector,
-    with_store_scores,
 )
 from ..recall import store_metric as metric_of
 from ..render import explain
@@ -186,10 +185,7 @@ class PoolSplitRetriever(BaseRetriever):
         # Each call recalls for its own plan (pools="auto" varies by message),
         # so the recall plan holds the search sizes only; the settings check
         # the pools, once, when the retriever is built below.
-        try:
-            plan = RecallPlan([], fetch_k=fetch_k, always_k=always_k, max_fetch_k=max_fetch_k, breadth=breadth)
-        except ValueError as err:
-            raise ArgumentError(str(err)) from None
+        plan = checked_plan(fetch_k=fetch_k, always_k=always_k, max_fetch_k=max_fetch_k, breadth=breadth)
         recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model, setup_store=setup_store)
         try:
             recall.metric = metric_of(index, store_metric)
@@ -286,13 +282,17 @@ class PoolSplitRetriever(BaseRetriever):
         announce("retriever", selection)
         return self._converter.to_nodes(returned, source)
 
-    def _store_call(self, call: AdapterCall, query: QueryBundle) -> _IndexCall:
-        """One call's growing recall over the index, for an embedded ``query``."""
-        assert self._recall is not None
+    def _store_call(self, call: AdapterCall, query: QueryBundle) -> StoreCall[NodeWithScore]:
+        """One call's growing recall over the index (`StoreCall`), for an embedded ``query``."""
+        recall = self._recall
+        assert recall is not None
         scorer = call.scorer
         if self._reuse_query and list(query.embedding_strs) == [query.query_str]:
             scorer = with_query_vector(scorer, query.query_str, query.embedding)  # the vector is the message's
-        return _IndexCall(call, self._recall, scorer, self._store_scores)
+        entries = functools.partial(NodeConverter.entries, recalled=True, type_key=recall.type_key)
+        # The recalled nodes' relevance from their store scores, when those serve the scorer.
+        scores_of = _store_scores if self._store_scores else None
+        return StoreCall(call, recall.plan_for(call.options.pools), scorer, recall.metric, entries, scores_of)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         call = self._call(query_bundle)
@@ -317,24 +317,8 @@ class PoolSplitRetriever(BaseRetriever):
         return self._finish(call, selection, one.source)
 
 
-class _IndexCall:
-    """One call's per-pool recall over an index, grown round by round until
-    the budgets are filled (`FillingRecall`),
-    each round selecting over every node recalled so far."""
-
-    def __init__(self, call: AdapterCall, recall: IndexRecall, scorer: Any, store_scores: bool) -> None:
-        self.call, self.recall, self.scorer, self.store_scores = call, recall, scorer, store_scores
-        options = call.options
-        self.rounds: FillingRecall[NodeWithScore] = FillingRecall(recall.plan_for(options.pools), options.visibility)
-        self.source: dict[int, BaseNode] = {}
-
-    def choose(self, candidates: list[NodeWithScore]) -> Selection:
-        scorer = self.scorer
-        if self.store_scores:  # the recalled nodes' relevance from their store scores
-            scores = {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
-            scorer = with_store_scores(scorer, scores, self.recall.metric)
-        entries, self.source = NodeConverter.entries(candidates, recalled=True, type_key=self.recall.type_key)
-        return self.call.select(entries, scorer=scorer)
+def _store_scores(candidates: list[NodeWithScore]) -> dict[str, float]:
+    return {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
 
 
 def _one_node_per_id(nodes: Sequence[Any]) -> None:
