@@ -40,7 +40,7 @@ from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import AUTO, TaskDetection, resolve_pools
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
-from .recall import FillingRecall, RecallPlan, with_store_scores
+from .recall import FillingRecall, RecallPlan, store_metric, with_store_scores
 from .reports import record, select_noted
 from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
 
@@ -55,6 +55,7 @@ __all__ = [
     "EmbeddingRanker",
     "StoreCall",
     "cap",
+    "checked_metric",
     "checked_plan",
     "label_plain",
     "record_selection",
@@ -368,5 +369,13 @@ def checked_plan(**sizes: Any) -> RecallPlan:
     own), a bad size an `ArgumentError`."""
     try:
         return RecallPlan([], **sizes)
+    except ValueError as err:
+        raise ArgumentError(str(err)) from None
+
+
+def checked_metric(store: Any, given: Any) -> Any:
+    """`store_metric` of ``store`` (``given``: the caller's), a bad one an `ArgumentError`."""
+    try:
+        return store_metric(store, given)
     except ValueError as err:
         raise ArgumentError(str(err)) from None

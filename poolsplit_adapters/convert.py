@@ -288,3 +288,16 @@ def format_loaded(loaded: Iterable[Tuple[str, Mapping[str, Any], Optional[str], 
     if short:
         blocks.append(expand_hint(short))
     return "\n".join(blocks)
+
+
+def entries_of(
+    objects: Iterable[_T], to_entry: Callable[[_T, int], Dict[str, Any]], back: Callable[[_T], _S]
+) -> Tuple[List[Dict[str, Any]], Dict[int, _S]]:
+    """Entries for framework objects (``to_entry(object, position)``) and
+    the way back to each (``back(object)``, by ``id`` of its entry)."""
+    entries, source = [], {}
+    for position, obj in enumerate(objects):
+        entry = to_entry(obj, position)
+        entries.append(entry)
+        source[id(entry)] = back(obj)
+    return entries, source

@@ -12,6 +12,7 @@ from langchain_core.documents import Document
 from ..checks import ArgumentError
 from ..convert import (
     SELECTION_KEY,
+    entries_of,
     format_loaded,
     index_from,
     loaded_text,
@@ -74,12 +75,7 @@ class DocumentConverter:
         """
         if recalled:
             documents = merge_recalled(documents, key=lambda d: d.id)
-        entries, source = [], {}
-        for position, doc in enumerate(documents):
-            entry = document_to_entry(doc, position)
-            entries.append(entry)
-            source[id(entry)] = doc
-        return entries, source
+        return entries_of(documents, document_to_entry, lambda doc: doc)
 
     @staticmethod
     def index(

@@ -11,11 +11,11 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as Asyn
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import Unpack
 
-from ..call import AdapterCall, StoreCall, checked_plan
+from ..call import AdapterCall, StoreCall, checked_metric, checked_plan
 from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection, Visibility
@@ -25,9 +25,7 @@ from ..recall import (
     afill,
     fill,
     present_types,
-    same_vector_space,
-    store_metric,
-    takes_store_scores,
+    store_scoring,
     with_query_vector,
     with_store_scores,
 )
@@ -226,20 +224,9 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             plan = checked_plan(
                 fetch_k=self.fetch_k, always_k=self.always_k, max_fetch_k=self.max_fetch_k, breadth=self.breadth
             )
-            try:
-                self._metric = store_metric(self.vectorstore, self.store_metric)
-            except ValueError as err:
-                raise ArgumentError(str(err)) from None
+            self._metric = checked_metric(self.vectorstore, self.store_metric)
             build = self.filter_builder or type_filter(self.vectorstore)
-            # The store's scores serve only an embedding scorer in the store's
-            # own vector space, and only when their metric is known.
-            # ... and the store's query vector serves any scorer in that space
-            # (one query embedding per call, not one per scorer and store).
-            self._reuse_query = same_vector_space(self.scorer, self.vectorstore.embeddings)
-            # The store's scores: the vector half of the default scorer's
-            # fused relevance, or an embedding scorer's cosines in the store's
-            # own space (recall.takes_store_scores), when their metric is known.
-            scored = self._metric is not None and takes_store_scores(self.scorer, self.vectorstore.embeddings)
+            self._reuse_query, scored = store_scoring(self.scorer, self.vectorstore.embeddings, self._metric)
             self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored, setup_store=self.setup_store)
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
@@ -286,15 +273,10 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def _entry_types(self) -> Optional[frozenset[str]]:
         """The types the source holds, for ``pools="auto"``: the documents'
-        (read when they are given), an ``InMemoryVectorStore``'s (read per
-        call: it can change, and its own search reads every row anyway),
-        else None (a store that cannot list: the host may declare
-        ``entry_types=``)."""
+        (read when they are given), else the store's (`VectorRecall.entry_types`)."""
         if self._held is not None:
             return self._held.types
-        if isinstance(self.vectorstore, InMemoryVectorStore):
-            return present_types(row["metadata"] for row in list(self.vectorstore.store.values()))
-        return None
+        return self._recall.entry_types() if isinstance(self._recall, VectorRecall) else None
 
     @classmethod
     def from_vectorstore(

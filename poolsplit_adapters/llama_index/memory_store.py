@@ -20,7 +20,6 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 
 from ..memory.write_gate import Proposal
 from ..poolsplit import Selection
-from ..recall import VisibleEntries
 from ..stores.chat_memory import SESSION_KEY as SESSION_KEY
 from ..stores.chat_memory import ChatMemoryEntries
 from ..stores.chat_memory import PooledRender as PooledRender
@@ -122,15 +121,7 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
         """
         from ..memory.expand_tools import llama_index_expand_tool
 
-        store = self
-
-        class _Entries:
-            def __iter__(self) -> Any:
-                return iter(store._candidate_index(session_id).entries)
-
-        return llama_index_expand_tool(
-            VisibleEntries(_Entries(), self.settings.visibility, lambda e: self._visible(e, session_id))
-        )
+        return llama_index_expand_tool(self._readable(session_id))
 
     # -- write-back -----------------------------------------------------------------
 

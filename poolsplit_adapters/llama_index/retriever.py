@@ -13,10 +13,9 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
-from llama_index.core.vector_stores import SimpleVectorStore
 from typing_extensions import Unpack
 
-from ..call import AdapterCall, StoreCall, checked_plan
+from ..call import AdapterCall, StoreCall, checked_metric, checked_plan
 from ..checks import ArgumentError, check_overrides, check_tags
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
@@ -26,14 +25,13 @@ from ..recall import (
     afill,
     fill,
     present_types,
-    same_vector_space,
-    takes_store_scores,
+    store_scoring,
     with_query_vector,
 )
-from ..recall import store_metric as metric_of
 from ..render import explain
 from ..reports import capture_selections
 from ..settings import AdapterSettings, CallOverrides, Framework
+from ..stores.vectorstores.llama_index_nodes import one_node_per_id
 from ..stores.vectorstores.llama_index_search import IndexRecall
 from .events import announce
 from .nodes import AnyNode, NodeConverter
@@ -105,18 +103,9 @@ class PoolSplitRetriever(BaseRetriever):
         self.context_tags = check_tags(tags)
         self._converter = NodeConverter(show_selection_to_llm)
         self._recall = recall
-        # Whether the store's scores are the scorer's cosines: both are fixed
-        # here, so it is decided once (LangChain's retriever does the same).
-        # The query vector of the index's searches serves any scorer in its
-        # vector space: one query embedding per call.
-        self._reuse_query = recall is not None and same_vector_space(self.settings.scorer, recall.embed_model)
-        # The store's scores: the vector half of the default scorer's fused
-        # relevance, or an embedding scorer's cosines in the index's own
-        # space (recall.takes_store_scores), when their metric is known.
-        self._store_scores = (
-            recall is not None
-            and recall.metric is not None
-            and takes_store_scores(self.settings.scorer, recall.embed_model)
+        # Both fixed here, so decided once (LangChain's retriever does the same).
+        self._reuse_query, self._store_scores = (
+            (False, False) if recall is None else store_scoring(self.settings.scorer, recall.embed_model, recall.metric)
         )
         self._index: Optional[MemoryIndex] = None
         self._held_types: Optional[frozenset[str]] = None
@@ -126,7 +115,7 @@ class PoolSplitRetriever(BaseRetriever):
             # Built with the scorer's structures: the first call costs what the others do.
             counter, scorer = self.settings.token_counter, self.settings.scorer
             self._index, self._source = NodeConverter.index(nodes, counter, (scorer,))
-            _one_node_per_id(nodes)  # each checked to be a node by the line above
+            one_node_per_id(nodes)  # each checked to be a node by the line above
             self._held_types = present_types((n.node if isinstance(n, NodeWithScore) else n).metadata for n in nodes)
 
     @classmethod
@@ -187,10 +176,7 @@ class PoolSplitRetriever(BaseRetriever):
         # the pools, once, when the retriever is built below.
         plan = checked_plan(fetch_k=fetch_k, always_k=always_k, max_fetch_k=max_fetch_k, breadth=breadth)
         recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model, setup_store=setup_store)
-        try:
-            recall.metric = metric_of(index, store_metric)
-        except ValueError as err:
-            raise ArgumentError(str(err)) from None
+        recall.metric = checked_metric(index, store_metric)
         return cls(pools, recall=recall, **kwargs)
 
     @property
@@ -264,18 +250,10 @@ class PoolSplitRetriever(BaseRetriever):
 
     def _entry_types(self) -> Optional[frozenset[str]]:
         """The types the source holds, for ``pools="auto"``: the nodes'
-        (fixed at construction), a ``SimpleVectorStore``'s (its filter
-        metadata, read per call), else None (the host may declare
-        ``entry_types=``)."""
+        (fixed at construction), else the index's (`IndexRecall.entry_types`)."""
         if self._held_types is not None or self._recall is None:
             return self._held_types
-        store, key = self._recall.index.vector_store, self._recall.type_key
-        if isinstance(store, SimpleVectorStore):
-            found = store.data.metadata_dict.values()
-            return present_types(
-                [m if key == "type" else {"type": m[key]} if m.get(key) is not None else {} for m in found]
-            )
-        return None
+        return self._recall.entry_types()
 
     def _finish(self, call: AdapterCall, selection: Selection, source: dict[int, BaseNode]) -> list[NodeWithScore]:
         returned = call.finish(selection)
@@ -319,21 +297,3 @@ class PoolSplitRetriever(BaseRetriever):
 
 def _store_scores(candidates: list[NodeWithScore]) -> dict[str, float]:
     return {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
-
-
-def _one_node_per_id(nodes: Sequence[Any]) -> None:
-    """Refuse two nodes with one id. LlamaIndex's ``BaseRetriever.retrieve``
-    keeps the first node of each id and drops the rest after our selection
-    chose them, so a second correction under a taken id would be reported
-    loaded and never reach the model."""
-    ids = [n.node.node_id if isinstance(n, NodeWithScore) else getattr(n, "node_id", None) for n in nodes]
-    if len(set(ids)) == len(ids):
-        return
-    first: dict[Any, int] = {}
-    for position, node_id in enumerate(ids):
-        if node_id in first:
-            raise ArgumentError(
-                "nodes[%d] and nodes[%d] share the node id %r: LlamaIndex's retriever returns one node per id, "
-                "so one of them would be lost; give each node its own id_" % (first[node_id], position, node_id)
-            )
-        first[node_id] = position

@@ -29,7 +29,7 @@ from ..memory.expiry import Moment, note_expired
 from ..memory.turns import USER, Provenance, Said, exchange_id, exchange_proposals
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
-from ..recall import present_types
+from ..recall import VisibleEntries, present_types
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings, Framework
 from .base import Change, MemoryStore, StoreVerbs, WriteReport
@@ -262,6 +262,17 @@ class ChatMemoryEntries(StoreVerbs):
             with self._lock:
                 self._recallable = kept
         return kept[1]
+
+    def _readable(self, session_id: Optional[str]) -> VisibleEntries:
+        """What the expand tool of ``session_id`` may read: `_candidates`
+        (read when asked), within the visibility."""
+        store = self
+
+        class _Entries:
+            def __iter__(self) -> Any:
+                return iter(store._candidate_index(session_id).entries)
+
+        return VisibleEntries(_Entries(), self.settings.visibility, lambda e: self._visible(e, session_id))
 
     def _candidates(self, session_id: Optional[str]) -> List[Mapping[str, Any]]:
         """What ``session_id`` may recall: the index's entries, then the

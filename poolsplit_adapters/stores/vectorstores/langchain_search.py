@@ -39,11 +39,11 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
 from ...poolsplit import Pool, Visibility
-from ...recall import RecallPlan, Search
+from ...recall import RecallPlan, Search, present_types
 from ...threads import at_once
 from ..postgres import FirstUseSetup, LargeFilters, check_search
 from .langchain_filters import FilterBuilder, dict_filter
@@ -324,6 +324,15 @@ class VectorRecall:
         #: ``setup_store`` is False. A caller's own filter_builder keeps the
         #: store's own search, which the index does not serve: nothing then.
         self.setup = FirstUseSetup(store, enabled=setup_store and build is dict_filter)
+
+    def entry_types(self) -> Optional[frozenset[str]]:
+        """The types the store holds, for ``pools="auto"``: an
+        ``InMemoryVectorStore``'s (read per call: it can change, and its own
+        search reads every row anyway), else None (a store that cannot list:
+        the host may declare ``entry_types=``)."""
+        if isinstance(self.store, InMemoryVectorStore):
+            return present_types(row["metadata"] for row in list(self.store.store.values()))
+        return None
 
     @property
     def searches_by_vector(self) -> bool:
