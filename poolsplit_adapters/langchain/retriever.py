@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Optional, Union
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
@@ -18,7 +18,7 @@ from typing_extensions import Unpack
 from ..call import AdapterCall, StoreCall, checked_metric, checked_plan
 from ..checks import ArgumentError
 from ..index import MemoryIndex
-from ..poolsplit import Pool, Selection, Visibility
+from ..poolsplit import Pool, Selection
 from ..recall import (
     RecallPlan,
     Search,
@@ -34,51 +34,8 @@ from ..reports import event_payload
 from ..settings import AdapterSettings, CallOverrides
 from ..storable import storable_form
 from ..stores.vectorstores.langchain_filters import FilterBuilder, type_filter
-from ..stores.vectorstores.langchain_search import Recalled, VectorRecall
+from ..stores.vectorstores.langchain_search import BaseRetrieverRecall, DocumentRecall, Recalled, VectorRecall
 from .documents import SELECTION_EVENT, DocumentConverter, checked_documents
-
-
-class DocumentRecall(Protocol):
-    """Where a retriever's candidates come from, per call (a vector store's
-    per-pool searches, `VectorRecall`,
-    or another retriever, `BaseRetrieverRecall`): the documents and
-    their store scores by id (empty when the source gives none)."""
-
-    def run(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
-    ) -> Recalled:
-        """The candidates for ``query`` under this call's visibility and plan."""
-
-    async def arun(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
-    ) -> Recalled:
-        """Async `run`."""
-
-
-class BaseRetrieverRecall:
-    """Candidates from another retriever (``base_retriever=`` mode), as a
-    child run tagged ``base``. No filter can be pushed down into it.
-
-    Example:
-        ```python
-        recall = BaseRetrieverRecall(vectorstore.as_retriever(search_kwargs={"k": 40}))
-        ```
-    """
-
-    def __init__(self, retriever: BaseRetriever) -> None:
-        self.retriever = retriever
-
-    def run(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
-    ) -> Recalled:
-        """What the retriever returns for ``query`` (no scores: it gives none)."""
-        return self.retriever.invoke(query, config={"callbacks": run_manager.get_child("base")}), {}
-
-    async def arun(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
-    ) -> Recalled:
-        """Async `run`."""
-        return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")}), {}
 
 
 @dataclass(frozen=True)
