@@ -193,7 +193,7 @@ def test_setup_store_false_creates_nothing(pg_database, engine):
 def test_a_filter_builder_of_your_own_creates_nothing(pg_database, engine):
     """A caller's filter builder keeps PGVector's own search, which the index
     does not serve: nothing to create for it."""
-    from poolsplit_adapters.langchain.filters import dict_filter
+    from poolsplit_adapters.langchain import dict_filter
 
     def mine(search: Any) -> Any:
         return dict_filter(search)
