@@ -40,7 +40,7 @@ from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import AUTO, TaskDetection, resolve_pools
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
-from .recall import FillingRecall, RecallPlan, store_metric, with_store_scores
+from .recall import FillingRecall, RecallPlan, present_types, store_metric, with_store_scores
 from .reports import record, select_noted
 from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
 
@@ -59,6 +59,7 @@ __all__ = [
     "checked_plan",
     "label_plain",
     "record_selection",
+    "select_given",
 ]
 
 
@@ -379,3 +380,14 @@ def checked_metric(store: Any, given: Any) -> Any:
         return store_metric(store, given)
     except ValueError as err:
         raise ArgumentError(str(err)) from None
+
+
+def select_given(
+    settings: AdapterSettings, query: str, entries: list[dict[str, Any]]
+) -> tuple[Selection, list[Chosen]]:
+    """One call over the entries a caller handed over (the LangChain
+    compressor's documents, the LlamaIndex postprocessor's nodes), whose
+    types ``pools="auto"`` plans for: the selection and what it returns."""
+    call = AdapterCall(settings, query, entry_types=lambda: present_types(entries))
+    selection = call.select(entries)
+    return selection, call.finish(selection)
