@@ -32,7 +32,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Protocol, TypeVar, Union, runtime_checkable
 
 from .checks import ArgumentError, check_k, check_overrides
 from .memory.expiry import note_expired
@@ -40,13 +40,27 @@ from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import AUTO, TaskDetection, resolve_pools
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
+from .recall import FillingRecall, RecallPlan, present_types, store_metric, with_store_scores
 from .reports import record, select_noted
 from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from .index import MemoryIndex
 
-__all__ = ["AdapterCall", "CallOptions", "EmbeddingRanker", "cap", "label_plain", "record_selection"]
+__all__ = [
+    "AdapterCall",
+    "CallOptions",
+    "EmbeddingRanker",
+    "StoreCall",
+    "cap",
+    "checked_metric",
+    "checked_plan",
+    "label_plain",
+    "record_selection",
+    "select_given",
+]
 
 
 #: The per-call keywords (CallOverrides, declared in settings).
@@ -304,3 +318,76 @@ def cap(selection: Selection, k: Optional[int]) -> list[Chosen]:
                 keep[name] += 1
                 left -= 1
     return always + [c for name, ranked in per_pool.items() for c in ranked[: keep[name]]]
+
+
+class StoreCall(Generic[_T]):
+    """One call's per-pool recall over a vector store, grown round by round
+    until the budgets are filled (`FillingRecall`), each round selecting
+    over every candidate so far, with the store's scores when they serve
+    the scorer: both retrievers' (LangChain's over a ``VectorStore``,
+    LlamaIndex's over a ``VectorStoreIndex``).
+
+    Args:
+        call: the adapter call.
+        plan: the recall plan for the call's pools.
+        scorer: the call's scorer (holding the query's vector when the
+            store's vector space is the scorer's).
+        metric: what the store's scores measure (None: unknown, unused).
+        entries: the candidates as entries, and the way back to each.
+        scores_of: the store's scores of the candidates by id (default:
+            the ones the searches gathered, `gathered`).
+    """
+
+    def __init__(
+        self,
+        call: AdapterCall,
+        plan: RecallPlan,
+        scorer: Any,
+        metric: Any,
+        entries: Callable[[list[_T]], tuple[list[dict[str, Any]], dict[int, Any]]],
+        scores_of: Optional[Callable[[list[_T]], Mapping[str, float]]] = None,
+    ) -> None:
+        self.call, self.scorer, self.metric, self.entries, self.scores_of = call, scorer, metric, entries, scores_of
+        self.rounds: FillingRecall[_T] = FillingRecall(plan, call.options.visibility)
+        self.scores: dict[str, float] = {}
+        self.source: dict[int, Any] = {}
+
+    def gathered(self, found: tuple[Sequence[Sequence[_T]], Mapping[str, float]]) -> Sequence[Sequence[_T]]:
+        """A round's results, its store scores kept."""
+        results, scores = found
+        self.scores.update(scores)
+        return results
+
+    def choose(self, candidates: list[_T]) -> Selection:
+        """The selection over every candidate so far."""
+        scores = self.scores if self.scores_of is None else self.scores_of(candidates)
+        entries, self.source = self.entries(candidates)
+        return self.call.select(entries, scorer=with_store_scores(self.scorer, scores, self.metric))
+
+
+def checked_plan(**sizes: Any) -> RecallPlan:
+    """A recall plan of the search sizes only (each call's pools are its
+    own), a bad size an `ArgumentError`."""
+    try:
+        return RecallPlan([], **sizes)
+    except ValueError as err:
+        raise ArgumentError(str(err)) from None
+
+
+def checked_metric(store: Any, given: Any) -> Any:
+    """`store_metric` of ``store`` (``given``: the caller's), a bad one an `ArgumentError`."""
+    try:
+        return store_metric(store, given)
+    except ValueError as err:
+        raise ArgumentError(str(err)) from None
+
+
+def select_given(
+    settings: AdapterSettings, query: str, entries: list[dict[str, Any]]
+) -> tuple[Selection, list[Chosen]]:
+    """One call over the entries a caller handed over (the LangChain
+    compressor's documents, the LlamaIndex postprocessor's nodes), whose
+    types ``pools="auto"`` plans for: the selection and what it returns."""
+    call = AdapterCall(settings, query, entry_types=lambda: present_types(entries))
+    selection = call.select(entries)
+    return selection, call.finish(selection)

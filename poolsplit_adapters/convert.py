@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Seque
 
 from .index import MemoryIndex
 from .poolsplit import Chosen, EntryError, Scorer, TokenCounter, check_entry, given_token_count, near_miss_scope
+from .render import expand_hint, marker, omission_line
 
 _T = TypeVar("_T")
 _S = TypeVar("_S")
@@ -237,3 +238,66 @@ def trusted_omissions(data: Mapping[str, Any]) -> Optional[Tuple[str, Dict[str, 
     if not hmac.compare_digest(seal, _seal(call, counts)):
         return None
     return call, counts
+
+
+def format_loaded(loaded: Iterable[Tuple[str, Mapping[str, Any], Optional[str], Callable[[], str]]]) -> str:
+    """The prompt text of returned objects, each given as (text, metadata,
+    id, its label for an error): LangChain's ``format_documents`` (see there
+    for what it states and what it trusts).
+
+    Raises:
+        EntryError: an object whose ``metadata["poolsplit"]`` is not a
+            mapping (naming it and the key).
+    """
+    blocks = []
+    short = 0
+    calls: Dict[str, Dict[str, int]] = {}
+    for position, (content, metadata, object_id, label) in enumerate(loaded):
+        data = metadata.get(SELECTION_KEY)
+        if data is None:
+            data = {}
+        elif not isinstance(data, Mapping):
+            problem = "must be the mapping this package writes, got %s" % type(data).__name__
+            raise EntryError(
+                "%s: metadata field %r %s" % (label(), SELECTION_KEY, problem),
+                index=position,
+                entry_id=object_id or None,
+                field=SELECTION_KEY,
+                problem=problem,
+            )
+        trusted = trusted_omissions(data)
+        if trusted is not None:
+            calls.setdefault(trusted[0], trusted[1])
+        pool = data.get("pool")
+        layer = data.get("layer")
+        entry = dict(metadata)
+        entry["content"] = content
+        if object_id:
+            entry["id"] = object_id
+        if not (isinstance(layer, str) and layer != "full" and isinstance(entry.get("summary"), str)):
+            layer = "full"
+        blocks.append(marker(entry, pool if isinstance(pool, str) else None, layer))
+        short += layer != "full"
+    omitted: Dict[str, int] = {}
+    for counts in calls.values():
+        for name, count in counts.items():
+            omitted[name] = omitted.get(name, 0) + count
+    line = omission_line(omitted, "by budget or k")
+    if line:
+        blocks.append(line)
+    if short:
+        blocks.append(expand_hint(short))
+    return "\n".join(blocks)
+
+
+def entries_of(
+    objects: Iterable[_T], to_entry: Callable[[_T, int], Dict[str, Any]], back: Callable[[_T], _S]
+) -> Tuple[List[Dict[str, Any]], Dict[int, _S]]:
+    """Entries for framework objects (``to_entry(object, position)``) and
+    the way back to each (``back(object)``, by ``id`` of its entry)."""
+    entries, source = [], {}
+    for position, obj in enumerate(objects):
+        entry = to_entry(obj, position)
+        entries.append(entry)
+        source[id(entry)] = back(obj)
+    return entries, source

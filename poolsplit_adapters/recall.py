@@ -501,6 +501,17 @@ def takes_store_scores(scorer: Any, embeddings: Any) -> bool:
     return same_vector_space(scorer, embeddings) and callable(getattr(scorer, "with_known_relevance", None))
 
 
+def store_scoring(scorer: Any, embeddings: Any, metric: Any) -> Tuple[bool, bool]:
+    """What a retriever over a store takes from it, decided once (the
+    scorer, the store's ``embeddings`` and its ``metric`` are fixed):
+    whether the query vector of the store's searches serves the scorer
+    (`same_vector_space`: one query embedding per call), and whether the
+    store's scores do (`takes_store_scores`: the vector half of the default
+    scorer's fused relevance, or an embedding scorer's cosines in the
+    store's own space), only when their metric is known."""
+    return same_vector_space(scorer, embeddings), metric is not None and takes_store_scores(scorer, embeddings)
+
+
 def with_store_scores(scorer: Any, scores: Mapping[Any, float], metric: Any) -> Any:
     """``scorer`` taking the relevance of the recalled entries from the store
     (``scores``: entry id -> the store's score, turned into a cosine by

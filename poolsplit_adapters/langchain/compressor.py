@@ -10,9 +10,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from pydantic import ConfigDict
 
-from ..call import AdapterCall
+from ..call import select_given
 from ..poolsplit import Selection
-from ..recall import present_types
 from ..reports import event_payload
 from ..settings import AdapterSettings
 from .documents import SELECTION_EVENT, DocumentConverter
@@ -68,9 +67,8 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
 
     def _compress(self, documents: Sequence[Document], query: str) -> tuple[Selection, list[Document]]:
         entries, source = DocumentConverter.entries(documents)
-        call = AdapterCall(self, query or "", entry_types=lambda: present_types(entries))
-        selection = call.select(entries)
-        return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
+        selection, returned = select_given(self, query or "", entries)
+        return selection, DocumentConverter.to_documents(selection, returned, source)
 
     def as_runnable(self) -> Runnable[Union[Sequence[Document], Mapping[str, Any]], list[Document]]:
         """This selection as an LCEL runnable.

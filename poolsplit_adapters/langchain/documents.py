@@ -3,6 +3,7 @@ and the provenance-tagged formatter for prompts."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Optional
 
@@ -11,17 +12,18 @@ from langchain_core.documents import Document
 from ..checks import ArgumentError
 from ..convert import (
     SELECTION_KEY,
+    entries_of,
+    format_loaded,
     index_from,
     loaded_text,
     new_call_id,
     sealed_omissions,
     selection_metadata,
-    trusted_omissions,
 )
 from ..index import MemoryIndex
-from ..poolsplit import Chosen, EntryError, Scorer, Selection, TokenCounter
+from ..poolsplit import Chosen, Scorer, Selection, TokenCounter
 from ..recall import merge_recalled
-from ..render import expand_hint, marker, omission_line, omitted_by_pool
+from ..render import omitted_by_pool
 from ..stores.vectorstores.langchain_documents import checked_document as _checked
 from ..stores.vectorstores.langchain_documents import document_label as _label
 from ..stores.vectorstores.langchain_documents import document_to_entry as document_to_entry
@@ -73,12 +75,7 @@ class DocumentConverter:
         """
         if recalled:
             documents = merge_recalled(documents, key=lambda d: d.id)
-        entries, source = [], {}
-        for position, doc in enumerate(documents):
-            entry = document_to_entry(doc, position)
-            entries.append(entry)
-            source[id(entry)] = doc
-        return entries, source
+        return entries_of(documents, document_to_entry, lambda doc: doc)
 
     @staticmethod
     def index(
@@ -129,43 +126,6 @@ def format_documents(documents: Sequence[Document]) -> str:
         EntryError: a document whose ``metadata["poolsplit"]`` is not a
             mapping (malformed data: naming the document and the key).
     """
-    blocks = []
-    short = 0
-    calls: dict[str, dict[str, int]] = {}
-    for position, document in enumerate(documents):
-        doc = _checked(document, position)
-        data = doc.metadata.get(SELECTION_KEY)
-        if data is None:
-            data = {}
-        elif not isinstance(data, Mapping):
-            problem = "must be the mapping this package writes, got %s" % type(data).__name__
-            raise EntryError(
-                "%s: metadata field %r %s" % (_label(doc, position), SELECTION_KEY, problem),
-                index=position,
-                entry_id=doc.id or None,
-                field=SELECTION_KEY,
-                problem=problem,
-            )
-        trusted = trusted_omissions(data)
-        if trusted is not None:
-            calls.setdefault(trusted[0], trusted[1])
-        pool = data.get("pool")
-        layer = data.get("layer")
-        entry = dict(doc.metadata)
-        entry["content"] = doc.page_content
-        if doc.id:
-            entry["id"] = doc.id
-        if not (isinstance(layer, str) and layer != "full" and isinstance(entry.get("summary"), str)):
-            layer = "full"
-        blocks.append(marker(entry, pool if isinstance(pool, str) else None, layer))
-        short += layer != "full"
-    omitted: dict[str, int] = {}
-    for counts in calls.values():
-        for name, count in counts.items():
-            omitted[name] = omitted.get(name, 0) + count
-    line = omission_line(omitted, "by budget or k")
-    if line:
-        blocks.append(line)
-    if short:
-        blocks.append(expand_hint(short))
-    return "\n".join(blocks)
+    # A generator: each document is checked as its turn comes, before the next one's metadata.
+    checked = ((_checked(document, n), n) for n, document in enumerate(documents))
+    return format_loaded((d.page_content, d.metadata, d.id, functools.partial(_label, d, n)) for d, n in checked)

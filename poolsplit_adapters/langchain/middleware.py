@@ -38,7 +38,9 @@ With ``pools="auto"`` each model call plans its pools for the task type
 detected from the message and ``runtime.context`` (``goal``,
 ``action_type``, ``phase``); the selection event records the detection.
 
-The class only wires hooks (sync and async twins over shared parts). What it
+The class only wires hooks (sync and async twins over shared parts) and
+translates (messages, runtime, state, events); the steps are
+`AgentMemory`'s (`poolsplit_adapters.agent_memory`), framework-free. What it
 keeps per thread lives in the agent's graph state
 (`PoolSplitMemoryState`, private keys): the gate's report not yet
 shown, and the current step's rendered memory with its reuse key. Two
@@ -55,10 +57,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import hashlib
+import functools
 import json
-from collections.abc import Awaitable, Hashable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Optional, Union, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -67,35 +69,46 @@ from langchain.tools import ToolRuntime
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    RemoveMessage,
-    SystemMessage,
-    ToolMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import BaseModel, Field
-from typing_extensions import NotRequired, TypedDict, override
+from typing_extensions import NotRequired, override
 
-from ..background import BackgroundConsolidation, ConsolidationRun
+from ..agent_memory import (
+    DEFAULT_HEADING,
+    HEARD_KEY,
+    PROMOTED_KEY,
+    REMEMBER_DESCRIPTION,
+    UNCONSOLIDATED_KEY,
+    WRITES_KEY,
+    AgentMemory,
+    GateTally,
+    Heard,
+    PromotedStep,
+    Where,
+    Writing,
+    add_ids,
+    add_tallies,
+    context_value,
+    from_runtime_context,
+    step_identity,
+    step_key,
+    thread_id,
+)
+from ..background import BackgroundConsolidation
 from ..call import AdapterCall
-from ..checks import ArgumentError, check_flag, check_instance, check_label, check_positive_int, check_string
+from ..checks import ArgumentError, check_flag
 from ..memory.expand import UnknownEntryError
 from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
-from ..memory.turns import ASSISTANT, USER, Provenance, Said, exchange_id, exchange_proposals, standing_proposals
-from ..memory.working_set import AI, HUMAN, OTHER, TOOL, Demotion, View, plan_demotion
-from ..memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
+from ..memory.working_set import AI, HUMAN, OTHER, TOOL, View
+from ..memory.write_gate import Proposal, WriteGate
 from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter
-from ..render import explain, goal_line, render_context
-from ..reports import event_payload
+from ..render import explain
 from ..settings import TASK_FIELDS, AgentMemorySettings
-from ..stores.base import DuplicateEntry, IdHeldElsewhere
 from ..stores.langgraph.backends import Backend, Plan
 from ..stores.langgraph.store import Namespace, namespace_label
 from ..threads import off_loop
@@ -111,65 +124,6 @@ __all__ = [
     "PromotedStep",
     "RememberInput",
 ]
-
-#: The line above the injected memory in the system message.
-DEFAULT_HEADING = (
-    'Long-term memory. Entries marked scope="always" are standing corrections from the user: follow them. '
-    "Cite an entry by its id when you use it."
-)
-
-REMEMBER_DESCRIPTION = (
-    "Save a note you must not forget in later turns and sessions: a decision, a stable fact about the user "
-    "or the task, a procedure that worked. One self-contained note per call; no chit-chat."
-)
-
-#: The state keys the middleware adds (private: not in the agent's input or output).
-WRITES_KEY = "poolsplit_writes"
-PROMOTED_KEY = "poolsplit_promoted"
-UNCONSOLIDATED_KEY = "poolsplit_unconsolidated"
-HEARD_KEY = "poolsplit_heard"
-
-
-class GateTally(TypedDict):
-    """What the write gate did since the last selection event: ids written,
-    refusals counted by reason (a [`GateReport`][]
-    in the state's JSON form)."""
-
-    written: list[str]
-    refused: dict[str, int]
-
-
-def add_tallies(left: Optional[GateTally], right: Optional[GateTally]) -> Optional[GateTally]:
-    """The state reducer of `WRITES_KEY`: parallel tool calls and the
-    demotion of one step add up; None clears (the selection event showed
-    them)."""
-    if right is None or left is None:
-        return right
-    refused = dict(left["refused"])
-    for reason, n in right["refused"].items():
-        refused[reason] = refused.get(reason, 0) + n
-    return {"written": [*left["written"], *right["written"]], "refused": refused}
-
-
-def add_ids(left: Optional[list[str]], right: Optional[list[str]]) -> Optional[list[str]]:
-    """The state reducer of `UNCONSOLIDATED_KEY`: the ids written by a
-    turn's demotions and notes add up; None clears (handed to the
-    consolidator)."""
-    if right is None or left is None:
-        return right
-    return [*left, *(i for i in right if i not in left)]
-
-
-class PromotedStep(TypedDict):
-    """The memory of the thread's current agent step, reused by the model
-    calls of its tool loop while the store is unchanged."""
-
-    key: str
-    """Digest of the step (namespace chain, last human message, context) and the store's version."""
-    text: str
-    """The rendered memory put into the system message."""
-    selection: dict[str, Any]
-    """The selection's JSON form (the selection event's body)."""
 
 
 class PoolSplitMemoryState(AgentState[Any]):
@@ -206,20 +160,11 @@ class ExpandInput(BaseModel):
 
 
 @dataclass(frozen=True)
-class _Where:
-    """Where one hook's memory is: the store, the namespace chain, the thread."""
-
-    source: Backend
-    chain: tuple[Namespace, ...]
-    thread: Optional[str]
-
-
-@dataclass(frozen=True)
 class _Step:
     """One model call's recall: where, the adapter call (options, plan,
     layering), the plan as the store reads it, and the step's identity."""
 
-    where: _Where
+    where: Where[Backend]
     call: AdapterCall
     plan: Plan
     identity: str
@@ -229,39 +174,18 @@ class _Step:
         """What the store reads with: the chain, the scoring context, the plan."""
         return self.where.chain, self.call.options.context, self.plan
 
-    def key(self, version: Hashable) -> str:
-        """The reuse key: this step over this version of the store (a
-        version that is a fresh object each read is never equal, so never
-        reused)."""
-        return hashlib.sha256(repr((self.identity, version)).encode()).hexdigest()
 
-
-def _context_value(context: Any, key: str) -> Any:
-    """``runtime.context[key]`` for a dict, dataclass or model context."""
-    if context is None:
-        return None
-    if isinstance(context, Mapping):
-        return context.get(key)
-    return getattr(context, key, None)
-
-
-def _thread_id(runtime: Any) -> Optional[str]:
-    info = getattr(runtime, "execution_info", None)
-    thread = getattr(info, "thread_id", None)
-    if thread is None:
-        config = getattr(runtime, "config", None) or {}
-        thread = (config.get("configurable") or {}).get("thread_id")
-    return None if thread is None else str(thread)
-
-
-def _view(message: BaseMessage) -> View:
+def _heard(message: BaseMessage) -> Heard:
+    """A message of the state as the write step reads it."""
+    text, lines = str(message.text), functools.partial(_line, message)
     if isinstance(message, HumanMessage):
-        return View(HUMAN, message.id)
+        return Heard(View(HUMAN, message.id), text, lines)
     if isinstance(message, AIMessage):
-        return View(AI, message.id, calls=tuple(str(c["id"]) for c in message.tool_calls if c.get("id")))
+        calls = tuple(str(c["id"]) for c in message.tool_calls if c.get("id"))
+        return Heard(View(AI, message.id, calls=calls), text, lines, plain=not message.tool_calls)
     if isinstance(message, ToolMessage):
-        return View(TOOL, message.id, answers=message.tool_call_id)
-    return View(OTHER, message.id)
+        return Heard(View(TOOL, message.id, answers=message.tool_call_id), text, lines)
+    return Heard(View(OTHER, message.id), text, lines)
 
 
 def _line(message: BaseMessage) -> list[str]:
@@ -306,70 +230,6 @@ def _told_to_the_model() -> Iterator[None]:
         raise ToolException(str(err)) from None
 
 
-def _id_refused(proposal: Proposal, err: DuplicateEntry) -> Proposal:
-    """The note refused because its content key is another entry's id:
-    another collection's (``held_elsewhere``), or a host's entry in this
-    one (``id_taken``); the run goes on, the model is told."""
-    return replace(proposal, refused=Refusal.HELD_ELSEWHERE if isinstance(err, IdHeldElsewhere) else Refusal.ID_TAKEN)
-
-
-#: What a turn's proposal may have been answered with for the turn to leave
-#: the working set: written, kept as a repeat of a stored entry, or nothing
-#: to keep (blank).
-_STORED = (None, Refusal.DUPLICATE, Refusal.EMPTY)
-
-
-@dataclass(frozen=True)
-class _Writing:
-    """One step's write: where, the proposals, the demotion and each
-    demoted turn's slice of the proposals, the last human message's id."""
-
-    where: _Where
-    proposals: list[Proposal]
-    demotion: Demotion
-    turns: list[tuple[int, int]]
-    heard: Optional[str]
-
-
-def _unheard(messages: Sequence[BaseMessage], heard: Optional[str]) -> list[int]:
-    """Positions of the human messages after the last one heard (all of
-    them when none was, or when it is no longer in the messages)."""
-    positions = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
-    if heard is not None:
-        at = next((n for n, i in enumerate(positions) if messages[i].id == heard), None)
-        if at is not None:
-            return positions[at + 1 :]
-    return positions
-
-
-def _sides(messages: Sequence[BaseMessage]) -> list[Said]:
-    """A turn's messages as the sides of an exchange: the user's words, then
-    the answer with its tool calls and results (labelled line by line)."""
-    user = "\n".join(str(m.text).strip() for m in messages if isinstance(m, HumanMessage))
-    others = [m for m in messages if not isinstance(m, HumanMessage)]
-    sides = [Said(USER, user)] if user.strip() else []
-    if all(isinstance(m, AIMessage) and not m.tool_calls for m in others):  # a plain answer
-        answer = "\n".join(str(m.text).strip() for m in others)
-        if answer.strip():
-            sides.append(Said(ASSISTANT, answer))
-        return sides
-    rest = "\n".join(line for m in others for line in _line(m))
-    if rest.strip():
-        sides.append(Said(ASSISTANT, rest, labelled=True))
-    return sides
-
-
-def _held(settled: Sequence[Proposal], err: DuplicateEntry) -> list[Proposal]:
-    """``settled`` with the proposals whose id the store holds for another
-    entry refused (`_id_refused`); raises ``err`` when none is (a
-    write that refuses what it does not name must not loop)."""
-    held = set(err.ids) | {err.entry_id}
-    out = [_id_refused(p, err) if p.refused is None and p.key in held else p for p in settled]
-    if out == list(settled):
-        raise err
-    return out
-
-
 def _with_memory(system: Optional[SystemMessage], block: str) -> SystemMessage:
     """The agent's own system message with ``block`` after it."""
     if system is None:
@@ -397,25 +257,7 @@ def _listening() -> Optional[RunnableConfig]:
     return None
 
 
-def _from_runtime_context(key: str) -> str:
-    return "runtime.context[%r]" % key
-
-
-def _tally(proposals: Sequence[Proposal]) -> GateTally:
-    report = GateReport()
-    report.count(proposals)
-    return {"written": list(report.written), "refused": dict(report.refused)}
-
-
-def _report(tally: Optional[GateTally]) -> dict[str, Any]:
-    report = GateReport()
-    if tally is not None:
-        report.written.extend(tally["written"])
-        report.refused.update(tally["refused"])
-    return report.to_dict()
-
-
-class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any]):
+class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryState, Any, Any]):
     """Pool-split long-term memory for a LangChain 1.x agent.
 
     Args:
@@ -515,6 +357,11 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
 
     state_schema = PoolSplitMemoryState  # type: ignore[assignment]
 
+    #: The selection settings, checked once (the plan with its totals).
+    settings: AgentMemorySettings
+    #: The background consolidation (None: off, the default).
+    consolidation: Optional[BackgroundConsolidation]
+
     def __init__(
         self,
         pools: Union[Sequence[Pool], str],
@@ -540,13 +387,15 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         consolidator: Any = None,
         consolidation_delay: float = 1.0,
     ) -> None:
-        super().__init__()
-        check_positive_int(page_size, "page_size")
-        if fetch_k is not None:
-            check_positive_int(fetch_k, "fetch_k")
-        #: The selection settings, checked once (the plan with its totals).
-        self.settings = AgentMemorySettings.held_by(
+        AgentMiddleware.__init__(self)
+        AgentMemory.__init__(
+            self,
             "PoolSplitMemoryMiddleware",
+            max_turns=max_turns,
+            write_gate=write_gate,
+            heading=heading,
+            episode_type=episode_type,
+            note_type=note_type,
             pools=pools,
             total_tokens=total_tokens,
             total_entries=total_entries,
@@ -559,20 +408,8 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             page_size=page_size,
             fetch_k=fetch_k,
         )
-        self.max_turns = check_positive_int(max_turns, "max_turns", "the current turn always stays")
-        self.write_gate = check_instance(write_gate, WriteGate, "write_gate") or WriteGate()
-        self.now = now
-        self.heading = check_string(heading, "heading")
-        self.episode_type = check_label(episode_type, "episode_type")
-        self.note_type = check_label(note_type, "note_type")
         self._memory = RuntimeMemory("PoolSplitMemoryMiddleware", namespace, store, self.settings)
-        #: The background consolidation (None: off, the default).
-        self.consolidation: Optional[BackgroundConsolidation] = None
-        if consolidator is not None:
-            try:
-                self.consolidation = BackgroundConsolidation(consolidator, delay=consolidation_delay, now=now)
-            except (TypeError, ValueError, NotImplementedError) as err:
-                raise ArgumentError("PoolSplitMemoryMiddleware consolidator: %s" % err) from err
+        self._consolidating("PoolSplitMemoryMiddleware", consolidator, consolidation_delay, now)
         self.tools: list[BaseTool] = []
         if check_flag(remember, "remember"):
             self.tools.append(
@@ -632,20 +469,18 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         parts). A turn is removed only when every part of it is stored; one
         the store refuses stays, and the refusal is reported. Raises (and
         removes nothing) if the write fails."""
-        writing = self._writing(state, runtime)
+        writing = self._writing_of(state, runtime)
         if writing is None:
             return None
-        settled = self._write(writing.where, writing.proposals)
-        return self._demoted(state["messages"], writing, settled)
+        return self._removed(state, writing, self._write(writing.where, writing.proposals))
 
     @override
     async def abefore_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         """Async [`before_model`][]."""
-        writing = self._writing(state, runtime)
+        writing = self._writing_of(state, runtime)
         if writing is None:
             return None
-        settled = await self._awrite(writing.where, writing.proposals)
-        return self._demoted(state["messages"], writing, settled)
+        return self._removed(state, writing, await self._awrite(writing.where, writing.proposals))
 
     # -- hooks: consolidate -------------------------------------------------------------
 
@@ -653,12 +488,12 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
     def after_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         """Hand the ids this turn wrote to the background consolidation (a
         thread); returns at once."""
-        return self._consolidate(state, runtime, asynchronous=False)
+        return self._consolidated(state, runtime, asynchronous=False)
 
     @override
     async def aafter_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         """Async [`after_agent`][] (a task on the running loop)."""
-        return self._consolidate(state, runtime, asynchronous=True)
+        return self._consolidated(state, runtime, asynchronous=True)
 
     # -- hooks: recall + promote --------------------------------------------------------
 
@@ -671,10 +506,11 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         """Put this step's memory into the system message, then call the model."""
         step = self._step(request)
         snap = step.where.source.snapshot(*step.reading)
-        promoted = self._kept(request, step.key(snap.version))
+        key = step_key(step.identity, snap.version)
+        promoted = self._kept(request, key)
         reused = promoted is not None
         if promoted is None:
-            promoted = self._promote(step, snap.version, step.where.source.select(snap, *step.reading))
+            promoted = self._promote(step.call, key, step.where.source.select(snap, *step.reading))
         injected, update, event = self._inject(request, step, promoted, reused=reused)
         config = _listening()
         if config is not None:
@@ -692,10 +528,11 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         away = self._memory.backend(request.runtime).off_loop
         step = await off_loop(self._step, request) if away else self._step(request)
         snap = await step.where.source.asnapshot(*step.reading)
-        promoted = self._kept(request, step.key(snap.version))
+        key = step_key(step.identity, snap.version)
+        promoted = self._kept(request, key)
         reused = promoted is not None
         if promoted is None:
-            promoted = self._promote(step, snap.version, await step.where.source.aselect(snap, *step.reading))
+            promoted = self._promote(step.call, key, await step.where.source.aselect(snap, *step.reading))
         injected, update, event = self._inject(request, step, promoted, reused=reused)
         config = _listening()
         if config is not None:
@@ -728,137 +565,34 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         with _told_to_the_model():
             return self._full_text(await where.source.aget(where.chain, entry_id), entry_id)
 
-    # -- where the memory is ------------------------------------------------------------
+    # -- the translations the hooks share (the steps are AgentMemory's) -------------------
 
-    def _where(self, runtime: Any) -> _Where:
-        return _Where(self._memory.backend(runtime), self._memory.chain(runtime), _thread_id(runtime))
+    def _where(self, runtime: Any) -> Where[Backend]:
+        chain = self._memory.chain(runtime)
+        return Where(self._memory.backend(runtime), chain, thread_id(runtime), namespace_label(chain[0]))
 
-    # -- writing through the gate (demoted turns and the remember tool alike) -----------
+    def _writing_of(self, state: PoolSplitMemoryState, runtime: Any) -> Optional[Writing[Backend]]:
+        """What this step writes (`AgentMemory._writing`), over the state's messages."""
+        heard = cast("Optional[str]", state.get(HEARD_KEY))
+        return self._writing([_heard(m) for m in state["messages"]], heard, runtime, lambda: self._where(runtime))
 
-    def _write(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
-        """Write the proposals the gate accepts in one write, through the
-        store's duplicate check (a repeat of a stored entry, exact or near,
-        is kept once, its provenance recorded in that entry's ``seen``, and
-        reported ``duplicate``). An entry whose content key the store holds
-        for another entry is refused by name (``id_taken``,
-        ``held_elsewhere``) and the rest written. Raises if the write fails
-        (then nothing is reported)."""
-        settled = self.write_gate.settle(proposals, ())
-        while True:
-            accepted = [p.entry for p in settled if p.refused is None]
-            try:
-                return self.write_gate.repeated(settled, where.source.write(where.chain, accepted) if accepted else [])
-            except DuplicateEntry as err:
-                settled = _held(settled, err)
-
-    async def _awrite(self, where: _Where, proposals: Sequence[Proposal]) -> list[Proposal]:
-        """Async `_write`."""
-        settled = self.write_gate.settle(proposals, ())
-        while True:
-            accepted = [p.entry for p in settled if p.refused is None]
-            try:
-                kept = await where.source.awrite(where.chain, accepted) if accepted else []
-                return self.write_gate.repeated(settled, kept)
-            except DuplicateEntry as err:
-                settled = _held(settled, err)
-
-    # -- demote + write: the parts both twins share ---------------------------------------
-
-    def _goal(self, runtime: Any) -> Optional[str]:
-        goal = _context_value(getattr(runtime, "context", None), "goal")
-        return goal if isinstance(goal, str) and goal.strip() else None
-
-    def _demotion(self, messages: Sequence[BaseMessage], runtime: Any) -> Demotion:
-        return plan_demotion([_view(m) for m in messages], self.max_turns, pin_goal=self._goal(runtime) is None)
-
-    def _writing(self, state: PoolSplitMemoryState, runtime: Any) -> Optional[_Writing]:
-        """What this step writes: the standing statements of the human
-        messages not heard yet, and the turns beyond the working set."""
-        messages = state["messages"]
-        heard = _unheard(messages, cast("Optional[str]", state.get(HEARD_KEY)))
-        demotion = self._demotion(messages, runtime)
-        if not demotion.demote and not heard:
-            return None
-        where = self._where(runtime)
-        stamp = utc_stamp(self.now)
-        proposals: list[Proposal] = []
-        for i in heard:
-            proposals.extend(
-                standing_proposals(self.write_gate, str(messages[i].text), self._said(where, messages[i], stamp))
-            )
-        turns: list[tuple[int, int]] = []  # each demoted turn's slice of the proposals
-        for turn in demotion.demote:
-            part = [messages[i] for i in turn.indices]
-            if demotion.goal is not None and not isinstance(part[0], HumanMessage) and turn.indices[0] > demotion.goal:
-                part = [messages[demotion.goal], *part]  # the answer to the goal reads better with the goal
-            start = len(proposals)
-            # standing=False: recognised when the message was heard
-            said = self._said(where, part[0], stamp)
-            proposals.extend(exchange_proposals(self.write_gate, _sides(part), self.episode_type, said, standing=False))
-            turns.append((start, len(proposals)))
-        last_human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
-        return _Writing(where, proposals, demotion, turns, None if last_human is None else last_human.id)
-
-    @staticmethod
-    def _said(where: _Where, opening: BaseMessage, created: str) -> Provenance:
-        """The provenance of the exchange ``opening`` starts: this thread, the
-        own namespace, ``created``, and an exchange id from the message's id."""
-        label = namespace_label(where.chain[0])
-        exchange = exchange_id(label, where.thread or "", str(opening.id or opening.text))
-        return Provenance("thread:%s" % (where.thread or "none"), label, created, exchange=exchange)
-
-    def _demoted(
-        self, messages: Sequence[BaseMessage], writing: _Writing, settled: Sequence[Proposal]
+    def _removed(
+        self, state: PoolSplitMemoryState, writing: Writing[Backend], settled: Sequence[Proposal]
     ) -> dict[str, Any]:
-        """The state update of a write: the turns whose every part is stored
-        removed (a turn with a part the store refused stays, and says why in
-        the gate's report), the gate's report kept for the next selection
-        event (and, with a consolidator, the written ids for the turn's
-        end), the last human message marked heard."""
-        removals: list[RemoveMessage] = []
-        for turn, (start, end) in zip(writing.demotion.demote, writing.turns):
-            if all(p.refused in _STORED for p in settled[start:end]):
-                removals.extend(RemoveMessage(id=str(messages[i].id)) for i in turn.indices)
-        update: dict[str, Any] = {**self._written(settled), HEARD_KEY: writing.heard}
-        if removals:
-            update["messages"] = removals
+        """The state update of a write (`AgentMemory._demoted`), the turns it
+        lets go of removed."""
+        messages = state["messages"]
+        removed, update = self._demoted(writing, settled)
+        if removed:
+            update["messages"] = [RemoveMessage(id=str(messages[i].id)) for i in removed]
         return update
 
-    def _written(self, settled: Sequence[Proposal]) -> dict[str, Any]:
-        """The state update of a write: the gate's tally, and the written
-        ids when a consolidator waits for them."""
-        tally = _tally(settled)
-        update: dict[str, Any] = {WRITES_KEY: tally}
-        if self.consolidation is not None and tally["written"]:
-            update[UNCONSOLIDATED_KEY] = list(tally["written"])
-        return update
-
-    # -- consolidate: the part both twins share -------------------------------------------
-
-    def _consolidate(
+    def _consolidated(
         self, state: PoolSplitMemoryState, runtime: Any, *, asynchronous: bool
     ) -> Optional[dict[str, Any]]:
-        """Submit the turn's written ids (debounced per thread and
-        namespace) and clear them from the state. Never raises: a store
-        that cannot consolidate, or a namespace that fails, is reported as
-        a failed run."""
         ids = cast("Optional[list[str]]", state.get(UNCONSOLIDATED_KEY))
-        background = self.consolidation
-        if background is None or not ids:
-            return None
-        key: tuple[Optional[str], Optional[str]] = (_thread_id(runtime), None)
-        try:
-            where = self._where(runtime)
-            key = (where.thread, namespace_label(where.chain[0]))
-            verbs = where.source.verbs(where.chain)
-            if verbs is None:
-                raise TypeError("the store %s has no store verbs to consolidate with" % type(where.source).__name__)
-            (background.asubmit if asynchronous else background.submit)(key, verbs, ids)
-        except Exception as err:  # the turn is over and its writes are durable: report, never raise
-            background.record(ConsolidationRun(key, tuple(ids), None, "%s: %s" % (type(err).__name__, err)))
-        return {UNCONSOLIDATED_KEY: None}
-
-    # -- recall + promote: the parts both twins share -------------------------------------
+        where = lambda: self._where(runtime)  # noqa: E731
+        return self._consolidate(ids, thread_id(runtime), where, asynchronous=asynchronous)
 
     def _step(self, request: ModelRequest[Any]) -> _Step:
         """This model call's recall: the thread's last human message, with
@@ -867,26 +601,17 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         where = self._where(request.runtime)
         last = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
         ctx = getattr(request.runtime, "context", None)
-        given = {key: _context_value(ctx, key) for key in ("tags", "project", *TASK_FIELDS)}
+        given = {key: context_value(ctx, key) for key in ("tags", "project", *TASK_FIELDS)}
         message = str(last.text) if last is not None else ""
         call = AdapterCall(
             self.settings,
             message,
             {k: v for k, v in given.items() if v is not None},
-            named=_from_runtime_context,
+            named=from_runtime_context,
             entry_types=lambda: where.source.entry_types(where.chain),  # pools="auto": the store's own types
         )
         options = call.options
-        identity = json.dumps(
-            [
-                [list(ns) for ns in where.chain],
-                last.id if last is not None else None,
-                options.context,
-                sorted(options.task.items()),
-            ],
-            sort_keys=True,
-            default=str,
-        )
+        identity = step_identity(where.chain, last.id if last is not None else None, call)
         return _Step(where, call, Plan(list(options.pools), options.layering), identity)
 
     @staticmethod
@@ -895,14 +620,6 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         version of the store."""
         kept = cast("Optional[PromotedStep]", request.state.get(PROMOTED_KEY))
         return kept if kept is not None and kept["key"] == key else None
-
-    @staticmethod
-    def _promote(step: _Step, version: Hashable, selection: Selection) -> PromotedStep:
-        selection = step.call.record(step.call.annotate(selection))
-        # The state holds the plain JSON form (bounded: counts and a sample of
-        # what did not load); the whole report is the recorded selection's.
-        body = dict(event_payload(selection))
-        return {"key": step.key(version), "text": render_context(selection).text, "selection": body}
 
     def _inject(
         self, request: ModelRequest[Any], step: _Step, promoted: PromotedStep, *, reused: bool
@@ -917,46 +634,21 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
         update: dict[str, Any] = {} if writes is None else {WRITES_KEY: None}
         if not reused:
             update[PROMOTED_KEY] = promoted
-        where = step.where
-        event = {
-            "thread": where.thread,
-            "namespace": [list(ns) for ns in where.chain],
-            "reused": reused,
-            "writes": _report(writes),
-            **promoted["selection"],
-        }
-        if self.consolidation is not None:
-            runs = self.consolidation.take((where.thread, namespace_label(where.chain[0])))
-            event["consolidation"] = [run.to_dict() for run in runs]
+        event = self._event(step.where, writes, promoted, reused=reused)
         request.runtime.stream_writer({SELECTION_EVENT: event})
-        goal = self._goal(request.runtime)
-        parts = [p for p in (goal_line(goal) if goal else "", promoted["text"]) if p]
-        if not parts:
+        block = self._block(request.runtime, promoted)
+        if block is None:
             return request, update, event
-        block = "\n".join([self.heading, *parts]) if self.heading else "\n".join(parts)
         return request.override(system_message=_with_memory(request.system_message, block)), update, event
-
-    # -- the tools: the parts both twins share ---------------------------------------------
 
     def _proposed(
         self, runtime: ToolRuntime, note: str, tags: Optional[list[str]], scope: Optional[str]
-    ) -> tuple[_Where, Proposal]:
+    ) -> tuple[Where[Backend], Proposal]:
         """Where the ``remember`` call writes, and its proposal (a refused
         argument told to the model, `_told_to_the_model`)."""
         where = self._where(runtime)
         with _told_to_the_model():
             return where, self._note(note, tags, scope, where)
-
-    def _note(self, note: str, tags: Optional[list[str]], scope: Optional[str], where: _Where) -> Proposal:
-        return self.write_gate.propose(
-            note,
-            type=self.note_type,
-            source="agent:thread:%s" % (where.thread or "none"),
-            namespace=namespace_label(where.chain[0]),
-            created=utc_stamp(self.now),
-            tags=tags,
-            claims={"scope": scope},
-        )
 
     def _remembered(self, runtime: ToolRuntime, settled: Sequence[Proposal]) -> Union[Command[Any], str]:
         """The tool's answer, with the gate's report kept in the state for
@@ -967,24 +659,6 @@ class PoolSplitMemoryMiddleware(AgentMiddleware[PoolSplitMemoryState, Any, Any])
             return answer
         message = ToolMessage(answer, tool_call_id=runtime.tool_call_id, name="remember")
         return Command(update={**self._written(settled), "messages": [message]})
-
-    def _answer(self, proposal: Proposal) -> str:
-        if proposal.refused is None:
-            return "Saved as %s." % proposal.key
-        return "Not saved (%s): %s" % (
-            proposal.refused.value,
-            {
-                "empty": "the note is empty.",
-                "oversized": "the note is longer than %d characters; save the essential part."
-                % self.write_gate.max_chars,
-                "duplicate": "this note is already saved as %s." % (proposal.kept or proposal.key),
-                "always_scope": "standing corrections are curated by the user and cannot be saved by the agent.",
-                # The note's content key is another tenant's row: say so, never what that row holds.
-                "held_elsewhere": "another memory collection of this database holds the id %s; nothing was "
-                "changed (each collection needs its own namespace)." % proposal.key,
-                "id_taken": "another memory is stored under the id %s; nothing was changed." % proposal.key,
-            }[proposal.refused.value],
-        )
 
     @staticmethod
     def _full_text(entry: Optional[Mapping[str, Any]], entry_id: str) -> str:

@@ -2,32 +2,30 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Optional, Protocol, Union
+from typing import Any, Optional, Union
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
-from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
+from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import Unpack
 
-from ..call import AdapterCall
+from ..call import AdapterCall, StoreCall, checked_metric, checked_plan
 from ..checks import ArgumentError
 from ..index import MemoryIndex
-from ..poolsplit import Pool, Selection, Visibility
+from ..poolsplit import Pool, Selection
 from ..recall import (
-    FillingRecall,
     RecallPlan,
     Search,
     afill,
     fill,
     present_types,
-    same_vector_space,
-    store_metric,
-    takes_store_scores,
+    store_scoring,
     with_query_vector,
     with_store_scores,
 )
@@ -36,51 +34,8 @@ from ..reports import event_payload
 from ..settings import AdapterSettings, CallOverrides
 from ..storable import storable_form
 from ..stores.vectorstores.langchain_filters import FilterBuilder, type_filter
-from ..stores.vectorstores.langchain_search import Recalled, VectorRecall
+from ..stores.vectorstores.langchain_search import BaseRetrieverRecall, DocumentRecall, Recalled, VectorRecall
 from .documents import SELECTION_EVENT, DocumentConverter, checked_documents
-
-
-class DocumentRecall(Protocol):
-    """Where a retriever's candidates come from, per call (a vector store's
-    per-pool searches, `VectorRecall`,
-    or another retriever, `BaseRetrieverRecall`): the documents and
-    their store scores by id (empty when the source gives none)."""
-
-    def run(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
-    ) -> Recalled:
-        """The candidates for ``query`` under this call's visibility and plan."""
-
-    async def arun(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
-    ) -> Recalled:
-        """Async `run`."""
-
-
-class BaseRetrieverRecall:
-    """Candidates from another retriever (``base_retriever=`` mode), as a
-    child run tagged ``base``. No filter can be pushed down into it.
-
-    Example:
-        ```python
-        recall = BaseRetrieverRecall(vectorstore.as_retriever(search_kwargs={"k": 40}))
-        ```
-    """
-
-    def __init__(self, retriever: BaseRetriever) -> None:
-        self.retriever = retriever
-
-    def run(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
-    ) -> Recalled:
-        """What the retriever returns for ``query`` (no scores: it gives none)."""
-        return self.retriever.invoke(query, config={"callbacks": run_manager.get_child("base")}), {}
-
-    async def arun(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
-    ) -> Recalled:
-        """Async `run`."""
-        return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")}), {}
 
 
 @dataclass(frozen=True)
@@ -223,26 +178,12 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         if self.vectorstore is not None:
             # Each call recalls for its own plan (pools="auto" varies by
             # message); the recall plan holds the search sizes.
-            try:
-                plan = RecallPlan(
-                    [], fetch_k=self.fetch_k, always_k=self.always_k, max_fetch_k=self.max_fetch_k, breadth=self.breadth
-                )
-            except ValueError as err:
-                raise ArgumentError(str(err)) from None
-            try:
-                self._metric = store_metric(self.vectorstore, self.store_metric)
-            except ValueError as err:
-                raise ArgumentError(str(err)) from None
+            plan = checked_plan(
+                fetch_k=self.fetch_k, always_k=self.always_k, max_fetch_k=self.max_fetch_k, breadth=self.breadth
+            )
+            self._metric = checked_metric(self.vectorstore, self.store_metric)
             build = self.filter_builder or type_filter(self.vectorstore)
-            # The store's scores serve only an embedding scorer in the store's
-            # own vector space, and only when their metric is known.
-            # ... and the store's query vector serves any scorer in that space
-            # (one query embedding per call, not one per scorer and store).
-            self._reuse_query = same_vector_space(self.scorer, self.vectorstore.embeddings)
-            # The store's scores: the vector half of the default scorer's
-            # fused relevance, or an embedding scorer's cosines in the store's
-            # own space (recall.takes_store_scores), when their metric is known.
-            scored = self._metric is not None and takes_store_scores(self.scorer, self.vectorstore.embeddings)
+            self._reuse_query, scored = store_scoring(self.scorer, self.vectorstore.embeddings, self._metric)
             self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored, setup_store=self.setup_store)
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
@@ -289,15 +230,10 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def _entry_types(self) -> Optional[frozenset[str]]:
         """The types the source holds, for ``pools="auto"``: the documents'
-        (read when they are given), an ``InMemoryVectorStore``'s (read per
-        call: it can change, and its own search reads every row anyway),
-        else None (a store that cannot list: the host may declare
-        ``entry_types=``)."""
+        (read when they are given), else the store's (`VectorRecall.entry_types`)."""
         if self._held is not None:
             return self._held.types
-        if isinstance(self.vectorstore, InMemoryVectorStore):
-            return present_types(row["metadata"] for row in list(self.vectorstore.store.values()))
-        return None
+        return self._recall.entry_types() if isinstance(self._recall, VectorRecall) else None
 
     @classmethod
     def from_vectorstore(
@@ -380,25 +316,35 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             selection = call.select(entries, scorer=with_store_scores(call.scorer, scores, self._metric))
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
 
-    def _store_call(self, call: AdapterCall, query: str, vector: Optional[list[float]]) -> _StoreCall:
+    def _store_call(self, call: AdapterCall, query: str, vector: Optional[list[float]]) -> StoreCall[Document]:
+        """One call's growing recall over the store (`StoreCall`), by the query's one vector."""
         assert isinstance(self._recall, VectorRecall)
         scorer = with_query_vector(call.scorer, query, vector) if self._reuse_query else call.scorer
-        return _StoreCall(call, self._recall, query, vector, scorer, self._metric)
+        entries = functools.partial(DocumentConverter.entries, recalled=True)
+        return StoreCall(call, self._recall.plan_for(call.options.pools), scorer, self._metric, entries)
 
     def _from_store(self, call: AdapterCall, query: str, run_manager: SyncRun) -> tuple[Selection, list[Document]]:
-        assert isinstance(self._recall, VectorRecall)
+        recall = self._recall
+        assert isinstance(recall, VectorRecall)
         query = storable_form(query)  # what an embedding API or a store can take (a lone surrogate cannot be encoded)
-        one = self._store_call(call, query, self._recall.embed(query))
-        selection = fill(one.rounds, lambda searches: one.search(searches, run_manager), one.choose)
+        vector = recall.embed(query)
+        one = self._store_call(call, query, vector)
+        selection = fill(one.rounds, lambda s: one.gathered(recall.search(query, vector, s, run_manager)), one.choose)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
 
     async def _afrom_store(
         self, call: AdapterCall, query: str, run_manager: AsyncRun
     ) -> tuple[Selection, list[Document]]:
-        assert isinstance(self._recall, VectorRecall)
+        recall = self._recall
+        assert isinstance(recall, VectorRecall)
         query = storable_form(query)  # as in _from_store
-        one = self._store_call(call, query, await self._recall.aembed(query))
-        selection = await afill(one.rounds, lambda searches: one.asearch(searches, run_manager), one.choose)
+        vector = await recall.aembed(query)
+        one = self._store_call(call, query, vector)
+
+        async def search(searches: list[Search]) -> Sequence[Sequence[Document]]:
+            return one.gathered(await recall.asearch(query, vector, searches, run_manager))
+
+        selection = await afill(one.rounds, search, one.choose)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
 
     def _get_relevant_documents(
@@ -430,40 +376,3 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id
         )
         return documents
-
-
-class _StoreCall:
-    """One call's per-pool recall over a vector store, grown round by round
-    until the budgets are filled (`FillingRecall`):
-    every round searches by the one query vector, gathers the store's
-    scores, and selects over every candidate so far."""
-
-    def __init__(
-        self,
-        call: AdapterCall,
-        recall: VectorRecall,
-        query: str,
-        vector: Optional[list[float]],
-        scorer: Any,
-        metric: Any,
-    ) -> None:
-        self.call, self.recall, self.query, self.vector = call, recall, query, vector
-        self.scorer, self.metric = scorer, metric
-        options = call.options
-        self.rounds: FillingRecall[Document] = FillingRecall(recall.plan_for(options.pools), options.visibility)
-        self.scores: dict[str, float] = {}
-        self.source: dict[int, Document] = {}
-
-    def search(self, searches: list[Search], run_manager: SyncRun) -> list[list[Document]]:
-        results, scores = self.recall.search(self.query, self.vector, searches, run_manager)
-        self.scores.update(scores)
-        return results
-
-    async def asearch(self, searches: list[Search], run_manager: AsyncRun) -> list[list[Document]]:
-        results, scores = await self.recall.asearch(self.query, self.vector, searches, run_manager)
-        self.scores.update(scores)
-        return results
-
-    def choose(self, candidates: list[Document]) -> Selection:
-        entries, self.source = DocumentConverter.entries(candidates, recalled=True)
-        return self.call.select(entries, scorer=with_store_scores(self.scorer, self.scores, self.metric))

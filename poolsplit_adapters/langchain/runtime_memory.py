@@ -4,31 +4,24 @@ each fixed or taken from the call's runtime.
 The agent middleware and the search tool answer the same question on every
 call, so they answer it here, once: a tenant's memory must be found the same
 way by the hook that injects it and by the tool that searches it, or one of
-them could read another user's namespace.
+them could read another user's namespace. The resolution is
+``stores.langgraph.runtime.RuntimeBackends``'s; this class adds the stores a
+LangChain caller may hand over (a ``VectorStore``).
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
-from ..settings import AgentMemorySettings
 from ..stores.langgraph.backends import Backend
-from ..stores.langgraph.store import Namespace, check_namespaces
+from ..stores.langgraph.runtime import NamespaceSpec as NamespaceSpec
+from ..stores.langgraph.runtime import RuntimeBackends
 from .backends import backend_for
 
 __all__ = ["NamespaceSpec", "RuntimeMemory"]
 
-#: A namespace, an explicit chain of them (own first), or ``runtime -> either``.
-NamespaceSpec = Union[Sequence[str], Sequence[Sequence[str]], Callable[[Any], Any]]
 
-#: How many runtime stores keep their backend (and its prepared indexes).
-RUNTIME_STORES_KEPT = 16
-
-
-class RuntimeMemory:
+class RuntimeMemory(RuntimeBackends):
     """The store and namespace chain of each call, resolved from its runtime.
 
     Args:
@@ -48,6 +41,7 @@ class RuntimeMemory:
         >>> from langchain.tools import ToolRuntime
         >>> from langgraph.store.memory import InMemoryStore
         >>> from poolsplit_adapters import Pool
+        >>> from poolsplit_adapters.settings import AgentMemorySettings
         >>> settings = AgentMemorySettings.held_by("my_tool", pools=[Pool("notes", 200, 5)])
         >>> where = RuntimeMemory("my_tool", lambda rt: ("memories", rt.context["user_id"]), None, settings)
         >>> runtime = ToolRuntime(state={}, context={"user_id": "ana"}, config={}, stream_writer=print,
@@ -56,45 +50,6 @@ class RuntimeMemory:
         ((('memories', 'ana'),), '_BaseStoreBackend')
     """
 
-    def __init__(self, owner: str, namespace: NamespaceSpec, store: Any, settings: AgentMemorySettings) -> None:
-        self.owner = owner
-        self.settings = settings
-        if callable(namespace):
-            self._namespace_fn: Optional[Callable[[Any], Any]] = namespace
-            self._namespace: Optional[tuple[Namespace, ...]] = None
-        else:
-            self._namespace_fn = None
-            self._namespace = check_namespaces(namespace)
-        self._fixed: Optional[Backend] = None if store is None else backend_for(store, settings)
-        # Backends over each runtime store seen (a cache, not thread state).
-        self._runtime_backends: OrderedDict[int, tuple[Any, Backend]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def chain(self, runtime: Any) -> tuple[Namespace, ...]:
-        """This call's namespace chain, own namespace first (checked, naming
-        ``namespace(runtime)`` when a callable gave it)."""
-        if self._namespace is not None:
-            return self._namespace
-        assert self._namespace_fn is not None
-        try:
-            value = self._namespace_fn(runtime)
-        except Exception as err:
-            raise ValueError("namespace(runtime) failed: %s: %s" % (type(err).__name__, err)) from err
-        return check_namespaces(value, "namespace(runtime)")
-
-    def backend(self, runtime: Any) -> Backend:
-        """This call's store, as a backend: the fixed one, else one per
-        ``runtime.store`` (kept, so its prepared indexes outlive the call)."""
-        if self._fixed is not None:
-            return self._fixed
-        store = getattr(runtime, "store", None)
-        if store is None:
-            raise ValueError("%s has no store: pass store= or give one to create_agent(..., store=...)" % self.owner)
-        with self._lock:
-            found = self._runtime_backends.get(id(store))
-            if found is None or found[0] is not store:
-                found = (store, backend_for(store, self.settings, argument="runtime.store"))
-                self._runtime_backends[id(store)] = found
-                if len(self._runtime_backends) > RUNTIME_STORES_KEPT:
-                    self._runtime_backends.popitem(last=False)
-            return found[1]
+    def _backend_for(self, store: Any, argument: str) -> Backend:
+        """A LangChain ``VectorStore`` too (`backend_for`)."""
+        return backend_for(store, self.settings, argument=argument)

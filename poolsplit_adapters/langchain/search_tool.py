@@ -16,14 +16,10 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from ..call import AdapterCall
 from ..checks import ArgumentError, check_label, check_string
-from ..poolsplit import Pool, Scorer, Selection, TokenCounter
+from ..poolsplit import Pool, Scorer, TokenCounter
 from ..search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, asearch, check_query, search
 from ..settings import AgentMemorySettings
-from ..stores.langgraph.backends import Backend, Plan
-from ..stores.langgraph.store import Namespace
-from ..threads import off_loop
 from .runtime_memory import NamespaceSpec, RuntimeMemory
 
 __all__ = ["SearchInput", "create_search_memory_tool"]
@@ -44,33 +40,6 @@ def _for_the_model(query: Any) -> str:
         return check_query(query)
     except ArgumentError as err:
         raise ToolException("%s: %s" % (SEARCH_TOOL_NAME, err)) from None
-
-
-class _Search:
-    """One tool's selection: this call's store and namespace, the query as
-    the message, through the adapter call (recorded like every adapter's)."""
-
-    def __init__(self, memory: RuntimeMemory) -> None:
-        self.memory = memory
-
-    def reading(self, runtime: Any, query: str) -> tuple[Backend, tuple[Namespace, ...], AdapterCall, Plan]:
-        backend, chain = self.memory.backend(runtime), self.memory.chain(runtime)
-        call = AdapterCall(self.memory.settings, query, entry_types=lambda: backend.entry_types(chain))
-        return backend, chain, call, Plan(list(call.options.pools), call.options.layering)
-
-    def select(self, runtime: Any, query: str) -> Selection:
-        backend, chain, call, plan = self.reading(runtime, query)
-        snap = backend.snapshot(chain, call.options.context, plan)
-        return call.record(call.annotate(backend.select(snap, chain, call.options.context, plan)))
-
-    async def aselect(self, runtime: Any, query: str) -> Selection:
-        # pools="auto" reads the store's types: an AsyncPostgresStore's sync read, from a worker thread.
-        away = self.memory.backend(runtime).off_loop
-        backend, chain, call, plan = (
-            await off_loop(self.reading, runtime, query) if away else self.reading(runtime, query)
-        )
-        snap = await backend.asnapshot(chain, call.options.context, plan)
-        return call.record(call.annotate(await backend.aselect(snap, chain, call.options.context, plan)))
 
 
 def create_search_memory_tool(
@@ -149,7 +118,7 @@ def create_search_memory_tool(
         total_tokens=total_tokens,
         total_entries=total_entries,
     )
-    searching = _Search(RuntimeMemory(OWNER, namespace, store, settings))
+    searching = RuntimeMemory(OWNER, namespace, store, settings)
 
     def search_memory(runtime: ToolRuntime, query: str) -> str:
         return search(lambda q: searching.select(runtime, q), _for_the_model(query))

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 
-from ..convert import SELECTION_KEY, index_from, loaded_text, selection_metadata
+from ..convert import SELECTION_KEY, entries_of, index_from, loaded_text, selection_metadata
 from ..index import MemoryIndex
 from ..poolsplit import Chosen, Scorer, TokenCounter
 from ..recall import merge_recalled
@@ -42,12 +43,8 @@ class NodeConverter:
         items = list(nodes)
         if recalled:
             items = merge_recalled(items, key=lambda n: n.node.node_id if isinstance(n, NodeWithScore) else n.node_id)
-        entries, source = [], {}
-        for position, node in enumerate(items):
-            entry = node_to_entry(node, position, type_key=type_key)
-            entries.append(entry)
-            source[id(entry)] = node.node if isinstance(node, NodeWithScore) else node
-        return entries, source
+        to_entry = functools.partial(node_to_entry, type_key=type_key)
+        return entries_of(items, to_entry, lambda n: n.node if isinstance(n, NodeWithScore) else n)
 
     @staticmethod
     def index(

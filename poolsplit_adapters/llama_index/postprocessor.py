@@ -8,9 +8,8 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import ConfigDict, Field
 
-from ..call import AdapterCall
+from ..call import select_given
 from ..checks import ArgumentError
-from ..recall import present_types
 from ..settings import AdapterSettings, Framework
 from .events import announce
 from .nodes import NodeConverter, node_to_entry
@@ -69,10 +68,6 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
         entries, source = NodeConverter.entries(given)
         # The earlier stage's scores, kept beside the selection's (which replaces them, as a reranker's does).
         upstream = {id(e): float(n.score) for e, n in zip(entries, given) if n.score is not None}
-        call = AdapterCall(
-            self, query_bundle.query_str if query_bundle else "", entry_types=lambda: present_types(entries)
-        )
-        selection = call.select(entries)
-        returned = call.finish(selection)
+        selection, returned = select_given(self, query_bundle.query_str if query_bundle else "", entries)
         announce("postprocessor", selection)
         return NodeConverter(self.show_selection_to_llm).to_nodes(returned, source, upstream)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, Optional, Union
 
@@ -12,29 +13,25 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
-from llama_index.core.vector_stores import SimpleVectorStore
 from typing_extensions import Unpack
 
-from ..call import AdapterCall
+from ..call import AdapterCall, StoreCall, checked_metric, checked_plan
 from ..checks import ArgumentError, check_overrides, check_tags
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
 from ..recall import (
-    FillingRecall,
     RecallPlan,
     VisibleEntries,
     afill,
     fill,
     present_types,
-    same_vector_space,
-    takes_store_scores,
+    store_scoring,
     with_query_vector,
-    with_store_scores,
 )
-from ..recall import store_metric as metric_of
 from ..render import explain
 from ..reports import capture_selections
 from ..settings import AdapterSettings, CallOverrides, Framework
+from ..stores.vectorstores.llama_index_nodes import one_node_per_id
 from ..stores.vectorstores.llama_index_search import IndexRecall
 from .events import announce
 from .nodes import AnyNode, NodeConverter
@@ -106,18 +103,9 @@ class PoolSplitRetriever(BaseRetriever):
         self.context_tags = check_tags(tags)
         self._converter = NodeConverter(show_selection_to_llm)
         self._recall = recall
-        # Whether the store's scores are the scorer's cosines: both are fixed
-        # here, so it is decided once (LangChain's retriever does the same).
-        # The query vector of the index's searches serves any scorer in its
-        # vector space: one query embedding per call.
-        self._reuse_query = recall is not None and same_vector_space(self.settings.scorer, recall.embed_model)
-        # The store's scores: the vector half of the default scorer's fused
-        # relevance, or an embedding scorer's cosines in the index's own
-        # space (recall.takes_store_scores), when their metric is known.
-        self._store_scores = (
-            recall is not None
-            and recall.metric is not None
-            and takes_store_scores(self.settings.scorer, recall.embed_model)
+        # Both fixed here, so decided once (LangChain's retriever does the same).
+        self._reuse_query, self._store_scores = (
+            (False, False) if recall is None else store_scoring(self.settings.scorer, recall.embed_model, recall.metric)
         )
         self._index: Optional[MemoryIndex] = None
         self._held_types: Optional[frozenset[str]] = None
@@ -127,7 +115,7 @@ class PoolSplitRetriever(BaseRetriever):
             # Built with the scorer's structures: the first call costs what the others do.
             counter, scorer = self.settings.token_counter, self.settings.scorer
             self._index, self._source = NodeConverter.index(nodes, counter, (scorer,))
-            _one_node_per_id(nodes)  # each checked to be a node by the line above
+            one_node_per_id(nodes)  # each checked to be a node by the line above
             self._held_types = present_types((n.node if isinstance(n, NodeWithScore) else n).metadata for n in nodes)
 
     @classmethod
@@ -186,15 +174,9 @@ class PoolSplitRetriever(BaseRetriever):
         # Each call recalls for its own plan (pools="auto" varies by message),
         # so the recall plan holds the search sizes only; the settings check
         # the pools, once, when the retriever is built below.
-        try:
-            plan = RecallPlan([], fetch_k=fetch_k, always_k=always_k, max_fetch_k=max_fetch_k, breadth=breadth)
-        except ValueError as err:
-            raise ArgumentError(str(err)) from None
+        plan = checked_plan(fetch_k=fetch_k, always_k=always_k, max_fetch_k=max_fetch_k, breadth=breadth)
         recall = IndexRecall(index, plan, type_key=type_key, embed_model=embed_model, setup_store=setup_store)
-        try:
-            recall.metric = metric_of(index, store_metric)
-        except ValueError as err:
-            raise ArgumentError(str(err)) from None
+        recall.metric = checked_metric(index, store_metric)
         return cls(pools, recall=recall, **kwargs)
 
     @property
@@ -268,31 +250,27 @@ class PoolSplitRetriever(BaseRetriever):
 
     def _entry_types(self) -> Optional[frozenset[str]]:
         """The types the source holds, for ``pools="auto"``: the nodes'
-        (fixed at construction), a ``SimpleVectorStore``'s (its filter
-        metadata, read per call), else None (the host may declare
-        ``entry_types=``)."""
+        (fixed at construction), else the index's (`IndexRecall.entry_types`)."""
         if self._held_types is not None or self._recall is None:
             return self._held_types
-        store, key = self._recall.index.vector_store, self._recall.type_key
-        if isinstance(store, SimpleVectorStore):
-            found = store.data.metadata_dict.values()
-            return present_types(
-                [m if key == "type" else {"type": m[key]} if m.get(key) is not None else {} for m in found]
-            )
-        return None
+        return self._recall.entry_types()
 
     def _finish(self, call: AdapterCall, selection: Selection, source: dict[int, BaseNode]) -> list[NodeWithScore]:
         returned = call.finish(selection)
         announce("retriever", selection)
         return self._converter.to_nodes(returned, source)
 
-    def _store_call(self, call: AdapterCall, query: QueryBundle) -> _IndexCall:
-        """One call's growing recall over the index, for an embedded ``query``."""
-        assert self._recall is not None
+    def _store_call(self, call: AdapterCall, query: QueryBundle) -> StoreCall[NodeWithScore]:
+        """One call's growing recall over the index (`StoreCall`), for an embedded ``query``."""
+        recall = self._recall
+        assert recall is not None
         scorer = call.scorer
         if self._reuse_query and list(query.embedding_strs) == [query.query_str]:
             scorer = with_query_vector(scorer, query.query_str, query.embedding)  # the vector is the message's
-        return _IndexCall(call, self._recall, scorer, self._store_scores)
+        entries = functools.partial(NodeConverter.entries, recalled=True, type_key=recall.type_key)
+        # The recalled nodes' relevance from their store scores, when those serve the scorer.
+        scores_of = _store_scores if self._store_scores else None
+        return StoreCall(call, recall.plan_for(call.options.pools), scorer, recall.metric, entries, scores_of)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         call = self._call(query_bundle)
@@ -317,39 +295,5 @@ class PoolSplitRetriever(BaseRetriever):
         return self._finish(call, selection, one.source)
 
 
-class _IndexCall:
-    """One call's per-pool recall over an index, grown round by round until
-    the budgets are filled (`FillingRecall`),
-    each round selecting over every node recalled so far."""
-
-    def __init__(self, call: AdapterCall, recall: IndexRecall, scorer: Any, store_scores: bool) -> None:
-        self.call, self.recall, self.scorer, self.store_scores = call, recall, scorer, store_scores
-        options = call.options
-        self.rounds: FillingRecall[NodeWithScore] = FillingRecall(recall.plan_for(options.pools), options.visibility)
-        self.source: dict[int, BaseNode] = {}
-
-    def choose(self, candidates: list[NodeWithScore]) -> Selection:
-        scorer = self.scorer
-        if self.store_scores:  # the recalled nodes' relevance from their store scores
-            scores = {n.node.node_id: float(n.score) for n in candidates if n.score is not None}
-            scorer = with_store_scores(scorer, scores, self.recall.metric)
-        entries, self.source = NodeConverter.entries(candidates, recalled=True, type_key=self.recall.type_key)
-        return self.call.select(entries, scorer=scorer)
-
-
-def _one_node_per_id(nodes: Sequence[Any]) -> None:
-    """Refuse two nodes with one id. LlamaIndex's ``BaseRetriever.retrieve``
-    keeps the first node of each id and drops the rest after our selection
-    chose them, so a second correction under a taken id would be reported
-    loaded and never reach the model."""
-    ids = [n.node.node_id if isinstance(n, NodeWithScore) else getattr(n, "node_id", None) for n in nodes]
-    if len(set(ids)) == len(ids):
-        return
-    first: dict[Any, int] = {}
-    for position, node_id in enumerate(ids):
-        if node_id in first:
-            raise ArgumentError(
-                "nodes[%d] and nodes[%d] share the node id %r: LlamaIndex's retriever returns one node per id, "
-                "so one of them would be lost; give each node its own id_" % (first[node_id], position, node_id)
-            )
-        first[node_id] = position
+def _store_scores(candidates: list[NodeWithScore]) -> dict[str, float]:
+    return {n.node.node_id: float(n.score) for n in candidates if n.score is not None}

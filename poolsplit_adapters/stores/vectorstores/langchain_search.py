@@ -23,6 +23,10 @@ an HNSW index a filtered similarity search looks at the ``hnsw.ef_search``
 nearest rows and then filters, so corrections far from the query came back
 in none of the queries once the planner used the index. Other stores get the
 filtered similarity search (exact for the in-memory ones).
+
+Where the LangChain retriever's candidates come from per call
+(`DocumentRecall`): these per-pool searches, or what another retriever
+returns (`BaseRetrieverRecall`).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import asyncio
 import dataclasses
 import functools
 import sys
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
@@ -39,11 +43,11 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.runnables.config import run_in_executor
-from langchain_core.vectorstores import VectorStore
+from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
 from ...poolsplit import Pool, Visibility
-from ...recall import RecallPlan, Search
+from ...recall import RecallPlan, Search, present_types
 from ...threads import at_once
 from ..postgres import FirstUseSetup, LargeFilters, check_search
 from .langchain_filters import FilterBuilder, dict_filter
@@ -284,6 +288,49 @@ def exact_always_fetch(store: VectorStore) -> Optional[Any]:
     return None
 
 
+class DocumentRecall(Protocol):
+    """Where a retriever's candidates come from, per call (a vector store's
+    per-pool searches, `VectorRecall`,
+    or another retriever, `BaseRetrieverRecall`): the documents and
+    their store scores by id (empty when the source gives none)."""
+
+    def run(
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
+    ) -> Recalled:
+        """The candidates for ``query`` under this call's visibility and plan."""
+
+    async def arun(
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
+    ) -> Recalled:
+        """Async `run`."""
+
+
+class BaseRetrieverRecall:
+    """Candidates from another retriever (``base_retriever=`` mode), as a
+    child run tagged ``base``. No filter can be pushed down into it.
+
+    Example:
+        ```python
+        recall = BaseRetrieverRecall(vectorstore.as_retriever(search_kwargs={"k": 40}))
+        ```
+    """
+
+    def __init__(self, retriever: BaseRetriever) -> None:
+        self.retriever = retriever
+
+    def run(
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
+    ) -> Recalled:
+        """What the retriever returns for ``query`` (no scores: it gives none)."""
+        return self.retriever.invoke(query, config={"callbacks": run_manager.get_child("base")}), {}
+
+    async def arun(
+        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
+    ) -> Recalled:
+        """Async `run`."""
+        return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")}), {}
+
+
 class VectorRecall:
     """A `RecallPlan` over one store.
 
@@ -321,6 +368,15 @@ class VectorRecall:
         #: ``setup_store`` is False. A caller's own filter_builder keeps the
         #: store's own search, which the index does not serve: nothing then.
         self.setup = FirstUseSetup(store, enabled=setup_store and build is dict_filter)
+
+    def entry_types(self) -> Optional[frozenset[str]]:
+        """The types the store holds, for ``pools="auto"``: an
+        ``InMemoryVectorStore``'s (read per call: it can change, and its own
+        search reads every row anyway), else None (a store that cannot list:
+        the host may declare ``entry_types=``)."""
+        if isinstance(self.store, InMemoryVectorStore):
+            return present_types(row["metadata"] for row in list(self.store.store.values()))
+        return None
 
     @property
     def searches_by_vector(self) -> bool:

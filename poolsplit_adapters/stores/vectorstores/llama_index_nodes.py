@@ -4,14 +4,15 @@ them)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Union
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
 
 from ...convert import entry_from, stored_parts
+from ...errors import ArgumentError
 
-__all__ = ["AnyNode", "node_parts", "node_to_entry", "nodes_from"]
+__all__ = ["AnyNode", "node_parts", "node_to_entry", "nodes_from", "one_node_per_id"]
 
 AnyNode = Union[BaseNode, NodeWithScore]
 
@@ -63,3 +64,21 @@ def nodes_from(entries: Iterable[Mapping[str, Any]]) -> list[TextNode]:
             node.id_ = entry["id"]
         out.append(node)
     return out
+
+
+def one_node_per_id(nodes: Sequence[Any]) -> None:
+    """Refuse two nodes with one id. LlamaIndex's ``BaseRetriever.retrieve``
+    keeps the first node of each id and drops the rest after our selection
+    chose them, so a second correction under a taken id would be reported
+    loaded and never reach the model."""
+    ids = [n.node.node_id if isinstance(n, NodeWithScore) else getattr(n, "node_id", None) for n in nodes]
+    if len(set(ids)) == len(ids):
+        return
+    first: dict[Any, int] = {}
+    for position, node_id in enumerate(ids):
+        if node_id in first:
+            raise ArgumentError(
+                "nodes[%d] and nodes[%d] share the node id %r: LlamaIndex's retriever returns one node per id, "
+                "so one of them would be lost; give each node its own id_" % (first[node_id], position, node_id)
+            )
+        first[node_id] = position

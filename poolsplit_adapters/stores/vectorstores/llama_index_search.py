@@ -44,10 +44,10 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
-from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters, SimpleVectorStore
 
 from ...poolsplit import Pool, Visibility
-from ...recall import RecallPlan, Search
+from ...recall import RecallPlan, Search, present_types
 from ...threads import at_once
 from ..postgres import (
     FirstUseSetup,
@@ -119,6 +119,18 @@ class IndexRecall:
         #: PGVectorStore: the filter index, which serves the ``type`` key
         #: only), unless ``setup_store`` is False.
         self.setup = FirstUseSetup(index.vector_store, enabled=setup_store and type_key == "type")
+
+    def entry_types(self) -> Optional[frozenset[str]]:
+        """The types the index holds, for ``pools="auto"``: a
+        ``SimpleVectorStore``'s (its filter metadata, read per call), else
+        None (the host may declare ``entry_types=``)."""
+        store, key = self.index.vector_store, self.type_key
+        if isinstance(store, SimpleVectorStore):
+            found = store.data.metadata_dict.values()
+            return present_types(
+                [m if key == "type" else {"type": m[key]} if m.get(key) is not None else {} for m in found]
+            )
+        return None
 
     def plan_for(self, pools: Optional[Sequence[Pool]]) -> RecallPlan:
         """This recall's plan for a call's ``pools`` (default: the plan's)."""

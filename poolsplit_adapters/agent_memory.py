@@ -1,0 +1,511 @@
+"""The agent memory's steps, framework-free: what the LangChain middleware
+([`PoolSplitMemoryMiddleware`][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware])
+does on each hook once its messages, runtime and store are translated.
+
+* **Demote + write**: the standing statements of the user's new messages
+  and the turns beyond the working set as proposals of the write gate
+  (`AgentMemory._writing`), written in one write through the store's
+  duplicate check (`AgentMemory._write`), and the turns whose every part is
+  stored named for removal (`AgentMemory._demoted`).
+* **Recall + promote**: a step's identity and reuse key, its selection
+  recorded and rendered (`AgentMemory._promote`), the selection event
+  (`AgentMemory._event`) and the block put into the system message
+  (`AgentMemory._block`).
+* **remember**: a note's proposal and the answer the model reads.
+* **Consolidate**: the ids a turn wrote handed to the background runs.
+
+Messages come in as `Heard` (a message's working-set view, its text and its
+labelled lines); the store is anything with the writes of `AgentStore`.
+Nothing here imports a framework.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Generic, Optional, Protocol, TypeVar
+
+from typing_extensions import TypedDict
+
+from .background import BackgroundConsolidation, ConsolidationRun
+from .call import AdapterCall
+from .checks import ArgumentError, check_instance, check_label, check_positive_int, check_string
+from .memory.turns import ASSISTANT, USER, Provenance, Said, exchange_id, exchange_proposals, standing_proposals
+from .memory.working_set import HUMAN, Demotion, View, plan_demotion
+from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
+from .poolsplit import Selection
+from .render import goal_line, render_context
+from .reports import event_payload
+from .settings import AgentMemorySettings
+from .stores.base import DuplicateEntry, IdHeldElsewhere, StoreVerbs
+
+__all__ = [
+    "DEFAULT_HEADING",
+    "AgentMemory",
+    "AgentStore",
+    "GateTally",
+    "Heard",
+    "PromotedStep",
+    "Where",
+    "add_ids",
+    "add_tallies",
+]
+
+#: The line above the injected memory in the system message.
+DEFAULT_HEADING = (
+    'Long-term memory. Entries marked scope="always" are standing corrections from the user: follow them. '
+    "Cite an entry by its id when you use it."
+)
+
+REMEMBER_DESCRIPTION = (
+    "Save a note you must not forget in later turns and sessions: a decision, a stable fact about the user "
+    "or the task, a procedure that worked. One self-contained note per call; no chit-chat."
+)
+
+#: The state keys the middleware adds (private: not in the agent's input or output).
+WRITES_KEY = "poolsplit_writes"
+PROMOTED_KEY = "poolsplit_promoted"
+UNCONSOLIDATED_KEY = "poolsplit_unconsolidated"
+HEARD_KEY = "poolsplit_heard"
+
+Namespace = tuple[str, ...]
+
+
+class GateTally(TypedDict):
+    """What the write gate did since the last selection event: ids written,
+    refusals counted by reason (a [`GateReport`][]
+    in the state's JSON form)."""
+
+    written: list[str]
+    refused: dict[str, int]
+
+
+def add_tallies(left: Optional[GateTally], right: Optional[GateTally]) -> Optional[GateTally]:
+    """The state reducer of `WRITES_KEY`: parallel tool calls and the
+    demotion of one step add up; None clears (the selection event showed
+    them)."""
+    if right is None or left is None:
+        return right
+    refused = dict(left["refused"])
+    for reason, n in right["refused"].items():
+        refused[reason] = refused.get(reason, 0) + n
+    return {"written": [*left["written"], *right["written"]], "refused": refused}
+
+
+def add_ids(left: Optional[list[str]], right: Optional[list[str]]) -> Optional[list[str]]:
+    """The state reducer of `UNCONSOLIDATED_KEY`: the ids written by a
+    turn's demotions and notes add up; None clears (handed to the
+    consolidator)."""
+    if right is None or left is None:
+        return right
+    return [*left, *(i for i in right if i not in left)]
+
+
+class PromotedStep(TypedDict):
+    """The memory of the thread's current agent step, reused by the model
+    calls of its tool loop while the store is unchanged."""
+
+    key: str
+    """Digest of the step (namespace chain, last human message, context) and the store's version."""
+    text: str
+    """The rendered memory put into the system message."""
+    selection: dict[str, Any]
+    """The selection's JSON form (the selection event's body)."""
+
+
+class AgentStore(Protocol):
+    """What the agent memory's writes need of a store (the middleware's
+    backends): one write of entries into a chain's own namespace, and the
+    store verbs the consolidation runs with."""
+
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> list[Optional[str]]: ...
+
+    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> list[Optional[str]]: ...
+
+    def verbs(self, chain: Sequence[Namespace]) -> Optional[StoreVerbs]: ...
+
+
+S = TypeVar("S", bound=AgentStore)
+
+
+@dataclass(frozen=True)
+class Where(Generic[S]):
+    """Where one hook's memory is: the store, the namespace chain, the
+    thread, and the own namespace's entry label (its first link's)."""
+
+    source: S
+    chain: tuple[Namespace, ...]
+    thread: Optional[str]
+    label: str
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One message of the agent's state, as the write step reads it.
+
+    Attributes:
+        view: what the working set knows of it (kind, id, tool calls).
+        text: its text.
+        lines: its labelled lines in a transcript (``"tool x: ..."``),
+            spelled when a demoted turn needs them.
+        plain: an answer of the model without tool calls.
+    """
+
+    view: View
+    text: str
+    lines: Callable[[], Sequence[str]]
+    plain: bool = False
+
+
+@dataclass(frozen=True)
+class Writing(Generic[S]):
+    """One step's write: where, the proposals, the demotion and each
+    demoted turn's slice of the proposals, the last human message's id."""
+
+    where: Where[S]
+    proposals: list[Proposal]
+    demotion: Demotion
+    turns: list[tuple[int, int]]
+    heard: Optional[str]
+
+
+#: What a turn's proposal may have been answered with for the turn to leave
+#: the working set: written, kept as a repeat of a stored entry, or nothing
+#: to keep (blank).
+_STORED = (None, Refusal.DUPLICATE, Refusal.EMPTY)
+
+
+def context_value(context: Any, key: str) -> Any:
+    """``runtime.context[key]`` for a dict, dataclass or model context."""
+    if context is None:
+        return None
+    if isinstance(context, Mapping):
+        return context.get(key)
+    return getattr(context, key, None)
+
+
+def thread_id(runtime: Any) -> Optional[str]:
+    """The thread of a hook's or a tool's runtime (its execution info, else
+    its config's ``thread_id``), as a string."""
+    info = getattr(runtime, "execution_info", None)
+    thread = getattr(info, "thread_id", None)
+    if thread is None:
+        config = getattr(runtime, "config", None) or {}
+        thread = (config.get("configurable") or {}).get("thread_id")
+    return None if thread is None else str(thread)
+
+
+def from_runtime_context(key: str) -> str:
+    """How an argument taken from ``runtime.context`` is named in errors."""
+    return "runtime.context[%r]" % key
+
+
+def step_identity(chain: Sequence[Namespace], last_id: Optional[str], call: AdapterCall) -> str:
+    """A step's identity: the namespace chain, the last human message and
+    the call's context and task signals."""
+    options = call.options
+    return json.dumps(
+        [[list(ns) for ns in chain], last_id, options.context, sorted(options.task.items())],
+        sort_keys=True,
+        default=str,
+    )
+
+
+def step_key(identity: str, version: Hashable) -> str:
+    """The reuse key: this step over this version of the store (a version
+    that is a fresh object each read is never equal, so never reused)."""
+    return hashlib.sha256(repr((identity, version)).encode()).hexdigest()
+
+
+def _unheard(messages: Sequence[Heard], heard: Optional[str]) -> list[int]:
+    """Positions of the human messages after the last one heard (all of
+    them when none was, or when it is no longer in the messages)."""
+    positions = [i for i, m in enumerate(messages) if m.view.kind == HUMAN]
+    if heard is not None:
+        at = next((n for n, i in enumerate(positions) if messages[i].view.id == heard), None)
+        if at is not None:
+            return positions[at + 1 :]
+    return positions
+
+
+def _sides(messages: Sequence[Heard]) -> list[Said]:
+    """A turn's messages as the sides of an exchange: the user's words, then
+    the answer with its tool calls and results (labelled line by line)."""
+    user = "\n".join(m.text.strip() for m in messages if m.view.kind == HUMAN)
+    others = [m for m in messages if m.view.kind != HUMAN]
+    sides = [Said(USER, user)] if user.strip() else []
+    if all(m.plain for m in others):  # a plain answer
+        answer = "\n".join(m.text.strip() for m in others)
+        if answer.strip():
+            sides.append(Said(ASSISTANT, answer))
+        return sides
+    rest = "\n".join(line for m in others for line in m.lines())
+    if rest.strip():
+        sides.append(Said(ASSISTANT, rest, labelled=True))
+    return sides
+
+
+def _id_refused(proposal: Proposal, err: DuplicateEntry) -> Proposal:
+    """The note refused because its content key is another entry's id:
+    another collection's (``held_elsewhere``), or a host's entry in this
+    one (``id_taken``); the run goes on, the model is told."""
+    return replace(proposal, refused=Refusal.HELD_ELSEWHERE if isinstance(err, IdHeldElsewhere) else Refusal.ID_TAKEN)
+
+
+def _held(settled: Sequence[Proposal], err: DuplicateEntry) -> list[Proposal]:
+    """``settled`` with the proposals whose id the store holds for another
+    entry refused (`_id_refused`); raises ``err`` when none is (a
+    write that refuses what it does not name must not loop)."""
+    held = set(err.ids) | {err.entry_id}
+    out = [_id_refused(p, err) if p.refused is None and p.key in held else p for p in settled]
+    if out == list(settled):
+        raise err
+    return out
+
+
+def _tally(proposals: Sequence[Proposal]) -> GateTally:
+    report = GateReport()
+    report.count(proposals)
+    return {"written": list(report.written), "refused": dict(report.refused)}
+
+
+def _report(tally: Optional[GateTally]) -> dict[str, Any]:
+    report = GateReport()
+    if tally is not None:
+        report.written.extend(tally["written"])
+        report.refused.update(tally["refused"])
+    return report.to_dict()
+
+
+class AgentMemory:
+    """The agent memory's settings and its framework-free steps, which the
+    LangChain middleware inherits and calls from its hooks.
+
+    Args:
+        owner: the class the caller built, named in errors.
+        max_turns, write_gate, heading, episode_type, note_type: as
+            the middleware takes them (checked here).
+        **settings: the selection settings (``pools`` to ``fetch_k``), held
+            as `AgentMemorySettings`.
+    """
+
+    def __init__(
+        self,
+        owner: str,
+        *,
+        max_turns: int,
+        write_gate: Optional[WriteGate],
+        heading: str,
+        episode_type: str,
+        note_type: str,
+        **settings: Any,
+    ) -> None:
+        check_positive_int(settings["page_size"], "page_size")
+        if settings["fetch_k"] is not None:
+            check_positive_int(settings["fetch_k"], "fetch_k")
+        #: The selection settings, checked once (the plan with its totals).
+        self.settings = AgentMemorySettings.held_by(owner, **settings)
+        self.max_turns = check_positive_int(max_turns, "max_turns", "the current turn always stays")
+        self.write_gate = check_instance(write_gate, WriteGate, "write_gate") or WriteGate()
+        self.now: Optional[datetime.datetime] = settings["now"]
+        self.heading = check_string(heading, "heading")
+        self.episode_type = check_label(episode_type, "episode_type")
+        self.note_type = check_label(note_type, "note_type")
+        #: The background consolidation (None: off, the default).
+        self.consolidation: Optional[BackgroundConsolidation] = None
+
+    def _consolidating(self, owner: str, consolidator: Any, delay: float, now: Optional[datetime.datetime]) -> None:
+        """Hold the background consolidation over ``consolidator`` (None: off)."""
+        if consolidator is not None:
+            try:
+                self.consolidation = BackgroundConsolidation(consolidator, delay=delay, now=now)
+            except (TypeError, ValueError, NotImplementedError) as err:
+                raise ArgumentError("%s consolidator: %s" % (owner, err)) from err
+
+    # -- writing through the gate (demoted turns and the remember tool alike) -----------
+
+    def _write(self, where: Where[S], proposals: Sequence[Proposal]) -> list[Proposal]:
+        """Write the proposals the gate accepts in one write, through the
+        store's duplicate check (a repeat of a stored entry, exact or near,
+        is kept once, its provenance recorded in that entry's ``seen``, and
+        reported ``duplicate``). An entry whose content key the store holds
+        for another entry is refused by name (``id_taken``,
+        ``held_elsewhere``) and the rest written. Raises if the write fails
+        (then nothing is reported)."""
+        settled = self.write_gate.settle(proposals, ())
+        while True:
+            accepted = [p.entry for p in settled if p.refused is None]
+            try:
+                return self.write_gate.repeated(settled, where.source.write(where.chain, accepted) if accepted else [])
+            except DuplicateEntry as err:
+                settled = _held(settled, err)
+
+    async def _awrite(self, where: Where[S], proposals: Sequence[Proposal]) -> list[Proposal]:
+        """Async `_write`."""
+        settled = self.write_gate.settle(proposals, ())
+        while True:
+            accepted = [p.entry for p in settled if p.refused is None]
+            try:
+                kept = await where.source.awrite(where.chain, accepted) if accepted else []
+                return self.write_gate.repeated(settled, kept)
+            except DuplicateEntry as err:
+                settled = _held(settled, err)
+
+    # -- demote + write -----------------------------------------------------------------
+
+    def _goal(self, runtime: Any) -> Optional[str]:
+        goal = context_value(getattr(runtime, "context", None), "goal")
+        return goal if isinstance(goal, str) and goal.strip() else None
+
+    def _writing(
+        self, messages: Sequence[Heard], heard_id: Optional[str], runtime: Any, where: Callable[[], Where[S]]
+    ) -> Optional[Writing[S]]:
+        """What this step writes: the standing statements of the human
+        messages not heard yet, and the turns beyond the working set."""
+        heard = _unheard(messages, heard_id)
+        demotion = plan_demotion([m.view for m in messages], self.max_turns, pin_goal=self._goal(runtime) is None)
+        if not demotion.demote and not heard:
+            return None
+        place = where()
+        stamp = utc_stamp(self.now)
+        proposals: list[Proposal] = []
+        for i in heard:
+            proposals.extend(
+                standing_proposals(self.write_gate, messages[i].text, self._said(place, messages[i], stamp))
+            )
+        turns: list[tuple[int, int]] = []  # each demoted turn's slice of the proposals
+        for turn in demotion.demote:
+            part = [messages[i] for i in turn.indices]
+            if demotion.goal is not None and part[0].view.kind != HUMAN and turn.indices[0] > demotion.goal:
+                part = [messages[demotion.goal], *part]  # the answer to the goal reads better with the goal
+            start = len(proposals)
+            # standing=False: recognised when the message was heard
+            said = self._said(place, part[0], stamp)
+            proposals.extend(exchange_proposals(self.write_gate, _sides(part), self.episode_type, said, standing=False))
+            turns.append((start, len(proposals)))
+        last_human = next((m for m in reversed(messages) if m.view.kind == HUMAN), None)
+        return Writing(place, proposals, demotion, turns, None if last_human is None else last_human.view.id)
+
+    @staticmethod
+    def _said(where: Where[S], opening: Heard, created: str) -> Provenance:
+        """The provenance of the exchange ``opening`` starts: this thread, the
+        own namespace, ``created``, and an exchange id from the message's id."""
+        exchange = exchange_id(where.label, where.thread or "", str(opening.view.id or opening.text))
+        return Provenance("thread:%s" % (where.thread or "none"), where.label, created, exchange=exchange)
+
+    def _demoted(self, writing: Writing[S], settled: Sequence[Proposal]) -> tuple[list[int], dict[str, Any]]:
+        """The positions of the messages a write lets go of (the turns whose
+        every part is stored: a turn with a part the store refused stays,
+        and says why in the gate's report) and the state update: the gate's
+        report kept for the next selection event (and, with a consolidator,
+        the written ids for the turn's end), the last human message marked
+        heard."""
+        removed: list[int] = []
+        for turn, (start, end) in zip(writing.demotion.demote, writing.turns):
+            if all(p.refused in _STORED for p in settled[start:end]):
+                removed.extend(turn.indices)
+        return removed, {**self._written(settled), HEARD_KEY: writing.heard}
+
+    def _written(self, settled: Sequence[Proposal]) -> dict[str, Any]:
+        """The state update of a write: the gate's tally, and the written
+        ids when a consolidator waits for them."""
+        tally = _tally(settled)
+        update: dict[str, Any] = {WRITES_KEY: tally}
+        if self.consolidation is not None and tally["written"]:
+            update[UNCONSOLIDATED_KEY] = list(tally["written"])
+        return update
+
+    # -- consolidate --------------------------------------------------------------------
+
+    def _consolidate(
+        self, ids: Optional[list[str]], thread: Optional[str], where: Callable[[], Where[S]], *, asynchronous: bool
+    ) -> Optional[dict[str, Any]]:
+        """Submit the turn's written ids (debounced per thread and
+        namespace) and clear them from the state. Never raises: a store
+        that cannot consolidate, or a namespace that fails, is reported as
+        a failed run."""
+        background = self.consolidation
+        if background is None or not ids:
+            return None
+        key: tuple[Optional[str], Optional[str]] = (thread, None)
+        try:
+            place = where()
+            key = (place.thread, place.label)
+            verbs = place.source.verbs(place.chain)
+            if verbs is None:
+                raise TypeError("the store %s has no store verbs to consolidate with" % type(place.source).__name__)
+            (background.asubmit if asynchronous else background.submit)(key, verbs, ids)
+        except Exception as err:  # the turn is over and its writes are durable: report, never raise
+            background.record(ConsolidationRun(key, tuple(ids), None, "%s: %s" % (type(err).__name__, err)))
+        return {UNCONSOLIDATED_KEY: None}
+
+    # -- recall + promote ---------------------------------------------------------------
+
+    @staticmethod
+    def _promote(call: AdapterCall, key: str, selection: Selection) -> PromotedStep:
+        selection = call.record(call.annotate(selection))
+        # The state holds the plain JSON form (bounded: counts and a sample of
+        # what did not load); the whole report is the recorded selection's.
+        body = dict(event_payload(selection))
+        return {"key": key, "text": render_context(selection).text, "selection": body}
+
+    def _event(
+        self, where: Where[S], writes: Optional[GateTally], promoted: PromotedStep, *, reused: bool
+    ) -> dict[str, Any]:
+        """The selection event: where, whether the step's memory was reused,
+        the gate's report since the last event, the selection, and the
+        consolidation runs finished since."""
+        event = {
+            "thread": where.thread,
+            "namespace": [list(ns) for ns in where.chain],
+            "reused": reused,
+            "writes": _report(writes),
+            **promoted["selection"],
+        }
+        if self.consolidation is not None:
+            runs = self.consolidation.take((where.thread, where.label))
+            event["consolidation"] = [run.to_dict() for run in runs]
+        return event
+
+    def _block(self, runtime: Any, promoted: PromotedStep) -> Optional[str]:
+        """The text put after the agent's system prompt (the heading, the
+        goal when ``runtime.context`` gives it, the memory), or None."""
+        goal = self._goal(runtime)
+        parts = [p for p in (goal_line(goal) if goal else "", promoted["text"]) if p]
+        if not parts:
+            return None
+        return "\n".join([self.heading, *parts]) if self.heading else "\n".join(parts)
+
+    # -- remember -----------------------------------------------------------------------
+
+    def _note(self, note: str, tags: Optional[list[str]], scope: Optional[str], where: Where[S]) -> Proposal:
+        return self.write_gate.propose(
+            note,
+            type=self.note_type,
+            source="agent:thread:%s" % (where.thread or "none"),
+            namespace=where.label,
+            created=utc_stamp(self.now),
+            tags=tags,
+            claims={"scope": scope},
+        )
+
+    def _answer(self, proposal: Proposal) -> str:
+        if proposal.refused is None:
+            return "Saved as %s." % proposal.key
+        return "Not saved (%s): %s" % (
+            proposal.refused.value,
+            {
+                "empty": "the note is empty.",
+                "oversized": "the note is longer than %d characters; save the essential part."
+                % self.write_gate.max_chars,
+                "duplicate": "this note is already saved as %s." % (proposal.kept or proposal.key),
+                "always_scope": "standing corrections are curated by the user and cannot be saved by the agent.",
+                # The note's content key is another tenant's row: say so, never what that row holds.
+                "held_elsewhere": "another memory collection of this database holds the id %s; nothing was "
+                "changed (each collection needs its own namespace)." % proposal.key,
+                "id_taken": "another memory is stored under the id %s; nothing was changed." % proposal.key,
+            }[proposal.refused.value],
+        )
