@@ -63,7 +63,7 @@ def byte_runs(text: str, table: bytes = WORD_BYTES) -> List[bytes]:
     joined by `join_texts` (the separator its own token), with `RUN_BYTES`
     one text (`fastpath.word_runs`). Its runs are the core's
     ``significant_words`` before the length and stopword filter, and
-    [`words`][poolsplit_adapters.relevance.words.words] on an ASCII text.
+    `words` on an ASCII text.
 
     Example:
         >>> byte_runs("Refunds, ROUNDED é")

@@ -52,7 +52,7 @@ def idf(documents: int, frequency: int) -> float:
 def length_norm(length: Any, average: Any) -> Any:
     """The denominator's length part, ``k1 (1 - b + b dl / avgdl)``.
 
-    The one place it is written: [`Query.relevance`][] calls it on a float
+    The one place it is written: `Query.relevance` calls it on a float
     and `relevance.columns.TermPostings` on float64 arrays (elementwise, the
     same operations in the same order, so each element is the float's bits;
     `tests/unit/test_twins.py` and `tests/unit/test_bm25_term.py` pin them).
@@ -67,10 +67,10 @@ def length_norm(length: Any, average: Any) -> Any:
 def term(weight: Any, count: Any, norm: Any) -> Any:
     """One query word's BM25 share, ``idf * tf (k1 + 1) / (tf + norm)``.
 
-    ``weight`` is the word's [`idf`][poolsplit_adapters.relevance.bm25.idf],
+    ``weight`` is the word's `idf`,
     ``count`` its term frequency in the text and ``norm`` the text's
-    [`length_norm`][poolsplit_adapters.relevance.bm25.length_norm]. Every
-    BM25 computation of the package calls it: [`Query.relevance`][] per text
+    `length_norm`. Every
+    BM25 computation of the package calls it: `Query.relevance` per text
     on floats, `relevance.columns.TermPostings` on float64 arrays
     (elementwise, the same operations in the same order, so the column path
     gives the scalar path's bits; `tests/unit/test_bm25_term.py` pins that).

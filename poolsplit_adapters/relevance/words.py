@@ -2,26 +2,22 @@
 
 Every word rule beyond the core's lives here, once, and every other module
 calls it (the core keeps its spec rule, ``poolsplit.significant_words``,
-because it must be vendorable alone; the byte twins of that rule are
-`relevance.batch`'s ``WORD_BYTES`` runs). The rules, each named for what it
-does:
+because it must be vendorable alone; its byte twin, the ASCII splitter
+of a batch and of one text, is `relevance.batch.byte_runs`). The rules,
+each named for what it does:
 
-* [`words`][poolsplit_adapters.relevance.words.words]: BM25's Unicode
-  words (steps 1 to 3 below), and [`Analyzer`][] on top of them: stems,
-  stopwords, CJK bigrams, Hebrew particles (steps 4 to 6).
-* [`lower_words`][poolsplit_adapters.relevance.words.lower_words]: whole
-  lower-cased words in order, for matching task signals and detail words.
-* [`pair_words`][poolsplit_adapters.relevance.words.pair_words] and
-  [`content_words`][poolsplit_adapters.relevance.words.content_words]: the
-  words a near-duplicate comparison counts.
-* [`embedding_words`][poolsplit_adapters.relevance.words.embedding_words]:
-  the hash embedder's features.
+* `words`: BM25's Unicode words (steps 1 to 3 below), and [`Analyzer`][]
+  on top of them: stems, stopwords, CJK bigrams, Hebrew particles (steps 4
+  to 6).
+* `lower_words`: whole lower-cased words in order, for matching task
+  signals and detail words.
+* `pair_words` and `content_words`: the words a near-duplicate
+  comparison counts.
+* `embedding_words`: the hash embedder's features.
 
-Each of the last three says why it differs from [`words`][poolsplit_adapters.relevance.words.words].
+Each of the last three says why it differs from `words`.
 
-The relevance-first scorer's rule:
-
-The core's word rule (``poolsplit.significant_words``) is the spec's:
+The relevance-first scorer's rule. The core's word rule (``poolsplit.significant_words``) is the spec's:
 ASCII runs of three or more characters. It gives Hebrew, Chinese, Greek or
 accented words no lexical relevance at all and cannot see that "refunds"
 answers "refund". This module is the rule for everything beyond the core:
@@ -142,7 +138,7 @@ _MARKS = _Marks()
 
 def fold(text: str) -> str:
     """Invisible characters removed (`visible`), NFKC, casefold: the
-    comparison form [`normalise`][poolsplit_adapters.relevance.words.normalise]
+    comparison form `normalise`
     and the duplicates' ``normalise_text`` start from."""
     return unicodedata.normalize("NFKC", visible(text)).casefold()
 
@@ -181,7 +177,7 @@ def lower_words(text: str) -> Tuple[str, ...]:
     digits of any script (``_`` and punctuation separate words), invisible
     characters removed first (`visible`).
 
-    Differs from [`words`][poolsplit_adapters.relevance.words.words] on
+    Differs from `words` on
     purpose: task signals and detail words match whole words as written
     (``"fix"`` is not ``"fixing"``, a lone letter counts, a CJK run stays
     one word), so there is no NFKC, no casefold beyond ``lower``, no
@@ -204,7 +200,7 @@ def pair_words(folded: str) -> List[str]:
     comparison: runs of letters and digits, a run holding a CJK character
     as its overlapping character pairs.
 
-    Differs from [`words`][poolsplit_adapters.relevance.words.words] on
+    Differs from `words` on
     purpose: duplicates compare what was written, so lone letters stay
     (``"keep a"`` is not ``"keep b"``), combining marks are kept, and a
     mixed run (``"v2版本"``) becomes pairs whole, as the stored duplicate
@@ -231,7 +227,7 @@ def content_words(text: str) -> FrozenSet[str]:
     with a digit ("7" in "db-7"), and CJK runs as overlapping character
     pairs (`pair_words`).
 
-    Differs from [`words`][poolsplit_adapters.relevance.words.words] on
+    Differs from `words` on
     purpose: short function words ("is", "of", "to") would otherwise make
     "X is A" and "Y is A" look alike, and a duplicate is judged on the
     words themselves, unstemmed.
@@ -245,10 +241,10 @@ def content_words(text: str) -> FrozenSet[str]:
 
 def embedding_words(text: str) -> FrozenSet[str]:
     """The hash embedder's word features: the Unicode
-    [`words`][poolsplit_adapters.relevance.words.words], an ASCII one only
+    `words`, an ASCII one only
     when the core would count it (3+ characters, not a core stopword).
 
-    Differs from [`words`][poolsplit_adapters.relevance.words.words] on
+    Differs from `words` on
     purpose: on ASCII text the features stay exactly the core's significant
     words (what the embedder hashed before it read other scripts), so
     stored vectors keep their meaning.
