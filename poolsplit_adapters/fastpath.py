@@ -53,6 +53,7 @@ from .poolsplit import (
     entry_cost,
     lifecycle_reason,
 )
+from .relevance.batch import RUN_BYTES, byte_runs
 
 __all__ = ["BestFirstCandidates", "plain_entry_ok", "word_runs", "select", "retrieve_pools"]
 
@@ -102,16 +103,12 @@ def plain_entry_ok(entry: dict[str, Any]) -> bool:
     )
 
 
-#: Every byte that cannot be part of a word becomes a space.
-_RUNS_TABLE = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789" else 32 for c in range(256))
-
-
 def word_runs(text: str) -> list[bytes]:
     """Twin of ``significant_words``' tokenizer: the maximal runs of ASCII
     letters and digits of the lower-cased ``text``, as bytes (a non-ASCII
     character becomes ``?``, then a space). Short runs and stopwords are
     kept: intersecting with a set of significant words drops them."""
-    return text.lower().encode("ascii", "replace").translate(_RUNS_TABLE).split()
+    return byte_runs(text, RUN_BYTES)
 
 
 _Key = tuple[float, str, str, int]

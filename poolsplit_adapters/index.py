@@ -95,7 +95,7 @@ from .poolsplit import (
     prepare_scorer,
     significant_words,
 )
-from .relevance.batch import SEPARATOR, WORD_BYTES, join_texts
+from .relevance.batch import SEPARATOR, byte_runs, join_texts
 from .relevance.bm25 import Query
 from .relevance.columns import TermPostings
 from .relevance.feedback import SETTLE_STEP, expansion
@@ -464,7 +464,7 @@ class _Words(_Postings):
         joined = join_texts(texts)
         # Lower-casing works per character for every character that lowers
         # to ASCII, so lowering the joined text lowers each text.
-        tokens = joined.lower().encode("ascii", "replace").translate(WORD_BYTES).split()
+        tokens = byte_runs(joined)
         codes = np.fromiter(map(self.codes.__getitem__, tokens), dtype=np.int32, count=len(tokens))
         positions = np.cumsum(codes == 0, dtype=np.int32) + np.int32(start)
         dropped = np.frombuffer(self.words.dropped, dtype=np.int8)[codes] != 0

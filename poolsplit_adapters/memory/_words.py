@@ -11,18 +11,12 @@ want), and ``"pull request"`` matches ``"open a Pull-Request"``.
 
 from __future__ import annotations
 
-import re
 from typing import Tuple
 
-from ..poolsplit import visible
+# The rule lives in the one tokenizer module; ``words`` is its name here.
+from ..relevance.words import lower_words as words
 
-_WORD = re.compile(r"[^\W_]+")
-
-
-def words(text: str) -> Tuple[str, ...]:
-    """The lower-cased words of ``text``, in order (invisible characters
-    removed first: `visible`)."""
-    return tuple(_WORD.findall(visible(text).lower()))
+__all__ = ["words", "contains"]
 
 
 def contains(haystack: Tuple[str, ...], signal: str) -> bool:

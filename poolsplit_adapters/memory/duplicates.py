@@ -77,7 +77,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import AbstractSet, Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
 
-from ..poolsplit import MIN_WORD_LENGTH, STOPWORDS, default_is_active, entry_error, visible
+from ..poolsplit import default_is_active, entry_error
+from ..relevance.words import content_words, fold, pair_words
 from .expiry import moment_of
 
 __all__ = [
@@ -184,8 +185,6 @@ UNITS = frozenset(
 )
 
 _SPACE = re.compile(r"\s+")
-_WORD = re.compile(r"[^\W_]+")
-_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _DIGIT = re.compile(r"\d")
 # A run of text between spaces, CJK characters and CJK punctuation: where a
 # value token ("-5", "1.2.3", "eu-west-1", "5ms", "$5", "5%") is looked for.
@@ -205,32 +204,7 @@ def normalise_text(text: str) -> str:
     """The form exact duplicates are compared in: invisible characters
     removed (`visible`: ``"n\u200bot"``
     is "not"), NFKC, case-folded, whitespace collapsed and stripped."""
-    return _SPACE.sub(" ", unicodedata.normalize("NFKC", visible(text)).casefold()).strip()
-
-
-def _tokens(normalised: str) -> List[str]:
-    out: List[str] = []
-    for word in _WORD.findall(normalised):
-        if _CJK.search(word) and len(word) > 1:
-            # A CJK run has no spaces: its character pairs stand for words.
-            out.extend(word[i : i + 2] for i in range(len(word) - 1))
-        else:
-            out.append(word)
-    return out
-
-
-def content_words(text: str) -> FrozenSet[str]:
-    """The words a near-duplicate comparison counts, the core's
-    significant words widened to every script: Unicode words of the
-    normalised text of 3+ characters minus the core's stopwords, every word
-    with a digit ("7" in "db-7"), and CJK runs as overlapping character
-    pairs. Short function words ("is", "of", "to") would otherwise make
-    "X is A" and "Y is A" look alike."""
-    return frozenset(
-        t
-        for t in _tokens(normalise_text(text))
-        if _DIGIT.search(t) or _CJK.search(t) or (len(t) >= MIN_WORD_LENGTH and t not in STOPWORDS)
-    )
+    return _SPACE.sub(" ", fold(text)).strip()
 
 
 def key_tokens(text: str) -> FrozenSet[str]:
@@ -240,7 +214,7 @@ def key_tokens(text: str) -> FrozenSet[str]:
 
 
 def _guard_words(text: str) -> FrozenSet[str]:
-    return frozenset(t for t in _tokens(normalise_text(text)) if t in NEGATIONS or t in LINKERS or t in QUALIFIERS)
+    return frozenset(t for t in pair_words(normalise_text(text)) if t in NEGATIONS or t in LINKERS or t in QUALIFIERS)
 
 
 def _bare(run: str) -> str:
@@ -296,7 +270,7 @@ def _same_words(a: Any, b: Any) -> bool:
     aside ("deploy deploy deploy!" and "Deploy deploy deploy"): the short
     texts MIN_NEAR_WORDS leaves to exact matching ("keep this" is not "keep
     that": a stopword differs)."""
-    return _tokens(normalise_text(str(a.entry["content"]))) == _tokens(normalise_text(str(b.entry["content"])))
+    return pair_words(normalise_text(str(a.entry["content"]))) == pair_words(normalise_text(str(b.entry["content"])))
 
 
 def word_overlap(a: FrozenSet[str], b: FrozenSet[str]) -> float:

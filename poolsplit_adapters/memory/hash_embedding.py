@@ -40,8 +40,7 @@ import hashlib
 import math
 from typing import List, Sequence, Tuple
 
-from ..poolsplit import MIN_WORD_LENGTH, STOPWORDS
-from ..relevance.words import words as unicode_words
+from ..relevance.words import embedding_words
 
 __all__ = ["HashEmbedder"]
 
@@ -58,11 +57,9 @@ WORD_WEIGHT = 1.0
 GRAM_WEIGHT = 1.0
 
 
-def significant_words(text: str) -> frozenset[str]:
-    """The words that become features (see the module docstring)."""
-    return frozenset(
-        w for w in unicode_words(text) if not w.isascii() or (len(w) >= MIN_WORD_LENGTH and w not in STOPWORDS)
-    )
+#: The words that become features (see the module docstring): the one
+#: tokenizer module's rule, `relevance.words.embedding_words`.
+significant_words = embedding_words
 
 
 @functools.lru_cache(maxsize=1 << 18)

@@ -42,7 +42,7 @@ from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from .words import STOPWORDS, Analyzer, _cached_terms, _terms_table, cache_key
 
-__all__ = ["TermCoder", "Codes", "Vocabulary", "SEPARATOR", "WORD_BYTES", "join_texts"]
+__all__ = ["TermCoder", "Codes", "Vocabulary", "SEPARATOR", "WORD_BYTES", "RUN_BYTES", "byte_runs", "join_texts"]
 
 #: Stands between two texts of a joined batch: a token of its own, never
 #: part of a word (in a text it reads as a space, as every word rule reads it).
@@ -51,6 +51,25 @@ _JOIN = " %s " % SEPARATOR
 # Letters, digits and the separator kept (upper-case letters lowered), any other byte a space.
 _KEPT = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789" + SEPARATOR.encode())
 WORD_BYTES = bytes(byte + 32 if 65 <= byte <= 90 else byte if byte in _KEPT else 32 for byte in range(256))
+#: One text's table: letters and digits kept, every other byte (the
+#: separator too) a space.
+RUN_BYTES = bytes(c if chr(c) in "abcdefghijklmnopqrstuvwxyz0123456789" else 32 for c in range(256))
+
+
+def byte_runs(text: str, table: bytes = WORD_BYTES) -> List[bytes]:
+    """The byte runs of ``text``: lower-cased, a non-ASCII character made
+    ``?`` (then a space), every byte the ``table`` does not keep a space,
+    split. The one ASCII splitter of the package: with `WORD_BYTES` a batch
+    joined by `join_texts` (the separator its own token), with `RUN_BYTES`
+    one text (`fastpath.word_runs`). Its runs are the core's
+    ``significant_words`` before the length and stopword filter, and
+    `words` on an ASCII text.
+
+    Example:
+        >>> byte_runs("Refunds, ROUNDED é")
+        [b'refunds', b'rounded']
+    """
+    return text.lower().encode("ascii", "replace").translate(table).split()
 
 
 def join_texts(texts: Sequence[str]) -> str:
@@ -194,7 +213,7 @@ class TermCoder:
         """Step 1 and the lookup of step 2: the ids of an ASCII join's tokens."""
         import numpy as np
 
-        tokens = joined.encode("ascii").translate(WORD_BYTES).split()
+        tokens = byte_runs(joined)
         return np.fromiter(map(self._ids.__getitem__, tokens), dtype=np.int64, count=len(tokens))
 
     def _code_ids(self, ids: Any, size: int) -> Tuple[Any, Any]:

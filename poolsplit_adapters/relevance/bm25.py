@@ -31,11 +31,11 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from typing import Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Sequence, Tuple
 
 from .words import Analyzer, cache_key
 
-__all__ = ["WordIndex", "K1", "B", "idf", "Query"]
+__all__ = ["WordIndex", "K1", "B", "idf", "length_norm", "term", "Query"]
 
 #: Term-frequency saturation: the second occurrence of a word adds about half
 #: of what the first did, the tenth little.
@@ -47,6 +47,39 @@ B = 0.75
 def idf(documents: int, frequency: int) -> float:
     """BM25's non-negative inverse document frequency."""
     return math.log(1.0 + (documents - frequency + 0.5) / (frequency + 0.5))
+
+
+def length_norm(length: Any, average: Any) -> Any:
+    """The denominator's length part, ``k1 (1 - b + b dl / avgdl)``.
+
+    The one place it is written: `Query.relevance` calls it on a float
+    and `relevance.columns.TermPostings` on float64 arrays (elementwise, the
+    same operations in the same order, so each element is the float's bits;
+    `tests/unit/test_twins.py` and `tests/unit/test_bm25_term.py` pin them).
+
+    Example:
+        >>> length_norm(4, 4.0) == K1
+        True
+    """
+    return K1 * (1.0 - B + B * length / average)
+
+
+def term(weight: Any, count: Any, norm: Any) -> Any:
+    """One query word's BM25 share, ``idf * tf (k1 + 1) / (tf + norm)``.
+
+    ``weight`` is the word's `idf`,
+    ``count`` its term frequency in the text and ``norm`` the text's
+    `length_norm`. Every
+    BM25 computation of the package calls it: `Query.relevance` per text
+    on floats, `relevance.columns.TermPostings` on float64 arrays
+    (elementwise, the same operations in the same order, so the column path
+    gives the scalar path's bits; `tests/unit/test_bm25_term.py` pins that).
+
+    Example:
+        >>> term(1.0, 1, K1) == 1.0
+        True
+    """
+    return weight * count * (K1 + 1.0) / (count + norm)
 
 
 class WordIndex:
@@ -127,10 +160,10 @@ class WordIndex:
             del self._copies[text]
         self.documents -= 1
         self.total_length -= len(terms)
-        for term in set(terms):
-            self._df[term] -= 1
-            if not self._df[term]:
-                del self._df[term]
+        for word in set(terms):
+            self._df[word] -= 1
+            if not self._df[word]:
+                del self._df[word]
 
     def frequency(self, term: str) -> int:
         """How many documents hold ``term``."""
@@ -189,14 +222,14 @@ class Query:
         if owners.keys().isdisjoint(counts):
             return 0.0
         tf = [0] * len(self.words)
-        for term in owners.keys() & counts.keys():
-            for number in owners[term]:
-                tf[number] += counts[term]
-        norm = K1 * (1.0 - B + B * length / self.average_length)
+        for variant in owners.keys() & counts.keys():
+            for number in owners[variant]:
+                tf[number] += counts[variant]
+        norm = length_norm(length, self.average_length)
         total = 0.0
         for weight, count in zip(self.weights, tf):
             if count:
-                total += weight * count * (K1 + 1.0) / (count + norm)
+                total += term(weight, count, norm)
         return total / self.ceiling
 
 

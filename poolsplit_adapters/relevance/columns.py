@@ -22,7 +22,9 @@ lookup into it and one addition: the formula's five array operations per
 posting (and a float copy of the counts) become a gather from a small table.
 
 **Twin.** [`TermPostings.relevance`][] is the twin of
-`bm25.Query.relevance`: the same float64 operations in the same
+`bm25.Query.relevance`: both call the one BM25 term, `bm25.term`, and
+its `bm25.length_norm` (here on float64 arrays, elementwise; no second copy
+of the formula or of ``K1`` and ``B``), in the same
 order (a term the text lacks adds exactly 0.0 where the per-entry path adds
 nothing), so every position gets the per-entry value's exact bits
 (``tests/unit/test_twins.py`` compares them on generated text). The pair
@@ -41,7 +43,7 @@ import itertools
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .batch import Codes, TermCoder, Vocabulary
-from .bm25 import K1, B, Query, WordIndex, _counts
+from .bm25 import Query, WordIndex, _counts, length_norm, term
 from .words import Analyzer, cache_key
 
 __all__ = ["TermPostings"]
@@ -208,7 +210,7 @@ class TermPostings:
         pair_count = np.frombuffer(self._pair_count, dtype=np.int32)
         pair_counts = pair_count.astype(np.float64)
         # The same operations as the per-position norm below, on each pair's length.
-        pair_norm = K1 * (1.0 - B + B * np.frombuffer(self._pair_length, dtype=np.int32).astype(np.float64) / average)
+        pair_norm = length_norm(np.frombuffer(self._pair_length, dtype=np.int32).astype(np.float64), average)
         norm: Any = None  # per position, for the words whose counts add up over stems
         overridden = np.fromiter(self._overrides, dtype=np.int64, count=len(self._overrides))
         # Word by word, in the query's order, each position adds its term's
@@ -225,7 +227,7 @@ class TermPostings:
                 where, pairs = where[keep], pairs[keep]
             if len(held) == 1:
                 # Its share per (count, length) pair, then one lookup per posting.
-                share = weight * pair_counts * (K1 + 1.0) / (pair_counts + pair_norm)
+                share = term(weight, pair_counts, pair_norm)
                 # One addition per posting, in place (a term lists a position
                 # once): ``total[where] += ...`` with a gather and a scatter
                 # on either side of it costs three times as much.
@@ -237,12 +239,12 @@ class TermPostings:
             count = np.bincount(inverse, weights=pair_count[pairs])
             if norm is None:
                 lengths = np.frombuffer(self._lengths, dtype=np.int32)[:size].astype(np.float64)
-                norm = K1 * (1.0 - B + B * lengths / average)
-            np.add.at(total, where, weight * count * (K1 + 1.0) / (count + norm[where]))
+                norm = length_norm(lengths, average)
+            np.add.at(total, where, term(weight, count, norm[where]))
         if len(overridden):
             if norm is None:
                 lengths = np.frombuffer(self._lengths, dtype=np.int32)[:size].astype(np.float64)
-                norm = K1 * (1.0 - B + B * lengths / average)
+                norm = length_norm(lengths, average)
             self._overridden(query, overridden[overridden < size], norm, total)
         return total / query.ceiling
 
@@ -257,7 +259,7 @@ class TermPostings:
             for weight, variants in zip(query.weights, query.words):
                 count = float(sum(own.get(variant, 0) for variant in variants))
                 if count:
-                    value += float(weight * np.float64(count) * (K1 + 1.0) / (np.float64(count) + norm[position]))
+                    value += float(term(weight, np.float64(count), norm[position]))
             total[position] = value
 
 

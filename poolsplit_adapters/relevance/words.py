@@ -1,6 +1,23 @@
-"""Words of any language: the one tokenizer of the relevance-first scorer.
+"""Words of any language: the package's one tokenizer module.
 
-The core's word rule (``poolsplit.significant_words``) is the spec's:
+Every word rule beyond the core's lives here, once, and every other module
+calls it (the core keeps its spec rule, ``poolsplit.significant_words``,
+because it must be vendorable alone; its byte twin, the ASCII splitter
+of a batch and of one text, is `relevance.batch.byte_runs`). The rules,
+each named for what it does:
+
+* `words`: BM25's Unicode words (steps 1 to 3 below), and [`Analyzer`][]
+  on top of them: stems, stopwords, CJK bigrams, Hebrew particles (steps 4
+  to 6).
+* `lower_words`: whole lower-cased words in order, for matching task
+  signals and detail words.
+* `pair_words` and `content_words`: the words a near-duplicate
+  comparison counts.
+* `embedding_words`: the hash embedder's features.
+
+Each of the last three says why it differs from `words`.
+
+The relevance-first scorer's rule. The core's word rule (``poolsplit.significant_words``) is the spec's:
 ASCII runs of three or more characters. It gives Hebrew, Chinese, Greek or
 accented words no lexical relevance at all and cannot see that "refunds"
 answers "refund". This module is the rule for everything beyond the core:
@@ -58,7 +75,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
-from ..poolsplit import visible
+from ..poolsplit import MIN_WORD_LENGTH, visible
+from ..poolsplit import STOPWORDS as CORE_STOPWORDS
 
 try:  # pragma: no cover - exercised by the environment, not by a test
     import snowballstemmer as _snowball
@@ -71,6 +89,11 @@ __all__ = [
     "StemmingUnavailableWarning",
     "normalise",
     "words",
+    "fold",
+    "lower_words",
+    "pair_words",
+    "content_words",
+    "embedding_words",
     "detect_language",
     "hebrew_stem",
 ]
@@ -113,10 +136,17 @@ class _Marks(dict):  # type: ignore[type-arg]
 _MARKS = _Marks()
 
 
+def fold(text: str) -> str:
+    """Invisible characters removed (`visible`), NFKC, casefold: the
+    comparison form `normalise`
+    and the duplicates' ``normalise_text`` start from."""
+    return unicodedata.normalize("NFKC", visible(text)).casefold()
+
+
 def normalise(text: str) -> str:
     """Invisible characters removed (`visible`),
     NFKC, casefold, combining marks removed (steps 1 of the module doc)."""
-    folded = unicodedata.normalize("NFKC", visible(text)).casefold()
+    folded = fold(text)
     return folded if folded.isascii() else folded.translate(_MARKS)
 
 
@@ -140,6 +170,92 @@ def words(text: str) -> List[str]:
             else:
                 found.append(part)
     return found
+
+
+def lower_words(text: str) -> Tuple[str, ...]:
+    """The lower-cased words of ``text``, in order: runs of letters and
+    digits of any script (``_`` and punctuation separate words), invisible
+    characters removed first (`visible`).
+
+    Differs from `words` on
+    purpose: task signals and detail words match whole words as written
+    (``"fix"`` is not ``"fixing"``, a lone letter counts, a CJK run stays
+    one word), so there is no NFKC, no casefold beyond ``lower``, no
+    bigrams and no dropped letters.
+
+    Example:
+        >>> lower_words("Run_Test, a pull-request")
+        ('run', 'test', 'a', 'pull', 'request')
+    """
+    return tuple(_WORD.findall(visible(text).lower()))
+
+
+# The CJK characters of a near-duplicate comparison (no supplementary planes).
+_PAIR_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
+_DIGIT = re.compile(r"\d")
+
+
+def pair_words(folded: str) -> List[str]:
+    """The words of an already folded text (`fold`) for a near-duplicate
+    comparison: runs of letters and digits, a run holding a CJK character
+    as its overlapping character pairs.
+
+    Differs from `words` on
+    purpose: duplicates compare what was written, so lone letters stay
+    (``"keep a"`` is not ``"keep b"``), combining marks are kept, and a
+    mixed run (``"v2版本"``) becomes pairs whole, as the stored duplicate
+    keys were built.
+
+    Example:
+        >>> pair_words("a 退款规则 x1")
+        ['a', '退款', '款规', '规则', 'x1']
+    """
+    out: List[str] = []
+    for word in _WORD.findall(folded):
+        if _PAIR_CJK.search(word) and len(word) > 1:
+            # A CJK run has no spaces: its character pairs stand for words.
+            out.extend(word[i : i + 2] for i in range(len(word) - 1))
+        else:
+            out.append(word)
+    return out
+
+
+def content_words(text: str) -> FrozenSet[str]:
+    """The words a near-duplicate comparison counts, the core's
+    significant words widened to every script: Unicode words of the
+    folded text of 3+ characters minus the core's stopwords, every word
+    with a digit ("7" in "db-7"), and CJK runs as overlapping character
+    pairs (`pair_words`).
+
+    Differs from `words` on
+    purpose: short function words ("is", "of", "to") would otherwise make
+    "X is A" and "Y is A" look alike, and a duplicate is judged on the
+    words themselves, unstemmed.
+    """
+    return frozenset(
+        t
+        for t in pair_words(fold(text))
+        if _DIGIT.search(t) or _PAIR_CJK.search(t) or (len(t) >= MIN_WORD_LENGTH and t not in CORE_STOPWORDS)
+    )
+
+
+def embedding_words(text: str) -> FrozenSet[str]:
+    """The hash embedder's word features: the Unicode
+    `words`, an ASCII one only
+    when the core would count it (3+ characters, not a core stopword).
+
+    Differs from `words` on
+    purpose: on ASCII text the features stay exactly the core's significant
+    words (what the embedder hashed before it read other scripts), so
+    stored vectors keep their meaning.
+
+    Example:
+        >>> sorted(embedding_words("The refunds were rounded"))
+        ['refunds', 'rounded']
+    """
+    return frozenset(
+        w for w in words(text) if not w.isascii() or (len(w) >= MIN_WORD_LENGTH and w not in CORE_STOPWORDS)
+    )
 
 
 #: Stopwords of the Latin-script languages the heuristic tells apart (also
