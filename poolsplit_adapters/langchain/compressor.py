@@ -29,11 +29,9 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
 
     Example:
         ```python
-        pools = [
-            Pool("fixes", 0, 0, ("correction",)),  # every always-scope correction, outside the budgets
-            Pool("notes", 400, 6, ("note",)),
-            Pool("skills", 100, 1, ("skill",)),  # reserved: notes cannot take its slot
-        ]
+        # corrections outside the budgets; episodes cannot take the facts' room
+        pools = [Pool("fixes", 0, 0, ("correction",)), Pool("facts", 300, 4, ("fact",)),
+                 Pool("episodes", 300, 4, ("episode",))]
         compressor = PoolSplitCompressor(pools=pools, k=4)
         retriever = ContextualCompressionRetriever(base_compressor=compressor, base_retriever=wide)
         selector = compressor.as_runnable()    # retriever | selector in LCEL

@@ -51,7 +51,8 @@ class VectorStoreMemory(VectorStoreEntries):
         memory = VectorStoreMemory(InMemoryVectorStore(HashEmbeddings()))
         [fix] = memory.add([{"type": "correction", "scope": "always", "content": "Amounts in cents."}])
         memory.add([{"type": "fact", "content": "Refunds round half-even."}])
-        selection = memory.select([Pool("facts", 200, 5, ("fact",))], {"message": "refund rounding"})
+        facts = [Pool("facts", 200, 5, ("fact",))]
+        selection = memory.select(facts, {"message": "refund rounding"})  # the facts pool's best
         ```
     """
 
