@@ -20,7 +20,7 @@ STAMP := $(DEV_STAMP)
 PIP_OK = $(BIN)/python -c "import sys, pip; sys.exit(tuple(map(int, pip.__version__.split('.')[:2])) < (25, 1))"
 PIP := PIP_DISABLE_PIP_VERSION_CHECK=1 $(BIN)/python -m pip
 
-.PHONY: install unit test lint format typecheck docs docs-serve demo bench eval package clean
+.PHONY: install unit test lint format typecheck docs docs-serve demo bench eval package clean compat compat-lowest compat-newest
 
 # A venv without ensurepip's pip (4 s of CPU to install pip 23 and setuptools,
 # both replaced at once): the base Python's pip puts the current pip in it;
@@ -87,6 +87,71 @@ docs-serve: $(DOCS_STAMP)
 # at a time (each worker starts its own Postgres), half the serial time.
 test: lint typecheck docs
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+
+# Framework drift: the framework-facing tests (adapters, stores, middleware;
+# unit and integration, Postgres included) against the LOWEST versions the
+# runtime extras allow and against the NEWEST, each tier in a fresh venv built
+# from nothing but Python 3.11 and PyPI. uv (installed there by pip) resolves:
+# pip has no lowest resolution. tests/compat/tiers.py says what each tier
+# installs, and stops the lowest tier where a declared lower bound is below
+# the lowest version that resolves (the bound is false: raise it). CI=1 makes
+# a Postgres that cannot start a failure, -p no_skips any skipped test; a
+# test still running after 10 minutes prints every thread's stack (a version
+# that deadlocks shows where); the property tests run at the "unit" profile
+# (these tiers test versions, `make test` tests properties).
+COMPAT_LOWEST := .venv-compat-lowest
+COMPAT_NEWEST := .venv-compat-newest
+COMPAT_TESTS = \
+	tests/unit/test_langchain.py tests/unit/test_llama_index.py \
+	$(wildcard tests/unit/test_wire_*.py tests/unit/test_agent_*.py) \
+	tests/unit/test_framework_internals.py tests/unit/test_memory_store_search.py \
+	tests/unit/test_store_contract.py tests/unit/test_store_write_paths.py tests/unit/test_lifecycle_writes.py \
+	tests/unit/test_event_rows.py tests/unit/test_fusion_wiring.py tests/unit/test_recall_fill.py \
+	tests/unit/test_expired_notes.py tests/unit/test_embedding.py tests/unit/test_embedded_text.py \
+	tests/unit/test_adapter_call.py tests/unit/test_construction.py tests/unit/test_expand_tools.py \
+	tests/unit/test_scope_metadata.py tests/unit/test_auto_vocabulary.py tests/unit/test_dict_version.py \
+	tests/unit/test_pgvector_v2_statement.py tests/unit/test_postgres_connection_forms.py \
+	$(filter-out tests/integration/test_postgres_server.py,$(wildcard tests/integration/test_postgres_*.py)) \
+	tests/integration/test_agent_durability.py tests/integration/test_agent_consolidation_run.py \
+	tests/integration/test_sqlite_integration.py tests/integration/test_unstorable_text.py
+
+# $(1): the tier's venv. A fresh one, uv in it, and the tests' tools listed.
+define compat_venv
+	rm -rf $(1)
+	$(PYTHON) -m venv $(1)
+	PIP_DISABLE_PIP_VERSION_CHECK=1 $(1)/bin/python -m pip install --quiet uv packaging
+	$(1)/bin/python tests/compat/tiers.py tools > $(1)/tools.in
+endef
+
+# $(1): the tier's venv. Its versions, then the tests (--python always: uv
+# would otherwise pick the .venv of the working directory).
+define compat_tests
+	$(1)/bin/python tests/compat/tiers.py versions
+	CI=1 HYPOTHESIS_PROFILE=unit PYTHONPATH=tests/compat $(1)/bin/python -m pytest -q -n 2 --dist loadfile \
+	  -p no_skips -o faulthandler_timeout=600 $(COMPAT_TESTS)
+endef
+
+compat: compat-lowest compat-newest
+
+# Lowest: uv resolves the runtime extras (and the tests' tools, whose own
+# requirements can rule a version out) with --resolution lowest-direct, from
+# wheels only; the extras' packages are pinned to what it found and the tools
+# resolve around them.
+compat-lowest:
+	$(call compat_venv,$(COMPAT_LOWEST))
+	$(COMPAT_LOWEST)/bin/python tests/compat/tiers.py requirements > $(COMPAT_LOWEST)/runtime.in
+	$(COMPAT_LOWEST)/bin/uv pip compile --quiet --python $(COMPAT_LOWEST)/bin/python --resolution lowest-direct \
+	  --no-build $(COMPAT_LOWEST)/runtime.in $(COMPAT_LOWEST)/tools.in -o $(COMPAT_LOWEST)/lowest.txt
+	$(COMPAT_LOWEST)/bin/python tests/compat/tiers.py constraints $(COMPAT_LOWEST)/lowest.txt > $(COMPAT_LOWEST)/constraints.txt
+	$(COMPAT_LOWEST)/bin/uv pip install --quiet --python $(COMPAT_LOWEST)/bin/python \
+	  -c $(COMPAT_LOWEST)/constraints.txt -r $(COMPAT_LOWEST)/tools.in -e ".[all]"
+	$(call compat_tests,$(COMPAT_LOWEST))
+
+# Newest: the newest release of everything, as a user installing today gets.
+compat-newest:
+	$(call compat_venv,$(COMPAT_NEWEST))
+	$(COMPAT_NEWEST)/bin/uv pip install --quiet --python $(COMPAT_NEWEST)/bin/python -r $(COMPAT_NEWEST)/tools.in -e ".[all]"
+	$(call compat_tests,$(COMPAT_NEWEST))
 
 demo: $(DEMO_STAMP)
 	$(BIN)/python -m poolsplit_adapters demo
@@ -156,4 +221,4 @@ endif
 	HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 $(BIN)/python benchmarks/eval/evaluate.py --embedding $(EMBEDDING)
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) $(COMPAT_LOWEST) $(COMPAT_NEWEST) build dist *.egg-info

@@ -369,10 +369,18 @@ async def test_concurrent_ainvoke_callers_each_get_their_own_selection():
 
 def test_base_retriever_mode_pools_what_the_base_returns():
     store = _vector_store(flooded_memory(40))
-    retriever = PoolSplitRetriever(base_retriever=store.as_retriever(search_kwargs={"k": 8}), pools=POOLS, now=NOW)
+    base = store.as_retriever(search_kwargs={"k": 8})
+    retriever = PoolSplitRetriever(base_retriever=base, pools=POOLS, now=NOW)
     docs = retriever.invoke(QUERY)
     # The base's top-8 held only notes: no correction, no skill can come back.
-    assert [d.id for d in docs] == ["note-031", "note-032", "note-034", "note-035", "note-036", "note-037"]
+    # The notes tie in the store's similarity, and which 8 of the 40 it returns
+    # is the order its sort leaves ties in (numpy's, which differs between
+    # numpy releases): the expectation is read from the base's own answer.
+    # They tie in the core's order too (score, created), so its id breaks the
+    # tie and the content pool's six slots hold the six smallest ids.
+    returned = [d.id for d in base.invoke(QUERY)]
+    assert len(returned) == 8 and all(i.startswith("note-") for i in returned)
+    assert [d.id for d in docs] == sorted(returned)[:6]
 
 
 def test_compressor_and_lcel_selector():
