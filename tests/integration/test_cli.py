@@ -191,7 +191,7 @@ def test_the_demo_group_brings_the_stemmer_without_which_the_demo_warns(tmp_path
     import tomllib
 
     group = tomllib.loads((ROOT / "pyproject.toml").read_text())["dependency-groups"]["demo"]
-    assert [r for r in group if r.startswith("snowballstemmer")] == ["snowballstemmer>=2.2"]
+    assert [r for r in group if r.startswith("snowballstemmer")] == ["snowballstemmer>=3.1"]
     prelude = "import sys; sys.modules.update(dict.fromkeys(['snowballstemmer', 'Stemmer'])); "
     code, out, err = run_cli("demo", cwd=tmp_path, prelude=prelude)
     assert code == 0, err
