@@ -109,7 +109,7 @@ COMPAT_TESTS = \
 	tests/unit/test_event_rows.py tests/unit/test_fusion_wiring.py tests/unit/test_recall_fill.py \
 	tests/unit/test_expired_notes.py tests/unit/test_embedding.py tests/unit/test_embedded_text.py \
 	tests/unit/test_adapter_call.py tests/unit/test_construction.py tests/unit/test_expand_tools.py \
-	tests/unit/test_scope_metadata.py tests/unit/test_auto_vocabulary.py tests/unit/test_dict_version.py \
+	tests/unit/test_scope_metadata.py tests/unit/test_auto_vocabulary.py tests/unit/test_in_memory_watermark.py \
 	tests/unit/test_pgvector_v2_statement.py tests/unit/test_postgres_connection_forms.py \
 	$(filter-out tests/integration/test_postgres_server.py,$(wildcard tests/integration/test_postgres_*.py)) \
 	tests/integration/test_agent_durability.py tests/integration/test_agent_consolidation_run.py \
