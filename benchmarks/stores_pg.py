@@ -55,7 +55,7 @@ import platform
 import statistics
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from uuid import UUID
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -144,6 +144,30 @@ def types_present(docs: Sequence[Any]) -> int:
     return len({d.metadata.get("type") for d in docs} - {"correction"})
 
 
+def tenant_retrievers(
+    store: Any,
+    pools: Sequence[Any],
+    tenants: int,
+    name: Callable[[int, int], str],
+    fetch_k: int,
+    *,
+    setup_store: bool,
+) -> List[PoolSplitRetriever]:
+    """One retriever per tenant (``name(position, tenants)`` its namespace),
+    as an application keeps them."""
+    return [
+        PoolSplitRetriever.from_vectorstore(
+            store,
+            pools,
+            fetch_k=fetch_k,
+            now=synth.NOW,
+            visibility=Visibility(namespace=name(t, tenants)),
+            setup_store=setup_store,
+        )
+        for t in range(tenants)
+    ]
+
+
 def tenant_of(position: int, tenants: int) -> str:
     """The namespace of entry (or query) ``position``."""
     return "tenant-%d" % (position % tenants)
@@ -163,20 +187,10 @@ def run_queries(
     after ``warm`` (untimed) has gone through both: the retrievers are kept
     across the two, as an application keeps its retriever."""
     store = make_store(engine, collection)
-    retrievers = [
-        PoolSplitRetriever.from_vectorstore(
-            store,
-            synth.POOLS,
-            fetch_k=fetch_k,
-            now=synth.NOW,
-            visibility=Visibility(namespace=tenant_of(t, tenants)),
-            # The rows before install_filter_index stand for a store without
-            # the index: the retriever's first use would otherwise create it
-            # (the default; what that gives is benchmarks/stores_pg_default.py's).
-            setup_store=False,
-        )
-        for t in range(tenants)
-    ]
+    # The rows before install_filter_index stand for a store without the
+    # index: the retriever's first use would otherwise create it (the
+    # default; what that gives is benchmarks/stores_pg_default.py's).
+    retrievers = tenant_retrievers(store, synth.POOLS, tenants, tenant_of, fetch_k, setup_store=False)
     for position, context in enumerate(warm):
         extra = {"tags": context["tags"], "project": context["project"]}
         store.similarity_search(context["message"], k=k, filter={"namespace": tenant_of(position, tenants)})

@@ -69,9 +69,8 @@ import docs_tables  # noqa: E402
 import synth  # noqa: E402
 from pg_embeddings import HashedNgramEmbeddings, hashed_ngrams  # noqa: E402
 from pg_server import EmbeddedPostgres  # noqa: E402
-from stores_pg import GIN_CLEAN, SERVER_SETTINGS, SubSearchTimer, percentiles  # noqa: E402
+from stores_pg import GIN_CLEAN, SERVER_SETTINGS, SubSearchTimer, percentiles, tenant_retrievers  # noqa: E402
 
-from poolsplit_adapters import Visibility  # noqa: E402
 from poolsplit_adapters.langchain import PoolSplitRetriever  # noqa: E402
 from poolsplit_adapters.stores.postgres import FILTER_INDEX  # noqa: E402
 
@@ -90,18 +89,8 @@ def tenant(position: int, tenants: int) -> str:
 
 
 def retrievers(store: Any, tenants: int, fetch_k: int, setup: bool) -> List[PoolSplitRetriever]:
-    """One retriever per tenant, as an application keeps them."""
-    return [
-        PoolSplitRetriever.from_vectorstore(
-            store,
-            synth.USER_POOLS,
-            fetch_k=fetch_k,
-            now=synth.NOW,
-            visibility=Visibility(namespace=tenant(t, tenants)),
-            setup_store=setup,
-        )
-        for t in range(tenants)
-    ]
+    """One retriever per tenant over the user-shaped pools."""
+    return tenant_retrievers(store, synth.USER_POOLS, tenants, tenant, fetch_k, setup_store=setup)
 
 
 def setup_outcome(mine: Sequence[PoolSplitRetriever]) -> List[Optional[bool]]:
