@@ -16,6 +16,7 @@ from __future__ import annotations
 from .base import Change, DuplicateEntry, EntryNotFound, IdHeldElsewhere, MemoryStore, StoreVerbs
 from .consolidation import StoredConsolidation, consolidate_stored
 from .files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store
+from .internals import FrameworkInternalsWarning
 from .memory import InProcessStore
 from .postgres import PostgresConnection
 from .search import SearchHit, search_all_namespaces
@@ -26,6 +27,7 @@ __all__ = [
     "DuplicateEntry",
     "IdHeldElsewhere",
     "EntryNotFound",
+    "FrameworkInternalsWarning",
     "InProcessStore",
     "InputFileError",
     "MemoryStore",

@@ -49,6 +49,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, 
 from ..errors import ArgumentError
 from ..recall_search import Search
 from .checks import check_storable, storable_text
+from .internals import moved
 
 __all__ = [
     "PostgresConnection",
@@ -588,7 +589,22 @@ def is_async_postgres_store(store: Any) -> bool:
 
 
 def _plain(store: Any) -> bool:
-    return not store.ttl_config and callable(getattr(store, "_cursor", None))
+    """Whether our statements can run on the store's own connection: the
+    store has no TTL (its own reads keep the TTL's rules: its own path serves
+    them), and has the ``_cursor()`` they run through (missing: said once,
+    and the store's own path serves them)."""
+    if getattr(store, "ttl_config", None):
+        return False
+    if callable(getattr(store, "_cursor", None)):
+        return True
+    moved(
+        "langgraph-checkpoint-postgres",
+        "%s._cursor()" % ("AsyncPostgresStore" if is_async_postgres_store(store) else "PostgresStore"),
+        "a context manager yielding a cursor of the store's connection",
+        "poolsplit_adapters/stores/postgres.py",
+        "the store's own search and list serve the reads",
+    )
+    return False
 
 
 @contextlib.contextmanager

@@ -57,6 +57,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from langgraph.store.base import SearchItem, SearchOp
 
+from ..internals import moved
 from .postgres_store_search import QueryVectors, RankedSearch
 
 __all__ = ["InMemoryStoreSearch", "serves_in_memory_store"]
@@ -76,15 +77,29 @@ def serves_in_memory_store(store: Any) -> bool:
     from langgraph.store.memory import InMemoryStore
 
     kind = type(store)
-    return (
+    served = (
         isinstance(store, InMemoryStore)
         and kind.batch is InMemoryStore.batch
         and kind.abatch is InMemoryStore.abatch
         and bool(getattr(store, "index_config", None))
         and getattr(store, "embeddings", None) is not None
-        and isinstance(getattr(store, "_data", None), dict)
-        and isinstance(getattr(store, "_vectors", None), dict)
     )
+    if not served:
+        return False
+    for name, expected in (
+        ("_data", "a dict of namespace -> {key: Item}"),
+        ("_vectors", "a dict of namespace -> {key: {path: vector}}"),
+    ):
+        if not isinstance(getattr(store, name, None), dict):
+            moved(
+                "langgraph-checkpoint",
+                "InMemoryStore.%s" % name,
+                expected,
+                "poolsplit_adapters/stores/langgraph/memory_store_search.py",
+                "the ranked type searches run the store's own search",
+            )
+            return False
+    return True
 
 
 @dataclass

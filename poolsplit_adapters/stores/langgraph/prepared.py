@@ -80,6 +80,7 @@ from ...memory.repeat_candidates import RepeatCandidates
 from ...poolsplit import Layering, Pool, Scorer, Selection
 from ...recall import RecallPlan, Search
 from ...threads import off_loop
+from ..internals import moved
 from ..postgres import (
     CHANGE_TRIGGERS,
     CHANGES_TABLE,
@@ -121,9 +122,18 @@ def _sqlite(store: BaseStore) -> Optional[sqlite3.Connection]:
 
 def _in_memory(store: BaseStore) -> Optional[Dict[Namespace, Dict[str, Item]]]:
     """An ``InMemoryStore``'s items by namespace, else None."""
+    if not isinstance(store, InMemoryStore) or getattr(store, "ttl_config", None):
+        return None
     data = getattr(store, "_data", None)
-    if isinstance(store, InMemoryStore) and isinstance(data, dict) and not getattr(store, "ttl_config", None):
+    if isinstance(data, dict):
         return data
+    moved(
+        "langgraph-checkpoint",
+        "InMemoryStore._data",
+        "a dict of namespace -> {key: Item}",
+        "poolsplit_adapters/stores/langgraph/prepared.py",
+        "the agent's recall reads the store through its public search",
+    )
     return None
 
 

@@ -50,6 +50,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from ...errors import ArgumentError
 from ...recall import Search
+from ..internals import moved
 from ..postgres import exact_search_settings, hnsw_search_settings, metadata_condition
 
 __all__ = ["PGVectorStorePlanSearch", "StoreTable", "serves_pgvectorstore"]
@@ -240,9 +241,26 @@ def _takes_our_statement(store: Any) -> bool:
     the store's own search serves it, never an ``AttributeError`` from inside
     a search."""
     inner, engine = getattr(store, "_PGVectorStore__vs", None), getattr(store, "_engine", None)
-    runners = all(callable(getattr(engine, name, None)) for name in ("_run_as_sync", "_run_as_async"))
-    plain = inner is not None and hasattr(inner, "hybrid_search_config") and inner.hybrid_search_config is None
-    return runners and plain
+    reaches = (
+        ("PGVectorStore.__vs", inner is not None and hasattr(inner, "hybrid_search_config"), "the wrapped async store"),
+        ("PGVectorStore._engine", engine is not None, "the store's PGEngine"),
+        (
+            "PGEngine._run_as_sync() / _run_as_async()",
+            all(callable(getattr(engine, name, None)) for name in ("_run_as_sync", "_run_as_async")),
+            "the engine's two runners",
+        ),
+    )
+    for internal, present, expected in reaches:
+        if not present:
+            moved(
+                "langchain-postgres",
+                internal,
+                expected,
+                "poolsplit_adapters/stores/vectorstores/pgvector_v2_search.py",
+                "the store's own similarity search serves the pool searches",
+            )
+            return False
+    return inner is not None and inner.hybrid_search_config is None
 
 
 def _setting(parameter: str) -> Tuple[str, str]:
