@@ -294,7 +294,7 @@ def search_branch(
     bound = sqlalchemy.bindparam(bound_name(position), type_=sqlalchemy.Integer)
     matching = sqlalchemy.select(*columns, order.label("distance")).where(*where)
     by_index = by_index.where(*where).order_by(order).limit(search.k)
-    return filter_first_search(rows, where, bound, matching, by_index, search.k, exact="exact", name=str(position))
+    return filter_first_search(matching, by_index, bound, search.k, exact="exact", name=str(position))
 
 
 def plan_search(
