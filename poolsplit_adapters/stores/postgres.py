@@ -456,10 +456,7 @@ def filter_first_search(matching: Any, by_index: Any, bound: Any, k: int, *, exa
         bound = sqlalchemy.bindparam("bound_%s" % name, bound, type_=sqlalchemy.Integer)
     key, distance = matching.selected_columns.id, matching.selected_columns.distance
     ranked = (
-        matching.with_only_columns(key, distance)
-        .limit(bound + 1)
-        .cte("matching_%s" % name)
-        .prefix_with("MATERIALIZED")
+        matching.with_only_columns(key, distance).limit(bound + 1).cte("matching_%s" % name).prefix_with("MATERIALIZED")
     )
     counted = sqlalchemy.select(sqlalchemy.func.count()).select_from(ranked).scalar_subquery()
     few = sqlalchemy.select((counted <= bound).label("exact")).cte("filter_first_%s" % name)
@@ -489,6 +486,9 @@ def install_filter_index(store: Any) -> None:
     not create an index; at deploy time, as the table's owner). Once per
     table, on a store made for sync use (it changes the schema: it needs the
     right to create an index on the table); running it again is harmless.
+    Where the table has no ``toast_tuple_target`` of its own it also sets
+    one (`FilterIndexSetup.whole_rows`: rows written afterwards keep their
+    vector in the row).
 
     - LangChain's ``PGVector``: `FILTER_INDEX` on ``(collection_id,
       cmetadata->>'namespace', cmetadata->>'type')``.
@@ -849,7 +849,9 @@ def ensure_filter_index(store: Any) -> bool:
     then finds it and creates nothing. Where the index is there but its
     table holds rows its statistics never counted (it was made on the empty
     table, autovacuum has not come by since), it runs ``ANALYZE`` once
-    (`FilterIndexSetup.UNCOUNTED` says why). ``CREATE INDEX`` holds off the
+    (`FilterIndexSetup.STATE` says why), and where the table has no
+    ``toast_tuple_target`` of its own it sets one
+    (`FilterIndexSetup.whole_rows`). ``CREATE INDEX`` holds off the
     table's writers while it builds (a second or so a 100k rows); it waits
     at most `SETUP_LOCK_TIMEOUT` for the table, then raises, like any
     refusal (a role that may not create an index): the caller decides.
