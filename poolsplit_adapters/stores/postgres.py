@@ -64,7 +64,6 @@ __all__ = [
     "aensure_filter_index",
     "ensure_filter_index",
     "exact_search_settings",
-    "filter_first",
     "filter_first_bound",
     "filter_first_search",
     "filter_index_name",
@@ -418,61 +417,62 @@ def pool_search_bound(search: Search, index_rows: Optional[float], large: Option
     return filter_first_bound(search.k, index_rows) if large is None else large.bound(search, index_rows)
 
 
-def filter_first(rows: Any, where: Sequence[Any], bound: Any) -> Any:
-    """The one-row, one-column (``exact``) select that says whether the rows
-    of ``rows`` matching ``where`` number at most ``bound`` (an int, or a
-    SQLAlchemy ``bindparam`` the caller fills in): counted through
-    `FILTER_INDEX`, never past ``bound + 1``, so a large pool pays a
-    bounded probe. Either way ``bound`` is a bound parameter.
+def filter_first_search(matching: Any, by_index: Any, bound: Any, k: int, *, exact: str, name: str) -> Any:
+    """A pool search with the filter index: one statement that reads the
+    keys and distances of the rows ``matching`` matches (its ``id`` and
+    ``distance`` columns, through `FILTER_INDEX`), never past ``bound + 1``
+    of them, behind a ``MATERIALIZED`` fence (so the planner cannot answer
+    an order with the HNSW index), and then runs one of two branches. At
+    most ``bound`` rows (all of them were read): those ordered exactly by
+    distance (ties by ``id``), the first ``k``, and ``matching`` (the
+    search's columns, filtered, neither ordered nor limited) of those rows
+    only, found again by ``id`` (the table's key), in that order. More:
+    ``by_index`` (the search through the HNSW index, filtered, ordered and
+    limited). ``bound`` (an int or a ``bindparam`` the caller fills in) is
+    a bound parameter either way. Column ``exact`` (its name) says which
+    branch a row came from; ``name`` keeps the statement's CTE names apart
+    from another search's in one statement. The one rule of PGVector's and
+    LlamaIndex's pool searches.
+
+    Why one read: the count that chose the branch used to be a read of its
+    own, and for a filter of few rows it read each row twice (the count
+    and then the distances): measured at 100k rows, 2,531 of a tenant's
+    episodes counted in as long as they were read and ordered. The rows a
+    large filter reads before the count stops it are paid once a minute
+    (`LargeFilters` remembers the filter: its searches then send
+    `SKIP_COUNT` and read none). Why keys first: a row of a vector store
+    is text, metadata and a vector, and the fence keeps what it reads;
+    reading every matching row whole copied each text and metadata into the
+    fence and sorted them to keep ``k`` (6.9 ms against 1.9 ms for a
+    tenant's 1,682 episodes).
 
     Example:
         ```python
-        few = filter_first(table, [table.c.namespace == "team-a"], 4472).cte("few")
+        statement = filter_first_search(matching, by_index, 4472, 20, exact="exact", name="0")
         ```
     """
     import sqlalchemy
 
     if isinstance(bound, int):
-        bound = sqlalchemy.bindparam("bound", bound, type_=sqlalchemy.Integer, unique=True)
-    probe = sqlalchemy.select(sqlalchemy.literal(1)).select_from(rows).where(*where).limit(bound + 1).subquery()
-    counted = sqlalchemy.select(sqlalchemy.func.count()).select_from(probe).scalar_subquery()
-    return sqlalchemy.select((counted <= bound).label("exact"))
-
-
-def filter_first_search(
-    rows: Any, where: Sequence[Any], bound: Any, matching: Any, by_index: Any, k: int, *, exact: str, name: str
-) -> Any:
-    """A pool search with the filter index: one statement whose
-    `filter_first` probe (on ``rows`` matching ``where``, at most
-    ``bound``) decides, once, which of its two branches runs. Few matching
-    rows: ``matching`` (the search's columns, a ``distance`` and an ``id``
-    among them, filtered by ``where``, neither ordered nor limited) read
-    behind a ``MATERIALIZED`` fence, so the planner cannot answer the order
-    with the HNSW index (gated outside the fence: "many" never starts it), then ordered exactly by distance (ties by id), the
-    first ``k``. Many: ``by_index`` (the search through the HNSW index,
-    filtered, ordered and limited). Column ``exact`` (its name) says which
-    branch a row came from; ``name`` keeps the statement's CTE names apart
-    from another search's in one statement. The one rule of PGVector's and
-    LlamaIndex's pool searches.
-
-    Example:
-        ```python
-        statement = filter_first_search(table, [cond], 4472, matching, by_index, 20, exact="exact", name="0")
-        ```
-    """
-    import sqlalchemy
-
-    few = filter_first(rows, where, bound).cte("filter_first_%s" % name)
+        bound = sqlalchemy.bindparam("bound_%s" % name, bound, type_=sqlalchemy.Integer)
+    key, distance = matching.selected_columns.id, matching.selected_columns.distance
+    ranked = (
+        matching.with_only_columns(key, distance).limit(bound + 1).cte("matching_%s" % name).prefix_with("MATERIALIZED")
+    )
+    counted = sqlalchemy.select(sqlalchemy.func.count()).select_from(ranked).scalar_subquery()
+    few = sqlalchemy.select((counted <= bound).label("exact")).cte("filter_first_%s" % name)
     is_few = sqlalchemy.select(few.c.exact).scalar_subquery()
-    fenced = matching.cte("matching_%s" % name).prefix_with("MATERIALIZED")
-    # The gate above the fence: when the count says "many", the fenced read
-    # never starts (a gate inside it still launched the read's parallel
-    # workers, to find it false: ~7 ms a search at 100k rows).
-    by_filter = (
-        sqlalchemy.select(*fenced.c, sqlalchemy.true().label(exact))
+    first = (
+        sqlalchemy.select(ranked.c.id, ranked.c.distance)
         .where(is_few)
-        .order_by(fenced.c.distance, fenced.c.id)
+        .order_by(ranked.c.distance, ranked.c.id)
         .limit(k)
+        .subquery("first_%s" % name)
+    )
+    by_filter = (
+        matching.add_columns(sqlalchemy.true().label(exact))
+        .join(first, key == first.c.id)
+        .order_by(first.c.distance, first.c.id)
     )
     return sqlalchemy.union_all(by_filter, by_index.where(sqlalchemy.not_(is_few)))
 
@@ -487,6 +487,9 @@ def install_filter_index(store: Any) -> None:
     not create an index; at deploy time, as the table's owner). Once per
     table, on a store made for sync use (it changes the schema: it needs the
     right to create an index on the table); running it again is harmless.
+    Where the table has no ``toast_tuple_target`` of its own it also sets
+    one (`FilterIndexSetup.whole_rows`: rows written afterwards keep their
+    vector in the row).
 
     - LangChain's ``PGVector``: `FILTER_INDEX` on ``(collection_id,
       cmetadata->>'namespace', cmetadata->>'type')``.
@@ -700,37 +703,46 @@ SETUP_LOCK_TIMEOUT = "5s"
 
 class FilterIndexSetup:
     """The filter index of a ``PGVector`` or a LlamaIndex ``PGVectorStore``,
-    created on first use.
+    created on first use, and the table's rows kept whole.
 
     `ensure_filter_index` (and `aensure_filter_index`) run the
     statements; this holds the text they send, so the sync and async paths
     cannot differ. In one transaction: an advisory lock (`SETUP_LOCK`),
     so two processes using a fresh database at once take turns and the
-    second finds the index the first made; then whether the index exists;
-    only if not, ``CREATE INDEX IF NOT EXISTS`` and ``ANALYZE`` of the table
-    (the planner's statistics of the new index's expressions); if it does
-    but the table's rows were never counted (`UNCOUNTED`), ``ANALYZE``
-    alone. Fixed names and the store's own table only, quoted by the
-    dialect; LlamaIndex's index name, derived from its table's, is a bound
-    value where it is a value.
+    second finds the index the first made; then, in one query (`STATE`),
+    whether the index exists, whether its table's rows were never counted,
+    and whether the table has a ``toast_tuple_target`` of its own; only what
+    is missing then runs: ``ALTER TABLE ... SET (toast_tuple_target = ...)``
+    (`whole_rows`) when the table has none, ``CREATE INDEX IF NOT EXISTS``
+    and ``ANALYZE`` of the table (the planner's statistics of the new
+    index's expressions) when the index is not there, ``ANALYZE`` alone
+    when it is but the table's rows were never counted. Fixed names and the
+    store's own table only, quoted by the dialect; the names a query looks
+    up are bound values.
     """
 
     LOCK = "SELECT pg_advisory_xact_lock(%d, %d)" % SETUP_LOCK
     TIMEOUT = "SELECT set_config('lock_timeout', '%s', true)" % SETUP_LOCK_TIMEOUT
-    EXISTS = "SELECT to_regclass('%s') IS NOT NULL" % FILTER_INDEX
-    #: LlamaIndex's index name is derived from the store's table name: a bound parameter.
-    EXISTS_NAMED = "SELECT to_regclass(:name) IS NOT NULL"
-    #: Whether the table of index ``:name`` has rows its statistics never
-    #: counted (``reltuples`` 0, or -1: never analyzed, yet pages on disk):
-    #: an index made on an empty table, the data loaded since, autovacuum not
+    #: What is there, in one round trip (``:index`` and ``:table`` bound, as
+    #: ``to_regclass`` reads them). ``present``: the filter index exists.
+    #: ``uncounted``: its table has rows its statistics never counted
+    #: (``reltuples`` 0, or -1: never analyzed, yet pages on disk): an
+    #: index made on an empty table, the data loaded since, autovacuum not
     #: yet by (or off). The planner then has no statistics of the index's
     #: expressions and chose, measured at 100k rows, to read a whole tenant
     #: through the filter index for the always-scope fetch (7k pages a call
     #: instead of the GIN index's 35) and for a dense pool instead of
     #: walking HNSW: 43k pages a call against 25k after ``ANALYZE``.
-    UNCOUNTED = (
-        "SELECT coalesce((SELECT t.reltuples <= 0 AND pg_relation_size(t.oid) > 0 FROM pg_index x"
-        " JOIN pg_class t ON t.oid = x.indrelid WHERE x.indexrelid = to_regclass(:name)), false)"
+    #: ``split``: the table has no ``toast_tuple_target`` of its own (one
+    #: set by anyone, us included, is kept). ``block_size``: the server's
+    #: page size (`whole_row_target` sizes the target by it).
+    STATE = (
+        "SELECT to_regclass(:index) IS NOT NULL AS present,"
+        " coalesce((SELECT t.reltuples <= 0 AND pg_relation_size(t.oid) > 0 FROM pg_index x"
+        " JOIN pg_class t ON t.oid = x.indrelid WHERE x.indexrelid = to_regclass(:index)), false) AS uncounted,"
+        " NOT EXISTS (SELECT 1 FROM pg_class c CROSS JOIN unnest(c.reloptions) AS o(setting)"
+        " WHERE c.oid = to_regclass(:table) AND split_part(o.setting, '=', 1) = 'toast_tuple_target') AS split,"
+        " current_setting('block_size')::int AS block_size"
     )
 
     @staticmethod
@@ -743,19 +755,6 @@ class FilterIndexSetup:
         ]
 
     @staticmethod
-    def to_run(create: List[str], exists: bool, uncounted: bool) -> List[str]:
-        """What is left of ``create`` (the index, then ``ANALYZE``): all of it
-        when the index does not exist, the ``ANALYZE`` alone when it exists
-        uncounted, nothing else; led by the lock timeout when anything runs."""
-        left = create if not exists else create[1:] if uncounted else []
-        return [FilterIndexSetup.TIMEOUT, *left] if left else []
-
-    @staticmethod
-    def created(run: List[str]) -> bool:
-        """Whether ``run`` (from [`to_run`][]) created the index."""
-        return len(run) == 3
-
-    @staticmethod
     def create_llama_index(index: str, table: str) -> List[str]:
         """The DDL for LlamaIndex ``PGVectorStore``'s quoted index and table names."""
         return [
@@ -764,16 +763,85 @@ class FilterIndexSetup:
             "ANALYZE " + table,
         ]
 
+    @staticmethod
+    def whole_rows(table: str, block_size: int) -> str:
+        """The statement that keeps each row of quoted table ``table``
+        written from now on whole in its page, up to the largest row a page
+        of ``block_size`` bytes holds (`whole_row_target`).
 
-def _uncounted_query(index: str) -> Tuple[Any, Dict[str, str]]:
-    """`FilterIndexSetup.UNCOUNTED` for index ``index`` (a bound value)."""
+        Why: a vector store's row is a text, its metadata and a vector;
+        past ~2 kB (384 dimensions and a paragraph of text) Postgres moves
+        a value of the row out of line (TOAST), and over ``PGVector`` that
+        is the vector (its type is stored ``external``). A pool read through
+        the filter index computes each matching row's distance, and each
+        then cost a second index lookup and page: measured at 100k rows, a
+        tenant's 1,682 episodes ordered exactly in 17 ms with the vectors
+        out of line against 1.9 ms with them in the row. The setting changes
+        no row already written (those keep their layout until rewritten);
+        its lock blocks neither reads nor writes (``SHARE UPDATE
+        EXCLUSIVE``). A row larger than a page still goes out of line."""
+        return "ALTER TABLE %s SET (toast_tuple_target = %d)" % (table, whole_row_target(block_size))
+
+    @staticmethod
+    def to_run(create: List[str], table: str, state: Any, *, every: bool = False) -> List[str]:
+        """What is left to run, from `STATE`'s row ``state``: `whole_rows`
+        of quoted ``table`` when it has no target of its own; all of
+        ``create`` (the index, then ``ANALYZE``) when the index does not
+        exist or ``every`` (`install_filter_index`: the index made if
+        missing and the table analyzed, whatever is there), the ``ANALYZE``
+        alone when it exists uncounted; led by the lock timeout when
+        anything runs (not for ``every``: run by hand, it waits)."""
+        left = create if every or not state.present else create[1:] if state.uncounted else []
+        if state.split:
+            left = [FilterIndexSetup.whole_rows(table, int(state.block_size)), *left]
+        return [FilterIndexSetup.TIMEOUT, *left] if left and not every else left
+
+    @staticmethod
+    def created(run: List[str]) -> bool:
+        """Whether ``run`` (from [`to_run`][]) created the index."""
+        return any(statement.startswith("CREATE INDEX") for statement in run)
+
+
+#: What a page holds besides one row (``MAXALIGN`` of the page header and
+#: one line pointer): ``block_size`` less this is Postgres' largest
+#: ``toast_tuple_target`` (8160 for 8 kB pages).
+_PAGE_OVERHEAD = 32
+
+
+def whole_row_target(block_size: int) -> int:
+    """The ``toast_tuple_target`` `FilterIndexSetup.whole_rows` sets:
+    the largest a page of ``block_size`` bytes allows, so a row moves a
+    value out of line only when it would not fit in a page whole.
+
+    Example:
+        >>> whole_row_target(8192)
+        8160
+    """
+    return int(block_size) - _PAGE_OVERHEAD
+
+
+def _state_query(index: str, table: str) -> Tuple[Any, Dict[str, str]]:
+    """`FilterIndexSetup.STATE` for index ``index`` of table ``table``
+    (each a name the dialect quoted, as ``to_regclass`` reads it: a bound
+    value, `as_bound_value`)."""
     import sqlalchemy
 
-    return sqlalchemy.text(FilterIndexSetup.UNCOUNTED), {"name": index}
+    return sqlalchemy.text(FilterIndexSetup.STATE), {"index": as_bound_value(index), "table": as_bound_value(table)}
 
 
-def _uncounted(result: Any) -> bool:
-    return bool(result.scalar())
+def as_bound_value(quoted: str) -> str:
+    """A name the dialect quoted for SQL text, as a bound value holds it.
+
+    For SQL text sent with parameters the dialect doubles ``%``; a bound
+    value is read as it is, so the doubled name was another name:
+    ``to_regclass`` found nothing, and a table named with ``%`` never
+    found its own filter index.
+
+    Example:
+        >>> as_bound_value('public."poolsplit_pool_filter_data_mem%%"')
+        'public."poolsplit_pool_filter_data_mem%"'
+    """
+    return quoted.replace("%%", "%")
 
 
 def _pgvector_table(store: Any, connection: Any) -> str:
@@ -797,7 +865,9 @@ def ensure_filter_index(store: Any) -> bool:
     then finds it and creates nothing. Where the index is there but its
     table holds rows its statistics never counted (it was made on the empty
     table, autovacuum has not come by since), it runs ``ANALYZE`` once
-    (`FilterIndexSetup.UNCOUNTED` says why). ``CREATE INDEX`` holds off the
+    (`FilterIndexSetup.STATE` says why), and where the table has no
+    ``toast_tuple_target`` of its own it sets one
+    (`FilterIndexSetup.whole_rows`). ``CREATE INDEX`` holds off the
     table's writers while it builds (a second or so a 100k rows); it waits
     at most `SETUP_LOCK_TIMEOUT` for the table, then raises, like any
     refusal (a role that may not create an index): the caller decides.
@@ -814,10 +884,8 @@ def ensure_filter_index(store: Any) -> bool:
         connection = session.connection()
         connection.exec_driver_sql(FilterIndexSetup.LOCK)
         table = _pgvector_table(store, connection)
-        create = FilterIndexSetup.create(table)
-        exists = bool(connection.exec_driver_sql(FilterIndexSetup.EXISTS).scalar())
-        uncounted = exists and _uncounted(connection.execute(*_uncounted_query(FILTER_INDEX)))
-        run = FilterIndexSetup.to_run(create, exists, uncounted)
+        state = connection.execute(*_state_query(FILTER_INDEX, table)).one()
+        run = FilterIndexSetup.to_run(FilterIndexSetup.create(table), table, state)
         for statement in run:
             connection.exec_driver_sql(statement)
         session.commit()
@@ -835,10 +903,9 @@ async def aensure_filter_index(store: Any) -> bool:
             await store.aget_collection(session)
         connection = await session.connection()
         await connection.exec_driver_sql(FilterIndexSetup.LOCK)
-        create = FilterIndexSetup.create(_pgvector_table(store, connection))
-        exists = bool((await connection.exec_driver_sql(FilterIndexSetup.EXISTS)).scalar())
-        uncounted = exists and _uncounted(await connection.execute(*_uncounted_query(FILTER_INDEX)))
-        run = FilterIndexSetup.to_run(create, exists, uncounted)
+        table = _pgvector_table(store, connection)
+        state = (await connection.execute(*_state_query(FILTER_INDEX, table))).one()
+        run = FilterIndexSetup.to_run(FilterIndexSetup.create(table), table, state)
         for statement in run:
             await connection.exec_driver_sql(statement)
         await session.commit()
@@ -965,7 +1032,9 @@ def _install_pgvector_filter_index(store: Any) -> None:
     with store._make_sync_session() as session:
         connection = session.connection()
         connection.exec_driver_sql(FilterIndexSetup.LOCK)  # beside a first use's setup
-        for statement in FilterIndexSetup.create(_pgvector_table(store, connection)):
+        table = _pgvector_table(store, connection)
+        state = connection.execute(*_state_query(FILTER_INDEX, table)).one()
+        for statement in FilterIndexSetup.to_run(FilterIndexSetup.create(table), table, state, every=True):
             connection.exec_driver_sql(statement)
         session.commit()
 
@@ -973,15 +1042,9 @@ def _install_pgvector_filter_index(store: Any) -> None:
 def llama_index_filter_index(store: Any) -> str:
     """The schema-qualified, quoted name of the filter index of LlamaIndex
     ``PGVectorStore`` ``store`` (`filter_index_name` of its table, in
-    the table's schema): what a search passes, as a bound parameter, to
-    `hnsw_search_settings`."""
-    table = store._table_class.__table__
-    preparer = _postgres_quoting()
-    name = preparer.quote(filter_index_name(table.name))
-    qualified = "%s.%s" % (preparer.quote_schema(table.schema), name) if table.schema else name
-    # The dialect quotes for SQL text sent with parameters, where it doubles
-    # "%"; a bound value is read as it is (doubled, to_regclass found nothing).
-    return qualified.replace("%%", "%")
+    the table's schema) as a bound value holds it (`as_bound_value`): what a
+    search passes, as a bound parameter, to `hnsw_search_settings`."""
+    return as_bound_value(_llama_index_names(store)[0])
 
 
 @functools.lru_cache(maxsize=1)
@@ -995,55 +1058,51 @@ def _postgres_quoting() -> Any:
 
 def _install_llama_index_filter_index(store: Any) -> None:
     store._initialize()  # the store's own setup: its schema and table exist after it
-    # Names: ours, derived from the store's declared table name, and the
-    # table itself, both quoted by the Postgres rules (``_postgres_quoting``). The index lands in the
-    # table's schema (an index name cannot be qualified in CREATE INDEX).
-    _, index, table = _llama_index_names(store)
+    qualified, index, table = _llama_index_names(store)
     with store._session() as session, session.begin():
         connection = session.connection()
         connection.exec_driver_sql(FilterIndexSetup.LOCK)  # beside a first use's setup
-        for statement in FilterIndexSetup.create_llama_index(index, table):
+        state = connection.execute(*_state_query(qualified, table)).one()
+        create = FilterIndexSetup.create_llama_index(index, table)
+        for statement in FilterIndexSetup.to_run(create, table, state, every=True):
             connection.exec_driver_sql(statement)
 
 
 def _llama_index_names(store: Any) -> Tuple[str, str, str]:
-    """LlamaIndex ``PGVectorStore``'s index name as `to_regclass`
-    reads it (a bound value), and its index and table names quoted for DDL."""
+    """LlamaIndex ``PGVectorStore``'s filter index and table, each quoted
+    by the Postgres rules for SQL text (``_postgres_quoting``): the index
+    schema-qualified (what ``to_regclass`` looks up, as `as_bound_value`
+    of it), the index alone (``CREATE INDEX`` names it unqualified: it lands
+    in the table's schema), and the table. The index name is ours, derived
+    from the store's declared table name."""
     table = store._table_class.__table__
     preparer = _postgres_quoting()
-    return llama_index_filter_index(store), preparer.quote(filter_index_name(table.name)), preparer.format_table(table)
+    index = preparer.quote(filter_index_name(table.name))
+    qualified = "%s.%s" % (preparer.quote_schema(table.schema), index) if table.schema else index
+    return qualified, index, preparer.format_table(table)
 
 
 def _ensure_llama_index_filter_index(store: Any) -> bool:
-    import sqlalchemy
-
     store._initialize()  # the store's own setup: its schema and table exist after it
-    name, index, table = _llama_index_names(store)
-    create = FilterIndexSetup.create_llama_index(index, table)
+    qualified, index, table = _llama_index_names(store)
     with store._session() as session, session.begin():
         connection = session.connection()
         connection.exec_driver_sql(FilterIndexSetup.LOCK)
-        exists = bool(connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name}).scalar())
-        uncounted = exists and _uncounted(connection.execute(*_uncounted_query(name)))
-        run = FilterIndexSetup.to_run(create, exists, uncounted)
+        state = connection.execute(*_state_query(qualified, table)).one()
+        run = FilterIndexSetup.to_run(FilterIndexSetup.create_llama_index(index, table), table, state)
         for statement in run:
             connection.exec_driver_sql(statement)
         return FilterIndexSetup.created(run)
 
 
 async def _aensure_llama_index_filter_index(store: Any) -> bool:
-    import sqlalchemy
-
     store._initialize()  # sync, as the store's own async methods run it
-    name, index, table = _llama_index_names(store)
-    create = FilterIndexSetup.create_llama_index(index, table)
+    qualified, index, table = _llama_index_names(store)
     async with store._async_session() as session, session.begin():
         connection = await session.connection()
         await connection.exec_driver_sql(FilterIndexSetup.LOCK)
-        named = await connection.execute(sqlalchemy.text(FilterIndexSetup.EXISTS_NAMED), {"name": name})
-        exists = bool(named.scalar())
-        uncounted = exists and _uncounted(await connection.execute(*_uncounted_query(name)))
-        run = FilterIndexSetup.to_run(create, exists, uncounted)
+        state = (await connection.execute(*_state_query(qualified, table))).one()
+        run = FilterIndexSetup.to_run(FilterIndexSetup.create_llama_index(index, table), table, state)
         for statement in run:
             await connection.exec_driver_sql(statement)
         return FilterIndexSetup.created(run)

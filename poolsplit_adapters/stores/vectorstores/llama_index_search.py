@@ -312,7 +312,7 @@ class PGVectorStoreSearch:
         # limit for the few rows read exactly, as they are through HNSW.
         matching = query.limit(None).order_by(None).where(condition)
         by_index = query.where(condition).add_columns(sqlalchemy.false().label(self._EXACT))
-        return filter_first_search(table, [condition], bound, matching, by_index, search.k, exact=self._EXACT, name="0")
+        return filter_first_search(matching, by_index, bound, search.k, exact=self._EXACT, name="0")
 
     def _settings(self, search: Search) -> List[Tuple[str, Any]]:
         """The store's HNSW search setting (a similarity search only), for

@@ -33,12 +33,14 @@ small tenant.
 **A few matching rows are read, not searched for.** A filtered HNSW scan
 visits rows until ``k`` match: for a rare type that is thousands of rows.
 With the filter index (`install_filter_index`),
-each search's statement first counts its matching rows through that index,
-never past `filter_first_bound`;
-when they are at most that many it reads them and orders them by distance
-(exact: its page is never completed), else it walks the HNSW index as
-above. One statement, one round trip: the count decides which of its two
-branches runs. Without the index nothing of this runs. A filter the count
+each search's statement first reads the keys and distances of its
+matching rows through that index, never past
+`filter_first_bound`;
+when they are at most that many it orders them by distance and reads the
+texts of the first ``k`` (exact: its page is never completed), else it
+walks the HNSW index as above. One statement, one round trip: the count of
+what it read decides which of its two branches runs
+(`filter_first_search`). Without the index nothing of this runs. A filter the count
 found larger than the bound is remembered by the retriever for a while
 (`LargeFilters`): its next
 searches skip the count and walk the HNSW index at once.
@@ -294,7 +296,7 @@ def search_branch(
     bound = sqlalchemy.bindparam(bound_name(position), type_=sqlalchemy.Integer)
     matching = sqlalchemy.select(*columns, order.label("distance")).where(*where)
     by_index = by_index.where(*where).order_by(order).limit(search.k)
-    return filter_first_search(rows, where, bound, matching, by_index, search.k, exact="exact", name=str(position))
+    return filter_first_search(matching, by_index, bound, search.k, exact="exact", name=str(position))
 
 
 def plan_search(
