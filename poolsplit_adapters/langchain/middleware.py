@@ -188,19 +188,21 @@ def _heard(message: BaseMessage) -> Heard:
     return Heard(View(OTHER, message.id), text, lines)
 
 
-def _line(message: BaseMessage) -> list[str]:
+def _line(message: BaseMessage) -> list[tuple[str, str]]:
+    """A message's lines in a transcript, as (label, body): who said it, apart
+    from what was said (a body's own line breaks never start a speaker)."""
     text = str(message.text).strip()
     if isinstance(message, HumanMessage):
-        return ["user: " + text]
+        return [("user: ", text)]
     if isinstance(message, AIMessage):
-        lines = ["assistant: " + text] if text else []
+        lines = [("assistant: ", text)] if text else []
         for call in message.tool_calls:
             args = json.dumps(call.get("args") or {}, sort_keys=True, ensure_ascii=False, default=str)
-            lines.append("assistant called %s(%s)" % (call.get("name"), args))
+            lines.append(("assistant called ", "%s(%s)" % (call.get("name"), args)))
         return lines
     if isinstance(message, ToolMessage):
-        return ["tool %s: %s" % (message.name or message.tool_call_id, text)]
-    return ["%s: %s" % (message.type, text)] if text else []
+        return [("tool %s: " % (message.name or message.tool_call_id), text)]
+    return [("%s: " % message.type, text)] if text else []
 
 
 def _check_binds_tools(model: Any) -> None:
