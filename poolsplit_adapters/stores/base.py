@@ -60,7 +60,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
-from ..memory.changes import CHANGING_TYPES, changing, updates
+from ..memory.changes import CHANGING_TYPES, batch_updates, changing, updates
 from ..memory.consolidate import Accepted, ConsolidationResult
 from ..memory.consolidate import consolidate as consolidate_entries
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
@@ -519,7 +519,9 @@ def returned_id(closed: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
     """The id of a fact that returned after its version ``closed`` (same
     id, same text) was superseded or retired: derived from that id and the
     new sighting, so a retried write of the return lands on it again."""
-    return hashed_id(str(entry.get("type", "note")), (str(closed["id"]), *sighting(entry)))
+    exchange = entry.get("exchange")
+    said = (str(exchange),) if exchange is not None else ()  # one second, two exchanges: two returns
+    return hashed_id(str(entry.get("type", "note")), (str(closed["id"]), *sighting(entry), *said))
 
 
 def settle_repeats(
@@ -536,7 +538,12 @@ def settle_repeats(
     fresh: List[Dict[str, Any]] = []
     repeats: List[Tuple[str, Dict[str, Any]]] = []
     seen: set[str] = set()
+    skip = {n for n, hit in enumerate(hits) if hit is not None}
+    earlier = batch_updates(prepared, skip, changed) if changed is not None else [None] * len(prepared)
     for position, (entry, hit) in enumerate(zip(prepared, hits)):
+        if earlier[position] is not None:
+            # it changes a statement of this very write: linked as its next version (`Change.versions`)
+            entry["supersedes"] = str(prepared[earlier[position]]["id"])
         if hit is None:
             if entry["id"] in seen:
                 raise entry_error(entry, position, "id", "repeats an earlier entry of the same batch")
@@ -610,8 +617,15 @@ def sighting(candidate: Mapping[str, Any]) -> Tuple[str, str]:
 
 
 def _same_sighting(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> bool:
-    """Whether ``candidate`` is ``kept``'s own first sighting (a retried write, a re-import)."""
-    return kept.get("source") == candidate.get("source") and kept.get("created") == candidate.get("created")
+    """Whether ``candidate`` is ``kept``'s own first sighting (a retried write,
+    a re-import): the same source and time, and the same exchange (a user
+    who says again, in the same second or under a fixed ``now``, what a
+    later message changed, makes a new sighting, not a retry)."""
+    return (
+        kept.get("source") == candidate.get("source")
+        and kept.get("created") == candidate.get("created")
+        and kept.get("exchange") == candidate.get("exchange")
+    )
 
 
 def _repeated(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> Dict[str, Any]:
