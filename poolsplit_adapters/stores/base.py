@@ -695,6 +695,11 @@ def prepare_entries(
     return prepared
 
 
+#: How many times a write that changes a statement is derived again when
+#: another writer closed that statement's version first (then it is linked
+#: to the newer version; after the last, it is written unlinked): two
+#: processes writing one user's updates left both values active.
+RELINKS = 3
 #: Finders are kept per store and changed by every write: one lock for all
 #: (held for index lookups only, never across a store's I/O).
 _FINDERS = threading.RLock()
@@ -831,26 +836,32 @@ class StoreVerbs(ABC):
             report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
             ```
         """
-        prepared = self.preparing(entries)
-        stored = self.stored_for(prepared)
-        with _FINDERS:
-            hits = self.duplicate_finder(prepared).admit(prepared)
-        hits = same_id_repeats(prepared, hits, stored)
-        change, report = settle_repeats(prepared, hits, self.changed(prepared, hits))
-        if change.insert or change.repeat:
-            try:
+        if isinstance(entries, Mapping):
+            raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
+        given = list(entries)
+        for attempt in range(1, RELINKS + 1):
+            prepared = self.preparing(given)
+            stored = self.stored_for(prepared)
+            with _FINDERS:
+                hits = self.duplicate_finder(prepared).admit(prepared)
+            hits = same_id_repeats(prepared, hits, stored)
+            change, report = settle_repeats(prepared, hits, self.changed(prepared, hits))
+            if change.insert or change.repeat:
                 try:
-                    self._commit_tracked(change)
-                except (EntryNotFound, ValueError) as raced:
-                    if not change.retire or isinstance(raced, EntryError):
-                        raise
-                    # another writer closed or removed the version this one changes:
-                    # the new statement is written all the same, unlinked (nothing lost)
-                    change = replace(change, retire=(), raced=[])
-                    self._commit_tracked(change)
-            except DuplicateEntry as err:  # named by its position in what the caller gave
-                at = next(n for n, e in enumerate(prepared) if e["id"] == err.entry_id)
-                raise type(err)(prepared[at], at, err.ids) from None
+                    try:
+                        self._commit_tracked(change)
+                    except (EntryNotFound, ValueError) as raced:
+                        if not change.retire or isinstance(raced, EntryError):
+                            raise
+                        if attempt < RELINKS:
+                            continue  # another writer closed the version this one changes: link to its newest
+                        # still racing: the new statement is written all the same, unlinked (nothing lost)
+                        change = replace(change, retire=(), raced=[])
+                        self._commit_tracked(change)
+                except DuplicateEntry as err:  # named by its position in what the caller gave
+                    at = next(n for n, e in enumerate(prepared) if e["id"] == err.entry_id)
+                    raise type(err)(prepared[at], at, err.ids) from None
+            break
         return _with_raced(report, change, self) if change.raced else report
 
     def changed(
