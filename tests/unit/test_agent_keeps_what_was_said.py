@@ -296,3 +296,19 @@ def test_an_instruction_said_again_after_its_contradiction_under_a_fixed_now_is_
         if history is None:
             history = BaseStoreMemory(store, ("memories", "u1")).history(current["id"])
         assert [v.entry["content"] for v in history] == ["Always use tabs.", "Never use tabs.", "Always use tabs."]
+
+
+def test_a_message_of_only_an_image_leaves_the_working_set_as_a_line_naming_it_never_as_nothing():
+    store = InMemoryStore()
+    image = {"type": "image", "url": "https://example.com/diagram.png"}
+    inline = {"type": "image", "base64": "iVBORw0KGgo" * 50, "mime_type": "image/png"}
+    legacy = {"type": "image_url", "image_url": {"url": "https://example.com/b.png"}}
+    users: List[Any] = ["goal", HumanMessage(content=[image]), HumanMessage(content=[inline, legacy]), "a", "b"]
+    model = ScriptedAnswers(answers=["ok %d" % n for n in range(5)])
+    mw = PoolSplitMemoryMiddleware("auto", namespace=by_user, remember=False, now=NOW, max_turns=1, **BUDGET)
+    agent = create_agent(model, middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
+    for message in users:
+        agent.invoke({"messages": [message]}, thread("t"), context={"user_id": "u1"})
+    contents = {e["content"] for e in stored(store) if e.get("role") == "user"}
+    assert "user: [image: https://example.com/diagram.png]" in contents
+    assert "user: [image]\n[image_url: https://example.com/b.png]" in contents  # inline data is never stored
