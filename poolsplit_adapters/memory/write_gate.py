@@ -174,8 +174,11 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     _check_lifecycle_fields(entry, index)
     # A malformed lifecycle time would keep or hide the entry silently, or
     # fail only the first query that reads it (an as_of query, history).
-    for key in (EXPIRES, "valid_from", "valid_until"):
-        entry_time(entry, key, index)
+    opened, closed = (entry_time(entry, key, index) for key in ("valid_from", "valid_until"))
+    entry_time(entry, EXPIRES, index)
+    if opened is not None and closed is not None and closed < opened:
+        # a version closed before it opened was never true: no as_of read would ever load it
+        raise entry_error(entry, index, "valid_until", "is before its valid_from: a version closes after it opens")
     created = entry.get("created")
     if isinstance(created, str) and created:
         try:
