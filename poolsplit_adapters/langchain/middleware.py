@@ -185,7 +185,7 @@ def _text(message: BaseMessage) -> str:
     named = []
     for block in message.content:
         kind = block.get("type") if isinstance(block, dict) else None
-        if isinstance(kind, str) and kind != "text":
+        if isinstance(block, dict) and isinstance(kind, str) and kind != "text":
             url = block.get("url") or block.get("image_url")  # LangChain's v1 blocks, OpenAI's image_url
             url = url.get("url") if isinstance(url, dict) else url
             place = url if isinstance(url, str) and url.startswith(("http://", "https://")) else ""

@@ -541,9 +541,10 @@ def settle_repeats(
     skip = {n for n, hit in enumerate(hits) if hit is not None}
     earlier = batch_updates(prepared, skip, changed) if changed is not None else [None] * len(prepared)
     for position, (entry, hit) in enumerate(zip(prepared, hits)):
-        if earlier[position] is not None:
+        before = earlier[position]
+        if before is not None:
             # it changes a statement of this very write: linked as its next version (`Change.versions`)
-            entry["supersedes"] = str(prepared[earlier[position]]["id"])
+            entry["supersedes"] = str(prepared[before]["id"])
         if hit is None:
             if entry["id"] in seen:
                 raise entry_error(entry, position, "id", "repeats an earlier entry of the same batch")
