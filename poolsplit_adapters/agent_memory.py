@@ -149,14 +149,14 @@ class Heard:
     Attributes:
         view: what the working set knows of it (kind, id, tool calls).
         text: its text.
-        lines: its labelled lines in a transcript (``"tool x: ..."``),
-            spelled when a demoted turn needs them.
+        lines: its lines in a transcript, each as (label, body)
+            (``("tool x: ", "...")``), spelled when a demoted turn needs them.
         plain: an answer of the model without tool calls.
     """
 
     view: View
     text: str
-    lines: Callable[[], Sequence[str]]
+    lines: Callable[[], Sequence[tuple[str, str]]]
     plain: bool = False
 
 
@@ -242,9 +242,9 @@ def _sides(messages: Sequence[Heard]) -> list[Said]:
         if answer.strip():
             sides.append(Said(ASSISTANT, answer))
         return sides
-    rest = "\n".join(line for m in others for line in m.lines())
-    if rest.strip():
-        sides.append(Said(ASSISTANT, rest, labelled=True))
+    rest = Said.transcript(ASSISTANT, [line for m in others for line in m.lines()])
+    if rest.text.strip():
+        sides.append(rest)
     return sides
 
 

@@ -112,17 +112,34 @@ def _open_sqlite(path: pathlib.Path) -> SQLiteMemoryStore:
         raise InputFileError(str(exc)) from None
 
 
+def _existing(path: pathlib.Path) -> None:
+    """``path`` must name a file (a symlink to nothing does not: opening it
+    would create its target)."""
+    if not path.exists():
+        raise InputFileError("%s: %s" % (path, "a link to no file" if path.is_symlink() else "no such file"))
+
+
 def _read_store(name: str) -> Store:
-    """The entries of a store to read (SQLite: the open store)."""
+    """The entries of a store to read (SQLite: the open store). A read never
+    writes: a missing file (or a link to none) is refused, and an empty file
+    is an empty store, left as it is (opened, SQLite would write the
+    schema into it)."""
     path = pathlib.Path(name)
-    if not path.exists() and not path.is_symlink():
-        raise InputFileError("%s: no such file" % path)
-    return _open_sqlite(path) if _is_sqlite(path) else load_store(path)
+    _existing(path)
+    if not _is_sqlite(path):
+        return load_store(path)
+    if not path.is_dir() and path.stat().st_size == 0:
+        return []
+    return _open_sqlite(path)
 
 
-def _write_store(name: str) -> SQLiteMemoryStore:
-    """A SQLite store to write (created when missing)."""
+def _write_store(name: str, *, create: bool = True) -> SQLiteMemoryStore:
+    """A SQLite store to write (created when missing, with ``create``: a
+    command that only changes what is stored, ``forget`` and ``sweep``,
+    refuses a missing file instead of leaving a new one behind)."""
     path = pathlib.Path(name)
+    if not create:
+        _existing(path)
     if not _is_sqlite(path):
         raise InputFileError(
             "%s: is JSON Lines; commands that write need a SQLite store "
@@ -273,11 +290,11 @@ def cmd_forget(args: argparse.Namespace) -> int:
     if args.namespace is not None:
         if args.keep_history:
             raise InputFileError("forget: --keep-history applies to one ID; --namespace forgets every version")
-        with _write_store(args.store) as store:
+        with _write_store(args.store, create=False) as store:
             gone = store.forget(namespace=args.namespace)
         print("forgot %d entries of namespace %s" % (gone, args.namespace))
         return 0
-    with _write_store(args.store) as store:
+    with _write_store(args.store, create=False) as store:
         before = len(store)
         if not store.delete(args.id, history=not args.keep_history):
             raise EntryNotFound(args.id)
@@ -300,7 +317,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     now = _moment("--now", args.now)
-    with _write_store(args.store) as store:
+    with _write_store(args.store, create=False) as store:
         gone = store.sweep_expired(now)
     print("swept %d expired entr%s" % (len(gone), "y" if len(gone) == 1 else "ies"))
     return 0

@@ -521,10 +521,14 @@ def visible(text: str) -> str:
 
 
 def near_miss_scope(scope: Any) -> bool:
-    """Whether ``scope`` reads "always" only up to case, spaces or invisible
-    characters (``"Always"``, ``" always"``, ``"al\u200bways"``): scope is exact, so such an entry is contextual and never
+    """Whether ``scope`` reads "always" only up to case, spaces, invisible
+    characters or compatibility forms (``"Always"``, ``" always"``,
+    ``"al\u200bways"``, ``"ａｌｗａｙｓ"``): scope is exact, so such an entry is contextual and never
     loads first; where entries are written or built from metadata, it is refused."""
-    return isinstance(scope, str) and scope != "always" and visible(scope).strip().casefold() == "always"
+    if not isinstance(scope, str) or scope == "always":
+        return False
+    # NFKC: a full-width "ａｌｗａｙｓ" reads "always" as well
+    return unicodedata.normalize("NFKC", visible(scope)).strip().casefold() == "always"
 
 
 #: The largest cost an entry may have (given or counted): every cost and

@@ -48,7 +48,7 @@ def _rounds(text: str) -> List[int]:
 
 
 def _remember_args(text: str) -> Optional[Dict[str, Any]]:
-    found = re.search(r"remember=(.*?)(?: scope=(\w+))?(?: source=(\S+))?$", text)
+    found = re.search(r"remember=(.*?)(?: scope=(\S+))?(?: source=(\S+))?$", text)
     if not found:
         return None
     args: Dict[str, Any] = {"note": found.group(1)}

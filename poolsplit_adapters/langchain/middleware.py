@@ -175,9 +175,27 @@ class _Step:
         return self.where.chain, self.call.options.context, self.plan
 
 
+def _text(message: BaseMessage) -> str:
+    """A message's text, with a line naming each block that is not text (an
+    image the user sent, a file): a turn of only an image would otherwise
+    leave the working set as nothing. A web address is kept; inline data never."""
+    text = str(message.text)
+    if isinstance(message, AIMessage) or isinstance(message.content, str):
+        return text  # the model's tool calls are lines of their own
+    named = []
+    for block in message.content:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(block, dict) and isinstance(kind, str) and kind != "text":
+            url = block.get("url") or block.get("image_url")  # LangChain's v1 blocks, OpenAI's image_url
+            url = url.get("url") if isinstance(url, dict) else url
+            place = url if isinstance(url, str) and url.startswith(("http://", "https://")) else ""
+            named.append("[%s%s]" % (kind, ": " + place[:300] if place else ""))
+    return "\n".join([t for t in (text.strip(), *named) if t])
+
+
 def _heard(message: BaseMessage) -> Heard:
     """A message of the state as the write step reads it."""
-    text, lines = str(message.text), functools.partial(_line, message)
+    text, lines = _text(message), functools.partial(_line, message)
     if isinstance(message, HumanMessage):
         return Heard(View(HUMAN, message.id), text, lines)
     if isinstance(message, AIMessage):
@@ -188,19 +206,21 @@ def _heard(message: BaseMessage) -> Heard:
     return Heard(View(OTHER, message.id), text, lines)
 
 
-def _line(message: BaseMessage) -> list[str]:
-    text = str(message.text).strip()
+def _line(message: BaseMessage) -> list[tuple[str, str]]:
+    """A message's lines in a transcript, as (label, body): who said it, apart
+    from what was said (a body's own line breaks never start a speaker)."""
+    text = _text(message).strip()
     if isinstance(message, HumanMessage):
-        return ["user: " + text]
+        return [("user: ", text)]
     if isinstance(message, AIMessage):
-        lines = ["assistant: " + text] if text else []
+        lines = [("assistant: ", text)] if text else []
         for call in message.tool_calls:
             args = json.dumps(call.get("args") or {}, sort_keys=True, ensure_ascii=False, default=str)
-            lines.append("assistant called %s(%s)" % (call.get("name"), args))
+            lines.append(("assistant called ", "%s(%s)" % (call.get("name"), args)))
         return lines
     if isinstance(message, ToolMessage):
-        return ["tool %s: %s" % (message.name or message.tool_call_id, text)]
-    return ["%s: %s" % (message.type, text)] if text else []
+        return [("tool %s: " % (message.name or message.tool_call_id), text)]
+    return [("%s: " % message.type, text)] if text else []
 
 
 def _check_binds_tools(model: Any) -> None:

@@ -8,7 +8,9 @@ an instruction, a preference) that changes an active stored one of the same
 namespace, type and session, the store links them
 ([`supersede`][]): the older version is
 closed (``superseded_by``, ``valid_until``), kept in ``history`` and for
-``as_of`` reads, and the newer loads in its place. Never across namespaces
+``as_of`` reads, and the newer loads in its place; when both come in one
+write (a flush of many lines), the newer is linked to the older of the same
+write (`batch_updates`). Never across namespaces
 or types (the duplicate finder's bucket), never an always-scope entry (a
 correction is the host's), never a repeat (the duplicate check runs first).
 
@@ -81,6 +83,7 @@ __all__ = [
     "MAX_VALUE_WORDS",
     "SUBJECT_OVERLAP",
     "WORDING_OVERLAP",
+    "batch_updates",
     "changes",
     "changing",
     "states",
@@ -329,4 +332,39 @@ def updates(
                     taken.add(kept_id)
                     break
         out.append(found)
+    return out
+
+
+def batch_updates(
+    entries: Sequence[Mapping[str, Any]], skip: Collection[int] = (), stored: Optional[Sequence[Optional[str]]] = None
+) -> List[Optional[int]]:
+    """For each entry (in order), the position of an earlier entry of the
+    same batch that it changes, or None: a flushed chat or an agent's step
+    can say "The launch is on March 3." and, a few lines later, "The launch
+    moved to March 17."; written together, both stayed active, since only
+    stored versions are `updates`' targets. The same rule (`changes`, the
+    same bucket, never an always-scope entry), the latest earlier statement
+    first; an entry that repeats one (``skip``) or changes a stored one
+    (``stored[n]`` not None) is no changer here, and no entry is changed
+    twice. Candidates share a word of the subject (or of the wording), so a
+    large import is not compared pair by pair."""
+    out: List[Optional[int]] = [None] * len(entries)
+    posts: Dict[Tuple[Any, str], List[int]] = {}
+    taken: set[int] = set()
+    for position, entry in enumerate(entries):
+        if position in skip or not changing(entry):
+            continue
+        text = str(entry.get("content", ""))
+        parsed = _parsed(text)
+        words = parsed.subject or parsed.words
+        place = bucket(entry)
+        if stored is None or stored[position] is None:
+            found = {i for w in words for i in posts.get((place, w), ())}
+            for earlier in sorted(found - taken, reverse=True):
+                if changes(text, str(entries[earlier].get("content", ""))):
+                    out[position] = earlier
+                    taken.add(earlier)
+                    break
+        for word in words:
+            posts.setdefault((place, word), []).append(position)
     return out

@@ -75,12 +75,12 @@ from typing import (
     Union,
 )
 
-from ..poolsplit import EntryError, default_is_active, near_miss_scope
+from ..poolsplit import EntryError, default_is_active
 from .consolidate_prompt import SYSTEM_PROMPT, ConsolidationPrompt, Decider, MalformedOutput, build_prompt, check_inputs
 from .duplicates import record_repeat
 from .expiry import Moment, moment_of
 from .validity import retire, supersede
-from .write_gate import utc_stamp
+from .write_gate import claims_always, utc_stamp
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -276,8 +276,7 @@ def _handle(raw: Mapping[str, Any], key: str) -> Optional[int]:
 
 
 def _claims_always(raw: Mapping[str, Any]) -> bool:
-    scope = raw.get("scope")
-    return scope == "always" or near_miss_scope(scope)
+    return claims_always(raw.get("scope"))
 
 
 def validate(

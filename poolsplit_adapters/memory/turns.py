@@ -41,9 +41,9 @@ Example:
 
 from __future__ import annotations
 
-import re
+import bisect
 from dataclasses import dataclass, replace
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .parts import split_text
 from .standing import recognise
@@ -53,8 +53,6 @@ __all__ = ["Provenance", "Said", "USER", "ASSISTANT", "exchange_id", "exchange_p
 
 USER = "user"
 ASSISTANT = "assistant"
-#: How a labelled line starts ("assistant: ...", "assistant called f(...)", "tool lookup: ...").
-_LABELLED = re.compile(r"^(?:assistant[: ]|tool |user: )")
 
 
 @dataclass(frozen=True)
@@ -67,6 +65,27 @@ class Said:
     role: str
     text: str
     labelled: bool = False
+    #: For a labelled text: its lines as (label, body) pairs, the text being
+    #: their ``label + body`` joined by line breaks. A part cut inside a line
+    #: is labelled with that line's label, never with words of the body
+    #: that happen to read like one (a tool's output "user: never ..." is
+    #: not the user's). Without them a labelled text is one line.
+    lines: Tuple[Tuple[str, str], ...] = ()
+
+    @classmethod
+    def transcript(cls, role: str, lines: Sequence[Tuple[str, str]]) -> Said:
+        """A labelled side from its (label, body) lines (e.g. ``("tool
+        lookup: ", "...")``, ``("assistant called ", "f({...})")``)."""
+        held = tuple((str(label), str(body)) for label, body in lines)
+        return cls(role, "\n".join(label + body for label, body in held), labelled=True, lines=held)
+
+
+def _continued(head: str, label: str, part_chars: int) -> str:
+    """The label of a part cut inside a line labelled ``head``: the line's
+    own when it names a speaker (``"tool lookup: "``), else the side's
+    (``"assistant: "`` for ``"assistant called "``, or for a head too long
+    to leave room in a part)."""
+    return head if head.endswith(": ") and len(head) <= part_chars // 4 else label
 
 
 def exchange_id(namespace: Optional[str], *parts: str) -> str:
@@ -116,8 +135,15 @@ def side_proposals(gate: WriteGate, said: Said, type: str, where: Provenance) ->
     is longer than the gate's ``part_chars`` (each labelled with its role; a
     blank side is one proposal, which the gate refuses as empty)."""
     label = "%s: " % said.role
-    pieces = split_text(said.text, max(1, gate.part_chars - len(label))) or [said.text]
-    out = []
+    lines = said.lines or (("", said.text),)
+    # where each line starts in the text, and what a part cut inside it is labelled with
+    starts, at = [], 0
+    for head, body in lines:
+        starts.append(at)
+        at += len(head) + len(body) + 1
+    inner = [_continued(head, label, gate.part_chars) for head, _ in lines] if said.labelled else [label]
+    pieces = split_text(said.text, max(1, gate.part_chars - max(len(x) for x in inner))) or [said.text]
+    out, cursor = [], 0
     for n, piece in enumerate(pieces, 1):
         fields: Dict[str, Any] = {"role": said.role}
         key_owner = where.owner
@@ -125,8 +151,15 @@ def side_proposals(gate: WriteGate, said: Said, type: str, where: Provenance) ->
             fields.update(part=n, parts=len(pieces))
             # a part's key holds its place: two parts with the same text are two pieces of the message
             key_owner = "%s\x00%s\x00%d" % (where.owner or "", where.exchange or "", n)
-        # every part says who spoke: a labelled text's parts keep their own labels
-        text = piece if said.labelled and _LABELLED.match(piece) else label + piece
+        # every part says who spoke: a labelled text's part that starts a line keeps the line's
+        # own label; one cut inside a line is labelled with that line's speaker
+        offset = said.text.find(piece, cursor)
+        cursor = offset + len(piece)
+        line = bisect.bisect_right(starts, offset) - 1
+        if said.labelled and offset == starts[line] and (lines[line][0] or not said.lines):
+            text = piece
+        else:
+            text = inner[line] + piece
         out.append(where.propose(gate, text, type, fields, key_owner))
     return out
 

@@ -63,13 +63,23 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
-from ..poolsplit import entry_error, near_miss_scope
+from ..poolsplit import entry_error, near_miss_scope, visible
 from ..storable import REPLACEMENT, storable_form
 from .duplicates import normalise_text, seen_rows
 from .expiry import EXPIRES, entry_time
 from .standing import RULES, StandingRules
 
-__all__ = ["Refusal", "Proposal", "GateReport", "WriteGate", "check_scope", "check_write", "hashed_id", "utc_stamp"]
+__all__ = [
+    "Refusal",
+    "Proposal",
+    "GateReport",
+    "WriteGate",
+    "check_scope",
+    "check_write",
+    "claims_always",
+    "hashed_id",
+    "utc_stamp",
+]
 
 _SPACE = re.compile(r"\s+")
 #: The default longest part of a split turn (characters).
@@ -107,6 +117,22 @@ def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:
     return moment.isoformat(timespec="seconds") + "Z"
 
 
+def claims_always(scope: Any) -> bool:
+    """Whether a writer's ``scope`` claims the always tier: exactly, or only
+    up to case, spaces, invisible characters or compatibility forms
+    (`near_miss_scope`). The one rule of what a model may not claim (the
+    ``remember`` tool's argument, a consolidator's operation)."""
+    return scope == ALWAYS or near_miss_scope(scope)
+
+
+def blank(text: str) -> bool:
+    """Whether ``text`` shows nothing to a reader: whitespace, invisible
+    format characters (`visible`: a zero-width space, a soft hyphen) and
+    the replacement of what no store can hold. The one rule of "nothing to
+    remember" (the gate's ``empty``, `check_write`'s blank content)."""
+    return not visible(text.replace(REPLACEMENT, "")).strip()
+
+
 def check_scope(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Refuse a near-miss scope (``"Always"``, ``" always"``): scope is
     exact, so such an entry would be contextual and never load first. The
@@ -142,14 +168,17 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
         fix scope
     """
     content = entry.get("content")
-    if isinstance(content, str) and not content.strip():
+    if isinstance(content, str) and blank(content):
         raise entry_error(entry, index, "content", "is empty or blank: there is nothing to remember")
     check_scope(entry, index)
     _check_lifecycle_fields(entry, index)
     # A malformed lifecycle time would keep or hide the entry silently, or
     # fail only the first query that reads it (an as_of query, history).
-    for key in (EXPIRES, "valid_from", "valid_until"):
-        entry_time(entry, key, index)
+    opened, closed = (entry_time(entry, key, index) for key in ("valid_from", "valid_until"))
+    entry_time(entry, EXPIRES, index)
+    if opened is not None and closed is not None and closed < opened:
+        # a version closed before it opened was never true: no as_of read would ever load it
+        raise entry_error(entry, index, "valid_until", "is before its valid_from: a version closes after it opens")
     created = entry.get("created")
     if isinstance(created, str) and created:
         try:
@@ -323,9 +352,9 @@ class WriteGate:
         if tags:
             entry["tags"] = [storable_form(str(t)) for t in tags]
         scope = (claims or {}).get("scope")
-        if isinstance(scope, str) and scope.strip().casefold() == "always":
+        if claims_always(scope):
             return Proposal(entry, Refusal.ALWAYS_SCOPE)
-        if not text.replace(REPLACEMENT, "").strip():  # nothing said but what no store could hold
+        if blank(text):  # nothing said a reader sees, or only what no store could hold
             return Proposal(entry, Refusal.EMPTY)
         if len(text) > self.max_chars:
             return Proposal(entry, Refusal.OVERSIZED)

@@ -60,7 +60,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Protocol, Tuple, runtime_checkable
 
-from ..memory.changes import CHANGING_TYPES, changing, updates
+from ..memory.changes import CHANGING_TYPES, batch_updates, changing, updates
 from ..memory.consolidate import Accepted, ConsolidationResult
 from ..memory.consolidate import consolidate as consolidate_entries
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind, bucket, normalise_text, record_repeat
@@ -519,7 +519,9 @@ def returned_id(closed: Mapping[str, Any], entry: Mapping[str, Any]) -> str:
     """The id of a fact that returned after its version ``closed`` (same
     id, same text) was superseded or retired: derived from that id and the
     new sighting, so a retried write of the return lands on it again."""
-    return hashed_id(str(entry.get("type", "note")), (str(closed["id"]), *sighting(entry)))
+    exchange = entry.get("exchange")
+    said = (str(exchange),) if exchange is not None else ()  # one second, two exchanges: two returns
+    return hashed_id(str(entry.get("type", "note")), (str(closed["id"]), *sighting(entry), *said))
 
 
 def settle_repeats(
@@ -536,7 +538,13 @@ def settle_repeats(
     fresh: List[Dict[str, Any]] = []
     repeats: List[Tuple[str, Dict[str, Any]]] = []
     seen: set[str] = set()
+    skip = {n for n, hit in enumerate(hits) if hit is not None}
+    earlier = batch_updates(prepared, skip, changed) if changed is not None else [None] * len(prepared)
     for position, (entry, hit) in enumerate(zip(prepared, hits)):
+        before = earlier[position]
+        if before is not None:
+            # it changes a statement of this very write: linked as its next version (`Change.versions`)
+            entry["supersedes"] = str(prepared[before]["id"])
         if hit is None:
             if entry["id"] in seen:
                 raise entry_error(entry, position, "id", "repeats an earlier entry of the same batch")
@@ -610,8 +618,15 @@ def sighting(candidate: Mapping[str, Any]) -> Tuple[str, str]:
 
 
 def _same_sighting(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> bool:
-    """Whether ``candidate`` is ``kept``'s own first sighting (a retried write, a re-import)."""
-    return kept.get("source") == candidate.get("source") and kept.get("created") == candidate.get("created")
+    """Whether ``candidate`` is ``kept``'s own first sighting (a retried write,
+    a re-import): the same source and time, and the same exchange (a user
+    who says again, in the same second or under a fixed ``now``, what a
+    later message changed, makes a new sighting, not a retry)."""
+    return (
+        kept.get("source") == candidate.get("source")
+        and kept.get("created") == candidate.get("created")
+        and kept.get("exchange") == candidate.get("exchange")
+    )
 
 
 def _repeated(kept: Mapping[str, Any], candidate: Mapping[str, Any]) -> Dict[str, Any]:
@@ -681,6 +696,11 @@ def prepare_entries(
     return prepared
 
 
+#: How many times a write that changes a statement is derived again when
+#: another writer closed that statement's version first (then it is linked
+#: to the newer version; after the last, it is written unlinked): two
+#: processes writing one user's updates left both values active.
+RELINKS = 3
 #: Finders are kept per store and changed by every write: one lock for all
 #: (held for index lookups only, never across a store's I/O).
 _FINDERS = threading.RLock()
@@ -817,26 +837,32 @@ class StoreVerbs(ABC):
             report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
             ```
         """
-        prepared = self.preparing(entries)
-        stored = self.stored_for(prepared)
-        with _FINDERS:
-            hits = self.duplicate_finder(prepared).admit(prepared)
-        hits = same_id_repeats(prepared, hits, stored)
-        change, report = settle_repeats(prepared, hits, self.changed(prepared, hits))
-        if change.insert or change.repeat:
-            try:
+        if isinstance(entries, Mapping):
+            raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
+        given = list(entries)
+        for attempt in range(1, RELINKS + 1):
+            prepared = self.preparing(given)
+            stored = self.stored_for(prepared)
+            with _FINDERS:
+                hits = self.duplicate_finder(prepared).admit(prepared)
+            hits = same_id_repeats(prepared, hits, stored)
+            change, report = settle_repeats(prepared, hits, self.changed(prepared, hits))
+            if change.insert or change.repeat:
                 try:
-                    self._commit_tracked(change)
-                except (EntryNotFound, ValueError) as raced:
-                    if not change.retire or isinstance(raced, EntryError):
-                        raise
-                    # another writer closed or removed the version this one changes:
-                    # the new statement is written all the same, unlinked (nothing lost)
-                    change = replace(change, retire=(), raced=[])
-                    self._commit_tracked(change)
-            except DuplicateEntry as err:  # named by its position in what the caller gave
-                at = next(n for n, e in enumerate(prepared) if e["id"] == err.entry_id)
-                raise type(err)(prepared[at], at, err.ids) from None
+                    try:
+                        self._commit_tracked(change)
+                    except (EntryNotFound, ValueError) as raced:
+                        if not change.retire or isinstance(raced, EntryError):
+                            raise
+                        if attempt < RELINKS:
+                            continue  # another writer closed the version this one changes: link to its newest
+                        # still racing: the new statement is written all the same, unlinked (nothing lost)
+                        change = replace(change, retire=(), raced=[])
+                        self._commit_tracked(change)
+                except DuplicateEntry as err:  # named by its position in what the caller gave
+                    at = next(n for n, e in enumerate(prepared) if e["id"] == err.entry_id)
+                    raise type(err)(prepared[at], at, err.ids) from None
+            break
         return _with_raced(report, change, self) if change.raced else report
 
     def changed(

@@ -74,6 +74,22 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
+def _odd_key(value: Any) -> Optional[Any]:
+    """The first key below the top level that is not a string (JSON writes
+    ``{1: 2}`` as ``{"1": 2}``: read back, the entry would differ), or None."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            found = key if not isinstance(key, str) else _odd_key(inner)
+            if found is not None:
+                return found
+    elif isinstance(value, (list, tuple)):
+        for inner in value:
+            found = _odd_key(inner)
+            if found is not None:
+                return found
+    return None
+
+
 def _is_utf8(text: str) -> bool:
     """False when ``text`` holds a lone surrogate (no UTF-8 encoding)."""
     try:
@@ -132,6 +148,15 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
                 index,
                 key,
                 "is %d bytes long; an id, type or namespace takes at most %d (UTF-8)" % (size, MOST_KEY_BYTES),
+            )
+    for key, value in entry.items():
+        odd = _odd_key(value) if isinstance(value, (Mapping, list, tuple)) else None
+        if odd is not None:
+            raise entry_error(
+                entry,
+                index,
+                key,
+                "holds a non-string key %r (JSON keys are strings: it would read back changed)" % (odd,),
             )
     whole: Optional[Tuple[str, Dict[str, Any]]] = None
     try:

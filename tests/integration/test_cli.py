@@ -406,6 +406,33 @@ def test_write_commands_refuse_bad_input_in_one_line_and_write_nothing(tmp_path)
     assert len(out.splitlines()) == 177  # every entry of the bundled file
 
 
+def _folder(path):
+    return {p.name: p.read_bytes() for p in path.iterdir() if p.is_file()}
+
+
+@pytest.mark.parametrize("command", [["forget", "some-id"], ["forget", "--namespace", "u1"], ["sweep"]])
+def test_forget_and_sweep_refuse_a_missing_store_and_create_none(tmp_path, command):
+    code, _, err = run_cli(*command, "--store", str(tmp_path / "memroy.db"))  # a typo
+    assert_one_line_error(code, err, "memroy.db: no such file")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "command", [["export"], ["select", "--pools", POOLS, "deploy"], ["search", "--all-namespaces", "deploy"]]
+)
+def test_a_read_never_creates_a_store_through_a_link_nor_writes_into_an_empty_file(tmp_path, command):
+    link = tmp_path / "memory.db"
+    link.symlink_to(tmp_path / "elsewhere.db")
+    code, _, err = run_cli(*command, "--store", str(link))
+    assert_one_line_error(code, err, "memory.db: a link to no file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
+    link.unlink()
+    link.write_bytes(b"")
+    code, out, err = run_cli(*command, "--store", str(link))
+    assert code == 0 and "the store is empty" in err and "Traceback" not in err
+    assert _folder(tmp_path) == {"memory.db": b""}  # byte-identical, nothing beside it
+
+
 def test_select_since_until_bound_created(tmp_path):
     args = ["select", "--store", STORE, "--pools", POOLS, "--now", "2026-11-20", "--json"]
     code, out, err = run_cli(*args, "--since", "2026-11-01", "--until", "2026-11-15T00:00:00Z", "deploy")

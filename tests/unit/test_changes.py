@@ -100,3 +100,54 @@ def test_a_consolidators_update_never_gives_a_linked_version_a_second_predecesso
     assert (caught.value.entry_id, caught.value.field) == ("f2", "supersedes")
     again = supersede({"id": "f1", "content": "x", "created": "2026-07-01T08:00:00Z"}, linked)[1]
     assert again["supersedes"] == "f1"  # naming the same predecessor is no second one
+
+
+def test_batch_updates_links_a_statement_to_the_latest_earlier_one_of_its_batch_it_changes():
+    from poolsplit_adapters.memory.changes import batch_updates
+
+    batch = [
+        {"id": "a", "type": "fact", "content": "The launch is on March 3."},
+        {"id": "i", "type": "instruction", "content": "Always use tabs."},
+        {"id": "b", "type": "fact", "content": "The launch moved to March 10."},
+        {"id": "o", "type": "fact", "namespace": "other", "content": "The launch is on March 12."},
+        {"id": "fx", "type": "fact", "scope": "always", "content": "The launch is on May 1."},
+        {"id": "j", "type": "instruction", "content": "Never use tabs."},
+        {"id": "c", "type": "fact", "content": "The launch is now March 24."},
+        {"id": "s", "type": "fact", "content": "The launch is on April 2."},
+    ]
+    # a chain a -> b -> c -> s; never across namespaces or types, never an always-scope entry
+    assert batch_updates(batch) == [None, None, 0, None, None, 1, 2, 6]
+    # a repeat changes nothing here; one that changes a stored version is linked to it instead
+    assert batch_updates(batch, skip={2}) == [None, None, None, None, None, 1, 0, 6]
+    assert batch_updates(batch, stored=[None] * 6 + ["x", None]) == [None, None, 0, None, None, 1, None, 6]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "langgraph", "langgraph-async", "flush"])
+def test_a_statement_changed_later_in_the_same_write_is_superseded_on_every_store(kind):
+    import asyncio
+
+    from langgraph.store.memory import InMemoryStore
+    from llama_index.core.base.llms.types import ChatMessage
+
+    from poolsplit_adapters import Pool
+    from poolsplit_adapters.langchain import BaseStoreMemory
+    from poolsplit_adapters.llama_index import PoolSplitMemoryStore
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    said = ["The launch is on March 3.", "Always use tabs.", "The launch moved to March 17.", "Never use tabs."]
+    if kind == "flush":
+        store = PoolSplitMemoryStore([], [Pool("all", 400, 10, ("episode", "fact"))], token_counter=lambda t: 1)
+        store.flush([ChatMessage(role="user", content=t, additional_kwargs={"session_id": "a"}) for t in said])
+    else:
+        entries = [{"type": "instruction" if "tabs" in t else "fact", "content": t, "namespace": "m.u1"} for t in said]
+        if kind == "sqlite":
+            store = SQLiteMemoryStore(":memory:")
+            store.write(entries)
+        else:
+            store = BaseStoreMemory(InMemoryStore(), ("m", "u1"))
+            asyncio.run(store.awrite(entries)) if kind == "langgraph-async" else store.write(entries)
+    statements = {e["content"]: e for e in store.entries() if e["type"] in ("fact", "instruction")}
+    for old, new in ((said[0], said[2]), (said[1], said[3])):
+        assert statements[old]["superseded_by"] == statements[new]["id"], kind
+        assert statements[new]["supersedes"] == statements[old]["id"] and "superseded_by" not in statements[new]
+        assert [v.entry["content"] for v in store.history(statements[new]["id"])] == [old, new]

@@ -86,6 +86,24 @@ def test_every_text_comparison_removes_the_invisible_characters() -> None:
     assert (caught.value.entry_id, caught.value.field) == ("x", "scope")
 
 
+@pytest.mark.parametrize("store", ["sqlite", "langgraph"])
+def test_every_store_refuses_content_of_only_invisible_characters_and_a_full_width_always(store: str) -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    from poolsplit_adapters.langchain import BaseStoreMemory
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    target = SQLiteMemoryStore(":memory:") if store == "sqlite" else BaseStoreMemory(InMemoryStore(), ("m", "u1"))
+    for entry, field in (
+        ({"id": "blank", "content": "\u200b\u2060\u00ad"}, "content"),
+        ({"id": "wide", "content": "Use cents.", "scope": "ａｌｗａｙｓ"}, "scope"),
+    ):
+        with pytest.raises(EntryError) as caught:
+            target.add([entry])
+        assert (caught.value.entry_id, caught.value.field) == (entry["id"], field)
+    assert target.entries() == []
+
+
 @pytest.mark.parametrize(
     "repeat",
     [

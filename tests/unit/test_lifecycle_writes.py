@@ -377,6 +377,7 @@ def test_cli_forget_needs_an_id_or_a_namespace(tmp_path, capsys):
     db = str(tmp_path / "memory.db")
     assert main(["forget", "--store", db]) == 2
     assert "either an ID or --namespace" in capsys.readouterr().err
+    SQLiteMemoryStore(db).close()  # sweep changes a store, it creates none (a mistyped path is refused)
     assert main(["sweep", "--store", db, "--now", "2026-07-06T00:00:00Z"]) == 0
     assert capsys.readouterr().out.strip() == "swept 0 expired entries"
 

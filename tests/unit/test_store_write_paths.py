@@ -145,3 +145,24 @@ def test_every_flushed_line_is_stored_in_its_parts_whatever_its_length(flushes, 
             label = role + ": "
             for part in split_text(text, part_chars - len(label)):
                 assert label + part in contents, (role, part)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "langgraph"])
+@pytest.mark.parametrize(
+    "entry, field, says",
+    [
+        ({"id": "k", "content": "x", "meta": {"labels": {1: "one"}}}, "meta", "non-string key 1"),
+        ({"id": "k", "content": "x", "meta": [{"a": {(1, 2): 3}}]}, "meta", r"non-string key \(1, 2\)"),
+        (
+            {"id": "k", "content": "x", "valid_from": "2026-02-01T00:00:00Z", "valid_until": "2026-01-01T00:00:00Z"},
+            "valid_until",
+            "is before its valid_from",
+        ),
+    ],
+)
+def test_a_write_that_would_read_back_changed_or_was_never_true_is_refused_by_name(kind, entry, field, says):
+    store = SQLiteMemoryStore(":memory:") if kind == "sqlite" else BaseStoreMemory(InMemoryStore(), ("m", "u1"))
+    with pytest.raises(EntryError, match=says) as caught:
+        store.add([entry])
+    assert (caught.value.entry_id, caught.value.field) == ("k", field)
+    assert store.entries() == []

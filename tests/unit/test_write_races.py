@@ -176,3 +176,61 @@ def test_a_sqlite_insert_of_an_id_another_connection_stored_is_refused_by_the_pr
         two.add([{"id": "a", "content": "second"}])
     assert caught.value.ids == ("a",)
     assert [e["content"] for e in two.entries()] == ["first"] and two.version == one.version == 1
+
+
+def test_a_change_whose_version_another_writer_closed_first_is_linked_to_the_newer_one(tmp_path):
+    # Writer A derives "March 3 -> March 12"; before its commit, writer B (another
+    # connection, as another process) closes March 3 with March 9. A's write is derived
+    # again and links to March 9: one current value, one history (it stayed active beside it).
+    class Overtaken(SQLiteMemoryStore):
+        first: Any = None
+
+        def _commit_tracked(self, change: Change) -> None:
+            if self.first is not None:
+                other, self.first = self.first, None
+                other()
+            super()._commit_tracked(change)
+
+    a, b = Overtaken(tmp_path / "m.db"), SQLiteMemoryStore(tmp_path / "m.db")
+    fact = {"type": "fact", "namespace": "u1"}
+    a.write([{**fact, "id": "f3", "content": "The launch is on March 3."}])
+    a.first = lambda: b.write([{**fact, "id": "f9", "content": "The launch is on March 9."}])
+    a.write([{**fact, "id": "f12", "content": "The launch is on March 12."}])
+    stored = {e["id"]: e.get("superseded_by") for e in SQLiteMemoryStore(tmp_path / "m.db").entries()}
+    assert stored == {"f3": "f9", "f9": "f12", "f12": None}
+    assert [v.entry["id"] for v in b.history("f12")] == ["f3", "f9", "f12"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_langgraph_store_write_overtaken_the_same_way_links_too_sync_and_async(mode):
+    # The async write raised "entry 'f3' is already superseded by 'f9'" out of the agent's
+    # run and wrote nothing of March 12; the sync one linked it.
+    import asyncio
+
+    from langgraph.store.memory import InMemoryStore
+
+    from poolsplit_adapters.langchain import BaseStoreMemory
+
+    class Overtaken(BaseStoreMemory):
+        first: Any = None
+
+        def _overtake(self) -> None:
+            if self.first is not None:
+                other, self.first = self.first, None
+                other()
+
+        async def acommit(self, change: Change) -> None:
+            self._overtake()
+            await super().acommit(change)
+
+        def _commit_tracked(self, change: Change) -> None:
+            self._overtake()
+            super()._commit_tracked(change)
+
+    backing = InMemoryStore()
+    a, b = Overtaken(backing, ("m", "u1")), BaseStoreMemory(backing, ("m", "u1"))
+    a.write([{"type": "fact", "id": "f3", "content": "The launch is on March 3."}])
+    a.first = lambda: b.write([{"type": "fact", "id": "f9", "content": "The launch is on March 9."}])
+    last = [{"type": "fact", "id": "f12", "content": "The launch is on March 12."}]
+    asyncio.run(a.awrite(last)) if mode == "async" else a.write(last)
+    assert {e["id"]: e.get("superseded_by") for e in b.entries()} == {"f3": "f9", "f9": "f12", "f12": None}

@@ -58,7 +58,7 @@ import threading
 import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runtime_checkable
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
@@ -91,7 +91,9 @@ from ...reports import select_noted
 from ...threads import off_loop
 from ...tokens import default_counter
 from ..base import (
+    RELINKS,
     Change,
+    EntryNotFound,
     StoreVerbs,
     WriteReport,
     live,
@@ -877,6 +879,26 @@ class BaseStoreMemory(StoreVerbs):
 
     async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
         """Async [`write`][poolsplit_adapters.stores.StoreVerbs.write]."""
+        given = list(entries)
+        for attempt in range(1, RELINKS + 1):
+            change, report = await self._aderived(given)
+            if not (change.insert or change.repeat):
+                return report
+            try:
+                await self.acommit(change)
+            except (EntryNotFound, ValueError) as raced:
+                if not change.retire or isinstance(raced, EntryError):
+                    raise
+                if attempt < RELINKS:
+                    continue  # another writer closed the version this one changes: link to its newest
+                # still racing: the new statement is written all the same, unlinked (nothing lost)
+                await self.acommit(replace(change, retire=(), raced=[]))
+            return report
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _aderived(self, entries: Sequence[Mapping[str, Any]]) -> Tuple[Change, WriteReport]:
+        """One derivation of an async write: the change and its report, as
+        [`StoreVerbs.write`][poolsplit_adapters.stores.StoreVerbs.write] derives them."""
         prepared = self.preparing(entries)
         stored = await self.aread([str(e["id"]) for e in prepared])
         moved = returning(prepared, stored)  # before any finder files them (see stored_for)
@@ -900,10 +922,7 @@ class BaseStoreMemory(StoreVerbs):
         if statements:
             ops = self._near_ops(statements)
             changed = updates(self._neighbours(await self._abatch(ops)), prepared, repeats)
-        change, report = settle_repeats(prepared, hits, changed)
-        if change.insert or change.repeat:
-            await self.acommit(change)
-        return report
+        return settle_repeats(prepared, hits, changed)
 
     def existing(self, ids: Iterable[str]) -> Set[str]:
         """Which of ``ids`` are stored in the own namespace (one batch)."""
