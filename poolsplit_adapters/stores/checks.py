@@ -76,17 +76,21 @@ def _has_nul(value: Any) -> bool:
 
 def _odd_key(value: Any) -> Optional[Any]:
     """The first key below the top level that is not a string (JSON writes
-    ``{1: 2}`` as ``{"1": 2}``: read back, the entry would differ), or None."""
-    if isinstance(value, Mapping):
-        for key, inner in value.items():
-            found = key if not isinstance(key, str) else _odd_key(inner)
-            if found is not None:
-                return found
-    elif isinstance(value, (list, tuple)):
-        for inner in value:
-            found = _odd_key(inner)
-            if found is not None:
-                return found
+    ``{1: 2}`` as ``{"1": 2}``: read back, the entry would differ), or None.
+    Walked with a stack, not recursion: a value nested deeper than Python's
+    recursion limit is refused by the JSON check by name, not here."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, Mapping):
+            inners = []
+            for key, inner in current.items():
+                if not isinstance(key, str):
+                    return key
+                inners.append(inner)
+            stack.extend(reversed(inners))
+        elif isinstance(current, (list, tuple)):
+            stack.extend(reversed(current))
     return None
 
 
