@@ -656,6 +656,14 @@ def utc_created(created: Any) -> Any:
         return created
 
 
+def listed(entries: Iterable[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
+    """``entries`` as a list, refusing one entry given alone (a mapping
+    would iterate as its keys): the one check of every write path."""
+    if isinstance(entries, Mapping):
+        raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
+    return list(entries)
+
+
 def prepare_entries(
     entries: Iterable[Mapping[str, Any]],
     stamp: str,
@@ -671,8 +679,7 @@ def prepare_entries(
     ``unique=False`` leaves the check that no id repeats in the batch to the
     caller ([`StoreVerbs.write`][] first folds repeated texts, whose
     content-derived ids are equal, into one entry)."""
-    if isinstance(entries, Mapping):
-        raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
+    entries = listed(entries)
     prepared: List[Dict[str, Any]] = []
     seen: set[str] = set()
     for position, entry in enumerate(entries):
@@ -837,9 +844,7 @@ class StoreVerbs(ABC):
             report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
             ```
         """
-        if isinstance(entries, Mapping):
-            raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
-        given = list(entries)
+        given = listed(entries)
         for attempt in range(1, RELINKS + 1):
             prepared = self.preparing(given)
             stored = self.stored_for(prepared)
@@ -919,8 +924,6 @@ class StoreVerbs(ABC):
     def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
         """The entries as [`write`][] compares them: checked and stamped,
         ids not yet checked for repeats (async twins reuse it)."""
-        if isinstance(entries, Mapping):
-            raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
         return prepare_entries(entries, self.stamp(), unique=False)
 
     def consolidate(

@@ -153,8 +153,21 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
                 key,
                 "is %d bytes long; an id, type or namespace takes at most %d (UTF-8)" % (size, MOST_KEY_BYTES),
             )
+    whole: Optional[Tuple[str, Dict[str, Any]]] = None
+    try:
+        given = dict(entry)
+        text = _encode(given)
+        whole = text, json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        pass  # find the field at fault below
+    else:
+        # JSON writes NUL as the escape \u0000: without that text, no value holds one.
+        # Read back equal: no nested key turned into a string (a tuple read back
+        # as a list also differs: the fields are then looked at one by one).
+        if _is_utf8(text) and "\\u0000" not in text and whole[1] == given:
+            return whole
     for key, value in entry.items():
-        odd = _odd_key(value) if isinstance(value, (Mapping, list, tuple)) else None
+        odd = _odd_key(value)
         if odd is not None:
             raise entry_error(
                 entry,
@@ -162,17 +175,6 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
                 key,
                 "holds a non-string key %r (JSON keys are strings: it would read back changed)" % (odd,),
             )
-    whole: Optional[Tuple[str, Dict[str, Any]]] = None
-    try:
-        text = _encode(dict(entry))
-        whole = text, json.loads(text)
-    except (TypeError, ValueError, RecursionError):
-        pass  # find the field at fault below
-    else:
-        # JSON writes NUL as the escape \u0000: without that text, no value holds one.
-        if _is_utf8(text) and "\\u0000" not in text:
-            return whole
-    for key, value in entry.items():
         try:
             text = _encode(value)
             json.loads(text)
@@ -190,7 +192,7 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
         if _has_nul(value):
             raise entry_error(entry, index, key, "contains NUL (\\x00), which Postgres text cannot hold")
     if whole is not None:
-        return whole  # the text held a backslash before "u0000", not a NUL
+        return whole  # the text held a backslash before "u0000", not a NUL; or a tuple, read back a list
     raise entry_error(entry, index, None, "cannot be stored as JSON")  # pragma: no cover
 
 
