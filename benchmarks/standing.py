@@ -19,13 +19,16 @@ pairs of tools. Three kinds:
   this project."), reactions ("I like how this turned out."), refusals
   ("I prefer not to say."), sentences an assistant would say.
 
-The templates come in two disjoint groups: the **tuning** group (seed 0),
-which the rules were adjusted on, and the **held-out** group (seed 1),
-other phrasings of the same kinds, written before the adjustment and not
-looked at while making it. Each sentence is measured alone and inside a long
-message: context clauses joined by ", and", a fenced code block whose
-comments read like instructions (never to be recognised), a question, and
-a trailing "->-> n,m" marker.
+The templates come in five disjoint groups, written in turn: ``tuning-1``
+(seed 0), which the rules were written on; ``tuning-2``, other phrasings
+written at the same time and seen while writing them; ``tuning-3`` and
+``tuning-4``, each written after a round of rule changes and measured once
+before the next round adjusted on them (their first figures are in the
+comments beside them); and ``held-out``, written after the last change,
+measured once and never adjusted on. Each sentence is measured alone and
+inside a long message: context clauses joined by ", and", a fenced code
+block whose comments read like instructions (never to be recognised), a
+question, and a trailing "->-> n,m" marker.
 
 Prints, per group: recall (instructions and preferences recognised as
 either), the share recognised as their own kind, and the false-positive
@@ -186,7 +189,7 @@ TUNING: Dict[str, Tuple[str, ...]] = {
         "The {feature} endpoint now returns a 200 status.",
     ),
 }
-HELD_OUT: Dict[str, Tuple[str, ...]] = {
+SEEN: Dict[str, Tuple[str, ...]] = {
     INSTRUCTION: (
         "Each time I bring up {topic}, {do}.",
         "For all future {outs}, {do}.",
@@ -247,8 +250,8 @@ HELD_OUT: Dict[str, Tuple[str, ...]] = {
     ),
 }
 
-# Written after the rules were adjusted on the two groups above, and measured once as they were
-# (the figures in memory/standing.py): phrasings neither group has.
+# Written after the first round of rules (on the two groups above) and measured once as they were
+# (recall 0.438, false positives 0.019), then adjusted on: phrasings neither group has.
 FRESH: Dict[str, Tuple[str, ...]] = {
     INSTRUCTION: (
         "Whenever you show me code, {do}.",
@@ -310,8 +313,8 @@ FRESH: Dict[str, Tuple[str, ...]] = {
     ),
 }
 
-# Written after the second round of rules (on the three groups above), measured once and not
-# adjusted on: the held-out figures of memory/standing.py.
+# Written after the second round of rules (on the three groups above), measured once as they were
+# (recall 0.796, false positives 0.060), then the rules' bugs it showed were mended.
 LAST: Dict[str, Tuple[str, ...]] = {
     INSTRUCTION: (
         "For every {out} you send, {do}.",
@@ -370,7 +373,67 @@ LAST: Dict[str, Tuple[str, ...]] = {
         "Remember the bug we fixed yesterday?",
     ),
 }
-GROUPS = {"tuning": (TUNING, 0), "held-out": (HELD_OUT, 1), "fresh": (FRESH, 2), "last": (LAST, 3)}
+
+# Written after every rule change, measured once, never adjusted on: the
+# rules' held-out figures.
+FINAL: Dict[str, Tuple[str, ...]] = {
+    INSTRUCTION: (
+        "I'm setting up {topic} now, and whenever I ask for help with it, {do}.",
+        "Quick note for later: {do} in every {out} about {topic}.",
+        "One thing to keep in mind going forward is to {do}.",
+        "Please {do} when you answer my questions about {topic}.",
+        "Could you {do} for all the {outs} in this project?",
+        "Whenever you suggest a library, {do}.",
+        "From here on out, {do}.",
+        "Never {avoid} in any {out}, please.",
+        "Make sure every {out} you write for me is {style}.",
+        "Each time we touch {topic}, please {do}.",
+        "If I'm asking about {topic}, {do} by default.",
+        "For any {out} involving {topic}, {do}.",
+    ),
+    PREFERENCE: (
+        "I've been using {x} for years and I still prefer it to {y}.",
+        "When it comes to {topic}, I'd choose {x} over {y}.",
+        "I generally stick with {x}.",
+        "I'm a huge fan of {x}, and I try to avoid {y} where I can.",
+        "My personal preference is {x}.",
+        "I typically use {x} rather than {y}.",
+        "I'd much rather work with {x}.",
+        "We tend to prefer {x} in our projects.",
+        "I like keeping things simple, so I prefer {x}.",
+        "I really dislike {y}.",
+    ),
+    "": (
+        "I've been trying to get {topic} working all day, and it keeps failing.",
+        "Can you explain why the {feature} test is flaky?",
+        "Please check whether the {feature} route handles empty input.",
+        "Make sure the {feature} endpoint returns JSON here.",
+        "I have never used {x} in this project.",
+        "I usually test things by hand before writing unit tests.",
+        "We switched from {y} to {x} last month.",
+        "Should I prefer {x} or {y} for {topic}?",
+        "I'd like a quick overview of {topic}.",
+        "I don't remember how we configured {topic}.",
+        "Always fun when the build breaks on a Friday.",
+        "Keep the current schema as it is for now.",
+        "Include the fix in the next release.",
+        "Thanks, I'll always remember that trick.",
+        "The {feature} module now uses {x}.",
+        "Every time I deploy, I check the logs first.",
+        "Do you usually recommend {x} for {topic}?",
+        "I like that you included the tests.",
+        "Use a list comprehension in the loop above.",
+        "Let's focus on the {feature} bug first.",
+    ),
+}
+#: The groups, in the order they were written; only the last was never adjusted on.
+GROUPS = {
+    "tuning-1": (TUNING, 0),
+    "tuning-2": (SEEN, 1),
+    "tuning-3": (FRESH, 2),
+    "tuning-4": (LAST, 3),
+    "held-out": (FINAL, 4),
+}
 
 # The long message around a sentence: a context clause, a code block whose comments read like
 # instructions, a question, a trailing marker.

@@ -11,25 +11,64 @@ itself standing orders) and stores each as an entry of its own type,
 ``instruction`` or ``preference``, which every default pool plan reserves
 room for (`STANDING_TYPES`).
 
-The rules are deterministic and few, one table per language, matched per
-sentence (`sentences`), case-insensitively, after the one text
-normalisation (`normalise_text`):
+The rules are deterministic, one table per language, matched per clause
+(`clauses` of each of the `sentences`: a long sentence's parts after a
+semicolon, a colon, a dash or ", and" / ", but" / ", so"),
+case-insensitively, after the one text normalisation (`normalise_text`).
+Code is never read: fenced blocks and lines that start like code or a
+comment are dropped first (`prose`). In English:
 
-* an **instruction** is a sentence that *starts* with a standing imperative
-  ("always", "never", "don't", "do not", "make sure to", "be sure to",
-  "remember to", "please always/never", "avoid", "stop") or that holds a
-  standing marker anywhere ("from now on", "going forward", "in the
-  future", "every time you", "whenever you", "you should always/never",
-  "I want you to always/never", "I'd like you to always/never");
-* a **preference** is a sentence that states one ("I prefer", "I'd rather",
-  "I like", "I love", "I dislike", "I don't like", "I hate", "my favourite",
-  "I'm (not) a fan of", ...).
+* an **instruction** is an imperative with a **standing scope**, one that
+  reaches beyond the current request: a clause that opens with a standing
+  imperative ("always", "never", "don't", "make sure to", "be sure to",
+  "remember to", "avoid", "stop ...ing", "make it a habit to"); or holds a
+  standing marker anywhere ("from now on", "going forward", "every time
+  you", "could you always"); or is an imperative (a bare verb, after "please",
+  "can you", "make sure to", "I want you to", and after a leading phrase and
+  a comma: "When I ask about X, include Y") with a scope somewhere in the
+  clause: "whenever / every time / each time / any time I ...", "when / if
+  I ask (about) ...", "in all / every / each ... answers, examples,
+  snippets ...", "every example you give", "in your answers", "keep
+  explanations brief", "by default", "as a rule", "next time I ...";
+  or says what the answers should be ("I want the answers to be concise",
+  "Every answer about X should ...");
+* a **preference** says which the user chooses: "I prefer", "I'd rather",
+  "I like / love / dislike / hate", with an adverb between ("I tend to
+  favor", "I usually go with", "I generally lean towards", "I typically opt
+  for"), a habit of choice ("I usually use X"), a choice against another
+  ("I use X rather than Y"), "my preference / favourite / go-to / first
+  choice", "I have a strong preference for", "my team prefers", "I'm a fan
+  of / partial to / not keen on", "I'm more comfortable with", "I find X
+  easier than Y";
+* **exceptions** make a clause neither, whatever it matches: idioms and
+  statements ("never mind", "don't worry", "never had this problem", "make
+  sure you saved it"), "always" that opens no imperative ("Always the same
+  error"), a clause about what is in front of the user now ("this", "these",
+  "below", "for now", "right now"; "this project" and "this team" last)
+  unless it has a standing scope word, a question that asks rather than
+  requests ("Should I always ...?"), a refusal ("I prefer not to say"), a
+  reaction ("I like how this turned out").
 
-An instruction marker wins over a preference marker in one sentence. The
-same tables exist for Spanish, German, French and Chinese
-(`RULES`). To change them, pass your own `StandingRules` to the
-write gate (``WriteGate(standing=...)``), or ``standing=None`` to turn the
-recognition off.
+A one-off request is no instruction: "Please review this code.", "Can you
+help me implement login?", "Make sure the test passes before we merge
+this." An instruction marker wins over a preference marker in one sentence;
+a sentence longer than `STANDING_MAX_WORDS` words is stored as its clause
+that says it. Spanish, German, French and Chinese have tables of their own
+(`RULES`). To change them, pass your own `StandingRules` to the write gate
+(``WriteGate(standing=...)``), or ``standing=None`` to turn the recognition
+off.
+
+Measured by ``python benchmarks/standing.py`` (labelled user sentences
+generated there, in five groups of templates written in turn; each sentence
+alone and inside a long message with a fenced code block of instruction-like
+comments and a trailing marker). On the group written after the last rule
+change and never adjusted on (122 instructions and preferences, 50
+negatives): recall 1.000 (0.336 with the rules before), false positives
+0.020 (0.180 before); inside long messages recall 1.000 (0.287 before),
+messages with anything else recognised 0.006 (0.663 before, mostly comments
+in code blocks). The two groups each measured once before a round of
+changes: recall 0.438 and 0.796 (before: 0.216 and 0.388), false
+positives 0.019 and 0.060 (before: 0.204 and 0.240).
 
 Example:
     >>> [(s.kind, s.text) for s in recognise("Thanks! Always include version numbers. I prefer tabs.")]
