@@ -225,7 +225,7 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
-def _stems(words: AbstractSet[str]) -> FrozenSet[str]:
+def _stems(words: Collection[str]) -> FrozenSet[str]:
     return frozenset(_stem(w) for w in words)
 
 
@@ -333,7 +333,7 @@ def _where(text: str) -> FrozenSet[str]:
     words = text.split()
     if not words or words[0] not in _PREPOSITIONS:
         return _NONE
-    place = []
+    place: List[str] = []
     for word in words[1:5]:
         bare = word.strip(".,;:!?()")
         if bare in ("the", "a", "an", "my", "our", "your", "their", "its") and not place:
