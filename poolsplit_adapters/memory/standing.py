@@ -433,6 +433,8 @@ RULES = StandingRules(
                 _OPENERS + r"(?:siempre|nunca|jamás|no (?:uses|me|sugieras|pongas|incluyas|escribas|hagas))\b",
                 r"\b(?:a partir de ahora|de ahora en adelante|en el futuro|cada vez que)\b",
                 r"\basegúrate de\b",
+                # "por favor" with "siempre" / "nunca" later in its clause
+                r"\bpor favor\b,? [^,]*\b(?:siempre|nunca)\b",
             ),
             (r"\b(?:prefiero|me gusta|me gustan|me encanta|me encantan|no me gusta|no me gustan|odio|detesto)\b",),
         ),
@@ -442,6 +444,9 @@ RULES = StandingRules(
                 r"\b(?:ab jetzt|von nun an|ab sofort|in zukunft|jedes mal wenn du)\b",
                 r"\bbitte (?:immer|nie|niemals|keine?)\b",
                 r"\bachte darauf\b",
+                # "bitte" with "immer" / "nie" later in its clause, "bei jedem / jeder ..."
+                r"\bbitte\b,? [^,]*\b(?:immer|nie|niemals)\b",
+                r"\bbei (?:jedem|jeder)\b[^,]*\b(?:immer|nie)\b",
             ),
             (r"\bich (?:bevorzuge|mag|liebe|hasse|mag keine?|mag kein)\b|\bich hätte lieber\b|\blieber\b",),
         ),
@@ -458,6 +463,8 @@ RULES = StandingRules(
                 r"^(?:请)?(?:总是|始终|永远|一定要|务必|不要|别|千万不要|记得)",
                 r"(?:以后|今后)(?:请|都|要|不要|别|你|一律)|从现在开始|从今以后|从现在起|每次你",
                 r"请(?:总是|始终|永远|一定|务必|不要|别)",
+                # "from now on" a few characters before a request: 以后回答时请 ...
+                r"(?:以后|今后)[^。！？，,]{0,8}(?:请|都要|一律|不要|别)",
             ),
             (r"我(?:更|比较|很|非常|真的)?(?:喜欢|偏好|倾向于|讨厌|不喜欢|宁愿|宁可|爱用)",),
         ),

@@ -144,6 +144,11 @@ def test_rules_of_ones_own_and_bad_tables_are_named():
         ("Stop, that is the wrong file.", ""),
         ("Whenever you're ready, send the next part.", ""),
         ("Every time I run the linter, it crashes.", ""),
+        # the other languages: a request word with a standing one anywhere in the clause
+        ("Por favor, responde siempre con ejemplos.", INSTRUCTION),
+        ("Bitte schreib die Tests immer zuerst.", INSTRUCTION),
+        ("以后写代码时请加上注释。", INSTRUCTION),
+        ("Ich war immer müde, bitte hilf mir.", ""),
     ],
 )
 def test_a_standing_scope_tells_an_instruction_from_a_one_off_request(said, found):
