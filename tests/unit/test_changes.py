@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from poolsplit_adapters.memory.changes import changes, changing, subject, updates
+from poolsplit_adapters.memory.changes import changes, changing, states, subject, updates
 from poolsplit_adapters.memory.duplicates import DuplicateFinder
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
@@ -49,6 +49,54 @@ def test_which_statements_change_which(new, old, changed):
     assert changes(new, old) is changed
 
 
+@pytest.mark.parametrize(
+    "new, old, changed",
+    [
+        # another number of the same counted things, in the same place
+        (
+            "The number of open tickets in the support queue has grown to 61.",
+            "We have 48 open tickets in the support queue.",
+            True,
+        ),
+        ("We're now at 12 engineers.", "We have 9 engineers and 2 designers.", True),
+        ("We hired 2 designers.", "We have 9 engineers and 2 designers.", False),
+        ("The number of tickets in the sales queue is 61.", "We have 48 open tickets in the support queue.", False),
+        # a statement logged without its subject, a quantity said another way, a date moved
+        (
+            "The p95 latency of the search API is now averaging around 120ms after more tuning.",
+            "Cut the p95 latency of the search API from 400ms to 180ms by adding an index.",
+            True,
+        ),
+        (
+            "The second milestone now targets completion by June 9.",
+            "Planned the quarter; second milestone ends June 5.",
+            True,
+        ),
+        # never: a word in the place of another, numbered apart, another unit, another milestone
+        ("The signup page load time is 1.2s.", "The login page load time is 1.8s.", False),
+        ("Release 2 of the app has 30 screens.", "Release 1 of the app has 25 screens.", False),
+        (
+            "The p95 latency of the search API is sampled every 5 minutes.",
+            "The p95 latency of the search API is 180ms.",
+            False,
+        ),
+        ("The API has 40 endpoints.", "The API serves 3 million requests a day.", False),
+        ("The third milestone ends June 9.", "Planned the quarter; second milestone ends June 5.", False),
+        ("The public launch deadline moved to May 12.", "Set the beta launch deadline to April 4.", False),
+    ],
+)
+def test_measured_quantities_counts_and_logged_statements(new, old, changed):
+    assert changes(new, old) is changed
+
+
+def test_a_logged_statement_states_and_its_subject_is_what_the_verb_takes():
+    assert states("Reduced the build time from 42 to 30 minutes.")
+    assert not states("Reduced.")
+    assert subject("Reduced the build time from 42 to 30 minutes.") == frozenset({"build", "time"})
+    # a determiner after a preposition goes on with the subject ("start" is a qualifier: no subject word)
+    assert subject("The cold start time of the worker is 7s.") == frozenset({"cold", "time", "worker"})
+
+
 def test_the_subject_is_before_the_relation_word_or_after_a_leading_value():
     assert subject("The launch moved to March 17.") == frozenset({"launch"})
     assert subject("Db-7 is the staging database.") == frozenset({"staging", "database"})
@@ -87,6 +135,9 @@ def test_the_measured_false_supersede_rate_is_zero_on_both_seeds():
         linked = bench.linked_by_kind(seed)
         assert sum(linked["twin"]) == 0 and len(linked["twin"]) == 48
         assert sum(linked["value"] + linked["negation"]) / 96 >= 0.75
+        never = linked["measured-twin"] + linked["measured-claim"]
+        assert sum(never) == 0 and len(never) == 66
+        assert sum(linked["measured"]) / len(linked["measured"]) >= 0.9
 
 
 def test_a_consolidators_update_never_gives_a_linked_version_a_second_predecessor():

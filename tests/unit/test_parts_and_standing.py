@@ -3,12 +3,28 @@ instructions and preferences (memory/parts.py, memory/standing.py)."""
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.memory.parts import split_text
-from poolsplit_adapters.memory.standing import FACT, INSTRUCTION, PREFERENCE, StandingRules, recognise, sentences
+from poolsplit_adapters.memory.standing import (
+    FACT,
+    INSTRUCTION,
+    PREFERENCE,
+    StandingRules,
+    clauses,
+    prose,
+    recognise,
+    sentences,
+)
+from poolsplit_adapters.memory.turns import Provenance, Said, exchange_proposals
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
 
 texts = st.text(alphabet=st.sampled_from(list("ab cd.!?\n;。xyz")), max_size=400)
 
@@ -89,3 +105,111 @@ def test_rules_of_ones_own_and_bad_tables_are_named():
         StandingRules({"en": (("(",), ())})
     with pytest.raises(TypeError, match="instruction patterns, preference patterns"):
         StandingRules({"en": ("x",)})  # type: ignore[dict-item]
+
+
+@pytest.mark.parametrize(
+    "said, found",
+    [
+        # an imperative with a standing scope
+        ("Whenever I ask about caching, mention the eviction policy.", INSTRUCTION),
+        ("When I ask about migrations, show the rollback command.", INSTRUCTION),
+        ("Please add a changelog entry whenever I ask for a release note.", INSTRUCTION),
+        ("Could you make sure to add docstrings in all examples?", INSTRUCTION),
+        ("Add logging in every Go example you give me.", INSTRUCTION),
+        ("Keep summaries short.", INSTRUCTION),
+        ("I want the replies to be in plain English, with headings.", INSTRUCTION),
+        ("Every answer about Kafka should name the broker version.", INSTRUCTION),
+        ("Next time I ask about CSS, use Flexbox.", INSTRUCTION),
+        ("Make it a habit to link the source.", INSTRUCTION),
+        # preferences stated with an adverb, a habit or a contrast
+        ("I tend to favour small modules over big ones.", PREFERENCE),
+        ("I usually go with Redis rather than Memcached.", PREFERENCE),
+        ("My preference is to run linters in CI.", PREFERENCE),
+        ("I generally lean towards explicit configuration.", PREFERENCE),
+        ("I typically opt for SQLite in prototypes.", PREFERENCE),
+        ("I'm not keen on code generators.", PREFERENCE),
+        ("We favor trunk-based development on this team.", PREFERENCE),
+        # one-off requests, questions, statements, reactions: none
+        ("Can you help me write the signup form?", ""),
+        ("Please look at this stack trace.", ""),
+        ("Make sure the migration runs before the deploy.", ""),
+        ("Add a retry to this function.", ""),
+        ("Should I always pin my dependencies?", ""),
+        ("Never mind, it works now.", ""),
+        ("Don't worry about the colours for now.", ""),
+        ("Always the same timeout, whatever I change.", ""),
+        ("I prefer not to say.", ""),
+        ("I like how the page looks now.", ""),
+        ("I would like to add a search page.", ""),
+        ("Stop, that is the wrong file.", ""),
+        ("Whenever you're ready, send the next part.", ""),
+        ("Every time I run the linter, it crashes.", ""),
+        # the other languages: a request word with a standing one anywhere in the clause
+        ("Por favor, responde siempre con ejemplos.", INSTRUCTION),
+        ("Bitte schreib die Tests immer zuerst.", INSTRUCTION),
+        ("以后写代码时请加上注释。", INSTRUCTION),
+        ("Ich war immer müde, bitte hilf mir.", ""),
+    ],
+)
+def test_a_standing_scope_tells_an_instruction_from_a_one_off_request(said, found):
+    assert [s.kind for s in recognise(said) if s.kind != FACT] == ([found] if found else [])
+
+
+def test_an_instruction_inside_a_long_sentence_is_found_by_its_clause():
+    said = "I set up the routes yesterday, and always add type hints when I ask for examples ->-> 3,4"
+    assert clauses(said) == [
+        "I set up the routes yesterday",
+        "and always add type hints when I ask for examples ->-> 3,4",
+    ]
+    assert [(s.kind, s.text) for s in recognise(said)] == [(INSTRUCTION, said)]
+    long = "So far " + "the models, the routes and the forms work " * 6 + "; never use print in examples."
+    assert [(s.kind, s.text) for s in recognise(long)] == [(INSTRUCTION, "never use print in examples.")]
+
+
+def test_code_is_never_read():
+    said = "Here it is:\n```python\n# Always close the file.\nx = 1\n```\n// never mutate props\nWhat now?"
+    assert prose(said) == "Here it is:\n\n\n\nWhat now?"
+    assert recognise(said) == []
+    assert recognise("```\nAlways use tabs.\n") == []  # a fence never closed runs to the end
+
+
+def test_exceptions_of_ones_own_and_bad_ones_are_named():
+    rules = StandingRules({"en": ((r"^always\b",), ())}, exceptions=(r"\bthis\b",))
+    assert [s.kind for s in recognise("Always lint. Always lint this file.", rules)] == [INSTRUCTION]
+    with pytest.raises(ValueError, match="StandingRules exceptions: bad pattern"):
+        StandingRules({"en": ((), ())}, exceptions=("(",))
+
+
+STANDING = st.sampled_from(
+    [
+        "Always include version numbers.",
+        "Whenever I ask about tests, use pytest.",
+        "I prefer tabs over spaces.",
+        "From now on, answer in French.",
+        "I usually go with Vue rather than React.",
+    ]
+)
+PLAIN = st.text(alphabet=st.sampled_from(list("abc xyz.,\n")), max_size=60)
+
+
+@given(PLAIN, st.lists(st.one_of(STANDING, PLAIN), max_size=4), PLAIN)
+def test_nothing_inside_a_fenced_code_block_is_ever_recognised(before, code, after):
+    body = "\n".join(code).replace("`", "")
+    fenced = "%s\n```text\n%s\n```\n%s" % (before, body, after)
+    assert recognise(fenced) == recognise("%s\n\n%s" % (before, after))
+
+
+@given(st.lists(st.one_of(STANDING, PLAIN), min_size=1, max_size=4), st.sampled_from(["assistant", "tool"]))
+def test_a_model_or_tool_message_is_never_recognised(said, role):
+    where = Provenance("thread:t", "memories.u", "2026-07-01T00:00:00Z", exchange="x")
+    proposals = exchange_proposals(WriteGate(), [Said(role, " ".join(said))], "episode", where)
+    assert {p.entry["type"] for p in proposals} <= {"episode"}
+
+
+def test_the_measured_recall_and_false_positive_rate_on_the_held_out_group():
+    import standing as bench  # benchmarks/standing.py
+
+    scores = bench.score("held-out")
+    assert (scores.positives, scores.negatives) == (122, 50)
+    assert scores.recall >= 0.95 and scores.message_recall >= 0.95
+    assert scores.false_positive <= 0.05 and scores.message_false_positive <= 0.05
