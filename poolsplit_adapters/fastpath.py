@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import heapq
 import operator
-from itertools import count, repeat
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import count, repeat
 from typing import Any, Optional
 
 from . import poolsplit
