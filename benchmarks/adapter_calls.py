@@ -279,7 +279,24 @@ def bench_size(size: int, queries: int, repeats: int, stage: int) -> List[List[s
             ]
         )
         print(" | ".join(rows[-1]))
+        if label.startswith(("LangChain", "LlamaIndex")):
+            # Over the store: against the bare index; over a stage's fresh input: against the core select over it.
+            basis = "MemoryIndex.retrieve_pools" if given != staged else "the core select over its input"
+            BARS.append((size, label, basis, cpu / (base_cpu if given != staged else core_cpu)))
     return rows
+
+
+#: (size, call, what it is measured against, cpu ratio) of each adapter call: issue 40 item 7's bar, <= x2.
+BARS: List[Any] = []
+AT_MOST = 2.0
+
+
+def print_bars() -> None:
+    """Each adapter call against its bare path, as a ratio of this run (issue 40 item 7: <= x2)."""
+    print("\nissue 40 item 7, this run: every adapter call <= x%g its bare path (cpu)" % AT_MOST)
+    for size, label, basis, ratio in BARS:
+        verdict = "ok" if ratio <= AT_MOST else "MISSED"
+        print("  %9s %-66s / %-31s x%5.2f  %s" % (f"{size:,}", label, basis, ratio, verdict))
 
 
 def embedding_calls(size: int = 200) -> List[List[str]]:
@@ -364,6 +381,7 @@ def main() -> None:
     )
     note = "*Machine load (1-minute average) at the end of the timed calls: %s.*" % load.split()[-1]
     docs_tables.write_table("adapter_calls", calls + "\n\n" + note + "\n\n" + embedded)
+    print_bars()
 
 
 if __name__ == "__main__":

@@ -199,7 +199,7 @@ def conversations(path: Optional[Path] = None) -> Path:
 
 def speed(path: Optional[Path] = None) -> Path:
     """Per-query time against store size: the spec's straightforward
-    implementation, the stateless path and a warm ``MemoryIndex``
+    implementation, the stateless path, the core file alone and a warm ``MemoryIndex``
     (``benchmarks/run.py``)."""
     rows = read_tables(path or GENERATED / "speed.md")[0]
     fig, ax = figure(7, 4.6)
@@ -207,6 +207,7 @@ def speed(path: Optional[Path] = None) -> Path:
     lines = [
         ("baseline", "baseline: the spec as written (tests/reference.py)", BASELINE_COLOUR, "--"),
         ("stateless", "stateless retrieve_pools", SHARED_COLOUR, "-"),
+        ("core file alone", "the core file alone (its plain list source)", BASELINE_COLOUR, "-."),
         ("MemoryIndex warm", "MemoryIndex, warm", POOLS_COLOUR, "-"),
         ("`MemoryIndex.select`", "MemoryIndex.select (full report)", "#2ca02c", ":"),
     ]

@@ -27,7 +27,9 @@ the fast path for callers who hold a list and no index.
 from __future__ import annotations
 
 import heapq
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import count, repeat
 from typing import Any, Optional
 
 from . import poolsplit
@@ -142,16 +144,19 @@ class BestFirstCandidates(ListCandidates):
         super().__init__(entries, prepared, **options)
 
     def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
-        # ListCandidates.admit with the fast check, the default activeness
+        # ListCandidates.admit with the fast checks, the default activeness
         # inline (lifecycle_reason when a lifecycle time is involved), and the
         # partial score and cheap cost read in the same pass.
         default_active = is_active is default_is_active
         as_of = visibility.at if visibility is not None else None
-        reason, by_type, always, costs = self.reason, self.by_type, self.always, self.costs
-        partial = self.lexical.partial if self.lexical is not None else None
+        reason, by_type, always_by_type, costs = self.reason, self.by_type, self.always_by_type, self.costs
+        partial, partials = (self.lexical.partial if self.lexical is not None else None), self.partials
         read_cost = self.cheap and not checked
         for index, entry in enumerate(self.items):
-            if not checked and not (type(entry) is dict and plain_entry_ok(entry)):
+            # A plain dict of built-in values: its cost is the given count or
+            # len // 4, read inline (entry_cost with the default counter).
+            plain = not checked and type(entry) is dict and plain_entry_ok(entry)
+            if not checked and not plain:
                 check_entry(entry, index)
             get = entry.get
             if as_of is not None or get("expires") is not None:
@@ -170,16 +175,21 @@ class BestFirstCandidates(ListCandidates):
                     continue
                 if factor != 1.0:
                     self.penalty[index] = factor
-            run = by_type.get(get("type", "note"))
+            runs = always_by_type if get("scope") == "always" else by_type
+            run = runs.get(get("type", "note"))
             if run is None:
-                run = by_type[get("type", "note")] = []
+                run = runs[get("type", "note")] = []
             run.append(index)
-            if get("scope") == "always":
-                always.add(index)
             if partial is not None:
-                self.partials[index] = partial(entry)
+                partials[index] = partial(entry)
             if read_cost:
-                costs[index] = entry_cost(entry, default_token_counter, index)
+                given = get("token_count")
+                if not plain:
+                    costs[index] = entry_cost(entry, default_token_counter, index)
+                elif type(given) is int and given > 0:
+                    costs[index] = given
+                else:
+                    costs[index] = max(1, len(get("content")) // 4)
 
     def _message_factor(self, entry: Mapping[str, Any]) -> float:
         # Twin of ScoringContext.message_factor over byte runs.
@@ -214,17 +224,21 @@ class BestFirstCandidates(ListCandidates):
                 key = heapq.heappop(keys)
                 yield key[3], -key[0], self.cost(key[3])
             return
-        costs = [self.costs[i] for i in group] if self.cheap else None
-        partials = [self.partials[i] for i in group]
+        costs = list(map(self.costs.__getitem__, group)) if self.cheap else None
+        partials = list(map(self.partials.__getitem__, group))
         penalty = self.penalty
         # Heap items (-bound, k), k indexing group/partials/costs. The bound
         # multiplies in the score's own order (partial x factor, then the
         # penalty): rounding is monotone, so it never falls below the exact
-        # score, even at overflow or in subnormals.
-        bounds = [
-            (-((p * MAX_MESSAGE_FACTOR if p > 0.0 else p) * penalty.get(group[k], 1.0)), k)
-            for k, p in enumerate(partials)
-        ]
+        # score, even at overflow or in subnormals. (-(p * f) is p * -f
+        # exactly: a sign flip is exact.)
+        if penalty or not partials or min(partials) <= 0.0:
+            bounds = [
+                (-((p * MAX_MESSAGE_FACTOR if p > 0.0 else p) * penalty.get(group[k], 1.0)), k)
+                for k, p in enumerate(partials)
+            ]
+        else:
+            bounds = list(zip(map(operator.mul, partials, repeat(-MAX_MESSAGE_FACTOR)), count()))
         heapq.heapify(bounds)
         ready: list[_Key] = []
         skipped, prune_after = 0, max(PRUNE_AFTER_SKIPS, len(bounds) // PRUNE_SHARE)

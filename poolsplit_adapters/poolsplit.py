@@ -740,14 +740,15 @@ class ListCandidates:
         self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
         self.reason: dict[int, Reason] = {}  # position -> why not admitted
         self.penalty: dict[int, float] = {}  # position -> namespace-chain factor, when not 1
-        self.by_type: dict[str, list[int]] = {}
-        self.always: set[int] = set()
+        self.by_type: dict[str, list[int]] = {}  # type -> admitted contextual positions, in input order
+        self.always_by_type: dict[str, list[int]] = {}  # type -> admitted always-scope positions, in input order
         self.scores: dict[int, float] = {}
         self.claimed: set[int] = set()  # id() of every entry an earlier pool took
+        self.claimed_at: set[int] = set()  # their positions: the same entries while no dict object is listed twice
+        self.twice = len(set(map(id, self.items))) != len(self.items)  # one object at two positions: claim by id()
         self.admit(is_active, visibility, checked=costs is not None)
         if getattr(prepared, "admitted", None) is not None:  # a scorer that reads the call's candidates first
-            contextual = sorted(i for run in self.by_type.values() for i in run if i not in self.always)
-            prepared.admitted([self.items[i] for i in contextual])
+            prepared.admitted([self.items[i] for i in sorted(itertools.chain(*self.by_type.values()))])
 
     def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
         """1. Admit: each entry checked, then whether it is live and visible, read once; grouped by type."""
@@ -763,9 +764,8 @@ class ListCandidates:
                 continue
             if factor != 1.0:
                 self.penalty[index] = factor
-            self.by_type.setdefault(entry.get("type", "note"), []).append(index)
-            if entry.get("scope") == "always":
-                self.always.add(index)
+            runs = self.always_by_type if entry.get("scope") == "always" else self.by_type
+            runs.setdefault(entry.get("type", "note"), []).append(index)
 
     def score(self, position: int) -> float:
         """2. Score, once, times the chain factor (the default score is not re-checked: an overflow ranks as inf)."""
@@ -783,9 +783,14 @@ class ListCandidates:
         return self.costs[position]
 
     def members(self, pool: Pool) -> tuple[list[int], list[int]]:
-        runs = [run for entry_type, run in self.by_type.items() if pool.admits(entry_type)]
-        found = sorted(i for run in runs for i in run if id(self.items[i]) not in self.claimed)
-        return [i for i in found if i in self.always], [i for i in found if i not in self.always]
+        return self.unclaimed(pool, self.always_by_type), self.unclaimed(pool, self.by_type)
+
+    def unclaimed(self, pool: Pool, by_type: dict[str, list[int]]) -> list[int]:
+        """The positions of the pool's types in input order, without what an earlier pool claimed."""
+        found = sorted(itertools.chain(*(run for entry_type, run in by_type.items() if pool.admits(entry_type))))
+        if self.twice:
+            return [i for i in found if id(self.items[i]) not in self.claimed]
+        return found if self.claimed_at.isdisjoint(found) else [i for i in found if i not in self.claimed_at]
 
     def warm(self, group: list[int]) -> None:
         if getattr(self.prepared, "warm", None) is not None:  # a scorer that embeds entries: one batch per pool
@@ -804,7 +809,9 @@ class ListCandidates:
         return ((i, -negative, self.cost(i)) for negative, _, _, i in keys)
 
     def claim(self, positions: Iterable[int]) -> None:
-        self.claimed.update(id(self.items[i]) for i in positions)
+        for i in positions:
+            self.claimed.add(id(self.items[i]))
+            self.claimed_at.add(i)
 
     def entry(self, position: int) -> Entry:
         return self.items[position]

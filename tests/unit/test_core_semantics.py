@@ -8,6 +8,7 @@ import datetime
 import pytest
 from conftest import NOW
 
+import poolsplit_adapters.poolsplit as core
 from poolsplit_adapters import Pool, default_is_active, default_scorer, default_token_counter, retrieve, retrieve_pools
 
 
@@ -152,6 +153,17 @@ def test_retrieve_pools_dedupes_by_identity_in_pool_order():
     got = retrieve_pools([shared, e("n")], pools, now=NOW)
     assert got["first"] == [shared]
     assert len(got["second"]) == 1 and got["second"][0]["id"] == "n"
+
+
+@pytest.mark.parametrize("fill", [retrieve_pools, core.retrieve_pools], ids=["package", "core file"])
+def test_one_dict_listed_twice_loads_once(fill):
+    """Claims are by identity: the same dict at a second position is the entry a pool already took (both
+    sources; the fill's claim shortcut by position holds only while no object is listed twice)."""
+    shared = {"content": "the same dict twice", "type": "fact", "base_priority": 9}
+    pools = [Pool("first", 100, 1, types=("fact",)), Pool("second", 100, 10)]
+    got = fill([shared, e("n"), shared], pools, now=NOW)
+    assert got["first"] == [shared]
+    assert [entry["id"] for entry in got["second"]] == ["n"]
 
 
 def test_duplicate_pool_names_raise():
