@@ -59,7 +59,7 @@ def check_k(value: Any, name: str = "k") -> Optional[int]:
 
 
 def check_positive_int(value: Any, name: str, why: str = "") -> int:
-    """An int >= 1 (not a bool): ``max_turns``, ``page_size``, ``fetch_k``."""
+    """An int >= 1 (not a bool): ``max_turns``, ``fetch_k``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise argument_error(name, "an int >= 1" + (" (%s)" % why if why else ""), value)
     return value

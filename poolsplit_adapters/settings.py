@@ -270,14 +270,13 @@ class AgentMemorySettings(AdapterSettings):
 
     Example:
         ```python
-        settings = AgentMemorySettings.held_by("PoolSplitMemoryMiddleware", pools=pools, page_size=50)
+        settings = AgentMemorySettings.held_by("PoolSplitMemoryMiddleware", pools=pools, fetch_k=50)
         ```
     """
 
     chain_penalty: float = Field(
         default=0.9, description="Score factor per namespace-chain link after the first (0 < x <= 1)."
     )
-    page_size: int = Field(default=100, description="Kept for compatibility, no effect: recall no longer pages.")
     fetch_k: Optional[int] = Field(
         default=None,
         description=(
