@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 from typing import Any, Dict, List
 
 import pytest
@@ -28,10 +29,11 @@ from poolsplit_adapters.langchain import (
     BaseStoreMemory,
     PoolSplitMemoryMiddleware,
     RecallConfig,
+    RenderConfig,
     WriteConfig,
 )
 from poolsplit_adapters.memory import WriteGate
-from poolsplit_adapters.poolsplit import default_token_counter
+from poolsplit_adapters.poolsplit import default_scorer, default_token_counter
 from poolsplit_adapters.render import explain, selection_dict
 from poolsplit_adapters.reports import capture_selections
 
@@ -705,3 +707,49 @@ def test_last_selection_and_explain_are_the_last_selection_this_middleware_made(
     assert [c.entry["id"] for c in mw.last_selection.chosen] == ["u1-fix-0", "u1-fix-1"]
     assert mw.explain() == explain(mine[0])
     assert mw.explain().splitlines()[2].split()[:3] == ["fixes", "u1-fix-0", "correction"]
+
+
+@pytest.mark.parametrize(
+    "keyword, place",
+    [
+        ("fetch_k", "recall=RecallConfig(fetch_k=...)"),
+        ("token_counter", "recall=RecallConfig(token_counter=...)"),
+        ("remember", "write=WriteConfig(remember=...)"),
+        ("consolidation_delay", "write=WriteConfig(consolidation_delay=...)"),
+        ("heading", "render=RenderConfig(heading=...)"),
+        ("progressive", "render=RenderConfig(progressive=...)"),
+    ],
+)
+def test_a_flat_keyword_of_0_2_names_the_config_that_holds_it(keyword, place):
+    with pytest.raises(TypeError, match=re.escape("%s= is %s since 0.3" % (keyword, place))):
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, **{keyword: None})
+
+
+def test_removed_and_unknown_keywords_are_named():
+    with pytest.raises(TypeError, match=r"page_size= was removed in 0.3 \(it had no effect"):
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, page_size=100)
+    with pytest.raises(TypeError, match=r"fetchk= is not a keyword of PoolSplitMemoryMiddleware"):
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, fetchk=3)
+    with pytest.raises(TypeError, match="recall must be"):
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, recall={"fetch_k": 3})
+
+
+def test_the_config_objects_reach_the_settings_and_the_tools():
+    gate = WriteGate(max_chars=60)
+    mw = PoolSplitMemoryMiddleware(
+        POOLS,
+        namespace=by_user,
+        recall=RecallConfig(fetch_k=7, chain_penalty=0.5, scorer=default_scorer),
+        write=WriteConfig(remember=False, write_gate=gate, episode_type="turn", note_type="memo"),
+        render=RenderConfig(heading="Known:", progressive=True),
+    )
+    assert (mw.settings.fetch_k, mw.settings.chain_penalty, mw.settings.scorer) == (7, 0.5, default_scorer)
+    assert (mw.write_gate, mw.episode_type, mw.note_type, mw.heading) == (gate, "turn", "memo", "Known:")
+    assert [tool.name for tool in mw.tools] == ["expand_memory"]
+    defaults = PoolSplitMemoryMiddleware(POOLS, namespace=by_user)
+    assert (defaults.settings.fetch_k, defaults.settings.chain_penalty, defaults.settings.progressive) == (
+        None,
+        0.9,
+        False,
+    )
+    assert [tool.name for tool in defaults.tools] == ["remember"]
