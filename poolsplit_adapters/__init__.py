@@ -4,14 +4,12 @@ Reserved token budgets per group of memory types ("pools") so low-priority
 kinds of memory still surface, and always-scope behavioural corrections that
 load on every call outside every budget. The core selector lives in
 [`poolsplit_adapters.poolsplit`][] (stdlib only, vendorable as one file;
-``select`` and ``retrieve_pools`` here are its own plus the deprecated
-``scope=`` keyword, see `poolsplit_adapters.compat`); the framework
+``select`` and ``retrieve_pools`` here are its own); the framework
 adapters live in [`poolsplit_adapters.langchain`][] and
 [`poolsplit_adapters.llama_index`][] and are imported on demand so that the
 core never pulls a framework in.
 """
 
-from .compat import Scope, retrieve_pools, select
 from .poolsplit import (
     Chosen,
     Dropped,
@@ -28,6 +26,8 @@ from .poolsplit import (
     default_scorer,
     default_token_counter,
     retrieve,
+    retrieve_pools,
+    select,
 )
 
 
@@ -54,7 +54,6 @@ __all__ = [
     "Pool",
     "PoolStats",
     "Reason",
-    "Scope",
     "Selection",
     "TiktokenCounter",
     "UnadmittedCorrectionWarning",

@@ -128,7 +128,7 @@ class AdapterSettings(BaseModel):
     (`CallOverrides`) replace some of these for one call only.
 
     Checked once, at construction, naming the argument (and the class the
-    caller used); ``scope=`` is a deprecated alias of ``visibility=``. The
+    caller used). The
     scorer and the token counter are resolved here, so ``scorer`` and
     ``token_counter`` are never None on a built object.
 
@@ -240,8 +240,8 @@ class AdapterSettings(BaseModel):
 
     @classmethod
     def held_by(cls: type[_S], owner: str, framework: Framework = Framework.LANGCHAIN, **data: Any) -> _S:
-        """Settings held by a class that is not a pydantic model (errors and
-        the deprecation warning name ``owner``, the class the caller used),
+        """Settings held by a class that is not a pydantic model (errors name
+        ``owner``, the class the caller used),
         checked once (and so built without a second validation)."""
         return cls.model_construct(**_resolved(owner, data, cls.known_keywords(), framework))
 
