@@ -86,8 +86,13 @@ class WriteConfig:
             (``"note"``).
         consolidator: the host's chat model (``with_structured_output``
             must work), a LlamaIndex LLM or a ``Decider``: after each agent
-            run the entries the turn wrote are consolidated with their
-            nearest stored neighbours in the background (None: off).
+            run (``after_agent``) the entries the turn wrote are
+            consolidated with their nearest stored neighbours in the
+            background (None: off): ``update`` supersedes, ``retire``
+            closes, ``noop`` records a repeat and closes it, nothing is
+            deleted and a correction is never touched. The store must be a
+            LangGraph store or follow the store contract's verbs
+            (``StoreVerbs``: SQLite, vector-store memories).
         consolidation_delay: seconds a thread must be quiet before its
             consolidation runs (default 1.0): a burst of turns runs it once.
 

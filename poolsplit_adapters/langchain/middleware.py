@@ -55,27 +55,24 @@ turn wrote wait in the state until the turn's ``after_agent`` hands them over.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import functools
 import json
-from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Optional, Union, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain.tools import ToolRuntime
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, override
 
 from ..agent_config import RecallConfig, RenderConfig, WriteConfig, removed_keyword_error
@@ -83,7 +80,6 @@ from ..agent_memory import (
     DEFAULT_HEADING,
     HEARD_KEY,
     PROMOTED_KEY,
-    REMEMBER_DESCRIPTION,
     UNCONSOLIDATED_KEY,
     WRITES_KEY,
     AgentMemory,
@@ -103,17 +99,16 @@ from ..agent_memory import (
 from ..background import BackgroundConsolidation
 from ..call import AdapterCall
 from ..checks import ArgumentError, check_flag, check_instance
-from ..memory.expand import UnknownEntryError
-from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, View
 from ..memory.write_gate import Proposal
-from ..poolsplit import EntryError, Pool, Selection
+from ..poolsplit import Pool, Selection
 from ..render import explain
 from ..settings import TASK_FIELDS, AgentMemorySettings
 from ..stores.langgraph.backends import Backend, Plan
 from ..stores.langgraph.store import Namespace, namespace_label
 from ..threads import off_loop
 from .documents import SELECTION_EVENT
+from .memory_tools import ExpandInput, MemoryTools, RememberInput
 from .runtime_memory import NamespaceSpec, RuntimeMemory
 
 __all__ = [
@@ -144,23 +139,6 @@ class PoolSplitMemoryState(AgentState[Any]):
     poolsplit_promoted: NotRequired[Annotated[Optional[PromotedStep], PrivateStateAttr]]
     poolsplit_unconsolidated: NotRequired[Annotated[Optional[list[str]], PrivateStateAttr, add_ids]]
     poolsplit_heard: NotRequired[Annotated[Optional[str], PrivateStateAttr]]
-
-
-class RememberInput(BaseModel):
-    """Arguments of the ``remember`` tool, as the model sees them."""
-
-    note: str = Field(description="The note: one self-contained sentence or short paragraph.")
-    tags: Optional[list[str]] = Field(default=None, description="Optional topic tags.")
-    scope: Optional[str] = Field(
-        default=None,
-        description='Leave empty. Standing corrections (scope "always") are curated by the user, not saved here.',
-    )
-
-
-class ExpandInput(BaseModel):
-    """Arguments of the ``expand_memory`` tool, as the model sees them."""
-
-    entry_id: str = Field(description='The id attribute of a <memory ... layer="summary"> marker.')
 
 
 @dataclass(frozen=True)
@@ -221,20 +199,6 @@ def _check_binds_tools(model: Any) -> None:
         )
 
 
-@contextlib.contextmanager
-def _told_to_the_model() -> Iterator[None]:
-    """A value the model passed a tool that the memory refuses (an id with
-    NUL, a tag of the wrong kind) as a ``ToolException``: the tool answers
-    with the refusal, naming the argument, and the model can correct it
-    (``handle_tool_error``), instead of the agent's run ending. Only around
-    the reading of the model's arguments: a store's own failure is the
-    developer's, and is raised."""
-    try:
-        yield
-    except (ArgumentError, EntryError) as err:
-        raise ToolException(str(err)) from None
-
-
 def _with_memory(system: Optional[SystemMessage], block: str) -> SystemMessage:
     """The agent's own system message with ``block`` after it."""
     if system is None:
@@ -293,16 +257,9 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         write: what is written ([`WriteConfig`][poolsplit_adapters.agent_config.WriteConfig]:
             the ``remember`` tool, the ``write_gate``, the ``episode_type``
             and ``note_type``, the background ``consolidator`` and its
-            ``consolidation_delay``). With a consolidator, after each agent
-            run (``after_agent``) the entries the turn wrote are
-            consolidated with their nearest stored neighbours in the
-            background: ``update`` supersedes, ``retire`` closes, ``noop``
-            records a repeat and closes it, nothing is deleted and a
-            correction is never touched. Held as [`consolidation`][]
-            (``drain()`` / ``await adrain()`` wait for it in tests and at
-            shutdown; its ``runs`` report every run). The store must be a
-            LangGraph store or follow the store contract's verbs
-            (``StoreVerbs``: SQLite, vector-store memories).
+            ``consolidation_delay``). A consolidator is held as
+            [`consolidation`][] (``drain()`` / ``await adrain()`` wait for
+            it in tests and at shutdown; its ``runs`` report every run).
         render: how memory is shown ([`RenderConfig`][poolsplit_adapters.agent_config.RenderConfig]:
             the ``heading`` line, ``progressive`` loading, which registers
             the ``expand_memory`` tool).
@@ -391,31 +348,12 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         )
         self._memory = RuntimeMemory("PoolSplitMemoryMiddleware", namespace, store, self.settings)
         self._consolidating(owner, write.consolidator, write.consolidation_delay, now)
-        self.tools: list[BaseTool] = []
-        if check_flag(write.remember, "remember"):
-            self.tools.append(
-                StructuredTool.from_function(
-                    func=self._remember,
-                    coroutine=self._aremember,
-                    name="remember",
-                    description=REMEMBER_DESCRIPTION,
-                    args_schema=RememberInput,
-                    infer_schema=False,
-                    handle_tool_error=True,
-                )
-            )
+        tools = MemoryTools(self, self._where)
+        #: The tools the agent's model is given: ``remember`` (``WriteConfig.remember``),
+        #: ``expand_memory`` (``RenderConfig.progressive``).
+        self.tools: list[BaseTool] = [tools.remember()] if check_flag(write.remember, "remember") else []
         if self.settings.progressive:
-            self.tools.append(
-                StructuredTool.from_function(
-                    func=self._expand,
-                    coroutine=self._aexpand,
-                    name=EXPAND_TOOL_NAME,
-                    description=EXPAND_TOOL_DESCRIPTION,
-                    args_schema=ExpandInput,
-                    infer_schema=False,
-                    handle_tool_error=True,
-                )
-            )
+            self.tools.append(tools.expand())
 
     @property
     def pools(self) -> Union[list[Pool], str]:
@@ -520,32 +458,6 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
             await adispatch_custom_event(SELECTION_EVENT, event, config=config)
         return ExtendedModelResponse(await handler(injected), Command(update=update) if update else None)
 
-    # -- the tools ------------------------------------------------------------------------
-
-    def _remember(
-        self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
-    ) -> Union[Command[Any], str]:
-        where, proposal = self._proposed(runtime, note, tags, scope)
-        settled = self._write(where, [proposal])
-        return self._remembered(runtime, settled)
-
-    async def _aremember(
-        self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
-    ) -> Union[Command[Any], str]:
-        where, proposal = self._proposed(runtime, note, tags, scope)
-        settled = await self._awrite(where, [proposal])
-        return self._remembered(runtime, settled)
-
-    def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:
-        where = self._where(runtime)
-        with _told_to_the_model():
-            return self._full_text(where.source.get(where.chain, entry_id), entry_id)
-
-    async def _aexpand(self, runtime: ToolRuntime, entry_id: str) -> str:
-        where = self._where(runtime)
-        with _told_to_the_model():
-            return self._full_text(await where.source.aget(where.chain, entry_id), entry_id)
-
     # -- the translations the hooks share (the steps are AgentMemory's) -------------------
 
     def _where(self, runtime: Any) -> Where[Backend]:
@@ -621,31 +533,3 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         if block is None:
             return request, update, event
         return request.override(system_message=_with_memory(request.system_message, block)), update, event
-
-    def _proposed(
-        self, runtime: ToolRuntime, note: str, tags: Optional[list[str]], scope: Optional[str]
-    ) -> tuple[Where[Backend], Proposal]:
-        """Where the ``remember`` call writes, and its proposal (a refused
-        argument told to the model, `_told_to_the_model`)."""
-        where = self._where(runtime)
-        with _told_to_the_model():
-            return where, self._note(note, tags, scope, where)
-
-    def _remembered(self, runtime: ToolRuntime, settled: Sequence[Proposal]) -> Union[Command[Any], str]:
-        """The tool's answer, with the gate's report kept in the state for
-        the next selection event (the answer alone when the tool runs
-        outside an agent, without a tool call to answer)."""
-        answer = self._answer(settled[0])
-        if runtime.tool_call_id is None:
-            return answer
-        message = ToolMessage(answer, tool_call_id=runtime.tool_call_id, name="remember")
-        return Command(update={**self._written(settled), "messages": [message]})
-
-    @staticmethod
-    def _full_text(entry: Optional[Mapping[str, Any]], entry_id: str) -> str:
-        if entry is None:
-            raise ToolException(str(UnknownEntryError(entry_id)))
-        content = entry.get("content")
-        if not isinstance(content, str):
-            raise ToolException("memory %r has no text content" % entry_id)
-        return content
