@@ -11,14 +11,16 @@ values with keyword-only fields: one can be shared by several middlewares
 and changed with ``dataclasses.replace``. The values are checked once, when
 the middleware that takes them is built; an error names the field.
 
-The flat keywords of 0.2 (``fetch_k=``, ``remember=``, ``heading=``, ...)
-are refused with a ``TypeError`` that names the object the setting moved
-to (`removed_keyword_error`); ``docs/migrating.md`` lists each.
+The LangChain ``create_search_memory_tool`` reads memory as the middleware
+does and takes a `RecallConfig` too. The flat keywords of 0.2
+(``fetch_k=``, ``remember=``, ``heading=``, ...) are refused with a
+``TypeError`` that names the object the setting moved to
+(`removed_keyword_error`); ``docs/migrating.md`` lists each.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -151,25 +153,28 @@ MOVED = {
     **{name: ("render", RenderConfig) for name in RenderConfig.__dataclass_fields__},
 }
 
+#: What the middleware takes (the keywords its errors list).
+MIDDLEWARE_KEYWORDS = ("pools", "namespace", "store", "max_turns", "now", "recall", "write", "render")
+
 #: Flat keywords of 0.2 removed without a new place, with the reason.
 GONE = {"page_size": "it had no effect since 0.2: recall reads each search in one exact read"}
 
 
-def removed_keyword_error(owner: str, given: Mapping[str, Any]) -> ArgumentError:
+def removed_keyword_error(
+    owner: str, given: Mapping[str, Any], known: Sequence[str] = MIDDLEWARE_KEYWORDS
+) -> ArgumentError:
     """The error for keywords ``owner`` no longer takes (``given`` is not
     empty): each moved one named with its new place, e.g.
     ``fetch_k= is recall=RecallConfig(fetch_k=...)``, each removed one with
-    why, and any other with the keywords that are known."""
+    why, and any other with the keywords that are ``known`` (a config a
+    keyword moved to counts only when ``owner`` takes it)."""
     lines = []
     for name in sorted(given):
-        if name in MOVED:
+        if name in MOVED and MOVED[name][0] in known:
             keyword, kind = MOVED[name]
             lines.append("%s= is %s=%s(%s=...) since 0.3" % (name, keyword, kind.__name__, name))
         elif name in GONE:
             lines.append("%s= was removed in 0.3 (%s)" % (name, GONE[name]))
         else:
             lines.append("%s= is not a keyword of %s" % (name, owner))
-    return ArgumentError(
-        "%s: %s (see docs/migrating.md; known: pools, namespace, store, max_turns, now, recall, write, render)"
-        % (owner, "; ".join(lines))
-    )
+    return ArgumentError("%s: %s (see docs/migrating.md; known: %s)" % (owner, "; ".join(lines), ", ".join(known)))
