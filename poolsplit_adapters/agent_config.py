@@ -100,10 +100,11 @@ class WriteConfig:
 
     Example:
         ```python
+        from poolsplit_adapters import Pool
         from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, WriteConfig
 
         memory = PoolSplitMemoryMiddleware(
-            pools,
+            [Pool("notes", 400, 6)],
             namespace=("memories", "u1"),
             write=WriteConfig(remember=False, episode_type="turn"),
         )
@@ -131,10 +132,11 @@ class RenderConfig:
 
     Example:
         ```python
+        from poolsplit_adapters import Pool
         from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RenderConfig
 
         memory = PoolSplitMemoryMiddleware(
-            pools,
+            [Pool("notes", 400, 6)],
             namespace=("memories", "u1"),
             render=RenderConfig(heading="What you know about this user:", progressive=True),
         )
