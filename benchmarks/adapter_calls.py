@@ -84,7 +84,13 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode  # noqa
 
 from poolsplit_adapters import MemoryIndex, select  # noqa: E402
 from poolsplit_adapters.defaults import default_adapter_scorer  # noqa: E402
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitCompressor, PoolSplitMemoryMiddleware  # noqa: E402
+from poolsplit_adapters.langchain import (  # noqa: E402
+    BaseStoreMemory,
+    PoolSplitCompressor,
+    PoolSplitMemoryMiddleware,
+    RecallConfig,
+    WriteConfig,
+)
 from poolsplit_adapters.langchain import PoolSplitRetriever as LangChainRetriever  # noqa: E402
 from poolsplit_adapters.llama_index import PoolSplitNodePostprocessor, poolsplit_memory_blocks  # noqa: E402
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaIndexRetriever  # noqa: E402
@@ -145,7 +151,9 @@ def middleware_call(
     for start in range(0, len(store), 10_000):
         loader.put_many(store[start : start + 10_000])
     loaded = time.perf_counter() - begin
-    middleware = PoolSplitMemoryMiddleware(pools, namespace=U1, remember=False, token_counter=counter, now=now)
+    middleware = PoolSplitMemoryMiddleware(
+        pools, namespace=U1, now=now, recall=RecallConfig(token_counter=counter), write=WriteConfig(remember=False)
+    )
     model = GenericFakeChatModel(messages=iter([]))
     events: List[Any] = []
     runtime = Runtime(store=graph_store, stream_writer=events.append)

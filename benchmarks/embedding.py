@@ -57,7 +57,7 @@ def bench(size: int, dim: int, queries: int, per_entry: bool) -> List[str]:
     t_embed = time.perf_counter() - start
     t_cached = best_of(lambda: scorer.vectors_of(texts), 1)
     norms = scorer.norms_of(matrix)
-    index = MemoryIndex(store).prepare()
+    index = MemoryIndex(store)
     gc.collect()
 
     t_relevance = t_query = t_base = 0.0

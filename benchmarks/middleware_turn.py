@@ -91,7 +91,7 @@ from langgraph.store.memory import InMemoryStore  # noqa: E402
 from langgraph.store.sqlite import SqliteStore  # noqa: E402
 from pg_embeddings import HashedNgramEmbeddings  # noqa: E402
 
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware  # noqa: E402
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig  # noqa: E402
 from poolsplit_adapters.render import parse_markers  # noqa: E402
 from poolsplit_adapters.stores.langgraph.memory_store_search import InMemoryStoreSearch  # noqa: E402
 from poolsplit_adapters.stores.langgraph.postgres_store_search import PostgresStoreSearch  # noqa: E402
@@ -394,7 +394,11 @@ def measure(kind: str, size: int, count: int) -> List[List[str]]:
         fetch_k = FETCH_K if "-index" in kind else None
         for label, max_turns in (("quiet", count + 10), ("demoting", 1)):
             middleware = PoolSplitMemoryMiddleware(
-                POOLS, namespace=U1, remember=False, token_counter=counter, max_turns=max_turns, fetch_k=fetch_k
+                POOLS,
+                namespace=U1,
+                max_turns=max_turns,
+                recall=RecallConfig(token_counter=counter, fetch_k=fetch_k),
+                write=WriteConfig(remember=False),
             )
             first = time.perf_counter()
             times, trips, inside = turns(store, middleware, count)

@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 import docs_tables  # noqa: E402
 from middleware_turn import HEADER, POOLS, U1, counter, counting, memories, p95, turns  # noqa: E402
 
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware  # noqa: E402
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -103,7 +103,11 @@ def measure(size: int, count: int) -> List[List[str]]:
                     bare, _, _ = turns(store, None, count, run)
                     for label, max_turns in (("quiet", count + 10), ("demoting", 1)):
                         middleware = PoolSplitMemoryMiddleware(
-                            POOLS, namespace=U1, remember=False, token_counter=counter, max_turns=max_turns
+                            POOLS,
+                            namespace=U1,
+                            max_turns=max_turns,
+                            recall=RecallConfig(token_counter=counter),
+                            write=WriteConfig(remember=False),
                         )
                         times, trips, inside = turns(store, middleware, count, run)
                         medians[(name, label)] = statistics.median(times)

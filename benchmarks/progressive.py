@@ -46,7 +46,7 @@ from poolsplit_adapters.memory.metrics import token_metrics  # noqa: E402
 from poolsplit_adapters.memory.progressive import progressive_select  # noqa: E402
 from poolsplit_adapters.memory.tasks import resolve_pools  # noqa: E402
 from poolsplit_adapters.render import render_context  # noqa: E402
-from poolsplit_adapters.store import load_pools, load_store  # noqa: E402
+from poolsplit_adapters.stores import load_pools, load_store  # noqa: E402
 from poolsplit_adapters.tokens import default_counter  # noqa: E402
 
 NOW = datetime.datetime(2026, 11, 20, 9)

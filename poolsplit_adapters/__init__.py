@@ -4,15 +4,14 @@ Reserved token budgets per group of memory types ("pools") so low-priority
 kinds of memory still surface, and always-scope behavioural corrections that
 load on every call outside every budget. The core selector lives in
 [`poolsplit_adapters.poolsplit`][] (stdlib only, vendorable as one file;
-``select`` and ``retrieve_pools`` here are its own over the faster
-best-first source, plus the deprecated ``scope=`` keyword, see
-`poolsplit_adapters.compat`); the framework
+``select`` and ``retrieve_pools`` here are its own fill over the faster
+best-first source, see `poolsplit_adapters.fastpath`); the framework
 adapters live in [`poolsplit_adapters.langchain`][] and
 [`poolsplit_adapters.llama_index`][] and are imported on demand so that the
 core never pulls a framework in.
 """
 
-from .compat import Scope, retrieve_pools, select
+from .fastpath import retrieve_pools, select
 from .poolsplit import (
     Chosen,
     Dropped,
@@ -55,7 +54,6 @@ __all__ = [
     "Pool",
     "PoolStats",
     "Reason",
-    "Scope",
     "Selection",
     "TiktokenCounter",
     "UnadmittedCorrectionWarning",

@@ -303,7 +303,6 @@ class AgentMemory:
         note_type: str,
         **settings: Any,
     ) -> None:
-        check_positive_int(settings["page_size"], "page_size")
         if settings["fetch_k"] is not None:
             check_positive_int(settings["fetch_k"], "fetch_k")
         #: The selection settings, checked once (the plan with its totals).

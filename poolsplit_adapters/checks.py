@@ -12,8 +12,6 @@ message has one shape: ``<name> must be <what>, got <type> <value>``.
 from __future__ import annotations
 
 import datetime
-import os
-import sys
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
@@ -21,7 +19,6 @@ from .errors import ArgumentError, argument_error
 from .memory.tasks import AUTO, resolve_pools
 from .poolsplit import Pool, Visibility
 from .poolsplit import check_pools as core_check_pools
-from .scope_keyword import resolve_visibility
 
 __all__ = [
     "ArgumentError",
@@ -43,8 +40,6 @@ __all__ = [
     "checked_settings",
 ]
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
 
 def check_k(value: Any, name: str = "k") -> Optional[int]:
     """``k`` (or a total budget): None, or an int >= 0 (not a bool, not a
@@ -59,7 +54,7 @@ def check_k(value: Any, name: str = "k") -> Optional[int]:
 
 
 def check_positive_int(value: Any, name: str, why: str = "") -> int:
-    """An int >= 1 (not a bool): ``max_turns``, ``page_size``, ``fetch_k``."""
+    """An int >= 1 (not a bool): ``max_turns``, ``fetch_k``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise argument_error(name, "an int >= 1" + (" (%s)" % why if why else ""), value)
     return value
@@ -208,36 +203,18 @@ SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
 }
 
 
-def _caller_level() -> int:
-    """The ``stacklevel`` that points a warning at the first frame outside
-    this package and pydantic (constructors nest at different depths)."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(_PACKAGE_DIR) or "%spydantic%s" % (os.sep, os.sep) in path):
-            return level
-        frame = frame.f_back  # type: ignore[assignment]
-        level += 1
-    return level
-
-
 def checked_settings(owner: str, data: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
-    """``data`` (constructor keywords of ``owner``) with the deprecated
-    ``scope=`` renamed to ``visibility=`` and every shared setting checked,
-    the plan with its totals (a copy: the caller's mapping is not changed).
+    """``data`` (constructor keywords of ``owner``) with every shared
+    setting checked, the plan with its totals (a copy: the caller's mapping
+    is not changed).
 
     Unknown keywords raise: a misspelt option silently ignored is a filter
-    silently not applied (``scope=`` used to be dropped without a word).
+    silently not applied (0.1's ``scope=`` was dropped without a word; it
+    was then a deprecated alias of ``visibility=``, removed in 0.3).
     """
     data = dict(data)
     if "scope" in data:
-        try:
-            data["visibility"] = resolve_visibility(
-                data.get("visibility"), data.pop("scope"), _caller_level() + 1, what="%s(scope=...)" % owner
-            )
-        except TypeError as err:
-            raise ArgumentError("%s: %s" % (owner, err)) from None
+        raise ArgumentError("%s: scope= was removed in 0.3; use visibility=Visibility(...)" % owner)
     unknown = sorted(set(data) - set(known))
     if unknown:
         raise ArgumentError(

@@ -189,7 +189,7 @@ class BestFirstCandidates(ListCandidates):
                 elif type(given) is int and given > 0:
                     costs[index] = given
                 else:
-                    costs[index] = max(1, len(get("content")) // 4)
+                    costs[index] = max(1, len(entry["content"]) // 4)
 
     def _message_factor(self, entry: Mapping[str, Any]) -> float:
         # Twin of ScoringContext.message_factor over byte runs.
@@ -267,7 +267,8 @@ def select(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = N
     """Twin of [`select`][poolsplit_adapters.poolsplit.select] (the same keywords,
     the same selection): the core's ``select`` over `BestFirstCandidates`."""
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this wrapper
-    return poolsplit.select(entries, pools, context, candidates=BestFirstCandidates, **options)
+    options.setdefault("candidates", BestFirstCandidates)
+    return poolsplit.select(entries, pools, context, **options)
 
 
 def retrieve_pools(entries: Sequence[Entry], pools: Sequence[Pool], context: Context = None, **options: Any) -> Loaded:

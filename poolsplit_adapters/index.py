@@ -102,7 +102,6 @@ from .relevance.feedback import SETTLE_STEP, expansion
 from .relevance.modifiers import combine_columns
 from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
-from .scope_keyword import resolve_visibility
 
 try:  # numpy is optional: without it the generic path serves every query.
     import numpy as np
@@ -952,11 +951,6 @@ class MemoryIndex:
                 self._terms_for(scorer)
         return self
 
-    def prepare(self) -> MemoryIndex:
-        """Nothing left to prepare (kept for 0.1 callers): the columns are
-        ready as entries are added."""
-        return self
-
     # -- queries ----------------------------------------------------------------
 
     def retrieve_pools(
@@ -974,13 +968,12 @@ class MemoryIndex:
         now: Optional[datetime.datetime] = None,
         scorer: Optional[Scorer] = None,
         visibility: Optional[Visibility] = None,
-        scope: Optional[Visibility] = None,
         layering: Optional[Layering] = None,
         _report: bool = True,
     ) -> Selection:
         """Same result as ``select(index.entries, pools, context, ...)``;
         ``scorer`` defaults to the index's own."""
-        view = active_visibility(resolve_visibility(visibility, scope))
+        view = active_visibility(visibility)
         used = self._scorer if scorer is None else scorer
         return self._query(pools, context, now, used, view, report=_report, layering=layering)
 

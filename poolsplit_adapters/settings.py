@@ -128,7 +128,7 @@ class AdapterSettings(BaseModel):
     (`CallOverrides`) replace some of these for one call only.
 
     Checked once, at construction, naming the argument (and the class the
-    caller used); ``scope=`` is a deprecated alias of ``visibility=``. The
+    caller used). The
     scorer and the token counter are resolved here, so ``scorer`` and
     ``token_counter`` are never None on a built object.
 
@@ -240,8 +240,8 @@ class AdapterSettings(BaseModel):
 
     @classmethod
     def held_by(cls: type[_S], owner: str, framework: Framework = Framework.LANGCHAIN, **data: Any) -> _S:
-        """Settings held by a class that is not a pydantic model (errors and
-        the deprecation warning name ``owner``, the class the caller used),
+        """Settings held by a class that is not a pydantic model (errors name
+        ``owner``, the class the caller used),
         checked once (and so built without a second validation)."""
         return cls.model_construct(**_resolved(owner, data, cls.known_keywords(), framework))
 
@@ -270,14 +270,13 @@ class AgentMemorySettings(AdapterSettings):
 
     Example:
         ```python
-        settings = AgentMemorySettings.held_by("PoolSplitMemoryMiddleware", pools=pools, page_size=50)
+        settings = AgentMemorySettings.held_by("PoolSplitMemoryMiddleware", pools=pools, fetch_k=50)
         ```
     """
 
     chain_penalty: float = Field(
         default=0.9, description="Score factor per namespace-chain link after the first (0 < x <= 1)."
     )
-    page_size: int = Field(default=100, description="Kept for compatibility, no effect: recall no longer pages.")
     fetch_k: Optional[int] = Field(
         default=None,
         description=(

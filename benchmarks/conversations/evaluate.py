@@ -190,17 +190,19 @@ def bundled_plan(budget: int) -> List[Pool]:
 
 
 def _middleware(plan: str, budget: int, now: datetime.datetime, cached: CachedEmbeddings) -> Any:
-    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 
-    options: Dict[str, Any] = {"namespace": NAMESPACE, "remember": False, "now": now}
+    options: Dict[str, Any] = {"namespace": NAMESPACE, "write": WriteConfig(remember=False), "now": now}
     if plan == "agent auto":
         return PoolSplitMemoryMiddleware(
-            "auto", total_tokens=budget, total_entries=budget, embeddings=cached, **options
+            "auto", **options, recall=RecallConfig(total_tokens=budget, total_entries=budget, embeddings=cached)
         )
     if plan == "agent auto, no embeddings=":
-        return PoolSplitMemoryMiddleware("auto", total_tokens=budget, total_entries=budget, **options)
+        return PoolSplitMemoryMiddleware(
+            "auto", **options, recall=RecallConfig(total_tokens=budget, total_entries=budget)
+        )
     if plan == "agent bundled plan":
-        return PoolSplitMemoryMiddleware(bundled_plan(budget), embeddings=cached, **options)
+        return PoolSplitMemoryMiddleware(bundled_plan(budget), **options, recall=RecallConfig(embeddings=cached))
     raise ValueError(plan)
 
 

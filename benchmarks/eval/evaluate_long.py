@@ -309,7 +309,7 @@ def middleware_method(cached: CachedEmbeddings, entries: List[Dict[str, Any]], d
     from langgraph.store.base import PutOp
     from langgraph.store.memory import InMemoryStore
 
-    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, WriteConfig
 
     store = InMemoryStore(index={"dims": dims, "embed": cached, "fields": ["content"]})
     namespace = ("memories", "eval")
@@ -331,7 +331,7 @@ def middleware_method(cached: CachedEmbeddings, entries: List[Dict[str, Any]], d
 
     def build(budget: int) -> Callable[[str], Any]:
         middleware = PoolSplitMemoryMiddleware(
-            [Pool("all", budget, 10**9)], namespace=namespace, now=long_horizon.NOW, remember=False
+            [Pool("all", budget, 10**9)], namespace=namespace, now=long_horizon.NOW, write=WriteConfig(remember=False)
         )
         model = Model(messages=iter(AIMessage("ok") for _ in range(10**9)))
         agent = create_agent(model, middleware=[middleware], store=store)

@@ -22,7 +22,10 @@ Entry points:
   caller's own selection reports.
 * [`HashEmbeddings`][poolsplit_adapters.langchain.embeddings.HashEmbeddings]: a deterministic ``Embeddings`` with real
   similarity, for tests and demos (imported on first use).
-* [`PoolSplitMemoryMiddleware`][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware] for ``langchain.agents.create_agent`` and
+* [`PoolSplitMemoryMiddleware`][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware] for ``langchain.agents.create_agent``
+  (its settings grouped in [`RecallConfig`][poolsplit_adapters.agent_config.RecallConfig],
+  [`WriteConfig`][poolsplit_adapters.agent_config.WriteConfig] and
+  [`RenderConfig`][poolsplit_adapters.agent_config.RenderConfig]) and
   [`BaseStoreMemory`][poolsplit_adapters.stores.langgraph.store.BaseStoreMemory] over a LangGraph store (long-term memory for
   agents); [`VectorStoreMemory`][poolsplit_adapters.langchain.vector_memory.VectorStoreMemory], a vector store under the same store
   contract; [`namespace_label`][poolsplit_adapters.stores.langgraph.store.namespace_label], the one mapping of a LangGraph
@@ -52,6 +55,9 @@ _LAZY = {
     "VectorStoreMemory": ".vector_memory",
     "create_search_memory_tool": ".search_tool",
     "HashEmbeddings": ".embeddings",
+    "RecallConfig": "..agent_config",
+    "RenderConfig": "..agent_config",
+    "WriteConfig": "..agent_config",
 }
 
 
@@ -68,9 +74,12 @@ __all__ = [
     "PoolSplitCompressor",
     "PoolSplitMemoryMiddleware",
     "PoolSplitRetriever",
+    "RecallConfig",
+    "RenderConfig",
     "SELECTION_EVENT",
     "SELECTION_KEY",
     "VectorStoreMemory",
+    "WriteConfig",
     "callable_filter",
     "capture_selections",
     "create_search_memory_tool",

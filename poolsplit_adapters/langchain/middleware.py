@@ -21,12 +21,12 @@ Per agent step (one model call and the tool-loop calls that follow it):
 * **remember** (a tool the middleware registers): the agent saves a note it
   must not forget; the harness stamps its provenance and the gate refuses
   empty, oversized, duplicate and always-scope notes.
-* **expand_memory** (registered with ``progressive=True``): the full text of
+* **expand_memory** (registered with ``RenderConfig(progressive=True)``): the full text of
   an entry the context showed as a summary, read from the same store and
   namespaces as the recall, so the agent can read no more than it may see.
-* **Consolidate** (``after_agent``, with ``consolidator=`` the host's chat
-  model; off by default): once the agent's turn is over, the entries the
-  turn wrote are shown to the model beside their nearest stored neighbours
+* **Consolidate** (``after_agent``, with ``WriteConfig(consolidator=...)``
+  the host's chat model; off by default): once the agent's turn is over,
+  the entries the turn wrote are shown to the model beside their nearest stored neighbours
   and its operations (add / update / retire / noop) are validated and
   applied to the store, in the background, debounced per thread
   (`BackgroundConsolidation`,
@@ -55,34 +55,31 @@ turn wrote wait in the state until the turn's ``after_agent`` hands them over.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import functools
 import json
-from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Callable, Optional, Union, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import ExtendedModelResponse, PrivateStateAttr
-from langchain.tools import ToolRuntime
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.callbacks.manager import adispatch_custom_event, dispatch_custom_event
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 from langgraph.types import Command
-from pydantic import BaseModel, Field
 from typing_extensions import NotRequired, override
 
+from ..agent_config import RecallConfig, RenderConfig, WriteConfig, removed_keyword_error
 from ..agent_memory import (
     DEFAULT_HEADING,
     HEARD_KEY,
     PROMOTED_KEY,
-    REMEMBER_DESCRIPTION,
     UNCONSOLIDATED_KEY,
     WRITES_KEY,
     AgentMemory,
@@ -101,18 +98,17 @@ from ..agent_memory import (
 )
 from ..background import BackgroundConsolidation
 from ..call import AdapterCall
-from ..checks import ArgumentError, check_flag
-from ..memory.expand import UnknownEntryError
-from ..memory.expand_tools import EXPAND_TOOL_DESCRIPTION, EXPAND_TOOL_NAME
+from ..checks import ArgumentError, check_flag, check_instance
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, View
-from ..memory.write_gate import Proposal, WriteGate
-from ..poolsplit import EntryError, Pool, Scorer, Selection, TokenCounter
+from ..memory.write_gate import Proposal
+from ..poolsplit import Pool, Selection
 from ..render import explain
 from ..settings import TASK_FIELDS, AgentMemorySettings
 from ..stores.langgraph.backends import Backend, Plan
 from ..stores.langgraph.store import Namespace, namespace_label
 from ..threads import off_loop
 from .documents import SELECTION_EVENT
+from .memory_tools import ExpandInput, MemoryTools, RememberInput
 from .runtime_memory import NamespaceSpec, RuntimeMemory
 
 __all__ = [
@@ -122,7 +118,10 @@ __all__ = [
     "PoolSplitMemoryMiddleware",
     "PoolSplitMemoryState",
     "PromotedStep",
+    "RecallConfig",
     "RememberInput",
+    "RenderConfig",
+    "WriteConfig",
 ]
 
 
@@ -140,23 +139,6 @@ class PoolSplitMemoryState(AgentState[Any]):
     poolsplit_promoted: NotRequired[Annotated[Optional[PromotedStep], PrivateStateAttr]]
     poolsplit_unconsolidated: NotRequired[Annotated[Optional[list[str]], PrivateStateAttr, add_ids]]
     poolsplit_heard: NotRequired[Annotated[Optional[str], PrivateStateAttr]]
-
-
-class RememberInput(BaseModel):
-    """Arguments of the ``remember`` tool, as the model sees them."""
-
-    note: str = Field(description="The note: one self-contained sentence or short paragraph.")
-    tags: Optional[list[str]] = Field(default=None, description="Optional topic tags.")
-    scope: Optional[str] = Field(
-        default=None,
-        description='Leave empty. Standing corrections (scope "always") are curated by the user, not saved here.',
-    )
-
-
-class ExpandInput(BaseModel):
-    """Arguments of the ``expand_memory`` tool, as the model sees them."""
-
-    entry_id: str = Field(description='The id attribute of a <memory ... layer="summary"> marker.')
 
 
 @dataclass(frozen=True)
@@ -231,23 +213,10 @@ def _check_binds_tools(model: Any) -> None:
     if isinstance(model, BaseChatModel) and bind is BaseChatModel.bind_tools:
         raise ArgumentError(
             "PoolSplitMemoryMiddleware: the model %s cannot bind tools (its bind_tools is not implemented), "
-            "and the middleware registers the remember tool; pass remember=False (and progressive=False, "
-            "which registers the expand tool) or use a model that supports tool calling" % type(model).__name__
+            "and the middleware registers the remember tool; pass remember=False to its WriteConfig "
+            "(write=WriteConfig(remember=False); leave RenderConfig's progressive off, it registers the expand "
+            "tool) or use a model that supports tool calling" % type(model).__name__
         )
-
-
-@contextlib.contextmanager
-def _told_to_the_model() -> Iterator[None]:
-    """A value the model passed a tool that the memory refuses (an id with
-    NUL, a tag of the wrong kind) as a ``ToolException``: the tool answers
-    with the refusal, naming the argument, and the model can correct it
-    (``handle_tool_error``), instead of the agent's run ending. Only around
-    the reading of the model's arguments: a store's own failure is the
-    developer's, and is raised."""
-    try:
-        yield
-    except (ArgumentError, EntryError) as err:
-        raise ToolException(str(err)) from None
 
 
 def _with_memory(system: Optional[SystemMessage], block: str) -> SystemMessage:
@@ -281,7 +250,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
     """Pool-split long-term memory for a LangChain 1.x agent.
 
     Args:
-        pools: the pool plan ([`Pool`][] list). Pools
+        pools: the pool plan ([`Pool`][] list, or ``"auto"``). Pools
             pass through to the core unchanged, so per-pool options (such as a
             relevance floor) apply as they do everywhere.
         namespace: the user's namespace, e.g. ``("memories", "u1")``, or a
@@ -289,8 +258,8 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
             ``lambda rt: ("memories", rt.context["user_id"])``). Exact: child
             namespaces are not this user's. An explicit chain (a list of
             namespaces, own first, e.g. ``[("memories", uid), ("memories",
-            "shared")]``) widens reads with ``chain_penalty`` per link; writes
-            go to the first. Never widened implicitly.
+            "shared")]``) widens reads with ``RecallConfig.chain_penalty``
+            per link; writes go to the first. Never widened implicitly.
         store: where long-term memory lives: a LangGraph ``BaseStore``
             (default: ``runtime.store``, the one given to
             ``create_agent(store=...)``), a LangChain ``VectorStore`` (recalled
@@ -298,51 +267,26 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
             store contract (e.g. the SQLite store), or a list of entries
             (copied; writes stay in this process).
         max_turns: turns kept verbatim in the state (>= 1; default 12).
-        write_gate: the [`WriteGate`][] for
-            evicted turns and notes (default ``WriteGate()``).
-        token_counter: cost of an entry without ``token_count`` (default:
-            tiktoken ``o200k_base``, offline; counts are cached per item).
-            The selection settings (``pools`` to ``embeddings``, with
-            ``chain_penalty``, ``page_size`` and ``fetch_k``) are held, checked
-            once, as [`settings`][]
-            (`AgentMemorySettings`).
-        scorer: ranking function (default:
-            `default_adapter_scorer`, the
-            one every adapter uses).
-        now: fixed reference time for scoring and for ``created`` stamps
-            (default: the time of each call).
-        chain_penalty: score factor per chain link after the first (0.9).
-        page_size: kept for compatibility, no effect: recall reads each
-            search in one exact read, without paging (default 100).
-        fetch_k: per-type recall size for indexed stores and vector stores
-            (default: every item for a LangGraph store; 20 for a vector store).
-        remember: register the ``remember`` tool (default True).
-        heading: the line above the injected memory.
-        episode_type / note_type: entry types of evicted turns and of notes.
-        total_tokens / total_entries: with ``pools="auto"``, the budgets
-            each call's task-aware plan shares out
-            ([`resolve_pools`][poolsplit_adapters.memory.resolve_pools]).
-        progressive: progressive loading (summaries first, full text for
-            the best entries while room remains or when the message asks
-            for detail); registers the ``expand_memory`` tool, which reads
-            only the namespaces this call may read.
-        embeddings: a LangChain ``Embeddings``: rank by embedding similarity
-            (an `EmbeddingScorer`
-            over it). Give it or ``scorer``, not both.
-        consolidator: the host's own chat model (``with_structured_output``
-            must work: a tool-calling model), a LlamaIndex LLM or a
-            `Decider`; default
-            None: no consolidation. After each agent run (``after_agent``)
-            the entries the turn wrote are consolidated with their nearest
-            stored neighbours in the background: ``update`` supersedes,
-            ``retire`` closes, ``noop`` records a repeat and closes it,
-            nothing is deleted and a correction is never touched. Held as
+        now: fixed reference time for scoring, for ``created`` stamps and
+            for the consolidator (default: the time of each call).
+        recall: what each model call recalls and how it ranks
+            ([`RecallConfig`][poolsplit_adapters.agent_config.RecallConfig]:
+            ``total_tokens``, ``total_entries``, ``fetch_k``,
+            ``chain_penalty``, ``scorer``, ``embeddings``, ``token_counter``).
+            Held, checked once, as [`settings`][] (`AgentMemorySettings`).
+        write: what is written ([`WriteConfig`][poolsplit_adapters.agent_config.WriteConfig]:
+            the ``remember`` tool, the ``write_gate``, the ``episode_type``
+            and ``note_type``, the background ``consolidator`` and its
+            ``consolidation_delay``). A consolidator is held as
             [`consolidation`][] (``drain()`` / ``await adrain()`` wait for
             it in tests and at shutdown; its ``runs`` report every run).
-            The store must be a LangGraph store or follow the store
-            contract's verbs (``StoreVerbs``: SQLite, vector-store memories).
-        consolidation_delay: seconds a thread must be quiet before its
-            consolidation runs (default 1.0): a burst of turns runs it once.
+        render: how memory is shown ([`RenderConfig`][poolsplit_adapters.agent_config.RenderConfig]:
+            the ``heading`` line, ``progressive`` loading, which registers
+            the ``expand_memory`` tool).
+
+    The flat keywords of 0.2 (``fetch_k=``, ``remember=``, ``heading=``,
+    ...) raise an `ArgumentError` (a ``TypeError``) naming the config object
+    that holds each now; ``page_size=`` is gone.
 
     ``pools="auto"`` detects the task type per model call from the last
     human message and ``goal``, ``action_type`` and ``phase`` in
@@ -360,12 +304,13 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         from langgraph.checkpoint.memory import InMemorySaver
         from langgraph.store.memory import InMemoryStore
         from poolsplit_adapters import Pool
-        from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+        from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig
 
         memory = PoolSplitMemoryMiddleware(
             [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 4, ("episode", "note"))],
             namespace=lambda rt: ("memories", rt.context["user_id"]),
             max_turns=6,
+            recall=RecallConfig(fetch_k=40),
         )
         agent = create_agent(model, tools, middleware=[memory],
                              checkpointer=InMemorySaver(), store=InMemoryStore())
@@ -389,72 +334,46 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         namespace: NamespaceSpec,
         store: Any = None,
         max_turns: int = 12,
-        write_gate: Optional[WriteGate] = None,
-        token_counter: Optional[TokenCounter] = None,
-        scorer: Optional[Scorer] = None,
         now: Optional[datetime.datetime] = None,
-        chain_penalty: float = 0.9,
-        page_size: int = 100,
-        fetch_k: Optional[int] = None,
-        remember: bool = True,
-        heading: str = DEFAULT_HEADING,
-        episode_type: str = "episode",
-        note_type: str = "note",
-        total_tokens: Optional[int] = None,
-        total_entries: Optional[int] = None,
-        progressive: bool = False,
-        embeddings: Any = None,
-        consolidator: Any = None,
-        consolidation_delay: float = 1.0,
+        recall: Optional[RecallConfig] = None,
+        write: Optional[WriteConfig] = None,
+        render: Optional[RenderConfig] = None,
+        **removed: Any,
     ) -> None:
+        owner = "PoolSplitMemoryMiddleware"
+        if removed:
+            raise removed_keyword_error(owner, removed)
+        recall = check_instance(recall, RecallConfig, "recall") or RecallConfig()
+        write = check_instance(write, WriteConfig, "write") or WriteConfig()
+        render = check_instance(render, RenderConfig, "render") or RenderConfig()
         AgentMiddleware.__init__(self)
         AgentMemory.__init__(
             self,
-            "PoolSplitMemoryMiddleware",
+            owner,
             max_turns=max_turns,
-            write_gate=write_gate,
-            heading=heading,
-            episode_type=episode_type,
-            note_type=note_type,
+            write_gate=write.write_gate,
+            heading=render.heading,
+            episode_type=write.episode_type,
+            note_type=write.note_type,
             pools=pools,
-            total_tokens=total_tokens,
-            total_entries=total_entries,
-            progressive=progressive,
-            embeddings=embeddings,
-            token_counter=token_counter,
-            scorer=scorer,
+            total_tokens=recall.total_tokens,
+            total_entries=recall.total_entries,
+            progressive=render.progressive,
+            embeddings=recall.embeddings,
+            token_counter=recall.token_counter,
+            scorer=recall.scorer,
             now=now,
-            chain_penalty=chain_penalty,
-            page_size=page_size,
-            fetch_k=fetch_k,
+            chain_penalty=recall.chain_penalty,
+            fetch_k=recall.fetch_k,
         )
         self._memory = RuntimeMemory("PoolSplitMemoryMiddleware", namespace, store, self.settings)
-        self._consolidating("PoolSplitMemoryMiddleware", consolidator, consolidation_delay, now)
-        self.tools: list[BaseTool] = []
-        if check_flag(remember, "remember"):
-            self.tools.append(
-                StructuredTool.from_function(
-                    func=self._remember,
-                    coroutine=self._aremember,
-                    name="remember",
-                    description=REMEMBER_DESCRIPTION,
-                    args_schema=RememberInput,
-                    infer_schema=False,
-                    handle_tool_error=True,
-                )
-            )
+        self._consolidating(owner, write.consolidator, write.consolidation_delay, now)
+        tools = MemoryTools(self, self._where)
+        #: The tools the agent's model is given: ``remember`` (``WriteConfig.remember``),
+        #: ``expand_memory`` (``RenderConfig.progressive``).
+        self.tools: list[BaseTool] = [tools.remember()] if check_flag(write.remember, "remember") else []
         if self.settings.progressive:
-            self.tools.append(
-                StructuredTool.from_function(
-                    func=self._expand,
-                    coroutine=self._aexpand,
-                    name=EXPAND_TOOL_NAME,
-                    description=EXPAND_TOOL_DESCRIPTION,
-                    args_schema=ExpandInput,
-                    infer_schema=False,
-                    handle_tool_error=True,
-                )
-            )
+            self.tools.append(tools.expand())
 
     @property
     def pools(self) -> Union[list[Pool], str]:
@@ -559,32 +478,6 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
             await adispatch_custom_event(SELECTION_EVENT, event, config=config)
         return ExtendedModelResponse(await handler(injected), Command(update=update) if update else None)
 
-    # -- the tools ------------------------------------------------------------------------
-
-    def _remember(
-        self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
-    ) -> Union[Command[Any], str]:
-        where, proposal = self._proposed(runtime, note, tags, scope)
-        settled = self._write(where, [proposal])
-        return self._remembered(runtime, settled)
-
-    async def _aremember(
-        self, runtime: ToolRuntime, note: str, tags: Optional[list[str]] = None, scope: Optional[str] = None
-    ) -> Union[Command[Any], str]:
-        where, proposal = self._proposed(runtime, note, tags, scope)
-        settled = await self._awrite(where, [proposal])
-        return self._remembered(runtime, settled)
-
-    def _expand(self, runtime: ToolRuntime, entry_id: str) -> str:
-        where = self._where(runtime)
-        with _told_to_the_model():
-            return self._full_text(where.source.get(where.chain, entry_id), entry_id)
-
-    async def _aexpand(self, runtime: ToolRuntime, entry_id: str) -> str:
-        where = self._where(runtime)
-        with _told_to_the_model():
-            return self._full_text(await where.source.aget(where.chain, entry_id), entry_id)
-
     # -- the translations the hooks share (the steps are AgentMemory's) -------------------
 
     def _where(self, runtime: Any) -> Where[Backend]:
@@ -660,31 +553,3 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         if block is None:
             return request, update, event
         return request.override(system_message=_with_memory(request.system_message, block)), update, event
-
-    def _proposed(
-        self, runtime: ToolRuntime, note: str, tags: Optional[list[str]], scope: Optional[str]
-    ) -> tuple[Where[Backend], Proposal]:
-        """Where the ``remember`` call writes, and its proposal (a refused
-        argument told to the model, `_told_to_the_model`)."""
-        where = self._where(runtime)
-        with _told_to_the_model():
-            return where, self._note(note, tags, scope, where)
-
-    def _remembered(self, runtime: ToolRuntime, settled: Sequence[Proposal]) -> Union[Command[Any], str]:
-        """The tool's answer, with the gate's report kept in the state for
-        the next selection event (the answer alone when the tool runs
-        outside an agent, without a tool call to answer)."""
-        answer = self._answer(settled[0])
-        if runtime.tool_call_id is None:
-            return answer
-        message = ToolMessage(answer, tool_call_id=runtime.tool_call_id, name="remember")
-        return Command(update={**self._written(settled), "messages": [message]})
-
-    @staticmethod
-    def _full_text(entry: Optional[Mapping[str, Any]], entry_id: str) -> str:
-        if entry is None:
-            raise ToolException(str(UnknownEntryError(entry_id)))
-        content = entry.get("content")
-        if not isinstance(content, str):
-            raise ToolException("memory %r has no text content" % entry_id)
-        return content

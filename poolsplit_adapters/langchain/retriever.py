@@ -91,8 +91,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     The selection settings (``pools``, ``k``, ``token_counter``, ``scorer``,
     ``visibility``, ``project``, ``now``) are those of
-    `AdapterSettings`; ``scope=`` is a
-    deprecated alias of ``visibility=``.
+    `AdapterSettings`.
 
     Per call, ``invoke(query, k=..., tags=[...], project=..., now=...,
     namespace=..., goal=..., action_type=..., phase=...)`` overrides the

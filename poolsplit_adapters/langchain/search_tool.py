@@ -16,8 +16,9 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from ..checks import ArgumentError, check_label, check_string
-from ..poolsplit import Pool, Scorer, TokenCounter
+from ..agent_config import RecallConfig, removed_keyword_error
+from ..checks import ArgumentError, check_instance, check_label, check_string
+from ..poolsplit import Pool
 from ..search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, asearch, check_query, search
 from ..settings import AgentMemorySettings
 from .runtime_memory import NamespaceSpec, RuntimeMemory
@@ -49,14 +50,9 @@ def create_search_memory_tool(
     store: Any = None,
     name: str = SEARCH_TOOL_NAME,
     description: str = SEARCH_TOOL_DESCRIPTION,
-    token_counter: Optional[TokenCounter] = None,
-    scorer: Optional[Scorer] = None,
-    embeddings: Any = None,
     now: Optional[datetime.datetime] = None,
-    chain_penalty: float = 0.9,
-    fetch_k: Optional[int] = None,
-    total_tokens: Optional[int] = None,
-    total_entries: Optional[int] = None,
+    recall: Optional[RecallConfig] = None,
+    **removed: Any,
 ) -> BaseTool:
     """A LangChain tool `search_memory(query)` for `create_agent(tools=[...])`.
 
@@ -82,10 +78,13 @@ def create_search_memory_tool(
             given to `create_agent(store=...)`).
         name, description: what the model sees (defaults:
             `search_memory` and a description that explains the why-not line).
-        token_counter, scorer, embeddings, now: how entries are counted and ranked, as for
-            [PoolSplitMemoryMiddleware][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware].
-        chain_penalty, fetch_k, total_tokens, total_entries: how the store is read and `"auto"` shares its
-            budget, as for the middleware.
+        now: fixed reference time for scoring (default: the time of each call).
+        recall: how the store is read, entries are counted and ranked and
+            `"auto"` shares its budget
+            ([RecallConfig][poolsplit_adapters.agent_config.RecallConfig], as for
+            [PoolSplitMemoryMiddleware][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware]).
+            The flat keywords of 0.2 (`fetch_k=`, `scorer=`, ...) raise an
+            `ArgumentError` naming it.
 
     Raises:
         ArgumentError: a bad argument, named (checked here, not on the first call).
@@ -106,17 +105,22 @@ def create_search_memory_tool(
 
         In an agent: `create_agent(model, tools=[tool], store=store, context_schema=...)`.
     """
+    if removed:
+        raise removed_keyword_error(
+            OWNER, removed, ("pools", "namespace", "store", "name", "description", "now", "recall")
+        )
+    recall = check_instance(recall, RecallConfig, "recall") or RecallConfig()
     settings = AgentMemorySettings.held_by(
         OWNER,
         pools=pools,
-        token_counter=token_counter,
-        scorer=scorer,
-        embeddings=embeddings,
+        token_counter=recall.token_counter,
+        scorer=recall.scorer,
+        embeddings=recall.embeddings,
         now=now,
-        chain_penalty=chain_penalty,
-        fetch_k=fetch_k,
-        total_tokens=total_tokens,
-        total_entries=total_entries,
+        chain_penalty=recall.chain_penalty,
+        fetch_k=recall.fetch_k,
+        total_tokens=recall.total_tokens,
+        total_entries=recall.total_entries,
     )
     searching = RuntimeMemory(OWNER, namespace, store, settings)
 

@@ -13,7 +13,6 @@ lines, the selection's event, the expand tool.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
@@ -56,8 +55,7 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
             candidate then passes, as the agent middleware's writes do
             (refuses empty, oversized and duplicate lines; stamps
             ``created``); default ``WriteGate()``. What it refused is
-            counted in ``gate_report``. (A callable on a message here
-            is the deprecated spelling of ``flush_filter``.)
+            counted in ``gate_report``.
         consolidator: the host's own model (a LangChain chat model, a
             LlamaIndex ``LLM`` or a
             `Decider`) to
@@ -69,8 +67,7 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
         **settings: the selection settings of
             `AdapterSettings`
             (``token_counter`` defaults to LlamaIndex's tokenizer, which is
-            ``Memory``'s default; ``scope=`` is a deprecated alias of
-            ``visibility=``; ``pools="auto"`` with ``total_tokens`` /
+            ``Memory``'s default; ``pools="auto"`` with ``total_tokens`` /
             ``total_entries`` and ``goal``/``action_type``/``phase``;
             ``progressive=True``, whose summaries the pooled block renders
             with ``layer="summary"`` and [`expand_tool`][] expands;
@@ -164,11 +161,6 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
             if self.flush_filter(m)
         ]
         return self._line_proposals(lines)
-
-    def remember(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
-        """Deprecated name of [`flush`][] (``remember`` is the agent's tool)."""
-        warnings.warn("PoolSplitMemoryStore.remember is deprecated: use flush", DeprecationWarning, stacklevel=2)
-        return self.flush(messages)
 
 
 def message_text(message: ChatMessage) -> str:

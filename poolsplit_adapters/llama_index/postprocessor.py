@@ -25,8 +25,7 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     earlier stage dropped them.
 
     Its selection settings are those of
-    `AdapterSettings` (``scope=`` is a
-    deprecated alias of ``visibility=``; ``token_counter`` defaults to
+    `AdapterSettings` (``token_counter`` defaults to
     LlamaIndex's tokenizer, the one ``Memory`` uses). Every call emits a
     [`PoolSplitSelectionEvent`][]; `last_selection` is the call
     that finished last (use

@@ -64,8 +64,7 @@ class PoolSplitRetriever(BaseRetriever):
             ``goal``/``action_type``/``phase``; ``progressive``;
             ``embeddings``, a LlamaIndex ``BaseEmbedding``) of
             `AdapterSettings`, held in
-            `settings`; ``scope=`` is a deprecated alias of
-            ``visibility=``.
+            `settings`.
 
     Every call emits a [`PoolSplitSelectionEvent`][]; a caller gets its
     own selection from [`retrieve_with_selection`][] (or

@@ -355,11 +355,6 @@ class EmbeddingScorer:
         model = self.model_id
         self.cache.put_many({content_key(text, model): array[row] for row, text in enumerate(texts)})
 
-    def remember(self, texts: Sequence[str], vectors: Sequence[Sequence[float]]) -> None:
-        """Deprecated name of [`fill_cache`][] (``remember`` is the agent's tool)."""
-        warnings.warn("EmbeddingScorer.remember is deprecated: use fill_cache", DeprecationWarning, stacklevel=2)
-        self.fill_cache(texts, vectors)
-
     #: Row norms for `score_matrix` (an index keeps them per row).
     norms_of = staticmethod(norms_of)
 

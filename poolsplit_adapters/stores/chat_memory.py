@@ -17,7 +17,6 @@ import collections
 import dataclasses
 import datetime
 import threading
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
@@ -144,14 +143,8 @@ class ChatMemoryEntries(StoreVerbs):
                 "store must be a MemoryStore (add, get, supersede, delete, entries, select, version), got %r" % (store,)
             )
         if write_gate is not None and not isinstance(write_gate, WriteGate):
-            if not callable(write_gate) or flush_filter is not None:
-                raise ArgumentError("write_gate must be a WriteGate, got %r" % (write_gate,))
-            warnings.warn(
-                "PoolSplitMemoryStore(write_gate=<predicate>) is deprecated: pass it as flush_filter=",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            flush_filter, write_gate = write_gate, None
+            hint = " (a message predicate is flush_filter= since 0.3)" if callable(write_gate) else ""
+            raise ArgumentError("write_gate must be a WriteGate, got %r%s" % (write_gate, hint))
         visibility = self.settings.visibility
         for link in visibility.chain if visibility is not None else ():
             # Flushed chat is written under the first: refused now, not on the

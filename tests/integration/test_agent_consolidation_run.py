@@ -19,7 +19,13 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import (
+    SELECTION_EVENT,
+    BaseStoreMemory,
+    PoolSplitMemoryMiddleware,
+    RecallConfig,
+    WriteConfig,
+)
 from poolsplit_adapters.poolsplit import default_token_counter
 
 NOW = datetime.datetime(2026, 7, 1, 8, 30)
@@ -79,10 +85,12 @@ def test_a_200_turn_run_loses_no_memory_and_retires_no_correction() -> None:
         POOLS,
         namespace=NS,
         max_turns=3,
-        token_counter=default_token_counter,
         now=NOW,
-        consolidator=consolidator(21),
-        consolidation_delay=60.0,  # only the drains below run it: bursts of 1-6 turns
+        recall=RecallConfig(token_counter=default_token_counter),
+        write=WriteConfig(
+            consolidator=consolidator(21),
+            consolidation_delay=60.0,  # only the drains below run it: bursts of 1-6 turns
+        ),
     )
     agent = scripted_agent(mw, store, model=ToolCallingFakeModel())
     context = {"user_id": "u1", "goal": "keep the release on track"}

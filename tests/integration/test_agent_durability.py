@@ -13,7 +13,7 @@ from agent_fakes import scripted_agent, thread
 from langgraph.store.sqlite import SqliteStore
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.poolsplit import default_token_counter
 
 HERE = pathlib.Path(__file__).resolve().parents[1]  # tests/: the shared helpers
@@ -28,13 +28,14 @@ SECOND_PROCESS = textwrap.dedent(
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.store.sqlite import SqliteStore
     from poolsplit_adapters import Pool
-    from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+    from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig
     from poolsplit_adapters.poolsplit import default_token_counter
 
     pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 8, ("episode", "note"))]
     with SqliteStore.from_conn_string({path!r}) as store:
         stored = BaseStoreMemory(store, ("memories", "u1")).entries()
-        mw = PoolSplitMemoryMiddleware(pools, namespace=("memories", "u1"), token_counter=default_token_counter)
+        mw = PoolSplitMemoryMiddleware(pools, namespace=("memories", "u1"),
+                                       recall=RecallConfig(token_counter=default_token_counter))
         model = ToolCallingFakeModel()
         agent = create_agent(model, tools=[lookup], middleware=[mw], checkpointer=InMemorySaver(), store=store,
                              context_schema=UserContext)
@@ -52,7 +53,7 @@ def test_a_second_process_sees_and_recalls_what_the_first_agent_wrote(tmp_path):
             {"id": "fix-1", "content": "Amounts in cents.", "type": "correction", "scope": "always"}
         )
         mw = PoolSplitMemoryMiddleware(
-            POOLS, namespace=("memories", "u1"), max_turns=2, token_counter=default_token_counter
+            POOLS, namespace=("memories", "u1"), max_turns=2, recall=RecallConfig(token_counter=default_token_counter)
         )
         agent = scripted_agent(mw, store)
         for text in [

@@ -32,10 +32,10 @@ PAGES = {
     "api/stores": ("poolsplit_adapters.stores", "SQLiteMemoryStore"),
     "api/relevance": ("poolsplit_adapters.relevance", "RelevanceScorer"),
 }
-# Exported but left out on purpose: the deprecated alias, the version string,
+# Exported but left out on purpose: the version string,
 # and the LlamaIndex re-exports of two names the LangChain page documents.
 LEFT_OUT = {
-    "poolsplit_adapters": {"Scope", "__version__"},
+    "poolsplit_adapters": {"__version__"},
     "poolsplit_adapters.llama_index": {"capture_selections", "SELECTION_KEY"},
 }
 # Rendered without being exported: the core's module (the algorithm) and its

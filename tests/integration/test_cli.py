@@ -13,8 +13,7 @@ import pytest
 from poolsplit_adapters import Pool
 from poolsplit_adapters.cli import main
 from poolsplit_adapters.demo import HOW_TO_READ
-from poolsplit_adapters.store import bundled_pools, bundled_store, load_store
-from poolsplit_adapters.stores import SQLiteMemoryStore
+from poolsplit_adapters.stores import SQLiteMemoryStore, bundled_pools, bundled_store, load_store
 
 STORE = str(bundled_store())
 POOLS = str(bundled_pools())

@@ -33,7 +33,7 @@ from prepared_seed import (
 )
 
 from poolsplit_adapters.index import MemoryIndex
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 from poolsplit_adapters.langchain.backends import backend_for
 from poolsplit_adapters.settings import ArgumentError
 from poolsplit_adapters.stores.langgraph.backends import Plan
@@ -56,7 +56,7 @@ async def _seeded(store: Any, **options: Any) -> Tuple[PoolSplitMemoryMiddleware
     middleware's backend over it (``options``: the middleware's)."""
     await _setup(store, True)
     await BaseStoreMemory(store, U1).aput_many(seed())
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, **options)
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False), **options)
     return middleware, backend_for(store, middleware.settings), Plan(list(POOLS))
 
 
@@ -73,7 +73,7 @@ async def test_the_next_async_turn_sees_what_another_connection_wrote(pg_databas
             await _setup(mine, counted)
             await BaseStoreMemory(mine, U1).aput_many(seed())
             model = ToolCallingFakeModel()
-            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
             agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=mine)
             await agent.ainvoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
             assert fixes_shown(model) == [("fix-%d" % n, "Correction %d." % n) for n in range(3)]
@@ -92,7 +92,7 @@ async def test_the_kept_async_selection_is_a_fresh_recalls_after_every_write(pg_
             await _setup(mine, counted)
             writer = BaseStoreMemory(other, U1)
             writer.put_many(seed())
-            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
             backend = backend_for(mine, middleware.settings)
             plan = Plan(list(POOLS))
             episode = {"id": "ep-1", "type": "episode", "content": "deploy episode"}
@@ -140,7 +140,9 @@ async def test_an_indexed_async_stores_ranked_recall_keeps_its_corrections_with_
             await ainstall_filter_index(mine)
             writer = BaseStoreMemory(other, U1)
             writer.put_many(seed())
-            middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=3)
+            middleware = PoolSplitMemoryMiddleware(
+                POOLS, namespace=U1, now=NOW, recall=RecallConfig(fetch_k=3), write=WriteConfig(remember=False)
+            )
             backend = backend_for(mine, middleware.settings)
             plan = Plan(list(POOLS))
             asked = record_abatch(mine)
@@ -182,7 +184,7 @@ async def test_an_async_writes_duplicate_check_reads_the_kept_index_not_the_stor
     async with AsyncPostgresStore.from_conn_string(pg_database.conninfo) as store:
         await _setup(store, True)
         await BaseStoreMemory(store, U1).aput_many(seed())
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
         backend = backend_for(store, middleware.settings)
         await backend.asnapshot([U1], CONTEXT, plan := Plan(list(POOLS)))
         asked = record_abatch(store)
@@ -211,7 +213,7 @@ async def test_concurrent_ranked_async_turns_never_wait_for_the_kept_corrections
     corrections' items were read there, and both waited forever)."""
     index = {"dims": 256, "embed": HashedNgramEmbeddings(), "fields": ["content"]}
     async with AsyncPostgresStore.from_conn_string(pg_database.conninfo, index=index) as store:
-        middleware, backend, plan = await _seeded(store, fetch_k=3)
+        middleware, backend, plan = await _seeded(store, recall=RecallConfig(fetch_k=3))
         with _fails_instead_of_hanging(90):
             for _ in range(10):
                 snaps = await asyncio.gather(*(backend.asnapshot([U1], CONTEXT, plan) for _ in range(12)))
@@ -239,7 +241,10 @@ async def test_more_concurrent_demoting_runs_than_default_executor_threads_all_f
         for u in range(users):
             await BaseStoreMemory(store, ("memories", "u%d" % u)).aput(fix(0, "Correction of user %d." % u))
         middleware = PoolSplitMemoryMiddleware(
-            POOLS, namespace=lambda runtime: ("memories", runtime.context["user_id"]), max_turns=1, remember=False
+            POOLS,
+            namespace=lambda runtime: ("memories", runtime.context["user_id"]),
+            max_turns=1,
+            write=WriteConfig(remember=False),
         )
 
         async def user(u: int) -> None:
@@ -295,7 +300,11 @@ async def test_an_async_agent_with_pools_auto_reads_the_stores_types_off_the_loo
         await _setup(store, True)
         await BaseStoreMemory(store, U1).aput_many(seed())
         middleware = PoolSplitMemoryMiddleware(
-            "auto", total_tokens=500, total_entries=10, namespace=U1, remember=False, now=NOW
+            "auto",
+            namespace=U1,
+            now=NOW,
+            recall=RecallConfig(total_tokens=500, total_entries=10),
+            write=WriteConfig(remember=False),
         )
         model = ToolCallingFakeModel()
         agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=store)

@@ -293,7 +293,7 @@ def test_the_middleware_over_postgres_store_loads_each_hostile_field_and_binds_i
     from langchain_core.messages import AIMessage
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+    from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, WriteConfig
     from poolsplit_adapters.render import parse_markers
 
     canary(pg_database)
@@ -305,7 +305,9 @@ def test_the_middleware_over_postgres_store_loads_each_hostile_field_and_binds_i
             seen.append(str(messages[0].content))
             return super()._generate(messages, *args, **kwargs)
 
-    middleware = PoolSplitMemoryMiddleware(pools(field), namespace=("memories", TENANT), remember=False, now=NOW)
+    middleware = PoolSplitMemoryMiddleware(
+        pools(field), namespace=("memories", TENANT), now=NOW, write=WriteConfig(remember=False)
+    )
     agent = create_agent(
         Model(messages=iter([AIMessage("ok"), AIMessage("ok")])),
         tools=[],

@@ -18,7 +18,7 @@ from pg_corpus import NOW, POOLS, QUERY, entries
 from pg_embeddings import DIMS, HashedNgramEmbeddings
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.poolsplit import default_token_counter
 
 PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
@@ -75,12 +75,13 @@ SECOND_PROCESS = textwrap.dedent(
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.store.postgres import PostgresStore
     from poolsplit_adapters import Pool
-    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig
     from poolsplit_adapters.poolsplit import default_token_counter
 
     pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 6, ("episode", "note"))]
     with PostgresStore.from_conn_string({conninfo!r}) as store:
-        mw = PoolSplitMemoryMiddleware(pools, namespace=("memories", "u1"), token_counter=default_token_counter)
+        mw = PoolSplitMemoryMiddleware(pools, namespace=("memories", "u1"),
+                                       recall=RecallConfig(token_counter=default_token_counter))
         model = ToolCallingFakeModel()
         agent = create_agent(model, tools=[lookup], middleware=[mw], checkpointer=InMemorySaver(), store=store,
                              context_schema=UserContext)
@@ -98,7 +99,9 @@ def test_the_agent_remembers_across_processes_with_postgres_store(pg_database):
         BaseStoreMemory(store, U1).put(
             {"id": "fix-1", "content": "Amounts in cents.", "type": "correction", "scope": "always"}
         )
-        mw = PoolSplitMemoryMiddleware(AGENT_POOLS, namespace=U1, max_turns=2, token_counter=default_token_counter)
+        mw = PoolSplitMemoryMiddleware(
+            AGENT_POOLS, namespace=U1, max_turns=2, recall=RecallConfig(token_counter=default_token_counter)
+        )
         agent = scripted_agent(mw, store)
         for text in ["goal: ship", "remember=The release checklist lives in the wiki", "deploy calls=2", "status"]:
             agent.invoke({"messages": [("user", text)]}, thread("first"))

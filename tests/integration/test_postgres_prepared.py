@@ -16,7 +16,7 @@ from langgraph.store.base import SearchOp
 from pg_embeddings import HashedNgramEmbeddings
 from prepared_seed import AFTER_OTHERS, NOW, POOLS, U1, assert_a_fresh_recalls, fix, fixes_shown, others_writes, seed
 
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 from poolsplit_adapters.langchain.backends import backend_for
 from poolsplit_adapters.stores.langgraph.backends import Plan
 from poolsplit_adapters.stores.langgraph.prepared import watermark
@@ -37,7 +37,7 @@ def _seeded_agent(store: Any, counted: bool) -> Any:
     _setup(store, counted)
     BaseStoreMemory(store, U1).put_many(seed())
     model = ToolCallingFakeModel()
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
     agent = create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=store)
     agent.invoke({"messages": [HumanMessage("deploy?")]}, thread("t1"))
     return model, agent
@@ -68,7 +68,7 @@ def test_the_kept_selection_is_a_fresh_recalls_after_every_write(pg_database: An
         _setup(mine, counted)
         writer = BaseStoreMemory(other, U1)
         writer.put_many(seed())
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
         backend = backend_for(mine, middleware.settings)
         plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
         writes = [
@@ -178,7 +178,7 @@ def test_the_middlewares_own_write_reads_only_its_keys_with_the_counter(pg_datab
     with PostgresStore.from_conn_string(pg_database.conninfo) as store:
         _setup(store, True)
         BaseStoreMemory(store, U1).put_many(seed())
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
         backend = backend_for(store, middleware.settings)
         plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
         snap = backend.snapshot([U1], context, plan)
@@ -206,7 +206,9 @@ def test_an_indexed_stores_ranked_recall_keeps_its_corrections_with_the_counter(
         _setup(mine, counted)
         writer = BaseStoreMemory(other, U1)
         writer.put_many(seed())
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=3)
+        middleware = PoolSplitMemoryMiddleware(
+            POOLS, namespace=U1, now=NOW, recall=RecallConfig(fetch_k=3), write=WriteConfig(remember=False)
+        )
         backend = backend_for(mine, middleware.settings)
         plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
         asked: List[Any] = []

@@ -18,7 +18,7 @@ from pg_embeddings import DIMS, hashed_ngrams
 from pg_server import Database
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 from poolsplit_adapters.stores.langgraph.postgres_store_search import (
     PostgresStoreSearch,
     RankedSearch,
@@ -336,7 +336,9 @@ def test_the_agent_sees_every_correction_and_the_nearest_notes_on_each_turn(load
     with connect(loaded) as conn:
         store = BatchCountingPostgresStore(conn, index=index_config(CountedEmbeddings()))
         store.ranked_ops = []
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, fetch_k=10)
+        middleware = PoolSplitMemoryMiddleware(
+            POOLS, namespace=U1, recall=RecallConfig(fetch_k=10), write=WriteConfig(remember=False)
+        )
         model = ToolCallingFakeModel()
         agent = scripted_agent(middleware, store, model=model)
         for text in (QUERY, "and the audit ledger?"):
@@ -461,7 +463,9 @@ def test_a_sync_recall_over_an_async_store_from_another_thread_waits_on_its_loop
 async def test_the_agent_over_an_async_store_sees_every_correction_and_the_nearest_notes(loaded: Database):
     async with AsyncBatchCounting.from_conn_string(loaded.conninfo, index=index_config(CountedEmbeddings())) as astore:
         astore.ranked_ops = []
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, fetch_k=10)
+        middleware = PoolSplitMemoryMiddleware(
+            POOLS, namespace=U1, recall=RecallConfig(fetch_k=10), write=WriteConfig(remember=False)
+        )
         model = ToolCallingFakeModel()
         agent = scripted_agent(middleware, astore, model=model)
         for text in (QUERY, "and the audit ledger?"):

@@ -15,7 +15,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import Memory
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.llama_index import poolsplit_memory_blocks
 from poolsplit_adapters.poolsplit import default_token_counter
 from poolsplit_adapters.render import parse_markers
@@ -48,7 +48,11 @@ def test_agent_middleware_writes_evicted_turns_to_the_sqlite_store_and_a_new_pro
         ]
     )
     mw = PoolSplitMemoryMiddleware(
-        POOLS, namespace=("memories", "u1"), store=store, max_turns=2, token_counter=default_token_counter
+        POOLS,
+        namespace=("memories", "u1"),
+        store=store,
+        max_turns=2,
+        recall=RecallConfig(token_counter=default_token_counter),
     )
     agent = scripted_agent(mw)
     for text in ["goal: ship", "remember=The release checklist lives in the wiki", "deploy calls=2", "status", "done"]:
@@ -63,14 +67,14 @@ def test_agent_middleware_writes_evicted_turns_to_the_sqlite_store_and_a_new_pro
         from langchain.agents import create_agent
         from langgraph.checkpoint.memory import InMemorySaver
         from poolsplit_adapters import Pool
-        from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+        from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig
         from poolsplit_adapters.poolsplit import default_token_counter
         from poolsplit_adapters.stores import SQLiteMemoryStore
 
         pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 8, ("episode", "note"))]
         store = SQLiteMemoryStore({path!r})
         mw = PoolSplitMemoryMiddleware(pools, namespace=("memories", "u1"), store=store,
-                                       token_counter=default_token_counter)
+                                       recall=RecallConfig(token_counter=default_token_counter))
         model = ToolCallingFakeModel()
         agent = create_agent(model, tools=[lookup], middleware=[mw], checkpointer=InMemorySaver(),
                              context_schema=UserContext)

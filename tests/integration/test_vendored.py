@@ -86,7 +86,11 @@ def test_the_spec_suite_passes_against_the_core_copied_alone(tmp_path: pathlib.P
     shutil.copy(core.__file__, tmp_path / "poolsplit.py")
     suite = (here / "unit" / "test_core_semantics.py").read_text()
     assert "from poolsplit_adapters import " in suite
-    (tmp_path / "test_spec.py").write_text(suite.replace("from poolsplit_adapters import ", "from poolsplit import "))
+    assert "import poolsplit_adapters.poolsplit as core" in suite
+    alone = suite.replace("from poolsplit_adapters import ", "from poolsplit import ")
+    (tmp_path / "test_spec.py").write_text(
+        alone.replace("import poolsplit_adapters.poolsplit as core", "import poolsplit as core")
+    )
     (tmp_path / "conftest.py").write_text("import datetime\n\nNOW = datetime.datetime(2026, 7, 7, 12, 0, 0)\n")
     probe = "import poolsplit, sys; assert poolsplit.__file__.startswith(sys.argv[1]); import pytest; sys.exit(pytest.main(sys.argv[2:]))"
     out = subprocess.run(

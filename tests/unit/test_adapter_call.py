@@ -17,7 +17,12 @@ import poolsplit_adapters.settings as settings_module
 from poolsplit_adapters import Pool, select
 from poolsplit_adapters.call import AdapterCall, cap
 from poolsplit_adapters.checks import ArgumentError
-from poolsplit_adapters.langchain import PoolSplitCompressor, PoolSplitMemoryMiddleware, PoolSplitRetriever
+from poolsplit_adapters.langchain import (
+    PoolSplitCompressor,
+    PoolSplitMemoryMiddleware,
+    PoolSplitRetriever,
+    RecallConfig,
+)
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore, PoolSplitNodePostprocessor
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
 from poolsplit_adapters.settings import AdapterSettings
@@ -61,7 +66,9 @@ def test_the_default_token_counter_is_the_frameworks_and_resolved_once():
     "build",
     [
         lambda **kw: PoolSplitCompressor(**kw),
-        lambda **kw: PoolSplitMemoryMiddleware(namespace=("memories", "u1"), store=[], **kw),
+        lambda pools, total_tokens=None: PoolSplitMemoryMiddleware(
+            pools, namespace=("memories", "u1"), store=[], recall=RecallConfig(total_tokens=total_tokens)
+        ),
         lambda **kw: PoolSplitMemoryStore([], **kw),
         lambda **kw: LlamaRetriever(nodes=[], **kw),
     ],

@@ -19,7 +19,13 @@ from langgraph.store.memory import InMemoryStore
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.checks import ArgumentError
-from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import (
+    SELECTION_EVENT,
+    BaseStoreMemory,
+    PoolSplitMemoryMiddleware,
+    RecallConfig,
+    WriteConfig,
+)
 from poolsplit_adapters.langchain.middleware import UNCONSOLIDATED_KEY
 from poolsplit_adapters.memory.write_gate import WriteGate
 from poolsplit_adapters.poolsplit import default_token_counter
@@ -75,11 +81,13 @@ def make(store: Any, decide: Any, *, delay: float = 60.0, checkpointer: Any = No
     mw = PoolSplitMemoryMiddleware(
         POOLS,
         namespace=lambda rt: ("memories", rt.context["user_id"]),
-        token_counter=default_token_counter,
         now=NOW,
-        consolidator=consolidator,
-        consolidation_delay=delay,
-        write_gate=WriteGate(standing=None),  # the consolidator alone links versions here
+        recall=RecallConfig(token_counter=default_token_counter),
+        write=WriteConfig(
+            consolidator=consolidator,
+            consolidation_delay=delay,
+            write_gate=WriteGate(standing=None),  # the consolidator alone links versions here
+        ),
     )
     agent = scripted_agent(mw, store, model=ToolCallingFakeModel(), checkpointer=checkpointer)
     return agent, mw, consolidator
@@ -99,7 +107,9 @@ def note_id(store: InMemoryStore, fragment: str) -> str:
 
 def test_off_by_default_nothing_waits_in_the_state_and_no_model_is_asked():
     store = seeded()
-    mw = PoolSplitMemoryMiddleware(POOLS, namespace=NS, token_counter=default_token_counter, now=NOW)
+    mw = PoolSplitMemoryMiddleware(
+        POOLS, namespace=NS, now=NOW, recall=RecallConfig(token_counter=default_token_counter)
+    )
     agent = scripted_agent(mw, store)
     state = agent.invoke(
         {"messages": [("user", "remember=The staging database is db-9 now.")]}, thread("t1"), context={"user_id": "u1"}
@@ -111,9 +121,11 @@ def test_a_consolidator_that_cannot_give_structured_output_is_refused_naming_the
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
     with pytest.raises(ArgumentError, match="consolidator"):
-        PoolSplitMemoryMiddleware(POOLS, namespace=NS, consolidator=GenericFakeChatModel(messages=iter(())))
+        PoolSplitMemoryMiddleware(
+            POOLS, namespace=NS, write=WriteConfig(consolidator=GenericFakeChatModel(messages=iter(())))
+        )
     with pytest.raises(ArgumentError, match="consolidator"):
-        PoolSplitMemoryMiddleware(POOLS, namespace=NS, consolidator="gpt-4")
+        PoolSplitMemoryMiddleware(POOLS, namespace=NS, write=WriteConfig(consolidator="gpt-4"))
 
 
 # -- each operation, applied through the store ---------------------------------------------
@@ -367,13 +379,15 @@ def test_the_embedded_sqlite_store_is_consolidated_from_the_background_thread(tm
         POOLS,
         namespace=NS,
         store=store,
-        token_counter=default_token_counter,
         now=NOW,
-        write_gate=WriteGate(standing=None),  # the consolidator alone links versions here
-        consolidator=PlanningFakeModel(
-            decide=lambda p: plan({"op": "update", "new": handle(p, "db-9"), "old": handle(p, "db-7")})
+        recall=RecallConfig(token_counter=default_token_counter),
+        write=WriteConfig(
+            write_gate=WriteGate(standing=None),  # the consolidator alone links versions here
+            consolidator=PlanningFakeModel(
+                decide=lambda p: plan({"op": "update", "new": handle(p, "db-9"), "old": handle(p, "db-7")})
+            ),
+            consolidation_delay=60.0,
         ),
-        consolidation_delay=60.0,
     )
     agent = scripted_agent(mw, None, model=ToolCallingFakeModel())
     say(agent, "remember=The staging database is db-9 now.")

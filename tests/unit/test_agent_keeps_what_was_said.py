@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime
 import sqlite3
-from typing import Any, Dict, Iterator, List
+from typing import Any, Dict, Iterator, List, Optional
 
 from agent_fakes import UserContext, markers, system_text, thread
 from hypothesis import HealthCheck, given, settings
@@ -21,7 +21,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 from pydantic import Field
 
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.memory.parts import split_text
 from poolsplit_adapters.poolsplit import default_token_counter
@@ -48,13 +48,28 @@ def by_user(rt: Any) -> Any:
     return ("memories", rt.context["user_id"])
 
 
-def run(backing: Any, users: List[str], answers: List[str], **kw: Any) -> tuple[Any, ScriptedAnswers, Any]:
+def run(
+    backing: Any,
+    users: List[str],
+    answers: List[str],
+    *,
+    total_tokens: int,
+    total_entries: int,
+    write_gate: Optional[WriteGate] = None,
+) -> tuple[Any, ScriptedAnswers, Any]:
     model = ScriptedAnswers(answers=answers)
-    options: Dict[str, Any] = {"namespace": by_user, "max_turns": 2, "token_counter": default_token_counter}
-    options.update(kw)
-    if isinstance(backing, SQLiteMemoryStore):
-        options["store"] = backing
-    mw = PoolSplitMemoryMiddleware(options.pop("pools", "auto"), remember=False, now=NOW, **options)
+    store = backing if isinstance(backing, SQLiteMemoryStore) else None
+    mw = PoolSplitMemoryMiddleware(
+        "auto",
+        namespace=by_user,
+        store=store,
+        max_turns=2,
+        now=NOW,
+        recall=RecallConfig(
+            token_counter=default_token_counter, total_tokens=total_tokens, total_entries=total_entries
+        ),
+        write=WriteConfig(remember=False, write_gate=write_gate),
+    )
     lg_store = None if isinstance(backing, SQLiteMemoryStore) else backing
     agent = create_agent(
         model, middleware=[mw], checkpointer=InMemorySaver(), store=lg_store, context_schema=UserContext
@@ -257,12 +272,10 @@ def test_a_part_cut_inside_the_models_or_a_tools_line_is_labelled_with_its_speak
     mw = PoolSplitMemoryMiddleware(
         "auto",
         namespace=by_user,
-        remember=False,
         max_turns=1,
         now=NOW,
-        write_gate=gate,
-        total_tokens=300,
-        total_entries=6,
+        recall=RecallConfig(total_tokens=300, total_entries=6),
+        write=WriteConfig(remember=False, write_gate=gate),
     )
     agent = create_agent(
         SpoofingModel(),
@@ -305,7 +318,14 @@ def test_a_message_of_only_an_image_leaves_the_working_set_as_a_line_naming_it_n
     legacy = {"type": "image_url", "image_url": {"url": "https://example.com/b.png"}}
     users: List[Any] = ["goal", HumanMessage(content=[image]), HumanMessage(content=[inline, legacy]), "a", "b"]
     model = ScriptedAnswers(answers=["ok %d" % n for n in range(5)])
-    mw = PoolSplitMemoryMiddleware("auto", namespace=by_user, remember=False, now=NOW, max_turns=1, **BUDGET)
+    mw = PoolSplitMemoryMiddleware(
+        "auto",
+        namespace=by_user,
+        now=NOW,
+        max_turns=1,
+        recall=RecallConfig(**BUDGET),
+        write=WriteConfig(remember=False),
+    )
     agent = create_agent(model, middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
     for message in users:
         agent.invoke({"messages": [message]}, thread("t"), context={"user_id": "u1"})

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 from typing import Any, Dict, List
 
 import pytest
@@ -23,9 +24,16 @@ from langgraph.store.memory import InMemoryStore
 from lc_helpers import Counter, WordHashEmbedding
 
 from poolsplit_adapters import Pool, select
-from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import (
+    SELECTION_EVENT,
+    BaseStoreMemory,
+    PoolSplitMemoryMiddleware,
+    RecallConfig,
+    RenderConfig,
+    WriteConfig,
+)
 from poolsplit_adapters.memory import WriteGate
-from poolsplit_adapters.poolsplit import default_token_counter
+from poolsplit_adapters.poolsplit import default_scorer, default_token_counter
 from poolsplit_adapters.render import explain, selection_dict
 from poolsplit_adapters.reports import capture_selections
 
@@ -39,7 +47,12 @@ def by_user(rt):
 
 
 def middleware(**kw) -> PoolSplitMemoryMiddleware:
-    options: Dict[str, Any] = {"namespace": by_user, "max_turns": 3, "token_counter": default_token_counter, "now": NOW}
+    options: Dict[str, Any] = {
+        "namespace": by_user,
+        "max_turns": 3,
+        "now": NOW,
+        "recall": RecallConfig(token_counter=default_token_counter),
+    }
     options.update(kw)
     return PoolSplitMemoryMiddleware(options.pop("pools", POOLS), **options)
 
@@ -166,7 +179,7 @@ def test_repeated_turns_over_an_unchanged_store_make_no_tokenizer_call():
         [{"content": "old episode %d" % i, "type": "episode"} for i in range(20)]
     )
     counter = Counter()
-    agent, model = agent_for(middleware(max_turns=100, token_counter=counter), store)
+    agent, model = agent_for(middleware(max_turns=100, recall=RecallConfig(token_counter=counter)), store)
     agent.invoke({"messages": [("user", "[u1] first calls=1")]}, thread("t"), context={"user_id": "u1"})
     assert counter.calls == 23
     for i in range(10):
@@ -239,7 +252,7 @@ def test_a_model_that_cannot_bind_tools_gets_an_error_naming_remember_false():
         agent.invoke({"messages": [("user", "[u1] hi")]}, thread("t"), context={"user_id": "u1"})
     quiet = create_agent(
         GenericFakeChatModel(messages=iter([AIMessage(content="ok")])),
-        middleware=[middleware(remember=False)],
+        middleware=[middleware(write=WriteConfig(remember=False))],
         store=InMemoryStore(),
         context_schema=UserContext,
     )
@@ -299,7 +312,7 @@ def test_a_pending_tool_call_is_never_evicted():
 
 def test_gate_refusals_are_counted_in_the_selection_event():
     store = InMemoryStore()
-    agent, _ = agent_for(middleware(max_turns=1, write_gate=WriteGate(max_chars=60)), store)
+    agent, _ = agent_for(middleware(max_turns=1, write=WriteConfig(write_gate=WriteGate(max_chars=60))), store)
     events(agent, "[u1] goal", "t")
     got = events(agent, "[u1] a short one", "t")
     assert got[0]["writes"] == {"written": 2, "refused": {}}  # 'user: [u1] goal', 'assistant: answer 1 ...'
@@ -527,16 +540,16 @@ def test_bad_runtime_values_fail_with_a_clear_message():
         ({"namespace": ("memories", "u.1")}, ValueError, "namespace"),
         ({"max_turns": 0}, ValueError, "max_turns"),
         ({"max_turns": 2.0}, ValueError, "max_turns"),
-        ({"write_gate": object()}, TypeError, "write_gate"),
+        ({"write": WriteConfig(write_gate=object())}, TypeError, "write_gate"),
         ({"store": {"not": "a store"}}, TypeError, "store must be"),
         ({"store": [{"content": "ok"}, "text"]}, ValueError, r"store\[1\]"),
         ({"page_size": 0}, ValueError, "page_size"),
-        ({"fetch_k": 0}, ValueError, "fetch_k"),
-        ({"chain_penalty": 1.5}, ValueError, "chain_penalty"),
+        ({"recall": RecallConfig(fetch_k=0)}, ValueError, "fetch_k"),
+        ({"recall": RecallConfig(chain_penalty=1.5)}, ValueError, "chain_penalty"),
         ({"now": "2026-01-01"}, TypeError, "now"),
-        ({"scorer": "lexical"}, TypeError, "scorer"),
-        ({"token_counter": 4}, TypeError, "token_counter"),
-        ({"episode_type": ""}, TypeError, "episode_type"),
+        ({"recall": RecallConfig(scorer="lexical")}, TypeError, "scorer"),
+        ({"recall": RecallConfig(token_counter=4)}, TypeError, "token_counter"),
+        ({"write": WriteConfig(episode_type="")}, TypeError, "episode_type"),
     ],
 )
 def test_bad_arguments_are_named(kwargs, error, message):
@@ -657,7 +670,7 @@ async def test_a_direct_call_outside_a_run_still_streams_and_a_run_around_it_is_
     # tell, and no error; a run around the call (here a RunnableLambda) gets
     # the event through its callbacks.
     fixes = [{"id": "fix", "content": "Amounts in cents.", "type": "correction", "scope": "always"}]
-    mw = middleware(store=[{**fixes[0], "namespace": "memories.u1"}], remember=False)
+    mw = middleware(store=[{**fixes[0], "namespace": "memories.u1"}], write=WriteConfig(remember=False))
     answer = ModelResponse(result=[AIMessage("ok")])
     streamed: List[Any] = []
     mw.wrap_model_call(_direct_request(mw, streamed), lambda _request: answer)
@@ -694,3 +707,49 @@ def test_last_selection_and_explain_are_the_last_selection_this_middleware_made(
     assert [c.entry["id"] for c in mw.last_selection.chosen] == ["u1-fix-0", "u1-fix-1"]
     assert mw.explain() == explain(mine[0])
     assert mw.explain().splitlines()[2].split()[:3] == ["fixes", "u1-fix-0", "correction"]
+
+
+@pytest.mark.parametrize(
+    "keyword, place",
+    [
+        ("fetch_k", "recall=RecallConfig(fetch_k=...)"),
+        ("token_counter", "recall=RecallConfig(token_counter=...)"),
+        ("remember", "write=WriteConfig(remember=...)"),
+        ("consolidation_delay", "write=WriteConfig(consolidation_delay=...)"),
+        ("heading", "render=RenderConfig(heading=...)"),
+        ("progressive", "render=RenderConfig(progressive=...)"),
+    ],
+)
+def test_a_flat_keyword_of_0_2_names_the_config_that_holds_it(keyword, place):
+    with pytest.raises(TypeError, match=re.escape("%s= is %s since 0.3" % (keyword, place))):
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, **{keyword: None})
+
+
+def test_removed_and_unknown_keywords_are_named():
+    with pytest.raises(TypeError, match=r"page_size= was removed in 0.3 \(it had no effect"):
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, page_size=100)
+    with pytest.raises(TypeError, match=r"fetchk= is not a keyword of PoolSplitMemoryMiddleware"):
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, fetchk=3)
+    with pytest.raises(TypeError, match="recall must be"):
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, recall={"fetch_k": 3})
+
+
+def test_the_config_objects_reach_the_settings_and_the_tools():
+    gate = WriteGate(max_chars=60)
+    mw = PoolSplitMemoryMiddleware(
+        POOLS,
+        namespace=by_user,
+        recall=RecallConfig(fetch_k=7, chain_penalty=0.5, scorer=default_scorer),
+        write=WriteConfig(remember=False, write_gate=gate, episode_type="turn", note_type="memo"),
+        render=RenderConfig(heading="Known:", progressive=True),
+    )
+    assert (mw.settings.fetch_k, mw.settings.chain_penalty, mw.settings.scorer) == (7, 0.5, default_scorer)
+    assert (mw.write_gate, mw.episode_type, mw.note_type, mw.heading) == (gate, "turn", "memo", "Known:")
+    assert [tool.name for tool in mw.tools] == ["expand_memory"]
+    defaults = PoolSplitMemoryMiddleware(POOLS, namespace=by_user)
+    assert (defaults.settings.fetch_k, defaults.settings.chain_penalty, defaults.settings.progressive) == (
+        None,
+        0.9,
+        False,
+    )
+    assert [tool.name for tool in defaults.tools] == ["remember"]

@@ -23,7 +23,7 @@ from langgraph.store.sqlite import SqliteStore
 from lc_helpers import WordHashEmbedding
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 from poolsplit_adapters.langchain.backends import backend_for
 from poolsplit_adapters.render import render_context, selection_dict
 from poolsplit_adapters.stores.langgraph.backends import Plan
@@ -73,7 +73,7 @@ class Stores:
 
 
 def _agent(store: BaseStore, model: ToolCallingFakeModel) -> Any:
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
     return create_agent(model, middleware=[middleware], checkpointer=InMemorySaver(), store=store)
 
 
@@ -116,7 +116,7 @@ def test_the_kept_selection_is_the_one_a_fresh_recall_makes_after_every_write(ki
     stores = Stores(kind, tmp_path)
     writer = BaseStoreMemory(stores.other, U1)
     writer.put_many(_seed())
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
     backend = backend_for(stores.agent, middleware.settings)
     plan = Plan(list(POOLS))
     writes = [
@@ -171,18 +171,18 @@ def test_a_version_is_the_same_for_two_middleware_objects_over_one_content(tmp_p
     plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
     versions = []
     for store in (stores.agent, stores.other):
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
         versions.append(backend_for(store, middleware.settings).snapshot([U1], context, plan).version)
     assert versions[0] == versions[1]
     BaseStoreMemory(stores.other, U1).put(_fix(1, "Korrection 1."))
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
     assert backend_for(stores.other, middleware.settings).snapshot([U1], context, plan).version != versions[0]
 
 
 def test_own_writes_are_read_by_key_and_any_other_write_still_shows(tmp_path):
     stores = Stores("sqlite", tmp_path)
     BaseStoreMemory(stores.agent, U1).put_many(_seed())
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
     backend = backend_for(stores.agent, middleware.settings)
     plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
 
@@ -214,7 +214,7 @@ def test_own_writes_are_read_by_key_and_any_other_write_still_shows(tmp_path):
 def test_a_noted_write_is_trusted_only_when_nothing_else_changed_in_between(tmp_path):
     stores = Stores("sqlite", tmp_path)
     BaseStoreMemory(stores.agent, U1).put_many(_seed())
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
     backend = backend_for(stores.agent, middleware.settings)
     plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
     prepared = backend.snapshot([U1], context, plan).prepared
@@ -249,7 +249,7 @@ def test_after_any_writes_the_kept_selection_is_a_fresh_recalls(ops, kind):
     with tempfile.TemporaryDirectory() as folder:
         stores = Stores(kind, pathlib.Path(folder))
         BaseStoreMemory(stores.agent, U1).put_many(_seed()[:8])
-        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW)
+        middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, now=NOW, write=WriteConfig(remember=False))
         backend = backend_for(stores.agent, middleware.settings)
         plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
         other = BaseStoreMemory(stores.other, U1)
@@ -304,7 +304,9 @@ def test_a_ranked_recall_takes_its_corrections_from_the_kept_index_and_selects_a
     store = Recording(index=INDEX)
     writer = BaseStoreMemory(store, U1)
     writer.put_many(_seed())
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=2)
+    middleware = PoolSplitMemoryMiddleware(
+        POOLS, namespace=U1, now=NOW, recall=RecallConfig(fetch_k=2), write=WriteConfig(remember=False)
+    )
     backend = backend_for(store, middleware.settings)
     plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
     writes = [
@@ -334,7 +336,9 @@ def test_a_ranked_recall_takes_its_corrections_from_the_kept_index_and_selects_a
 async def test_the_async_ranked_recall_takes_the_kept_corrections_too():
     store = Recording(index=INDEX)
     BaseStoreMemory(store, U1).put_many(_seed())
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=U1, remember=False, now=NOW, fetch_k=2)
+    middleware = PoolSplitMemoryMiddleware(
+        POOLS, namespace=U1, now=NOW, recall=RecallConfig(fetch_k=2), write=WriteConfig(remember=False)
+    )
     backend = backend_for(store, middleware.settings)
     plan, context = Plan(list(POOLS)), {"message": "deploy", "tags": [], "project": None}
     await backend.asnapshot([U1], context, plan)

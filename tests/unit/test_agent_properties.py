@@ -16,7 +16,7 @@ from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.memory import View, split_turns
 from poolsplit_adapters.poolsplit import default_token_counter
 
@@ -64,7 +64,10 @@ def test_random_conversations_keep_calls_whole_bound_the_state_and_write_before_
     saver = InMemorySaver()
     store = WitnessStore(saver)
     mw = PoolSplitMemoryMiddleware(
-        POOLS, namespace=("memories", "u1"), max_turns=max_turns, token_counter=default_token_counter
+        POOLS,
+        namespace=("memories", "u1"),
+        max_turns=max_turns,
+        recall=RecallConfig(token_counter=default_token_counter),
     )
     agent = scripted_agent(mw, store, checkpointer=saver)
     context: Dict[str, str] = {"user_id": "u1", **({"goal": "finish the release"} if goal else {})}

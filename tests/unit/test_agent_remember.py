@@ -10,7 +10,13 @@ from langchain_core.messages import ToolMessage
 from langgraph.store.memory import InMemoryStore
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import (
+    SELECTION_EVENT,
+    BaseStoreMemory,
+    PoolSplitMemoryMiddleware,
+    RecallConfig,
+    WriteConfig,
+)
 from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.poolsplit import default_token_counter
 
@@ -22,9 +28,9 @@ def make(store, **kw):
     mw = PoolSplitMemoryMiddleware(
         POOLS,
         namespace=lambda rt: ("memories", rt.context["user_id"]),
-        token_counter=default_token_counter,
         now=NOW,
         **kw,
+        recall=RecallConfig(token_counter=default_token_counter),
     )
     model = ToolCallingFakeModel()
     agent = scripted_agent(mw, store, model=model)
@@ -122,7 +128,7 @@ def test_a_note_whose_content_key_a_host_correction_holds_is_refused_and_the_run
 
 def test_empty_and_oversized_notes_are_refused():
     store = InMemoryStore()
-    agent, _, _ = make(store, write_gate=WriteGate(max_chars=20))
+    agent, _, _ = make(store, write=WriteConfig(write_gate=WriteGate(max_chars=20)))
     empty, _ = say(agent, "remember=   ")
     long, _ = say(agent, "remember=" + "x" * 21)
     fits, _ = say(agent, "remember=" + "y" * 20)
@@ -155,7 +161,7 @@ async def test_remember_works_on_the_async_path():
 
 def test_the_tool_can_be_left_out():
     _, _, with_tool = make(InMemoryStore())
-    _, _, without = make(InMemoryStore(), remember=False)
+    _, _, without = make(InMemoryStore(), write=WriteConfig(remember=False))
     assert [t.name for t in with_tool.tools] == ["remember"] and without.tools == []
     schema = with_tool.tools[0].tool_call_schema.model_json_schema()
     assert set(schema["properties"]) == {"note", "tags", "scope"}  # runtime is injected, never shown

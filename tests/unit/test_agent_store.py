@@ -103,7 +103,7 @@ def test_pools_that_can_hold_only_corrections_recall_no_type():
 
 def test_each_op_reads_past_search_limit_in_one_exact_query():
     store = RecordingStore()
-    memory = BaseStoreMemory(store, U1, token_counter=Counter(), page_size=40)
+    memory = BaseStoreMemory(store, U1, token_counter=Counter())
     memory.put_many([{"id": "ep-%03d" % i, "content": "episode %d" % i, "type": "episode"} for i in range(250)])
     assert len(store.search(U1)) == 10  # what a plain search returns
     store.batches.clear()
@@ -116,7 +116,7 @@ def test_each_op_reads_past_search_limit_in_one_exact_query():
 
 
 def test_a_rare_type_is_recalled_whatever_the_flood():
-    memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=Counter(), page_size=50)
+    memory = BaseStoreMemory(InMemoryStore(), U1, token_counter=Counter())
     memory.put_many([{"content": "note %d about deploys" % i, "type": "note", "base_priority": 9} for i in range(300)])
     memory.put({"id": "skill-1", "content": "bisect a regression", "type": "skill", "base_priority": 1})
     pools = [Pool("notes", 200, 5, ("note",)), Pool("skills", 100, 1, ("skill",))]
@@ -240,9 +240,11 @@ def test_bad_namespaces_are_named(namespace, message):
 def test_bad_arguments_are_named():
     with pytest.raises(TypeError, match="BaseStore"):
         BaseStoreMemory({}, U1)
-    for name in ("page_size", "cache_size", "fetch_k"):
+    for name in ("cache_size", "fetch_k"):
         with pytest.raises(ValueError, match=name):
             BaseStoreMemory(InMemoryStore(), U1, **{name: 0})
+    with pytest.raises(TypeError, match="page_size"):  # removed in 0.3 (it had no effect)
+        BaseStoreMemory(InMemoryStore(), U1, page_size=50)
 
 
 def test_an_indexed_store_gets_the_query_and_fetch_k_per_type():

@@ -18,7 +18,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import SELECTION_EVENT, BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.poolsplit import default_token_counter
 from poolsplit_adapters.reports import capture_selections
 
@@ -32,8 +32,8 @@ def middleware() -> PoolSplitMemoryMiddleware:
         POOLS,
         namespace=lambda rt: ("memories", rt.context["user_id"]),
         max_turns=2,
-        token_counter=default_token_counter,
         now=NOW,
+        recall=RecallConfig(token_counter=default_token_counter),
     )
 
 

@@ -26,7 +26,7 @@ from llama_index.core.memory import Memory
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from poolsplit_adapters import Pool, Selection
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitCompressor, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitCompressor, PoolSplitMemoryMiddleware, WriteConfig
 from poolsplit_adapters.langchain import PoolSplitRetriever as LangChainRetriever
 from poolsplit_adapters.llama_index import PoolSplitNodePostprocessor, nodes_from, poolsplit_memory_blocks
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaIndexRetriever
@@ -148,7 +148,9 @@ def test_llama_index_paths_send_events_without_reading_rows(row_reads):
 def test_middleware_model_call_streams_its_event_without_reading_rows(row_reads):
     store = InMemoryStore()
     BaseStoreMemory(store, ("memories", "u1")).put_many(_entries())
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "u1"), remember=False, now=NOW)
+    middleware = PoolSplitMemoryMiddleware(
+        POOLS, namespace=("memories", "u1"), now=NOW, write=WriteConfig(remember=False)
+    )
     agent = create_agent(ToolCallingFakeModel(), middleware=[middleware], checkpointer=InMemorySaver(), store=store)
     with capture_selections() as mine:
         chunks = list(agent.stream({"messages": [HumanMessage(QUERY)]}, thread("rows"), stream_mode="custom"))

@@ -24,6 +24,7 @@ from poolsplit_adapters.langchain import (
     PoolSplitCompressor,
     PoolSplitMemoryMiddleware,
     PoolSplitRetriever,
+    WriteConfig,
 )
 from poolsplit_adapters.langchain.vector_memory import entry_to_document
 from poolsplit_adapters.llama_index import PoolSplitNodePostprocessor, poolsplit_memory_blocks
@@ -86,7 +87,9 @@ def _langchain_compressor() -> Any:
 def _middleware() -> Any:
     store = InMemoryStore()
     BaseStoreMemory(store, ("memories", "u1")).put_many(ENTRIES)
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "u1"), remember=False, now=NOW)
+    middleware = PoolSplitMemoryMiddleware(
+        POOLS, namespace=("memories", "u1"), now=NOW, write=WriteConfig(remember=False)
+    )
     scripted_agent(middleware, store, model=ToolCallingFakeModel()).invoke(
         {"messages": [("user", QUERY)]}, thread("t1")
     )

@@ -39,7 +39,13 @@ from pydantic import PrivateAttr
 
 from poolsplit_adapters import MemoryIndex, Pool, default_scorer, select
 from poolsplit_adapters.defaults import FUSED_FEEDBACK, FUSED_LEXICAL_WEIGHT, hybrid_scorer
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, PoolSplitRetriever
+from poolsplit_adapters.langchain import (
+    BaseStoreMemory,
+    PoolSplitMemoryMiddleware,
+    PoolSplitRetriever,
+    RecallConfig,
+    WriteConfig,
+)
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
 from poolsplit_adapters.llama_index import poolsplit_memory_blocks
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
@@ -244,7 +250,9 @@ def test_middleware_over_an_indexed_store_fuses_the_store_scores() -> None:
     embeddings = TableEmbeddings()
     store = _indexed_store(embeddings)
     embeddings.queries = 0
-    middleware = PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "u1"), now=NOW, remember=False)
+    middleware = PoolSplitMemoryMiddleware(
+        POOLS, namespace=("memories", "u1"), now=NOW, write=WriteConfig(remember=False)
+    )
     assert _order(_agent_selection(middleware, store, QUERY)) == FUSED_ORDER
     assert embeddings.queries == 1  # the store's index embeds the query once for the turn's searches
 
@@ -257,7 +265,11 @@ def test_middleware_auto_plans_for_the_store_types() -> None:
     ]
     store.batch([PutOp(("memories", "u1"), e["id"], {k: v for k, v in e.items() if k != "id"}) for e in typed])
     middleware = PoolSplitMemoryMiddleware(
-        "auto", namespace=("memories", "u1"), now=NOW, remember=False, total_tokens=400, total_entries=10
+        "auto",
+        namespace=("memories", "u1"),
+        now=NOW,
+        recall=RecallConfig(total_tokens=400, total_entries=10),
+        write=WriteConfig(remember=False),
     )
     selection = _agent_selection(middleware, store, "what is the dog's name?")
     # The budget shared between the two types the store holds (not 10% for

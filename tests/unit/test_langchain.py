@@ -476,19 +476,19 @@ def test_per_call_arguments_are_checked_and_named():
     assert [d.id for d in retriever.invoke(QUERY, tags=["ops"], k=1)] == FIXES + ["note-000"]
 
 
-def test_scope_keyword_is_a_deprecated_alias_that_still_filters():
+def test_the_scope_keyword_removed_in_0_3_is_refused_naming_visibility():
     docs = [
         Document("a memory", id="a", metadata={"namespace": "A"}),
         Document("b memory", id="b", metadata={"namespace": "B"}),
     ]
-    with pytest.warns(DeprecationWarning, match=r"PoolSplitRetriever\(scope=...\) is deprecated; use visibility="):
-        retriever = PoolSplitRetriever(documents=docs, pools=POOLS, scope=Visibility(namespace="A"), now=NOW)
-    assert [d.id for d in retriever.invoke("memory")] == ["a"]
-    with pytest.warns(DeprecationWarning, match=r"PoolSplitCompressor\(scope=...\)"):
-        compressor = PoolSplitCompressor(pools=POOLS, scope=Visibility(namespace="B"), now=NOW)
-    assert [d.id for d in compressor.compress_documents(docs, "memory")] == ["b"]
-    with pytest.raises(TypeError, match="give visibility= only"), pytest.warns(DeprecationWarning):
+    with pytest.raises(TypeError, match=r"PoolSplitRetriever: scope= was removed in 0.3; use visibility="):
+        PoolSplitRetriever(documents=docs, pools=POOLS, scope=Visibility(namespace="A"), now=NOW)
+    with pytest.raises(TypeError, match=r"PoolSplitCompressor: scope= was removed in 0.3; use visibility="):
         PoolSplitCompressor(pools=POOLS, scope=Visibility(namespace="B"), visibility=Visibility(namespace="A"))
+    retriever = PoolSplitRetriever(documents=docs, pools=POOLS, visibility=Visibility(namespace="A"), now=NOW)
+    assert [d.id for d in retriever.invoke("memory")] == ["a"]
+    compressor = PoolSplitCompressor(pools=POOLS, visibility=Visibility(namespace="B"), now=NOW)
+    assert [d.id for d in compressor.compress_documents(docs, "memory")] == ["b"]
 
 
 def test_report_explains_budget_cuts():

@@ -20,7 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage
 
 from poolsplit_adapters import Pool, Visibility
 from poolsplit_adapters.cli import main
-from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore
 from poolsplit_adapters.memory import UnknownEntryError
@@ -172,8 +172,8 @@ def _middleware() -> PoolSplitMemoryMiddleware:
         POOLS,
         namespace=lambda rt: U1,
         max_turns=1,
-        token_counter=default_token_counter,
         now=datetime.datetime(2026, 7, 1, 8, 30),
+        recall=RecallConfig(token_counter=default_token_counter),
     )
 
 
@@ -192,7 +192,9 @@ def test_the_same_episode_demoted_by_two_threads_is_stored_once_with_both_source
 
 def test_remember_reports_a_near_repeat_as_a_duplicate_of_the_kept_note():
     store = InMemoryStore()
-    mw = PoolSplitMemoryMiddleware(POOLS, namespace=lambda rt: U1, token_counter=default_token_counter, now=NOW)
+    mw = PoolSplitMemoryMiddleware(
+        POOLS, namespace=lambda rt: U1, now=NOW, recall=RecallConfig(token_counter=default_token_counter)
+    )
     agent = scripted_agent(mw, store, model=ToolCallingFakeModel())
     answers, writes = [], []
     turns = [

@@ -785,19 +785,20 @@ def test_tags_and_other_arguments_are_checked_and_named():
     assert {d.reason for d in selection.dropped} == {Reason.NAMESPACE}
 
 
-def test_scope_keyword_is_a_deprecated_alias_in_every_llama_index_class():
+def test_the_scope_keyword_removed_in_0_3_is_refused_by_every_llama_index_class():
     nodes = [TextNode(text="a memory", id_="a", metadata={"namespace": "A"}), TextNode(text="b memory", id_="b")]
-    with pytest.warns(DeprecationWarning, match=r"PoolSplitRetriever\(scope=...\) is deprecated"):
-        retriever = PoolSplitRetriever(POOLS, nodes, now=NOW, scope=Visibility(namespace="A"))
-    assert [n.node.node_id for n in retriever.retrieve("memory")] == ["a"]
-    with pytest.warns(DeprecationWarning, match=r"PoolSplitNodePostprocessor\(scope=...\) is deprecated"):
-        post = PoolSplitNodePostprocessor(pools=POOLS, now=NOW, scope=Visibility(namespace="A"))
-    assert [n.node.node_id for n in post.postprocess_nodes([NodeWithScore(node=n) for n in nodes])] == ["a"]
-    with pytest.warns(DeprecationWarning, match=r"PoolSplitMemoryStore\(scope=...\) is deprecated"):
-        store = PoolSplitMemoryStore(
+    with pytest.raises(TypeError, match=r"PoolSplitRetriever: scope= was removed in 0.3; use visibility="):
+        PoolSplitRetriever(POOLS, nodes, now=NOW, scope=Visibility(namespace="A"))
+    with pytest.raises(TypeError, match=r"PoolSplitNodePostprocessor: scope= was removed in 0.3; use visibility="):
+        PoolSplitNodePostprocessor(pools=POOLS, now=NOW, scope=Visibility(namespace="A"))
+    with pytest.raises(TypeError, match=r"PoolSplitMemoryStore: scope= was removed in 0.3; use visibility="):
+        PoolSplitMemoryStore(
             [{"id": "a", "content": "a memory", "namespace": "A"}], POOLS, scope=Visibility(namespace="A")
         )
-    assert store.settings.visibility == Visibility(namespace="A")
+    retriever = PoolSplitRetriever(POOLS, nodes, now=NOW, visibility=Visibility(namespace="A"))
+    assert [n.node.node_id for n in retriever.retrieve("memory")] == ["a"]
+    post = PoolSplitNodePostprocessor(pools=POOLS, now=NOW, visibility=Visibility(namespace="A"))
+    assert [n.node.node_id for n in post.postprocess_nodes([NodeWithScore(node=n) for n in nodes])] == ["a"]
 
 
 def test_the_postprocessor_keeps_the_score_each_node_came_with():

@@ -22,7 +22,7 @@ from agent_fakes import ToolCallingFakeModel, scripted_agent, thread
 import poolsplit_adapters
 from poolsplit_adapters import Pool, Visibility, select
 from poolsplit_adapters.checks import ArgumentError
-from poolsplit_adapters.langchain import SELECTION_EVENT, PoolSplitMemoryMiddleware, namespace_label
+from poolsplit_adapters.langchain import SELECTION_EVENT, PoolSplitMemoryMiddleware, RecallConfig, namespace_label
 from poolsplit_adapters.poolsplit import default_token_counter
 from poolsplit_adapters.render import always_outside_namespace, explain
 from poolsplit_adapters.reports import event_payload
@@ -111,7 +111,12 @@ def test_the_agent_loads_a_correction_stored_under_namespace_label_and_counts_on
     store = SQLiteMemoryStore(tmp_path / "memory.db")
     store.add([fix("ours", namespace_label(ANA)), fix("typo", "ana")])
     middleware = PoolSplitMemoryMiddleware(
-        POOLS, namespace=ANA, store=store, token_counter=default_token_counter, now=NOW, max_turns=1
+        POOLS,
+        namespace=ANA,
+        store=store,
+        now=NOW,
+        max_turns=1,
+        recall=RecallConfig(token_counter=default_token_counter),
     )
     agent = scripted_agent(middleware, model=ToolCallingFakeModel())
     for text in ("first", "second"):

@@ -35,6 +35,7 @@ from poolsplit_adapters.langchain import (
     PoolSplitCompressor,
     PoolSplitMemoryMiddleware,
     PoolSplitRetriever,
+    WriteConfig,
 )
 from poolsplit_adapters.llama_index import PoolSplitNodePostprocessor, nodes_from, poolsplit_memory_blocks
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
@@ -109,7 +110,9 @@ def test_a_middleware_model_call_runs_the_core_fill():
     memory = BaseStoreMemory(store, ("memories", "u1"))
     for entry in ENTRIES:
         memory.put(dict(entry))
-    mw = PoolSplitMemoryMiddleware(POOLS, store=store, namespace=("memories", "u1"), now=NOW, remember=False)
+    mw = PoolSplitMemoryMiddleware(
+        POOLS, store=store, namespace=("memories", "u1"), now=NOW, write=WriteConfig(remember=False)
+    )
     streamed: list[Any] = []
     messages = [HumanMessage("refund rounding?", id="m-1")]
     runtime = Runtime(context=None, stream_writer=streamed.append)

@@ -27,7 +27,7 @@ from poolsplit_adapters.memory.progressive import (
     wants_detail,
 )
 from poolsplit_adapters.render import marker, parse_markers, render_context
-from poolsplit_adapters.store import load_pools, load_store
+from poolsplit_adapters.stores import load_pools, load_store
 
 S, T, F = Layer.SUMMARY, Layer.TIMELINE, Layer.FULL
 

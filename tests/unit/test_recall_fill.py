@@ -406,7 +406,7 @@ def test_the_middleware_over_a_vector_store_embeds_the_query_once_per_selection(
     from langchain.agents import create_agent
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig
 
     embeddings = CountingEmbeddings()
     store = lc_store(embeddings, namespace="memories.u1")
@@ -414,10 +414,9 @@ def test_the_middleware_over_a_vector_store_embeds_the_query_once_per_selection(
         plan(300),
         store=store,
         namespace=lambda runtime: ("memories", runtime.context["user_id"]),
-        embeddings=embeddings,
-        token_counter=words,
         now=NOW,
         max_turns=3,
+        recall=RecallConfig(embeddings=embeddings, token_counter=words),
     )
     agent = create_agent(
         ToolCallingFakeModel(),
@@ -446,7 +445,7 @@ def test_the_middleware_over_an_indexed_langgraph_store_embeds_the_query_once_wi
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.store.memory import InMemoryStore
 
-    from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware
+    from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 
     embeddings = CountingEmbeddings()
     store = InMemoryStore(index={"dims": len(embeddings.embed_documents(["x"])[0]), "embed": embeddings})
@@ -457,7 +456,11 @@ def test_the_middleware_over_an_indexed_langgraph_store_embeds_the_query_once_wi
     )
     pools = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 300, 4, ("episode", "note"))]
     middleware = PoolSplitMemoryMiddleware(
-        pools, namespace=ns, remember=False, fetch_k=fetch_k, embeddings=embeddings, max_turns=50
+        pools,
+        namespace=ns,
+        max_turns=50,
+        recall=RecallConfig(fetch_k=fetch_k, embeddings=embeddings),
+        write=WriteConfig(remember=False),
     )
     agent = create_agent(ToolCallingFakeModel(), middleware=[middleware], checkpointer=InMemorySaver(), store=store)
     for i in range(2):

@@ -113,10 +113,7 @@ def test_require_source_drops_unsourced_entries_with_a_reason():
 
 
 def test_scope_argument_errors():
-    with (
-        pytest.raises(TypeError, match="give visibility= only"),
-        pytest.warns(DeprecationWarning, match="scope= keyword"),
-    ):
+    with pytest.raises(TypeError, match="scope"):  # 0.1's name of visibility=, removed in 0.3
         select(STORE, ALL, visibility=Visibility(namespace="A"), scope=Visibility(namespace="B"))
     with pytest.raises(TypeError, match="visibility must be a Visibility"):
         select(STORE, ALL, visibility="A")

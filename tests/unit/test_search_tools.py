@@ -13,6 +13,7 @@ from typing import Any, Iterator, List
 
 import pytest
 from langchain.agents import create_agent
+from langchain.tools import ToolRuntime
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
@@ -25,9 +26,10 @@ from pydantic import Field
 
 from poolsplit_adapters import Pool, Visibility
 from poolsplit_adapters.checks import ArgumentError
-from poolsplit_adapters.langchain import BaseStoreMemory, create_search_memory_tool
+from poolsplit_adapters.langchain import BaseStoreMemory, RecallConfig, create_search_memory_tool
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore, poolsplit_memory_blocks
 from poolsplit_adapters.llama_index import create_search_memory_tool as llama_search_tool
+from poolsplit_adapters.poolsplit import default_scorer
 from poolsplit_adapters.render import parse_markers
 from poolsplit_adapters.reports import capture_selections
 from poolsplit_adapters.search_tool import NOTHING_SELECTED, SEARCH_TOOL_NAME, answer
@@ -186,6 +188,29 @@ def test_search_tool_arguments_are_checked_by_name():
         create_search_memory_tool("notes", namespace=("memories", "ana"))
     with pytest.raises(ValueError, match="namespace"):
         create_search_memory_tool(POOLS, namespace=("memories", ""))
+
+
+def test_search_tool_takes_the_middlewares_recall_config_and_names_it_for_a_flat_keyword():
+    entries = [
+        {"id": "n1", "type": "note", "namespace": "memories.ana", "content": "Refunds are rounded in cents."},
+        {"id": "n2", "type": "note", "namespace": "memories.ana", "content": "Deploys happen on Tuesdays."},
+    ]
+    scored: List[str] = []
+
+    def scorer(entry: Any, context: Any, *, now: Any = None) -> float:
+        scored.append(entry["id"])
+        return default_scorer(entry, context, now=now)
+
+    tool = create_search_memory_tool(
+        POOLS, namespace=("memories", "ana"), store=entries, now=NOW, recall=RecallConfig(scorer=scorer)
+    )
+    runtime = ToolRuntime(state={}, context={}, config={}, stream_writer=print, tool_call_id=None, store=None)
+    assert "Refunds are rounded in cents." in tool.invoke({"query": "refunds", "runtime": runtime})
+    assert sorted(set(scored)) == ["n1", "n2"]  # the config's scorer ranked the candidates
+    with pytest.raises(TypeError, match=r"scorer= is recall=RecallConfig\(scorer=...\) since 0.3"):
+        create_search_memory_tool(POOLS, namespace=("memories", "ana"), scorer=default_scorer)
+    with pytest.raises(TypeError, match=r"remember= is not a keyword of create_search_memory_tool"):
+        create_search_memory_tool(POOLS, namespace=("memories", "ana"), remember=False)
 
 
 def test_search_tool_without_a_store_or_namespace_says_so():

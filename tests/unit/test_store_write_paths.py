@@ -84,14 +84,13 @@ def test_a_flushed_user_line_gives_its_instructions_and_preferences_entries_of_t
     ]
 
 
-def test_a_message_predicate_as_write_gate_is_the_deprecated_flush_filter():
-    with pytest.warns(DeprecationWarning, match="flush_filter"):
-        store = memory_store(write_gate=lambda message: "keep" in message.content)
+def test_a_message_predicate_is_flush_filter_and_no_longer_a_write_gate():
+    with pytest.raises(TypeError, match=r"write_gate must be a WriteGate.*flush_filter= since 0.3"):
+        memory_store(write_gate=lambda message: "keep" in message.content)
+    store = memory_store(flush_filter=lambda message: "keep" in message.content)
     store.flush([said("keep this", "a"), said("drop this", "a")])
     assert [e["content"] for e in store.entries()] == ["user: keep this"]
-    with pytest.warns(DeprecationWarning, match="use flush"):
-        store.remember([said("keep that", "a")])
-    assert len(store.entries()) == 2
+    assert not hasattr(store, "remember")  # removed in 0.3: flush
 
 
 @pytest.mark.parametrize(

@@ -27,7 +27,7 @@ from poolsplit_adapters.memory.tasks import (
     share_out,
     task_pools,
 )
-from poolsplit_adapters.store import load_store
+from poolsplit_adapters.stores import load_store
 
 # -- Detection: each signal's weight ---------------------------------------------
 

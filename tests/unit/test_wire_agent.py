@@ -14,7 +14,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from poolsplit_adapters import Pool, default_scorer
-from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import (
+    BaseStoreMemory,
+    HashEmbeddings,
+    PoolSplitMemoryMiddleware,
+    RecallConfig,
+    RenderConfig,
+    WriteConfig,
+)
 from tests.agent_fakes import ToolCallingFakeModel, markers, thread
 
 NOW = datetime.datetime(2026, 11, 20, 9)
@@ -49,7 +56,11 @@ def events(agent: Any, text: str, context: dict, thread_id: str = "t1") -> List[
 
 def test_auto_pools_plan_each_call_for_the_phase_in_the_runtime_context():
     memory = PoolSplitMemoryMiddleware(
-        "auto", total_tokens=400, total_entries=10, namespace=("memories", "ana"), remember=False, now=NOW
+        "auto",
+        namespace=("memories", "ana"),
+        now=NOW,
+        recall=RecallConfig(total_tokens=400, total_entries=10),
+        write=WriteConfig(remember=False),
     )
     agent = create_agent(
         ToolCallingFakeModel(), middleware=[memory], checkpointer=InMemorySaver(), store=store_with(ENTRIES)
@@ -94,10 +105,10 @@ def progressive_agent(store: InMemoryStore, model: ExpandingModel) -> Any:
     memory = PoolSplitMemoryMiddleware(
         [Pool("corrections", 0, 0, ("correction",)), Pool("memory", 200, 3, ("episode", "note", "skill"))],
         namespace=lambda rt: ("memories", rt.context["user_id"]),
-        progressive=True,
-        remember=False,
         now=NOW,
-        token_counter=lambda text: len(text.split()),
+        recall=RecallConfig(token_counter=lambda text: len(text.split())),
+        write=WriteConfig(remember=False),
+        render=RenderConfig(progressive=True),
     )
     assert [t.name for t in memory.tools] == ["expand_memory"]
     return create_agent(model, middleware=[memory], checkpointer=InMemorySaver(), store=store, context_schema=dict)
@@ -124,10 +135,10 @@ def test_progressive_events_carry_the_token_metrics():
     memory = PoolSplitMemoryMiddleware(
         [Pool("corrections", 0, 0, ("correction",)), Pool("memory", 200, 3, ("episode", "note", "skill"))],
         namespace=("memories", "ana"),
-        progressive=True,
-        remember=False,
         now=NOW,
-        token_counter=lambda text: len(text.split()),
+        recall=RecallConfig(token_counter=lambda text: len(text.split())),
+        write=WriteConfig(remember=False),
+        render=RenderConfig(progressive=True),
     )
     agent = create_agent(
         ToolCallingFakeModel(), middleware=[memory], checkpointer=InMemorySaver(), store=store_with(ENTRIES)
@@ -167,7 +178,11 @@ def test_embeddings_rank_the_paraphrase_into_the_agents_context():
     for options in ({"scorer": default_scorer}, {}, {"embeddings": HashEmbeddings()}):
         model = ToolCallingFakeModel()
         memory = PoolSplitMemoryMiddleware(
-            [Pool("one", 1000, 1)], namespace=("memories", "ana"), remember=False, now=july, **options
+            [Pool("one", 1000, 1)],
+            namespace=("memories", "ana"),
+            now=july,
+            recall=RecallConfig(**options),
+            write=WriteConfig(remember=False),
         )
         agent = create_agent(model, middleware=[memory], checkpointer=InMemorySaver(), store=store_with(entries))
         agent.invoke({"messages": [HumanMessage(question)]}, thread("t1"))

@@ -19,7 +19,7 @@ from agent_fakes import ToolCallingFakeModel, scripted_agent, thread
 from langchain_core.messages import ToolMessage
 
 from poolsplit_adapters import EntryError, Pool
-from poolsplit_adapters.langchain import SELECTION_EVENT, PoolSplitMemoryMiddleware
+from poolsplit_adapters.langchain import SELECTION_EVENT, PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.poolsplit import default_token_counter
 from poolsplit_adapters.stores import Change, DuplicateEntry, InProcessStore, SQLiteMemoryStore
 
@@ -43,7 +43,12 @@ class RacingStore(SQLiteMemoryStore):
 def worker(path: Any, **options: Any) -> tuple[RacingStore, Any]:
     store = RacingStore(path)
     middleware = PoolSplitMemoryMiddleware(
-        POOLS, namespace=("memories", "ana"), store=store, token_counter=default_token_counter, now=NOW, **options
+        POOLS,
+        namespace=("memories", "ana"),
+        store=store,
+        now=NOW,
+        **options,
+        recall=RecallConfig(token_counter=default_token_counter),
     )
     return store, scripted_agent(middleware, model=ToolCallingFakeModel())
 

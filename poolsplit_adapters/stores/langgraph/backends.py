@@ -256,7 +256,6 @@ class _BaseStoreBackend(Backend):
                     list(key),
                     chain_penalty=self.settings.chain_penalty,
                     token_counter=self.settings.token_counter,
-                    page_size=self.settings.page_size,
                     fetch_k=self.settings.fetch_k,
                 )
                 self._memories[key] = found

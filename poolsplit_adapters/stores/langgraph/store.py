@@ -278,8 +278,6 @@ class BaseStoreMemory(StoreVerbs):
             tiktoken ``o200k_base``, offline); results are cached. The core's
             cost rule applies (a counter answering 0 or 2.7 is an
             ``EntryError`` naming the item).
-        page_size: kept for compatibility; recall no longer pages (every op
-            is one exact read), so it has no effect beyond its check.
         fetch_k: with a vector-indexed store, how many nearest items each type
             op recalls (default None: every item).
 
@@ -312,7 +310,6 @@ class BaseStoreMemory(StoreVerbs):
         *,
         chain_penalty: float = 0.9,
         token_counter: Optional[TokenCounter] = None,
-        page_size: int = 100,
         fetch_k: Optional[int] = None,
         cache_size: int = 65536,
     ) -> None:
@@ -322,14 +319,12 @@ class BaseStoreMemory(StoreVerbs):
         self.chain = check_namespaces(namespace)
         self.namespace = self.chain[0]
         self.visibility = chain_visibility(self.chain, chain_penalty)
-        for name, value in (("page_size", page_size), ("cache_size", cache_size)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError("BaseStoreMemory %s must be an int >= 1, got %r" % (name, value))
+        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
+            raise ValueError("BaseStoreMemory cache_size must be an int >= 1, got %r" % (cache_size,))
         if fetch_k is not None and (isinstance(fetch_k, bool) or not isinstance(fetch_k, int) or fetch_k < 1):
             raise ValueError("BaseStoreMemory fetch_k must be None or an int >= 1, got %r" % (fetch_k,))
         if token_counter is not None and not callable(token_counter):
             raise TypeError("BaseStoreMemory token_counter must be callable, got %r" % (token_counter,))
-        self.page_size = page_size
         self.fetch_k = fetch_k
         self._counts = _Counts(token_counter or default_counter(), cache_size)
         self._repeats: Optional[Callable[[], Any]] = None  # a weak reference to a kept index (keep_repeats_in)
