@@ -3,6 +3,8 @@
     python benchmarks/conversations/evaluate.py
     python benchmarks/conversations/evaluate.py --budgets 1024 2048 4096 --conversations 8 \\
         --markdown-out docs/benchmarks/_generated/conversations.md
+    python benchmarks/conversations/evaluate.py --embedding minilm \\
+        --markdown-out docs/benchmarks/_generated/conversations_minilm.md
     python benchmarks/conversations/evaluate.py --plot-only
 
 A table written to ``docs/benchmarks/_generated/conversations.md`` (the one
@@ -25,11 +27,14 @@ with :class:`~poolsplit_adapters.langchain.PoolSplitMemoryMiddleware`
   session, the last 12 turns of every session would never be demoted and
   never reach the store.) The thread's first message, which the middleware
   pins as the goal, is a greeting that no probe asks about.
-* **the embeddings**: the package's deterministic ``HashEmbeddings``
-  (hashed words and word starts, no model, no network), each text embedded
-  once (:class:`CachedEmbeddings`), used by the store's index, given to the
-  middleware as ``embeddings=`` (the documented way, docs/adapters/agents.md)
-  and by every other path and the baseline.
+* **the embeddings** (``--embedding``): the package's deterministic
+  ``HashEmbeddings`` (hashed words and word starts, no model, no network;
+  the default) or all-MiniLM-L6-v2 (``minilm``: the eval extra, loaded
+  offline by ``benchmarks/eval/evaluate.py``'s builder), each text embedded
+  once (:class:`CachedEmbeddings`; a conversation's messages and probes in
+  one batch up front), used by the store's index, given to the middleware
+  as ``embeddings=`` (the documented way, docs/adapters/agents.md) and by
+  every other path and the baseline.
 * **the probes** are asked after the replay, each on a fork of the thread's
   final checkpoint (``checkpoint_id``), so no probe sees another. A probe's
   turn demotes the oldest working-set turn as any turn would (the same turn
@@ -169,10 +174,33 @@ def _when(iso: str) -> datetime.datetime:
     return datetime.datetime.fromisoformat(iso)
 
 
-def embeddings_for_run() -> CachedEmbeddings:
-    from poolsplit_adapters.langchain import HashEmbeddings
+EMBEDDINGS = ("hash", "minilm")
+#: How the table names each embedder.
+EMBEDDING_NAMES = {"hash": "HashEmbeddings", "minilm": "all-MiniLM-L6-v2"}
 
-    return CachedEmbeddings(HashEmbeddings())
+
+def _eval_module() -> Any:
+    """``benchmarks/eval/evaluate.py``, whose ``embedder_named`` builds the
+    embedders (the one place the MiniLM model is loaded), imported by its
+    path under a name of its own: this script is an ``evaluate`` too."""
+    import importlib.util
+
+    name = "eval_evaluate"
+    if name not in sys.modules:
+        path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "eval", "evaluate.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def embeddings_for_run(embedding: str = "hash") -> CachedEmbeddings:
+    """``hash``: the package's ``HashEmbedder`` (the vectors of
+    ``HashEmbeddings``); ``minilm``: all-MiniLM-L6-v2, offline (the eval
+    extra). Each text is embedded once (the memo), in batches."""
+    return CachedEmbeddings(_eval_module().embedder_named(embedding))
 
 
 def bundled_plan(budget: int) -> List[Pool]:
@@ -443,14 +471,18 @@ def run(
     plans: Sequence[str] = DEFAULT_PLANS,
     retrieval: bool = True,
     overhead: int = 2,
+    embedding: str = "hash",
 ) -> Dict[str, Any]:
     """Every path at every budget: rows of metrics, the turns lost by the
     write path, and the overhead timings (with and without the middleware,
-    on the first ``overhead`` conversations)."""
+    on the first ``overhead`` conversations). Without agent ``plans`` and
+    with ``overhead=0`` nothing is replayed (the retrieval paths need only
+    the raw messages) and the turns lost are not measured."""
     from poolsplit_adapters.tokens import TiktokenCounter
 
     counter = TiktokenCounter()
-    cached = embeddings_for_run()
+    cached = embeddings_for_run(embedding)
+    replay = bool(plans) or overhead > 0
     scored: Dict[tuple, List[Dict[str, Optional[float]]]] = {}
     tokens: Dict[tuple, List[int]] = {}
     working: Dict[tuple, List[Dict[str, Optional[float]]]] = {}
@@ -461,12 +493,16 @@ def run(
     for conversation in conversations:
         texts = [t[k] for t in conversation["turns"] for k in ("user", "assistant")]
         counts = dict(zip(texts, counter.count_many(texts)))
-        replayed = Replayed(conversation, cached, budgets[0], memory=True)
-        lost.extend(replayed.lost)
         evidence.extend(m for p in conversation["probes"] for m in p["evidence"])
-        if len(without_ms) < overhead * len(conversation["turns"]):
-            with_ms.extend(replayed.ms)
-            without_ms.extend(Replayed(conversation, cached, budgets[0], memory=False).ms)
+        if replay:
+            replayed = Replayed(conversation, cached, budgets[0], memory=True)
+            lost.extend(replayed.lost)
+            if len(without_ms) < overhead * len(conversation["turns"]):
+                with_ms.extend(replayed.ms)
+                without_ms.extend(Replayed(conversation, cached, budgets[0], memory=False).ms)
+        # Every raw message and probe in one batch (after the timed replay,
+        # which pays for its own embeddings as a host would).
+        cached.embed_documents(texts + [p["question"] for p in conversation["probes"]])
         for plan in plans:
             for budget in budgets:
                 key = (plan, budget)
@@ -499,6 +535,8 @@ def run(
         rows.append(row)
     return {
         "rows": rows,
+        "embedding": EMBEDDING_NAMES.get(embedding, embedding),
+        "replayed": replay,
         "with_ms": with_ms,
         "sizes": sizes,
         "lost": lost,
@@ -528,8 +566,8 @@ def render(result: Dict[str, Any], command: str) -> str:
         % (datetime.date.today().isoformat(), command),
         "*`%s`, %s (%s).*" % (command, datetime.date.today().isoformat(), machine),
         "",
-        "%d conversations, %d turns, %d probes; tokens: tiktoken o200k_base; embeddings: HashEmbeddings"
-        % (result["conversations"], result["turns"], result["probes"]),
+        "%d conversations, %d turns, %d probes; tokens: tiktoken o200k_base; embeddings: %s"
+        % (result["conversations"], result["turns"], result["probes"], result.get("embedding", "HashEmbeddings")),
         "",
     ]
     header = ["path", "budget", *COLUMNS, "ws instr+pref"]
@@ -554,11 +592,14 @@ def render(result: Dict[str, Any], command: str) -> str:
         )
     )
     lines.append("")
-    lines.append(
-        "Turns lost by the write path (the user message in no stored entry and out of the working set): "
-        "%d of %d; of the probes' evidence messages: %d of %d."
-        % (len(result["lost"]), result["turns"], len(result["evidence_lost"]), result["evidence"])
-    )
+    if result.get("replayed", True):
+        lines.append(
+            "Turns lost by the write path (the user message in no stored entry and out of the working set): "
+            "%d of %d; of the probes' evidence messages: %d of %d."
+            % (len(result["lost"]), result["turns"], len(result["evidence_lost"]), result["evidence"])
+        )
+    else:
+        lines.append("Turns lost by the write path: not measured (no agent path, nothing replayed).")
     lines.append("")
     lines.append(
         "Per agent.invoke during the replay (%d turns): with the middleware %s; without %s."
@@ -581,6 +622,9 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
     parser.add_argument("--conversations", type=int, default=8)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--seed", type=int, default=39)
+    parser.add_argument(
+        "--embedding", default="hash", choices=list(EMBEDDINGS), help="minilm: all-MiniLM-L6-v2 (the eval extra)"
+    )
     parser.add_argument("--plans", nargs="*", default=list(DEFAULT_PLANS), choices=list(AGENT_PLANS))
     parser.add_argument("--no-retrieval", action="store_true", help="the agent paths only")
     parser.add_argument(
@@ -600,7 +644,7 @@ def main(argv: Optional[Sequence[str]] = None) -> Dict[str, Any]:
         return {}
     start = time.perf_counter()
     conversations = make_conversations(args.conversations, args.turns, args.seed)
-    result = run(conversations, args.budgets, args.plans, not args.no_retrieval, args.overhead)
+    result = run(conversations, args.budgets, args.plans, not args.no_retrieval, args.overhead, args.embedding)
     command = "python benchmarks/conversations/evaluate.py " + " ".join(sys.argv[1:] if argv is None else argv)
     table = render(result, command.strip())
     print(table)
