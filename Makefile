@@ -104,7 +104,8 @@ COMPAT_NEWEST := .venv-compat-newest
 COMPAT_TESTS = \
 	tests/unit/test_langchain.py tests/unit/test_llama_index.py \
 	$(wildcard tests/unit/test_wire_*.py tests/unit/test_agent_*.py) \
-	tests/unit/test_framework_internals.py tests/unit/test_memory_store_search.py \
+	tests/unit/test_framework_internals.py tests/unit/test_framework_required.py tests/unit/test_framework_fallback.py \
+	tests/unit/test_memory_store_search.py \
 	tests/unit/test_store_contract.py tests/unit/test_store_write_paths.py tests/unit/test_lifecycle_writes.py \
 	tests/unit/test_event_rows.py tests/unit/test_fusion_wiring.py tests/unit/test_recall_fill.py \
 	tests/unit/test_expired_notes.py tests/unit/test_embedding.py tests/unit/test_embedded_text.py \

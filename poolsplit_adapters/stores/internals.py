@@ -10,7 +10,11 @@ wrong, and say so once per process and name: a [`FrameworkInternalsWarning`][]
 naming the distribution, its installed version, the name that moved, what
 it was for and the range `make compat` last passed with (`TESTED`). The
 tests pin every reach with the same message (`changed`), so a release that
-moves one fails there first.
+moves one fails there first. Where no public path can stand in (the reach
+is the call: our statement on a ``PGVector``'s session, a LlamaIndex
+``PGVectorStore``'s query and rows), a missing name stops the call before
+it starts with a [`FrameworkInternalsError`][] carrying the same message
+(`require`), never an ``AttributeError`` from deep inside a search.
 
 Example:
     ```python
@@ -27,9 +31,9 @@ from __future__ import annotations
 import importlib.metadata
 import threading
 import warnings
-from typing import Dict, Set, Tuple
+from typing import Dict, Sequence, Set, Tuple
 
-__all__ = ["TESTED", "FrameworkInternalsWarning", "changed", "moved"]
+__all__ = ["TESTED", "FrameworkInternalsError", "FrameworkInternalsWarning", "changed", "moved", "require"]
 
 #: distribution -> (lowest, newest) version ``make compat`` last passed with
 #: (the lowest tier's version of a transitive one is the one its resolution
@@ -53,6 +57,23 @@ class FrameworkInternalsWarning(RuntimeWarning):
         ```python
         import warnings
         warnings.simplefilter("error", FrameworkInternalsWarning)  # stop instead
+        ```
+    """
+
+
+class FrameworkInternalsError(RuntimeError):
+    """A framework's private name that a call cannot do without is missing
+    (no public path can serve the call in its place): the message names the
+    distribution, its installed version, the name, what it was for and the
+    range the package is tested with. Pin the framework within that range,
+    or report it.
+
+    Example:
+        ```python
+        try:
+            retriever.invoke("deploy")
+        except FrameworkInternalsError as error:
+            print(error)  # "langchain-postgres 0.1.0: PGVector._make_sync_session is not what ..."
         ```
     """
 
@@ -101,3 +122,23 @@ def moved(distribution: str, internal: str, expected: str, used_by: str, instead
         FrameworkInternalsWarning,
         stacklevel=3,
     )
+
+
+def declares(obj: object, name: str) -> bool:
+    """Whether ``obj`` has ``name``: on its class (a method, a property, a
+    pydantic private attribute, which raises until it is set) or on itself
+    (an attribute its ``__init__`` sets). Reads no property."""
+    cls = type(obj)
+    if hasattr(cls, name) or name in (getattr(cls, "__private_attributes__", None) or {}):
+        return True
+    return name in (getattr(obj, "__dict__", None) or {})
+
+
+def require(obj: object, names: Sequence[str], distribution: str, expected: str, used_by: str) -> None:
+    """Refuse, with a `FrameworkInternalsError` naming every missing one,
+    an object without all of ``names``: the private names a call is made
+    of. Checked where a search is set up, before any statement runs."""
+    missing = [name for name in names if not declares(obj, name)]
+    if missing:
+        internal = " and ".join("%s.%s" % (type(obj).__name__, name) for name in missing)
+        raise FrameworkInternalsError(changed(distribution, internal, expected, used_by))

@@ -49,7 +49,7 @@ from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, 
 from ..errors import ArgumentError
 from ..recall_search import Search
 from .checks import check_storable, storable_text
-from .internals import moved
+from .internals import moved, require
 
 __all__ = [
     "PostgresConnection",
@@ -81,6 +81,8 @@ __all__ = [
     "plain_postgres_store",
     "wait_on_store_loop",
     "llama_index_filter_index",
+    "require_llama_index_internals",
+    "require_pgvector_session",
     "metadata_condition",
     "pool_search_bound",
 ]
@@ -659,6 +661,7 @@ def wait_on_store_loop(store: Any, work: Any) -> Any:
         running: Optional[asyncio.AbstractEventLoop] = asyncio.get_running_loop()
     except RuntimeError:
         running = None
+    require(store, ("_loop",), "langgraph-checkpoint", "the event loop the store's own sync methods run on", __name__)
     if running is store._loop:
         work.close()
         raise asyncio.InvalidStateError(
@@ -880,6 +883,7 @@ def ensure_filter_index(store: Any) -> bool:
     """
     if _is_llama_index_store(store):
         return _ensure_llama_index_filter_index(store)
+    require_pgvector_session(store, asynchronous=False)
     with store._make_sync_session() as session:
         connection = session.connection()
         connection.exec_driver_sql(FilterIndexSetup.LOCK)
@@ -898,6 +902,7 @@ async def aensure_filter_index(store: Any) -> bool:
     or of LlamaIndex's ``PGVectorStore`` through its async engine."""
     if _is_llama_index_store(store):
         return await _aensure_llama_index_filter_index(store)
+    require_pgvector_session(store, asynchronous=True)
     async with store._make_async_session() as session:
         if not hasattr(store, "EmbeddingStore"):  # an async PGVector sets its tables up on first use
             await store.aget_collection(session)
@@ -1029,6 +1034,7 @@ def _install_pgvector_filter_index(store: Any) -> None:
     # Fixed names only: ours and the framework's own table (quoted by the
     # dialect). Not a SQLAlchemy Index on the ORM table: that would join
     # PGVector's shared metadata, and its create_all would make it too.
+    require_pgvector_session(store, asynchronous=False)
     with store._make_sync_session() as session:
         connection = session.connection()
         connection.exec_driver_sql(FilterIndexSetup.LOCK)  # beside a first use's setup
@@ -1037,6 +1043,40 @@ def _install_pgvector_filter_index(store: Any) -> None:
         for statement in FilterIndexSetup.to_run(FilterIndexSetup.create(table), table, state, every=True):
             connection.exec_driver_sql(statement)
         session.commit()
+
+
+#: The private names of LlamaIndex's ``PGVectorStore`` that our pool
+#: searches and its filter index are made of (no public path runs a
+#: statement of ours on its session, nor reads its rows into nodes).
+LLAMA_INDEX_INTERNALS = (
+    "_initialize",
+    "_table_class",
+    "_session",
+    "_async_session",
+    "_build_query",
+    "_db_rows_to_query_result",
+)
+
+
+def require_llama_index_internals(store: Any) -> None:
+    """Refuse a LlamaIndex ``PGVectorStore`` whose release moved a name of
+    `LLAMA_INDEX_INTERNALS` (`FrameworkInternalsError` naming it, its version
+    and the tested range), before any statement runs."""
+    require(
+        store,
+        LLAMA_INDEX_INTERNALS,
+        "llama-index-vector-stores-postgres",
+        "its setup, table class, session makers, similarity query and row reader",
+        __name__,
+    )
+
+
+def require_pgvector_session(store: Any, *, asynchronous: bool) -> None:
+    """Refuse a ``PGVector`` without the session maker our statements run
+    on (``_make_sync_session``, or ``_make_async_session`` in async mode):
+    a `FrameworkInternalsError` naming it, before any statement runs."""
+    name = "_make_async_session" if asynchronous else "_make_sync_session"
+    require(store, (name,), "langchain-postgres", "a method opening a session of the store's engine", __name__)
 
 
 def llama_index_filter_index(store: Any) -> str:
@@ -1057,6 +1097,7 @@ def _postgres_quoting() -> Any:
 
 
 def _install_llama_index_filter_index(store: Any) -> None:
+    require_llama_index_internals(store)
     store._initialize()  # the store's own setup: its schema and table exist after it
     qualified, index, table = _llama_index_names(store)
     with store._session() as session, session.begin():
@@ -1083,6 +1124,7 @@ def _llama_index_names(store: Any) -> Tuple[str, str, str]:
 
 
 def _ensure_llama_index_filter_index(store: Any) -> bool:
+    require_llama_index_internals(store)
     store._initialize()  # the store's own setup: its schema and table exist after it
     qualified, index, table = _llama_index_names(store)
     with store._session() as session, session.begin():
@@ -1096,6 +1138,7 @@ def _ensure_llama_index_filter_index(store: Any) -> bool:
 
 
 async def _aensure_llama_index_filter_index(store: Any) -> bool:
+    require_llama_index_internals(store)
     store._initialize()  # sync, as the store's own async methods run it
     qualified, index, table = _llama_index_names(store)
     async with store._async_session() as session, session.begin():

@@ -49,7 +49,7 @@ from pydantic import ConfigDict, PrivateAttr
 from ...poolsplit import Pool, Visibility
 from ...recall import RecallPlan, Search, present_types
 from ...threads import at_once
-from ..postgres import FirstUseSetup, LargeFilters, check_search
+from ..postgres import FirstUseSetup, LargeFilters, check_search, require_pgvector_session
 from .langchain_filters import FilterBuilder, dict_filter
 from .pgvector_search import PGVectorPlanSearch, plan_search
 from .pgvector_v2_search import PGVectorStorePlanSearch
@@ -182,6 +182,7 @@ class PGVectorAlwaysFetch(_ExactAlwaysFetch):
 
     def _get_relevant_documents(self, query: str, *, run_manager: SyncRun) -> List[Document]:
         store: Any = self.store
+        require_pgvector_session(store, asynchronous=False)
         with store._make_sync_session() as session:
             collection = store.get_collection(session)
             if collection is None:
@@ -190,6 +191,7 @@ class PGVectorAlwaysFetch(_ExactAlwaysFetch):
 
     async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncRun) -> List[Document]:
         store: Any = self.store
+        require_pgvector_session(store, asynchronous=True)
         async with store._make_async_session() as session:
             collection = await store.aget_collection(session)
             if collection is None:
@@ -254,6 +256,7 @@ def namespace_documents(store: VectorStore, namespace: str) -> Optional[List[Doc
 
         check_postgres_text("namespace", namespace)
         pg: Any = store
+        require_pgvector_session(pg, asynchronous=False)
         rows = pg.EmbeddingStore
         with pg._make_sync_session() as session:
             collection = pg.get_collection(session)

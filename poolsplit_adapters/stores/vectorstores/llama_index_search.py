@@ -49,6 +49,7 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 from ...poolsplit import Pool, Visibility
 from ...recall import RecallPlan, Search, present_types
 from ...threads import at_once
+from ..internals import require
 from ..postgres import (
     FirstUseSetup,
     LargeFilters,
@@ -60,6 +61,7 @@ from ..postgres import (
     llama_index_filter_index,
     metadata_condition,
     pool_search_bound,
+    require_llama_index_internals,
 )
 
 
@@ -108,6 +110,8 @@ class IndexRecall:
         self.plan = plan
         self.type_key = type_key
         # LlamaIndex's own retrievers read the index's model the same way.
+        if embed_model is None:
+            require(index, ("_embed_model",), "llama-index-core", "the index's embedding model", __name__)
         self.embed_model: BaseEmbedding = embed_model or index._embed_model
         #: What the index's scores measure (a StoreMetric), when known: the
         #: retriever then takes recalled nodes' relevance from their scores.
@@ -265,6 +269,7 @@ class PGVectorStoreSearch:
     _EXACT = "poolsplit_exact"
 
     def __init__(self, store: Any, type_key: str = "type", *, large_filters: Optional[LargeFilters] = None) -> None:
+        require_llama_index_internals(store)
         self.store = store
         self.type_key = type_key
         #: The caller's memory of filters too large to count (their count is

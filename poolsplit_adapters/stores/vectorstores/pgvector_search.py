@@ -68,6 +68,7 @@ from ..postgres import (
     hnsw_search_settings,
     metadata_condition,
     pool_search_bound,
+    require_pgvector_session,
 )
 
 __all__ = ["PGVectorPlanSearch", "serves_pgvector"]
@@ -315,6 +316,7 @@ def plan_search(
         return None
     if bool(getattr(store, "async_mode", False)) != asynchronous:
         return None
+    require_pgvector_session(store, asynchronous=asynchronous)
     return PGVectorPlanSearch(
         store=store, searches=list(searches), vector=vector, with_scores=with_scores, large_filters=large_filters
     )
