@@ -147,20 +147,21 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
         the block, so when the write raises (the store is down, the disk is
         full) the lines are in neither place. They are kept here, in order,
         and written first by the next flush (``unflushed`` counts them);
-        the error is raised all the same. A line the gate or the checks
-        refuse (a session id no store can hold) is not kept: it raises at
-        once and would fail again.
+        the error is raised all the same. A line whose session id no store
+        can hold is not kept (it would fail again): the batch's other lines
+        are written, then an ``ArgumentError`` names the message refused.
         """
-        return self._write_pending(self._flush_candidates(messages))
+        refused: List[str] = []
+        return self._write_pending(self._flush_candidates(messages, refused), refused)
 
-    def _flush_candidates(self, messages: Sequence[ChatMessage]) -> List[Proposal]:
+    def _flush_candidates(self, messages: Sequence[ChatMessage], refused: List[str]) -> List[Proposal]:
         """The gate's judgement of each line `flush_filter` accepts, stamped now."""
         lines = [
             (n, m.role.value, message_text(m), m.additional_kwargs.get("session_id"))
             for n, m in enumerate(messages)
             if self.flush_filter(m)
         ]
-        return self._line_proposals(lines)
+        return self._line_proposals(lines, refused)
 
 
 def message_text(message: ChatMessage) -> str:

@@ -283,17 +283,28 @@ class ChatMemoryEntries(StoreVerbs):
 
     # -- write-back -----------------------------------------------------------------
 
-    def _line_proposals(self, lines: Sequence[Tuple[int, str, str, Any]]) -> List[Proposal]:
+    def _line_proposals(
+        self, lines: Sequence[Tuple[int, str, str, Any]], refused: Optional[List[str]] = None
+    ) -> List[Proposal]:
         """The gate's judgement of flushed lines (position among the flushed
         messages, role, text, session), stamped now: a user's line opens an
-        exchange, the answers after it join it."""
+        exchange, the answers after it join it. A line whose session id no
+        store can hold (`session_text`) is left out and its error appended
+        to ``refused`` (raised at once when ``refused`` is None): one bad
+        line must not stop the batch's other lines from being written."""
         stamp = utc_stamp(self.settings.now or datetime.datetime.now(datetime.timezone.utc))
         visibility = self.settings.visibility
         namespace = visibility.chain[0] if visibility is not None and visibility.chain else None
         proposals: List[Proposal] = []
         exchange: Optional[str] = None
         for n, role, text, session in lines:
-            owner = session_text(session) if session else None
+            try:
+                owner = session_text(session) if session else None
+            except ArgumentError as error:
+                if refused is None:
+                    raise
+                refused.append("message %d: %s" % (n, error))
+                continue
             source = "session:%s" % session if session else "chat"
             if role == USER:  # a user's line opens an exchange; the answers after it join it
                 exchange = exchange_id(namespace, owner or "", stamp, str(n), text)
@@ -301,19 +312,26 @@ class ChatMemoryEntries(StoreVerbs):
             proposals.extend(exchange_proposals(self.write_gate, [Said(role, text)], self.episode_type, where))
         return proposals
 
-    def _write_pending(self, candidates: List[Proposal]) -> List[Dict[str, Any]]:
+    def _write_pending(self, candidates: List[Proposal], refused: Sequence[str] = ()) -> List[Dict[str, Any]]:
         """Write the lines a failed flush kept, then ``candidates`` (one
         write); kept again, in order, when the write raises (see the
-        adapter's ``flush``)."""
+        adapter's ``flush``). Then, when lines were ``refused``
+        (`_line_proposals`), an `ArgumentError` naming each: the others
+        are written by then."""
         with self._lock:
             pending, self._unflushed = self._unflushed, []
         batch = pending + candidates
         try:
-            return self._write_flushed(batch)
+            written = self._write_flushed(batch)
         except Exception:
             with self._lock:
                 self._unflushed = batch + self._unflushed
             raise
+        if refused:
+            raise ArgumentError(
+                "flush refused %s; the other lines were written (%d)" % ("; ".join(refused), len(written))
+            )
+        return written
 
     @property
     def unflushed(self) -> int:

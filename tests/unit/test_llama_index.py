@@ -601,12 +601,37 @@ def test_a_flush_whose_write_fails_keeps_its_lines_for_the_next_flush(tmp_path):
         with pytest.raises(sqlite3.OperationalError):
             store.flush([line(n)])
     assert store.unflushed == 2 and durable.entries() == []
-    with pytest.raises(ArgumentError, match="session_id"):  # a refused line is not kept: it would fail again
+    # A refused line is not kept (it would fail again); the kept lines are written before the error.
+    with pytest.raises(ArgumentError, match=r"message 0: session_id .*; the other lines were written \(2\)"):
         store.flush([ChatMessage(role="user", content="x", additional_kwargs={"session_id": "a\x00"})])
+    assert store.unflushed == 0 and len(durable.entries()) == 2
     written = store.flush([line(2)])
-    assert [e["content"] for e in written] == ["user: line %d of the ledger" % n for n in (0, 1, 2)]
-    assert store.unflushed == 0 and len(durable.entries()) == 3
+    assert [e["content"] for e in written] == ["user: line 2 of the ledger"]
+    assert sorted(e["content"] for e in durable.entries()) == ["user: line %d of the ledger" % n for n in (0, 1, 2)]
     assert store.gate_report.to_dict()["written"] == 3
+
+
+def test_one_line_with_a_session_id_no_store_can_hold_does_not_lose_the_flushs_other_lines(tmp_path):
+    # LlamaIndex has archived every line of the flush: refusing the whole
+    # batch for one bad session id lost the others.
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    durable = SQLiteMemoryStore(tmp_path / "m.db")
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
+    store = poolsplit_memory_blocks([], pools, store=durable)[1].store
+    said = [
+        ChatMessage(role="user", content="the invoice run is on Mondays", additional_kwargs={"session_id": "s"}),
+        ChatMessage(role="user", content="a line of a broken session", additional_kwargs={"session_id": "b\x00"}),
+        ChatMessage(role="assistant", content="noted: Mondays", additional_kwargs={"session_id": "s"}),
+    ]
+    with pytest.raises(ArgumentError, match=r"^flush refused message 1: session_id 'b.x00' contains NUL"):
+        store.flush(said)
+    assert sorted((e["type"], e["content"]) for e in durable.entries()) == [
+        ("episode", "assistant: noted: Mondays"),
+        ("episode", "user: the invoice run is on Mondays"),
+        ("fact", "the invoice run is on Mondays"),  # the user's statement, kept on its own
+    ]
+    assert {e["session"] for e in durable.entries()} == {"s"} and store.unflushed == 0
 
 
 def test_flushed_chat_carries_the_store_namespace_and_is_recalled():
