@@ -33,6 +33,7 @@ from typing_extensions import TypedDict
 from .background import BackgroundConsolidation, ConsolidationRun
 from .call import AdapterCall
 from .checks import ArgumentError, check_instance, check_label, check_positive_int, check_string
+from .memory.tasks import warn_unplanned_standing
 from .memory.turns import ASSISTANT, USER, Provenance, Said, exchange_id, exchange_proposals, standing_proposals
 from .memory.working_set import HUMAN, Demotion, View, plan_demotion
 from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
@@ -309,6 +310,7 @@ class AgentMemory:
         self.settings = AgentMemorySettings.held_by(owner, **settings)
         self.max_turns = check_positive_int(max_turns, "max_turns", "the current turn always stays")
         self.write_gate = check_instance(write_gate, WriteGate, "write_gate") or WriteGate()
+        warn_unplanned_standing(owner, self.settings.pools, self.write_gate.standing is not None)
         self.now: Optional[datetime.datetime] = settings["now"]
         self.heading = check_string(heading, "heading")
         self.episode_type = check_label(episode_type, "episode_type")

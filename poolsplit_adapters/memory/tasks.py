@@ -38,6 +38,7 @@ extend them with `extend_signals` or pass your own.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
@@ -45,6 +46,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..poolsplit import Pool
 from ._words import contains, words
+from .standing import FACT
 
 __all__ = [
     "AUTO",
@@ -57,7 +59,10 @@ __all__ = [
     "FALLBACK_TYPE",
     "SIGNAL_FIELDS",
     "SIGNAL_WEIGHTS",
+    "STANDING_POOL",
+    "STANDING_TYPES",
     "TASK_TYPES",
+    "StandingUnplannedWarning",
     "MatchedSignal",
     "Preset",
     "Signals",
@@ -68,6 +73,7 @@ __all__ = [
     "resolve_pools",
     "share_out",
     "task_pools",
+    "warn_unplanned_standing",
 ]
 
 TASK_TYPES: Tuple[str, ...] = ("exploration", "implementation", "debugging", "review", "refactoring")
@@ -353,6 +359,52 @@ CORRECTIONS_POOL = "corrections"
 #: allows, however little the message resembles them.
 STANDING_TYPES: Tuple[str, ...] = ("instruction", "preference")
 STANDING_POOL = "standing"
+
+
+class StandingUnplannedWarning(UserWarning):
+    """An explicit pool plan admits neither of the user's standing types
+    while the write path stores them (`warn_unplanned_standing`).
+
+    Example:
+        ```python
+        import warnings
+        warnings.simplefilter("error", StandingUnplannedWarning)  # a plan without them is a bug here
+        ```
+    """
+
+
+def warn_unplanned_standing(
+    owner: str, pools: Union[Sequence[Pool], str], recognising: bool, *, stacklevel: int = 4
+) -> None:
+    """Warn once, where a memory is built, when its write path recognises
+    the user's standing instructions, preferences and facts (``recognising``:
+    the write gate's ``standing`` rules are on) but an explicit plan
+    ``pools`` admits one of those types (`STANDING_TYPES`, ``fact``) in no
+    pool: those entries would be written and never load, and recall, which
+    asks only for the plan's types, would not even report them. ``"auto"``
+    and the presets plan them (`task_pools`). Why a warning and not an error: a
+    host may want them stored for another reader, and says so by
+    ``warnings.filterwarnings``; or turns the recognition off
+    (``WriteGate(standing=None)``)."""
+    if not recognising or isinstance(pools, str):
+        return
+    missing = [t for t in STANDING_TYPES + (FACT,) if not any(pool.admits(t) for pool in pools)]
+    if missing:
+        fixes = []
+        if set(missing) & set(STANDING_TYPES):
+            fixes.append("add Pool(%r, 256, 20, %r) after the corrections" % (STANDING_POOL, STANDING_TYPES))
+        if FACT in missing:
+            fixes.append("name %r in a pool" % FACT)
+        named = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
+        warnings.warn(
+            "%s: the write path stores the user's %s entries but no pool admits them: they would never load;"
+            " %s (docs/lifecycle.md), or give WriteGate(standing=None) to store none"
+            % (owner, named, " and ".join(fixes)),
+            StandingUnplannedWarning,
+            stacklevel=stacklevel,
+        )
+
+
 #: The standing pool's share of ``total_tokens``, taken before the preset
 #: shares the rest out. A quarter: at 1,024 tokens, 256, room for about a
 #: dozen short sentences.

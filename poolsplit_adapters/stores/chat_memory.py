@@ -25,6 +25,7 @@ from ..errors import ArgumentError
 from ..index import MemoryIndex
 from ..memory.consolidate import ConsolidationOp, ConsolidationResult
 from ..memory.expiry import Moment, note_expired
+from ..memory.tasks import warn_unplanned_standing
 from ..memory.turns import USER, Provenance, Said, exchange_id, exchange_proposals
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..poolsplit import Chosen, Pool, Selection
@@ -162,6 +163,7 @@ class ChatMemoryEntries(StoreVerbs):
         self.episode_priority = episode_priority
         self.flush_filter = flush_filter or self._default_filter
         self.write_gate = write_gate or WriteGate()
+        warn_unplanned_standing("PoolSplitMemoryStore", pools, self.write_gate.standing is not None, stacklevel=4)
         #: What the write gate did to flushed chat: ids written, refusals by reason.
         self.gate_report = GateReport()
         self.consolidator = consolidator
