@@ -2,7 +2,7 @@
 
     python notebooks/build.py
 
-The notebooks are executed headless by ``make test`` (tests/test_notebooks.py),
+The notebooks are executed headless by ``make test`` (tests/integration/test_notebooks.py),
 so every claim they plot is also checked by an ``assert`` in a cell.
 """
 

@@ -307,11 +307,16 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig
 
         memory = PoolSplitMemoryMiddleware(
-            [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 400, 4, ("episode", "note"))],
+            [
+                Pool("fixes", 0, 0, ("correction",)),
+                Pool("standing", 256, 20, ("instruction", "preference")),  # what the user states
+                Pool("recent", 400, 4, ("episode", "note", "fact")),  # a type no pool names is never read
+            ],
             namespace=lambda rt: ("memories", rt.context["user_id"]),
             max_turns=6,
             recall=RecallConfig(fetch_k=40),
         )
+        # model: your tool-calling chat model; tools: the agent's own (may be [])
         agent = create_agent(model, tools, middleware=[memory],
                              checkpointer=InMemorySaver(), store=InMemoryStore())
         agent.invoke({"messages": [("user", "hi")]},
