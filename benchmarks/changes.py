@@ -44,6 +44,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import docs_tables  # noqa: E402
 import facts  # noqa: E402
 
 from poolsplit_adapters.memory.changes import SUBJECT_OVERLAP, WORDING_OVERLAP, changes  # noqa: E402
@@ -53,6 +54,7 @@ WANTED: Dict[str, Optional[bool]] = {
     "value": True,
     "negation": True,
     "twin": False,
+    "twin-update": False,
     "extension": None,
     "case": None,
     "filler": None,
@@ -170,11 +172,29 @@ def measured_pairs(seed: int) -> List[Tuple[str, str, str]]:
     return pairs
 
 
+def twin_update_pairs(seed: int) -> List[Tuple[str, str]]:
+    """(kept, candidate) pairs of a subject's statement and its twin's with
+    another value, in the same phrasing ("Logs are kept for 45 days, the log
+    retention period." / "Logs are kept for 180 days, the backup retention
+    period."): two facts, each true, that a link would close one of."""
+    rnd = random.Random(seed)
+    pairs: List[Tuple[str, str]] = []
+    for subject in facts.SUBJECTS:
+        for vi, value in enumerate(subject.values):
+            for phrasing in range(len(subject.phrasings)):
+                other = subject.values[(vi + 1 + rnd.randrange(len(subject.values) - 1)) % len(subject.values)]
+                kept = facts.state(subject, value, phrasing)
+                pairs.append((kept, facts.state(subject, other, phrasing, name=subject.twin)))
+    return pairs
+
+
 def linked_by_kind(seed: int) -> Dict[str, List[bool]]:
     """For each kind of pair, whether the rule linked each pair."""
     out: Dict[str, List[bool]] = collections.defaultdict(list)
     for pair in facts.labelled_pairs(seed):
         out[pair.kind].append(changes(pair.candidate, pair.kept))
+    for kept, candidate in twin_update_pairs(seed):
+        out["twin-update"].append(changes(candidate, kept))
     for kept, candidate, kind in measured_pairs(seed):
         out[kind].append(changes(candidate, kept))
     return out
@@ -194,14 +214,14 @@ def table(seeds: Sequence[int]) -> str:
         lines.append(
             "| %s | %s | %s |" % (kind, {True: "yes", False: "never", None: "either"}[wanted], " | ".join(cells))
         )
-    false = [sum(r["twin"]) / len(r["twin"]) for r in results]
+    false = [sum(r["twin"] + r["twin-update"]) / len(r["twin"] + r["twin-update"]) for r in results]
     hits = [sum(r["value"] + r["negation"]) / len(r["value"] + r["negation"]) for r in results]
     never = [r["measured-twin"] + r["measured-claim"] for r in results]
     measured_false = [sum(n) / len(n) for n in never]
     measured_hits = [sum(r["measured"]) / len(r["measured"]) for r in results]
     lines.append("")
     lines.append(
-        "False-supersede rate (twins linked): %s; updates linked (value and negation): %s "
+        "False-supersede rate (twins linked, same or another value): %s; updates linked (value and negation): %s "
         "(SUBJECT_OVERLAP %.2f, WORDING_OVERLAP %.2f)."
         % (", ".join("%.3f" % f for f in false), ", ".join("%.3f" % h for h in hits), SUBJECT_OVERLAP, WORDING_OVERLAP)
     )
@@ -218,6 +238,8 @@ def main(argv: Optional[Sequence[str]] = None) -> str:
     args = parser.parse_args(argv)
     text = table([args.seed, args.seed + 1])
     print(text)
+    if argv is None and not sys.argv[1:]:  # the default run is the one the docs show
+        docs_tables.write_table("changes", text)
     return text
 
 

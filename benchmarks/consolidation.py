@@ -41,10 +41,12 @@ import datetime
 import json
 import os
 import sys
+import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import docs_tables  # noqa: E402
 import facts  # noqa: E402
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel  # noqa: E402
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage  # noqa: E402
@@ -55,6 +57,7 @@ from poolsplit_adapters.memory.consolidate import consolidate  # noqa: E402
 from poolsplit_adapters.memory.duplicates import DuplicateFinder, record_repeat  # noqa: E402
 from poolsplit_adapters.memory.validity import history  # noqa: E402
 from poolsplit_adapters.poolsplit import default_is_active  # noqa: E402
+from poolsplit_adapters.stores import SQLiteMemoryStore  # noqa: E402
 
 #: The facts pool's entry cap (``--entries``); 200 tokens.
 ENTRIES = 5
@@ -132,6 +135,17 @@ def store_with_rules(
             store[candidate["id"]] = dict([candidate][index])
         finder = _rebuilt(store)
     return list(store.values())
+
+
+def store_write(writes: Sequence[facts.Write]) -> List[Dict[str, Any]]:
+    """What a host gets with no model: each write through a real store's
+    ``add`` (SQLite, in time order), which keeps a repeat once and links a
+    changed value to the version it changes (``memory/changes.py``).
+    Returns every stored entry, closed versions too."""
+    with tempfile.TemporaryDirectory() as folder, SQLiteMemoryStore(os.path.join(folder, "m.db")) as store:
+        for i, write in enumerate(writes):
+            store.add([as_entry(i, write)])
+        return store.entries()
 
 
 def _rebuilt(store: Dict[str, Dict[str, Any]]) -> DuplicateFinder:
@@ -218,9 +232,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     rows = [
         ("none", store_everything(writes)),
         ("rules (duplicate finder)", store_with_rules(writes, None, args.nearest)),
+        ("a store's write (repeats kept once, changes linked; no model)", store_write(writes)),
         ("rules + consolidator (scripted model)", store_with_rules(writes, model, args.nearest)),
     ]
-    print(
+    lines = [
         "%d writes: %d facts, %d updates each, %d repeats per statement (seed %d); %d questions, "
         "facts pool of %d entries\n"
         % (
@@ -231,16 +246,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             args.seed,
             len(facts.questions()),
             args.entries,
-        )
-    )
-    print(
+        ),
         "| write path | current value loads | stale value loads beside it | loaded slots on stale or repeated values "
-        "| entries stored | active | duplicates stored per 1,000 writes | full history |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
+        "| entries stored | active | duplicates stored per 1,000 writes | full history |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, entries in rows:
         m = measure(entries, writes, args.entries)
-        print(
+        lines.append(
             "| %s | %.0f%% | %.0f%% | %.0f%% | %d | %d | %.0f | %.0f%% |"
             % (
                 name,
@@ -253,6 +266,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                 100 * m["history"],
             )
         )
+    text = "\n".join(lines)
+    print(text)
+    if argv is None and not sys.argv[1:]:  # the default run is the one the docs show
+        docs_tables.write_table("consolidation", text)
 
 
 if __name__ == "__main__":

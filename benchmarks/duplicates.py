@@ -30,6 +30,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+import docs_tables  # noqa: E402
 import facts  # noqa: E402
 
 from poolsplit_adapters.memory.duplicates import (  # noqa: E402
@@ -77,16 +78,18 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0, help="tuning seed (the held-out one is seed + 1)")
     args = parser.parse_args(argv)
+    lines: List[str] = []
+    out = lines.append
     embed = HashEmbedder().embed_documents
     sets = [("tuning (seed %d)" % args.seed, facts.labelled_pairs(args.seed))]
     sets.append(("held out (seed %d)" % (args.seed + 1), facts.labelled_pairs(args.seed + 1)))
     for label, pairs in sets:
         positives = sum(p.duplicate for p in pairs)
-        print("\n### %s: %d pairs, %d repeats, %d distinct\n" % (label, len(pairs), positives, len(pairs) - positives))
-        print("| measure | threshold | precision | recall | false merges | missed repeats |")
-        print("|---|---|---|---|---|---|")
+        out("\n### %s: %d pairs, %d repeats, %d distinct\n" % (label, len(pairs), positives, len(pairs) - positives))
+        out("| measure | threshold | precision | recall | false merges | missed repeats |")
+        out("|---|---|---|---|---|---|")
         p, r, fp, fn = precision_recall(pairs, predictions(pairs, embed=None, threshold=1.0, exact_only=True))
-        print("| exact only | - | %.2f | %.2f | %d | %d |" % (p, r, fp, fn))
+        out("| exact only | - | %.2f | %.2f | %d | %d |" % (p, r, fp, fn))
         for name, sweep, default, emb in (
             ("word overlap", OVERLAP_SWEEP, OVERLAP_THRESHOLD, None),
             ("cosine (HashEmbedder)", COSINE_SWEEP, COSINE_THRESHOLD, embed),
@@ -94,37 +97,41 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
             for threshold in sweep:
                 p, r, fp, fn = precision_recall(pairs, predictions(pairs, embed=emb, threshold=threshold))
                 mark = " **(default)**" if threshold == default else ""
-                print("| %s | %.2f%s | %.2f | %.2f | %d | %d |" % (name, threshold, mark, p, r, fp, fn))
+                out("| %s | %.2f%s | %.2f | %.2f | %d | %d |" % (name, threshold, mark, p, r, fp, fn))
     pairs = sets[0][1]
     overlap = errors_by_kind(pairs, predictions(pairs, embed=None, threshold=OVERLAP_THRESHOLD))
     cosine = errors_by_kind(pairs, predictions(pairs, embed=embed, threshold=COSINE_THRESHOLD))
-    print("\n### errors by kind at the defaults (%s)\n" % sets[0][0])
-    print("| pair kind | label | word overlap wrong | cosine wrong |")
-    print("|---|---|---|---|")
+    out("\n### errors by kind at the defaults (%s)\n" % sets[0][0])
+    out("| pair kind | label | word overlap wrong | cosine wrong |")
+    out("|---|---|---|---|")
     for kind in sorted(overlap):
         label = "repeat" if any(p.kind == kind and p.duplicate for p in pairs) else "distinct"
-        print(
+        out(
             "| %s | %s | %d / %d | %d / %d |"
             % (kind, label, overlap[kind][0], overlap[kind][1], cosine[kind][0], cosine[kind][1])
         )
     edges = facts.edge_pairs()
     overlap = errors_by_kind(edges, predictions(edges, embed=None, threshold=OVERLAP_THRESHOLD))
     cosine = errors_by_kind(edges, predictions(edges, embed=embed, threshold=COSINE_THRESHOLD))
-    print("\n### edge cases at the defaults (`facts.EDGE_CASES`: %d pairs)\n" % len(edges))
-    print("| pair kind | label | word overlap wrong | cosine wrong |")
-    print("|---|---|---|---|")
+    out("\n### edge cases at the defaults (`facts.EDGE_CASES`: %d pairs)\n" % len(edges))
+    out("| pair kind | label | word overlap wrong | cosine wrong |")
+    out("|---|---|---|---|")
     for kind in sorted(overlap, key=lambda k: (k == "repeat", k)):
         label = "repeat" if kind == "repeat" else "distinct"
-        print(
+        out(
             "| %s | %s | %d / %d | %d / %d |"
             % (kind, label, overlap[kind][0], overlap[kind][1], cosine[kind][0], cosine[kind][1])
         )
     for name, emb, threshold in (("word overlap", None, OVERLAP_THRESHOLD), ("cosine", embed, COSINE_THRESHOLD)):
         p, r, fp, fn = precision_recall(edges, predictions(edges, embed=emb, threshold=threshold))
-        print(
+        out(
             "\n%s on the edge cases: precision %.2f, recall %.2f, %d false merges, %d missed repeats"
             % (name, p, r, fp, fn)
         )
+    text = "\n".join(lines)
+    print(text)
+    if argv is None and not sys.argv[1:]:  # the default run is the one the docs show
+        docs_tables.write_table("duplicates", text)
 
 
 def write_cost(sizes: Sequence[int] = (1_000, 10_000, 50_000), writes: int = 200) -> None:

@@ -40,12 +40,18 @@ the labelled sentence is a false positive).
 from __future__ import annotations
 
 import argparse
+import os
 import random
+import sys
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from poolsplit_adapters.memory.duplicates import normalise_text
-from poolsplit_adapters.memory.standing import INSTRUCTION, PREFERENCE, RULES, StandingRules, recognise
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import docs_tables  # noqa: E402
+
+from poolsplit_adapters.memory.duplicates import normalise_text  # noqa: E402
+from poolsplit_adapters.memory.standing import INSTRUCTION, PREFERENCE, RULES, StandingRules, recognise  # noqa: E402
 
 TOPICS = (
     "authentication",
@@ -610,6 +616,8 @@ def main(argv: Optional[Sequence[str]] = None) -> str:
         s = score(args.show)
         text += "\n\nmissed:\n" + "\n".join(s.missed) + "\n\nfalse positives:\n" + "\n".join(s.false)
     print(text)
+    if not args.show and argv is None and not sys.argv[1:]:  # the default run is the one the docs show
+        docs_tables.write_table("standing", text)
     return text
 
 

@@ -413,6 +413,20 @@ def _recounts(a: _Parsed, b: _Parsed) -> bool:
     return False
 
 
+def _named_apart(a: _Parsed, b: _Parsed) -> bool:
+    """Whether one statement names its subject again after its value with
+    a word the other has in its place ("kept for 45 days, the log retention
+    period" / "..., the backup retention period"): the words besides the
+    values differ by a swap, and a word of the swap is one of its own
+    subject's (a value said of two things). A swap of words that are the
+    values themselves ("Tuesday" / "Thursday") is no such naming."""
+    values = {word for value in a.rest_values | b.rest_values for word in value.split()}
+    left, right = a.rest - values, b.rest - values
+    if not (left - right and right - left):
+        return False
+    return bool(_stems(left - right) & a.stems) or bool(_stems(right - left) & b.stems)
+
+
 def changes(new: str, old: str) -> bool:
     """Whether the statement ``new`` changes ``old`` (see the module)."""
     a, b = _parsed(new), _parsed(old)
@@ -427,8 +441,9 @@ def changes(new: str, old: str) -> bool:
             return False  # another subject, or one of the same words with another in its place
         if a.rest_values and b.rest_values and a.rest_values != b.rest_values:
             # another value, of the same unit: "March 3" / "March 17", "300ms" / "250ms"; not
-            # "is 300ms" / "is sampled every 5 minutes"
-            return not (a.unit and b.unit and a.unit != b.unit)
+            # "is 300ms" / "is sampled every 5 minutes", nor of another thing named after the
+            # value: "kept for 45 days, the log retention period" / "..., the backup retention period"
+            return not (a.unit and b.unit and a.unit != b.unit) and not _named_apart(a, b)
         if a.rest_guards != b.rest_guards and (a.rest & b.rest or a.rest_values & b.rest_values):
             return True  # the same claim, another polarity: "is db-7" / "is not db-7"
         if a.rest_values and b.rest_values:

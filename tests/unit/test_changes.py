@@ -83,6 +83,18 @@ def test_which_statements_change_which(new, old, changed):
         ("The API has 40 endpoints.", "The API serves 3 million requests a day.", False),
         ("The third milestone ends June 9.", "Planned the quarter; second milestone ends June 5.", False),
         ("The public launch deadline moved to May 12.", "Set the beta launch deadline to April 4.", False),
+        # the subject named again after the value: another value of it, or a value of another thing
+        (
+            "Logs are kept for 45 days, the log retention period.",
+            "Logs are kept for 30 days, the log retention period.",
+            True,
+        ),
+        (
+            "Logs are kept for 45 days, the backup retention period.",
+            "Logs are kept for 30 days, the log retention period.",
+            False,
+        ),
+        ("The deploy window is Thursday 14:00.", "The deploy window is Tuesday 10:00.", True),
     ],
 )
 def test_measured_quantities_counts_and_logged_statements(new, old, changed):
@@ -134,6 +146,7 @@ def test_the_measured_false_supersede_rate_is_zero_on_both_seeds():
     for seed in (0, 1):
         linked = bench.linked_by_kind(seed)
         assert sum(linked["twin"]) == 0 and len(linked["twin"]) == 48
+        assert sum(linked["twin-update"]) == 0 and len(linked["twin-update"]) == 144  # a twin's other value
         assert sum(linked["value"] + linked["negation"]) / 96 >= 0.75
         never = linked["measured-twin"] + linked["measured-claim"]
         assert sum(never) == 0 and len(never) == 66
