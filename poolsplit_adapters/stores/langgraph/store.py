@@ -58,8 +58,8 @@ import threading
 import weakref
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
 from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
 from typing_extensions import TypedDict, Unpack
@@ -91,11 +91,8 @@ from ...reports import select_noted
 from ...threads import off_loop
 from ...tokens import default_counter
 from ..base import (
-    RELINKS,
     Change,
-    EntryNotFound,
     StoreVerbs,
-    WriteReport,
     live,
     prepare_entries,
     returning,
@@ -104,6 +101,7 @@ from ..base import (
 )
 from ..checks import check_key_text, storable_text
 from ..postgres import is_async_postgres_store, is_postgres_store, plain_async_postgres_store
+from ..write_path import Derived
 from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
 from .namespaces import Namespace, namespace_label
 from .postgres_store_search import (
@@ -114,7 +112,7 @@ from .postgres_store_search import (
     serves_postgres_store,
 )
 
-__all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
+__all__ = ["BaseStoreMemory", "Namespace", "Recall", "check_namespaces", "namespace_label"]
 
 NamespaceArg = Union[Sequence[str], Sequence[Sequence[str]]]
 
@@ -130,15 +128,6 @@ RANK_ALL = EVERY_ITEM
 #: On a vector-indexed store, how many nearest items of its type a written
 #: entry is compared with for near duplicates.
 NEAR_K = 10
-
-
-@runtime_checkable
-class VectorIndexed(Protocol):
-    """An optional capability of a LangGraph store: a vector index
-    (``InMemoryStore``, ``SqliteStore`` and ``PostgresStore`` built with
-    ``index=``; ``index_config`` is None without one)."""
-
-    index_config: Any
 
 
 def chain_visibility(chain: Sequence[Namespace], chain_penalty: float) -> Visibility:
@@ -340,9 +329,15 @@ class BaseStoreMemory(StoreVerbs):
         return "BaseStoreMemory(%s, %r)" % (type(self.store).__name__, list(self.chain))
 
     @property
+    def _index_config(self) -> Any:
+        """The store's vector index configuration: what LangGraph's stores
+        built with ``index=`` keep as ``index_config`` (None without one)."""
+        return getattr(self.store, "index_config", None)
+
+    @property
     def indexed(self) -> bool:
         """Whether the store has a vector index (then recall passes ``query=``)."""
-        return isinstance(self.store, VectorIndexed) and bool(self.store.index_config)
+        return bool(self._index_config)
 
     @property
     def index_embeddings(self) -> Any:
@@ -352,7 +347,7 @@ class BaseStoreMemory(StoreVerbs):
         embedding again."""
         if not self.indexed:
             return None
-        config = self.store.index_config  # type: ignore[attr-defined]
+        config = self._index_config
         return config.get("embed") if isinstance(config, Mapping) else None
 
     @property
@@ -362,7 +357,7 @@ class BaseStoreMemory(StoreVerbs):
         module docstring), so a selection may use them."""
         if not self.indexed:
             return False
-        config = self.store.index_config  # type: ignore[attr-defined]
+        config = self._index_config
         kind = config.get("distance_type", "cosine") if isinstance(config, Mapping) else "cosine"
         return kind == "cosine"
 
@@ -676,7 +671,8 @@ class BaseStoreMemory(StoreVerbs):
                 return self._entry(item, counted=False)
         return None
 
-    def select(
+    # The contract's ``**options``, declared (SelectKeywords): narrower than Any, on purpose.
+    def select(  # type: ignore[override]
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Unpack[SelectKeywords]
     ) -> Selection:
         """Recall from the store, then select: corrections first, then each
@@ -684,20 +680,11 @@ class BaseStoreMemory(StoreVerbs):
         ``options``: ``now``, ``scorer`` (`SelectKeywords`)."""
         return self.select_from(self.recall(pools, context), pools, context, **options)
 
-    async def aselect(
+    async def aselect(  # type: ignore[override]
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Unpack[SelectKeywords]
     ) -> Selection:
         """Async [`select`][]."""
         return self.select_from(await self.arecall(pools, context), pools, context, **options)
-
-    def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        """Every entry in the namespace and chain (or in the one whose label
-        is ``namespace``), as fresh dicts, each read once."""
-        return self.read(None, namespace)
-
-    async def aentries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        """Async [`entries`][]."""
-        return self._collect(await self._arun(self._scan(namespace)), counted=False).entries
 
     @property
     def version(self) -> Tuple[Tuple[str, str, Any], ...]:
@@ -723,8 +710,10 @@ class BaseStoreMemory(StoreVerbs):
         results = self.store.batch([GetOp(self.namespace, k) for k in keys]) if keys else []
         return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
 
-    async def aread(self, ids: Sequence[str]) -> List[Dict[str, Any]]:
-        """Async [`read`][] by ids."""
+    async def aread(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Async [`read`][]."""
+        if ids is None:
+            return self._collect(await self._arun(self._scan(namespace)), counted=False).entries
         keys = _check_ids(ids)
         results = await self.store.abatch([GetOp(self.namespace, k) for k in keys]) if keys else []
         return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
@@ -801,10 +790,6 @@ class BaseStoreMemory(StoreVerbs):
         """Async [`put`][]."""
         return (await self.aput_many([entry]))[0]
 
-    async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Async [`add`][poolsplit_adapters.stores.StoreVerbs.add]."""
-        return (await self.awrite(entries)).ids
-
     # -- duplicates: the one gate, with the store's own search -----------------------
 
     def _near_ops(self, prepared: Sequence[Mapping[str, Any]]) -> List[Union[GetOp, SearchOp]]:
@@ -872,28 +857,11 @@ class BaseStoreMemory(StoreVerbs):
         ops = self._near_ops(candidates)
         return self._neighbours(self._batch(ops) if ops else [])
 
-    async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
-        """Async [`write`][poolsplit_adapters.stores.StoreVerbs.write]."""
-        given = list(entries)
-        for attempt in range(1, RELINKS + 1):
-            change, report = await self._aderived(given)
-            if not (change.insert or change.repeat):
-                return report
-            try:
-                await self.acommit(change)
-            except (EntryNotFound, ValueError) as raced:
-                if not change.retire or isinstance(raced, EntryError):
-                    raise
-                if attempt < RELINKS:
-                    continue  # another writer closed the version this one changes: link to its newest
-                # still racing: the new statement is written all the same, unlinked (nothing lost)
-                await self.acommit(replace(change, retire=(), raced=[]))
-            return report
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _aderived(self, entries: Sequence[Mapping[str, Any]]) -> Tuple[Change, WriteReport]:
-        """One derivation of an async write: the change and its report, as
-        [`StoreVerbs.write`][poolsplit_adapters.stores.StoreVerbs.write] derives them."""
+    async def aderive(self, entries: Sequence[Mapping[str, Any]]) -> Derived:
+        """One derivation of an async write, as
+        [`StoreVerbs.derive`][poolsplit_adapters.stores.StoreVerbs.derive] derives it, through
+        the store's async API (its kept index, when one is kept, from a
+        worker thread for an ``AsyncPostgresStore``)."""
         prepared = self.preparing(entries)
         stored = await self.aread([str(e["id"]) for e in prepared])
         moved = returning(prepared, stored)  # before any finder files them (see stored_for)
@@ -917,22 +885,7 @@ class BaseStoreMemory(StoreVerbs):
         if statements:
             ops = self._near_ops(statements)
             changed = updates(self._neighbours(await self._abatch(ops)), prepared, repeats)
-        return settle_repeats(prepared, hits, changed)
-
-    def existing(self, ids: Iterable[str]) -> Set[str]:
-        """Which of ``ids`` are stored in the own namespace (one batch)."""
-        return {e["id"] for e in self.read(list(ids))}
-
-    async def aexisting(self, ids: Iterable[str]) -> Set[str]:
-        """Async [`existing`][]."""
-        return {e["id"] for e in await self.aread(list(ids))}
-
-    async def asupersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
-        """Async [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede]."""
-        change = self.superseding(entry_id, new_entry)
-        change = change.returned(await self.aread(change.touched))
-        await self.acommit(change)
-        return str(change.insert[0]["id"])
+        return (prepared, *settle_repeats(prepared, hits, changed))
 
     def _forget_ops(self, namespace: str) -> Tuple[Namespace, SearchOp]:
         if not isinstance(namespace, str) or not namespace:
@@ -961,18 +914,6 @@ class BaseStoreMemory(StoreVerbs):
         if keys:
             await self.store.abatch([PutOp(target, key, None) for key in keys])
         return len(keys)
-
-    async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
-        """Async [`delete`][poolsplit_adapters.stores.StoreVerbs.delete]."""
-        doomed: List[str] = []
-        found = await self.aread([entry_id])
-        while found and found[0]["id"] not in doomed:
-            doomed.append(found[0]["id"])
-            earlier = found[0].get("supersedes")
-            found = await self.aread([earlier]) if history and isinstance(earlier, str) else []
-        if doomed:
-            await self.acommit(Change(forget=tuple(doomed)))
-        return bool(doomed)
 
 
 def _expired_ids(entries: Sequence[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Set[str]:
