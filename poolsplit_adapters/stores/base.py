@@ -16,7 +16,7 @@ inherits every verb, sync and async, each a thin wrapper written once:
 ``sweep_expired``, ``consolidate`` (`lifecycle_verbs`). Callers hold a
 [`StoreVerbs`][] and call its verbs; nothing asks what kind of store it is.
 [`MemoryStore`][] is the public protocol (the verbs alone): a host's own
-store that meets it is taken through [`ProtocolStore`][], the one adapter
+store that meets it is taken through `ProtocolStore`, the one adapter
 from the protocol to the contract. The rules of the verbs:
 
 * **add** checks each entry (the core's ``check_entry``, the write rules of

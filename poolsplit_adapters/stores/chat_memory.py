@@ -34,6 +34,7 @@ from ..settings import AdapterSettings, Framework
 from .base import Change, MemoryStore, StoreVerbs, WriteReport
 from .checks import storable_text
 from .memory import IdLookup, commit_to_index
+from .protocol_store import contract_of
 
 __all__ = ["SESSION_KEY", "ChatMemoryEntries", "PooledRender", "session_text"]
 
@@ -157,6 +158,8 @@ class ChatMemoryEntries(StoreVerbs):
         self.index = MemoryIndex(entries, token_counter=self.token_counter, prepare_for=(self.settings.scorer,))
         self._ids = IdLookup(self.index)
         self.long_term = store
+        #: The durable store under the contract (None: none given).
+        self._durable: Optional[StoreVerbs] = None if store is None else contract_of(store)
         self.share_chat = share_chat
         self.episode_type = episode_type
         self.episode_priority = episode_priority
@@ -333,7 +336,7 @@ class ChatMemoryEntries(StoreVerbs):
                     entry[SESSION_KEY] = session
                 accepted.append(entry)
         target = self.holder
-        if accepted and self.consolidator is not None and isinstance(target, StoreVerbs):
+        if accepted and self.consolidator is not None:
             report, result = target.consolidate(accepted, model=self.consolidator, at=stamp)
             self.last_consolidation = result
             kept: List[Optional[str]] = _consolidated(accepted, report, result)
@@ -374,7 +377,8 @@ class ChatMemoryEntries(StoreVerbs):
     @property
     def holder(self) -> StoreVerbs:
         """The durable store when one was given (its writes land there), else this store."""
-        return self.long_term if isinstance(self.long_term, StoreVerbs) else self
+        durable = self._durable
+        return durable if durable is not None and durable.commits else self
 
     def commit(self, change: Change) -> None:
         """Apply ``change`` to the index (one ``MemoryIndex`` edit per entry,
@@ -384,11 +388,8 @@ class ChatMemoryEntries(StoreVerbs):
     def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
         """The contract's ``write`` (``add`` with its report): in the durable
         store when one was given, else in `index`."""
-        if isinstance(self.long_term, StoreVerbs):
-            return self.long_term.write(entries)
-        if self.long_term is not None:
-            rows = list(entries)
-            return WriteReport(self.long_term.add(rows), [])
+        if self._durable is not None:
+            return self._durable.write(entries)
         return super().write(entries)
 
     def consolidate(
@@ -419,15 +420,15 @@ class ChatMemoryEntries(StoreVerbs):
         """The contract's ``forget``: every entry of ``namespace``, from the
         index and from the durable store; how many ids went."""
         count = super().forget(namespace=namespace)
-        if isinstance(self.long_term, StoreVerbs):
-            self.long_term.forget(namespace=namespace)
+        if self._durable is not None and self._durable.commits:
+            self._durable.forget(namespace=namespace)
         return count
 
     def sweep_expired(self, now: Optional[Moment] = None) -> List[str]:
         """The contract's ``sweep_expired``, on the index and the durable store."""
         gone = super().sweep_expired(now)
-        if isinstance(self.long_term, StoreVerbs):
-            gone += [i for i in self.long_term.sweep_expired(now) if i not in gone]
+        if self._durable is not None and self._durable.commits:
+            gone += [i for i in self._durable.sweep_expired(now) if i not in gone]
         return gone
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:

@@ -1,8 +1,8 @@
 """The few primitives every store implements, each with its async twin:
 what [`StoreVerbs`][poolsplit_adapters.stores.StoreVerbs] writes every verb over.
 
-A store implements [`read`][StorePrimitives.read], [`commit`][StorePrimitives.commit],
-[`select`][StorePrimitives.select] and [`version`][StorePrimitives.version];
+A store implements ``read``, ``commit``,
+``select`` and ``version``;
 ``aread``, ``acommit`` and ``aselect`` default to the sync ones (a store
 with an async API, a LangGraph store or a LangChain vector store, overrides
 them), so every async verb is written once too. Nothing else of a store's
@@ -51,7 +51,7 @@ class StorePrimitives(ABC):
     _finder: Optional[Tuple[Any, DuplicateFinder]] = None
     #: Whether this store's writes are [`Change`][]s its own ``commit``
     #: applies (every store of the package). False for a host's store that
-    #: meets the public protocol only ([`ProtocolStore`][poolsplit_adapters.stores.ProtocolStore]):
+    #: meets the public protocol only (`ProtocolStore`):
     #: its verbs are its own, and nothing is consolidated or forgotten
     #: through it.
     commits: bool = True
