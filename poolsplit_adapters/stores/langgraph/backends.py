@@ -61,7 +61,8 @@ from .prepared import (
     prepares,
     watermark,
 )
-from .store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
+from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
+from .store_reads import query_of
 
 __all__ = ["Backend", "Plan", "Snapshot", "backend_for"]
 
@@ -174,7 +175,7 @@ class _BaseStoreBackend(Backend):
         """The chain's kept index for the plan's types, or None when the
         recall is ranked by the store's vector index for this query."""
         memory = self.memory(chain)
-        if not prepares(memory, _query(context)):
+        if not prepares(memory, query_of(context)):
             return None
         key = (tuple(chain), PreparedRecall.signature(plan.pools))
         with self._lock:
