@@ -431,6 +431,24 @@ class ChatMemoryEntries(StoreVerbs):
             gone += [i for i in self._durable.sweep_expired(now) if i not in gone]
         return gone
 
+    # LlamaIndex's blocks call the sync verbs; the async twins are theirs,
+    # so that they too write through to the durable store.
+    async def awrite(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
+        """Async [`write`][] (the sync one: in the durable store when one was given)."""
+        return self.write(entries)
+
+    async def asupersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
+        """Async [`supersede`][] (the sync one)."""
+        return self.supersede(entry_id, new_entry)
+
+    async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
+        """Async [`delete`][] (the sync one)."""
+        return self.delete(entry_id, history=history)
+
+    async def aforget(self, *, namespace: str) -> int:
+        """Async [`forget`][] (the sync one)."""
+        return self.forget(namespace=namespace)
+
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over every entry (the index's and the durable
         store's; no session filter: that is ``select_for``'s), ranked by
