@@ -191,9 +191,8 @@ OWN_VERBS: Dict[str, frozenset[str]] = {
     "BaseStoreMemory": frozenset({"get", "aget", "forget", "aforget"}),
     "SQLiteMemoryStore": frozenset({"delete", "forget"}),
     "PoolSplitMemoryStore": frozenset(
-        {"write", "awrite", "consolidate", "supersede", "asupersede", "delete", "adelete", "forget", "aforget",
-         "sweep_expired"}
-    ),  # fmt: skip
+        "write awrite consolidate supersede asupersede delete adelete forget aforget sweep_expired".split()
+    ),
 }
 
 
