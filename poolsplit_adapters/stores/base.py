@@ -186,7 +186,7 @@ class StoreVerbs(LifecycleVerbs):
 
         An entry that repeats a stored one (or an earlier one of the batch)
         is not stored again: its id in the answer is the kept entry's, and
-        the kept entry's ``seen`` records the repeat ([`write`][] says
+        the kept entry's ``seen`` records the repeat ([`write`][poolsplit_adapters.stores.StoreVerbs.write] says
         which were repeats).
 
         Raises:

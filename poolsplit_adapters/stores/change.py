@@ -53,7 +53,7 @@ class Change:
             retirement or recorded repeat), written as given.
         repeat: ``(kept id, candidate)`` pairs: the candidate repeats the kept
             entry, whose ``seen`` gets the candidate's provenance
-            ([`record_repeat`][]); if
+            ([`record_repeat`][poolsplit_adapters.memory.record_repeat]); if
             the kept entry is gone or no longer active when the change
             applies, the candidate is inserted instead (nothing is lost).
         unchanged: the stored versions the change was derived from (a

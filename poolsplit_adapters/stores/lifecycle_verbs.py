@@ -39,7 +39,7 @@ class LifecycleVerbs(WritePath):
     def consolidate(
         self, entries: Iterable[Mapping[str, Any]], *, model: Any, at: Optional[Moment] = None, nearest: int = 5
     ) -> Tuple[WriteReport, ConsolidationResult]:
-        """[`write`][] with the host's model as consolidator: the entries
+        """[`write`][poolsplit_adapters.stores.StoreVerbs.write] with the host's model as consolidator: the entries
         that repeat nothing (exact or near) are shown to ``model`` beside
         their ``nearest`` active neighbours
         ([`consolidate`][poolsplit_adapters.memory.consolidate.consolidate]: small
@@ -51,7 +51,7 @@ class LifecycleVerbs(WritePath):
         writes the entry as ``add`` does
         (`op_writes`, the rule
         of the middleware's consolidation too). What no accepted operation
-        disposed of is written as [`write`][] would; an operation the
+        disposed of is written as [`write`][poolsplit_adapters.stores.StoreVerbs.write] would; an operation the
         store refuses when it applies (the target changed meanwhile) leaves
         its entry to that ordinary write too, and is listed in the result's
         ``failed`` with why. Nothing is lost. An entry whose id is stored

@@ -65,7 +65,7 @@ class WritePath(StorePrimitives):
     """The contract's write gate over the primitives (see the module docstring)."""
 
     def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
-        """[`add`][], answering what happened to each entry: the one write
+        """[`add`][poolsplit_adapters.stores.StoreVerbs.add], answering what happened to each entry: the one write
         gate of every store. Each entry is checked and stamped
         (`prepare_entries`), then compared with the stored active
         entries of its namespace, type and scope
@@ -105,7 +105,7 @@ class WritePath(StorePrimitives):
         return with_raced(report, change, self.read(list(dict.fromkeys(change.raced))))
 
     async def awrite(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
-        """Async [`write`][]: the same loop over [`aderive`][] and ``acommit``."""
+        """Async [`write`][poolsplit_adapters.stores.StoreVerbs.write]: the same loop over [`aderive`][] and ``acommit``."""
         given = listed(entries)
         for attempt in range(1, RELINKS + 1):
             prepared, change, report = await self.aderive(given)
@@ -200,7 +200,7 @@ class WritePath(StorePrimitives):
         return stored + self.read(moved) if moved else stored
 
     def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-        """The entries as [`write`][] compares them: checked and stamped,
+        """The entries as [`write`][poolsplit_adapters.stores.StoreVerbs.write] compares them: checked and stamped,
         ids not yet checked for repeats (async twins reuse it)."""
         return prepare_entries(entries, self.stamp(), unique=False)
 
@@ -209,9 +209,9 @@ class WritePath(StorePrimitives):
         over the stored active entries ``candidates`` could repeat (called
         under a lock; the finder may be kept and is changed by ``admit``).
 
-        The default keeps one finder per store, built from [`read`][] once
+        The default keeps one finder per store, built from [`read`][poolsplit_adapters.stores.StoreVerbs.read] once
         and kept in step with this object's own writes; it is rebuilt only
-        when [`version`][] shows a change made elsewhere. So a write costs
+        when [`version`][poolsplit_adapters.stores.StoreVerbs.version] shows a change made elsewhere. So a write costs
         a word-index lookup, not a read of the store. A store that cannot
         list its entries (a vector store without a listing API) is compared
         by id only: an exact repeat with a content-derived id (the write
@@ -272,11 +272,11 @@ class WritePath(StorePrimitives):
             self._finder = (self.version, finder)
 
     def adding(self, entries: Iterable[Mapping[str, Any]]) -> Change:
-        """The [`Change`][] that [`add`][] commits (async twins reuse it)."""
+        """The [`Change`][] that [`add`][poolsplit_adapters.stores.StoreVerbs.add] commits (async twins reuse it)."""
         return Change(insert=tuple(prepare_entries(entries, self.stamp())))
 
     def superseding(self, entry_id: str, new_entry: Mapping[str, Any]) -> Change:
-        """The [`Change`][] that [`supersede`][] commits."""
+        """The [`Change`][] that [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede] commits."""
         if isinstance(entry_id, str):
             storable_text(entry_id, "entry id")  # named as the argument, not as the new entry's supersedes
         [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})

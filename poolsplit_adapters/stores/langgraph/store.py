@@ -143,8 +143,8 @@ class BaseStoreMemory(StoreWrites):
     It satisfies [`MemoryStore`][poolsplit_adapters.stores.MemoryStore]: ``add``
     refuses an id already stored, ``supersede`` and ``delete`` follow the
     contract's one semantics, ``version`` is the fingerprint of one read of
-    the namespaces (the store has no change counter). [`put`][] and
-    [`put_many`][] are LangGraph's ``put``: they overwrite an item with the
+    the namespaces (the store has no change counter). [`put`][poolsplit_adapters.stores.langgraph.store.BaseStoreMemory.put] and
+    [`put_many`][poolsplit_adapters.stores.langgraph.store.BaseStoreMemory.put_many] are LangGraph's ``put``: they overwrite an item with the
     same key.
         cache_size: how many token counts to keep (default 65536).
 
