@@ -29,21 +29,9 @@ class StorePrimitives(ABC):
 
     Example:
         ```python
-        class DictStore(StoreVerbs):   # StoreVerbs: these primitives and every verb over them
-            def __init__(self):
-                self.rows = {}
-            def read(self, ids=None, namespace=None):
-                found = self.rows.values() if ids is None else [self.rows[i] for i in ids if i in self.rows]
-                return [dict(e) for e in found if namespace is None or e.get("namespace") == namespace]
-            def commit(self, change):
-                self.rows.update({e["id"]: e for e in change.rows(change.verify(self.read(change.touched)))})
-                for gone in change.forget:
-                    self.rows.pop(gone, None)
-            def select(self, pools, context=None, **options):
-                return select(self.read(), pools, context, **options)
-            @property
-            def version(self):
-                return len(self.rows)
+        store.read(["fix-1"])                     # fresh copies of those found
+        await store.aread(None, "memories.u1")    # one namespace, through the async twin
+        store.commit(Change(forget=("fix-1",)))   # one write, verified first
         ```
     """
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Optional, Tuple
 
 from ..memory.changes import CHANGING_TYPES, changing, updates
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind
@@ -55,6 +55,17 @@ def with_raced(report: WriteReport, change: Change, kept: Sequence[Mapping[str, 
     return WriteReport(report.ids, sorted(report.duplicates + extra, key=lambda pair: pair[0]))
 
 
+def _at_once(run: Coroutine[Any, Any, WriteReport]) -> WriteReport:
+    """What ``run`` returns, run without an event loop: the sync ``write``
+    is the one write loop over steps that never suspend."""
+    try:
+        run.send(None)
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+    run.close()
+    raise RuntimeError("a step of a sync write suspended")  # pragma: no cover - its steps are sync
+
+
 def _named(err: DuplicateEntry, prepared: Sequence[Dict[str, Any]]) -> DuplicateEntry:
     """``err`` naming the entry by its position in what the caller gave."""
     at = next((n for n, e in enumerate(prepared) if e["id"] == err.entry_id), None)
@@ -81,39 +92,25 @@ class WritePath(StorePrimitives):
             report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
             ```
         """
-        given = listed(entries)
-        for attempt in range(1, RELINKS + 1):
-            prepared, change, report = self.derive(given)
-            if not (change.insert or change.repeat):
-                break
-            try:
-                try:
-                    self._commit_tracked(change)
-                except (EntryNotFound, ValueError) as raced:
-                    if not change.retire or isinstance(raced, EntryError):
-                        raise
-                    if attempt < RELINKS:
-                        continue  # another writer closed the version this one changes: link to its newest
-                    # still racing: the new statement is written all the same, unlinked (nothing lost)
-                    change = replace(change, retire=(), raced=[])
-                    self._commit_tracked(change)
-            except DuplicateEntry as err:  # named by its position in what the caller gave
-                raise _named(err, prepared) from None
-            break
-        if not change.raced:
-            return report
-        return with_raced(report, change, self.read(list(dict.fromkeys(change.raced))))
+        return _at_once(self._write(listed(entries), self._now))
 
     async def awrite(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
-        """Async [`write`][poolsplit_adapters.stores.StoreVerbs.write]: the same loop over [`aderive`][] and ``acommit``."""
-        given = listed(entries)
+        """Async [`write`][poolsplit_adapters.stores.StoreVerbs.write]: the same loop over
+        [`aderive`][poolsplit_adapters.stores.StoreVerbs.aderive], ``acommit`` and ``aread``."""
+        return await self._write(listed(entries), self._later)
+
+    async def _write(self, given: Sequence[Mapping[str, Any]], do: Callable[[str, Any], Awaitable[Any]]) -> WriteReport:
+        """The write loop, written once for [`write`][poolsplit_adapters.stores.StoreVerbs.write]
+        and ``awrite``: ``do(step, argument)`` runs each step (``"derive"``
+        the batch, ``"commit"`` a change, ``"read"`` ids), sync or awaited."""
         for attempt in range(1, RELINKS + 1):
-            prepared, change, report = await self.aderive(given)
+            derived: Derived = await do("derive", given)
+            prepared, change, report = derived
             if not (change.insert or change.repeat):
                 break
             try:
                 try:
-                    await self._acommit_tracked(change)
+                    await do("commit", change)
                 except (EntryNotFound, ValueError) as raced:
                     if not change.retire or isinstance(raced, EntryError):
                         raise
@@ -121,13 +118,29 @@ class WritePath(StorePrimitives):
                         continue  # another writer closed the version this one changes: link to its newest
                     # still racing: the new statement is written all the same, unlinked (nothing lost)
                     change = replace(change, retire=(), raced=[])
-                    await self._acommit_tracked(change)
+                    await do("commit", change)
             except DuplicateEntry as err:  # named by its position in what the caller gave
                 raise _named(err, prepared) from None
             break
         if not change.raced:
             return report
-        return with_raced(report, change, await self.aread(list(dict.fromkeys(change.raced))))
+        return with_raced(report, change, await do("read", list(dict.fromkeys(change.raced))))
+
+    async def _now(self, step: str, argument: Any) -> Any:
+        """A step of ``write``, through the sync primitives (it never suspends)."""
+        if step == "derive":
+            return self.derive(argument)
+        if step == "commit":
+            return self._commit_tracked(argument)
+        return self.read(argument)
+
+    async def _later(self, step: str, argument: Any) -> Any:
+        """A step of ``awrite``, through the async twins."""
+        if step == "derive":
+            return await self.aderive(argument)
+        if step == "commit":
+            return await self._acommit_tracked(argument)
+        return await self.aread(argument)
 
     def derive(self, given: Sequence[Mapping[str, Any]]) -> Derived:
         """One derivation of a write: the entries prepared
