@@ -24,9 +24,10 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Generic, Optional, Protocol, TypeVar
+from typing import Any, Callable, Generic, Optional, TypeVar
 
 from typing_extensions import TypedDict
 
@@ -117,16 +118,33 @@ class PromotedStep(TypedDict):
     """The selection's JSON form (the selection event's body)."""
 
 
-class AgentStore(Protocol):
-    """What the agent memory's writes need of a store (the middleware's
-    backends): one write of entries into a chain's own namespace, and the
-    store verbs the consolidation runs with."""
+class AgentStore(ABC):
+    """The writing half of the middleware's memory backends
+    ([`Backend`][poolsplit_adapters.stores.langgraph.backends.Backend] adds the reads), declared
+    once: one write of entries into a chain's own namespace through the
+    store's gate, and the store verbs the consolidation runs with. The
+    async write defaults to the sync one (a store without an async API).
 
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> list[Optional[str]]: ...
+    Example:
+        ```python
+        kept = backend.write([("memories", "u1")], [{"type": "note", "content": "Prefers tabs."}])
+        ```
+    """
 
-    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> list[Optional[str]]: ...
+    @abstractmethod
+    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> list[Optional[str]]:
+        """Write ``entries`` through the store's gate; for each, the id of the
+        stored entry it repeats (kept instead, the repeat recorded in its
+        ``seen``), or None when it was written."""
 
-    def verbs(self, chain: Sequence[Namespace]) -> Optional[StoreVerbs]: ...
+    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> list[Optional[str]]:
+        """Async [`write`][]."""
+        return self.write(chain, entries)
+
+    def verbs(self, chain: Sequence[Namespace]) -> Optional[StoreVerbs]:
+        """The store verbs that write ``chain``'s own namespace (what the
+        consolidator reads and changes), or None when the store has none."""
+        return None
 
 
 S = TypeVar("S", bound=AgentStore)

@@ -174,3 +174,56 @@ def check_a_changed_statement_supersedes_the_older(memory: Any, namespace: Optio
     )
     assert [v.id for v in memory.history("l1")] == ["l1", "l2", "l3"]
     assert memory.get("r1").get("superseded_by") is None
+
+
+#: Every verb of the store contract (sync and async): each a wrapper
+#: written once in StoreVerbs over the primitives.
+CONTRACT_VERBS = (
+    "add", "aadd", "write", "awrite", "get", "aget", "entries", "aentries", "existing", "aexisting",
+    "supersede", "asupersede", "delete", "adelete", "history", "forget", "aforget", "expired",
+    "sweep_expired", "consolidate",
+)  # fmt: skip
+#: The verbs a store writes again, and why: BaseStoreMemory's ``get`` reads
+#: its whole namespace chain and its ``forget`` any namespace of the store;
+#: SQLite's ``delete``/``forget`` overwrite the file's bytes (then call the
+#: contract's); LlamaIndex's memory store writes through to its durable store.
+OWN_VERBS: Dict[str, frozenset[str]] = {
+    "BaseStoreMemory": frozenset({"get", "aget", "forget", "aforget"}),
+    "SQLiteMemoryStore": frozenset({"delete", "forget"}),
+    "PoolSplitMemoryStore": frozenset(
+        "write awrite consolidate supersede asupersede delete adelete forget aforget sweep_expired".split()
+    ),
+}
+
+
+def check_implements_the_contract(memory: Any, *, async_twins: bool = True, lists: bool = True) -> None:
+    """``memory`` is a StoreVerbs (and so a MemoryStore) with no primitive
+    left unimplemented, writes again only the verbs `OWN_VERBS` names, and
+    (``async_twins``) its async verbs answer as the sync ones do."""
+    import asyncio
+
+    from poolsplit_adapters.stores import MemoryStore, StoreVerbs
+
+    kind = type(memory)
+    assert isinstance(memory, StoreVerbs) and isinstance(memory, MemoryStore)
+    assert not kind.__abstractmethods__
+    own = {verb for verb in CONTRACT_VERBS if getattr(kind, verb) is not getattr(StoreVerbs, verb)}
+    expected = next((v for k, v in OWN_VERBS.items() if any(c.__name__ == k for c in kind.__mro__)), frozenset())
+    assert own == expected, kind.__name__
+    if not async_twins:
+        return
+    run = asyncio.run
+    first = {"id": "c-1", "type": "fact", "content": "Invoices go out on the 1st.", "created": "2026-01-01T00:00:00Z"}
+    assert run(memory.aadd([first])) == ["c-1"]
+    assert run(memory.aget("c-1"))["content"] == memory.get("c-1")["content"] == "Invoices go out on the 1st."
+    assert run(memory.aexisting(["c-1", "c-none"])) == {"c-1"} == memory.existing(["c-1", "c-none"])
+    second = {"id": "c-2", "type": "fact", "content": "Invoices go out on the 2nd."}
+    assert run(memory.asupersede("c-1", second)) == "c-2"
+    assert memory.get("c-1")["superseded_by"] == "c-2" and memory.get("c-2")["supersedes"] == "c-1"
+    assert [v.id for v in memory.history("c-2")] == ["c-1", "c-2"]
+    if lists:
+        listed = sorted(e["id"] for e in run(memory.aentries()))
+        assert listed == sorted(e["id"] for e in memory.entries()) and {"c-1", "c-2"} <= set(listed)
+    assert run(memory.adelete("c-2")) is True
+    assert memory.get("c-1") is None and memory.get("c-2") is None
+    assert run(memory.adelete("c-2")) is False

@@ -3,8 +3,9 @@
 [`SQLiteMemoryStore`][] is the embedded default (one SQLite file, several
 processes, every acknowledged write durable); [`MemoryStore`][] is the
 protocol every store meets (``isinstance`` holds for each), and
-[`StoreVerbs`][] writes its verbs once over two primitives, so add,
-supersede and delete mean the same on every store; [`InProcessStore`][]
+[`StoreVerbs`][] is the one store contract: every verb and its async twin
+written once over a few primitives, so add, supersede, delete, history and
+forget mean the same on every store; [`InProcessStore`][]
 holds the contract in a ``MemoryIndex`` (no file); [`search_all_namespaces`][] is the operators'
 search across tenants (never used on an agent's path);
 [`PostgresConnection`][] gives each framework's Postgres store its form of

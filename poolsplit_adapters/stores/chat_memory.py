@@ -1,8 +1,9 @@
 """The store behind LlamaIndex's memory blocks, framework-free: curated
 entries in a [`MemoryIndex`][], an optional durable store, per-session
-recall of flushed chat, and the write of flushed lines through the one write
-gate (a failed write kept and retried), the selection both blocks share and
-the pooled block's text ([`PooledRender`][], truncated entry by entry). The
+recall of flushed chat, the selection both blocks share; the write of
+flushed lines through the one write gate (`chat_flush`: a failed write kept
+and retried) and the pooled block's text (`chat_render`: a
+[`PooledRender`][], truncated entry by entry) are its mixins. The
 LlamaIndex adapter's ``PoolSplitMemoryStore`` adds the translation: chat
 messages to lines, the selection's event, the expand tool.
 
@@ -14,111 +15,30 @@ over the durable ``store`` it was given.
 from __future__ import annotations
 
 import collections
-import dataclasses
-import datetime
 import threading
-from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from ..call import AdapterCall, cap, record_selection
+from ..call import AdapterCall, record_selection
 from ..errors import ArgumentError
 from ..index import MemoryIndex
-from ..memory.consolidate import ConsolidationOp, ConsolidationResult
+from ..memory.consolidate import ConsolidationResult
 from ..memory.expiry import Moment, note_expired
 from ..memory.tasks import warn_unplanned_standing
-from ..memory.turns import USER, Provenance, Said, exchange_id, exchange_proposals
-from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
-from ..poolsplit import Chosen, Pool, Selection
+from ..memory.write_gate import GateReport, Proposal, WriteGate
+from ..poolsplit import Pool, Selection
 from ..recall import VisibleEntries, present_types
-from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings, Framework
 from .base import Change, MemoryStore, StoreVerbs, WriteReport
+from .chat_flush import SESSION_KEY, ChatFlush, session_text
+from .chat_render import PooledRender, PooledRenders
 from .checks import storable_text
 from .memory import IdLookup, commit_to_index
+from .protocol_store import contract_of
 
 __all__ = ["SESSION_KEY", "ChatMemoryEntries", "PooledRender", "session_text"]
 
-#: Entry key naming the chat session a flushed message came from. An entry
-#: with it belongs to that session: other sessions do not recall it unless
-#: the store shares chat (``share_chat=True``).
-SESSION_KEY = "session"
 
-
-# How many recent renders of the pooled block are remembered, so that
-# Memory's truncation call can be answered from the structured selection.
-_RENDERS_KEPT = 256
-
-
-@dataclass(frozen=True)
-class PooledRender:
-    """The pooled block's text for one selection, with what it is made of.
-
-    Truncation works on ``items`` (never by re-reading the text, where an
-    entry's content could imitate an omission line).
-
-    Attributes:
-        items: (chosen entry, its marker), in render order.
-        budget: pool -> entries left out by a budget or ``k``.
-        budget_cause: how the budget line names its cause.
-        pools: the pool order, which the omission lines follow.
-        cut: pool -> entries the context limit left out (after truncation).
-
-    Example:
-        ```python
-        rendered = store.render_pooled(store.select_for("deploy", "alice"))
-        rendered.without_lowest().text   # one entry fewer, and a line that says so
-        ```
-    """
-
-    items: Tuple[Tuple[Chosen, str], ...]
-    budget: Mapping[str, int]
-    budget_cause: str
-    pools: Tuple[str, ...]
-    cut: Mapping[str, int] = field(default_factory=dict)
-
-    @property
-    def text(self) -> str:
-        """The entries, then what was left out of them: by budget (or
-        ``k``), then by the context limit; no line for a cause that left
-        nothing out."""
-        lines = [text for _, text in self.items]
-        lines.append(omission_line(self.budget, self.budget_cause))
-        lines.append(omission_line(self.cut, "by the context limit"))
-        return "\n".join(line for line in lines if line)
-
-    def ledger(self, place: str) -> str:
-        """What the never-truncated corrections block says about this text
-        (`render.selected_line`): how many entries
-        it holds per pool and what budgets left out, true whether or not
-        the text survives.
-
-        ``Memory`` drops a truncatable block whole when even its omission
-        lines do not fit (measured: 6 of 40 turns of the LlamaIndex
-        notebook); stated in a priority-0 block, the counts survive that.
-        """
-        return selected_line(self.per_pool(), place, self.budget)
-
-    def without_lowest(self) -> PooledRender:
-        """One entry fewer: the lowest-ranked of the pool holding the most
-        (the last such pool on a tie), so every pool keeps what it can."""
-        sizes = self.per_pool()
-        largest = max(sizes.values())
-        pool = [p for p in sizes if sizes[p] == largest][-1]
-        victim = max(i for i, (chosen, _) in enumerate(self.items) if chosen.pool == pool)
-        counts = dict(self.cut)
-        counts[pool] = counts.get(pool, 0) + 1
-        cut = {name: counts[name] for name in self.pools if name in counts}
-        return dataclasses.replace(self, items=self.items[:victim] + self.items[victim + 1 :], cut=cut)
-
-    def per_pool(self) -> Dict[str, int]:
-        """pool -> how many entries this text holds, in pool order."""
-        sizes: Dict[str, int] = {}
-        for chosen, _ in self.items:
-            sizes[chosen.pool] = sizes.get(chosen.pool, 0) + 1
-        return sizes
-
-
-class ChatMemoryEntries(StoreVerbs):
+class ChatMemoryEntries(ChatFlush, PooledRenders):
     """The entries, the durable store and the sessions of LlamaIndex's
     memory blocks, under the store contract: the engine of the adapter's
     ``PoolSplitMemoryStore`` (whose constructor's arguments these are).
@@ -158,6 +78,8 @@ class ChatMemoryEntries(StoreVerbs):
         self.index = MemoryIndex(entries, token_counter=self.token_counter, prepare_for=(self.settings.scorer,))
         self._ids = IdLookup(self.index)
         self.long_term = store
+        #: The durable store under the contract (None: none given).
+        self._durable: Optional[StoreVerbs] = None if store is None else contract_of(store)
         self.share_chat = share_chat
         self.episode_type = episode_type
         self.episode_priority = episode_priority
@@ -283,86 +205,6 @@ class ChatMemoryEntries(StoreVerbs):
                         found.append(entry)
         return found
 
-    # -- write-back -----------------------------------------------------------------
-
-    def _line_proposals(
-        self, lines: Sequence[Tuple[int, str, str, Any]], refused: Optional[List[str]] = None
-    ) -> List[Proposal]:
-        """The gate's judgement of flushed lines (position among the flushed
-        messages, role, text, session), stamped now: a user's line opens an
-        exchange, the answers after it join it. A line whose session id no
-        store can hold (`session_text`) is left out and its error appended
-        to ``refused`` (raised at once when ``refused`` is None): one bad
-        line must not stop the batch's other lines from being written."""
-        stamp = utc_stamp(self.settings.now or datetime.datetime.now(datetime.timezone.utc))
-        visibility = self.settings.visibility
-        namespace = visibility.chain[0] if visibility is not None and visibility.chain else None
-        proposals: List[Proposal] = []
-        exchange: Optional[str] = None
-        for n, role, text, session in lines:
-            try:
-                owner = session_text(session) if session else None
-            except ArgumentError as error:
-                if refused is None:
-                    raise
-                refused.append("message %d: %s" % (n, error))
-                continue
-            source = "session:%s" % session if session else "chat"
-            if role == USER:  # a user's line opens an exchange; the answers after it join it
-                exchange = exchange_id(namespace, owner or "", stamp, str(n), text)
-            where = Provenance(source, namespace, stamp, exchange=exchange, owner=owner)
-            proposals.extend(exchange_proposals(self.write_gate, [Said(role, text)], self.episode_type, where))
-        return proposals
-
-    def _write_pending(self, candidates: List[Proposal], refused: Sequence[str] = ()) -> List[Dict[str, Any]]:
-        """Write the lines a failed flush kept, then ``candidates`` (one
-        write); kept again, in order, when the write raises (see the
-        adapter's ``flush``). Then, when lines were ``refused``
-        (`_line_proposals`), an `ArgumentError` naming each: the others
-        are written by then."""
-        with self._lock:
-            pending, self._unflushed = self._unflushed, []
-        batch = pending + candidates
-        try:
-            written = self._write_flushed(batch)
-        except Exception:
-            with self._lock:
-                self._unflushed = batch + self._unflushed
-            raise
-        if refused:
-            raise ArgumentError(
-                "flush refused %s; the other lines were written (%d)" % ("; ".join(refused), len(written))
-            )
-        return written
-
-    @property
-    def unflushed(self) -> int:
-        """Flushed lines whose write failed, kept for the next flush (see ``flush``)."""
-        return len(self._unflushed)
-
-    def _write_flushed(self, proposals: List[Proposal]) -> List[Dict[str, Any]]:
-        """Write the proposals the gate accepts (one write); count every refusal."""
-        stamp = proposals[0].entry["created"] if proposals else utc_stamp()
-        settled = self.write_gate.settle(proposals, ())
-        accepted: List[Dict[str, Any]] = []
-        for proposal in settled:
-            if proposal.refused is None:
-                entry = dict(proposal.entry, base_priority=self.episode_priority)
-                session = entry["source"][len("session:") :] if entry["source"].startswith("session:") else None
-                if session:
-                    entry[SESSION_KEY] = session
-                accepted.append(entry)
-        target = self.holder
-        if accepted and self.consolidator is not None and isinstance(target, StoreVerbs):
-            report, result = target.consolidate(accepted, model=self.consolidator, at=stamp)
-            self.last_consolidation = result
-            kept: List[Optional[str]] = _consolidated(accepted, report, result)
-        else:
-            kept = self.write(accepted).kept if accepted else []
-        settled = self.write_gate.repeated(settled, kept)
-        self.gate_report.count(settled)
-        return [entry for entry, repeat in zip(accepted, kept) if repeat is None]
-
     # -- the store contract ---------------------------------------------------------
 
     @property
@@ -394,7 +236,8 @@ class ChatMemoryEntries(StoreVerbs):
     @property
     def holder(self) -> StoreVerbs:
         """The durable store when one was given (its writes land there), else this store."""
-        return self.long_term if isinstance(self.long_term, StoreVerbs) else self
+        durable = self._durable
+        return durable if durable is not None and durable.commits else self
 
     def commit(self, change: Change) -> None:
         """Apply ``change`` to the index (one ``MemoryIndex`` edit per entry,
@@ -404,11 +247,8 @@ class ChatMemoryEntries(StoreVerbs):
     def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
         """The contract's ``write`` (``add`` with its report): in the durable
         store when one was given, else in `index`."""
-        if isinstance(self.long_term, StoreVerbs):
-            return self.long_term.write(entries)
-        if self.long_term is not None:
-            rows = list(entries)
-            return WriteReport(self.long_term.add(rows), [])
+        if self._durable is not None:
+            return self._durable.write(entries)
         return super().write(entries)
 
     def consolidate(
@@ -439,16 +279,34 @@ class ChatMemoryEntries(StoreVerbs):
         """The contract's ``forget``: every entry of ``namespace``, from the
         index and from the durable store; how many ids went."""
         count = super().forget(namespace=namespace)
-        if isinstance(self.long_term, StoreVerbs):
-            self.long_term.forget(namespace=namespace)
+        if self._durable is not None and self._durable.commits:
+            self._durable.forget(namespace=namespace)
         return count
 
     def sweep_expired(self, now: Optional[Moment] = None) -> List[str]:
         """The contract's ``sweep_expired``, on the index and the durable store."""
         gone = super().sweep_expired(now)
-        if isinstance(self.long_term, StoreVerbs):
-            gone += [i for i in self.long_term.sweep_expired(now) if i not in gone]
+        if self._durable is not None and self._durable.commits:
+            gone += [i for i in self._durable.sweep_expired(now) if i not in gone]
         return gone
+
+    # LlamaIndex's blocks call the sync verbs; the async twins are theirs,
+    # so that they too write through to the durable store.
+    async def awrite(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
+        """Async [`write`][] (the sync one: in the durable store when one was given)."""
+        return self.write(entries)
+
+    async def asupersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
+        """Async [`supersede`][] (the sync one)."""
+        return self.supersede(entry_id, new_entry)
+
+    async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
+        """Async [`delete`][] (the sync one)."""
+        return self.delete(entry_id, history=history)
+
+    async def aforget(self, *, namespace: str) -> int:
+        """Async [`forget`][] (the sync one)."""
+        return self.forget(namespace=namespace)
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over every entry (the index's and the durable
@@ -466,77 +324,3 @@ class ChatMemoryEntries(StoreVerbs):
             with self._lock:
                 self._contents = kept
         return note_expired(kept[1].select(pools, context, **options))
-
-    # -- the pooled block's text ----------------------------------------------------
-
-    def render_pooled(self, selection: Selection) -> PooledRender:
-        """The pooled (contextual) part of ``selection``, remembered so that
-        [`truncate_pooled`][] can cut it entry by entry. Both blocks ask
-        for the same selection on one ``get``: it is rendered once."""
-        with self._lock:
-            last: Optional[Tuple[Selection, PooledRender]] = self._last_render
-        if last is not None and last[0] is selection:
-            return last[1]
-        returned = cap(selection, self.settings.k)
-        rendered = PooledRender(
-            items=tuple((c, marker(c.entry, c.pool, c.layer)) for c in returned if not c.always),
-            budget=omitted_by_pool(selection, returned),
-            budget_cause="by budget" if self.settings.k is None else "by budget or k",
-            pools=tuple(selection.stats),
-        )
-        text = rendered.text
-        with self._lock:
-            self._renders[text] = rendered
-            self._renders.move_to_end(text)
-            while len(self._renders) > _RENDERS_KEPT:
-                self._renders.popitem(last=False)
-            self._last_render = (selection, rendered)
-        return rendered
-
-    def truncate_pooled(self, content: str, tokens_to_truncate: int) -> str:
-        """``content`` (a text [`render_pooled`][] made) at least
-        ``tokens_to_truncate`` tokens shorter where it can be, entries
-        dropped from the least relevant end; the result always ends with
-        the explicit omission lines (budget, and the context limit)."""
-        with self._lock:
-            rendered: Optional[PooledRender] = self._renders.get(content)
-        if rendered is None:
-            # Not a text this store made (or one long gone): nothing to
-            # cut entry by entry, but never silently.
-            return "[long-term memory left out by the context limit]"
-        size = self.token_counter(content)
-        while rendered.items and size - self.token_counter(rendered.text) < tokens_to_truncate:
-            rendered = rendered.without_lowest()
-        return rendered.text
-
-
-def _consolidated(
-    entries: Sequence[Mapping[str, Any]], report: WriteReport, result: ConsolidationResult
-) -> List[Optional[str]]:
-    """For each flushed line, None when it was stored as an active memory,
-    else the id of the entry it repeats (what [`WriteGate.repeated`][]
-     takes): a line a
-    consolidator's noop closed repeats the entry the noop named (its text
-    is stored, closed; the kept entry's ``seen`` names it); a line the
-    ordinary write found a repeat is reported under its own id."""
-    applied = [op for op in result.accepted if not any(op is f for f, _ in result.failed)]
-    repeats: Dict[str, str] = {}
-    changed: set[str] = set()
-    for op in applied:
-        if op.as_given:  # written by the ordinary write, which reports it
-            continue
-        if op.op is ConsolidationOp.NOOP and op.target is not None:
-            kept = str(op.target["id"])
-            repeats.update({str(row["id"]): kept for row in op.writes if str(row["id"]) != kept})
-        else:
-            changed.update(str(row["id"]) for row in op.writes)
-    written = set(report.written) | changed
-    return [None if e["id"] in written else repeats.get(e["id"], e["id"]) for e in entries]
-
-
-def session_text(session: Any) -> str:
-    """A session id as the flushed chat's owner: every store must hold it as
-    it is, so one with NUL or a lone surrogate is refused (written with the
-    replacement character it became another session's, "alice\\ufffd", and
-    the session that wrote it could no longer recall it)."""
-    return storable_text(str(session), "session_id")

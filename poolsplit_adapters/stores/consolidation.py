@@ -59,7 +59,7 @@ from ..memory.consolidate import Accepted, ConsolidationResult, Model, consolida
 from ..memory.expiry import Moment, moment_of
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import EntryError
-from .base import _FINDERS, Change, EntryNotFound, live
+from .base import FINDERS, Change, EntryNotFound, live
 
 if TYPE_CHECKING:
     from .base import StoreVerbs
@@ -125,7 +125,7 @@ def consolidation_view(
     skipped = [i for i in wanted if i not in taken]
     if not candidates:
         return [], [], skipped
-    with _FINDERS:
+    with FINDERS:
         finder = store.neighbour_finder(candidates)
         shown: Dict[str, Dict[str, Any]] = {}
         for candidate in candidates:

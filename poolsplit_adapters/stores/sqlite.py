@@ -43,23 +43,38 @@ past the index's watermark, and the ids forgotten since, are read and applied.
 
 from __future__ import annotations
 
-import datetime
 import json
-import os
 import pathlib
 import sqlite3
 import threading
-import urllib.parse
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
-from ..defaults import default_adapter_scorer
 from ..index import MemoryIndex
-from ..memory.expiry import note_expired
 from ..memory.write_gate import utc_stamp
-from ..poolsplit import IsActive, Pool, Selection, TokenCounter, default_is_active, default_token_counter
+from ..poolsplit import IsActive, TokenCounter, default_is_active, default_token_counter
 from .base import Change, EntryNotFound, StoreVerbs
+from .sqlite_file import (
+    _INSERT,
+    KEEP_FORGOTTEN,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    SQLITE_MAGIC,
+    Clock,
+    PathLike,
+    StoreError,
+    _Change,
+    _columns,
+    _remove_created,
+    _sidecars,
+    _utc_now,
+    _writable,
+    connect,
+    identify,
+    memory_target,
+)
+from .sqlite_sync import IndexInStep
 
 __all__ = [
     "SQLiteMemoryStore",
@@ -67,327 +82,13 @@ __all__ = [
     "EntryNotFound",
     "SCHEMA_VERSION",
     "MIGRATIONS",
+    "SQLITE_MAGIC",
     "identify",
     "memory_target",
 ]
 
-PathLike = Union[str, "pathlib.Path"]
-Clock = Callable[[], datetime.datetime]
 
-
-class StoreError(RuntimeError):
-    """The file cannot serve as a memory store (not SQLite, another
-    program's database, a newer schema, a row that does not parse)."""
-
-
-def _create_v1(conn: sqlite3.Connection) -> None:
-    conn.execute(
-        """CREATE TABLE memory (
-            id TEXT PRIMARY KEY NOT NULL,
-            namespace TEXT,
-            type TEXT NOT NULL,
-            scope TEXT,
-            created TEXT,
-            status TEXT NOT NULL,
-            superseded_by TEXT,
-            seq INTEGER NOT NULL UNIQUE,
-            entry TEXT NOT NULL
-        )"""
-    )
-    for column in ("namespace", "type", "scope", "created", "status", "superseded_by"):
-        conn.execute("CREATE INDEX memory_%s ON memory (%s)" % (column, column))
-    conn.execute("CREATE TABLE forgotten (seq INTEGER PRIMARY KEY, id TEXT NOT NULL)")
-    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)")
-    # seq: the last change number; floor: changes at or below it may have
-    # had their ``forgotten`` record pruned (a reader that far behind reloads).
-    conn.executemany("INSERT INTO meta VALUES (?, 0)", [("seq",), ("floor",)])
-
-
-#: ``MIGRATIONS[n]`` upgrades a file from schema version ``n`` to ``n + 1``
-#: inside one write transaction. Version 0 is an empty (new) file.
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_create_v1]
-SCHEMA_VERSION = len(MIGRATIONS)
-#: ``forgotten`` keeps at least this many recent deletions; a process whose
-#: index is further behind than that reloads instead of catching up.
-KEEP_FORGOTTEN = 10_000
-#: Past this many removals/replacements in one catch-up, a full reload is
-#: cheaper than editing the index entry by entry.
-RELOAD_AFTER = 2_000
-
-
-#: The first 16 bytes of every SQLite database file.
-SQLITE_MAGIC = b"SQLite format 3\x00"
-#: The tables (and their columns) of a file at [`SCHEMA_VERSION`][]: a
-#: file claiming that version without them is another program's database.
-SCHEMA_TABLES: dict[str, frozenset[str]] = {
-    "memory": frozenset({"id", "namespace", "type", "scope", "created", "status", "superseded_by", "seq", "entry"}),
-    "forgotten": frozenset({"seq", "id"}),
-    "meta": frozenset({"key", "value"}),
-}
-
-
-def _read_only_uri(path: pathlib.Path, immutable: bool = False) -> str:
-    """A URI that opens ``path`` read-only (``immutable``: without the
-    shared-memory file a WAL database needs, for a folder nobody can write)."""
-    return "file:%s?mode=ro%s" % (urllib.parse.quote(str(path.resolve())), "&immutable=1" if immutable else "")
-
-
-def _cannot_open(exc: sqlite3.Error) -> bool:
-    """Whether a read-only connection failed for want of the WAL's shared
-    memory file (which it may not create in a read-only folder)."""
-    return "unable to open" in str(exc) or "readonly database" in str(exc)
-
-
-#: What SQLite keeps beside a database file: its write-ahead log and shared
-#: memory, or its rollback journal.
-SIDECARS = ("-wal", "-shm", "-journal")
-
-
-def _sidecars(path: pathlib.Path) -> set[pathlib.Path]:
-    """The files SQLite keeps beside ``path`` (`SIDECARS`) that exist now."""
-    return {side for side in (path.with_name(path.name + s) for s in SIDECARS) if side.exists()}
-
-
-def _remove_created(path: pathlib.Path, before: set[pathlib.Path]) -> None:
-    """Remove the files beside ``path`` that an open refused as not a store
-    created (those not in ``before``): the refused file is left as it was
-    found, alone. Called only once SQLite found the file itself unusable
-    (corrupt, not a database), never on a busy one: then nothing of another
-    writer can be in a log that did not exist before this open."""
-    for side in _sidecars(path) - before:
-        with suppress(OSError):
-            side.unlink()
-
-
-def _probe(path: pathlib.Path) -> tuple[int, dict[str, frozenset[str]]]:
-    """(``user_version``, table -> columns) of an existing SQLite file, read
-    through a read-only connection: identifying a file never writes to it,
-    nor beside it. Without a log beside it the file is the whole database,
-    read ``immutable`` (a read-only connection to a WAL file makes its
-    ``-wal`` and ``-shm``, and would leave both beside a file it refuses)."""
-    for immutable in (False, True) if _sidecars(path) else (True,):
-        try:
-            conn = sqlite3.connect(_read_only_uri(path, immutable), uri=True)
-        except sqlite3.Error as exc:
-            if immutable or not _cannot_open(exc):
-                raise
-            continue
-        try:
-            version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-            names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-            tables = {
-                name: frozenset(r[0] for r in conn.execute("SELECT name FROM pragma_table_info(?)", (name,)))
-                for name in names
-            }
-            return version, tables
-        except sqlite3.DatabaseError as exc:
-            # A WAL file in a folder we cannot write: no shared memory to read it through.
-            if immutable or not _cannot_open(exc):
-                raise
-        finally:
-            conn.close()
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def identify(path: pathlib.Path) -> int:
-    """The schema version of the memory store at ``path`` (0: a new or empty
-    file), or [`StoreError`][] naming the file when it is not one: not a
-    SQLite database, another program's database, a newer schema, a corrupt
-    file. Nothing is written, so a refused file is left byte-identical."""
-    if path.is_dir():
-        raise StoreError("%s: is a directory, not a store file" % path)
-    try:
-        with path.open("rb") as handle:
-            header = handle.read(100)
-    except FileNotFoundError:
-        return 0
-    except OSError as exc:
-        raise StoreError("%s: cannot read (%s)" % (path, exc.strerror or exc)) from None
-    if not header:
-        return 0  # an empty file is an empty database to SQLite
-    if not header.startswith(SQLITE_MAGIC):
-        raise StoreError("%s: not a SQLite database (the file does not start with the SQLite header)" % path)
-    try:
-        version, tables = _probe(path)
-    except sqlite3.Error as exc:
-        raise StoreError("%s: %s (not a usable SQLite memory store)" % (path, exc)) from None
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            "%s: schema version %d is newer than this poolsplit-adapters reads (%d); upgrade the package"
-            % (path, version, SCHEMA_VERSION)
-        )
-    if version == 0 and tables:
-        raise StoreError(
-            "%s: not a poolsplit memory store (it holds other tables: %s)" % (path, ", ".join(sorted(tables)))
-        )
-    if version == SCHEMA_VERSION:
-        for table, columns in SCHEMA_TABLES.items():
-            missing = sorted(columns - tables.get(table, frozenset()))
-            if missing:
-                what = (
-                    "no table %r" % table if table not in tables else "table %r lacks %s" % (table, ", ".join(missing))
-                )
-                raise StoreError("%s: not a poolsplit memory store (user_version %d, but %s)" % (path, version, what))
-    return version
-
-
-#: The name SQLite gives a private in-memory database (no URI).
-MEMORY = ":memory:"
-
-
-def memory_target(path: PathLike) -> Optional[str]:
-    """What to open for an in-memory store at ``path``: ``":memory:"`` or a
-    private in-memory URI (``file::memory:``, ``file:name?mode=memory``),
-    else None (a file path).
-
-    An in-memory database is seen by the one connection that opened it, so
-    the store needs no write-ahead log there: WAL is what lets other
-    connections read while one writes, and there are none. Every other
-    guarantee holds as on a file (each write one transaction, reads see
-    every write) except durability: nothing survives [`close`][poolsplit_adapters.stores.SQLiteMemoryStore.close]
-    .
-
-    Raises:
-        StoreError: a shared-cache in-memory URI (other connections of the
-            process would share the database under shared-cache table locks,
-            not the WAL the store keeps its connections in step with); an
-            empty path (most often an unset setting: a store that silently
-            forgot everything at exit would be worse than an error); another
-            ``file:`` URI (read only for in-memory databases: pass the path).
-    """
-    if isinstance(path, pathlib.PurePath):
-        return None  # a Path names a file (pathlib.Path("") is ".")
-    text = str(path)
-    if text == MEMORY:
-        return MEMORY
-    if text == "":
-        raise StoreError(
-            "'': an empty path names no store file (an unset setting?); give a file path, or ':memory:' for a "
-            "store that lives only as long as the object"
-        )
-    if not text.startswith("file:"):
-        return None
-    name, _, query = text[len("file:") :].partition("?")
-    options = urllib.parse.parse_qs(query)
-    if name != MEMORY and options.get("mode") != ["memory"]:
-        raise StoreError("%s: only in-memory URIs are read (file::memory:, mode=memory); pass the file's path" % text)
-    if options.get("cache") == ["shared"]:
-        raise StoreError(
-            "%s: a shared-cache in-memory database is refused: other connections of this process would share it "
-            "without the write-ahead log that keeps the store's connections in step; use ':memory:' (one private "
-            "connection) or a file path (e.g. in tempfile.mkdtemp())" % text
-        )
-    return text
-
-
-def _writable(path: pathlib.Path) -> bool:
-    """Whether this process may write the store at ``path``: the file (when
-    it exists) and its folder (where SQLite keeps its log) are writable."""
-    folder = path.parent if str(path.parent) else pathlib.Path(".")
-    return os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
-
-
-def _utc_now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
-
-
-def _columns(entry: Mapping[str, Any]) -> tuple[Any, ...]:
-    superseded = entry.get("superseded_by")
-    status = "superseded" if superseded else str(entry.get("status", "active"))
-    return (
-        entry["id"],
-        entry.get("namespace"),
-        entry.get("type", "note"),
-        entry.get("scope"),
-        entry.get("created"),
-        status,
-        str(superseded) if superseded else None,
-    )
-
-
-_INSERT = (
-    "INSERT INTO memory (id, namespace, type, scope, created, status, superseded_by, seq, entry) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-
-# One change, in ``seq`` order: (entry id, the entry as stored, or None when forgotten).
-_Change = tuple[str, Optional[dict[str, Any]]]
-
-
-def _with_file(exc: sqlite3.Error, path: str) -> sqlite3.Error:
-    """``exc`` (same class, so handlers still match) with a message that
-    names the store file: "database disk image is malformed" alone does not
-    say which of a host's files is damaged."""
-    if str(exc).startswith(path + ": "):
-        return exc
-    named = type(exc)("%s: %s" % (path, exc))
-    for attr in ("sqlite_errorcode", "sqlite_errorname"):
-        if hasattr(exc, attr):
-            setattr(named, attr, getattr(exc, attr))
-    return named
-
-
-class _FileCursor(sqlite3.Cursor):
-    """A cursor whose SQLite errors name the store file (see `_with_file`)."""
-
-    path = ""
-
-    def execute(self, sql: str, parameters: Any = (), /) -> _FileCursor:
-        try:
-            super().execute(sql, parameters)
-        except sqlite3.Error as exc:
-            raise _with_file(exc, self.path) from None
-        return self
-
-    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _FileCursor:
-        try:
-            super().executemany(sql, seq_of_parameters)
-        except sqlite3.Error as exc:
-            raise _with_file(exc, self.path) from None
-        return self
-
-    def fetchone(self) -> Any:
-        try:
-            return super().fetchone()
-        except sqlite3.Error as exc:
-            raise _with_file(exc, self.path) from None
-
-    def fetchall(self) -> list[Any]:
-        try:
-            return super().fetchall()
-        except sqlite3.Error as exc:
-            raise _with_file(exc, self.path) from None
-
-    def __next__(self) -> Any:
-        try:
-            return super().__next__()
-        except sqlite3.Error as exc:
-            raise _with_file(exc, self.path) from None
-
-
-class _FileConnection(sqlite3.Connection):
-    """A connection whose statements run on `_FileCursor`."""
-
-    path = ""
-
-    def execute(self, sql: str, parameters: Any = (), /) -> _FileCursor:
-        cursor = self.cursor(_FileCursor)
-        cursor.path = self.path
-        return cursor.execute(sql, parameters)
-
-    def executemany(self, sql: str, seq_of_parameters: Any, /) -> _FileCursor:
-        cursor = self.cursor(_FileCursor)
-        cursor.path = self.path
-        return cursor.executemany(sql, seq_of_parameters)
-
-
-def _named(conn: sqlite3.Connection, path: pathlib.Path) -> sqlite3.Connection:
-    assert isinstance(conn, _FileConnection)
-    conn.path = str(path)
-    return conn
-
-
-class SQLiteMemoryStore(StoreVerbs):
+class SQLiteMemoryStore(IndexInStep, StoreVerbs):
     """Durable long-term memory in one SQLite file, shared by processes.
 
     Args:
@@ -475,7 +176,7 @@ class SQLiteMemoryStore(StoreVerbs):
                 "%s: cannot create or upgrade a memory store here: the file or its folder is read-only" % self.path
             )
         try:
-            self._conn = self._connect(timeout)
+            self._conn = connect(self.path, self._memory, self.read_only, timeout)
         except sqlite3.Error as exc:
             raise StoreError("%s: cannot open (%s)" % (self.path, exc)) from None
         try:
@@ -499,28 +200,6 @@ class SQLiteMemoryStore(StoreVerbs):
         except BaseException:
             self._conn.close()
             raise
-
-    def _connect(self, timeout: float) -> sqlite3.Connection:
-        """The store's connection: read-write, or read-only (through the
-        shared-memory file when it can be made, else immutable). Errors
-        SQLite raises through it name the file (`_FileConnection`)."""
-        options: dict[str, Any] = {"isolation_level": None, "check_same_thread": False, "factory": _FileConnection}
-        if self._memory is not None:
-            return _named(sqlite3.connect(self._memory, timeout, uri=self._memory != MEMORY, **options), self.path)
-        if not self.read_only:
-            return _named(sqlite3.connect(str(self.path), timeout, **options), self.path)
-        for immutable in (False, True):
-            conn = _named(
-                sqlite3.connect(_read_only_uri(self.path, immutable), timeout, uri=True, **options), self.path
-            )
-            try:
-                conn.execute("PRAGMA user_version").fetchone()
-                return conn
-            except sqlite3.OperationalError as exc:
-                conn.close()
-                if immutable or not _cannot_open(exc):
-                    raise
-        raise AssertionError("unreachable")  # pragma: no cover
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -572,35 +251,6 @@ class SQLiteMemoryStore(StoreVerbs):
                 self._conn.execute("ROLLBACK")
             raise
 
-    def _read_head(self) -> tuple[int, int]:
-        rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-        return int(rows["seq"]), int(rows["floor"])
-
-    # -- reads ------------------------------------------------------------------
-
-    @property
-    def version(self) -> int:
-        """The store's change number: every committed write by any process
-        raises it, so equal values mean equal content (a cache key)."""
-        with self._lock:
-            return self._poll()
-
-    def _poll(self) -> int:
-        """The latest change number, reading it only when another connection
-        committed since the last look (``PRAGMA data_version``)."""
-        data_version = self._conn.execute("PRAGMA data_version").fetchone()[0]
-        if data_version != self._data_version or self._head is None:
-            self._data_version = data_version
-            self._head = self._read_head()[0]
-        return self._head
-
-    @property
-    def full_loads(self) -> int:
-        """How many times the index was built from the whole table: 1 after
-        the warm start; it grows only when a process falls too far behind to
-        catch up (a test and tuning aid)."""
-        return self._full_loads
-
     def __len__(self) -> int:
         with self._lock:
             return int(self._conn.execute("SELECT count(*) FROM memory").fetchone()[0])
@@ -619,118 +269,6 @@ class SQLiteMemoryStore(StoreVerbs):
                     "SELECT id, entry FROM memory WHERE namespace = ? ORDER BY seq", (namespace,)
                 ).fetchall()
         return [self._parse(text, entry_id) for entry_id, text in rows]
-
-    def _rows(self, ids: Sequence[str]) -> list[tuple[str, str]]:
-        found: list[tuple[str, str]] = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            marks = ",".join("?" * len(chunk))
-            found += self._conn.execute(
-                "SELECT id, entry FROM memory WHERE id IN (%s) ORDER BY seq" % marks, chunk
-            ).fetchall()
-        return found
-
-    def _parse(self, text: str, entry_id: str) -> dict[str, Any]:
-        try:
-            entry = json.loads(text)
-        except ValueError:
-            raise StoreError("%s: entry %r is not valid JSON in the file" % (self.path, entry_id)) from None
-        if not isinstance(entry, dict):
-            raise StoreError("%s: entry %r is not a JSON object in the file" % (self.path, entry_id))
-        return entry
-
-    def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
-        """The core's ``select`` over the store's current content, every
-        process's committed writes included; ``options`` as
-        [`MemoryIndex.select`][] (``now``, ``scorer``, ``visibility``)."""
-        with self._lock:
-            options["now"] = options.get("now") or self._clock()
-            return note_expired(self._synced().select(pools, context, **options))
-
-    def retrieve_pools(
-        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
-    ) -> dict[str, list[Any]]:
-        """The core's ``retrieve_pools`` over the current content (no report)."""
-        with self._lock:
-            options["now"] = options.get("now") or self._clock()
-            return self._synced().retrieve_pools(pools, context, **options)
-
-    def _synced(self) -> MemoryIndex:
-        """The index, brought in step with the file: a warm start the first
-        time, then only the changes past its watermark."""
-        head = self._poll()
-        if self._index is not None and head == self._seq:
-            return self._index
-        self._conn.execute("BEGIN")  # one snapshot for the watermark and the rows
-        try:
-            head, floor = self._read_head()
-            if self._index is None or floor > self._seq:
-                self._reload(head)
-            else:
-                self._catch_up(head)
-        except BaseException:
-            self._index = None
-            raise
-        finally:
-            self._conn.execute("COMMIT")
-        self._head = head
-        assert self._index is not None
-        return self._index
-
-    def _reload(self, head: int) -> None:
-        rows = self._conn.execute("SELECT id, entry FROM memory ORDER BY seq").fetchall()
-        entries = [self._parse(text, entry_id) for entry_id, text in rows]
-        self._index = None
-        # The adapters' default scorer (relevance first), not the spec's:
-        # select(..., scorer=default_scorer) brings the spec's ranking back.
-        index = MemoryIndex(
-            entries, token_counter=self._token_counter, is_active=self._is_active, scorer=default_adapter_scorer()
-        )
-        self._live = {e["id"]: e for e in entries}
-        self._index, self._seq = index, head
-        self._full_loads += 1
-
-    def _catch_up(self, head: int) -> None:
-        after = self._seq
-        changed = self._conn.execute(
-            "SELECT seq, id, entry FROM memory WHERE seq > ? ORDER BY seq", (after,)
-        ).fetchall()
-        forgotten = self._conn.execute("SELECT seq, id FROM forgotten WHERE seq > ?", (after,)).fetchall()
-        merged = sorted(
-            [(seq, entry_id, self._parse(text, entry_id)) for seq, entry_id, text in changed]
-            + [(seq, entry_id, None) for seq, entry_id in forgotten],
-            key=lambda change: change[0],
-        )
-        edits = sum(1 for _, entry_id, _ in merged if entry_id in self._live)
-        if edits > RELOAD_AFTER:
-            self._reload(head)
-            return
-        self._apply([(entry_id, entry) for _, entry_id, entry in merged])
-        self._seq = head
-
-    def _apply(self, changes: Iterable[_Change]) -> None:
-        """Apply changes in order; new entries are added in batches (one
-        token-count call per batch)."""
-        index = self._index
-        assert index is not None
-        fresh: list[dict[str, Any]] = []
-        for entry_id, entry in changes:
-            old = self._live.get(entry_id)
-            if old is not None and fresh:
-                index.extend(fresh)
-                fresh = []
-            if entry is None:
-                if old is not None:
-                    index.remove(old)
-                    del self._live[entry_id]
-                continue
-            if old is None:
-                fresh.append(entry)
-            else:
-                index.replace(old, entry)
-            self._live[entry_id] = entry
-        if fresh:
-            index.extend(fresh)
 
     # -- writes -----------------------------------------------------------------
 
@@ -780,21 +318,6 @@ class SQLiteMemoryStore(StoreVerbs):
 
     def _set_head(self, head: int) -> None:
         self._conn.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (head,))
-
-    def _after_write(self, head_before: int, changes: list[_Change]) -> None:
-        """Bring the index along with our own committed write. When no other
-        process wrote since the index's watermark, apply our changes
-        directly (no re-read); otherwise the next query catches up from the
-        file. The write is durable either way: a failure here only drops the
-        index, to be rebuilt (and the error raised) at the next query."""
-        self._head = head_before + len(changes)
-        if self._index is None or head_before != self._seq:
-            return
-        try:
-            self._apply(changes)
-            self._seq = self._head
-        except Exception:
-            self._index = None
 
     def delete(self, entry_id: str, *, history: bool = True) -> bool:
         """Forget ``entry_id`` for good; False when there was no such entry.

@@ -150,3 +150,11 @@ def test_the_store_contract_holds_over_postgres_store(pg_database):
         check_supersede_back_to_a_closed_version(memory)
         check_add_with_supersedes_closes_its_predecessor(memory)
         check_a_changed_statement_supersedes_the_older(memory)
+
+
+def test_base_store_memory_over_postgres_store_implements_the_one_contract(pg_database):
+    from contract_checks import check_implements_the_contract
+
+    with PostgresStore.from_conn_string(pg_database.conninfo) as store:
+        store.setup()
+        check_implements_the_contract(BaseStoreMemory(store, ("memories", "one-contract")))

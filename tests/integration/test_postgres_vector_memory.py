@@ -78,3 +78,11 @@ def test_the_store_contract_holds_over_pgvector(langchain_memory):
 
 def test_the_store_contract_holds_over_pgvectorstore(llama_memory):
     check_the_contract(llama_memory)
+
+
+def test_the_vector_memories_over_postgres_implement_the_one_contract(langchain_memory, llama_memory):
+    from contract_checks import check_implements_the_contract
+
+    # Their sync engines have no async twin to run here (the async PGVector's are test_postgres_shared_ids').
+    check_implements_the_contract(langchain_memory, async_twins=False)
+    check_implements_the_contract(llama_memory, async_twins=False)

@@ -444,3 +444,11 @@ def test_a_changed_statement_supersedes_the_older_on_every_store(store):
     facts = [Pool("facts", 400, 10, ("fact", "instruction"))]
     loaded = sorted(c.entry["id"] for c in store.select(facts, {"message": "launch tabs"}, now=NOW).chosen)
     assert loaded == ["b2", "fx", "i2", "l3", "r1"]
+
+
+def test_every_store_class_implements_the_one_contract_with_its_async_twins(store, request):
+    from contract_checks import check_implements_the_contract
+
+    # LangGraph's SqliteStore has no async API (its AsyncSqliteStore has): the twins are not run over it.
+    sync_only = request.node.callspec.params["store"] == "basestore-sqlite"
+    check_implements_the_contract(store, async_twins=not sync_only)

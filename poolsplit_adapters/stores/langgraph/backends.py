@@ -25,7 +25,7 @@ middleware can reuse one selection for the model calls of one agent step.
 from __future__ import annotations
 
 import threading
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import (
@@ -37,15 +37,14 @@ from typing import (
     List,
     Mapping,
     Optional,
-    Protocol,
     Sequence,
     Set,
     Tuple,
-    runtime_checkable,
 )
 
 from langgraph.store.base import BaseStore
 
+from ...agent_memory import AgentStore
 from ...memory.progressive import ProgressiveLayers
 from ...poolsplit import EntryError, Pool, Selection
 from ...recall import VisibleEntries, present_types
@@ -53,6 +52,7 @@ from ...settings import AgentMemorySettings
 from ...threads import off_loop
 from ..base import MemoryStore, StoreVerbs
 from ..memory import InProcessStore
+from ..protocol_store import contract_of
 from .prepared import (
     CORRECTIONS_ONLY,
     PreparedRecall,
@@ -61,32 +61,10 @@ from .prepared import (
     prepares,
     watermark,
 )
-from .store import BaseStoreMemory, Namespace, Recall, _query, chain_visibility
+from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
+from .store_reads import query_of
 
-__all__ = ["AsyncMemoryStore", "Backend", "Plan", "Puts", "Snapshot", "backend_for"]
-
-
-@runtime_checkable
-class AsyncMemoryStore(Protocol):
-    """An optional capability: a store whose recall and writes have async
-    twins (``BaseStoreMemory``, ``VectorStoreMemory``); the middleware's
-    async hooks then await them instead of calling the sync verbs."""
-
-    async def aselect(
-        self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
-    ) -> Selection: ...
-
-    async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]: ...
-
-
-@runtime_checkable
-class Puts(Protocol):
-    """An optional capability: LangGraph-style ``put_many`` (overwrites an
-    entry with the same id). The middleware's writes are settled against the
-    store first, so a write that races another with the same content lands
-    on the same id instead of failing."""
-
-    def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]: ...
+__all__ = ["Backend", "Plan", "Snapshot", "backend_for"]
 
 
 @dataclass(frozen=True)
@@ -114,9 +92,10 @@ class Snapshot:
     prepared: Optional[PreparedRecall] = None
 
 
-class Backend(ABC):
-    """One kind of long-term store, as the middleware uses it. Async methods
-    default to the sync ones (for stores without an async API)."""
+class Backend(AgentStore):
+    """One kind of long-term store, as the middleware uses it: the reads
+    here, the writes declared by [`AgentStore`][poolsplit_adapters.agent_memory.AgentStore]. Async
+    methods default to the sync ones (for stores without an async API)."""
 
     def __init__(self, settings: AgentMemorySettings) -> None:
         self.settings = settings
@@ -150,17 +129,6 @@ class Backend(ABC):
         ``pools="auto"`` (the plan shares the budget among them, as the
         retrievers do), or None when the store cannot list them."""
 
-    @abstractmethod
-    def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
-        """Write ``entries`` through the store's gate; for each, the id of the
-        stored entry it repeats (kept instead, the repeat recorded in its
-        ``seen``), or None when it was written."""
-
-    def verbs(self, chain: Sequence[Namespace]) -> Optional[StoreVerbs]:
-        """The store verbs that write ``chain``'s own namespace (what the
-        consolidator reads and changes), or None when the store has none."""
-        return None
-
     async def asnapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot:
         return self.snapshot(chain, context, plan)
 
@@ -171,9 +139,6 @@ class Backend(ABC):
 
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return self.existing(chain, ids)
-
-    async def awrite(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
-        return self.write(chain, entries)
 
 
 #: How many namespace chains (per set of pool types) keep a prepared index
@@ -210,7 +175,7 @@ class _BaseStoreBackend(Backend):
         """The chain's kept index for the plan's types, or None when the
         recall is ranked by the store's vector index for this query."""
         memory = self.memory(chain)
-        if not prepares(memory, _query(context)):
+        if not prepares(memory, query_of(context)):
             return None
         key = (tuple(chain), PreparedRecall.signature(plan.pools))
         with self._lock:
@@ -373,10 +338,11 @@ class _BaseStoreBackend(Backend):
 
 
 class _ContractBackend(Backend):
-    """Any [`MemoryStore`][]: its ``version``
-    changes whenever its content does."""
+    """Any store under the store contract (a host's store meeting the
+    public protocol only comes as a `ProtocolStore`):
+    its ``version`` changes whenever its content does."""
 
-    def __init__(self, store: MemoryStore, settings: AgentMemorySettings) -> None:
+    def __init__(self, store: StoreVerbs, settings: AgentMemorySettings) -> None:
         super().__init__(settings)
         self.store = store
 
@@ -397,9 +363,7 @@ class _ContractBackend(Backend):
     async def aselect(
         self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
     ) -> Selection:
-        if isinstance(self.store, AsyncMemoryStore):
-            return await self.store.aselect(plan.pools, dict(context), **self._options(chain, plan))
-        return self.select(snap, chain, context, plan)
+        return await self.store.aselect(plan.pools, dict(context), **self._options(chain, plan))
 
     def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
         found = self.store.get(entry_id)
@@ -408,25 +372,17 @@ class _ContractBackend(Backend):
         ).get(entry_id)
 
     def verbs(self, chain: Sequence[Namespace]) -> Optional[StoreVerbs]:
-        return self.store if isinstance(self.store, StoreVerbs) else None
+        return self.store if self.store.commits else None
 
     def entry_types(self, chain: Sequence[Namespace]) -> Optional[FrozenSet[str]]:
         visibility = chain_visibility(chain, self.settings.chain_penalty)
         return present_types(VisibleEntries(self.store.entries(), visibility).visible_entries())
 
     def existing(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
-        if isinstance(self.store, StoreVerbs):
-            return {str(e["id"]) for e in self.store.read(list(ids))}  # one read, not one per id
-        return {i for i in ids if self.store.get(i) is not None}
+        return self.store.existing(ids)
 
     def write(self, chain: Sequence[Namespace], entries: Sequence[Mapping[str, Any]]) -> List[Optional[str]]:
-        if isinstance(self.store, StoreVerbs):
-            return self.store.write(list(entries)).kept
-        if isinstance(self.store, Puts):
-            self.store.put_many(list(entries))
-        else:
-            self.store.add(list(entries))
-        return [None] * len(entries)
+        return self.store.write(list(entries)).kept
 
 
 def backend_for(store: Any, settings: AgentMemorySettings, *, argument: str = "store") -> Backend:
@@ -444,7 +400,7 @@ def backend_for(store: Any, settings: AgentMemorySettings, *, argument: str = "s
                 )
         return _ContractBackend(InProcessStore(store, token_counter=settings.token_counter), settings)
     if isinstance(store, MemoryStore):
-        return _ContractBackend(store, settings)
+        return _ContractBackend(contract_of(store), settings)
     raise TypeError(
         "%s must be a LangGraph BaseStore, a LangChain VectorStore, a list of entries, or a MemoryStore "
         "(add, get, supersede, delete, entries, select, version); got %s" % (argument, type(store).__name__)

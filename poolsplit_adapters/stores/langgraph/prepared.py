@@ -90,7 +90,8 @@ from ..postgres import (
     plain_postgres_store,
     wait_on_store_loop,
 )
-from .store import BaseStoreMemory, Namespace, _keeper, namespace_label
+from .store import BaseStoreMemory, Namespace, namespace_label
+from .store_reads import keeper
 
 __all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "off_the_loop", "prepares", "watermark"]
 
@@ -313,7 +314,7 @@ class PreparedRecall:
         self.memory = memory
         self.scorer = scorer
         searches = tuple(RecallPlan(pools, fetch_k=1).searches())
-        self._keep: Callable[[Mapping[str, Any]], bool] = _keeper(searches)
+        self._keep: Callable[[Mapping[str, Any]], bool] = keeper(searches)
         self._rows: Dict[_Key, _Row] = {}
         self._order: List[_Key] = []
         self._index: Optional[MemoryIndex] = None

@@ -54,24 +54,15 @@ rules are written once here:
 from __future__ import annotations
 
 import datetime
-import threading
-import weakref
-from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Optional, Protocol, Set, Tuple, Union, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Dict, List, Optional, Set, Tuple, Union
 
-from langgraph.store.base import BaseStore, GetOp, Item, PutOp, SearchOp
+from langgraph.store.base import BaseStore, GetOp, Item
 from typing_extensions import TypedDict, Unpack
 
 from ...defaults import default_adapter_scorer
-from ...errors import ArgumentError
-from ...memory.changes import changing, updates
-from ...memory.duplicates import DuplicateFinder
 from ...memory.expiry import EXPIRES, is_expired, moment_of, note_expired
-from ...memory.write_gate import check_scope, utc_stamp
 from ...poolsplit import (
-    EntryError,
     Layering,
     Moment,
     Pool,
@@ -79,133 +70,35 @@ from ...poolsplit import (
     Selection,
     TokenCounter,
     Visibility,
-    check_entry,
     check_pools,
-    entry_cost,
-    entry_error,
-    given_token_count,
 )
-from ...recall import RecallPlan, Search, same_vector_space, takes_store_scores, with_query_vector, with_store_scores
-from ...relevance.known import KnownKey
+from ...recall import same_vector_space, takes_store_scores, with_query_vector, with_store_scores
 from ...reports import select_noted
-from ...threads import off_loop
 from ...tokens import default_counter
-from ..base import (
-    RELINKS,
-    Change,
-    EntryNotFound,
-    StoreVerbs,
-    WriteReport,
-    live,
-    prepare_entries,
-    returning,
-    same_id_repeats,
-    settle_repeats,
-)
-from ..checks import check_key_text, storable_text
-from ..postgres import is_async_postgres_store, is_postgres_store, plain_async_postgres_store
+from ..postgres import is_async_postgres_store, is_postgres_store
 from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
-from .namespaces import Namespace, namespace_label
+from .namespaces import Namespace, chain_visibility, check_ids, check_namespaces, namespace_label
 from .postgres_store_search import (
-    EVERY_ITEM,
     PostgresStoreSearch,
-    RankedSearch,
     RankedSearcher,
     serves_postgres_store,
 )
+from .store_reads import RANK_ALL, READ_ALL, ReadSpec, Recall, TokenCounts, query_of
+from .store_writes import NEAR_K, StoreWrites
 
-__all__ = ["BaseStoreMemory", "Namespace", "Recall", "VectorIndexed", "check_namespaces", "namespace_label"]
+__all__ = [
+    "BaseStoreMemory",
+    "Namespace",
+    "Recall",
+    "check_namespaces",
+    "namespace_label",
+    "READ_ALL",
+    "RANK_ALL",
+    "NEAR_K",
+    "chain_visibility",
+]
 
 NamespaceArg = Union[Sequence[str], Sequence[Sequence[str]]]
-
-#: Value keys that are the item's location, not its content.
-_LOCATION_KEYS = ("id", "namespace")
-#: ``limit`` of an op that reads everything it matches in one exact query:
-#: more than any namespace holds (and within every engine's 64-bit LIMIT).
-READ_ALL = 2**62
-#: ``limit`` of a ranked op (``query=``) that ranks everything it matches:
-#: ``PostgresStore`` multiplies a vector search's limit by its vectors per
-#: item and 2 before binding it, so READ_ALL would overflow its BIGINT.
-RANK_ALL = EVERY_ITEM
-#: On a vector-indexed store, how many nearest items of its type a written
-#: entry is compared with for near duplicates.
-NEAR_K = 10
-
-
-@runtime_checkable
-class VectorIndexed(Protocol):
-    """An optional capability of a LangGraph store: a vector index
-    (``InMemoryStore``, ``SqliteStore`` and ``PostgresStore`` built with
-    ``index=``; ``index_config`` is None without one)."""
-
-    index_config: Any
-
-
-def chain_visibility(chain: Sequence[Namespace], chain_penalty: float) -> Visibility:
-    """What a query over the namespace ``chain`` (own first) may see: the
-    entries of those namespaces, each further link scored ``chain_penalty``
-    lower."""
-    labels = tuple(namespace_label(ns) for ns in chain)
-    return Visibility(namespace=labels if len(labels) > 1 else labels[0], chain_penalty=chain_penalty)
-
-
-def _check_one(value: Any, argument: str) -> Namespace:
-    if isinstance(value, str) or not isinstance(value, (tuple, list)) or not value:
-        raise ArgumentError(
-            "%s must be a non-empty tuple of strings such as ('memories', 'user-1'), got %r" % (argument, value)
-        )
-    for label in value:
-        if not isinstance(label, str) or not label or "." in label:
-            raise ArgumentError(
-                "%s: every label must be a non-empty string without '.', got %r in %r" % (argument, label, value)
-            )
-        storable_text(label, "%s label" % argument)  # NUL, lone surrogate: before any store sees it
-    label = namespace_label(value)  # a Postgres key holds it: an error names its start, not the whole
-    check_key_text(label, "%s %r" % (argument, label if len(label) <= 40 else label[:40] + "..."))
-    return tuple(value)
-
-
-def _check_ids(ids: Iterable[Any], argument: str = "entry id") -> List[str]:
-    """``ids`` as a list of distinct strings every store can hold (NUL and
-    lone surrogates refused, naming ``argument``, before any query runs)."""
-    keys = []
-    for key in dict.fromkeys(ids):
-        if not isinstance(key, str):
-            raise ArgumentError("%s must be a string, got %s %r" % (argument, type(key).__name__, key))
-        keys.append(storable_text(key, argument))
-    return keys
-
-
-def check_namespaces(value: Any, argument: str = "namespace") -> Tuple[Namespace, ...]:
-    """A namespace (tuple of labels) or an explicit chain of them (a list or
-    tuple of tuples, own namespace first) as a chain. Errors name ``argument``."""
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, (tuple, list)) for v in value):
-        chain = tuple(_check_one(v, argument) for v in value)
-        if len(set(chain)) != len(chain):
-            raise ValueError("%s: the namespace chain repeats a namespace: %r" % (argument, value))
-        return chain
-    return (_check_one(value, argument),)
-
-
-@dataclass(frozen=True)
-class Recall:
-    """What one read of the store returned.
-
-    Attributes:
-        entries: the candidates, own namespace first, then each chain link;
-            within a namespace by creation time, then key (so corrections load
-            in the order they were written).
-        fingerprint: ``(namespace label, key, updated_at)`` of every item read
-            (``updated_at`` as the store gave it, a datetime to the
-            microsecond, compared without formatting it): equal
-            fingerprints mean an unchanged store for this read.
-    """
-
-    entries: List[Dict[str, Any]]
-    fingerprint: Tuple[Tuple[str, str, Any], ...]
-    scores: Dict[KnownKey, float] = field(default_factory=dict)
-    """Entry id -> the cosine the store's vector index gave the item (its
-    ``score``; empty without ``query=`` or for a non-cosine index)."""
 
 
 class SelectKeywords(TypedDict, total=False):
@@ -229,41 +122,7 @@ class SelectKeywords(TypedDict, total=False):
     """Progressive loading (see [`ProgressiveLayers`][poolsplit_adapters.memory.ProgressiveLayers])."""
 
 
-@dataclass(frozen=True)
-class _Spec:
-    link: int
-    filter: Optional[Dict[str, Any]]
-    query: Optional[str]
-    limit: int
-    #: the plan's searches an item must match to be kept (empty: keep all),
-    #: when one unfiltered read of the namespace stands for all of them
-    keep: Tuple[Search, ...] = ()
-
-
-class _Counts:
-    """Token counts (and the validity check) by ``(namespace, key, updated_at, content)``."""
-
-    def __init__(self, counter: TokenCounter, size: int) -> None:
-        self.counter = counter
-        self.size = size
-        self._data: OrderedDict[Tuple[Namespace, str, Any, Any], int] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Tuple[Namespace, str, Any, Any]) -> Optional[int]:
-        with self._lock:
-            found = self._data.get(key)
-            if found is not None:
-                self._data.move_to_end(key)
-            return found
-
-    def put(self, key: Tuple[Namespace, str, Any, Any], count: int) -> None:
-        with self._lock:
-            self._data[key] = count
-            if len(self._data) > self.size:
-                self._data.popitem(last=False)
-
-
-class BaseStoreMemory(StoreVerbs):
+class BaseStoreMemory(StoreWrites):
     """Pool-split long-term memory over one namespace of a LangGraph store.
 
     Args:
@@ -284,8 +143,8 @@ class BaseStoreMemory(StoreVerbs):
     It satisfies [`MemoryStore`][poolsplit_adapters.stores.MemoryStore]: ``add``
     refuses an id already stored, ``supersede`` and ``delete`` follow the
     contract's one semantics, ``version`` is the fingerprint of one read of
-    the namespaces (the store has no change counter). [`put`][] and
-    [`put_many`][] are LangGraph's ``put``: they overwrite an item with the
+    the namespaces (the store has no change counter). [`put`][poolsplit_adapters.stores.langgraph.store.BaseStoreMemory.put] and
+    [`put_many`][poolsplit_adapters.stores.langgraph.store.BaseStoreMemory.put_many] are LangGraph's ``put``: they overwrite an item with the
     same key.
         cache_size: how many token counts to keep (default 65536).
 
@@ -326,7 +185,7 @@ class BaseStoreMemory(StoreVerbs):
         if token_counter is not None and not callable(token_counter):
             raise TypeError("BaseStoreMemory token_counter must be callable, got %r" % (token_counter,))
         self.fetch_k = fetch_k
-        self._counts = _Counts(token_counter or default_counter(), cache_size)
+        self._counts = TokenCounts(token_counter or default_counter(), cache_size)
         self._repeats: Optional[Callable[[], Any]] = None  # a weak reference to a kept index (keep_repeats_in)
         # Our ranked searches over a PostgresStore(index=) we serve (kept: it remembers large filters).
         self._pg_search = PostgresStoreSearch(store) if serves_postgres_store(store) else None
@@ -339,240 +198,20 @@ class BaseStoreMemory(StoreVerbs):
     def __repr__(self) -> str:
         return "BaseStoreMemory(%s, %r)" % (type(self.store).__name__, list(self.chain))
 
-    @property
-    def indexed(self) -> bool:
-        """Whether the store has a vector index (then recall passes ``query=``)."""
-        return isinstance(self.store, VectorIndexed) and bool(self.store.index_config)
-
-    @property
-    def index_embeddings(self) -> Any:
-        """The embeddings the store's vector index was configured with
-        (``index={"embed": ...}``), or None: a scorer embedding with the
-        same model takes the store's scores and query vector instead of
-        embedding again."""
-        if not self.indexed:
-            return None
-        config = self.store.index_config  # type: ignore[attr-defined]
-        return config.get("embed") if isinstance(config, Mapping) else None
-
-    @property
-    def cosine_scores(self) -> bool:
-        """Whether the index's item scores are cosine similarities (its
-        ``distance_type`` is ``"cosine"``, LangGraph's default; see the
-        module docstring), so a selection may use them."""
-        if not self.indexed:
-            return False
-        config = self.store.index_config  # type: ignore[attr-defined]
-        kind = config.get("distance_type", "cosine") if isinstance(config, Mapping) else "cosine"
-        return kind == "cosine"
-
-    # -- the read plan ----------------------------------------------------------------
-
-    def _plan(self, pools: Optional[Sequence[Pool]], query: Optional[str], *, corrections: bool = True) -> List[_Spec]:
-        """The search ops of one recall, each one exact read (no paging).
-
-        Without similarity ranking (no ``query`` on an indexed store with
-        ``fetch_k``) every search of the plan would read its matches whole:
-        one unfiltered read of each namespace serves them all, keeping what
-        the plan's searches admit (``InMemoryStore`` scans a namespace once
-        per op, and ``PostgresStore`` runs a filter as a scan too). A plan
-        that can load corrections only reads them by filter. With ranking,
-        the plan's searches in ``BaseStore``'s dialect: one op per type.
-        ``corrections=False`` (a ranked recall only): without the
-        corrections' read by filter, for a caller that keeps them
-        ([`recall_with`][])."""
-        links = range(len(self.chain))
-        if pools is None:  # entries(): everything
-            return [_Spec(link, None, None, READ_ALL) for link in links]
-        searches = tuple(RecallPlan(pools, fetch_k=self.fetch_k or 1).searches())
-        for search in searches:  # every engine alike, filtered in the store or here
-            for name in search.types or ():
-                storable_text(name, "pool type")
-        ranked = bool(query and self.indexed)
-        if all(search.always for search in searches):
-            return [_Spec(link, {"scope": "always"}, None, READ_ALL) for link in links] if corrections else []
-        if not ranked:
-            return [_Spec(link, None, None, READ_ALL, searches) for link in links]
-        limit = self.fetch_k if self.fetch_k is not None else RANK_ALL
-        filters: List[Optional[Dict[str, Any]]] = []
-        keep: Tuple[Search, ...] = ()  # what each op's items must match: nothing more than its filter
-        nearest_untyped: List[Search] = []
-        if self.fetch_k is None:
-            # Every item ranked: one op per namespace finds what the per-type
-            # ops would (no limit cuts any of them), kept by the plan's
-            # searches here. One op asks the store to embed the query once:
-            # per type, it embedded it once per op (three times for three types).
-            filters, keep = [None], tuple(s for s in searches if not s.always)
-        else:
-            # A Postgres store's own filter {"type": None} matches a stored null,
-            # never a missing key: where our statements do not serve it (a TTL),
-            # untyped notes are the untyped items among the nearest of any type,
-            # kept here (as PGVector's side search).
-            ours = self._pg_search is not None and limit <= self._pg_search.most  # else the store's own search
-            nearest_untyped = [s for s in searches if s.untyped and not s.always and not ours and self._postgres_family]
-            for search in searches:
-                if search.always or search in nearest_untyped:
-                    continue  # read whole, by filter, below; the untyped side search below
-                if search.untyped:
-                    found: List[Optional[Dict[str, Any]]] = [{"type": None}]
-                elif search.types is None:
-                    found = [None]
-                else:
-                    found = [{"type": name} for name in search.types]
-                filters += [f for f in found if f not in filters]
-            if None in filters:  # one pool takes every type: one search serves all
-                filters = [None]
-        specs = []
-        for link in links:
-            if corrections:
-                specs.append(_Spec(link, {"scope": "always"}, None, READ_ALL))  # corrections never by similarity
-            specs += [_Spec(link, where, query, limit, keep) for where in filters]
-            if nearest_untyped and filters != [None]:  # (one search of every type finds them already)
-                specs.append(_Spec(link, None, query, limit, tuple(nearest_untyped)))
-        return specs
-
-    def _ops(self, specs: Sequence[_Spec]) -> List[SearchOp]:
-        return [SearchOp(self.chain[s.link], filter=s.filter, limit=s.limit, query=s.query) for s in specs]
-
-    def _postgres_search(self) -> Optional[PostgresStoreSearch]:
-        """Our own ranked searches when the store is a ``PostgresStore`` with
-        a vector index they serve, else None."""
-        return self._pg_search
-
-    def _split(self, ops: Sequence[Any]) -> Tuple[Dict[int, RankedSearch], List[Any]]:
-        """The ops our own ranked search answers (by position) and the rest,
-        in order: on a served ``PostgresStore`` or ``InMemoryStore``, every
-        ranked ``SearchOp`` filtered by type at most, within the searcher's
-        largest ``limit`` (its ``most``: on Postgres a walk up to
-        `MOST_RANKED`,
-        an exact read past it; see `postgres_store_search`
-        and `memory_store_search`)."""
-        ours: Dict[int, RankedSearch] = {}
-        searcher = self._ranked_search
-        for i, op in enumerate(ops):
-            if searcher is None or not isinstance(op, SearchOp) or not op.query:
-                continue
-            where = op.filter
-            if op.limit > searcher.most or op.offset:
-                continue
-            if where is not None and (set(where) - {"type"} or not isinstance(where.get("type"), (str, type(None)))):
-                continue  # a filter of the store's own dialect: its own search
-            kind = (where or {}).get("type")
-            untyped = where is not None and "type" in where and kind is None
-            ours[i] = RankedSearch(tuple(op.namespace_prefix), op.limit, type=kind, untyped=untyped, query=op.query)
-        return ours, [op for i, op in enumerate(ops) if i not in ours]
-
-    def _ranked(self, ours: Dict[int, RankedSearch]) -> Dict[int, List[Item]]:
-        if not ours:
-            return {}
-        assert self._ranked_search is not None
-        return {i: list(items) for i, items in zip(ours, self._ranked_search.run(list(ours.values())))}
-
-    @staticmethod
-    def _merged(count: int, ranked: Dict[int, List[Item]], rest: Sequence[Any]) -> List[Any]:
-        others = iter(rest)
-        return [ranked[i] if i in ranked else next(others) for i in range(count)]
-
-    def _batch(self, ops: Sequence[Any]) -> List[Any]:
-        """``store.batch(ops)``, its ranked searches ours where we serve
-        them (`_split`): the results in ``ops`` order."""
-        ours, others = self._split(ops)
-        rest = self.store.batch(others) if others else []
-        return self._merged(len(ops), self._ranked(ours), rest)
-
-    async def _abatch(self, ops: Sequence[Any]) -> List[Any]:
-        """Async `_batch`."""
-        ours, others = self._split(ops)
-        rest = await self.store.abatch(others) if others else []
-        ranked: Dict[int, List[Item]] = {}
-        if ours:  # an async store's run on its cursor; a sync store's in a worker thread (as its own abatch)
-            assert self._ranked_search is not None
-            found = await self._ranked_search.arun(list(ours.values()))
-            ranked = {i: list(items) for i, items in zip(ours, found)}
-        return self._merged(len(ops), ranked, rest)
-
-    def _run(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
-        results = self._batch(self._ops(specs)) if specs else []
-        return [(spec, _items(found)) for spec, found in zip(specs, results)]
-
-    async def _arun(self, specs: Sequence[_Spec]) -> List[Tuple[_Spec, List[Item]]]:
-        results = await self._abatch(self._ops(specs)) if specs else []
-        return [(spec, _items(found)) for spec, found in zip(specs, results)]
-
-    # -- items -> entries ---------------------------------------------------------------
-
-    def _entry(self, item: Item, *, counted: bool) -> Dict[str, Any]:
-        entry: Dict[str, Any] = dict(item.value)
-        entry["id"] = item.key
-        entry["namespace"] = namespace_label(item.namespace)
-        if not entry.get("created"):
-            entry["created"] = utc_stamp(item.created_at)
-        if not counted:
-            return entry
-        # The content is part of the key: SqliteStore's updated_at has
-        # one-second resolution, so a rewrite within the second kept its time.
-        cache_key = (tuple(item.namespace), item.key, item.updated_at, entry.get("content"))
-        cost = self._counts.get(cache_key)
-        if cost is None:
-            try:
-                check_entry(entry)
-                check_scope(entry)  # a near-miss "Always" a host wrote past us: a correction that would never load
-                cost = entry_cost(entry, self._counts.counter)  # the core's rule: never 0, never 2.7
-            except EntryError as err:
-                where = "field %r " % err.field if err.field else ""
-                raise EntryError(
-                    "store item %r in namespace %r: %s%s" % (item.key, entry["namespace"], where, err.problem),
-                    entry_id=item.key,
-                    field=err.field,
-                    problem=err.problem,
-                ) from None
-            self._counts.put(cache_key, cost)
-        if given_token_count(entry) is None:
-            entry["token_count"] = cost
-        return entry
-
-    def _collect(self, found: Iterable[Tuple[_Spec, List[Item]]], *, counted: bool) -> Recall:
-        seen: Dict[Tuple[Namespace, str], Tuple[int, Item]] = {}
-        by_place: Dict[Tuple[str, str], float] = {}  # (namespace label, key) -> the store's score
-        cosine = self.cosine_scores
-        for spec, items in found:
-            own = self.chain[spec.link]
-            keep = _keeper(spec.keep) if spec.keep else None
-            for item in items:
-                if tuple(item.namespace) != own:
-                    continue  # a child namespace: search matched the prefix, not the namespace
-                if keep is not None and not keep(item.value):
-                    continue  # read with the namespace, but no search of the plan would find it
-                seen.setdefault((own, item.key), (spec.link, item))
-                score = getattr(item, "score", None)
-                if cosine and spec.query is not None and score is not None:
-                    by_place.setdefault((namespace_label(own), item.key), float(score))
-        # By id; an id two namespaces of the chain hold, by (namespace, id)
-        # for each (relevance.known): neither takes the other's score.
-        places = Counter(key for _, key in by_place)
-        scores: Dict[KnownKey, float] = {
-            (key if places[key] == 1 else (label, key)): score for (label, key), score in by_place.items()
-        }
-        ordered = sorted(seen.values(), key=lambda li: (li[0], li[1].created_at, li[1].key))
-        labels = {ns: namespace_label(ns) for ns in self.chain}
-        fingerprint = tuple((labels[tuple(item.namespace)], item.key, item.updated_at) for _, item in ordered)
-        entries = [self._entry(item, counted=counted) for _, item in ordered]
-        return Recall(entries, fingerprint, scores)
-
     # -- reading ----------------------------------------------------------------------
 
     def recall(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None) -> Recall:
         """The candidates [`select`][] would see (one batched, paged read),
         with token counts filled in from the cache."""
         pools = check_pools(pools)
-        return self._collect(self._run(self._plan(pools, _query(context))), counted=True)
+        return self._collect(self._run(self._plan(pools, query_of(context))), counted=True)
 
     async def arecall(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None) -> Recall:
         """Async [`recall`][]."""
         pools = check_pools(pools)
-        return self._collect(await self._arun(self._plan(pools, _query(context))), counted=True)
+        return self._collect(await self._arun(self._plan(pools, query_of(context))), counted=True)
 
-    def _with(self, corrections: Sequence[Sequence[Item]]) -> List[Tuple[_Spec, List[Item]]]:
+    def _with(self, corrections: Sequence[Sequence[Item]]) -> List[Tuple[ReadSpec, List[Item]]]:
         """``corrections`` (one list of items per chain link) as the
         corrections' read by filter would have returned them."""
         if len(corrections) != len(self.chain):
@@ -581,7 +220,7 @@ class BaseStoreMemory(StoreVerbs):
                 % (len(self.chain), len(corrections))
             )
         return [
-            (_Spec(link, {"scope": "always"}, None, READ_ALL), list(items)) for link, items in enumerate(corrections)
+            (ReadSpec(link, {"scope": "always"}, None, READ_ALL), list(items)) for link, items in enumerate(corrections)
         ]
 
     def recall_with(
@@ -603,7 +242,7 @@ class BaseStoreMemory(StoreVerbs):
             ```
         """
         pools = check_pools(pools)
-        found = self._run(self._plan(pools, _query(context), corrections=False))
+        found = self._run(self._plan(pools, query_of(context), corrections=False))
         return self._collect(self._with(corrections) + found, counted=True)
 
     async def arecall_with(
@@ -611,7 +250,7 @@ class BaseStoreMemory(StoreVerbs):
     ) -> Recall:
         """Async [`recall_with`][]."""
         pools = check_pools(pools)
-        found = await self._arun(self._plan(pools, _query(context), corrections=False))
+        found = await self._arun(self._plan(pools, query_of(context), corrections=False))
         return self._collect(self._with(corrections) + found, counted=True)
 
     def select_from(
@@ -636,7 +275,7 @@ class BaseStoreMemory(StoreVerbs):
         ``visibility``: default this memory's namespace chain)."""
         used = default_adapter_scorer() if scorer is None else scorer
         model = self.index_embeddings
-        message = _query(context)
+        message = query_of(context)
         if message is not None and self._ranked_search is not None and same_vector_space(used, model):
             # The recall's own query vector: the scorer embeds with the store's model, so it would only embed again.
             used = with_query_vector(used, message, self._ranked_search.vectors.get(message))
@@ -660,7 +299,7 @@ class BaseStoreMemory(StoreVerbs):
         """The entry stored under ``entry_id`` in this memory's namespaces
         (own first, then the chain; exact, never a child namespace), else
         None. One batch. The expand tool reads full text through it."""
-        [entry_id] = _check_ids([entry_id])
+        [entry_id] = check_ids([entry_id])
         results = self.store.batch([GetOp(ns, entry_id) for ns in self.chain])
         for item in results:
             if isinstance(item, Item):
@@ -669,14 +308,15 @@ class BaseStoreMemory(StoreVerbs):
 
     async def aget(self, entry_id: str) -> Optional[Dict[str, Any]]:
         """Async [`get`][]."""
-        [entry_id] = _check_ids([entry_id])
+        [entry_id] = check_ids([entry_id])
         results = await self.store.abatch([GetOp(ns, entry_id) for ns in self.chain])
         for item in results:
             if isinstance(item, Item):
                 return self._entry(item, counted=False)
         return None
 
-    def select(
+    # The contract's ``**options``, declared (SelectKeywords): narrower than Any, on purpose.
+    def select(  # type: ignore[override]
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Unpack[SelectKeywords]
     ) -> Selection:
         """Recall from the store, then select: corrections first, then each
@@ -684,20 +324,11 @@ class BaseStoreMemory(StoreVerbs):
         ``options``: ``now``, ``scorer`` (`SelectKeywords`)."""
         return self.select_from(self.recall(pools, context), pools, context, **options)
 
-    async def aselect(
+    async def aselect(  # type: ignore[override]
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Unpack[SelectKeywords]
     ) -> Selection:
         """Async [`select`][]."""
         return self.select_from(await self.arecall(pools, context), pools, context, **options)
-
-    def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        """Every entry in the namespace and chain (or in the one whose label
-        is ``namespace``), as fresh dicts, each read once."""
-        return self.read(None, namespace)
-
-    async def aentries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
-        """Async [`entries`][]."""
-        return self._collect(await self._arun(self._scan(namespace)), counted=False).entries
 
     @property
     def version(self) -> Tuple[Tuple[str, str, Any], ...]:
@@ -706,304 +337,25 @@ class BaseStoreMemory(StoreVerbs):
         equal values mean the same content."""
         return self._collect(self._run(self._scan(None)), counted=False).fingerprint
 
-    # -- the contract's primitives ----------------------------------------------------
-
-    def _scan(self, namespace: Optional[str]) -> List[_Spec]:
-        specs = self._plan(None, None)
-        if namespace is None:
-            return specs
-        return [s for s in specs if namespace_label(self.chain[s.link]) == namespace]
-
     def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """Fresh copies of the own namespace's entries with these ids (one
         batch), or of every entry of the chain (of ``namespace`` when given)."""
         if ids is None:
             return self._collect(self._run(self._scan(namespace)), counted=False).entries
-        keys = _check_ids(ids)
+        keys = check_ids(ids)
         results = self.store.batch([GetOp(self.namespace, k) for k in keys]) if keys else []
         return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
 
-    async def aread(self, ids: Sequence[str]) -> List[Dict[str, Any]]:
-        """Async [`read`][] by ids."""
-        keys = _check_ids(ids)
+    async def aread(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Async [`read`][]."""
+        if ids is None:
+            return self._collect(await self._arun(self._scan(namespace)), counted=False).entries
+        keys = check_ids(ids)
         results = await self.store.abatch([GetOp(self.namespace, k) for k in keys]) if keys else []
         return [self._entry(item, counted=False) for item in results if isinstance(item, Item)]
-
-    def preparing(self, entries: Iterable[Mapping[str, Any]]) -> List[Dict[str, Any]]:
-        """[`StoreVerbs.preparing`][], each entry placed in the own namespace
-        (an entry without one is written there, and read back with its
-        label): so a repeat is compared with stored entries as they read."""
-        prepared = super().preparing(entries)
-        own = namespace_label(self.namespace)
-        return [entry if entry.get("namespace") is not None else dict(entry, namespace=own) for entry in prepared]
-
-    def _item_value(self, entry: Mapping[str, Any], position: int) -> Dict[str, Any]:
-        own = namespace_label(self.namespace)
-        where = entry.get("namespace")
-        if where is not None and where != own:
-            raise entry_error(entry, position, "namespace", "is %r but this memory writes to %r" % (where, own))
-        return {k: v for k, v in entry.items() if k not in _LOCATION_KEYS}
-
-    def _change_ops(self, change: Change, stored: List[Dict[str, Any]]) -> List[PutOp]:
-        for position, entry in enumerate(change.insert):
-            self._item_value(entry, position)  # refuse another namespace before anything is checked
-        rows = change.rows(change.verify(stored))
-        ops = [PutOp(self.namespace, str(e["id"]), self._item_value(e, n)) for n, e in enumerate(rows)]
-        gone = {e["id"] for e in stored}
-        return ops + [PutOp(self.namespace, i, None) for i in change.forget if i in gone]
-
-    def commit(self, change: Change) -> None:
-        """Apply ``change`` in one ``batch`` (verified against the items as
-        read just before: a LangGraph store has no transaction to check in)."""
-        stored = self.read(change.touched + list(change.forget))
-        ops = self._change_ops(change, stored)
-        if ops:
-            self.store.batch(ops)
-
-    async def acommit(self, change: Change) -> None:
-        """Async [`commit`][]."""
-        stored = await self.aread(change.touched + list(change.forget))
-        ops = self._change_ops(change, stored)
-        if ops:
-            await self.store.abatch(ops)
-
-    # -- writing ----------------------------------------------------------------------
-
-    def _put_ops(self, entries: Sequence[Mapping[str, Any]]) -> Tuple[List[PutOp], List[str]]:
-        prepared = prepare_entries(entries, self.stamp())
-        ops = [PutOp(self.namespace, str(e["id"]), self._item_value(e, n)) for n, e in enumerate(prepared)]
-        return ops, [str(e["id"]) for e in prepared]
-
-    def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Write ``entries`` to the own namespace in one batch, overwriting
-        items with the same key (LangGraph's ``put``); returns their ids
-        (``id``, else a new one). Checked first as every write is
-        (`prepare_entries`): a malformed
-        entry raises [`EntryError`][] and nothing is
-        written. The caller's dicts are not changed."""
-        ops, ids = self._put_ops(entries)
-        if ops:
-            self.store.batch(ops)
-        return ids
-
-    async def aput_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Async [`put_many`][]."""
-        ops, ids = self._put_ops(entries)
-        if ops:
-            await self.store.abatch(ops)
-        return ids
-
-    def put(self, entry: Mapping[str, Any]) -> str:
-        """Write one entry (host-curated: always-scope allowed); returns its id."""
-        return self.put_many([entry])[0]
-
-    async def aput(self, entry: Mapping[str, Any]) -> str:
-        """Async [`put`][]."""
-        return (await self.aput_many([entry]))[0]
-
-    async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Async [`add`][poolsplit_adapters.stores.StoreVerbs.add]."""
-        return (await self.awrite(entries)).ids
-
-    # -- duplicates: the one gate, with the store's own search -----------------------
-
-    def _near_ops(self, prepared: Sequence[Mapping[str, Any]]) -> List[Union[GetOp, SearchOp]]:
-        """What a write's candidates could repeat, in the own namespace: each
-        candidate's id (the write gate's content key finds an exact repeat),
-        and its type's items: the ``NEAR_K`` nearest to its text on a
-        vector-indexed store, else all of them (one read per type)."""
-        ops: List[Union[GetOp, SearchOp]] = [GetOp(self.namespace, str(e["id"])) for e in prepared]
-        kinds: List[Optional[str]] = []
-        for entry in prepared:
-            kind = entry.get("type")
-            wanted = [kind] if kind not in (None, "note") else ["note", None]
-            if self.indexed:
-                for w in wanted:
-                    ops.append(SearchOp(self.namespace, filter={"type": w}, query=str(entry["content"]), limit=NEAR_K))
-            else:
-                kinds += [w for w in wanted if w not in kinds]
-        ops += [SearchOp(self.namespace, filter={"type": w}, limit=READ_ALL) for w in kinds]
-        return ops
-
-    def _neighbours(self, results: Sequence[Any]) -> DuplicateFinder:
-        items: Dict[str, Item] = {}
-        for result in results:
-            for item in [result] if isinstance(result, Item) else _items(result):
-                if tuple(item.namespace) == self.namespace:
-                    items.setdefault(item.key, item)
-        ordered = sorted(items.values(), key=lambda item: (item.created_at, item.key))
-        return DuplicateFinder([self._entry(item, counted=False) for item in ordered], is_active=live)
-
-    def keep_repeats_in(self, kept: Any) -> None:
-        """Answer the duplicate check from ``kept`` (an object whose
-        ``repeatable(candidates)`` returns the own namespace's items the
-        candidates could repeat, or None to read the store: the agent
-        middleware's prepared recall) instead of reading every item of the
-        written types. Held weakly: when the kept index is dropped, writes
-        read the store again. A vector-indexed store keeps its search."""
-        self._repeats = weakref.ref(kept)
-
-    def _kept_repeats(self, candidates: Sequence[Mapping[str, Any]]) -> Optional[List[Item]]:
-        kept = None if self._repeats is None or self.indexed else self._repeats()
-        return None if kept is None else kept.repeatable(candidates)  # type: ignore[no-any-return]
-
-    def duplicate_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
-        """The stored entries ``candidates`` could repeat: from the kept
-        index ([`keep_repeats_in`][]) when there is one, else read with
-        the store's own search (`_near_ops`)."""
-        items = self._kept_repeats(candidates)
-        if items is not None:
-            return self._neighbours([items])
-        ops = self._near_ops(candidates)
-        return self._neighbours(self._batch(ops) if ops else [])
-
-    def change_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
-        """What a changing statement is compared with: read with the store's
-        own search (`_near_ops`, for the changing statements only),
-        never the kept index, which holds only what a repeat could be (the
-        same values), never a statement's older value."""
-        ops = self._near_ops([c for c in candidates if changing(c)])
-        return self._neighbours(self._batch(ops) if ops else [])
-
-    def neighbour_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
-        """A consolidation's finder: always read with the store's own search
-        (the kept index names only what a repeat could be, and the model is
-        shown the nearest entries of the type, repeats or not)."""
-        ops = self._near_ops(candidates)
-        return self._neighbours(self._batch(ops) if ops else [])
-
-    async def awrite(self, entries: Sequence[Mapping[str, Any]]) -> WriteReport:
-        """Async [`write`][poolsplit_adapters.stores.StoreVerbs.write]."""
-        given = list(entries)
-        for attempt in range(1, RELINKS + 1):
-            change, report = await self._aderived(given)
-            if not (change.insert or change.repeat):
-                return report
-            try:
-                await self.acommit(change)
-            except (EntryNotFound, ValueError) as raced:
-                if not change.retire or isinstance(raced, EntryError):
-                    raise
-                if attempt < RELINKS:
-                    continue  # another writer closed the version this one changes: link to its newest
-                # still racing: the new statement is written all the same, unlinked (nothing lost)
-                await self.acommit(replace(change, retire=(), raced=[]))
-            return report
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    async def _aderived(self, entries: Sequence[Mapping[str, Any]]) -> Tuple[Change, WriteReport]:
-        """One derivation of an async write: the change and its report, as
-        [`StoreVerbs.write`][poolsplit_adapters.stores.StoreVerbs.write] derives them."""
-        prepared = self.preparing(entries)
-        stored = await self.aread([str(e["id"]) for e in prepared])
-        moved = returning(prepared, stored)  # before any finder files them (see stored_for)
-        if moved:
-            stored += await self.aread(moved)
-        if plain_async_postgres_store(self.store) and self._repeats is not None:
-            # the kept index's refresh waits on the store's loop: from a worker thread
-            items = await off_loop(self._kept_repeats, prepared)
-        else:
-            items = self._kept_repeats(prepared)
-        if items is not None:
-            finder = self._neighbours([items])
-        else:
-            ops = self._near_ops(prepared)
-            finder = self._neighbours(await self._abatch(ops) if ops else [])
-        hits = finder.admit(prepared)
-        hits = same_id_repeats(prepared, hits, stored)
-        repeats = {n for n, hit in enumerate(hits) if hit is not None}
-        changed = None
-        statements = [e for n, e in enumerate(prepared) if n not in repeats and changing(e)]
-        if statements:
-            ops = self._near_ops(statements)
-            changed = updates(self._neighbours(await self._abatch(ops)), prepared, repeats)
-        return settle_repeats(prepared, hits, changed)
-
-    def existing(self, ids: Iterable[str]) -> Set[str]:
-        """Which of ``ids`` are stored in the own namespace (one batch)."""
-        return {e["id"] for e in self.read(list(ids))}
-
-    async def aexisting(self, ids: Iterable[str]) -> Set[str]:
-        """Async [`existing`][]."""
-        return {e["id"] for e in await self.aread(list(ids))}
-
-    async def asupersede(self, entry_id: str, new_entry: Mapping[str, Any]) -> str:
-        """Async [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede]."""
-        change = self.superseding(entry_id, new_entry)
-        change = change.returned(await self.aread(change.touched))
-        await self.acommit(change)
-        return str(change.insert[0]["id"])
-
-    def _forget_ops(self, namespace: str) -> Tuple[Namespace, SearchOp]:
-        if not isinstance(namespace, str) or not namespace:
-            raise ValueError("forget namespace must be a non-empty string, got %r" % (namespace,))
-        target = _check_one(tuple(namespace.split(".")), "forget namespace")
-        return target, SearchOp(target, limit=READ_ALL)
-
-    def forget(self, *, namespace: str) -> int:
-        """Delete every item of the namespace labelled ``namespace`` (e.g.
-        ``"memories.u1"``: any namespace of the store, exactly, never its
-        children) in one batch, their vectors with them; return how many.
-        Every version goes (superseded ones are items of the same namespace).
-        """
-        target, op = self._forget_ops(namespace)
-        [found] = self.store.batch([op])
-        keys = [item.key for item in _items(found) if tuple(item.namespace) == target]
-        if keys:
-            self.store.batch([PutOp(target, key, None) for key in keys])
-        return len(keys)
-
-    async def aforget(self, *, namespace: str) -> int:
-        """Async [`forget`][]."""
-        target, op = self._forget_ops(namespace)
-        [found] = await self.store.abatch([op])
-        keys = [item.key for item in _items(found) if tuple(item.namespace) == target]
-        if keys:
-            await self.store.abatch([PutOp(target, key, None) for key in keys])
-        return len(keys)
-
-    async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
-        """Async [`delete`][poolsplit_adapters.stores.StoreVerbs.delete]."""
-        doomed: List[str] = []
-        found = await self.aread([entry_id])
-        while found and found[0]["id"] not in doomed:
-            doomed.append(found[0]["id"])
-            earlier = found[0].get("supersedes")
-            found = await self.aread([earlier]) if history and isinstance(earlier, str) else []
-        if doomed:
-            await self.acommit(Change(forget=tuple(doomed)))
-        return bool(doomed)
 
 
 def _expired_ids(entries: Sequence[Mapping[str, Any]], now: Optional[datetime.datetime]) -> Set[str]:
     """The ids of ``entries`` whose ``expires`` is at or before ``now``."""
     moment = moment_of(now)
     return {str(e.get("id")) for e in entries if e.get(EXPIRES) is not None and is_expired(e, moment)}
-
-
-def _keeper(searches: Sequence[Search]) -> Callable[[Mapping[str, Any]], bool]:
-    """`Search.admits` of any of ``searches`` (no namespace condition:
-    each op reads one namespace), as one predicate over an item's value."""
-    if any(s.types is None and not s.always and not s.untyped for s in searches):
-        return lambda value: True
-    types = {t for s in searches if s.types is not None and not s.always and not s.untyped for t in s.types}
-    always = any(s.always for s in searches)
-    untyped = any(s.untyped for s in searches)
-
-    def keep(value: Mapping[str, Any]) -> bool:
-        kind = value.get("type")
-        return kind in types or (untyped and kind is None) or (always and value.get("scope") == "always")
-
-    return keep
-
-
-def _items(result: Any) -> List[Item]:
-    """A search op's result (a list of items) as a list."""
-    return list(result or ())
-
-
-def _query(context: Optional[Mapping[str, Any]]) -> Optional[str]:
-    if context is None:
-        return None
-    message = context.get("message")
-    return message if isinstance(message, str) and message.strip() else None

@@ -26,8 +26,9 @@ from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
-from ..base import Change, IdHeldElsewhere, StoreVerbs, prepare_entries
+from ..base import Change, IdHeldElsewhere, StoreVerbs, WriteReport, prepare_entries
 from ..postgres import check_entry_text
+from ..write_path import Derived
 from .langchain_documents import document_to_entry, entry_to_document
 from .langchain_search import PGVectorAlwaysFetch, namespace_documents
 from .pgvector_ids import aclaim_ids, claim_ids
@@ -97,8 +98,10 @@ class VectorStoreEntries(StoreVerbs):
         entries = [document_to_entry(d, n) for n, d in enumerate(documents)]
         return [e for e in entries if namespace is None or e.get("namespace") == namespace]
 
-    async def aread(self, ids: Sequence[str]) -> List[Dict[str, Any]]:
-        """Async [`read`][] by ids."""
+    async def aread(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Async [`read`][] (by ids: ``aget_by_ids``; a listing: the sync one)."""
+        if ids is None:
+            return self.read(None, namespace)
         wanted = list(dict.fromkeys(ids))
         found = await self.store.aget_by_ids(wanted) if wanted else []
         return [document_to_entry(d, n) for n, d in enumerate(found)]
@@ -213,9 +216,11 @@ class VectorStoreEntries(StoreVerbs):
         self._wrote(bool(docs))
         return ids
 
-    async def aadd(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
-        """Async [`add`][poolsplit_adapters.stores.StoreVerbs.add]."""
-        change = self.adding(entries)
-        if change.insert:
-            await self.acommit(change)
-        return [e["id"] for e in change.insert]
+    async def aderive(self, given: Sequence[Mapping[str, Any]]) -> Derived:
+        """An async write's derivation here: the entries checked and stamped
+        (`adding`), each inserted as given (a vector store's async API
+        lists nothing a repeat could be compared with: the async ``add``
+        of a vector store writes what it is given, as ``put_many`` does,
+        and refuses an id stored already)."""
+        change = self.adding(given)
+        return list(change.insert), change, WriteReport([str(e["id"]) for e in change.insert], [])
