@@ -125,6 +125,14 @@ def check_callable(value: Any, name: str) -> Any:
     return value
 
 
+def check_scorer(value: Any, name: str) -> Any:
+    """A scorer (the core's [`Scorer`][poolsplit_adapters.poolsplit.Scorer]: a spec-form function or an object
+    with ``prepare``), or None (None: the default applies)."""
+    if value is not None and not callable(value) and not callable(getattr(value, "prepare", None)):
+        raise argument_error(name, "a scorer: callable, or with prepare(context, now)", value)
+    return value
+
+
 def check_instance(value: Any, kind: type, name: str) -> Any:
     """An instance of ``kind``, or None (None: the default applies)."""
     if value is not None and not isinstance(value, kind):
@@ -191,7 +199,7 @@ SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "project": check_project,
     "now": check_now,
     "visibility": check_visibility,
-    "scorer": check_callable,
+    "scorer": check_scorer,
     "token_counter": check_callable,
     "total_tokens": check_k,  # None, or an int >= 0, like k
     "total_entries": check_k,

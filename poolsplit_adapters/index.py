@@ -75,6 +75,7 @@ from .poolsplit import (
     Pool,
     Reason,
     Scorer,
+    ScorerCall,
     ScoringContext,
     Selection,
     TokenCounter,
@@ -97,10 +98,10 @@ from .poolsplit import (
 )
 from .relevance.batch import SEPARATOR, byte_runs, join_texts
 from .relevance.bm25 import Query
+from .relevance.capabilities import RanksByWords, capabilities
 from .relevance.columns import TermPostings
 from .relevance.feedback import SETTLE_STEP, expansion
 from .relevance.modifiers import combine_columns
-from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
 
 try:  # numpy is optional: without it the generic path serves every query.
@@ -559,7 +560,7 @@ class MemoryIndex:
         # mutation after that. A broken set (an embedder failure made its
         # rows incomplete) sends its queries to the core's per-entry path.
         self._vectors: dict[str, tuple[Any, _Rows]] = {}
-        own = _embedder_of(scorer)
+        own = capabilities(scorer).vectors
         if self._numpy and own is not None:
             self._vectors[own.model_id] = (own, _Rows())
         # The text each position was counted with (what removing or
@@ -569,8 +570,9 @@ class MemoryIndex:
         self._texts: list[Optional[str]] = []
         self._terms: dict[tuple[Any, ...], TermPostings] = {}
         for prepared in (scorer, *prepare_for):
-            if isinstance(prepared, RelevanceScorer):
-                self._terms_for(prepared)
+            words = capabilities(prepared).words
+            if words is not None:
+                self._terms_for(words)
         self.extend(entries)
 
     # -- contents ---------------------------------------------------------------
@@ -917,7 +919,7 @@ class MemoryIndex:
             terms.rebuild(self._texts)  # type: ignore[arg-type]
         self._where.rebuild(self._slots)
 
-    def _terms_for(self, scorer: RelevanceScorer) -> TermPostings:
+    def _terms_for(self, scorer: RanksByWords) -> TermPostings:
         """The BM25 statistics of this index's texts for ``scorer``'s
         analyzer, built on first use (O(store) once) and kept in step with
         every mutation after that."""
@@ -946,9 +948,10 @@ class MemoryIndex:
             index = MemoryIndex(entries).prepare_for(RelevanceScorer())
             ```
         """
-        if isinstance(scorer, RelevanceScorer):
+        words = capabilities(scorer).words
+        if words is not None:
             with self._lock:
-                self._terms_for(scorer)
+                self._terms_for(words)
         return self
 
     # -- queries ----------------------------------------------------------------
@@ -990,49 +993,52 @@ class MemoryIndex:
     ) -> Selection:
         pool_list = check_pools(pools)
         source: Candidates
-        prepared: Any = None
-        rows: Optional[_Rows] = None
-        embedder = _embedder_of(scorer)
-        if embedder is not None and not getattr(embedder, "_known", None):
-            rows = self._rows_for(embedder)
-        if rows is not None and not isinstance(scorer, RelevanceScorer):
-            prepared = scorer.prepare(context, now)  # type: ignore[attr-defined]
+        found = capabilities(scorer)  # what the scorer can do beyond the core's protocol, asked once
+        vectors, by_words = found.vectors, found.words
+        # Rows of entry vectors, unless a store's similarities stand in for some (they would differ).
+        rows = self._rows_for(vectors) if vectors is not None and not vectors.known else None
+        embedding: Any = None  # the embedding scorer's own prepared scorer: its cosines over the rows
+        if vectors is not None and rows is not None and by_words is None:
+            embedding = vectors.prepare(context, now)  # vectors is the scorer itself here
         # An embedding scorer that fell back for this query ranks with its
         # lexical scorer, entry by entry: the generic path, same prepared scorer.
-        vectorised = prepared is not None and not getattr(prepared, "fallback_reason", None)
-        words: Optional[tuple[RelevanceScorer, TermPostings, Query]] = None
-        fused: Any = None  # a RelevanceScorer's prepared embedder: its cosines, fused over the columns
-        if isinstance(scorer, RelevanceScorer):
+        vectorised = embedding is not None and not embedding.fallback_reason
+        words: Optional[tuple[RanksByWords, TermPostings, Query]] = None
+        fused: Any = None  # a words scorer's prepared embedder: its cosines, fused over the columns
+        if by_words is not None:
             # Ranked against this index's statistics (unless the scorer
             # brings a corpus of its own): the per-entry path through the
             # same view, so both give the same bits.
-            terms = self._terms_for(scorer)
-            corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
-            if self._numpy and scorer.embedding is None and not scorer.known:
+            terms = self._terms_for(by_words)
+            corpus = by_words.corpus if by_words.corpus is not None and len(by_words.corpus) else terms.corpus
+            if self._numpy and by_words.embedding is None and not by_words.known:
                 ctx = ScoringContext(context, now)  # checks the context first, as prepare would
-                words = (scorer, terms, corpus.query((context or {}).get("message") or ""))
+                words = (by_words, terms, corpus.query((context or {}).get("message") or ""))
             elif self._numpy and rows is not None:
                 ctx = ScoringContext(context, now)
-                words = (scorer, terms, corpus.query((context or {}).get("message") or ""))
+                words = (by_words, terms, corpus.query((context or {}).get("message") or ""))
                 # One query embedding; when it failed the relevance is BM25
                 # alone, as PreparedRelevance.relevance says (fuse(x, None)).
-                prepared = scorer.embedding.prepare(context, now)
-                fused = prepared if prepared.fallback_reason is None else None
-            elif corpus is not scorer.corpus:
-                scorer = scorer.with_corpus(corpus)
+                embedding = by_words.embedding.prepare(context, now)
+                fused = embedding if embedding.fallback_reason is None else None
+            if corpus is not by_words.corpus:  # what the generic path ranks by
+                scorer = by_words.with_corpus(corpus)
         # Time travel (Visibility.as_of) reads validity times the columns do not hold: the generic path.
         columns = view is None or view.at is None
+        call = ScorerCall(embedding) if embedding is not None else None  # what notes the scorer's fallback
         if words is not None and columns:
             source = _ColumnSource(self, ctx, view, report, words=words, fused=fused, rows=rows, now=now)
         elif self._numpy and columns and (scorer is default_scorer or vectorised):
-            source = _ColumnSource(self, ScoringContext(context, now), view, report, prepared, rows=rows, now=now)
+            source = _ColumnSource(self, ScoringContext(context, now), view, report, embedding, rows=rows, now=now)
         else:
+            if call is None or by_words is not None:  # a words scorer's own call, not its embedder's
+                call = prepare_scorer(scorer, context, now)
             alive = [p for p, e in enumerate(self._slots) if e is not None]
             active = {id(self._slots[p]): bool(self._columns["active"][p]) for p in alive}
             cost = self._columns["cost"]
             source = BestFirstCandidates(
                 [self._slots[p] for p in alive],  # type: ignore[misc]
-                prepared if prepared is not None else prepare_scorer(scorer, context, now),
+                call,
                 is_active=lambda entry: active[id(entry)],
                 visibility=view,
                 costs=[cost[p] for p in alive],
@@ -1040,7 +1046,7 @@ class MemoryIndex:
             )
         # Frames: caller -> [retrieve_pools ->] select -> _locked wrapper -> _query -> fill_pools.
         selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4 if report else 5)
-        note_fallback(selection, prepared if prepared is not None else getattr(source, "prepared", None))
+        note_fallback(selection, call)
         if report and isinstance(source, _ColumnSource):
             selection.notes[OUTSIDE_NOTE] = source.always_outside_namespace()
             source.detach()
@@ -1049,14 +1055,6 @@ class MemoryIndex:
     def _view(self, name: str) -> Any:
         """A numpy view of a column (valid until the column next grows)."""
         return _np(self._columns[name], _COLUMNS[name][1])
-
-
-def _embedder_of(scorer: Any) -> Any:
-    """The ``EmbeddingScorer`` whose entry vectors a query with ``scorer``
-    needs: the scorer itself, a RelevanceScorer's embedder, or None."""
-    if isinstance(scorer, RelevanceScorer):
-        return scorer.embedding
-    return scorer if callable(getattr(scorer, "vectors_of", None)) and hasattr(scorer, "model_id") else None
 
 
 def _answering(answer: Any) -> TokenCounter:
@@ -1082,7 +1080,7 @@ class _ColumnSource:
         view: Optional[Visibility],
         report: bool,
         embedding: Any = None,
-        words: Optional[tuple[RelevanceScorer, TermPostings, Query]] = None,
+        words: Optional[tuple[RanksByWords, TermPostings, Query]] = None,
         now: Optional[datetime.datetime] = None,
         fused: Any = None,
         rows: Optional[_Rows] = None,
@@ -1282,7 +1280,7 @@ class _ColumnSource:
             self._relevance = self._cosines(embedding)
         return self._lexical_overlap() if self._relevance is None else self._relevance
 
-    def _expanded(self, scorer: RelevanceScorer, terms: TermPostings, first: Any) -> Any:
+    def _expanded(self, scorer: RanksByWords, terms: TermPostings, first: Any) -> Any:
         """Twin of PreparedRelevance's feedback (relevance.feedback): the
         best admitted contextual positions (visible, not always-scope) of
         ``first`` above 0, ties by the core's key (created, id, position),

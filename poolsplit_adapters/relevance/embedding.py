@@ -219,6 +219,12 @@ class EmbeddingScorer:
         return "%s:%s" % (base, name) if isinstance(name, str) and name else base
 
     @property
+    def known(self) -> Mapping[KnownKey, float]:
+        """The similarities a vector store returned, by entry id
+        ([`with_known_relevance`][]); empty for a scorer that embeds all."""
+        return self._known
+
+    @property
     def cache(self) -> VectorCache:
         """The entry-vector cache (shared with [`with_known_relevance`][] views)."""
         return self._shared.cache
