@@ -24,6 +24,7 @@ __all__ = [
     "ArgumentError",
     "argument_error",
     "check_callable",
+    "check_scorer",
     "check_chain_penalty",
     "check_flag",
     "check_instance",
@@ -126,10 +127,10 @@ def check_callable(value: Any, name: str) -> Any:
 
 
 def check_scorer(value: Any, name: str) -> Any:
-    """A scorer (the core's [`Scorer`][poolsplit_adapters.poolsplit.Scorer]: a spec-form function or an object
-    with ``prepare``), or None (None: the default applies)."""
+    """A scorer (the core's ``Scorer``: a spec-form function or an object with
+    ``prepare``, as ``prepare_scorer`` reads it), or None (None: the default applies)."""
     if value is not None and not callable(value) and not callable(getattr(value, "prepare", None)):
-        raise argument_error(name, "a scorer: callable, or with prepare(context, now)", value)
+        raise argument_error(name, "callable or have prepare(context, now)", value)
     return value
 
 

@@ -28,7 +28,9 @@ The algorithm ([`select`][]; [`retrieve_pools`][] and [`retrieve`][] are the sam
 package's index and best-first sources are faster ones) with an optional [`Layering`][] (another step 3c):
 
 1. **Admit** the active entries (``is_active``, not expired) the query may see ([`Visibility`][]), read once.
-2. **Score** each admitted contextual entry a pool ranks, once per call.
+2. **Score** each admitted contextual entry a pool ranks, once per call, by the call's scorer: the spec's function
+   ``scorer(entry, context, *, now=None)`` or a [`PreparingScorer`][] (``prepare(context, now)``, then ``score`` and
+   ``relevance`` per entry), read through one [`ScorerCall`][] that answers its optional capabilities.
 3. **Fill each pool** in order, from the admitted entries of its types that no earlier pool took (by identity):
 
     - a. every always-scope entry first, in input order, outside both caps;
@@ -696,7 +698,7 @@ class ScorerCall:
     """A scorer prepared for one call as every caller reads it ([`prepare_scorer`][] builds it): ``score`` and
     ``relevance``, and each optional capability of a [`PreparedScorer`][] always there (``warm`` and ``admitted``
     a no-op, ``fallback_reason`` None when the scorer has none), read here once, so no caller asks a scorer what
-    it can do. ``prepared`` is the scorer's own prepared object; ``default`` the spec's [`ScoringContext`][] when
+    it can do. ``prepared`` is the scorer's own prepared object; ``default`` the spec's ``ScoringContext`` when
     the call's scorer is ``default_scorer`` (its answers need no check; a source may bound them), else None.
     Example: ``prepare_scorer(my_scorer, {"message": "deploy"}, None).score(entry)``."""
 

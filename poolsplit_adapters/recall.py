@@ -38,6 +38,11 @@ long-horizon set (``benchmarks/eval/README.md``): with candidates only to
 fill the budget the vector-store paths were one to three evidence memories
 short of the store's own top-k at 256 tokens; with twice the budget they
 are above it at every budget.
+
+**What a store lends the scorer.** A scorer that takes a vector store's
+answers (`same_vector_space`, `takes_store_scores`) is found by its
+capabilities (`poolsplit_adapters.relevance.capabilities`), not by its class:
+the store's query vector and similarities serve any scorer with those members.
 """
 
 from __future__ import annotations

@@ -52,6 +52,11 @@ Over a matrix of entry vectors, relevance is one matrix-vector product
 (`PreparedEmbeddingScore.relevance_of_matrix`); vectors are quantised
 so that product is exact and every path ranks identically.
 
+**Protocols.** It is the core's
+[`PreparingScorer`][poolsplit_adapters.poolsplit.PreparingScorer] and has the
+package's vectors and store-answers capabilities (`capabilities`): the
+index keeps its entry vectors, a vector store of its model lends it hers.
+
 numpy is required (the ``fast`` extra; every framework that provides
 embeddings already pulls it in).
 """

@@ -156,7 +156,7 @@ def test_a_langchain_retriever_notes_a_third_party_scorers_fallback() -> None:
 
 
 def test_what_is_no_scorer_is_refused_by_name() -> None:
-    with pytest.raises(ArgumentError, match="scorer must be a scorer: callable, or with prepare"):
+    with pytest.raises(ArgumentError, match=r"scorer must be callable or have prepare\(context, now\), got object"):
         PoolSplitRetriever(documents=_documents(), pools=POOLS, scorer=object())
     with pytest.raises(TypeError, match="scorer must be callable or have prepare"):
         select(STORE, POOLS, CONTEXT, scorer=object())  # type: ignore[arg-type]
