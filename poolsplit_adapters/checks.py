@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Union
 
 from .errors import ArgumentError, argument_error
 from .memory.tasks import AUTO, resolve_pools
-from .poolsplit import Pool, Visibility
+from .poolsplit import Pool, PreparingScorer, Visibility
 from .poolsplit import check_pools as core_check_pools
 
 __all__ = [
@@ -127,9 +127,9 @@ def check_callable(value: Any, name: str) -> Any:
 
 
 def check_scorer(value: Any, name: str) -> Any:
-    """A scorer (the core's ``Scorer``: a spec-form function or an object with
-    ``prepare``, as ``prepare_scorer`` reads it), or None (None: the default applies)."""
-    if value is not None and not callable(value) and not callable(getattr(value, "prepare", None)):
+    """A scorer (the core's ``Scorer``: a spec-form function or a
+    ``PreparingScorer``), or None (None: the default applies)."""
+    if value is not None and not callable(value) and not isinstance(value, PreparingScorer):
         raise argument_error(name, "callable or have prepare(context, now)", value)
     return value
 

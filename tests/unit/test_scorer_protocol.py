@@ -1,7 +1,7 @@
 """The scorer protocol: a scorer of another library that implements only
 ``prepare(context, now)`` (no base class of ours, not callable) ranks
-through the core's ``select``, ``MemoryIndex.select`` and a LangChain
-retriever, its optional capabilities (``warm``, ``admitted``,
+through the core's ``select``, ``MemoryIndex.select`` and the LangChain
+and LlamaIndex retrievers, its optional capabilities (``warm``, ``admitted``,
 ``fallback_reason``) are asked and noted; the spec's plain function still
 works everywhere; and the package asks a scorer what it can do beyond that
 in one place (``relevance.capabilities``)."""
@@ -13,11 +13,13 @@ from typing import Any, List, Mapping, Optional, Sequence
 
 import pytest
 from langchain_core.documents import Document
+from llama_index.core.schema import TextNode
 
 from poolsplit_adapters import Pool, Visibility, select
 from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.index import MemoryIndex
 from poolsplit_adapters.langchain import PoolSplitRetriever
+from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
 from poolsplit_adapters.memory.hash_embedding import HashEmbedder
 from poolsplit_adapters.poolsplit import PreparingScorer, ScorerCall, prepare_scorer
 from poolsplit_adapters.relevance import RelevanceScorer
@@ -153,6 +155,17 @@ def test_a_langchain_retriever_notes_a_third_party_scorers_fallback() -> None:
     retriever = PoolSplitRetriever(documents=_documents(), pools=POOLS, scorer=ThirdPartyScorer(), now=NOW)
     retriever.invoke("deploy checkout")
     assert retriever.last_selection.notes["scorer_fallback"] == "reranker offline: words only"
+
+
+@pytest.mark.parametrize("make", [ThirdPartyScorer, lambda: spec_form], ids=["protocol", "spec function"])
+def test_a_llama_index_retriever_ranks_by_a_scorer_of_either_form(make: Any) -> None:
+    nodes = [
+        TextNode(text=e["content"], id_=e["id"], metadata={k: v for k, v in e.items() if k not in ("content", "id")})
+        for e in STORE
+    ]
+    retriever = LlamaRetriever(POOLS, nodes, scorer=make(), now=NOW)
+    assert [n.node.node_id for n in retriever.retrieve("deploy checkout")] == ["fix", "a", "b"]
+    assert _scores(retriever.last_selection) == WANTED
 
 
 def test_what_is_no_scorer_is_refused_by_name() -> None:
