@@ -51,6 +51,7 @@ import functools
 import itertools
 import operator
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
@@ -1102,12 +1103,6 @@ class _ColumnSource:
         self._logical: Optional[Any] = None  # each position's logical index; () when nothing is removed
         # (the visible always-scope positions, the visible contextual mask), once visibility is settled
         self._split_visible: Optional[tuple[Any, Any]] = None
-        self._relevance: Optional[Any] = None
-        self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
-        self._counted: Optional[tuple[Any, Any]] = None  # (key, how many positions hold each of its keys)
-        # (filled, _parts) of the report: its keys when the pool types are disjoint, else None
-        self._by_group: Optional[tuple[Any, Optional[list[tuple[Any, int, int, Any]]]]] = None
-        self._lexical: Optional[Any] = None
         self._penalty: Optional[Any] = None
         # Twin of lifecycle_reason at the call's time (its as_of branch is the generic path's).
         moment = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
@@ -1116,10 +1111,14 @@ class _ColumnSource:
         if view is not None:
             self._judge(view)
         # Scored once the admitted candidates are known (feedback reads them).
+        # Its two helpers hold it weakly: a source dropped without detach
+        # (no report) frees the column views at once, as the index's next
+        # append needs (an array with a live view cannot grow).
+        self.scores, self.report = _ColumnScores(self), _ColumnReport(self)
         # A product past the float range is inf, silently, as on the
         # stateless path (Python floats do not warn).
         with np.errstate(over="ignore"):
-            self.score_all = self._scores()
+            self.score_all = self.scores.column()
         if self._penalty is not None:
             self.score_all = self.score_all * self._penalty
 
@@ -1180,151 +1179,6 @@ class _ColumnSource:
         self.why[mask] = _WHY.index(reason)
         self.visible &= ~mask
 
-    # Step 2: score, vectorised (bit-identical to ScoringContext.score).
-
-    def _scores(self) -> Any:
-        col, ctx, index = self.col, self.ctx, self.owner
-        code = index._projects.known(ctx.project) if ctx.project is not None else None
-        project = col["project"]
-        embedding = self.embedding
-        relevance_first = self.words[0] if self.words is not None else None
-        if relevance_first is None and embedding is not None and embedding.fallback_reason is None:
-            relevance_first = embedding.scorer
-        if relevance_first is not None:
-            # The relevance-first scorers (RelevanceScorer's BM25, the
-            # embedding scorer's cosine): their bounded boost
-            # (Modifiers.boost_columns, the twin of Modifiers.boost) over the
-            # relevance column, combined as relevance.combine does per entry.
-            assert index._tags is not None
-            shared = index._tags.count(ctx.tags, self.size) if ctx.tags else None
-            modifiers = relevance_first.modifiers
-            boost = modifiers.boost_columns(
-                col["priority"],
-                None,
-                None,
-                shared,
-                col["ntags"],
-                None,
-                priority_term=self._priority_term(modifiers),
-                recency_term=modifiers.recency_columns(col["created"], _micros(ctx.ref)),
-                project_term=self._project_term(modifiers, code),
-            )
-            return combine_columns(self._overlap(), boost, relevance_first.floor)
-        seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
-        score = col["priority"].copy()
-        days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
-        days = np.where(days < 0.0, 0.0, days)
-        recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
-        score *= np.where(recency > RECENCY_FLOOR, recency, RECENCY_FLOOR)
-        if ctx.tags:
-            assert index._tags is not None
-            shared = index._tags.count(ctx.tags, self.size)
-            score *= 1.0 + (shared / col["ntags"]) * TAG_WEIGHT
-        same = project == (code if code is not None else -2)
-        score *= np.where(project < 0, 1.0, np.where(same, PROJECT_SAME, PROJECT_OTHER))
-        if ctx.nwords:
-            overlap = self._overlap()
-            score *= np.where(overlap > MESSAGE_THRESHOLD, 1.0 + overlap * MESSAGE_WEIGHT, 1.0)
-        return score
-
-    def _priority_term(self, modifiers: Any) -> Any:
-        """``modifiers``' priority term of every position
-        ([`priority_columns`][poolsplit_adapters.relevance.Modifiers.priority_columns]), kept by the
-        index while it does not change: it depends on no query."""
-        owner = self.owner
-        stamp = (owner._version, self.size, modifiers.priority_weight)
-        kept = owner._priority_terms
-        if kept is None or kept[0] != stamp:
-            term = modifiers.priority_columns(self.col["priority"])
-            term.flags.writeable = False
-            kept = owner._priority_terms = (stamp, term)
-        return kept[1]
-
-    def _project_term(self, modifiers: Any, code: Optional[int]) -> Any:
-        """``modifiers``' project term of every position
-        ([`project_columns`][poolsplit_adapters.relevance.Modifiers.project_columns]) for the
-        context's project ``code``, kept by the index while neither it nor
-        the project changes (an agent's calls name one project)."""
-        owner = self.owner
-        stamp = (owner._version, self.size, code, modifiers.project_weight)
-        kept = owner._project_terms
-        if kept is None or kept[0] != stamp:
-            # The project code (0 another, 1 none, 2 the context's) by one
-            # gather from a table indexed by project code (None, -1, is its last slot).
-            table = np.zeros(len(owner._projects), dtype=np.int8)
-            table[-1] = 1
-            if code is not None and code >= 0:
-                table[code] = 2
-            term = modifiers.project_columns(table[self.col["project"]])
-            term.flags.writeable = False
-            kept = owner._project_terms = (stamp, term)
-        return kept[1]
-
-    def _overlap(self) -> Any:
-        """The relevance column: RelevanceScorer's normalised BM25, the
-        embedding scorer's (cosine, or its hybrid mix) when it ranks by
-        vectors, else the lexical overlap."""
-        if self._relevance is None and self.words is not None:
-            scorer, terms, query = self.words
-            self._relevance = terms.relevance(query, self.size)
-            if self.fused is not None:
-                # fuse() over the columns, the same float64 operations:
-                # (1 - w) * max(0, cosine) + w * BM25.
-                cosine = self._cosines(self.fused)
-                w = scorer.lexical_weight
-                self._relevance = (1.0 - w) * np.where(cosine > 0.0, cosine, 0.0) + w * self._relevance
-            if scorer.feedback is not None:
-                self._relevance = self._expanded(scorer, terms, self._relevance)
-        embedding = self.embedding
-        if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
-            self._relevance = self._cosines(embedding)
-        return self._lexical_overlap() if self._relevance is None else self._relevance
-
-    def _expanded(self, scorer: RanksByWords, terms: TermPostings, first: Any) -> Any:
-        """Twin of PreparedRelevance's feedback (relevance.feedback): the
-        best admitted contextual positions (visible, not always-scope) of
-        ``first`` above 0, ties by the core's key (created, id, position),
-        expand the query."""
-        feedback = scorer.feedback
-        assert feedback is not None
-        sources = np.flatnonzero(self.visible & ~self.col["always"] & (first > 0.0))
-        if not len(sources):
-            return first
-        ties = sources[:0]
-        if len(sources) > feedback.top:  # the best values: fewer than top above the cut, the rest from its ties
-            values = first[sources]
-            cut = np.partition(values, len(sources) - feedback.top)[len(sources) - feedback.top]
-            ties = sources[values == cut]
-            sources = sources[values > cut]
-        # Ties by the core's order after the score (created, id, position).
-        best = [key[3] for key in self.ties.ordered(first[sources], sources)[: feedback.top]]
-        # Many entries can share the cut's value (one template, one length):
-        # the few wanted are picked from them by comparisons in C, none sorted.
-        best += self.ties.smallest(ties, feedback.top - len(best))
-        corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
-        second = expansion(corpus, [self.slots[p]["content"] for p in best], feedback)  # type: ignore[index]
-        found = terms.relevance(second, self.size)
-        found = np.floor(found / SETTLE_STEP + 0.5) * SETTLE_STEP  # twin of relevance.feedback.settled
-        return (1.0 - feedback.weight) * first + feedback.weight * found
-
-    def _cosines(self, embedding: Any) -> Any:
-        """An embedding scorer's relevance of every row (cosine, or its
-        hybrid mix); zeros without a query vector (no message)."""
-        vectors = self.rows
-        if embedding.query_vector is None or vectors is None or vectors.matrix is None:
-            return np.zeros(self.size, dtype=np.float64)
-        lexical = self._lexical_overlap() if embedding.scorer.lexical_weight else None
-        return embedding.relevance_of_matrix(vectors.matrix[: self.size], vectors.norms[: self.size], overlap=lexical)
-
-    def _lexical_overlap(self) -> Any:
-        if self._lexical is None:
-            if not self.ctx.nwords:
-                self._lexical = np.zeros(self.size, dtype=np.float64)
-            else:
-                assert self.owner._words is not None
-                self._lexical = self.owner._words.count(self.ctx.words, self.size) / self.ctx.nwords
-        return self._lexical
-
     # Step 3: what each pool may take, and in what order.
 
     def members(self, pool: Pool) -> tuple[list[int], Any]:
@@ -1359,7 +1213,7 @@ class _ColumnSource:
         return mask
 
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]:
-        keep = self._overlap()[group] >= threshold
+        keep = self.scores.relevance()[group] >= threshold
         return group[keep], group[~keep]
 
     def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
@@ -1387,6 +1241,14 @@ class _ColumnSource:
 
     # Step 4: what the report needs.
 
+    def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
+        """The report's counts (`_ColumnReport.tally`)."""
+        return self.report.tally(filled, lost)
+
+    def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:
+        """The report's sample (`_ColumnReport.sample`)."""
+        return self.report.sample(filled, lost, per_key)
+
     def entry(self, position: int) -> Mapping[str, Any]:
         return self.slots[position]  # type: ignore[return-value]
 
@@ -1409,6 +1271,181 @@ class _ColumnSource:
         codes = np.where(self.col["active"][alive], self.why[alive], _WHY.index(Reason.INACTIVE))
         return ((p, _WHY[c]) for p, c in zip(alive.tolist(), codes.tolist()))
 
+
+class _ColumnScores:
+    """Step 2 of a `_ColumnSource`, vectorised: the score of every position
+    for the query's scorer (the spec's default, bit-identical to
+    ``ScoringContext.score``; a words scorer's BM25, fused with its
+    embedder's cosines; an embedding scorer's cosines) and the relevance
+    column ``min_relevance`` thresholds. Built once the source's visibility
+    is settled (feedback reads the admitted candidates)."""
+
+    def __init__(self, src: _ColumnSource) -> None:
+        self.src = weakref.proxy(src)  # no cycle: see _ColumnSource.__init__
+        self._relevance: Optional[Any] = None
+        self._lexical: Optional[Any] = None
+
+    def column(self) -> Any:
+        """The score of every position, the query's scorer's (step 2)."""
+        col, ctx, index = self.src.col, self.src.ctx, self.src.owner
+        code = index._projects.known(ctx.project) if ctx.project is not None else None
+        project = col["project"]
+        embedding = self.src.embedding
+        relevance_first = self.src.words[0] if self.src.words is not None else None
+        if relevance_first is None and embedding is not None and embedding.fallback_reason is None:
+            relevance_first = embedding.scorer
+        if relevance_first is not None:
+            # The relevance-first scorers (RelevanceScorer's BM25, the
+            # embedding scorer's cosine): their bounded boost
+            # (Modifiers.boost_columns, the twin of Modifiers.boost) over the
+            # relevance column, combined as relevance.combine does per entry.
+            assert index._tags is not None
+            shared = index._tags.count(ctx.tags, self.src.size) if ctx.tags else None
+            modifiers = relevance_first.modifiers
+            boost = modifiers.boost_columns(
+                col["priority"],
+                None,
+                None,
+                shared,
+                col["ntags"],
+                None,
+                priority_term=self._priority_term(modifiers),
+                recency_term=modifiers.recency_columns(col["created"], _micros(ctx.ref)),
+                project_term=self._project_term(modifiers, code),
+            )
+            return combine_columns(self.relevance(), boost, relevance_first.floor)
+        seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
+        score = col["priority"].copy()
+        days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
+        days = np.where(days < 0.0, 0.0, days)
+        recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
+        score *= np.where(recency > RECENCY_FLOOR, recency, RECENCY_FLOOR)
+        if ctx.tags:
+            assert index._tags is not None
+            shared = index._tags.count(ctx.tags, self.src.size)
+            score *= 1.0 + (shared / col["ntags"]) * TAG_WEIGHT
+        same = project == (code if code is not None else -2)
+        score *= np.where(project < 0, 1.0, np.where(same, PROJECT_SAME, PROJECT_OTHER))
+        if ctx.nwords:
+            overlap = self.relevance()
+            score *= np.where(overlap > MESSAGE_THRESHOLD, 1.0 + overlap * MESSAGE_WEIGHT, 1.0)
+        return score
+
+    def _priority_term(self, modifiers: Any) -> Any:
+        """``modifiers``' priority term of every position
+        ([`priority_columns`][poolsplit_adapters.relevance.Modifiers.priority_columns]), kept by the
+        index while it does not change: it depends on no query."""
+        owner = self.src.owner
+        stamp = (owner._version, self.src.size, modifiers.priority_weight)
+        kept = owner._priority_terms
+        if kept is None or kept[0] != stamp:
+            term = modifiers.priority_columns(self.src.col["priority"])
+            term.flags.writeable = False
+            kept = owner._priority_terms = (stamp, term)
+        return kept[1]
+
+    def _project_term(self, modifiers: Any, code: Optional[int]) -> Any:
+        """``modifiers``' project term of every position
+        ([`project_columns`][poolsplit_adapters.relevance.Modifiers.project_columns]) for the
+        context's project ``code``, kept by the index while neither it nor
+        the project changes (an agent's calls name one project)."""
+        owner = self.src.owner
+        stamp = (owner._version, self.src.size, code, modifiers.project_weight)
+        kept = owner._project_terms
+        if kept is None or kept[0] != stamp:
+            # The project code (0 another, 1 none, 2 the context's) by one
+            # gather from a table indexed by project code (None, -1, is its last slot).
+            table = np.zeros(len(owner._projects), dtype=np.int8)
+            table[-1] = 1
+            if code is not None and code >= 0:
+                table[code] = 2
+            term = modifiers.project_columns(table[self.src.col["project"]])
+            term.flags.writeable = False
+            kept = owner._project_terms = (stamp, term)
+        return kept[1]
+
+    def relevance(self) -> Any:
+        """The relevance column: RelevanceScorer's normalised BM25, the
+        embedding scorer's (cosine, or its hybrid mix) when it ranks by
+        vectors, else the lexical overlap."""
+        if self._relevance is None and self.src.words is not None:
+            scorer, terms, query = self.src.words
+            self._relevance = terms.relevance(query, self.src.size)
+            if self.src.fused is not None:
+                # fuse() over the columns, the same float64 operations:
+                # (1 - w) * max(0, cosine) + w * BM25.
+                cosine = self._cosines(self.src.fused)
+                w = scorer.lexical_weight
+                self._relevance = (1.0 - w) * np.where(cosine > 0.0, cosine, 0.0) + w * self._relevance
+            if scorer.feedback is not None:
+                self._relevance = self._expanded(scorer, terms, self._relevance)
+        embedding = self.src.embedding
+        if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
+            self._relevance = self._cosines(embedding)
+        return self._lexical_overlap() if self._relevance is None else self._relevance
+
+    def _expanded(self, scorer: RanksByWords, terms: TermPostings, first: Any) -> Any:
+        """Twin of PreparedRelevance's feedback (relevance.feedback): the
+        best admitted contextual positions (visible, not always-scope) of
+        ``first`` above 0, ties by the core's key (created, id, position),
+        expand the query."""
+        feedback = scorer.feedback
+        assert feedback is not None
+        sources = np.flatnonzero(self.src.visible & ~self.src.col["always"] & (first > 0.0))
+        if not len(sources):
+            return first
+        ties = sources[:0]
+        if len(sources) > feedback.top:  # the best values: fewer than top above the cut, the rest from its ties
+            values = first[sources]
+            cut = np.partition(values, len(sources) - feedback.top)[len(sources) - feedback.top]
+            ties = sources[values == cut]
+            sources = sources[values > cut]
+        # Ties by the core's order after the score (created, id, position).
+        best = [key[3] for key in self.src.ties.ordered(first[sources], sources)[: feedback.top]]
+        # Many entries can share the cut's value (one template, one length):
+        # the few wanted are picked from them by comparisons in C, none sorted.
+        best += self.src.ties.smallest(ties, feedback.top - len(best))
+        corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
+        second = expansion(corpus, [self.src.slots[p]["content"] for p in best], feedback)  # type: ignore[index]
+        found = terms.relevance(second, self.src.size)
+        found = np.floor(found / SETTLE_STEP + 0.5) * SETTLE_STEP  # twin of relevance.feedback.settled
+        return (1.0 - feedback.weight) * first + feedback.weight * found
+
+    def _cosines(self, embedding: Any) -> Any:
+        """An embedding scorer's relevance of every row (cosine, or its
+        hybrid mix); zeros without a query vector (no message)."""
+        vectors = self.src.rows
+        if embedding.query_vector is None or vectors is None or vectors.matrix is None:
+            return np.zeros(self.src.size, dtype=np.float64)
+        lexical = self._lexical_overlap() if embedding.scorer.lexical_weight else None
+        return embedding.relevance_of_matrix(
+            vectors.matrix[: self.src.size], vectors.norms[: self.src.size], overlap=lexical
+        )
+
+    def _lexical_overlap(self) -> Any:
+        if self._lexical is None:
+            if not self.src.ctx.nwords:
+                self._lexical = np.zeros(self.src.size, dtype=np.float64)
+            else:
+                assert self.src.owner._words is not None
+                self._lexical = self.src.owner._words.count(self.src.ctx.words, self.src.size) / self.src.ctx.nwords
+        return self._lexical
+
+
+class _ColumnReport:
+    """The [`Counting`][poolsplit_adapters.poolsplit.Counting] part of a
+    `_ColumnSource`: the report's counts and sample of what one query left
+    out, from the source's columns with no row per entry (step 4). Reads
+    the source when asked, so a report made after ``detach`` reads its
+    private copies."""
+
+    def __init__(self, src: _ColumnSource) -> None:
+        self.src = weakref.proxy(src)  # no cycle: see _ColumnSource.__init__
+        self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
+        self._counted: Optional[tuple[Any, Any]] = None  # (key, how many positions hold each of its keys)
+        # (filled, _parts) of the report: its keys when the pool types are disjoint, else None
+        self._by_group: Optional[tuple[Any, Optional[list[tuple[Any, int, int, Any]]]]] = None
+
     def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
         """Twin of the core's ``_left_out`` rule, counted with arrays (see
         `_left_keys`, or `_parts` when the pools' types are
@@ -1419,11 +1456,13 @@ class _ColumnSource:
         key, keys = self._left_keys(filled, lost)
         found = self._left_counts(filled, lost)
         tokens: Any
-        if self.max_cost * self.size < 2**53:  # every sum of costs is exact in float64
-            tokens = np.bincount(key, weights=self.col["cost"], minlength=len(keys) + 1)  # the last bin: what loaded
+        if self.src.max_cost * self.src.size < 2**53:  # every sum of costs is exact in float64
+            tokens = np.bincount(
+                key, weights=self.src.col["cost"], minlength=len(keys) + 1
+            )  # the last bin: what loaded
         else:  # costs near MAX_COST: summed as Python ints
             tokens = [0] * (len(keys) + 1)
-            for n, cost in zip(key.tolist(), self.col["cost"].tolist()):
+            for n, cost in zip(key.tolist(), self.src.col["cost"].tolist()):
                 tokens[n] += cost
         return {k: (int(found[n]), int(tokens[n]) if k[0] is not None else 0) for n, k in enumerate(keys) if found[n]}
 
@@ -1480,9 +1519,9 @@ class _ColumnSource:
             if types is None or named.intersection(types):
                 return None
             named.update(types)
-        if self.max_cost * self.size >= 2**62:  # sums of costs past int64: the general rule sums Python ints
+        if self.src.max_cost * self.src.size >= 2**62:  # sums of costs past int64: the general rule sums Python ints
             return None
-        cost, alive, active, why = self.col["cost"], self.col["alive"], self.col["active"], self.why
+        cost, alive, active, why = self.src.col["cost"], self.src.col["alive"], self.src.col["active"], self.src.why
         parts: list[tuple[Any, int, int, Any]] = []
 
         def positions(where: Any) -> Any:
@@ -1525,10 +1564,10 @@ class _ColumnSource:
         parts.append(((None, Reason.ALWAYS_NO_POOL), len(unpooled), 0, lambda n: unpooled[:n]))
         # The rest of the visible entries: contextual, of no pool's types
         # (the index's type column is not kept past the query: by elimination).
-        rest = int(np.count_nonzero(self.visible)) - grouped - len(unpooled)
+        rest = int(np.count_nonzero(self.src.visible)) - grouped - len(unpooled)
 
         def unclaimed() -> Any:
-            mask = self.visible & ~self.claimed
+            mask = self.src.visible & ~self.src.claimed
             for _, _, contextual, below, _ in filled:
                 mask[contextual] = False
                 if below is not None:
@@ -1558,7 +1597,7 @@ class _ColumnSource:
         cached = self._left
         if cached is not None and cached[0] is filled:
             return cached[1], cached[2]
-        size, cost = self.size, self.col["cost"]
+        size, cost = self.src.size, self.src.col["cost"]
         # Keys: inactive, the visibility reasons by their code in ``why``,
         # each pool's three reasons, then the unpooled always-scope and others.
         keys: list[tuple[Optional[str], Reason]] = [(None, Reason.INACTIVE)]
@@ -1584,9 +1623,9 @@ class _ColumnSource:
         # Then, each overriding the last, what is not visible or loaded,
         # hidden by visibility (its code in ``why``) and inactive (0): the
         # four cases are disjoint.
-        alive, active, why = self.col["alive"], self.col["active"], self.why
+        alive, active, why = self.src.col["alive"], self.src.col["active"], self.src.why
         key[list(lost)] = len(keys) - 2
-        key[chosen | ~self.visible] = loaded
+        key[chosen | ~self.src.visible] = loaded
         np.copyto(key, why, where=alive & active & (why > 0) & (why < len(_WHY) - 1))
         key[alive & ~active] = 0
         self._left = (filled, key, keys)
