@@ -479,6 +479,179 @@ class _Words(_Postings):
             return None
 
 
+class _EntryFacts:
+    """What the caller's token counter and activeness predicate say of a
+    batch of entries, each asked once per batch (the counter once per
+    distinct text, or once for all through ``count_many``), with the
+    core's rules (``entry_cost``, ``default_is_active``) applied by their
+    batch twins where they give the same answers."""
+
+    def __init__(self, counter: TokenCounter, is_active: IsActive, numpy: bool) -> None:
+        self.counter, self.is_active, self.numpy = counter, is_active, numpy
+
+    def costs(self, batch: Sequence[Mapping[str, Any]], start: int, plain: bool = False) -> Sequence[int]:
+        """Costs of a batch: the counter asked once per distinct text that
+        gives no count (a counter with ``count_many`` once for all of them);
+        costs are still validated by the core's ``entry_cost``."""
+        given: Optional[list[Optional[int]]]
+        if plain and set(map(type, map(dict.get, batch, itertools.repeat("token_count")))) == {type(None)}:  # type: ignore[arg-type]
+            given = None  # twin of given_token_count: no entry gives a count
+        else:
+            given = [given_token_count(e) for e in batch]
+            given = None if given.count(None) == len(given) else given
+        texts = (
+            list(map(_CONTENT, batch)) if given is None else [e["content"] for e, g in zip(batch, given) if g is None]
+        )
+        counted = self.count(texts)
+        if given is None:
+            costs: Sequence[Any] = counted
+        else:
+            answers = iter(counted.tolist() if isinstance(counted, np.ndarray) else counted)
+            costs = [next(answers) if g is None else g for g in given]
+        # The core's entry_cost is the rule; when every answer is already a
+        # positive int it would return each unchanged, so it is asked only
+        # to name the entry whose cost it refuses.
+        if (
+            isinstance(costs, list)
+            and costs
+            and not (set(map(type, costs)) == {int} and min(costs) >= 1 and max(costs) <= MAX_COST)
+        ):
+            return [entry_cost(e, _answering(c), start + k) for k, (e, c) in enumerate(zip(batch, costs))]
+        return costs
+
+    def count(self, texts: list[str]) -> Any:
+        """One cost per text (a list, or an int64 array for the default counter)."""
+        counter: TokenCounter = self.counter
+        if counter is default_token_counter and self.numpy:
+            # Twin of default_token_counter, max(1, len(text) // 4), as an array.
+            return np.maximum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) // 4, 1)
+        distinct = list(dict.fromkeys(texts))
+        many = getattr(counter, "count_many", None)
+        answers = list(many(distinct)) if many is not None else list(map(counter, distinct))
+        if len(distinct) == len(texts):
+            return answers
+        return list(map(dict(zip(distinct, answers)).__getitem__, texts))
+
+    def active(self, batch: Sequence[Mapping[str, Any]], plain: bool = False) -> list[bool]:
+        # Asked before anything changes: a predicate that raises leaves the
+        # index as it was (the other column values cannot fail on a checked
+        # entry; a malformed ``expires`` is named here, before any change).
+        expiring = map(operator.methodcaller("get", "expires"), batch)
+        if any(value is not None for value in expiring):
+            for entry in batch:
+                if entry.get("expires") is not None:
+                    entry_time(entry, "expires")
+        if plain and self.is_active is default_is_active:
+            # Twin of default_is_active over a batch of plain dicts whose
+            # status is a string and superseded_by a string or None.
+            status = list(map(dict.get, batch, itertools.repeat("status"), itertools.repeat("active")))  # type: ignore[arg-type]
+            newer = list(map(dict.get, batch, itertools.repeat("superseded_by")))  # type: ignore[arg-type]
+            if set(map(type, status)) <= {str} and set(map(type, newer)) <= _STR_OR_NONE:
+                return list(
+                    map(operator.and_, map(operator.eq, status, itertools.repeat("active")), map(operator.not_, newer))
+                )
+        return [bool(self.is_active(e)) for e in batch]
+
+
+class _ScorerColumns:
+    """What the index keeps for column scoring beyond its own columns
+    (`capabilities`): the text each position was counted with (what
+    removing or re-reading it takes out of the BM25 statistics), the BM25
+    statistics per analyzer of a words scorer, and entry vectors per
+    embedding model (model id -> the scorer that embeds them and its rows
+    by position, with their norms), so a query costs one matrix-vector
+    product. Each is built for the index's own scorer from the start, for
+    another when it first queries, and kept in step with every mutation
+    after that. A broken set of vectors (an embedder failure made its rows
+    incomplete) sends its queries to the core's per-entry path."""
+
+    def __init__(self, numpy: bool) -> None:
+        self.numpy = numpy
+        self.texts: list[Optional[str]] = []
+        self.terms: dict[tuple[Any, ...], TermPostings] = {}
+        self.vectors: dict[str, tuple[Any, _Rows]] = {}
+
+    def keep_vectors(self, embedder: Any) -> None:
+        """Keep ``embedder``'s entry vectors from the first entry on."""
+        if self.numpy:
+            self.vectors[embedder.model_id] = (embedder, _Rows())
+
+    def add(self, start: int, texts: list[str], ids: Any) -> None:
+        """Texts appended at ``start`` (``ids``: the word reader's codes of their split, coded once for both)."""
+        self.texts.extend(texts)
+        for terms in self.terms.values():
+            terms.add(start, texts, ids)
+
+    def remove(self, position: int) -> None:
+        text, self.texts[position] = self.texts[position], None
+        for terms in self.terms.values():
+            terms.remove(text)  # type: ignore[arg-type]
+
+    def replace(self, position: int, text: str) -> None:
+        old, self.texts[position] = self.texts[position], text
+        for terms in self.terms.values():
+            terms.replace(position, old, text)  # type: ignore[arg-type]
+
+    def keep(self, alive: list[int]) -> None:
+        """Only the positions ``alive``, in order (the index compacts)."""
+        for _embedder, rows in self.vectors.values():
+            rows.keep(alive)
+        self.texts = [self.texts[p] for p in alive]
+        for terms in self.terms.values():
+            terms.rebuild(self.texts)  # type: ignore[arg-type]
+
+    def terms_for(self, scorer: RanksByWords, vocabulary: Any) -> TermPostings:
+        """The BM25 statistics of the texts for ``scorer``'s analyzer, built
+        on first use (O(store) once; ``vocabulary``: the index's own word
+        codes, shared)."""
+        key = cache_key(scorer.analyzer)
+        terms = self.terms.get(key)
+        if terms is None:
+            terms = self.terms[key] = TermPostings(scorer.analyzer, columns=self.numpy, vocabulary=vocabulary)
+            # Removed slots still hold a position: postings of the texts as
+            # they stand, the dead ones read as empty.
+            terms.load(self.texts)
+        return terms
+
+    def embed(self, start: int, batch: Sequence[Mapping[str, Any]]) -> None:
+        """Entry vectors for ``batch`` (one batched embedder call per model
+        for the texts its cache lacks), at positions from ``start``."""
+        for embedder, rows in self.vectors.values():
+            if rows.broken:
+                continue
+            try:
+                matrix = embedder.vectors_of([e["content"] for e in batch])
+            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
+                rows.broken = True
+                continue
+            rows.put(start, matrix)
+
+    def rows_for(self, embedder: Any) -> Optional[_Rows]:
+        """The entry vectors of ``embedder``'s model (an ``EmbeddingScorer``),
+        built on its first query (one batched embedding of the texts its
+        cache lacks, O(store) once); None when they cannot be had (then the
+        per-entry path reports the fallback)."""
+        if not self.numpy:
+            return None
+        key = embedder.model_id
+        held = self.vectors.get(key)
+        if held is None:
+            rows = _Rows()
+            alive = [p for p, text in enumerate(self.texts) if text is not None]
+            try:
+                found = embedder.vectors_of([self.texts[p] for p in alive])
+            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
+                rows.broken = True
+            else:
+                if alive:
+                    full = np.zeros((len(self.texts), found.shape[1]), dtype=found.dtype)
+                    full[alive] = found
+                    rows.put(0, full)
+            held = self.vectors[key] = (embedder, rows)
+        rows = held[1]
+        return None if rows.broken else rows
+
+
 class MemoryIndex:
     """A prepared, mutable memory store answering pool-split queries fast.
 
@@ -527,12 +700,11 @@ class MemoryIndex:
         self._lock = threading.RLock()
         self._scorer = scorer
         self._version = 0
-        self._counter = token_counter
         # No entry ever cost more (removals do not lower it): whether a
-        # float64 sum of costs can round (see _ColumnSource.tally).
+        # float64 sum of costs can round (see _ColumnReport.tally).
         self._max_cost = 0
-        self._is_active = is_active
         self._numpy = bool(use_numpy and np is not None)
+        self._facts = _EntryFacts(token_counter, is_active, self._numpy)
         self._slots: list[Optional[Mapping[str, Any]]] = []  # position -> entry (None: removed)
         # Whether a detached selection holds _slots: the next in-place change
         # (a removal) then works on a copy. Appends are harmless (a selection
@@ -553,23 +725,11 @@ class MemoryIndex:
         # (created, id): ties are broken in C, not entry by entry.
         self._ties: Optional[TieKeys] = TieKeys() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings(_Codes()) if self._numpy else None
-        # Entry vectors per embedding model (model id -> the scorer that
-        # embeds them and its rows by position, with their norms), so a
-        # query costs one matrix-vector product: for the index's own
-        # embedding scorer (or a RelevanceScorer's embedder) from the start,
-        # for another when it first queries; kept in step with every
-        # mutation after that. A broken set (an embedder failure made its
-        # rows incomplete) sends its queries to the core's per-entry path.
-        self._vectors: dict[str, tuple[Any, _Rows]] = {}
+        # BM25 statistics and entry vectors for column scoring (and the texts they are kept from).
+        self._scoring = _ScorerColumns(self._numpy)
         own = capabilities(scorer).vectors
-        if self._numpy and own is not None:
-            self._vectors[own.model_id] = (own, _Rows())
-        # The text each position was counted with (what removing or
-        # re-reading it takes out of the BM25 statistics), and those
-        # statistics per analyzer of a RelevanceScorer: for the index's own
-        # scorer from the start, for another when it first queries.
-        self._texts: list[Optional[str]] = []
-        self._terms: dict[tuple[Any, ...], TermPostings] = {}
+        if own is not None:
+            self._scoring.keep_vectors(own)
         for prepared in (scorer, *prepare_for):
             words = capabilities(prepared).words
             if words is not None:
@@ -623,8 +783,8 @@ class MemoryIndex:
         known = self._where.known(identities)
         if known is not None:
             raise ValueError("%s is already in the index" % describe_entry(batch[known], size + known))
-        costs = self._costs(batch, len(self), plain)
-        active = self._active(batch, plain)
+        costs = self._facts.costs(batch, len(self), plain)
+        active = self._facts.active(batch, plain)
         if not batch:
             return
         self._version += 1
@@ -650,73 +810,8 @@ class MemoryIndex:
                 for name, values in self._values(chunk, costs[span], active[span]).items():
                     self._columns[name].extend(values)
                 ids = self._post(start, chunk)
-            self._texts.extend(texts)
-            for terms in self._terms.values():
-                terms.add(start, texts, ids)  # the words' split, coded once for both
-        self._embed(len(self._slots) - len(batch), batch)
-
-    def _costs(self, batch: Sequence[Mapping[str, Any]], start: int, plain: bool = False) -> Sequence[int]:
-        """Costs of a batch: the counter asked once per distinct text that
-        gives no count (a counter with ``count_many`` once for all of them);
-        costs are still validated by the core's ``entry_cost``."""
-        given: Optional[list[Optional[int]]]
-        if plain and set(map(type, map(dict.get, batch, itertools.repeat("token_count")))) == {type(None)}:  # type: ignore[arg-type]
-            given = None  # twin of given_token_count: no entry gives a count
-        else:
-            given = [given_token_count(e) for e in batch]
-            given = None if given.count(None) == len(given) else given
-        texts = (
-            list(map(_CONTENT, batch)) if given is None else [e["content"] for e, g in zip(batch, given) if g is None]
-        )
-        counted = self._count(texts)
-        if given is None:
-            costs: Sequence[Any] = counted
-        else:
-            answers = iter(counted.tolist() if isinstance(counted, np.ndarray) else counted)
-            costs = [next(answers) if g is None else g for g in given]
-        # The core's entry_cost is the rule; when every answer is already a
-        # positive int it would return each unchanged, so it is asked only
-        # to name the entry whose cost it refuses.
-        if (
-            isinstance(costs, list)
-            and costs
-            and not (set(map(type, costs)) == {int} and min(costs) >= 1 and max(costs) <= MAX_COST)
-        ):
-            return [entry_cost(e, _answering(c), start + k) for k, (e, c) in enumerate(zip(batch, costs))]
-        return costs
-
-    def _count(self, texts: list[str]) -> Any:
-        """One cost per text (a list, or an int64 array for the default counter)."""
-        counter: TokenCounter = self._counter
-        if counter is default_token_counter and self._numpy:
-            # Twin of default_token_counter, max(1, len(text) // 4), as an array.
-            return np.maximum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) // 4, 1)
-        distinct = list(dict.fromkeys(texts))
-        many = getattr(counter, "count_many", None)
-        answers = list(many(distinct)) if many is not None else list(map(counter, distinct))
-        if len(distinct) == len(texts):
-            return answers
-        return list(map(dict(zip(distinct, answers)).__getitem__, texts))
-
-    def _active(self, batch: Sequence[Mapping[str, Any]], plain: bool = False) -> list[bool]:
-        # Asked before anything changes: a predicate that raises leaves the
-        # index as it was (the other column values cannot fail on a checked
-        # entry; a malformed ``expires`` is named here, before any change).
-        expiring = map(operator.methodcaller("get", "expires"), batch)
-        if any(value is not None for value in expiring):
-            for entry in batch:
-                if entry.get("expires") is not None:
-                    entry_time(entry, "expires")
-        if plain and self._is_active is default_is_active:
-            # Twin of default_is_active over a batch of plain dicts whose
-            # status is a string and superseded_by a string or None.
-            status = list(map(dict.get, batch, itertools.repeat("status"), itertools.repeat("active")))  # type: ignore[arg-type]
-            newer = list(map(dict.get, batch, itertools.repeat("superseded_by")))  # type: ignore[arg-type]
-            if set(map(type, status)) <= {str} and set(map(type, newer)) <= _STR_OR_NONE:
-                return list(
-                    map(operator.and_, map(operator.eq, status, itertools.repeat("active")), map(operator.not_, newer))
-                )
-        return [bool(self._is_active(e)) for e in batch]
+            self._scoring.add(start, texts, ids)
+        self._scoring.embed(len(self._slots) - len(batch), batch)
 
     def _plain_columns(
         self, chunk: Sequence[Mapping[str, Any]], texts: list[str], costs: Any, active: Sequence[bool], start: int
@@ -789,44 +884,6 @@ class MemoryIndex:
             self._words.override(start + offset, significant_words(entry["content"]))
             self._tags.override(start + offset, entry.get("tags") or ())
 
-    def _embed(self, start: int, batch: Sequence[Mapping[str, Any]]) -> None:
-        """Entry vectors for ``batch`` (one batched embedder call per model
-        for the texts its cache lacks), at positions from ``start``."""
-        for embedder, rows in self._vectors.values():
-            if rows.broken:
-                continue
-            try:
-                matrix = embedder.vectors_of([e["content"] for e in batch])
-            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
-                rows.broken = True
-                continue
-            rows.put(start, matrix)
-
-    def _rows_for(self, embedder: Any) -> Optional[_Rows]:
-        """The entry vectors of ``embedder``'s model (an ``EmbeddingScorer``),
-        built on its first query (one batched embedding of the texts its
-        cache lacks, O(store) once) and kept in step after that; None when
-        they cannot be had (then the per-entry path reports the fallback)."""
-        if not self._numpy:
-            return None
-        key = embedder.model_id
-        held = self._vectors.get(key)
-        if held is None:
-            rows = _Rows()
-            alive = [p for p, text in enumerate(self._texts) if text is not None]
-            try:
-                found = embedder.vectors_of([self._texts[p] for p in alive])
-            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
-                rows.broken = True
-            else:
-                if alive:
-                    full = np.zeros((len(self._texts), found.shape[1]), dtype=found.dtype)
-                    full[alive] = found
-                    rows.put(0, full)
-            held = self._vectors[key] = (embedder, rows)
-        rows = held[1]
-        return None if rows.broken else rows
-
     def _position(self, entry: Mapping[str, Any]) -> int:
         position = self._where.get(id(entry))
         if position is None:
@@ -844,9 +901,7 @@ class MemoryIndex:
             self._slots, self._slots_lent = list(self._slots), False
         self._slots[position] = None
         self._columns["alive"][position] = False
-        text, self._texts[position] = self._texts[position], None
-        for terms in self._terms.values():
-            terms.remove(text)  # type: ignore[arg-type]
+        self._scoring.remove(position)
         if len(self._slots) > 64 and self._where.size < len(self._slots) // 2:
             self._compact()
 
@@ -883,8 +938,8 @@ class MemoryIndex:
         positions = [self._position(e) for e in targets]
         for entry, position in zip(targets, positions):
             check_entry(entry, position)
-        costs = self._costs(targets, 0)
-        active = self._active(targets)
+        costs = self._facts.costs(targets, 0)
+        active = self._facts.active(targets)
         self._version += 1
         self._max_cost = max([self._max_cost, *costs])
         for entry, position, cost, live in zip(targets, positions, costs, active):
@@ -893,10 +948,8 @@ class MemoryIndex:
             self._post(position, [entry], fresh=False)
             if self._ties is not None:
                 self._ties.put(position, entry)
-            old, self._texts[position] = self._texts[position], entry["content"]
-            for terms in self._terms.values():
-                terms.replace(position, old, entry["content"])  # type: ignore[arg-type]
-            self._embed(position, [entry])
+            self._scoring.replace(position, entry["content"])
+            self._scoring.embed(position, [entry])
 
     def _compact(self) -> None:
         """Drop removed slots, keeping the order of the rest."""
@@ -910,29 +963,15 @@ class MemoryIndex:
         for name, (code, _) in _COLUMNS.items():
             old = self._columns[name]
             self._columns[name] = array.array(code, (old[p] for p in alive))
-        for _embedder, rows in self._vectors.values():
-            rows.keep(alive)
         if self._ties is not None:
             self._ties.keep(alive)
         self._slots, self._slots_lent = [self._slots[p] for p in alive], False
-        self._texts = [self._texts[p] for p in alive]
-        for terms in self._terms.values():
-            terms.rebuild(self._texts)  # type: ignore[arg-type]
+        self._scoring.keep(alive)
         self._where.rebuild(self._slots)
 
     def _terms_for(self, scorer: RanksByWords) -> TermPostings:
-        """The BM25 statistics of this index's texts for ``scorer``'s
-        analyzer, built on first use (O(store) once) and kept in step with
-        every mutation after that."""
-        key = cache_key(scorer.analyzer)
-        terms = self._terms.get(key)
-        if terms is None:
-            vocabulary = None if self._words is None else self._words.words
-            terms = self._terms[key] = TermPostings(scorer.analyzer, columns=self._numpy, vocabulary=vocabulary)
-            # Removed slots still hold a position: postings of the texts as
-            # they stand, the dead ones read as empty.
-            terms.load(self._texts)
-        return terms
+        """The BM25 statistics of this index's texts for ``scorer``'s analyzer (`_ScorerColumns.terms_for`)."""
+        return self._scoring.terms_for(scorer, None if self._words is None else self._words.words)
 
     def prepare_for(self, scorer: Scorer) -> MemoryIndex:
         """Build now what the first query ranked by ``scorer`` would build
@@ -997,7 +1036,7 @@ class MemoryIndex:
         found = capabilities(scorer)  # what the scorer can do beyond the core's protocol, asked once
         vectors, by_words = found.vectors, found.words
         # Rows of entry vectors, unless a store's similarities stand in for some (they would differ).
-        rows = self._rows_for(vectors) if vectors is not None and not vectors.known else None
+        rows = self._scoring.rows_for(vectors) if vectors is not None and not vectors.known else None
         embedding: Any = None  # the embedding scorer's own prepared scorer: its cosines over the rows
         if vectors is not None and rows is not None and by_words is None:
             embedding = vectors.prepare(context, now)  # vectors is the scorer itself here
