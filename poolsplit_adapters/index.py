@@ -479,6 +479,96 @@ class _Words(_Postings):
             return None
 
 
+class _ColumnValues:
+    """What selection reads from an entry, as the index's column values
+    (one per column of the registry ``_COLUMNS``), its type, project and
+    namespace codes and its word and tag postings: read entry by entry, or
+    key by key for a chunk of plain dicts. Writes into the index's own
+    columns, codes and postings (shared, not copied)."""
+
+    def __init__(
+        self,
+        columns: dict[str, Any],
+        codes: tuple[_Codes, _Codes, _Codes],
+        words: Optional[_Words],
+        tags: Optional[_Postings],
+    ) -> None:
+        self.columns = columns
+        self.types, self.projects, self.namespaces = codes
+        self.words, self.tags = words, tags
+
+    def append_plain(
+        self, chunk: Sequence[Mapping[str, Any]], texts: list[str], costs: Any, active: Sequence[bool], start: int
+    ) -> Any:
+        """The column values, words and tags of a chunk of plain dicts (each
+        passed ``plain_entry_ok``), key by key: what ``values`` and ``post`` give
+        entry by entry, with no Python call per entry. Returns the word
+        reader's token codes (see ``_Words.add_texts``)."""
+        assert self.words is not None and self.tags is not None
+        size = len(chunk)
+
+        def read(key: str, default: Any = None) -> Iterator[Any]:
+            return map(dict.get, chunk, itertools.repeat(key), itertools.repeat(default))  # type: ignore[arg-type]
+
+        ids = self.words.add_texts(start, texts)
+        # ntags is len(set(tags)) or 1: the distinct tags per position, which
+        # the postings count as they drop repeats.
+        distinct = self.tags.add_sets(start, [tags or () for tags in read("tags")])
+        values = {
+            "alive": np.ones(size, dtype=bool),
+            "active": np.fromiter(active, dtype=bool, count=size),
+            "always": np.fromiter(map(operator.eq, read("scope"), itertools.repeat("always")), dtype=bool, count=size),
+            "cost": np.asarray(costs, dtype=np.int64),
+            "type": np.fromiter(map(self.types.__getitem__, read("type", "note")), dtype=np.int32, count=size),
+            "priority": np.fromiter(map(float, read("base_priority", DEFAULT_PRIORITY)), dtype=np.float64, count=size),
+            "created": _created_micros(list(read("created"))),
+            "project": np.fromiter(map(self.projects.__getitem__, read("project")), dtype=np.int32, count=size),
+            "namespace": np.fromiter(map(self.namespaces.__getitem__, read("namespace")), dtype=np.int32, count=size),
+            "has_source": np.fromiter(map(bool, read("source")), dtype=bool, count=size),
+            "ntags": np.maximum(distinct, 1).astype(np.float64),
+            "expires": _expiries(chunk),
+        }
+        for name, column in values.items():
+            self.columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name][0]]).tobytes())
+        return ids
+
+    def values(
+        self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int], active: Sequence[bool]
+    ) -> dict[str, list[Any]]:
+        """The column values of ``batch`` (what selection reads from an
+        entry), column by column: every column of the registry gets one
+        value per entry."""
+        created = [parse_created(e.get("created")) for e in batch]
+        tags = [e.get("tags") for e in batch]
+        return {
+            "alive": [True] * len(batch),
+            "active": list(active),
+            "always": [e.get("scope") == "always" for e in batch],
+            "cost": list(costs),
+            "type": list(map(self.types.__getitem__, [e.get("type", "note") for e in batch])),
+            "priority": [float(e.get("base_priority", DEFAULT_PRIORITY)) for e in batch],
+            "created": [-1 if c is None else _micros(c) for c in created],
+            "project": list(map(self.projects.__getitem__, [e.get("project") for e in batch])),
+            "namespace": list(map(self.namespaces.__getitem__, [e.get("namespace") for e in batch])),
+            "has_source": [bool(e.get("source")) for e in batch],
+            "ntags": [float(len(set(t))) if t else 1.0 for t in tags],
+            "expires": [_expiry(e) for e in batch],
+        }
+
+    def post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> Any:
+        """Record the words and tags of ``batch`` (at positions from
+        ``start``); a fresh batch returns the word reader's token codes."""
+        if self.words is None or self.tags is None:
+            return None
+        if fresh:
+            ids = self.words.add_texts(start, [entry["content"] for entry in batch])
+            self.tags.add_sets(start, [entry.get("tags") or () for entry in batch])
+            return ids
+        for offset, entry in enumerate(batch):
+            self.words.override(start + offset, significant_words(entry["content"]))
+            self.tags.override(start + offset, entry.get("tags") or ())
+
+
 class _EntryFacts:
     """What the caller's token counter and activeness predicate say of a
     batch of entries, each asked once per batch (the counter once per
@@ -725,6 +815,8 @@ class MemoryIndex:
         # (created, id): ties are broken in C, not entry by entry.
         self._ties: Optional[TieKeys] = TieKeys() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings(_Codes()) if self._numpy else None
+        codes = (self._types, self._projects, self._namespaces)
+        self._reader = _ColumnValues(self._columns, codes, self._words, self._tags)
         # BM25 statistics and entry vectors for column scoring (and the texts they are kept from).
         self._scoring = _ScorerColumns(self._numpy)
         own = capabilities(scorer).vectors
@@ -805,84 +897,13 @@ class MemoryIndex:
             span = slice(first, first + _CHUNK)
             texts = list(map(_CONTENT, chunk))
             if plain and self._numpy:
-                ids = self._plain_columns(chunk, texts, costs[span], active[span], start)
+                ids = self._reader.append_plain(chunk, texts, costs[span], active[span], start)
             else:
-                for name, values in self._values(chunk, costs[span], active[span]).items():
+                for name, values in self._reader.values(chunk, costs[span], active[span]).items():
                     self._columns[name].extend(values)
-                ids = self._post(start, chunk)
+                ids = self._reader.post(start, chunk)
             self._scoring.add(start, texts, ids)
         self._scoring.embed(len(self._slots) - len(batch), batch)
-
-    def _plain_columns(
-        self, chunk: Sequence[Mapping[str, Any]], texts: list[str], costs: Any, active: Sequence[bool], start: int
-    ) -> Any:
-        """The column values, words and tags of a chunk of plain dicts (each
-        passed ``plain_entry_ok``), key by key: what ``_values`` and ``_post`` give
-        entry by entry, with no Python call per entry. Returns the word
-        reader's token codes (see ``_Words.add_texts``)."""
-        assert self._words is not None and self._tags is not None
-        size = len(chunk)
-
-        def read(key: str, default: Any = None) -> Iterator[Any]:
-            return map(dict.get, chunk, itertools.repeat(key), itertools.repeat(default))  # type: ignore[arg-type]
-
-        ids = self._words.add_texts(start, texts)
-        # ntags is len(set(tags)) or 1: the distinct tags per position, which
-        # the postings count as they drop repeats.
-        distinct = self._tags.add_sets(start, [tags or () for tags in read("tags")])
-        values = {
-            "alive": np.ones(size, dtype=bool),
-            "active": np.fromiter(active, dtype=bool, count=size),
-            "always": np.fromiter(map(operator.eq, read("scope"), itertools.repeat("always")), dtype=bool, count=size),
-            "cost": np.asarray(costs, dtype=np.int64),
-            "type": np.fromiter(map(self._types.__getitem__, read("type", "note")), dtype=np.int32, count=size),
-            "priority": np.fromiter(map(float, read("base_priority", DEFAULT_PRIORITY)), dtype=np.float64, count=size),
-            "created": _created_micros(list(read("created"))),
-            "project": np.fromiter(map(self._projects.__getitem__, read("project")), dtype=np.int32, count=size),
-            "namespace": np.fromiter(map(self._namespaces.__getitem__, read("namespace")), dtype=np.int32, count=size),
-            "has_source": np.fromiter(map(bool, read("source")), dtype=bool, count=size),
-            "ntags": np.maximum(distinct, 1).astype(np.float64),
-            "expires": _expiries(chunk),
-        }
-        for name, column in values.items():
-            self._columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name][0]]).tobytes())
-        return ids
-
-    def _values(
-        self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int], active: Sequence[bool]
-    ) -> dict[str, list[Any]]:
-        """The column values of ``batch`` (what selection reads from an
-        entry), column by column: every column of the registry gets one
-        value per entry."""
-        created = [parse_created(e.get("created")) for e in batch]
-        tags = [e.get("tags") for e in batch]
-        return {
-            "alive": [True] * len(batch),
-            "active": list(active),
-            "always": [e.get("scope") == "always" for e in batch],
-            "cost": list(costs),
-            "type": list(map(self._types.__getitem__, [e.get("type", "note") for e in batch])),
-            "priority": [float(e.get("base_priority", DEFAULT_PRIORITY)) for e in batch],
-            "created": [-1 if c is None else _micros(c) for c in created],
-            "project": list(map(self._projects.__getitem__, [e.get("project") for e in batch])),
-            "namespace": list(map(self._namespaces.__getitem__, [e.get("namespace") for e in batch])),
-            "has_source": [bool(e.get("source")) for e in batch],
-            "ntags": [float(len(set(t))) if t else 1.0 for t in tags],
-            "expires": [_expiry(e) for e in batch],
-        }
-
-    def _post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> Any:
-        """Record the words and tags of ``batch`` (at positions from
-        ``start``); a fresh batch returns the word reader's token codes."""
-        if self._words is None or self._tags is None:
-            return None
-        if fresh:
-            ids = self._words.add_texts(start, [entry["content"] for entry in batch])
-            self._tags.add_sets(start, [entry.get("tags") or () for entry in batch])
-            return ids
-        for offset, entry in enumerate(batch):
-            self._words.override(start + offset, significant_words(entry["content"]))
-            self._tags.override(start + offset, entry.get("tags") or ())
 
     def _position(self, entry: Mapping[str, Any]) -> int:
         position = self._where.get(id(entry))
@@ -943,9 +964,9 @@ class MemoryIndex:
         self._version += 1
         self._max_cost = max([self._max_cost, *costs])
         for entry, position, cost, live in zip(targets, positions, costs, active):
-            for name, values in self._values([entry], [cost], [live]).items():
+            for name, values in self._reader.values([entry], [cost], [live]).items():
                 self._columns[name][position] = values[0]
-            self._post(position, [entry], fresh=False)
+            self._reader.post(position, [entry], fresh=False)
             if self._ties is not None:
                 self._ties.put(position, entry)
             self._scoring.replace(position, entry["content"])
