@@ -30,6 +30,15 @@ the stateless path's candidates
 cached costs and activeness, so the tokenizer is still never asked
 twice about an unchanged entry.
 
+**Layout.** [`MemoryIndex`][] holds the entries and their typed columns;
+what an entry puts in them is `_ColumnValues`', what the caller's counter
+and predicate say of a batch `_EntryFacts`', what column scoring keeps
+beside them (texts, BM25 postings, entry vectors) `_ScorerColumns`'.
+`_query_source` picks a query's candidate source from the scorer's
+capabilities: `_ColumnSource` (steps 1 and 3 over the columns, step 2 in
+its `_ColumnScores`, step 4's counts in its `_ColumnReport`), or the
+best-first stateless source.
+
 **Threads.** Queries and mutations take one lock: every mutation
 (``add``, ``extend``, ``remove``, ``remove_id``, ``replace``, ``refresh``,
 ``refresh_all``) is atomic, so a concurrent query sees the index before or
@@ -1053,58 +1062,7 @@ class MemoryIndex:
         layering: Optional[Layering] = None,
     ) -> Selection:
         pool_list = check_pools(pools)
-        source: Candidates
-        found = capabilities(scorer)  # what the scorer can do beyond the core's protocol, asked once
-        vectors, by_words = found.vectors, found.words
-        # Rows of entry vectors, unless a store's similarities stand in for some (they would differ).
-        rows = self._scoring.rows_for(vectors) if vectors is not None and not vectors.known else None
-        embedding: Any = None  # the embedding scorer's own prepared scorer: its cosines over the rows
-        if vectors is not None and rows is not None and by_words is None:
-            embedding = vectors.prepare(context, now)  # vectors is the scorer itself here
-        # An embedding scorer that fell back for this query ranks with its
-        # lexical scorer, entry by entry: the generic path, same prepared scorer.
-        vectorised = embedding is not None and not embedding.fallback_reason
-        words: Optional[tuple[RanksByWords, TermPostings, Query]] = None
-        fused: Any = None  # a words scorer's prepared embedder: its cosines, fused over the columns
-        if by_words is not None:
-            # Ranked against this index's statistics (unless the scorer
-            # brings a corpus of its own): the per-entry path through the
-            # same view, so both give the same bits.
-            terms = self._terms_for(by_words)
-            corpus = by_words.corpus if by_words.corpus is not None and len(by_words.corpus) else terms.corpus
-            if self._numpy and by_words.embedding is None and not by_words.known:
-                ctx = ScoringContext(context, now)  # checks the context first, as prepare would
-                words = (by_words, terms, corpus.query((context or {}).get("message") or ""))
-            elif self._numpy and rows is not None:
-                ctx = ScoringContext(context, now)
-                words = (by_words, terms, corpus.query((context or {}).get("message") or ""))
-                # One query embedding; when it failed the relevance is BM25
-                # alone, as PreparedRelevance.relevance says (fuse(x, None)).
-                embedding = by_words.embedding.prepare(context, now)
-                fused = embedding if embedding.fallback_reason is None else None
-            if corpus is not by_words.corpus:  # what the generic path ranks by
-                scorer = by_words.with_corpus(corpus)
-        # Time travel (Visibility.as_of) reads validity times the columns do not hold: the generic path.
-        columns = view is None or view.at is None
-        call = ScorerCall(embedding) if embedding is not None else None  # what notes the scorer's fallback
-        if words is not None and columns:
-            source = _ColumnSource(self, ctx, view, report, words=words, fused=fused, rows=rows, now=now)
-        elif self._numpy and columns and (scorer is default_scorer or vectorised):
-            source = _ColumnSource(self, ScoringContext(context, now), view, report, embedding, rows=rows, now=now)
-        else:
-            if call is None or by_words is not None:  # a words scorer's own call, not its embedder's
-                call = prepare_scorer(scorer, context, now)
-            alive = [p for p, e in enumerate(self._slots) if e is not None]
-            active = {id(self._slots[p]): bool(self._columns["active"][p]) for p in alive}
-            cost = self._columns["cost"]
-            source = BestFirstCandidates(
-                [self._slots[p] for p in alive],  # type: ignore[misc]
-                call,
-                is_active=lambda entry: active[id(entry)],
-                visibility=view,
-                costs=[cost[p] for p in alive],
-                now=now,
-            )
+        source, call = _query_source(self, context, now, scorer, view, report)
         # Frames: caller -> [retrieve_pools ->] select -> _locked wrapper -> _query -> fill_pools.
         selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4 if report else 5)
         note_fallback(selection, call)
@@ -1116,6 +1074,76 @@ class MemoryIndex:
     def _view(self, name: str) -> Any:
         """A numpy view of a column (valid until the column next grows)."""
         return _np(self._columns[name], _COLUMNS[name][1])
+
+
+def _query_source(
+    index: MemoryIndex,
+    context: Optional[Mapping[str, Any]],
+    now: Optional[datetime.datetime],
+    scorer: Scorer,
+    view: Optional[Visibility],
+    report: bool,
+) -> tuple[Candidates, Optional[ScorerCall]]:
+    """The candidate source of one query of ``index`` (under its lock), and
+    the call's scorer whose fallback the selection notes (None: none to
+    note): the columns when the scorer's column scoring applies (the
+    default's, a words scorer's, an embedding scorer's: `capabilities`),
+    else the stateless best-first source over the index's cached costs and
+    activeness, ranked by the scorer itself (time travel, no numpy, any
+    other scorer)."""
+    source: Candidates
+    found = capabilities(scorer)  # what the scorer can do beyond the core's protocol, asked once
+    vectors, by_words = found.vectors, found.words
+    # Rows of entry vectors, unless a store's similarities stand in for some (they would differ).
+    rows = index._scoring.rows_for(vectors) if vectors is not None and not vectors.known else None
+    embedding: Any = None  # the embedding scorer's own prepared scorer: its cosines over the rows
+    if vectors is not None and rows is not None and by_words is None:
+        embedding = vectors.prepare(context, now)  # vectors is the scorer itself here
+    # An embedding scorer that fell back for this query ranks with its
+    # lexical scorer, entry by entry: the generic path, same prepared scorer.
+    vectorised = embedding is not None and not embedding.fallback_reason
+    words: Optional[tuple[RanksByWords, TermPostings, Query]] = None
+    fused: Any = None  # a words scorer's prepared embedder: its cosines, fused over the columns
+    if by_words is not None:
+        # Ranked against this index's statistics (unless the scorer
+        # brings a corpus of its own): the per-entry path through the
+        # same view, so both give the same bits.
+        terms = index._terms_for(by_words)
+        corpus = by_words.corpus if by_words.corpus is not None and len(by_words.corpus) else terms.corpus
+        if index._numpy and by_words.embedding is None and not by_words.known:
+            ctx = ScoringContext(context, now)  # checks the context first, as prepare would
+            words = (by_words, terms, corpus.query((context or {}).get("message") or ""))
+        elif index._numpy and rows is not None:
+            ctx = ScoringContext(context, now)
+            words = (by_words, terms, corpus.query((context or {}).get("message") or ""))
+            # One query embedding; when it failed the relevance is BM25
+            # alone, as PreparedRelevance.relevance says (fuse(x, None)).
+            embedding = by_words.embedding.prepare(context, now)
+            fused = embedding if embedding.fallback_reason is None else None
+        if corpus is not by_words.corpus:  # what the generic path ranks by
+            scorer = by_words.with_corpus(corpus)
+    # Time travel (Visibility.as_of) reads validity times the columns do not hold: the generic path.
+    columns = view is None or view.at is None
+    call = ScorerCall(embedding) if embedding is not None else None  # what notes the scorer's fallback
+    if words is not None and columns:
+        source = _ColumnSource(index, ctx, view, report, words=words, fused=fused, rows=rows, now=now)
+    elif index._numpy and columns and (scorer is default_scorer or vectorised):
+        source = _ColumnSource(index, ScoringContext(context, now), view, report, embedding, rows=rows, now=now)
+    else:
+        if call is None or by_words is not None:  # a words scorer's own call, not its embedder's
+            call = prepare_scorer(scorer, context, now)
+        alive = [p for p, e in enumerate(index._slots) if e is not None]
+        active = {id(index._slots[p]): bool(index._columns["active"][p]) for p in alive}
+        cost = index._columns["cost"]
+        source = BestFirstCandidates(
+            [index._slots[p] for p in alive],  # type: ignore[misc]
+            call,
+            is_active=lambda entry: active[id(entry)],
+            visibility=view,
+            costs=[cost[p] for p in alive],
+            now=now,
+        )
+    return source, call
 
 
 def _answering(answer: Any) -> TokenCounter:
