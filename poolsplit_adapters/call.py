@@ -32,7 +32,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, Protocol, TypeVar, Union, runtime_checkable
+from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar, Union
 
 from .checks import ArgumentError, check_k, check_overrides
 from .memory.expiry import note_expired
@@ -52,7 +52,6 @@ if TYPE_CHECKING:
 __all__ = [
     "AdapterCall",
     "CallOptions",
-    "EmbeddingRanker",
     "StoreCall",
     "cap",
     "checked_metric",
@@ -65,19 +64,6 @@ __all__ = [
 
 #: The per-call keywords (CallOverrides, declared in settings).
 _OVERRIDES = tuple(CallOverrides.__annotations__)
-
-
-@runtime_checkable
-class EmbeddingRanker(Protocol):
-    """A scorer that ranks by an embedding model (``EmbeddingScorer``): its
-    ``embedder`` says which model, and it can take the relevance of
-    recalled entries from the store's own scores instead of embedding them
-    again. Checked structurally, so numpy is not imported to ask."""
-
-    embedder: Any
-
-    def with_known_relevance(self, known: Mapping[Any, float]) -> Any:
-        """The scorer with these entries' relevance known (entry id -> cosine)."""
 
 
 def label_plain(key: str) -> str:

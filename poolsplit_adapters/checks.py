@@ -17,13 +17,14 @@ from typing import Any, Callable, Optional, Union
 
 from .errors import ArgumentError, argument_error
 from .memory.tasks import AUTO, resolve_pools
-from .poolsplit import Pool, Visibility
+from .poolsplit import Pool, PreparingScorer, Visibility
 from .poolsplit import check_pools as core_check_pools
 
 __all__ = [
     "ArgumentError",
     "argument_error",
     "check_callable",
+    "check_scorer",
     "check_chain_penalty",
     "check_flag",
     "check_instance",
@@ -125,6 +126,14 @@ def check_callable(value: Any, name: str) -> Any:
     return value
 
 
+def check_scorer(value: Any, name: str) -> Any:
+    """A scorer (the core's ``Scorer``: a spec-form function or a
+    ``PreparingScorer``), or None (None: the default applies)."""
+    if value is not None and not callable(value) and not isinstance(value, PreparingScorer):
+        raise argument_error(name, "callable or have prepare(context, now)", value)
+    return value
+
+
 def check_instance(value: Any, kind: type, name: str) -> Any:
     """An instance of ``kind``, or None (None: the default applies)."""
     if value is not None and not isinstance(value, kind):
@@ -191,7 +200,7 @@ SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "project": check_project,
     "now": check_now,
     "visibility": check_visibility,
-    "scorer": check_callable,
+    "scorer": check_scorer,
     "token_counter": check_callable,
     "total_tokens": check_k,  # None, or an int >= 0, like k
     "total_entries": check_k,

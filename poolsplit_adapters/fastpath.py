@@ -46,7 +46,7 @@ from .poolsplit import (
     Loaded,
     Pool,
     Reason,
-    ScoringContext,
+    ScorerCall,
     Selection,
     Visibility,
     check_entry,
@@ -135,7 +135,8 @@ class BestFirstCandidates(ListCandidates):
 
     def __init__(self, entries: Iterable[Mapping[str, Any]], prepared: Any, **options: Any) -> None:
         """The arguments of `ListCandidates`."""
-        self.lexical = prepared if isinstance(prepared, ScoringContext) else None
+        prepared = ScorerCall.of(prepared)
+        self.lexical = prepared.default
         self.runs = frozenset(w.encode() for w in self.lexical.words) if self.lexical is not None else frozenset()
         # Costs known without a tokenizer call let the ranking skip what cannot fit.
         counter = options.get("token_counter", default_token_counter)

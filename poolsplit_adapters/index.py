@@ -30,6 +30,15 @@ the stateless path's candidates
 cached costs and activeness, so the tokenizer is still never asked
 twice about an unchanged entry.
 
+**Layout.** [`MemoryIndex`][] holds the entries and their typed columns;
+what an entry puts in them is `_ColumnValues`', what the caller's counter
+and predicate say of a batch `_EntryFacts`', what column scoring keeps
+beside them (texts, BM25 postings, entry vectors) `_ScorerColumns`'.
+`_query_source` picks a query's candidate source from the scorer's
+capabilities: `_ColumnSource` (steps 1 and 3 over the columns, step 2 in
+its `_ColumnScores`, step 4's counts in its `_ColumnReport`), or the
+best-first stateless source.
+
 **Threads.** Queries and mutations take one lock: every mutation
 (``add``, ``extend``, ``remove``, ``remove_id``, ``replace``, ``refresh``,
 ``refresh_all``) is atomic, so a concurrent query sees the index before or
@@ -51,6 +60,7 @@ import functools
 import itertools
 import operator
 import threading
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Callable, Optional, TypeVar
 
@@ -75,6 +85,7 @@ from .poolsplit import (
     Pool,
     Reason,
     Scorer,
+    ScorerCall,
     ScoringContext,
     Selection,
     TokenCounter,
@@ -97,10 +108,10 @@ from .poolsplit import (
 )
 from .relevance.batch import SEPARATOR, byte_runs, join_texts
 from .relevance.bm25 import Query
+from .relevance.capabilities import RanksByWords, capabilities
 from .relevance.columns import TermPostings
 from .relevance.feedback import SETTLE_STEP, expansion
 from .relevance.modifiers import combine_columns
-from .relevance.scorer import RelevanceScorer
 from .relevance.words import cache_key
 
 try:  # numpy is optional: without it the generic path serves every query.
@@ -477,6 +488,269 @@ class _Words(_Postings):
             return None
 
 
+class _ColumnValues:
+    """What selection reads from an entry, as the index's column values
+    (one per column of the registry ``_COLUMNS``), its type, project and
+    namespace codes and its word and tag postings: read entry by entry, or
+    key by key for a chunk of plain dicts. Writes into the index's own
+    columns, codes and postings (shared, not copied)."""
+
+    def __init__(
+        self,
+        columns: dict[str, Any],
+        codes: tuple[_Codes, _Codes, _Codes],
+        words: Optional[_Words],
+        tags: Optional[_Postings],
+    ) -> None:
+        self.columns = columns
+        self.types, self.projects, self.namespaces = codes
+        self.words, self.tags = words, tags
+
+    def append_plain(
+        self, chunk: Sequence[Mapping[str, Any]], texts: list[str], costs: Any, active: Sequence[bool], start: int
+    ) -> Any:
+        """The column values, words and tags of a chunk of plain dicts (each
+        passed ``plain_entry_ok``), key by key: what ``values`` and ``post`` give
+        entry by entry, with no Python call per entry. Returns the word
+        reader's token codes (see ``_Words.add_texts``)."""
+        assert self.words is not None and self.tags is not None
+        size = len(chunk)
+
+        def read(key: str, default: Any = None) -> Iterator[Any]:
+            return map(dict.get, chunk, itertools.repeat(key), itertools.repeat(default))  # type: ignore[arg-type]
+
+        ids = self.words.add_texts(start, texts)
+        # ntags is len(set(tags)) or 1: the distinct tags per position, which
+        # the postings count as they drop repeats.
+        distinct = self.tags.add_sets(start, [tags or () for tags in read("tags")])
+        values = {
+            "alive": np.ones(size, dtype=bool),
+            "active": np.fromiter(active, dtype=bool, count=size),
+            "always": np.fromiter(map(operator.eq, read("scope"), itertools.repeat("always")), dtype=bool, count=size),
+            "cost": np.asarray(costs, dtype=np.int64),
+            "type": np.fromiter(map(self.types.__getitem__, read("type", "note")), dtype=np.int32, count=size),
+            "priority": np.fromiter(map(float, read("base_priority", DEFAULT_PRIORITY)), dtype=np.float64, count=size),
+            "created": _created_micros(list(read("created"))),
+            "project": np.fromiter(map(self.projects.__getitem__, read("project")), dtype=np.int32, count=size),
+            "namespace": np.fromiter(map(self.namespaces.__getitem__, read("namespace")), dtype=np.int32, count=size),
+            "has_source": np.fromiter(map(bool, read("source")), dtype=bool, count=size),
+            "ntags": np.maximum(distinct, 1).astype(np.float64),
+            "expires": _expiries(chunk),
+        }
+        for name, column in values.items():
+            self.columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name][0]]).tobytes())
+        return ids
+
+    def values(
+        self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int], active: Sequence[bool]
+    ) -> dict[str, list[Any]]:
+        """The column values of ``batch`` (what selection reads from an
+        entry), column by column: every column of the registry gets one
+        value per entry."""
+        created = [parse_created(e.get("created")) for e in batch]
+        tags = [e.get("tags") for e in batch]
+        return {
+            "alive": [True] * len(batch),
+            "active": list(active),
+            "always": [e.get("scope") == "always" for e in batch],
+            "cost": list(costs),
+            "type": list(map(self.types.__getitem__, [e.get("type", "note") for e in batch])),
+            "priority": [float(e.get("base_priority", DEFAULT_PRIORITY)) for e in batch],
+            "created": [-1 if c is None else _micros(c) for c in created],
+            "project": list(map(self.projects.__getitem__, [e.get("project") for e in batch])),
+            "namespace": list(map(self.namespaces.__getitem__, [e.get("namespace") for e in batch])),
+            "has_source": [bool(e.get("source")) for e in batch],
+            "ntags": [float(len(set(t))) if t else 1.0 for t in tags],
+            "expires": [_expiry(e) for e in batch],
+        }
+
+    def post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> Any:
+        """Record the words and tags of ``batch`` (at positions from
+        ``start``); a fresh batch returns the word reader's token codes."""
+        if self.words is None or self.tags is None:
+            return None
+        if fresh:
+            ids = self.words.add_texts(start, [entry["content"] for entry in batch])
+            self.tags.add_sets(start, [entry.get("tags") or () for entry in batch])
+            return ids
+        for offset, entry in enumerate(batch):
+            self.words.override(start + offset, significant_words(entry["content"]))
+            self.tags.override(start + offset, entry.get("tags") or ())
+
+
+class _EntryFacts:
+    """What the caller's token counter and activeness predicate say of a
+    batch of entries, each asked once per batch (the counter once per
+    distinct text, or once for all through ``count_many``), with the
+    core's rules (``entry_cost``, ``default_is_active``) applied by their
+    batch twins where they give the same answers."""
+
+    def __init__(self, counter: TokenCounter, is_active: IsActive, numpy: bool) -> None:
+        self.counter, self.is_active, self.numpy = counter, is_active, numpy
+
+    def costs(self, batch: Sequence[Mapping[str, Any]], start: int, plain: bool = False) -> Sequence[int]:
+        """Costs of a batch: the counter asked once per distinct text that
+        gives no count (a counter with ``count_many`` once for all of them);
+        costs are still validated by the core's ``entry_cost``."""
+        given: Optional[list[Optional[int]]]
+        if plain and set(map(type, map(dict.get, batch, itertools.repeat("token_count")))) == {type(None)}:  # type: ignore[arg-type]
+            given = None  # twin of given_token_count: no entry gives a count
+        else:
+            given = [given_token_count(e) for e in batch]
+            given = None if given.count(None) == len(given) else given
+        texts = (
+            list(map(_CONTENT, batch)) if given is None else [e["content"] for e, g in zip(batch, given) if g is None]
+        )
+        counted = self.count(texts)
+        if given is None:
+            costs: Sequence[Any] = counted
+        else:
+            answers = iter(counted.tolist() if isinstance(counted, np.ndarray) else counted)
+            costs = [next(answers) if g is None else g for g in given]
+        # The core's entry_cost is the rule; when every answer is already a
+        # positive int it would return each unchanged, so it is asked only
+        # to name the entry whose cost it refuses.
+        if (
+            isinstance(costs, list)
+            and costs
+            and not (set(map(type, costs)) == {int} and min(costs) >= 1 and max(costs) <= MAX_COST)
+        ):
+            return [entry_cost(e, _answering(c), start + k) for k, (e, c) in enumerate(zip(batch, costs))]
+        return costs
+
+    def count(self, texts: list[str]) -> Any:
+        """One cost per text (a list, or an int64 array for the default counter)."""
+        counter: TokenCounter = self.counter
+        if counter is default_token_counter and self.numpy:
+            # Twin of default_token_counter, max(1, len(text) // 4), as an array.
+            return np.maximum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) // 4, 1)
+        distinct = list(dict.fromkeys(texts))
+        many = getattr(counter, "count_many", None)
+        answers = list(many(distinct)) if many is not None else list(map(counter, distinct))
+        if len(distinct) == len(texts):
+            return answers
+        return list(map(dict(zip(distinct, answers)).__getitem__, texts))
+
+    def active(self, batch: Sequence[Mapping[str, Any]], plain: bool = False) -> list[bool]:
+        # Asked before anything changes: a predicate that raises leaves the
+        # index as it was (the other column values cannot fail on a checked
+        # entry; a malformed ``expires`` is named here, before any change).
+        expiring = map(operator.methodcaller("get", "expires"), batch)
+        if any(value is not None for value in expiring):
+            for entry in batch:
+                if entry.get("expires") is not None:
+                    entry_time(entry, "expires")
+        if plain and self.is_active is default_is_active:
+            # Twin of default_is_active over a batch of plain dicts whose
+            # status is a string and superseded_by a string or None.
+            status = list(map(dict.get, batch, itertools.repeat("status"), itertools.repeat("active")))  # type: ignore[arg-type]
+            newer = list(map(dict.get, batch, itertools.repeat("superseded_by")))  # type: ignore[arg-type]
+            if set(map(type, status)) <= {str} and set(map(type, newer)) <= _STR_OR_NONE:
+                return list(
+                    map(operator.and_, map(operator.eq, status, itertools.repeat("active")), map(operator.not_, newer))
+                )
+        return [bool(self.is_active(e)) for e in batch]
+
+
+class _ScorerColumns:
+    """What the index keeps for column scoring beyond its own columns
+    (`capabilities`): the text each position was counted with (what
+    removing or re-reading it takes out of the BM25 statistics), the BM25
+    statistics per analyzer of a words scorer, and entry vectors per
+    embedding model (model id -> the scorer that embeds them and its rows
+    by position, with their norms), so a query costs one matrix-vector
+    product. Each is built for the index's own scorer from the start, for
+    another when it first queries, and kept in step with every mutation
+    after that. A broken set of vectors (an embedder failure made its rows
+    incomplete) sends its queries to the core's per-entry path."""
+
+    def __init__(self, numpy: bool) -> None:
+        self.numpy = numpy
+        self.texts: list[Optional[str]] = []
+        self.terms: dict[tuple[Any, ...], TermPostings] = {}
+        self.vectors: dict[str, tuple[Any, _Rows]] = {}
+
+    def keep_vectors(self, embedder: Any) -> None:
+        """Keep ``embedder``'s entry vectors from the first entry on."""
+        if self.numpy:
+            self.vectors[embedder.model_id] = (embedder, _Rows())
+
+    def add(self, start: int, texts: list[str], ids: Any) -> None:
+        """Texts appended at ``start`` (``ids``: the word reader's codes of their split, coded once for both)."""
+        self.texts.extend(texts)
+        for terms in self.terms.values():
+            terms.add(start, texts, ids)
+
+    def remove(self, position: int) -> None:
+        text, self.texts[position] = self.texts[position], None
+        for terms in self.terms.values():
+            terms.remove(text)  # type: ignore[arg-type]
+
+    def replace(self, position: int, text: str) -> None:
+        old, self.texts[position] = self.texts[position], text
+        for terms in self.terms.values():
+            terms.replace(position, old, text)  # type: ignore[arg-type]
+
+    def keep(self, alive: list[int]) -> None:
+        """Only the positions ``alive``, in order (the index compacts)."""
+        for _embedder, rows in self.vectors.values():
+            rows.keep(alive)
+        self.texts = [self.texts[p] for p in alive]
+        for terms in self.terms.values():
+            terms.rebuild(self.texts)  # type: ignore[arg-type]
+
+    def terms_for(self, scorer: RanksByWords, vocabulary: Any) -> TermPostings:
+        """The BM25 statistics of the texts for ``scorer``'s analyzer, built
+        on first use (O(store) once; ``vocabulary``: the index's own word
+        codes, shared)."""
+        key = cache_key(scorer.analyzer)
+        terms = self.terms.get(key)
+        if terms is None:
+            terms = self.terms[key] = TermPostings(scorer.analyzer, columns=self.numpy, vocabulary=vocabulary)
+            # Removed slots still hold a position: postings of the texts as
+            # they stand, the dead ones read as empty.
+            terms.load(self.texts)
+        return terms
+
+    def embed(self, start: int, batch: Sequence[Mapping[str, Any]]) -> None:
+        """Entry vectors for ``batch`` (one batched embedder call per model
+        for the texts its cache lacks), at positions from ``start``."""
+        for embedder, rows in self.vectors.values():
+            if rows.broken:
+                continue
+            try:
+                matrix = embedder.vectors_of([e["content"] for e in batch])
+            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
+                rows.broken = True
+                continue
+            rows.put(start, matrix)
+
+    def rows_for(self, embedder: Any) -> Optional[_Rows]:
+        """The entry vectors of ``embedder``'s model (an ``EmbeddingScorer``),
+        built on its first query (one batched embedding of the texts its
+        cache lacks, O(store) once); None when they cannot be had (then the
+        per-entry path reports the fallback)."""
+        if not self.numpy:
+            return None
+        key = embedder.model_id
+        held = self.vectors.get(key)
+        if held is None:
+            rows = _Rows()
+            alive = [p for p, text in enumerate(self.texts) if text is not None]
+            try:
+                found = embedder.vectors_of([self.texts[p] for p in alive])
+            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
+                rows.broken = True
+            else:
+                if alive:
+                    full = np.zeros((len(self.texts), found.shape[1]), dtype=found.dtype)
+                    full[alive] = found
+                    rows.put(0, full)
+            held = self.vectors[key] = (embedder, rows)
+        rows = held[1]
+        return None if rows.broken else rows
+
+
 class MemoryIndex:
     """A prepared, mutable memory store answering pool-split queries fast.
 
@@ -525,12 +799,11 @@ class MemoryIndex:
         self._lock = threading.RLock()
         self._scorer = scorer
         self._version = 0
-        self._counter = token_counter
         # No entry ever cost more (removals do not lower it): whether a
-        # float64 sum of costs can round (see _ColumnSource.tally).
+        # float64 sum of costs can round (see _ColumnReport.tally).
         self._max_cost = 0
-        self._is_active = is_active
         self._numpy = bool(use_numpy and np is not None)
+        self._facts = _EntryFacts(token_counter, is_active, self._numpy)
         self._slots: list[Optional[Mapping[str, Any]]] = []  # position -> entry (None: removed)
         # Whether a detached selection holds _slots: the next in-place change
         # (a removal) then works on a copy. Appends are harmless (a selection
@@ -551,26 +824,17 @@ class MemoryIndex:
         # (created, id): ties are broken in C, not entry by entry.
         self._ties: Optional[TieKeys] = TieKeys() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings(_Codes()) if self._numpy else None
-        # Entry vectors per embedding model (model id -> the scorer that
-        # embeds them and its rows by position, with their norms), so a
-        # query costs one matrix-vector product: for the index's own
-        # embedding scorer (or a RelevanceScorer's embedder) from the start,
-        # for another when it first queries; kept in step with every
-        # mutation after that. A broken set (an embedder failure made its
-        # rows incomplete) sends its queries to the core's per-entry path.
-        self._vectors: dict[str, tuple[Any, _Rows]] = {}
-        own = _embedder_of(scorer)
-        if self._numpy and own is not None:
-            self._vectors[own.model_id] = (own, _Rows())
-        # The text each position was counted with (what removing or
-        # re-reading it takes out of the BM25 statistics), and those
-        # statistics per analyzer of a RelevanceScorer: for the index's own
-        # scorer from the start, for another when it first queries.
-        self._texts: list[Optional[str]] = []
-        self._terms: dict[tuple[Any, ...], TermPostings] = {}
+        codes = (self._types, self._projects, self._namespaces)
+        self._reader = _ColumnValues(self._columns, codes, self._words, self._tags)
+        # BM25 statistics and entry vectors for column scoring (and the texts they are kept from).
+        self._scoring = _ScorerColumns(self._numpy)
+        own = capabilities(scorer).vectors
+        if own is not None:
+            self._scoring.keep_vectors(own)
         for prepared in (scorer, *prepare_for):
-            if isinstance(prepared, RelevanceScorer):
-                self._terms_for(prepared)
+            words = capabilities(prepared).words
+            if words is not None:
+                self._terms_for(words)
         self.extend(entries)
 
     # -- contents ---------------------------------------------------------------
@@ -620,8 +884,8 @@ class MemoryIndex:
         known = self._where.known(identities)
         if known is not None:
             raise ValueError("%s is already in the index" % describe_entry(batch[known], size + known))
-        costs = self._costs(batch, len(self), plain)
-        active = self._active(batch, plain)
+        costs = self._facts.costs(batch, len(self), plain)
+        active = self._facts.active(batch, plain)
         if not batch:
             return
         self._version += 1
@@ -642,187 +906,13 @@ class MemoryIndex:
             span = slice(first, first + _CHUNK)
             texts = list(map(_CONTENT, chunk))
             if plain and self._numpy:
-                ids = self._plain_columns(chunk, texts, costs[span], active[span], start)
+                ids = self._reader.append_plain(chunk, texts, costs[span], active[span], start)
             else:
-                for name, values in self._values(chunk, costs[span], active[span]).items():
+                for name, values in self._reader.values(chunk, costs[span], active[span]).items():
                     self._columns[name].extend(values)
-                ids = self._post(start, chunk)
-            self._texts.extend(texts)
-            for terms in self._terms.values():
-                terms.add(start, texts, ids)  # the words' split, coded once for both
-        self._embed(len(self._slots) - len(batch), batch)
-
-    def _costs(self, batch: Sequence[Mapping[str, Any]], start: int, plain: bool = False) -> Sequence[int]:
-        """Costs of a batch: the counter asked once per distinct text that
-        gives no count (a counter with ``count_many`` once for all of them);
-        costs are still validated by the core's ``entry_cost``."""
-        given: Optional[list[Optional[int]]]
-        if plain and set(map(type, map(dict.get, batch, itertools.repeat("token_count")))) == {type(None)}:  # type: ignore[arg-type]
-            given = None  # twin of given_token_count: no entry gives a count
-        else:
-            given = [given_token_count(e) for e in batch]
-            given = None if given.count(None) == len(given) else given
-        texts = (
-            list(map(_CONTENT, batch)) if given is None else [e["content"] for e, g in zip(batch, given) if g is None]
-        )
-        counted = self._count(texts)
-        if given is None:
-            costs: Sequence[Any] = counted
-        else:
-            answers = iter(counted.tolist() if isinstance(counted, np.ndarray) else counted)
-            costs = [next(answers) if g is None else g for g in given]
-        # The core's entry_cost is the rule; when every answer is already a
-        # positive int it would return each unchanged, so it is asked only
-        # to name the entry whose cost it refuses.
-        if (
-            isinstance(costs, list)
-            and costs
-            and not (set(map(type, costs)) == {int} and min(costs) >= 1 and max(costs) <= MAX_COST)
-        ):
-            return [entry_cost(e, _answering(c), start + k) for k, (e, c) in enumerate(zip(batch, costs))]
-        return costs
-
-    def _count(self, texts: list[str]) -> Any:
-        """One cost per text (a list, or an int64 array for the default counter)."""
-        counter: TokenCounter = self._counter
-        if counter is default_token_counter and self._numpy:
-            # Twin of default_token_counter, max(1, len(text) // 4), as an array.
-            return np.maximum(np.fromiter(map(len, texts), dtype=np.int64, count=len(texts)) // 4, 1)
-        distinct = list(dict.fromkeys(texts))
-        many = getattr(counter, "count_many", None)
-        answers = list(many(distinct)) if many is not None else list(map(counter, distinct))
-        if len(distinct) == len(texts):
-            return answers
-        return list(map(dict(zip(distinct, answers)).__getitem__, texts))
-
-    def _active(self, batch: Sequence[Mapping[str, Any]], plain: bool = False) -> list[bool]:
-        # Asked before anything changes: a predicate that raises leaves the
-        # index as it was (the other column values cannot fail on a checked
-        # entry; a malformed ``expires`` is named here, before any change).
-        expiring = map(operator.methodcaller("get", "expires"), batch)
-        if any(value is not None for value in expiring):
-            for entry in batch:
-                if entry.get("expires") is not None:
-                    entry_time(entry, "expires")
-        if plain and self._is_active is default_is_active:
-            # Twin of default_is_active over a batch of plain dicts whose
-            # status is a string and superseded_by a string or None.
-            status = list(map(dict.get, batch, itertools.repeat("status"), itertools.repeat("active")))  # type: ignore[arg-type]
-            newer = list(map(dict.get, batch, itertools.repeat("superseded_by")))  # type: ignore[arg-type]
-            if set(map(type, status)) <= {str} and set(map(type, newer)) <= _STR_OR_NONE:
-                return list(
-                    map(operator.and_, map(operator.eq, status, itertools.repeat("active")), map(operator.not_, newer))
-                )
-        return [bool(self._is_active(e)) for e in batch]
-
-    def _plain_columns(
-        self, chunk: Sequence[Mapping[str, Any]], texts: list[str], costs: Any, active: Sequence[bool], start: int
-    ) -> Any:
-        """The column values, words and tags of a chunk of plain dicts (each
-        passed ``plain_entry_ok``), key by key: what ``_values`` and ``_post`` give
-        entry by entry, with no Python call per entry. Returns the word
-        reader's token codes (see ``_Words.add_texts``)."""
-        assert self._words is not None and self._tags is not None
-        size = len(chunk)
-
-        def read(key: str, default: Any = None) -> Iterator[Any]:
-            return map(dict.get, chunk, itertools.repeat(key), itertools.repeat(default))  # type: ignore[arg-type]
-
-        ids = self._words.add_texts(start, texts)
-        # ntags is len(set(tags)) or 1: the distinct tags per position, which
-        # the postings count as they drop repeats.
-        distinct = self._tags.add_sets(start, [tags or () for tags in read("tags")])
-        values = {
-            "alive": np.ones(size, dtype=bool),
-            "active": np.fromiter(active, dtype=bool, count=size),
-            "always": np.fromiter(map(operator.eq, read("scope"), itertools.repeat("always")), dtype=bool, count=size),
-            "cost": np.asarray(costs, dtype=np.int64),
-            "type": np.fromiter(map(self._types.__getitem__, read("type", "note")), dtype=np.int32, count=size),
-            "priority": np.fromiter(map(float, read("base_priority", DEFAULT_PRIORITY)), dtype=np.float64, count=size),
-            "created": _created_micros(list(read("created"))),
-            "project": np.fromiter(map(self._projects.__getitem__, read("project")), dtype=np.int32, count=size),
-            "namespace": np.fromiter(map(self._namespaces.__getitem__, read("namespace")), dtype=np.int32, count=size),
-            "has_source": np.fromiter(map(bool, read("source")), dtype=bool, count=size),
-            "ntags": np.maximum(distinct, 1).astype(np.float64),
-            "expires": _expiries(chunk),
-        }
-        for name, column in values.items():
-            self._columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name][0]]).tobytes())
-        return ids
-
-    def _values(
-        self, batch: Sequence[Mapping[str, Any]], costs: Sequence[int], active: Sequence[bool]
-    ) -> dict[str, list[Any]]:
-        """The column values of ``batch`` (what selection reads from an
-        entry), column by column: every column of the registry gets one
-        value per entry."""
-        created = [parse_created(e.get("created")) for e in batch]
-        tags = [e.get("tags") for e in batch]
-        return {
-            "alive": [True] * len(batch),
-            "active": list(active),
-            "always": [e.get("scope") == "always" for e in batch],
-            "cost": list(costs),
-            "type": list(map(self._types.__getitem__, [e.get("type", "note") for e in batch])),
-            "priority": [float(e.get("base_priority", DEFAULT_PRIORITY)) for e in batch],
-            "created": [-1 if c is None else _micros(c) for c in created],
-            "project": list(map(self._projects.__getitem__, [e.get("project") for e in batch])),
-            "namespace": list(map(self._namespaces.__getitem__, [e.get("namespace") for e in batch])),
-            "has_source": [bool(e.get("source")) for e in batch],
-            "ntags": [float(len(set(t))) if t else 1.0 for t in tags],
-            "expires": [_expiry(e) for e in batch],
-        }
-
-    def _post(self, start: int, batch: Sequence[Mapping[str, Any]], fresh: bool = True) -> Any:
-        """Record the words and tags of ``batch`` (at positions from
-        ``start``); a fresh batch returns the word reader's token codes."""
-        if self._words is None or self._tags is None:
-            return None
-        if fresh:
-            ids = self._words.add_texts(start, [entry["content"] for entry in batch])
-            self._tags.add_sets(start, [entry.get("tags") or () for entry in batch])
-            return ids
-        for offset, entry in enumerate(batch):
-            self._words.override(start + offset, significant_words(entry["content"]))
-            self._tags.override(start + offset, entry.get("tags") or ())
-
-    def _embed(self, start: int, batch: Sequence[Mapping[str, Any]]) -> None:
-        """Entry vectors for ``batch`` (one batched embedder call per model
-        for the texts its cache lacks), at positions from ``start``."""
-        for embedder, rows in self._vectors.values():
-            if rows.broken:
-                continue
-            try:
-                matrix = embedder.vectors_of([e["content"] for e in batch])
-            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
-                rows.broken = True
-                continue
-            rows.put(start, matrix)
-
-    def _rows_for(self, embedder: Any) -> Optional[_Rows]:
-        """The entry vectors of ``embedder``'s model (an ``EmbeddingScorer``),
-        built on its first query (one batched embedding of the texts its
-        cache lacks, O(store) once) and kept in step after that; None when
-        they cannot be had (then the per-entry path reports the fallback)."""
-        if not self._numpy:
-            return None
-        key = embedder.model_id
-        held = self._vectors.get(key)
-        if held is None:
-            rows = _Rows()
-            alive = [p for p, text in enumerate(self._texts) if text is not None]
-            try:
-                found = embedder.vectors_of([self._texts[p] for p in alive])
-            except Exception:  # noqa: BLE001 - the scorer reports its own fallback per query
-                rows.broken = True
-            else:
-                if alive:
-                    full = np.zeros((len(self._texts), found.shape[1]), dtype=found.dtype)
-                    full[alive] = found
-                    rows.put(0, full)
-            held = self._vectors[key] = (embedder, rows)
-        rows = held[1]
-        return None if rows.broken else rows
+                ids = self._reader.post(start, chunk)
+            self._scoring.add(start, texts, ids)
+        self._scoring.embed(len(self._slots) - len(batch), batch)
 
     def _position(self, entry: Mapping[str, Any]) -> int:
         position = self._where.get(id(entry))
@@ -841,9 +931,7 @@ class MemoryIndex:
             self._slots, self._slots_lent = list(self._slots), False
         self._slots[position] = None
         self._columns["alive"][position] = False
-        text, self._texts[position] = self._texts[position], None
-        for terms in self._terms.values():
-            terms.remove(text)  # type: ignore[arg-type]
+        self._scoring.remove(position)
         if len(self._slots) > 64 and self._where.size < len(self._slots) // 2:
             self._compact()
 
@@ -880,20 +968,18 @@ class MemoryIndex:
         positions = [self._position(e) for e in targets]
         for entry, position in zip(targets, positions):
             check_entry(entry, position)
-        costs = self._costs(targets, 0)
-        active = self._active(targets)
+        costs = self._facts.costs(targets, 0)
+        active = self._facts.active(targets)
         self._version += 1
         self._max_cost = max([self._max_cost, *costs])
         for entry, position, cost, live in zip(targets, positions, costs, active):
-            for name, values in self._values([entry], [cost], [live]).items():
+            for name, values in self._reader.values([entry], [cost], [live]).items():
                 self._columns[name][position] = values[0]
-            self._post(position, [entry], fresh=False)
+            self._reader.post(position, [entry], fresh=False)
             if self._ties is not None:
                 self._ties.put(position, entry)
-            old, self._texts[position] = self._texts[position], entry["content"]
-            for terms in self._terms.values():
-                terms.replace(position, old, entry["content"])  # type: ignore[arg-type]
-            self._embed(position, [entry])
+            self._scoring.replace(position, entry["content"])
+            self._scoring.embed(position, [entry])
 
     def _compact(self) -> None:
         """Drop removed slots, keeping the order of the rest."""
@@ -907,29 +993,15 @@ class MemoryIndex:
         for name, (code, _) in _COLUMNS.items():
             old = self._columns[name]
             self._columns[name] = array.array(code, (old[p] for p in alive))
-        for _embedder, rows in self._vectors.values():
-            rows.keep(alive)
         if self._ties is not None:
             self._ties.keep(alive)
         self._slots, self._slots_lent = [self._slots[p] for p in alive], False
-        self._texts = [self._texts[p] for p in alive]
-        for terms in self._terms.values():
-            terms.rebuild(self._texts)  # type: ignore[arg-type]
+        self._scoring.keep(alive)
         self._where.rebuild(self._slots)
 
-    def _terms_for(self, scorer: RelevanceScorer) -> TermPostings:
-        """The BM25 statistics of this index's texts for ``scorer``'s
-        analyzer, built on first use (O(store) once) and kept in step with
-        every mutation after that."""
-        key = cache_key(scorer.analyzer)
-        terms = self._terms.get(key)
-        if terms is None:
-            vocabulary = None if self._words is None else self._words.words
-            terms = self._terms[key] = TermPostings(scorer.analyzer, columns=self._numpy, vocabulary=vocabulary)
-            # Removed slots still hold a position: postings of the texts as
-            # they stand, the dead ones read as empty.
-            terms.load(self._texts)
-        return terms
+    def _terms_for(self, scorer: RanksByWords) -> TermPostings:
+        """The BM25 statistics of this index's texts for ``scorer``'s analyzer (`_ScorerColumns.terms_for`)."""
+        return self._scoring.terms_for(scorer, None if self._words is None else self._words.words)
 
     def prepare_for(self, scorer: Scorer) -> MemoryIndex:
         """Build now what the first query ranked by ``scorer`` would build
@@ -946,9 +1018,10 @@ class MemoryIndex:
             index = MemoryIndex(entries).prepare_for(RelevanceScorer())
             ```
         """
-        if isinstance(scorer, RelevanceScorer):
+        words = capabilities(scorer).words
+        if words is not None:
             with self._lock:
-                self._terms_for(scorer)
+                self._terms_for(words)
         return self
 
     # -- queries ----------------------------------------------------------------
@@ -989,58 +1062,10 @@ class MemoryIndex:
         layering: Optional[Layering] = None,
     ) -> Selection:
         pool_list = check_pools(pools)
-        source: Candidates
-        prepared: Any = None
-        rows: Optional[_Rows] = None
-        embedder = _embedder_of(scorer)
-        if embedder is not None and not getattr(embedder, "_known", None):
-            rows = self._rows_for(embedder)
-        if rows is not None and not isinstance(scorer, RelevanceScorer):
-            prepared = scorer.prepare(context, now)  # type: ignore[attr-defined]
-        # An embedding scorer that fell back for this query ranks with its
-        # lexical scorer, entry by entry: the generic path, same prepared scorer.
-        vectorised = prepared is not None and not getattr(prepared, "fallback_reason", None)
-        words: Optional[tuple[RelevanceScorer, TermPostings, Query]] = None
-        fused: Any = None  # a RelevanceScorer's prepared embedder: its cosines, fused over the columns
-        if isinstance(scorer, RelevanceScorer):
-            # Ranked against this index's statistics (unless the scorer
-            # brings a corpus of its own): the per-entry path through the
-            # same view, so both give the same bits.
-            terms = self._terms_for(scorer)
-            corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
-            if self._numpy and scorer.embedding is None and not scorer.known:
-                ctx = ScoringContext(context, now)  # checks the context first, as prepare would
-                words = (scorer, terms, corpus.query((context or {}).get("message") or ""))
-            elif self._numpy and rows is not None:
-                ctx = ScoringContext(context, now)
-                words = (scorer, terms, corpus.query((context or {}).get("message") or ""))
-                # One query embedding; when it failed the relevance is BM25
-                # alone, as PreparedRelevance.relevance says (fuse(x, None)).
-                prepared = scorer.embedding.prepare(context, now)
-                fused = prepared if prepared.fallback_reason is None else None
-            elif corpus is not scorer.corpus:
-                scorer = scorer.with_corpus(corpus)
-        # Time travel (Visibility.as_of) reads validity times the columns do not hold: the generic path.
-        columns = view is None or view.at is None
-        if words is not None and columns:
-            source = _ColumnSource(self, ctx, view, report, words=words, fused=fused, rows=rows, now=now)
-        elif self._numpy and columns and (scorer is default_scorer or vectorised):
-            source = _ColumnSource(self, ScoringContext(context, now), view, report, prepared, rows=rows, now=now)
-        else:
-            alive = [p for p, e in enumerate(self._slots) if e is not None]
-            active = {id(self._slots[p]): bool(self._columns["active"][p]) for p in alive}
-            cost = self._columns["cost"]
-            source = BestFirstCandidates(
-                [self._slots[p] for p in alive],  # type: ignore[misc]
-                prepared if prepared is not None else prepare_scorer(scorer, context, now),
-                is_active=lambda entry: active[id(entry)],
-                visibility=view,
-                costs=[cost[p] for p in alive],
-                now=now,
-            )
+        source, call = _query_source(self, context, now, scorer, view, report)
         # Frames: caller -> [retrieve_pools ->] select -> _locked wrapper -> _query -> fill_pools.
         selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4 if report else 5)
-        note_fallback(selection, prepared if prepared is not None else getattr(source, "prepared", None))
+        note_fallback(selection, call)
         if report and isinstance(source, _ColumnSource):
             selection.notes[OUTSIDE_NOTE] = source.always_outside_namespace()
             source.detach()
@@ -1051,12 +1076,74 @@ class MemoryIndex:
         return _np(self._columns[name], _COLUMNS[name][1])
 
 
-def _embedder_of(scorer: Any) -> Any:
-    """The ``EmbeddingScorer`` whose entry vectors a query with ``scorer``
-    needs: the scorer itself, a RelevanceScorer's embedder, or None."""
-    if isinstance(scorer, RelevanceScorer):
-        return scorer.embedding
-    return scorer if callable(getattr(scorer, "vectors_of", None)) and hasattr(scorer, "model_id") else None
+def _query_source(
+    index: MemoryIndex,
+    context: Optional[Mapping[str, Any]],
+    now: Optional[datetime.datetime],
+    scorer: Scorer,
+    view: Optional[Visibility],
+    report: bool,
+) -> tuple[Candidates, Optional[ScorerCall]]:
+    """The candidate source of one query of ``index`` (under its lock), and
+    the call's scorer whose fallback the selection notes (None: none to
+    note): the columns when the scorer's column scoring applies (the
+    default's, a words scorer's, an embedding scorer's: `capabilities`),
+    else the stateless best-first source over the index's cached costs and
+    activeness, ranked by the scorer itself (time travel, no numpy, any
+    other scorer)."""
+    source: Candidates
+    found = capabilities(scorer)  # what the scorer can do beyond the core's protocol, asked once
+    vectors, by_words = found.vectors, found.words
+    # Rows of entry vectors, unless a store's similarities stand in for some (they would differ).
+    rows = index._scoring.rows_for(vectors) if vectors is not None and not vectors.known else None
+    embedding: Any = None  # the embedding scorer's own prepared scorer: its cosines over the rows
+    if vectors is not None and rows is not None and by_words is None:
+        embedding = vectors.prepare(context, now)  # vectors is the scorer itself here
+    # An embedding scorer that fell back for this query ranks with its
+    # lexical scorer, entry by entry: the generic path, same prepared scorer.
+    vectorised = embedding is not None and not embedding.fallback_reason
+    words: Optional[tuple[RanksByWords, TermPostings, Query]] = None
+    fused: Any = None  # a words scorer's prepared embedder: its cosines, fused over the columns
+    if by_words is not None:
+        # Ranked against this index's statistics (unless the scorer
+        # brings a corpus of its own): the per-entry path through the
+        # same view, so both give the same bits.
+        terms = index._terms_for(by_words)
+        corpus = by_words.corpus if by_words.corpus is not None and len(by_words.corpus) else terms.corpus
+        if index._numpy and by_words.embedding is None and not by_words.known:
+            ctx = ScoringContext(context, now)  # checks the context first, as prepare would
+            words = (by_words, terms, corpus.query((context or {}).get("message") or ""))
+        elif index._numpy and rows is not None:
+            ctx = ScoringContext(context, now)
+            words = (by_words, terms, corpus.query((context or {}).get("message") or ""))
+            # One query embedding; when it failed the relevance is BM25
+            # alone, as PreparedRelevance.relevance says (fuse(x, None)).
+            embedding = by_words.embedding.prepare(context, now)
+            fused = embedding if embedding.fallback_reason is None else None
+        if corpus is not by_words.corpus:  # what the generic path ranks by
+            scorer = by_words.with_corpus(corpus)
+    # Time travel (Visibility.as_of) reads validity times the columns do not hold: the generic path.
+    columns = view is None or view.at is None
+    call = ScorerCall(embedding) if embedding is not None else None  # what notes the scorer's fallback
+    if words is not None and columns:
+        source = _ColumnSource(index, ctx, view, report, words=words, fused=fused, rows=rows, now=now)
+    elif index._numpy and columns and (scorer is default_scorer or vectorised):
+        source = _ColumnSource(index, ScoringContext(context, now), view, report, embedding, rows=rows, now=now)
+    else:
+        if call is None or by_words is not None:  # a words scorer's own call, not its embedder's
+            call = prepare_scorer(scorer, context, now)
+        alive = [p for p, e in enumerate(index._slots) if e is not None]
+        active = {id(index._slots[p]): bool(index._columns["active"][p]) for p in alive}
+        cost = index._columns["cost"]
+        source = BestFirstCandidates(
+            [index._slots[p] for p in alive],  # type: ignore[misc]
+            call,
+            is_active=lambda entry: active[id(entry)],
+            visibility=view,
+            costs=[cost[p] for p in alive],
+            now=now,
+        )
+    return source, call
 
 
 def _answering(answer: Any) -> TokenCounter:
@@ -1082,7 +1169,7 @@ class _ColumnSource:
         view: Optional[Visibility],
         report: bool,
         embedding: Any = None,
-        words: Optional[tuple[RelevanceScorer, TermPostings, Query]] = None,
+        words: Optional[tuple[RanksByWords, TermPostings, Query]] = None,
         now: Optional[datetime.datetime] = None,
         fused: Any = None,
         rows: Optional[_Rows] = None,
@@ -1104,12 +1191,6 @@ class _ColumnSource:
         self._logical: Optional[Any] = None  # each position's logical index; () when nothing is removed
         # (the visible always-scope positions, the visible contextual mask), once visibility is settled
         self._split_visible: Optional[tuple[Any, Any]] = None
-        self._relevance: Optional[Any] = None
-        self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
-        self._counted: Optional[tuple[Any, Any]] = None  # (key, how many positions hold each of its keys)
-        # (filled, _parts) of the report: its keys when the pool types are disjoint, else None
-        self._by_group: Optional[tuple[Any, Optional[list[tuple[Any, int, int, Any]]]]] = None
-        self._lexical: Optional[Any] = None
         self._penalty: Optional[Any] = None
         # Twin of lifecycle_reason at the call's time (its as_of branch is the generic path's).
         moment = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
@@ -1118,10 +1199,14 @@ class _ColumnSource:
         if view is not None:
             self._judge(view)
         # Scored once the admitted candidates are known (feedback reads them).
+        # Its two helpers hold it weakly: a source dropped without detach
+        # (no report) frees the column views at once, as the index's next
+        # append needs (an array with a live view cannot grow).
+        self.scores, self.report = _ColumnScores(self), _ColumnReport(self)
         # A product past the float range is inf, silently, as on the
         # stateless path (Python floats do not warn).
         with np.errstate(over="ignore"):
-            self.score_all = self._scores()
+            self.score_all = self.scores.column()
         if self._penalty is not None:
             self.score_all = self.score_all * self._penalty
 
@@ -1182,151 +1267,6 @@ class _ColumnSource:
         self.why[mask] = _WHY.index(reason)
         self.visible &= ~mask
 
-    # Step 2: score, vectorised (bit-identical to ScoringContext.score).
-
-    def _scores(self) -> Any:
-        col, ctx, index = self.col, self.ctx, self.owner
-        code = index._projects.known(ctx.project) if ctx.project is not None else None
-        project = col["project"]
-        embedding = self.embedding
-        relevance_first = self.words[0] if self.words is not None else None
-        if relevance_first is None and embedding is not None and embedding.fallback_reason is None:
-            relevance_first = embedding.scorer
-        if relevance_first is not None:
-            # The relevance-first scorers (RelevanceScorer's BM25, the
-            # embedding scorer's cosine): their bounded boost
-            # (Modifiers.boost_columns, the twin of Modifiers.boost) over the
-            # relevance column, combined as relevance.combine does per entry.
-            assert index._tags is not None
-            shared = index._tags.count(ctx.tags, self.size) if ctx.tags else None
-            modifiers = relevance_first.modifiers
-            boost = modifiers.boost_columns(
-                col["priority"],
-                None,
-                None,
-                shared,
-                col["ntags"],
-                None,
-                priority_term=self._priority_term(modifiers),
-                recency_term=modifiers.recency_columns(col["created"], _micros(ctx.ref)),
-                project_term=self._project_term(modifiers, code),
-            )
-            return combine_columns(self._overlap(), boost, relevance_first.floor)
-        seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
-        score = col["priority"].copy()
-        days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
-        days = np.where(days < 0.0, 0.0, days)
-        recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
-        score *= np.where(recency > RECENCY_FLOOR, recency, RECENCY_FLOOR)
-        if ctx.tags:
-            assert index._tags is not None
-            shared = index._tags.count(ctx.tags, self.size)
-            score *= 1.0 + (shared / col["ntags"]) * TAG_WEIGHT
-        same = project == (code if code is not None else -2)
-        score *= np.where(project < 0, 1.0, np.where(same, PROJECT_SAME, PROJECT_OTHER))
-        if ctx.nwords:
-            overlap = self._overlap()
-            score *= np.where(overlap > MESSAGE_THRESHOLD, 1.0 + overlap * MESSAGE_WEIGHT, 1.0)
-        return score
-
-    def _priority_term(self, modifiers: Any) -> Any:
-        """``modifiers``' priority term of every position
-        ([`priority_columns`][poolsplit_adapters.relevance.Modifiers.priority_columns]), kept by the
-        index while it does not change: it depends on no query."""
-        owner = self.owner
-        stamp = (owner._version, self.size, modifiers.priority_weight)
-        kept = owner._priority_terms
-        if kept is None or kept[0] != stamp:
-            term = modifiers.priority_columns(self.col["priority"])
-            term.flags.writeable = False
-            kept = owner._priority_terms = (stamp, term)
-        return kept[1]
-
-    def _project_term(self, modifiers: Any, code: Optional[int]) -> Any:
-        """``modifiers``' project term of every position
-        ([`project_columns`][poolsplit_adapters.relevance.Modifiers.project_columns]) for the
-        context's project ``code``, kept by the index while neither it nor
-        the project changes (an agent's calls name one project)."""
-        owner = self.owner
-        stamp = (owner._version, self.size, code, modifiers.project_weight)
-        kept = owner._project_terms
-        if kept is None or kept[0] != stamp:
-            # The project code (0 another, 1 none, 2 the context's) by one
-            # gather from a table indexed by project code (None, -1, is its last slot).
-            table = np.zeros(len(owner._projects), dtype=np.int8)
-            table[-1] = 1
-            if code is not None and code >= 0:
-                table[code] = 2
-            term = modifiers.project_columns(table[self.col["project"]])
-            term.flags.writeable = False
-            kept = owner._project_terms = (stamp, term)
-        return kept[1]
-
-    def _overlap(self) -> Any:
-        """The relevance column: RelevanceScorer's normalised BM25, the
-        embedding scorer's (cosine, or its hybrid mix) when it ranks by
-        vectors, else the lexical overlap."""
-        if self._relevance is None and self.words is not None:
-            scorer, terms, query = self.words
-            self._relevance = terms.relevance(query, self.size)
-            if self.fused is not None:
-                # fuse() over the columns, the same float64 operations:
-                # (1 - w) * max(0, cosine) + w * BM25.
-                cosine = self._cosines(self.fused)
-                w = scorer.lexical_weight
-                self._relevance = (1.0 - w) * np.where(cosine > 0.0, cosine, 0.0) + w * self._relevance
-            if scorer.feedback is not None:
-                self._relevance = self._expanded(scorer, terms, self._relevance)
-        embedding = self.embedding
-        if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
-            self._relevance = self._cosines(embedding)
-        return self._lexical_overlap() if self._relevance is None else self._relevance
-
-    def _expanded(self, scorer: RelevanceScorer, terms: TermPostings, first: Any) -> Any:
-        """Twin of PreparedRelevance's feedback (relevance.feedback): the
-        best admitted contextual positions (visible, not always-scope) of
-        ``first`` above 0, ties by the core's key (created, id, position),
-        expand the query."""
-        feedback = scorer.feedback
-        assert feedback is not None
-        sources = np.flatnonzero(self.visible & ~self.col["always"] & (first > 0.0))
-        if not len(sources):
-            return first
-        ties = sources[:0]
-        if len(sources) > feedback.top:  # the best values: fewer than top above the cut, the rest from its ties
-            values = first[sources]
-            cut = np.partition(values, len(sources) - feedback.top)[len(sources) - feedback.top]
-            ties = sources[values == cut]
-            sources = sources[values > cut]
-        # Ties by the core's order after the score (created, id, position).
-        best = [key[3] for key in self.ties.ordered(first[sources], sources)[: feedback.top]]
-        # Many entries can share the cut's value (one template, one length):
-        # the few wanted are picked from them by comparisons in C, none sorted.
-        best += self.ties.smallest(ties, feedback.top - len(best))
-        corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
-        second = expansion(corpus, [self.slots[p]["content"] for p in best], feedback)  # type: ignore[index]
-        found = terms.relevance(second, self.size)
-        found = np.floor(found / SETTLE_STEP + 0.5) * SETTLE_STEP  # twin of relevance.feedback.settled
-        return (1.0 - feedback.weight) * first + feedback.weight * found
-
-    def _cosines(self, embedding: Any) -> Any:
-        """An embedding scorer's relevance of every row (cosine, or its
-        hybrid mix); zeros without a query vector (no message)."""
-        vectors = self.rows
-        if embedding.query_vector is None or vectors is None or vectors.matrix is None:
-            return np.zeros(self.size, dtype=np.float64)
-        lexical = self._lexical_overlap() if embedding.scorer.lexical_weight else None
-        return embedding.relevance_of_matrix(vectors.matrix[: self.size], vectors.norms[: self.size], overlap=lexical)
-
-    def _lexical_overlap(self) -> Any:
-        if self._lexical is None:
-            if not self.ctx.nwords:
-                self._lexical = np.zeros(self.size, dtype=np.float64)
-            else:
-                assert self.owner._words is not None
-                self._lexical = self.owner._words.count(self.ctx.words, self.size) / self.ctx.nwords
-        return self._lexical
-
     # Step 3: what each pool may take, and in what order.
 
     def members(self, pool: Pool) -> tuple[list[int], Any]:
@@ -1361,7 +1301,7 @@ class _ColumnSource:
         return mask
 
     def split_below(self, group: Any, threshold: float) -> tuple[Any, Any]:
-        keep = self._overlap()[group] >= threshold
+        keep = self.scores.relevance()[group] >= threshold
         return group[keep], group[~keep]
 
     def ranked(self, group: Any, left: Callable[[], float]) -> Iterator[tuple[int, float, int]]:
@@ -1389,6 +1329,14 @@ class _ColumnSource:
 
     # Step 4: what the report needs.
 
+    def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
+        """The report's counts (`_ColumnReport.tally`)."""
+        return self.report.tally(filled, lost)
+
+    def sample(self, filled: list[Any], lost: set[int], per_key: int) -> list[tuple[int, Reason, Optional[str]]]:
+        """The report's sample (`_ColumnReport.sample`)."""
+        return self.report.sample(filled, lost, per_key)
+
     def entry(self, position: int) -> Mapping[str, Any]:
         return self.slots[position]  # type: ignore[return-value]
 
@@ -1411,6 +1359,181 @@ class _ColumnSource:
         codes = np.where(self.col["active"][alive], self.why[alive], _WHY.index(Reason.INACTIVE))
         return ((p, _WHY[c]) for p, c in zip(alive.tolist(), codes.tolist()))
 
+
+class _ColumnScores:
+    """Step 2 of a `_ColumnSource`, vectorised: the score of every position
+    for the query's scorer (the spec's default, bit-identical to
+    ``ScoringContext.score``; a words scorer's BM25, fused with its
+    embedder's cosines; an embedding scorer's cosines) and the relevance
+    column ``min_relevance`` thresholds. Built once the source's visibility
+    is settled (feedback reads the admitted candidates)."""
+
+    def __init__(self, src: _ColumnSource) -> None:
+        self.src = weakref.proxy(src)  # no cycle: see _ColumnSource.__init__
+        self._relevance: Optional[Any] = None
+        self._lexical: Optional[Any] = None
+
+    def column(self) -> Any:
+        """The score of every position, the query's scorer's (step 2)."""
+        col, ctx, index = self.src.col, self.src.ctx, self.src.owner
+        code = index._projects.known(ctx.project) if ctx.project is not None else None
+        project = col["project"]
+        embedding = self.src.embedding
+        relevance_first = self.src.words[0] if self.src.words is not None else None
+        if relevance_first is None and embedding is not None and embedding.fallback_reason is None:
+            relevance_first = embedding.scorer
+        if relevance_first is not None:
+            # The relevance-first scorers (RelevanceScorer's BM25, the
+            # embedding scorer's cosine): their bounded boost
+            # (Modifiers.boost_columns, the twin of Modifiers.boost) over the
+            # relevance column, combined as relevance.combine does per entry.
+            assert index._tags is not None
+            shared = index._tags.count(ctx.tags, self.src.size) if ctx.tags else None
+            modifiers = relevance_first.modifiers
+            boost = modifiers.boost_columns(
+                col["priority"],
+                None,
+                None,
+                shared,
+                col["ntags"],
+                None,
+                priority_term=self._priority_term(modifiers),
+                recency_term=modifiers.recency_columns(col["created"], _micros(ctx.ref)),
+                project_term=self._project_term(modifiers, code),
+            )
+            return combine_columns(self.relevance(), boost, relevance_first.floor)
+        seconds = (_micros(ctx.ref) - col["created"]).astype(np.float64) / 1e6
+        score = col["priority"].copy()
+        days = np.where(col["created"] >= 0, seconds / 86400.0, 0.0)
+        days = np.where(days < 0.0, 0.0, days)
+        recency = 1.0 - (days / RECENCY_HORIZON_DAYS) * RECENCY_DROP
+        score *= np.where(recency > RECENCY_FLOOR, recency, RECENCY_FLOOR)
+        if ctx.tags:
+            assert index._tags is not None
+            shared = index._tags.count(ctx.tags, self.src.size)
+            score *= 1.0 + (shared / col["ntags"]) * TAG_WEIGHT
+        same = project == (code if code is not None else -2)
+        score *= np.where(project < 0, 1.0, np.where(same, PROJECT_SAME, PROJECT_OTHER))
+        if ctx.nwords:
+            overlap = self.relevance()
+            score *= np.where(overlap > MESSAGE_THRESHOLD, 1.0 + overlap * MESSAGE_WEIGHT, 1.0)
+        return score
+
+    def _priority_term(self, modifiers: Any) -> Any:
+        """``modifiers``' priority term of every position
+        ([`priority_columns`][poolsplit_adapters.relevance.Modifiers.priority_columns]), kept by the
+        index while it does not change: it depends on no query."""
+        owner = self.src.owner
+        stamp = (owner._version, self.src.size, modifiers.priority_weight)
+        kept = owner._priority_terms
+        if kept is None or kept[0] != stamp:
+            term = modifiers.priority_columns(self.src.col["priority"])
+            term.flags.writeable = False
+            kept = owner._priority_terms = (stamp, term)
+        return kept[1]
+
+    def _project_term(self, modifiers: Any, code: Optional[int]) -> Any:
+        """``modifiers``' project term of every position
+        ([`project_columns`][poolsplit_adapters.relevance.Modifiers.project_columns]) for the
+        context's project ``code``, kept by the index while neither it nor
+        the project changes (an agent's calls name one project)."""
+        owner = self.src.owner
+        stamp = (owner._version, self.src.size, code, modifiers.project_weight)
+        kept = owner._project_terms
+        if kept is None or kept[0] != stamp:
+            # The project code (0 another, 1 none, 2 the context's) by one
+            # gather from a table indexed by project code (None, -1, is its last slot).
+            table = np.zeros(len(owner._projects), dtype=np.int8)
+            table[-1] = 1
+            if code is not None and code >= 0:
+                table[code] = 2
+            term = modifiers.project_columns(table[self.src.col["project"]])
+            term.flags.writeable = False
+            kept = owner._project_terms = (stamp, term)
+        return kept[1]
+
+    def relevance(self) -> Any:
+        """The relevance column: RelevanceScorer's normalised BM25, the
+        embedding scorer's (cosine, or its hybrid mix) when it ranks by
+        vectors, else the lexical overlap."""
+        if self._relevance is None and self.src.words is not None:
+            scorer, terms, query = self.src.words
+            self._relevance = terms.relevance(query, self.src.size)
+            if self.src.fused is not None:
+                # fuse() over the columns, the same float64 operations:
+                # (1 - w) * max(0, cosine) + w * BM25.
+                cosine = self._cosines(self.src.fused)
+                w = scorer.lexical_weight
+                self._relevance = (1.0 - w) * np.where(cosine > 0.0, cosine, 0.0) + w * self._relevance
+            if scorer.feedback is not None:
+                self._relevance = self._expanded(scorer, terms, self._relevance)
+        embedding = self.src.embedding
+        if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
+            self._relevance = self._cosines(embedding)
+        return self._lexical_overlap() if self._relevance is None else self._relevance
+
+    def _expanded(self, scorer: RanksByWords, terms: TermPostings, first: Any) -> Any:
+        """Twin of PreparedRelevance's feedback (relevance.feedback): the
+        best admitted contextual positions (visible, not always-scope) of
+        ``first`` above 0, ties by the core's key (created, id, position),
+        expand the query."""
+        feedback = scorer.feedback
+        assert feedback is not None
+        sources = np.flatnonzero(self.src.visible & ~self.src.col["always"] & (first > 0.0))
+        if not len(sources):
+            return first
+        ties = sources[:0]
+        if len(sources) > feedback.top:  # the best values: fewer than top above the cut, the rest from its ties
+            values = first[sources]
+            cut = np.partition(values, len(sources) - feedback.top)[len(sources) - feedback.top]
+            ties = sources[values == cut]
+            sources = sources[values > cut]
+        # Ties by the core's order after the score (created, id, position).
+        best = [key[3] for key in self.src.ties.ordered(first[sources], sources)[: feedback.top]]
+        # Many entries can share the cut's value (one template, one length):
+        # the few wanted are picked from them by comparisons in C, none sorted.
+        best += self.src.ties.smallest(ties, feedback.top - len(best))
+        corpus = scorer.corpus if scorer.corpus is not None and len(scorer.corpus) else terms.corpus
+        second = expansion(corpus, [self.src.slots[p]["content"] for p in best], feedback)  # type: ignore[index]
+        found = terms.relevance(second, self.src.size)
+        found = np.floor(found / SETTLE_STEP + 0.5) * SETTLE_STEP  # twin of relevance.feedback.settled
+        return (1.0 - feedback.weight) * first + feedback.weight * found
+
+    def _cosines(self, embedding: Any) -> Any:
+        """An embedding scorer's relevance of every row (cosine, or its
+        hybrid mix); zeros without a query vector (no message)."""
+        vectors = self.src.rows
+        if embedding.query_vector is None or vectors is None or vectors.matrix is None:
+            return np.zeros(self.src.size, dtype=np.float64)
+        lexical = self._lexical_overlap() if embedding.scorer.lexical_weight else None
+        return embedding.relevance_of_matrix(
+            vectors.matrix[: self.src.size], vectors.norms[: self.src.size], overlap=lexical
+        )
+
+    def _lexical_overlap(self) -> Any:
+        if self._lexical is None:
+            if not self.src.ctx.nwords:
+                self._lexical = np.zeros(self.src.size, dtype=np.float64)
+            else:
+                assert self.src.owner._words is not None
+                self._lexical = self.src.owner._words.count(self.src.ctx.words, self.src.size) / self.src.ctx.nwords
+        return self._lexical
+
+
+class _ColumnReport:
+    """The [`Counting`][poolsplit_adapters.poolsplit.Counting] part of a
+    `_ColumnSource`: the report's counts and sample of what one query left
+    out, from the source's columns with no row per entry (step 4). Reads
+    the source when asked, so a report made after ``detach`` reads its
+    private copies."""
+
+    def __init__(self, src: _ColumnSource) -> None:
+        self.src = weakref.proxy(src)  # no cycle: see _ColumnSource.__init__
+        self._left: Optional[tuple[Any, Any, Any]] = None  # (filled, key, keys) of the report's left-out keys
+        self._counted: Optional[tuple[Any, Any]] = None  # (key, how many positions hold each of its keys)
+        # (filled, _parts) of the report: its keys when the pool types are disjoint, else None
+        self._by_group: Optional[tuple[Any, Optional[list[tuple[Any, int, int, Any]]]]] = None
+
     def tally(self, filled: list[Any], lost: set[int]) -> dict[tuple[Optional[str], Reason], tuple[int, int]]:
         """Twin of the core's ``_left_out`` rule, counted with arrays (see
         `_left_keys`, or `_parts` when the pools' types are
@@ -1421,11 +1544,13 @@ class _ColumnSource:
         key, keys = self._left_keys(filled, lost)
         found = self._left_counts(filled, lost)
         tokens: Any
-        if self.max_cost * self.size < 2**53:  # every sum of costs is exact in float64
-            tokens = np.bincount(key, weights=self.col["cost"], minlength=len(keys) + 1)  # the last bin: what loaded
+        if self.src.max_cost * self.src.size < 2**53:  # every sum of costs is exact in float64
+            tokens = np.bincount(
+                key, weights=self.src.col["cost"], minlength=len(keys) + 1
+            )  # the last bin: what loaded
         else:  # costs near MAX_COST: summed as Python ints
             tokens = [0] * (len(keys) + 1)
-            for n, cost in zip(key.tolist(), self.col["cost"].tolist()):
+            for n, cost in zip(key.tolist(), self.src.col["cost"].tolist()):
                 tokens[n] += cost
         return {k: (int(found[n]), int(tokens[n]) if k[0] is not None else 0) for n, k in enumerate(keys) if found[n]}
 
@@ -1482,9 +1607,9 @@ class _ColumnSource:
             if types is None or named.intersection(types):
                 return None
             named.update(types)
-        if self.max_cost * self.size >= 2**62:  # sums of costs past int64: the general rule sums Python ints
+        if self.src.max_cost * self.src.size >= 2**62:  # sums of costs past int64: the general rule sums Python ints
             return None
-        cost, alive, active, why = self.col["cost"], self.col["alive"], self.col["active"], self.why
+        cost, alive, active, why = self.src.col["cost"], self.src.col["alive"], self.src.col["active"], self.src.why
         parts: list[tuple[Any, int, int, Any]] = []
 
         def positions(where: Any) -> Any:
@@ -1527,10 +1652,10 @@ class _ColumnSource:
         parts.append(((None, Reason.ALWAYS_NO_POOL), len(unpooled), 0, lambda n: unpooled[:n]))
         # The rest of the visible entries: contextual, of no pool's types
         # (the index's type column is not kept past the query: by elimination).
-        rest = int(np.count_nonzero(self.visible)) - grouped - len(unpooled)
+        rest = int(np.count_nonzero(self.src.visible)) - grouped - len(unpooled)
 
         def unclaimed() -> Any:
-            mask = self.visible & ~self.claimed
+            mask = self.src.visible & ~self.src.claimed
             for _, _, contextual, below, _ in filled:
                 mask[contextual] = False
                 if below is not None:
@@ -1560,7 +1685,7 @@ class _ColumnSource:
         cached = self._left
         if cached is not None and cached[0] is filled:
             return cached[1], cached[2]
-        size, cost = self.size, self.col["cost"]
+        size, cost = self.src.size, self.src.col["cost"]
         # Keys: inactive, the visibility reasons by their code in ``why``,
         # each pool's three reasons, then the unpooled always-scope and others.
         keys: list[tuple[Optional[str], Reason]] = [(None, Reason.INACTIVE)]
@@ -1586,9 +1711,9 @@ class _ColumnSource:
         # Then, each overriding the last, what is not visible or loaded,
         # hidden by visibility (its code in ``why``) and inactive (0): the
         # four cases are disjoint.
-        alive, active, why = self.col["alive"], self.col["active"], self.why
+        alive, active, why = self.src.col["alive"], self.src.col["active"], self.src.why
         key[list(lost)] = len(keys) - 2
-        key[chosen | ~self.visible] = loaded
+        key[chosen | ~self.src.visible] = loaded
         np.copyto(key, why, where=alive & active & (why > 0) & (why < len(_WHY) - 1))
         key[alive & ~active] = 0
         self._left = (filled, key, keys)

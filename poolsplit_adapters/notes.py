@@ -11,9 +11,9 @@ adapters' glue.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Optional
 
-from .poolsplit import Selection
+from .poolsplit import ScorerCall, Selection
 
 __all__ = ["OUTSIDE_NOTE", "note_fallback"]
 
@@ -24,18 +24,22 @@ __all__ = ["OUTSIDE_NOTE", "note_fallback"]
 OUTSIDE_NOTE = "always_outside_namespace"
 
 
-def note_fallback(selection: Selection, prepared: Any) -> Selection:
-    """Record on ``selection`` that ``prepared`` (the call's prepared scorer)
-    fell back, when it says so in ``fallback_reason``.
+def note_fallback(selection: Selection, prepared: Optional[ScorerCall]) -> Selection:
+    """Record on ``selection`` that ``prepared`` (the call's
+    [`ScorerCall`][poolsplit_adapters.poolsplit.ScorerCall], which always
+    answers ``fallback_reason``; None: no call's scorer to ask) fell back.
 
     Example:
         >>> from poolsplit_adapters import Pool, select
+        >>> from poolsplit_adapters.poolsplit import ScorerCall
         >>> class Fell:
         ...     fallback_reason = "query embedding failed: timeout"
-        >>> note_fallback(select([], [Pool("p", 100, 3)]), Fell()).notes["scorer_fallback"]
+        ...     def score(self, entry):
+        ...         return 1.0
+        >>> note_fallback(select([], [Pool("p", 100, 3)]), ScorerCall(Fell())).notes["scorer_fallback"]
         'query embedding failed: timeout'
     """
-    reason = getattr(prepared, "fallback_reason", None)
+    reason = prepared.fallback_reason if prepared is not None else None
     if reason:
         selection.notes["scorer_fallback"] = reason
     return selection

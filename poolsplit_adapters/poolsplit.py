@@ -28,7 +28,9 @@ The algorithm ([`select`][]; [`retrieve_pools`][] and [`retrieve`][] are the sam
 package's index and best-first sources are faster ones) with an optional [`Layering`][] (another step 3c):
 
 1. **Admit** the active entries (``is_active``, not expired) the query may see ([`Visibility`][]), read once.
-2. **Score** each admitted contextual entry a pool ranks, once per call.
+2. **Score** each admitted contextual entry a pool ranks, once per call, by the call's scorer: the spec's function
+   ``scorer(entry, context, *, now=None)`` or a [`PreparingScorer`][] (``prepare(context, now)``, then ``score`` and
+   ``relevance`` per entry), read through one [`ScorerCall`][] that answers its optional capabilities.
 3. **Fill each pool** in order, from the admitted entries of its types that no earlier pool took (by identity):
 
     - a. every always-scope entry first, in input order, outside both caps;
@@ -59,6 +61,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Protoco
 __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
     "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
+    "Scorer", "PreparedScorer", "PreparingScorer", "ScorerCall",
     "check_entry", "check_pools", "MAX_COST", "MAX_PRIORITY", "near_miss_scope", "visible", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
     "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
     "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
@@ -70,13 +73,40 @@ __version__ = "0.3.0.dev0"
 Entry = Mapping[str, Any]
 Context = Optional[Mapping[str, Any]]
 Moment = Optional[datetime.datetime]
-Scorer = Callable[..., float]
 TokenCounter = Callable[[str], int]
 IsActive = Callable[[Entry], bool]
 Loaded = dict[str, list[Any]]  # pool name -> the entries it loaded
 _NOW = "now must be a datetime.datetime or None"
 Text = Optional[str]
 Index = Optional[int]
+
+
+# The scorer protocol, declared once. A scorer is the spec's function ``scorer(entry, context, *, now=None)`` or a
+# PreparingScorer; prepare_scorer turns either into the one shape every caller reads, a ScorerCall.
+class PreparedScorer(Protocol):
+    """One call's scorer, what a [`PreparingScorer`][]'s ``prepare`` returns: ``score(entry)`` ranks (a finite
+    number), ``relevance(entry)`` is the part ``Pool.min_relevance`` thresholds. Optional capabilities, each asked
+    in one place ([`ScorerCall`][]): ``warm(entries)`` (a pool's candidates, before they are ranked: embed them in
+    one batch), ``admitted(entries)`` (once a call, its admitted contextual entries, before any ranking) and
+    ``fallback_reason`` (None, or why this call ranked another way than asked: the selection notes it).
+    Example: ``class Prepared: score = relevance = staticmethod(lambda entry: len(entry["content"]))``."""
+
+    def score(self, entry: Entry) -> float: ...
+    def relevance(self, entry: Entry) -> float: ...
+
+
+@runtime_checkable
+class PreparingScorer(Protocol):
+    """A scorer that digests a call's context once (embeds the query, splits its words) for many entries:
+    ``prepare(context, now)`` returns that call's [`PreparedScorer`][]. Implementing it is all a scorer needs
+    (no base class), here and in every adapter; the spec's function form is accepted as well.
+    Example: ``select(entries, pools, context, scorer=MyScorer())``, ``MyScorer`` having ``prepare``."""
+
+    def prepare(self, context: Context, now: Moment) -> PreparedScorer: ...
+
+
+#: What every ``scorer=`` takes: the spec's function ``(entry, context, *, now=None) -> float`` or a preparing one.
+Scorer = Union[Callable[..., float], PreparingScorer]
 
 # The default scorer's factors, named once (the index's vectorised twin reproduces them bit for bit).
 RECENCY_HORIZON_DAYS, RECENCY_DROP, RECENCY_FLOOR = 90.0, 0.7, 0.3
@@ -640,24 +670,65 @@ def default_scorer(entry: Entry, context: Context, *, now: Moment = None) -> flo
     return ScoringContext(context, now).score(entry)
 
 
-def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> Any:
-    """``scorer`` for one call, with ``score(entry)``, ``relevance(entry)`` and optionally ``warm(entries)`` (embed
-    a pool's candidates at once) and ``admitted(entries)`` (once a call, its admitted contextual entries, before any
-    ranking): its ``prepare(context, now)`` (the query embedded once), else a spec-form function asked once per entry
-    (by id()), whose one answer is both score and relevance (``min_relevance`` thresholds the whole score)."""
+def prepare_scorer(scorer: Scorer, context: Context, now: Moment) -> ScorerCall:
+    """``scorer`` for one call, as a [`ScorerCall`][]: a [`PreparingScorer`][]'s ``prepare(context, now)`` (the
+    query digested once), else a spec-form function asked once per entry (by id()), whose one answer is both score
+    and relevance (``min_relevance`` thresholds the whole score). The only place a scorer's form is told apart."""
     if scorer is default_scorer:
-        return ScoringContext(context, now)
-    if getattr(scorer, "prepare", None) is not None:
-        return scorer.prepare(context, now)  # type: ignore[attr-defined]
-    _check(callable(scorer), TypeError, "scorer must be callable", scorer)
+        return ScorerCall(ScoringContext(context, now))
+    prepare = getattr(scorer, "prepare", None)
+    if prepare is not None:
+        return ScorerCall.of(prepare(context, now))
+    _check(callable(scorer), TypeError, "scorer must be callable or have prepare(context, now)", scorer)
     answers: dict[int, Any] = {}
 
     def score(entry: Entry) -> Any:
         if id(entry) not in answers:
-            answers[id(entry)] = scorer(entry, context, now=now)
+            answers[id(entry)] = scorer(entry, context, now=now)  # type: ignore[operator]
         return answers[id(entry)]
 
-    return types.SimpleNamespace(score=score, relevance=score)
+    return ScorerCall(types.SimpleNamespace(score=score, relevance=score))
+
+
+def _nothing(entries: Sequence[Entry]) -> None:
+    """What a prepared scorer without ``warm`` or ``admitted`` does with them."""
+
+
+class ScorerCall:
+    """A scorer prepared for one call as every caller reads it ([`prepare_scorer`][] builds it): ``score`` and
+    ``relevance``, and each optional capability of a [`PreparedScorer`][] always there (``warm`` and ``admitted``
+    a no-op, ``fallback_reason`` None when the scorer has none), read here once, so no caller asks a scorer what
+    it can do. ``prepared`` is the scorer's own prepared object; ``default`` the spec's ``ScoringContext`` when
+    the call's scorer is ``default_scorer`` (its answers need no check; a source may bound them), else None.
+    Example: ``prepare_scorer(my_scorer, {"message": "deploy"}, None).score(entry)``."""
+
+    __slots__ = ("prepared", "score", "relevance", "warm", "admitted", "default")
+
+    def __init__(self, prepared: PreparedScorer) -> None:
+        hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now)"
+        _check(callable(getattr(prepared, "score", None)), TypeError, hint, prepared)
+        self.prepared = prepared
+        self.score: Callable[[Entry], float] = prepared.score
+        relevance, warm, admitted = (getattr(prepared, name, None) for name in ("relevance", "warm", "admitted"))
+        self.relevance: Callable[[Entry], float] = relevance if relevance is not None else self._no_relevance
+        self.warm: Callable[[Sequence[Entry]], None] = warm if warm is not None else _nothing
+        self.admitted: Callable[[Sequence[Entry]], None] = admitted if admitted is not None else _nothing
+        self.default = prepared if isinstance(prepared, ScoringContext) else None
+
+    @classmethod
+    def of(cls, prepared: Any) -> ScorerCall:
+        """``prepared`` as a ``ScorerCall`` (itself when it is one)."""
+        return prepared if isinstance(prepared, ScorerCall) else cls(prepared)
+
+    @property
+    def fallback_reason(self) -> Optional[str]:
+        """Why this call ranked another way than asked (read when asked: a batch may fall back late), else None."""
+        return getattr(self.prepared, "fallback_reason", None)
+
+    def _no_relevance(self, entry: Entry) -> float:
+        raise TypeError(
+            "the prepared scorer %s has no relevance(entry), which min_relevance needs" % type(self.prepared).__name__
+        )
 
 
 def checked_score(value: Any, entry: Entry, index: int, what: str) -> float:
@@ -731,11 +802,9 @@ class ListCandidates:
     ) -> None:
         listed = isinstance(entries, Iterable) and not isinstance(entries, (str, bytes, Mapping))
         _check(listed, TypeError, "entries must be a sequence of entry mappings", entries)
-        hint = "give the call's prepared scorer, prepare_scorer(scorer, context, now)"
-        _check(callable(getattr(prepared, "score", None)), TypeError, hint, prepared)
         _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
         self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
-        self.prepared, self.counter = prepared, token_counter
+        self.prepared, self.counter = ScorerCall.of(prepared), token_counter
         self.now = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
         self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
         self.reason: dict[int, Reason] = {}  # position -> why not admitted
@@ -747,8 +816,8 @@ class ListCandidates:
         self.claimed_at: set[int] = set()  # their positions: the same entries while no dict object is listed twice
         self.twice = len(set(map(id, self.items))) != len(self.items)  # one object at two positions: claim by id()
         self.admit(is_active, visibility, checked=costs is not None)
-        if getattr(prepared, "admitted", None) is not None:  # a scorer that reads the call's candidates first
-            prepared.admitted([self.items[i] for i in sorted(itertools.chain(*self.by_type.values()))])
+        if self.prepared.admitted is not _nothing:  # a scorer that reads the call's candidates first
+            self.prepared.admitted([self.items[i] for i in sorted(itertools.chain(*self.by_type.values()))])
 
     def admit(self, is_active: IsActive, visibility: Optional[Visibility], checked: bool) -> None:
         """1. Admit: each entry checked, then whether it is live and visible, read once; grouped by type."""
@@ -772,7 +841,7 @@ class ListCandidates:
         if position not in self.scores:
             entry = self.items[position]
             score = self.prepared.score(entry)
-            if not isinstance(self.prepared, ScoringContext):
+            if self.prepared.default is None:
                 score = checked_score(score, entry, position, "scorer")
             self.scores[position] = score * self.penalty.get(position, 1.0)
         return self.scores[position]
@@ -793,7 +862,7 @@ class ListCandidates:
         return found if self.claimed_at.isdisjoint(found) else [i for i in found if i not in self.claimed_at]
 
     def warm(self, group: list[int]) -> None:
-        if getattr(self.prepared, "warm", None) is not None:  # a scorer that embeds entries: one batch per pool
+        if self.prepared.warm is not _nothing:  # a scorer that embeds entries: one batch per pool
             self.prepared.warm([self.items[i] for i in group])
 
     def split_below(self, group: list[int], threshold: float) -> tuple[list[int], list[int]]:

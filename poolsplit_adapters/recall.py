@@ -38,6 +38,11 @@ long-horizon set (``benchmarks/eval/README.md``): with candidates only to
 fill the budget the vector-store paths were one to three evidence memories
 short of the store's own top-k at 256 tokens; with twice the budget they
 are above it at every budget.
+
+**What a store lends the scorer.** A scorer that takes a vector store's
+answers (`same_vector_space`, `takes_store_scores`) is found by its
+capabilities (`poolsplit_adapters.relevance.capabilities`), not by its class:
+the store's query vector and similarities serve any scorer with those members.
 """
 
 from __future__ import annotations
@@ -45,10 +50,11 @@ from __future__ import annotations
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Dict, Generic, List, Optional, Protocol, Tuple, TypeVar, runtime_checkable
+from typing import Any, Dict, Generic, List, Optional, Tuple, TypeVar
 
 from .poolsplit import BUDGET_REASONS, Pool, Selection, Visibility
 from .recall_search import Search as Search  # the plan's searches: handed out here too (recall.Search in the docs)
+from .relevance.capabilities import capabilities
 
 #: The type an entry without ``type`` has (the entry schema's default). A
 #: store filter on ``type`` does not see that default, so the plan adds a
@@ -421,70 +427,46 @@ def store_metric(store: Any, given: Any = None) -> Any:
         return None
 
 
-@runtime_checkable
-class EmbeddingScorerLike(Protocol):
-    """An optional capability of a scorer: it embeds with a model
-    (``EmbeddingScorer``), so a vector store's scores can stand in for its
-    own cosines when both use the same model."""
-
-    embedder: Any
-    model_id: str
-
-
-@runtime_checkable
-class TakesQueryVector(Protocol):
-    """An optional capability of a scorer: it can take the query's vector
-    from the caller (``EmbeddingScorer.with_query_vector``) instead of
-    embedding the query again."""
-
-    def with_query_vector(self, text: str, vector: Sequence[float]) -> Any:
-        """The scorer with ``vector`` as the embedding of message ``text``."""
-
-
 def with_query_vector(scorer: Any, text: str, vector: Optional[Sequence[float]]) -> Any:
     """``scorer`` reusing ``vector``, the query embedding a vector store's
     search was made with, for the message ``text`` (one query embedding per
-    call); unchanged without a vector or for a scorer that cannot take one.
+    call); unchanged without a vector or for a scorer that cannot take one
+    (`capabilities`' ``store_answers``).
     The caller checks `same_vector_space` first: a vector of another
     model would be a wrong relevance, not a saving."""
-    if vector is None or not isinstance(scorer, TakesQueryVector):
+    answers = capabilities(scorer).store_answers
+    if vector is None or answers is None:
         return scorer
-    return scorer.with_query_vector(text, vector)
-
-
-def embedding_of(scorer: Any) -> Any:
-    """The embedding part of ``scorer``: a
-    [`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer]'s embedder (None
-    for words alone), else the scorer itself (an ``EmbeddingScorer``)."""
-    from .relevance import RelevanceScorer
-
-    return scorer.embedding if isinstance(scorer, RelevanceScorer) else scorer
+    return answers.with_query_vector(text, vector)
 
 
 def same_vector_space(scorer: Any, embeddings: Any) -> bool:
-    """Whether ``scorer`` (an EmbeddingScorer, or a RelevanceScorer fusing
-    one) embeds with ``embeddings``, the store's model: the same object, or
-    the same model id. Only then is the store's score the cosine the scorer
-    would compute."""
-    scorer = embedding_of(scorer)
-    if embeddings is None or not isinstance(scorer, EmbeddingScorerLike) or scorer.embedder is None:
+    """Whether ``scorer``'s embedding part (`capabilities`' ``vectors``: an
+    EmbeddingScorer, or the one a RelevanceScorer fuses) embeds with
+    ``embeddings``, the store's model: the same object, or the same model
+    id. Only then is the store's score the cosine the scorer would
+    compute."""
+    vectors = capabilities(scorer).vectors
+    if embeddings is None or vectors is None or vectors.embedder is None:
         return False
-    if scorer.embedder is embeddings:
+    if vectors.embedder is embeddings:
         return True
     from .relevance.embedding import EmbeddingScorer
 
     try:
-        return bool(scorer.model_id == EmbeddingScorer(embeddings).model_id)
+        return bool(vectors.model_id == EmbeddingScorer(embeddings).model_id)
     except TypeError:
         return False
 
 
 def takes_store_scores(scorer: Any, embeddings: Any) -> bool:
     """Whether a vector store's scores (converted to cosines) serve
-    ``scorer`` as the similarity of the entries it recalled:
+    ``scorer`` as the similarity of the entries it recalled (a scorer that
+    takes them: `capabilities`' ``store_answers``):
 
-    * the adapters' default, a [`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer]
-      without an embedder: the store's similarity is the vector half of the
+    * the adapters' default, a words scorer without an embedder
+      ([`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer]):
+      the store's similarity is the vector half of the
       fused relevance (BM25 the other), so the default over a vector store
       never discards the ranking the store alone would give;
     * a scorer that embeds (``EmbeddingScorer``, a fused ``RelevanceScorer``)
@@ -494,11 +476,12 @@ def takes_store_scores(scorer: Any, embeddings: Any) -> bool:
 
     The caller still needs the score's metric (`store_metric`): an
     unknown one is never guessed at."""
-    from .relevance import RelevanceScorer
-
-    if isinstance(scorer, RelevanceScorer) and scorer.embedding is None:
+    found = capabilities(scorer)
+    if found.store_answers is None:
+        return False
+    if found.words is not None and found.words.embedding is None:
         return True
-    return same_vector_space(scorer, embeddings) and callable(getattr(scorer, "with_known_relevance", None))
+    return same_vector_space(scorer, embeddings)
 
 
 def store_scoring(scorer: Any, embeddings: Any, metric: Any) -> Tuple[bool, bool]:

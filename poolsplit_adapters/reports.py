@@ -33,7 +33,7 @@ from typing import Any, Optional
 
 from .notes import note_fallback
 from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
-from .relevance.scorer import RelevanceScorer
+from .relevance.capabilities import capabilities
 from .render import always_outside_namespace, dropped_rows, selection_dict
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
@@ -157,7 +157,7 @@ def select_noted(
     **options: Any,
 ) -> Selection:
     """The core's ``select`` (its one fill, with ``layering=``; same arguments), with the scorer's fallback noted;
-    a [`RelevanceScorer`][] without a corpus
+    a words scorer (`capabilities`' ``words``: a [`RelevanceScorer`][]) without a corpus
     ranks against the statistics of every entry given
     ([`over`][poolsplit_adapters.relevance.RelevanceScorer.over]), as a
     ``MemoryIndex`` of the same entries does.
@@ -168,9 +168,10 @@ def select_noted(
         selection.notes.get("scorer_fallback")   # e.g. "query embedding failed: ..."
         ```
     """
-    if isinstance(scorer, RelevanceScorer):
+    words = capabilities(scorer).words
+    if words is not None:
         entries = entries if isinstance(entries, (list, tuple)) else list(entries)
-        scorer = scorer.over(entries)
+        scorer = words.over(entries)
     prepared = prepare_scorer(scorer, context, now)
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this function
     selection = select(entries, pools, context, scorer=_Prepared(prepared), now=now, **options)

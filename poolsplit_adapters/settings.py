@@ -213,7 +213,8 @@ class AdapterSettings(BaseModel):
         default_factory=default_adapter_scorer,
         exclude=True,
         description=(
-            "Ranking function scorer(entry, context, *, now=None) -> float. None: words and vectors fused over "
+            "The ranking: a function scorer(entry, context, *, now=None) -> float, or any object with "
+            "prepare(context, now) (PreparingScorer). None: words and vectors fused over "
             "embeddings= when given (embedding_scorer_for), else the adapters' default (default_adapter_scorer)."
         ),
     )

@@ -5,7 +5,8 @@ One concern per module: `words` (text to terms), `bm25` (an
 incrementally kept corpus and the normalised BM25), `fusion` (words
 and vectors), `modifiers` (the bounded boosts and the score's shape),
 `feedback` (query expansion from the call's best matches),
-`scorer` (the scorer the core calls), `columns` (BM25 postings
+`scorer` (the scorer the core calls), `capabilities` (what a scorer can
+do beyond the core's protocol, asked in one place), `columns` (BM25 postings
 of a columnar store, the vectorised twin of `bm25`, numpy on use),
 `batch` (a batch of texts to the postings' term codes, each distinct
 word decided once: the batched twin of `words`).

@@ -52,6 +52,11 @@ Over a matrix of entry vectors, relevance is one matrix-vector product
 (`PreparedEmbeddingScore.relevance_of_matrix`); vectors are quantised
 so that product is exact and every path ranks identically.
 
+**Protocols.** It is the core's
+[`PreparingScorer`][poolsplit_adapters.poolsplit.PreparingScorer] and has the
+package's vectors and store-answers capabilities (`capabilities`): the
+index keeps its entry vectors, a vector store of its model lends it hers.
+
 numpy is required (the ``fast`` extra; every framework that provides
 embeddings already pulls it in).
 """
@@ -217,6 +222,12 @@ class EmbeddingScorer:
         name = getattr(embedder, "model", None) or getattr(embedder, "model_name", None)
         base = _describe_embedder(embedder)
         return "%s:%s" % (base, name) if isinstance(name, str) and name else base
+
+    @property
+    def known(self) -> Mapping[KnownKey, float]:
+        """The similarities a vector store returned, by entry id
+        ([`with_known_relevance`][]); empty for a scorer that embeds all."""
+        return self._known
 
     @property
     def cache(self) -> VectorCache:

@@ -25,6 +25,13 @@ so far in the call (the same input gives the same output).
 
 Embeddings are optional: without an embedder the relevance is BM25 alone
 and nothing but the standard library is used.
+
+**Protocols.** A [`RelevanceScorer`][] is the core's
+[`PreparingScorer`][poolsplit_adapters.poolsplit.PreparingScorer] (its
+[`PreparedRelevance`][] answers ``warm``, ``admitted`` and
+``fallback_reason``) and has the package's further capabilities
+(`capabilities`): words (the index scores it over its own postings) and a
+vector store's answers; nothing in the package asks for its class.
 """
 
 from __future__ import annotations

@@ -237,17 +237,17 @@ def test_adapters_over_documents_and_nodes_build_their_scorers_postings_when_con
     texts = ["Refunds are rounded down", "The staging gate opens at noon", "Refund the duplicate charge"]
     entries = [{"id": "e%d" % n, "type": "note", "content": text} for n, text in enumerate(texts)]
     plain = MemoryIndex(entries)
-    assert plain.prepare_for(plain._scorer) is plain and not plain._terms
-    assert plain.prepare_for(RelevanceScorer()) is plain and len(plain._terms) == 1
+    assert plain.prepare_for(plain._scorer) is plain and not plain._scoring.terms
+    assert plain.prepare_for(RelevanceScorer()) is plain and len(plain._scoring.terms) == 1
     # The constructor's keyword builds the same, while the entries are read.
-    assert not MemoryIndex(entries, prepare_for=[plain._scorer])._terms
-    assert len(MemoryIndex(entries, prepare_for=[RelevanceScorer(), RelevanceScorer()])._terms) == 1
+    assert not MemoryIndex(entries, prepare_for=[plain._scorer])._scoring.terms
+    assert len(MemoryIndex(entries, prepare_for=[RelevanceScorer(), RelevanceScorer()])._scoring.terms) == 1
     pools = [Pool("all", 100, 2)]
     documents = [Document(page_content=e["content"], metadata={"type": "note"}, id=e["id"]) for e in entries]
     nodes = [TextNode(text=e["content"], metadata={"type": "note"}, id_=e["id"]) for e in entries]
     langchain = LangChainRetriever(documents=documents, pools=pools, token_counter=default_token_counter, now=NOW)
     llama = LlamaIndexRetriever(pools, nodes=nodes, token_counter=default_token_counter, now=NOW)
-    assert len(langchain._held.index._terms) == 1 and len(llama._index._terms) == 1
+    assert len(langchain._held.index._scoring.terms) == 1 and len(llama._index._scoring.terms) == 1
     lazy = MemoryIndex(entries)
     expected = [e["id"] for e in lazy.select(pools, {"message": "refund"}, now=NOW, scorer=langchain.scorer).entries()]
     assert [d.id for d in langchain.invoke("refund")] == expected

@@ -428,7 +428,7 @@ def test_the_index_and_its_bm25_postings_split_a_batch_once_with_the_per_text_re
     per_entry.add_many(first + later)
     for index in (built, afterwards):
         index.extend(entries[len(first) :])
-        postings = index._terms[cache_key(analyzer)]
+        postings = index._scoring.terms[cache_key(analyzer)]
         expected = [per_entry.query(message).relevance(text, analyzer) for text in first + later]
         assert postings.relevance(postings.corpus.query(message), len(entries)).tolist() == expected
         assert dict(postings.corpus._df) == dict(per_entry._df)
