@@ -30,11 +30,20 @@ from typing import Any, Callable, Generic, Optional, Protocol, TypeVar
 
 from typing_extensions import TypedDict
 
-from .background import BackgroundConsolidation, ConsolidationRun
+from .background import BackgroundConsolidation, ConsolidationRun, check_delay
 from .call import AdapterCall
-from .checks import ArgumentError, check_instance, check_label, check_positive_int, check_string
+from .checks import ArgumentError, check_instance, check_positive_int, check_string
 from .memory.tasks import warn_unplanned_standing
-from .memory.turns import ASSISTANT, USER, Provenance, Said, exchange_id, exchange_proposals, standing_proposals
+from .memory.turns import (
+    ASSISTANT,
+    USER,
+    Provenance,
+    Said,
+    check_written_type,
+    exchange_id,
+    exchange_proposals,
+    standing_proposals,
+)
 from .memory.working_set import HUMAN, Demotion, View, plan_demotion
 from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 from .poolsplit import Selection
@@ -313,13 +322,19 @@ class AgentMemory:
         warn_unplanned_standing(owner, self.settings.pools, self.write_gate.standing is not None)
         self.now: Optional[datetime.datetime] = settings["now"]
         self.heading = check_string(heading, "heading")
-        self.episode_type = check_label(episode_type, "episode_type")
-        self.note_type = check_label(note_type, "note_type")
+        self.episode_type = check_written_type(episode_type, "episode_type")
+        self.note_type = check_written_type(note_type, "note_type")
         #: The background consolidation (None: off, the default).
         self.consolidation: Optional[BackgroundConsolidation] = None
 
     def _consolidating(self, owner: str, consolidator: Any, delay: float, now: Optional[datetime.datetime]) -> None:
-        """Hold the background consolidation over ``consolidator`` (None: off)."""
+        """Hold the background consolidation over ``consolidator`` (None: off).
+        The delay is checked either way: a bad one would otherwise wait,
+        unnoticed, for the day a consolidator is added."""
+        try:
+            check_delay(delay)
+        except ValueError as err:
+            raise ArgumentError("%s consolidation_delay: %s" % (owner, err)) from None
         if consolidator is not None:
             try:
                 self.consolidation = BackgroundConsolidation(consolidator, delay=delay, now=now)

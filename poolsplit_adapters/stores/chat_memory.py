@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..call import AdapterCall, cap, record_selection
+from ..checks import check_callable, check_flag
 from ..errors import ArgumentError
 from ..index import MemoryIndex
 from ..memory.consolidate import ConsolidationOp, ConsolidationResult
 from ..memory.expiry import Moment, note_expired
 from ..memory.tasks import warn_unplanned_standing
-from ..memory.turns import USER, Provenance, Said, exchange_id, exchange_proposals
+from ..memory.turns import USER, Provenance, Said, check_written_type, exchange_id, exchange_proposals
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
-from ..poolsplit import Chosen, Pool, Selection
+from ..poolsplit import Chosen, EntryError, Pool, Selection, check_entry
 from ..recall import VisibleEntries, present_types
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings, Framework
@@ -158,14 +159,16 @@ class ChatMemoryEntries(StoreVerbs):
         self.index = MemoryIndex(entries, token_counter=self.token_counter, prepare_for=(self.settings.scorer,))
         self._ids = IdLookup(self.index)
         self.long_term = store
-        self.share_chat = share_chat
-        self.episode_type = episode_type
-        self.episode_priority = episode_priority
-        self.flush_filter = flush_filter or self._default_filter
+        self.share_chat = check_flag(share_chat, "share_chat")
+        self.episode_type = check_written_type(episode_type, "episode_type")
+        self.episode_priority = _episode_priority(episode_priority)
+        self.flush_filter = check_callable(flush_filter, "flush_filter") or self._default_filter
         self.write_gate = write_gate or WriteGate()
         warn_unplanned_standing("PoolSplitMemoryStore", pools, self.write_gate.standing is not None, stacklevel=4)
         #: What the write gate did to flushed chat: ids written, refusals by reason.
         self.gate_report = GateReport()
+        if consolidator is not None:
+            _check_consolidator(consolidator)
         self.consolidator = consolidator
         #: The last flush's consolidation (None: no consolidator, or nothing new).
         self.last_consolidation: Optional[ConsolidationResult] = None
@@ -347,7 +350,11 @@ class ChatMemoryEntries(StoreVerbs):
         accepted: List[Dict[str, Any]] = []
         for proposal in settled:
             if proposal.refused is None:
-                entry = dict(proposal.entry, base_priority=self.episode_priority)
+                entry = dict(proposal.entry)
+                if entry["type"] == self.episode_type:
+                    # a raw line of the chat; the user's standing statements rank as the
+                    # middleware ranks them (the default), never as a transcript line
+                    entry["base_priority"] = self.episode_priority
                 session = entry["source"][len("session:") :] if entry["source"].startswith("session:") else None
                 if session:
                     entry[SESSION_KEY] = session
@@ -532,6 +539,30 @@ def _consolidated(
             changed.update(str(row["id"]) for row in op.writes)
     written = set(report.written) | changed
     return [None if e["id"] in written else repeats.get(e["id"], e["id"]) for e in entries]
+
+
+def _episode_priority(value: Any) -> Any:
+    """``episode_priority``, checked by the core's rule for the
+    ``base_priority`` it becomes: found on the first flush instead, the
+    error would come after LlamaIndex archived the lines, and every later
+    flush would fail on the kept lines again."""
+    try:
+        check_entry({"content": "-", "base_priority": value})
+    except EntryError as err:
+        raise ArgumentError("episode_priority %s" % err.problem) from None
+    return value
+
+
+def _check_consolidator(model: Any) -> None:
+    """A consolidator the flush can drive (a chat model, a LlamaIndex
+    ``LLM``, a ``Decider``), checked when the store is built, not on the
+    first flush after LlamaIndex archived its lines."""
+    from ..memory.consolidate_models import decider_for
+
+    try:
+        decider_for(model)
+    except (TypeError, ValueError, NotImplementedError) as err:
+        raise ArgumentError("consolidator: %s" % err) from None
 
 
 def session_text(session: Any) -> str:
