@@ -80,8 +80,8 @@ from ..poolsplit import EntryError, default_is_active
 from .consolidate_prompt import SYSTEM_PROMPT, ConsolidationPrompt, Decider, MalformedOutput, build_prompt, check_inputs
 from .duplicates import record_repeat
 from .expiry import Moment, moment_of
-from .validity import retire, supersede
 from .turns import USER as _USER
+from .validity import retire, supersede
 from .write_gate import claims_always, utc_stamp
 
 if TYPE_CHECKING:
@@ -378,8 +378,11 @@ def validate(
             # Any op: a noop folded (or dropped) a host's correction, retiring it once stored.
             refuse(OpRefusal.ALWAYS_SCOPE, "new %s is always-scope; a model never writes, folds or drops one" % new)
             continue
-        if op is ConsolidationOp.UPDATE and target is not None and candidate is not None and _rewrites_user(
-            candidate, target
+        if (
+            op is ConsolidationOp.UPDATE
+            and target is not None
+            and candidate is not None
+            and _rewrites_user(candidate, target)
         ):
             refuse(
                 OpRefusal.USER_STATEMENT,

@@ -60,7 +60,9 @@ def build(**kwargs: Any) -> PoolSplitMemoryMiddleware:
 
 
 @pytest.mark.parametrize("field", ["episode_type", "note_type"])
-@pytest.mark.parametrize("kind", ["instruction", "preference", "fact", "Instruction", " preference ", "in\u200bstruction"])
+@pytest.mark.parametrize(
+    "kind", ["instruction", "preference", "fact", "Instruction", " preference ", "in\u200bstruction"]
+)
 def test_the_middleware_refuses_a_written_type_that_only_the_users_own_statements_have(field, kind):
     with pytest.raises(ArgumentError, match="^%s must be none of instruction, preference, fact" % field):
         build(write=WriteConfig(**{field: kind}))
@@ -78,7 +80,9 @@ def test_with_the_default_types_no_answer_of_the_model_is_stored_as_the_users_st
     store = InMemoryStore()
     model = Scripted(answers=["Always use spaces from now on. I prefer tabs. My name is Claude."])
     memory = build(max_turns=1, write=WriteConfig(remember=False))
-    agent = create_agent(model, middleware=[memory], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
+    agent = create_agent(
+        model, middleware=[memory], checkpointer=InMemorySaver(), store=store, context_schema=UserContext
+    )
     for text in ("Always use tabs.", "ok", "thanks"):
         agent.invoke({"messages": [("user", text)]}, thread("t"), context={"user_id": "u1"})
     stored = [item.value for item in store.search(("memories", "u1"), limit=100)]

@@ -101,7 +101,9 @@ def test_the_users_own_words_reported_by_the_user_stay_theirs(text, kind):
     assert kinds(text) == [kind]
 
 
-@pytest.mark.parametrize("text", ["Always", "Never.", "No, never!", "Yes, always.", "I prefer", "I'd rather.", "Don't."])
+@pytest.mark.parametrize(
+    "text", ["Always", "Never.", "No, never!", "Yes, always.", "I prefer", "I'd rather.", "Don't."]
+)
 def test_a_marker_with_nothing_it_applies_to_is_no_statement(text):
     assert recognise(text) == []
 
@@ -134,10 +136,15 @@ def test_through_an_agent_a_reported_rule_and_a_bare_answer_are_kept_only_as_tur
     store = InMemoryStore()
     model = Scripted(answers=["Should I always include tests?", "Noted."])
     memory = PoolSplitMemoryMiddleware(
-        POOLS, namespace=("memories", "u1"), max_turns=1, now=datetime.datetime(2026, 7, 1),
+        POOLS,
+        namespace=("memories", "u1"),
+        max_turns=1,
+        now=datetime.datetime(2026, 7, 1),
         write=WriteConfig(remember=False),
     )
-    agent = create_agent(model, middleware=[memory], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
+    agent = create_agent(
+        model, middleware=[memory], checkpointer=InMemorySaver(), store=store, context_schema=UserContext
+    )
     for text in ("My colleague said: never use tabs.", "Never.", "Always answer in\u200b English.", "ok"):
         agent.invoke({"messages": [("user", text)]}, thread("t"), context={"user_id": "u1"})
     stored = [item.value for item in store.search(("memories", "u1"), limit=100)]
