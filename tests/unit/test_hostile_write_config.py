@@ -12,8 +12,10 @@ consolidation never ran."""
 
 from __future__ import annotations
 
+import copy
 import datetime
 import math
+import pickle
 from typing import Any, Iterator, List
 
 import pytest
@@ -32,6 +34,8 @@ from poolsplit_adapters.background import BackgroundConsolidation
 from poolsplit_adapters.errors import ArgumentError
 from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig, RenderConfig, WriteConfig
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore, poolsplit_memory_blocks
+from poolsplit_adapters.memory import WriteGate
+from poolsplit_adapters.memory.standing import RULES
 from poolsplit_adapters.stores import SQLiteMemoryStore
 
 NOW = datetime.datetime(2026, 7, 1)
@@ -157,3 +161,16 @@ def test_a_flush_through_memory_with_a_checked_store_writes_every_line_and_retri
     # the user's standing statements keep the default priority; the flushed lines take the store's
     assert {e.get("base_priority") for e in stored if e["type"] == "episode"} == {1}
     assert {e.get("base_priority", 5) for e in stored if e["type"] == "instruction"} == {5}
+
+
+@pytest.mark.parametrize("field, value", [("standing", "x"), ("part_chars", "10"), ("max_chars", -1), ("new", 1)])
+def test_a_write_gate_shared_with_a_middleware_cannot_be_changed_after_it_was_checked(field, value):
+    # Set after the middleware checked it, ``standing="x"`` or ``part_chars="10"`` failed
+    # deep inside the write of a later turn (AttributeError, TypeError).
+    gate = WriteGate(max_chars=4000)
+    build(write=WriteConfig(write_gate=gate))
+    with pytest.raises(AttributeError, match=r"^WriteGate\.%s cannot be changed once the gate is built" % field):
+        setattr(gate, field, value)
+    assert (gate.max_chars, gate.part_chars, gate.standing) == (4000, 1000, RULES)
+    twin = copy.deepcopy(pickle.loads(pickle.dumps(gate)))
+    assert (twin.max_chars, twin.part_chars) == (4000, 1000) and twin.standing is not None
