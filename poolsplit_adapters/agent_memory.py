@@ -162,12 +162,17 @@ class Heard:
         lines: its lines in a transcript, each as (label, body)
             (``("tool x: ", "...")``), spelled when a demoted turn needs them.
         plain: an answer of the model without tool calls.
+        user: the user's own words. A human message a framework wrote
+            (LangChain's summary of the conversation, written by a model)
+            is not: no standing statement is read from it, and a demoted
+            turn stores it among the answer's lines, under its own label.
     """
 
     view: View
     text: str
     lines: Callable[[], Sequence[tuple[str, str]]]
     plain: bool = False
+    user: bool = True
 
 
 @dataclass(frozen=True)
@@ -244,8 +249,8 @@ def _unheard(messages: Sequence[Heard], heard: Optional[str]) -> list[int]:
 def _sides(messages: Sequence[Heard]) -> list[Said]:
     """A turn's messages as the sides of an exchange: the user's words, then
     the answer with its tool calls and results (labelled line by line)."""
-    user = "\n".join(m.text.strip() for m in messages if m.view.kind == HUMAN)
-    others = [m for m in messages if m.view.kind != HUMAN]
+    user = "\n".join(m.text.strip() for m in messages if m.view.kind == HUMAN and m.user)
+    others = [m for m in messages if m.view.kind != HUMAN or not m.user]
     sides = [Said(USER, user)] if user.strip() else []
     if all(m.plain for m in others):  # a plain answer
         answer = "\n".join(m.text.strip() for m in others)
@@ -389,6 +394,8 @@ class AgentMemory:
         stamp = utc_stamp(self.now)
         proposals: list[Proposal] = []
         for i in heard:
+            if not messages[i].user:
+                continue  # a framework's words (a model's summary), never the user's statements
             proposals.extend(
                 standing_proposals(self.write_gate, messages[i].text, self._said(place, messages[i], stamp))
             )
