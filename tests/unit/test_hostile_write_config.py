@@ -174,3 +174,30 @@ def test_a_write_gate_shared_with_a_middleware_cannot_be_changed_after_it_was_ch
     assert (gate.max_chars, gate.part_chars, gate.standing) == (4000, 1000, RULES)
     twin = copy.deepcopy(pickle.loads(pickle.dumps(gate)))
     assert (twin.max_chars, twin.part_chars) == (4000, 1000) and twin.standing is not None
+
+
+@pytest.mark.parametrize("field", ["total_tokens", "total_entries"])
+def test_an_auto_total_beyond_the_largest_cost_is_refused_when_built_not_after_the_model_call(field):
+    # 10**30 was taken; the plan's budgets reached the selection event kept in the agent's
+    # state, and the checkpointer failed after the model call ("Integer exceeds 64-bit range").
+    totals = {"total_tokens": 1200, "total_entries": 12, field: 10**30}
+    with pytest.raises(ArgumentError, match="^PoolSplitMemoryMiddleware: %s is 10+, beyond MAX_COST" % field):
+        PoolSplitMemoryMiddleware("auto", namespace=("memories", "u1"), recall=RecallConfig(**totals))
+    largest = {"total_tokens": 1200, "total_entries": 12, field: 2**53 - 1}
+    memory = PoolSplitMemoryMiddleware(
+        "auto",
+        namespace=("memories", "u1"),
+        max_turns=1,
+        recall=RecallConfig(**largest),
+        write=WriteConfig(remember=False),
+    )
+    agent = create_agent(
+        Scripted(answers=["ok"]),
+        middleware=[memory],
+        checkpointer=InMemorySaver(),
+        store=InMemoryStore(),
+        context_schema=UserContext,
+    )
+    for text in ("Always use tabs.", "ok", "more"):
+        agent.invoke({"messages": [("user", text)]}, thread("t"), context={"user_id": "u1"})
+    assert memory.last_selection is not None and memory.last_selection.chosen
