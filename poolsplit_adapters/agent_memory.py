@@ -31,11 +31,20 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 
 from typing_extensions import TypedDict
 
-from .background import BackgroundConsolidation, ConsolidationRun
+from .background import BackgroundConsolidation, ConsolidationRun, check_delay
 from .call import AdapterCall
-from .checks import ArgumentError, check_instance, check_label, check_positive_int, check_string
+from .checks import ArgumentError, check_instance, check_positive_int, check_string
 from .memory.tasks import warn_unplanned_standing
-from .memory.turns import ASSISTANT, USER, Provenance, Said, exchange_id, exchange_proposals, standing_proposals
+from .memory.turns import (
+    ASSISTANT,
+    USER,
+    Provenance,
+    Said,
+    check_written_type,
+    exchange_id,
+    exchange_proposals,
+    standing_proposals,
+)
 from .memory.working_set import HUMAN, Demotion, View, plan_demotion
 from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 from .poolsplit import Selection
@@ -171,12 +180,17 @@ class Heard:
         lines: its lines in a transcript, each as (label, body)
             (``("tool x: ", "...")``), spelled when a demoted turn needs them.
         plain: an answer of the model without tool calls.
+        user: the user's own words. A human message a framework wrote
+            (LangChain's summary of the conversation, written by a model)
+            is not: no standing statement is read from it, and a demoted
+            turn stores it among the answer's lines, under its own label.
     """
 
     view: View
     text: str
     lines: Callable[[], Sequence[tuple[str, str]]]
     plain: bool = False
+    user: bool = True
 
 
 @dataclass(frozen=True)
@@ -253,8 +267,8 @@ def _unheard(messages: Sequence[Heard], heard: Optional[str]) -> list[int]:
 def _sides(messages: Sequence[Heard]) -> list[Said]:
     """A turn's messages as the sides of an exchange: the user's words, then
     the answer with its tool calls and results (labelled line by line)."""
-    user = "\n".join(m.text.strip() for m in messages if m.view.kind == HUMAN)
-    others = [m for m in messages if m.view.kind != HUMAN]
+    user = "\n".join(m.text.strip() for m in messages if m.view.kind == HUMAN and m.user)
+    others = [m for m in messages if m.view.kind != HUMAN or not m.user]
     sides = [Said(USER, user)] if user.strip() else []
     if all(m.plain for m in others):  # a plain answer
         answer = "\n".join(m.text.strip() for m in others)
@@ -331,13 +345,19 @@ class AgentMemory:
         warn_unplanned_standing(owner, self.settings.pools, self.write_gate.standing is not None)
         self.now: Optional[datetime.datetime] = settings["now"]
         self.heading = check_string(heading, "heading")
-        self.episode_type = check_label(episode_type, "episode_type")
-        self.note_type = check_label(note_type, "note_type")
+        self.episode_type = check_written_type(episode_type, "episode_type")
+        self.note_type = check_written_type(note_type, "note_type")
         #: The background consolidation (None: off, the default).
         self.consolidation: Optional[BackgroundConsolidation] = None
 
     def _consolidating(self, owner: str, consolidator: Any, delay: float, now: Optional[datetime.datetime]) -> None:
-        """Hold the background consolidation over ``consolidator`` (None: off)."""
+        """Hold the background consolidation over ``consolidator`` (None: off).
+        The delay is checked either way: a bad one would otherwise wait,
+        unnoticed, for the day a consolidator is added."""
+        try:
+            check_delay(delay)
+        except ValueError as err:
+            raise ArgumentError("%s consolidation_delay: %s" % (owner, err)) from None
         if consolidator is not None:
             try:
                 self.consolidation = BackgroundConsolidation(consolidator, delay=delay, now=now)
@@ -392,6 +412,8 @@ class AgentMemory:
         stamp = utc_stamp(self.now)
         proposals: list[Proposal] = []
         for i in heard:
+            if not messages[i].user:
+                continue  # a framework's words (a model's summary), never the user's statements
             proposals.extend(
                 standing_proposals(self.write_gate, messages[i].text, self._said(place, messages[i], stamp))
             )

@@ -45,6 +45,7 @@ import contextlib
 import datetime
 import functools
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict, deque
@@ -57,7 +58,7 @@ from .stores.base import StoreVerbs
 from .stores.consolidation import StoredConsolidation, apply_consolidation, consolidation_view
 from .threads import off_loop
 
-__all__ = ["BackgroundConsolidation", "ConsolidationRun", "LOGGER"]
+__all__ = ["BackgroundConsolidation", "ConsolidationRun", "LOGGER", "check_delay"]
 
 #: Where failed runs and refused operations are logged.
 LOGGER = logging.getLogger("poolsplit_adapters.consolidation")
@@ -105,6 +106,20 @@ class _Slot:
     task: Optional[asyncio.Task[None]] = None
 
 
+def check_delay(delay: Any) -> float:
+    """A consolidation delay: a finite number of seconds >= 0 (not a bool).
+    NaN passed a bare ``< 0`` test and infinity is a number, yet with either
+    a thread's deadline is never reached: its consolidation never runs, and
+    the ids it waits for are never reported.
+
+    Raises:
+        ValueError: naming the value.
+    """
+    if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not math.isfinite(delay) or delay < 0:
+        raise ValueError("consolidation delay must be a finite number of seconds >= 0, got %r" % (delay,))
+    return float(delay)
+
+
 class BackgroundConsolidation:
     """Debounced background consolidation of stored entries (module docstring).
 
@@ -143,8 +158,7 @@ class BackgroundConsolidation:
     ) -> None:
         from .memory.consolidate_models import decider_for
 
-        if isinstance(delay, bool) or not isinstance(delay, (int, float)) or delay < 0:
-            raise ValueError("consolidation delay must be a number of seconds >= 0, got %r" % (delay,))
+        check_delay(delay)
         if isinstance(nearest, bool) or not isinstance(nearest, int) or nearest < 0:
             raise ValueError("consolidation nearest must be an int >= 0, got %r" % (nearest,))
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:

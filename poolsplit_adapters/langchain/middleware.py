@@ -175,11 +175,19 @@ def _text(message: BaseMessage) -> str:
     return "\n".join([t for t in (text.strip(), *named) if t])
 
 
+def _written_by(message: BaseMessage) -> Optional[str]:
+    """Who wrote a human message that is not the user's: LangChain marks
+    those it writes itself with ``lc_source`` (``SummarizationMiddleware``'s
+    summary of the conversation, written by a model), else None."""
+    source = message.additional_kwargs.get("lc_source")
+    return source if isinstance(source, str) and source else None
+
+
 def _heard(message: BaseMessage) -> Heard:
     """A message of the state as the write step reads it."""
     text, lines = _text(message), functools.partial(_line, message)
     if isinstance(message, HumanMessage):
-        return Heard(View(HUMAN, message.id), text, lines)
+        return Heard(View(HUMAN, message.id), text, lines, user=_written_by(message) is None)
     if isinstance(message, AIMessage):
         calls = tuple(str(c["id"]) for c in message.tool_calls if c.get("id"))
         return Heard(View(AI, message.id, calls=calls), text, lines, plain=not message.tool_calls)
@@ -193,7 +201,7 @@ def _line(message: BaseMessage) -> list[tuple[str, str]]:
     from what was said (a body's own line breaks never start a speaker)."""
     text = _text(message).strip()
     if isinstance(message, HumanMessage):
-        return [("user: ", text)]
+        return [("%s: " % (_written_by(message) or "user"), text)]
     if isinstance(message, AIMessage):
         lines = [("assistant: ", text)] if text else []
         for call in message.tool_calls:

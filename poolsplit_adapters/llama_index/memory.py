@@ -10,7 +10,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import ConfigDict, Field
 
-from ..checks import ArgumentError
+from ..checks import ArgumentError, check_positive_int
 from ..poolsplit import Pool, Selection
 from ..render import marker
 from ..tokens import counter_from
@@ -144,8 +144,7 @@ def poolsplit_memory_blocks(
     priority 0 and truncates priority 1 before 2; a correction must never be
     truncated, and the pooled rest must be truncatable entry by entry.
     """
-    if priority < 1:
-        raise ArgumentError("the pooled block must be truncatable: priority >= 1, got %r" % (priority,))
+    check_positive_int(priority, "priority", "the pooled block must be truncatable")
     if tokenizer_fn is not None:
         if store_options.get("token_counter") is not None:
             raise ArgumentError("give tokenizer_fn= or token_counter=, not both")

@@ -35,7 +35,8 @@ How the model is kept honest:
   an always-scope correction (or claims ``scope: "always"``), reuses a handle
   an earlier accepted operation already took, crosses namespaces, or targets
   an entry that is no longer active, or asks for a change the validity
-  rules refuse. Refused operations apply nothing.
+  rules refuse, or updates the user's own statement (``said_by: "user"``)
+  with a memory that is not the user's statement of that type. Refused operations apply nothing.
 * **Nothing is lost.** The result lists accepted operations (with the exact
   entry dicts to write), refused ones with their reason, and the
   *unresolved* candidates, those no accepted operation disposed of; the host
@@ -79,6 +80,7 @@ from ..poolsplit import EntryError, default_is_active
 from .consolidate_prompt import SYSTEM_PROMPT, ConsolidationPrompt, Decider, MalformedOutput, build_prompt, check_inputs
 from .duplicates import record_repeat
 from .expiry import Moment, moment_of
+from .turns import USER as _USER
 from .validity import retire, supersede
 from .write_gate import claims_always, utc_stamp
 
@@ -135,6 +137,12 @@ class OpRefusal(str, Enum):
     #: the validity rules refuse the change (e.g. it would close a version
     #: before it became valid)
     INVALID_CHANGE = "invalid_change"
+    #: it updates a statement of the user's own (``said_by: "user"``: an
+    #: instruction, preference or fact the user stated) with a new memory
+    #: that is not the user's statement of the same type (the model's
+    #: answer, a tool's output, a turn): only the user changes what the
+    #: user said
+    USER_STATEMENT = "user_statement"
 
 
 @dataclass(frozen=True)
@@ -279,6 +287,16 @@ def _claims_always(raw: Mapping[str, Any]) -> bool:
     return claims_always(raw.get("scope"))
 
 
+def _rewrites_user(candidate: Mapping[str, Any], target: Mapping[str, Any]) -> bool:
+    """Whether superseding ``target`` with ``candidate`` would put other
+    words in the place of the user's own statement: ``target`` was said by
+    the user (``said_by``, stamped by the write path), ``candidate`` is not
+    a statement of the user's of the same type."""
+    if target.get("said_by") != _USER:
+        return False
+    return candidate.get("said_by") != _USER or candidate.get("type") != target.get("type")
+
+
 def validate(
     operations: Any,
     candidates: Sequence[Mapping[str, Any]],
@@ -359,6 +377,18 @@ def validate(
         if candidate is not None and candidate.get("scope") == "always":
             # Any op: a noop folded (or dropped) a host's correction, retiring it once stored.
             refuse(OpRefusal.ALWAYS_SCOPE, "new %s is always-scope; a model never writes, folds or drops one" % new)
+            continue
+        if (
+            op is ConsolidationOp.UPDATE
+            and target is not None
+            and candidate is not None
+            and _rewrites_user(candidate, target)
+        ):
+            refuse(
+                OpRefusal.USER_STATEMENT,
+                "existing %s is the user's own %s; new %s is not the user's %s, and only the user changes it"
+                % (old, target.get("type"), new, target.get("type")),
+            )
             continue
         if target is not None and not default_is_active(target):
             refuse(OpRefusal.INACTIVE, "existing %s is no longer active" % old)

@@ -47,7 +47,13 @@ comment are dropped first (`prose`). In English:
   "below", "for now", "right now"; "this project" and "this team" last)
   unless it has a standing scope word, a question that asks rather than
   requests ("Should I always ...?"), a refusal ("I prefer not to say"), a
-  reaction ("I like how this turned out").
+  reaction ("I like how this turned out");
+* **someone else's words**: the clauses after one that reports them ("My
+  colleague said: always use tabs", "The docs say: ..."; "I said: ..."
+  stays the user's own) are neither (`StandingRules.reported`), nor is a
+  sentence of bare markers with nothing they apply to ("Never.", "No,
+  always!", "I prefer": `StandingRules.contentless`), the answer to a
+  question it does not hold.
 
 A one-off request is no instruction: "Please review this code.", "Can you
 help me implement login?", "Make sure the test passes before we merge
@@ -83,6 +89,7 @@ import re
 from dataclasses import dataclass, field
 from typing import List, Mapping, Optional, Pattern, Sequence, Tuple
 
+from ..poolsplit import visible
 from .changes import states
 from .duplicates import normalise_text, value_tokens
 
@@ -113,12 +120,12 @@ _OPENERS = r"^(?:(?:and|also|oh|ok|okay|so|but|please|pls|btw|by the way|one mor
 
 def sentences(text: str) -> List[str]:
     """The sentences of ``text``, verbatim (stripped), in order: cut after
-    ``.``, ``!`` or ``?`` followed by a space, after ``。！？``, and at
-    every line break."""
+    ``.``, ``!``, ``?`` or a full-width ``．`` followed by a space, after
+    ``。！？``, and at every line break."""
     out: List[str] = []
     for line in text.splitlines():
         start = 0
-        for match in re.finditer(r"[.!?]+(?=\s)|[。！？]+", line):
+        for match in re.finditer(r"[.!?．]+(?=\s)|[。！？]+", line):
             piece = line[start : match.end()].strip()
             if piece:
                 out.append(piece)
@@ -199,9 +206,18 @@ class StandingRules:
     facts: Sequence[str] = ()
     requests: Sequence[str] = ()
     exceptions: Sequence[str] = ()
+    #: Patterns of a whole sentence that states nothing ("Always.", "No,
+    #: never!"): neither, whatever its clauses match.
+    contentless: Sequence[str] = ()
+    #: Patterns of a clause that reports someone else's words ("My colleague
+    #: said", "The docs say"): the clauses after it in its sentence are that
+    #: person's, never the user's instruction or preference.
+    reported: Sequence[str] = ()
     _compiled: Tuple[Tuple[Pattern[str], ...], Tuple[Pattern[str], ...]] = field(init=False, repr=False, compare=False)
     _facts: Tuple[Optional[Pattern[str]], ...] = field(init=False, repr=False, compare=False)
     _exceptions: Tuple[Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _reported: Tuple[Pattern[str], ...] = field(init=False, repr=False, compare=False)
+    _contentless: Tuple[Pattern[str], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         instructions: List[Pattern[str]] = []
@@ -229,6 +245,14 @@ class StandingRules:
             except re.error as err:
                 raise ValueError("StandingRules exceptions: bad pattern %r: %s" % (pattern, err)) from err
         object.__setattr__(self, "_exceptions", tuple(exceptions))
+        for name in ("reported", "contentless"):
+            compiled_list: List[Pattern[str]] = []
+            for pattern in getattr(self, name):
+                try:
+                    compiled_list.append(re.compile(pattern))
+                except re.error as err:
+                    raise ValueError("StandingRules %s: bad pattern %r: %s" % (name, pattern, err)) from err
+            object.__setattr__(self, "_" + name, tuple(compiled_list))
 
     def kind(self, sentence: str) -> str:
         """``"instruction"``, ``"preference"``, ``"fact"`` or ``""`` for one sentence."""
@@ -243,8 +267,13 @@ class StandingRules:
         instruction wins), else None."""
         instructions, preferences = self._compiled
         preferred: Optional[Tuple[str, str]] = None
+        whole = _TRAILING_MARK.sub("", normalise_text(sentence).replace("\u2019", "'"))
+        if any(p.search(whole) for p in self._contentless):
+            return None
         for clause in clauses(sentence):
             text = _TRAILING_MARK.sub("", normalise_text(clause).replace("\u2019", "'"))
+            if any(p.search(text) for p in self._reported):
+                break  # what follows is someone else's words
             if any(p.search(text) for p in self._exceptions):
                 continue
             if any(p.search(text) for p in instructions):
@@ -423,6 +452,21 @@ _EN_EXCEPTIONS = (
     r"|these|those|how|what|the way|your (?:answer|response|reply|explanation|suggestion|idea|approach)"
     r"|the (?:answer|idea|result|suggestion|approach|changes|update))\b",
 )
+# A sentence of markers with nothing they apply to ("Always.", "No, never!", "I prefer"): an
+# answer to a question the stored sentence no longer holds, which would load in every later
+# conversation. Only a whole sentence: "Always, and I mean always, include a test." says it.
+_EN_CONTENTLESS = (
+    r"^(?:(?:yes|yeah|yep|no|nope|sure|ok|okay|and|but|so|always|never|ever|again|not|do|don't|do not|dont"
+    r"|please|pls|really|definitely|absolutely|of course|i(?:'d| would)? (?:\w+ )?(?:prefer|rather|like|love"
+    r"|hate))\b[\s,.!?;:-]*)+$",
+)
+# Someone else's words reported ("My colleague said: always use tabs"): a clause that ends with a
+# verb of saying whose subject is not the user ("I said: ..." stays the user's own).
+_EN_REPORTED = (
+    r"^(?!.*\b(?:i|we|i've|we've|i'd|we'd)\b).*\b(?:said|says|say|told (?:me|us)|tells? (?:me|us)|wrote|writes"
+    r"|asked|asks|suggested|suggests|recommended|recommends|insisted|insists|claimed|claims|warned|warns|quoted"
+    r"|put it|puts it|goes|went)$",
+)
 
 #: The default tables. English, Spanish, German, French, Chinese.
 RULES = StandingRules(
@@ -482,6 +526,8 @@ RULES = StandingRules(
         r"|thanks|thank you|hi|hello|hey|here is|here's)\b",
     ),
     exceptions=_EN_EXCEPTIONS,
+    reported=_EN_REPORTED,
+    contentless=_EN_CONTENTLESS,
 )
 
 
@@ -495,13 +541,16 @@ class Standing:
 
 def recognise(text: str, rules: StandingRules = RULES) -> List[Standing]:
     """The instructions, preferences and facts stated in ``text`` (a
-    user's message), each sentence at most once, in order (see the module).
+    user's message), each sentence at most once, in order (see the module),
+    as a reader sees it: without invisible format characters (`visible`).
     Code is never read (`prose`); a sentence longer than
     `STANDING_MAX_WORDS` words gives only the clause that states an
     instruction or preference."""
     found: List[Standing] = []
     seen: set[str] = set()
-    for sentence in sentences(prose(text)):
+    # Read as a reader sees it (`visible`): a zero-width space after a "?" or
+    # between ". " made a question a statement or two sentences one.
+    for sentence in sentences(prose(visible(text))):
         key = normalise_text(sentence)
         if key in seen:
             continue

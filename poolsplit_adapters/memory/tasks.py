@@ -44,7 +44,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..poolsplit import Pool
+from ..poolsplit import MAX_COST, Pool
 from ._words import contains, words
 from .standing import FACT
 
@@ -529,6 +529,10 @@ def _check_total(name: str, value: Any) -> int:
         raise TypeError("%s must be an int, got %s %r" % (name, type(value).__name__, value))
     if value < 0:
         raise ValueError("%s must be >= 0, got %r" % (name, value))
+    if value > MAX_COST:
+        # the budgets shared out of it are reported in every selection event and kept in an
+        # agent's state: beyond the core's largest cost, a checkpointer cannot store them
+        raise ValueError("%s is %d, beyond MAX_COST (%d, the largest budget a report holds)" % (name, value, MAX_COST))
     return value
 
 

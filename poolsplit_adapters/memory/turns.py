@@ -45,14 +45,53 @@ import bisect
 from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..errors import argument_error
+from ..relevance.words import fold
 from .parts import split_text
-from .standing import recognise
+from .standing import FACT, INSTRUCTION, PREFERENCE, recognise
 from .write_gate import Proposal, WriteGate, hashed_id
 
-__all__ = ["Provenance", "Said", "USER", "ASSISTANT", "exchange_id", "exchange_proposals", "standing_proposals"]
+__all__ = [
+    "ASSISTANT",
+    "USER",
+    "USER_TYPES",
+    "Provenance",
+    "Said",
+    "check_written_type",
+    "exchange_id",
+    "exchange_proposals",
+    "standing_proposals",
+]
 
 USER = "user"
 ASSISTANT = "assistant"
+
+#: The types the write path gives only to what the user said (`standing`):
+#: loaded from a pool of their own as the user's standing orders and facts.
+USER_TYPES: Tuple[str, ...] = (INSTRUCTION, PREFERENCE, FACT)
+
+
+def check_written_type(value: Any, name: str) -> str:
+    """A type a write path stamps on what anyone said (``episode_type``, a
+    flushed line's; ``note_type``, the model's notes): a string that shows a
+    word, and none of `USER_TYPES`, even up to case, spaces or invisible
+    characters. Stamped on the model's answers, a tool's output or the
+    model's notes, such a type would store them as the user's own standing
+    instructions, preferences or facts.
+
+    Raises:
+        ArgumentError: naming ``name``.
+    """
+    if not isinstance(value, str) or not fold(value).strip():
+        raise argument_error(name, "a non-empty string", value)
+    if fold(value).strip() in USER_TYPES:
+        raise argument_error(
+            name,
+            "none of %s (the types only the user's own statements are stored as: the model's answers, "
+            "a tool's output and its notes would be stored as the user's)" % ", ".join(USER_TYPES),
+            value,
+        )
+    return value
 
 
 @dataclass(frozen=True)

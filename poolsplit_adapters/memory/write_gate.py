@@ -277,6 +277,9 @@ class WriteGate:
             (`RULES`, the default),
             or None to store none.
 
+    A gate cannot be changed once built (it may be shared by several
+    writers, each of which checked it): build another instead.
+
     Use [`propose`][] for each candidate, then [`settle`][] with the keys
     already in the store (one batched lookup) to mark duplicates; write the
     accepted entries; count them with [`GateReport`][].
@@ -300,6 +303,19 @@ class WriteGate:
         #: The rules that recognise the user's standing instructions and
         #: preferences (`standing`); None: off.
         self.standing = standing
+        self._built = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refuse a change once built: one gate is shared by every writer
+        it was given to (middlewares, LlamaIndex stores), which checked it
+        when they were built; a value set later failed deep inside a later
+        turn's write (``standing="x"``, ``part_chars="10"``)."""
+        if getattr(self, "_built", False):
+            raise AttributeError(
+                "WriteGate.%s cannot be changed once the gate is built (its writers checked it then); "
+                "build another: WriteGate(max_chars=..., part_chars=..., standing=...)" % name
+            )
+        object.__setattr__(self, name, value)
 
     def __repr__(self) -> str:
         return "WriteGate(max_chars=%d, part_chars=%d)" % (self.max_chars, self.part_chars)

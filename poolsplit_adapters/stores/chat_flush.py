@@ -102,7 +102,11 @@ class ChatFlush(StoreVerbs):
         accepted: List[Dict[str, Any]] = []
         for proposal in settled:
             if proposal.refused is None:
-                entry = dict(proposal.entry, base_priority=self.episode_priority)
+                entry = dict(proposal.entry)
+                if entry["type"] == self.episode_type:
+                    # a raw line of the chat; the user's standing statements rank as the
+                    # middleware ranks them (the default), never as a transcript line
+                    entry["base_priority"] = self.episode_priority
                 session = entry["source"][len("session:") :] if entry["source"].startswith("session:") else None
                 if session:
                     entry[SESSION_KEY] = session

@@ -19,13 +19,15 @@ import threading
 from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from ..call import AdapterCall, record_selection
+from ..checks import check_callable, check_flag
 from ..errors import ArgumentError
 from ..index import MemoryIndex
 from ..memory.consolidate import ConsolidationResult
 from ..memory.expiry import Moment, note_expired
 from ..memory.tasks import warn_unplanned_standing
+from ..memory.turns import check_written_type
 from ..memory.write_gate import GateReport, Proposal, WriteGate
-from ..poolsplit import Pool, Selection
+from ..poolsplit import EntryError, Pool, Selection, check_entry
 from ..recall import VisibleEntries, present_types
 from ..settings import AdapterSettings, Framework
 from .base import Change, MemoryStore, StoreVerbs, WriteReport
@@ -80,14 +82,16 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
         self.long_term = store
         #: The durable store under the contract (None: none given).
         self._durable: Optional[StoreVerbs] = None if store is None else contract_of(store)
-        self.share_chat = share_chat
-        self.episode_type = episode_type
-        self.episode_priority = episode_priority
-        self.flush_filter = flush_filter or self._default_filter
+        self.share_chat = check_flag(share_chat, "share_chat")
+        self.episode_type = check_written_type(episode_type, "episode_type")
+        self.episode_priority = _episode_priority(episode_priority)
+        self.flush_filter = check_callable(flush_filter, "flush_filter") or self._default_filter
         self.write_gate = write_gate or WriteGate()
         warn_unplanned_standing("PoolSplitMemoryStore", pools, self.write_gate.standing is not None, stacklevel=4)
         #: What the write gate did to flushed chat: ids written, refusals by reason.
         self.gate_report = GateReport()
+        if consolidator is not None:
+            _check_consolidator(consolidator)
         self.consolidator = consolidator
         #: The last flush's consolidation (None: no consolidator, or nothing new).
         self.last_consolidation: Optional[ConsolidationResult] = None
@@ -324,3 +328,27 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
             with self._lock:
                 self._contents = kept
         return note_expired(kept[1].select(pools, context, **options))
+
+
+def _episode_priority(value: Any) -> Any:
+    """``episode_priority``, checked by the core's rule for the
+    ``base_priority`` it becomes: found on the first flush instead, the
+    error would come after LlamaIndex archived the lines, and every later
+    flush would fail on the kept lines again."""
+    try:
+        check_entry({"content": "-", "base_priority": value})
+    except EntryError as err:
+        raise ArgumentError("episode_priority %s" % err.problem) from None
+    return value
+
+
+def _check_consolidator(model: Any) -> None:
+    """A consolidator the flush can drive (a chat model, a LlamaIndex
+    ``LLM``, a ``Decider``), checked when the store is built, not on the
+    first flush after LlamaIndex archived its lines."""
+    from ..memory.consolidate_models import decider_for
+
+    try:
+        decider_for(model)
+    except (TypeError, ValueError, NotImplementedError) as err:
+        raise ArgumentError("consolidator: %s" % err) from None
