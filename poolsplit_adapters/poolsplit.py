@@ -225,6 +225,9 @@ class Pool:
             _check(_is_number(value), TypeError, where + attr + " must be a number", value)
             _check(value == value, ValueError, where + attr + " must not be NaN")
             _check(value >= 0, ValueError, where + "%s must be >= 0, got %r" % (attr, value))
+            # an integer past every cost: no text needs it, and a host's state (JSON, msgpack) cannot hold it
+            big = isinstance(value, int) and value > MAX_COST
+            _check(not big, ValueError, where + "%s must be at most %d or math.inf, got %s" % (attr, MAX_COST, value))
         finite = low is None or _is_number(low, finite=True)
         _check(finite, TypeError, where + "min_relevance must be a finite number or None", low)
         hint = "not the bare string %r (did you mean (%r,)?)" % (types, types)

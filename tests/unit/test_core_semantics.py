@@ -171,6 +171,18 @@ def test_duplicate_pool_names_raise():
         retrieve_pools([], [Pool("a", 1, 1), Pool("a", 2, 2)])
 
 
+def test_a_budget_past_every_cost_is_refused_by_name_and_inf_is_no_cap():
+    # 10**30 was accepted, then an agent's checkpointer failed after the model
+    # call ("Integer exceeds 64-bit range"): no text costs more than 2**53 - 1.
+    with pytest.raises(
+        ValueError, match=r"^Pool 's': max_tokens must be at most 9007199254740991 or math.inf, got 10{30}$"
+    ):
+        Pool("s", 10**30, 3)
+    with pytest.raises(ValueError, match=r"^Pool 's': max_entries must be at most 9007199254740991 or math.inf"):
+        Pool("s", 10, 2**53)
+    assert Pool("s", float("inf"), 2**53 - 1).max_entries == 2**53 - 1
+
+
 def test_negative_budgets_raise():
     with pytest.raises(ValueError, match="max_tokens"):
         Pool("a", -1, 1)
