@@ -37,6 +37,9 @@ class StorePrimitives(ABC):
 
     #: (version, finder) of ``duplicate_finder``, kept between writes.
     _finder: Optional[Tuple[Any, DuplicateFinder]] = None
+    #: Commits of this store that raised: a finder captured before one of them
+    #: may hold what that write admitted, and is never brought along.
+    _failed_commits: int = 0
     #: Whether this store's writes are [`Change`][]s its own ``commit``
     #: applies (every store of the package). False for a host's store that
     #: meets the public protocol only (`ProtocolStore`):

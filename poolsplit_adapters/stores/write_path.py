@@ -256,18 +256,20 @@ class WritePath(StorePrimitives):
         else changed the store meanwhile (else it is dropped, and rebuilt
         on the next write)."""
         with FINDERS:
-            cached = self._finder
+            cached, failed = self._finder, self._failed_commits
         if cached is None:
-            self.commit(change)
+            self._commit_counted(change)
             return
         before = self.version
         try:
-            self.commit(change)
+            self._commit_counted(change)
         finally:
             with FINDERS:
                 self._finder = None  # until brought along below
         with FINDERS:
-            if cached[0] != before:
+            # Another write may have admitted its entries into this finder and
+            # failed since it was captured: then it holds entries never stored.
+            if cached[0] != before or self._failed_commits != failed:
                 return
             finder = cached[1]
             for old_id, _ in change.retire:
@@ -297,8 +299,24 @@ class WritePath(StorePrimitives):
             raise entry_error(copy, 0, "id", "must differ from the id it supersedes (give the new entry a new id)")
         return Change(insert=(copy,), retire=((entry_id, copy["id"]),))
 
+    def _commit_counted(self, change: Change) -> None:
+        """[`commit`][], a failure counted (see ``_commit_tracked``)."""
+        try:
+            self.commit(change)
+        except BaseException:
+            with FINDERS:
+                self._failed_commits += 1
+                self._finder = None
+            raise
+
     async def _acommit_tracked(self, change: Change) -> None:
         """``acommit``; a kept finder is dropped (rebuilt on the next write)."""
         with FINDERS:
             self._finder = None
-        await self.acommit(change)
+        try:
+            await self.acommit(change)
+        except BaseException:
+            with FINDERS:
+                self._failed_commits += 1
+                self._finder = None
+            raise
