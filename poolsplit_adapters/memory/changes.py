@@ -530,7 +530,9 @@ def updates(
     themselves and those at positions ``skip`` (repeats) change nothing;
     an entry of the batch is never a target (only stored versions are),
     and no stored entry is changed twice by one batch."""
-    own = {str(e.get("id")) for e in entries}
+    # the batch's own entries are no targets; one that repeats a stored entry under its id is
+    # that entry, which stays one (a re-sent line, then a change of it, in one write)
+    own = {str(e.get("id")) for n, e in enumerate(entries) if n not in skip}
     taken: set[str] = set()
     out: List[Optional[str]] = []
     for position, entry in enumerate(entries):

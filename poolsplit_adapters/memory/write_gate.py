@@ -65,6 +65,7 @@ from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
 from ..poolsplit import entry_error, near_miss_scope, visible
 from ..storable import REPLACEMENT, storable_form
+from .changes import CHANGING_TYPES
 from .duplicates import normalise_text, seen_rows
 from .expiry import EXPIRES, entry_time
 from .standing import RULES, StandingRules
@@ -395,11 +396,17 @@ class WriteGate:
     @staticmethod
     def settle(proposals: Sequence[Proposal], existing: Collection[str]) -> List[Proposal]:
         """Mark as duplicates the proposals whose key is already stored
-        (``existing``) or was proposed earlier in the same batch."""
-        seen = set(existing)
+        (``existing``) or was proposed earlier in the same batch. A
+        statement of a changing type (a fact, an instruction, a preference)
+        said twice in one batch is left to the store's write: a change of
+        it may come between ("db-7", "db-9", "db-7"), and only the store
+        knows which version the last one is (`changes`)."""
+        stored = set(existing)
+        seen = set(stored)
         out = []
         for p in proposals:
-            if p.refused is None and p.key in seen:
+            again = p.key in stored or (p.key in seen and p.entry.get("type") not in CHANGING_TYPES)
+            if p.refused is None and again:
                 p = replace(p, refused=Refusal.DUPLICATE, kept=p.key)
             elif p.refused is None:
                 seen.add(p.key)

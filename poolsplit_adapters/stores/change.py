@@ -22,7 +22,7 @@ from ..memory.validity import supersede, valid_from
 from ..memory.write_gate import check_write, utc_stamp
 from ..poolsplit import as_utc, check_entry, entry_error
 from .checks import stored_copy
-from .repeats import live, repeated, returning, same_text
+from .repeats import live, repeated, returned_id, returning, same_text
 from .store_errors import DuplicateEntry, EntryNotFound
 
 __all__ = [
@@ -286,6 +286,38 @@ class Change:
         return retired + replaced + [stored_copy(e)[1] for e in kept.values()] + list(inserted.values())
 
 
+def restated(
+    prepared: Sequence[Dict[str, Any]],
+    hits: Sequence[Optional[Duplicate]],
+    changed: Optional[Sequence[Optional[str]]] = None,
+) -> List[Optional[Duplicate]]:
+    """``hits`` without the repeats of a version this very write closes
+    before them: "db-7", then "db-9", then "db-7" again in one flush is a
+    fact that changed and changed back; folded into the first, whose next
+    version the second is, the third left "db-9" current. Such an entry is
+    written as a version of its own (the one after the statement it
+    changes, `batch_updates`), under `returned_id` when it carried the
+    closed one's id (a content-derived id). ``prepared``'s dicts are the
+    write's own copies: an id is changed in place."""
+    if changed is None or all(hit is None for hit in hits):
+        return list(hits)
+    earlier = batch_updates(prepared, {n for n, hit in enumerate(hits) if hit is not None}, changed)
+    closes: Dict[str, int] = {}  # id -> position of the first entry of the write that closes it
+    for position, (old, hit) in enumerate(zip(changed, hits)):
+        if old is not None and hit is None:
+            closes.setdefault(str(old), position)
+    for position, before in enumerate(earlier):
+        if before is not None:
+            closes.setdefault(str(prepared[before]["id"]), position)
+    out = list(hits)
+    for position, hit in enumerate(hits):
+        if hit is not None and closes.get(str(hit.kept["id"]), position) < position:
+            out[position] = None
+            if str(prepared[position]["id"]) == str(hit.kept["id"]):
+                prepared[position]["id"] = returned_id(hit.kept, prepared[position])
+    return out
+
+
 def settle_repeats(
     prepared: Sequence[Dict[str, Any]],
     hits: Sequence[Optional[Duplicate]],
@@ -297,6 +329,7 @@ def settle_repeats(
     [`EntryError`][]); an inserted entry that changes a stored statement
     (``changed``, `updates`)
     supersedes it."""
+    hits = restated(prepared, hits, changed)
     fresh: List[Dict[str, Any]] = []
     repeats: List[Tuple[str, Dict[str, Any]]] = []
     seen: set[str] = set()

@@ -215,3 +215,41 @@ def test_a_statement_changed_later_in_the_same_write_is_superseded_on_every_stor
         assert statements[old]["superseded_by"] == statements[new]["id"], kind
         assert statements[new]["supersedes"] == statements[old]["id"] and "superseded_by" not in statements[new]
         assert [v.entry["content"] for v in store.history(statements[new]["id"])] == [old, new]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "langgraph", "langgraph-async", "flush"])
+@pytest.mark.parametrize("stored_first", [False, True], ids=["one write", "first stored before"])
+def test_a_fact_changed_and_changed_back_in_one_write_ends_on_its_last_value(kind, stored_first):
+    # "db-7", "db-9", "db-7" again: the third was folded into the first (a repeat
+    # of it), which the second closes, so "db-9" stayed current.
+    import asyncio
+
+    from langgraph.store.memory import InMemoryStore
+    from llama_index.core.base.llms.types import ChatMessage
+
+    from poolsplit_adapters import Pool
+    from poolsplit_adapters.langchain import BaseStoreMemory
+    from poolsplit_adapters.llama_index import PoolSplitMemoryStore
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    said = ["The staging database is db-7.", "The staging database is db-9.", "The staging database is db-7."]
+    first, rest = (said[:1], said[1:]) if stored_first else ([], said)
+    if kind == "flush":
+        store = PoolSplitMemoryStore([], [Pool("all", 400, 10, ("episode", "fact"))], token_counter=lambda t: 1)
+        for part in (first, rest):
+            if part:
+                store.flush([ChatMessage(role="user", content=t, additional_kwargs={"session_id": "a"}) for t in part])
+    else:
+        if kind == "sqlite":
+            store = SQLiteMemoryStore(":memory:")
+        else:
+            store = BaseStoreMemory(InMemoryStore(), ("m", "u1"))
+        for part in (first, rest):
+            if part:
+                entries = [{"type": "fact", "content": t, "namespace": "m.u1"} for t in part]
+                asyncio.run(store.awrite(entries)) if kind == "langgraph-async" else store.write(entries)
+    facts = [e for e in store.entries() if e["type"] == "fact"]
+    current = [e for e in facts if "superseded_by" not in e]
+    assert [e["content"] for e in current] == ["The staging database is db-7."], kind
+    history = [v.entry["content"] for v in store.history(current[0]["id"])]
+    assert history == said, kind
