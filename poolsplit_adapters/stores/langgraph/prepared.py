@@ -292,104 +292,22 @@ def _digest(link: int, item: Item) -> int:
     return int.from_bytes(hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()[:16], "big")
 
 
-class PreparedRecall:
-    """The entries of one namespace chain, for one set of pool types, as a
-    kept [`MemoryIndex`][].
+class _StoreDeltas:
+    """What changed in the store since the kept index was last brought up
+    to date, read as cheaply as each store allows (an ``InMemoryStore``'s
+    items themselves, a ``SqliteStore``'s or ``PostgresStore``'s rows
+    compared as sets, a noted own write's keys alone): the half of
+    [`PreparedRecall`][] that reads, kept apart from the half that applies
+    (``_update``) and selects."""
 
-    Args:
-        memory: the chain's [`BaseStoreMemory`][] (reads and conversion).
-        pools: the pools whose types decide which items are candidates.
-        scorer: the index's scorer (an embedding scorer is vectorised).
-
-    Example:
-        ```python
-        prepared = PreparedRecall(memory, pools, scorer)
-        prepared.refresh()                       # cheap when nothing changed
-        selection = prepared.select(pools, {"message": "deploy"})
-        prepared.version                         # equal: the same content
-        ```
-    """
-
-    def __init__(self, memory: BaseStoreMemory, pools: Sequence[Pool], scorer: Scorer) -> None:
-        self.memory = memory
-        self.scorer = scorer
-        searches = tuple(RecallPlan(pools, fetch_k=1).searches())
-        self._keep: Callable[[Mapping[str, Any]], bool] = keeper(searches)
-        self._rows: Dict[_Key, _Row] = {}
-        self._order: List[_Key] = []
-        self._index: Optional[MemoryIndex] = None
-        self._token: Optional[Hashable] = None
-        # an InMemoryStore's items of each link, as last applied (what its next delta is read against)
-        self._items: Optional[Tuple[Any, ...]] = None
-        self._digest = 0
-        self._sqlite_seen: Dict[int, Set[Tuple[Any, ...]]] = {}  # link -> the rows of the last diff read
-        self._own: Optional[Tuple[Hashable, List[_Key]]] = None  # (watermark after, keys) of a noted own write
-        # the own namespace's items of each written type group, built on its first write
-        self._repeats: Dict[Tuple[Any, ...], RepeatCandidates] = {}
-        self._lock = threading.Lock()
-        self.reads = 0  # store reads beyond the watermark (for benchmarks and tests)
-
-    @staticmethod
-    def signature(pools: Sequence[Pool]) -> Tuple[Any, ...]:
-        """What decides the candidates of ``pools`` (prepared states are
-        shared by plans with the same one)."""
-        searches: Tuple[Search, ...] = tuple(RecallPlan(pools, fetch_k=1).searches())
-        return tuple(sorted({(s.types, s.always, s.untyped) for s in searches}, key=repr))
-
-    @property
-    def version(self) -> Tuple[str, int, str]:
-        """Equal versions mean the same candidates, in this process or
-        another (a sum of the candidates' content digests, with their number)."""
-        return ("prepared", len(self._order), "%032x" % self._digest)
-
-    # -- reading what changed ---------------------------------------------------------
-
-    def refresh(self) -> None:
-        """Bring the index up to date with the store: a watermark read, and
-        when it moved, the changed items only."""
-        with self._lock:
-            store = self.memory.store
-            token = watermark(store, self.memory.chain)
-            if token is not None and token == self._token and self._index is not None:
-                return
-            data = _in_memory(store)
-            if data is not None:
-                # Read after the watermark: a write in between moves the next one.
-                items = _in_memory_items(data, self.memory.chain)
-                changed, gone = self._in_memory_delta(items)
-                self._update(changed, gone, token)
-                self._items = items  # kept once applied: a malformed item is read again
-                return
-            elif _sqlite(store) is not None:
-                own = self._own_writes(token)
-                changed, gone, settle = own if own is not None else self._sqlite_delta()
-                self._update(changed, gone, token)
-                settle()  # the rows read, kept only once applied: a malformed item is read again
-                return
-            elif _postgres(store) is not None:
-                own = self._own_writes(token)
-                changed, gone, settle = own if own is not None else self._postgres_delta()
-                self._update(changed, gone, token)
-                settle()
-                return
-            else:
-                self.reads += 1
-                changed, gone = self._delta_of(store.batch(self.memory._ops(self.memory._plan(None, None))))
-            self._update(changed, gone, token)
-
-    async def arefresh(self) -> None:
-        """Async `refresh` (a store without a watermark is read with ``abatch``)."""
-        store = self.memory.store
-        if off_the_loop(store):  # its statements on its loop, waited for in a worker thread
-            await off_loop(self.refresh)
-            return
-        if _in_memory(store) is not None or _sqlite(store) is not None or _postgres(store) is not None:
-            self.refresh()  # a sync store: its reads block either way
-            return
-        results = await store.abatch(self.memory._ops(self.memory._plan(None, None)))
-        with self._lock:
-            self.reads += 1
-            self._update(*self._delta_of(results), None)
+    memory: BaseStoreMemory
+    reads: int
+    _rows: Dict[_Key, _Row]
+    _items: Optional[Tuple[Any, ...]]
+    _token: Optional[Hashable]
+    _own: Optional[Tuple[Hashable, List[_Key]]]
+    _sqlite_seen: Dict[int, Set[Tuple[Any, ...]]]
+    _lock: threading.Lock
 
     def _in_memory_delta(self, token: Tuple[Any, ...]) -> Tuple[List[_Read], Set[_Key]]:
         """What changed, from the items themselves: when the kept items are
@@ -553,6 +471,106 @@ class PreparedRecall:
             self._sqlite_seen = seen
 
         return changed, gone, settle
+
+
+class PreparedRecall(_StoreDeltas):
+    """The entries of one namespace chain, for one set of pool types, as a
+    kept [`MemoryIndex`][].
+
+    Args:
+        memory: the chain's [`BaseStoreMemory`][] (reads and conversion).
+        pools: the pools whose types decide which items are candidates.
+        scorer: the index's scorer (an embedding scorer is vectorised).
+
+    Example:
+        ```python
+        prepared = PreparedRecall(memory, pools, scorer)
+        prepared.refresh()                       # cheap when nothing changed
+        selection = prepared.select(pools, {"message": "deploy"})
+        prepared.version                         # equal: the same content
+        ```
+    """
+
+    def __init__(self, memory: BaseStoreMemory, pools: Sequence[Pool], scorer: Scorer) -> None:
+        self.memory = memory
+        self.scorer = scorer
+        searches = tuple(RecallPlan(pools, fetch_k=1).searches())
+        self._keep: Callable[[Mapping[str, Any]], bool] = keeper(searches)
+        self._rows: Dict[_Key, _Row] = {}
+        self._order: List[_Key] = []
+        self._index: Optional[MemoryIndex] = None
+        self._token: Optional[Hashable] = None
+        # an InMemoryStore's items of each link, as last applied (what its next delta is read against)
+        self._items: Optional[Tuple[Any, ...]] = None
+        self._digest = 0
+        self._sqlite_seen: Dict[int, Set[Tuple[Any, ...]]] = {}  # link -> the rows of the last diff read
+        self._own: Optional[Tuple[Hashable, List[_Key]]] = None  # (watermark after, keys) of a noted own write
+        # the own namespace's items of each written type group, built on its first write
+        self._repeats: Dict[Tuple[Any, ...], RepeatCandidates] = {}
+        self._lock = threading.Lock()
+        self.reads = 0  # store reads beyond the watermark (for benchmarks and tests)
+
+    @staticmethod
+    def signature(pools: Sequence[Pool]) -> Tuple[Any, ...]:
+        """What decides the candidates of ``pools`` (prepared states are
+        shared by plans with the same one)."""
+        searches: Tuple[Search, ...] = tuple(RecallPlan(pools, fetch_k=1).searches())
+        return tuple(sorted({(s.types, s.always, s.untyped) for s in searches}, key=repr))
+
+    @property
+    def version(self) -> Tuple[str, int, str]:
+        """Equal versions mean the same candidates, in this process or
+        another (a sum of the candidates' content digests, with their number)."""
+        return ("prepared", len(self._order), "%032x" % self._digest)
+
+    # -- reading what changed ---------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Bring the index up to date with the store: a watermark read, and
+        when it moved, the changed items only."""
+        with self._lock:
+            store = self.memory.store
+            token = watermark(store, self.memory.chain)
+            if token is not None and token == self._token and self._index is not None:
+                return
+            data = _in_memory(store)
+            if data is not None:
+                # Read after the watermark: a write in between moves the next one.
+                items = _in_memory_items(data, self.memory.chain)
+                changed, gone = self._in_memory_delta(items)
+                self._update(changed, gone, token)
+                self._items = items  # kept once applied: a malformed item is read again
+                return
+            elif _sqlite(store) is not None:
+                own = self._own_writes(token)
+                changed, gone, settle = own if own is not None else self._sqlite_delta()
+                self._update(changed, gone, token)
+                settle()  # the rows read, kept only once applied: a malformed item is read again
+                return
+            elif _postgres(store) is not None:
+                own = self._own_writes(token)
+                changed, gone, settle = own if own is not None else self._postgres_delta()
+                self._update(changed, gone, token)
+                settle()
+                return
+            else:
+                self.reads += 1
+                changed, gone = self._delta_of(store.batch(self.memory._ops(self.memory._plan(None, None))))
+            self._update(changed, gone, token)
+
+    async def arefresh(self) -> None:
+        """Async `refresh` (a store without a watermark is read with ``abatch``)."""
+        store = self.memory.store
+        if off_the_loop(store):  # its statements on its loop, waited for in a worker thread
+            await off_loop(self.refresh)
+            return
+        if _in_memory(store) is not None or _sqlite(store) is not None or _postgres(store) is not None:
+            self.refresh()  # a sync store: its reads block either way
+            return
+        results = await store.abatch(self.memory._ops(self.memory._plan(None, None)))
+        with self._lock:
+            self.reads += 1
+            self._update(*self._delta_of(results), None)
 
     def _update(self, changed: Sequence[_Read], gone: Set[_Key], token: Optional[Hashable]) -> None:
         """Apply what changed: new and rewritten items converted (all of
