@@ -126,48 +126,14 @@ class _Kept:
     unscored: Dict[str, int] = field(default_factory=dict)
 
 
-class InMemoryStoreSearch:
-    """Ranked type searches over one ``InMemoryStore(index=)`` (see the
-    module docstring), as the store's ``SearchItem`` lists.
+class _KeptRows:
+    """Keeping one namespace's rows in step with the store's dicts: new
+    and rewritten items appended (their vectors, type codes and owners),
+    retired ones marked, the arrays grown, compacted and renumbered: the
+    half of [`InMemoryStoreSearch`][] that maintains what its searches
+    read."""
 
-    Example:
-        ```python
-        search = InMemoryStoreSearch(store)
-        [facts, tasks] = search.run([RankedSearch(ns, 20, type="fact"), RankedSearch(ns, 20, type="task")], "deploy")
-        ```
-    """
-
-    #: Any ``limit`` is served (the Postgres search's is capped by its index).
-    most = 2**62
-    #: The most namespaces whose matrices one search keeps (the least
-    #: recently searched is dropped past it, and read again when searched).
-    MOST_NAMESPACES = 64
-
-    def __init__(self, store: Any) -> None:
-        if not serves_in_memory_store(store):
-            raise ValueError("InMemoryStoreSearch takes an InMemoryStore with a vector index")
-        self.store = store
-        self.vectors = QueryVectors()
-        self._kept: OrderedDict[Tuple[str, ...], _Kept] = OrderedDict()
-        self._types: Dict[str, int] = {}  # type -> its row code (>= 1)
-        self._lock = threading.Lock()
-        #: How each search of the last run was answered: "matrix", or "store" (the store's own search).
-        self.last_paths: List[str] = []
-
-    @classmethod
-    def shared(cls, store: Any) -> InMemoryStoreSearch:
-        """The one search of ``store`` in this process, made on first use:
-        every memory over the store (each user's chain, which may share a
-        namespace such as ``("memories", "shared")``) reads the same kept
-        matrices, instead of one copy (and one first build) each. Kept while
-        a memory holds it."""
-        with _SHARED_LOCK:
-            found = _SHARED.get(id(store))
-            if found is None or found.store is not store:
-                found = _SHARED[id(store)] = cls(store)
-            return found
-
-    # -- keeping the rows ---------------------------------------------------------------
+    _types: Dict[str, int]
 
     def _type_code(self, value: Any) -> int:
         kind = value.get("type") if isinstance(value, dict) else None
@@ -179,35 +145,6 @@ class InMemoryStoreSearch:
         if code is None:
             code = self._types[kind] = len(self._types) + 1
         return code
-
-    def _fresh(self, namespace: Tuple[str, ...]) -> Optional[_Kept]:
-        """The namespace's rows, read again where it changed; None when it holds nothing."""
-        data = self.store._data.get(namespace)
-        if not data:
-            self._kept.pop(namespace, None)
-            return None
-        kept = self._kept.get(namespace)
-        if kept is not None:
-            self._kept.move_to_end(namespace)
-            # The items as kept: nothing added, rewritten or removed (each
-            # put makes a new Item; the list compare meets the kept objects
-            # themselves first, so an unchanged namespace costs one C pass).
-            if list(data.values()) == kept.values:
-                return kept
-        vectors = self.store._vectors.get(namespace) or {}
-        if kept is None:
-            first = next((v for k in list(data) for v in (vectors.get(k) or {}).values()), None)
-            kept = self._kept[namespace] = _Kept(dims=len(first) if first is not None else 0)
-            while len(self._kept) > self.MOST_NAMESPACES:
-                self._kept.popitem(last=False)
-        try:
-            self._update(kept, data, vectors)
-        except BaseException:
-            # Half applied, the rows would no longer match what they were
-            # read from: forget them, the next search reads the namespace again.
-            self._kept.pop(namespace, None)
-            raise
-        return kept
 
     def _update(self, kept: _Kept, data: Dict[str, Any], vectors: Dict[str, Any]) -> None:
         """Bring ``kept`` to the namespace's items: rows of removed and
@@ -355,6 +292,79 @@ class InMemoryStoreSearch:
                 kept.row_order[row] = kept.order[key]
 
     # -- searching ----------------------------------------------------------------------
+
+
+class InMemoryStoreSearch(_KeptRows):
+    """Ranked type searches over one ``InMemoryStore(index=)`` (see the
+    module docstring), as the store's ``SearchItem`` lists.
+
+    Example:
+        ```python
+        search = InMemoryStoreSearch(store)
+        [facts, tasks] = search.run([RankedSearch(ns, 20, type="fact"), RankedSearch(ns, 20, type="task")], "deploy")
+        ```
+    """
+
+    #: Any ``limit`` is served (the Postgres search's is capped by its index).
+    most = 2**62
+    #: The most namespaces whose matrices one search keeps (the least
+    #: recently searched is dropped past it, and read again when searched).
+    MOST_NAMESPACES = 64
+
+    def __init__(self, store: Any) -> None:
+        if not serves_in_memory_store(store):
+            raise ValueError("InMemoryStoreSearch takes an InMemoryStore with a vector index")
+        self.store = store
+        self.vectors = QueryVectors()
+        self._kept: OrderedDict[Tuple[str, ...], _Kept] = OrderedDict()
+        self._types: Dict[str, int] = {}  # type -> its row code (>= 1)
+        self._lock = threading.Lock()
+        #: How each search of the last run was answered: "matrix", or "store" (the store's own search).
+        self.last_paths: List[str] = []
+
+    @classmethod
+    def shared(cls, store: Any) -> InMemoryStoreSearch:
+        """The one search of ``store`` in this process, made on first use:
+        every memory over the store (each user's chain, which may share a
+        namespace such as ``("memories", "shared")``) reads the same kept
+        matrices, instead of one copy (and one first build) each. Kept while
+        a memory holds it."""
+        with _SHARED_LOCK:
+            found = _SHARED.get(id(store))
+            if found is None or found.store is not store:
+                found = _SHARED[id(store)] = cls(store)
+            return found
+
+    # -- keeping the rows ---------------------------------------------------------------
+
+    def _fresh(self, namespace: Tuple[str, ...]) -> Optional[_Kept]:
+        """The namespace's rows, read again where it changed; None when it holds nothing."""
+        data = self.store._data.get(namespace)
+        if not data:
+            self._kept.pop(namespace, None)
+            return None
+        kept = self._kept.get(namespace)
+        if kept is not None:
+            self._kept.move_to_end(namespace)
+            # The items as kept: nothing added, rewritten or removed (each
+            # put makes a new Item; the list compare meets the kept objects
+            # themselves first, so an unchanged namespace costs one C pass).
+            if list(data.values()) == kept.values:
+                return kept
+        vectors = self.store._vectors.get(namespace) or {}
+        if kept is None:
+            first = next((v for k in list(data) for v in (vectors.get(k) or {}).values()), None)
+            kept = self._kept[namespace] = _Kept(dims=len(first) if first is not None else 0)
+            while len(self._kept) > self.MOST_NAMESPACES:
+                self._kept.popitem(last=False)
+        try:
+            self._update(kept, data, vectors)
+        except BaseException:
+            # Half applied, the rows would no longer match what they were
+            # read from: forget them, the next search reads the namespace again.
+            self._kept.pop(namespace, None)
+            raise
+        return kept
 
     def _search(self, kept: _Kept, scores: np.ndarray, search: RankedSearch) -> List[SearchItem]:
         used = kept.used
