@@ -30,3 +30,29 @@ def test_an_in_memory_stores_watermark_moves_with_each_write_of_its_namespace_an
     assert watermark(store, [U1]) == second  # another namespace's write is not ours
     store.delete(U1, "n1")
     assert watermark(store, [U1]) not in (first, second)
+
+
+def test_a_rewrite_among_many_items_is_read_alone_and_the_index_follows_it():
+    # One rewritten item of a namespace (a turn closing or re-seeing a stored
+    # entry) used to send every item through the per-item comparison; the
+    # delta is that item alone, and the kept index holds its new text.
+    from poolsplit_adapters import Pool
+    from poolsplit_adapters.defaults import default_adapter_scorer
+    from poolsplit_adapters.stores.langgraph.prepared import PreparedRecall, _in_memory, _in_memory_items
+
+    store = InMemoryStore()
+    ns = ("memories", "u1")
+    for i in range(50):
+        store.put(ns, "n%02d" % i, {"content": "note %d about the deploy" % i, "type": "note"})
+        store.put(ns, "s%02d" % i, {"content": "skill %d" % i, "type": "skill"})  # no pool's type: not a candidate
+    memory = BaseStoreMemory(store, ns)
+    pools = [Pool("notes", 10_000, 100, ("note",))]
+    prepared = PreparedRecall(memory, pools, default_adapter_scorer())
+    prepared.refresh()
+    store.put(ns, "n07", {"content": "note 7 moved to the refund queue", "type": "note"})
+    items = _in_memory_items(_in_memory(store), memory.chain)
+    changed, gone = prepared._in_memory_delta(items)
+    assert [(link, key) for link, key, _, _ in changed] == [(0, "n07")] and gone == set()
+    prepared.refresh()
+    contents = {e["id"]: e["content"] for e in prepared.entries()}
+    assert contents["n07"] == "note 7 moved to the refund queue" and len(contents) == 50
