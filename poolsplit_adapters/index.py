@@ -18,7 +18,7 @@ is bit-identical to [`default_scorer`][];
 the message and tag factors come from compact postings (word -> positions)
 instead of re-reading every text; and each pool ranks only the top slice of
 its candidates exactly, widening it only if the budget is not yet full.
-With a [`RelevanceScorer`][] (the
+With a [`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer] (the
 adapters' default) the BM25 relevance is vectorised too: term postings kept
 as entries come and go (`poolsplit_adapters.relevance.columns`), the
 document frequencies those of every entry the index holds, the bounded
@@ -765,7 +765,7 @@ class MemoryIndex:
         use_numpy: set False to force the pure-Python generic path.
         scorer: the index's own scorer (default: the spec's
             ``default_scorer``); ``select(scorer=...)`` overrides it per call.
-            With a [`RelevanceScorer`][]
+            With a [`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer]
             (the adapters' default) the BM25 postings are built with the
             index instead of on its first query.
         prepare_for: scorers whose structures are built with the entries:
@@ -1005,7 +1005,7 @@ class MemoryIndex:
 
     def prepare_for(self, scorer: Scorer) -> MemoryIndex:
         """Build now what the first query ranked by ``scorer`` would build
-        on first use: a [`RelevanceScorer`][]'s
+        on first use: a [`RelevanceScorer`][poolsplit_adapters.relevance.RelevanceScorer]'s
         BM25 postings (O(store), once; kept in step with every mutation
         after that). Other scorers have nothing to build (an embedding
         scorer's entry vectors stay lazy: embedding a store is a cost the
