@@ -130,7 +130,9 @@ def llama_index_demo(entries: List[Dict[str, Any]], pools: List[Pool], out: Text
     from .llama_index import PooledMemoryBlock, poolsplit_memory_blocks
 
     async def run() -> List[ChatMessage]:
-        blocks = poolsplit_memory_blocks(entries, pools, now=DEMO_NOW)
+        # the user's standing instructions and preferences, which the flush recognises, get a pool
+        standing = Pool("standing", 150, 12, ("instruction", "preference"))
+        blocks = poolsplit_memory_blocks(entries, [*pools[:1], standing, *pools[1:]], now=DEMO_NOW)
         memory = Memory.from_defaults(session_id="demo", token_limit=1500, memory_blocks=blocks)
         for n in range(150):
             await memory.aput(

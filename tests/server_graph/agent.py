@@ -29,7 +29,11 @@ from typing_extensions import TypedDict
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
 
-POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 4000, 40, ("episode", "note"))]
+POOLS = [
+    Pool("fixes", 0, 0, ("correction",)),
+    Pool("standing", 256, 20, ("instruction", "preference")),  # what the user asks for always
+    Pool("recent", 4000, 40, ("episode", "note", "fact")),
+]
 #: Turns kept verbatim in a thread; older ones are demoted to the store.
 MAX_TURNS = 2
 
