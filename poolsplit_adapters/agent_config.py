@@ -21,7 +21,7 @@ does and takes a `RecallConfig` too. The flat keywords of 0.2
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Optional
 
 from .agent_memory import DEFAULT_HEADING
@@ -71,6 +71,11 @@ class RecallConfig:
     scorer: Optional[Scorer] = None
     embeddings: Any = None
     token_counter: Optional[TokenCounter] = None
+
+    def settings(self) -> dict[str, Any]:
+        """The selection settings these are (each field under its own name),
+        as the middleware and the search tool hand them on."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -369,15 +369,9 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
             episode_type=write.episode_type,
             note_type=write.note_type,
             pools=pools,
-            total_tokens=recall.total_tokens,
-            total_entries=recall.total_entries,
             progressive=render.progressive,
-            embeddings=recall.embeddings,
-            token_counter=recall.token_counter,
-            scorer=recall.scorer,
             now=now,
-            chain_penalty=recall.chain_penalty,
-            fetch_k=recall.fetch_k,
+            **recall.settings(),
         )
         self._memory = RuntimeMemory("PoolSplitMemoryMiddleware", namespace, store, self.settings)
         self._consolidating(owner, write.consolidator, write.consolidation_delay, now)

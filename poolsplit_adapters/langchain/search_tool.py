@@ -110,18 +110,7 @@ def create_search_memory_tool(
             OWNER, removed, ("pools", "namespace", "store", "name", "description", "now", "recall")
         )
     recall = check_instance(recall, RecallConfig, "recall") or RecallConfig()
-    settings = AgentMemorySettings.held_by(
-        OWNER,
-        pools=pools,
-        token_counter=recall.token_counter,
-        scorer=recall.scorer,
-        embeddings=recall.embeddings,
-        now=now,
-        chain_penalty=recall.chain_penalty,
-        fetch_k=recall.fetch_k,
-        total_tokens=recall.total_tokens,
-        total_entries=recall.total_entries,
-    )
+    settings = AgentMemorySettings.held_by(OWNER, pools=pools, now=now, **recall.settings())
     searching = RuntimeMemory(OWNER, namespace, store, settings)
 
     def search_memory(runtime: ToolRuntime, query: str) -> str:

@@ -530,9 +530,9 @@ def install_filter_index(store: Any) -> None:
         ```
     """
     if hasattr(store, "EmbeddingStore"):
-        _install_pgvector_filter_index(store)
+        _pgvector_filter_index_setup(store, every=True)
     elif _is_llama_index_store(store):
-        _install_llama_index_filter_index(store)
+        _llama_index_filter_index_setup(store, every=True)
     elif is_postgres_store(store):
         with locked_cursor(store) as cur:
             for statement in _STORE_FILTER_INDEX_DDL:
@@ -882,18 +882,8 @@ def ensure_filter_index(store: Any) -> bool:
         ```
     """
     if _is_llama_index_store(store):
-        return _ensure_llama_index_filter_index(store)
-    require_pgvector_session(store, asynchronous=False)
-    with store._make_sync_session() as session:
-        connection = session.connection()
-        connection.exec_driver_sql(FilterIndexSetup.LOCK)
-        table = _pgvector_table(store, connection)
-        state = connection.execute(*_state_query(FILTER_INDEX, table)).one()
-        run = FilterIndexSetup.to_run(FilterIndexSetup.create(table), table, state)
-        for statement in run:
-            connection.exec_driver_sql(statement)
-        session.commit()
-        return FilterIndexSetup.created(run)
+        return FilterIndexSetup.created(_llama_index_filter_index_setup(store, every=False))
+    return FilterIndexSetup.created(_pgvector_filter_index_setup(store, every=False))
 
 
 async def aensure_filter_index(store: Any) -> bool:
@@ -1030,7 +1020,10 @@ class FirstUseSetup:
         )
 
 
-def _install_pgvector_filter_index(store: Any) -> None:
+def _pgvector_filter_index_setup(store: Any, *, every: bool) -> List[str]:
+    """The filter index setup of a ``PGVector`` on its own session, under
+    the setup lock: the statements the table still needs, or ``every`` one
+    (`install_filter_index`); returns those run."""
     # Fixed names only: ours and the framework's own table (quoted by the
     # dialect). Not a SQLAlchemy Index on the ORM table: that would join
     # PGVector's shared metadata, and its create_all would make it too.
@@ -1040,9 +1033,11 @@ def _install_pgvector_filter_index(store: Any) -> None:
         connection.exec_driver_sql(FilterIndexSetup.LOCK)  # beside a first use's setup
         table = _pgvector_table(store, connection)
         state = connection.execute(*_state_query(FILTER_INDEX, table)).one()
-        for statement in FilterIndexSetup.to_run(FilterIndexSetup.create(table), table, state, every=True):
+        run = FilterIndexSetup.to_run(FilterIndexSetup.create(table), table, state, every=every)
+        for statement in run:
             connection.exec_driver_sql(statement)
         session.commit()
+        return run
 
 
 #: The private names of LlamaIndex's ``PGVectorStore`` that our pool
@@ -1096,17 +1091,20 @@ def _postgres_quoting() -> Any:
     return dialect().identifier_preparer
 
 
-def _install_llama_index_filter_index(store: Any) -> None:
+def _llama_index_filter_index_setup(store: Any, *, every: bool) -> List[str]:
+    """`_pgvector_filter_index_setup` of LlamaIndex's ``PGVectorStore`` (its
+    own setup first: its schema and table exist after it)."""
     require_llama_index_internals(store)
-    store._initialize()  # the store's own setup: its schema and table exist after it
+    store._initialize()
     qualified, index, table = _llama_index_names(store)
     with store._session() as session, session.begin():
         connection = session.connection()
         connection.exec_driver_sql(FilterIndexSetup.LOCK)  # beside a first use's setup
         state = connection.execute(*_state_query(qualified, table)).one()
-        create = FilterIndexSetup.create_llama_index(index, table)
-        for statement in FilterIndexSetup.to_run(create, table, state, every=True):
+        run = FilterIndexSetup.to_run(FilterIndexSetup.create_llama_index(index, table), table, state, every=every)
+        for statement in run:
             connection.exec_driver_sql(statement)
+        return run
 
 
 def _llama_index_names(store: Any) -> Tuple[str, str, str]:
@@ -1121,20 +1119,6 @@ def _llama_index_names(store: Any) -> Tuple[str, str, str]:
     index = preparer.quote(filter_index_name(table.name))
     qualified = "%s.%s" % (preparer.quote_schema(table.schema), index) if table.schema else index
     return qualified, index, preparer.format_table(table)
-
-
-def _ensure_llama_index_filter_index(store: Any) -> bool:
-    require_llama_index_internals(store)
-    store._initialize()  # the store's own setup: its schema and table exist after it
-    qualified, index, table = _llama_index_names(store)
-    with store._session() as session, session.begin():
-        connection = session.connection()
-        connection.exec_driver_sql(FilterIndexSetup.LOCK)
-        state = connection.execute(*_state_query(qualified, table)).one()
-        run = FilterIndexSetup.to_run(FilterIndexSetup.create_llama_index(index, table), table, state)
-        for statement in run:
-            connection.exec_driver_sql(statement)
-        return FilterIndexSetup.created(run)
 
 
 async def _aensure_llama_index_filter_index(store: Any) -> bool:

@@ -304,10 +304,16 @@ class WritePath(StorePrimitives):
         try:
             self.commit(change)
         except BaseException:
-            with FINDERS:
-                self._failed_commits += 1
-                self._finder = None
+            self._commit_failed()
             raise
+
+    def _commit_failed(self) -> None:
+        """A commit raised: the kept finder may hold what its write
+        admitted; dropped, and the failure counted for writers that
+        captured it before."""
+        with FINDERS:
+            self._failed_commits += 1
+            self._finder = None
 
     async def _acommit_tracked(self, change: Change) -> None:
         """``acommit``; a kept finder is dropped (rebuilt on the next write)."""
@@ -316,7 +322,5 @@ class WritePath(StorePrimitives):
         try:
             await self.acommit(change)
         except BaseException:
-            with FINDERS:
-                self._failed_commits += 1
-                self._finder = None
+            self._commit_failed()
             raise
