@@ -37,6 +37,11 @@ class Search:
             ``None`` link).
         pool: the pool whose candidates it recalls (None: the always-scope
             fetch), so a search can grow until that pool's budget is full.
+        query: its own query text; None (every search of a plan): the
+            text the whole run searches for. A LangGraph store's batch of
+            near-duplicate searches has one per written entry (a searcher
+            that embeds one query a call serves none of these, see
+            `RecallSearcher.serves`).
 
     Example:
         ```python
@@ -51,6 +56,7 @@ class Search:
     always: bool = False
     namespaces: Tuple[str, ...] = ()
     pool: Optional[str] = None
+    query: Optional[str] = None
 
     def admits(self, entry: Mapping[str, Any]) -> bool:
         """Whether this search's filter matches ``entry``, as a store filter

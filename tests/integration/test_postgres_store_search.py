@@ -21,10 +21,10 @@ from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 from poolsplit_adapters.stores.langgraph.postgres_store_search import (
     PostgresStoreSearch,
-    RankedSearch,
     serves_postgres_store,
     walk_budget,
 )
+from poolsplit_adapters.stores.langgraph.ranked_search import RankedSearch
 from poolsplit_adapters.stores.postgres import filter_first_bound, install_filter_index
 
 PostgresStore = pytest.importorskip("langgraph.store.postgres").PostgresStore
@@ -119,7 +119,7 @@ def recalled(memory: BaseStoreMemory, pools: List[Pool] = POOLS) -> List[str]:
 
 
 def paths(memory: BaseStoreMemory) -> List[str]:
-    search = memory._postgres_search()
+    search = memory._ranked_search
     assert search is not None
     return search.last_paths
 
@@ -184,9 +184,9 @@ def test_a_short_page_is_completed_exactly(short_store):
     type's filter is remembered as large (as after deletions within the
     window), so its search walks the index instead of counting."""
     memory = BaseStoreMemory(short_store, U1, fetch_k=10)
-    search = memory._postgres_search()
+    search = memory._ranked_search
     assert search is not None
-    rare = RankedSearch(U1, 10, type="rare").as_search("memories.u1")
+    rare = RankedSearch(U1, 10, type="rare")  # a Search of the namespace "memories.u1"
     search.large_filters.saw(rare, filter_first_bound(10, table_rows(short_store)), found=10, exact=False)
     got = recalled(memory)
     assert [i for i in got if i.startswith("rare-")] == ["rare-%d" % i for i in range(RARE)]
@@ -383,7 +383,7 @@ def test_a_writes_near_duplicate_search_is_ours_and_still_finds_the_repeat(loade
         )
         assert report.kept == ["note-005", None]
         assert store.ranked_ops == []  # the near-duplicate searches (NEAR_K a type) were ours
-        assert memory._postgres_search() is not None and memory._postgres_search().last_paths  # and ran
+        assert memory._ranked_search is not None and memory._ranked_search.last_paths  # and ran
 
 
 @pytest.mark.parametrize("how", [{"pipeline": True}, {"pool_config": {"min_size": 1, "max_size": 2}}])
@@ -442,7 +442,7 @@ async def test_an_async_postgres_store_is_searched_by_our_statements_as_the_sync
 async def test_a_sync_recall_over_an_async_store_on_its_own_loop_is_refused(loaded: Database):
     async with AsyncPostgresStore.from_conn_string(loaded.conninfo, index=index_config(CountedEmbeddings())) as astore:
         memory = BaseStoreMemory(astore, U1, fetch_k=10)
-        search = memory._postgres_search()
+        search = memory._ranked_search
         assert search is not None and search.asynchronous
         with pytest.raises(asyncio.InvalidStateError, match="use the async interface"):
             search.run([RankedSearch(U1, 5, type="note")], QUERY)
@@ -483,7 +483,7 @@ def test_a_store_we_do_not_serve_still_recalls_untyped_items_as_notes(store):
     when untyped (the nearest of them: here both)."""
     ttl = PostgresStore(store.conn, index=index_config(CountedEmbeddings()), ttl={"default_ttl": 5})
     memory = BaseStoreMemory(ttl, U1, fetch_k=10)
-    assert memory._postgres_search() is None
+    assert memory._ranked_search is None
     got = memory.recall(POOLS[:2], {"message": QUERY}).entries
     assert {"bare-0", "bare-1"} <= {e["id"] for e in got}
     assert all(e.get("type") in ("note", "correction", None) for e in got)  # the side search keeps only untyped
@@ -496,7 +496,7 @@ def test_a_served_store_recalls_untyped_items_whatever_fetch_k(store, fetch_k):
     """A limit past our statements' (and no fetch_k: every item) goes to the
     store's own search, which finds no untyped item: the side search does."""
     memory = BaseStoreMemory(store, U1, fetch_k=fetch_k)
-    assert memory._postgres_search() is not None
+    assert memory._ranked_search is not None
     assert {"bare-0", "bare-1"} <= set(recalled(memory, POOLS[:2]))
 
 

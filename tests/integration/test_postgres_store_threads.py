@@ -128,8 +128,9 @@ def test_twenty_async_conversations_share_one_connection(pg_database: Any) -> No
 
 def _calls(store: Any) -> Dict[str, Any]:
     """Each statement-running function of ours over a sync PostgresStore."""
-    from poolsplit_adapters.stores.langgraph.postgres_store_search import PostgresStoreSearch, RankedSearch
+    from poolsplit_adapters.stores.langgraph.postgres_store_search import PostgresStoreSearch
     from poolsplit_adapters.stores.langgraph.prepared import watermark
+    from poolsplit_adapters.stores.langgraph.ranked_search import RankedSearch
     from poolsplit_adapters.stores.postgres import install_filter_index
     from poolsplit_adapters.stores.type_indexes import install_type_indexes
 
@@ -165,7 +166,8 @@ def test_ranked_searches_in_threads_over_a_pipelined_store_take_turns(pg_databas
     """In pipeline mode the store takes no lock; our ranked searches (each
     one transaction) still take it, so twenty at once never nest their
     transactions (psycopg refused them "at the wrong nesting level")."""
-    from poolsplit_adapters.stores.langgraph.postgres_store_search import PostgresStoreSearch, RankedSearch
+    from poolsplit_adapters.stores.langgraph.postgres_store_search import PostgresStoreSearch
+    from poolsplit_adapters.stores.langgraph.ranked_search import RankedSearch
 
     index = FORMS["index"][0]["index"]
     with postgres.PostgresStore.from_conn_string(pg_database.conninfo, index=index) as plain:

@@ -20,7 +20,8 @@ from psycopg.rows import dict_row
 from poolsplit_adapters import Pool
 from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import BaseStoreMemory
-from poolsplit_adapters.stores.langgraph.postgres_store_search import PostgresStoreSearch, RankedSearch, type_index_ef
+from poolsplit_adapters.stores.langgraph.postgres_store_search import PostgresStoreSearch, type_index_ef
+from poolsplit_adapters.stores.langgraph.ranked_search import RankedSearch
 from poolsplit_adapters.stores.postgres import SKIP_COUNT
 from poolsplit_adapters.stores.type_indexes import (
     CODES_SECONDS,
@@ -320,7 +321,7 @@ def test_the_middleware_recall_over_type_indexes_is_the_exact_one(store):
     pools = [Pool("episodes", 10_000, 5, ("episode",)), Pool("notes", 10_000, 5, ("note",))]
     memory = BaseStoreMemory(store, U1, fetch_k=5)
     recall = memory.recall(pools, {"message": QUERY})
-    search = memory._postgres_search()
+    search = memory._ranked_search
     assert search is not None and search.last_paths[0] in ("type index", "filter")  # 60 episodes: few, read exactly
     recall = memory.recall(pools, {"message": QUERY})  # their filter remembered as small: the same answer
     got = sorted(round(recall.scores[e["id"]], 4) for e in recall.entries if e["type"] == "episode")

@@ -20,7 +20,7 @@ from pg_embeddings import DIMS, hashed_ngrams
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory
 from poolsplit_adapters.stores.langgraph.memory_store_search import InMemoryStoreSearch, serves_in_memory_store
-from poolsplit_adapters.stores.langgraph.postgres_store_search import RankedSearch
+from poolsplit_adapters.stores.langgraph.ranked_search import RankedSearch
 
 NS, CHILD, OTHER = ("m", "u1"), ("m", "u1", "drafts"), ("m", "u2")
 WORDS = ["deploy", "refund", "checkout", "staging", "invoice", "retry"]

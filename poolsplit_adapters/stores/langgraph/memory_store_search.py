@@ -42,6 +42,9 @@ it, each user's chain, reads the same matrices), and keeps at most
 `InMemoryStoreSearch.MOST_NAMESPACES` namespaces (the least recently
 searched is dropped, and read again when searched). An update that fails
 halfway forgets the namespace, which is then read again whole.
+
+`InMemoryStoreSearch` is a searcher of the recall protocol
+(`RecallSearcher`, through `LangGraphSearcher`), as the Postgres one is.
 """
 
 from __future__ import annotations
@@ -57,8 +60,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from langgraph.store.base import SearchItem, SearchOp
 
+from ...recall_search import Search
 from ..internals import moved
-from .postgres_store_search import QueryVectors, RankedSearch
+from .ranked_search import LangGraphSearcher, QueryVectors, RankedSearch
 
 __all__ = ["InMemoryStoreSearch", "serves_in_memory_store"]
 
@@ -294,7 +298,7 @@ class _KeptRows:
     # -- searching ----------------------------------------------------------------------
 
 
-class InMemoryStoreSearch(_KeptRows):
+class InMemoryStoreSearch(_KeptRows, LangGraphSearcher):
     """Ranked type searches over one ``InMemoryStore(index=)`` (see the
     module docstring), as the store's ``SearchItem`` lists.
 
@@ -458,13 +462,6 @@ class InMemoryStoreSearch(_KeptRows):
         scores[nonzero] = dots[nonzero] / (norms[nonzero] * norm)
         return kept, scores
 
-    @staticmethod
-    def _texts(searches: Sequence[RankedSearch], query: Optional[str]) -> List[str]:
-        texts = [s.query if s.query is not None else query for s in searches]
-        if any(t is None for t in texts):
-            raise ValueError("InMemoryStoreSearch.run: a search without a query, and no query for the run")
-        return [str(t) for t in texts]
-
     def _own_ops(self, searches: Sequence[RankedSearch], query: Optional[str]) -> List[SearchOp]:
         ops = []
         for search in searches:
@@ -479,33 +476,35 @@ class InMemoryStoreSearch(_KeptRows):
         self.last_paths = ["store" if found is None else "matrix" for found in answered]
         return [list(next(rest)) if found is None else found for found in answered]
 
-    def run(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]:
+    def run(self, searches: Sequence[Search], query: Optional[str] = None) -> List[List[SearchItem]]:
         """Each search's items, nearest first, with the store's score: for
         its own ``query``, else ``query`` (each distinct text embedded once,
         by the store's embeddings)."""
         if not searches:
             return []
-        texts = self._texts(searches, query)
+        ranked = self._ranked(searches)
+        texts = self._texts(ranked, query)
         distinct = list(dict.fromkeys(texts))
         vectors = {t: self.store.embeddings.embed_query(t) for t in distinct}
         self.vectors.keep(vectors)
-        answered = self._answer(searches, vectors, query)
-        left = [s for s, found in zip(searches, answered) if found is None]
+        answered = self._answer(ranked, vectors, query)
+        left = [s for s, found in zip(ranked, answered) if found is None]
         own = self.store.batch(self._own_ops(left, query)) if left else []
-        return self._finish(searches, answered, own)
+        return self._finish(ranked, answered, own)
 
-    async def arun(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]:
+    async def arun(self, searches: Sequence[Search], query: Optional[str] = None) -> List[List[SearchItem]]:
         """Async `run` (the query embedded with ``aembed_query``, as the store's ``abatch`` does)."""
         if not searches:
             return []
-        texts = self._texts(searches, query)
+        ranked = self._ranked(searches)
+        texts = self._texts(ranked, query)
         distinct = list(dict.fromkeys(texts))
         found = await asyncio.gather(*(self.store.embeddings.aembed_query(t) for t in distinct))
         self.vectors.keep(dict(zip(distinct, found)))
-        answered = self._answer(searches, dict(zip(distinct, found)), query)
-        left = [s for s, got in zip(searches, answered) if got is None]
+        answered = self._answer(ranked, dict(zip(distinct, found)), query)
+        left = [s for s, got in zip(ranked, answered) if got is None]
         own = await self.store.abatch(self._own_ops(left, query)) if left else []
-        return self._finish(searches, answered, own)
+        return self._finish(ranked, answered, own)
 
 
 #: The one search per store (`InMemoryStoreSearch.shared`), by the store's id.

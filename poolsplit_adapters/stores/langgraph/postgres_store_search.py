@@ -56,16 +56,18 @@ loop, as the store's own ``batch`` does) with an ``hnsw`` or ``flat`` index
 of ``vector`` or ``halfvec`` and no TTL (expiry and refresh-on-read stay the
 store's), and a ``limit`` the HNSW scan can give (`MOST_RANKED`).
 Anything else is searched by the store itself, as before.
+
+`PostgresStoreSearch` is a searcher of the recall protocol
+(`RecallSearcher`, the members both LangGraph searchers share in
+`LangGraphSearcher`): `BaseStoreMemory` holds it, or `InMemoryStoreSearch`,
+through that protocol alone.
 """
 
 from __future__ import annotations
 
-import collections
-import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Callable, Dict, Generator, List, Optional, Protocol, Set, Tuple, cast
+from typing import Any, Callable, Dict, Generator, List, Optional, Set, Tuple, cast
 
 from langgraph.store.base import SearchItem
 
@@ -87,13 +89,12 @@ from ..postgres import (
 )
 from ..type_indexes import CODE_COLUMN, CODES_SECONDS, NULL_CODES, TYPE_CODES, type_codes_sql
 from .namespaces import namespace_label
+from .ranked_search import LangGraphSearcher, QueryVectors, RankedSearch
 
 __all__ = [
     "MOST_RANKED",
     "EVERY_ITEM",
     "PostgresStoreSearch",
-    "RankedSearch",
-    "RankedSearcher",
     "STORE_FILTER_INDEX",
     "WALK_MARGIN",
     "serves_postgres_store",
@@ -192,87 +193,6 @@ def walk_budget(k: int, rows: float) -> int:
     return max(least, WALK_MARGIN * bound // HNSW_VISIT_COST)
 
 
-@dataclass(frozen=True)
-class RankedSearch:
-    """One ranked search: the ``limit`` items of ``namespace`` nearest the
-    query, of one ``type`` (``untyped``: of none; both unset: of any).
-
-    Example:
-        ```python
-        RankedSearch(("memories", "u1"), 20, type="fact")
-        ```
-    """
-
-    namespace: Tuple[str, ...]
-    limit: int
-    type: Optional[str] = None
-    untyped: bool = False
-    #: This search's own query text (a write's near-duplicate search has its
-    #: entry's); None: the run's query.
-    query: Optional[str] = None
-
-    def as_search(self, label: str) -> Search:
-        """The recall plan's `Search` of the
-        same filter (what `LargeFilters` remembers)."""
-        types = (self.type,) if self.type is not None else None
-        return Search("ranked", self.limit, types=types, untyped=self.untyped, namespaces=(label,))
-
-
-class RankedSearcher(Protocol):
-    """What answers a recall's ranked type searches for the middleware's
-    store (`PostgresStoreSearch`,
-    `InMemoryStoreSearch`):
-    each search's items, nearest first, as the store's ``SearchItem``s."""
-
-    #: The largest ``limit`` it serves (a larger one is the store's own search).
-    most: int
-    #: How each search of the last run was answered (for tests and benchmarks).
-    last_paths: List[str]
-
-    #: the query vectors its runs embedded, by text (see `QueryVectors`)
-    vectors: QueryVectors
-
-    def run(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]: ...
-
-    async def arun(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]: ...
-
-
-class QueryVectors:
-    """The query vectors a ranked searcher embedded lately, by text (the
-    last `MOST`): the middleware's scorer, when it embeds with the
-    store's own model, takes the recall's vector instead of embedding the
-    message a second time (one query embedding per call).
-
-    Example:
-        ```python
-        vectors = QueryVectors()
-        vectors.keep({"refund rounding": [0.1, 0.3]})
-        vectors.get("refund rounding")   # [0.1, 0.3]
-        ```
-    """
-
-    #: The most texts kept (the oldest goes first).
-    MOST = 64
-
-    def __init__(self) -> None:
-        self._kept: collections.OrderedDict[str, List[float]] = collections.OrderedDict()
-        self._lock = threading.Lock()
-
-    def keep(self, vectors: Mapping[str, Sequence[float]]) -> None:
-        """Remember each text's vector."""
-        with self._lock:
-            for text, vector in vectors.items():
-                self._kept[text] = [float(x) for x in vector]
-                self._kept.move_to_end(text)
-            while len(self._kept) > self.MOST:
-                self._kept.popitem(last=False)
-
-    def get(self, text: str) -> Optional[List[float]]:
-        """``text``'s vector if a run embedded it lately, else None."""
-        with self._lock:
-            return self._kept.get(text)
-
-
 def _index_config(store: Any) -> Optional[Mapping[str, Any]]:
     config = getattr(store, "index_config", None)
     return config if isinstance(config, Mapping) and config else None
@@ -306,7 +226,7 @@ def _type_condition(search: RankedSearch) -> Tuple[str, Dict[str, Any]]:
     return "", {}
 
 
-class PostgresStoreSearch:
+class PostgresStoreSearch(LangGraphSearcher):
     """Ranked searches over one ``PostgresStore(index=)`` (see the module
     docstring), as the store's ``SearchItem`` lists.
 
@@ -427,17 +347,18 @@ class PostgresStoreSearch:
         distinct = list(dict.fromkeys(texts))
         return {t: list(v) for t, v in zip(distinct, await self.store.embeddings.aembed_documents(distinct))}
 
-    def run(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]:
+    def run(self, searches: Sequence[Search], query: Optional[str] = None) -> List[List[SearchItem]]:
         """Each search's items, nearest first, with the store's score: for
         its own ``query``, else ``query`` (each distinct text embedded once)."""
         if not searches:
             return []
         if self.asynchronous:
             return cast("List[List[SearchItem]]", wait_on_store_loop(self.store, self.arun(searches, query)))
-        texts = self._texts(searches, query)
+        ranked = self._ranked(searches)
+        texts = self._texts(ranked, query)
         vectors = self._embedded(texts)
         self.vectors.keep(vectors)
-        steps = self._steps(searches, [vectors[t] for t in texts])
+        steps = self._steps(ranked, [vectors[t] for t in texts])
         with locked_cursor(self.store) as cur, cur.connection.transaction():
             sql, params = next(steps)
             while True:
@@ -447,17 +368,18 @@ class PostgresStoreSearch:
                 except StopIteration as done:
                     return cast("List[List[SearchItem]]", done.value)
 
-    async def arun(self, searches: Sequence[RankedSearch], query: Optional[str] = None) -> List[List[SearchItem]]:
+    async def arun(self, searches: Sequence[Search], query: Optional[str] = None) -> List[List[SearchItem]]:
         """Async `run`, over an ``AsyncPostgresStore`` (its cursor and
         ``aembed_documents``); the same statements, in the same order."""
         if not searches:
             return []
         if not self.asynchronous:  # a sync store's cursor blocks: in a worker thread, as its own abatch
             return await off_loop(self.run, searches, query)
-        texts = self._texts(searches, query)
+        ranked = self._ranked(searches)
+        texts = self._texts(ranked, query)
         vectors = await self._aembedded(texts)
         self.vectors.keep(vectors)
-        steps = self._steps(searches, [vectors[t] for t in texts])
+        steps = self._steps(ranked, [vectors[t] for t in texts])
         async with alocked_cursor(self.store) as cur, cur.connection.transaction():
             sql, params = next(steps)
             while True:
@@ -466,16 +388,6 @@ class PostgresStoreSearch:
                     sql, params = steps.send(await cur.fetchall())
                 except StopIteration as done:
                     return cast("List[List[SearchItem]]", done.value)
-
-    @staticmethod
-    def _texts(searches: Sequence[RankedSearch], query: Optional[str]) -> List[str]:
-        texts = [s.query if s.query is not None else query for s in searches]
-        if any(t is None for t in texts):
-            raise ValueError("PostgresStoreSearch.run: a search without a query, and no query for the run")
-        most = max(s.limit for s in searches)
-        if most > EVERY_ITEM:
-            raise ValueError("PostgresStoreSearch serves a limit of at most %d, got %d" % (EVERY_ITEM, most))
-        return [str(t) for t in texts]
 
     def _steps(self, searches: Sequence[RankedSearch], vectors: Sequence[List[float]]) -> _Steps:
         """The run's statements, one at a time, each answered with its rows
@@ -525,15 +437,14 @@ class PostgresStoreSearch:
                 params,
             )
             return self._items(search, every), "exact"
-        as_search = search.as_search(label)
-        bound = pool_search_bound(as_search, size, self.large_filters)
+        bound = pool_search_bound(search, size, self.large_filters)
         assert bound is not None  # a ranked search always counts (never the always-scope fetch)
         sql, params = self._statement(search, bound)
         params.update(namespace=label, vector=vector)
         found = yield sql, params
         exact = any(row["key"] is None for row in found)  # the count said "few": read exactly
         rows = [row for row in found if row["key"] is not None]
-        self.large_filters.saw(as_search, bound, found=len(rows), exact=exact)
+        self.large_filters.saw(search, bound, found=len(rows), exact=exact)
         items = self._items(search, rows)
         path = "filter" if exact else ("index" if self._code(search) is None else "type index")
         if not exact and len(items) < search.limit:  # a short page: what does the table hold?

@@ -78,11 +78,8 @@ from ...tokens import default_counter
 from ..postgres import is_async_postgres_store, is_postgres_store
 from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
 from .namespaces import Namespace, chain_visibility, check_ids, check_namespaces, namespace_label
-from .postgres_store_search import (
-    PostgresStoreSearch,
-    RankedSearcher,
-    serves_postgres_store,
-)
+from .postgres_store_search import PostgresStoreSearch, serves_postgres_store
+from .ranked_search import StoreSearcher
 from .store_reads import RANK_ALL, READ_ALL, ReadSpec, Recall, TokenCounts, query_of
 from .store_writes import NEAR_K, StoreWrites
 
@@ -120,6 +117,22 @@ class SelectKeywords(TypedDict, total=False):
     """What the query may see (default: this memory's namespace chain)."""
     layering: Optional[Layering]
     """Progressive loading (see [`ProgressiveLayers`][poolsplit_adapters.memory.ProgressiveLayers])."""
+
+
+#: Our searchers of a LangGraph store's ranked searches, each after the
+#: test of the stores it serves, tried in order (none: the store's own search
+#: answers). A new store is one more pair: its test and its searcher, a
+#: `RecallSearcher` (the memory uses nothing of a searcher but that protocol).
+_SEARCHERS: Tuple[Tuple[Callable[[Any], bool], Callable[[Any], StoreSearcher]], ...] = (
+    (serves_postgres_store, PostgresStoreSearch),
+    (serves_in_memory_store, InMemoryStoreSearch.shared),  # one per store: every memory reads its matrices
+)
+
+
+def store_searcher(store: Any) -> Optional[StoreSearcher]:
+    """Our searcher of ``store``'s ranked searches (`_SEARCHERS`), or
+    None: the store's own search answers them."""
+    return next((make(store) for serves, make in _SEARCHERS if serves(store)), None)
 
 
 class BaseStoreMemory(StoreWrites):
@@ -187,12 +200,9 @@ class BaseStoreMemory(StoreWrites):
         self.fetch_k = fetch_k
         self._counts = TokenCounts(token_counter or default_counter(), cache_size)
         self._repeats: Optional[Callable[[], Any]] = None  # a weak reference to a kept index (keep_repeats_in)
-        # Our ranked searches over a PostgresStore(index=) we serve (kept: it remembers large filters).
-        self._pg_search = PostgresStoreSearch(store) if serves_postgres_store(store) else None
-        # ... or over an InMemoryStore(index=) (kept: it keeps each namespace's vectors as a matrix).
-        self._ranked_search: Optional[RankedSearcher] = self._pg_search
-        if self._ranked_search is None and serves_in_memory_store(store):
-            self._ranked_search = InMemoryStoreSearch.shared(store)
+        # Our searcher of its ranked searches, kept (over a PostgresStore it remembers
+        # large filters; over an InMemoryStore, each namespace's vectors as a matrix).
+        self._ranked_search = store_searcher(store)
         self._postgres_family = is_postgres_store(store) or is_async_postgres_store(store)
 
     def __repr__(self) -> str:
@@ -278,7 +288,7 @@ class BaseStoreMemory(StoreWrites):
         message = query_of(context)
         if message is not None and self._ranked_search is not None and same_vector_space(used, model):
             # The recall's own query vector: the scorer embeds with the store's model, so it would only embed again.
-            used = with_query_vector(used, message, self._ranked_search.vectors.get(message))
+            used = with_query_vector(used, message, self._ranked_search.query_vector(message))
         if recall.scores and takes_store_scores(used, model):
             from ...relevance.similarity import StoreMetric  # numpy, on use: the store has a vector index
 

@@ -27,12 +27,8 @@ from ...recall import RecallPlan, Search
 from ...relevance.known import KnownKey
 from ..checks import storable_text
 from .namespaces import Namespace, namespace_label
-from .postgres_store_search import (
-    EVERY_ITEM,
-    PostgresStoreSearch,
-    RankedSearch,
-    RankedSearcher,
-)
+from .postgres_store_search import EVERY_ITEM
+from .ranked_search import RankedSearch, StoreSearcher
 
 __all__ = ["RANK_ALL", "READ_ALL", "ReadSpec", "Recall", "StoreReads", "TokenCounts", "items_of", "keeper", "query_of"]
 
@@ -108,8 +104,8 @@ class StoreReads:
     namespace: Namespace
     fetch_k: Optional[int]
     _counts: TokenCounts
-    _pg_search: Optional[PostgresStoreSearch]
-    _ranked_search: Optional[RankedSearcher]
+    #: Our searcher of the store's ranked searches (`RecallSearcher`), None: the store's own search.
+    _ranked_search: Optional[StoreSearcher]
     _postgres_family: bool
 
     @property
@@ -189,7 +185,8 @@ class StoreReads:
             # never a missing key: where our statements do not serve it (a TTL),
             # untyped notes are the untyped items among the nearest of any type,
             # kept here (as PGVector's side search).
-            ours = self._pg_search is not None and limit <= self._pg_search.most  # else the store's own search
+            searcher = self._ranked_search  # else the store's own search
+            ours = searcher is not None and searcher.serves(RankedSearch(self.namespace, limit, untyped=True))
             nearest_untyped = [s for s in searches if s.untyped and not s.always and not ours and self._postgres_family]
             for search in searches:
                 if search.always or search in nearest_untyped:
@@ -215,39 +212,33 @@ class StoreReads:
     def _ops(self, specs: Sequence[ReadSpec]) -> List[SearchOp]:
         return [SearchOp(self.chain[s.link], filter=s.filter, limit=s.limit, query=s.query) for s in specs]
 
-    def _postgres_search(self) -> Optional[PostgresStoreSearch]:
-        """Our own ranked searches when the store is a ``PostgresStore`` with
-        a vector index they serve, else None."""
-        return self._pg_search
-
     def _split(self, ops: Sequence[Any]) -> Tuple[Dict[int, RankedSearch], List[Any]]:
         """The ops our own ranked search answers (by position) and the rest,
-        in order: on a served ``PostgresStore`` or ``InMemoryStore``, every
-        ranked ``SearchOp`` filtered by type at most, within the searcher's
-        largest ``limit`` (its ``most``: on Postgres a walk up to
-        `MOST_RANKED`,
-        an exact read past it; see `postgres_store_search`
-        and `memory_store_search`)."""
+        in order: on a store we have a searcher for (a ``PostgresStore`` or
+        an ``InMemoryStore``), every ranked ``SearchOp`` filtered by type at
+        most that the searcher serves (`RecallSearcher.serves`: on
+        Postgres a walk up to `MOST_RANKED`, an exact read past it; see
+        `postgres_store_search` and `memory_store_search`)."""
         ours: Dict[int, RankedSearch] = {}
         searcher = self._ranked_search
         for i, op in enumerate(ops):
-            if searcher is None or not isinstance(op, SearchOp) or not op.query:
+            if searcher is None or not isinstance(op, SearchOp) or not op.query or op.offset:
                 continue
             where = op.filter
-            if op.limit > searcher.most or op.offset:
-                continue
             if where is not None and (set(where) - {"type"} or not isinstance(where.get("type"), (str, type(None)))):
                 continue  # a filter of the store's own dialect: its own search
             kind = (where or {}).get("type")
             untyped = where is not None and "type" in where and kind is None
-            ours[i] = RankedSearch(tuple(op.namespace_prefix), op.limit, type=kind, untyped=untyped, query=op.query)
+            search = RankedSearch(tuple(op.namespace_prefix), op.limit, type=kind, untyped=untyped, query=op.query)
+            if searcher.serves(search):
+                ours[i] = search
         return ours, [op for i, op in enumerate(ops) if i not in ours]
 
     def _ranked(self, ours: Dict[int, RankedSearch]) -> Dict[int, List[Item]]:
         if not ours:
             return {}
         assert self._ranked_search is not None
-        return {i: list(items) for i, items in zip(ours, self._ranked_search.run(list(ours.values())))}
+        return {i: list(items) for i, items in zip(ours, self._ranked_search.run(list(ours.values()), None))}
 
     @staticmethod
     def _merged(count: int, ranked: Dict[int, List[Item]], rest: Sequence[Any]) -> List[Any]:
@@ -268,7 +259,7 @@ class StoreReads:
         ranked: Dict[int, List[Item]] = {}
         if ours:  # an async store's run on its cursor; a sync store's in a worker thread (as its own abatch)
             assert self._ranked_search is not None
-            found = await self._ranked_search.arun(list(ours.values()))
+            found = await self._ranked_search.arun(list(ours.values()), None)
             ranked = {i: list(items) for i, items in zip(ours, found)}
         return self._merged(len(ops), ranked, rest)
 
