@@ -311,17 +311,20 @@ class StoreCall(Generic[_T]):
     until the budgets are filled (`FillingRecall`), each round selecting
     over every candidate so far, with the store's scores when they serve
     the scorer: both retrievers' (LangChain's over a ``VectorStore``,
-    LlamaIndex's over a ``VectorStoreIndex``).
+    LlamaIndex's over a ``VectorStoreIndex``), whose searcher's
+    `run` gives each round's hits.
 
     Args:
         call: the adapter call.
-        plan: the recall plan for the call's pools.
+        plan: the recall's search sizes; the call's own pools are planned
+            with them.
         scorer: the call's scorer (holding the query's vector when the
             store's vector space is the scorer's).
         metric: what the store's scores measure (None: unknown, unused).
-        entries: the candidates as entries, and the way back to each.
-        scores_of: the store's scores of the candidates by id (default:
-            the ones the searches gathered, `gathered`).
+        entries: the candidates (the searcher's hits) as entries, and the
+            way back to each.
+        scores_of: the store's scores of the candidates by id, read from
+            the hits (None: the scorer takes none).
     """
 
     def __init__(
@@ -334,19 +337,13 @@ class StoreCall(Generic[_T]):
         scores_of: Optional[Callable[[list[_T]], Mapping[str, float]]] = None,
     ) -> None:
         self.call, self.scorer, self.metric, self.entries, self.scores_of = call, scorer, metric, entries, scores_of
+        plan = replace(plan, pools=tuple(call.options.pools))
         self.rounds: FillingRecall[_T] = FillingRecall(plan, call.options.visibility)
-        self.scores: dict[str, float] = {}
         self.source: dict[int, Any] = {}
-
-    def gathered(self, found: tuple[Sequence[Sequence[_T]], Mapping[str, float]]) -> Sequence[Sequence[_T]]:
-        """A round's results, its store scores kept."""
-        results, scores = found
-        self.scores.update(scores)
-        return results
 
     def choose(self, candidates: list[_T]) -> Selection:
         """The selection over every candidate so far."""
-        scores = self.scores if self.scores_of is None else self.scores_of(candidates)
+        scores = {} if self.scores_of is None else self.scores_of(candidates)
         entries, self.source = self.entries(candidates)
         return self.call.select(entries, scorer=with_store_scores(self.scorer, scores, self.metric))
 

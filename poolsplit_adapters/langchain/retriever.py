@@ -19,22 +19,20 @@ from ..call import AdapterCall, StoreCall, checked_metric, checked_plan
 from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
-from ..recall import (
-    RecallPlan,
-    Search,
-    afill,
-    fill,
-    present_types,
-    store_scoring,
-    with_query_vector,
-    with_store_scores,
-)
+from ..recall import RecallPlan, afill, fill, present_types, store_scoring, with_query_vector
 from ..render import explain
 from ..reports import event_payload
 from ..settings import AdapterSettings, CallOverrides
 from ..storable import storable_form
 from ..stores.vectorstores.langchain_filters import FilterBuilder, type_filter
-from ..stores.vectorstores.langchain_search import BaseRetrieverRecall, DocumentRecall, Recalled, VectorRecall
+from ..stores.vectorstores.langchain_search import (
+    DocumentQuery,
+    DocumentSearcher,
+    ScoredDocument,
+    VectorRecall,
+    hit_documents,
+    hit_scores,
+)
 from .documents import SELECTION_EVENT, DocumentConverter, checked_documents
 
 
@@ -157,7 +155,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     )
 
     _held: Optional[_Held] = PrivateAttr(default=None)
-    _recall: Optional[DocumentRecall] = PrivateAttr(default=None)
+    _recall: Optional[DocumentSearcher] = PrivateAttr(default=None)
+    _plan: Optional[RecallPlan] = PrivateAttr(default=None)
     _metric: Any = PrivateAttr(default=None)
     _reuse_query: bool = PrivateAttr(default=False)
 
@@ -171,8 +170,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             self._held = self._indexed(self.documents)
 
     def _build_recall(self) -> None:
-        """The recall of the vector-store or ``base_retriever=`` mode, from
-        the current settings (None in documents mode)."""
+        """The searcher and plan of the vector-store mode, from the current
+        settings (None in the other modes)."""
         self._recall, self._metric, self._reuse_query = None, None, False
         if self.vectorstore is not None:
             # Each call recalls for its own plan (pools="auto" varies by
@@ -183,9 +182,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             self._metric = checked_metric(self.vectorstore, self.store_metric)
             build = self.filter_builder or type_filter(self.vectorstore)
             self._reuse_query, scored = store_scoring(self.scorer, self.vectorstore.embeddings, self._metric)
-            self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored, setup_store=self.setup_store)
-        if self.base_retriever is not None:
-            self._recall = BaseRetrieverRecall(self.base_retriever)
+            self._recall = VectorRecall(self.vectorstore, build, scored=scored, setup_store=self.setup_store)
+            self._plan = plan
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Assigning ``documents`` rebuilds the index, and assigning a source
@@ -232,7 +230,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         (read when they are given), else the store's (`VectorRecall.entry_types`)."""
         if self._held is not None:
             return self._held.types
-        return self._recall.entry_types() if isinstance(self._recall, VectorRecall) else None
+        return None if self._recall is None else self._recall.entry_types()
 
     @classmethod
     def from_vectorstore(
@@ -304,58 +302,54 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     # -- the retriever protocol --------------------------------------------------------
 
-    def _finish(self, call: AdapterCall, recalled: Optional[Recalled]) -> tuple[Selection, list[Document]]:
-        if recalled is None:
+    def _finish(self, call: AdapterCall, found: Optional[list[Document]]) -> tuple[Selection, list[Document]]:
+        if found is None:
             held = self._held
             assert held is not None
             selection, source = call.select_in(held.index), held.source
         else:
-            candidates, scores = recalled  # another retriever's: one search, no growth
-            entries, source = DocumentConverter.entries(candidates)
-            selection = call.select(entries, scorer=with_store_scores(call.scorer, scores, self._metric))
+            entries, source = DocumentConverter.entries(found)  # another retriever's: one search, no growth
+            selection = call.select(entries)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
 
-    def _store_call(self, call: AdapterCall, query: str, vector: Optional[list[float]]) -> StoreCall[Document]:
-        """One call's growing recall over the store (`StoreCall`), by the query's one vector."""
-        assert isinstance(self._recall, VectorRecall)
-        scorer = with_query_vector(call.scorer, query, vector) if self._reuse_query else call.scorer
+    def _store_call(self, call: AdapterCall, query: DocumentQuery) -> StoreCall[ScoredDocument]:
+        """One call's growing recall over the store (`StoreCall`), for a prepared ``query``."""
+        assert self._recall is not None and self._plan is not None
+        vector = self._recall.query_vector(query)
+        scorer = with_query_vector(call.scorer, query.text, vector) if self._reuse_query else call.scorer
         entries = functools.partial(DocumentConverter.entries, recalled=True)
-        return StoreCall(call, self._recall.plan_for(call.options.pools), scorer, self._metric, entries)
+        return StoreCall(call, self._plan, scorer, self._metric, lambda hits: entries(hit_documents(hits)), hit_scores)
 
     def _from_store(self, call: AdapterCall, query: str, run_manager: SyncRun) -> tuple[Selection, list[Document]]:
         recall = self._recall
-        assert isinstance(recall, VectorRecall)
-        query = storable_form(query)  # what an embedding API or a store can take (a lone surrogate cannot be encoded)
-        vector = recall.embed(query)
-        one = self._store_call(call, query, vector)
-        selection = fill(one.rounds, lambda s: one.gathered(recall.search(query, vector, s, run_manager)), one.choose)
+        assert recall is not None
+        # What an embedding API or a store can take (a lone surrogate cannot be encoded).
+        asked = recall.prepare(DocumentQuery(storable_form(query), run_manager))
+        one = self._store_call(call, asked)
+        selection = fill(one.rounds, lambda searches: recall.run(searches, asked), one.choose)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
 
     async def _afrom_store(
         self, call: AdapterCall, query: str, run_manager: AsyncRun
     ) -> tuple[Selection, list[Document]]:
         recall = self._recall
-        assert isinstance(recall, VectorRecall)
-        query = storable_form(query)  # as in _from_store
-        vector = await recall.aembed(query)
-        one = self._store_call(call, query, vector)
-
-        async def search(searches: list[Search]) -> Sequence[Sequence[Document]]:
-            return one.gathered(await recall.asearch(query, vector, searches, run_manager))
-
-        selection = await afill(one.rounds, search, one.choose)
+        assert recall is not None
+        asked = await recall.aprepare(DocumentQuery(storable_form(query), run_manager))  # as in _from_store
+        one = self._store_call(call, asked)
+        selection = await afill(one.rounds, lambda searches: recall.arun(searches, asked), one.choose)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
     ) -> list[Document]:
         call = AdapterCall(self, query, kw, entry_types=self._entry_types)
-        options, recall = call.options, self._recall
-        if isinstance(recall, VectorRecall):
+        if self._recall is not None:
             selection, documents = self._from_store(call, query, run_manager)
-        else:
-            recalled = None if recall is None else recall.run(query, options.visibility, options.pools, run_manager)
-            selection, documents = self._finish(call, recalled)
+        elif self.base_retriever is None:
+            selection, documents = self._finish(call, None)
+        else:  # what another retriever returns, as a child run tagged "base"
+            found = self.base_retriever.invoke(query, config={"callbacks": run_manager.get_child("base")})
+            selection, documents = self._finish(call, found)
         run_manager.get_child().on_custom_event(SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id)
         return documents
 
@@ -363,14 +357,13 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         self, query: str, *, run_manager: AsyncRun, **kw: Unpack[CallOverrides]
     ) -> list[Document]:
         call = AdapterCall(self, query, kw, entry_types=self._entry_types)
-        options, recall = call.options, self._recall
-        if isinstance(recall, VectorRecall):
+        if self._recall is not None:
             selection, documents = await self._afrom_store(call, query, run_manager)
-        else:
-            recalled = None
-            if recall is not None:
-                recalled = await recall.arun(query, options.visibility, options.pools, run_manager)
-            selection, documents = self._finish(call, recalled)
+        elif self.base_retriever is None:
+            selection, documents = self._finish(call, None)
+        else:  # as in _get_relevant_documents
+            found = await self.base_retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")})
+            selection, documents = self._finish(call, found)
         await run_manager.get_child().on_custom_event(
             SELECTION_EVENT, event_payload(selection), run_id=run_manager.run_id
         )

@@ -260,16 +260,16 @@ class PoolSplitRetriever(BaseRetriever):
         return self._converter.to_nodes(returned, source)
 
     def _store_call(self, call: AdapterCall, query: QueryBundle) -> StoreCall[NodeWithScore]:
-        """One call's growing recall over the index (`StoreCall`), for an embedded ``query``."""
+        """One call's growing recall over the index (`StoreCall`), for a prepared ``query``."""
         recall = self._recall
         assert recall is not None
         scorer = call.scorer
-        if self._reuse_query and list(query.embedding_strs) == [query.query_str]:
-            scorer = with_query_vector(scorer, query.query_str, query.embedding)  # the vector is the message's
+        if self._reuse_query:  # the query's vector, when it is the message's
+            scorer = with_query_vector(scorer, query.query_str, recall.query_vector(query))
         entries = functools.partial(NodeConverter.entries, recalled=True, type_key=recall.type_key)
         # The recalled nodes' relevance from their store scores, when those serve the scorer.
         scores_of = _store_scores if self._store_scores else None
-        return StoreCall(call, recall.plan_for(call.options.pools), scorer, recall.metric, entries, scores_of)
+        return StoreCall(call, recall.plan, scorer, recall.metric, entries, scores_of)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         call = self._call(query_bundle)
@@ -277,9 +277,9 @@ class PoolSplitRetriever(BaseRetriever):
         if recall is None:
             assert self._index is not None
             return self._finish(call, call.select_in(self._index), self._source)
-        query = recall.embedded(query_bundle)
+        query = recall.prepare(query_bundle)
         one = self._store_call(call, query)
-        selection = fill(one.rounds, lambda searches: recall.search(query, searches), one.choose)
+        selection = fill(one.rounds, lambda searches: recall.run(searches, query), one.choose)
         return self._finish(call, selection, one.source)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -288,9 +288,9 @@ class PoolSplitRetriever(BaseRetriever):
         if recall is None:
             assert self._index is not None
             return self._finish(call, call.select_in(self._index), self._source)
-        query = await recall.aembedded(query_bundle)
+        query = await recall.aprepare(query_bundle)
         one = self._store_call(call, query)
-        selection = await afill(one.rounds, lambda searches: recall.asearch(query, searches), one.choose)
+        selection = await afill(one.rounds, lambda searches: recall.arun(searches, query), one.choose)
         return self._finish(call, selection, one.source)
 
 

@@ -24,9 +24,10 @@ nearest rows and then filters, so corrections far from the query came back
 in none of the queries once the planner used the index. Other stores get the
 filtered similarity search (exact for the in-memory ones).
 
-Where the LangChain retriever's candidates come from per call
-(`DocumentRecall`): these per-pool searches, or what another retriever
-returns (`BaseRetrieverRecall`).
+The LangChain retriever holds these searches as a searcher of the recall
+protocol (`RecallSearcher`): `VectorRecall`, its hits a
+document with the store's score (`ScoredDocument`), its query a text with
+the run its searches trace under (`DocumentQuery`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import asyncio
 import dataclasses
 import functools
 import sys
-from typing import Any, ClassVar, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple, Union
+from typing import Any, ClassVar, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun as AsyncRun
 from langchain_core.callbacks import CallbackManagerForRetrieverRun as SyncRun
@@ -46,10 +47,10 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
-from ...poolsplit import Pool, Visibility
-from ...recall import RecallPlan, Search, present_types
+from ...recall import Search, present_types
 from ...threads import at_once
 from ..postgres import FirstUseSetup, LargeFilters, check_search, require_pgvector_session
+from ..recall_protocol import RecallSearcher, check_served
 from .langchain_filters import FilterBuilder, dict_filter
 from .pgvector_search import PGVectorPlanSearch, plan_search
 from .pgvector_v2_search import PGVectorStorePlanSearch
@@ -58,9 +59,10 @@ from .pgvector_v2_search import plan_search as v2_plan_search
 # Not part of VectorStore's interface (InMemoryVectorStore and many others have it).
 _SCORED_SEARCH = "similarity_search_with_score_by_vector"
 
-#: What a recall returns: the documents of every search (plan order,
-#: duplicates included) and document id -> the store's score (may be empty).
-Recalled = Tuple[List[Document], Dict[str, float]]
+#: One hit of a LangChain store's search: the document and the store's
+#: score of it (None: not asked for, or the store gives none), the pair
+#: LangChain's own scored searches return.
+ScoredDocument = Tuple[Document, Optional[float]]
 
 
 class StoreSearch(BaseRetriever):
@@ -291,51 +293,43 @@ def exact_always_fetch(store: VectorStore) -> Optional[Any]:
     return None
 
 
-class DocumentRecall(Protocol):
-    """Where a retriever's candidates come from, per call (a vector store's
-    per-pool searches, `VectorRecall`,
-    or another retriever, `BaseRetrieverRecall`): the documents and
-    their store scores by id (empty when the source gives none)."""
-
-    def run(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
-    ) -> Recalled:
-        """The candidates for ``query`` under this call's visibility and plan."""
-
-    async def arun(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
-    ) -> Recalled:
-        """Async `run`."""
-
-
-class BaseRetrieverRecall:
-    """Candidates from another retriever (``base_retriever=`` mode), as a
-    child run tagged ``base``. No filter can be pushed down into it.
+@dataclasses.dataclass(frozen=True)
+class DocumentQuery:
+    """One call's query to a LangChain vector store, as `VectorRecall`
+    searches for it: the text, the retriever run its searches trace under
+    (each a child run tagged with its search's label) and the text's vector,
+    embedded once a call by `VectorRecall.prepare` (None: the store is
+    searched by text).
 
     Example:
         ```python
-        recall = BaseRetrieverRecall(vectorstore.as_retriever(search_kwargs={"k": 40}))
+        query = recall.prepare(DocumentQuery("deploy", run_manager))
         ```
     """
 
-    def __init__(self, retriever: BaseRetriever) -> None:
-        self.retriever = retriever
-
-    def run(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
-    ) -> Recalled:
-        """What the retriever returns for ``query`` (no scores: it gives none)."""
-        return self.retriever.invoke(query, config={"callbacks": run_manager.get_child("base")}), {}
-
-    async def arun(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
-    ) -> Recalled:
-        """Async `run`."""
-        return await self.retriever.ainvoke(query, config={"callbacks": run_manager.get_child("base")}), {}
+    text: str
+    run_manager: Union[SyncRun, AsyncRun]
+    vector: Optional[List[float]] = None
 
 
-class VectorRecall:
-    """A `RecallPlan` over one store.
+#: What the LangChain retriever holds: a searcher of the recall protocol
+#: over `DocumentQuery` and `ScoredDocument`.
+DocumentSearcher = RecallSearcher[DocumentQuery, ScoredDocument]
+
+
+def hit_documents(hits: Sequence[ScoredDocument]) -> List[Document]:
+    """The documents of ``hits``, in order."""
+    return [doc for doc, _ in hits]
+
+
+def hit_scores(hits: Sequence[ScoredDocument]) -> Dict[str, float]:
+    """Document id -> the store's score, for the hits that have both."""
+    return {doc.id: score for doc, score in hits if doc.id is not None and score is not None}
+
+
+class VectorRecall(RecallSearcher[DocumentQuery, ScoredDocument]):
+    """A recall plan's searches over one store (the recall protocol's
+    `RecallSearcher`).
 
     ``scored``: ask the store for its scores where it can return them
     (`scores_available`), so that an embedding scorer reuses them
@@ -343,21 +337,21 @@ class VectorRecall:
 
     Example:
         ```python
-        recall = VectorRecall(store, RecallPlan(pools, fetch_k=20), type_filter(store))
-        candidates, scores = recall.run("deploy", None, pools, run_manager)
+        recall = VectorRecall(store, type_filter(store))
+        query = recall.prepare(DocumentQuery("deploy", run_manager))
+        [skills, always] = recall.run(RecallPlan(pools, fetch_k=20).searches(), query)
         ```
     """
 
     def __init__(
         self,
         store: VectorStore,
-        plan: RecallPlan,
         build: FilterBuilder,
         *,
         scored: bool = False,
         setup_store: bool = True,
     ) -> None:
-        self.store, self.plan, self.build, self.scored = store, plan, build, scored
+        self.store, self.build, self.scored = store, build, scored
         #: Run the sync searches at once, on threads (a Postgres store: each
         #: search is a round trip to the server, on its own pooled
         #: connection). In-process stores search in turn: they are CPU-bound
@@ -398,10 +392,6 @@ class VectorRecall:
         """The store's embeddings when the searches go by vector (the query
         is then embedded once, with them), else None: search by text."""
         return self.store.embeddings if self.searches_by_vector else None
-
-    def plan_for(self, pools: Sequence[Pool]) -> RecallPlan:
-        """This recall's plan (``fetch_k``, ``always_k``, ``max_fetch_k``) for a call's ``pools``."""
-        return dataclasses.replace(self.plan, pools=tuple(pools))
 
     def _runs(
         self, vector: Optional[List[float]], searches: Sequence[Search], *, asynchronous: bool = False
@@ -496,26 +486,40 @@ class VectorRecall:
         found = [r.ainvoke(query, config={"callbacks": run_manager.get_child(s.label)}) for s, r in runs]
         return list(await asyncio.gather(*found)), self._scores(runs)
 
-    def run(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: SyncRun
-    ) -> Recalled:
-        """Every search's documents (in plan order, duplicates included; on a
-        Postgres store the searches run at once, see `concurrent`) for
-        this call's ``pools`` (the plan gives ``fetch_k`` and ``always_k``;
-        a call's plan may differ, e.g. ``pools="auto"``), and document id -> the
-        store's score when ``scored`` and the store returns scores (else
-        empty). One round: the retriever grows the searches until the
-        budgets are filled (`FillingRecall`)."""
-        plan = self.plan_for(pools)
-        searches = plan.searches(visibility)
-        results, scores = self.search(query, self.embed(query), searches, run_manager)
-        return plan.collect(searches, results), scores
+    # -- the recall protocol ------------------------------------------------------------
 
-    async def arun(
-        self, query: str, visibility: Optional[Visibility], pools: Sequence[Pool], run_manager: AsyncRun
-    ) -> Recalled:
+    def serves(self, search: Search) -> bool:
+        """Whether `run` answers ``search``: every search of a plan (one
+        with its own query text is not: the call's query is embedded once)."""
+        return search.query is None
+
+    def prepare(self, query: DocumentQuery) -> DocumentQuery:
+        """``query`` with its vector (`embed`: once a call, or None: by text)."""
+        return dataclasses.replace(query, vector=self.embed(query.text))
+
+    async def aprepare(self, query: DocumentQuery) -> DocumentQuery:
+        """Async `prepare`."""
+        return dataclasses.replace(query, vector=await self.aembed(query.text))
+
+    def run(self, searches: Sequence[Search], query: DocumentQuery) -> List[List[ScoredDocument]]:
+        """Each search's documents (`search`: on a Postgres store at once,
+        see `concurrent`), each with the store's score when ``scored`` and
+        the store gives scores (else None). One round: the retriever grows
+        the searches until the budgets are filled (`FillingRecall`)."""
+        check_served(self, searches)
+        return self._scored(*self.search(query.text, query.vector, searches, cast(SyncRun, query.run_manager)))
+
+    async def arun(self, searches: Sequence[Search], query: DocumentQuery) -> List[List[ScoredDocument]]:
         """`run`, the searches concurrently."""
-        plan = self.plan_for(pools)
-        searches = plan.searches(visibility)
-        results, scores = await self.asearch(query, await self.aembed(query), searches, run_manager)
-        return plan.collect(searches, results), scores
+        check_served(self, searches)
+        found = await self.asearch(query.text, query.vector, searches, cast(AsyncRun, query.run_manager))
+        return self._scored(*found)
+
+    def query_vector(self, query: DocumentQuery) -> Optional[List[float]]:
+        """The vector `prepare` embedded ``query`` with (None: searched by text)."""
+        return query.vector
+
+    @staticmethod
+    def _scored(results: Sequence[List[Document]], scores: Mapping[str, float]) -> List[List[ScoredDocument]]:
+        """Each search's documents paired with their scores (by id)."""
+        return [[(doc, None if doc.id is None else scores.get(doc.id)) for doc in docs] for docs in results]

@@ -46,7 +46,6 @@ from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters, SimpleVectorStore
 
-from ...poolsplit import Pool, Visibility
 from ...recall import RecallPlan, Search, present_types
 from ...threads import at_once
 from ..internals import require
@@ -63,6 +62,7 @@ from ..postgres import (
     pool_search_bound,
     require_llama_index_internals,
 )
+from ..recall_protocol import RecallSearcher, check_served
 
 
 def metadata_filters(search: Search, type_key: str = "type") -> Optional[MetadataFilters]:
@@ -80,12 +80,14 @@ def metadata_filters(search: Search, type_key: str = "type") -> Optional[Metadat
     return MetadataFilters(filters=clauses) if clauses else None
 
 
-class IndexRecall:
-    """A `RecallPlan` over one index.
+class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
+    """A recall plan's searches over one index (the recall protocol's
+    `RecallSearcher`).
 
     Args:
         index: the ``VectorStoreIndex`` to search.
-        plan: the recall plan (pools, ``fetch_k``, ``always_k``).
+        plan: the search sizes (``fetch_k``, ``always_k``, ...) the
+            retriever's calls recall with, each for its own pools.
         type_key: the metadata key the type filters use.
         embed_model: embeds the query; default: the index's own model (the
             one its vectors were made with).
@@ -93,7 +95,8 @@ class IndexRecall:
     Example:
         ```python
         recall = IndexRecall(index, RecallPlan(pools, fetch_k=20))
-        candidates = recall.retrieve(QueryBundle("deploy"), visibility=None)
+        query = recall.prepare(QueryBundle("deploy"))
+        [skills, always] = recall.run(recall.plan.searches(), query)
         ```
     """
 
@@ -136,10 +139,6 @@ class IndexRecall:
             )
         return None
 
-    def plan_for(self, pools: Optional[Sequence[Pool]]) -> RecallPlan:
-        """This recall's plan for a call's ``pools`` (default: the plan's)."""
-        return self.plan if pools is None else dataclasses.replace(self.plan, pools=tuple(pools))
-
     def _retriever(self, search: Search) -> BaseRetriever:
         return self.index.as_retriever(
             similarity_top_k=search.k, filters=metadata_filters(search, self.type_key), embed_model=self.embed_model
@@ -154,7 +153,14 @@ class IndexRecall:
     def _needs_embedding(self, query: QueryBundle) -> bool:
         return bool(self.index.vector_store.is_embedding_query and query.embedding is None and query.embedding_strs)
 
-    def embedded(self, query: QueryBundle) -> QueryBundle:
+    # -- the recall protocol ------------------------------------------------------------
+
+    def serves(self, search: Search) -> bool:
+        """Whether `run` answers ``search``: every search of a plan (one
+        with its own query text is not: the call's query is embedded once)."""
+        return search.query is None
+
+    def prepare(self, query: QueryBundle) -> QueryBundle:
         """``query`` carrying its embedding (computed once here when the
         store searches by vector and it has none), for every search."""
         if self._needs_embedding(query):
@@ -162,16 +168,24 @@ class IndexRecall:
             query = dataclasses.replace(query, embedding=embedding)
         return query
 
-    async def aembedded(self, query: QueryBundle) -> QueryBundle:
-        """Async [`embedded`][]."""
+    async def aprepare(self, query: QueryBundle) -> QueryBundle:
+        """Async [`prepare`][]."""
         if self._needs_embedding(query):
             embedding = await self.embed_model.aget_agg_embedding_from_queries(query.embedding_strs)
             query = dataclasses.replace(query, embedding=embedding)
         return query
 
-    def search(self, query: QueryBundle, searches: Sequence[Search]) -> List[List[NodeWithScore]]:
-        """Each search's nodes for an [`embedded`][] query (a pool's: most
-        similar first, each ``NodeWithScore`` with the store's score)."""
+    def query_vector(self, query: QueryBundle) -> Optional[List[float]]:
+        """The embedding of a [`prepare`][]d ``query`` when it is its text's
+        own (not an aggregate of other strings), else None."""
+        return query.embedding if list(query.embedding_strs) == [query.query_str] else None
+
+    def run(self, searches: Sequence[Search], query: QueryBundle) -> List[List[NodeWithScore]]:
+        """Each search's nodes for a [`prepare`][]d query (a pool's: most
+        similar first, each ``NodeWithScore`` with the store's score), in
+        one round (the retriever grows the searches until the budgets are
+        filled)."""
+        check_served(self, searches)
         postgres = self._postgres()
         if postgres is not None:
             checked = postgres.checked(list(searches))
@@ -185,8 +199,9 @@ class IndexRecall:
             results.append(exact if exact is not None else self._retriever(search).retrieve(query))
         return results
 
-    async def asearch(self, query: QueryBundle, searches: Sequence[Search]) -> List[List[NodeWithScore]]:
-        """[`search`][], the searches concurrently."""
+    async def arun(self, searches: Sequence[Search], query: QueryBundle) -> List[List[NodeWithScore]]:
+        """[`run`][], the searches concurrently."""
+        check_served(self, searches)
         postgres = self._postgres()
         if postgres is not None:
             checked = postgres.checked(list(searches))
@@ -199,17 +214,6 @@ class IndexRecall:
             return exact if exact is not None else await self._retriever(search).aretrieve(query)
 
         return list(await asyncio.gather(*(one(search) for search in searches)))
-
-    def retrieve(
-        self, query: QueryBundle, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
-    ) -> List[NodeWithScore]:
-        """Every search's nodes (plan order, duplicates included), for this
-        call's ``pools`` (default: the plan's), in one round (the retriever
-        grows the searches until the budgets are filled). Each
-        ``NodeWithScore`` keeps the store's score."""
-        plan = self.plan_for(pools)
-        searches = plan.searches(visibility)
-        return plan.collect(searches, self.search(self.embedded(query), searches))
 
     def _always_exactly(self, search: Search) -> Optional[List[NodeWithScore]]:
         """Every always-scope node by filter alone, or None when the store
@@ -230,14 +234,6 @@ class IndexRecall:
         except NotImplementedError:
             return None
         return [NodeWithScore(node=node, score=None) for node in nodes]
-
-    async def aretrieve(
-        self, query: QueryBundle, visibility: Optional[Visibility], pools: Optional[Sequence[Pool]] = None
-    ) -> List[NodeWithScore]:
-        """[`retrieve`][], the searches concurrently."""
-        plan = self.plan_for(pools)
-        searches = plan.searches(visibility)
-        return plan.collect(searches, await self.asearch(await self.aembedded(query), searches))
 
 
 class PGVectorStoreSearch:
