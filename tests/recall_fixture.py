@@ -18,7 +18,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from poolsplit_adapters.recall import Search
 
 VOCAB = ("deploy", "staging", "refund", "cents", "invoice", "retry")
-DIMS = len(VOCAB)
+#: The counts, then zeros (no cosine changes): the width of the other
+#: Postgres tests' vectors, since ``PGVector`` makes its table class once a
+#: process, as wide as the first store it saw.
+DIMS = 256
 #: The namespace searched: LangGraph's tuple, and its label on an entry.
 NAMESPACE = ("memories", "u1")
 LABEL = "memories.u1"
@@ -63,9 +66,9 @@ EXPECTED: Dict[str, List[List[Tuple[str, float]]]] = {
 
 
 def counted(text: str) -> List[float]:
-    """How often each word of `VOCAB` occurs in ``text``."""
+    """How often each word of `VOCAB` occurs in ``text`` (padded to `DIMS`)."""
     words = text.lower().split()
-    return [float(words.count(word)) for word in VOCAB]
+    return [float(words.count(word)) for word in VOCAB] + [0.0] * (DIMS - len(VOCAB))
 
 
 def metadata(kind: Optional[str], namespace: str) -> Dict[str, Any]:
