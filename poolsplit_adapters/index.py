@@ -1465,7 +1465,7 @@ class _ColumnScores:
                 cosine = self._cosines(self.src.fused)
                 w = scorer.lexical_weight
                 self._relevance = (1.0 - w) * np.where(cosine > 0.0, cosine, 0.0) + w * self._relevance
-            if scorer.feedback is not None:
+            if scorer.expansion is not None:
                 self._relevance = self._expanded(scorer, terms, self._relevance)
         embedding = self.src.embedding
         if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
@@ -1477,7 +1477,7 @@ class _ColumnScores:
         best admitted contextual positions (visible, not always-scope) of
         ``first`` above 0, ties by the core's key (created, id, position),
         expand the query."""
-        feedback = scorer.feedback
+        feedback = scorer.expansion
         assert feedback is not None
         sources = np.flatnonzero(self.src.visible & ~self.src.col["always"] & (first > 0.0))
         if not len(sources):
