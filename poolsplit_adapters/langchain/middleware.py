@@ -97,7 +97,7 @@ from ..checks import ArgumentError, check_flag, check_instance
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, View
 from ..memory.write_gate import Proposal
 from ..poolsplit import Pool, Selection
-from ..render import explain
+from ..render import explain_last
 from ..settings import AgentMemorySettings
 from ..stores.langgraph.backends import Backend, Plan
 from ..stores.langgraph.store import Namespace, namespace_label
@@ -397,8 +397,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
     def explain(self) -> str:
         """The why/why-not table (`explain`)
         of [`last_selection`][]."""
-        last = self.last_selection
-        return "no call yet" if last is None else explain(last)
+        return explain_last(self.last_selection)
 
     # -- hooks: demote + write ----------------------------------------------------------
 

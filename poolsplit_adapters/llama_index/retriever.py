@@ -28,7 +28,7 @@ from ..recall import (
     store_scoring,
     with_query_vector,
 )
-from ..render import explain
+from ..render import explain_last
 from ..reports import capture_selections
 from ..settings import AdapterSettings, CallOverrides, Framework
 from ..stores.vectorstores.llama_index_nodes import one_node_per_id
@@ -206,8 +206,7 @@ class PoolSplitRetriever(BaseRetriever):
 
     def explain(self) -> str:
         """The why/why-not table of the call that finished last."""
-        last = self.last_selection
-        return "no call yet" if last is None else explain(last)
+        return explain_last(self.last_selection)
 
     def retrieve_with_selection(
         self, query: QueryType, **overrides: Unpack[CallOverrides]
