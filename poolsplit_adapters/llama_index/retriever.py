@@ -22,8 +22,6 @@ from ..poolsplit import Pool, Selection
 from ..recall import (
     RecallPlan,
     VisibleEntries,
-    afill,
-    fill,
     present_types,
     store_scoring,
     with_query_vector,
@@ -278,7 +276,7 @@ class PoolSplitRetriever(BaseRetriever):
             return self._finish(call, call.select_in(self._index), self._source)
         query = recall.embedded(query_bundle)
         one = self._store_call(call, query)
-        selection = fill(one.rounds, lambda searches: recall.search(query, searches), one.choose)
+        selection = one.fill(lambda searches: recall.search(query, searches))
         return self._finish(call, selection, one.source)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -289,7 +287,7 @@ class PoolSplitRetriever(BaseRetriever):
             return self._finish(call, call.select_in(self._index), self._source)
         query = await recall.aembedded(query_bundle)
         one = self._store_call(call, query)
-        selection = await afill(one.rounds, lambda searches: recall.asearch(query, searches), one.choose)
+        selection = await one.afill(lambda searches: recall.asearch(query, searches))
         return self._finish(call, selection, one.source)
 
 
