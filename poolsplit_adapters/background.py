@@ -285,7 +285,7 @@ class BackgroundConsolidation:
         """One run, in the calling thread: view, decide (sync), apply
         (`run_consolidation`), after the store's earlier run."""
         with self._store_lock(store):
-            return run_consolidation(key, store, ids, self.decider, nearest=self.nearest, now=self.now)
+            return run_consolidation(self, key, store, ids)
 
     async def _arun(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
         """`_run` on the loop: the store's sync verbs in a worker
@@ -295,7 +295,7 @@ class BackgroundConsolidation:
         while not lock.acquire(blocking=False):
             await asyncio.sleep(0.005)
         try:
-            return await arun_consolidation(key, store, ids, self.decider, nearest=self.nearest, now=self.now)
+            return await arun_consolidation(self, key, store, ids)
         finally:
             lock.release()
 

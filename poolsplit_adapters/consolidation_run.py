@@ -19,7 +19,7 @@ import datetime
 import functools
 import logging
 from dataclasses import dataclass
-from typing import Any, Dict, Hashable, Optional, Tuple
+from typing import Any, Dict, Hashable, Optional, Protocol, Tuple
 
 from .memory.consolidate import ConsolidationResult, Decider, aconsolidate, consolidate
 from .memory.write_gate import utc_stamp
@@ -27,7 +27,7 @@ from .stores.base import StoreVerbs
 from .stores.consolidation import StoredConsolidation, apply_consolidation, consolidation_view
 from .threads import off_loop
 
-__all__ = ["LOGGER", "ConsolidationRun", "arun_consolidation", "log_run", "run_consolidation"]
+__all__ = ["LOGGER", "ConsolidationRun", "RunSettings", "arun_consolidation", "log_run", "run_consolidation"]
 
 #: Where failed runs and refused operations are logged.
 LOGGER = logging.getLogger("poolsplit_adapters.consolidation")
@@ -58,45 +58,44 @@ class ConsolidationRun:
         return body
 
 
-def run_consolidation(
-    key: Hashable,
-    store: StoreVerbs,
-    ids: Tuple[str, ...],
-    decider: Decider,
-    *,
-    nearest: int,
-    now: Optional[datetime.datetime],
-) -> ConsolidationRun:
-    """One run, in the calling thread: view (``nearest`` neighbours per
-    candidate), decide (sync), apply, the operations stamped ``now``
-    (None: the time of the run). Errors are the report, never raised."""
+class RunSettings(Protocol):
+    """What a run is made with, read when it starts: a
+    `BackgroundConsolidation`'s settings."""
+
+    #: The driver of the host's model.
+    decider: Decider
+    #: Neighbours shown per candidate.
+    nearest: int
+    #: The time stamped on the operations (None: the time of the run).
+    now: Optional[datetime.datetime]
+
+
+def run_consolidation(how: RunSettings, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
+    """One run of ``ids`` in ``store``, in the calling thread: view, decide
+    (sync), apply. Errors are the report, never raised."""
     try:
-        candidates, existing, skipped = consolidation_view(store, ids, nearest=nearest)
-        at = utc_stamp(now)
-        result = consolidate(candidates, existing, model=decider, at=at) if candidates else ConsolidationResult()
+        candidates, existing, skipped = consolidation_view(store, ids, nearest=how.nearest)
+        at = utc_stamp(how.now)
+        result = consolidate(candidates, existing, model=how.decider, at=at) if candidates else ConsolidationResult()
         return ConsolidationRun(key, ids, apply_consolidation(store, candidates, result, at=at, skipped=skipped))
     except Exception as err:  # reported, never raised into a turn
         return ConsolidationRun(key, ids, None, "%s: %s" % (type(err).__name__, err))
 
 
 async def arun_consolidation(
-    key: Hashable,
-    store: StoreVerbs,
-    ids: Tuple[str, ...],
-    decider: Decider,
-    *,
-    nearest: int,
-    now: Optional[datetime.datetime],
+    how: RunSettings, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]
 ) -> ConsolidationRun:
     """`run_consolidation` on the loop: the store's sync verbs in a worker
     thread (`off_loop`), the model awaited. A cancellation is not an
     error: it propagates (the caller gives the ids back)."""
     try:
         candidates, existing, skipped = await off_loop(
-            functools.partial(consolidation_view, store, ids, nearest=nearest)
+            functools.partial(consolidation_view, store, ids, nearest=how.nearest)
         )
-        at = utc_stamp(now)
-        result = await aconsolidate(candidates, existing, model=decider, at=at) if candidates else ConsolidationResult()
+        at = utc_stamp(how.now)
+        result = (
+            await aconsolidate(candidates, existing, model=how.decider, at=at) if candidates else ConsolidationResult()
+        )
         outcome = await off_loop(
             functools.partial(apply_consolidation, store, candidates, result, at=at, skipped=skipped)
         )
