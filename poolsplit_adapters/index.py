@@ -162,8 +162,10 @@ def _expiries(chunk: Sequence[Mapping[str, Any]]) -> Any:
 _CHUNK = 16384  # entries whose column values are staged at once
 _CONTENT = operator.itemgetter("content")
 _STR_OR_NONE = frozenset((str, type(None)))
-#: The numpy type of each array typecode the columns use (bytes copied as is).
-_BYTES = {"b": "int8", "q": "int64", "i": "int32", "d": "float64"}
+#: The numpy type each array typecode the columns use is read as (`_np`; a
+#: "b" column holds flags), and the one its bytes are written from (copied as is).
+_DTYPES = {"b": "bool", "q": "int64", "i": "int32", "d": "float64"}
+_BYTES = {**_DTYPES, "b": "int8"}
 
 
 def _created_micros(values: list[Optional[str]]) -> Any:
@@ -210,21 +212,22 @@ class _Codes(dict[Any, int]):
         return self.get(name)
 
 
-#: The per-entry columns: name -> (array typecode, numpy dtype). One
-#: registry, so a new column is one line here and one in ``_values``.
-_COLUMNS: dict[str, tuple[str, str]] = {
-    "alive": ("b", "bool"),
-    "active": ("b", "bool"),
-    "always": ("b", "bool"),
-    "cost": ("q", "int64"),
-    "type": ("i", "int32"),
-    "priority": ("d", "float64"),
-    "created": ("q", "int64"),  # microseconds since year 1; -1 when absent or unparseable
-    "project": ("i", "int32"),
-    "namespace": ("i", "int32"),
-    "has_source": ("b", "bool"),
-    "ntags": ("d", "float64"),  # distinct tags, at least 1 (a divisor)
-    "expires": ("q", "int64"),  # microseconds since year 1 (naive UTC, core.entry_time); -1 when it never expires
+#: The per-entry columns: name -> array typecode (read by numpy as its
+#: `_DTYPES`). One registry, so a new column is one line here and one in
+#: ``_values``.
+_COLUMNS: dict[str, str] = {
+    "alive": "b",
+    "active": "b",
+    "always": "b",
+    "cost": "q",
+    "type": "i",
+    "priority": "d",
+    "created": "q",  # microseconds since year 1; -1 when absent or unparseable
+    "project": "i",
+    "namespace": "i",
+    "has_source": "b",
+    "ntags": "d",  # distinct tags, at least 1 (a divisor)
+    "expires": "q",  # microseconds since year 1 (naive UTC, core.entry_time); -1 when it never expires
 }
 
 
@@ -550,7 +553,7 @@ class _ColumnValues:
             new_position = np.cumsum(keep) - 1
             self.words.remap(keep, new_position)
             self.tags.remap(keep, new_position)
-        for name, (code, _) in _COLUMNS.items():
+        for name, code in _COLUMNS.items():
             old = self.columns[name]
             self.columns[name] = array.array(code, (old[p] for p in alive))
         if self.ties is not None:
@@ -588,7 +591,7 @@ class _ColumnValues:
             "expires": _expiries(chunk),
         }
         for name, column in values.items():
-            self.columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name][0]]).tobytes())
+            self.columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name]]).tobytes())
         return ids
 
     def values(
@@ -860,7 +863,7 @@ class MemoryIndex:
         # reads only the positions it had).
         self._slots_lent = False
         self._where = _Identities(compact=self._numpy)
-        self._columns = {name: array.array(code) for name, (code, _) in _COLUMNS.items()}
+        self._columns = {name: array.array(code) for name, code in _COLUMNS.items()}
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
         # A pool's types -> ((version, size), its positions' mask): the same
         # pools on every call of an unchanged store read one mask, not a
@@ -1093,7 +1096,7 @@ class MemoryIndex:
 
     def _view(self, name: str) -> Any:
         """A numpy view of a column (valid until the column next grows)."""
-        return _np(self._columns[name], _COLUMNS[name][1])
+        return _np(self._columns[name], _DTYPES[_COLUMNS[name]])
 
 
 def _query_source(
