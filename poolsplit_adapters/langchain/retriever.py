@@ -19,17 +19,8 @@ from ..call import AdapterCall, StoreCall, checked_metric, checked_plan
 from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
-from ..recall import (
-    RecallPlan,
-    Search,
-    afill,
-    fill,
-    present_types,
-    store_scoring,
-    with_query_vector,
-    with_store_scores,
-)
-from ..render import explain
+from ..recall import RecallPlan, present_types, store_scoring, with_query_vector, with_store_scores
+from ..render import explain_last
 from ..reports import event_payload
 from ..settings import AdapterSettings, CallOverrides
 from ..storable import storable_form
@@ -47,6 +38,49 @@ class _Held:
     index: MemoryIndex
     source: dict[int, Document]
     types: frozenset[str]
+
+    @classmethod
+    def of(cls, documents: list[Document], counter: Any, scorer: Any) -> _Held:
+        """The index over checked ``documents`` (their costs by ``counter``),
+        built with ``scorer``'s structures: the first call costs what the
+        others do."""
+        index, source = DocumentConverter.index(documents, counter, (scorer,))
+        return cls(index, source, present_types(d.metadata for d in documents))
+
+
+@dataclass(frozen=True)
+class _StoreMode:
+    """The vector-store mode's calls: the query embedded once (in a form
+    every store can take), the recall grown over the store by that one
+    vector (`StoreCall`; the scorer holds the vector when the store's vector
+    space is the scorer's), and the selection's documents. Built with the
+    retriever's recall and metric, and replaced with them."""
+
+    recall: VectorRecall
+    metric: Any
+    reuse_query: bool
+
+    def _growing(self, call: AdapterCall, query: str, vector: Optional[list[float]]) -> StoreCall[Document]:
+        """One call's growing recall over the store (`StoreCall`), by the query's one vector."""
+        scorer = with_query_vector(call.scorer, query, vector) if self.reuse_query else call.scorer
+        entries = functools.partial(DocumentConverter.entries, recalled=True)
+        return StoreCall(call, self.recall.plan_for(call.options.pools), scorer, self.metric, entries)
+
+    def select(self, call: AdapterCall, query: str, run_manager: SyncRun) -> tuple[Selection, list[Document]]:
+        """The call's selection over the store and the documents it returns."""
+        query = storable_form(query)  # what an embedding API or a store can take (a lone surrogate cannot be encoded)
+        vector = self.recall.embed(query)
+        one = self._growing(call, query, vector)
+        selection = one.fill(lambda s: one.gathered(self.recall.search(query, vector, s, run_manager)))
+        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
+
+    async def aselect(self, call: AdapterCall, query: str, run_manager: AsyncRun) -> tuple[Selection, list[Document]]:
+        """Async `select`."""
+        query = storable_form(query)  # as in select
+        vector = await self.recall.aembed(query)
+        one = self._growing(call, query, vector)
+        selection = await one.afill(lambda s: one.agathered(self.recall.asearch(query, vector, s, run_manager)))
+        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
 
 
 #: The fields the vector-store and ``base_retriever=`` recall is built from:
@@ -159,7 +193,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     _held: Optional[_Held] = PrivateAttr(default=None)
     _recall: Optional[DocumentRecall] = PrivateAttr(default=None)
     _metric: Any = PrivateAttr(default=None)
-    _reuse_query: bool = PrivateAttr(default=False)
+    _store: Optional[_StoreMode] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         if data.get("documents") is not None:
@@ -173,7 +207,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     def _build_recall(self) -> None:
         """The recall of the vector-store or ``base_retriever=`` mode, from
         the current settings (None in documents mode)."""
-        self._recall, self._metric, self._reuse_query = None, None, False
+        self._recall, self._metric, self._store = None, None, None
         if self.vectorstore is not None:
             # Each call recalls for its own plan (pools="auto" varies by
             # message); the recall plan holds the search sizes.
@@ -182,8 +216,9 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             )
             self._metric = checked_metric(self.vectorstore, self.store_metric)
             build = self.filter_builder or type_filter(self.vectorstore)
-            self._reuse_query, scored = store_scoring(self.scorer, self.vectorstore.embeddings, self._metric)
+            reuse_query, scored = store_scoring(self.scorer, self.vectorstore.embeddings, self._metric)
             self._recall = VectorRecall(self.vectorstore, plan, build, scored=scored, setup_store=self.setup_store)
+            self._store = _StoreMode(self._recall, self._metric, reuse_query)
         if self.base_retriever is not None:
             self._recall = BaseRetrieverRecall(self.base_retriever)
 
@@ -194,14 +229,14 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         first: a bad value raises and leaves the retriever as it was."""
         if name in _RECALL_SETTINGS and "_recall" in (self.__pydantic_private__ or {}):
             before = getattr(self, name)
-            kept = (self._recall, self._metric, self._reuse_query)
+            kept = (self._recall, self._metric, self._store)
             super().__setattr__(name, value)
             try:
                 self._one_source(self.documents, self.vectorstore, self.base_retriever)
                 self._build_recall()
             except BaseException:
                 super().__setattr__(name, before)
-                self._recall, self._metric, self._reuse_query = kept
+                self._recall, self._metric, self._store = kept
                 raise
             return
         if name != "documents":
@@ -223,9 +258,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def _indexed(self, documents: list[Document]) -> _Held:
         assert self.token_counter is not None
-        # Built with the scorer's structures: the first call costs what the others do.
-        index, source = DocumentConverter.index(documents, self.token_counter, (self.scorer,))
-        return _Held(index, source, present_types(d.metadata for d in documents))
+        return _Held.of(documents, self.token_counter, self.scorer)
 
     def _entry_types(self) -> Optional[frozenset[str]]:
         """The types the source holds, for ``pools="auto"``: the documents'
@@ -299,8 +332,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def explain(self) -> str:
         """The why/why-not table of the call that finished last."""
-        last = self.last_selection
-        return "no call yet" if last is None else explain(last)
+        return explain_last(self.last_selection)
 
     # -- the retriever protocol --------------------------------------------------------
 
@@ -315,44 +347,13 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             selection = call.select(entries, scorer=with_store_scores(call.scorer, scores, self._metric))
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
 
-    def _store_call(self, call: AdapterCall, query: str, vector: Optional[list[float]]) -> StoreCall[Document]:
-        """One call's growing recall over the store (`StoreCall`), by the query's one vector."""
-        assert isinstance(self._recall, VectorRecall)
-        scorer = with_query_vector(call.scorer, query, vector) if self._reuse_query else call.scorer
-        entries = functools.partial(DocumentConverter.entries, recalled=True)
-        return StoreCall(call, self._recall.plan_for(call.options.pools), scorer, self._metric, entries)
-
-    def _from_store(self, call: AdapterCall, query: str, run_manager: SyncRun) -> tuple[Selection, list[Document]]:
-        recall = self._recall
-        assert isinstance(recall, VectorRecall)
-        query = storable_form(query)  # what an embedding API or a store can take (a lone surrogate cannot be encoded)
-        vector = recall.embed(query)
-        one = self._store_call(call, query, vector)
-        selection = fill(one.rounds, lambda s: one.gathered(recall.search(query, vector, s, run_manager)), one.choose)
-        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
-
-    async def _afrom_store(
-        self, call: AdapterCall, query: str, run_manager: AsyncRun
-    ) -> tuple[Selection, list[Document]]:
-        recall = self._recall
-        assert isinstance(recall, VectorRecall)
-        query = storable_form(query)  # as in _from_store
-        vector = await recall.aembed(query)
-        one = self._store_call(call, query, vector)
-
-        async def search(searches: list[Search]) -> Sequence[Sequence[Document]]:
-            return one.gathered(await recall.asearch(query, vector, searches, run_manager))
-
-        selection = await afill(one.rounds, search, one.choose)
-        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
-
     def _get_relevant_documents(
         self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
     ) -> list[Document]:
         call = AdapterCall(self, query, kw, entry_types=self._entry_types)
         options, recall = call.options, self._recall
-        if isinstance(recall, VectorRecall):
-            selection, documents = self._from_store(call, query, run_manager)
+        if self._store is not None:
+            selection, documents = self._store.select(call, query, run_manager)
         else:
             recalled = None if recall is None else recall.run(query, options.visibility, options.pools, run_manager)
             selection, documents = self._finish(call, recalled)
@@ -364,8 +365,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     ) -> list[Document]:
         call = AdapterCall(self, query, kw, entry_types=self._entry_types)
         options, recall = call.options, self._recall
-        if isinstance(recall, VectorRecall):
-            selection, documents = await self._afrom_store(call, query, run_manager)
+        if self._store is not None:
+            selection, documents = await self._store.aselect(call, query, run_manager)
         else:
             recalled = None
             if recall is not None:
