@@ -7,10 +7,12 @@ does on each hook once its messages, runtime and store are translated.
   (`AgentMemory._writing`), written in one write through the store's
   duplicate check (`AgentMemory._write`), and the turns whose every part is
   stored named for removal (`AgentMemory._demoted`).
-* **Recall + promote**: a step's identity and reuse key, its selection
-  recorded and rendered (`AgentMemory._promote`), the selection event
-  (`AgentMemory._event`) and the block put into the system message
-  (`AgentMemory._block`).
+* **Recall + promote**: a model call's adapter call and its step's identity
+  (`AgentMemory._recall_call`), the reuse key and the step's memory kept
+  in the state (`AgentMemory._kept`), its selection recorded and rendered
+  (`AgentMemory._promote`), the state update and the selection event
+  (`AgentMemory._shown`, `AgentMemory._event`) and the block put into the
+  system message (`AgentMemory._block`).
 * **remember**: a note's proposal and the answer the model reads.
 * **Consolidate**: the ids a turn wrote handed to the background runs.
 
@@ -50,7 +52,7 @@ from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_sta
 from .poolsplit import Selection
 from .render import goal_line, render_context
 from .reports import event_payload
-from .settings import AgentMemorySettings
+from .settings import TASK_FIELDS, AgentMemorySettings
 from .stores.base import DuplicateEntry, IdHeldElsewhere, StoreVerbs
 
 __all__ = [
@@ -484,6 +486,48 @@ class AgentMemory:
         return {UNCONSOLIDATED_KEY: None}
 
     # -- recall + promote ---------------------------------------------------------------
+
+    def _recall_call(
+        self,
+        where: Where[S],
+        message: str,
+        last_id: Optional[str],
+        context: Any,
+        entry_types: Callable[[], Optional[frozenset[str]]],
+    ) -> tuple[AdapterCall, str]:
+        """A model call's adapter call and its step's identity: ``message``
+        (the thread's last human message, whose id is ``last_id``) with
+        ``tags``, ``project`` and the task signals from ``context`` (the
+        runtime's, checked by the call, naming them); ``entry_types``: the
+        store's own types, which ``pools="auto"`` plans for."""
+        given = {key: context_value(context, key) for key in ("tags", "project", *TASK_FIELDS)}
+        call = AdapterCall(
+            self.settings,
+            message,
+            {k: v for k, v in given.items() if v is not None},
+            named=from_runtime_context,
+            entry_types=entry_types,
+        )
+        return call, step_identity(where.chain, last_id, call)
+
+    @staticmethod
+    def _kept(state: Mapping[str, Any], key: str) -> Optional[PromotedStep]:
+        """The thread's promoted memory, if it is this step's over this
+        version of the store."""
+        kept: Optional[PromotedStep] = state.get(PROMOTED_KEY)
+        return kept if kept is not None and kept["key"] == key else None
+
+    def _shown(
+        self, state: Mapping[str, Any], where: Where[S], promoted: PromotedStep, *, reused: bool
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The state update of a model call that shows ``promoted`` (the
+        gate's report shown, cleared; a new step's memory kept) and its
+        selection event (`_event`)."""
+        writes: Optional[GateTally] = state.get(WRITES_KEY)
+        update: dict[str, Any] = {} if writes is None else {WRITES_KEY: None}
+        if not reused:
+            update[PROMOTED_KEY] = promoted
+        return update, self._event(where, writes, promoted, reused=reused)
 
     @staticmethod
     def _promote(call: AdapterCall, key: str, selection: Selection) -> PromotedStep:

@@ -4,7 +4,7 @@ An agent turn writes its evicted turns and notes through the ordinary gate
 (they are durable before they leave the working set). Consolidating them
 asks the host's model a second question, and the turn must not wait for
 it, nor fail because of it. `BackgroundConsolidation` runs that
-question later:
+question later (when and where; what one run does is `consolidation_run`'s):
 
 * **Debounced per key** (the middleware's key: thread and namespace). Each
   `submit` adds the ids the turn wrote to the
@@ -43,8 +43,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
-import functools
-import logging
 import math
 import threading
 import time
@@ -52,45 +50,15 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Deque, Dict, Hashable, List, Optional, Sequence, Tuple
 
-from .memory.consolidate import ConsolidationResult, Decider, aconsolidate, consolidate
-from .memory.write_gate import utc_stamp
+from .consolidation_run import LOGGER, ConsolidationRun, arun_consolidation, log_run, run_consolidation
+from .memory.consolidate import Decider
 from .stores.base import StoreVerbs
-from .stores.consolidation import StoredConsolidation, apply_consolidation, consolidation_view
-from .threads import off_loop
 
 __all__ = ["BackgroundConsolidation", "ConsolidationRun", "LOGGER", "check_delay"]
-
-#: Where failed runs and refused operations are logged.
-LOGGER = logging.getLogger("poolsplit_adapters.consolidation")
 
 #: How many keys (threads) keep reports not yet shown in a selection event;
 #: the least recently reported go first (their runs stay in ``runs``).
 UNSHOWN_KEYS = 1024
-
-
-@dataclass(frozen=True)
-class ConsolidationRun:
-    """One background run: the key, the ids it consolidated, and what it did
-    (``outcome``) or why it could not (``error``, "Type: message").
-
-    Example:
-        >>> ConsolidationRun(("t1", "memories.u1"), ("note-1",), None, "TimeoutError: model").to_dict()["error"]
-        'TimeoutError: model'
-    """
-
-    key: Hashable
-    ids: Tuple[str, ...]
-    outcome: Optional[StoredConsolidation]
-    error: Optional[str] = None
-
-    def to_dict(self) -> Dict[str, Any]:
-        """The JSON form (for events and logs)."""
-        body: Dict[str, Any] = {"ids": len(self.ids)}
-        if self.outcome is not None:
-            body.update(self.outcome.to_dict())
-        if self.error is not None:
-            body["error"] = self.error
-        return body
 
 
 @dataclass
@@ -309,28 +277,15 @@ class BackgroundConsolidation:
                     self._next(slot_key, slot)
             raise
 
-    def _at(self) -> str:
-        return utc_stamp(self.now)
-
     def _store_lock(self, store: StoreVerbs) -> threading.Lock:
         with self._lock:
             return self._store_locks.setdefault(id(store.holder), threading.Lock())
 
     def _run(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
-        """One run, in the calling thread: view, decide (sync), apply."""
+        """One run, in the calling thread: view, decide (sync), apply
+        (`run_consolidation`), after the store's earlier run."""
         with self._store_lock(store):
-            return self._run_locked(key, store, ids)
-
-    def _run_locked(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
-        try:
-            candidates, existing, skipped = consolidation_view(store, ids, nearest=self.nearest)
-            at = self._at()
-            result = (
-                consolidate(candidates, existing, model=self.decider, at=at) if candidates else ConsolidationResult()
-            )
-            return ConsolidationRun(key, ids, apply_consolidation(store, candidates, result, at=at, skipped=skipped))
-        except Exception as err:  # reported, never raised into a turn
-            return ConsolidationRun(key, ids, None, "%s: %s" % (type(err).__name__, err))
+            return run_consolidation(self, key, store, ids)
 
     async def _arun(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
         """`_run` on the loop: the store's sync verbs in a worker
@@ -340,39 +295,13 @@ class BackgroundConsolidation:
         while not lock.acquire(blocking=False):
             await asyncio.sleep(0.005)
         try:
-            return await self._arun_locked(key, store, ids)
+            return await arun_consolidation(self, key, store, ids)
         finally:
             lock.release()
 
-    async def _arun_locked(self, key: Hashable, store: StoreVerbs, ids: Tuple[str, ...]) -> ConsolidationRun:
-        try:
-            candidates, existing, skipped = await off_loop(
-                functools.partial(consolidation_view, store, ids, nearest=self.nearest)
-            )
-            at = self._at()
-            result = (
-                await aconsolidate(candidates, existing, model=self.decider, at=at)
-                if candidates
-                else ConsolidationResult()
-            )
-            outcome = await off_loop(
-                functools.partial(apply_consolidation, store, candidates, result, at=at, skipped=skipped)
-            )
-            return ConsolidationRun(key, ids, outcome)
-        except asyncio.CancelledError:
-            raise
-        except Exception as err:  # reported, never raised into a turn
-            return ConsolidationRun(key, ids, None, "%s: %s" % (type(err).__name__, err))
-
     def record(self, run: ConsolidationRun) -> None:
-        """Report a finished run: logged, kept in `runs`, passed to ``on_run``."""
-        if run.error is not None:
-            LOGGER.warning("consolidation of %d entries (%r) failed: %s", len(run.ids), run.key, run.error)
-        elif run.outcome is not None:
-            for refused in run.outcome.result.refused:
-                LOGGER.info("consolidator output refused (%s): %s", refused.reason.value, refused.detail)
-            for op, reason in run.outcome.failed:
-                LOGGER.info("consolidation %s not applied: %s", op.op.value, reason)
+        """Report a finished run: logged (`log_run`), kept in `runs`, passed to ``on_run``."""
+        log_run(run)
         with self._lock:
             self.runs.append(run)
             self._since_drain.append(run)

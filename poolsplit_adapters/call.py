@@ -32,7 +32,7 @@ from __future__ import annotations
 import datetime
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable, Generic, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Optional, TypeVar, Union
 
 from .checks import ArgumentError, check_k, check_overrides
 from .memory.expiry import note_expired
@@ -40,7 +40,7 @@ from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import AUTO, TaskDetection, resolve_pools
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
-from .recall import FillingRecall, RecallPlan, present_types, store_metric, with_store_scores
+from .recall import FillingRecall, RecallPlan, Search, afill, fill, present_types, store_metric, with_store_scores
 from .reports import record, select_noted
 from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
 
@@ -340,6 +340,16 @@ class StoreCall(Generic[_T]):
         plan = replace(plan, pools=tuple(call.options.pools))
         self.rounds: FillingRecall[_T] = FillingRecall(plan, call.options.visibility)
         self.source: dict[int, Any] = {}
+
+    def fill(self, search: Callable[[list[Search]], Sequence[Sequence[_T]]]) -> Selection:
+        """Run the rounds (`fill`): ``search`` runs a round's searches (one
+        result list each), each round selects over every candidate so far
+        (`choose`); the last round's selection."""
+        return fill(self.rounds, search, self.choose)
+
+    async def afill(self, search: Callable[[list[Search]], Awaitable[Sequence[Sequence[_T]]]]) -> Selection:
+        """`fill` with an async ``search``."""
+        return await afill(self.rounds, search, self.choose)
 
     def choose(self, candidates: list[_T]) -> Selection:
         """The selection over every candidate so far."""

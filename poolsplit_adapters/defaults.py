@@ -10,7 +10,7 @@ stays exactly the spec's; it is one argument away everywhere
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from .poolsplit import Scorer
 from .relevance import Feedback, RelevanceScorer
@@ -19,10 +19,19 @@ from .relevance import Feedback, RelevanceScorer
 #: words at 0.1 of the relevance (benchmarks/eval/README.md, "Pseudo-relevance
 #: feedback": second hops share no word with the question; at 0.1 every budget
 #: of the long-horizon set gains, at 0.35 the 1,024-token budget loses).
-WORDS_FEEDBACK = Feedback(top=2, weight=0.1)
-#: With embeddings: words weigh 0.6 of the fused relevance and the expansion
-#: 0.3 (the measured setting with margin at every budget, MiniLM).
-FUSED_LEXICAL_WEIGHT, FUSED_FEEDBACK = 0.6, Feedback(top=2, weight=0.3)
+#: ``words_only``: a call with a vector half (a vector store's similarities,
+#: an embedder) does not expand (see `FUSED_FEEDBACK`).
+WORDS_FEEDBACK = Feedback(top=2, weight=0.1, words_only=True)
+#: With a vector half (``embeddings=``, or a vector store's similarities):
+#: words weigh 0.3 of the fused relevance and the query is not expanded.
+#: Measured with all-MiniLM-L6-v2 on three sets (benchmarks/eval/README.md,
+#: "Fusion on long conversations"): on long conversations every expansion
+#: weight and every words weight above 0.3 loaded less than plain vector
+#: top-k at 2,048 or 4,096 tokens; at 0.3 without expansion every budget is
+#: at least vector top-k's there, on the long-horizon set (x1.014 to x1.038)
+#: and on the paraphrase set with one budget.
+FUSED_LEXICAL_WEIGHT: float = 0.3
+FUSED_FEEDBACK: Optional[Feedback] = None
 
 __all__ = ["default_adapter_scorer", "hybrid_scorer"]
 
@@ -42,9 +51,11 @@ def default_adapter_scorer() -> Scorer:
     on every call, so a host that gives one adapter's scorer a corpus
     (``index_entries``) changes no other adapter. Over a vector store the
     store's similarity is its vector half
-    (`takes_store_scores`). The query is
+    (`takes_store_scores`), weighed as `hybrid_scorer` weighs
+    the cosine (`FUSED_LEXICAL_WEIGHT`). With words alone the query is
     expanded by the call's two best admitted matches (`WORDS_FEEDBACK`,
-    pseudo-relevance feedback), which finds the second hop of a question.
+    pseudo-relevance feedback), which finds the second hop of a question;
+    with a vector store's similarities it is not (`FUSED_FEEDBACK`).
     ``scorer=default_scorer`` brings the spec's ranking back
     (docs/migrating.md).
 
@@ -55,7 +66,7 @@ def default_adapter_scorer() -> Scorer:
         >>> [e["id"] for e in picked.entries()]
         ['a']
     """
-    return RelevanceScorer(feedback=WORDS_FEEDBACK)
+    return RelevanceScorer(lexical_weight=FUSED_LEXICAL_WEIGHT, feedback=WORDS_FEEDBACK)
 
 
 def hybrid_scorer(embeddings: Any) -> RelevanceScorer:
@@ -67,11 +78,12 @@ def hybrid_scorer(embeddings: Any) -> RelevanceScorer:
     BM25 (`FUSED_LEXICAL_WEIGHT` of the relevance) with the cosine of
     ``embeddings`` (a LangChain ``Embeddings``, a LlamaIndex
     ``BaseEmbedding``, or an ``EmbeddingScorer``, whose vector cache it
-    shares), the query expanded by `FUSED_FEEDBACK`. Cosine alone
+    shares), the query not expanded (`FUSED_FEEDBACK`). Cosine alone
     (``EmbeddingScorer(embeddings)``) misses exact names and numbers and, on
     the long-horizon evaluation, loads less evidence than plain vector top-k
-    at 2,048 tokens; the fusion loads more at every budget
-    (benchmarks/eval/README.md). numpy is imported on use.
+    at 2,048 tokens; the fusion loads at least as much at every budget of
+    the three labelled sets (benchmarks/eval/README.md). numpy is imported
+    on use.
 
     Example:
         >>> from poolsplit_adapters import Pool, select

@@ -162,8 +162,10 @@ def _expiries(chunk: Sequence[Mapping[str, Any]]) -> Any:
 _CHUNK = 16384  # entries whose column values are staged at once
 _CONTENT = operator.itemgetter("content")
 _STR_OR_NONE = frozenset((str, type(None)))
-#: The numpy type of each array typecode the columns use (bytes copied as is).
-_BYTES = {"b": "int8", "q": "int64", "i": "int32", "d": "float64"}
+#: The numpy type each array typecode the columns use is read as (`_np`; a
+#: "b" column holds flags), and the one its bytes are written from (copied as is).
+_DTYPES = {"b": "bool", "q": "int64", "i": "int32", "d": "float64"}
+_BYTES = {**_DTYPES, "b": "int8"}
 
 
 def _created_micros(values: list[Optional[str]]) -> Any:
@@ -210,21 +212,22 @@ class _Codes(dict[Any, int]):
         return self.get(name)
 
 
-#: The per-entry columns: name -> (array typecode, numpy dtype). One
-#: registry, so a new column is one line here and one in ``_values``.
-_COLUMNS: dict[str, tuple[str, str]] = {
-    "alive": ("b", "bool"),
-    "active": ("b", "bool"),
-    "always": ("b", "bool"),
-    "cost": ("q", "int64"),
-    "type": ("i", "int32"),
-    "priority": ("d", "float64"),
-    "created": ("q", "int64"),  # microseconds since year 1; -1 when absent or unparseable
-    "project": ("i", "int32"),
-    "namespace": ("i", "int32"),
-    "has_source": ("b", "bool"),
-    "ntags": ("d", "float64"),  # distinct tags, at least 1 (a divisor)
-    "expires": ("q", "int64"),  # microseconds since year 1 (naive UTC, core.entry_time); -1 when it never expires
+#: The per-entry columns: name -> array typecode (read by numpy as its
+#: `_DTYPES`). One registry, so a new column is one line here and one in
+#: ``_values``.
+_COLUMNS: dict[str, str] = {
+    "alive": "b",
+    "active": "b",
+    "always": "b",
+    "cost": "q",
+    "type": "i",
+    "priority": "d",
+    "created": "q",  # microseconds since year 1; -1 when absent or unparseable
+    "project": "i",
+    "namespace": "i",
+    "has_source": "b",
+    "ntags": "d",  # distinct tags, at least 1 (a divisor)
+    "expires": "q",  # microseconds since year 1 (naive UTC, core.entry_time); -1 when it never expires
 }
 
 
@@ -491,9 +494,11 @@ class _Words(_Postings):
 class _ColumnValues:
     """What selection reads from an entry, as the index's column values
     (one per column of the registry ``_COLUMNS``), its type, project and
-    namespace codes and its word and tag postings: read entry by entry, or
-    key by key for a chunk of plain dicts. Writes into the index's own
-    columns, codes and postings (shared, not copied)."""
+    namespace codes, its word and tag postings and its tie-break strings:
+    read entry by entry, or key by key for a chunk of plain dicts. Writes
+    into the index's own columns, codes, postings and tie keys (shared, not
+    copied): appended (`append`), re-read in place (`rewrite`), and the
+    survivors kept when the index compacts (`keep`)."""
 
     def __init__(
         self,
@@ -501,10 +506,58 @@ class _ColumnValues:
         codes: tuple[_Codes, _Codes, _Codes],
         words: Optional[_Words],
         tags: Optional[_Postings],
+        ties: Optional[TieKeys],
     ) -> None:
         self.columns = columns
         self.types, self.projects, self.namespaces = codes
-        self.words, self.tags = words, tags
+        self.words, self.tags, self.ties = words, tags, ties
+
+    def reserve(self, size: int) -> None:
+        """Room for ``size`` positions in the tie keys (a batch about to be appended)."""
+        if self.ties is not None:
+            self.ties.reserve(size)
+
+    def append(
+        self,
+        chunk: Sequence[Mapping[str, Any]],
+        texts: list[str],
+        costs: Sequence[int],
+        active: Sequence[bool],
+        start: int,
+        plain: bool,
+    ) -> Any:
+        """Append a chunk at ``start``: key by key when it is all plain dicts
+        (`append_plain`, numpy only), else entry by entry. Returns the word
+        reader's token codes of ``texts``, or None without a word reader."""
+        if self.ties is not None:
+            self.ties.extend(chunk)
+        if plain:
+            return self.append_plain(chunk, texts, costs, active, start)
+        for name, values in self.values(chunk, costs, active).items():
+            self.columns[name].extend(values)
+        return self.post(start, chunk)
+
+    def rewrite(self, position: int, entry: Mapping[str, Any], cost: int, live: bool) -> None:
+        """Re-read ``entry``, changed in place, at its ``position``."""
+        for name, values in self.values([entry], [cost], [live]).items():
+            self.columns[name][position] = values[0]
+        self.post(position, [entry], fresh=False)
+        if self.ties is not None:
+            self.ties.put(position, entry)
+
+    def keep(self, alive: list[int], size: int) -> None:
+        """Only the positions ``alive`` of ``size``, in order (the index compacts)."""
+        if self.words is not None and self.tags is not None:
+            keep = np.zeros(size, dtype=bool)
+            keep[alive] = True
+            new_position = np.cumsum(keep) - 1
+            self.words.remap(keep, new_position)
+            self.tags.remap(keep, new_position)
+        for name, code in _COLUMNS.items():
+            old = self.columns[name]
+            self.columns[name] = array.array(code, (old[p] for p in alive))
+        if self.ties is not None:
+            self.ties.keep(alive)
 
     def append_plain(
         self, chunk: Sequence[Mapping[str, Any]], texts: list[str], costs: Any, active: Sequence[bool], start: int
@@ -538,7 +591,7 @@ class _ColumnValues:
             "expires": _expiries(chunk),
         }
         for name, column in values.items():
-            self.columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name][0]]).tobytes())
+            self.columns[name].frombytes(column.astype(_BYTES[_COLUMNS[name]]).tobytes())
         return ids
 
     def values(
@@ -810,7 +863,7 @@ class MemoryIndex:
         # reads only the positions it had).
         self._slots_lent = False
         self._where = _Identities(compact=self._numpy)
-        self._columns = {name: array.array(code) for name, (code, _) in _COLUMNS.items()}
+        self._columns = {name: array.array(code) for name, code in _COLUMNS.items()}
         self._types, self._projects, self._namespaces = _Codes(), _Codes(), _Codes()
         # A pool's types -> ((version, size), its positions' mask): the same
         # pools on every call of an unchanged store read one mask, not a
@@ -825,7 +878,7 @@ class MemoryIndex:
         self._ties: Optional[TieKeys] = TieKeys() if self._numpy else None
         self._tags: Optional[_Postings] = _Postings(_Codes()) if self._numpy else None
         codes = (self._types, self._projects, self._namespaces)
-        self._reader = _ColumnValues(self._columns, codes, self._words, self._tags)
+        self._reader = _ColumnValues(self._columns, codes, self._words, self._tags, self._ties)
         # BM25 statistics and entry vectors for column scoring (and the texts they are kept from).
         self._scoring = _ScorerColumns(self._numpy)
         own = capabilities(scorer).vectors
@@ -871,15 +924,7 @@ class MemoryIndex:
         or nothing: a bad entry leaves the index unchanged."""
         batch = list(entries)
         size = len(self)
-        # The twin answers for a plain dict of built-in values (most of a
-        # big batch); anything else, or anything it doubts, gets the core's
-        # check, which names the entry and the field. A batch of plain dicts
-        # only is then read key by key, in C (the batch twins below).
-        plain = True
-        for offset, entry in enumerate(batch):
-            if not (type(entry) is dict and plain_entry_ok(entry)):
-                plain = False
-                check_entry(entry, size + offset)
+        plain = _checked(batch, size)
         identities = self._where.keys(batch)
         known = self._where.known(identities)
         if known is not None:
@@ -896,21 +941,13 @@ class MemoryIndex:
         # would otherwise hold ~150 MB of temporary objects.
         self._where.put_many(identities, len(self._slots))
         del identities
-        if self._ties is not None:
-            self._ties.reserve(len(self._slots) + len(batch))
+        self._reader.reserve(len(self._slots) + len(batch))
         for first in range(0, len(batch), _CHUNK):
             chunk, start = batch[first : first + _CHUNK], len(self._slots)
             self._slots.extend(chunk)
-            if self._ties is not None:
-                self._ties.extend(chunk)
             span = slice(first, first + _CHUNK)
             texts = list(map(_CONTENT, chunk))
-            if plain and self._numpy:
-                ids = self._reader.append_plain(chunk, texts, costs[span], active[span], start)
-            else:
-                for name, values in self._reader.values(chunk, costs[span], active[span]).items():
-                    self._columns[name].extend(values)
-                ids = self._reader.post(start, chunk)
+            ids = self._reader.append(chunk, texts, costs[span], active[span], start, plain and self._numpy)
             self._scoring.add(start, texts, ids)
         self._scoring.embed(len(self._slots) - len(batch), batch)
 
@@ -973,28 +1010,14 @@ class MemoryIndex:
         self._version += 1
         self._max_cost = max([self._max_cost, *costs])
         for entry, position, cost, live in zip(targets, positions, costs, active):
-            for name, values in self._reader.values([entry], [cost], [live]).items():
-                self._columns[name][position] = values[0]
-            self._reader.post(position, [entry], fresh=False)
-            if self._ties is not None:
-                self._ties.put(position, entry)
+            self._reader.rewrite(position, entry, cost, live)
             self._scoring.replace(position, entry["content"])
             self._scoring.embed(position, [entry])
 
     def _compact(self) -> None:
         """Drop removed slots, keeping the order of the rest."""
         alive = [p for p, e in enumerate(self._slots) if e is not None]
-        if self._words is not None and self._tags is not None:
-            keep = np.zeros(len(self._slots), dtype=bool)
-            keep[alive] = True
-            new_position = np.cumsum(keep) - 1
-            self._words.remap(keep, new_position)
-            self._tags.remap(keep, new_position)
-        for name, (code, _) in _COLUMNS.items():
-            old = self._columns[name]
-            self._columns[name] = array.array(code, (old[p] for p in alive))
-        if self._ties is not None:
-            self._ties.keep(alive)
+        self._reader.keep(alive, len(self._slots))
         self._slots, self._slots_lent = [self._slots[p] for p in alive], False
         self._scoring.keep(alive)
         self._where.rebuild(self._slots)
@@ -1073,7 +1096,7 @@ class MemoryIndex:
 
     def _view(self, name: str) -> Any:
         """A numpy view of a column (valid until the column next grows)."""
-        return _np(self._columns[name], _COLUMNS[name][1])
+        return _np(self._columns[name], _DTYPES[_COLUMNS[name]])
 
 
 def _query_source(
@@ -1144,6 +1167,20 @@ def _query_source(
             now=now,
         )
     return source, call
+
+
+def _checked(batch: Sequence[Mapping[str, Any]], start: int) -> bool:
+    """Check every entry of ``batch`` (at positions from ``start``); True
+    when each is a plain dict of built-in values. The twin answers for
+    those (most of a big batch); anything else, or anything it doubts, gets
+    the core's check, which names the entry and the field. A batch of plain
+    dicts only is then read key by key, in C (the batch twins)."""
+    plain = True
+    for offset, entry in enumerate(batch):
+        if not (type(entry) is dict and plain_entry_ok(entry)):
+            plain = False
+            check_entry(entry, start + offset)
+    return plain
 
 
 def _answering(answer: Any) -> TokenCounter:
@@ -1465,7 +1502,7 @@ class _ColumnScores:
                 cosine = self._cosines(self.src.fused)
                 w = scorer.lexical_weight
                 self._relevance = (1.0 - w) * np.where(cosine > 0.0, cosine, 0.0) + w * self._relevance
-            if scorer.feedback is not None:
+            if scorer.expansion is not None:
                 self._relevance = self._expanded(scorer, terms, self._relevance)
         embedding = self.src.embedding
         if self._relevance is None and embedding is not None and embedding.fallback_reason is None:
@@ -1477,7 +1514,7 @@ class _ColumnScores:
         best admitted contextual positions (visible, not always-scope) of
         ``first`` above 0, ties by the core's key (created, id, position),
         expand the query."""
-        feedback = scorer.feedback
+        feedback = scorer.expansion
         assert feedback is not None
         sources = np.flatnonzero(self.src.visible & ~self.src.col["always"] & (first > 0.0))
         if not len(sources):

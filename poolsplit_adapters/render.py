@@ -410,6 +410,12 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     return "\n".join(lines)
 
 
+def explain_last(selection: Optional[Selection]) -> str:
+    """`explain` of an adapter's ``last_selection``, or ``"no call yet"``
+    before its first call (what every adapter's ``explain()`` says)."""
+    return "no call yet" if selection is None else explain(selection)
+
+
 def _cap(value: float) -> str:
     return "%g" % value
 

@@ -79,9 +79,7 @@ from ..agent_config import RecallConfig, RenderConfig, WriteConfig, removed_keyw
 from ..agent_memory import (
     DEFAULT_HEADING,
     HEARD_KEY,
-    PROMOTED_KEY,
     UNCONSOLIDATED_KEY,
-    WRITES_KEY,
     AgentMemory,
     GateTally,
     Heard,
@@ -90,9 +88,6 @@ from ..agent_memory import (
     Writing,
     add_ids,
     add_tallies,
-    context_value,
-    from_runtime_context,
-    step_identity,
     step_key,
     thread_id,
 )
@@ -102,8 +97,8 @@ from ..checks import ArgumentError, check_flag, check_instance
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, View
 from ..memory.write_gate import Proposal
 from ..poolsplit import Pool, Selection
-from ..render import explain
-from ..settings import TASK_FIELDS, AgentMemorySettings
+from ..render import explain_last
+from ..settings import AgentMemorySettings
 from ..stores.langgraph.backends import Backend, Plan
 from ..stores.langgraph.store import Namespace, namespace_label
 from ..threads import off_loop
@@ -402,8 +397,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
     def explain(self) -> str:
         """The why/why-not table (`explain`)
         of [`last_selection`][]."""
-        last = self.last_selection
-        return "no call yet" if last is None else explain(last)
+        return explain_last(self.last_selection)
 
     # -- hooks: demote + write ----------------------------------------------------------
 
@@ -453,7 +447,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         step = self._step(request)
         snap = step.where.source.snapshot(*step.reading)
         key = step_key(step.identity, snap.version)
-        promoted = self._kept(request, key)
+        promoted = self._kept(request.state, key)
         reused = promoted is not None
         if promoted is None:
             promoted = self._promote(step.call, key, step.where.source.select(snap, *step.reading))
@@ -475,7 +469,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         step = await off_loop(self._step, request) if away else self._step(request)
         snap = await step.where.source.asnapshot(*step.reading)
         key = step_key(step.identity, snap.version)
-        promoted = self._kept(request, key)
+        promoted = self._kept(request.state, key)
         reused = promoted is not None
         if promoted is None:
             promoted = self._promote(step.call, key, await step.where.source.aselect(snap, *step.reading))
@@ -515,31 +509,16 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         return self._consolidate(ids, thread_id(runtime), where, asynchronous=asynchronous)
 
     def _step(self, request: ModelRequest[Any]) -> _Step:
-        """This model call's recall: the thread's last human message, with
-        ``tags``, ``project`` and the task signals from ``runtime.context``
-        (checked, naming them), planned by the adapter call."""
+        """This model call's recall: the thread's last human message and
+        ``runtime.context`` (`AgentMemory._recall_call`), planned by the adapter call."""
         where = self._where(request.runtime)
         last = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
-        ctx = getattr(request.runtime, "context", None)
-        given = {key: context_value(ctx, key) for key in ("tags", "project", *TASK_FIELDS)}
-        message = str(last.text) if last is not None else ""
-        call = AdapterCall(
-            self.settings,
-            message,
-            {k: v for k, v in given.items() if v is not None},
-            named=from_runtime_context,
-            entry_types=lambda: where.source.entry_types(where.chain),  # pools="auto": the store's own types
-        )
+        message, last_id = (str(last.text), last.id) if last is not None else ("", None)
+        context = getattr(request.runtime, "context", None)
+        types = lambda: where.source.entry_types(where.chain)  # noqa: E731 - pools="auto": the store's own types
+        call, identity = self._recall_call(where, message, last_id, context, types)
         options = call.options
-        identity = step_identity(where.chain, last.id if last is not None else None, call)
         return _Step(where, call, Plan(list(options.pools), options.layering), identity)
-
-    @staticmethod
-    def _kept(request: ModelRequest[Any], key: str) -> Optional[PromotedStep]:
-        """The thread's promoted memory, if it is this step's over this
-        version of the store."""
-        kept = cast("Optional[PromotedStep]", request.state.get(PROMOTED_KEY))
-        return kept if kept is not None and kept["key"] == key else None
 
     def _inject(
         self, request: ModelRequest[Any], step: _Step, promoted: PromotedStep, *, reused: bool
@@ -550,11 +529,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         twins send it to the run's callbacks (the async one must await)."""
         if self.tools:
             _check_binds_tools(request.model)
-        writes = cast("Optional[GateTally]", request.state.get(WRITES_KEY))
-        update: dict[str, Any] = {} if writes is None else {WRITES_KEY: None}
-        if not reused:
-            update[PROMOTED_KEY] = promoted
-        event = self._event(step.where, writes, promoted, reused=reused)
+        update, event = self._shown(request.state, step.where, promoted, reused=reused)
         request.runtime.stream_writer({SELECTION_EVENT: event})
         block = self._block(request.runtime, promoted)
         if block is None:

@@ -19,8 +19,8 @@ from ..call import AdapterCall, StoreCall, checked_metric, checked_plan
 from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
-from ..recall import RecallPlan, afill, fill, present_types, store_scoring, with_query_vector
-from ..render import explain
+from ..recall import RecallPlan, present_types, store_scoring, with_query_vector
+from ..render import explain_last
 from ..reports import event_payload
 from ..settings import AdapterSettings, CallOverrides
 from ..storable import storable_form
@@ -46,9 +46,56 @@ class _Held:
     source: dict[int, Document]
     types: frozenset[str]
 
+    @classmethod
+    def of(cls, documents: list[Document], counter: Any, scorer: Any) -> _Held:
+        """The index over checked ``documents`` (their costs by ``counter``),
+        built with ``scorer``'s structures: the first call costs what the
+        others do."""
+        index, source = DocumentConverter.index(documents, counter, (scorer,))
+        return cls(index, source, present_types(d.metadata for d in documents))
 
-#: The fields the vector-store and ``base_retriever=`` recall is built from:
-#: assigning one rebuilds it.
+
+@dataclass(frozen=True)
+class _StoreMode:
+    """The vector-store mode's calls: the query prepared once by the
+    searcher (in a form every store can take; embedded there), the recall
+    grown over the store by that one query (`StoreCall`; the scorer holds
+    the searcher's query vector when the store's vector space is the
+    scorer's), and the selection's documents. The searcher is held through
+    the recall protocol alone (`DocumentSearcher`), so any searcher of the
+    protocol serves. Built with the retriever's searcher, plan and metric,
+    and replaced with them."""
+
+    recall: DocumentSearcher
+    plan: RecallPlan
+    metric: Any
+    reuse_query: bool
+
+    def _growing(self, call: AdapterCall, query: DocumentQuery) -> StoreCall[ScoredDocument]:
+        """One call's growing recall over the store (`StoreCall`), for a prepared ``query``."""
+        vector = self.recall.query_vector(query)
+        scorer = with_query_vector(call.scorer, query.text, vector) if self.reuse_query else call.scorer
+        entries = functools.partial(DocumentConverter.entries, recalled=True)
+        return StoreCall(call, self.plan, scorer, self.metric, lambda hits: entries(hit_documents(hits)), hit_scores)
+
+    def select(self, call: AdapterCall, query: str, run_manager: SyncRun) -> tuple[Selection, list[Document]]:
+        """The call's selection over the store and the documents it returns."""
+        # What an embedding API or a store can take (a lone surrogate cannot be encoded).
+        asked = self.recall.prepare(DocumentQuery(storable_form(query), run_manager))
+        one = self._growing(call, asked)
+        selection = one.fill(lambda searches: self.recall.run(searches, asked))
+        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
+
+    async def aselect(self, call: AdapterCall, query: str, run_manager: AsyncRun) -> tuple[Selection, list[Document]]:
+        """Async `select`."""
+        asked = await self.recall.aprepare(DocumentQuery(storable_form(query), run_manager))  # as in select
+        one = self._growing(call, asked)
+        selection = await one.afill(lambda searches: self.recall.arun(searches, asked))
+        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
+
+
+#: The sources and the fields the vector-store mode (`_StoreMode`) is built
+#: from: assigning one checks the one source and rebuilds that mode.
 _RECALL_SETTINGS = frozenset(
     {
         "vectorstore",
@@ -156,9 +203,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     _held: Optional[_Held] = PrivateAttr(default=None)
     _recall: Optional[DocumentSearcher] = PrivateAttr(default=None)
-    _plan: Optional[RecallPlan] = PrivateAttr(default=None)
     _metric: Any = PrivateAttr(default=None)
-    _reuse_query: bool = PrivateAttr(default=False)
+    _store: Optional[_StoreMode] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         if data.get("documents") is not None:
@@ -170,9 +216,9 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             self._held = self._indexed(self.documents)
 
     def _build_recall(self) -> None:
-        """The searcher and plan of the vector-store mode, from the current
-        settings (None in the other modes)."""
-        self._recall, self._metric, self._reuse_query = None, None, False
+        """The searcher of the vector-store mode and its calls (`_StoreMode`),
+        from the current settings (None in the other modes)."""
+        self._recall, self._metric, self._store = None, None, None
         if self.vectorstore is not None:
             # Each call recalls for its own plan (pools="auto" varies by
             # message); the recall plan holds the search sizes.
@@ -181,9 +227,9 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             )
             self._metric = checked_metric(self.vectorstore, self.store_metric)
             build = self.filter_builder or type_filter(self.vectorstore)
-            self._reuse_query, scored = store_scoring(self.scorer, self.vectorstore.embeddings, self._metric)
+            reuse_query, scored = store_scoring(self.scorer, self.vectorstore.embeddings, self._metric)
             self._recall = VectorRecall(self.vectorstore, build, scored=scored, setup_store=self.setup_store)
-            self._plan = plan
+            self._store = _StoreMode(self._recall, plan, self._metric, reuse_query)
 
     def __setattr__(self, name: str, value: Any) -> None:
         """Assigning ``documents`` rebuilds the index, and assigning a source
@@ -192,14 +238,14 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         first: a bad value raises and leaves the retriever as it was."""
         if name in _RECALL_SETTINGS and "_recall" in (self.__pydantic_private__ or {}):
             before = getattr(self, name)
-            kept = (self._recall, self._metric, self._reuse_query)
+            kept = (self._recall, self._metric, self._store)
             super().__setattr__(name, value)
             try:
                 self._one_source(self.documents, self.vectorstore, self.base_retriever)
                 self._build_recall()
             except BaseException:
                 super().__setattr__(name, before)
-                self._recall, self._metric, self._reuse_query = kept
+                self._recall, self._metric, self._store = kept
                 raise
             return
         if name != "documents":
@@ -221,9 +267,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def _indexed(self, documents: list[Document]) -> _Held:
         assert self.token_counter is not None
-        # Built with the scorer's structures: the first call costs what the others do.
-        index, source = DocumentConverter.index(documents, self.token_counter, (self.scorer,))
-        return _Held(index, source, present_types(d.metadata for d in documents))
+        return _Held.of(documents, self.token_counter, self.scorer)
 
     def _entry_types(self) -> Optional[frozenset[str]]:
         """The types the source holds, for ``pools="auto"``: the documents'
@@ -297,8 +341,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def explain(self) -> str:
         """The why/why-not table of the call that finished last."""
-        last = self.last_selection
-        return "no call yet" if last is None else explain(last)
+        return explain_last(self.last_selection)
 
     # -- the retriever protocol --------------------------------------------------------
 
@@ -312,39 +355,12 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
             selection = call.select(entries)
         return selection, DocumentConverter.to_documents(selection, call.finish(selection), source)
 
-    def _store_call(self, call: AdapterCall, query: DocumentQuery) -> StoreCall[ScoredDocument]:
-        """One call's growing recall over the store (`StoreCall`), for a prepared ``query``."""
-        assert self._recall is not None and self._plan is not None
-        vector = self._recall.query_vector(query)
-        scorer = with_query_vector(call.scorer, query.text, vector) if self._reuse_query else call.scorer
-        entries = functools.partial(DocumentConverter.entries, recalled=True)
-        return StoreCall(call, self._plan, scorer, self._metric, lambda hits: entries(hit_documents(hits)), hit_scores)
-
-    def _from_store(self, call: AdapterCall, query: str, run_manager: SyncRun) -> tuple[Selection, list[Document]]:
-        recall = self._recall
-        assert recall is not None
-        # What an embedding API or a store can take (a lone surrogate cannot be encoded).
-        asked = recall.prepare(DocumentQuery(storable_form(query), run_manager))
-        one = self._store_call(call, asked)
-        selection = fill(one.rounds, lambda searches: recall.run(searches, asked), one.choose)
-        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
-
-    async def _afrom_store(
-        self, call: AdapterCall, query: str, run_manager: AsyncRun
-    ) -> tuple[Selection, list[Document]]:
-        recall = self._recall
-        assert recall is not None
-        asked = await recall.aprepare(DocumentQuery(storable_form(query), run_manager))  # as in _from_store
-        one = self._store_call(call, asked)
-        selection = await afill(one.rounds, lambda searches: recall.arun(searches, asked), one.choose)
-        return selection, DocumentConverter.to_documents(selection, call.finish(selection), one.source)
-
     def _get_relevant_documents(
         self, query: str, *, run_manager: SyncRun, **kw: Unpack[CallOverrides]
     ) -> list[Document]:
         call = AdapterCall(self, query, kw, entry_types=self._entry_types)
-        if self._recall is not None:
-            selection, documents = self._from_store(call, query, run_manager)
+        if self._store is not None:
+            selection, documents = self._store.select(call, query, run_manager)
         elif self.base_retriever is None:
             selection, documents = self._finish(call, None)
         else:  # what another retriever returns, as a child run tagged "base"
@@ -357,8 +373,8 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         self, query: str, *, run_manager: AsyncRun, **kw: Unpack[CallOverrides]
     ) -> list[Document]:
         call = AdapterCall(self, query, kw, entry_types=self._entry_types)
-        if self._recall is not None:
-            selection, documents = await self._afrom_store(call, query, run_manager)
+        if self._store is not None:
+            selection, documents = await self._store.aselect(call, query, run_manager)
         elif self.base_retriever is None:
             selection, documents = self._finish(call, None)
         else:  # as in _get_relevant_documents

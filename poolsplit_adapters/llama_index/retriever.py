@@ -22,13 +22,11 @@ from ..poolsplit import Pool, Selection
 from ..recall import (
     RecallPlan,
     VisibleEntries,
-    afill,
-    fill,
     present_types,
     store_scoring,
     with_query_vector,
 )
-from ..render import explain
+from ..render import explain_last
 from ..reports import capture_selections
 from ..settings import AdapterSettings, CallOverrides, Framework
 from ..stores.vectorstores.llama_index_nodes import one_node_per_id
@@ -206,8 +204,7 @@ class PoolSplitRetriever(BaseRetriever):
 
     def explain(self) -> str:
         """The why/why-not table of the call that finished last."""
-        last = self.last_selection
-        return "no call yet" if last is None else explain(last)
+        return explain_last(self.last_selection)
 
     def retrieve_with_selection(
         self, query: QueryType, **overrides: Unpack[CallOverrides]
@@ -279,7 +276,7 @@ class PoolSplitRetriever(BaseRetriever):
             return self._finish(call, call.select_in(self._index), self._source)
         query = recall.prepare(query_bundle)
         one = self._store_call(call, query)
-        selection = fill(one.rounds, lambda searches: recall.run(searches, query), one.choose)
+        selection = one.fill(lambda searches: recall.run(searches, query))
         return self._finish(call, selection, one.source)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -290,7 +287,7 @@ class PoolSplitRetriever(BaseRetriever):
             return self._finish(call, call.select_in(self._index), self._source)
         query = await recall.aprepare(query_bundle)
         one = self._store_call(call, query)
-        selection = await afill(one.rounds, lambda searches: recall.arun(searches, query), one.choose)
+        selection = await one.afill(lambda searches: recall.arun(searches, query))
         return self._finish(call, selection, one.source)
 
 

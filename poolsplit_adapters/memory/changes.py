@@ -141,18 +141,20 @@ _WORDS = (
     r"|reduced|cut|set|pushed|bumped|extended|'m|'re|am|ends|ended|finishes|wraps|targets|averages|stands|sits"
     r"|dropped|fell|rose|grew|went|reached|improved)\b|(?:是|在|有|改为|改成|变成)"
 )
+# The determiners a subject opens with: "the sprints", "my team".
+_DETERMINERS = r"(?:the|my|our|your|their|his|her|its)"
 # A relation word that takes its subject after it: "we changed the sprints to three weeks".
 _TRANSITIVE = re.compile(
-    r"\b(?:changed|moved|switched|raised|lowered|increased|decreased|reduced|cut|set|pushed|bumped|extended)"
-    r" (?:the|my|our|your|their|his|her|its) (.+?) (?:to|from|by|at|for)\b(.*)$"
+    r"\b(?:changed|moved|switched|raised|lowered|increased|decreased|reduced|cut|set|pushed|bumped|extended) "
+    + _DETERMINERS
+    + r" (.+?) (?:to|from|by|at|for)\b(.*)$"
 )
 # Where the clause that holds a subject starts: after the last comma or
 # conjunction, then at its last determiner ("after the reorg my team" -> "team").
 _CLAUSE = re.compile(r".*(?:[,;:]| so | and | but | then | because )")
 # (a determiner after a preposition goes on with the subject: "the cold start time of the worker")
 _DETERMINER = re.compile(
-    r".*\b(?<!of )(?<!in )(?<!on )(?<!for )(?<!into )(?<!to )(?<!from )(?<!with )(?<!at )"
-    r"(?:the|my|our|your|their|his|her|its)\b"
+    r".*\b(?<!of )(?<!in )(?<!on )(?<!for )(?<!into )(?<!to )(?<!from )(?<!with )(?<!at )" + _DETERMINERS + r"\b"
 )
 # A statement without its subject, as people log their work: "Reduced the build time from 42 to
 # 30 minutes ...", "Measured the error rate at 2.1% ...": the subject is what the verb takes.
@@ -161,11 +163,10 @@ _LOGGED = re.compile(
     r" (?:from|to|at|by|down to|up to)\b(.*)$"
 )
 # A count: a number and the plural noun it counts ("150 commits", "149 unit tests"); or "the
-# number of unit tests ...".
-_COUNTED = re.compile(r"(?<![\w.,-])(\d[\d,]*) ((?:[a-z][\w-]* ){0,2}?[a-z][\w-]*[^s's]s)\b")
-_NUMBER_OF = re.compile(
-    r"\b(?:the )?(?:total )?(?:number|count|amount|total) of ((?:[a-z][\w-]* ){0,2}?[a-z][\w-]*[^s's]s)\b"
-)
+# number of unit tests ...". The noun: at most three words, the last a plural.
+_COUNTED_NOUN = r"((?:[a-z][\w-]* ){0,2}?[a-z][\w-]*[^s's]s)\b"
+_COUNTED = re.compile(r"(?<![\w.,-])(\d[\d,]*) " + _COUNTED_NOUN)
+_NUMBER_OF = re.compile(r"\b(?:the )?(?:total )?(?:number|count|amount|total) of " + _COUNTED_NOUN)
 # Qualifiers that name which one ("the *first* sprint" / "the *second* sprint", "the *public* /
 # *beta* launch"): part of a subject, where the other qualifiers ("always", "must") are not.
 _NAMING = frozenset("first second third fourth fifth last final next new old public private open closed".split())

@@ -45,6 +45,7 @@ class RanksByWords(Protocol):
     embedding: Any
     known: Mapping[Any, float]
     feedback: Any
+    expansion: Any
     modifiers: Any
     floor: float
     lexical_weight: float

@@ -43,7 +43,8 @@ call in ``prepared.fallback_reason``, for the selection report. An entry
 whose own vector cannot be computed is scored lexically too.
 
 **Cost.** Entry vectors are computed in batches and cached by content hash
-(`vector_cache`); the query is embedded once
+(`vector_cache`; the embedder is called and its answers checked in
+`embedder_calls`); the query is embedded once
 per [`EmbeddingScorer.prepare`][] (and remembered for repeated messages),
 or not at all when the caller already has its vector: a vector store embeds
 the query for its search, and [`EmbeddingScorer.with_query_vector`][]
@@ -72,10 +73,19 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
 import numpy as np
 
 from ..poolsplit import ScoringContext, check_entry
+from .embedder_calls import (
+    EmbeddingError,
+    cached_vectors,
+    checked_vectors,
+    embed_query,
+    embed_texts,
+    embedder_model_id,
+    langchain_like,
+)
 from .known import KnownKey, known_relevance
 from .lexical import CallWords
 from .modifiers import DEFAULT_FLOOR, Modifiers, combine
-from .similarity import Float64Array, FloatArray, cosine, norms_of, quantise, score_matrix
+from .similarity import Float64Array, FloatArray, cosine, norms_of, score_matrix
 from .vector_cache import InMemoryVectorCache, VectorCache, content_key
 from .words import Analyzer
 
@@ -93,15 +103,6 @@ class EmbeddingFallbackWarning(UserWarning):
     """An [`EmbeddingScorer`][] is ranking lexically because embeddings
     are unavailable or the embedder failed. Emitted once per scorer; every
     later fallback is still recorded in ``prepared.fallback_reason``."""
-
-
-class EmbeddingError(RuntimeError):
-    """The embedder failed or returned something that is not a batch of
-    finite vectors of one length. The cause is chained (``__cause__``)."""
-
-
-def _describe_embedder(embedder: Any) -> str:
-    return "%s.%s" % (type(embedder).__module__, type(embedder).__qualname__)
 
 
 class _Shared:
@@ -169,21 +170,8 @@ class EmbeddingScorer:
         model_id: Optional[str] = None,
         batch_size: int = 256,
     ) -> None:
-        self._langchain_like = False
-        if embedder is not None:
-            langchain_like = callable(getattr(embedder, "embed_documents", None)) and callable(
-                getattr(embedder, "embed_query", None)
-            )
-            llama_like = callable(getattr(embedder, "get_text_embedding_batch", None)) and callable(
-                getattr(embedder, "get_query_embedding", None)
-            )
-            if not (langchain_like or llama_like):
-                raise TypeError(
-                    "EmbeddingScorer needs an embedder with embed_documents and embed_query (a LangChain "
-                    "Embeddings) or get_text_embedding_batch and get_query_embedding (a LlamaIndex "
-                    "BaseEmbedding); got %s" % _describe_embedder(embedder)
-                )
-            self._langchain_like = langchain_like
+        # Which pair of methods the embedder is called through (`embedder_calls`).
+        self._langchain_like = False if embedder is None else langchain_like(embedder)
         if modifiers is not None and not isinstance(modifiers, Modifiers):
             raise TypeError("EmbeddingScorer modifiers must be a Modifiers, got %s" % type(modifiers).__name__)
         if isinstance(floor, bool) or not isinstance(floor, (int, float)) or not 0.0 <= floor <= 1.0:
@@ -213,15 +201,7 @@ class EmbeddingScorer:
     @property
     def model_id(self) -> str:
         """The vector space's name in cache keys (see the ``model_id`` arg)."""
-        if self._model_id is not None:
-            return self._model_id
-        embedder = self.embedder
-        own = getattr(embedder, "model_id", None)
-        if isinstance(own, str) and own:
-            return own
-        name = getattr(embedder, "model", None) or getattr(embedder, "model_name", None)
-        base = _describe_embedder(embedder)
-        return "%s:%s" % (base, name) if isinstance(name, str) and name else base
+        return self._model_id if self._model_id is not None else embedder_model_id(self.embedder)
 
     @property
     def known(self) -> Mapping[KnownKey, float]:
@@ -243,44 +223,13 @@ class EmbeddingScorer:
     # -- embedding ------------------------------------------------------------
 
     def _check_batch(self, raw: Any, expected: int) -> FloatArray:
-        try:
-            if isinstance(raw, (str, bytes)):
-                raise TypeError(raw)
-            rows = list(raw)
-        except TypeError as exc:
-            raise EmbeddingError("the embedder returned %s instead of a list of vectors" % type(raw).__name__) from exc
-        if len(rows) != expected:
-            raise EmbeddingError("the embedder returned %d vectors for %d texts" % (len(rows), expected))
-        try:
-            array = np.asarray(rows, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise EmbeddingError("the embedder returned vectors of different lengths or non-numbers") from exc
-        if array.ndim != 2 or array.shape[1] < 1:
-            raise EmbeddingError("the embedder returned vectors of shape %r" % (array.shape,))
-        dim = self._shared.dim
-        if dim is not None and array.shape[1] != dim:
-            raise EmbeddingError(
-                "the embedder returned %d-dimensional vectors, earlier ones had %d" % (array.shape[1], dim)
-            )
-        try:
-            quantised = quantise(array)
-        except ValueError as exc:
-            raise EmbeddingError(str(exc)) from exc
-        self._shared.dim = array.shape[1]
+        """`checked_vectors` against the dimension of the vectors so far, which it then holds."""
+        quantised = checked_vectors(raw, expected, self._shared.dim)
+        self._shared.dim = quantised.shape[1]
         return quantised
 
     def _embed_documents(self, texts: List[str]) -> FloatArray:
-        embedder = self.embedder
-        if embedder is None:
-            raise EmbeddingError("no embedder configured")
-        try:
-            if self._langchain_like:
-                raw = embedder.embed_documents(texts)
-            else:
-                raw = embedder.get_text_embedding_batch(texts)
-        except Exception as exc:  # any failure of a model or a remote API
-            raise EmbeddingError("the embedder raised %s: %s" % (type(exc).__name__, exc)) from exc
-        return self._check_batch(raw, len(texts))
+        return self._check_batch(embed_texts(self.embedder, self._langchain_like, texts), len(texts))
 
     def _embed_query(self, text: str) -> FloatArray:
         given = self._given_query
@@ -296,14 +245,7 @@ class EmbeddingScorer:
             if known is not None:
                 shared.queries.move_to_end(text)
                 return known
-        embedder = self.embedder
-        if embedder is None:
-            raise EmbeddingError("no embedder configured")
-        try:
-            raw = embedder.embed_query(text) if self._langchain_like else embedder.get_query_embedding(text)
-        except Exception as exc:
-            raise EmbeddingError("the embedder raised %s: %s" % (type(exc).__name__, exc)) from exc
-        vector: FloatArray = self._check_batch([raw], 1)[0]
+        vector: FloatArray = self._check_batch([embed_query(self.embedder, self._langchain_like, text)], 1)[0]
         vector.setflags(write=False)
         with shared.lock:
             shared.queries[text] = vector
@@ -325,27 +267,8 @@ class EmbeddingScorer:
             EmbeddingError: the embedder failed (nothing is cached from the
                 failing batch; earlier batches stay cached).
         """
-        texts = list(texts)
-        model = self.model_id
-        keys = [content_key(text, model) for text in texts]
-        found = self.cache.get_many(list(dict.fromkeys(keys)))
-        missing: Dict[str, str] = {}
-        for key, text in zip(keys, texts):
-            if key not in found and key not in missing:
-                missing[key] = text
-        pending = list(missing.items())
-        for start in range(0, len(pending), self.batch_size):
-            chunk = pending[start : start + self.batch_size]
-            vectors = self._embed_documents([text for _, text in chunk])
-            fresh = {key: vectors[row] for row, (key, _) in enumerate(chunk)}
-            self.cache.put_many(fresh)
-            found.update(fresh)
-        if not texts:
-            return np.zeros((0, self._shared.dim or 0), dtype=np.float32)
-        try:
-            return np.stack([found[key] for key in keys])
-        except ValueError as exc:  # a durable cache held vectors of another length
-            raise EmbeddingError("cached vectors of model %r have different lengths" % model) from exc
+        model, cache = self.model_id, self.cache
+        return cached_vectors(list(texts), model, cache, self.batch_size, self._embed_documents, self._shared.dim)
 
     def embed_entries(self, entries: Sequence[Mapping[str, Any]]) -> None:
         """Make sure every entry's content has a cached vector (batched), so

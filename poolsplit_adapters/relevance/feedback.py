@@ -66,17 +66,35 @@ class Feedback:
             turn) makes every call pay for all of its words, and the most
             common of them add the least. None: every word. Default
             `EXPANSION_TERMS`.
+        words_only: expand only a relevance of words alone. A call with a
+            vector half (an embedder, or a vector store's similarities
+            through ``with_known_relevance``) then ranks by its first pass.
+            Why: the embedding already finds the neighbours that share no
+            word with the question, and on long conversations the best
+            matches are long turns whose words pull the query away: every
+            expansion weight loaded less than plain vector top-k at 2,048
+            and 4,096 tokens with all-MiniLM-L6-v2 (benchmarks/eval/README.md,
+            "Fusion on long conversations"), while words alone gain on every
+            set. The adapters' words default sets it
+            (``defaults.WORDS_FEEDBACK``), so the same scorer expands when a
+            call has only words and not when a vector store answers.
 
     Example:
         >>> from poolsplit_adapters.relevance import RelevanceScorer
         >>> scorer = RelevanceScorer(feedback=Feedback(top=2, weight=0.1))
         >>> scorer.feedback
-        Feedback(top=2, weight=0.1, terms=24)
+        Feedback(top=2, weight=0.1, terms=24, words_only=False)
+        >>> scorer.with_known_relevance({"a": 0.9}).expansion is None
+        False
+        >>> only_words = RelevanceScorer(feedback=Feedback(top=2, weight=0.1, words_only=True))
+        >>> only_words.expansion, only_words.with_known_relevance({"a": 0.9}).expansion
+        (Feedback(top=2, weight=0.1, terms=24, words_only=True), None)
     """
 
     top: int = 2
     weight: float = 0.1
     terms: Optional[int] = EXPANSION_TERMS
+    words_only: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.top, bool) or not isinstance(self.top, int) or self.top < 1:
@@ -88,6 +106,8 @@ class Feedback:
         if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0.0 < weight < 1.0:
             raise ValueError("Feedback weight must be in (0, 1), got %r" % (weight,))
         object.__setattr__(self, "weight", float(weight))
+        if not isinstance(self.words_only, bool):
+            raise ValueError("Feedback words_only must be a bool, got %r" % (self.words_only,))
 
 
 def best_sources(

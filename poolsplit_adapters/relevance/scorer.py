@@ -131,6 +131,18 @@ class RelevanceScorer:
             self.embedding = embedder if isinstance(embedder, EmbeddingScorer) else EmbeddingScorer(embedder)
 
     @property
+    def expansion(self) -> Optional[Feedback]:
+        """The [`Feedback`][] a call applies: `feedback`, unless it is
+        ``words_only`` and this scorer's relevance has a vector half (an
+        embedder, or a vector store's similarities from
+        [`with_known_relevance`][]). Every path reads it here, the columns
+        of [`MemoryIndex`][poolsplit_adapters.index.MemoryIndex] included."""
+        feedback = self.feedback
+        if feedback is not None and feedback.words_only and (self.embedding is not None or self.known):
+            return None
+        return feedback
+
+    @property
     def delta(self) -> float:
         """δ: a relevance lead no boost can undo (see the module docstring)."""
         return self.modifiers.delta(self.floor)
@@ -289,7 +301,7 @@ class PreparedRelevance:
         before any ranking (the core calls it once per call): the only
         entries whose words [`Feedback`][] may add to the
         query. Without feedback it does nothing."""
-        feedback = self.scorer.feedback
+        feedback = self.scorer.expansion
         if feedback is None:
             return
         self._sources = list(entries)
@@ -303,7 +315,7 @@ class PreparedRelevance:
         """The second query (the best sources' texts), built on first use;
         None when there are no sources above 0."""
         if not self._expanding:
-            feedback = self.scorer.feedback
+            feedback = self.scorer.expansion
             assert feedback is not None and self._sources is not None
             best = best_sources(self._sources, self.first_relevance, feedback.top)
             self._second = expansion(self._words.corpus(), [e["content"] for e in best], feedback) if best else None
@@ -348,7 +360,7 @@ class PreparedRelevance:
         if held is not None and held[0] is entry:
             return held[1]  # type: ignore[no-any-return]
         value = self.first_relevance(entry)
-        feedback = self.scorer.feedback
+        feedback = self.scorer.expansion
         if feedback is not None and self._sources is not None:
             second = self._expanded()
             if second is not None:

@@ -10,7 +10,7 @@ import pytest
 # By name: the package exports the function ``consolidate``, which shadows its
 # module as an attribute.
 MODULES = ["memory.duplicates", "memory.validity", "memory.expiry", "memory.consolidate", "memory.consolidate_models"]
-MODULES += ["background", "stores.consolidation"]
+MODULES += ["consolidation_run", "stores.consolidation"]  # the ConsolidationRun example (background re-exports it)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -275,3 +275,37 @@ def test_a_query_bound_that_is_not_a_positive_int_is_refused(most):
     corpus.add_many(["amber basil"])
     with pytest.raises(ValueError, match="Query most must be an int of at least 1 or None, got"):
         corpus.query("amber basil", most)
+
+
+def test_words_only_feedback_expands_words_alone_and_not_beside_vectors():
+    """``words_only``: the adapters' words default expands a call with words
+    alone, and ranks by the first pass where a vector half exists (an
+    embedder, or a vector store's similarities): on both paths."""
+    from poolsplit_adapters.memory import HashEmbedder
+
+    only = Feedback(top=1, weight=0.3, words_only=True)
+    assert order(both(memories(), only)) == ["hop1", "hop2", "chat"]  # words alone: as without the flag
+    scorer = RelevanceScorer(feedback=only)
+    assert scorer.expansion is only
+    assert scorer.with_known_relevance({"hop2": 0.2}).expansion is None
+    assert scorer.with_known_relevance({}).expansion is only  # no similarity given: words alone
+    assert RelevanceScorer(HashEmbedder(), feedback=only).expansion is None
+    assert RelevanceScorer(HashEmbedder(), feedback=Feedback(top=1, weight=0.3)).expansion is not None
+    # Beside vectors the scores are the first pass's, per entry and on the columns.
+    store = memories()
+    scores = {}
+    for feedback in (only, None):
+        kept = RelevanceScorer(HashEmbedder(), feedback=feedback)
+        kept.index_entries(store)
+        per_entry = select(store, PLAN, ASK, now=NOW, scorer=kept)
+        index = MemoryIndex(store, scorer=RelevanceScorer(HashEmbedder(), feedback=feedback))
+        columns = index.select(PLAN, ASK, now=NOW)
+        scores[feedback] = [(c.entry["id"], c.score) for c in per_entry.chosen]
+        assert [(c.entry["id"], c.score) for c in columns.chosen] == scores[feedback]
+    assert scores[only] == scores[None]
+
+
+@pytest.mark.parametrize("words_only", [1, "yes", None])
+def test_a_words_only_that_is_not_a_bool_is_refused(words_only):
+    with pytest.raises(ValueError, match="Feedback words_only must be a bool"):
+        Feedback(words_only=words_only)

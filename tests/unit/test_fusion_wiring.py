@@ -58,7 +58,10 @@ NOW = datetime.datetime(2026, 11, 20, tzinfo=datetime.timezone.utc)
 CREATED = "2026-11-01T00:00:00Z"
 QUERY = "refund"
 TEXTS = {"d1": "refund policy for orders", "d2": "money back rules", "d3": "store credit notes"}
-COSINES = {"d1": 0.1, "d2": 0.9, "d3": 0.5}
+# d1 is the one word match and the weakest cosine: the fusion at the
+# defaults' words weight (0.3) puts it before d3 (0.7 x 0.35 + 0.3 x 0.42 >
+# 0.7 x 0.5), the store's order alone after it.
+COSINES = {"d1": 0.35, "d2": 0.9, "d3": 0.5}
 FUSED_ORDER = ["d2", "d1", "d3"]
 POOLS = [Pool("all", 1000, 10)]
 
@@ -161,9 +164,10 @@ def test_langchain_vector_store_default_fuses_the_store_scores(fetch_k: int) -> 
     embeddings.queries = 0
     assert [d.id for d in retriever.invoke(QUERY)] == FUSED_ORDER
     assert embeddings.queries == 1  # the store's search vector, once, whatever the rounds
-    # The arithmetic without the default's query expansion (which adds the
-    # best matches' words, d2's among them): d2 and d3 have no lexical part,
-    # so each scores 0.5 x its cosine, with the same boost.
+    # The arithmetic at RelevanceScorer's own words weight (0.5; the default
+    # weighs words 0.3 and expands no query beside a vector store's scores):
+    # d2 and d3 have no lexical part, so each scores 0.5 x its cosine, with
+    # the same boost.
     plain = PoolSplitRetriever.from_vectorstore(
         _vector_store(embeddings), POOLS, now=NOW, fetch_k=fetch_k, scorer=RelevanceScorer()
     )
