@@ -82,9 +82,15 @@ def index_config(embeddings: Embeddings, **extra: Any) -> Dict[str, Any]:
     return {"dims": DIMS, "embed": embeddings, "fields": ["content"], **extra}
 
 
+#: Every item's own time: the stores stamp a put with the second it ran in,
+#: so under load a fill crossing a second would give the two stores other
+#: recency boosts and tie-breaks between notes whose relevance is equal.
+CREATED = "2026-11-01T00:00:00Z"
+
+
 def fill(store: Any) -> None:
     for ns, key, value in items():
-        store.put(ns, key, value)
+        store.put(ns, key, {**value, "created": CREATED})
 
 
 @pytest.fixture
