@@ -14,12 +14,12 @@ the public settings of [`RelevanceScorer`] only:
 
 * ``boosts``: the bounded boosts (priority, recency, tags, project) with
   their defaults, or every weight 0 (``Modifiers(0, 0, 30, 0, 0)``);
-* ``feedback``: the query expansion of ``hybrid_scorer``
-  (``FUSED_FEEDBACK``), of the words-only default (``WORDS_FEEDBACK``, which
-  the vector-store adapters use with the store's similarity as the vector
-  half), or none;
-* ``lexical weight``: ``hybrid_scorer``'s 0.6, the vector-store adapters'
-  0.5, or 0 (cosine alone).
+* ``feedback``: the query expansion ``hybrid_scorer`` had before this
+  ablation (0.3), the one the vector-store adapters had (0.1), or none (what
+  both have now: ``FUSED_FEEDBACK``);
+* ``lexical weight``: ``hybrid_scorer``'s now (``FUSED_LEXICAL_WEIGHT``,
+  0.3), its former 0.6, the vector-store adapters' former 0.5, or 0 (cosine
+  alone).
 
 The baseline is ``evaluate.py``'s ``vector top-k (baseline)`` (cosine order,
 greedy fill), computed by that script's own function. The columns are
@@ -44,18 +44,30 @@ import evaluate  # noqa: E402
 from make_conversations import make_conversations  # noqa: E402
 
 from poolsplit_adapters import Pool, select  # noqa: E402
-from poolsplit_adapters.defaults import FUSED_FEEDBACK, FUSED_LEXICAL_WEIGHT, WORDS_FEEDBACK  # noqa: E402
+from poolsplit_adapters.defaults import FUSED_FEEDBACK, FUSED_LEXICAL_WEIGHT  # noqa: E402
 from poolsplit_adapters.relevance import Feedback, Modifiers, RelevanceScorer  # noqa: E402
 
 NO_BOOSTS = Modifiers(priority_weight=0.0, recency_weight=0.0, tag_weight=0.0, project_weight=0.0)
+
+
+def _mix(weight: float, feedback: Optional[Feedback]) -> str:
+    return "w %g, %s" % (weight, "no feedback" if feedback is None else "feedback %g" % feedback.weight)
+
+
+#: The setting hybrid_scorer had before the fusion on long conversations was
+#: measured (benchmarks/eval/README.md), and the vector-store adapters' mix then.
+FORMER_FUSED, FORMER_STORE = (0.6, Feedback(top=2, weight=0.3)), (0.5, Feedback(top=2, weight=0.1))
+NOW = (FUSED_LEXICAL_WEIGHT, FUSED_FEEDBACK)
 #: name -> (lexical weight, feedback, boosts on)
 VARIANTS: Dict[str, Tuple[float, Optional[Feedback], bool]] = {
-    "hybrid_scorer (w 0.6, feedback 0.3, boosts)": (FUSED_LEXICAL_WEIGHT, FUSED_FEEDBACK, True),
-    "w 0.6, feedback 0.3, no boosts": (FUSED_LEXICAL_WEIGHT, FUSED_FEEDBACK, False),
-    "w 0.6, no feedback, boosts": (FUSED_LEXICAL_WEIGHT, None, True),
-    "w 0.6, no feedback, no boosts": (FUSED_LEXICAL_WEIGHT, None, False),
-    "w 0.5, feedback 0.1, boosts (adapters' mix)": (0.5, WORDS_FEEDBACK, True),
-    "w 0.5, feedback 0.1, no boosts": (0.5, WORDS_FEEDBACK, False),
+    "hybrid_scorer (%s, boosts)" % _mix(*NOW): (*NOW, True),
+    "%s, no boosts" % _mix(*NOW): (*NOW, False),
+    "former hybrid_scorer (%s, boosts)" % _mix(*FORMER_FUSED): (*FORMER_FUSED, True),
+    "%s, no boosts" % _mix(*FORMER_FUSED): (*FORMER_FUSED, False),
+    "w 0.6, no feedback, boosts": (0.6, None, True),
+    "w 0.6, no feedback, no boosts": (0.6, None, False),
+    "former store adapters' mix (%s, boosts)" % _mix(*FORMER_STORE): (*FORMER_STORE, True),
+    "%s, no boosts" % _mix(*FORMER_STORE): (*FORMER_STORE, False),
     "cosine alone, boosts": (0.0, None, True),
     "cosine alone, no boosts": (0.0, None, False),
 }
