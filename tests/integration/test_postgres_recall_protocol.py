@@ -12,23 +12,10 @@ import asyncio
 from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
+import recall_fixture as fx
 import sqlalchemy
 from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from pg_server import Database
-from recall_fixture import (
-    DIMS,
-    EXPECTED,
-    SEARCHES,
-    Served,
-    counted,
-    documents,
-    expected,
-    langchain_embeddings,
-    llama_index_embedding,
-    nodes,
-    ranked,
-    store_items,
-)
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.stores.recall_protocol import RecallSearcher
@@ -51,28 +38,28 @@ POOLS = [Pool("all", 1000, 10)]
 
 
 @pytest.fixture
-def postgres_store(pg_database: Database) -> Iterator[Served]:
-    index = {"dims": DIMS, "embed": langchain_embeddings(), "fields": ["content"]}
+def postgres_store(pg_database: Database) -> Iterator[fx.Served]:
+    index = {"dims": fx.DIMS, "embed": fx.langchain_embeddings(), "fields": ["content"]}
     with PostgresStore.from_conn_string(pg_database.conninfo, index=index) as store:
         store.setup()
-        for namespace, key, value in store_items():
+        for namespace, key, value in fx.store_items():
             store.put(namespace, key, value)
         searcher = store_searcher(store)
         assert isinstance(searcher, PostgresStoreSearch)
-        yield Served(searcher, lambda text: text, lambda text: text, lambda item: (item.key, item.score))
+        yield fx.Served(searcher, lambda text: text, lambda text: text, lambda item: (item.key, item.score))
 
 
 @pytest.fixture
-def pgvector(pg_database: Database) -> Iterator[Served]:
+def pgvector(pg_database: Database) -> Iterator[fx.Served]:
     engine = sqlalchemy.create_engine(pg_database.url)
-    store = langchain_postgres.PGVector(langchain_embeddings(), connection=engine, embedding_length=DIMS)
-    store.add_documents(documents())
+    store = langchain_postgres.PGVector(fx.langchain_embeddings(), connection=engine, embedding_length=fx.DIMS)
+    store.add_documents(fx.documents())
     sync, run = (
         CallbackManagerForRetrieverRun.get_noop_manager(),
         AsyncCallbackManagerForRetrieverRun.get_noop_manager(),
     )
     try:
-        yield Served(
+        yield fx.Served(
             LangChainRetriever.from_vectorstore(store, POOLS, store_metric="cosine_distance")._recall,
             lambda text: DocumentQuery(text, sync),
             lambda text: DocumentQuery(text, run),
@@ -83,18 +70,18 @@ def pgvector(pg_database: Database) -> Iterator[Served]:
 
 
 @pytest.fixture
-def pg_vector_store(pg_database: Database) -> Iterator[Served]:
+def pg_vector_store(pg_database: Database) -> Iterator[fx.Served]:
     store = llama_postgres.PGVectorStore(
         connection_string=pg_database.url,
         async_connection_string=pg_database.url,
         table_name="memory",
-        embed_dim=DIMS,
+        embed_dim=fx.DIMS,
         hnsw_kwargs={"hnsw_ef_search": 40, "hnsw_dist_method": "vector_cosine_ops"},
     )
     context = StorageContext.from_defaults(vector_store=store)
-    index = VectorStoreIndex(nodes(), storage_context=context, embed_model=llama_index_embedding())
+    index = VectorStoreIndex(fx.nodes(), storage_context=context, embed_model=fx.llama_index_embedding())
     try:
-        yield Served(
+        yield fx.Served(
             LlamaIndexRetriever.from_vector_store_index(index, POOLS)._recall,
             QueryBundle,
             QueryBundle,
@@ -112,36 +99,40 @@ SEARCHERS = ["postgres_store", "pgvector", "pg_vector_store"]
 DIGITS = 6
 
 
-@pytest.mark.parametrize("text", sorted(EXPECTED))
+@pytest.mark.parametrize("text", sorted(fx.EXPECTED))
 @pytest.mark.parametrize("name", SEARCHERS)
 def test_one_query_set_gives_each_postgres_searcher_the_same_exact_ranking(
     name: str, text: str, request: pytest.FixtureRequest
 ):
-    served: Served = request.getfixturevalue(name)
+    served: fx.Served = request.getfixturevalue(name)
     searcher = served.searcher
-    assert isinstance(searcher, RecallSearcher) and all(searcher.serves(s) for s in SEARCHES)
+    assert isinstance(searcher, RecallSearcher) and all(searcher.serves(s) for s in fx.SEARCHES)
     query = searcher.prepare(served.query(text))
-    assert ranked(served, searcher.run(SEARCHES, query), DIGITS) == expected(text, DIGITS)
-    assert searcher.query_vector(query) == counted(text)
+    assert fx.ranked(served, searcher.run(fx.SEARCHES, query), DIGITS) == fx.expected(text, DIGITS)
+    assert searcher.query_vector(query) == fx.counted(text)
 
 
 def arun_all(searcher: Any, aquery: Callable[[str], Any]) -> Any:
     """A coroutine: each query text's hits, through the async twins."""
 
     async def run() -> Dict[str, List[List[Any]]]:
-        return {t: list(await searcher.arun(SEARCHES, await searcher.aprepare(aquery(t)))) for t in sorted(EXPECTED)}
+        return {
+            t: list(await searcher.arun(fx.SEARCHES, await searcher.aprepare(aquery(t)))) for t in sorted(fx.EXPECTED)
+        }
 
     return run()
 
 
 @pytest.mark.parametrize("name", ["postgres_store", "pg_vector_store"])
 def test_the_async_twins_give_the_same_ranking_on_postgres(name: str, request: pytest.FixtureRequest):
-    served: Served = request.getfixturevalue(name)
+    served: fx.Served = request.getfixturevalue(name)
     found = asyncio.run(arun_all(served.searcher, served.aquery))
-    assert {t: ranked(served, hits, DIGITS) for t, hits in found.items()} == {t: expected(t, DIGITS) for t in EXPECTED}
+    assert {t: fx.ranked(served, hits, DIGITS) for t, hits in found.items()} == {
+        t: fx.expected(t, DIGITS) for t in fx.EXPECTED
+    }
 
 
-def test_the_async_twins_give_the_same_ranking_on_an_async_pgvector(pg_database: Database, pgvector: Served):
+def test_the_async_twins_give_the_same_ranking_on_an_async_pgvector(pg_database: Database, pgvector: fx.Served):
     """``PGVector`` searches asynchronously only in its async mode (its own
     async engine): the documents ``pgvector`` wrote, searched that way."""
     from sqlalchemy.ext.asyncio import create_async_engine
@@ -150,7 +141,7 @@ def test_the_async_twins_give_the_same_ranking_on_an_async_pgvector(pg_database:
         engine = create_async_engine(pg_database.url)
         try:
             store = langchain_postgres.PGVector(
-                langchain_embeddings(), connection=engine, embedding_length=DIMS, async_mode=True
+                fx.langchain_embeddings(), connection=engine, embedding_length=fx.DIMS, async_mode=True
             )
             searcher = LangChainRetriever.from_vectorstore(store, POOLS, store_metric="cosine_distance")._recall
             return dict(await arun_all(searcher, pgvector.aquery))
@@ -158,6 +149,6 @@ def test_the_async_twins_give_the_same_ranking_on_an_async_pgvector(pg_database:
             await engine.dispose()
 
     found = asyncio.run(run())
-    assert {t: ranked(pgvector, hits, DIGITS) for t, hits in found.items()} == {
-        t: expected(t, DIGITS) for t in EXPECTED
+    assert {t: fx.ranked(pgvector, hits, DIGITS) for t, hits in found.items()} == {
+        t: fx.expected(t, DIGITS) for t in fx.EXPECTED
     }
