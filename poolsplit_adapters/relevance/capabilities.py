@@ -44,7 +44,6 @@ class RanksByWords(Protocol):
     corpus: Any
     embedding: Any
     known: Mapping[Any, float]
-    feedback: Any
     expansion: Any
     modifiers: Any
     floor: float

@@ -278,6 +278,8 @@ class PreparedRelevance:
         self._sources: Optional[List[Mapping[str, Any]]] = None  # the call's admitted candidates
         self._second: Optional[Query] = None  # the expanded query, once built
         self._expanding = False
+        #: The scorer's `expansion`, fixed for the call (read per entry below).
+        self.feedback: Optional[Feedback] = scorer.expansion
         self.embedding: Any = None
         if scorer.embedding is not None:
             self.embedding = scorer.embedding.prepare(raw, context.ref)
@@ -301,7 +303,7 @@ class PreparedRelevance:
         before any ranking (the core calls it once per call): the only
         entries whose words [`Feedback`][] may add to the
         query. Without feedback it does nothing."""
-        feedback = self.scorer.expansion
+        feedback = self.feedback
         if feedback is None:
             return
         self._sources = list(entries)
@@ -315,7 +317,7 @@ class PreparedRelevance:
         """The second query (the best sources' texts), built on first use;
         None when there are no sources above 0."""
         if not self._expanding:
-            feedback = self.scorer.expansion
+            feedback = self.feedback
             assert feedback is not None and self._sources is not None
             best = best_sources(self._sources, self.first_relevance, feedback.top)
             self._second = expansion(self._words.corpus(), [e["content"] for e in best], feedback) if best else None
@@ -360,7 +362,7 @@ class PreparedRelevance:
         if held is not None and held[0] is entry:
             return held[1]  # type: ignore[no-any-return]
         value = self.first_relevance(entry)
-        feedback = self.scorer.expansion
+        feedback = self.feedback
         if feedback is not None and self._sources is not None:
             second = self._expanded()
             if second is not None:
