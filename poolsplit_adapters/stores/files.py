@@ -57,10 +57,15 @@ def bundled_pools() -> pathlib.Path:
 
 
 def read_text(path: PathLike) -> str:
-    """The UTF-8 text of ``path``, or [`InputFileError`][] saying why not."""
+    """The UTF-8 text of ``path``, or [`InputFileError`][] saying why not.
+
+    A leading byte-order mark is dropped (``utf-8-sig``): editors on Windows
+    write one in front of UTF-8 files, and it would otherwise make the first
+    line of a store invalid JSON and the first key of a plan an unknown one.
+    """
     file = pathlib.Path(path)
     try:
-        return file.read_text(encoding="utf-8")
+        return file.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
         raise InputFileError("%s: no such file" % file) from None
     except IsADirectoryError:
