@@ -70,7 +70,7 @@ import json
 import operator
 import sqlite3
 import threading
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
@@ -98,6 +98,8 @@ from .store_reads import keeper
 __all__ = ["CORRECTIONS_ONLY", "PreparedRecall", "cheap_watermark", "off_the_loop", "prepares", "watermark"]
 
 _Key = Tuple[int, str]  # (chain link, item key)
+#: What `watermark` returns: a tagged tuple, compared with ``==`` only.
+Watermark = Tuple[Any, ...]
 _Read = Tuple[int, str, Any, Item]  # (chain link, key, stamp, item) of an item that changed
 
 #: Kept entries an in-place update may move behind new ones (at least; or an
@@ -227,9 +229,10 @@ def _pg_changes(store: Any, chain: Sequence[Namespace]) -> Optional[Tuple[Any, .
     return tuple(counts)
 
 
-def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable]:
+def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Watermark]:
     """A cheap value that changes whenever the items of ``chain`` may have
-    changed, or None when ``store`` offers none (then read every turn)."""
+    changed, or None when ``store`` offers none (then read every turn).
+    Only ever compared with ``==`` (an ``InMemoryStore``'s holds lists)."""
     data = _in_memory(store)
     if data is not None:
         return ("items", _in_memory_items(data, chain))
@@ -248,10 +251,14 @@ def watermark(store: BaseStore, chain: Sequence[Namespace]) -> Optional[Hashable
     return None
 
 
-def _in_memory_items(data: Dict[Namespace, Dict[str, Item]], chain: Sequence[Namespace]) -> Tuple[Any, ...]:
+def _in_memory_items(data: Dict[Namespace, Dict[str, Item]], chain: Sequence[Namespace]) -> Tuple[List[Item], ...]:
     """The items of each namespace of ``chain`` in an ``InMemoryStore``'s
-    data, in its order (a ``put`` of a new key appends)."""
-    return tuple(tuple(data.get(ns, {}).values()) for ns in chain)
+    data, in its order (a ``put`` of a new key appends). Lists, not tuples:
+    the watermark builds this on every turn, and a list of a dict's values
+    is built at its final size (half the time of a tuple, which grows as it
+    reads: 0.56 against 1.15 ms for 100k items); it is only compared, never
+    hashed."""
+    return tuple(list(data.get(ns, {}).values()) for ns in chain)
 
 
 def cheap_watermark(store: BaseStore, chain: Sequence[Namespace]) -> bool:
@@ -306,8 +313,8 @@ class _StoreDeltas:
     reads: int
     _rows: Dict[_Key, _Row]
     _items: Optional[Tuple[Any, ...]]
-    _token: Optional[Hashable]
-    _own: Optional[Tuple[Hashable, List[_Key]]]
+    _token: Optional[Watermark]
+    _own: Optional[Tuple[Watermark, List[_Key]]]
     _sqlite_seen: Dict[int, Set[Tuple[Any, ...]]]
     _lock: threading.Lock
 
@@ -349,7 +356,7 @@ class _StoreDeltas:
                     changed.append((link, item.key, stamp, item))
         return changed, set(known) - seen
 
-    def wrote(self, link: int, keys: Sequence[str], before: Optional[Hashable], after: Optional[Hashable]) -> None:
+    def wrote(self, link: int, keys: Sequence[str], before: Optional[Watermark], after: Optional[Watermark]) -> None:
         """Note a write of ``keys`` (one ``put_many`` through this memory)
         between the watermarks ``before`` and ``after``: when the index was
         up to date at ``before`` and the watermark moved by exactly one row
@@ -365,7 +372,7 @@ class _StoreDeltas:
             assert after is not None
             self._own = (after, [(link, key) for key in keys])
 
-    def _own_writes(self, token: Optional[Hashable]) -> Optional[Tuple[List[_Read], Set[_Key], Callable[[], None]]]:
+    def _own_writes(self, token: Optional[Watermark]) -> Optional[Tuple[List[_Read], Set[_Key], Callable[[], None]]]:
         """The delta of the noted own write, when the watermark is the one
         it left (else None: read the namespace's rows), and how to settle
         the kept rows once it is applied: each written key's old row is
@@ -506,12 +513,12 @@ class PreparedRecall(_StoreDeltas):
         self._rows: Dict[_Key, _Row] = {}
         self._order: List[_Key] = []
         self._index: Optional[MemoryIndex] = None
-        self._token: Optional[Hashable] = None
+        self._token: Optional[Watermark] = None
         # an InMemoryStore's items of each link, as last applied (what its next delta is read against)
         self._items: Optional[Tuple[Any, ...]] = None
         self._digest = 0
         self._sqlite_seen: Dict[int, Set[Tuple[Any, ...]]] = {}  # link -> the rows of the last diff read
-        self._own: Optional[Tuple[Hashable, List[_Key]]] = None  # (watermark after, keys) of a noted own write
+        self._own: Optional[Tuple[Watermark, List[_Key]]] = None  # (watermark after, keys) of a noted own write
         # the own namespace's items of each written type group, built on its first write
         self._repeats: Dict[Tuple[Any, ...], RepeatCandidates] = {}
         self._lock = threading.Lock()
@@ -579,7 +586,7 @@ class PreparedRecall(_StoreDeltas):
             self.reads += 1
             self._update(*self._delta_of(results), None)
 
-    def _update(self, changed: Sequence[_Read], gone: Set[_Key], token: Optional[Hashable]) -> None:
+    def _update(self, changed: Sequence[_Read], gone: Set[_Key], token: Optional[Watermark]) -> None:
         """Apply what changed: new and rewritten items converted (all of
         them first: a malformed one raises and changes nothing), then the
         index updated in place when every new entry sorts after the ones
@@ -713,7 +720,7 @@ class PreparedRecall(_StoreDeltas):
             return found
 
 
-def _own_only(link: int, rows: int, before: Optional[Hashable], after: Optional[Hashable]) -> bool:
+def _own_only(link: int, rows: int, before: Optional[Watermark], after: Optional[Watermark]) -> bool:
     """Whether the watermark moved from ``before`` to ``after`` by exactly
     ``rows`` rows written to chain link ``link`` and nothing else (a
     watermark that can tell: SqliteStore's, PostgresStore's change counter)."""
