@@ -50,9 +50,11 @@ Paths, per budget ``B`` (tokens: tiktoken ``o200k_base``):
 * ``agent auto`` (``pools="auto", total_tokens=B``, ``embeddings=``; ``"auto"``
   also requires ``total_entries``, which has no default: ``B``, so that
   only tokens bind),
-  ``agent auto, no embeddings=``, and ``agent bundled plan`` (the package's
-  bundled ``pools.toml`` with every pool's tokens and entries scaled so its
-  tokens sum to ``B``, ``embeddings=``);
+  ``agent auto, no embeddings=``, and ``agent explicit plan`` (the plan
+  docs/adapters/agents.md writes by hand: corrections, ``standing`` 256
+  tokens for the user's instructions and preferences, ``recent`` the rest
+  of ``B`` at one entry per 100 tokens for episodes, notes and facts;
+  ``embeddings=``);
 * retrieval over the raw messages (each user and assistant message one
   document, ``type="episode"``, ``created`` its time):
   ``LC from_vectorstore`` (``[Pool("all", B)]``, defaults) and
@@ -92,7 +94,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import html
-import math
 import os
 import platform
 import re
@@ -116,7 +117,7 @@ from poolsplit_adapters.memory.standing import sentences
 
 BUDGETS = (1024, 2048, 4096)
 NAMESPACE = ("memories", "u1")
-AGENT_PLANS = ("agent auto", "agent bundled plan", "agent auto, no embeddings=")
+AGENT_PLANS = ("agent auto", "agent explicit plan", "agent auto, no embeddings=")
 #: What a run measures unless ``--plans`` says otherwise (the third costs a third more time).
 DEFAULT_PLANS = AGENT_PLANS[:2]
 RETRIEVAL_PATHS = (
@@ -203,17 +204,21 @@ def embeddings_for_run(embedding: str = "hash") -> CachedEmbeddings:
     return CachedEmbeddings(_eval_module().embedder_named(embedding))
 
 
-def bundled_plan(budget: int) -> List[Pool]:
-    """The package's bundled pool plan, every pool's tokens (and entries)
-    scaled so the tokens sum to ``budget``."""
-    from poolsplit_adapters.stores.files import bundled_pools, load_pools
+#: The standing pool of docs/adapters/agents.md's explicit plan (tokens, entries).
+STANDING = (256, 20)
 
-    pools = load_pools(bundled_pools())
-    total = sum(p.max_tokens for p in pools) or 1
-    scale = budget / total
+
+def explicit_plan(budget: int) -> List[Pool]:
+    """The plan docs/adapters/agents.md writes by hand, for ``budget``
+    tokens: corrections, the user's standing instructions and preferences
+    (`STANDING`), and the rest for recent episodes, notes and facts at
+    one entry per 100 tokens (the docs' 400 tokens, 4 entries)."""
+    tokens, entries = STANDING
+    rest = budget - tokens
     return [
-        Pool(p.name, int(p.max_tokens * scale), math.ceil(p.max_entries * scale), p.types) if p.max_tokens else p
-        for p in pools
+        Pool("corrections", 0, 0, ("correction",)),
+        Pool("standing", tokens, entries, ("instruction", "preference")),
+        Pool("recent", rest, max(1, rest // 100), ("episode", "note", "fact")),
     ]
 
 
@@ -229,8 +234,8 @@ def _middleware(plan: str, budget: int, now: datetime.datetime, cached: CachedEm
         return PoolSplitMemoryMiddleware(
             "auto", **options, recall=RecallConfig(total_tokens=budget, total_entries=budget)
         )
-    if plan == "agent bundled plan":
-        return PoolSplitMemoryMiddleware(bundled_plan(budget), **options, recall=RecallConfig(embeddings=cached))
+    if plan == "agent explicit plan":
+        return PoolSplitMemoryMiddleware(explicit_plan(budget), **options, recall=RecallConfig(embeddings=cached))
     raise ValueError(plan)
 
 
