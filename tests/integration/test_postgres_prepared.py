@@ -236,3 +236,29 @@ def test_an_indexed_stores_ranked_recall_keeps_its_corrections_with_the_counter(
             assert_a_fresh_recalls(got, mine, middleware.settings.scorer, context, fetch_k=3)
         fixes = sorted((c.entry["id"], c.entry["content"]) for c in got.chosen if c.entry.get("scope") == "always")
         assert fixes == [("fix-0", "Correction 0, reworded."), ("fix-1", "Correction 1."), ("fix-7", "Correction 7.")]
+
+
+@pytest.mark.parametrize("reset", ["DROP TABLE poolsplit_store_changes", "TRUNCATE poolsplit_store_changes"])
+def test_a_counter_table_reset_and_reinstalled_never_passes_for_nothing_changed(pg_database: Any, reset: str) -> None:
+    """The host drops (or empties) the counter table and installs again:
+    every counter restarts at 0, and as many writes as a reader's kept
+    count brought it back to that count while the items differed; the
+    middleware kept loading the corrections it had. The watermark names
+    the counter table's storage too (a new one after either)."""
+    with (
+        PostgresStore.from_conn_string(pg_database.conninfo) as mine,
+        PostgresStore.from_conn_string(pg_database.conninfo) as other,
+    ):
+        model, agent = _seeded_agent(mine, True)
+        mark = watermark(mine, [U1])
+        kept = mark[1][0][0]
+        with other._cursor() as cur:
+            cur.execute(reset)
+        install_change_counter(other)
+        writer = BaseStoreMemory(other, U1)
+        for n in range(kept):
+            writer.put(fix(0, "Correction 0, version %d." % n))
+        assert watermark(mine, [U1])[1][0][0] == kept  # the count alone is the kept one again
+        assert watermark(mine, [U1]) != mark
+        agent.invoke({"messages": [HumanMessage("and now?")]}, thread("t1"))
+        assert fixes_shown(model)[0] == ("fix-0", "Correction 0, version %d." % (kept - 1))

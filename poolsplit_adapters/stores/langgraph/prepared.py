@@ -159,12 +159,17 @@ _PG_COUNTED = "SELECT to_regclass('%s') IS NOT NULL AS counted" % CHANGES_TABLE
 #: database restored from an older copy, or a failover to a replica that
 #: lagged, can bring a counter back to a value a reader holds while the
 #: items differ; the database's oid and the server's start time change then.
+#: So does a counter table dropped (or truncated) and installed again: every
+#: counter restarts at 0, and as many writes as a reader's kept count
+#: brought it back to that count; the table's storage (its file node, new
+#: after ``DROP``/``CREATE`` and ``TRUNCATE``) is part of the watermark.
 _PG_CHANGES = (
     "SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = to_regclass('store') AND tgname = ANY(%%s)"
     " AND tgenabled = 'A') AS armed,"
     " coalesce((SELECT changes FROM %s WHERE prefix = %%s), 0) AS changes,"
     " (SELECT oid FROM pg_database WHERE datname = current_database())::bigint AS db,"
-    " pg_postmaster_start_time()::text AS started" % CHANGES_TABLE
+    " pg_postmaster_start_time()::text AS started,"
+    " pg_relation_filenode(to_regclass('%s'))::bigint AS counters" % (CHANGES_TABLE, CHANGES_TABLE)
 )
 
 
@@ -225,7 +230,7 @@ def _pg_changes(store: Any, chain: Sequence[Namespace]) -> Optional[Tuple[Any, .
     for rows in found:
         if not rows or rows[0]["armed"] != len(CHANGE_TRIGGERS):
             return None
-        counts.append((int(rows[0]["changes"]), int(rows[0]["db"]), rows[0]["started"]))
+        counts.append((int(rows[0]["changes"]), int(rows[0]["db"]), rows[0]["started"], rows[0]["counters"]))
     return tuple(counts)
 
 

@@ -23,6 +23,7 @@ from llama_index.core.schema import BaseNode
 from ..base import Change, StoreVerbs, prepare_entries
 from .llama_index_nodes import node_to_entry, nodes_from
 from .llama_index_search import PGVectorStoreSearch
+from .llama_index_writes import node_write
 
 __all__ = ["VectorIndexEntries"]
 
@@ -94,39 +95,47 @@ class VectorIndexEntries(StoreVerbs):
             return True
         return not isinstance(self.index.vector_store, PGVectorStore)
 
+    def _stored(self, ids: Sequence[str]) -> List[BaseNode]:
+        return self._nodes(ids)
+
+    @staticmethod
+    def _entries(nodes: Sequence[BaseNode]) -> List[Dict[str, Any]]:
+        return [node_to_entry(n, i) for i, n in enumerate(nodes)]
+
     def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The entries with these ids, or every entry (of ``namespace`` when
         given; on ``PGVectorStore``, which lists nothing without ids, the
         entries of one ``namespace`` are read exactly, so
         ``forget(namespace=...)`` and ``entries(namespace)`` work there too)."""
-        entries = [node_to_entry(n, i) for i, n in enumerate(self._nodes(ids, namespace))]
+        entries = self._entries(self._nodes(ids, namespace))
         return [e for e in entries if namespace is None or e.get("namespace") == namespace]
 
     def commit(self, change: Change) -> None:
         """Apply ``change``: verified against the nodes as read just before;
         replaced and forgotten nodes deleted, then every new version
-        inserted (embedded by the index's model)."""
-        with self._lock:
-            stored = self.read(change.touched + list(change.forget))
+        inserted (embedded by the index's model first), as one write that
+        loses nothing if it fails (`node_write`: over ``PGVectorStore``
+        one transaction, the ids locked from the read to the commit)."""
+        ids = change.touched + list(change.forget)
+        with self._lock, node_write(self.index, ids, self._stored) as write:
+            stored = self._entries(write.read(ids))
             rows = change.rows(change.verify(stored))
             present = {e["id"] for e in stored}
             doomed = [e["id"] for e in rows if e["id"] in present] + [i for i in change.forget if i in present]
-            if doomed:
-                self.index.delete_nodes(doomed, delete_from_docstore=True)
-            if rows:
-                self.index.insert_nodes(nodes_from(rows))
-            if doomed or rows:
+            write.replace(doomed, nodes_from(rows))
+        if doomed or rows:  # committed
+            with self._lock:
                 self._writes += 1
 
     def put_many(self, entries: Sequence[Mapping[str, Any]]) -> List[str]:
         """Write ``entries``, replacing nodes with the same id; checked first
         as every write is. Returns their ids."""
         prepared = prepare_entries(entries, self.stamp())
-        with self._lock:
-            present = {e["id"] for e in self.read([e["id"] for e in prepared])}
-            if present:
-                self.index.delete_nodes(sorted(present), delete_from_docstore=True)
-            if prepared:
-                self.index.insert_nodes(nodes_from(prepared))
+        ids = [e["id"] for e in prepared]
+        with self._lock, node_write(self.index, ids, self._stored) as write:
+            present = {e["id"] for e in self._entries(write.read(ids))}
+            write.replace(sorted(present), nodes_from(prepared))
+        if prepared:  # committed
+            with self._lock:
                 self._writes += 1
-        return [e["id"] for e in prepared]
+        return ids

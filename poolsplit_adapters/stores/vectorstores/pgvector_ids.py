@@ -24,11 +24,11 @@ ORM model (``EmbeddingStore``) and its own session factory.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from typing import Any, AsyncIterator, Callable, Collection, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from langchain_core.vectorstores import VectorStore
 
+from .id_locks import lock_key, lock_statements
 from .langchain_search import PGVectorAlwaysFetch
 
 __all__ = ["aclaim_ids", "claim_ids", "lock_key"]
@@ -37,26 +37,8 @@ __all__ = ["aclaim_ids", "claim_ids", "lock_key"]
 Held = Callable[[Sequence[Mapping[str, Any]]], List[str]]
 
 
-def lock_key(entry_id: str) -> int:
-    """The advisory lock key of an id: 64 bits of a hash of it, as Postgres'
-    signed ``bigint``. Computed here, not by the server, so every claim
-    takes its locks in the same (sorted) order and two claims of
-    overlapping ids cannot deadlock. The hash is personalised, so its keys
-    are unlikely to meet another application's advisory locks on the same
-    database; two ids sharing a key only wait for each other."""
-    digest = hashlib.blake2b(entry_id.encode("utf-8"), digest_size=8, person=b"poolsplit-ids").digest()
-    return int.from_bytes(digest, "big", signed=True)
-
-
 def _claims(store: VectorStore) -> bool:
     return PGVectorAlwaysFetch.serves(store)
-
-
-def _lock_statements(ids: Collection[str]) -> List[Any]:
-    from sqlalchemy import BigInteger, func, literal, select
-
-    keys = sorted({lock_key(i) for i in ids})
-    return [select(func.pg_advisory_xact_lock(literal(key, BigInteger))) for key in keys]
 
 
 #: One row about to be written, as the claim checks it: (id, its namespace label or None).
@@ -117,7 +99,7 @@ def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
     # A session of its own: the store's session maker is thread-scoped, and
     # its upsert would commit (and so release) the locks taken on it.
     with pg.session_maker.session_factory() as session:
-        for statement in _lock_statements(ids):
+        for statement in lock_statements(ids):
             session.execute(statement)
         collection = pg.get_collection(session)
 
@@ -149,7 +131,7 @@ async def aclaim_ids(
         yield nothing
         return
     async with pg.session_maker() as session:
-        for statement in _lock_statements(ids):
+        for statement in lock_statements(ids):
             await session.execute(statement)
         collection = await pg.aget_collection(session)
 
