@@ -54,7 +54,9 @@ Paths, per budget ``B`` (tokens: tiktoken ``o200k_base``):
   docs/adapters/agents.md writes by hand: corrections, ``standing`` 256
   tokens for the user's instructions and preferences, ``recent`` the rest
   of ``B`` at one entry per 100 tokens for episodes, notes and facts;
-  ``embeddings=``);
+  ``embeddings=``), and ``LI Memory auto``: the same conversation
+  replayed through a LlamaIndex ``Memory`` with ``poolsplit_memory_blocks``
+  (``"auto"``, ``total_tokens=B``, ``embeddings=``; see `LlamaReplayed`);
 * retrieval over the raw messages (each user and assistant message one
   document, ``type="episode"``, ``created`` its time):
   ``LC from_vectorstore`` (``[Pool("all", B)]``, defaults) and
@@ -77,6 +79,10 @@ entities of the rendered markers undone):
   ``c-stale``: a stale one without the current;
 * ``recall``: key sentences of the evidence messages in the context / all,
   over the fact, multi-session and temporal probes;
+* agent paths: the changed-value columns (``upd``, ``stale``, ``contra``,
+  ``c-stale``) read the memory block and the working set together (a newer
+  value still in the chat reached the model, see `judge_agent`); every
+  other column the memory block alone;
 * ``tokens``: mean tokens of what was injected (agent: the memory block of
   the system message; retrieval: the chosen messages' text);
 * ``ws``: for the agent, the same instruction/preference share over the
@@ -86,7 +92,8 @@ entities of the rendered markers undone):
   first ``--overhead`` conversations, 2 by default);
 * turns lost: turns whose user message is in no stored entry (with the
   start of its answer) and no longer in the working set, after the replay
-  (the write gate refused the evicted pair, e.g. as ``oversized``).
+  (the write gate refused the evicted pair, e.g. as ``oversized``); the
+  same for the LlamaIndex replay (its chat ``Memory`` the working set).
 """
 
 from __future__ import annotations
@@ -117,9 +124,11 @@ from poolsplit_adapters.memory.standing import sentences
 
 BUDGETS = (1024, 2048, 4096)
 NAMESPACE = ("memories", "u1")
-AGENT_PLANS = ("agent auto", "agent explicit plan", "agent auto, no embeddings=")
-#: What a run measures unless ``--plans`` says otherwise (the third costs a third more time).
-DEFAULT_PLANS = AGENT_PLANS[:2]
+#: The LlamaIndex ``Memory`` path (its own replay: `LlamaReplayed`).
+LLAMA_PLAN = "LI Memory auto"
+AGENT_PLANS = ("agent auto", "agent explicit plan", LLAMA_PLAN, "agent auto, no embeddings=")
+#: What a run measures unless ``--plans`` says otherwise (the last costs a third more time).
+DEFAULT_PLANS = AGENT_PLANS[:3]
 RETRIEVAL_PATHS = (
     "LC from_vectorstore",
     "LC from_vectorstore auto, embeddings=",
@@ -314,6 +323,75 @@ def agent_contexts(
     return out
 
 
+class LlamaReplayed:
+    """A conversation replayed through a LlamaIndex ``Memory`` with the
+    package's blocks (``poolsplit_memory_blocks([], "auto", store=...)``,
+    ``embeddings=`` the same cached embedder as a ``BaseEmbedding``),
+    ``Memory``'s defaults otherwise: every user and assistant message
+    ``put`` in order, the oldest flushed to the blocks (the write path)
+    when the chat passes its share of ``token_limit``. The blocks are made
+    again for each session with ``now`` its day (a host's clock), over one
+    durable ``InProcessStore``; the probes swap in each budget's blocks over
+    that store and read ``Memory.get(input=question)``."""
+
+    def __init__(self, conversation: Dict[str, Any], cached: CachedEmbeddings, budget: int) -> None:
+        from llama_index.core.base.llms.types import ChatMessage, MessageRole
+        from llama_index.core.memory import Memory
+
+        from poolsplit_adapters.stores import InProcessStore
+
+        self.durable = InProcessStore()
+        self.embed = LlamaEmbedding(cached)
+        sessions = conversation["sessions"]
+        self.memory = Memory.from_defaults(
+            session_id=conversation["id"], memory_blocks=self.blocks(budget, _when(sessions[0]["day"]))
+        )
+        by_session: Dict[int, List[Dict[str, Any]]] = {}
+        for turn in conversation["turns"]:
+            by_session.setdefault(turn["session"], []).append(turn)
+        for session in sessions:
+            self.memory.memory_blocks = self.blocks(budget, _when(session["day"]))
+            for turn in by_session.get(session["index"], []):
+                self.memory.put(ChatMessage(role=MessageRole.USER, content=turn["user"]))
+                self.memory.put(ChatMessage(role=MessageRole.ASSISTANT, content=turn["assistant"]))
+        self.lost = self._lost(conversation)
+
+    def _lost(self, conversation: Dict[str, Any]) -> List[str]:
+        """The user message ids of the turns in neither place: not in the
+        chat ``Memory`` kept, and the durable store does not hold every
+        sentence of the message and of its answer's start (as `Replayed`)."""
+        kept = {str(m.content) for m in self.memory.get_all()}
+        stored = "\n".join(str(e.get("content", "")) for e in self.durable.entries())
+        lost = []
+        for turn in conversation["turns"]:
+            if turn["user"] in kept:
+                continue
+            said = sentences(turn["user"]) + sentences(turn["assistant"])[:3]
+            if not all(sentence in stored for sentence in said):
+                lost.append(turn["user_id"])
+        return lost
+
+    def blocks(self, budget: int, now: datetime.datetime) -> List[Any]:
+        from poolsplit_adapters.llama_index import poolsplit_memory_blocks
+
+        return poolsplit_memory_blocks(
+            [], "auto", store=self.durable, total_tokens=budget, total_entries=budget, embeddings=self.embed, now=now
+        )
+
+    def contexts(self, conversation: Dict[str, Any], budget: int) -> List[Dict[str, str]]:
+        """Per probe: the blocks' system message and the chat ``Memory`` kept."""
+        from llama_index.core.base.llms.types import MessageRole
+
+        self.memory.memory_blocks = self.blocks(budget, _when(conversation["after"]))
+        out = []
+        for probe in conversation["probes"]:
+            messages = self.memory.get(input=probe["question"])
+            system = "\n".join(str(m.content or "") for m in messages if m.role == MessageRole.SYSTEM)
+            working = "\n".join(str(m.content or "") for m in messages if m.role != MessageRole.SYSTEM)
+            out.append({"context": system, "working": working})
+        return out
+
+
 def _documents(conversation: Dict[str, Any]) -> List[Dict[str, Any]]:
     """The raw messages as entries: one per user and per assistant message."""
     out = []
@@ -455,6 +533,22 @@ def judge(probe: Dict[str, Any], text: str) -> Dict[str, Optional[float]]:
     return out
 
 
+#: The columns of a changed value: judged on everything the model got.
+VALUE_COLUMNS = ("upd", "stale", "contra", "c-stale")
+
+
+def judge_agent(probe: Dict[str, Any], got: Dict[str, str]) -> Dict[str, Optional[float]]:
+    """An agent path's scores: the memory block (``context``) for every
+    column but the changed value's (`VALUE_COLUMNS`), which read the block
+    and the working set together: a newer value the chat still holds (not
+    yet written to memory) reached the model, so an older one in the block
+    is not "only the stale value"."""
+    scores = judge(probe, got["context"])
+    whole = judge(probe, got["context"] + "\n" + got["working"])
+    scores.update({column: whole[column] for column in VALUE_COLUMNS})
+    return scores
+
+
 def summarise(scored: List[Dict[str, Optional[float]]], tokens: List[int]) -> Dict[str, float]:
     row: Dict[str, float] = {}
     for column in COLUMNS:
@@ -487,13 +581,14 @@ def run(
 
     counter = TiktokenCounter()
     cached = embeddings_for_run(embedding)
-    replay = bool(plans) or overhead > 0
+    replay = any(plan != LLAMA_PLAN for plan in plans) or overhead > 0
     scored: Dict[tuple, List[Dict[str, Optional[float]]]] = {}
     tokens: Dict[tuple, List[int]] = {}
     working: Dict[tuple, List[Dict[str, Optional[float]]]] = {}
     with_ms: List[float] = []
     without_ms: List[float] = []
     lost: List[str] = []
+    llama_lost: List[str] = []
     evidence: List[str] = []
     for conversation in conversations:
         texts = [t[k] for t in conversation["turns"] for k in ("user", "assistant")]
@@ -508,13 +603,18 @@ def run(
         # Every raw message and probe in one batch (after the timed replay,
         # which pays for its own embeddings as a host would).
         cached.embed_documents(texts + [p["question"] for p in conversation["probes"]])
+        llama = LlamaReplayed(conversation, cached, budgets[0]) if LLAMA_PLAN in plans else None
+        if llama is not None:
+            llama_lost.extend(llama.lost)
         for plan in plans:
             for budget in budgets:
                 key = (plan, budget)
-                for probe, got in zip(
-                    conversation["probes"], agent_contexts(replayed, conversation, plan, budget, cached)
-                ):
-                    scored.setdefault(key, []).append(judge(probe, got["context"]))
+                if llama is not None and plan == LLAMA_PLAN:
+                    contexts = llama.contexts(conversation, budget)
+                else:
+                    contexts = agent_contexts(replayed, conversation, plan, budget, cached)
+                for probe, got in zip(conversation["probes"], contexts):
+                    scored.setdefault(key, []).append(judge_agent(probe, got))
                     working.setdefault(key, []).append(judge(probe, got["working"]))
                     block = got["context"]
                     tokens.setdefault(key, []).append(counter(block) if block else 0)
@@ -546,6 +646,8 @@ def run(
         "sizes": sizes,
         "lost": lost,
         "evidence_lost": sorted(set(lost) & set(evidence)),
+        "llama_lost": llama_lost if LLAMA_PLAN in plans else None,
+        "llama_evidence_lost": sorted(set(llama_lost) & set(evidence)),
         "evidence": len(set(evidence)),
         "without_ms": without_ms,
         "probes": sum(len(c["probes"]) for c in conversations),
@@ -605,6 +707,13 @@ def render(result: Dict[str, Any], command: str) -> str:
         )
     else:
         lines.append("Turns lost by the write path: not measured (no agent path, nothing replayed).")
+    if result.get("llama_lost") is not None:
+        lines.append("")
+        lines.append(
+            "Turns lost by the LlamaIndex flush (the user message in no stored entry and out of the chat"
+            " `Memory` kept): %d of %d; of the probes' evidence messages: %d of %d."
+            % (len(result["llama_lost"]), result["turns"], len(result["llama_evidence_lost"]), result["evidence"])
+        )
     lines.append("")
     lines.append(
         "Per agent.invoke during the replay (%d turns): with the middleware %s; without %s."
