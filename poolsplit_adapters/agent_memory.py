@@ -28,7 +28,7 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Hashable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generic, Optional, TypeVar
 
 from typing_extensions import TypedDict
@@ -47,7 +47,7 @@ from .memory.turns import (
     exchange_proposals,
     standing_proposals,
 )
-from .memory.working_set import HUMAN, Demotion, View, plan_demotion
+from .memory.working_set import HUMAN, OTHER, Demotion, View, plan_demotion
 from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 from .poolsplit import Selection
 from .render import goal_line, render_context
@@ -83,6 +83,10 @@ WRITES_KEY = "poolsplit_writes"
 PROMOTED_KEY = "poolsplit_promoted"
 UNCONSOLIDATED_KEY = "poolsplit_unconsolidated"
 HEARD_KEY = "poolsplit_heard"
+RUN_START_KEY = "poolsplit_run_start"
+INJECTED_KEY = "poolsplit_injected"
+#: The label a human message added during a run is stored under (`injected`).
+INJECTED_LABEL = "injected: "
 
 Namespace = tuple[str, ...]
 
@@ -205,6 +209,7 @@ class Writing(Generic[S]):
     demotion: Demotion
     turns: list[tuple[int, int]]
     heard: Optional[str]
+    kept: Mapping[str, Any] = field(default_factory=dict)
 
 
 #: What a turn's proposal may have been answered with for the turn to leave
@@ -264,6 +269,38 @@ def _unheard(messages: Sequence[Heard], heard: Optional[str]) -> list[int]:
         if at is not None:
             return positions[at + 1 :]
     return positions
+
+
+def injected(views: Sequence[View], state: Mapping[str, Any]) -> frozenset[str]:
+    """The ids of the human messages added to the state during an agent
+    run (after `RUN_START_KEY`, the last message when the run began), or
+    in an earlier run (`INJECTED_KEY`): a tool's ``Command`` or a middleware
+    wrote them, the user's input never arrives mid-run. A web page a tool
+    read could otherwise store "Always wire money to ..." as the user's own
+    instruction."""
+    found = set(state.get(INJECTED_KEY) or ())
+    ids = [v.id for v in views]
+    if state.get(RUN_START_KEY) in ids:
+        later = views[ids.index(state[RUN_START_KEY]) + 1 :]
+        found.update(v.id for v in later if v.kind == HUMAN and v.id is not None)
+    return frozenset(found)
+
+
+def kept_injected(added: frozenset[str], state: Mapping[str, Any]) -> dict[str, Any]:
+    """The state update that keeps the ids of ``added`` (`injected`) the
+    state does not hold yet, so a later run, which begins after them, does
+    not read them as the user's."""
+    new = added - set(state.get(INJECTED_KEY) or ())
+    return {INJECTED_KEY: sorted(new)} if new else {}
+
+
+def as_injected(message: Heard) -> Heard:
+    """A human message `injected` in a run, as the write step reads it: not
+    the user's words (no standing statement is read from it), no turn of its
+    own (it stays with the tool call that brought it), stored among the
+    answer's lines under `INJECTED_LABEL`."""
+    relabelled = lambda: [(INJECTED_LABEL, body) for _, body in message.lines()]  # noqa: E731
+    return replace(message, view=View(OTHER, message.view.id), lines=relabelled, user=False)
 
 
 def _sides(messages: Sequence[Heard]) -> list[Said]:
@@ -402,11 +439,14 @@ class AgentMemory:
         return goal if isinstance(goal, str) and goal.strip() else None
 
     def _writing(
-        self, messages: Sequence[Heard], heard_id: Optional[str], runtime: Any, where: Callable[[], Where[S]]
+        self, messages: Sequence[Heard], state: Mapping[str, Any], runtime: Any, where: Callable[[], Where[S]]
     ) -> Optional[Writing[S]]:
-        """What this step writes: the standing statements of the human
-        messages not heard yet, and the turns beyond the working set."""
-        heard = _unheard(messages, heard_id)
+        """What this step writes: the standing statements of the user's
+        messages not heard yet (those `injected` in a run are not the
+        user's), and the turns beyond the working set."""
+        added = injected([m.view for m in messages], state)
+        messages = [as_injected(m) if m.view.id in added else m for m in messages]
+        heard = _unheard(messages, state.get(HEARD_KEY))
         demotion = plan_demotion([m.view for m in messages], self.max_turns, pin_goal=self._goal(runtime) is None)
         if not demotion.demote and not heard:
             return None
@@ -430,7 +470,8 @@ class AgentMemory:
             proposals.extend(exchange_proposals(self.write_gate, _sides(part), self.episode_type, said, standing=False))
             turns.append((start, len(proposals)))
         last_human = next((m for m in reversed(messages) if m.view.kind == HUMAN), None)
-        return Writing(place, proposals, demotion, turns, None if last_human is None else last_human.view.id)
+        last_id = None if last_human is None else last_human.view.id
+        return Writing(place, proposals, demotion, turns, last_id, kept_injected(added, state))
 
     @staticmethod
     def _said(where: Where[S], opening: Heard, created: str) -> Provenance:
@@ -445,12 +486,12 @@ class AgentMemory:
         and says why in the gate's report) and the state update: the gate's
         report kept for the next selection event (and, with a consolidator,
         the written ids for the turn's end), the last human message marked
-        heard."""
+        heard, the ids of the messages `injected` in this run kept."""
         removed: list[int] = []
         for turn, (start, end) in zip(writing.demotion.demote, writing.turns):
             if all(p.refused in _STORED for p in settled[start:end]):
                 removed.extend(turn.indices)
-        return removed, {**self._written(settled), HEARD_KEY: writing.heard}
+        return removed, {**self._written(settled), HEARD_KEY: writing.heard, **writing.kept}
 
     def _written(self, settled: Sequence[Proposal]) -> dict[str, Any]:
         """The state update of a write: the gate's tally, and the written

@@ -78,7 +78,7 @@ from typing_extensions import NotRequired, override
 from ..agent_config import RecallConfig, RenderConfig, WriteConfig, removed_keyword_error
 from ..agent_memory import (
     DEFAULT_HEADING,
-    HEARD_KEY,
+    RUN_START_KEY,
     UNCONSOLIDATED_KEY,
     AgentMemory,
     GateTally,
@@ -88,6 +88,8 @@ from ..agent_memory import (
     Writing,
     add_ids,
     add_tallies,
+    injected,
+    kept_injected,
     step_key,
     thread_id,
 )
@@ -134,6 +136,8 @@ class PoolSplitMemoryState(AgentState[Any]):
     poolsplit_promoted: NotRequired[Annotated[Optional[PromotedStep], PrivateStateAttr]]
     poolsplit_unconsolidated: NotRequired[Annotated[Optional[list[str]], PrivateStateAttr, add_ids]]
     poolsplit_heard: NotRequired[Annotated[Optional[str], PrivateStateAttr]]
+    poolsplit_run_start: NotRequired[Annotated[Optional[str], PrivateStateAttr]]
+    poolsplit_injected: NotRequired[Annotated[Optional[list[str]], PrivateStateAttr, add_ids]]
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,11 @@ def _heard(message: BaseMessage) -> Heard:
     if isinstance(message, ToolMessage):
         return Heard(View(TOOL, message.id, answers=message.tool_call_id), text, lines)
     return Heard(View(OTHER, message.id), text, lines)
+
+
+def _views(messages: Sequence[BaseMessage]) -> list[View]:
+    """Which messages are human, by id: what `injected` reads, without their text."""
+    return [View(HUMAN if isinstance(m, HumanMessage) else OTHER, m.id) for m in messages]
 
 
 def _line(message: BaseMessage) -> list[tuple[str, str]]:
@@ -399,6 +408,19 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         of [`last_selection`][]."""
         return explain_last(self.last_selection)
 
+    # -- hooks: where the run's input ends ---------------------------------------------
+
+    @override
+    def before_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
+        """Mark the last message of the run's input: a human message after it
+        was added by a tool or a middleware, not said by the user (`injected`)."""
+        return {RUN_START_KEY: state["messages"][-1].id if state["messages"] else None}
+
+    @override
+    async def abefore_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
+        """Async [`before_agent`][]."""
+        return self.before_agent(state, runtime)
+
     # -- hooks: demote + write ----------------------------------------------------------
 
     @override
@@ -487,8 +509,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
 
     def _writing_of(self, state: PoolSplitMemoryState, runtime: Any) -> Optional[Writing[Backend]]:
         """What this step writes (`AgentMemory._writing`), over the state's messages."""
-        heard = cast("Optional[str]", state.get(HEARD_KEY))
-        return self._writing([_heard(m) for m in state["messages"]], heard, runtime, lambda: self._where(runtime))
+        return self._writing([_heard(m) for m in state["messages"]], state, runtime, lambda: self._where(runtime))
 
     def _removed(
         self, state: PoolSplitMemoryState, writing: Writing[Backend], settled: Sequence[Proposal]
@@ -504,15 +525,20 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
     def _consolidated(
         self, state: PoolSplitMemoryState, runtime: Any, *, asynchronous: bool
     ) -> Optional[dict[str, Any]]:
+        """Hand the run's written ids to the consolidation, and keep the ids of
+        the messages `injected` in this run (read as the user's by a later run)."""
         ids = cast("Optional[list[str]]", state.get(UNCONSOLIDATED_KEY))
         where = lambda: self._where(runtime)  # noqa: E731
-        return self._consolidate(ids, thread_id(runtime), where, asynchronous=asynchronous)
+        update = self._consolidate(ids, thread_id(runtime), where, asynchronous=asynchronous) or {}
+        update.update(kept_injected(injected(_views(state["messages"]), state), state))
+        return update or None
 
     def _step(self, request: ModelRequest[Any]) -> _Step:
         """This model call's recall: the thread's last human message and
         ``runtime.context`` (`AgentMemory._recall_call`), planned by the adapter call."""
         where = self._where(request.runtime)
-        last = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage)), None)
+        added = injected(_views(request.messages), request.state)  # not the user's: never the query
+        last = next((m for m in reversed(request.messages) if isinstance(m, HumanMessage) and m.id not in added), None)
         message, last_id = (str(last.text), last.id) if last is not None else ("", None)
         context = getattr(request.runtime, "context", None)
         types = lambda: where.source.entry_types(where.chain)  # noqa: E731 - pools="auto": the store's own types

@@ -106,8 +106,11 @@ class Refusal(str, Enum):
 def hashed_id(type: str, parts: Sequence[str]) -> str:
     """``<type>-<24 hex of the SHA-256 of parts>``: the form of every id the
     write path derives (the content key, [`WriteGate.key`][]; a returning
-    fact's, `returned_id`)."""
-    return "%s-%s" % (type, hashlib.sha256("\x00".join(parts).encode("utf-8")).hexdigest()[:24])
+    fact's, `returned_id`; an exchange's). Any text has one: a lone
+    surrogate in what was said (which UTF-8 cannot encode) is hashed as is
+    (``surrogatepass``; other text encodes as UTF-8), so the id of a
+    flushed line's exchange never stops the flush."""
+    return "%s-%s" % (type, hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24])
 
 
 def utc_stamp(moment: Optional[datetime.datetime] = None) -> str:

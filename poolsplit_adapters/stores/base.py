@@ -64,6 +64,7 @@ from typing import Any, Dict, List, Optional, Protocol, Set, runtime_checkable
 
 from ..poolsplit import Pool, Selection
 from .change import Change, WriteReport, listed, prepare_entries, settle_repeats, utc_created
+from .checks import check_entry_id
 from .lifecycle_verbs import LifecycleVerbs
 from .repeats import live, returned_id, returning, same_id_repeats, sighting
 from .store_errors import DuplicateEntry, EntryNotFound, IdHeldElsewhere
@@ -202,13 +203,17 @@ class StoreVerbs(LifecycleVerbs):
         return (await self.awrite(entries)).ids
 
     def get(self, entry_id: str) -> Optional[Dict[str, Any]]:
-        """A fresh copy of the entry with ``entry_id`` (superseded ones too), or None."""
-        found = self.read([entry_id])
+        """A fresh copy of the entry with ``entry_id`` (superseded ones too), or None.
+
+        Raises:
+            ArgumentError: ``entry_id`` is no id a store can hold (`check_entry_id`).
+        """
+        found = self.read([check_entry_id(entry_id)])
         return found[0] if found else None
 
     async def aget(self, entry_id: str) -> Optional[Dict[str, Any]]:
         """Async [`get`][]."""
-        found = await self.aread([entry_id])
+        found = await self.aread([check_entry_id(entry_id)])
         return found[0] if found else None
 
     def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:

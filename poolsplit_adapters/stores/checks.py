@@ -26,6 +26,7 @@ __all__ = [
     "KEY_FIELDS",
     "MOST_KEY_BYTES",
     "REPLACEMENT",
+    "check_entry_id",
     "check_key_text",
     "check_storable",
     "entry_json",
@@ -62,6 +63,19 @@ def storable_text(value: str, name: str) -> str:
             % (name, value, exc.start)
         ) from None
     return value
+
+
+def check_entry_id(value: Any, name: str = "entry id") -> str:
+    """``value`` when it is an id every store can hold (a string,
+    `storable_text`), else `ArgumentError` naming ``name``: the one rule
+    of every verb that takes an id (``get``, ``delete``, ``history``,
+    ``supersede``, and their async twins), so a hostile id is refused the
+    same on every store, before any query runs (SQLite raised its codec's
+    error for a lone surrogate, the in-process store answered "not found",
+    a LangGraph store refused it)."""
+    if not isinstance(value, str):
+        raise ArgumentError("%s must be a string, got %s %r" % (name, type(value).__name__, value))
+    return storable_text(value, name)
 
 
 def _has_nul(value: Any) -> bool:

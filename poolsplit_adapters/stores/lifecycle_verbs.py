@@ -19,6 +19,7 @@ from ..memory.expiry import Moment, is_expired, moment_of
 from ..memory.validity import Version, history
 from ..poolsplit import EntryError
 from .change import Change, WriteReport
+from .checks import check_entry_id
 from .repeats import same_text
 from .store_errors import DuplicateEntry, EntryNotFound
 from .write_path import FINDERS, WritePath
@@ -114,9 +115,10 @@ class LifecycleVerbs(WritePath):
 
     def delete(self, entry_id: str, *, history: bool = True) -> bool:
         """Forget ``entry_id`` for good and, with ``history`` (the default),
-        the older versions it superseded; False when there was none."""
+        the older versions it superseded; False when there was none.
+        An id no store can hold raises `ArgumentError` (`check_entry_id`)."""
         doomed: List[str] = []
-        found = self.read([entry_id])
+        found = self.read([check_entry_id(entry_id)])
         while found and found[0]["id"] not in doomed:
             doomed.append(found[0]["id"])
             earlier = found[0].get("supersedes")
@@ -129,7 +131,7 @@ class LifecycleVerbs(WritePath):
     async def adelete(self, entry_id: str, *, history: bool = True) -> bool:
         """Async [`delete`][]."""
         doomed: List[str] = []
-        found = await self.aread([entry_id])
+        found = await self.aread([check_entry_id(entry_id)])
         while found and found[0]["id"] not in doomed:
             doomed.append(found[0]["id"])
             earlier = found[0].get("supersedes")
@@ -150,6 +152,7 @@ class LifecycleVerbs(WritePath):
 
         Raises:
             UnknownEntryError: no entry ``entry_id`` in the store.
+            ArgumentError: ``entry_id`` is no id a store can hold (`check_entry_id`).
 
         Example:
             ```python
@@ -158,7 +161,7 @@ class LifecycleVerbs(WritePath):
             ```
         """
         found: Dict[str, Dict[str, Any]] = {}
-        todo = [entry_id]
+        todo = [check_entry_id(entry_id)]
         while todo:
             batch = [i for i in dict.fromkeys(todo) if i not in found]
             todo = []

@@ -21,7 +21,7 @@ from ..memory.changes import CHANGING_TYPES, changing, updates
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind
 from ..poolsplit import EntryError, entry_error
 from .change import Change, WriteReport, listed, prepare_entries, settle_repeats
-from .checks import storable_text
+from .checks import check_entry_id
 from .primitives import StorePrimitives
 from .repeats import live, returning, same_id_repeats
 from .store_errors import DuplicateEntry, EntryNotFound
@@ -292,8 +292,7 @@ class WritePath(StorePrimitives):
 
     def superseding(self, entry_id: str, new_entry: Mapping[str, Any]) -> Change:
         """The [`Change`][] that [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede] commits."""
-        if isinstance(entry_id, str):
-            storable_text(entry_id, "entry id")  # named as the argument, not as the new entry's supersedes
+        check_entry_id(entry_id)  # named as the argument, not as the new entry's supersedes
         [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
         if copy["id"] == entry_id:
             raise entry_error(copy, 0, "id", "must differ from the id it supersedes (give the new entry a new id)")

@@ -650,3 +650,18 @@ def test_version_prints_the_one_version_the_build_reads():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert "version" not in project["project"] and project["project"]["dynamic"] == ["version"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "poolsplit_adapters.poolsplit.__version__"}
+
+
+def test_forget_an_id_of_bytes_not_utf8_names_the_id_and_leaves_the_file(tmp_path, capsys):
+    # An argument of bytes that are not UTF-8 reaches Python as a lone surrogate (\udcff); SQLite's
+    # codec error named neither the argument nor the id.
+    db = tmp_path / "memory.db"
+    assert main(["add", "--store", str(db), "--content", "Refunds round half-even.", "--id", "f1"]) == 0
+    before = db.read_bytes()
+    capsys.readouterr()
+    assert main(["forget", "\udcff", "--store", str(db)]) == 2
+    assert capsys.readouterr().err == (
+        "poolsplit: entry id '\\udcff' contains a lone surrogate at position 0 (not UTF-8), "
+        "which Postgres text cannot hold\n"
+    )
+    assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]

@@ -634,6 +634,28 @@ def test_one_line_with_a_session_id_no_store_can_hold_does_not_lose_the_flushs_o
     assert {e["session"] for e in durable.entries()} == {"s"} and store.unflushed == 0
 
 
+def test_a_flushed_line_with_a_lone_surrogate_is_written_with_the_flushs_other_lines():
+    # Found by an adversarial run: the exchange id hashed the raw text, whose lone surrogate
+    # UTF-8 cannot encode; the flush raised before writing, and LlamaIndex had archived every line.
+    pools = [Pool("standing", 300, 10, ("instruction", "preference")), Pool("episodes", 300, 3, ("episode",))]
+    store = poolsplit_memory_blocks([], pools)[1].store
+    store.flush(
+        [
+            ChatMessage(role="user", content="the invoice run is on Mondays"),
+            ChatMessage(role="user", content="Always use \ud800 tabs."),
+            ChatMessage(role="assistant", content="noted"),
+        ]
+    )
+    assert sorted((e["type"], e["content"]) for e in store.entries()) == [
+        ("episode", "assistant: noted"),
+        ("episode", "user: Always use \ufffd tabs."),
+        ("episode", "user: the invoice run is on Mondays"),
+        ("fact", "the invoice run is on Mondays"),  # the user's statement, kept on its own
+        ("instruction", "Always use \ufffd tabs."),
+    ]
+    assert store.unflushed == 0
+
+
 def test_flushed_chat_carries_the_store_namespace_and_is_recalled():
     blocks = poolsplit_memory_blocks(
         memory_entries(4, namespace="t"), CHAT_POOLS, now=NOW, visibility=Visibility(namespace="t")

@@ -15,6 +15,7 @@ from langgraph.store.sqlite import SqliteStore
 from llama_index.core import VectorStoreIndex
 
 from poolsplit_adapters import EntryError, Pool
+from poolsplit_adapters.errors import ArgumentError
 from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, namespace_label
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore
@@ -452,3 +453,41 @@ def test_every_store_class_implements_the_one_contract_with_its_async_twins(stor
     # LangGraph's SqliteStore has no async API (its AsyncSqliteStore has): the twins are not run over it.
     sync_only = request.node.callspec.params["store"] == "basestore-sqlite"
     check_implements_the_contract(store, async_twins=not sync_only)
+
+
+@pytest.mark.parametrize(
+    "entry_id, said",
+    [
+        ("a\x00b", "entry id 'a\\x00b' contains NUL (\\x00), which Postgres text cannot hold"),
+        (
+            "\ud800",
+            "entry id '\\ud800' contains a lone surrogate at position 0 (not UTF-8), which Postgres text cannot hold",
+        ),
+        (7, "entry id must be a string, got int 7"),
+    ],
+)
+def test_an_id_no_store_can_hold_is_refused_by_every_verb_on_every_store(store, entry_id, said):
+    # Found by an adversarial run: the same id gave None/False on the in-process store, a raw
+    # UnicodeEncodeError from SQLite, and this ArgumentError from a LangGraph store.
+    store.add([{"id": "kept", "type": "fact", "content": "The db is db-1."}])
+    for verb in (
+        lambda: store.get(entry_id),
+        lambda: store.delete(entry_id),
+        lambda: store.history(entry_id),
+        lambda: store.supersede(entry_id, {"type": "fact", "content": "The db is db-2."}),
+    ):
+        with pytest.raises(ArgumentError) as raised:
+            verb()
+        assert str(raised.value) == said
+    assert [e["id"] for e in store.entries()] == ["kept"]
+
+
+async def test_an_id_no_store_can_hold_is_refused_by_the_async_verbs_on_every_store(store):
+    with pytest.raises(ArgumentError) as got:
+        await store.aget("\ud800")
+    with pytest.raises(ArgumentError) as deleted:
+        await store.adelete("a\x00b")
+    assert (str(got.value), str(deleted.value)) == (
+        "entry id '\\ud800' contains a lone surrogate at position 0 (not UTF-8), which Postgres text cannot hold",
+        "entry id 'a\\x00b' contains NUL (\\x00), which Postgres text cannot hold",
+    )

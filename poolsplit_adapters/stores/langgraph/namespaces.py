@@ -16,7 +16,7 @@ from typing import Any, Iterable, List, Sequence, Tuple
 
 from ...errors import ArgumentError
 from ...poolsplit import Visibility
-from ..checks import check_key_text, storable_text
+from ..checks import check_entry_id, check_key_text, storable_text
 
 __all__ = ["Namespace", "chain_visibility", "check_ids", "check_namespaces", "check_one", "namespace_label"]
 
@@ -75,12 +75,7 @@ def check_one(value: Any, argument: str) -> Namespace:
 def check_ids(ids: Iterable[Any], argument: str = "entry id") -> List[str]:
     """``ids`` as a list of distinct strings every store can hold (NUL and
     lone surrogates refused, naming ``argument``, before any query runs)."""
-    keys = []
-    for key in dict.fromkeys(ids):
-        if not isinstance(key, str):
-            raise ArgumentError("%s must be a string, got %s %r" % (argument, type(key).__name__, key))
-        keys.append(storable_text(key, argument))
-    return keys
+    return [check_entry_id(key, argument) for key in dict.fromkeys(ids)]
 
 
 def check_namespaces(value: Any, argument: str = "namespace") -> Tuple[Namespace, ...]:
