@@ -96,6 +96,7 @@ from ..agent_memory import (
 from ..background import BackgroundConsolidation
 from ..call import AdapterCall
 from ..checks import ArgumentError, check_flag, check_instance
+from ..memory.turns import block_line
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, View
 from ..memory.write_gate import Proposal
 from ..poolsplit import Pool, Selection
@@ -168,9 +169,7 @@ def _text(message: BaseMessage) -> str:
         kind = block.get("type") if isinstance(block, dict) else None
         if isinstance(block, dict) and isinstance(kind, str) and kind != "text":
             url = block.get("url") or block.get("image_url")  # LangChain's v1 blocks, OpenAI's image_url
-            url = url.get("url") if isinstance(url, dict) else url
-            place = url if isinstance(url, str) and url.startswith(("http://", "https://")) else ""
-            named.append("[%s%s]" % (kind, ": " + place[:300] if place else ""))
+            named.append(block_line(kind, url.get("url") if isinstance(url, dict) else url))
     return "\n".join([t for t in (text.strip(), *named) if t])
 
 

@@ -17,6 +17,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 
+from ..memory.turns import block_line
 from ..memory.write_gate import Proposal
 from ..poolsplit import Selection
 from ..stores.chat_memory import SESSION_KEY as SESSION_KEY
@@ -165,8 +166,22 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
 
 
 def message_text(message: ChatMessage) -> str:
-    """The text of a chat message (its text blocks, stripped)."""
-    return "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
+    """The text of a chat message (its text blocks, stripped), with a line
+    naming each block of a user's (or a tool's) message that is not text
+    (`block_line`: an image the user sent, by its web address, never its
+    data), as the agent middleware reads a message: a user's message of
+    only an image is flushed as that line, not dropped as empty. The
+    model's own blocks that are not text (thinking, tool calls) are not
+    lines of the conversation."""
+    text = "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
+    if message.role == MessageRole.ASSISTANT:
+        return text
+    named = [
+        block_line(str(getattr(b, "block_type", "block")), getattr(b, "url", None))
+        for b in message.blocks
+        if not isinstance(b, TextBlock)
+    ]
+    return "\n".join([t for t in (text, *named) if t])
 
 
 def _default_filter(message: ChatMessage) -> bool:

@@ -56,6 +56,7 @@ __all__ = [
     "USER",
     "USER_TYPES",
     "Provenance",
+    "block_line",
     "Said",
     "check_written_type",
     "exchange_id",
@@ -69,6 +70,26 @@ ASSISTANT = "assistant"
 #: The types the write path gives only to what the user said (`standing`):
 #: loaded from a pool of their own as the user's standing orders and facts.
 USER_TYPES: Tuple[str, ...] = (INSTRUCTION, PREFERENCE, FACT)
+
+
+def block_line(kind: str, address: Any = None) -> str:
+    """The line that names a block of a message that is not text (an image
+    the user sent, a file, audio): ``[image: https://...]``, or ``[image]``
+    without a web address. Without it a turn of only an image would be
+    written as nothing (an empty side) and leave the working set as
+    nothing. A web address (``http``/``https``, its first 300 characters) is
+    kept; inline data and local paths never are. The one rule of both
+    frameworks' write paths.
+
+    Example:
+        >>> block_line("image", "https://example.org/cat.png")
+        '[image: https://example.org/cat.png]'
+        >>> block_line("image", "data:image/png;base64,iVBOR")
+        '[image]'
+    """
+    place = str(address) if address is not None else ""
+    shown = place[:300] if place.startswith(("http://", "https://")) else ""
+    return "[%s%s]" % (kind, ": " + shown if shown else "")
 
 
 def check_written_type(value: Any, name: str) -> str:
