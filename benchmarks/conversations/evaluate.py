@@ -52,9 +52,9 @@ Paths, per budget ``B`` (tokens: tiktoken ``o200k_base``):
   only tokens bind),
   ``agent auto, no embeddings=``, and ``agent explicit plan`` (the plan
   docs/adapters/agents.md writes by hand: corrections, ``standing`` 256
-  tokens for the user's instructions and preferences, ``recent`` the rest
-  of ``B`` at one entry per 100 tokens for episodes, notes and facts;
-  ``embeddings=``), and ``LI Memory auto``: the same conversation
+  tokens for the user's instructions and preferences, then ``facts`` (facts
+  and notes) and ``recent`` (episodes) sharing the rest of ``B`` as the docs'
+  200 and 400 tokens do; ``embeddings=``), and ``LI Memory auto``: the same conversation
   replayed through a LlamaIndex ``Memory`` with ``poolsplit_memory_blocks``
   (``"auto"``, ``total_tokens=B``, ``embeddings=``; see `LlamaReplayed`);
 * retrieval over the raw messages (each user and assistant message one
@@ -220,14 +220,17 @@ STANDING = (256, 20)
 def explicit_plan(budget: int) -> List[Pool]:
     """The plan docs/adapters/agents.md writes by hand, for ``budget``
     tokens: corrections, the user's standing instructions and preferences
-    (`STANDING`), and the rest for recent episodes, notes and facts at
-    one entry per 100 tokens (the docs' 400 tokens, 4 entries)."""
+    (`STANDING`), then the rest split as the docs split it (facts and
+    notes 200, episodes 400): facts 1/3 at one entry per 25 tokens,
+    episodes 2/3 at one entry per 100."""
     tokens, entries = STANDING
     rest = budget - tokens
+    facts = rest // 3
     return [
         Pool("corrections", 0, 0, ("correction",)),
         Pool("standing", tokens, entries, ("instruction", "preference")),
-        Pool("recent", rest, max(1, rest // 100), ("episode", "note", "fact")),
+        Pool("facts", facts, max(1, facts // 25), ("fact", "note")),
+        Pool("recent", rest - facts, max(1, (rest - facts) // 100), ("episode",)),
     ]
 
 
