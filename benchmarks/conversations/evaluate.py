@@ -251,6 +251,21 @@ def _middleware(plan: str, budget: int, now: datetime.datetime, cached: CachedEm
     raise ValueError(plan)
 
 
+def lost_turns(conversation: Dict[str, Any], kept: Callable[[Dict[str, Any]], bool], stored: str) -> List[str]:
+    """The user message ids of the turns in neither place: not ``kept`` in
+    the working set, and ``stored`` (every stored entry's text) does not
+    hold every sentence of the user's message and of its answer's start, in
+    whatever entries (one per turn, one per side, or parts)."""
+    lost = []
+    for turn in conversation["turns"]:
+        if kept(turn):
+            continue
+        said = sentences(turn["user"]) + sentences(turn["assistant"])[:3]
+        if not all(sentence in stored for sentence in said):
+            lost.append(turn["user_id"])
+    return lost
+
+
 class Replayed:
     """A conversation replayed through the agent: its store, checkpointer,
     thread and final checkpoint, and the per-turn timings."""
@@ -288,14 +303,7 @@ class Replayed:
         whatever entries (one per turn, one per side, or parts)."""
         kept = {m.id for m in working}
         stored = "\n".join(str(item.value.get("content", "")) for item in self.store.search(NAMESPACE, limit=10**6))
-        lost = []
-        for turn in conversation["turns"]:
-            if turn["user_id"] in kept:
-                continue
-            said = sentences(turn["user"]) + sentences(turn["assistant"])[:3]
-            if not all(sentence in stored for sentence in said):
-                lost.append(turn["user_id"])
-        return lost
+        return lost_turns(conversation, lambda turn: turn["user_id"] in kept, stored)
 
     def ask(self, agent: Any, question: str, probe_id: str) -> List[BaseMessage]:
         """The messages the model got for ``question``, on a fork of the final checkpoint."""
@@ -365,14 +373,7 @@ class LlamaReplayed:
         sentence of the message and of its answer's start (as `Replayed`)."""
         kept = {str(m.content) for m in self.memory.get_all()}
         stored = "\n".join(str(e.get("content", "")) for e in self.durable.entries())
-        lost = []
-        for turn in conversation["turns"]:
-            if turn["user"] in kept:
-                continue
-            said = sentences(turn["user"]) + sentences(turn["assistant"])[:3]
-            if not all(sentence in stored for sentence in said):
-                lost.append(turn["user_id"])
-        return lost
+        return lost_turns(conversation, lambda turn: turn["user"] in kept, stored)
 
     def blocks(self, budget: int, now: datetime.datetime) -> List[Any]:
         from poolsplit_adapters.llama_index import poolsplit_memory_blocks

@@ -69,13 +69,17 @@ def stored_fix() -> Dict[str, Any]:
     return dict(FIX, created=CREATED)
 
 
-def test_a_supersede_whose_embedding_fails_keeps_the_old_version(pg_database):
+@pytest.mark.parametrize("verb", ["supersede", "put_many"])
+def test_a_write_whose_embedding_fails_keeps_what_it_would_replace(pg_database, verb):
     model = Flaky()
     mem = memory(pg_database, model)
     mem.add([stored_fix()])
     model.down = True
     with pytest.raises(RuntimeError, match="embedding API down"):
-        mem.supersede("fix", NEW)
+        if verb == "supersede":
+            mem.supersede("fix", NEW)
+        else:
+            mem.put_many([dict(stored_fix(), content="Quote in euros.")])
     assert mem.get("fix") == stored_fix()
     assert mem.get("fix-2") is None
     assert rows(pg_database) == [{"node_id": "fix", "text": "Quote in cents."}]
@@ -93,16 +97,6 @@ def test_a_supersede_whose_insert_the_database_refuses_keeps_the_old_version(pg_
         mem.supersede("fix", NEW)  # the new version's text is 23 characters
     assert mem.get("fix") == stored_fix()
     assert rows(pg_database) == [{"node_id": "fix", "text": "Quote in cents."}]
-
-
-def test_put_many_whose_embedding_fails_keeps_what_it_would_replace(pg_database):
-    model = Flaky()
-    mem = memory(pg_database, model)
-    mem.put_many([stored_fix()])
-    model.down = True
-    with pytest.raises(RuntimeError, match="embedding API down"):
-        mem.put_many([dict(stored_fix(), content="Quote in euros.")])
-    assert mem.get("fix") == stored_fix()
 
 
 def test_four_writers_of_one_new_id_store_it_once(pg_database):
