@@ -221,7 +221,7 @@ def explicit_plan(budget: int) -> List[Pool]:
     """The plan docs/adapters/agents.md writes by hand, for ``budget``
     tokens: corrections, the user's standing instructions and preferences
     (`STANDING`), then the rest split as the docs split it (facts and
-    notes 200, episodes 400): facts 1/3 at one entry per 25 tokens,
+    notes 200, episodes 400): facts 1/3 at one entry per 10 tokens,
     episodes 2/3 at one entry per 100."""
     tokens, entries = STANDING
     rest = budget - tokens
@@ -229,7 +229,7 @@ def explicit_plan(budget: int) -> List[Pool]:
     return [
         Pool("corrections", 0, 0, ("correction",)),
         Pool("standing", tokens, entries, ("instruction", "preference")),
-        Pool("facts", facts, max(1, facts // 25), ("fact", "note")),
+        Pool("facts", facts, max(1, facts // 10), ("fact", "note")),
         Pool("recent", rest - facts, max(1, (rest - facts) // 100), ("episode",)),
     ]
 
