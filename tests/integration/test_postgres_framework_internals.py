@@ -328,3 +328,33 @@ def _add_fact(store: Any) -> List[str]:
         id_="fact-1", text="deploy to staging", metadata={"type": "fact"}, embedding=hashed_ngrams("deploy to staging")
     )
     return list(store.add([node]))
+
+
+def test_llama_pgvectorstore_makes_a_table_row_of_a_node_as_its_add_does(pg_database: Database):
+    """LlamaIndex ``PGVectorStore._node_to_table_row(node)``: the row its
+    own ``add`` inserts, which a `VectorIndexMemory` write adds on the
+    store's session inside its one transaction
+    (``stores/vectorstores/llama_index_writes.py``)."""
+    from llama_index.core.schema import TextNode
+
+    where = "poolsplit_adapters/stores/vectorstores/llama_index_writes.py"
+    store = _llama_store(pg_database)
+    try:
+        make_row = getattr(store, "_node_to_table_row", None)
+        assert callable(make_row), changed(LLAMA_PG, "PGVectorStore._node_to_table_row", "a method", where)
+        store._initialize()
+        node = TextNode(
+            id_="fact-2", text="rotate keys monthly", metadata={"type": "fact"}, embedding=hashed_ngrams("k")
+        )
+        row = make_row(node)
+        assert isinstance(row, store._table_class) and (row.node_id, row.text) == ("fact-2", "rotate keys monthly"), (
+            changed(LLAMA_PG, "PGVectorStore._node_to_table_row", "an instance of _table_class for the node", where)
+        )
+        with store._session() as session, session.begin():
+            session.add(row)
+        found = PGVectorStoreSearch(store).search(SEARCH, hashed_ngrams("k"))
+        assert [n.node.node_id for n in found] == ["fact-2"], changed(
+            LLAMA_PG, "PGVectorStore._node_to_table_row", "a row the store reads back as the node", where
+        )
+    finally:
+        _dispose(store)

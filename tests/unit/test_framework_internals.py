@@ -105,3 +105,24 @@ def test_a_vector_store_index_keeps_its_embedding_model_where_its_retrievers_rea
         "the embed_model the index was built with",
         "poolsplit_adapters/stores/vectorstores/llama_index_search.py",
     )
+
+
+def test_a_vector_store_index_embeds_nodes_with_its_model_before_they_are_inserted():
+    """``VectorStoreIndex._get_node_with_embedding(nodes)``: the nodes with
+    the index's embeddings (what its own ``insert_nodes`` calls first), and
+    ``_store_nodes_override`` (a copy in the docstore as well): a
+    `VectorIndexMemory` write embeds the new versions before it deletes
+    anything (``stores/vectorstores/llama_index_writes.py``)."""
+    from llama_index.core.schema import TextNode
+
+    index = VectorStoreIndex(nodes=[], embed_model=MockEmbedding(embed_dim=4))
+    where = "poolsplit_adapters/stores/vectorstores/llama_index_writes.py"
+    embed = getattr(index, "_get_node_with_embedding", None)
+    assert callable(embed), changed("llama-index-core", "VectorStoreIndex._get_node_with_embedding", "a method", where)
+    [node] = embed([TextNode(text="deploy to staging", id_="n1")])
+    assert (node.node_id, node.embedding) == ("n1", [0.5, 0.5, 0.5, 0.5]), changed(
+        "llama-index-core", "VectorStoreIndex._get_node_with_embedding", "the nodes with their embeddings", where
+    )
+    assert getattr(index, "_store_nodes_override", None) is False, changed(
+        "llama-index-core", "VectorStoreIndex._store_nodes_override", "False for an index built without it", where
+    )
