@@ -552,10 +552,11 @@ class PreparedRecall(_StoreDeltas):
             token = watermark(store, self.memory.chain)
             if token is not None and token == self._token and self._index is not None:
                 return
-            data = _in_memory(store)
-            if data is not None:
-                # Read after the watermark: a write in between moves the next one.
-                items = _in_memory_items(data, self.memory.chain)
+            if _in_memory(store) is not None:
+                # The items the watermark holds (built once a turn, not twice):
+                # what is applied is exactly what the watermark compares.
+                assert token is not None
+                items = token[1]
                 changed, gone = self._in_memory_delta(items)
                 self._update(changed, gone, token)
                 self._items = items  # kept once applied: a malformed item is read again

@@ -95,9 +95,6 @@ class VectorIndexEntries(StoreVerbs):
             return True
         return not isinstance(self.index.vector_store, PGVectorStore)
 
-    def _stored(self, ids: Sequence[str]) -> List[BaseNode]:
-        return self._nodes(ids)
-
     @staticmethod
     def _entries(nodes: Sequence[BaseNode]) -> List[Dict[str, Any]]:
         return [node_to_entry(n, i) for i, n in enumerate(nodes)]
@@ -117,7 +114,7 @@ class VectorIndexEntries(StoreVerbs):
         loses nothing if it fails (`node_write`: over ``PGVectorStore``
         one transaction, the ids locked from the read to the commit)."""
         ids = change.touched + list(change.forget)
-        with self._lock, node_write(self.index, ids, self._stored) as write:
+        with self._lock, node_write(self.index, ids, self._nodes) as write:
             stored = self._entries(write.read(ids))
             rows = change.rows(change.verify(stored))
             present = {e["id"] for e in stored}
@@ -132,8 +129,8 @@ class VectorIndexEntries(StoreVerbs):
         as every write is. Returns their ids."""
         prepared = prepare_entries(entries, self.stamp())
         ids = [e["id"] for e in prepared]
-        with self._lock, node_write(self.index, ids, self._stored) as write:
-            present = {e["id"] for e in self._entries(write.read(ids))}
+        with self._lock, node_write(self.index, ids, self._nodes) as write:
+            present = {node.node_id for node in write.read(ids)}
             write.replace(sorted(present), nodes_from(prepared))
         if prepared:  # committed
             with self._lock:
