@@ -24,8 +24,10 @@ The templates come in five disjoint groups, written in turn: ``tuning-1``
 written at the same time and seen while writing them; ``tuning-3`` and
 ``tuning-4``, each written after a round of rule changes and measured once
 before the next round adjusted on them (their first figures are in the
-comments beside them); and ``held-out``, written after the last change,
-measured once and never adjusted on. Each sentence is measured alone and
+comments beside them); ``held-out``, written after those changes,
+measured once and never adjusted on; ``tuning-5``, choices stated as
+decisions and priorities, measured once before the rules learned them;
+and ``held-out-2``, written after that, measured once, never adjusted on. Each sentence is measured alone and
 inside a long message: context clauses joined by ", and", a fenced code
 block whose comments read like instructions (never to be recognised), a
 question, and a trailing "->-> n,m" marker.
@@ -432,6 +434,79 @@ FINAL: Dict[str, Tuple[str, ...]] = {
         "Let's focus on the {feature} bug first.",
     ),
 }
+# Written after the held-out group, before the rules knew a choice stated as a decision or a
+# priority ("I've chosen X to keep Y", "I prioritize X", "I'm focusing on X rather than Y"),
+# as users state preferences in long conversations; measured once before the rules were
+# adjusted on it: recall 0.149 alone and in a message (its two instruction templates only),
+# false positives 0.000.
+DECIDED: Dict[str, Tuple[str, ...]] = {
+    INSTRUCTION: (
+        "Whenever I share a stack trace, {do}.",
+        "In all your {outs} about {topic}, {do}.",
+    ),
+    PREFERENCE: (
+        "I've chosen {x} for {topic} because it's easier to maintain.",
+        "I chose to go with {x} over {y} to keep {goal}.",
+        "I decided to use {x} instead of {y} in my projects.",
+        "I've decided on {x} for {topic}, since it fits the way I work.",
+        "I prioritize keeping {goal} over adding more features.",
+        "I'm focusing on {x} rather than {y}.",
+        "I value keeping {goal} more than raw speed.",
+        "I opted for {x} to keep {goal}.",
+        "I'm sticking with {x} for {topic}.",
+        "I went with {x} over {y} because the documentation is better.",
+        "For {topic}, I settled on {x} to keep {goal}.",
+        "I've chosen to keep {x} for {topic} to preserve consistency.",
+    ),
+    "": (
+        "I chose the wrong branch when I merged yesterday.",
+        "I decided to take a break before debugging the {feature} page.",
+        "We decided to postpone the {feature} release until Monday.",
+        "I went with the quick fix for now.",
+        "I'm focusing on the {feature} bug today.",
+        "I prioritized the {feature} ticket this sprint.",
+        "Which one did you choose for the {feature} page?",
+        "I decided to ask you before changing {topic}.",
+        "I opted out of the beta program.",
+        "I chose {x} last week but it keeps crashing.",
+        "Did I decide on {x} or {y} for {topic}?",
+        "I value your feedback on the {feature} code.",
+    ),
+}
+# Written after the rules learned tuning-5's decisions and priorities, measured once, never
+# adjusted on: the held-out figures of that change.
+FINAL_DECIDED: Dict[str, Tuple[str, ...]] = {
+    INSTRUCTION: (
+        "Any time I paste an error, {do}.",
+        "Please remember to {do} in future {outs}.",
+        "I'd like you to always {do}.",
+        "Stick to {style} {outs} from now on.",
+    ),
+    PREFERENCE: (
+        "I've settled on {x} for {topic} since it's what the team knows.",
+        "We opted for {x} rather than {y} for {topic}.",
+        "Honestly, I'd go with {x} every time.",
+        "I've gone with {x} over {y} for most of my work.",
+        "Personally I find {x} more readable than {y}.",
+        "I prioritise keeping {goal} when I choose tools.",
+        "I'm leaning towards {x} for everything new.",
+        "{X} is my go-to for {topic}.",
+        "I generally pick {x} over {y}.",
+        "I've decided against {y}, so I use {x} instead.",
+    ),
+    "": (
+        "I chose {x} for the prototype but we may change it.",
+        "We decided on a date for the {feature} launch.",
+        "I've decided to call it a day.",
+        "I went with my gut on the {feature} estimate.",
+        "I'm using {x} to debug the {feature} page right now.",
+        "Which do you prioritize, {x} or {y}?",
+        "I picked up {x} last year.",
+        "I value the time you spent on this.",
+        "I settled the invoice for the {topic} consultant.",
+        "I opted to skip lunch to finish the {feature} tests.",
+    ),
+}
 #: The groups, in the order they were written; only the last was never adjusted on.
 GROUPS = {
     "tuning-1": (TUNING, 0),
@@ -439,6 +514,8 @@ GROUPS = {
     "tuning-3": (FRESH, 2),
     "tuning-4": (LAST, 3),
     "held-out": (FINAL, 4),
+    "tuning-5": (DECIDED, 5),
+    "held-out-2": (FINAL_DECIDED, 6),
 }
 
 # The long message around a sentence: a context clause, a code block whose comments read like
