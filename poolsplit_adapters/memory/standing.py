@@ -416,12 +416,16 @@ _CHOSEN_FOR = (
     r"|simplicity|speed|performance|reliability|clarity|control|consistency|security|privacy|portability"
     r"|convenience|readability|maintainability)))\b"
 )
+#: How far after the verb of a decision its "over Y" or "because ..." is looked for, in
+#: characters: bounded, so that a clause of thousands of commas is read in linear time.
+_WHY_WITHIN = 200
 _DECIDED = (
     # still holds: a reason is enough
     r"(?:i|we)(?:'ve| have) " + _ADVERBS + r"(?:chosen|decided (?:on|to)|opted (?:for|to)|settled on|gone with)\b"
-    r".*(?:" + _CHOSEN_FOR + r"|\b(?:because|since|as it|as they|due to|so (?:that|it|i|we))\b)",
+    r".{0,%d}?(?:" % _WHY_WITHIN + _CHOSEN_FOR + r"|\b(?:because|since|as it|as they|due to|so (?:that|it|i|we))\b)",
     # a past decision: what it was chosen over or for
-    r"(?:i|we) " + _ADVERBS + r"(?:chose|decided (?:on|to)|opted (?:for|to)|settled on|went with)\b.*" + _CHOSEN_FOR,
+    r"(?:i|we) " + _ADVERBS + r"(?:chose|decided (?:on|to)|opted (?:for|to)|settled on|went with)\b.{0,%d}?" % _WHY_WITHIN
+    + _CHOSEN_FOR,
 )
 _EN_PREFERENCES = (
     _START + r"(?:i|we) " + _ADVERBS + r"(?:prefer|favou?r|lean (?:towards?|to)|gravitate towards?|opt for|like"
@@ -462,11 +466,14 @@ _EN_PREFERENCES = (
     r"|relying on|going for)\b[^,]*\b(?:over|rather than|instead of|more than)\b",
 )
 # Words that show the clause is about what is in front of the user now ("this function", "for
-# now"), which only a standing scope word overrides ("Always use this format.").
+# now"), which only a standing scope word overrides ("Always use this format."); read only up to
+# a request the statement ends with, whose "this" is the request's.
 _DEIXIS = (
     r"^(?!.*\b(?:always|never|ever|whenever|every time|each time|any ?time|from now on|going forward"
     r"|moving forward|from here on|from this point|future|by default|as a (?:general )?rule|in (?:all|every|each|any))\b)"
-    r".*\b(?:this(?! (?:project|team|repo|repository|codebase|app|company|conversation|chat|thread)\b)|these|those"
+    # before any request that follows the statement ("I prefer X, can you help me with this?")
+    r"(?:(?!,\s+(?:(?:can|could|would|will) you|do you|how (?:can|do|should|would) i)\b).)*?"
+    r"\b(?:this(?! (?:project|team|repo|repository|codebase|app|company|conversation|chat|thread)\b)|these|those"
     r"|here|below|above|for now|right now|at the moment|for the moment|yet|today|tonight|the following)\b"
 )
 _EN_EXCEPTIONS = (

@@ -169,6 +169,12 @@ def test_a_standing_scope_tells_an_instruction_from_a_one_off_request(said, foun
         ("I value stability more than new features.", PREFERENCE),
         ("I'm sticking with pytest for the API tests.", PREFERENCE),
         ("I'm focusing on integration tests rather than unit tests.", PREFERENCE),
+        # a statement followed by a request: the request's "this" is not the statement's
+        (
+            "I prefer writing in the mornings, as I'm focused then, can you help me make the most of this time?",
+            PREFERENCE,
+        ),
+        ("I prefer tabs for this file, can you fix the indentation?", ""),
         # one-off decisions, a past choice with only a reason, a question: none
         ("I decided to take a break before debugging the login page.", ""),
         ("I decided to refactor the module because it was too slow.", ""),
