@@ -424,7 +424,9 @@ _DECIDED = (
     r"(?:i|we)(?:'ve| have) " + _ADVERBS + r"(?:chosen|decided (?:on|to)|opted (?:for|to)|settled on|gone with)\b"
     r".{0,%d}?(?:" % _WHY_WITHIN + _CHOSEN_FOR + r"|\b(?:because|since|as it|as they|due to|so (?:that|it|i|we))\b)",
     # a past decision: what it was chosen over or for
-    r"(?:i|we) " + _ADVERBS + r"(?:chose|decided (?:on|to)|opted (?:for|to)|settled on|went with)\b.{0,%d}?" % _WHY_WITHIN
+    r"(?:i|we) "
+    + _ADVERBS
+    + r"(?:chose|decided (?:on|to)|opted (?:for|to)|settled on|went with)\b.{0,%d}?" % _WHY_WITHIN
     + _CHOSEN_FOR,
 )
 _EN_PREFERENCES = (
