@@ -184,11 +184,12 @@ CONTRACT_VERBS = (
     "sweep_expired", "consolidate",
 )  # fmt: skip
 #: The verbs a store writes again, and why: BaseStoreMemory's ``get`` reads
-#: its whole namespace chain and its ``forget`` any namespace of the store;
+#: its whole namespace chain and its ``forget`` any namespace of the store,
+#: and its ``write``/``awrite`` run one at a time per namespace (no transaction);
 #: SQLite's ``delete``/``forget`` overwrite the file's bytes (then call the
 #: contract's); LlamaIndex's memory store writes through to its durable store.
 OWN_VERBS: Dict[str, frozenset[str]] = {
-    "BaseStoreMemory": frozenset({"get", "aget", "forget", "aforget"}),
+    "BaseStoreMemory": frozenset({"get", "aget", "forget", "aforget", "write", "awrite"}),
     "SQLiteMemoryStore": frozenset({"delete", "forget"}),
     "PoolSplitMemoryStore": frozenset(
         "write awrite consolidate supersede asupersede delete adelete forget aforget sweep_expired".split()

@@ -22,6 +22,7 @@ from ...threads import off_loop
 from ..base import (
     Change,
     StoreVerbs,
+    WriteReport,
     live,
     prepare_entries,
     returning,
@@ -32,6 +33,7 @@ from ..postgres import plain_async_postgres_store
 from ..write_path import Derived
 from .namespaces import Namespace, check_one, namespace_label
 from .store_reads import READ_ALL, StoreReads, items_of
+from .write_lock import async_write_lock, write_lock
 
 __all__ = ["NEAR_K", "StoreWrites"]
 
@@ -88,6 +90,20 @@ class StoreWrites(StoreReads, StoreVerbs):
             await self.store.abatch(ops)
 
     # -- writing ----------------------------------------------------------------------
+
+    def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
+        """[`StoreVerbs.write`][poolsplit_adapters.stores.StoreVerbs.write],
+        one at a time with this process's other writers of the own namespace
+        (`write_lock`: the store has no transaction, and two writers
+        changing one fact at once left both values active)."""
+        with write_lock(self.store, self.namespace):
+            return super().write(entries)
+
+    async def awrite(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
+        """Async [`write`][], one at a time with the running loop's other
+        writers of the own namespace (`async_write_lock`)."""
+        async with async_write_lock(self.store, self.namespace):
+            return await super().awrite(entries)
 
     def _put_ops(self, entries: Sequence[Mapping[str, Any]]) -> Tuple[List[PutOp], List[str]]:
         prepared = prepare_entries(entries, self.stamp())

@@ -1,0 +1,119 @@
+"""Writers of one namespace at once: a changed fact keeps one active value.
+
+Found by an adversarial run: a LangGraph store has no transaction, so
+writers that changed one fact at the same time each read the same active
+version, each closed it with their own newer value, and every newer value
+stayed active (8 coroutines over ``AsyncSqliteStore``: all 8; 8 threads over
+``SqliteStore``: up to 3). Recall then loaded a stale value as readily as
+the current one. Each writer now links its statement to the one written
+just before it: one value active, every other kept in the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from typing import Any
+
+from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
+from langchain.agents import create_agent
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.sqlite import SqliteStore
+from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, WriteConfig
+
+ANA = ("memories", "ana")
+OLD = "The launch is on March 3."
+WRITERS = 8
+
+
+def moved(n: int) -> str:
+    return "The launch moved to March %d." % (10 + n)
+
+
+def launch_facts(entries: list[dict[str, Any]]) -> tuple[list[str], int]:
+    """The active launch facts, and how many versions were stored."""
+    facts = [e for e in entries if e["type"] == "fact" and "launch" in e["content"]]
+    return [e["content"] for e in facts if not e.get("superseded_by")], len(facts)
+
+
+def test_threads_changing_one_fact_over_sqlite_store_leave_one_value_active(tmp_path):
+    conn = sqlite3.connect(str(tmp_path / "store.db"), check_same_thread=False, isolation_level=None)
+    store = SqliteStore(conn)
+    store.setup()
+    BaseStoreMemory(store, ANA).write([{"type": "fact", "said_by": "user", "content": OLD}])
+    barrier = threading.Barrier(WRITERS)
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        memory = BaseStoreMemory(store, ANA)  # each thread its own, as each request's would be
+        barrier.wait()
+        try:
+            memory.write([{"type": "fact", "said_by": "user", "content": moved(n)}])
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    active, versions = launch_facts(BaseStoreMemory(store, ANA).entries())
+    assert len(active) == 1 and active[0] in {moved(n) for n in range(WRITERS)}
+    assert versions == WRITERS + 1  # nothing lost: every value is a version of the history
+
+
+def test_coroutines_changing_one_fact_over_async_sqlite_store_leave_one_value_active(tmp_path):
+    async def run() -> tuple[list[str], int]:
+        async with AsyncSqliteStore.from_conn_string(str(tmp_path / "store.db")) as store:
+            await store.setup()
+            await BaseStoreMemory(store, ANA).awrite([{"type": "fact", "said_by": "user", "content": OLD}])
+            await asyncio.gather(
+                *(
+                    BaseStoreMemory(store, ANA).awrite([{"type": "fact", "said_by": "user", "content": moved(n)}])
+                    for n in range(WRITERS)
+                )
+            )
+            return launch_facts(await BaseStoreMemory(store, ANA).aentries())
+
+    active, versions = asyncio.run(run())
+    assert active == [moved(WRITERS - 1)]  # the loop runs the writers in order: the last one's value
+    assert versions == WRITERS + 1
+
+
+def test_threads_of_one_user_stating_a_changed_fact_at_once_through_the_agent_leave_one_value(tmp_path):
+    """The agent path: six threads of Ana's, each saying the launch moved,
+    at once (``ainvoke`` on one loop, over ``AsyncSqliteStore``)."""
+
+    async def run() -> tuple[list[str], int]:
+        async with AsyncSqliteStore.from_conn_string(str(tmp_path / "store.db")) as store:
+            await store.setup()
+            await BaseStoreMemory(store, ANA).awrite([{"type": "fact", "said_by": "user", "content": OLD}])
+            memory = PoolSplitMemoryMiddleware(
+                [Pool("fixes", 0, 0, ("correction",)), Pool("facts", 300, 10, ("fact", "instruction", "preference"))],
+                namespace=lambda rt: ("memories", rt.context["user_id"]),
+                write=WriteConfig(remember=False),
+            )
+            agent = create_agent(
+                ToolCallingFakeModel(),
+                tools=[lookup],
+                middleware=[memory],
+                checkpointer=InMemorySaver(),
+                store=store,
+                context_schema=UserContext,
+            )
+            await asyncio.gather(
+                *(
+                    agent.ainvoke({"messages": [("user", moved(n))]}, thread("t%d" % n), context={"user_id": "ana"})
+                    for n in range(6)
+                )
+            )
+            return launch_facts(await BaseStoreMemory(store, ANA).aentries())
+
+    active, versions = asyncio.run(run())
+    assert len(active) == 1 and active[0] in {moved(n) for n in range(6)}
+    assert versions == 7
