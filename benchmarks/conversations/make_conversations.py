@@ -14,7 +14,10 @@ the project (filler that reuses the same words: lexical distractors):
   contradicts an earlier one ("From now on, answer in British English." then
   "Forget the British spelling, switch back to American English from now on.");
 * **preferences** ("I prefer tabs over spaces."), some in Spanish, German or
-  Chinese;
+  Chinese, some as users state them in long conversations: inside a request
+  ("..., so I prefer plain SQL over an ORM, how should I structure ...?") or
+  as a decision or a priority ("I've chosen to keep releases manual to
+  preserve control ...", "I prioritize readable code over ...");
 * **facts updated several times** ("The launch is on March 3." -> "The launch
   moved to March 17." -> "The launch is now March 24."), one update sometimes
   inside a pasted log of more than 8,000 characters;
@@ -148,6 +151,26 @@ PREFERENCES: Tuple[Tuple[str, str], ...] = (
     ("I dislike dark themes.", "Suggest a colour palette for the status page."),
     ("I prefer pytest over unittest.", "How should I structure the tests for the parser?"),
     ("I'd rather get one good option than a list of five.", "How should I host the docs site?"),
+    # as users state them in long conversations: inside a request, or as a decision or a priority
+    (
+        "I'm trying to keep the service small, so I prefer plain SQL over an ORM, how should I structure the"
+        " queries module?",
+        "Which library should handle the database access for the new reports?",
+    ),
+    (
+        "I've chosen to keep releases manual to preserve control over what ships, but I'm wondering whether"
+        " that slows the team down?",
+        "Should we wire the release job to run on every merge?",
+    ),
+    (
+        "I went with SQLite over Postgres for the prototype because it needs no server, can you help me plan"
+        " the schema?",
+        "Where should the prototype keep its data?",
+    ),
+    (
+        "I prioritize readable code over clever one-liners, so please keep that in mind when you review my parser.",
+        "Review the function that flattens the nested config.",
+    ),
 )
 FOREIGN_PREFERENCES: Tuple[Tuple[str, str], ...] = (
     ("Prefiero usar Docker Compose en vez de Kubernetes para el entorno local.", "How do I run everything locally?"),
