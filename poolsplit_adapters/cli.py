@@ -133,10 +133,16 @@ def _read_store(name: str) -> Store:
     return _open_sqlite(path)
 
 
-def _write_store(name: str, *, create: bool = True) -> SQLiteMemoryStore:
+def _write_store(
+    name: str, *, create: bool = True, entries: Optional[Sequence[Dict[str, Any]]] = None
+) -> SQLiteMemoryStore:
     """A SQLite store to write (created when missing, with ``create``: a
     command that only changes what is stored, ``forget`` and ``sweep``,
-    refuses a missing file instead of leaving a new one behind)."""
+    refuses a missing file instead of leaving a new one behind). Where no
+    store is yet (a missing or empty file), the ``entries`` to write are
+    first written to a store in memory, so that a write the store refuses
+    (a blank content, an id given twice) leaves no new file and an empty
+    file empty: opening the file writes the store's schema into it."""
     path = pathlib.Path(name)
     if not create:
         _existing(path)
@@ -145,6 +151,9 @@ def _write_store(name: str, *, create: bool = True) -> SQLiteMemoryStore:
             "%s: is JSON Lines; commands that write need a SQLite store "
             "(convert it: poolsplit import %s --into memory.db)" % (path, path)
         )
+    if entries is not None and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
+        with SQLiteMemoryStore(":memory:") as trial:
+            trial.write(entries)
     return _open_sqlite(path)
 
 
@@ -277,7 +286,7 @@ def _say_duplicates(report: WriteReport) -> None:
 
 def cmd_add(args: argparse.Namespace) -> int:
     entry = _entry_from_flags(args)
-    with _write_store(args.store) as store:
+    with _write_store(args.store, entries=[entry]) as store:
         report = store.write([entry])
     _say_duplicates(report)
     print(report.ids[0])  # a repeat prints the kept entry's id: where the memory is
@@ -306,7 +315,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     entries = load_store(args.file, for_writing=True)
-    with _write_store(args.into) as store:
+    with _write_store(args.into, entries=entries) as store:
         report = store.write(entries)
     _say_duplicates(report)
     repeats = len(report.duplicates)

@@ -417,6 +417,26 @@ def test_forget_and_sweep_refuse_a_missing_store_and_create_none(tmp_path, comma
 
 
 @pytest.mark.parametrize(
+    "command, message",
+    [
+        (["add", "--content", "  "], "entry at index 0: field 'content' is empty or blank"),
+        (["add", "--json", '{"content": "x", "scope": "Always"}'], "field 'scope' is 'Always', not exactly 'always'"),
+        (["import", "twice.jsonl"], "entry 'x' (index 1): field 'id' repeats an earlier entry of the same batch"),
+    ],
+)
+@pytest.mark.parametrize("existing", [None, b""])
+def test_a_refused_write_creates_no_store_and_leaves_an_empty_file_empty(tmp_path, command, message, existing):
+    (tmp_path / "twice.jsonl").write_text('{"id": "x", "content": "a"}\n{"id": "x", "content": "b"}\n')
+    if existing is not None:
+        (tmp_path / "memory.db").write_bytes(existing)
+    flag = "--into" if command[0] == "import" else "--store"
+    code, _, err = run_cli(*command, flag, "memory.db", cwd=tmp_path)
+    assert_one_line_error(code, err, message)
+    expected = {"twice.jsonl": b'{"id": "x", "content": "a"}\n{"id": "x", "content": "b"}\n'}
+    assert _folder(tmp_path) == (expected if existing is None else {**expected, "memory.db": existing})
+
+
+@pytest.mark.parametrize(
     "command", [["export"], ["select", "--pools", POOLS, "deploy"], ["search", "--all-namespaces", "deploy"]]
 )
 def test_a_read_never_creates_a_store_through_a_link_nor_writes_into_an_empty_file(tmp_path, command):
@@ -544,7 +564,7 @@ def test_add_refuses_blank_content_near_miss_scope_and_a_bad_created_in_one_line
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.splitlines()) == 1
     assert captured.err.startswith("poolsplit: ") and named in captured.err
-    assert not db.exists() or SQLiteMemoryStore(db).entries() == []
+    assert not db.exists()
 
 
 def test_export_then_import_restores_a_history_whose_new_version_repeats_another_entry(tmp_path, capsys):
@@ -575,7 +595,7 @@ def test_import_refuses_a_near_miss_scope_naming_file_line_entry_and_field(tmp_p
     err = capsys.readouterr().err
     assert err == "poolsplit: %s:3: entry 'fix' (index 1): field 'scope' is 'Always', not exactly 'always': " \
         "scope is exact, so it would be stored as contextual and never load first\n" % source  # fmt: skip
-    assert not db.exists() or SQLiteMemoryStore(db).entries() == []
+    assert not db.exists()
 
 
 @pytest.mark.parametrize(
@@ -600,7 +620,7 @@ def test_import_refuses_what_it_would_misread_naming_the_line_and_field(tmp_path
     err = capsys.readouterr().err
     assert err.startswith("poolsplit: %s:1: %s" % (source, message)) and err.count("\n") == 1, err
     assert source.read_bytes() == before
-    assert not db.exists() or SQLiteMemoryStore(db).entries() == []
+    assert not db.exists()
 
 
 def test_import_names_file_line_entry_and_field_of_a_lone_surrogate(tmp_path, capsys):
@@ -612,7 +632,7 @@ def test_import_names_file_line_entry_and_field_of_a_lone_surrogate(tmp_path, ca
         "poolsplit: %s:2: entry 'bad' (index 1): field 'content' contains a lone surrogate "
         "(\\ud800), which is not UTF-8 text\n" % source
     )
-    assert not db.exists() or SQLiteMemoryStore(db).entries() == []
+    assert not db.exists()
 
 
 def test_import_refuses_a_token_count_above_the_largest_cost_and_leaves_the_store_as_it_was(tmp_path, capsys):

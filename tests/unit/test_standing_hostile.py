@@ -13,6 +13,7 @@ conversation without the question it answered."""
 from __future__ import annotations
 
 import datetime
+import time
 
 import pytest
 from agent_fakes import UserContext, thread
@@ -118,6 +119,36 @@ def test_a_marker_with_nothing_it_applies_to_is_no_statement(text):
 )
 def test_a_marker_that_applies_to_something_is_still_an_instruction(text):
     assert kinds(text) == ["instruction"]
+
+
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        # a filler is no verb: "btw" and "plus" were read as the imperative of a standing scope
+        ("Btw the build fails whenever I deploy on Fridays.", []),
+        ("Plus the tests break every time I rebase.", []),
+        # ... and still opens one that is
+        (
+            "Btw, whenever I ask about deployments, include the rollback steps.",
+            [("instruction", "Btw, whenever I ask about deployments, include the rollback steps.")],
+        ),
+        ("Plus keep answers short by default.", [("instruction", "Plus keep answers short by default.")]),
+        ("Please, please, always use tabs.", [("instruction", "Please, please, always use tabs.")]),
+    ],
+)
+def test_a_leading_filler_is_never_the_verb_of_an_instruction(text, found):
+    assert [(s.kind, s.text) for s in recognise(text)] == found
+
+
+# Before: 15 s at half these sizes (each rule retried the rest of the clause after each filler
+# given back) and 5 s (the comparison searched for from each "i find"); quadratic, so a minute and
+# more here, against 0.2-0.3 s now. The bound is a hang guard far above the linear time, not a
+# speed measurement (that is benchmarks/'s).
+@pytest.mark.parametrize("text", ["pls, " * 8000 + "xyz qq", "i find x " * 10000 + "xyz qq"])
+def test_a_clause_of_thousands_of_fillers_or_markers_is_read_in_linear_time(text):
+    started = time.perf_counter()
+    assert recognise(text) == []
+    assert time.perf_counter() - started < 15
 
 
 def test_rules_of_ones_own_check_the_new_tables():
