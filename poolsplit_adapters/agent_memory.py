@@ -2,9 +2,10 @@
 ([`PoolSplitMemoryMiddleware`][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware])
 does on each hook once its messages, runtime and store are translated.
 
-* **Demote + write**: the standing statements of the user's new messages
-  and the turns beyond the working set as proposals of the write gate
-  (`AgentMemory._writing`), written in one write through the store's
+* **Demote + write**: the standing statements of the user's messages not
+  read yet, the messages someone else removed from the state before they
+  were written (`agent_unwritten`), and the turns beyond the working set as
+  proposals of the write gate (`AgentMemory._writing`), written in one write through the store's
   duplicate check (`AgentMemory._write`), and the turns whose every part is
   stored named for removal (`AgentMemory._demoted`).
 * **Recall + promote**: a model call's adapter call and its step's identity
@@ -33,6 +34,7 @@ from typing import Any, Callable, Generic, Optional, TypeVar
 
 from typing_extensions import TypedDict
 
+from .agent_unwritten import UNWRITTEN_KEY, Heard, Noted, Unwritten
 from .background import BackgroundConsolidation, ConsolidationRun, check_delay
 from .call import AdapterCall
 from .checks import ArgumentError, check_instance, check_positive_int, check_string
@@ -47,7 +49,7 @@ from .memory.turns import (
     exchange_proposals,
     standing_proposals,
 )
-from .memory.working_set import HUMAN, OTHER, Demotion, View, plan_demotion
+from .memory.working_set import HUMAN, OTHER, Demotion, View, plan_demotion, split_turns
 from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
 from .poolsplit import Selection
 from .render import goal_line, render_context
@@ -61,6 +63,7 @@ __all__ = [
     "AgentStore",
     "GateTally",
     "Heard",
+    "Noted",
     "PromotedStep",
     "Where",
     "add_ids",
@@ -82,7 +85,6 @@ REMEMBER_DESCRIPTION = (
 WRITES_KEY = "poolsplit_writes"
 PROMOTED_KEY = "poolsplit_promoted"
 UNCONSOLIDATED_KEY = "poolsplit_unconsolidated"
-HEARD_KEY = "poolsplit_heard"
 RUN_START_KEY = "poolsplit_run_start"
 INJECTED_KEY = "poolsplit_injected"
 #: The label a human message added during a run is stored under (`injected`).
@@ -177,38 +179,16 @@ class Where(Generic[S]):
 
 
 @dataclass(frozen=True)
-class Heard:
-    """One message of the agent's state, as the write step reads it.
-
-    Attributes:
-        view: what the working set knows of it (kind, id, tool calls).
-        text: its text.
-        lines: its lines in a transcript, each as (label, body)
-            (``("tool x: ", "...")``), spelled when a demoted turn needs them.
-        plain: an answer of the model without tool calls.
-        user: the user's own words. A human message a framework wrote
-            (LangChain's summary of the conversation, written by a model)
-            is not: no standing statement is read from it, and a demoted
-            turn stores it among the answer's lines, under its own label.
-    """
-
-    view: View
-    text: str
-    lines: Callable[[], Sequence[tuple[str, str]]]
-    plain: bool = False
-    user: bool = True
-
-
-@dataclass(frozen=True)
 class Writing(Generic[S]):
     """One step's write: where, the proposals, the demotion and each
-    demoted turn's slice of the proposals, the last human message's id."""
+    demoted turn's slice of the proposals, the messages read against the
+    notes (`Unwritten`), and the ids of the messages `injected` to keep."""
 
     where: Where[S]
     proposals: list[Proposal]
     demotion: Demotion
     turns: list[tuple[int, int]]
-    heard: Optional[str]
+    unwritten: Unwritten
     kept: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -260,17 +240,6 @@ def step_key(identity: str, version: Hashable) -> str:
     return hashlib.sha256(repr((identity, version)).encode()).hexdigest()
 
 
-def _unheard(messages: Sequence[Heard], heard: Optional[str]) -> list[int]:
-    """Positions of the human messages after the last one heard (all of
-    them when none was, or when it is no longer in the messages)."""
-    positions = [i for i, m in enumerate(messages) if m.view.kind == HUMAN]
-    if heard is not None:
-        at = next((n for n, i in enumerate(positions) if messages[i].view.id == heard), None)
-        if at is not None:
-            return positions[at + 1 :]
-    return positions
-
-
 def injected(views: Sequence[View], state: Mapping[str, Any]) -> frozenset[str]:
     """The ids of the human messages added to the state during an agent
     run (after `RUN_START_KEY`, the last message when the run began), or
@@ -301,6 +270,13 @@ def as_injected(message: Heard) -> Heard:
     answer's lines under `INJECTED_LABEL`."""
     relabelled = lambda: [(INJECTED_LABEL, body) for _, body in message.lines()]  # noqa: E731
     return replace(message, view=View(OTHER, message.view.id), lines=relabelled, user=False)
+
+
+def _as_read(messages: Sequence[Heard], state: Mapping[str, Any]) -> tuple[list[Heard], frozenset[str]]:
+    """The state's messages as the write step reads them (those `injected`
+    in a run, `as_injected`, not the user's), and the injected ids."""
+    added = injected([m.view for m in messages], state)
+    return [as_injected(m) if m.view.id in added else m for m in messages], added
 
 
 def _sides(messages: Sequence[Heard]) -> list[Said]:
@@ -438,40 +414,65 @@ class AgentMemory:
         goal = context_value(getattr(runtime, "context", None), "goal")
         return goal if isinstance(goal, str) and goal.strip() else None
 
+    def _started(self, messages: Sequence[Heard], state: Mapping[str, Any]) -> dict[str, Any]:
+        """The state update at the start of a run: the last message of its
+        input marked (`injected`), and every message noted as read
+        (`Unwritten`): one another middleware removes before the first
+        model call is still written."""
+        start = messages[-1].view.id if messages else None
+        unwritten = Unwritten.of(_as_read(messages, {**state, RUN_START_KEY: start})[0], state)
+        notes = unwritten.noted(heard=False)
+        return {RUN_START_KEY: start, **({UNWRITTEN_KEY: notes} if unwritten.changed(notes) else {})}
+
     def _writing(
-        self, messages: Sequence[Heard], state: Mapping[str, Any], runtime: Any, where: Callable[[], Where[S]]
+        self,
+        messages: Sequence[Heard],
+        state: Mapping[str, Any],
+        runtime: Any,
+        where: Callable[[], Where[S]],
+        demote: bool = True,
     ) -> Optional[Writing[S]]:
         """What this step writes: the standing statements of the user's
-        messages not heard yet (those `injected` in a run are not the
-        user's), and the turns beyond the working set."""
-        added = injected([m.view for m in messages], state)
-        messages = [as_injected(m) if m.view.id in added else m for m in messages]
-        heard = _unheard(messages, state.get(HEARD_KEY))
-        demotion = plan_demotion([m.view for m in messages], self.max_turns, pin_goal=self._goal(runtime) is None)
-        if not demotion.demote and not heard:
+        messages not read yet, or read from another text (those `injected`
+        in a run are not the user's), the messages someone else removed
+        from the state before they were written (`Unwritten`), and, with
+        ``demote``, the turns beyond the working set."""
+        read, added = _as_read(messages, state)
+        unwritten = Unwritten.of(read, state)
+        vanished = unwritten.vanished()
+        heard = [m for m in (*vanished, *read) if unwritten.unheard(m)]
+        views = [m.view for m in read]
+        demotion = (
+            plan_demotion(views, self.max_turns, pin_goal=self._goal(runtime) is None)
+            if demote
+            else Demotion(demote=[], goal=None)
+        )
+        if not demotion.demote and not heard and not vanished and not unwritten.changed(unwritten.noted(heard=True)):
             return None
         place = where()
         stamp = utc_stamp(self.now)
         proposals: list[Proposal] = []
-        for i in heard:
-            if not messages[i].user:
+        for message in heard:
+            if not message.user:
                 continue  # a framework's words (a model's summary), never the user's statements
-            proposals.extend(
-                standing_proposals(self.write_gate, messages[i].text, self._said(place, messages[i], stamp))
-            )
+            proposals.extend(standing_proposals(self.write_gate, message.text, self._said(place, message, stamp)))
+        for turn in split_turns([m.view for m in vanished], pin_goal=False)[1]:
+            proposals.extend(self._exchange(place, [vanished[i] for i in turn.indices], stamp))
         turns: list[tuple[int, int]] = []  # each demoted turn's slice of the proposals
         for turn in demotion.demote:
-            part = [messages[i] for i in turn.indices]
+            part = [read[i] for i in turn.indices]
             if demotion.goal is not None and part[0].view.kind != HUMAN and turn.indices[0] > demotion.goal:
-                part = [messages[demotion.goal], *part]  # the answer to the goal reads better with the goal
+                part = [read[demotion.goal], *part]  # the answer to the goal reads better with the goal
             start = len(proposals)
-            # standing=False: recognised when the message was heard
-            said = self._said(place, part[0], stamp)
-            proposals.extend(exchange_proposals(self.write_gate, _sides(part), self.episode_type, said, standing=False))
+            proposals.extend(self._exchange(place, part, stamp))
             turns.append((start, len(proposals)))
-        last_human = next((m for m in reversed(messages) if m.view.kind == HUMAN), None)
-        last_id = None if last_human is None else last_human.view.id
-        return Writing(place, proposals, demotion, turns, last_id, kept_injected(added, state))
+        return Writing(place, proposals, demotion, turns, unwritten, kept_injected(added, state))
+
+    def _exchange(self, where: Where[S], turn: Sequence[Heard], created: str) -> list[Proposal]:
+        """A turn's proposals: its sides as episodes (or parts); its standing
+        statements were read when it was heard (`Unwritten.unheard`)."""
+        said = self._said(where, turn[0], created)
+        return exchange_proposals(self.write_gate, _sides(turn), self.episode_type, said, standing=False)
 
     @staticmethod
     def _said(where: Where[S], opening: Heard, created: str) -> Provenance:
@@ -485,17 +486,24 @@ class AgentMemory:
         every part is stored: a turn with a part the store refused stays,
         and says why in the gate's report) and the state update: the gate's
         report kept for the next selection event (and, with a consolidator,
-        the written ids for the turn's end), the last human message marked
-        heard, the ids of the messages `injected` in this run kept."""
+        the written ids for the turn's end), the messages still in the
+        state noted as read (the written ones, and those someone else
+        removed, forgotten: their write was tried and reported), the ids of
+        the messages `injected` in this run kept."""
         removed: list[int] = []
         for turn, (start, end) in zip(writing.demotion.demote, writing.turns):
             if all(p.refused in _STORED for p in settled[start:end]):
                 removed.extend(turn.indices)
-        return removed, {**self._written(settled), HEARD_KEY: writing.heard, **writing.kept}
+        unwritten = writing.unwritten
+        notes = unwritten.noted(heard=True, dropped=removed, vanished=False)
+        noted = {UNWRITTEN_KEY: notes} if unwritten.changed(notes) else {}
+        return removed, {**self._written(settled), **noted, **writing.kept}
 
     def _written(self, settled: Sequence[Proposal]) -> dict[str, Any]:
         """The state update of a write: the gate's tally, and the written
         ids when a consolidator waits for them."""
+        if not settled:
+            return {}
         tally = _tally(settled)
         update: dict[str, Any] = {WRITES_KEY: tally}
         if self.consolidation is not None and tally["written"]:

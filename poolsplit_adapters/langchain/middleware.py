@@ -7,7 +7,8 @@ Per agent step (one model call and the tool-loop calls that follow it):
   last ``max_turns`` turns and every open loop; older turns are written to
   long-term memory as ``episode`` entries through the write gate and only
   then removed from the state (``RemoveMessage``). A failed write keeps the
-  turn and raises: forgetting must be recallable, never amnesia.
+  turn and raises: forgetting must be recallable, never amnesia. What another
+  middleware or the host removed first is written too (`agent_unwritten`).
 * **Recall + promote** (``wrap_model_call``): corrections by filter and each
   pool's own candidates are read from the store, selected by the core
   (corrections first, then each pool within its budget), rendered with
@@ -42,10 +43,10 @@ The class only wires hooks (sync and async twins over shared parts) and
 translates (messages, runtime, state, events); the steps are
 `AgentMemory`'s (`poolsplit_adapters.agent_memory`), framework-free. What it
 keeps per thread lives in the agent's graph state
-(`PoolSplitMemoryState`, private keys): the gate's report not yet
-shown, and the current step's rendered memory with its reuse key. Two
-processes serving one thread through one checkpointer agree on both, and a
-restart loses neither. The object itself holds settings, a cache of store
+(`PoolSplitMemoryState`, private keys): the gate's report not yet shown,
+the current step's rendered memory with its reuse key, the messages read and
+not yet written. Two processes serving one thread through one checkpointer
+agree on them, and a restart loses none. The object itself holds settings, a cache of store
 adapters, the last selection it made (process-local, for
 [`explain`][poolsplit_adapters.langchain.middleware.PoolSplitMemoryMiddleware.explain]), and, with a consolidator, the
 background runs' process-local schedule (deadlines, ids not yet run, reports
@@ -78,11 +79,11 @@ from typing_extensions import NotRequired, override
 from ..agent_config import RecallConfig, RenderConfig, WriteConfig, removed_keyword_error
 from ..agent_memory import (
     DEFAULT_HEADING,
-    RUN_START_KEY,
     UNCONSOLIDATED_KEY,
     AgentMemory,
     GateTally,
     Heard,
+    Noted,
     PromotedStep,
     Where,
     Writing,
@@ -136,7 +137,8 @@ class PoolSplitMemoryState(AgentState[Any]):
     poolsplit_writes: NotRequired[Annotated[Optional[GateTally], PrivateStateAttr, add_tallies]]
     poolsplit_promoted: NotRequired[Annotated[Optional[PromotedStep], PrivateStateAttr]]
     poolsplit_unconsolidated: NotRequired[Annotated[Optional[list[str]], PrivateStateAttr, add_ids]]
-    poolsplit_heard: NotRequired[Annotated[Optional[str], PrivateStateAttr]]
+    poolsplit_heard: NotRequired[Annotated[Optional[str], PrivateStateAttr]]  # 0.3's; read, never written
+    poolsplit_unwritten: NotRequired[Annotated[Optional[list[Noted]], PrivateStateAttr]]
     poolsplit_run_start: NotRequired[Annotated[Optional[str], PrivateStateAttr]]
     poolsplit_injected: NotRequired[Annotated[Optional[list[str]], PrivateStateAttr, add_ids]]
 
@@ -412,9 +414,9 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
 
     @override
     def before_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
-        """Mark the last message of the run's input: a human message after it
-        was added by a tool or a middleware, not said by the user (`injected`)."""
-        return {RUN_START_KEY: state["messages"][-1].id if state["messages"] else None}
+        """Mark the last message of the run's input (a human message after it is
+        `injected`, not the user's) and note the messages read (`AgentMemory._started`)."""
+        return self._started([_heard(m) for m in state["messages"]], state)
 
     @override
     async def abefore_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
@@ -448,14 +450,18 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
 
     @override
     def after_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
-        """Hand the ids this turn wrote to the background consolidation (a
-        thread); returns at once."""
-        return self._consolidated(state, runtime, asynchronous=False)
+        """Write what someone else removed from the state since the last model call
+        (`Unwritten`), then hand the turn's written ids to the background consolidation."""
+        writing = self._writing_of(state, runtime, demote=False)
+        written = self._removed(state, writing, self._write(writing.where, writing.proposals)) if writing else {}
+        return self._consolidated(state, runtime, written, asynchronous=False)
 
     @override
     async def aafter_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         """Async [`after_agent`][] (a task on the running loop)."""
-        return self._consolidated(state, runtime, asynchronous=True)
+        writing = self._writing_of(state, runtime, demote=False)
+        written = self._removed(state, writing, await self._awrite(writing.where, writing.proposals)) if writing else {}
+        return self._consolidated(state, runtime, written, asynchronous=True)
 
     # -- hooks: recall + promote --------------------------------------------------------
 
@@ -507,9 +513,9 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         chain = self._memory.chain(runtime)
         return Where(self._memory.backend(runtime), chain, thread_id(runtime), namespace_label(chain[0]))
 
-    def _writing_of(self, state: PoolSplitMemoryState, runtime: Any) -> Optional[Writing[Backend]]:
+    def _writing_of(self, state: PoolSplitMemoryState, runtime: Any, demote: bool = True) -> Optional[Writing[Backend]]:
         """What this step writes (`AgentMemory._writing`), over the state's messages."""
-        return self._writing([_heard(m) for m in state["messages"]], state, runtime, lambda: self._where(runtime))
+        return self._writing(list(map(_heard, state["messages"])), state, runtime, lambda: self._where(runtime), demote)
 
     def _removed(
         self, state: PoolSplitMemoryState, writing: Writing[Backend], settled: Sequence[Proposal]
@@ -523,13 +529,13 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         return update
 
     def _consolidated(
-        self, state: PoolSplitMemoryState, runtime: Any, *, asynchronous: bool
+        self, state: PoolSplitMemoryState, runtime: Any, written: dict[str, Any], *, asynchronous: bool
     ) -> Optional[dict[str, Any]]:
-        """Hand the run's written ids to the consolidation, and keep the ids of
-        the messages `injected` in this run (read as the user's by a later run)."""
-        ids = cast("Optional[list[str]]", state.get(UNCONSOLIDATED_KEY))
+        """Hand the run's written ids (and ``written``'s, the end's own) to the consolidation;
+        keep the ids of the messages `injected` in this run (read as the user's by a later run)."""
+        ids = [*cast("list[str]", state.get(UNCONSOLIDATED_KEY) or []), *written.get(UNCONSOLIDATED_KEY, [])]
         where = lambda: self._where(runtime)  # noqa: E731
-        update = self._consolidate(ids, thread_id(runtime), where, asynchronous=asynchronous) or {}
+        update = {**written, **(self._consolidate(ids, thread_id(runtime), where, asynchronous=asynchronous) or {})}
         update.update(kept_injected(injected(_views(state["messages"]), state), state))
         return update or None
 
