@@ -1,7 +1,8 @@
-"""Vector recall over a LlamaIndex index when similarity says nothing: a
-text that embeds to the zero vector (whose cosine a ``SimpleVectorStore``
-returns as NaN). It failed the whole call on the first NaN score; now it
-ranks like any other node."""
+"""Vector recall over a LlamaIndex index when similarity says nothing: an
+empty query (LlamaIndex gives it no vector) and a text that embeds to the
+zero vector (whose cosine a ``SimpleVectorStore`` returns as NaN). Each
+failed the whole call before, from inside the vector store or on the first
+NaN score; now each recalls and ranks like any other query or node."""
 
 from __future__ import annotations
 
@@ -12,13 +13,32 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import TextNode
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.llama_index import HashEmbedding, PoolSplitRetriever
+from poolsplit_adapters.llama_index import HashEmbedding, PoolSplitRetriever, VectorIndexMemory
 
 NOW = datetime.datetime(2026, 7, 7)
+POOLS = [Pool("corrections", 0, 0, ("correction",)), Pool("facts", 200, 5, ("fact",))]
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:invalid value encountered:RuntimeWarning"
 )  # numpy, in SimpleVectorStore
+
+
+def _memory() -> VectorIndexMemory:
+    memory = VectorIndexMemory(VectorStoreIndex([], embed_model=HashEmbedding()), now=NOW)
+    memory.add([{"id": "fix-1", "type": "correction", "scope": "always", "content": "Amounts in cents."}])
+    memory.add([{"id": "f1", "type": "fact", "content": "Refunds round half-even."}])
+    return memory
+
+
+async def test_a_selection_with_no_message_recalls_from_a_vector_index_sync_and_async():
+    # Before: TypeError "unsupported operand type(s) for *: 'NoneType' and 'float'" in SimpleVectorStore.
+    memory = _memory()
+    assert [c.entry["id"] for c in memory.select(POOLS).chosen] == ["fix-1", "f1"]
+    retriever = memory.retriever(POOLS)
+    assert [n.node.node_id for n in retriever.retrieve("")] == ["fix-1", "f1"]
+    assert [n.node.node_id for n in await retriever.aretrieve("")] == ["fix-1", "f1"]
+    with_vectors = memory.retriever(POOLS, embeddings=HashEmbedding())
+    assert [n.node.node_id for n in with_vectors.retrieve("")] == ["fix-1", "f1"]
 
 
 @pytest.mark.parametrize("scoring", [{}, {"embeddings": HashEmbedding()}], ids=["default", "embeddings"])
