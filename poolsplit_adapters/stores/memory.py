@@ -18,6 +18,7 @@ from ..memory.expiry import note_expired
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import IsActive, Pool, Selection, TokenCounter, check_entry, default_is_active, default_token_counter
 from .base import Change, StoreVerbs, prepare_entries
+from .checks import fresh_copy
 
 
 def _utc_now() -> datetime.datetime:
@@ -124,7 +125,7 @@ class InProcessStore(StoreVerbs):
         copies = []
         for position, entry in enumerate(entries):
             check_entry(entry, position)
-            copies.append(dict(entry))
+            copies.append(fresh_copy(entry))  # nothing shared: a later edit of the caller's is not a write
         self._clock = clock
         # The adapters' default scorer (relevance first), not the spec's:
         # select(..., scorer=default_scorer) brings the spec's ranking back.
@@ -151,8 +152,8 @@ class InProcessStore(StoreVerbs):
         if ids is not None:
             with self._lock:
                 found = self._ids.get_many(ids)
-            return [dict(e) for e in found if namespace is None or e.get("namespace") == namespace]
-        return [dict(e) for e in self.index.entries if namespace is None or e.get("namespace") == namespace]
+            return [fresh_copy(e) for e in found if namespace is None or e.get("namespace") == namespace]
+        return [fresh_copy(e) for e in self.index.entries if namespace is None or e.get("namespace") == namespace]
 
     def commit(self, change: Change) -> None:
         """Apply ``change`` to the index (`commit_to_index`)."""
