@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field
 from ..call import select_given
 from ..checks import ArgumentError
 from ..settings import AdapterSettings, Framework
+from ..stores.vectorstores.llama_index_nodes import scored_nodes
 from .events import announce
 from .nodes import NodeConverter, node_to_entry
 
@@ -61,7 +62,7 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: Optional[QueryBundle] = None
     ) -> list[NodeWithScore]:
-        present = {n.node.node_id for n in nodes}
+        present = {n.node.node_id for n in scored_nodes(nodes)}
         restored = [NodeWithScore(node=n) for n in self.always_nodes if n.node_id not in present]
         given = [*restored, *nodes]
         entries, source = NodeConverter.entries(given)

@@ -812,6 +812,16 @@ def test_node_without_type_is_a_note_and_bad_input_names_the_node():
         PoolSplitRetriever(POOLS, nodes=[untyped, "text"])
     with pytest.raises(TypeError, match="nodes must be a list of nodes, got str"):
         PoolSplitRetriever(POOLS, nodes="text")
+    # Found by an adversarial run: "'TextNode' object has no attribute 'node'" from inside the postprocessor.
+    post = PoolSplitNodePostprocessor(pools=POOLS)
+    with pytest.raises(
+        TypeError, match=r"^nodes\[1\] must be a NodeWithScore .*got TextNode: wrap it as NodeWithScore"
+    ):
+        post.postprocess_nodes([NodeWithScore(node=untyped), bad])
+    with pytest.raises(
+        TypeError, match=r"^nodes\[0\] must be a NodeWithScore \(what a retriever returns\), got NoneType$"
+    ):
+        post.postprocess_nodes([None])
 
 
 def test_tags_and_other_arguments_are_checked_and_named():

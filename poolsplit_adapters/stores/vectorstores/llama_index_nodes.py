@@ -12,7 +12,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 from ...convert import entry_from, stored_parts
 from ...errors import ArgumentError
 
-__all__ = ["AnyNode", "node_parts", "node_to_entry", "nodes_from", "one_node_per_id"]
+__all__ = ["AnyNode", "node_parts", "node_to_entry", "nodes_from", "one_node_per_id", "scored_nodes"]
 
 AnyNode = Union[BaseNode, NodeWithScore]
 
@@ -82,3 +82,19 @@ def one_node_per_id(nodes: Sequence[Any]) -> None:
                 "so one of them would be lost; give each node its own id_" % (first[node_id], position, node_id)
             )
         first[node_id] = position
+
+
+def scored_nodes(nodes: Sequence[Any]) -> Sequence[NodeWithScore]:
+    """``nodes`` when every item is a ``NodeWithScore`` (what a node
+    postprocessor is given), else a ``TypeError`` naming the first that is
+    not. Why: a list of plain nodes (or a None) failed inside the
+    postprocessor with ``'TextNode' object has no attribute 'node'``,
+    which names neither the item nor what to pass instead."""
+    for position, node in enumerate(nodes):
+        if not isinstance(node, NodeWithScore):
+            hint = ": wrap it as NodeWithScore(node=...)" if isinstance(node, BaseNode) else ""
+            raise TypeError(
+                "nodes[%d] must be a NodeWithScore (what a retriever returns), got %s%s"
+                % (position, type(node).__name__, hint)
+            )
+    return nodes
