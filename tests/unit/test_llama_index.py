@@ -842,6 +842,21 @@ def test_tags_and_other_arguments_are_checked_and_named():
     assert {d.reason for d in selection.dropped} == {Reason.NAMESPACE}
 
 
+def test_the_index_recall_arguments_are_checked_when_the_retriever_is_built():
+    # Found by an adversarial run: a non-index failed as if LlamaIndex's
+    # internals had changed (FrameworkInternalsError), type_key=None in
+    # LlamaIndex's MetadataFilter on the first query, a model that is not
+    # one on the first query ('str' object has no attribute ...).
+    index = VectorStoreIndex([], embed_model=MockEmbedding(embed_dim=8))
+    with pytest.raises(TypeError, match="^index must be a LlamaIndex VectorStoreIndex, got str$"):
+        PoolSplitRetriever.from_vector_store_index("index", POOLS)
+    for bad in (None, ""):
+        with pytest.raises(TypeError, match="^type_key must be a non-empty string, got "):
+            PoolSplitRetriever.from_vector_store_index(index, POOLS, type_key=bad)
+    with pytest.raises(TypeError, match="^embed_model must be a BaseEmbedding, got str 'x'$"):
+        PoolSplitRetriever.from_vector_store_index(index, POOLS, embed_model="x")
+
+
 def test_the_scope_keyword_removed_in_0_3_is_refused_by_every_llama_index_class():
     nodes = [TextNode(text="a memory", id_="a", metadata={"namespace": "A"}), TextNode(text="b memory", id_="b")]
     with pytest.raises(TypeError, match=r"PoolSplitRetriever: scope= was removed in 0.3; use visibility="):

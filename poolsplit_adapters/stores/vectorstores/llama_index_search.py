@@ -46,6 +46,7 @@ from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters, SimpleVectorStore
 
+from ...checks import check_instance, check_label
 from ...recall import RecallPlan, Search, present_types
 from ...threads import at_once
 from ..internals import require
@@ -109,9 +110,15 @@ class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
         embed_model: Optional[BaseEmbedding] = None,
         setup_store: bool = True,
     ) -> None:
+        # Checked here, not by the first search: a non-index failed as if
+        # LlamaIndex's internals had changed, a type_key of None inside
+        # LlamaIndex's MetadataFilter, a model that is none on the first query.
+        if not isinstance(index, VectorStoreIndex):
+            raise TypeError("index must be a LlamaIndex VectorStoreIndex, got %s" % type(index).__name__)
         self.index = index
         self.plan = plan
-        self.type_key = type_key
+        self.type_key = check_label(type_key, "type_key")
+        check_instance(embed_model, BaseEmbedding, "embed_model")
         # LlamaIndex's own retrievers read the index's model the same way.
         if embed_model is None:
             require(index, ("_embed_model",), "llama-index-core", "the index's embedding model", __name__)
