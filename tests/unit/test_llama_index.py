@@ -822,6 +822,11 @@ def test_node_without_type_is_a_note_and_bad_input_names_the_node():
         TypeError, match=r"^nodes\[0\] must be a NodeWithScore \(what a retriever returns\), got NoneType$"
     ):
         post.postprocess_nodes([None])
+    # Found by the same run: "Can't instantiate abstract class BaseNode" from inside pydantic.
+    with pytest.raises(TypeError, match=r"^always_nodes\[0\] must be a llama_index node \(TextNode, ...\), got dict$"):
+        PoolSplitNodePostprocessor(pools=POOLS, always_nodes=[{"content": "Never force-push.", "scope": "always"}])
+    with pytest.raises(TypeError, match=r"^always_nodes must be a list of nodes, got TextNode$"):
+        PoolSplitNodePostprocessor(pools=POOLS, always_nodes=untyped)
 
 
 def test_tags_and_other_arguments_are_checked_and_named():
