@@ -16,7 +16,16 @@ from ..defaults import default_adapter_scorer
 from ..index import MemoryIndex
 from ..memory.expiry import note_expired
 from ..memory.write_gate import utc_stamp
-from ..poolsplit import IsActive, Pool, Selection, TokenCounter, check_entry, default_is_active, default_token_counter
+from ..poolsplit import (
+    IsActive,
+    Pool,
+    Selection,
+    TokenCounter,
+    check_entry,
+    default_is_active,
+    default_token_counter,
+    entry_list,
+)
 from .base import Change, StoreVerbs, prepare_entries
 from .checks import fresh_copy
 
@@ -123,7 +132,7 @@ class InProcessStore(StoreVerbs):
         clock: Callable[[], datetime.datetime] = _utc_now,
     ) -> None:
         copies = []
-        for position, entry in enumerate(entries):
+        for position, entry in enumerate(entry_list(entries)):
             check_entry(entry, position)
             copies.append(fresh_copy(entry))  # nothing shared: a later edit of the caller's is not a write
         self._clock = clock

@@ -40,6 +40,7 @@ from poolsplit_adapters.llama_index import (
 )
 from poolsplit_adapters.render import parse_markers
 from poolsplit_adapters.reports import event_payload
+from poolsplit_adapters.stores import InProcessStore
 
 pytestmark = pytest.mark.filterwarnings("error::poolsplit_adapters.poolsplit.UnadmittedCorrectionWarning")
 
@@ -827,6 +828,12 @@ def test_node_without_type_is_a_note_and_bad_input_names_the_node():
         PoolSplitNodePostprocessor(pools=POOLS, always_nodes=[{"content": "Never force-push.", "scope": "always"}])
     with pytest.raises(TypeError, match=r"^always_nodes must be a list of nodes, got TextNode$"):
         PoolSplitNodePostprocessor(pools=POOLS, always_nodes=untyped)
+    # And a single entry for the memory blocks' list: read as its keys, entry 0 "is not a mapping (got str 'id')".
+    fix = {"id": "fix-1", "type": "correction", "scope": "always", "content": "Never force-push."}
+    with pytest.raises(TypeError, match=r"^entries must be a sequence of entry mappings, got dict \{'id': 'fix-1'"):
+        poolsplit_memory_blocks(fix, POOLS)
+    with pytest.raises(TypeError, match=r"^entries must be a sequence of entry mappings, got dict \{'id': 'fix-1'"):
+        InProcessStore(fix)
 
 
 def test_tags_and_other_arguments_are_checked_and_named():
