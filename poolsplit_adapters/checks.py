@@ -17,7 +17,7 @@ from typing import Any, Callable, Optional, Union
 
 from .errors import ArgumentError, argument_error
 from .memory.tasks import AUTO, resolve_pools
-from .poolsplit import Pool, PreparingScorer, Visibility
+from .poolsplit import Pool, PreparingScorer, Visibility, as_utc
 from .poolsplit import check_pools as core_check_pools
 
 __all__ = [
@@ -102,9 +102,18 @@ def check_label(value: Any, name: str) -> str:
 
 
 def check_now(value: Any, name: str = "now") -> Optional[datetime.datetime]:
+    """``now`` as the adapters hand it to the core: naive UTC (an aware
+    time converted to the instant it names; a naive one taken as UTC).
+
+    Why: the core's recency drops an offset (``ScoringContext.ref``, the
+    spec's rule for its own callers) while the same call's expiry and time
+    filters convert it (``as_utc``): an aware ``now`` twelve hours west of
+    UTC ranked as if it were twelve hours earlier than the instant its
+    expiry judged. Converted once here, every adapter surface (settings
+    and per-call ``now``) means one instant throughout a call."""
     if value is not None and not isinstance(value, datetime.datetime):
         raise argument_error(name, "a datetime or None", value)
-    return value
+    return None if value is None else as_utc(value)
 
 
 def check_visibility(value: Any, name: str = "visibility") -> Optional[Visibility]:
@@ -274,6 +283,6 @@ def check_overrides(
     for key, value in overrides.items():
         check = _OVERRIDE_CHECKS.get(key)
         if check is not None and value is not None:
-            check(value, named(key))
+            checked[key] = check(value, named(key))  # as checked: a ``now`` in UTC
     checked["tags"] = check_tags(overrides.get("tags"), named("tags"))
     return checked

@@ -99,6 +99,7 @@ from .poolsplit import (
     default_token_counter,
     describe_entry,
     entry_cost,
+    entry_list,
     entry_time,
     fill_pools,
     given_token_count,
@@ -922,7 +923,7 @@ class MemoryIndex:
     def extend(self, entries: Iterable[Mapping[str, Any]]) -> None:
         """Index several entries; their costs are counted in one batch. All
         or nothing: a bad entry leaves the index unchanged."""
-        batch = list(entries)
+        batch = list(entry_list(entries))
         size = len(self)
         plain = _checked(batch, size)
         identities = self._where.keys(batch)

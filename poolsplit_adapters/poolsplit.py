@@ -63,7 +63,7 @@ __all__ = [
     "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
     "Scorer", "PreparedScorer", "PreparingScorer", "ScorerCall",
     "check_entry", "check_pools", "MAX_COST", "MAX_PRIORITY", "near_miss_scope", "visible", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
-    "describe_entry", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
+    "describe_entry", "entry_list", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
     "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
     "BUDGET_REASONS", "Candidates", "Counting", "Layering", "ListCandidates", "CountedSelection", "fill_pools",
 ]
@@ -787,6 +787,14 @@ class Layering(Protocol):
     def settle(self, pools: list[Pool], picks: list[list[Pick]]) -> list[list[Pick]]: ...
 
 
+def entry_list(entries: Iterable[Entry]) -> Sequence[Entry]:
+    """``entries`` as a list (a list or tuple itself); a single mapping, a string or a non-iterable is a
+    ``TypeError``, never read as its keys or characters (entry 0 "is not a mapping (got str 'content')")."""
+    listed = isinstance(entries, Iterable) and not isinstance(entries, (str, bytes, Mapping))
+    _check(listed, TypeError, "entries must be a sequence of entry mappings", entries)
+    return entries if isinstance(entries, (list, tuple)) else list(entries)
+
+
 class ListCandidates:
     """The plain list source ([`Candidates`][]): step 1 at once, step 2 and costs (a tokenizer is a call's dear part)
     only for what the fill reaches; given ``costs``, entries count as checked.
@@ -803,10 +811,8 @@ class ListCandidates:
         costs: Optional[Sequence[int]] = None,
         now: Moment = None,
     ) -> None:
-        listed = isinstance(entries, Iterable) and not isinstance(entries, (str, bytes, Mapping))
-        _check(listed, TypeError, "entries must be a sequence of entry mappings", entries)
+        self.items: Sequence[Entry] = entry_list(entries)
         _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
-        self.items: Sequence[Entry] = entries if isinstance(entries, (list, tuple)) else list(entries)
         self.prepared, self.counter = ScorerCall.of(prepared), token_counter
         self.now = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
         self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}

@@ -500,12 +500,20 @@ def with_store_scores(scorer: Any, scores: Mapping[Any, float], metric: Any) -> 
     (``scores``: entry id -> the store's score, turned into a cosine by
     `relevance_from_store_score`)
     instead of embedding them again on every query. Unchanged when there are
-    no scores or no metric."""
+    no scores or no metric.
+
+    A score that is not a finite number is not taken: the scorer computes
+    that entry's relevance itself. Why: a store's cosine of a zero vector
+    (an entry or a query that embeds to nothing: ``"..."``, an empty
+    message) is ``0 / 0``, NaN on LlamaIndex's ``SimpleVectorStore`` and on
+    pgvector, where the scorer's own rule says 0 (`cosine`); taken, it
+    failed the whole call for one degenerate vector."""
     if not scores or metric is None:
         return scorer
     from .relevance.similarity import relevance_from_store_score
 
-    return scorer.with_known_relevance({i: relevance_from_store_score(s, metric) for i, s in scores.items()})
+    known = {i: relevance_from_store_score(s, metric) for i, s in scores.items() if math.isfinite(float(s))}
+    return scorer.with_known_relevance(known) if known else scorer
 
 
 class VisibleEntries:

@@ -54,6 +54,8 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sized, Tuple
 
+from .errors import ArgumentError, argument_error
+
 __all__ = [
     "TiktokenCounter",
     "TokenizerCounter",
@@ -248,7 +250,14 @@ class TokenizerCounter:
         self.tokenized = 0
 
     def _measure(self, text: str) -> int:
-        return max(1, len(self._tokenize(text)))  # never 0: a zero cost is exempt from every budget
+        tokens = self._tokenize(text)
+        try:
+            return max(1, len(tokens))  # never 0: a zero cost is exempt from every budget
+        except TypeError:  # said here: "object of type 'NoneType' has no len()" named no tokenizer
+            raise ArgumentError(
+                "the tokenizer %r must return the text's tokens (a list, anything with a length); it returned %s %r"
+                % (self._tokenize, type(tokens).__name__, tokens)
+            ) from None
 
     def _remember(self, text: str, count: int) -> None:
         self._cache[text] = count
@@ -425,6 +434,8 @@ def counter_from(tokenizer_fn: Callable[[str], list[Any]]) -> Callable[[str], in
     (a long chat would otherwise grow the cache by every line it flushes).
     One counter per tokenizer: every retriever, postprocessor and memory
     over LlamaIndex's global tokenizer shares one cache."""
+    if not callable(tokenizer_fn):
+        raise argument_error("tokenizer_fn", "callable (text -> its tokens)", tokenizer_fn)
     try:
         return _shared_counter(tokenizer_fn)
     except TypeError:  # an unhashable tokenizer object: a counter of its own

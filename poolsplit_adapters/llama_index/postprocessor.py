@@ -9,10 +9,10 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from pydantic import ConfigDict, Field
 
 from ..call import select_given
-from ..checks import ArgumentError
 from ..settings import AdapterSettings, Framework
+from ..stores.vectorstores.llama_index_nodes import check_always_nodes, scored_nodes
 from .events import announce
-from .nodes import NodeConverter, node_to_entry
+from .nodes import NodeConverter
 
 
 class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
@@ -49,10 +49,9 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     )
     show_selection_to_llm: bool = Field(default=False, description="Keep the poolsplit metadata in the LLM view.")
 
-    def model_post_init(self, __context: Any) -> None:
-        for position, node in enumerate(self.always_nodes):
-            if node_to_entry(node, position).get("scope") != "always":
-                raise ArgumentError("always_nodes[%d] (node %r) is not scope 'always'" % (position, node.node_id))
+    def __init__(self, **data: Any) -> None:
+        check_always_nodes(data.get("always_nodes", ()))  # before pydantic, which would make a dict a node
+        super().__init__(**data)
 
     @classmethod
     def class_name(cls) -> str:
@@ -61,7 +60,7 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: Optional[QueryBundle] = None
     ) -> list[NodeWithScore]:
-        present = {n.node.node_id for n in nodes}
+        present = {n.node.node_id for n in scored_nodes(nodes)}
         restored = [NodeWithScore(node=n) for n in self.always_nodes if n.node_id not in present]
         given = [*restored, *nodes]
         entries, source = NodeConverter.entries(given)

@@ -33,7 +33,7 @@ from ..settings import AdapterSettings, Framework
 from .base import Change, MemoryStore, StoreVerbs, WriteReport
 from .chat_flush import SESSION_KEY, ChatFlush, session_text
 from .chat_render import PooledRender, PooledRenders
-from .checks import storable_text
+from .checks import fresh_copy, storable_text
 from .memory import IdLookup, commit_to_index
 from .protocol_store import contract_of
 
@@ -227,7 +227,7 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
             if (wanted is None or entry.get("id") in wanted) and (
                 namespace is None or entry.get("namespace") == namespace
             ):
-                found.append(dict(entry))
+                found.append(fresh_copy(entry))
                 seen.add(entry.get("id"))
         if self.long_term is not None:
             if ids is None:

@@ -30,6 +30,7 @@ __all__ = [
     "check_key_text",
     "check_storable",
     "entry_json",
+    "fresh_copy",
     "storable_form",
     "storable_text",
     "stored_copy",
@@ -208,6 +209,35 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
     if whole is not None:
         return whole  # the text held a backslash before "u0000", not a NUL; or a tuple, read back a list
     raise entry_error(entry, index, None, "cannot be stored as JSON")  # pragma: no cover
+
+
+def fresh_copy(entry: Mapping[str, Any]) -> Dict[str, Any]:
+    """A stored entry as a read hands it out: a new dict whose lists and
+    dicts, at any depth, are new too (a stored entry is plain JSON,
+    `stored_copy`, so nothing else in it can be edited in place).
+
+    Why: the in-memory stores kept each entry as one dict and handed out
+    ``dict(entry)``, whose ``tags``, ``seen`` and nested metadata were the
+    stored ones. A caller that read an entry, added a tag and superseded it
+    (read, edit, write: the ordinary way) had already rewritten the stored
+    version in place, so the history showed the old version with the new
+    tag, and the store's ``version`` never changed (a kept selection went
+    on showing the edit's effect, or not, at random).
+
+    Example:
+        >>> stored = {"id": "a", "content": "x", "tags": ["billing"]}
+        >>> fresh_copy(stored)["tags"] is stored["tags"]
+        False
+    """
+    return {key: _fresh(value) for key, value in entry.items()}
+
+
+def _fresh(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _fresh(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fresh(item) for item in value]
+    return value
 
 
 def _surrogates(text: str) -> str:

@@ -16,8 +16,18 @@ from ..defaults import default_adapter_scorer
 from ..index import MemoryIndex
 from ..memory.expiry import note_expired
 from ..memory.write_gate import utc_stamp
-from ..poolsplit import IsActive, Pool, Selection, TokenCounter, check_entry, default_is_active, default_token_counter
+from ..poolsplit import (
+    IsActive,
+    Pool,
+    Selection,
+    TokenCounter,
+    check_entry,
+    default_is_active,
+    default_token_counter,
+    entry_list,
+)
 from .base import Change, StoreVerbs, prepare_entries
+from .checks import fresh_copy
 
 
 def _utc_now() -> datetime.datetime:
@@ -122,9 +132,9 @@ class InProcessStore(StoreVerbs):
         clock: Callable[[], datetime.datetime] = _utc_now,
     ) -> None:
         copies = []
-        for position, entry in enumerate(entries):
+        for position, entry in enumerate(entry_list(entries)):
             check_entry(entry, position)
-            copies.append(dict(entry))
+            copies.append(fresh_copy(entry))  # nothing shared: a later edit of the caller's is not a write
         self._clock = clock
         # The adapters' default scorer (relevance first), not the spec's:
         # select(..., scorer=default_scorer) brings the spec's ranking back.
@@ -151,8 +161,8 @@ class InProcessStore(StoreVerbs):
         if ids is not None:
             with self._lock:
                 found = self._ids.get_many(ids)
-            return [dict(e) for e in found if namespace is None or e.get("namespace") == namespace]
-        return [dict(e) for e in self.index.entries if namespace is None or e.get("namespace") == namespace]
+            return [fresh_copy(e) for e in found if namespace is None or e.get("namespace") == namespace]
+        return [fresh_copy(e) for e in self.index.entries if namespace is None or e.get("namespace") == namespace]
 
     def commit(self, change: Change) -> None:
         """Apply ``change`` to the index (`commit_to_index`)."""

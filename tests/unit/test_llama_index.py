@@ -40,6 +40,7 @@ from poolsplit_adapters.llama_index import (
 )
 from poolsplit_adapters.render import parse_markers
 from poolsplit_adapters.reports import event_payload
+from poolsplit_adapters.stores import InProcessStore
 
 pytestmark = pytest.mark.filterwarnings("error::poolsplit_adapters.poolsplit.UnadmittedCorrectionWarning")
 
@@ -812,6 +813,27 @@ def test_node_without_type_is_a_note_and_bad_input_names_the_node():
         PoolSplitRetriever(POOLS, nodes=[untyped, "text"])
     with pytest.raises(TypeError, match="nodes must be a list of nodes, got str"):
         PoolSplitRetriever(POOLS, nodes="text")
+    # Found by an adversarial run: "'TextNode' object has no attribute 'node'" from inside the postprocessor.
+    post = PoolSplitNodePostprocessor(pools=POOLS)
+    with pytest.raises(
+        TypeError, match=r"^nodes\[1\] must be a NodeWithScore .*got TextNode: wrap it as NodeWithScore"
+    ):
+        post.postprocess_nodes([NodeWithScore(node=untyped), bad])
+    with pytest.raises(
+        TypeError, match=r"^nodes\[0\] must be a NodeWithScore \(what a retriever returns\), got NoneType$"
+    ):
+        post.postprocess_nodes([None])
+    # Found by the same run: "Can't instantiate abstract class BaseNode" from inside pydantic.
+    with pytest.raises(TypeError, match=r"^always_nodes\[0\] must be a llama_index node \(TextNode, ...\), got dict$"):
+        PoolSplitNodePostprocessor(pools=POOLS, always_nodes=[{"content": "Never force-push.", "scope": "always"}])
+    with pytest.raises(TypeError, match=r"^always_nodes must be a list of nodes, got TextNode$"):
+        PoolSplitNodePostprocessor(pools=POOLS, always_nodes=untyped)
+    # And a single entry for the memory blocks' list: read as its keys, entry 0 "is not a mapping (got str 'id')".
+    fix = {"id": "fix-1", "type": "correction", "scope": "always", "content": "Never force-push."}
+    with pytest.raises(TypeError, match=r"^entries must be a sequence of entry mappings, got dict \{'id': 'fix-1'"):
+        poolsplit_memory_blocks(fix, POOLS)
+    with pytest.raises(TypeError, match=r"^entries must be a sequence of entry mappings, got dict \{'id': 'fix-1'"):
+        InProcessStore(fix)
 
 
 def test_tags_and_other_arguments_are_checked_and_named():
@@ -830,6 +852,21 @@ def test_tags_and_other_arguments_are_checked_and_named():
     nodes_got, selection = retriever.retrieve_with_selection("deploy", tags=["ops"], k=1, namespace="nowhere")
     assert [n.node.node_id for n in nodes_got] == []
     assert {d.reason for d in selection.dropped} == {Reason.NAMESPACE}
+
+
+def test_the_index_recall_arguments_are_checked_when_the_retriever_is_built():
+    # Found by an adversarial run: a non-index failed as if LlamaIndex's
+    # internals had changed (FrameworkInternalsError), type_key=None in
+    # LlamaIndex's MetadataFilter on the first query, a model that is not
+    # one on the first query ('str' object has no attribute ...).
+    index = VectorStoreIndex([], embed_model=MockEmbedding(embed_dim=8))
+    with pytest.raises(TypeError, match="^index must be a LlamaIndex VectorStoreIndex, got str$"):
+        PoolSplitRetriever.from_vector_store_index("index", POOLS)
+    for bad in (None, ""):
+        with pytest.raises(TypeError, match="^type_key must be a non-empty string, got "):
+            PoolSplitRetriever.from_vector_store_index(index, POOLS, type_key=bad)
+    with pytest.raises(TypeError, match="^embed_model must be a BaseEmbedding, got str 'x'$"):
+        PoolSplitRetriever.from_vector_store_index(index, POOLS, embed_model="x")
 
 
 def test_the_scope_keyword_removed_in_0_3_is_refused_by_every_llama_index_class():

@@ -89,6 +89,31 @@ def test_add_assigns_id_and_created_never_mutates_and_get_returns_a_copy(store):
     assert store.get("missing") is None
 
 
+def test_editing_what_a_read_returned_never_edits_the_store_or_its_history(store):
+    # Found by an adversarial run: the in-memory stores handed out dict(entry),
+    # whose lists were the stored ones. Read, add a tag, supersede (the
+    # ordinary edit) had rewritten the old version's tags in place first.
+    store.add([{"id": "fix-1", "type": "fact", "content": "Amounts in cents.", "tags": ["billing"], "x": {"k": [1]}}])
+    version = store.version
+    edited = store.get("fix-1")
+    edited["tags"].append("refunds")
+    edited["x"]["k"].append(2)
+    store.entries()[0]["tags"].append("listed")
+    assert fields(store.get("fix-1"), "tags", "x") == [["billing"], {"k": [1]}]
+    assert store.version == version
+    del edited["id"]
+    new_id = store.supersede("fix-1", dict(edited, content="Amounts in cents, refunds too."))
+    assert fields(store.get("fix-1"), "tags", "x", "superseded_by") == [["billing"], {"k": [1]}, new_id]
+    assert fields(store.get(new_id), "tags", "x") == [["billing", "refunds"], {"k": [1, 2]}]
+
+
+def test_the_entries_an_in_process_store_starts_with_share_nothing_with_the_caller():
+    given = [{"id": "a", "type": "fact", "content": "Amounts in cents.", "tags": ["billing"]}]
+    store = InProcessStore(given)
+    given[0]["tags"].append("later")
+    assert store.get("a")["tags"] == ["billing"]
+
+
 def test_add_refuses_a_stored_or_repeated_id_and_writes_nothing(store):
     store.add([{"id": "a", "content": "first", "type": "fact"}])
     before = store.version

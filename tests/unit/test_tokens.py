@@ -197,3 +197,19 @@ def test_a_tiktoken_counter_loads_its_encoding_on_the_first_count_and_counts_the
 def test_a_bad_encoding_still_fails_at_construction():
     with pytest.raises(TokenizerUnavailable, match="unknown tiktoken encoding 'nope'"):
         TiktokenCounter("nope")
+
+
+def test_a_tokenizer_that_returns_no_tokens_or_is_none_is_named():
+    # Found by an adversarial run: "object of type 'NoneType' has no len()" on
+    # the first count, and "'int' object is not callable", naming neither.
+    from poolsplit_adapters import Pool
+    from poolsplit_adapters.errors import ArgumentError
+    from poolsplit_adapters.llama_index import poolsplit_memory_blocks
+
+    def nothing(text: str) -> None:
+        return None
+
+    with pytest.raises(ArgumentError, match=r"^the tokenizer <function .*nothing.*> must return the text's tokens "):
+        poolsplit_memory_blocks([{"content": "Never force-push."}], [Pool("all", 100, 5)], tokenizer_fn=nothing)
+    with pytest.raises(ArgumentError, match=r"^tokenizer_fn must be callable \(text -> its tokens\), got int 42$"):
+        poolsplit_memory_blocks([], [Pool("all", 100, 5)], tokenizer_fn=42)

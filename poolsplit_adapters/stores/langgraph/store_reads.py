@@ -25,7 +25,7 @@ from ...poolsplit import (
 )
 from ...recall import RecallPlan, Search
 from ...relevance.known import KnownKey
-from ..checks import storable_text
+from ..checks import fresh_copy, storable_text
 from .namespaces import Namespace, namespace_label
 from .postgres_store_search import EVERY_ITEM
 from .ranked_search import RankedSearch, StoreSearcher
@@ -279,8 +279,8 @@ class StoreReads:
         entry["namespace"] = namespace_label(item.namespace)
         if not entry.get("created"):
             entry["created"] = utc_stamp(item.created_at)
-        if not counted:
-            return entry
+        if not counted:  # a read's: nothing shared with the store's own value (InMemoryStore's)
+            return fresh_copy(entry)
         # The content is part of the key: SqliteStore's updated_at has
         # one-second resolution, so a rewrite within the second kept its time.
         cache_key = (tuple(item.namespace), item.key, item.updated_at, entry.get("content"))

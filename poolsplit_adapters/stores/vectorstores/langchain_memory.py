@@ -27,6 +27,7 @@ from langchain_core.documents import Document
 from langchain_core.vectorstores import VectorStore
 
 from ..base import Change, IdHeldElsewhere, StoreVerbs, WriteReport, prepare_entries
+from ..checks import fresh_copy
 from ..postgres import check_entry_text
 from ..write_path import Derived
 from .langchain_documents import document_to_entry, entry_to_document
@@ -83,11 +84,11 @@ class VectorStoreEntries(StoreVerbs):
         if ids is not None:
             wanted = list(dict.fromkeys(ids))
             found = self.store.get_by_ids(wanted) if wanted else []
-            return [document_to_entry(d, n) for n, d in enumerate(found)]
+            return [fresh_copy(document_to_entry(d, n)) for n, d in enumerate(found)]
         if namespace is not None and not isinstance(self.store, ListsDocuments):
             exact = namespace_documents(self.store, namespace)
             if exact is not None:
-                return [document_to_entry(d, n) for n, d in enumerate(exact)]
+                return [fresh_copy(document_to_entry(d, n)) for n, d in enumerate(exact)]
         if not isinstance(self.store, ListsDocuments):
             raise TypeError(
                 "%s cannot list its documents (no listing API): entries() needs a store such as "
@@ -95,7 +96,7 @@ class VectorStoreEntries(StoreVerbs):
             )
         rows = list(self.store.store.values())
         documents = [Document(page_content=r["text"], metadata=dict(r["metadata"]), id=r["id"]) for r in rows]
-        entries = [document_to_entry(d, n) for n, d in enumerate(documents)]
+        entries = [fresh_copy(document_to_entry(d, n)) for n, d in enumerate(documents)]
         return [e for e in entries if namespace is None or e.get("namespace") == namespace]
 
     async def aread(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
@@ -104,7 +105,7 @@ class VectorStoreEntries(StoreVerbs):
             return self.read(None, namespace)
         wanted = list(dict.fromkeys(ids))
         found = await self.store.aget_by_ids(wanted) if wanted else []
-        return [document_to_entry(d, n) for n, d in enumerate(found)]
+        return [fresh_copy(document_to_entry(d, n)) for n, d in enumerate(found)]
 
     def _planned(self, change: Change, stored: List[Dict[str, Any]]) -> Tuple[List[Dict[str, Any]], List[str]]:
         rows = change.rows(change.verify(stored))

@@ -21,6 +21,7 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.schema import BaseNode
 
 from ..base import Change, StoreVerbs, prepare_entries
+from ..checks import fresh_copy
 from .llama_index_nodes import node_to_entry, nodes_from
 from .llama_index_search import PGVectorStoreSearch
 from .llama_index_writes import node_write
@@ -97,7 +98,7 @@ class VectorIndexEntries(StoreVerbs):
 
     @staticmethod
     def _entries(nodes: Sequence[BaseNode]) -> List[Dict[str, Any]]:
-        return [node_to_entry(n, i) for i, n in enumerate(nodes)]
+        return [fresh_copy(node_to_entry(n, i)) for i, n in enumerate(nodes)]
 
     def read(self, ids: Optional[Sequence[str]] = None, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """The entries with these ids, or every entry (of ``namespace`` when

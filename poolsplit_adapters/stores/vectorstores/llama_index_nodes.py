@@ -12,7 +12,15 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 from ...convert import entry_from, stored_parts
 from ...errors import ArgumentError
 
-__all__ = ["AnyNode", "node_parts", "node_to_entry", "nodes_from", "one_node_per_id"]
+__all__ = [
+    "AnyNode",
+    "check_always_nodes",
+    "node_parts",
+    "node_to_entry",
+    "nodes_from",
+    "one_node_per_id",
+    "scored_nodes",
+]
 
 AnyNode = Union[BaseNode, NodeWithScore]
 
@@ -82,3 +90,36 @@ def one_node_per_id(nodes: Sequence[Any]) -> None:
                 "so one of them would be lost; give each node its own id_" % (first[node_id], position, node_id)
             )
         first[node_id] = position
+
+
+def scored_nodes(nodes: Sequence[Any]) -> Sequence[NodeWithScore]:
+    """``nodes`` when every item is a ``NodeWithScore`` (what a node
+    postprocessor is given), else a ``TypeError`` naming the first that is
+    not. Why: a list of plain nodes (or a None) failed inside the
+    postprocessor with ``'TextNode' object has no attribute 'node'``,
+    which names neither the item nor what to pass instead."""
+    for position, node in enumerate(nodes):
+        if not isinstance(node, NodeWithScore):
+            hint = ": wrap it as NodeWithScore(node=...)" if isinstance(node, BaseNode) else ""
+            raise TypeError(
+                "nodes[%d] must be a NodeWithScore (what a retriever returns), got %s%s"
+                % (position, type(node).__name__, hint)
+            )
+    return nodes
+
+
+def check_always_nodes(nodes: Any) -> None:
+    """A node postprocessor's ``always_nodes``: a list of nodes, each
+    always-scope (put back when an earlier stage dropped it, so one that
+    is not would be a contextual node smuggled past the budgets). Checked
+    before pydantic sees them: a dict in the list failed inside pydantic
+    with "Can't instantiate abstract class BaseNode", naming no item."""
+    if isinstance(nodes, (str, bytes, Mapping)) or not isinstance(nodes, Sequence):
+        raise ArgumentError("always_nodes must be a list of nodes, got %s" % type(nodes).__name__)
+    for position, node in enumerate(nodes):
+        if not isinstance(node, BaseNode):
+            raise ArgumentError(
+                "always_nodes[%d] must be a llama_index node (TextNode, ...), got %s" % (position, type(node).__name__)
+            )
+        if node_to_entry(node, position).get("scope") != "always":
+            raise ArgumentError("always_nodes[%d] (node %r) is not scope 'always'" % (position, node.node_id))

@@ -46,6 +46,7 @@ from llama_index.core.indices.vector_store.base import VectorStoreIndex
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters, SimpleVectorStore
 
+from ...checks import check_instance, check_label
 from ...recall import RecallPlan, Search, present_types
 from ...threads import at_once
 from ..internals import require
@@ -109,9 +110,15 @@ class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
         embed_model: Optional[BaseEmbedding] = None,
         setup_store: bool = True,
     ) -> None:
+        # Checked here, not by the first search: a non-index failed as if
+        # LlamaIndex's internals had changed, a type_key of None inside
+        # LlamaIndex's MetadataFilter, a model that is none on the first query.
+        if not isinstance(index, VectorStoreIndex):
+            raise TypeError("index must be a LlamaIndex VectorStoreIndex, got %s" % type(index).__name__)
         self.index = index
         self.plan = plan
-        self.type_key = type_key
+        self.type_key = check_label(type_key, "type_key")
+        check_instance(embed_model, BaseEmbedding, "embed_model")
         # LlamaIndex's own retrievers read the index's model the same way.
         if embed_model is None:
             require(index, ("_embed_model",), "llama-index-core", "the index's embedding model", __name__)
@@ -151,7 +158,7 @@ class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
         return PGVectorStoreSearch(store, self.type_key, large_filters=self.large_filters)
 
     def _needs_embedding(self, query: QueryBundle) -> bool:
-        return bool(self.index.vector_store.is_embedding_query and query.embedding is None and query.embedding_strs)
+        return bool(self.index.vector_store.is_embedding_query and query.embedding is None)
 
     # -- the recall protocol ------------------------------------------------------------
 
@@ -164,21 +171,21 @@ class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
         """``query`` carrying its embedding (computed once here when the
         store searches by vector and it has none), for every search."""
         if self._needs_embedding(query):
-            embedding = self.embed_model.get_agg_embedding_from_queries(query.embedding_strs)
+            embedding = self.embed_model.get_agg_embedding_from_queries(_embedded_texts(query))
             query = dataclasses.replace(query, embedding=embedding)
         return query
 
     async def aprepare(self, query: QueryBundle) -> QueryBundle:
         """Async [`prepare`][]."""
         if self._needs_embedding(query):
-            embedding = await self.embed_model.aget_agg_embedding_from_queries(query.embedding_strs)
+            embedding = await self.embed_model.aget_agg_embedding_from_queries(_embedded_texts(query))
             query = dataclasses.replace(query, embedding=embedding)
         return query
 
     def query_vector(self, query: QueryBundle) -> Optional[List[float]]:
         """The embedding of a [`prepare`][]d ``query`` when it is its text's
         own (not an aggregate of other strings), else None."""
-        return query.embedding if list(query.embedding_strs) == [query.query_str] else None
+        return query.embedding if _embedded_texts(query) == [query.query_str] else None
 
     def run(self, searches: Sequence[Search], query: QueryBundle) -> List[List[NodeWithScore]]:
         """Each search's nodes for a [`prepare`][]d query (a pool's: most
@@ -234,6 +241,18 @@ class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
         except NotImplementedError:
             return None
         return [NodeWithScore(node=node, score=None) for node in nodes]
+
+
+def _embedded_texts(query: QueryBundle) -> List[str]:
+    """The strings a query's embedding is made of: its ``embedding_strs``,
+    else its text, empty as it may be. Why: LlamaIndex gives an empty query
+    no embedding strings and so no vector, and its vector stores then fail
+    on the missing vector deep inside their similarity code
+    (``SimpleVectorStore``: ``NoneType * float``), so a selection with no
+    message (``VectorIndexMemory.select(pools)``, a first turn) failed;
+    embedded like any text, an empty query recalls like one, as LangChain's
+    vector stores embed it."""
+    return list(query.embedding_strs) or [query.query_str]
 
 
 class PGVectorStoreSearch:
