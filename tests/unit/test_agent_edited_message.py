@@ -15,20 +15,14 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
-from test_hostile_write_config import POOLS, Scripted
+from test_hostile_write_config import POOLS, Scripted, quiet_memory
 
 from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, WriteConfig
 
 
 def test_an_edited_message_is_read_again_and_its_episode_stored_once_with_the_final_text():
     store = InMemoryStore()
-    memory = PoolSplitMemoryMiddleware(
-        POOLS,
-        namespace=("memories", "u1"),
-        max_turns=1,
-        now=datetime.datetime(2026, 7, 1),
-        write=WriteConfig(remember=False),
-    )
+    memory = quiet_memory(1)
     agent = create_agent(
         Scripted(answers=["Sure."]),
         middleware=[memory],

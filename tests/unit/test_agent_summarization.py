@@ -11,7 +11,6 @@ host's own code lost a turn the same way."""
 from __future__ import annotations
 
 import asyncio
-import datetime
 from typing import Any, Dict, List, Optional
 
 import pytest
@@ -21,9 +20,7 @@ from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import HumanMessage, RemoveMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
-from test_hostile_write_config import POOLS, Scripted
-
-from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, WriteConfig
+from test_hostile_write_config import Scripted, quiet_memory
 
 SAID = ["hello there", "Always cite the source.", "tell me a joke", "another one", "thanks", "bye now"]
 ANSWER = "Sure thing, noted."
@@ -34,13 +31,7 @@ def build(max_turns: int, summary_first: Optional[bool]) -> tuple[Any, InMemoryS
     """An agent with our middleware and, unless ``summary_first`` is None,
     the summarizer before or after it."""
     store = InMemoryStore()
-    memory = PoolSplitMemoryMiddleware(
-        POOLS,
-        namespace=("memories", "u1"),
-        max_turns=max_turns,
-        now=datetime.datetime(2026, 7, 1),
-        write=WriteConfig(remember=False),
-    )
+    memory = quiet_memory(max_turns)
     summarizing = SummarizationMiddleware(
         model=Scripted(answers=[SUMMARY]), trigger=("messages", 4), keep=("messages", 2)
     )

@@ -63,6 +63,12 @@ def build(**kwargs: Any) -> PoolSplitMemoryMiddleware:
     return PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "u1"), now=NOW, **kwargs)
 
 
+def quiet_memory(max_turns: int) -> PoolSplitMemoryMiddleware:
+    """`build` keeping ``max_turns`` turns, with no ``remember`` tool (the
+    model writes nothing: only the write path's own entries are stored)."""
+    return build(max_turns=max_turns, write=WriteConfig(remember=False))
+
+
 @pytest.mark.parametrize("field", ["episode_type", "note_type"])
 @pytest.mark.parametrize(
     "kind", ["instruction", "preference", "fact", "Instruction", " preference ", "in\u200bstruction"]

@@ -12,7 +12,6 @@ conversation without the question it answered."""
 
 from __future__ import annotations
 
-import datetime
 import time
 
 import pytest
@@ -22,9 +21,8 @@ from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
-from test_hostile_write_config import POOLS, Scripted
+from test_hostile_write_config import Scripted, quiet_memory
 
-from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, WriteConfig
 from poolsplit_adapters.memory.standing import RULES, StandingRules, recognise
 
 SAID = [
@@ -166,13 +164,7 @@ def test_rules_of_ones_own_check_the_new_tables():
 def test_through_an_agent_a_reported_rule_and_a_bare_answer_are_kept_only_as_turns():
     store = InMemoryStore()
     model = Scripted(answers=["Should I always include tests?", "Noted."])
-    memory = PoolSplitMemoryMiddleware(
-        POOLS,
-        namespace=("memories", "u1"),
-        max_turns=1,
-        now=datetime.datetime(2026, 7, 1),
-        write=WriteConfig(remember=False),
-    )
+    memory = quiet_memory(1)
     agent = create_agent(
         model, middleware=[memory], checkpointer=InMemorySaver(), store=store, context_schema=UserContext
     )
