@@ -97,7 +97,7 @@ from ..agent_memory import (
 from ..background import BackgroundConsolidation
 from ..call import AdapterCall
 from ..checks import ArgumentError, check_flag, check_instance
-from ..memory.turns import block_line
+from ..memory.turns import block_lines
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, View
 from ..memory.write_gate import Proposal
 from ..poolsplit import Pool, Selection
@@ -166,13 +166,7 @@ def _text(message: BaseMessage) -> str:
     text = str(message.text)
     if isinstance(message, AIMessage) or isinstance(message.content, str):
         return text  # the model's tool calls are lines of their own
-    named = []
-    for block in message.content:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if isinstance(block, dict) and isinstance(kind, str) and kind != "text":
-            url = block.get("url") or block.get("image_url")  # LangChain's v1 blocks, OpenAI's image_url
-            named.append(block_line(kind, url.get("url") if isinstance(url, dict) else url))
-    return "\n".join([t for t in (text.strip(), *named) if t])
+    return "\n".join([t for t in (text.strip(), *block_lines(message.content)) if t])
 
 
 def _written_by(message: BaseMessage) -> Optional[str]:

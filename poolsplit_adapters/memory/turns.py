@@ -57,6 +57,7 @@ __all__ = [
     "USER_TYPES",
     "Provenance",
     "block_line",
+    "block_lines",
     "Said",
     "check_written_type",
     "exchange_id",
@@ -90,6 +91,48 @@ def block_line(kind: str, address: Any = None) -> str:
     place = str(address) if address is not None else ""
     shown = place[:300] if place.startswith(("http://", "https://")) else ""
     return "[%s%s]" % (kind, ": " + shown if shown else "")
+
+
+def block_lines(blocks: Sequence[Any]) -> List[str]:
+    """The lines of a message's content blocks that are not plain text (a
+    LangChain message's list of dicts): each named by `block_line`, and
+    followed by the text a block carries itself (a ``tool_result`` a user
+    message holds, in Anthropic's form: its ``content``, a string or text
+    blocks). Without that text a tool's answer pasted into the user's turn
+    was stored as ``[tool_result]`` alone. A block whose ``type`` is not a
+    string is named ``[block]``, never dropped. The plain text blocks are the
+    message's own text (``message.text``), not repeated here.
+
+    Example:
+        >>> block_lines([{"type": "text", "text": "hi"}, {"type": "tool_result", "content": "42 rows"}])
+        ['[tool_result] 42 rows']
+        >>> block_lines([{"type": "image", "url": "https://example.org/a.png"}, {"type": 7}])
+        ['[image: https://example.org/a.png]', '[block]']
+    """
+    lines = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue  # a plain string block is part of the message's text
+        kind = block.get("type")
+        if kind == "text":
+            continue
+        name = kind if isinstance(kind, str) and kind.strip() else "block"
+        url = block.get("url") or block.get("image_url")  # LangChain's v1 blocks, OpenAI's image_url
+        line = block_line(name, url.get("url") if isinstance(url, dict) else url)
+        said = _carried_text(block.get("content"))
+        lines.append("%s %s" % (line, said) if said else line)
+    return lines
+
+
+def _carried_text(content: Any) -> str:
+    """The text a non-text block carries in its ``content``: a string, or
+    the ``text`` of the text blocks of a list."""
+    if isinstance(content, str):
+        return content.strip()
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        return "\n".join(t.strip() for t in texts if isinstance(t, str) and t.strip())
+    return ""
 
 
 def check_written_type(value: Any, name: str) -> str:

@@ -332,3 +332,30 @@ def test_a_message_of_only_an_image_leaves_the_working_set_as_a_line_naming_it_n
     contents = {e["content"] for e in stored(store) if e.get("role") == "user"}
     assert "user: [image: https://example.com/diagram.png]" in contents
     assert "user: [image]\n[image_url: https://example.com/b.png]" in contents  # inline data is never stored
+
+
+def test_a_tool_result_in_a_user_message_leaves_the_working_set_with_its_text():
+    # Anthropic's form: the user's turn carries a tool's answer as a block; before, only
+    # "[tool_result]" was stored and the answer was in neither place
+    store = InMemoryStore()
+    result = {"type": "tool_result", "tool_use_id": "t1", "content": "The build took 42 minutes."}
+    listed = {"type": "tool_result", "tool_use_id": "t2", "content": [{"type": "text", "text": "3 tests failed."}]}
+    odd = {"type": 7, "note": "kept as a named block"}
+    message = HumanMessage(content=[{"type": "text", "text": "Results:"}, result, listed, odd])
+    users: List[Any] = ["goal", message, "a", "b"]
+    model = ScriptedAnswers(answers=["ok %d" % n for n in range(4)])
+    mw = PoolSplitMemoryMiddleware(
+        "auto",
+        namespace=by_user,
+        now=NOW,
+        max_turns=1,
+        recall=RecallConfig(**BUDGET),
+        write=WriteConfig(remember=False),
+    )
+    agent = create_agent(model, middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
+    for said in users:
+        agent.invoke({"messages": [said]}, thread("t"), context={"user_id": "u1"})
+    contents = {e["content"] for e in stored(store) if e.get("role") == "user"}
+    assert (
+        "user: Results:\n[tool_result] The build took 42 minutes.\n[tool_result] 3 tests failed.\n[block]" in contents
+    )
