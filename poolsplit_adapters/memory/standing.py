@@ -534,6 +534,10 @@ RULES = StandingRules(
                 r"\basegúrate de\b",
                 # "por favor" with "siempre" / "nunca" later in its clause
                 r"\bpor favor\b,? [^,]*\b(?:siempre|nunca)\b",
+                # the verb first, as Spanish says it ("Responde siempre en español.")
+                r"^(?:por favor,?\s+)?(?:responde|contesta|escribe|usa|utiliza|incluye|añade|agrega|pon|dame|da"
+                r"|muestra|explica|cita|menciona|indica|empieza|comienza|termina|evita|sigue|mantén|formatea"
+                r"|comenta|documenta|habla|redacta|revisa)(?:me|nos)? (?:siempre|nunca|jamás)\b",
             ),
             (r"\b(?:prefiero|me gusta|me gustan|me encanta|me encantan|no me gusta|no me gustan|odio|detesto)\b",),
         ),
@@ -546,6 +550,10 @@ RULES = StandingRules(
                 # "bitte" with "immer" / "nie" later in its clause, "bei jedem / jeder ..."
                 r"\bbitte\b,? [^,]*\b(?:immer|nie|niemals)\b",
                 r"\bbei (?:jedem|jeder)\b[^,]*\b(?:immer|nie)\b",
+                # the verb first, as German says it ("Antworte immer auf Deutsch.")
+                r"^(?:bitte\s+)?(?:antworte|schreib|schreibe|nutze|benutze|verwende|gib|zeig|zeige|füge|füg|erkläre"
+                r"|nenne|beginne|fang|halte|formatiere|kommentiere|sprich|vermeide|liste|nimm|setze)(?: mir| uns)?"
+                r" (?:immer|nie|niemals)\b",
             ),
             (r"\bich (?:bevorzuge|mag|liebe|hasse|mag keine?|mag kein)\b|\bich hätte lieber\b|\blieber\b",),
         ),
@@ -554,6 +562,12 @@ RULES = StandingRules(
                 r"^(?:s'il te plaît,?\s+|s'il vous plaît,?\s+)?(?:toujours|jamais|ne (?:\w+ )?jamais)\b",
                 r"\b(?:à partir de maintenant|dorénavant|désormais|à l'avenir|chaque fois que tu)\b",
                 r"\bassure-toi de\b|\bn'oublie pas de\b",
+                # the verb first, as French says it ("Réponds toujours en français.", "N'utilise jamais ...")
+                r"^(?:s'il te plaît,?\s+|s'il vous plaît,?\s+)?(?:réponds|répondez|écris|écrivez|utilise|utilisez"
+                r"|donne|donnez|montre|montrez|ajoute|ajoutez|inclus|incluez|explique|expliquez|cite|citez|mentionne"
+                r"|mentionnez|commence|commencez|termine|terminez|évite|évitez|garde|gardez|formate|formatez|commente"
+                r"|commentez|parle|parlez|mets|mettez)(?:-moi|-nous)? (?:toujours|jamais)\b",
+                r"^n'(?!est\b|était\b|a\b|ai\b|avait\b|y\b)\w+ (?:\w+ )?jamais\b",
             ),
             (r"\bje (?:préfère|déteste|n'aime pas|aime)\b|\bj'(?:aime|adore|ai horreur)\b",),
         ),

@@ -149,6 +149,17 @@ def test_rules_of_ones_own_and_bad_tables_are_named():
         ("Bitte schreib die Tests immer zuerst.", INSTRUCTION),
         ("以后写代码时请加上注释。", INSTRUCTION),
         ("Ich war immer müde, bitte hilf mir.", ""),
+        # the verb first, as each language says it; a statement with the same adverb is none
+        ("Responde siempre en español.", INSTRUCTION),
+        ("Dame siempre el comando exacto.", INSTRUCTION),
+        ("Antworte immer auf Deutsch.", INSTRUCTION),
+        ("Gib mir immer ein Beispiel.", INSTRUCTION),
+        ("Réponds toujours en français.", INSTRUCTION),
+        ("N'utilise jamais de variables globales.", INSTRUCTION),
+        ("Falla siempre el test de login.", ""),
+        ("Das Programm stürzt immer ab.", ""),
+        ("Le test échoue toujours.", ""),
+        ("N'est jamais arrivé.", ""),
     ],
 )
 def test_a_standing_scope_tells_an_instruction_from_a_one_off_request(said, found):
