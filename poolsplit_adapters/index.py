@@ -278,8 +278,11 @@ class _Identities:
         order = np.argsort(wanted, kind="stable")  # a repeat is hit at its later offsets
         ordered = wanted[order]
         hit[order[1:][ordered[1:] == ordered[:-1]]] = True
-        if self.recent:
-            hit |= np.isin(wanted, np.fromiter(self.recent, dtype=np.int64, count=len(self.recent)))
+        recent = self.recent
+        if len(wanted) < len(recent):  # a few keys (a turn's writes): a lookup each, not a pass over recent
+            hit |= np.fromiter(map(recent.__contains__, wanted.tolist()), dtype=bool, count=len(wanted))
+        elif recent:
+            hit |= np.isin(wanted, np.fromiter(recent, dtype=np.int64, count=len(recent)))
         if self.ids is not None and len(self.ids):
             at = np.minimum(np.searchsorted(self.ids, wanted), len(self.ids) - 1)
             based = self.ids[at] == wanted

@@ -56,3 +56,32 @@ def test_a_rewrite_among_many_items_is_read_alone_and_the_index_follows_it():
     prepared.refresh()
     contents = {e["id"]: e["content"] for e in prepared.entries()}
     assert contents["n07"] == "note 7 moved to the refund queue" and len(contents) == 50
+
+
+def test_the_kept_order_loses_exactly_the_leaving_keys_whatever_they_are():
+    # The kept index's order drops the entries a turn rewrites or deletes by
+    # bisection (prepared._without), not by a pass over the namespace: the
+    # result is the pass's, for any sorted order and any subset leaving.
+    from hypothesis import given
+    from hypothesis import strategies as st
+
+    from poolsplit_adapters.stores.langgraph.prepared import _without
+
+    @given(st.lists(st.integers(0, 50), unique=True), st.data())
+    def check(values: list, data: st.DataObject) -> None:
+        order = [(v % 3, "k%02d" % v) for v in sorted(values, key=lambda v: (v % 3, v))]
+        out = set(data.draw(st.lists(st.sampled_from(order), unique=True))) if order else set()
+        before = list(order)
+        kept = _without(order, out, lambda key: (key[0], int(key[1][1:])))
+        assert kept == [k for k in before if k not in out]
+        assert order == before  # the kept order itself is not edited
+
+    check()
+
+
+def test_a_leaving_key_out_of_place_falls_back_to_the_pass():
+    from poolsplit_adapters.stores.langgraph.prepared import _without
+
+    order = [(0, "a"), (0, "c"), (0, "b")]  # not sorted by its key: bisection cannot find "b"
+    assert _without(order, {(0, "b")}, lambda key: key) == [(0, "a"), (0, "c")]
+    assert _without(order, set(), lambda key: key) is order
