@@ -144,6 +144,14 @@ def test_index_rejects_bad_entries_and_duplicates():
     with pytest.raises(KeyError):
         index.remove({"content": "not indexed"})
     assert index.remove_id("a") == [entry] and len(index) == 0
+    # A batch smaller than the recent additions looks each key up (a turn's
+    # writes against thousands of recent entries): the same answer.
+    others = [{"id": "o%d" % n, "content": "x"} for n in range(3)]
+    index = MemoryIndex(others)
+    with pytest.raises(ValueError, match=re.escape("entry 'o1' (index 3) is already in the index")):
+        index.add(others[1])
+    index.add({"id": "o3", "content": "x"})
+    assert len(index) == 4
 
 
 def test_mutation_is_invisible_until_refresh():
