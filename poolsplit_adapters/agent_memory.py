@@ -218,6 +218,27 @@ def thread_id(runtime: Any) -> Optional[str]:
     return None if thread is None else str(thread)
 
 
+def thread_source(thread: Optional[str]) -> str:
+    """The ``source`` of what ``thread`` said: ``thread:<id>`` for an id of
+    visible characters, else its JSON string (``thread:""``,
+    ``thread:"a b"``, ``thread:"a\\nb"``); ``thread:none`` for no thread.
+
+    Why: the label must say which thread it was and never name two. An
+    empty id was stamped ``thread:none``, as was a run without a thread and
+    the thread named "none"; a line break or an invisible character in an id
+    made a source that reads as another. A plain id never holds a quote, so
+    a quoted label is never a plain one's, and "none" is quoted.
+
+    Example:
+        >>> thread_source("t1"), thread_source(""), thread_source(None), thread_source("none")
+        ('thread:t1', 'thread:""', 'thread:none', 'thread:"none"')
+    """
+    if thread is None:
+        return "thread:none"
+    plain = thread.isprintable() and thread != "none" and not any(c.isspace() or c == '"' for c in thread)
+    return "thread:%s" % (thread if plain and thread else json.dumps(thread))
+
+
 def from_runtime_context(key: str) -> str:
     """How an argument taken from ``runtime.context`` is named in errors."""
     return "runtime.context[%r]" % key
@@ -479,7 +500,7 @@ class AgentMemory:
         """The provenance of the exchange ``opening`` starts: this thread, the
         own namespace, ``created``, and an exchange id from the message's id."""
         exchange = exchange_id(where.label, where.thread or "", str(opening.view.id or opening.text))
-        return Provenance("thread:%s" % (where.thread or "none"), where.label, created, exchange=exchange)
+        return Provenance(thread_source(where.thread), where.label, created, exchange=exchange)
 
     def _demoted(self, writing: Writing[S], settled: Sequence[Proposal]) -> tuple[list[int], dict[str, Any]]:
         """The positions of the messages a write lets go of (the turns whose
@@ -619,7 +640,7 @@ class AgentMemory:
         return self.write_gate.propose(
             note,
             type=self.note_type,
-            source="agent:thread:%s" % (where.thread or "none"),
+            source="agent:" + thread_source(where.thread),
             namespace=where.label,
             created=utc_stamp(self.now),
             tags=tags,
