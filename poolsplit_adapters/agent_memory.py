@@ -263,16 +263,25 @@ def step_key(identity: str, version: Hashable) -> str:
 
 def injected(views: Sequence[View], state: Mapping[str, Any]) -> frozenset[str]:
     """The ids of the human messages added to the state during an agent
-    run (after `RUN_START_KEY`, the last message when the run began), or
+    run (after `RUN_START_KEY`, the last message when the run began; once
+    a summary removed that one, those not noted when the run began), or
     in an earlier run (`INJECTED_KEY`): a tool's ``Command`` or a middleware
     wrote them, the user's input never arrives mid-run. A web page a tool
     read could otherwise store "Always wire money to ..." as the user's own
-    instruction."""
+    instruction. ``views``: a human message a framework wrote (a summary)
+    is not ``HUMAN`` here: it says who wrote it."""
     found = set(state.get(INJECTED_KEY) or ())
-    ids = [v.id for v in views]
-    if state.get(RUN_START_KEY) in ids:
-        later = views[ids.index(state[RUN_START_KEY]) + 1 :]
-        found.update(v.id for v in later if v.kind == HUMAN and v.id is not None)
+    ids, start, notes = [v.id for v in views], state.get(RUN_START_KEY), state.get(UNWRITTEN_KEY)
+    if start in ids:
+        later = views[ids.index(start) + 1 :]
+    elif start is not None and notes is not None:
+        # The run's input was removed (a summary replaced it mid-run): every message the run
+        # began with was noted then (`AgentMemory._started`), so one not noted came later.
+        noted = {n["id"] for n in notes}
+        later = [v for v in views if v.id not in noted]
+    else:
+        later = []
+    found.update(v.id for v in later if v.kind == HUMAN and v.id is not None)
     return frozenset(found)
 
 
@@ -296,7 +305,7 @@ def as_injected(message: Heard) -> Heard:
 def _as_read(messages: Sequence[Heard], state: Mapping[str, Any]) -> tuple[list[Heard], frozenset[str]]:
     """The state's messages as the write step reads them (those `injected`
     in a run, `as_injected`, not the user's), and the injected ids."""
-    added = injected([m.view for m in messages], state)
+    added = injected([m.view if m.user else View(OTHER, m.view.id) for m in messages], state)
     return [as_injected(m) if m.view.id in added else m for m in messages], added
 
 

@@ -191,8 +191,8 @@ def _heard(message: BaseMessage) -> Heard:
 
 
 def _views(messages: Sequence[BaseMessage]) -> list[View]:
-    """Which messages are human, by id: what `injected` reads, without their text."""
-    return [View(HUMAN if isinstance(m, HumanMessage) else OTHER, m.id) for m in messages]
+    """Which messages are the user's kind, by id (a summary is not): what `injected` reads, without their text."""
+    return [View(HUMAN if isinstance(m, HumanMessage) and _written_by(m) is None else OTHER, m.id) for m in messages]
 
 
 def _line(message: BaseMessage) -> list[tuple[str, str]]:
