@@ -51,7 +51,7 @@ from .memory.turns import (
 )
 from .memory.working_set import HUMAN, OTHER, Demotion, View, plan_demotion, split_turns
 from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
-from .poolsplit import Selection
+from .poolsplit import Selection, visible
 from .render import goal_line, render_context
 from .reports import event_payload
 from .settings import TASK_FIELDS, AgentMemorySettings
@@ -441,8 +441,11 @@ class AgentMemory:
     # -- demote + write -----------------------------------------------------------------
 
     def _goal(self, runtime: Any) -> Optional[str]:
+        """``runtime.context["goal"]`` when it shows a word (else None: the
+        thread's first message is the goal, pinned). An invisible goal
+        ("\\u200b") was shown as an empty goal and let the first message go."""
         goal = context_value(getattr(runtime, "context", None), "goal")
-        return goal if isinstance(goal, str) and goal.strip() else None
+        return goal if isinstance(goal, str) and visible(goal).strip() else None
 
     def _started(self, messages: Sequence[Heard], state: Mapping[str, Any]) -> dict[str, Any]:
         """The state update at the start of a run: the last message of its
