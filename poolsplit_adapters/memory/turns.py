@@ -101,7 +101,8 @@ def block_lines(blocks: Sequence[Any]) -> List[str]:
     message holds, in Anthropic's form: its ``content``, a string or text
     blocks). Without that text a tool's answer pasted into the user's turn
     was stored as ``[tool_result]`` alone. A block whose ``type`` is not a
-    string is named ``[block]``, never dropped. The plain text blocks are the
+    string is named ``[block]``, and a text block whose ``text`` is not a
+    string ``[text]``: never dropped. The plain text blocks are the
     message's own text (`content_text`), not repeated here.
 
     Example:
@@ -115,8 +116,8 @@ def block_lines(blocks: Sequence[Any]) -> List[str]:
         if not isinstance(block, dict):
             continue  # a plain string block is part of the message's text
         kind = block.get("type")
-        if kind == "text":
-            continue
+        if kind == "text" and isinstance(block.get("text"), (str, type(None))):
+            continue  # text (or an empty block): the message's own text
         name = kind if isinstance(kind, str) and kind.strip() else "block"
         url = block.get("url") or block.get("image_url")  # LangChain's v1 blocks, OpenAI's image_url
         line = block_line(name, url.get("url") if isinstance(url, dict) else url)
@@ -144,7 +145,8 @@ def content_text(blocks: Sequence[Any]) -> str:
 
 
 def _is_text(block: Any) -> bool:
-    """Whether a content block is text: a plain string, or a ``text`` dict."""
+    """Whether a content block is text: a plain string, or a ``text`` dict
+    (one whose text is not a string is named by `block_lines`)."""
     return isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
 
 
