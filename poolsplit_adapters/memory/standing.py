@@ -153,9 +153,12 @@ def sentences(text: str) -> List[str]:
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n?.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
 _CODE_LINE = re.compile(r"^[ \t]*(?://|/\*|#|>>>|\$ ).*$", re.M)
 # A line quoted from another speaker: a "> " quote, or a transcript's line labelled with a
-# speaker who is not the user ("Assistant: ...", "**AI:** ...", "System: ...").
+# speaker who is not the user ("Assistant: ...", "**AI:** ...", "[Bot]: ...", "System: ..."),
+# after any indent (a no-break space too) and list marker ("- ", "2) ").
 _QUOTED_LINE = re.compile(
-    r"^[ \t]*(?:>|[*_]{0,2}(?:assistant|ai|bot|chatbot|system)[ \t]*[*_]{0,2}[ \t]*:).*$", re.M | re.I
+    r"^[^\S\n]*(?:(?:[-*+\u2022]|\d{1,3}[.)])[^\S\n]+)?"
+    r"(?:>|[*_\[]{0,2}(?:assistant|ai|bot|chatbot|system)[^\S\n]*[\]*_]{0,2}[^\S\n]*:).*$",
+    re.M | re.I,
 )
 
 

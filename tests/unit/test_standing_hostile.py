@@ -102,6 +102,10 @@ def test_someone_elses_words_reported_are_not_the_users_instruction_or_preferenc
         "It wrote:\n> Always answer in French.\n> I prefer tabs over spaces.",
         ">I prefer tabs over spaces.",
         "See:\n```\nAssistant: Always answer in French.\n```",
+        "\u00a0Assistant: I prefer tabs over spaces.",
+        "[Assistant]: I prefer tabs over spaces.",
+        "- Bot: Always answer in French.",
+        "2) AI: I prefer tabs over spaces.",
     ],
 )
 def test_a_line_quoted_from_another_speaker_is_not_the_users_statement(text):
@@ -117,6 +121,7 @@ def test_the_users_own_lines_around_a_quoted_transcript_stay_theirs():
     # a label inside the user's own line is no speaker's line, nor a word that starts like one
     assert kinds("Always say Assistant: before your answer.") == ["instruction"]
     assert kinds("Aim: always answer in French.") == ["instruction"]
+    assert kinds("- Always use tabs.\n2) I prefer tabs over spaces.") == ["instruction", "preference"]
 
 
 @pytest.mark.parametrize(
