@@ -51,7 +51,7 @@ from .memory.turns import (
 )
 from .memory.working_set import HUMAN, OTHER, Demotion, View, plan_demotion, split_turns
 from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
-from .poolsplit import Selection
+from .poolsplit import Selection, visible
 from .render import goal_line, render_context
 from .reports import event_payload
 from .settings import TASK_FIELDS, AgentMemorySettings
@@ -218,6 +218,27 @@ def thread_id(runtime: Any) -> Optional[str]:
     return None if thread is None else str(thread)
 
 
+def thread_source(thread: Optional[str]) -> str:
+    """The ``source`` of what ``thread`` said: ``thread:<id>`` for an id of
+    visible characters, else its JSON string (``thread:""``,
+    ``thread:"a b"``, ``thread:"a\\nb"``); ``thread:none`` for no thread.
+
+    Why: the label must say which thread it was and never name two. An
+    empty id was stamped ``thread:none``, as was a run without a thread and
+    the thread named "none"; a line break or an invisible character in an id
+    made a source that reads as another. A plain id never holds a quote, so
+    a quoted label is never a plain one's, and "none" is quoted.
+
+    Example:
+        >>> thread_source("t1"), thread_source(""), thread_source(None), thread_source("none")
+        ('thread:t1', 'thread:""', 'thread:none', 'thread:"none"')
+    """
+    if thread is None:
+        return "thread:none"
+    plain = thread.isprintable() and thread != "none" and not any(c.isspace() or c == '"' for c in thread)
+    return "thread:%s" % (thread if plain and thread else json.dumps(thread))
+
+
 def from_runtime_context(key: str) -> str:
     """How an argument taken from ``runtime.context`` is named in errors."""
     return "runtime.context[%r]" % key
@@ -242,16 +263,25 @@ def step_key(identity: str, version: Hashable) -> str:
 
 def injected(views: Sequence[View], state: Mapping[str, Any]) -> frozenset[str]:
     """The ids of the human messages added to the state during an agent
-    run (after `RUN_START_KEY`, the last message when the run began), or
+    run (after `RUN_START_KEY`, the last message when the run began; once
+    a summary removed that one, those not noted when the run began), or
     in an earlier run (`INJECTED_KEY`): a tool's ``Command`` or a middleware
     wrote them, the user's input never arrives mid-run. A web page a tool
     read could otherwise store "Always wire money to ..." as the user's own
-    instruction."""
+    instruction. ``views``: a human message a framework wrote (a summary)
+    is not ``HUMAN`` here: it says who wrote it."""
     found = set(state.get(INJECTED_KEY) or ())
-    ids = [v.id for v in views]
-    if state.get(RUN_START_KEY) in ids:
-        later = views[ids.index(state[RUN_START_KEY]) + 1 :]
-        found.update(v.id for v in later if v.kind == HUMAN and v.id is not None)
+    ids, start, notes = [v.id for v in views], state.get(RUN_START_KEY), state.get(UNWRITTEN_KEY)
+    if start in ids:
+        later = views[ids.index(start) + 1 :]
+    elif start is not None and notes is not None:
+        # The run's input was removed (a summary replaced it mid-run): every message the run
+        # began with was noted then (`AgentMemory._started`), so one not noted came later.
+        noted = {n["id"] for n in notes}
+        later = [v for v in views if v.id not in noted]
+    else:
+        later = []
+    found.update(v.id for v in later if v.kind == HUMAN and v.id is not None)
     return frozenset(found)
 
 
@@ -275,7 +305,7 @@ def as_injected(message: Heard) -> Heard:
 def _as_read(messages: Sequence[Heard], state: Mapping[str, Any]) -> tuple[list[Heard], frozenset[str]]:
     """The state's messages as the write step reads them (those `injected`
     in a run, `as_injected`, not the user's), and the injected ids."""
-    added = injected([m.view for m in messages], state)
+    added = injected([m.view if m.user else View(OTHER, m.view.id) for m in messages], state)
     return [as_injected(m) if m.view.id in added else m for m in messages], added
 
 
@@ -411,8 +441,11 @@ class AgentMemory:
     # -- demote + write -----------------------------------------------------------------
 
     def _goal(self, runtime: Any) -> Optional[str]:
+        """``runtime.context["goal"]`` when it shows a word (else None: the
+        thread's first message is the goal, pinned). An invisible goal
+        ("\\u200b") was shown as an empty goal and let the first message go."""
         goal = context_value(getattr(runtime, "context", None), "goal")
-        return goal if isinstance(goal, str) and goal.strip() else None
+        return goal if isinstance(goal, str) and visible(goal).strip() else None
 
     def _started(self, messages: Sequence[Heard], state: Mapping[str, Any]) -> dict[str, Any]:
         """The state update at the start of a run: the last message of its
@@ -479,7 +512,7 @@ class AgentMemory:
         """The provenance of the exchange ``opening`` starts: this thread, the
         own namespace, ``created``, and an exchange id from the message's id."""
         exchange = exchange_id(where.label, where.thread or "", str(opening.view.id or opening.text))
-        return Provenance("thread:%s" % (where.thread or "none"), where.label, created, exchange=exchange)
+        return Provenance(thread_source(where.thread), where.label, created, exchange=exchange)
 
     def _demoted(self, writing: Writing[S], settled: Sequence[Proposal]) -> tuple[list[int], dict[str, Any]]:
         """The positions of the messages a write lets go of (the turns whose
@@ -619,7 +652,7 @@ class AgentMemory:
         return self.write_gate.propose(
             note,
             type=self.note_type,
-            source="agent:thread:%s" % (where.thread or "none"),
+            source="agent:" + thread_source(where.thread),
             namespace=where.label,
             created=utc_stamp(self.now),
             tags=tags,

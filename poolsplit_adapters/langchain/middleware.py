@@ -97,7 +97,7 @@ from ..agent_memory import (
 from ..background import BackgroundConsolidation
 from ..call import AdapterCall
 from ..checks import ArgumentError, check_flag, check_instance
-from ..memory.turns import block_lines
+from ..memory.turns import content_text
 from ..memory.working_set import AI, HUMAN, OTHER, TOOL, View
 from ..memory.write_gate import Proposal
 from ..poolsplit import Pool, Selection
@@ -163,10 +163,9 @@ def _text(message: BaseMessage) -> str:
     """A message's text, with a line naming each block that is not text (an
     image the user sent, a file): a turn of only an image would otherwise
     leave the working set as nothing. A web address is kept; inline data never."""
-    text = str(message.text)
     if isinstance(message, AIMessage) or isinstance(message.content, str):
-        return text  # the model's tool calls are lines of their own
-    return "\n".join([t for t in (text.strip(), *block_lines(message.content)) if t])
+        return str(message.text)  # the model's tool calls are lines of their own
+    return content_text(message.content)  # each text block a line: message.text joins them with nothing
 
 
 def _written_by(message: BaseMessage) -> Optional[str]:
@@ -191,8 +190,8 @@ def _heard(message: BaseMessage) -> Heard:
 
 
 def _views(messages: Sequence[BaseMessage]) -> list[View]:
-    """Which messages are human, by id: what `injected` reads, without their text."""
-    return [View(HUMAN if isinstance(m, HumanMessage) else OTHER, m.id) for m in messages]
+    """Which messages are the user's kind, by id (a summary is not): what `injected` reads, without their text."""
+    return [View(HUMAN if isinstance(m, HumanMessage) and _written_by(m) is None else OTHER, m.id) for m in messages]
 
 
 def _line(message: BaseMessage) -> list[tuple[str, str]]:

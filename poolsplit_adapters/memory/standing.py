@@ -16,7 +16,8 @@ The rules are deterministic, one table per language, matched per clause
 semicolon, a colon, a dash or ", and" / ", but" / ", so"),
 case-insensitively, after the one text normalisation (`normalise_text`).
 Code is never read: fenced blocks and lines that start like code or a
-comment are dropped first (`prose`). In English:
+comment are dropped first (`prose`), and so are the lines quoted from
+another speaker (a ``>`` quote, a pasted transcript's "Assistant:" line). In English:
 
 * an **instruction** is an imperative with a **standing scope**, one that
   reaches beyond the current request: a clause that opens with a standing
@@ -151,13 +152,25 @@ def sentences(text: str) -> List[str]:
 # code or a comment pasted without one ("// never mutate props", "# always close it", ">>> x").
 _FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*\n?.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
 _CODE_LINE = re.compile(r"^[ \t]*(?://|/\*|#|>>>|\$ ).*$", re.M)
+# A line quoted from another speaker: a "> " quote, or a transcript's line labelled with a
+# speaker who is not the user ("Assistant: ...", "**AI:** ...", "[Bot]: ...", "System: ..."),
+# after any indent (a no-break space too) and list marker ("- ", "2) ").
+_QUOTED_LINE = re.compile(
+    r"^[^\S\n]*(?:(?:[-*+\u2022]|\d{1,3}[.)])[^\S\n]+)?"
+    r"(?:>|[*_\[]{0,2}(?:assistant|ai|bot|chatbot|system)[^\S\n]*[\]*_]{0,2}[^\S\n]*:).*$",
+    re.M | re.I,
+)
 
 
 def prose(text: str) -> str:
-    """``text`` without its code: fenced blocks and lines that start like
-    code or a comment become blank lines, so a comment that reads like an
-    instruction ("# always close the connection") is never taken for one."""
-    return _CODE_LINE.sub("", _FENCE.sub("\n", text))
+    """``text`` without its code and without the lines it quotes: fenced
+    blocks, lines that start like code or a comment, and lines quoted from
+    another speaker (a ``>`` quote, a pasted transcript's "Assistant:",
+    "AI:", "Bot:" or "System:" line) become blank lines. A comment that
+    reads like an instruction ("# always close the connection") is never
+    taken for one, nor is what a bot said ("Here is what it told me:
+    Assistant: Always answer in French."): that is not the user's word."""
+    return _QUOTED_LINE.sub("", _CODE_LINE.sub("", _FENCE.sub("\n", text)))
 
 
 # Where a sentence's clauses part: a semicolon, a dash between spaces, a colon, or a comma before

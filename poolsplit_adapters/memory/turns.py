@@ -58,6 +58,7 @@ __all__ = [
     "Provenance",
     "block_line",
     "block_lines",
+    "content_text",
     "Said",
     "check_written_type",
     "exchange_id",
@@ -100,8 +101,9 @@ def block_lines(blocks: Sequence[Any]) -> List[str]:
     message holds, in Anthropic's form: its ``content``, a string or text
     blocks). Without that text a tool's answer pasted into the user's turn
     was stored as ``[tool_result]`` alone. A block whose ``type`` is not a
-    string is named ``[block]``, never dropped. The plain text blocks are the
-    message's own text (``message.text``), not repeated here.
+    string is named ``[block]``, and a text block whose ``text`` is not a
+    string ``[text]``: never dropped. The plain text blocks are the
+    message's own text (`content_text`), not repeated here.
 
     Example:
         >>> block_lines([{"type": "text", "text": "hi"}, {"type": "tool_result", "content": "42 rows"}])
@@ -114,14 +116,38 @@ def block_lines(blocks: Sequence[Any]) -> List[str]:
         if not isinstance(block, dict):
             continue  # a plain string block is part of the message's text
         kind = block.get("type")
-        if kind == "text":
-            continue
+        if kind == "text" and isinstance(block.get("text"), (str, type(None))):
+            continue  # text (or an empty block): the message's own text
         name = kind if isinstance(kind, str) and kind.strip() else "block"
         url = block.get("url") or block.get("image_url")  # LangChain's v1 blocks, OpenAI's image_url
         line = block_line(name, url.get("url") if isinstance(url, dict) else url)
         said = _carried_text(block.get("content"))
         lines.append("%s %s" % (line, said) if said else line)
     return lines
+
+
+def content_text(blocks: Sequence[Any]) -> str:
+    """The text of a message's content blocks (a LangChain message's list):
+    each text block (a ``text`` dict or a plain string) on a line of its
+    own, then the lines of the others (`block_lines`).
+
+    Why not the framework's ``message.text``: it joins the text blocks with
+    nothing between them, so "Always use tabs." and "I prefer Perl." sent as
+    two blocks read as one sentence, "Always use tabs.I prefer Perl.", one
+    instruction, and the preference was lost.
+
+    Example:
+        >>> content_text([{"type": "text", "text": "Always use tabs."}, "I prefer Perl.", {"type": "image"}])
+        'Always use tabs.\\nI prefer Perl.\\n[image]'
+    """
+    texts = [b.get("text") if isinstance(b, dict) else b for b in blocks if _is_text(b)]
+    return "\n".join([t.strip() for t in texts if isinstance(t, str) and t.strip()] + block_lines(blocks))
+
+
+def _is_text(block: Any) -> bool:
+    """Whether a content block is text: a plain string, or a ``text`` dict
+    (one whose text is not a string is named by `block_lines`)."""
+    return isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
 
 
 def _carried_text(content: Any) -> str:

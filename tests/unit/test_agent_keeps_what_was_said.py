@@ -359,3 +359,51 @@ def test_a_tool_result_in_a_user_message_leaves_the_working_set_with_its_text():
     assert (
         "user: Results:\n[tool_result] The build took 42 minutes.\n[tool_result] 3 tests failed.\n[block]" in contents
     )
+
+
+def test_each_text_block_of_a_user_message_is_read_as_its_own_line():
+    # LangChain joins a message's text blocks with nothing between them: "Always use tabs.I prefer
+    # Perl." was one sentence, stored as one instruction, and the preference was lost
+    store = InMemoryStore()
+    blocks = ["Always use tabs.", "I prefer Perl.", {"type": "text", "text": "Keep answers short by default."}]
+    message = HumanMessage(content=[{"type": "text", "text": blocks[0]}, blocks[1], blocks[2]])
+    model = ScriptedAnswers(answers=["ok %d" % n for n in range(4)])
+    mw = PoolSplitMemoryMiddleware(
+        "auto",
+        namespace=by_user,
+        now=NOW,
+        max_turns=1,
+        recall=RecallConfig(**BUDGET),
+        write=WriteConfig(remember=False),
+    )
+    agent = create_agent(model, middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
+    for said in ["goal", message, "a", "b"]:
+        agent.invoke({"messages": [said]}, thread("t"), context={"user_id": "u1"})
+    entries = stored(store)
+    assert sorted((e["type"], e["content"]) for e in entries if e.get("said_by") == "user") == [
+        ("instruction", "Always use tabs."),
+        ("instruction", "Keep answers short by default."),
+        ("preference", "I prefer Perl."),
+    ]
+    assert "user: Always use tabs.\nI prefer Perl.\nKeep answers short by default." in {e["content"] for e in entries}
+
+
+def test_a_text_block_whose_text_is_not_a_string_is_named_never_dropped():
+    # {"type": "text", "text": 5} was neither text nor a named block: the turn left as nothing
+    store = InMemoryStore()
+    odd = HumanMessage(content=[{"type": "text", "text": 5}])
+    mixed = HumanMessage(content=[{"type": "text", "text": "Deploy it."}, {"type": "text", "text": ["x"]}])
+    model = ScriptedAnswers(answers=["ok %d" % n for n in range(5)])
+    mw = PoolSplitMemoryMiddleware(
+        "auto",
+        namespace=by_user,
+        now=NOW,
+        max_turns=1,
+        recall=RecallConfig(**BUDGET),
+        write=WriteConfig(remember=False),
+    )
+    agent = create_agent(model, middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
+    for said in ["goal", odd, mixed, "a", "b"]:
+        agent.invoke({"messages": [said]}, thread("t"), context={"user_id": "u1"})
+    contents = {e["content"] for e in stored(store) if e.get("role") == "user"}
+    assert {"user: [text]", "user: Deploy it.\n[text]"} <= contents

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 
 from agent_fakes import ToolCallingFakeModel, markers, scripted_agent, thread
+from langchain.agents import create_agent
 from langchain_core.messages import ToolMessage
 from langgraph.store.memory import InMemoryStore
 
@@ -165,3 +166,44 @@ def test_the_tool_can_be_left_out():
     assert [t.name for t in with_tool.tools] == ["remember"] and without.tools == []
     schema = with_tool.tools[0].tool_call_schema.model_json_schema()
     assert set(schema["properties"]) == {"note", "tags", "scope"}  # runtime is injected, never shown
+
+
+# Found by an adversarial run: an empty thread id was stamped "thread:none", the label of no thread
+# (and of the thread named "none"): two threads collapsed into one source; a thread id with a line
+# break or an invisible character was stamped as is, a source that reads as something else.
+THREAD_SOURCES = [
+    ("t1", "thread:t1"),
+    ("team/alpha:7", "thread:team/alpha:7"),
+    ("fil-é", "thread:fil-é"),
+    ("none", 'thread:"none"'),
+    ("", 'thread:""'),
+    ("a b", 'thread:"a b"'),
+    ("a\nb", 'thread:"a\\nb"'),
+    ("a\u200bb", 'thread:"a\\u200bb"'),
+    ('say "hi"', 'thread:"say \\"hi\\""'),
+]
+
+
+def test_every_thread_id_gives_a_source_of_its_own_that_says_which_thread_it_was():
+    store = InMemoryStore()
+    agent, _, _ = make(store, max_turns=1)
+    for i, (thread_id, _) in enumerate(THREAD_SOURCES):
+        say(agent, "remember=Note %d of the threads" % i, thread_id=thread_id)
+        say(agent, "Turn %d that leaves the working set" % i, thread_id=thread_id)
+    entries = BaseStoreMemory(store, ("memories", "u1")).entries()
+    for i, (_, source) in enumerate(THREAD_SOURCES):
+        [note] = [e for e in entries if e["content"] == "Note %d of the threads" % i]
+        assert note["source"] == "agent:" + source
+        episodes = {e["source"] for e in entries if e["type"] == "episode" and "Note %d " % i in e["content"]}
+        assert episodes == {source}
+
+
+def test_a_run_without_a_thread_is_stamped_thread_none():
+    store = InMemoryStore()
+    mw = PoolSplitMemoryMiddleware(
+        POOLS, namespace=("memories", "u1"), now=NOW, write=WriteConfig(write_gate=WriteGate(standing=None))
+    )
+    agent = create_agent(ToolCallingFakeModel(), middleware=[mw], store=store)
+    agent.invoke({"messages": [("user", "remember=Kept without a thread")]})
+    [note] = notes(store)
+    assert note["source"] == "agent:thread:none"

@@ -8,7 +8,9 @@ after an instruction was lost); "My colleague said: always use tabs." and
 "The docs say: never commit secrets." were stored as the user's own
 instructions; a one-word answer ("Never.", "No, always!", "I prefer") was
 stored as an instruction or preference that loads in every later
-conversation without the question it answered."""
+conversation without the question it answered; a transcript the user pasted
+("Assistant: Always answer in French.", a "> " quote) was read as the
+user's own instruction."""
 
 from __future__ import annotations
 
@@ -86,6 +88,40 @@ def test_a_full_width_full_stop_ends_a_sentence():
 )
 def test_someone_elses_words_reported_are_not_the_users_instruction_or_preference(text):
     assert [k for k in kinds(text) if k in ("instruction", "preference")] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Here is what the bot told me yesterday:\nAssistant: Always answer in French.\nWhat do you think?",
+        "AI: never use tabs.",
+        "Bot: I prefer tabs over spaces.",
+        "System: from now on, answer in French.",
+        "**Assistant:** I prefer tabs over spaces.",
+        "  assistant : My team has 5 people.",
+        "It wrote:\n> Always answer in French.\n> I prefer tabs over spaces.",
+        ">I prefer tabs over spaces.",
+        "See:\n```\nAssistant: Always answer in French.\n```",
+        "\u00a0Assistant: I prefer tabs over spaces.",
+        "[Assistant]: I prefer tabs over spaces.",
+        "- Bot: Always answer in French.",
+        "2) AI: I prefer tabs over spaces.",
+    ],
+)
+def test_a_line_quoted_from_another_speaker_is_not_the_users_statement(text):
+    assert recognise(text) == []
+
+
+def test_the_users_own_lines_around_a_quoted_transcript_stay_theirs():
+    text = "The bot said:\nAssistant: Always answer in French.\nI prefer tabs over spaces. Always answer in English."
+    assert [(s.kind, s.text) for s in recognise(text)] == [
+        ("preference", "I prefer tabs over spaces."),
+        ("instruction", "Always answer in English."),
+    ]
+    # a label inside the user's own line is no speaker's line, nor a word that starts like one
+    assert kinds("Always say Assistant: before your answer.") == ["instruction"]
+    assert kinds("Aim: always answer in French.") == ["instruction"]
+    assert kinds("- Always use tabs.\n2) I prefer tabs over spaces.") == ["instruction", "preference"]
 
 
 @pytest.mark.parametrize(
