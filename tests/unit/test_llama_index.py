@@ -34,6 +34,7 @@ from poolsplit_adapters.llama_index import (
     PoolSplitNodePostprocessor,
     PoolSplitRetriever,
     PoolSplitSelectionEvent,
+    UnflushedWarning,
     capture_selections,
     nodes_from,
     poolsplit_memory_blocks,
@@ -610,6 +611,59 @@ def test_a_flush_whose_write_fails_keeps_its_lines_for_the_next_flush(tmp_path):
     assert [e["content"] for e in written] == ["user: line 2 of the ledger"]
     assert sorted(e["content"] for e in durable.entries()) == ["user: line %d of the ledger" % n for n in (0, 1, 2)]
     assert store.gate_report.to_dict()["written"] == 3
+
+
+async def test_a_store_write_that_fails_during_an_agent_turn_is_warned_and_the_turn_answers(tmp_path):
+    # Found by an adversarial run: the block's write raised out of Memory.aput and failed
+    # the FunctionAgent's turn (its answer lost), though the lines were kept for the next flush.
+    import sqlite3
+
+    from poolsplit_adapters.memory import WriteGate
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    class ReadOnly(SQLiteMemoryStore):
+        failing = True
+
+        def commit(self, change: Any) -> Any:
+            if self.failing:
+                raise sqlite3.OperationalError("attempt to write a readonly database")
+            return super().commit(change)
+
+    durable = ReadOnly(tmp_path / "m.db")
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
+    blocks = poolsplit_memory_blocks([], pools, store=durable, write_gate=WriteGate(standing=None))
+    memory = Memory.from_defaults(
+        session_id="s", token_limit=60, chat_history_token_ratio=0.5, token_flush_size=10, memory_blocks=blocks
+    )
+    llm = MockFunctionCallingLLM(
+        response_generator=lambda messages, **kw: ChatMessage(role="assistant", content="noted")
+    )
+    agent = FunctionAgent(tools=[], llm=llm)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnflushedWarning)
+        answers = [
+            str(await agent.run(user_msg="turn %d: the deploy window is friday" % n, memory=memory)) for n in range(3)
+        ]
+    assert answers == ["noted", "noted", "noted"]
+    assert [str(w.message) for w in caught if w.category is UnflushedWarning] == [
+        "PoolSplitMemoryStore: the write of flushed chat to ReadOnly failed (OperationalError: attempt to write "
+        "a readonly database); 2 line(s) kept, written first by the next flush (unflushed)"
+    ]
+    store = blocks[1].store
+    assert store.unflushed == 2 and durable.entries() == []
+    assert store.last_selection is not None and store.last_selection.notes["unflushed"] == {
+        "lines": 2,
+        "store": "ReadOnly",
+        "error": "OperationalError: attempt to write a readonly database",
+    }
+    durable.failing = False
+    assert str(await agent.run(user_msg="turn 3: the deploy window is friday", memory=memory)) == "noted"
+    assert sorted(e["content"] for e in durable.entries()) == [
+        "assistant: noted",  # both answers: the second a repeat of the first, kept once
+        "user: turn 0: the deploy window is friday",
+        "user: turn 1: the deploy window is friday",
+    ]
+    assert store.unflushed == 0 and "unflushed" not in store.last_selection.notes
 
 
 def test_one_line_with_a_session_id_no_store_can_hold_does_not_lose_the_flushs_other_lines(tmp_path):
