@@ -35,6 +35,7 @@ from poolsplit_adapters.llama_index import (
     PoolSplitRetriever,
     PoolSplitSelectionEvent,
     UnflushedWarning,
+    VectorIndexMemory,
     capture_selections,
     nodes_from,
     poolsplit_memory_blocks,
@@ -211,6 +212,36 @@ def test_nodes_without_type_reach_a_note_pool_on_every_path():
     assert len(held) == 32
     post = PoolSplitNodePostprocessor(pools=plan, now=NOW).postprocess_nodes([NodeWithScore(node=untyped[0])])
     assert [n.node.node_id for n in post] == ["untyped-0"]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        ({"type": 3}, "'type' must be a string, got int 3"),
+        ({"type": ["fact"]}, "'type' must be a string, got list ['fact']"),
+        ({"type": "fact", "namespace": 7}, "'namespace' must be a string or None, got int 7"),
+        ({"type": 3.5, "scope": "always"}, "'type' must be a string, got float 3.5"),
+    ],
+)
+async def test_a_stored_node_no_filter_can_match_is_named_as_the_node_paths_name_it(metadata, problem):
+    # Found by an adversarial run: each pool's search filters on the type (and the
+    # namespace), so a node whose type is not a string was never recalled and never reported.
+    good = TextNode(text="the deploy window is friday", id_="good", metadata={"type": "fact", "namespace": "t"})
+    bad = TextNode(text="the deploy window is monday", id_="bad", metadata=metadata)
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("facts", 300, 5, ("fact", "note"))]
+    message = "^node 'bad': metadata field %s$" % re.escape(problem)
+    with pytest.raises(EntryError, match=message):
+        PoolSplitRetriever(pools, [good, bad], now=NOW)  # the node path
+    index = VectorStoreIndex([good, bad], embed_model=MockEmbedding(embed_dim=8))
+    retriever = PoolSplitRetriever.from_vector_store_index(index, pools, now=NOW, visibility=Visibility(namespace="t"))
+    with pytest.raises(EntryError, match=message):
+        retriever.retrieve("deploy window")
+    with pytest.raises(EntryError, match=message):
+        await retriever.aretrieve("deploy window")
+    with pytest.raises(EntryError, match=message):
+        VectorIndexMemory(index).select(pools, {"message": "deploy window"}, visibility=Visibility(namespace="t"))
+    index.delete_nodes(["bad"])
+    assert [n.node.node_id for n in retriever.retrieve("deploy window")] == ["good"]
 
 
 def test_a_custom_type_key_types_the_recalled_nodes_so_corrections_load():
