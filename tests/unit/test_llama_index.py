@@ -40,6 +40,7 @@ from poolsplit_adapters.llama_index import (
     nodes_from,
     poolsplit_memory_blocks,
 )
+from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.render import parse_markers
 from poolsplit_adapters.reports import event_payload
 from poolsplit_adapters.stores import InProcessStore
@@ -649,7 +650,6 @@ async def test_a_store_write_that_fails_during_an_agent_turn_is_warned_and_the_t
     # the FunctionAgent's turn (its answer lost), though the lines were kept for the next flush.
     import sqlite3
 
-    from poolsplit_adapters.memory import WriteGate
     from poolsplit_adapters.stores import SQLiteMemoryStore
 
     class ReadOnly(SQLiteMemoryStore):
@@ -740,6 +740,23 @@ def test_a_flushed_line_with_a_lone_surrogate_is_written_with_the_flushs_other_l
         ("instruction", "Always use \ufffd tabs."),
     ]
     assert store.unflushed == 0
+
+
+def test_a_flushed_line_a_reader_sees_nothing_of_is_refused_as_empty_not_written_as_a_bare_label():
+    # Found by an adversarial run: the gate judged "user: \u200b", role label included,
+    # so a line of only zero-width characters (or of a lone surrogate, stored as U+FFFD)
+    # was written to long-term memory as "user: " and an invisible rest.
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
+    store = poolsplit_memory_blocks([], pools, write_gate=WriteGate(standing=None))[1].store
+    said = [
+        ChatMessage(role="user", content="\u200b\u200c\u2060"),
+        ChatMessage(role="user", content="\ud800"),
+        ChatMessage(role="assistant", content="noted"),
+    ]
+    written = store.flush(said)
+    assert [e["content"] for e in written] == ["assistant: noted"]
+    assert [e["content"] for e in store.entries()] == ["assistant: noted"]
+    assert store.gate_report.to_dict() == {"written": 1, "refused": {"empty": 2}}
 
 
 def test_flushed_chat_carries_the_store_namespace_and_is_recalled():
