@@ -245,6 +245,22 @@ async def test_a_stored_node_no_filter_can_match_is_named_as_the_node_paths_name
     assert [n.node.node_id for n in retriever.retrieve("deploy window")] == ["good"]
 
 
+def test_a_node_with_a_lone_surrogate_is_ranked_by_embeddings_not_a_unicode_error():
+    # Found by an adversarial run: the vector cache hashed the text as strict UTF-8, so one
+    # node whose text held a lone surrogate failed every embedding-ranked retrieval with a
+    # UnicodeEncodeError from deep in the cache.
+    from poolsplit_adapters.llama_index import HashEmbedding
+
+    nodes = [
+        TextNode(text="deploy window \ud800 friday", id_="odd", metadata={"type": "fact"}),
+        TextNode(text="lunch menu", id_="other", metadata={"type": "fact"}),
+    ]
+    pools = [Pool("facts", 300, 1, ("fact",))]
+    retriever = PoolSplitRetriever(pools, nodes, embeddings=HashEmbedding(), now=NOW)
+    assert [n.node.node_id for n in retriever.retrieve("deploy window")] == ["odd"]
+    assert retriever.last_selection is not None and "scorer_fallback" not in retriever.last_selection.notes
+
+
 def test_a_custom_type_key_types_the_recalled_nodes_so_corrections_load():
     """With ``type_key="kind"`` the store's filters find nodes by ``kind``,
     and the entries take their type from it too: before, every recalled
