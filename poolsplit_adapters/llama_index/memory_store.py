@@ -151,7 +151,8 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
         and written first by the next flush (``unflushed`` counts them);
         the error is raised all the same. A line whose session id no store
         can hold is not kept (it would fail again): the batch's other lines
-        are written, then an ``ArgumentError`` names the message refused.
+        are written, then an ``ArgumentError`` names the message refused (so
+        for a message ``flush_filter`` raises on).
         With ``keep_failed`` (the pooled block's, in a ``Memory`` turn) a failed
         write is an `UnflushedWarning` and ``notes["unflushed"]``: the turn answers.
         """
@@ -163,8 +164,7 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
         """The gate's judgement of each line `flush_filter` accepts, stamped now."""
         lines = [
             (n, m.role.value, message_text(m), m.additional_kwargs.get("session_id"))
-            for n, m in enumerate(messages)
-            if self.flush_filter(m)
+            for n, m in self._filtered(messages, refused)
         ]
         return self._line_proposals(lines, refused)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 import threading
 import warnings
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ArgumentError
 from ..memory.consolidate import ConsolidationOp, ConsolidationResult
@@ -52,9 +52,26 @@ class ChatFlush(StoreVerbs):
     episode_type: str
     episode_priority: float
     long_term: Optional[MemoryStore]
+    flush_filter: Callable[[Any], bool]
     _lock: threading.Lock
     _unflushed: List[Proposal]
     _flush_failure: Optional[str]
+
+    def _filtered(self, messages: Sequence[Any], refused: List[str]) -> List[Tuple[int, Any]]:
+        """(position, message) of each flushed message `flush_filter`
+        accepts. A message the filter raises on (a host's filter reading
+        ``m.content``, None on a tool call) is refused, its error appended
+        to ``refused`` (`_write_pending` names it once the others are
+        written): raised from here, it lost the whole batch, which
+        LlamaIndex's ``Memory`` had archived already."""
+        accepted: List[Tuple[int, Any]] = []
+        for n, message in enumerate(messages):
+            try:
+                if self.flush_filter(message):
+                    accepted.append((n, message))
+            except Exception as error:
+                refused.append("message %d: flush_filter raised %s: %s" % (n, type(error).__name__, error))
+        return accepted
 
     def _line_proposals(
         self, lines: Sequence[Tuple[int, str, str, Any]], refused: Optional[List[str]] = None

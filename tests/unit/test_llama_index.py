@@ -736,6 +736,42 @@ def test_one_line_with_a_session_id_no_store_can_hold_does_not_lose_the_flushs_o
     assert {e["session"] for e in durable.entries()} == {"s"} and store.unflushed == 0
 
 
+def test_a_flush_filter_that_raises_on_one_message_does_not_lose_the_flushs_other_lines():
+    # Found by an adversarial run: a host's filter that reads m.content raised on the
+    # model's tool call (content None); the flush raised before writing anything, and
+    # LlamaIndex's Memory had archived every line of the batch: all of them were lost.
+    from llama_index.core.base.llms.types import ToolCallBlock
+
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 5, ("episode",))]
+    blocks = poolsplit_memory_blocks(
+        [], pools, write_gate=WriteGate(standing=None), flush_filter=lambda m: "password" not in m.content
+    )
+    memory = Memory.from_defaults(
+        session_id="s", token_limit=40, chat_history_token_ratio=0.5, token_flush_size=10, memory_blocks=blocks
+    )
+    said = [
+        ChatMessage(role="user", content="when is the deploy window?"),
+        ChatMessage(role="assistant", blocks=[ToolCallBlock(tool_call_id="c1", tool_name="lookup", tool_kwargs={})]),
+        ChatMessage(role="assistant", content="friday at six"),
+        ChatMessage(
+            role="user", content="thanks; the code freeze starts on monday morning for the whole platform team"
+        ),
+    ]
+    message = (
+        r"^flush refused message 1: flush_filter raised TypeError: argument of type 'NoneType' is not "
+        r"iterable; the other lines were written \(2\)$"
+    )
+    with pytest.raises(ArgumentError, match=message):
+        for m in said:
+            memory.put(m)
+    store = blocks[1].store
+    assert sorted(e["content"] for e in store.entries()) == [
+        "assistant: friday at six",
+        "user: when is the deploy window?",
+    ]
+    assert store.unflushed == 0
+
+
 def test_a_flushed_line_with_a_lone_surrogate_is_written_with_the_flushs_other_lines():
     # Found by an adversarial run: the exchange id hashed the raw text, whose lone surrogate
     # UTF-8 cannot encode; the flush raised before writing, and LlamaIndex had archived every line.
