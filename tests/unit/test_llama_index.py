@@ -951,6 +951,23 @@ async def test_function_agent_llm_input_holds_corrections_every_turn():
         assert all(c in text for c in CORRECTIONS)
 
 
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"content": None}, "entry at index 1: field 'content' must be a string, got NoneType None"),
+        ({"type": "fact"}, "entry at index 1: field 'content' is missing (every entry needs its text)"),
+        ({"content": "x", "id": 5}, "entry at index 1: field 'id' must be a string or None, got int 5"),
+        ({"content": "x", "type": 3}, "entry at index 1: field 'type' must be a string, got int 3"),
+        ("x", "entry at index 1: is not a mapping (got str 'x')"),
+    ],
+)
+def test_nodes_from_names_a_malformed_entry_instead_of_making_a_node_no_filter_finds(entry, message):
+    # Found by an adversarial run: a content of None became the text "None", a type of 3 a
+    # node no pool's filter ever recalls, and an int id a pydantic error from inside TextNode.
+    with pytest.raises(EntryError, match="^%s$" % re.escape(message)):
+        nodes_from([{"content": "fine", "type": "fact"}, entry])
+
+
 def test_node_without_type_is_a_note_and_bad_input_names_the_node():
     untyped = TextNode(text="untyped memory", id_="u1")
     got = PoolSplitRetriever([Pool("notes", 100, 5, ("note",))], [untyped], now=NOW).retrieve("memory")

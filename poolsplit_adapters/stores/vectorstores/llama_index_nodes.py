@@ -11,6 +11,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 
 from ...convert import entry_from, stored_parts
 from ...errors import ArgumentError
+from ...poolsplit import check_entry
 
 __all__ = [
     "AnyNode",
@@ -63,9 +64,17 @@ def nodes_from(entries: Iterable[Mapping[str, Any]]) -> list[TextNode]:
     """Entries as ``TextNode``s (metadata = every key but content and id),
     e.g. to build a ``VectorStoreIndex`` from a JSONL store. Only a node's
     text is embedded: every metadata key is in its
-    ``excluded_embed_metadata_keys`` (`stored_parts`)."""
+    ``excluded_embed_metadata_keys`` (`stored_parts`).
+
+    Raises:
+        EntryError: a malformed entry (the core's `check_entry`, naming its
+            position and field): unchecked, a content of None became the
+            text "None", a ``type`` of 3 a node no pool's filter recalls,
+            and an int id a pydantic error from inside ``TextNode``.
+    """
     out = []
-    for entry in entries:
+    for position, entry in enumerate(entries):
+        check_entry(entry, position)
         text, metadata = stored_parts(entry)
         node = TextNode(text=text, metadata=metadata, excluded_embed_metadata_keys=list(metadata))
         if entry.get("id"):
