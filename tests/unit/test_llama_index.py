@@ -968,6 +968,25 @@ def test_nodes_from_names_a_malformed_entry_instead_of_making_a_node_no_filter_f
         nodes_from([{"content": "fine", "type": "fact"}, entry])
 
 
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ("deploy", "context must be a mapping or None, got str 'deploy'"),
+        ({"message": 5}, "context['message'] must be a string, got int 5"),
+    ],
+)
+def test_vector_index_memory_select_checks_its_context_as_every_store_does(context, message):
+    # Found by an adversarial run: a str context failed with "'str' object has no attribute
+    # 'get'" and a message of 5 was searched for as "5", where every other store's select raises.
+    memory = VectorIndexMemory(VectorStoreIndex([], embed_model=MockEmbedding(embed_dim=8)))
+    memory.add([{"content": "deploy friday", "type": "fact"}])
+    pools = [Pool("facts", 300, 5, ("fact",))]
+    with pytest.raises(TypeError, match="^%s$" % re.escape(message)):
+        memory.select(pools, context)
+    with pytest.raises(TypeError, match="^%s$" % re.escape(message)):
+        InProcessStore().select(pools, context)  # the contract's rule, on another store
+
+
 def test_node_without_type_is_a_note_and_bad_input_names_the_node():
     untyped = TextNode(text="untyped memory", id_="u1")
     got = PoolSplitRetriever([Pool("notes", 100, 5, ("note",))], [untyped], now=NOW).retrieve("memory")
