@@ -218,10 +218,10 @@ def test_nodes_without_type_reach_a_note_pool_on_every_path():
 @pytest.mark.parametrize(
     ("metadata", "problem"),
     [
-        ({"type": 3}, "'type' must be a string, got int 3"),
-        ({"type": ["fact"]}, "'type' must be a string, got list ['fact']"),
+        ({"type": 3, "namespace": "t"}, "'type' must be a string, got int 3"),
+        ({"type": ["fact"], "namespace": "t"}, "'type' must be a string, got list ['fact']"),
         ({"type": "fact", "namespace": 7}, "'namespace' must be a string or None, got int 7"),
-        ({"type": 3.5, "scope": "always"}, "'type' must be a string, got float 3.5"),
+        ({"type": 3.5, "scope": "always", "namespace": "t"}, "'type' must be a string, got float 3.5"),
     ],
 )
 async def test_a_stored_node_no_filter_can_match_is_named_as_the_node_paths_name_it(metadata, problem):
@@ -242,6 +242,9 @@ async def test_a_stored_node_no_filter_can_match_is_named_as_the_node_paths_name
     with pytest.raises(EntryError, match=message):
         VectorIndexMemory(index).select(pools, {"message": "deploy window"}, visibility=Visibility(namespace="t"))
     index.delete_nodes(["bad"])
+    assert [n.node.node_id for n in retriever.retrieve("deploy window")] == ["good"]
+    # Another tenant's malformed node is that tenant's to fix: this one's recall goes on.
+    index.insert_nodes([TextNode(text="other tenant", id_="theirs", metadata={**metadata, "namespace": "other"})])
     assert [n.node.node_id for n in retriever.retrieve("deploy window")] == ["good"]
 
 
