@@ -990,6 +990,27 @@ def test_vector_index_memory_select_checks_its_context_as_every_store_does(conte
         InProcessStore().select(pools, context)  # the contract's rule, on another store
 
 
+def test_the_postprocessor_takes_a_node_given_twice_once_and_refuses_two_nodes_with_one_id():
+    # Found by an adversarial run: a node given twice (two retrievers merged by hand) was
+    # selected twice, shown twice and counted twice against its pool's budget; two different
+    # nodes under one id both went through, where the retriever refuses them.
+    fact = TextNode(text="deploys go out on friday", id_="f1", metadata={"type": "fact"})
+    other = TextNode(text="the freeze starts monday", id_="f2", metadata={"type": "fact"})
+    post = PoolSplitNodePostprocessor(pools=[Pool("facts", 300, 5, ("fact",))], now=NOW)
+    given = [
+        NodeWithScore(node=fact, score=0.9),
+        NodeWithScore(node=other, score=0.5),
+        NodeWithScore(node=fact, score=0.4),
+    ]
+    got = post.postprocess_nodes(given, query_str="deploy")
+    assert sorted(n.node.node_id for n in got) == ["f1", "f2"]
+    assert post.last_selection is not None and post.last_selection.stats["facts"].entries_used == 2
+    assert [n.node.metadata[SELECTION_KEY]["upstream_score"] for n in got if n.node.node_id == "f1"] == [0.9]
+    clash = TextNode(text="deploys go out on monday", id_="f1", metadata={"type": "fact"})
+    with pytest.raises(ArgumentError, match=r"^nodes\[0\] and nodes\[2\] share the node id 'f1' with other content"):
+        post.postprocess_nodes([given[0], given[1], NodeWithScore(node=clash, score=0.4)], query_str="deploy")
+
+
 def test_node_without_type_is_a_note_and_bad_input_names_the_node():
     untyped = TextNode(text="untyped memory", id_="u1")
     got = PoolSplitRetriever([Pool("notes", 100, 5, ("note",))], [untyped], now=NOW).retrieve("memory")
