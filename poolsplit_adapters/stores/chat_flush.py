@@ -135,7 +135,7 @@ class ChatFlush(StoreVerbs):
         archived the lines before this runs, so raising saved nothing and
         failed the turn, its answer with it. A refused line
         (`ArgumentError`) still raises: it is not kept, and only the error
-        says so."""
+        says so (the warning names it when the write failed too)."""
         try:
             return self._write_pending(candidates, refused)
         except ArgumentError:
@@ -145,7 +145,13 @@ class ChatFlush(StoreVerbs):
             assert note is not None
             warnings.warn(
                 "PoolSplitMemoryStore: the write of flushed chat to %s failed (%s); %d line(s) kept, "
-                "written first by the next flush (unflushed)" % (note["store"], note["error"], note["lines"]),
+                "written first by the next flush (unflushed)%s"
+                % (
+                    note["store"],
+                    note["error"],
+                    note["lines"],
+                    "; refused, not kept: %s" % "; ".join(refused) if refused else "",
+                ),
                 UnflushedWarning,
                 stacklevel=3,
             )

@@ -775,6 +775,36 @@ def test_a_flush_filter_that_raises_on_one_message_does_not_lose_the_flushs_othe
     assert store.unflushed == 0
 
 
+def test_a_failed_write_inside_a_turn_still_names_the_lines_the_flush_refused(tmp_path):
+    # Found by an adversarial run: with the store down, the warning named the failed write
+    # only; a message the flush refused (not kept, it would fail again) vanished unreported.
+    import sqlite3
+
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    class Down(SQLiteMemoryStore):
+        def commit(self, change: Any) -> Any:
+            raise sqlite3.OperationalError("disk I/O error")
+
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 5, ("episode",))]
+    store = poolsplit_memory_blocks(
+        [],
+        pools,
+        store=Down(tmp_path / "m.db"),
+        write_gate=WriteGate(standing=None),
+        flush_filter=lambda m: "x" in m.content,
+    )[1].store
+    said = [ChatMessage(role="user", content="x marks the spot"), ChatMessage(role="assistant", content=None)]
+    with pytest.warns(UnflushedWarning) as caught:
+        assert store.flush(said, keep_failed=True) == []
+    assert [str(w.message) for w in caught] == [
+        "PoolSplitMemoryStore: the write of flushed chat to Down failed (OperationalError: disk I/O error); "
+        "1 line(s) kept, written first by the next flush (unflushed); refused, not kept: message 1: "
+        "flush_filter raised TypeError: argument of type 'NoneType' is not iterable"
+    ]
+    assert store.unflushed == 1
+
+
 def test_a_flushed_line_with_a_lone_surrogate_is_written_with_the_flushs_other_lines():
     # Found by an adversarial run: the exchange id hashed the raw text, whose lone surrogate
     # UTF-8 cannot encode; the flush raised before writing, and LlamaIndex had archived every line.
