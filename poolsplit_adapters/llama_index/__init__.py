@@ -39,7 +39,7 @@ from ..reports import capture_selections
 from ..stores.vectorstores.llama_index_search import IndexRecall, metadata_filters
 from .events import PoolSplitSelectionEvent
 from .memory import CorrectionsMemoryBlock, PooledMemoryBlock, StoreMemoryBlock, poolsplit_memory_blocks
-from .memory_store import SESSION_KEY, PooledRender, PoolSplitMemoryStore, message_text
+from .memory_store import SESSION_KEY, PooledRender, PoolSplitMemoryStore, UnflushedWarning, message_text
 from .nodes import node_to_entry, nodes_from
 from .postprocessor import PoolSplitNodePostprocessor
 from .retriever import PoolSplitRetriever
@@ -68,6 +68,7 @@ __all__ = [
     "SELECTION_KEY",
     "SESSION_KEY",
     "StoreMemoryBlock",
+    "UnflushedWarning",
     "VectorIndexMemory",
     "capture_selections",
     "create_search_memory_tool",

@@ -115,7 +115,7 @@ class PooledMemoryBlock(StoreMemoryBlock):
         return self.store.render_pooled(self.selection(messages, block_kwargs)).text
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        self.store.flush(messages)
+        self.store.flush(messages, keep_failed=True)  # a failed write warns; the turn answers
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> Optional[str]:
         if not content:

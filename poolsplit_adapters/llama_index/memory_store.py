@@ -20,6 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
 from ..memory.turns import block_line
 from ..memory.write_gate import Proposal
 from ..poolsplit import Selection
+from ..stores.chat_flush import UnflushedWarning as UnflushedWarning
 from ..stores.chat_memory import SESSION_KEY as SESSION_KEY
 from ..stores.chat_memory import ChatMemoryEntries
 from ..stores.chat_memory import PooledRender as PooledRender
@@ -123,7 +124,7 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
 
     # -- write-back -----------------------------------------------------------------
 
-    def flush(self, messages: Sequence[ChatMessage]) -> List[Dict[str, Any]]:
+    def flush(self, messages: Sequence[ChatMessage], *, keep_failed: bool = False) -> List[Dict[str, Any]]:
         """Write flushed chat messages to long-term memory through the write
         gate; return the entries written.
 
@@ -150,17 +151,20 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
         and written first by the next flush (``unflushed`` counts them);
         the error is raised all the same. A line whose session id no store
         can hold is not kept (it would fail again): the batch's other lines
-        are written, then an ``ArgumentError`` names the message refused.
+        are written, then an ``ArgumentError`` names the message refused (so
+        for a message ``flush_filter`` raises on).
+        With ``keep_failed`` (the pooled block's, in a ``Memory`` turn) a failed
+        write is an `UnflushedWarning` and ``notes["unflushed"]``: the turn answers.
         """
         refused: List[str] = []
-        return self._write_pending(self._flush_candidates(messages, refused), refused)
+        write = self._write_or_keep if keep_failed else self._write_pending
+        return write(self._flush_candidates(messages, refused), refused)
 
     def _flush_candidates(self, messages: Sequence[ChatMessage], refused: List[str]) -> List[Proposal]:
         """The gate's judgement of each line `flush_filter` accepts, stamped now."""
         lines = [
             (n, m.role.value, message_text(m), m.additional_kwargs.get("session_id"))
-            for n, m in enumerate(messages)
-            if self.flush_filter(m)
+            for n, m in self._filtered(messages, refused)
         ]
         return self._line_proposals(lines, refused)
 

@@ -60,7 +60,8 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: Optional[QueryBundle] = None
     ) -> list[NodeWithScore]:
-        present = {n.node.node_id for n in scored_nodes(nodes)}
+        nodes = list(scored_nodes(nodes))  # checked, each node id once
+        present = {n.node.node_id for n in nodes}
         restored = [NodeWithScore(node=n) for n in self.always_nodes if n.node_id not in present]
         given = [*restored, *nodes]
         entries, source = NodeConverter.entries(given)

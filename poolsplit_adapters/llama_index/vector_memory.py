@@ -16,7 +16,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 from llama_index.core import VectorStoreIndex
 
-from ..poolsplit import Pool, Selection
+from ..poolsplit import Pool, ScoringContext, Selection
 from ..stores.vectorstores.llama_index_memory import VectorIndexEntries
 from .retriever import PoolSplitRetriever
 
@@ -65,6 +65,7 @@ class VectorIndexMemory(VectorIndexEntries):
         selection). ``options``: the retriever's settings (``now``,
         ``scorer``, ``visibility``, ...); ``layering`` turns on progressive
         loading."""
+        ScoringContext(context, None)  # the core's check of a context, as every store's select
         context = context or {}
         if options.pop("layering", None) is not None:
             options["progressive"] = True

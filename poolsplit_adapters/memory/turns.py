@@ -47,9 +47,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..errors import argument_error
 from ..relevance.words import fold
+from ..storable import storable_form
 from .parts import split_text
 from .standing import FACT, INSTRUCTION, PREFERENCE, recognise
-from .write_gate import Proposal, WriteGate, hashed_id
+from .write_gate import Proposal, WriteGate, blank, hashed_id
 
 __all__ = [
     "ASSISTANT",
@@ -262,7 +263,11 @@ def standing_proposals(gate: WriteGate, text: str, where: Provenance) -> List[Pr
 def side_proposals(gate: WriteGate, said: Said, type: str, where: Provenance) -> List[Proposal]:
     """One side of an exchange as proposals: one entry, or its parts when it
     is longer than the gate's ``part_chars`` (each labelled with its role; a
-    blank side is one proposal, which the gate refuses as empty)."""
+    side a reader sees nothing of, `blank` once stored, is one proposal of
+    its bare text, which the gate refuses as empty: with its label it was
+    written as "user: " and the invisible rest)."""
+    if blank(storable_form(said.text)):  # judged without its label: "user: " alone is not a line
+        return [where.propose(gate, said.text, type, {"role": said.role}, where.owner)]
     label = "%s: " % said.role
     lines = said.lines or (("", said.text),)
     # where each line starts in the text, and what a part cut inside it is labelled with

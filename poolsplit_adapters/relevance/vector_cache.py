@@ -29,11 +29,14 @@ __all__ = ["VectorCache", "InMemoryVectorCache", "content_key", "encode_vector",
 
 def content_key(text: str, model_id: str) -> str:
     """Cache key of ``text`` embedded by the model named ``model_id``
-    (SHA-256, hex): the same text under another model is another key."""
+    (SHA-256, hex): the same text under another model is another key. A
+    lone surrogate is hashed as it is (``surrogatepass``; every other text
+    keeps its key): strict UTF-8 failed every ranking of a store that held
+    one such text with a ``UnicodeEncodeError`` from here."""
     digest = hashlib.sha256()
-    digest.update(model_id.encode("utf-8"))
+    digest.update(model_id.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
-    digest.update(text.encode("utf-8"))
+    digest.update(text.encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
 
 

@@ -1,29 +1,43 @@
 """The write-back of LlamaIndex's memory blocks: flushed chat lines judged
 by the write gate (a user's line opens an exchange, the answers join it),
 written in one write through the store's duplicate check, or through the
-host's consolidator, a failed write kept, in order, for the next flush.
+host's consolidator, a failed write kept, in order, for the next flush
+(during a ``Memory`` turn: warned and noted, never the turn's failure).
 """
 
 from __future__ import annotations
 
 import datetime
 import threading
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+import warnings
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ..errors import ArgumentError
 from ..memory.consolidate import ConsolidationOp, ConsolidationResult
 from ..memory.turns import USER, Provenance, Said, exchange_id, exchange_proposals
 from ..memory.write_gate import GateReport, Proposal, WriteGate, utc_stamp
 from ..settings import AdapterSettings
-from .base import StoreVerbs, WriteReport
+from .base import MemoryStore, StoreVerbs, WriteReport
 from .checks import storable_text
 
-__all__ = ["ChatFlush", "SESSION_KEY", "session_text"]
+__all__ = ["ChatFlush", "SESSION_KEY", "UNFLUSHED_NOTE", "UnflushedWarning", "session_text"]
 
 #: Entry key naming the chat session a flushed message came from. An entry
 #: with it belongs to that session: other sessions do not recall it unless
 #: the store shares chat (``share_chat=True``).
 SESSION_KEY = "session"
+
+#: The selection note (``selection.notes``) of flushed lines a failed write
+#: kept: ``{"lines": n, "store": <class name>, "error": "<Type>: <reason>"}``.
+UNFLUSHED_NOTE = "unflushed"
+
+
+class UnflushedWarning(UserWarning):
+    """A flush's write failed during a ``Memory`` turn (the store is down,
+    the file read-only, the disk full): its lines are kept, in order, and
+    written first by the next flush; the turn goes on. The message names
+    the store and the reason; the selection notes them too
+    (`UNFLUSHED_NOTE`) until a flush writes them."""
 
 
 class ChatFlush(StoreVerbs):
@@ -37,8 +51,27 @@ class ChatFlush(StoreVerbs):
     last_consolidation: Optional[ConsolidationResult]
     episode_type: str
     episode_priority: float
+    long_term: Optional[MemoryStore]
+    flush_filter: Callable[[Any], bool]
     _lock: threading.Lock
     _unflushed: List[Proposal]
+    _flush_failure: Optional[str]
+
+    def _filtered(self, messages: Sequence[Any], refused: List[str]) -> List[Tuple[int, Any]]:
+        """(position, message) of each flushed message `flush_filter`
+        accepts. A message the filter raises on (a host's filter reading
+        ``m.content``, None on a tool call) is refused, its error appended
+        to ``refused`` (`_write_pending` names it once the others are
+        written): raised from here, it lost the whole batch, which
+        LlamaIndex's ``Memory`` had archived already."""
+        accepted: List[Tuple[int, Any]] = []
+        for n, message in enumerate(messages):
+            try:
+                if self.flush_filter(message):
+                    accepted.append((n, message))
+            except Exception as error:
+                refused.append("message %d: flush_filter raised %s: %s" % (n, type(error).__name__, error))
+        return accepted
 
     def _line_proposals(
         self, lines: Sequence[Tuple[int, str, str, Any]], refused: Optional[List[str]] = None
@@ -80,20 +113,65 @@ class ChatFlush(StoreVerbs):
         batch = pending + candidates
         try:
             written = self._write_flushed(batch)
-        except Exception:
+        except Exception as err:
             with self._lock:
                 self._unflushed = batch + self._unflushed
+                self._flush_failure = "%s: %s" % (type(err).__name__, err)
             raise
+        with self._lock:
+            if not self._unflushed:
+                self._flush_failure = None
         if refused:
             raise ArgumentError(
                 "flush refused %s; the other lines were written (%d)" % ("; ".join(refused), len(written))
             )
         return written
 
+    def _write_or_keep(self, candidates: List[Proposal], refused: Sequence[str] = ()) -> List[Dict[str, Any]]:
+        """`_write_pending` for a flush inside a ``Memory`` turn: a write
+        that raises leaves its lines kept (as ever) and an
+        `UnflushedWarning` naming the store and the reason, and returns
+        nothing written; the turn answers. LlamaIndex's ``Memory`` has
+        archived the lines before this runs, so raising saved nothing and
+        failed the turn, its answer with it. A refused line
+        (`ArgumentError`) still raises: it is not kept, and only the error
+        says so (the warning names it when the write failed too)."""
+        try:
+            return self._write_pending(candidates, refused)
+        except ArgumentError:
+            raise
+        except Exception:
+            note = self.unflushed_note()
+            assert note is not None
+            warnings.warn(
+                "PoolSplitMemoryStore: the write of flushed chat to %s failed (%s); %d line(s) kept, "
+                "written first by the next flush (unflushed)%s"
+                % (
+                    note["store"],
+                    note["error"],
+                    note["lines"],
+                    "; refused, not kept: %s" % "; ".join(refused) if refused else "",
+                ),
+                UnflushedWarning,
+                stacklevel=3,
+            )
+            return []
+
     @property
     def unflushed(self) -> int:
         """Flushed lines whose write failed, kept for the next flush (see ``flush``)."""
         return len(self._unflushed)
+
+    def unflushed_note(self) -> Optional[Dict[str, Any]]:
+        """What the selection notes (`UNFLUSHED_NOTE`) while lines are kept:
+        how many, the store that refused them, the last failure; None when
+        none are."""
+        with self._lock:
+            lines, failure = len(self._unflushed), self._flush_failure
+        if not lines:
+            return None
+        store = self.long_term if self.long_term is not None else self
+        return {"lines": lines, "store": type(store).__name__, "error": failure}
 
     def _write_flushed(self, proposals: List[Proposal]) -> List[Dict[str, Any]]:
         """Write the proposals the gate accepts (one write); count every refusal."""

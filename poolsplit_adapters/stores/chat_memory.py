@@ -31,7 +31,7 @@ from ..poolsplit import EntryError, Pool, Selection, check_entry
 from ..recall import VisibleEntries, present_types
 from ..settings import AdapterSettings, Framework
 from .base import Change, MemoryStore, StoreVerbs, WriteReport
-from .chat_flush import SESSION_KEY, ChatFlush, session_text
+from .chat_flush import SESSION_KEY, UNFLUSHED_NOTE, ChatFlush, session_text
 from .chat_render import PooledRender, PooledRenders
 from .checks import fresh_copy, storable_text
 from .memory import IdLookup, commit_to_index
@@ -106,6 +106,7 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
         self._recallable: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
         self._lock = threading.Lock()
         self._unflushed: List[Proposal] = []  # lines whose write failed, in order (see flush)
+        self._flush_failure: Optional[str] = None  # why the last write of them failed
         self._contents: Optional[Tuple[Tuple[Any, ...], MemoryIndex]] = None
 
     @property
@@ -125,10 +126,13 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
         """The selection for ``message`` in ``session_id`` and the call that
         made it (to announce and record), or the kept one, recorded, and
         None (the adapter's ``select_for``: kept until the message, the
-        session or either version changes)."""
+        session, either version or the lines a failed flush kept change;
+        those are noted, `UNFLUSHED_NOTE`)."""
         if session_id:
             session_text(session_id)
-        key = (message, session_id, self.index.version, self._long_term_version())
+        unflushed = self.unflushed_note()
+        kept_lines = None if unflushed is None else (unflushed["lines"], unflushed["error"])
+        key = (message, session_id, self.index.version, self._long_term_version(), kept_lines)
         memo = self._memo
         if memo is not None and memo[0] == key:
             return record_selection(self.settings, memo[1]), None
@@ -137,6 +141,8 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
             selection = call.select_in(self.index)  # nothing to hide: the prepared index
         else:
             selection = call.select_in(self._candidate_index(session_id))
+        if unflushed is not None:
+            selection.notes[UNFLUSHED_NOTE] = unflushed
         self._memo = (key, selection)
         return selection, call
 

@@ -34,10 +34,13 @@ from poolsplit_adapters.llama_index import (
     PoolSplitNodePostprocessor,
     PoolSplitRetriever,
     PoolSplitSelectionEvent,
+    UnflushedWarning,
+    VectorIndexMemory,
     capture_selections,
     nodes_from,
     poolsplit_memory_blocks,
 )
+from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.render import parse_markers
 from poolsplit_adapters.reports import event_payload
 from poolsplit_adapters.stores import InProcessStore
@@ -210,6 +213,55 @@ def test_nodes_without_type_reach_a_note_pool_on_every_path():
     assert len(held) == 32
     post = PoolSplitNodePostprocessor(pools=plan, now=NOW).postprocess_nodes([NodeWithScore(node=untyped[0])])
     assert [n.node.node_id for n in post] == ["untyped-0"]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "problem"),
+    [
+        ({"type": 3, "namespace": "t"}, "'type' must be a string, got int 3"),
+        ({"type": ["fact"], "namespace": "t"}, "'type' must be a string, got list ['fact']"),
+        ({"type": "fact", "namespace": 7}, "'namespace' must be a string or None, got int 7"),
+        ({"type": 3.5, "scope": "always", "namespace": "t"}, "'type' must be a string, got float 3.5"),
+    ],
+)
+async def test_a_stored_node_no_filter_can_match_is_named_as_the_node_paths_name_it(metadata, problem):
+    # Found by an adversarial run: each pool's search filters on the type (and the
+    # namespace), so a node whose type is not a string was never recalled and never reported.
+    good = TextNode(text="the deploy window is friday", id_="good", metadata={"type": "fact", "namespace": "t"})
+    bad = TextNode(text="the deploy window is monday", id_="bad", metadata=metadata)
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("facts", 300, 5, ("fact", "note"))]
+    message = "^node 'bad': metadata field %s$" % re.escape(problem)
+    with pytest.raises(EntryError, match=message):
+        PoolSplitRetriever(pools, [good, bad], now=NOW)  # the node path
+    index = VectorStoreIndex([good, bad], embed_model=MockEmbedding(embed_dim=8))
+    retriever = PoolSplitRetriever.from_vector_store_index(index, pools, now=NOW, visibility=Visibility(namespace="t"))
+    with pytest.raises(EntryError, match=message):
+        retriever.retrieve("deploy window")
+    with pytest.raises(EntryError, match=message):
+        await retriever.aretrieve("deploy window")
+    with pytest.raises(EntryError, match=message):
+        VectorIndexMemory(index).select(pools, {"message": "deploy window"}, visibility=Visibility(namespace="t"))
+    index.delete_nodes(["bad"])
+    assert [n.node.node_id for n in retriever.retrieve("deploy window")] == ["good"]
+    # Another tenant's malformed node is that tenant's to fix: this one's recall goes on.
+    index.insert_nodes([TextNode(text="other tenant", id_="theirs", metadata={**metadata, "namespace": "other"})])
+    assert [n.node.node_id for n in retriever.retrieve("deploy window")] == ["good"]
+
+
+def test_a_node_with_a_lone_surrogate_is_ranked_by_embeddings_not_a_unicode_error():
+    # Found by an adversarial run: the vector cache hashed the text as strict UTF-8, so one
+    # node whose text held a lone surrogate failed every embedding-ranked retrieval with a
+    # UnicodeEncodeError from deep in the cache.
+    from poolsplit_adapters.llama_index import HashEmbedding
+
+    nodes = [
+        TextNode(text="deploy window \ud800 friday", id_="odd", metadata={"type": "fact"}),
+        TextNode(text="lunch menu", id_="other", metadata={"type": "fact"}),
+    ]
+    pools = [Pool("facts", 300, 1, ("fact",))]
+    retriever = PoolSplitRetriever(pools, nodes, embeddings=HashEmbedding(), now=NOW)
+    assert [n.node.node_id for n in retriever.retrieve("deploy window")] == ["odd"]
+    assert retriever.last_selection is not None and "scorer_fallback" not in retriever.last_selection.notes
 
 
 def test_a_custom_type_key_types_the_recalled_nodes_so_corrections_load():
@@ -612,6 +664,58 @@ def test_a_flush_whose_write_fails_keeps_its_lines_for_the_next_flush(tmp_path):
     assert store.gate_report.to_dict()["written"] == 3
 
 
+async def test_a_store_write_that_fails_during_an_agent_turn_is_warned_and_the_turn_answers(tmp_path):
+    # Found by an adversarial run: the block's write raised out of Memory.aput and failed
+    # the FunctionAgent's turn (its answer lost), though the lines were kept for the next flush.
+    import sqlite3
+
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    class ReadOnly(SQLiteMemoryStore):
+        failing = True
+
+        def commit(self, change: Any) -> Any:
+            if self.failing:
+                raise sqlite3.OperationalError("attempt to write a readonly database")
+            return super().commit(change)
+
+    durable = ReadOnly(tmp_path / "m.db")
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
+    blocks = poolsplit_memory_blocks([], pools, store=durable, write_gate=WriteGate(standing=None))
+    memory = Memory.from_defaults(
+        session_id="s", token_limit=60, chat_history_token_ratio=0.5, token_flush_size=10, memory_blocks=blocks
+    )
+    llm = MockFunctionCallingLLM(
+        response_generator=lambda messages, **kw: ChatMessage(role="assistant", content="noted")
+    )
+    agent = FunctionAgent(tools=[], llm=llm)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnflushedWarning)
+        answers = [
+            str(await agent.run(user_msg="turn %d: the deploy window is friday" % n, memory=memory)) for n in range(3)
+        ]
+    assert answers == ["noted", "noted", "noted"]
+    assert [str(w.message) for w in caught if w.category is UnflushedWarning] == [
+        "PoolSplitMemoryStore: the write of flushed chat to ReadOnly failed (OperationalError: attempt to write "
+        "a readonly database); 2 line(s) kept, written first by the next flush (unflushed)"
+    ]
+    store = blocks[1].store
+    assert store.unflushed == 2 and durable.entries() == []
+    assert store.last_selection is not None and store.last_selection.notes["unflushed"] == {
+        "lines": 2,
+        "store": "ReadOnly",
+        "error": "OperationalError: attempt to write a readonly database",
+    }
+    durable.failing = False
+    assert str(await agent.run(user_msg="turn 3: the deploy window is friday", memory=memory)) == "noted"
+    assert sorted(e["content"] for e in durable.entries()) == [
+        "assistant: noted",  # both answers: the second a repeat of the first, kept once
+        "user: turn 0: the deploy window is friday",
+        "user: turn 1: the deploy window is friday",
+    ]
+    assert store.unflushed == 0 and "unflushed" not in store.last_selection.notes
+
+
 def test_one_line_with_a_session_id_no_store_can_hold_does_not_lose_the_flushs_other_lines(tmp_path):
     # LlamaIndex has archived every line of the flush: refusing the whole
     # batch for one bad session id lost the others.
@@ -635,6 +739,72 @@ def test_one_line_with_a_session_id_no_store_can_hold_does_not_lose_the_flushs_o
     assert {e["session"] for e in durable.entries()} == {"s"} and store.unflushed == 0
 
 
+def test_a_flush_filter_that_raises_on_one_message_does_not_lose_the_flushs_other_lines():
+    # Found by an adversarial run: a host's filter that reads m.content raised on the
+    # model's tool call (content None); the flush raised before writing anything, and
+    # LlamaIndex's Memory had archived every line of the batch: all of them were lost.
+    from llama_index.core.base.llms.types import ToolCallBlock
+
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 5, ("episode",))]
+    blocks = poolsplit_memory_blocks(
+        [], pools, write_gate=WriteGate(standing=None), flush_filter=lambda m: "password" not in m.content
+    )
+    memory = Memory.from_defaults(
+        session_id="s", token_limit=40, chat_history_token_ratio=0.5, token_flush_size=10, memory_blocks=blocks
+    )
+    said = [
+        ChatMessage(role="user", content="when is the deploy window?"),
+        ChatMessage(role="assistant", blocks=[ToolCallBlock(tool_call_id="c1", tool_name="lookup", tool_kwargs={})]),
+        ChatMessage(role="assistant", content="friday at six"),
+        ChatMessage(
+            role="user", content="thanks; the code freeze starts on monday morning for the whole platform team"
+        ),
+    ]
+    message = (
+        r"^flush refused message 1: flush_filter raised TypeError: argument of type 'NoneType' is not "
+        r"iterable; the other lines were written \(2\)$"
+    )
+    with pytest.raises(ArgumentError, match=message):
+        for m in said:
+            memory.put(m)
+    store = blocks[1].store
+    assert sorted(e["content"] for e in store.entries()) == [
+        "assistant: friday at six",
+        "user: when is the deploy window?",
+    ]
+    assert store.unflushed == 0
+
+
+def test_a_failed_write_inside_a_turn_still_names_the_lines_the_flush_refused(tmp_path):
+    # Found by an adversarial run: with the store down, the warning named the failed write
+    # only; a message the flush refused (not kept, it would fail again) vanished unreported.
+    import sqlite3
+
+    from poolsplit_adapters.stores import SQLiteMemoryStore
+
+    class Down(SQLiteMemoryStore):
+        def commit(self, change: Any) -> Any:
+            raise sqlite3.OperationalError("disk I/O error")
+
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 5, ("episode",))]
+    store = poolsplit_memory_blocks(
+        [],
+        pools,
+        store=Down(tmp_path / "m.db"),
+        write_gate=WriteGate(standing=None),
+        flush_filter=lambda m: "x" in m.content,
+    )[1].store
+    said = [ChatMessage(role="user", content="x marks the spot"), ChatMessage(role="assistant", content=None)]
+    with pytest.warns(UnflushedWarning) as caught:
+        assert store.flush(said, keep_failed=True) == []
+    assert [str(w.message) for w in caught] == [
+        "PoolSplitMemoryStore: the write of flushed chat to Down failed (OperationalError: disk I/O error); "
+        "1 line(s) kept, written first by the next flush (unflushed); refused, not kept: message 1: "
+        "flush_filter raised TypeError: argument of type 'NoneType' is not iterable"
+    ]
+    assert store.unflushed == 1
+
+
 def test_a_flushed_line_with_a_lone_surrogate_is_written_with_the_flushs_other_lines():
     # Found by an adversarial run: the exchange id hashed the raw text, whose lone surrogate
     # UTF-8 cannot encode; the flush raised before writing, and LlamaIndex had archived every line.
@@ -655,6 +825,23 @@ def test_a_flushed_line_with_a_lone_surrogate_is_written_with_the_flushs_other_l
         ("instruction", "Always use \ufffd tabs."),
     ]
     assert store.unflushed == 0
+
+
+def test_a_flushed_line_a_reader_sees_nothing_of_is_refused_as_empty_not_written_as_a_bare_label():
+    # Found by an adversarial run: the gate judged "user: \u200b", role label included,
+    # so a line of only zero-width characters (or of a lone surrogate, stored as U+FFFD)
+    # was written to long-term memory as "user: " and an invisible rest.
+    pools = [Pool("corrections", 0, 0, ("correction",)), Pool("episodes", 300, 3, ("episode",))]
+    store = poolsplit_memory_blocks([], pools, write_gate=WriteGate(standing=None))[1].store
+    said = [
+        ChatMessage(role="user", content="\u200b\u200c\u2060"),
+        ChatMessage(role="user", content="\ud800"),
+        ChatMessage(role="assistant", content="noted"),
+    ]
+    written = store.flush(said)
+    assert [e["content"] for e in written] == ["assistant: noted"]
+    assert [e["content"] for e in store.entries()] == ["assistant: noted"]
+    assert store.gate_report.to_dict() == {"written": 1, "refused": {"empty": 2}}
 
 
 def test_flushed_chat_carries_the_store_namespace_and_is_recalled():
@@ -795,6 +982,63 @@ async def test_function_agent_llm_input_holds_corrections_every_turn():
     for messages in seen:
         text = "\n".join(m.content or "" for m in messages)
         assert all(c in text for c in CORRECTIONS)
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"content": None}, "entry at index 1: field 'content' must be a string, got NoneType None"),
+        ({"type": "fact"}, "entry at index 1: field 'content' is missing (every entry needs its text)"),
+        ({"content": "x", "id": 5}, "entry at index 1: field 'id' must be a string or None, got int 5"),
+        ({"content": "x", "type": 3}, "entry at index 1: field 'type' must be a string, got int 3"),
+        ("x", "entry at index 1: is not a mapping (got str 'x')"),
+    ],
+)
+def test_nodes_from_names_a_malformed_entry_instead_of_making_a_node_no_filter_finds(entry, message):
+    # Found by an adversarial run: a content of None became the text "None", a type of 3 a
+    # node no pool's filter ever recalls, and an int id a pydantic error from inside TextNode.
+    with pytest.raises(EntryError, match="^%s$" % re.escape(message)):
+        nodes_from([{"content": "fine", "type": "fact"}, entry])
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ("deploy", "context must be a mapping or None, got str 'deploy'"),
+        ({"message": 5}, "context['message'] must be a string, got int 5"),
+    ],
+)
+def test_vector_index_memory_select_checks_its_context_as_every_store_does(context, message):
+    # Found by an adversarial run: a str context failed with "'str' object has no attribute
+    # 'get'" and a message of 5 was searched for as "5", where every other store's select raises.
+    memory = VectorIndexMemory(VectorStoreIndex([], embed_model=MockEmbedding(embed_dim=8)))
+    memory.add([{"content": "deploy friday", "type": "fact"}])
+    pools = [Pool("facts", 300, 5, ("fact",))]
+    with pytest.raises(TypeError, match="^%s$" % re.escape(message)):
+        memory.select(pools, context)
+    with pytest.raises(TypeError, match="^%s$" % re.escape(message)):
+        InProcessStore().select(pools, context)  # the contract's rule, on another store
+
+
+def test_the_postprocessor_takes_a_node_given_twice_once_and_refuses_two_nodes_with_one_id():
+    # Found by an adversarial run: a node given twice (two retrievers merged by hand) was
+    # selected twice, shown twice and counted twice against its pool's budget; two different
+    # nodes under one id both went through, where the retriever refuses them.
+    fact = TextNode(text="deploys go out on friday", id_="f1", metadata={"type": "fact"})
+    other = TextNode(text="the freeze starts monday", id_="f2", metadata={"type": "fact"})
+    post = PoolSplitNodePostprocessor(pools=[Pool("facts", 300, 5, ("fact",))], now=NOW)
+    given = [
+        NodeWithScore(node=fact, score=0.9),
+        NodeWithScore(node=other, score=0.5),
+        NodeWithScore(node=fact, score=0.4),
+    ]
+    got = post.postprocess_nodes(given, query_str="deploy")
+    assert sorted(n.node.node_id for n in got) == ["f1", "f2"]
+    assert post.last_selection is not None and post.last_selection.stats["facts"].entries_used == 2
+    assert [n.node.metadata[SELECTION_KEY]["upstream_score"] for n in got if n.node.node_id == "f1"] == [0.9]
+    clash = TextNode(text="deploys go out on monday", id_="f1", metadata={"type": "fact"})
+    with pytest.raises(ArgumentError, match=r"^nodes\[0\] and nodes\[2\] share the node id 'f1' with other content"):
+        post.postprocess_nodes([given[0], given[1], NodeWithScore(node=clash, score=0.4)], query_str="deploy")
 
 
 def test_node_without_type_is_a_note_and_bad_input_names_the_node():

@@ -11,6 +11,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextN
 
 from ...convert import entry_from, stored_parts
 from ...errors import ArgumentError
+from ...poolsplit import check_entry
 
 __all__ = [
     "AnyNode",
@@ -63,15 +64,28 @@ def nodes_from(entries: Iterable[Mapping[str, Any]]) -> list[TextNode]:
     """Entries as ``TextNode``s (metadata = every key but content and id),
     e.g. to build a ``VectorStoreIndex`` from a JSONL store. Only a node's
     text is embedded: every metadata key is in its
-    ``excluded_embed_metadata_keys`` (`stored_parts`)."""
+    ``excluded_embed_metadata_keys`` (`stored_parts`).
+
+    Raises:
+        EntryError: a malformed entry (the core's `check_entry`, naming its
+            position and field): unchecked, a content of None became the
+            text "None", a ``type`` of 3 a node no pool's filter recalls,
+            and an int id a pydantic error from inside ``TextNode``.
+    """
     out = []
-    for entry in entries:
+    for position, entry in enumerate(entries):
+        check_entry(entry, position)
         text, metadata = stored_parts(entry)
         node = TextNode(text=text, metadata=metadata, excluded_embed_metadata_keys=list(metadata))
         if entry.get("id"):
             node.id_ = entry["id"]
         out.append(node)
     return out
+
+
+def _content(node: BaseNode) -> tuple[str, Any]:
+    """What makes two nodes under one id the same node: text and metadata."""
+    return node.get_content(metadata_mode=MetadataMode.NONE), node.metadata
 
 
 def one_node_per_id(nodes: Sequence[Any]) -> None:
@@ -95,9 +109,14 @@ def one_node_per_id(nodes: Sequence[Any]) -> None:
 def scored_nodes(nodes: Sequence[Any]) -> Sequence[NodeWithScore]:
     """``nodes`` when every item is a ``NodeWithScore`` (what a node
     postprocessor is given), else a ``TypeError`` naming the first that is
-    not. Why: a list of plain nodes (or a None) failed inside the
-    postprocessor with ``'TextNode' object has no attribute 'node'``,
-    which names neither the item nor what to pass instead."""
+    not, each node id once. Why: a list of plain nodes (or a None) failed
+    inside the postprocessor with ``'TextNode' object has no attribute
+    'node'``, which names neither the item nor what to pass instead; a node
+    given twice (two retrievers merged by hand) was selected, shown and
+    counted against its pool twice, so the first is kept (LlamaIndex's own
+    rule of one node per id); two nodes with one id and other content are
+    refused, as the retriever refuses them (`one_node_per_id`)."""
+    first: dict[str, int] = {}
     for position, node in enumerate(nodes):
         if not isinstance(node, NodeWithScore):
             hint = ": wrap it as NodeWithScore(node=...)" if isinstance(node, BaseNode) else ""
@@ -105,6 +124,14 @@ def scored_nodes(nodes: Sequence[Any]) -> Sequence[NodeWithScore]:
                 "nodes[%d] must be a NodeWithScore (what a retriever returns), got %s%s"
                 % (position, type(node).__name__, hint)
             )
+        kept = first.setdefault(node.node.node_id, position)
+        if kept != position and _content(nodes[kept].node) != _content(node.node):
+            raise ArgumentError(
+                "nodes[%d] and nodes[%d] share the node id %r with other content: one of them would be lost; "
+                "give each node its own id_" % (kept, position, node.node.node_id)
+            )
+    if len(first) < len(nodes):
+        return [nodes[position] for position in sorted(first.values())]
     return nodes
 
 

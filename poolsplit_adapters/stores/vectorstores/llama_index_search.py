@@ -43,7 +43,7 @@ import sqlalchemy
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store.base import VectorStoreIndex
-from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNode
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters, SimpleVectorStore
 
 from ...checks import check_instance, check_label
@@ -64,6 +64,7 @@ from ..postgres import (
     require_llama_index_internals,
 )
 from ..recall_protocol import RecallSearcher, check_served
+from .llama_index_nodes import node_to_entry
 
 
 def metadata_filters(search: Search, type_key: str = "type") -> Optional[MetadataFilters]:
@@ -200,6 +201,7 @@ class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
             if self.setup.pending:
                 self.setup.run()
             return at_once([functools.partial(postgres.search, search, query.embedding) for search in checked])
+        self._check_filtered_fields(searches)
         results = []
         for search in searches:
             exact = self._always_exactly(search)
@@ -216,11 +218,38 @@ class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
                 await self.setup.arun()
             return list(await asyncio.gather(*(postgres.asearch(search, query.embedding) for search in checked)))
 
+        self._check_filtered_fields(searches)
+
         async def one(search: Search) -> List[NodeWithScore]:
             exact = await self._aalways_exactly(search)
             return exact if exact is not None else await self._retriever(search).aretrieve(query)
 
         return list(await asyncio.gather(*(one(search) for search in searches)))
+
+    def _check_filtered_fields(self, searches: Sequence[Search]) -> None:
+        """Refuse a node whose type (``type_key``), ``scope`` or ``namespace``
+        is not a string, as the node paths refuse it (`node_to_entry`'s
+        `EntryError`, naming the node and the field): the plan's filters
+        match no such value, so it was never recalled and never reported.
+        A node of a namespace the ``searches`` do not read is another
+        tenant's to fix, never this one's error. Checked where the store's
+        metadata is in hand (a ``SimpleVectorStore``, which scans every node
+        per search anyway); another store's filters leave such a node out
+        unseen."""
+        store = self.index.vector_store
+        if not isinstance(store, SimpleVectorStore):
+            return
+        key, text = self.type_key, (str, type(None))
+        read = None if any(not s.namespaces for s in searches) else {n for s in searches for n in s.namespaces}
+        for position, (node_id, metadata) in enumerate(store.data.metadata_dict.items()):
+            get = metadata.get
+            if read is not None and isinstance(get("namespace"), text) and get("namespace") not in read:
+                continue  # not read by this plan (a namespace that is not a string is nobody's: refused)
+            if not (
+                isinstance(get(key), text) and isinstance(get("scope"), text) and isinstance(get("namespace"), text)
+            ):
+                filtered = {field: get(field) for field in (key, "scope", "namespace") if field in metadata}
+                node_to_entry(TextNode(text="", id_=node_id, metadata=filtered), position, type_key=key)
 
     def _always_exactly(self, search: Search) -> Optional[List[NodeWithScore]]:
         """Every always-scope node by filter alone, or None when the store
