@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import re
 import threading
 import time
 from typing import Any, Dict, List
@@ -618,3 +619,22 @@ def test_a_base_retriever_assigned_after_construction_is_the_one_asked():
     assert [d.id for d in retriever.invoke("deploy")] == ["n1"]
     retriever.base_retriever = _store_of(_note("n2", "deploy")).as_retriever()
     assert [d.id for d in retriever.invoke("deploy")] == ["n2"]
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"content": None}, "entry at index 1: field 'content' must be a string, got NoneType None"),
+        ({"content": "x", "id": 5}, "entry at index 1: field 'id' must be a string or None, got int 5"),
+        ({"content": "x", "type": 3}, "entry at index 1: field 'type' must be a string, got int 3"),
+    ],
+)
+def test_entry_to_document_names_a_malformed_entry_instead_of_making_a_document_no_filter_finds(entry, message):
+    # The LangChain twin of nodes_from's check: a content of None became the page content
+    # "None", an int id the document id "5", a type of 3 a document no pool's filter recalls.
+    from poolsplit_adapters.langchain.vector_memory import entry_to_document
+
+    with pytest.raises(EntryError, match="^%s$" % re.escape(message)):
+        entry_to_document(entry, 1)
+    document = entry_to_document({"id": "d1", "content": "fine", "type": "fact"})
+    assert (document.id, document.page_content, document.metadata) == ("d1", "fine", {"type": "fact"})

@@ -5,12 +5,13 @@ re-exports them)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from langchain_core.documents import Document
 
 from ...convert import entry_from, stored_parts
 from ...errors import ArgumentError
+from ...poolsplit import check_entry
 
 __all__ = ["checked_document", "document_label", "document_to_entry", "entry_to_document"]
 
@@ -44,10 +45,18 @@ def document_to_entry(document: Document, position: int = 0) -> dict[str, Any]:
     return entry_from(doc.page_content, doc.metadata, doc.id, kind="document", position=position)
 
 
-def entry_to_document(entry: Mapping[str, Any]) -> Document:
+def entry_to_document(entry: Mapping[str, Any], position: Optional[int] = None) -> Document:
     """The document for an entry: ``content`` as page content, ``id`` as the
     document id, every other field as metadata (the inverse of
-    [`document_to_entry`][])."""
+    [`document_to_entry`][]).
+
+    Raises:
+        EntryError: a malformed entry (the core's `check_entry`, naming it,
+            its ``position`` when given, and the field): unchecked, a
+            content of None became the text "None", an int id the string
+            "5", and a ``type`` of 3 a document no pool's filter recalls.
+    """
+    check_entry(entry, position)
     text, metadata = stored_parts(entry)  # page_content is what the store embeds
     entry_id = entry.get("id")
     return Document(page_content=text, metadata=metadata, id=None if entry_id is None else str(entry_id))

@@ -146,7 +146,7 @@ class VectorStoreEntries(StoreVerbs):
         if PGVectorAlwaysFetch.serves(self.store):
             for position, entry in enumerate(entries):
                 check_entry_text(entry, position)
-        return [entry_to_document(e) for e in entries]
+        return [entry_to_document(e, n) for n, e in enumerate(entries)]
 
     def commit(self, change: Change) -> None:
         """Apply ``change``: verified against the documents as read just
