@@ -22,7 +22,11 @@ class UnknownEntryError(LookupError):
 
     def __init__(self, entry_id: str, searched: Optional[int] = None) -> None:
         where = "" if searched is None else " (searched %d entries)" % searched
-        super().__init__("no memory entry with id %r%s; use an id from a <memory id=...> marker" % (entry_id, where))
+        # A model's id is echoed back to it: a long one abridged, not
+        # returned whole into its context (an id of 100k characters was).
+        long = isinstance(entry_id, str) and len(entry_id) > 120
+        shown = repr(entry_id) if not long else "%r... (%d characters)" % (entry_id[:100], len(entry_id))
+        super().__init__("no memory entry with id %s%s; use an id from a <memory id=...> marker" % (shown, where))
         self.entry_id = entry_id
 
 

@@ -56,6 +56,14 @@ def test_unknown_ids_and_bad_ids_are_clear():
     with pytest.raises(UnknownEntryError) as err:
         expand(Store(ENTRIES), "nope")
     assert err.value.entry_id == "nope"
+    # A model's long id is abridged in the sentence it reads back (whole on the error).
+    with pytest.raises(UnknownEntryError) as err:
+        expand(ENTRIES, "x" * 100_000)
+    assert str(err.value) == (
+        "no memory entry with id %r... (100000 characters) (searched 3 entries); use an id from a <memory id=...> marker"
+        % ("x" * 100)
+    )
+    assert err.value.entry_id == "x" * 100_000
     with pytest.raises(TypeError, match="entry_id must be a non-empty string"):
         expand(ENTRIES, "")
     with pytest.raises(TypeError, match="field 'content' must be a string"):
