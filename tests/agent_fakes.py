@@ -10,7 +10,7 @@ Script language, in the human message text:
 * ``calls=2,3``: two tool-call rounds, the first with 2 parallel ``lookup``
   calls, the second with 3; then a final answer.
 * ``remember=<note>``: one ``remember`` call with that note (optionally
-  ``scope=always`` and ``source=<x>`` as extra arguments).
+  ``scope=always``, ``tags=a,b`` and ``source=<x>`` as extra arguments).
 """
 
 from __future__ import annotations
@@ -48,14 +48,16 @@ def _rounds(text: str) -> List[int]:
 
 
 def _remember_args(text: str) -> Optional[Dict[str, Any]]:
-    found = re.search(r"remember=(.*?)(?: scope=(\S+))?(?: source=(\S+))?$", text)
+    found = re.search(r"remember=(.*?)(?: scope=(\S+))?(?: tags=(\S+))?(?: source=(\S+))?$", text)
     if not found:
         return None
     args: Dict[str, Any] = {"note": found.group(1)}
     if found.group(2):
         args["scope"] = found.group(2)
     if found.group(3):
-        args["source"] = found.group(3)
+        args["tags"] = found.group(3).split(",")
+    if found.group(4):
+        args["source"] = found.group(4)
     return args
 
 

@@ -369,8 +369,11 @@ class WriteGate:
         }
         if namespace is not None:
             entry["namespace"] = namespace
-        if tags:
-            entry["tags"] = [storable_form(str(t)) for t in tags]
+        # Each tag once, in the order given, and none a reader sees nothing
+        # of: a model's remember(tags=["t"] * 5000) or ["\u200b"] was stored as given.
+        kept = list(dict.fromkeys(tag for tag in (storable_form(str(t)) for t in tags or ()) if not blank(tag)))
+        if kept:
+            entry["tags"] = kept
         scope = (claims or {}).get("scope")
         if claims_always(scope):
             return Proposal(entry, Refusal.ALWAYS_SCOPE)

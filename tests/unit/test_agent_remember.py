@@ -99,6 +99,21 @@ def test_a_note_of_only_invisible_characters_is_empty_not_saved():
     assert notes(store) == [] and seen[-1]["writes"] == {"written": 0, "refused": {"empty": 1}}
 
 
+def test_a_notes_tags_are_kept_once_each_and_none_that_shows_nothing():
+    # A model's remember(tags=[...]) was stored as given: a tag repeated thousands
+    # of times, or one of only invisible characters, became part of the note.
+    store = InMemoryStore()
+    agent, _, _ = make(store)
+    answer, _ = say(
+        agent, "remember=Deploys need the release checklist tags=ops,ops,\u200b,\u00ad,Ops,deploy," + "ops," * 500
+    )
+    [note] = notes(store)
+    assert answer == "Saved as %s." % note["id"]
+    assert note["tags"] == ["ops", "Ops", "deploy"]
+    say(agent, "remember=Rollbacks go through the runbook tags=\u200b,\u2060")
+    assert [n.get("tags") for n in notes(store) if n["content"].startswith("Rollbacks")] == [None]
+
+
 def test_duplicates_are_refused_whatever_the_case_and_spacing():
     store = InMemoryStore()
     agent, _, _ = make(store)
