@@ -380,6 +380,25 @@ def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     assert store.delete("v3") is False and store.get("v1") is None
 
 
+def test_a_deleted_versions_id_given_to_another_entry_joins_no_history_on_every_store(store):
+    # Found by the lifecycle sequence test: x and w name a deleted version as
+    # the one they supersede; an unrelated entry later stored under that id
+    # became their history (history("x") listed v1 alone, without x), and
+    # delete("x") and the expiry sweep of w deleted it with them.
+    store.add([{"id": "v1", "type": "note", "content": "Alice lives at 12 Marker Lane."}])
+    assert store.delete("v1") is True
+    store.add([{"id": "x", "type": "note", "content": "Bob likes tea.", "supersedes": "v1"}])
+    store.add([{"id": "w", "type": "note", "content": "Dan parks on level 2.", "supersedes": "v1",
+                "expires": "2026-07-01T00:00:00Z"}])  # fmt: skip
+    store.add([{"id": "v1", "type": "note", "content": "Carol has a cat."}])
+    assert [[v.id for v in store.history(i)] for i in ("x", "w", "v1")] == [["x"], ["w"], ["v1"]]
+    assert store.sweep_expired(NOW) == ["w"]
+    assert store.delete("x") is True
+    assert [(e["id"], e["content"], e.get("superseded_by")) for e in store.entries()] == [
+        ("v1", "Carol has a cat.", None)
+    ]
+
+
 def test_version_is_equal_while_the_content_is(store):
     first = store.version
     assert store.version == first
