@@ -166,6 +166,29 @@ def test_supersede_has_one_semantics_on_every_store(store):
     assert sorted(e["id"] for e in store.entries()) == ["fix", "new", "old"]
 
 
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"superseded_by": "zzz"}, "superseded_by"),
+        ({"valid_until": "2026-01-01T00:00:00Z"}, "valid_until"),
+        ({"status": "retired"}, "status"),
+    ],
+)
+def test_supersede_refuses_a_new_version_given_closed_and_changes_nothing_on_every_store(store, extra, field):
+    # Found by the lifecycle sequence hunt: the new version was stored closed
+    # (superseded_by naming nothing, or retired) and the old one closed into
+    # it, so the fact had no active version left and nothing of it loaded.
+    store.add([{"id": "o", "type": "fact", "content": "Refunds round up."}])
+    version = store.version
+    new = dict({"id": "n", "type": "fact", "content": "Refunds round half-even."}, **extra)
+    with pytest.raises(EntryError) as caught:
+        store.supersede("o", new)
+    assert (caught.value.entry_id, caught.value.field) == ("n", field)
+    assert store.version == version and store.get("n") is None and store.get("o").get("superseded_by") is None
+    assert store.supersede("o", {k: v for k, v in new.items() if k != field}) == "n"  # open: accepted
+    assert (store.get("o")["superseded_by"], store.get("n").get("superseded_by")) == ("n", None)
+
+
 def test_a_fact_said_again_after_its_version_closed_is_written_again_on_every_store(store):
     # The write gate's content key gives the returning text the closed
     # version's id: folded into it, the fact would never load again.
