@@ -403,6 +403,17 @@ def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     assert store.delete("v3") is False and store.get("v1") is None
 
 
+def test_delete_keeping_the_history_keeps_the_older_versions_on_every_store(store):
+    # Found in the lifecycle hunt: LlamaIndex's memory store over a durable
+    # store deleted the older versions there all the same (and read through
+    # to it, so they were gone everywhere).
+    store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
+    store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round half-even."})
+    assert store.delete("v2", history=False) is True
+    assert [(e["id"], e.get("superseded_by")) for e in store.entries()] == [("v1", "v2")]
+    assert store.get("v2") is None and [v.id for v in store.history("v1")] == ["v1"]
+
+
 def test_a_deleted_versions_id_given_to_another_entry_joins_no_history_on_every_store(store):
     # Found by the lifecycle sequence test: x and w name a deleted version as
     # the one they supersede; an unrelated entry later stored under that id
