@@ -403,6 +403,24 @@ def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     assert store.delete("v3") is False and store.get("v1") is None
 
 
+@pytest.mark.parametrize(
+    ("links", "said"),
+    [
+        ({"superseded_by": "s"}, "the entry itself"),
+        ({"supersedes": "p", "superseded_by": "p"}, "the version it supersedes"),
+    ],
+)
+def test_an_entry_closed_into_itself_or_its_predecessor_is_refused_on_every_store(store, links, said):
+    # Found in the lifecycle hunt: add stored it, and history() of it raised
+    # (a cycle) ever after; refused now, naming the field, nothing written.
+    version = store.version
+    with pytest.raises(EntryError) as caught:
+        store.add([dict({"id": "s", "type": "note", "content": "Standup is at nine."}, **links)])
+    assert (caught.value.entry_id, caught.value.field) == ("s", "superseded_by")
+    assert "names %s: its versions would form a cycle" % said in str(caught.value)
+    assert store.version == version and store.get("s") is None
+
+
 def test_delete_keeping_the_history_keeps_the_older_versions_on_every_store(store):
     # Found in the lifecycle hunt: LlamaIndex's memory store over a durable
     # store deleted the older versions there all the same (and read through
