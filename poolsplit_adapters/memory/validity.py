@@ -65,6 +65,7 @@ __all__ = [
     "valid_at",
     "as_of",
     "history",
+    "precedes",
 ]
 
 SUPERSEDED_BY = "superseded_by"
@@ -289,13 +290,25 @@ def _version(entry: Mapping[str, Any]) -> Version:
     )
 
 
+def precedes(older: Mapping[str, Any], newer: Mapping[str, Any]) -> bool:
+    """Whether ``older`` is the version before ``newer``: it names ``newer``
+    as its successor, in ``newer``'s namespace. The one rule of every walk
+    along a history (`history`, a store's ``delete`` and expiry sweep): a
+    ``supersedes`` the older does not return was left by a forgotten
+    version whose id an unrelated entry (perhaps another tenant's) got
+    later; it is no link, and the history starts at the newer version."""
+    return older.get(SUPERSEDED_BY) == newer.get("id") and older.get("namespace") == newer.get("namespace")
+
+
 def history(entries: Sequence[Mapping[str, Any]], entry_id: str) -> List[Version]:
     """The version chain that ``entry_id`` belongs to, oldest to newest.
 
     Links are followed both ways: ``supersedes`` (or, for entries written
     before it existed, the entry whose ``superseded_by`` names this one)
-    backwards, ``superseded_by`` forwards. A link to an id that is not in
-    ``entries`` ends the chain there (a forgotten version leaves no trace).
+    backwards, ``superseded_by`` forwards, each only where the older
+    version names the newer in its namespace (`precedes`). A link to an id
+    that is not in ``entries`` ends the chain there (a forgotten version
+    leaves no trace).
 
     Raises:
         UnknownEntryError: no entry has ``entry_id``.
@@ -316,15 +329,20 @@ def history(entries: Sequence[Mapping[str, Any]], entry_id: str) -> List[Version
     if entry_id not in by_id:
         raise UnknownEntryError(entry_id, len(entries))
 
+    def linked(older: str, newer: str) -> bool:
+        back = by_id[newer].get(SUPERSEDES)
+        # the newer names it back, or names no stored version (written before ``supersedes`` existed)
+        return precedes(by_id[older], by_id[newer]) and (back == older or back not in by_id)
+
     def previous(key: str) -> Optional[str]:
         back = by_id[key].get(SUPERSEDES)
-        if isinstance(back, str) and back in by_id:
-            return back
-        return successor_of.get(key)
+        if not (isinstance(back, str) and back in by_id):
+            back = successor_of.get(key)
+        return back if back is not None and linked(back, key) else None
 
     def following(key: str) -> Optional[str]:
         nxt = by_id[key].get(SUPERSEDED_BY)
-        return nxt if isinstance(nxt, str) and nxt in by_id else None
+        return nxt if isinstance(nxt, str) and nxt in by_id and linked(key, nxt) else None
 
     first, seen = entry_id, {entry_id}
     while (back := previous(first)) is not None:

@@ -158,7 +158,8 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise [`EntryError`][] (naming the entry and
     field) for what no write path may store: blank ``content``, a ``scope``
     that is ``"always"`` only up to case or spaces, a non-string ``status``,
-    a ``supersedes`` or ``superseded_by`` that is not an id, a ``seen`` that
+    a ``supersedes`` or ``superseded_by`` that is not an id (or a
+    ``superseded_by`` naming the entry or its predecessor), a ``seen`` that
     is not a list of ``{source, at}`` strings, a ``created``, ``expires``,
     ``valid_from`` or ``valid_until`` that does not parse as ISO-8601. The core's [`check_entry`][]
     (types) is the caller's other check; this one is about meaning.
@@ -204,6 +205,12 @@ def _check_lifecycle_fields(entry: Mapping[str, Any], index: Optional[int]) -> N
         link = entry.get(key)
         if link is not None and not isinstance(link, str):
             raise entry_error(entry, index, key, "must be an entry id (a string), got %r" % (link,))
+    # Its own successor, or its predecessor's, is a cycle no history reads
+    # (a ``supersedes`` naming itself is the write's cycle check, `Change.versions`).
+    after = entry.get("superseded_by")
+    if after is not None and after in (entry.get("id"), entry.get("supersedes")):
+        said = "the entry itself" if after == entry.get("id") else "the version it supersedes"
+        raise entry_error(entry, index, "superseded_by", "names %s: its versions would form a cycle" % said)
     seen_rows(entry, index)
 
 

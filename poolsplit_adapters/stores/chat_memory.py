@@ -281,8 +281,8 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
     def delete(self, entry_id: str, *, history: bool = True) -> bool:
         """The contract's ``delete``: from the index, and from the durable store."""
         gone = super().delete(entry_id, history=history)
-        if self.long_term is not None:
-            gone = self.long_term.delete(entry_id) or gone
+        if self._durable is not None:  # the contract's view of it: ``history`` as the caller said
+            gone = self._durable.delete(entry_id, history=history) or gone
         return gone
 
     def forget(self, *, namespace: str) -> int:

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..memory.consolidate import Accepted, ConsolidationResult
 from ..memory.consolidate import consolidate as consolidate_entries
 from ..memory.expiry import Moment, is_expired, moment_of
-from ..memory.validity import Version, history
+from ..memory.validity import Version, history, precedes
 from ..poolsplit import EntryError
 from .change import Change, WriteReport
 from .checks import check_entry_id
@@ -121,8 +121,9 @@ class LifecycleVerbs(WritePath):
         found = self.read([check_entry_id(entry_id)])
         while found and found[0]["id"] not in doomed:
             doomed.append(found[0]["id"])
-            earlier = found[0].get("supersedes")
+            later, earlier = found[0], found[0].get("supersedes")
             found = self.read([earlier]) if history and isinstance(earlier, str) else []
+            found = [e for e in found if precedes(e, later)]  # another entry under a forgotten version's id
         if not doomed:
             return False
         self._commit_tracked(Change(forget=tuple(doomed)))
@@ -134,8 +135,9 @@ class LifecycleVerbs(WritePath):
         found = await self.aread([check_entry_id(entry_id)])
         while found and found[0]["id"] not in doomed:
             doomed.append(found[0]["id"])
-            earlier = found[0].get("supersedes")
+            later, earlier = found[0], found[0].get("supersedes")
             found = await self.aread([earlier]) if history and isinstance(earlier, str) else []
+            found = [e for e in found if precedes(e, later)]
         if not doomed:
             return False
         await self._acommit_tracked(Change(forget=tuple(doomed)))
@@ -218,7 +220,7 @@ class LifecycleVerbs(WritePath):
             while key is not None and key in stored and key not in doomed:
                 doomed.append(key)
                 back = stored[key].get("supersedes")
-                key = back if isinstance(back, str) else None
+                key = back if isinstance(back, str) and back in stored and precedes(stored[back], stored[key]) else None
         if doomed:
             self._commit_tracked(Change(forget=tuple(doomed)))
         return doomed

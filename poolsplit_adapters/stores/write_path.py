@@ -296,6 +296,13 @@ class WritePath(StorePrimitives):
         [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
         if copy["id"] == entry_id:
             raise entry_error(copy, 0, "id", "must differ from the id it supersedes (give the new entry a new id)")
+        # The new version is the one that loads: given closed, the fact would
+        # have no active version left (and a ``superseded_by`` naming nothing).
+        for key in ("superseded_by", "valid_until"):
+            if copy.get(key) is not None:
+                raise entry_error(copy, 0, key, "is set: a new version is open (the old one is closed by this call)")
+        if copy.get("status", "active") != "active":
+            raise entry_error(copy, 0, "status", "is %r: a new version is active" % (copy["status"],))
         return Change(insert=(copy,), retire=((entry_id, copy["id"]),))
 
     def _commit_counted(self, change: Change) -> None:

@@ -166,6 +166,29 @@ def test_supersede_has_one_semantics_on_every_store(store):
     assert sorted(e["id"] for e in store.entries()) == ["fix", "new", "old"]
 
 
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"superseded_by": "zzz"}, "superseded_by"),
+        ({"valid_until": "2026-01-01T00:00:00Z"}, "valid_until"),
+        ({"status": "retired"}, "status"),
+    ],
+)
+def test_supersede_refuses_a_new_version_given_closed_and_changes_nothing_on_every_store(store, extra, field):
+    # Found by the lifecycle sequence hunt: the new version was stored closed
+    # (superseded_by naming nothing, or retired) and the old one closed into
+    # it, so the fact had no active version left and nothing of it loaded.
+    store.add([{"id": "o", "type": "fact", "content": "Refunds round up."}])
+    version = store.version
+    new = dict({"id": "n", "type": "fact", "content": "Refunds round half-even."}, **extra)
+    with pytest.raises(EntryError) as caught:
+        store.supersede("o", new)
+    assert (caught.value.entry_id, caught.value.field) == ("n", field)
+    assert store.version == version and store.get("n") is None and store.get("o").get("superseded_by") is None
+    assert store.supersede("o", {k: v for k, v in new.items() if k != field}) == "n"  # open: accepted
+    assert (store.get("o")["superseded_by"], store.get("n").get("superseded_by")) == ("n", None)
+
+
 def test_a_fact_said_again_after_its_version_closed_is_written_again_on_every_store(store):
     # The write gate's content key gives the returning text the closed
     # version's id: folded into it, the fact would never load again.
@@ -378,6 +401,54 @@ def test_delete_forgets_an_entry_and_the_versions_it_superseded(store):
     assert store.version != version
     assert [e["id"] for e in store.entries()] == ["other"]
     assert store.delete("v3") is False and store.get("v1") is None
+
+
+@pytest.mark.parametrize(
+    ("links", "said"),
+    [
+        ({"superseded_by": "s"}, "the entry itself"),
+        ({"supersedes": "p", "superseded_by": "p"}, "the version it supersedes"),
+    ],
+)
+def test_an_entry_closed_into_itself_or_its_predecessor_is_refused_on_every_store(store, links, said):
+    # Found in the lifecycle hunt: add stored it, and history() of it raised
+    # (a cycle) ever after; refused now, naming the field, nothing written.
+    version = store.version
+    with pytest.raises(EntryError) as caught:
+        store.add([dict({"id": "s", "type": "note", "content": "Standup is at nine."}, **links)])
+    assert (caught.value.entry_id, caught.value.field) == ("s", "superseded_by")
+    assert "names %s: its versions would form a cycle" % said in str(caught.value)
+    assert store.version == version and store.get("s") is None
+
+
+def test_delete_keeping_the_history_keeps_the_older_versions_on_every_store(store):
+    # Found in the lifecycle hunt: LlamaIndex's memory store over a durable
+    # store deleted the older versions there all the same (and read through
+    # to it, so they were gone everywhere).
+    store.add([{"id": "v1", "type": "fact", "content": "Refunds round up."}])
+    store.supersede("v1", {"id": "v2", "type": "fact", "content": "Refunds round half-even."})
+    assert store.delete("v2", history=False) is True
+    assert [(e["id"], e.get("superseded_by")) for e in store.entries()] == [("v1", "v2")]
+    assert store.get("v2") is None and [v.id for v in store.history("v1")] == ["v1"]
+
+
+def test_a_deleted_versions_id_given_to_another_entry_joins_no_history_on_every_store(store):
+    # Found by the lifecycle sequence test: x and w name a deleted version as
+    # the one they supersede; an unrelated entry later stored under that id
+    # became their history (history("x") listed v1 alone, without x), and
+    # delete("x") and the expiry sweep of w deleted it with them.
+    store.add([{"id": "v1", "type": "note", "content": "Alice lives at 12 Marker Lane."}])
+    assert store.delete("v1") is True
+    store.add([{"id": "x", "type": "note", "content": "Bob likes tea.", "supersedes": "v1"}])
+    store.add([{"id": "w", "type": "note", "content": "Dan parks on level 2.", "supersedes": "v1",
+                "expires": "2026-07-01T00:00:00Z"}])  # fmt: skip
+    store.add([{"id": "v1", "type": "note", "content": "Carol has a cat."}])
+    assert [[v.id for v in store.history(i)] for i in ("x", "w", "v1")] == [["x"], ["w"], ["v1"]]
+    assert store.sweep_expired(NOW) == ["w"]
+    assert store.delete("x") is True
+    assert [(e["id"], e["content"], e.get("superseded_by")) for e in store.entries()] == [
+        ("v1", "Carol has a cat.", None)
+    ]
 
 
 def test_version_is_equal_while_the_content_is(store):

@@ -356,10 +356,10 @@ def test_a_long_lived_store_stays_identical_to_the_core_over_the_file(ops, conte
             if op[0] == "add":
                 writer.add([{k: v for k, v in e.items() if k != "id"} for e in op[1]])
             elif op[0] == "supersede" and live:
-                # the new version takes its entry's namespace (a version stays in its namespace)
-                writer.supersede(
-                    live[op[1] % len(live)], {k: v for k, v in op[2].items() if k not in ("id", "namespace")}
-                )
+                # the new version takes its entry's namespace (a version stays in its
+                # namespace) and is open (supersede refuses one given closed)
+                given = {k: v for k, v in op[2].items() if k not in ("id", "namespace", "superseded_by", "valid_until")}
+                writer.supersede(live[op[1] % len(live)], dict(given, status="active"))
             elif op[0] == "delete" and live:
                 writer.delete(live[op[1] % len(live)], history=op[2])
             got = reader.select(POOLS, context, now=NOW)

@@ -169,6 +169,18 @@ def test_history_of_a_lone_entry_and_a_missing_link() -> None:
         history([], "a")
 
 
+def test_history_follows_a_link_only_where_the_older_version_names_the_newer_in_its_namespace() -> None:
+    # A supersedes left by a deleted version whose id another entry (here
+    # another tenant's) got later made that entry the history, without x.
+    reused = {"id": "v1", "content": "Carol has a cat.", "namespace": "u1"}
+    later = {"id": "x", "content": "Bob likes tea.", "namespace": "u2", "supersedes": "v1"}
+    assert [[v.id for v in history([reused, later], i)] for i in ("x", "v1")] == [["x"], ["v1"]]
+    closed = dict(reused, superseded_by="x")  # closed into another namespace: no link either
+    assert [[v.id for v in history([closed, later], i)] for i in ("x", "v1")] == [["x"], ["v1"]]
+    same = dict(closed, namespace="u2")
+    assert [[v.id for v in history([same, later], i)] for i in ("x", "v1")] == [["v1", "x"], ["v1", "x"]]
+
+
 def test_history_refuses_a_cycle() -> None:
     a = {"id": "a", "content": "x", "superseded_by": "b", "supersedes": "b"}
     b = {"id": "b", "content": "y", "superseded_by": "a", "supersedes": "a"}
