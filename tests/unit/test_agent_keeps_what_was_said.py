@@ -311,13 +311,10 @@ def test_an_instruction_said_again_after_its_contradiction_under_a_fixed_now_is_
         assert [v.entry["content"] for v in history] == ["Always use tabs.", "Never use tabs.", "Always use tabs."]
 
 
-def test_a_message_of_only_an_image_leaves_the_working_set_as_a_line_naming_it_never_as_nothing():
-    store = InMemoryStore()
-    image = {"type": "image", "url": "https://example.com/diagram.png"}
-    inline = {"type": "image", "base64": "iVBORw0KGgo" * 50, "mime_type": "image/png"}
-    legacy = {"type": "image_url", "image_url": {"url": "https://example.com/b.png"}}
-    users: List[Any] = ["goal", HumanMessage(content=[image]), HumanMessage(content=[inline, legacy]), "a", "b"]
-    model = ScriptedAnswers(answers=["ok %d" % n for n in range(5)])
+def replay_auto(store: Any, said: List[Any]) -> None:
+    """Each of ``said`` a turn of one thread (user u1) through an agent with
+    the "auto" middleware keeping one turn, so each turn leaves the working set."""
+    model = ScriptedAnswers(answers=["ok %d" % n for n in range(len(said))])
     mw = PoolSplitMemoryMiddleware(
         "auto",
         namespace=by_user,
@@ -327,8 +324,17 @@ def test_a_message_of_only_an_image_leaves_the_working_set_as_a_line_naming_it_n
         write=WriteConfig(remember=False),
     )
     agent = create_agent(model, middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
-    for message in users:
+    for message in said:
         agent.invoke({"messages": [message]}, thread("t"), context={"user_id": "u1"})
+
+
+def test_a_message_of_only_an_image_leaves_the_working_set_as_a_line_naming_it_never_as_nothing():
+    store = InMemoryStore()
+    image = {"type": "image", "url": "https://example.com/diagram.png"}
+    inline = {"type": "image", "base64": "iVBORw0KGgo" * 50, "mime_type": "image/png"}
+    legacy = {"type": "image_url", "image_url": {"url": "https://example.com/b.png"}}
+    users: List[Any] = ["goal", HumanMessage(content=[image]), HumanMessage(content=[inline, legacy]), "a", "b"]
+    replay_auto(store, users)
     contents = {e["content"] for e in stored(store) if e.get("role") == "user"}
     assert "user: [image: https://example.com/diagram.png]" in contents
     assert "user: [image]\n[image_url: https://example.com/b.png]" in contents  # inline data is never stored
@@ -343,18 +349,7 @@ def test_a_tool_result_in_a_user_message_leaves_the_working_set_with_its_text():
     odd = {"type": 7, "note": "kept as a named block"}
     message = HumanMessage(content=[{"type": "text", "text": "Results:"}, result, listed, odd])
     users: List[Any] = ["goal", message, "a", "b"]
-    model = ScriptedAnswers(answers=["ok %d" % n for n in range(4)])
-    mw = PoolSplitMemoryMiddleware(
-        "auto",
-        namespace=by_user,
-        now=NOW,
-        max_turns=1,
-        recall=RecallConfig(**BUDGET),
-        write=WriteConfig(remember=False),
-    )
-    agent = create_agent(model, middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
-    for said in users:
-        agent.invoke({"messages": [said]}, thread("t"), context={"user_id": "u1"})
+    replay_auto(store, users)
     contents = {e["content"] for e in stored(store) if e.get("role") == "user"}
     assert (
         "user: Results:\n[tool_result] The build took 42 minutes.\n[tool_result] 3 tests failed.\n[block]" in contents
@@ -367,18 +362,7 @@ def test_each_text_block_of_a_user_message_is_read_as_its_own_line():
     store = InMemoryStore()
     blocks = ["Always use tabs.", "I prefer Perl.", {"type": "text", "text": "Keep answers short by default."}]
     message = HumanMessage(content=[{"type": "text", "text": blocks[0]}, blocks[1], blocks[2]])
-    model = ScriptedAnswers(answers=["ok %d" % n for n in range(4)])
-    mw = PoolSplitMemoryMiddleware(
-        "auto",
-        namespace=by_user,
-        now=NOW,
-        max_turns=1,
-        recall=RecallConfig(**BUDGET),
-        write=WriteConfig(remember=False),
-    )
-    agent = create_agent(model, middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
-    for said in ["goal", message, "a", "b"]:
-        agent.invoke({"messages": [said]}, thread("t"), context={"user_id": "u1"})
+    replay_auto(store, ["goal", message, "a", "b"])
     entries = stored(store)
     assert sorted((e["type"], e["content"]) for e in entries if e.get("said_by") == "user") == [
         ("instruction", "Always use tabs."),
@@ -393,17 +377,6 @@ def test_a_text_block_whose_text_is_not_a_string_is_named_never_dropped():
     store = InMemoryStore()
     odd = HumanMessage(content=[{"type": "text", "text": 5}])
     mixed = HumanMessage(content=[{"type": "text", "text": "Deploy it."}, {"type": "text", "text": ["x"]}])
-    model = ScriptedAnswers(answers=["ok %d" % n for n in range(5)])
-    mw = PoolSplitMemoryMiddleware(
-        "auto",
-        namespace=by_user,
-        now=NOW,
-        max_turns=1,
-        recall=RecallConfig(**BUDGET),
-        write=WriteConfig(remember=False),
-    )
-    agent = create_agent(model, middleware=[mw], checkpointer=InMemorySaver(), store=store, context_schema=UserContext)
-    for said in ["goal", odd, mixed, "a", "b"]:
-        agent.invoke({"messages": [said]}, thread("t"), context={"user_id": "u1"})
+    replay_auto(store, ["goal", odd, mixed, "a", "b"])
     contents = {e["content"] for e in stored(store) if e.get("role") == "user"}
     assert {"user: [text]", "user: Deploy it.\n[text]"} <= contents

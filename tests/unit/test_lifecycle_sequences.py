@@ -20,26 +20,17 @@ import copy
 import datetime
 import io
 import pathlib
-import sqlite3
 import tempfile
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from langchain_core.vectorstores import InMemoryVectorStore
-from langgraph.store.memory import InMemoryStore
-from langgraph.store.sqlite import SqliteStore
-from llama_index.core import VectorStoreIndex
+from store_engines import engines
 
 from poolsplit_adapters import EntryError, Pool
-from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings
-from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
-from poolsplit_adapters.llama_index import PoolSplitMemoryStore
-from poolsplit_adapters.llama_index.embeddings import HashEmbedding
-from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
 from poolsplit_adapters.memory import UnknownEntryError
-from poolsplit_adapters.stores import EntryNotFound, InProcessStore, SQLiteMemoryStore
+from poolsplit_adapters.stores import EntryNotFound
 from poolsplit_adapters.stores.files import dump_store, load_store
 
 NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
@@ -57,34 +48,7 @@ TEXTS = (
 )
 
 
-def counter(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
-def _basestore_sqlite(tmp: pathlib.Path) -> Any:
-    conn = sqlite3.connect(str(tmp / "lg.db"), check_same_thread=False, isolation_level=None)
-    store = SqliteStore(conn)
-    store.setup()
-    return BaseStoreMemory(store, ("memories", "u1"), token_counter=counter)
-
-
-#: Every in-process engine (Postgres runs the contract checks in tests/integration).
-STORES: Dict[str, Callable[[pathlib.Path], Any]] = {
-    "sqlite": lambda tmp: SQLiteMemoryStore(tmp / "memory.db", token_counter=counter),
-    "in-process": lambda tmp: InProcessStore(token_counter=counter),
-    "basestore-inmemory": lambda tmp: BaseStoreMemory(InMemoryStore(), ("memories", "u1"), token_counter=counter),
-    "basestore-sqlite": _basestore_sqlite,
-    "langchain-vectorstore": lambda tmp: VectorStoreMemory(
-        InMemoryVectorStore(HashEmbeddings()), token_counter=counter
-    ),
-    "llama-vector-index": lambda tmp: VectorIndexMemory(
-        VectorStoreIndex([], embed_model=HashEmbedding()), token_counter=counter
-    ),
-    "llama-memory-store": lambda tmp: PoolSplitMemoryStore([], POOLS, token_counter=counter),
-    "llama-over-sqlite": lambda tmp: PoolSplitMemoryStore(
-        [], POOLS, store=SQLiteMemoryStore(tmp / "durable.db", token_counter=counter), token_counter=counter
-    ),
-}
+STORES = engines(POOLS)
 
 
 class HostileDecider:

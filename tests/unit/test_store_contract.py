@@ -6,57 +6,22 @@ from __future__ import annotations
 
 import datetime
 import pathlib
-from typing import Any, Callable, Dict, List
+from typing import Any, List
 
 import pytest
-from langchain_core.vectorstores import InMemoryVectorStore
-from langgraph.store.memory import InMemoryStore
-from langgraph.store.sqlite import SqliteStore
-from llama_index.core import VectorStoreIndex
+from store_engines import NAMESPACE, counter, engines
 
 from poolsplit_adapters import EntryError, Pool
 from poolsplit_adapters.errors import ArgumentError
-from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, namespace_label
-from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
-from poolsplit_adapters.llama_index import PoolSplitMemoryStore
-from poolsplit_adapters.llama_index.embeddings import HashEmbedding
-from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
-from poolsplit_adapters.stores import EntryNotFound, InProcessStore, MemoryStore, SQLiteMemoryStore
+from poolsplit_adapters.langchain import BaseStoreMemory, namespace_label
+from poolsplit_adapters.stores import EntryNotFound, InProcessStore, MemoryStore
 
 NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
 POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("facts", 200, 5, ("fact",))]
-U1 = ("memories", "u1")
+U1 = NAMESPACE
 
 
-def counter(text: str) -> int:
-    return max(1, len(text) // 4)
-
-
-def _sqlite_langgraph(tmp: pathlib.Path) -> Any:
-    import sqlite3
-
-    conn = sqlite3.connect(str(tmp / "lg.db"), check_same_thread=False, isolation_level=None)
-    store = SqliteStore(conn)
-    store.setup()
-    return BaseStoreMemory(store, U1, token_counter=counter)
-
-
-STORES: Dict[str, Callable[[pathlib.Path], Any]] = {
-    "sqlite": lambda tmp: SQLiteMemoryStore(tmp / "memory.db", token_counter=counter),
-    "in-process": lambda tmp: InProcessStore(token_counter=counter),
-    "basestore-inmemory": lambda tmp: BaseStoreMemory(InMemoryStore(), U1, token_counter=counter),
-    "basestore-sqlite": _sqlite_langgraph,
-    "langchain-vectorstore": lambda tmp: VectorStoreMemory(
-        InMemoryVectorStore(HashEmbeddings()), token_counter=counter
-    ),
-    "llama-vector-index": lambda tmp: VectorIndexMemory(
-        VectorStoreIndex([], embed_model=HashEmbedding()), token_counter=counter
-    ),
-    "llama-memory-store": lambda tmp: PoolSplitMemoryStore([], POOLS, token_counter=counter),
-    "llama-memory-store-over-sqlite": lambda tmp: PoolSplitMemoryStore(
-        [], POOLS, store=SQLiteMemoryStore(tmp / "durable.db", token_counter=counter), token_counter=counter
-    ),
-}
+STORES = engines(POOLS)
 
 
 @pytest.fixture(params=sorted(STORES))
