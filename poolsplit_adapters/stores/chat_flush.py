@@ -37,7 +37,14 @@ class UnflushedWarning(UserWarning):
     the file read-only, the disk full): its lines are kept, in order, and
     written first by the next flush; the turn goes on. The message names
     the store and the reason; the selection notes them too
-    (`UNFLUSHED_NOTE`) until a flush writes them."""
+    (`UNFLUSHED_NOTE`) until a flush writes them.
+
+    Example:
+        ```python
+        import warnings
+        warnings.simplefilter("error", UnflushedWarning)  # a test that must see every write succeed
+        ```
+    """
 
 
 class ChatFlush(StoreVerbs):
