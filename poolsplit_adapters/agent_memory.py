@@ -50,8 +50,8 @@ from .memory.turns import (
     standing_proposals,
 )
 from .memory.working_set import HUMAN, OTHER, Demotion, View, plan_demotion, split_turns
-from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, utc_stamp
-from .poolsplit import Selection, visible
+from .memory.write_gate import GateReport, Proposal, Refusal, WriteGate, blank, utc_stamp
+from .poolsplit import Selection
 from .render import goal_line, render_context
 from .reports import event_payload
 from .settings import TASK_FIELDS, AgentMemorySettings
@@ -445,7 +445,7 @@ class AgentMemory:
         thread's first message is the goal, pinned). An invisible goal
         ("\\u200b") was shown as an empty goal and let the first message go."""
         goal = context_value(getattr(runtime, "context", None), "goal")
-        return goal if isinstance(goal, str) and visible(goal).strip() else None
+        return goal if isinstance(goal, str) and not blank(goal) else None  # the one rule of "shows nothing"
 
     def _started(self, messages: Sequence[Heard], state: Mapping[str, Any]) -> dict[str, Any]:
         """The state update at the start of a run: the last message of its
