@@ -5,6 +5,7 @@ it (checked by a store that looks at the checkpoint while it is written)."""
 
 from __future__ import annotations
 
+import threading
 from typing import Dict, List, Set
 
 from agent_fakes import scripted_agent, thread
@@ -23,11 +24,40 @@ from poolsplit_adapters.poolsplit import default_token_counter
 POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("recent", 200, 2, ("episode", "note"))]
 
 
+class SerialSaver(InMemorySaver):
+    """A real InMemorySaver whose reads and writes take one lock. The witness
+    below reads the checkpoint from inside a node while LangGraph may be
+    saving another task's writes from a background thread; InMemorySaver is
+    not made for that (langgraph-checkpoint 3.0 iterates its writes dict
+    unguarded: "dictionary changed size during iteration"), so the test
+    harness, not the code under test, serializes the two."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lock = threading.RLock()
+
+    def get_tuple(self, config):
+        with self.lock:
+            return super().get_tuple(config)
+
+    def put(self, config, checkpoint, metadata, new_versions):
+        with self.lock:
+            return super().put(config, checkpoint, metadata, new_versions)
+
+    def put_writes(self, config, writes, task_id, task_path=""):
+        with self.lock:
+            return super().put_writes(config, writes, task_id, task_path)
+
+    def list(self, config, *, filter=None, before=None, limit=None):
+        with self.lock:
+            return iter(list(super().list(config, filter=filter, before=before, limit=limit)))
+
+
 class WitnessStore(InMemoryStore):
     """A real InMemoryStore that, while an episode is being written, records
     which messages the thread's checkpoint still holds."""
 
-    def __init__(self, saver: InMemorySaver):
+    def __init__(self, saver: SerialSaver):
         super().__init__()
         self.saver = saver
         self.witness: List[Set[str]] = []  # per episode write: ids still in the state
@@ -61,7 +91,7 @@ SCRIPT = st.lists(st.lists(st.integers(1, 3), max_size=2), min_size=1, max_size=
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(SCRIPT, st.integers(1, 4), st.booleans())
 def test_random_conversations_keep_calls_whole_bound_the_state_and_write_before_removing(script, max_turns, goal):
-    saver = InMemorySaver()
+    saver = SerialSaver()
     store = WitnessStore(saver)
     mw = PoolSplitMemoryMiddleware(
         POOLS,
