@@ -190,6 +190,8 @@ class Writing(Generic[S]):
     turns: list[tuple[int, int]]
     unwritten: Unwritten
     kept: Mapping[str, Any] = field(default_factory=dict)
+    #: the positions (in the messages read) whose standing statements this step read
+    heard: frozenset[int] = frozenset()
 
 
 #: What a turn's proposal may have been answered with for the turn to leave
@@ -454,7 +456,7 @@ class AgentMemory:
         model call is still written."""
         start = messages[-1].view.id if messages else None
         unwritten = Unwritten.of(_as_read(messages, {**state, RUN_START_KEY: start})[0], state)
-        notes = unwritten.noted(heard=False)
+        notes = unwritten.noted()
         return {RUN_START_KEY: start, **({UNWRITTEN_KEY: notes} if unwritten.changed(notes) else {})}
 
     def _writing(
@@ -473,14 +475,19 @@ class AgentMemory:
         read, added = _as_read(messages, state)
         unwritten = Unwritten.of(read, state)
         vanished = unwritten.vanished()
-        heard = [m for m in (*vanished, *read) if unwritten.unheard(m)]
         views = [m.view for m in read]
         demotion = (
             plan_demotion(views, self.max_turns, pin_goal=self._goal(runtime) is None)
             if demote
             else Demotion(demote=[], goal=None)
         )
-        if not demotion.demote and not heard and not vanished and not unwritten.changed(unwritten.noted(heard=True)):
+        # Before a model call, only what leaves the working set is heard now;
+        # the rest when the run ends, from the text the state holds by then:
+        # a middleware after this one (PIIMiddleware) may rewrite it first.
+        leaving = {i for turn in demotion.demote for i in turn.indices} if demote else range(len(read))
+        hearing = frozenset(i for i in leaving if unwritten.unheard(read[i]))
+        heard = [m for m in vanished if unwritten.unheard(m)] + [read[i] for i in sorted(hearing)]
+        if not demotion.demote and not heard and not vanished and not unwritten.changed(unwritten.noted(heard=hearing)):
             return None
         place = where()
         stamp = utc_stamp(self.now)
@@ -499,7 +506,7 @@ class AgentMemory:
             start = len(proposals)
             proposals.extend(self._exchange(place, part, stamp))
             turns.append((start, len(proposals)))
-        return Writing(place, proposals, demotion, turns, unwritten, kept_injected(added, state))
+        return Writing(place, proposals, demotion, turns, unwritten, kept_injected(added, state), hearing)
 
     def _exchange(self, where: Where[S], turn: Sequence[Heard], created: str) -> list[Proposal]:
         """A turn's proposals: its sides as episodes (or parts); its standing
@@ -528,7 +535,7 @@ class AgentMemory:
             if all(p.refused in _STORED for p in settled[start:end]):
                 removed.extend(turn.indices)
         unwritten = writing.unwritten
-        notes = unwritten.noted(heard=True, dropped=removed, vanished=False)
+        notes = unwritten.noted(heard=writing.heard, dropped=removed, vanished=False)
         noted = {UNWRITTEN_KEY: notes} if unwritten.changed(notes) else {}
         return removed, {**self._written(settled), **noted, **writing.kept}
 

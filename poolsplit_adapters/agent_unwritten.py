@@ -28,7 +28,7 @@ Messages come in as `Heard`; nothing here imports a framework.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -162,11 +162,11 @@ class Unwritten:
         note = self.notes.get(_key(message))
         return note is None or note["heard"] != digest(message.text)
 
-    def noted(self, *, heard: bool, dropped: Sequence[int] = (), vanished: bool = True) -> list[Noted]:
+    def noted(self, *, heard: Collection[int] = (), dropped: Sequence[int] = (), vanished: bool = True) -> list[Noted]:
         """The notes after the hook: each message still in the state but at
-        the positions ``dropped`` (written and removed), its human messages
-        marked read when ``heard``; with ``vanished``, the notes of the
-        vanished messages first (False: they were written)."""
+        the positions ``dropped`` (written and removed), the human messages
+        at the positions ``heard`` marked read; with ``vanished``, the notes
+        of the vanished messages first (False: they were written)."""
         here = {_key(m) for m in self.messages}
         out = [n for k, n in self.notes.items() if vanished and k not in here]
         gone = set(dropped)
@@ -174,7 +174,7 @@ class Unwritten:
             if i in gone:
                 continue
             old = self.notes.get(_key(message))
-            read = digest(message.text) if heard and message.view.kind == HUMAN else old and old["heard"]
+            read = digest(message.text) if i in heard and message.view.kind == HUMAN else old and old["heard"]
             if old is not None and old["text"] == message.text and old["calls"] == list(message.view.calls):
                 out.append(old if old["heard"] == read else {**old, "heard": read})
             else:

@@ -421,9 +421,9 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
     @override
     def before_model(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
         """Write what must be kept, then let go of what was written: the
-        instructions and preferences of the user's new messages, and the
         turns beyond the working set (each side its own entry, a long one in
-        parts). A turn is removed only when every part of it is stored; one
+        parts, with the user's statements not read yet). A turn is removed
+        only when every part of it is stored; one
         the store refuses stays, and the refusal is reported. Raises (and
         removes nothing) if the write fails."""
         writing = self._writing_of(state, runtime)
@@ -443,8 +443,9 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
 
     @override
     def after_agent(self, state: PoolSplitMemoryState, runtime: Runtime[Any]) -> Optional[dict[str, Any]]:
-        """Write what someone else removed from the state since the last model call
-        (`Unwritten`), then hand the turn's written ids to the background consolidation."""
+        """Write the user's new statements as the state holds them now (after a middleware
+        that rewrites them, in either order) and what someone else removed since the last
+        model call (`Unwritten`); hand the written ids to the background consolidation."""
         writing = self._writing_of(state, runtime, demote=False)
         written = self._removed(state, writing, self._write(writing.where, writing.proposals)) if writing else {}
         return self._consolidated(state, runtime, written, asynchronous=False)

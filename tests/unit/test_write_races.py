@@ -99,7 +99,9 @@ def test_two_threads_demoting_the_same_turn_write_it_once_and_count_a_duplicate(
     (a_store, a), (b_store, b) = worker(path, max_turns=1), worker(path, max_turns=1)
     answers = set()
     for agent, thread_id in ((a, "t-a"), (b, "t-b")):
-        done = turn(agent, "The staging deploy runs on Fridays.", thread_id)  # nothing to demote yet
+        # nothing to demote yet; a question states no fact (a fact's tally, written when
+        # the run ends, would show in the next turn's event beside the demotion's)
+        done = turn(agent, "When does the staging deploy run?", thread_id)
         answers |= {m.text for m in done["messages"] if m.type == "ai"}
     [answer] = answers  # both threads said the same: the same content to demote
     first, second = race(
@@ -109,7 +111,7 @@ def test_two_threads_demoting_the_same_turn_write_it_once_and_count_a_duplicate(
     writes = sorted([first["events"][0]["writes"], second["events"][0]["writes"]], key=str)
     assert writes == [{"written": 0, "refused": {"duplicate": 2}}, {"written": 2, "refused": {}}]  # two sides
     episodes = sorted(e["content"] for e in a_store.entries() if e["type"] == "episode")
-    assert episodes == ["assistant: " + answer, "user: The staging deploy runs on Fridays."]
+    assert episodes == ["assistant: " + answer, "user: When does the staging deploy run?"]
     for got in (first, second):  # the demoted answer left both working sets: it is stored (recallable)
         assert answer not in [m.text for m in got["messages"]]
 
