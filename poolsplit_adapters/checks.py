@@ -12,6 +12,8 @@ message has one shape: ``<name> must be <what>, got <type> <value>``.
 from __future__ import annotations
 
 import datetime
+import difflib
+import inspect
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Callable, Optional, Union
 
@@ -221,6 +223,16 @@ SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
 }
 
 
+def own_keywords(function: Any) -> list[str]:
+    """The keyword names ``function`` takes itself (not ``self``, not its
+    ``**`` catch-all): what an unknown-keyword error lists beside the
+    settings' own. Empty for None."""
+    if function is None:
+        return []
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in inspect.signature(function).parameters.values() if p.kind in named and p.name != "self"]
+
+
 def checked_settings(owner: str, data: Mapping[str, Any], known: Sequence[str]) -> dict[str, Any]:
     """``data`` (constructor keywords of ``owner``) with every shared
     setting checked, the plan with its totals (a copy: the caller's mapping
@@ -235,9 +247,15 @@ def checked_settings(owner: str, data: Mapping[str, Any], known: Sequence[str]) 
         raise ArgumentError("%s: scope= was removed in 0.3; use visibility=Visibility(...)" % owner)
     unknown = sorted(set(data) - set(known))
     if unknown:
+        close = [m for name in unknown for m in difflib.get_close_matches(name, known, n=1)]
         raise ArgumentError(
-            "%s got unexpected keyword argument(s) %s (known: %s)"
-            % (owner, ", ".join(map(repr, unknown)), ", ".join(sorted(known)))
+            "%s got unexpected keyword argument(s) %s%s (known: %s)"
+            % (
+                owner,
+                ", ".join(map(repr, unknown)),
+                "; did you mean %s?" % ", ".join(map(repr, close)) if close else "",
+                ", ".join(sorted(set(known))),
+            )
         )
     if "pools" not in data:
         raise ArgumentError("%s needs pools= (a list of Pool objects)" % owner)

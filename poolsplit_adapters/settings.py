@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Optional, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from typing_extensions import TypedDict
 
-from .checks import ArgumentError, checked_settings
+from .checks import ArgumentError, checked_settings, own_keywords
 from .defaults import default_adapter_scorer, hybrid_scorer
 from .poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility
 from .tokens import default_counter, llama_index_counter
@@ -240,11 +240,17 @@ class AdapterSettings(BaseModel):
         super().__init__(**_resolved(type(self).__name__, data, self.known_keywords(), self.framework))
 
     @classmethod
-    def held_by(cls: type[_S], owner: str, framework: Framework = Framework.LANGCHAIN, **data: Any) -> _S:
+    def held_by(
+        cls: type[_S], owner: str, framework: Framework = Framework.LANGCHAIN, own: Any = None, /, **data: Any
+    ) -> _S:
         """Settings held by a class that is not a pydantic model (errors name
         ``owner``, the class the caller used),
-        checked once (and so built without a second validation)."""
-        return cls.model_construct(**_resolved(owner, data, cls.known_keywords(), framework))
+        checked once (and so built without a second validation). ``own``,
+        the owner's constructor: its own keywords are listed beside the
+        settings' when an unknown one is refused, so a misspelt
+        ``share_chat`` is told what it may be."""
+        known = [*cls.known_keywords(), *own_keywords(own)]
+        return cls.model_construct(**_resolved(owner, data, known, framework))
 
     @classmethod
     def known_keywords(cls) -> list[str]:

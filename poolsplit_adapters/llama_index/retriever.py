@@ -90,7 +90,9 @@ class PoolSplitRetriever(BaseRetriever):
         **settings: Any,
     ) -> None:
         super().__init__(callback_manager=callback_manager, verbose=verbose)
-        self.settings = AdapterSettings.held_by("PoolSplitRetriever", Framework.LLAMA_INDEX, pools=pools, **settings)
+        self.settings = AdapterSettings.held_by(
+            "PoolSplitRetriever", Framework.LLAMA_INDEX, PoolSplitRetriever.__init__, pools=pools, **settings
+        )
         if (nodes is None) == (recall is None):
             raise ArgumentError(
                 "PoolSplitRetriever needs nodes=, or use PoolSplitRetriever.from_vector_store_index(...)"

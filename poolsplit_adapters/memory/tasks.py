@@ -720,7 +720,10 @@ def resolve_pools(
         if pools_or_auto != AUTO:
             raise ValueError("pools must be a sequence of Pool objects or %r, got %r" % (AUTO, pools_or_auto))
         if total_tokens is None or total_entries is None:
-            raise ValueError("pools='auto' needs total_tokens and total_entries (the budget to share out)")
+            raise ValueError(
+                "pools='auto' needs total_tokens and total_entries (the budget to share out; the agent "
+                "middleware and the search tool take them as recall=RecallConfig(total_tokens=..., total_entries=...))"
+            )
         chosen = COLLECTIONS if collections is None else {**COLLECTIONS, **collections}
         return _detect_and_plan(context, total_tokens, total_entries, presets, signals, chosen, entry_types)
     if total_tokens is not None or total_entries is not None:

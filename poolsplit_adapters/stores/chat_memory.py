@@ -60,7 +60,10 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
         consolidator: Any = None,
         **settings: Any,
     ) -> None:
-        self.settings = AdapterSettings.held_by("PoolSplitMemoryStore", Framework.LLAMA_INDEX, pools=pools, **settings)
+        own = ChatMemoryEntries.__init__  # its keywords are listed when one is misspelt
+        self.settings = AdapterSettings.held_by(
+            "PoolSplitMemoryStore", Framework.LLAMA_INDEX, own, pools=pools, **settings
+        )
         if store is not None and not isinstance(store, MemoryStore):
             raise ArgumentError(
                 "store must be a MemoryStore (add, get, supersede, delete, entries, select, version), got %r" % (store,)

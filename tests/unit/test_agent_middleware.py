@@ -543,6 +543,23 @@ def test_bad_runtime_values_fail_with_a_clear_message():
         agent.invoke({"messages": [("user", "hi")]}, thread("t"), context={"user_id": "u1"})
 
 
+def test_a_namespace_callable_that_fails_on_a_missing_context_or_config_names_the_fix():
+    store = InMemoryStore()
+    agent, _ = agent_for(middleware(namespace=lambda rt: ("memories", rt.context["user_id"])), store)
+    hint = "runtime.context is None: pass context={...} to invoke/stream"
+    with pytest.raises(ValueError, match=r"failed: TypeError: .*\(%s" % re.escape(hint)):
+        agent.invoke({"messages": [("user", "hi")]}, thread("t"))  # the user id given nowhere
+    by_config = middleware(namespace=lambda rt: ("memories", rt.config["configurable"]["user_id"]))
+    agent, _ = agent_for(by_config, store)
+    hint = "the agent's runtime has no config: read it with langgraph.config.get_config()"
+    with pytest.raises(ValueError, match=r"failed: AttributeError: .*\(%s\)" % re.escape(hint)):
+        agent.invoke(
+            {"messages": [("user", "hi")]},
+            {"configurable": {"thread_id": "t", "user_id": "u1"}},
+            context={"user_id": "u1"},
+        )
+
+
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [

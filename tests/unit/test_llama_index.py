@@ -1093,6 +1093,11 @@ def test_tags_and_other_arguments_are_checked_and_named():
         PoolSplitRetriever(POOLS, nodes, namespace="A")
     with pytest.raises(TypeError, match=r"PoolSplitMemoryStore got unexpected keyword argument\(s\) 'sesion'"):
         poolsplit_memory_blocks(memory_entries(), POOLS, sesion="x")
+    # a misspelt keyword of the class's own is named, and the list holds its own keywords too
+    with pytest.raises(TypeError, match=r"'shared_chat'; did you mean 'share_chat'\? \(known: .*flush_filter, "):
+        poolsplit_memory_blocks(memory_entries(), POOLS, shared_chat=True)
+    with pytest.raises(TypeError, match=r"'show_selection_to_lm'; did you mean 'show_selection_to_llm'\? \(known: "):
+        PoolSplitRetriever(POOLS, nodes, show_selection_to_lm=True)
     nodes_got, selection = retriever.retrieve_with_selection("deploy", tags=["ops"], k=1, namespace="nowhere")
     assert [n.node.node_id for n in nodes_got] == []
     assert {d.reason for d in selection.dropped} == {Reason.NAMESPACE}

@@ -32,6 +32,17 @@ NamespaceSpec = Union[Sequence[str], Sequence[Sequence[str]], Callable[[Any], An
 RUNTIME_STORES_KEPT = 16
 
 
+def _runtime_hint(runtime: Any) -> str:
+    """What a failing ``namespace(runtime)`` most likely missed: the run's
+    ``context`` (none was given to ``invoke``), or ``runtime.config``
+    (LangGraph's ``Runtime`` has none; ``get_config()`` reads the run's)."""
+    if getattr(runtime, "context", None) is None:
+        return " (runtime.context is None: pass context={...} to invoke/stream, e.g. context={'user_id': 'ana'})"
+    if not hasattr(runtime, "config"):
+        return " (the agent's runtime has no config: read it with langgraph.config.get_config())"
+    return ""
+
+
 class RuntimeBackends:
     """The store and namespace chain of each call, resolved from its runtime
     (the arguments are the LangChain ``RuntimeMemory``'s; a store becomes a
@@ -60,7 +71,9 @@ class RuntimeBackends:
         try:
             value = self._namespace_fn(runtime)
         except Exception as err:
-            raise ValueError("namespace(runtime) failed: %s: %s" % (type(err).__name__, err)) from err
+            raise ValueError(
+                "namespace(runtime) failed: %s: %s%s" % (type(err).__name__, err, _runtime_hint(runtime))
+            ) from err
         return check_namespaces(value, "namespace(runtime)")
 
     def backend(self, runtime: Any) -> Backend:
