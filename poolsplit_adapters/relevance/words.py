@@ -501,11 +501,12 @@ QUERY_WORDS = 2048
 QUERY_CAP_NOTE = "query_words_capped"
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=4)
 def _query_tokens(text: str) -> Tuple[Tuple[str, ...], int]:
     """A query's words up to its `QUERY_WORDS`-th distinct one, and how
     many distinct words it has in all (cached: one selection reads its
-    query more than once)."""
+    query more than once; a few queries only, since a huge one holds
+    its words)."""
     tokens = words(text)
     distinct = dict.fromkeys(tokens)
     if len(distinct) <= QUERY_WORDS:
