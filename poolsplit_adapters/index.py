@@ -109,7 +109,7 @@ from .poolsplit import (
 )
 from .relevance.batch import SEPARATOR, byte_runs, join_texts
 from .relevance.bm25 import Query
-from .relevance.capabilities import RanksByWords, capabilities
+from .relevance.capabilities import RanksByWords, capabilities, note_query_cap
 from .relevance.columns import TermPostings
 from .relevance.feedback import SETTLE_STEP, expansion
 from .relevance.modifiers import combine_columns
@@ -1093,6 +1093,7 @@ class MemoryIndex:
         # Frames: caller -> [retrieve_pools ->] select -> _locked wrapper -> _query -> fill_pools.
         selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4 if report else 5)
         note_fallback(selection, call)
+        note_query_cap(selection, scorer, context)
         if report and isinstance(source, _ColumnSource):
             selection.notes[OUTSIDE_NOTE] = source.always_outside_namespace()
             source.detach()

@@ -33,7 +33,7 @@ from typing import Any, Optional
 
 from .notes import note_fallback
 from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
-from .relevance.capabilities import capabilities
+from .relevance.capabilities import capabilities, note_query_cap
 from .render import always_outside_namespace, dropped_rows, selection_dict
 
 _SINKS: contextvars.ContextVar[tuple[list[Selection], ...]] = contextvars.ContextVar(
@@ -175,4 +175,4 @@ def select_noted(
     prepared = prepare_scorer(scorer, context, now)
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this function
     selection = select(entries, pools, context, scorer=_Prepared(prepared), now=now, **options)
-    return note_fallback(selection, prepared)
+    return note_query_cap(note_fallback(selection, prepared), scorer, context)

@@ -31,7 +31,10 @@ import datetime
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Protocol, Sequence
 
-__all__ = ["Capabilities", "EmbedsEntries", "RanksByWords", "TakesStoreAnswers", "capabilities"]
+from ..poolsplit import Selection
+from .words import QUERY_CAP_NOTE, query_cap_note
+
+__all__ = ["Capabilities", "EmbedsEntries", "RanksByWords", "TakesStoreAnswers", "capabilities", "note_query_cap"]
 
 
 class RanksByWords(Protocol):
@@ -134,3 +137,15 @@ def capabilities(scorer: Any) -> Capabilities:
     )
     answers = scorer if _has(scorer, "with_known_relevance", "with_query_vector") else None
     return Capabilities(words, vectors, answers)
+
+
+def note_query_cap(selection: Selection, scorer: Any, context: Optional[Mapping[str, Any]]) -> Selection:
+    """Record on ``selection`` (under `QUERY_CAP_NOTE`) that a words
+    scorer read its query only up to `QUERY_WORDS` distinct words (the
+    one rule of every selector: the index's and ``select_noted``)."""
+    message = (context or {}).get("message") if isinstance(context, Mapping) else None
+    if capabilities(scorer).words is not None and isinstance(message, str):
+        note = query_cap_note(message)
+        if note is not None:
+            selection.notes[QUERY_CAP_NOTE] = note
+    return selection

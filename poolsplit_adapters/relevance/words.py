@@ -85,6 +85,8 @@ except ImportError:  # pragma: no cover
 
 __all__ = [
     "Analyzer",
+    "QUERY_CAP_NOTE",
+    "QUERY_WORDS",
     "STEMMING",
     "StemmingUnavailableWarning",
     "normalise",
@@ -96,6 +98,7 @@ __all__ = [
     "embedding_words",
     "detect_language",
     "hebrew_stem",
+    "query_cap_note",
 ]
 
 #: Whether Snowball stemming is available (``snowballstemmer`` installed).
@@ -471,9 +474,10 @@ class Analyzer:
 
     def query_words(self, text: str) -> List[Tuple[str, FrozenSet[str]]]:
         """[`query_terms`][] with each word as the query wrote it
-        (normalised): ``(word, its stems)``, for a report of what matched."""
+        (normalised): ``(word, its stems)``, for a report of what matched.
+        A query is read up to its [`QUERY_WORDS`][]-th distinct word."""
         self._stem_ready()
-        tokens = words(text)
+        tokens = list(_query_tokens(text)[0])
         language = detect_language(tokens, text, self.languages, self.default_language)
         stop = STOPWORDS.get(language, frozenset())
         seen: Dict[str, FrozenSet[str]] = {}
@@ -483,6 +487,49 @@ class Analyzer:
                 continue
             seen[token] = _query_variants(languages, stemming, token)
         return list(seen.items())
+
+
+#: The most distinct words a query contributes: it is read up to its
+#: 2048th distinct word (a stopword counts), the rest ignored. Each query
+#: word is stemmed in every configured language and becomes a term of the
+#: ranking, so a pasted document of 200,000 words cost seconds; a question,
+#: a message or a conversation's recent turns stay far below the cap. A
+#: selection ranked by words over a query past it says so in its notes
+#: (`QUERY_CAP_NOTE`, `query_cap_note`).
+QUERY_WORDS = 2048
+#: The ``selection.notes`` key of a capped query.
+QUERY_CAP_NOTE = "query_words_capped"
+
+
+@functools.lru_cache(maxsize=4)
+def _query_tokens(text: str) -> Tuple[Tuple[str, ...], int]:
+    """A query's words up to its `QUERY_WORDS`-th distinct one, and how
+    many distinct words it has in all (cached: one selection reads its
+    query more than once; a few queries only, since a huge one holds
+    its words)."""
+    tokens = words(text)
+    distinct = dict.fromkeys(tokens)
+    if len(distinct) <= QUERY_WORDS:
+        return tuple(tokens), len(distinct)
+    seen: set[str] = set()
+    end = 0
+    for end, token in enumerate(tokens):  # noqa: B007 - the cut is where the loop stops
+        seen.add(token)
+        if len(seen) > QUERY_WORDS:
+            break
+    return tuple(tokens[:end]), len(distinct)
+
+
+def query_cap_note(text: str) -> Optional[str]:
+    """What a selection notes (under `QUERY_CAP_NOTE`) when its query
+    ``text`` passes `QUERY_WORDS` distinct words, else None."""
+    found = _query_tokens(text)[1] if isinstance(text, str) and text else 0
+    if found <= QUERY_WORDS:
+        return None
+    return "the query has %d distinct words; only its first %d were ranked (QUERY_WORDS), the rest ignored" % (
+        found,
+        QUERY_WORDS,
+    )
 
 
 @functools.lru_cache(maxsize=1 << 16)

@@ -14,6 +14,7 @@ the stores of the package only.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Dict, List, Optional
 
@@ -95,7 +96,31 @@ class ProtocolStore(StoreVerbs):
         return self.store.supersede(entry_id, new_entry)
 
     def delete(self, entry_id: str, *, history: bool = True) -> bool:
-        return self.store.delete(entry_id)
+        """The host store's ``delete``; ``history=False`` is passed on, and
+        refused (nothing deleted) when that ``delete`` takes no ``history``
+        flag: it would forget the older versions too.
+
+        Raises:
+            TypeError: ``history=False`` and the host's ``delete`` has no such flag.
+        """
+        if history:
+            return self.store.delete(entry_id)
+        if not _takes_history(self.store.delete):
+            raise TypeError(
+                "delete(%r, history=False): %s.delete takes no history flag, so it would forget the older "
+                "versions too; nothing was deleted" % (entry_id, type(self.store).__name__)
+            )
+        return self.store.delete(entry_id, history=False)  # type: ignore[call-arg]
+
+
+def _takes_history(delete: Any) -> bool:
+    """Whether ``delete`` takes a ``history`` keyword (by name, or any
+    keyword); a callable whose signature cannot be read is given it."""
+    try:
+        parameters = inspect.signature(delete).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind is p.VAR_KEYWORD or (p.name == "history" and p.kind is not p.POSITIONAL_ONLY) for p in parameters)
 
 
 def contract_of(store: MemoryStore) -> StoreVerbs:

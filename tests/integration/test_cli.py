@@ -587,6 +587,62 @@ def test_export_then_import_restores_a_history_whose_new_version_repeats_another
         assert again.entries() == before
 
 
+T1, T2, T3, T4 = (
+    "2026-01-01T00:00:00Z",
+    "2026-02-01T00:00:00Z",
+    "2026-03-01T00:00:00Z",
+    "2026-04-01T00:00:00Z",
+)
+
+
+def _round_trip(tmp_path, capsys) -> list:
+    """The entries of ``a.db`` exported, then imported into a fresh ``b.db``."""
+    assert main(["export", "--store", str(tmp_path / "a.db")]) == 0
+    (tmp_path / "x.jsonl").write_text(capsys.readouterr().out)
+    assert main(["import", str(tmp_path / "x.jsonl"), "--into", str(tmp_path / "b.db")]) == 0
+    assert capsys.readouterr().out.startswith("imported ")
+    with SQLiteMemoryStore(tmp_path / "b.db") as restored:
+        return restored.entries()
+
+
+@pytest.mark.parametrize("reuse", ["active", "superseded", "another namespace", "listed first"])
+def test_export_then_import_restores_a_store_where_a_deleted_versions_id_was_reused(tmp_path, capsys, reuse):
+    # "a" closed by "b", then "a" forgotten alone: "b" still says it superseded "a".
+    # An unrelated entry got the id "a" later. Re-imported, "b" closed the new "a"
+    # (it stopped loading), or, once that one had a version of its own, the import was refused.
+    with SQLiteMemoryStore(tmp_path / "a.db") as store:
+        store.add([{"id": "a", "type": "fact", "content": "Refunds round half-even.", "created": T1}])
+        store.supersede("a", {"id": "b", "type": "fact", "content": "Refunds round half-up.", "created": T2})
+        assert store.delete("a", history=False)
+        reused = {"id": "a", "type": "fact", "content": "Deploys happen on Tuesdays.", "created": T3}
+        store.add([dict(reused, namespace="t2") if reuse == "another namespace" else reused])
+        if reuse == "listed first":  # a repeat of "b" rewrites its row: the store lists it after the new "a"
+            store.write([{"type": "fact", "content": "Refunds round half-up.", "source": "chat-2"}])
+            assert [e["id"] for e in store.entries()] == ["a", "b"]
+        if reuse == "superseded":
+            store.supersede("a", {"id": "c", "type": "fact", "content": "Deploys happen on Mondays.", "created": T4})
+        before = store.entries()
+    assert _round_trip(tmp_path, capsys) == before
+    with SQLiteMemoryStore(tmp_path / "b.db") as restored:
+        assert [v.id for v in restored.history("b")] == ["b"]
+        assert [v.id for v in restored.history("a")] == (["a", "c"] if reuse == "superseded" else ["a"])
+
+
+def test_import_still_refuses_a_version_of_an_entry_another_version_closed(tmp_path, capsys):
+    source = tmp_path / "in.jsonl"
+    lines = [
+        {"id": "a", "type": "fact", "content": "One.", "superseded_by": "c"},
+        {"id": "c", "type": "fact", "content": "Two.", "supersedes": "a"},
+        {"id": "b", "type": "fact", "content": "Three.", "supersedes": "a"},
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["import", str(source), "--into", str(tmp_path / "memory.db")]) == 2
+    err = capsys.readouterr().err
+    assert "entry 'b'" in err and "field 'supersedes'" in err
+    assert "names 'a', which is already superseded by 'c'" in err
+    assert not (tmp_path / "memory.db").exists()
+
+
 def test_import_refuses_a_near_miss_scope_naming_file_line_entry_and_field(tmp_path, capsys):
     source = tmp_path / "in.jsonl"
     source.write_text('{"id": "ok", "content": "fine"}\n\n{"id": "fix", "content": "Use cents.", "scope": "Always"}\n')

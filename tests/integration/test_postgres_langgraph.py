@@ -158,3 +158,17 @@ def test_base_store_memory_over_postgres_store_implements_the_one_contract(pg_da
     with PostgresStore.from_conn_string(pg_database.conninfo) as store:
         store.setup()
         check_implements_the_contract(BaseStoreMemory(store, ("memories", "one-contract")))
+
+
+def test_a_postgres_store_never_set_up_is_refused_with_the_fix(pg_database):
+    from poolsplit_adapters.errors import ArgumentError
+
+    with PostgresStore.from_conn_string(pg_database.conninfo) as store:
+        with pytest.raises(ArgumentError) as err:
+            BaseStoreMemory(store, U1)
+        assert str(err.value) == (
+            "BaseStoreMemory store: the LangGraph PostgresStore has no tables (its database has no 'store' "
+            "table): call store.setup() once before giving it to poolsplit_adapters"
+        )
+        store.setup()
+        assert BaseStoreMemory(store, U1).put_many([{"id": "fix-1", "content": "Quote cents."}]) == ["fix-1"]

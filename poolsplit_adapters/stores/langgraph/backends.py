@@ -61,6 +61,7 @@ from .prepared import (
     prepares,
     watermark,
 )
+from .set_up import require_tables
 from .store import BaseStoreMemory, Namespace, Recall, chain_visibility
 from .store_reads import query_of
 
@@ -160,8 +161,11 @@ class _BaseStoreBackend(Backend):
     read every call, its corrections from a kept index of them when the
     store's watermark is cheap (`cheap_watermark`)."""
 
-    def __init__(self, store: BaseStore, settings: AgentMemorySettings, cache: int = 1024) -> None:
+    def __init__(
+        self, store: BaseStore, settings: AgentMemorySettings, cache: int = 1024, argument: str = "store"
+    ) -> None:
         super().__init__(settings)
+        require_tables(store, argument)
         self.store = store
         self._memories: OrderedDict[Tuple[Namespace, ...], BaseStoreMemory] = OrderedDict()
         self._prepared: OrderedDict[Tuple[Any, ...], PreparedRecall] = OrderedDict()
@@ -390,7 +394,7 @@ def backend_for(store: Any, settings: AgentMemorySettings, *, argument: str = "s
     for anything else (a LangChain ``VectorStore`` comes wrapped by the
     adapter's ``backend_for``)."""
     if isinstance(store, BaseStore):
-        return _BaseStoreBackend(store, settings)
+        return _BaseStoreBackend(store, settings, argument=argument)
     if isinstance(store, (list, tuple)):
         for position, entry in enumerate(store):
             if not isinstance(entry, Mapping):

@@ -80,6 +80,7 @@ from .memory_store_search import InMemoryStoreSearch, serves_in_memory_store
 from .namespaces import Namespace, chain_visibility, check_ids, check_namespaces, namespace_label
 from .postgres_store_search import PostgresStoreSearch, serves_postgres_store
 from .ranked_search import StoreSearcher
+from .set_up import require_tables
 from .store_reads import RANK_ALL, READ_ALL, ReadSpec, Recall, TokenCounts, query_of
 from .store_writes import NEAR_K, StoreWrites
 
@@ -187,8 +188,9 @@ class BaseStoreMemory(StoreWrites):
     ) -> None:
         if not isinstance(store, BaseStore):
             raise TypeError("BaseStoreMemory store must be a LangGraph BaseStore, got %s" % type(store).__name__)
-        self.store = store
         self.chain = check_namespaces(namespace)
+        require_tables(store, "BaseStoreMemory store")
+        self.store = store
         self.namespace = self.chain[0]
         self.visibility = chain_visibility(self.chain, chain_penalty)
         if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 1:
