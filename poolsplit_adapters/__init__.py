@@ -46,6 +46,10 @@ def __getattr__(name: str) -> object:
         from .tokens import TiktokenCounter
 
         return TiktokenCounter
+    if name == "StandingUnplannedWarning":  # the write path's, beside the core's warning
+        from .memory.tasks import StandingUnplannedWarning
+
+        return StandingUnplannedWarning
     raise AttributeError("module 'poolsplit_adapters' has no attribute %r" % name)
 
 
@@ -62,6 +66,7 @@ __all__ = [
     "Reason",
     "ScorerCall",
     "Selection",
+    "StandingUnplannedWarning",
     "TiktokenCounter",
     "UnadmittedCorrectionWarning",
     "Visibility",

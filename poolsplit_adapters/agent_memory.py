@@ -389,7 +389,8 @@ class AgentMemory:
         self.settings = AgentMemorySettings.held_by(owner, **settings)
         self.max_turns = check_positive_int(max_turns, "max_turns", "the current turn always stays")
         self.write_gate = check_instance(write_gate, WriteGate, "write_gate") or WriteGate()
-        warn_unplanned_standing(owner, self.settings.pools, self.write_gate.standing is not None)
+        gate = "write=WriteConfig(write_gate=WriteGate(standing=None))"  # the middleware's keyword
+        warn_unplanned_standing(owner, self.settings.pools, self.write_gate.standing is not None, gate=gate)
         self.now: Optional[datetime.datetime] = settings["now"]
         self.heading = check_string(heading, "heading")
         self.episode_type = check_written_type(episode_type, "episode_type")

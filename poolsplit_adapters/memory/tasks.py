@@ -368,13 +368,19 @@ class StandingUnplannedWarning(UserWarning):
     Example:
         ```python
         import warnings
+        from poolsplit_adapters import StandingUnplannedWarning
         warnings.simplefilter("error", StandingUnplannedWarning)  # a plan without them is a bug here
         ```
     """
 
 
 def warn_unplanned_standing(
-    owner: str, pools: Union[Sequence[Pool], str], recognising: bool, *, stacklevel: int = 4
+    owner: str,
+    pools: Union[Sequence[Pool], str],
+    recognising: bool,
+    *,
+    stacklevel: int = 4,
+    gate: str = "write_gate=WriteGate(standing=None)",
 ) -> None:
     """Warn once, where a memory is built, when its write path recognises
     the user's standing instructions, preferences and facts (``recognising``:
@@ -385,7 +391,7 @@ def warn_unplanned_standing(
     and the presets plan them (`task_pools`). Why a warning and not an error: a
     host may want them stored for another reader, and says so by
     ``warnings.filterwarnings``; or turns the recognition off
-    (``WriteGate(standing=None)``)."""
+    (``WriteGate(standing=None)``, given as ``gate`` says)."""
     if not recognising or isinstance(pools, str):
         return
     missing = [t for t in STANDING_TYPES + (FACT,) if not any(pool.admits(t) for pool in pools)]
@@ -398,8 +404,8 @@ def warn_unplanned_standing(
         named = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
         warnings.warn(
             "%s: the write path stores the user's %s entries but no pool admits them: they would never load;"
-            " %s (docs/lifecycle.md), or give WriteGate(standing=None) to store none"
-            % (owner, named, " and ".join(fixes)),
+            " %s (docs/lifecycle.md), or pass %s to store none"
+            " (from poolsplit_adapters.memory import WriteGate)" % (owner, named, " and ".join(fixes), gate),
             StandingUnplannedWarning,
             stacklevel=stacklevel,
         )

@@ -8,11 +8,10 @@ import warnings
 
 import pytest
 
-from poolsplit_adapters import Pool
+from poolsplit_adapters import Pool, StandingUnplannedWarning
 from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 from poolsplit_adapters.llama_index import poolsplit_memory_blocks
 from poolsplit_adapters.memory import WriteGate
-from poolsplit_adapters.memory.tasks import StandingUnplannedWarning
 
 CORRECTIONS = Pool("corrections", 0, 0, ("correction",))
 WITHOUT = [CORRECTIONS, Pool("facts", 300, 5, ("fact", "episode", "preference"))]
@@ -30,7 +29,8 @@ def test_a_middleware_whose_plan_has_no_room_for_instructions_says_so_naming_the
     assert [str(w.message) for w in caught] == [
         "PoolSplitMemoryMiddleware: the write path stores the user's instruction entries but no pool admits"
         " them: they would never load; add Pool('standing', 256, 20, ('instruction', 'preference')) after the"
-        " corrections (docs/lifecycle.md), or give WriteGate(standing=None) to store none"
+        " corrections (docs/lifecycle.md), or pass write=WriteConfig(write_gate=WriteGate(standing=None)) to store"
+        " none (from poolsplit_adapters.memory import WriteGate)"
     ]
     assert caught[0].filename == __file__  # the caller's line, not the package's
 
@@ -38,7 +38,7 @@ def test_a_middleware_whose_plan_has_no_room_for_instructions_says_so_naming_the
 def test_llama_index_blocks_whose_plan_has_no_room_for_either_say_so():
     with pytest.warns(
         StandingUnplannedWarning,
-        match=r"^PoolSplitMemoryStore: .* user's instruction, preference and fact entries .* after the corrections and name 'fact' in a pool",
+        match=r"^PoolSplitMemoryStore: .* user's instruction, preference and fact entries .* after the corrections and name 'fact' in a pool .* or pass write_gate=WriteGate\(standing=None\) to store none",
     ):
         poolsplit_memory_blocks([], [CORRECTIONS, Pool("episodes", 300, 3, ("episode",))])
 
