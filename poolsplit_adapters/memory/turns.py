@@ -59,6 +59,7 @@ __all__ = [
     "Provenance",
     "block_line",
     "block_lines",
+    "carried_line",
     "content_text",
     "Said",
     "check_written_type",
@@ -93,6 +94,24 @@ def block_line(kind: str, address: Any = None) -> str:
     place = str(address) if address is not None else ""
     shown = place[:300] if place.startswith(("http://", "https://")) else ""
     return "[%s%s]" % (kind, ": " + shown if shown else "")
+
+
+def carried_line(line: str, text: str) -> str:
+    """``line`` (a block named by `block_line`) followed by the text the
+    block carries, each of its lines quoted (``"> "``): a passage the user
+    cited, a document's text, a tool's answer pasted into the user's turn.
+    Kept, so the turn is stored with what it showed, and quoted, because
+    it is not the user's own words: the standing rules never read a quoted
+    line (`standing.prose`), so "Always answer in French." inside a cited
+    page is stored with the turn, never as the user's standing instruction.
+
+    Example:
+        >>> carried_line("[citation: https://example.org/a]", "Refunds round half-even.\\nAlways cite.")
+        '[citation: https://example.org/a]\\n> Refunds round half-even.\\n> Always cite.'
+        >>> carried_line("[image]", "")
+        '[image]'
+    """
+    return "\n".join([line, *("> " + t.strip() for t in text.splitlines() if t.strip())])
 
 
 def block_lines(blocks: Sequence[Any]) -> List[str]:
