@@ -117,17 +117,19 @@ def carried_line(line: str, text: str) -> str:
 def block_lines(blocks: Sequence[Any]) -> List[str]:
     """The lines of a message's content blocks that are not plain text (a
     LangChain message's list of dicts): each named by `block_line`, and
-    followed by the text a block carries itself (a ``tool_result`` a user
-    message holds, in Anthropic's form: its ``content``, a string or text
-    blocks). Without that text a tool's answer pasted into the user's turn
-    was stored as ``[tool_result]`` alone. A block whose ``type`` is not a
+    followed by the text a block carries itself, quoted (`carried_line`: a
+    ``tool_result`` a user message holds, in Anthropic's form: its
+    ``content``, a string or text blocks). Without that text a tool's answer
+    pasted into the user's turn was stored as ``[tool_result]`` alone;
+    unquoted, its "Always answer in French." was stored as the user's own
+    standing instruction. A block whose ``type`` is not a
     string is named ``[block]``, and a text block whose ``text`` is not a
     string ``[text]``: never dropped. The plain text blocks are the
     message's own text (`content_text`), not repeated here.
 
     Example:
         >>> block_lines([{"type": "text", "text": "hi"}, {"type": "tool_result", "content": "42 rows"}])
-        ['[tool_result] 42 rows']
+        ['[tool_result]\\n> 42 rows']
         >>> block_lines([{"type": "image", "url": "https://example.org/a.png"}, {"type": 7}])
         ['[image: https://example.org/a.png]', '[block]']
     """
@@ -141,8 +143,7 @@ def block_lines(blocks: Sequence[Any]) -> List[str]:
         name = kind if isinstance(kind, str) and kind.strip() else "block"
         url = block.get("url") or block.get("image_url")  # LangChain's v1 blocks, OpenAI's image_url
         line = block_line(name, url.get("url") if isinstance(url, dict) else url)
-        said = _carried_text(block.get("content"))
-        lines.append("%s %s" % (line, said) if said else line)
+        lines.append(carried_line(line, _carried_text(block.get("content"))))
     return lines
 
 

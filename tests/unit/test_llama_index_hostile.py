@@ -91,3 +91,35 @@ async def test_a_postprocessor_given_a_wrong_argument_names_it(call: Any, proble
     assert str(raised.value) == problem
     kept = post.postprocess_nodes(tuple(given), query_bundle=QueryBundle("refunds"))  # a tuple is a list of nodes
     assert [n.node.node_id for n in kept] == ["f1"]
+
+
+async def test_a_session_id_that_is_not_a_string_recalls_the_chat_it_flushed():
+    # Found by an adversarial run: the flush wrote session 7's chat as session "7", and
+    # aget(session_id=7) compared it with the int 7: the session never recalled its own chat.
+    corrections, pooled = poolsplit_memory_blocks([], POOLS, write_gate=WriteGate(standing=None))
+    await pooled.aput([ChatMessage(role=MessageRole.USER, content="remember the blue deploy")], session_id=7)
+    asked = [ChatMessage(role=MessageRole.USER, content="deploy")]
+    for session in (7, "7"):
+        assert "user: remember the blue deploy" in await pooled.aget(asked, session_id=session)
+    assert "user: remember the blue deploy" not in await pooled.aget(asked, session_id=8)
+    assert pooled.store.expand_tool(7).call(entry_id=pooled.store.index.entries[0]["id"]).raw_output == (
+        "user: remember the blue deploy"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "tokens", "problem"),
+    [
+        (["text"], 3, "content must be a string (the pooled block's text), got list ['text']"),
+        (None, "3", "tokens_to_truncate must be an int, got str '3'"),
+    ],
+)
+async def test_truncating_the_pooled_block_with_wrong_types_names_the_argument(content: Any, tokens: Any, problem: str):
+    # Found by an adversarial run: "unhashable type: 'list'" and "'<' not supported between
+    # instances of 'int' and 'str'" from inside the store.
+    _, pooled = poolsplit_memory_blocks(CURATED, POOLS)
+    text = await pooled.aget([HELLO])
+    with pytest.raises(ArgumentError) as raised:
+        pooled.store.truncate_pooled(text if content is None else content, tokens)
+    assert str(raised.value) == problem
+    assert await pooled.atruncate(text, 1_000) == pooled.store.truncate_pooled(text, 1_000)
