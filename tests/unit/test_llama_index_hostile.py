@@ -13,7 +13,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.checks import ArgumentError
-from poolsplit_adapters.llama_index import PoolSplitNodePostprocessor, poolsplit_memory_blocks
+from poolsplit_adapters.llama_index import PoolSplitNodePostprocessor, PoolSplitRetriever, poolsplit_memory_blocks
 from poolsplit_adapters.memory import WriteGate
 
 POOLS = [
@@ -123,3 +123,26 @@ async def test_truncating_the_pooled_block_with_wrong_types_names_the_argument(c
         pooled.store.truncate_pooled(text if content is None else content, tokens)
     assert str(raised.value) == problem
     assert await pooled.atruncate(text, 1_000) == pooled.store.truncate_pooled(text, 1_000)
+
+
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [
+        (3, "query must be a string or a QueryBundle, got int 3"),
+        (b"x", "query must be a string or a QueryBundle, got bytes b'x'"),
+    ],
+)
+async def test_retrieve_with_selection_given_a_query_that_is_not_text_names_it(query: Any, problem: str):
+    # Found by an adversarial run: a pydantic error about RetrievalStartEvent from inside
+    # LlamaIndex's instrumentation, and "'bytes' object has no attribute 'query_str'".
+    retriever = PoolSplitRetriever(
+        POOLS, [TextNode(text="Refunds round half-even.", id_="f1", metadata={"type": "fact"})]
+    )
+    for call in (retriever.retrieve_with_selection, retriever.aretrieve_with_selection):
+        with pytest.raises(ArgumentError) as raised:
+            result = call(query)
+            if not isinstance(result, tuple):
+                await result
+        assert str(raised.value) == problem
+    nodes, selection = retriever.retrieve_with_selection(QueryBundle("refunds"))
+    assert [n.node.node_id for n in nodes] == ["f1"] and [c.entry["id"] for c in selection.chosen] == ["f1"]

@@ -16,6 +16,7 @@ from ...poolsplit import check_entry
 __all__ = [
     "AnyNode",
     "check_always_nodes",
+    "check_query",
     "node_parts",
     "node_to_entry",
     "nodes_from",
@@ -138,6 +139,15 @@ def scored_nodes(nodes: Sequence[Any]) -> Sequence[NodeWithScore]:
     if len(first) < len(nodes):
         return [nodes[position] for position in sorted(first.values())]
     return nodes
+
+
+def check_query(query: Any) -> None:
+    """A retriever's query: a string or a ``QueryBundle``. Why checked:
+    ``retrieve_with_selection(3)`` failed inside LlamaIndex's instrumentation
+    with a pydantic error about ``RetrievalStartEvent``, and ``b"deploy"``
+    with ``'bytes' object has no attribute 'query_str'``."""
+    if not isinstance(query, (str, QueryBundle)):
+        raise argument_error("query", "a string or a QueryBundle", query)
 
 
 def query_text(query_bundle: Any) -> str:
