@@ -6,22 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Callable, Optional
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import ConfigDict, Field
 
 from ..checks import ArgumentError, check_positive_int
 from ..poolsplit import Pool, Selection
 from ..render import marker
+from ..stores.vectorstores.llama_index_messages import chat_messages, last_user_text
 from ..tokens import counter_from
-from .memory_store import PoolSplitMemoryStore, message_text
-
-
-def _last_user_text(messages: Optional[list[ChatMessage]]) -> str:
-    for message in reversed(messages or []):
-        if message.role == MessageRole.USER:
-            return message_text(message)
-    return ""
+from .memory_store import PoolSplitMemoryStore
 
 
 class StoreMemoryBlock(BaseMemoryBlock[str]):
@@ -47,7 +41,13 @@ class StoreMemoryBlock(BaseMemoryBlock[str]):
         """The store's selection for the last user message of this call;
         ``session_id`` arrives per call and is used, never stored on the
         block (one block serves every session)."""
-        return self.store.select_for(_last_user_text(messages), block_kwargs.get("session_id"))
+        return self.store.select_for(last_user_text(messages), block_kwargs.get("session_id"))
+
+    async def aput(
+        self, messages: list[ChatMessage], from_short_term_memory: bool = False, session_id: Optional[str] = None
+    ) -> None:
+        """``BaseMemoryBlock.aput`` with ``messages`` checked first (it stamps each with the session)."""
+        await super().aput(list(chat_messages(messages)), from_short_term_memory, session_id)
 
 
 class CorrectionsMemoryBlock(StoreMemoryBlock):

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from llama_index.core.base.llms.types import ChatMessage, MessageRole, TextBlock
+from llama_index.core.base.llms.types import ChatMessage
 
-from ..memory.turns import block_line
 from ..memory.write_gate import Proposal
 from ..poolsplit import Selection
 from ..stores.chat_flush import UnflushedWarning as UnflushedWarning
 from ..stores.chat_memory import SESSION_KEY as SESSION_KEY
 from ..stores.chat_memory import ChatMemoryEntries
 from ..stores.chat_memory import PooledRender as PooledRender
+from ..stores.vectorstores.llama_index_messages import chat_messages, default_flush_filter
+from ..stores.vectorstores.llama_index_messages import message_text as message_text
 from .events import announce
 
 
@@ -87,7 +88,7 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
 
     @staticmethod
     def _default_filter(message: Any) -> bool:
-        return _default_filter(message)
+        return default_flush_filter(message)
 
     # -- recall ---------------------------------------------------------------------
 
@@ -158,7 +159,7 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
         """
         refused: List[str] = []
         write = self._write_or_keep if keep_failed else self._write_pending
-        return write(self._flush_candidates(messages, refused), refused)
+        return write(self._flush_candidates(chat_messages(messages), refused), refused)
 
     def _flush_candidates(self, messages: Sequence[ChatMessage], refused: List[str]) -> List[Proposal]:
         """The gate's judgement of each line `flush_filter` accepts, stamped now."""
@@ -167,26 +168,3 @@ class PoolSplitMemoryStore(ChatMemoryEntries):
             for n, m in self._filtered(messages, refused)
         ]
         return self._line_proposals(lines, refused)
-
-
-def message_text(message: ChatMessage) -> str:
-    """The text of a chat message (its text blocks, stripped), with a line
-    naming each block of a user's (or a tool's) message that is not text
-    (`block_line`: an image the user sent, by its web address, never its
-    data), as the agent middleware reads a message: a user's message of
-    only an image is flushed as that line, not dropped as empty. The
-    model's own blocks that are not text (thinking, tool calls) are not
-    lines of the conversation."""
-    text = "\n".join(b.text for b in message.blocks if isinstance(b, TextBlock)).strip()
-    if message.role == MessageRole.ASSISTANT:
-        return text
-    named = [
-        block_line(str(getattr(b, "block_type", "block")), getattr(b, "url", None))
-        for b in message.blocks
-        if not isinstance(b, TextBlock)
-    ]
-    return "\n".join([t for t in (text, *named) if t])
-
-
-def _default_filter(message: ChatMessage) -> bool:
-    return message.role in (MessageRole.USER, MessageRole.ASSISTANT) and bool(message_text(message))

@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field
 
 from ..call import select_given
 from ..settings import AdapterSettings, Framework
-from ..stores.vectorstores.llama_index_nodes import check_always_nodes, scored_nodes
+from ..stores.vectorstores.llama_index_nodes import check_always_nodes, query_text, scored_nodes
 from .events import announce
 from .nodes import NodeConverter
 
@@ -67,6 +67,6 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
         entries, source = NodeConverter.entries(given)
         # The earlier stage's scores, kept beside the selection's (which replaces them, as a reranker's does).
         upstream = {id(e): float(n.score) for e, n in zip(entries, given) if n.score is not None}
-        selection, returned = select_given(self, query_bundle.query_str if query_bundle else "", entries)
+        selection, returned = select_given(self, query_text(query_bundle), entries)
         announce("postprocessor", selection)
         return NodeConverter(self.show_selection_to_llm).to_nodes(returned, source, upstream)

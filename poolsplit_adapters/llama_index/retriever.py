@@ -29,7 +29,7 @@ from ..recall import (
 from ..render import explain_last
 from ..reports import capture_selections
 from ..settings import AdapterSettings, CallOverrides, Framework
-from ..stores.vectorstores.llama_index_nodes import one_node_per_id
+from ..stores.vectorstores.llama_index_nodes import check_query, one_node_per_id
 from ..stores.vectorstores.llama_index_search import IndexRecall
 from .events import announce
 from .nodes import AnyNode, NodeConverter
@@ -214,7 +214,7 @@ class PoolSplitRetriever(BaseRetriever):
         """``retrieve(query)`` plus this call's own selection, with per-call
         `CallOverrides` (the LangChain
         retriever's ``invoke`` keywords)."""
-        with self._overridden(overrides) as mine:
+        with self._overridden(query, overrides) as mine:
             nodes = self.retrieve(query)
         return nodes, mine[-1]
 
@@ -222,13 +222,14 @@ class PoolSplitRetriever(BaseRetriever):
         self, query: QueryType, **overrides: Unpack[CallOverrides]
     ) -> tuple[list[NodeWithScore], Selection]:
         """[`retrieve_with_selection`][], async."""
-        with self._overridden(overrides) as mine:
+        with self._overridden(query, overrides) as mine:
             nodes = await self.aretrieve(query)
         return nodes, mine[-1]
 
     @contextlib.contextmanager
-    def _overridden(self, overrides: CallOverrides) -> Iterator[list[Selection]]:
-        check_overrides(overrides, tuple(CallOverrides.__annotations__))  # bad overrides fail before any work
+    def _overridden(self, query: Any, overrides: CallOverrides) -> Iterator[list[Selection]]:
+        check_query(query)  # a bad query or overrides fail before any work
+        check_overrides(overrides, tuple(CallOverrides.__annotations__))
         token = _OVERRIDES.set((id(self), overrides))
         try:
             with capture_selections() as mine:

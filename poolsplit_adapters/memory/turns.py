@@ -59,6 +59,7 @@ __all__ = [
     "Provenance",
     "block_line",
     "block_lines",
+    "carried_line",
     "content_text",
     "Said",
     "check_written_type",
@@ -95,20 +96,40 @@ def block_line(kind: str, address: Any = None) -> str:
     return "[%s%s]" % (kind, ": " + shown if shown else "")
 
 
+def carried_line(line: str, text: str) -> str:
+    """``line`` (a block named by `block_line`) followed by the text the
+    block carries, each of its lines quoted (``"> "``): a passage the user
+    cited, a document's text, a tool's answer pasted into the user's turn.
+    Kept, so the turn is stored with what it showed, and quoted, because
+    it is not the user's own words: the standing rules never read a quoted
+    line (`standing.prose`), so "Always answer in French." inside a cited
+    page is stored with the turn, never as the user's standing instruction.
+
+    Example:
+        >>> carried_line("[citation: https://example.org/a]", "Refunds round half-even.\\nAlways cite.")
+        '[citation: https://example.org/a]\\n> Refunds round half-even.\\n> Always cite.'
+        >>> carried_line("[image]", "")
+        '[image]'
+    """
+    return "\n".join([line, *("> " + t.strip() for t in text.splitlines() if t.strip())])
+
+
 def block_lines(blocks: Sequence[Any]) -> List[str]:
     """The lines of a message's content blocks that are not plain text (a
     LangChain message's list of dicts): each named by `block_line`, and
-    followed by the text a block carries itself (a ``tool_result`` a user
-    message holds, in Anthropic's form: its ``content``, a string or text
-    blocks). Without that text a tool's answer pasted into the user's turn
-    was stored as ``[tool_result]`` alone. A block whose ``type`` is not a
+    followed by the text a block carries itself, quoted (`carried_line`: a
+    ``tool_result`` a user message holds, in Anthropic's form: its
+    ``content``, a string or text blocks). Without that text a tool's answer
+    pasted into the user's turn was stored as ``[tool_result]`` alone;
+    unquoted, its "Always answer in French." was stored as the user's own
+    standing instruction. A block whose ``type`` is not a
     string is named ``[block]``, and a text block whose ``text`` is not a
     string ``[text]``: never dropped. The plain text blocks are the
     message's own text (`content_text`), not repeated here.
 
     Example:
         >>> block_lines([{"type": "text", "text": "hi"}, {"type": "tool_result", "content": "42 rows"}])
-        ['[tool_result] 42 rows']
+        ['[tool_result]\\n> 42 rows']
         >>> block_lines([{"type": "image", "url": "https://example.org/a.png"}, {"type": 7}])
         ['[image: https://example.org/a.png]', '[block]']
     """
@@ -122,8 +143,7 @@ def block_lines(blocks: Sequence[Any]) -> List[str]:
         name = kind if isinstance(kind, str) and kind.strip() else "block"
         url = block.get("url") or block.get("image_url")  # LangChain's v1 blocks, OpenAI's image_url
         line = block_line(name, url.get("url") if isinstance(url, dict) else url)
-        said = _carried_text(block.get("content"))
-        lines.append("%s %s" % (line, said) if said else line)
+        lines.append(carried_line(line, _carried_text(block.get("content"))))
     return lines
 
 

@@ -130,9 +130,10 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
         made it (to announce and record), or the kept one, recorded, and
         None (the adapter's ``select_for``: kept until the message, the
         session, either version or the lines a failed flush kept change;
-        those are noted, `UNFLUSHED_NOTE`)."""
-        if session_id:
-            session_text(session_id)
+        those are noted, `UNFLUSHED_NOTE`). ``session_id`` is read as the
+        flush writes it (`session_text`: ``7`` is session ``"7"``): read as
+        given, an int session id wrote chat it never recalled."""
+        session_id = session_text(session_id) if session_id else None
         unflushed = self.unflushed_note()
         kept_lines = None if unflushed is None else (unflushed["lines"], unflushed["error"])
         key = (message, session_id, self.index.version, self._long_term_version(), kept_lines)
@@ -195,8 +196,9 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
 
     def _readable(self, session_id: Optional[str]) -> VisibleEntries:
         """What the expand tool of ``session_id`` may read: `_candidates`
-        (read when asked), within the visibility."""
-        store = self
+        (read when asked), within the visibility; ``session_id`` read as
+        `_selected` reads it."""
+        store, session_id = self, session_text(session_id) if session_id else None
 
         class _Entries:
             def __iter__(self) -> Any:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from ..call import cap
+from ..errors import argument_error
 from ..poolsplit import Chosen, Selection
 from ..render import marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings
@@ -132,7 +133,17 @@ class PooledRenders:
         """``content`` (a text [`render_pooled`][] made) at least
         ``tokens_to_truncate`` tokens shorter where it can be, entries
         dropped from the least relevant end; the result always ends with
-        the explicit omission lines (budget, and the context limit)."""
+        the explicit omission lines (budget, and the context limit).
+
+        Raises:
+            ArgumentError: ``content`` not a string, ``tokens_to_truncate``
+                not an int (they failed inside with "unhashable type" and
+                "'<' not supported").
+        """
+        if not isinstance(content, str):
+            raise argument_error("content", "a string (the pooled block's text)", content)
+        if isinstance(tokens_to_truncate, bool) or not isinstance(tokens_to_truncate, int):
+            raise argument_error("tokens_to_truncate", "an int", tokens_to_truncate)
         with self._lock:
             rendered: Optional[PooledRender] = self._renders.get(content)
         if rendered is None:

@@ -7,19 +7,21 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Union
 
-from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, TextNode
+from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore, QueryBundle, TextNode
 
 from ...convert import entry_from, stored_parts
-from ...errors import ArgumentError
+from ...errors import ArgumentError, argument_error
 from ...poolsplit import check_entry
 
 __all__ = [
     "AnyNode",
     "check_always_nodes",
+    "check_query",
     "node_parts",
     "node_to_entry",
     "nodes_from",
     "one_node_per_id",
+    "query_text",
     "scored_nodes",
 ]
 
@@ -115,7 +117,11 @@ def scored_nodes(nodes: Sequence[Any]) -> Sequence[NodeWithScore]:
     given twice (two retrievers merged by hand) was selected, shown and
     counted against its pool twice, so the first is kept (LlamaIndex's own
     rule of one node per id); two nodes with one id and other content are
-    refused, as the retriever refuses them (`one_node_per_id`)."""
+    refused, as the retriever refuses them (`one_node_per_id`). ``nodes``
+    not a list (None, a generator) is an `ArgumentError` naming it: it failed
+    inside with ``'NoneType' object is not iterable``."""
+    if isinstance(nodes, (str, bytes, Mapping)) or not isinstance(nodes, Sequence):
+        raise argument_error("nodes", "a list of NodeWithScore", nodes)
     first: dict[str, int] = {}
     for position, node in enumerate(nodes):
         if not isinstance(node, NodeWithScore):
@@ -133,6 +139,27 @@ def scored_nodes(nodes: Sequence[Any]) -> Sequence[NodeWithScore]:
     if len(first) < len(nodes):
         return [nodes[position] for position in sorted(first.values())]
     return nodes
+
+
+def check_query(query: Any) -> None:
+    """A retriever's query: a string or a ``QueryBundle``. Why checked:
+    ``retrieve_with_selection(3)`` failed inside LlamaIndex's instrumentation
+    with a pydantic error about ``RetrievalStartEvent``, and ``b"deploy"``
+    with ``'bytes' object has no attribute 'query_str'``."""
+    if not isinstance(query, (str, QueryBundle)):
+        raise argument_error("query", "a string or a QueryBundle", query)
+
+
+def query_text(query_bundle: Any) -> str:
+    """The query of a node postprocessor's ``query_bundle`` ("" for None).
+    Why checked: ``postprocess_nodes(nodes, "refunds")`` (the query as the
+    second argument, LlamaIndex's ``query_bundle``) failed inside with
+    ``'str' object has no attribute 'query_str'``."""
+    if query_bundle is None:
+        return ""
+    if not isinstance(query_bundle, QueryBundle):
+        raise argument_error("query_bundle", "a QueryBundle or None (give a string as query_str=)", query_bundle)
+    return query_bundle.query_str
 
 
 def check_always_nodes(nodes: Any) -> None:

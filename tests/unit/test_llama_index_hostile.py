@@ -1,0 +1,148 @@
+"""The LlamaIndex adapters given hostile input through their public entry
+points (found by an adversarial hunt): each fails where it is given, with an
+error naming the argument, never a traceback from inside."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.memory import Memory
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from poolsplit_adapters import Pool
+from poolsplit_adapters.checks import ArgumentError
+from poolsplit_adapters.llama_index import PoolSplitNodePostprocessor, PoolSplitRetriever, poolsplit_memory_blocks
+from poolsplit_adapters.memory import WriteGate
+
+POOLS = [
+    Pool("corrections", 0, 0, ("correction",)),
+    Pool("standing", 256, 20, ("instruction", "preference")),
+    Pool("facts", 300, 5, ("fact", "episode")),
+]
+CURATED = [
+    {"id": "c1", "type": "correction", "scope": "always", "content": "Amounts in integer cents."},
+    {"id": "f1", "type": "fact", "content": "Refunds round half-even."},
+]
+HELLO = ChatMessage(role=MessageRole.USER, content="how do refunds round?")
+
+
+@pytest.mark.parametrize(
+    ("messages", "problem"),
+    [
+        ("how do refunds round?", "messages must be a list of ChatMessage, got str 'how do refunds round?'"),
+        (3, "messages must be a list of ChatMessage, got int 3"),
+        ({"role": "user"}, "messages must be a list of ChatMessage, got dict {'role': 'user'}"),
+        (["hello"], "messages[0] must be a ChatMessage, got str 'hello'"),
+        ([HELLO, None], "messages[1] must be a ChatMessage, got NoneType None"),
+    ],
+)
+async def test_a_block_given_messages_that_are_not_chat_messages_names_the_argument(messages: Any, problem: str):
+    # Found by an adversarial run: aget("x") read the string's letters as messages and failed
+    # inside with AttributeError: 'str' object has no attribute 'role'.
+    corrections, pooled = poolsplit_memory_blocks(CURATED, POOLS)
+    for block in (corrections, pooled):
+        with pytest.raises(ArgumentError) as raised:
+            await block.aget(messages, session_id="alice")
+        assert str(raised.value) == problem
+        with pytest.raises(ArgumentError) as raised:
+            await block.aput(messages, session_id="alice")
+        assert str(raised.value) == problem
+    with pytest.raises(ArgumentError) as raised:
+        pooled.store.flush(messages)
+    assert str(raised.value) == problem
+    assert [e["id"] for e in pooled.store.index.entries] == ["c1", "f1"]  # nothing written
+
+
+async def test_blocks_still_take_a_tuple_of_messages_and_none():
+    corrections, pooled = poolsplit_memory_blocks(CURATED, POOLS, write_gate=WriteGate(standing=None))
+    assert (await corrections.aget(None)).startswith('<memory id="c1" pool="corrections" scope="always">\nAmounts')
+    assert "Refunds round half-even." in await pooled.aget((HELLO,), session_id="alice")
+    await pooled.aput((ChatMessage(role=MessageRole.USER, content="Refunds go to the card."),), session_id="alice")
+    assert [e["content"] for e in pooled.store.index.entries][-1] == "user: Refunds go to the card."
+    memory = Memory.from_defaults(session_id="alice", token_limit=2000, memory_blocks=[corrections, pooled])
+    await memory.aput(HELLO)
+    assert any("Refunds round half-even." in str(m.content) for m in await memory.aget())
+
+
+@pytest.mark.parametrize(
+    ("call", "problem"),
+    [
+        (
+            lambda post, given: post.postprocess_nodes(given, "refunds"),
+            "query_bundle must be a QueryBundle or None (give a string as query_str=), got str 'refunds'",
+        ),
+        (lambda post, given: post.postprocess_nodes(None), "nodes must be a list of NodeWithScore, got NoneType None"),
+        (
+            lambda post, given: post.postprocess_nodes("refunds"),
+            "nodes must be a list of NodeWithScore, got str 'refunds'",
+        ),
+    ],
+)
+async def test_a_postprocessor_given_a_wrong_argument_names_it(call: Any, problem: str):
+    # Found by an adversarial run: the query as the second argument (LlamaIndex's
+    # query_bundle) failed inside with 'str' object has no attribute 'query_str', and
+    # nodes=None with 'NoneType' object is not iterable.
+    post = PoolSplitNodePostprocessor(pools=POOLS)
+    given = [NodeWithScore(node=TextNode(text="Refunds round half-even.", id_="f1", metadata={"type": "fact"}))]
+    with pytest.raises(ArgumentError) as raised:
+        call(post, given)
+    assert str(raised.value) == problem
+    kept = post.postprocess_nodes(tuple(given), query_bundle=QueryBundle("refunds"))  # a tuple is a list of nodes
+    assert [n.node.node_id for n in kept] == ["f1"]
+
+
+async def test_a_session_id_that_is_not_a_string_recalls_the_chat_it_flushed():
+    # Found by an adversarial run: the flush wrote session 7's chat as session "7", and
+    # aget(session_id=7) compared it with the int 7: the session never recalled its own chat.
+    corrections, pooled = poolsplit_memory_blocks([], POOLS, write_gate=WriteGate(standing=None))
+    await pooled.aput([ChatMessage(role=MessageRole.USER, content="remember the blue deploy")], session_id=7)
+    asked = [ChatMessage(role=MessageRole.USER, content="deploy")]
+    for session in (7, "7"):
+        assert "user: remember the blue deploy" in await pooled.aget(asked, session_id=session)
+    assert "user: remember the blue deploy" not in await pooled.aget(asked, session_id=8)
+    assert pooled.store.expand_tool(7).call(entry_id=pooled.store.index.entries[0]["id"]).raw_output == (
+        "user: remember the blue deploy"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "tokens", "problem"),
+    [
+        (["text"], 3, "content must be a string (the pooled block's text), got list ['text']"),
+        (None, "3", "tokens_to_truncate must be an int, got str '3'"),
+    ],
+)
+async def test_truncating_the_pooled_block_with_wrong_types_names_the_argument(content: Any, tokens: Any, problem: str):
+    # Found by an adversarial run: "unhashable type: 'list'" and "'<' not supported between
+    # instances of 'int' and 'str'" from inside the store.
+    _, pooled = poolsplit_memory_blocks(CURATED, POOLS)
+    text = await pooled.aget([HELLO])
+    with pytest.raises(ArgumentError) as raised:
+        pooled.store.truncate_pooled(text if content is None else content, tokens)
+    assert str(raised.value) == problem
+    assert await pooled.atruncate(text, 1_000) == pooled.store.truncate_pooled(text, 1_000)
+
+
+@pytest.mark.parametrize(
+    ("query", "problem"),
+    [
+        (3, "query must be a string or a QueryBundle, got int 3"),
+        (b"x", "query must be a string or a QueryBundle, got bytes b'x'"),
+    ],
+)
+async def test_retrieve_with_selection_given_a_query_that_is_not_text_names_it(query: Any, problem: str):
+    # Found by an adversarial run: a pydantic error about RetrievalStartEvent from inside
+    # LlamaIndex's instrumentation, and "'bytes' object has no attribute 'query_str'".
+    retriever = PoolSplitRetriever(
+        POOLS, [TextNode(text="Refunds round half-even.", id_="f1", metadata={"type": "fact"})]
+    )
+    for call in (retriever.retrieve_with_selection, retriever.aretrieve_with_selection):
+        with pytest.raises(ArgumentError) as raised:
+            result = call(query)
+            if not isinstance(result, tuple):
+                await result
+        assert str(raised.value) == problem
+    nodes, selection = retriever.retrieve_with_selection(QueryBundle("refunds"))
+    assert [n.node.node_id for n in nodes] == ["f1"] and [c.entry["id"] for c in selection.chosen] == ["f1"]
