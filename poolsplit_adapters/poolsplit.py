@@ -171,11 +171,22 @@ def _is_number(value: Any, finite: bool = False) -> bool:
         return False
 
 
+def _framework_hint(value: Any) -> str:
+    """The converter's name when ``value`` is a framework's document or node
+    (by its class name: the core imports no framework)."""
+    name = type(value).__name__
+    if name == "Document":
+        return "; a LangChain Document becomes an entry with poolsplit_adapters.langchain.document_to_entry"
+    if name.endswith("Node") or name == "NodeWithScore":
+        return "; a LlamaIndex node becomes an entry with poolsplit_adapters.llama_index.node_to_entry"
+    return ""
+
+
 def check_entry(entry: Any, index: Optional[int] = None) -> None:
     """Raise [`EntryError`][] unless the keys the selector reads are well typed (``status``, ``superseded_by``:
     ``is_active``'s; an unusable ``token_count`` is counted instead; lifecycle times: when read)."""
     if not isinstance(entry, collections.abc.Mapping):  # the ABC itself: through typing's alias it costs twice as much
-        raise entry_error(entry, index, None, "is not a mapping (%s)" % _got(entry))
+        raise entry_error(entry, index, None, "is not a mapping (%s)%s" % (_got(entry), _framework_hint(entry)))
     get = entry.get
     if "content" not in entry:
         raise entry_error(entry, index, "content", "is missing (every entry needs its text)")

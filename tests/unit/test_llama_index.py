@@ -1078,6 +1078,12 @@ def test_node_without_type_is_a_note_and_bad_input_names_the_node():
         poolsplit_memory_blocks(fix, POOLS)
     with pytest.raises(TypeError, match=r"^entries must be a sequence of entry mappings, got dict \{'id': 'fix-1'"):
         InProcessStore(fix)
+    # A node given where entries go: the error names the converter (a newcomer's first mistake).
+    with pytest.raises(
+        EntryError,
+        match=r"is not a mapping \(got TextNode .*\); .* with poolsplit_adapters\.llama_index\.node_to_entry$",
+    ):
+        poolsplit_memory_blocks([TextNode(text="Never force-push.", metadata={"type": "correction"})], POOLS)
 
 
 def test_tags_and_other_arguments_are_checked_and_named():
