@@ -229,7 +229,7 @@ def test_explain_aligns_its_columns_whatever_the_length_of_the_ids():
         "facts        9c858901-8a57-4791-81fe-4c455b099bc9 fact            4.84      3",
         "facts        short                                fact            4.81      4",
         "",
-        "corrections  contextual 0/0 entries, 0/0 tokens; always-scope 1 (3 tokens)",
+        'corrections  contextual 0/0 entries, 0/0 tokens; always-scope 1 (3 tokens); budget 0: only scope="always" entries load',
         "facts        contextual 2/2 entries, 7/10 tokens; always-scope 0 (0 tokens)",
         "tokens: 10, every entry in full text",
         "",
