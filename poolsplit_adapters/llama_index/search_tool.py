@@ -15,8 +15,9 @@ from typing import Any, Optional
 from llama_index.core.memory import Memory
 from llama_index.core.tools import FunctionTool
 
-from ..checks import ArgumentError, argument_error, check_label, check_string, check_text
+from ..checks import ArgumentError, argument_error, check_label, check_string
 from ..search_tool import SEARCH_TOOL_DESCRIPTION, SEARCH_TOOL_NAME, search
+from ..stores.chat_flush import session_text
 from .memory import StoreMemoryBlock
 from .memory_store import PoolSplitMemoryStore
 
@@ -83,7 +84,7 @@ def create_search_memory_tool(
             raise ArgumentError("session_id: give it with a PoolSplitMemoryStore only; a Memory searches its own")
         store, session = _store_of(memory), memory.session_id
     elif isinstance(memory, PoolSplitMemoryStore):
-        store, session = memory, check_text(session_id, "session_id")
+        store, session = memory, None if session_id is None else session_text(session_id)  # as the blocks read it
     else:
         raise argument_error("memory", "a Memory with poolsplit_memory_blocks or a PoolSplitMemoryStore", memory)
 

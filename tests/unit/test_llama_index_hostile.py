@@ -13,7 +13,12 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.checks import ArgumentError
-from poolsplit_adapters.llama_index import PoolSplitNodePostprocessor, PoolSplitRetriever, poolsplit_memory_blocks
+from poolsplit_adapters.llama_index import (
+    PoolSplitNodePostprocessor,
+    PoolSplitRetriever,
+    create_search_memory_tool,
+    poolsplit_memory_blocks,
+)
 from poolsplit_adapters.memory import WriteGate
 
 POOLS = [
@@ -105,6 +110,9 @@ async def test_a_session_id_that_is_not_a_string_recalls_the_chat_it_flushed():
     assert pooled.store.expand_tool(7).call(entry_id=pooled.store.index.entries[0]["id"]).raw_output == (
         "user: remember the blue deploy"
     )
+    # the search tool reads a session id as the blocks do (it refused the int the blocks took)
+    found = create_search_memory_tool(pooled.store, session_id=7).call(query="blue deploy").content
+    assert "user: remember the blue deploy" in found
 
 
 @pytest.mark.parametrize(
