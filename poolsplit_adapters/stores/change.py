@@ -160,12 +160,11 @@ class Change:
           as given: the history starts at the new version. So does one
           that only another entry of the write holds, when that entry does
           not name the new version back (`precedes`) and is not its
-          predecessor by position or time (`_reused`): a forgotten
+          predecessor by time (`_reused`): a forgotten
           version's id an unrelated entry got later, as a store's export
           lists it (a closed version there always names its successor).
         """
         news = {str(e["id"]): e for e in self.insert}
-        order = {key: position for position, key in enumerate(news)}
         retired = dict(self.retire)
         stated = {str(e["id"]) for e in self.replace}  # closed as given (a consolidator's update)
         claimed = dict(retired)
@@ -199,7 +198,7 @@ class Change:
             before = current.get(old, news.get(old))
             if before is None:
                 continue  # a forgotten version: the history starts here
-            if old not in current and before.get("superseded_by") != new and _reused(before, entry, order):
+            if old not in current and before.get("superseded_by") != new and _reused(before, entry):
                 continue  # a forgotten version's id, given to an unrelated entry of the write: no link
             in_its_namespace(before, entry)
             if retired.get(old) == new or old in stated:
@@ -326,16 +325,14 @@ def restated(
     return out
 
 
-def _reused(named: Mapping[str, Any], entry: Mapping[str, Any], order: Mapping[str, int]) -> bool:
+def _reused(named: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
     """Whether ``named``, an entry of the same write that ``entry``'s
     ``supersedes`` names and that does not name ``entry`` back, holds a
-    forgotten version's id rather than ``entry``'s predecessor: it comes
-    after ``entry`` in the write (a history's older line comes first), or
-    ``entry`` carries its ``valid_from`` (a store's version always does)
-    and ``named`` was written after it (a predecessor is older than the
-    version that closed it)."""
-    if order[str(named["id"])] > order[str(entry["id"])]:
-        return True
+    forgotten version's id rather than ``entry``'s predecessor: ``entry``
+    carries its ``valid_from`` (a store's version always does) and
+    ``named`` was written after it (a predecessor is older than the
+    version that closed it). Not by position: a hand-written file may
+    list a version before its predecessor, and the link holds then."""
     if entry.get("valid_from") is None:
         return False
     written, opened = valid_from(dict(named, valid_from=None)), valid_from(entry)

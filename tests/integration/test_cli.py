@@ -628,6 +628,20 @@ def test_export_then_import_restores_a_store_where_a_deleted_versions_id_was_reu
         assert [v.id for v in restored.history("a")] == (["a", "c"] if reuse == "superseded" else ["a"])
 
 
+def test_import_links_a_version_listed_before_its_predecessor_in_a_hand_written_file(tmp_path, capsys):
+    # Position alone does not tell a reused id: without times, the older version may come second.
+    source = tmp_path / "in.jsonl"
+    lines = [
+        {"id": "b", "type": "fact", "content": "Two.", "supersedes": "a"},
+        {"id": "a", "type": "fact", "content": "One."},
+    ]
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["import", str(source), "--into", str(tmp_path / "memory.db")]) == 0
+    with SQLiteMemoryStore(tmp_path / "memory.db") as restored:
+        assert [(e["id"], e.get("superseded_by")) for e in restored.entries()] == [("b", None), ("a", "b")]
+        assert [v.id for v in restored.history("b")] == ["a", "b"]
+
+
 def test_import_still_refuses_a_version_of_an_entry_another_version_closed(tmp_path, capsys):
     source = tmp_path / "in.jsonl"
     lines = [
