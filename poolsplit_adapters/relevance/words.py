@@ -475,7 +475,7 @@ class Analyzer:
     def query_words(self, text: str) -> List[Tuple[str, FrozenSet[str]]]:
         """[`query_terms`][] with each word as the query wrote it
         (normalised): ``(word, its stems)``, for a report of what matched.
-        A query is read up to its [`QUERY_WORDS`][]-th distinct word."""
+        A query is read up to its `QUERY_WORDS`-th distinct word."""
         self._stem_ready()
         tokens = list(_query_tokens(text)[0])
         language = detect_language(tokens, text, self.languages, self.default_language)
