@@ -358,7 +358,7 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
     lines.append("")
     for name, stat in selection.stats.items():
         lines.append(
-            "%-*s contextual %d/%s entries, %d/%s tokens; always-scope %d (%d tokens)%s"
+            "%-*s contextual %d/%s entries, %d/%s tokens; always-scope %d (%d tokens)"
             % (
                 pool_w,
                 name,
@@ -368,11 +368,12 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
                 _cap(stat.max_tokens),
                 stat.always_count,
                 stat.always_tokens,
-                # Recall from a store reads only the always-scope entries of such a pool: one of its
-                # types stored without scope "always" is not in the report, so the plan says it here.
-                '; budget 0: only scope="always" entries load' if not (stat.max_tokens and stat.max_entries) else "",
             )
         )
+        if not (stat.max_tokens and stat.max_entries):
+            # Recall from a store reads only the always-scope entries of such a pool: one of its
+            # types stored without scope "always" is in no row, so the plan says it here.
+            lines.append('%-*s budget 0: only scope="always" entries load' % (pool_w, name))
     # Seed 003's token metrics, for every selection (not only progressive
     # ones): tokens per layer and the savings against all in full.
     from .memory.metrics import token_metrics
