@@ -138,7 +138,7 @@ def write_path() -> Path:
     # Where writes come from.
     y = 8.95
     note = box(ax, 0.15, y, 1.85, 1.05, "remember(note)", ["the agent's tool"], SOURCE)
-    said = box(ax, 2.15, y, 1.85, 1.05, "User's message", ["the step it arrives", "(middleware)"], SOURCE)
+    said = box(ax, 2.15, y, 1.85, 1.05, "User's message", ["when its run ends", "(middleware)"], SOURCE)
     flush = box(ax, 4.15, y, 1.85, 1.05, "LlamaIndex flush", ["Memory's oldest", "chat lines"], SOURCE)
     turn = box(ax, 6.15, y, 1.85, 1.05, "Demoted turn", ["the oldest beyond", "max_turns (middleware)"], SOURCE)
     working = box(
