@@ -257,7 +257,11 @@ class Pool:
     @property
     def loads_contextual(self) -> bool:
         """Whether a contextual entry can load (a slot and a token: every entry costs 1 or more), not only always."""
-        return self.max_entries > 0 and self.max_tokens >= 1
+        return _loads_contextual(self.max_entries, self.max_tokens)
+
+
+def _loads_contextual(max_entries: Union[int, float], max_tokens: Union[int, float]) -> bool:
+    return max_entries > 0 and max_tokens >= 1  # the one rule: a pool's and its stats' `loads_contextual`
 
 
 def check_pools(pools: Sequence[Pool]) -> list[Pool]:
@@ -471,6 +475,11 @@ class PoolStats:
     always_count: int
     always_tokens: int
     candidates: int  #: every entry the pool considered
+
+    @property
+    def loads_contextual(self) -> bool:
+        """Its pool's `Pool.loads_contextual`: whether more than always-scope entries can load."""
+        return _loads_contextual(self.max_entries, self.max_tokens)
 
 
 class Selection:

@@ -370,7 +370,7 @@ def explain(selection: Selection, *, limit: Optional[int] = 20) -> str:
                 stat.always_tokens,
             )
         )
-        if not (stat.max_tokens and stat.max_entries):
+        if not stat.loads_contextual:
             # Recall from a store reads only the always-scope entries of such a pool: one of its
             # types stored without scope "always" is in no row, so the plan says it here.
             lines.append('%-*s budget 0: only scope="always" entries load' % (pool_w, name))
