@@ -38,7 +38,8 @@ class RecallConfig:
 
     Attributes:
         total_tokens: with ``pools="auto"``, the token budget each call's
-            task-aware plan shares out (None: the presets' default).
+            task-aware plan shares out (None: the presets' default), entries'
+            texts and markers counted.
         total_entries: with ``pools="auto"``, the entry budget shared out.
         fetch_k: per-type recall size for indexed stores and vector stores
             (None: every item for a LangGraph store; 20 for a vector store,
@@ -49,8 +50,11 @@ class RecallConfig:
             ``default_adapter_scorer``). Give it or ``embeddings``, not both.
         embeddings: a LangChain ``Embeddings``: rank by words and vectors
             fused (``embedding_scorer_for``).
-        token_counter: cost of an entry without ``token_count`` (None:
-            tiktoken ``o200k_base``, offline; counts are cached per item).
+        token_counter: cost of an entry's text without ``token_count``
+            (None: tiktoken ``o200k_base``, offline; counts are cached per
+            item). The middleware adds a typical marker's tokens to each
+            count (`RenderedCounter`): the block the model reads keeps to
+            the budgets.
 
     Example:
         ```python

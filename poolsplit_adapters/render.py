@@ -19,7 +19,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
-from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from .notes import OUTSIDE_NOTE
 from .poolsplit import BUDGET_REASONS, Chosen, Reason, Selection
@@ -122,6 +122,76 @@ def marker(entry: Mapping[str, Any], pool: Optional[str] = None, layer: str = "f
     shown = [(key, _attr(value)) for key, value in attrs if value is not None and str(value) != ""]
     head = " ".join('%s="%s"' % pair for pair in shown or [("id", "")])
     return "<memory %s>\n%s\n</memory>" % (head, _body(str(text)))
+
+
+#: What a typical marker carries, for `marker_tokens`: an id of the form the
+#: write path derives (``<type>-<24 hex>``), a thread's source and a time.
+MARKER_SAMPLE: Mapping[str, str] = {
+    "id": "instruction-6f5a4803c4a14cc60ebd3f30",
+    "source": "thread:t1",
+    "created": "2026-01-01T09:00:00Z",
+    "summary": "x",
+    "content": "x",
+}
+
+
+def marker_tokens(counter: Callable[[str], int], pool: Optional[str] = None, layer: str = "full") -> int:
+    """The tokens a marker adds to its entry's text (``counter``'s count of
+    a `MARKER_SAMPLE` marker less its one-letter text): what the adapters
+    that render markers into a prompt count beside each entry's text
+    (`RenderedCounter`), so that the block a model gets keeps to the
+    budget. A host's longer ids or sources cost a few tokens more."""
+    return max(0, counter(marker(MARKER_SAMPLE, pool, layer)) - counter("x"))
+
+
+class RenderedCounter:
+    """A token counter that counts an entry's text and its marker: ``inner``'s
+    count plus `marker_tokens` for a marker in ``pool`` at ``layer``.
+
+    The core fills each pool by the entries' costs, and a cost is the
+    entry's text (seed 001). Where the selection is rendered into a prompt
+    (the agent middleware, the LlamaIndex memory blocks) each entry also
+    costs its marker, some 50-60 tokens, often more than a short
+    instruction's text: counted apart, a 1,024-token budget injected twice
+    that. A ``token_count`` a host gives is taken as given (the core's
+    rule). The marker is counted on the first count, not when the counter
+    is made: building an adapter loads no tokenizer.
+
+    Example:
+        ```python
+        counter = RenderedCounter(default_counter(), "notes")
+        counter("Quote amounts in integer cents.")  # the text's tokens + a marker's
+        ```
+    """
+
+    def __init__(self, inner: Callable[[str], int], pool: Optional[str] = None, layer: str = "full") -> None:
+        self.inner = inner
+        self.pool = pool
+        self.layer = layer
+        self._overhead: Optional[int] = None
+
+    @property
+    def overhead(self) -> int:
+        """The tokens each count adds: `marker_tokens` (counted once)."""
+        if self._overhead is None:
+            self._overhead = marker_tokens(self.inner, self.pool, self.layer)
+        return self._overhead
+
+    def __call__(self, text: str) -> int:
+        return self.inner(text) + self.overhead
+
+    def count_many(self, texts: Iterable[str]) -> List[int]:
+        """One count per text, through ``inner``'s ``count_many`` when it has one."""
+        texts = list(texts)
+        if not texts:
+            return []  # an empty memory's index counts nothing: no tokenizer loads
+        many = getattr(self.inner, "count_many", None)
+        counts = many(texts) if many is not None else map(self.inner, texts)
+        overhead = self.overhead
+        return [count + overhead for count in counts]
+
+    def __repr__(self) -> str:
+        return "RenderedCounter(%r, pool=%r, layer=%r)" % (self.inner, self.pool, self.layer)
 
 
 def omitted_by_pool(

@@ -27,7 +27,9 @@ from typing_extensions import TypedDict
 
 from .checks import ArgumentError, checked_settings, own_keywords
 from .defaults import default_adapter_scorer, hybrid_scorer
+from .memory.tasks import CATCH_ALL, COLLECTIONS, CORRECTIONS_POOL, STANDING_POOL
 from .poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility
+from .render import RenderedCounter
 from .tokens import default_counter, llama_index_counter
 
 __all__ = [
@@ -35,10 +37,12 @@ __all__ = [
     "AgentMemorySettings",
     "CallOverrides",
     "Framework",
+    "RenderedSettings",
     "TASK_FIELDS",
     "default_adapter_counter",
     "default_adapter_scorer",
     "embedding_scorer_for",
+    "rendered_counter",
 ]
 
 _S = TypeVar("_S", bound="AdapterSettings")
@@ -77,10 +81,27 @@ def embedding_scorer_for(embeddings: Any, name: str = "embeddings") -> Scorer:
         raise ArgumentError("%s: %s" % (name, err)) from None
 
 
-def _resolved(owner: str, data: dict[str, Any], known: Sequence[str], framework: Framework) -> dict[str, Any]:
+def rendered_counter(counter: TokenCounter, data: dict[str, Any]) -> RenderedCounter:
+    """``counter`` counting each entry's marker beside its text
+    (`RenderedCounter`): a marker with the plan's longest pool name (for
+    ``"auto"``, the longest the task plans may use), and the summary layer's
+    attribute when loading is progressive."""
+    pools = data["pools"]
+    if isinstance(pools, str):
+        names = [CORRECTIONS_POOL, STANDING_POOL, CATCH_ALL, *COLLECTIONS, *(data.get("collections") or {})]
+    else:
+        names = [pool.name for pool in pools]
+    layer = "summary" if data.get("progressive") else "full"
+    return RenderedCounter(counter, max(names, key=len, default=None), layer)
+
+
+def _resolved(
+    owner: str, data: dict[str, Any], known: Sequence[str], framework: Framework, rendered: bool = False
+) -> dict[str, Any]:
     """``data`` checked (naming ``owner``), with the scorer and the token
     counter resolved: the given one, else ``embeddings=``'s scorer, else the
-    defaults above."""
+    defaults above; for ``rendered`` settings, the counter counts each
+    entry's marker too (`rendered_counter`)."""
     data = checked_settings(owner, data, known)
     embeddings = data.get("embeddings")
     if embeddings is not None:
@@ -91,6 +112,8 @@ def _resolved(owner: str, data: dict[str, Any], known: Sequence[str], framework:
         data["scorer"] = default_adapter_scorer()
     if data.get("token_counter") is None:
         data["token_counter"] = default_adapter_counter(framework)
+    if rendered:
+        data["token_counter"] = rendered_counter(data["token_counter"], data)
     return data
 
 
@@ -147,6 +170,9 @@ class AdapterSettings(BaseModel):
     #: Whose counter a subclass counts with by default (the LlamaIndex
     #: postprocessor sets LLAMA_INDEX; held settings say so in held_by).
     framework: ClassVar[Framework] = Framework.LANGCHAIN
+    #: Whether the holder renders the selection into a prompt as markers
+    #: (`RenderedSettings`): then each entry's marker counts in its cost.
+    rendered: ClassVar[bool] = False
 
     pools: Union[list[Pool], str] = Field(
         description=(
@@ -237,7 +263,7 @@ class AdapterSettings(BaseModel):
         # Checked before pydantic sees them, so a bad argument raises an
         # error that names it instead of a wrapped validation report, and
         # pydantic's lax mode cannot turn k="3" into 3.
-        super().__init__(**_resolved(type(self).__name__, data, self.known_keywords(), self.framework))
+        super().__init__(**_resolved(type(self).__name__, data, self.known_keywords(), self.framework, self.rendered))
 
     @classmethod
     def held_by(
@@ -250,7 +276,7 @@ class AdapterSettings(BaseModel):
         settings' when an unknown one is refused, so a misspelt
         ``share_chat`` is told what it may be."""
         known = [*cls.known_keywords(), *own_keywords(own)]
-        return cls.model_construct(**_resolved(owner, data, known, framework))
+        return cls.model_construct(**_resolved(owner, data, known, framework, cls.rendered))
 
     @classmethod
     def known_keywords(cls) -> list[str]:
@@ -271,7 +297,22 @@ class AdapterSettings(BaseModel):
         self._last = selection
 
 
-class AgentMemorySettings(AdapterSettings):
+class RenderedSettings(AdapterSettings):
+    """`AdapterSettings` of a holder that renders its selection into a
+    prompt as markers (the LlamaIndex memory blocks; the agent middleware's
+    `AgentMemorySettings`): each entry costs its text and its marker
+    (`rendered_counter`), so the injected block keeps to the budget.
+
+    Example:
+        ```python
+        settings = RenderedSettings.held_by("PoolSplitMemoryStore", Framework.LLAMA_INDEX, pools=pools)
+        ```
+    """
+
+    rendered: ClassVar[bool] = True
+
+
+class AgentMemorySettings(RenderedSettings):
     """`AdapterSettings` plus how the agent middleware reads its
     store (the middleware holds one; its backends read these).
 

@@ -9,10 +9,14 @@ from typing import Any, Awaitable, Callable, List
 from agent_fakes import ToolCallingFakeModel, markers
 
 from poolsplit_adapters import Pool
+from poolsplit_adapters.render import marker_tokens
+from poolsplit_adapters.tokens import default_counter
 
 NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
 U1 = ("memories", "u1")
-POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 60, 3, ("note", "episode"))]
+#: What the middleware counts for each entry's marker beside its text.
+MARK = marker_tokens(default_counter(), "notes")
+POOLS = [Pool("fixes", 0, 0, ("correction",)), Pool("notes", 60 + 3 * MARK, 3, ("note", "episode"))]
 
 
 def fix(n: int, text: str = "") -> dict:
@@ -47,14 +51,15 @@ def record_abatch(store: Any) -> List[Any]:
     return asked
 
 
-def assert_a_fresh_recalls(got: Any, store: Any, scorer: Any, context: Any, fetch_k: Any = None) -> None:
+def assert_a_fresh_recalls(got: Any, store: Any, settings: Any, context: Any, fetch_k: Any = None) -> None:
     """``got`` (a kept index's selection) is what a fresh recall of ``store``
-    selects: the same report and the same rendered text."""
+    selects, ranked and counted as the middleware's ``settings`` rank and
+    count: the same report and the same rendered text."""
     from poolsplit_adapters.langchain import BaseStoreMemory
     from poolsplit_adapters.render import render_context, selection_dict
 
-    fresh = BaseStoreMemory(store, U1, fetch_k=fetch_k)
-    expected = fresh.select_from(fresh.recall(POOLS, context), POOLS, context, now=NOW, scorer=scorer)
+    fresh = BaseStoreMemory(store, U1, fetch_k=fetch_k, token_counter=settings.token_counter)
+    expected = fresh.select_from(fresh.recall(POOLS, context), POOLS, context, now=NOW, scorer=settings.scorer)
     assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
     assert render_context(got).text == render_context(expected).text
 

@@ -214,7 +214,7 @@ def embeddings_for_run(embedding: str = "hash") -> CachedEmbeddings:
 
 
 #: The standing pool of docs/adapters/agents.md's explicit plan (tokens, entries).
-STANDING = (256, 20)
+STANDING = (640, 20)
 
 
 def explicit_plan(budget: int) -> List[Pool]:

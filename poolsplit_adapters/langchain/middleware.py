@@ -315,7 +315,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         memory = PoolSplitMemoryMiddleware(
             [
                 Pool("fixes", 0, 0, ("correction",)),
-                Pool("standing", 256, 20, ("instruction", "preference")),  # what the user states
+                Pool("standing", 640, 20, ("instruction", "preference")),  # what the user states
                 Pool("facts", 200, 20, ("fact", "note")),  # a changed fact's newer value, not the older
                 Pool("recent", 400, 4, ("episode",)),  # a type no pool names is never read
             ],

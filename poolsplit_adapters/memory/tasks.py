@@ -59,6 +59,8 @@ __all__ = [
     "FALLBACK_TYPE",
     "SIGNAL_FIELDS",
     "SIGNAL_WEIGHTS",
+    "STANDING_FLOOR",
+    "STANDING_MOST",
     "STANDING_POOL",
     "STANDING_TYPES",
     "TASK_TYPES",
@@ -398,7 +400,9 @@ def warn_unplanned_standing(
     if missing:
         fixes = []
         if set(missing) & set(STANDING_TYPES):
-            fixes.append("add Pool(%r, 256, 20, %r) after the corrections" % (STANDING_POOL, STANDING_TYPES))
+            fixes.append(
+                "add Pool(%r, %d, 20, %r) after the corrections" % (STANDING_POOL, STANDING_FLOOR, STANDING_TYPES)
+            )
         if FACT in missing:
             fixes.append("name %r in a pool" % FACT)
         named = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
@@ -412,9 +416,18 @@ def warn_unplanned_standing(
 
 
 #: The standing pool's share of ``total_tokens``, taken before the preset
-#: shares the rest out. A quarter: at 1,024 tokens, 256, room for about a
-#: dozen short sentences.
+#: shares the rest out: a quarter, but never less than `STANDING_FLOOR`
+#: tokens while that is at most `STANDING_MOST` of the budget.
 STANDING_SHARE = Fraction(1, 4)
+#: The standing pool's least room: ten short statements (some 12 tokens
+#: each) with their markers (some 52), as the adapters that render markers
+#: into a prompt count them (`RenderedCounter`). A user's instructions and
+#: preferences are few and must all load; a quarter of 1,024 or 2,048
+#: tokens held four or eight of them.
+STANDING_FLOOR = 640
+#: The most of ``total_tokens`` `STANDING_FLOOR` may take: the other pools
+#: keep three eighths (at 1,024 tokens, 384).
+STANDING_MOST = Fraction(5, 8)
 #: The standing pool's entry cap is its token budget over this (a short
 #: sentence's tokens), never less than its share of ``total_entries``: a
 #: user's instructions are many short entries, and a cap taken from a total
@@ -560,7 +573,8 @@ def plan_for_task(
        reserved for them would sit unused on every call. (A correction that
        is not always-scope is reported as cut by this pool's budget.)
     2. ``standing`` (`STANDING_TYPES`: the user's instructions and
-       preferences): `STANDING_SHARE` of ``total_tokens``, and as many
+       preferences): `STANDING_SHARE` of ``total_tokens`` (at least
+       `STANDING_FLOOR` tokens, at most `STANDING_MOST` of them), and as many
        entries as its tokens over `STANDING_ENTRY_TOKENS` (at least its
        share of ``total_entries``); the rest of both totals is shared out
        below. Given ``entry_types``, only when the store holds one of them.
@@ -628,7 +642,7 @@ def plan_for_task(
     if standing and STANDING_POOL not in names:
         parts = [p for p in parts if p[0] not in STANDING_TYPES]  # never a pool of their own twice
         if parts:
-            room = int(total_tokens * STANDING_SHARE)
+            room = int(min(total_tokens * STANDING_MOST, max(total_tokens * STANDING_SHARE, Fraction(STANDING_FLOOR))))
             share = int(total_entries * STANDING_SHARE)
             plan.append(Pool(STANDING_POOL, room, max(share, room // STANDING_ENTRY_TOKENS), STANDING_TYPES))
             total_tokens, total_entries = total_tokens - room, total_entries - share

@@ -29,7 +29,7 @@ from ..memory.turns import check_written_type
 from ..memory.write_gate import GateReport, Proposal, WriteGate
 from ..poolsplit import EntryError, Pool, Selection, check_entry
 from ..recall import VisibleEntries, present_types
-from ..settings import AdapterSettings, Framework
+from ..settings import Framework, RenderedSettings
 from .base import Change, MemoryStore, StoreVerbs, WriteReport
 from .chat_flush import SESSION_KEY, UNFLUSHED_NOTE, ChatFlush, session_text
 from .chat_render import PooledRender, PooledRenders
@@ -61,7 +61,7 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
         **settings: Any,
     ) -> None:
         own = ChatMemoryEntries.__init__  # its keywords are listed when one is misspelt
-        self.settings = AdapterSettings.held_by(
+        self.settings = RenderedSettings.held_by(
             "PoolSplitMemoryStore", Framework.LLAMA_INDEX, own, pools=pools, **settings
         )
         if store is not None and not isinstance(store, MemoryStore):

@@ -178,7 +178,7 @@ def test_demo_runs_through_core_and_both_frameworks(tmp_path):
         "after 300 chat messages, Memory had moved 271 of them out of the chat history into long-term memory "
         "(as episodes)"
     ) in lines
-    assert "the system message holds 14 memories; the first 10 are the corrections (a block Memory never cuts)" in lines
+    assert "the system message holds 15 memories; the first 10 are the corrections (a block Memory never cuts)" in lines
     assert "extra to see" not in text
     assert out.stderr == ""  # no warning on the first command a newcomer runs
 

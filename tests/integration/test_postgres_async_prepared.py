@@ -110,7 +110,7 @@ async def test_the_kept_async_selection_is_a_fresh_recalls_after_every_write(pg_
                 snap = await backend.asnapshot([U1], CONTEXT, plan)
                 assert snap.prepared is not None  # the kept index, not a read of the namespace
                 got = backend.select(snap, [U1], CONTEXT, plan)
-                assert_a_fresh_recalls(got, other, middleware.settings.scorer, CONTEXT)
+                assert_a_fresh_recalls(got, other, middleware.settings, CONTEXT)
                 reads = snap.prepared.reads
                 assert (await backend.asnapshot([U1], CONTEXT, plan)).version == snap.version
                 assert snap.prepared.reads == reads  # unchanged: the watermark only
@@ -151,7 +151,7 @@ async def test_an_indexed_async_stores_ranked_recall_keeps_its_corrections_with_
                 asked.clear()
                 got = backend.select(await backend.asnapshot([U1], CONTEXT, plan), [U1], CONTEXT, plan)
                 assert [op for op in asked if isinstance(op, SearchOp)] == []
-                assert_a_fresh_recalls(got, other, middleware.settings.scorer, CONTEXT, fetch_k=3)
+                assert_a_fresh_recalls(got, other, middleware.settings, CONTEXT, fetch_k=3)
             fixes = sorted(c.entry["id"] for c in got.chosen if c.entry.get("scope") == "always")
             assert fixes == ["fix-0", "fix-1", "fix-7"]
 

@@ -82,7 +82,7 @@ def test_the_kept_selection_is_a_fresh_recalls_after_every_write(pg_database: An
             write()
             snap = backend.snapshot([U1], context, plan)
             got = backend.select(snap, [U1], context, plan)
-            assert_a_fresh_recalls(got, mine, middleware.settings.scorer, context)
+            assert_a_fresh_recalls(got, mine, middleware.settings, context)
             reads = snap.prepared.reads
             assert backend.snapshot([U1], context, plan).version == snap.version
             assert snap.prepared.reads == reads  # unchanged: the watermark only
@@ -233,7 +233,7 @@ def test_an_indexed_stores_ranked_recall_keeps_its_corrections_with_the_counter(
             got = backend.select(backend.snapshot([U1], context, plan), [U1], context, plan)
             searches = [op for op in asked if isinstance(op, SearchOp)]
             assert [op.query is None for op in searches].count(True) == (0 if counted else 1)
-            assert_a_fresh_recalls(got, mine, middleware.settings.scorer, context, fetch_k=3)
+            assert_a_fresh_recalls(got, mine, middleware.settings, context, fetch_k=3)
         fixes = sorted((c.entry["id"], c.entry["content"]) for c in got.chosen if c.entry.get("scope") == "always")
         assert fixes == [("fix-0", "Correction 0, reworded."), ("fix-1", "Correction 1."), ("fix-7", "Correction 7.")]
 

@@ -13,6 +13,7 @@ from llama_index.core.schema import TextNode
 
 import poolsplit_adapters.index as index_module
 import poolsplit_adapters.poolsplit as core
+import poolsplit_adapters.render as render
 import poolsplit_adapters.settings as settings_module
 from poolsplit_adapters import Pool, select
 from poolsplit_adapters.call import AdapterCall, cap
@@ -25,10 +26,13 @@ from poolsplit_adapters.langchain import (
 )
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore, PoolSplitNodePostprocessor
 from poolsplit_adapters.llama_index import PoolSplitRetriever as LlamaRetriever
+from poolsplit_adapters.render import RenderedCounter
 from poolsplit_adapters.settings import AdapterSettings
 from poolsplit_adapters.tokens import default_counter, llama_index_counter
 
 POOLS = [Pool("a", 100, 3), Pool("b", 100, 3)]
+#: The adapters that render their selection into a prompt as markers.
+RENDERED = {"middleware", "memory blocks' store"}
 
 
 def settings_of_every_adapter_class() -> dict[str, Any]:
@@ -58,8 +62,11 @@ def test_every_adapter_class_takes_its_default_scorer_from_one_function(monkeypa
 def test_the_default_token_counter_is_the_frameworks_and_resolved_once():
     found = settings_of_every_adapter_class()
     langchain = {"langchain retriever", "langchain compressor", "middleware"}
-    assert {name for name, s in found.items() if s.token_counter is default_counter()} == langchain
-    assert {name for name, s in found.items() if s.token_counter is llama_index_counter()} == set(found) - langchain
+    # The two that render markers into a prompt count them too, over the same counter.
+    assert {name for name, s in found.items() if isinstance(s.token_counter, RenderedCounter)} == RENDERED
+    inner = {name: getattr(s.token_counter, "inner", s.token_counter) for name, s in found.items()}
+    assert {name for name in found if inner[name] is default_counter()} == langchain
+    assert {name for name in found if inner[name] is llama_index_counter()} == set(found) - langchain
 
 
 @pytest.mark.parametrize(
@@ -197,12 +204,20 @@ def test_building_any_adapter_loads_no_tokenizer_and_the_first_count_counts_as_b
     langchain = {"langchain retriever", "langchain compressor", "middleware"}
     counts = {name: s.token_counter(text) for name, s in found.items()}
     assert tokenizer_loads.count("o200k_base") == 1  # the shared default, loaded on its first count only
-    assert counts == {
-        name: len(load_encoding("o200k_base").encode_ordinary(text))
-        if name in langchain
-        else len(get_tokenizer()(text))
-        for name in found
-    }
+
+    def tiktoken(text: str) -> int:
+        return len(load_encoding("o200k_base").encode_ordinary(text))
+
+    def llama(text: str) -> int:
+        return len(get_tokenizer()(text))
+
+    def expected(name: str) -> int:
+        count = tiktoken if name in langchain else llama
+        # A marker of pool "a" or "b" (one letter): the sample's text "x" out.
+        marker = count(render.marker(render.MARKER_SAMPLE, "a")) - count("x") if name in RENDERED else 0
+        return count(text) + marker
+
+    assert counts == {name: expected(name) for name in found}
 
 
 def test_the_middleware_loads_tiktoken_on_its_first_turn_and_counts_as_tiktoken_does(tokenizer_loads):
@@ -227,8 +242,10 @@ def test_the_middleware_loads_tiktoken_on_its_first_turn_and_counts_as_tiktoken_
     (selection,) = selections
     assert tokenizer_loads.count("o200k_base") == 1
     encoding = load_encoding("o200k_base")
+    # Each entry costs its text and its marker (pool "notes"), as rendered into the prompt.
+    marker = len(encoding.encode_ordinary(render.marker(render.MARKER_SAMPLE, "notes"))) - 1
     assert sorted((c.entry["content"], c.cost) for c in selection.chosen) == sorted(
-        (text, len(encoding.encode_ordinary(text))) for text in notes
+        (text, len(encoding.encode_ordinary(text)) + marker) for text in notes
     )
 
 

@@ -25,15 +25,18 @@ from lc_helpers import WordHashEmbedding
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RecallConfig, WriteConfig
 from poolsplit_adapters.langchain.backends import backend_for
-from poolsplit_adapters.render import render_context, selection_dict
+from poolsplit_adapters.render import marker_tokens, render_context, selection_dict
 from poolsplit_adapters.stores.langgraph.backends import Plan
+from poolsplit_adapters.tokens import default_counter
 
 NOW = datetime.datetime(2026, 7, 7, tzinfo=datetime.timezone.utc)
 U1 = ("memories", "u1")
+#: What the middleware counts for each entry's marker beside its text.
+MARK = marker_tokens(default_counter(), "skills")
 POOLS = [
     Pool("fixes", 0, 0, ("correction",)),
-    Pool("notes", 60, 3, ("note", "episode")),
-    Pool("skills", 30, 1, ("skill",)),
+    Pool("notes", 60 + 3 * MARK, 3, ("note", "episode")),
+    Pool("skills", 30 + MARK, 1, ("skill",)),
 ]
 KINDS = ["in-memory", "sqlite", "sqlite with ttl (no watermark)"]
 #: A LangGraph store's vector index (SqliteStore's needs sqlite-vec loaded, which this Python's sqlite3 cannot).
@@ -104,9 +107,11 @@ def test_the_next_turn_sees_what_another_writer_changed_between_turns(kind, tmp_
     assert _fixes(model) == [("fix-0", "Correction 0."), ("fix-1", "Korrection 1."), ("fix-7", "Correction 7.")]
 
 
-def _fresh(store: BaseStore, pools: List[Pool], message: str, scorer: Any) -> Any:
-    """What a fresh recall selects, ranked by the middleware's scorer."""
-    memory = BaseStoreMemory(store, U1)
+def _fresh(store: BaseStore, pools: List[Pool], message: str, settings: Any) -> Any:
+    """What a fresh recall selects, ranked and counted as the middleware
+    (``settings``) ranks and counts."""
+    scorer = settings.scorer
+    memory = BaseStoreMemory(store, U1, token_counter=settings.token_counter)
     recalled = memory.recall(pools, {"message": message})
     return memory.select_from(recalled, pools, {"message": message}, now=NOW, scorer=scorer)
 
@@ -135,7 +140,7 @@ def test_the_kept_selection_is_the_one_a_fresh_recall_makes_after_every_write(ki
         context = {"message": "deploy", "tags": [], "project": None}
         snap = backend.snapshot([U1], context, plan)
         got = backend.select(snap, [U1], context, plan)
-        expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings.scorer)
+        expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings)
         assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
         assert render_context(got).text == render_context(expected).text
         again = backend.snapshot([U1], context, plan)
@@ -189,7 +194,7 @@ def test_own_writes_are_read_by_key_and_any_other_write_still_shows(tmp_path):
     def check() -> Any:
         snap = backend.snapshot([U1], context, plan)
         got = backend.select(snap, [U1], context, plan)
-        expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings.scorer)
+        expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings)
         assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
         return snap.prepared
 
@@ -270,7 +275,7 @@ def test_after_any_writes_the_kept_selection_is_a_fresh_recalls(ops, kind):
                 BaseStoreMemory(stores.other, (*U1, "child")).put(entry)
             snap = backend.snapshot([U1], context, plan)
             got = backend.select(snap, [U1], context, plan)
-            expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings.scorer)
+            expected = _fresh(stores.agent, POOLS, "deploy", middleware.settings)
             assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
             assert render_context(got).text == render_context(expected).text
 
@@ -288,11 +293,12 @@ class Recording(InMemoryStore):
         return super().batch(ops)
 
 
-def _fresh_ranked(store: BaseStore, message: str, scorer: Any, fetch_k: int) -> Any:
-    """What a fresh recall ranked by the store's vector index selects."""
-    memory = BaseStoreMemory(store, U1, fetch_k=fetch_k)
+def _fresh_ranked(store: BaseStore, message: str, settings: Any, fetch_k: int) -> Any:
+    """What a fresh recall ranked by the store's vector index selects,
+    counted as the middleware (``settings``) counts."""
+    memory = BaseStoreMemory(store, U1, fetch_k=fetch_k, token_counter=settings.token_counter)
     recalled = memory.recall(POOLS, {"message": message})
-    return memory.select_from(recalled, POOLS, {"message": message}, now=NOW, scorer=scorer)
+    return memory.select_from(recalled, POOLS, {"message": message}, now=NOW, scorer=settings.scorer)
 
 
 def test_a_ranked_recall_takes_its_corrections_from_the_kept_index_and_selects_a_fresh_recalls():
@@ -326,7 +332,7 @@ def test_a_ranked_recall_takes_its_corrections_from_the_kept_index_and_selects_a
         got = backend.select(snap, [U1], context, plan)
         searches = [op for op in store.ops if isinstance(op, SearchOp)]
         assert searches and all(op.query == "deploy" and op.limit == 2 for op in searches)  # no read by filter
-        expected = _fresh_ranked(store, "deploy", middleware.settings.scorer, 2)
+        expected = _fresh_ranked(store, "deploy", middleware.settings, 2)
         assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
         assert render_context(got).text == render_context(expected).text
     fixes = [c.entry["id"] for c in got.chosen if c.entry.get("scope") == "always"]
@@ -347,6 +353,6 @@ async def test_the_async_ranked_recall_takes_the_kept_corrections_too():
     snap = await backend.asnapshot([U1], context, plan)
     got = await backend.aselect(snap, [U1], context, plan)
     assert all(op.query == "deploy" for op in store.ops if isinstance(op, SearchOp))
-    expected = _fresh_ranked(store, "deploy", middleware.settings.scorer, 2)
+    expected = _fresh_ranked(store, "deploy", middleware.settings, 2)
     assert selection_dict(got, dropped=None) == selection_dict(expected, dropped=None)
     assert "fix-5" in {c.entry["id"] for c in got.chosen}

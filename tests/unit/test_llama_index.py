@@ -41,9 +41,10 @@ from poolsplit_adapters.llama_index import (
     poolsplit_memory_blocks,
 )
 from poolsplit_adapters.memory import WriteGate
-from poolsplit_adapters.render import parse_markers
+from poolsplit_adapters.render import marker_tokens, parse_markers
 from poolsplit_adapters.reports import event_payload
 from poolsplit_adapters.stores import InProcessStore
+from poolsplit_adapters.tokens import llama_index_counter
 
 pytestmark = pytest.mark.filterwarnings("error::poolsplit_adapters.poolsplit.UnadmittedCorrectionWarning")
 
@@ -54,15 +55,18 @@ CORRECTIONS = [
     "Quote money amounts in integer cents, never floats.",
 ]
 FIXES = ["fix-0", "fix-1", "fix-2"]
+#: What each entry's marker adds to its cost in the memory blocks (their
+#: counter counts the marker rendered into the prompt beside the text).
+MARK = marker_tokens(llama_index_counter(), "corrections")
 POOLS = [
     Pool("corrections", 0, 0, ("correction",)),
-    Pool("content", 160, 4, ("fact", "task", "note", "episode")),
-    Pool("skills", 60, 1, ("skill",)),
-    Pool("growth", 60, 1, ("growth",)),
+    Pool("content", 160 + 4 * MARK, 4, ("fact", "task", "note", "episode")),
+    Pool("skills", 60 + MARK, 1, ("skill",)),
+    Pool("growth", 60 + MARK, 1, ("growth",)),
 ]
 # Flushed chat gets a pool of its own, so that whether a session recalls it
 # does not depend on how it ranks against the facts.
-CHAT_POOLS = [*POOLS[:1], Pool("episodes", 400, 3, ("episode",)), *POOLS[1:]]
+CHAT_POOLS = [*POOLS[:1], Pool("episodes", 400 + 3 * MARK, 3, ("episode",)), *POOLS[1:]]
 
 
 def memory_entries(facts: int = 40, **extra: Any) -> List[Dict[str, Any]]:

@@ -410,8 +410,10 @@ def test_the_middleware_over_a_vector_store_embeds_the_query_once_per_selection(
 
     embeddings = CountingEmbeddings()
     store = lc_store(embeddings, namespace="memories.u1")
+    # The middleware counts each entry's marker beside its text: 6 words
+    # ('<memory', id=, source=, at=, pool=, '</memory>'), 16 a fact; 480 is 30 facts, as 300 is elsewhere.
     middleware = PoolSplitMemoryMiddleware(
-        plan(300),
+        plan(480),
         store=store,
         namespace=lambda runtime: ("memories", runtime.context["user_id"]),
         now=NOW,
@@ -429,7 +431,7 @@ def test_the_middleware_over_a_vector_store_embeds_the_query_once_per_selection(
         for i in range(3):
             agent.invoke({"messages": [("user", "how do refund totals round %d calls=1" % i)]}, thread("t"),
                          context={"user_id": "u1"})  # fmt: skip
-    assert mine and all(loaded(s)[:2] == (30, 300) and s.notes["recall"]["rounds"] == 2 for s in mine)
+    assert mine and all(loaded(s)[:2] == (30, 480) and s.notes["recall"]["rounds"] == 2 for s in mine)
     assert embeddings.queries == len({id(s) for s in mine})  # one query embedding per selection made
 
 

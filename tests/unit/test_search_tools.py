@@ -30,13 +30,20 @@ from poolsplit_adapters.langchain import BaseStoreMemory, RecallConfig, create_s
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore, poolsplit_memory_blocks
 from poolsplit_adapters.llama_index import create_search_memory_tool as llama_search_tool
 from poolsplit_adapters.poolsplit import default_scorer
-from poolsplit_adapters.render import parse_markers
+from poolsplit_adapters.render import marker_tokens, parse_markers
 from poolsplit_adapters.reports import capture_selections
 from poolsplit_adapters.search_tool import NOTHING_SELECTED, SEARCH_TOOL_NAME, answer
 from poolsplit_adapters.stores import SQLiteMemoryStore
+from poolsplit_adapters.tokens import default_counter, llama_index_counter
 
 NOW = datetime.datetime(2026, 7, 1, 9)
 POOLS = [Pool("corrections", 0, 0, ("correction",)), Pool("notes", 10, 5, ("note",), min_relevance=0.1)]
+
+
+def counted_pools(counter: Any) -> List[Pool]:
+    """`POOLS` for entries the tool counts itself (no ``token_count``): the
+    tools render markers, and count each one beside its entry's text."""
+    return [POOLS[0], Pool("notes", 10 + marker_tokens(counter, "corrections"), 5, ("note",), min_relevance=0.1)]
 
 
 def at(day: int) -> str:
@@ -202,7 +209,11 @@ def test_search_tool_takes_the_middlewares_recall_config_and_names_it_for_a_flat
         return default_scorer(entry, context, now=now)
 
     tool = create_search_memory_tool(
-        POOLS, namespace=("memories", "ana"), store=entries, now=NOW, recall=RecallConfig(scorer=scorer)
+        counted_pools(default_counter()),
+        namespace=("memories", "ana"),
+        store=entries,
+        now=NOW,
+        recall=RecallConfig(scorer=scorer),
     )
     runtime = ToolRuntime(state={}, context={}, config={}, stream_writer=print, tool_call_id=None, store=None)
     assert "Refunds are rounded in cents." in tool.invoke({"query": "refunds", "runtime": runtime})
@@ -305,8 +316,9 @@ async def test_agent_workflow_search_is_scoped_to_the_memorys_namespace(sqlite_t
 
 
 def test_llama_search_tool_reads_its_sessions_chat_only(sqlite_two_users):
+    pools = counted_pools(llama_index_counter())  # the flushed line has no token_count
     store = PoolSplitMemoryStore(
-        [], POOLS, store=sqlite_two_users, visibility=Visibility(namespace="ana"), episode_type="note", now=NOW
+        [], pools, store=sqlite_two_users, visibility=Visibility(namespace="ana"), episode_type="note", now=NOW
     )
     store.flush([ChatMessage(role="user", content="my locker code is 4417", additional_kwargs={"session_id": "s-1"})])
     mine = llama_search_tool(store, session_id="s-1").call(query="locker code")

@@ -28,7 +28,7 @@ def test_a_middleware_whose_plan_has_no_room_for_instructions_says_so_naming_the
         PoolSplitMemoryMiddleware(WITHOUT, namespace=NS)
     assert [str(w.message) for w in caught] == [
         "PoolSplitMemoryMiddleware: the write path stores the user's instruction entries but no pool admits"
-        " them: they would never load; add Pool('standing', 256, 20, ('instruction', 'preference')) after the"
+        " them: they would never load; add Pool('standing', 640, 20, ('instruction', 'preference')) after the"
         " corrections (docs/lifecycle.md), or pass write=WriteConfig(write_gate=WriteGate(standing=None)) to store"
         " none (from poolsplit_adapters.memory import WriteGate)"
     ]

@@ -157,20 +157,24 @@ def test_detection_reports_as_json():
 
 def test_debugging_plan_exact():
     plan = task_pools({"phase": "debugging"}, total_tokens=600, total_entries=12)
-    # The standing pool first: a quarter of the tokens (150) and of the entries (3), its cap raised to
-    # 150 // 12 = 12 short sentences. The rest, 450 tokens and 9 entries, shared out by the preset.
-    # Tokens: 450 x 35/15/20/20/10 % = 157.5, 67.5, 90, 90, 45 -> floors (449); the unit left goes to the
-    # first of the .5 tie, episodic. Entries: quotas 3.15, 1.35, 1.8, 1.8, 0.9 -> floors 3, 1, 1, 1, 0 (6);
-    # the three units left go to the largest remainders: other (.9), skills and anti_patterns (.8).
+    # The standing pool first: its floor, 640 tokens, is more than 5/8 of 600, so 375 tokens; a quarter
+    # of the entries (3), its cap raised to 375 // 12 = 31 short sentences. The rest, 225 tokens and 9
+    # entries, shared out by the preset. Tokens: 225 x 35/15/20/20/10 % = 78.75, 33.75, 45, 45, 22.5 ->
+    # floors (223); the two units left go to the largest remainders, episodic and semantic (.75).
+    # Entries: quotas 3.15, 1.35, 1.8, 1.8, 0.9 -> floors 3, 1, 1, 1, 0 (6); the three units left go to
+    # the largest remainders: other (.9), skills and anti_patterns (.8).
     assert [(p.name, p.max_tokens, p.max_entries, p.types) for p in plan] == [
         ("corrections", 0, 0, ("correction",)),
-        ("standing", 150, 12, ("instruction", "preference")),
-        ("episodic", 158, 3, ("episode",)),
-        ("semantic", 67, 1, ("fact", "note", "task")),
-        ("skills", 90, 2, ("skill",)),
-        ("anti_patterns", 90, 2, ("anti_pattern", "growth")),
-        ("other", 45, 1, None),
+        ("standing", 375, 31, ("instruction", "preference")),
+        ("episodic", 79, 3, ("episode",)),
+        ("semantic", 34, 1, ("fact", "note", "task")),
+        ("skills", 45, 2, ("skill",)),
+        ("anti_patterns", 45, 2, ("anti_pattern", "growth")),
+        ("other", 22, 1, None),
     ]
+    # A budget where a quarter is more than the floor: the quarter.
+    large = task_pools({"phase": "debugging"}, total_tokens=4096, total_entries=12)
+    assert [(p.name, p.max_tokens) for p in large][1] == ("standing", 1024)
 
 
 def test_the_standing_pool_is_planned_when_the_store_holds_instructions_or_types_are_unknown():
@@ -179,8 +183,8 @@ def test_the_standing_pool_is_planned_when_the_store_holds_instructions_or_types
     )
     assert [(p.name, p.max_tokens, p.max_entries) for p in with_turns] == [
         ("corrections", 0, 0),
-        ("standing", 256, 21),  # 1024 / 4; max(40 // 4, 256 // 12)
-        ("turn", 768, 30),
+        ("standing", 640, 53),  # the floor, 640 (a quarter is less, 5/8 more); max(40 // 4, 640 // 12)
+        ("turn", 384, 30),
     ]
     only = plan_for_task("implementation", total_tokens=1024, total_entries=40, entry_types=["preference"])
     assert [(p.name, p.max_tokens, p.max_entries) for p in only] == [("corrections", 0, 0), ("standing", 1024, 85)]
@@ -217,9 +221,9 @@ def test_known_entry_types_share_the_budget_among_the_types_the_store_holds():
 
 def test_a_store_of_turns_and_events_gets_the_whole_budget_not_the_catch_all_share():
     # The benchmark vocabulary: with the types unknown they shared the catch-all's 10% of what the
-    # standing pool leaves (77 of 768).
+    # standing pool leaves (38 of 384).
     unknown = plan_for_task("implementation", total_tokens=1024, total_entries=40)
-    assert [(p.name, p.max_tokens) for p in unknown][-1] == ("other", 77)
+    assert [(p.name, p.max_tokens) for p in unknown][-1] == ("other", 38)
     plan = plan_for_task("implementation", total_tokens=1024, total_entries=40, entry_types=["turn", "event"])
     assert [(p.name, p.max_tokens, p.max_entries, p.types) for p in plan] == [
         ("corrections", 0, 0, ("correction",)),

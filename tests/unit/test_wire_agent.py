@@ -144,9 +144,10 @@ def test_progressive_events_carry_the_token_metrics():
         ToolCallingFakeModel(), middleware=[memory], checkpointer=InMemorySaver(), store=store_with(ENTRIES)
     )
     (event,) = events(agent, "refund rounding", {})
-    # Words: correction 5; summaries 4 + 3 + 3 = 10; those entries in full 16 + 13 + 12 = 41.
-    assert event["notes"]["metrics"]["tokens_by_layer"] == {"summary": 10, "timeline": 0, "full": 5}
-    assert event["notes"]["metrics"]["baseline_tokens"] == 46
+    # Words: correction 5; summaries 4 + 3 + 3 = 10; those entries in full 16 + 13 + 12 = 41;
+    # each entry's marker 7 more ('<memory', id=, source=, at=, pool=, layer=, '</memory>').
+    assert event["notes"]["metrics"]["tokens_by_layer"] == {"summary": 10 + 3 * 7, "timeline": 0, "full": 5 + 7}
+    assert event["notes"]["metrics"]["baseline_tokens"] == 46 + 4 * 7
     assert [c.get("layer") for c in event["chosen"]] == ["full", "summary", "summary", "summary"]
 
 
