@@ -327,6 +327,19 @@ def hit_scores(hits: Sequence[ScoredDocument]) -> Dict[str, float]:
     return {doc.id: score for doc, score in hits if doc.id is not None and score is not None}
 
 
+def searchable_vector(vector: Optional[List[float]]) -> Optional[List[float]]:
+    """``vector``, or a stand-in when it is the zero vector (a query with no
+    word the embedding counts: ``""``, ``"ok"``): its cosine with every row
+    is ``0 / 0``, and ``InMemoryVectorStore`` then raises "NaN values found"
+    for the whole search. The stand-in (the first axis) recalls the filter's
+    rows in an arbitrary but fixed order, as a NaN score does elsewhere;
+    its scores are never taken (`VectorRecall._runs`), so the scorer ranks
+    without similarity, as its own rule says for a zero vector."""
+    if vector is None or any(vector):
+        return vector
+    return [1.0] + [0.0] * (len(vector) - 1) if vector else vector
+
+
 class VectorRecall(RecallSearcher[DocumentQuery, ScoredDocument]):
     """A recall plan's searches over one store (the recall protocol's
     `RecallSearcher`).
@@ -396,7 +409,8 @@ class VectorRecall(RecallSearcher[DocumentQuery, ScoredDocument]):
     def _runs(
         self, vector: Optional[List[float]], searches: Sequence[Search], *, asynchronous: bool = False
     ) -> List[Tuple[Search, SearchRun]]:
-        with_scores = self.scored and self.scores_available and vector is not None
+        with_scores = self.scored and self.scores_available and vector is not None and any(vector)
+        vector = searchable_vector(vector)
         exact = exact_always_fetch(self.store)
         # LangChain's PGVector with the default filters: each search is our
         # own statement on its table (the HNSW scan sized to k, a short page
