@@ -560,6 +560,25 @@ def test_a_namespace_callable_that_fails_on_a_missing_context_or_config_names_th
         )
 
 
+def test_a_namespace_callable_that_fails_on_something_else_is_not_told_about_config():
+    # A context without the user's key (or any other failure of the
+    # callable's own) was told "the agent's runtime has no config: read it
+    # with langgraph.config.get_config()", a fix for another mistake.
+    store = InMemoryStore()
+    agent, _ = agent_for(middleware(namespace=lambda rt: ("memories", rt.context["user_id"])), store)
+    with pytest.raises(ValueError) as raised:
+        agent.invoke({"messages": [("user", "hi")]}, thread("t"), context={"project": "p"})
+    assert str(raised.value) == "namespace(runtime) failed: KeyError: 'user_id'"
+
+    def failing(runtime: Any) -> Any:
+        raise RuntimeError("directory offline")
+
+    agent, _ = agent_for(middleware(namespace=failing), store)
+    with pytest.raises(ValueError) as raised:
+        agent.invoke({"messages": [("user", "hi")]}, thread("t2"), context={"user_id": "u1"})
+    assert str(raised.value) == "namespace(runtime) failed: RuntimeError: directory offline"
+
+
 @pytest.mark.parametrize(
     "kwargs, error, message",
     [
