@@ -638,3 +638,34 @@ def test_entry_to_document_names_a_malformed_entry_instead_of_making_a_document_
         entry_to_document(entry, 1)
     document = entry_to_document({"id": "d1", "content": "fine", "type": "fact"})
     assert (document.id, document.page_content, document.metadata) == ("d1", "fine", {"type": "fact"})
+
+
+@pytest.mark.parametrize(
+    "given, found",
+    [(None, "NoneType"), ("text", "str"), (Document("x", id="n1"), "Document"), ({"n1": "x"}, "dict"), (5, "int")],
+    ids=["none", "str", "one-document", "mapping", "int"],
+)
+async def test_documents_that_are_not_a_list_are_named_by_every_document_taker(given, found):
+    # Before: compress_documents(None) and format_documents(None) raised
+    # "'NoneType' object is not iterable" from inside the conversion, a
+    # mapping without "documents" a bare KeyError, and one Document (a
+    # pydantic model, iterable as its fields) "documents[0] must be a
+    # langchain_core Document, got tuple".
+    message = "^documents must be a list of langchain_core Documents, got %s$" % found
+    compressor = PoolSplitCompressor(pools=POOLS, now=NOW)
+    with pytest.raises(ArgumentError, match=message):
+        compressor.compress_documents(given, QUERY)
+    with pytest.raises(ArgumentError, match=message):
+        await compressor.acompress_documents(given, QUERY)
+    with pytest.raises(ArgumentError, match=message):
+        compressor.as_runnable().invoke({"documents": given, "query": QUERY})
+    with pytest.raises(ArgumentError, match=message):
+        format_documents(given)
+    if given is not None:  # documents=None: no documents given (another source, or the error naming the three)
+        with pytest.raises(ArgumentError, match=message):
+            PoolSplitRetriever(documents=given, pools=POOLS)
+
+
+def test_a_selector_input_without_documents_is_named():
+    with pytest.raises(ArgumentError, match="^documents must be a list of langchain_core Documents, got NoneType$"):
+        PoolSplitCompressor(pools=POOLS, now=NOW).as_runnable().invoke({"query": QUERY})
