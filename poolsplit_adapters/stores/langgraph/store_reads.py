@@ -283,7 +283,9 @@ class StoreReads:
             return fresh_copy(entry)
         # The content is part of the key: SqliteStore's updated_at has
         # one-second resolution, so a rewrite within the second kept its time.
-        cache_key = (tuple(item.namespace), item.key, item.updated_at, entry.get("content"))
+        # A content of another kind (a list a host wrote) is no key: it fails the check below, named.
+        content = entry.get("content")
+        cache_key = (tuple(item.namespace), item.key, item.updated_at, content if isinstance(content, str) else None)
         cost = self._counts.get(cache_key)
         if cost is None:
             try:
