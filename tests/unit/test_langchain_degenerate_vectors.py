@@ -63,6 +63,26 @@ async def test_a_query_that_embeds_to_the_zero_vector_recalls_from_a_vector_stor
     assert [[d.id for d in found] for found in retriever.batch([query, "deploy"])] == [expected, expected]
 
 
+@pytest.mark.parametrize("scoring", [{}, {"embeddings": HashEmbeddings()}], ids=["default", "embeddings"])
+async def test_a_pool_whose_every_document_embeds_to_the_zero_vector_recalls_them(scoring):
+    # The notes pool's search keeps two rows, both "..."-like: their cosine
+    # with any query is NaN, and LangChain raised as for a silent query.
+    docs = [
+        Document("Never force-push to main.", id="fix-1", metadata={"type": "correction", "scope": "always"}),
+        Document("ok", id="n1", metadata={"type": "note", "base_priority": 9}),
+        Document("...", id="n2", metadata={"type": "note", "base_priority": 3}),
+        Document("Bisect with git bisect run.", id="s1", metadata={"type": "skill"}),
+    ]
+    store = InMemoryVectorStore(HashEmbeddings())
+    store.add_documents(docs)
+    retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, now=NOW, **scoring)
+    expected = [d.id for d in PoolSplitRetriever(documents=docs, pools=POOLS, now=NOW, **scoring).invoke("bisect")]
+    assert expected == ["fix-1", "n1", "n2", "s1"]
+    assert [d.id for d in retriever.invoke("bisect")] == expected
+    assert [d.id for d in await retriever.ainvoke("bisect")] == expected
+    assert [d.id for d in retriever.invoke("")] == expected  # both: no cosine anywhere
+
+
 async def test_an_agent_turn_of_ok_over_a_vector_store_recalls_sync_and_async():
     memory = PoolSplitMemoryMiddleware(
         POOLS,
