@@ -435,6 +435,28 @@ def test_select_loads_corrections_first_then_the_pools(store):
     assert chosen(store) == [("fix", True), ("fact", False)]
 
 
+@pytest.mark.parametrize(
+    "context, message",
+    [
+        ({"message": 5}, "context['message'] must be a string, got int 5"),
+        ({"message": ["refund"]}, "context['message'] must be a string, got list ['refund']"),
+        ("refund rounding", "context must be a mapping or None, got str 'refund rounding'"),
+    ],
+)
+async def test_a_selection_context_of_the_wrong_kind_is_named_on_every_store(store, context, message, request):
+    # Before: VectorStoreMemory searched for str(5) and "['refund']", and it
+    # and BaseStoreMemory raised "'str' object has no attribute 'get'".
+    store.add([{"id": "fact", "type": "fact", "content": "Refunds round half-even."}])
+    with pytest.raises(TypeError) as raised:
+        store.select(POOLS, context, now=NOW)
+    assert str(raised.value) == message
+    if request.node.callspec.params["store"] == "basestore-sqlite":
+        return  # LangGraph's SqliteStore has no async methods
+    with pytest.raises(TypeError) as raised:
+        await store.aselect(POOLS, context, now=NOW)
+    assert str(raised.value) == message
+
+
 def test_the_middleware_takes_every_store_as_a_backend(store):
     from poolsplit_adapters.langchain.backends import backend_for
     from poolsplit_adapters.settings import AgentMemorySettings

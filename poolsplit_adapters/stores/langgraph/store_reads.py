@@ -18,6 +18,7 @@ from ...memory.write_gate import check_scope, utc_stamp
 from ...poolsplit import (
     EntryError,
     Pool,
+    ScoringContext,
     TokenCounter,
     check_entry,
     entry_cost,
@@ -362,6 +363,9 @@ def items_of(result: Any) -> List[Item]:
 
 
 def query_of(context: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """The message a read searches by (None: no text to search), the
+    context checked first as the core checks it."""
+    ScoringContext(context, None)  # a str context, a message of 5: named, before any read
     if context is None:
         return None
     message = context.get("message")
