@@ -116,7 +116,7 @@ class RuntimeBackends:
 
     async def aselect(self, runtime: Any, query: str) -> Selection:
         """Async `select`."""
-        # pools="auto" reads the store's types: an AsyncPostgresStore's sync read, from a worker thread.
+        # pools="auto" reads the store's types: an async store's sync read (Postgres, SQLite), from a worker thread.
         away = self.backend(runtime).off_loop
         backend, chain, call, plan = (
             await off_loop(self._reading, runtime, query) if away else self._reading(runtime, query)
