@@ -669,3 +669,31 @@ async def test_documents_that_are_not_a_list_are_named_by_every_document_taker(g
 def test_a_selector_input_without_documents_is_named():
     with pytest.raises(ArgumentError, match="^documents must be a list of langchain_core Documents, got NoneType$"):
         PoolSplitCompressor(pools=POOLS, now=NOW).as_runnable().invoke({"query": QUERY})
+
+
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("fetch_k", "5", "fetch_k must be a positive int, got '5'"),
+        ("fetch_k", True, "fetch_k must be a positive int, got True"),
+        ("always_k", 2.0, "always_k must be a positive int, got 2.0"),
+        ("max_fetch_k", True, "max_fetch_k must be a positive int, got True"),
+        ("breadth", "2", "breadth must be a finite number of at least 1, got '2'"),
+        ("setup_store", "yes", "setup_store must be True or False, got str 'yes'"),
+    ],
+)
+def test_a_recall_option_of_the_wrong_type_is_named_not_coerced(option, value, message):
+    # pydantic's lax mode read fetch_k=True as a search of 1 and "5" as 5,
+    # before the plan's own check saw them (the shared settings are checked
+    # first for that reason: AdapterSettings).
+    store = _vector_store(_corpus())
+    with pytest.raises(ArgumentError, match="^%s$" % re.escape(message)):
+        PoolSplitRetriever.from_vectorstore(store, POOLS, **{option: value})
+    with pytest.raises(ArgumentError, match="^%s$" % re.escape(message)):
+        PoolSplitRetriever(vectorstore=store, pools=POOLS, **{option: value})
+
+
+def test_from_vectorstore_names_pools_that_are_not_a_list():
+    # Before: "'NoneType' object is not iterable" from the classmethod's own copy.
+    with pytest.raises(ArgumentError, match=r"^pools: pools must be a sequence of Pool objects, got NoneType None$"):
+        PoolSplitRetriever.from_vectorstore(_vector_store(_corpus()), None)  # type: ignore[arg-type]
