@@ -10,6 +10,8 @@ import time
 from typing import Any, Dict, List
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -26,6 +28,7 @@ from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import (
     SELECTION_EVENT,
     SELECTION_KEY,
+    HashEmbeddings,
     PoolSplitCompressor,
     PoolSplitRetriever,
     capture_selections,
@@ -697,3 +700,47 @@ def test_from_vectorstore_names_pools_that_are_not_a_list():
     # Before: "'NoneType' object is not iterable" from the classmethod's own copy.
     with pytest.raises(ArgumentError, match=r"^pools: pools must be a sequence of Pool objects, got NoneType None$"):
         PoolSplitRetriever.from_vectorstore(_vector_store(_corpus()), None)  # type: ignore[arg-type]
+
+
+_WORDS = ["deploy", "staging", "refund", "rounding", "cents", "bisect", "ok", "", "the"]
+
+
+def _asked_corpus() -> List[Document]:
+    kinds = ["note", "skill", "note", "episode"]
+    docs = [Document("Quote amounts in cents.", id="fix", metadata={"type": "correction", "scope": "always"})]
+    for n in range(12):
+        text = " ".join(_WORDS[(n * k) % len(_WORDS)] for k in range(1, 4)) or "empty"
+        docs.append(Document(text, id="d%02d" % n, metadata={"type": kinds[n % 4], "base_priority": 1 + n % 5}))
+    return docs
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_WORDS), max_size=3).map(" ".join), min_size=1, max_size=4))
+def test_asking_again_never_changes_an_answer_or_a_score_on_any_retriever_path(queries):
+    # No retrieval-frequency feedback: what a retriever returned before
+    # never raises (or lowers) what it returns for a query later, on the
+    # documents path, over a vector store, and with the store's cosines.
+    pools = [
+        Pool("fixes", 0, 0, ("correction",)),
+        Pool("notes", 12, 2, ("note", "episode")),
+        Pool("skills", 8, 1, ("skill",)),
+    ]
+    docs = _asked_corpus()
+    before = [(d.page_content, dict(d.metadata), d.id) for d in docs]
+
+    def builds():
+        store = InMemoryVectorStore(HashEmbeddings())
+        store.add_documents(docs)
+        yield PoolSplitRetriever(documents=docs, pools=pools, now=NOW)
+        yield PoolSplitRetriever.from_vectorstore(store, pools, now=NOW)
+        yield PoolSplitRetriever.from_vectorstore(store, pools, now=NOW, embeddings=store.embeddings)
+
+    def answer(retriever, query):
+        return [(d.id, d.metadata[SELECTION_KEY]["score"]) for d in retriever.invoke(query)]
+
+    for used, fresh in zip(builds(), builds()):
+        for query in queries * 3:
+            answer(used, query)
+        for query in queries:
+            assert answer(used, query) == answer(fresh, query)
+    assert [(d.page_content, dict(d.metadata), d.id) for d in docs] == before
