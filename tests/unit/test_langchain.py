@@ -744,3 +744,26 @@ def test_asking_again_never_changes_an_answer_or_a_score_on_any_retriever_path(q
         for query in queries:
             assert answer(used, query) == answer(fresh, query)
     assert [(d.page_content, dict(d.metadata), d.id) for d in docs] == before
+
+
+@pytest.mark.parametrize("summary", ["  ", "\u200b", 5, None])
+def test_a_document_claiming_a_summary_layer_without_a_summary_renders_in_full(summary):
+    # A document's own metadata is data: a "layer" without a summary that
+    # shows something renders the full text. Before: a blank summary raised
+    # "entry 'x' has no summary to render at layer 'summary'" from
+    # format_documents, and a zero-width one rendered an empty marker.
+    doc = Document("The full text.", id="x", metadata={"summary": summary, SELECTION_KEY: {"layer": "summary"}})
+    assert format_documents([doc]) == '<memory id="x">\nThe full text.\n</memory>'
+
+
+def test_a_summary_that_shows_nothing_loads_the_full_text_through_the_retriever():
+    docs = [
+        Document("full text of note %d" % i, id="n%d" % i, metadata={"type": "note", "summary": "\u200b"})
+        for i in range(4)
+    ]
+    out = PoolSplitRetriever(
+        documents=docs, pools=[Pool("notes", 400, 5, ("note",))], progressive=True, now=NOW
+    ).invoke("")
+    assert [(d.id, d.page_content, d.metadata[SELECTION_KEY].get("layer")) for d in out] == [
+        ("n%d" % i, "full text of note %d" % i, None) for i in range(4)
+    ]
