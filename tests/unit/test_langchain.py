@@ -683,6 +683,7 @@ def test_a_selector_input_without_documents_is_named():
         ("max_fetch_k", True, "max_fetch_k must be a positive int, got True"),
         ("breadth", "2", "breadth must be a finite number of at least 1, got '2'"),
         ("setup_store", "yes", "setup_store must be True or False, got str 'yes'"),
+        ("filter_builder", 5, "filter_builder must be callable, got int 5"),
     ],
 )
 def test_a_recall_option_of_the_wrong_type_is_named_not_coerced(option, value, message):
