@@ -238,6 +238,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         (the other settings are read per call). Either is checked and built
         first: a bad value raises and leaves the retriever as it was."""
         if name in _RECALL_SETTINGS and "_recall" in (self.__pydantic_private__ or {}):
+            check_recall_options({name: value})
             before = getattr(self, name)
             kept = (self._recall, self._metric, self._store)
             super().__setattr__(name, value)

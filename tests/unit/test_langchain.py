@@ -695,6 +695,10 @@ def test_a_recall_option_of_the_wrong_type_is_named_not_coerced(option, value, m
         PoolSplitRetriever.from_vectorstore(store, POOLS, **{option: value})
     with pytest.raises(ArgumentError, match="^%s$" % re.escape(message)):
         PoolSplitRetriever(vectorstore=store, pools=POOLS, **{option: value})
+    retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, now=NOW)
+    with pytest.raises(ArgumentError, match="^%s$" % re.escape(message)):
+        setattr(retriever, option, value)  # assigned: the same check, and nothing changes
+    assert [d.id for d in retriever.invoke("deploy", k=2)] == ["m4", "m3"]
 
 
 def test_from_vectorstore_names_pools_that_are_not_a_list():
