@@ -99,6 +99,13 @@ def test_add_refuses_a_stored_or_repeated_id_and_writes_nothing(store):
         ({"id": "x", "content": "   "}, "content"),
         ({"id": "x", "content": ""}, "content"),
         ({"id": "x", "content": "Use cents.", "created": "yesterday"}, "created"),
+        # A vector store wrote these, then refused them on every read (a
+        # document's token_count must be a positive int): one write poisoned
+        # the memory. Now no store takes one.
+        ({"id": "x", "content": "Use cents.", "token_count": 0}, "token_count"),
+        ({"id": "x", "content": "Use cents.", "token_count": -3}, "token_count"),
+        ({"id": "x", "content": "Use cents.", "token_count": True}, "token_count"),
+        ({"id": "x", "content": "Use cents.", "token_count": 2.0}, "token_count"),
     ],
 )
 def test_every_store_refuses_what_the_write_gate_refuses_naming_entry_and_field(store, entry, field):
