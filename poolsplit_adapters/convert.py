@@ -16,6 +16,7 @@ import uuid
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from .index import MemoryIndex
+from .memory.progressive import shown_summary
 from .poolsplit import Chosen, EntryError, Scorer, TokenCounter, check_entry, given_token_count, near_miss_scope
 from .render import expand_hint, marker, omission_line
 
@@ -200,11 +201,8 @@ def loaded_text(chosen: Chosen, content: str) -> str:
     lighter layer loaded (the full text is one expand call away; returning
     it anyway would spend the tokens progressive loading saved), else
     ``content``."""
-    if str(chosen.layer) != "full":
-        summary = chosen.entry.get("summary")
-        if isinstance(summary, str) and summary.strip():
-            return summary
-    return content
+    summary = shown_summary(chosen.entry) if str(chosen.layer) != "full" else None
+    return content if summary is None else summary
 
 
 def new_call_id() -> str:
@@ -274,8 +272,8 @@ def format_loaded(loaded: Iterable[Tuple[str, Mapping[str, Any], Optional[str], 
         entry["content"] = content
         if object_id:
             entry["id"] = object_id
-        if not (isinstance(layer, str) and layer != "full" and isinstance(entry.get("summary"), str)):
-            layer = "full"
+        if not (isinstance(layer, str) and layer != "full" and shown_summary(entry) is not None):
+            layer = "full"  # a document's own claim of a lighter layer, without a summary to show
         blocks.append(marker(entry, pool if isinstance(pool, str) else None, layer))
         short += layer != "full"
     omitted: Dict[str, int] = {}

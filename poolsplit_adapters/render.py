@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+from .memory.progressive import shown_summary
 from .notes import OUTSIDE_NOTE
 from .poolsplit import BUDGET_REASONS, Chosen, Reason, Selection
 
@@ -114,8 +115,8 @@ def marker(entry: Mapping[str, Any], pool: Optional[str] = None, layer: str = "f
     text = entry.get("content", "")
     layer = str(layer)
     if layer != "full":
-        summary = entry.get("summary")
-        if not isinstance(summary, str) or not summary.strip():
+        summary = shown_summary(entry)
+        if summary is None:
             raise ValueError("entry %r has no summary to render at layer %r" % (entry.get("id"), layer))
         attrs.append(("layer", layer))
         text = summary

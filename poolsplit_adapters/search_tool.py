@@ -24,6 +24,7 @@ from collections.abc import Awaitable
 from typing import Any, Callable
 
 from .checks import argument_error
+from .memory.write_gate import blank
 from .poolsplit import Selection
 from .render import render_context
 
@@ -66,7 +67,7 @@ def check_query(query: Any) -> str:
         ...
         poolsplit_adapters.errors.ArgumentError: query must be a non-blank string, got str '  '
     """
-    if not isinstance(query, str) or not query.strip():
+    if not isinstance(query, str) or blank(query):  # the one rule of "shows nothing" (a zero-width space too)
         raise argument_error("query", "a non-blank string", query)
     return query
 

@@ -80,7 +80,8 @@ class PoolSplitCompressor(AdapterSettings, BaseDocumentCompressor):
         def run(value: Union[Sequence[Document], Mapping[str, Any]], config: RunnableConfig) -> list[Document]:
             callbacks = config.get("callbacks")
             if isinstance(value, Mapping):
-                return self.compress_documents(value["documents"], value.get("query", ""), callbacks)
-            return self.compress_documents(list(value), "", callbacks)
+                documents: Any = value.get("documents")  # None when missing: named by the check there
+                return self.compress_documents(documents, value.get("query", ""), callbacks)
+            return self.compress_documents(value, "", callbacks)
 
         return RunnableLambda(run, name="PoolSplitSelector")

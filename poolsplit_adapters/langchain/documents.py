@@ -4,12 +4,11 @@ and the provenance-tagged formatter for prompts."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from langchain_core.documents import Document
 
-from ..checks import ArgumentError
 from ..convert import (
     SELECTION_KEY,
     entries_of,
@@ -25,6 +24,7 @@ from ..poolsplit import Chosen, Scorer, Selection, TokenCounter
 from ..recall import merge_recalled
 from ..render import omitted_by_pool
 from ..stores.vectorstores.langchain_documents import checked_document as _checked
+from ..stores.vectorstores.langchain_documents import checked_list
 from ..stores.vectorstores.langchain_documents import document_label as _label
 from ..stores.vectorstores.langchain_documents import document_to_entry as document_to_entry
 
@@ -43,9 +43,7 @@ def checked_documents(documents: Any) -> list[Document]:
         held = checked_documents(documents)   # ArgumentError: documents[1] must be a ... Document, got str
         ```
     """
-    if isinstance(documents, (str, bytes, Mapping)) or not isinstance(documents, Iterable):
-        raise ArgumentError("documents must be a list of langchain_core Documents, got %s" % type(documents).__name__)
-    return [_checked(document, position) for position, document in enumerate(documents)]
+    return [_checked(document, position) for position, document in enumerate(checked_list(documents))]
 
 
 def _parts(document: Any, position: int) -> tuple[str, Mapping[str, Any], Optional[str], Document]:
@@ -75,7 +73,7 @@ class DocumentConverter:
         """
         if recalled:
             documents = merge_recalled(documents, key=lambda d: d.id)
-        return entries_of(documents, document_to_entry, lambda doc: doc)
+        return entries_of(checked_list(documents), document_to_entry, lambda doc: doc)
 
     @staticmethod
     def index(
@@ -127,5 +125,5 @@ def format_documents(documents: Sequence[Document]) -> str:
             mapping (malformed data: naming the document and the key).
     """
     # A generator: each document is checked as its turn comes, before the next one's metadata.
-    checked = ((_checked(document, n), n) for n, document in enumerate(documents))
+    checked = ((_checked(document, n), n) for n, document in enumerate(checked_list(documents)))
     return format_loaded((d.page_content, d.metadata, d.id, functools.partial(_label, d, n)) for d, n in checked)

@@ -486,7 +486,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ExtendedModelResponse[Any]:
         """Async [`wrap_model_call`][]."""
-        # pools="auto" reads the store's types: an AsyncPostgresStore's sync read, from a worker thread.
+        # pools="auto" reads the store's types: an async store's sync read (Postgres, SQLite), from a worker thread.
         away = self._memory.backend(request.runtime).off_loop
         step = await off_loop(self._step, request) if away else self._step(request)
         snap = await step.where.source.asnapshot(*step.reading)

@@ -15,7 +15,7 @@ from langchain_core.vectorstores import VectorStore
 from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import Unpack
 
-from ..call import AdapterCall, StoreCall, checked_metric, checked_plan
+from ..call import AdapterCall, StoreCall, check_recall_options, checked_metric, checked_plan
 from ..checks import ArgumentError
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
@@ -207,6 +207,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     _store: Optional[_StoreMode] = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
+        check_recall_options(data)
         if data.get("documents") is not None:
             data["documents"] = checked_documents(data["documents"])
         super().__init__(**data)
@@ -237,6 +238,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         (the other settings are read per call). Either is checked and built
         first: a bad value raises and leaves the retriever as it was."""
         if name in _RECALL_SETTINGS and "_recall" in (self.__pydantic_private__ or {}):
+            check_recall_options({name: value})
             before = getattr(self, name)
             kept = (self._recall, self._metric, self._store)
             super().__setattr__(name, value)
@@ -322,7 +324,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
         `StoreSetupWarning` says
         so). ``setup_store=False`` creates nothing.
         """
-        return cls(vectorstore=vectorstore, pools=pools if isinstance(pools, str) else list(pools), **options)
+        return cls(vectorstore=vectorstore, pools=pools, **options)  # checked (and copied) as every adapter's
 
     def expand_tool(self) -> Any:
         """The ``expand_memory(entry_id)`` tool over this retriever's own

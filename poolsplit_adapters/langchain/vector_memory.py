@@ -18,7 +18,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 from langchain_core.vectorstores import VectorStore
 
-from ..poolsplit import Pool, Selection
+from ..poolsplit import Pool, ScoringContext, Selection
 from ..stores.vectorstores.langchain_documents import entry_to_document
 from ..stores.vectorstores.langchain_memory import ListsDocuments, VectorStoreEntries
 from .retriever import PoolSplitRetriever
@@ -69,6 +69,7 @@ class VectorStoreMemory(VectorStoreEntries):
 
     @staticmethod
     def _call(context: Optional[Mapping[str, Any]], options: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+        ScoringContext(context, None)  # the core's check of a context, as every store's select
         context = context or {}
         if options.pop("layering", None) is not None:
             options["progressive"] = True

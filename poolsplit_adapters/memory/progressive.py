@@ -79,6 +79,7 @@ from ..poolsplit import (
 )
 from ._words import contains, words
 from .metrics import TokenMetrics, token_metrics
+from .write_gate import blank
 
 if TYPE_CHECKING:  # annotations only: no runtime dependency
     from typing_extensions import Unpack
@@ -98,6 +99,7 @@ __all__ = [
     "progressive_fill",
     "progressive_notes",
     "progressive_select",
+    "shown_summary",
     "summary_of",
     "wants_detail",
 ]
@@ -202,19 +204,27 @@ def needs_full_text(loaded: int, *, detail: bool, sufficient: int = SUFFICIENT_I
     return detail or loaded < sufficient
 
 
+def shown_summary(entry: Mapping[str, Any]) -> Optional[str]:
+    """The entry's ``summary`` when it is a string that shows something,
+    else None (never raises): the one rule of "has a summary", for the
+    selection (`summary_of`), a marker, and a returned or foreign document
+    that claims a lighter layer. A summary that shows nothing (`blank`:
+    empty, whitespace, zero-width characters) counts as none: it would tell
+    the model nothing."""
+    value = entry.get("summary")
+    return value if isinstance(value, str) and not blank(value) else None
+
+
 def summary_of(entry: Mapping[str, Any], index: Optional[int] = None) -> Optional[str]:
-    """The entry's ``summary``, or None when it has none. An empty or
-    blank summary counts as none (it would tell the model nothing).
+    """The entry's summary (`shown_summary`), or None when it has none.
 
     Raises:
         EntryError: ``summary`` is present but not a string.
     """
     value = entry.get("summary")
-    if value is None:
-        return None
-    if not isinstance(value, str):
+    if value is not None and not isinstance(value, str):
         raise entry_error(entry, index, "summary", "must be a string or None, got %s" % type(value).__name__)
-    return value if value.strip() else None
+    return shown_summary(entry)
 
 
 def candidate(

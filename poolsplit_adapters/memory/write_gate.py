@@ -63,7 +63,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any, Collection, Dict, List, Mapping, Optional, Sequence
 
-from ..poolsplit import entry_error, near_miss_scope, visible
+from ..poolsplit import entry_error, given_token_count, near_miss_scope, visible
 from ..storable import REPLACEMENT, storable_form
 from .changes import CHANGING_TYPES
 from .duplicates import normalise_text, seen_rows
@@ -156,7 +156,8 @@ def check_scope(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
 
 def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise [`EntryError`][] (naming the entry and
-    field) for what no write path may store: blank ``content``, a ``scope``
+    field) for what no write path may store: blank ``content``, a
+    ``token_count`` that is not a positive int, a ``scope``
     that is ``"always"`` only up to case or spaces, a non-string ``status``,
     a ``supersedes`` or ``superseded_by`` that is not an id (or a
     ``superseded_by`` naming the entry or its predecessor), a ``seen`` that
@@ -175,6 +176,10 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     content = entry.get("content")
     if isinstance(content, str) and blank(content):
         raise entry_error(entry, index, "content", "is empty or blank: there is nothing to remember")
+    if entry.get("token_count") is not None and given_token_count(entry) is None:
+        # The core would count the content instead; a store that keeps it as a
+        # document's metadata refuses it on every read (`check_converted`).
+        raise entry_error(entry, index, "token_count", "must be a positive integer, got %r" % (entry["token_count"],))
     check_scope(entry, index)
     _check_lifecycle_fields(entry, index)
     # A malformed lifecycle time would keep or hide the entry silently, or

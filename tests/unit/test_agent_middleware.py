@@ -12,6 +12,7 @@ import pytest
 from agent_fakes import ToolCallingFakeModel, UserContext, lookup, markers, system_text, thread
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, ModelResponse
+from langchain.tools import ToolRuntime
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -31,6 +32,7 @@ from poolsplit_adapters.langchain import (
     RecallConfig,
     RenderConfig,
     WriteConfig,
+    create_search_memory_tool,
 )
 from poolsplit_adapters.memory import WriteGate
 from poolsplit_adapters.poolsplit import default_scorer, default_token_counter
@@ -378,6 +380,28 @@ def test_an_explicit_chain_adds_shared_corrections_after_the_users_own():
     assert "team-fix" not in system_text(model_plain.requests[-1])  # never widened implicitly
 
 
+async def test_an_auto_plan_over_an_async_sqlite_store_runs_in_the_async_agent_and_search_tool(tmp_path):
+    # pools="auto" reads the store's types with a sync read: on the loop an
+    # AsyncSqliteStore refuses it ("Synchronous calls to AsyncSqliteStore
+    # detected in the main event loop") and the run failed.
+    from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+    async with AsyncSqliteStore.from_conn_string(str(tmp_path / "store.db")) as store:
+        await store.setup()
+        fix = {"content": "u1 standing correction", "type": "correction", "scope": "always"}
+        await BaseStoreMemory(store, ("memories", "u1")).aput({"id": "u1-fix-0", **fix})
+        auto = {"pools": "auto", "recall": RecallConfig(total_tokens=300, total_entries=6)}
+        agent, model = agent_for(middleware(**auto), store)
+        await agent.ainvoke({"messages": [("user", "[u1] deploy")]}, thread("t"), context={"user_id": "u1"})
+        assert [m["id"] for m in markers(model.requests[-1]) if m.get("scope")] == ["u1-fix-0"]
+        search = create_search_memory_tool("auto", namespace=by_user, now=NOW, recall=auto["recall"])
+        runtime = ToolRuntime(
+            state={}, context={"user_id": "u1"}, config={}, stream_writer=print, tool_call_id=None, store=store
+        )
+        answer = await search.ainvoke({"query": "deploy", "runtime": runtime})
+        assert answer.startswith('<memory id="u1-fix-0"')
+
+
 async def test_the_async_twins_run_the_same_loop():
     store = InMemoryStore()
     fixes = seed_corrections(store, "u1", 2)
@@ -559,6 +583,25 @@ def test_a_namespace_callable_that_fails_on_a_missing_context_or_config_names_th
             {"configurable": {"thread_id": "t", "user_id": "u1"}},
             context={"user_id": "u1"},
         )
+
+
+def test_a_namespace_callable_that_fails_on_something_else_is_not_told_about_config():
+    # A context without the user's key (or any other failure of the
+    # callable's own) was told "the agent's runtime has no config: read it
+    # with langgraph.config.get_config()", a fix for another mistake.
+    store = InMemoryStore()
+    agent, _ = agent_for(middleware(namespace=lambda rt: ("memories", rt.context["user_id"])), store)
+    with pytest.raises(ValueError) as raised:
+        agent.invoke({"messages": [("user", "hi")]}, thread("t"), context={"project": "p"})
+    assert str(raised.value) == "namespace(runtime) failed: KeyError: 'user_id'"
+
+    def failing(runtime: Any) -> Any:
+        raise RuntimeError("directory offline")
+
+    agent, _ = agent_for(middleware(namespace=failing), store)
+    with pytest.raises(ValueError) as raised:
+        agent.invoke({"messages": [("user", "hi")]}, thread("t2"), context={"user_id": "u1"})
+    assert str(raised.value) == "namespace(runtime) failed: RuntimeError: directory offline"
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ recall in one batch, exact reads (no paging), cached token counts, writes."""
 from __future__ import annotations
 
 import datetime
+import re
 
 import pytest
 from exact_reads import check_every_item_is_read_exactly_once, counting
@@ -139,6 +140,24 @@ def test_an_item_a_host_wrote_with_a_near_miss_scope_is_named_not_read_as_contex
     store.put(U1, "fix-2", {"content": "Refunds over 500 need approval.", "type": "note", "scope": "always"})
     chosen = memory.select(POOLS, {"message": "refunds approval"}, now=NOW).chosen
     assert [(c.entry["id"], c.always) for c in chosen] == [("fix-2", True)]
+
+
+@pytest.mark.parametrize(
+    "content, found", [(["a", "list"], "list ['a', 'list']"), ({"text": "x"}, "dict {'text': 'x'}")]
+)
+async def test_an_item_a_host_wrote_with_content_of_an_unhashable_kind_is_named(content, found):
+    # Before: "TypeError: unhashable type: 'list'" from the token-count cache's key.
+    store = InMemoryStore()
+    store.put(U1, "odd", {"content": content, "type": "episode"})
+    memory = BaseStoreMemory(store, U1, token_counter=Counter())
+    message = r"^store item 'odd' in namespace 'memories\.u1': field 'content' must be a string, got %s$" % re.escape(
+        found
+    )
+    with pytest.raises(EntryError, match=message) as info:
+        memory.select(POOLS, {"message": "episode"}, now=NOW)
+    assert (info.value.entry_id, info.value.field) == ("odd", "content")
+    with pytest.raises(EntryError, match=message):
+        await memory.aselect(POOLS, {"message": "episode"}, now=NOW)
 
 
 def test_token_counts_are_cached_by_namespace_key_and_updated_at():

@@ -10,6 +10,8 @@ import time
 from typing import Any, Dict, List
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.documents import Document
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
@@ -26,6 +28,7 @@ from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import (
     SELECTION_EVENT,
     SELECTION_KEY,
+    HashEmbeddings,
     PoolSplitCompressor,
     PoolSplitRetriever,
     capture_selections,
@@ -638,3 +641,134 @@ def test_entry_to_document_names_a_malformed_entry_instead_of_making_a_document_
         entry_to_document(entry, 1)
     document = entry_to_document({"id": "d1", "content": "fine", "type": "fact"})
     assert (document.id, document.page_content, document.metadata) == ("d1", "fine", {"type": "fact"})
+
+
+@pytest.mark.parametrize(
+    "given, found",
+    [(None, "NoneType"), ("text", "str"), (Document("x", id="n1"), "Document"), ({"n1": "x"}, "dict"), (5, "int")],
+    ids=["none", "str", "one-document", "mapping", "int"],
+)
+async def test_documents_that_are_not_a_list_are_named_by_every_document_taker(given, found):
+    # Before: compress_documents(None) and format_documents(None) raised
+    # "'NoneType' object is not iterable" from inside the conversion, a
+    # mapping without "documents" a bare KeyError, and one Document (a
+    # pydantic model, iterable as its fields) "documents[0] must be a
+    # langchain_core Document, got tuple".
+    message = "^documents must be a list of langchain_core Documents, got %s$" % found
+    compressor = PoolSplitCompressor(pools=POOLS, now=NOW)
+    with pytest.raises(ArgumentError, match=message):
+        compressor.compress_documents(given, QUERY)
+    with pytest.raises(ArgumentError, match=message):
+        await compressor.acompress_documents(given, QUERY)
+    with pytest.raises(ArgumentError, match=message):
+        compressor.as_runnable().invoke({"documents": given, "query": QUERY})
+    with pytest.raises(ArgumentError, match=message):
+        format_documents(given)
+    if given is not None:  # documents=None: no documents given (another source, or the error naming the three)
+        with pytest.raises(ArgumentError, match=message):
+            PoolSplitRetriever(documents=given, pools=POOLS)
+
+
+def test_a_selector_input_without_documents_is_named():
+    with pytest.raises(ArgumentError, match="^documents must be a list of langchain_core Documents, got NoneType$"):
+        PoolSplitCompressor(pools=POOLS, now=NOW).as_runnable().invoke({"query": QUERY})
+
+
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("fetch_k", "5", "fetch_k must be a positive int, got '5'"),
+        ("fetch_k", True, "fetch_k must be a positive int, got True"),
+        ("always_k", 2.0, "always_k must be a positive int, got 2.0"),
+        ("max_fetch_k", True, "max_fetch_k must be a positive int, got True"),
+        ("breadth", "2", "breadth must be a finite number of at least 1, got '2'"),
+        ("setup_store", "yes", "setup_store must be True or False, got str 'yes'"),
+        ("filter_builder", 5, "filter_builder must be callable, got int 5"),
+    ],
+)
+def test_a_recall_option_of_the_wrong_type_is_named_not_coerced(option, value, message):
+    # pydantic's lax mode read fetch_k=True as a search of 1 and "5" as 5,
+    # before the plan's own check saw them (the shared settings are checked
+    # first for that reason: AdapterSettings).
+    store = _vector_store(_corpus())
+    with pytest.raises(ArgumentError, match="^%s$" % re.escape(message)):
+        PoolSplitRetriever.from_vectorstore(store, POOLS, **{option: value})
+    with pytest.raises(ArgumentError, match="^%s$" % re.escape(message)):
+        PoolSplitRetriever(vectorstore=store, pools=POOLS, **{option: value})
+    retriever = PoolSplitRetriever.from_vectorstore(store, POOLS, now=NOW)
+    with pytest.raises(ArgumentError, match="^%s$" % re.escape(message)):
+        setattr(retriever, option, value)  # assigned: the same check, and nothing changes
+    assert [d.id for d in retriever.invoke("deploy", k=2)] == ["m4", "m3"]
+
+
+def test_from_vectorstore_names_pools_that_are_not_a_list():
+    # Before: "'NoneType' object is not iterable" from the classmethod's own copy.
+    with pytest.raises(ArgumentError, match=r"^pools: pools must be a sequence of Pool objects, got NoneType None$"):
+        PoolSplitRetriever.from_vectorstore(_vector_store(_corpus()), None)  # type: ignore[arg-type]
+
+
+_WORDS = ["deploy", "staging", "refund", "rounding", "cents", "bisect", "ok", "", "the"]
+
+
+def _asked_corpus() -> List[Document]:
+    kinds = ["note", "skill", "note", "episode"]
+    docs = [Document("Quote amounts in cents.", id="fix", metadata={"type": "correction", "scope": "always"})]
+    for n in range(12):
+        text = " ".join(_WORDS[(n * k) % len(_WORDS)] for k in range(1, 4)) or "empty"
+        docs.append(Document(text, id="d%02d" % n, metadata={"type": kinds[n % 4], "base_priority": 1 + n % 5}))
+    return docs
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_WORDS), max_size=3).map(" ".join), min_size=1, max_size=4))
+def test_asking_again_never_changes_an_answer_or_a_score_on_any_retriever_path(queries):
+    # No retrieval-frequency feedback: what a retriever returned before
+    # never raises (or lowers) what it returns for a query later, on the
+    # documents path, over a vector store, and with the store's cosines.
+    pools = [
+        Pool("fixes", 0, 0, ("correction",)),
+        Pool("notes", 12, 2, ("note", "episode")),
+        Pool("skills", 8, 1, ("skill",)),
+    ]
+    docs = _asked_corpus()
+    before = [(d.page_content, dict(d.metadata), d.id) for d in docs]
+
+    def builds():
+        store = InMemoryVectorStore(HashEmbeddings())
+        store.add_documents(docs)
+        yield PoolSplitRetriever(documents=docs, pools=pools, now=NOW)
+        yield PoolSplitRetriever.from_vectorstore(store, pools, now=NOW)
+        yield PoolSplitRetriever.from_vectorstore(store, pools, now=NOW, embeddings=store.embeddings)
+
+    def answer(retriever, query):
+        return [(d.id, d.metadata[SELECTION_KEY]["score"]) for d in retriever.invoke(query)]
+
+    for used, fresh in zip(builds(), builds()):
+        for query in queries * 3:
+            answer(used, query)
+        for query in queries:
+            assert answer(used, query) == answer(fresh, query)
+    assert [(d.page_content, dict(d.metadata), d.id) for d in docs] == before
+
+
+@pytest.mark.parametrize("summary", ["  ", "\u200b", 5, None])
+def test_a_document_claiming_a_summary_layer_without_a_summary_renders_in_full(summary):
+    # A document's own metadata is data: a "layer" without a summary that
+    # shows something renders the full text. Before: a blank summary raised
+    # "entry 'x' has no summary to render at layer 'summary'" from
+    # format_documents, and a zero-width one rendered an empty marker.
+    doc = Document("The full text.", id="x", metadata={"summary": summary, SELECTION_KEY: {"layer": "summary"}})
+    assert format_documents([doc]) == '<memory id="x">\nThe full text.\n</memory>'
+
+
+def test_a_summary_that_shows_nothing_loads_the_full_text_through_the_retriever():
+    docs = [
+        Document("full text of note %d" % i, id="n%d" % i, metadata={"type": "note", "summary": "\u200b"})
+        for i in range(4)
+    ]
+    out = PoolSplitRetriever(
+        documents=docs, pools=[Pool("notes", 400, 5, ("note",))], progressive=True, now=NOW
+    ).invoke("")
+    assert [(d.id, d.page_content, d.metadata[SELECTION_KEY].get("layer")) for d in out] == [
+        ("n%d" % i, "full text of note %d" % i, None) for i in range(4)
+    ]

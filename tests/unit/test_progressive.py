@@ -284,6 +284,17 @@ def test_a_bad_summary_names_the_entry_and_the_field():
         progressive_select([{"id": "bad", "content": "x", "summary": 3}], [Pool("p", 10, 2)])
 
 
+@pytest.mark.parametrize("summary", ["\u200b", "\u00ad\u200d ", "\ufffd", "\ufeff\n"])
+def test_a_summary_that_shows_nothing_counts_as_none(summary):
+    # The one rule of "shows nothing" (write_gate.blank): a zero-width
+    # summary loaded as the entry's layer, and the model read an empty
+    # marker where the full text would have fit.
+    assert summary_of({"content": "x", "summary": summary}) is None
+    entries = [{"id": "n%d" % i, "content": "full text of note %d" % i, "summary": summary} for i in range(4)]
+    got = progressive_select(entries, [Pool("p", 400, 5)])
+    assert [(c.entry["id"], c.layer) for c in got.chosen] == [("n0", F), ("n1", F), ("n2", F), ("n3", F)]
+
+
 def test_layer_markers_say_what_loaded_and_parse_back():
     entry = {"id": "ep-1", "content": "Full <story>.", "summary": 'Short "gist" > here', "created": "2026-11-01"}
     text = marker(entry, "episodes", S)

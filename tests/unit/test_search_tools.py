@@ -184,6 +184,19 @@ def test_agent_search_of_a_blank_query_is_an_error_the_model_reads():
     )
 
 
+@pytest.mark.parametrize("query", ["\u200b", "\u200b\u00ad \ufeff", "\ufffd"])
+def test_agent_search_of_a_query_that_shows_nothing_is_an_error_the_model_reads(query):
+    # Blank by the one rule of "shows nothing" (write_gate.blank): a
+    # zero-width space was searched as a query and answered by recency alone.
+    tool = create_search_memory_tool(POOLS, namespace=by_user, now=NOW)
+    agent = create_agent(SearchingModel(), tools=[tool], store=shared_store(), context_schema=dict)
+    message = tool_answer(agent.invoke({"messages": [("user", query)]}, context={"user_id": "ana"}))
+    assert (message.status, message.content) == (
+        "error",
+        "search_memory: query must be a non-blank string, got str %r" % query,
+    )
+
+
 def test_search_tool_arguments_are_checked_by_name():
     with pytest.raises(ArgumentError, match="name must be a non-empty string, got str ''"):
         create_search_memory_tool(POOLS, namespace=("memories", "ana"), name="")

@@ -99,6 +99,13 @@ def test_add_refuses_a_stored_or_repeated_id_and_writes_nothing(store):
         ({"id": "x", "content": "   "}, "content"),
         ({"id": "x", "content": ""}, "content"),
         ({"id": "x", "content": "Use cents.", "created": "yesterday"}, "created"),
+        # A vector store wrote these, then refused them on every read (a
+        # document's token_count must be a positive int): one write poisoned
+        # the memory. Now no store takes one.
+        ({"id": "x", "content": "Use cents.", "token_count": 0}, "token_count"),
+        ({"id": "x", "content": "Use cents.", "token_count": -3}, "token_count"),
+        ({"id": "x", "content": "Use cents.", "token_count": True}, "token_count"),
+        ({"id": "x", "content": "Use cents.", "token_count": 2.0}, "token_count"),
     ],
 )
 def test_every_store_refuses_what_the_write_gate_refuses_naming_entry_and_field(store, entry, field):
@@ -433,6 +440,28 @@ def test_select_loads_corrections_first_then_the_pools(store):
         ]
     )
     assert chosen(store) == [("fix", True), ("fact", False)]
+
+
+@pytest.mark.parametrize(
+    "context, message",
+    [
+        ({"message": 5}, "context['message'] must be a string, got int 5"),
+        ({"message": ["refund"]}, "context['message'] must be a string, got list ['refund']"),
+        ("refund rounding", "context must be a mapping or None, got str 'refund rounding'"),
+    ],
+)
+async def test_a_selection_context_of_the_wrong_kind_is_named_on_every_store(store, context, message, request):
+    # Before: VectorStoreMemory searched for str(5) and "['refund']", and it
+    # and BaseStoreMemory raised "'str' object has no attribute 'get'".
+    store.add([{"id": "fact", "type": "fact", "content": "Refunds round half-even."}])
+    with pytest.raises(TypeError) as raised:
+        store.select(POOLS, context, now=NOW)
+    assert str(raised.value) == message
+    if request.node.callspec.params["store"] == "basestore-sqlite":
+        return  # LangGraph's SqliteStore has no async methods
+    with pytest.raises(TypeError) as raised:
+        await store.aselect(POOLS, context, now=NOW)
+    assert str(raised.value) == message
 
 
 def test_the_middleware_takes_every_store_as_a_backend(store):

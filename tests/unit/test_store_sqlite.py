@@ -16,6 +16,7 @@ from strategies import entries as entry_strategy
 
 from poolsplit_adapters import EntryError, Pool, Visibility, default_scorer, select
 from poolsplit_adapters.defaults import default_adapter_scorer
+from poolsplit_adapters.poolsplit import given_token_count
 from poolsplit_adapters.stores import (
     SCHEMA_VERSION,
     EntryNotFound,
@@ -317,12 +318,15 @@ def test_threads_share_one_store(tmp_path):
 
 def _writable(entry):
     """A generated entry as a write path accepts it (check_write): the core
-    selects blank content and unparseable dates, but no store writes them."""
+    selects blank content, unparseable dates and a token_count that is not a
+    positive int (counting the content instead), but no store writes them."""
     entry = dict(entry)
     if not entry["content"].strip():
         entry["content"] = "note"
     if entry.get("created") == "garbage":
         del entry["created"]
+    if entry.get("token_count") is not None and given_token_count(entry) is None:
+        del entry["token_count"]
     return entry
 
 

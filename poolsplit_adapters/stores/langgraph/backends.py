@@ -102,7 +102,7 @@ class Backend(AgentStore):
         self.settings = settings
 
     #: Whether an async caller must make this store's sync reads in a worker
-    #: thread (an ``AsyncPostgresStore``: its reads wait on its own loop).
+    #: thread (a LangGraph async store, see `off_the_loop`: its reads wait on its own loop).
     off_loop = False
 
     @abstractmethod

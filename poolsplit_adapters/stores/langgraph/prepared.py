@@ -75,6 +75,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, cast
 
 from langgraph.store.base import BaseStore, GetOp, Item
+from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
 from ...index import MemoryIndex
@@ -181,11 +182,13 @@ def _postgres(store: BaseStore) -> Optional[Any]:
 
 
 def off_the_loop(store: BaseStore) -> bool:
-    """Whether an async caller runs this store's prepared reads in a worker
+    """Whether an async caller runs this store's sync reads in a worker
     thread: an ``AsyncPostgresStore``, whose statements run on its own loop
     and are waited for from the thread (a wait on the loop's own thread
-    would never end)."""
-    return plain_async_postgres_store(store)
+    would never end), and any LangGraph async store (``AsyncSqliteStore``:
+    its sync ``batch`` refuses the loop's thread, and ``pools="auto"``
+    reads the store's types with it)."""
+    return plain_async_postgres_store(store) or isinstance(store, AsyncBatchedBaseStore)
 
 
 async def _async_rows(store: Any, statements: Sequence[Tuple[str, Tuple[Any, ...]]]) -> List[List[Dict[str, Any]]]:

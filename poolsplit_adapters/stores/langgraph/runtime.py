@@ -32,13 +32,15 @@ NamespaceSpec = Union[Sequence[str], Sequence[Sequence[str]], Callable[[Any], An
 RUNTIME_STORES_KEPT = 16
 
 
-def _runtime_hint(runtime: Any) -> str:
+def _runtime_hint(runtime: Any, err: Exception) -> str:
     """What a failing ``namespace(runtime)`` most likely missed: the run's
     ``context`` (none was given to ``invoke``), or ``runtime.config``
-    (LangGraph's ``Runtime`` has none; ``get_config()`` reads the run's)."""
+    (LangGraph's ``Runtime`` has none; ``get_config()`` reads the run's),
+    said only when ``err`` is the callable reading it: a context without
+    the user's key is another mistake, with another fix."""
     if getattr(runtime, "context", None) is None:
         return " (runtime.context is None: pass context={...} to invoke/stream, e.g. context={'user_id': 'ana'})"
-    if not hasattr(runtime, "config"):
+    if isinstance(err, AttributeError) and "'config'" in str(err) and not hasattr(runtime, "config"):
         return " (the agent's runtime has no config: read it with langgraph.config.get_config())"
     return ""
 
@@ -72,7 +74,7 @@ class RuntimeBackends:
             value = self._namespace_fn(runtime)
         except Exception as err:
             raise ValueError(
-                "namespace(runtime) failed: %s: %s%s" % (type(err).__name__, err, _runtime_hint(runtime))
+                "namespace(runtime) failed: %s: %s%s" % (type(err).__name__, err, _runtime_hint(runtime, err))
             ) from err
         return check_namespaces(value, "namespace(runtime)")
 
@@ -114,7 +116,7 @@ class RuntimeBackends:
 
     async def aselect(self, runtime: Any, query: str) -> Selection:
         """Async `select`."""
-        # pools="auto" reads the store's types: an AsyncPostgresStore's sync read, from a worker thread.
+        # pools="auto" reads the store's types: an async store's sync read (Postgres, SQLite), from a worker thread.
         away = self.backend(runtime).off_loop
         backend, chain, call, plan = (
             await off_loop(self._reading, runtime, query) if away else self._reading(runtime, query)

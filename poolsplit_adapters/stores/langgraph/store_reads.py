@@ -18,6 +18,7 @@ from ...memory.write_gate import check_scope, utc_stamp
 from ...poolsplit import (
     EntryError,
     Pool,
+    ScoringContext,
     TokenCounter,
     check_entry,
     entry_cost,
@@ -283,7 +284,9 @@ class StoreReads:
             return fresh_copy(entry)
         # The content is part of the key: SqliteStore's updated_at has
         # one-second resolution, so a rewrite within the second kept its time.
-        cache_key = (tuple(item.namespace), item.key, item.updated_at, entry.get("content"))
+        # A content of another kind (a list a host wrote) is no key: it fails the check below, named.
+        content = entry.get("content")
+        cache_key = (tuple(item.namespace), item.key, item.updated_at, content if isinstance(content, str) else None)
         cost = self._counts.get(cache_key)
         if cost is None:
             try:
@@ -360,6 +363,9 @@ def items_of(result: Any) -> List[Item]:
 
 
 def query_of(context: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """The message a read searches by (None: no text to search), the
+    context checked first as the core checks it."""
+    ScoringContext(context, None)  # a str context, a message of 5: named, before any read
     if context is None:
         return None
     message = context.get("message")

@@ -4,7 +4,7 @@ re-exports them)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 from langchain_core.documents import Document
@@ -13,7 +13,7 @@ from ...convert import entry_from, stored_parts
 from ...errors import ArgumentError
 from ...poolsplit import check_entry
 
-__all__ = ["checked_document", "document_label", "document_to_entry", "entry_to_document"]
+__all__ = ["checked_document", "checked_list", "document_label", "document_to_entry", "entry_to_document"]
 
 
 def document_label(document: Any, position: int) -> str:
@@ -31,6 +31,16 @@ def checked_document(document: Any, position: int) -> Document:
             "documents[%d] must be a langchain_core Document, got %s%s" % (position, type(document).__name__, hint)
         )
     return document
+
+
+def checked_list(documents: Any) -> Any:
+    """``documents`` when it is a list (or another iterable) of what the
+    adapters take, else an error naming ``documents``: one ``Document`` is a
+    pydantic model, iterable as its fields (then reported as
+    ``documents[0] ... got tuple``), and a string as its characters."""
+    if isinstance(documents, (str, bytes, Mapping, Document)) or not isinstance(documents, Iterable):
+        raise ArgumentError("documents must be a list of langchain_core Documents, got %s" % type(documents).__name__)
+    return documents
 
 
 def document_to_entry(document: Document, position: int = 0) -> dict[str, Any]:

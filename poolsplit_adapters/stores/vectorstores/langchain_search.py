@@ -65,6 +65,29 @@ _SCORED_SEARCH = "similarity_search_with_score_by_vector"
 ScoredDocument = Tuple[Document, Optional[float]]
 
 
+def _unranked(
+    store: VectorStore, vector: Optional[List[float]], search_kwargs: Mapping[str, Any]
+) -> Optional[List[Document]]:
+    """The rows a search of an ``InMemoryVectorStore`` by ``vector`` keeps,
+    the first ``k`` in the store's order and without scores, when no row has
+    a cosine with it: the query, or every row the filter keeps, is the zero
+    vector (a text with no word the embedding counts: ``""``, ``"ok"``).
+    LangChain then raises "NaN values found" for the whole search, where
+    LlamaIndex's store ranks such rows by NaN; the scorer ranks them without
+    similarity, as its own rule says for a zero vector. None in any other
+    case (the store's own error stands)."""
+    if vector is not None and isinstance(store, InMemoryVectorStore):
+        keep = search_kwargs.get("filter")
+        rows = [
+            (row["vector"], Document(id=row["id"], page_content=row["text"], metadata=row["metadata"]))
+            for row in list(store.store.values())
+        ]
+        kept = [(v, doc) for v, doc in rows if keep is None or keep(doc)]
+        if not (any(vector) and any(any(v) for v, _ in kept)):
+            return [doc for _, doc in kept[: search_kwargs.get("k", 4)]]
+    return None
+
+
 class StoreSearch(BaseRetriever):
     """One search of the plan as a retriever run, so that traces show each
     search as a child run (tagged with its label) with what it found.
@@ -97,6 +120,24 @@ class StoreSearch(BaseRetriever):
         return [doc for doc, _ in pairs]
 
     def _get_relevant_documents(self, query: str, *, run_manager: SyncRun) -> List[Document]:
+        try:
+            return self._search(query)
+        except ValueError:
+            found = _unranked(self.store, self.vector, self.search_kwargs)
+            if found is None:
+                raise
+            return found
+
+    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncRun) -> List[Document]:
+        try:
+            return await self._asearch(query)
+        except ValueError:
+            found = _unranked(self.store, self.vector, self.search_kwargs)
+            if found is None:
+                raise
+            return found
+
+    def _search(self, query: str) -> List[Document]:
         if self.vector is not None and self.with_scores:
             search = getattr(self.store, _SCORED_SEARCH)
             return self._keep(search(self.vector, **self.search_kwargs))
@@ -104,7 +145,7 @@ class StoreSearch(BaseRetriever):
             return self.store.similarity_search_by_vector(self.vector, **self.search_kwargs)
         return self.store.similarity_search(query, **self.search_kwargs)
 
-    async def _aget_relevant_documents(self, query: str, *, run_manager: AsyncRun) -> List[Document]:
+    async def _asearch(self, query: str) -> List[Document]:
         if self.vector is not None and self.with_scores:
             native = getattr(self.store, "a" + _SCORED_SEARCH, None)
             if callable(native):  # PGVector and others: the store's own async search
