@@ -43,7 +43,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, U
 
 from .cli_postgres import add_postgres_commands
 from .defaults import default_adapter_scorer
-from .poolsplit import Selection, Visibility, __version__, default_scorer, select
+from .poolsplit import Selection, Visibility, __version__, as_utc, default_scorer, select
 from .render import DROPPED_SAMPLE, explain, render_context, selection_dict
 from .stores.base import WriteReport
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
@@ -82,9 +82,13 @@ def _moment(flag: str, text: Optional[str]) -> Optional[datetime.datetime]:
     if text is None:
         return None
     try:
-        return datetime.datetime.fromisoformat(text[:-1] if text.endswith("Z") else text)
+        moment = datetime.datetime.fromisoformat(text[:-1] if text.endswith("Z") else text)
     except ValueError:
         raise InputFileError("%s: not an ISO-8601 time: %r" % (flag, text)) from None
+    try:  # the instant it names, as the core reads every time
+        return as_utc(moment, flag, text)
+    except ValueError as exc:
+        raise InputFileError(str(exc)) from None
 
 
 # -- stores -----------------------------------------------------------------------

@@ -755,3 +755,30 @@ def test_forget_an_id_of_bytes_not_utf8_names_the_id_and_leaves_the_file(tmp_pat
         "which Postgres text cannot hold\n"
     )
     assert db.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
+
+
+@pytest.mark.parametrize("value", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00"])
+def test_a_time_past_the_utc_range_is_one_line_and_leaves_no_file(tmp_path, capsys, value):
+    """ISO-8601 with an offset whose UTC instant no datetime holds: one line
+    naming the flag or the entry's field, exit 2 (an OverflowError's
+    traceback before), and a refused add leaves no store behind."""
+    db = tmp_path / "memory.db"
+    assert main(["add", "--store", str(db), "--content", "Deploys need the checklist."]) == 0
+    before = db.read_bytes()
+    capsys.readouterr()
+    past = "is %r, outside the years 1 to 9999 once converted to UTC" % value
+    for flag, command in (
+        ("--now", ["sweep", "--store", str(db)]),
+        ("--now", ["select", "q", "--store", str(db), "--pools", POOLS]),
+        ("--since", ["select", "q", "--store", str(db), "--pools", POOLS]),
+        ("--until", ["select", "q", "--store", str(db), "--pools", POOLS]),
+    ):
+        assert main([*command, flag, value]) == 2
+        assert capsys.readouterr().err == "poolsplit: %s %s\n" % (flag, past)
+    assert db.read_bytes() == before
+    for field in ("expires", "valid_from", "valid_until"):
+        fresh = tmp_path / ("%s.db" % field)
+        assert main(["add", "--store", str(fresh), "--json", json.dumps({"content": "x", field: value})]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("poolsplit: entry ") and err.endswith("field %r %s\n" % (field, past)), err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
