@@ -782,3 +782,22 @@ def test_a_time_past_the_utc_range_is_one_line_and_leaves_no_file(tmp_path, caps
         err = capsys.readouterr().err
         assert err.startswith("poolsplit: entry ") and err.endswith("field %r %s\n" % (field, past)), err
         assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
+
+
+@pytest.mark.parametrize("field", ["expires", "valid_from", "valid_until"])
+def test_a_malformed_lifecycle_time_in_a_json_lines_store_names_file_and_line(tmp_path, capsys, field):
+    """The core reads these times strictly; read from a file, the error names
+    the file and line, as every other malformed field does (select named only
+    the entry before, the file's name and line lost)."""
+    store = tmp_path / "store.jsonl"
+    store.write_text('{"id": "a", "content": "deploy x"}\n{"id": "b", "content": "deploy y", "%s": "soon"}\n' % field)
+    before = store.read_bytes()
+    expected = "poolsplit: %s:2: entry 'b' (index 1): field %r must be an ISO-8601 time (a string), got str 'soon'\n"
+    for command in (
+        ["select", "deploy", "--pools", POOLS],
+        ["export"],
+        ["search", "deploy", "--all-namespaces"],
+    ):
+        assert main([*command, "--store", str(store)]) == 2
+        assert capsys.readouterr().err == expected % (store, field)
+    assert store.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["store.jsonl"]
