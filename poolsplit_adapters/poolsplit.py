@@ -351,9 +351,10 @@ def entry_time(entry: Entry, key: str, index: Optional[int] = None) -> Moment:
     return moment
 
 
-def _time_bound(name: str, value: Any, parse: Callable[[str], Moment] = parse_created) -> Moment:
+def _time_bound(name: str, value: Any) -> Moment:
+    """A bound as naive UTC: text by `parse_time` as a datetime (an offset converted, never dropped), one instant."""
     where = "Visibility " + name
-    moment = parse(value) if isinstance(value, str) else value
+    moment = parse_time(value, where) if isinstance(value, str) else value
     parsed = not isinstance(value, str) or moment is not None
     _check(parsed, ValueError, "%s must be an ISO-8601 time, got %r" % (where, value))
     known = moment is None or isinstance(moment, datetime.datetime)
@@ -400,8 +401,7 @@ class Visibility:
         since, until = _time_bound("since", self.since), _time_bound("until", self.until)
         ordered = since is None or until is None or since <= until
         _check(ordered, ValueError, "Visibility since (%s) is after until (%s)" % (since, until))
-        at = _time_bound("as_of", self.as_of, functools.partial(parse_time, name="Visibility as_of"))
-        ns = self.namespace
+        at, ns = _time_bound("as_of", self.as_of), self.namespace
         chain = () if ns is None else (ns,) if isinstance(ns, str) else ns
         active = bool(chain or self.require_tags or flag or (since, until) != (None, None) or at is not None)
         for name, value in (("bounds", (since, until)), ("at", at), ("chain", chain), ("active", active)):
