@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Optional, Tu
 
 from ..memory.changes import CHANGING_TYPES, changing, updates
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind
+from ..memory.validity import check_one_predecessor
 from ..poolsplit import EntryError, entry_error
 from .change import Change, WriteReport, listed, prepare_entries, settle_repeats
 from .checks import check_entry_id
@@ -293,6 +294,7 @@ class WritePath(StorePrimitives):
     def superseding(self, entry_id: str, new_entry: Mapping[str, Any]) -> Change:
         """The [`Change`][] that [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede] commits."""
         check_entry_id(entry_id)  # named as the argument, not as the new entry's supersedes
+        check_one_predecessor(new_entry, entry_id, 0)  # its own link is never overwritten without a word
         [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
         if copy["id"] == entry_id:
             raise entry_error(copy, 0, "id", "must differ from the id it supersedes (give the new entry a new id)")

@@ -18,7 +18,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.memory import InMemoryStore
 from llama_index.core.base.llms.types import ChatMessage
 
-from poolsplit_adapters import Pool, Visibility
+from poolsplit_adapters import EntryError, Pool, Visibility
 from poolsplit_adapters.cli import main
 from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
@@ -302,6 +302,24 @@ def test_supersede_closes_the_old_version_with_validity_times_and_history_shows_
         got = store.select(POOLS, {"message": "staging db"}, now=NOW, visibility=Visibility(as_of=at))
         assert [c.entry["id"] for c in got.chosen] == [version]
     assert [v.id for v in store.history(v1)] == [v1, v2, v3]
+
+
+def test_supersede_refuses_a_new_entry_naming_another_predecessor_and_writes_nothing(store):
+    """``supersede(a, {..., "supersedes": b})``: the new entry's own link was
+    overwritten with ``a`` without a word, and ``b`` left as it was."""
+    a, b = store.add(
+        [note("Staging DB is db-7.", "thread:a", "2026-07-01T00:00:00Z"), note("Cache is redis.", "t", None)]
+    )
+    before, version = store.entries(), store.version
+    with pytest.raises(EntryError) as info:
+        store.supersede(a, dict(note("Staging DB is db-9.", "thread:b", None), supersedes=b))
+    assert (info.value.field, str(info.value).split(": ", 1)[1]) == (
+        "supersedes",
+        "field 'supersedes' is already %r: a version supersedes one other, not also %r" % (b, a),
+    )
+    assert (store.entries(), store.version) == (before, version)
+    # naming the same predecessor is no conflict
+    assert store.history(store.supersede(a, dict(note("Staging DB is db-9.", "t", None), supersedes=a)))[0].id == a
 
 
 # -- expiry ------------------------------------------------------------------------------
