@@ -60,6 +60,12 @@ class Change:
             consolidator's plan is read before its model call); each must
             still be stored exactly so, else the change is refused: two
             writers deriving from one version cannot both apply.
+        derived_at: the store's ``version`` the change was derived at, or
+            None. A store whose commit can tell (``WritePath.commits_at_version``)
+            raises ``Overtaken`` when another writer committed since: a write
+            reads the store (its repeats, the statements it changes) outside
+            the transaction that writes it, so writers at once each stored
+            the same note and each left their value of one fact active.
 
     A store's [`StoreVerbs.commit`][] reads the stored versions of
     [`touched`][] (inside its transaction, where it has one), calls
@@ -78,6 +84,7 @@ class Change:
     repeat: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
     replace: Tuple[Dict[str, Any], ...] = ()
     unchanged: Tuple[Dict[str, Any], ...] = ()
+    derived_at: Any = field(default=None, compare=False)
     #: Filled by [`rows`][]: inserted ids found stored with the same text
     #: when the change applied (another writer of the same content got there
     #: first): they became repeats, and [`StoreVerbs.write`][] reports them so.
