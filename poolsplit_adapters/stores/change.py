@@ -482,7 +482,27 @@ def prepare_entries(
             raise entry_error(copy, position, "id", "repeats an earlier entry of the same batch")
         seen.add(copy["id"])
         prepared.append(copy)
+    link_back(prepared)
     return prepared
+
+
+def link_back(prepared: Sequence[Dict[str, Any]]) -> None:
+    """Name a version's predecessor (``supersedes``) where only that one, of
+    the same write and namespace, names it (``superseded_by``: the core
+    spec's one link). ``history`` and ``delete`` walk back along
+    ``supersedes``: without it, a history written the spec's way read
+    ``[new]`` from its newer version, and ``delete(new)`` left the older
+    version's text stored."""
+    by_id = {str(e["id"]): e for e in prepared}
+    named: Dict[str, List[str]] = {}
+    for entry in prepared:
+        link = entry.get("superseded_by")
+        newer = by_id.get(link) if isinstance(link, str) else None
+        if newer is not None and newer is not entry and newer.get("namespace") == entry.get("namespace"):
+            named.setdefault(str(newer["id"]), []).append(str(entry["id"]))
+    for newer_id, older in named.items():
+        if len(older) == 1 and by_id[newer_id].get("supersedes") is None:
+            by_id[newer_id]["supersedes"] = older[0]
 
 
 @dataclass(frozen=True)

@@ -322,6 +322,21 @@ def test_supersede_refuses_a_new_entry_naming_another_predecessor_and_writes_not
     assert store.history(store.supersede(a, dict(note("Staging DB is db-9.", "t", None), supersedes=a)))[0].id == a
 
 
+def test_a_history_in_the_specs_own_schema_reads_alike_from_each_version_and_is_deleted_whole(store):
+    """The core spec's entries link versions by ``superseded_by`` alone. Added
+    in one write, the newer version named no predecessor: ``history(new)``
+    was ``[new]`` while ``history(old)`` was ``[old, new]``, and
+    ``delete(new)`` (history too) left the old version's text stored."""
+    old = note("Staging DB is db-7.", "import", "2026-07-01T00:00:00Z", id="v1", superseded_by="v2")
+    new = note("Staging DB is db-9.", "import", "2026-07-02T00:00:00Z", id="v2")
+    given = [dict(old), dict(new)]
+    assert store.add(given) == ["v1", "v2"] and given == [old, new]  # the caller's dicts untouched
+    assert store.get("v2")["supersedes"] == "v1"
+    for entry_id in ("v1", "v2"):
+        assert [v.id for v in store.history(entry_id)] == ["v1", "v2"]
+    assert store.delete("v2") and store.entries() == []
+
+
 # -- expiry ------------------------------------------------------------------------------
 
 
