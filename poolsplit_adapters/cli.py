@@ -142,7 +142,8 @@ def _write_store(
 ) -> SQLiteMemoryStore:
     """A SQLite store to write (created when missing, with ``create``: a
     command that only changes what is stored, ``forget`` and ``sweep``,
-    refuses a missing file instead of leaving a new one behind). Where no
+    refuses a missing file instead of leaving a new one behind, and
+    leaves an empty file empty: an empty store). Where no
     store is yet (a missing or empty file), the ``entries`` to write are
     first written to a store in memory, so that a write the store refuses
     (a blank content, an id given twice) leaves no new file and an empty
@@ -155,6 +156,8 @@ def _write_store(
             "%s: is JSON Lines; commands that write need a SQLite store "
             "(convert it: poolsplit import %s --into memory.db)" % (path, path)
         )
+    if not create and path.is_file() and path.stat().st_size == 0:
+        return SQLiteMemoryStore(":memory:")  # an empty file is an empty store: nothing to change, left empty
     if entries is not None and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
         with SQLiteMemoryStore(":memory:") as trial:
             trial.write(entries)

@@ -806,3 +806,18 @@ def test_a_malformed_lifecycle_time_in_a_json_lines_store_names_file_and_line(tm
         assert main([*command, "--store", str(store)]) == 2
         assert capsys.readouterr().err == expected % (store, field)
     assert store.read_bytes() == before and [p.name for p in tmp_path.iterdir()] == ["store.jsonl"]
+
+
+def test_forget_and_sweep_leave_an_empty_file_empty(tmp_path, capsys):
+    """An empty file is an empty store: ``forget`` refuses an unknown id and
+    ``forget --namespace`` / ``sweep`` change nothing, the file left empty
+    and nothing beside it (each wrote the store's schema into it before,
+    the refused forget too)."""
+    db = tmp_path / "memory.db"
+    db.write_bytes(b"")
+    assert main(["forget", "nope", "--store", str(db)]) == 2
+    assert capsys.readouterr().err == "poolsplit: no entry with id 'nope' in the store\n"
+    assert main(["forget", "--namespace", "acme", "--store", str(db)]) == 0
+    assert main(["sweep", "--store", str(db), "--now", "2026-12-06"]) == 0
+    assert capsys.readouterr().out == "forgot 0 entries of namespace acme\nswept 0 expired entries\n"
+    assert db.read_bytes() == b"" and [p.name for p in tmp_path.iterdir()] == ["memory.db"]
