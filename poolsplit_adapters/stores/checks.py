@@ -79,6 +79,19 @@ def check_entry_id(value: Any, name: str = "entry id") -> str:
     return storable_text(value, name)
 
 
+def check_namespace(value: Any, name: str = "namespace") -> Optional[str]:
+    """``value`` when it is None or a namespace label every store can hold
+    (a string, `storable_text`), else `ArgumentError` naming ``name``: the
+    rule of the verbs that take one (``entries``, ``forget``), as
+    `check_entry_id` is for ids (SQLite raised its codec's error for a
+    lone surrogate, naming neither; the in-process store answered "none")."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ArgumentError("%s must be a string or None, got %s %r" % (name, type(value).__name__, value))
+    return storable_text(value, name)
+
+
 def _has_nul(value: Any) -> bool:
     if isinstance(value, str):
         return "\x00" in value

@@ -20,6 +20,7 @@ from llama_index.core.base.llms.types import ChatMessage
 
 from poolsplit_adapters import EntryError, Pool, Visibility
 from poolsplit_adapters.cli import main
+from poolsplit_adapters.errors import ArgumentError
 from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore
@@ -335,6 +336,24 @@ def test_a_history_in_the_specs_own_schema_reads_alike_from_each_version_and_is_
     for entry_id in ("v1", "v2"):
         assert [v.id for v in store.history(entry_id)] == ["v1", "v2"]
     assert store.delete("v2") and store.entries() == []
+
+
+@pytest.mark.parametrize("namespace", ["a\udcffb", "a\x00b"])
+def test_a_namespace_no_store_can_hold_is_refused_by_name_on_every_store(store, namespace):
+    """``entries(namespace=...)`` and ``forget(namespace=...)`` given a lone
+    surrogate or NUL: SQLite raised its codec's error naming neither the
+    argument nor the value (``poolsplit export --namespace`` printed it),
+    the in-process store answered "none"; now the store contract's
+    ``ArgumentError`` naming it, as for an id."""
+    store.add([note("Deploys need the checklist.", "t", None)])
+    for call, name in (
+        (lambda: store.entries(namespace), "namespace"),
+        (lambda: store.forget(namespace=namespace), "forget namespace"),
+    ):
+        with pytest.raises(ArgumentError) as info:
+            call()
+        assert str(info.value).startswith(name) and "%r contains " % namespace in str(info.value)
+    assert len(store.entries()) == 1
 
 
 # -- expiry ------------------------------------------------------------------------------
