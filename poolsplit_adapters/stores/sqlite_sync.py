@@ -47,7 +47,13 @@ class IndexInStep:
 
     def _read_head(self) -> tuple[int, int]:
         rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-        return int(rows["seq"]), int(rows["floor"])
+        counters = []
+        for key in ("seq", "floor"):  # another program may have written them: named, never a traceback
+            value = rows.get(key)
+            if not isinstance(value, int):
+                raise StoreError("%s: its change counter (meta %r) is %r, not a whole number" % (self.path, key, value))
+            counters.append(value)
+        return counters[0], counters[1]
 
     @property
     def version(self) -> int:

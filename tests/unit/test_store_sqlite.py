@@ -400,3 +400,23 @@ def test_a_row_another_program_wrote_is_refused_naming_the_file_and_entry(tmp_pa
     with SQLiteMemoryStore(path) as store, pytest.raises(StoreError) as info:
         store.entries()
     assert str(info.value) == "%s: entry 'x' is not valid JSON in the file (%s)" % (path, why)
+
+
+@pytest.mark.parametrize("value", ["abc", "", "missing"])
+def test_a_change_counter_another_program_wrote_is_refused_naming_the_file(tmp_path, value):
+    """The ``meta`` table's counter read as an int: "invalid literal for
+    int() with base 10: 'abc'" named neither the file nor what it read, and
+    a deleted counter was a KeyError traceback from the CLI."""
+    path = tmp_path / "memory.db"
+    with SQLiteMemoryStore(path) as store:
+        store.add([{"id": "x", "content": "deploy"}])
+    with sqlite3.connect(path) as raw:
+        if value == "missing":
+            raw.execute("DELETE FROM meta WHERE key = 'seq'")
+            value = None
+        else:
+            raw.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (value,))
+    raw.close()
+    with pytest.raises(StoreError) as info, SQLiteMemoryStore(path) as store:
+        store.entries()
+    assert str(info.value) == "%s: its change counter (meta 'seq') is %r, not a whole number" % (path, value)
