@@ -251,7 +251,8 @@ def _entry_from_flags(args: argparse.Namespace) -> Dict[str, Any]:
     if args.json is not None:
         if any(getattr(args, key) is not None for key in ENTRY_FLAGS + ("priority", "tag")):
             raise InputFileError("add: give the entry either as --json or as flags, not both")
-        text = sys.stdin.read() if args.json == "-" else args.json
+        # from stdin a leading byte-order mark is dropped, as `read_text` drops a file's
+        text = sys.stdin.read().removeprefix("\ufeff") if args.json == "-" else args.json
         try:
             entry = parse_line(text)
         except ValueError as exc:

@@ -821,3 +821,13 @@ def test_forget_and_sweep_leave_an_empty_file_empty(tmp_path, capsys):
     assert main(["sweep", "--store", str(db), "--now", "2026-12-06"]) == 0
     assert capsys.readouterr().out == "forgot 0 entries of namespace acme\nswept 0 expired entries\n"
     assert db.read_bytes() == b"" and [p.name for p in tmp_path.iterdir()] == ["memory.db"]
+
+
+def test_add_json_from_stdin_drops_a_byte_order_mark_as_a_file_read_does(tmp_path):
+    """``... | poolsplit add --json -`` with a leading BOM (an editor's, a
+    Windows pipe's): files drop it (``read_text``), stdin was refused as
+    "invalid JSON (Unexpected UTF-8 BOM ...)"."""
+    db = tmp_path / "memory.db"
+    code, out, err = run_cli("add", "--store", str(db), "--json", "-", stdin='\ufeff{"id": "n1", "content": "Hi."}')
+    assert (code, out, err) == (0, "n1\n", "")
+    assert SQLiteMemoryStore(db).get("n1")["content"] == "Hi."
