@@ -163,3 +163,27 @@ def test_threads_writing_one_fact_and_one_note_to_our_own_stores_leave_one_of_ea
         assert sum(e["type"] == "fact" for e in entries) == 40
         [note] = [e for e in entries if e["type"] == "note"]
         assert {note["source"]} | {s["source"] for s in note.get("seen", [])} == {"t0", "t1", "t2", "t3"}
+
+
+def test_forget_takes_what_another_writer_added_between_its_read_and_its_commit(tmp_path):
+    """``forget(namespace=...)`` read the namespace, then deleted what it
+    read: an entry another process wrote in between survived "forget me".
+    Its change is now checked against the version it read (``Overtaken``:
+    read again), as a write's is."""
+    path = tmp_path / "memory.db"
+    other = SQLiteMemoryStore(path)  # another process's store, in effect
+    other.add([{"type": "note", "namespace": "ana", "content": "Ana likes tea."}])
+
+    class Interleaved(SQLiteMemoryStore):
+        raced = False
+
+        def read(self, ids=None, namespace=None):
+            found = super().read(ids, namespace)
+            if namespace == "ana" and not self.raced:
+                self.raced = True
+                other.add([{"type": "note", "namespace": "ana", "content": "Ana lives in Lisbon."}])
+            return found
+
+    store = Interleaved(path)
+    assert store.forget(namespace="ana") == 2
+    assert store.entries("ana") == [] and other.entries("ana") == []
