@@ -43,7 +43,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, U
 
 from .cli_postgres import add_postgres_commands
 from .defaults import default_adapter_scorer
-from .poolsplit import Selection, Visibility, __version__, as_utc, default_scorer, select
+from .poolsplit import EntryError, Selection, Visibility, __version__, as_utc, default_scorer, select
 from .render import DROPPED_SAMPLE, explain, render_context, selection_dict
 from .stores.base import WriteReport
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
@@ -541,7 +541,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             )
             return 2
         except _USER_ERRORS as exc:
-            print("poolsplit: %s" % _one_line(str(exc)), file=sys.stderr)
+            text = _one_line(str(exc))
+            if isinstance(exc, EntryError) and args.func in (cmd_select, cmd_export, cmd_search):
+                # an entry a read found malformed is in the store file (a JSON Lines one names its line)
+                text = text if text.startswith(args.store + ":") else "%s: %s" % (args.store, text)
+            print("poolsplit: %s" % text, file=sys.stderr)
             return 2
 
 
