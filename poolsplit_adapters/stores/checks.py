@@ -27,6 +27,7 @@ __all__ = [
     "MOST_KEY_BYTES",
     "REPLACEMENT",
     "check_entry_id",
+    "check_namespace",
     "check_key_text",
     "check_storable",
     "entry_json",
