@@ -157,7 +157,7 @@ def check_scope(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
 def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise [`EntryError`][] (naming the entry and
     field) for what no write path may store: blank ``content``, a ``scope``
-    that is ``"always"`` only up to case or spaces, a non-string ``status``,
+    that is ``"always"`` only up to case or spaces, an empty ``namespace``, a non-string ``status``,
     a ``supersedes`` or ``superseded_by`` that is not an id (or a
     ``superseded_by`` naming the entry or its predecessor), a ``seen`` that
     is not a list of ``{source, at}`` strings, a ``created``, ``expires``,
@@ -176,6 +176,13 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     if isinstance(content, str) and blank(content):
         raise entry_error(entry, index, "content", "is empty or blank: there is nothing to remember")
     check_scope(entry, index)
+    if entry.get("namespace") == "":  # stored, no forget(namespace=...) nor Visibility could ever name it
+        raise entry_error(
+            entry,
+            index,
+            "namespace",
+            "is empty: no query and no forget(namespace=...) can name it (None: no namespace)",
+        )
     _check_lifecycle_fields(entry, index)
     # A malformed lifecycle time would keep or hide the entry silently, or
     # fail only the first query that reads it (an as_of query, history).

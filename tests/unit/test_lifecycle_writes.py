@@ -384,6 +384,19 @@ def test_a_malformed_expiry_is_refused_naming_the_entry_and_field(store):
     assert (caught.value.entry_id, caught.value.field) == ("x", "expires")
 
 
+def test_an_empty_namespace_is_refused_on_write_it_could_never_be_forgotten_by(store):
+    """``namespace: ""`` was stored, and then no ``forget(namespace=...)``
+    (a non-empty string) and no ``Visibility(namespace=...)`` could name it:
+    a subject written there could not be forgotten as one."""
+    with pytest.raises(EntryError) as caught:
+        store.add([{"id": "x", "content": "Ana likes tea.", "namespace": ""}])
+    assert (caught.value.entry_id, caught.value.field) == ("x", "namespace")
+    assert str(caught.value).endswith(
+        "is empty: no query and no forget(namespace=...) can name it (None: no namespace)"
+    )
+    assert store.entries() == []
+
+
 # -- forgetting --------------------------------------------------------------------------
 
 
