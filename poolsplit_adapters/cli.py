@@ -43,7 +43,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, U
 
 from .cli_postgres import add_postgres_commands
 from .defaults import default_adapter_scorer
-from .poolsplit import Selection, Visibility, __version__, default_scorer, select
+from .poolsplit import EntryError, Selection, Visibility, __version__, as_utc, default_scorer, select
 from .render import DROPPED_SAMPLE, explain, render_context, selection_dict
 from .stores.base import WriteReport
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
@@ -82,9 +82,13 @@ def _moment(flag: str, text: Optional[str]) -> Optional[datetime.datetime]:
     if text is None:
         return None
     try:
-        return datetime.datetime.fromisoformat(text[:-1] if text.endswith("Z") else text)
+        moment = datetime.datetime.fromisoformat(text[:-1] if text.endswith("Z") else text)
     except ValueError:
         raise InputFileError("%s: not an ISO-8601 time: %r" % (flag, text)) from None
+    try:  # the instant it names, as the core reads every time
+        return as_utc(moment, flag, text)
+    except ValueError as exc:
+        raise InputFileError(str(exc)) from None
 
 
 # -- stores -----------------------------------------------------------------------
@@ -138,7 +142,8 @@ def _write_store(
 ) -> SQLiteMemoryStore:
     """A SQLite store to write (created when missing, with ``create``: a
     command that only changes what is stored, ``forget`` and ``sweep``,
-    refuses a missing file instead of leaving a new one behind). Where no
+    refuses a missing file instead of leaving a new one behind, and
+    leaves an empty file empty: an empty store). Where no
     store is yet (a missing or empty file), the ``entries`` to write are
     first written to a store in memory, so that a write the store refuses
     (a blank content, an id given twice) leaves no new file and an empty
@@ -151,6 +156,8 @@ def _write_store(
             "%s: is JSON Lines; commands that write need a SQLite store "
             "(convert it: poolsplit import %s --into memory.db)" % (path, path)
         )
+    if not create and path.is_file() and path.stat().st_size == 0:
+        return SQLiteMemoryStore(":memory:")  # an empty file is an empty store: nothing to change, left empty
     if entries is not None and (not path.exists() or (path.is_file() and path.stat().st_size == 0)):
         with SQLiteMemoryStore(":memory:") as trial:
             trial.write(entries)
@@ -244,7 +251,8 @@ def _entry_from_flags(args: argparse.Namespace) -> Dict[str, Any]:
     if args.json is not None:
         if any(getattr(args, key) is not None for key in ENTRY_FLAGS + ("priority", "tag")):
             raise InputFileError("add: give the entry either as --json or as flags, not both")
-        text = sys.stdin.read() if args.json == "-" else args.json
+        # from stdin a leading byte-order mark is dropped, as `read_text` drops a file's
+        text = sys.stdin.read().removeprefix("\ufeff") if args.json == "-" else args.json
         try:
             entry = parse_line(text)
         except ValueError as exc:
@@ -533,7 +541,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             )
             return 2
         except _USER_ERRORS as exc:
-            print("poolsplit: %s" % _one_line(str(exc)), file=sys.stderr)
+            text = _one_line(str(exc))
+            if isinstance(exc, EntryError) and args.func in (cmd_select, cmd_export, cmd_search):
+                # an entry a read found malformed is in the store file (a JSON Lines one names its line)
+                text = text if text.startswith(args.store + ":") else "%s: %s" % (args.store, text)
+            print("poolsplit: %s" % text, file=sys.stderr)
             return 2
 
 

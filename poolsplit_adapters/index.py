@@ -1235,7 +1235,9 @@ class _ColumnSource:
         self._split_visible: Optional[tuple[Any, Any]] = None
         self._penalty: Optional[Any] = None
         # Twin of lifecycle_reason at the call's time (its as_of branch is the generic path's).
-        moment = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        moment = (
+            as_utc(now, "now") if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        )
         expires = col["expires"]
         self._exclude(self.visible & (expires >= 0) & (expires <= _micros(moment)), Reason.EXPIRED)
         if view is not None:

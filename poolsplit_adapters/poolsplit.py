@@ -312,36 +312,54 @@ def parse_created(value: Optional[str]) -> Moment:
     return moment if moment is None or moment.tzinfo is None else moment.replace(tzinfo=None)  # replace is dear
 
 
-def as_utc(moment: datetime.datetime) -> datetime.datetime:
-    """``moment`` as naive UTC (aware: converted; naive: taken as UTC already)."""
-    return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None) if moment.tzinfo is not None else moment
+#: What an aware time is when no datetime holds its instant in UTC (``9999-12-31T23:59:59-05:00``).
+PAST_UTC = "outside the years 1 to 9999 once converted to UTC"
 
 
-def parse_time(text: str) -> Moment:
-    """A lifecycle time as naive UTC (``Z`` or an offset converted), or None when not ISO-8601."""
+def as_utc(moment: datetime.datetime, name: str = "the time", given: Any = None) -> datetime.datetime:
+    """``moment`` as naive UTC (aware: converted; naive: taken as UTC already); ValueError "``name`` is ``given``
+    (default: ``moment``), outside the years 1 to 9999 once converted to UTC" (not the conversion's OverflowError)."""
+    if moment.tzinfo is None:
+        return moment
+    try:
+        return moment.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    except OverflowError:
+        shown = moment.isoformat() if given is None else repr(given)
+        raise ValueError("%s is %s, %s" % (name, shown, PAST_UTC)) from None
+
+
+def parse_time(text: str, name: str = "the time") -> Moment:
+    """A lifecycle time as naive UTC (``Z`` or an offset converted), or None when not ISO-8601; ISO-8601 but past
+    the years 1 to 9999 in UTC, [`as_utc`][]'s ValueError naming ``name``."""
     value = text.strip()
     try:
-        return as_utc(datetime.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value))
+        moment = datetime.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
     except ValueError:
         return None
+    return as_utc(moment, name, text)
 
 
 def entry_time(entry: Entry, key: str, index: Optional[int] = None) -> Moment:
     """``entry[key]`` by `parse_time` (None if missing), strict: a misread one would hide or keep the entry."""
     value = entry.get(key)
-    moment = parse_time(value) if isinstance(value, str) else None
+    try:
+        moment = parse_time(value) if isinstance(value, str) else None
+    except ValueError:  # ISO-8601, but no datetime holds it in UTC
+        raise entry_error(entry, index, key, "is %r, %s" % (value, PAST_UTC)) from None
     if value is not None and moment is None:
         raise entry_error(entry, index, key, "must be an ISO-8601 time (a string), %s" % _got(value))
     return moment
 
 
-def _time_bound(name: str, value: Any, parse: Callable[[str], Moment] = parse_created) -> Moment:
-    moment = parse(value) if isinstance(value, str) else value
+def _time_bound(name: str, value: Any) -> Moment:
+    """A bound as naive UTC: text by `parse_time` as a datetime (an offset converted, never dropped), one instant."""
+    where = "Visibility " + name
+    moment = parse_time(value, where) if isinstance(value, str) else value
     parsed = not isinstance(value, str) or moment is not None
-    _check(parsed, ValueError, "Visibility %s must be an ISO-8601 time, got %r" % (name, value))
+    _check(parsed, ValueError, "%s must be an ISO-8601 time, got %r" % (where, value))
     known = moment is None or isinstance(moment, datetime.datetime)
-    _check(known, TypeError, "Visibility %s must be a datetime, an ISO-8601 string or None" % name, value)
-    return moment if moment is None else as_utc(moment)
+    _check(known, TypeError, where + " must be a datetime, an ISO-8601 string or None", value)
+    return moment if moment is None else as_utc(moment, where)
 
 
 @dataclass(frozen=True)
@@ -383,7 +401,7 @@ class Visibility:
         since, until = _time_bound("since", self.since), _time_bound("until", self.until)
         ordered = since is None or until is None or since <= until
         _check(ordered, ValueError, "Visibility since (%s) is after until (%s)" % (since, until))
-        at, ns = _time_bound("as_of", self.as_of, parse_time), self.namespace
+        at, ns = _time_bound("as_of", self.as_of), self.namespace
         chain = () if ns is None else (ns,) if isinstance(ns, str) else ns
         active = bool(chain or self.require_tags or flag or (since, until) != (None, None) or at is not None)
         for name, value in (("bounds", (since, until)), ("at", at), ("chain", chain), ("active", active)):
@@ -834,7 +852,9 @@ class ListCandidates:
         self.items: Sequence[Entry] = entry_list(entries)
         _check(now is None or isinstance(now, datetime.datetime), TypeError, _NOW, now)
         self.prepared, self.counter = ScorerCall.of(prepared), token_counter
-        self.now = as_utc(now) if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        self.now = (
+            as_utc(now, "now") if now is not None else datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+        )
         self.costs: dict[int, int] = dict(enumerate(costs)) if costs is not None else {}
         self.reason: dict[int, Reason] = {}  # position -> why not admitted
         self.penalty: dict[int, float] = {}  # position -> namespace-chain factor, when not 1

@@ -95,6 +95,18 @@ def _closing_time(at: Optional[Moment], entry: Optional[Mapping[str, Any]]) -> s
     return at if isinstance(at, str) else utc_stamp(moment)
 
 
+def check_one_predecessor(new: Mapping[str, Any], old_id: str, index: Optional[int] = None) -> None:
+    """Raise [`EntryError`][] when ``new`` names another ``supersedes`` than
+    ``old_id``: a version has one predecessor, two would make the history a
+    tree (the write path linked it to one; a consolidator's update, or a
+    caller's ``supersede(old_id, new)``, must not re-link it to another)."""
+    earlier = new.get(SUPERSEDES)
+    if earlier is not None and earlier != old_id:
+        raise entry_error(
+            new, index, SUPERSEDES, "is already %r: a version supersedes one other, not also %r" % (earlier, old_id)
+        )
+
+
 def supersede(
     old: Mapping[str, Any],
     new: Mapping[str, Any],
@@ -125,13 +137,7 @@ def supersede(
         )
     if old.get(VALID_UNTIL) is not None or old.get("status", "active") == RETIRED:
         raise entry_error(old, None, VALID_UNTIL, "is already set: the entry was closed (retired) before")
-    earlier = new.get(SUPERSEDES)
-    if earlier is not None and earlier != old_id:
-        # a version has one predecessor: two would make the history a tree (the write
-        # path linked it to one; a consolidator's update must not re-link it to another)
-        raise entry_error(
-            new, None, SUPERSEDES, "is already %r: a version supersedes one other, not also %r" % (earlier, old_id)
-        )
+    check_one_predecessor(new, old_id)
     when = _closing_time(at, new)
     _check_order(old, when)
     closed = dict(old)

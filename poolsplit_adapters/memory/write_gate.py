@@ -157,8 +157,9 @@ def check_scope(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
 def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
     """Raise [`EntryError`][] (naming the entry and
     field) for what no write path may store: blank ``content``, a
-    ``token_count`` that is not a positive int, a ``scope``
-    that is ``"always"`` only up to case or spaces, a non-string ``status``,
+    ``token_count`` that is not a positive int, a ``scope`` that is
+    ``"always"`` only up to case or spaces, an empty ``namespace``, a
+    non-string ``status``,
     a ``supersedes`` or ``superseded_by`` that is not an id (or a
     ``superseded_by`` naming the entry or its predecessor), a ``seen`` that
     is not a list of ``{source, at}`` strings, a ``created``, ``expires``,
@@ -181,6 +182,13 @@ def check_write(entry: Mapping[str, Any], index: Optional[int] = None) -> None:
         # document's metadata refuses it on every read (`check_converted`).
         raise entry_error(entry, index, "token_count", "must be a positive integer, got %r" % (entry["token_count"],))
     check_scope(entry, index)
+    if entry.get("namespace") == "":  # stored, no forget(namespace=...) nor Visibility could ever name it
+        raise entry_error(
+            entry,
+            index,
+            "namespace",
+            "is empty: no query and no forget(namespace=...) can name it (None: no namespace)",
+        )
     _check_lifecycle_fields(entry, index)
     # A malformed lifecycle time would keep or hide the entry silently, or
     # fail only the first query that reads it (an as_of query, history).

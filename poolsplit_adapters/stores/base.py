@@ -64,7 +64,7 @@ from typing import Any, Dict, List, Optional, Protocol, Set, runtime_checkable
 
 from ..poolsplit import Pool, Selection
 from .change import Change, WriteReport, listed, prepare_entries, settle_repeats, utc_created
-from .checks import check_entry_id
+from .checks import check_entry_id, check_namespace
 from .lifecycle_verbs import LifecycleVerbs
 from .repeats import live, returned_id, returning, same_id_repeats, sighting
 from .store_errors import DuplicateEntry, EntryNotFound, IdHeldElsewhere
@@ -218,12 +218,13 @@ class StoreVerbs(LifecycleVerbs):
 
     def entries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """Fresh copies of every stored entry (of ``namespace`` when given),
-        superseded ones included, in store order."""
-        return self.read(None, namespace)
+        superseded ones included, in store order. A namespace no store can
+        hold (NUL, a lone surrogate) is an `ArgumentError` (`check_namespace`)."""
+        return self.read(None, check_namespace(namespace))
 
     async def aentries(self, namespace: Optional[str] = None) -> List[Dict[str, Any]]:
         """Async [`entries`][]."""
-        return await self.aread(None, namespace)
+        return await self.aread(None, check_namespace(namespace))
 
     def existing(self, ids: Iterable[str]) -> Set[str]:
         """Which of ``ids`` are stored (one read, not one per id)."""

@@ -60,6 +60,12 @@ class Change:
             consolidator's plan is read before its model call); each must
             still be stored exactly so, else the change is refused: two
             writers deriving from one version cannot both apply.
+        derived_at: the store's ``version`` the change was derived at, or
+            None. A store whose commit can tell (``WritePath.commits_at_version``)
+            raises ``Overtaken`` when another writer committed since: a write
+            reads the store (its repeats, the statements it changes) outside
+            the transaction that writes it, so writers at once each stored
+            the same note and each left their value of one fact active.
 
     A store's [`StoreVerbs.commit`][] reads the stored versions of
     [`touched`][] (inside its transaction, where it has one), calls
@@ -78,6 +84,7 @@ class Change:
     repeat: Tuple[Tuple[str, Dict[str, Any]], ...] = ()
     replace: Tuple[Dict[str, Any], ...] = ()
     unchanged: Tuple[Dict[str, Any], ...] = ()
+    derived_at: Any = field(default=None, compare=False)
     #: Filled by [`rows`][]: inserted ids found stored with the same text
     #: when the change applied (another writer of the same content got there
     #: first): they became repeats, and [`StoreVerbs.write`][] reports them so.
@@ -475,7 +482,27 @@ def prepare_entries(
             raise entry_error(copy, position, "id", "repeats an earlier entry of the same batch")
         seen.add(copy["id"])
         prepared.append(copy)
+    link_back(prepared)
     return prepared
+
+
+def link_back(prepared: Sequence[Dict[str, Any]]) -> None:
+    """Name a version's predecessor (``supersedes``) where only that one, of
+    the same write and namespace, names it (``superseded_by``: the core
+    spec's one link). ``history`` and ``delete`` walk back along
+    ``supersedes``: without it, a history written the spec's way read
+    ``[new]`` from its newer version, and ``delete(new)`` left the older
+    version's text stored."""
+    by_id = {str(e["id"]): e for e in prepared}
+    named: Dict[str, List[str]] = {}
+    for entry in prepared:
+        link = entry.get("superseded_by")
+        newer = by_id.get(link) if isinstance(link, str) else None
+        if newer is not None and newer is not entry and newer.get("namespace") == entry.get("namespace"):
+            named.setdefault(str(newer["id"]), []).append(str(entry["id"]))
+    for newer_id, older in named.items():
+        if len(older) == 1 and by_id[newer_id].get("supersedes") is None:
+            by_id[newer_id]["supersedes"] = older[0]
 
 
 @dataclass(frozen=True)

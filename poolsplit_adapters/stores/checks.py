@@ -27,6 +27,7 @@ __all__ = [
     "MOST_KEY_BYTES",
     "REPLACEMENT",
     "check_entry_id",
+    "check_namespace",
     "check_key_text",
     "check_storable",
     "entry_json",
@@ -76,6 +77,19 @@ def check_entry_id(value: Any, name: str = "entry id") -> str:
     a LangGraph store refused it)."""
     if not isinstance(value, str):
         raise ArgumentError("%s must be a string, got %s %r" % (name, type(value).__name__, value))
+    return storable_text(value, name)
+
+
+def check_namespace(value: Any, name: str = "namespace") -> Optional[str]:
+    """``value`` when it is None or a namespace label every store can hold
+    (a string, `storable_text`), else `ArgumentError` naming ``name``: the
+    rule of the verbs that take one (``entries``, ``forget``), as
+    `check_entry_id` is for ids (SQLite raised its codec's error for a
+    lone surrogate, naming neither; the in-process store answered "none")."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ArgumentError("%s must be a string or None, got %s %r" % (name, type(value).__name__, value))
     return storable_text(value, name)
 
 

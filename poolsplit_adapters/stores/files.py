@@ -19,7 +19,7 @@ import sys
 from typing import IO, Any, Dict, Iterable, List, Mapping, NoReturn, Tuple, Union
 
 from ..memory.write_gate import check_write
-from ..poolsplit import Pool, check_entry
+from ..poolsplit import Pool, check_entry, entry_time
 from .checks import check_storable, entry_json
 
 if sys.version_info >= (3, 11):
@@ -39,6 +39,8 @@ __all__ = [
 
 PathLike = Union[str, "pathlib.Path"]
 POOL_KEYS = {"name", "max_tokens", "max_entries", "types"}
+#: The entry's times the core parses strictly (``entry_time``) when a selection reads them.
+LIFECYCLE_TIMES = ("expires", "valid_from", "valid_until")
 DATA = pathlib.Path(__file__).resolve().parent.parent / "data"
 
 
@@ -108,8 +110,9 @@ def parse_line(text: str) -> Any:
 def load_store(path: PathLike, *, for_writing: bool = False) -> List[Dict[str, Any]]:
     """Read a JSON Lines memory store: one entry object per non-blank line.
 
-    Every entry is checked (the core's [`check_entry`][], plus what a
-    store must be able to write: `check_storable`), so a
+    Every entry is checked (the core's [`check_entry`][], its lifecycle
+    times as the core reads them, plus what a store must be able to write:
+    `check_storable`), so a
     malformed one is reported as ``file:line`` with the entry and the field
     at fault. ``for_writing`` (the CLI's ``import``) adds the write rules
     every write path meets
@@ -128,6 +131,8 @@ def load_store(path: PathLike, *, for_writing: bool = False) -> List[Dict[str, A
         try:
             check_entry(entry, len(entries))
             check_storable(entry, len(entries))
+            for key in LIFECYCLE_TIMES:  # strict where the core reads them: named here with the line
+                entry_time(entry, key, len(entries))
             if for_writing:
                 check_write(entry, len(entries))
         except ValueError as exc:

@@ -19,10 +19,10 @@ from ..memory.expiry import Moment, is_expired, moment_of
 from ..memory.validity import Version, history, precedes
 from ..poolsplit import EntryError
 from .change import Change, WriteReport
-from .checks import check_entry_id
+from .checks import check_entry_id, storable_text
 from .repeats import same_text
-from .store_errors import DuplicateEntry, EntryNotFound
-from .write_path import FINDERS, WritePath
+from .store_errors import DuplicateEntry, EntryNotFound, Overtaken
+from .write_path import FINDERS, REDERIVES, WritePath
 
 __all__ = ["LifecycleVerbs"]
 
@@ -31,7 +31,7 @@ def _forgotten_space(namespace: Any) -> str:
     """``namespace`` as ``forget`` takes it: a non-empty string."""
     if not isinstance(namespace, str) or not namespace:
         raise ValueError("forget namespace must be a non-empty string, got %r" % (namespace,))
-    return namespace
+    return storable_text(namespace, "forget namespace")
 
 
 class LifecycleVerbs(WritePath):
@@ -183,16 +183,32 @@ class LifecycleVerbs(WritePath):
         Raises:
             ValueError: ``namespace`` is not a non-empty string.
         """
-        doomed = [str(e["id"]) for e in self.read(None, _forgotten_space(namespace))]
-        if doomed:
-            self._commit_tracked(Change(forget=tuple(doomed)))
+        space = _forgotten_space(namespace)
+        for attempt in range(1, REDERIVES + 1):
+            # checked against the version it read (``Overtaken``: read again), so an entry another
+            # writer adds meanwhile is taken too; the last attempt deletes what it read
+            at = self.version if self.commits_at_version and attempt < REDERIVES else None
+            doomed = [str(e["id"]) for e in self.read(None, space)]
+            try:
+                if doomed:
+                    self._commit_tracked(Change(forget=tuple(doomed), derived_at=at))
+            except Overtaken:
+                continue
+            break
         return len(doomed)
 
     async def aforget(self, *, namespace: str) -> int:
         """Async [`forget`][]."""
-        doomed = [str(e["id"]) for e in await self.aread(None, _forgotten_space(namespace))]
-        if doomed:
-            await self._acommit_tracked(Change(forget=tuple(doomed)))
+        space = _forgotten_space(namespace)
+        for attempt in range(1, REDERIVES + 1):
+            at = self.version if self.commits_at_version and attempt < REDERIVES else None
+            doomed = [str(e["id"]) for e in await self.aread(None, space)]
+            try:
+                if doomed:
+                    await self._acommit_tracked(Change(forget=tuple(doomed), derived_at=at))
+            except Overtaken:
+                continue
+            break
         return len(doomed)
 
     def expired(self, now: Optional[Moment] = None) -> List[Dict[str, Any]]:

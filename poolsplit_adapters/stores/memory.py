@@ -28,6 +28,7 @@ from ..poolsplit import (
 )
 from .base import Change, StoreVerbs, prepare_entries
 from .checks import fresh_copy
+from .store_errors import Overtaken
 
 
 def _utc_now() -> datetime.datetime:
@@ -82,6 +83,10 @@ def commit_to_index(index: MemoryIndex, change: Change, lock: Any, lookup: Optio
     swapped atomically, new ones added in one batch). With ``lookup`` (over
     the same index) the touched entries are found by id, not by a scan."""
     with lock:
+        if change.derived_at is not None and change.derived_at != index.version:
+            raise Overtaken(
+                "the index changed since this write read it (at %r, now %r)" % (change.derived_at, index.version)
+            )
         ids = IdLookup(index) if lookup is None else lookup
         live = ids.current()
         current = change.verify(dict(e) for e in ids.get_many(change.touched))
@@ -122,6 +127,8 @@ class InProcessStore(StoreVerbs):
         selection = store.select([Pool("facts", 200, 5, ("fact",))], {"message": "refunds"})
         ```
     """
+
+    commits_at_version = True  # its commit refuses a change derived at another index version
 
     def __init__(
         self,

@@ -75,6 +75,7 @@ from .sqlite_file import (
     memory_target,
 )
 from .sqlite_sync import IndexInStep
+from .store_errors import Overtaken
 
 __all__ = [
     "SQLiteMemoryStore",
@@ -138,6 +139,8 @@ class SQLiteMemoryStore(IndexInStep, StoreVerbs):
         # Another process (or a restart) opening memory.db sees all of it.
         ```
     """
+
+    commits_at_version = True  # its commit refuses a change derived at another change number
 
     def __init__(
         self,
@@ -282,6 +285,10 @@ class SQLiteMemoryStore(IndexInStep, StoreVerbs):
         with self._lock:
             with self._writing():
                 head, _ = self._read_head()
+                if change.derived_at is not None and change.derived_at != head:
+                    raise Overtaken(
+                        "%s: changed since this write read it (at %r, now %r)" % (self.path, change.derived_at, head)
+                    )
                 # Read inside the write transaction: another connection's
                 # write of the same id is either seen here (the same text: a
                 # repeat; other text: DuplicateEntry) or waits for this one.

@@ -24,6 +24,10 @@ from .sqlite_file import RELOAD_AFTER, Clock, StoreError, _Change
 __all__ = ["IndexInStep"]
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError("%s is not a JSON number" % name)
+
+
 class IndexInStep:
     """The index half of [`SQLiteMemoryStore`][poolsplit_adapters.stores.SQLiteMemoryStore]
     (see the module docstring)."""
@@ -43,7 +47,13 @@ class IndexInStep:
 
     def _read_head(self) -> tuple[int, int]:
         rows = dict(self._conn.execute("SELECT key, value FROM meta").fetchall())
-        return int(rows["seq"]), int(rows["floor"])
+        counters = []
+        for key in ("seq", "floor"):  # another program may have written them: named, never a traceback
+            value = rows.get(key)
+            if not isinstance(value, int):
+                raise StoreError("%s: its change counter (meta %r) is %r, not a whole number" % (self.path, key, value))
+            counters.append(value)
+        return counters[0], counters[1]
 
     @property
     def version(self) -> int:
@@ -79,10 +89,11 @@ class IndexInStep:
         return found
 
     def _parse(self, text: str, entry_id: str) -> dict[str, Any]:
-        try:
-            entry = json.loads(text)
-        except ValueError:
-            raise StoreError("%s: entry %r is not valid JSON in the file" % (self.path, entry_id)) from None
+        try:  # no NaN (never written: allow_nan=False), no nesting past the recursion limit (no traceback)
+            entry = json.loads(text, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as exc:
+            why = "nested too deeply" if isinstance(exc, RecursionError) else getattr(exc, "msg", None) or str(exc)
+            raise StoreError("%s: entry %r is not valid JSON in the file (%s)" % (self.path, entry_id, why)) from None
         if not isinstance(entry, dict):
             raise StoreError("%s: entry %r is not a JSON object in the file" % (self.path, entry_id))
         return entry

@@ -15,6 +15,12 @@ from ..poolsplit import EntryError, entry_error
 __all__ = ["DuplicateEntry", "EntryNotFound", "IdHeldElsewhere"]
 
 
+class Overtaken(Exception):
+    """A write derived at one version of a store (repeats found, the statements
+    it changes) that another writer changed before it committed: nothing was
+    written, and the write is derived again (``Change.derived_at``)."""
+
+
 class EntryNotFound(KeyError):
     """No entry with that id in the store."""
 

@@ -19,24 +19,32 @@ from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Optional, Tu
 
 from ..memory.changes import CHANGING_TYPES, changing, updates
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind
+from ..memory.validity import check_one_predecessor
 from ..poolsplit import EntryError, entry_error
 from .change import Change, WriteReport, listed, prepare_entries, settle_repeats
 from .checks import check_entry_id
 from .primitives import StorePrimitives
 from .repeats import live, returning, same_id_repeats
-from .store_errors import DuplicateEntry, EntryNotFound
+from .store_errors import DuplicateEntry, EntryNotFound, Overtaken
 
-__all__ = ["RELINKS", "WritePath", "FINDERS"]
+__all__ = ["RELINKS", "REDERIVES", "WritePath", "FINDERS"]
 
 #: How many times a write that changes a statement is derived again when
 #: another writer closed that statement's version first (then it is linked
 #: to the newer version; after the last, it is written unlinked): two
 #: processes writing one user's updates left both values active.
 RELINKS = 3
+#: How many times a write is derived in all, when another writer committed
+#: between its derivation and its commit (``Overtaken``); the last is
+#: committed as derived, unchecked (nothing lost).
+REDERIVES = 12
 #: Finders are kept per store and changed by every write: one lock for all
 #: (held for index lookups only, never across a store's I/O).
 FINDERS = threading.RLock()
 
+#: ``Change.derived_at`` of a derivation that found a statement it changes
+#: not stored yet: no version matches it, so it is derived again.
+UNSETTLED = object()
 #: One derivation of a write: the prepared entries, the change, its report.
 Derived = Tuple[List[Dict[str, Any]], Change, WriteReport]
 
@@ -75,6 +83,11 @@ def _named(err: DuplicateEntry, prepared: Sequence[Dict[str, Any]]) -> Duplicate
 class WritePath(StorePrimitives):
     """The contract's write gate over the primitives (see the module docstring)."""
 
+    #: Whether ``commit`` refuses a change derived at another ``version``
+    #: (``Change.derived_at``, raising ``Overtaken``): then a write that
+    #: another writer overtook is derived again, up to `REDERIVES` times.
+    commits_at_version = False
+
     def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
         """[`add`][poolsplit_adapters.stores.StoreVerbs.add], answering what happened to each entry: the one write
         gate of every store. Each entry is checked and stamped
@@ -92,7 +105,18 @@ class WritePath(StorePrimitives):
             report.to_dict()      # {'written': 1, 'refused': {'duplicate': 1}}
             ```
         """
-        return _at_once(self._write(listed(entries), self._now))
+        with self._one_writer():  # threads sharing this object write one at a time
+            return _at_once(self._write(listed(entries), self._now))
+
+    def _one_writer(self) -> Any:
+        """This object's writer lock: threads sharing one store derive and
+        commit one write at a time, so each derivation reads what the one
+        before committed (other objects and processes: ``Change.derived_at``)."""
+        with FINDERS:
+            lock = self.__dict__.get("_writer_lock")
+            if lock is None:
+                lock = self.__dict__["_writer_lock"] = threading.RLock()
+        return lock
 
     async def awrite(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
         """Async [`write`][poolsplit_adapters.stores.StoreVerbs.write]: the same loop over
@@ -103,21 +127,27 @@ class WritePath(StorePrimitives):
         """The write loop, written once for [`write`][poolsplit_adapters.stores.StoreVerbs.write]
         and ``awrite``: ``do(step, argument)`` runs each step (``"derive"``
         the batch, ``"commit"`` a change, ``"read"`` ids), sync or awaited."""
-        for attempt in range(1, RELINKS + 1):
+        relinks = 0
+        for attempt in range(1, REDERIVES + 1):
             derived: Derived = await do("derive", given)
             prepared, change, report = derived
             if not (change.insert or change.repeat):
                 break
+            if attempt == REDERIVES:  # overtaken every time: committed as derived last (nothing lost)
+                change = replace(change, derived_at=None)
             try:
                 try:
                     await do("commit", change)
+                except Overtaken:
+                    continue  # another writer committed since this write read the store: derive again
                 except (EntryNotFound, ValueError) as raced:
                     if not change.retire or isinstance(raced, EntryError):
                         raise
-                    if attempt < RELINKS:
+                    relinks += 1
+                    if relinks < RELINKS and attempt < REDERIVES:
                         continue  # another writer closed the version this one changes: link to its newest
                     # still racing: the new statement is written all the same, unlinked (nothing lost)
-                    change = replace(change, retire=(), raced=[])
+                    change = replace(change, retire=(), raced=[], derived_at=None)
                     await do("commit", change)
             except DuplicateEntry as err:  # named by its position in what the caller gave
                 raise _named(err, prepared) from None
@@ -148,12 +178,16 @@ class WritePath(StorePrimitives):
         ([`duplicate_finder`][], and an id stored with the same text), the
         statements they change found ([`changed`][]); the change to commit
         and its report."""
+        at = self.version if self.commits_at_version else None  # read first: a later commit changes it
         prepared = self.preparing(given)
         stored = self.stored_for(prepared)
         with FINDERS:
             hits = self.duplicate_finder(prepared).admit(prepared)
         hits = same_id_repeats(prepared, hits, stored)
-        change, report = settle_repeats(prepared, hits, self.changed(prepared, hits))
+        targets, unsettled = self.changed(prepared, hits)
+        change, report = settle_repeats(prepared, hits, targets)
+        if at is not None:  # a statement it changes not stored yet: derived before another writer's commit
+            change = replace(change, derived_at=UNSETTLED if unsettled else at)
         return prepared, change, report
 
     async def aderive(self, given: Sequence[Mapping[str, Any]]) -> Derived:
@@ -163,21 +197,24 @@ class WritePath(StorePrimitives):
 
     def changed(
         self, prepared: Sequence[Mapping[str, Any]], hits: Sequence[Optional[Duplicate]]
-    ) -> List[Optional[str]]:
+    ) -> Tuple[List[Optional[str]], bool]:
         """For each prepared entry, the stored statement it changes (its id)
         or None (`updates`, over
         [`change_finder`][]); only statements of a changing type that
-        repeat nothing are compared, and only when there are some."""
+        repeat nothing are compared, and only when there are some. And
+        whether one it found is not stored and active now (another writer's
+        batch, admitted to the kept finder and not committed yet, or closed
+        since): a commit at the store's version derives such a write again."""
         repeats = {n for n, hit in enumerate(hits) if hit is not None}
         if not any(changing(e) for n, e in enumerate(prepared) if n not in repeats):
-            return [None] * len(prepared)
+            return [None] * len(prepared), False
         with FINDERS:
             found = updates(self.change_finder(prepared), prepared, repeats)
         # A kept finder also holds what another writer's batch admitted and has
         # not committed yet: only a version stored and active now is changed.
         targets = [t for t in found if t is not None]
         alive = {str(e["id"]) for e in self.read(targets) if live(e)} if targets else set()
-        return [t if t in alive else None for t in found]
+        return [t if t in alive else None for t in found], any(t is not None and t not in alive for t in found)
 
     def change_finder(self, candidates: Sequence[Mapping[str, Any]]) -> DuplicateFinder:
         """The finder whose kept entries a changing statement is compared
@@ -293,6 +330,7 @@ class WritePath(StorePrimitives):
     def superseding(self, entry_id: str, new_entry: Mapping[str, Any]) -> Change:
         """The [`Change`][] that [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede] commits."""
         check_entry_id(entry_id)  # named as the argument, not as the new entry's supersedes
+        check_one_predecessor(new_entry, entry_id, 0)  # its own link is never overwritten without a word
         [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
         if copy["id"] == entry_id:
             raise entry_error(copy, 0, "id", "must differ from the id it supersedes (give the new entry a new id)")

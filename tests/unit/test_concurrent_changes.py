@@ -24,6 +24,7 @@ from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 from poolsplit_adapters import Pool
 from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, WriteConfig
+from poolsplit_adapters.stores import InProcessStore, SQLiteMemoryStore
 
 ANA = ("memories", "ana")
 OLD = "The launch is on March 3."
@@ -117,3 +118,72 @@ def test_threads_of_one_user_stating_a_changed_fact_at_once_through_the_agent_le
     active, versions = asyncio.run(run())
     assert len(active) == 1 and active[0] in {moved(n) for n in range(6)}
     assert versions == 7
+
+
+def _write_at_once(make: Any, writers: int, rounds: int) -> list[BaseException]:
+    """``writers`` threads (each with the store ``make()`` gives it) write, at
+    once, a changed value of one fact and the same note, ``rounds`` times."""
+    barrier = threading.Barrier(writers)
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        store = make()
+        barrier.wait()
+        try:
+            for r in range(rounds):
+                store.write([{"type": "fact", "namespace": "ana", "source": "t%d" % n, "content": moved(n * 10 + r)}])
+                store.write([{"type": "note", "namespace": "ana", "source": "t%d" % n, "content": "Ana is on call."}])
+        except BaseException as err:  # pragma: no cover - reported below
+            errors.append(err)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return errors
+
+
+def test_threads_writing_one_fact_and_one_note_to_our_own_stores_leave_one_of_each_active(tmp_path):
+    """Found by an adversarial run: the write read the store (repeats, the
+    version a statement changes) outside the transaction that wrote it, so
+    writers at once on one SQLiteMemoryStore file (a store each, or one
+    shared) or one InProcessStore each wrote the note and each left its fact
+    active: 4 writers, 20 rounds left 4 to 25 active values of one fact."""
+    path = tmp_path / "memory.db"
+    shared_file, shared_index = SQLiteMemoryStore(path), InProcessStore()
+    for make in (lambda: SQLiteMemoryStore(path), lambda: shared_file, lambda: shared_index):
+        store = make()
+        store.forget(namespace="ana")
+        assert _write_at_once(make, 4, 10) == []
+        entries = store.entries("ana")
+        active = [e for e in entries if not e.get("superseded_by")]
+        assert sorted(e["type"] for e in active) == ["fact", "note"], [e["content"] for e in active]
+        # nothing lost: every value is a version, every repeat a sighting of the one note
+        assert sum(e["type"] == "fact" for e in entries) == 40
+        [note] = [e for e in entries if e["type"] == "note"]
+        assert {note["source"]} | {s["source"] for s in note.get("seen", [])} == {"t0", "t1", "t2", "t3"}
+
+
+def test_forget_takes_what_another_writer_added_between_its_read_and_its_commit(tmp_path):
+    """``forget(namespace=...)`` read the namespace, then deleted what it
+    read: an entry another process wrote in between survived "forget me".
+    Its change is now checked against the version it read (``Overtaken``:
+    read again), as a write's is."""
+    path = tmp_path / "memory.db"
+    other = SQLiteMemoryStore(path)  # another process's store, in effect
+    other.add([{"type": "note", "namespace": "ana", "content": "Ana likes tea."}])
+
+    class Interleaved(SQLiteMemoryStore):
+        raced = False
+
+        def read(self, ids=None, namespace=None):
+            found = super().read(ids, namespace)
+            if namespace == "ana" and not self.raced:
+                self.raced = True
+                other.add([{"type": "note", "namespace": "ana", "content": "Ana lives in Lisbon."}])
+            return found
+
+    store = Interleaved(path)
+    assert store.forget(namespace="ana") == 2
+    assert store.entries("ana") == [] and other.entries("ana") == []

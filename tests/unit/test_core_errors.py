@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import warnings
 
@@ -14,6 +15,7 @@ from poolsplit_adapters import (
     Pool,
     Reason,
     UnadmittedCorrectionWarning,
+    Visibility,
     retrieve,
     retrieve_pools,
     select,
@@ -238,3 +240,42 @@ def test_report_reasons_exact():
     stat = sel.stats["tasks"]
     assert (stat.tokens_used, stat.entries_used, stat.always_count, stat.always_tokens) == (7, 2, 1, 10)
     assert sel.dropped[1].cost == 6 and sel.dropped[1].score == pytest.approx(8 * 1.0)
+
+
+# An aware time whose UTC instant is before year 1 or after 9999: ISO-8601, but
+# no datetime holds it once converted (it raised OverflowError from deep inside).
+PAST_THE_RANGE = ("9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+05:00")
+
+
+@pytest.mark.parametrize("value", PAST_THE_RANGE)
+@pytest.mark.parametrize("field", ["expires", "valid_from", "valid_until"])
+def test_a_lifecycle_time_past_the_utc_range_is_the_entrys_error_on_every_path(field, value):
+    from poolsplit_adapters import fastpath
+    from poolsplit_adapters.poolsplit import select as core_select
+
+    entries = [{"id": "e1", "content": "a", field: value}]
+    expected = "field %r is %r, outside the years 1 to 9999 once converted to UTC" % (field, value)
+    paths = (core_select, fastpath.select, lambda e, p, **o: MemoryIndex(e).select(p, **o))
+    for path in paths:
+        with pytest.raises(EntryError) as info:
+            path(entries, [POOL], now=NOW, visibility=Visibility(as_of=NOW))
+        assert str(info.value).startswith("entry 'e1'") and str(info.value).endswith(expected)
+        assert (info.value.entry_id, info.value.field) == ("e1", field)
+
+
+@pytest.mark.parametrize("value", PAST_THE_RANGE)
+def test_an_aware_argument_past_the_utc_range_is_a_value_error_naming_it(value):
+    moment = datetime.datetime.fromisoformat(value)
+    with pytest.raises(ValueError) as info:
+        select([{"content": "a"}], [POOL], now=moment)
+    assert str(info.value) == "now is %s, outside the years 1 to 9999 once converted to UTC" % value
+    for name in ("since", "until", "as_of"):
+        with pytest.raises(ValueError) as info:
+            Visibility(**{name: moment})
+        assert str(info.value) == "Visibility %s is %s, outside the years 1 to 9999 once converted to UTC" % (
+            name,
+            value,
+        )
+    with pytest.raises(ValueError) as info:
+        Visibility(as_of=value)
+    assert str(info.value) == "Visibility as_of is %r, outside the years 1 to 9999 once converted to UTC" % value

@@ -92,6 +92,24 @@ def test_aware_bounds_are_converted_to_utc_and_bad_bounds_are_clear_errors():
         Visibility(since="2026-07-02", until="2026-07-01")
 
 
+def test_a_bound_given_as_text_with_an_offset_is_the_instant_its_datetime_is():
+    """``since="...+05:00"`` and the same aware datetime bound one instant (the
+    text's offset was dropped: an entry created after the instant was hidden)."""
+    plus5 = datetime.timezone(datetime.timedelta(hours=5))
+    for name in ("since", "until"):
+        text = Visibility(**{name: "2026-07-07T05:00:00+05:00"})
+        moment = Visibility(**{name: datetime.datetime(2026, 7, 7, 5, tzinfo=plus5)})
+        assert text.bounds == moment.bounds
+    assert Visibility(since="2026-07-07T05:00:00+05:00").bounds[0] == datetime.datetime(2026, 7, 7)
+    created = [{"id": "x", "content": "x", "created": "2026-07-07T02:00:00Z"}]
+    view = Visibility(since="2026-07-07T05:00:00+05:00", until="2026-07-07T02:00:00z")
+    for sel in (
+        select(created, [Pool("all", 100, 10)], now=NOW, visibility=view),
+        MemoryIndex(created).select([Pool("all", 100, 10)], now=NOW, visibility=view),
+    ):
+        assert [c.entry["id"] for c in sel.chosen] == ["x"]
+
+
 def test_a_none_link_names_entries_without_a_namespace_only_when_asked():
     store = [e("mine", namespace="a"), e("shared-fix", type="correction", scope="always"), e("theirs", namespace="b")]
     plan = [Pool("corrections", 0, 0, ("correction",)), Pool("notes", 100, 10, ("note",))]

@@ -124,6 +124,12 @@ class Run:
                 return out  # a forgotten predecessor's id, reused by another entry, is no version of it
             out.append(before)
 
+    def reopen(self) -> None:
+        """A restart in the middle of the sequence: the store's file closed
+        and opened again by a new store object (a new process, in effect)."""
+        self.store.close()
+        self.store = STORES[self.kind](self.tmp)
+
     def resync(self) -> None:
         """The model taken from the store (after a consolidation, whose
         accepted operations a model decides)."""
@@ -348,3 +354,39 @@ def test_random_lifecycle_sequences_keep_every_invariant(kind: str, data: Any) -
             else:
                 run.export_import()
             run.check()
+
+
+@settings(
+    max_examples=12,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    phases=[Phase.explicit, Phase.generate],
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(data=st.data())
+def test_random_lifecycle_sequences_with_restarts_keep_every_invariant_on_a_sqlite_file(data: Any) -> None:
+    """The sequences above on a SQLite file, closed and opened again (a
+    restart) between any two steps: what was acknowledged before it holds."""
+    with tempfile.TemporaryDirectory() as tmp:
+        run = Run("sqlite", pathlib.Path(tmp))
+        for _ in range(data.draw(st.integers(4, 12), label="steps")):
+            verb = data.draw(st.sampled_from(VERBS + ("reopen", "reopen")), label="verb")
+            if verb == "reopen":
+                run.reopen()
+            elif verb == "write":
+                run.write(_batch([_written(run, data) for _ in range(data.draw(st.integers(1, 3)))]))
+            elif verb == "supersede":
+                run.supersede(_known(run, data), _entry(run, data, namespace=data.draw(st.booleans())))
+            elif verb == "delete":
+                run.delete(_known(run, data))
+            elif verb == "forget":
+                run.forget(data.draw(st.sampled_from(run.spaces)))
+            elif verb == "sweep":
+                run.sweep()
+            elif verb == "consolidate":
+                run.consolidate([_entry(run, data) for _ in range(data.draw(st.integers(1, 2)))])
+            else:
+                run.export_import()
+            run.check()
+        run.store.close()

@@ -18,8 +18,9 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.store.memory import InMemoryStore
 from llama_index.core.base.llms.types import ChatMessage
 
-from poolsplit_adapters import Pool, Visibility
+from poolsplit_adapters import EntryError, Pool, Visibility
 from poolsplit_adapters.cli import main
+from poolsplit_adapters.errors import ArgumentError
 from poolsplit_adapters.langchain import BaseStoreMemory, HashEmbeddings, PoolSplitMemoryMiddleware, RecallConfig
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
 from poolsplit_adapters.llama_index import PoolSplitMemoryStore
@@ -304,6 +305,57 @@ def test_supersede_closes_the_old_version_with_validity_times_and_history_shows_
     assert [v.id for v in store.history(v1)] == [v1, v2, v3]
 
 
+def test_supersede_refuses_a_new_entry_naming_another_predecessor_and_writes_nothing(store):
+    """``supersede(a, {..., "supersedes": b})``: the new entry's own link was
+    overwritten with ``a`` without a word, and ``b`` left as it was."""
+    a, b = store.add(
+        [note("Staging DB is db-7.", "thread:a", "2026-07-01T00:00:00Z"), note("Cache is redis.", "t", None)]
+    )
+    before, version = store.entries(), store.version
+    with pytest.raises(EntryError) as info:
+        store.supersede(a, dict(note("Staging DB is db-9.", "thread:b", None), supersedes=b))
+    assert (info.value.field, str(info.value).split(": ", 1)[1]) == (
+        "supersedes",
+        "field 'supersedes' is already %r: a version supersedes one other, not also %r" % (b, a),
+    )
+    assert (store.entries(), store.version) == (before, version)
+    # naming the same predecessor is no conflict
+    assert store.history(store.supersede(a, dict(note("Staging DB is db-9.", "t", None), supersedes=a)))[0].id == a
+
+
+def test_a_history_in_the_specs_own_schema_reads_alike_from_each_version_and_is_deleted_whole(store):
+    """The core spec's entries link versions by ``superseded_by`` alone. Added
+    in one write, the newer version named no predecessor: ``history(new)``
+    was ``[new]`` while ``history(old)`` was ``[old, new]``, and
+    ``delete(new)`` (history too) left the old version's text stored."""
+    old = note("Staging DB is db-7.", "import", "2026-07-01T00:00:00Z", id="v1", superseded_by="v2")
+    new = note("Staging DB is db-9.", "import", "2026-07-02T00:00:00Z", id="v2")
+    given = [dict(old), dict(new)]
+    assert store.add(given) == ["v1", "v2"] and given == [old, new]  # the caller's dicts untouched
+    assert store.get("v2")["supersedes"] == "v1"
+    for entry_id in ("v1", "v2"):
+        assert [v.id for v in store.history(entry_id)] == ["v1", "v2"]
+    assert store.delete("v2") and store.entries() == []
+
+
+@pytest.mark.parametrize("namespace", ["a\udcffb", "a\x00b"])
+def test_a_namespace_no_store_can_hold_is_refused_by_name_on_every_store(store, namespace):
+    """``entries(namespace=...)`` and ``forget(namespace=...)`` given a lone
+    surrogate or NUL: SQLite raised its codec's error naming neither the
+    argument nor the value (``poolsplit export --namespace`` printed it),
+    the in-process store answered "none"; now the store contract's
+    ``ArgumentError`` naming it, as for an id."""
+    store.add([note("Deploys need the checklist.", "t", None)])
+    for call, name in (
+        (lambda: store.entries(namespace), "namespace"),
+        (lambda: store.forget(namespace=namespace), "forget namespace"),
+    ):
+        with pytest.raises(ArgumentError) as info:
+            call()
+        assert str(info.value).startswith(name) and "%r contains " % namespace in str(info.value)
+    assert len(store.entries()) == 1
+
+
 # -- expiry ------------------------------------------------------------------------------
 
 
@@ -330,6 +382,19 @@ def test_a_malformed_expiry_is_refused_naming_the_entry_and_field(store):
     with pytest.raises(EntryError) as caught:
         store.add([{"id": "x", "content": "Freeze.", "expires": "next friday"}])
     assert (caught.value.entry_id, caught.value.field) == ("x", "expires")
+
+
+def test_an_empty_namespace_is_refused_on_write_it_could_never_be_forgotten_by(store):
+    """``namespace: ""`` was stored, and then no ``forget(namespace=...)``
+    (a non-empty string) and no ``Visibility(namespace=...)`` could name it:
+    a subject written there could not be forgotten as one."""
+    with pytest.raises(EntryError) as caught:
+        store.add([{"id": "x", "content": "Ana likes tea.", "namespace": ""}])
+    assert (caught.value.entry_id, caught.value.field) == ("x", "namespace")
+    assert str(caught.value).endswith(
+        "is empty: no query and no forget(namespace=...) can name it (None: no namespace)"
+    )
+    assert store.entries() == []
 
 
 # -- forgetting --------------------------------------------------------------------------

@@ -382,3 +382,45 @@ def test_a_lone_surrogate_is_an_entry_error_naming_entry_and_field(tmp_path):
         store.add([{"id": "ok", "content": "fine"}, {"id": "bad", "content": "x", "tags": ["lone \ud800"]}])
     assert (caught.value.entry_id, caught.value.field, caught.value.index) == ("bad", "tags", 1)
     assert store.entries() == []
+
+
+@pytest.mark.parametrize(
+    ("stored", "why"),
+    [
+        ('{"id": "x", "tags": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested too deeply"),
+        ('{"id": "x", "content": "a", "base_priority": NaN}', "NaN is not a JSON number"),
+        ('{"id": "x", "content": 5', "Expecting ',' delimiter"),
+    ],
+)
+def test_a_row_another_program_wrote_is_refused_naming_the_file_and_entry(tmp_path, stored, why):
+    """Nesting past Python's recursion limit raised RecursionError (a
+    traceback from the CLI); NaN, which the store never writes, was read."""
+    path = tmp_path / "memory.db"
+    with SQLiteMemoryStore(path) as store:
+        store.add([{"id": "x", "content": "deploy"}])
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE memory SET entry = ? WHERE id = 'x'", (stored,))
+    raw.close()
+    with SQLiteMemoryStore(path) as store, pytest.raises(StoreError) as info:
+        store.entries()
+    assert str(info.value) == "%s: entry 'x' is not valid JSON in the file (%s)" % (path, why)
+
+
+@pytest.mark.parametrize("value", ["abc", "", "missing"])
+def test_a_change_counter_another_program_wrote_is_refused_naming_the_file(tmp_path, value):
+    """The ``meta`` table's counter read as an int: "invalid literal for
+    int() with base 10: 'abc'" named neither the file nor what it read, and
+    a deleted counter was a KeyError traceback from the CLI."""
+    path = tmp_path / "memory.db"
+    with SQLiteMemoryStore(path) as store:
+        store.add([{"id": "x", "content": "deploy"}])
+    with sqlite3.connect(path) as raw:
+        if value == "missing":
+            raw.execute("DELETE FROM meta WHERE key = 'seq'")
+            value = None
+        else:
+            raw.execute("UPDATE meta SET value = ? WHERE key = 'seq'", (value,))
+    raw.close()
+    with pytest.raises(StoreError) as info, SQLiteMemoryStore(path) as store:
+        store.entries()
+    assert str(info.value) == "%s: its change counter (meta 'seq') is %r, not a whole number" % (path, value)
