@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
 from langchain.agents import create_agent
@@ -46,23 +46,13 @@ def test_threads_changing_one_fact_over_sqlite_store_leave_one_value_active(tmp_
     store = SqliteStore(conn)
     store.setup()
     BaseStoreMemory(store, ANA).write([{"type": "fact", "said_by": "user", "content": OLD}])
-    barrier = threading.Barrier(WRITERS)
-    errors: list[BaseException] = []
 
-    def writer(n: int) -> None:
+    def writer(n: int, barrier: threading.Barrier) -> None:
         memory = BaseStoreMemory(store, ANA)  # each thread its own, as each request's would be
         barrier.wait()
-        try:
-            memory.write([{"type": "fact", "said_by": "user", "content": moved(n)}])
-        except BaseException as err:  # pragma: no cover - reported below
-            errors.append(err)
+        memory.write([{"type": "fact", "said_by": "user", "content": moved(n)}])
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(WRITERS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == []
+    assert at_once(writer, WRITERS) == []
     active, versions = launch_facts(BaseStoreMemory(store, ANA).entries())
     assert len(active) == 1 and active[0] in {moved(n) for n in range(WRITERS)}
     assert versions == WRITERS + 1  # nothing lost: every value is a version of the history
@@ -120,28 +110,38 @@ def test_threads_of_one_user_stating_a_changed_fact_at_once_through_the_agent_le
     assert versions == 7
 
 
-def _write_at_once(make: Any, writers: int, rounds: int) -> list[BaseException]:
-    """``writers`` threads (each with the store ``make()`` gives it) write, at
-    once, a changed value of one fact and the same note, ``rounds`` times."""
-    barrier = threading.Barrier(writers)
+def at_once(writer: Callable[[int, threading.Barrier], None], count: int) -> list[BaseException]:
+    """``count`` threads run ``writer(n, barrier)`` (which waits at the
+    barrier, so that they write at once); what any of them raised."""
+    barrier = threading.Barrier(count)
     errors: list[BaseException] = []
 
-    def writer(n: int) -> None:
-        store = make()
-        barrier.wait()
+    def run(n: int) -> None:
         try:
-            for r in range(rounds):
-                store.write([{"type": "fact", "namespace": "ana", "source": "t%d" % n, "content": moved(n * 10 + r)}])
-                store.write([{"type": "note", "namespace": "ana", "source": "t%d" % n, "content": "Ana is on call."}])
-        except BaseException as err:  # pragma: no cover - reported below
+            writer(n, barrier)
+        except BaseException as err:  # pragma: no cover - reported by the caller
             errors.append(err)
 
-    threads = [threading.Thread(target=writer, args=(n,)) for n in range(writers)]
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     return errors
+
+
+def _write_at_once(make: Any, writers: int, rounds: int) -> list[BaseException]:
+    """``writers`` threads (each with the store ``make()`` gives it) write, at
+    once, a changed value of one fact and the same note, ``rounds`` times."""
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        store = make()
+        barrier.wait()
+        for r in range(rounds):
+            store.write([{"type": "fact", "namespace": "ana", "source": "t%d" % n, "content": moved(n * 10 + r)}])
+            store.write([{"type": "note", "namespace": "ana", "source": "t%d" % n, "content": "Ana is on call."}])
+
+    return at_once(writer, writers)
 
 
 def test_threads_writing_one_fact_and_one_note_to_our_own_stores_leave_one_of_each_active(tmp_path):

@@ -317,6 +317,28 @@ def _batch(entries: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return out
 
 
+def step(run: Run, data: Any, verb: str) -> None:
+    """One step of a random lifecycle sequence: ``verb`` with drawn arguments."""
+    if verb == "write":
+        run.write(_batch([_written(run, data) for _ in range(data.draw(st.integers(1, 3)))]))
+    elif verb == "supersede":
+        old = _known(run, data)
+        new = _entry(run, data, namespace=data.draw(st.booleans()))
+        if run.model and data.draw(st.integers(0, 4)) == 0:
+            new["id"] = _known(run, data)  # an id stored (or once stored) already
+        run.supersede(old, new)
+    elif verb == "delete":
+        run.delete(_known(run, data))
+    elif verb == "forget":
+        run.forget(data.draw(st.sampled_from(run.spaces)))
+    elif verb == "sweep":
+        run.sweep()
+    elif verb == "consolidate":
+        run.consolidate([_entry(run, data) for _ in range(data.draw(st.integers(1, 2)))])
+    else:
+        run.export_import()
+
+
 VERBS = ("write", "write", "supersede", "supersede", "delete", "forget", "sweep", "consolidate", "export")
 
 
@@ -334,25 +356,7 @@ def test_random_lifecycle_sequences_keep_every_invariant(kind: str, data: Any) -
     with tempfile.TemporaryDirectory() as tmp:
         run = Run(kind, pathlib.Path(tmp))
         for _ in range(data.draw(st.integers(4, 12), label="steps")):
-            verb = data.draw(st.sampled_from(VERBS), label="verb")
-            if verb == "write":
-                run.write(_batch([_written(run, data) for _ in range(data.draw(st.integers(1, 3)))]))
-            elif verb == "supersede":
-                old = _known(run, data)
-                new = _entry(run, data, namespace=data.draw(st.booleans()))
-                if run.model and data.draw(st.integers(0, 4)) == 0:
-                    new["id"] = _known(run, data)  # an id stored (or once stored) already
-                run.supersede(old, new)
-            elif verb == "delete":
-                run.delete(_known(run, data))
-            elif verb == "forget":
-                run.forget(data.draw(st.sampled_from(run.spaces)))
-            elif verb == "sweep":
-                run.sweep()
-            elif verb == "consolidate":
-                run.consolidate([_entry(run, data) for _ in range(data.draw(st.integers(1, 2)))])
-            else:
-                run.export_import()
+            step(run, data, data.draw(st.sampled_from(VERBS), label="verb"))
             run.check()
 
 
@@ -374,19 +378,7 @@ def test_random_lifecycle_sequences_with_restarts_keep_every_invariant_on_a_sqli
             verb = data.draw(st.sampled_from(VERBS + ("reopen", "reopen")), label="verb")
             if verb == "reopen":
                 run.reopen()
-            elif verb == "write":
-                run.write(_batch([_written(run, data) for _ in range(data.draw(st.integers(1, 3)))]))
-            elif verb == "supersede":
-                run.supersede(_known(run, data), _entry(run, data, namespace=data.draw(st.booleans())))
-            elif verb == "delete":
-                run.delete(_known(run, data))
-            elif verb == "forget":
-                run.forget(data.draw(st.sampled_from(run.spaces)))
-            elif verb == "sweep":
-                run.sweep()
-            elif verb == "consolidate":
-                run.consolidate([_entry(run, data) for _ in range(data.draw(st.integers(1, 2)))])
             else:
-                run.export_import()
+                step(run, data, verb)
             run.check()
         run.store.close()
