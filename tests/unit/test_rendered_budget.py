@@ -12,8 +12,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, WriteConfig
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, RenderConfig, WriteConfig
 from poolsplit_adapters.render import RenderedCounter, marker_tokens, parse_markers
+from poolsplit_adapters.stores import SQLiteMemoryStore
 from poolsplit_adapters.tokens import load_encoding
 
 NOW = datetime.datetime(2026, 7, 1, tzinfo=datetime.timezone.utc)
@@ -76,3 +77,39 @@ def test_the_block_the_model_reads_keeps_to_the_pools_budget():
     assert rendered <= budget
     assert 3 <= len(shown) < len(notes)
     assert sum(tokens(n["content"]) for n in notes) <= budget
+
+
+def test_progressive_loading_over_a_store_that_counts_its_own_entries_still_loads_summaries():
+    # A store of the contract (here SQLite) costs its entries' text with its
+    # own counter; the summaries must be counted alike. Counted with the
+    # marker added, a summary looked dearer than the full text: every note
+    # loaded in full, past the budget.
+    notes = [
+        {
+            "id": "note-%02d" % n,
+            "type": "note",
+            "namespace": "memories.ana",
+            "summary": "Deploy note %d." % n,
+            "content": "Deploy note %d: the release train leaves on Tuesday after the checks pass in staging." % n,
+            "source": "thread:t1",
+            "created": "2026-06-%02dT09:00:00Z" % (n + 1),
+        }
+        for n in range(20)
+    ]
+    store = SQLiteMemoryStore(":memory:")
+    store.add(notes)
+    memory = PoolSplitMemoryMiddleware(
+        [Pool("notes", 600, 20, ("note",))],
+        namespace=("memories", "ana"),
+        store=store,
+        now=NOW,
+        write=WriteConfig(remember=False),
+        render=RenderConfig(progressive=True),
+    )
+    agent = create_agent(ToolCallingFakeModel(), middleware=[memory], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [("user", "when does the deploy train leave?")]}, thread("t1"))
+    selection = memory.last_selection
+    assert selection is not None
+    assert sorted((c.entry["id"], c.layer, c.cost) for c in selection.chosen) == sorted(
+        (n["id"], "summary", tokens(n["summary"])) for n in notes
+    )

@@ -48,6 +48,7 @@ from ...agent_memory import AgentStore
 from ...memory.progressive import ProgressiveLayers
 from ...poolsplit import EntryError, Pool, Selection
 from ...recall import VisibleEntries, present_types
+from ...render import RenderedCounter
 from ...settings import AgentMemorySettings
 from ...threads import off_loop
 from ..base import MemoryStore, StoreVerbs
@@ -358,7 +359,13 @@ class _ContractBackend(Backend):
         s = self.settings
         # layering= only when progressive: a contract store's select then
         # must take it (MemoryIndex.select does), and a plain one need not.
-        extra: Dict[str, Any] = {} if plan.layering is None else {"layering": plan.layering}
+        # Such a store costs its entries' text with its own counter, no
+        # marker: its summaries are counted so too (else a summary, marker
+        # added, looks dearer than the full text and never loads).
+        layering = plan.layering
+        if layering is not None and isinstance(layering.token_counter, RenderedCounter):
+            layering = layering.counting(layering.token_counter.inner)
+        extra: Dict[str, Any] = {} if layering is None else {"layering": layering}
         return {"now": s.now, "scorer": s.scorer, "visibility": chain_visibility(chain, s.chain_penalty), **extra}
 
     def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
