@@ -27,7 +27,7 @@ from typing_extensions import TypedDict
 
 from .checks import ArgumentError, checked_settings, own_keywords
 from .defaults import default_adapter_scorer, hybrid_scorer
-from .memory.tasks import CATCH_ALL, COLLECTIONS, CORRECTIONS_POOL, STANDING_POOL
+from .memory.tasks import COLLECTIONS, planned_pool_names
 from .poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility
 from .render import RenderedCounter
 from .tokens import default_counter, llama_index_counter
@@ -88,7 +88,7 @@ def rendered_counter(counter: TokenCounter, data: dict[str, Any]) -> RenderedCou
     attribute when loading is progressive."""
     pools = data["pools"]
     if isinstance(pools, str):
-        names = [CORRECTIONS_POOL, STANDING_POOL, CATCH_ALL, *COLLECTIONS, *(data.get("collections") or {})]
+        names = planned_pool_names({**COLLECTIONS, **(data.get("collections") or {})})
     else:
         names = [pool.name for pool in pools]
     layer = "summary" if data.get("progressive") else "full"

@@ -72,6 +72,7 @@ __all__ = [
     "detect_task_type",
     "extend_signals",
     "plan_for_task",
+    "planned_pool_names",
     "resolve_pools",
     "share_out",
     "task_pools",
@@ -555,6 +556,13 @@ def _check_total(name: str, value: Any) -> int:
     return value
 
 
+def planned_pool_names(collections: Iterable[str]) -> List[str]:
+    """The names a task plan over ``collections`` gives its pools, besides
+    one named after a type no collection names (`plan_for_task`, step 4):
+    the corrections, the standing pool, the catch-all, the collections."""
+    return [CORRECTIONS_POOL, STANDING_POOL, CATCH_ALL, *collections]
+
+
 def plan_for_task(
     task_type: str,
     *,
@@ -628,7 +636,7 @@ def plan_for_task(
     else:
         present = set(_strings(list(entry_types), "entry_types"))
         parts = [(n, members[n], preset.weight(n)) for n in names if present & set(members[n])]
-        taken = {CORRECTIONS_POOL, STANDING_POOL, CATCH_ALL, *names}
+        taken = set(planned_pool_names(names))
         named = set(CORRECTION_TYPES).union(STANDING_TYPES, *(set(m) for m in members.values()))
         unnamed = preset.unnamed_weight(names)
         for entry_type in sorted(present - named):

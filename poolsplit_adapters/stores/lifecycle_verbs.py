@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 from ..memory.consolidate import Accepted, ConsolidationResult
 from ..memory.consolidate import consolidate as consolidate_entries
@@ -22,7 +22,7 @@ from .change import Change, WriteReport
 from .checks import check_entry_id, storable_text
 from .repeats import same_text
 from .store_errors import DuplicateEntry, EntryNotFound, Overtaken
-from .write_path import FINDERS, REDERIVES, WritePath
+from .write_path import FINDERS, REDERIVES, WritePath, at_once
 
 __all__ = ["LifecycleVerbs"]
 
@@ -183,29 +183,23 @@ class LifecycleVerbs(WritePath):
         Raises:
             ValueError: ``namespace`` is not a non-empty string.
         """
-        space = _forgotten_space(namespace)
-        for attempt in range(1, REDERIVES + 1):
-            # checked against the version it read (``Overtaken``: read again), so an entry another
-            # writer adds meanwhile is taken too; the last attempt deletes what it read
-            at = self.version if self.commits_at_version and attempt < REDERIVES else None
-            doomed = [str(e["id"]) for e in self.read(None, space)]
-            try:
-                if doomed:
-                    self._commit_tracked(Change(forget=tuple(doomed), derived_at=at))
-            except Overtaken:
-                continue
-            break
-        return len(doomed)
+        return at_once(self._forget(_forgotten_space(namespace), self._now))
 
     async def aforget(self, *, namespace: str) -> int:
         """Async [`forget`][]."""
-        space = _forgotten_space(namespace)
+        return await self._forget(_forgotten_space(namespace), self._later)
+
+    async def _forget(self, space: str, do: Callable[[str, Any], Awaitable[Any]]) -> int:
+        """The forget loop, written once for ``forget`` and ``aforget``
+        (``do`` as the write loop's). Checked against the version it read
+        (``Overtaken``: read again), so an entry another writer adds
+        meanwhile is taken too; the last attempt deletes what it read."""
         for attempt in range(1, REDERIVES + 1):
             at = self.version if self.commits_at_version and attempt < REDERIVES else None
-            doomed = [str(e["id"]) for e in await self.aread(None, space)]
+            doomed = [str(e["id"]) for e in await do("space", space)]
             try:
                 if doomed:
-                    await self._acommit_tracked(Change(forget=tuple(doomed), derived_at=at))
+                    await do("commit", Change(forget=tuple(doomed), derived_at=at))
             except Overtaken:
                 continue
             break

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Optional, Tuple
+from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Optional, Tuple, TypeVar
 
 from ..memory.changes import CHANGING_TYPES, changing, updates
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind
@@ -63,9 +63,12 @@ def with_raced(report: WriteReport, change: Change, kept: Sequence[Mapping[str, 
     return WriteReport(report.ids, sorted(report.duplicates + extra, key=lambda pair: pair[0]))
 
 
-def _at_once(run: Coroutine[Any, Any, WriteReport]) -> WriteReport:
+_T = TypeVar("_T")
+
+
+def at_once(run: Coroutine[Any, Any, _T]) -> _T:
     """What ``run`` returns, run without an event loop: the sync ``write``
-    is the one write loop over steps that never suspend."""
+    (and ``forget``) is the one loop over steps that never suspend."""
     try:
         run.send(None)
     except StopIteration as done:
@@ -106,7 +109,7 @@ class WritePath(StorePrimitives):
             ```
         """
         with self._one_writer():  # threads sharing this object write one at a time
-            return _at_once(self._write(listed(entries), self._now))
+            return at_once(self._write(listed(entries), self._now))
 
     def _one_writer(self) -> Any:
         """This object's writer lock: threads sharing one store derive and
@@ -157,19 +160,24 @@ class WritePath(StorePrimitives):
         return with_raced(report, change, await do("read", list(dict.fromkeys(change.raced))))
 
     async def _now(self, step: str, argument: Any) -> Any:
-        """A step of ``write``, through the sync primitives (it never suspends)."""
+        """A step of ``write`` (or ``forget``), through the sync primitives
+        (it never suspends): ``"space"`` reads a namespace's entries."""
         if step == "derive":
             return self.derive(argument)
         if step == "commit":
             return self._commit_tracked(argument)
+        if step == "space":
+            return self.read(None, argument)
         return self.read(argument)
 
     async def _later(self, step: str, argument: Any) -> Any:
-        """A step of ``awrite``, through the async twins."""
+        """A step of ``awrite`` (or ``aforget``), through the async twins."""
         if step == "derive":
             return await self.aderive(argument)
         if step == "commit":
             return await self._acommit_tracked(argument)
+        if step == "space":
+            return await self.aread(None, argument)
         return await self.aread(argument)
 
     def derive(self, given: Sequence[Mapping[str, Any]]) -> Derived:
