@@ -27,6 +27,17 @@ tuning seed uses the first half of the templates, the held-out seed the
 other half, so held-out pairs are phrased in ways the rule was not adjusted
 on.
 
+And pairs of **standing instructions and preferences** (``standing_pairs``,
+generated here): one said early ("Always answer in British English.") and a
+later one that says what it revokes ("Forget the British spelling, use
+American English from now on.": ``revoke``, link, by
+:func:`poolsplit_adapters.memory.changes.revokes`); the same revoking one
+against every other topic's instruction (``revoke-other``: never), and
+against the topic's twin, an instruction that shares a word with what is
+revoked ("Always write dates in the British format.": ``revoke-twin``, never;
+the words alone cannot tell these apart, so this row measures the rule's
+known weakness).
+
 Prints, as markdown, the share of pairs of each kind that
 :func:`poolsplit_adapters.memory.changes.changes` links, on the tuning seed
 and a held-out one, and the false-supersede rate (twins and other claims
@@ -47,7 +58,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import docs_tables  # noqa: E402
 import facts  # noqa: E402
 
-from poolsplit_adapters.memory.changes import SUBJECT_OVERLAP, WORDING_OVERLAP, changes  # noqa: E402
+from poolsplit_adapters.memory.changes import SUBJECT_OVERLAP, WORDING_OVERLAP, changes, revokes  # noqa: E402
 
 #: What the rule should do with each kind of pair (None: either is right).
 WANTED: Dict[str, Optional[bool]] = {
@@ -63,6 +74,9 @@ WANTED: Dict[str, Optional[bool]] = {
     "measured": True,
     "measured-twin": False,
     "measured-claim": False,
+    "revoke": True,
+    "revoke-other": False,
+    "revoke-twin": False,
 }
 
 # Quantities: (subject, its twin, unit, values in order), said with a number and a unit.
@@ -132,6 +146,67 @@ EVENT_NEW = (
 )
 
 
+# Standing topics: (the early instruction or preference, what a revoking one names, what it
+# asks for instead, the twin: another standing statement sharing a word with what is revoked).
+TOPICS: Tuple[Tuple[str, str, str, str], ...] = (
+    (
+        "From now on, answer in British English.",
+        "the British spelling",
+        "American English",
+        "Always write dates in the British format.",
+    ),
+    ("Always indent code with tabs.", "tabs", "spaces", "Always put a blank line between code blocks."),
+    (
+        "Add a few emojis to every answer from now on.",
+        "the emojis",
+        "plain text",
+        "Never use emoji shortcodes in commit messages.",
+    ),
+    ("Always write the tests with pytest.", "pytest", "unittest", "Always run pytest with the -q flag."),
+    ("Always show prices in euros.", "euros", "dollars", "Always round prices to whole numbers."),
+    (
+        "Put a short summary at the top of every answer.",
+        "the summary at the top",
+        "a summary at the end",
+        "Keep the summary of each pull request under five lines.",
+    ),
+    ("I prefer dark mode in every editor.", "dark mode", "light themes", "I prefer the dark chocolate ones."),
+    (
+        "I prefer long, detailed explanations.",
+        "the detailed explanations",
+        "short answers",
+        "I prefer detailed commit messages.",
+    ),
+    ("Always use metric units.", "metric units", "imperial units", "Always label the units on chart axes."),
+    ("Always sign off with my initials.", "the initials", "no sign-off", "Always use my initials in branch names."),
+)
+REVOKING = (
+    "Forget {x}, use {y} from now on.",
+    "Stop using {x}; switch to {y} from now on.",
+    "Don't use {x} anymore, I want {y}.",
+    "From now on use {y} instead of {x}.",
+    "No more {x}, please; {y} from now on.",
+    "I no longer want {x}; go with {y}.",
+    "Drop {x} and use {y} going forward.",
+    "Switch from {x} to {y} from now on.",
+)
+
+
+def standing_pairs(seed: int) -> List[Tuple[str, str, str]]:
+    """(kept, candidate, kind) pairs of standing statements (see the
+    module); seed 0 uses the tuning half of the revoking templates, any
+    other seed the held-out half."""
+    pairs: List[Tuple[str, str, str]] = []
+    for template in _half(REVOKING, seed != 0):
+        for number, (early, revoked, instead, twin) in enumerate(TOPICS):
+            later = template.format(x=revoked, y=instead)
+            later = later[0].upper() + later[1:]
+            pairs.append((early, later, "revoke"))
+            pairs.append((twin, later, "revoke-twin"))
+            pairs.extend((other[0], later, "revoke-other") for n, other in enumerate(TOPICS) if n != number)
+    return pairs
+
+
 def _half(templates: Tuple[str, ...], held_out: bool) -> Tuple[str, ...]:
     half = len(templates) // 2
     return templates[half:] if held_out else templates[:half]
@@ -197,6 +272,8 @@ def linked_by_kind(seed: int) -> Dict[str, List[bool]]:
         out["twin-update"].append(changes(candidate, kept))
     for kept, candidate, kind in measured_pairs(seed):
         out[kind].append(changes(candidate, kept))
+    for kept, candidate, kind in standing_pairs(seed):
+        out[kind].append(changes(candidate, kept) or revokes(candidate, kept))
     return out
 
 
@@ -228,6 +305,11 @@ def table(seeds: Sequence[int]) -> str:
     lines.append(
         "Measured quantities: false supersedes (twins and other claims linked) %s; updates linked %s."
         % (", ".join("%.3f" % f for f in measured_false), ", ".join("%.3f" % h for h in measured_hits))
+    )
+    rates = [tuple(sum(r[kind]) / len(r[kind]) for kind in ("revoke", "revoke-other", "revoke-twin")) for r in results]
+    lines.append(
+        "Standing statements: revocations linked %s; false supersedes of another topic %s, of a twin %s."
+        % tuple(", ".join("%.3f" % rate[i] for rate in rates) for i in range(3))
     )
     return "\n".join(lines)
 

@@ -49,7 +49,18 @@ that only say a change happened (*now, moved, actually, ...*:
 * or, without a relation word (an instruction: "Always use tabs." / "Never
   use tabs."), their content words are the same within
   `WORDING_OVERLAP` and their negations or qualifiers differ (not only
-  their values: "deploy 3 went fine" / "deploy 4 went fine" are two deploys).
+  their values: "deploy 3 went fine" / "deploy 4 went fine" are two deploys);
+* or, for an instruction or a preference (`REVOKING_TYPES`), the newer one
+  says what it revokes (`revokes`): "Forget the British spelling, switch
+  back to American English." / "From now on, answer in British English.";
+  "Stop using tabs." / "Always indent with tabs."; "... instead of tabs",
+  "I no longer prefer dark mode", "Don't add emojis anymore", "switch from
+  pytest to ...", "不要再 / 别再 / 不再 ..."): a word of what it revokes,
+  besides the words every instruction uses (*use, answer, add, ...*:
+  `_FRAME`), is one of the older one's. A revoking sentence that names
+  nothing stored changes nothing; a fact revokes nothing by this rule (a
+  fact's "we no longer use Jenkins" is too common a turn of phrase to close
+  a fact on).
 
 Never when the subjects are numbered apart ("Version 2 of the app has 30
 screens." / "Version 1 of the app has 25 screens.").
@@ -78,6 +89,8 @@ Example:
     False
     >>> changes("Never use tabs.", "Always use tabs.")
     True
+    >>> revokes("Stop using tabs.", "Always indent with tabs.")
+    True
 """
 
 from __future__ import annotations
@@ -91,6 +104,7 @@ import weakref
 from dataclasses import dataclass
 from typing import AbstractSet, Any, Collection, Dict, FrozenSet, List, Mapping, Optional, Pattern, Sequence, Tuple
 
+from ..relevance.words import pair_words
 from .duplicates import (
     UNITS,
     DuplicateFinder,
@@ -107,11 +121,13 @@ __all__ = [
     "CHANGE_WORDS",
     "CHANGING_TYPES",
     "MAX_VALUE_WORDS",
+    "REVOKING_TYPES",
     "SUBJECT_OVERLAP",
     "WORDING_OVERLAP",
     "batch_updates",
     "changes",
     "changing",
+    "revokes",
     "states",
     "subject",
     "updates",
@@ -119,6 +135,8 @@ __all__ = [
 
 #: The entry types whose statements a later statement may change.
 CHANGING_TYPES: FrozenSet[str] = frozenset({"fact", "instruction", "preference"})
+#: The types whose statements may revoke an older one by naming it (`revokes`).
+REVOKING_TYPES: FrozenSet[str] = frozenset({"instruction", "preference"})
 #: Subjects at least this similar (Jaccard of their words) are the same
 #: subject. At 0.5 "the billing API version" and "the search API version"
 #: (2 of 4 words) would be one; at 0.6 they are two.
@@ -197,6 +215,25 @@ _UNIT_NAMES = {
     "percent": "%",
 }
 _RELATION_WORD = re.compile(_WORDS)
+# What a statement revokes: the phrase after a revoking word, up to the end of its clause
+# ("forget *the british spelling*, ..."; "switch from *pytest* to ..."; "don't *add emojis* anymore").
+_CLAUSE_END = r"(?=[,;:.!?，。；！？]| and | but | so | to |$)"
+_REVOKING = re.compile(
+    r"\b(?:forget(?: about)?|ignore|disregard|scratch|drop|cancel|no more|no longer|stop|instead of|rather than"
+    r"|switch(?:ed)? (?:back )?from)\b (.+?)"
+    + _CLAUSE_END
+    + r"|\b(?:don['’]?t|do not) (.+?) any ?more\b"
+    + r"|(?:不要再|别再|不再|不用再|忘掉|忘记|取消)(.+?)(?=[，。；！？,.;!?]|$)"
+)
+# The words of an instruction's frame, not of what it is about: a revoked phrase's words
+# besides these must be the older statement's ("stop using *answers* that are long" names no
+# "always use type hints in answers").
+_FRAME = frozenset(
+    """use using used answer answers answering reply replies respond write writing add adding include including
+    give giving make making put putting say saying prefer preferring like liking always never anymore more back
+    from now instruction instructions rule rules request said earlier previous what that thing things please want
+    forget ignore disregard scratch drop cancel stop switch instead rather longer going forward 回答 以后""".split()
+)
 # ... or a colon or an equals sign ("Primary region: eu-west-1").
 _RELATION = re.compile(_WORDS + r"|[:=]")
 
@@ -488,6 +525,58 @@ def changes(new: str, old: str) -> bool:
     return bool(a.words) and jaccard(a.words, b.words) >= WORDING_OVERLAP and a.guards != b.guards
 
 
+@dataclass(frozen=True)
+class _Revoked:
+    """What a statement revokes (`revokes`): the heads of the phrases it
+    revokes, all their words, and the words of the rest (what it asks for
+    instead), stemmed, without an instruction's frame."""
+
+    heads: FrozenSet[str]
+    words: FrozenSet[str]
+    instead: FrozenSet[str]
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _revoked(text: str) -> Optional[_Revoked]:
+    """What ``text`` revokes (see `revokes`), None for nothing."""
+    heads: set[str] = set()
+    words: set[str] = set()
+    normal = normalise_text(text)
+    for found in _REVOKING.finditer(normal):
+        phrase = next(group for group in found.groups() if group is not None)
+        named = [_stem(w) for w in pair_words(phrase) if w in content_words(w) and w not in _FRAME]
+        if named:
+            heads.add(named[-1])  # the phrase's last word: "the british *spelling*", "dark *mode*"
+            words.update(named)
+    if not heads:
+        return None
+    instead = _stems(content_words(normal) - _FRAME - CHANGE_WORDS) - words
+    return _Revoked(frozenset(heads), frozenset(words), instead)
+
+
+def revokes(new: str, old: str) -> bool:
+    """Whether the standing statement ``new`` revokes ``old`` by naming it
+    (see the module): the head of what ``new`` says to forget, stop, drop
+    or no longer do is a word of ``old``'s ("Stop using *tabs*" / "Always
+    indent with tabs"), or another of its words is and so is a word of what
+    ``new`` asks for instead ("Forget the *British* spelling, switch back to
+    American *English*" / "answer in British English"). An instruction's
+    frame (*use, answer, add, ...*) counts for neither. Applied to
+    `REVOKING_TYPES` only."""
+    revoked = _revoked(new)
+    if revoked is None or normalise_text(new) == normalise_text(old):
+        return False
+    said = _parsed(old).context
+    return bool(revoked.heads & said) or bool(revoked.words & said and revoked.instead & said)
+
+
+def _changes(entry: Mapping[str, Any], text: str, old: str) -> bool:
+    """The one rule both `updates` and `batch_updates` link by: ``text``
+    (of ``entry``) `changes` ``old``, or revokes it (an instruction's or a
+    preference's `revokes`)."""
+    return changes(text, old) or (entry.get("type") in REVOKING_TYPES and revokes(text, old))
+
+
 def changing(entry: Mapping[str, Any]) -> bool:
     """Whether ``entry`` may change a stored statement: a changing type, not
     always-scope (a correction is never superseded by the write path)."""
@@ -571,12 +660,14 @@ def updates(
                 index = _INDEXES.setdefault(finder, {}).setdefault(bucket(entry), _Index())
                 index.sync(finder, live)
                 seqs = index.candidates(_parsed(text))
+            if entry.get("type") in REVOKING_TYPES and _revoked(text) is not None:
+                seqs = sorted(live, reverse=True)  # what it revokes need share no word of its own subject
             for seq in seqs:
                 kept = finder.kept_entry(seq)
                 kept_id = str(kept.get("id"))
                 if kept_id in own or kept_id in taken or kept.get("scope") == "always":
                     continue
-                if changes(text, str(kept.get("content", ""))):
+                if _changes(entry, text, str(kept.get("content", ""))):
                     found = kept_id
                     taken.add(kept_id)
                     break
@@ -599,6 +690,7 @@ def batch_updates(
     large import is not compared pair by pair."""
     out: List[Optional[int]] = [None] * len(entries)
     posts: Dict[Tuple[Any, str], List[int]] = {}
+    placed: Dict[Any, List[int]] = {}  # the positions of each bucket, for a revoking statement
     taken: set[int] = set()
     for position, entry in enumerate(entries):
         if position in skip or not changing(entry):
@@ -609,11 +701,14 @@ def batch_updates(
         place = bucket(entry)
         if stored is None or stored[position] is None:
             found = {i for w in words for i in posts.get((place, w), ())}
+            if entry.get("type") in REVOKING_TYPES and _revoked(text) is not None:
+                found = set(placed.get(place, ()))
             for earlier in sorted(found - taken, reverse=True):
-                if changes(text, str(entries[earlier].get("content", ""))):
+                if _changes(entry, text, str(entries[earlier].get("content", ""))):
                     out[position] = earlier
                     taken.add(earlier)
                     break
         for word in words:
             posts.setdefault((place, word), []).append(position)
+        placed.setdefault(place, []).append(position)
     return out

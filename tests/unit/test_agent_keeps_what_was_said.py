@@ -397,3 +397,14 @@ def test_a_text_block_whose_text_is_not_a_string_is_named_never_dropped():
     replay_auto(store, ["goal", odd, mixed, "a", "b"])
     contents = {e["content"] for e in stored(store) if e.get("role") == "user"}
     assert {"user: [text]", "user: Deploy it.\n[text]"} <= contents
+
+
+def test_a_later_instruction_that_names_what_it_revokes_supersedes_the_earlier_one():
+    first = "From now on, answer in British English."
+    later = "Forget the British spelling, switch back to American English from now on."
+    for store in stores():
+        run(store, ["goal", first, "Always answer in Markdown.", later, "a", "b"], ["ok"] * 6, **BUDGET)
+        instructions = {e["content"]: e for e in stored(store) if e["type"] == "instruction"}
+        assert instructions[first]["superseded_by"] == instructions[later]["id"], type(store).__name__
+        assert not instructions[later].get("superseded_by")
+        assert not instructions["Always answer in Markdown."].get("superseded_by")

@@ -152,6 +152,11 @@ def test_the_measured_false_supersede_rate_is_zero_on_both_seeds():
         never = linked["measured-twin"] + linked["measured-claim"]
         assert sum(never) == 0 and len(never) == 66
         assert sum(linked["measured"]) / len(linked["measured"]) >= 0.9
+        # standing statements that say what they revoke; never another topic's; a twin
+        # sharing the revoked word is the rule's measured weakness (3 of 10 topics)
+        assert (sum(linked["revoke"]), len(linked["revoke"])) == (40, 40)
+        assert (sum(linked["revoke-other"]), len(linked["revoke-other"])) == (0, 360)
+        assert (sum(linked["revoke-twin"]), len(linked["revoke-twin"])) == (12, 40)
 
 
 def test_a_consolidators_update_never_gives_a_linked_version_a_second_predecessor():
@@ -273,3 +278,56 @@ def test_a_long_statement_is_read_in_linear_time(new, old, subject_words):
     assert changes(new, old) is True
     assert subject(new) == subject_words
     assert time.perf_counter() - started < 15
+
+
+@pytest.mark.parametrize(
+    "new, old, revoked",
+    [
+        (
+            "Forget the British spelling, switch back to American English from now on.",
+            "From now on, answer in British English.",
+            True,
+        ),
+        ("Stop using tabs; use spaces from now on.", "Always indent with tabs.", True),
+        ("Always use spaces instead of tabs.", "Always indent with tabs.", True),
+        ("I no longer prefer dark mode, I prefer light themes.", "I prefer dark mode in every editor.", True),
+        ("Don't add emojis to your answers anymore.", "Always add a few emojis to your answers.", True),
+        ("Switch from pytest to unittest in every example.", "Always write the examples' tests with pytest.", True),
+        ("以后不要再用英式英语回答。", "以后请用英式英语回答。", True),
+        # what is revoked must be what the older one says, not a word of the instruction's frame
+        ("Forget the British spelling from now on.", "Always answer in Markdown.", False),
+        ("Stop using answers that are long; keep them short.", "Always use type hints in answers.", False),
+        # no revoking word: two standing instructions side by side
+        ("Always answer in American English.", "Always cite British standards in safety answers.", False),
+    ],
+)
+def test_a_standing_statement_that_says_what_it_revokes_revokes_it(new, old, revoked):
+    from poolsplit_adapters.memory.changes import revokes
+
+    assert revokes(new, old) is revoked
+
+
+def test_a_revoking_instruction_supersedes_the_newest_one_it_names_never_a_fact_or_a_correction():
+    finder = DuplicateFinder(
+        [
+            {"id": "a", "type": "instruction", "content": "From now on, answer in British English."},
+            {"id": "m", "type": "instruction", "content": "Always answer in Markdown."},
+            {"id": "fx", "type": "instruction", "scope": "always", "content": "Use British spelling in legal text."},
+            {"id": "f", "type": "fact", "content": "Our office uses British spelling in contracts."},
+        ]
+    )
+    revoking = {"id": "b", "type": "instruction", "content": "Forget the British spelling, use American English."}
+    assert updates(finder, [revoking]) == ["a"]
+    as_fact = {"id": "g", "type": "fact", "content": "Forget the British spelling, we use American English now."}
+    assert updates(finder, [as_fact]) == [None]  # a fact revokes nothing by this rule
+
+
+def test_a_revoking_instruction_later_in_one_write_supersedes_the_earlier_one():
+    from poolsplit_adapters.memory.changes import batch_updates
+
+    batch = [
+        {"id": "a", "type": "instruction", "content": "From now on, answer in British English."},
+        {"id": "m", "type": "instruction", "content": "Always answer in Markdown."},
+        {"id": "b", "type": "instruction", "content": "Forget the British spelling, switch back to American English."},
+    ]
+    assert batch_updates(batch) == [None, None, 0]
