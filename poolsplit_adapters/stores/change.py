@@ -200,8 +200,11 @@ class Change:
                         % (old, "the entry itself" if old == new else "which follows this entry in its history"),
                     )
                 walked.add(walk)
-                found = current.get(walk, news.get(walk))
+                stored = current.get(walk)
+                found = stored if stored is not None else news.get(walk)
                 walk = None if found is None else found.get("supersedes")
+                if stored is not None and walk not in current:
+                    walk = None  # a stored version's link to a forgotten id: the id reused here is no version of it
             before = current.get(old, news.get(old))
             if before is None:
                 continue  # a forgotten version: the history starts here
@@ -335,15 +338,23 @@ def restated(
 def _reused(named: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:
     """Whether ``named``, an entry of the same write that ``entry``'s
     ``supersedes`` names and that does not name ``entry`` back, holds a
-    forgotten version's id rather than ``entry``'s predecessor: ``entry``
-    carries its ``valid_from`` (a store's version always does) and
-    ``named`` was written after it (a predecessor is older than the
-    version that closed it). Not by position: a hand-written file may
-    list a version before its predecessor, and the link holds then."""
+    forgotten version's id rather than ``entry``'s predecessor. Only for an
+    ``entry`` that carries its ``valid_from`` (a store's version always
+    does, so the write is a store's export): there a closed version names
+    the successor that closed it, so ``named`` is no predecessor of
+    ``entry`` when it names another one, or when it was written no earlier
+    than ``entry`` (a predecessor is older than the version that closed it;
+    a reused id written in the same second as ``entry``, as a store's clock
+    reads a write right after a delete, is no predecessor either). Not by
+    position: a hand-written file may list a version before its
+    predecessor, and the link holds then; a hand-written file that gives a
+    closed version a second successor is refused (a fork)."""
     if entry.get("valid_from") is None:
         return False
+    if named.get("superseded_by"):
+        return True
     written, opened = valid_from(dict(named, valid_from=None)), valid_from(entry)
-    return written is not None and opened is not None and written > opened
+    return written is not None and opened is not None and written >= opened
 
 
 def settle_repeats(

@@ -54,11 +54,14 @@ def same_id_repeats(
     retired, and folding it into the closed version would keep it from ever
     loading again; `returning` gave it its own id before the duplicate
     check. A version of a history (`in_a_history`) is never folded
-    into an entry of another id."""
+    into an entry of another id, nor is an entry already expired when it
+    is written: a store holds an expired entry beside a live one with its
+    text (an expired entry absorbs no repeat, `live`), and its export,
+    imported in whatever order it lists them, must hold both again."""
     by_id = {str(e["id"]): e for e in stored}
     out = list(hits)
     for position, (entry, hit) in enumerate(zip(prepared, hits)):
-        if hit is not None and in_a_history(entry) and hit.kept.get("id") != entry["id"]:
+        if hit is not None and (in_a_history(entry) or is_expired(entry)) and hit.kept.get("id") != entry["id"]:
             out[position] = hit = None  # a version keeps its id (an export's line, re-imported)
         found = by_id.get(str(entry["id"])) if hit is None else None
         if found is not None and same_text(found, entry) and (live(found) or same_sighting(found, entry)):

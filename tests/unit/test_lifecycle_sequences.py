@@ -186,8 +186,8 @@ class Run:
                 if (e["content"], e.get("namespace"), e.get("scope"))
                 == (entry["content"], entry.get("namespace"), entry.get("scope"))
             ]
-            if entry.get("supersedes") is not None:  # a version of a history keeps its own id
-                same = []
+            if entry.get("supersedes") is not None or entry.get("expires") == PAST:
+                same = []  # a version of a history, an entry expired already: each keeps its own id
             expected.append(same[0] if same else None)
             if not same and entry.get("expires") != PAST:  # an expired entry absorbs no repeat
                 batch.append((entry, entry["id"]))

@@ -726,3 +726,81 @@ def test_a_thread_id_holding_nul_still_demotes_and_remembers_and_nul_alone_is_em
     assert sources == {'thread:"t\\u0000x"', 'agent:thread:"t\\u0000x"'}  # quoted: not an id of visible characters
     gate = WriteGate()
     assert gate.propose("\x00 \ud800", type="note", source="s", namespace="n").refused is Refusal.EMPTY
+
+
+# -- an export re-imported holds what the store held --------------------------------------
+
+
+def _export_import(store: Any, tmp_path: pathlib.Path, kind: str) -> Any:
+    import io
+
+    from poolsplit_adapters.stores.files import dump_store, load_store
+
+    out = io.StringIO()
+    dump_store(store.entries(), out)
+    path = tmp_path / "export.jsonl"
+    path.write_text(out.getvalue(), encoding="utf-8")
+    (tmp_path / "again").mkdir()
+    again = STORES[kind](tmp_path / "again")
+    report = again.write(load_store(path, for_writing=True))
+    assert report.duplicates == []
+    return again
+
+
+def _links(store: Any) -> Dict[str, Any]:
+    return {e["id"]: (e.get("supersedes"), e.get("superseded_by")) for e in store.entries()}
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_a_deleted_versions_id_reused_in_the_same_second_is_no_predecessor_after_an_import(kind, tmp_path):
+    store = STORES[kind](tmp_path)
+    store.write([note("Invoices are sent on the first business day.", "a", "2026-07-01T00:00:00Z", id="e1")])
+    store.supersede("e1", {"id": "e2", "type": "note", "content": "Quarterly reviews happen in the big room."})
+    store.delete("e1")
+    # a new entry under the deleted version's id, in the same second as e2's version
+    store.write([note("Never deploy on a Friday afternoon.", "b", store.get("e2")["valid_from"], id="e1")])
+    before = _links(store)
+    assert before == {"e2": ("e1", None), "e1": (None, None)}
+    assert _links(_export_import(store, tmp_path, kind)) == before
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_a_dangling_link_beside_the_version_that_closed_the_reused_id_imports_as_it_was(kind, tmp_path):
+    store = STORES[kind](tmp_path)
+    store.write([note("Invoices are sent on the first business day.", "a", "2026-07-01T00:00:00Z", id="e1")])
+    store.supersede("e1", {"id": "e3", "type": "note", "content": "Quarterly reviews happen in the big room."})
+    store.delete("e1")
+    store.write([note("Never deploy on a Friday afternoon.", "b", "2026-07-02T00:00:00Z", id="e1")])
+    store.supersede("e1", {"id": "e6", "type": "note", "content": "Coffee beans come from the corner roaster."})
+    before = _links(store)
+    assert before == {"e3": ("e1", None), "e1": (None, "e6"), "e6": ("e1", None)}
+    assert _links(_export_import(store, tmp_path, kind)) == before
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_an_expired_entry_beside_a_live_one_with_its_text_imports_as_two(kind, tmp_path):
+    store = STORES[kind](tmp_path)
+    text = "Never deploy on a Friday afternoon."
+    store.write([note(text, "a", "2026-06-01T00:00:00Z", id="old", expires="2026-07-01T00:00:00Z")])
+    store.write([note(text, "b", "2026-06-02T00:00:00Z", id="new", expires="2099-01-01T00:00:00Z")])
+    assert sorted(e["id"] for e in store.entries()) == ["new", "old"]
+    # listed live first, the expired line is no repeat of it
+    entries = sorted(store.entries(), key=lambda e: e["id"])
+    (tmp_path / "again").mkdir()
+    again = STORES[kind](tmp_path / "again")
+    assert again.write(entries).duplicates == []
+    assert sorted(e["id"] for e in again.entries()) == ["new", "old"]
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_supersede_by_a_forgotten_predecessors_id_is_no_cycle(kind, tmp_path):
+    store = STORES[kind](tmp_path)
+    store.write([note("Coffee beans come from the corner roaster.", "a", "2026-07-01T00:00:00Z", id="e2")])
+    store.delete("e2")
+    # e5 names the forgotten e2 as its predecessor (an old export's line): a dangling link
+    store.write(
+        [note("The staging database lives on host db-7.", "b", "2026-07-02T00:00:00Z", id="e5", supersedes="e2")]
+    )
+    new = {"id": "e2", "type": "note", "content": "The staging database lives on host db-9."}
+    assert store.supersede("e5", new) == "e2"
+    assert _links(store) == {"e5": ("e2", "e2"), "e2": ("e5", None)}
