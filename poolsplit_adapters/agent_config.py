@@ -38,9 +38,10 @@ class RecallConfig:
 
     Attributes:
         total_tokens: with ``pools="auto"``, the token budget each call's
-            task-aware plan shares out (None: the presets' default), entries'
+            task-aware plan shares out (required with ``"auto"``), entries'
             texts and markers counted.
-        total_entries: with ``pools="auto"``, the entry budget shared out.
+        total_entries: with ``pools="auto"``, the entry budget shared out
+            (None: as many entries as the tokens allow).
         fetch_k: per-type recall size for indexed stores and vector stores
             (None: every item for a LangGraph store; 20 for a vector store,
             its first round, grown while a pool's budget has room).

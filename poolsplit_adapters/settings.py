@@ -182,7 +182,9 @@ class AdapterSettings(BaseModel):
         )
     )
     total_tokens: Optional[int] = Field(default=None, description="pools='auto': the token budget to share out.")
-    total_entries: Optional[int] = Field(default=None, description="pools='auto': the entry budget to share out.")
+    total_entries: Optional[int] = Field(
+        default=None, description="pools='auto': the entry budget to share out (None: as many as the tokens allow)."
+    )
     goal: Optional[str] = Field(default=None, description="pools='auto': the task's goal (per call: goal=).")
     action_type: Optional[str] = Field(
         default=None, description="pools='auto': what the agent is doing (per call: action_type=)."

@@ -47,9 +47,9 @@ with :class:`~poolsplit_adapters.langchain.PoolSplitMemoryMiddleware`
 
 Paths, per budget ``B`` (tokens: tiktoken ``o200k_base``):
 
-* ``agent auto`` (``pools="auto", total_tokens=B``, ``embeddings=``; ``"auto"``
-  also requires ``total_entries``, which has no default: ``B``, so that
-  only tokens bind),
+* ``agent auto`` (``pools="auto", total_tokens=B``, ``embeddings=``;
+  ``total_entries`` left at its default, as many entries as the tokens
+  allow, so that only tokens bind),
   ``agent auto, no embeddings=``, and ``agent explicit plan`` (the plan
   docs/adapters/agents.md writes by hand: corrections, ``standing`` 256
   tokens for the user's instructions and preferences, then ``facts`` (facts
@@ -239,13 +239,9 @@ def _middleware(plan: str, budget: int, now: datetime.datetime, cached: CachedEm
 
     options: Dict[str, Any] = {"namespace": NAMESPACE, "write": WriteConfig(remember=False), "now": now}
     if plan == "agent auto":
-        return PoolSplitMemoryMiddleware(
-            "auto", **options, recall=RecallConfig(total_tokens=budget, total_entries=budget, embeddings=cached)
-        )
+        return PoolSplitMemoryMiddleware("auto", **options, recall=RecallConfig(total_tokens=budget, embeddings=cached))
     if plan == "agent auto, no embeddings=":
-        return PoolSplitMemoryMiddleware(
-            "auto", **options, recall=RecallConfig(total_tokens=budget, total_entries=budget)
-        )
+        return PoolSplitMemoryMiddleware("auto", **options, recall=RecallConfig(total_tokens=budget))
     if plan == "agent explicit plan":
         return PoolSplitMemoryMiddleware(explicit_plan(budget), **options, recall=RecallConfig(embeddings=cached))
     raise ValueError(plan)
@@ -379,7 +375,7 @@ class LlamaReplayed:
         from poolsplit_adapters.llama_index import poolsplit_memory_blocks
 
         return poolsplit_memory_blocks(
-            [], "auto", store=self.durable, total_tokens=budget, total_entries=budget, embeddings=self.embed, now=now
+            [], "auto", store=self.durable, total_tokens=budget, embeddings=self.embed, now=now
         )
 
     def contexts(self, conversation: Dict[str, Any], budget: int) -> List[Dict[str, str]]:

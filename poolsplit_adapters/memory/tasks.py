@@ -38,6 +38,7 @@ extend them with `extend_signals` or pass your own.
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from dataclasses import dataclass
 from fractions import Fraction
@@ -57,6 +58,7 @@ __all__ = [
     "DEFAULT_PRESETS",
     "DEFAULT_SIGNALS",
     "FALLBACK_TYPE",
+    "KNOWN_TYPES",
     "SIGNAL_FIELDS",
     "SIGNAL_WEIGHTS",
     "STANDING_FLOOR",
@@ -365,8 +367,10 @@ STANDING_POOL = "standing"
 
 
 class StandingUnplannedWarning(UserWarning):
-    """An explicit pool plan admits neither of the user's standing types
-    while the write path stores them (`warn_unplanned_standing`).
+    """An explicit pool plan admits in no pool a type the write path stores
+    (the user's standing types, facts, the turns it demotes), or names a
+    type one slip away from a known one (``"episodes"``, ``"corection"``),
+    which no entry has (`warn_unplanned_standing`).
 
     Example:
         ```python
@@ -377,6 +381,14 @@ class StandingUnplannedWarning(UserWarning):
     """
 
 
+#: The entry types this package writes or reads by name: a plan's type one
+#: slip away from one of these (and not one of them) is a typo
+#: (`warn_unplanned_standing`).
+KNOWN_TYPES: Tuple[str, ...] = tuple(sorted(set(CORRECTION_TYPES + STANDING_TYPES).union(*COLLECTIONS.values())))
+#: The type of the turns the write path demotes.
+EPISODE = "episode"
+
+
 def warn_unplanned_standing(
     owner: str,
     pools: Union[Sequence[Pool], str],
@@ -385,35 +397,56 @@ def warn_unplanned_standing(
     stacklevel: int = 4,
     gate: str = "write_gate=WriteGate(standing=None)",
 ) -> None:
-    """Warn once, where a memory is built, when its write path recognises
-    the user's standing instructions, preferences and facts (``recognising``:
-    the write gate's ``standing`` rules are on) but an explicit plan
-    ``pools`` admits one of those types (`STANDING_TYPES`, ``fact``) in no
-    pool: those entries would be written and never load, and recall, which
-    asks only for the plan's types, would not even report them. ``"auto"``
-    and the presets plan them (`task_pools`). Why a warning and not an error: a
-    host may want them stored for another reader, and says so by
+    """Warn once, where a memory is built, when an explicit plan ``pools``
+    admits in no pool a type its write path stores: the turns it demotes
+    (``episode``) and, when it recognises the user's standing
+    instructions, preferences and facts (``recognising``: the write gate's
+    ``standing`` rules are on), `STANDING_TYPES` and ``fact``. Those
+    entries would be written and never load, and recall, which asks only
+    for the plan's types, would not even report them. A pool type one slip
+    away from a `KNOWN_TYPES` one (``"episodes"``, ``"corection"``: no
+    entry has it) is named with the type meant, whether or not it leaves a
+    written type unadmitted (a misspelt correction type would keep every
+    correction from loading). ``"auto"`` and the presets plan them all
+    (`task_pools`). Why a warning and not an error: a host may want entries
+    stored for another reader, or have a type of its own, and says so by
     ``warnings.filterwarnings``; or turns the recognition off
     (``WriteGate(standing=None)``, given as ``gate`` says)."""
-    if not recognising or isinstance(pools, str):
+    if isinstance(pools, str):
         return
-    missing = [t for t in STANDING_TYPES + (FACT,) if not any(pool.admits(t) for pool in pools)]
+    written = (EPISODE,) + (STANDING_TYPES + (FACT,) if recognising else ())
+    missing = [t for t in written if not any(pool.admits(t) for pool in pools)]
+    slips = [
+        "pool %r names %r: did you mean %r?" % (pool.name, named, close[0])
+        for pool in pools
+        for named in pool.types or ()
+        if named not in KNOWN_TYPES
+        for close in [difflib.get_close_matches(named, KNOWN_TYPES, n=1, cutoff=0.8)]
+        if close
+    ]
+    if not missing and not slips:
+        return
+    fixes = []
+    if set(missing) & set(STANDING_TYPES):
+        fixes.append("add Pool(%r, %d, 20, %r) after the corrections" % (STANDING_POOL, STANDING_FLOOR, STANDING_TYPES))
+    fixes += ["name %r in a pool" % t for t in (FACT, EPISODE) if t in missing]
+    said = []
     if missing:
-        fixes = []
-        if set(missing) & set(STANDING_TYPES):
-            fixes.append(
-                "add Pool(%r, %d, 20, %r) after the corrections" % (STANDING_POOL, STANDING_FLOOR, STANDING_TYPES)
-            )
-        if FACT in missing:
-            fixes.append("name %r in a pool" % FACT)
-        named = ", ".join(missing[:-1]) + " and " + missing[-1] if len(missing) > 1 else missing[0]
-        warnings.warn(
-            "%s: the write path stores the user's %s entries but no pool admits them: they would never load;"
-            " %s (docs/lifecycle.md), or pass %s to store none"
-            " (from poolsplit_adapters.memory import WriteGate)" % (owner, named, " and ".join(fixes), gate),
-            StandingUnplannedWarning,
-            stacklevel=stacklevel,
+        user = [t for t in missing if t != EPISODE]
+        named = ", ".join(user[:-1]) + " and " + user[-1] if len(user) > 1 else "".join(user)
+        stored = (["the user's %s entries" % named] if user else []) + (
+            ["the turns it demotes (episode entries)"] if EPISODE in missing else []
         )
+        off = ", or pass %s to store none (from poolsplit_adapters.memory import WriteGate)" % gate if user else ""
+        said.append(
+            "the write path stores %s but no pool admits them: they would never load; %s (docs/lifecycle.md)%s"
+            % (" and ".join(stored), " and ".join(fixes), off)
+        )
+    warnings.warn(
+        "%s: %s" % (owner, "; ".join(slips + said)),
+        StandingUnplannedWarning,
+        stacklevel=stacklevel,
+    )
 
 
 #: The standing pool's share of ``total_tokens``, taken before the preset
@@ -739,19 +772,25 @@ def resolve_pools(
         found.type  # "debugging" (the message stands in for the missing goal)
         ```
 
+    ``total_entries`` None: as many entries as ``total_tokens`` allows (the
+    tokens bind).
+
     Raises:
-        ValueError: ``"auto"`` without both totals, totals (or
+        ValueError: ``"auto"`` without ``total_tokens``, totals (or
             ``entry_types``, ``collections``) with explicit pools (they would
             be silently ignored), or another string.
     """
     if isinstance(pools_or_auto, str):
         if pools_or_auto != AUTO:
             raise ValueError("pools must be a sequence of Pool objects or %r, got %r" % (AUTO, pools_or_auto))
-        if total_tokens is None or total_entries is None:
+        if total_tokens is None:
             raise ValueError(
-                "pools='auto' needs total_tokens and total_entries (the budget to share out; the agent "
-                "middleware and the search tool take them as recall=RecallConfig(total_tokens=..., total_entries=...))"
+                "pools='auto' needs total_tokens, the token budget it shares out (total_tokens= to a retriever, a "
+                "compressor or the LlamaIndex blocks; recall=RecallConfig(total_tokens=...) to the agent middleware "
+                "and the search tool)"
             )
+        if total_entries is None:
+            total_entries = total_tokens  # as many entries as the tokens allow: an entry costs one at least
         chosen = COLLECTIONS if collections is None else {**COLLECTIONS, **collections}
         return _detect_and_plan(context, total_tokens, total_entries, presets, signals, chosen, entry_types)
     if total_tokens is not None or total_entries is not None:

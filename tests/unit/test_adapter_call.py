@@ -81,7 +81,7 @@ def test_the_default_token_counter_is_the_frameworks_and_resolved_once():
     ],
 )
 def test_a_bad_plan_fails_at_construction_with_one_error_shape(build: Callable[..., Any]):
-    with pytest.raises(ArgumentError, match="needs total_tokens and total_entries"):
+    with pytest.raises(ArgumentError, match="needs total_tokens, the token budget"):
         build(pools="auto")
     with pytest.raises(ArgumentError, match="apply only to pools='auto'"):
         build(pools=POOLS, total_tokens=10)

@@ -63,3 +63,27 @@ def test_a_plan_with_room_for_them_or_no_recognition_is_quiet(build):
     with warnings.catch_warnings():
         warnings.simplefilter("error", StandingUnplannedWarning)
         build()
+
+
+def test_a_misspelt_type_is_named_with_the_type_meant_and_the_turns_left_unplanned():
+    plan = [
+        Pool("fixes", 0, 0, ("corection",)),
+        Pool("standing", 640, 20, ("instruction", "preference")),
+        Pool("recent", 400, 4, ("fact", "episodes")),
+    ]
+    with pytest.warns(StandingUnplannedWarning) as caught:
+        PoolSplitMemoryMiddleware(plan, namespace=NS)
+    assert [str(w.message) for w in caught] == [
+        "PoolSplitMemoryMiddleware: pool 'fixes' names 'corection': did you mean 'correction'?;"
+        " pool 'recent' names 'episodes': did you mean 'episode'?; the write path stores the turns it demotes"
+        " (episode entries) but no pool admits them: they would never load; name 'episode' in a pool"
+        " (docs/lifecycle.md)"
+    ]
+    assert caught[0].filename == __file__
+
+
+def test_a_hosts_own_type_far_from_every_known_one_is_no_slip():
+    plan = [*WITH, Pool("tickets", 100, 3, ("jira_ticket",))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", StandingUnplannedWarning)
+        poolsplit_memory_blocks([], plan)

@@ -314,8 +314,12 @@ def test_resolve_pools_for_adapters():
     assert pools == plan_for_task("review", total_tokens=300, total_entries=6)
     explicit = [Pool("all", 100, 5)]
     assert resolve_pools(explicit, {"phase": "review"}) == (explicit, None)
-    with pytest.raises(ValueError, match="needs total_tokens and total_entries"):
-        resolve_pools("auto", {}, total_tokens=100)
+    with pytest.raises(ValueError, match="needs total_tokens, the token budget"):
+        resolve_pools("auto", {}, total_entries=100)
+    # without total_entries, as many entries as the tokens allow
+    assert resolve_pools("auto", {}, total_tokens=100)[0] == plan_for_task(
+        "implementation", total_tokens=100, total_entries=100
+    )
     with pytest.raises(ValueError, match="apply only to pools='auto'"):
         resolve_pools(explicit, {}, total_tokens=100)
     with pytest.raises(ValueError, match="or 'auto', got 'automatic'"):

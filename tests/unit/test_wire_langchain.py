@@ -115,9 +115,9 @@ def test_auto_pools_read_the_goal_and_fall_back_to_the_query():
 
 
 def test_auto_pools_need_totals_and_explicit_pools_take_none():
-    with pytest.raises(ArgumentError, match="pools='auto' needs total_tokens and total_entries"):
-        PoolSplitRetriever(documents=DOCS, pools="auto", total_tokens=400)
-    with pytest.raises(ArgumentError, match=r"take them as recall=RecallConfig\(total_tokens=\.\.\., total_entries"):
+    with pytest.raises(ArgumentError, match="pools='auto' needs total_tokens, the token budget"):
+        PoolSplitRetriever(documents=DOCS, pools="auto", total_entries=10)
+    with pytest.raises(ArgumentError, match=r"recall=RecallConfig\(total_tokens=\.\.\.\) to the agent middleware"):
         PoolSplitMemoryMiddleware("auto", namespace=("memories", "u"))
     with pytest.raises(ArgumentError, match="apply only to pools='auto'"):
         PoolSplitRetriever(documents=DOCS, pools=PLAN, total_tokens=400)
