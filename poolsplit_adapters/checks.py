@@ -201,6 +201,12 @@ def check_plan(
         )
     except (TypeError, ValueError) as err:
         raise ArgumentError("%s: %s" % (owner, err) if owner else str(err)) from None
+    if value != AUTO and not value:
+        # the core takes an empty plan (it selects nothing); an adapter built on one would load
+        # nothing on any call, corrections included: a mistake, not a plan
+        raise ArgumentError(
+            "%s: an empty plan loads nothing, corrections included: give at least one Pool, or 'auto'" % name
+        )
     return AUTO if value == AUTO else list(value)
 
 

@@ -43,7 +43,7 @@ from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, U
 
 from .cli_postgres import add_postgres_commands
 from .defaults import default_adapter_scorer
-from .poolsplit import EntryError, Selection, Visibility, __version__, as_utc, default_scorer, select
+from .poolsplit import EntryError, Selection, Visibility, __version__, as_utc, default_scorer, near_miss_scope, select
 from .render import DROPPED_SAMPLE, explain, render_context, selection_dict
 from .stores.base import WriteReport
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
@@ -264,6 +264,11 @@ def _entry_from_flags(args: argparse.Namespace) -> Dict[str, Any]:
         raise InputFileError("add: --content (or --json) is required")
     entry = {key: getattr(args, key) for key in ENTRY_FLAGS if getattr(args, key) is not None}
     _moment("--created", args.created)  # a write path names the option, not only the field
+    if near_miss_scope(args.scope):
+        raise InputFileError(
+            "--scope: %r is not exactly 'always': a correction's scope is exact, so it would be stored as"
+            " contextual and never load first" % args.scope
+        )
     if args.tag:
         entry["tags"] = list(args.tag)
     if args.priority is not None:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import collections.abc
 import datetime
+import difflib
 import enum
 import functools
 import itertools
@@ -594,12 +595,15 @@ def visible(text: str) -> str:
 def near_miss_scope(scope: Any) -> bool:
     """Whether ``scope`` reads "always" only up to case, spaces, invisible
     characters or compatibility forms (``"Always"``, ``" always"``,
-    ``"al\u200bways"``, ``"ａｌｗａｙｓ"``): scope is exact, so such an entry is contextual and never
-    loads first; where entries are written or built from metadata, it is refused."""
+    ``"al\u200bways"``, ``"ａｌｗａｙｓ"``) or one slip of typing
+    (``"allways"``, ``"alwyas"``: difflib's ratio above 0.8): scope is
+    exact, so such an entry is contextual and never loads first; where
+    entries are written or built from metadata, it is refused."""
     if not isinstance(scope, str) or scope == "always":
         return False
     # NFKC: a full-width "ａｌｗａｙｓ" reads "always" as well
-    return unicodedata.normalize("NFKC", visible(scope)).strip().casefold() == "always"
+    folded = unicodedata.normalize("NFKC", visible(scope)).strip().casefold()
+    return folded == "always" or difflib.SequenceMatcher(None, folded, "always").ratio() > 0.8
 
 
 #: The largest cost an entry may have (given or counted): every cost and

@@ -179,8 +179,14 @@ def load_pools(path: PathLike) -> List[Pool]:
         missing = sorted({"name", "max_tokens", "max_entries"} - set(table))
         if missing:
             raise InputFileError("%s: pool %d: missing key(s) %s" % (file, number, ", ".join(map(repr, missing))))
+        types = table.get("types")
+        if isinstance(types, str):  # the core's hint is Python's ("fact",); a TOML file lists them
+            raise InputFileError(
+                "%s: pool %d: types must be a list of strings, not the bare string %r (did you mean types = [%s]?)"
+                % (file, number, types, '"%s"' % types)
+            )
         try:
-            pools.append(Pool(table["name"], table["max_tokens"], table["max_entries"], table.get("types")))
+            pools.append(Pool(table["name"], table["max_tokens"], table["max_entries"], types))
         except (TypeError, ValueError) as exc:
             raise InputFileError("%s: pool %d: %s" % (file, number, exc)) from None
     names = [p.name for p in pools]

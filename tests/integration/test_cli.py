@@ -110,7 +110,11 @@ def test_select_json_all_dropped_lists_every_entry(capsys):
         (None, '[[pool]]\nname = "a"\nmax_tokens = 1\nmax_entries = 1\nsize = 3\n', "pool 1: unknown key(s) 'size'"),
         (None, '[[pool]]\nname = "a"\nmax_tokens = -5\nmax_entries = 1\n', "pool 1: Pool 'a': max_tokens must be >= 0"),
         (None, '[[pool]]\nname = "a"\nmax_tokens = 1\n', "pool 1: missing key(s) 'max_entries'"),
-        (None, '[[pool]]\nname = "a"\nmax_tokens = 1\nmax_entries = 1\ntypes = "skill"\n', "bare string 'skill'"),
+        (
+            None,
+            '[[pool]]\nname = "a"\nmax_tokens = 1\nmax_entries = 1\ntypes = "skill"\n',
+            "bare string 'skill' (did you mean types = [\"skill\"]?)",
+        ),
         (None, "[[pool]\n", "invalid TOML"),
     ],
 )
@@ -550,9 +554,10 @@ def test_search_finds_inflections_and_words_of_other_scripts(tmp_path):
     [
         (["--content", "", "--id", "e1"], "entry 'e1' (index 0): field 'content' is empty or blank"),
         (["--content", "   ", "--id", "e1"], "entry 'e1' (index 0): field 'content' is empty or blank"),
-        (["--content", "Use cents.", "--scope", "Always", "--id", "e1"], "field 'scope' is 'Always', not exactly"),
-        (["--content", "Use cents.", "--scope", " always", "--id", "e1"], "field 'scope' is ' always', not exactly"),
+        (["--content", "Use cents.", "--scope", " always", "--id", "e1"], "--scope: ' always' is not exactly"),
         (["--content", "Use cents.", "--created", "yesterday"], "--created: not an ISO-8601 time: 'yesterday'"),
+        (["--content", "Use cents.", "--scope", "allways"], "--scope: 'allways' is not exactly 'always'"),
+        (["--content", "Use cents.", "--scope", "Always"], "--scope: 'Always' is not exactly 'always'"),
         (["--json", '{"id": "e1", "content": "x", "created": "yesterday"}'], "field 'created' is 'yesterday'"),
         (
             ["--json", '{"id": "e1", "content": "x", "valid_until": "never"}'],

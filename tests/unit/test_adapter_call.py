@@ -261,3 +261,29 @@ def test_a_query_that_is_not_a_string_is_refused_by_name_on_every_retriever(quer
     for retriever in (held, store):
         with pytest.raises(ArgumentError, match="the query must be a string, got %s" % type(query).__name__):
             retriever.invoke(query)
+
+
+def test_an_empty_plan_is_refused_at_construction_by_every_adapter():
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware, PoolSplitRetriever
+    from poolsplit_adapters.llama_index import poolsplit_memory_blocks
+
+    builds = [
+        lambda: PoolSplitMemoryMiddleware([], namespace=("memories", "u1")),
+        lambda: PoolSplitRetriever(documents=[], pools=[]),
+        lambda: poolsplit_memory_blocks([], []),
+    ]
+    for build in builds:
+        with pytest.raises(ArgumentError, match=r"^pools: an empty plan loads nothing, corrections included"):
+            build()
+
+
+def test_a_store_of_the_wrong_kind_is_an_argument_error_naming_it():
+    import sqlite3
+
+    from poolsplit_adapters.langchain import PoolSplitMemoryMiddleware
+
+    for wrong in (sqlite3.connect(":memory:"), "memory.db", {}):
+        with pytest.raises(
+            ArgumentError, match=r"store must be a LangGraph BaseStore, .*; got %s$" % type(wrong).__name__
+        ):
+            PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "u1"), store=wrong)

@@ -81,6 +81,13 @@ def test_every_text_comparison_removes_the_invisible_characters() -> None:
     )
     assert words(hidden) == ("do", "not", "deploy", "on", "fridays") and contains(words(hidden), "not deploy")
     assert near_miss_scope("al\u200bways") and near_miss_scope("\u00adAlways")
+    # one slip of typing is refused as well; a scope of another word is not "always" misspelt
+    assert [s for s in ("allways", "alwyas", "alway", "awlays", "ways", "session", "always") if near_miss_scope(s)] == [
+        "allways",
+        "alwyas",
+        "alway",
+        "awlays",
+    ]
     with pytest.raises(EntryError) as caught:
         check_write({"id": "x", "content": "Use cents.", "scope": "al\u200bways"}, 0)
     assert (caught.value.entry_id, caught.value.field) == ("x", "scope")

@@ -45,6 +45,7 @@ from typing import (
 from langgraph.store.base import BaseStore
 
 from ...agent_memory import AgentStore
+from ...errors import ArgumentError
 from ...memory.progressive import ProgressiveLayers
 from ...poolsplit import EntryError, Pool, Selection
 from ...recall import VisibleEntries, present_types
@@ -412,7 +413,7 @@ def backend_for(store: Any, settings: AgentMemorySettings, *, argument: str = "s
         return _ContractBackend(InProcessStore(store, token_counter=settings.token_counter), settings)
     if isinstance(store, MemoryStore):
         return _ContractBackend(contract_of(store), settings)
-    raise TypeError(
+    raise ArgumentError(
         "%s must be a LangGraph BaseStore, a LangChain VectorStore, a list of entries, or a MemoryStore "
         "(add, get, supersede, delete, entries, select, version); got %s" % (argument, type(store).__name__)
     )

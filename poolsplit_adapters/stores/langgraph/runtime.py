@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Callable, Optional, Union
 
 from ...call import AdapterCall
+from ...errors import ArgumentError
 from ...poolsplit import Selection
 from ...settings import AgentMemorySettings
 from ...threads import off_loop
@@ -85,7 +86,7 @@ class RuntimeBackends:
             return self._fixed
         store = getattr(runtime, "store", None)
         if store is None:
-            raise ValueError("%s has no store: pass store= or give one to create_agent(..., store=...)" % self.owner)
+            raise ArgumentError("%s has no store: pass store= or give one to create_agent(..., store=...)" % self.owner)
         with self._lock:
             found = self._runtime_backends.get(id(store))
             if found is None or found[0] is not store:
