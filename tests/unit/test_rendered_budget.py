@@ -17,7 +17,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from strategies import contexts, nows, pools, stores
 
-from poolsplit_adapters import MemoryIndex, Pool, select
+from poolsplit_adapters import EntryError, MemoryIndex, Pool, select
 from poolsplit_adapters.langchain import (
     BaseStoreMemory,
     HashEmbeddings,
@@ -26,7 +26,7 @@ from poolsplit_adapters.langchain import (
     WriteConfig,
 )
 from poolsplit_adapters.langchain.vector_memory import VectorStoreMemory
-from poolsplit_adapters.poolsplit import default_token_counter
+from poolsplit_adapters.poolsplit import MAX_COST, default_token_counter
 from poolsplit_adapters.relevance import RelevanceScorer
 from poolsplit_adapters.render import RenderedCounter, marker_tokens, parse_markers
 from poolsplit_adapters.stores import InProcessStore, SQLiteMemoryStore
@@ -279,3 +279,10 @@ def test_the_index_with_a_marker_cost_ranks_by_words_as_an_index_counting_the_ma
 def test_a_marker_cost_that_is_not_a_count_is_refused_by_name(bad):
     with pytest.raises(ValueError, match=r"marker_cost must be an int >= 0"):
         MemoryIndex([{"content": "x"}]).select([Pool("p", 10, 1)], marker_cost=bad)
+
+
+def test_a_marker_that_puts_a_cost_past_the_largest_names_the_entry():
+    index = MemoryIndex([{"id": "huge", "content": "x"}], token_counter=lambda _text: MAX_COST - 1)
+    with pytest.raises(EntryError, match=r"huge.*above the largest cost"):
+        index.select([Pool("p", 10, 1)], marker_cost=5)
+    assert index.select([Pool("p", 10, 1)], marker_cost=1).chosen == []  # MAX_COST itself: a cost, too big for 10
