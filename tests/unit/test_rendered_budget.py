@@ -30,6 +30,7 @@ from poolsplit_adapters.poolsplit import MAX_COST, default_token_counter
 from poolsplit_adapters.relevance import RelevanceScorer
 from poolsplit_adapters.render import RenderedCounter, marker_tokens, parse_markers
 from poolsplit_adapters.stores import InProcessStore, SQLiteMemoryStore
+from poolsplit_adapters.stores.chat_memory import ChatMemoryEntries
 from poolsplit_adapters.tokens import load_encoding
 
 NOW = datetime.datetime(2026, 7, 1, tzinfo=datetime.timezone.utc)
@@ -286,3 +287,13 @@ def test_a_marker_that_puts_a_cost_past_the_largest_names_the_entry():
     with pytest.raises(EntryError, match=r"huge.*above the largest cost"):
         index.select([Pool("p", 10, 1)], marker_cost=5)
     assert index.select([Pool("p", 10, 1)], marker_cost=1).chosen == []  # MAX_COST itself: a cost, too big for 10
+
+
+def test_the_llama_index_blocks_store_counts_its_marker_once_when_given_a_marker_cost():
+    # Its counter counts each marker already (RenderedSettings): a
+    # marker_cost from a caller (the agent middleware) is not added again.
+    pools = [Pool("notes", 4000, 20, ("note",))]
+    store = ChatMemoryEntries(_deploy_notes(), pools, now=NOW)
+    plain = [(c.entry["id"], c.cost) for c in store.select(pools).chosen]
+    assert [(c.entry["id"], c.cost) for c in store.select(pools, marker_cost=50).chosen] == plain
+    assert plain[0][1] > store.settings.text_counter(_deploy_notes()[0]["content"])  # its marker is in
