@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 from typing import Any, Callable, List, Tuple
 
@@ -297,3 +298,21 @@ def test_the_llama_index_blocks_store_counts_its_marker_once_when_given_a_marker
     plain = [(c.entry["id"], c.cost) for c in store.select(pools).chosen]
     assert [(c.entry["id"], c.cost) for c in store.select(pools, marker_cost=50).chosen] == plain
     assert plain[0][1] > store.settings.text_counter(_deploy_notes()[0]["content"])  # its marker is in
+
+
+def test_the_async_turn_over_a_store_of_the_contract_counts_the_markers_too():
+    store, text_counter = _sqlite()
+    memory = PoolSplitMemoryMiddleware(
+        [Pool("notes", 400, 20, ("note",))],
+        namespace=("memories", "ana"),
+        store=store,
+        now=NOW,
+        write=WriteConfig(remember=False),
+    )
+    model = ToolCallingFakeModel()
+    agent = create_agent(model, middleware=[memory], checkpointer=InMemorySaver())
+    asyncio.run(agent.ainvoke({"messages": [("user", "when does the deploy train leave?")]}, thread("t1")))
+    cost = text_counter(_deploy_notes()[0]["content"]) + marker_tokens(tokens, "notes")
+    (system,) = [m for m in model.requests[0] if isinstance(m, SystemMessage)]
+    assert len(parse_markers(str(system.content))) == 400 // cost
+    assert rendered_tokens(system) <= 400
