@@ -221,6 +221,7 @@ _COLUMNS: dict[str, str] = {
     "active": "b",
     "always": "b",
     "cost": "q",
+    "counted": "b",  # the cost was counted (no token_count given): a marker_cost applies to it
     "type": "i",
     "priority": "d",
     "created": "q",  # microseconds since year 1; -1 when absent or unparseable
@@ -585,6 +586,7 @@ class _ColumnValues:
             "active": np.fromiter(active, dtype=bool, count=size),
             "always": np.fromiter(map(operator.eq, read("scope"), itertools.repeat("always")), dtype=bool, count=size),
             "cost": np.asarray(costs, dtype=np.int64),
+            "counted": _counted(chunk, read("token_count")),
             "type": np.fromiter(map(self.types.__getitem__, read("type", "note")), dtype=np.int32, count=size),
             "priority": np.fromiter(map(float, read("base_priority", DEFAULT_PRIORITY)), dtype=np.float64, count=size),
             "created": _created_micros(list(read("created"))),
@@ -611,6 +613,7 @@ class _ColumnValues:
             "active": list(active),
             "always": [e.get("scope") == "always" for e in batch],
             "cost": list(costs),
+            "counted": [given_token_count(e) is None for e in batch],
             "type": list(map(self.types.__getitem__, [e.get("type", "note") for e in batch])),
             "priority": [float(e.get("base_priority", DEFAULT_PRIORITY)) for e in batch],
             "created": [-1 if c is None else _micros(c) for c in created],
@@ -1069,13 +1072,30 @@ class MemoryIndex:
         scorer: Optional[Scorer] = None,
         visibility: Optional[Visibility] = None,
         layering: Optional[Layering] = None,
+        marker_cost: int = 0,
         _report: bool = True,
     ) -> Selection:
         """Same result as ``select(index.entries, pools, context, ...)``;
-        ``scorer`` defaults to the index's own."""
+        ``scorer`` defaults to the index's own.
+
+        ``marker_cost`` is added to each cost the index counted (an entry's
+        own ``token_count`` stays as given), for this call only: the tokens
+        a marker adds to each entry rendered into a prompt
+        (``render.RenderedCounter.overhead``). The selection is then the
+        core's with ``token_counter=RenderedCounter(...)`` over the index's
+        counter: what a store's agent middleware passes, so the block the
+        model reads keeps to the budgets on every store.
+
+        Raises:
+            ValueError: ``marker_cost`` is not an int >= 0.
+        """
+        if not (isinstance(marker_cost, int) and not isinstance(marker_cost, bool) and marker_cost >= 0):
+            raise ValueError(
+                "marker_cost must be an int >= 0 (tokens added to each counted cost), got %r" % (marker_cost,)
+            )
         view = active_visibility(visibility)
         used = self._scorer if scorer is None else scorer
-        return self._query(pools, context, now, used, view, report=_report, layering=layering)
+        return self._query(pools, context, now, used, view, report=_report, layering=layering, marker_cost=marker_cost)
 
     @_locked
     def _query(
@@ -1087,9 +1107,15 @@ class MemoryIndex:
         view: Optional[Visibility],
         report: bool,
         layering: Optional[Layering] = None,
+        marker_cost: int = 0,
     ) -> Selection:
         pool_list = check_pools(pools)
-        source, call = _query_source(self, context, now, scorer, view, report)
+        if marker_cost and self._max_cost + marker_cost > MAX_COST:
+            # The core's rule names the entry whose cost, its marker added, is past the largest.
+            for position, entry in enumerate(self._slots):
+                if entry is not None and self._columns["counted"][position]:
+                    entry_cost(entry, _answering(self._columns["cost"][position] + marker_cost), position)
+        source, call = _query_source(self, context, now, scorer, view, report, marker_cost)
         # Frames: caller -> [retrieve_pools ->] select -> _locked wrapper -> _query -> fill_pools.
         selection = fill_pools(pool_list, source, report=report, layering=layering, stacklevel=4 if report else 5)
         note_fallback(selection, call)
@@ -1111,6 +1137,7 @@ def _query_source(
     scorer: Scorer,
     view: Optional[Visibility],
     report: bool,
+    marker_cost: int = 0,
 ) -> tuple[Candidates, Optional[ScorerCall]]:
     """The candidate source of one query of ``index`` (under its lock), and
     the call's scorer whose fallback the selection notes (None: none to
@@ -1118,7 +1145,8 @@ def _query_source(
     default's, a words scorer's, an embedding scorer's: `capabilities`),
     else the stateless best-first source over the index's cached costs and
     activeness, ranked by the scorer itself (time travel, no numpy, any
-    other scorer)."""
+    other scorer). Either source costs each entry as the index counted it
+    plus ``marker_cost`` (an entry's own ``token_count`` as given)."""
     source: Candidates
     found = capabilities(scorer)  # what the scorer can do beyond the core's protocol, asked once
     vectors, by_words = found.vectors, found.words
@@ -1154,24 +1182,37 @@ def _query_source(
     columns = view is None or view.at is None
     call = ScorerCall(embedding) if embedding is not None else None  # what notes the scorer's fallback
     if words is not None and columns:
-        source = _ColumnSource(index, ctx, view, report, words=words, fused=fused, rows=rows, now=now)
+        source = _ColumnSource(
+            index, ctx, view, report, words=words, fused=fused, rows=rows, now=now, marker_cost=marker_cost
+        )
     elif index._numpy and columns and (scorer is default_scorer or vectorised):
-        source = _ColumnSource(index, ScoringContext(context, now), view, report, embedding, rows=rows, now=now)
+        ctx = ScoringContext(context, now)
+        source = _ColumnSource(index, ctx, view, report, embedding, rows=rows, now=now, marker_cost=marker_cost)
     else:
         if call is None or by_words is not None:  # a words scorer's own call, not its embedder's
             call = prepare_scorer(scorer, context, now)
         alive = [p for p, e in enumerate(index._slots) if e is not None]
         active = {id(index._slots[p]): bool(index._columns["active"][p]) for p in alive}
-        cost = index._columns["cost"]
+        cost, counted = index._columns["cost"], index._columns["counted"]
         source = BestFirstCandidates(
             [index._slots[p] for p in alive],  # type: ignore[misc]
             call,
             is_active=lambda entry: active[id(entry)],
             visibility=view,
-            costs=[cost[p] for p in alive],
+            costs=[cost[p] + marker_cost if counted[p] else cost[p] for p in alive],
             now=now,
         )
     return source, call
+
+
+def _counted(chunk: Sequence[Mapping[str, Any]], given: Iterable[Any]) -> Any:
+    """Twin of ``given_token_count(e) is None`` over a chunk of plain dicts:
+    True where the cost was counted. Only an entry with some ``token_count``
+    (rare) asks the core's rule."""
+    counted = np.fromiter(map(operator.is_, given, itertools.repeat(None)), dtype=bool, count=len(chunk))
+    for k in np.flatnonzero(~counted).tolist():
+        counted[k] = given_token_count(chunk[k]) is None
+    return counted
 
 
 def _checked(batch: Sequence[Mapping[str, Any]], start: int) -> bool:
@@ -1215,16 +1256,19 @@ class _ColumnSource:
         now: Optional[datetime.datetime] = None,
         fused: Any = None,
         rows: Optional[_Rows] = None,
+        marker_cost: int = 0,
     ) -> None:
         self.owner, self.embedding, self.words, self.fused, self.rows = index, embedding, words, fused, rows
         self.slots: Sequence[Optional[Mapping[str, Any]]] = index._slots
         assert index._ties is not None
         self.ties: TieKeys = index._ties
         size = self.size = len(self.slots)
-        self.max_cost = index._max_cost
+        self.max_cost = index._max_cost + marker_cost
         # Views of the index's columns, valid while the query holds the lock
         # (see detach).
         col = {name: index._view(name) for name in _COLUMNS}
+        if marker_cost:  # this call's costs: each counted one plus the marker (a copy, the index's stay)
+            col["cost"] = col["cost"] + np.where(col["counted"], marker_cost, 0)
         self.col = col
         self.ctx = ctx
         self.visible = col["alive"] & col["active"]

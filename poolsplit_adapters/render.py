@@ -156,7 +156,9 @@ class RenderedCounter:
     instruction's text: counted apart, a 1,024-token budget injected twice
     that. A ``token_count`` a host gives is taken as given (the core's
     rule). The marker is counted on the first count, not when the counter
-    is made: building an adapter loads no tokenizer.
+    is made: building an adapter loads no tokenizer. ``overhead``, when
+    given, is that count already made (a store passes on the one its caller
+    counted: ``marker_cost``).
 
     Example:
         ```python
@@ -165,11 +167,17 @@ class RenderedCounter:
         ```
     """
 
-    def __init__(self, inner: Callable[[str], int], pool: Optional[str] = None, layer: str = "full") -> None:
+    def __init__(
+        self,
+        inner: Callable[[str], int],
+        pool: Optional[str] = None,
+        layer: str = "full",
+        overhead: Optional[int] = None,
+    ) -> None:
         self.inner = inner
         self.pool = pool
         self.layer = layer
-        self._overhead: Optional[int] = None
+        self._overhead: Optional[int] = overhead
 
     @property
     def overhead(self) -> int:

@@ -18,7 +18,7 @@ The two defaults a caller may leave out are chosen in one place each:
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any, ClassVar, Optional, TypeVar, Union
 
@@ -42,6 +42,7 @@ __all__ = [
     "default_adapter_counter",
     "default_adapter_scorer",
     "embedding_scorer_for",
+    "recall_options",
     "rendered_counter",
 ]
 
@@ -93,6 +94,23 @@ def rendered_counter(counter: TokenCounter, data: dict[str, Any]) -> RenderedCou
         names = [pool.name for pool in pools]
     layer = "summary" if data.get("progressive") else "full"
     return RenderedCounter(counter, max(names, key=len, default=None), layer)
+
+
+def recall_options(options: dict[str, Any], held: Mapping[str, Any], framework: Framework) -> dict[str, Any]:
+    """A vector memory's ``select`` options (a store's) as its retriever's
+    settings, in place: ``layering`` turns progressive loading on, and
+    ``marker_cost`` (what [`MemoryIndex.select`][poolsplit_adapters.index.MemoryIndex.select]
+    adds to each counted cost) makes the counter (the call's, else
+    ``held``'s, the memory's own options, else the framework's default) a
+    `RenderedCounter` with that overhead: an entry's ``token_count`` stays
+    as given, every other cost gets its marker, as on the other stores."""
+    if options.pop("layering", None) is not None:
+        options["progressive"] = True
+    marker_cost = options.pop("marker_cost", 0)
+    if marker_cost:
+        counter = options.get("token_counter") or held.get("token_counter") or default_adapter_counter(framework)
+        options["token_counter"] = RenderedCounter(counter, overhead=marker_cost)
+    return options
 
 
 def _resolved(
@@ -312,6 +330,22 @@ class RenderedSettings(AdapterSettings):
     """
 
     rendered: ClassVar[bool] = True
+
+    @property
+    def text_counter(self) -> TokenCounter:
+        """The counter of an entry's text alone (``token_counter`` without
+        the marker): what a store the holder builds counts with, the marker
+        coming per call (`marker_cost`), so it is counted once."""
+        counter = self.token_counter
+        return counter.inner if isinstance(counter, RenderedCounter) else counter
+
+    @property
+    def marker_cost(self) -> int:
+        """The tokens ``token_counter`` adds to each count: a marker's
+        (`RenderedCounter.overhead`), what a store of the contract adds to
+        each cost it counted (``select(..., marker_cost=...)``)."""
+        counter = self.token_counter
+        return counter.overhead if isinstance(counter, RenderedCounter) else 0
 
 
 class AgentMemorySettings(RenderedSettings):

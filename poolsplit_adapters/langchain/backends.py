@@ -24,7 +24,7 @@ def _vector_memory(store: VectorStore, settings: AgentMemorySettings) -> VectorS
     pool by the retriever. Its version counts the writes made through it: a
     selection is reused within a step unless the middleware itself wrote; a
     document added by another path during a step shows from the next step on."""
-    options: Dict[str, Any] = {"token_counter": settings.token_counter}
+    options: Dict[str, Any] = {"token_counter": settings.text_counter}  # the marker comes per call
     if settings.fetch_k is not None:
         options["fetch_k"] = settings.fetch_k
     return VectorStoreMemory(store, **options)

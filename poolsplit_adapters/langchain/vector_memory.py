@@ -19,6 +19,7 @@ from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 from langchain_core.vectorstores import VectorStore
 
 from ..poolsplit import Pool, ScoringContext, Selection
+from ..settings import Framework, recall_options
 from ..stores.vectorstores.langchain_documents import entry_to_document
 from ..stores.vectorstores.langchain_memory import ListsDocuments, VectorStoreEntries
 from .retriever import PoolSplitRetriever
@@ -67,19 +68,16 @@ class VectorStoreMemory(VectorStoreEntries):
         recall plan); ``options`` override the constructor's."""
         return PoolSplitRetriever.from_vectorstore(self.store, pools, **{**self.retriever_options, **options})
 
-    @staticmethod
-    def _call(context: Optional[Mapping[str, Any]], options: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
+    def _call(self, context: Optional[Mapping[str, Any]], options: Dict[str, Any]) -> Tuple[str, Dict[str, Any]]:
         ScoringContext(context, None)  # the core's check of a context, as every store's select
         context = context or {}
-        if options.pop("layering", None) is not None:
-            options["progressive"] = True
+        recall_options(options, self.retriever_options, Framework.LANGCHAIN)
         return str(context.get("message") or ""), {"tags": context.get("tags"), "project": context.get("project")}
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """Recall per pool from the store, then select (the retriever's
         selection). ``options``: the retriever's settings (``now``,
-        ``scorer``, ``visibility``, ...); ``layering`` turns on progressive
-        loading."""
+        ``scorer``, ``visibility``, ...) and a store's (``settings.recall_options``)."""
         query, keywords = self._call(context, options)
         retriever = self.retriever(pools, **options)
         retriever.invoke(query, **keywords)

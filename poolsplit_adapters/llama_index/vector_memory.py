@@ -17,6 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 from llama_index.core import VectorStoreIndex
 
 from ..poolsplit import Pool, ScoringContext, Selection
+from ..settings import Framework, recall_options
 from ..stores.vectorstores.llama_index_memory import VectorIndexEntries
 from .retriever import PoolSplitRetriever
 
@@ -63,12 +64,10 @@ class VectorIndexMemory(VectorIndexEntries):
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """Recall per pool from the index, then select (the retriever's
         selection). ``options``: the retriever's settings (``now``,
-        ``scorer``, ``visibility``, ...); ``layering`` turns on progressive
-        loading."""
+        ``scorer``, ``visibility``, ...) and a store's (``settings.recall_options``)."""
         ScoringContext(context, None)  # the core's check of a context, as every store's select
         context = context or {}
-        if options.pop("layering", None) is not None:
-            options["progressive"] = True
+        recall_options(options, self.retriever_options, Framework.LLAMA_INDEX)
         retriever = self.retriever(pools, **options)
         _, selection = retriever.retrieve_with_selection(
             str(context.get("message") or ""), tags=context.get("tags"), project=context.get("project")

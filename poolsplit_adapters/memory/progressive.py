@@ -380,14 +380,6 @@ class ProgressiveLayers(Layering):
         # the deepening pass re-fills the same list, its summaries counted.
         self._offered: Dict[str, List[Candidate]] = {}
 
-    def counting(self, token_counter: Callable[[str], int]) -> ProgressiveLayers:
-        """These layers, not yet used, counting with ``token_counter``: a
-        store that costs its entries with its own counter must see each
-        summary counted alike, or the cheaper layer looks dearer."""
-        return ProgressiveLayers(
-            token_counter, detail=self.detail, sufficient=self.sufficient, timeline_share=self.timeline_share
-        )
-
     def pick(self, pool: Pool, candidates: Candidates, group: Any) -> List[Tuple[int, float, int, str]]:
         """The pool's picks without depth (the core's step 3c)."""
         if not pool.loads_contextual:

@@ -329,6 +329,7 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
         this store's scorer (the adapters' default, or ``embeddings=``'s
         fused one) unless ``scorer=`` is given."""
         options.setdefault("scorer", self.settings.scorer)
+        options.pop("marker_cost", None)  # its counter counts each marker already (RenderedSettings)
         if self.long_term is None:
             return note_expired(self.index.select(pools, context, **options))
         key = self.version

@@ -195,7 +195,7 @@ class InProcessStore(StoreVerbs):
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over the current content
         ([`MemoryIndex.select`][]'s options: ``now``, ``scorer``,
-        ``visibility``, ``layering``); what expired by ``now`` (default: the
+        ``visibility``, ``layering``, ``marker_cost``); what expired by ``now`` (default: the
         clock) is reported ``expired`` and named in ``notes["expired"]``."""
         options["now"] = options.get("now") or self._clock()
         with self._lock:

@@ -66,14 +66,22 @@ class ProtocolStore(StoreVerbs):
         )
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
-        return self.store.select(pools, context, **options)
+        """The host store's ``select``; ``marker_cost`` (the agent
+        middleware's marker per counted cost, see
+        [`MemoryIndex.select`][poolsplit_adapters.index.MemoryIndex.select]) only when it names that
+        keyword: the core's ``select``, which a host's store usually calls
+        with its options, takes no such keyword (it counts a marker with
+        ``token_counter=RenderedCounter(...)``)."""
+        return self.store.select(pools, context, **_named(self.store.select, options))
 
     async def aselect(
         self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any
     ) -> Selection:
         """The host store's ``aselect`` when it has one, else its ``select``."""
         own = getattr(self.store, "aselect", None)
-        return await own(pools, context, **options) if own is not None else self.select(pools, context, **options)
+        if own is None:
+            return self.select(pools, context, **options)
+        return await own(pools, context, **_named(own, options))  # type: ignore[no-any-return]
 
     def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
         """The host store's ``put_many`` when it has one, else its ``add``;
@@ -121,6 +129,17 @@ def _takes_history(delete: Any) -> bool:
     except (TypeError, ValueError):
         return True
     return any(p.kind is p.VAR_KEYWORD or (p.name == "history" and p.kind is not p.POSITIONAL_ONLY) for p in parameters)
+
+
+def _named(select: Any, options: Dict[str, Any]) -> Dict[str, Any]:
+    """``options`` without ``marker_cost`` unless ``select`` names it."""
+    if "marker_cost" not in options:
+        return options
+    try:
+        named = "marker_cost" in inspect.signature(select).parameters
+    except (TypeError, ValueError):
+        named = False
+    return options if named else {k: v for k, v in options.items() if k != "marker_cost"}
 
 
 def contract_of(store: MemoryStore) -> StoreVerbs:

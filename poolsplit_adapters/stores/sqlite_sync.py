@@ -101,7 +101,8 @@ class IndexInStep:
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over the store's current content, every
         process's committed writes included; ``options`` as
-        [`MemoryIndex.select`][] (``now``, ``scorer``, ``visibility``)."""
+        [`MemoryIndex.select`][] (``now``, ``scorer``, ``visibility``,
+        ``layering``, ``marker_cost``)."""
         with self._lock:
             options["now"] = options.get("now") or self._clock()
             return note_expired(self._synced().select(pools, context, **options))

@@ -8,6 +8,7 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
+from poolsplit_adapters import MemoryIndex, Pool, select
 from poolsplit_adapters.stores.memory import InProcessStore
 from poolsplit_adapters.stores.protocol_store import ProtocolStore
 from poolsplit_adapters.stores.sqlite import SQLiteMemoryStore
@@ -74,3 +75,40 @@ def test_delete_without_history_is_refused_when_the_hosts_delete_has_no_such_fla
         "versions too; nothing was deleted"
     )
     assert [e["id"] for e in own.entries()] == ["fix-1", "fix-2"]
+
+
+NOTE = {"id": "n1", "type": "note", "content": "Deploys go out on Tuesdays."}
+
+
+class PassesOn:
+    """A host's store whose select is the core's over its entries, its options passed on."""
+
+    def __init__(self) -> None:
+        self.given: List[Dict[str, Any]] = []
+
+    def select(self, pools: Any, context: Any = None, **options: Any) -> Any:
+        self.given.append(dict(options))
+        return select([NOTE], pools, context, **options)
+
+
+class NamesIt:
+    """A host's store whose select names marker_cost (an index's, here)."""
+
+    def __init__(self) -> None:
+        self.given: List[int] = []
+
+    def select(self, pools: Any, context: Any = None, *, marker_cost: int = 0, **options: Any) -> Any:
+        self.given.append(marker_cost)
+        return MemoryIndex([NOTE]).select(pools, context, marker_cost=marker_cost, **options)
+
+
+def test_marker_cost_reaches_a_hosts_select_only_when_it_names_it():
+    pools = [Pool("notes", 100, 3)]
+    text = select([NOTE], pools).chosen[0].cost
+    # The core's select takes no marker_cost: a select passing its options on to it is not given one.
+    passes_on = PassesOn()
+    assert [c.cost for c in ProtocolStore(passes_on).select(pools, None, marker_cost=9).chosen] == [text]  # type: ignore[arg-type]
+    assert passes_on.given == [{}]
+    names_it = NamesIt()
+    assert [c.cost for c in ProtocolStore(names_it).select(pools, None, marker_cost=9).chosen] == [text + 9]  # type: ignore[arg-type]
+    assert names_it.given == [9]

@@ -49,7 +49,6 @@ from ...errors import ArgumentError
 from ...memory.progressive import ProgressiveLayers
 from ...poolsplit import EntryError, Pool, Selection
 from ...recall import VisibleEntries, present_types
-from ...render import RenderedCounter
 from ...settings import AgentMemorySettings
 from ...threads import off_loop
 from ..base import MemoryStore, StoreVerbs
@@ -360,13 +359,14 @@ class _ContractBackend(Backend):
         s = self.settings
         # layering= only when progressive: a contract store's select then
         # must take it (MemoryIndex.select does), and a plain one need not.
-        # Such a store costs its entries' text with its own counter, no
-        # marker: its summaries are counted so too (else a summary, marker
-        # added, looks dearer than the full text and never loads).
-        layering = plan.layering
-        if layering is not None and isinstance(layering.token_counter, RenderedCounter):
-            layering = layering.counting(layering.token_counter.inner)
-        extra: Dict[str, Any] = {} if layering is None else {"layering": layering}
+        extra: Dict[str, Any] = {} if plan.layering is None else {"layering": plan.layering}
+        # Such a store costs its entries' text with its own counter: each
+        # counted cost gets the marker the settings' counter adds
+        # (RenderedCounter's overhead), so the rendered block keeps to the
+        # budgets here too, and a summary (counted by the layers with the
+        # marker) never looks dearer than the full text.
+        if s.marker_cost:
+            extra["marker_cost"] = s.marker_cost
         return {"now": s.now, "scorer": s.scorer, "visibility": chain_visibility(chain, s.chain_penalty), **extra}
 
     def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
@@ -410,7 +410,8 @@ def backend_for(store: Any, settings: AgentMemorySettings, *, argument: str = "s
                     "%s[%d] must be an entry mapping, got %s" % (argument, position, type(entry).__name__),
                     index=position,
                 )
-        return _ContractBackend(InProcessStore(store, token_counter=settings.token_counter), settings)
+        # The text counted by the settings' counter; the marker comes with each call (marker_cost).
+        return _ContractBackend(InProcessStore(store, token_counter=settings.text_counter), settings)
     if isinstance(store, MemoryStore):
         return _ContractBackend(contract_of(store), settings)
     raise ArgumentError(

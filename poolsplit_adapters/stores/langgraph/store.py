@@ -73,6 +73,7 @@ from ...poolsplit import (
     check_pools,
 )
 from ...recall import same_vector_space, takes_store_scores, with_query_vector, with_store_scores
+from ...render import RenderedCounter
 from ...reports import select_noted
 from ...tokens import default_counter
 from ..postgres import is_async_postgres_store, is_postgres_store
@@ -118,6 +119,9 @@ class SelectKeywords(TypedDict, total=False):
     """What the query may see (default: this memory's namespace chain)."""
     layering: Optional[Layering]
     """Progressive loading (see [`ProgressiveLayers`][poolsplit_adapters.memory.ProgressiveLayers])."""
+    marker_cost: int
+    """Tokens added to each counted cost: the marker of an entry rendered
+    into a prompt (as [`MemoryIndex.select`][poolsplit_adapters.index.MemoryIndex.select] takes it)."""
 
 
 #: Our searchers of a LangGraph store's ranked searches, each after the
@@ -275,6 +279,7 @@ class BaseStoreMemory(StoreWrites):
         scorer: Optional[Scorer] = None,
         layering: Optional[Layering] = None,
         visibility: Optional[Visibility] = None,
+        marker_cost: int = 0,
     ) -> Selection:
         """Select over a `Recall` (the core selector, unchanged;
         ``scorer``: default the adapters' default scorer
@@ -284,7 +289,8 @@ class BaseStoreMemory(StoreWrites):
         (`takes_store_scores`);
         ``layering``: progressive loading, see
         [`ProgressiveLayers`][poolsplit_adapters.memory.ProgressiveLayers];
-        ``visibility``: default this memory's namespace chain)."""
+        ``visibility``: default this memory's namespace chain;
+        ``marker_cost``: added to each counted cost, `RenderedCounter`'s rule)."""
         used = default_adapter_scorer() if scorer is None else scorer
         model = self.index_embeddings
         message = query_of(context)
@@ -300,7 +306,9 @@ class BaseStoreMemory(StoreWrites):
             pools,
             context,
             scorer=used,
-            token_counter=self._counts.counter,
+            token_counter=RenderedCounter(self._counts.counter, overhead=marker_cost)
+            if marker_cost
+            else self._counts.counter,
             now=now,
             visibility=self.visibility if visibility is None else visibility,
             layering=layering,
