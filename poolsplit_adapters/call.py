@@ -32,13 +32,13 @@ from __future__ import annotations
 import datetime
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Optional, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, List, Optional, TypeVar, Union
 
 from .checks import ArgumentError, check_callable, check_flag, check_k, check_overrides
 from .memory.expiry import note_expired
 from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
-from .memory.tasks import AUTO, TaskDetection, resolve_pools
+from .memory.tasks import AUTO, TaskDetection, resolve_pools, spill_standing, spilled_to
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
 from .recall import FillingRecall, RecallPlan, Search, afill, fill, present_types, store_metric, with_store_scores
 from .reports import record, select_noted
@@ -194,30 +194,50 @@ class AdapterCall:
         """The core ``select`` over ``entries`` (``scorer``: this call's
         view of the scorer, e.g. with a vector store's scores)."""
         options = self.options
-        selection = select_noted(
-            entries,
-            list(options.pools),
-            options.context,
-            scorer=scorer if scorer is not None else self.scorer,
-            token_counter=self.settings.token_counter,
-            now=options.now,
-            visibility=options.visibility,
-            layering=options.layering,
+        return self.annotate(
+            self.filled(
+                lambda pools: select_noted(
+                    entries,
+                    pools,
+                    options.context,
+                    scorer=scorer if scorer is not None else self.scorer,
+                    token_counter=self.settings.token_counter,
+                    now=options.now,
+                    visibility=options.visibility,
+                    layering=options.layering,
+                )
+            )
         )
-        return self.annotate(selection)
 
     def select_in(self, index: MemoryIndex) -> Selection:
         """The same selection from a prepared [`MemoryIndex`][]."""
         options = self.options
-        selection = index.select(
-            list(options.pools),
-            options.context,
-            now=options.now,
-            scorer=self.scorer,
-            visibility=options.visibility,
-            layering=options.layering,
+        return self.annotate(
+            self.filled(
+                lambda pools: index.select(
+                    pools,
+                    options.context,
+                    now=options.now,
+                    scorer=self.scorer,
+                    visibility=options.visibility,
+                    layering=options.layering,
+                )
+            )
         )
-        return self.annotate(selection)
+
+    def filled(self, fill: Callable[[List[Pool]], Selection]) -> Selection:
+        """``fill`` of this call's plan; for a task plan (``pools="auto"``,
+        no progressive layering), filled again when its standing pool's
+        unused room can go to pools that cut entries (`spill_standing`)."""
+        selection = fill(list(self.options.pools))
+        again = self.spilled(selection)
+        return selection if again is None else spilled_to(fill(again), self.options.pools, again)
+
+    def spilled(self, selection: Selection) -> Optional[List[Pool]]:
+        """The plan to fill again after ``selection`` (`filled`), or None."""
+        if self.settings.pools != AUTO or self.options.layering is not None:
+            return None
+        return spill_standing(self.options.pools, selection)
 
     def annotate(self, selection: Selection) -> Selection:
         """5. Record in ``selection.notes`` what this call decided around the

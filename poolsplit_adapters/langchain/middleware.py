@@ -543,8 +543,7 @@ class PoolSplitMemoryMiddleware(AgentMemory, AgentMiddleware[PoolSplitMemoryStat
         context = getattr(request.runtime, "context", None)
         types = lambda: where.source.entry_types(where.chain)  # noqa: E731 - pools="auto": the store's own types
         call, identity = self._recall_call(where, message, last_id, context, types)
-        options = call.options
-        return _Step(where, call, Plan(list(options.pools), options.layering), identity)
+        return _Step(where, call, Plan.of(call), identity)
 
     def _inject(
         self, request: ModelRequest[Any], step: _Step, promoted: PromotedStep, *, reused: bool

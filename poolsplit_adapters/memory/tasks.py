@@ -38,6 +38,7 @@ extend them with `extend_signals` or pass your own.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import warnings
 from dataclasses import dataclass
@@ -45,7 +46,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..poolsplit import MAX_COST, Pool
+from ..poolsplit import MAX_COST, Pool, Reason, Selection
 from ._words import contains, words
 from .standing import FACT
 
@@ -65,6 +66,7 @@ __all__ = [
     "STANDING_MOST",
     "STANDING_POOL",
     "STANDING_TYPES",
+    "SPILLED_NOTE",
     "TASK_TYPES",
     "StandingUnplannedWarning",
     "MatchedSignal",
@@ -77,6 +79,8 @@ __all__ = [
     "planned_pool_names",
     "resolve_pools",
     "share_out",
+    "spill_standing",
+    "spilled_to",
     "task_pools",
     "warn_unplanned_standing",
 ]
@@ -594,6 +598,70 @@ def planned_pool_names(collections: Iterable[str]) -> List[str]:
     one named after a type no collection names (`plan_for_task`, step 4):
     the corrections, the standing pool, the catch-all, the collections."""
     return [CORRECTIONS_POOL, STANDING_POOL, CATCH_ALL, *collections]
+
+
+def spill_standing(pools: Sequence[Pool], selection: Selection) -> Optional[List[Pool]]:
+    """The plan ``pools`` again with the `STANDING_POOL`'s unused tokens
+    given to the pools whose token budget cut entries, or None when there
+    is nothing to move.
+
+    A task plan reserves the standing pool's room before it knows how many
+    instructions and preferences the user has: at 1,024 tokens that is 640,
+    of which a user with five short ones uses some 350. The core fills pools
+    independently (a pool's budget is its own, seed 001), so the room is
+    moved in the plan, between two fills: after a fill in which the standing
+    pool cut nothing for its budget or its cap, its budget becomes what it
+    used (the same entries fit again: they did, in the same order) and the
+    rest goes to the pools that cut entries for tokens, in proportion to
+    their budgets (`share_out`); the adapter fills once more with that plan.
+    Only a task plan's (``pools="auto"``) standing pool; an explicit plan's
+    budgets are the host's.
+
+    Example:
+        ```python
+        again = spill_standing(pools, selection)
+        selection = select(entries, again) if again is not None else selection
+        ```
+    """
+    names = [pool.name for pool in pools]
+    stats = selection.stats.get(STANDING_POOL)
+    if STANDING_POOL not in names or stats is None or not isinstance(stats.max_tokens, int):
+        return None
+    counts = selection.counts
+    if counts.get((STANDING_POOL, Reason.TOKEN_BUDGET)) or counts.get((STANDING_POOL, Reason.ENTRY_CAP)):
+        return None  # the standing pool wants all its room
+    spare = int(stats.max_tokens) - stats.tokens_used
+    cut = [
+        n
+        for n, pool in enumerate(pools)
+        if pool.name != STANDING_POOL
+        and isinstance(pool.max_tokens, int)
+        and pool.max_tokens > 0
+        and counts.get((pool.name, Reason.TOKEN_BUDGET))
+    ]
+    if spare <= 0 or not cut:
+        return None
+    out = list(pools)
+    standing = names.index(STANDING_POOL)
+    out[standing] = dataclasses.replace(pools[standing], max_tokens=stats.tokens_used)
+    for n, more in zip(cut, share_out(spare, [pools[n].max_tokens for n in cut])):
+        out[n] = dataclasses.replace(pools[n], max_tokens=pools[n].max_tokens + more)
+    return out
+
+
+#: The selection note that says where a task plan's standing room went (`spilled_to`).
+SPILLED_NOTE = "standing_spilled"
+
+
+def spilled_to(selection: Selection, planned: Sequence[Pool], filled: Sequence[Pool]) -> Selection:
+    """``selection``, filled with ``filled`` (`spill_standing` of
+    ``planned``), noting the tokens each pool gained (negative: the
+    standing pool's unused room) under `SPILLED_NOTE`, so a report says why
+    a pool's budget is not the plan's."""
+    before = {pool.name: pool.max_tokens for pool in planned}
+    moved = {pool.name: pool.max_tokens - before[pool.name] for pool in filled if pool.max_tokens != before[pool.name]}
+    selection.notes[SPILLED_NOTE] = moved
+    return selection
 
 
 def plan_for_task(

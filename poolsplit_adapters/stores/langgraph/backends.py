@@ -45,8 +45,10 @@ from typing import (
 from langgraph.store.base import BaseStore
 
 from ...agent_memory import AgentStore
+from ...call import AdapterCall
 from ...errors import ArgumentError
 from ...memory.progressive import ProgressiveLayers
+from ...memory.tasks import spilled_to
 from ...poolsplit import EntryError, Pool, Selection
 from ...recall import VisibleEntries, present_types
 from ...settings import AgentMemorySettings
@@ -72,10 +74,23 @@ __all__ = ["Backend", "Plan", "Snapshot", "backend_for"]
 @dataclass(frozen=True)
 class Plan:
     """One call's pool plan and fill: the pools (explicit, or planned for
-    the detected task) and the progressive layering (None: plain fill)."""
+    the detected task) and the progressive layering (None: plain fill);
+    ``call``, the adapter call that planned it, whose task plan may be
+    filled again (`AdapterCall.spilled`)."""
 
     pools: List[Pool]
     layering: Optional[ProgressiveLayers] = None
+    call: Optional[AdapterCall] = None
+
+    @classmethod
+    def of(cls, call: AdapterCall) -> Plan:
+        """The plan of ``call``."""
+        return cls(list(call.options.pools), call.options.layering, call)
+
+    def spilled(self, selection: Selection) -> Optional[Plan]:
+        """This plan to fill again after ``selection``, or None."""
+        again = None if self.call is None else self.call.spilled(selection)
+        return None if again is None else Plan(again, self.layering)
 
 
 @dataclass(frozen=True)
@@ -110,9 +125,22 @@ class Backend(AgentStore):
     def snapshot(self, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Snapshot: ...
 
     @abstractmethod
-    def select(
+    def fill(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
+        """One fill of ``plan`` from the store (`select` may fill twice)."""
+
+    async def afill(
         self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
-    ) -> Selection: ...
+    ) -> Selection:
+        return self.fill(snap, chain, context, plan)
+
+    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
+        """The selection of ``plan``: a fill, and a second one when a task
+        plan's standing room can go to pools that cut entries (`Plan.spilled`)."""
+        selection = self.fill(snap, chain, context, plan)
+        again = plan.spilled(selection)
+        return (
+            selection if again is None else spilled_to(self.fill(snap, chain, context, again), plan.pools, again.pools)
+        )
 
     @abstractmethod
     def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
@@ -137,7 +165,12 @@ class Backend(AgentStore):
     async def aselect(
         self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
     ) -> Selection:
-        return self.select(snap, chain, context, plan)
+        """Async `select`."""
+        selection = await self.afill(snap, chain, context, plan)
+        again = plan.spilled(selection)
+        if again is None:
+            return selection
+        return spilled_to(await self.afill(snap, chain, context, again), plan.pools, again.pools)
 
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return self.existing(chain, ids)
@@ -266,15 +299,15 @@ class _BaseStoreBackend(Backend):
             recall = await self.memory(chain).arecall_with(plan.pools, context, items)
         return Snapshot(recall.fingerprint, recall)
 
-    async def aselect(
+    async def afill(
         self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
     ) -> Selection:
         if snap.prepared is not None and self.off_loop:
             # The kept index's lock may be held by a refresh waiting on the store's loop: select from a worker.
-            return await off_loop(self.select, snap, chain, context, plan)
-        return self.select(snap, chain, context, plan)
+            return await off_loop(self.fill, snap, chain, context, plan)
+        return self.fill(snap, chain, context, plan)
 
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
+    def fill(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
         s = self.settings
         if snap.prepared is not None:
             return snap.prepared.select(plan.pools, context, now=s.now, scorer=s.scorer, layering=plan.layering)
@@ -369,10 +402,10 @@ class _ContractBackend(Backend):
             extra["marker_cost"] = s.marker_cost
         return {"now": s.now, "scorer": s.scorer, "visibility": chain_visibility(chain, s.chain_penalty), **extra}
 
-    def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
+    def fill(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
         return self.store.select(plan.pools, dict(context), **self._options(chain, plan))
 
-    async def aselect(
+    async def afill(
         self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
     ) -> Selection:
         return await self.store.aselect(plan.pools, dict(context), **self._options(chain, plan))

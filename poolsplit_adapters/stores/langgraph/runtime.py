@@ -105,7 +105,7 @@ class RuntimeBackends:
     def _reading(self, runtime: Any, query: str) -> tuple[Backend, tuple[Namespace, ...], AdapterCall, Plan]:
         backend, chain = self.backend(runtime), self.chain(runtime)
         call = AdapterCall(self.settings, query, entry_types=lambda: backend.entry_types(chain))
-        return backend, chain, call, Plan(list(call.options.pools), call.options.layering)
+        return backend, chain, call, Plan.of(call)
 
     def select(self, runtime: Any, query: str) -> Selection:
         """One selection for ``query`` as the message, from this call's store
