@@ -77,6 +77,9 @@ __all__ = [
     "is_postgres_store",
     "locked_cursor",
     "alocked_cursor",
+    "namespace_lock",
+    "anamespace_lock",
+    "namespace_lock_key",
     "plain_async_postgres_store",
     "plain_postgres_store",
     "wait_on_store_loop",
@@ -651,6 +654,133 @@ async def alocked_cursor(store: Any) -> AsyncIterator[Any]:
     lock = store.lock if getattr(store, "pipe", None) is not None else contextlib.nullcontext()
     async with lock, store._cursor() as cur:
         yield cur
+
+
+#: How long `namespace_lock` waits at most between two tries of a
+#: namespace's lock another session holds (seconds; it starts at a tenth).
+NAMESPACE_LOCK_WAIT = 0.05
+
+
+def namespace_lock_key(namespace: Sequence[str]) -> int:
+    """The advisory lock key of a LangGraph namespace (a tuple of labels): 64
+    bits of a hash of its labels, as Postgres' signed ``bigint``, so no
+    value reaches SQL text (the key is a bound parameter too).
+
+    Example:
+        >>> namespace_lock_key(("memories", "ana")) == namespace_lock_key(("memories", "ana"))
+        True
+    """
+    label = "\x00".join(namespace).encode("utf-8")  # NUL: a label never holds one
+    digest = hashlib.blake2b(label, digest_size=8, person=b"poolsplit-ns").digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+_TRY_LOCK = "SELECT pg_try_advisory_lock(%s) AS locked"
+_UNLOCK = "SELECT pg_advisory_unlock(%s)"
+
+
+def _lock_pool(store: Any) -> Optional[Any]:
+    """``store``'s connection pool when it has room for a connection held
+    by the lock beside the store's own, None for a single connection; False
+    (no advisory lock) for a pool of one, whose batch would wait for it."""
+    conn = getattr(store, "conn", None)
+    if conn is None or not callable(getattr(conn, "getconn", None)):  # a psycopg_pool pool has getconn
+        return None
+    return conn if int(getattr(conn, "max_size", 1) or 1) >= 2 else False
+
+
+@contextlib.contextmanager
+def namespace_lock(store: Any, namespace: Sequence[str]) -> Iterator[None]:
+    """Hold the advisory lock of ``namespace`` (`namespace_lock_key`)
+    while a change of it runs on LangGraph's ``PostgresStore`` ``store``
+    (any other store: nothing): a LangGraph store has no transaction, so a
+    change reads what it closes and then puts, and two servers superseding
+    one fact at once each closed it with their own value. A session lock:
+    on the store's one connection (each try through `locked_cursor`, so
+    the store's other threads are never held up while it waits), or on a
+    connection of its pool held until the change ended. Released by the
+    server if the session ends. A pool of one connection is not locked
+    (its batch would wait for the lock's connection)."""
+    if not is_postgres_store(store) or not callable(getattr(store, "_cursor", None)):
+        yield
+        return
+    key, pool = namespace_lock_key(namespace), _lock_pool(store)
+    if pool is False:
+        yield
+        return
+    if pool is None:
+        cursor: Callable[[], Any] = lambda: locked_cursor(store)  # noqa: E731
+        _take(cursor, key)
+        try:
+            yield
+        finally:
+            with cursor() as cur:
+                cur.execute(_UNLOCK, (key,))
+        return
+    with pool.connection() as conn:
+        held: Callable[[], Any] = lambda: conn.cursor()  # noqa: E731
+        _take(held, key)
+        try:
+            yield
+        finally:
+            with held() as cur:
+                cur.execute(_UNLOCK, (key,))
+
+
+def _take(cursor: Callable[[], Any], key: int) -> None:
+    wait = NAMESPACE_LOCK_WAIT / 10
+    while True:
+        with cursor() as cur:
+            cur.execute(_TRY_LOCK, (key,))
+            row = cur.fetchone()
+        if _locked(row):
+            return
+        time.sleep(wait)
+        wait = min(wait * 2, NAMESPACE_LOCK_WAIT)
+
+
+def _locked(row: Any) -> bool:
+    return bool(row["locked"] if isinstance(row, Mapping) else row[0])
+
+
+@contextlib.asynccontextmanager
+async def anamespace_lock(store: Any, namespace: Sequence[str]) -> AsyncIterator[None]:
+    """`namespace_lock` of LangGraph's ``AsyncPostgresStore`` (through its
+    async cursor, `alocked_cursor`, on the store's loop)."""
+    if not is_async_postgres_store(store) or not callable(getattr(store, "_cursor", None)):
+        yield
+        return
+    key, pool = namespace_lock_key(namespace), _lock_pool(store)
+    if pool is False:
+        yield
+        return
+    if pool is None:
+        await _atake(lambda: alocked_cursor(store), key)
+        try:
+            yield
+        finally:
+            async with alocked_cursor(store) as cur:
+                await cur.execute(_UNLOCK, (key,))
+        return
+    async with pool.connection() as conn:
+        await _atake(lambda: conn.cursor(), key)
+        try:
+            yield
+        finally:
+            async with conn.cursor() as cur:
+                await cur.execute(_UNLOCK, (key,))
+
+
+async def _atake(cursor: Callable[[], Any], key: int) -> None:
+    wait = NAMESPACE_LOCK_WAIT / 10
+    while True:
+        async with cursor() as cur:
+            await cur.execute(_TRY_LOCK, (key,))
+            row = await cur.fetchone()
+        if _locked(row):
+            return
+        await asyncio.sleep(wait)
+        wait = min(wait * 2, NAMESPACE_LOCK_WAIT)
 
 
 def wait_on_store_loop(store: Any, work: Any) -> Any:

@@ -14,11 +14,14 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from typing import Any, Callable
 
 from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
 from langchain.agents import create_agent
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
@@ -187,3 +190,68 @@ def test_forget_takes_what_another_writer_added_between_its_read_and_its_commit(
     store = Interleaved(path)
     assert store.forget(namespace="ana") == 2
     assert store.entries("ana") == [] and other.entries("ana") == []
+
+
+class SlowPuts(InMemoryStore):
+    """LangGraph's own in-memory store whose writes take a while (as a
+    server's round trip does): every reader of a fact has read it before
+    the first writer's puts land."""
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) for op in ops):
+            time.sleep(0.05)
+        return super().batch(ops)
+
+    async def abatch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) for op in ops):
+            await asyncio.sleep(0.05)
+        return await super().abatch(ops)
+
+
+def superseded_once(memory: Any, outcomes: list[Any]) -> None:
+    """One supersede of ``f0`` won; each other one was refused naming the
+    winner (its caller supersedes that one); one version active."""
+    won = [o for o in outcomes if isinstance(o, str)]
+    assert len(won) == 1, outcomes
+    refused = [str(o) for o in outcomes if not isinstance(o, str)]
+    assert refused == ["entry 'f0' is already superseded by %r; supersede that one" % won[0]] * (WRITERS - 1)
+    entries = {e["id"]: e for e in memory.entries()}
+    assert [i for i, e in entries.items() if not e.get("superseded_by")] == won
+    assert entries["f0"]["superseded_by"] == won[0] and entries[won[0]]["supersedes"] == "f0"
+    assert sorted(entries) == sorted(["f0", *won])  # no version of a loser was written
+
+
+def test_threads_superseding_one_entry_at_once_leave_one_version_active():
+    """``supersede`` read the old version, then put both versions: threads
+    superseding one fact at once each closed it with their own value, and
+    every new value stayed active (found by a hostile run: 8 of 8, with a
+    fact saying it was superseded by one of them only)."""
+    store = SlowPuts()
+    BaseStoreMemory(store, ANA).add([{"id": "f0", "type": "fact", "content": OLD}])
+    outcomes: list[Any] = [None] * WRITERS
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = BaseStoreMemory(store, ANA).supersede("f0", {"id": "f%d" % (n + 1), "content": moved(n)})
+        except ValueError as err:
+            outcomes[n] = err
+
+    assert at_once(writer, WRITERS) == []
+    superseded_once(BaseStoreMemory(store, ANA), outcomes)
+
+
+def test_coroutines_superseding_one_entry_at_once_leave_one_version_active():
+    store = SlowPuts()
+    BaseStoreMemory(store, ANA).add([{"id": "f0", "type": "fact", "content": OLD}])
+
+    async def run() -> list[Any]:
+        async def one(n: int) -> Any:
+            new = {"id": "f%d" % (n + 1), "content": moved(n)}
+            return await BaseStoreMemory(store, ANA).asupersede("f0", new)
+
+        return list(await asyncio.gather(*(one(n) for n in range(WRITERS)), return_exceptions=True))
+
+    superseded_once(BaseStoreMemory(store, ANA), asyncio.run(run()))

@@ -1,0 +1,146 @@
+"""Servers superseding one fact at once over one Postgres database.
+
+LangGraph's ``PostgresStore`` has no transaction a change could check in:
+``supersede`` reads the version it closes, then puts both versions. Found
+by a hostile run: four store objects (four servers, each its own
+connection) superseding one fact at once each closed it with their own
+value, and all four stayed active, the old version naming one of them only.
+Each change now holds the namespace's advisory lock from its read to its
+puts: one supersede wins, every other is refused naming it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any, List
+
+import pytest
+
+from poolsplit_adapters.langchain import BaseStoreMemory
+
+postgres = pytest.importorskip("langgraph.store.postgres")
+from langgraph.store.base import PutOp  # noqa: E402
+from langgraph.store.postgres.aio import AsyncPostgresStore  # noqa: E402
+from psycopg.rows import dict_row  # noqa: E402
+from psycopg_pool import ConnectionPool  # noqa: E402
+
+ANA = ("memories", "ana")
+WRITERS = 4
+
+
+def slow(cls: Any) -> Any:
+    """``cls`` whose puts take a while (a busy server): every writer has
+    read the fact before the first one's puts land."""
+
+    class Slow(cls):  # type: ignore[misc, valid-type]
+        def batch(self, ops: Any) -> Any:
+            ops = list(ops)
+            if any(isinstance(op, PutOp) for op in ops):
+                time.sleep(0.2)
+            return super().batch(ops)
+
+        async def abatch(self, ops: Any) -> Any:
+            ops = list(ops)
+            if any(isinstance(op, PutOp) for op in ops):
+                await asyncio.sleep(0.2)
+            return await super().abatch(ops)
+
+    return Slow
+
+
+def check(memory: Any, outcomes: List[Any]) -> None:
+    won = [o for o in outcomes if isinstance(o, str)]
+    assert len(won) == 1, outcomes
+    refused = [str(o) for o in outcomes if not isinstance(o, str)]
+    assert refused == ["entry 'f0' is already superseded by %r; supersede that one" % won[0]] * (WRITERS - 1)
+    entries = {e["id"]: e for e in memory.entries()}
+    assert sorted(entries) == sorted(["f0", *won])
+    assert entries["f0"]["superseded_by"] == won[0] and not entries[won[0]].get("superseded_by")
+
+
+def new(n: int) -> dict:
+    return {"id": "f%d" % (n + 1), "type": "fact", "content": "The launch moved to March %d." % (10 + n)}
+
+
+def race(memories: List[Any]) -> List[Any]:
+    barrier = threading.Barrier(len(memories))
+    outcomes: List[Any] = [None] * len(memories)
+
+    def run(n: int) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = memories[n].supersede("f0", new(n))
+        except ValueError as err:
+            outcomes[n] = err
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(memories))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return outcomes
+
+
+def seeded(store: Any) -> None:
+    store.setup()
+    BaseStoreMemory(store, ANA).add([{"id": "f0", "type": "fact", "content": "The launch is on March 3."}])
+
+
+def test_servers_each_with_its_own_connection_supersede_one_fact_once(pg_database):
+    connections = [pg_database.connect() for _ in range(WRITERS)]
+    try:
+        stores = [slow(postgres.PostgresStore)(conn) for conn in connections]
+        seeded(stores[0])
+        outcomes = race([BaseStoreMemory(store, ANA) for store in stores])
+        check(BaseStoreMemory(stores[0], ANA), outcomes)
+    finally:
+        for conn in connections:
+            conn.close()
+
+
+def test_servers_each_with_a_pool_supersede_one_fact_once(pg_database):
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    pools = [
+        ConnectionPool(pg_database.conninfo, min_size=1, max_size=3, kwargs=kwargs, open=True) for _ in range(WRITERS)
+    ]
+    try:
+        stores = [slow(postgres.PostgresStore)(pool) for pool in pools]
+        seeded(stores[0])
+        outcomes = race([BaseStoreMemory(store, ANA) for store in stores])
+        check(BaseStoreMemory(stores[0], ANA), outcomes)
+    finally:
+        for pool in pools:
+            pool.close()
+
+
+def test_async_servers_supersede_one_fact_once(pg_database):
+    async def run() -> None:
+        from psycopg import AsyncConnection
+
+        connections = [
+            await AsyncConnection.connect(
+                pg_database.conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row
+            )
+            for _ in range(WRITERS)
+        ]
+        try:
+            stores = [slow(AsyncPostgresStore)(conn) for conn in connections]
+            await stores[0].setup()
+            first = BaseStoreMemory(stores[0], ANA)
+            await first.aadd([{"id": "f0", "type": "fact", "content": "The launch is on March 3."}])
+            outcomes = await asyncio.gather(
+                *(BaseStoreMemory(s, ANA).asupersede("f0", new(n)) for n, s in enumerate(stores)),
+                return_exceptions=True,
+            )
+            assert not [o for o in outcomes if not isinstance(o, (str, ValueError))], outcomes
+            entries = {e["id"]: e for e in await first.aentries()}
+            won = [o for o in outcomes if isinstance(o, str)]
+            assert len(won) == 1 and sorted(entries) == sorted(["f0", *won])
+            assert entries["f0"]["superseded_by"] == won[0]
+        finally:
+            for conn in connections:
+                await conn.close()
+
+    asyncio.run(run())
