@@ -80,6 +80,9 @@ __all__ = [
     "namespace_lock",
     "anamespace_lock",
     "namespace_lock_key",
+    "store_session_lock",
+    "astore_session_lock",
+    "STORE_SETUP_LOCK",
     "plain_async_postgres_store",
     "plain_postgres_store",
     "wait_on_store_loop",
@@ -537,9 +540,7 @@ def install_filter_index(store: Any) -> None:
     elif _is_llama_index_store(store):
         _llama_index_filter_index_setup(store, every=True)
     elif is_postgres_store(store):
-        with locked_cursor(store) as cur:
-            for statement in _STORE_FILTER_INDEX_DDL:
-                cur.execute(statement)
+        _ddl(store, _STORE_FILTER_INDEX_DDL)
     elif is_async_postgres_store(store):
         raise ArgumentError("install_filter_index: an AsyncPostgresStore takes `await ainstall_filter_index(store)`")
     else:
@@ -577,9 +578,17 @@ async def _async_ddl(store: Any, statements: Sequence[str], name: str) -> None:
             "%s takes LangGraph's AsyncPostgresStore, got %s (a sync store: %s)"
             % (name, type(store).__name__, name[1:])
         )
-    async with alocked_cursor(store) as cur:
+    async with astore_session_lock(store, STORE_SETUP_LOCK), alocked_cursor(store) as cur:
         for statement in statements:
             await cur.execute(statement)
+
+
+def _ddl(store: Any, statements: Sequence[str]) -> None:
+    """``statements`` on LangGraph's ``PostgresStore``, one install at a
+    time (`STORE_SETUP_LOCK`)."""
+    with store_session_lock(store, STORE_SETUP_LOCK), locked_cursor(store) as cur:
+        for statement in statements:
+            cur.execute(statement)
 
 
 def is_postgres_store(store: Any) -> bool:
@@ -656,8 +665,8 @@ async def alocked_cursor(store: Any) -> AsyncIterator[Any]:
         yield cur
 
 
-#: How long `namespace_lock` waits at most between two tries of a
-#: namespace's lock another session holds (seconds; it starts at a tenth).
+#: How long `store_session_lock` waits at most between two tries of a
+#: lock another session holds (seconds; it starts at a tenth).
 NAMESPACE_LOCK_WAIT = 0.05
 
 
@@ -695,17 +704,41 @@ def namespace_lock(store: Any, namespace: Sequence[str]) -> Iterator[None]:
     while a change of it runs on LangGraph's ``PostgresStore`` ``store``
     (any other store: nothing): a LangGraph store has no transaction, so a
     change reads what it closes and then puts, and two servers superseding
-    one fact at once each closed it with their own value. A session lock:
-    on the store's one connection (each try through `locked_cursor`, so
-    the store's other threads are never held up while it waits), or on a
-    connection of its pool held until the change ended. Released by the
-    server if the session ends. A pool of one connection is not locked
-    (its batch would wait for the lock's connection)."""
-    if not is_postgres_store(store) or not callable(getattr(store, "_cursor", None)):
+    one fact at once each closed it with their own value. A session lock
+    (`store_session_lock`)."""
+    with store_session_lock(store, namespace_lock_key(namespace)):
         yield
-        return
-    key, pool = namespace_lock_key(namespace), _lock_pool(store)
-    if pool is False:
+
+
+@contextlib.asynccontextmanager
+async def anamespace_lock(store: Any, namespace: Sequence[str]) -> AsyncIterator[None]:
+    """`namespace_lock` of LangGraph's ``AsyncPostgresStore``."""
+    async with astore_session_lock(store, namespace_lock_key(namespace)):
+        yield
+
+
+#: The session lock key under which our schema changes of LangGraph's
+#: store tables run one at a time (`install_change_counter`,
+#: `install_filter_index`, `install_type_indexes`): the class of
+#: `SETUP_LOCK`, step 2, as one ``bigint``. Six installs at once failed
+#: with "duplicate key value violates unique constraint" (``CREATE OR
+#: REPLACE FUNCTION``, ``CREATE INDEX IF NOT EXISTS`` race) or deadlocked.
+STORE_SETUP_LOCK = (0x706F6F6C << 32) | 2  # "pool", step 2
+
+
+@contextlib.contextmanager
+def store_session_lock(store: Any, key: int) -> Iterator[None]:
+    """Hold session advisory lock ``key`` (a bound ``bigint``) on LangGraph's
+    ``PostgresStore`` ``store`` (any other store: nothing) while the block
+    runs: on the store's one connection (each try through `locked_cursor`,
+    so the store's other threads are never held up while it waits: it
+    polls ``pg_try_advisory_lock``, holding no snapshot between tries, so
+    a ``CREATE INDEX CONCURRENTLY`` of the holder never waits for it), or
+    on a connection of its pool held until the block ended. Released by
+    the server if the session ends. A pool of one connection is not locked
+    (the block's statements would wait for the lock's connection)."""
+    pool = _lock_pool(store)
+    if not is_postgres_store(store) or not callable(getattr(store, "_cursor", None)) or pool is False:
         yield
         return
     if pool is None:
@@ -744,14 +777,11 @@ def _locked(row: Any) -> bool:
 
 
 @contextlib.asynccontextmanager
-async def anamespace_lock(store: Any, namespace: Sequence[str]) -> AsyncIterator[None]:
-    """`namespace_lock` of LangGraph's ``AsyncPostgresStore`` (through its
-    async cursor, `alocked_cursor`, on the store's loop)."""
-    if not is_async_postgres_store(store) or not callable(getattr(store, "_cursor", None)):
-        yield
-        return
-    key, pool = namespace_lock_key(namespace), _lock_pool(store)
-    if pool is False:
+async def astore_session_lock(store: Any, key: int) -> AsyncIterator[None]:
+    """`store_session_lock` of LangGraph's ``AsyncPostgresStore`` (through
+    its async cursor, `alocked_cursor`, on the store's loop)."""
+    pool = _lock_pool(store)
+    if not is_async_postgres_store(store) or not callable(getattr(store, "_cursor", None)) or pool is False:
         yield
         return
     if pool is None:
@@ -1370,9 +1400,7 @@ def install_change_counter(store: Any) -> None:
         raise ArgumentError(
             "install_change_counter: an AsyncPostgresStore takes `await ainstall_change_counter(store)`"
         )
-    with locked_cursor(store) as cur:
-        for statement in _CHANGE_COUNTER_DDL:
-            cur.execute(statement)
+    _ddl(store, _CHANGE_COUNTER_DDL)
 
 
 async def ainstall_change_counter(store: Any) -> None:
