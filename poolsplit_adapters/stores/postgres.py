@@ -744,20 +744,29 @@ def store_session_lock(store: Any, key: int) -> Iterator[None]:
     if pool is None:
         cursor: Callable[[], Any] = lambda: locked_cursor(store)  # noqa: E731
         _take(cursor, key)
-        try:
+        with _released(cursor, key):
             yield
-        finally:
-            with cursor() as cur:
-                cur.execute(_UNLOCK, (key,))
         return
     with pool.connection() as conn:
         held: Callable[[], Any] = lambda: conn.cursor()  # noqa: E731
         _take(held, key)
-        try:
+        with _released(held, key):
             yield
-        finally:
-            with held() as cur:
-                cur.execute(_UNLOCK, (key,))
+
+
+@contextlib.contextmanager
+def _released(cursor: Callable[[], Any], key: int) -> Iterator[None]:
+    """Release lock ``key`` after the block; after a failed block quietly:
+    a session that died (the failure itself, often) released it, and its
+    "connection is closed" must not hide why the block failed."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception), cursor() as cur:
+            cur.execute(_UNLOCK, (key,))
+        raise
+    with cursor() as cur:
+        cur.execute(_UNLOCK, (key,))
 
 
 def _take(cursor: Callable[[], Any], key: int) -> None:
@@ -786,19 +795,27 @@ async def astore_session_lock(store: Any, key: int) -> AsyncIterator[None]:
         return
     if pool is None:
         await _atake(lambda: alocked_cursor(store), key)
-        try:
+        async with _areleased(lambda: alocked_cursor(store), key):
             yield
-        finally:
-            async with alocked_cursor(store) as cur:
-                await cur.execute(_UNLOCK, (key,))
         return
     async with pool.connection() as conn:
         await _atake(lambda: conn.cursor(), key)
-        try:
+        async with _areleased(lambda: conn.cursor(), key):
             yield
-        finally:
-            async with conn.cursor() as cur:
+
+
+@contextlib.asynccontextmanager
+async def _areleased(cursor: Callable[[], Any], key: int) -> AsyncIterator[None]:
+    """`_released` on an async cursor."""
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            async with cursor() as cur:
                 await cur.execute(_UNLOCK, (key,))
+        raise
+    async with cursor() as cur:
+        await cur.execute(_UNLOCK, (key,))
 
 
 async def _atake(cursor: Callable[[], Any], key: int) -> None:
