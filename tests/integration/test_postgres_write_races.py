@@ -144,3 +144,45 @@ def test_async_servers_supersede_one_fact_once(pg_database):
                 await conn.close()
 
     asyncio.run(run())
+
+
+def test_forget_holds_off_a_write_of_another_server_between_its_read_and_its_delete(pg_database):
+    """``forget(namespace=...)`` read the namespace's items, then deleted
+    them: a note another server wrote in between was acknowledged before
+    "forget me" returned, and survived it. Forget now holds the namespace's
+    lock, so that write lands after it (and stays, as written after it)."""
+    first, second = pg_database.connect(), pg_database.connect()
+    try:
+        writer = postgres.PostgresStore(second)
+        events: List[str] = []
+
+        class Interleaved(postgres.PostgresStore):
+            raced = True  # armed right before forget
+
+            def batch(self, ops: Any) -> Any:
+                done = super().batch(ops)
+                if not self.raced and any(getattr(op, "limit", 0) > 1000 for op in ops):
+                    self.raced = True  # forget's read: another server writes now
+                    other = threading.Thread(
+                        target=lambda: (
+                            BaseStoreMemory(writer, ANA).add([{"id": "late", "content": "Ana moved to Porto."}]),
+                            events.append("written"),
+                        )
+                    )
+                    other.start()
+                    other.join(timeout=1.0)
+                    self.other = other
+                return done
+
+        store = Interleaved(first)
+        store.setup()
+        BaseStoreMemory(store, ANA).add([{"id": "tea", "content": "Ana likes tea."}])
+        store.raced = False
+        BaseStoreMemory(store, ANA).forget(namespace="memories.ana")
+        events.append("forgotten")
+        store.other.join(timeout=10)
+        left = [e["id"] for e in BaseStoreMemory(store, ANA).entries()]
+        assert (events, left) == (["forgotten", "written"], ["late"])
+    finally:
+        first.close()
+        second.close()

@@ -250,19 +250,24 @@ class StoreWrites(StoreReads, StoreVerbs):
         ``"memories.u1"``: any namespace of the store, exactly, never its
         children) in one batch, their vectors with them; return how many.
         Every version goes (superseded ones are items of the same namespace).
+        It holds the namespace's write lock (`writing`), so a write of it
+        by another thread or server lands before the read or after the
+        delete, never between them (where it survived "forget me").
         """
         target, op = self._forget_ops(namespace)
-        [found] = self.store.batch([op])
-        keys = [item.key for item in items_of(found) if tuple(item.namespace) == target]
-        if keys:
-            self.store.batch([PutOp(target, key, None) for key in keys])
+        with writing(self.store, target):  # a write between the read and the delete would survive it
+            [found] = self.store.batch([op])
+            keys = [item.key for item in items_of(found) if tuple(item.namespace) == target]
+            if keys:
+                self.store.batch([PutOp(target, key, None) for key in keys])
         return len(keys)
 
     async def aforget(self, *, namespace: str) -> int:
         """Async [`forget`][]."""
         target, op = self._forget_ops(namespace)
-        [found] = await self.store.abatch([op])
-        keys = [item.key for item in items_of(found) if tuple(item.namespace) == target]
-        if keys:
-            await self.store.abatch([PutOp(target, key, None) for key in keys])
+        async with awriting(self.store, target):
+            [found] = await self.store.abatch([op])
+            keys = [item.key for item in items_of(found) if tuple(item.namespace) == target]
+            if keys:
+                await self.store.abatch([PutOp(target, key, None) for key in keys])
         return len(keys)
