@@ -1451,7 +1451,8 @@ class PostgresConnection:
     psycopg 3 driver, the one all three stores share (sync and async), and
     [`conninfo`][] is libpq's own. An unparsable value is an
     `ArgumentError` naming ``url``. The
-    password never shows in ``repr``.
+    password (``user:password@``, or a ``password`` parameter or keyword)
+    never shows in ``repr`` or an error.
 
     Example:
         >>> pg = PostgresConnection("postgresql://me:secret@db-host:5432/memory?sslmode=require")
@@ -1473,11 +1474,12 @@ class PostgresConnection:
         object.__setattr__(self, "url", _as_uri(self.url.strip()))
 
     def __repr__(self) -> str:
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.password is None:
-            return "PostgresConnection(%r)" % self.url
-        netloc = parts.netloc.replace(":%s@" % parts.password, ":***@", 1)
-        return "PostgresConnection(%r)" % urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+        head, mark, query = self.url.partition("?")
+        password = urllib.parse.urlsplit(head).password
+        if password is not None:
+            head = head.replace(":%s@" % password, ":***@", 1)
+        # libpq's keyword form becomes query parameters: a password there too
+        return "PostgresConnection(%r)" % (head + mark + "&".join(_masked(part) for part in query.split("&")))
 
     @property
     def conninfo(self) -> str:
@@ -1512,6 +1514,16 @@ def _as_uri(value: str) -> str:
     return "postgresql://" + rest
 
 
+def _masked(parameter: str) -> str:
+    """A URI query parameter, its value ``***`` when it is the password."""
+    key, equals, _ = parameter.partition("=")
+    return key + "=***" if equals and urllib.parse.unquote(key).strip().lower() == "password" else parameter
+
+
+#: A ``password`` keyword of a libpq keyword string, with its value (quoted or not).
+_PASSWORD_KEYWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)", re.IGNORECASE)
+
+
 def _keywords_uri(value: str) -> str:
     """A libpq ``key=value`` string as a URI, every keyword a query
     parameter (libpq reads ``dbname``, ``host``, ``user`` ... there too)."""
@@ -1522,7 +1534,8 @@ def _keywords_uri(value: str) -> str:
     try:
         params = conninfo_to_dict(value)
     except Exception as exc:  # psycopg.ProgrammingError: the message says what is wrong
-        raise ArgumentError("PostgresConnection url %r is not a libpq connection string: %s" % (value, exc)) from None
+        shown = _PASSWORD_KEYWORD.sub(r"\1***", value)
+        raise ArgumentError("PostgresConnection url %r is not a libpq connection string: %s" % (shown, exc)) from None
     if not params:
         raise ArgumentError("PostgresConnection url %r names no connection parameter" % (value,))
     return "postgresql://?" + urllib.parse.urlencode(sorted((k, str(v)) for k, v in params.items()))

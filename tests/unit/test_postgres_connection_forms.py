@@ -111,3 +111,39 @@ def read_conf_value(quoted: str) -> str:
             out.append(char)
         n += 1
     return "".join(out)
+
+
+@pytest.mark.parametrize(
+    "given, shown",
+    [
+        (
+            "host=/run/pg dbname=memory user=me password=s3cret",
+            "PostgresConnection('postgresql://?dbname=memory&host=%2Frun%2Fpg&password=***&user=me')",
+        ),
+        (
+            "postgresql://me@db/memory?password=s3cret&sslmode=require",
+            "PostgresConnection('postgresql://me@db/memory?password=***&sslmode=require')",
+        ),
+        (
+            "postgresql://me:s3cret@db/memory?PASSWORD=s3cret",
+            "PostgresConnection('postgresql://me:***@db/memory?PASSWORD=***')",
+        ),
+    ],
+)
+def test_a_password_given_as_a_parameter_never_shows_in_repr(given, shown):
+    """The password as libpq's keyword (``password=``), or as a URI query
+    parameter, showed in ``repr`` (and so in every log of the object):
+    only the ``user:password@`` form was masked."""
+    pytest.importorskip("psycopg")
+    pg = PostgresConnection(given)
+    assert repr(pg) == shown
+    assert "s3cret" not in repr(pg) and "s3cret" not in str(pg)
+    assert "s3cret" in pg.conninfo  # the connection itself still has it
+
+
+def test_an_unparsable_keyword_string_is_refused_without_its_password():
+    pytest.importorskip("psycopg")
+    with pytest.raises(ArgumentError) as raised:
+        PostgresConnection("host=/run/pg password='s3cret unclosed")
+    assert "s3cret" not in str(raised.value)
+    assert "password=***" in str(raised.value)
