@@ -226,9 +226,15 @@ class LocalPostgres:
         return pid
 
     def _check_folder(self) -> None:
-        """Refuse, before writing anything, a folder that holds something
-        else, one the server's account could not reach, or a socket path too
-        long for the kernel."""
+        """Refuse, before writing anything, a folder whose path holds a
+        newline or a carriage return (Postgres' tools refuse it), one that
+        holds something else, one the server's account could not reach, or a
+        socket path too long for the kernel."""
+        if "\n" in str(self.directory) or "\r" in str(self.directory):
+            raise ServerError(
+                "%r: Postgres takes no folder whose path holds a newline or a carriage return; choose another --dir"
+                % str(self.directory)
+            )
         if self.directory.exists() and not self.directory.is_dir():
             raise ServerError("%s: not a folder" % self.directory)
         foreign = (

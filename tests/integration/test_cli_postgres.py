@@ -256,3 +256,14 @@ def test_a_server_that_does_not_start_is_reported_with_its_log_s_reason(folder):
         conf.write("unix_socket_directories = '/nonexistent/sock'\n")
     code, _, err = poolsplit("postgres", "start", "--dir", str(where))
     one_line_error(code, err, 'FATAL:  could not create lock file "/nonexistent/sock/.s.PGSQL.5432.lock"')
+
+
+def test_a_folder_with_a_newline_is_refused_in_one_line_before_anything_is_written(folder):
+    """Postgres' tools refuse a path with a newline or a carriage return;
+    the start failed with initdb's last line, ``b/data"``, half a path."""
+    where = folder / "a\nb"
+    code, _, err = poolsplit("postgres", "start", "--dir", str(where))
+    one_line_error(
+        code, err, "%r: Postgres takes no folder whose path holds a newline or a carriage return" % str(where)
+    )
+    assert not where.exists()
