@@ -729,8 +729,9 @@ STORE_SETUP_LOCK = (0x706F6F6C << 32) | 2  # "pool", step 2
 @contextlib.contextmanager
 def store_session_lock(store: Any, key: int) -> Iterator[None]:
     """Hold session advisory lock ``key`` (a bound ``bigint``) on LangGraph's
-    ``PostgresStore`` ``store`` (any other store: nothing) while the block
-    runs: on the store's one connection (each try through `locked_cursor`,
+    ``PostgresStore`` ``store`` (an ``AsyncPostgresStore``: its
+    `astore_session_lock`, waited for on its loop; any other store:
+    nothing) while the block runs: on the store's one connection (each try through `locked_cursor`,
     so the store's other threads are never held up while it waits: it
     polls ``pg_try_advisory_lock``, holding no snapshot between tries, so
     a ``CREATE INDEX CONCURRENTLY`` of the holder never waits for it), or
@@ -738,6 +739,17 @@ def store_session_lock(store: Any, key: int) -> Iterator[None]:
     the server if the session ends. A pool of one connection is not locked
     (the block's statements would wait for the lock's connection)."""
     pool = _lock_pool(store)
+    if is_async_postgres_store(store) and callable(getattr(store, "_cursor", None)) and pool is not False:
+        # a sync call on an AsyncPostgresStore (as its own sync methods): the async lock, on its loop
+        on_loop = astore_session_lock(store, key)
+        wait_on_store_loop(store, on_loop.__aenter__())
+        try:
+            yield
+        except BaseException:
+            wait_on_store_loop(store, on_loop.__aexit__(*sys.exc_info()))
+            raise
+        wait_on_store_loop(store, on_loop.__aexit__(None, None, None))
+        return
     if not is_postgres_store(store) or not callable(getattr(store, "_cursor", None)) or pool is False:
         yield
         return

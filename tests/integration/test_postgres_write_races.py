@@ -186,3 +186,38 @@ def test_forget_holds_off_a_write_of_another_server_between_its_read_and_its_del
     finally:
         first.close()
         second.close()
+
+
+def test_sync_calls_on_async_stores_of_four_servers_supersede_one_fact_once(pg_database):
+    """A sync ``supersede`` on an ``AsyncPostgresStore`` (from a worker
+    thread, as its own sync methods run) took no advisory lock: four such
+    servers left all four new values active."""
+    from psycopg import AsyncConnection
+
+    loop = asyncio.new_event_loop()
+    runner = threading.Thread(target=loop.run_forever, daemon=True)
+    runner.start()
+
+    def on_loop(work: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(work, loop).result()
+
+    async def connect() -> Any:
+        return await AsyncConnection.connect(
+            pg_database.conninfo, autocommit=True, prepare_threshold=0, row_factory=dict_row
+        )
+
+    async def make(conn: Any) -> Any:  # the store binds the loop it is made on
+        return slow(AsyncPostgresStore)(conn)
+
+    connections = [on_loop(connect()) for _ in range(WRITERS)]
+    try:
+        stores = [on_loop(make(conn)) for conn in connections]
+        on_loop(stores[0].setup())
+        BaseStoreMemory(stores[0], ANA).add([{"id": "f0", "type": "fact", "content": "The launch is on March 3."}])
+        outcomes = race([BaseStoreMemory(store, ANA) for store in stores])
+        check(BaseStoreMemory(stores[0], ANA), outcomes)
+    finally:
+        for conn in connections:
+            on_loop(conn.close())
+        loop.call_soon_threadsafe(loop.stop)
+        runner.join(timeout=10)
