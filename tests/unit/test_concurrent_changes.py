@@ -18,6 +18,8 @@ import time
 from typing import Any, Callable
 
 from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import PutOp
@@ -197,16 +199,18 @@ class SlowPuts(InMemoryStore):
     server's round trip does): every reader of a fact has read it before
     the first writer's puts land."""
 
+    delay = 0.05
+
     def batch(self, ops: Any) -> Any:
         ops = list(ops)
         if any(isinstance(op, PutOp) for op in ops):
-            time.sleep(0.05)
+            time.sleep(self.delay)
         return super().batch(ops)
 
     async def abatch(self, ops: Any) -> Any:
         ops = list(ops)
         if any(isinstance(op, PutOp) for op in ops):
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(self.delay)
         return await super().abatch(ops)
 
 
@@ -255,3 +259,58 @@ def test_coroutines_superseding_one_entry_at_once_leave_one_version_active():
         return list(await asyncio.gather(*(one(n) for n in range(WRITERS)), return_exceptions=True))
 
     superseded_once(BaseStoreMemory(store, ANA), asyncio.run(run()))
+
+
+def active_chain_ends(entries: list[dict[str, Any]]) -> tuple[list[str], bool]:
+    """The launch fact's active versions, and whether following
+    ``superseded_by`` from every version ends (no cycle)."""
+    by_id = {e["id"]: e for e in entries}
+    ends = True
+    for start in by_id:
+        seen, at = set(), start
+        while at in by_id and by_id[at].get("superseded_by"):
+            if at in seen:
+                ends = False
+                break
+            seen.add(at)
+            at = by_id[at]["superseded_by"]
+    active = [e["id"] for e in entries if e["type"] == "fact" and not e.get("superseded_by")]
+    return active, ends
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["supersede", "write", "delete"]), min_size=2, max_size=6))
+def test_any_mix_of_concurrent_changes_of_one_fact_keeps_at_most_one_version_active_and_no_cycle(kinds):
+    """Threads superseding, restating (the write path's change) and deleting
+    one fact at once: whatever the mix, at most one version is active,
+    every ``superseded_by`` chain ends, and no supersede that returned
+    lost its version (unless a delete took it)."""
+    store = SlowPuts()
+    store.delay = 0.005
+    BaseStoreMemory(store, ANA).add([{"id": "v0", "type": "fact", "content": OLD}])
+    returned: list[str] = []
+
+    def newest(memory: BaseStoreMemory) -> str:
+        active, _ = active_chain_ends(memory.entries())
+        return active[0] if active else "v0"
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        memory = BaseStoreMemory(store, ANA)
+        barrier.wait()
+        try:
+            if kinds[n] == "supersede":
+                new = {"id": "v%d" % (n + 1), "type": "fact", "content": moved(n)}
+                returned.append(memory.supersede(newest(memory), new))
+            elif kinds[n] == "write":
+                memory.write([{"type": "fact", "said_by": "user", "content": moved(n)}])
+            else:
+                memory.delete(newest(memory))
+        except (KeyError, ValueError):
+            pass  # refused: superseded or deleted meanwhile (the caller reads again)
+
+    assert at_once(writer, len(kinds)) == []
+    entries = BaseStoreMemory(store, ANA).entries()
+    active, ends = active_chain_ends(entries)
+    assert len(active) <= 1 and ends, entries
+    if "delete" not in kinds:
+        assert set(returned) <= {e["id"] for e in entries}
