@@ -21,6 +21,8 @@ from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import PutOp
 from langgraph.store.memory import InMemoryStore
@@ -28,7 +30,7 @@ from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, WriteConfig
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, VectorStoreMemory, WriteConfig
 from poolsplit_adapters.stores import InProcessStore, SQLiteMemoryStore
 
 ANA = ("memories", "ana")
@@ -314,3 +316,84 @@ def test_any_mix_of_concurrent_changes_of_one_fact_keeps_at_most_one_version_act
     assert len(active) <= 1 and ends, entries
     if "delete" not in kinds:
         assert set(returned) <= {e["id"] for e in entries}
+
+
+class SlowVectorStore(InMemoryVectorStore):
+    """LangChain's in-memory vector store whose writes take a while."""
+
+    def add_documents(self, documents: Any, **kwargs: Any) -> Any:
+        time.sleep(0.05)
+        return super().add_documents(documents, **kwargs)
+
+    async def aadd_documents(self, documents: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.05)
+        return await super().aadd_documents(documents, **kwargs)
+
+
+def test_threads_superseding_one_entry_of_a_vector_store_at_once_leave_one_version_active():
+    """``VectorStoreMemory`` read the version it closed, then wrote: four
+    memories over one ``InMemoryVectorStore`` superseding one fact at once
+    left all four new values active (``PGVector`` alone held, by its id
+    claims)."""
+    store = SlowVectorStore(DeterministicFakeEmbedding(size=16))
+    VectorStoreMemory(store).add([{"id": "f0", "type": "fact", "content": OLD}])
+    outcomes: list[Any] = [None] * WRITERS
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = VectorStoreMemory(store).supersede("f0", {"id": "f%d" % (n + 1), "content": moved(n)})
+        except ValueError as err:
+            outcomes[n] = err
+
+    assert at_once(writer, WRITERS) == []
+    superseded_once(VectorStoreMemory(store), outcomes)
+
+
+def test_coroutines_superseding_one_entry_of_a_vector_store_at_once_leave_one_version_active():
+    store = SlowVectorStore(DeterministicFakeEmbedding(size=16))
+    VectorStoreMemory(store).add([{"id": "f0", "type": "fact", "content": OLD}])
+
+    async def run() -> list[Any]:
+        async def one(n: int) -> Any:
+            return await VectorStoreMemory(store).asupersede("f0", {"id": "f%d" % (n + 1), "content": moved(n)})
+
+        return list(await asyncio.gather(*(one(n) for n in range(WRITERS)), return_exceptions=True))
+
+    superseded_once(VectorStoreMemory(store), asyncio.run(run()))
+
+
+_EMBED_DELAY = [0.0]
+
+
+def test_threads_superseding_one_entry_of_a_llama_index_at_once_leave_one_version_active():
+    """``VectorIndexMemory`` held a lock per memory object only: four
+    memories over one in-process index superseding one fact at once left
+    all four new values active (over ``PGVectorStore`` the ids' locks held)."""
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
+
+    class SlowEmbedding(MockEmbedding):
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            time.sleep(_EMBED_DELAY[0])
+            return super()._get_text_embeddings(texts)
+
+    index = VectorStoreIndex([], embed_model=SlowEmbedding(embed_dim=8))
+    VectorIndexMemory(index).add([{"id": "f0", "type": "fact", "content": OLD}])
+    _EMBED_DELAY[0] = 0.05
+    outcomes: list[Any] = [None] * WRITERS
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = VectorIndexMemory(index).supersede("f0", {"id": "f%d" % (n + 1), "content": moved(n)})
+        except ValueError as err:
+            outcomes[n] = err
+
+    try:
+        assert at_once(writer, WRITERS) == []
+    finally:
+        _EMBED_DELAY[0] = 0.0
+    superseded_once(VectorIndexMemory(index), outcomes)

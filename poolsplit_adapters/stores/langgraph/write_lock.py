@@ -31,50 +31,15 @@ servers superseding one fact at once take turns there too.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import contextvars
-import threading
-import weakref
-from typing import Any, AsyncIterator, Dict, FrozenSet, Iterator, Tuple
+from typing import Any, AsyncIterator, Iterator, Tuple
 
 from ..postgres import anamespace_lock, namespace_lock
+from ..write_locks import aholding, async_write_lock, holding, write_lock
 
 __all__ = ["async_write_lock", "awriting", "write_lock", "writing"]
 
 Namespace = Tuple[str, ...]
-
-#: Guards the creation of the locks below (never held across a write).
-_MADE = threading.Lock()
-#: Per store object (weakly: a dropped store drops its locks), per namespace.
-_SYNC: weakref.WeakKeyDictionary[Any, Dict[Namespace, threading.RLock]] = weakref.WeakKeyDictionary()
-#: Per event loop, per store object, per namespace.
-_ASYNC: weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, Dict[Namespace, asyncio.Lock]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def write_lock(store: Any, namespace: Namespace) -> Any:
-    """The lock every sync write of ``namespace`` in ``store`` holds
-    (reentrant: a write that writes again from inside keeps it)."""
-    with _MADE:
-        return _SYNC.setdefault(store, {}).setdefault(namespace, threading.RLock())
-
-
-def async_write_lock(store: Any, namespace: Namespace) -> asyncio.Lock:
-    """The lock every async write of ``namespace`` in ``store`` holds on the
-    running event loop."""
-    loop = asyncio.get_running_loop()
-    with _MADE:
-        stores = _ASYNC.setdefault(loop, weakref.WeakKeyDictionary())
-        return stores.setdefault(store, {}).setdefault(namespace, asyncio.Lock())
-
-
-#: The (store, namespace) write locks the running thread or task holds (by
-#: id: `writing` and `awriting` take a lock held already without waiting).
-_HELD: contextvars.ContextVar[FrozenSet[Tuple[int, Namespace]]] = contextvars.ContextVar(
-    "poolsplit_held_write_locks", default=frozenset()
-)
 
 
 @contextlib.contextmanager
@@ -82,17 +47,12 @@ def writing(store: Any, namespace: Namespace) -> Iterator[None]:
     """A write or change of ``namespace`` from its read to its puts:
     `write_lock`, and on a LangGraph Postgres store its advisory lock
     (`namespace_lock`), taken once however deep the writes nest."""
-    key = (id(store), namespace)
-    if key in _HELD.get():
-        yield
-        return
-    with write_lock(store, namespace):
-        token = _HELD.set(_HELD.get() | {key})
-        try:
-            with namespace_lock(store, namespace):
-                yield
-        finally:
-            _HELD.reset(token)
+    with holding(store, namespace) as took:
+        if not took:
+            yield
+            return
+        with namespace_lock(store, namespace):
+            yield
 
 
 @contextlib.asynccontextmanager
@@ -100,14 +60,9 @@ async def awriting(store: Any, namespace: Namespace) -> AsyncIterator[None]:
     """`writing` of an async writer: `async_write_lock`, unless the
     running task holds it already (a write committing its change), and on
     a LangGraph Postgres store its advisory lock (`anamespace_lock`)."""
-    key = (id(store), namespace)
-    if key in _HELD.get():
-        yield
-        return
-    async with async_write_lock(store, namespace):
-        token = _HELD.set(_HELD.get() | {key})
-        try:
-            async with anamespace_lock(store, namespace):
-                yield
-        finally:
-            _HELD.reset(token)
+    async with aholding(store, namespace) as took:
+        if not took:
+            yield
+            return
+        async with anamespace_lock(store, namespace):
+            yield
