@@ -39,6 +39,7 @@ import hashlib
 import math
 import re
 import sys
+import threading
 import time
 import urllib.parse
 import warnings
@@ -689,13 +690,63 @@ _UNLOCK = "SELECT pg_advisory_unlock(%s)"
 
 
 def _lock_pool(store: Any) -> Optional[Any]:
-    """``store``'s connection pool when it has room for a connection held
-    by the lock beside the store's own, None for a single connection; False
-    (no advisory lock) for a pool of one, whose batch would wait for it."""
+    """``store``'s connection pool (a ``psycopg_pool`` pool), or None for a
+    single connection."""
     conn = getattr(store, "conn", None)
-    if conn is None or not callable(getattr(conn, "getconn", None)):  # a psycopg_pool pool has getconn
-        return None
-    return conn if int(getattr(conn, "max_size", 1) or 1) >= 2 else False
+    return conn if conn is not None and callable(getattr(conn, "getconn", None)) else None
+
+
+#: Per store object over a pool: its lock session (a connection of its own,
+#: opened with the pool's settings, closed with the store) and the guard
+#: its statements take turns on. Not a connection of the pool: held for a
+#: write's length beside the write's own, two writers exhausted a pool of
+#: two, each waiting for the other's connection until the pool's timeout.
+_LOCK_SESSIONS: weakref.WeakKeyDictionary[Any, Tuple[Any, Any]] = weakref.WeakKeyDictionary()
+_LOCK_SESSIONS_MADE = threading.Lock()
+
+
+def _lock_session(store: Any, pool: Any, *, fresh: bool = False) -> Callable[[], Any]:
+    """A cursor factory of ``store``'s lock session (made on first use,
+    or again when ``fresh`` or the last one broke)."""
+    import psycopg
+
+    with _LOCK_SESSIONS_MADE:
+        found = _LOCK_SESSIONS.get(store)
+        if fresh or found is None or found[1].closed or found[1].broken:
+            if found is not None:
+                found[1].close()
+            conn = psycopg.Connection.connect(pool.conninfo, **dict(pool.kwargs or {}, autocommit=True))
+            weakref.finalize(store, conn.close)
+            found = _LOCK_SESSIONS[store] = (threading.Lock(), conn)
+    guard, conn = found
+
+    @contextlib.contextmanager
+    def cursor() -> Iterator[Any]:
+        with guard, conn.cursor() as cur:
+            yield cur
+
+    return cursor
+
+
+async def _alock_session(store: Any, pool: Any, *, fresh: bool = False) -> Callable[[], Any]:
+    """`_lock_session` of an ``AsyncPostgresStore`` over an async pool
+    (on the store's loop)."""
+    import psycopg
+
+    found = _LOCK_SESSIONS.get(store)
+    if fresh or found is None or found[1].closed or found[1].broken:
+        if found is not None:
+            await found[1].close()
+        conn = await psycopg.AsyncConnection.connect(pool.conninfo, **dict(pool.kwargs or {}, autocommit=True))
+        found = _LOCK_SESSIONS[store] = (asyncio.Lock(), conn)
+    guard, conn = found
+
+    @contextlib.asynccontextmanager
+    async def cursor() -> AsyncIterator[Any]:
+        async with guard, conn.cursor() as cur:
+            yield cur
+
+    return cursor
 
 
 @contextlib.contextmanager
@@ -734,12 +785,12 @@ def store_session_lock(store: Any, key: int) -> Iterator[None]:
     nothing) while the block runs: on the store's one connection (each try through `locked_cursor`,
     so the store's other threads are never held up while it waits: it
     polls ``pg_try_advisory_lock``, holding no snapshot between tries, so
-    a ``CREATE INDEX CONCURRENTLY`` of the holder never waits for it), or
-    on a connection of its pool held until the block ended. Released by
-    the server if the session ends. A pool of one connection is not locked
-    (the block's statements would wait for the lock's connection)."""
+    a ``CREATE INDEX CONCURRENTLY`` of the holder never waits for it), or,
+    over a pool, on a lock session of the store's own (`_lock_session`: a
+    connection of the pool held beside the write's own exhausted a small
+    pool). Released by the server if the session ends."""
     pool = _lock_pool(store)
-    if is_async_postgres_store(store) and callable(getattr(store, "_cursor", None)) and pool is not False:
+    if is_async_postgres_store(store) and callable(getattr(store, "_cursor", None)):
         # a sync call on an AsyncPostgresStore (as its own sync methods): the async lock, on its loop
         on_loop = astore_session_lock(store, key)
         wait_on_store_loop(store, on_loop.__aenter__())
@@ -750,7 +801,7 @@ def store_session_lock(store: Any, key: int) -> Iterator[None]:
             raise
         wait_on_store_loop(store, on_loop.__aexit__(None, None, None))
         return
-    if not is_postgres_store(store) or not callable(getattr(store, "_cursor", None)) or pool is False:
+    if not is_postgres_store(store) or not callable(getattr(store, "_cursor", None)):
         yield
         return
     if pool is None:
@@ -759,25 +810,34 @@ def store_session_lock(store: Any, key: int) -> Iterator[None]:
         with _released(cursor, key):
             yield
         return
-    with pool.connection() as conn:
-        held: Callable[[], Any] = lambda: conn.cursor()  # noqa: E731
-        _take(held, key)
-        with _released(held, key):
-            yield
+    import psycopg
+
+    session = _lock_session(store, pool)
+    try:
+        _take(session, key)
+    except psycopg.OperationalError:  # the session died (a server restart): once more, on a new one
+        session = _lock_session(store, pool, fresh=True)
+        _take(session, key)
+    with _released(session, key):
+        yield
 
 
 @contextlib.contextmanager
 def _released(cursor: Callable[[], Any], key: int) -> Iterator[None]:
     """Release lock ``key`` after the block; after a failed block quietly:
     a session that died (the failure itself, often) released it, and its
-    "connection is closed" must not hide why the block failed."""
+    "connection is closed" must not hide why the block failed. After a
+    block that succeeded, a session that died is no error either (the
+    write committed; its lock went with the session)."""
+    import psycopg
+
     try:
         yield
     except BaseException:
         with contextlib.suppress(Exception), cursor() as cur:
             cur.execute(_UNLOCK, (key,))
         raise
-    with cursor() as cur:
+    with contextlib.suppress(psycopg.OperationalError), cursor() as cur:  # a dead session: released
         cur.execute(_UNLOCK, (key,))
 
 
@@ -802,7 +862,7 @@ async def astore_session_lock(store: Any, key: int) -> AsyncIterator[None]:
     """`store_session_lock` of LangGraph's ``AsyncPostgresStore`` (through
     its async cursor, `alocked_cursor`, on the store's loop)."""
     pool = _lock_pool(store)
-    if not is_async_postgres_store(store) or not callable(getattr(store, "_cursor", None)) or pool is False:
+    if not is_async_postgres_store(store) or not callable(getattr(store, "_cursor", None)):
         yield
         return
     if pool is None:
@@ -810,15 +870,23 @@ async def astore_session_lock(store: Any, key: int) -> AsyncIterator[None]:
         async with _areleased(lambda: alocked_cursor(store), key):
             yield
         return
-    async with pool.connection() as conn:
-        await _atake(lambda: conn.cursor(), key)
-        async with _areleased(lambda: conn.cursor(), key):
-            yield
+    import psycopg
+
+    session = await _alock_session(store, pool)
+    try:
+        await _atake(session, key)
+    except psycopg.OperationalError:
+        session = await _alock_session(store, pool, fresh=True)
+        await _atake(session, key)
+    async with _areleased(session, key):
+        yield
 
 
 @contextlib.asynccontextmanager
 async def _areleased(cursor: Callable[[], Any], key: int) -> AsyncIterator[None]:
     """`_released` on an async cursor."""
+    import psycopg
+
     try:
         yield
     except BaseException:
@@ -826,8 +894,9 @@ async def _areleased(cursor: Callable[[], Any], key: int) -> AsyncIterator[None]
             async with cursor() as cur:
                 await cur.execute(_UNLOCK, (key,))
         raise
-    async with cursor() as cur:
-        await cur.execute(_UNLOCK, (key,))
+    with contextlib.suppress(psycopg.OperationalError):  # a dead session: released
+        async with cursor() as cur:
+            await cur.execute(_UNLOCK, (key,))
 
 
 async def _atake(cursor: Callable[[], Any], key: int) -> None:

@@ -221,3 +221,64 @@ def test_sync_calls_on_async_stores_of_four_servers_supersede_one_fact_once(pg_d
             on_loop(conn.close())
         loop.call_soon_threadsafe(loop.stop)
         runner.join(timeout=10)
+
+
+def test_writers_of_two_namespaces_on_a_pool_of_two_never_wait_for_each_others_connection(pg_database):
+    """The namespace lock must not take a connection of the store's pool:
+    held beside the write's own, two writers on a pool of two each waited
+    for the other's connection until the pool's timeout."""
+    kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+    with ConnectionPool(pg_database.conninfo, min_size=1, max_size=2, timeout=5, kwargs=kwargs, open=True) as pool:
+        store = slow(postgres.PostgresStore)(pool)
+        store.setup()
+        barrier = threading.Barrier(2)
+        errors: List[Any] = []
+
+        def write(n: int) -> None:
+            barrier.wait()
+            try:
+                BaseStoreMemory(store, ("memories", "u%d" % n)).add([{"id": "n", "content": "Note of user %d." % n}])
+            except Exception as err:  # a PoolTimeout, before the fix
+                errors.append(err)
+
+        threads = [threading.Thread(target=write, args=(n,)) for n in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        assert [BaseStoreMemory(store, ("memories", "u%d" % n)).get("n")["content"] for n in range(2)] == [
+            "Note of user 0.",
+            "Note of user 1.",
+        ]
+
+
+def test_async_servers_each_with_a_pool_supersede_one_fact_once(pg_database):
+    from psycopg_pool import AsyncConnectionPool
+
+    async def run() -> None:
+        kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+        pools = [
+            AsyncConnectionPool(pg_database.conninfo, min_size=1, max_size=2, kwargs=kwargs, open=False)
+            for _ in range(WRITERS)
+        ]
+        for pool in pools:
+            await pool.open()
+        try:
+            stores = [slow(AsyncPostgresStore)(pool) for pool in pools]
+            await stores[0].setup()
+            first = BaseStoreMemory(stores[0], ANA)
+            await first.aadd([{"id": "f0", "type": "fact", "content": "The launch is on March 3."}])
+            outcomes = await asyncio.gather(
+                *(BaseStoreMemory(s, ANA).asupersede("f0", new(n)) for n, s in enumerate(stores)),
+                return_exceptions=True,
+            )
+            won = [o for o in outcomes if isinstance(o, str)]
+            assert len(won) == 1 and all(isinstance(o, (str, ValueError)) for o in outcomes), outcomes
+            entries = {e["id"]: e for e in await first.aentries()}
+            assert sorted(entries) == sorted(["f0", *won]) and entries["f0"]["superseded_by"] == won[0]
+        finally:
+            for pool in pools:
+                await pool.close()
+
+    asyncio.run(run())
