@@ -25,6 +25,7 @@ from ..storable import REPLACEMENT, storable_form
 __all__ = [
     "KEY_FIELDS",
     "MOST_KEY_BYTES",
+    "MOST_SCOPE_BYTES",
     "REPLACEMENT",
     "check_entry_id",
     "check_namespace",
@@ -147,14 +148,24 @@ def entry_json(entry: Mapping[str, Any], index: Optional[int] = None) -> str:
 MOST_KEY_BYTES = 1000
 #: The fields `MOST_KEY_BYTES` bounds.
 KEY_FIELDS = ("id", "type", "namespace")
+#: The longest ``scope`` (UTF-8 bytes), on every store alike: LlamaIndex's
+#: filter index holds ``namespace``, ``type`` and ``scope`` in one btree row
+#: (2,704 bytes at most), and a 5,000-character scope failed deep in the
+#: driver ("index row size 5024 exceeds btree version 4 maximum 2704").
+#: Two fields at `MOST_KEY_BYTES` and a scope at this fit.
+MOST_SCOPE_BYTES = 500
+#: Each bounded field, its bound and what the refusal calls it.
+_BOUNDED = tuple((key, MOST_KEY_BYTES, "an id, type or namespace") for key in KEY_FIELDS) + (
+    ("scope", MOST_SCOPE_BYTES, "a scope"),
+)
 
 
-def key_overflow(value: str) -> Optional[int]:
-    """``value``'s UTF-8 length when it is longer than `MOST_KEY_BYTES`,
-    else None: the one rule of `check_key_text` and of an entry's
-    `KEY_FIELDS`."""
+def key_overflow(value: str, most: int = MOST_KEY_BYTES) -> Optional[int]:
+    """``value``'s UTF-8 length when it is longer than ``most``
+    (`MOST_KEY_BYTES`), else None: the one rule of `check_key_text` and
+    of an entry's `KEY_FIELDS` and ``scope`` (`MOST_SCOPE_BYTES`)."""
     size = len(value.encode("utf-8", "surrogatepass"))
-    return size if size > MOST_KEY_BYTES else None
+    return size if size > most else None
 
 
 def check_key_text(value: str, name: str) -> str:
@@ -172,16 +183,11 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
     for key in entry:
         if not isinstance(key, str):
             raise entry_error(entry, index, None, "has a non-string key %r (JSON keys are strings)" % (key,))
-    for key in KEY_FIELDS:
+    for key, most, what in _BOUNDED:
         value = entry.get(key)
-        size = key_overflow(value) if isinstance(value, str) else None
+        size = key_overflow(value, most) if isinstance(value, str) else None
         if size is not None:
-            raise entry_error(
-                entry,
-                index,
-                key,
-                "is %d bytes long; an id, type or namespace takes at most %d (UTF-8)" % (size, MOST_KEY_BYTES),
-            )
+            raise entry_error(entry, index, key, "is %d bytes long; %s takes at most %d (UTF-8)" % (size, what, most))
     whole: Optional[Tuple[str, Dict[str, Any]]] = None
     try:
         given = dict(entry)

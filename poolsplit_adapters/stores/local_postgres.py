@@ -40,6 +40,8 @@ from .pg_install import (
     ServerError,
     check_installed,
     check_socket_path,
+    conf_value,
+    create_database,
     execute,
     initdb,
     run_as,
@@ -87,12 +89,23 @@ def _closed_ancestor(folder: pathlib.Path) -> Optional[pathlib.Path]:
     return None
 
 
+#: A server log line that says why the server stopped or did not start.
+_REASON = re.compile(r"\b(FATAL|PANIC):")
+
+
 def _tail(path: pathlib.Path) -> str:
+    """Why the last start failed, from the server's log: the last FATAL or
+    PANIC line since the start began (the log's last line is "database
+    system is shut down", which says nothing), else the log's last line."""
     try:
         lines = [line.strip() for line in path.read_text(errors="replace").splitlines() if line.strip()]
     except OSError:
         return "(no log)"
-    return lines[-1] if lines else "(empty log)"
+    if not lines:
+        return "(empty log)"
+    since = max((n for n, line in enumerate(lines) if "starting PostgreSQL" in line), default=0)
+    reasons = [line for line in lines[since:] if _REASON.search(line)]
+    return reasons[-1] if reasons else lines[-1]
 
 
 class LocalPostgres:
@@ -213,9 +226,15 @@ class LocalPostgres:
         return pid
 
     def _check_folder(self) -> None:
-        """Refuse, before writing anything, a folder that holds something
-        else, one the server's account could not reach, or a socket path too
-        long for the kernel."""
+        """Refuse, before writing anything, a folder whose path holds a
+        newline or a carriage return (Postgres' tools refuse it), one that
+        holds something else, one the server's account could not reach, or a
+        socket path too long for the kernel."""
+        if "\n" in str(self.directory) or "\r" in str(self.directory):
+            raise ServerError(
+                "%r: Postgres takes no folder whose path holds a newline or a carriage return; choose another --dir"
+                % str(self.directory)
+            )
         if self.directory.exists() and not self.directory.is_dir():
             raise ServerError("%s: not a folder" % self.directory)
         foreign = (
@@ -250,9 +269,7 @@ class LocalPostgres:
         try:
             initdb(install, self.data, account, durable=True)
             lines = ["", SETTINGS_MARK]
-            lines += [
-                "%s = '%s'" % (key, value.replace("'", "''")) for key, value in socket_settings(self.socket_dir).items()
-            ]
+            lines += ["%s = %s" % (key, conf_value(value)) for key, value in socket_settings(self.socket_dir).items()]
             with (self.data / "postgresql.conf").open("a", encoding="utf-8") as conf:
                 conf.write("\n".join(lines) + "\n")
         except BaseException:
@@ -397,7 +414,7 @@ class TemporaryPostgres:
     def create_database(self, prefix: str = "t") -> str:
         """A new, empty database (pgvector included, from ``template1``); returns its name."""
         name = "%s_%d" % (prefix, next(self._names))
-        self.execute("postgres", 'CREATE DATABASE "%s"' % name)
+        create_database(self.connection("postgres").conninfo, name)
         return name
 
 
@@ -405,11 +422,11 @@ def _ensure_database(conninfo: str, name: str) -> None:
     """Create database ``name`` unless it exists (``CREATE DATABASE`` has
     no ``IF NOT EXISTS``, and cannot run in a function or transaction)."""
     import psycopg
-    from psycopg import sql
 
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+    if found is None:
+        create_database(conninfo, name)
 
 
 def _shared_tmp() -> str:

@@ -49,7 +49,9 @@ __all__ = [
     "SUPERUSER",
     "ServerError",
     "check_installed",
+    "conf_value",
     "copy_install",
+    "create_database",
     "execute",
     "initdb",
     "install_root",
@@ -226,13 +228,28 @@ def socket_settings(socket_dir: pathlib.Path) -> Dict[str, str]:
     }
 
 
+def conf_value(value: str) -> str:
+    """``value`` quoted as ``postgresql.conf`` reads it back unchanged: a
+    quote doubled, and a backslash, a newline and a carriage return
+    escaped (the file reads a backslash as an escape, and a line ends at a
+    newline): a folder named ``a\\b`` was read as ``a`` and a backspace.
+
+    Example:
+        >>> print(conf_value("/tmp/o'brien"))
+        '/tmp/o''brien'
+    """
+    escaped = value.replace("\\", "\\\\").replace("'", "''").replace("\n", "\\n").replace("\r", "\\r")
+    return "'%s'" % escaped
+
+
 def socket_url(socket_dir: pathlib.Path, dbname: str) -> str:
     """libpq's URI of database ``dbname`` through the socket in ``socket_dir``
     (``host=`` a folder means a unix socket): what psycopg and
-    `PostgresConnection` take."""
+    `PostgresConnection` take. Both are percent-encoded: a name with a
+    space, ``?``, ``#`` or ``%`` is that database, not another."""
     return "postgresql://%s@/%s?host=%s&port=%d" % (
         SUPERUSER,
-        dbname,
+        urllib.parse.quote(dbname, safe=""),
         urllib.parse.quote(str(socket_dir), safe="/"),
         PORT,
     )
@@ -244,6 +261,16 @@ def execute(conninfo: str, sql: str) -> None:
 
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(sql.encode())  # bytes: psycopg types its query as a literal string
+
+
+def create_database(conninfo: str, name: str) -> None:
+    """``CREATE DATABASE`` ``name``, the name an identifier psycopg quotes
+    (never SQL text of ours), in autocommit."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 def _last_line(text: str) -> str:

@@ -39,6 +39,7 @@ import hashlib
 import math
 import re
 import sys
+import threading
 import time
 import urllib.parse
 import warnings
@@ -77,6 +78,12 @@ __all__ = [
     "is_postgres_store",
     "locked_cursor",
     "alocked_cursor",
+    "namespace_lock",
+    "anamespace_lock",
+    "namespace_lock_key",
+    "store_session_lock",
+    "astore_session_lock",
+    "STORE_SETUP_LOCK",
     "plain_async_postgres_store",
     "plain_postgres_store",
     "wait_on_store_loop",
@@ -534,9 +541,7 @@ def install_filter_index(store: Any) -> None:
     elif _is_llama_index_store(store):
         _llama_index_filter_index_setup(store, every=True)
     elif is_postgres_store(store):
-        with locked_cursor(store) as cur:
-            for statement in _STORE_FILTER_INDEX_DDL:
-                cur.execute(statement)
+        _ddl(store, _STORE_FILTER_INDEX_DDL)
     elif is_async_postgres_store(store):
         raise ArgumentError("install_filter_index: an AsyncPostgresStore takes `await ainstall_filter_index(store)`")
     else:
@@ -574,9 +579,17 @@ async def _async_ddl(store: Any, statements: Sequence[str], name: str) -> None:
             "%s takes LangGraph's AsyncPostgresStore, got %s (a sync store: %s)"
             % (name, type(store).__name__, name[1:])
         )
-    async with alocked_cursor(store) as cur:
+    async with astore_session_lock(store, STORE_SETUP_LOCK), alocked_cursor(store) as cur:
         for statement in statements:
             await cur.execute(statement)
+
+
+def _ddl(store: Any, statements: Sequence[str]) -> None:
+    """``statements`` on LangGraph's ``PostgresStore``, one install at a
+    time (`STORE_SETUP_LOCK`)."""
+    with store_session_lock(store, STORE_SETUP_LOCK), locked_cursor(store) as cur:
+        for statement in statements:
+            cur.execute(statement)
 
 
 def is_postgres_store(store: Any) -> bool:
@@ -651,6 +664,251 @@ async def alocked_cursor(store: Any) -> AsyncIterator[Any]:
     lock = store.lock if getattr(store, "pipe", None) is not None else contextlib.nullcontext()
     async with lock, store._cursor() as cur:
         yield cur
+
+
+#: How long `store_session_lock` waits at most between two tries of a
+#: lock another session holds (seconds; it starts at a tenth).
+NAMESPACE_LOCK_WAIT = 0.05
+
+
+def namespace_lock_key(namespace: Sequence[str]) -> int:
+    """The advisory lock key of a LangGraph namespace (a tuple of labels): 64
+    bits of a hash of its labels, as Postgres' signed ``bigint``, so no
+    value reaches SQL text (the key is a bound parameter too).
+
+    Example:
+        >>> namespace_lock_key(("memories", "ana")) == namespace_lock_key(("memories", "ana"))
+        True
+    """
+    label = "\x00".join(namespace).encode("utf-8")  # NUL: a label never holds one
+    digest = hashlib.blake2b(label, digest_size=8, person=b"poolsplit-ns").digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+_TRY_LOCK = "SELECT pg_try_advisory_lock(%s) AS locked"
+_UNLOCK = "SELECT pg_advisory_unlock(%s)"
+
+
+def _lock_pool(store: Any) -> Optional[Any]:
+    """``store``'s connection pool (a ``psycopg_pool`` pool), or None for a
+    single connection."""
+    conn = getattr(store, "conn", None)
+    return conn if conn is not None and callable(getattr(conn, "getconn", None)) else None
+
+
+#: Per store object over a pool: its lock session (a connection of its own,
+#: opened with the pool's settings, closed with the store) and the guard
+#: its statements take turns on. Not a connection of the pool: held for a
+#: write's length beside the write's own, two writers exhausted a pool of
+#: two, each waiting for the other's connection until the pool's timeout.
+_LOCK_SESSIONS: weakref.WeakKeyDictionary[Any, Tuple[Any, Any]] = weakref.WeakKeyDictionary()
+_LOCK_SESSIONS_MADE = threading.Lock()
+
+
+def _lock_session(store: Any, pool: Any, *, fresh: bool = False) -> Callable[[], Any]:
+    """A cursor factory of ``store``'s lock session (made on first use,
+    or again when ``fresh`` or the last one broke)."""
+    import psycopg
+
+    with _LOCK_SESSIONS_MADE:
+        found = _LOCK_SESSIONS.get(store)
+        if fresh or found is None or found[1].closed or found[1].broken:
+            if found is not None:
+                found[1].close()
+            conn = psycopg.Connection.connect(pool.conninfo, **dict(pool.kwargs or {}, autocommit=True))
+            weakref.finalize(store, conn.close)
+            found = _LOCK_SESSIONS[store] = (threading.Lock(), conn)
+    guard, conn = found
+
+    @contextlib.contextmanager
+    def cursor() -> Iterator[Any]:
+        with guard, conn.cursor() as cur:
+            yield cur
+
+    return cursor
+
+
+async def _alock_session(store: Any, pool: Any, *, fresh: bool = False) -> Callable[[], Any]:
+    """`_lock_session` of an ``AsyncPostgresStore`` over an async pool
+    (on the store's loop)."""
+    import psycopg
+
+    found = _LOCK_SESSIONS.get(store)
+    if fresh or found is None or found[1].closed or found[1].broken:
+        if found is not None:
+            await found[1].close()
+        conn = await psycopg.AsyncConnection.connect(pool.conninfo, **dict(pool.kwargs or {}, autocommit=True))
+        found = _LOCK_SESSIONS[store] = (asyncio.Lock(), conn)
+    guard, conn = found
+
+    @contextlib.asynccontextmanager
+    async def cursor() -> AsyncIterator[Any]:
+        async with guard, conn.cursor() as cur:
+            yield cur
+
+    return cursor
+
+
+@contextlib.contextmanager
+def namespace_lock(store: Any, namespace: Sequence[str]) -> Iterator[None]:
+    """Hold the advisory lock of ``namespace`` (`namespace_lock_key`)
+    while a change of it runs on LangGraph's ``PostgresStore`` ``store``
+    (any other store: nothing): a LangGraph store has no transaction, so a
+    change reads what it closes and then puts, and two servers superseding
+    one fact at once each closed it with their own value. A session lock
+    (`store_session_lock`)."""
+    with store_session_lock(store, namespace_lock_key(namespace)):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def anamespace_lock(store: Any, namespace: Sequence[str]) -> AsyncIterator[None]:
+    """`namespace_lock` of LangGraph's ``AsyncPostgresStore``."""
+    async with astore_session_lock(store, namespace_lock_key(namespace)):
+        yield
+
+
+#: The session lock key under which our schema changes of LangGraph's
+#: store tables run one at a time (`install_change_counter`,
+#: `install_filter_index`, `install_type_indexes`): the class of
+#: `SETUP_LOCK`, step 2, as one ``bigint``. Six installs at once failed
+#: with "duplicate key value violates unique constraint" (``CREATE OR
+#: REPLACE FUNCTION``, ``CREATE INDEX IF NOT EXISTS`` race) or deadlocked.
+STORE_SETUP_LOCK = (0x706F6F6C << 32) | 2  # "pool", step 2
+
+
+@contextlib.contextmanager
+def store_session_lock(store: Any, key: int) -> Iterator[None]:
+    """Hold session advisory lock ``key`` (a bound ``bigint``) on LangGraph's
+    ``PostgresStore`` ``store`` (an ``AsyncPostgresStore``: its
+    `astore_session_lock`, waited for on its loop; any other store:
+    nothing) while the block runs: on the store's one connection (each try through `locked_cursor`,
+    so the store's other threads are never held up while it waits: it
+    polls ``pg_try_advisory_lock``, holding no snapshot between tries, so
+    a ``CREATE INDEX CONCURRENTLY`` of the holder never waits for it), or,
+    over a pool, on a lock session of the store's own (`_lock_session`: a
+    connection of the pool held beside the write's own exhausted a small
+    pool). Released by the server if the session ends."""
+    pool = _lock_pool(store)
+    if is_async_postgres_store(store) and callable(getattr(store, "_cursor", None)):
+        # a sync call on an AsyncPostgresStore (as its own sync methods): the async lock, on its loop
+        on_loop = astore_session_lock(store, key)
+        wait_on_store_loop(store, on_loop.__aenter__())
+        try:
+            yield
+        except BaseException:
+            wait_on_store_loop(store, on_loop.__aexit__(*sys.exc_info()))
+            raise
+        wait_on_store_loop(store, on_loop.__aexit__(None, None, None))
+        return
+    if not is_postgres_store(store) or not callable(getattr(store, "_cursor", None)):
+        yield
+        return
+    if pool is None:
+        cursor: Callable[[], Any] = lambda: locked_cursor(store)  # noqa: E731
+        _take(cursor, key)
+        with _released(cursor, key):
+            yield
+        return
+    import psycopg
+
+    session = _lock_session(store, pool)
+    try:
+        _take(session, key)
+    except psycopg.OperationalError:  # the session died (a server restart): once more, on a new one
+        session = _lock_session(store, pool, fresh=True)
+        _take(session, key)
+    with _released(session, key):
+        yield
+
+
+@contextlib.contextmanager
+def _released(cursor: Callable[[], Any], key: int) -> Iterator[None]:
+    """Release lock ``key`` after the block; after a failed block quietly:
+    a session that died (the failure itself, often) released it, and its
+    "connection is closed" must not hide why the block failed. After a
+    block that succeeded, a session that died is no error either (the
+    write committed; its lock went with the session)."""
+    import psycopg
+
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception), cursor() as cur:
+            cur.execute(_UNLOCK, (key,))
+        raise
+    with contextlib.suppress(psycopg.OperationalError), cursor() as cur:  # a dead session: released
+        cur.execute(_UNLOCK, (key,))
+
+
+def _take(cursor: Callable[[], Any], key: int) -> None:
+    wait = NAMESPACE_LOCK_WAIT / 10
+    while True:
+        with cursor() as cur:
+            cur.execute(_TRY_LOCK, (key,))
+            row = cur.fetchone()
+        if _locked(row):
+            return
+        time.sleep(wait)
+        wait = min(wait * 2, NAMESPACE_LOCK_WAIT)
+
+
+def _locked(row: Any) -> bool:
+    return bool(row["locked"] if isinstance(row, Mapping) else row[0])
+
+
+@contextlib.asynccontextmanager
+async def astore_session_lock(store: Any, key: int) -> AsyncIterator[None]:
+    """`store_session_lock` of LangGraph's ``AsyncPostgresStore`` (through
+    its async cursor, `alocked_cursor`, on the store's loop)."""
+    pool = _lock_pool(store)
+    if not is_async_postgres_store(store) or not callable(getattr(store, "_cursor", None)):
+        yield
+        return
+    if pool is None:
+        await _atake(lambda: alocked_cursor(store), key)
+        async with _areleased(lambda: alocked_cursor(store), key):
+            yield
+        return
+    import psycopg
+
+    session = await _alock_session(store, pool)
+    try:
+        await _atake(session, key)
+    except psycopg.OperationalError:
+        session = await _alock_session(store, pool, fresh=True)
+        await _atake(session, key)
+    async with _areleased(session, key):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def _areleased(cursor: Callable[[], Any], key: int) -> AsyncIterator[None]:
+    """`_released` on an async cursor."""
+    import psycopg
+
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            async with cursor() as cur:
+                await cur.execute(_UNLOCK, (key,))
+        raise
+    with contextlib.suppress(psycopg.OperationalError):  # a dead session: released
+        async with cursor() as cur:
+            await cur.execute(_UNLOCK, (key,))
+
+
+async def _atake(cursor: Callable[[], Any], key: int) -> None:
+    wait = NAMESPACE_LOCK_WAIT / 10
+    while True:
+        async with cursor() as cur:
+            await cur.execute(_TRY_LOCK, (key,))
+            row = await cur.fetchone()
+        if _locked(row):
+            return
+        await asyncio.sleep(wait)
+        wait = min(wait * 2, NAMESPACE_LOCK_WAIT)
 
 
 def wait_on_store_loop(store: Any, work: Any) -> Any:
@@ -1240,9 +1498,7 @@ def install_change_counter(store: Any) -> None:
         raise ArgumentError(
             "install_change_counter: an AsyncPostgresStore takes `await ainstall_change_counter(store)`"
         )
-    with locked_cursor(store) as cur:
-        for statement in _CHANGE_COUNTER_DDL:
-            cur.execute(statement)
+    _ddl(store, _CHANGE_COUNTER_DDL)
 
 
 async def ainstall_change_counter(store: Any) -> None:
@@ -1276,7 +1532,8 @@ class PostgresConnection:
     psycopg 3 driver, the one all three stores share (sync and async), and
     [`conninfo`][] is libpq's own. An unparsable value is an
     `ArgumentError` naming ``url``. The
-    password never shows in ``repr``.
+    password (``user:password@``, or a ``password`` parameter or keyword)
+    never shows in ``repr`` or an error.
 
     Example:
         >>> pg = PostgresConnection("postgresql://me:secret@db-host:5432/memory?sslmode=require")
@@ -1298,11 +1555,12 @@ class PostgresConnection:
         object.__setattr__(self, "url", _as_uri(self.url.strip()))
 
     def __repr__(self) -> str:
-        parts = urllib.parse.urlsplit(self.url)
-        if parts.password is None:
-            return "PostgresConnection(%r)" % self.url
-        netloc = parts.netloc.replace(":%s@" % parts.password, ":***@", 1)
-        return "PostgresConnection(%r)" % urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+        head, mark, query = self.url.partition("?")
+        password = urllib.parse.urlsplit(head).password
+        if password is not None:
+            head = head.replace(":%s@" % password, ":***@", 1)
+        # libpq's keyword form becomes query parameters: a password there too
+        return "PostgresConnection(%r)" % (head + mark + "&".join(_masked(part) for part in query.split("&")))
 
     @property
     def conninfo(self) -> str:
@@ -1337,6 +1595,16 @@ def _as_uri(value: str) -> str:
     return "postgresql://" + rest
 
 
+def _masked(parameter: str) -> str:
+    """A URI query parameter, its value ``***`` when it is the password."""
+    key, equals, _ = parameter.partition("=")
+    return key + "=***" if equals and urllib.parse.unquote(key).strip().lower() == "password" else parameter
+
+
+#: A ``password`` keyword of a libpq keyword string, with its value (quoted or not).
+_PASSWORD_KEYWORD = re.compile(r"(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)", re.IGNORECASE)
+
+
 def _keywords_uri(value: str) -> str:
     """A libpq ``key=value`` string as a URI, every keyword a query
     parameter (libpq reads ``dbname``, ``host``, ``user`` ... there too)."""
@@ -1347,7 +1615,8 @@ def _keywords_uri(value: str) -> str:
     try:
         params = conninfo_to_dict(value)
     except Exception as exc:  # psycopg.ProgrammingError: the message says what is wrong
-        raise ArgumentError("PostgresConnection url %r is not a libpq connection string: %s" % (value, exc)) from None
+        shown = _PASSWORD_KEYWORD.sub(r"\1***", value)
+        raise ArgumentError("PostgresConnection url %r is not a libpq connection string: %s" % (shown, exc)) from None
     if not params:
         raise ArgumentError("PostgresConnection url %r names no connection parameter" % (value,))
     return "postgresql://?" + urllib.parse.urlencode(sorted((k, str(v)) for k, v in params.items()))

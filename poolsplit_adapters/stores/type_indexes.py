@@ -60,7 +60,16 @@ from typing import Any, Dict, Generator, List, Mapping, Optional, Sequence, Tupl
 
 from ..errors import ArgumentError
 from .checks import check_key_text
-from .postgres import alocked_cursor, check_postgres_text, is_async_postgres_store, is_postgres_store, locked_cursor
+from .postgres import (
+    STORE_SETUP_LOCK,
+    alocked_cursor,
+    astore_session_lock,
+    check_postgres_text,
+    is_async_postgres_store,
+    is_postgres_store,
+    locked_cursor,
+    store_session_lock,
+)
 
 __all__ = [
     "CODES_SECONDS",
@@ -348,8 +357,8 @@ def install_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[str, in
     names = _checked_types(types)
     opclass, options = _index_definition(store)
     # The store's own lock, as its batch takes it on a shared connection: no
-    # other thread's statements run inside this transaction.
-    with locked_cursor(store) as cur:
+    # other thread's statements run inside this transaction; one install at a time.
+    with store_session_lock(store, STORE_SETUP_LOCK), locked_cursor(store) as cur:
         with cur.connection.transaction():
             codes = _run(cur, _schema_steps(names))
         concurrently = bool(cur.connection.autocommit)
@@ -376,7 +385,7 @@ async def ainstall_type_indexes(store: Any, types: Sequence[str]) -> List[Tuple[
         )
     names = _checked_types(types)
     opclass, options = _index_definition(store)
-    async with alocked_cursor(store) as cur:
+    async with astore_session_lock(store, STORE_SETUP_LOCK), alocked_cursor(store) as cur:
         async with cur.connection.transaction():
             codes = await _arun(cur, _schema_steps(names))
         concurrently = bool(cur.connection.autocommit)

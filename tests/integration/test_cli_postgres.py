@@ -228,3 +228,42 @@ def test_as_root_a_folder_the_server_account_cannot_enter_is_refused(folder):
 def test_url_before_any_start_says_how_to_start_one(folder):
     code, _, err = poolsplit("postgres", "url", "--dir", str(folder / "nothing"))
     one_line_error(code, err, "no server there yet; start one with: poolsplit postgres start")
+
+
+def test_a_folder_named_with_a_backslash_and_a_quote_starts_and_answers_on_its_socket(folder):
+    """``postgresql.conf`` reads a backslash as an escape: a ``--dir`` with
+    one (``a\\b``) was written there as it was, the server looked for its
+    socket folder under ``a<backspace>``, and the start failed with the log's
+    last line, "database system is shut down", which says nothing of why."""
+    where = folder / "a\\b'c" / "pg"
+    code, out, err = poolsplit("postgres", "start", "--dir", str(where))
+    assert code == 0, err
+    try:
+        with psycopg.connect(urls(out)[0]) as conn:
+            assert conn.execute("SHOW unix_socket_directories").fetchone() == (str(where / "sock"),)
+    finally:
+        assert poolsplit("postgres", "stop", "--dir", str(where))[0] == 0
+
+
+def test_a_server_that_does_not_start_is_reported_with_its_log_s_reason(folder):
+    """The error named the log's last line ("database system is shut down");
+    the reason is the start's FATAL line."""
+    where = folder / "refused"
+    code, out, err = poolsplit("postgres", "start", "--dir", str(where))
+    assert code == 0, err
+    assert poolsplit("postgres", "stop", "--dir", str(where))[0] == 0
+    with (where / "data" / "postgresql.conf").open("a") as conf:
+        conf.write("unix_socket_directories = '/nonexistent/sock'\n")
+    code, _, err = poolsplit("postgres", "start", "--dir", str(where))
+    one_line_error(code, err, 'FATAL:  could not create lock file "/nonexistent/sock/.s.PGSQL.5432.lock"')
+
+
+def test_a_folder_with_a_newline_is_refused_in_one_line_before_anything_is_written(folder):
+    """Postgres' tools refuse a path with a newline or a carriage return;
+    the start failed with initdb's last line, ``b/data"``, half a path."""
+    where = folder / "a\nb"
+    code, _, err = poolsplit("postgres", "start", "--dir", str(where))
+    one_line_error(
+        code, err, "%r: Postgres takes no folder whose path holds a newline or a carriage return" % str(where)
+    )
+    assert not where.exists()

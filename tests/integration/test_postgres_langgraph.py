@@ -172,3 +172,53 @@ def test_a_postgres_store_never_set_up_is_refused_with_the_fix(pg_database):
         )
         store.setup()
         assert BaseStoreMemory(store, U1).put_many([{"id": "fix-1", "content": "Quote cents."}]) == ["fix-1"]
+
+
+OWN_FACTS = ["Ana keeps a fern in her office.", "The cat is called Miso.", "Ana cycles to work on Fridays."]
+NEAR = "deploy checkout service staging rollback"
+
+
+def crowded(store: Any, fetch_k: int = 5) -> BaseStoreMemory:
+    """Three facts of Ana's, far from the query; twenty facts of her child
+    namespace, near it."""
+    own = BaseStoreMemory(store, ("memories", "ana"), fetch_k=fetch_k)
+    own.put_many([{"id": "o%d" % n, "type": "fact", "content": text} for n, text in enumerate(OWN_FACTS)])
+    drafts = BaseStoreMemory(store, ("memories", "ana", "drafts"))
+    drafts.put_many(
+        [{"id": "c%d" % n, "type": "fact", "content": "%s %s" % (NEAR, chr(97 + n) * 3)} for n in range(20)]
+    )
+    return own
+
+
+@pytest.mark.parametrize("ttl", [None, {"default_ttl": 60}])
+def test_a_child_namespace_near_the_query_never_crowds_out_the_namespaces_own_items(pg_database, ttl):
+    """With a TTL the store's own search serves the ranked reads, and it
+    matches a namespace as a prefix: the child's twenty facts took the page
+    of ``fetch_k`` = 5, were dropped as not Ana's, and her facts pool
+    recalled none of her three facts."""
+    with PostgresStore.from_conn_string(pg_database.conninfo, index=index_config(), ttl=ttl) as store:
+        store.setup()
+        own = crowded(store)
+        selection = own.select([Pool("facts", 2000, 10, ("fact",))], {"message": NEAR})
+        assert sorted(c.entry["id"] for c in selection.chosen) == ["o0", "o1", "o2"]
+
+
+def test_an_async_store_with_a_ttl_recalls_the_namespaces_own_items_past_its_child(pg_database):
+    import asyncio
+
+    from langgraph.store.postgres.aio import AsyncPostgresStore
+
+    async def run() -> List[str]:
+        async with AsyncPostgresStore.from_conn_string(
+            pg_database.conninfo, index=index_config(), ttl={"default_ttl": 60}
+        ) as store:
+            await store.setup()
+            own = BaseStoreMemory(store, ("memories", "ana"), fetch_k=5)
+            await own.aput_many([{"id": "o%d" % n, "type": "fact", "content": t} for n, t in enumerate(OWN_FACTS)])
+            drafts = BaseStoreMemory(store, ("memories", "ana", "drafts"))
+            near = [{"id": "c%d" % n, "type": "fact", "content": "%s %s" % (NEAR, chr(97 + n) * 3)} for n in range(20)]
+            await drafts.aput_many(near)
+            selection = await own.aselect([Pool("facts", 2000, 10, ("fact",))], {"message": NEAR})
+            return sorted(c.entry["id"] for c in selection.chosen)
+
+    assert asyncio.run(run()) == ["o0", "o1", "o2"]

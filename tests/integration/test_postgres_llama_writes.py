@@ -131,3 +131,30 @@ def test_over_a_simple_vector_store_a_failing_model_deletes_nothing():
         mem.supersede("fix", NEW)
     assert mem.get("fix") == stored_fix()
     assert mem.get("fix-2") is None
+
+
+def test_a_scope_too_long_for_the_filter_index_is_an_entry_error_naming_it(pg_database):
+    """The filter index of a ``PGVectorStore`` holds ``namespace``, ``type``
+    and ``scope``, and a btree row holds 2,704 bytes: a 5,000-character
+    scope failed deep in the driver ("index row size 5024 exceeds btree
+    version 4 maximum 2704"), naming neither the entry nor the field. Each
+    indexed field now has its bound (a scope 500 bytes), so the longest
+    entry they allow is stored."""
+    from poolsplit_adapters import EntryError
+    from poolsplit_adapters.stores.postgres import install_filter_index
+
+    mem = memory(pg_database, Flaky())
+    mem.add([{"id": "x0", "content": "warm", "type": "note", "namespace": "a"}])
+    install_filter_index(mem.index.vector_store)
+    # Text that no compression shortens (the index would compress a repeated letter).
+    noise = "".join(chr(0x4E00 + (n * 7919) % 20000) for n in range(2000))
+    with pytest.raises(EntryError) as raised:
+        mem.add([{"id": "x1", "content": "c", "type": "note", "scope": "s" + noise[:1666], "namespace": "a"}])
+    assert str(raised.value) == (
+        "entry 'x1' (index 0): field 'scope' is 4999 bytes long; a scope takes at most 500 (UTF-8)"
+    )
+    longest = {"id": "x2", "content": "c", "type": noise[:333], "namespace": noise[333:666], "scope": noise[666:832]}
+    mem.add([longest])
+    [stored] = mem.read(["x2"])
+    assert {k: stored[k] for k in longest} == longest
+    assert [r["node_id"] for r in rows(pg_database)] == ["x0", "x2"]

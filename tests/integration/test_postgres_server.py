@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from pg_server import EmbeddedPostgres
 
+from poolsplit_adapters.stores.local_postgres import TemporaryPostgres
 from poolsplit_adapters.stores.pg_install import SERVER_USER, copy_install, install_root, reachable_by
 
 TESTS = pathlib.Path(__file__).resolve().parents[1]
@@ -97,3 +98,14 @@ def test_a_server_that_cannot_start_fails_under_ci_and_skips_elsewhere(tmp_path,
     )
     assert outcome in done.stdout, done.stdout + done.stderr
     assert "embedded Postgres did not start" in done.stdout
+
+
+@pytest.mark.parametrize("prefix", ['x"y', "a b", "q?r", "p%2F", "o'b"])
+def test_a_database_of_any_name_is_created_and_reached_by_that_name(pg_server, prefix):
+    """``create_database`` wrote the name into its SQL text (``x"y`` was a
+    syntax error: a caller's value in SQL), and ``connection`` into the URL
+    unquoted (``a b`` refused, ``q?r`` cut, ``p%2F`` named another database)."""
+    name = TemporaryPostgres.create_database(pg_server, prefix)
+    assert name.startswith(prefix)
+    with psycopg.connect(TemporaryPostgres.connection(pg_server, name).conninfo) as conn:
+        assert conn.execute("SELECT current_database()").fetchone() == (name,)

@@ -14,16 +14,23 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from typing import Any, Callable
 
 from agent_fakes import ToolCallingFakeModel, UserContext, lookup, thread
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain.agents import create_agent
+from langchain_core.embeddings import DeterministicFakeEmbedding
+from langchain_core.vectorstores import InMemoryVectorStore
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 from poolsplit_adapters import Pool
-from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, WriteConfig
+from poolsplit_adapters.langchain import BaseStoreMemory, PoolSplitMemoryMiddleware, VectorStoreMemory, WriteConfig
 from poolsplit_adapters.stores import InProcessStore, SQLiteMemoryStore
 
 ANA = ("memories", "ana")
@@ -187,3 +194,206 @@ def test_forget_takes_what_another_writer_added_between_its_read_and_its_commit(
     store = Interleaved(path)
     assert store.forget(namespace="ana") == 2
     assert store.entries("ana") == [] and other.entries("ana") == []
+
+
+class SlowPuts(InMemoryStore):
+    """LangGraph's own in-memory store whose writes take a while (as a
+    server's round trip does): every reader of a fact has read it before
+    the first writer's puts land."""
+
+    delay = 0.05
+
+    def batch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) for op in ops):
+            time.sleep(self.delay)
+        return super().batch(ops)
+
+    async def abatch(self, ops: Any) -> Any:
+        ops = list(ops)
+        if any(isinstance(op, PutOp) for op in ops):
+            await asyncio.sleep(self.delay)
+        return await super().abatch(ops)
+
+
+def superseded_once(memory: Any, outcomes: list[Any]) -> None:
+    """One supersede of ``f0`` won; each other one was refused naming the
+    winner (its caller supersedes that one); one version active."""
+    won = [o for o in outcomes if isinstance(o, str)]
+    assert len(won) == 1, outcomes
+    refused = [str(o) for o in outcomes if not isinstance(o, str)]
+    assert refused == ["entry 'f0' is already superseded by %r; supersede that one" % won[0]] * (WRITERS - 1)
+    entries = {e["id"]: e for e in memory.entries()}
+    assert [i for i, e in entries.items() if not e.get("superseded_by")] == won
+    assert entries["f0"]["superseded_by"] == won[0] and entries[won[0]]["supersedes"] == "f0"
+    assert sorted(entries) == sorted(["f0", *won])  # no version of a loser was written
+
+
+def test_threads_superseding_one_entry_at_once_leave_one_version_active():
+    """``supersede`` read the old version, then put both versions: threads
+    superseding one fact at once each closed it with their own value, and
+    every new value stayed active (found by a hostile run: 8 of 8, with a
+    fact saying it was superseded by one of them only)."""
+    store = SlowPuts()
+    BaseStoreMemory(store, ANA).add([{"id": "f0", "type": "fact", "content": OLD}])
+    outcomes: list[Any] = [None] * WRITERS
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = BaseStoreMemory(store, ANA).supersede("f0", {"id": "f%d" % (n + 1), "content": moved(n)})
+        except ValueError as err:
+            outcomes[n] = err
+
+    assert at_once(writer, WRITERS) == []
+    superseded_once(BaseStoreMemory(store, ANA), outcomes)
+
+
+def test_coroutines_superseding_one_entry_at_once_leave_one_version_active():
+    store = SlowPuts()
+    BaseStoreMemory(store, ANA).add([{"id": "f0", "type": "fact", "content": OLD}])
+
+    async def run() -> list[Any]:
+        async def one(n: int) -> Any:
+            new = {"id": "f%d" % (n + 1), "content": moved(n)}
+            return await BaseStoreMemory(store, ANA).asupersede("f0", new)
+
+        return list(await asyncio.gather(*(one(n) for n in range(WRITERS)), return_exceptions=True))
+
+    superseded_once(BaseStoreMemory(store, ANA), asyncio.run(run()))
+
+
+def active_chain_ends(entries: list[dict[str, Any]]) -> tuple[list[str], bool]:
+    """The launch fact's active versions, and whether following
+    ``superseded_by`` from every version ends (no cycle)."""
+    by_id = {e["id"]: e for e in entries}
+    ends = True
+    for start in by_id:
+        seen, at = set(), start
+        while at in by_id and by_id[at].get("superseded_by"):
+            if at in seen:
+                ends = False
+                break
+            seen.add(at)
+            at = by_id[at]["superseded_by"]
+    active = [e["id"] for e in entries if e["type"] == "fact" and not e.get("superseded_by")]
+    return active, ends
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["supersede", "write", "delete"]), min_size=2, max_size=6))
+def test_any_mix_of_concurrent_changes_of_one_fact_keeps_at_most_one_version_active_and_no_cycle(kinds):
+    """Threads superseding, restating (the write path's change) and deleting
+    one fact at once: whatever the mix, at most one version is active,
+    every ``superseded_by`` chain ends, and no supersede that returned
+    lost its version (unless a delete took it)."""
+    store = SlowPuts()
+    store.delay = 0.005
+    BaseStoreMemory(store, ANA).add([{"id": "v0", "type": "fact", "content": OLD}])
+    returned: list[str] = []
+
+    def newest(memory: BaseStoreMemory) -> str:
+        active, _ = active_chain_ends(memory.entries())
+        return active[0] if active else "v0"
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        memory = BaseStoreMemory(store, ANA)
+        barrier.wait()
+        try:
+            if kinds[n] == "supersede":
+                new = {"id": "v%d" % (n + 1), "type": "fact", "content": moved(n)}
+                returned.append(memory.supersede(newest(memory), new))
+            elif kinds[n] == "write":
+                memory.write([{"type": "fact", "said_by": "user", "content": moved(n)}])
+            else:
+                memory.delete(newest(memory))
+        except (KeyError, ValueError):
+            pass  # refused: superseded or deleted meanwhile (the caller reads again)
+
+    assert at_once(writer, len(kinds)) == []
+    entries = BaseStoreMemory(store, ANA).entries()
+    active, ends = active_chain_ends(entries)
+    assert len(active) <= 1 and ends, entries
+    if "delete" not in kinds:
+        assert set(returned) <= {e["id"] for e in entries}
+
+
+class SlowVectorStore(InMemoryVectorStore):
+    """LangChain's in-memory vector store whose writes take a while."""
+
+    def add_documents(self, documents: Any, **kwargs: Any) -> Any:
+        time.sleep(0.05)
+        return super().add_documents(documents, **kwargs)
+
+    async def aadd_documents(self, documents: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.05)
+        return await super().aadd_documents(documents, **kwargs)
+
+
+def test_threads_superseding_one_entry_of_a_vector_store_at_once_leave_one_version_active():
+    """``VectorStoreMemory`` read the version it closed, then wrote: four
+    memories over one ``InMemoryVectorStore`` superseding one fact at once
+    left all four new values active (``PGVector`` alone held, by its id
+    claims)."""
+    store = SlowVectorStore(DeterministicFakeEmbedding(size=16))
+    VectorStoreMemory(store).add([{"id": "f0", "type": "fact", "content": OLD}])
+    outcomes: list[Any] = [None] * WRITERS
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = VectorStoreMemory(store).supersede("f0", {"id": "f%d" % (n + 1), "content": moved(n)})
+        except ValueError as err:
+            outcomes[n] = err
+
+    assert at_once(writer, WRITERS) == []
+    superseded_once(VectorStoreMemory(store), outcomes)
+
+
+def test_coroutines_superseding_one_entry_of_a_vector_store_at_once_leave_one_version_active():
+    store = SlowVectorStore(DeterministicFakeEmbedding(size=16))
+    VectorStoreMemory(store).add([{"id": "f0", "type": "fact", "content": OLD}])
+
+    async def run() -> list[Any]:
+        async def one(n: int) -> Any:
+            return await VectorStoreMemory(store).asupersede("f0", {"id": "f%d" % (n + 1), "content": moved(n)})
+
+        return list(await asyncio.gather(*(one(n) for n in range(WRITERS)), return_exceptions=True))
+
+    superseded_once(VectorStoreMemory(store), asyncio.run(run()))
+
+
+_EMBED_DELAY = [0.0]
+
+
+def test_threads_superseding_one_entry_of_a_llama_index_at_once_leave_one_version_active():
+    """``VectorIndexMemory`` held a lock per memory object only: four
+    memories over one in-process index superseding one fact at once left
+    all four new values active (over ``PGVectorStore`` the ids' locks held)."""
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    from poolsplit_adapters.llama_index.vector_memory import VectorIndexMemory
+
+    class SlowEmbedding(MockEmbedding):
+        def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+            time.sleep(_EMBED_DELAY[0])
+            return super()._get_text_embeddings(texts)
+
+    index = VectorStoreIndex([], embed_model=SlowEmbedding(embed_dim=8))
+    VectorIndexMemory(index).add([{"id": "f0", "type": "fact", "content": OLD}])
+    _EMBED_DELAY[0] = 0.05
+    outcomes: list[Any] = [None] * WRITERS
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            outcomes[n] = VectorIndexMemory(index).supersede("f0", {"id": "f%d" % (n + 1), "content": moved(n)})
+        except ValueError as err:
+            outcomes[n] = err
+
+    try:
+        assert at_once(writer, WRITERS) == []
+    finally:
+        _EMBED_DELAY[0] = 0.0
+    superseded_once(VectorIndexMemory(index), outcomes)

@@ -9,7 +9,7 @@ turned into entries (counted once, scores kept). The rules are the
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Dict, List, Optional, Tuple
 
 from langgraph.store.base import BaseStore, Item, SearchOp
@@ -265,12 +265,58 @@ class StoreReads:
         return self._merged(len(ops), ranked, rest)
 
     def _run(self, specs: Sequence[ReadSpec]) -> List[Tuple[ReadSpec, List[Item]]]:
-        results = self._batch(self._ops(specs)) if specs else []
-        return [(spec, items_of(found)) for spec, found in zip(specs, results)]
+        results = [items_of(found) for found in (self._batch(self._ops(specs)) if specs else [])]
+        limits = [spec.limit for spec in specs]
+        again = self._crowded(specs, results, limits)
+        while again:
+            wider = [(n, replace(specs[n], limit=limits[n])) for n in again]
+            for (n, _), found in zip(wider, self._batch(self._ops([spec for _, spec in wider]))):
+                results[n] = self._nearest_own(specs[n], items_of(found))
+            again = self._crowded(specs, results, limits)
+        return list(zip(specs, results))
 
     async def _arun(self, specs: Sequence[ReadSpec]) -> List[Tuple[ReadSpec, List[Item]]]:
-        results = await self._abatch(self._ops(specs)) if specs else []
-        return [(spec, items_of(found)) for spec, found in zip(specs, results)]
+        """Async [`_run`][]."""
+        results = [items_of(found) for found in (await self._abatch(self._ops(specs)) if specs else [])]
+        limits = [spec.limit for spec in specs]
+        again = self._crowded(specs, results, limits)
+        while again:
+            wider = [(n, replace(specs[n], limit=limits[n])) for n in again]
+            for (n, _), found in zip(wider, await self._abatch(self._ops([spec for _, spec in wider]))):
+                results[n] = self._nearest_own(specs[n], items_of(found))
+            again = self._crowded(specs, results, limits)
+        return list(zip(specs, results))
+
+    def _nearest_own(self, spec: ReadSpec, items: List[Item]) -> List[Item]:
+        """A widened read's page: the nearest ``spec.limit`` of the
+        namespace's own items (as the page of ``fetch_k`` would have been
+        without the child's), and whatever else it holds after them (the
+        child's, dropped later, which keep the page full: `_crowded`)."""
+        own = self.chain[spec.link]
+        mine = [item for item in items if tuple(item.namespace) == own]
+        return mine[: spec.limit] + [item for item in items if tuple(item.namespace) != own]
+
+    def _crowded(self, specs: Sequence[ReadSpec], results: Sequence[List[Item]], limits: List[int]) -> List[int]:
+        """The ranked reads whose page the store filled (``limits[n]``
+        items) with fewer than ``spec.limit`` of the namespace's own items,
+        each read limit widened fourfold here (at most `RANK_ALL`).
+
+        Why: a LangGraph store's own search matches a namespace as a
+        prefix, so a child namespace's items (``("memories", "ana",
+        "drafts")``) nearer the query took the page of ``fetch_k`` and were
+        then dropped as not this namespace's: over a ``PostgresStore`` with
+        a TTL (searched by the store itself) a pool of three facts recalled
+        none. Our own searches match the namespace exactly and are never
+        crowded."""
+        crowded = []
+        for n, (spec, items) in enumerate(zip(specs, results)):
+            if spec.query is None or limits[n] >= RANK_ALL or len(items) < limits[n]:
+                continue
+            own = self.chain[spec.link]
+            if sum(tuple(item.namespace) == own for item in items) < spec.limit:
+                limits[n] = min(limits[n] * 4, RANK_ALL)
+                crowded.append(n)
+        return crowded
 
     # -- items -> entries ---------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from ..postgres import plain_async_postgres_store
 from ..write_path import Derived
 from .namespaces import Namespace, check_one, namespace_label
 from .store_reads import READ_ALL, StoreReads, items_of
-from .write_lock import async_write_lock, write_lock
+from .write_lock import awriting, writing
 
 __all__ = ["NEAR_K", "StoreWrites"]
 
@@ -76,33 +76,38 @@ class StoreWrites(StoreReads, StoreVerbs):
 
     def commit(self, change: Change) -> None:
         """Apply ``change`` in one ``batch`` (verified against the items as
-        read just before: a LangGraph store has no transaction to check in)."""
-        stored = self.read(change.touched + list(change.forget))
-        ops = self._change_ops(change, stored)
-        if ops:
-            self.store.batch(ops)
+        read just before: a LangGraph store has no transaction to check in),
+        the read and the batch one at a time with the namespace's other
+        writers (`writing`: else threads superseding one fact at once each
+        closed it, every new value active)."""
+        with writing(self.store, self.namespace):
+            stored = self.read(change.touched + list(change.forget))
+            ops = self._change_ops(change, stored)
+            if ops:
+                self.store.batch(ops)
 
     async def acommit(self, change: Change) -> None:
-        """Async [`commit`][]."""
-        stored = await self.aread(change.touched + list(change.forget))
-        ops = self._change_ops(change, stored)
-        if ops:
-            await self.store.abatch(ops)
+        """Async [`commit`][] (`awriting`)."""
+        async with awriting(self.store, self.namespace):
+            stored = await self.aread(change.touched + list(change.forget))
+            ops = self._change_ops(change, stored)
+            if ops:
+                await self.store.abatch(ops)
 
     # -- writing ----------------------------------------------------------------------
 
     def write(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
         """[`StoreVerbs.write`][poolsplit_adapters.stores.StoreVerbs.write],
         one at a time with this process's other writers of the own namespace
-        (`write_lock`: the store has no transaction, and two writers
+        (`writing`: the store has no transaction, and two writers
         changing one fact at once left both values active)."""
-        with write_lock(self.store, self.namespace):
+        with writing(self.store, self.namespace):
             return super().write(entries)
 
     async def awrite(self, entries: Iterable[Mapping[str, Any]]) -> WriteReport:
         """Async [`write`][], one at a time with the running loop's other
-        writers of the own namespace (`async_write_lock`)."""
-        async with async_write_lock(self.store, self.namespace):
+        writers of the own namespace (`awriting`)."""
+        async with awriting(self.store, self.namespace):
             return await super().awrite(entries)
 
     def _put_ops(self, entries: Sequence[Mapping[str, Any]]) -> Tuple[List[PutOp], List[str]]:
@@ -245,19 +250,24 @@ class StoreWrites(StoreReads, StoreVerbs):
         ``"memories.u1"``: any namespace of the store, exactly, never its
         children) in one batch, their vectors with them; return how many.
         Every version goes (superseded ones are items of the same namespace).
+        It holds the namespace's write lock (`writing`), so a write of it
+        by another thread or server lands before the read or after the
+        delete, never between them (where it survived "forget me").
         """
         target, op = self._forget_ops(namespace)
-        [found] = self.store.batch([op])
-        keys = [item.key for item in items_of(found) if tuple(item.namespace) == target]
-        if keys:
-            self.store.batch([PutOp(target, key, None) for key in keys])
+        with writing(self.store, target):  # a write between the read and the delete would survive it
+            [found] = self.store.batch([op])
+            keys = [item.key for item in items_of(found) if tuple(item.namespace) == target]
+            if keys:
+                self.store.batch([PutOp(target, key, None) for key in keys])
         return len(keys)
 
     async def aforget(self, *, namespace: str) -> int:
         """Async [`forget`][]."""
         target, op = self._forget_ops(namespace)
-        [found] = await self.store.abatch([op])
-        keys = [item.key for item in items_of(found) if tuple(item.namespace) == target]
-        if keys:
-            await self.store.abatch([PutOp(target, key, None) for key in keys])
+        async with awriting(self.store, target):
+            [found] = await self.store.abatch([op])
+            keys = [item.key for item in items_of(found) if tuple(item.namespace) == target]
+            if keys:
+                await self.store.abatch([PutOp(target, key, None) for key in keys])
         return len(keys)

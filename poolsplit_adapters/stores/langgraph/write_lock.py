@@ -14,44 +14,55 @@ a lock shared by every thread, async writers on a lock of their event loop
 other tasks, which hold it). Each then reads what the one before it wrote,
 and links its statement to that one.
 
-Across processes (two servers over one ``PostgresStore``), or between a
-sync and an async writer of one process, nothing here applies: the write
-path's own check still finds a version another writer closed first and
-links to its newest (``RELINKS``).
+Every change a write commits holds it too, from its read to its puts
+(`writing`, `awriting`): ``supersede``, ``delete`` and ``forget`` read
+the version they close and then put, and threads superseding one fact at
+once each closed it with their own value, every new value active (found by
+a hostile run: 8 of 8). An async writer already holding its namespace's
+lock (a write committing its change) takes it again without waiting.
+
+Across processes, or between a sync and an async writer of one process,
+the in-process locks do not apply: the write path's own check still finds
+a version another writer closed first and links to its newest
+(``RELINKS``), and on LangGraph's Postgres stores each change also holds a
+Postgres advisory lock of the namespace (`namespace_lock`), so two
+servers superseding one fact at once take turns there too.
 """
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import weakref
-from typing import Any, Dict, Tuple
+import contextlib
+from typing import Any, AsyncIterator, Iterator, Tuple
 
-__all__ = ["async_write_lock", "write_lock"]
+from ..postgres import anamespace_lock, namespace_lock
+from ..write_locks import aholding, async_write_lock, holding, write_lock
+
+__all__ = ["async_write_lock", "awriting", "write_lock", "writing"]
 
 Namespace = Tuple[str, ...]
 
-#: Guards the creation of the locks below (never held across a write).
-_MADE = threading.Lock()
-#: Per store object (weakly: a dropped store drops its locks), per namespace.
-_SYNC: weakref.WeakKeyDictionary[Any, Dict[Namespace, threading.RLock]] = weakref.WeakKeyDictionary()
-#: Per event loop, per store object, per namespace.
-_ASYNC: weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, Dict[Namespace, asyncio.Lock]]] = (
-    weakref.WeakKeyDictionary()
-)
+
+@contextlib.contextmanager
+def writing(store: Any, namespace: Namespace) -> Iterator[None]:
+    """A write or change of ``namespace`` from its read to its puts:
+    `write_lock`, and on a LangGraph Postgres store its advisory lock
+    (`namespace_lock`), taken once however deep the writes nest."""
+    with holding(store, namespace) as took:
+        if not took:
+            yield
+            return
+        with namespace_lock(store, namespace):
+            yield
 
 
-def write_lock(store: Any, namespace: Namespace) -> Any:
-    """The lock every sync write of ``namespace`` in ``store`` holds
-    (reentrant: a write that writes again from inside keeps it)."""
-    with _MADE:
-        return _SYNC.setdefault(store, {}).setdefault(namespace, threading.RLock())
-
-
-def async_write_lock(store: Any, namespace: Namespace) -> asyncio.Lock:
-    """The lock every async write of ``namespace`` in ``store`` holds on the
-    running event loop."""
-    loop = asyncio.get_running_loop()
-    with _MADE:
-        stores = _ASYNC.setdefault(loop, weakref.WeakKeyDictionary())
-        return stores.setdefault(store, {}).setdefault(namespace, asyncio.Lock())
+@contextlib.asynccontextmanager
+async def awriting(store: Any, namespace: Namespace) -> AsyncIterator[None]:
+    """`writing` of an async writer: `async_write_lock`, unless the
+    running task holds it already (a write committing its change), and on
+    a LangGraph Postgres store its advisory lock (`anamespace_lock`)."""
+    async with aholding(store, namespace) as took:
+        if not took:
+            yield
+            return
+        async with anamespace_lock(store, namespace):
+            yield

@@ -29,12 +29,18 @@ from langchain_core.vectorstores import VectorStore
 from ..base import Change, IdHeldElsewhere, StoreVerbs, WriteReport, prepare_entries
 from ..checks import fresh_copy
 from ..postgres import check_entry_text
+from ..write_locks import aholding, holding
 from ..write_path import Derived
 from .langchain_documents import document_to_entry, entry_to_document
 from .langchain_search import PGVectorAlwaysFetch, namespace_documents
 from .pgvector_ids import aclaim_ids, claim_ids
 
 __all__ = ["ListsDocuments", "VectorStoreEntries", "entry_to_document"]
+
+#: The one write-lock key of a vector store's entries (`holding`): a
+#: change reads what it closes, then writes, so writers of one store object
+#: take turns (four supersedes of one entry at once each closed it).
+_ENTRIES = "vector store entries"
 
 
 @runtime_checkable
@@ -155,8 +161,9 @@ class VectorStoreEntries(StoreVerbs):
         database, an id another collection holds is refused
         ([`IdHeldElsewhere`][]), checked
         under a lock on the ids held until the write ended
-        (`claim_ids`)."""
-        with claim_ids(self.store, self._claimed(change)) as held:
+        (`claim_ids`). One at a time with the store object's other writers
+        of this process (`holding`): other stores have no claim."""
+        with holding(self.store, _ENTRIES), claim_ids(self.store, self._claimed(change)) as held:
             # First the new entries: an id another namespace holds is that, not
             # "already in the store" (whose advice, supersede, would retire the other's entry).
             self._refuse_held(change.insert, held(change.insert), change.insert)
@@ -171,8 +178,9 @@ class VectorStoreEntries(StoreVerbs):
         self._wrote(bool(docs or doomed))
 
     async def acommit(self, change: Change) -> None:
-        """Async [`commit`][] (on an async-mode ``PGVector``, the same claim)."""
-        async with aclaim_ids(self.store, self._claimed(change)) as held:
+        """Async [`commit`][] (on an async-mode ``PGVector``, the same claim;
+        `aholding`)."""
+        async with aholding(self.store, _ENTRIES), aclaim_ids(self.store, self._claimed(change)) as held:
             self._refuse_held(change.insert, await held(change.insert), change.insert)
             rows, doomed = self._planned(change, await self.aread(change.touched + list(change.forget)))
             rest = self._unchecked(rows, change)

@@ -22,9 +22,16 @@ from llama_index.core.schema import BaseNode
 
 from ..base import Change, StoreVerbs, prepare_entries
 from ..checks import fresh_copy
+from ..write_locks import holding
 from .llama_index_nodes import node_to_entry, nodes_from
 from .llama_index_search import PGVectorStoreSearch
 from .llama_index_writes import node_write
+
+#: The one write-lock key of an index's nodes (`holding`): a change reads
+#: what it closes, then writes, so the writers of one index object take
+#: turns (four supersedes of one entry at once over an in-process index
+#: each closed it; over ``PGVectorStore`` the ids' locks held already).
+_NODES = "vector index nodes"
 
 __all__ = ["VectorIndexEntries"]
 
@@ -115,7 +122,7 @@ class VectorIndexEntries(StoreVerbs):
         loses nothing if it fails (`node_write`: over ``PGVectorStore``
         one transaction, the ids locked from the read to the commit)."""
         ids = change.touched + list(change.forget)
-        with self._lock, node_write(self.index, ids, self._nodes) as write:
+        with holding(self.index, _NODES), node_write(self.index, ids, self._nodes) as write:
             stored = self._entries(write.read(ids))
             rows = change.rows(change.verify(stored))
             present = {e["id"] for e in stored}
@@ -130,7 +137,7 @@ class VectorIndexEntries(StoreVerbs):
         as every write is. Returns their ids."""
         prepared = prepare_entries(entries, self.stamp())
         ids = [e["id"] for e in prepared]
-        with self._lock, node_write(self.index, ids, self._nodes) as write:
+        with holding(self.index, _NODES), node_write(self.index, ids, self._nodes) as write:
             present = {node.node_id for node in write.read(ids)}
             write.replace(sorted(present), nodes_from(prepared))
         if prepared:  # committed

@@ -113,7 +113,34 @@ def claim_ids(store: VectorStore, ids: Collection[str]) -> Iterator[Held]:
         try:
             yield held
         finally:
-            session.rollback()  # wrote nothing: ending the transaction releases the locks
+            _release(session.rollback)
+
+
+def _release(rollback: Callable[[], Any]) -> None:
+    """End the claim's transaction, which wrote nothing and only held the
+    ids' locks. A session the server ended (terminated, restarted) has
+    released them already: its rollback's error is no error of the write,
+    which went through the store's own session and committed or raised
+    there (raised here, a committed write read as failed, and its retry was
+    refused as "already superseded")."""
+    import sqlalchemy.exc
+
+    try:
+        rollback()
+    except sqlalchemy.exc.DBAPIError as err:
+        if not err.connection_invalidated:
+            raise
+
+
+async def _arelease(rollback: Callable[[], Any]) -> None:
+    """`_release` of an async session."""
+    import sqlalchemy.exc
+
+    try:
+        await rollback()
+    except sqlalchemy.exc.DBAPIError as err:
+        if not err.connection_invalidated:
+            raise
 
 
 @contextlib.asynccontextmanager
@@ -145,4 +172,4 @@ async def aclaim_ids(
         try:
             yield held
         finally:
-            await session.rollback()
+            await _arelease(session.rollback)
