@@ -25,6 +25,13 @@ SESSION = "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
 CORRECTION = {"id": "fix-1", "type": "correction", "scope": "always", "content": "Never force-push to main."}
 
 
+PLAN = [
+    Pool("corrections", 0, 0, ("correction",)),
+    Pool("standing", 300, 10, ("instruction", "preference", "fact")),
+    Pool("episodes", 400, 5, ("episode",)),
+]
+
+
 def _marker_texts(block: str) -> List[str]:
     return ["<memory " + part.split("</memory>")[0] + "</memory>" for part in block.split("<memory ")[1:]]
 
@@ -89,3 +96,22 @@ async def test_a_stored_node_whose_scope_is_always_but_for_case_is_named_as_the_
         VectorStoreIndex([good, fixed], embed_model=embed), pools, embeddings=embed
     )
     assert [n.node.node_id for n in exact.retrieve("deploy")] == ["bad", "good"]
+
+
+def test_a_blocks_put_never_stamps_the_callers_messages_and_the_session_still_recalls_them():
+    # Found by an adversarial sweep: BaseMemoryBlock.aput writes the session id into
+    # each message's additional_kwargs, so a caller's own messages came back changed.
+    blocks = poolsplit_memory_blocks([CORRECTION], PLAN)
+    said = [
+        ChatMessage(role="user", content="the invoice run is on mondays", additional_kwargs={"trace": [1]}),
+        ChatMessage(role="assistant", content="noted, mondays"),
+    ]
+    before = [m.model_dump() for m in said]
+    asyncio.run(blocks[1].aput(said, session_id="alice"))
+    assert [m.model_dump() for m in said] == before
+    pooled = asyncio.run(blocks[1].aget([ChatMessage(role="user", content="invoice run")], session_id="alice"))
+    assert sorted(m["content"] for m in parse_markers(pooled) if m["pool"] == "episodes") == [
+        "assistant: noted, mondays",
+        "user: the invoice run is on mondays",
+    ]
+    assert parse_markers(asyncio.run(blocks[1].aget(said[:1], session_id="bob"))) == []
