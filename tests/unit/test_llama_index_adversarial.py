@@ -201,3 +201,18 @@ def test_two_threads_and_gathered_aput_and_aget_on_one_store_lose_no_line():
     for name, active in short_term.items():
         held = {e["content"] for e in store.entries() if e.get("session") == name} | {"user: " + a for a in active}
         assert [n for n in range(30) if "user: %s says line %d" % (name, n) not in held] == []
+
+
+@pytest.mark.parametrize("scope", ["Always", " always", "allways"])
+def test_a_curated_entry_whose_scope_is_always_but_for_case_is_refused_when_the_blocks_are_built(scope: str):
+    # Found by an adversarial sweep: given to the blocks, it was a contextual
+    # entry of the 0-token corrections pool: a correction that never loaded.
+    curated = [CORRECTION, {"id": "fix-2", "type": "correction", "scope": scope, "content": "Never deploy on Friday."}]
+    message = "^entry 'fix-2' \\(index 1\\): field 'scope' is %s, not exactly 'always'" % re.escape(repr(scope))
+    with pytest.raises(EntryError, match=message):
+        poolsplit_memory_blocks(curated, PLAN)
+    with pytest.raises(EntryError, match=message):
+        poolsplit_memory_blocks(iter(curated), PLAN)
+    corrected = [CORRECTION, {**curated[1], "scope": "always"}]
+    corrections = asyncio.run(poolsplit_memory_blocks(iter(corrected), PLAN)[0].aget([]))
+    assert [m["id"] for m in parse_markers(corrections)] == ["fix-1", "fix-2"]
