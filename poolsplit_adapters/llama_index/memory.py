@@ -46,8 +46,12 @@ class StoreMemoryBlock(BaseMemoryBlock[str]):
     async def aput(
         self, messages: list[ChatMessage], from_short_term_memory: bool = False, session_id: Optional[str] = None
     ) -> None:
-        """``BaseMemoryBlock.aput`` with ``messages`` checked first (it stamps each with the session)."""
-        await super().aput(list(chat_messages(messages)), from_short_term_memory, session_id)
+        """``BaseMemoryBlock.aput`` with ``messages`` checked first; it stamps copies with the session, never the caller's."""
+        await super().aput(
+            [m.model_copy(update={"additional_kwargs": {**m.additional_kwargs}}) for m in chat_messages(messages)],
+            from_short_term_memory,
+            session_id,
+        )
 
 
 class CorrectionsMemoryBlock(StoreMemoryBlock):

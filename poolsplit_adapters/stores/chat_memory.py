@@ -26,7 +26,7 @@ from ..memory.consolidate import ConsolidationResult
 from ..memory.expiry import Moment, note_expired
 from ..memory.tasks import warn_unplanned_standing
 from ..memory.turns import check_written_type
-from ..memory.write_gate import GateReport, Proposal, WriteGate
+from ..memory.write_gate import GateReport, Proposal, WriteGate, check_scope
 from ..poolsplit import EntryError, Pool, Selection, check_entry
 from ..recall import VisibleEntries, present_types
 from ..settings import Framework, RenderedSettings
@@ -81,6 +81,8 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
         self.token_counter = self.settings.token_counter
         # Built with the scorer's structures: the first call costs what the others do.
         self.index = MemoryIndex(entries, token_counter=self.token_counter, prepare_for=(self.settings.scorer,))
+        for position, entry in enumerate(self.index.entries):  # "Always": a correction that never loads
+            check_scope(entry, position)
         self._ids = IdLookup(self.index)
         self.long_term = store
         #: The durable store under the contract (None: none given).

@@ -11,12 +11,12 @@ import collections
 import dataclasses
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Set, Tuple
 
 from ..call import cap
 from ..errors import argument_error
-from ..poolsplit import Chosen, Selection
-from ..render import marker, omission_line, omitted_by_pool, selected_line
+from ..poolsplit import Chosen, Selection, given_token_count
+from ..render import RenderedCounter, marker, omission_line, omitted_by_pool, selected_line
 from ..settings import AdapterSettings
 
 __all__ = ["PooledRender", "PooledRenders"]
@@ -113,9 +113,9 @@ class PooledRenders:
             last: Optional[Tuple[Selection, PooledRender]] = self._last_render
         if last is not None and last[0] is selection:
             return last[1]
-        returned = cap(selection, self.settings.k)
+        returned = self._within_budgets(selection, cap(selection, self.settings.k))
         rendered = PooledRender(
-            items=tuple((c, marker(c.entry, c.pool, c.layer)) for c in returned if not c.always),
+            items=tuple((c, _marked(c)) for c in returned if not c.always),
             budget=omitted_by_pool(selection, returned),
             budget_cause="by budget" if self.settings.k is None else "by budget or k",
             pools=tuple(selection.stats),
@@ -128,6 +128,26 @@ class PooledRenders:
                 self._renders.popitem(last=False)
             self._last_render = (selection, rendered)
         return rendered
+
+    def _within_budgets(self, selection: Selection, returned: List[Chosen]) -> List[Chosen]:
+        """``returned`` less, per pool, its lowest-ranked entries while the
+        markers the model reads cost more than the pool's ``max_tokens``
+        (those left out are said by the budget line). Why: each counted
+        entry is charged a typical marker's tokens (`RenderedCounter`), and
+        a real marker can cost more: flushed chat's ``source`` is
+        ``"session:<id>"``, and ``Memory``'s default session id, a UUID,
+        put 500 tokens of markers in a 400-token plan. A ``token_count``
+        a host gives is taken as given (the core's rule)."""
+        counter = self.token_counter
+        text = counter.inner if isinstance(counter, RenderedCounter) else counter
+        left_out: Set[int] = set()
+        for name, stats in selection.stats.items():
+            mine = [c for c in returned if c.pool == name and not c.always]
+            costs = [c.cost if given_token_count(c.entry) is not None else text(_marked(c)) for c in mine]
+            while mine and sum(costs) > stats.max_tokens:
+                left_out.add(id(mine.pop()))
+                costs.pop()
+        return [c for c in returned if id(c) not in left_out]
 
     def truncate_pooled(self, content: str, tokens_to_truncate: int) -> str:
         """``content`` (a text [`render_pooled`][] made) at least
@@ -154,3 +174,8 @@ class PooledRenders:
         while rendered.items and size - self.token_counter(rendered.text) < tokens_to_truncate:
             rendered = rendered.without_lowest()
         return rendered.text
+
+
+def _marked(chosen: Chosen) -> str:
+    """The marker the pooled block renders for ``chosen``."""
+    return marker(chosen.entry, chosen.pool, chosen.layer)

@@ -47,6 +47,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle, TextNo
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters, SimpleVectorStore
 
 from ...checks import check_instance, check_label
+from ...poolsplit import near_miss_scope
 from ...recall import RecallPlan, Search, present_types
 from ...threads import at_once
 from ..internals import require
@@ -228,9 +229,12 @@ class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
 
     def _check_filtered_fields(self, searches: Sequence[Search]) -> None:
         """Refuse a node whose type (``type_key``), ``scope`` or ``namespace``
-        is not a string, as the node paths refuse it (`node_to_entry`'s
+        is not a string, or whose scope is "always" but for case or a slip
+        (``"Always"``), as the node paths refuse it (`node_to_entry`'s
         `EntryError`, naming the node and the field): the plan's filters
-        match no such value, so it was never recalled and never reported.
+        match no such value (the always fetch asks ``scope == "always"``),
+        so it was never recalled, or recalled into a pool's budget as a
+        contextual entry, and never reported.
         A node of a namespace the ``searches`` do not read is another
         tenant's to fix, never this one's error. Checked where the store's
         metadata is in hand (a ``SimpleVectorStore``, which scans every node
@@ -247,7 +251,7 @@ class IndexRecall(RecallSearcher[QueryBundle, NodeWithScore]):
                 continue  # not read by this plan (a namespace that is not a string is nobody's: refused)
             if not (
                 isinstance(get(key), text) and isinstance(get("scope"), text) and isinstance(get("namespace"), text)
-            ):
+            ) or near_miss_scope(get("scope")):
                 filtered = {field: get(field) for field in (key, "scope", "namespace") if field in metadata}
                 node_to_entry(TextNode(text="", id_=node_id, metadata=filtered), position, type_key=key)
 
