@@ -747,16 +747,21 @@ def _export_import(store: Any, tmp_path: pathlib.Path, kind: str) -> Any:
     return again
 
 
+def _successor_of_a_deleted_version(store: Any, successor: str) -> Any:
+    """``store`` holding ``successor``, the version after "e1", which is deleted."""
+    store.write([note("Invoices are sent on the first business day.", "a", "2026-07-01T00:00:00Z", id="e1")])
+    store.supersede("e1", {"id": successor, "type": "note", "content": "Quarterly reviews happen in the big room."})
+    store.delete("e1")
+    return store
+
+
 def _links(store: Any) -> Dict[str, Any]:
     return {e["id"]: (e.get("supersedes"), e.get("superseded_by")) for e in store.entries()}
 
 
 @pytest.mark.parametrize("kind", sorted(STORES))
 def test_a_deleted_versions_id_reused_in_the_same_second_is_no_predecessor_after_an_import(kind, tmp_path):
-    store = STORES[kind](tmp_path)
-    store.write([note("Invoices are sent on the first business day.", "a", "2026-07-01T00:00:00Z", id="e1")])
-    store.supersede("e1", {"id": "e2", "type": "note", "content": "Quarterly reviews happen in the big room."})
-    store.delete("e1")
+    store = _successor_of_a_deleted_version(STORES[kind](tmp_path), "e2")
     # a new entry under the deleted version's id, in the same second as e2's version
     store.write([note("Never deploy on a Friday afternoon.", "b", store.get("e2")["valid_from"], id="e1")])
     before = _links(store)
@@ -766,10 +771,7 @@ def test_a_deleted_versions_id_reused_in_the_same_second_is_no_predecessor_after
 
 @pytest.mark.parametrize("kind", sorted(STORES))
 def test_a_dangling_link_beside_the_version_that_closed_the_reused_id_imports_as_it_was(kind, tmp_path):
-    store = STORES[kind](tmp_path)
-    store.write([note("Invoices are sent on the first business day.", "a", "2026-07-01T00:00:00Z", id="e1")])
-    store.supersede("e1", {"id": "e3", "type": "note", "content": "Quarterly reviews happen in the big room."})
-    store.delete("e1")
+    store = _successor_of_a_deleted_version(STORES[kind](tmp_path), "e3")
     store.write([note("Never deploy on a Friday afternoon.", "b", "2026-07-02T00:00:00Z", id="e1")])
     store.supersede("e1", {"id": "e6", "type": "note", "content": "Coffee beans come from the corner roaster."})
     before = _links(store)

@@ -172,6 +172,19 @@ def _vector_store() -> Tuple[Any, Callable[[str], int]]:
     return store, tokens  # its retriever counts with the adapters' default: tiktoken o200k_base
 
 
+def _notes_agent(store: Any, budget: int) -> Tuple[PoolSplitMemoryMiddleware, ToolCallingFakeModel, Any]:
+    """An agent whose middleware recalls ``store``'s notes into one pool of ``budget`` tokens."""
+    memory = PoolSplitMemoryMiddleware(
+        [Pool("notes", budget, 20, ("note",))],
+        namespace=("memories", "ana"),
+        store=store,
+        now=NOW,
+        write=WriteConfig(remember=False),
+    )
+    model = ToolCallingFakeModel()
+    return memory, model, create_agent(model, middleware=[memory], checkpointer=InMemorySaver())
+
+
 @pytest.mark.parametrize("make_store", [_sqlite, _in_process, _vector_store], ids=["sqlite", "in-process", "vector"])
 def test_the_block_keeps_to_the_budget_over_a_store_of_the_contract(make_store):
     # Such a store costs each entry's text with its own counter; the
@@ -181,15 +194,7 @@ def test_the_block_keeps_to_the_budget_over_a_store_of_the_contract(make_store):
     store, text_counter = make_store()
     notes = _deploy_notes()
     budget = 400
-    memory = PoolSplitMemoryMiddleware(
-        [Pool("notes", budget, 20, ("note",))],
-        namespace=("memories", "ana"),
-        store=store,
-        now=NOW,
-        write=WriteConfig(remember=False),
-    )
-    model = ToolCallingFakeModel()
-    agent = create_agent(model, middleware=[memory], checkpointer=InMemorySaver())
+    memory, model, agent = _notes_agent(store, budget)
     agent.invoke({"messages": [("user", "when does the deploy train leave?")]}, thread("t1"))
     (system,) = [m for m in model.requests[0] if isinstance(m, SystemMessage)]
     shown = parse_markers(str(system.content))
@@ -302,15 +307,7 @@ def test_the_llama_index_blocks_store_counts_its_marker_once_when_given_a_marker
 
 def test_the_async_turn_over_a_store_of_the_contract_counts_the_markers_too():
     store, text_counter = _sqlite()
-    memory = PoolSplitMemoryMiddleware(
-        [Pool("notes", 400, 20, ("note",))],
-        namespace=("memories", "ana"),
-        store=store,
-        now=NOW,
-        write=WriteConfig(remember=False),
-    )
-    model = ToolCallingFakeModel()
-    agent = create_agent(model, middleware=[memory], checkpointer=InMemorySaver())
+    memory, model, agent = _notes_agent(store, 400)
     asyncio.run(agent.ainvoke({"messages": [("user", "when does the deploy train leave?")]}, thread("t1")))
     cost = text_counter(_deploy_notes()[0]["content"]) + marker_tokens(tokens, "notes")
     (system,) = [m for m in model.requests[0] if isinstance(m, SystemMessage)]
