@@ -230,10 +230,16 @@ class AdapterCall:
         no progressive layering), filled again when its standing pool's
         unused room can go to pools that cut entries (`spill_standing`)."""
         selection = fill(list(self.options.pools))
-        again = self.spilled(selection)
+        again = self._spilled(selection)
         return selection if again is None else spilled_to(fill(again), self.options.pools, again)
 
-    def spilled(self, selection: Selection) -> Optional[List[Pool]]:
+    async def afilled(self, fill: Callable[[List[Pool]], Awaitable[Selection]]) -> Selection:
+        """Async `filled`."""
+        selection = await fill(list(self.options.pools))
+        again = self._spilled(selection)
+        return selection if again is None else spilled_to(await fill(again), self.options.pools, again)
+
+    def _spilled(self, selection: Selection) -> Optional[List[Pool]]:
         """The plan to fill again after ``selection`` (`filled`), or None."""
         if self.settings.pools != AUTO or self.options.layering is not None:
             return None

@@ -63,7 +63,7 @@ __all__ = [
     "Pool", "Visibility", "Selection", "Chosen", "Dropped", "PoolStats", "Reason", "EntryError", "ScoringContext",
     "UnadmittedCorrectionWarning", "default_token_counter", "default_is_active", "default_scorer", "prepare_scorer",
     "Scorer", "PreparedScorer", "PreparingScorer", "ScorerCall",
-    "check_entry", "check_pools", "MAX_COST", "MAX_PRIORITY", "near_miss_scope", "visible", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
+    "check_entry", "check_pools", "MAX_COST", "MAX_PRIORITY", "near_miss_scope", "one_slip_from", "visible", "active_visibility", "entry_cost", "given_token_count", "entry_error", "tally",
     "describe_entry", "entry_list", "significant_words", "parse_created", "as_utc", "parse_time", "entry_time", "lifecycle_reason",
     "checked_score", "first_per_key", "check_argument", "select", "retrieve_pools", "retrieve", "STOPWORDS", "MIN_WORD_LENGTH",
     "BUDGET_REASONS", "Candidates", "Counting", "Layering", "ListCandidates", "CountedSelection", "fill_pools",
@@ -603,7 +603,20 @@ def near_miss_scope(scope: Any) -> bool:
         return False
     # NFKC: a full-width "ａｌｗａｙｓ" reads "always" as well
     folded = unicodedata.normalize("NFKC", visible(scope)).strip().casefold()
-    return folded == "always" or difflib.SequenceMatcher(None, folded, "always").ratio() > 0.8
+    return folded == "always" or one_slip_from(folded, ("always",)) is not None
+
+
+def one_slip_from(word: str, known: Sequence[str]) -> Optional[str]:
+    """The word of ``known`` that ``word`` is one slip of typing away from
+    (difflib's ratio above 0.8: ``"allways"``/``"always"``,
+    ``"episodes"``/``"episode"``; not ``"ways"``), the closest first; None
+    for none, or when ``word`` is one of them. The one rule of every "did
+    you mean" that refuses or warns."""
+    if word in known:
+        return None
+    ratios = [(difflib.SequenceMatcher(None, word, candidate).ratio(), candidate) for candidate in known]
+    best = max(ratios, default=(0.0, ""))
+    return best[1] if best[0] > 0.8 else None
 
 
 #: The largest cost an entry may have (given or counted): every cost and

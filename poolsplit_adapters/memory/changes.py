@@ -55,9 +55,10 @@ that only say a change happened (*now, moved, actually, ...*:
   back to American English." / "From now on, answer in British English.";
   "Stop using tabs." / "Always indent with tabs."; "... instead of tabs",
   "I no longer prefer dark mode", "Don't add emojis anymore", "switch from
-  pytest to ...", "不要再 / 别再 / 不再 ..."): a word of what it revokes,
-  besides the words every instruction uses (*use, answer, add, ...*:
-  `_FRAME`), is one of the older one's. A revoking sentence that names
+  pytest to ...", "不要再 / 别再 / 不再 ..."): the last word of what it
+  revokes is one of the older one's words, or another of its words is and
+  so is a word of what it asks for instead, the words every instruction
+  uses (*use, answer, add, ...*: `_FRAME`) counting for neither. A revoking sentence that names
   nothing stored changes nothing; a fact revokes nothing by this rule (a
   fact's "we no longer use Jenkins" is too common a turn of phrase to close
   a fact on).
@@ -570,6 +571,13 @@ def revokes(new: str, old: str) -> bool:
     return bool(revoked.heads & said) or bool(revoked.words & said and revoked.instead & said)
 
 
+def _revoking(entry: Mapping[str, Any], text: str) -> bool:
+    """Whether ``entry`` (its ``text``) revokes what it names (`revokes`):
+    its candidates are every stored statement of its bucket, not only those
+    sharing a word of its own subject."""
+    return entry.get("type") in REVOKING_TYPES and _revoked(text) is not None
+
+
 def _changes(entry: Mapping[str, Any], text: str, old: str) -> bool:
     """The one rule both `updates` and `batch_updates` link by: ``text``
     (of ``entry``) `changes` ``old``, or revokes it (an instruction's or a
@@ -660,8 +668,8 @@ def updates(
                 index = _INDEXES.setdefault(finder, {}).setdefault(bucket(entry), _Index())
                 index.sync(finder, live)
                 seqs = index.candidates(_parsed(text))
-            if entry.get("type") in REVOKING_TYPES and _revoked(text) is not None:
-                seqs = sorted(live, reverse=True)  # what it revokes need share no word of its own subject
+            if _revoking(entry, text):
+                seqs = sorted(live, reverse=True)
             for seq in seqs:
                 kept = finder.kept_entry(seq)
                 kept_id = str(kept.get("id"))
@@ -701,7 +709,7 @@ def batch_updates(
         place = bucket(entry)
         if stored is None or stored[position] is None:
             found = {i for w in words for i in posts.get((place, w), ())}
-            if entry.get("type") in REVOKING_TYPES and _revoked(text) is not None:
+            if _revoking(entry, text):
                 found = set(placed.get(place, ()))
             for earlier in sorted(found - taken, reverse=True):
                 if _changes(entry, text, str(entries[earlier].get("content", ""))):

@@ -39,14 +39,13 @@ extend them with `extend_signals` or pass your own.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
-from ..poolsplit import MAX_COST, Pool, Reason, Selection
+from ..poolsplit import MAX_COST, Pool, Reason, Selection, one_slip_from
 from ._words import contains, words
 from .standing import FACT
 
@@ -421,12 +420,11 @@ def warn_unplanned_standing(
     written = (EPISODE,) + (STANDING_TYPES + (FACT,) if recognising else ())
     missing = [t for t in written if not any(pool.admits(t) for pool in pools)]
     slips = [
-        "pool %r names %r: did you mean %r?" % (pool.name, named, close[0])
+        "pool %r names %r: did you mean %r?" % (pool.name, named, meant)
         for pool in pools
         for named in pool.types or ()
-        if named not in KNOWN_TYPES
-        for close in [difflib.get_close_matches(named, KNOWN_TYPES, n=1, cutoff=0.8)]
-        if close
+        for meant in [one_slip_from(named, KNOWN_TYPES)]
+        if meant is not None
     ]
     if not missing and not slips:
         return

@@ -113,9 +113,11 @@ class PooledRenders:
             last: Optional[Tuple[Selection, PooledRender]] = self._last_render
         if last is not None and last[0] is selection:
             return last[1]
-        returned = self._within_budgets(selection, cap(selection, self.settings.k))
+        returned = cap(selection, self.settings.k)
+        marks = {id(c): marker(c.entry, c.pool, c.layer) for c in returned if not c.always}  # rendered once
+        returned = self._within_budgets(selection, returned, marks)
         rendered = PooledRender(
-            items=tuple((c, _marked(c)) for c in returned if not c.always),
+            items=tuple((c, marks[id(c)]) for c in returned if not c.always),
             budget=omitted_by_pool(selection, returned),
             budget_cause="by budget" if self.settings.k is None else "by budget or k",
             pools=tuple(selection.stats),
@@ -129,7 +131,7 @@ class PooledRenders:
             self._last_render = (selection, rendered)
         return rendered
 
-    def _within_budgets(self, selection: Selection, returned: List[Chosen]) -> List[Chosen]:
+    def _within_budgets(self, selection: Selection, returned: List[Chosen], marks: Dict[int, str]) -> List[Chosen]:
         """``returned`` less, per pool, its lowest-ranked entries while the
         markers the model reads cost more than the pool's ``max_tokens``
         (those left out are said by the budget line). Why: each counted
@@ -143,7 +145,7 @@ class PooledRenders:
         left_out: Set[int] = set()
         for name, stats in selection.stats.items():
             mine = [c for c in returned if c.pool == name and not c.always]
-            costs = [c.cost if given_token_count(c.entry) is not None else text(_marked(c)) for c in mine]
+            costs = [c.cost if given_token_count(c.entry) is not None else text(marks[id(c)]) for c in mine]
             while mine and sum(costs) > stats.max_tokens:
                 left_out.add(id(mine.pop()))
                 costs.pop()
@@ -174,8 +176,3 @@ class PooledRenders:
         while rendered.items and size - self.token_counter(rendered.text) < tokens_to_truncate:
             rendered = rendered.without_lowest()
         return rendered.text
-
-
-def _marked(chosen: Chosen) -> str:
-    """The marker the pooled block renders for ``chosen``."""
-    return marker(chosen.entry, chosen.pool, chosen.layer)

@@ -48,7 +48,6 @@ from ...agent_memory import AgentStore
 from ...call import AdapterCall
 from ...errors import ArgumentError
 from ...memory.progressive import ProgressiveLayers
-from ...memory.tasks import spilled_to
 from ...poolsplit import EntryError, Pool, Selection
 from ...recall import VisibleEntries, present_types
 from ...settings import AgentMemorySettings
@@ -75,8 +74,8 @@ __all__ = ["Backend", "Plan", "Snapshot", "backend_for"]
 class Plan:
     """One call's pool plan and fill: the pools (explicit, or planned for
     the detected task) and the progressive layering (None: plain fill);
-    ``call``, the adapter call that planned it, whose task plan may be
-    filled again (`AdapterCall.spilled`)."""
+    ``call``, the adapter call that planned it, which fills it
+    (`AdapterCall.filled`: a task plan's may be filled twice)."""
 
     pools: List[Pool]
     layering: Optional[ProgressiveLayers] = None
@@ -87,10 +86,9 @@ class Plan:
         """The plan of ``call``."""
         return cls(list(call.options.pools), call.options.layering, call)
 
-    def spilled(self, selection: Selection) -> Optional[Plan]:
-        """This plan to fill again after ``selection``, or None."""
-        again = None if self.call is None else self.call.spilled(selection)
-        return None if again is None else Plan(again, self.layering)
+    def with_pools(self, pools: List[Pool]) -> Plan:
+        """This plan's fill with ``pools`` (a second fill's)."""
+        return Plan(pools, self.layering)
 
 
 @dataclass(frozen=True)
@@ -134,13 +132,11 @@ class Backend(AgentStore):
         return self.fill(snap, chain, context, plan)
 
     def select(self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan) -> Selection:
-        """The selection of ``plan``: a fill, and a second one when a task
-        plan's standing room can go to pools that cut entries (`Plan.spilled`)."""
-        selection = self.fill(snap, chain, context, plan)
-        again = plan.spilled(selection)
-        return (
-            selection if again is None else spilled_to(self.fill(snap, chain, context, again), plan.pools, again.pools)
-        )
+        """The selection of ``plan``: its call fills it (`AdapterCall.filled`:
+        twice when a task plan's standing room can go to pools that cut entries)."""
+        if plan.call is None:
+            return self.fill(snap, chain, context, plan)
+        return plan.call.filled(lambda pools: self.fill(snap, chain, context, plan.with_pools(pools)))
 
     @abstractmethod
     def get(self, chain: Sequence[Namespace], entry_id: str) -> Optional[Mapping[str, Any]]:
@@ -166,11 +162,9 @@ class Backend(AgentStore):
         self, snap: Snapshot, chain: Sequence[Namespace], context: Mapping[str, Any], plan: Plan
     ) -> Selection:
         """Async `select`."""
-        selection = await self.afill(snap, chain, context, plan)
-        again = plan.spilled(selection)
-        if again is None:
-            return selection
-        return spilled_to(await self.afill(snap, chain, context, again), plan.pools, again.pools)
+        if plan.call is None:
+            return await self.afill(snap, chain, context, plan)
+        return await plan.call.afilled(lambda pools: self.afill(snap, chain, context, plan.with_pools(pools)))
 
     async def aexisting(self, chain: Sequence[Namespace], ids: Sequence[str]) -> Set[str]:
         return self.existing(chain, ids)
