@@ -38,7 +38,7 @@ from .checks import ArgumentError, check_callable, check_flag, check_k, check_ov
 from .memory.expiry import note_expired
 from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
-from .memory.tasks import AUTO, TaskDetection, resolve_pools, spill_standing, spilled_to
+from .memory.tasks import AUTO, TaskDetection, noted_task, resolve_pools, spill_standing, spilled_to
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
 from .recall import FillingRecall, RecallPlan, Search, afill, fill, present_types, store_metric, with_store_scores
 from .reports import record, select_noted
@@ -259,10 +259,8 @@ class AdapterCall:
         adapter call (the middleware over a vector store goes through the
         retriever) was annotated by the call whose layering it used.
         """
-        detection, layering = self.options.detection, self.options.layering
-        if detection is not None and "task_type" not in selection.notes:
-            selection.notes["task_type"] = detection.type
-            selection.notes["task"] = detection.to_dict()
+        layering = self.options.layering
+        noted_task(selection, self.options.detection)
         if layering is not None and "metrics" not in selection.notes:
             selection.notes.update(
                 progressive_notes(token_metrics(selection.chosen), detail=layering.detail, deepened=layering.deepened)

@@ -10,6 +10,7 @@ read as JSON Lines. A read-only file (or folder) is opened read-only:
 ``select``, ``export`` and ``search`` work, writes say the file is read-only.
 
     poolsplit select  QUERY --store S --pools P.toml [--since/--until ISO] [--namespace N] [--json [--all-dropped]]
+                      --pools auto --total-tokens N  (the adapters' task plan, pools="auto")
                       [--spec-scorer]  (default: the adapters' relevance-first scorer)
     poolsplit add     --store memory.db (--content TEXT [--type ...] | --json OBJECT)
     poolsplit forget  (ID | --namespace NS) --store memory.db
@@ -39,11 +40,23 @@ import pathlib
 import sqlite3
 import sys
 import warnings
-from typing import Any, Dict, List, NoReturn, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Callable, Dict, Iterable, List, NoReturn, Optional, Sequence, Tuple, Type, Union
 
 from .cli_postgres import add_postgres_commands
 from .defaults import default_adapter_scorer
-from .poolsplit import EntryError, Selection, Visibility, __version__, as_utc, default_scorer, near_miss_scope, select
+from .memory.tasks import AUTO, noted_task, resolve_pools, spill_standing, spilled_to
+from .poolsplit import (
+    EntryError,
+    Pool,
+    Selection,
+    Visibility,
+    __version__,
+    as_utc,
+    default_scorer,
+    near_miss_scope,
+    select,
+)
+from .recall import present_types
 from .render import DROPPED_SAMPLE, explain, render_context, selection_dict
 from .stores.base import WriteReport
 from .stores.files import InputFileError, bundled_pools, bundled_store, dump_store, load_pools, load_store, parse_line
@@ -66,6 +79,13 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, "%s: %s (see %s --help)\n" % (self.prog, _one_line(message), self.prog))
+
+
+def _positive(text: str) -> int:
+    value = _non_negative(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more, got %d" % value)
+    return value
 
 
 def _non_negative(text: str) -> int:
@@ -209,9 +229,37 @@ def _visibility(args: argparse.Namespace) -> Optional[Visibility]:
         raise InputFileError(_one_line(str(exc))) from None
 
 
+def _plan(args: argparse.Namespace) -> Optional[List[Pool]]:
+    """The explicit plan of ``--pools FILE``, or None for ``--pools auto``
+    (a task plan, made once the store's types are known: `_task_plan`);
+    ``--total-tokens`` goes with ``auto`` only."""
+    if args.pools == AUTO:
+        if args.total_tokens is None:
+            raise InputFileError("--pools auto needs --total-tokens N (the token budget the task plan shares out)")
+        return None
+    if args.total_tokens is not None:
+        raise InputFileError("--total-tokens is for --pools auto; a TOML plan's budgets are its pools' own")
+    return load_pools(args.pools)
+
+
+def _task_plan(
+    args: argparse.Namespace, context: Dict[str, Any], types: Iterable[str], fill: Callable[[List[Pool]], Selection]
+) -> Selection:
+    """``--pools auto``: what ``pools="auto"`` does in every adapter
+    (`AdapterCall`): the task detected from the query, ``--total-tokens``
+    shared among the store's ``types``, the standing pool's unused room
+    moved to the pools that cut entries, the task noted."""
+    pools, detection = resolve_pools(AUTO, {"message": args.query}, total_tokens=args.total_tokens, entry_types=types)
+    selection = fill(pools)
+    again = spill_standing(pools, selection)
+    if again is not None:
+        selection = spilled_to(fill(again), pools, again)
+    return noted_task(selection, detection)
+
+
 def cmd_select(args: argparse.Namespace) -> int:
+    plan = _plan(args)
     store = _read_store(args.store)
-    pools = load_pools(args.pools)
     context = {"message": args.query, "tags": args.tag or [], "project": args.project}
     # The adapters' default scorer (relevance first), as the stores' select.
     options: Dict[str, Any] = {
@@ -222,14 +270,25 @@ def cmd_select(args: argparse.Namespace) -> int:
     if isinstance(store, SQLiteMemoryStore):
         with store:
             empty = len(store) == 0
-            selection = store.select(pools, context, **options)
+            sqlite = store
+
+            def fill(pools: List[Pool]) -> Selection:
+                return sqlite.select(pools, context, **options)
+
+            selection = (
+                fill(plan) if plan is not None else _task_plan(args, context, present_types(store.entries()), fill)
+            )
     else:
-        empty = not store
+        empty, entries = not store, store
         if not args.spec_scorer:
             # Ranked against the whole file's statistics, as a SQLite
             # store's index ranks against its own: both give one answer.
             options["scorer"] = options["scorer"].over(store)
-        selection = select(store, pools, context, **options)
+
+        def fill(pools: List[Pool]) -> Selection:
+            return select(entries, pools, context, **options)
+
+        selection = fill(plan) if plan is not None else _task_plan(args, context, present_types(entries), fill)
     if empty:
         _say_empty(args.store, "nothing to select")
     if args.json:
@@ -428,7 +487,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     sel = _add_reader(sub, "select", "select memory for a query and show what loaded and why the rest did not")
     sel.add_argument("query", help="the message to select memory for")
-    sel.add_argument("--pools", required=True, help="TOML file with [[pool]] tables")
+    sel.add_argument(
+        "--pools",
+        required=True,
+        help="TOML file with [[pool]] tables, or auto: the task plan the adapters' pools='auto' makes",
+    )
+    sel.add_argument(
+        "--total-tokens", type=_positive, help="with --pools auto: the token budget the task plan shares out"
+    )
     sel.add_argument("--now", help="reference time (ISO-8601), for reproducible recency")
     sel.add_argument("--project", help="current project")
     sel.add_argument(

@@ -80,6 +80,7 @@ __all__ = [
     "share_out",
     "spill_standing",
     "spilled_to",
+    "noted_task",
     "task_pools",
     "warn_unplanned_standing",
 ]
@@ -659,6 +660,19 @@ def spilled_to(selection: Selection, planned: Sequence[Pool], filled: Sequence[P
     before = {pool.name: pool.max_tokens for pool in planned}
     moved = {pool.name: pool.max_tokens - before[pool.name] for pool in filled if pool.max_tokens != before[pool.name]}
     selection.notes[SPILLED_NOTE] = moved
+    return selection
+
+
+def noted_task(selection: Selection, detection: Optional[TaskDetection]) -> Selection:
+    """``selection`` with the task its plan was made for in its notes
+    (``task_type``, and ``task``: the detection's scores and signals), so a
+    report says why the budget was shared as it was; notes a selection
+    already has are kept (a nested call's). Every caller of a task plan
+    notes it here: the adapters (`AdapterCall.annotate`) and ``poolsplit
+    select --pools auto``."""
+    if detection is not None and "task_type" not in selection.notes:
+        selection.notes["task_type"] = detection.type
+        selection.notes["task"] = detection.to_dict()
     return selection
 
 

@@ -3,6 +3,7 @@ one clear line (exit 2) for every bad input."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import pathlib
 import sqlite3
@@ -862,3 +863,90 @@ def test_a_malformed_entry_read_from_a_sqlite_store_names_the_file(tmp_path, cap
         assert main([*command, "--store", str(db)]) == 2
         err = capsys.readouterr().err
         assert err.startswith("poolsplit: %s: entry 'x'" % db) and "field %r" % field in err, (command, err)
+
+
+def test_select_pools_auto_is_the_adapters_task_plan(tmp_path):
+    """``--pools auto --total-tokens N``: the plan ``pools="auto"`` makes in
+    every adapter (the task detected from the query, the budget shared among
+    the store's types, the standing pool's unused room moved), with the same
+    selection and notes, from a JSON Lines file and from a SQLite store."""
+    from poolsplit_adapters.call import AdapterCall
+    from poolsplit_adapters.defaults import default_adapter_scorer
+    from poolsplit_adapters.poolsplit import default_token_counter
+    from poolsplit_adapters.settings import AdapterSettings
+
+    entries = load_store(STORE)
+    now = "2026-11-20T09:00:00Z"
+    query = "why does the refund rounding crash"
+    settings = AdapterSettings(
+        pools="auto",
+        total_tokens=400,
+        scorer=default_adapter_scorer().over(entries),
+        now=datetime.datetime(2026, 11, 20, 9),
+        token_counter=default_token_counter,  # the command's, as in every store's select
+    )
+    expected = AdapterCall(settings, query, entry_types=lambda: {e.get("type", "note") for e in entries})
+    want = expected.select(entries)
+    assert want.notes["task_type"] == "debugging"
+    args = ["select", "--store", STORE, "--pools", "auto", "--total-tokens", "400", "--now", now, "--json", query]
+    code, out, err = run_cli(*args)
+    assert code == 0, err
+    data = json.loads(out)
+    assert [c["id"] for c in data["chosen"]] == [c.entry["id"] for c in want.chosen]
+    assert {name: s["max_tokens"] for name, s in data["stats"].items()} == {
+        name: s.max_tokens for name, s in want.stats.items()
+    }
+    assert data["notes"]["task_type"] == "debugging"
+    assert data["notes"]["task"] == want.notes["task"]
+    # The same from a SQLite store holding the same entries.
+    db = str(tmp_path / "memory.db")
+    assert run_cli("import", STORE, "--into", db)[0] == 0
+    code, out, err = run_cli(*[db if a == STORE else a for a in args])
+    assert code == 0, err
+    assert [c["id"] for c in json.loads(out)["chosen"]] == [c.entry["id"] for c in want.chosen]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--pools", "auto"], "--pools auto needs --total-tokens N (the token budget the task plan shares out)"),
+        (["--pools", POOLS, "--total-tokens", "400"], "--total-tokens is for --pools auto; a TOML plan's budgets"),
+        (["--pools", "auto", "--total-tokens", "0"], "--total-tokens: must be 1 or more, got 0"),
+    ],
+)
+def test_select_total_tokens_goes_with_pools_auto(args, message):
+    code, _, err = run_cli("select", "--store", STORE, *args, "deploy")
+    assert_one_line_error(code, err, message)
+
+
+def test_select_pools_auto_moves_the_standing_pools_unused_room(tmp_path):
+    """A store with a few short instructions and many long episodes: the
+    task plan's standing pool uses little of its room, which goes to the
+    pools that cut entries (``notes["standing_spilled"]``), as in the adapters."""
+    from poolsplit_adapters.call import AdapterCall
+    from poolsplit_adapters.defaults import default_adapter_scorer
+    from poolsplit_adapters.poolsplit import default_token_counter
+    from poolsplit_adapters.settings import AdapterSettings
+
+    entries = [{"id": "i1", "type": "instruction", "content": "Always answer briefly."}]
+    entries += [
+        {"id": "e%02d" % n, "type": "episode", "content": "We talked about the deploy pipeline, step %d. " % n * 6}
+        for n in range(40)
+    ]
+    path = tmp_path / "memory.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
+    settings = AdapterSettings(
+        pools="auto",
+        total_tokens=1024,
+        scorer=default_adapter_scorer().over(entries),
+        now=datetime.datetime(2026, 11, 20, 9),
+        token_counter=default_token_counter,
+    )
+    want = AdapterCall(settings, "the deploy pipeline", entry_types=lambda: {"instruction", "episode"}).select(entries)
+    assert want.notes["standing_spilled"]["standing"] < 0
+    args = ["select", "--store", str(path), "--pools", "auto", "--total-tokens", "1024", "--now", "2026-11-20T09:00"]
+    code, out, err = run_cli(*args, "--json", "the deploy pipeline")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["notes"]["standing_spilled"] == want.notes["standing_spilled"]
+    assert [c["id"] for c in data["chosen"]] == [c.entry["id"] for c in want.chosen]
