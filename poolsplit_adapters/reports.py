@@ -29,7 +29,7 @@ import contextlib
 import contextvars
 import datetime
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from .notes import note_fallback
 from .poolsplit import Pool, Scorer, Selection, default_scorer, prepare_scorer, select
@@ -154,6 +154,7 @@ def select_noted(
     *,
     scorer: Scorer = default_scorer,
     now: Optional[datetime.datetime] = None,
+    kept: Optional[Dict[str, Any]] = None,
     **options: Any,
 ) -> Selection:
     """The core's ``select`` (its one fill, with ``layering=``; same arguments), with the scorer's fallback noted;
@@ -162,17 +163,26 @@ def select_noted(
     ([`over`][poolsplit_adapters.relevance.RelevanceScorer.over]), as a
     ``MemoryIndex`` of the same entries does.
 
+    ``kept``: where a caller that fills the same ``entries`` again for the
+    same context, time and scorer (a task plan's standing room moved,
+    `AdapterCall.filled`) keeps the prepared scorer between the fills, so
+    each entry is scored once (the caller starts it empty for each call).
+
     Example:
         ```python
         selection = select_noted(entries, pools, {"message": "refund"}, scorer=EmbeddingScorer(embedder))
         selection.notes.get("scorer_fallback")   # e.g. "query embedding failed: ..."
         ```
     """
-    words = capabilities(scorer).words
-    if words is not None:
-        entries = entries if isinstance(entries, (list, tuple)) else list(entries)
-        scorer = words.over(entries)
-    prepared = prepare_scorer(scorer, context, now)
+    prepared = kept.get("prepared") if kept is not None else None
+    if prepared is None:
+        words = capabilities(scorer).words
+        if words is not None:
+            entries = entries if isinstance(entries, (list, tuple)) else list(entries)
+            scorer = words.over(entries)
+        prepared = prepare_scorer(scorer, context, now)
+        if kept is not None:
+            kept["prepared"] = prepared
     options.setdefault("_stacklevel", 3)  # warnings name the caller of this function
     selection = select(entries, pools, context, scorer=_Prepared(prepared), now=now, **options)
     return note_query_cap(note_fallback(selection, prepared), scorer, context)

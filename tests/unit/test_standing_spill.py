@@ -5,6 +5,8 @@ pool holds 640 of them, and five short instructions use some 350)."""
 from __future__ import annotations
 
 import datetime
+import functools
+import types
 from typing import Any, Callable, Dict, List
 
 import pytest
@@ -141,3 +143,52 @@ def test_a_retriever_with_pools_auto_spills_too():
     )
     fixed = PoolSplitRetriever(documents=documents, pools=plan, token_counter=words, now=NOW)
     assert len(auto.invoke("deploy train")) > len(fixed.invoke("deploy train"))
+
+
+class CountingScorer:
+    """A preparing scorer that counts its preparations (relevance: the
+    words shared with the message), keeping its answers by entry as the
+    package's scorers do."""
+
+    def __init__(self) -> None:
+        self.prepared = 0
+
+    def prepare(self, context: Any, now: Any) -> Any:
+        self.prepared += 1
+        message = set(str((context or {}).get("message") or "").lower().split())
+
+        class Prepared:
+            @functools.lru_cache(maxsize=None)  # noqa: B019 (one call's answers, dropped with it)
+            def score(self, entry_id: str, content: str) -> float:
+                return float(len(message & set(content.lower().split())))
+
+        prepared = Prepared()
+        answer = types.SimpleNamespace(score=lambda entry: prepared.score(entry["id"], entry["content"]))
+        answer.relevance = answer.score
+        return answer
+
+
+def test_a_call_that_fills_twice_scores_each_candidate_once():
+    """The spill's second fill reuses the first's prepared scorer over the
+    same recalled candidates (a vector-indexed LangGraph store, the agent
+    with embeddings): the query is prepared once a call, and a scorer
+    that keeps its answers scores each candidate once."""
+    from lc_helpers import WordHashEmbedding
+
+    store = InMemoryStore(index={"dims": 256, "embed": WordHashEmbedding(), "fields": ["content"]})
+    for entry in _entries():
+        store.put(NS, entry["id"], {k: v for k, v in entry.items() if k != "id"})
+    scorer = CountingScorer()
+    memory = PoolSplitMemoryMiddleware(
+        "auto",
+        namespace=NS,
+        store=store,
+        now=NOW,
+        write=WriteConfig(remember=False),
+        recall=RecallConfig(total_tokens=1024, scorer=scorer),
+    )
+    agent = create_agent(ToolCallingFakeModel(), middleware=[memory], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [("user", "which platform does the deploy train leave from?")]}, thread("t1"))
+    selection = memory.last_selection
+    assert selection is not None and selection.notes["standing_spilled"][STANDING_POOL] < 0  # filled twice
+    assert scorer.prepared == 1

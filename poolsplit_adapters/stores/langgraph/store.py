@@ -291,6 +291,28 @@ class BaseStoreMemory(StoreWrites):
         [`ProgressiveLayers`][poolsplit_adapters.memory.ProgressiveLayers];
         ``visibility``: default this memory's namespace chain;
         ``marker_cost``: added to each counted cost, `RenderedCounter`'s rule)."""
+        kept = recall.prepared
+        if not (kept and kept["for"][0] is scorer and kept["for"][1] is context and kept["now"] == now):
+            kept.clear()  # another call's: prepared for this call's scorer, context and time only
+            kept.update({"for": (scorer, context), "now": now, "scorer": self._scorer_for(recall, scorer, context)})
+        selection = select_noted(
+            recall.entries,
+            pools,
+            context,
+            scorer=kept["scorer"],
+            kept=kept,
+            token_counter=RenderedCounter(self._counts.counter, overhead=marker_cost)
+            if marker_cost
+            else self._counts.counter,
+            now=now,
+            visibility=self.visibility if visibility is None else visibility,
+            layering=layering,
+        )
+        return note_expired(selection, _expired_ids(recall.entries, now))
+
+    def _scorer_for(self, recall: Recall, scorer: Optional[Scorer], context: Optional[Mapping[str, Any]]) -> Scorer:
+        """``scorer`` (default: the adapters' default scorer) taking the
+        recall's query vector and the store's scores where it can."""
         used = default_adapter_scorer() if scorer is None else scorer
         model = self.index_embeddings
         message = query_of(context)
@@ -301,19 +323,7 @@ class BaseStoreMemory(StoreWrites):
             from ...relevance.similarity import StoreMetric  # numpy, on use: the store has a vector index
 
             used = with_store_scores(used, recall.scores, StoreMetric.COSINE)
-        selection = select_noted(
-            recall.entries,
-            pools,
-            context,
-            scorer=used,
-            token_counter=RenderedCounter(self._counts.counter, overhead=marker_cost)
-            if marker_cost
-            else self._counts.counter,
-            now=now,
-            visibility=self.visibility if visibility is None else visibility,
-            layering=layering,
-        )
-        return note_expired(selection, _expired_ids(recall.entries, now))
+        return used
 
     def get(self, entry_id: str) -> Optional[Dict[str, Any]]:
         """The entry stored under ``entry_id`` in this memory's namespaces

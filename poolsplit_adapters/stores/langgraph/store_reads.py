@@ -61,6 +61,10 @@ class Recall:
     scores: Dict[KnownKey, float] = field(default_factory=dict)
     """Entry id -> the cosine the store's vector index gave the item (its
     ``score``; empty without ``query=`` or for a non-cosine index)."""
+    prepared: Dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """The scorer ``select_from`` prepared over these entries, with what it
+    was prepared for: a call that fills twice (a task plan's standing room
+    moved, `AdapterCall.filled`) scores each candidate once."""
 
 
 @dataclass(frozen=True)
