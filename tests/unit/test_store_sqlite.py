@@ -449,3 +449,27 @@ def test_a_write_to_a_store_file_deleted_or_replaced_since_it_opened_is_refused(
         % (path, "deleted or replaced")
     )
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("stored", "why"),
+    [
+        ('{"id": "x", "content": 5}', "field 'content' must be a string, got int 5"),
+        ('{"id": "x"}', "field 'content' is missing (every entry needs its text)"),
+        ('{"id": "y", "content": "deploy"}', "its row holds the id 'y'"),
+    ],
+)
+def test_a_row_another_program_wrote_that_is_no_entry_is_refused_naming_the_file_and_entry(tmp_path, stored, why):
+    """Found by an adversarial run: such a row was read as it was: ``get``
+    returned it, a select raised an EntryError naming neither the file nor
+    the row, and a write of an unrelated entry failed as "entry 'x' (index 0)"
+    (the row's id under ``y`` was listed by ``entries`` and found by no ``get``)."""
+    path = tmp_path / "memory.db"
+    with SQLiteMemoryStore(path) as store:
+        store.add([{"id": "x", "content": "deploy"}])
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE memory SET entry = ? WHERE id = 'x'", (stored,))
+    raw.close()
+    with SQLiteMemoryStore(path) as store, pytest.raises(StoreError) as info:
+        store.entries()
+    assert str(info.value) == "%s: entry 'x' in the file is no entry (%s)" % (path, why)
