@@ -30,6 +30,7 @@ __all__ = [
     "REPLACEMENT",
     "check_entry_id",
     "check_namespace",
+    "check_key_label",
     "check_key_text",
     "check_storable",
     "entry_json",
@@ -202,6 +203,12 @@ def check_key_text(value: str, name: str) -> str:
     if size is not None:
         raise ArgumentError("%s is %d bytes long; it takes at most %d (UTF-8)" % (name, size, MOST_KEY_BYTES))
     return value
+
+
+def check_key_label(value: str, argument: str) -> str:
+    """`check_key_text` of a label given as ``argument`` (a namespace), the
+    error naming it by its start: the rule of every verb that takes one."""
+    return check_key_text(value, "%s %r" % (argument, value if len(value) <= 40 else value[:40] + "..."))
 
 
 def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[str, Dict[str, Any]]:

@@ -605,3 +605,13 @@ def test_an_integer_past_64_bits_is_refused_by_name_on_every_store(store, field,
     assert str(raised.value).startswith("entry 'big' (index 0): field %r holds the integer " % field)
     assert str(raised.value).endswith("beyond 64 bits (LangGraph's stores read it back changed, or refuse it)")
     assert store.entries() == []
+
+
+def test_a_forget_namespace_no_store_can_hold_is_refused_the_same_on_every_store(store):
+    # Found by an adversarial run: a 1,001-byte namespace forgot 0 entries on the SQLite and
+    # in-process stores and was an ArgumentError on the LangGraph stores.
+    with pytest.raises(ArgumentError) as raised:
+        store.forget(namespace="n" * 1001)
+    assert str(raised.value) == "forget namespace '%s...' is 1001 bytes long; it takes at most 1000 (UTF-8)" % (
+        "n" * 40
+    )
