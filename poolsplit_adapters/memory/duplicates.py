@@ -490,6 +490,14 @@ class _Shelf:
         return sorted(found)
 
 
+def _first_seen(entry: Mapping[str, Any]) -> Tuple[str, str]:
+    """The order among kept entries with one text (two live ones: a version
+    beside an older entry, writers at once): a repeat is recorded on the
+    first written (``created``, then ``id``), whatever order a store lists
+    them in, or its finder kept them (each store, each restart, the same)."""
+    return str(entry.get("created") or ""), str(entry.get("id") or "")
+
+
 class DuplicateFinder:
     """An incremental index of kept entries that tells whether a candidate
     repeats one of them (exact or near), within namespace, type and scope
@@ -592,11 +600,12 @@ class DuplicateFinder:
             self._shelves[shelf_key].drop(seq)
             if self._exact.get(shelf_key[0] + (exact,)) == seq:
                 del self._exact[shelf_key[0] + (exact,)]
-                # another kept row with the same text takes over, oldest first
-                for other in sorted(self._shelves[shelf_key].rows):
-                    if self._rows[other][1] == exact:
-                        self._exact[shelf_key[0] + (exact,)] = other
-                        break
+                # another kept row with the same text takes over, the first seen
+                same = [other for other in self._shelves[shelf_key].rows if self._rows[other][1] == exact]
+                if same:
+                    self._exact[shelf_key[0] + (exact,)] = min(
+                        same, key=lambda other: (_first_seen(self._rows[other][2].entry), other)
+                    )
 
     def replace(self, entry: Mapping[str, Any]) -> None:
         """Keep ``entry`` in place of the kept one with the same ``id`` (e.g.
@@ -615,7 +624,9 @@ class DuplicateFinder:
         where = bucket(row.entry)
         shelf_key = (where, row.keys)
         exact = normalise_text(str(row.entry["content"]))
-        self._exact.setdefault(where + (exact,), seq)
+        held = self._exact.get(where + (exact,))
+        if held is None or _first_seen(row.entry) < _first_seen(self._rows[held][2].entry):
+            self._exact[where + (exact,)] = seq
         self._shelves.setdefault(shelf_key, _Shelf()).put(seq, row)
         self._rows[seq] = (shelf_key, exact, row)
         entry_id = row.entry.get("id")

@@ -283,12 +283,15 @@ class Change:
             retired.append(stored_copy(closed)[1])
         inserted: Dict[str, Dict[str, Any]] = {}
         kept: Dict[str, Dict[str, Any]] = {}
+        # A version whose predecessor is found nowhere (forgotten) opens when it is written.
+        starts = {new for old, new in self.links if old not in current and old not in news}
         for entry in self.insert:
             if entry["id"] in current:  # the same text, already stored: a repeat of it
                 self.raced.append(str(entry["id"]))
                 kept[entry["id"]] = repeated(kept.get(entry["id"]) or dict(current[entry["id"]]), entry)
             else:
-                inserted[entry["id"]] = stored_copy(opened.get(entry["id"], entry))[1]
+                row = opened.get(entry["id"], entry)
+                inserted[entry["id"]] = stored_copy(opened_now(row) if entry["id"] in starts else row)[1]
         for kept_id, candidate in self.repeat:
             if kept_id in inserted:  # repeats an earlier entry of the same write
                 inserted[kept_id] = repeated(inserted[kept_id], candidate)
@@ -333,6 +336,17 @@ def restated(
             if str(prepared[position]["id"]) == str(hit.kept["id"]):
                 prepared[position]["id"] = returned_id(hit.kept, prepared[position])
     return out
+
+
+def opened_now(entry: Dict[str, Any]) -> Dict[str, Any]:
+    """``entry``, a version whose predecessor is found nowhere (a forgotten
+    version), with its ``valid_from`` (its ``created``, when that is a time):
+    a store's version always carries one, and an import of the store's
+    export tells by it an unrelated entry written later under the forgotten
+    id (`_reused`), which it closed into this version before."""
+    if entry.get("valid_from") is not None or valid_from(entry) is None:
+        return entry
+    return dict(entry, valid_from=entry["created"])
 
 
 def _reused(named: Mapping[str, Any], entry: Mapping[str, Any]) -> bool:

@@ -16,6 +16,7 @@ makes every scorer raise ``OverflowError``).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from ..errors import ArgumentError
@@ -29,6 +30,7 @@ __all__ = [
     "REPLACEMENT",
     "check_entry_id",
     "check_namespace",
+    "check_key_label",
     "check_key_text",
     "check_storable",
     "entry_json",
@@ -104,6 +106,32 @@ def _has_nul(value: Any) -> bool:
     return False
 
 
+#: The integers every store reads back unchanged: signed 64 bits. LangGraph's
+#: SqliteStore serializes with orjson, which raises deep inside the store
+#: past 2**64 - 1 ("Integer exceeds 64-bit range"), and its PostgresStore
+#: reads with orjson, which turns a longer integer into a float (10**40 came
+#: back as 1e+40): refused on every store alike, so an entry moves unchanged.
+MOST_INTEGER, LEAST_INTEGER = 2**63 - 1, -(2**63)
+#: A run of digits that long in an entry's JSON may be such an integer (the
+#: fields are then looked at one by one, `_wide_integer`).
+_LONG_DIGITS = re.compile(r"\d{19}")
+
+
+def _wide_integer(value: Any) -> Optional[int]:
+    """The first integer in ``value`` (at any depth) beyond signed 64 bits
+    (`MOST_INTEGER`), or None. Walked with a stack, as `_odd_key`."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, int) and not LEAST_INTEGER <= current <= MOST_INTEGER:
+            return current
+        if isinstance(current, Mapping):
+            stack.extend(reversed(list(current.values())))
+        elif isinstance(current, (list, tuple)):
+            stack.extend(reversed(current))
+    return None
+
+
 def _odd_key(value: Any) -> Optional[Any]:
     """The first key below the top level that is not a string (JSON writes
     ``{1: 2}`` as ``{"1": 2}``: read back, the entry would differ), or None.
@@ -177,6 +205,12 @@ def check_key_text(value: str, name: str) -> str:
     return value
 
 
+def check_key_label(value: str, argument: str) -> str:
+    """`check_key_text` of a label given as ``argument`` (a namespace), the
+    error naming it by its start: the rule of every verb that takes one."""
+    return check_key_text(value, "%s %r" % (argument, value if len(value) <= 40 else value[:40] + "..."))
+
+
 def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[str, Dict[str, Any]]:
     """(JSON text, the dict read back from it): what a store writes and what
     it hands to its index, sharing nothing with the caller's objects."""
@@ -199,7 +233,7 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
         # JSON writes NUL as the escape \u0000: without that text, no value holds one.
         # Read back equal: no nested key turned into a string (a tuple read back
         # as a list also differs: the fields are then looked at one by one).
-        if _is_utf8(text) and "\\u0000" not in text and whole[1] == given:
+        if _is_utf8(text) and "\\u0000" not in text and whole[1] == given and not _LONG_DIGITS.search(text):
             return whole
     for key, value in entry.items():
         odd = _odd_key(value)
@@ -226,6 +260,15 @@ def stored_copy(entry: Mapping[str, Any], index: Optional[int] = None) -> Tuple[
             raise entry_error(entry, index, None, "has a key with NUL %r, which Postgres text cannot hold" % (key,))
         if _has_nul(value):
             raise entry_error(entry, index, key, "contains NUL (\\x00), which Postgres text cannot hold")
+        wide = _wide_integer(value)
+        if wide is not None:
+            raise entry_error(
+                entry,
+                index,
+                key,
+                "holds the integer %s, beyond 64 bits (LangGraph's stores read it back changed, or refuse it)"
+                % (str(wide) if len(str(wide)) <= 40 else str(wide)[:40] + "..."),
+            )
     if whole is not None:
         return whole  # the text held a backslash before "u0000", not a NUL; or a tuple, read back a list
     raise entry_error(entry, index, None, "cannot be stored as JSON")  # pragma: no cover

@@ -19,7 +19,7 @@ from ..memory.expiry import Moment, is_expired, moment_of
 from ..memory.validity import Version, history, precedes
 from ..poolsplit import EntryError
 from .change import Change, WriteReport
-from .checks import check_entry_id, storable_text
+from .checks import check_entry_id, check_key_label, storable_text
 from .repeats import same_text
 from .store_errors import DuplicateEntry, EntryNotFound, Overtaken
 from .write_path import FINDERS, REDERIVES, WritePath, at_once
@@ -31,7 +31,7 @@ def _forgotten_space(namespace: Any) -> str:
     """``namespace`` as ``forget`` takes it: a non-empty string."""
     if not isinstance(namespace, str) or not namespace:
         raise ValueError("forget namespace must be a non-empty string, got %r" % (namespace,))
-    return storable_text(namespace, "forget namespace")
+    return check_key_label(storable_text(namespace, "forget namespace"), "forget namespace")
 
 
 class LifecycleVerbs(WritePath):

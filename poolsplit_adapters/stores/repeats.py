@@ -57,12 +57,27 @@ def same_id_repeats(
     into an entry of another id, nor is an entry already expired when it
     is written: a store holds an expired entry beside a live one with its
     text (an expired entry absorbs no repeat, `live`), and its export,
-    imported in whatever order it lists them, must hold both again."""
+    imported in whatever order it lists them, must hold both again. For
+    the same reason a version of a history absorbs no other entry of the
+    same write (a store holds it beside an older entry with its text)."""
     by_id = {str(e["id"]): e for e in stored}
     out = list(hits)
+    written = {id(e) for e in prepared}
     for position, (entry, hit) in enumerate(zip(prepared, hits)):
         if hit is not None and (in_a_history(entry) or is_expired(entry)) and hit.kept.get("id") != entry["id"]:
             out[position] = hit = None  # a version keeps its id (an export's line, re-imported)
+        if hit is not None and id(hit.kept) in written and in_a_history(hit.kept):
+            # A version of this very write absorbs no entry of it: a store's export lists a
+            # version beside an older entry with its text (written first, so not folded), in
+            # either order. Such an entry repeats an earlier plain one of the write, if any.
+            out[position] = hit = next(
+                (
+                    Duplicate(kept, DuplicateKind.EXACT, 1.0)
+                    for kept, found in zip(prepared[:position], out)
+                    if found is None and not in_a_history(kept) and live(kept) and same_text(kept, entry)
+                ),
+                None,
+            )
         found = by_id.get(str(entry["id"])) if hit is None else None
         if found is not None and same_text(found, entry) and (live(found) or same_sighting(found, entry)):
             out[position] = Duplicate(found, DuplicateKind.EXACT, 1.0)

@@ -71,6 +71,7 @@ from .sqlite_file import (
     _utc_now,
     _writable,
     connect,
+    file_identity,
     identify,
     memory_target,
 )
@@ -163,6 +164,7 @@ class SQLiteMemoryStore(IndexInStep, StoreVerbs):
         self._head: Optional[int] = None  # latest change number seen in the file
         self._data_version: Optional[int] = None
         self._full_loads = 0
+        self._file: Optional[tuple[int, int]] = None  # set once the file is open (`file_identity`)
         self._memory = memory_target(path)
         #: A store in this object only (``":memory:"``): no file, no log.
         self.in_memory = self._memory is not None
@@ -194,6 +196,7 @@ class SQLiteMemoryStore(IndexInStep, StoreVerbs):
                 self._conn.execute("PRAGMA secure_delete=ON")
                 self._migrate()
             self._read_head()  # a read-only file is read once here, so a bad one fails now
+            self._file = None if self.in_memory or self.read_only else file_identity(self.path)
         except sqlite3.DatabaseError as exc:
             self._conn.close()
             if not self.in_memory and not isinstance(exc, sqlite3.OperationalError):  # unusable, not busy
@@ -247,6 +250,11 @@ class SQLiteMemoryStore(IndexInStep, StoreVerbs):
             raise StoreError("%s: opened read-only (the file or its folder is not writable); cannot write" % self.path)
         self._conn.execute("BEGIN IMMEDIATE")
         try:
+            if self._file is not None and file_identity(self.path) != self._file:
+                raise StoreError(
+                    "%s: the file was deleted or replaced since this store opened it; the write was not made "
+                    "(open the store again)" % self.path
+                )
             yield
             self._conn.execute("COMMIT")
         except BaseException:

@@ -17,7 +17,16 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import Any, Optional, Union
 
-__all__ = ["connect", "MIGRATIONS", "SCHEMA_VERSION", "SQLITE_MAGIC", "StoreError", "identify", "memory_target"]
+__all__ = [
+    "connect",
+    "file_identity",
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "SQLITE_MAGIC",
+    "StoreError",
+    "identify",
+    "memory_target",
+]
 
 PathLike = Union[str, "pathlib.Path"]
 Clock = Callable[[], datetime.datetime]
@@ -233,6 +242,18 @@ def _writable(path: pathlib.Path) -> bool:
     it exists) and its folder (where SQLite keeps its log) are writable."""
     folder = path.parent if str(path.parent) else pathlib.Path(".")
     return os.access(folder, os.W_OK) and (not path.exists() or os.access(path, os.W_OK))
+
+
+def file_identity(path: pathlib.Path) -> Optional[tuple[int, int]]:
+    """(device, inode) of the file at ``path``, or None when there is none
+    (or the file system gives no inode numbers). A store compares it before
+    each write: a connection to a file deleted or replaced under it writes on
+    to the unlinked file, and every write it acknowledged is gone at close."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino) if found.st_ino else None
 
 
 def _utc_now() -> datetime.datetime:

@@ -18,7 +18,7 @@ from typing import Any, Optional
 from ..defaults import default_adapter_scorer
 from ..index import MemoryIndex
 from ..memory.expiry import note_expired
-from ..poolsplit import IsActive, Pool, Selection, TokenCounter
+from ..poolsplit import EntryError, IsActive, Pool, Selection, TokenCounter, check_entry
 from .sqlite_file import RELOAD_AFTER, Clock, StoreError, _Change
 
 __all__ = ["IndexInStep"]
@@ -96,6 +96,15 @@ class IndexInStep:
             raise StoreError("%s: entry %r is not valid JSON in the file (%s)" % (self.path, entry_id, why)) from None
         if not isinstance(entry, dict):
             raise StoreError("%s: entry %r is not a JSON object in the file" % (self.path, entry_id))
+        # A row another program wrote: read as it was, a get returned it and a
+        # select or an unrelated write failed naming neither the file nor the row.
+        why = "its row holds the id %r" % (entry.get("id"),) if entry.get("id") != entry_id else None
+        try:
+            check_entry(entry)
+        except EntryError as err:
+            why = "field %r %s" % (err.field, err.problem) if err.field else err.problem
+        if why is not None:
+            raise StoreError("%s: entry %r in the file is no entry (%s)" % (self.path, entry_id, why))
         return entry
 
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:

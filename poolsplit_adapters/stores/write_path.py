@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Coroutine, Dict, List, Optional, Tu
 from ..memory.changes import CHANGING_TYPES, changing, updates
 from ..memory.duplicates import Duplicate, DuplicateFinder, DuplicateKind
 from ..memory.validity import check_one_predecessor
-from ..poolsplit import EntryError, entry_error
+from ..poolsplit import EntryError, check_entry, entry_error
 from .change import Change, WriteReport, listed, prepare_entries, settle_repeats
 from .checks import check_entry_id
 from .primitives import StorePrimitives
@@ -338,6 +338,7 @@ class WritePath(StorePrimitives):
     def superseding(self, entry_id: str, new_entry: Mapping[str, Any]) -> Change:
         """The [`Change`][] that [`supersede`][poolsplit_adapters.stores.StoreVerbs.supersede] commits."""
         check_entry_id(entry_id)  # named as the argument, not as the new entry's supersedes
+        check_entry(new_entry, 0)  # a mapping, before anything reads a field of it
         check_one_predecessor(new_entry, entry_id, 0)  # its own link is never overwritten without a word
         [copy] = prepare_entries([new_entry], self.stamp(), {"supersedes": entry_id})
         if copy["id"] == entry_id:

@@ -249,6 +249,9 @@ def test_a_malformed_write_writes_nothing():
         (("memories", ""), "label"),
         (("memories", "u.1"), "without '.'"),
         ([("memories", "u1"), ("memories", "u1")], "repeats"),
+        # Found by an adversarial run: LangGraph's put() refuses this root, our batched writes took it.
+        (("langgraph", "u1"), "root label 'langgraph' is LangGraph's own"),
+        ([("memories", "u1"), ("langgraph",)], "root label 'langgraph' is LangGraph's own"),
     ],
 )
 def test_bad_namespaces_are_named(namespace, message):

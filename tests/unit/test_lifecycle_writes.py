@@ -780,6 +780,56 @@ def test_a_dangling_link_beside_the_version_that_closed_the_reused_id_imports_as
 
 
 @pytest.mark.parametrize("kind", sorted(STORES))
+def test_an_entry_written_later_under_the_id_a_dangling_link_names_is_no_predecessor_after_an_import(kind, tmp_path):
+    # Found by the lifecycle sequences at a high example count: e8 written naming "e2"
+    # (found nowhere), then an unrelated e2; the import closed e2 into e8, as e8 carried
+    # no valid_from (the mark of a store's version that tells a reused id by time).
+    store = STORES[kind](tmp_path)
+    store.write([{"id": "e8", "type": "note", "content": "Never deploy on a Friday afternoon.", "supersedes": "e2"}])
+    store.write([{"id": "e2", "type": "note", "content": "Quarterly reviews happen in the big room."}])
+    before = _links(store)
+    assert before == {"e8": ("e2", None), "e2": (None, None)}
+    assert store.get("e8")["valid_from"] == store.get("e8")["created"]
+    assert _links(_export_import(store, tmp_path, kind)) == before
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+@pytest.mark.parametrize("order", ["as listed", "version first"])
+def test_a_live_version_beside_an_older_entry_with_its_text_imports_as_two(kind, order, tmp_path):
+    # Found by the lifecycle sequences at a high example count: e4, then e8 with the same text
+    # naming a forgotten version (a version keeps its own id): the export, listing e8 first,
+    # imported e4 as a repeat of e8, and e4's id was lost.
+    store = STORES[kind](tmp_path)
+    text = "The staging database lives on host db-7."
+    store.write([{"id": "e4", "type": "note", "content": text}])
+    store.write([{"id": "e8", "type": "note", "content": text, "supersedes": "e1"}])
+    assert sorted(e["id"] for e in store.entries()) == ["e4", "e8"]
+    entries = sorted(store.entries(), key=lambda e: e["id"], reverse=order == "version first")
+    (tmp_path / "again").mkdir()
+    again = STORES[kind](tmp_path / "again")
+    assert again.write(entries).duplicates == []
+    assert sorted(e["id"] for e in again.entries()) == ["e4", "e8"]
+    # a later entry with the text is a repeat of one of them
+    assert again.write([{"id": "e9", "type": "note", "content": text}]).kept[0] in ("e4", "e8")
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
+def test_a_repeat_of_two_live_entries_with_one_text_goes_to_the_first_written_on_every_store(kind, tmp_path):
+    # Found by the lifecycle sequences at a high example count: the repeat went to the entry the
+    # store listed first (a LangGraph SqliteStore lists by key: e1), and on the same store to the
+    # other one after the kept finder had recorded a repeat; the in-process store chose e3.
+    store = STORES[kind](tmp_path)
+    text = "The staging database lives on host db-7."
+    store.write([note(text, "a", "2026-07-01T00:00:00Z", id="e3")])
+    store.write([note(text, "b", "2026-07-02T00:00:00Z", id="e1", supersedes="e2")])
+    for n, source in enumerate(("c", "d", "e")):
+        said = note(text, source, "2026-07-0%dT00:00:00Z" % (n + 3), id="r%d" % n)
+        assert store.write([said]).kept == ["e3"], n
+    assert [s["source"] for s in store.get("e3")["seen"]] == ["c", "d", "e"]
+    assert "seen" not in store.get("e1")
+
+
+@pytest.mark.parametrize("kind", sorted(STORES))
 def test_an_expired_entry_beside_a_live_one_with_its_text_imports_as_two(kind, tmp_path):
     store = STORES[kind](tmp_path)
     text = "Never deploy on a Friday afternoon."

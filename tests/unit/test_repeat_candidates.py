@@ -174,7 +174,8 @@ def test_the_labelled_set_and_edge_cases_decide_the_same_in_one_store() -> None:
     assert widest < len(kept) // 10  # the point: a few candidates, not the store
 
 
-def test_exact_twins_keep_the_first_in_store_order_and_short_texts_match_only_whole() -> None:
+def test_exact_twins_keep_the_first_written_and_short_texts_match_only_whole() -> None:
+    # twins: the first written (``created``, then ``id``: "a" here), not the first in store order
     kept = [
         {"id": "b", "content": "ok"},
         {"id": "a", "content": "OK"},
@@ -187,7 +188,7 @@ def test_exact_twins_keep_the_first_in_store_order_and_short_texts_match_only_wh
         {"id": "y", "content": "keep that"},
         {"id": "z", "content": "Deploy, deploy deploy!"},
     ]
-    assert bounded(kept, index, batch)[0] == full_scan(kept, batch) == [("exact", "b", 1.0), None, ("near", "d", 1.0)]
+    assert bounded(kept, index, batch)[0] == full_scan(kept, batch) == [("exact", "a", 1.0), None, ("near", "d", 1.0)]
 
 
 def test_shared_needed_is_the_least_overlap_the_word_rule_accepts() -> None:

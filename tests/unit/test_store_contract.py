@@ -581,3 +581,37 @@ async def test_an_id_no_store_can_hold_is_refused_by_the_async_verbs_on_every_st
         "entry id '\\ud800' contains a lone surrogate at position 0 (not UTF-8), which Postgres text cannot hold",
         "entry id 'a\\x00b' contains NUL (\\x00), which Postgres text cannot hold",
     )
+
+
+@pytest.mark.parametrize("given", ["The db is db-2.", ["The db is db-2."], None])
+def test_a_new_version_that_is_no_mapping_is_refused_by_name_on_every_store(store, given):
+    # Found by an adversarial run: supersede("kept", "text") raised AttributeError ('str' object
+    # has no attribute 'get') from memory/validity.py on every store.
+    store.add([{"id": "kept", "type": "fact", "content": "The db is db-1."}])
+    with pytest.raises(EntryError) as raised:
+        store.supersede("kept", given)
+    assert str(raised.value) == "entry at index 0: is not a mapping (got %s %r)" % (type(given).__name__, given)
+    assert [(e["id"], e.get("superseded_by")) for e in store.entries()] == [("kept", None)]
+
+
+@pytest.mark.parametrize("field, value", [("extra", 10**40), ("base_priority", 2**63), ("meta", {"n": [-(2**63) - 1]})])
+def test_an_integer_past_64_bits_is_refused_by_name_on_every_store(store, field, value):
+    # Found by an adversarial run: 10**40 in any field was stored by SQLite and the in-process
+    # store, raised "Integer exceeds 64-bit range" from inside LangGraph's SqliteStore (orjson),
+    # and PostgresStore reads it back as the float 1e+40: not what was written.
+    entry = {"id": "big", "type": "fact", "content": "The db is db-1.", field: value}
+    with pytest.raises(EntryError) as raised:
+        store.add([entry])
+    assert str(raised.value).startswith("entry 'big' (index 0): field %r holds the integer " % field)
+    assert str(raised.value).endswith("beyond 64 bits (LangGraph's stores read it back changed, or refuse it)")
+    assert store.entries() == []
+
+
+def test_a_forget_namespace_no_store_can_hold_is_refused_the_same_on_every_store(store):
+    # Found by an adversarial run: a 1,001-byte namespace forgot 0 entries on the SQLite and
+    # in-process stores and was an ArgumentError on the LangGraph stores.
+    with pytest.raises(ArgumentError) as raised:
+        store.forget(namespace="n" * 1001)
+    assert str(raised.value) == "forget namespace '%s...' is 1001 bytes long; it takes at most 1000 (UTF-8)" % (
+        "n" * 40
+    )

@@ -424,3 +424,52 @@ def test_a_change_counter_another_program_wrote_is_refused_naming_the_file(tmp_p
     with pytest.raises(StoreError) as info, SQLiteMemoryStore(path) as store:
         store.entries()
     assert str(info.value) == "%s: its change counter (meta 'seq') is %r, not a whole number" % (path, value)
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_a_write_to_a_store_file_deleted_or_replaced_since_it_opened_is_refused(tmp_path, how):
+    """Found by an adversarial run: the open connection went on writing to the
+    unlinked file, each write acknowledged, and all of it was gone at close
+    (the path held nothing, or another program's database)."""
+    import os
+
+    path = tmp_path / "memory.db"
+    store = fresh(tmp_path)
+    store.add([{"id": "a", "content": "alpha"}])
+    if how == "deleted":
+        os.remove(path)
+    else:
+        with SQLiteMemoryStore(tmp_path / "other.db") as other:
+            other.add([{"id": "o", "content": "other"}])
+        os.replace(tmp_path / "other.db", path)
+    with pytest.raises(StoreError) as info:
+        store.add([{"id": "b", "content": "beta"}])
+    assert str(info.value) == (
+        "%s: the file was %s since this store opened it; the write was not made (open the store again)"
+        % (path, "deleted or replaced")
+    )
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("stored", "why"),
+    [
+        ('{"id": "x", "content": 5}', "field 'content' must be a string, got int 5"),
+        ('{"id": "x"}', "field 'content' is missing (every entry needs its text)"),
+        ('{"id": "y", "content": "deploy"}', "its row holds the id 'y'"),
+    ],
+)
+def test_a_row_another_program_wrote_that_is_no_entry_is_refused_naming_the_file_and_entry(tmp_path, stored, why):
+    """Found by an adversarial run: such a row was read as it was: ``get``
+    returned it, a select raised an EntryError naming neither the file nor
+    the row, and a write of an unrelated entry failed as "entry 'x' (index 0)"
+    (the row's id under ``y`` was listed by ``entries`` and found by no ``get``)."""
+    path = tmp_path / "memory.db"
+    with SQLiteMemoryStore(path) as store:
+        store.add([{"id": "x", "content": "deploy"}])
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE memory SET entry = ? WHERE id = 'x'", (stored,))
+    raw.close()
+    with SQLiteMemoryStore(path) as store, pytest.raises(StoreError) as info:
+        store.entries()
+    assert str(info.value) == "%s: entry 'x' in the file is no entry (%s)" % (path, why)

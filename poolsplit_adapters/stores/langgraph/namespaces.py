@@ -16,7 +16,7 @@ from typing import Any, Iterable, List, Sequence, Tuple
 
 from ...errors import ArgumentError
 from ...poolsplit import Visibility
-from ..checks import check_entry_id, check_key_text, storable_text
+from ..checks import check_entry_id, check_key_label, storable_text
 
 __all__ = ["Namespace", "chain_visibility", "check_ids", "check_namespaces", "check_one", "namespace_label"]
 
@@ -67,8 +67,12 @@ def check_one(value: Any, argument: str) -> Namespace:
                 "%s: every label must be a non-empty string without '.', got %r in %r" % (argument, label, value)
             )
         storable_text(label, "%s label" % argument)  # NUL, lone surrogate: before any store sees it
+    if value[0] == "langgraph":  # BaseStore.put refuses it too; the batched writes would not
+        raise ArgumentError(
+            "%s: the root label 'langgraph' is LangGraph's own (its stores refuse it), got %r" % (argument, value)
+        )
     label = namespace_label(value)  # a Postgres key holds it: an error names its start, not the whole
-    check_key_text(label, "%s %r" % (argument, label if len(label) <= 40 else label[:40] + "..."))
+    check_key_label(label, argument)
     return tuple(value)
 
 
