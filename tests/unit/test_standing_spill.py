@@ -5,7 +5,6 @@ pool holds 640 of them, and five short instructions use some 350)."""
 from __future__ import annotations
 
 import datetime
-import functools
 import types
 from typing import Any, Callable, Dict, List
 
@@ -157,15 +156,14 @@ class CountingScorer:
         self.prepared += 1
         message = set(str((context or {}).get("message") or "").lower().split())
 
-        class Prepared:
-            @functools.lru_cache(maxsize=None)  # noqa: B019 (one call's answers, dropped with it)
-            def score(self, entry_id: str, content: str) -> float:
-                return float(len(message & set(content.lower().split())))
+        answers: Dict[str, float] = {}
 
-        prepared = Prepared()
-        answer = types.SimpleNamespace(score=lambda entry: prepared.score(entry["id"], entry["content"]))
-        answer.relevance = answer.score
-        return answer
+        def score(entry: Any) -> float:
+            if entry["id"] not in answers:
+                answers[entry["id"]] = float(len(message & set(entry["content"].lower().split())))
+            return answers[entry["id"]]
+
+        return types.SimpleNamespace(score=score, relevance=score)
 
 
 def test_a_call_that_fills_twice_scores_each_candidate_once():
