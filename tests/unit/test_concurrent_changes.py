@@ -397,3 +397,62 @@ def test_threads_superseding_one_entry_of_a_llama_index_at_once_leave_one_versio
     finally:
         _EMBED_DELAY[0] = 0.0
     superseded_once(VectorIndexMemory(index), outcomes)
+
+
+def _sqlite_store(path: Any) -> SqliteStore:
+    """A ``SqliteStore`` of its own on the file at ``path`` (as each process
+    of a server would open one)."""
+    store = SqliteStore(sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30))
+    store.setup()
+    return store
+
+
+def test_threads_each_with_its_own_sqlite_store_on_one_file_leave_one_value_active(tmp_path):
+    """Separate ``SqliteStore`` objects on one file (found by a hostile run:
+    six threads, each its own store object, left 2 to 3 values active)."""
+    path = tmp_path / "store.db"
+    BaseStoreMemory(_sqlite_store(path), ANA).write([{"type": "fact", "said_by": "user", "content": OLD}])
+
+    def writer(n: int, barrier: threading.Barrier) -> None:
+        memory = BaseStoreMemory(_sqlite_store(path), ANA)
+        barrier.wait()
+        memory.write([{"type": "fact", "said_by": "user", "content": moved(n)}])
+
+    assert at_once(writer, 6) == []
+    active, versions = launch_facts(BaseStoreMemory(_sqlite_store(path), ANA).entries())
+    assert len(active) == 1 and active[0] in {moved(n) for n in range(6)}
+    assert versions == 7
+
+
+_PROCESS_WRITER = """
+import sqlite3, sys, time
+from langgraph.store.sqlite import SqliteStore
+from poolsplit_adapters.langchain import BaseStoreMemory
+store = SqliteStore(sqlite3.connect(sys.argv[1], check_same_thread=False, isolation_level=None, timeout=30))
+store.setup()
+memory = BaseStoreMemory(store, ("memories", "ana"))
+while time.time() < float(sys.argv[3]):
+    time.sleep(0.001)
+memory.write([{"type": "fact", "said_by": "user", "content": sys.argv[2]}])
+"""
+
+
+def test_processes_each_with_its_own_sqlite_store_on_one_file_leave_one_value_active(tmp_path):
+    """Server processes sharing one ``SqliteStore`` file: a file lock
+    beside SQLite's own (no file of its own) makes their changes take turns."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "store.db"
+    BaseStoreMemory(_sqlite_store(path), ANA).write([{"type": "fact", "said_by": "user", "content": OLD}])
+    start = str(time.time() + 4.0)  # every process imported and waiting by then, then all write at once
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _PROCESS_WRITER, str(path), moved(n), start], stderr=subprocess.PIPE)
+        for n in range(4)
+    ]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, errors
+    active, versions = launch_facts(BaseStoreMemory(_sqlite_store(path), ANA).entries())
+    assert len(active) == 1 and active[0] in {moved(n) for n in range(4)}
+    assert versions == 5
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store.db"]  # no lock file beside it

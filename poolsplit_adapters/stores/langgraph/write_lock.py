@@ -26,7 +26,9 @@ the in-process locks do not apply: the write path's own check still finds
 a version another writer closed first and links to its newest
 (``RELINKS``), and on LangGraph's Postgres stores each change also holds a
 Postgres advisory lock of the namespace (`namespace_lock`), so two
-servers superseding one fact at once take turns there too.
+servers superseding one fact at once take turns there too. The store
+objects of one ``SqliteStore`` file share their locks in a process, and
+hold the file's ``flock`` across processes (`sqlite_file_lock`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Any, AsyncIterator, Iterator, Tuple
 
 from ..postgres import anamespace_lock, namespace_lock
 from ..write_locks import aholding, async_write_lock, holding, write_lock
+from .sqlite_file_lock import file_locked, file_owner
 
 __all__ = ["async_write_lock", "awriting", "write_lock", "writing"]
 
@@ -45,13 +48,16 @@ Namespace = Tuple[str, ...]
 @contextlib.contextmanager
 def writing(store: Any, namespace: Namespace) -> Iterator[None]:
     """A write or change of ``namespace`` from its read to its puts:
-    `write_lock`, and on a LangGraph Postgres store its advisory lock
-    (`namespace_lock`), taken once however deep the writes nest."""
-    with holding(store, namespace) as took:
+    `write_lock` (of the database file's owner for a ``SqliteStore``:
+    `file_owner`), and on a LangGraph Postgres store its advisory lock
+    (`namespace_lock`), on a ``SqliteStore`` the file's ``flock``
+    (`file_locked`), taken once however deep the writes nest."""
+    owner = file_owner(store)  # a SqliteStore's file: its store objects share the locks
+    with holding(owner, namespace) as took:
         if not took:
             yield
             return
-        with namespace_lock(store, namespace):
+        with namespace_lock(store, namespace), file_locked(owner):
             yield
 
 

@@ -1,0 +1,115 @@
+"""One LangGraph ``SqliteStore`` file's writes, one process at a time.
+
+Each server process (or each ``SqliteStore`` object of one process) opens
+its own connection to the file; the in-process write locks are per store
+object, so two of them changing one fact at once each read the same active
+version and each closed it with their own value (found by a hostile run:
+six writers, each its own store object on one file, left 2 to 3 values
+active). So the writes of every ``SqliteStore`` on one file share:
+
+* in the process, one owner per file (by device and inode,
+  `file_owner`): the per-namespace write locks are that owner's, so the
+  store objects of one file take turns as the threads of one store do;
+* across processes, an exclusive ``flock`` of the database file itself
+  (`file_locked`), held from a change's read to its puts. ``flock`` and
+  the POSIX record locks SQLite takes are independent on Linux and the
+  BSDs, so it never blocks SQLite's own locking, and it needs no file of
+  its own beside the database. Its descriptor is opened once per file and
+  never closed: closing any descriptor of a file drops every POSIX lock
+  the process holds on it, SQLite's included. The threads of a process
+  share the ``flock`` (counted: taken by the first, released by the last;
+  they take turns per namespace on the owner's locks).
+
+Where ``fcntl`` is missing (Windows) only the in-process part applies.
+An ``AsyncSqliteStore`` or an in-memory database keeps its per-object locks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import threading
+from typing import Any, Dict, Iterator, Optional, Tuple
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: the in-process part only
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["file_locked", "file_owner"]
+
+
+class _File:
+    """One database file of this process: the owner its writers' locks
+    hang on, its ``flock`` descriptor and how many writers hold it."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd: Optional[int] = None
+        self.holders = 0
+        self.guard = threading.Lock()
+
+
+#: Every file a SqliteStore of this process wrote, by (device, inode).
+_FILES: Dict[Tuple[int, int], _File] = {}
+_MADE = threading.Lock()
+
+
+def _path(store: Any) -> Optional[str]:
+    """The file of a sync ``SqliteStore``'s main database, else None (another
+    store, an in-memory or temporary database)."""
+    try:
+        from langgraph.store.sqlite import SqliteStore
+    except ImportError:  # pragma: no cover - the langchain extra installs it
+        return None
+    conn = getattr(store, "conn", None)
+    if not isinstance(store, SqliteStore) or not isinstance(conn, sqlite3.Connection):
+        return None
+    try:
+        rows = conn.execute("PRAGMA database_list").fetchall()
+    except sqlite3.Error:
+        return None
+    found = next((str(row[2]) for row in rows if row[1] == "main"), "")
+    return found or None
+
+
+def file_owner(store: Any) -> Any:
+    """Whose write locks ``store``'s writes take: the one `_File` of its
+    database file for a sync ``SqliteStore`` on a file, else ``store``."""
+    path = _path(store)
+    if path is None:
+        return store
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return store
+    key = (stat.st_dev, stat.st_ino)
+    with _MADE:
+        found = _FILES.get(key)
+        if found is None:
+            found = _FILES[key] = _File(path)
+        return found
+
+
+@contextlib.contextmanager
+def file_locked(owner: Any) -> Iterator[None]:
+    """Hold the ``flock`` of ``owner``'s file (a `file_owner`) for the
+    block, shared by the threads of this process; nothing for any other
+    owner, or without ``fcntl``."""
+    if not isinstance(owner, _File) or fcntl is None:
+        yield
+        return
+    with owner.guard:
+        if owner.fd is None:
+            owner.fd = os.open(owner.path, os.O_RDONLY)  # never closed: see the module
+        if owner.holders == 0:
+            fcntl.flock(owner.fd, fcntl.LOCK_EX)
+        owner.holders += 1
+    try:
+        yield
+    finally:
+        with owner.guard:
+            owner.holders -= 1
+            if owner.holders == 0:
+                fcntl.flock(owner.fd, fcntl.LOCK_UN)
