@@ -15,7 +15,8 @@ writers on a lock of their event loop (a thread's lock held across an
 Both are reentrant for their holder (`holding`, `aholding`): a write
 that commits its change takes the lock it holds already without waiting.
 Across processes they do not apply (each store says what does: the
-advisory locks of the Postgres stores).
+advisory locks of the Postgres stores, the ``flock`` of a LangGraph
+``SqliteStore``'s file, `sqlite_file_lock`).
 """
 
 from __future__ import annotations
