@@ -40,9 +40,22 @@ from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import AUTO, TaskDetection, resolve_pools, spill_standing, spilled_to
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
-from .recall import FillingRecall, RecallPlan, Search, afill, fill, present_types, store_metric, with_store_scores
+from .recall import (
+    FillingRecall,
+    RecallPlan,
+    Search,
+    afill,
+    fill,
+    present_types,
+    store_metric,
+    warming_recall,
+    with_store_scores,
+)
+from .relevance.words import Analyzer
+from .render import RenderedCounter
 from .reports import record, select_noted
 from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
+from .tokens import TokenizerCounter
 
 _T = TypeVar("_T")
 
@@ -370,12 +383,30 @@ class StoreCall(Generic[_T]):
     def fill(self, search: Callable[[list[Search]], Sequence[Sequence[_T]]]) -> Selection:
         """Run the rounds (`fill`): ``search`` runs a round's searches (one
         result list each), each round selects over every candidate so far
-        (`choose`); the last round's selection."""
-        return fill(self.rounds, search, self.choose)
+        (`choose`); the last round's selection. A searcher that runs its
+        searches on threads hands each one's texts to `warm` as they arrive
+        (`recalled_texts`)."""
+        with warming_recall(self.warm):
+            return fill(self.rounds, search, self.choose)
 
     async def afill(self, search: Callable[[list[Search]], Awaitable[Sequence[Sequence[_T]]]]) -> Selection:
         """`fill` with an async ``search``."""
         return await afill(self.rounds, search, self.choose)
+
+    def warm(self, texts: List[str]) -> None:
+        """Fill the caches this call's selection reads for ``texts`` (recalled
+        candidates' contents): their token counts, when the call counts with
+        a cached tokenizer of this package (`TokenizerCounter`, the default),
+        and their words, when its scorer analyses with an `Analyzer` (the
+        default `RelevanceScorer`). Thread-safe; decides nothing: the
+        selection then finds each in the cache (`recalled_texts`)."""
+        counter = self.call.settings.token_counter
+        inner = counter.inner if isinstance(counter, RenderedCounter) else counter
+        if isinstance(inner, TokenizerCounter):
+            inner.count_many(texts)
+        analyzer = getattr(self.scorer, "analyzer", None)
+        if isinstance(analyzer, Analyzer):
+            analyzer.terms_many(texts)
 
     def choose(self, candidates: list[_T]) -> Selection:
         """The selection over every candidate so far."""
