@@ -51,7 +51,6 @@ from .recall import (
     warming_recall,
     with_store_scores,
 )
-from .relevance.words import Analyzer
 from .render import RenderedCounter
 from .reports import record, select_noted
 from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
@@ -394,19 +393,18 @@ class StoreCall(Generic[_T]):
         return await afill(self.rounds, search, self.choose)
 
     def warm(self, texts: List[str]) -> None:
-        """Fill the caches this call's selection reads for ``texts`` (recalled
-        candidates' contents): their token counts, when the call counts with
-        a cached tokenizer of this package (`TokenizerCounter`, the default),
-        and their words, when its scorer analyses with an `Analyzer` (the
-        default `RelevanceScorer`). Thread-safe; decides nothing: the
-        selection then finds each in the cache (`recalled_texts`)."""
+        """Count the tokens of ``texts`` (recalled candidates' contents) into
+        the cache this call's selection reads, when the call counts with a
+        cached tokenizer of this package (`TokenizerCounter`, the default).
+        Thread-safe; decides nothing: the selection then finds each count
+        in the cache (`recalled_texts`). The words are left to the
+        selection: their analysis is Python under the GIL, and done here it
+        held back the other searches' threads (measured: the round grew by
+        about what the selection saved)."""
         counter = self.call.settings.token_counter
         inner = counter.inner if isinstance(counter, RenderedCounter) else counter
         if isinstance(inner, TokenizerCounter):
             inner.count_many(texts)
-        analyzer = getattr(self.scorer, "analyzer", None)
-        if isinstance(analyzer, Analyzer):
-            analyzer.terms_many(texts)
 
     def choose(self, candidates: list[_T]) -> Selection:
         """The selection over every candidate so far."""

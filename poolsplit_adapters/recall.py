@@ -383,15 +383,14 @@ def recalled_texts(texts: List[str]) -> None:
     (`warming_recall`), if any: called by a searcher on the thread of that
     search, while the plan's other searches still wait on the store.
 
-    Why: a round's selection counted the tokens of, and analysed the words
-    of, each candidate it had not seen before, after the slowest search,
-    on the caller's thread: ~0.1 ms per ~700-character text (tiktoken) and
-    as much again for its words, 10-11 ms of a 30-45 ms call over
-    PGVector at 100k rows (``benchmarks/stores_pg_default.py``). Done as
-    each search's rows arrive, the caches the selection reads are warm by
-    then; tiktoken releases the GIL, so its part runs beside the caller.
-    Nothing is decided here: the selection counts every text itself (a
-    cache hit), so a warm-up that fails or is skipped changes nothing."""
+    Why: a round's selection counted the tokens of each candidate it had
+    not seen before after the slowest search, on the caller's thread:
+    ~0.1 ms per ~700-character text (tiktoken), ~5 ms of its ~12 ms over
+    PGVector at 100k rows (``benchmarks/stores_pg_default.py``). Counted
+    as each search's rows arrive, by tiktoken, which releases the GIL, the
+    counts are cached by the time the selection reads them. Nothing is
+    decided here: the selection counts every text itself (a cache hit),
+    so a warm-up that fails or is skipped changes nothing."""
     warm = _RECALLED.get()
     if warm is not None and texts:
         with contextlib.suppress(Exception):  # the selection counts again and raises its own clear error
