@@ -77,7 +77,9 @@ from pg_embeddings import HashedNgramEmbeddings, hashed_ngrams  # noqa: E402
 from pg_server import EmbeddedPostgres  # noqa: E402
 from stores_pg import GIN_CLEAN, SERVER_SETTINGS, SubSearchTimer, percentiles, tenant_retrievers  # noqa: E402
 
-from poolsplit_adapters.langchain import PoolSplitRetriever  # noqa: E402
+from poolsplit_adapters import call as call_module  # noqa: E402
+from poolsplit_adapters.langchain import PoolSplitRetriever, capture_selections  # noqa: E402
+from poolsplit_adapters.stores.vectorstores import langchain_search  # noqa: E402
 
 #: The plain search's connection options besides pgvector's defaults.
 ITERATIVE = "-c hnsw.iterative_scan=relaxed_order"
@@ -164,6 +166,42 @@ def build_hnsw(database: Any) -> str:
     )
 
 
+class PhaseTimer:
+    """Where a pool split call's time goes: its search rounds (each round's
+    searches at once, ``VectorRecall.run``) and its selections (one per
+    round, ``StoreCall.choose``), summed per call, wall time; both wrapped
+    on their classes while :meth:`timing` runs, unchanged otherwise."""
+
+    def __init__(self) -> None:
+        self.call: Dict[str, float] = {}
+
+    def _timed(self, phase: str, method: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self.call[phase] = self.call.get(phase, 0.0) + time.perf_counter() - start
+
+        return timed
+
+    def timing(self) -> Any:
+        import contextlib
+
+        @contextlib.contextmanager
+        def wrapped() -> Any:
+            run, choose = langchain_search.VectorRecall.run, call_module.StoreCall.choose
+            langchain_search.VectorRecall.run = self._timed("searches", run)  # type: ignore[method-assign]
+            call_module.StoreCall.choose = self._timed("selections", choose)  # type: ignore[method-assign]
+            try:
+                yield
+            finally:
+                langchain_search.VectorRecall.run = run  # type: ignore[method-assign]
+                call_module.StoreCall.choose = choose  # type: ignore[method-assign]
+
+        return wrapped()
+
+
 def run_queries(
     url: str,
     dims: int,
@@ -181,8 +219,9 @@ def run_queries(
     engine = sqlalchemy.create_engine(url)
     iterative = sqlalchemy.create_engine(url, connect_args={"options": ITERATIVE})
     store, plain_iterative = make_store(engine, dims), make_store(iterative, dims)
-    timer = SubSearchTimer()
-    times: Dict[str, List[float]] = {"plain": [], "iterative": [], "pools": []}
+    timer, phases = SubSearchTimer(), PhaseTimer()
+    times: Dict[str, List[float]] = {"plain": [], "iterative": [], "pools": [], "searches": [], "selections": []}
+    rounds: List[int] = []
     returned: Dict[str, List[int]] = {"plain": [], "iterative": []}
     complete, results = [], []
     for position, context in enumerate(queries):
@@ -194,11 +233,17 @@ def run_queries(
             if not warm:
                 times[name].append(time.perf_counter() - start)
                 returned[name].append(len(top))
-        start = time.perf_counter()
-        got = mine[position % tenants].invoke(message, config={} if warm else {"callbacks": [timer]})
+        phases.call = {}
+        with phases.timing(), capture_selections() as selections:
+            start = time.perf_counter()
+            got = mine[position % tenants].invoke(message, config={} if warm else {"callbacks": [timer]})
+            took = time.perf_counter() - start
         if warm:
             continue
-        times["pools"].append(time.perf_counter() - start)
+        times["pools"].append(took)
+        for phase in ("searches", "selections"):
+            times[phase].append(phases.call.get(phase, 0.0))
+        rounds.append(selections[-1].notes["recall"]["rounds"])
         held = {d.id for d in got if d.metadata.get("scope") == "always"}
         complete.append(len(held) == corrections)
         results.append([d.id for d in got])
@@ -211,6 +256,7 @@ def run_queries(
         "sub_returned": {tag: statistics.mean(n) for tag, n in timer.returned.items()},
         "complete": complete,
         "results": results,
+        "rounds": rounds,
     }
 
 
@@ -225,6 +271,8 @@ def report(label: str, r: Dict[str, Any], k: int) -> List[str]:
             "%.1f" % r["returned"]["iterative"],
         ),
         ("**pool split, whole call** (searches at once + selection)", *r["times"]["pools"], ""),
+        ("- its search rounds (each round's searches at once)", *r["times"]["searches"], ""),
+        ("- its selections (one per round)", *r["times"]["selections"], ""),
     ]
     for tag, (s50, s95) in sorted(r["sub"].items(), key=lambda item: (item[0] == "always", item[0])):
         rows.append(("- search `%s`" % tag, s50, s95, "%.1f" % r["sub_returned"][tag]))
@@ -235,7 +283,11 @@ def report(label: str, r: Dict[str, Any], k: int) -> List[str]:
     ]
     for name, a, b, got in rows:
         out.append("| %s | %.1f | %.1f | %.1f | %.1f | %s |" % (name, a, b, a / p50, b / p95, got))
-    complete = r["complete"]
+    complete, rounds = r["complete"], r["rounds"]
+    out.append(
+        "\ncalls that searched again (a pool's budget still had room after the first round): %d of %d"
+        " (%s rounds)" % (sum(1 for n in rounds if n > 1), len(rounds), ", ".join(sorted({str(n) for n in rounds})))
+    )
     out.append(
         "\nall of the tenant's always-scope corrections loaded: %d of %d calls (%.0f%%)"
         % (sum(complete), len(complete), 100.0 * sum(complete) / max(1, len(complete)))

@@ -40,9 +40,21 @@ from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
 from .memory.tasks import AUTO, TaskDetection, noted_task, resolve_pools, spill_standing, spilled_to
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
-from .recall import FillingRecall, RecallPlan, Search, afill, fill, present_types, store_metric, with_store_scores
+from .recall import (
+    FillingRecall,
+    RecallPlan,
+    Search,
+    afill,
+    fill,
+    present_types,
+    store_metric,
+    warming_recall,
+    with_store_scores,
+)
+from .render import RenderedCounter
 from .reports import record, select_noted
 from .settings import TASK_FIELDS, AdapterSettings, CallOverrides
+from .tokens import TokenizerCounter
 
 _T = TypeVar("_T")
 
@@ -368,12 +380,29 @@ class StoreCall(Generic[_T]):
     def fill(self, search: Callable[[list[Search]], Sequence[Sequence[_T]]]) -> Selection:
         """Run the rounds (`fill`): ``search`` runs a round's searches (one
         result list each), each round selects over every candidate so far
-        (`choose`); the last round's selection."""
-        return fill(self.rounds, search, self.choose)
+        (`choose`); the last round's selection. A searcher that runs its
+        searches on threads hands each one's texts to `warm` as they arrive
+        (`recalled_texts`)."""
+        with warming_recall(self.warm):
+            return fill(self.rounds, search, self.choose)
 
     async def afill(self, search: Callable[[list[Search]], Awaitable[Sequence[Sequence[_T]]]]) -> Selection:
         """`fill` with an async ``search``."""
         return await afill(self.rounds, search, self.choose)
+
+    def warm(self, texts: List[str]) -> None:
+        """Count the tokens of ``texts`` (recalled candidates' contents) into
+        the cache this call's selection reads, when the call counts with a
+        cached tokenizer of this package (`TokenizerCounter`, the default).
+        Thread-safe; decides nothing: the selection then finds each count
+        in the cache (`recalled_texts`). The words are left to the
+        selection: their analysis is Python under the GIL, and done here it
+        held back the other searches' threads (measured: the round grew by
+        about what the selection saved)."""
+        counter = self.call.settings.token_counter
+        inner = counter.inner if isinstance(counter, RenderedCounter) else counter
+        if isinstance(inner, TokenizerCounter):
+            inner.count_many(texts)
 
     def choose(self, candidates: list[_T]) -> Selection:
         """The selection over every candidate so far."""

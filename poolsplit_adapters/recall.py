@@ -47,8 +47,10 @@ the store's query vector and similarities serve any scorer with those members.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Dict, Generic, List, Optional, Tuple, TypeVar
 
@@ -366,6 +368,44 @@ class FillingRecall(Generic[T]):
             "store_ran_out": [name for name in room if not full[name]],
             "capped": [name for name in room if full[name]],
         }
+
+
+#: What the current call does with the texts a search recalled, on the
+#: search's own thread, as soon as they arrive (`recalled_texts`): set by
+#: the call around its rounds (``StoreCall``), None outside one.
+_RECALLED: contextvars.ContextVar[Optional[Callable[[List[str]], None]]] = contextvars.ContextVar(
+    "poolsplit_recalled_texts", default=None
+)
+
+
+def recalled_texts(texts: List[str]) -> None:
+    """Hand the texts one search recalled to the current call's warm-up
+    (`warming_recall`), if any: called by a searcher on the thread of that
+    search, while the plan's other searches still wait on the store.
+
+    Why: a round's selection counted the tokens of each candidate it had
+    not seen before after the slowest search, on the caller's thread:
+    ~0.1 ms per ~700-character text (tiktoken), ~5 ms of its ~12 ms over
+    PGVector at 100k rows (``benchmarks/stores_pg_default.py``). Counted
+    as each search's rows arrive, by tiktoken, which releases the GIL, the
+    counts are cached by the time the selection reads them. Nothing is
+    decided here: the selection counts every text itself (a cache hit),
+    so a warm-up that fails or is skipped changes nothing."""
+    warm = _RECALLED.get()
+    if warm is not None and texts:
+        with contextlib.suppress(Exception):  # the selection counts again and raises its own clear error
+            warm(texts)
+
+
+@contextlib.contextmanager
+def warming_recall(warm: Callable[[List[str]], None]) -> Iterator[None]:
+    """`recalled_texts` calls ``warm`` within this block (and on the
+    threads a searcher starts from it, which copy the context)."""
+    token = _RECALLED.set(warm)
+    try:
+        yield
+    finally:
+        _RECALLED.reset(token)
 
 
 def fill(

@@ -57,6 +57,34 @@ def test_the_plans_searches_run_at_once_and_return_what_they_return_in_turn(engi
     assert at_once == in_turn and at_once[0] == "fix-0"
 
 
+def test_each_searchs_texts_are_counted_on_its_own_thread_once_and_the_result_is_unchanged(engine):
+    """Issue 42 item 9: the selection counted and analysed every new
+    candidate after the slowest search; now each search's thread warms
+    the call's caches as its rows arrive. Each text is tokenised once, off
+    the caller's thread, and the call returns what a counter that is not
+    warmed (a plain function, same counts) gives."""
+    from poolsplit_adapters.langchain import PoolSplitRetriever
+    from poolsplit_adapters.tokens import TokenizerCounter
+
+    threads: list = []
+
+    def words(text: str) -> list:
+        threads.append(threading.current_thread().name)
+        return text.split()
+
+    store = PGVector(HashedNgramEmbeddings(), connection=engine, embedding_length=DIMS)
+    store.add_documents(documents(entries("u1") + entries("u2", prefix="u2-")))
+    counter = TokenizerCounter(words)
+    warmed = PoolSplitRetriever.from_vectorstore(store, POOLS, fetch_k=20, now=NOW, token_counter=counter)
+    plain = PoolSplitRetriever.from_vectorstore(
+        store, POOLS, fetch_k=20, now=NOW, token_counter=lambda text: len(text.split())
+    )
+    got = [d.id for d in warmed.invoke(QUERY, namespace="u1")]
+    assert got == [d.id for d in plain.invoke(QUERY, namespace="u1")] and got[0] == "fix-0"
+    assert counter.tokenized == len(threads) == len(set(e["content"] for e in entries("u1")))
+    assert all(name.startswith("poolsplit-search") for name in threads)
+
+
 def test_llama_indexs_pgvectorstore_searches_run_at_once_too(pg_database):
     postgres = pytest.importorskip("llama_index.vector_stores.postgres")
     from llama_index.core import VectorStoreIndex

@@ -582,3 +582,67 @@ def test_a_full_always_fetch_doubles_until_every_correction_loads_on_both_framew
     for made in (mine[0], selection):
         assert sorted(loaded(made)[2]) == ["fix-%d" % n for n in range(7)]
         assert made.notes["recall"]["rounds"] >= 3  # 3 and 6 came back full, 12 short
+
+
+# -- the recalled texts' warm-up (issue 42 item 9) ------------------------------------
+
+
+def test_recalled_texts_reach_the_calls_warm_up_only_inside_it_and_on_the_searchs_thread() -> None:
+    import threading
+
+    from poolsplit_adapters.recall import recalled_texts, warming_recall
+    from poolsplit_adapters.threads import at_once
+
+    seen: List[Any] = []
+    recalled_texts(["outside"])  # no call: nothing to warm, no error
+    with warming_recall(lambda texts: seen.append((threading.current_thread().name, list(texts)))):
+        at_once([lambda: recalled_texts(["a", "b"]), lambda: recalled_texts(["c"])])
+        recalled_texts([])  # nothing recalled: not handed on
+    recalled_texts(["after"])
+    assert sorted(texts for _, texts in seen) == [["a", "b"], ["c"]]
+    assert all(name.startswith("poolsplit-search") for name, _ in seen)
+
+
+def test_a_failing_warm_up_changes_nothing_the_selection_counts_again() -> None:
+    from poolsplit_adapters.recall import recalled_texts, warming_recall
+
+    def broken(texts: List[str]) -> None:
+        raise RuntimeError("tokenizer gone")
+
+    with warming_recall(broken):
+        recalled_texts(["a"])  # swallowed: the selection's own count raises its own clear error
+
+
+def test_a_store_calls_warm_up_counts_each_recalled_text_once_and_selects_as_without_it() -> None:
+    from poolsplit_adapters import call as call_module
+    from poolsplit_adapters.recall import recalled_texts
+    from poolsplit_adapters.tokens import TokenizerCounter
+
+    texts = ["Quote amounts in integer cents, rule %d" % i for i in range(3)]
+    store = InMemoryVectorStore(DeterministicFakeEmbedding(size=16))
+    store.add_documents([Document(t, metadata={"type": "note"}) for t in texts])
+    pools = [Pool("notes", 20, 5, ("note",))]
+    counter = TokenizerCounter(str.split)
+    warmed = LangChainRetriever.from_vectorstore(store, pools, token_counter=counter)
+    plain = LangChainRetriever.from_vectorstore(store, pools, token_counter=lambda t: len(t.split()))
+    handed: List[List[str]] = []
+    original_warm, original_search = call_module.StoreCall.warm, warmed._store.recall.search  # type: ignore[union-attr]
+
+    def warm(self: Any, recalled: List[str]) -> None:
+        handed.append(list(recalled))
+        original_warm(self, recalled)
+
+    def searching(*args: Any, **kwargs: Any) -> Any:
+        recalled_texts(texts + texts[:1])  # as a search's thread hands on its rows (one text twice)
+        return original_search(*args, **kwargs)
+
+    call_module.StoreCall.warm = warm  # type: ignore[method-assign]
+    warmed._store.recall.search = searching  # type: ignore[union-attr, method-assign]
+    try:
+        got = [d.page_content for d in warmed.invoke("integer cents")]
+    finally:
+        call_module.StoreCall.warm = original_warm  # type: ignore[method-assign]
+    assert handed and all(h == texts + texts[:1] for h in handed)  # once per round
+    assert counter.tokenized == 3  # warmed once each; the selection found every count in the cache
+    assert got == [d.page_content for d in plain.invoke("integer cents")]  # 20 tokens: not all three fit
+    assert len(got) == 2

@@ -47,7 +47,7 @@ from langchain_core.runnables.config import run_in_executor
 from langchain_core.vectorstores import InMemoryVectorStore, VectorStore
 from pydantic import ConfigDict, PrivateAttr
 
-from ...recall import Search, present_types
+from ...recall import Search, present_types, recalled_texts
 from ...threads import at_once
 from ..postgres import FirstUseSetup, LargeFilters, check_search, require_pgvector_session
 from ..recall_protocol import RecallSearcher, check_served
@@ -507,7 +507,10 @@ class VectorRecall(RecallSearcher[DocumentQuery, ScoredDocument]):
 
         def one(run: Tuple[Search, SearchRun]) -> List[Document]:
             search, retriever = run
-            return retriever.invoke(query, config={"callbacks": run_manager.get_child(search.label)})
+            found = retriever.invoke(query, config={"callbacks": run_manager.get_child(search.label)})
+            if self.concurrent:  # on this search's thread, while the others still wait on the server
+                recalled_texts([doc.page_content for doc in found])
+            return found
 
         if self.concurrent:
             # Each search waits on the server: in turn, a call costs their sum;
