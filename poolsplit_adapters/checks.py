@@ -14,8 +14,8 @@ from __future__ import annotations
 import datetime
 import difflib
 import inspect
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Callable, Optional, Union
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Callable, List, Optional, Union
 
 from .errors import ArgumentError, argument_error
 from .memory.tasks import AUTO, resolve_pools
@@ -29,7 +29,9 @@ __all__ = [
     "check_scorer",
     "check_chain_penalty",
     "check_flag",
+    "check_given",
     "check_instance",
+    "GivenWhole",
     "check_k",
     "check_label",
     "check_now",
@@ -150,6 +152,35 @@ def check_instance(value: Any, kind: type, name: str) -> Any:
     if value is not None and not isinstance(value, kind):
         raise argument_error(name, "a %s" % kind.__name__, value)
     return value
+
+
+def check_given(value: Any, kind: type, name: str, hint: str) -> Any:
+    """An instance of ``kind``, required (None refused too); ``hint`` says
+    where one comes from. Checked before a pydantic model sees it, whose own
+    error takes four lines and names neither."""
+    if not isinstance(value, kind):
+        raise argument_error(name, "a %s (%s)" % (kind.__name__, hint), value)
+    return value
+
+
+class GivenWhole(List[Any]):
+    """A list of parts a framework takes as one argument, itself: when a
+    caller nests it in another list, the framework reads it as one part, and
+    any attribute it asks of it raises an ``AttributeError`` saying how to
+    give it (``hasattr`` still answers False), not ``'list' object has no
+    attribute 'name'`` from inside the framework."""
+
+    def __init__(self, parts: Iterable[Any], made_by: str, argument: str) -> None:
+        super().__init__(parts)
+        self.made_by, self.argument = made_by, argument
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_") or attribute in ("made_by", "argument"):
+            raise AttributeError(attribute)
+        raise AttributeError(
+            "%s holds the list %s returns as one item (read as a block: no %r): give that list as %s= itself, or"
+            " [*blocks, your_block]" % (self.argument, self.made_by, attribute, self.argument)
+        )
 
 
 def check_chain_penalty(value: Any, name: str = "chain_penalty") -> float:
