@@ -26,6 +26,7 @@ __all__ = [
     "ArgumentError",
     "argument_error",
     "check_callable",
+    "check_call_form",
     "check_scorer",
     "check_chain_penalty",
     "check_flag",
@@ -41,6 +42,7 @@ __all__ = [
     "check_string",
     "check_tags",
     "check_text",
+    "check_token_counter",
     "check_visibility",
     "checked_settings",
 ]
@@ -139,12 +141,39 @@ def check_callable(value: Any, name: str) -> Any:
     return value
 
 
-def check_scorer(value: Any, name: str) -> Any:
-    """A scorer (the core's ``Scorer``: a spec-form function or a
-    ``PreparingScorer``), or None (None: the default applies)."""
-    if value is not None and not callable(value) and not isinstance(value, PreparingScorer):
-        raise argument_error(name, "callable or have prepare(context, now)", value)
+def check_call_form(value: Any, name: str, form: str, *args: Any, **kwargs: Any) -> Any:
+    """A callable whose signature takes ``args`` and ``kwargs``, the call
+    ``form`` shows (``namespace(runtime)``), or None. Checked when an adapter
+    is built: a wrong arity otherwise fails on the first call that uses it,
+    inside a framework's run, without naming the argument. A callable whose
+    signature Python cannot read (some builtins) passes."""
+    if check_callable(value, name) is None:
+        return None
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return value
+    try:
+        signature.bind(*args, **kwargs)
+    except TypeError as err:
+        raise ArgumentError("%s must be callable as %s: %s" % (name, form, err)) from None
     return value
+
+
+def check_token_counter(value: Any, name: str = "token_counter") -> Any:
+    """A token counter, ``counter(text) -> int``, or None (the default)."""
+    return check_call_form(value, name, "%s(text)" % name, "")
+
+
+def check_scorer(value: Any, name: str) -> Any:
+    """A scorer (the core's ``Scorer``: a spec-form function, called as
+    ``scorer(entry, context, now=...)``, or a ``PreparingScorer``), or None
+    (None: the default applies)."""
+    if value is None or isinstance(value, PreparingScorer) or getattr(value, "prepare", None) is not None:
+        return value
+    if not callable(value):
+        raise argument_error(name, "callable or have prepare(context, now)", value)
+    return check_call_form(value, name, "%s(entry, context, now=...)" % name, {}, {}, now=None)
 
 
 def check_instance(value: Any, kind: type, name: str) -> Any:
@@ -249,7 +278,7 @@ SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "now": check_now,
     "visibility": check_visibility,
     "scorer": check_scorer,
-    "token_counter": check_callable,
+    "token_counter": check_token_counter,
     "total_tokens": check_k,  # None, or an int >= 0, like k
     "total_entries": check_k,
     "goal": check_text,

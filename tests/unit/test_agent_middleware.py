@@ -25,6 +25,7 @@ from langgraph.store.memory import InMemoryStore
 from lc_helpers import Counter, WordHashEmbedding
 
 from poolsplit_adapters import Pool, select
+from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import (
     SELECTION_EVENT,
     BaseStoreMemory,
@@ -627,6 +628,51 @@ def test_a_namespace_callable_that_fails_on_something_else_is_not_told_about_con
 )
 def test_bad_arguments_are_named(kwargs, error, message):
     with pytest.raises(error, match=message):
+        middleware(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"namespace": lambda: ("memories", "u1")},
+            "namespace must be callable as namespace(runtime): too many positional arguments",
+        ),
+        (
+            {"recall": RecallConfig(token_counter=lambda text, model: 1)},
+            "token_counter must be callable as token_counter(text): missing a required argument: 'model'",
+        ),
+        (
+            {"recall": RecallConfig(scorer=lambda entry: 1.0)},
+            "scorer must be callable as scorer(entry, context, now=...): too many positional arguments",
+        ),
+        (
+            {"recall": RecallConfig(scorer=lambda entry, context: 1.0)},
+            "scorer must be callable as scorer(entry, context, now=...): got an unexpected keyword argument 'now'",
+        ),
+    ],
+)
+def test_a_callable_that_cannot_be_called_so_is_named_when_built(kwargs, message):
+    # Each ran until the first model call that read an entry, then failed inside
+    # LangGraph's run with "<lambda>() takes 0 positional arguments but 1 was given".
+    with pytest.raises(ArgumentError) as raised:
+        middleware(**kwargs)
+    assert str(raised.value) == message
+
+
+def test_callables_of_every_shape_the_calls_take_are_accepted():
+    def scorer(entry, context, *, now=None, **more):
+        return 1.0
+
+    class Counter:
+        def __call__(self, text, extra=0):
+            return 1
+
+    for kwargs in (
+        {"namespace": lambda runtime, *rest: ("memories", "u1")},
+        {"recall": RecallConfig(scorer=scorer, token_counter=Counter())},
+        {"recall": RecallConfig(scorer=lambda *a, **k: 1.0, token_counter=len)},
+    ):
         middleware(**kwargs)
 
 
