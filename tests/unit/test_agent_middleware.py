@@ -853,6 +853,15 @@ def test_removed_and_unknown_keywords_are_named():
         PoolSplitMemoryMiddleware(POOLS, namespace=by_user, recall={"fetch_k": 3})
 
 
+def test_a_misspelt_keyword_names_the_one_meant():
+    with pytest.raises(ArgumentError) as raised:
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, max_turn=4)
+    assert str(raised.value) == (
+        "PoolSplitMemoryMiddleware: max_turn= is not a keyword of PoolSplitMemoryMiddleware; did you mean"
+        " max_turns=? (see docs/migrating.md; known: pools, namespace, store, max_turns, now, recall, write, render)"
+    )
+
+
 def test_the_config_objects_reach_the_settings_and_the_tools():
     gate = WriteGate(max_chars=60)
     mw = PoolSplitMemoryMiddleware(
