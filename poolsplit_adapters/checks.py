@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Callable, List, Optional, Union
 
-from .errors import ArgumentError, argument_error
+from .errors import ArgumentError, argument_error, check_call_form
 from .memory.tasks import AUTO, resolve_pools
 from .poolsplit import Pool, PreparingScorer, Visibility, as_utc
 from .poolsplit import check_pools as core_check_pools
@@ -138,25 +138,6 @@ def check_callable(value: Any, name: str) -> Any:
     """A callable or None (None: the default applies)."""
     if value is not None and not callable(value):
         raise argument_error(name, "callable", value)
-    return value
-
-
-def check_call_form(value: Any, name: str, form: str, *args: Any, **kwargs: Any) -> Any:
-    """A callable whose signature takes ``args`` and ``kwargs``, the call
-    ``form`` shows (``namespace(runtime)``), or None. Checked when an adapter
-    is built: a wrong arity otherwise fails on the first call that uses it,
-    inside a framework's run, without naming the argument. A callable whose
-    signature Python cannot read (some builtins) passes."""
-    if check_callable(value, name) is None:
-        return None
-    try:
-        signature = inspect.signature(value)
-    except (TypeError, ValueError):
-        return value
-    try:
-        signature.bind(*args, **kwargs)
-    except TypeError as err:
-        raise ArgumentError("%s must be callable as %s: %s" % (name, form, err)) from None
     return value
 
 

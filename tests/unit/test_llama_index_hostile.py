@@ -189,3 +189,14 @@ def test_the_blocks_given_inside_another_list_say_how_to_give_them():
     memory = Memory.from_defaults(session_id="u", token_limit=1500, memory_blocks=blocks)
     assert [b.name for b in memory.memory_blocks] == ["corrections", "long_term_memory"]
     assert type(memory.memory_blocks) is list and blocks == memory.memory_blocks
+
+
+def test_a_tokenizer_fn_that_cannot_be_called_with_a_text_is_named():
+    # Was "<lambda>() missing 1 required positional argument: 'b'" from the first count.
+    with pytest.raises(ArgumentError) as raised:
+        poolsplit_memory_blocks(CURATED, POOLS, tokenizer_fn=lambda text, model: [])
+    assert (
+        str(raised.value) == "tokenizer_fn must be callable as tokenizer_fn(text): missing a required argument: 'model'"
+    )
+    blocks = poolsplit_memory_blocks(CURATED, POOLS, tokenizer_fn=str.split)
+    assert [b.name for b in blocks] == ["corrections", "long_term_memory"]
