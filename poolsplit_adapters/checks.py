@@ -32,6 +32,7 @@ __all__ = [
     "check_flag",
     "check_given",
     "check_instance",
+    "check_keywords_only",
     "GivenWhole",
     "check_k",
     "check_label",
@@ -270,6 +271,18 @@ SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
 }
 
 
+def check_keywords_only(owner: str, given: Sequence[Any]) -> None:
+    """A pydantic-model adapter (a LangChain retriever or compressor, the
+    LlamaIndex postprocessor) takes keywords only, as the frameworks' models
+    do: a plan given by position is refused naming ``owner`` and the keyword,
+    not with "AdapterSettings.__init__() takes 1 positional argument"."""
+    if given:
+        raise ArgumentError(
+            "%s takes keyword arguments only, e.g. %s(pools=[Pool(...), ...]); got %d positional argument%s"
+            % (owner, owner, len(given), "" if len(given) == 1 else "s")
+        )
+
+
 def own_keywords(function: Any) -> list[str]:
     """The keyword names ``function`` takes itself (not ``self``, not its
     ``**`` catch-all): what an unknown-keyword error lists beside the
@@ -340,9 +353,14 @@ def check_overrides(
     comes back as a list (None: no tags)."""
     unknown = [key for key in overrides if key not in known]
     if unknown:
+        close = [m for key in sorted(unknown) for m in difflib.get_close_matches(key, list(known), n=1)]
         raise ArgumentError(
-            "unexpected per-call keyword argument(s) %s (known: %s)"
-            % (", ".join(map(repr, sorted(unknown))), ", ".join(known))
+            "unexpected per-call keyword argument(s) %s%s (known: %s)"
+            % (
+                ", ".join(map(repr, sorted(unknown))),
+                "; did you mean %s?" % ", ".join(map(repr, close)) if close else "",
+                ", ".join(known),
+            )
         )
     checked = dict(overrides)
     for key, value in overrides.items():
