@@ -79,6 +79,18 @@ def test_the_entries_an_in_process_store_starts_with_share_nothing_with_the_call
     assert store.get("a")["tags"] == ["billing"]
 
 
+@pytest.mark.parametrize("given", ["Refunds round half-even.", b"Refunds round half-even."])
+def test_add_given_a_text_instead_of_entries_says_so_on_every_store(store, given):
+    # A string was iterated into characters: "entry at index 0: is not a mapping (got str 'R')".
+    with pytest.raises(TypeError) as raised:
+        store.add(given)
+    assert str(raised.value) == (
+        "add() takes an iterable of entries (mappings such as {'content': ...}), got %s %r"
+        % (type(given).__name__, given)
+    )
+    assert store.entries() == []
+
+
 def test_add_refuses_a_stored_or_repeated_id_and_writes_nothing(store):
     store.add([{"id": "a", "content": "first", "type": "fact"}])
     before = store.version
