@@ -33,7 +33,7 @@ __all__ = [
     "check_given",
     "check_instance",
     "check_keywords_only",
-    "GivenWhole",
+    "BlockList",
     "check_k",
     "check_label",
     "check_now",
@@ -174,9 +174,10 @@ def check_given(value: Any, kind: type, name: str, hint: str) -> Any:
     return value
 
 
-class GivenWhole(List[Any]):
-    """A list of parts a framework takes as one argument, itself: when a
-    caller nests it in another list, the framework reads it as one part, and
+class BlockList(List[Any]):
+    """A list of blocks (``poolsplit_memory_blocks``' answer) a framework
+    takes as one argument, itself: when a caller nests it in another list,
+    the framework reads it as one block, and
     any attribute it asks of it raises an ``AttributeError`` saying how to
     give it (``hasattr`` still answers False), not ``'list' object has no
     attribute 'name'`` from inside the framework."""

@@ -10,7 +10,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import ConfigDict, Field
 
-from ..checks import ArgumentError, GivenWhole, check_given, check_positive_int
+from ..checks import ArgumentError, BlockList, check_given, check_positive_int
 from ..poolsplit import Pool, Selection
 from ..render import marker
 from ..stores.vectorstores.llama_index_messages import chat_messages, last_user_text
@@ -161,4 +161,4 @@ def poolsplit_memory_blocks(
         store_options["token_counter"] = counter_from(tokenizer_fn)
     store = PoolSplitMemoryStore(entries, pools, **store_options)
     blocks = [CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store, priority=priority)]
-    return GivenWhole(blocks, "poolsplit_memory_blocks()", "memory_blocks")  # nested in a list: says so
+    return BlockList(blocks, "poolsplit_memory_blocks()", "memory_blocks")  # nested in a list: says so
