@@ -162,12 +162,21 @@ class LifecycleVerbs(WritePath):
             [(v.id, v.source, v.valid_until) for v in store.history(old_id)]
             ```
         """
+        return at_once(self._history(check_entry_id(entry_id), self._now))
+
+    async def ahistory(self, entry_id: str) -> List[Version]:
+        """Async [`history`][]."""
+        return await self._history(check_entry_id(entry_id), self._later)
+
+    async def _history(self, entry_id: str, do: Callable[[str, Any], Awaitable[Any]]) -> List[Version]:
+        """The version chain's walk, written once for ``history`` and
+        ``ahistory`` (``do`` reads ids as the write loop's steps do)."""
         found: Dict[str, Dict[str, Any]] = {}
-        todo = [check_entry_id(entry_id)]
+        todo = [entry_id]
         while todo:
             batch = [i for i in dict.fromkeys(todo) if i not in found]
             todo = []
-            for entry in self.read(batch) if batch else []:
+            for entry in await do("read", batch) if batch else []:
                 found[str(entry["id"])] = entry
                 for link in (entry.get("supersedes"), entry.get("superseded_by")):
                     if isinstance(link, str) and link not in found:

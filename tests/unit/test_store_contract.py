@@ -593,3 +593,16 @@ async def test_an_id_no_store_can_hold_is_refused_by_the_async_verbs_on_every_st
         "entry id '\\ud800' contains a lone surrogate at position 0 (not UTF-8), which Postgres text cannot hold",
         "entry id 'a\\x00b' contains NUL (\\x00), which Postgres text cannot hold",
     )
+
+
+async def test_history_has_its_async_twin_on_every_store(store, request):
+    # Every other verb of the contract (add, get, entries, supersede, delete, forget, ...) has one.
+    if request.node.callspec.params["store"] == "basestore-sqlite":
+        pytest.skip("LangGraph's sync SqliteStore has no async methods (AsyncSqliteStore has)")
+    store.add([{"id": "v1", "type": "fact", "source": "docs", "content": "Refunds round up."}])
+    store.supersede("v1", {"id": "v2", "type": "fact", "source": "docs", "content": "Refunds round half-even."})
+    versions = await store.ahistory("v2")
+    assert versions == store.history("v2")
+    assert [(v.id, v.source) for v in versions] == [("v1", "docs"), ("v2", "docs")]
+    with pytest.raises(ArgumentError):
+        await store.ahistory(3)
