@@ -229,17 +229,31 @@ class LifecycleVerbs(WritePath):
             store.sweep_expired()            # what expired is gone
             ```
         """
-        stored = {str(e["id"]): e for e in self.read()}
-        moment = moment_of(now)
-        doomed: List[str] = []
-        for entry_id, entry in stored.items():
-            if not is_expired(entry, moment):
-                continue
-            key: Optional[str] = entry_id
-            while key is not None and key in stored and key not in doomed:
-                doomed.append(key)
-                back = stored[key].get("supersedes")
-                key = back if isinstance(back, str) and back in stored and precedes(stored[back], stored[key]) else None
+        doomed = _expired_chains(self.read(), now)
         if doomed:
             self._commit_tracked(Change(forget=tuple(doomed)))
         return doomed
+
+    async def asweep_expired(self, now: Optional[Moment] = None) -> List[str]:
+        """Async [`sweep_expired`][]."""
+        doomed = _expired_chains(await self.aread(), now)
+        if doomed:
+            await self._acommit_tracked(Change(forget=tuple(doomed)))
+        return doomed
+
+
+def _expired_chains(entries: List[Dict[str, Any]], now: Optional[Moment]) -> List[str]:
+    """The ids a sweep at ``now`` deletes: each expired entry and the older
+    versions it superseded (the one rule of ``sweep_expired`` and its twin)."""
+    stored = {str(e["id"]): e for e in entries}
+    moment = moment_of(now)
+    doomed: List[str] = []
+    for entry_id, entry in stored.items():
+        if not is_expired(entry, moment):
+            continue
+        key: Optional[str] = entry_id
+        while key is not None and key in stored and key not in doomed:
+            doomed.append(key)
+            back = stored[key].get("supersedes")
+            key = back if isinstance(back, str) and back in stored and precedes(stored[back], stored[key]) else None
+    return doomed

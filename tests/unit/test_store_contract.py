@@ -606,3 +606,20 @@ async def test_history_has_its_async_twin_on_every_store(store, request):
     assert [(v.id, v.source) for v in versions] == [("v1", "docs"), ("v2", "docs")]
     with pytest.raises(ArgumentError):
         await store.ahistory(3)
+
+
+async def test_sweep_expired_has_its_async_twin_on_every_store(store, request):
+    if request.node.callspec.params["store"] == "basestore-sqlite":
+        pytest.skip("LangGraph's sync SqliteStore has no async methods (AsyncSqliteStore has)")
+    store.add(
+        [
+            {"id": "old", "type": "fact", "content": "The sale ends Friday.", "expires": "2026-07-01T00:00:00Z"},
+            {"id": "kept", "type": "fact", "content": "Refunds round half-even."},
+        ]
+    )
+    store.supersede("old", {"id": "old2", "type": "fact", "content": "The sale ends Sunday.",
+                            "expires": "2026-07-02T00:00:00Z"})  # fmt: skip
+    assert await store.asweep_expired(datetime.datetime(2026, 6, 30)) == []
+    assert await store.asweep_expired(datetime.datetime(2026, 7, 1, 12)) == ["old"]
+    assert await store.asweep_expired(datetime.datetime(2026, 7, 3)) == ["old2"]
+    assert [e["id"] for e in store.entries()] == ["kept"]
