@@ -112,6 +112,9 @@ _RECALL_SETTINGS = frozenset(
 )
 
 
+_SOURCES = {"vectorstore": (VectorStore, "a LangChain vector store"), "base_retriever": (BaseRetriever, "LangChain's")}
+
+
 class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     """A retriever that fills reserved per-type budgets and always returns
     behavioural corrections first.
@@ -208,7 +211,7 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
 
     def __init__(self, *given: Any, **data: Any) -> None:
         check_keywords_only(type(self).__name__, given)
-        check_recall_options(data)
+        check_recall_options(data, _SOURCES)
         if data.get("documents") is not None:
             data["documents"] = checked_documents(data["documents"])
         super().__init__(**data)

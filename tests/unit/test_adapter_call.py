@@ -315,3 +315,27 @@ def test_a_langchain_adapter_given_pools_by_position_says_it_takes_keywords(buil
     assert str(raised.value) == (
         "%s takes keyword arguments only, e.g. %s(pools=[Pool(...), ...]); got 1 positional argument" % (owner, owner)
     )
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (
+            lambda: PoolSplitRetriever.from_vectorstore([], POOLS),
+            "vectorstore must be a VectorStore (a LangChain vector store), got list []",
+        ),
+        (
+            lambda: PoolSplitRetriever(vectorstore="memory.db", pools=POOLS),
+            "vectorstore must be a VectorStore (a LangChain vector store), got str 'memory.db'",
+        ),
+        (
+            lambda: PoolSplitRetriever(base_retriever={"k": 3}, pools=POOLS),
+            "base_retriever must be a BaseRetriever (LangChain's), got dict {'k': 3}",
+        ),
+    ],
+)
+def test_a_langchain_retriever_given_a_source_of_the_wrong_kind_names_it_in_one_line(build, message):
+    # Was a 4-line pydantic ValidationError ("Input should be an instance of VectorStore").
+    with pytest.raises(ArgumentError) as raised:
+        build()
+    assert str(raised.value) == message
