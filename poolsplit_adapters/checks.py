@@ -268,6 +268,7 @@ SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "action_type": check_text,
     "phase": check_text,
     "progressive": check_flag,
+    "show_selection_to_llm": check_flag,  # before pydantic, whose lax bool reads "yes" as True
     "chain_penalty": check_chain_penalty,
 }
 

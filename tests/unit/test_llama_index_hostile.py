@@ -200,3 +200,17 @@ def test_a_tokenizer_fn_that_cannot_be_called_with_a_text_is_named():
     )
     blocks = poolsplit_memory_blocks(CURATED, POOLS, tokenizer_fn=str.split)
     assert [b.name for b in blocks] == ["corrections", "long_term_memory"]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: PoolSplitRetriever(POOLS, [], show_selection_to_llm="yes"),
+        lambda: PoolSplitNodePostprocessor(pools=POOLS, show_selection_to_llm="yes"),
+    ],
+)
+def test_show_selection_to_llm_takes_true_or_false_only(build):
+    # "yes" was read as True (pydantic's lax bool, or any truthy value), "no" as True too.
+    with pytest.raises(ArgumentError) as raised:
+        build()
+    assert str(raised.value) == "show_selection_to_llm must be True or False, got str 'yes'"
