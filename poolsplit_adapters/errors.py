@@ -42,12 +42,18 @@ def check_call_form(value: Any, name: str, form: str, *args: Any, **kwargs: Any)
     """A callable whose signature takes ``args`` and ``kwargs``, the call
     ``form`` shows (``namespace(runtime)``), or None. Checked when an adapter
     is built: a wrong arity otherwise fails on the first call that uses it,
-    inside a framework's run, without naming the argument. A callable whose
-    signature Python cannot read (some builtins) passes."""
+    inside a framework's run, without naming the argument. An async
+    function is refused (the adapters call these, they never await them);
+    a callable whose signature Python cannot read (some builtins) passes."""
     if value is None:
         return None
     if not callable(value):
         raise argument_error(name, "callable", value)
+    if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(getattr(value, "__call__", None)):
+        raise ArgumentError(
+            "%s must be a plain function, not an async one: it is called, never awaited, in sync and async runs alike"
+            % name
+        )
     try:
         signature = inspect.signature(value)
     except (TypeError, ValueError):

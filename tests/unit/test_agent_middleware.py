@@ -660,6 +660,27 @@ def test_a_callable_that_cannot_be_called_so_is_named_when_built(kwargs, message
     assert str(raised.value) == message
 
 
+def test_an_async_callable_is_refused_where_the_adapters_call_it_plainly():
+    # An async namespace failed at the first model call with "got <coroutine object ...>" and a
+    # "coroutine was never awaited" warning; an async counter or scorer failed deeper.
+    async def namespace(runtime):
+        return ("memories", "u1")
+
+    async def counter(text):
+        return 1
+
+    for kwargs, name in (
+        ({"namespace": namespace}, "namespace"),
+        ({"recall": RecallConfig(token_counter=counter)}, "token_counter"),
+    ):
+        with pytest.raises(ArgumentError) as raised:
+            middleware(**kwargs)
+        assert str(raised.value) == (
+            "%s must be a plain function, not an async one: it is called, never awaited, in sync and async"
+            " runs alike" % name
+        )
+
+
 def test_callables_of_every_shape_the_calls_take_are_accepted():
     def scorer(entry, context, *, now=None, **more):
         return 1.0
