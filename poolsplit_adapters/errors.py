@@ -49,7 +49,7 @@ def check_call_form(value: Any, name: str, form: str, *args: Any, **kwargs: Any)
         return None
     if not callable(value):
         raise argument_error(name, "callable", value)
-    if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(getattr(value, "__call__", None)):
+    if inspect.iscoroutinefunction(value) or inspect.iscoroutinefunction(type(value).__call__):
         raise ArgumentError(
             "%s must be a plain function, not an async one: it is called, never awaited, in sync and async runs alike"
             % name
