@@ -20,6 +20,7 @@ does and takes a `RecallConfig` too. The flat keywords of 0.2
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, Optional
@@ -172,6 +173,15 @@ MIDDLEWARE_KEYWORDS = ("pools", "namespace", "store", "max_turns", "now", "recal
 GONE = {"page_size": "it had no effect since 0.2: recall reads each search in one exact read"}
 
 
+def _meant(name: str, known: Sequence[str]) -> str:
+    """ "; did you mean max_turns=?" for a misspelt keyword (a config's
+    field named where it now lives), else nothing."""
+    places = {key: "%s=" % key for key in known}
+    places.update({key: "%s=%s(%s=...)" % (m[0], m[1].__name__, key) for key, m in MOVED.items() if m[0] in known})
+    close = difflib.get_close_matches(name, list(places), n=1)
+    return "; did you mean %s?" % places[close[0]] if close else ""
+
+
 def removed_keyword_error(
     owner: str, given: Mapping[str, Any], known: Sequence[str] = MIDDLEWARE_KEYWORDS
 ) -> ArgumentError:
@@ -188,5 +198,5 @@ def removed_keyword_error(
         elif name in GONE:
             lines.append("%s= was removed in 0.3 (%s)" % (name, GONE[name]))
         else:
-            lines.append("%s= is not a keyword of %s" % (name, owner))
+            lines.append("%s= is not a keyword of %s%s" % (name, owner, _meant(name, known)))
     return ArgumentError("%s: %s (see docs/migrating.md; known: %s)" % (owner, "; ".join(lines), ", ".join(known)))

@@ -34,7 +34,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, List, Optional, TypeVar, Union
 
-from .checks import ArgumentError, check_callable, check_flag, check_k, check_overrides
+from .checks import ArgumentError, check_callable, check_flag, check_given, check_k, check_overrides
 from .memory.expiry import note_expired
 from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
@@ -420,12 +420,17 @@ def checked_plan(**sizes: Any) -> RecallPlan:
         raise ArgumentError(str(err)) from None
 
 
-def check_recall_options(options: Mapping[str, Any]) -> None:
+def check_recall_options(options: Mapping[str, Any], sources: Mapping[str, tuple[type, str]] = {}) -> None:
     """A vector-store adapter's own recall options (``fetch_k``,
     ``always_k``, ``max_fetch_k``, ``breadth``, ``setup_store``,
     ``filter_builder``) checked as the caller gave them, before pydantic's
     lax mode reads ``True`` as a search of 1 or ``"5"`` as 5 (the shared
-    settings are checked first for the same reason, `AdapterSettings`)."""
+    settings are checked first for the same reason, `AdapterSettings`),
+    and each of its ``sources`` given (name -> the framework's class and
+    what it is), before pydantic's four-line error for another kind."""
+    for name, (kind, what) in sources.items():
+        if options.get(name) is not None:
+            check_given(options[name], kind, name, what)
     checked_plan(**{k: options[k] for k in ("fetch_k", "always_k", "max_fetch_k", "breadth") if k in options})
     if "setup_store" in options:
         check_flag(options["setup_store"], "setup_store")

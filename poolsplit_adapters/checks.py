@@ -14,10 +14,10 @@ from __future__ import annotations
 import datetime
 import difflib
 import inspect
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Callable, Optional, Union
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any, Callable, List, Optional, Union
 
-from .errors import ArgumentError, argument_error
+from .errors import ArgumentError, argument_error, check_call_form
 from .memory.tasks import AUTO, resolve_pools
 from .poolsplit import Pool, PreparingScorer, Visibility, as_utc
 from .poolsplit import check_pools as core_check_pools
@@ -26,10 +26,14 @@ __all__ = [
     "ArgumentError",
     "argument_error",
     "check_callable",
+    "check_call_form",
     "check_scorer",
     "check_chain_penalty",
     "check_flag",
+    "check_given",
     "check_instance",
+    "check_keywords_only",
+    "BlockList",
     "check_k",
     "check_label",
     "check_now",
@@ -39,6 +43,7 @@ __all__ = [
     "check_string",
     "check_tags",
     "check_text",
+    "check_token_counter",
     "check_visibility",
     "checked_settings",
 ]
@@ -137,12 +142,20 @@ def check_callable(value: Any, name: str) -> Any:
     return value
 
 
+def check_token_counter(value: Any, name: str = "token_counter") -> Any:
+    """A token counter, ``counter(text) -> int``, or None (the default)."""
+    return check_call_form(value, name, "%s(text)" % name, "")
+
+
 def check_scorer(value: Any, name: str) -> Any:
-    """A scorer (the core's ``Scorer``: a spec-form function or a
-    ``PreparingScorer``), or None (None: the default applies)."""
-    if value is not None and not callable(value) and not isinstance(value, PreparingScorer):
+    """A scorer (the core's ``Scorer``: a spec-form function, called as
+    ``scorer(entry, context, now=...)``, or a ``PreparingScorer``), or None
+    (None: the default applies)."""
+    if value is None or isinstance(value, PreparingScorer) or getattr(value, "prepare", None) is not None:
+        return value
+    if not callable(value):
         raise argument_error(name, "callable or have prepare(context, now)", value)
-    return value
+    return check_call_form(value, name, "%s(entry, context, now=...)" % name, {}, {}, now=None)
 
 
 def check_instance(value: Any, kind: type, name: str) -> Any:
@@ -150,6 +163,36 @@ def check_instance(value: Any, kind: type, name: str) -> Any:
     if value is not None and not isinstance(value, kind):
         raise argument_error(name, "a %s" % kind.__name__, value)
     return value
+
+
+def check_given(value: Any, kind: type, name: str, hint: str) -> Any:
+    """An instance of ``kind``, required (None refused too); ``hint`` says
+    where one comes from. Checked before a pydantic model sees it, whose own
+    error takes four lines and names neither."""
+    if not isinstance(value, kind):
+        raise argument_error(name, "a %s (%s)" % (kind.__name__, hint), value)
+    return value
+
+
+class BlockList(List[Any]):
+    """A list of blocks (``poolsplit_memory_blocks``' answer) a framework
+    takes as one argument, itself: when a caller nests it in another list,
+    the framework reads it as one block, and
+    any attribute it asks of it raises an ``AttributeError`` saying how to
+    give it (``hasattr`` still answers False), not ``'list' object has no
+    attribute 'name'`` from inside the framework."""
+
+    def __init__(self, parts: Iterable[Any], made_by: str, argument: str) -> None:
+        super().__init__(parts)
+        self.made_by, self.argument = made_by, argument
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("_") or attribute in ("made_by", "argument"):
+            raise AttributeError(attribute)
+        raise AttributeError(
+            "%s holds the list %s returns as one item (read as a block: no %r): give that list as %s= itself, or"
+            " [*blocks, your_block]" % (self.argument, self.made_by, attribute, self.argument)
+        )
 
 
 def check_chain_penalty(value: Any, name: str = "chain_penalty") -> float:
@@ -218,15 +261,28 @@ SETTING_CHECKS: dict[str, Callable[[Any, str], Any]] = {
     "now": check_now,
     "visibility": check_visibility,
     "scorer": check_scorer,
-    "token_counter": check_callable,
+    "token_counter": check_token_counter,
     "total_tokens": check_k,  # None, or an int >= 0, like k
     "total_entries": check_k,
     "goal": check_text,
     "action_type": check_text,
     "phase": check_text,
     "progressive": check_flag,
+    "show_selection_to_llm": check_flag,  # before pydantic, whose lax bool reads "yes" as True
     "chain_penalty": check_chain_penalty,
 }
+
+
+def check_keywords_only(owner: str, given: Sequence[Any]) -> None:
+    """A pydantic-model adapter (a LangChain retriever or compressor, the
+    LlamaIndex postprocessor) takes keywords only, as the frameworks' models
+    do: a plan given by position is refused naming ``owner`` and the keyword,
+    not with "AdapterSettings.__init__() takes 1 positional argument"."""
+    if given:
+        raise ArgumentError(
+            "%s takes keyword arguments only, e.g. %s(pools=[Pool(...), ...]); got %d positional argument%s"
+            % (owner, owner, len(given), "" if len(given) == 1 else "s")
+        )
 
 
 def own_keywords(function: Any) -> list[str]:
@@ -299,9 +355,14 @@ def check_overrides(
     comes back as a list (None: no tags)."""
     unknown = [key for key in overrides if key not in known]
     if unknown:
+        close = [m for key in sorted(unknown) for m in difflib.get_close_matches(key, list(known), n=1)]
         raise ArgumentError(
-            "unexpected per-call keyword argument(s) %s (known: %s)"
-            % (", ".join(map(repr, sorted(unknown))), ", ".join(known))
+            "unexpected per-call keyword argument(s) %s%s (known: %s)"
+            % (
+                ", ".join(map(repr, sorted(unknown))),
+                "; did you mean %s?" % ", ".join(map(repr, close)) if close else "",
+                ", ".join(known),
+            )
         )
     checked = dict(overrides)
     for key, value in overrides.items():

@@ -269,6 +269,9 @@ def check_pools(pools: Sequence[Pool]) -> list[Pool]:
     """``pools`` as a list; raises for anything but distinct [`Pool`][] s."""
     whole = "pools must be a sequence of Pool objects"
     _check(not isinstance(pools, Pool), TypeError, whole + ", not a single Pool (wrap it in a list)")
+    auto = "poolsplit_adapters.memory.task_pools(context, total_tokens=..., total_entries=...)"  # "auto"'s Pools
+    auto = ", got str 'auto' ('auto' is the adapters' task plan; here give the Pools it makes: %s)" % auto
+    _check(not isinstance(pools, str) or pools != "auto", TypeError, whole + auto)
     _check(isinstance(pools, Iterable) and not isinstance(pools, (str, bytes, Mapping)), TypeError, whole, pools)
     checked, seen = list(pools), set()
     for position, pool in enumerate(checked):

@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Optional, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from typing_extensions import TypedDict
 
-from .checks import ArgumentError, checked_settings, own_keywords
+from .checks import ArgumentError, check_keywords_only, checked_settings, own_keywords
 from .defaults import default_adapter_scorer, hybrid_scorer
 from .memory.tasks import COLLECTIONS, planned_pool_names
 from .poolsplit import Pool, Scorer, Selection, TokenCounter, Visibility
@@ -279,10 +279,11 @@ class AdapterSettings(BaseModel):
 
     _last: Optional[Selection] = PrivateAttr(default=None)
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, *given: Any, **data: Any) -> None:
         # Checked before pydantic sees them, so a bad argument raises an
         # error that names it instead of a wrapped validation report, and
         # pydantic's lax mode cannot turn k="3" into 3.
+        check_keywords_only(type(self).__name__, given)
         super().__init__(**_resolved(type(self).__name__, data, self.known_keywords(), self.framework, self.rendered))
 
     @classmethod

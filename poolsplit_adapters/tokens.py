@@ -54,7 +54,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sized, Tuple
 
-from .errors import ArgumentError, argument_error
+from .errors import ArgumentError, argument_error, check_call_form
 
 __all__ = [
     "TiktokenCounter",
@@ -436,6 +436,7 @@ def counter_from(tokenizer_fn: Callable[[str], list[Any]]) -> Callable[[str], in
     over LlamaIndex's global tokenizer shares one cache."""
     if not callable(tokenizer_fn):
         raise argument_error("tokenizer_fn", "callable (text -> its tokens)", tokenizer_fn)
+    check_call_form(tokenizer_fn, "tokenizer_fn", "tokenizer_fn(text)", "")
     try:
         return _shared_counter(tokenizer_fn)
     except TypeError:  # an unhashable tokenizer object: a counter of its own

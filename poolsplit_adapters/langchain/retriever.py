@@ -16,7 +16,7 @@ from pydantic import ConfigDict, Field, PrivateAttr
 from typing_extensions import Unpack
 
 from ..call import AdapterCall, StoreCall, check_recall_options, checked_metric, checked_plan
-from ..checks import ArgumentError
+from ..checks import ArgumentError, check_keywords_only
 from ..index import MemoryIndex
 from ..poolsplit import Pool, Selection
 from ..recall import RecallPlan, present_types, store_scoring, with_query_vector
@@ -110,6 +110,9 @@ _RECALL_SETTINGS = frozenset(
         "setup_store",
     }
 )
+
+
+_SOURCES = {"vectorstore": (VectorStore, "a LangChain vector store"), "base_retriever": (BaseRetriever, "LangChain's")}
 
 
 class PoolSplitRetriever(AdapterSettings, BaseRetriever):
@@ -206,8 +209,9 @@ class PoolSplitRetriever(AdapterSettings, BaseRetriever):
     _metric: Any = PrivateAttr(default=None)
     _store: Optional[_StoreMode] = PrivateAttr(default=None)
 
-    def __init__(self, **data: Any) -> None:
-        check_recall_options(data)
+    def __init__(self, *given: Any, **data: Any) -> None:
+        check_keywords_only(type(self).__name__, given)
+        check_recall_options(data, _SOURCES)
         if data.get("documents") is not None:
             data["documents"] = checked_documents(data["documents"])
         super().__init__(**data)

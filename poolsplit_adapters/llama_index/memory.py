@@ -10,12 +10,14 @@ from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import ConfigDict, Field
 
-from ..checks import ArgumentError, check_positive_int
+from ..checks import ArgumentError, BlockList, check_given, check_positive_int
 from ..poolsplit import Pool, Selection
 from ..render import marker
 from ..stores.vectorstores.llama_index_messages import chat_messages, last_user_text
 from ..tokens import counter_from
 from .memory_store import PoolSplitMemoryStore
+
+_BUILT = "poolsplit_memory_blocks(entries, pools, store=...) builds the blocks on one"
 
 
 class StoreMemoryBlock(BaseMemoryBlock[str]):
@@ -36,6 +38,10 @@ class StoreMemoryBlock(BaseMemoryBlock[str]):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     store: PoolSplitMemoryStore = Field(exclude=True, description="The long-term memory both blocks share.")
+
+    def __init__(self, **data: Any) -> None:
+        check_given(data.get("store"), PoolSplitMemoryStore, "store", _BUILT)  # before pydantic's 4-line error
+        super().__init__(**data)
 
     def selection(self, messages: Optional[list[ChatMessage]], block_kwargs: Mapping[str, Any]) -> Selection:
         """The store's selection for the last user message of this call;
@@ -154,4 +160,5 @@ def poolsplit_memory_blocks(
             raise ArgumentError("give tokenizer_fn= or token_counter=, not both")
         store_options["token_counter"] = counter_from(tokenizer_fn)
     store = PoolSplitMemoryStore(entries, pools, **store_options)
-    return [CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store, priority=priority)]
+    blocks = [CorrectionsMemoryBlock(store=store), PooledMemoryBlock(store=store, priority=priority)]
+    return BlockList(blocks, "poolsplit_memory_blocks()", "memory_blocks")  # nested in a list: says so

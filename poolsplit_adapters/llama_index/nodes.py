@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from llama_index.core.schema import BaseNode, MetadataMode, NodeWithScore
 
+from ..checks import check_flag
 from ..convert import SELECTION_KEY, entries_of, index_from, loaded_text, selection_metadata
 from ..index import MemoryIndex
 from ..poolsplit import Chosen, Scorer, TokenCounter
@@ -30,7 +31,7 @@ class NodeConverter:
     """
 
     def __init__(self, show_selection_to_llm: bool) -> None:
-        self.show = show_selection_to_llm
+        self.show = check_flag(show_selection_to_llm, "show_selection_to_llm")
 
     @staticmethod
     def entries(

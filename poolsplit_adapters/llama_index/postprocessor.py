@@ -49,9 +49,9 @@ class PoolSplitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):
     )
     show_selection_to_llm: bool = Field(default=False, description="Keep the poolsplit metadata in the LLM view.")
 
-    def __init__(self, **data: Any) -> None:
+    def __init__(self, *given: Any, **data: Any) -> None:
         check_always_nodes(data.get("always_nodes", ()))  # before pydantic, which would make a dict a node
-        super().__init__(**data)
+        super().__init__(*given, **data)  # AdapterSettings': keywords only
 
     @classmethod
     def class_name(cls) -> str:

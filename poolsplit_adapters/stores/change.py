@@ -11,6 +11,7 @@ never in a cycle) are written here once, for every store.
 from __future__ import annotations
 
 import datetime
+import reprlib
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -468,6 +469,11 @@ def listed(entries: Iterable[Mapping[str, Any]]) -> List[Mapping[str, Any]]:
     would iterate as its keys): the one check of every write path."""
     if isinstance(entries, Mapping):
         raise TypeError("add() takes an iterable of entries; wrap a single entry in a list")
+    if isinstance(entries, (str, bytes)):  # would iterate as its characters
+        raise TypeError(
+            "add() takes an iterable of entries (mappings such as {'content': ...}), got %s %s"
+            % (type(entries).__name__, reprlib.repr(entries))
+        )
     return list(entries)
 
 

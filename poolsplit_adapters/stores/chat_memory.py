@@ -325,6 +325,10 @@ class ChatMemoryEntries(ChatFlush, PooledRenders):
         """Async [`forget`][] (the sync one)."""
         return self.forget(namespace=namespace)
 
+    async def asweep_expired(self, now: Optional[Moment] = None) -> List[str]:
+        """Async [`sweep_expired`][] (the sync one: the index and the durable store)."""
+        return self.sweep_expired(now)
+
     def select(self, pools: Sequence[Pool], context: Optional[Mapping[str, Any]] = None, **options: Any) -> Selection:
         """The core's ``select`` over every entry (the index's and the durable
         store's; no session filter: that is ``select_for``'s), ranked by

@@ -162,12 +162,21 @@ class LifecycleVerbs(WritePath):
             [(v.id, v.source, v.valid_until) for v in store.history(old_id)]
             ```
         """
+        return at_once(self._history(check_entry_id(entry_id), self._now))
+
+    async def ahistory(self, entry_id: str) -> List[Version]:
+        """Async [`history`][]."""
+        return await self._history(check_entry_id(entry_id), self._later)
+
+    async def _history(self, entry_id: str, do: Callable[[str, Any], Awaitable[Any]]) -> List[Version]:
+        """The version chain's walk, written once for ``history`` and
+        ``ahistory`` (``do`` reads ids as the write loop's steps do)."""
         found: Dict[str, Dict[str, Any]] = {}
-        todo = [check_entry_id(entry_id)]
+        todo = [entry_id]
         while todo:
             batch = [i for i in dict.fromkeys(todo) if i not in found]
             todo = []
-            for entry in self.read(batch) if batch else []:
+            for entry in await do("read", batch) if batch else []:
                 found[str(entry["id"])] = entry
                 for link in (entry.get("supersedes"), entry.get("superseded_by")):
                     if isinstance(link, str) and link not in found:
@@ -220,17 +229,31 @@ class LifecycleVerbs(WritePath):
             store.sweep_expired()            # what expired is gone
             ```
         """
-        stored = {str(e["id"]): e for e in self.read()}
-        moment = moment_of(now)
-        doomed: List[str] = []
-        for entry_id, entry in stored.items():
-            if not is_expired(entry, moment):
-                continue
-            key: Optional[str] = entry_id
-            while key is not None and key in stored and key not in doomed:
-                doomed.append(key)
-                back = stored[key].get("supersedes")
-                key = back if isinstance(back, str) and back in stored and precedes(stored[back], stored[key]) else None
+        doomed = _expired_chains(self.read(), now)
         if doomed:
             self._commit_tracked(Change(forget=tuple(doomed)))
         return doomed
+
+    async def asweep_expired(self, now: Optional[Moment] = None) -> List[str]:
+        """Async [`sweep_expired`][]."""
+        doomed = _expired_chains(await self.aread(), now)
+        if doomed:
+            await self._acommit_tracked(Change(forget=tuple(doomed)))
+        return doomed
+
+
+def _expired_chains(entries: List[Dict[str, Any]], now: Optional[Moment]) -> List[str]:
+    """The ids a sweep at ``now`` deletes: each expired entry and the older
+    versions it superseded (the one rule of ``sweep_expired`` and its twin)."""
+    stored = {str(e["id"]): e for e in entries}
+    moment = moment_of(now)
+    doomed: List[str] = []
+    for entry_id, entry in stored.items():
+        if not is_expired(entry, moment):
+            continue
+        key: Optional[str] = entry_id
+        while key is not None and key in stored and key not in doomed:
+            doomed.append(key)
+            back = stored[key].get("supersedes")
+            key = back if isinstance(back, str) and back in stored and precedes(stored[back], stored[key]) else None
+    return doomed

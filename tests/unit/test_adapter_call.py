@@ -287,3 +287,55 @@ def test_a_store_of_the_wrong_kind_is_an_argument_error_naming_it():
             ArgumentError, match=r"store must be a LangGraph BaseStore, .*; got %s$" % type(wrong).__name__
         ):
             PoolSplitMemoryMiddleware(POOLS, namespace=("memories", "u1"), store=wrong)
+
+
+def test_a_misspelt_per_call_keyword_names_the_one_meant():
+    retriever = PoolSplitRetriever(documents=[Document("Deploy finished.", id="n1")], pools=POOLS)
+    with pytest.raises(ArgumentError) as raised:
+        retriever.invoke("deploy", kk=3)
+    assert str(raised.value) == (
+        "unexpected per-call keyword argument(s) 'kk'; did you mean 'k'? "
+        "(known: k, tags, project, now, namespace, goal, action_type, phase)"
+    )
+
+
+@pytest.mark.parametrize(
+    "build, owner",
+    [
+        (lambda: PoolSplitCompressor(POOLS), "PoolSplitCompressor"),
+        (lambda: PoolSplitRetriever(POOLS, documents=[]), "PoolSplitRetriever"),
+        (lambda: AdapterSettings(POOLS), "AdapterSettings"),
+        (lambda: PoolSplitNodePostprocessor(POOLS), "PoolSplitNodePostprocessor"),
+    ],
+)
+def test_a_langchain_adapter_given_pools_by_position_says_it_takes_keywords(build, owner):
+    # Was "AdapterSettings.__init__() takes 1 positional argument but 2 were given" for the compressor.
+    with pytest.raises(ArgumentError) as raised:
+        build()
+    assert str(raised.value) == (
+        "%s takes keyword arguments only, e.g. %s(pools=[Pool(...), ...]); got 1 positional argument" % (owner, owner)
+    )
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (
+            lambda: PoolSplitRetriever.from_vectorstore([], POOLS),
+            "vectorstore must be a VectorStore (a LangChain vector store), got list []",
+        ),
+        (
+            lambda: PoolSplitRetriever(vectorstore="memory.db", pools=POOLS),
+            "vectorstore must be a VectorStore (a LangChain vector store), got str 'memory.db'",
+        ),
+        (
+            lambda: PoolSplitRetriever(base_retriever={"k": 3}, pools=POOLS),
+            "base_retriever must be a BaseRetriever (LangChain's), got dict {'k': 3}",
+        ),
+    ],
+)
+def test_a_langchain_retriever_given_a_source_of_the_wrong_kind_names_it_in_one_line(build, message):
+    # Was a 4-line pydantic ValidationError ("Input should be an instance of VectorStore").
+    with pytest.raises(ArgumentError) as raised:
+        build()
+    assert str(raised.value) == message

@@ -25,6 +25,7 @@ from langgraph.store.memory import InMemoryStore
 from lc_helpers import Counter, WordHashEmbedding
 
 from poolsplit_adapters import Pool, select
+from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.langchain import (
     SELECTION_EVENT,
     BaseStoreMemory,
@@ -630,6 +631,72 @@ def test_bad_arguments_are_named(kwargs, error, message):
         middleware(**kwargs)
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (
+            {"namespace": lambda: ("memories", "u1")},
+            "namespace must be callable as namespace(runtime): too many positional arguments",
+        ),
+        (
+            {"recall": RecallConfig(token_counter=lambda text, model: 1)},
+            "token_counter must be callable as token_counter(text): missing a required argument: 'model'",
+        ),
+        (
+            {"recall": RecallConfig(scorer=lambda entry: 1.0)},
+            "scorer must be callable as scorer(entry, context, now=...): too many positional arguments",
+        ),
+        (
+            {"recall": RecallConfig(scorer=lambda entry, context: 1.0)},
+            "scorer must be callable as scorer(entry, context, now=...): got an unexpected keyword argument 'now'",
+        ),
+    ],
+)
+def test_a_callable_that_cannot_be_called_so_is_named_when_built(kwargs, message):
+    # Each ran until the first model call that read an entry, then failed inside
+    # LangGraph's run with "<lambda>() takes 0 positional arguments but 1 was given".
+    with pytest.raises(ArgumentError) as raised:
+        middleware(**kwargs)
+    assert str(raised.value) == message
+
+
+def test_an_async_callable_is_refused_where_the_adapters_call_it_plainly():
+    # An async namespace failed at the first model call with "got <coroutine object ...>" and a
+    # "coroutine was never awaited" warning; an async counter or scorer failed deeper.
+    async def namespace(runtime):
+        return ("memories", "u1")
+
+    async def counter(text):
+        return 1
+
+    for kwargs, name in (
+        ({"namespace": namespace}, "namespace"),
+        ({"recall": RecallConfig(token_counter=counter)}, "token_counter"),
+    ):
+        with pytest.raises(ArgumentError) as raised:
+            middleware(**kwargs)
+        assert str(raised.value) == (
+            "%s must be a plain function, not an async one: it is called, never awaited, in sync and async"
+            " runs alike" % name
+        )
+
+
+def test_callables_of_every_shape_the_calls_take_are_accepted():
+    def scorer(entry, context, *, now=None, **more):
+        return 1.0
+
+    class Counter:
+        def __call__(self, text, extra=0):
+            return 1
+
+    for kwargs in (
+        {"namespace": lambda runtime, *rest: ("memories", "u1")},
+        {"recall": RecallConfig(scorer=scorer, token_counter=Counter())},
+        {"recall": RecallConfig(scorer=lambda *a, **k: 1.0, token_counter=len)},
+    ):
+        middleware(**kwargs)
+
+
 def test_tool_results_stay_with_their_calls_in_every_checkpoint():
     store = InMemoryStore()
     agent, _ = agent_for(middleware(max_turns=2), store)
@@ -805,6 +872,15 @@ def test_removed_and_unknown_keywords_are_named():
         PoolSplitMemoryMiddleware(POOLS, namespace=by_user, fetchk=3)
     with pytest.raises(TypeError, match="recall must be"):
         PoolSplitMemoryMiddleware(POOLS, namespace=by_user, recall={"fetch_k": 3})
+
+
+def test_a_misspelt_keyword_names_the_one_meant():
+    with pytest.raises(ArgumentError) as raised:
+        PoolSplitMemoryMiddleware(POOLS, namespace=by_user, max_turn=4)
+    assert str(raised.value) == (
+        "PoolSplitMemoryMiddleware: max_turn= is not a keyword of PoolSplitMemoryMiddleware; did you mean"
+        " max_turns=? (see docs/migrating.md; known: pools, namespace, store, max_turns, now, recall, write, render)"
+    )
 
 
 def test_the_config_objects_reach_the_settings_and_the_tools():

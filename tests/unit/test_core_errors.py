@@ -279,3 +279,19 @@ def test_an_aware_argument_past_the_utc_range_is_a_value_error_naming_it(value):
     with pytest.raises(ValueError) as info:
         Visibility(as_of=value)
     assert str(info.value) == "Visibility as_of is %r, outside the years 1 to 9999 once converted to UTC" % value
+
+
+def test_the_core_given_pools_auto_names_the_plan_it_takes_instead():
+    # pools="auto" is the adapters' task plan; the core takes Pools, and said only "got str 'auto'".
+    from poolsplit_adapters import MemoryIndex, Pool, select
+
+    entries = [{"id": "n1", "type": "note", "content": "Deploys go out on Tuesdays."}]
+    expected = (
+        "pools must be a sequence of Pool objects, got str 'auto' ('auto' is the adapters' task plan; here give"
+        " the Pools it makes: poolsplit_adapters.memory.task_pools(context, total_tokens=..., total_entries=...))"
+    )
+    for call in (lambda: select(entries, "auto", {}), lambda: MemoryIndex(entries).select("auto", {})):
+        with pytest.raises(TypeError) as raised:
+            call()
+        assert str(raised.value) == expected
+    assert [e["id"] for e in select(entries, [Pool("notes", 100, 2)], {}).entries()] == ["n1"]

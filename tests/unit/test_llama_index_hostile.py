@@ -14,6 +14,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from poolsplit_adapters import Pool
 from poolsplit_adapters.checks import ArgumentError
 from poolsplit_adapters.llama_index import (
+    CorrectionsMemoryBlock,
+    PooledMemoryBlock,
     PoolSplitNodePostprocessor,
     PoolSplitRetriever,
     create_search_memory_tool,
@@ -154,3 +156,61 @@ async def test_retrieve_with_selection_given_a_query_that_is_not_text_names_it(q
         assert str(raised.value) == problem
     nodes, selection = retriever.retrieve_with_selection(QueryBundle("refunds"))
     assert [n.node.node_id for n in nodes] == ["f1"] and [c.entry["id"] for c in selection.chosen] == ["f1"]
+
+
+STORE_HINT = "a PoolSplitMemoryStore (poolsplit_memory_blocks(entries, pools, store=...) builds the blocks on one)"
+
+
+@pytest.mark.parametrize("block", [CorrectionsMemoryBlock, PooledMemoryBlock])
+@pytest.mark.parametrize(
+    ("given", "problem"),
+    [
+        ({"store": {"a": 1}}, "store must be %s, got dict {'a': 1}" % STORE_HINT),
+        ({"store": CURATED}, "store must be %s, got list %r" % (STORE_HINT, CURATED)),
+        ({}, "store must be %s, got NoneType None" % STORE_HINT),
+    ],
+)
+def test_a_block_given_a_store_that_is_not_one_names_it_in_one_line(block: Any, given: Any, problem: str):
+    # Was a 4-line pydantic ValidationError ("Input should be an instance of PoolSplitMemoryStore").
+    with pytest.raises(ArgumentError) as raised:
+        block(**given)
+    assert str(raised.value) == problem
+
+
+def test_the_blocks_given_inside_another_list_say_how_to_give_them():
+    # Was "AttributeError: 'list' object has no attribute 'name'" from Memory's validator.
+    blocks = poolsplit_memory_blocks(CURATED, POOLS)
+    with pytest.raises(AttributeError) as raised:
+        Memory.from_defaults(session_id="u", token_limit=1500, memory_blocks=[blocks])
+    assert str(raised.value) == (
+        "memory_blocks holds the list poolsplit_memory_blocks() returns as one item (read as a block: no"
+        " 'name'): give that list as memory_blocks= itself, or [*blocks, your_block]"
+    )
+    memory = Memory.from_defaults(session_id="u", token_limit=1500, memory_blocks=blocks)
+    assert [b.name for b in memory.memory_blocks] == ["corrections", "long_term_memory"]
+    assert type(memory.memory_blocks) is list and blocks == memory.memory_blocks
+
+
+def test_a_tokenizer_fn_that_cannot_be_called_with_a_text_is_named():
+    # Was "<lambda>() missing 1 required positional argument: 'b'" from the first count.
+    with pytest.raises(ArgumentError) as raised:
+        poolsplit_memory_blocks(CURATED, POOLS, tokenizer_fn=lambda text, model: [])
+    assert (
+        str(raised.value) == "tokenizer_fn must be callable as tokenizer_fn(text): missing a required argument: 'model'"
+    )
+    blocks = poolsplit_memory_blocks(CURATED, POOLS, tokenizer_fn=str.split)
+    assert [b.name for b in blocks] == ["corrections", "long_term_memory"]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: PoolSplitRetriever(POOLS, [], show_selection_to_llm="yes"),
+        lambda: PoolSplitNodePostprocessor(pools=POOLS, show_selection_to_llm="yes"),
+    ],
+)
+def test_show_selection_to_llm_takes_true_or_false_only(build):
+    # "yes" was read as True (pydantic's lax bool, or any truthy value), "no" as True too.
+    with pytest.raises(ArgumentError) as raised:
+        build()
+    assert str(raised.value) == "show_selection_to_llm must be True or False, got str 'yes'"

@@ -79,6 +79,18 @@ def test_the_entries_an_in_process_store_starts_with_share_nothing_with_the_call
     assert store.get("a")["tags"] == ["billing"]
 
 
+@pytest.mark.parametrize("given", ["Refunds round half-even.", b"Refunds round half-even."])
+def test_add_given_a_text_instead_of_entries_says_so_on_every_store(store, given):
+    # A string was iterated into characters: "entry at index 0: is not a mapping (got str 'R')".
+    with pytest.raises(TypeError) as raised:
+        store.add(given)
+    assert str(raised.value) == (
+        "add() takes an iterable of entries (mappings such as {'content': ...}), got %s %r"
+        % (type(given).__name__, given)
+    )
+    assert store.entries() == []
+
+
 def test_add_refuses_a_stored_or_repeated_id_and_writes_nothing(store):
     store.add([{"id": "a", "content": "first", "type": "fact"}])
     before = store.version
@@ -615,3 +627,33 @@ def test_a_forget_namespace_no_store_can_hold_is_refused_the_same_on_every_store
     assert str(raised.value) == "forget namespace '%s...' is 1001 bytes long; it takes at most 1000 (UTF-8)" % (
         "n" * 40
     )
+
+
+async def test_history_has_its_async_twin_on_every_store(store, request):
+    # Every other verb of the contract (add, get, entries, supersede, delete, forget, ...) has one.
+    if request.node.callspec.params["store"] == "basestore-sqlite":
+        pytest.skip("LangGraph's sync SqliteStore has no async methods (AsyncSqliteStore has)")
+    store.add([{"id": "v1", "type": "fact", "source": "docs", "content": "Refunds round up."}])
+    store.supersede("v1", {"id": "v2", "type": "fact", "source": "docs", "content": "Refunds round half-even."})
+    versions = await store.ahistory("v2")
+    assert versions == store.history("v2")
+    assert [(v.id, v.source) for v in versions] == [("v1", "docs"), ("v2", "docs")]
+    with pytest.raises(ArgumentError):
+        await store.ahistory(3)
+
+
+async def test_sweep_expired_has_its_async_twin_on_every_store(store, request):
+    if request.node.callspec.params["store"] == "basestore-sqlite":
+        pytest.skip("LangGraph's sync SqliteStore has no async methods (AsyncSqliteStore has)")
+    store.add(
+        [
+            {"id": "old", "type": "fact", "content": "The sale ends Friday.", "expires": "2026-07-01T00:00:00Z"},
+            {"id": "kept", "type": "fact", "content": "Refunds round half-even."},
+        ]
+    )
+    store.supersede("old", {"id": "old2", "type": "fact", "content": "The sale ends Sunday.",
+                            "expires": "2026-07-02T00:00:00Z"})  # fmt: skip
+    assert await store.asweep_expired(datetime.datetime(2026, 6, 30)) == []
+    assert await store.asweep_expired(datetime.datetime(2026, 7, 1, 12)) == ["old"]
+    assert await store.asweep_expired(datetime.datetime(2026, 7, 3)) == ["old2"]
+    assert [e["id"] for e in store.entries()] == ["kept"]

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Callable, Optional, Union
 
 from ...call import AdapterCall
+from ...checks import check_call_form
 from ...errors import ArgumentError
 from ...poolsplit import Selection
 from ...settings import AgentMemorySettings
@@ -56,6 +57,7 @@ class RuntimeBackends:
         self.settings = settings
         if callable(namespace):
             self._namespace_fn: Optional[Callable[[Any], Any]] = namespace
+            check_call_form(namespace, "namespace", "namespace(runtime)", None)
             self._namespace: Optional[tuple[Namespace, ...]] = None
         else:
             self._namespace_fn = None
