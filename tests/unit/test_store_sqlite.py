@@ -8,6 +8,7 @@ import datetime
 import sqlite3
 import tempfile
 import threading
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -384,6 +385,17 @@ def test_a_lone_surrogate_is_an_entry_error_naming_entry_and_field(tmp_path):
     assert store.entries() == []
 
 
+def _entry_x_written_as(tmp_path: Any, stored: str) -> Any:
+    """A store file whose entry 'x' another program rewrote as ``stored``."""
+    path = tmp_path / "memory.db"
+    with SQLiteMemoryStore(path) as store:
+        store.add([{"id": "x", "content": "deploy"}])
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE memory SET entry = ? WHERE id = 'x'", (stored,))
+    raw.close()
+    return path
+
+
 @pytest.mark.parametrize(
     ("stored", "why"),
     [
@@ -395,12 +407,7 @@ def test_a_lone_surrogate_is_an_entry_error_naming_entry_and_field(tmp_path):
 def test_a_row_another_program_wrote_is_refused_naming_the_file_and_entry(tmp_path, stored, why):
     """Nesting past Python's recursion limit raised RecursionError (a
     traceback from the CLI); NaN, which the store never writes, was read."""
-    path = tmp_path / "memory.db"
-    with SQLiteMemoryStore(path) as store:
-        store.add([{"id": "x", "content": "deploy"}])
-    with sqlite3.connect(path) as raw:
-        raw.execute("UPDATE memory SET entry = ? WHERE id = 'x'", (stored,))
-    raw.close()
+    path = _entry_x_written_as(tmp_path, stored)
     with SQLiteMemoryStore(path) as store, pytest.raises(StoreError) as info:
         store.entries()
     assert str(info.value) == "%s: entry 'x' is not valid JSON in the file (%s)" % (path, why)
@@ -464,12 +471,7 @@ def test_a_row_another_program_wrote_that_is_no_entry_is_refused_naming_the_file
     returned it, a select raised an EntryError naming neither the file nor
     the row, and a write of an unrelated entry failed as "entry 'x' (index 0)"
     (the row's id under ``y`` was listed by ``entries`` and found by no ``get``)."""
-    path = tmp_path / "memory.db"
-    with SQLiteMemoryStore(path) as store:
-        store.add([{"id": "x", "content": "deploy"}])
-    with sqlite3.connect(path) as raw:
-        raw.execute("UPDATE memory SET entry = ? WHERE id = 'x'", (stored,))
-    raw.close()
+    path = _entry_x_written_as(tmp_path, stored)
     with SQLiteMemoryStore(path) as store, pytest.raises(StoreError) as info:
         store.entries()
     assert str(info.value) == "%s: entry 'x' in the file is no entry (%s)" % (path, why)

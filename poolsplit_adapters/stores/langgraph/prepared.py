@@ -93,6 +93,7 @@ from ..postgres import (
     plain_postgres_store,
     wait_on_store_loop,
 )
+from .set_up import sqlite_connection
 from .store import BaseStoreMemory, Namespace, namespace_label
 from .store_reads import keeper
 
@@ -116,14 +117,8 @@ _SQLITE_ROW = _SQLITE_ROWS + " AND key = ?"
 
 def _sqlite(store: BaseStore) -> Optional[sqlite3.Connection]:
     """The connection of a (sync) ``SqliteStore`` without a TTL, else None."""
-    try:
-        from langgraph.store.sqlite import SqliteStore
-    except ImportError:  # pragma: no cover - the langchain extra installs it
-        return None
-    conn = getattr(store, "conn", None)
-    if isinstance(store, SqliteStore) and isinstance(conn, sqlite3.Connection) and not store.ttl_config:
-        return conn
-    return None
+    conn = sqlite_connection(store)
+    return conn if conn is not None and not getattr(store, "ttl_config", None) else None
 
 
 def _in_memory(store: BaseStore) -> Optional[Dict[Namespace, Dict[str, Item]]]:

@@ -27,7 +27,7 @@ from typing import Any, Optional
 from ...errors import ArgumentError
 from ..postgres import is_postgres_store, locked_cursor
 
-__all__ = ["require_tables"]
+__all__ = ["require_tables", "sqlite_connection"]
 
 #: The stores found set up in this process: checked once each (weak: a
 #: store no longer used is forgotten).
@@ -37,14 +37,24 @@ _SQLITE_TABLE = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND nam
 _PG_TABLE = "SELECT to_regclass('store') IS NOT NULL AS ready"
 
 
-def _sqlite_ready(store: Any) -> Optional[bool]:
-    """Whether a sync ``SqliteStore`` has its table; None for another store."""
+def sqlite_connection(store: Any) -> Optional[sqlite3.Connection]:
+    """The connection of a sync ``SqliteStore`` (used under its ``lock``),
+    else None: the one test of what a SqliteStore is, for every reach into
+    one (its tables, its watermark, its file's lock)."""
     try:
         from langgraph.store.sqlite import SqliteStore
     except ImportError:  # pragma: no cover - the langchain extra installs it
         return None
     conn = getattr(store, "conn", None)
     if not isinstance(store, SqliteStore) or not isinstance(conn, sqlite3.Connection):
+        return None
+    return conn
+
+
+def _sqlite_ready(store: Any) -> Optional[bool]:
+    """Whether a sync ``SqliteStore`` has its table; None for another store."""
+    conn = sqlite_connection(store)
+    if conn is None:
         return None
     if getattr(store, "is_setup", False):
         return True

@@ -37,6 +37,8 @@ try:
 except ImportError:  # pragma: no cover - Windows: the in-process part only
     fcntl = None  # type: ignore[assignment]
 
+from .set_up import sqlite_connection
+
 __all__ = ["file_locked", "file_owner"]
 
 
@@ -59,15 +61,12 @@ _MADE = threading.Lock()
 def _path(store: Any) -> Optional[str]:
     """The file of a sync ``SqliteStore``'s main database, else None (another
     store, an in-memory or temporary database)."""
-    try:
-        from langgraph.store.sqlite import SqliteStore
-    except ImportError:  # pragma: no cover - the langchain extra installs it
-        return None
-    conn = getattr(store, "conn", None)
-    if not isinstance(store, SqliteStore) or not isinstance(conn, sqlite3.Connection):
+    conn = sqlite_connection(store)
+    if conn is None:
         return None
     try:
-        rows = conn.execute("PRAGMA database_list").fetchall()
+        with store.lock:
+            rows = conn.execute("PRAGMA database_list").fetchall()
     except sqlite3.Error:
         return None
     found = next((str(row[2]) for row in rows if row[1] == "main"), "")
