@@ -44,6 +44,7 @@ past the index's watermark, and the ids forgotten since, are read and applied.
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import sqlite3
 import threading
@@ -51,6 +52,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, Optional
 
+from ..errors import ArgumentError
 from ..index import MemoryIndex
 from ..memory.write_gate import utc_stamp
 from ..poolsplit import IsActive, TokenCounter, default_is_active, default_token_counter
@@ -152,6 +154,11 @@ class SQLiteMemoryStore(IndexInStep, StoreVerbs):
         timeout: float = 30.0,
         clock: Clock = _utc_now,
     ) -> None:
+        if not isinstance(path, (str, os.PathLike)):  # pathlib's own error names no argument
+            raise ArgumentError(
+                "SQLiteMemoryStore path must be a file name (str or os.PathLike) or ':memory:', got %s %r"
+                % (type(path).__name__, path)
+            )
         self.path = pathlib.Path(path)
         self._token_counter = token_counter
         self._clock = clock

@@ -17,6 +17,7 @@ from strategies import entries as entry_strategy
 
 from poolsplit_adapters import EntryError, Pool, Visibility, default_scorer, select
 from poolsplit_adapters.defaults import default_adapter_scorer
+from poolsplit_adapters.errors import ArgumentError
 from poolsplit_adapters.poolsplit import given_token_count
 from poolsplit_adapters.stores import (
     SCHEMA_VERSION,
@@ -475,3 +476,15 @@ def test_a_row_another_program_wrote_that_is_no_entry_is_refused_naming_the_file
     with SQLiteMemoryStore(path) as store, pytest.raises(StoreError) as info:
         store.entries()
     assert str(info.value) == "%s: entry 'x' in the file is no entry (%s)" % (path, why)
+
+
+@pytest.mark.parametrize("path", [3, None, ["memory.db"], 3.5])
+def test_a_path_that_is_no_file_name_is_refused_naming_path(path):
+    """``SQLiteMemoryStore(3)`` said only "expected str, bytes or
+    os.PathLike object, not int", from ``pathlib``."""
+    with pytest.raises(ArgumentError) as info:
+        SQLiteMemoryStore(path)
+    assert str(info.value) == (
+        "SQLiteMemoryStore path must be a file name (str or os.PathLike) or ':memory:', got %s %r"
+        % (type(path).__name__, path)
+    )
