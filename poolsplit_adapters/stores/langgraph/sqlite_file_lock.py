@@ -101,14 +101,19 @@ def file_locked(owner: Any) -> Iterator[None]:
         return
     with owner.guard:
         if owner.fd is None:
-            owner.fd = os.open(owner.path, os.O_RDONLY)  # never closed: see the module
-        if owner.holders == 0:
-            fcntl.flock(owner.fd, fcntl.LOCK_EX)
-        owner.holders += 1
+            # never closed (see the module); a file gone or not ours to open: the in-process locks only
+            with contextlib.suppress(OSError):
+                owner.fd = os.open(owner.path, os.O_RDONLY)
+        fd = owner.fd
+        if fd is not None:
+            if owner.holders == 0:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            owner.holders += 1
     try:
         yield
     finally:
-        with owner.guard:
-            owner.holders -= 1
-            if owner.holders == 0:
-                fcntl.flock(owner.fd, fcntl.LOCK_UN)
+        if fd is not None:
+            with owner.guard:
+                owner.holders -= 1
+                if owner.holders == 0:
+                    fcntl.flock(fd, fcntl.LOCK_UN)
