@@ -38,7 +38,15 @@ from .checks import ArgumentError, check_callable, check_flag, check_given, chec
 from .memory.expiry import note_expired
 from .memory.metrics import token_metrics
 from .memory.progressive import ProgressiveLayers, progressive_notes, wants_detail
-from .memory.tasks import AUTO, TaskDetection, noted_task, resolve_pools, spill_standing, spilled_to
+from .memory.tasks import (
+    AUTO,
+    TaskDetection,
+    filled_spilling,
+    noted_task,
+    resolve_pools,
+    spill_standing,
+    spilled_to,
+)
 from .poolsplit import Chosen, Pool, Scorer, Selection, Visibility
 from .recall import (
     FillingRecall,
@@ -241,21 +249,19 @@ class AdapterCall:
         """``fill`` of this call's plan; for a task plan (``pools="auto"``,
         no progressive layering), filled again when its standing pool's
         unused room can go to pools that cut entries (`spill_standing`)."""
-        selection = fill(list(self.options.pools))
-        again = self._spilled(selection)
-        return selection if again is None else spilled_to(fill(again), self.options.pools, again)
+        return filled_spilling(self.options.pools, fill) if self._spills else fill(list(self.options.pools))
 
     async def afilled(self, fill: Callable[[List[Pool]], Awaitable[Selection]]) -> Selection:
         """Async `filled`."""
         selection = await fill(list(self.options.pools))
-        again = self._spilled(selection)
+        again = spill_standing(self.options.pools, selection) if self._spills else None
         return selection if again is None else spilled_to(await fill(again), self.options.pools, again)
 
-    def _spilled(self, selection: Selection) -> Optional[List[Pool]]:
-        """The plan to fill again after ``selection`` (`filled`), or None."""
-        if self.settings.pools != AUTO or self.options.layering is not None:
-            return None
-        return spill_standing(self.options.pools, selection)
+    @property
+    def _spills(self) -> bool:
+        """Whether this call's plan may fill twice (`filled`): a task plan
+        (``pools="auto"``) without progressive layering."""
+        return self.settings.pools == AUTO and self.options.layering is None
 
     def annotate(self, selection: Selection) -> Selection:
         """5. Record in ``selection.notes`` what this call decided around the

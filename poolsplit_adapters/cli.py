@@ -44,7 +44,7 @@ from typing import Any, Callable, Dict, Iterable, List, NoReturn, Optional, Sequ
 
 from .cli_postgres import add_postgres_commands
 from .defaults import default_adapter_scorer
-from .memory.tasks import AUTO, noted_task, resolve_pools, spill_standing, spilled_to
+from .memory.tasks import AUTO, filled_spilling, noted_task, resolve_pools
 from .poolsplit import (
     EntryError,
     Pool,
@@ -250,11 +250,7 @@ def _task_plan(
     shared among the store's ``types``, the standing pool's unused room
     moved to the pools that cut entries, the task noted."""
     pools, detection = resolve_pools(AUTO, {"message": args.query}, total_tokens=args.total_tokens, entry_types=types)
-    selection = fill(pools)
-    again = spill_standing(pools, selection)
-    if again is not None:
-        selection = spilled_to(fill(again), pools, again)
-    return noted_task(selection, detection)
+    return noted_task(filled_spilling(pools, fill), detection)
 
 
 def cmd_select(args: argparse.Namespace) -> int:

@@ -43,7 +43,7 @@ import warnings
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..poolsplit import MAX_COST, Pool, Reason, Selection, one_slip_from
 from ._words import contains, words
@@ -80,6 +80,7 @@ __all__ = [
     "share_out",
     "spill_standing",
     "spilled_to",
+    "filled_spilling",
     "noted_task",
     "task_pools",
     "warn_unplanned_standing",
@@ -661,6 +662,17 @@ def spilled_to(selection: Selection, planned: Sequence[Pool], filled: Sequence[P
     moved = {pool.name: pool.max_tokens - before[pool.name] for pool in filled if pool.max_tokens != before[pool.name]}
     selection.notes[SPILLED_NOTE] = moved
     return selection
+
+
+def filled_spilling(pools: Sequence[Pool], fill: Callable[[List[Pool]], Selection]) -> Selection:
+    """``fill(pools)``, and when a task plan's standing pool left room that
+    pools which cut entries can use (`spill_standing`), ``fill`` again with
+    that plan, noted (`spilled_to`): the two fills of a task plan, for
+    every caller that fills one synchronously (the adapters'
+    `AdapterCall.filled`, ``poolsplit select --pools auto``)."""
+    selection = fill(list(pools))
+    again = spill_standing(pools, selection)
+    return selection if again is None else spilled_to(fill(again), pools, again)
 
 
 def noted_task(selection: Selection, detection: Optional[TaskDetection]) -> Selection:

@@ -30,6 +30,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import weakref
 from typing import Any, Dict, Iterator, Optional, Tuple
 
 try:
@@ -56,6 +57,10 @@ class _File:
 #: Every file a SqliteStore of this process wrote, by (device, inode).
 _FILES: Dict[Tuple[int, int], _File] = {}
 _MADE = threading.Lock()
+#: Each store object's owner (weakly: a dropped store is forgotten).
+_OWNERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+#: What `_OWNERS` holds for a store that is its own owner (a value naming its key would keep it alive).
+_ITSELF = object()
 
 
 def _path(store: Any) -> Optional[str]:
@@ -75,7 +80,20 @@ def _path(store: Any) -> Optional[str]:
 
 def file_owner(store: Any) -> Any:
     """Whose write locks ``store``'s writes take: the one `_File` of its
-    database file for a sync ``SqliteStore`` on a file, else ``store``."""
+    database file for a sync ``SqliteStore`` on a file, else ``store``.
+    Found once per store object (its connection stays on the file it
+    opened), not on every write."""
+    with contextlib.suppress(TypeError):  # a store that cannot be weakly held is looked at every time
+        known = _OWNERS.get(store)
+        if known is not None:
+            return store if known is _ITSELF else known
+    found = _found_owner(store)
+    with contextlib.suppress(TypeError):
+        _OWNERS[store] = _ITSELF if found is store else found  # never the store itself: it would never be dropped
+    return found
+
+
+def _found_owner(store: Any) -> Any:
     path = _path(store)
     if path is None:
         return store
